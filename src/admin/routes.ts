@@ -1,0 +1,131 @@
+import { Hono } from 'hono';
+import type { z } from 'zod';
+import type { Services } from '../services.js';
+import { operatorAuth } from './auth.js';
+import { asConflict, orgsWithBalances } from './queries.js';
+import * as body from './schemas.js';
+import { readBody, readQuery } from './validate.js';
+import * as view from './views.js';
+
+/**
+ * The management API, mounted by the app under `/admin/v1`. Every route needs
+ * the operator token; errors are thrown as `GatewayError` and rendered by the
+ * app's `onError`, so no handler writes error JSON itself.
+ *
+ * @example
+ * app.route('/admin/v1', createAdminRoutes(services));
+ */
+export function createAdminRoutes(services: Services): Hono {
+  const { orgs, wallets, keys, catalog } = services;
+  const currency = services.config.currency;
+  const admin = new Hono();
+  admin.use('*', operatorAuth(services.adminToken));
+
+  const orgWithBalance = async (orgId: string) => view.orgView(await orgs.get(orgId), await wallets.balance(orgId), currency);
+  const wallet = async (orgId: string, limit = 50) => {
+    const [balance, ledger] = await Promise.all([wallets.balance(orgId), wallets.ledger(orgId, limit)]);
+    return view.walletView(orgId, currency, balance, ledger);
+  };
+
+  admin.post('/orgs', async (c) => {
+    const { name } = await readBody(c, body.createOrgBody);
+    return c.json(view.orgView(await orgs.create(name), 0n, currency), 201);
+  });
+  admin.get('/orgs', async (c) => {
+    const rows = await orgsWithBalances(services.db);
+    return c.json(view.listOf(rows.map(({ org, balance }) => view.orgView(org, balance, currency))));
+  });
+  admin.get('/orgs/:orgId', async (c) => c.json(await orgWithBalance(c.req.param('orgId'))));
+
+  admin.post('/orgs/:orgId/projects', async (c) => {
+    const { name } = await readBody(c, body.createProjectBody);
+    return c.json(view.projectView(await orgs.createProject(c.req.param('orgId'), name)), 201);
+  });
+  admin.get('/orgs/:orgId/projects', async (c) => {
+    const org = await orgs.get(c.req.param('orgId'));
+    return c.json(view.listOf((await orgs.listProjects(org.id)).map(view.projectView)));
+  });
+
+  admin.post('/orgs/:orgId/wallet/topups', async (c) => {
+    const { amount, note } = await readBody(c, body.topupBody);
+    await wallets.credit(c.req.param('orgId'), 'topup', amount, note);
+    return c.json(await wallet(c.req.param('orgId')), 201);
+  });
+  admin.post('/orgs/:orgId/wallet/adjustments', async (c) => {
+    const { amount, note } = await readBody(c, body.adjustmentBody);
+    await wallets.credit(c.req.param('orgId'), 'adjustment', amount, note);
+    return c.json(await wallet(c.req.param('orgId')), 201);
+  });
+  admin.get('/orgs/:orgId/wallet', async (c) => {
+    const { limit } = readQuery(c, body.ledgerQuery);
+    return c.json(await wallet(c.req.param('orgId'), limit));
+  });
+
+  admin.post('/orgs/:orgId/keys', async (c) => {
+    const input = await readBody(c, body.createKeyBody);
+    const { key, secret } = await keys.create({ ...keySettings(input), orgId: c.req.param('orgId'), name: input.name, expiry: input.expiry, projectId: input.project_id });
+    return c.json({ ...view.keyView(key), secret }, 201);
+  });
+  admin.get('/orgs/:orgId/keys', async (c) => {
+    const org = await orgs.get(c.req.param('orgId'));
+    const now = new Date();
+    return c.json(view.listOf((await keys.list(org.id)).map((key) => view.keyView(key, now))));
+  });
+  admin.get('/keys/:keyId', async (c) => c.json(view.keyView(await keys.get(c.req.param('keyId')))));
+  admin.patch('/keys/:keyId', async (c) => {
+    const changes = keySettings(await readBody(c, body.updateKeyBody));
+    return c.json(view.keyView(await keys.update(c.req.param('keyId'), changes)));
+  });
+  admin.post('/keys/:keyId/revoke', async (c) => c.json(view.keyView(await keys.revoke(c.req.param('keyId')))));
+
+  admin.get('/models', async (c) => {
+    const { include_disabled } = readQuery(c, body.modelsQuery);
+    const [models, prices] = await Promise.all([catalog.list({ includeDisabled: include_disabled === 'true' }), catalog.listPrices()]);
+    const priceOf = new Map(prices.map((price) => [price.modelId, price]));
+    return c.json(view.listOf(models.map((model) => view.modelView(model, priceOf.get(model.id) ?? null))));
+  });
+  admin.post('/models', async (c) => {
+    const input = await readBody(c, body.createModelBody);
+    const model = await asConflict(
+      catalog.add({ id: input.id, displayName: input.display_name, hfRepoId: input.hf_repo_id, taskType: input.task_type, contextLength: input.context_length, enabled: input.enabled }),
+      'A model with this id, display name or Hugging Face repo id already exists.',
+    );
+    return c.json(view.modelView(model, null), 201);
+  });
+  admin.patch('/models/:id{.+}', async (c) => {
+    const input = await readBody(c, body.updateModelBody);
+    const id = c.req.param('id');
+    const changes = { displayName: input.display_name, contextLength: input.context_length, enabled: input.enabled };
+    const model = await asConflict(catalog.update(id, definedOnly(changes)), 'Another model already uses this display name.');
+    const price = (await catalog.listPrices()).find((p) => p.modelId === model.id) ?? null;
+    return c.json(view.modelView(model, price));
+  });
+
+  admin.put('/prices/:modelId{.+}', async (c) => {
+    const input = await readBody(c, body.setPriceBody);
+    const price = await catalog.setPrice(c.req.param('modelId'), input.input_per_million, input.output_per_million);
+    return c.json(view.priceView(price, currency));
+  });
+  admin.get('/prices', async (c) => c.json(view.listOf((await catalog.listPrices()).map((p) => view.priceView(p, currency)))));
+
+  return admin;
+}
+
+type KeyFields = z.output<typeof body.updateKeyBody>;
+
+/** The API's snake_case key fields to the service's names; absent fields stay absent. */
+function keySettings(input: KeyFields) {
+  return definedOnly({
+    name: input.name,
+    requestsPerMinute: input.requests_per_minute,
+    maxConcurrency: input.max_concurrency,
+    tokensPerMinute: input.tokens_per_minute,
+    monthlyTokens: input.monthly_tokens,
+    storeRequestData: input.store_request_data,
+    responseCache: input.response_cache,
+  });
+}
+
+function definedOnly<T extends object>(source: T): Partial<T> {
+  return Object.fromEntries(Object.entries(source).filter(([, value]) => value !== undefined)) as Partial<T>;
+}

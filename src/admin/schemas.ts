@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { MoneyFormatError, parseAmount, pricePerTokenFromMillion } from '../billing/money.js';
+import { TASK_TYPES } from '../db/schema.js';
+import { KEY_EXPIRIES } from '../keys/service.js';
+
+/**
+ * Request bodies of the management API. Unknown fields are refused (a typo such
+ * as `rpm` must not pass silently), and money arrives only as decimal strings,
+ * parsed here into bigint nanos so no float ever reaches a balance or a price.
+ */
+
+const name = z.string().trim().min(1).max(200);
+const note = z.string().trim().min(1).max(500);
+const limit = (max: number) => z.int().min(1).max(max);
+const MAX_RATE = 1_000_000;
+// tokens_per_minute is an int4 column; monthly_tokens a bigint read as a JS number.
+const MAX_TPM = 2_147_483_647;
+const MAX_MONTHLY = Number.MAX_SAFE_INTEGER;
+
+/** A decimal string, never a JSON number: `"12.50"`, not `12.5`. */
+function decimal(parse: (text: string) => bigint) {
+  return z
+    .string({ error: (issue) => (typeof issue.input === 'number' ? 'Send amounts as decimal strings such as "12.50", not JSON numbers.' : undefined) })
+    .transform((text, ctx) => {
+      try {
+        return parse(text);
+      } catch (error) {
+        if (!(error instanceof MoneyFormatError)) throw error;
+        ctx.addIssue({ code: 'custom', message: error.message });
+        return z.NEVER;
+      }
+    });
+}
+
+const amount = decimal(parseAmount);
+const pricePerMillion = decimal(pricePerTokenFromMillion);
+
+export const createOrgBody = z.strictObject({ name });
+export const createProjectBody = z.strictObject({ name });
+
+export const topupBody = z.strictObject({
+  amount: amount.refine((nanos) => nanos > 0n, 'A top-up must be greater than 0.'),
+  note: note.optional(),
+});
+
+export const adjustmentBody = z.strictObject({
+  amount: amount.refine((nanos) => nanos !== 0n, 'An adjustment cannot be 0.'),
+  note,
+});
+
+const keySettings = {
+  name,
+  requests_per_minute: limit(MAX_RATE),
+  max_concurrency: limit(MAX_RATE),
+  tokens_per_minute: limit(MAX_TPM).nullable(),
+  monthly_tokens: limit(MAX_MONTHLY).nullable(),
+  store_request_data: z.boolean(),
+  response_cache: z.boolean(),
+};
+
+export const createKeyBody = z.strictObject({
+  ...z.object(keySettings).partial().shape,
+  name,
+  expiry: z.enum(KEY_EXPIRIES).optional(),
+  project_id: z.string().min(1).max(100).optional(),
+});
+
+const atLeastOne = (body: object) => Object.keys(body).length > 0;
+const EMPTY_PATCH = 'Send at least one field to change.';
+
+export const updateKeyBody = z.strictObject(keySettings).partial().refine(atLeastOne, EMPTY_PATCH);
+
+export const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
+
+export const createModelBody = z.strictObject({
+  id: z.string().regex(MODEL_ID, 'Use 1-128 letters, digits or "._:/-", starting with a letter or digit.'),
+  display_name: name,
+  hf_repo_id: z.string().trim().min(1).max(200),
+  task_type: z.enum(TASK_TYPES),
+  context_length: limit(10_000_000),
+  enabled: z.boolean().optional(),
+});
+
+export const updateModelBody = z
+  .strictObject({ display_name: name, context_length: limit(10_000_000), enabled: z.boolean() })
+  .partial()
+  .refine(atLeastOne, EMPTY_PATCH);
+
+export const setPriceBody = z.strictObject({ input_per_million: pricePerMillion, output_per_million: pricePerMillion });
+
+// Query strings stay lenient about extra parameters (cache busters, tracing).
+export const ledgerQuery = z.object({ limit: z.coerce.number().pipe(limit(500)).default(50) });
+export const modelsQuery = z.object({ include_disabled: z.enum(['true', 'false']).default('false') });

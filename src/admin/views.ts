@@ -1,0 +1,110 @@
+import { formatAmount, pricePerMillion } from '../billing/money.js';
+import type { LedgerEntry } from '../billing/wallet.js';
+import type { ModelRow, PriceRow } from '../catalog/service.js';
+import { keyStatus, type KeyRow } from '../keys/service.js';
+import type { Organization, Project } from '../platform/orgs.js';
+
+/**
+ * Rows to the JSON the management API answers with: snake_case fields, dates
+ * in ISO 8601, money as a decimal string plus the exact `_nanos` integer as a
+ * string (JSON numbers cannot hold every bigint). The key hash never leaves.
+ *
+ * @example
+ * return c.json(orgView(org, 0n, 'USD'), 201);
+ */
+const iso = (date: Date | null) => (date ? date.toISOString() : null);
+
+export function listOf<T>(data: T[]) {
+  return { object: 'list' as const, data };
+}
+
+export function orgView(org: Organization, balance: bigint, currency: string) {
+  return {
+    id: org.id,
+    object: 'organization' as const,
+    name: org.name,
+    created_at: iso(org.createdAt),
+    currency,
+    balance: formatAmount(balance),
+    balance_nanos: balance.toString(),
+  };
+}
+
+export function projectView(project: Project) {
+  return { id: project.id, object: 'project' as const, org_id: project.orgId, name: project.name, created_at: iso(project.createdAt) };
+}
+
+export function ledgerEntryView(entry: LedgerEntry) {
+  return {
+    id: entry.id,
+    kind: entry.kind,
+    amount: formatAmount(entry.amount),
+    amount_nanos: entry.amount.toString(),
+    balance_after: formatAmount(entry.balanceAfter),
+    balance_after_nanos: entry.balanceAfter.toString(),
+    request_id: entry.requestId,
+    note: entry.note,
+    created_at: iso(entry.createdAt),
+  };
+}
+
+export function walletView(orgId: string, currency: string, balance: bigint, ledger: LedgerEntry[]) {
+  return {
+    object: 'wallet' as const,
+    org_id: orgId,
+    currency,
+    balance: formatAmount(balance),
+    balance_nanos: balance.toString(),
+    ledger: ledger.map(ledgerEntryView),
+  };
+}
+
+export function keyView(key: KeyRow, now = new Date()) {
+  return {
+    id: key.id,
+    object: 'api_key' as const,
+    org_id: key.orgId,
+    project_id: key.projectId,
+    name: key.name,
+    hint: key.secretHint,
+    status: keyStatus(key, now),
+    created_at: iso(key.createdAt),
+    expires_at: iso(key.expiresAt),
+    revoked_at: iso(key.revokedAt),
+    requests_per_minute: key.requestsPerMinute,
+    max_concurrency: key.maxConcurrency,
+    tokens_per_minute: key.tokensPerMinute,
+    monthly_tokens: key.monthlyTokens,
+    store_request_data: key.storeRequestData,
+    response_cache: key.responseCache,
+  };
+}
+
+export function modelView(model: ModelRow, price: PriceRow | null) {
+  return {
+    id: model.id,
+    object: 'model' as const,
+    display_name: model.displayName,
+    hf_repo_id: model.hfRepoId,
+    task_type: model.taskType,
+    context_length: model.contextLength,
+    enabled: model.enabled,
+    created_at: iso(model.createdAt),
+    price: price
+      ? { input_per_million: pricePerMillion(price.inputPerToken), output_per_million: pricePerMillion(price.outputPerToken) }
+      : null,
+  };
+}
+
+export function priceView(price: PriceRow, currency: string) {
+  return {
+    object: 'price' as const,
+    model_id: price.modelId,
+    currency,
+    input_per_million: pricePerMillion(price.inputPerToken),
+    output_per_million: pricePerMillion(price.outputPerToken),
+    input_nanos_per_token: price.inputPerToken.toString(),
+    output_nanos_per_token: price.outputPerToken.toString(),
+    updated_at: iso(price.updatedAt),
+  };
+}

@@ -1,0 +1,25 @@
+import { Hono } from 'hono';
+import { createAdminRoutes } from './admin/routes.js';
+import type { GatewayEnv } from './http/context.js';
+import { renderError, renderNotFound } from './http/render.js';
+import { requestId } from './http/request.js';
+import type { Services } from './services.js';
+import { createV1Routes } from './v1/routes.js';
+
+/**
+ * The whole HTTP surface: /v1 for clients, /admin/v1 for operators, /health
+ * for load balancers. Errors of every route become the one envelope here.
+ *
+ * @example
+ * serve({ fetch: createApp(services).fetch, port: 8080 });
+ */
+export function createApp(services: Services): Hono<GatewayEnv> {
+  const app = new Hono<GatewayEnv>();
+  app.use(requestId());
+  app.get('/health', (c) => c.json({ status: 'ok' }));
+  app.route('/v1', createV1Routes(services));
+  app.route('/admin/v1', createAdminRoutes(services) as unknown as Hono<GatewayEnv>);
+  app.notFound((c) => renderNotFound(c, services.log));
+  app.onError((error, c) => renderError(error, c, services.log));
+  return app;
+}

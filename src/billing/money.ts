@@ -1,0 +1,58 @@
+/**
+ * Money is an integer count of nano-units (1e-9) of the gateway's currency, held
+ * in a bigint. Amounts cross the API as decimal strings, parsed here exactly:
+ * no float ever touches a balance, a price or a charge.
+ *
+ * @example
+ * parseAmount('12.50');            // 12_500_000_000n
+ * formatAmount(12_500_000_000n);   // '12.50'
+ * pricePerTokenFromMillion('0.15'); // 150n nanos per token
+ */
+export const NANOS_PER_UNIT = 1_000_000_000n;
+const SCALE_DIGITS = 9;
+
+export class MoneyFormatError extends Error {
+  override name = 'MoneyFormatError';
+}
+
+/** Parses a decimal amount such as "12.50" or "-3" into nanos. At most 9 decimal places. */
+export function parseAmount(text: string): bigint {
+  const match = /^(-)?(\d{1,12})(?:\.(\d{1,9}))?$/.exec(text.trim());
+  if (!match) throw new MoneyFormatError(`"${text}" is not an amount: use digits with at most 9 decimal places, like 12.50.`);
+  const [, sign, whole, fraction = ''] = match;
+  const nanos = BigInt(whole!) * NANOS_PER_UNIT + BigInt(fraction.padEnd(SCALE_DIGITS, '0'));
+  return sign ? -nanos : nanos;
+}
+
+/** Formats nanos as a decimal string with at least two decimal places and no trailing zeros past them. */
+export function formatAmount(nanos: bigint): string {
+  const negative = nanos < 0n;
+  const magnitude = negative ? -nanos : nanos;
+  const whole = magnitude / NANOS_PER_UNIT;
+  const fraction = (magnitude % NANOS_PER_UNIT).toString().padStart(SCALE_DIGITS, '0').replace(/0+$/, '').padEnd(2, '0');
+  return `${negative ? '-' : ''}${whole}.${fraction}`;
+}
+
+/**
+ * Prices are set per million tokens (how operators and users quote them) and
+ * stored per token in nanos, so a charge is one exact multiplication. A price
+ * per million with more than 3 decimal places would not be a whole number of
+ * nanos per token and is refused rather than rounded.
+ */
+export function pricePerTokenFromMillion(text: string): bigint {
+  const perMillion = parseAmount(text);
+  if (perMillion < 0n) throw new MoneyFormatError('A price cannot be negative.');
+  if (perMillion % 1_000_000n !== 0n) {
+    throw new MoneyFormatError(`"${text}" per million tokens has more than 3 decimal places; prices are exact to 0.001 per million tokens.`);
+  }
+  return perMillion / 1_000_000n;
+}
+
+export function pricePerMillion(nanosPerToken: bigint): string {
+  return formatAmount(nanosPerToken * 1_000_000n);
+}
+
+/** The exact cost of a request: tokens times the per-token price, for input and output. */
+export function costOf(usage: { promptTokens: number; completionTokens: number }, price: { inputPerToken: bigint; outputPerToken: bigint }): bigint {
+  return BigInt(usage.promptTokens) * price.inputPerToken + BigInt(usage.completionTokens) * price.outputPerToken;
+}

@@ -1,0 +1,91 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Every setting of the gateway, read from the environment once and validated.
+ * Nothing else in `src/` reads `process.env`: the parsed object is passed in.
+ *
+ * @example
+ * const config = loadConfig(process.env);
+ * console.log(config.port); // 8080 unless PORT is set
+ */
+const booleanSetting = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+
+const settingsSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  TOLLGATE_HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z.string().url().optional(),
+  REDIS_URL: z.string().url().optional(),
+  TOLLGATE_DATA_DIR: z.string().min(1).default('.tollgate'),
+  TOLLGATE_ADMIN_TOKEN: z.string().min(16, 'TOLLGATE_ADMIN_TOKEN must be at least 16 characters').optional(),
+  TOLLGATE_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{2,16}$/, 'TOLLGATE_KEY_PREFIX must be 2-16 letters, digits, "-" or "_"')
+    .default('sk-gw-'),
+  TOLLGATE_ENGINES_FILE: z.string().min(1).default('engines/engines.json'),
+  TOLLGATE_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+  TOLLGATE_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000),
+  TOLLGATE_SEED_DEMO: booleanSetting.default(true),
+  TOLLGATE_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'TOLLGATE_CURRENCY must be an ISO 4217 code such as USD').default('USD'),
+  TOLLGATE_PUBLIC_URL: z.string().url().optional(),
+  TOLLGATE_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  TOLLGATE_SIM_TTFT_MS: z.coerce.number().int().min(0).default(0),
+  TOLLGATE_SIM_ITL_MS: z.coerce.number().int().min(0).default(0),
+});
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface Config {
+  port: number;
+  host: string;
+  /** PostgreSQL connection string; when absent the gateway uses PGlite in `dataDir`. */
+  databaseUrl?: string;
+  redisUrl?: string;
+  /** Folder for PGlite's files and the generated operator token. `memory://` keeps PGlite in memory. */
+  dataDir: string;
+  adminToken?: string;
+  keyPrefix: string;
+  enginesFile: string;
+  maxBodyBytes: number;
+  upstreamTimeoutMs: number;
+  seedDemo: boolean;
+  currency: string;
+  /** The address printed in the first-start instructions; defaults to http://127.0.0.1:PORT. */
+  publicUrl?: string;
+  logLevel: LogLevel;
+  simulator: { ttftMs: number; itlMs: number };
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  // Empty strings count as unset, as they do for most tools reading the environment.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = settingsSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid settings:\n${lines.join('\n')}`);
+  }
+  const s = parsed.data;
+  return Object.freeze({
+    port: s.PORT,
+    host: s.TOLLGATE_HOST,
+    databaseUrl: s.DATABASE_URL,
+    redisUrl: s.REDIS_URL,
+    dataDir: s.TOLLGATE_DATA_DIR === 'memory://' ? s.TOLLGATE_DATA_DIR : path.resolve(s.TOLLGATE_DATA_DIR),
+    adminToken: s.TOLLGATE_ADMIN_TOKEN,
+    keyPrefix: s.TOLLGATE_KEY_PREFIX,
+    enginesFile: path.resolve(s.TOLLGATE_ENGINES_FILE),
+    maxBodyBytes: s.TOLLGATE_MAX_BODY_BYTES,
+    upstreamTimeoutMs: s.TOLLGATE_UPSTREAM_TIMEOUT_MS,
+    seedDemo: s.TOLLGATE_SEED_DEMO,
+    currency: s.TOLLGATE_CURRENCY,
+    publicUrl: s.TOLLGATE_PUBLIC_URL,
+    logLevel: s.TOLLGATE_LOG_LEVEL,
+    simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
+  });
+}

@@ -1,0 +1,63 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
+import * as schema from './schema.js';
+
+/** The one database type the rest of the code sees, whichever driver is under it. */
+export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+export interface Store {
+  db: Database;
+  /** 'postgres' or 'pglite', for the start-up line. */
+  driver: 'postgres' | 'pglite';
+  close(): Promise<void>;
+}
+
+export interface OpenStoreOptions {
+  /** PostgreSQL connection string; without it, PGlite in `dataDir`. */
+  databaseUrl?: string;
+  /** Where PGlite keeps its files; `memory://` keeps them in memory. */
+  dataDir: string;
+  /** Connections in the postgres.js pool. */
+  poolSize?: number;
+}
+
+const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../drizzle');
+
+// Any fixed number: replicas starting together take turns running migrations.
+const MIGRATION_LOCK_ID = 7_110_472_001;
+
+/**
+ * Opens the store and brings its schema up to date.
+ *
+ * @example
+ * const store = await openStore({ databaseUrl: process.env.DATABASE_URL, dataDir: '.tollgate' });
+ * await store.close();
+ */
+export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenStoreOptions): Promise<Store> {
+  if (databaseUrl) {
+    const client = postgres(databaseUrl, { max: poolSize, onnotice: () => {} });
+    const db = drizzlePostgres(client, { schema });
+    try {
+      await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`);
+      await migratePostgres(db, { migrationsFolder });
+    } finally {
+      await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`).catch(() => {});
+    }
+    return { db: db as unknown as Database, driver: 'postgres', close: () => client.end({ timeout: 5 }) };
+  }
+  const location = dataDir === 'memory://' ? 'memory://' : path.join(dataDir, 'pglite');
+  if (location !== 'memory://') await mkdir(location, { recursive: true });
+  const client = new PGlite(location);
+  const db = drizzlePglite(client, { schema });
+  await migratePglite(db, { migrationsFolder });
+  return { db: db as unknown as Database, driver: 'pglite', close: () => client.close() };
+}

@@ -1,0 +1,147 @@
+import { sql } from 'drizzle-orm';
+import { bigint, bigserial, boolean, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+
+/**
+ * The store. Money columns hold integer nano-units of the gateway's currency
+ * (1 USD = 1_000_000_000), as bigint: never floats. See `src/billing/money.ts`.
+ */
+
+const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
+const money = (name: string) => bigint(name, { mode: 'bigint' });
+
+/** The spec's "account": owns keys, projects, a wallet and usage. */
+export const organizations = pgTable('organizations', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  createdAt: createdAt(),
+});
+
+export const projects = pgTable(
+  'projects',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    name: text('name').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('projects_org_idx').on(t.orgId)],
+);
+
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    /** The project usage goes to when a request names none in X-Project-ID. */
+    projectId: text('project_id').references(() => projects.id),
+    name: text('name').notNull(),
+    /** SHA-256 of the whole secret, hex; the secret itself is never stored. */
+    secretHash: text('secret_hash').notNull(),
+    /** Prefix and last four characters, so operators can tell keys apart. */
+    secretHint: text('secret_hint').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    requestsPerMinute: integer('requests_per_minute').notNull().default(60),
+    maxConcurrency: integer('max_concurrency').notNull().default(10),
+    /** null = unlimited */
+    tokensPerMinute: integer('tokens_per_minute'),
+    /** null = unlimited */
+    monthlyTokens: bigint('monthly_tokens', { mode: 'number' }),
+    storeRequestData: boolean('store_request_data').notNull().default(false),
+    responseCache: boolean('response_cache').notNull().default(false),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('api_keys_secret_hash_idx').on(t.secretHash), index('api_keys_org_idx').on(t.orgId)],
+);
+
+export const wallets = pgTable('wallets', {
+  orgId: text('org_id')
+    .primaryKey()
+    .references(() => organizations.id),
+  balance: money('balance_nanos').notNull().default(sql`0`),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+export const LEDGER_KINDS = ['topup', 'charge', 'refund', 'adjustment'] as const;
+export type LedgerKind = (typeof LEDGER_KINDS)[number];
+
+/** Append-only: rows are inserted, never updated or deleted. Their amounts sum to the wallet's balance. */
+export const ledgerEntries = pgTable(
+  'ledger_entries',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    kind: text('kind', { enum: LEDGER_KINDS }).notNull(),
+    /** Signed: top-ups positive, charges negative. */
+    amount: money('amount_nanos').notNull(),
+    balanceAfter: money('balance_after_nanos').notNull(),
+    /** For charges: the request id, unique, so a retried write never charges twice. */
+    requestId: text('request_id'),
+    note: text('note'),
+    createdAt: createdAt(),
+  },
+  (t) => [index('ledger_org_idx').on(t.orgId, t.id), uniqueIndex('ledger_request_idx').on(t.requestId)],
+);
+
+export const TASK_TYPES = ['chat', 'embedding'] as const;
+export type TaskType = (typeof TASK_TYPES)[number];
+
+/** The catalog. A request's `model` may name any of id, display name or Hugging Face repo id. */
+export const models = pgTable(
+  'models',
+  {
+    id: text('id').primaryKey(),
+    displayName: text('display_name').notNull(),
+    hfRepoId: text('hf_repo_id').notNull(),
+    taskType: text('task_type', { enum: TASK_TYPES }).notNull(),
+    contextLength: integer('context_length').notNull(),
+    enabled: boolean('enabled').notNull().default(true),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('models_display_name_idx').on(t.displayName), uniqueIndex('models_hf_repo_idx').on(t.hfRepoId)],
+);
+
+/** Per-token prices in nano-units; one row per model (the current price). */
+export const prices = pgTable('prices', {
+  modelId: text('model_id')
+    .primaryKey()
+    .references(() => models.id),
+  inputPerToken: money('input_nanos_per_token').notNull(),
+  outputPerToken: money('output_nanos_per_token').notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** One row per billed request; its id is the request id. */
+export const usageRecords = pgTable(
+  'usage_records',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    keyId: text('key_id')
+      .notNull()
+      .references(() => apiKeys.id),
+    projectId: text('project_id').references(() => projects.id),
+    modelId: text('model_id').notNull(),
+    endpoint: text('endpoint').notNull(),
+    promptTokens: integer('prompt_tokens').notNull(),
+    completionTokens: integer('completion_tokens').notNull(),
+    cost: money('cost_nanos').notNull(),
+    /** HTTP status the client received (200 for a stream that started). */
+    status: integer('status').notNull(),
+    streamed: boolean('streamed').notNull(),
+    /** 'upstream' when the engine reported usage, 'estimated' when a cut stream had to be counted. */
+    usageSource: text('usage_source').notNull(),
+    latencyMs: integer('latency_ms').notNull(),
+    ttftMs: integer('ttft_ms'),
+    createdAt: createdAt(),
+  },
+  (t) => [index('usage_org_time_idx').on(t.orgId, t.createdAt), index('usage_key_time_idx').on(t.keyId, t.createdAt)],
+);

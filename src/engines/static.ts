@@ -1,0 +1,31 @@
+import type { StaticDefinition } from './definitions.js';
+import type { Engine, UpstreamTarget } from './types.js';
+
+/**
+ * A vLLM server that runs elsewhere, at a fixed URL. Always offered: if it is
+ * down, the upstream call fails and the client gets `upstream_error`.
+ *
+ * @example
+ * const engine = createStaticEngine({ kind: 'static', model: 'qwen', url: 'http://127.0.0.1:8000' }, {});
+ */
+export function createStaticEngine(definition: StaticDefinition, env: Record<string, string | undefined>): Engine {
+  const headers: Record<string, string> = {};
+  if (definition.api_key_env) {
+    const apiKey = env[definition.api_key_env];
+    if (!apiKey) throw new Error(`engine for ${definition.model}: environment variable ${definition.api_key_env} is not set`);
+    headers.authorization = `Bearer ${apiKey}`;
+  }
+  const target: UpstreamTarget = {
+    baseUrl: normalizeBaseUrl(definition.url),
+    servedModelName: definition.served_model_name ?? definition.model,
+    headers,
+    release: () => {},
+  };
+  return { kind: 'static', modelId: definition.model, acquire: () => target, close: async () => {} };
+}
+
+/** Accepts `http://host:8000`, `http://host:8000/` or `http://host:8000/v1` and returns the `/v1` form. */
+export function normalizeBaseUrl(url: string): string {
+  const trimmed = url.replace(/\/+$/, '');
+  return trimmed.endsWith('/v1') ? trimmed : `${trimmed}/v1`;
+}

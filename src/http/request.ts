@@ -1,0 +1,52 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import { newId } from '../db/ids.js';
+import type { GatewayEnv } from './context.js';
+import { GatewayError } from './errors.js';
+
+/**
+ * Gives every request an id, returned in `x-request-id` and used as the usage
+ * record's id. The gateway makes its own: a client-sent id is not trusted to be unique.
+ */
+export function requestId(): MiddlewareHandler<GatewayEnv> {
+  return async (c, next) => {
+    const id = newId('req');
+    c.set('requestId', id);
+    c.header('x-request-id', id);
+    await next();
+  };
+}
+
+/**
+ * Reads the body as a JSON object, refusing more than `maxBytes` (413) and
+ * anything that is not a JSON object (400), before any other work.
+ *
+ * @example
+ * const body = await readJsonObject(c, config.maxBodyBytes);
+ */
+export async function readJsonObject(c: Context, maxBytes: number): Promise<Record<string, unknown>> {
+  const declared = Number(c.req.header('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
+  const raw = c.req.raw.body;
+  if (!raw) throw new GatewayError('invalid_json', 'The request body is empty; send a JSON object.');
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of raw as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw tooLarge(maxBytes);
+    chunks.push(chunk);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new GatewayError('invalid_json', 'The request body is not valid JSON.');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new GatewayError('invalid_json', 'The request body must be a JSON object.');
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function tooLarge(maxBytes: number): GatewayError {
+  return new GatewayError('request_too_large', `The request body is larger than the ${maxBytes}-byte limit.`);
+}

@@ -1,0 +1,49 @@
+import { eq } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
+import { newId } from '../db/ids.js';
+import { organizations, projects, wallets } from '../db/schema.js';
+import { GatewayError } from '../http/errors.js';
+
+export type Organization = typeof organizations.$inferSelect;
+export type Project = typeof projects.$inferSelect;
+
+/**
+ * Organizations (the spec's accounts) and their projects. Every organization
+ * is created with an empty wallet in the same transaction.
+ *
+ * @example
+ * const orgs = new OrgService(db);
+ * const org = await orgs.create('Acme');
+ * const project = await orgs.createProject(org.id, 'search');
+ */
+export class OrgService {
+  constructor(private readonly db: Database) {}
+
+  create(name: string): Promise<Organization> {
+    return this.db.transaction(async (tx) => {
+      const [org] = await tx.insert(organizations).values({ id: newId('org'), name }).returning();
+      await tx.insert(wallets).values({ orgId: org!.id });
+      return org!;
+    });
+  }
+
+  list(): Promise<Organization[]> {
+    return this.db.select().from(organizations).orderBy(organizations.createdAt);
+  }
+
+  async get(id: string): Promise<Organization> {
+    const [org] = await this.db.select().from(organizations).where(eq(organizations.id, id));
+    if (!org) throw new GatewayError('not_found', `Organization ${id} does not exist.`, { status: 404 });
+    return org;
+  }
+
+  async createProject(orgId: string, name: string): Promise<Project> {
+    await this.get(orgId);
+    const [project] = await this.db.insert(projects).values({ id: newId('proj'), orgId, name }).returning();
+    return project!;
+  }
+
+  listProjects(orgId: string): Promise<Project[]> {
+    return this.db.select().from(projects).where(eq(projects.orgId, orgId)).orderBy(projects.createdAt);
+  }
+}

@@ -1,0 +1,58 @@
+import type { UpstreamTarget } from '../engines/types.js';
+import { GatewayError } from '../http/errors.js';
+import { sanitizeUpstreamMessage, upstreamErrorMessage } from './sanitize.js';
+
+export interface UpstreamCall {
+  target: UpstreamTarget;
+  /** Path below the target's `/v1`, e.g. `/chat/completions`. */
+  path: string;
+  body: Record<string, unknown>;
+  /** The model name as the client wrote it, for messages. */
+  clientModel: string;
+  signal: AbortSignal;
+}
+
+/**
+ * POSTs to the engine and returns its response when it is a success. Every
+ * failure becomes a `GatewayError` that says nothing about the engine: where it
+ * runs, what it is, or what it printed, beyond a sanitized 4xx message.
+ *
+ * @example
+ * const response = await postUpstream({ target, path: '/chat/completions', body, clientModel: 'qwen', signal });
+ */
+export async function postUpstream(call: UpstreamCall): Promise<Response> {
+  let response: Response;
+  try {
+    response = await fetch(call.target.baseUrl + call.path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...call.target.headers },
+      body: JSON.stringify(call.body),
+      signal: call.signal,
+    });
+  } catch (error) {
+    if (call.signal.aborted && isTimeout(call.signal.reason)) {
+      throw new GatewayError('upstream_error', 'The model server did not answer in time. Retry later.', { status: 504, cause: error });
+    }
+    throw new GatewayError('upstream_error', 'The model server could not be reached. Retry later.', { cause: error });
+  }
+  if (response.ok) return response;
+  const text = await response.text().catch(() => '');
+  throw upstreamFailure(response.status, text, call);
+}
+
+function upstreamFailure(status: number, body: string, call: UpstreamCall): GatewayError {
+  const cause = new Error(`upstream answered ${status}: ${body.slice(0, 500)}`);
+  if (status === 400 || status === 422) {
+    const message = sanitizeUpstreamMessage(upstreamErrorMessage(body), { servedName: call.target.servedModelName, clientName: call.clientModel });
+    return new GatewayError('invalid_request', message, { cause });
+  }
+  if (status === 413) return new GatewayError('request_too_large', 'The request is too large for this model.', { cause });
+  if (status === 429 || status === 503) {
+    return new GatewayError('upstream_error', 'The model server is busy. Retry later.', { status: 503, headers: { 'Retry-After': '2' }, cause });
+  }
+  return new GatewayError('upstream_error', 'The model server failed to answer. Retry later.', { cause });
+}
+
+function isTimeout(reason: unknown): boolean {
+  return reason instanceof Error && reason.name === 'TimeoutError';
+}

@@ -1,0 +1,51 @@
+import { sql } from 'drizzle-orm';
+import { parseAmount, pricePerTokenFromMillion } from './billing/money.js';
+import { organizations } from './db/schema.js';
+import type { SimulatorDefinition } from './engines/definitions.js';
+import type { Services } from './services.js';
+
+export interface DemoSeed {
+  orgId: string;
+  keySecret: string;
+  credit: string;
+  chatModel: string | null;
+  embeddingModel: string | null;
+}
+
+const DEMO_CREDIT = '10.00';
+// Per million tokens, in the gateway's currency.
+const DEMO_PRICES = { chat: { input: '0.15', output: '0.60' }, embedding: { input: '0.02', output: '0' } } as const;
+
+/**
+ * On a first start with an empty store: a demo organization with credit, the
+ * simulator's models with prices, and one key, so the first request works
+ * without any set-up. Returns null when the store already has organizations.
+ */
+export async function seedDemo(services: Services, simulated: SimulatorDefinition[]): Promise<DemoSeed | null> {
+  const [{ count } = { count: 0 }] = await services.db.select({ count: sql<number>`count(*)::int` }).from(organizations);
+  if (count > 0) return null;
+  for (const definition of simulated) {
+    const existing = await services.catalog.list({ includeDisabled: true });
+    if (existing.some((m) => m.id === definition.model)) continue;
+    await services.catalog.add({
+      id: definition.model,
+      displayName: `Simulated ${definition.model}`,
+      hfRepoId: `tollgate/${definition.model}`,
+      taskType: definition.task,
+      contextLength: definition.max_model_len,
+      enabled: true,
+    });
+    const price = DEMO_PRICES[definition.task];
+    await services.catalog.setPrice(definition.model, pricePerTokenFromMillion(price.input), pricePerTokenFromMillion(price.output));
+  }
+  const org = await services.orgs.create('Demo');
+  await services.wallets.credit(org.id, 'topup', parseAmount(DEMO_CREDIT), 'demo credit');
+  const { secret } = await services.keys.create({ orgId: org.id, name: 'demo', expiry: 'never' });
+  return {
+    orgId: org.id,
+    keySecret: secret,
+    credit: DEMO_CREDIT,
+    chatModel: simulated.find((d) => d.task === 'chat')?.model ?? null,
+    embeddingModel: simulated.find((d) => d.task === 'embedding')?.model ?? null,
+  };
+}

@@ -1,0 +1,105 @@
+import type { Context } from 'hono';
+import { costOf } from '../billing/money.js';
+import type { ModelRow, PriceRow } from '../catalog/service.js';
+import type { TaskType } from '../db/schema.js';
+import type { GatewayEnv } from '../http/context.js';
+import { GatewayError } from '../http/errors.js';
+import { describeError } from '../http/log.js';
+import { readJsonObject } from '../http/request.js';
+import { assertProjectOf, type AuthenticatedKey } from '../keys/service.js';
+import type { TokenUsage, UsageSource } from '../proxy/usage.js';
+import type { Services } from '../services.js';
+
+/** A request that passed every check and may be sent upstream; `settle` bills it. */
+export interface BilledCall {
+  requestId: string;
+  caller: AuthenticatedKey;
+  model: ModelRow;
+  price: PriceRow;
+  /** The model as the client named it (id, display name or repo id); responses echo it. */
+  clientModel: string;
+  projectId: string | null;
+  body: Record<string, unknown>;
+  startedAt: number;
+}
+
+/**
+ * The steps every billed /v1 request shares, in the order of the request path:
+ * body, model, task, project, wallet. Chat and embeddings both call this.
+ */
+export async function admit(c: Context<GatewayEnv>, services: Services, task: TaskType): Promise<BilledCall> {
+  const startedAt = performance.now();
+  const body = await readJsonObject(c, services.config.maxBodyBytes);
+  const caller = c.get('caller');
+  const { model, price } = await unavailableOnFailure('pricing_unavailable', () => services.catalog.resolve(body.model));
+  if (model.taskType !== task) {
+    const message =
+      task === 'embedding'
+        ? `The model \`${String(body.model)}\` is not an embedding model. GET /v1/models?task_type=embedding lists embedding models.`
+        : `The model \`${String(body.model)}\` is an embedding model; use POST /v1/embeddings.`;
+    throw new GatewayError('model_not_found', message);
+  }
+  if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', { headers: { 'Retry-After': '30' } });
+  const projectId = await projectFor(c, services, caller);
+  const balance = await unavailableOnFailure('billing_unavailable', () => services.wallets.balance(caller.orgId));
+  if (balance <= 0n) {
+    throw new GatewayError('insufficient_funds', 'The wallet balance is zero or negative. Top up the wallet to continue.');
+  }
+  return { requestId: c.get('requestId'), caller, model, price, clientModel: body.model as string, projectId, body, startedAt };
+}
+
+/** `X-Project-ID` names a project of the caller's organization; without it, the key's own project. */
+async function projectFor(c: Context<GatewayEnv>, services: Services, caller: AuthenticatedKey): Promise<string | null> {
+  const header = c.req.header('x-project-id')?.trim();
+  if (!header) return caller.projectId;
+  await unavailableOnFailure('billing_unavailable', () => assertProjectOf(services.db, caller.orgId, header));
+  return header;
+}
+
+export interface Settlement {
+  usage: TokenUsage;
+  usageSource: UsageSource;
+  status: number;
+  streamed: boolean;
+  firstTokenAt?: number | null;
+}
+
+/**
+ * Charges the call's exact cost and records its usage, in one transaction.
+ * Never throws: the response is already on its way, so a failure is logged
+ * loudly with everything needed to bill it by hand.
+ */
+export async function settle(services: Services, call: BilledCall, settlement: Settlement): Promise<void> {
+  const cost = costOf(settlement.usage, call.price);
+  const record = {
+    id: call.requestId,
+    orgId: call.caller.orgId,
+    keyId: call.caller.id,
+    projectId: call.projectId,
+    modelId: call.model.id,
+    endpoint: call.model.taskType === 'embedding' ? 'embeddings' : 'chat.completions',
+    promptTokens: settlement.usage.promptTokens,
+    completionTokens: settlement.usage.completionTokens,
+    cost,
+    status: settlement.status,
+    streamed: settlement.streamed,
+    usageSource: settlement.usageSource,
+    latencyMs: Math.round(performance.now() - call.startedAt),
+    ttftMs: settlement.firstTokenAt ? Math.round(settlement.firstTokenAt - call.startedAt) : null,
+  };
+  try {
+    await services.wallets.charge(record);
+  } catch (error) {
+    services.log.error('charge failed: usage not recorded', { ...record, cost: cost.toString(), ...describeError(error) });
+  }
+}
+
+async function unavailableOnFailure<T>(code: 'billing_unavailable' | 'pricing_unavailable', step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    const what = code === 'billing_unavailable' ? 'billing' : 'pricing';
+    throw new GatewayError(code, `The gateway cannot check ${what} right now. Retry with backoff.`, { headers: { 'Retry-After': '2' }, cause: error });
+  }
+}

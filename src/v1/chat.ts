@@ -1,0 +1,85 @@
+import type { Context } from 'hono';
+import type { GatewayEnv } from '../http/context.js';
+import { createChatChunkRewriter } from '../proxy/chat-stream.js';
+import { relaySse } from '../proxy/sse.js';
+import { postUpstream } from '../proxy/upstream.js';
+import { estimatePromptTokens, usageFrom } from '../proxy/usage.js';
+import type { Services } from '../services.js';
+import { admit, type BilledCall, settle } from './billed-call.js';
+import { validateChatRequest } from './validate.js';
+
+/**
+ * POST /v1/chat/completions, JSON or SSE. The body goes upstream unchanged but
+ * for the model's served name and, on streams, usage reporting switched on.
+ */
+export async function chatCompletions(c: Context<GatewayEnv>, services: Services): Promise<Response> {
+  const call = await admit(c, services, 'chat');
+  validateChatRequest(call.body);
+  const target = services.fleet.acquire(call.model.id);
+  const upstreamAbort = new AbortController();
+  const signal = AbortSignal.any([upstreamAbort.signal, AbortSignal.timeout(services.config.upstreamTimeoutMs)]);
+  const stream = call.body.stream === true;
+  const clientStreamOptions = (call.body.stream_options ?? {}) as Record<string, unknown>;
+  const body: Record<string, unknown> = { ...call.body, model: target.servedModelName };
+  if (stream) body.stream_options = { ...clientStreamOptions, include_usage: true, continuous_usage_stats: true };
+
+  try {
+    const response = await postUpstream({ target, path: '/chat/completions', body, clientModel: call.clientModel, signal });
+    if (!stream) return await answerJson(c, services, call, response);
+    return answerStream(c, services, call, response, {
+      includeUsage: clientStreamOptions.include_usage === true,
+      continuousUsage: clientStreamOptions.continuous_usage_stats === true,
+      abort: () => upstreamAbort.abort(),
+      release: () => target.release(),
+    });
+  } catch (error) {
+    target.release();
+    throw error;
+  }
+}
+
+async function answerJson(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: Response): Promise<Response> {
+  const completion = (await response.json()) as Record<string, unknown>;
+  completion.model = call.clientModel;
+  const usage = usageFrom(completion.usage);
+  await settle(services, call, {
+    usage: usage ?? { promptTokens: estimatePromptTokens(call.body.messages), completionTokens: 0 },
+    usageSource: usage ? 'upstream' : 'estimated',
+    status: 200,
+    streamed: false,
+  });
+  return c.json(completion);
+}
+
+interface StreamOptions {
+  includeUsage: boolean;
+  continuousUsage: boolean;
+  abort(): void;
+  release(): void;
+}
+
+function answerStream(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: Response, options: StreamOptions): Response {
+  const rewriter = createChatChunkRewriter({ clientModel: call.clientModel, ...options });
+  const relayed = relaySse({
+    upstream: response.body!,
+    onData: rewriter.rewrite,
+    abortUpstream: options.abort,
+    onEnd: async (outcome) => {
+      options.release();
+      const { state } = rewriter;
+      // A stream cut before the engine's final count is billed from its running count,
+      // or failing that, from what the gateway saw: a cut stream is never free.
+      const usage = state.usage
+        ? { promptTokens: state.usage.promptTokens, completionTokens: Math.max(state.usage.completionTokens, state.usageFinal ? 0 : state.tokenChunks) }
+        : { promptTokens: estimatePromptTokens(call.body.messages), completionTokens: state.tokenChunks };
+      await settle(services, call, {
+        usage,
+        usageSource: state.usage ? 'upstream' : 'estimated',
+        status: outcome === 'done' && !state.failed ? 200 : outcome === 'client_closed' ? 499 : 502,
+        streamed: true,
+        firstTokenAt: state.firstTokenAt,
+      });
+    },
+  });
+  return c.body(relayed, 200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+}

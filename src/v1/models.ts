@@ -1,0 +1,44 @@
+import type { Context } from 'hono';
+import type { ModelRow } from '../catalog/service.js';
+import { TASK_TYPES, type TaskType } from '../db/schema.js';
+import type { GatewayEnv } from '../http/context.js';
+import { GatewayError } from '../http/errors.js';
+import type { Services } from '../services.js';
+
+/** OpenAI's model object, plus the catalog's own fields. */
+export function modelView(model: ModelRow) {
+  return {
+    id: model.id,
+    object: 'model' as const,
+    created: Math.floor(model.createdAt.getTime() / 1000),
+    owned_by: 'tollgate',
+    display_name: model.displayName,
+    hf_repo_id: model.hfRepoId,
+    task_type: model.taskType,
+    context_length: model.contextLength,
+  };
+}
+
+/** GET /v1/models, optionally `?task_type=embedding`. Disabled models are not listed. */
+export async function listModels(c: Context<GatewayEnv>, services: Services): Promise<Response> {
+  const taskType = c.req.query('task_type');
+  if (taskType !== undefined && !TASK_TYPES.includes(taskType as TaskType)) {
+    throw new GatewayError('invalid_request', `task_type must be one of ${TASK_TYPES.join(', ')}.`, { details: [{ field: 'task_type', message: `must be one of ${TASK_TYPES.join(', ')}` }] });
+  }
+  const rows = await services.catalog.list({ taskType: taskType as TaskType | undefined });
+  return c.json({ object: 'list', data: rows.map(modelView) });
+}
+
+/** GET /v1/models/{id}: by any of the model's names; ids may contain slashes. */
+export async function getModel(c: Context<GatewayEnv>, services: Services): Promise<Response> {
+  const name = decodeURIComponent(c.req.param('id') ?? '');
+  try {
+    const { model } = await services.catalog.resolve(name);
+    return c.json(modelView(model));
+  } catch (error) {
+    if (error instanceof GatewayError && error.code === 'model_not_found') {
+      throw new GatewayError('model_not_found', `The model \`${name}\` does not exist or is not enabled.`, { status: 404 });
+    }
+    throw error;
+  }
+}

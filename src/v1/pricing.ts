@@ -1,0 +1,28 @@
+import type { Context } from 'hono';
+import { pricePerMillion } from '../billing/money.js';
+import type { GatewayEnv } from '../http/context.js';
+import type { Services } from '../services.js';
+
+/**
+ * GET /v1/pricing (public). Prices per million tokens as decimal strings, and
+ * per token in nano-units (integers as strings), so nothing is lost to floats.
+ */
+export async function pricing(c: Context<GatewayEnv>, services: Services): Promise<Response> {
+  const rows = await services.catalog.listPriced();
+  return c.json({
+    object: 'list',
+    currency: services.config.currency,
+    data: rows.map(({ model, price }) => ({
+      object: 'model_price',
+      model: model.id,
+      display_name: model.displayName,
+      hf_repo_id: model.hfRepoId,
+      task_type: model.taskType,
+      input_per_million_tokens: pricePerMillion(price.inputPerToken),
+      output_per_million_tokens: pricePerMillion(price.outputPerToken),
+      input_nanos_per_token: price.inputPerToken.toString(),
+      output_nanos_per_token: price.outputPerToken.toString(),
+      updated_at: price.updatedAt.toISOString(),
+    })),
+  });
+}

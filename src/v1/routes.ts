@@ -1,0 +1,28 @@
+import { Hono } from 'hono';
+import type { GatewayEnv } from '../http/context.js';
+import type { Services } from '../services.js';
+import { transcriptions } from './audio.js';
+import { requireKey } from './auth.js';
+import { chatCompletions } from './chat.js';
+import { embeddings } from './embeddings.js';
+import { getModel, listModels } from './models.js';
+import { pricing } from './pricing.js';
+
+/**
+ * The public /v1 surface. Every route but GET /pricing needs a key; the key is
+ * checked per route so that an unknown path answers 404, not 401.
+ *
+ * @example
+ * app.route('/v1', createV1Routes(services));
+ */
+export function createV1Routes(services: Services): Hono<GatewayEnv> {
+  const v1 = new Hono<GatewayEnv>();
+  const auth = requireKey(services.keys);
+  v1.get('/pricing', (c) => pricing(c, services));
+  v1.post('/chat/completions', auth, (c) => chatCompletions(c, services));
+  v1.post('/embeddings', auth, (c) => embeddings(c, services));
+  v1.get('/models', auth, (c) => listModels(c, services));
+  v1.get('/models/:id{.+}', auth, (c) => getModel(c, services));
+  v1.post('/audio/transcriptions', auth, () => transcriptions());
+  return v1;
+}

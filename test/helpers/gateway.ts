@@ -1,0 +1,71 @@
+import { parseAmount, pricePerTokenFromMillion } from '../../src/billing/money.js';
+import { loadConfig } from '../../src/config.js';
+import { startGateway, type RunningGateway } from '../../src/gateway.js';
+import { createLogger } from '../../src/http/log.js';
+import type { KeySettings } from '../../src/keys/service.js';
+import { createTestDatabase, postgresAvailable } from './services.js';
+
+export type StoreKind = 'pglite' | 'postgres';
+
+/** Which stores this run can test: PGlite always, PostgreSQL when it answers (or REQUIRE_SERVICES=1). */
+export async function availableStores(): Promise<StoreKind[]> {
+  return (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
+}
+
+export interface TestGateway extends RunningGateway {
+  baseURL: string;
+  /** Creates an organization with `credit`, a key, and returns both. */
+  tenant(options?: { credit?: string; key?: Partial<KeySettings> & { projectId?: string } }): Promise<{ orgId: string; secret: string; keyId: string }>;
+}
+
+/** The test catalog: the simulator's models from engines/engines.json, at fixed prices. */
+export const TEST_MODELS = {
+  chat: { id: 'sim-chat', displayName: 'Sim Chat', hfRepoId: 'tollgate-test/Sim-Chat-1B', input: '0.15', output: '0.60' },
+  reasoner: { id: 'sim-reasoner', displayName: 'Sim Reasoner', hfRepoId: 'tollgate-test/Sim-Reasoner', input: '0.30', output: '1.20' },
+  embed: { id: 'sim-embed', displayName: 'Sim Embed', hfRepoId: 'tollgate-test/Sim-Embed', input: '0.02', output: '0' },
+} as const;
+
+/**
+ * Starts the real gateway on a loopback port, on a store of its own: an
+ * in-memory PGlite, or a fresh PostgreSQL database dropped on close.
+ */
+export async function startTestGateway(store: StoreKind, env: Record<string, string> = {}): Promise<TestGateway> {
+  const database = store === 'postgres' ? await createTestDatabase() : null;
+  const config = loadConfig({
+    PORT: '0',
+    TOLLGATE_HOST: '127.0.0.1',
+    TOLLGATE_DATA_DIR: 'memory://',
+    TOLLGATE_SEED_DEMO: 'false',
+    TOLLGATE_ADMIN_TOKEN: 'test-operator-token-0123456789',
+    DATABASE_URL: database?.url,
+    ...env,
+  });
+  const gateway = await startGateway(config, { log: createLogger('silent') });
+  const { catalog, orgs, wallets, keys } = gateway.services;
+  for (const [task, model] of Object.entries(TEST_MODELS)) {
+    await catalog.add({
+      id: model.id,
+      displayName: model.displayName,
+      hfRepoId: model.hfRepoId,
+      taskType: task === 'embed' ? 'embedding' : 'chat',
+      contextLength: task === 'embed' ? 512 : 8192,
+      enabled: true,
+    });
+    await catalog.setPrice(model.id, pricePerTokenFromMillion(model.input), pricePerTokenFromMillion(model.output));
+  }
+  return {
+    ...gateway,
+    baseURL: `${gateway.url}/v1`,
+    async tenant(options = {}) {
+      const org = await orgs.create('test org');
+      const credit = options.credit ?? '5.00';
+      if (credit !== '0') await wallets.credit(org.id, 'topup', parseAmount(credit));
+      const { key, secret } = await keys.create({ orgId: org.id, name: 'test', ...options.key });
+      return { orgId: org.id, secret, keyId: key.id };
+    },
+    async close() {
+      await gateway.close();
+      await database?.drop();
+    },
+  };
+}

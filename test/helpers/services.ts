@@ -1,0 +1,51 @@
+import postgres from 'postgres';
+
+/**
+ * Tests that need a real service skip, with a line saying why, when it does
+ * not answer; with REQUIRE_SERVICES=1 (as CI sets it) they fail instead.
+ */
+export const requireServices = process.env.REQUIRE_SERVICES === '1';
+
+/** The server tests create their databases on. */
+export const postgresAdminUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+let postgresCheck: Promise<boolean> | undefined;
+
+export function postgresAvailable(): Promise<boolean> {
+  postgresCheck ??= (async () => {
+    const sql = postgres(postgresAdminUrl, { max: 1, connect_timeout: 3, onnotice: () => {} });
+    try {
+      await sql`select 1`;
+      return true;
+    } catch (error) {
+      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but PostgreSQL at ${redact(postgresAdminUrl)} does not answer: ${(error as Error).message}`);
+      console.warn(`skipping PostgreSQL tests: ${redact(postgresAdminUrl)} does not answer (${(error as Error).message})`);
+      return false;
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  })();
+  return postgresCheck;
+}
+
+/** A fresh database of its own for one test file; `drop` removes it. */
+export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `tollgate_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const admin = postgres(postgresAdminUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  const url = new URL(postgresAdminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const sql = postgres(postgresAdminUrl, { max: 1, onnotice: () => {} });
+      await sql.unsafe(`drop database if exists ${name} with (force)`);
+      await sql.end();
+    },
+  };
+}
+
+function redact(url: string): string {
+  return url.replace(/:\/\/([^:@]+):[^@]+@/, '://$1:***@');
+}
