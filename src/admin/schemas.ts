@@ -66,7 +66,8 @@ export const createKeyBody = z.strictObject({
 });
 
 const atLeastOne = (body: object) => Object.keys(body).length > 0;
-const EMPTY_PATCH = 'Send at least one field to change.';
+// Only when the fields themselves passed: an unknown field is the one thing to report.
+const EMPTY_PATCH = { message: 'Send at least one field to change.', when: (payload: { issues: unknown[] }) => payload.issues.length === 0 };
 
 export const updateKeyBody = z.strictObject(keySettings).partial().refine(atLeastOne, EMPTY_PATCH);
 

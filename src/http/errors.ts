@@ -76,11 +76,12 @@ export class GatewayError extends Error {
 }
 
 export interface ErrorEnvelope {
-  error: { message: string; type: ErrorType; code: ErrorCode; details?: ErrorDetail[] };
+  /** `param` is OpenAI's: the offending field, or null; SDKs read it. */
+  error: { message: string; type: ErrorType; param: string | null; code: ErrorCode; details?: ErrorDetail[] };
 }
 
 export function envelopeOf(error: GatewayError): ErrorEnvelope {
-  const body: ErrorEnvelope['error'] = { message: error.message, type: error.type, code: error.code };
+  const body: ErrorEnvelope['error'] = { message: error.message, type: error.type, param: error.details?.[0]?.field ?? null, code: error.code };
   if (error.details) body.details = error.details;
   return { error: body };
 }

@@ -1,4 +1,5 @@
 import { envelopeOf, GatewayError } from '../http/errors.js';
+import { withoutNullFields } from './openai-shape.js';
 import { type TokenUsage, usageFrom } from './usage.js';
 
 export interface ChatStreamOptions {
@@ -60,7 +61,7 @@ export function createChatChunkRewriter(options: ChatStreamOptions) {
       if (chunk.usage !== undefined && !options.continuousUsage) delete chunk.usage;
     }
     chunk.model = options.clientModel;
-    return JSON.stringify(chunk);
+    return JSON.stringify(withoutNullFields(chunk));
   };
 
   return { rewrite, state };

@@ -137,8 +137,8 @@ async function streamChat(
   // Everything before "choices" is the same on every chunk: build it once.
   const head = `data: {"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(plan.model.name)},"choices":[`;
   const prompt = plan.promptTokens;
-  const usage = (completion: number): string =>
-    `"usage":{"prompt_tokens":${prompt},"total_tokens":${prompt + completion},"completion_tokens":${completion}}`;
+  const usage = (completion: number, extra = ''): string =>
+    `"usage":{"prompt_tokens":${prompt},"total_tokens":${prompt + completion},"completion_tokens":${completion}${extra}}`;
   const count = fault ? FAULT_TOKENS : plan.total;
   const last = fault ? -1 : plan.total - 1;
   const { reasoningTokens, words, continuousUsage } = plan;
@@ -174,7 +174,7 @@ async function streamChat(
     return;
   }
   job.finish(plan.finishReason);
-  if (plan.includeUsage) res.write(`${head}],${usage(plan.total)}${reasoningDetails(plan)}}\n\n`);
+  if (plan.includeUsage) res.write(`${head}],${usage(plan.total, reasoningDetails(plan))}}\n\n`);
   res.end('data: [DONE]\n\n');
 }
 

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { GatewayEnv } from '../http/context.js';
 import { createChatChunkRewriter } from '../proxy/chat-stream.js';
+import { withoutNullFields } from '../proxy/openai-shape.js';
 import { relaySse } from '../proxy/sse.js';
 import { postUpstream } from '../proxy/upstream.js';
 import { estimatePromptTokens, usageFrom } from '../proxy/usage.js';
@@ -48,7 +49,7 @@ async function answerJson(c: Context<GatewayEnv>, services: Services, call: Bill
     status: 200,
     streamed: false,
   });
-  return c.json(completion);
+  return c.json(withoutNullFields(completion));
 }
 
 interface StreamOptions {

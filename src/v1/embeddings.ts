@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import type { GatewayEnv } from '../http/context.js';
+import { withoutNullFields } from '../proxy/openai-shape.js';
 import { postUpstream } from '../proxy/upstream.js';
 import { usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
@@ -30,7 +31,7 @@ export async function embeddings(c: Context<GatewayEnv>, services: Services): Pr
     // An engine that reports no usage is billed at zero tokens but still recorded, and logged.
     if (!usage) services.log.warn('engine reported no usage for embeddings', { requestId: call.requestId, model: call.model.id });
     await settle(services, call, { usage: usage ?? { promptTokens: 0, completionTokens: 0 }, usageSource: usage ? 'upstream' : 'estimated', status: 200, streamed: false });
-    return c.json(result);
+    return c.json(withoutNullFields(result));
   } finally {
     target.release();
   }

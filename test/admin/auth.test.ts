@@ -19,7 +19,7 @@ describe('admin API: operator token', () => {
     for (const authorization of [`Bearer ${ADMIN_TOKEN.slice(0, -1)}x`, 'Bearer short', `Basic ${ADMIN_TOKEN}`, 'Bearer ']) {
       const res = await h.app.request('/admin/v1/orgs', { headers: { authorization } });
       expect(res.status, authorization).toBe(401);
-      expect((await res.json()).error.code).toBe('unauthorized');
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
     }
   });
 

@@ -123,6 +123,21 @@ describe.each(stores)('errors on /v1 (%s)', (store) => {
     await expectError(await fetch(`${gateway.baseURL}/audio/transcriptions`, { method: 'POST' }), 401, 'unauthorized', 'auth_error');
   });
 
+  it('503 pricing_unavailable, with Retry-After, for a model that has no price', async () => {
+    await gateway.services.catalog.add({ id: 'unpriced', displayName: 'Unpriced', hfRepoId: 'x/unpriced', taskType: 'chat', contextLength: 1024, enabled: true });
+    const response = await post('/chat/completions', { ...hello, model: 'unpriced' });
+    expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
+    await expectError(response, 503, 'pricing_unavailable', 'billing_error');
+  });
+
+  it('503 upstream_error, with Retry-After, for a priced model no engine serves', async () => {
+    await gateway.services.catalog.add({ id: 'engineless', displayName: 'Engineless', hfRepoId: 'x/engineless', taskType: 'chat', contextLength: 1024, enabled: true });
+    await gateway.services.catalog.setPrice('engineless', 1n, 1n);
+    const response = await post('/chat/completions', { ...hello, model: 'engineless' });
+    expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
+    await expectError(response, 503, 'upstream_error', 'upstream_error');
+  });
+
   describe('upstream failures', () => {
     it('502 upstream_error when the engine answers 500, with nothing of the engine in it', async () => {
       const response = await post('/chat/completions', { ...hello, sim_fail: 'leak' });

@@ -1,0 +1,129 @@
+import type { Sample, Slice } from './load.js';
+
+export interface Stats {
+  requests: number;
+  errors: number;
+  /** Error count per HTTP status ("0" = no answer). */
+  errorStatuses: Record<string, number>;
+  /** Successful requests per second over the measured time. */
+  rps: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  ttftP50Ms: number | null;
+}
+
+export interface Ratios {
+  throughput: number | null;
+  p50: number | null;
+  p99: number | null;
+  ttft: number | null;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  concurrency: number;
+  direct: Stats;
+  gateway: Stats;
+  /** gateway / direct. */
+  ratios: Ratios;
+  addedP50Ms: number | null;
+  /** Throughput ratio of each round on its own, to show the noise. */
+  roundThroughputRatios: (number | null)[];
+}
+
+/**
+ * Pools the slices of all rounds: latencies from successful requests only
+ * (fast errors would flatter them), throughput as successes per second.
+ *
+ * @example
+ * const stats = summarize([slice1, slice2]);
+ */
+export function summarize(slices: Slice[]): Stats {
+  const samples = slices.flatMap((slice) => slice.samples);
+  const seconds = slices.reduce((sum, slice) => sum + slice.elapsedMs, 0) / 1000;
+  const good = samples.filter((s) => s.ok);
+  const errorStatuses: Record<string, number> = {};
+  for (const s of samples) if (!s.ok) errorStatuses[s.status] = (errorStatuses[s.status] ?? 0) + 1;
+  const latencies = sorted(good.map((s) => s.latencyMs));
+  const ttfts = sorted(good.flatMap((s: Sample) => (s.ttftMs === undefined ? [] : [s.ttftMs])));
+  return {
+    requests: samples.length,
+    errors: samples.length - good.length,
+    errorStatuses,
+    rps: seconds > 0 ? good.length / seconds : 0,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    ttftP50Ms: percentile(ttfts, 0.5),
+  };
+}
+
+/**
+ * Puts a scenario's direct and gateway numbers side by side.
+ *
+ * @example
+ * const result = compare('chat-json', 32, directSlices, gatewaySlices);
+ */
+export function compare(scenario: string, concurrency: number, direct: Slice[], gateway: Slice[]): ScenarioResult {
+  const d = summarize(direct);
+  const g = summarize(gateway);
+  return {
+    scenario,
+    concurrency,
+    direct: d,
+    gateway: g,
+    ratios: { throughput: ratio(g.rps, d.rps), p50: ratio(g.p50Ms, d.p50Ms), p99: ratio(g.p99Ms, d.p99Ms), ttft: ratio(g.ttftP50Ms, d.ttftP50Ms) },
+    addedP50Ms: g.p50Ms !== null && d.p50Ms !== null ? g.p50Ms - d.p50Ms : null,
+    roundThroughputRatios: direct.map((slice, i) => {
+      const other = gateway[i];
+      return other ? ratio(summarize([other]).rps, summarize([slice]).rps) : null;
+    }),
+  };
+}
+
+/**
+ * The text table for one scenario.
+ *
+ * @example
+ * console.log(formatScenario(result));
+ */
+export function formatScenario(r: ScenarioResult): string {
+  const head = ['', 'req/s', 'p50 ms', 'p99 ms', 'TTFT p50', 'errors'];
+  const row = (label: string, s: Stats) => [label, num(s.rps), num(s.p50Ms), num(s.p99Ms), num(s.ttftP50Ms), errors(s)];
+  const ratios = ['gw/direct', times(r.ratios.throughput), times(r.ratios.p50), times(r.ratios.p99), times(r.ratios.ttft), ''];
+  const rows = [head, row('direct', r.direct), row('gateway', r.gateway), ratios];
+  const widths = head.map((_, col) => Math.max(...rows.map((cells) => (cells[col] ?? '').length)));
+  const lines = rows.map((cells) => `  ${cells.map((cell, col) => (col === 0 ? cell.padEnd(widths[col] ?? 0) : cell.padStart(widths[col] ?? 0))).join('   ')}`.trimEnd());
+  const added = r.addedP50Ms === null ? 'n/a' : `${r.addedP50Ms >= 0 ? '+' : ''}${r.addedP50Ms.toFixed(2)} ms`;
+  const perRound = r.roundThroughputRatios.map(times).join(' ');
+  const title = `${r.scenario} · ${r.concurrency} connection${r.concurrency === 1 ? '' : 's'}`;
+  return [title, ...lines, `  added p50 latency: ${added}   throughput ratio per round: ${perRound}`].join('\n');
+}
+
+function sorted(values: number[]): number[] {
+  return values.sort((a, b) => a - b);
+}
+
+/** Nearest-rank percentile of sorted values. */
+function percentile(values: number[], p: number): number | null {
+  if (values.length === 0) return null;
+  return values[Math.min(values.length - 1, Math.max(0, Math.ceil(p * values.length) - 1))] ?? null;
+}
+
+function ratio(a: number | null, b: number | null): number | null {
+  return a === null || b === null || b === 0 ? null : a / b;
+}
+
+function num(value: number | null): string {
+  if (value === null) return '–';
+  return value >= 100 ? value.toFixed(1) : value.toFixed(2);
+}
+
+function times(value: number | null): string {
+  return value === null ? '–' : `${value.toFixed(3)}x`;
+}
+
+function errors(s: Stats): string {
+  if (s.errors === 0) return '0';
+  const detail = Object.entries(s.errorStatuses).map(([status, count]) => `${count}×${status === '0' ? 'net' : status}`);
+  return `${s.errors} (${detail.join(', ')})`;
+}

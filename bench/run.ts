@@ -1,0 +1,200 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createAgent, runSlice, type Slice, type Target } from './load.js';
+import { freePort, rssMiB, startTs, waitForHealth, type Child } from './processes.js';
+import { compare, formatScenario, type ScenarioResult } from './report.js';
+import { provision } from './setup.js';
+
+/**
+ * `npm run bench`: the gateway's cost as a ratio against the same load sent
+ * straight to a vLLM simulator. A report, never a pass/fail test.
+ */
+
+const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(BENCH_DIR, '..');
+const ADMIN_TOKEN = 'bench-operator-token-0123456789';
+const CONCURRENCIES = [1, 32];
+const WARMUP_MS = 1000;
+const START_TIMEOUT_MS = 60_000;
+
+interface Settings {
+  ttftMs: number;
+  itlMs: number;
+  tokens: number;
+  seconds: number;
+  rounds: number;
+  store: string;
+}
+
+interface Scenario {
+  name: string;
+  path: string;
+  stream: boolean;
+  body: Record<string, unknown>;
+}
+
+function readSettings(): Omit<Settings, 'store'> {
+  const { values } = parseArgs({
+    options: {
+      'ttft-ms': { type: 'string', default: '20' },
+      'itl-ms': { type: 'string', default: '2' },
+      tokens: { type: 'string', default: '32' },
+      seconds: { type: 'string', default: '3' },
+      rounds: { type: 'string', default: '3' },
+    },
+  });
+  const number = (name: keyof typeof values, integer: boolean, min: number) => {
+    const value = Number(values[name]);
+    if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
+      throw new Error(`--${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got ${values[name]}`);
+    }
+    return value;
+  };
+  return {
+    ttftMs: number('ttft-ms', true, 0),
+    itlMs: number('itl-ms', true, 0),
+    tokens: number('tokens', true, 1),
+    seconds: number('seconds', false, 0.1),
+    rounds: number('rounds', true, 1),
+  };
+}
+
+function scenarios(tokens: number): Scenario[] {
+  // ignore_eos makes the simulator produce exactly max_tokens, as a real load test on vLLM would.
+  const chat = { model: 'sim-chat', messages: [{ role: 'user', content: 'Write a short note about toll roads.' }], max_tokens: tokens, ignore_eos: true };
+  const input = ['The quick brown fox.', 'Jumps over the lazy dog.', 'Toll roads charge per use.', 'Gateways meter every request.'];
+  return [
+    { name: 'chat-json', path: '/v1/chat/completions', stream: false, body: chat },
+    { name: 'chat-stream', path: '/v1/chat/completions', stream: true, body: { ...chat, stream: true } },
+    { name: 'embeddings', path: '/v1/embeddings', stream: false, body: { model: 'sim-embed', input } },
+  ];
+}
+
+/** The parent's environment without any setting that would change the processes under test. */
+function cleanEnv(overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const dropped = (name: string) => /^(TOLLGATE|SIM)_/.test(name) || ['PORT', 'DATABASE_URL', 'REDIS_URL'].includes(name);
+  const kept = Object.entries(process.env).filter(([name]) => !dropped(name));
+  return { ...Object.fromEntries(kept), ...overrides };
+}
+
+async function main(): Promise<number> {
+  const base = readSettings();
+  const children: Child[] = [];
+  const tempDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-bench-'));
+  let cleaning: Promise<void> | undefined;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      await Promise.all(children.map((child) => child.stop()));
+      await rm(tempDir, { recursive: true, force: true });
+    })());
+  const interrupt = (signal: NodeJS.Signals) => {
+    process.stderr.write(`\nbench: ${signal}, stopping children\n`);
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+
+  try {
+    const databaseUrl = process.env.BENCH_DATABASE_URL;
+    const dataDir = path.join(tempDir, 'data');
+    const settings: Settings = { ...base, store: databaseUrl ? 'postgres (BENCH_DATABASE_URL)' : `pglite on disk (${dataDir})` };
+
+    const simPort = await freePort();
+    const simUrl = `http://127.0.0.1:${simPort}`;
+    const simArgs = ['--port', String(simPort), '--model', 'sim-chat', '--model', 'sim-embed:embedding', '--ttft-ms', String(settings.ttftMs), '--itl-ms', String(settings.itlMs)];
+    const sim = startTs('simulator', 'src/sim/main.ts', simArgs, { cwd: ROOT, env: cleanEnv() });
+    children.push(sim);
+    await waitForHealth(sim, `${simUrl}/health`, START_TIMEOUT_MS);
+
+    const enginesFile = path.join(tempDir, 'engines.json');
+    const engines = ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, url: simUrl }));
+    await writeFile(enginesFile, JSON.stringify({ engines }));
+    const gwPort = await freePort();
+    const gwUrl = `http://127.0.0.1:${gwPort}`;
+    const env = cleanEnv({
+      PORT: String(gwPort),
+      TOLLGATE_HOST: '127.0.0.1',
+      TOLLGATE_DATA_DIR: dataDir,
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+      TOLLGATE_SEED_DEMO: 'false',
+      TOLLGATE_LOG_LEVEL: 'warn',
+      TOLLGATE_ENGINES_FILE: enginesFile,
+    });
+    const gateway = startTs('gateway', 'src/main.ts', [], { cwd: ROOT, env });
+    children.push(gateway);
+    await waitForHealth(gateway, `${gwUrl}/health`, START_TIMEOUT_MS);
+    const rssStart = await rssMiB(gateway.pid);
+    const secret = await provision(gwUrl, ADMIN_TOKEN);
+
+    const results: ScenarioResult[] = [];
+    for (const scenario of scenarios(settings.tokens)) {
+      for (const concurrency of CONCURRENCIES) {
+        process.stderr.write(`bench: ${scenario.name} × ${concurrency} …\n`);
+        results.push(await measure(scenario, concurrency, settings, { url: `${simUrl}${scenario.path}`, headers: {} }, {
+          url: `${gwUrl}${scenario.path}`,
+          headers: { authorization: `Bearer ${secret}` },
+        }));
+        if (gateway.exited()) throw new Error(`the gateway exited during the run:\n${gateway.output()}`);
+      }
+    }
+    const rssEnd = await rssMiB(gateway.pid);
+
+    const totalErrors = results.reduce((sum, r) => sum + r.direct.errors + r.gateway.errors, 0);
+    printReport(settings, results, rssStart, rssEnd, totalErrors);
+    const json = { date: new Date().toISOString(), node: process.version, settings, gatewayRssMiB: { start: rssStart, end: rssEnd }, totalErrors, scenarios: results };
+    await mkdir(path.join(BENCH_DIR, 'results'), { recursive: true });
+    await writeFile(path.join(BENCH_DIR, 'results', 'latest.json'), `${JSON.stringify(json, null, 2)}\n`);
+    // Failed requests make the ratios meaningless, so such a run does not count as a success.
+    return totalErrors === 0 ? 0 : 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+/** Warm-up, then rounds of a direct slice followed by a gateway slice, so drift hits both alike. */
+async function measure(scenario: Scenario, concurrency: number, settings: Settings, direct: Target, gateway: Target): Promise<ScenarioResult> {
+  const agents = { direct: createAgent(concurrency), gateway: createAgent(concurrency) };
+  const body = JSON.stringify(scenario.body);
+  const slice = (target: Target, agent: typeof agents.direct, durationMs: number) =>
+    runSlice(target, agent, { body, stream: scenario.stream, concurrency, durationMs });
+  try {
+    await slice(direct, agents.direct, WARMUP_MS);
+    await slice(gateway, agents.gateway, WARMUP_MS);
+    const directSlices: Slice[] = [];
+    const gatewaySlices: Slice[] = [];
+    for (let round = 0; round < settings.rounds; round++) {
+      directSlices.push(await slice(direct, agents.direct, settings.seconds * 1000));
+      gatewaySlices.push(await slice(gateway, agents.gateway, settings.seconds * 1000));
+    }
+    return compare(scenario.name, concurrency, directSlices, gatewaySlices);
+  } finally {
+    agents.direct.destroy();
+    agents.gateway.destroy();
+  }
+}
+
+function printReport(settings: Settings, results: ScenarioResult[], rssStart: number | null, rssEnd: number | null, totalErrors: number): void {
+  const mib = (value: number | null) => (value === null ? 'n/a' : `${value.toFixed(1)} MiB`);
+  const warning = `!!! ${totalErrors} REQUESTS FAILED: the numbers below are not a valid measurement !!!`;
+  const lines = [
+    'Tollgate gateway overhead (gateway / direct to the simulator)',
+    `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}`,
+    ...(totalErrors > 0 ? ['', warning] : []),
+    '',
+    ...results.flatMap((r) => [formatScenario(r), '']),
+    `gateway RSS: ${mib(rssStart)} at start, ${mib(rssEnd)} at the end`,
+    ...(totalErrors > 0 ? ['', warning] : []),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+try {
+  process.exitCode = await main();
+} catch (error) {
+  process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+}

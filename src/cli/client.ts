@@ -1,0 +1,72 @@
+import { ApiError, CliError } from './errors.js';
+
+export interface ApiRequest {
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT';
+  /** Under `/admin/v1`, already encoded (see `segment`). */
+  path: string;
+  body?: unknown;
+}
+
+export interface ClientOptions {
+  url: string;
+  token: string;
+  timeoutMs?: number;
+}
+
+/**
+ * The management API over HTTP. Answers the parsed JSON body on 2xx; throws
+ * `ApiError` with the envelope's message and code otherwise, and `CliError`
+ * with a plain sentence when the gateway cannot be reached.
+ *
+ * @example
+ * const api = createClient({ url: 'http://127.0.0.1:8080', token });
+ * const org = await api.send({ method: 'POST', path: '/orgs', body: { name: 'Acme' } });
+ */
+export function createClient({ url, token, timeoutMs = 30_000 }: ClientOptions): { send(request: ApiRequest): Promise<unknown> } {
+  return {
+    async send({ method, path, body }) {
+      let response: Response;
+      try {
+        response = await fetch(`${url}/admin/v1${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+      } catch (error) {
+        throw unreachable(url, error, timeoutMs);
+      }
+      const text = await response.text();
+      const parsed = parseJson(text);
+      if (response.ok && parsed !== undefined) return parsed;
+      const envelope = (parsed as { error?: { message?: unknown; code?: unknown; details?: unknown } } | undefined)?.error;
+      if (typeof envelope?.message === 'string' && typeof envelope.code === 'string') {
+        throw new ApiError(envelope.message, envelope.code, response.status, Array.isArray(envelope.details) ? envelope.details : []);
+      }
+      // Not our envelope: something else (a proxy, another server) answered at this address.
+      throw new ApiError(`the server at ${url} answered HTTP ${response.status} without a Tollgate response`, `http_${response.status}`, response.status);
+    },
+  };
+}
+
+/** Encodes an id for a path; model ids keep their slashes, which the API's routes accept. */
+export function segment(id: string): string {
+  return id.split('/').map(encodeURIComponent).join('/');
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function unreachable(url: string, error: unknown, timeoutMs: number): CliError {
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+    return new CliError(`the gateway at ${url} did not answer within ${timeoutMs / 1000}s`);
+  }
+  const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
+  const reason = cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
+  return new CliError(`cannot reach the gateway at ${url} (${reason}). Is it running? Set --url or TOLLGATE_URL to its address.`);
+}

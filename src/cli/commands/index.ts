@@ -1,0 +1,26 @@
+import { catalogCommands } from './catalog.js';
+import type { Command } from './command.js';
+import { keyCommands } from './keys.js';
+import { orgCommands } from './orgs.js';
+import { walletCommands } from './wallet.js';
+
+/**
+ * Every command, in the order `tollgate help` lists them.
+ *
+ * @example
+ * const command = findCommand('keys', 'create');
+ */
+export const COMMANDS: readonly Command[] = [...orgCommands, ...walletCommands, ...keyCommands, ...catalogCommands] as Command[];
+
+export function findCommand(group: string | undefined, action: string | undefined): Command | undefined {
+  return COMMANDS.find((command) => command.name === `${group} ${action}`);
+}
+
+/** The usage lines of a group (`keys`), or of all commands. */
+export function usageLines(group?: string): string[] {
+  return COMMANDS.filter((command) => !group || command.name.startsWith(`${group} `)).map(usageOf);
+}
+
+export function usageOf(command: Command): string {
+  return `tollgate ${command.name}${command.args ? ` ${command.args}` : ''}`;
+}

@@ -1,0 +1,36 @@
+// CLI entry: `tsx src/sim/main.ts` (npm run sim). Flags and env are in cli.ts.
+import { parseSimArgs, SIM_USAGE, SimCliError } from './cli.js';
+import { startSimulator } from './server.js';
+
+async function main(): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseSimArgs(process.argv.slice(2), process.env);
+  } catch (error) {
+    if (!(error instanceof SimCliError)) throw error;
+    process.stderr.write(`sim: ${error.message}\n\n${SIM_USAGE}`);
+    process.exit(2);
+  }
+  if (parsed.help) {
+    process.stdout.write(SIM_USAGE);
+    return;
+  }
+  const { options } = parsed;
+  const sim = await startSimulator(options);
+  const models = options.models.map((m) => `${m.name} (${m.reasoning ? 'reasoning' : m.task})`).join(', ');
+  process.stdout.write(`vLLM simulator listening on ${sim.url}\nmodels: ${models}\n`);
+  const stop = (signal: NodeJS.Signals): void => {
+    process.stdout.write(`sim: ${signal}, closing\n`);
+    sim.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`sim: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

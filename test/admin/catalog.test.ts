@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAdmin } from './harness.js';
+
+describe('admin API: models and prices', () => {
+  let h: Awaited<ReturnType<typeof startAdmin>>;
+  beforeAll(async () => {
+    h = await startAdmin();
+  });
+  afterAll(() => h.store.close());
+
+  const qwen = { id: 'Qwen/Qwen2.5-7B-Instruct', display_name: 'qwen-7b', hf_repo_id: 'Qwen/Qwen2.5-7B-Instruct', task_type: 'chat', context_length: 32768 };
+
+  it('adds a model whose id has a slash, and lists it without a price', async () => {
+    const created = await h.call('POST', '/models', qwen);
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({ ...qwen, object: 'model', enabled: true, created_at: expect.any(String), price: null });
+    expect((await h.call('GET', '/models')).body.data).toContainEqual(created.body);
+  });
+
+  it('answers 409 conflict for a duplicate id, display name or repo id', async () => {
+    const res = await h.call('POST', '/models', { ...qwen, id: 'other-id' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('conflict');
+  });
+
+  it('validates a new model', async () => {
+    const res = await h.call('POST', '/models', { id: '-bad id', display_name: '', hf_repo_id: 'x/y', task_type: 'vision', context_length: 0 });
+    expect(res.status).toBe(400);
+    expect(res.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['context_length', 'display_name', 'id', 'task_type']);
+  });
+
+  it('disables and re-enables a model by a slashed id; disabled models list only with include_disabled', async () => {
+    const off = await h.call('PATCH', `/models/${qwen.id}`, { enabled: false });
+    expect(off.status).toBe(200);
+    expect(off.body).toMatchObject({ id: qwen.id, enabled: false });
+    expect((await h.call('GET', '/models')).body.data.map((m: { id: string }) => m.id)).not.toContain(qwen.id);
+    expect((await h.call('GET', '/models?include_disabled=true')).body.data.map((m: { id: string }) => m.id)).toContain(qwen.id);
+    const on = await h.call('PATCH', `/models/${qwen.id}`, { enabled: true, display_name: 'Qwen 7B', context_length: 16384 });
+    expect(on.body).toMatchObject({ enabled: true, display_name: 'Qwen 7B', context_length: 16384 });
+  });
+
+  it('refuses an empty patch, an unknown model, and a display name taken by another model', async () => {
+    const empty = await h.call('PATCH', `/models/${qwen.id}`, {});
+    expect(empty.body.error.details).toEqual([{ field: 'body', message: 'Send at least one field to change.' }]);
+    expect((await h.call('PATCH', '/models/no/such/model', { enabled: false })).status).toBe(404);
+    await h.call('POST', '/models', { id: 'embed', display_name: 'embed', hf_repo_id: 'BAAI/bge-small-en-v1.5', task_type: 'embedding', context_length: 512 });
+    const clash = await h.call('PATCH', '/models/embed', { display_name: 'Qwen 7B' });
+    expect(clash.status).toBe(409);
+    expect(clash.body.error.code).toBe('conflict');
+  });
+
+  it('sets a price per million tokens, exactly, and shows it on the model', async () => {
+    const res = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '0.15', output_per_million: '0.60' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      object: 'price',
+      model_id: qwen.id,
+      currency: 'USD',
+      input_per_million: '0.15',
+      output_per_million: '0.60',
+      input_nanos_per_token: '150',
+      output_nanos_per_token: '600',
+      updated_at: expect.any(String),
+    });
+    expect((await h.call('GET', '/prices')).body).toEqual({ object: 'list', data: [res.body] });
+    const model = (await h.call('GET', '/models')).body.data.find((m: { id: string }) => m.id === qwen.id);
+    expect(model.price).toEqual({ input_per_million: '0.15', output_per_million: '0.60' });
+    const again = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '1', output_per_million: '2.5' });
+    expect(again.body).toMatchObject({ input_per_million: '1.00', output_per_million: '2.50', input_nanos_per_token: '1000' });
+  });
+
+  it('refuses prices that are floats, negative or finer than 0.001 per million, naming the field', async () => {
+    const res = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: 0.15, output_per_million: '0.0001' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.details).toEqual([
+      { field: 'input_per_million', message: expect.stringContaining('not JSON numbers') },
+      { field: 'output_per_million', message: expect.stringContaining('more than 3 decimal places') },
+    ]);
+    const negative = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '-1', output_per_million: '1' });
+    expect(negative.body.error.details).toEqual([{ field: 'input_per_million', message: 'A price cannot be negative.' }]);
+    expect((await h.call('PUT', '/prices/missing-model', { input_per_million: '1', output_per_million: '1' })).status).toBe(404);
+  });
+});
