@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { resolveAdminToken, type AdminToken } from './admin-token.js';
 import { createApp } from './app.js';
+import { ChargeWriter } from './billing/charge-writer.js';
 import { WalletService } from './billing/wallet.js';
 import { CatalogService } from './catalog/service.js';
 import type { Config } from './config.js';
@@ -48,12 +49,14 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
     const fleet = await startFleet(definitions, { env: options.env ?? {}, simulator: config.simulator });
     closers.unshift(() => fleet.close());
+    const wallets = new WalletService(store.db);
     const services: Services = {
       config,
       db: store.db,
       log,
       keys: new KeyService(store.db, config.keyPrefix),
-      wallets: new WalletService(store.db),
+      wallets,
+      charges: new ChargeWriter(wallets, log),
       orgs: new OrgService(store.db),
       catalog: new CatalogService(store.db),
       fleet,

@@ -4,6 +4,7 @@ import type { Database } from './db/client.js';
 import type { Fleet } from './engines/fleet.js';
 import type { Logger } from './http/log.js';
 import type { KeyService } from './keys/service.js';
+import type { ChargeWriter } from './billing/charge-writer.js';
 import type { WalletService } from './billing/wallet.js';
 import type { OrgService } from './platform/orgs.js';
 
@@ -17,6 +18,8 @@ export interface Services {
   log: Logger;
   keys: KeyService;
   wallets: WalletService;
+  /** Writes usage and charges in group commits; see `billing/charge-writer.ts`. */
+  charges: ChargeWriter;
   orgs: OrgService;
   catalog: CatalogService;
   fleet: Fleet;

@@ -64,6 +64,7 @@ export function createAdminRoutes(services: Services): Hono {
   admin.post('/orgs/:orgId/keys', async (c) => {
     const input = await readBody(c, body.createKeyBody);
     const { key, secret } = await keys.create({ ...keySettings(input), orgId: c.req.param('orgId'), name: input.name, expiry: input.expiry, projectId: input.project_id });
+    c.header('Cache-Control', 'no-store'); // the only response that carries a secret
     return c.json({ ...view.keyView(key), secret }, 201);
   });
   admin.get('/orgs/:orgId/keys', async (c) => {

@@ -42,24 +42,57 @@ export class WalletService {
     return this.db.select().from(ledgerEntries).where(eq(ledgerEntries.orgId, orgId)).orderBy(desc(ledgerEntries.id)).limit(limit);
   }
 
+  /** Records one request's usage and charges it; false when that request was already recorded. */
+  async charge(record: ChargeRecord): Promise<boolean> {
+    const [inserted] = await this.chargeMany([record]);
+    return inserted!;
+  }
+
   /**
-   * Records a request's usage and charges its cost, in one transaction. The
-   * usage record's id is the request id: a second write of the same request
-   * inserts nothing and charges nothing. Returns false for such a duplicate.
+   * Records usage and charges for many requests in one transaction: three
+   * statements whatever the count, which is what lets `ChargeWriter` group
+   * concurrent requests into one commit. A usage record's id is its request id,
+   * so a request written twice inserts nothing and charges nothing the second
+   * time. Returns, per record, whether it was new.
    */
-  async charge(record: UsageRecordInput & { cost: bigint }): Promise<boolean> {
+  async chargeMany(records: ChargeRecord[]): Promise<boolean[]> {
+    if (records.length === 0) return [];
+    // Within one batch the first record of a request id counts; the others are repeats.
+    const seen = new Set<string>();
+    const firsts = new Set(records.filter((r) => !seen.has(r.id) && seen.add(r.id)));
     return this.db.transaction(async (tx) => {
-      const inserted = await tx.insert(usageRecords).values(record).onConflictDoNothing({ target: usageRecords.id }).returning({ id: usageRecords.id });
-      if (inserted.length === 0) return false;
-      if (record.cost === 0n) return true;
-      const [row] = await tx
-        .update(wallets)
-        .set({ balance: sql`${wallets.balance} - ${record.cost}`, updatedAt: new Date() })
-        .where(eq(wallets.orgId, record.orgId))
-        .returning({ balance: wallets.balance });
-      if (!row) throw new Error(`organization ${record.orgId} has no wallet`);
-      await tx.insert(ledgerEntries).values({ orgId: record.orgId, kind: 'charge', amount: -record.cost, balanceAfter: row.balance, requestId: record.id });
-      return true;
+      const inserted = await tx.insert(usageRecords).values([...firsts]).onConflictDoNothing({ target: usageRecords.id }).returning({ id: usageRecords.id });
+      const isNew = new Set(inserted.map((row) => row.id));
+      const charges = [...firsts].filter((r) => isNew.has(r.id) && r.cost !== 0n);
+      if (charges.length > 0) {
+        const totals = new Map<string, bigint>();
+        for (const charge of charges) totals.set(charge.orgId, (totals.get(charge.orgId) ?? 0n) + charge.cost);
+        const debits = sql.join([...totals].map(([orgId, total]) => sql`(${orgId}, ${total}::bigint)`), sql`, `);
+        const updated = await tx.execute<{ org_id: string; balance_nanos: string }>(
+          sql`update ${wallets} set balance_nanos = ${wallets.balance} - debit.total, updated_at = now()
+              from (values ${debits}) as debit(org_id, total)
+              where ${wallets.orgId} = debit.org_id
+              returning ${wallets.orgId} as org_id, ${wallets.balance} as balance_nanos`,
+        );
+        // Walk each organization's charges in order so every entry's balance_after is exact.
+        const running = new Map<string, bigint>();
+        for (const row of rowsOf<{ org_id: string; balance_nanos: string }>(updated)) running.set(row.org_id, BigInt(row.balance_nanos) + totals.get(row.org_id)!);
+        const entries = charges.map((charge) => {
+          const before = running.get(charge.orgId);
+          if (before === undefined) throw new Error(`organization ${charge.orgId} has no wallet`);
+          running.set(charge.orgId, before - charge.cost);
+          return { orgId: charge.orgId, kind: 'charge' as const, amount: -charge.cost, balanceAfter: before - charge.cost, requestId: charge.id };
+        });
+        await tx.insert(ledgerEntries).values(entries);
+      }
+      return records.map((r) => firsts.has(r) && isNew.has(r.id));
     });
   }
+}
+
+export type ChargeRecord = UsageRecordInput & { cost: bigint };
+
+/** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
+function rowsOf<T>(result: unknown): T[] {
+  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
 }

@@ -35,7 +35,7 @@ export function parseCommandLine(argv: string[], options: OptionSpec): { values:
     const { values, positionals } = parseArgs({ args, options: { ...GLOBAL_OPTIONS, ...options }, allowPositionals: true, strict: true });
     return { values: values as Record<string, string | boolean | undefined>, positionals };
   } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0]!);
+    throw new UsageError((error as Error).message.split('\n')[0]!.replace(/\. To specify .*$/, '.'));
   }
 }
 

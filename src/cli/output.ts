@@ -10,7 +10,7 @@
 export function table(rows: string[][]): string {
   if (rows.length <= 1) return `${rows[0]?.join('  ') ?? ''}\n(none)`;
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
-  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ')).join('\n');
+  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
 }
 
 /** `2025-01-31T12:34:56.789Z` → `2025-01-31 12:34 UTC`; null → `-` (or the fallback). */

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { FinishedReason, ModelCounters } from './metrics.js';
+import type { ModelCounters } from './metrics.js';
 import type { SimState } from './state.js';
 
 /** With no delays, yield to other requests after this many tokens. */

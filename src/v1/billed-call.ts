@@ -88,7 +88,7 @@ export async function settle(services: Services, call: BilledCall, settlement: S
     ttftMs: settlement.firstTokenAt ? Math.round(settlement.firstTokenAt - call.startedAt) : null,
   };
   try {
-    await services.wallets.charge(record);
+    await services.charges.write(record);
   } catch (error) {
     services.log.error('charge failed: usage not recorded', { ...record, cost: cost.toString(), ...describeError(error) });
   }

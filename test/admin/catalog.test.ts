@@ -39,6 +39,12 @@ describe('admin API: models and prices', () => {
     expect(on.body).toMatchObject({ enabled: true, display_name: 'Qwen 7B', context_length: 16384 });
   });
 
+  it('finds a model whose id has a colon when the path encodes it', async () => {
+    await h.call('POST', '/models', { id: 'llama:8b', display_name: 'llama', hf_repo_id: 'meta/llama', task_type: 'chat', context_length: 8192 });
+    expect((await h.call('PATCH', '/models/llama%3A8b', { context_length: 4096 })).body).toMatchObject({ id: 'llama:8b', context_length: 4096 });
+    expect((await h.call('PUT', '/prices/llama%3A8b', { input_per_million: '0.1', output_per_million: '0.2' })).body.model_id).toBe('llama:8b');
+  });
+
   it('refuses an empty patch, an unknown model, and a display name taken by another model', async () => {
     const empty = await h.call('PATCH', `/models/${qwen.id}`, {});
     expect(empty.body.error.details).toEqual([{ field: 'body', message: 'Send at least one field to change.' }]);
@@ -62,7 +68,7 @@ describe('admin API: models and prices', () => {
       output_nanos_per_token: '600',
       updated_at: expect.any(String),
     });
-    expect((await h.call('GET', '/prices')).body).toEqual({ object: 'list', data: [res.body] });
+    expect((await h.call('GET', '/prices')).body.data).toContainEqual(res.body);
     const model = (await h.call('GET', '/models')).body.data.find((m: { id: string }) => m.id === qwen.id);
     expect(model.price).toEqual({ input_per_million: '0.15', output_per_million: '0.60' });
     const again = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '1', output_per_million: '2.5' });

@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { ChargeWriter } from '../../src/billing/charge-writer.js';
 import { WalletService } from '../../src/billing/wallet.js';
 import { CatalogService } from '../../src/catalog/service.js';
 import { loadConfig } from '../../src/config.js';
@@ -34,12 +35,14 @@ export async function startAdmin(): Promise<{ app: Hono; store: Store; services:
     simulatorUrl: null,
     close: async () => {},
   };
+  const wallets = new WalletService(store.db);
   const services: Services = {
     config,
     db: store.db,
     log,
     keys: new KeyService(store.db, config.keyPrefix),
-    wallets: new WalletService(store.db),
+    wallets,
+    charges: new ChargeWriter(wallets, log),
     orgs: new OrgService(store.db),
     catalog: new CatalogService(store.db),
     fleet,
@@ -56,9 +59,9 @@ export async function startAdmin(): Promise<{ app: Hono; store: Store; services:
       (init.headers as Record<string, string>)['content-type'] = 'application/json';
     }
     const res = await app.request(`/admin/v1${path}`, init);
-    return { status: res.status, body: (await res.json()) as any };
+    return { status: res.status, headers: Object.fromEntries(res.headers), body: (await res.json()) as any };
   };
   return { app, store, services, call };
 }
 
-export type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; body: any }>;
+export type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Record<string, string>; body: any }>;

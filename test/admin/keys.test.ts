@@ -14,6 +14,7 @@ describe('admin API: keys', () => {
     const orgId = await newOrg();
     const created = await h.call('POST', `/orgs/${orgId}/keys`, { name: 'ci' });
     expect(created.status).toBe(201);
+    expect(created.headers['cache-control']).toBe('no-store');
     expect(created.body).toEqual({
       id: expect.stringMatching(/^key_/),
       object: 'api_key',

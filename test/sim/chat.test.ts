@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/sim/index.js';
 import { countTokens } from '../../src/sim/tokens.js';
-import { post, startTestSim, userSays } from './helpers.js';
+import { jsonOf, post, startTestSim, userSays } from './helpers.js';
 
 let sim: RunningSimulator;
 beforeAll(async () => {
@@ -11,7 +11,7 @@ afterAll(() => sim.close());
 
 async function chat(body: Record<string, unknown>): Promise<{ status: number; json: any }> {
   const res = await post(sim, '/v1/chat/completions', body);
-  return { status: res.status, json: await res.json() };
+  return { status: res.status, json: await jsonOf(res) };
 }
 
 describe('POST /v1/chat/completions (JSON)', () => {
@@ -140,7 +140,7 @@ describe('chat errors', () => {
   it('answers bad JSON with a pydantic-style 400', async () => {
     const res = await post(sim, '/v1/chat/completions', '{"model":');
     expect(res.status).toBe(400);
-    const body = await res.json();
+    const body = await jsonOf(res);
     expect(body).toEqual({ error: { message: expect.stringContaining('json_invalid'), type: 'Bad Request', param: 'body', code: 400 } });
   });
 
@@ -221,6 +221,6 @@ describe('chat errors', () => {
     });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toBe('application/json');
-    expect((await res.json()).error.param).toBe('input_tokens');
+    expect((await jsonOf(res)).error.param).toBe('input_tokens');
   });
 });

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseModelSpec, parseSimArgs, SimCliError } from '../../src/sim/cli.js';
+import { jsonOf } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const tsx = `${root}node_modules/.bin/tsx`;
@@ -69,7 +70,7 @@ describe('src/sim/main.ts', () => {
         child.on('exit', () => reject(new Error(`exited early: ${out}`)));
       });
       expect((await fetch(`${url}/health`)).status).toBe(200);
-      const models = await (await fetch(`${url}/v1/models`)).json();
+      const models = await jsonOf(fetch(`${url}/v1/models`));
       expect(models.data.map((m: any) => m.id)).toEqual(['sim-chat', 'sim-embed']);
       const exited = new Promise((resolve) => child.on('exit', resolve));
       child.kill('SIGINT');

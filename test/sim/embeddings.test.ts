@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/sim/index.js';
-import { post, startTestSim } from './helpers.js';
+import { jsonOf, post, startTestSim } from './helpers.js';
 
 let sim: RunningSimulator;
 beforeAll(async () => {
@@ -11,7 +11,7 @@ afterAll(() => sim.close());
 
 async function embed(body: Record<string, unknown>): Promise<{ status: number; json: any }> {
   const res = await post(sim, '/v1/embeddings', { model: 'sim-embed', ...body });
-  return { status: res.status, json: await res.json() };
+  return { status: res.status, json: await jsonOf(res) };
 }
 
 function decodeBase64(text: string): number[] {
@@ -89,7 +89,7 @@ describe('POST /v1/embeddings', () => {
     expect(unknown.json.error).toMatchObject({ type: 'NotFoundError', param: 'model' });
     const missing = await post(sim, '/v1/embeddings', { model: 'sim-embed' });
     expect(missing.status).toBe(400);
-    expect((await missing.json()).error.param).toBe('body.input');
+    expect((await jsonOf(missing)).error.param).toBe('body.input');
     const tooLong = await embed({ input: 'w '.repeat(4097) });
     expect(tooLong.status).toBe(400);
     expect(tooLong.json.error.param).toBe('input_tokens');

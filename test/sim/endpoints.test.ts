@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/sim/index.js';
-import { eventually, post, readAll, startTestSim, userSays } from './helpers.js';
+import { eventually, jsonOf, post, readAll, startTestSim, userSays } from './helpers.js';
 
 let sim: RunningSimulator;
 beforeAll(async () => {
@@ -22,7 +22,7 @@ describe('GET /health', () => {
       expect((await fetch(`${starting.url}/v1/models`)).status).toBe(503);
       const chat = await post(starting, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('x') });
       expect(chat.status).toBe(503);
-      expect((await chat.json()).error).toMatchObject({ code: 503 });
+      expect((await jsonOf(chat)).error).toMatchObject({ code: 503 });
       await new Promise((resolve) => setTimeout(resolve, 170));
       expect((await fetch(`${starting.url}/health`)).status).toBe(200);
       expect((await post(starting, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('x') })).status).toBe(200);
@@ -34,7 +34,7 @@ describe('GET /health', () => {
 
 describe('GET /v1/models', () => {
   it('lists every model in vLLM shape', async () => {
-    const body = await (await fetch(`${sim.url}/v1/models`)).json();
+    const body = await jsonOf(fetch(`${sim.url}/v1/models`));
     expect(body.object).toBe('list');
     expect(body.data.map((m: any) => m.id)).toEqual(['sim-chat', 'sim-think', 'sim-small', 'sim-embed']);
     expect(body.data[2]).toEqual({
@@ -69,8 +69,8 @@ describe('GET /metrics', () => {
   it('exposes vLLM metric names with model_name and engine labels', async () => {
     const fresh = await startTestSim();
     try {
-      await (await post(fresh, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('Hello there!') })).json();
-      await (await post(fresh, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('x'), max_tokens: 2 })).json();
+      await jsonOf(post(fresh, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('Hello there!') }));
+      await jsonOf(post(fresh, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('x'), max_tokens: 2 }));
       const res = await fetch(`${fresh.url}/metrics`);
       expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
       const text = await res.text();
@@ -106,7 +106,7 @@ describe('GET /metrics', () => {
 
 describe('POST /tokenize', () => {
   it('counts a prompt', async () => {
-    const body = await (await post(sim, '/tokenize', { model: 'sim-small', prompt: 'Hello, world!' })).json();
+    const body = await jsonOf(post(sim, '/tokenize', { model: 'sim-small', prompt: 'Hello, world!' }));
     expect(body).toEqual({ count: 4, max_model_len: 64, tokens: expect.any(Array), token_strs: null });
     expect(body.tokens).toHaveLength(4);
     expect(body.tokens.every((t: unknown) => Number.isInteger(t))).toBe(true);
@@ -117,8 +117,8 @@ describe('POST /tokenize', () => {
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Hello there!' },
     ];
-    const body = await (await post(sim, '/tokenize', { messages, return_token_strs: true })).json();
-    const chat = await (await post(sim, '/v1/chat/completions', { model: 'sim-chat', messages })).json();
+    const body = await jsonOf(post(sim, '/tokenize', { messages, return_token_strs: true }));
+    const chat = await jsonOf(post(sim, '/v1/chat/completions', { model: 'sim-chat', messages }));
     expect(body.count).toBe(chat.usage.prompt_tokens);
     expect(body.token_strs).toContain('Hello');
   });
@@ -133,16 +133,16 @@ describe('other routes', () => {
   it('answers unknown paths like FastAPI', async () => {
     const res = await fetch(`${sim.url}/v1/completions-nope`);
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ detail: 'Not Found' });
+    expect(await jsonOf(res)).toEqual({ detail: 'Not Found' });
   });
 
   it('answers a wrong method with 405', async () => {
     const res = await fetch(`${sim.url}/v1/chat/completions`);
     expect(res.status).toBe(405);
-    expect(await res.json()).toEqual({ detail: 'Method Not Allowed' });
+    expect(await jsonOf(res)).toEqual({ detail: 'Method Not Allowed' });
   });
 
   it('reports a version', async () => {
-    expect(await (await fetch(`${sim.url}/version`)).json()).toEqual({ version: expect.any(String) });
+    expect(await jsonOf(fetch(`${sim.url}/version`))).toEqual({ version: expect.any(String) });
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/sim/index.js';
-import { post, readAll, sseChunks, sseData, startTestSim, userSays } from './helpers.js';
+import { jsonOf, post, readAll, sseChunks, sseData, startTestSim, userSays } from './helpers.js';
 
 let sim: RunningSimulator;
 beforeAll(async () => {
@@ -25,19 +25,19 @@ describe.each(ways)('fault injection by %s', (_way, ask) => {
   it('"500" answers InternalServerError', async () => {
     const res = await send('500');
     expect(res.status).toBe(500);
-    expect((await res.json()).error).toMatchObject({ type: 'InternalServerError', param: null, code: 500 });
+    expect((await jsonOf(res)).error).toMatchObject({ type: 'InternalServerError', param: null, code: 500 });
   });
 
   it('"400" answers BadRequestError', async () => {
     const res = await send('400');
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toMatchObject({ type: 'BadRequestError', code: 400 });
+    expect((await jsonOf(res)).error).toMatchObject({ type: 'BadRequestError', code: 400 });
   });
 
   it('"leak" answers a 500 full of internal details', async () => {
     const res = await send('leak');
     expect(res.status).toBe(500);
-    const { message } = (await res.json()).error;
+    const { message } = (await jsonOf(res)).error;
     expect(message).toContain('vllm-worker-7.internal');
     expect(message).toContain('10.1.2.3:8000');
     expect(message).toContain('Traceback (most recent call last):\n  File "/usr/lib/python3/dist-packages/vllm/engine.py", line 42');
@@ -60,7 +60,7 @@ describe.each(ways)('fault injection by %s', (_way, ask) => {
   it('"midstream" without stream answers 500', async () => {
     const res = await send('midstream');
     expect(res.status).toBe(500);
-    expect((await res.json()).error.type).toBe('InternalServerError');
+    expect((await jsonOf(res)).error.type).toBe('InternalServerError');
   });
 
   it('"drop" sends 3 tokens then cuts the connection without [DONE]', async () => {
@@ -89,7 +89,7 @@ describe('fault bookkeeping', () => {
   it('rejects an unknown mode with 400 param sim_fail', async () => {
     const res = await post(sim, '/v1/chat/completions', { ...chatBody, sim_fail: 'explode' });
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toMatchObject({ type: 'BadRequestError', param: 'sim_fail' });
+    expect((await jsonOf(res)).error).toMatchObject({ type: 'BadRequestError', param: 'sim_fail' });
   });
 
   it('leaves nothing running and counts no client aborts', async () => {
@@ -109,7 +109,7 @@ describe('fault bookkeeping', () => {
       for (let i = 0; i < 3; i++) {
         const res = await post(flaky, '/v1/chat/completions', chatBody);
         expect(res.status).toBe(500);
-        expect((await res.json()).error.type).toBe('InternalServerError');
+        expect((await jsonOf(res)).error.type).toBe('InternalServerError');
       }
     } finally {
       await flaky.close();

@@ -101,3 +101,13 @@ export async function eventually(check: () => void, timeoutMs = 2000): Promise<v
     }
   }
 }
+
+/**
+ * A response's JSON body, loosely typed for assertions.
+ *
+ * @example
+ * const body = await jsonOf(fetch(`${sim.url}/v1/models`));
+ */
+export async function jsonOf(res: Response | Promise<Response>): Promise<any> {
+  return (await res).json();
+}

@@ -10,7 +10,7 @@ import { walletCommands } from './wallet.js';
  * @example
  * const command = findCommand('keys', 'create');
  */
-export const COMMANDS: readonly Command[] = [...orgCommands, ...walletCommands, ...keyCommands, ...catalogCommands] as Command[];
+export const COMMANDS: readonly Command[] = [...orgCommands, ...walletCommands, ...keyCommands, ...catalogCommands];
 
 export function findCommand(group: string | undefined, action: string | undefined): Command | undefined {
   return COMMANDS.find((command) => command.name === `${group} ${action}`);

@@ -1,4 +1,5 @@
 import type { Args } from '../args.js';
+import { UsageError } from '../errors.js';
 import { segment } from '../client.js';
 import { date, fields, limit, table } from '../output.js';
 import { BOOLEAN, type Command, type KeyView, type List, STRING } from './command.js';
@@ -91,11 +92,12 @@ const update: Command<KeyView> = {
   summary: "Change a key's name, limits or toggles; takes effect on the next request.",
   options: { ...limitOptions, 'store-request-data': STRING, 'response-cache': STRING },
   positionals: 1,
-  request: (a) => ({
-    method: 'PATCH',
-    path: `/keys/${segment(a.id('key ID'))}`,
-    body: { name: a.optional('name'), ...limits(a), store_request_data: a.bool('store-request-data'), response_cache: a.bool('response-cache') },
-  }),
+  request: (a) => {
+    const path = `/keys/${segment(a.id('key ID'))}`;
+    const body = { name: a.optional('name'), ...limits(a), store_request_data: a.bool('store-request-data'), response_cache: a.bool('response-cache') };
+    if (Object.values(body).every((value) => value === undefined)) throw new UsageError('nothing to change: pass at least one of the flags below');
+    return { method: 'PATCH', path, body };
+  },
   render: describe,
 };
 

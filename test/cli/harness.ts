@@ -1,0 +1,58 @@
+import { execFile } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { serve } from '@hono/node-server';
+import { ADMIN_TOKEN, startAdmin } from '../admin/harness.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(root, 'bin/tollgate.mjs');
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON (undefined when it is not). */
+  json: any;
+}
+
+/**
+ * The admin routes on a real port, for the CLI to talk to over HTTP.
+ *
+ * @example
+ * const gw = await startGateway();
+ * const { json } = await gw.tollgate(['orgs', 'create', '--name', 'Acme', '--json']);
+ */
+export async function startGateway() {
+  const admin = await startAdmin();
+  const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+    const started = serve({ fetch: admin.app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(started));
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    admin,
+    tollgate: (args: string[], env: Record<string, string> = {}) => tollgate(args, { TOLLGATE_URL: url, TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, ...env }),
+    async close() {
+      await new Promise((resolve) => server.close(resolve));
+      await admin.store.close();
+    },
+  };
+}
+
+/** Runs `node bin/tollgate.mjs` with only the given TOLLGATE_* settings. */
+export function tollgate(args: string[], env: Record<string, string>): Promise<Run> {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TOLLGATE_')));
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { cwd: root, env: { ...inherited, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+      let json: unknown;
+      try {
+        json = JSON.parse(stdout);
+      } catch {
+        json = undefined;
+      }
+      resolve({ code, stdout, stderr, json });
+    });
+  });
+}
