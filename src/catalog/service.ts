@@ -13,6 +13,28 @@ export interface ResolvedModel {
   price: PriceRow | null;
 }
 
+/** The `model` of a request as a name to look up; 400 `model_not_found` when there is none. */
+export function requestedModelName(name: unknown): string {
+  if (typeof name !== 'string' || name.trim() === '') {
+    throw new GatewayError('model_not_found', 'The request names no model: set "model" to an id from GET /v1/models.');
+  }
+  return name;
+}
+
+/**
+ * Of the models that matched `name` by any of their three names, the one it
+ * means: catalog id first, then display name, then repo id. 400
+ * `model_not_found` when none matched or that one is disabled.
+ */
+export function pickModel(rows: Array<{ model: ModelRow | null; price: PriceRow | null }>, name: string): ResolvedModel {
+  const found = rows.filter((r): r is ResolvedModel => r.model !== null);
+  const match = found.find((r) => r.model.id === name) ?? found.find((r) => r.model.displayName === name) ?? found[0];
+  if (!match || !match.model.enabled) {
+    throw new GatewayError('model_not_found', `The model \`${name}\` does not exist or is not enabled. GET /v1/models lists the models you can use.`);
+  }
+  return match;
+}
+
 /**
  * The model catalog and its prices.
  *
@@ -28,19 +50,13 @@ export class CatalogService {
    * in that order of precedence, with its price, in one query.
    */
   async resolve(name: unknown): Promise<ResolvedModel> {
-    if (typeof name !== 'string' || name.trim() === '') {
-      throw new GatewayError('model_not_found', 'The request names no model: set "model" to an id from GET /v1/models.');
-    }
+    const wanted = requestedModelName(name);
     const rows = await this.db
       .select({ model: models, price: prices })
       .from(models)
       .leftJoin(prices, eq(prices.modelId, models.id))
-      .where(or(eq(models.id, name), eq(models.displayName, name), eq(models.hfRepoId, name)));
-    const match = rows.find((r) => r.model.id === name) ?? rows.find((r) => r.model.displayName === name) ?? rows[0];
-    if (!match || !match.model.enabled) {
-      throw new GatewayError('model_not_found', `The model \`${name}\` does not exist or is not enabled. GET /v1/models lists the models you can use.`);
-    }
-    return match;
+      .where(or(eq(models.id, wanted), eq(models.displayName, wanted), eq(models.hfRepoId, wanted)));
+    return pickModel(rows, wanted);
   }
 
   list(options: { taskType?: TaskType; includeDisabled?: boolean } = {}): Promise<ModelRow[]> {

@@ -151,26 +151,39 @@ export class KeyService {
    * hash, then a constant-time comparison. Every failure is 401 `unauthorized`.
    */
   async authenticate(authorization: string | undefined): Promise<AuthenticatedKey> {
+    const hash = this.secretHashOf(authorization);
+    const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash));
+    return verifiedKey(row, hash);
+  }
+
+  /** The hash to look a key up by; 401 for a header that cannot hold one of our keys (no store read needed). */
+  secretHashOf(authorization: string | undefined): string {
     const secret = bearerToken(authorization);
     if (!isWellFormedSecret(secret, this.prefix)) throw unauthorized('Invalid API key.');
-    const hash = hashSecret(secret);
-    const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash));
-    if (!row || !sameHash(row.secretHash, hash)) throw unauthorized('Invalid API key.');
-    const status = keyStatus(row);
-    if (status === 'revoked') throw unauthorized('This API key has been revoked.');
-    if (status === 'expired') throw unauthorized('This API key has expired.');
-    return {
-      id: row.id,
-      orgId: row.orgId,
-      projectId: row.projectId,
-      requestsPerMinute: row.requestsPerMinute,
-      maxConcurrency: row.maxConcurrency,
-      tokensPerMinute: row.tokensPerMinute,
-      monthlyTokens: row.monthlyTokens,
-      storeRequestData: row.storeRequestData,
-      responseCache: row.responseCache,
-    };
+    return hashSecret(secret);
   }
+}
+
+/**
+ * The caller, from the row found by `hash` (or undefined when none was):
+ * 401 unless it is the same hash and the key is neither revoked nor expired.
+ */
+export function verifiedKey(row: KeyRow | undefined, hash: string): AuthenticatedKey {
+  if (!row || !sameHash(row.secretHash, hash)) throw unauthorized('Invalid API key.');
+  const status = keyStatus(row);
+  if (status === 'revoked') throw unauthorized('This API key has been revoked.');
+  if (status === 'expired') throw unauthorized('This API key has expired.');
+  return {
+    id: row.id,
+    orgId: row.orgId,
+    projectId: row.projectId,
+    requestsPerMinute: row.requestsPerMinute,
+    maxConcurrency: row.maxConcurrency,
+    tokensPerMinute: row.tokensPerMinute,
+    monthlyTokens: row.monthlyTokens,
+    storeRequestData: row.storeRequestData,
+    responseCache: row.responseCache,
+  };
 }
 
 function bearerToken(authorization: string | undefined): string {

@@ -1,14 +1,15 @@
 import type { Context } from 'hono';
 import { costOf } from '../billing/money.js';
-import type { ModelRow, PriceRow } from '../catalog/service.js';
+import { type ModelRow, pickModel, type PriceRow, requestedModelName } from '../catalog/service.js';
 import type { TaskType } from '../db/schema.js';
 import type { GatewayEnv } from '../http/context.js';
 import { GatewayError } from '../http/errors.js';
 import { describeError } from '../http/log.js';
 import { readJsonObject } from '../http/request.js';
-import { assertProjectOf, type AuthenticatedKey } from '../keys/service.js';
+import { assertProjectOf, type AuthenticatedKey, verifiedKey } from '../keys/service.js';
 import type { TokenUsage, UsageSource } from '../proxy/usage.js';
 import type { Services } from '../services.js';
+import { admissionQuery } from './admission-query.js';
 
 /** A request that passed every check and may be sent upstream; `settle` bills it. */
 export interface BilledCall {
@@ -25,27 +26,46 @@ export interface BilledCall {
 
 /**
  * The steps every billed /v1 request shares, in the order of the request path:
- * body, model, task, project, wallet. Chat and embeddings both call this.
+ * key, body, model, task, project, wallet. Chat and embeddings both call this.
+ * Key, model, price and balance come from one read (`admission-query.ts`).
  */
 export async function admit(c: Context<GatewayEnv>, services: Services, task: TaskType): Promise<BilledCall> {
   const startedAt = performance.now();
-  const body = await readJsonObject(c, services.config.maxBodyBytes);
-  const caller = c.get('caller');
-  const { model, price } = await unavailableOnFailure('pricing_unavailable', () => services.catalog.resolve(body.model));
+  const authorization = c.req.header('authorization');
+  const hash = services.keys.secretHashOf(authorization);
+  // A bad body from a bad key is a 401 first, as for every other route.
+  const body = await readJsonObject(c, services.config.maxBodyBytes).catch(async (error: unknown) => {
+    await unavailableOnFailure('billing_unavailable', () => services.keys.authenticate(authorization));
+    throw error;
+  });
+  const modelName = await requestedModelNameAfterAuth(services, authorization, body.model);
+  const rows = await unavailableOnFailure('billing_unavailable', () => admissionQuery(services.db).execute({ hash, model: modelName }));
+  const caller = verifiedKey(rows[0]?.key, hash);
+  c.set('caller', caller);
+  const { model, price } = pickModel(rows, modelName);
   if (model.taskType !== task) {
     const message =
       task === 'embedding'
-        ? `The model \`${String(body.model)}\` is not an embedding model. GET /v1/models?task_type=embedding lists embedding models.`
-        : `The model \`${String(body.model)}\` is an embedding model; use POST /v1/embeddings.`;
+        ? `The model \`${modelName}\` is not an embedding model. GET /v1/models?task_type=embedding lists embedding models.`
+        : `The model \`${modelName}\` is an embedding model; use POST /v1/embeddings.`;
     throw new GatewayError('model_not_found', message);
   }
   if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', { headers: { 'Retry-After': '30' } });
   const projectId = await projectFor(c, services, caller);
-  const balance = await unavailableOnFailure('billing_unavailable', () => services.wallets.balance(caller.orgId));
-  if (balance <= 0n) {
+  if (rows[0]!.balance <= 0n) {
     throw new GatewayError('insufficient_funds', 'The wallet balance is zero or negative. Top up the wallet to continue.');
   }
-  return { requestId: c.get('requestId'), caller, model, price, clientModel: body.model as string, projectId, body, startedAt };
+  return { requestId: c.get('requestId'), caller, model, price, clientModel: modelName, projectId, body, startedAt };
+}
+
+/** The model name, or, when the body names none, 401 for a bad key before 400 for the model. */
+async function requestedModelNameAfterAuth(services: Services, authorization: string | undefined, name: unknown): Promise<string> {
+  try {
+    return requestedModelName(name);
+  } catch (error) {
+    await unavailableOnFailure('billing_unavailable', () => services.keys.authenticate(authorization));
+    throw error;
+  }
 }
 
 /** `X-Project-ID` names a project of the caller's organization; without it, the key's own project. */

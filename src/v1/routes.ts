@@ -19,8 +19,9 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
   const v1 = new Hono<GatewayEnv>();
   const auth = requireKey(services.keys);
   v1.get('/pricing', (c) => pricing(c, services));
-  v1.post('/chat/completions', auth, (c) => chatCompletions(c, services));
-  v1.post('/embeddings', auth, (c) => embeddings(c, services));
+  // Billed routes authenticate inside admit(), in the same read as model, price and balance.
+  v1.post('/chat/completions', (c) => chatCompletions(c, services));
+  v1.post('/embeddings', (c) => embeddings(c, services));
   v1.get('/models', auth, (c) => listModels(c, services));
   v1.get('/models/:id{.+}', auth, (c) => getModel(c, services));
   v1.post('/audio/transcriptions', auth, () => transcriptions());
