@@ -47,8 +47,8 @@ process.once('exit', () => {
  * @example
  * const sim = startTs('simulator', 'src/sim/main.ts', ['--port', '9000'], { cwd, env });
  */
-export function startTs(name: string, entry: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startTs(name: string, entry: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; nodeArgs?: string[] }): Child {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', entry, ...args], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   if (child.pid === undefined) throw new Error(`${name} did not start`);
   running.add(child);
   let log = '';

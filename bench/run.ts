@@ -124,7 +124,9 @@ async function main(): Promise<number> {
       TOLLGATE_LOG_LEVEL: 'warn',
       TOLLGATE_ENGINES_FILE: enginesFile,
     });
-    const gateway = startTs('gateway', 'src/main.ts', [], { cwd: ROOT, env });
+    // BENCH_GATEWAY_NODE_ARGS adds node flags to the gateway only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+    const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
+    const gateway = startTs('gateway', 'src/main.ts', [], { cwd: ROOT, env, nodeArgs });
     children.push(gateway);
     await waitForHealth(gateway, `${gwUrl}/health`, START_TIMEOUT_MS);
     const rssStart = await rssMiB(gateway.pid);
