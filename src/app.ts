@@ -18,7 +18,7 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   app.use(requestId());
   app.get('/health', (c) => c.json({ status: 'ok' }));
   app.route('/v1', createV1Routes(services));
-  app.route('/admin/v1', createAdminRoutes(services) as unknown as Hono<GatewayEnv>);
+  app.route('/admin/v1', createAdminRoutes(services));
   app.notFound((c) => renderNotFound(c, services.log));
   app.onError((error, c) => renderError(error, c, services.log));
   return app;

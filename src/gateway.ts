@@ -2,18 +2,13 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { resolveAdminToken, type AdminToken } from './admin-token.js';
 import { createApp } from './app.js';
-import { ChargeWriter } from './billing/charge-writer.js';
-import { WalletService } from './billing/wallet.js';
-import { CatalogService } from './catalog/service.js';
 import type { Config } from './config.js';
 import { openStore } from './db/client.js';
 import { readEngineDefinitions, type SimulatorDefinition } from './engines/definitions.js';
 import { startFleet } from './engines/fleet.js';
 import { createLogger, type Logger } from './http/log.js';
-import { KeyService } from './keys/service.js';
-import { OrgService } from './platform/orgs.js';
 import { type DemoSeed, seedDemo } from './seed.js';
-import type { Services } from './services.js';
+import { createServices, type Services } from './services.js';
 
 export interface RunningGateway {
   /** `http://127.0.0.1:PORT`, for clients on this machine. */
@@ -49,19 +44,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
     const fleet = await startFleet(definitions, { env: options.env ?? {}, simulator: config.simulator });
     closers.unshift(() => fleet.close());
-    const wallets = new WalletService(store.db);
-    const services: Services = {
-      config,
-      db: store.db,
-      log,
-      keys: new KeyService(store.db, config.keyPrefix),
-      wallets,
-      charges: new ChargeWriter(wallets, log),
-      orgs: new OrgService(store.db),
-      catalog: new CatalogService(store.db),
-      fleet,
-      adminToken: adminToken.token,
-    };
+    const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token });
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
     const demo = config.seedDemo ? await seedDemo(services, simulated) : null;
     const server = await listen(createApp(services).fetch, config);

@@ -1,12 +1,12 @@
-import type { CatalogService } from './catalog/service.js';
+import { CatalogService } from './catalog/service.js';
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
 import type { Fleet } from './engines/fleet.js';
 import type { Logger } from './http/log.js';
-import type { KeyService } from './keys/service.js';
-import type { ChargeWriter } from './billing/charge-writer.js';
-import type { WalletService } from './billing/wallet.js';
-import type { OrgService } from './platform/orgs.js';
+import { KeyService } from './keys/service.js';
+import { ChargeWriter } from './billing/charge-writer.js';
+import { WalletService } from './billing/wallet.js';
+import { OrgService } from './platform/orgs.js';
 
 /**
  * Everything the routes need, built once at start-up (see `gateway.ts`) and
@@ -25,4 +25,34 @@ export interface Services {
   fleet: Fleet;
   /** The operator token that guards the management API. */
   adminToken: string;
+}
+
+export interface ServiceParts {
+  config: Config;
+  db: Database;
+  log: Logger;
+  fleet: Fleet;
+  adminToken: string;
+}
+
+/**
+ * Builds every service over one store.
+ *
+ * @example
+ * const services = createServices({ config, db: store.db, log, fleet, adminToken });
+ */
+export function createServices({ config, db, log, fleet, adminToken }: ServiceParts): Services {
+  const wallets = new WalletService(db);
+  return {
+    config,
+    db,
+    log,
+    keys: new KeyService(db, config.keyPrefix),
+    wallets,
+    charges: new ChargeWriter(wallets, log),
+    orgs: new OrgService(db),
+    catalog: new CatalogService(db),
+    fleet,
+    adminToken,
+  };
 }

@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
 import type { z } from 'zod';
+import type { GatewayEnv } from '../http/context.js';
 import type { Services } from '../services.js';
 import { operatorAuth } from './auth.js';
 import { asConflict, orgsWithBalances } from './queries.js';
@@ -15,10 +16,10 @@ import * as view from './views.js';
  * @example
  * app.route('/admin/v1', createAdminRoutes(services));
  */
-export function createAdminRoutes(services: Services): Hono {
+export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
   const { orgs, wallets, keys, catalog } = services;
   const currency = services.config.currency;
-  const admin = new Hono();
+  const admin = new Hono<GatewayEnv>();
   admin.use('*', operatorAuth(services.adminToken));
 
   const orgWithBalance = async (orgId: string) => view.orgView(await orgs.get(orgId), await wallets.balance(orgId), currency);

@@ -1,17 +1,11 @@
-import { Hono } from 'hono';
-import { ChargeWriter } from '../../src/billing/charge-writer.js';
-import { WalletService } from '../../src/billing/wallet.js';
-import { CatalogService } from '../../src/catalog/service.js';
 import { loadConfig } from '../../src/config.js';
 import { openStore, type Store } from '../../src/db/client.js';
 import type { Fleet } from '../../src/engines/fleet.js';
 import { createLogger } from '../../src/http/log.js';
-import { GatewayError } from '../../src/http/errors.js';
-import { renderError } from '../../src/http/render.js';
-import { KeyService } from '../../src/keys/service.js';
-import { OrgService } from '../../src/platform/orgs.js';
-import type { Services } from '../../src/services.js';
-import { createAdminRoutes } from '../../src/admin/routes.js';
+import { createServices, type Services } from '../../src/services.js';
+import { createApp } from '../../src/app.js';
+import type { Hono } from 'hono';
+import type { GatewayEnv } from '../../src/http/context.js';
 
 export const ADMIN_TOKEN = 'test-operator-token-0123456789';
 
@@ -23,7 +17,7 @@ export const ADMIN_TOKEN = 'test-operator-token-0123456789';
  * const h = await startAdmin();
  * const res = await h.call('GET', '/orgs');
  */
-export async function startAdmin(): Promise<{ app: Hono; store: Store; services: Services; call: Call }> {
+export async function startAdmin(): Promise<{ app: Hono<GatewayEnv>; store: Store; services: Services; call: Call }> {
   const config = loadConfig({ TOLLGATE_DATA_DIR: 'memory://' });
   const store = await openStore({ dataDir: config.dataDir });
   const log = createLogger('silent');
@@ -35,23 +29,8 @@ export async function startAdmin(): Promise<{ app: Hono; store: Store; services:
     simulatorUrl: null,
     close: async () => {},
   };
-  const wallets = new WalletService(store.db);
-  const services: Services = {
-    config,
-    db: store.db,
-    log,
-    keys: new KeyService(store.db, config.keyPrefix),
-    wallets,
-    charges: new ChargeWriter(wallets, log),
-    orgs: new OrgService(store.db),
-    catalog: new CatalogService(store.db),
-    fleet,
-    adminToken: ADMIN_TOKEN,
-  };
-  const app = new Hono();
-  app.route('/admin/v1', createAdminRoutes(services));
-  app.notFound((c) => renderError(new GatewayError('not_found', `There is no route ${c.req.method} ${c.req.path}.`), c, log));
-  app.onError((error, c) => renderError(error, c, log));
+  const services = createServices({ config, db: store.db, log, fleet, adminToken: ADMIN_TOKEN });
+  const app = createApp(services);
   const call: Call = async (method, path, body, headers = {}) => {
     const init: RequestInit = { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...headers } };
     if (body !== undefined) {

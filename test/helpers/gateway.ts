@@ -1,3 +1,5 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll } from 'vitest';
 import { parseAmount, pricePerTokenFromMillion } from '../../src/billing/money.js';
 import { loadConfig } from '../../src/config.js';
 import { startGateway, type RunningGateway } from '../../src/gateway.js';
@@ -68,4 +70,31 @@ export async function startTestGateway(store: StoreKind, env: Record<string, str
       await database?.drop();
     },
   };
+}
+
+export interface GatewayFixture {
+  gateway: TestGateway;
+  /** An openai client with a funded tenant's key, no retries. */
+  client: OpenAI;
+  secret: string;
+}
+
+/**
+ * Starts a test gateway for the enclosing `describe` and a funded tenant with
+ * an openai client; stops the gateway after the last test.
+ *
+ * @example
+ * const t = useTestGateway('pglite');
+ * it('…', async () => { await t.client.models.list(); });
+ */
+export function useTestGateway(store: StoreKind, env: Record<string, string> = {}): GatewayFixture {
+  const fixture = {} as GatewayFixture;
+  beforeAll(async () => {
+    fixture.gateway = await startTestGateway(store, env);
+    const { secret } = await fixture.gateway.tenant();
+    fixture.secret = secret;
+    fixture.client = new OpenAI({ baseURL: fixture.gateway.baseURL, apiKey: secret, maxRetries: 0 });
+  });
+  afterAll(() => fixture.gateway?.close());
+  return fixture;
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse } from 'yaml';
@@ -11,6 +11,14 @@ import { parse } from 'yaml';
 const specPath = path.resolve(import.meta.dirname, '../../../shared/openai-openapi/openapi.yaml');
 
 let ajv: Ajv2020 | undefined;
+
+/** Whether the spec is beside this checkout (CI has it; REQUIRE_SERVICES=1 makes its absence a failure). */
+export function openApiSpecAvailable(): boolean {
+  if (existsSync(specPath)) return true;
+  if (process.env.REQUIRE_SERVICES === '1') throw new Error(`REQUIRE_SERVICES=1 but OpenAI's spec is missing at ${specPath}`);
+  console.warn(`skipping OpenAPI shape tests: no spec at ${specPath}`);
+  return false;
+}
 
 function validator(): Ajv2020 {
   if (ajv) return ajv;

@@ -1,22 +1,13 @@
-import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { availableStores, useTestGateway } from '../helpers/gateway.js';
 
 const stores = await availableStores();
 
 describe.each(stores)('chat completions through the gateway (%s)', (store) => {
-  let gateway: TestGateway;
-  let client: OpenAI;
-
-  beforeAll(async () => {
-    gateway = await startTestGateway(store);
-    const { secret } = await gateway.tenant();
-    client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
-  });
-  afterAll(() => gateway?.close());
+  const t = useTestGateway(store);
 
   it('answers JSON with the model named as the client named it, and usage', async () => {
-    const completion = await client.chat.completions.create({ model: 'sim-chat', messages: [{ role: 'user', content: 'Hello there' }] });
+    const completion = await t.client.chat.completions.create({ model: 'sim-chat', messages: [{ role: 'user', content: 'Hello there' }] });
     expect(completion.object).toBe('chat.completion');
     expect(completion.model).toBe('sim-chat');
     expect(completion.choices[0]!.message.role).toBe('assistant');
@@ -30,18 +21,18 @@ describe.each(stores)('chat completions through the gateway (%s)', (store) => {
     ['display name', 'Sim Chat'],
     ['Hugging Face repo id', 'tollgate-test/Sim-Chat-1B'],
   ])('resolves the model by its %s and echoes that name', async (_, name) => {
-    const completion = await client.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await t.client.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'hi' }] });
     expect(completion.model).toBe(name);
   });
 
   it('cuts at max_tokens with finish_reason length', async () => {
-    const completion = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 3, messages: [{ role: 'user', content: 'tell me more' }] });
+    const completion = await t.client.chat.completions.create({ model: 'sim-chat', max_tokens: 3, messages: [{ role: 'user', content: 'tell me more' }] });
     expect(completion.choices[0]!.finish_reason).toBe('length');
     expect(completion.usage!.completion_tokens).toBe(3);
   });
 
   it('streams chunks ending in [DONE] without a usage chunk unless asked', async () => {
-    const stream = await client.chat.completions.create({ model: 'sim-chat', stream: true, messages: [{ role: 'user', content: 'stream please' }] });
+    const stream = await t.client.chat.completions.create({ model: 'sim-chat', stream: true, messages: [{ role: 'user', content: 'stream please' }] });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks.length).toBeGreaterThan(2);
@@ -56,7 +47,7 @@ describe.each(stores)('chat completions through the gateway (%s)', (store) => {
   });
 
   it('passes the final usage chunk when include_usage is true', async () => {
-    const stream = await client.chat.completions.create({
+    const stream = await t.client.chat.completions.create({
       model: 'sim-chat',
       stream: true,
       stream_options: { include_usage: true },
@@ -74,7 +65,7 @@ describe.each(stores)('chat completions through the gateway (%s)', (store) => {
   });
 
   it('relays reasoning deltas from a reasoning model', async () => {
-    const stream = await client.chat.completions.create({ model: 'sim-reasoner', stream: true, messages: [{ role: 'user', content: 'think first' }] });
+    const stream = await t.client.chat.completions.create({ model: 'sim-reasoner', stream: true, messages: [{ role: 'user', content: 'think first' }] });
     let reasoning = '';
     let content = '';
     for await (const chunk of stream) {
@@ -87,8 +78,8 @@ describe.each(stores)('chat completions through the gateway (%s)', (store) => {
   });
 
   it('relays the raw SSE framing: data lines and a final data: [DONE]', async () => {
-    const { secret } = await gateway.tenant();
-    const response = await fetch(`${gateway.baseURL}/chat/completions`, {
+    const { secret } = await t.gateway.tenant();
+    const response = await fetch(`${t.gateway.baseURL}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'sim-chat', stream: true, messages: [{ role: 'user', content: 'raw' }] }),

@@ -1,22 +1,13 @@
-import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { availableStores, useTestGateway } from '../helpers/gateway.js';
 
 const stores = await availableStores();
 
 describe.each(stores)('embeddings through the gateway (%s)', (store) => {
-  let gateway: TestGateway;
-  let client: OpenAI;
-
-  beforeAll(async () => {
-    gateway = await startTestGateway(store);
-    const { secret } = await gateway.tenant();
-    client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
-  });
-  afterAll(() => gateway?.close());
+  const t = useTestGateway(store);
 
   it('embeds a string (the SDK asks for base64 and decodes it)', async () => {
-    const result = await client.embeddings.create({ model: 'sim-embed', input: 'hello world' });
+    const result = await t.client.embeddings.create({ model: 'sim-embed', input: 'hello world' });
     expect(result.object).toBe('list');
     expect(result.model).toBe('sim-embed');
     expect(result.data).toHaveLength(1);
@@ -25,14 +16,14 @@ describe.each(stores)('embeddings through the gateway (%s)', (store) => {
   });
 
   it('gives the same vectors as float and as base64', async () => {
-    const asFloat = await client.embeddings.create({ model: 'sim-embed', input: ['alpha', 'beta'], encoding_format: 'float' });
-    const asBase64 = await client.embeddings.create({ model: 'sim-embed', input: ['alpha', 'beta'] });
+    const asFloat = await t.client.embeddings.create({ model: 'sim-embed', input: ['alpha', 'beta'], encoding_format: 'float' });
+    const asBase64 = await t.client.embeddings.create({ model: 'sim-embed', input: ['alpha', 'beta'] });
     expect(asBase64.data.map((d) => d.embedding)).toEqual(asFloat.data.map((d) => Array.from(new Float32Array(d.embedding))));
   });
 
   it('relays base64 as base64 when the client asks for it raw', async () => {
-    const { secret } = await gateway.tenant();
-    const response = await fetch(`${gateway.baseURL}/embeddings`, {
+    const { secret } = await t.gateway.tenant();
+    const response = await fetch(`${t.gateway.baseURL}/embeddings`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'sim-embed', input: 'hello', encoding_format: 'base64' }),
@@ -43,16 +34,16 @@ describe.each(stores)('embeddings through the gateway (%s)', (store) => {
 
   it('returns results in input order, deterministic in the input', async () => {
     const inputs = ['one', 'two', 'three', 'four'];
-    const all = await client.embeddings.create({ model: 'sim-embed', input: inputs, encoding_format: 'float' });
+    const all = await t.client.embeddings.create({ model: 'sim-embed', input: inputs, encoding_format: 'float' });
     expect(all.data.map((d) => d.index)).toEqual([0, 1, 2, 3]);
     for (const [index, input] of inputs.entries()) {
-      const single = await client.embeddings.create({ model: 'sim-embed', input, encoding_format: 'float' });
+      const single = await t.client.embeddings.create({ model: 'sim-embed', input, encoding_format: 'float' });
       expect(single.data[0]!.embedding).toEqual(all.data[index]!.embedding);
     }
   });
 
   it('accepts the model by its Hugging Face repo id', async () => {
-    const result = await client.embeddings.create({ model: 'tollgate-test/Sim-Embed', input: 'x' });
+    const result = await t.client.embeddings.create({ model: 'tollgate-test/Sim-Embed', input: 'x' });
     expect(result.model).toBe('tollgate-test/Sim-Embed');
   });
 });
