@@ -31,6 +31,10 @@ const settingsSchema = z.object({
   TOLLGATE_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'TOLLGATE_CURRENCY must be an ISO 4217 code such as USD').default('USD'),
   TOLLGATE_PUBLIC_URL: z.string().url().optional(),
   TOLLGATE_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  TOLLGATE_REDIS_PREFIX: z.string().max(64).default('tollgate:'),
+  TOLLGATE_LIMITS: z.enum(['on', 'off']).default('on'),
+  TOLLGATE_CONCURRENCY_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
+  TOLLGATE_COMPLETION_ESTIMATE: z.coerce.number().int().min(1).default(512),
   TOLLGATE_SIM_TTFT_MS: z.coerce.number().int().min(0).default(0),
   TOLLGATE_SIM_ITL_MS: z.coerce.number().int().min(0).default(0),
 });
@@ -56,6 +60,16 @@ export interface Config {
   publicUrl?: string;
   logLevel: LogLevel;
   simulator: { ttftMs: number; itlMs: number };
+  limits: {
+    /** false turns every per-key limit off (for benchmarks, or behind another limiter). */
+    enabled: boolean;
+    /** Prefix of every Redis key the gateway writes, so several deployments can share one Redis. */
+    redisPrefix: string;
+    /** A concurrency slot of a gateway that died is freed after at most this long. */
+    concurrencyLeaseMs: number;
+    /** Completion tokens assumed for the pre-request token check when a request sets no max_tokens. */
+    completionEstimate: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -87,5 +101,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: s.TOLLGATE_PUBLIC_URL,
     logLevel: s.TOLLGATE_LOG_LEVEL,
     simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
+    limits: {
+      enabled: s.TOLLGATE_LIMITS === 'on',
+      redisPrefix: s.TOLLGATE_REDIS_PREFIX,
+      concurrencyLeaseMs: s.TOLLGATE_CONCURRENCY_LEASE_MS,
+      completionEstimate: s.TOLLGATE_COMPLETION_ESTIMATE,
+    },
   });
 }

@@ -4,6 +4,7 @@ import { resolveAdminToken, type AdminToken } from './admin-token.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { openStore } from './db/client.js';
+import { openRedis, redisReady } from './db/redis.js';
 import { readEngineDefinitions, type SimulatorDefinition } from './engines/definitions.js';
 import { startFleet } from './engines/fleet.js';
 import { createLogger, type Logger } from './http/log.js';
@@ -44,13 +45,19 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
     const fleet = await startFleet(definitions, { env: options.env ?? {}, simulator: config.simulator });
     closers.unshift(() => fleet.close());
-    const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token });
+    const redis = config.redisUrl ? openRedis(config.redisUrl, log) : null;
+    if (redis) {
+      closers.unshift(() => redis.quit().then(() => {}, () => redis.disconnect()));
+      // Start even if Redis is down (limits answer 503 until it is back), but not before giving it a moment.
+      await redisReady(redis).catch((error: Error) => log.error('redis not reachable at start-up', { detail: error.message }));
+    }
+    const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token, redis });
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
     const demo = config.seedDemo ? await seedDemo(services, simulated) : null;
     const server = await listen(createApp(services).fetch, config);
     closers.unshift(() => closeServer(server));
     const port = (server.address() as AddressInfo).port;
-    log.info('gateway listening', { port, store: store.driver, engines: definitions.length });
+    log.info('gateway listening', { port, store: store.driver, limits: !config.limits.enabled ? 'off' : redis ? 'redis' : 'memory', engines: definitions.length });
     return {
       url: `http://127.0.0.1:${port}`,
       port,

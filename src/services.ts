@@ -4,6 +4,9 @@ import type { Database } from './db/client.js';
 import type { Fleet } from './engines/fleet.js';
 import type { Logger } from './http/log.js';
 import { KeyService } from './keys/service.js';
+import { createKeyLimiter, type KeyLimiter } from './limits/limiter.js';
+import { keyTokensSince } from './billing/usage.js';
+import type { Redis } from 'ioredis';
 import { ChargeWriter } from './billing/charge-writer.js';
 import { WalletService } from './billing/wallet.js';
 import { OrgService } from './platform/orgs.js';
@@ -25,6 +28,8 @@ export interface Services {
   fleet: Fleet;
   /** The operator token that guards the management API. */
   adminToken: string;
+  /** Per-key limits; null when TOLLGATE_LIMITS=off. */
+  limiter: KeyLimiter | null;
 }
 
 export interface ServiceParts {
@@ -33,6 +38,8 @@ export interface ServiceParts {
   log: Logger;
   fleet: Fleet;
   adminToken: string;
+  /** Where limits are counted; null: in this process (the embedded default). */
+  redis?: Redis | null;
 }
 
 /**
@@ -41,7 +48,7 @@ export interface ServiceParts {
  * @example
  * const services = createServices({ config, db: store.db, log, fleet, adminToken });
  */
-export function createServices({ config, db, log, fleet, adminToken }: ServiceParts): Services {
+export function createServices({ config, db, log, fleet, adminToken, redis = null }: ServiceParts): Services {
   const wallets = new WalletService(db);
   return {
     config,
@@ -54,5 +61,13 @@ export function createServices({ config, db, log, fleet, adminToken }: ServicePa
     catalog: new CatalogService(db),
     fleet,
     adminToken,
+    limiter: config.limits.enabled
+      ? createKeyLimiter({
+          redis,
+          prefix: config.limits.redisPrefix,
+          concurrencyLeaseMs: config.limits.concurrencyLeaseMs,
+          monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
+        })
+      : null,
   };
 }

@@ -38,6 +38,7 @@ export const ERROR_CODES = {
   request_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   forbidden: { status: 403, type: 'auth_error' },
+  limits_unavailable: { status: 503, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },
 } as const satisfies Record<string, { status: number; type: ErrorType }>;
 

@@ -26,9 +26,10 @@ function isCount(value: unknown): value is number {
 }
 
 /**
- * A stand-in prompt count for a stream that ended before the engine reported
- * any usage: about four characters a token, the usual rule of thumb for
- * English text with BPE tokenizers, at least one token a message.
+ * A stand-in prompt count, for the token limits' check before a request and
+ * for a stream that ended before the engine reported any usage: about four
+ * characters a token (the usual rule of thumb for English text with BPE
+ * tokenizers), plus the chat template's few tokens per message.
  */
 export function estimatePromptTokens(messages: unknown): number {
   if (!Array.isArray(messages)) return 0;
@@ -40,5 +41,5 @@ export function estimatePromptTokens(messages: unknown): number {
       for (const part of content) if (typeof (part as { text?: unknown })?.text === 'string') characters += (part as { text: string }).text.length;
     }
   }
-  return Math.ceil(characters / 4) + messages.length;
+  return Math.ceil(characters / 4) + 4 * messages.length + 3;
 }

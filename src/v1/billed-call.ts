@@ -2,14 +2,18 @@ import type { Context } from 'hono';
 import { costOf } from '../billing/money.js';
 import { type ModelRow, pickModel, type PriceRow, requestedModelName } from '../catalog/service.js';
 import type { TaskType } from '../db/schema.js';
+import type { UpstreamTarget } from '../engines/types.js';
 import type { GatewayEnv } from '../http/context.js';
 import { GatewayError } from '../http/errors.js';
 import { describeError } from '../http/log.js';
 import { readJsonObject } from '../http/request.js';
 import { assertProjectOf, type AuthenticatedKey, verifiedKey } from '../keys/service.js';
+import { estimateRequestTokens } from '../limits/estimate.js';
+import { type LimitLease, UNLIMITED_LEASE } from '../limits/limiter.js';
 import type { TokenUsage, UsageSource } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { admissionQuery } from './admission-query.js';
+import { validateChatRequest, validateEmbeddingsRequest } from './validate.js';
 
 /** A request that passed every check and may be sent upstream; `settle` bills it. */
 export interface BilledCall {
@@ -22,6 +26,8 @@ export interface BilledCall {
   projectId: string | null;
   body: Record<string, unknown>;
   startedAt: number;
+  /** What the request took from its key's limits; `settle` and `abandon` give it back. */
+  lease: LimitLease;
 }
 
 /**
@@ -50,12 +56,19 @@ export async function admit(c: Context<GatewayEnv>, services: Services, task: Ta
         : `The model \`${modelName}\` is an embedding model; use POST /v1/embeddings.`;
     throw new GatewayError('model_not_found', message);
   }
+  if (task === 'chat') validateChatRequest(body);
+  else validateEmbeddingsRequest(body);
   if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', { headers: { 'Retry-After': '30' } });
   const projectId = await projectFor(c, services, caller);
   if (rows[0]!.balance <= 0n) {
     throw new GatewayError('insufficient_funds', 'The wallet balance is zero or negative. Top up the wallet to continue.');
   }
-  return { requestId: c.get('requestId'), caller, model, price, clientModel: modelName, projectId, body, startedAt };
+  // Limits come last among the checks: they are the only step that takes something, and a refusal above must not.
+  const lease = services.limiter
+    ? await services.limiter.admit(caller.id, caller, estimateRequestTokens(body, task, services.config.limits.completionEstimate))
+    : UNLIMITED_LEASE;
+  for (const [name, value] of Object.entries(lease.headers)) c.header(name, value);
+  return { requestId: c.get('requestId'), caller, model, price, clientModel: modelName, projectId, body, startedAt, lease };
 }
 
 /** The model name, or, when the body names none, 401 for a bad key before 400 for the model. */
@@ -112,6 +125,22 @@ export async function settle(services: Services, call: BilledCall, settlement: S
   } catch (error) {
     services.log.error('charge failed: usage not recorded', { ...record, cost: cost.toString(), ...describeError(error) });
   }
+  await call.lease.settle(settlement.usage.promptTokens + settlement.usage.completionTokens);
+}
+
+/** The engine target for the call's model; when none is ready, the call ends without using anything. */
+export async function acquireOrAbandon(services: Services, call: BilledCall): Promise<UpstreamTarget> {
+  try {
+    return services.fleet.acquire(call.model.id);
+  } catch (error) {
+    await abandon(call);
+    throw error;
+  }
+}
+
+/** Ends a call that failed before it used anything: gives back its estimate and its concurrency slot. */
+export function abandon(call: BilledCall): Promise<void> {
+  return call.lease.settle(0);
 }
 
 async function unavailableOnFailure<T>(code: 'billing_unavailable' | 'pricing_unavailable', step: () => Promise<T>): Promise<T> {

@@ -6,8 +6,7 @@ import { relaySse } from '../proxy/sse.js';
 import { postUpstream } from '../proxy/upstream.js';
 import { estimatePromptTokens, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
-import { admit, type BilledCall, settle } from './billed-call.js';
-import { validateChatRequest } from './validate.js';
+import { abandon, acquireOrAbandon, admit, type BilledCall, settle } from './billed-call.js';
 
 /**
  * POST /v1/chat/completions, JSON or SSE. The body goes upstream unchanged but
@@ -15,8 +14,7 @@ import { validateChatRequest } from './validate.js';
  */
 export async function chatCompletions(c: Context<GatewayEnv>, services: Services): Promise<Response> {
   const call = await admit(c, services, 'chat');
-  validateChatRequest(call.body);
-  const target = services.fleet.acquire(call.model.id);
+  const target = await acquireOrAbandon(services, call);
   const upstreamAbort = new AbortController();
   const signal = AbortSignal.any([upstreamAbort.signal, AbortSignal.timeout(services.config.upstreamTimeoutMs)]);
   const stream = call.body.stream === true;
@@ -24,9 +22,12 @@ export async function chatCompletions(c: Context<GatewayEnv>, services: Services
   const body: Record<string, unknown> = { ...call.body, model: target.servedModelName };
   if (stream) body.stream_options = { ...clientStreamOptions, include_usage: true, continuous_usage_stats: true };
 
+  // A relayed stream releases its target when it ends; everything else releases it here.
+  let relaying = false;
   try {
     const response = await postUpstream({ target, path: '/chat/completions', body, clientModel: call.clientModel, signal });
     if (!stream) return await answerJson(c, services, call, response);
+    relaying = true;
     return answerStream(c, services, call, response, {
       includeUsage: clientStreamOptions.include_usage === true,
       continuousUsage: clientStreamOptions.continuous_usage_stats === true,
@@ -34,8 +35,10 @@ export async function chatCompletions(c: Context<GatewayEnv>, services: Services
       release: () => target.release(),
     });
   } catch (error) {
-    target.release();
+    await abandon(call);
     throw error;
+  } finally {
+    if (!relaying) target.release();
   }
 }
 

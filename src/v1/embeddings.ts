@@ -4,8 +4,7 @@ import { withoutNullFields } from '../proxy/openai-shape.js';
 import { postUpstream } from '../proxy/upstream.js';
 import { usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
-import { admit, settle } from './billed-call.js';
-import { validateEmbeddingsRequest } from './validate.js';
+import { abandon, acquireOrAbandon, admit, settle } from './billed-call.js';
 
 /**
  * POST /v1/embeddings. `encoding_format` (float or base64) goes to the engine
@@ -13,8 +12,7 @@ import { validateEmbeddingsRequest } from './validate.js';
  */
 export async function embeddings(c: Context<GatewayEnv>, services: Services): Promise<Response> {
   const call = await admit(c, services, 'embedding');
-  validateEmbeddingsRequest(call.body);
-  const target = services.fleet.acquire(call.model.id);
+  const target = await acquireOrAbandon(services, call);
   try {
     const response = await postUpstream({
       target,
@@ -32,6 +30,9 @@ export async function embeddings(c: Context<GatewayEnv>, services: Services): Pr
     if (!usage) services.log.warn('engine reported no usage for embeddings', { requestId: call.requestId, model: call.model.id });
     await settle(services, call, { usage: usage ?? { promptTokens: 0, completionTokens: 0 }, usageSource: usage ? 'upstream' : 'estimated', status: 200, streamed: false });
     return c.json(withoutNullFields(result));
+  } catch (error) {
+    await abandon(call);
+    throw error;
   } finally {
     target.release();
   }

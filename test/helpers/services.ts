@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import postgres from 'postgres';
 
 /**
@@ -48,4 +49,32 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
 
 function redact(url: string): string {
   return url.replace(/:\/\/([^:@]+):[^@]+@/, '://$1:***@');
+}
+
+/** The Redis tests use, each with a key prefix of its own. */
+export const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+let redisCheck: Promise<boolean> | undefined;
+
+export function redisAvailable(): Promise<boolean> {
+  redisCheck ??= (async () => {
+    const redis = new Redis(redisUrl, { lazyConnect: true, connectTimeout: 2_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      await redis.connect();
+      await redis.ping();
+      return true;
+    } catch (error) {
+      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but Redis at ${redisUrl} does not answer: ${(error as Error).message}`);
+      console.warn(`skipping Redis tests: ${redisUrl} does not answer (${(error as Error).message})`);
+      return false;
+    } finally {
+      redis.disconnect();
+    }
+  })();
+  return redisCheck;
+}
+
+/** A Redis key prefix no other test uses. */
+export function uniqueRedisPrefix(): string {
+  return `tollgate-test:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`;
 }

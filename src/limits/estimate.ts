@@ -1,0 +1,27 @@
+import { estimatePromptTokens } from '../proxy/usage.js';
+
+/**
+ * Tokens a request may use, for the token limits' check before it runs: the
+ * prompt (about four characters a token) plus the most it may generate
+ * (`max_completion_tokens` or `max_tokens`, else `completionEstimate`).
+ * After the request the real usage replaces the estimate.
+ *
+ * @example
+ * estimateRequestTokens({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 100 }, 'chat', 512); // 102
+ */
+export function estimateRequestTokens(body: Record<string, unknown>, task: 'chat' | 'embedding', completionEstimate: number): number {
+  if (task === 'embedding') return estimateInputTokens(body.input);
+  const cap = [body.max_completion_tokens, body.max_tokens].find((v): v is number => Number.isSafeInteger(v) && (v as number) > 0);
+  return estimatePromptTokens(body.messages) + (cap ?? completionEstimate);
+}
+
+function estimateInputTokens(input: unknown): number {
+  const items = Array.isArray(input) ? input : [input];
+  let tokens = 0;
+  for (const item of items) {
+    if (typeof item === 'string') tokens += Math.ceil(item.length / 4);
+    else if (Array.isArray(item)) tokens += item.length; // token ids
+    else if (typeof item === 'number') tokens += 1;
+  }
+  return Math.max(1, tokens);
+}
