@@ -22,6 +22,8 @@ export interface Ratios {
 export interface ScenarioResult {
   scenario: string;
   concurrency: number;
+  /** What `direct` measured: the simulator itself, or a gateway with limits off (`--baseline`). */
+  baseline: string;
   direct: Stats;
   gateway: Stats;
   /** gateway / direct. */
@@ -63,12 +65,13 @@ export function summarize(slices: Slice[]): Stats {
  * @example
  * const result = compare('chat-json', 32, directSlices, gatewaySlices);
  */
-export function compare(scenario: string, concurrency: number, direct: Slice[], gateway: Slice[]): ScenarioResult {
+export function compare(scenario: string, concurrency: number, direct: Slice[], gateway: Slice[], baseline = 'direct'): ScenarioResult {
   const d = summarize(direct);
   const g = summarize(gateway);
   return {
     scenario,
     concurrency,
+    baseline,
     direct: d,
     gateway: g,
     ratios: { throughput: ratio(g.rps, d.rps), p50: ratio(g.p50Ms, d.p50Ms), p99: ratio(g.p99Ms, d.p99Ms), ttft: ratio(g.ttftP50Ms, d.ttftP50Ms) },
@@ -89,8 +92,8 @@ export function compare(scenario: string, concurrency: number, direct: Slice[], 
 export function formatScenario(r: ScenarioResult): string {
   const head = ['', 'req/s', 'p50 ms', 'p99 ms', 'TTFT p50', 'errors'];
   const row = (label: string, s: Stats) => [label, num(s.rps), num(s.p50Ms), num(s.p99Ms), num(s.ttftP50Ms), errors(s)];
-  const ratios = ['gw/direct', times(r.ratios.throughput), times(r.ratios.p50), times(r.ratios.p99), times(r.ratios.ttft), ''];
-  const rows = [head, row('direct', r.direct), row('gateway', r.gateway), ratios];
+  const ratios = [`gw/${r.baseline}`, times(r.ratios.throughput), times(r.ratios.p50), times(r.ratios.p99), times(r.ratios.ttft), ''];
+  const rows = [head, row(r.baseline, r.direct), row('gateway', r.gateway), ratios];
   const widths = head.map((_, col) => Math.max(...rows.map((cells) => (cells[col] ?? '').length)));
   const lines = rows.map((cells) => `  ${cells.map((cell, col) => (col === 0 ? cell.padEnd(widths[col] ?? 0) : cell.padStart(widths[col] ?? 0))).join('   ')}`.trimEnd());
   const added = r.addedP50Ms === null ? 'n/a' : `${r.addedP50Ms >= 0 ? '+' : ''}${r.addedP50Ms.toFixed(2)} ms`;

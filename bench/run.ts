@@ -26,7 +26,10 @@ interface Settings {
   tokens: number;
   seconds: number;
   rounds: number;
+  /** 'direct': the simulator itself; 'limits-off': a second gateway with TOLLGATE_LIMITS=off. */
+  baseline: 'direct' | 'limits-off';
   store: string;
+  limits: string;
 }
 
 interface Scenario {
@@ -36,7 +39,7 @@ interface Scenario {
   body: Record<string, unknown>;
 }
 
-function readSettings(): Omit<Settings, 'store'> {
+function readSettings(): Omit<Settings, 'store' | 'limits'> {
   const { values } = parseArgs({
     options: {
       'ttft-ms': { type: 'string', default: '20' },
@@ -44,8 +47,10 @@ function readSettings(): Omit<Settings, 'store'> {
       tokens: { type: 'string', default: '32' },
       seconds: { type: 'string', default: '3' },
       rounds: { type: 'string', default: '3' },
+      baseline: { type: 'string', default: 'direct' },
     },
   });
+  if (values.baseline !== 'direct' && values.baseline !== 'limits-off') throw new Error(`--baseline must be direct or limits-off, got ${values.baseline}`);
   const number = (name: keyof typeof values, integer: boolean, min: number) => {
     const value = Number(values[name]);
     if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
@@ -59,6 +64,7 @@ function readSettings(): Omit<Settings, 'store'> {
     tokens: number('tokens', true, 1),
     seconds: number('seconds', false, 0.1),
     rounds: number('rounds', true, 1),
+    baseline: values.baseline,
   };
 }
 
@@ -100,7 +106,12 @@ async function main(): Promise<number> {
   try {
     const databaseUrl = process.env.BENCH_DATABASE_URL;
     const dataDir = path.join(tempDir, 'data');
-    const settings: Settings = { ...base, store: databaseUrl ? 'postgres (BENCH_DATABASE_URL)' : `pglite on disk (${dataDir})` };
+    const redisUrl = process.env.BENCH_REDIS_URL;
+    const settings: Settings = {
+      ...base,
+      store: databaseUrl ? 'postgres (BENCH_DATABASE_URL)' : `pglite on disk (${dataDir})`,
+      limits: redisUrl ? 'redis (BENCH_REDIS_URL)' : 'memory',
+    };
 
     const simPort = await freePort();
     const simUrl = `http://127.0.0.1:${simPort}`;
@@ -112,31 +123,45 @@ async function main(): Promise<number> {
     const enginesFile = path.join(tempDir, 'engines.json');
     const engines = ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, url: simUrl }));
     await writeFile(enginesFile, JSON.stringify({ engines }));
-    const gwPort = await freePort();
-    const gwUrl = `http://127.0.0.1:${gwPort}`;
-    const env = cleanEnv({
-      PORT: String(gwPort),
-      TOLLGATE_HOST: '127.0.0.1',
-      TOLLGATE_DATA_DIR: dataDir,
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
-      TOLLGATE_SEED_DEMO: 'false',
-      TOLLGATE_LOG_LEVEL: 'warn',
-      TOLLGATE_ENGINES_FILE: enginesFile,
-    });
     // BENCH_GATEWAY_NODE_ARGS adds node flags to the gateway only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
     const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
-    const gateway = startTs('gateway', 'src/main.ts', [], { cwd: ROOT, env, nodeArgs });
-    children.push(gateway);
-    await waitForHealth(gateway, `${gwUrl}/health`, START_TIMEOUT_MS);
+    const startGateway = async (name: string, extra: Record<string, string>) => {
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const env = cleanEnv({
+        PORT: String(port),
+        TOLLGATE_HOST: '127.0.0.1',
+        TOLLGATE_DATA_DIR: path.join(dataDir, name),
+        ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+        ...(redisUrl ? { REDIS_URL: redisUrl, TOLLGATE_REDIS_PREFIX: `bench:${process.pid}:${name}:` } : {}),
+        TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+        TOLLGATE_SEED_DEMO: 'false',
+        TOLLGATE_LOG_LEVEL: 'warn',
+        TOLLGATE_ENGINES_FILE: enginesFile,
+        ...extra,
+      });
+      const child = startTs(name, 'src/main.ts', [], { cwd: ROOT, env, nodeArgs: name === 'gateway' ? nodeArgs : [] });
+      children.push(child);
+      await waitForHealth(child, `${url}/health`, START_TIMEOUT_MS);
+      return { child, url, secret: await provision(url, ADMIN_TOKEN) };
+    };
+    const subject = await startGateway('gateway', {});
+    const gateway = subject.child;
+    const gwUrl = subject.url;
+    const secret = subject.secret;
     const rssStart = await rssMiB(gateway.pid);
-    const secret = await provision(gwUrl, ADMIN_TOKEN);
+    const baseline =
+      settings.baseline === 'limits-off' ? await startGateway('gateway-limits-off', { TOLLGATE_LIMITS: 'off' }) : { url: simUrl, secret: null };
 
     const results: ScenarioResult[] = [];
     for (const scenario of scenarios(settings.tokens)) {
       for (const concurrency of CONCURRENCIES) {
         process.stderr.write(`bench: ${scenario.name} × ${concurrency} …\n`);
-        results.push(await measure(scenario, concurrency, settings, { url: `${simUrl}${scenario.path}`, headers: {} }, {
+        const baselineTarget: Target = {
+          url: `${baseline.url}${scenario.path}`,
+          headers: baseline.secret ? { authorization: `Bearer ${baseline.secret}` } : {},
+        };
+        results.push(await measure(scenario, concurrency, settings, baselineTarget, {
           url: `${gwUrl}${scenario.path}`,
           headers: { authorization: `Bearer ${secret}` },
         }));
@@ -172,7 +197,7 @@ async function measure(scenario: Scenario, concurrency: number, settings: Settin
       directSlices.push(await slice(direct, agents.direct, settings.seconds * 1000));
       gatewaySlices.push(await slice(gateway, agents.gateway, settings.seconds * 1000));
     }
-    return compare(scenario.name, concurrency, directSlices, gatewaySlices);
+    return compare(scenario.name, concurrency, directSlices, gatewaySlices, settings.baseline);
   } finally {
     agents.direct.destroy();
     agents.gateway.destroy();
@@ -183,8 +208,10 @@ function printReport(settings: Settings, results: ScenarioResult[], rssStart: nu
   const mib = (value: number | null) => (value === null ? 'n/a' : `${value.toFixed(1)} MiB`);
   const warning = `!!! ${totalErrors} REQUESTS FAILED: the numbers below are not a valid measurement !!!`;
   const lines = [
-    'Tollgate gateway overhead (gateway / direct to the simulator)',
-    `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}`,
+    settings.baseline === 'direct'
+      ? 'Tollgate gateway overhead (gateway / direct to the simulator)'
+      : 'Cost of per-key limits (gateway with limits / the same gateway with TOLLGATE_LIMITS=off)',
+    `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}, limits ${settings.limits}`,
     ...(totalErrors > 0 ? ['', warning] : []),
     '',
     ...results.flatMap((r) => [formatScenario(r), '']),
