@@ -33,6 +33,7 @@ const settingsSchema = z.object({
   TOLLGATE_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   TOLLGATE_REDIS_PREFIX: z.string().max(64).default('tollgate:'),
   TOLLGATE_LIMITS: z.enum(['on', 'off']).default('on'),
+  TOLLGATE_BILLING: z.enum(['on', 'off']).default('on'),
   TOLLGATE_CONCURRENCY_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
   TOLLGATE_COMPLETION_ESTIMATE: z.coerce.number().int().min(1).default(512),
   TOLLGATE_SIM_TTFT_MS: z.coerce.number().int().min(0).default(0),
@@ -60,6 +61,8 @@ export interface Config {
   publicUrl?: string;
   logLevel: LogLevel;
   simulator: { ttftMs: number; itlMs: number };
+  /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
+  billingEnabled: boolean;
   limits: {
     /** false turns every per-key limit off (for benchmarks, or behind another limiter). */
     enabled: boolean;
@@ -101,6 +104,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: s.TOLLGATE_PUBLIC_URL,
     logLevel: s.TOLLGATE_LOG_LEVEL,
     simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
+    billingEnabled: s.TOLLGATE_BILLING === 'on',
     limits: {
       enabled: s.TOLLGATE_LIMITS === 'on',
       redisPrefix: s.TOLLGATE_REDIS_PREFIX,

@@ -11,6 +11,8 @@ import { createLogger, type Logger } from './http/log.js';
 import { type DemoSeed, seedDemo } from './seed.js';
 import { createServices, type Services } from './services.js';
 
+const HOLD_SWEEP_INTERVAL_MS = 60_000;
+
 export interface RunningGateway {
   /** `http://127.0.0.1:PORT`, for clients on this machine. */
   url: string;
@@ -52,6 +54,15 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await redisReady(redis).catch((error: Error) => log.error('redis not reachable at start-up', { detail: error.message }));
     }
     const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token, redis });
+    // Holds left by a gateway that died expire; any replica may give them back.
+    const sweeper = setInterval(() => {
+      services.wallets.sweepExpiredHolds().then(
+        (swept) => swept > 0 && log.warn('expired wallet holds given back', { organizations: swept }),
+        (error: unknown) => log.warn('sweeping expired holds failed', { detail: (error as Error).message }),
+      );
+    }, HOLD_SWEEP_INTERVAL_MS);
+    sweeper.unref();
+    closers.unshift(async () => clearInterval(sweeper));
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
     const demo = config.seedDemo ? await seedDemo(services, simulated) : null;
     const server = await listen(createApp(services).fetch, config);

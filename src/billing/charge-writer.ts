@@ -1,19 +1,23 @@
 import type { Logger } from '../http/log.js';
 import type { ChargeRecord, WalletService } from './wallet.js';
 
+type Item = { record: ChargeRecord; release?: undefined; done: (error?: unknown) => void } | { record?: undefined; release: string; done: (error?: unknown) => void };
+
 /**
- * Group commit for charges. Requests that finish while a commit is under way
- * wait for the next one, which writes all of them in one transaction; each
- * request still waits for its own charge to be committed before its response
- * completes. Under load this turns N transactions into about one per
- * round trip to the store, which keeps the store off the critical path.
+ * Group commit for the end of requests: charges (which also let go of the
+ * request's hold) and releases of holds of requests that used nothing.
+ * Requests that finish while a commit is under way wait for the next one,
+ * which writes all of them in one transaction; each request still waits for
+ * its own write to be committed before its response completes. Under load
+ * this turns N transactions into about one per round trip to the store.
  *
  * @example
  * const writer = new ChargeWriter(wallets, log);
- * await writer.write(record); // resolves once the charge is committed
+ * await writer.write(record);        // resolves once the charge is committed
+ * await writer.release('req_…');     // a request that failed before using anything
  */
 export class ChargeWriter {
-  private queue: Array<{ record: ChargeRecord; done: (error?: unknown) => void }> = [];
+  private queue: Item[] = [];
   private flushing = false;
 
   constructor(
@@ -23,8 +27,16 @@ export class ChargeWriter {
   ) {}
 
   write(record: ChargeRecord): Promise<void> {
+    return this.enqueue((done) => ({ record, done }));
+  }
+
+  release(requestId: string): Promise<void> {
+    return this.enqueue((done) => ({ release: requestId, done }));
+  }
+
+  private enqueue(item: (done: (error?: unknown) => void) => Item): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ record, done: (error) => (error === undefined ? resolve() : reject(error)) });
+      this.queue.push(item((error) => (error === undefined ? resolve() : reject(error))));
       if (!this.flushing) void this.flush();
     });
   }
@@ -34,7 +46,7 @@ export class ChargeWriter {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       try {
-        await this.wallets.chargeMany(batch.map((item) => item.record));
+        await this.commit(batch);
         for (const item of batch) item.done();
       } catch (error) {
         if (batch.length === 1) {
@@ -44,10 +56,19 @@ export class ChargeWriter {
         // One bad record must not fail its neighbours: write them one by one.
         this.log.warn('batched charge failed; retrying one by one', { count: batch.length });
         for (const item of batch) {
-          await this.wallets.chargeMany([item.record]).then(() => item.done(), (e: unknown) => item.done(e ?? new Error('charge failed')));
+          await this.commit([item]).then(
+            () => item.done(),
+            (e: unknown) => item.done(e ?? new Error('charge failed')),
+          );
         }
       }
     }
     this.flushing = false;
+  }
+
+  private commit(batch: Item[]): Promise<unknown> {
+    const records = batch.flatMap((item) => (item.record ? [item.record] : []));
+    const releases = batch.flatMap((item) => (item.release ? [item.release] : []));
+    return this.wallets.chargeMany(records, releases);
   }
 }

@@ -63,6 +63,8 @@ export const wallets = pgTable('wallets', {
     .primaryKey()
     .references(() => organizations.id),
   balance: money('balance_nanos').notNull().default(sql`0`),
+  /** Sum of the holds of requests in flight: what may still be charged. Available = balance - reserved. */
+  reserved: money('reserved_nanos').notNull().default(sql`0`),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
 
@@ -141,7 +143,42 @@ export const usageRecords = pgTable(
     usageSource: text('usage_source').notNull(),
     latencyMs: integer('latency_ms').notNull(),
     ttftMs: integer('ttft_ms'),
+    /** Served from the response cache: free, and counted against no limit. */
+    cacheHit: boolean('cache_hit').notNull().default(false),
     createdAt: createdAt(),
   },
   (t) => [index('usage_org_time_idx').on(t.orgId, t.createdAt), index('usage_key_time_idx').on(t.keyId, t.createdAt)],
+);
+
+/**
+ * A request's hold on its organization's wallet while it runs: the most it can
+ * cost. Removed when the request is charged; one left behind by a gateway that
+ * died is swept after `expires_at`, giving its amount back.
+ */
+export const walletHolds = pgTable(
+  'wallet_holds',
+  {
+    requestId: text('request_id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    amount: money('amount_nanos').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('wallet_holds_expiry_idx').on(t.expiresAt)],
+);
+
+/** Request and response bodies, kept only for keys with "store request data" on, for the retention period. */
+export const requestData = pgTable(
+  'request_data',
+  {
+    requestId: text('request_id')
+      .primaryKey()
+      .references(() => usageRecords.id, { onDelete: 'cascade' }),
+    requestBody: text('request_body').notNull(),
+    responseBody: text('response_body').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('request_data_time_idx').on(t.createdAt)],
 );

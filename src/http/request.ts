@@ -18,12 +18,13 @@ export function requestId(): MiddlewareHandler<GatewayEnv> {
 
 /**
  * Reads the body as a JSON object, refusing more than `maxBytes` (413) and
- * anything that is not a JSON object (400), before any other work.
+ * anything that is not a JSON object (400), before any other work. Returns
+ * the object and its size in bytes.
  *
  * @example
- * const body = await readJsonObject(c, config.maxBodyBytes);
+ * const { body, bytes } = await readJsonObject(c, config.maxBodyBytes);
  */
-export async function readJsonObject(c: Context, maxBytes: number): Promise<Record<string, unknown>> {
+export async function readJsonObject(c: Context, maxBytes: number): Promise<{ body: Record<string, unknown>; bytes: number }> {
   const declared = Number(c.req.header('content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
   const raw = c.req.raw.body;
@@ -44,7 +45,7 @@ export async function readJsonObject(c: Context, maxBytes: number): Promise<Reco
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new GatewayError('invalid_json', 'The request body must be a JSON object.');
   }
-  return parsed as Record<string, unknown>;
+  return { body: parsed as Record<string, unknown>, bytes: size };
 }
 
 function tooLarge(maxBytes: number): GatewayError {

@@ -10,6 +10,7 @@ import { readJsonObject } from '../http/request.js';
 import { assertProjectOf, type AuthenticatedKey, verifiedKey } from '../keys/service.js';
 import { estimateRequestTokens } from '../limits/estimate.js';
 import { type LimitLease, UNLIMITED_LEASE } from '../limits/limiter.js';
+import { holdAmount } from '../billing/holds.js';
 import type { TokenUsage, UsageSource } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { admissionQuery } from './admission-query.js';
@@ -40,7 +41,7 @@ export async function admit(c: Context<GatewayEnv>, services: Services, task: Ta
   const authorization = c.req.header('authorization');
   const hash = services.keys.secretHashOf(authorization);
   // A bad body from a bad key is a 401 first, as for every other route.
-  const body = await readJsonObject(c, services.config.maxBodyBytes).catch(async (error: unknown) => {
+  const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes).catch(async (error: unknown) => {
     await unavailableOnFailure('billing_unavailable', () => services.keys.authenticate(authorization));
     throw error;
   });
@@ -60,15 +61,41 @@ export async function admit(c: Context<GatewayEnv>, services: Services, task: Ta
   else validateEmbeddingsRequest(body);
   if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', { headers: { 'Retry-After': '30' } });
   const projectId = await projectFor(c, services, caller);
-  if (rows[0]!.balance <= 0n) {
-    throw new GatewayError('insufficient_funds', 'The wallet balance is zero or negative. Top up the wallet to continue.');
+  const requestId = c.get('requestId');
+  if (services.config.billingEnabled) {
+    const amount = holdAmount({ bodyBytes: bytes, body, task, contextLength: model.contextLength }, price);
+    await holdFunds(services, caller.orgId, requestId, amount, rows[0]!.balance);
   }
-  // Limits come last among the checks: they are the only step that takes something, and a refusal above must not.
-  const lease = services.limiter
-    ? await services.limiter.admit(caller.id, caller, estimateRequestTokens(body, task, services.config.limits.completionEstimate))
-    : UNLIMITED_LEASE;
+  // Limits come last: a refusal by them gives back the hold, and a refusal above takes nothing from them.
+  let lease = UNLIMITED_LEASE;
+  if (services.limiter) {
+    const estimate = estimateRequestTokens(body, task, services.config.limits.completionEstimate);
+    lease = await services.limiter.admit(caller.id, caller, estimate).catch(async (error: unknown) => {
+      await releaseHold(services, requestId);
+      throw error;
+    });
+  }
   for (const [name, value] of Object.entries(lease.headers)) c.header(name, value);
-  return { requestId: c.get('requestId'), caller, model, price, clientModel: modelName, projectId, body, startedAt, lease };
+  return { requestId, caller, model, price, clientModel: modelName, projectId, body, startedAt, lease };
+}
+
+/**
+ * Holds the most the request can cost on the wallet (402 when the wallet has
+ * nothing available: balance less what requests in flight may still cost).
+ */
+async function holdFunds(services: Services, orgId: string, requestId: string, amount: bigint, balance: bigint): Promise<void> {
+  const insufficient = () => new GatewayError('insufficient_funds', 'The wallet balance is zero or negative, or held by requests in flight. Top up the wallet to continue.');
+  // Most broke wallets are turned away here, without a write.
+  if (balance <= 0n) throw insufficient();
+  const ttlMs = services.config.upstreamTimeoutMs + 60_000;
+  const held = await unavailableOnFailure('billing_unavailable', () => services.wallets.hold(orgId, requestId, amount, ttlMs));
+  if (!held) throw insufficient();
+}
+
+async function releaseHold(services: Services, requestId: string): Promise<void> {
+  if (!services.config.billingEnabled) return;
+  // If this fails the hold expires by itself (see WalletService.sweepExpiredHolds).
+  await services.charges.release(requestId).catch((error: unknown) => services.log.warn('hold release failed', { requestId, ...describeError(error) }));
 }
 
 /** The model name, or, when the body names none, 401 for a bad key before 400 for the model. */
@@ -120,10 +147,12 @@ export async function settle(services: Services, call: BilledCall, settlement: S
     latencyMs: Math.round(performance.now() - call.startedAt),
     ttftMs: settlement.firstTokenAt ? Math.round(settlement.firstTokenAt - call.startedAt) : null,
   };
-  try {
-    await services.charges.write(record);
-  } catch (error) {
-    services.log.error('charge failed: usage not recorded', { ...record, cost: cost.toString(), ...describeError(error) });
+  if (services.config.billingEnabled) {
+    try {
+      await services.charges.write(record);
+    } catch (error) {
+      services.log.error('charge failed: usage not recorded', { ...record, cost: cost.toString(), ...describeError(error) });
+    }
   }
   await call.lease.settle(settlement.usage.promptTokens + settlement.usage.completionTokens);
 }
@@ -133,14 +162,14 @@ export async function acquireOrAbandon(services: Services, call: BilledCall): Pr
   try {
     return services.fleet.acquire(call.model.id);
   } catch (error) {
-    await abandon(call);
+    await abandon(services, call);
     throw error;
   }
 }
 
-/** Ends a call that failed before it used anything: gives back its estimate and its concurrency slot. */
-export function abandon(call: BilledCall): Promise<void> {
-  return call.lease.settle(0);
+/** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */
+export async function abandon(services: Services, call: BilledCall): Promise<void> {
+  await Promise.all([call.lease.settle(0), releaseHold(services, call.requestId)]);
 }
 
 async function unavailableOnFailure<T>(code: 'billing_unavailable' | 'pricing_unavailable', step: () => Promise<T>): Promise<T> {

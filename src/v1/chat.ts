@@ -35,7 +35,7 @@ export async function chatCompletions(c: Context<GatewayEnv>, services: Services
       release: () => target.release(),
     });
   } catch (error) {
-    await abandon(call);
+    await abandon(services, call);
     throw error;
   } finally {
     if (!relaying) target.release();

@@ -31,7 +31,7 @@ export async function embeddings(c: Context<GatewayEnv>, services: Services): Pr
     await settle(services, call, { usage: usage ?? { promptTokens: 0, completionTokens: 0 }, usageSource: usage ? 'upstream' : 'estimated', status: 200, streamed: false });
     return c.json(withoutNullFields(result));
   } catch (error) {
-    await abandon(call);
+    await abandon(services, call);
     throw error;
   } finally {
     target.release();

@@ -7,6 +7,7 @@ import { chatCompletions } from './chat.js';
 import { embeddings } from './embeddings.js';
 import { getModel, listModels } from './models.js';
 import { pricing } from './pricing.js';
+import { usageRequestList, usageSummary } from './usage.js';
 
 /**
  * The public /v1 surface. Every route but GET /pricing needs a key; the key is
@@ -25,5 +26,7 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
   v1.get('/models', auth, (c) => listModels(c, services));
   v1.get('/models/:id{.+}', auth, (c) => getModel(c, services));
   v1.post('/audio/transcriptions', auth, () => transcriptions());
+  v1.get('/usage/summary', auth, (c) => usageSummary(c, services));
+  v1.get('/usage/requests', auth, (c) => usageRequestList(c, services));
   return v1;
 }
