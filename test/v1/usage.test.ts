@@ -61,7 +61,6 @@ describe.each(stores)('usage reports (%s)', (store) => {
   let other: { orgId: string; secret: string; keyId: string };
   let projectId: string;
   const oldId = 'req_usage_test_last_month';
-  const cachedId = 'req_usage_test_cache_hit';
 
   beforeAll(async () => {
     gateway = await startTestGateway(store);
@@ -93,11 +92,11 @@ describe.each(stores)('usage reports (%s)', (store) => {
     await gateway.services.db.insert(usageRecords).values([
       // Last month: outside the default window.
       { ...record, id: oldId, modelId: 'sim-chat', promptTokens: 1000, completionTokens: 2000, cost: 1_350_000n, createdAt: lastMonthMid() },
-      // A free answer from the response cache, this month.
-      { ...record, id: cachedId, modelId: 'sim-chat', promptTokens: 7, completionTokens: 9, cost: 0n, cacheHit: true },
+      // Free answers from the response cache, this month: one statement, so all three share created_at to the microsecond.
+      ...[1, 2, 3].map((n) => ({ ...record, id: `req_usage_test_cache_${n}`, modelId: 'sim-chat', promptTokens: 7, completionTokens: n, cost: 0n, cacheHit: true })),
     ]);
     // Charges land as each response completes; wait for all of them to be committed.
-    for (let i = 0; i < 50 && (await recordsOf(org.orgId)).length < 9; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let i = 0; i < 50 && (await recordsOf(org.orgId)).length < 11; i++) await new Promise((resolve) => setTimeout(resolve, 50));
   });
   afterAll(() => gateway?.close());
 
@@ -121,7 +120,7 @@ describe.each(stores)('usage reports (%s)', (store) => {
 
   it('recorded the traffic it reports on', async () => {
     const rows = await recordsOf(org.orgId);
-    expect(rows).toHaveLength(9);
+    expect(rows).toHaveLength(11);
     expect(new Set(rows.map((r) => r.modelId))).toEqual(new Set(['sim-chat', 'sim-reasoner', 'sim-embed']));
     expect(rows.filter((r) => r.streamed)).toHaveLength(2);
     expect(rows.filter((r) => r.projectId === projectId)).toHaveLength(3);
@@ -131,7 +130,7 @@ describe.each(stores)('usage reports (%s)', (store) => {
     const before = Date.now();
     const body = await summary();
     const rows = await thisMonth();
-    expect(rows).toHaveLength(8);
+    expect(rows).toHaveLength(10);
     expect(body).toEqual({
       object: 'usage.summary',
       from: monthStart().toISOString(),
@@ -142,7 +141,7 @@ describe.each(stores)('usage reports (%s)', (store) => {
       data: [],
     });
     expect(Date.parse(body.to)).toBeGreaterThanOrEqual(before - 1000);
-    expect(body.totals.cache_hits).toBe(1);
+    expect(body.totals.cache_hits).toBe(3);
     expect(BigInt(body.totals.cost_nanos)).toBeGreaterThan(0n);
   });
 
@@ -218,7 +217,7 @@ describe.each(stores)('usage reports (%s)', (store) => {
     expect(through.totals.requests).toBe(1);
   });
 
-  it('pages through every record exactly once, newest first, two at a time', async () => {
+  it('pages through every record exactly once, newest first, two at a time, splitting ties on created_at', async () => {
     const from = lastMonthStart().toISOString();
     const seen: RequestPage['data'] = [];
     let cursor: string | null = null;
@@ -234,7 +233,9 @@ describe.each(stores)('usage reports (%s)', (store) => {
     } while (cursor && pages < 20);
 
     const rows = await recordsOf(org.orgId);
-    expect(pages).toBe(5);
+    const tied = rows.filter((r) => r.id.startsWith('req_usage_test_cache_'));
+    expect(new Set(tied.map((r) => r.createdAt.getTime())).size).toBe(1);
+    expect(pages).toBe(6);
     expect(seen.map((r) => r.id).sort()).toEqual(rows.map((r) => r.id).sort());
     const order = [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
     for (let i = 1; i < seen.length; i++) expect(Date.parse(seen[i - 1]!.created_at)).toBeGreaterThanOrEqual(Date.parse(seen[i]!.created_at));
@@ -285,7 +286,8 @@ describe.each(stores)('usage reports (%s)', (store) => {
     expect(own.data.map((g) => g.key_id)).toEqual([other.keyId]);
 
     const empty = { requests: 0, cache_hits: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: '0.00', cost_nanos: '0' };
-    for (const filter of [{ key_id: org.keyId }, { key_id: second.keyId }, { project_id: projectId }]) {
+    const filters: Array<Record<string, string>> = [{ key_id: org.keyId }, { key_id: second.keyId }, { project_id: projectId }];
+    for (const filter of filters) {
       const body = await summary({ ...filter, group_by: 'model', from: lastMonthStart().toISOString() }, other.secret);
       expect(body.totals).toEqual(empty);
       expect(body.data).toEqual([]);

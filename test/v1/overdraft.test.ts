@@ -1,0 +1,104 @@
+import { eq, sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { holdAmount } from '../../src/billing/holds.js';
+import { parseAmount } from '../../src/billing/money.js';
+import { ledgerEntries, usageRecords, walletHolds, wallets } from '../../src/db/schema.js';
+import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+
+const stores = await availableStores();
+
+describe.each(stores)('wallet holds and the overdraft bound (%s)', (store) => {
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    // 20 tokens at 10 ms: each request stays in flight ~0.2 s, so 50 of them overlap.
+    gateway = await startTestGateway(store, { TOLLGATE_SIM_ITL_MS: '10' });
+  });
+  afterAll(() => gateway?.close());
+
+  const walletOf = async (orgId: string) => (await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, orgId)))[0]!;
+  const body = { model: 'sim-chat', max_tokens: 20, ignore_eos: true, messages: [{ role: 'user', content: 'spend' }] };
+  const post = (secret: string, extra: Record<string, unknown> = {}) =>
+    fetch(`${gateway.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, ...extra }),
+    });
+
+  it('50 concurrent requests against a balance that covers 5 stay within one hold of zero', async () => {
+    // One request's real cost, measured on a well-funded tenant.
+    const probe = await gateway.tenant({ credit: '1.00' });
+    expect((await post(probe.secret)).status).toBe(200);
+    const [sample] = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, probe.orgId));
+    const credit = sample!.cost * 5n;
+
+    const tenant = await gateway.tenant({ credit: '0', key: { maxConcurrency: 100, requestsPerMinute: 1000 } });
+    await gateway.services.wallets.credit(tenant.orgId, 'topup', credit);
+    const responses = await Promise.all(Array.from({ length: 50 }, () => post(tenant.secret)));
+    const statuses = responses.map((r) => r.status);
+    await Promise.all(responses.map((r) => r.arrayBuffer()));
+    expect(statuses.every((s) => s === 200 || s === 402)).toBe(true);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
+
+    // The stated bound: at most one request's hold below zero.
+    const oneHold = holdAmount(
+      { bodyBytes: Buffer.byteLength(JSON.stringify(body)), body, task: 'chat', contextLength: 8192 },
+      { inputPerToken: 150n, outputPerToken: 600n },
+    );
+    const wallet = await walletOf(tenant.orgId);
+    expect(wallet.balance).toBeGreaterThanOrEqual(-oneHold);
+    expect(wallet.reserved).toBe(0n);
+    const records = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, tenant.orgId));
+    expect(records).toHaveLength(statuses.filter((s) => s === 200).length);
+    expect(wallet.balance).toBe(credit - records.reduce((sum, r) => sum + r.cost, 0n));
+    const [ledger] = await gateway.services.db
+      .select({ total: sql<string>`sum(${ledgerEntries.amount})::text` })
+      .from(ledgerEntries)
+      .where(eq(ledgerEntries.orgId, tenant.orgId));
+    expect(BigInt(ledger!.total)).toBe(wallet.balance);
+  });
+
+  it('refuses with 402 while in-flight holds use the whole balance, and serves again once they settle', async () => {
+    const tenant = await gateway.tenant({ credit: '0' });
+    // Less than one hold of a 4096-token completion (4096 × 600 nanos = 0.0024576): the first request takes all there is.
+    await gateway.services.wallets.credit(tenant.orgId, 'topup', parseAmount('0.002'));
+    const long = post(tenant.secret, { max_tokens: 4096, stream: true });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const second = await post(tenant.secret, { max_tokens: 2 });
+    expect(second.status).toBe(402);
+    expect(((await second.json()) as { error: { code: string } }).error.code).toBe('insufficient_funds');
+    const first = await long;
+    expect(first.status).toBe(200);
+    await first.body!.cancel();
+    let wallet = await walletOf(tenant.orgId);
+    for (let i = 0; i < 40 && wallet.reserved !== 0n; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      wallet = await walletOf(tenant.orgId);
+    }
+    expect(wallet.reserved).toBe(0n);
+    expect((await post(tenant.secret, { max_tokens: 2 })).status).toBe(200);
+  });
+
+  it('gives holds back after engine errors, validation errors and limit refusals', async () => {
+    const tenant = await gateway.tenant({ credit: '1.00', key: { requestsPerMinute: 3 } });
+    expect((await post(tenant.secret, { sim_fail: '500' })).status).toBe(502);
+    expect((await post(tenant.secret, { max_tokens: 100000 })).status).toBe(400);
+    expect((await post(tenant.secret)).status).toBe(200);
+    expect((await post(tenant.secret)).status).toBe(429);
+    const wallet = await walletOf(tenant.orgId);
+    expect(wallet.reserved).toBe(0n);
+    const holds = await gateway.services.db.select().from(walletHolds).where(eq(walletHolds.orgId, tenant.orgId));
+    expect(holds).toEqual([]);
+  });
+
+  it('sweeps the holds of requests whose gateway died, once they expire', async () => {
+    const tenant = await gateway.tenant({ credit: '1.00' });
+    expect(await gateway.services.wallets.hold(tenant.orgId, 'req_orphan', 5_000n, 1)).toBe(true);
+    expect((await walletOf(tenant.orgId)).reserved).toBe(5_000n);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await gateway.services.wallets.sweepExpiredHolds()).toBeGreaterThanOrEqual(1);
+    const wallet = await walletOf(tenant.orgId);
+    expect(wallet.reserved).toBe(0n);
+    expect(wallet.balance).toBe(parseAmount('1.00'));
+  });
+});
