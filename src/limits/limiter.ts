@@ -39,7 +39,8 @@ export function createKeyLimiter(options: KeyLimiterOptions) {
   const requests = createWindowCounter({ redis, prefix: `${prefix}rpm`, durationSec: 60 });
   const tokens = createWindowCounter({ redis, prefix: `${prefix}tpm`, durationSec: 60 });
   // Keys carry the month, so a new month starts from zero; the window only bounds how long a count is kept.
-  const monthly = createWindowCounter({ redis, prefix: `${prefix}month`, durationSec: 32 * 24 * 3600 });
+  // In memory it must stay under Node's 24.8-day timer limit; a count dropped mid-month is rebuilt from the usage records.
+  const monthly = createWindowCounter({ redis, prefix: `${prefix}month`, durationSec: (redis ? 32 : 20) * 24 * 3600 });
   const concurrency: ConcurrencyLimiter = redis
     ? createRedisConcurrency(redis, `${prefix}conc:`, options.concurrencyLeaseMs)
     : createMemoryConcurrency();

@@ -78,3 +78,18 @@ export function redisAvailable(): Promise<boolean> {
 export function uniqueRedisPrefix(): string {
   return `tollgate-test:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`;
 }
+
+/** Removes every key under `prefix` from the test Redis (after a test that wrote there). */
+export async function deleteRedisPrefix(prefix: string): Promise<void> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}

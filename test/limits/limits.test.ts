@@ -2,20 +2,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAmount } from '../../src/billing/money.js';
 import { expectError } from '../helpers/envelope.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { redisAvailable, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
+import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
 
 const limitStores = (await redisAvailable()) ? (['memory', 'redis'] as const) : (['memory'] as const);
 
 describe.each(limitStores)('per-key limits (%s)', (limitStore) => {
   let gateway: TestGateway;
+  const prefix = uniqueRedisPrefix();
 
   beforeAll(async () => {
     // Streams of 30 tokens at 20 ms each stay in flight for about 0.6 s.
     const env: Record<string, string> = { TOLLGATE_SIM_ITL_MS: '20' };
-    if (limitStore === 'redis') Object.assign(env, { REDIS_URL: redisUrl, TOLLGATE_REDIS_PREFIX: uniqueRedisPrefix() });
+    if (limitStore === 'redis') Object.assign(env, { REDIS_URL: redisUrl, TOLLGATE_REDIS_PREFIX: prefix });
     gateway = await startTestGateway('pglite', env);
   });
-  afterAll(() => gateway?.close());
+  afterAll(async () => {
+    await gateway?.close();
+    if (limitStore === 'redis') await deleteRedisPrefix(prefix);
+  });
 
   const chat = (secret: string, extra: Record<string, unknown> = {}, signal?: AbortSignal) =>
     fetch(`${gateway.baseURL}/chat/completions`, {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
 import { expectError } from '../helpers/envelope.js';
 import { type GatewayProcess, sleep, startGatewayProcess } from '../helpers/processes.js';
-import { createTestDatabase, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
+import { createTestDatabase, deleteRedisPrefix, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
 
 /**
  * Per-key limits held in Redis are shared by every replica: two gateway
@@ -69,7 +69,7 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
     // Each step runs even if an earlier one fails: no child, key or database is left behind.
     await Promise.allSettled(gateways.map((g) => g.child.stop()));
     await sim?.close().catch(() => {});
-    await deleteRedisKeys(prefix).catch((error: unknown) => console.warn(`could not delete Redis keys ${prefix}*: ${String(error)}`));
+    await deleteRedisPrefix(prefix).catch((error: unknown) => console.warn(`could not delete Redis keys ${prefix}*: ${String(error)}`));
     await database?.drop().catch((error: unknown) => console.warn(`could not drop the test database: ${String(error)}`));
     if (tmp) await rm(tmp, { recursive: true, force: true });
   }, 60_000);
@@ -227,20 +227,3 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
     }
   }, 90_000);
 });
-
-/** Removes every key under the test's prefix from the shared Redis (bounded SCAN). */
-async function deleteRedisKeys(keyPrefix: string): Promise<void> {
-  const redis = new Redis(redisUrl, { lazyConnect: true, connectTimeout: 2_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  try {
-    await redis.connect();
-    let cursor = '0';
-    for (let round = 0; round < 10_000; round++) {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${keyPrefix}*`, 'COUNT', 500);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-      if (cursor === '0') break;
-    }
-  } finally {
-    redis.disconnect();
-  }
-}
