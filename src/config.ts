@@ -36,6 +36,10 @@ const settingsSchema = z.object({
   TOLLGATE_BILLING: z.enum(['on', 'off']).default('on'),
   TOLLGATE_CONCURRENCY_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
   TOLLGATE_COMPLETION_ESTIMATE: z.coerce.number().int().min(1).default(512),
+  TOLLGATE_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
+  TOLLGATE_CACHE_MAX_ENTRY_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  TOLLGATE_REQUEST_DATA_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
+  TOLLGATE_REQUEST_DATA_MAX_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   TOLLGATE_SIM_TTFT_MS: z.coerce.number().int().min(0).default(0),
   TOLLGATE_SIM_ITL_MS: z.coerce.number().int().min(0).default(0),
 });
@@ -61,6 +65,17 @@ export interface Config {
   publicUrl?: string;
   logLevel: LogLevel;
   simulator: { ttftMs: number; itlMs: number };
+  cache: {
+    ttlSeconds: number;
+    /** Answers larger than this are not cached. */
+    maxEntryBytes: number;
+  };
+  requestData: {
+    /** Stored request and response bodies are deleted after this many days. */
+    retentionDays: number;
+    /** Each stored body is cut to this many bytes. */
+    maxBytes: number;
+  };
   /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
   billingEnabled: boolean;
   limits: {
@@ -104,6 +119,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: s.TOLLGATE_PUBLIC_URL,
     logLevel: s.TOLLGATE_LOG_LEVEL,
     simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
+    cache: { ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS, maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES },
+    requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
     billingEnabled: s.TOLLGATE_BILLING === 'on',
     limits: {
       enabled: s.TOLLGATE_LIMITS === 'on',

@@ -3,6 +3,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { resolveAdminToken, type AdminToken } from './admin-token.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
+import { purgeRequestData } from './billing/request-data.js';
 import { openStore } from './db/client.js';
 import { openRedis, redisReady } from './db/redis.js';
 import { readEngineDefinitions, type SimulatorDefinition } from './engines/definitions.js';
@@ -11,7 +12,7 @@ import { createLogger, type Logger } from './http/log.js';
 import { type DemoSeed, seedDemo } from './seed.js';
 import { createServices, type Services } from './services.js';
 
-const HOLD_SWEEP_INTERVAL_MS = 60_000;
+const SWEEP_INTERVAL_MS = 60_000;
 
 export interface RunningGateway {
   /** `http://127.0.0.1:PORT`, for clients on this machine. */
@@ -54,13 +55,16 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await redisReady(redis).catch((error: Error) => log.error('redis not reachable at start-up', { detail: error.message }));
     }
     const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token, redis });
-    // Holds left by a gateway that died expire; any replica may give them back.
+    // Holds left by a gateway that died expire, and stored bodies outlive their retention; any replica may clean up.
     const sweeper = setInterval(() => {
       services.wallets.sweepExpiredHolds().then(
         (swept) => swept > 0 && log.warn('expired wallet holds given back', { organizations: swept }),
         (error: unknown) => log.warn('sweeping expired holds failed', { detail: (error as Error).message }),
       );
-    }, HOLD_SWEEP_INTERVAL_MS);
+      purgeRequestData(store.db, config.requestData.retentionDays).catch((error: unknown) =>
+        log.warn('purging old request data failed', { detail: (error as Error).message }),
+      );
+    }, SWEEP_INTERVAL_MS);
     sweeper.unref();
     closers.unshift(async () => clearInterval(sweeper));
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');

@@ -7,6 +7,7 @@ import { KeyService } from './keys/service.js';
 import { createKeyLimiter, type KeyLimiter } from './limits/limiter.js';
 import { keyTokensSince } from './billing/usage.js';
 import type { Redis } from 'ioredis';
+import { createResponseCache, type ResponseCache } from './cache/response-cache.js';
 import { ChargeWriter } from './billing/charge-writer.js';
 import { WalletService } from './billing/wallet.js';
 import { OrgService } from './platform/orgs.js';
@@ -30,6 +31,8 @@ export interface Services {
   adminToken: string;
   /** Per-key limits; null when TOLLGATE_LIMITS=off. */
   limiter: KeyLimiter | null;
+  /** The per-key response cache, in Redis or in memory. */
+  cache: ResponseCache;
 }
 
 export interface ServiceParts {
@@ -69,5 +72,6 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
           monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
         })
       : null,
+    cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
   };
 }

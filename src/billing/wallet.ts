@@ -1,6 +1,6 @@
 import { desc, eq, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { ledgerEntries, type LedgerKind, usageRecords, walletHolds, wallets } from '../db/schema.js';
+import { ledgerEntries, type LedgerKind, requestData, usageRecords, walletHolds, wallets } from '../db/schema.js';
 import { GatewayError } from '../http/errors.js';
 
 export type LedgerEntry = typeof ledgerEntries.$inferSelect;
@@ -98,9 +98,15 @@ export class WalletService {
     const firsts = new Set(records.filter((r) => !seen.has(r.id) && seen.add(r.id)));
     return this.db.transaction(async (tx) => {
       const inserted = firsts.size
-        ? await tx.insert(usageRecords).values([...firsts]).onConflictDoNothing({ target: usageRecords.id }).returning({ id: usageRecords.id })
+        ? await tx
+            .insert(usageRecords)
+            .values([...firsts].map(({ requestData: _, ...row }) => row))
+            .onConflictDoNothing({ target: usageRecords.id })
+            .returning({ id: usageRecords.id })
         : [];
       const isNew = new Set(inserted.map((row) => row.id));
+      const bodies = [...firsts].flatMap((r) => (isNew.has(r.id) && r.requestData ? [{ requestId: r.id, ...r.requestData }] : []));
+      if (bodies.length > 0) await tx.insert(requestData).values(bodies);
       const charges = [...firsts].filter((r) => isNew.has(r.id) && r.cost !== 0n);
       const holdIds = [...seen, ...releases];
       const released = holdIds.length
@@ -139,7 +145,11 @@ export class WalletService {
   }
 }
 
-export type ChargeRecord = UsageRecordInput & { cost: bigint };
+export type ChargeRecord = UsageRecordInput & {
+  cost: bigint;
+  /** The bodies, for keys with "store request data" on; kept with the usage record. */
+  requestData?: { requestBody: string; responseBody: string };
+};
 
 /** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
 function rowsOf<T>(result: unknown): T[] {

@@ -6,14 +6,19 @@ import { relaySse } from '../proxy/sse.js';
 import { postUpstream } from '../proxy/upstream.js';
 import { estimatePromptTokens, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
-import { abandon, acquireOrAbandon, admit, type BilledCall, settle } from './billed-call.js';
+import { authorize, reserve } from './admission.js';
+import { abandon, acquireOrAbandon, type BilledCall, settle } from './billed-call.js';
+import { cachedAnswer, SSE_HEADERS } from './cached-answer.js';
 
 /**
  * POST /v1/chat/completions, JSON or SSE. The body goes upstream unchanged but
  * for the model's served name and, on streams, usage reporting switched on.
  */
 export async function chatCompletions(c: Context<GatewayEnv>, services: Services): Promise<Response> {
-  const call = await admit(c, services, 'chat');
+  const request = await authorize(c, services, 'chat');
+  const cached = await cachedAnswer(c, services, request);
+  if (cached) return cached;
+  const call = await reserve(c, services, request);
   const target = await acquireOrAbandon(services, call);
   const upstreamAbort = new AbortController();
   const signal = AbortSignal.any([upstreamAbort.signal, AbortSignal.timeout(services.config.upstreamTimeoutMs)]);
@@ -45,14 +50,16 @@ export async function chatCompletions(c: Context<GatewayEnv>, services: Services
 async function answerJson(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: Response): Promise<Response> {
   const completion = (await response.json()) as Record<string, unknown>;
   completion.model = call.clientModel;
-  const usage = usageFrom(completion.usage);
+  const text = JSON.stringify(withoutNullFields(completion));
+  const usage = usageFrom(completion.usage) ?? { promptTokens: estimatePromptTokens(call.body.messages), completionTokens: 0 };
   await settle(services, call, {
-    usage: usage ?? { promptTokens: estimatePromptTokens(call.body.messages), completionTokens: 0 },
-    usageSource: usage ? 'upstream' : 'estimated',
+    usage,
+    usageSource: usageFrom(completion.usage) ? 'upstream' : 'estimated',
     status: 200,
     streamed: false,
+    answer: { kind: 'json', body: text, ...usage },
   });
-  return c.json(withoutNullFields(completion));
+  return c.body(text, 200, { 'content-type': 'application/json' });
 }
 
 interface StreamOptions {
@@ -64,9 +71,15 @@ interface StreamOptions {
 
 function answerStream(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: Response, options: StreamOptions): Response {
   const rewriter = createChatChunkRewriter({ clientModel: call.clientModel, ...options });
+  // The events as the client got them, only when the key keeps or caches answers.
+  const delivered: string[] | null = call.caller.storeRequestData || call.caller.responseCache ? [] : null;
   const relayed = relaySse({
     upstream: response.body!,
-    onData: rewriter.rewrite,
+    onData: (data) => {
+      const forwarded = rewriter.rewrite(data);
+      if (forwarded !== null) delivered?.push(forwarded);
+      return forwarded;
+    },
     abortUpstream: options.abort,
     onEnd: async (outcome) => {
       options.release();
@@ -82,8 +95,9 @@ function answerStream(c: Context<GatewayEnv>, services: Services, call: BilledCa
         status: outcome === 'done' && !state.failed ? 200 : outcome === 'client_closed' ? 499 : 502,
         streamed: true,
         firstTokenAt: state.firstTokenAt,
+        answer: delivered ? { kind: 'sse', events: delivered, ...usage } : undefined,
       });
     },
   });
-  return c.body(relayed, 200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+  return c.body(relayed, 200, SSE_HEADERS);
 }

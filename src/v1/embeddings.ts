@@ -4,14 +4,19 @@ import { withoutNullFields } from '../proxy/openai-shape.js';
 import { postUpstream } from '../proxy/upstream.js';
 import { usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
-import { abandon, acquireOrAbandon, admit, settle } from './billed-call.js';
+import { authorize, reserve } from './admission.js';
+import { abandon, acquireOrAbandon, settle } from './billed-call.js';
+import { cachedAnswer } from './cached-answer.js';
 
 /**
  * POST /v1/embeddings. `encoding_format` (float or base64) goes to the engine
  * unchanged, so base64 vectors are relayed as the engine encoded them.
  */
 export async function embeddings(c: Context<GatewayEnv>, services: Services): Promise<Response> {
-  const call = await admit(c, services, 'embedding');
+  const request = await authorize(c, services, 'embedding');
+  const cached = await cachedAnswer(c, services, request);
+  if (cached) return cached;
+  const call = await reserve(c, services, request);
   const target = await acquireOrAbandon(services, call);
   try {
     const response = await postUpstream({
@@ -25,11 +30,19 @@ export async function embeddings(c: Context<GatewayEnv>, services: Services): Pr
     result.model = call.clientModel;
     // Clients index results by position: keep them in input order whatever order the engine used.
     if (Array.isArray(result.data)) (result.data as Array<{ index: number }>).sort((a, b) => a.index - b.index);
-    const usage = usageFrom(result.usage);
+    const reported = usageFrom(result.usage);
     // An engine that reports no usage is billed at zero tokens but still recorded, and logged.
-    if (!usage) services.log.warn('engine reported no usage for embeddings', { requestId: call.requestId, model: call.model.id });
-    await settle(services, call, { usage: usage ?? { promptTokens: 0, completionTokens: 0 }, usageSource: usage ? 'upstream' : 'estimated', status: 200, streamed: false });
-    return c.json(withoutNullFields(result));
+    if (!reported) services.log.warn('engine reported no usage for embeddings', { requestId: call.requestId, model: call.model.id });
+    const usage = reported ?? { promptTokens: 0, completionTokens: 0 };
+    const text = JSON.stringify(withoutNullFields(result));
+    await settle(services, call, {
+      usage,
+      usageSource: reported ? 'upstream' : 'estimated',
+      status: 200,
+      streamed: false,
+      answer: { kind: 'json', body: text, ...usage },
+    });
+    return c.body(text, 200, { 'content-type': 'application/json' });
   } catch (error) {
     await abandon(services, call);
     throw error;

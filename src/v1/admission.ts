@@ -1,0 +1,140 @@
+import type { Context } from 'hono';
+import { holdAmount } from '../billing/holds.js';
+import { type ModelRow, pickModel, type PriceRow, requestedModelName } from '../catalog/service.js';
+import type { TaskType } from '../db/schema.js';
+import type { GatewayEnv } from '../http/context.js';
+import { GatewayError } from '../http/errors.js';
+import { describeError } from '../http/log.js';
+import { readJsonObject } from '../http/request.js';
+import { assertProjectOf, type AuthenticatedKey, verifiedKey } from '../keys/service.js';
+import { estimateRequestTokens } from '../limits/estimate.js';
+import { type LimitLease, UNLIMITED_LEASE } from '../limits/limiter.js';
+import type { Services } from '../services.js';
+import { admissionQuery } from './admission-query.js';
+import { validateChatRequest, validateEmbeddingsRequest } from './validate.js';
+
+/** A request whose key, model, body, price and project are known good. */
+export interface AuthorizedRequest {
+  requestId: string;
+  task: TaskType;
+  caller: AuthenticatedKey;
+  model: ModelRow;
+  price: PriceRow;
+  /** The model as the client named it (id, display name or repo id); responses echo it. */
+  clientModel: string;
+  projectId: string | null;
+  body: Record<string, unknown>;
+  bodyBytes: number;
+  startedAt: number;
+}
+
+/** A request that holds funds and limits and may go upstream; `settle` or `abandon` ends it. */
+export interface BilledCall extends AuthorizedRequest {
+  /** What the request took from its key's limits; given back when it ends. */
+  lease: LimitLease;
+}
+
+/**
+ * The checks every billed /v1 request shares, in the order of the request
+ * path: key, body, model, task, parameters, price, project. Key, model, price
+ * and balance come from one read (`admission-query.ts`). Takes nothing: a
+ * request refused here costs nothing and counts against no limit.
+ */
+export async function authorize(c: Context<GatewayEnv>, services: Services, task: TaskType): Promise<AuthorizedRequest & { balance: bigint }> {
+  const startedAt = performance.now();
+  const authorization = c.req.header('authorization');
+  const hash = services.keys.secretHashOf(authorization);
+  // A bad body from a bad key is a 401 first, as for every other route.
+  const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes).catch(async (error: unknown) => {
+    await unavailableOnFailure(() => services.keys.authenticate(authorization));
+    throw error;
+  });
+  const modelName = await requestedModelNameAfterAuth(services, authorization, body.model);
+  const rows = await unavailableOnFailure(() => admissionQuery(services.db).execute({ hash, model: modelName }));
+  const caller = verifiedKey(rows[0]?.key, hash);
+  c.set('caller', caller);
+  const { model, price } = pickModel(rows, modelName);
+  if (model.taskType !== task) {
+    const message =
+      task === 'embedding'
+        ? `The model \`${modelName}\` is not an embedding model. GET /v1/models?task_type=embedding lists embedding models.`
+        : `The model \`${modelName}\` is an embedding model; use POST /v1/embeddings.`;
+    throw new GatewayError('model_not_found', message);
+  }
+  if (task === 'chat') validateChatRequest(body);
+  else validateEmbeddingsRequest(body);
+  if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', { headers: { 'Retry-After': '30' } });
+  const projectId = await projectFor(c, services, caller);
+  const request = { requestId: c.get('requestId'), task, caller, model, price, clientModel: modelName, projectId, body, bodyBytes: bytes, startedAt };
+  return { ...request, balance: rows[0]!.balance };
+}
+
+/**
+ * Takes what the request may use: a hold on the wallet for the most it can
+ * cost (402 when nothing is available), then its key's limits (429), which
+ * give the hold back when they refuse.
+ */
+export async function reserve(c: Context<GatewayEnv>, services: Services, request: AuthorizedRequest & { balance: bigint }): Promise<BilledCall> {
+  const { balance, ...authorized } = request;
+  if (services.config.billingEnabled) {
+    const amount = holdAmount({ bodyBytes: request.bodyBytes, body: request.body, task: request.task, contextLength: request.model.contextLength }, request.price);
+    await holdFunds(services, request.caller.orgId, request.requestId, amount, balance);
+  }
+  let lease = UNLIMITED_LEASE;
+  if (services.limiter) {
+    const estimate = estimateRequestTokens(request.body, request.task, services.config.limits.completionEstimate);
+    lease = await services.limiter.admit(request.caller.id, request.caller, estimate).catch(async (error: unknown) => {
+      await releaseHold(services, request.requestId);
+      throw error;
+    });
+  }
+  for (const [name, value] of Object.entries(lease.headers)) c.header(name, value);
+  return { ...authorized, lease };
+}
+
+/** Gives back a request's hold; if this fails the hold expires by itself (see WalletService.sweepExpiredHolds). */
+export async function releaseHold(services: Services, requestId: string): Promise<void> {
+  if (!services.config.billingEnabled) return;
+  await services.charges.release(requestId).catch((error: unknown) => services.log.warn('hold release failed', { requestId, ...describeError(error) }));
+}
+
+async function holdFunds(services: Services, orgId: string, requestId: string, amount: bigint, balance: bigint): Promise<void> {
+  const insufficient = () =>
+    new GatewayError('insufficient_funds', 'The wallet balance is zero or negative, or held by requests in flight. Top up the wallet to continue.');
+  // Most broke wallets are turned away here, without a write.
+  if (balance <= 0n) throw insufficient();
+  const ttlMs = services.config.upstreamTimeoutMs + 60_000;
+  const held = await unavailableOnFailure(() => services.wallets.hold(orgId, requestId, amount, ttlMs));
+  if (!held) throw insufficient();
+}
+
+/** The model name, or, when the body names none, 401 for a bad key before 400 for the model. */
+async function requestedModelNameAfterAuth(services: Services, authorization: string | undefined, name: unknown): Promise<string> {
+  try {
+    return requestedModelName(name);
+  } catch (error) {
+    await unavailableOnFailure(() => services.keys.authenticate(authorization));
+    throw error;
+  }
+}
+
+/** `X-Project-ID` names a project of the caller's organization; without it, the key's own project. */
+async function projectFor(c: Context<GatewayEnv>, services: Services, caller: AuthenticatedKey): Promise<string | null> {
+  const header = c.req.header('x-project-id')?.trim();
+  if (!header) return caller.projectId;
+  await unavailableOnFailure(() => assertProjectOf(services.db, caller.orgId, header));
+  return header;
+}
+
+/** A store that cannot be read means billing cannot be checked: 503, retry later. */
+async function unavailableOnFailure<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    throw new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', {
+      headers: { 'Retry-After': '2' },
+      cause: error,
+    });
+  }
+}
