@@ -1,3 +1,4 @@
+import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { resolveAdminToken, type AdminToken } from './admin-token.js';
@@ -54,7 +55,10 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       // Start even if Redis is down (limits answer 503 until it is back), but not before giving it a moment.
       await redisReady(redis).catch((error: Error) => log.error('redis not reachable at start-up', { detail: error.message }));
     }
+    if (config.dataDir !== 'memory://') await mkdir(config.dataDir, { recursive: true });
     const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token, redis });
+    await services.spool.load();
+    closers.unshift(async () => services.spool.stop());
     // Holds left by a gateway that died expire, and stored bodies outlive their retention; any replica may clean up.
     const sweeper = setInterval(() => {
       services.wallets.sweepExpiredHolds().then(

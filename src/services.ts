@@ -6,7 +6,9 @@ import type { Logger } from './http/log.js';
 import { KeyService } from './keys/service.js';
 import { createKeyLimiter, type KeyLimiter } from './limits/limiter.js';
 import { keyTokensSince } from './billing/usage.js';
+import path from 'node:path';
 import type { Redis } from 'ioredis';
+import { ChargeSpool } from './billing/spool.js';
 import { createResponseCache, type ResponseCache } from './cache/response-cache.js';
 import { ChargeWriter } from './billing/charge-writer.js';
 import { WalletService } from './billing/wallet.js';
@@ -33,6 +35,8 @@ export interface Services {
   limiter: KeyLimiter | null;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;
+  /** Charges waiting for an unreachable store. */
+  spool: ChargeSpool;
 }
 
 export interface ServiceParts {
@@ -73,5 +77,6 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
         })
       : null,
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
+    spool: new ChargeSpool(wallets, config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'unwritten-charges.jsonl'), log),
   };
 }

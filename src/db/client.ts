@@ -44,7 +44,8 @@ const MIGRATION_LOCK_ID = 7_110_472_001;
  */
 export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenStoreOptions): Promise<Store> {
   if (databaseUrl) {
-    const client = postgres(databaseUrl, { max: poolSize, onnotice: () => {} });
+    // A short connect timeout: an unreachable database must answer 503 quickly, not hold requests for 30 s.
+    const client = postgres(databaseUrl, { max: poolSize, connect_timeout: 3, onnotice: () => {} });
     const db = drizzlePostgres(client, { schema });
     try {
       await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`);

@@ -126,15 +126,24 @@ async function projectFor(c: Context<GatewayEnv>, services: Services, caller: Au
   return header;
 }
 
+/** Longest the request path waits on the store before answering 503 (a dead network can hang a query). */
+const STORE_TIMEOUT_MS = 5_000;
+
 /** A store that cannot be read means billing cannot be checked: 503, retry later. */
 async function unavailableOnFailure<T>(step: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the store did not answer within ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS);
+  });
   try {
-    return await step();
+    return await Promise.race([step(), timeout]);
   } catch (error) {
     if (error instanceof GatewayError) throw error;
     throw new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', {
       headers: { 'Retry-After': '2' },
       cause: error,
     });
+  } finally {
+    clearTimeout(timer);
   }
 }

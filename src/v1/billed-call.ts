@@ -25,14 +25,18 @@ export interface Settlement {
  * Ends a call: charges its exact cost and records its usage in one transaction
  * (which also lets go of its hold), settles its limits to the tokens really
  * used, and keeps its answer in the cache when the key asks for it. Never
- * throws: the response is already on its way, so a failed charge is logged
- * loudly with everything needed to bill it by hand.
+ * throws: the response is already on its way, so a charge the store cannot
+ * take now waits in the spool (`billing/spool.ts`) until it can.
  */
 export async function settle(services: Services, call: BilledCall, settlement: Settlement): Promise<void> {
   if (services.config.billingEnabled) {
     const record = usageRecord(services, call, settlement, costOf(settlement.usage, call.price), false);
-    await services.charges.write(record).catch((error: unknown) => {
-      services.log.error('charge failed: usage not recorded', { ...record, requestData: undefined, cost: record.cost.toString(), ...describeError(error) });
+    await services.charges.write(record).catch(async (error: unknown) => {
+      services.log.error('charge not written: kept to retry until the store takes it', { requestId: record.id, ...describeError(error) });
+      await services.spool.add(record).catch((spoolError: unknown) => {
+        // Nowhere left to keep it: the log line carries what billing it by hand needs (never the bodies).
+        services.log.error('charge lost: bill it by hand', { ...record, requestData: undefined, cost: record.cost.toString(), ...describeError(spoolError) });
+      });
     });
   }
   await call.lease.settle(settlement.usage.promptTokens + settlement.usage.completionTokens);
@@ -76,6 +80,8 @@ function usageRecord(services: Services, request: AuthorizedRequest, settlement:
     latencyMs: Math.round(performance.now() - request.startedAt),
     ttftMs: settlement.firstTokenAt ? Math.round(settlement.firstTokenAt - request.startedAt) : null,
     cacheHit,
+    // Set here, not by the store: a charge written late (after an outage) keeps the time it was made.
+    createdAt: new Date(),
   };
   if (request.caller.storeRequestData) {
     const response = settlement.answer ? answerText(settlement.answer) : '';

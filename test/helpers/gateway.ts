@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { parseAmount, pricePerTokenFromMillion } from '../../src/billing/money.js';
 import { loadConfig } from '../../src/config.js';
 import { startGateway, type RunningGateway } from '../../src/gateway.js';
-import { createLogger } from '../../src/http/log.js';
+import { createLogger, type Logger } from '../../src/http/log.js';
 import type { KeySettings } from '../../src/keys/service.js';
 import { createTestDatabase, postgresAvailable } from './services.js';
 
@@ -29,9 +29,10 @@ export const TEST_MODELS = {
 
 /**
  * Starts the real gateway on a loopback port, on a store of its own: an
- * in-memory PGlite, or a fresh PostgreSQL database dropped on close.
+ * in-memory PGlite, or a fresh PostgreSQL database dropped on close. Silent
+ * unless `options.log` is given (to capture what the gateway logs).
  */
-export async function startTestGateway(store: StoreKind, env: Record<string, string> = {}): Promise<TestGateway> {
+export async function startTestGateway(store: StoreKind, env: Record<string, string> = {}, options: { log?: Logger } = {}): Promise<TestGateway> {
   const database = store === 'postgres' ? await createTestDatabase() : null;
   const config = loadConfig({
     PORT: '0',
@@ -42,7 +43,7 @@ export async function startTestGateway(store: StoreKind, env: Record<string, str
     DATABASE_URL: database?.url,
     ...env,
   });
-  const gateway = await startGateway(config, { log: createLogger('silent') });
+  const gateway = await startGateway(config, { log: options.log ?? createLogger('silent') });
   const { catalog, orgs, wallets, keys } = gateway.services;
   for (const [task, model] of Object.entries(TEST_MODELS)) {
     await catalog.add({
