@@ -26,11 +26,19 @@ interface Settings {
   tokens: number;
   seconds: number;
   rounds: number;
-  /** 'direct': the simulator itself; 'limits-off': a second gateway with TOLLGATE_LIMITS=off. */
-  baseline: 'direct' | 'limits-off';
+  /** 'direct': the simulator itself; 'limits-off' / 'billing-off': a second gateway with TOLLGATE_LIMITS=off / TOLLGATE_BILLING=off. */
+  baseline: Baseline;
   store: string;
   limits: string;
 }
+
+/** What the gateway is compared against, and the second gateway's settings when it is one. */
+const BASELINES = {
+  direct: null,
+  'limits-off': { TOLLGATE_LIMITS: 'off' },
+  'billing-off': { TOLLGATE_BILLING: 'off' },
+} as const;
+type Baseline = keyof typeof BASELINES;
 
 interface Scenario {
   name: string;
@@ -50,7 +58,7 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
       baseline: { type: 'string', default: 'direct' },
     },
   });
-  if (values.baseline !== 'direct' && values.baseline !== 'limits-off') throw new Error(`--baseline must be direct or limits-off, got ${values.baseline}`);
+  if (!(values.baseline in BASELINES)) throw new Error(`--baseline must be one of ${Object.keys(BASELINES).join(', ')}, got ${values.baseline}`);
   const number = (name: keyof typeof values, integer: boolean, min: number) => {
     const value = Number(values[name]);
     if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
@@ -64,7 +72,7 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
     tokens: number('tokens', true, 1),
     seconds: number('seconds', false, 0.1),
     rounds: number('rounds', true, 1),
-    baseline: values.baseline,
+    baseline: values.baseline as Baseline,
   };
 }
 
@@ -150,8 +158,8 @@ async function main(): Promise<number> {
     const gwUrl = subject.url;
     const secret = subject.secret;
     const rssStart = await rssMiB(gateway.pid);
-    const baseline =
-      settings.baseline === 'limits-off' ? await startGateway('gateway-limits-off', { TOLLGATE_LIMITS: 'off' }) : { url: simUrl, secret: null };
+    const baselineEnv = BASELINES[settings.baseline];
+    const baseline = baselineEnv ? await startGateway(`gateway-${settings.baseline}`, { ...baselineEnv }) : { url: simUrl, secret: null };
 
     const results: ScenarioResult[] = [];
     for (const scenario of scenarios(settings.tokens)) {
@@ -208,9 +216,11 @@ function printReport(settings: Settings, results: ScenarioResult[], rssStart: nu
   const mib = (value: number | null) => (value === null ? 'n/a' : `${value.toFixed(1)} MiB`);
   const warning = `!!! ${totalErrors} REQUESTS FAILED: the numbers below are not a valid measurement !!!`;
   const lines = [
-    settings.baseline === 'direct'
-      ? 'Tollgate gateway overhead (gateway / direct to the simulator)'
-      : 'Cost of per-key limits (gateway with limits / the same gateway with TOLLGATE_LIMITS=off)',
+    {
+      direct: 'Tollgate gateway overhead (gateway / direct to the simulator)',
+      'limits-off': 'Cost of per-key limits (gateway / the same gateway with TOLLGATE_LIMITS=off)',
+      'billing-off': 'Cost of billing: holds, charges, usage records (gateway / the same gateway with TOLLGATE_BILLING=off)',
+    }[settings.baseline],
     `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}, limits ${settings.limits}`,
     ...(totalErrors > 0 ? ['', warning] : []),
     '',

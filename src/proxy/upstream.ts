@@ -41,7 +41,8 @@ export async function postUpstream(call: UpstreamCall): Promise<Response> {
 }
 
 function upstreamFailure(status: number, body: string, call: UpstreamCall): GatewayError {
-  const cause = new Error(`upstream answered ${status}: ${body.slice(0, 500)}`);
+  // The log gets the status and size only: an engine's error text may quote the prompt.
+  const cause = new Error(`upstream answered ${status} (${body.length} characters of error body)`);
   if (status === 400 || status === 422) {
     const message = sanitizeUpstreamMessage(upstreamErrorMessage(body), { servedName: call.target.servedModelName, clientName: call.clientModel });
     return new GatewayError('invalid_request', message, { cause });
