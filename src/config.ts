@@ -40,6 +40,8 @@ const settingsSchema = z.object({
   TOLLGATE_CACHE_MAX_ENTRY_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   TOLLGATE_REQUEST_DATA_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
   TOLLGATE_REQUEST_DATA_MAX_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  TOLLGATE_ENGINE_POLL_MS: z.coerce.number().int().min(100).default(2000),
+  TOLLGATE_ENGINES_ON_SHUTDOWN: z.enum(['leave', 'stop']).default('leave'),
   TOLLGATE_SIM_TTFT_MS: z.coerce.number().int().min(0).default(0),
   TOLLGATE_SIM_ITL_MS: z.coerce.number().int().min(0).default(0),
 });
@@ -65,6 +67,12 @@ export interface Config {
   publicUrl?: string;
   logLevel: LogLevel;
   simulator: { ttftMs: number; itlMs: number };
+  engines: {
+    /** How often Docker engines reconcile their containers and health-check replicas. */
+    pollMs: number;
+    /** On shutdown, leave containers running (a restart adopts them) or stop and remove them. */
+    onShutdown: 'leave' | 'stop';
+  };
   cache: {
     ttlSeconds: number;
     /** Answers larger than this are not cached. */
@@ -119,6 +127,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: s.TOLLGATE_PUBLIC_URL,
     logLevel: s.TOLLGATE_LOG_LEVEL,
     simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
+    engines: { pollMs: s.TOLLGATE_ENGINE_POLL_MS, onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN },
     cache: { ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS, maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES },
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
     billingEnabled: s.TOLLGATE_BILLING === 'on',

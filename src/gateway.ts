@@ -47,7 +47,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const closers: Array<() => Promise<void>> = [() => store.close()];
   try {
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
-    const fleet = await startFleet(definitions, { env: options.env ?? {}, simulator: config.simulator });
+    const fleet = await startFleet(definitions, { env: options.env ?? {}, config, log });
     closers.unshift(() => fleet.close());
     const redis = config.redisUrl ? openRedis(config.redisUrl, log) : null;
     if (redis) {

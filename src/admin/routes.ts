@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import type { z } from 'zod';
 import type { GatewayEnv } from '../http/context.js';
+import { GatewayError } from '../http/errors.js';
 import type { Services } from '../services.js';
 import { operatorAuth } from './auth.js';
 import { asConflict, orgsWithBalances } from './queries.js';
@@ -109,6 +110,25 @@ export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
     return c.json(view.priceView(price, currency));
   });
   admin.get('/prices', async (c) => c.json(view.listOf((await catalog.listPrices()).map((p) => view.priceView(p, currency)))));
+
+  admin.get('/engines', (c) => c.json(view.listOf(services.fleet.status().map(view.engineView))));
+  const managedEngine = (model: string) => {
+    const engine = services.fleet.engines().find((e) => e.modelId === model);
+    if (!engine) throw new GatewayError('not_found', `No engine serves model ${model}.`, { status: 404 });
+    if (!engine.scale || !engine.restart) throw new GatewayError('conflict', `The ${engine.kind} engine of ${model} is not run by the gateway; only Docker engines scale and restart.`);
+    return engine as Required<Pick<typeof engine, 'scale' | 'restart' | 'status'>>;
+  };
+  admin.post('/engines/:model{.+}/scale', async (c) => {
+    const engine = managedEngine(c.req.param('model'));
+    const { replicas } = await readBody(c, body.scaleEngineBody);
+    await engine.scale(replicas);
+    return c.json(view.engineView(engine.status()));
+  });
+  admin.post('/engines/:model{.+}/restart', async (c) => {
+    const engine = managedEngine(c.req.param('model'));
+    await engine.restart();
+    return c.json(view.engineView(engine.status()));
+  });
 
   return admin;
 }

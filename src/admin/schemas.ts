@@ -92,3 +92,5 @@ export const setPriceBody = z.strictObject({ input_per_million: pricePerMillion,
 // Query strings stay lenient about extra parameters (cache busters, tracing).
 export const ledgerQuery = z.object({ limit: z.coerce.number().pipe(limit(500)).default(50) });
 export const modelsQuery = z.object({ include_disabled: z.enum(['true', 'false']).default('false') });
+
+export const scaleEngineBody = z.strictObject({ replicas: z.number().int().min(0).max(64) });

@@ -1,3 +1,4 @@
+import type { EngineStatus } from '../engines/types.js';
 import { formatAmount, pricePerMillion } from '../billing/money.js';
 import type { LedgerEntry } from '../billing/wallet.js';
 import type { ModelRow, PriceRow } from '../catalog/service.js';
@@ -106,5 +107,28 @@ export function priceView(price: PriceRow, currency: string) {
     input_nanos_per_token: price.inputPerToken.toString(),
     output_nanos_per_token: price.outputPerToken.toString(),
     updated_at: iso(price.updatedAt),
+  };
+}
+
+/** An engine and its replicas, for operators: states, containers, addresses, load. */
+export function engineView(engine: EngineStatus) {
+  return {
+    object: 'engine' as const,
+    model: engine.model,
+    kind: engine.kind,
+    desired_replicas: engine.desiredReplicas,
+    docker_host: engine.dockerHost,
+    ready_replicas: engine.replicas.filter((r) => r.state === 'ready').length,
+    replicas: engine.replicas.map((r) => ({
+      id: r.id,
+      state: r.state,
+      container: r.container,
+      address: r.address,
+      started_at: r.startedAt,
+      uptime_seconds: r.uptimeSeconds,
+      in_flight: r.inFlight,
+      served: r.served,
+      restarts: r.restarts,
+    })),
   };
 }

@@ -1,7 +1,8 @@
 import type { RunningSimulator, SimModel } from '../sim/index.js';
 import { startSimulator } from '../sim/index.js';
 import type { SimulatorDefinition } from './definitions.js';
-import type { Engine, UpstreamTarget } from './types.js';
+import { singleTargetEngine } from './single.js';
+import type { Engine } from './types.js';
 
 export interface SimulatorEngineOptions {
   ttftMs: number;
@@ -28,14 +29,8 @@ export async function startSimulatorEngines(
     maxModelLen: d.max_model_len,
   }));
   const simulator = await startSimulator({ models, ttftMs: options.ttftMs, itlMs: options.itlMs });
-  const engines = definitions.map((d): Engine => {
-    const target: UpstreamTarget = {
-      baseUrl: `${simulator.url}/v1`,
-      servedModelName: d.served_model_name ?? d.model,
-      headers: {},
-      release: () => {},
-    };
-    return { kind: 'simulator', modelId: d.model, acquire: () => target, close: async () => {} };
-  });
+  const engines = definitions.map((d) =>
+    singleTargetEngine({ kind: 'simulator', modelId: d.model, baseUrl: `${simulator.url}/v1`, servedModelName: d.served_model_name ?? d.model }),
+  );
   return { engines, simulator };
 }

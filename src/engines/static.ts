@@ -1,5 +1,6 @@
 import type { StaticDefinition } from './definitions.js';
-import type { Engine, UpstreamTarget } from './types.js';
+import { singleTargetEngine } from './single.js';
+import type { Engine } from './types.js';
 
 /**
  * A vLLM server that runs elsewhere, at a fixed URL. Always offered: if it is
@@ -15,13 +16,13 @@ export function createStaticEngine(definition: StaticDefinition, env: Record<str
     if (!apiKey) throw new Error(`engine for ${definition.model}: environment variable ${definition.api_key_env} is not set`);
     headers.authorization = `Bearer ${apiKey}`;
   }
-  const target: UpstreamTarget = {
+  return singleTargetEngine({
+    kind: 'static',
+    modelId: definition.model,
     baseUrl: normalizeBaseUrl(definition.url),
     servedModelName: definition.served_model_name ?? definition.model,
     headers,
-    release: () => {},
-  };
-  return { kind: 'static', modelId: definition.model, acquire: () => target, close: async () => {} };
+  });
 }
 
 /** Accepts `http://host:8000`, `http://host:8000/` or `http://host:8000/v1` and returns the `/v1` form. */

@@ -1,8 +1,8 @@
 /**
  * The seam between the request path and whatever serves a model. Every engine
- * kind (the built-in simulator, a static vLLM URL, and later Docker containers)
- * implements `Engine` in a folder-free file of the same shape: `simulator.ts`,
- * `static.ts`, `docker.ts`.
+ * kind (the built-in simulator, a static vLLM URL, Docker containers)
+ * implements `Engine`, in a file named for its kind: `simulator.ts`,
+ * `static.ts`, `docker/engine.ts`.
  */
 
 /** Where one request goes. `release` is called exactly once when the request ends. */
@@ -13,14 +13,49 @@ export interface UpstreamTarget {
   servedModelName: string;
   /** Extra headers for the upstream call, e.g. the engine's own API key. */
   headers: Record<string, string>;
+  /** Which replica this is, so a retry can go to another one. */
+  replicaId: string;
   release(): void;
+  /** The replica failed before answering: take it out of rotation until its health check passes again. */
+  markFailed(): void;
+}
+
+export type ReplicaState = 'starting' | 'ready' | 'unhealthy' | 'draining';
+
+/** One replica as the management API shows it to operators (never to clients). */
+export interface ReplicaStatus {
+  id: string;
+  state: ReplicaState;
+  container: { id: string; name: string } | null;
+  address: string;
+  /** When the replica (its container, for Docker) started, ISO 8601. */
+  startedAt: string | null;
+  uptimeSeconds: number | null;
+  inFlight: number;
+  /** Requests sent to it since the gateway started. */
+  served: number;
+  restarts: number;
+}
+
+export interface EngineStatus {
+  model: string;
+  kind: Engine['kind'];
+  /** Docker: the replicas asked for; others: 1. */
+  desiredReplicas: number;
+  /** Docker: the engine host; others: null. */
+  dockerHost: string | null;
+  replicas: ReplicaStatus[];
 }
 
 export interface Engine {
-  readonly kind: 'simulator' | 'static';
+  readonly kind: 'simulator' | 'static' | 'docker';
   /** The catalog id this engine serves. */
   readonly modelId: string;
-  /** A target for one request, or null when no replica is ready. */
-  acquire(): UpstreamTarget | null;
+  /** A target for one request, not among `exclude` (replica ids), or null when no replica is ready. */
+  acquire(exclude?: ReadonlySet<string>): UpstreamTarget | null;
+  status(): EngineStatus;
+  /** Docker engines only: change the number of replicas (scaling down drains first), or replace every replica. */
+  scale?(replicas: number): Promise<void>;
+  restart?(): Promise<void>;
   close(): Promise<void>;
 }

@@ -2,6 +2,21 @@ import type { UpstreamTarget } from '../engines/types.js';
 import { GatewayError } from '../http/errors.js';
 import { sanitizeUpstreamMessage, upstreamErrorMessage } from './sanitize.js';
 
+/**
+ * An engine that failed before sending anything the client could see. Only
+ * such failures may be retried on another replica; `unreachable` ones also
+ * take the replica out of rotation until its health check passes.
+ */
+export class UpstreamError extends GatewayError {
+  override name = 'UpstreamError';
+  constructor(
+    readonly failure: 'unreachable' | 'status',
+    ...args: ConstructorParameters<typeof GatewayError>
+  ) {
+    super(...args);
+  }
+}
+
 export interface UpstreamCall {
   target: UpstreamTarget;
   /** Path below the target's `/v1`, e.g. `/chat/completions`. */
@@ -33,7 +48,8 @@ export async function postUpstream(call: UpstreamCall): Promise<Response> {
     if (call.signal.aborted && isTimeout(call.signal.reason)) {
       throw new GatewayError('upstream_error', 'The model server did not answer in time. Retry later.', { status: 504, cause: error });
     }
-    throw new GatewayError('upstream_error', 'The model server could not be reached. Retry later.', { cause: error });
+    if (call.signal.aborted) throw error;
+    throw new UpstreamError('unreachable', 'upstream_error', 'The model server could not be reached. Retry later.', { cause: error });
   }
   if (response.ok) return response;
   const text = await response.text().catch(() => '');
@@ -49,8 +65,9 @@ function upstreamFailure(status: number, body: string, call: UpstreamCall): Gate
   }
   if (status === 413) return new GatewayError('request_too_large', 'The request is too large for this model.', { cause });
   if (status === 429 || status === 503) {
-    return new GatewayError('upstream_error', 'The model server is busy. Retry later.', { status: 503, headers: { 'Retry-After': '2' }, cause });
+    return new UpstreamError('status', 'upstream_error', 'The model server is busy. Retry later.', { status: 503, headers: { 'Retry-After': '2' }, cause });
   }
+  if (status >= 500) return new UpstreamError('status', 'upstream_error', 'The model server failed to answer. Retry later.', { cause });
   return new GatewayError('upstream_error', 'The model server failed to answer. Retry later.', { cause });
 }
 

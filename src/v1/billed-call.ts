@@ -2,7 +2,6 @@ import { costOf } from '../billing/money.js';
 import { bodiesToStore } from '../billing/request-data.js';
 import type { ChargeRecord } from '../billing/wallet.js';
 import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
-import type { UpstreamTarget } from '../engines/types.js';
 import { describeError } from '../http/log.js';
 import type { TokenUsage, UsageSource } from '../proxy/usage.js';
 import type { Services } from '../services.js';
@@ -93,16 +92,6 @@ function usageRecord(services: Services, request: AuthorizedRequest, settlement:
 /** The answer as text: the JSON body, or the stream's events one per line. */
 function answerText(answer: CachedResponse): string {
   return answer.kind === 'json' ? answer.body : answer.events.join('\n');
-}
-
-/** The engine target for the call's model; when none is ready, the call ends without using anything. */
-export async function acquireOrAbandon(services: Services, call: BilledCall): Promise<UpstreamTarget> {
-  try {
-    return services.fleet.acquire(call.model.id);
-  } catch (error) {
-    await abandon(services, call);
-    throw error;
-  }
 }
 
 /** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */

@@ -3,11 +3,12 @@ import type { GatewayEnv } from '../http/context.js';
 import { createChatChunkRewriter } from '../proxy/chat-stream.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
 import { relaySse } from '../proxy/sse.js';
-import { postUpstream } from '../proxy/upstream.js';
+import { postWithFailover } from '../proxy/failover.js';
+import type { UpstreamTarget } from '../engines/types.js';
 import { estimatePromptTokens, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { authorize, reserve } from './admission.js';
-import { abandon, acquireOrAbandon, type BilledCall, settle } from './billed-call.js';
+import { abandon, type BilledCall, settle } from './billed-call.js';
 import { cachedAnswer, SSE_HEADERS } from './cached-answer.js';
 
 /**
@@ -19,31 +20,42 @@ export async function chatCompletions(c: Context<GatewayEnv>, services: Services
   const cached = await cachedAnswer(c, services, request);
   if (cached) return cached;
   const call = await reserve(c, services, request);
-  const target = await acquireOrAbandon(services, call);
   const upstreamAbort = new AbortController();
   const signal = AbortSignal.any([upstreamAbort.signal, AbortSignal.timeout(services.config.upstreamTimeoutMs)]);
   const stream = call.body.stream === true;
   const clientStreamOptions = (call.body.stream_options ?? {}) as Record<string, unknown>;
-  const body: Record<string, unknown> = { ...call.body, model: target.servedModelName };
-  if (stream) body.stream_options = { ...clientStreamOptions, include_usage: true, continuous_usage_stats: true };
+  const upstreamBody = (target: UpstreamTarget): Record<string, unknown> => ({
+    ...call.body,
+    model: target.servedModelName,
+    ...(stream ? { stream_options: { ...clientStreamOptions, include_usage: true, continuous_usage_stats: true } } : {}),
+  });
 
   // A relayed stream releases its target when it ends; everything else releases it here.
+  let target: UpstreamTarget | undefined;
   let relaying = false;
   try {
-    const response = await postUpstream({ target, path: '/chat/completions', body, clientModel: call.clientModel, signal });
-    if (!stream) return await answerJson(c, services, call, response);
+    const sent = await postWithFailover({
+      acquire: (exclude) => services.fleet.acquire(call.model.id, exclude),
+      path: '/chat/completions',
+      body: upstreamBody,
+      clientModel: call.clientModel,
+      signal,
+    });
+    target = sent.target;
+    if (!stream) return await answerJson(c, services, call, sent.response);
     relaying = true;
-    return answerStream(c, services, call, response, {
+    const relayedTarget = target;
+    return answerStream(c, services, call, sent.response, {
       includeUsage: clientStreamOptions.include_usage === true,
       continuousUsage: clientStreamOptions.continuous_usage_stats === true,
       abort: () => upstreamAbort.abort(),
-      release: () => target.release(),
+      release: () => relayedTarget.release(),
     });
   } catch (error) {
     await abandon(services, call);
     throw error;
   } finally {
-    if (!relaying) target.release();
+    if (!relaying) target?.release();
   }
 }
 

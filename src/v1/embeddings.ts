@@ -1,11 +1,12 @@
 import type { Context } from 'hono';
 import type { GatewayEnv } from '../http/context.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
-import { postUpstream } from '../proxy/upstream.js';
+import type { UpstreamTarget } from '../engines/types.js';
+import { postWithFailover } from '../proxy/failover.js';
 import { usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { authorize, reserve } from './admission.js';
-import { abandon, acquireOrAbandon, settle } from './billed-call.js';
+import { abandon, settle } from './billed-call.js';
 import { cachedAnswer } from './cached-answer.js';
 
 /**
@@ -17,15 +18,17 @@ export async function embeddings(c: Context<GatewayEnv>, services: Services): Pr
   const cached = await cachedAnswer(c, services, request);
   if (cached) return cached;
   const call = await reserve(c, services, request);
-  const target = await acquireOrAbandon(services, call);
+  let target: UpstreamTarget | undefined;
   try {
-    const response = await postUpstream({
-      target,
+    const sent = await postWithFailover({
+      acquire: (exclude) => services.fleet.acquire(call.model.id, exclude),
       path: '/embeddings',
-      body: { ...call.body, model: target.servedModelName },
+      body: (t) => ({ ...call.body, model: t.servedModelName }),
       clientModel: call.clientModel,
       signal: AbortSignal.timeout(services.config.upstreamTimeoutMs),
     });
+    target = sent.target;
+    const response = sent.response;
     const result = (await response.json()) as Record<string, unknown>;
     result.model = call.clientModel;
     // Clients index results by position: keep them in input order whatever order the engine used.
@@ -47,6 +50,6 @@ export async function embeddings(c: Context<GatewayEnv>, services: Services): Pr
     await abandon(services, call);
     throw error;
   } finally {
-    target.release();
+    target?.release();
   }
 }

@@ -26,6 +26,7 @@ export async function startAdmin(): Promise<{ app: Hono<GatewayEnv>; store: Stor
       throw new Error('unused');
     },
     engines: () => [],
+    status: () => [],
     simulatorUrl: null,
     close: async () => {},
   };

@@ -1,4 +1,4 @@
-import type { keyView, ledgerEntryView, modelView, orgView, priceView, projectView, walletView } from '../../admin/views.js';
+import type { engineView, keyView, ledgerEntryView, modelView, orgView, priceView, projectView, walletView } from '../../admin/views.js';
 import type { Args, OptionSpec } from '../args.js';
 import type { ApiRequest } from '../client.js';
 
@@ -35,6 +35,7 @@ export type LedgerEntryView = ReturnType<typeof ledgerEntryView>;
 export type KeyView = ReturnType<typeof keyView>;
 export type ModelView = ReturnType<typeof modelView>;
 export type PriceView = ReturnType<typeof priceView>;
+export type EngineView = ReturnType<typeof engineView>;
 export interface List<T> {
   object: 'list';
   data: T[];

@@ -1,4 +1,5 @@
 import { catalogCommands } from './catalog.js';
+import { engineCommands } from './engines.js';
 import type { Command } from './command.js';
 import { keyCommands } from './keys.js';
 import { orgCommands } from './orgs.js';
@@ -10,7 +11,7 @@ import { walletCommands } from './wallet.js';
  * @example
  * const command = findCommand('keys', 'create');
  */
-export const COMMANDS: readonly Command[] = [...orgCommands, ...walletCommands, ...keyCommands, ...catalogCommands];
+export const COMMANDS: readonly Command[] = [...orgCommands, ...walletCommands, ...keyCommands, ...catalogCommands, ...engineCommands];
 
 export function findCommand(group: string | undefined, action: string | undefined): Command | undefined {
   return COMMANDS.find((command) => command.name === `${group} ${action}`);
