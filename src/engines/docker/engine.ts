@@ -48,7 +48,9 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
   const spec = specHash(definition, options.env);
   let desired = definition.replicas;
   const replicas = new Map<number, Replica>();
+  // Back-off per replica index (consecutive deaths, reset once it is ready), and total replacements for operators.
   const restarts = new Map<number, { count: number; notBefore: number }>();
+  const replaced = new Map<number, number>();
   let rotation = 0;
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
@@ -126,6 +128,7 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
         const previous = restarts.get(index) ?? { count: 0, notBefore: 0 };
         const delay = Math.min(1000 * 2 ** previous.count, MAX_BACKOFF_MS);
         restarts.set(index, { count: previous.count + 1, notBefore: Date.now() + delay });
+        replaced.set(index, (replaced.get(index) ?? 0) + 1);
         log.warn('engine replica died; replacing it', { model: definition.model, replica: index, state: info.State, retryInMs: delay });
         await remove(info.Id, 'died');
         seen.delete(index);
@@ -259,7 +262,7 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
             uptimeSeconds: Math.floor((Date.now() - r.startedAt) / 1000),
             inFlight: r.inFlight,
             served: r.served,
-            restarts: restarts.get(r.index)?.count ?? 0,
+            restarts: replaced.get(r.index) ?? 0,
           })),
       };
     },

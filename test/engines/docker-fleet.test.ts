@@ -1,0 +1,175 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { removeEngineContainers } from '../../src/engines/docker/engine.js';
+import { LABELS } from '../../src/engines/docker/spec.js';
+import type { EngineStatus } from '../../src/engines/types.js';
+import { expectError } from '../helpers/envelope.js';
+import { buildSimulatorImage, dockerAvailable } from '../helpers/docker.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { freePort } from '../helpers/processes.js';
+
+const MODEL = 'sim-chat';
+const available = await dockerAvailable();
+
+/**
+ * The fleet on a real Docker engine: replicas of a locally built image of the
+ * simulator (it takes vLLM's command line), with host networking, reached on
+ * 127.0.0.1 only.
+ */
+describe.runIf(available)('Docker engine fleet', () => {
+  const docker = new Docker();
+  let image: string;
+  let dir: string;
+  let enginesFile: string;
+  let gateway: TestGateway;
+  let secret: string;
+
+  const ourContainers = () => docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`, `${LABELS.engine}=${MODEL}`] } });
+  const status = (): EngineStatus => gateway.services.fleet.status().find((e) => e.model === MODEL)!;
+  const start = () =>
+    startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: enginesFile, TOLLGATE_ENGINE_POLL_MS: '250', TOLLGATE_ENGINES_ON_SHUTDOWN: 'leave' });
+  const chat = (extra: Record<string, unknown> = {}) =>
+    fetch(`${gateway.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, max_tokens: 8, messages: [{ role: 'user', content: 'hello' }], ...extra }),
+    });
+
+  async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}\n${JSON.stringify(status(), null, 2)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  const ready = () => status().replicas.filter((r) => r.state === 'ready').length;
+
+  beforeAll(async () => {
+    image = await buildSimulatorImage();
+    await removeEngineContainers(docker, MODEL);
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-fleet-'));
+    enginesFile = path.join(dir, 'engines.json');
+    // Two consecutive free ports: replica i listens on port + i.
+    let port = await freePort();
+    while (!(await portFree(port + 1))) port = await freePort();
+    const definition = {
+      kind: 'docker',
+      model: MODEL,
+      image,
+      entrypoint: ['/usr/local/bin/node', '/app/sim.mjs'],
+      hf_repo: 'tollgate/sim-chat',
+      served_model_name: MODEL,
+      args: ['--itl-ms', '20'],
+      replicas: 2,
+      port,
+      pull: 'never',
+      startup_timeout_s: 60,
+    };
+    await writeFile(enginesFile, JSON.stringify({ engines: [definition] }));
+    gateway = await start();
+    ({ secret } = await gateway.tenant({ credit: '100', key: { requestsPerMinute: 100_000, maxConcurrency: 1000 } }));
+  }, 240_000);
+
+  afterAll(async () => {
+    await gateway?.close();
+    await removeEngineContainers(docker, MODEL);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('starts the replicas and routes only once /health answers', async () => {
+    await until('two ready replicas', () => ready() === 2);
+    const containers = await ourContainers();
+    expect(containers.filter((c) => c.State === 'running')).toHaveLength(2);
+    expect(status().replicas.map((r) => r.container?.name).sort()).toEqual([`tollgate-${MODEL}-0`, `tollgate-${MODEL}-1`]);
+  }, 90_000);
+
+  it('spreads traffic across the replicas', async () => {
+    const before = status().replicas.map((r) => r.served);
+    const responses = await Promise.all(Array.from({ length: 16 }, () => chat()));
+    expect(responses.map((r) => r.status)).toEqual(Array(16).fill(200));
+    await Promise.all(responses.map((r) => r.arrayBuffer()));
+    const served = status().replicas.map((r, i) => r.served - (before[i] ?? 0));
+    expect(served.every((n) => n >= 4)).toBe(true);
+  }, 60_000);
+
+  it('routes around a container killed under load, and replaces it', async () => {
+    const victim = status().replicas[0]!.container!.id;
+    const load = Array.from({ length: 24 }, async (_, i) => {
+      await new Promise((resolve) => setTimeout(resolve, i * 15));
+      const response = await chat();
+      await response.arrayBuffer();
+      return response.status;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await docker.getContainer(victim).kill();
+    const statuses = await Promise.all(load);
+    // No request that had not started streaming failed: JSON answers were retried on the other replica.
+    expect(statuses).toEqual(Array(24).fill(200));
+    await until('the killed replica replaced and ready', () => ready() === 2 && !status().replicas.some((r) => r.container?.id === victim));
+    expect(status().replicas[0]!.restarts).toBeGreaterThanOrEqual(1);
+  }, 120_000);
+
+  it('adopts the running containers after a gateway restart instead of starting new ones', async () => {
+    await until('two ready replicas', () => ready() === 2);
+    const before = (await ourContainers()).map((c) => c.Id).sort();
+    await gateway.close();
+    gateway = await start();
+    ({ secret } = await gateway.tenant({ credit: '100', key: { requestsPerMinute: 100_000, maxConcurrency: 1000 } }));
+    await until('two ready replicas after restart', () => ready() === 2);
+    expect(status().replicas.map((r) => r.container!.id).sort()).toEqual(before);
+    expect((await ourContainers()).map((c) => c.Id).sort()).toEqual(before);
+    expect((await chat()).status).toBe(200);
+  }, 120_000);
+
+  it('drains a replica before removing it when scaled down', async () => {
+    await until('two ready replicas', () => ready() === 2);
+    // One long stream on each replica (least-loaded routing puts them apart): 100 tokens at 20 ms.
+    const streams = await Promise.all([chat({ stream: true, max_tokens: 100, ignore_eos: true }), chat({ stream: true, max_tokens: 100, ignore_eos: true })]);
+    expect(status().replicas.map((r) => r.inFlight)).toEqual([1, 1]);
+    const engine = gateway.services.fleet.engines().find((e) => e.modelId === MODEL)!;
+    await engine.scale!(1);
+    expect(status().replicas.find((r) => r.id === `${MODEL}/1`)?.state).toBe('draining');
+    expect((await ourContainers()).length).toBe(2);
+    const bodies = await Promise.all(streams.map((r) => r.text()));
+    for (const body of bodies) expect(body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    await until('the drained replica removed', async () => (await ourContainers()).length === 1);
+    expect(status().replicas.map((r) => r.id)).toEqual([`${MODEL}/0`]);
+  }, 120_000);
+
+  it('answers 503 with Retry-After when no replica is ready, and reports engines to operators', async () => {
+    const engine = gateway.services.fleet.engines().find((e) => e.modelId === MODEL)!;
+    await engine.scale!(0);
+    await until('no replicas', async () => (await ourContainers()).length === 0);
+    const refused = await chat();
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    const text = await refused.clone().text();
+    expect(text).not.toMatch(/127\.0\.0\.1|tollgate-sim|docker|container/i);
+    await expectError(refused, 503, 'upstream_error', 'upstream_error');
+
+    const scaled = await fetch(`${gateway.url}/admin/v1/engines/${MODEL}/scale`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer test-operator-token-0123456789', 'content-type': 'application/json' },
+      body: JSON.stringify({ replicas: 1 }),
+    });
+    expect(scaled.status).toBe(200);
+    await until('one ready replica', () => ready() === 1);
+    const listed = (await (await fetch(`${gateway.url}/admin/v1/engines`, { headers: { authorization: 'Bearer test-operator-token-0123456789' } })).json()) as {
+      data: Array<{ model: string; kind: string; desired_replicas: number; replicas: Array<{ state: string; container: { name: string } }> }>;
+    };
+    const entry = listed.data.find((e) => e.model === MODEL)!;
+    expect(entry).toMatchObject({ kind: 'docker', desired_replicas: 1 });
+    expect(entry.replicas[0]).toMatchObject({ state: 'ready', container: { name: `tollgate-${MODEL}-0` } });
+  }, 120_000);
+});
+
+async function portFree(port: number): Promise<boolean> {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
