@@ -199,7 +199,7 @@ describe('src/sim/main.ts', () => {
       expect(models.data.map((m: any) => m.id)).toEqual(['bge', 'bge-alias']);
       const res = await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'bge-alias', input: 'hello' }) });
       expect(res.status).toBe(200);
-      expect((await res.json()).data[0].embedding.length).toBeGreaterThan(0);
+      expect(((await res.json()) as any).data[0].embedding.length).toBeGreaterThan(0);
       expect(stderr).toContain('ignoring vLLM options: --gpu-memory-utilization 0.2 --enforce-eager');
     } finally {
       child.kill('SIGKILL');
