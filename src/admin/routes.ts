@@ -6,7 +6,7 @@ import type { Services } from '../services.js';
 import { operatorAuth } from './auth.js';
 import { asConflict, orgsWithBalances } from './queries.js';
 import * as body from './schemas.js';
-import { readBody, readQuery } from './validate.js';
+import { readBody, readQuery } from '../http/validate.js';
 import * as view from './views.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
-import { readQuery } from '../admin/validate.js';
+import { readQuery } from '../http/validate.js';
 import { formatAmount } from '../billing/money.js';
 import {
   USAGE_GROUPINGS,

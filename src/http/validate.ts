@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { type ErrorDetail, GatewayError } from '../http/errors.js';
+import { type ErrorDetail, GatewayError } from './errors.js';
 
 /**
  * Reads and validates a JSON body. Bad JSON is `invalid_json`; a body that
