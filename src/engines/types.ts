@@ -54,7 +54,7 @@ export interface Engine {
   /** A target for one request, not among `exclude` (replica ids), or null when no replica is ready. */
   acquire(exclude?: ReadonlySet<string>): UpstreamTarget | null;
   status(): EngineStatus;
-  /** Docker engines only: change the number of replicas (scaling down drains first), or replace every replica. */
+  /** Docker engines only: change the number of replicas (scaling down drains first), or replace every replica, one at a time, in the background. */
   scale?(replicas: number): Promise<void>;
   restart?(): Promise<void>;
   close(): Promise<void>;

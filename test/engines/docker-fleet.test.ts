@@ -124,6 +124,21 @@ describe.runIf(available)('Docker engine fleet', () => {
     expect((await chat()).status).toBe(200);
   }, 120_000);
 
+  it('restarts replica by replica, so the model keeps serving', async () => {
+    await until('two ready replicas', () => ready() === 2);
+    const before = status().replicas.map((r) => r.container!.id);
+    const engine = gateway.services.fleet.engines().find((e) => e.modelId === MODEL)!;
+    await engine.restart!();
+    let fewestReady = 2;
+    await until('both replicas replaced and ready', () => {
+      fewestReady = Math.min(fewestReady, ready());
+      const ids = status().replicas.map((r) => r.container?.id);
+      return ready() === 2 && ids.every((id) => id && !before.includes(id));
+    });
+    expect(fewestReady).toBeGreaterThanOrEqual(1);
+    expect((await chat()).status).toBe(200);
+  }, 120_000);
+
   it('drains a replica before removing it when scaled down', async () => {
     await until('two ready replicas', () => ready() === 2);
     // One long stream on each replica (least-loaded routing puts them apart): 100 tokens at 20 ms.

@@ -29,6 +29,8 @@ interface Replica {
 }
 
 const MAX_BACKOFF_MS = 60_000;
+/** A restart waits this long for a replica's requests to finish before replacing it anyway. */
+const DRAIN_TIMEOUT_MS = 60_000;
 const HEALTH_TIMEOUT_MS = 2_000;
 
 /**
@@ -196,6 +198,11 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
     }
   }
 
+  async function waitFor(done: () => boolean, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!done() && !closed && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs, 500)));
+  }
+
   function schedule(): void {
     if (closed) return;
     timer = setTimeout(() => {
@@ -271,12 +278,21 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
       await reconcileNow();
     },
     async restart() {
-      // Replace replicas one at a time, so the model keeps serving.
-      for (const replica of [...replicas.values()].sort((a, b) => a.index - b.index)) {
-        replicas.delete(replica.index);
-        await remove(replica.containerId, 'restart');
-        await reconcileNow();
-      }
+      // Rolling: drain one replica, replace it, wait until the new one is ready, then the next,
+      // so a model with two or more replicas keeps serving. Runs in the background: vLLM loads for minutes.
+      const indexes = [...replicas.keys()].sort((a, b) => a - b);
+      void (async () => {
+        for (const index of indexes) {
+          const replica = replicas.get(index);
+          if (closed || !replica) continue;
+          replica.state = 'draining';
+          await waitFor(() => replica.inFlight === 0, DRAIN_TIMEOUT_MS);
+          replicas.delete(index);
+          await remove(replica.containerId, 'restart');
+          await reconcileNow();
+          await waitFor(() => closed || replicas.get(index)?.state === 'ready', definition.startup_timeout_s * 1000);
+        }
+      })().catch((error: Error) => log.error('engine restart failed', { model: definition.model, detail: error.message }));
     },
     async close() {
       closed = true;
