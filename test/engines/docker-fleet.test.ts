@@ -139,6 +139,19 @@ describe.runIf(available)('Docker engine fleet', () => {
     expect((await chat()).status).toBe(200);
   }, 120_000);
 
+  it('puts a draining replica back in rotation when scaled up again before it is removed', async () => {
+    await until('two ready replicas', () => ready() === 2);
+    const streams = await Promise.all([chat({ stream: true, max_tokens: 60, ignore_eos: true }), chat({ stream: true, max_tokens: 60, ignore_eos: true })]);
+    const engine = gateway.services.fleet.engines().find((e) => e.modelId === MODEL)!;
+    const kept = status().replicas.find((r) => r.id === `${MODEL}/1`)!.container!.id;
+    await engine.scale!(1);
+    expect(status().replicas.find((r) => r.id === `${MODEL}/1`)?.state).toBe('draining');
+    await engine.scale!(2);
+    await until('the same replica ready again', () => ready() === 2);
+    expect(status().replicas.find((r) => r.id === `${MODEL}/1`)!.container!.id).toBe(kept);
+    for (const body of await Promise.all(streams.map((r) => r.text()))) expect(body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  }, 120_000);
+
   it('drains a replica before removing it when scaled down', async () => {
     await until('two ready replicas', () => ready() === 2);
     // One long stream on each replica (least-loaded routing puts them apart): 100 tokens at 20 ms.

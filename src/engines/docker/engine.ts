@@ -26,6 +26,8 @@ interface Replica {
   inFlight: number;
   served: number;
   failures: number;
+  /** Being replaced by a restart: it drains, and a reconcile pass must not put it back in rotation. */
+  retiring?: boolean;
 }
 
 const MAX_BACKOFF_MS = 60_000;
@@ -136,6 +138,8 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
         seen.delete(index);
         continue;
       }
+      // Wanted again while it drained (scaled back up): back into rotation once healthy.
+      if (tracked?.containerId === info.Id && tracked.state === 'draining' && !tracked.retiring) tracked.state = 'starting';
       if (!tracked || tracked.containerId !== info.Id) {
         // Running but not known to this process: a gateway restart. Adopt it.
         const address = replicaAddress(definition, index);
@@ -286,6 +290,7 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
           const replica = replicas.get(index);
           if (closed || !replica) continue;
           replica.state = 'draining';
+          replica.retiring = true;
           await waitFor(() => replica.inFlight === 0, DRAIN_TIMEOUT_MS);
           replicas.delete(index);
           await remove(replica.containerId, 'restart');
