@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
+type ScriptCall = (...args: string[]) => Promise<unknown>;
+
 /** One held slot. `release` is idempotent: a slot is given back once, never twice. */
 export interface Slot {
   release(): void;
@@ -26,14 +28,20 @@ export interface ConcurrencyLimiter {
  * slot?.release();
  */
 export function createRedisConcurrency(redis: Redis, prefix: string, leaseMs: number): ConcurrencyLimiter {
+  // Defined once: ioredis then sends EVALSHA, not the whole script, on every request.
+  const scripts = redis as Redis & { tollgateAcquireSlot?: ScriptCall; tollgateRenewSlot?: ScriptCall };
+  if (!scripts.tollgateAcquireSlot) redis.defineCommand('tollgateAcquireSlot', { numberOfKeys: 1, lua: ACQUIRE });
+  if (!scripts.tollgateRenewSlot) redis.defineCommand('tollgateRenewSlot', { numberOfKeys: 1, lua: RENEW });
+  const acquireSlot = (...args: string[]) => scripts.tollgateAcquireSlot!(...args);
+  const renewSlot = (...args: string[]) => scripts.tollgateRenewSlot!(...args);
   return {
     async acquire(key, limit) {
       const lease = randomUUID();
       const setKey = prefix + key;
-      const [granted, inFlight] = (await redis.eval(ACQUIRE, 1, setKey, String(leaseMs), String(limit), lease)) as [number, number];
+      const [granted, inFlight] = (await acquireSlot(setKey, String(leaseMs), String(limit), lease)) as [number, number];
       if (granted !== 1) return { slot: null, inFlight };
       const renew = setInterval(() => {
-        redis.eval(RENEW, 1, setKey, String(leaseMs), lease).catch(() => {});
+        renewSlot(setKey, String(leaseMs), lease).catch(() => {});
       }, Math.floor(leaseMs / 3));
       renew.unref();
       let released = false;

@@ -14,6 +14,8 @@ export interface LimitLease {
    * concurrency slot. Call once, when the request ends however it ends.
    */
   settle(actualTokens: number): Promise<void>;
+  /** Gives back everything the request took, its request count included: it was refused by a later check. */
+  cancel(): Promise<void>;
 }
 
 export interface KeyLimiterOptions {
@@ -99,6 +101,11 @@ export function createKeyLimiter(options: KeyLimiterOptions) {
       let settled = false;
       return {
         headers: limitHeaders(requestWindow, tokenWindow),
+        async cancel() {
+          if (settled) return;
+          settled = true;
+          await Promise.all(undo.map((step) => Promise.resolve(step()).catch(() => {})));
+        },
         async settle(actualTokens) {
           if (settled) return;
           settled = true;
@@ -130,7 +137,7 @@ export function createKeyLimiter(options: KeyLimiterOptions) {
 export type KeyLimiter = ReturnType<typeof createKeyLimiter>;
 
 /** A lease that takes nothing: limits switched off (TOLLGATE_LIMITS=off). */
-export const UNLIMITED_LEASE: LimitLease = { headers: {}, settle: async () => {} };
+export const UNLIMITED_LEASE: LimitLease = { headers: {}, settle: async () => {}, cancel: async () => {} };
 
 function tooMany(
   code: 'rate_limit_exceeded' | 'concurrency_limit_exceeded' | 'tokens_limit_exceeded' | 'monthly_quota_exceeded',

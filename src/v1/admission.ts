@@ -71,23 +71,26 @@ export async function authorize(c: Context<GatewayEnv>, services: Services, task
 
 /**
  * Takes what the request may use: a hold on the wallet for the most it can
- * cost (402 when nothing is available), then its key's limits (429), which
- * give the hold back when they refuse.
+ * cost (402 when nothing is available) and its key's limits (429). A request
+ * refused by either keeps nothing from the other.
  */
 export async function reserve(c: Context<GatewayEnv>, services: Services, request: AuthorizedRequest & { balance: bigint }): Promise<BilledCall> {
   const { balance, ...authorized } = request;
-  if (services.config.billingEnabled) {
-    const amount = holdAmount({ bodyBytes: request.bodyBytes, body: request.body, task: request.task, contextLength: request.model.contextLength }, request.price);
-    await holdFunds(services, request.caller.orgId, request.requestId, amount, balance);
+  // The hold and the limits are independent round trips: take them together, and give back
+  // whichever succeeded when the other refuses (the wallet's refusal first, as it comes first).
+  const hold = services.config.billingEnabled
+    ? holdFunds(services, request.caller.orgId, request.requestId, holdAmount({ bodyBytes: request.bodyBytes, body: request.body, task: request.task, contextLength: request.model.contextLength }, request.price), balance)
+    : Promise.resolve();
+  const limits = services.limiter
+    ? services.limiter.admit(request.caller.id, request.caller, estimateRequestTokens(request.body, request.task, services.config.limits.completionEstimate))
+    : Promise.resolve(UNLIMITED_LEASE);
+  const [held, leased] = await Promise.allSettled([hold, limits]);
+  if (held.status === 'rejected' || leased.status === 'rejected') {
+    if (held.status === 'fulfilled') await releaseHold(services, request.requestId);
+    if (leased.status === 'fulfilled') await leased.value.cancel();
+    throw held.status === 'rejected' ? held.reason : (leased as PromiseRejectedResult).reason;
   }
-  let lease = UNLIMITED_LEASE;
-  if (services.limiter) {
-    const estimate = estimateRequestTokens(request.body, request.task, services.config.limits.completionEstimate);
-    lease = await services.limiter.admit(request.caller.id, request.caller, estimate).catch(async (error: unknown) => {
-      await releaseHold(services, request.requestId);
-      throw error;
-    });
-  }
+  const lease = leased.value;
   for (const [name, value] of Object.entries(lease.headers)) c.header(name, value);
   return { ...authorized, lease };
 }
