@@ -1,4 +1,4 @@
-import { desc, eq, inArray, sql } from 'drizzle-orm';
+import { desc, eq, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { ledgerEntries, type LedgerKind, requestData, usageRecords, walletHolds, wallets } from '../db/schema.js';
 import { GatewayError } from '../http/errors.js';
@@ -84,64 +84,83 @@ export class WalletService {
   }
 
   /**
-   * Records usage and charges for many requests in one transaction, and lets
-   * go of their holds (and of the holds of `releases`: requests that ended
-   * without using anything): four statements whatever the count, which is
-   * what lets `ChargeWriter` group concurrent requests into one commit. A usage
-   * record's id is its request id, so a request written twice inserts nothing
-   * and charges nothing the second time. Returns, per record, whether it was new.
+   * Records usage and charges for many requests, and lets go of their holds
+   * (and of the holds of `releases`: requests that ended without using
+   * anything), in ONE statement whatever the count: one round trip and one
+   * commit, which is what lets `ChargeWriter` group concurrent requests into
+   * one write. A usage record's id is its request id, so a request written
+   * twice inserts nothing and charges nothing the second time. Each charge's
+   * ledger entry carries the balance right after it, in request order.
+   * Returns, per record, whether it was new.
    */
   async chargeMany(records: ChargeRecord[], releases: string[] = []): Promise<boolean[]> {
     if (records.length === 0 && releases.length === 0) return [];
     // Within one batch the first record of a request id counts; the others are repeats.
     const seen = new Set<string>();
-    const firsts = new Set(records.filter((r) => !seen.has(r.id) && seen.add(r.id)));
-    return this.db.transaction(async (tx) => {
-      const inserted = firsts.size
-        ? await tx
-            .insert(usageRecords)
-            .values([...firsts].map(({ requestData: _, ...row }) => row))
-            .onConflictDoNothing({ target: usageRecords.id })
-            .returning({ id: usageRecords.id })
-        : [];
-      const isNew = new Set(inserted.map((row) => row.id));
-      const bodies = [...firsts].flatMap((r) => (isNew.has(r.id) && r.requestData ? [{ requestId: r.id, ...r.requestData }] : []));
-      if (bodies.length > 0) await tx.insert(requestData).values(bodies);
-      const charges = [...firsts].filter((r) => isNew.has(r.id) && r.cost !== 0n);
-      const holdIds = [...seen, ...releases];
-      const released = holdIds.length
-        ? await tx.delete(walletHolds).where(inArray(walletHolds.requestId, holdIds)).returning({ orgId: walletHolds.orgId, amount: walletHolds.amount })
-        : [];
-
-      const debits = new Map<string, { cost: bigint; unheld: bigint }>();
-      const entry = (orgId: string) => debits.get(orgId) ?? debits.set(orgId, { cost: 0n, unheld: 0n }).get(orgId)!;
-      for (const charge of charges) entry(charge.orgId).cost += charge.cost;
-      for (const hold of released) entry(hold.orgId).unheld += hold.amount;
-      if (debits.size === 0) return records.map((r) => firsts.has(r) && isNew.has(r.id));
-
-      const rows = sql.join([...debits].map(([orgId, d]) => sql`(${orgId}, ${d.cost}::bigint, ${d.unheld}::bigint)`), sql`, `);
-      const updated = await tx.execute(
-        sql`update ${wallets} set balance_nanos = ${wallets.balance} - d.cost, reserved_nanos = ${wallets.reserved} - d.unheld, updated_at = now()
-            from (values ${rows}) as d(org_id, cost, unheld)
-            where ${wallets.orgId} = d.org_id
-            returning ${wallets.orgId} as org_id, ${wallets.balance} as balance_nanos`,
-      );
-      if (charges.length > 0) {
-        // Walk each organization's charges in order so every entry's balance_after is exact.
-        const running = new Map<string, bigint>();
-        for (const row of rowsOf<{ org_id: string; balance_nanos: string }>(updated)) {
-          running.set(row.org_id, BigInt(row.balance_nanos) + debits.get(row.org_id)!.cost);
-        }
-        const entries = charges.map((charge) => {
-          const before = running.get(charge.orgId);
-          if (before === undefined) throw new Error(`organization ${charge.orgId} has no wallet`);
-          running.set(charge.orgId, before - charge.cost);
-          return { orgId: charge.orgId, kind: 'charge' as const, amount: -charge.cost, balanceAfter: before - charge.cost, requestId: charge.id };
-        });
-        await tx.insert(ledgerEntries).values(entries);
-      }
-      return records.map((r) => firsts.has(r) && isNew.has(r.id));
-    });
+    const firsts = records.filter((r) => !seen.has(r.id) && seen.add(r.id));
+    const holdIds = sql.join([...seen, ...releases].map((id) => sql`${id}`), sql`, `);
+    if (firsts.length === 0) {
+      await this.db.execute(sql`with released as (
+          delete from ${walletHolds} where request_id in (${holdIds}) returning org_id, amount_nanos),
+        unheld as (select org_id, sum(amount_nanos)::bigint as total from released group by org_id)
+        update ${wallets} set reserved_nanos = ${wallets.reserved} - unheld.total, updated_at = now()
+        from unheld where ${wallets.orgId} = unheld.org_id`);
+      return records.map(() => false);
+    }
+    const rows = sql.join(
+      firsts.map(
+        (r, ord) => sql`(${ord}::int, ${r.id}::text, ${r.orgId}::text, ${r.keyId}::text, ${r.projectId ?? null}::text, ${r.modelId}::text,
+          ${r.endpoint}::text, ${r.promptTokens}::int, ${r.completionTokens}::int, ${r.cost}::bigint, ${r.status}::int, ${r.streamed}::boolean,
+          ${r.usageSource}::text, ${r.latencyMs}::int, ${r.ttftMs ?? null}::int, ${r.cacheHit ?? false}::boolean, ${(r.createdAt ?? new Date()).toISOString()}::timestamptz)`,
+      ),
+      sql`, `,
+    );
+    const withBodies = firsts.filter((r) => r.requestData);
+    const bodies = withBodies.length
+      ? sql`, bodies as (
+          insert into ${requestData} (request_id, request_body, response_body)
+          select b.id, b.request_body, b.response_body
+          from (values ${sql.join(withBodies.map((r) => sql`(${r.id}::text, ${r.requestData!.requestBody}::text, ${r.requestData!.responseBody}::text)`), sql`, `)})
+            as b(id, request_body, response_body)
+          join new_usage n on n.id = b.id
+          returning request_id)`
+      : sql``;
+    const result = await this.db.execute(sql`with input (ord, id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
+          cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at) as (values ${rows}),
+      new_usage as (
+        insert into ${usageRecords} (id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
+          cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at)
+        select id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
+          cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at from input
+        on conflict (id) do nothing
+        returning id, org_id, cost_nanos),
+      released as (
+        delete from ${walletHolds} where request_id in (${holdIds}) returning org_id, amount_nanos),
+      debits as (
+        select org_id, sum(cost)::bigint as cost, sum(unheld)::bigint as unheld from (
+          select org_id, cost_nanos as cost, 0::bigint as unheld from new_usage
+          union all select org_id, 0::bigint, amount_nanos from released) as parts
+        group by org_id),
+      updated as (
+        update ${wallets} set balance_nanos = ${wallets.balance} - debits.cost, reserved_nanos = ${wallets.reserved} - debits.unheld, updated_at = now()
+        from debits where ${wallets.orgId} = debits.org_id
+        returning ${wallets.orgId} as org_id, ${wallets.balance} as balance_nanos),
+      charged as (
+        select i.ord, n.id, n.org_id, n.cost_nanos from new_usage n join input i on i.id = n.id where n.cost_nanos <> 0),
+      ledger as (
+        insert into ${ledgerEntries} (org_id, kind, amount_nanos, balance_after_nanos, request_id)
+        select c.org_id, 'charge', -c.cost_nanos,
+          -- the balance right after this charge: the final balance plus the charges that follow it
+          u.balance_nanos + coalesce(sum(c.cost_nanos) over (partition by c.org_id order by c.ord rows between 1 following and unbounded following), 0),
+          c.id
+        from charged c join updated u on u.org_id = c.org_id
+        order by c.ord
+        returning id)
+      ${bodies}
+      select id from new_usage`);
+    const isNew = new Set(rowsOf<{ id: string }>(result).map((row) => row.id));
+    const firstOf = new Set(firsts);
+    return records.map((r) => firstOf.has(r) && isNew.has(r.id));
   }
 }
 
