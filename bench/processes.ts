@@ -11,7 +11,10 @@ export interface Child {
   /** The tail of the child's stdout and stderr, for error messages. */
   output(): string;
   exited(): boolean;
-  stop(): Promise<void>;
+  /** Resolves when the process has exited. */
+  exit: Promise<void>;
+  /** Sends a signal (SIGTERM by default) and waits for the exit; SIGKILL after 5 s if it lingers. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
 /**
@@ -48,8 +51,19 @@ process.once('exit', () => {
  * const sim = startTs('simulator', 'src/sim/main.ts', ['--port', '9000'], { cwd, env });
  */
 export function startTs(name: string, entry: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; nodeArgs?: string[] }): Child {
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', entry, ...args], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  if (child.pid === undefined) throw new Error(`${name} did not start`);
+  return startChild(name, process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', entry, ...args], options);
+}
+
+/**
+ * Starts any command, keeping the tail of its output, and kills it if this
+ * process exits first. The benchmark and the multi-process tests share it.
+ *
+ * @example
+ * const redis = startChild('redis', 'redis-server', ['--port', '6400'], { cwd, env: process.env });
+ */
+export function startChild(name: string, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Child {
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (child.pid === undefined) throw new Error(`${name} did not start (${command} not found?)`);
   running.add(child);
   let log = '';
   const keep = (chunk: Buffer) => {
@@ -70,9 +84,10 @@ export function startTs(name: string, entry: string, args: string[], options: { 
     pid: child.pid,
     output: () => log,
     exited: () => exited,
-    stop: async () => {
+    exit,
+    async stop(signal = 'SIGTERM') {
       if (exited) return;
-      child.kill('SIGTERM');
+      child.kill(signal);
       // A graceful close waits for PGlite to flush; a stuck one gets SIGKILL.
       const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
       await exit;
@@ -87,7 +102,7 @@ export function startTs(name: string, entry: string, args: string[], options: { 
  * @example
  * await waitForHealth(gateway, 'http://127.0.0.1:8080/health', 60_000);
  */
-export async function waitForHealth(child: Child, url: string, timeoutMs: number): Promise<void> {
+export async function waitForHealth(child: Child, url: string, timeoutMs = 45_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exited()) throw new Error(`${child.name} exited before it was healthy:\n${child.output()}`);

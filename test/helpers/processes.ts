@@ -1,103 +1,20 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { freePort, startChild, type Child as TestChild, waitForHealth } from '../../bench/processes.js';
 import { requireServices } from './services.js';
 
 /**
  * Child processes for tests that need more than one process: gateway replicas
  * (`node --import tsx src/main.ts`) and a Redis server of the test's own.
- * Every child is killed when the test process exits, whatever happened.
+ * Starting and stopping them is the benchmark's code (`bench/processes.ts`):
+ * every child is killed when the test process exits, whatever happened.
  */
 
 export const repoRoot = path.resolve(import.meta.dirname, '../..');
 
-/** Output kept per child: enough to explain a failed start. */
-const MAX_LOG_CHARS = 64 * 1024;
-
-export interface TestChild {
-  name: string;
-  pid: number;
-  /** The tail of the child's stdout and stderr. */
-  output(): string;
-  exited(): boolean;
-  /** Resolves when the process has exited. */
-  exit: Promise<void>;
-  /** Sends a signal and waits for the exit (SIGKILL after 5 s if it lingers). */
-  stop(signal?: NodeJS.Signals): Promise<void>;
-}
-
-const running = new Set<ChildProcess>();
-
-// Last resort when a test file dies before its afterAll: no orphans.
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
-
-/**
- * A free loopback port: the kernel picks one for a listener on port 0, which is
- * closed again before the child binds it (a tiny race, fine for tests).
- */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-export function startChild(name: string, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): TestChild {
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  if (child.pid === undefined) throw new Error(`${name} did not start (${command} not found?)`);
-  running.add(child);
-  let log = '';
-  const keep = (chunk: Buffer) => {
-    log = (log + chunk.toString('utf8')).slice(-MAX_LOG_CHARS);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  let exited = false;
-  const exit = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      exited = true;
-      running.delete(child);
-      resolve();
-    }),
-  );
-  return {
-    name,
-    pid: child.pid,
-    output: () => log,
-    exited: () => exited,
-    exit,
-    async stop(signal = 'SIGTERM') {
-      if (exited) return;
-      child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exit;
-      clearTimeout(timer);
-    },
-  };
-}
-
-/** Polls `url` until it answers 200; fails early if the child exits. */
-export async function waitForHealth(child: TestChild, url: string, timeoutMs = 45_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exited()) throw new Error(`${child.name} exited before it was healthy:\n${child.output()}`);
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-      await response.arrayBuffer();
-      if (response.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error(`${child.name} was not healthy at ${url} after ${timeoutMs / 1000} s:\n${child.output()}`);
-}
+export { freePort, startChild, waitForHealth } from '../../bench/processes.js';
+export type { Child as TestChild } from '../../bench/processes.js';
 
 export interface GatewayProcess {
   child: TestChild;
