@@ -7,22 +7,10 @@ import { ledgerEntries, usageRecords, walletHolds, wallets } from '../../src/db/
 import { expectError } from '../helpers/envelope.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
+import { sseData } from '../helpers/sse.js';
 
 const cacheStores = (await redisAvailable()) ? (['memory', 'redis'] as const) : (['memory'] as const);
 
-/** The data of every SSE event of a body, `[DONE]` included. */
-function sseData(text: string): string[] {
-  return text
-    .split('\n\n')
-    .filter((event) => event.trim() !== '')
-    .map((event) =>
-      event
-        .split('\n')
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(line.charCodeAt(5) === 32 ? 6 : 5))
-        .join('\n'),
-    );
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

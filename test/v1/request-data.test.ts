@@ -5,22 +5,10 @@ import { purgeRequestData } from '../../src/billing/request-data.js';
 import { requestData, usageRecords } from '../../src/db/schema.js';
 import { createLogger } from '../../src/http/log.js';
 import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { sseData } from '../helpers/sse.js';
 
 const stores = await availableStores();
 
-/** The data of every SSE event of a body, `[DONE]` included. */
-function sseData(text: string): string[] {
-  return text
-    .split('\n\n')
-    .filter((event) => event.trim() !== '')
-    .map((event) =>
-      event
-        .split('\n')
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(line.charCodeAt(5) === 32 ? 6 : 5))
-        .join('\n'),
-    );
-}
 
 /** The text a client reads from a chat stream's data events. */
 function streamText(data: string[]): string {
