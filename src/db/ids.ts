@@ -9,3 +9,8 @@ import { randomBytes } from 'node:crypto';
 export function newId(prefix: 'org' | 'proj' | 'key' | 'req'): string {
   return `${prefix}_${randomBytes(16).toString('hex')}`;
 }
+
+/** True for a string shaped like a project id (`proj_` and 32 hex digits): anything else is no project, without a query. */
+export function isProjectId(value: string): boolean {
+  return /^proj_[0-9a-f]{32}$/.test(value);
+}

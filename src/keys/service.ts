@@ -206,7 +206,7 @@ type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
 export async function assertProjectOf(db: Database | Tx, orgId: string, projectId: string): Promise<void> {
   const [project] = await db.select({ orgId: projects.orgId }).from(projects).where(eq(projects.id, projectId));
   if (!project || project.orgId !== orgId) {
-    throw new GatewayError('project_not_found', `Project ${projectId} does not exist in this organization.`);
+    throw new GatewayError('project_not_found', 'The project does not exist in this organization.');
   }
 }
 

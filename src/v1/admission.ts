@@ -7,6 +7,7 @@ import { GatewayError } from '../http/errors.js';
 import { describeError } from '../http/log.js';
 import { readJsonObject } from '../http/request.js';
 import { assertProjectOf, type AuthenticatedKey, verifiedKey } from '../keys/service.js';
+import { isProjectId } from '../db/ids.js';
 import { estimateRequestTokens } from '../limits/estimate.js';
 import { type LimitLease, UNLIMITED_LEASE } from '../limits/limiter.js';
 import type { Services } from '../services.js';
@@ -121,10 +122,21 @@ async function requestedModelNameAfterAuth(services: Services, authorization: st
   }
 }
 
-/** `X-Project-ID` names a project of the caller's organization; without it, the key's own project. */
+/**
+ * The project a request is booked to. Without `X-Project-ID`, the key's own
+ * project. A key made for a project may name only that project (403
+ * `forbidden` otherwise); an organization-wide key may name any project of its
+ * organization (403 `project_not_found` otherwise, as for an unknown id, so
+ * other tenants' ids cannot be probed). Errors never echo the header back.
+ */
 async function projectFor(c: Context<GatewayEnv>, services: Services, caller: AuthenticatedKey): Promise<string | null> {
   const header = c.req.header('x-project-id')?.trim();
   if (!header) return caller.projectId;
+  if (caller.projectId !== null) {
+    if (header === caller.projectId) return header;
+    throw new GatewayError('forbidden', 'This API key belongs to one project and may only be used for it: drop X-Project-ID or send that project\'s id.');
+  }
+  if (!isProjectId(header)) throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
   await unavailableOnFailure(() => assertProjectOf(services.db, caller.orgId, header));
   return header;
 }

@@ -191,5 +191,30 @@ describe.each(stores)('errors on /v1 (%s)', (store) => {
       await expectError(await post('/chat/completions', hello, { 'x-project-id': foreign.id }), 403, 'project_not_found', 'invalid_request_error');
       await expectError(await post('/chat/completions', hello, { 'x-project-id': 'proj_unknown' }), 403, 'project_not_found', 'invalid_request_error');
     });
+
+    it('holds a project-scoped key to its own project, and books its usage there', async () => {
+      const p1 = await gateway.services.orgs.createProject(orgId, 'p1');
+      const p2 = await gateway.services.orgs.createProject(orgId, 'p2');
+      const { key, secret: scoped } = await gateway.services.keys.create({ orgId, name: 'p1 only', projectId: p1.id });
+      const asScoped = (headers: Record<string, string>) => post('/chat/completions', hello, { authorization: `Bearer ${scoped}`, ...headers });
+      const body = await expectError(await asScoped({ 'x-project-id': p2.id }), 403, 'forbidden', 'auth_error');
+      expect(body.message).not.toContain(p2.id);
+      for (const headers of [{}, { 'x-project-id': p1.id }] as Array<Record<string, string>>) {
+        const response = await asScoped(headers);
+        expect(response.status).toBe(200);
+        const [record] = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.id, response.headers.get('x-request-id')!));
+        expect(record!.projectId).toBe(p1.id);
+      }
+      const p2Usage = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.projectId, p2.id));
+      expect(p2Usage).toHaveLength(0);
+      await gateway.services.keys.revoke(key.id);
+    });
+
+    it('never echoes a long X-Project-ID back', async () => {
+      const huge = `proj_${'x'.repeat(15_000)}`;
+      const response = await post('/chat/completions', hello, { 'x-project-id': huge });
+      const body = await expectError(response, 403, 'project_not_found', 'invalid_request_error');
+      expect(JSON.stringify(body).length).toBeLessThan(500);
+    });
   });
 });
