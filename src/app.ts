@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { operatorAuth } from './admin/auth.js';
 import { createAdminRoutes } from './admin/routes.js';
 import type { GatewayEnv } from './http/context.js';
 import { renderError, renderNotFound } from './http/render.js';
@@ -17,6 +18,9 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.use(requestId());
   app.get('/health', (c) => c.json({ status: 'ok' }));
+  app.get('/metrics', operatorAuth(services.adminToken), async (c) =>
+    c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
+  );
   app.route('/v1', createV1Routes(services));
   app.route('/admin/v1', createAdminRoutes(services));
   app.notFound((c) => renderNotFound(c, services.log));

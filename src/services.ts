@@ -13,6 +13,7 @@ import { createResponseCache, type ResponseCache } from './cache/response-cache.
 import { ChargeWriter } from './billing/charge-writer.js';
 import { WalletService } from './billing/wallet.js';
 import { OrgService } from './platform/orgs.js';
+import { createMetrics, type Metrics } from './http/metrics.js';
 
 /**
  * Everything the routes need, built once at start-up (see `gateway.ts`) and
@@ -37,6 +38,8 @@ export interface Services {
   cache: ResponseCache;
   /** Charges waiting for an unreachable store. */
   spool: ChargeSpool;
+  /** Prometheus counters, served at GET /metrics. */
+  metrics: Metrics;
 }
 
 export interface ServiceParts {
@@ -77,6 +80,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
         })
       : null,
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
+    metrics: createMetrics(),
     spool: new ChargeSpool(wallets, config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'unwritten-charges.jsonl'), log),
   };
 }

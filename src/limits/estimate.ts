@@ -1,4 +1,4 @@
-import { estimatePromptTokens } from '../proxy/usage.js';
+import { estimateInputTokens, estimatePromptTokens } from '../proxy/usage.js';
 
 /**
  * Tokens a request may use, for the token limits' check before it runs: the
@@ -13,15 +13,4 @@ export function estimateRequestTokens(body: Record<string, unknown>, task: 'chat
   if (task === 'embedding') return estimateInputTokens(body.input);
   const cap = [body.max_completion_tokens, body.max_tokens].find((v): v is number => Number.isSafeInteger(v) && (v as number) > 0);
   return estimatePromptTokens(body.messages) + (cap ?? completionEstimate);
-}
-
-function estimateInputTokens(input: unknown): number {
-  const items = Array.isArray(input) ? input : [input];
-  let tokens = 0;
-  for (const item of items) {
-    if (typeof item === 'string') tokens += Math.ceil(item.length / 4);
-    else if (Array.isArray(item)) tokens += item.length; // token ids
-    else if (typeof item === 'number') tokens += 1;
-  }
-  return Math.max(1, tokens);
 }

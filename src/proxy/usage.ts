@@ -4,8 +4,13 @@ export interface TokenUsage {
   completionTokens: number;
 }
 
-/** 'upstream': the engine reported it; 'estimated': a cut stream had to be counted by the gateway. */
-export type UsageSource = 'upstream' | 'estimated';
+/**
+ * 'upstream': the engine reported it; 'estimated': the engine reported no
+ * valid count, so the gateway counted (see `estimate…` below); 'clamped': the
+ * engine reported more than the request could use, and it was held to the
+ * request's bounds (`billing/token-bounds.ts`).
+ */
+export type UsageSource = 'upstream' | 'estimated' | 'clamped';
 
 /**
  * Reads an OpenAI/vLLM `usage` object. Returns null unless both counts are
@@ -42,4 +47,29 @@ export function estimatePromptTokens(messages: unknown): number {
     }
   }
   return Math.ceil(characters / 4) + 4 * messages.length + 3;
+}
+
+/** Embedding inputs' tokens, about four characters a token (token-id arrays count one each). */
+export function estimateInputTokens(input: unknown): number {
+  const items = Array.isArray(input) && !input.every((item) => typeof item === 'number') ? input : [input];
+  let tokens = 0;
+  for (const item of items) {
+    if (typeof item === 'string') tokens += Math.ceil(item.length / 4);
+    else if (Array.isArray(item)) tokens += item.length; // token ids
+  }
+  return Math.max(1, tokens);
+}
+
+/** A JSON chat answer's completion tokens, about four characters a token, for an engine that reported none. */
+export function estimateCompletionTokens(choices: unknown): number {
+  if (!Array.isArray(choices)) return 0;
+  let characters = 0;
+  for (const choice of choices) {
+    const message = (choice as { message?: Record<string, unknown> } | null)?.message;
+    for (const field of ['content', 'reasoning_content', 'reasoning']) {
+      if (typeof message?.[field] === 'string') characters += (message[field] as string).length;
+    }
+    if (message?.tool_calls !== undefined) characters += JSON.stringify(message.tool_calls).length;
+  }
+  return Math.ceil(characters / 4);
 }

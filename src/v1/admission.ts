@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
-import { holdAmount } from '../billing/holds.js';
+import { costOf } from '../billing/money.js';
+import { type TokenBounds, tokenBoundsOf } from '../billing/token-bounds.js';
 import { type ModelRow, pickModel, type PriceRow, requestedModelName } from '../catalog/service.js';
 import type { TaskType } from '../db/schema.js';
 import type { GatewayEnv } from '../http/context.js';
@@ -33,6 +34,10 @@ export interface AuthorizedRequest {
 export interface BilledCall extends AuthorizedRequest {
   /** What the request took from its key's limits; given back when it ends. */
   lease: LimitLease;
+  /** The most tokens the request can use; its charge is clamped to them. */
+  bounds: TokenBounds;
+  /** The hold on the wallet: the bounds at the model's prices, and so the most the request is charged. */
+  holdNanos: bigint;
 }
 
 /**
@@ -79,9 +84,9 @@ export async function reserve(c: Context<GatewayEnv>, services: Services, reques
   const { balance, ...authorized } = request;
   // The hold and the limits are independent round trips: take them together, and give back
   // whichever succeeded when the other refuses (the wallet's refusal first, as it comes first).
-  const hold = services.config.billingEnabled
-    ? holdFunds(services, request.caller.orgId, request.requestId, holdAmount({ bodyBytes: request.bodyBytes, body: request.body, task: request.task, contextLength: request.model.contextLength }, request.price), balance)
-    : Promise.resolve();
+  const bounds = tokenBoundsOf({ bodyBytes: request.bodyBytes, body: request.body, task: request.task, contextLength: request.model.contextLength });
+  const holdNanos = costOf(bounds, request.price);
+  const hold = services.config.billingEnabled ? holdFunds(services, request.caller.orgId, request.requestId, holdNanos, balance) : Promise.resolve();
   const limits = services.limiter
     ? services.limiter.admit(request.caller.id, request.caller, estimateRequestTokens(request.body, request.task, services.config.limits.completionEstimate))
     : Promise.resolve(UNLIMITED_LEASE);
@@ -93,7 +98,7 @@ export async function reserve(c: Context<GatewayEnv>, services: Services, reques
   }
   const lease = leased.value;
   for (const [name, value] of Object.entries(lease.headers)) c.header(name, value);
-  return { ...authorized, lease };
+  return { ...authorized, lease, bounds, holdNanos };
 }
 
 /** Gives back a request's hold; if this fails the hold expires by itself (see WalletService.sweepExpiredHolds). */

@@ -1,4 +1,5 @@
 import { costOf } from '../billing/money.js';
+import { clampUsage } from '../billing/token-bounds.js';
 import { bodiesToStore } from '../billing/request-data.js';
 import type { ChargeRecord } from '../billing/wallet.js';
 import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
@@ -27,9 +28,12 @@ export interface Settlement {
  * throws: the response is already on its way, so a charge the store cannot
  * take now waits in the spool (`billing/spool.ts`) until it can.
  */
-export async function settle(services: Services, call: BilledCall, settlement: Settlement): Promise<void> {
+export async function settle(services: Services, call: BilledCall, reported: Settlement): Promise<void> {
+  const settlement = withinBounds(services, call, reported);
   if (services.config.billingEnabled) {
-    const record = usageRecord(services, call, settlement, costOf(settlement.usage, call.price), false);
+    // The clamp keeps the cost within the hold; the min() is the rule itself, stated once more.
+    const cost = minOf(costOf(settlement.usage, call.price), call.holdNanos);
+    const record = usageRecord(services, call, settlement, cost, false);
     await services.charges.write(record).catch(async (error: unknown) => {
       services.log.error('charge not written: kept to retry until the store takes it', { requestId: record.id, ...describeError(error) });
       await services.spool.add(record).catch((spoolError: unknown) => {
@@ -44,6 +48,37 @@ export async function settle(services: Services, call: BilledCall, settlement: S
       services.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
     });
   }
+}
+
+/**
+ * The usage a call is billed for. Engine counts above what the request could
+ * use are clamped to its bounds (logged, and counted in
+ * `tollgate_usage_over_bound_total`); counts the gateway had to estimate
+ * (the engine reported none, or an invalid one) are counted in
+ * `tollgate_usage_estimated_total`, and held to the same bounds.
+ */
+function withinBounds(services: Services, call: BilledCall, settlement: Settlement): Settlement {
+  const labels = { model: call.model.id };
+  if (settlement.usageSource === 'estimated') {
+    services.metrics.usageEstimated.inc(labels);
+    services.log.warn('engine reported no valid usage: billed from an estimate', { requestId: call.requestId, model: call.model.id, status: settlement.status });
+  }
+  const { usage, excess } = clampUsage(settlement.usage, call.bounds);
+  if (!excess) return settlement;
+  services.metrics.usageOverBound.inc(labels);
+  services.metrics.tokensOverBound.inc({ ...labels, kind: 'prompt' }, excess.promptTokens);
+  services.metrics.tokensOverBound.inc({ ...labels, kind: 'completion' }, excess.completionTokens);
+  services.log.warn('engine reported more tokens than the request could use: charged at the bound', {
+    requestId: call.requestId,
+    model: call.model.id,
+    reported: settlement.usage,
+    bound: call.bounds,
+  });
+  return { ...settlement, usage, usageSource: settlement.usageSource === 'upstream' ? 'clamped' : settlement.usageSource };
+}
+
+function minOf(a: bigint, b: bigint): bigint {
+  return a < b ? a : b;
 }
 
 /** Records a cache hit: free, counted against no limit, but in the usage history like any request. */

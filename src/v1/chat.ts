@@ -5,7 +5,7 @@ import { withoutNullFields } from '../proxy/openai-shape.js';
 import { relaySse } from '../proxy/sse.js';
 import { postWithFailover } from '../proxy/failover.js';
 import type { UpstreamTarget } from '../engines/types.js';
-import { estimatePromptTokens, usageFrom } from '../proxy/usage.js';
+import { estimateCompletionTokens, estimatePromptTokens, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { authorize, reserve } from './admission.js';
 import { abandon, type BilledCall, settle } from './billed-call.js';
@@ -63,10 +63,11 @@ async function answerJson(c: Context<GatewayEnv>, services: Services, call: Bill
   const completion = (await response.json()) as Record<string, unknown>;
   completion.model = call.clientModel;
   const text = JSON.stringify(withoutNullFields(completion));
-  const usage = usageFrom(completion.usage) ?? { promptTokens: estimatePromptTokens(call.body.messages), completionTokens: 0 };
+  const reported = usageFrom(completion.usage);
+  const usage = reported ?? { promptTokens: estimatePromptTokens(call.body.messages), completionTokens: estimateCompletionTokens(completion.choices) };
   await settle(services, call, {
     usage,
-    usageSource: usageFrom(completion.usage) ? 'upstream' : 'estimated',
+    usageSource: reported ? 'upstream' : 'estimated',
     status: 200,
     streamed: false,
     answer: { kind: 'json', body: text, ...usage },

@@ -3,7 +3,7 @@ import type { GatewayEnv } from '../http/context.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import { postWithFailover } from '../proxy/failover.js';
-import { usageFrom } from '../proxy/usage.js';
+import { estimateInputTokens, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { authorize, reserve } from './admission.js';
 import { abandon, settle } from './billed-call.js';
@@ -34,9 +34,7 @@ export async function embeddings(c: Context<GatewayEnv>, services: Services): Pr
     // Clients index results by position: keep them in input order whatever order the engine used.
     if (Array.isArray(result.data)) (result.data as Array<{ index: number }>).sort((a, b) => a.index - b.index);
     const reported = usageFrom(result.usage);
-    // An engine that reports no usage is billed at zero tokens but still recorded, and logged.
-    if (!reported) services.log.warn('engine reported no usage for embeddings', { requestId: call.requestId, model: call.model.id });
-    const usage = reported ?? { promptTokens: 0, completionTokens: 0 };
+    const usage = reported ?? { promptTokens: estimateInputTokens(call.body.input), completionTokens: 0 };
     const text = JSON.stringify(withoutNullFields(result));
     await settle(services, call, {
       usage,
