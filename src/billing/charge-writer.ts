@@ -1,3 +1,4 @@
+import { StoreTimeoutError, withinStoreTimeout } from '../db/timeout.js';
 import type { Logger } from '../http/log.js';
 import type { ChargeRecord, WalletService } from './wallet.js';
 
@@ -9,7 +10,9 @@ type Item = { record: ChargeRecord; release?: undefined; done: (error?: unknown)
  * Requests that finish while a commit is under way wait for the next one,
  * which writes all of them in one transaction; each request still waits for
  * its own write to be committed before its response completes. Under load
- * this turns N transactions into about one per round trip to the store.
+ * this turns N transactions into about one per round trip to the store. A
+ * commit the store does not confirm within STORE_TIMEOUT_MS fails (the caller
+ * spools it; writes are keyed by request id, so a late commit is not doubled).
  *
  * @example
  * const writer = new ChargeWriter(wallets, log);
@@ -49,8 +52,10 @@ export class ChargeWriter {
         await this.commit(batch);
         for (const item of batch) item.done();
       } catch (error) {
-        if (batch.length === 1) {
-          batch[0]!.done(error);
+        // A store that does not answer fails the whole batch at once (to the spool); trying
+        // each item again would hold the next requests for STORE_TIMEOUT_MS per item.
+        if (batch.length === 1 || error instanceof StoreTimeoutError) {
+          for (const item of batch) item.done(error);
           continue;
         }
         // One bad record must not fail its neighbours: write them one by one.
@@ -69,6 +74,6 @@ export class ChargeWriter {
   private commit(batch: Item[]): Promise<unknown> {
     const records = batch.flatMap((item) => (item.record ? [item.record] : []));
     const releases = batch.flatMap((item) => (item.release ? [item.release] : []));
-    return this.wallets.chargeMany(records, releases);
+    return withinStoreTimeout(this.wallets.chargeMany(records, releases));
   }
 }

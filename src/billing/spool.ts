@@ -1,9 +1,10 @@
 import { appendFile, readFile, writeFile } from 'node:fs/promises';
+import { withinStoreTimeout } from '../db/timeout.js';
 import type { Logger } from '../http/log.js';
 import type { ChargeRecord, WalletService } from './wallet.js';
 
 /**
- * Charges the store could not take (it was unreachable when a request ended)
+ * Charges (and hold releases) the store could not take (it was unreachable when a request ended)
  * wait here, in memory and appended to a file in the data folder, and are
  * written again every few seconds until the store takes them. Writes are
  * keyed by request id, so a charge that did land after all is not charged
@@ -16,7 +17,7 @@ import type { ChargeRecord, WalletService } from './wallet.js';
  * await spool.add(record);
  */
 export class ChargeSpool {
-  private pending: ChargeRecord[] = [];
+  private pending: SpooledItem[] = [];
   private timer: NodeJS.Timeout | null = null;
   private draining = false;
 
@@ -32,16 +33,30 @@ export class ChargeSpool {
   async load(): Promise<void> {
     if (!this.file) return;
     const text = await readFile(this.file, 'utf8').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? '' : Promise.reject(error)));
-    const records = text.split('\n').filter(Boolean).map(parseRecord);
-    if (records.length === 0) return;
-    this.pending.push(...records);
-    this.log.warn('charges from an earlier outage are waiting to be written', { count: records.length });
+    const items = text.split('\n').filter(Boolean).map(parseItem);
+    if (items.length === 0) return;
+    this.pending.push(...items);
+    this.log.warn('charges from an earlier outage are waiting to be written', { count: items.length });
     this.schedule();
   }
 
-  async add(record: ChargeRecord): Promise<void> {
-    this.pending.push(record);
-    if (this.file) await appendFile(this.file, `${JSON.stringify(record, bigintAsString)}\n`, { mode: 0o600 });
+  /** Keeps a charge until the store takes it. */
+  add(record: ChargeRecord): Promise<void> {
+    return this.keep(record);
+  }
+
+  /**
+   * Keeps the release of a request's hold until the store takes it: a
+   * request that ended must not leave its hold to expire. Releasing a hold
+   * the store never took does nothing.
+   */
+  addRelease(requestId: string): Promise<void> {
+    return this.keep({ release: requestId });
+  }
+
+  private async keep(item: SpooledItem): Promise<void> {
+    this.pending.push(item);
+    if (this.file) await appendFile(this.file, `${serialize(item)}\n`, { mode: 0o600 });
     this.schedule();
   }
 
@@ -56,9 +71,11 @@ export class ChargeSpool {
     this.draining = true;
     const batch = this.pending.slice();
     try {
-      await this.wallets.chargeMany(batch);
+      const records = batch.flatMap((item) => ('release' in item ? [] : [item]));
+      const releases = batch.flatMap((item) => ('release' in item ? [item.release] : []));
+      await withinStoreTimeout(this.wallets.chargeMany(records, releases));
       this.pending = this.pending.slice(batch.length);
-      if (this.file) await writeFile(this.file, this.pending.map((r) => JSON.stringify(r, bigintAsString)).join('\n') + (this.pending.length ? '\n' : ''));
+      if (this.file) await writeFile(this.file, this.pending.map(serialize).join('\n') + (this.pending.length ? '\n' : ''));
       this.log.warn('charges from an outage written', { count: batch.length });
       return this.pending.length === 0;
     } catch {
@@ -83,11 +100,15 @@ export class ChargeSpool {
   }
 }
 
-function bigintAsString(_key: string, value: unknown): unknown {
-  return typeof value === 'bigint' ? value.toString() : value;
+/** A charge, or the release of the hold of a request that used nothing. */
+type SpooledItem = ChargeRecord | { release: string };
+
+function serialize(item: SpooledItem): string {
+  return JSON.stringify(item, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
 }
 
-function parseRecord(line: string): ChargeRecord {
-  const raw = JSON.parse(line) as ChargeRecord & { cost: string; createdAt?: string };
+function parseItem(line: string): SpooledItem {
+  const raw = JSON.parse(line) as (ChargeRecord & { cost: string; createdAt?: string }) | { release: string };
+  if ('release' in raw) return { release: raw.release };
   return { ...raw, cost: BigInt(raw.cost), createdAt: raw.createdAt ? new Date(raw.createdAt) : undefined };
 }

@@ -9,6 +9,7 @@ import { describeError } from '../http/log.js';
 import { readJsonObject } from '../http/request.js';
 import { assertProjectOf, type AuthenticatedKey, verifiedKey } from '../keys/service.js';
 import { isProjectId } from '../db/ids.js';
+import { withinStoreTimeout } from '../db/timeout.js';
 import { estimateRequestTokens } from '../limits/estimate.js';
 import { type LimitLease, UNLIMITED_LEASE } from '../limits/limiter.js';
 import type { Services } from '../services.js';
@@ -92,7 +93,8 @@ export async function reserve(c: Context<GatewayEnv>, services: Services, reques
     : Promise.resolve(UNLIMITED_LEASE);
   const [held, leased] = await Promise.allSettled([hold, limits]);
   if (held.status === 'rejected' || leased.status === 'rejected') {
-    if (held.status === 'fulfilled') await releaseHold(services, request.requestId);
+    // A store that failed or timed out may still have taken the hold: give it back too (a no-op when it did not).
+    if (held.status === 'fulfilled' || isStoreFailure(held.reason)) await releaseHold(services, request.requestId);
     if (leased.status === 'fulfilled') await leased.value.cancel();
     throw held.status === 'rejected' ? held.reason : (leased as PromiseRejectedResult).reason;
   }
@@ -101,10 +103,22 @@ export async function reserve(c: Context<GatewayEnv>, services: Services, reques
   return { ...authorized, lease, bounds, holdNanos };
 }
 
-/** Gives back a request's hold; if this fails the hold expires by itself (see WalletService.sweepExpiredHolds). */
+/**
+ * Gives back a request's hold. If the store cannot take the release now, it
+ * waits in the spool (memory and the data folder) and is retried until it
+ * can; only a gateway killed with it still unwritten leaves the hold to
+ * expire (see WalletService.sweepExpiredHolds).
+ */
 export async function releaseHold(services: Services, requestId: string): Promise<void> {
   if (!services.config.billingEnabled) return;
-  await services.charges.release(requestId).catch((error: unknown) => services.log.warn('hold release failed', { requestId, ...describeError(error) }));
+  await services.charges.release(requestId).catch(async (error: unknown) => {
+    services.log.warn('hold release failed: kept to retry', { requestId, ...describeError(error) });
+    await services.spool.addRelease(requestId).catch(() => {});
+  });
+}
+
+function isStoreFailure(error: unknown): boolean {
+  return error instanceof GatewayError && error.code === 'billing_unavailable';
 }
 
 async function holdFunds(services: Services, orgId: string, requestId: string, amount: bigint, balance: bigint): Promise<void> {
@@ -146,24 +160,15 @@ async function projectFor(c: Context<GatewayEnv>, services: Services, caller: Au
   return header;
 }
 
-/** Longest the request path waits on the store before answering 503 (a dead network can hang a query). */
-const STORE_TIMEOUT_MS = 5_000;
-
-/** A store that cannot be read means billing cannot be checked: 503, retry later. */
+/** A store that cannot be read (or does not answer within STORE_TIMEOUT_MS) means billing cannot be checked: 503, retry later. */
 async function unavailableOnFailure<T>(step: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the store did not answer within ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS);
-  });
   try {
-    return await Promise.race([step(), timeout]);
+    return await withinStoreTimeout(step());
   } catch (error) {
     if (error instanceof GatewayError) throw error;
     throw new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', {
       headers: { 'Retry-After': '2' },
       cause: error,
     });
-  } finally {
-    clearTimeout(timer);
   }
 }

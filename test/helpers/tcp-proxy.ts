@@ -6,6 +6,12 @@ export interface TcpProxy {
   stop(): Promise<void>;
   /** Listens again on the same port. */
   start(): Promise<void>;
+  /**
+   * From the next client message that contains `marker` on, the target's
+   * replies on that connection are dropped: the target did the work, and the
+   * client never hears of it (a stalled network). Once, for the first match.
+   */
+  swallowRepliesAfter(marker: string): void;
 }
 
 /**
@@ -16,6 +22,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   const sockets = new Set<net.Socket>();
   let server: net.Server | null = null;
   let port = 0;
+  let swallowMarker: string | null = null;
   const listen = () =>
     new Promise<void>((resolve, reject) => {
       server = net.createServer((client) => {
@@ -28,7 +35,19 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
             upstream.destroy();
           });
         }
-        client.pipe(upstream).pipe(client);
+        let swallowing = false;
+        client.on('data', (chunk: Buffer) => {
+          if (swallowMarker !== null && chunk.includes(swallowMarker)) {
+            swallowMarker = null;
+            swallowing = true;
+          }
+          upstream.write(chunk);
+        });
+        upstream.on('data', (chunk: Buffer) => {
+          if (!swallowing) client.write(chunk);
+        });
+        client.on('end', () => upstream.end());
+        upstream.on('end', () => client.end());
       });
       server.once('error', reject);
       server.listen(port, '127.0.0.1', () => {
@@ -47,5 +66,8 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       server = null;
     },
     start: listen,
+    swallowRepliesAfter(marker) {
+      swallowMarker = marker;
+    },
   };
 }
