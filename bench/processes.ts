@@ -11,6 +11,8 @@ export interface Child {
   /** The tail of the child's stdout and stderr, for error messages. */
   output(): string;
   exited(): boolean;
+  /** The exit code once it has exited (null: killed by a signal, or still running). */
+  exitCode(): number | null;
   /** Resolves when the process has exited. */
   exit: Promise<void>;
   /** Sends a signal (SIGTERM by default) and waits for the exit; SIGKILL after 5 s if it lingers. */
@@ -72,9 +74,11 @@ export function startChild(name: string, command: string, args: string[], option
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   let exited = false;
+  let exitCode: number | null = null;
   const exit = new Promise<void>((resolve) =>
-    child.once('exit', () => {
+    child.once('exit', (code) => {
       exited = true;
+      exitCode = code;
       running.delete(child);
       resolve();
     }),
@@ -84,6 +88,7 @@ export function startChild(name: string, command: string, args: string[], option
     pid: child.pid,
     output: () => log,
     exited: () => exited,
+    exitCode: () => exitCode,
     exit,
     async stop(signal = 'SIGTERM') {
       if (exited) return;

@@ -17,7 +17,12 @@ import { createV1Routes } from './v1/routes.js';
 export function createApp(services: Services): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.use(requestId());
-  app.get('/health', (c) => c.json({ status: 'ok' }));
+  // A draining gateway asks keep-alive clients to go elsewhere, and load balancers to stop sending.
+  app.use(async (c, next) => {
+    await next();
+    if (services.inFlight.draining) c.header('connection', 'close');
+  });
+  app.get('/health', (c) => (services.inFlight.draining ? c.json({ status: 'draining' }, 503) : c.json({ status: 'ok' })));
   app.get('/metrics', operatorAuth(services.adminToken), async (c) =>
     c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
   );

@@ -44,6 +44,7 @@ const settingsSchema = z.object({
   TOLLGATE_ENGINES_ON_SHUTDOWN: z.enum(['leave', 'stop']).default('leave'),
   TOLLGATE_SIM_TTFT_MS: z.coerce.number().int().min(0).default(0),
   TOLLGATE_SIM_ITL_MS: z.coerce.number().int().min(0).default(0),
+  TOLLGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(25_000),
 });
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -86,6 +87,8 @@ export interface Config {
   };
   /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
   billingEnabled: boolean;
+  /** On SIGTERM, how long requests in flight may run on before they are cut (and billed for what they used). */
+  shutdownGraceMs: number;
   limits: {
     /** false turns every per-key limit off (for benchmarks, or behind another limiter). */
     enabled: boolean;
@@ -131,6 +134,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     cache: { ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS, maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES },
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
     billingEnabled: s.TOLLGATE_BILLING === 'on',
+    shutdownGraceMs: s.TOLLGATE_SHUTDOWN_GRACE_MS,
     limits: {
       enabled: s.TOLLGATE_LIMITS === 'on',
       redisPrefix: s.TOLLGATE_REDIS_PREFIX,

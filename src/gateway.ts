@@ -9,6 +9,7 @@ import { openStore } from './db/client.js';
 import { openRedis, redisReady } from './db/redis.js';
 import { readEngineDefinitions, type SimulatorDefinition } from './engines/definitions.js';
 import { startFleet } from './engines/fleet.js';
+import { STORE_TIMEOUT_MS } from './db/timeout.js';
 import { createLogger, type Logger } from './http/log.js';
 import { type DemoSeed, seedDemo } from './seed.js';
 import { createServices, type Services } from './services.js';
@@ -23,6 +24,14 @@ export interface RunningGateway {
   adminToken: AdminToken;
   /** Set on the first start with an empty store (and TOLLGATE_SEED_DEMO on). */
   demo: DemoSeed | null;
+  /**
+   * Shuts down without losing work (SIGTERM): stops accepting connections,
+   * answers `/health` with 503, lets requests in flight finish for up to
+   * `TOLLGATE_SHUTDOWN_GRACE_MS`, cuts what is still running after that (billed
+   * for what it used, as a client leaving is), and waits until every call is
+   * billed (or spooled). Call `close()` after it.
+   */
+  drain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -83,6 +92,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       services,
       adminToken,
       demo,
+      drain: () => drain(server, services),
       close: () => runAll(closers),
     };
   } catch (error) {
@@ -96,6 +106,37 @@ function listen(fetch: Parameters<typeof serve>[0]['fetch'], config: Config): Pr
     const server = serve({ fetch, port: config.port, hostname: config.host }, () => resolve(server));
     server.once('error', reject);
   });
+}
+
+/** How often a draining gateway closes keep-alive connections that have gone idle. */
+const DRAIN_POLL_MS = 100;
+
+async function drain(server: ServerType, services: Services): Promise<void> {
+  const { inFlight, log, config } = services;
+  if (inFlight.draining) return;
+  inFlight.draining = true;
+  log.info('draining: no new connections; requests in flight may finish', { inFlight: inFlight.size, graceMs: config.shutdownGraceMs });
+  const http = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  const idler = setInterval(() => http.closeIdleConnections(), DRAIN_POLL_MS);
+  http.closeIdleConnections();
+  const deadline = Date.now() + config.shutdownGraceMs;
+  let timer: NodeJS.Timeout | undefined;
+  const graceOver = new Promise<'grace over'>((resolve) => (timer = setTimeout(() => resolve('grace over'), config.shutdownGraceMs)));
+  const outcome = await Promise.race([closed.then(() => 'closed' as const), graceOver]);
+  clearTimeout(timer);
+  clearInterval(idler);
+  if (outcome === 'grace over') {
+    log.warn('grace period over: cutting requests still in flight (each is billed for what it used)', { inFlight: inFlight.size });
+    http.closeAllConnections();
+  }
+  // Connections are gone; the calls they carried may still be writing their charges.
+  const billed = await inFlight.idle(Math.max(0, deadline - Date.now()) + STORE_TIMEOUT_MS + 1_000);
+  if (!billed) log.error('calls still unbilled at shutdown', { inFlight: inFlight.size });
+  if (services.spool.size > 0 && !(await services.spool.drain())) {
+    log.warn('charges left in the spool at shutdown: the next start writes them', { count: services.spool.size });
+  }
+  log.info('drained', {});
 }
 
 function closeServer(server: ServerType): Promise<void> {

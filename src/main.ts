@@ -16,7 +16,12 @@ async function main(): Promise<void> {
     throw error;
   }
   printBanner(gateway);
+  // SIGTERM (a rolling deploy) and SIGINT drain first: nothing in flight is lost or left unbilled.
+  // A second signal stops at once.
   const stop = async () => {
+    process.once('SIGTERM', () => process.exit(1));
+    process.once('SIGINT', () => process.exit(1));
+    await gateway.drain();
     await gateway.close();
     process.exit(0);
   };

@@ -14,6 +14,7 @@ import { ChargeWriter } from './billing/charge-writer.js';
 import { WalletService } from './billing/wallet.js';
 import { OrgService } from './platform/orgs.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
+import { InFlight } from './http/in-flight.js';
 
 /**
  * Everything the routes need, built once at start-up (see `gateway.ts`) and
@@ -40,6 +41,8 @@ export interface Services {
   spool: ChargeSpool;
   /** Prometheus counters, served at GET /metrics. */
   metrics: Metrics;
+  /** Billed calls under way, and whether the gateway is draining; see `gateway.ts` drain(). */
+  inFlight: InFlight;
 }
 
 export interface ServiceParts {
@@ -81,6 +84,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
       : null,
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     metrics: createMetrics(),
+    inFlight: new InFlight(),
     spool: new ChargeSpool(wallets, config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'unwritten-charges.jsonl'), log),
   };
 }

@@ -39,6 +39,8 @@ export interface BilledCall extends AuthorizedRequest {
   bounds: TokenBounds;
   /** The hold on the wallet: the bounds at the model's prices, and so the most the request is charged. */
   holdNanos: bigint;
+  /** Marks the call as ended for a draining gateway; `settle` and `abandon` call it once billing is done. */
+  finish(): void;
 }
 
 /**
@@ -100,7 +102,7 @@ export async function reserve(c: Context<GatewayEnv>, services: Services, reques
   }
   const lease = leased.value;
   for (const [name, value] of Object.entries(lease.headers)) c.header(name, value);
-  return { ...authorized, lease, bounds, holdNanos };
+  return { ...authorized, lease, bounds, holdNanos, finish: services.inFlight.begin() };
 }
 
 /**

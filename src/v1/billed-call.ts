@@ -29,6 +29,14 @@ export interface Settlement {
  * take now waits in the spool (`billing/spool.ts`) until it can.
  */
 export async function settle(services: Services, call: BilledCall, reported: Settlement): Promise<void> {
+  try {
+    await settleCall(services, call, reported);
+  } finally {
+    call.finish();
+  }
+}
+
+async function settleCall(services: Services, call: BilledCall, reported: Settlement): Promise<void> {
   const settlement = withinBounds(services, call, reported);
   if (services.config.billingEnabled) {
     // The clamp keeps the cost within the hold; the min() is the rule itself, stated once more.
@@ -131,5 +139,9 @@ function answerText(answer: CachedResponse): string {
 
 /** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */
 export async function abandon(services: Services, call: BilledCall): Promise<void> {
-  await Promise.all([call.lease.settle(0), releaseHold(services, call.requestId)]);
+  try {
+    await Promise.all([call.lease.settle(0), releaseHold(services, call.requestId)]);
+  } finally {
+    call.finish();
+  }
 }
