@@ -45,6 +45,7 @@ const settingsSchema = z.object({
   TOLLGATE_SIM_TTFT_MS: z.coerce.number().int().min(0).default(0),
   TOLLGATE_SIM_ITL_MS: z.coerce.number().int().min(0).default(0),
   TOLLGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(25_000),
+  TOLLGATE_HOLD_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
 });
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -89,6 +90,8 @@ export interface Config {
   billingEnabled: boolean;
   /** On SIGTERM, how long requests in flight may run on before they are cut (and billed for what they used). */
   shutdownGraceMs: number;
+  /** A wallet hold expires this long after it was taken or last renewed; a dead process's holds are given back within two leases. */
+  holdLeaseMs: number;
   limits: {
     /** false turns every per-key limit off (for benchmarks, or behind another limiter). */
     enabled: boolean;
@@ -135,6 +138,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
     billingEnabled: s.TOLLGATE_BILLING === 'on',
     shutdownGraceMs: s.TOLLGATE_SHUTDOWN_GRACE_MS,
+    holdLeaseMs: s.TOLLGATE_HOLD_LEASE_MS,
     limits: {
       enabled: s.TOLLGATE_LIMITS === 'on',
       redisPrefix: s.TOLLGATE_REDIS_PREFIX,

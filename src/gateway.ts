@@ -14,6 +14,7 @@ import { createLogger, type Logger } from './http/log.js';
 import { type DemoSeed, seedDemo } from './seed.js';
 import { createServices, type Services } from './services.js';
 
+/** How often expired holds are swept and old request data purged: every minute, or every hold lease if shorter. */
 const SWEEP_INTERVAL_MS = 60_000;
 
 export interface RunningGateway {
@@ -77,9 +78,12 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       purgeRequestData(store.db, config.requestData.retentionDays).catch((error: unknown) =>
         log.warn('purging old request data failed', { detail: (error as Error).message }),
       );
-    }, SWEEP_INTERVAL_MS);
+    }, Math.min(SWEEP_INTERVAL_MS, config.holdLeaseMs));
     sweeper.unref();
-    closers.unshift(async () => clearInterval(sweeper));
+    closers.unshift(async () => {
+      clearInterval(sweeper);
+      services.holdLeases.stop();
+    });
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
     const demo = config.seedDemo ? await seedDemo(services, simulated) : null;
     const server = await listen(createApp(services).fetch, config);

@@ -15,6 +15,7 @@ import { WalletService } from './billing/wallet.js';
 import { OrgService } from './platform/orgs.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
 import { InFlight } from './http/in-flight.js';
+import { HoldLeases } from './billing/hold-leases.js';
 
 /**
  * Everything the routes need, built once at start-up (see `gateway.ts`) and
@@ -43,6 +44,8 @@ export interface Services {
   metrics: Metrics;
   /** Billed calls under way, and whether the gateway is draining; see `gateway.ts` drain(). */
   inFlight: InFlight;
+  /** Renews the wallet holds of this process's requests while they run. */
+  holdLeases: HoldLeases;
 }
 
 export interface ServiceParts {
@@ -85,6 +88,8 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     metrics: createMetrics(),
     inFlight: new InFlight(),
+    // A request never runs past its upstream timeout; a little more covers its charge.
+    holdLeases: new HoldLeases(wallets, log, { leaseMs: config.holdLeaseMs, maxHoldMs: config.upstreamTimeoutMs + 60_000 }),
     spool: new ChargeSpool(wallets, config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'unwritten-charges.jsonl'), log),
   };
 }

@@ -61,9 +61,18 @@ export class WalletService {
     return rowsOf(result).length === 1;
   }
 
+  /** Pushes the expiry of these requests' holds to one lease from now (see `hold-leases.ts`). */
+  async renewHolds(requestIds: string[], leaseMs: number): Promise<void> {
+    if (requestIds.length === 0) return;
+    await this.db.execute(
+      sql`update ${walletHolds} set expires_at = now() + ${`${leaseMs} milliseconds`}::interval
+          where request_id in (${sql.join(requestIds.map((id) => sql`${id}`), sql`, `)})`,
+    );
+  }
+
   /**
-   * Gives back the holds of requests that never settled (their gateway died)
-   * once they expire. Returns how many it swept.
+   * Gives back the holds of requests that never settled (their gateway died,
+   * so nothing renewed them) once they expire. Returns how many organizations it swept.
    */
   async sweepExpiredHolds(): Promise<number> {
     const result = await this.db.execute(

@@ -102,7 +102,13 @@ export async function reserve(c: Context<GatewayEnv>, services: Services, reques
   }
   const lease = leased.value;
   for (const [name, value] of Object.entries(lease.headers)) c.header(name, value);
-  return { ...authorized, lease, bounds, holdNanos, finish: services.inFlight.begin() };
+  const ended = services.inFlight.begin();
+  const untrack = services.config.billingEnabled ? services.holdLeases.track(request.requestId) : () => {};
+  const finish = () => {
+    untrack();
+    ended();
+  };
+  return { ...authorized, lease, bounds, holdNanos, finish };
 }
 
 /**
@@ -128,8 +134,7 @@ async function holdFunds(services: Services, orgId: string, requestId: string, a
     new GatewayError('insufficient_funds', 'The wallet balance is zero or negative, or held by requests in flight. Top up the wallet to continue.');
   // Most broke wallets are turned away here, without a write.
   if (balance <= 0n) throw insufficient();
-  const ttlMs = services.config.upstreamTimeoutMs + 60_000;
-  const held = await unavailableOnFailure(() => services.wallets.hold(orgId, requestId, amount, ttlMs));
+  const held = await unavailableOnFailure(() => services.wallets.hold(orgId, requestId, amount, services.config.holdLeaseMs));
   if (!held) throw insufficient();
 }
 
