@@ -45,15 +45,15 @@ process.once('exit', () => {
 });
 
 /**
- * Starts a TypeScript entry point with tsx's loader inside one node process,
- * not through the `tsx` CLI: the CLI forks a second node, so its pid would
- * neither carry the gateway's memory nor take signals directly.
+ * Starts a built entry point (`dist/…`, made by `npm run build`) in one node
+ * process, as `npm start` runs the gateway: its pid carries the memory
+ * measured and takes signals directly.
  *
  * @example
- * const sim = startTs('simulator', 'src/sim/main.ts', ['--port', '9000'], { cwd, env });
+ * const sim = startBuilt('simulator', 'dist/sim/main.js', ['--port', '9000'], { cwd, env });
  */
-export function startTs(name: string, entry: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; nodeArgs?: string[] }): Child {
-  return startChild(name, process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', entry, ...args], options);
+export function startBuilt(name: string, entry: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; nodeArgs?: string[] }): Child {
+  return startChild(name, process.execPath, [...(options.nodeArgs ?? []), '--enable-source-maps', entry, ...args], options);
 }
 
 /**

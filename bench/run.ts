@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createAgent, runSlice, type Slice, type Target } from './load.js';
-import { freePort, rssMiB, startTs, waitForHealth, type Child } from './processes.js';
+import { freePort, rssMiB, startBuilt, waitForHealth, type Child } from './processes.js';
 import { compare, formatScenario, type ScenarioResult } from './report.js';
 import { provision } from './setup.js';
 
@@ -124,7 +124,7 @@ async function main(): Promise<number> {
     const simPort = await freePort();
     const simUrl = `http://127.0.0.1:${simPort}`;
     const simArgs = ['--port', String(simPort), '--model', 'sim-chat', '--model', 'sim-embed:embedding', '--ttft-ms', String(settings.ttftMs), '--itl-ms', String(settings.itlMs)];
-    const sim = startTs('simulator', 'src/sim/main.ts', simArgs, { cwd: ROOT, env: cleanEnv() });
+    const sim = startBuilt('simulator', 'dist/sim/main.js', simArgs, { cwd: ROOT, env: cleanEnv() });
     children.push(sim);
     await waitForHealth(sim, `${simUrl}/health`, START_TIMEOUT_MS);
 
@@ -148,7 +148,7 @@ async function main(): Promise<number> {
         TOLLGATE_ENGINES_FILE: enginesFile,
         ...extra,
       });
-      const child = startTs(name, 'src/main.ts', [], { cwd: ROOT, env, nodeArgs: name === 'gateway' ? nodeArgs : [] });
+      const child = startBuilt(name, 'dist/main.js', [], { cwd: ROOT, env, nodeArgs: name === 'gateway' ? nodeArgs : [] });
       children.push(child);
       await waitForHealth(child, `${url}/health`, START_TIMEOUT_MS);
       return { child, url, secret: await provision(url, ADMIN_TOKEN) };

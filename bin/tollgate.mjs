@@ -1,7 +1,11 @@
 #!/usr/bin/env node
-// The `tollgate` command: runs the TypeScript CLI through tsx, so there is no build step.
-import { register } from 'tsx/esm/api';
+// The `tollgate` command: the built CLI in dist/ (`npm ci` builds it; `npm run build` after a change).
+import { existsSync } from 'node:fs';
 
-register();
-const { main } = await import('../src/cli/main.ts');
+const built = new URL('../dist/cli/main.js', import.meta.url);
+if (!existsSync(built)) {
+  process.stderr.write('tollgate: the CLI is not built: run `npm run build` in the Tollgate folder first.\n');
+  process.exit(2);
+}
+const { main } = await import(built.href);
 process.exitCode = await main(process.argv.slice(2));

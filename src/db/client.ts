@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +31,15 @@ export interface OpenStoreOptions {
   poolSize?: number;
 }
 
-const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../drizzle');
+/** The committed migrations: `drizzle/` at the package root, found from `src/db/` (tsx) or from the bundle in `dist/`. */
+const migrationsFolder = findPackageFolder('drizzle', path.dirname(fileURLToPath(import.meta.url)));
+
+function findPackageFolder(name: string, from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, name, 'meta', '_journal.json'))) return path.join(dir, name);
+    if (dir === path.dirname(dir)) throw new Error(`no ${name}/ folder with migrations above ${from}`);
+  }
+}
 
 // Any fixed number: replicas starting together take turns running migrations.
 const MIGRATION_LOCK_ID = 7_110_472_001;

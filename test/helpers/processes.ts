@@ -6,7 +6,7 @@ import { requireServices } from './services.js';
 
 /**
  * Child processes for tests that need more than one process: gateway replicas
- * (`node --import tsx src/main.ts`) and a Redis server of the test's own.
+ * (`node dist/main.js`) and a Redis server of the test's own.
  * Starting and stopping them is the benchmark's code (`bench/processes.ts`):
  * every child is killed when the test process exits, whatever happened.
  */
@@ -23,14 +23,14 @@ export interface GatewayProcess {
 }
 
 /**
- * Starts the gateway as its own process (tsx's loader inside one node, so the
- * pid is the gateway's and takes signals directly) and waits for /health.
+ * Starts the gateway as its own process, as `npm start` does (the build in
+ * `dist/`, made by the test run's global setup), and waits for /health.
  * The parent's TOLLGATE_* settings are not inherited: only `env` configures it.
  */
 export async function startGatewayProcess(name: string, env: Record<string, string>): Promise<GatewayProcess> {
   const port = await freePort();
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(TOLLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(key)));
-  const child = startChild(name, process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = startChild(name, process.execPath, ['--enable-source-maps', 'dist/main.js'], {
     cwd: repoRoot,
     env: { ...inherited, TOLLGATE_HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_SEED_DEMO: 'false', ...env, PORT: String(port) },
   });
