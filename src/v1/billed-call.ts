@@ -67,7 +67,8 @@ async function settleCall(services: Services, call: BilledCall, reported: Settle
  */
 function withinBounds(services: Services, call: BilledCall, settlement: Settlement): Settlement {
   const labels = { model: call.model.id };
-  if (settlement.usageSource === 'estimated') {
+  // A client that left (499) gave the engine no chance to report: that is no engine's fault.
+  if (settlement.usageSource === 'estimated' && settlement.status !== 499) {
     services.metrics.usageEstimated.inc(labels);
     services.log.warn('engine reported no valid usage: billed from an estimate', { requestId: call.requestId, model: call.model.id, status: settlement.status });
   }
@@ -135,6 +136,17 @@ function usageRecord(services: Services, request: AuthorizedRequest, settlement:
 /** The answer as text: the JSON body, or the stream's events one per line. */
 function answerText(answer: CachedResponse): string {
   return answer.kind === 'json' ? answer.body : answer.events.join('\n');
+}
+
+/**
+ * Ends a JSON call whose client left before its answer: the upstream request
+ * was aborted at once, so the engine reported nothing; the call is billed for
+ * its prompt (the engine had read it), estimated, and no completion, as
+ * status 499. The 499 "answer" goes to nobody.
+ */
+export async function settleClientGone(services: Services, call: BilledCall, promptTokens: number): Promise<Response> {
+  await settle(services, call, { usage: { promptTokens, completionTokens: 0 }, usageSource: 'estimated', status: 499, streamed: false });
+  return new Response(null, { status: 499 });
 }
 
 /** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */

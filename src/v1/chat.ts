@@ -8,7 +8,7 @@ import type { UpstreamTarget } from '../engines/types.js';
 import { estimateCompletionTokens, estimatePromptTokens, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { authorize, reserve } from './admission.js';
-import { abandon, type BilledCall, settle } from './billed-call.js';
+import { abandon, type BilledCall, settle, settleClientGone } from './billed-call.js';
 import { cachedAnswer, SSE_HEADERS } from './cached-answer.js';
 
 /**
@@ -21,8 +21,10 @@ export async function chatCompletions(c: Context<GatewayEnv>, services: Services
   if (cached) return cached;
   const call = await reserve(c, services, request);
   const upstreamAbort = new AbortController();
-  const signal = AbortSignal.any([upstreamAbort.signal, AbortSignal.timeout(services.config.upstreamTimeoutMs)]);
   const stream = call.body.stream === true;
+  // A JSON client that leaves aborts the engine's work at once; a stream's relay does the same when its client leaves.
+  const clientGone = c.req.raw.signal;
+  const signal = AbortSignal.any([upstreamAbort.signal, AbortSignal.timeout(services.config.upstreamTimeoutMs), ...(stream ? [] : [clientGone])]);
   const clientStreamOptions = (call.body.stream_options ?? {}) as Record<string, unknown>;
   const upstreamBody = (target: UpstreamTarget): Record<string, unknown> => ({
     ...call.body,
@@ -52,6 +54,7 @@ export async function chatCompletions(c: Context<GatewayEnv>, services: Services
       release: () => relayedTarget.release(),
     });
   } catch (error) {
+    if (!stream && clientGone.aborted) return settleClientGone(services, call, estimatePromptTokens(call.body.messages));
     await abandon(services, call);
     throw error;
   } finally {

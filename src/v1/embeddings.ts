@@ -6,7 +6,7 @@ import { postWithFailover } from '../proxy/failover.js';
 import { estimateInputTokens, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { authorize, reserve } from './admission.js';
-import { abandon, settle } from './billed-call.js';
+import { abandon, settle, settleClientGone } from './billed-call.js';
 import { cachedAnswer } from './cached-answer.js';
 
 /**
@@ -25,7 +25,8 @@ export async function embeddings(c: Context<GatewayEnv>, services: Services): Pr
       path: '/embeddings',
       body: (t) => ({ ...call.body, model: t.servedModelName }),
       clientModel: call.clientModel,
-      signal: AbortSignal.timeout(services.config.upstreamTimeoutMs),
+      // A client that leaves aborts the engine's work at once.
+      signal: AbortSignal.any([AbortSignal.timeout(services.config.upstreamTimeoutMs), c.req.raw.signal]),
     });
     target = sent.target;
     const response = sent.response;
@@ -45,6 +46,7 @@ export async function embeddings(c: Context<GatewayEnv>, services: Services): Pr
     });
     return c.body(text, 200, { 'content-type': 'application/json' });
   } catch (error) {
+    if (c.req.raw.signal.aborted) return settleClientGone(services, call, estimateInputTokens(call.body.input));
     await abandon(services, call);
     throw error;
   } finally {

@@ -1,0 +1,65 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { usageRecords, wallets } from '../../src/db/schema.js';
+import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
+import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+
+const stores = await availableStores();
+const TTFT_MS = 3_000;
+
+/** A JSON client that leaves stops the engine's work at once, and is billed for its prompt (status 499). */
+describe.each(stores)('a JSON client that disconnects (%s)', (store) => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    // Slow to answer: a client that leaves after 300 ms leaves long before the engine would.
+    sim = await startSimulator({ models: [{ name: 'sim-chat', task: 'chat' }, { name: 'sim-embed', task: 'embedding' }], ttftMs: TTFT_MS });
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-client-gone-'));
+    const enginesFile = path.join(dir, 'engines.json');
+    await writeFile(enginesFile, JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }, { kind: 'static', model: 'sim-embed', url: sim.url }] }));
+    gateway = await startTestGateway(store, { TOLLGATE_ENGINES_FILE: enginesFile });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await sim?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['/chat/completions', { model: 'sim-chat', max_tokens: 50, messages: [{ role: 'user', content: 'sixteen letters!' }] }, 4 + 4 + 3],
+    ['/embeddings', { model: 'sim-embed', input: 'sixteen letters!' }, 4],
+  ] as const)('POST %s: aborts upstream at once and bills the prompt only', async (route, body, promptTokens) => {
+    const tenant = await gateway.tenant();
+    const abortedBefore = sim.stats().aborted;
+    const client = new AbortController();
+    const started = performance.now();
+    const pending = fetch(`${gateway.baseURL}${route}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: client.signal,
+    }).catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    client.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    while (sim.stats().aborted === abortedBefore && performance.now() - started < TTFT_MS) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(sim.stats().aborted).toBe(abortedBefore + 1);
+    expect(performance.now() - started).toBeLessThan(1_500);
+
+    let records: Array<typeof usageRecords.$inferSelect> = [];
+    for (let i = 0; i < 50 && records.length === 0; i++) {
+      records = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, tenant.orgId));
+      if (records.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ status: 499, promptTokens, completionTokens: 0, usageSource: 'estimated', streamed: false });
+    const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
+    expect(wallet!.reserved).toBe(0n);
+    expect(wallet!.balance).toBe(5_000_000_000n - records[0]!.cost);
+  });
+});
