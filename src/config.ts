@@ -38,6 +38,7 @@ const settingsSchema = z.object({
   TOLLGATE_COMPLETION_ESTIMATE: z.coerce.number().int().min(1).default(512),
   TOLLGATE_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
   TOLLGATE_CACHE_MAX_ENTRY_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  TOLLGATE_CACHE_MAX_BYTES: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
   TOLLGATE_REQUEST_DATA_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
   TOLLGATE_REQUEST_DATA_MAX_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   TOLLGATE_ENGINE_POLL_MS: z.coerce.number().int().min(100).default(2000),
@@ -45,6 +46,10 @@ const settingsSchema = z.object({
   TOLLGATE_SIM_TTFT_MS: z.coerce.number().int().min(0).default(0),
   TOLLGATE_SIM_ITL_MS: z.coerce.number().int().min(0).default(0),
   TOLLGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(25_000),
+  TOLLGATE_CORS_ORIGINS: z
+    .string()
+    .regex(/^(\*|none|https?:\/\/[^\s,/]+(,\s*https?:\/\/[^\s,/]+)*)$/, 'TOLLGATE_CORS_ORIGINS must be *, none, or a comma-separated list of origins such as https://app.example.com')
+    .default('*'),
   TOLLGATE_HOLD_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
 });
 
@@ -79,6 +84,8 @@ export interface Config {
     ttlSeconds: number;
     /** Answers larger than this are not cached. */
     maxEntryBytes: number;
+    /** The in-memory cache (no Redis) holds at most this many bytes; the least recently used go first. */
+    maxBytes: number;
   };
   requestData: {
     /** Stored request and response bodies are deleted after this many days. */
@@ -88,6 +95,8 @@ export interface Config {
   };
   /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
   billingEnabled: boolean;
+  /** Origins a browser may call /v1 from: '*' (any), [] (none), or a list. Never with credentials. */
+  corsOrigins: '*' | string[];
   /** On SIGTERM, how long requests in flight may run on before they are cut (and billed for what they used). */
   shutdownGraceMs: number;
   /** A wallet hold expires this long after it was taken or last renewed; a dead process's holds are given back within two leases. */
@@ -134,10 +143,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel: s.TOLLGATE_LOG_LEVEL,
     simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
     engines: { pollMs: s.TOLLGATE_ENGINE_POLL_MS, onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN },
-    cache: { ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS, maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES },
+    cache: { ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS, maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES, maxBytes: s.TOLLGATE_CACHE_MAX_BYTES },
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
     billingEnabled: s.TOLLGATE_BILLING === 'on',
     shutdownGraceMs: s.TOLLGATE_SHUTDOWN_GRACE_MS,
+    corsOrigins: s.TOLLGATE_CORS_ORIGINS === '*' ? '*' : s.TOLLGATE_CORS_ORIGINS === 'none' ? [] : s.TOLLGATE_CORS_ORIGINS.split(',').map((origin) => origin.trim()),
     holdLeaseMs: s.TOLLGATE_HOLD_LEASE_MS,
     limits: {
       enabled: s.TOLLGATE_LIMITS === 'on',

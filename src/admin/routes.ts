@@ -7,6 +7,7 @@ import { operatorAuth } from './auth.js';
 import { asConflict, orgsWithBalances } from './queries.js';
 import * as body from './schemas.js';
 import { readBody, readQuery } from '../http/validate.js';
+import { limitBody, MANAGEMENT_MAX_BODY_BYTES } from '../http/request.js';
 import * as view from './views.js';
 
 /**
@@ -21,7 +22,7 @@ export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
   const { orgs, wallets, keys, catalog } = services;
   const currency = services.config.currency;
   const admin = new Hono<GatewayEnv>();
-  admin.use('*', operatorAuth(services.adminToken));
+  admin.use('*', operatorAuth(services.adminToken), limitBody(MANAGEMENT_MAX_BODY_BYTES));
 
   const orgWithBalance = async (orgId: string) => view.orgView(await orgs.get(orgId), await wallets.balance(orgId), currency);
   const wallet = async (orgId: string, limit = 50) => {

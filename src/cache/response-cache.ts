@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
 
 /** A whole answer as the client received it: a JSON body, or the data of every SSE event before [DONE]. */
 export type CachedResponse =
@@ -9,6 +10,8 @@ export type CachedResponse =
 export interface ResponseCache {
   get(key: string): Promise<CachedResponse | null>;
   set(key: string, value: CachedResponse): Promise<void>;
+  /** In-process only: the bytes the entries take now (undefined for Redis). */
+  readonly bytes?: number;
 }
 
 export interface ResponseCacheOptions {
@@ -18,17 +21,17 @@ export interface ResponseCacheOptions {
   ttlSeconds: number;
   /** Larger answers are not kept. */
   maxEntryBytes: number;
-  /** In-process only: the most entries kept; the oldest go first. */
-  maxEntries?: number;
+  /** In-process only: the most bytes all entries may take; the least recently used go first. */
+  maxBytes: number;
 }
 
 /**
  * The per-key response cache. Entries are scoped by organization in their
  * key (see `cacheKey`), so one organization's answers are never served to
- * another. In Redis entries expire by TTL; in memory too, with a bound on count.
+ * another. In Redis entries expire by TTL; in memory too, in an LRU bounded by bytes.
  *
  * @example
- * const cache = createResponseCache({ redis: null, prefix: 'tollgate:', ttlSeconds: 3600, maxEntryBytes: 1 << 20 });
+ * const cache = createResponseCache({ redis: null, prefix: 'tollgate:', ttlSeconds: 3600, maxEntryBytes: 1 << 20, maxBytes: 64 << 20 });
  * await cache.set(cacheKey(orgId, 'chat', body), { kind: 'json', body: text, promptTokens: 5, completionTokens: 9 });
  */
 export function createResponseCache(options: ResponseCacheOptions): ResponseCache {
@@ -45,26 +48,31 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       },
     };
   }
-  const maxEntries = options.maxEntries ?? 10_000;
-  const entries = new Map<string, { value: CachedResponse; expiresAt: number }>();
+  // In memory: an LRU bounded by the bytes its entries take (see sizeOf), so the cache never holds more than maxBytes.
+  const entries = new LRUCache<string, CachedResponse>({
+    maxSize: options.maxBytes,
+    sizeCalculation: (value) => sizeOf(value),
+    ttl: ttlSeconds * 1000,
+  });
   return {
     async get(key) {
-      const entry = entries.get(key);
-      if (!entry) return null;
-      if (entry.expiresAt <= Date.now()) {
-        entries.delete(key);
-        return null;
-      }
-      return entry.value;
+      return entries.get(key) ?? null;
     },
     async set(key, value) {
       if (Buffer.byteLength(JSON.stringify(value)) > maxEntryBytes) return;
-      entries.delete(key);
-      entries.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000 });
-      // Maps keep insertion order: the first entry is the oldest.
-      while (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
+      const bytes = sizeOf(value);
+      if (bytes <= options.maxBytes) entries.set(key, value, { size: bytes });
+    },
+    get bytes() {
+      return entries.calculatedSize;
     },
   };
+}
+
+/** Bytes an entry takes in memory: its text at two bytes a character (the most a JavaScript string takes), plus a little for the object. */
+function sizeOf(value: CachedResponse): number {
+  const text = value.kind === 'json' ? value.body.length : value.events.reduce((sum, event) => sum + event.length, 0);
+  return 2 * text + 64;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { cors } from 'hono/cors';
 import type { GatewayEnv } from '../http/context.js';
 import type { Services } from '../services.js';
 import { transcriptions } from './audio.js';
@@ -18,6 +19,19 @@ import { usageRequestList, usageSummary } from './usage.js';
  */
 export function createV1Routes(services: Services): Hono<GatewayEnv> {
   const v1 = new Hono<GatewayEnv>();
+  // Browsers may call /v1 from the allowed origins. Keys travel in Authorization, never in cookies,
+  // so credentials are never allowed: a page can only use a key it was given.
+  const origins = services.config.corsOrigins;
+  if (origins === '*' || origins.length > 0) {
+    v1.use(
+      cors({
+        origin: origins,
+        allowMethods: ['GET', 'POST', 'OPTIONS'],
+        exposeHeaders: EXPOSED_HEADERS,
+        maxAge: 600,
+      }),
+    );
+  }
   const auth = requireKey(services.keys);
   v1.get('/pricing', (c) => pricing(c, services));
   // Billed routes authenticate inside admit(), in the same read as model, price and balance.
@@ -30,3 +44,19 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
   v1.get('/usage/requests', auth, (c) => usageRequestList(c, services));
   return v1;
 }
+
+/** Response headers a browser client may read: the request id, limits, retry hints and the cache's verdict. */
+const EXPOSED_HEADERS = [
+  'x-request-id',
+  'retry-after',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'x-ratelimit-limit-requests',
+  'x-ratelimit-remaining-requests',
+  'x-ratelimit-reset-requests',
+  'x-ratelimit-limit-tokens',
+  'x-ratelimit-remaining-tokens',
+  'x-ratelimit-reset-tokens',
+  'x-tollgate-cache',
+];
