@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { operatorAuth } from './admin/auth.js';
 import { createAdminRoutes } from './admin/routes.js';
 import type { GatewayEnv } from './http/context.js';
+import { GatewayError } from './http/errors.js';
 import { renderError, renderNotFound } from './http/render.js';
 import { requestId } from './http/request.js';
 import type { Services } from './services.js';
@@ -17,6 +18,11 @@ import { createV1Routes } from './v1/routes.js';
 export function createApp(services: Services): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.use(requestId());
+  // No route, id or name holds a NUL character (nor can the store look one up): refuse it before any handler.
+  app.use(async (c, next) => {
+    if (c.req.raw.url.includes('%00')) throw new GatewayError('not_found', 'There is no such route or resource.');
+    await next();
+  });
   // A draining gateway asks keep-alive clients to go elsewhere, and load balancers to stop sending.
   app.use(async (c, next) => {
     await next();

@@ -18,6 +18,8 @@ export function requestedModelName(name: unknown): string {
   if (typeof name !== 'string' || name.trim() === '') {
     throw new GatewayError('model_not_found', 'The request names no model: set "model" to an id from GET /v1/models.');
   }
+  // No model is named with a NUL character (nor could the store look one up).
+  if (name.includes('\u0000')) throw new GatewayError('model_not_found', 'The model named in the request does not exist.');
   return name;
 }
 

@@ -3,6 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { newId } from '../db/ids.js';
 import type { GatewayEnv } from './context.js';
 import { GatewayError } from './errors.js';
+import { checkJsonShape } from './json-shape.js';
 
 /**
  * Gives every request an id, returned in `x-request-id` and used as the usage
@@ -46,6 +47,8 @@ export async function readJsonObject(c: Context, maxBytes: number): Promise<{ bo
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new GatewayError('invalid_json', 'The request body must be a JSON object.');
   }
+  // Bodies go to the engine as they are (text with NUL included), but nothing may nest deep enough to overflow a stack.
+  checkJsonShape(parsed, { storable: false });
   return { body: parsed as Record<string, unknown>, bytes: size };
 }
 

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { type ErrorDetail, GatewayError } from './errors.js';
+import { checkJsonShape } from './json-shape.js';
 
 /**
  * Reads and validates a JSON body. Bad JSON is `invalid_json`; a body that
@@ -16,6 +17,8 @@ export async function readBody<S extends z.ZodType>(c: Context, schema: S): Prom
   } catch (error) {
     throw new GatewayError('invalid_json', 'The request body is not valid JSON.', { cause: error });
   }
+  // Management bodies are stored: no NUL characters, and no nesting that could overflow a stack.
+  checkJsonShape(body, { storable: true });
   return check(schema, body, 'Invalid request body.');
 }
 

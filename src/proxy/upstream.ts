@@ -1,5 +1,6 @@
 import type { UpstreamTarget } from '../engines/types.js';
 import { GatewayError } from '../http/errors.js';
+import { checkJsonShape } from '../http/json-shape.js';
 import { sanitizeUpstreamMessage, upstreamErrorMessage } from './sanitize.js';
 
 /**
@@ -73,4 +74,31 @@ function upstreamFailure(status: number, body: string, call: UpstreamCall): Gate
 
 function isTimeout(reason: unknown): boolean {
   return reason instanceof Error && reason.name === 'TimeoutError';
+}
+
+/**
+ * An engine's JSON answer as an object. An answer that is not a JSON object
+ * (an HTML error page from a proxy, a truncated body) is the engine's fault:
+ * 502 `upstream_error` with a fixed message, nothing of the body shown.
+ *
+ * @example
+ * const completion = await readEngineJson(response);
+ */
+export async function readEngineJson(response: Response): Promise<Record<string, unknown>> {
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new GatewayError('upstream_error', 'The model server sent an answer that is not JSON.', { cause: error });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new GatewayError('upstream_error', 'The model server sent an answer that is not a JSON object.');
+  }
+  try {
+    checkJsonShape(parsed, { storable: false });
+  } catch (error) {
+    throw new GatewayError('upstream_error', 'The model server sent an answer nested too deeply.', { cause: error });
+  }
+  return parsed as Record<string, unknown>;
 }

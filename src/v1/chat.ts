@@ -4,6 +4,7 @@ import { createChatChunkRewriter } from '../proxy/chat-stream.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
 import { relaySse } from '../proxy/sse.js';
 import { postWithFailover } from '../proxy/failover.js';
+import { readEngineJson } from '../proxy/upstream.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import { estimateCompletionTokens, estimatePromptTokens, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
@@ -63,7 +64,7 @@ export async function chatCompletions(c: Context<GatewayEnv>, services: Services
 }
 
 async function answerJson(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: Response): Promise<Response> {
-  const completion = (await response.json()) as Record<string, unknown>;
+  const completion = await readEngineJson(response);
   completion.model = call.clientModel;
   const text = JSON.stringify(withoutNullFields(completion));
   const reported = usageFrom(completion.usage);

@@ -3,6 +3,7 @@ import type { GatewayEnv } from '../http/context.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import { postWithFailover } from '../proxy/failover.js';
+import { readEngineJson } from '../proxy/upstream.js';
 import { estimateInputTokens, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { authorize, reserve } from './admission.js';
@@ -30,7 +31,7 @@ export async function embeddings(c: Context<GatewayEnv>, services: Services): Pr
     });
     target = sent.target;
     const response = sent.response;
-    const result = (await response.json()) as Record<string, unknown>;
+    const result = await readEngineJson(response);
     result.model = call.clientModel;
     // Clients index results by position: keep them in input order whatever order the engine used.
     if (Array.isArray(result.data)) (result.data as Array<{ index: number }>).sort((a, b) => a.index - b.index);

@@ -31,7 +31,11 @@ export async function listModels(c: Context<GatewayEnv>, services: Services): Pr
 
 /** GET /v1/models/{id}: by any of the model's names; ids may contain slashes. */
 export async function getModel(c: Context<GatewayEnv>, services: Services): Promise<Response> {
-  const name = decodeURIComponent(c.req.param('id') ?? '');
+  // Hono has decoded the path already; an id that is not valid UTF-8 or holds NUL names no model.
+  const name = c.req.param('id') ?? '';
+  if (name.includes('\u0000') || name.includes('\uFFFD') || /%[0-9A-Fa-f]{2}/.test(name)) {
+    throw new GatewayError('model_not_found', 'The model in the path does not exist or is not enabled.', { status: 404 });
+  }
   try {
     const { model } = await services.catalog.resolve(name);
     return c.json(modelView(model));
