@@ -29,9 +29,17 @@ export function postgresAvailable(): Promise<boolean> {
   return postgresCheck;
 }
 
+/**
+ * Prefix of every database the tests create (`TEST_DATABASE_PREFIX`, default
+ * `tollgate_test_`), so runs sharing a server can tell theirs apart and CI can
+ * check that none is left. Lower-case letters, digits and `_` only.
+ */
+export const testDatabasePrefix = process.env.TEST_DATABASE_PREFIX ?? 'tollgate_test_';
+if (!/^[a-z_][a-z0-9_]{0,40}$/.test(testDatabasePrefix)) throw new Error(`TEST_DATABASE_PREFIX must be lower-case letters, digits and _: ${testDatabasePrefix}`);
+
 /** A fresh database of its own for one test file; `drop` removes it. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `tollgate_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const name = `${testDatabasePrefix}${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
   const admin = postgres(postgresAdminUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${name}`);
   await admin.end();

@@ -5,7 +5,8 @@ import { parseModelSpec, parseSimArgs, SimCliError } from '../../src/sim/cli.js'
 import { jsonOf } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const tsx = `${root}node_modules/.bin/tsx`;
+/** The built simulator (the test run's global setup builds dist/), run by node itself: one process, so a kill leaves nothing behind. */
+const simulator = (args: string[]) => spawn(process.execPath, ['dist/sim/main.js', ...args], { cwd: root });
 
 describe('parseSimArgs', () => {
   it('defaults to port 8000 and the two default models', () => {
@@ -161,9 +162,9 @@ describe('parseSimArgs with vLLM\'s command line', () => {
   });
 });
 
-describe('src/sim/main.ts', () => {
+describe('the simulator as a program (dist/sim/main.js)', () => {
   it('exits 2 on an invalid flag', async () => {
-    const child = spawn(tsx, ['src/sim/main.ts', '--port', 'nope'], { cwd: root });
+    const child = simulator(['--port', 'nope']);
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const code = await new Promise((resolve) => child.on('exit', resolve));
@@ -172,7 +173,7 @@ describe('src/sim/main.ts', () => {
   });
 
   it('exits 2 on an unknown flag among vLLM\'s', async () => {
-    const child = spawn(tsx, ['src/sim/main.ts', 'org/model', '--enforce-eager', '--warp-drive'], { cwd: root });
+    const child = simulator(['org/model', '--enforce-eager', '--warp-drive']);
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const code = await new Promise((resolve) => child.on('exit', resolve));
@@ -182,7 +183,7 @@ describe('src/sim/main.ts', () => {
 
   it('serves vLLM\'s command line: served names, embeddings, ignored flags', async () => {
     const argv = ['BAAI/bge-small-en-v1.5', '--served-model-name', 'bge', 'bge-alias', '--runner', 'pooling', '--host', '127.0.0.1', '--port', '0', '--gpu-memory-utilization', '0.2', '--enforce-eager'];
-    const child = spawn(tsx, ['src/sim/main.ts', ...argv], { cwd: root });
+    const child = simulator([...argv]);
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     try {
@@ -207,7 +208,7 @@ describe('src/sim/main.ts', () => {
   }, 20_000);
 
   it('prints its URL, serves, and closes on SIGINT', async () => {
-    const child = spawn(tsx, ['src/sim/main.ts', '--port', '0'], { cwd: root });
+    const child = simulator(['--port', '0']);
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let out = '';
