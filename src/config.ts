@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -50,6 +51,10 @@ const settingsSchema = z.object({
     .string()
     .regex(/^(\*|none|https?:\/\/[^\s,/]+(,\s*https?:\/\/[^\s,/]+)*)$/, 'TOLLGATE_CORS_ORIGINS must be *, none, or a comma-separated list of origins such as https://app.example.com')
     .default('*'),
+  TOLLGATE_DEPLOYMENT: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,31}$/, 'TOLLGATE_DEPLOYMENT must be 1-32 lower-case letters, digits or "-"')
+    .optional(),
   TOLLGATE_HOLD_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
 });
 
@@ -95,6 +100,11 @@ export interface Config {
   };
   /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
   billingEnabled: boolean;
+  /**
+   * This deployment's name, on every container it runs, so that deployments sharing a Docker host leave each
+   * other's alone. Default: `d` + 8 hex digits of a hash of the database URL (password left out) or the data folder.
+   */
+  deployment: string;
   /** Origins a browser may call /v1 from: '*' (any), [] (none), or a list. Never with credentials. */
   corsOrigins: '*' | string[];
   /** On SIGTERM, how long requests in flight may run on before they are cut (and billed for what they used). */
@@ -111,6 +121,19 @@ export interface Config {
     /** Completion tokens assumed for the pre-request token check when a request sets no max_tokens. */
     completionEstimate: number;
   };
+}
+
+/** The same store means the same deployment: replicas sharing a database share their engines' containers. */
+function defaultDeployment(databaseUrl: string | undefined, dataDir: string): string {
+  let identity: string;
+  if (databaseUrl) {
+    const url = new URL(databaseUrl);
+    url.password = '';
+    identity = url.toString();
+  } else {
+    identity = dataDir === 'memory://' ? dataDir : path.resolve(dataDir);
+  }
+  return `d${createHash('sha256').update(identity).digest('hex').slice(0, 8)}`;
 }
 
 export class ConfigError extends Error {
@@ -147,6 +170,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
     billingEnabled: s.TOLLGATE_BILLING === 'on',
     shutdownGraceMs: s.TOLLGATE_SHUTDOWN_GRACE_MS,
+    deployment: s.TOLLGATE_DEPLOYMENT ?? defaultDeployment(s.DATABASE_URL, s.TOLLGATE_DATA_DIR),
     corsOrigins: s.TOLLGATE_CORS_ORIGINS === '*' ? '*' : s.TOLLGATE_CORS_ORIGINS === 'none' ? [] : s.TOLLGATE_CORS_ORIGINS.split(',').map((origin) => origin.trim()),
     holdLeaseMs: s.TOLLGATE_HOLD_LEASE_MS,
     limits: {

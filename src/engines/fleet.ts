@@ -4,7 +4,7 @@ import type { Logger } from '../http/log.js';
 import type { DockerDefinition, EngineDefinition, SimulatorDefinition, StaticDefinition } from './definitions.js';
 import { dockerClientFor } from './docker/client.js';
 import { removeEngineContainers, startDockerEngine } from './docker/engine.js';
-import { LABELS } from './docker/spec.js';
+import { LABELS, ownContainers } from './docker/spec.js';
 import { startSimulatorEngines } from './simulator.js';
 import { createStaticEngine } from './static.js';
 import type { Engine, EngineStatus, UpstreamTarget } from './types.js';
@@ -30,7 +30,7 @@ export interface Fleet {
 
 export interface FleetOptions {
   env: Record<string, string | undefined>;
-  config: Pick<Config, 'simulator' | 'engines'>;
+  config: Pick<Config, 'simulator' | 'engines' | 'deployment'>;
   log: Logger;
 }
 
@@ -39,9 +39,10 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
   const fixed = definitions.filter((d): d is StaticDefinition => d.kind === 'static');
   const dockerized = definitions.filter((d): d is DockerDefinition => d.kind === 'docker');
   const { engines: simulatorEngines, simulator } = await startSimulatorEngines(simulated, options.config.simulator);
-  await removeUndefinedContainers(dockerized, options.log);
+  const deployment = options.config.deployment;
+  await removeUndefinedContainers(dockerized, deployment, options.log);
   const dockerEngines = await Promise.all(
-    dockerized.map((d) => startDockerEngine(d, { docker: dockerClientFor(d), log: options.log, env: options.env, pollMs: options.config.engines.pollMs })),
+    dockerized.map((d) => startDockerEngine(d, { docker: dockerClientFor(d), log: options.log, env: options.env, pollMs: options.config.engines.pollMs, deployment })),
   );
   const all = [...simulatorEngines, ...fixed.map((d) => createStaticEngine(d, options.env)), ...dockerEngines];
   const byModel = new Map(all.map((engine) => [engine.modelId, engine]));
@@ -64,21 +65,25 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
     async close() {
       await Promise.all(all.map((engine) => engine.close()));
       if (options.config.engines.onShutdown === 'stop') {
-        await Promise.all(dockerized.map((d) => removeEngineContainers(dockerClientFor(d), d.model)));
+        await Promise.all(dockerized.map((d) => removeEngineContainers(dockerClientFor(d), d.model, deployment)));
       }
       await simulator?.close();
     },
   };
 }
 
-/** Containers we made on a known Docker engine for a model no definition asks for any more (there) are removed. */
-async function removeUndefinedContainers(definitions: DockerDefinition[], log: Logger): Promise<void> {
+/**
+ * This deployment's containers on a known Docker engine for a model no
+ * definition asks for any more (there) are removed. Other deployments'
+ * containers on the same host are never touched.
+ */
+async function removeUndefinedContainers(definitions: DockerDefinition[], deployment: string, log: Logger): Promise<void> {
   const hosts = new Map<string, DockerDefinition[]>();
   for (const d of definitions) hosts.set(d.docker_host, [...(hosts.get(d.docker_host) ?? []), d]);
   for (const [, onHost] of hosts) {
     const docker = dockerClientFor(onHost[0]!);
     const wanted = new Set(onHost.map((d) => d.model));
-    const ours = await docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`] } });
+    const ours = await docker.listContainers({ all: true, filters: { label: ownContainers(deployment) } });
     for (const container of ours.filter((c) => !wanted.has(c.Labels[LABELS.engine] ?? ''))) {
       await docker.getContainer(container.Id).remove({ force: true }).catch(() => {});
       log.info('engine container no definition asks for: removed', { engine: container.Labels[LABELS.engine], container: container.Id.slice(0, 12) });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeEngineContainers } from '../../src/engines/docker/engine.js';
-import { LABELS } from '../../src/engines/docker/spec.js';
+import { ownContainers } from '../../src/engines/docker/spec.js';
 import type { EngineStatus } from '../../src/engines/types.js';
 import { expectError } from '../helpers/envelope.js';
 import { buildSimulatorImage, dockerAvailable } from '../helpers/docker.js';
@@ -12,6 +12,9 @@ import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { freePort } from '../helpers/processes.js';
 
 const MODEL = 'sim-chat';
+/** This test run's deployments: a second one shares the Docker host with the first. */
+const DEPLOYMENT = `t${process.pid}a`;
+const OTHER_DEPLOYMENT = `t${process.pid}b`;
 const available = await dockerAvailable();
 
 /**
@@ -27,10 +30,10 @@ describe.runIf(available)('Docker engine fleet', () => {
   let gateway: TestGateway;
   let secret: string;
 
-  const ourContainers = () => docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`, `${LABELS.engine}=${MODEL}`] } });
+  const ourContainers = () => docker.listContainers({ all: true, filters: { label: ownContainers(DEPLOYMENT, MODEL) } });
   const status = (): EngineStatus => gateway.services.fleet.status().find((e) => e.model === MODEL)!;
   const start = () =>
-    startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: enginesFile, TOLLGATE_ENGINE_POLL_MS: '250', TOLLGATE_ENGINES_ON_SHUTDOWN: 'leave' });
+    startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: enginesFile, TOLLGATE_ENGINE_POLL_MS: '250', TOLLGATE_ENGINES_ON_SHUTDOWN: 'leave', TOLLGATE_DEPLOYMENT: DEPLOYMENT });
   const chat = (extra: Record<string, unknown> = {}) =>
     fetch(`${gateway.baseURL}/chat/completions`, {
       method: 'POST',
@@ -49,7 +52,7 @@ describe.runIf(available)('Docker engine fleet', () => {
 
   beforeAll(async () => {
     image = await buildSimulatorImage();
-    await removeEngineContainers(docker, MODEL);
+    await removeEngineContainers(docker, MODEL, DEPLOYMENT);
     dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-fleet-'));
     enginesFile = path.join(dir, 'engines.json');
     // Two consecutive free ports: replica i listens on port + i.
@@ -75,7 +78,7 @@ describe.runIf(available)('Docker engine fleet', () => {
 
   afterAll(async () => {
     await gateway?.close();
-    await removeEngineContainers(docker, MODEL);
+    await removeEngineContainers(docker, MODEL, DEPLOYMENT);
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -83,8 +86,36 @@ describe.runIf(available)('Docker engine fleet', () => {
     await until('two ready replicas', () => ready() === 2);
     const containers = await ourContainers();
     expect(containers.filter((c) => c.State === 'running')).toHaveLength(2);
-    expect(status().replicas.map((r) => r.container?.name).sort()).toEqual([`tollgate-${MODEL}-0`, `tollgate-${MODEL}-1`]);
+    expect(status().replicas.map((r) => r.container?.name).sort()).toEqual([`tollgate-${DEPLOYMENT}-${MODEL}-0`, `tollgate-${DEPLOYMENT}-${MODEL}-1`]);
   }, 90_000);
+
+  it('leaves its replicas to it when another deployment starts on the same Docker host', async () => {
+    const before = (await ourContainers()).map((c) => c.Id).sort();
+    expect(before).toHaveLength(2);
+    // Another deployment, whose engines file names another model on the same host (and so, to it, ours is "undefined").
+    const otherFile = path.join(dir, 'other-engines.json');
+    const port = await freePort();
+    await writeFile(otherFile, JSON.stringify({ engines: [{
+      kind: 'docker', model: 'sim-other', image, entrypoint: ['/usr/local/bin/node', '/app/sim.mjs'], hf_repo: 'tollgate/sim-other',
+      served_model_name: 'sim-other', replicas: 1, port, pull: 'never', startup_timeout_s: 60,
+    }] }));
+    const other = await startTestGateway('pglite', {
+      TOLLGATE_ENGINES_FILE: otherFile, TOLLGATE_ENGINE_POLL_MS: '250', TOLLGATE_ENGINES_ON_SHUTDOWN: 'stop', TOLLGATE_DEPLOYMENT: OTHER_DEPLOYMENT,
+    });
+    try {
+      const otherReady = () => other.services.fleet.status().find((e) => e.model === 'sim-other')!.replicas.some((r) => r.state === 'ready');
+      await until('the other deployment ready', otherReady);
+      // Two reconcile rounds of the other gateway have passed: ours are still the same, running, and serving.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect((await ourContainers()).filter((c) => c.State === 'running').map((c) => c.Id).sort()).toEqual(before);
+      expect(ready()).toBe(2);
+    } finally {
+      await other.close();
+      await removeEngineContainers(docker, 'sim-other', OTHER_DEPLOYMENT);
+    }
+    // And closing it with `stop` removed only its own containers.
+    expect((await ourContainers()).map((c) => c.Id).sort()).toEqual(before);
+  }, 120_000);
 
   it('spreads traffic across the replicas', async () => {
     const before = status().replicas.map((r) => r.served);
@@ -189,7 +220,7 @@ describe.runIf(available)('Docker engine fleet', () => {
     };
     const entry = listed.data.find((e) => e.model === MODEL)!;
     expect(entry).toMatchObject({ kind: 'docker', desired_replicas: 1 });
-    expect(entry.replicas[0]).toMatchObject({ state: 'ready', container: { name: `tollgate-${MODEL}-0` } });
+    expect(entry.replicas[0]).toMatchObject({ state: 'ready', container: { name: `tollgate-${DEPLOYMENT}-${MODEL}-0` } });
   }, 120_000);
 });
 

@@ -63,6 +63,7 @@ describe('the container the gateway asks Docker for', () => {
       log: createLogger('silent'),
       env: { HF_TOKEN: 'hf_secret' },
       pollMs: 60_000,
+      deployment: 'prod',
     });
     await engine.close();
 
@@ -87,6 +88,7 @@ describe('the container the gateway asks Docker for', () => {
     expect(body.Env).toEqual(['HF_HUB_OFFLINE=0', 'HF_TOKEN=hf_secret']);
     expect(body.Labels).toEqual({
       'tollgate.managed': 'true',
+      'tollgate.deployment': 'prod',
       'tollgate.engine': 'qwen2.5-7b',
       'tollgate.replica': '0',
       'tollgate.spec': expect.stringMatching(/^[0-9a-f]{16}$/),
@@ -109,8 +111,8 @@ describe('the container the gateway asks Docker for', () => {
         engines: [{ kind: 'docker', model: 'bge', image: 'vllm', hf_repo: 'BAAI/bge', gpus: 'all', ipc_host: false, shm_size: '16g', network: 'tollgate', args: ['--runner', 'pooling'] }],
       }),
     );
-    const spec = containerSpec(definition as Extract<typeof definition, { kind: 'docker' }>, 1, {});
-    expect(spec.name).toBe('tollgate-bge-1');
+    const spec = containerSpec(definition as Extract<typeof definition, { kind: 'docker' }>, 1, {}, 'prod');
+    expect(spec.name).toBe('tollgate-prod-bge-1');
     expect(spec.HostConfig?.DeviceRequests).toEqual([{ Driver: 'nvidia', Count: -1, Capabilities: [['gpu']] }]);
     expect(spec.HostConfig?.IpcMode).toBeUndefined();
     expect(spec.HostConfig?.ShmSize).toBe(16 * 1024 ** 3);

@@ -2,7 +2,7 @@ import type Docker from 'dockerode';
 import type { Logger } from '../../http/log.js';
 import type { DockerDefinition } from '../definitions.js';
 import type { Engine, EngineStatus, ReplicaState, UpstreamTarget } from '../types.js';
-import { containerName, containerSpec, LABELS, replicaAddress, specHash } from './spec.js';
+import { containerName, containerSpec, LABELS, ownContainers, replicaAddress, specHash } from './spec.js';
 
 export interface DockerEngineOptions {
   docker: Docker;
@@ -11,6 +11,8 @@ export interface DockerEngineOptions {
   env: Record<string, string | undefined>;
   /** How often containers are reconciled and replicas health-checked. */
   pollMs: number;
+  /** This gateway deployment's name (TOLLGATE_DEPLOYMENT): it touches only containers labelled with it. */
+  deployment: string;
   /** Consecutive failed health checks before a ready replica is taken out. */
   unhealthyAfter?: number;
 }
@@ -43,7 +45,7 @@ const HEALTH_TIMEOUT_MS = 2_000;
  * only after `/health` answers 200, and leaves rotation when it stops answering.
  *
  * @example
- * const engine = await startDockerEngine(definition, { docker, log, env: process.env, pollMs: 2000 });
+ * const engine = await startDockerEngine(definition, { docker, log, env: process.env, pollMs: 2000, deployment: 'prod' });
  * const target = engine.acquire();
  */
 export async function startDockerEngine(definition: DockerDefinition, options: DockerEngineOptions): Promise<Engine> {
@@ -60,8 +62,8 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
 
-  const ownContainers = () =>
-    docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`, `${LABELS.engine}=${definition.model}`] } });
+  const listReplicas = () =>
+    docker.listContainers({ all: true, filters: { label: ownContainers(options.deployment, definition.model) } });
 
   async function ensureImage(): Promise<void> {
     try {
@@ -77,14 +79,14 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
   async function create(index: number): Promise<void> {
     const backoff = restarts.get(index);
     if (backoff && Date.now() < backoff.notBefore) return;
-    const body = containerSpec(definition, index, options.env);
+    const body = containerSpec(definition, index, options.env, options.deployment);
     const container = await docker.createContainer(body);
     await container.start();
-    const address = replicaAddress(definition, index);
+    const address = replicaAddress(definition, index, options.deployment);
     replicas.set(index, {
       index,
       containerId: container.id,
-      name: containerName(definition, index),
+      name: containerName(definition, index, options.deployment),
       spec,
       url: `http://${address.host}:${address.port}`,
       state: 'starting',
@@ -108,7 +110,7 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
 
   /** One pass: make the containers match the definition, then check every replica's health. */
   async function reconcile(): Promise<void> {
-    const containers = await ownContainers();
+    const containers = await listReplicas();
     const seen = new Set<number>();
     for (const info of containers) {
       const index = Number(info.Labels[LABELS.replica]);
@@ -142,11 +144,11 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
       if (tracked?.containerId === info.Id && tracked.state === 'draining' && !tracked.retiring) tracked.state = 'starting';
       if (!tracked || tracked.containerId !== info.Id) {
         // Running but not known to this process: a gateway restart. Adopt it.
-        const address = replicaAddress(definition, index);
+        const address = replicaAddress(definition, index, options.deployment);
         replicas.set(index, {
           index,
           containerId: info.Id,
-          name: info.Names[0]?.replace(/^\//, '') ?? containerName(definition, index),
+          name: info.Names[0]?.replace(/^\//, '') ?? containerName(definition, index, options.deployment),
           spec,
           url: `http://${address.host}:${address.port}`,
           state: 'starting',
@@ -312,7 +314,7 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
 }
 
 /** Stops and removes every container of an engine (on shutdown with TOLLGATE_ENGINES_ON_SHUTDOWN=stop). */
-export async function removeEngineContainers(docker: Docker, model: string): Promise<void> {
-  const containers = await docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`, `${LABELS.engine}=${model}`] } });
+export async function removeEngineContainers(docker: Docker, model: string, deployment: string): Promise<void> {
+  const containers = await docker.listContainers({ all: true, filters: { label: ownContainers(deployment, model) } });
   await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
 }

@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import type { ContainerCreateOptions } from 'dockerode';
 import type { DockerDefinition } from '../definitions.js';
 
-/** Labels that mark a container as ours, and which engine and replica it is. */
+/** Labels that mark a container as ours (this deployment's), and which engine and replica it is. */
 export const LABELS = {
   managed: 'tollgate.managed',
+  deployment: 'tollgate.deployment',
   engine: 'tollgate.engine',
   replica: 'tollgate.replica',
   spec: 'tollgate.spec',
@@ -21,18 +22,31 @@ export interface ReplicaAddress {
   listen: string;
 }
 
-export function containerName(definition: DockerDefinition, index: number): string {
-  return `tollgate-${definition.model.replace(/[^a-zA-Z0-9_.-]/g, '-')}-${index}`;
+/** A container's name: unique per deployment, engine and replica, so two deployments on one Docker host never collide. */
+export function containerName(definition: DockerDefinition, index: number, deployment: string): string {
+  return `tollgate-${deployment}-${definition.model.replace(/[^a-zA-Z0-9_.-]/g, '-')}-${index}`;
 }
 
-export function replicaAddress(definition: DockerDefinition, index: number): ReplicaAddress {
+/**
+ * The label filter for this deployment's containers (of one engine, or all):
+ * every list, adoption and removal goes through it, so a gateway never
+ * touches another deployment's replicas on a shared Docker host.
+ *
+ * @example
+ * docker.listContainers({ all: true, filters: { label: ownContainers('prod', 'qwen') } });
+ */
+export function ownContainers(deployment: string, model?: string): string[] {
+  return [`${LABELS.managed}=true`, `${LABELS.deployment}=${deployment}`, ...(model === undefined ? [] : [`${LABELS.engine}=${model}`])];
+}
+
+export function replicaAddress(definition: DockerDefinition, index: number, deployment: string): ReplicaAddress {
   if (definition.network === 'host') {
     const remote = /^tcp:\/\/([^:/]+)/.exec(definition.docker_host)?.[1];
     const host = definition.address ?? remote ?? '127.0.0.1';
     // A replica on this machine listens on loopback only; one on another host must be reachable from here.
     return { host, port: definition.port + index, listen: host === '127.0.0.1' ? '127.0.0.1' : '0.0.0.0' };
   }
-  return { host: containerName(definition, index), port: definition.port, listen: '0.0.0.0' };
+  return { host: containerName(definition, index, deployment), port: definition.port, listen: '0.0.0.0' };
 }
 
 /** A fingerprint of what a container is made from: a changed definition replaces its containers. */
@@ -49,11 +63,11 @@ export function specHash(definition: DockerDefinition, env: Record<string, strin
  * IPC namespace or a shared-memory size, the Hugging Face cache, and our labels.
  *
  * @example
- * const body = containerSpec(definition, 0, process.env);
+ * const body = containerSpec(definition, 0, process.env, 'prod');
  * await docker.createContainer(body);
  */
-export function containerSpec(definition: DockerDefinition, index: number, env: Record<string, string | undefined>): ContainerCreateOptions {
-  const address = replicaAddress(definition, index);
+export function containerSpec(definition: DockerDefinition, index: number, env: Record<string, string | undefined>, deployment: string): ContainerCreateOptions {
+  const address = replicaAddress(definition, index, deployment);
   const cmd = [
     definition.hf_repo,
     '--served-model-name',
@@ -69,13 +83,14 @@ export function containerSpec(definition: DockerDefinition, index: number, env: 
     ...definition.env_from.map((name) => `${name}=${env[name] ?? ''}`),
   ];
   return {
-    name: containerName(definition, index),
+    name: containerName(definition, index, deployment),
     Image: definition.image,
     Entrypoint: definition.entrypoint,
     Cmd: cmd,
     Env: environment,
     Labels: {
       [LABELS.managed]: 'true',
+      [LABELS.deployment]: deployment,
       [LABELS.engine]: definition.model,
       [LABELS.replica]: String(index),
       [LABELS.spec]: specHash(definition, env),
