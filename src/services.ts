@@ -16,6 +16,7 @@ import { OrgService } from './platform/orgs.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
 import { InFlight } from './http/in-flight.js';
 import { HoldLeases } from './billing/hold-leases.js';
+import { OutageLog } from './http/outage.js';
 
 /**
  * Everything the routes need, built once at start-up (see `gateway.ts`) and
@@ -46,6 +47,8 @@ export interface Services {
   inFlight: InFlight;
   /** Renews the wallet holds of this process's requests while they run. */
   holdLeases: HoldLeases;
+  /** Logs a database outage once when it starts and once when it ends. */
+  storeOutage: OutageLog;
 }
 
 export interface ServiceParts {
@@ -88,6 +91,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     metrics: createMetrics(),
     inFlight: new InFlight(),
+    storeOutage: new OutageLog(log, 'database', 'billed requests answer 503 billing_unavailable and charges wait in the spool until it is back'),
     // A request never runs past its upstream timeout; a little more covers its charge.
     holdLeases: new HoldLeases(wallets, log, { leaseMs: config.holdLeaseMs, maxHoldMs: config.upstreamTimeoutMs + 60_000 }),
     spool: new ChargeSpool(wallets, config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'unwritten-charges.jsonl'), log),

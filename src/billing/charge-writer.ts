@@ -59,7 +59,7 @@ export class ChargeWriter {
           continue;
         }
         // One bad record must not fail its neighbours: write them one by one.
-        this.log.warn('batched charge failed; retrying one by one', { count: batch.length });
+        this.log.debug('batched charge failed; retrying one by one', { count: batch.length });
         for (const item of batch) {
           await this.commit([item]).then(
             () => item.done(),

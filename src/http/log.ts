@@ -1,8 +1,13 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import pino from 'pino';
 import type { LogLevel } from '../config.js';
 
 /**
- * A small structured logger: one JSON object a line on stderr.
- * Callers pass fields, never whole requests, so no secret reaches a log.
+ * The gateway's logger: JSON lines on stderr (pino), one object a line with
+ * `time`, `level`, `message`, the request id of the request being handled
+ * (bound by `requestId()` in `request.ts`, so call sites need not pass it),
+ * and the fields given. Callers pass fields, never whole requests; fields
+ * that could carry a secret are redacted all the same (REDACTED_FIELDS).
  *
  * @example
  * const log = createLogger('info');
@@ -15,18 +20,66 @@ export interface Logger {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+/** What every line logged while a request is handled carries; see `requestId()`. */
+export const logContext = new AsyncLocalStorage<{ requestId: string }>();
+
+/** Fields replaced by "[redacted]" wherever they appear, at the top level or one level down. */
+export const REDACTED_FIELDS = ['authorization', 'cookie', 'secret', 'secretHash', 'hash', 'token', 'password', 'params', 'parameters', 'apiKey'];
 
 export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stderr.write(line)): Logger {
-  const emit = (at: Exclude<LogLevel, 'silent'>) => (message: string, fields?: Record<string, unknown>) => {
-    if (RANK[at] < RANK[level]) return;
-    write(`${JSON.stringify({ time: new Date().toISOString(), level: at, message, ...fields })}\n`);
+  const logger = pino(
+    {
+      level,
+      messageKey: 'message',
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: { paths: REDACTED_FIELDS.flatMap((field) => [field, `*.${field}`]), censor: '[redacted]' },
+      mixin: () => logContext.getStore() ?? {},
+    },
+    { write },
+  );
+  return {
+    debug: (message, fields) => logger.debug(fields ?? {}, message),
+    info: (message, fields) => logger.info(fields ?? {}, message),
+    warn: (message, fields) => logger.warn(fields ?? {}, message),
+    error: (message, fields) => logger.error(fields ?? {}, message),
   };
-  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
-/** Describes an unknown thrown value for a log line (name and message, plus the stack at debug level). */
+/**
+ * Describes an unknown thrown value for a log line, safely: the error's class
+ * and message, and for database errors the SQLSTATE and the table, column or
+ * constraint, never the query's parameters or values (drizzle's
+ * `DrizzleQueryError` message carries them, and key hashes are among them).
+ */
 export function describeError(error: unknown): Record<string, unknown> {
-  if (error instanceof Error) return { error: error.name, detail: error.message, cause: error.cause instanceof Error ? error.cause.message : undefined };
-  return { error: String(error) };
+  if (!(error instanceof Error)) return { error: typeof error };
+  const database = databaseErrorOf(error);
+  if (database) {
+    // postgres.js names them table_name, column_name…; PGlite table, column…
+    const field = (name: string) => (database as unknown as Record<string, string | undefined>)[`${name}_name`] ?? (database as unknown as Record<string, string | undefined>)[name];
+    const code = database.code;
+    // A SQLSTATE means the server answered; without one the connection failed, and its message names no data.
+    const detail = code ? `the database refused the statement (SQLSTATE ${code})` : safeMessage(database.message);
+    return { error: error.name, code, table: field('table'), column: field('column'), constraint: field('constraint'), detail };
+  }
+  return { error: error.name, detail: safeMessage(error.message), cause: error.cause instanceof Error ? safeMessage(error.cause.message) : undefined };
+}
+
+/** The error (or its cause) that came from the database driver, if any. */
+function databaseErrorOf(error: Error): (Error & { code?: string }) | null {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    if (current.name === 'DrizzleQueryError' || current.name === 'PostgresError' || 'severity' in current) {
+      const cause = current.name === 'DrizzleQueryError' && current.cause instanceof Error ? current.cause : current;
+      return cause as Error & { code?: string };
+    }
+  }
+  return null;
+}
+
+/** A message cut before any query text or parameter list it carries. */
+function safeMessage(message: string): string {
+  const cut = message.search(/Failed query:|params:|parameters:/i);
+  return (cut === -1 ? message : message.slice(0, cut)).slice(0, 300).trim() || 'query failed';
 }

@@ -11,7 +11,9 @@ import { describeError, type Logger } from './log.js';
 export function renderError(error: unknown, c: Context, log: Logger): Response {
   const gatewayError = toGatewayError(error);
   if (gatewayError.status >= 500) {
-    log.error('request failed', {
+    // An unreachable store or Redis is logged once per outage where it is detected; each request refused meanwhile only at debug.
+    const level = OUTAGE_CODES.has(gatewayError.code) ? 'debug' : 'error';
+    log[level]('request failed', {
       requestId: c.get('requestId'),
       method: c.req.method,
       path: c.req.path,
@@ -22,6 +24,8 @@ export function renderError(error: unknown, c: Context, log: Logger): Response {
   for (const [name, value] of Object.entries(gatewayError.headers ?? {})) c.header(name, value);
   return c.json(envelopeOf(gatewayError), gatewayError.status as 400);
 }
+
+const OUTAGE_CODES: ReadonlySet<string> = new Set(['billing_unavailable', 'limits_unavailable']);
 
 function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;

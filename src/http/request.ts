@@ -4,6 +4,7 @@ import { newId } from '../db/ids.js';
 import type { GatewayEnv } from './context.js';
 import { GatewayError } from './errors.js';
 import { checkJsonShape } from './json-shape.js';
+import { logContext } from './log.js';
 
 /**
  * Gives every request an id, returned in `x-request-id` and used as the usage
@@ -14,7 +15,8 @@ export function requestId(): MiddlewareHandler<GatewayEnv> {
     const id = newId('req');
     c.set('requestId', id);
     c.header('x-request-id', id);
-    await next();
+    // Every line logged while this request is handled carries its id.
+    await logContext.run({ requestId: id }, next);
   };
 }
 

@@ -55,11 +55,11 @@ export async function authorize(c: Context<GatewayEnv>, services: Services, task
   const hash = services.keys.secretHashOf(authorization);
   // A bad body from a bad key is a 401 first, as for every other route.
   const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes).catch(async (error: unknown) => {
-    await unavailableOnFailure(() => services.keys.authenticate(authorization));
+    await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
     throw error;
   });
   const modelName = await requestedModelNameAfterAuth(services, authorization, body.model);
-  const rows = await unavailableOnFailure(() => admissionQuery(services.db).execute({ hash, model: modelName }));
+  const rows = await unavailableOnFailure(services, () => admissionQuery(services.db).execute({ hash, model: modelName }));
   const caller = verifiedKey(rows[0]?.key, hash);
   c.set('caller', caller);
   const { model, price } = pickModel(rows, modelName);
@@ -120,7 +120,8 @@ export async function reserve(c: Context<GatewayEnv>, services: Services, reques
 export async function releaseHold(services: Services, requestId: string): Promise<void> {
   if (!services.config.billingEnabled) return;
   await services.charges.release(requestId).catch(async (error: unknown) => {
-    services.log.warn('hold release failed: kept to retry', { requestId, ...describeError(error) });
+    services.storeOutage.failed(error);
+    services.log.debug('hold release failed: kept to retry', { requestId, ...describeError(error) });
     await services.spool.addRelease(requestId).catch(() => {});
   });
 }
@@ -134,7 +135,7 @@ async function holdFunds(services: Services, orgId: string, requestId: string, a
     new GatewayError('insufficient_funds', 'The wallet balance is zero or negative, or held by requests in flight. Top up the wallet to continue.');
   // Most broke wallets are turned away here, without a write.
   if (balance <= 0n) throw insufficient();
-  const held = await unavailableOnFailure(() => services.wallets.hold(orgId, requestId, amount, services.config.holdLeaseMs));
+  const held = await unavailableOnFailure(services, () => services.wallets.hold(orgId, requestId, amount, services.config.holdLeaseMs));
   if (!held) throw insufficient();
 }
 
@@ -143,7 +144,7 @@ async function requestedModelNameAfterAuth(services: Services, authorization: st
   try {
     return requestedModelName(name);
   } catch (error) {
-    await unavailableOnFailure(() => services.keys.authenticate(authorization));
+    await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
     throw error;
   }
 }
@@ -163,16 +164,19 @@ async function projectFor(c: Context<GatewayEnv>, services: Services, caller: Au
     throw new GatewayError('forbidden', 'This API key belongs to one project and may only be used for it: drop X-Project-ID or send that project\'s id.');
   }
   if (!isProjectId(header)) throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
-  await unavailableOnFailure(() => assertProjectOf(services.db, caller.orgId, header));
+  await unavailableOnFailure(services, () => assertProjectOf(services.db, caller.orgId, header));
   return header;
 }
 
 /** A store that cannot be read (or does not answer within STORE_TIMEOUT_MS) means billing cannot be checked: 503, retry later. */
-async function unavailableOnFailure<T>(step: () => Promise<T>): Promise<T> {
+async function unavailableOnFailure<T>(services: Services, step: () => Promise<T>): Promise<T> {
   try {
-    return await withinStoreTimeout(step());
+    const result = await withinStoreTimeout(step());
+    services.storeOutage.succeeded();
+    return result;
   } catch (error) {
     if (error instanceof GatewayError) throw error;
+    services.storeOutage.failed(error);
     throw new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', {
       headers: { 'Retry-After': '2' },
       cause: error,

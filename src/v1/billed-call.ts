@@ -43,7 +43,8 @@ async function settleCall(services: Services, call: BilledCall, reported: Settle
     const cost = minOf(costOf(settlement.usage, call.price), call.holdNanos);
     const record = usageRecord(services, call, settlement, cost, false);
     await services.charges.write(record).catch(async (error: unknown) => {
-      services.log.error('charge not written: kept to retry until the store takes it', { requestId: record.id, ...describeError(error) });
+      services.storeOutage.failed(error);
+      services.log.debug('charge not written: kept to retry until the store takes it', { requestId: record.id, ...describeError(error) });
       await services.spool.add(record).catch((spoolError: unknown) => {
         // Nowhere left to keep it: the log line carries what billing it by hand needs (never the bodies).
         services.log.error('charge lost: bill it by hand', { ...record, requestData: undefined, cost: record.cost.toString(), ...describeError(spoolError) });
