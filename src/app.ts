@@ -1,4 +1,5 @@
-import { Hono } from 'hono';
+import { type Context, Hono, type Next } from 'hono';
+import { STORE_TIMEOUT_MS } from './db/timeout.js';
 import { operatorAuth } from './admin/auth.js';
 import { createAdminRoutes } from './admin/routes.js';
 import type { GatewayEnv } from './http/context.js';
@@ -32,6 +33,14 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   app.get('/metrics', operatorAuth(services.adminToken), async (c) =>
     c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
   );
+  // Read your writes: usage and balances read on a replica include every charge it has journaled
+  // (they wait, at most STORE_TIMEOUT_MS, for its journal to reach the database).
+  const chargesWritten = async (c: Context, next: Next) => {
+    if (c.req.method === 'GET' && services.journal.pendingCount > 0) await services.applier.settled(STORE_TIMEOUT_MS);
+    await next();
+  };
+  app.use('/v1/usage/*', chargesWritten);
+  app.use('/admin/v1/*', chargesWritten);
   app.route('/v1', createV1Routes(services));
   app.route('/admin/v1', createAdminRoutes(services));
   app.notFound((c) => renderNotFound(c, services.log));

@@ -56,6 +56,8 @@ const settingsSchema = z.object({
     .regex(/^[a-z0-9][a-z0-9-]{0,31}$/, 'TOLLGATE_DEPLOYMENT must be 1-32 lower-case letters, digits or "-"')
     .optional(),
   TOLLGATE_HOLD_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+  TOLLGATE_CATALOG_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
+  TOLLGATE_REBUILD_GRACE_MS: z.coerce.number().int().min(0).max(60_000).default(3_000),
 });
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -111,6 +113,17 @@ export interface Config {
   shutdownGraceMs: number;
   /** A wallet hold expires this long after it was taken or last renewed; a dead process's holds are given back within two leases. */
   holdLeaseMs: number;
+  /**
+   * How often each replica reads the catalog version to drop its in-process cache of keys, models,
+   * prices and projects (PostgreSQL only: an embedded store has no other writer). Bounds how long
+   * a change made on another replica (a revoked key) takes to be seen.
+   */
+  catalogPollMs: number;
+  /**
+   * After Redis comes back empty (or on a Redis first used), admissions wait this long before wallets are
+   * rebuilt, so every live replica's heartbeat (every second) reports its holds first. Keep it above one second.
+   */
+  rebuildGraceMs: number;
   limits: {
     /** false turns every per-key limit off (for benchmarks, or behind another limiter). */
     enabled: boolean;
@@ -173,6 +186,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     deployment: s.TOLLGATE_DEPLOYMENT ?? defaultDeployment(s.DATABASE_URL, s.TOLLGATE_DATA_DIR),
     corsOrigins: s.TOLLGATE_CORS_ORIGINS === '*' ? '*' : s.TOLLGATE_CORS_ORIGINS === 'none' ? [] : s.TOLLGATE_CORS_ORIGINS.split(',').map((origin) => origin.trim()),
     holdLeaseMs: s.TOLLGATE_HOLD_LEASE_MS,
+    catalogPollMs: s.TOLLGATE_CATALOG_POLL_MS,
+    rebuildGraceMs: s.TOLLGATE_REBUILD_GRACE_MS,
     limits: {
       enabled: s.TOLLGATE_LIMITS === 'on',
       redisPrefix: s.TOLLGATE_REDIS_PREFIX,

@@ -1,9 +1,11 @@
 import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { resolveAdminToken, type AdminToken } from './admin-token.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
+import { ChargeJournal } from './billing/journal.js';
 import { purgeRequestData } from './billing/request-data.js';
 import { openStore } from './db/client.js';
 import { openRedis, redisReady } from './db/redis.js';
@@ -30,7 +32,7 @@ export interface RunningGateway {
    * answers `/health` with 503, lets requests in flight finish for up to
    * `TOLLGATE_SHUTDOWN_GRACE_MS`, cuts what is still running after that (billed
    * for what it used, as a client leaving is), and waits until every call is
-   * billed (or spooled). Call `close()` after it.
+   * billed (journaled, and written to the store if it answers). Call `close()` after it.
    */
   drain(): Promise<void>;
   close(): Promise<void>;
@@ -66,24 +68,29 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await redisReady(redis).catch((error: Error) => log.error('redis not reachable at start-up', { detail: error.message }));
     }
     if (config.dataDir !== 'memory://') await mkdir(config.dataDir, { recursive: true });
-    const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token, redis });
-    await services.spool.load();
-    closers.unshift(async () => services.spool.stop());
-    // Holds left by a gateway that died expire, and stored bodies outlive their retention; any replica may clean up.
+    const journal = await ChargeJournal.open(config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'charges.journal'));
+    closers.unshift(() => journal.close());
+    const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token, redis, journal });
+    if (journal.pendingCount > 0) log.warn('charges from an earlier run are waiting to be written', { count: journal.pendingCount });
+    services.applier.start();
+    closers.unshift(async () => {
+      // What is journaled is written now if the store takes it; else it waits in the journal for the next start.
+      await services.applier.settled(STORE_TIMEOUT_MS);
+      await services.applier.stop();
+    });
+    await services.admissions.recover().catch((error: Error) => log.error('could not report earlier charges to the limits store', { detail: error.message }));
+    services.admissions.start();
+    closers.unshift(async () => services.admissions.stop());
+    services.admissionCache.start();
+    closers.unshift(async () => services.admissionCache.stop());
+    // Stored bodies outlive their retention; any replica may clean up.
     const sweeper = setInterval(() => {
-      services.wallets.sweepExpiredHolds().then(
-        (swept) => swept > 0 && log.warn('expired wallet holds given back', { organizations: swept }),
-        (error: unknown) => log.warn('sweeping expired holds failed', { detail: (error as Error).message }),
-      );
       purgeRequestData(store.db, config.requestData.retentionDays).catch((error: unknown) =>
         log.warn('purging old request data failed', { detail: (error as Error).message }),
       );
-    }, Math.min(SWEEP_INTERVAL_MS, config.holdLeaseMs));
+    }, SWEEP_INTERVAL_MS);
     sweeper.unref();
-    closers.unshift(async () => {
-      clearInterval(sweeper);
-      services.holdLeases.stop();
-    });
+    closers.unshift(async () => clearInterval(sweeper));
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
     const demo = config.seedDemo ? await seedDemo(services, simulated) : null;
     const server = await listen(createApp(services).fetch, config);
@@ -137,8 +144,8 @@ async function drain(server: ServerType, services: Services): Promise<void> {
   // Connections are gone; the calls they carried may still be writing their charges.
   const billed = await inFlight.idle(Math.max(0, deadline - Date.now()) + STORE_TIMEOUT_MS + 1_000);
   if (!billed) log.error('calls still unbilled at shutdown', { inFlight: inFlight.size });
-  if (services.spool.size > 0 && !(await services.spool.drain())) {
-    log.warn('charges left in the spool at shutdown: the next start writes them', { count: services.spool.size });
+  if (!(await services.applier.settled(STORE_TIMEOUT_MS))) {
+    log.warn('charges left in the journal at shutdown: the next start writes them', { count: services.journal.pendingCount });
   }
   log.info('drained', {});
 }

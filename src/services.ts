@@ -4,19 +4,20 @@ import type { Database } from './db/client.js';
 import type { Fleet } from './engines/fleet.js';
 import type { Logger } from './http/log.js';
 import { KeyService } from './keys/service.js';
-import { createKeyLimiter, type KeyLimiter } from './limits/limiter.js';
 import { keyTokensSince } from './billing/usage.js';
-import path from 'node:path';
 import type { Redis } from 'ioredis';
-import { ChargeSpool } from './billing/spool.js';
 import { createResponseCache, type ResponseCache } from './cache/response-cache.js';
-import { ChargeWriter } from './billing/charge-writer.js';
+import { ChargeApplier } from './billing/charge-applier.js';
+import type { ChargeJournal } from './billing/journal.js';
+import { Admissions } from './limits/admissions.js';
+import { createMemoryGate } from './limits/memory-gate.js';
+import { createRedisGate } from './limits/redis-gate.js';
 import { WalletService } from './billing/wallet.js';
 import { OrgService } from './platform/orgs.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
 import { InFlight } from './http/in-flight.js';
-import { HoldLeases } from './billing/hold-leases.js';
 import { OutageLog } from './http/outage.js';
+import { AdmissionCache } from './catalog/admission-cache.js';
 
 /**
  * Everything the routes need, built once at start-up (see `gateway.ts`) and
@@ -28,25 +29,25 @@ export interface Services {
   log: Logger;
   keys: KeyService;
   wallets: WalletService;
-  /** Writes usage and charges in group commits; see `billing/charge-writer.ts`. */
-  charges: ChargeWriter;
+  /** Where a charge becomes durable before its response ends; see `billing/journal.ts`. */
+  journal: ChargeJournal;
+  /** Writes the journal's charges to PostgreSQL in group commits, off the request path. */
+  applier: ChargeApplier;
   orgs: OrgService;
   catalog: CatalogService;
+  /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/admission-cache.ts`. */
+  admissionCache: AdmissionCache;
   fleet: Fleet;
   /** The operator token that guards the management API. */
   adminToken: string;
-  /** Per-key limits; null when TOLLGATE_LIMITS=off. */
-  limiter: KeyLimiter | null;
+  /** The four per-key limits and the wallet hold, decided in one step; see `limits/admissions.ts`. */
+  admissions: Admissions;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;
-  /** Charges waiting for an unreachable store. */
-  spool: ChargeSpool;
   /** Prometheus counters, served at GET /metrics. */
   metrics: Metrics;
   /** Billed calls under way, and whether the gateway is draining; see `gateway.ts` drain(). */
   inFlight: InFlight;
-  /** Renews the wallet holds of this process's requests while they run. */
-  holdLeases: HoldLeases;
   /** Logs a database outage once when it starts and once when it ends. */
   storeOutage: OutageLog;
 }
@@ -57,8 +58,10 @@ export interface ServiceParts {
   log: Logger;
   fleet: Fleet;
   adminToken: string;
-  /** Where limits are counted; null: in this process (the embedded default). */
+  /** Where limits and spendable amounts are kept; null: in this process (the embedded default). */
   redis?: Redis | null;
+  /** Opened by the caller (it reads the data folder): `ChargeJournal.open`. */
+  journal: ChargeJournal;
 }
 
 /**
@@ -67,33 +70,43 @@ export interface ServiceParts {
  * @example
  * const services = createServices({ config, db: store.db, log, fleet, adminToken });
  */
-export function createServices({ config, db, log, fleet, adminToken, redis = null }: ServiceParts): Services {
-  const wallets = new WalletService(db);
+export function createServices({ config, db, log, fleet, adminToken, redis = null, journal }: ServiceParts): Services {
+  const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
+  const gate = redis
+    ? createRedisGate(redis, { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions })
+    : createMemoryGate(gateOptions);
+  // The wallet service tells the admissions of top-ups, and the admissions read the wallet to rebuild it.
+  let admissions: Admissions;
+  const wallets = new WalletService(db, (orgId, amount) => admissions.credit(orgId, amount));
+  admissions = new Admissions(gate, wallets, journal, log, {
+    limitsEnabled: config.limits.enabled,
+    billingEnabled: config.billingEnabled,
+    renewEveryMs: Math.min(config.limits.concurrencyLeaseMs, config.holdLeaseMs),
+    rebuildGraceMs: config.rebuildGraceMs,
+    monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
+  });
+  // An embedded store has no other writer: every change goes through this process, which drops the cache itself.
+  const storeOutage = new OutageLog(log, 'database', 'known keys are still served; charges wait in the journal, and keys, models or wallets not yet cached answer 503, until it is back');
+  const admissionCache = new AdmissionCache(db, storeOutage, { pollMs: config.databaseUrl ? config.catalogPollMs : 0 });
+  // A write through this process drops its cache at once; other replicas see the catalog version move.
+  const catalogChanged = () => admissionCache.invalidate();
   return {
     config,
     db,
     log,
-    keys: new KeyService(db, config.keyPrefix),
+    keys: new KeyService(db, config.keyPrefix, (hash) => admissionCache.keyByHash(hash), catalogChanged),
+    admissionCache,
     wallets,
-    charges: new ChargeWriter(wallets, log),
-    orgs: new OrgService(db),
-    catalog: new CatalogService(db),
+    journal,
+    orgs: new OrgService(db, catalogChanged),
+    catalog: new CatalogService(db, catalogChanged),
     fleet,
     adminToken,
-    limiter: config.limits.enabled
-      ? createKeyLimiter({
-          redis,
-          prefix: config.limits.redisPrefix,
-          concurrencyLeaseMs: config.limits.concurrencyLeaseMs,
-          monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
-        })
-      : null,
+    admissions,
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     metrics: createMetrics(),
     inFlight: new InFlight(),
-    storeOutage: new OutageLog(log, 'database', 'billed requests answer 503 billing_unavailable and charges wait in the spool until it is back'),
-    // A request never runs past its upstream timeout; a little more covers its charge.
-    holdLeases: new HoldLeases(wallets, log, { leaseMs: config.holdLeaseMs, maxHoldMs: config.upstreamTimeoutMs + 60_000 }),
-    spool: new ChargeSpool(wallets, config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'unwritten-charges.jsonl'), log),
+    storeOutage,
+    applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
   };
 }

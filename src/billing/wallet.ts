@@ -1,6 +1,6 @@
 import { desc, eq, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { ledgerEntries, type LedgerKind, requestData, usageRecords, walletHolds, wallets } from '../db/schema.js';
+import { ledgerEntries, type LedgerKind, requestData, usageRecords, wallets } from '../db/schema.js';
 import { GatewayError } from '../http/errors.js';
 
 export type LedgerEntry = typeof ledgerEntries.$inferSelect;
@@ -16,7 +16,11 @@ export type UsageRecordInput = typeof usageRecords.$inferInsert;
  * await wallets.credit(orgId, 'topup', parseAmount('12.50'));
  */
 export class WalletService {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** Told of every committed top-up and adjustment, so the request path's spendable amount follows (`limits/admissions.ts`). */
+    private readonly credited: (orgId: string, amount: bigint) => Promise<void> = async () => {},
+  ) {}
 
   async balance(orgId: string): Promise<bigint> {
     const [row] = await this.db.select({ balance: wallets.balance }).from(wallets).where(eq(wallets.orgId, orgId));
@@ -26,7 +30,7 @@ export class WalletService {
 
   /** Adds a signed amount (top-ups positive; adjustments either way) and returns the new balance. */
   async credit(orgId: string, kind: Exclude<LedgerKind, 'charge'>, amount: bigint, note?: string): Promise<bigint> {
-    return this.db.transaction(async (tx) => {
+    const balance = await this.db.transaction(async (tx) => {
       const [row] = await tx
         .update(wallets)
         .set({ balance: sql`${wallets.balance} + ${amount}`, updatedAt: new Date() })
@@ -36,6 +40,8 @@ export class WalletService {
       await tx.insert(ledgerEntries).values({ orgId, kind, amount, balanceAfter: row.balance, note: note ?? null });
       return row.balance;
     });
+    await this.credited(orgId, amount);
+    return balance;
   }
 
   ledger(orgId: string, limit = 100): Promise<LedgerEntry[]> {
@@ -43,47 +49,20 @@ export class WalletService {
   }
 
   /**
-   * Puts a hold of `amount` on the organization's wallet for one request, if
-   * its available balance (balance less the holds of requests in flight) is
-   * above zero. One statement, so concurrent requests cannot all pass on the
-   * same money. Returns false when the wallet has nothing available.
+   * What rebuilding an organization's spendable amount needs, read in one
+   * statement (one snapshot): its balance, and which of `requestIds` (charges
+   * a gateway has made but maybe not yet written) the balance already holds.
    */
-  async hold(orgId: string, requestId: string, amount: bigint, ttlMs: number): Promise<boolean> {
+  async walletSnapshot(orgId: string, requestIds: string[]): Promise<{ balance: bigint; written: Set<string> }> {
+    const ids = requestIds.length ? sql`array[${sql.join(requestIds.map((id) => sql`${id}`), sql`, `)}]::text[]` : sql`array[]::text[]`;
     const result = await this.db.execute(
-      sql`with held as (
-            update ${wallets} set reserved_nanos = ${wallets.reserved} + ${amount}::bigint, updated_at = now()
-            where ${wallets.orgId} = ${orgId} and ${wallets.balance} - ${wallets.reserved} > 0
-            returning ${wallets.orgId} as org_id)
-          insert into ${walletHolds} (request_id, org_id, amount_nanos, expires_at)
-          select ${requestId}, org_id, ${amount}::bigint, now() + ${`${ttlMs} milliseconds`}::interval from held
-          returning request_id`,
+      sql`select ${wallets.balance}::text as balance,
+            coalesce((select array_agg(id) from ${usageRecords} where id = any(${ids})), array[]::text[]) as written
+          from ${wallets} where ${wallets.orgId} = ${orgId}`,
     );
-    return rowsOf(result).length === 1;
-  }
-
-  /** Pushes the expiry of these requests' holds to one lease from now (see `hold-leases.ts`). */
-  async renewHolds(requestIds: string[], leaseMs: number): Promise<void> {
-    if (requestIds.length === 0) return;
-    await this.db.execute(
-      sql`update ${walletHolds} set expires_at = now() + ${`${leaseMs} milliseconds`}::interval
-          where request_id in (${sql.join(requestIds.map((id) => sql`${id}`), sql`, `)})`,
-    );
-  }
-
-  /**
-   * Gives back the holds of requests that never settled (their gateway died,
-   * so nothing renewed them) once they expire. Returns how many organizations it swept.
-   */
-  async sweepExpiredHolds(): Promise<number> {
-    const result = await this.db.execute(
-      sql`with expired as (
-            delete from ${walletHolds} where ${walletHolds.expiresAt} < now() returning org_id, amount_nanos),
-          totals as (select org_id, sum(amount_nanos)::bigint as total from expired group by org_id)
-          update ${wallets} set reserved_nanos = ${wallets.reserved} - totals.total, updated_at = now()
-          from totals where ${wallets.orgId} = totals.org_id
-          returning totals.total`,
-    );
-    return rowsOf(result).length;
+    const [row] = rowsOf<{ balance: string; written: string[] | string }>(result);
+    if (!row) throw new GatewayError('not_found', `Organization ${orgId} has no wallet.`, { status: 404 });
+    return { balance: BigInt(row.balance), written: new Set(parseTextArray(row.written)) };
   }
 
   /** Records one request's usage and charges it; false when that request was already recorded. */
@@ -93,29 +72,18 @@ export class WalletService {
   }
 
   /**
-   * Records usage and charges for many requests, and lets go of their holds
-   * (and of the holds of `releases`: requests that ended without using
-   * anything), in ONE statement whatever the count: one round trip and one
-   * commit, which is what lets `ChargeWriter` group concurrent requests into
-   * one write. A usage record's id is its request id, so a request written
-   * twice inserts nothing and charges nothing the second time. Each charge's
-   * ledger entry carries the balance right after it, in request order.
-   * Returns, per record, whether it was new.
+   * Records usage and charges for many requests in ONE statement whatever
+   * the count: one round trip and one commit, which is what lets
+   * `ChargeApplier` write a batch of requests at once. A usage record's id is
+   * its request id, so a request written twice inserts nothing and charges
+   * nothing the second time. Each charge's ledger entry carries the balance
+   * right after it, in request order. Returns, per record, whether it was new.
    */
-  async chargeMany(records: ChargeRecord[], releases: string[] = []): Promise<boolean[]> {
-    if (records.length === 0 && releases.length === 0) return [];
+  async chargeMany(records: ChargeRecord[]): Promise<boolean[]> {
+    if (records.length === 0) return [];
     // Within one batch the first record of a request id counts; the others are repeats.
     const seen = new Set<string>();
     const firsts = records.filter((r) => !seen.has(r.id) && seen.add(r.id));
-    const holdIds = sql.join([...seen, ...releases].map((id) => sql`${id}`), sql`, `);
-    if (firsts.length === 0) {
-      await this.db.execute(sql`with released as (
-          delete from ${walletHolds} where request_id in (${holdIds}) returning org_id, amount_nanos),
-        unheld as (select org_id, sum(amount_nanos)::bigint as total from released group by org_id)
-        update ${wallets} set reserved_nanos = ${wallets.reserved} - unheld.total, updated_at = now()
-        from unheld where ${wallets.orgId} = unheld.org_id`);
-      return records.map(() => false);
-    }
     const rows = sql.join(
       firsts.map(
         (r, ord) => sql`(${ord}::int, ${r.id}::text, ${r.orgId}::text, ${r.keyId}::text, ${r.projectId ?? null}::text, ${r.modelId}::text,
@@ -143,16 +111,10 @@ export class WalletService {
           cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at from input
         on conflict (id) do nothing
         returning id, org_id, cost_nanos),
-      released as (
-        delete from ${walletHolds} where request_id in (${holdIds}) returning org_id, amount_nanos),
-      debits as (
-        select org_id, sum(cost)::bigint as cost, sum(unheld)::bigint as unheld from (
-          select org_id, cost_nanos as cost, 0::bigint as unheld from new_usage
-          union all select org_id, 0::bigint, amount_nanos from released) as parts
-        group by org_id),
+      debits as (select org_id, sum(cost_nanos)::bigint as cost from new_usage group by org_id),
       updated as (
-        update ${wallets} set balance_nanos = ${wallets.balance} - debits.cost, reserved_nanos = ${wallets.reserved} - debits.unheld, updated_at = now()
-        from debits where ${wallets.orgId} = debits.org_id
+        update ${wallets} set balance_nanos = ${wallets.balance} - debits.cost, updated_at = now()
+        from debits where ${wallets.orgId} = debits.org_id and debits.cost <> 0
         returning ${wallets.orgId} as org_id, ${wallets.balance} as balance_nanos),
       charged as (
         select i.ord, n.id, n.org_id, n.cost_nanos from new_usage n join input i on i.id = n.id where n.cost_nanos <> 0),
@@ -178,6 +140,13 @@ export type ChargeRecord = UsageRecordInput & {
   /** The bodies, for keys with "store request data" on; kept with the usage record. */
   requestData?: { requestBody: string; responseBody: string };
 };
+
+/** A text[] as postgres.js (an array) or PGlite (an array, or its `{a,b}` text form) returns it. */
+function parseTextArray(value: string[] | string): string[] {
+  if (Array.isArray(value)) return value;
+  const inner = value.replace(/^\{|\}$/g, '');
+  return inner ? inner.split(',').map((item) => item.replace(/^"|"$/g, '')) : [];
+}
 
 /** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
 function rowsOf<T>(result: unknown): T[] {

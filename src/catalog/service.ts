@@ -45,7 +45,11 @@ export function pickModel(rows: Array<{ model: ModelRow | null; price: PriceRow 
  * const { model, price } = await catalog.resolve('Qwen/Qwen2.5-7B-Instruct'); // by HF repo id
  */
 export class CatalogService {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** Called after every write, so the request path's admission cache drops what it holds (`catalog/admission-cache.ts`). */
+    private readonly changed: () => void = () => {},
+  ) {}
 
   /**
    * Finds an enabled model by catalog id, display name or Hugging Face repo id,
@@ -87,11 +91,13 @@ export class CatalogService {
       throw new GatewayError('conflict', `A model with this id, display name or Hugging Face repo id already exists (${clash[0]!.id}).`);
     }
     const [row] = await this.db.insert(models).values(model).returning();
+    this.changed();
     return row!;
   }
 
   async update(id: string, changes: Partial<Pick<ModelRow, 'displayName' | 'contextLength' | 'enabled'>>): Promise<ModelRow> {
     const [row] = await this.db.update(models).set(changes).where(eq(models.id, id)).returning();
+    this.changed();
     if (!row) throw new GatewayError('not_found', `Model ${id} does not exist.`, { status: 404 });
     return row;
   }
@@ -105,6 +111,7 @@ export class CatalogService {
       .values({ modelId, inputPerToken, outputPerToken, updatedAt: now })
       .onConflictDoUpdate({ target: prices.modelId, set: { inputPerToken, outputPerToken, updatedAt: now } })
       .returning();
+    this.changed();
     return row!;
   }
 

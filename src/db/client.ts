@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -41,6 +42,26 @@ function findPackageFolder(name: string, from: string): string {
   }
 }
 
+/**
+ * Runs the built `db/pglite-setup.js` in a worker thread and waits for it to
+ * end. Unbuilt (`npm run dev` under tsx, whose loader a worker does not
+ * get), the set-up runs in this thread instead: same files, more memory.
+ */
+async function setUpInWorker(location: string): Promise<void> {
+  const built = path.join(path.dirname(fileURLToPath(import.meta.url)), 'db', 'pglite-setup.js');
+  if (!existsSync(built)) {
+    const setup = new PGlite(location);
+    await migratePglite(drizzlePglite(setup, { schema }), { migrationsFolder });
+    await setup.close();
+    return;
+  }
+  await new Promise<void>((resolve, reject) => {
+    const worker = new Worker(built, { workerData: { location, migrationsFolder } });
+    worker.once('error', reject);
+    worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`PGlite set-up ended with code ${code}`))));
+  });
+}
+
 // Any fixed number: replicas starting together take turns running migrations.
 const MIGRATION_LOCK_ID = 7_110_472_001;
 
@@ -65,7 +86,14 @@ export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenSto
     return { db: db as unknown as Database, driver: 'postgres', close: () => client.end({ timeout: 5 }) };
   }
   const location = dataDir === 'memory://' ? 'memory://' : path.join(dataDir, 'pglite');
-  if (location !== 'memory://') await mkdir(location, { recursive: true });
+  if (location !== 'memory://') {
+    const fresh = !existsSync(path.join(location, 'PG_VERSION'));
+    await mkdir(location, { recursive: true });
+    // Creating a database (initdb) and migrating it grow PGlite's WebAssembly memory to about 800 MB, and
+    // WebAssembly memory never shrinks: do both in a worker thread that then ends, taking that memory with it,
+    // and serve from an instance opened on the finished files.
+    if (fresh) await setUpInWorker(location);
+  }
   const client = new PGlite(location);
   const db = drizzlePglite(client, { schema });
   await migratePglite(db, { migrationsFolder });

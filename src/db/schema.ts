@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, check, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /**
  * The store. Money columns hold integer nano-units of the gateway's currency
@@ -62,9 +62,8 @@ export const wallets = pgTable('wallets', {
   orgId: text('org_id')
     .primaryKey()
     .references(() => organizations.id),
+  /** The ledger's sum. Holds of requests in flight are kept by the admission gate, not here (`limits/gate.ts`). */
   balance: money('balance_nanos').notNull().default(sql`0`),
-  /** Sum of the holds of requests in flight: what may still be charged. Available = balance - reserved. */
-  reserved: money('reserved_nanos').notNull().default(sql`0`),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
 
@@ -150,25 +149,6 @@ export const usageRecords = pgTable(
   (t) => [index('usage_org_time_idx').on(t.orgId, t.createdAt), index('usage_key_time_idx').on(t.keyId, t.createdAt)],
 );
 
-/**
- * A request's hold on its organization's wallet while it runs: the most it can
- * cost. Removed when the request is charged; one left behind by a gateway that
- * died is swept after `expires_at`, giving its amount back.
- */
-export const walletHolds = pgTable(
-  'wallet_holds',
-  {
-    requestId: text('request_id').primaryKey(),
-    orgId: text('org_id')
-      .notNull()
-      .references(() => organizations.id),
-    amount: money('amount_nanos').notNull(),
-    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
-    createdAt: createdAt(),
-  },
-  (t) => [index('wallet_holds_expiry_idx').on(t.expiresAt)],
-);
-
 /** Request and response bodies, kept only for keys with "store request data" on, for the retention period. */
 export const requestData = pgTable(
   'request_data',
@@ -181,4 +161,18 @@ export const requestData = pgTable(
     createdAt: createdAt(),
   },
   (t) => [index('request_data_time_idx').on(t.createdAt)],
+);
+
+/**
+ * One row, one number: moved forward by a trigger on every change to keys,
+ * models, prices, projects and organizations (migration 0002). Gateways poll
+ * it to drop their in-process admission cache (`catalog/admission-cache.ts`).
+ */
+export const catalogVersion = pgTable(
+  'catalog_version',
+  {
+    id: integer('id').primaryKey().default(1),
+    version: bigint('version', { mode: 'bigint' }).notNull().default(sql`0`),
+  },
+  (t) => [check('catalog_version_single_row', sql`${t.id} = 1`)],
 );

@@ -6,7 +6,7 @@ import { describeError, type Logger } from './log.js';
  * by their callers): a 10-second cut is two lines, not thousands.
  *
  * @example
- * const storeOutage = new OutageLog(log, 'database', 'billed requests answer 503 and charges wait in the spool');
+ * const storeOutage = new OutageLog(log, 'database', 'charges wait in the journal');
  * try { await query(); storeOutage.succeeded(); } catch (error) { storeOutage.failed(error); throw error; }
  */
 export class OutageLog {

@@ -79,6 +79,13 @@ export class KeyService {
   constructor(
     private readonly db: Database,
     private readonly prefix: string,
+    /** Finds a key by its secret's hash; the request path passes its in-process cache (`catalog/admission-cache.ts`). */
+    private readonly keyByHash: (hash: string) => Promise<KeyRow | undefined> = async (hash) => {
+      const [row] = await db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash));
+      return row;
+    },
+    /** Called after every write, so the request path's admission cache drops what it holds (`catalog/admission-cache.ts`). */
+    private readonly changed: () => void = () => {},
   ) {}
 
   async create(input: CreateKeyInput): Promise<{ key: KeyRow; secret: string }> {
@@ -113,6 +120,7 @@ export class KeyService {
         .returning();
       return row!;
     });
+    this.changed();
     return { key, secret };
   }
 
@@ -126,11 +134,12 @@ export class KeyService {
     return row;
   }
 
-  /** Edits limits and toggles; the next request on any replica sees them (keys are read per request). */
+  /** Edits limits and toggles; every replica sees them within the admission cache's bound (`catalog/admission-cache.ts`). */
   async update(id: string, changes: Partial<KeySettings> & { name?: string }): Promise<KeyRow> {
     const values = definedOnly(changes, ['name', 'requestsPerMinute', 'maxConcurrency', 'tokensPerMinute', 'monthlyTokens', 'storeRequestData', 'responseCache']);
     if (Object.keys(values).length === 0) return this.get(id);
     const [row] = await this.db.update(apiKeys).set(values).where(eq(apiKeys.id, id)).returning();
+    this.changed();
     if (!row) throw new GatewayError('not_found', `API key ${id} does not exist.`, { status: 404 });
     return row;
   }
@@ -142,18 +151,18 @@ export class KeyService {
       .set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, now())` })
       .where(eq(apiKeys.id, id))
       .returning();
+    this.changed();
     if (!row) throw new GatewayError('not_found', `API key ${id} does not exist.`, { status: 404 });
     return row;
   }
 
   /**
-   * Checks an `Authorization` header value. One indexed lookup by the secret's
-   * hash, then a constant-time comparison. Every failure is 401 `unauthorized`.
+   * Checks an `Authorization` header value. A lookup by the secret's hash (in
+   * the admission cache on the request path), then a constant-time comparison. Every failure is 401 `unauthorized`.
    */
   async authenticate(authorization: string | undefined): Promise<AuthenticatedKey> {
     const hash = this.secretHashOf(authorization);
-    const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash));
-    return verifiedKey(row, hash);
+    return verifiedKey(await this.keyByHash(hash), hash);
   }
 
   /** The hash to look a key up by; 401 for a header that cannot hold one of our keys (no store read needed). */

@@ -17,14 +17,20 @@ export type Project = typeof projects.$inferSelect;
  * const project = await orgs.createProject(org.id, 'search');
  */
 export class OrgService {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** Called after every write, so the request path's admission cache drops what it holds (`catalog/admission-cache.ts`). */
+    private readonly changed: () => void = () => {},
+  ) {}
 
-  create(name: string): Promise<Organization> {
-    return this.db.transaction(async (tx) => {
+  async create(name: string): Promise<Organization> {
+    const created = await this.db.transaction(async (tx) => {
       const [org] = await tx.insert(organizations).values({ id: newId('org'), name }).returning();
       await tx.insert(wallets).values({ orgId: org!.id });
       return org!;
     });
+    this.changed();
+    return created;
   }
 
   list(): Promise<Organization[]> {
@@ -40,6 +46,7 @@ export class OrgService {
   async createProject(orgId: string, name: string): Promise<Project> {
     await this.get(orgId);
     const [project] = await this.db.insert(projects).values({ id: newId('proj'), orgId, name }).returning();
+    this.changed();
     return project!;
   }
 

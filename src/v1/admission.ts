@@ -5,15 +5,13 @@ import { type ModelRow, pickModel, type PriceRow, requestedModelName } from '../
 import type { TaskType } from '../db/schema.js';
 import type { GatewayEnv } from '../http/context.js';
 import { GatewayError } from '../http/errors.js';
-import { describeError } from '../http/log.js';
 import { readJsonObject } from '../http/request.js';
-import { assertProjectOf, type AuthenticatedKey, verifiedKey } from '../keys/service.js';
+import { type AuthenticatedKey, verifiedKey } from '../keys/service.js';
 import { isProjectId } from '../db/ids.js';
 import { withinStoreTimeout } from '../db/timeout.js';
 import { estimateRequestTokens } from '../limits/estimate.js';
-import { type LimitLease, UNLIMITED_LEASE } from '../limits/limiter.js';
+import type { Ticket } from '../limits/admissions.js';
 import type { Services } from '../services.js';
-import { admissionQuery } from './admission-query.js';
 import { validateChatRequest, validateEmbeddingsRequest } from './validate.js';
 
 /** A request whose key, model, body, price and project are known good. */
@@ -33,8 +31,8 @@ export interface AuthorizedRequest {
 
 /** A request that holds funds and limits and may go upstream; `settle` or `abandon` ends it. */
 export interface BilledCall extends AuthorizedRequest {
-  /** What the request took from its key's limits; given back when it ends. */
-  lease: LimitLease;
+  /** What the request took from its key's limits and its wallet; given back when it ends (`Admissions.release`). */
+  ticket: Ticket;
   /** The most tokens the request can use; its charge is clamped to them. */
   bounds: TokenBounds;
   /** The hold on the wallet: the bounds at the model's prices, and so the most the request is charged. */
@@ -46,10 +44,10 @@ export interface BilledCall extends AuthorizedRequest {
 /**
  * The checks every billed /v1 request shares, in the order of the request
  * path: key, body, model, task, parameters, price, project. Key, model, price
- * and balance come from one read (`admission-query.ts`). Takes nothing: a
+ * and project come from this process's admission cache (`catalog/admission-cache.ts`). Takes nothing: a
  * request refused here costs nothing and counts against no limit.
  */
-export async function authorize(c: Context<GatewayEnv>, services: Services, task: TaskType): Promise<AuthorizedRequest & { balance: bigint }> {
+export async function authorize(c: Context<GatewayEnv>, services: Services, task: TaskType): Promise<AuthorizedRequest> {
   const startedAt = performance.now();
   const authorization = c.req.header('authorization');
   const hash = services.keys.secretHashOf(authorization);
@@ -59,10 +57,13 @@ export async function authorize(c: Context<GatewayEnv>, services: Services, task
     throw error;
   });
   const modelName = await requestedModelNameAfterAuth(services, authorization, body.model);
-  const rows = await unavailableOnFailure(services, () => admissionQuery(services.db).execute({ hash, model: modelName }));
-  const caller = verifiedKey(rows[0]?.key, hash);
+  // Both from this process's cache in steady state: no database round trip.
+  const [keyRow, matches] = await unavailableOnFailure(services, () =>
+    Promise.all([services.admissionCache.keyByHash(hash), services.admissionCache.modelMatches(modelName)]),
+  );
+  const caller = verifiedKey(keyRow, hash);
   c.set('caller', caller);
-  const { model, price } = pickModel(rows, modelName);
+  const { model, price } = pickModel(matches, modelName);
   if (model.taskType !== task) {
     const message =
       task === 'embedding'
@@ -74,69 +75,33 @@ export async function authorize(c: Context<GatewayEnv>, services: Services, task
   else validateEmbeddingsRequest(body);
   if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', { headers: { 'Retry-After': '30' } });
   const projectId = await projectFor(c, services, caller);
-  const request = { requestId: c.get('requestId'), task, caller, model, price, clientModel: modelName, projectId, body, bodyBytes: bytes, startedAt };
-  return { ...request, balance: rows[0]!.balance };
+  return { requestId: c.get('requestId'), task, caller, model, price, clientModel: modelName, projectId, body, bodyBytes: bytes, startedAt };
 }
 
 /**
- * Takes what the request may use: a hold on the wallet for the most it can
- * cost (402 when nothing is available) and its key's limits (429). A request
- * refused by either keeps nothing from the other.
+ * Takes what the request may use, in one step (`limits/admissions.ts`): a
+ * hold on the wallet for the most it can cost (402 when nothing is
+ * spendable) and its key's four limits (429). A request refused by any of
+ * them takes nothing.
  */
-export async function reserve(c: Context<GatewayEnv>, services: Services, request: AuthorizedRequest & { balance: bigint }): Promise<BilledCall> {
-  const { balance, ...authorized } = request;
-  // The hold and the limits are independent round trips: take them together, and give back
-  // whichever succeeded when the other refuses (the wallet's refusal first, as it comes first).
+export async function reserve(c: Context<GatewayEnv>, services: Services, request: AuthorizedRequest): Promise<BilledCall> {
   const bounds = tokenBoundsOf({ bodyBytes: request.bodyBytes, body: request.body, task: request.task, contextLength: request.model.contextLength });
   const holdNanos = costOf(bounds, request.price);
-  const hold = services.config.billingEnabled ? holdFunds(services, request.caller.orgId, request.requestId, holdNanos, balance) : Promise.resolve();
-  const limits = services.limiter
-    ? services.limiter.admit(request.caller.id, request.caller, estimateRequestTokens(request.body, request.task, services.config.limits.completionEstimate))
-    : Promise.resolve(UNLIMITED_LEASE);
-  const [held, leased] = await Promise.allSettled([hold, limits]);
-  if (held.status === 'rejected' || leased.status === 'rejected') {
-    // A store that failed or timed out may still have taken the hold: give it back too (a no-op when it did not).
-    if (held.status === 'fulfilled' || isStoreFailure(held.reason)) await releaseHold(services, request.requestId);
-    if (leased.status === 'fulfilled') await leased.value.cancel();
-    throw held.status === 'rejected' ? held.reason : (leased as PromiseRejectedResult).reason;
-  }
-  const lease = leased.value;
-  for (const [name, value] of Object.entries(lease.headers)) c.header(name, value);
-  const ended = services.inFlight.begin();
-  const untrack = services.config.billingEnabled ? services.holdLeases.track(request.requestId) : () => {};
-  const finish = () => {
-    untrack();
-    ended();
-  };
-  return { ...authorized, lease, bounds, holdNanos, finish };
-}
-
-/**
- * Gives back a request's hold. If the store cannot take the release now, it
- * waits in the spool (memory and the data folder) and is retried until it
- * can; only a gateway killed with it still unwritten leaves the hold to
- * expire (see WalletService.sweepExpiredHolds).
- */
-export async function releaseHold(services: Services, requestId: string): Promise<void> {
-  if (!services.config.billingEnabled) return;
-  await services.charges.release(requestId).catch(async (error: unknown) => {
-    services.storeOutage.failed(error);
-    services.log.debug('hold release failed: kept to retry', { requestId, ...describeError(error) });
-    await services.spool.addRelease(requestId).catch(() => {});
+  const admitting = services.admissions.admit({
+    requestId: request.requestId,
+    caller: request.caller,
+    estimatedTokens: estimateRequestTokens(request.body, request.task, services.config.limits.completionEstimate),
+    holdNanos,
   });
-}
-
-function isStoreFailure(error: unknown): boolean {
-  return error instanceof GatewayError && error.code === 'billing_unavailable';
-}
-
-async function holdFunds(services: Services, orgId: string, requestId: string, amount: bigint, balance: bigint): Promise<void> {
-  const insufficient = () =>
-    new GatewayError('insufficient_funds', 'The wallet balance is zero or negative, or held by requests in flight. Top up the wallet to continue.');
-  // Most broke wallets are turned away here, without a write.
-  if (balance <= 0n) throw insufficient();
-  const held = await unavailableOnFailure(services, () => services.wallets.hold(orgId, requestId, amount, services.config.holdLeaseMs));
-  if (!held) throw insufficient();
+  const ticket = await withinStoreTimeout(admitting).catch((error: unknown) => {
+    if (error instanceof GatewayError) throw error;
+    // Timed out: if the gate admits it after all, give everything back at once.
+    admitting.then((late) => services.admissions.release(late, { actualTokens: 0, cost: null }), () => {});
+    throw new GatewayError('limits_unavailable', 'The gateway cannot check rate limits right now. Retry with backoff.', { headers: { 'Retry-After': '1' }, cause: error });
+  });
+  for (const [name, value] of Object.entries(ticket.headers)) c.header(name, value);
+  const finish = services.inFlight.begin();
+  return { ...request, ticket, bounds, holdNanos, finish };
 }
 
 /** The model name, or, when the body names none, 401 for a bad key before 400 for the model. */
@@ -164,16 +129,16 @@ async function projectFor(c: Context<GatewayEnv>, services: Services, caller: Au
     throw new GatewayError('forbidden', 'This API key belongs to one project and may only be used for it: drop X-Project-ID or send that project\'s id.');
   }
   if (!isProjectId(header)) throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
-  await unavailableOnFailure(services, () => assertProjectOf(services.db, caller.orgId, header));
+  const owner = await unavailableOnFailure(services, () => services.admissionCache.projectOrg(header));
+  if (owner !== caller.orgId) throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
   return header;
 }
 
 /** A store that cannot be read (or does not answer within STORE_TIMEOUT_MS) means billing cannot be checked: 503, retry later. */
 async function unavailableOnFailure<T>(services: Services, step: () => Promise<T>): Promise<T> {
   try {
-    const result = await withinStoreTimeout(step());
-    services.storeOutage.succeeded();
-    return result;
+    // Success is not logged here: most steps are answered from memory; the store's own readers say when it is back.
+    return await withinStoreTimeout(step());
   } catch (error) {
     if (error instanceof GatewayError) throw error;
     services.storeOutage.failed(error);

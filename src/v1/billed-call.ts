@@ -6,7 +6,7 @@ import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
 import { describeError } from '../http/log.js';
 import type { TokenUsage, UsageSource } from '../proxy/usage.js';
 import type { Services } from '../services.js';
-import { type AuthorizedRequest, type BilledCall, releaseHold } from './admission.js';
+import type { AuthorizedRequest, BilledCall } from './admission.js';
 
 export type { BilledCall } from './admission.js';
 
@@ -22,11 +22,13 @@ export interface Settlement {
 }
 
 /**
- * Ends a call: charges its exact cost and records its usage in one transaction
- * (which also lets go of its hold), settles its limits to the tokens really
- * used, and keeps its answer in the cache when the key asks for it. Never
- * throws: the response is already on its way, so a charge the store cannot
- * take now waits in the spool (`billing/spool.ts`) until it can.
+ * Ends a call: makes its charge (exact cost and usage record) durable in the
+ * journal, turns its hold into that charge and settles its limits to the
+ * tokens really used (`Admissions.release`), both before the response's last
+ * byte, and keeps its answer in the cache when the key asks for it. The
+ * charge reaches PostgreSQL shortly after, by group commit
+ * (`billing/charge-applier.ts`): the answer never waits for the database.
+ * Never throws: the response is already on its way.
  */
 export async function settle(services: Services, call: BilledCall, reported: Settlement): Promise<void> {
   try {
@@ -38,20 +40,18 @@ export async function settle(services: Services, call: BilledCall, reported: Set
 
 async function settleCall(services: Services, call: BilledCall, reported: Settlement): Promise<void> {
   const settlement = withinBounds(services, call, reported);
-  if (services.config.billingEnabled) {
-    // The clamp keeps the cost within the hold; the min() is the rule itself, stated once more.
-    const cost = minOf(costOf(settlement.usage, call.price), call.holdNanos);
-    const record = usageRecord(services, call, settlement, cost, false);
-    await services.charges.write(record).catch(async (error: unknown) => {
-      services.storeOutage.failed(error);
-      services.log.debug('charge not written: kept to retry until the store takes it', { requestId: record.id, ...describeError(error) });
-      await services.spool.add(record).catch((spoolError: unknown) => {
-        // Nowhere left to keep it: the log line carries what billing it by hand needs (never the bodies).
-        services.log.error('charge lost: bill it by hand', { ...record, requestData: undefined, cost: record.cost.toString(), ...describeError(spoolError) });
-      });
+  const tokens = settlement.usage.promptTokens + settlement.usage.completionTokens;
+  // The clamp keeps the cost within the hold; the min() is the rule itself, stated once more.
+  const cost = services.config.billingEnabled ? minOf(costOf(settlement.usage, call.price), call.holdNanos) : null;
+  // The charge is durable before the gate hears of it: a replica that dies in between leaves a charge the
+  // journal holds but the gate was never told of, which the next start finds unreported and rebuilds from.
+  if (cost !== null) {
+    await services.journal.append(usageRecord(services, call, settlement, cost, false)).catch((error: unknown) => {
+      // The data folder cannot be written (disk full?): the charge is kept in memory until the applier writes it.
+      services.log.error('charge journal write failed: the charge is kept in memory only', { requestId: call.requestId, ...describeError(error) });
     });
   }
-  await call.lease.settle(settlement.usage.promptTokens + settlement.usage.completionTokens);
+  await services.admissions.release(call.ticket, { actualTokens: tokens, cost });
   if (call.caller.responseCache && settlement.answer && settlement.status === 200) {
     await services.cache.set(cacheKey(call.caller.orgId, call.task, call.body), settlement.answer).catch((error: unknown) => {
       services.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
@@ -102,7 +102,7 @@ export async function recordCacheHit(services: Services, request: AuthorizedRequ
     answer,
   };
   const record = usageRecord(services, request, settlement, 0n, true);
-  await services.charges.write(record).catch((error: unknown) => {
+  await services.journal.append(record).catch((error: unknown) => {
     services.log.error('recording a cache hit failed', { requestId: request.requestId, ...describeError(error) });
   });
 }
@@ -153,7 +153,7 @@ export async function settleClientGone(services: Services, call: BilledCall, pro
 /** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */
 export async function abandon(services: Services, call: BilledCall): Promise<void> {
   try {
-    await Promise.all([call.lease.settle(0), releaseHold(services, call.requestId)]);
+    await services.admissions.release(call.ticket, { actualTokens: 0, cost: null });
   } finally {
     call.finish();
   }

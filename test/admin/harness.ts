@@ -1,3 +1,4 @@
+import { ChargeJournal } from '../../src/billing/journal.js';
 import { loadConfig } from '../../src/config.js';
 import { openStore, type Store } from '../../src/db/client.js';
 import type { Fleet } from '../../src/engines/fleet.js';
@@ -30,7 +31,7 @@ export async function startAdmin(): Promise<{ app: Hono<GatewayEnv>; store: Stor
     simulatorUrl: null,
     close: async () => {},
   };
-  const services = createServices({ config, db: store.db, log, fleet, adminToken: ADMIN_TOKEN });
+  const services = createServices({ config, db: store.db, log, fleet, adminToken: ADMIN_TOKEN, journal: await ChargeJournal.open(null) });
   const app = createApp(services);
   const call: Call = async (method, path, body, headers = {}) => {
     const init: RequestInit = { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...headers } };

@@ -1,6 +1,8 @@
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChargeWriter } from '../../src/billing/charge-writer.js';
+import { ChargeApplier } from '../../src/billing/charge-applier.js';
+import { ChargeJournal } from '../../src/billing/journal.js';
+import { OutageLog } from '../../src/http/outage.js';
 import { WalletService, type ChargeRecord } from '../../src/billing/wallet.js';
 import { openStore, type Store } from '../../src/db/client.js';
 import { ledgerEntries, usageRecords } from '../../src/db/schema.js';
@@ -80,24 +82,48 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
     expect(await wallets.balance(a.orgId)).toBe(870n);
   });
 
-  it('group-commits concurrent writes, and every one is committed when its promise resolves', async () => {
+  /** A journal in memory and its applier writing to this store, as the gateway runs them. */
+  async function applierOver() {
+    const log = createLogger('silent');
+    const journal = await ChargeJournal.open(null);
+    const applier = new ChargeApplier(journal, wallets, new OutageLog(log, 'database', 'test'), log);
+    applier.start();
+    return { journal, applier };
+  }
+
+  it('group-commits journaled charges, every one written once, in fewer transactions than charges', async () => {
     const a = await tenant(1_000_000n);
-    const writer = new ChargeWriter(wallets, createLogger('silent'));
-    await Promise.all(Array.from({ length: 40 }, (_, i) => writer.write(record(`g${i}`, a, BigInt(i + 1)))));
+    const { journal, applier } = await applierOver();
+    const batches: number[] = [];
+    const chargeMany = wallets.chargeMany.bind(wallets);
+    wallets.chargeMany = (records) => {
+      batches.push(records.length);
+      return chargeMany(records);
+    };
+    try {
+      await Promise.all(Array.from({ length: 40 }, (_, i) => journal.append(record(`g${i}`, a, BigInt(i + 1)))));
+      expect(await applier.settled(10_000)).toBe(true);
+    } finally {
+      wallets.chargeMany = chargeMany;
+      await applier.stop();
+    }
     const spent = (40n * 41n) / 2n;
     expect(await wallets.balance(a.orgId)).toBe(1_000_000n - spent);
     const [sum] = await store.db.select({ total: sql<string>`sum(${ledgerEntries.amount})::text` }).from(ledgerEntries).where(eq(ledgerEntries.orgId, a.orgId));
     expect(BigInt(sum!.total)).toBe(1_000_000n - spent);
     const [count] = await store.db.select({ n: sql<number>`count(*)::int` }).from(usageRecords).where(eq(usageRecords.orgId, a.orgId));
     expect(count!.n).toBe(40);
+    expect(batches.reduce((x, y) => x + y, 0)).toBe(40);
+    expect(batches.length).toBeLessThan(40);
   });
 
-  it('fails only the bad record of a batch', async () => {
+  it('writes the good records of a batch and sets aside only the one the database refuses', async () => {
     const a = await tenant(1_000n);
-    const writer = new ChargeWriter(wallets, createLogger('silent'));
+    const { journal, applier } = await applierOver();
     const bad = { ...record('bad', a, 1n), keyId: 'key_does_not_exist' };
-    const results = await Promise.allSettled([writer.write(record('ok1', a, 10n)), writer.write(bad), writer.write(record('ok2', a, 20n))]);
-    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    await Promise.all([journal.append(record('ok1', a, 10n)), journal.append(bad), journal.append(record('ok2', a, 20n))]);
+    expect(await applier.settled(10_000)).toBe(true);
+    await applier.stop();
     expect(await wallets.balance(a.orgId)).toBe(970n);
   });
 });

@@ -32,7 +32,7 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(TOLLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(key)));
   const child = startChild(name, process.execPath, ['--enable-source-maps', 'dist/main.js'], {
     cwd: repoRoot,
-    env: { ...inherited, TOLLGATE_HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_SEED_DEMO: 'false', ...env, PORT: String(port) },
+    env: { ...inherited, TOLLGATE_HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_SEED_DEMO: 'false', TOLLGATE_REBUILD_GRACE_MS: '1100', ...env, PORT: String(port) },
   });
   const url = `http://127.0.0.1:${port}`;
   try {
@@ -98,4 +98,22 @@ export function redisPing(port: number): Promise<boolean> {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * One call to a gateway's management API (`/admin/v1`), its answer parsed;
+ * any status but 2xx throws with the answer's text.
+ *
+ * @example
+ * const org = await adminCallTo(gateway.url, ADMIN_TOKEN, 'POST', '/orgs', { name: 'acme' });
+ */
+export async function adminCallTo<T = Record<string, unknown>>(baseUrl: string, token: string, method: string, route: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${baseUrl}/admin/v1${route}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} /admin/v1${route} answered ${response.status}: ${text}`);
+  return JSON.parse(text) as T;
 }

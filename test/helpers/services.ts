@@ -37,22 +37,78 @@ export function postgresAvailable(): Promise<boolean> {
 export const testDatabasePrefix = process.env.TEST_DATABASE_PREFIX ?? 'tollgate_test_';
 if (!/^[a-z_][a-z0-9_]{0,40}$/.test(testDatabasePrefix)) throw new Error(`TEST_DATABASE_PREFIX must be lower-case letters, digits and _: ${testDatabasePrefix}`);
 
-/** A fresh database of its own for one test file; `drop` removes it. */
+/**
+ * A fresh database of its own for one test file; `drop` removes it. Its name
+ * carries the creating process's pid and the test file's name, so a database
+ * left behind says where it came from (and `dropOrphanedTestDatabases` can
+ * tell it is nobody's any more).
+ */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `${testDatabasePrefix}${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const name = `${testDatabasePrefix}${process.pid}_${callerSlug()}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = postgres(postgresAdminUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${name}`);
   await admin.end();
   const url = new URL(postgresAdminUrl);
   url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const sql = postgres(postgresAdminUrl, { max: 1, onnotice: () => {} });
-      await sql.unsafe(`drop database if exists ${name} with (force)`);
-      await sql.end();
-    },
-  };
+  return { url: url.toString(), drop: () => dropDatabase(name) };
+}
+
+/**
+ * Drops a test database, closing its sessions first (`with (force)`). A
+ * process that reconnects in the instant between (a pool retrying) makes the
+ * drop fail with "being accessed by other users": it is tried again for a
+ * while before the error is thrown.
+ */
+async function dropDatabase(name: string): Promise<void> {
+  const sql = postgres(postgresAdminUrl, { max: 1, onnotice: () => {} });
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await sql.unsafe(`drop database if exists ${name} with (force)`);
+        return;
+      } catch (error) {
+        // 55006: object_in_use.
+        if ((error as { code?: string }).code !== '55006' || attempt >= 20) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  } finally {
+    await sql.end();
+  }
+}
+
+/** The test file that called into this module, as `a-z0-9` (at most 24 characters), for a database's name. */
+function callerSlug(): string {
+  const file = (new Error().stack ?? '').split('\n').map((line) => /([\w.-]+)\.test\.ts/.exec(line)?.[1]).find(Boolean) ?? 'unknown';
+  return file.toLowerCase().replace(/[^a-z0-9]+/g, '').slice(0, 24);
+}
+
+/**
+ * Drops the test databases whose creating process is gone (a file that did
+ * not drop its own), naming them, so a run leaves none behind and the file at
+ * fault is still known. Run once every test file is done (global teardown).
+ */
+export async function dropOrphanedTestDatabases(): Promise<string[]> {
+  const sql = postgres(postgresAdminUrl, { max: 1, onnotice: () => {}, connect_timeout: 2 });
+  let names: string[];
+  try {
+    const rows = await sql<Array<{ datname: string }>>`select datname from pg_database where starts_with(datname, ${testDatabasePrefix})`;
+    names = rows.map((row) => row.datname).filter((name) => !processAlive(Number(name.slice(testDatabasePrefix.length).split('_')[0])));
+  } finally {
+    await sql.end();
+  }
+  for (const name of names) await dropDatabase(name);
+  return names;
+}
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function redact(url: string): string {
@@ -97,6 +153,23 @@ export async function deleteRedisPrefix(prefix: string): Promise<void> {
       cursor = next;
       if (keys.length > 0) await redis.del(...keys);
     } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Wallet holds left in Redis under `prefix` (the admission gate's `held:<org>` hashes), for an org or all. */
+export async function redisHolds(prefix: string, orgId?: string): Promise<number> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    let count = 0;
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}held:${orgId ?? '*'}`, 'COUNT', 500);
+      cursor = next;
+      for (const key of keys) count += await redis.hlen(key);
+    } while (cursor !== '0');
+    return count;
   } finally {
     redis.disconnect();
   }

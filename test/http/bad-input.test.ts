@@ -97,6 +97,7 @@ describe.each(stores)('bad input is a 4xx with the envelope, never a 5xx (%s)', 
       expect(error.message).not.toMatch(/10\.0\.0\.7|html/);
     }
     const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, orgId));
-    expect(wallet!.reserved).toBe(0n);
+    expect(wallet!.balance).toBeGreaterThan(0n);
+    expect((await gateway.services.admissions.gate.walletState(orgId)).holds).toEqual([]);
   });
 });

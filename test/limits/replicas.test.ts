@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
 import { expectError } from '../helpers/envelope.js';
-import { type GatewayProcess, sleep, startGatewayProcess } from '../helpers/processes.js';
+import { adminCallTo, type GatewayProcess, sleep, startGatewayProcess } from '../helpers/processes.js';
 import { createTestDatabase, deleteRedisPrefix, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
 
 /**
@@ -74,16 +74,7 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
     if (tmp) await rm(tmp, { recursive: true, force: true });
   }, 60_000);
 
-  async function adminCall<T = Record<string, unknown>>(method: string, route: string, body?: unknown): Promise<T> {
-    const response = await fetch(`${a.url}/admin/v1${route}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`${method} /admin/v1${route} answered ${response.status}: ${text}`);
-    return JSON.parse(text) as T;
-  }
+  const adminCall = <T = Record<string, unknown>>(method: string, route: string, body?: unknown) => adminCallTo<T>(a.url, ADMIN_TOKEN, method, route, body);
 
   /** A funded organization of its own with one key, made through A's management API. */
   async function createKey(limits: Record<string, unknown>): Promise<Key> {
@@ -169,12 +160,15 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
     for (const { text } of passed) expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
   }, 60_000);
 
-  it("puts an edit made through one replica's API in force on the other replica's next request", async () => {
+  it("puts an edit made through one replica's API in force on the other replica within the catalog poll", async () => {
     const key = await createKey({ requests_per_minute: 1 });
     expect((await outcome(await chat(b, key))).status).toBe(200);
     await expectError(await chat(b, key), 429, 'rate_limit_exceeded', 'rate_limit_error');
 
+    // B reads the catalog version every TOLLGATE_CATALOG_POLL_MS (250 ms): wait out one poll and its read.
+    const seen = () => new Promise((resolve) => setTimeout(resolve, 600));
     await adminCall('PATCH', `/keys/${key.id}`, { requests_per_minute: 3 });
+    await seen();
     const raised = await chat(b, key);
     expect(raised.status).toBe(200);
     expect(raised.headers.get('x-ratelimit-limit')).toBe('3');
@@ -183,6 +177,7 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
 
     // And downwards: two used, a limit of 2 refuses the next one at once.
     await adminCall('PATCH', `/keys/${key.id}`, { requests_per_minute: 2 });
+    await seen();
     const lowered = await chat(b, key);
     expect(lowered.headers.get('x-ratelimit-limit')).toBe('2');
     await expectError(lowered, 429, 'rate_limit_exceeded', 'rate_limit_error');

@@ -16,7 +16,17 @@ describe.each(stores)('wallet charges (%s)', (store) => {
   });
   afterAll(() => gateway?.close());
 
-  const recordsOf = (orgId: string) => gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId));
+  /** The balance once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  const balanceAfterCharges = async (orgId: string) => {
+    await gateway.services.applier.settled(5_000);
+    return gateway.services.wallets.balance(orgId);
+  };
+
+  /** The org's usage records once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  const recordsOf = async (orgId: string) => {
+    await gateway.services.applier.settled(5_000);
+    return gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId));
+  };
 
   it('leaves a balance equal to the credit less the sum of the usage records, exactly', async () => {
     const tenant = await gateway.tenant({ credit: '1.00' });
@@ -42,7 +52,7 @@ describe.each(stores)('wallet charges (%s)', (store) => {
     expect(records).toHaveLength(6);
     const spent = records.reduce((sum, r) => sum + r.cost, 0n);
     expect(spent).toBeGreaterThan(0n);
-    const balance = await gateway.services.wallets.balance(tenant.orgId);
+    const balance = await balanceAfterCharges(tenant.orgId);
     expect(balance).toBe(parseAmount('1.00') - spent);
 
     // Each record is priced exactly from its tokens (sim-chat 150/600, sim-reasoner 300/1200, sim-embed 20/0 nanos per token).
@@ -117,6 +127,6 @@ describe.each(stores)('wallet charges (%s)', (store) => {
     };
     expect(await gateway.services.wallets.charge(record)).toBe(true);
     expect(await gateway.services.wallets.charge(record)).toBe(false);
-    expect(await gateway.services.wallets.balance(tenant.orgId)).toBe(parseAmount('1.00') - 7_500n);
+    expect(await balanceAfterCharges(tenant.orgId)).toBe(parseAmount('1.00') - 7_500n);
   });
 });

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAmount } from '../../src/billing/money.js';
-import { ledgerEntries, usageRecords, walletHolds, wallets } from '../../src/db/schema.js';
+import { ledgerEntries, usageRecords, wallets } from '../../src/db/schema.js';
 import { expectError } from '../helpers/envelope.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
@@ -29,6 +29,12 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     if (cacheStore === 'redis') await deleteRedisPrefix(prefix);
   });
 
+  /** The balance once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  const balanceAfterCharges = async (orgId: string) => {
+    await gateway.services.applier.settled(5_000);
+    return gateway.services.wallets.balance(orgId);
+  };
+
   const post = (path: 'chat/completions' | 'embeddings', secret: string, body: Record<string, unknown> | string, signal?: AbortSignal) =>
     fetch(`${gateway.baseURL}/${path}`, {
       method: 'POST',
@@ -42,7 +48,11 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     messages: [{ role: 'user', content }],
     ...extra,
   });
-  const recordsOf = (orgId: string) => gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId));
+  /** The org's usage records once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  const recordsOf = async (orgId: string) => {
+    await gateway.services.applier.settled(5_000);
+    return gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId));
+  };
   const cacheTenant = () => gateway.tenant({ key: { responseCache: true } });
 
   /** Polls (bounded) until the organization has `count` usage records. */
@@ -62,7 +72,7 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     expect(first.status).toBe(200);
     expect(first.headers.get('x-tollgate-cache')).toBe('miss');
     const firstText = await first.text();
-    const afterMiss = await gateway.services.wallets.balance(tenant.orgId);
+    const afterMiss = await balanceAfterCharges(tenant.orgId);
     expect(afterMiss).toBeLessThan(parseAmount('5.00'));
 
     const second = await post('chat/completions', tenant.secret, body);
@@ -73,7 +83,7 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     // Each answer, the hit too, has a request id of its own.
     expect(second.headers.get('x-request-id')).not.toBe(first.headers.get('x-request-id'));
 
-    expect(await gateway.services.wallets.balance(tenant.orgId)).toBe(afterMiss);
+    expect(await balanceAfterCharges(tenant.orgId)).toBe(afterMiss);
     const records = await recordsOf(tenant.orgId);
     expect(records).toHaveLength(2);
     const hit = records.find((r) => r.id === second.headers.get('x-request-id'))!;
@@ -214,7 +224,7 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     await bSecond.arrayBuffer();
     // B paid for its own miss.
     expect((await recordsOf(b.orgId)).map((r) => r.cacheHit).sort()).toEqual([false, true]);
-    expect(await gateway.services.wallets.balance(b.orgId)).toBeLessThan(parseAmount('5.00'));
+    expect(await balanceAfterCharges(b.orgId)).toBeLessThan(parseAmount('5.00'));
   });
 
   it('sends no cache header, and caches nothing, for a key with the cache off', async () => {
@@ -285,12 +295,12 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     expect(first.status).toBe(200);
     expect(first.headers.get('x-tollgate-cache')).toBe('miss');
     const firstText = await first.text();
-    const balance = await gateway.services.wallets.balance(tenant.orgId);
+    const balance = await balanceAfterCharges(tenant.orgId);
     const second = await post('embeddings', tenant.secret, { input: ['alpha beta', 'gamma'], model: 'sim-embed' });
     expect(second.status).toBe(200);
     expect(second.headers.get('x-tollgate-cache')).toBe('hit');
     expect(await second.text()).toBe(firstText);
-    expect(await gateway.services.wallets.balance(tenant.orgId)).toBe(balance);
+    expect(await balanceAfterCharges(tenant.orgId)).toBe(balance);
     const records = await recordsOf(tenant.orgId);
     expect(records.find((r) => r.cacheHit)).toMatchObject({ cost: 0n, endpoint: 'embeddings', modelId: 'sim-embed' });
     // An embeddings answer is not served for a chat request with the same body, nor the reverse.
@@ -359,8 +369,7 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     const spent = records.reduce((sum, r) => sum + r.cost, 0n);
     const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
     expect(wallet!.balance).toBe(parseAmount(credit) - spent);
-    expect(wallet!.reserved).toBe(0n);
-    expect(await gateway.services.db.select().from(walletHolds).where(eq(walletHolds.orgId, tenant.orgId))).toHaveLength(0);
+    expect((await gateway.services.admissions.gate.walletState(tenant.orgId)).holds).toEqual([]);
     const [ledger] = await gateway.services.db
       .select({ total: sql<string>`sum(${ledgerEntries.amount})::text`, charges: sql<number>`count(*) filter (where ${ledgerEntries.kind} = 'charge')::int` })
       .from(ledgerEntries)

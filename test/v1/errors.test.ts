@@ -181,6 +181,7 @@ describe.each(stores)('errors on /v1 (%s)', (store) => {
       const response = await post('/chat/completions', hello, { 'x-project-id': project.id });
       expect(response.status).toBe(200);
       const requestId = response.headers.get('x-request-id')!;
+      await gateway.services.applier.settled(5_000);
       const [record] = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.id, requestId));
       expect(record!.projectId).toBe(project.id);
     });
@@ -202,6 +203,7 @@ describe.each(stores)('errors on /v1 (%s)', (store) => {
       for (const headers of [{}, { 'x-project-id': p1.id }] as Array<Record<string, string>>) {
         const response = await asScoped(headers);
         expect(response.status).toBe(200);
+        await gateway.services.applier.settled(5_000);
         const [record] = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.id, response.headers.get('x-request-id')!));
         expect(record!.projectId).toBe(p1.id);
       }

@@ -38,11 +38,13 @@ describe.each(stores)('request data (%s)', (store) => {
     });
   const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content }], ...extra });
   const rowOf = async (requestId: string | null) => {
+    await gateway.services.applier.settled(5_000);
     const rows = await gateway.services.db.select().from(requestData).where(eq(requestData.requestId, requestId!));
     return rows[0];
   };
   /** The usage record of a request, polled for a short while (a stream's charge lands as it ends). */
   async function recordOf(requestId: string | null) {
+    await gateway.services.applier.settled(5_000);
     for (let i = 0; i < 100; i++) {
       const [record] = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.id, requestId!));
       if (record) return record;
@@ -119,6 +121,7 @@ describe.each(stores)('request data (%s)', (store) => {
       ids.push(response.headers.get('x-request-id')!);
     }
     for (const id of ids) await recordOf(id);
+    await gateway.services.applier.settled(5_000);
     expect(await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId))).toHaveLength(3);
     expect(await gateway.services.db.select().from(requestData).where(inArray(requestData.requestId, ids))).toHaveLength(0);
   });
@@ -202,6 +205,7 @@ describe.each(stores)('request data (%s)', (store) => {
       expect(response.status).toBe(200);
       const answer = await response.text();
       const requestId = response.headers.get('x-request-id')!;
+      await small.services.applier.settled(5_000);
       const [row] = await small.services.db.select().from(requestData).where(eq(requestData.requestId, requestId));
       expect(row).toBeDefined();
       const suffix = '[cut at 2048 bytes]';

@@ -100,7 +100,11 @@ describe.each(stores)('usage reports (%s)', (store) => {
   });
   afterAll(() => gateway?.close());
 
-  const recordsOf = (orgId: string) => gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId));
+  /** The org's usage records once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  const recordsOf = async (orgId: string) => {
+    await gateway.services.applier.settled(5_000);
+    return gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId));
+  };
   const thisMonth = async (orgId = org.orgId) => (await recordsOf(orgId)).filter((r) => r.createdAt >= monthStart());
 
   async function get(path: string, query: Record<string, string> = {}, secret: string | null = org.secret): Promise<Response> {

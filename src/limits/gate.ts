@@ -1,0 +1,119 @@
+import type { KeyLimits } from '../keys/service.js';
+
+/** What one request asks of the gate when it is admitted. */
+export interface AdmitRequest {
+  requestId: string;
+  keyId: string;
+  orgId: string;
+  /** The key's four limits; null: limits are off (TOLLGATE_LIMITS=off). */
+  limits: KeyLimits | null;
+  /** Tokens taken from the token limits now, trued up when the request ends. */
+  estimatedTokens: number;
+  /** The wallet hold (nano-units); null: billing is off (TOLLGATE_BILLING=off). */
+  holdNanos: bigint | null;
+  /** The calendar month the request counts in, as `YYYY-MM` (UTC). */
+  month: string;
+}
+
+/** A counting window as a response reports it. */
+export interface Window {
+  used: number;
+  resetMs: number;
+}
+
+export type Admission =
+  | { outcome: 'admitted'; requests: Window; tokens: Window | null; tokensWindowEndsAt: number }
+  | { outcome: 'rate_limit_exceeded'; requests: Window }
+  | { outcome: 'concurrency_limit_exceeded'; inFlight: number; requests: Window }
+  | { outcome: 'tokens_limit_exceeded'; tokens: Window; requests: Window }
+  | { outcome: 'monthly_quota_exceeded'; used: number; requests: Window }
+  | { outcome: 'insufficient_funds' }
+  /** The gate holds no spendable amount for this organization yet: rebuild it (`rebuildWallet`) and ask again. */
+  | { outcome: 'wallet_unknown' }
+  /** The gate holds no count for this key's month yet: seed it from the usage records and ask again. */
+  | { outcome: 'month_unknown' }
+  /** A Redis that came back empty: wallets are rebuilt once every replica has had time to report its holds. */
+  | { outcome: 'rebuilding'; retryMs: number };
+
+/** How a request ended, for the gate. */
+export interface Release {
+  requestId: string;
+  keyId: string;
+  orgId: string;
+  limits: KeyLimits | null;
+  month: string;
+  /** Tokens really used less the estimate taken at admission. */
+  tokenDelta: number;
+  /** When the token window the estimate went into ends (gate clock, ms); a refund after it is not made. */
+  tokensWindowEndsAt: number;
+  /** Whether the request held funds. */
+  held: boolean;
+  /** The charge (nano-units), already durable in the journal; null: nothing charged. */
+  cost: bigint | null;
+}
+
+/** A hold or a charge a replica reports again to a gate that lost them (a Redis restart). */
+export interface Reported {
+  orgId: string;
+  requestId: string;
+  amount: bigint;
+}
+
+/** What a wallet's rebuild needs from the gate, read together. */
+export interface WalletState {
+  /** Moves on every change to the wallet's holds and charges; the rebuild is kept only if it did not move meanwhile. */
+  version: string;
+  holds: Reported[];
+  /** Charges made but not yet known to be in PostgreSQL. */
+  unwritten: Reported[];
+}
+
+/**
+ * The one place a request's admission is decided: its key's four limits
+ * (requests per minute, concurrency, tokens per minute, monthly tokens) and
+ * its organization's wallet (a hold on the spendable amount), checked and
+ * taken together in ONE step, so a request refused by any of them takes
+ * nothing from the others. In Redis (`redis-gate.ts`) that step is one
+ * script, one round trip, shared by every replica; in the embedded default
+ * (`memory-gate.ts`) it is a function call.
+ *
+ * The spendable amount is the ledger's balance in PostgreSQL less the
+ * charges not yet written there and less the holds of requests in flight.
+ * It is built from PostgreSQL the first time an organization is seen
+ * (`rebuildWallet`), then kept by the gate: a hold takes from it, a charge
+ * gives back the hold less the cost, a top-up adds to it.
+ */
+export interface AdmissionGate {
+  admit(request: AdmitRequest): Promise<Admission>;
+  /** Ends a request: frees its concurrency slot, trues up its tokens, and turns its hold into its charge. */
+  release(release: Release): Promise<void>;
+  /** Seeds a key's monthly count (from the usage records) if it has none. */
+  seedMonth(keyId: string, month: string, tokens: number): Promise<void>;
+  walletState(orgId: string): Promise<WalletState>;
+  /** The spendable amount the gate holds for an organization; null until it is rebuilt. */
+  spendable(orgId: string): Promise<bigint | null>;
+  /** Sets an organization's spendable amount if it still has none and its state is still `version`; false otherwise. */
+  setWallet(orgId: string, spendable: bigint, version: string): Promise<boolean>;
+  /** A top-up or an adjustment committed in PostgreSQL. */
+  credit(orgId: string, amount: bigint): Promise<void>;
+  /** Forgets an organization's spendable amount: the next request rebuilds it from PostgreSQL. */
+  forgetWallet(orgId: string): Promise<void>;
+  /** Charges now in PostgreSQL: a rebuild no longer needs to subtract them. */
+  written(charges: Reported[]): Promise<void>;
+  /**
+   * Keeps the holds and slots of requests still running from expiring, and
+   * gives back expired ones (of a replica that died). Returns true when the
+   * gate lost its state since the last call (a Redis that restarted empty):
+   * the caller then reports its holds and unwritten charges again (`report`).
+   */
+  heartbeat(live: LiveRequest[]): Promise<boolean>;
+  report(holds: Reported[], unwritten: Reported[]): Promise<void>;
+}
+
+/** A request in flight on this replica, as the heartbeat renews it. */
+export interface LiveRequest {
+  requestId: string;
+  keyId: string;
+  orgId: string;
+  holdNanos: bigint | null;
+}
