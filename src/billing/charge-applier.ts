@@ -76,12 +76,13 @@ export class ChargeApplier {
       if (this.journal.pendingCount < maxBatch) await sleep(this.options.gatherMs ?? GATHER_MS);
       const batch = this.journal.pending(maxBatch);
       if (batch.length === 0) continue;
+      const startedAt = Date.now();
       try {
         const written = await this.write(batch);
         await this.journal.markApplied(written.map((record) => record.id));
         await this.options.applied?.(written).catch((error: unknown) => this.log.debug('could not tell the wallet of applied charges', describeError(error)));
       } catch (error) {
-        this.storeOutage.failed(error);
+        this.storeOutage.failed(error, startedAt);
         await sleep(this.options.retryMs ?? 1_000);
       }
     }

@@ -126,6 +126,7 @@ export class AdmissionCache {
   async poll(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
+    const startedAt = Date.now();
     try {
       const [row] = await this.db.select({ version: catalogVersion.version }).from(catalogVersion).where(eq(catalogVersion.id, 1));
       const version = row?.version ?? 0n;
@@ -135,7 +136,7 @@ export class AdmissionCache {
       this.storeOutage.succeeded();
     } catch (error) {
       // Keep serving: a change cannot be committed where we cannot read either.
-      this.storeOutage.failed(error);
+      this.storeOutage.failed(error, startedAt);
     } finally {
       this.polling = false;
     }

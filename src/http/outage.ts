@@ -7,10 +7,13 @@ import { describeError, type Logger } from './log.js';
  *
  * @example
  * const storeOutage = new OutageLog(log, 'database', 'charges wait in the journal');
- * try { await query(); storeOutage.succeeded(); } catch (error) { storeOutage.failed(error); throw error; }
+ * const startedAt = Date.now();
+ * try { await query(); storeOutage.succeeded(); } catch (error) { storeOutage.failed(error, startedAt); throw error; }
  */
 export class OutageLog {
   private down = false;
+  /** When the last outage ended (ms since the epoch). */
+  private upSince = 0;
 
   constructor(
     private readonly log: Logger,
@@ -22,8 +25,13 @@ export class OutageLog {
     return this.down;
   }
 
-  failed(error: unknown): void {
-    if (this.down) return;
+  /**
+   * An attempt that began at `startedAt` failed. One that began before the
+   * last recovery says nothing new (a query stuck in the outage, failing just
+   * after another got through), so it does not start another outage.
+   */
+  failed(error: unknown, startedAt: number): void {
+    if (this.down || startedAt < this.upSince) return;
     this.down = true;
     this.log.error(`${this.what} unreachable: ${this.meanwhile}`, describeError(error));
   }
@@ -31,6 +39,7 @@ export class OutageLog {
   succeeded(): void {
     if (!this.down) return;
     this.down = false;
+    this.upSince = Date.now();
     this.log.warn(`${this.what} reachable again`, {});
   }
 }

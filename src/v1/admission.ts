@@ -136,12 +136,13 @@ async function projectFor(c: Context<GatewayEnv>, services: Services, caller: Au
 
 /** A store that cannot be read (or does not answer within STORE_TIMEOUT_MS) means billing cannot be checked: 503, retry later. */
 async function unavailableOnFailure<T>(services: Services, step: () => Promise<T>): Promise<T> {
+  const startedAt = Date.now();
   try {
     // Success is not logged here: most steps are answered from memory; the store's own readers say when it is back.
     return await withinStoreTimeout(step());
   } catch (error) {
     if (error instanceof GatewayError) throw error;
-    services.storeOutage.failed(error);
+    services.storeOutage.failed(error, startedAt);
     throw new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', {
       headers: { 'Retry-After': '2' },
       cause: error,
