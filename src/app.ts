@@ -8,10 +8,14 @@ import { renderError, renderNotFound } from './http/render.js';
 import { requestId } from './http/request.js';
 import type { Services } from './services.js';
 import { createV1Routes } from './v1/routes.js';
+import { createApiRoutes } from './api/routes.js';
+import { renderApiError } from './api/errors.js';
+import { clientInfo } from './http/client-address.js';
+import { createSignInRoutes } from './people/routes.js';
 
 /**
- * The whole HTTP surface: /v1 for clients, /admin/v1 for operators, /health
- * for load balancers. Errors of every route become the one envelope here.
+ * The whole HTTP surface: /v1 for clients, /api/v1 (and /v1/users, /v1/projects)
+ * and /auth for people, /admin/v1 for operators, /health for load balancers. Errors of every route become the one envelope here.
  *
  * @example
  * serve({ fetch: createApp(services).fetch, port: 8080 });
@@ -41,6 +45,13 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   };
   app.use('/v1/usage/*', chargesWritten);
   app.use('/admin/v1/*', chargesWritten);
+  const clientOf = clientInfo(services.config.people.trustedProxies);
+  const api = createApiRoutes(services, clientOf);
+  app.route('/api/v1', api);
+  app.all('/api/v1/*', (c) => renderApiError(new GatewayError('not_found', `There is no route ${c.req.method} ${c.req.path}.`), c, services.log));
+  app.route('/auth', createSignInRoutes(services, clientOf));
+  // The spec's sample request calls the generic API under /v1: its paths are served there too, before the gateway's own.
+  app.route('/v1', api);
   app.route('/v1', createV1Routes(services));
   app.route('/admin/v1', createAdminRoutes(services));
   app.notFound((c) => renderNotFound(c, services.log));

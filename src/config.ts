@@ -58,6 +58,14 @@ const settingsSchema = z.object({
   TOLLGATE_HOLD_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
   TOLLGATE_CATALOG_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
   TOLLGATE_REBUILD_GRACE_MS: z.coerce.number().int().min(0).max(60_000).default(3_000),
+  TOLLGATE_PASSWORD_COST: z.coerce.number().int().min(10).max(20).default(15),
+  TOLLGATE_SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(43_200).default(720),
+  TOLLGATE_SESSION_MAX_HOURS: z.coerce.number().int().min(1).max(8_760).default(168),
+  TOLLGATE_TRUSTED_PROXIES: z
+    .string()
+    .trim()
+    .regex(/^[0-9A-Za-z.:/,\s]*$/, 'TOLLGATE_TRUSTED_PROXIES must be a comma-separated list of addresses, CIDR ranges, or loopback, linklocal, uniquelocal')
+    .default(''),
 });
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -124,6 +132,16 @@ export interface Config {
    * rebuilt, so every live replica's heartbeat (every second) reports its holds first. Keep it above one second.
    */
   rebuildGraceMs: number;
+  people: {
+    /** scrypt's cost as log2 N for new password hashes (15: 32 MiB, about 0.1 s each). */
+    passwordCost: number;
+    /** A portal session unused this long ends. */
+    sessionIdleMs: number;
+    /** A portal session ends this long after sign-in. */
+    sessionMaxMs: number;
+    /** Proxies whose X-Forwarded-For (and X-Forwarded-Proto) are believed: addresses, CIDR ranges, or proxy-addr's names. Empty: none. */
+    trustedProxies: string[];
+  };
   limits: {
     /** false turns every per-key limit off (for benchmarks, or behind another limiter). */
     enabled: boolean;
@@ -188,6 +206,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     holdLeaseMs: s.TOLLGATE_HOLD_LEASE_MS,
     catalogPollMs: s.TOLLGATE_CATALOG_POLL_MS,
     rebuildGraceMs: s.TOLLGATE_REBUILD_GRACE_MS,
+    people: {
+      passwordCost: s.TOLLGATE_PASSWORD_COST,
+      sessionIdleMs: s.TOLLGATE_SESSION_IDLE_MINUTES * 60_000,
+      sessionMaxMs: s.TOLLGATE_SESSION_MAX_HOURS * 3_600_000,
+      trustedProxies: s.TOLLGATE_TRUSTED_PROXIES.split(',').map((entry) => entry.trim()).filter(Boolean),
+    },
     limits: {
       enabled: s.TOLLGATE_LIMITS === 'on',
       redisPrefix: s.TOLLGATE_REDIS_PREFIX,

@@ -43,6 +43,11 @@ function printBanner(gateway: RunningGateway): void {
         `  curl ${base}/v1/chat/completions -H "Authorization: Bearer ${demo.keySecret}" -H "Content-Type: application/json" \\\n    -d '{"model":"${demo.chatModel}","messages":[{"role":"user","content":"Hello!"}]${extra}}'`;
       lines.push('', 'Make a first request:', request(''), '', 'Or stream it:', request(',"stream":true'));
     }
+    lines.push(
+      '',
+      `Its owner signs in as ${demo.owner.email} with the password ${demo.owner.password} (shown once):`,
+      `  curl -i ${base}/auth/sign-in -H "Content-Type: application/json" -d '{"email":"${demo.owner.email}","password":"${demo.owner.password}"}'`,
+    );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { parseAmount, pricePerTokenFromMillion } from './billing/money.js';
 import { organizations } from './db/schema.js';
@@ -7,18 +8,21 @@ import type { Services } from './services.js';
 export interface DemoSeed {
   orgId: string;
   keySecret: string;
+  /** The demo owner's sign-in: shown once, like the key. */
+  owner: { email: string; password: string };
   credit: string;
   chatModel: string | null;
   embeddingModel: string | null;
 }
 
 const DEMO_CREDIT = '10.00';
+const DEMO_OWNER_EMAIL = 'demo@example.com';
 // Per million tokens, in the gateway's currency.
 const DEMO_PRICES = { chat: { input: '0.15', output: '0.60' }, embedding: { input: '0.02', output: '0' } } as const;
 
 /**
- * On a first start with an empty store: a demo organization with credit, the
- * simulator's models with prices, and one key, so the first request works
+ * On a first start with an empty store: a demo organization with credit, an
+ * owner who can sign in, the simulator's models with prices, and one key (the owner's), so the first request works
  * without any set-up. Returns null when the store already has organizations.
  */
 export async function seedDemo(services: Services, simulated: SimulatorDefinition[]): Promise<DemoSeed | null> {
@@ -40,10 +44,13 @@ export async function seedDemo(services: Services, simulated: SimulatorDefinitio
   }
   const org = await services.orgs.create('Demo');
   await services.wallets.credit(org.id, 'topup', parseAmount(DEMO_CREDIT), 'demo credit');
-  const { secret } = await services.keys.create({ orgId: org.id, name: 'demo', expiry: 'never' });
+  const owner = { email: DEMO_OWNER_EMAIL, password: randomBytes(12).toString('base64url') };
+  const user = await services.users.create({ orgId: org.id, name: 'Demo Owner', email: owner.email, password: owner.password, role: 'owner' });
+  const { secret } = await services.keys.create({ orgId: org.id, userId: user.id, name: 'demo', expiry: 'never' });
   return {
     orgId: org.id,
     keySecret: secret,
+    owner,
     credit: DEMO_CREDIT,
     chatModel: simulated.find((d) => d.task === 'chat')?.model ?? null,
     embeddingModel: simulated.find((d) => d.task === 'embedding')?.model ?? null,

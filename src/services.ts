@@ -18,6 +18,10 @@ import { createMetrics, type Metrics } from './http/metrics.js';
 import { InFlight } from './http/in-flight.js';
 import { OutageLog } from './http/outage.js';
 import { AdmissionCache } from './catalog/admission-cache.js';
+import { Passwords } from './people/passwords.js';
+import { SessionStore } from './people/sessions.js';
+import { UserService } from './people/users.js';
+import { createWindowCounter, type WindowCounter } from './api/rate-limit.js';
 
 /**
  * Everything the routes need, built once at start-up (see `gateway.ts`) and
@@ -50,6 +54,12 @@ export interface Services {
   inFlight: InFlight;
   /** Logs a database outage once when it starts and once when it ends. */
   storeOutage: OutageLog;
+  users: UserService;
+  passwords: Passwords;
+  /** Portal sign-in sessions. */
+  sessions: SessionStore;
+  /** Hourly and sign-in counters of the generic API, in Redis or in memory. */
+  windows: WindowCounter;
 }
 
 export interface ServiceParts {
@@ -90,6 +100,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   const admissionCache = new AdmissionCache(db, storeOutage, { pollMs: config.databaseUrl ? config.catalogPollMs : 0 });
   // A write through this process drops its cache at once; other replicas see the catalog version move.
   const catalogChanged = () => admissionCache.invalidate();
+  const passwords = new Passwords(config.people.passwordCost);
   return {
     config,
     db,
@@ -107,6 +118,10 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     metrics: createMetrics(),
     inFlight: new InFlight(),
     storeOutage,
+    users: new UserService(db, passwords, catalogChanged),
+    passwords,
+    sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
+    windows: createWindowCounter(redis, config.limits.redisPrefix),
     applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
   };
 }

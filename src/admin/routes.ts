@@ -9,6 +9,7 @@ import * as body from './schemas.js';
 import { readBody, readQuery } from '../http/validate.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES } from '../http/request.js';
 import * as view from './views.js';
+import { userView } from '../api/routes.js';
 
 /**
  * The management API, mounted by the app under `/admin/v1`. Every route needs
@@ -66,7 +67,10 @@ export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
 
   admin.post('/orgs/:orgId/keys', async (c) => {
     const input = await readBody(c, body.createKeyBody);
-    const { key, secret } = await keys.create({ ...keySettings(input), orgId: c.req.param('orgId'), name: input.name, expiry: input.expiry, projectId: input.project_id });
+    const orgId = c.req.param('orgId');
+    // Every key acts as a person: the one named, or the organization's first owner.
+    const userId = input.user_id ?? (await services.users.firstOwner(orgId))?.id ?? null;
+    const { key, secret } = await keys.create({ ...keySettings(input), orgId, userId, name: input.name, expiry: input.expiry, projectId: input.project_id });
     c.header('Cache-Control', 'no-store'); // the only response that carries a secret
     return c.json({ ...view.keyView(key), secret }, 201);
   });
@@ -75,6 +79,28 @@ export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
     const now = new Date();
     return c.json(view.listOf((await keys.list(org.id)).map((key) => view.keyView(key, now))));
   });
+  admin.post('/orgs/:orgId/users', async (c) => {
+    const input = await readBody(c, body.createUserBody);
+    const user = await services.users.create({ orgId: c.req.param('orgId'), name: input.name, email: input.email, password: input.password, role: input.role ?? 'member', platformAdmin: input.platform_admin });
+    return c.json(userView(user), 201);
+  });
+  admin.get('/users', async (c) => {
+    const { org_id: orgId } = readQuery(c, body.usersQuery);
+    if (orgId) await orgs.get(orgId);
+    const { rows } = await services.users.list(orgId ?? null, { offset: 0, limit: 10_000, sort: 'created_at' });
+    return c.json(view.listOf(rows.map(userView)));
+  });
+  admin.get('/users/:id', async (c) => c.json(userView(await services.users.get(c.req.param('id')))));
+  admin.patch('/users/:id', async (c) => {
+    const input = await readBody(c, body.updateUserBody);
+    const user = await services.users.update(c.req.param('id'), { name: input.name, email: input.email, password: input.password, role: input.role, platformAdmin: input.platform_admin });
+    return c.json(userView(user));
+  });
+  admin.delete('/users/:id', async (c) => {
+    await services.users.delete(c.req.param('id'));
+    return c.body(null, 204);
+  });
+
   admin.get('/keys/:keyId', async (c) => c.json(view.keyView(await keys.get(c.req.param('keyId')))));
   admin.patch('/keys/:keyId', async (c) => {
     const changes = keySettings(await readBody(c, body.updateKeyBody));

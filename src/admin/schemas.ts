@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MoneyFormatError, parseAmount, pricePerTokenFromMillion } from '../billing/money.js';
-import { TASK_TYPES } from '../db/schema.js';
+import { ROLES, TASK_TYPES } from '../db/schema.js';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../people/passwords.js';
 import { KEY_EXPIRIES } from '../keys/service.js';
 
 /**
@@ -63,7 +64,18 @@ export const createKeyBody = z.strictObject({
   name,
   expiry: z.enum(KEY_EXPIRIES).optional(),
   project_id: z.string().min(1).max(100).optional(),
+  user_id: z.string().min(1).max(100).optional(),
 });
+
+const email = z.string().trim().max(254).pipe(z.email('Must be an email address.'));
+const password = z.string().min(PASSWORD_MIN, `Must be at least ${PASSWORD_MIN} characters.`).max(PASSWORD_MAX, `Must be at most ${PASSWORD_MAX} characters.`);
+
+export const createUserBody = z.strictObject({ name, email, password, role: z.enum(ROLES).optional(), platform_admin: z.boolean().optional() });
+export const updateUserBody = z
+  .strictObject({ name, email, password, role: z.enum(ROLES), platform_admin: z.boolean() })
+  .partial()
+  .refine((patch) => Object.keys(patch).length > 0, { message: 'Send at least one field to change.', when: (payload: { issues: unknown[] }) => payload.issues.length === 0 });
+export const usersQuery = z.object({ org_id: z.string().min(1).max(100).optional() });
 
 const atLeastOne = (body: object) => Object.keys(body).length > 0;
 // Only when the fields themselves passed: an unknown field is the one thing to report.

@@ -65,6 +65,7 @@ export function keyView(key: KeyRow, now = new Date()) {
     id: key.id,
     object: 'api_key' as const,
     org_id: key.orgId,
+    user_id: key.userId,
     project_id: key.projectId,
     name: key.name,
     hint: key.secretHint,

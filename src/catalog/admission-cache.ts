@@ -1,4 +1,4 @@
-import { eq, or } from 'drizzle-orm';
+import { and, eq, isNull, or } from 'drizzle-orm';
 import { LRUCache } from 'lru-cache';
 import type { Database } from '../db/client.js';
 import { apiKeys, catalogVersion, models, prices, projects } from '../db/schema.js';
@@ -88,7 +88,7 @@ export class AdmissionCache {
 
   /** The organization a project belongs to, or undefined when there is no such project. */
   projectOrg(projectId: string): Promise<string | undefined> {
-    return this.through(this.projectOrgs, projectId, async () => (await this.db.select({ orgId: projects.orgId }).from(projects).where(eq(projects.id, projectId)))[0]?.orgId);
+    return this.through(this.projectOrgs, projectId, async () => (await this.db.select({ orgId: projects.orgId }).from(projects).where(and(eq(projects.id, projectId), isNull(projects.deletedAt))))[0]?.orgId);
   }
 
   /** From `cache`, or read and kept (nothing found is kept too) unless the cache was dropped while reading. */

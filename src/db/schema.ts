@@ -16,6 +16,60 @@ export const organizations = pgTable('organizations', {
   createdAt: createdAt(),
 });
 
+/** The roles a user has in their organization; see `people/permissions.ts` for what each may do. */
+export const ROLES = ['owner', 'admin', 'member'] as const;
+export type Role = (typeof ROLES)[number];
+
+/**
+ * A person: belongs to one organization with a role. Deleting a user keeps
+ * the row (`deleted_at`), so the keys they made and the usage of those keys
+ * still name them; a deleted user's email is free for a new user.
+ */
+export const users = pgTable(
+  'users',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    name: text('name').notNull(),
+    /** As given; compared case-insensitively (the unique index is on lower(email)). */
+    email: text('email').notNull(),
+    /** `scrypt$<log2 N>$<r>$<p>$<salt>$<hash>` (base64url): the parameters travel with the hash. */
+    passwordHash: text('password_hash').notNull(),
+    role: text('role', { enum: ROLES }).notNull(),
+    /** The spec's "admin": adds global templates, sets conversion rates. Set only by the operator. */
+    platformAdmin: boolean('platform_admin').notNull().default(false),
+    createdAt: createdAt(),
+    deletedAt: timestamp('deleted_at', { withTimezone: true }),
+  },
+  (t) => [
+    uniqueIndex('users_email_idx').on(sql`lower(${t.email})`).where(sql`${t.deletedAt} is null`),
+    index('users_org_idx').on(t.orgId),
+    check('users_role_check', sql`${t.role} in ('owner', 'admin', 'member')`),
+  ],
+);
+
+/** A portal sign-in. The cookie holds a random id; only its SHA-256 is stored. */
+export const sessions = pgTable(
+  'sessions',
+  {
+    idHash: text('id_hash').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id),
+    createdAt: createdAt(),
+    /** Moved forward as the session is used (at most once a minute); idle expiry counts from it. */
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
+    /** The absolute expiry, fixed at sign-in. */
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('sessions_user_idx').on(t.userId)],
+);
+
+export const PROJECT_VISIBILITIES = ['public', 'private'] as const;
+export type ProjectVisibility = (typeof PROJECT_VISIBILITIES)[number];
+
 export const projects = pgTable(
   'projects',
   {
@@ -24,9 +78,16 @@ export const projects = pgTable(
       .notNull()
       .references(() => organizations.id),
     name: text('name').notNull(),
+    description: text('description').notNull().default(''),
+    /** public: every user of the organization sees it; private: its creator, owners and admins. */
+    visibility: text('visibility', { enum: PROJECT_VISIBILITIES }).notNull().default('public'),
+    /** Null for projects made by the operator. */
+    createdBy: text('created_by').references(() => users.id),
     createdAt: createdAt(),
+    /** Deleted projects keep their row: usage records still name them. */
+    deletedAt: timestamp('deleted_at', { withTimezone: true }),
   },
-  (t) => [index('projects_org_idx').on(t.orgId)],
+  (t) => [index('projects_org_idx').on(t.orgId), check('projects_visibility_check', sql`${t.visibility} in ('public', 'private')`)],
 );
 
 export const apiKeys = pgTable(
@@ -38,6 +99,8 @@ export const apiKeys = pgTable(
       .references(() => organizations.id),
     /** The project usage goes to when a request names none in X-Project-ID. */
     projectId: text('project_id').references(() => projects.id),
+    /** The person the key acts as; null only for keys made before the organization had a user. */
+    userId: text('user_id').references(() => users.id),
     name: text('name').notNull(),
     /** SHA-256 of the whole secret, hex; the secret itself is never stored. */
     secretHash: text('secret_hash').notNull(),

@@ -1,4 +1,15 @@
 import type { AuthenticatedKey } from '../keys/service.js';
+import type { Actor } from '../people/permissions.js';
+import type { UserRow } from '../people/users.js';
+
+/** A person making a generic API or portal call, and how they proved it. */
+export interface SignedInActor extends Actor {
+  user: UserRow;
+  /** The session's hash when the call came with a session cookie. */
+  sessionHash?: string;
+  /** The key's id when the call came with an API key. */
+  keyId?: string;
+}
 
 /** Hono's per-request variables, shared by every route of the app. */
 export interface GatewayEnv {
@@ -6,5 +17,7 @@ export interface GatewayEnv {
     requestId: string;
     /** Set by the key middleware on authenticated /v1 routes. */
     caller: AuthenticatedKey;
+    /** Set by the generic API's access middleware (`api/access.ts`). */
+    actor: SignedInActor;
   };
 }

@@ -1,7 +1,7 @@
 import { and, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { newId } from '../db/ids.js';
-import { apiKeys, organizations, projects } from '../db/schema.js';
+import { apiKeys, organizations, projects, users } from '../db/schema.js';
 import { GatewayError } from '../http/errors.js';
 import { generateSecret, hashSecret, isWellFormedSecret, sameHash, secretHint } from './secrets.js';
 
@@ -32,6 +32,8 @@ export interface KeySettings extends KeyLimits {
 export interface AuthenticatedKey extends KeySettings {
   id: string;
   orgId: string;
+  /** The person the key acts as; null for a key made before its organization had a user. */
+  userId: string | null;
   projectId: string | null;
 }
 
@@ -62,6 +64,8 @@ export function expiryDate(expiry: KeyExpiry, from = new Date()): Date | null {
 
 export interface CreateKeyInput extends Partial<KeySettings> {
   orgId: string;
+  /** The user the key acts as (of the same organization). */
+  userId?: string | null;
   name: string;
   expiry?: KeyExpiry;
   projectId?: string | null;
@@ -97,6 +101,10 @@ export class KeyService {
       const [org] = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, input.orgId)).for('update');
       if (!org) throw new GatewayError('not_found', `Organization ${input.orgId} does not exist.`, { status: 404 });
       if (input.projectId) await assertProjectOf(tx, input.orgId, input.projectId);
+      if (input.userId) {
+        const [user] = await tx.select({ id: users.id }).from(users).where(and(eq(users.id, input.userId), eq(users.orgId, input.orgId), isNull(users.deletedAt)));
+        if (!user) throw new GatewayError('not_found', `User ${input.userId} is not a user of organization ${input.orgId}.`, { status: 404 });
+      }
       const [{ live } = { live: 0 }] = await tx
         .select({ live: sql<number>`count(*)::int` })
         .from(apiKeys)
@@ -109,6 +117,7 @@ export class KeyService {
         .values({
           id: newId('key'),
           orgId: input.orgId,
+          userId: input.userId ?? null,
           projectId: input.projectId ?? null,
           name: input.name,
           secretHash: hashSecret(secret),
@@ -185,6 +194,7 @@ export function verifiedKey(row: KeyRow | undefined, hash: string): Authenticate
   return {
     id: row.id,
     orgId: row.orgId,
+    userId: row.userId,
     projectId: row.projectId,
     requestsPerMinute: row.requestsPerMinute,
     maxConcurrency: row.maxConcurrency,
@@ -213,7 +223,7 @@ type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
 
 /** Throws unless the project belongs to the organization. */
 export async function assertProjectOf(db: Database | Tx, orgId: string, projectId: string): Promise<void> {
-  const [project] = await db.select({ orgId: projects.orgId }).from(projects).where(eq(projects.id, projectId));
+  const [project] = await db.select({ orgId: projects.orgId }).from(projects).where(and(eq(projects.id, projectId), isNull(projects.deletedAt)));
   if (!project || project.orgId !== orgId) {
     throw new GatewayError('project_not_found', 'The project does not exist in this organization.');
   }

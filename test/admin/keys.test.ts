@@ -19,6 +19,7 @@ describe('admin API: keys', () => {
       id: expect.stringMatching(/^key_/),
       object: 'api_key',
       org_id: orgId,
+      user_id: null,
       project_id: null,
       name: 'ci',
       hint: expect.stringMatching(/^sk-gw-….{4}$/),

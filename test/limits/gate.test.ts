@@ -62,7 +62,7 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     const org = await new OrgService(store.db).create('gate test');
     await wallets.credit(org.id, 'topup', credit);
     const { key } = await new KeyService(store.db, 'sk-gw-').create({ orgId: org.id, name: 'k', maxConcurrency: 100, requestsPerMinute: 1000 });
-    return { id: key.id, orgId: org.id, projectId: null, requestsPerMinute: 1000, maxConcurrency: 100, tokensPerMinute: null, monthlyTokens: null, storeRequestData: false, responseCache: false };
+    return { id: key.id, orgId: org.id, userId: null, projectId: null, requestsPerMinute: 1000, maxConcurrency: 100, tokensPerMinute: null, monthlyTokens: null, storeRequestData: false, responseCache: false };
   }
 
   const charge = (id: string, caller: AuthenticatedKey, cost: bigint): ChargeRecord => ({
