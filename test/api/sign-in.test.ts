@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/http/log.js';
+import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { apiAs, orgWithUsers, signIn, withCookie } from './harness.js';
+
+const stores = await availableStores();
+
+describe.each(stores)('sign-in sessions (%s)', (store) => {
+  let gateway: TestGateway;
+  const logLines: string[] = [];
+
+  beforeAll(async () => {
+    // A real (if low) scrypt cost, so an unknown email's decoy check costs measurable time; 127.0.0.1 is a trusted proxy here.
+    gateway = await startTestGateway(store, { TOLLGATE_PASSWORD_COST: '13', TOLLGATE_TRUSTED_PROXIES: '127.0.0.1' }, { log: createLogger('debug', (line) => logLines.push(line)) });
+  });
+  afterAll(() => gateway?.close());
+
+  it('sets an HttpOnly, SameSite=Lax session cookie, Secure only over HTTPS', async () => {
+    const { users } = await orgWithUsers(gateway, ['owner']);
+    const plain = await signIn(gateway, users[0]!.email, users[0]!.password);
+    expect(plain.status).toBe(200);
+    expect(plain.body.user).toMatchObject({ id: users[0]!.id, email: users[0]!.email, role: 'owner' });
+    const attributes = plain.setCookie!.split(';').map((part) => part.trim().toLowerCase());
+    expect(attributes[0]).toMatch(/^tollgate_session=[a-z0-9_-]{43}$/);
+    expect(attributes).toContain('httponly');
+    expect(attributes).toContain('samesite=lax');
+    expect(attributes).toContain('path=/');
+    expect(attributes.some((a) => a.startsWith('expires='))).toBe(true);
+    expect(attributes).not.toContain('secure');
+    // Behind a trusted proxy that terminated TLS.
+    const proxied = await signIn(gateway, users[0]!.email, users[0]!.password, { 'x-forwarded-proto': 'https' });
+    expect(proxied.setCookie!.split(';').map((part) => part.trim().toLowerCase())).toContain('secure');
+    expect((await withCookie(gateway, plain.cookie!, 'GET', '/api/v1/me')).body.id).toBe(users[0]!.id);
+  });
+
+  it('answers a wrong password and an unknown email alike, after the same work', async () => {
+    const { users } = await orgWithUsers(gateway, ['owner']);
+    const timed = async (email: string) => {
+      const started = performance.now();
+      const answer = await signIn(gateway, email, 'not-the-password-at-all');
+      return { ...answer, ms: performance.now() - started };
+    };
+    const wrong: Array<Awaited<ReturnType<typeof timed>>> = [];
+    const unknown: Array<Awaited<ReturnType<typeof timed>>> = [];
+    for (let i = 0; i < 3; i++) {
+      wrong.push(await timed(users[0]!.email));
+      unknown.push(await timed(`nobody-${i}-${Date.now()}@example.com`));
+    }
+    for (const answer of [...wrong, ...unknown]) {
+      expect(answer.status).toBe(401);
+      expect(answer.cookie).toBeNull();
+      expect(answer.body).toEqual({ error: { code: 'UNAUTHORIZED', message: 'The email or the password is wrong.', details: [] } });
+    }
+    // Both check a password hash: an unknown email is not answered faster (medians, with room for noise).
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
+    expect(median(unknown.map((a) => a.ms))).toBeGreaterThan(median(wrong.map((a) => a.ms)) * 0.4);
+  });
+
+  it('limits failed sign-ins per email, known or not: even the right password waits', async () => {
+    const { users } = await orgWithUsers(gateway, ['member']);
+    const user = users[0]!;
+    for (let i = 0; i < 5; i++) expect((await signIn(gateway, user.email, 'wrong-password-here')).status).toBe(401);
+    const blocked = await fetch(`${gateway.url}/auth/sign-in`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: user.email, password: user.password }) });
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await blocked.json()).error.code).toBe('RATE_LIMITED');
+    const ghost = `ghost-${Date.now()}@example.com`;
+    for (let i = 0; i < 5; i++) expect((await signIn(gateway, ghost, 'wrong-password-here')).status).toBe(401);
+    expect((await signIn(gateway, ghost, 'wrong-password-here')).status).toBe(429);
+  });
+
+  it('a signed-out session is dead, and a made-up one never lived', async () => {
+    const { users } = await orgWithUsers(gateway, ['owner']);
+    const session = await signIn(gateway, users[0]!.email, users[0]!.password);
+    expect((await withCookie(gateway, session.cookie!, 'GET', '/api/v1/me')).status).toBe(200);
+    const out = await fetch(`${gateway.url}/auth/sign-out`, { method: 'POST', headers: { cookie: session.cookie! } });
+    expect(out.status).toBe(204);
+    expect(out.headers.get('set-cookie')).toMatch(/^tollgate_session=;.*Max-Age=0/i);
+    const after = await withCookie(gateway, session.cookie!, 'GET', '/api/v1/me');
+    expect(after.status).toBe(401);
+    expect(after.body.error.code).toBe('UNAUTHORIZED');
+    expect((await withCookie(gateway, `tollgate_session=${'A'.repeat(43)}`, 'GET', '/api/v1/me')).status).toBe(401);
+  });
+
+  it('refuses a malformed sign-in with every bad field named', async () => {
+    const response = await fetch(`${gateway.url}/auth/sign-in`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: '', password: 'x'.repeat(200), remember: true }) });
+    expect(response.status).toBe(400);
+    const { error } = await response.json();
+    expect(error.code).toBe('VALIDATION_ERROR');
+    expect(error.details.map((d: { field: string }) => d.field).sort()).toEqual(['email', 'password', 'remember']);
+  });
+
+  it('logs no password, hash or session id', async () => {
+    const marker = 'Marker-Password-7f3a9c';
+    const { users } = await orgWithUsers(gateway, ['owner']);
+    const api = apiAs(gateway, users[0]!.key);
+    const created = await api('POST', '/users', { name: 'Logged', email: `logged-${Date.now()}@example.com`, password: marker });
+    expect(created.status).toBe(201);
+    const session = await signIn(gateway, created.body.email, marker);
+    expect(session.status).toBe(200);
+    await signIn(gateway, created.body.email, `${marker}-wrong`);
+    await withCookie(gateway, session.cookie!, 'PUT', `/api/v1/users/${created.body.id}`, { password: `${marker}-new`, current_password: marker });
+    // A request that fails inside the server logs its error: still nothing secret.
+    await api('POST', '/users', `{"name":"x","email":"broken@example.com","password":"${marker}"`);
+    const hash = (await gateway.services.users.get(created.body.id)).passwordHash;
+    const sessionId = session.cookie!.split('=')[1]!;
+    expect(logLines.length).toBeGreaterThan(0);
+    for (const line of logLines) {
+      expect(line).not.toContain(marker);
+      expect(line).not.toContain(hash.split('$')[5]!);
+      expect(line).not.toContain(sessionId);
+    }
+  });
+});
