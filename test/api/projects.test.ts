@@ -1,3 +1,4 @@
+import type { ApiErrorEnvelope } from '../../src/api/errors.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { apiAs, orgWithUsers } from './harness.js';
@@ -97,6 +98,6 @@ describe.each(stores)('generic API: projects (%s)', (store) => {
     expect((await api('DELETE', `/projects/${project.id}`)).status).toBe(204);
     const refused = await chat();
     expect(refused.status).toBe(403);
-    expect((await refused.json()).error.code).toBe('project_not_found');
+    expect(((await refused.json()) as ApiErrorEnvelope).error.code).toBe('project_not_found');
   });
 });

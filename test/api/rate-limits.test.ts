@@ -1,3 +1,4 @@
+import type { ApiErrorEnvelope } from '../../src/api/errors.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -75,7 +76,7 @@ describe.skipIf(!ready)('generic API rate limits across two replicas sharing Red
       expect(reset).toBeGreaterThan(3_000);
       expect(reset).toBeLessThanOrEqual(3_600);
       expect(over.headers.get('retry-after')).toBe(String(reset));
-      expect((await over.json()).error).toEqual({ code: 'RATE_LIMITED', message: expect.any(String), details: [] });
+      expect(((await over.json()) as ApiErrorEnvelope).error).toEqual({ code: 'RATE_LIMITED', message: expect.any(String), details: [] });
     }
   }, 60_000);
 

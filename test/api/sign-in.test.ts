@@ -1,3 +1,4 @@
+import type { ApiErrorEnvelope } from '../../src/api/errors.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/http/log.js';
 import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -63,7 +64,7 @@ describe.each(stores)('sign-in sessions (%s)', (store) => {
     const blocked = await fetch(`${gateway.url}/auth/sign-in`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: user.email, password: user.password }) });
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect((await blocked.json()).error.code).toBe('RATE_LIMITED');
+    expect(((await blocked.json()) as ApiErrorEnvelope).error.code).toBe('RATE_LIMITED');
     const ghost = `ghost-${Date.now()}@example.com`;
     for (let i = 0; i < 5; i++) expect((await signIn(gateway, ghost, 'wrong-password-here')).status).toBe(401);
     expect((await signIn(gateway, ghost, 'wrong-password-here')).status).toBe(429);
@@ -85,7 +86,7 @@ describe.each(stores)('sign-in sessions (%s)', (store) => {
   it('refuses a malformed sign-in with every bad field named', async () => {
     const response = await fetch(`${gateway.url}/auth/sign-in`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: '', password: 'x'.repeat(200), remember: true }) });
     expect(response.status).toBe(400);
-    const { error } = await response.json();
+    const { error } = (await response.json()) as ApiErrorEnvelope;
     expect(error.code).toBe('VALIDATION_ERROR');
     expect(error.details.map((d: { field: string }) => d.field).sort()).toEqual(['email', 'password', 'remember']);
   });

@@ -1,3 +1,4 @@
+import type { ApiErrorEnvelope } from '../../src/api/errors.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { apiAs, orgWithUsers, signIn, withCookie } from './harness.js';
@@ -191,12 +192,12 @@ describe.each(stores)('generic API: users (%s)', (store) => {
     const { users } = await orgWithUsers(gateway, ['owner']);
     const response = await fetch(`${gateway.baseURL}/users?limit=5`, { headers: { authorization: `Bearer ${users[0]!.key}` } });
     expect(response.status).toBe(200);
-    expect((await response.json()).pagination).toMatchObject({ page: 1, limit: 5 });
+    expect(((await response.json()) as { pagination: unknown }).pagination).toMatchObject({ page: 1, limit: 5 });
     const denied = await fetch(`${gateway.baseURL}/users`);
     expect(denied.status).toBe(401);
-    expect((await denied.json()).error).toMatchObject({ code: 'UNAUTHORIZED', details: [] });
+    expect(((await denied.json()) as ApiErrorEnvelope).error).toMatchObject({ code: 'UNAUTHORIZED', details: [] });
     // The gateway's own routes keep their lower-case codes.
     const models = await fetch(`${gateway.baseURL}/models`);
-    expect((await models.json()).error.code).toBe('unauthorized');
+    expect(((await models.json()) as ApiErrorEnvelope).error.code).toBe('unauthorized');
   });
 });
