@@ -8,7 +8,7 @@ import { renderError, renderNotFound } from './http/render.js';
 import { requestId } from './http/request.js';
 import type { Services } from './services.js';
 import { createV1Routes } from './v1/routes.js';
-import { createApiRoutes } from './api/routes.js';
+import { createApiRoutes, isGenericApiPath } from './api/routes.js';
 import { renderApiError } from './api/errors.js';
 import { clientInfo } from './http/client-address.js';
 import { createSignInRoutes } from './people/routes.js';
@@ -48,13 +48,15 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   const clientOf = clientInfo(services.config.people.trustedProxies);
   const api = createApiRoutes(services, clientOf);
   app.route('/api/v1', api);
-  app.all('/api/v1/*', (c) => renderApiError(new GatewayError('not_found', `There is no route ${c.req.method} ${c.req.path}.`), c, services.log));
   app.route('/auth', createSignInRoutes(services, clientOf));
   // The spec's sample request calls the generic API under /v1: its paths are served there too, before the gateway's own.
   app.route('/v1', api);
   app.route('/v1', createV1Routes(services));
   app.route('/admin/v1', createAdminRoutes(services));
-  app.notFound((c) => renderNotFound(c, services.log));
-  app.onError((error, c) => renderError(error, c, services.log));
+  app.notFound((c) =>
+    isGenericApiPath(c.req.path) ? renderApiError(new GatewayError('not_found', `There is no route ${c.req.method} ${c.req.path}.`), c, services.log) : renderNotFound(c, services.log),
+  );
+  // Errors thrown before a route's own handler (the NUL check above) still answer in that route's envelope.
+  app.onError((error, c) => (isGenericApiPath(c.req.path) ? renderApiError(error, c, services.log) : renderError(error, c, services.log)));
   return app;
 }

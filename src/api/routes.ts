@@ -53,6 +53,11 @@ export function projectView(project: ProjectRow) {
 // Hono's '/users/*' also matches '/users' itself.
 export const API_PATHS = ['/me', '/users/*', '/projects/*'];
 
+/** Whether a path belongs to the generic API or sign-in (their errors use the generic envelope), wherever it is mounted. */
+export function isGenericApiPath(path: string): boolean {
+  return /^\/(api\/v1|auth)(\/|$)|^\/v1\/(users|projects|me)(\/|$)/.test(path);
+}
+
 /**
  * The generic management API (the second spec's users and projects),
  * mounted at `/api/v1` and at `/v1`. Errors use its own envelope with
