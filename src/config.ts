@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 
 /**
@@ -64,8 +65,18 @@ const settingsSchema = z.object({
   TOLLGATE_TRUSTED_PROXIES: z
     .string()
     .trim()
-    .regex(/^[0-9A-Za-z.:/,\s]*$/, 'TOLLGATE_TRUSTED_PROXIES must be a comma-separated list of addresses, CIDR ranges, or loopback, linklocal, uniquelocal')
-    .default(''),
+    .default('')
+    .refine(
+      (list) => {
+        try {
+          proxyaddr.compile(list.split(',').map((entry) => entry.trim()).filter(Boolean));
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      'TOLLGATE_TRUSTED_PROXIES must be a comma-separated list of IP addresses, CIDR ranges (10.0.0.0/8), or loopback, linklocal, uniquelocal',
+    ),
 });
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
