@@ -74,6 +74,11 @@ export class Args {
     return value;
   }
 
+  /** Whether a flag was given at all, with or without a value. */
+  has(flag: string): boolean {
+    return this.values[flag] !== undefined;
+  }
+
   flag(flag: string): boolean | undefined {
     return this.values[flag] === true ? true : undefined;
   }
@@ -94,6 +99,14 @@ export class Args {
   /** A positive limit, or null for "unlimited". */
   limit(flag: string, max: number): number | null | undefined {
     return this.optional(flag) === 'unlimited' ? null : this.int(flag, 1, max);
+  }
+
+  /** One of a fixed set of words, e.g. a role. */
+  choice<T extends string>(flag: string, choices: readonly T[]): T | undefined {
+    const text = this.optional(flag);
+    if (text === undefined) return undefined;
+    if (!choices.includes(text as T)) throw new UsageError(`--${flag} must be one of ${choices.join(', ')}, not "${text}"`);
+    return text as T;
   }
 
   bool(flag: string): boolean | undefined {

@@ -1,33 +1,37 @@
 import { ApiError, CliError } from './errors.js';
 
 export interface ApiRequest {
-  method: 'GET' | 'POST' | 'PATCH' | 'PUT';
-  /** Under `/admin/v1`, already encoded (see `segment`). */
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  /** Under the client's base (`/admin/v1`, or `/v1` for the public API), already encoded (see `segment`). */
   path: string;
   body?: unknown;
 }
 
 export interface ClientOptions {
   url: string;
+  /** The operator token, or an API key for the public API. */
   token: string;
+  /** Where `path`s start: the management API unless told. */
+  base?: '/admin/v1' | '/v1';
   timeoutMs?: number;
 }
 
 /**
- * The management API over HTTP. Answers the parsed JSON body on 2xx; throws
- * `ApiError` with the envelope's message and code otherwise, and `CliError`
- * with a plain sentence when the gateway cannot be reached.
+ * The management API (or the public `/v1` API) over HTTP. Answers the parsed
+ * JSON body on 2xx, null on 204 No Content; throws `ApiError` with the
+ * envelope's message and code otherwise, and `CliError` with a plain sentence
+ * when the gateway cannot be reached.
  *
  * @example
  * const api = createClient({ url: 'http://127.0.0.1:8080', token });
  * const org = await api.send({ method: 'POST', path: '/orgs', body: { name: 'Acme' } });
  */
-export function createClient({ url, token, timeoutMs = 30_000 }: ClientOptions): { send(request: ApiRequest): Promise<unknown> } {
+export function createClient({ url, token, base = '/admin/v1', timeoutMs = 30_000 }: ClientOptions): { send(request: ApiRequest): Promise<unknown> } {
   return {
     async send({ method, path, body }) {
       let response: Response;
       try {
-        response = await fetch(`${url}/admin/v1${path}`, {
+        response = await fetch(`${url}${base}${path}`, {
           method,
           headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
           body: body === undefined ? undefined : JSON.stringify(body),
@@ -37,6 +41,7 @@ export function createClient({ url, token, timeoutMs = 30_000 }: ClientOptions):
         throw unreachable(url, error, timeoutMs);
       }
       const text = await response.text();
+      if (response.status === 204) return null;
       const parsed = parseJson(text);
       if (response.ok && parsed !== undefined) return parsed;
       const envelope = (parsed as { error?: { message?: unknown; code?: unknown; details?: unknown } } | undefined)?.error;

@@ -3,11 +3,14 @@ import { createClient } from './client.js';
 import type { Command } from './commands/command.js';
 import { COMMANDS, findCommand, usageLines, usageOf } from './commands/index.js';
 import { ApiError, CliError, UsageError } from './errors.js';
-import { resolveSettings } from './settings.js';
+import { resolveKeySettings, resolveSettings } from './settings.js';
+import type { Input, Stdin } from './terminal.js';
 
 export interface Io {
   stdout(text: string): void;
   stderr(text: string): void;
+  /** Where a password is read or asked (default: the process's stdin); touched only by commands that read one. */
+  stdin?: Stdin;
 }
 
 const processIo: Io = { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) };
@@ -15,7 +18,8 @@ const processIo: Io = { stdout: (text) => process.stdout.write(text), stderr: (t
 /**
  * Runs one `tollgate` command line and answers its exit code: 0 done, 1 the
  * command failed (API error, gateway unreachable), 2 bad usage (nothing sent).
- * With `--json` stdout gets exactly the API's response body.
+ * With `--json` stdout gets exactly the API's response body (nothing for a
+ * 204 No Content), or the one body a command makes of several answers.
  *
  * @example
  * process.exitCode = await main(['orgs', 'create', '--name', 'Acme', '--json']);
@@ -38,10 +42,23 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     const { values, positionals } = parseCommandLine(rest, command.options ?? {});
     const args = new Args(values, positionals);
     args.positionalCount(command.positionals ?? 0);
-    const request = command.request(args);
-    const settings = await resolveSettings({ url: args.optional('url'), token: args.optional('token') });
-    const body = await createClient(settings).send(request);
-    return print(io, values.json === true ? JSON.stringify(body, null, 2) : command.render(body));
+    // Lazily: reading process.stdin is for the commands that need it.
+    const input: Input = {
+      stderr: (text) => io.stderr(text),
+      get stdin() {
+        return io.stdin ?? process.stdin;
+      },
+    };
+    const built = await command.request(args, input);
+    const requests = Array.isArray(built) ? built : [built];
+    const client =
+      command.api === 'public'
+        ? createClient({ ...resolveKeySettings({ url: args.optional('url'), apiKey: args.optional('api-key') }), base: '/v1' })
+        : createClient(await resolveSettings({ url: args.optional('url'), token: args.optional('token') }));
+    const bodies = await Promise.all(requests.map((request) => client.send(request)));
+    const body = command.combine ? command.combine(bodies) : bodies[0];
+    if (values.json === true) return body === null ? 0 : print(io, JSON.stringify(body, null, 2));
+    return print(io, command.render(body, args));
   } catch (error) {
     return report(error, io, command);
   }
@@ -71,7 +88,10 @@ function help(io: Io, json: boolean): number {
   const lines = COMMANDS.map((c) => `  ${usageOf(c)}\n      ${c.summary}`);
   return print(
     io,
-    `tollgate: manage organizations, wallets, keys, models and prices of a Tollgate gateway.\n\nCommands:\n${lines.join('\n')}\n
+    `tollgate: manage organizations, users, wallets, keys, models and prices of a Tollgate gateway.\n\nCommands:\n${lines.join('\n')}\n
+Passwords are never arguments: pipe one with --password-stdin, or run in a terminal to be asked for it.
+\`tollgate models\` uses an API key (--api-key, else $TOLLGATE_API_KEY), not the operator token.
+
 Options for every command:
   --url URL      the gateway (default $TOLLGATE_URL, else http://127.0.0.1:8080)
   --token T      the operator token (default $TOLLGATE_ADMIN_TOKEN, else $TOLLGATE_DATA_DIR/admin-token)

@@ -3,8 +3,9 @@ import path from 'node:path';
 import { CliError, UsageError } from './errors.js';
 
 /**
- * Where the CLI finds the gateway and the operator token. The only module of
- * the CLI that reads the environment; flags win over it.
+ * Where the CLI finds the gateway and the operator token (or, for the public
+ * API, an API key). The only module of the CLI that reads the environment;
+ * flags win over it.
  *
  * @example
  * const { url, token } = await resolveSettings({ url: values.url, token: values.token });
@@ -22,6 +23,20 @@ const TOKEN_FILE = 'admin-token';
 export async function resolveSettings(flags: { url?: string; token?: string }, env: NodeJS.ProcessEnv = process.env): Promise<CliSettings> {
   const url = normalizeUrl(flags.url || env.TOLLGATE_URL || DEFAULT_URL);
   const token = flags.token || env.TOLLGATE_ADMIN_TOKEN || (await tokenFromFile(env.TOLLGATE_DATA_DIR || DEFAULT_DATA_DIR));
+  return { url, token };
+}
+
+/**
+ * The gateway and an API key, for commands on the public `/v1` API: `--api-key`,
+ * else TOLLGATE_API_KEY. Without either the command line is incomplete (exit 2).
+ *
+ * @example
+ * const { url, token } = resolveKeySettings({ url: values.url, apiKey: values['api-key'] });
+ */
+export function resolveKeySettings(flags: { url?: string; apiKey?: string }, env: NodeJS.ProcessEnv = process.env): CliSettings {
+  const url = normalizeUrl(flags.url || env.TOLLGATE_URL || DEFAULT_URL);
+  const token = flags.apiKey || env.TOLLGATE_API_KEY?.trim();
+  if (!token) throw new UsageError('an API key is required: pass --api-key KEY or set TOLLGATE_API_KEY');
   return { url, token };
 }
 

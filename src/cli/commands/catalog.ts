@@ -1,17 +1,56 @@
 import { pricePerTokenFromMillion } from '../../billing/money.js';
 import { segment } from '../client.js';
 import { table } from '../output.js';
-import { BOOLEAN, type Command, type List, type ModelView, type PriceView, STRING } from './command.js';
+import { BOOLEAN, type Command, type List, type ModelView, type PriceView, type PricingList, type PublicModelView, STRING } from './command.js';
 
 /**
- * `models list|add|enable|disable` and `prices set|list`. Prices are per
- * million tokens, as decimal strings.
+ * `models` (what an API key can call, and its prices), `models
+ * list|add|enable|disable` and `prices set|list`. Prices are per million
+ * tokens, as decimal strings.
  *
  * @example
+ * tollgate models --api-key sk-gw-...
  * tollgate models add --id qwen-7b --name "Qwen 7B" --hf-repo Qwen/Qwen2.5-7B-Instruct --task chat --context-length 32768
  * tollgate prices set --model qwen-7b --input 0.15 --output 0.60
  */
 const price = (m: ModelView) => (m.price ? `${m.price.input_per_million} / ${m.price.output_per_million}` : 'no price');
+
+/** A model from GET /v1/models with its price from GET /v1/pricing (null when it has none). */
+type PricedModel = PublicModelView & { price: { input_per_million_tokens: string; output_per_million_tokens: string; currency: string } | null };
+
+const available: Command<List<PricedModel> & { currency: string }> = {
+  name: 'models',
+  args: '[--api-key KEY]',
+  summary: 'List the models an API key can call, with prices per million tokens (key: --api-key, else $TOLLGATE_API_KEY; not the operator token).',
+  api: 'public',
+  options: { 'api-key': STRING },
+  request: () => [
+    { method: 'GET', path: '/models' },
+    { method: 'GET', path: '/pricing' },
+  ],
+  combine: (bodies) => {
+    const [models, pricing] = bodies as [List<PublicModelView>, PricingList];
+    const priceOf = new Map(pricing.data.map((p) => [p.model, p]));
+    return {
+      object: 'list',
+      currency: pricing.currency,
+      data: models.data.map((m) => {
+        const p = priceOf.get(m.id);
+        return { ...m, price: p ? { input_per_million_tokens: p.input_per_million_tokens, output_per_million_tokens: p.output_per_million_tokens, currency: pricing.currency } : null };
+      }),
+    };
+  },
+  render: ({ data }) =>
+    table([
+      ['ID', 'TASK', 'INPUT / 1M', 'OUTPUT / 1M'],
+      ...data.map((m) => [
+        m.id,
+        m.task_type ?? '-',
+        m.price ? `${m.price.input_per_million_tokens} ${m.price.currency}` : 'no price',
+        m.price ? `${m.price.output_per_million_tokens} ${m.price.currency}` : 'no price',
+      ]),
+    ]),
+};
 
 const list: Command<List<ModelView>> = {
   name: 'models list',
@@ -78,4 +117,4 @@ const listPrices: Command<List<PriceView>> = {
     table([['MODEL', 'INPUT / 1M', 'OUTPUT / 1M', 'CURRENCY'], ...data.map((p) => [p.model_id, p.input_per_million, p.output_per_million, p.currency])]),
 };
 
-export const catalogCommands = [list, add, toggle(true), toggle(false), setPrice, listPrices];
+export const catalogCommands = [available, list, add, toggle(true), toggle(false), setPrice, listPrices];

@@ -1,11 +1,19 @@
 import type { engineView, keyView, ledgerEntryView, modelView, orgView, priceView, projectView, walletView } from '../../admin/views.js';
+import type { userView } from '../../api/routes.js';
+import type { modelView as publicModelView } from '../../v1/models.js';
 import type { Args, OptionSpec } from '../args.js';
 import type { ApiRequest } from '../client.js';
+import type { Input } from '../terminal.js';
 
 /**
- * One CLI command: how its flags become one API request, and how the answer
+ * One CLI command: how its flags become an API request, and how the answer
  * reads for a person. `request` runs before anything is sent, so every flag
- * is checked first; `render` is skipped under `--json`.
+ * is checked first; it may be async to read standard input (a password),
+ * which it does only after the flags are checked. `render` is skipped under
+ * `--json`.
+ *
+ * A command may send several requests at once (`request` answers a list);
+ * `combine` then makes their answers one body, the one `--json` prints.
  *
  * @example
  * const list: Command<List<OrgView>> = {
@@ -23,8 +31,12 @@ export interface Command<T = unknown> {
   options?: OptionSpec;
   /** How many positional arguments it takes (an id), 0 when absent. */
   positionals?: number;
-  request(args: Args): ApiRequest;
-  render(body: T): string;
+  /** 'public': the gateway's `/v1` API with an API key (`--api-key`, TOLLGATE_API_KEY), not the operator token. */
+  api?: 'admin' | 'public';
+  request(args: Args, input: Input): ApiRequest | ApiRequest[] | Promise<ApiRequest | ApiRequest[]>;
+  combine?(bodies: unknown[]): T;
+  /** The body (null for 204 No Content) as text; `args` for what the body does not say. */
+  render(body: T, args: Args): string;
 }
 
 // The API's own view types: the CLI reads exactly what the routes write.
@@ -36,6 +48,15 @@ export type KeyView = ReturnType<typeof keyView>;
 export type ModelView = ReturnType<typeof modelView>;
 export type PriceView = ReturnType<typeof priceView>;
 export type EngineView = ReturnType<typeof engineView>;
+export type UserView = ReturnType<typeof userView>;
+/** GET /v1/models: a model an API key can call. */
+export type PublicModelView = ReturnType<typeof publicModelView>;
+/** GET /v1/pricing (its handler writes a Response, so the shape is spelled out here). */
+export interface PricingList {
+  object: 'list';
+  currency: string;
+  data: { model: string; task_type: string; input_per_million_tokens: string; output_per_million_tokens: string }[];
+}
 export interface List<T> {
   object: 'list';
   data: T[];

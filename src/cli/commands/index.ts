@@ -3,6 +3,7 @@ import { engineCommands } from './engines.js';
 import type { Command } from './command.js';
 import { keyCommands } from './keys.js';
 import { orgCommands } from './orgs.js';
+import { userCommands } from './users.js';
 import { walletCommands } from './wallet.js';
 
 /**
@@ -11,15 +12,17 @@ import { walletCommands } from './wallet.js';
  * @example
  * const command = findCommand('keys', 'create');
  */
-export const COMMANDS: readonly Command[] = [...orgCommands, ...walletCommands, ...keyCommands, ...catalogCommands, ...engineCommands];
+export const COMMANDS: readonly Command[] = [...orgCommands, ...userCommands, ...walletCommands, ...keyCommands, ...catalogCommands, ...engineCommands];
 
+/** By its words; a group may be a command by itself (`models`, without an action). */
 export function findCommand(group: string | undefined, action: string | undefined): Command | undefined {
-  return COMMANDS.find((command) => command.name === `${group} ${action}`);
+  const name = action === undefined ? group : `${group} ${action}`;
+  return COMMANDS.find((command) => command.name === name);
 }
 
 /** The usage lines of a group (`keys`), or of all commands. */
 export function usageLines(group?: string): string[] {
-  return COMMANDS.filter((command) => !group || command.name.startsWith(`${group} `)).map(usageOf);
+  return COMMANDS.filter((command) => !group || command.name === group || command.name.startsWith(`${group} `)).map(usageOf);
 }
 
 export function usageOf(command: Command): string {

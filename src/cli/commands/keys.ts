@@ -9,7 +9,7 @@ import { BOOLEAN, type Command, type KeyView, type List, STRING } from './comman
  * API's bounds; "unlimited" clears a token limit (null in the API).
  *
  * @example
- * tollgate keys create --org org_123 --name ci --expiry 30d --rpm 120 --tpm unlimited
+ * tollgate keys create --org org_123 --name ci --user usr_456 --expiry 30d --rpm 120 --tpm unlimited
  */
 const MAX_RATE = 1_000_000;
 const MAX_TPM = 2_147_483_647;
@@ -30,6 +30,7 @@ const describe = (k: KeyView) =>
     ['id', k.id],
     ['name', k.name],
     ['org', k.org_id],
+    ['user', k.user_id],
     ['project', k.project_id],
     ['hint', k.hint],
     ['status', k.status],
@@ -46,9 +47,9 @@ const describe = (k: KeyView) =>
 
 const create: Command<KeyView & { secret: string }> = {
   name: 'keys create',
-  args: '--org ID --name N [--expiry never|7d|30d|90d|1y] [--project ID] [--rpm N] [--concurrency N] [--tpm N|unlimited] [--monthly-tokens N|unlimited] [--store-request-data] [--response-cache]',
-  summary: 'Issue an API key; its secret is printed once.',
-  options: { ...limitOptions, org: STRING, expiry: STRING, project: STRING, 'store-request-data': BOOLEAN, 'response-cache': BOOLEAN },
+  args: '--org ID --name N [--user ID] [--expiry never|7d|30d|90d|1y] [--project ID] [--rpm N] [--concurrency N] [--tpm N|unlimited] [--monthly-tokens N|unlimited] [--store-request-data] [--response-cache]',
+  summary: "Issue an API key acting as a user (default: the organization's first owner); its secret is printed once.",
+  options: { ...limitOptions, org: STRING, user: STRING, expiry: STRING, project: STRING, 'store-request-data': BOOLEAN, 'response-cache': BOOLEAN },
   request: (a) => ({
     method: 'POST',
     path: `/orgs/${segment(a.id('org', 'org'))}/keys`,
@@ -56,6 +57,7 @@ const create: Command<KeyView & { secret: string }> = {
       name: a.required('name'),
       expiry: a.optional('expiry'),
       project_id: a.optional('project'),
+      user_id: a.optional('user'),
       ...limits(a),
       store_request_data: a.flag('store-request-data'),
       response_cache: a.flag('response-cache'),
