@@ -40,11 +40,11 @@ export async function startGateway() {
   };
 }
 
-/** Runs `node bin/tollgate.mjs` with only the given TOLLGATE_* settings. */
-export function tollgate(args: string[], env: Record<string, string>): Promise<Run> {
+/** Runs `node bin/tollgate.mjs` with only the given TOLLGATE_* settings; `input`, when given, is piped to its standard input (a pipe: never a terminal). */
+export function tollgate(args: string[], env: Record<string, string>, input?: string): Promise<Run> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TOLLGATE_')));
   return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { cwd: root, env: { ...inherited, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+    const child = execFile(process.execPath, [bin, ...args], { cwd: root, env: { ...inherited, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
       let json: unknown;
       try {
@@ -54,5 +54,9 @@ export function tollgate(args: string[], env: Record<string, string>): Promise<R
       }
       resolve({ code, stdout, stderr, json });
     });
+    if (input !== undefined) {
+      child.stdin!.on('error', () => {}); // the CLI may exit without reading it
+      child.stdin!.end(input);
+    }
   });
 }

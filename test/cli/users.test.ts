@@ -1,34 +1,10 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { ADMIN_TOKEN } from '../admin/harness.js';
-import { type Run, startGateway } from './harness.js';
+import { startGateway, tollgate } from './harness.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.join(root, 'bin/tollgate.mjs');
 const PASSWORD = 'correct horse battery staple';
-
-/** Like the harness's `tollgate`, with `input` piped to standard input (a pipe: never a terminal). */
-function tollgateWithInput(args: string[], env: Record<string, string>, input: string): Promise<Run> {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TOLLGATE_')));
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [bin, ...args], { cwd: root, env: { ...inherited, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      let json: unknown;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-    child.stdin!.on('error', () => {}); // the CLI may exit without reading it
-    child.stdin!.end(input);
-  });
-}
 
 /** `main` in this process with a fake terminal as stdin, the lines typed up front. */
 async function inTerminal(args: string[], typed: string) {
@@ -53,7 +29,7 @@ describe('tollgate CLI: users, keys acting as users, and models for an API key',
   afterAll(() => gw.close());
 
   it('creates, lists, shows, updates and deletes users, the password piped with --password-stdin', async () => {
-    const created = await tollgateWithInput(
+    const created = await tollgate(
       ['users', 'create', '--org', orgId, '--name', 'Ada', '--email', 'ada@example.com', '--role', 'admin', '--password-stdin', '--json'],
       env(),
       `${PASSWORD}\n`,
@@ -64,7 +40,7 @@ describe('tollgate CLI: users, keys acting as users, and models for an API key',
     // One trailing newline is trimmed, nothing else.
     expect(await passwordOf(userId, PASSWORD)).toBe(true);
 
-    const human = await tollgateWithInput(['users', 'create', '--org', orgId, '--name', 'Grace', '--email', 'grace@example.com', '--platform-admin', '--password-stdin'], env(), 'another password 1');
+    const human = await tollgate(['users', 'create', '--org', orgId, '--name', 'Grace', '--email', 'grace@example.com', '--platform-admin', '--password-stdin'], env(), 'another password 1');
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/^Created user usr_\S+ "Grace" <grace@example.com>, member of \S+, platform admin\.\n$/);
 
@@ -83,7 +59,7 @@ describe('tollgate CLI: users, keys acting as users, and models for an API key',
     const updated = await gw.tollgate(['users', 'update', userId, '--name', 'Ada L.', '--role', 'member', '--platform-admin', 'true', '--json']);
     expect(updated.json).toMatchObject({ id: userId, name: 'Ada L.', role: 'member', platform_admin: true, email: 'ada@example.com' });
     expect(await passwordOf(userId, PASSWORD)).toBe(true);
-    const repassworded = await tollgateWithInput(['users', 'update', userId, '--password-stdin', '--json'], env(), 'a new password\r\n');
+    const repassworded = await tollgate(['users', 'update', userId, '--password-stdin', '--json'], env(), 'a new password\r\n');
     expect(repassworded).toMatchObject({ code: 0, stderr: '' });
     expect(await passwordOf(userId, 'a new password')).toBe(true);
 
@@ -100,12 +76,12 @@ describe('tollgate CLI: users, keys acting as users, and models for an API key',
     const offline = { TOLLGATE_URL: 'http://127.0.0.1:1', TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN };
     const create = ['users', 'create', '--org', orgId, '--name', 'Eve', '--email', 'eve@example.com'];
     const runs = await Promise.all([
-      tollgateWithInput([...create, '--password', 'hunter2-secret'], offline, ''),
-      tollgateWithInput([...create, '--password=hunter2-secret', '--password-stdin'], offline, 'x'),
-      tollgateWithInput(['users', 'update', 'usr_1', '--password', 'hunter2-secret'], offline, ''),
-      tollgateWithInput(create, offline, `${PASSWORD}\n`),
-      tollgateWithInput([...create, '--password-stdin'], offline, '\n'),
-      tollgateWithInput([...create, '--role', 'boss', '--password-stdin'], offline, PASSWORD),
+      tollgate([...create, '--password', 'hunter2-secret'], offline, ''),
+      tollgate([...create, '--password=hunter2-secret', '--password-stdin'], offline, 'x'),
+      tollgate(['users', 'update', 'usr_1', '--password', 'hunter2-secret'], offline, ''),
+      tollgate(create, offline, `${PASSWORD}\n`),
+      tollgate([...create, '--password-stdin'], offline, '\n'),
+      tollgate([...create, '--role', 'boss', '--password-stdin'], offline, PASSWORD),
     ]);
     const messages = ['--password is not accepted', '--password is not accepted', '--password is not accepted', 'pipe it in with --password-stdin', 'standard input held no password', '--role must be one of owner, admin, member'];
     runs.forEach((run, i) => {
@@ -135,7 +111,7 @@ describe('tollgate CLI: users, keys acting as users, and models for an API key',
   });
 
   it('issues a key acting as a given user with keys create --user', async () => {
-    const user = await tollgateWithInput(['users', 'create', '--org', orgId, '--name', 'Bot', '--email', 'bot@example.com', '--password-stdin', '--json'], env(), PASSWORD);
+    const user = await tollgate(['users', 'create', '--org', orgId, '--name', 'Bot', '--email', 'bot@example.com', '--password-stdin', '--json'], env(), PASSWORD);
     const created = await gw.tollgate(['keys', 'create', '--org', orgId, '--name', 'bot', '--user', user.json.id, '--json']);
     expect(created.json).toMatchObject({ object: 'api_key', org_id: orgId, user_id: user.json.id });
     const human = await gw.tollgate(['keys', 'create', '--org', orgId, '--name', 'bot 2', '--user', user.json.id]);
