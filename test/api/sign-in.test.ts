@@ -112,4 +112,13 @@ describe.each(stores)('sign-in sessions (%s)', (store) => {
       expect(line).not.toContain(sessionId);
     }
   });
+
+  it('counts requests without credentials per client address: X-Forwarded-For from a trusted proxy', async () => {
+    const remaining = async (forwardedFor: string) =>
+      Number((await fetch(`${gateway.url}/api/v1/users`, { headers: { 'x-forwarded-for': forwardedFor } })).headers.get('x-ratelimit-remaining'));
+    // 127.0.0.1 is trusted here: each forwarded address has a count of its own.
+    const first = await remaining('203.0.113.7');
+    expect(await remaining('203.0.113.7')).toBe(first - 1);
+    expect(await remaining('198.51.100.23')).toBe(99);
+  });
 });

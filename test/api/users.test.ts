@@ -200,4 +200,12 @@ describe.each(stores)('generic API: users (%s)', (store) => {
     const models = await fetch(`${gateway.baseURL}/models`);
     expect(((await models.json()) as ApiErrorEnvelope).error.code).toBe('unauthorized');
   });
+
+  it('ignores X-Forwarded-For from a client that is no trusted proxy', async () => {
+    const remaining = async (forwardedFor: string) =>
+      Number((await fetch(`${gateway.url}/api/v1/users`, { headers: { 'x-forwarded-for': forwardedFor } })).headers.get('x-ratelimit-remaining'));
+    const first = await remaining('203.0.113.7');
+    // A made-up address does not buy a fresh count: both are the socket's, 127.0.0.1.
+    expect(await remaining('198.51.100.23')).toBe(first - 1);
+  });
 });
