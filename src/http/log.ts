@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import pino from 'pino';
 import type { LogLevel } from '../config.js';
 
@@ -20,9 +19,6 @@ export interface Logger {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-/** What every line logged while a request is handled carries; see `requestId()`. */
-export const logContext = new AsyncLocalStorage<{ requestId: string }>();
-
 /** Fields replaced by "[redacted]" wherever they appear, at the top level or one level down. */
 export const REDACTED_FIELDS = ['authorization', 'cookie', 'secret', 'secretHash', 'hash', 'token', 'password', 'params', 'parameters', 'apiKey'];
 
@@ -35,7 +31,6 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACTED_FIELDS.flatMap((field) => [field, `*.${field}`]), censor: '[redacted]' },
-      mixin: () => logContext.getStore() ?? {},
     },
     { write },
   );

@@ -1,6 +1,6 @@
 import type { UpstreamTarget } from '../engines/types.js';
 import { GatewayError } from '../http/errors.js';
-import { postUpstream, UpstreamError } from './upstream.js';
+import { type EngineResponse, postUpstream, UpstreamError } from './upstream.js';
 
 export interface FailoverCall {
   /** A target not among `exclude`; throws when there is none (see Fleet.acquire). */
@@ -21,7 +21,7 @@ export interface FailoverCall {
  * @example
  * const { response, target } = await postWithFailover({ acquire: (x) => fleet.acquire(model, x), path: '/embeddings', body: () => body, clientModel, signal });
  */
-export async function postWithFailover(call: FailoverCall): Promise<{ response: Response; target: UpstreamTarget }> {
+export async function postWithFailover(call: FailoverCall): Promise<{ response: EngineResponse; target: UpstreamTarget }> {
   const tried = new Set<string>();
   let lastFailure: UpstreamError | null = null;
   for (;;) {

@@ -4,8 +4,8 @@ import { envelopeOf, GatewayError } from '../http/errors.js';
 export type RelayOutcome = 'done' | 'client_closed' | 'upstream_failed';
 
 export interface SseRelayOptions {
-  /** The engine's `text/event-stream` body. */
-  upstream: ReadableStream<Uint8Array>;
+  /** The engine's `text/event-stream` body, as it arrives (a Node stream or a web ReadableStream). */
+  upstream: AsyncIterable<Uint8Array>;
   /** Rewrites one event's data; null drops the event. `[DONE]` never reaches it. */
   onData(data: string): string | null;
   /**
@@ -30,7 +30,8 @@ const DONE = encoder.encode('data: [DONE]\n\n');
  * return new Response(relaySse({ upstream: res.body!, onData: (d) => d, onEnd: async () => {}, abortUpstream: () => ac.abort() }));
  */
 export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
-  const reader = options.upstream.getReader();
+  const upstream = options.upstream[Symbol.asyncIterator]();
+  const stopUpstream = () => void upstream.return?.()?.catch(() => {});
   const decoder = new TextDecoder();
   let pending = '';
   let ended = false;
@@ -45,7 +46,7 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
     async pull(controller) {
       try {
         for (;;) {
-          const { done, value } = await reader.read();
+          const { done, value } = await upstream.next();
           if (done) throw new Error('upstream closed the stream without [DONE]');
           pending += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
           let out = '';
@@ -59,7 +60,7 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
               await end('done');
               controller.enqueue(DONE);
               controller.close();
-              void reader.cancel().catch(() => {});
+              stopUpstream();
               return;
             }
             const forwarded = options.onData(data);
@@ -81,7 +82,7 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
     },
     async cancel() {
       options.abortUpstream();
-      void reader.cancel().catch(() => {});
+      stopUpstream();
       await end('client_closed');
     },
   });

@@ -4,7 +4,7 @@ import type { UpstreamTarget } from '../engines/types.js';
 import type { GatewayEnv } from '../http/context.js';
 import { postWithFailover } from '../proxy/failover.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
-import { readEngineJson } from '../proxy/upstream.js';
+import { type EngineResponse, readEngineJson } from '../proxy/upstream.js';
 import { type TokenUsage, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { authorize, reserve } from './admission.js';
@@ -31,7 +31,7 @@ export interface BilledEndpoint {
   /** Usage when the engine reported none valid: from the request, and from the answer if there is one. */
   estimate(call: BilledCall, answer: Record<string, unknown> | null): TokenUsage;
   /** Relays a streamed answer and settles the call when the stream ends. */
-  relayStream?(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: Response, controls: StreamControls): Response;
+  relayStream?(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: EngineResponse, controls: StreamControls): Response;
 }
 
 /**

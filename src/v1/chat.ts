@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { GatewayEnv } from '../http/context.js';
 import { createChatChunkRewriter } from '../proxy/chat-stream.js';
 import { relaySse } from '../proxy/sse.js';
+import type { EngineResponse } from '../proxy/upstream.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../proxy/usage.js';
 import type { Services } from '../services.js';
 import { type BilledCall, settle } from './billed-call.js';
@@ -36,7 +37,7 @@ function clientStreamOptions(call: BilledCall): Record<string, unknown> {
 }
 
 /** Relays the engine's stream chunk by chunk, showing the client usage only where it asked for it, and settles when it ends. */
-function answerStream(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: Response, options: StreamControls): Response {
+function answerStream(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: EngineResponse, options: StreamControls): Response {
   const asked = clientStreamOptions(call);
   const rewriter = createChatChunkRewriter({
     clientModel: call.clientModel,
@@ -46,7 +47,7 @@ function answerStream(c: Context<GatewayEnv>, services: Services, call: BilledCa
   // The events as the client got them, only when the key keeps or caches answers.
   const delivered: string[] | null = call.caller.storeRequestData || call.caller.responseCache ? [] : null;
   const relayed = relaySse({
-    upstream: response.body!,
+    upstream: response.body,
     onData: (data) => {
       const forwarded = rewriter.rewrite(data);
       if (forwarded !== null) delivered?.push(forwarded);

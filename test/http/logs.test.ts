@@ -41,7 +41,7 @@ async function untilOk(send: () => Promise<Response>): Promise<void> {
   throw new Error('the gateway did not recover');
 }
 
-describe.runIf(hasPostgres && hasRedis)('logs: once per outage, no secrets or query parameters, the request id on every line', () => {
+describe.runIf(hasPostgres && hasRedis)('logs: once per outage, no secrets or query parameters', () => {
   let pgProxy: TcpProxy;
   let redisProxy: TcpProxy;
   let database: { url: string; drop(): Promise<void> };
