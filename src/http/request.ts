@@ -29,20 +29,31 @@ export function requestId(): MiddlewareHandler<GatewayEnv> {
  * const { body, bytes } = await readJsonObject(c, config.maxBodyBytes);
  */
 export async function readJsonObject(c: Context, maxBytes: number): Promise<{ body: Record<string, unknown>; bytes: number }> {
-  const declared = Number(c.req.header('content-length'));
+  const length = c.req.header('content-length');
+  const declared = length === undefined ? Number.NaN : Number(length);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  const raw = c.req.raw.body;
-  if (!raw) throw new GatewayError('invalid_json', 'The request body is empty; send a JSON object.');
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of raw as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > maxBytes) throw tooLarge(maxBytes);
-    chunks.push(chunk);
+  let bytes: Buffer;
+  if (Number.isFinite(declared)) {
+    // The usual case: the length is declared (and the HTTP parser holds the body to it), so the body is read
+    // whole, straight from the socket (@hono/node-server's fast path), without building a web Request and stream.
+    bytes = Buffer.from(await c.req.arrayBuffer());
+  } else {
+    const raw = c.req.raw.body;
+    if (!raw) throw new GatewayError('invalid_json', 'The request body is empty; send a JSON object.');
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for await (const chunk of raw as unknown as AsyncIterable<Uint8Array>) {
+      size += chunk.byteLength;
+      if (size > maxBytes) throw tooLarge(maxBytes);
+      chunks.push(chunk);
+    }
+    bytes = Buffer.concat(chunks);
   }
+  if (bytes.length === 0) throw new GatewayError('invalid_json', 'The request body is empty; send a JSON object.');
+  const size = bytes.length;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    parsed = JSON.parse(bytes.toString('utf8'));
   } catch {
     throw new GatewayError('invalid_json', 'The request body is not valid JSON.');
   }
