@@ -26,6 +26,8 @@ interface StreamResult {
   ttftMs: number;
   completed: boolean;
   requestId: string | null;
+  /** Why a stream did not complete: its status, or the socket error's code. */
+  failure?: string;
 }
 
 /** Opens one stream and reads it to its end. */
@@ -49,12 +51,14 @@ function openStream(agent: http.Agent, url: string, secret: string | null, onFir
         });
         response.on('end', () => {
           const tokens = text.split('\n\n').filter((event) => event.includes('"content":"')).length;
-          resolve({ ttftMs, completed: response.statusCode === 200 && tokens >= TOKENS && text.trimEnd().endsWith('data: [DONE]'), requestId: (response.headers['x-request-id'] as string) ?? null });
+          const completed = response.statusCode === 200 && tokens >= TOKENS && text.trimEnd().endsWith('data: [DONE]');
+          const failure = completed ? undefined : response.statusCode === 200 ? `cut after ${tokens} tokens` : `status ${response.statusCode}`;
+          resolve({ ttftMs, completed, requestId: (response.headers['x-request-id'] as string) ?? null, failure });
         });
-        response.on('error', () => resolve({ ttftMs, completed: false, requestId: null }));
+        response.on('error', (error: NodeJS.ErrnoException) => resolve({ ttftMs, completed: false, requestId: null, failure: error.code ?? error.message }));
       },
     );
-    request.on('error', () => resolve({ ttftMs, completed: false, requestId: null }));
+    request.on('error', (error: NodeJS.ErrnoException) => resolve({ ttftMs, completed: false, requestId: null, failure: error.code ?? error.message }));
     request.end(body);
   });
 }
@@ -83,7 +87,9 @@ async function level(n: number, url: string, secret: string | null, gateway: Chi
   agent.destroy();
   const ttfts = results.map((r) => r.ttftMs).filter((t) => t >= 0).sort((a, b) => a - b);
   const pick = (q: number) => ttfts[Math.min(ttfts.length - 1, Math.floor(q * ttfts.length))] ?? NaN;
-  return { completed: results.filter((r) => r.completed).length, p50: pick(0.5), p99: pick(0.99), rssOpen, ids: results.map((r) => r.requestId) };
+  const failures = new Map<string, number>();
+  for (const r of results) if (r.failure) failures.set(r.failure, (failures.get(r.failure) ?? 0) + 1);
+  return { completed: results.filter((r) => r.completed).length, p50: pick(0.5), p99: pick(0.99), rssOpen, ids: results.map((r) => r.requestId), failures };
 }
 
 async function main(): Promise<void> {
@@ -126,9 +132,13 @@ async function main(): Promise<void> {
     console.log('| streams | completed direct / gateway | TTFT p50 direct → gateway (added) | TTFT p99 direct → gateway | gateway RSS, all open | per stream |');
     console.log('|---|---|---|---|---|---|');
     const billedIds: string[] = [];
+    const failures: string[] = [];
     for (const n of LEVELS) {
       const direct = await level(n, simUrl, null, null);
       const through = await level(n, url, secret, gateway);
+      for (const [side, result] of [['direct', direct], ['gateway', through]] as const) {
+        if (result.failures.size > 0) failures.push(`${n} streams, ${side}: ${[...result.failures].map(([why, count]) => `${count} × ${why}`).join(', ')}`);
+      }
       billedIds.push(...through.ids.filter((id): id is string => id !== null));
       const perStream = through.rssOpen > 0 ? `${(((through.rssOpen - rssIdle) * 1024) / n).toFixed(1)} KiB` : 'n/a';
       console.log(
@@ -139,6 +149,7 @@ async function main(): Promise<void> {
     const usage = await fetch(`${url}/v1/usage/summary`, { headers: { authorization: `Bearer ${secret}` } });
     const summary = (await usage.json()) as { totals?: { requests?: number } };
     console.log(`streams sent through the gateway: ${billedIds.length}; requests in its usage summary: ${summary.totals?.requests ?? 'unknown'}`);
+    for (const line of failures) console.log(`not completed: ${line}`);
   } finally {
     await Promise.allSettled(children.map((child) => child.stop()));
     await rm(tempDir, { recursive: true, force: true });
