@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { PROJECT_VISIBILITIES, ROLES } from '../db/schema.js';
 import type { GatewayEnv, SignedInActor } from '../http/context.js';
 import { GatewayError } from '../http/errors.js';
-import { limitBody, MANAGEMENT_MAX_BODY_BYTES } from '../http/request.js';
+import { limitBody, MANAGEMENT_MAX_BODY_BYTES, requireJsonBody } from '../http/request.js';
 import { readBody, readQuery } from '../http/validate.js';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../people/passwords.js';
 import { assertCanCreate, assertCanDelete, assertCanSee, assertCanUpdate, canManageProject, canSeeProject } from '../people/permissions.js';
@@ -72,7 +72,7 @@ export function createApiRoutes(services: Services, clientOf: (c: Context) => { 
   const projects = new ProjectService(services.db, () => services.admissionCache.invalidate());
   api.onError((error, c) => renderApiError(error, c, services.log));
   // Per path, not '*': mounted at /v1 too, these must not reach /v1's gateway routes.
-  for (const path of API_PATHS) api.use(path, limitBody(MANAGEMENT_MAX_BODY_BYTES), apiAccess(services, clientOf));
+  for (const path of API_PATHS) api.use(path, limitBody(MANAGEMENT_MAX_BODY_BYTES), apiAccess(services, clientOf), requireJsonBody());
 
   api.get('/me', (c) => c.json(userView(c.get('actor').user)));
 

@@ -89,3 +89,24 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
     },
   });
 }
+
+/**
+ * Refuses a request body that is not declared as JSON (415), on routes a
+ * browser's session cookie can reach: a form on another site can post
+ * `text/plain` or form data with the cookie, but not `application/json`
+ * without a CORS preflight (which these routes never grant).
+ *
+ * @example
+ * auth.use('*', requireJsonBody());
+ */
+export function requireJsonBody(): MiddlewareHandler {
+  return async (c, next) => {
+    const hasBody = c.req.header('content-length') !== undefined ? c.req.header('content-length') !== '0' : c.req.header('transfer-encoding') !== undefined;
+    const type = c.req.header('content-type')?.split(';')[0]?.trim().toLowerCase();
+    if (hasBody && type !== 'application/json') {
+      throw new GatewayError('unsupported_media_type', 'Send the body as JSON, with Content-Type: application/json.', { details: [{ field: 'content-type', message: 'Must be application/json.' }] });
+    }
+    await next();
+  };
+}
+

@@ -6,7 +6,7 @@ import { renderApiError } from '../api/errors.js';
 import { userView } from '../api/routes.js';
 import type { GatewayEnv } from '../http/context.js';
 import { GatewayError } from '../http/errors.js';
-import { limitBody, MANAGEMENT_MAX_BODY_BYTES } from '../http/request.js';
+import { limitBody, MANAGEMENT_MAX_BODY_BYTES, requireJsonBody } from '../http/request.js';
 import { readBody } from '../http/validate.js';
 import type { Services } from '../services.js';
 import { PASSWORD_MAX } from './passwords.js';
@@ -33,7 +33,7 @@ const signInBody = z.strictObject({ email: z.string().trim().min(1).max(254), pa
 export function createSignInRoutes(services: Services, clientOf: (c: Context) => { address: string; https: boolean }): Hono<GatewayEnv> {
   const auth = new Hono<GatewayEnv>();
   auth.onError((error, c) => renderApiError(error, c, services.log));
-  auth.use('*', limitBody(MANAGEMENT_MAX_BODY_BYTES));
+  auth.use('*', limitBody(MANAGEMENT_MAX_BODY_BYTES), requireJsonBody());
 
   auth.post('/sign-in', async (c) => {
     const client = clientOf(c);

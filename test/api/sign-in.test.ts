@@ -121,4 +121,16 @@ describe.each(stores)('sign-in sessions (%s)', (store) => {
     expect(await remaining('203.0.113.7')).toBe(first - 1);
     expect(await remaining('198.51.100.23')).toBe(99);
   });
+
+  it('takes bodies only as JSON where a session cookie reaches: another site\'s form cannot post with it', async () => {
+    const { users } = await orgWithUsers(gateway, ['owner']);
+    const session = await signIn(gateway, users[0]!.email, users[0]!.password);
+    const form = (path: string, headers: Record<string, string>) =>
+      fetch(`${gateway.url}${path}`, { method: 'POST', headers: { 'content-type': 'text/plain', ...headers }, body: JSON.stringify({ name: 'csrf', email: users[0]!.email, password: users[0]!.password }) });
+    for (const response of [await form('/api/v1/projects', { cookie: session.cookie! }), await form('/auth/sign-in', {})]) {
+      expect(response.status).toBe(415);
+      expect(((await response.json()) as ApiErrorEnvelope).error).toMatchObject({ code: 'VALIDATION_ERROR', details: [{ field: 'content-type' }] });
+    }
+    expect((await apiAs(gateway, users[0]!.key)('GET', '/projects')).body.pagination.total).toBe(0);
+  });
 });
