@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createAgent, runSlice, type Slice, type Target } from './load.js';
-import { freePort, rssMiB, startBuilt, waitForHealth, type Child } from './processes.js';
+import { freePort, rssMiB, startBuilt, startChild, waitForHealth, type Child } from './processes.js';
 import { compare, formatScenario, type ScenarioResult } from './report.js';
 import { provision } from './setup.js';
 
@@ -178,9 +178,32 @@ async function main(): Promise<number> {
     }
     const rssEnd = await rssMiB(gateway.pid);
 
+    // BENCH_PORTKEY names Portkey's open gateway (node_modules/@portkey-ai/gateway/build/start-server.js of an
+    // `npm install @portkey-ai/gateway`): the same scenarios through it, against the same simulator, for comparison.
+    const portkeyResults: ScenarioResult[] = [];
+    const portkeyEntry = process.env.BENCH_PORTKEY;
+    if (portkeyEntry) {
+      const port = await freePort();
+      const portkey = startChild('portkey', process.execPath, [path.resolve(portkeyEntry), `--port=${port}`, '--headless'], { cwd: tempDir, env: cleanEnv({ NODE_ENV: 'production' }) });
+      children.push(portkey);
+      await waitForHealth(portkey, `http://127.0.0.1:${port}/`, START_TIMEOUT_MS);
+      const headers = { authorization: 'Bearer unused', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${simUrl}/v1` };
+      for (const scenario of scenarios(settings.tokens)) {
+        for (const concurrency of CONCURRENCIES) {
+          process.stderr.write(`bench: portkey ${scenario.name} × ${concurrency} …\n`);
+          portkeyResults.push(await measure(scenario, concurrency, { ...settings, baseline: 'direct' }, { url: `${simUrl}${scenario.path}`, headers: {} }, { url: `http://127.0.0.1:${port}${scenario.path}`, headers }));
+        }
+      }
+    }
+
+    // Portkey's failures are its own (shown in its rows); they do not void the gateway's figures.
     const totalErrors = results.reduce((sum, r) => sum + r.direct.errors + r.gateway.errors, 0);
     printReport(settings, results, rssStart, rssEnd, totalErrors);
-    const json = { date: new Date().toISOString(), node: process.version, settings, gatewayRssMiB: { start: rssStart, end: rssEnd }, totalErrors, scenarios: results };
+    if (portkeyResults.length > 0) {
+      const lines = ["Portkey's open gateway (no auth, limits or billing) / direct to the same simulator; its rows read 'gateway' for Portkey", '', ...portkeyResults.flatMap((r) => [formatScenario(r), ''])];
+      process.stdout.write(`\n${lines.join('\n')}`);
+    }
+    const json = { date: new Date().toISOString(), node: process.version, settings, gatewayRssMiB: { start: rssStart, end: rssEnd }, totalErrors, scenarios: results, portkey: portkeyResults };
     await mkdir(path.join(BENCH_DIR, 'results'), { recursive: true });
     await writeFile(path.join(BENCH_DIR, 'results', 'latest.json'), `${JSON.stringify(json, null, 2)}\n`);
     // Failed requests make the ratios meaningless, so such a run does not count as a success.
