@@ -12,6 +12,7 @@ import { createApiRoutes, isGenericApiPath } from './api/routes.js';
 import { renderApiError } from './api/errors.js';
 import { clientInfo } from './http/client-address.js';
 import { createSignInRoutes } from './people/routes.js';
+import { createPortalRoutes } from './portal/routes.js';
 
 /**
  * The whole HTTP surface: /v1 for clients, /api/v1 (and /v1/users, /v1/projects)
@@ -49,6 +50,9 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   const api = createApiRoutes(services, clientOf);
   app.route('/api/v1', api);
   app.route('/auth', createSignInRoutes(services, clientOf));
+  app.route('/portal', createPortalRoutes(services, clientOf));
+  // People arrive at the root with a browser: the portal is there. API clients get the usual 404.
+  app.get('/', (c) => (c.req.header('accept')?.includes('text/html') ? c.redirect('/portal', 303) : renderNotFound(c, services.log)));
   // The spec's sample request calls the generic API under /v1: its paths are served there too, before the gateway's own.
   app.route('/v1', api);
   app.route('/v1', createV1Routes(services));

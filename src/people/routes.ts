@@ -10,6 +10,7 @@ import { limitBody, MANAGEMENT_MAX_BODY_BYTES, requireJsonBody } from '../http/r
 import { readBody } from '../http/validate.js';
 import type { Services } from '../services.js';
 import { PASSWORD_MAX } from './passwords.js';
+import type { UserRow } from './users.js';
 
 /** Failed sign-ins allowed per email, and per client address, in a window of FAILURE_WINDOW_MS. */
 export const FAILURES_PER_EMAIL = 5;
@@ -39,36 +40,52 @@ export function createSignInRoutes(services: Services, clientOf: (c: Context) =>
     const client = clientOf(c);
     await countAgainst(services, c, `api:addr:${client.address}`, ANONYMOUS_HOURLY_LIMIT);
     const { email, password } = await readBody(c, signInBody);
-    const counters = [`signin:email:${email.toLowerCase()}`, `signin:addr:${client.address}`];
-    const [byEmail, byAddress] = await Promise.all(counters.map((key) => services.windows.peek(key)));
-    for (const [count, limit] of [[byEmail!, FAILURES_PER_EMAIL], [byAddress!, FAILURES_PER_ADDRESS]] as const) {
-      if (count.count >= limit) {
-        throw new GatewayError('rate_limit_exceeded', 'Too many failed sign-ins. Wait and try again.', { headers: { 'Retry-After': String(Math.max(1, Math.ceil(count.resetMs / 1000))) } });
-      }
-    }
-    const user = await services.users.findByEmail(email);
-    const valid = user ? await services.passwords.verify(password, user.passwordHash) : await services.passwords.verifyNobody(password);
-    if (!user || !valid) {
-      await Promise.all(counters.map((key) => services.windows.hit(key, FAILURE_WINDOW_MS)));
-      throw new GatewayError('unauthorized', 'The email or the password is wrong.');
-    }
-    if (services.passwords.needsRehash(user.passwordHash)) await services.users.rehash(user.id, password);
-    const session = await services.sessions.start(user.id);
-    setCookie(c, SESSION_COOKIE, session.id, {
-      path: '/',
-      httpOnly: true,
-      sameSite: 'Lax',
-      secure: client.https,
-      expires: session.expiresAt,
-    });
+    const user = await checkSignIn(services, email, password, client.address);
+    await startSession(c, services, user.id, client.https);
     return c.json({ user: userView(user) });
   });
 
   auth.post('/sign-out', async (c) => {
-    const id = getCookie(c, SESSION_COOKIE);
-    if (id) await services.sessions.end(id);
-    deleteCookie(c, SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'Lax', secure: clientOf(c).https });
+    await endSession(c, services, clientOf(c).https);
     return c.body(null, 204);
   });
   return auth;
 }
+
+/**
+ * Checks an email and password, with the failed-sign-in limits: the user, or
+ * 401 `unauthorized` (the same for an unknown email, after the same work), or
+ * 429 once the email or the address has failed too often. Shared by the JSON
+ * sign-in and the portal's form.
+ */
+export async function checkSignIn(services: Services, email: string, password: string, address: string): Promise<UserRow> {
+  const counters = [`signin:email:${email.toLowerCase()}`, `signin:addr:${address}`];
+  const [byEmail, byAddress] = await Promise.all(counters.map((key) => services.windows.peek(key)));
+  for (const [count, limit] of [[byEmail!, FAILURES_PER_EMAIL], [byAddress!, FAILURES_PER_ADDRESS]] as const) {
+    if (count.count >= limit) {
+      throw new GatewayError('rate_limit_exceeded', 'Too many failed sign-ins. Wait and try again.', { headers: { 'Retry-After': String(Math.max(1, Math.ceil(count.resetMs / 1000))) } });
+    }
+  }
+  const user = await services.users.findByEmail(email);
+  const valid = user ? await services.passwords.verify(password, user.passwordHash) : await services.passwords.verifyNobody(password);
+  if (!user || !valid) {
+    await Promise.all(counters.map((key) => services.windows.hit(key, FAILURE_WINDOW_MS)));
+    throw new GatewayError('unauthorized', 'The email or the password is wrong.');
+  }
+  if (services.passwords.needsRehash(user.passwordHash)) await services.users.rehash(user.id, password);
+  return user;
+}
+
+/** Starts a session for `userId` and sets its cookie: HttpOnly, SameSite=Lax, Secure over HTTPS. */
+export async function startSession(c: Context, services: Services, userId: string, https: boolean): Promise<void> {
+  const session = await services.sessions.start(userId);
+  setCookie(c, SESSION_COOKIE, session.id, { path: '/', httpOnly: true, sameSite: 'Lax', secure: https, expires: session.expiresAt });
+}
+
+/** Ends the request's session, if any, and clears its cookie. */
+export async function endSession(c: Context, services: Services, https: boolean): Promise<void> {
+  const id = getCookie(c, SESSION_COOKIE);
+  if (id) await services.sessions.end(id);
+  deleteCookie(c, SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'Lax', secure: https });
+}
+

@@ -1,0 +1,91 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The portal's stylesheet and its one script, served from memory under
+ * `/portal/assets/` with a content hash in their names (cached for a year).
+ * No inline script or style anywhere: the Content-Security-Policy allows only
+ * these files. Every page works without the script; it adds copy buttons and
+ * confirmations.
+ */
+const CSS = `
+:root { --ink: #1d2330; --muted: #5b6475; --line: #d9dee7; --accent: #1f5fbf; --bad: #a4262c; --good: #1e7b34; --bg: #f7f8fa; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink); background: var(--bg); }
+a { color: var(--accent); }
+header { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.5rem; padding: .75rem 1rem; background: #fff; border-bottom: 1px solid var(--line); }
+header .brand { font-weight: 700; text-decoration: none; color: var(--ink); }
+header nav { display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+header nav a[aria-current="page"] { font-weight: 700; text-decoration: none; color: var(--ink); }
+header form { margin-left: auto; display: flex; align-items: center; gap: .5rem; }
+main { max-width: 72rem; margin: 0 auto; padding: 1rem; }
+h1 { font-size: 1.5rem; margin: .5rem 0 1rem; }
+h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
+.panel { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 1rem; margin-bottom: 1rem; }
+.table-wrap { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; background: #fff; }
+th, td { text-align: left; padding: .4rem .6rem; border-bottom: 1px solid var(--line); white-space: nowrap; }
+th { font-size: .85rem; color: var(--muted); font-weight: 600; }
+td.num, th.num { text-align: right; }
+td.wrap { white-space: normal; min-width: 12rem; }
+caption { text-align: left; padding: .25rem 0; }
+label { display: block; font-weight: 600; margin: .5rem 0 .2rem; }
+input[type=text], input[type=email], input[type=password], input[type=number], select { width: 100%; max-width: 24rem; padding: .45rem .5rem; font: inherit; border: 1px solid #9aa3b2; border-radius: 4px; }
+.check label { display: inline; font-weight: 400; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(14rem, 1fr)); gap: 0 1rem; }
+button, .button { display: inline-block; padding: .45rem .9rem; font: inherit; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; text-decoration: none; }
+button.secondary, .button.secondary { background: #fff; color: var(--accent); }
+button.danger { background: var(--bad); border-color: var(--bad); }
+:focus-visible { outline: 3px solid #f0b429; outline-offset: 2px; }
+.notice { padding: .75rem 1rem; border-radius: 4px; margin: 0 0 1rem; border: 1px solid; }
+.notice.error { color: var(--bad); border-color: var(--bad); background: #fdf3f3; }
+.notice.ok { color: var(--good); border-color: var(--good); background: #f2faf4; }
+.secret { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
+.secret code { font-size: .95rem; padding: .4rem .5rem; background: #eef1f6; border-radius: 4px; word-break: break-all; }
+.muted { color: var(--muted); }
+.state-active { color: var(--good); } .state-revoked, .state-expired { color: var(--bad); }
+.signin { max-width: 26rem; margin: 3rem auto; }
+.actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
+.actions form { margin: 0; }
+`;
+
+const JS = `
+// Copy buttons: <button data-copy="#id">; confirmation: <form data-confirm="question">.
+document.addEventListener('click', async (event) => {
+  const button = event.target.closest('[data-copy]');
+  if (!button) return;
+  const source = document.querySelector(button.dataset.copy);
+  if (!source) return;
+  try {
+    await navigator.clipboard.writeText(source.textContent.trim());
+    button.textContent = 'Copied';
+  } catch {
+    button.textContent = 'Select and copy';
+  }
+});
+document.addEventListener('submit', (event) => {
+  const question = event.target.dataset && event.target.dataset.confirm;
+  if (question && !window.confirm(question)) event.preventDefault();
+});
+document.querySelectorAll('[data-copy]').forEach((button) => { button.hidden = false; });
+`;
+
+function asset(body: string, type: string) {
+  const hash = createHash('sha256').update(body).digest('hex').slice(0, 12);
+  return { body, type, hash };
+}
+
+export const ASSETS = {
+  css: asset(CSS, 'text/css; charset=utf-8'),
+  js: asset(JS, 'text/javascript; charset=utf-8'),
+};
+
+/** The URL of an asset, with its hash: a changed file is a new URL. */
+export function assetUrl(name: keyof typeof ASSETS): string {
+  return `/portal/assets/portal.${ASSETS[name].hash}.${name}`;
+}
+
+/** The asset a URL names (the current hash only), or undefined. */
+export function assetAt(file: string): { body: string; type: string } | undefined {
+  for (const [name, asset] of Object.entries(ASSETS)) if (file === `portal.${asset.hash}.${name}`) return asset;
+  return undefined;
+}

@@ -1,0 +1,62 @@
+import type { Child } from 'hono/jsx';
+import { assetUrl } from './assets.js';
+
+export interface PageFrame {
+  title: string;
+  /** The signed-in user's name and the form token, or null on the sign-in page. */
+  user: { name: string; csrf: string } | null;
+  /** Which navigation entry is this page. */
+  current?: 'keys' | 'usage';
+  children: Child;
+}
+
+const NAV = [
+  { id: 'keys', href: '/portal/keys', label: 'API keys' },
+  { id: 'usage', href: '/portal/usage', label: 'Usage' },
+] as const;
+
+/** Every portal page: its title, the navigation, a sign-out button, and our stylesheet and script (files, never inline). */
+export function Page({ title, user, current, children }: PageFrame) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{`${title} · Tollgate`}</title>
+        <link rel="stylesheet" href={assetUrl('css')} />
+        <script src={assetUrl('js')} defer></script>
+      </head>
+      <body>
+        <header>
+          <a class="brand" href="/portal">Tollgate</a>
+          {user && (
+            <nav aria-label="Portal">
+              {NAV.map((item) => (
+                <a href={item.href} aria-current={item.id === current ? 'page' : undefined}>
+                  {item.label}
+                </a>
+              ))}
+            </nav>
+          )}
+          {user && (
+            <form method="post" action="/portal/sign-out">
+              <input type="hidden" name="_csrf" value={user.csrf} />
+              <span class="muted">{user.name} </span>
+              <button type="submit" class="secondary">Sign out</button>
+            </form>
+          )}
+        </header>
+        <main>{children}</main>
+      </body>
+    </html>
+  );
+}
+
+/** A message above a page's content: an error the user can fix, or a change that was made. */
+export function Notice({ kind, children }: { kind: 'error' | 'ok'; children: Child }) {
+  return (
+    <p class={`notice ${kind}`} role={kind === 'error' ? 'alert' : 'status'}>
+      {children}
+    </p>
+  );
+}

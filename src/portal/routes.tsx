@@ -1,0 +1,233 @@
+import { createHash } from 'node:crypto';
+import { type Context, Hono } from 'hono';
+import { getCookie } from 'hono/cookie';
+import { z } from 'zod';
+import { usageRequests, usageTotals } from '../billing/reports.js';
+import type { GatewayEnv, SignedInActor } from '../http/context.js';
+import { GatewayError } from '../http/errors.js';
+import { limitBody, MANAGEMENT_MAX_BODY_BYTES } from '../http/request.js';
+import { toDetails } from '../http/validate.js';
+import { KEY_EXPIRIES, type KeyRow } from '../keys/service.js';
+import { checkSignIn, endSession, startSession } from '../people/routes.js';
+import { SESSION_COOKIE, ANONYMOUS_HOURLY_LIMIT, countAgainst } from '../api/access.js';
+import type { Services } from '../services.js';
+import { assetAt } from './assets.js';
+import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage, SignInPage, UsagePage, type Viewer } from './pages.js';
+import { formTokens, sameOrigin, securityHeaders } from './security.js';
+
+type PortalContext = Context<GatewayEnv>;
+
+/** What the keys page says after a change redirected to it (`?done=`): fixed texts, never the query's. */
+const DONE_NOTICES: Record<string, string> = {
+  saved: 'Saved: the new limits and options apply from the key\'s next request.',
+  deleted: 'Deleted: requests with that key are refused from now on.',
+};
+
+const whole = (max: number) => z.coerce.number().int('Must be a whole number.').min(1, 'Must be at least 1.').max(max, `Must be at most ${max}.`);
+/** An empty field means unlimited. */
+const optionalWhole = (max: number) => z.preprocess((value) => (value === '' || value === undefined ? null : value), whole(max).nullable());
+const keySettingsForm = z.object({
+  requests_per_minute: whole(1_000_000),
+  max_concurrency: whole(1_000_000),
+  tokens_per_minute: optionalWhole(2_147_483_647),
+  monthly_tokens: optionalWhole(Number.MAX_SAFE_INTEGER),
+  store_request_data: z.literal('on').optional(),
+  response_cache: z.literal('on').optional(),
+});
+const createKeyForm = keySettingsForm.extend({ name: z.string().trim().min(1, 'Give the key a name.').max(200), expiry: z.enum(KEY_EXPIRIES) });
+
+/**
+ * The portal: server-rendered pages (Hono's JSX) under `/portal`, for the
+ * people of an organization. Signed in with the session cookie of
+ * `people/routes.ts`; every form posts with a token of its session and is
+ * refused from another origin; every page carries the security headers of
+ * `security.ts`. Owners and admins manage every key of their organization;
+ * members their own.
+ *
+ * @example
+ * app.route('/portal', createPortalRoutes(services, clientOf));
+ */
+export function createPortalRoutes(services: Services, clientOf: (c: Context) => { address: string; https: boolean }): Hono<GatewayEnv> {
+  const portal = new Hono<GatewayEnv>();
+  const tokens = formTokens(createHash('sha256').update(`tollgate-portal:${services.adminToken}`).digest('hex'));
+  const viewerOf = (actor: SignedInActor): Viewer => ({ name: actor.user.name, csrf: tokens.of(actor.sessionHash!) });
+
+  portal.use('*', securityHeaders(), limitBody(MANAGEMENT_MAX_BODY_BYTES), sameOrigin((c) => clientOf(c).https));
+  portal.onError((error, c) => {
+    if (error instanceof GatewayError && error.status === 401) return c.redirect('/portal/sign-in', 303);
+    const status = error instanceof GatewayError ? error.status : 500;
+    if (!(error instanceof GatewayError)) services.log.error('portal request failed', { requestId: c.get('requestId'), path: c.req.path, error: (error as Error).name });
+    const message = error instanceof GatewayError ? error.message : 'Something went wrong. Try again.';
+    return c.html(<SignInOrErrorPage status={status} message={message} />, status as 400);
+  });
+
+  portal.get('/assets/:file', (c) => {
+    const asset = assetAt(c.req.param('file'));
+    if (!asset) throw new GatewayError('not_found', 'No such file.');
+    return c.body(asset.body, 200, { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable' });
+  });
+
+  portal.get('/', async (c) => c.redirect((await sessionActor(services, c)) ? '/portal/keys' : '/portal/sign-in', 303));
+
+  portal.get('/sign-in', (c) => c.html(<SignInPage />));
+  portal.post('/sign-in', async (c) => {
+    const client = clientOf(c);
+    await countAgainst(services, c, `api:addr:${client.address}`, ANONYMOUS_HOURLY_LIMIT);
+    const form = await c.req.parseBody();
+    const email = typeof form.email === 'string' ? form.email.trim().slice(0, 254) : '';
+    const password = typeof form.password === 'string' ? form.password.slice(0, 128) : '';
+    try {
+      const user = await checkSignIn(services, email, password, client.address);
+      await startSession(c, services, user.id, client.https);
+      return c.redirect('/portal/keys', 303);
+    } catch (error) {
+      if (!(error instanceof GatewayError) || (error.status !== 401 && error.status !== 429)) throw error;
+      return c.html(<SignInPage error={error.message} email={email} />, error.status as 401);
+    }
+  });
+
+  portal.post('/sign-out', async (c) => {
+    const actor = await signedIn(services, c);
+    tokens.check(actor.sessionHash!, (await c.req.parseBody())._csrf);
+    await endSession(c, services, clientOf(c).https);
+    return c.redirect('/portal/sign-in', 303);
+  });
+
+  portal.get('/keys', async (c) => {
+    const actor = await signedIn(services, c);
+    const notice = DONE_NOTICES[c.req.query('done') ?? ''];
+    return c.html(<KeysPage viewer={viewerOf(actor)} keys={await manageableKeys(services, actor)} notice={notice} />);
+  });
+
+  portal.post('/keys', async (c) => {
+    const actor = await signedIn(services, c);
+    const form = await c.req.parseBody();
+    tokens.check(actor.sessionHash!, form._csrf);
+    const parsed = createKeyForm.safeParse(form);
+    const again = async (error: string, status: 400 | 409) => c.html(<KeysPage viewer={viewerOf(actor)} keys={await manageableKeys(services, actor)} error={error} />, status);
+    if (!parsed.success) return again(problems(parsed.error), 400);
+    try {
+      const { key, secret } = await services.keys.create({ orgId: actor.orgId, userId: actor.userId, name: parsed.data.name, expiry: parsed.data.expiry, ...settingsOf(parsed.data) });
+      c.header('Cache-Control', 'no-store');
+      return c.html(<KeyCreatedPage viewer={viewerOf(actor)} apiKey={key} secret={secret} />, 201);
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === 'key_limit_reached') return again(error.message, 409);
+      throw error;
+    }
+  });
+
+  portal.get('/keys/:id/edit', async (c) => {
+    const actor = await signedIn(services, c);
+    return c.html(<KeyEditPage viewer={viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param("id"))} />);
+  });
+
+  portal.post('/keys/:id', async (c) => {
+    const actor = await signedIn(services, c);
+    const key = await manageableKey(services, actor, c.req.param('id'));
+    const form = await c.req.parseBody();
+    tokens.check(actor.sessionHash!, form._csrf);
+    const parsed = keySettingsForm.safeParse(form);
+    if (!parsed.success) return c.html(<KeyEditPage viewer={viewerOf(actor)} apiKey={key} error={problems(parsed.error)} />, 400);
+    await services.keys.update(key.id, settingsOf(parsed.data));
+    // Post, then redirect: reloading the page does not post again.
+    return c.redirect('/portal/keys?done=saved', 303);
+  });
+
+  portal.get('/keys/:id/delete', async (c) => {
+    const actor = await signedIn(services, c);
+    return c.html(<KeyDeletePage viewer={viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param("id"))} />);
+  });
+
+  portal.post('/keys/:id/delete', async (c) => {
+    const actor = await signedIn(services, c);
+    const key = await manageableKey(services, actor, c.req.param('id'));
+    tokens.check(actor.sessionHash!, (await c.req.parseBody())._csrf);
+    await services.keys.revoke(key.id);
+    return c.redirect('/portal/keys?done=deleted', 303);
+  });
+
+  portal.get('/usage', async (c) => {
+    const actor = await signedIn(services, c);
+    // What the page shows includes this process's latest charges (they reach the database just after each answer).
+    await services.applier.settled(2_000);
+    const now = new Date();
+    const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    const to = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+    const scope = { orgId: actor.orgId, from, to };
+    const [totals, page, keys] = await Promise.all([usageTotals(services.db, scope), usageRequests(services.db, { ...scope, limit: 50 }), services.keys.list(actor.orgId)]);
+    const month = from.toISOString().slice(0, 7);
+    return c.html(<UsagePage viewer={viewerOf(actor)} month={month} totals={totals} records={page.records} keyNames={new Map(keys.map((k) => [k.id, k.name]))} currency={services.config.currency} />);
+  });
+
+  return portal;
+}
+
+function SignInOrErrorPage({ status, message }: { status: number; message: string }) {
+  return status === 429 ? <SignInPage error={message} /> : <ErrorPage status={status} message={message} />;
+}
+
+function ErrorPage({ status, message }: { status: number; message: string }) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{`Error ${status} · Tollgate`}</title>
+      </head>
+      <body>
+        <main>
+          <h1>{status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : 'Something went wrong'}</h1>
+          <p>{message}</p>
+          <p>
+            <a href="/portal">Back to the portal</a>
+          </p>
+        </main>
+      </body>
+    </html>
+  );
+}
+
+/** The signed-in user of the session cookie, or undefined. */
+async function sessionActor(services: Services, c: PortalContext): Promise<SignedInActor | undefined> {
+  const id = getCookie(c, SESSION_COOKIE);
+  if (!id) return undefined;
+  const session = await services.sessions.user(id);
+  if (!session) return undefined;
+  const { user } = session;
+  return { userId: user.id, orgId: user.orgId, role: user.role, platformAdmin: user.platformAdmin, user, sessionHash: session.sessionHash };
+}
+
+/** The signed-in user, or 401 (which the portal answers with the sign-in page). */
+async function signedIn(services: Services, c: PortalContext): Promise<SignedInActor> {
+  const actor = await sessionActor(services, c);
+  if (!actor) throw new GatewayError('unauthorized', 'Sign in first.');
+  return actor;
+}
+
+/** Owners and admins manage every key of their organization; members the keys that act as them. */
+async function manageableKeys(services: Services, actor: SignedInActor): Promise<KeyRow[]> {
+  const keys = await services.keys.list(actor.orgId);
+  return actor.role === 'member' && !actor.platformAdmin ? keys.filter((key) => key.userId === actor.userId) : keys;
+}
+
+async function manageableKey(services: Services, actor: SignedInActor, id: string): Promise<KeyRow> {
+  const key = (await manageableKeys(services, actor)).find((k) => k.id === id);
+  if (!key) throw new GatewayError('not_found', 'There is no such key among yours.');
+  return key;
+}
+
+function settingsOf(form: z.output<typeof keySettingsForm>) {
+  return {
+    requestsPerMinute: form.requests_per_minute,
+    maxConcurrency: form.max_concurrency,
+    tokensPerMinute: form.tokens_per_minute,
+    monthlyTokens: form.monthly_tokens,
+    storeRequestData: form.store_request_data === 'on',
+    responseCache: form.response_cache === 'on',
+  };
+}
+
+/** Every problem of a form, in one sentence per field. */
+function problems(error: z.ZodError): string {
+  return toDetails(error.issues).map((detail) => `${detail.field.replaceAll('_', ' ')}: ${detail.message}`).join(' ');
+}

@@ -1,0 +1,141 @@
+import { mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { chromiumAvailable, chromiumPath } from './browser.js';
+
+const require = createRequire(import.meta.url);
+/** Where the test run writes a screenshot of every page, at 1280 and 360 px wide (the README names it). */
+const SHOTS = path.resolve(import.meta.dirname, '../../test-results/portal');
+const WIDTHS = [1280, 360] as const;
+
+const ready = chromiumAvailable();
+
+describe.skipIf(!ready)('the portal in Chromium', () => {
+  let gateway: TestGateway;
+  let browser: Browser;
+  let page: Page;
+  let axeSource: string;
+  const owner = { email: 'portal-owner@example.com', password: 'portal-owner-password' };
+  /** Every page the flow passed through, for the screenshots and the accessibility check. */
+  const visited: string[] = [];
+
+  beforeAll(async () => {
+    gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' });
+    const org = await gateway.services.orgs.create('Portal Org');
+    await gateway.services.wallets.credit(org.id, 'topup', 5_000_000_000n);
+    await gateway.services.users.create({ orgId: org.id, name: 'Pat Owner', email: owner.email, password: owner.password, role: 'owner' });
+    browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+    // bypassCSP only so the test can inject axe-core; the pages' own CSP is checked below.
+    page = await (await browser.newContext({ bypassCSP: true })).newPage();
+    axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
+    await mkdir(SHOTS, { recursive: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await gateway?.close();
+  });
+
+  /** The text of the first element `locator` finds, once it is there. */
+  async function textOf(locator: ReturnType<Page['locator']>): Promise<string> {
+    await locator.first().waitFor();
+    return ((await locator.first().textContent()) ?? '').trim();
+  }
+
+  /** Screenshots of the current page at each width, and an axe-core check: no serious or critical violation. */
+  async function look(name: string): Promise<void> {
+    visited.push(name);
+    for (const width of WIDTHS) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+    // Plain and small: every page under 100 KB (measured before axe-core is added to it).
+    expect((await page.content()).length, name).toBeLessThan(100_000);
+    await page.addScriptTag({ content: axeSource });
+    const violations = await page.evaluate(async () => {
+      const result = await (globalThis as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> } }).axe.run();
+      return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
+    });
+    expect(violations, name).toEqual([]);
+  }
+
+  it('signs in, creates a key, uses it, sees it in usage, limits it, and deletes it', async () => {
+    await page.goto(`${gateway.url}/`);
+    expect(new URL(page.url()).pathname).toBe('/portal/sign-in');
+    await look('sign-in');
+    await page.getByLabel('Email').fill(owner.email);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    expect(await textOf(page.getByRole('alert'))).toBe('The email or the password is wrong.');
+    await page.getByLabel('Password').fill(owner.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/portal/keys');
+    await look('keys-empty');
+
+    // Create a key; its secret is shown once.
+    await page.getByLabel('Name').fill('from the portal');
+    await page.getByLabel('Expires').selectOption('30d');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    expect(await textOf(page.getByRole('heading', { level: 1 }))).toContain('created');
+    const secret = (await page.locator('#secret').textContent())!.trim();
+    expect(secret).toMatch(/^sk-gw-/);
+    await look('key-created');
+
+    // The secret works with the official SDK.
+    const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
+    const first = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const requestId = first.response.headers.get('x-request-id')!;
+    expect(first.data.choices[0]!.message.content).toBeTruthy();
+
+    // The request is on the usage page.
+    await page.goto(`${gateway.url}/portal/usage`);
+    await page.getByText(requestId).waitFor();
+    await look('usage');
+
+    // Limit it to 1 request a minute: the next call is refused.
+    await page.goto(`${gateway.url}/portal/keys`);
+    await page.getByRole('cell', { name: 'from the portal', exact: true }).first().waitFor();
+    await look('keys');
+    await page.getByRole('link', { name: 'Edit from the portal' }).click();
+    await look('key-edit');
+    await page.getByLabel('Requests per minute').fill('1');
+    await page.getByRole('button', { name: 'Save' }).click();
+    expect(await textOf(page.getByRole('status'))).toContain('Saved');
+    const limited = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'again' }] }).catch((error: unknown) => error);
+    expect((limited as { status?: number }).status).toBe(429);
+
+    // Delete it: the next call is 401.
+    await page.getByRole('link', { name: 'Delete from the portal' }).click();
+    await look('key-delete');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Delete key' }).click();
+    expect(await textOf(page.getByRole('status'))).toContain('Deleted');
+    const refused = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'gone' }] }).catch((error: unknown) => error);
+    expect((refused as { status?: number }).status).toBe(401);
+
+    // Signing out ends the session: the portal asks to sign in again.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL('**/portal/sign-in');
+    await page.goto(`${gateway.url}/portal/keys`);
+    expect(new URL(page.url()).pathname).toBe('/portal/sign-in');
+  }, 60_000);
+
+  it('works without JavaScript for its main action: signing in and creating a key', async () => {
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const noScript = await context.newPage();
+    await noScript.goto(`${gateway.url}/portal/sign-in`);
+    await noScript.getByLabel('Email').fill(owner.email);
+    await noScript.getByLabel('Password').fill(owner.password);
+    await noScript.getByRole('button', { name: 'Sign in' }).click();
+    await noScript.waitForURL('**/portal/keys');
+    await noScript.getByLabel('Name').fill('no script');
+    await noScript.getByRole('button', { name: 'Create key' }).click();
+    expect((await noScript.locator('#secret').textContent())!.trim()).toMatch(/^sk-gw-/);
+    await context.close();
+  }, 30_000);
+});
