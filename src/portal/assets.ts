@@ -44,6 +44,10 @@ button.danger { background: var(--bad); border-color: var(--bad); }
 .muted { color: var(--muted); }
 .state-active { color: var(--good); } .state-revoked, .state-expired { color: var(--bad); }
 .signin { max-width: 26rem; margin: 3rem auto; }
+.figure { font-size: 1.6rem; font-weight: 700; margin: 0; }
+.grid p { margin: .25rem 0; }
+pre { background: #eef1f6; padding: .75rem; border-radius: 4px; overflow-x: auto; font-size: .9rem; }
+h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
 .actions form { margin: 0; }
 `;

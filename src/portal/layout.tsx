@@ -1,19 +1,24 @@
 import type { Child } from 'hono/jsx';
 import { assetUrl } from './assets.js';
 
+const NAV = [
+  { id: 'keys', href: '/portal/keys', label: 'API keys' },
+  { id: 'usage', href: '/portal/usage', label: 'Usage' },
+  { id: 'wallet', href: '/portal/wallet', label: 'Wallet' },
+  { id: 'models', href: '/portal/models', label: 'Models' },
+  { id: 'projects', href: '/portal/projects', label: 'Projects' },
+  { id: 'users', href: '/portal/users', label: 'Users' },
+] as const;
+
 export interface PageFrame {
   title: string;
   /** The signed-in user's name and the form token, or null on the sign-in page. */
   user: { name: string; csrf: string } | null;
   /** Which navigation entry is this page. */
-  current?: 'keys' | 'usage';
+  current?: (typeof NAV)[number]['id'];
   children: Child;
 }
 
-const NAV = [
-  { id: 'keys', href: '/portal/keys', label: 'API keys' },
-  { id: 'usage', href: '/portal/usage', label: 'Usage' },
-] as const;
 
 /** Every portal page: its title, the navigation, a sign-out button, and our stylesheet and script (files, never inline). */
 export function Page({ title, user, current, children }: PageFrame) {

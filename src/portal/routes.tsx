@@ -14,6 +14,12 @@ import type { Services } from '../services.js';
 import { assetAt } from './assets.js';
 import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage, SignInPage, UsagePage, type Viewer } from './pages.js';
 import { formTokens, sameOrigin, securityHeaders } from './security.js';
+import { ModelsPage, WalletPage } from './account-pages.js';
+import { ProjectsPage, UsersPage } from './people-pages.js';
+import { PROJECT_VISIBILITIES, ROLES } from '../db/schema.js';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../people/passwords.js';
+import { assertCanCreate, assertCanDelete, assertCanUpdate, canManageProject, canSeeProject } from '../people/permissions.js';
+import { ProjectService } from '../platform/projects.js';
 
 type PortalContext = Context<GatewayEnv>;
 
@@ -21,6 +27,11 @@ type PortalContext = Context<GatewayEnv>;
 const DONE_NOTICES: Record<string, string> = {
   saved: 'Saved: the new limits and options apply from the key\'s next request.',
   deleted: 'Deleted: requests with that key are refused from now on.',
+  'project-added': 'Project added.',
+  'project-deleted': 'Project deleted: X-Project-ID no longer names it.',
+  'user-added': 'User added: they can sign in now.',
+  'role-saved': 'Role saved.',
+  'user-deleted': 'User deleted: their sessions ended and their keys stopped working.',
 };
 
 const whole = (max: number) => z.coerce.number().int('Must be a whole number.').min(1, 'Must be at least 1.').max(max, `Must be at most ${max}.`);
@@ -33,6 +44,17 @@ const keySettingsForm = z.object({
   monthly_tokens: optionalWhole(Number.MAX_SAFE_INTEGER),
   store_request_data: z.literal('on').optional(),
   response_cache: z.literal('on').optional(),
+});
+const projectForm = z.object({
+  name: z.string().trim().min(1, 'Give the project a name.').max(200),
+  description: z.string().max(2000).optional(),
+  visibility: z.enum(PROJECT_VISIBILITIES).optional(),
+});
+const userForm = z.object({
+  name: z.string().trim().min(1, 'Give a name.').max(200),
+  email: z.string().trim().max(254).pipe(z.email('Must be an email address.')),
+  password: z.string().min(PASSWORD_MIN, `Must be at least ${PASSWORD_MIN} characters.`).max(PASSWORD_MAX, `Must be at most ${PASSWORD_MAX} characters.`),
+  role: z.enum(ROLES),
 });
 const createKeyForm = keySettingsForm.extend({ name: z.string().trim().min(1, 'Give the key a name.').max(200), expiry: z.enum(KEY_EXPIRIES) });
 
@@ -157,6 +179,120 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
     const [totals, page, keys] = await Promise.all([usageTotals(services.db, scope), usageRequests(services.db, { ...scope, limit: 50 }), services.keys.list(actor.orgId)]);
     const month = from.toISOString().slice(0, 7);
     return c.html(<UsagePage viewer={viewerOf(actor)} month={month} totals={totals} records={page.records} keyNames={new Map(keys.map((k) => [k.id, k.name]))} currency={services.config.currency} />);
+  });
+
+  portal.get('/wallet', async (c) => {
+    const actor = await signedIn(services, c);
+    await services.applier.settled(2_000);
+    const [balance, ledger, state] = await Promise.all([
+      services.wallets.balance(actor.orgId),
+      services.wallets.ledger(actor.orgId, 100),
+      services.admissions.gate.walletState(actor.orgId),
+    ]);
+    const held = state.holds.reduce((sum, hold) => sum + hold.amount, 0n);
+    return c.html(<WalletPage viewer={viewerOf(actor)} balance={balance} held={held} ledger={ledger} currency={services.config.currency} />);
+  });
+
+  portal.get('/models', async (c) => {
+    const actor = await signedIn(services, c);
+    const models = await services.catalog.listPriced();
+    const wanted = c.req.query('model');
+    const chosen = models.find(({ model }) => model.id === wanted)?.model ?? null;
+    const baseUrl = services.config.publicUrl ?? new URL(c.req.url).origin;
+    return c.html(<ModelsPage viewer={viewerOf(actor)} models={models} chosen={chosen} baseUrl={baseUrl} currency={services.config.currency} />);
+  });
+
+  const projects = new ProjectService(services.db, () => services.admissionCache.invalidate());
+  const projectsPage = async (c: PortalContext, actor: SignedInActor, extra: { error?: string; notice?: string } = {}, status: 200 | 400 = 200) => {
+    const { rows } = await projects.list(actor, { offset: 0, limit: 100, sort: 'name' });
+    return c.html(<ProjectsPage viewer={viewerOf(actor)} actor={actor} projects={rows} {...extra} />, status);
+  };
+
+  portal.get('/projects', async (c) => {
+    const actor = await signedIn(services, c);
+    return projectsPage(c, actor, { notice: DONE_NOTICES[c.req.query('done') ?? ''] });
+  });
+
+  portal.post('/projects', async (c) => {
+    const actor = await signedIn(services, c);
+    const form = await c.req.parseBody();
+    tokens.check(actor.sessionHash!, form._csrf);
+    const parsed = projectForm.safeParse(form);
+    if (!parsed.success) return projectsPage(c, actor, { error: problems(parsed.error) }, 400);
+    await projects.create(actor, parsed.data);
+    return c.redirect('/portal/projects?done=project-added', 303);
+  });
+
+  portal.post('/projects/:id/delete', async (c) => {
+    const actor = await signedIn(services, c);
+    tokens.check(actor.sessionHash!, (await c.req.parseBody())._csrf);
+    const project = await projects.get(c.req.param('id'));
+    if (!canSeeProject(actor, project)) throw new GatewayError('not_found', 'There is no such project.');
+    if (!canManageProject(actor, project)) throw new GatewayError('forbidden', 'Only the project\'s creator, owners and admins delete it.');
+    await projects.delete(project.id);
+    return c.redirect('/portal/projects?done=project-deleted', 303);
+  });
+
+  const usersPage = async (c: PortalContext, actor: SignedInActor, extra: { error?: string; notice?: string } = {}, status: 200 | 400 | 403 | 409 = 200) => {
+    const { rows } = await services.users.list(actor.orgId, { offset: 0, limit: 100, sort: 'name' });
+    return c.html(<UsersPage viewer={viewerOf(actor)} actor={actor} users={rows} {...extra} />, status);
+  };
+  /** A rule of `people/permissions.ts` or of the user service that refused a change, shown on the page. */
+  const refused = (error: unknown) => error instanceof GatewayError && (error.status === 403 || error.status === 409) ? error : null;
+
+  portal.get('/users', async (c) => {
+    const actor = await signedIn(services, c);
+    return usersPage(c, actor, { notice: DONE_NOTICES[c.req.query('done') ?? ''] });
+  });
+
+  portal.post('/users', async (c) => {
+    const actor = await signedIn(services, c);
+    const form = await c.req.parseBody();
+    tokens.check(actor.sessionHash!, form._csrf);
+    const parsed = userForm.safeParse(form);
+    if (!parsed.success) return usersPage(c, actor, { error: problems(parsed.error) }, 400);
+    try {
+      assertCanCreate(actor, actor.orgId, parsed.data.role);
+      await services.users.create({ orgId: actor.orgId, ...parsed.data });
+    } catch (error) {
+      const rule = refused(error);
+      if (!rule) throw error;
+      return usersPage(c, actor, { error: rule.message }, rule.status as 403);
+    }
+    return c.redirect('/portal/users?done=user-added', 303);
+  });
+
+  portal.post('/users/:id/role', async (c) => {
+    const actor = await signedIn(services, c);
+    const form = await c.req.parseBody();
+    tokens.check(actor.sessionHash!, form._csrf);
+    const role = z.enum(ROLES).safeParse(form.role);
+    if (!role.success) return usersPage(c, actor, { error: 'Choose a role: owner, admin or member.' }, 400);
+    const subject = await services.users.get(c.req.param('id'));
+    try {
+      assertCanUpdate(actor, subject, { role: role.data });
+      await services.users.update(subject.id, { role: role.data });
+    } catch (error) {
+      const rule = refused(error);
+      if (!rule) throw error;
+      return usersPage(c, actor, { error: rule.message }, rule.status as 403);
+    }
+    return c.redirect('/portal/users?done=role-saved', 303);
+  });
+
+  portal.post('/users/:id/delete', async (c) => {
+    const actor = await signedIn(services, c);
+    tokens.check(actor.sessionHash!, (await c.req.parseBody())._csrf);
+    const subject = await services.users.get(c.req.param('id'));
+    try {
+      assertCanDelete(actor, subject);
+      await services.users.delete(subject.id);
+    } catch (error) {
+      const rule = refused(error);
+      if (!rule) throw error;
+      return usersPage(c, actor, { error: rule.message }, rule.status as 403);
+    }
+    return c.redirect('/portal/users?done=user-deleted', 303);
   });
 
   return portal;

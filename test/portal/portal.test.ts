@@ -125,6 +125,51 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     expect(new URL(page.url()).pathname).toBe('/portal/sign-in');
   }, 60_000);
 
+  it('shows the wallet, models with ready requests, projects and users; a script in a description is text', async () => {
+    await page.goto(`${gateway.url}/portal/sign-in`);
+    await page.getByLabel('Email').fill(owner.email);
+    await page.getByLabel('Password').fill(owner.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/portal/keys');
+
+    await page.getByRole('link', { name: 'Wallet' }).click();
+    await page.waitForURL('**/portal/wallet');
+    expect(await textOf(page.locator('.figure'))).toMatch(/^\d+\.\d{2,} USD$/);
+    await page.getByRole('cell', { name: 'topup' }).first().waitFor();
+    await look('wallet');
+
+    await page.getByRole('link', { name: 'Models' }).click();
+    await page.waitForURL('**/portal/models');
+    await page.getByRole('link', { name: 'Examples for sim-chat' }).click();
+    expect(await textOf(page.locator('#curl'))).toContain('"model":"sim-chat"');
+    expect(await textOf(page.locator('#sdk'))).toContain("model: 'sim-chat'");
+    await look('models');
+
+    await page.getByRole('link', { name: 'Projects' }).click();
+    await page.waitForURL('**/portal/projects');
+    const injected = '<script>document.title="pwned"</script><b>bold</b>';
+    await page.getByLabel('Name').fill('Search');
+    await page.getByLabel('Description').fill(injected);
+    await page.getByRole('button', { name: 'Add project' }).click();
+    expect(await textOf(page.getByRole('status'))).toContain('Project added');
+    expect(await textOf(page.getByRole('cell', { name: injected }))).toBe(injected);
+    expect(await page.title()).not.toBe('pwned');
+    expect(await page.locator('td b').count()).toBe(0);
+    await look('projects');
+
+    await page.getByRole('link', { name: 'Users' }).click();
+    await page.waitForURL('**/portal/users');
+    await page.getByLabel('Name').fill('Mia Member');
+    await page.getByLabel('Email').fill('mia@example.com');
+    await page.getByLabel(/^Password/).fill('mia-password-123');
+    await page.getByRole('button', { name: 'Add user' }).click();
+    expect(await textOf(page.getByRole('status'))).toContain('User added');
+    await page.getByRole('cell', { name: 'mia@example.com' }).waitFor();
+    await look('users');
+    // The last owner cannot be made a member by anyone: here, the owner's own row has no role form.
+    expect(await page.getByRole('combobox', { name: 'Role of Pat Owner' }).count()).toBe(0);
+  }, 60_000);
+
   it('works without JavaScript for its main action: signing in and creating a key', async () => {
     const context = await browser.newContext({ javaScriptEnabled: false });
     const noScript = await context.newPage();
