@@ -169,3 +169,25 @@ function toTotals(row: TotalsRow): UsageTotals {
     cost: BigInt(row.cost),
   };
 }
+
+// The cursor is opaque to clients: base64url of "<created_at with microseconds>,<id>".
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/** A cursor as clients see it: opaque. */
+export function encodeCursor(cursor: UsageCursor): string {
+  return Buffer.from(`${cursor.createdAt},${cursor.id}`).toString('base64url');
+}
+
+/** The cursor a client sent back, or null for anything we did not make. */
+export function decodeCursor(text: string): UsageCursor | null {
+  if (!/^[A-Za-z0-9_-]{1,600}$/.test(text)) return null;
+  const decoded = Buffer.from(text, 'base64url').toString('utf8');
+  const comma = decoded.indexOf(',');
+  const createdAt = decoded.slice(0, comma);
+  const id = decoded.slice(comma + 1);
+  if (comma < 0 || !CURSOR_TIME.test(createdAt) || !/^[\x21-\x7e]{1,200}$/.test(id)) return null;
+  // Round-trip through Date so a forged cursor cannot name a day that does not exist (PostgreSQL would refuse it).
+  const ms = Date.parse(createdAt);
+  if (!(ms >= 0) || new Date(ms).toISOString().slice(0, 19) !== createdAt.slice(0, 19)) return null;
+  return { createdAt, id };
+}

@@ -28,7 +28,7 @@ export function WalletPage({ viewer, balance, held, ledger, currency }: { viewer
       </div>
       <p class="muted">Top-ups are made by the operator. Each request holds the most it can cost while it runs, and is charged what it used when it ends.</p>
       <h2>Ledger</h2>
-      <div class="table-wrap">
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Table (scrolls sideways on a narrow screen)">
         <table>
           <thead>
             <tr>
@@ -72,7 +72,7 @@ export function ModelsPage({ viewer, models, chosen, baseUrl, currency }: { view
   return (
     <Page title="Models and pricing" user={viewer} current="models">
       <h1>Models and pricing</h1>
-      <div class="table-wrap">
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Table (scrolls sideways on a narrow screen)">
         <table>
           <thead>
             <tr>

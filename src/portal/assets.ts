@@ -48,6 +48,12 @@ button.danger { background: var(--bad); border-color: var(--bad); }
 .grid p { margin: .25rem 0; }
 pre { background: #eef1f6; padding: .75rem; border-radius: 4px; overflow-x: auto; font-size: .9rem; }
 h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr)); gap: 0 1rem; }
+.chart { margin: 0 0 1rem; }
+.chart-axis { display: flex; justify-content: space-between; gap: .5rem; font-size: .85rem; margin: .25rem 0 0; }
+.chart figcaption { font-weight: 600; }
+.chart svg { width: 100%; height: 10rem; display: block; }
+form.actions > div { min-width: 10rem; }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
 .actions form { margin: 0; }
 `;

@@ -1,5 +1,3 @@
-import { formatAmount } from '../billing/money.js';
-import type { UsageRecord, UsageTotals } from '../billing/reports.js';
 import { KEY_EXPIRIES, type KeyRow, keyStatus, MAX_LIVE_KEYS } from '../keys/service.js';
 import { Notice, Page } from './layout.js';
 
@@ -74,7 +72,7 @@ export function KeysPage({ viewer, keys, error, notice }: { viewer: Viewer; keys
       <h1>API keys</h1>
       {error && <Notice kind="error">{error}</Notice>}
       {notice && <Notice kind="ok">{notice}</Notice>}
-      <div class="table-wrap">
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Table (scrolls sideways on a narrow screen)">
         <table>
           <caption class="muted">Keys of your organization you may manage: {live} of {MAX_LIVE_KEYS} live.</caption>
           <thead>
@@ -202,53 +200,6 @@ export function KeyDeletePage({ viewer, apiKey: key }: { viewer: Viewer; apiKey:
           <a href="/portal/keys">Cancel</a>
         </form>
       </div>
-    </Page>
-  );
-}
-
-export function UsagePage({ viewer, month, totals, records, keyNames, currency }: { viewer: Viewer; month: string; totals: UsageTotals; records: UsageRecord[]; keyNames: Map<string, string>; currency: string }) {
-  return (
-    <Page title="Usage" user={viewer} current="usage">
-      <h1>Usage, {month}</h1>
-      <div class="panel">
-        <p>
-          {totals.requests.toLocaleString('en-US')} {totals.requests === 1 ? 'request' : 'requests'}, {(totals.promptTokens + totals.completionTokens).toLocaleString('en-US')} tokens, {formatAmount(totals.cost)} {currency}.
-        </p>
-      </div>
-      <h2>Latest requests</h2>
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Time (UTC)</th>
-              <th scope="col">Request</th>
-              <th scope="col">Key</th>
-              <th scope="col">Model</th>
-              <th scope="col">Status</th>
-              <th scope="col" class="num">Prompt</th>
-              <th scope="col" class="num">Completion</th>
-              <th scope="col" class="num">Cost ({currency})</th>
-            </tr>
-          </thead>
-          <tbody>
-            {records.map((record) => (
-              <tr>
-                <td>{date(record.createdAt)}</td>
-                <td>
-                  <code>{record.id}</code>
-                </td>
-                <td>{keyNames.get(record.keyId) ?? record.keyId}</td>
-                <td>{record.modelId}</td>
-                <td>{record.status}</td>
-                <td class="num">{record.promptTokens.toLocaleString('en-US')}</td>
-                <td class="num">{record.completionTokens.toLocaleString('en-US')}</td>
-                <td class="num">{formatAmount(record.cost)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {records.length === 0 && <p class="muted">No requests this month yet.</p>}
     </Page>
   );
 }

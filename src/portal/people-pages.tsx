@@ -18,7 +18,7 @@ export function ProjectsPage({ viewer, actor, projects, error, notice }: { viewe
       <p class="muted">
         Send a project's id in <code>X-Project-ID</code> to book a request's usage to it.
       </p>
-      <div class="table-wrap">
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Table (scrolls sideways on a narrow screen)">
         <table>
           <thead>
             <tr>
@@ -87,7 +87,7 @@ export function UsersPage({ viewer, actor, users, error, notice }: { viewer: Vie
       <h1>Users</h1>
       {error && <Notice kind="error">{error}</Notice>}
       {notice && <Notice kind="ok">{notice}</Notice>}
-      <div class="table-wrap">
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Table (scrolls sideways on a narrow screen)">
         <table>
           <thead>
             <tr>

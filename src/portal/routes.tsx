@@ -2,7 +2,12 @@ import { createHash } from 'node:crypto';
 import { type Context, Hono } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { z } from 'zod';
-import { usageRequests, usageTotals } from '../billing/reports.js';
+import { Readable } from 'node:stream';
+import { stringify } from 'csv-stringify';
+import { formatAmount } from '../billing/money.js';
+import { decodeCursor, encodeCursor, type UsageCursor, usageGroups, usageRequests, usageTotals } from '../billing/reports.js';
+import { describeError } from '../http/log.js';
+import { UsagePage, type UsageWindow } from './usage-page.js';
 import type { GatewayEnv, SignedInActor } from '../http/context.js';
 import { GatewayError } from '../http/errors.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES } from '../http/request.js';
@@ -12,7 +17,7 @@ import { checkSignIn, endSession, startSession } from '../people/routes.js';
 import { SESSION_COOKIE, ANONYMOUS_HOURLY_LIMIT, countAgainst } from '../api/access.js';
 import type { Services } from '../services.js';
 import { assetAt } from './assets.js';
-import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage, SignInPage, UsagePage, type Viewer } from './pages.js';
+import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage, SignInPage, type Viewer } from './pages.js';
 import { formTokens, sameOrigin, securityHeaders } from './security.js';
 import { ModelsPage, WalletPage } from './account-pages.js';
 import { ProjectsPage, UsersPage } from './people-pages.js';
@@ -73,6 +78,7 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
   const portal = new Hono<GatewayEnv>();
   const tokens = formTokens(createHash('sha256').update(`tollgate-portal:${services.adminToken}`).digest('hex'));
   const viewerOf = (actor: SignedInActor): Viewer => ({ name: actor.user.name, csrf: tokens.of(actor.sessionHash!) });
+  const projects = new ProjectService(services.db, () => services.admissionCache.invalidate());
 
   portal.use('*', securityHeaders(), limitBody(MANAGEMENT_MAX_BODY_BYTES), sameOrigin((c) => clientOf(c).https));
   portal.onError((error, c) => {
@@ -172,13 +178,66 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
     const actor = await signedIn(services, c);
     // What the page shows includes this process's latest charges (they reach the database just after each answer).
     await services.applier.settled(2_000);
-    const now = new Date();
-    const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-    const to = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-    const scope = { orgId: actor.orgId, from, to };
-    const [totals, page, keys] = await Promise.all([usageTotals(services.db, scope), usageRequests(services.db, { ...scope, limit: 50 }), services.keys.list(actor.orgId)]);
-    const month = from.toISOString().slice(0, 7);
-    return c.html(<UsagePage viewer={viewerOf(actor)} month={month} totals={totals} records={page.records} keyNames={new Map(keys.map((k) => [k.id, k.name]))} currency={services.config.currency} />);
+    const { window, error } = usageWindow(c.req.query());
+    const scope = { orgId: actor.orgId, from: window.from, to: window.to };
+    const after = decodeCursor(c.req.query('after') ?? '') ?? undefined;
+    const [totals, days, byKey, byModel, byProject, page, keys, projectRows] = await Promise.all([
+      usageTotals(services.db, scope),
+      usageGroups(services.db, scope, 'day'),
+      usageGroups(services.db, scope, 'key'),
+      usageGroups(services.db, scope, 'model'),
+      usageGroups(services.db, scope, 'project'),
+      usageRequests(services.db, { ...scope, limit: 50, after }),
+      services.keys.list(actor.orgId),
+      projects.list(actor, { offset: 0, limit: 100, sort: 'name' }),
+    ]);
+    return c.html(
+      <UsagePage
+        viewer={viewerOf(actor)}
+        window={window}
+        error={error}
+        totals={totals}
+        days={days}
+        byKey={byKey}
+        byModel={byModel}
+        byProject={byProject}
+        records={page.records}
+        keyNames={new Map(keys.map((k) => [k.id, k.name]))}
+        projectNames={new Map(projectRows.rows.map((p) => [p.id, p.name]))}
+        olderHref={page.next ? `/portal/usage?${window.query}&after=${encodeCursor(page.next)}` : null}
+        currency={services.config.currency}
+      />,
+    );
+  });
+
+  portal.get('/usage.csv', async (c) => {
+    const actor = await signedIn(services, c);
+    await services.applier.settled(2_000);
+    const { window } = usageWindow(c.req.query());
+    const keyNames = new Map((await services.keys.list(actor.orgId)).map((k) => [k.id, k.name]));
+    const scope = { orgId: actor.orgId, from: window.from, to: window.to };
+    const currency = services.config.currency;
+    const csv = stringify({ header: true, columns: ['time_utc', 'request_id', 'key_id', 'key_name', 'project_id', 'model', 'endpoint', 'status', 'prompt_tokens', 'completion_tokens', 'cost', 'currency', 'cache_hit'] });
+    // Written page by page as the database gives them: a long window is never held whole in memory.
+    void (async () => {
+      try {
+        let after: UsageCursor | undefined;
+        do {
+          const page = await usageRequests(services.db, { ...scope, limit: 1_000, after });
+          for (const r of page.records) {
+            const row = [r.createdAt.toISOString(), r.id, r.keyId, keyNames.get(r.keyId) ?? '', r.projectId ?? '', r.modelId, r.endpoint, r.status, r.promptTokens, r.completionTokens, formatAmount(r.cost), currency, r.cacheHit];
+            if (!csv.write(row)) await new Promise((resolve) => csv.once('drain', resolve));
+          }
+          after = page.next ?? undefined;
+        } while (after);
+        csv.end();
+      } catch (error) {
+        services.log.error('usage CSV failed', { requestId: c.get('requestId'), ...describeError(error) });
+        csv.destroy(error as Error);
+      }
+    })();
+    const name = `tollgate-usage-${window.from.toISOString().slice(0, 10)}-to-${new Date(window.to.getTime() - 86_400_000).toISOString().slice(0, 10)}.csv`;
+    return c.body(Readable.toWeb(csv) as ReadableStream, 200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${name}"` });
   });
 
   portal.get('/wallet', async (c) => {
@@ -202,7 +261,6 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
     return c.html(<ModelsPage viewer={viewerOf(actor)} models={models} chosen={chosen} baseUrl={baseUrl} currency={services.config.currency} />);
   });
 
-  const projects = new ProjectService(services.db, () => services.admissionCache.invalidate());
   const projectsPage = async (c: PortalContext, actor: SignedInActor, extra: { error?: string; notice?: string } = {}, status: 200 | 400 = 200) => {
     const { rows } = await projects.list(actor, { offset: 0, limit: 100, sort: 'name' });
     return c.html(<ProjectsPage viewer={viewerOf(actor)} actor={actor} projects={rows} {...extra} />, status);
@@ -296,6 +354,29 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
   });
 
   return portal;
+}
+
+/**
+ * The window of a usage page or CSV, from its query: `window=this-month`
+ * (default) or `last-month`, or `custom` with `from` and `to` as UTC dates,
+ * `to` included, at most 366 days. A bad custom window falls back to this
+ * month, with the reason.
+ */
+function usageWindow(query: Record<string, string>): { window: UsageWindow; error?: string } {
+  const now = new Date();
+  const month = (offset: number) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + offset, 1));
+  if (query.window === 'last-month') return { window: { kind: 'last-month', from: month(-1), to: month(0), query: 'window=last-month' } };
+  const thisMonth: UsageWindow = { kind: 'this-month', from: month(0), to: month(1), query: 'window=this-month' };
+  if (query.window !== 'custom') return { window: thisMonth };
+  const dateOf = (text: string | undefined) => (text && /^\d{4}-\d{2}-\d{2}$/.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) ? new Date(`${text}T00:00:00Z`) : null);
+  const from = dateOf(query.from);
+  const last = dateOf(query.to);
+  if (!from || !last) return { window: thisMonth, error: 'Give both dates as YYYY-MM-DD. Showing this month.' };
+  const to = new Date(last.getTime() + 86_400_000);
+  if (to <= from) return { window: thisMonth, error: 'The window must end on or after its first day. Showing this month.' };
+  if (to.getTime() - from.getTime() > 366 * 86_400_000) return { window: thisMonth, error: 'A window is at most 366 days. Showing this month.' };
+  const query_ = `window=custom&from=${query.from}&to=${query.to}`;
+  return { window: { kind: 'custom', from, to, query: query_ } };
 }
 
 function SignInOrErrorPage({ status, message }: { status: number; message: string }) {

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { readQuery } from '../http/validate.js';
 import { formatAmount } from '../billing/money.js';
 import {
+  decodeCursor,
+  encodeCursor,
   USAGE_GROUPINGS,
   type UsageCursor,
   type UsageGroup,
@@ -154,24 +156,4 @@ function parseInstant(text: string): Date | null {
   const at = new Date(DATE.test(text) ? `${text}T00:00:00Z` : text);
   // PostgreSQL has no year 0; nothing is recorded before 1970 anyway.
   return Number.isNaN(at.getTime()) || at.getUTCFullYear() < 1970 ? null : at;
-}
-
-// The cursor is opaque to clients: base64url of "<created_at with microseconds>,<id>".
-const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-
-function encodeCursor(cursor: UsageCursor): string {
-  return Buffer.from(`${cursor.createdAt},${cursor.id}`).toString('base64url');
-}
-
-function decodeCursor(text: string): UsageCursor | null {
-  if (!/^[A-Za-z0-9_-]{1,600}$/.test(text)) return null;
-  const decoded = Buffer.from(text, 'base64url').toString('utf8');
-  const comma = decoded.indexOf(',');
-  const createdAt = decoded.slice(0, comma);
-  const id = decoded.slice(comma + 1);
-  if (comma < 0 || !CURSOR_TIME.test(createdAt) || !/^[\x21-\x7e]{1,200}$/.test(id)) return null;
-  // Round-trip through Date so a forged cursor cannot name a day that does not exist (PostgreSQL would refuse it).
-  const ms = Date.parse(createdAt);
-  if (!(ms >= 0) || new Date(ms).toISOString().slice(0, 19) !== createdAt.slice(0, 19)) return null;
-  return { createdAt, id };
 }

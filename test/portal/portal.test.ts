@@ -51,6 +51,8 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     visited.push(name);
     for (const width of WIDTHS) {
       await page.setViewportSize({ width, height: 900 });
+      // Two frames, so the page is laid out again at this width before the picture.
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
       await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
     }
     await page.setViewportSize({ width: 1280, height: 900 });
@@ -95,7 +97,19 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     // The request is on the usage page.
     await page.goto(`${gateway.url}/portal/usage`);
     await page.getByText(requestId).waitFor();
+    expect(await page.getByRole('img', { name: /^Cost by day \(USD\): 1 day with usage/ }).count()).toBe(1);
+    expect(await textOf(page.getByRole('table').nth(0))).toContain('from the portal');
     await look('usage');
+    // The same window as CSV: a header and the request.
+    const csv = await page.request.get(`${gateway.url}/portal/usage.csv?window=this-month`);
+    expect(csv.status()).toBe(200);
+    expect(csv.headers()['content-disposition']).toMatch(/^attachment; filename="tollgate-usage-\d{4}-\d{2}-01-to-\d{4}-\d{2}-\d{2}\.csv"$/);
+    const lines = (await csv.text()).trim().split('\n');
+    expect(lines[0]).toBe('time_utc,request_id,key_id,key_name,project_id,model,endpoint,status,prompt_tokens,completion_tokens,cost,currency,cache_hit');
+    expect(lines.filter((line) => line.includes(requestId))).toHaveLength(1);
+    // A window that ends before it starts is refused, with the reason, and this month is shown.
+    await page.goto(`${gateway.url}/portal/usage?window=custom&from=2026-05-10&to=2026-05-01`);
+    expect(await textOf(page.getByRole('alert'))).toContain('must end on or after');
 
     // Limit it to 1 request a minute: the next call is refused.
     await page.goto(`${gateway.url}/portal/keys`);
