@@ -121,6 +121,22 @@ export async function usageGroups(db: Database, scope: UsageScope, grouping: Usa
 }
 
 /**
+ * When each key of an organization was last used (its newest usage record),
+ * one index lookup per key (`usage_key_time_idx`); keys never used are absent.
+ *
+ * @example
+ * const lastUse = await keysLastUsed(db, orgId); // Map { 'key_…' => 2026-11-22T10:04:00Z }
+ */
+export async function keysLastUsed(db: Database, orgId: string): Promise<Map<string, Date>> {
+  const rows = await db
+    // Qualified by hand: inside the subquery an unqualified "id" would be the usage record's.
+    .select({ keyId: apiKeys.id, lastUsed: sql<string | null>`(select to_char(max(u.created_at) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') from usage_records u where u.key_id = "api_keys"."id")` })
+    .from(apiKeys)
+    .where(eq(apiKeys.orgId, orgId));
+  return new Map(rows.filter((row) => row.lastUsed !== null).map((row) => [row.keyId, new Date(row.lastUsed!)]));
+}
+
+/**
  * One page of the records in scope, newest first by (created_at, id), after
  * `after` when given. Keyset pagination: a page costs the same however deep it is.
  *

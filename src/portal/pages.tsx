@@ -64,7 +64,7 @@ function KeySettingsFields({ row }: { row?: KeyRow }) {
   );
 }
 
-export function KeysPage({ viewer, keys, error, notice }: { viewer: Viewer; keys: KeyRow[]; error?: string; notice?: string }) {
+export function KeysPage({ viewer, keys, lastUsed, error, notice }: { viewer: Viewer; keys: KeyRow[]; lastUsed: Map<string, Date>; error?: string; notice?: string }) {
   const now = new Date();
   const live = keys.filter((key) => keyStatus(key, now) === 'active').length;
   return (
@@ -83,6 +83,7 @@ export function KeysPage({ viewer, keys, error, notice }: { viewer: Viewer; keys
               <th scope="col">Actions</th>
               <th scope="col">Created</th>
               <th scope="col">Expires</th>
+              <th scope="col">Last used</th>
               <th scope="col">Limits</th>
               <th scope="col">Options</th>
             </tr>
@@ -113,6 +114,7 @@ export function KeysPage({ viewer, keys, error, notice }: { viewer: Viewer; keys
                   </td>
                   <td>{date(key.createdAt)}</td>
                   <td>{date(key.expiresAt)}</td>
+                  <td>{date(lastUsed.get(key.id) ?? null)}</td>
                   <td class="wrap">
                     {limit(key.requestsPerMinute)} a minute, {limit(key.maxConcurrency)} at once; tokens: {limit(key.tokensPerMinute)} a minute, {limit(key.monthlyTokens)} a month
                   </td>

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify';
 import { formatAmount } from '../billing/money.js';
-import { decodeCursor, encodeCursor, type UsageCursor, usageGroups, usageRequests, usageTotals } from '../billing/reports.js';
+import { decodeCursor, encodeCursor, keysLastUsed, type UsageCursor, usageGroups, usageRequests, usageTotals } from '../billing/reports.js';
 import { describeError } from '../http/log.js';
 import { UsagePage, type UsageWindow } from './usage-page.js';
 import type { GatewayEnv, SignedInActor } from '../http/context.js';
@@ -124,7 +124,7 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
   portal.get('/keys', async (c) => {
     const actor = await signedIn(services, c);
     const notice = DONE_NOTICES[c.req.query('done') ?? ''];
-    return c.html(<KeysPage viewer={viewerOf(actor)} keys={await manageableKeys(services, actor)} notice={notice} />);
+    return c.html(<KeysPage viewer={viewerOf(actor)} keys={await manageableKeys(services, actor)} lastUsed={await keysLastUsed(services.db, actor.orgId)} notice={notice} />);
   });
 
   portal.post('/keys', async (c) => {
@@ -132,7 +132,7 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
     const form = await c.req.parseBody();
     tokens.check(actor.sessionHash!, form._csrf);
     const parsed = createKeyForm.safeParse(form);
-    const again = async (error: string, status: 400 | 409) => c.html(<KeysPage viewer={viewerOf(actor)} keys={await manageableKeys(services, actor)} error={error} />, status);
+    const again = async (error: string, status: 400 | 409) => c.html(<KeysPage viewer={viewerOf(actor)} keys={await manageableKeys(services, actor)} lastUsed={await keysLastUsed(services.db, actor.orgId)} error={error} />, status);
     if (!parsed.success) return again(problems(parsed.error), 400);
     try {
       const { key, secret } = await services.keys.create({ orgId: actor.orgId, userId: actor.userId, name: parsed.data.name, expiry: parsed.data.expiry, ...settingsOf(parsed.data) });

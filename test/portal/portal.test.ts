@@ -52,7 +52,10 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     for (const width of WIDTHS) {
       await page.setViewportSize({ width, height: 900 });
       // Two frames, so the page is laid out again at this width before the picture.
-      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      await page.evaluate(() => new Promise((resolve) => {
+        const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame;
+        frame(() => frame(() => resolve(null)));
+      }));
       await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
     }
     await page.setViewportSize({ width: 1280, height: 900 });
@@ -114,6 +117,9 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     // Limit it to 1 request a minute: the next call is refused.
     await page.goto(`${gateway.url}/portal/keys`);
     await page.getByRole('cell', { name: 'from the portal', exact: true }).first().waitFor();
+    // Created today, and last used today (the call above); it expires in 30 days.
+    const today = new Date().toISOString().slice(0, 10);
+    expect((await textOf(page.getByRole('row', { name: /from the portal/ }))).split(today).length - 1).toBe(2);
     await look('keys');
     await page.getByRole('link', { name: 'Edit from the portal' }).click();
     await look('key-edit');
