@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type Context, Hono } from 'hono';
 import { getCookie } from 'hono/cookie';
+import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify';
@@ -83,6 +84,9 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
   portal.use('*', securityHeaders(), limitBody(MANAGEMENT_MAX_BODY_BYTES), sameOrigin((c) => clientOf(c).https));
   portal.onError((error, c) => {
     if (error instanceof GatewayError && error.status === 401) return c.redirect('/portal/sign-in', 303);
+    // Hono's csrf middleware refuses a form from elsewhere with its own exception.
+    if (error instanceof HTTPException && error.status === 403) return c.html(<ErrorPage status={403} message="This form did not come from this portal." />, 403);
+    if (error instanceof HTTPException && error.status === 413) return c.html(<ErrorPage status={413} message="That form is too large." />, 413);
     const status = error instanceof GatewayError ? error.status : 500;
     if (!(error instanceof GatewayError)) services.log.error('portal request failed', { requestId: c.get('requestId'), path: c.req.path, error: (error as Error).name });
     const message = error instanceof GatewayError ? error.message : 'Something went wrong. Try again.';

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
+import { csrf } from 'hono/csrf';
 import { GatewayError } from '../http/errors.js';
 
 /**
@@ -44,26 +45,11 @@ export function formTokens(key: string) {
 }
 
 /**
- * Refuses a POST whose Origin (or, without one, Referer) is not this
- * portal's own: a form on another site cannot act with a user's cookie.
+ * Hono's `csrf` middleware: a form post is taken only when the browser says
+ * it came from this portal (`Sec-Fetch-Site: same-origin`, or an `Origin`
+ * equal to the portal's own: the scheme the browser used, which a trusted
+ * proxy may have ended, and the host it asked for). Anything else is 403.
  */
 export function sameOrigin(https: (c: Context) => boolean): MiddlewareHandler {
-  return async (c, next) => {
-    if (c.req.method === 'POST') {
-      // The scheme the browser used (a trusted proxy may have ended TLS), and the host it asked for.
-      const own = `${https(c) ? 'https' : 'http'}://${c.req.header('host') ?? ''}`;
-      const origin = c.req.header('origin') ?? refererOrigin(c.req.header('referer'));
-      if (origin !== own) throw new GatewayError('forbidden', 'This form did not come from this portal.');
-    }
-    await next();
-  };
-}
-
-function refererOrigin(referer: string | undefined): string | undefined {
-  if (!referer) return undefined;
-  try {
-    return new URL(referer).origin;
-  } catch {
-    return undefined;
-  }
+  return csrf({ origin: (origin, c) => origin === `${https(c) ? 'https' : 'http'}://${c.req.header('host') ?? ''}` });
 }
