@@ -1,31 +1,31 @@
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { stringify } from 'csv-stringify';
 import { type Context, Hono } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
-import { Readable } from 'node:stream';
-import { stringify } from 'csv-stringify';
+import { ANONYMOUS_HOURLY_LIMIT, countAgainst, SESSION_COOKIE } from '../api/access.js';
 import { formatAmount } from '../billing/money.js';
 import { decodeCursor, encodeCursor, keysLastUsed, type UsageCursor, usageGroups, usageRequests, usageTotals } from '../billing/reports.js';
-import { describeError } from '../http/log.js';
-import { UsagePage, type UsageWindow } from './usage-page.js';
+import { PROJECT_VISIBILITIES, ROLES } from '../db/schema.js';
 import type { GatewayEnv, SignedInActor } from '../http/context.js';
 import { GatewayError } from '../http/errors.js';
+import { describeError } from '../http/log.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES } from '../http/request.js';
 import { toDetails } from '../http/validate.js';
 import { KEY_EXPIRIES, type KeyRow } from '../keys/service.js';
-import { checkSignIn, endSession, startSession } from '../people/routes.js';
-import { SESSION_COOKIE, ANONYMOUS_HOURLY_LIMIT, countAgainst } from '../api/access.js';
-import type { Services } from '../services.js';
-import { assetAt } from './assets.js';
-import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage, SignInPage, type Viewer } from './pages.js';
-import { formTokens, sameOrigin, securityHeaders } from './security.js';
-import { ModelsPage, WalletPage } from './account-pages.js';
-import { ProjectsPage, UsersPage } from './people-pages.js';
-import { PROJECT_VISIBILITIES, ROLES } from '../db/schema.js';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../people/passwords.js';
 import { assertCanCreate, assertCanDelete, assertCanUpdate, canManageProject, canSeeProject } from '../people/permissions.js';
+import { checkSignIn, endSession, startSession } from '../people/routes.js';
 import { ProjectService } from '../platform/projects.js';
+import type { Services } from '../services.js';
+import { ModelsPage, WalletPage } from './account-pages.js';
+import { assetAt } from './assets.js';
+import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage, SignInPage, type Viewer } from './pages.js';
+import { ProjectsPage, UsersPage } from './people-pages.js';
+import { formTokens, sameOrigin, securityHeaders } from './security.js';
+import { UsagePage, type UsageWindow } from './usage-page.js';
 
 type PortalContext = Context<GatewayEnv>;
 
@@ -107,7 +107,9 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
     await countAgainst(services, c, `api:addr:${client.address}`, ANONYMOUS_HOURLY_LIMIT);
     const form = await c.req.parseBody();
     const email = typeof form.email === 'string' ? form.email.trim().slice(0, 254) : '';
-    const password = typeof form.password === 'string' ? form.password.slice(0, 128) : '';
+    const password = typeof form.password === 'string' ? form.password : '';
+    // No password is longer: refused before any hashing (never cut to length, which would let a longer one in).
+    if (password.length > PASSWORD_MAX) return c.html(<SignInPage error={`Passwords are at most ${PASSWORD_MAX} characters.`} email={email} />, 400);
     try {
       const user = await checkSignIn(services, email, password, client.address);
       await startSession(c, services, user.id, client.https);
@@ -150,7 +152,7 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
 
   portal.get('/keys/:id/edit', async (c) => {
     const actor = await signedIn(services, c);
-    return c.html(<KeyEditPage viewer={viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param("id"))} />);
+    return c.html(<KeyEditPage viewer={viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param('id'))} />);
   });
 
   portal.post('/keys/:id', async (c) => {
@@ -167,7 +169,7 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
 
   portal.get('/keys/:id/delete', async (c) => {
     const actor = await signedIn(services, c);
-    return c.html(<KeyDeletePage viewer={viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param("id"))} />);
+    return c.html(<KeyDeletePage viewer={viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param('id'))} />);
   });
 
   portal.post('/keys/:id/delete', async (c) => {

@@ -66,6 +66,13 @@ describe.each(stores)('the portal\'s defences (%s)', (store) => {
     expect((await form('/portal/keys', { ...fields, name: 'crossed' }, { cookie: otherCookie })).status).toBe(403);
   });
 
+  it('refuses a sign-in with a password longer than any can be, without cutting it to length', async () => {
+    const longer = await form('/portal/sign-in', { email: owner.email, password: `${owner.password}${'x'.repeat(200)}` });
+    expect(longer.status).toBe(400);
+    expect(longer.headers.get('set-cookie')).toBeNull();
+    expect(await longer.text()).toContain('at most 128 characters');
+  });
+
   it('shows a script in a key name as text', async () => {
     await gateway.services.keys.create({ orgId, name: '<script>alert("pwned")</script><img src=x onerror=alert(1)>' });
     const html = await (await page('/portal/keys')).text();
