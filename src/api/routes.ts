@@ -11,6 +11,7 @@ import { USER_SORTS, type UserRow } from '../people/users.js';
 import { PROJECT_SORTS, ProjectService, type ProjectRow } from '../platform/projects.js';
 import type { Services } from '../services.js';
 import { apiAccess } from './access.js';
+import { registerStackRoutes } from './stacks-routes.js';
 import { renderApiError } from './errors.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 
@@ -55,7 +56,7 @@ export const API_PATHS = ['/me', '/users/*', '/projects/*'];
 
 /** Whether a path belongs to the generic API or sign-in (their errors use the generic envelope), wherever it is mounted. */
 export function isGenericApiPath(path: string): boolean {
-  return /^\/(api\/v1|auth)(\/|$)|^\/v1\/(users|projects|me)(\/|$)/.test(path);
+  return /^\/(api\/v1|auth)(\/|$)|^\/v1\/(users|projects|me|stacks)(\/|$)/.test(path);
 }
 
 /**
@@ -67,7 +68,7 @@ export function isGenericApiPath(path: string): boolean {
  * @example
  * app.route('/api/v1', createApiRoutes(services, clientOf));
  */
-export function createApiRoutes(services: Services, clientOf: (c: Context) => { address: string }): Hono<GatewayEnv> {
+export function createApiRoutes(services: Services, clientOf: (c: Context) => { address: string; https: boolean }): Hono<GatewayEnv> {
   const api = new Hono<GatewayEnv>();
   const projects = new ProjectService(services.db, () => services.admissionCache.invalidate());
   api.onError((error, c) => renderApiError(error, c, services.log));
@@ -75,6 +76,7 @@ export function createApiRoutes(services: Services, clientOf: (c: Context) => { 
   for (const path of API_PATHS) api.use(path, limitBody(MANAGEMENT_MAX_BODY_BYTES), apiAccess(services, clientOf), requireJsonBody());
 
   api.get('/me', (c) => c.json(userView(c.get('actor').user)));
+  registerStackRoutes(api, services, clientOf);
 
   api.get('/users', async (c) => {
     const actor = c.get('actor');

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, check, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, check, customType, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /**
  * The store. Money columns hold integer nano-units of the gateway's currency
@@ -239,3 +239,43 @@ export const catalogVersion = pgTable(
   },
   (t) => [check('catalog_version_single_row', sql`${t.id} = 1`)],
 );
+
+/** Binary data (a stack's .zip), as bytea. */
+const bytea = customType<{ data: Buffer; driverData: Buffer | Uint8Array }>({
+  dataType: () => 'bytea',
+  fromDriver: (value) => Buffer.from(value),
+});
+
+export const STACK_VISIBILITIES = ['global', 'private'] as const;
+
+/**
+ * A template (stack) of the catalog: an OpenTofu/Terraform module as a .zip,
+ * with what its manifest says. Global ones (added by platform admins) are for
+ * everyone; private ones only for the user who added them (and platform admins).
+ */
+export const stacks = pgTable(
+  'stacks',
+  {
+    name: text('name').primaryKey(),
+    visibility: text('visibility', { enum: STACK_VISIBILITIES }).notNull(),
+    /** Who added it: the owner of a private stack. */
+    ownerId: text('owner_id')
+      .notNull()
+      .references(() => users.id),
+    title: text('title').notNull(),
+    description: text('description').notNull().default(''),
+    category: text('category').notNull(),
+    icon: text('icon'),
+    /** Hardware profiles it applies to; null: all. */
+    applicableProfiles: jsonb('applicable_profiles').$type<string[] | null>(),
+    inputs: jsonb('inputs').$type<Array<{ name: string; type: 'number' | 'string'; required: boolean; default?: number | string; description?: string }>>().notNull(),
+    /** The module's folder inside the zip ('' for the top). */
+    root: text('root').notNull().default(''),
+    package: bytea('package').notNull(),
+    packageSha256: text('package_sha256').notNull(),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('stacks_owner_idx').on(t.ownerId), check('stacks_visibility_check', sql`${t.visibility} in ('global', 'private')`)],
+);
+

@@ -3,7 +3,7 @@ import { GatewayError } from '../http/errors.js';
 import { toDetails } from '../http/validate.js';
 import { STACK_NAME, type StackInput, type StackManifest, stackManifest } from './manifest.js';
 
-/** What a package may be. Operators can change them (settings); these are the defaults. */
+/** What a package may be (the catalog uses the defaults below; tests pass smaller ones). */
 export interface PackageLimits {
   /** The .zip itself. */
   maxZipBytes: number;

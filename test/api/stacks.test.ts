@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import yazl from 'yazl';
+import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { apiAs, orgWithUsers, signIn } from './harness.js';
+
+const stores = await availableStores();
+
+function zipOf(files: Record<string, string>): Promise<Buffer> {
+  const zip = new yazl.ZipFile();
+  for (const [name, content] of Object.entries(files)) zip.addBuffer(Buffer.from(content), name);
+  zip.end();
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    zip.outputStream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    zip.outputStream.on('end', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+const manifest = (name: string, extra: Record<string, unknown> = {}) => JSON.stringify({ name, title: `The ${name} stack`, description: `Runs ${name} on a cluster`, category: 'Monitoring', ...extra });
+
+describe.each(stores)('generic API: the stack catalog (%s)', (store) => {
+  let gateway: TestGateway;
+  let admin: { key: string; id: string };
+  let alice: { key: string; id: string; email: string; password: string };
+  let bob: { key: string; id: string };
+
+  beforeAll(async () => {
+    gateway = await startTestGateway(store, { TOLLGATE_PASSWORD_COST: '10' });
+    admin = (await orgWithUsers(gateway, ['owner'], { platformAdmin: true })).users[0]!;
+    const people = await orgWithUsers(gateway, ['owner', 'member']);
+    alice = people.users[0]!;
+    bob = people.users[1]!;
+  });
+  afterAll(() => gateway?.close());
+
+  async function upload(key: string, zip: Buffer, fileName = 'stack.zip', headers: Record<string, string> = {}) {
+    const form = new FormData();
+    form.set('package', new Blob([new Uint8Array(zip)], { type: 'application/zip' }), fileName);
+    const response = await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: key ? { authorization: `Bearer ${key}`, ...headers } : headers, body: form });
+    return { status: response.status, body: (await response.json()) as any };
+  }
+
+  it('a platform admin adds a global stack; a user adds a private one, seen only by them and admins', async () => {
+    const global = await upload(admin.key, await zipOf({ 'manifest.json': manifest('monitoring', { icon: '📈' }), 'main.tf': 'variable "port" { default = 3000 }' }));
+    expect(global.status).toBe(201);
+    expect(global.body).toMatchObject({ name: 'monitoring', visibility: 'global', owner_id: admin.id, title: 'The monitoring stack', category: 'Monitoring', icon: '📈', inputs: [] });
+    const mine = await upload(alice.key, await zipOf({ 'slurm/main.tf': 'variable "partition" { type = string }', 'slurm/README.md': 'A Slurm scheduler.' }), 'whatever.zip');
+    expect(mine.status).toBe(201);
+    expect(mine.body).toMatchObject({ name: 'slurm', visibility: 'private', owner_id: alice.id, category: 'Custom', description: 'A Slurm scheduler.', inputs: [{ name: 'partition', type: 'string', required: true }] });
+
+    const names = async (key: string) => ((await apiAs(gateway, key)('GET', '/stacks?sort=name')).body.data as Array<{ name: string }>).map((s) => s.name);
+    expect(await names(alice.key)).toEqual(['monitoring', 'slurm']);
+    expect(await names(bob.key)).toEqual(['monitoring']);
+    expect(await names(admin.key)).toEqual(['monitoring', 'slurm']);
+    expect((await apiAs(gateway, bob.key)('GET', '/stacks/slurm')).status).toBe(404);
+    expect((await apiAs(gateway, bob.key)('GET', '/stacks/monitoring')).body.name).toBe('monitoring');
+  });
+
+  it('searches name, title and description, filters by category, and pages', async () => {
+    const api = apiAs(gateway, admin.key);
+    for (const name of ['grafana-extra', 'kuberay']) await upload(admin.key, await zipOf({ 'manifest.json': manifest(name, { category: name === 'kuberay' ? 'ML Framework' : 'Monitoring' }), 'main.tf': '' }));
+    expect((await api('GET', '/stacks?q=RAY')).body.data.map((s: { name: string }) => s.name)).toEqual(['kuberay']);
+    expect((await api('GET', '/stacks?q=Runs%20grafana')).body.data.map((s: { name: string }) => s.name)).toEqual(['grafana-extra']);
+    expect((await api('GET', '/stacks?category=ML%20Framework')).body.data.map((s: { name: string }) => s.name)).toEqual(['kuberay']);
+    const page = await api('GET', '/stacks?limit=1&page=2&sort=name');
+    expect(page.body.pagination).toMatchObject({ page: 2, limit: 1 });
+    expect(page.body.data).toHaveLength(1);
+    expect((await api('GET', '/stacks?category=Games')).body.error.details).toEqual([{ field: 'category', message: expect.any(String) }]);
+    // A search for % or _ matches them literally.
+    expect((await api('GET', '/stacks?q=%25')).body.data).toEqual([]);
+  });
+
+  it('downloads the zip it was given: global ones for anyone, private ones for their owner and admins', async () => {
+    const zip = await zipOf({ 'manifest.json': manifest('downloadable'), 'main.tf': '# hello' });
+    expect((await upload(alice.key, zip)).status).toBe(201);
+    const get = (key: string) => fetch(`${gateway.url}/v1/stacks/downloadable/download`, { headers: { authorization: `Bearer ${key}` } });
+    const own = await get(alice.key);
+    expect(own.status).toBe(200);
+    expect(own.headers.get('content-type')).toBe('application/zip');
+    expect(Buffer.from(await own.arrayBuffer()).equals(zip)).toBe(true);
+    expect((await get(admin.key)).status).toBe(200);
+    expect((await get(bob.key)).status).toBe(404);
+    expect((await fetch(`${gateway.url}/v1/stacks/monitoring/download`, { headers: { authorization: `Bearer ${bob.key}` } })).status).toBe(200);
+  });
+
+  it('lets platform admins change and delete any stack, users only their private ones', async () => {
+    await upload(alice.key, await zipOf({ 'manifest.json': manifest('alices'), 'main.tf': '' }));
+    const asAlice = apiAs(gateway, alice.key);
+    expect((await asAlice('PATCH', '/stacks/alices', { title: 'Alice\'s stack', icon: 'https://example.com/icon.png', applicable_profiles: ['a100x8'] })).body).toMatchObject({ title: 'Alice\'s stack', icon: 'https://example.com/icon.png', applicable_profiles: ['a100x8'] });
+    expect((await asAlice('PATCH', '/stacks/monitoring', { title: 'mine now' })).status).toBe(403);
+    expect((await asAlice('DELETE', '/stacks/monitoring')).status).toBe(403);
+    expect((await apiAs(gateway, bob.key)('PATCH', '/stacks/alices', { title: 'x' })).status).toBe(404);
+    const bad = await asAlice('PATCH', '/stacks/alices', { category: 'Games', icon: 'http://plain.example/i.png', name: 'renamed' });
+    expect(bad.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['category', 'icon', 'name']);
+    expect((await apiAs(gateway, admin.key)('PATCH', '/stacks/alices', { description: 'checked' })).status).toBe(200);
+    expect((await asAlice('DELETE', '/stacks/alices')).status).toBe(204);
+    expect((await asAlice('GET', '/stacks/alices')).status).toBe(404);
+  });
+
+  it('refuses a taken name, a bad package (naming the entry), and anything but a multipart upload', async () => {
+    const again = await upload(admin.key, await zipOf({ 'manifest.json': manifest('monitoring'), 'main.tf': '' }));
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatchObject({ code: 'CONFLICT', details: [{ field: 'name' }] });
+    const noTf = await upload(alice.key, await zipOf({ 'README.md': 'nothing' }));
+    expect(noTf.status).toBe(400);
+    expect(noTf.body.error).toMatchObject({ code: 'VALIDATION_ERROR', details: [{ field: 'package', message: expect.stringContaining('no .tf file') }] });
+    const json = await apiAs(gateway, alice.key)('POST', '/stacks', { url: 'https://example.com/stack.zip' });
+    expect(json.status).toBe(415);
+    const missing = await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${alice.key}` }, body: new FormData() });
+    expect(((await missing.json()) as any).error.details).toEqual([{ field: 'package', message: expect.any(String) }]);
+  });
+
+  it('takes a session\'s upload only from this site', async () => {
+    const session = await signIn(gateway, alice.email, alice.password);
+    const zip = await zipOf({ 'manifest.json': manifest('from-session'), 'main.tf': '' });
+    const forged = await upload('', zip, 'x.zip', { cookie: session.cookie!, origin: 'https://evil.example' });
+    expect(forged.status).toBe(403);
+    const own = await upload('', zip, 'x.zip', { cookie: session.cookie!, origin: gateway.url });
+    expect(own.status).toBe(201);
+  });
+});
