@@ -301,8 +301,20 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
     const { rows } = await services.users.list(actor.orgId, { offset: 0, limit: 100, sort: 'name' });
     return c.html(<UsersPage viewer={viewerOf(actor)} actor={actor} users={rows} {...extra} />, status);
   };
-  /** A rule of `people/permissions.ts` or of the user service that refused a change, shown on the page. */
-  const refused = (error: unknown) => error instanceof GatewayError && (error.status === 403 || error.status === 409) ? error : null;
+  /**
+   * Makes a change to users and goes back to the page saying `done`; a rule
+   * of `people/permissions.ts` or of the user service that refuses it (403,
+   * 409) is shown on the page instead.
+   */
+  const changeUsers = async (c: PortalContext, actor: SignedInActor, change: () => Promise<unknown>, done: string) => {
+    try {
+      await change();
+    } catch (error) {
+      if (!(error instanceof GatewayError) || (error.status !== 403 && error.status !== 409)) throw error;
+      return usersPage(c, actor, { error: error.message }, error.status as 403);
+    }
+    return c.redirect(`/portal/users?done=${done}`, 303);
+  };
 
   portal.get('/users', async (c) => {
     const actor = await signedIn(services, c);
@@ -315,15 +327,10 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
     tokens.check(actor.sessionHash!, form._csrf);
     const parsed = userForm.safeParse(form);
     if (!parsed.success) return usersPage(c, actor, { error: problems(parsed.error) }, 400);
-    try {
+    return changeUsers(c, actor, async () => {
       assertCanCreate(actor, actor.orgId, parsed.data.role);
       await services.users.create({ orgId: actor.orgId, ...parsed.data });
-    } catch (error) {
-      const rule = refused(error);
-      if (!rule) throw error;
-      return usersPage(c, actor, { error: rule.message }, rule.status as 403);
-    }
-    return c.redirect('/portal/users?done=user-added', 303);
+    }, 'user-added');
   });
 
   portal.post('/users/:id/role', async (c) => {
@@ -333,30 +340,20 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
     const role = z.enum(ROLES).safeParse(form.role);
     if (!role.success) return usersPage(c, actor, { error: 'Choose a role: owner, admin or member.' }, 400);
     const subject = await services.users.get(c.req.param('id'));
-    try {
+    return changeUsers(c, actor, async () => {
       assertCanUpdate(actor, subject, { role: role.data });
       await services.users.update(subject.id, { role: role.data });
-    } catch (error) {
-      const rule = refused(error);
-      if (!rule) throw error;
-      return usersPage(c, actor, { error: rule.message }, rule.status as 403);
-    }
-    return c.redirect('/portal/users?done=role-saved', 303);
+    }, 'role-saved');
   });
 
   portal.post('/users/:id/delete', async (c) => {
     const actor = await signedIn(services, c);
     tokens.check(actor.sessionHash!, (await c.req.parseBody())._csrf);
     const subject = await services.users.get(c.req.param('id'));
-    try {
+    return changeUsers(c, actor, async () => {
       assertCanDelete(actor, subject);
       await services.users.delete(subject.id);
-    } catch (error) {
-      const rule = refused(error);
-      if (!rule) throw error;
-      return usersPage(c, actor, { error: rule.message }, rule.status as 403);
-    }
-    return c.redirect('/portal/users?done=user-deleted', 303);
+    }, 'user-deleted');
   });
 
   return portal;

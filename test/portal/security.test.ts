@@ -73,6 +73,18 @@ describe.each(stores)('the portal\'s defences (%s)', (store) => {
     expect(await longer.text()).toContain('at most 128 characters');
   });
 
+  it('shows a refused change to users on the page: the last owner stays an owner', async () => {
+    const me = (await gateway.services.users.findByEmail(owner.email))!;
+    const token = await tokenOf('/portal/users');
+    const refused = await form(`/portal/users/${me.id}/role`, { _csrf: token, role: 'member' }, { cookie });
+    expect(refused.status).toBe(409);
+    expect(await refused.text()).toContain('last owner');
+    expect((await gateway.services.users.get(me.id)).role).toBe('owner');
+    const added = await form('/portal/users', { _csrf: token, name: 'Second', email: 'second@example.com', password: 'second-password', role: 'admin' }, { cookie });
+    expect(added.status).toBe(303);
+    expect(added.headers.get('location')).toBe('/portal/users?done=user-added');
+  });
+
   it('shows a script in a key name as text', async () => {
     await gateway.services.keys.create({ orgId, name: '<script>alert("pwned")</script><img src=x onerror=alert(1)>' });
     const html = await (await page('/portal/keys')).text();
