@@ -59,6 +59,8 @@ const settingsSchema = z.object({
   TOLLGATE_HOLD_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
   TOLLGATE_CATALOG_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
   TOLLGATE_REBUILD_GRACE_MS: z.coerce.number().int().min(0).max(60_000).default(3_000),
+  TOLLGATE_STACK_URL_ALLOW_HTTP: z.enum(['true', 'false']).default('false'),
+  TOLLGATE_STACK_URL_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   TOLLGATE_PASSWORD_COST: z.coerce.number().int().min(10).max(20).default(15),
   TOLLGATE_SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(43_200).default(720),
   TOLLGATE_SESSION_MAX_HOURS: z.coerce.number().int().min(1).max(8_760).default(168),
@@ -143,6 +145,8 @@ export interface Config {
    * rebuilt, so every live replica's heartbeat (every second) reports its holds first. Keep it above one second.
    */
   rebuildGraceMs: number;
+  /** Adding a stack by URL: whether http:// and private, loopback or link-local addresses are allowed (both off by default: server-side request forgery). */
+  stackDownloads: { allowHttp: boolean; allowPrivate: boolean };
   people: {
     /** scrypt's cost as log2 N for new password hashes (15: 32 MiB, about 0.1 s each). */
     passwordCost: number;
@@ -217,6 +221,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     holdLeaseMs: s.TOLLGATE_HOLD_LEASE_MS,
     catalogPollMs: s.TOLLGATE_CATALOG_POLL_MS,
     rebuildGraceMs: s.TOLLGATE_REBUILD_GRACE_MS,
+    stackDownloads: { allowHttp: s.TOLLGATE_STACK_URL_ALLOW_HTTP === 'true', allowPrivate: s.TOLLGATE_STACK_URL_ALLOW_PRIVATE === 'true' },
     people: {
       passwordCost: s.TOLLGATE_PASSWORD_COST,
       sessionIdleMs: s.TOLLGATE_SESSION_IDLE_MINUTES * 60_000,

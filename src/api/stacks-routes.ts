@@ -8,11 +8,15 @@ import { readBody, readQuery } from '../http/validate.js';
 import type { Services } from '../services.js';
 import { STACK_SORTS, StackCatalog, type StackRow } from '../stacks/catalog.js';
 import { STACK_CATEGORIES, stackManifest } from '../stacks/manifest.js';
+import { downloadPackage } from '../stacks/download.js';
 import { DEFAULT_PACKAGE_LIMITS, readStackPackage } from '../stacks/package.js';
 import { apiAccess } from './access.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 
 const stacksQuery = z.object({ q: z.string().trim().max(200).optional(), category: z.enum(STACK_CATEGORIES).optional() }).and(pageQuery(STACK_SORTS));
+const addByUrlBody = z.strictObject({ url: z.string().min(1).max(2000) });
+/** How long downloading a package by URL may take, redirects included. */
+const DOWNLOAD_TIMEOUT_MS = 30_000;
 const updateStackBody = stackManifest
   .pick({ title: true, description: true, category: true, icon: true, applicable_profiles: true })
   .partial()
@@ -41,7 +45,7 @@ export function stackView(row: StackRow) {
 /**
  * The template catalog under the generic API (`/api/v1/stacks` and
  * `/v1/stacks`): list with search and a category filter, get, download,
- * add (a .zip as `multipart/form-data`, field `package`), change and delete,
+ * add (a .zip as `multipart/form-data`, field `package`, or JSON `{url}`), change and delete,
  * with the spec's permissions (`stacks/catalog.ts`).
  *
  * @example
@@ -68,7 +72,11 @@ export function registerStackRoutes(api: Hono<GatewayEnv>, services: Services, c
   api.post('/stacks', async (c) => {
     const type = c.req.header('content-type') ?? '';
     if (!type.toLowerCase().startsWith('multipart/form-data')) {
-      throw new GatewayError('unsupported_media_type', 'Send the package as multipart/form-data with the .zip in the field "package".', { details: [{ field: 'content-type', message: 'Must be multipart/form-data.' }] });
+      // JSON: {"url": "https://…/stack.zip"}, fetched with the guards of `stacks/download.ts`.
+      const { url } = await readBody(c, addByUrlBody);
+      const { zip, fileName } = await downloadPackage(url, { ...services.config.stackDownloads, maxBytes: DEFAULT_PACKAGE_LIMITS.maxZipBytes, timeoutMs: DOWNLOAD_TIMEOUT_MS, maxRedirects: 3 });
+      const read = await readStackPackage(zip, { fileName });
+      return c.json(stackView(await catalog.add(c.get('actor'), read, zip)), 201);
     }
     const form = await c.req.parseBody();
     const file = form.package;

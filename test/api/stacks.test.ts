@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import yazl from 'yazl';
 import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -104,8 +106,8 @@ describe.each(stores)('generic API: the stack catalog (%s)', (store) => {
     const noTf = await upload(alice.key, await zipOf({ 'README.md': 'nothing' }));
     expect(noTf.status).toBe(400);
     expect(noTf.body.error).toMatchObject({ code: 'VALIDATION_ERROR', details: [{ field: 'package', message: expect.stringContaining('no .tf file') }] });
-    const json = await apiAs(gateway, alice.key)('POST', '/stacks', { url: 'https://example.com/stack.zip' });
-    expect(json.status).toBe(415);
+    const text = await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${alice.key}`, 'content-type': 'text/plain' }, body: 'x' });
+    expect(text.status).toBe(415);
     const missing = await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${alice.key}` }, body: new FormData() });
     expect(((await missing.json()) as any).error.details).toEqual([{ field: 'package', message: expect.any(String) }]);
   });
@@ -119,3 +121,64 @@ describe.each(stores)('generic API: the stack catalog (%s)', (store) => {
     expect(own.status).toBe(201);
   });
 });
+
+describe('adding a stack by URL', () => {
+  let server: Server;
+  let base: string;
+  let strict: TestGateway;
+  let open: TestGateway;
+  let key: (gateway: TestGateway) => Promise<string>;
+
+  beforeAll(async () => {
+    const zip = await zipOf({ 'manifest.json': manifest('fetched'), 'main.tf': '' });
+    server = createServer((request, response) => {
+      if (request.url === '/fetched.zip') return response.end(zip);
+      if (request.url === '/moved') return response.writeHead(302, { location: '/fetched.zip' }).end();
+      if (request.url === '/loop') return response.writeHead(302, { location: '/loop' }).end();
+      if (request.url === '/huge') return response.writeHead(200, { 'content-length': String(50 * 1024 * 1024) }).end();
+      response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    strict = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' });
+    // Tests reach their own server on 127.0.0.1 over http: both allowances on.
+    open = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_STACK_URL_ALLOW_HTTP: 'true', TOLLGATE_STACK_URL_ALLOW_PRIVATE: 'true' });
+    key = async (gateway) => (await orgWithUsers(gateway, ['owner'])).users[0]!.key;
+  });
+  afterAll(async () => {
+    await strict?.close();
+    await open?.close();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  const add = async (gateway: TestGateway, secret: string, url: string) => apiAs(gateway, secret)('POST', '/stacks', { url });
+
+  it('refuses http, private and loopback addresses, and other schemes, without the settings', async () => {
+    const secret = await key(strict);
+    const port = new URL(base).port;
+    for (const [url, reason] of [
+      [`${base}/fetched.zip`, /Only https URLs/],
+      [`https://127.0.0.1:${port}/fetched.zip`, /127\.0\.0\.1 is a private, loopback or link-local address/],
+      [`https://localhost:${port}/fetched.zip`, /localhost is a private, loopback or link-local address/],
+      ['https://[::1]/x.zip', /::1 is a private/],
+      ['https://169.254.169.254/latest/meta-data', /169\.254\.169\.254 is a private/],
+      ['ftp://example.com/x.zip', /Only https URLs/],
+      ['not a url', /not a URL/],
+    ] as const) {
+      const answer = await add(strict, secret, url);
+      expect(answer.status, url).toBe(400);
+      expect(answer.body.error.details, url).toEqual([{ field: 'url', message: expect.stringMatching(reason) }]);
+    }
+  });
+
+  it('fetches a package with the settings on, following a redirect, within the size and redirect limits', async () => {
+    const secret = await key(open);
+    const added = await add(open, secret, `${base}/moved`);
+    expect(added.status).toBe(201);
+    expect(added.body).toMatchObject({ name: 'fetched', visibility: 'private' });
+    expect((await add(open, secret, `${base}/loop`)).body.error.details[0].message).toBe('More than 3 redirects.');
+    expect((await add(open, secret, `${base}/huge`)).body.error.details[0].message).toMatch(/at most 10485760 are taken/);
+    expect((await add(open, secret, `${base}/missing.zip`)).body.error.details[0].message).toBe('The server answered 404.');
+  });
+});
+
