@@ -22,6 +22,7 @@ import { Passwords } from './people/passwords.js';
 import { SessionStore } from './people/sessions.js';
 import { UserService } from './people/users.js';
 import { createWindowCounter, type WindowCounter } from './api/rate-limit.js';
+import { ClusterService } from './clusters/service.js';
 
 /**
  * Everything the routes need, built once at start-up (see `gateway.ts`) and
@@ -60,6 +61,8 @@ export interface Services {
   sessions: SessionStore;
   /** Hourly and sign-in counters of the generic API, in Redis or in memory. */
   windows: WindowCounter;
+  /** Hardware profiles, nodes and organizations' clusters. */
+  clusters: ClusterService;
 }
 
 export interface ServiceParts {
@@ -122,6 +125,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     passwords,
     sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
     windows: createWindowCounter(redis, config.limits.redisPrefix),
+    clusters: new ClusterService(db),
     applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
   };
 }

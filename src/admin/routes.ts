@@ -101,6 +101,18 @@ export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
     return c.body(null, 204);
   });
 
+  admin.post('/profiles', async (c) => {
+    const input = await readBody(c, body.createProfileBody);
+    const profile = await services.clusters.addProfile({ name: input.name, gpusPerNode: input.gpus_per_node, gpuModel: input.gpu_model, cpuCores: input.cpu_cores, memoryGib: input.memory_gib });
+    return c.json(view.profileView(profile), 201);
+  });
+  admin.get('/profiles', async (c) => c.json(view.listOf((await services.clusters.listProfiles()).map(view.profileView))));
+  admin.post('/nodes', async (c) => {
+    const input = await readBody(c, body.createNodeBody);
+    return c.json(view.nodeView(await services.clusters.addNode(input)), 201);
+  });
+  admin.get('/nodes', async (c) => c.json(view.listOf((await services.clusters.listNodes()).map(view.nodeView))));
+
   admin.get('/keys/:keyId', async (c) => c.json(view.keyView(await keys.get(c.req.param('keyId')))));
   admin.patch('/keys/:keyId', async (c) => {
     const changes = keySettings(await readBody(c, body.updateKeyBody));

@@ -106,3 +106,17 @@ export const ledgerQuery = z.object({ limit: z.coerce.number().pipe(limit(500)).
 export const modelsQuery = z.object({ include_disabled: z.enum(['true', 'false']).default('false') });
 
 export const scaleEngineBody = z.strictObject({ replicas: z.number().int().min(0).max(64) });
+
+export const createProfileBody = z.strictObject({
+  name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'Use 1-63 of a-z 0-9 . _ -, starting with a letter or digit.'),
+  gpus_per_node: z.int().min(0).max(64),
+  gpu_model: z.string().trim().max(100).optional(),
+  cpu_cores: z.int().min(0).max(100_000).optional(),
+  memory_gib: z.int().min(0).max(100_000_000).optional(),
+});
+export const createNodeBody = z.strictObject({
+  profile: z.string().min(1).max(100),
+  address: z.string().trim().min(1).max(253).regex(/^[A-Za-z0-9.:_-]+$/, 'A host name or an IP address.'),
+  access: z.string().trim().max(500).optional(),
+});
+

@@ -1,3 +1,4 @@
+import type { NodeRow, ProfileRow } from '../clusters/service.js';
 import type { EngineStatus } from '../engines/types.js';
 import { formatAmount, pricePerMillion } from '../billing/money.js';
 import type { LedgerEntry } from '../billing/wallet.js';
@@ -133,3 +134,12 @@ export function engineView(engine: EngineStatus) {
     })),
   };
 }
+
+export function profileView(profile: ProfileRow) {
+  return { name: profile.name, gpus_per_node: profile.gpusPerNode, gpu_model: profile.gpuModel, cpu_cores: profile.cpuCores, memory_gib: profile.memoryGib, created_at: iso(profile.createdAt) };
+}
+
+export function nodeView(node: NodeRow) {
+  return { id: node.id, profile: node.profile, address: node.address, access: node.access, cluster_id: node.clusterId, created_at: iso(node.createdAt) };
+}
+

@@ -279,3 +279,82 @@ export const stacks = pgTable(
   (t) => [index('stacks_owner_idx').on(t.ownerId), check('stacks_visibility_check', sql`${t.visibility} in ('global', 'private')`)],
 );
 
+/** A kind of machine the operator offers: what a cluster is made of, and what the cost reports price. */
+export const hardwareProfiles = pgTable(
+  'hardware_profiles',
+  {
+    name: text('name').primaryKey(),
+    gpusPerNode: integer('gpus_per_node').notNull(),
+    gpuModel: text('gpu_model').notNull().default(''),
+    /** For display. */
+    cpuCores: integer('cpu_cores').notNull().default(0),
+    memoryGib: integer('memory_gib').notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [check('hardware_profiles_gpus_check', sql`${t.gpusPerNode} >= 0`)],
+);
+
+/** A machine of a profile, free or allocated to one cluster. */
+export const nodes = pgTable(
+  'nodes',
+  {
+    id: text('id').primaryKey(),
+    profile: text('profile')
+      .notNull()
+      .references(() => hardwareProfiles.name),
+    /** Where it is reached (host name or address), unique. */
+    address: text('address').notNull(),
+    /** How the platform reaches it, e.g. `ssh://ops@10.0.0.5:22`. */
+    access: text('access').notNull().default(''),
+    /** The cluster it is allocated to; null: free. */
+    clusterId: text('cluster_id'),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('nodes_address_idx').on(t.address), index('nodes_free_idx').on(t.profile, t.clusterId)],
+);
+
+export const CLUSTER_STATES = ['running', 'deleted'] as const;
+
+/** An organization's cluster: nodes of one profile, allocated from its creation to its deletion. */
+export const clusters = pgTable(
+  'clusters',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    name: text('name').notNull(),
+    profile: text('profile')
+      .notNull()
+      .references(() => hardwareProfiles.name),
+    publicDomain: text('public_domain').notNull(),
+    state: text('state', { enum: CLUSTER_STATES }).notNull().default('running'),
+    createdBy: text('created_by').references(() => users.id),
+    createdAt: createdAt(),
+    deletedAt: timestamp('deleted_at', { withTimezone: true }),
+  },
+  (t) => [index('clusters_org_idx').on(t.orgId), check('clusters_state_check', sql`${t.state} in ('running', 'deleted')`)],
+);
+
+/**
+ * Which node was a cluster's, from when to when (exact to the microsecond):
+ * what the cost reports meter. A cluster's rows are closed (`released_at`)
+ * when it is deleted; a deleted cluster stays in the history.
+ */
+export const nodeAllocations = pgTable(
+  'node_allocations',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    clusterId: text('cluster_id')
+      .notNull()
+      .references(() => clusters.id),
+    nodeId: text('node_id')
+      .notNull()
+      .references(() => nodes.id),
+    profile: text('profile').notNull(),
+    allocatedAt: timestamp('allocated_at', { withTimezone: true }).notNull().defaultNow(),
+    releasedAt: timestamp('released_at', { withTimezone: true }),
+  },
+  (t) => [index('node_allocations_cluster_idx').on(t.clusterId), index('node_allocations_time_idx').on(t.allocatedAt)],
+);
+

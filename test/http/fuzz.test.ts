@@ -45,7 +45,7 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
     if (response.status >= 400 && method !== 'HEAD') {
       const error = (JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown; details?: unknown } }).error;
       // The generic API (and /auth) answer in the second spec's envelope: an upper-case code and details, no type.
-      const generic = /^\/(api\/v1|auth)\/|^\/v1\/(users|projects|me|stacks)(\/|$|\?)/.test(path);
+      const generic = /^\/(api\/v1|auth)\/|^\/v1\/(users|projects|me|stacks|clusters)(\/|$|\?)/.test(path);
       const shaped = generic
         ? typeof error?.message === 'string' && typeof error.code === 'string' && /^[A-Z_]+$/.test(error.code) && Array.isArray(error.details)
         : typeof error?.message === 'string' && typeof error.type === 'string' && typeof error.code === 'string';

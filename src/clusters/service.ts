@@ -1,0 +1,134 @@
+import { and, asc, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
+import { newId } from '../db/ids.js';
+import { clusters, hardwareProfiles, nodeAllocations, nodes, organizations } from '../db/schema.js';
+import { GatewayError } from '../http/errors.js';
+
+export type ProfileRow = typeof hardwareProfiles.$inferSelect;
+export type NodeRow = typeof nodes.$inferSelect;
+export type ClusterRow = typeof clusters.$inferSelect;
+
+export interface NewProfile {
+  name: string;
+  gpusPerNode: number;
+  gpuModel?: string;
+  cpuCores?: number;
+  memoryGib?: number;
+}
+
+/**
+ * Hardware profiles and nodes (the operator's), and organizations' clusters:
+ * creating a cluster allocates free nodes of its profile, deleting it
+ * releases them, and each allocation keeps its exact start and end
+ * (`node_allocations`, what the cost reports meter).
+ *
+ * @example
+ * const cluster = await clusterService.create({ orgId, name: 'training', profile: 'a100x8', nodeCount: 2, publicDomain: 'train.example.com', createdBy: userId });
+ */
+export class ClusterService {
+  constructor(private readonly db: Database) {}
+
+  async addProfile(profile: NewProfile): Promise<ProfileRow> {
+    try {
+      const [row] = await this.db.insert(hardwareProfiles).values(profile).returning();
+      return row!;
+    } catch (error) {
+      throw conflictOn(error, 'name', `A profile named ${profile.name} exists already.`);
+    }
+  }
+
+  listProfiles(): Promise<ProfileRow[]> {
+    return this.db.select().from(hardwareProfiles).orderBy(asc(hardwareProfiles.name));
+  }
+
+  async addNode(node: { profile: string; address: string; access?: string }): Promise<NodeRow> {
+    await this.profile(node.profile);
+    try {
+      const [row] = await this.db.insert(nodes).values({ id: newId('node'), profile: node.profile, address: node.address, access: node.access ?? '' }).returning();
+      return row!;
+    } catch (error) {
+      throw conflictOn(error, 'address', `A node at ${node.address} exists already.`);
+    }
+  }
+
+  listNodes(): Promise<NodeRow[]> {
+    return this.db.select().from(nodes).orderBy(asc(nodes.profile), asc(nodes.address));
+  }
+
+  /**
+   * Creates a cluster with `nodeCount` free nodes of its profile, in one
+   * transaction: the free nodes are locked as they are taken (`FOR UPDATE
+   * SKIP LOCKED`), so two clusters created at once never share a node, and a
+   * request for more nodes than are free takes none (409).
+   */
+  async create(input: { orgId: string; name: string; profile: string; nodeCount: number; publicDomain: string; createdBy: string | null }): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
+    await this.profile(input.profile);
+    return this.db.transaction(async (tx) => {
+      const [org] = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, input.orgId));
+      if (!org) throw new GatewayError('not_found', `Organization ${input.orgId} does not exist.`);
+      const free = await tx
+        .select()
+        .from(nodes)
+        .where(and(eq(nodes.profile, input.profile), isNull(nodes.clusterId)))
+        .orderBy(asc(nodes.address))
+        .limit(input.nodeCount)
+        .for('update', { skipLocked: true });
+      if (free.length < input.nodeCount) {
+        throw new GatewayError('conflict', `Only ${free.length} free ${input.profile} nodes; the cluster needs ${input.nodeCount}.`, { details: [{ field: 'nodes', message: `At most ${free.length} are free.` }] });
+      }
+      const id = newId('cls');
+      const [cluster] = await tx.insert(clusters).values({ id, orgId: input.orgId, name: input.name, profile: input.profile, publicDomain: input.publicDomain, createdBy: input.createdBy }).returning();
+      const ids = free.map((node) => node.id);
+      const taken = await tx.update(nodes).set({ clusterId: id }).where(inArray(nodes.id, ids)).returning();
+      await tx.insert(nodeAllocations).values(ids.map((nodeId) => ({ clusterId: id, nodeId, profile: input.profile, allocatedAt: cluster!.createdAt })));
+      return { cluster: cluster!, nodes: taken.sort((a, b) => a.address.localeCompare(b.address)) };
+    });
+  }
+
+  /** A running or deleted cluster, with its nodes (none once deleted); 404 when `orgId` is given and it is another's. */
+  async get(id: string, orgId: string | null): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
+    const [cluster] = await this.db.select().from(clusters).where(and(eq(clusters.id, id), orgId === null ? undefined : eq(clusters.orgId, orgId)));
+    if (!cluster) throw new GatewayError('not_found', `Cluster ${id} does not exist.`);
+    const held = await this.db.select().from(nodes).where(eq(nodes.clusterId, id)).orderBy(asc(nodes.address));
+    return { cluster, nodes: held };
+  }
+
+  /** One page of clusters, of one organization or (null) all, newest first; deleted ones only when asked. */
+  async list(orgId: string | null, page: { offset: number; limit: number; includeDeleted: boolean }): Promise<{ rows: ClusterRow[]; total: number }> {
+    const where = and(orgId === null ? undefined : eq(clusters.orgId, orgId), page.includeDeleted ? undefined : eq(clusters.state, 'running'));
+    const [{ total } = { total: 0 }] = await this.db.select({ total: count() }).from(clusters).where(where);
+    const rows = await this.db.select().from(clusters).where(where).orderBy(desc(clusters.createdAt), desc(clusters.id)).limit(page.limit).offset(page.offset);
+    return { rows, total };
+  }
+
+  /** Deletes a cluster: its nodes are free again and their allocations closed at this instant, in one transaction. Deleting twice is 404. */
+  async delete(id: string, orgId: string | null): Promise<ClusterRow> {
+    return this.db.transaction(async (tx) => {
+      const [cluster] = await tx
+        .update(clusters)
+        .set({ state: 'deleted', deletedAt: sql`now()` })
+        .where(and(eq(clusters.id, id), eq(clusters.state, 'running'), orgId === null ? undefined : eq(clusters.orgId, orgId)))
+        .returning();
+      if (!cluster) throw new GatewayError('not_found', `Cluster ${id} does not exist.`);
+      await tx.update(nodes).set({ clusterId: null }).where(eq(nodes.clusterId, id));
+      await tx.update(nodeAllocations).set({ releasedAt: cluster.deletedAt }).where(and(eq(nodeAllocations.clusterId, id), isNull(nodeAllocations.releasedAt)));
+      return cluster;
+    });
+  }
+
+  /** The allocations of a cluster, oldest first (for the cost reports and tests). */
+  allocations(clusterId: string) {
+    return this.db.select().from(nodeAllocations).where(eq(nodeAllocations.clusterId, clusterId)).orderBy(asc(nodeAllocations.id));
+  }
+
+  private async profile(name: string): Promise<ProfileRow> {
+    const [row] = await this.db.select().from(hardwareProfiles).where(eq(hardwareProfiles.name, name));
+    if (!row) throw new GatewayError('invalid_request', `There is no hardware profile ${name}.`, { details: [{ field: 'profile', message: `Unknown profile ${name}.` }] });
+    return row;
+  }
+}
+
+function conflictOn(error: unknown, field: string, message: string): unknown {
+  const code = (error as { code?: unknown }).code ?? (error as { cause?: { code?: unknown } }).cause?.code;
+  return code === '23505' ? new GatewayError('conflict', message, { details: [{ field, message }] }) : error;
+}
