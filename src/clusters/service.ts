@@ -80,7 +80,8 @@ export class ClusterService {
       const [cluster] = await tx.insert(clusters).values({ id, orgId: input.orgId, name: input.name, profile: input.profile, publicDomain: input.publicDomain, createdBy: input.createdBy }).returning();
       const ids = free.map((node) => node.id);
       const taken = await tx.update(nodes).set({ clusterId: id }).where(inArray(nodes.id, ids)).returning();
-      await tx.insert(nodeAllocations).values(ids.map((nodeId) => ({ clusterId: id, nodeId, profile: input.profile, allocatedAt: cluster!.createdAt })));
+      // now() is the transaction's start: the same instant, to the microsecond, as the cluster's created_at.
+      await tx.insert(nodeAllocations).values(ids.map((nodeId) => ({ clusterId: id, nodeId, profile: input.profile, allocatedAt: sql`now()` })));
       return { cluster: cluster!, nodes: taken.sort((a, b) => a.address.localeCompare(b.address)) };
     });
   }
@@ -111,7 +112,7 @@ export class ClusterService {
         .returning();
       if (!cluster) throw new GatewayError('not_found', `Cluster ${id} does not exist.`);
       await tx.update(nodes).set({ clusterId: null }).where(eq(nodes.clusterId, id));
-      await tx.update(nodeAllocations).set({ releasedAt: cluster.deletedAt }).where(and(eq(nodeAllocations.clusterId, id), isNull(nodeAllocations.releasedAt)));
+      await tx.update(nodeAllocations).set({ releasedAt: sql`now()` }).where(and(eq(nodeAllocations.clusterId, id), isNull(nodeAllocations.releasedAt)));
       return cluster;
     });
   }

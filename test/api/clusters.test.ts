@@ -1,3 +1,5 @@
+import { and, eq, sql } from 'drizzle-orm';
+import { clusters, nodeAllocations } from '../../src/db/schema.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { apiAs, orgWithUsers } from './harness.js';
@@ -61,6 +63,13 @@ describe.each(stores)('clusters and nodes (%s)', (store) => {
       expect(allocation.allocatedAt.toISOString()).toBe(created.body.created_at);
       expect(allocation.releasedAt!.toISOString()).toBe(deleted.body.deleted_at);
     }
+    // To the microsecond, in the database: the allocation is the cluster's life.
+    const off = await gateway.services.db
+      .select({ id: nodeAllocations.id })
+      .from(nodeAllocations)
+      .innerJoin(clusters, eq(clusters.id, nodeAllocations.clusterId))
+      .where(and(eq(clusters.id, created.body.id), sql`(${nodeAllocations.allocatedAt} <> ${clusters.createdAt} or ${nodeAllocations.releasedAt} is distinct from ${clusters.deletedAt})`));
+    expect(off).toEqual([]);
     // Deleted clusters stay in the history on request.
     expect((await asOwner('GET', '/clusters')).body.data).toEqual([]);
     expect((await asOwner('GET', '/clusters?include_deleted=true')).body.data.map((c: { id: string }) => c.id)).toEqual([created.body.id]);
