@@ -12,8 +12,9 @@ import { openRedis, redisReady } from './db/redis.js';
 import { readEngineDefinitions, type SimulatorDefinition } from './engines/definitions.js';
 import { startFleet } from './engines/fleet.js';
 import { STORE_TIMEOUT_MS } from './db/timeout.js';
-import { createLogger, type Logger } from './http/log.js';
+import { createLogger, describeError, type Logger } from './http/log.js';
 import { type DemoSeed, seedDemo } from './seed.js';
+import { loadShippedStacks } from './stacks/shipped.js';
 import { createServices, type Services } from './services.js';
 
 /** How often expired holds are swept and old request data purged: every minute, or every hold lease if shorter. */
@@ -92,6 +93,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     sweeper.unref();
     closers.unshift(async () => clearInterval(sweeper));
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
+    // The global stacks shipped in stacks/; a broken one is logged, never a reason not to serve.
+    await loadShippedStacks(services.stacks, log).catch((error: unknown) => log.error('shipped stacks not loaded', describeError(error)));
     const demo = config.seedDemo ? await seedDemo(services, simulated) : null;
     const server = await listen(createApp(services).fetch, config);
     closers.unshift(() => closeServer(server));

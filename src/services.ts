@@ -23,6 +23,7 @@ import { SessionStore } from './people/sessions.js';
 import { UserService } from './people/users.js';
 import { createWindowCounter, type WindowCounter } from './api/rate-limit.js';
 import { ClusterService } from './clusters/service.js';
+import { StackCatalog } from './stacks/catalog.js';
 
 /**
  * Everything the routes need, built once at start-up (see `gateway.ts`) and
@@ -63,6 +64,8 @@ export interface Services {
   windows: WindowCounter;
   /** Hardware profiles, nodes and organizations' clusters. */
   clusters: ClusterService;
+  /** The template (stack) catalog. */
+  stacks: StackCatalog;
 }
 
 export interface ServiceParts {
@@ -126,6 +129,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
     windows: createWindowCounter(redis, config.limits.redisPrefix),
     clusters: new ClusterService(db),
+    stacks: new StackCatalog(db),
     applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
   };
 }

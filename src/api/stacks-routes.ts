@@ -6,7 +6,7 @@ import { GatewayError } from '../http/errors.js';
 import { limitBody } from '../http/request.js';
 import { readBody, readQuery } from '../http/validate.js';
 import type { Services } from '../services.js';
-import { STACK_SORTS, StackCatalog, type StackRow } from '../stacks/catalog.js';
+import { STACK_SORTS, type StackRow } from '../stacks/catalog.js';
 import { STACK_CATEGORIES, stackManifest } from '../stacks/manifest.js';
 import { downloadPackage } from '../stacks/download.js';
 import { DEFAULT_PACKAGE_LIMITS, readStackPackage } from '../stacks/package.js';
@@ -52,7 +52,7 @@ export function stackView(row: StackRow) {
  * registerStackRoutes(api, services, clientOf);
  */
 export function registerStackRoutes(api: Hono<GatewayEnv>, services: Services, clientOf: (c: Context) => { address: string; https: boolean }): void {
-  const catalog = new StackCatalog(services.db);
+  const catalog = services.stacks;
   // Room for the largest package and its multipart framing.
   api.use('/stacks/*', limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024), apiAccess(services, clientOf), uploadGuard(clientOf));
 

@@ -258,10 +258,8 @@ export const stacks = pgTable(
   {
     name: text('name').primaryKey(),
     visibility: text('visibility', { enum: STACK_VISIBILITIES }).notNull(),
-    /** Who added it: the owner of a private stack. */
-    ownerId: text('owner_id')
-      .notNull()
-      .references(() => users.id),
+    /** Who added it: the owner of a private stack; null for the global stacks shipped with Tollgate (`stacks/`). */
+    ownerId: text('owner_id').references(() => users.id),
     title: text('title').notNull(),
     description: text('description').notNull().default(''),
     category: text('category').notNull(),

@@ -55,6 +55,30 @@ export class StackCatalog {
     }
   }
 
+  /** Adds a shipped global stack (owned by no user) unless one of its name exists; true when added. */
+  async addShipped(read: StackPackage, zip: Buffer): Promise<boolean> {
+    const { manifest } = read;
+    const rows = await this.db
+      .insert(stacks)
+      .values({
+        name: manifest.name,
+        visibility: 'global',
+        ownerId: null,
+        title: manifest.title,
+        description: manifest.description,
+        category: manifest.category,
+        icon: manifest.icon ?? null,
+        applicableProfiles: manifest.applicable_profiles ?? null,
+        inputs: manifest.inputs,
+        root: read.root,
+        package: zip,
+        packageSha256: createHash('sha256').update(zip).digest('hex'),
+      })
+      .onConflictDoNothing({ target: stacks.name })
+      .returning({ name: stacks.name });
+    return rows.length > 0;
+  }
+
   /** A stack `actor` may see, or 404 (a private stack of someone else does not exist for them). */
   async get(actor: Actor, name: string): Promise<StackRow> {
     const [row] = await this.db.select().from(stacks).where(and(eq(stacks.name, name), visibleTo(actor)));

@@ -43,19 +43,20 @@ describe.each(stores)('generic API: the stack catalog (%s)', (store) => {
   }
 
   it('a platform admin adds a global stack; a user adds a private one, seen only by them and admins', async () => {
-    const global = await upload(admin.key, await zipOf({ 'manifest.json': manifest('monitoring', { icon: '📈' }), 'main.tf': 'variable "port" { default = 3000 }' }));
+    const global = await upload(admin.key, await zipOf({ 'manifest.json': manifest('observability', { icon: '📈' }), 'main.tf': 'variable "port" { default = 3000 }' }));
     expect(global.status).toBe(201);
-    expect(global.body).toMatchObject({ name: 'monitoring', visibility: 'global', owner_id: admin.id, title: 'The monitoring stack', category: 'Monitoring', icon: '📈', inputs: [] });
+    expect(global.body).toMatchObject({ name: 'observability', visibility: 'global', owner_id: admin.id, title: 'The observability stack', category: 'Monitoring', icon: '📈', inputs: [] });
     const mine = await upload(alice.key, await zipOf({ 'slurm/main.tf': 'variable "partition" { type = string }', 'slurm/README.md': 'A Slurm scheduler.' }), 'whatever.zip');
     expect(mine.status).toBe(201);
     expect(mine.body).toMatchObject({ name: 'slurm', visibility: 'private', owner_id: alice.id, category: 'Custom', description: 'A Slurm scheduler.', inputs: [{ name: 'partition', type: 'string', required: true }] });
 
     const names = async (key: string) => ((await apiAs(gateway, key)('GET', '/stacks?sort=name')).body.data as Array<{ name: string }>).map((s) => s.name);
-    expect(await names(alice.key)).toEqual(['monitoring', 'slurm']);
-    expect(await names(bob.key)).toEqual(['monitoring']);
-    expect(await names(admin.key)).toEqual(['monitoring', 'slurm']);
+    // The shipped global stacks (stacks/) are there for everyone too.
+    expect(await names(alice.key)).toEqual(['monitoring', 'observability', 'slurm', 'vllm-serving']);
+    expect(await names(bob.key)).toEqual(['monitoring', 'observability', 'vllm-serving']);
+    expect(await names(admin.key)).toEqual(['monitoring', 'observability', 'slurm', 'vllm-serving']);
     expect((await apiAs(gateway, bob.key)('GET', '/stacks/slurm')).status).toBe(404);
-    expect((await apiAs(gateway, bob.key)('GET', '/stacks/monitoring')).body.name).toBe('monitoring');
+    expect((await apiAs(gateway, bob.key)('GET', '/stacks/observability')).body.name).toBe('observability');
   });
 
   it('searches name, title and description, filters by category, and pages', async () => {
@@ -63,7 +64,7 @@ describe.each(stores)('generic API: the stack catalog (%s)', (store) => {
     for (const name of ['grafana-extra', 'kuberay']) await upload(admin.key, await zipOf({ 'manifest.json': manifest(name, { category: name === 'kuberay' ? 'ML Framework' : 'Monitoring' }), 'main.tf': '' }));
     expect((await api('GET', '/stacks?q=RAY')).body.data.map((s: { name: string }) => s.name)).toEqual(['kuberay']);
     expect((await api('GET', '/stacks?q=Runs%20grafana')).body.data.map((s: { name: string }) => s.name)).toEqual(['grafana-extra']);
-    expect((await api('GET', '/stacks?category=ML%20Framework')).body.data.map((s: { name: string }) => s.name)).toEqual(['kuberay']);
+    expect((await api('GET', '/stacks?category=ML%20Framework&sort=name')).body.data.map((s: { name: string }) => s.name)).toEqual(['kuberay', 'vllm-serving']);
     const page = await api('GET', '/stacks?limit=1&page=2&sort=name');
     expect(page.body.pagination).toMatchObject({ page: 2, limit: 1 });
     expect(page.body.data).toHaveLength(1);
@@ -82,15 +83,15 @@ describe.each(stores)('generic API: the stack catalog (%s)', (store) => {
     expect(Buffer.from(await own.arrayBuffer()).equals(zip)).toBe(true);
     expect((await get(admin.key)).status).toBe(200);
     expect((await get(bob.key)).status).toBe(404);
-    expect((await fetch(`${gateway.url}/v1/stacks/monitoring/download`, { headers: { authorization: `Bearer ${bob.key}` } })).status).toBe(200);
+    expect((await fetch(`${gateway.url}/v1/stacks/observability/download`, { headers: { authorization: `Bearer ${bob.key}` } })).status).toBe(200);
   });
 
   it('lets platform admins change and delete any stack, users only their private ones', async () => {
     await upload(alice.key, await zipOf({ 'manifest.json': manifest('alices'), 'main.tf': '' }));
     const asAlice = apiAs(gateway, alice.key);
     expect((await asAlice('PATCH', '/stacks/alices', { title: 'Alice\'s stack', icon: 'https://example.com/icon.png', applicable_profiles: ['a100x8'] })).body).toMatchObject({ title: 'Alice\'s stack', icon: 'https://example.com/icon.png', applicable_profiles: ['a100x8'] });
-    expect((await asAlice('PATCH', '/stacks/monitoring', { title: 'mine now' })).status).toBe(403);
-    expect((await asAlice('DELETE', '/stacks/monitoring')).status).toBe(403);
+    expect((await asAlice('PATCH', '/stacks/observability', { title: 'mine now' })).status).toBe(403);
+    expect((await asAlice('DELETE', '/stacks/observability')).status).toBe(403);
     expect((await apiAs(gateway, bob.key)('PATCH', '/stacks/alices', { title: 'x' })).status).toBe(404);
     const bad = await asAlice('PATCH', '/stacks/alices', { category: 'Games', icon: 'http://plain.example/i.png', name: 'renamed' });
     expect(bad.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['category', 'icon', 'name']);
@@ -100,7 +101,7 @@ describe.each(stores)('generic API: the stack catalog (%s)', (store) => {
   });
 
   it('refuses a taken name, a bad package (naming the entry), and anything but a multipart upload', async () => {
-    const again = await upload(admin.key, await zipOf({ 'manifest.json': manifest('monitoring'), 'main.tf': '' }));
+    const again = await upload(admin.key, await zipOf({ 'manifest.json': manifest('observability'), 'main.tf': '' }));
     expect(again.status).toBe(409);
     expect(again.body.error).toMatchObject({ code: 'CONFLICT', details: [{ field: 'name' }] });
     const noTf = await upload(alice.key, await zipOf({ 'README.md': 'nothing' }));
