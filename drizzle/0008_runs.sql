@@ -34,6 +34,7 @@ CREATE TABLE "runs" (
 	"failure" text,
 	"outputs" jsonb,
 	"public_url" text,
+	"web_target" text,
 	CONSTRAINT "runs_state_check" CHECK ("runs"."state" in ('QUEUED', 'RUNNING', 'APPLIED', 'FAILED', 'CANCELED'))
 );
 --> statement-breakpoint

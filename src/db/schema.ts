@@ -397,6 +397,8 @@ export const runs = pgTable(
     failure: text('failure'),
     outputs: jsonb('outputs').$type<Record<string, unknown>>(),
     publicUrl: text('public_url'),
+    /** Where requests for the public URL's host go: the node's address and the exposed port (`10.0.0.5:3000`). */
+    webTarget: text('web_target'),
   },
   (t) => [
     index('runs_cluster_idx').on(t.clusterId, t.createdAt),
