@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
@@ -61,6 +62,17 @@ const settingsSchema = z.object({
   TOLLGATE_REBUILD_GRACE_MS: z.coerce.number().int().min(0).max(60_000).default(3_000),
   TOLLGATE_STACK_URL_ALLOW_HTTP: z.enum(['true', 'false']).default('false'),
   TOLLGATE_STACK_URL_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
+  TOLLGATE_TOFU_BIN: z.string().min(1).optional(),
+  TOLLGATE_RUN_WORKERS: z.coerce.number().int().min(0).max(64).default(2),
+  TOLLGATE_RUN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(1800),
+  TOLLGATE_RUN_DIR: z.string().min(1).optional(),
+  TOLLGATE_RUN_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  TOLLGATE_RUN_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
+  TOLLGATE_RUN_KILL_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  TOLLGATE_RUN_ENV: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$/, 'TOLLGATE_RUN_ENV must be a comma-separated list of environment variable names')
+    .optional(),
   TOLLGATE_PASSWORD_COST: z.coerce.number().int().min(10).max(20).default(15),
   TOLLGATE_SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(43_200).default(720),
   TOLLGATE_SESSION_MAX_HOURS: z.coerce.number().int().min(1).max(8_760).default(168),
@@ -147,6 +159,25 @@ export interface Config {
   rebuildGraceMs: number;
   /** Adding a stack by URL: whether http:// and private, loopback or link-local addresses are allowed (both off by default: server-side request forgery). */
   stackDownloads: { allowHttp: boolean; allowPrivate: boolean };
+  /** Applying stacks to clusters (`src/runs/`). */
+  runs: {
+    /** The OpenTofu or Terraform command line: a path or a command name; unset: `tofu` on PATH, else `terraform`. */
+    tofuBin?: string;
+    /** Runs this process applies at once; 0: it applies none (another process's workers do). */
+    workers: number;
+    /** A run still going after this long is stopped and FAILED. */
+    timeoutMs: number;
+    /** Where each run's module is unpacked, in a fresh folder removed afterwards. */
+    workDir: string;
+    /** How often a worker looks for queued runs, for cancel requests, and renews its claims. */
+    pollMs: number;
+    /** A claim not renewed for this long (its worker died) fails the run. */
+    leaseMs: number;
+    /** After SIGINT (cancel, timeout), how long the tool has to stop before SIGKILL. */
+    killGraceMs: number;
+    /** Environment variables passed to the tool besides PATH, HOME and the TF_ ones it needs (TOLLGATE_RUN_ENV), with their values. */
+    passEnv: Record<string, string>;
+  };
   people: {
     /** scrypt's cost as log2 N for new password hashes (15: 32 MiB, about 0.1 s each). */
     passwordCost: number;
@@ -222,6 +253,16 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     catalogPollMs: s.TOLLGATE_CATALOG_POLL_MS,
     rebuildGraceMs: s.TOLLGATE_REBUILD_GRACE_MS,
     stackDownloads: { allowHttp: s.TOLLGATE_STACK_URL_ALLOW_HTTP === 'true', allowPrivate: s.TOLLGATE_STACK_URL_ALLOW_PRIVATE === 'true' },
+    runs: {
+      tofuBin: s.TOLLGATE_TOFU_BIN,
+      workers: s.TOLLGATE_RUN_WORKERS,
+      timeoutMs: s.TOLLGATE_RUN_TIMEOUT_SECONDS * 1000,
+      workDir: path.resolve(s.TOLLGATE_RUN_DIR ?? path.join(os.tmpdir(), 'tollgate-runs')),
+      pollMs: s.TOLLGATE_RUN_POLL_MS,
+      leaseMs: s.TOLLGATE_RUN_LEASE_MS,
+      killGraceMs: s.TOLLGATE_RUN_KILL_GRACE_MS,
+      passEnv: Object.fromEntries((s.TOLLGATE_RUN_ENV?.split(',') ?? []).flatMap((name) => (present[name] === undefined ? [] : [[name, present[name]!]]))),
+    },
     people: {
       passwordCost: s.TOLLGATE_PASSWORD_COST,
       sessionIdleMs: s.TOLLGATE_SESSION_IDLE_MINUTES * 60_000,
