@@ -24,6 +24,7 @@ import { UserService } from './people/users.js';
 import { createWindowCounter, type WindowCounter } from './api/rate-limit.js';
 import { ClusterService } from './clusters/service.js';
 import { StackCatalog } from './stacks/catalog.js';
+import { CostService } from './costs/service.js';
 
 /**
  * Everything the routes need, built once at start-up (see `gateway.ts`) and
@@ -66,6 +67,8 @@ export interface Services {
   clusters: ClusterService;
   /** The template (stack) catalog. */
   stacks: StackCatalog;
+  /** Rate cards, conversion rates, billing currencies and cost reports. */
+  costs: CostService;
 }
 
 export interface ServiceParts {
@@ -130,6 +133,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     windows: createWindowCounter(redis, config.limits.redisPrefix),
     clusters: new ClusterService(db),
     stacks: new StackCatalog(db),
+    costs: new CostService(db),
     applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
   };
 }

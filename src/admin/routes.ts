@@ -10,6 +10,7 @@ import { readBody, readQuery } from '../http/validate.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES } from '../http/request.js';
 import * as view from './views.js';
 import { userView } from '../api/routes.js';
+import { registerCostAdminRoutes } from './cost-routes.js';
 
 /**
  * The management API, mounted by the app under `/admin/v1`. Every route needs
@@ -112,6 +113,7 @@ export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
     return c.json(view.nodeView(await services.clusters.addNode(input)), 201);
   });
   admin.get('/nodes', async (c) => c.json(view.listOf((await services.clusters.listNodes()).map(view.nodeView))));
+  registerCostAdminRoutes(admin, services);
 
   admin.get('/keys/:keyId', async (c) => c.json(view.keyView(await keys.get(c.req.param('keyId')))));
   admin.patch('/keys/:keyId', async (c) => {

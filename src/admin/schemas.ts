@@ -3,6 +3,8 @@ import { MoneyFormatError, parseAmount, pricePerTokenFromMillion } from '../bill
 import { ROLES, TASK_TYPES } from '../db/schema.js';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../people/passwords.js';
 import { KEY_EXPIRIES } from '../keys/service.js';
+import { currencyCode } from '../costs/currencies.js';
+import { wholeSecondInstant } from '../costs/window.js';
 
 /**
  * Request bodies of the management API. Unknown fields are refused (a typo such
@@ -120,3 +122,25 @@ export const createNodeBody = z.strictObject({
   access: z.string().trim().max(500).optional(),
 });
 
+
+/** A non-negative decimal string with at most 12 decimal places (prices and conversion rates are exact to 10^-12). */
+const exactDecimal = z
+  .string({ error: (issue) => (typeof issue.input === 'number' ? 'Send decimals as strings such as "2.50", not JSON numbers.' : undefined) })
+  .regex(/^\d{1,18}(\.\d{1,12})?$/, 'Must be a decimal such as 2.50, with at most 12 decimal places.');
+
+export const createRateCardBody = z
+  .strictObject({
+    profile: z.string().min(1).max(100),
+    currency: currencyCode,
+    node_hour_price: exactDecimal,
+    gpu_hour_price: exactDecimal,
+    effective_from: wholeSecondInstant,
+    effective_to: wholeSecondInstant.nullable().optional(),
+  })
+  .refine((card) => !card.effective_to || card.effective_to > card.effective_from, { message: 'Must be after effective_from.', path: ['effective_to'] });
+export const rateCardsQuery = z.object({ profile: z.string().min(1).max(100).optional() });
+
+export const setConversionRateBody = z.strictObject({ rate: exactDecimal.refine((rate) => /[1-9]/.test(rate), 'Must be greater than 0.') });
+export const conversionRateKey = z.object({ base: currencyCode, quote: currencyCode, date: z.iso.date('Must be a date as YYYY-MM-DD.') }).refine((key) => key.base !== key.quote, { message: 'Must differ from base.', path: ['quote'] });
+export const conversionRatesQuery = z.object({ base: currencyCode.optional(), quote: currencyCode.optional() });
+export const costsQuery = z.object({ org_id: z.string().min(1).max(100).optional() });

@@ -5,6 +5,9 @@ import type { LedgerEntry } from '../billing/wallet.js';
 import type { ModelRow, PriceRow } from '../catalog/service.js';
 import { keyStatus, type KeyRow } from '../keys/service.js';
 import type { Organization, Project } from '../platform/orgs.js';
+import type { ConversionRateRow } from '../costs/conversion-rates.js';
+import { formatDecimal, parseDecimal } from '../costs/decimal.js';
+import type { RateCardRow } from '../costs/rate-cards.js';
 
 /**
  * Rows to the JSON the management API answers with: snake_case fields, dates
@@ -143,3 +146,21 @@ export function nodeView(node: NodeRow) {
   return { id: node.id, profile: node.profile, address: node.address, access: node.access, cluster_id: node.clusterId, created_at: iso(node.createdAt) };
 }
 
+
+export function rateCardView(card: RateCardRow) {
+  return {
+    id: card.id,
+    object: 'rate_card' as const,
+    profile: card.profile,
+    currency: card.currency,
+    node_hour_price: formatDecimal(parseDecimal(card.nodeHourPrice)),
+    gpu_hour_price: formatDecimal(parseDecimal(card.gpuHourPrice)),
+    effective_from: iso(card.effectiveFrom),
+    effective_to: iso(card.effectiveTo),
+    created_at: iso(card.createdAt),
+  };
+}
+
+export function conversionRateView(rate: ConversionRateRow) {
+  return { object: 'conversion_rate' as const, base: rate.base, quote: rate.quote, effective_on: rate.effectiveOn, rate: formatDecimal(parseDecimal(rate.rate)), updated_at: iso(rate.updatedAt) };
+}
