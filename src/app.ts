@@ -16,7 +16,7 @@ import { createPortalRoutes } from './portal/routes.js';
 
 /**
  * The whole HTTP surface: /v1 for clients, /api/v1 (and /v1/users, /v1/projects)
- * and /auth for people, /admin/v1 for operators, /health for load balancers. Errors of every route become the one envelope here.
+ * and /auth for people, /admin/v1 for operators, /health and /health/ready for load balancers and orchestrators, /metrics for Prometheus. Errors of every route become the one envelope here.
  *
  * @example
  * serve({ fetch: createApp(services).fetch, port: 8080 });
@@ -24,6 +24,8 @@ import { createPortalRoutes } from './portal/routes.js';
 export function createApp(services: Services): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.use(requestId());
+  // Metrics and traces of every request (observability/observer.ts); not even installed when both are off.
+  if (services.observer.active) app.use(services.observer.middleware());
   // No route, id or name holds a NUL character (nor can the store look one up): refuse it before any handler.
   app.use(async (c, next) => {
     if (c.req.raw.url.includes('%00')) throw new GatewayError('not_found', 'There is no such route or resource.');
@@ -35,9 +37,18 @@ export function createApp(services: Services): Hono<GatewayEnv> {
     if (services.inFlight.draining) c.header('connection', 'close');
   });
   app.get('/health', (c) => (services.inFlight.draining ? c.json({ status: 'draining' }, 503) : c.json({ status: 'ok' })));
-  app.get('/metrics', operatorAuth(services.adminToken), async (c) =>
-    c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
-  );
+  // Readiness for orchestrators: 503 while draining, or while the database, Redis or some model's engines are away.
+  app.get('/health/ready', async (c) => {
+    const { ready, body } = await services.readiness();
+    return c.json(body, ready ? 200 : 503);
+  });
+  // On the main port to the operator token, unless TOLLGATE_METRICS_PORT serves it on a port of its own.
+  const { metrics: metricsOn, metricsPort } = services.config.observability;
+  if (metricsOn && metricsPort === null) {
+    app.get('/metrics', operatorAuth(services.adminToken), async (c) =>
+      c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
+    );
+  }
   // Read your writes: usage and balances read on a replica include every charge it has journaled
   // (they wait, at most STORE_TIMEOUT_MS, for its journal to reach the database).
   const chargesWritten = async (c: Context, next: Next) => {

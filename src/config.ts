@@ -76,6 +76,19 @@ const settingsSchema = z.object({
   TOLLGATE_PASSWORD_COST: z.coerce.number().int().min(10).max(20).default(15),
   TOLLGATE_SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(43_200).default(720),
   TOLLGATE_SESSION_MAX_HOURS: z.coerce.number().int().min(1).max(8_760).default(168),
+  TOLLGATE_METRICS: z.enum(['on', 'off']).default('on'),
+  TOLLGATE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  TOLLGATE_METRICS_HOST: z.string().min(1).optional(),
+  TOLLGATE_METRICS_ORG_LABEL: z.enum(['true', 'false']).default('false'),
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  OTEL_TRACES_EXPORTER: z.string().default('otlp'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default('tollgate'),
+  OTEL_TRACES_SAMPLER: z
+    .enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'])
+    .default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
   TOLLGATE_TRUSTED_PROXIES: z
     .string()
     .trim()
@@ -178,6 +191,23 @@ export interface Config {
     /** Environment variables passed to the tool besides PATH, HOME and the TF_ ones it needs (TOLLGATE_RUN_ENV), with their values. */
     passEnv: Record<string, string>;
   };
+  observability: {
+    /** false: no request metrics are recorded and `/metrics` is not served (benchmarks: the cost of metrics). */
+    metrics: boolean;
+    /**
+     * null: `/metrics` is served on the main port to the operator token. A port: served there, without a
+     * token, on `metricsHost` (and not on the main port), for a Prometheus that cannot send a token.
+     */
+    metricsPort: number | null;
+    metricsHost: string;
+    /** Token and spend counters carry an `organization` label (one series per organization and model: keep it off with many tenants). */
+    orgLabel: boolean;
+    /**
+     * Traces, on when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set, unless OTEL_SDK_DISABLED=true or
+     * OTEL_TRACES_EXPORTER=none. The OTLP exporter reads the standard OTEL_EXPORTER_OTLP_* variables itself (headers, timeout).
+     */
+    tracing: { serviceName: string; sampler: string; samplerRatio: number } | null;
+  };
   people: {
     /** scrypt's cost as log2 N for new password hashes (15: 32 MiB, about 0.1 s each). */
     passwordCost: number;
@@ -262,6 +292,16 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       leaseMs: s.TOLLGATE_RUN_LEASE_MS,
       killGraceMs: s.TOLLGATE_RUN_KILL_GRACE_MS,
       passEnv: Object.fromEntries((s.TOLLGATE_RUN_ENV?.split(',') ?? []).flatMap((name) => (present[name] === undefined ? [] : [[name, present[name]!]]))),
+    },
+    observability: {
+      metrics: s.TOLLGATE_METRICS === 'on',
+      metricsPort: s.TOLLGATE_METRICS_PORT ?? null,
+      metricsHost: s.TOLLGATE_METRICS_HOST ?? s.TOLLGATE_HOST,
+      orgLabel: s.TOLLGATE_METRICS_ORG_LABEL === 'true',
+      tracing:
+        (s.OTEL_EXPORTER_OTLP_ENDPOINT || s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) && s.OTEL_SDK_DISABLED === 'false' && s.OTEL_TRACES_EXPORTER !== 'none'
+          ? { serviceName: s.OTEL_SERVICE_NAME, sampler: s.OTEL_TRACES_SAMPLER, samplerRatio: s.OTEL_TRACES_SAMPLER_ARG }
+          : null,
     },
     people: {
       passwordCost: s.TOLLGATE_PASSWORD_COST,

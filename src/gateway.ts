@@ -16,6 +16,9 @@ import { createLogger, describeError, type Logger } from './http/log.js';
 import { type DemoSeed, seedDemo } from './seed.js';
 import { loadShippedStacks } from './stacks/shipped.js';
 import { createServices, type Services } from './services.js';
+import { serveMetrics } from './observability/metrics-server.js';
+import { startTracing } from './observability/tracing.js';
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
 
 /** How often expired holds are swept and old request data purged: every minute, or every hold lease if shorter. */
 const SWEEP_INTERVAL_MS = 60_000;
@@ -26,6 +29,8 @@ export interface RunningGateway {
   port: number;
   services: Services;
   adminToken: AdminToken;
+  /** `http://127.0.0.1:PORT/metrics` when TOLLGATE_METRICS_PORT serves metrics on a port of their own; else null. */
+  metricsUrl: string | null;
   /** Set on the first start with an empty store (and TOLLGATE_SEED_DEMO on). */
   demo: DemoSeed | null;
   /**
@@ -43,6 +48,8 @@ export interface StartOptions {
   /** The environment, for engine definitions that name their API key's variable. */
   env?: Record<string, string | undefined>;
   log?: Logger;
+  /** With tracing configured, spans go here instead of to OTLP (tests: the SDK's InMemorySpanExporter). */
+  spanExporter?: SpanExporter;
 }
 
 /**
@@ -71,7 +78,11 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     if (config.dataDir !== 'memory://') await mkdir(config.dataDir, { recursive: true });
     const journal = await ChargeJournal.open(config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'charges.journal'));
     closers.unshift(() => journal.close());
-    const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token, redis, journal });
+    // Only when configured: a gateway without tracing never loads the SDK.
+    const tracingSettings = config.observability.tracing;
+    const tracing = tracingSettings ? await startTracing(tracingSettings, { exporter: options.spanExporter }) : null;
+    if (tracing) closers.unshift(() => tracing.shutdown());
+    const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token, redis, journal, tracing });
     if (journal.pendingCount > 0) log.warn('charges from an earlier run are waiting to be written', { count: journal.pendingCount });
     services.applier.start();
     closers.unshift(async () => {
@@ -99,12 +110,16 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const server = await listen(createApp(services).fetch, config);
     closers.unshift(() => closeServer(server));
     const port = (server.address() as AddressInfo).port;
+    const { metrics: metricsOn, metricsPort, metricsHost } = config.observability;
+    const metricsServer = metricsOn && metricsPort !== null ? await serveMetrics(services.metrics.registry, metricsPort, metricsHost) : null;
+    if (metricsServer) closers.unshift(() => metricsServer.close());
     log.info('gateway listening', { port, store: store.driver, limits: !config.limits.enabled ? 'off' : redis ? 'redis' : 'memory', engines: definitions.length });
     return {
       url: `http://127.0.0.1:${port}`,
       port,
       services,
       adminToken,
+      metricsUrl: metricsServer ? `http://127.0.0.1:${metricsServer.port}/metrics` : null,
       demo,
       drain: () => drain(server, services),
       close: () => runAll(closers),

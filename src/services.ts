@@ -14,7 +14,11 @@ import { createMemoryGate } from './limits/memory-gate.js';
 import { createRedisGate } from './limits/redis-gate.js';
 import { WalletService } from './billing/wallet.js';
 import { OrgService } from './platform/orgs.js';
-import { createMetrics, type Metrics } from './http/metrics.js';
+import { createMetrics, type Metrics } from './observability/metrics.js';
+import { Observer } from './observability/observer.js';
+import { createReadiness, type Readiness } from './observability/readiness.js';
+import { registerStateGauges } from './observability/state-gauges.js';
+import type { Tracing } from './observability/tracing.js';
 import { InFlight } from './http/in-flight.js';
 import { OutageLog } from './http/outage.js';
 import { AdmissionCache } from './catalog/admission-cache.js';
@@ -51,8 +55,14 @@ export interface Services {
   admissions: Admissions;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;
-  /** Prometheus counters, served at GET /metrics. */
+  /** Prometheus metrics, served at GET /metrics (unless TOLLGATE_METRICS=off: then the request path records none). */
   metrics: Metrics;
+  /** Records requests into the metrics and traces (`observability/observer.ts`). */
+  observer: Observer;
+  /** Traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set; see `observability/tracing.ts`. */
+  tracing: Tracing | null;
+  /** What `/health/ready` answers: database, Redis, engines, draining. */
+  readiness: () => Promise<Readiness>;
   /** Billed calls under way, and whether the gateway is draining; see `gateway.ts` drain(). */
   inFlight: InFlight;
   /** Logs a database outage once when it starts and once when it ends. */
@@ -81,6 +91,8 @@ export interface ServiceParts {
   redis?: Redis | null;
   /** Opened by the caller (it reads the data folder): `ChargeJournal.open`. */
   journal: ChargeJournal;
+  /** Started by the caller when tracing is configured (`observability/tracing.ts`). */
+  tracing?: Tracing | null;
 }
 
 /**
@@ -89,7 +101,7 @@ export interface ServiceParts {
  * @example
  * const services = createServices({ config, db: store.db, log, fleet, adminToken });
  */
-export function createServices({ config, db, log, fleet, adminToken, redis = null, journal }: ServiceParts): Services {
+export function createServices({ config, db, log, fleet, adminToken, redis = null, journal, tracing = null }: ServiceParts): Services {
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
   const gate = redis
     ? createRedisGate(redis, { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions })
@@ -110,6 +122,10 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   // A write through this process drops its cache at once; other replicas see the catalog version move.
   const catalogChanged = () => admissionCache.invalidate();
   const passwords = new Passwords(config.people.passwordCost);
+  const inFlight = new InFlight();
+  const metricsOn = config.observability.metrics;
+  const metrics = createMetrics({ orgLabel: config.observability.orgLabel, processMetrics: metricsOn });
+  if (metricsOn) registerStateGauges(metrics, { journal, inFlight, fleet, storeOutage, redis });
   return {
     config,
     db,
@@ -124,8 +140,11 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     adminToken,
     admissions,
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
-    metrics: createMetrics(),
-    inFlight: new InFlight(),
+    metrics,
+    observer: new Observer(metricsOn ? metrics : null, tracing, config.currency),
+    tracing,
+    readiness: createReadiness({ db, redis, fleet, inFlight }),
+    inFlight,
     storeOutage,
     users: new UserService(db, passwords, catalogChanged),
     passwords,

@@ -1,6 +1,7 @@
 import type { AuthenticatedKey } from '../keys/service.js';
 import type { Actor } from '../people/permissions.js';
 import type { UserRow } from '../people/users.js';
+import type { RequestTrace } from '../observability/tracing.js';
 
 /** A person making a generic API or portal call, and how they proved it. */
 export interface SignedInActor extends Actor {
@@ -19,5 +20,11 @@ export interface GatewayEnv {
     caller: AuthenticatedKey;
     /** Set by the generic API's access middleware (`api/access.ts`). */
     actor: SignedInActor;
+    /** The catalog model a billed request asked for, once known: the `model` label of its metrics. */
+    model: string | undefined;
+    /** The request's spans, when tracing is on (`observability/observer.ts`). */
+    trace: RequestTrace | undefined;
+    /** Set when a billed call's answer is a live stream: it is recorded when it ends, not when its headers leave. */
+    streaming: boolean | undefined;
   };
 }

@@ -8,6 +8,8 @@ export interface FailoverCall {
   path: string;
   /** The upstream body for a target (it names the target's served model). */
   body(target: UpstreamTarget): Record<string, unknown>;
+  /** Headers for every replica tried, besides the target's own (the trace's `traceparent`). */
+  headers?: Record<string, string>;
   clientModel: string;
   signal: AbortSignal;
 }
@@ -34,7 +36,7 @@ export async function postWithFailover(call: FailoverCall): Promise<{ response: 
       throw error;
     }
     try {
-      const response = await postUpstream({ target, path: call.path, body: call.body(target), clientModel: call.clientModel, signal: call.signal });
+      const response = await postUpstream({ target, path: call.path, body: call.body(target), headers: call.headers, clientModel: call.clientModel, signal: call.signal });
       return { response, target };
     } catch (error) {
       target.release();

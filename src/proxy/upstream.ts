@@ -25,6 +25,8 @@ export interface UpstreamCall {
   /** Path below the target's `/v1`, e.g. `/chat/completions`. */
   path: string;
   body: Record<string, unknown>;
+  /** Headers besides the target's own, e.g. the trace's `traceparent`. */
+  headers?: Record<string, string>;
   /** The model name as the client wrote it, for messages. */
   clientModel: string;
   signal: AbortSignal;
@@ -61,7 +63,7 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> {
   let response: IncomingMessage;
   try {
-    response = await post(call.target.baseUrl + call.path, JSON.stringify(call.body), call.target.headers, call.signal);
+    response = await post(call.target.baseUrl + call.path, JSON.stringify(call.body), call.headers ? { ...call.target.headers, ...call.headers } : call.target.headers, call.signal);
   } catch (error) {
     if (call.signal.aborted && isTimeout(call.signal.reason)) {
       throw new GatewayError('upstream_error', 'The model server did not answer in time. Retry later.', { status: 504, cause: error });

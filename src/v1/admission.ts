@@ -11,6 +11,7 @@ import { isProjectId } from '../db/ids.js';
 import { withinStoreTimeout } from '../db/timeout.js';
 import { estimateRequestTokens } from '../limits/estimate.js';
 import type { Ticket } from '../limits/admissions.js';
+import type { RequestTrace } from '../observability/tracing.js';
 import type { Services } from '../services.js';
 import { validateChatRequest, validateEmbeddingsRequest } from './validate.js';
 
@@ -39,6 +40,12 @@ export interface BilledCall extends AuthorizedRequest {
   holdNanos: bigint;
   /** Marks the call as ended for a draining gateway; `settle` and `abandon` call it once billing is done. */
   finish(): void;
+  /** The request's spans when tracing is on (`observability/tracing.ts`). */
+  trace: RequestTrace | undefined;
+  /** `performance.now()` when the call left for an engine, when the engine's answer began, and when its last byte came (0: not yet). */
+  upstreamAt: number;
+  answeredAt: number;
+  upstreamDoneAt: number;
 }
 
 /**
@@ -64,6 +71,7 @@ export async function authorize(c: Context<GatewayEnv>, services: Services, task
   const caller = verifiedKey(keyRow, hash);
   c.set('caller', caller);
   const { model, price } = pickModel(matches, modelName);
+  c.set('model', model.id);
   if (model.taskType !== task) {
     const message =
       task === 'embedding'
@@ -101,7 +109,7 @@ export async function reserve(c: Context<GatewayEnv>, services: Services, reques
   });
   for (const [name, value] of Object.entries(ticket.headers)) c.header(name, value);
   const finish = services.inFlight.begin();
-  return { ...request, ticket, bounds, holdNanos, finish };
+  return { ...request, ticket, bounds, holdNanos, finish, trace: c.get('trace'), upstreamAt: 0, answeredAt: 0, upstreamDoneAt: 0 };
 }
 
 /** The model name, or, when the body names none, 401 for a bad key before 400 for the model. */

@@ -31,18 +31,23 @@ export interface Settlement {
  * Never throws: the response is already on its way.
  */
 export async function settle(services: Services, call: BilledCall, reported: Settlement): Promise<void> {
+  const chargeStartedAt = performance.now();
+  let billed: { settlement: Settlement; cost: bigint | null } | null = null;
   try {
-    await settleCall(services, call, reported);
+    const settlement = withinBounds(services, call, reported);
+    // The clamp keeps the cost within the hold; the min() is the rule itself, stated once more.
+    const cost = services.config.billingEnabled ? minOf(costOf(settlement.usage, call.price), call.holdNanos) : null;
+    billed = { settlement, cost };
+    await settleCall(services, call, settlement, cost);
   } finally {
     call.finish();
+    const charged = billed && { usage: billed.settlement.usage, cost: billed.cost };
+    services.observer.settled(call, { status: reported.status, streamed: reported.streamed, firstTokenAt: reported.firstTokenAt, billed: charged }, chargeStartedAt);
   }
 }
 
-async function settleCall(services: Services, call: BilledCall, reported: Settlement): Promise<void> {
-  const settlement = withinBounds(services, call, reported);
+async function settleCall(services: Services, call: BilledCall, settlement: Settlement, cost: bigint | null): Promise<void> {
   const tokens = settlement.usage.promptTokens + settlement.usage.completionTokens;
-  // The clamp keeps the cost within the hold; the min() is the rule itself, stated once more.
-  const cost = services.config.billingEnabled ? minOf(costOf(settlement.usage, call.price), call.holdNanos) : null;
   // The charge is durable before the gate hears of it: a replica that dies in between leaves a charge the
   // journal holds but the gate was never told of, which the next start finds unreported and rebuilds from.
   if (cost !== null) {

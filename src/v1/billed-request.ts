@@ -72,17 +72,24 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
   // A relayed stream gives back its replica when it ends; everything else gives it back here.
   let target: UpstreamTarget | undefined;
   let relaying = false;
+  // Timing points for the overhead histogram and the spans (observability/observer.ts); the engine gets the trace's traceparent.
+  call.upstreamAt = performance.now();
+  const traceHeaders = call.trace?.startUpstream(call.startedAt, call.upstreamAt, call.model.id);
   try {
     const sent = await postWithFailover({
       acquire: (exclude) => services.fleet.acquire(call.model.id, exclude),
       path: endpoint.path,
       body: (t) => endpoint.upstreamBody(call, t),
+      headers: traceHeaders,
       clientModel: call.clientModel,
       signal,
     });
     target = sent.target;
+    call.answeredAt = performance.now();
+    call.trace?.upstreamAnswered(target.replicaId, target.servedModelName);
     if (stream) {
       relaying = true;
+      c.set('streaming', true);
       const relayed = target;
       return endpoint.relayStream!(c, services, call, sent.response, {
         abort: () => upstreamAbort.abort(),
@@ -93,6 +100,7 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
       });
     }
     const answer = await readEngineJson(sent.response);
+    call.upstreamDoneAt = performance.now();
     answer.model = call.clientModel;
     endpoint.shapeAnswer?.(answer);
     const text = JSON.stringify(withoutNullFields(answer));
@@ -107,6 +115,7 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
     });
     return c.body(text, 200, { 'content-type': 'application/json' });
   } catch (error) {
+    call.trace?.upstreamFailed(error);
     if (!stream && clientGone.aborted) return settleClientGone(services, call, endpoint.estimate(call, null).promptTokens);
     await abandon(services, call);
     throw error;

@@ -21,6 +21,7 @@ export async function cachedAnswer(c: Context<GatewayEnv>, services: Services, r
     return null;
   });
   c.header('X-Tollgate-Cache', hit ? 'hit' : 'miss');
+  services.observer.cacheLookup(hit !== null);
   if (!hit) return null;
   await recordCacheHit(services, request, hit);
   if (hit.kind === 'json') return c.body(hit.body, 200, { 'content-type': 'application/json' });
