@@ -103,7 +103,7 @@ export class Observer {
   middleware(): MiddlewareHandler<GatewayEnv> {
     return async (c, next) => {
       const startedAt = performance.now();
-      const trace = this.tracing?.begin(c.req.method, c.req.path, c.req.header('traceparent'), c.req.header('tracestate'));
+      const trace = this.tracing?.begin(c.req.method, c.req.path, c.req.header('traceparent'), c.req.header('tracestate'), startedAt);
       if (trace) {
         c.set('trace', trace);
         c.header('traceparent', trace.traceparent);
@@ -115,12 +115,13 @@ export class Observer {
       // A 404 no handler produced (notFound) has no route: one label for all of them.
       const route = status === 404 && !c.error ? 'unmatched' : c.req.routePath;
       const model = c.get('model') ?? '';
+      const endedAt = performance.now();
       if (this.metrics) {
         this.requests.get(route, model, status, code)!.inc();
-        this.duration.get(route, model)!.observe((performance.now() - startedAt) / 1000);
+        this.duration.get(route, model)!.observe((endedAt - startedAt) / 1000);
         if (c.error && status >= 402) this.refused(status, code);
       }
-      trace?.end({ route, status, errorType: code, model });
+      trace?.end({ route, status, errorType: code, model }, endedAt);
     };
   }
 
@@ -162,7 +163,7 @@ export class Observer {
     if (call.answeredAt) trace.record('tollgate.relay', call.answeredAt, upstreamDoneAt, { 'tollgate.streamed': outcome.streamed });
     const usage = outcome.billed?.usage;
     trace.record('tollgate.charge', chargeStartedAt, now, usage ? { 'gen_ai.usage.input_tokens': usage.promptTokens, 'gen_ai.usage.output_tokens': usage.completionTokens } : {});
-    if (outcome.streamed) trace.end({ route, status: outcome.status, errorType: code, model });
+    if (outcome.streamed) trace.end({ route, status: outcome.status, errorType: code, model }, now);
   }
 
   private refused(status: number, code: string): void {

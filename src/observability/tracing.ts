@@ -1,4 +1,4 @@
-import type { Context as TraceContext, Span, TextMapPropagator, Tracer } from '@opentelemetry/api';
+import type { Context as TraceContext, HrTime, Span, TextMapPropagator, Tracer } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Config } from '../config.js';
 
@@ -17,20 +17,20 @@ export interface RequestTrace {
    * (`traceparent`, and `tracestate` when the client sent one), naming the upstream span as their parent.
    */
   startUpstream(admittedFrom: number, at: number, model: string): Record<string, string>;
-  /** The engine answered (its status and headers): the upstream span ends, naming the replica chosen. */
-  upstreamAnswered(replicaId: string, servedModel: string): void;
+  /** The engine answered (its status and headers) at `at`: the upstream span ends, naming the replica chosen. */
+  upstreamAnswered(replicaId: string, servedModel: string, at: number): void;
   /** The upstream call failed (on every replica tried): the upstream span, if still open, ends as an error. */
   upstreamFailed(error: unknown): void;
   /** A child span of the request that ran from `startedAt` to `endedAt`, recorded once it is over. */
   record(name: string, startedAt: number, endedAt: number, attributes?: Record<string, string | number | boolean>): void;
-  /** The request is answered (a stream: it has ended): its span ends. */
-  end(outcome: { route: string; status: number; errorType: string; model: string }): void;
+  /** The request was answered at `at` (a stream: it ended): its span ends. */
+  end(outcome: { route: string; status: number; errorType: string; model: string }, at: number): void;
 }
 
 /** Starts requests' traces; one per gateway. */
 export interface Tracing {
   /** The span of a request arriving, child of the client's `traceparent` when it sent a valid one. */
-  begin(method: string, path: string, traceparent: string | undefined, tracestate: string | undefined): RequestTrace;
+  begin(method: string, path: string, traceparent: string | undefined, tracestate: string | undefined, at: number): RequestTrace;
   /** Exports what is still buffered and stops. */
   shutdown(): Promise<void>;
 }
@@ -76,16 +76,18 @@ export async function startTracing(settings: TracingSettings, options: TracingOp
   });
   const tracer = provider.getTracer('tollgate');
   const propagator = new core.W3CTraceContextPropagator();
-  const deps: TraceDeps = { api, tracer, propagator, attr: semconv };
+  // Every span time is a performance.now() value turned into an HrTime on one clock; the SDK would anchor
+  // each span to Date.now() (whole milliseconds) on its own, so spans of one request could overlap.
+  const deps: TraceDeps = { api, tracer, propagator, attr: semconv, time: (at) => core.hrTime(at) };
   return {
-    begin(method, path, traceparent, tracestate) {
+    begin(method, path, traceparent, tracestate, at) {
       const carrier: Record<string, string> = {};
       if (traceparent) carrier.traceparent = traceparent;
       if (tracestate) carrier.tracestate = tracestate;
       const parent = traceparent ? propagator.extract(api.ROOT_CONTEXT, carrier, api.defaultTextMapGetter) : api.ROOT_CONTEXT;
       const span = tracer.startSpan(
         method,
-        { kind: api.SpanKind.SERVER, attributes: { [semconv.ATTR_HTTP_REQUEST_METHOD]: method, [semconv.ATTR_URL_PATH]: path } },
+        { kind: api.SpanKind.SERVER, startTime: deps.time(at), attributes: { [semconv.ATTR_HTTP_REQUEST_METHOD]: method, [semconv.ATTR_URL_PATH]: path } },
         parent,
       );
       return new SpanTrace(deps, span, method);
@@ -101,6 +103,7 @@ interface TraceDeps {
   tracer: Tracer;
   propagator: TextMapPropagator;
   attr: typeof import('@opentelemetry/semantic-conventions');
+  time(at: number): HrTime;
 }
 
 class SpanTrace implements RequestTrace {
@@ -121,15 +124,15 @@ class SpanTrace implements RequestTrace {
     this.record('tollgate.admission', admittedFrom, at);
     this.upstream = this.deps.tracer.startSpan(
       'tollgate.upstream',
-      { kind: this.deps.api.SpanKind.CLIENT, startTime: at, attributes: { 'gen_ai.request.model': model } },
+      { kind: this.deps.api.SpanKind.CLIENT, startTime: this.deps.time(at), attributes: { 'gen_ai.request.model': model } },
       this.context,
     );
     return this.headersFor(this.deps.api.trace.setSpan(this.context, this.upstream));
   }
 
-  upstreamAnswered(replicaId: string, servedModel: string): void {
+  upstreamAnswered(replicaId: string, servedModel: string, at: number): void {
     this.upstream?.setAttributes({ 'tollgate.engine.replica': replicaId, 'tollgate.engine.served_model': servedModel });
-    this.upstream?.end();
+    this.upstream?.end(this.deps.time(at));
     this.upstream = null;
   }
 
@@ -139,15 +142,15 @@ class SpanTrace implements RequestTrace {
     const code = (error as { code?: unknown } | null)?.code;
     this.upstream.setAttribute(this.deps.attr.ATTR_ERROR_TYPE, typeof code === 'string' ? code : ((error as Error | null)?.name ?? 'error'));
     this.upstream.setStatus({ code: this.deps.api.SpanStatusCode.ERROR });
-    this.upstream.end();
+    this.upstream.end(this.deps.time(performance.now()));
     this.upstream = null;
   }
 
   record(name: string, startedAt: number, endedAt: number, attributes?: Record<string, string | number | boolean>): void {
-    this.deps.tracer.startSpan(name, { startTime: startedAt, attributes }, this.context).end(endedAt);
+    this.deps.tracer.startSpan(name, { startTime: this.deps.time(startedAt), attributes }, this.context).end(this.deps.time(endedAt));
   }
 
-  end(outcome: { route: string; status: number; errorType: string; model: string }): void {
+  end(outcome: { route: string; status: number; errorType: string; model: string }, at: number): void {
     const { attr, api } = this.deps;
     const span = this.span;
     // Named as HTTP server spans are: method and route (the route is known only once a handler matched).
@@ -158,7 +161,7 @@ class SpanTrace implements RequestTrace {
     if (outcome.errorType) span.setAttribute(attr.ATTR_ERROR_TYPE, outcome.errorType);
     // A server span is an error only when the server failed (5xx); a 4xx is the client's.
     if (outcome.status >= 500) span.setStatus({ code: api.SpanStatusCode.ERROR });
-    span.end();
+    span.end(this.deps.time(at));
   }
 
   private headersFor(context: TraceContext): Record<string, string> {

@@ -86,7 +86,7 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
     });
     target = sent.target;
     call.answeredAt = performance.now();
-    call.trace?.upstreamAnswered(target.replicaId, target.servedModelName);
+    call.trace?.upstreamAnswered(target.replicaId, target.servedModelName, call.answeredAt);
     if (stream) {
       relaying = true;
       c.set('streaming', true);

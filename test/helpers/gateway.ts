@@ -1,3 +1,4 @@
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import OpenAI from 'openai';
 import { afterAll, beforeAll } from 'vitest';
 import { parseAmount, pricePerTokenFromMillion } from '../../src/billing/money.js';
@@ -32,7 +33,7 @@ export const TEST_MODELS = {
  * in-memory PGlite, or a fresh PostgreSQL database dropped on close. Silent
  * unless `options.log` is given (to capture what the gateway logs).
  */
-export async function startTestGateway(store: StoreKind, env: Record<string, string> = {}, options: { log?: Logger } = {}): Promise<TestGateway> {
+export async function startTestGateway(store: StoreKind, env: Record<string, string> = {}, options: { log?: Logger; spanExporter?: SpanExporter } = {}): Promise<TestGateway> {
   const database = store === 'postgres' ? await createTestDatabase() : null;
   const config = loadConfig({
     PORT: '0',
@@ -45,7 +46,7 @@ export async function startTestGateway(store: StoreKind, env: Record<string, str
     DATABASE_URL: database?.url,
     ...env,
   });
-  const gateway = await startGateway(config, { log: options.log ?? createLogger('silent') });
+  const gateway = await startGateway(config, { log: options.log ?? createLogger('silent'), spanExporter: options.spanExporter });
   const { catalog, orgs, wallets, keys } = gateway.services;
   for (const [task, model] of Object.entries(TEST_MODELS)) {
     await catalog.add({
