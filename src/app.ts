@@ -24,6 +24,8 @@ import { createPortalRoutes } from './portal/routes.js';
 export function createApp(services: Services): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.use(requestId());
+  // A run's public URL (`https://<stack>.<cluster domain>`) is another service's: its requests go to the node.
+  app.use(services.publicHosts.middleware());
   // Metrics and traces of every request (observability/observer.ts); not even installed when both are off.
   if (services.observer.active) app.use(services.observer.middleware());
   // No route, id or name holds a NUL character (nor can the store look one up): refuse it before any handler.

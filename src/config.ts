@@ -190,6 +190,8 @@ export interface Config {
     killGraceMs: number;
     /** Environment variables passed to the tool besides PATH, HOME and the TF_ ones it needs (TOLLGATE_RUN_ENV), with their values. */
     passEnv: Record<string, string>;
+    /** The gateway's PATH: where `tofu` or `terraform` is looked for, and the tool's own PATH. */
+    searchPath: string;
   };
   observability: {
     /** false: no request metrics are recorded and `/metrics` is not served (benchmarks: the cost of metrics). */
@@ -291,6 +293,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       pollMs: s.TOLLGATE_RUN_POLL_MS,
       leaseMs: s.TOLLGATE_RUN_LEASE_MS,
       killGraceMs: s.TOLLGATE_RUN_KILL_GRACE_MS,
+      searchPath: present.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
       passEnv: Object.fromEntries((s.TOLLGATE_RUN_ENV?.split(',') ?? []).flatMap((name) => (present[name] === undefined ? [] : [[name, present[name]!]]))),
     },
     observability: {

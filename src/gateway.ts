@@ -103,6 +103,10 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     }, SWEEP_INTERVAL_MS);
     sweeper.unref();
     closers.unshift(async () => clearInterval(sweeper));
+    services.runWorker.start();
+    closers.unshift(() => services.runWorker.stop());
+    services.publicHosts.start();
+    closers.unshift(async () => services.publicHosts.stop());
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
     // The global stacks shipped in stacks/; a broken one is logged, never a reason not to serve.
     await loadShippedStacks(services.stacks, log).catch((error: unknown) => log.error('shipped stacks not loaded', describeError(error)));

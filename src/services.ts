@@ -28,6 +28,9 @@ import { UserService } from './people/users.js';
 import { createWindowCounter, type WindowCounter } from './api/rate-limit.js';
 import { ClusterService } from './clusters/service.js';
 import { StackCatalog } from './stacks/catalog.js';
+import { RunService } from './runs/service.js';
+import { RunWorker } from './runs/worker.js';
+import { PublicHosts } from './runs/public-hosts.js';
 import { CostService } from './costs/service.js';
 
 /**
@@ -79,6 +82,12 @@ export interface Services {
   stacks: StackCatalog;
   /** Rate cards, conversion rates, billing currencies and cost reports. */
   costs: CostService;
+  /** Stacks applied to clusters: the queue, states and logs. */
+  runs: RunService;
+  /** Applies queued runs in this process (started by `gateway.ts`). */
+  runWorker: RunWorker;
+  /** Runs' public URLs, routed to their nodes (see `runs/public-hosts.ts`). */
+  publicHosts: PublicHosts;
 }
 
 export interface ServiceParts {
@@ -126,6 +135,10 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   const metricsOn = config.observability.metrics;
   const metrics = createMetrics({ orgLabel: config.observability.orgLabel, processMetrics: metricsOn });
   if (metricsOn) registerStateGauges(metrics, { journal, inFlight, fleet, storeOutage, redis });
+  const clusters = new ClusterService(db);
+  const stacks = new StackCatalog(db);
+  const runs = new RunService(db, clusters, stacks);
+  const publicHosts = new PublicHosts(db, log);
   return {
     config,
     db,
@@ -150,9 +163,12 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     passwords,
     sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
     windows: createWindowCounter(redis, config.limits.redisPrefix),
-    clusters: new ClusterService(db),
-    stacks: new StackCatalog(db),
+    clusters,
+    stacks,
     costs: new CostService(db),
+    runs,
+    runWorker: new RunWorker({ db, runs, clusters, config: config.runs, log, onEnded: () => void publicHosts.refresh() }),
+    publicHosts,
     applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
   };
 }

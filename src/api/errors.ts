@@ -32,6 +32,7 @@ const API_CODE_OF: Partial<Record<ErrorCode, ApiErrorCode>> = {
   rate_limit_exceeded: 'RATE_LIMITED',
   billing_unavailable: 'SERVICE_UNAVAILABLE',
   limits_unavailable: 'SERVICE_UNAVAILABLE',
+  runner_unavailable: 'SERVICE_UNAVAILABLE',
 };
 
 export interface ApiErrorEnvelope {

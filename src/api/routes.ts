@@ -13,6 +13,7 @@ import type { Services } from '../services.js';
 import { apiAccess } from './access.js';
 import { registerStackRoutes } from './stacks-routes.js';
 import { registerClusterRoutes } from './clusters-routes.js';
+import { registerRunRoutes } from '../runs/routes.js';
 import { COST_PATHS, registerCostRoutes } from '../costs/routes.js';
 import { renderApiError } from './errors.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
@@ -54,11 +55,11 @@ export function projectView(project: ProjectRow) {
 
 /** The paths of the generic API under its mount point. */
 // Hono's '/users/*' also matches '/users' itself.
-export const API_PATHS = ['/me', '/users/*', '/projects/*', '/clusters/*', ...COST_PATHS];
+export const API_PATHS = ['/me', '/users/*', '/projects/*', '/clusters/*', '/runs/*', ...COST_PATHS];
 
 /** Whether a path belongs to the generic API or sign-in (their errors use the generic envelope), wherever it is mounted. */
 export function isGenericApiPath(path: string): boolean {
-  return /^\/(api\/v1|auth)(\/|$)|^\/v1\/(users|projects|me|stacks|clusters|billing|orgs)(\/|$)/.test(path);
+  return /^\/(api\/v1|auth)(\/|$)|^\/v1\/(users|projects|me|stacks|clusters|runs|billing|orgs)(\/|$)/.test(path);
 }
 
 /**
@@ -80,6 +81,7 @@ export function createApiRoutes(services: Services, clientOf: (c: Context) => { 
   api.get('/me', (c) => c.json(userView(c.get('actor').user)));
   registerStackRoutes(api, services, clientOf);
   registerClusterRoutes(api, services.clusters);
+  registerRunRoutes(api, services);
   registerCostRoutes(api, services);
 
   api.get('/users', async (c) => {

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
  * @example
  * newId('org'); // 'org_5f0c2b9e8d7a41c3b2a19f8e7d6c5b4a'
  */
-export function newId(prefix: 'org' | 'proj' | 'key' | 'req' | 'usr' | 'node' | 'cls' | 'rate'): string {
+export function newId(prefix: 'org' | 'proj' | 'key' | 'req' | 'usr' | 'node' | 'cls' | 'rate' | 'run'): string {
   return `${prefix}_${randomBytes(16).toString('hex')}`;
 }
 

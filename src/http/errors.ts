@@ -39,6 +39,7 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   forbidden: { status: 403, type: 'auth_error' },
   limits_unavailable: { status: 503, type: 'server_error' },
+  runner_unavailable: { status: 503, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },
 } as const satisfies Record<string, { status: number; type: ErrorType }>;
 

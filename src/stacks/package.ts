@@ -1,3 +1,5 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
 import { GatewayError } from '../http/errors.js';
 import { toDetails } from '../http/validate.js';
@@ -33,10 +35,13 @@ export interface StackPackage {
  * project, which would change Node's own `Headers` and `ReadableStream`.
  */
 const HCL_PARSER = '@cdktn/hcl2json';
-async function parseHcl(fileName: string, text: string): Promise<unknown> {
+export async function parseHcl(fileName: string, text: string): Promise<unknown> {
   const { parse } = (await import(HCL_PARSER)) as { parse(fileName: string, text: string): Promise<unknown> };
   return parse(fileName, text);
 }
+
+/** Variables named so are injected by the platform on every run (`tollgate_cluster_id`, ...), not inputs. */
+export const PLATFORM_VARIABLE_PREFIX = 'tollgate_';
 
 /** Entries smaller than this are not held to the ratio: a small text file of repeats compresses well and is harmless. */
 const RATIO_FLOOR_BYTES = 1024 * 1024;
@@ -65,7 +70,7 @@ const S_IFLNK = 0o120000;
 export async function readStackPackage(zip: Buffer, options: { fileName?: string; limits?: PackageLimits } = {}): Promise<StackPackage> {
   const limits = options.limits ?? DEFAULT_PACKAGE_LIMITS;
   if (zip.length > limits.maxZipBytes) throw refusal('package', `The .zip is ${zip.length} bytes; at most ${limits.maxZipBytes} are taken.`);
-  const files = await readEntries(zip, limits);
+  const files = await readEntries(zip, limits, (name) => name.endsWith('.tf') || basename(name) === 'manifest.json' || /^readme(\.md|\.txt)?$/i.test(basename(name)));
   const paths = [...files.keys()];
   if (!paths.some((path) => path.endsWith('.tf'))) throw refusal('package', 'It holds no .tf file: a stack is an OpenTofu or Terraform module.');
 
@@ -101,8 +106,31 @@ export async function readStackPackage(zip: Buffer, options: { fileName?: string
   return { manifest, fromManifest: false, root };
 }
 
-/** Every file entry's content, read once, checked as it is read. Only these are kept: `.tf`, manifests, READMEs. */
-async function readEntries(zip: Buffer, limits: PackageLimits): Promise<Map<string, Buffer>> {
+/**
+ * Unpacks a stored package's module (the files under `root`) into `folder`,
+ * read and checked as on upload, for a run. Paths are relative to the root.
+ *
+ * @example
+ * await extractStackPackage(row.package, row.root, '/tmp/tollgate-runs/run_1');
+ */
+export async function extractStackPackage(zip: Buffer, root: string, folder: string, limits: PackageLimits = DEFAULT_PACKAGE_LIMITS): Promise<string[]> {
+  const files = await readEntries(zip, limits, (name) => name.startsWith(root));
+  const target = path.resolve(folder);
+  const written: string[] = [];
+  for (const [name, content] of files) {
+    const relative = name.slice(root.length);
+    const file = path.resolve(target, relative);
+    // yauzl already refuses absolute paths and `..`; a second check costs nothing.
+    if (!file.startsWith(target + path.sep)) throw refusal(name, 'It points outside the module.');
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, content, { mode: 0o644 });
+    written.push(relative);
+  }
+  return written;
+}
+
+/** Every file entry's content, read once, checked as it is read; only those `keep` names are kept. */
+async function readEntries(zip: Buffer, limits: PackageLimits, keep: (name: string) => boolean): Promise<Map<string, Buffer>> {
   let archive: ZipFile;
   try {
     archive = await new Promise<ZipFile>((resolve, reject) =>
@@ -132,7 +160,7 @@ async function readEntries(zip: Buffer, limits: PackageLimits): Promise<Map<stri
       }
       // Every entry is read through (yauzl checks its real size against the declared one); only the few the catalog needs are kept.
       const content = await readEntry(archive, entry);
-      if (name.endsWith('.tf') || basename(name) === 'manifest.json' || /^readme(\.md|\.txt)?$/i.test(basename(name))) kept.set(name, content);
+      if (keep(name)) kept.set(name, content);
     }
   } catch (error) {
     if (error instanceof GatewayError) throw error;
@@ -183,6 +211,8 @@ async function inputsOf(files: Map<string, Buffer>, tfPaths: string[]): Promise<
       throw refusal(path, `It is not valid HCL (${readableReason(error)}).`);
     }
     for (const [name, [block = {}] = []] of Object.entries(parsed.variable ?? {})) {
+      // The platform's own variables (see src/runs/workspace.ts) are set on every run, never asked for.
+      if (name.startsWith(PLATFORM_VARIABLE_PREFIX)) continue;
       const type = typeof block.type === 'string' && block.type.replace(/^\$\{|\}$/g, '') === 'number' ? 'number' : 'string';
       const raw = block.default;
       const defaultValue = raw === undefined || raw === null ? undefined : type === 'number' && typeof raw === 'number' ? raw : typeof raw === 'string' ? raw : JSON.stringify(raw);

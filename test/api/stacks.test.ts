@@ -1,22 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import yazl from 'yazl';
 import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { apiAs, orgWithUsers, signIn } from './harness.js';
+import { zipOf } from '../helpers/zip.js';
 
 const stores = await availableStores();
-
-function zipOf(files: Record<string, string>): Promise<Buffer> {
-  const zip = new yazl.ZipFile();
-  for (const [name, content] of Object.entries(files)) zip.addBuffer(Buffer.from(content), name);
-  zip.end();
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    zip.outputStream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    zip.outputStream.on('end', () => resolve(Buffer.concat(chunks)));
-  });
-}
 
 const manifest = (name: string, extra: Record<string, unknown> = {}) => JSON.stringify({ name, title: `The ${name} stack`, description: `Runs ${name} on a cluster`, category: 'Monitoring', ...extra });
 
