@@ -56,6 +56,12 @@ h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
 form.actions > div { min-width: 10rem; }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
 .actions form { margin: 0; }
+.flag { color: var(--bad); font-weight: 600; }
+tr.flagged td { background: #fdf3f3; }
+details.org > summary { cursor: pointer; padding: .25rem 0; }
+details.org[open] > summary { margin-bottom: .75rem; }
+h2.first { margin-top: 0; }
+input[type=date], input[type=month] { padding: .4rem .5rem; font: inherit; border: 1px solid #9aa3b2; border-radius: 4px; }
 `;
 
 const JS = `

@@ -5,6 +5,7 @@ const NAV = [
   { id: 'keys', href: '/portal/keys', label: 'API keys' },
   { id: 'usage', href: '/portal/usage', label: 'Usage' },
   { id: 'wallet', href: '/portal/wallet', label: 'Wallet' },
+  { id: 'costs', href: '/portal/costs', label: 'Costs' },
   { id: 'models', href: '/portal/models', label: 'Models' },
   { id: 'projects', href: '/portal/projects', label: 'Projects' },
   { id: 'users', href: '/portal/users', label: 'Users' },

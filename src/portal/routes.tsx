@@ -26,6 +26,7 @@ import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage, SignInPage, type 
 import { ProjectsPage, UsersPage } from './people-pages.js';
 import { formTokens, sameOrigin, securityHeaders } from './security.js';
 import { UsagePage, type UsageWindow } from './usage-page.js';
+import { registerCostPages } from './costs-routes.js';
 
 type PortalContext = Context<GatewayEnv>;
 
@@ -355,6 +356,8 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
       await services.users.delete(subject.id);
     }, 'user-deleted');
   });
+
+  registerCostPages(portal, { services, signedIn: (c) => signedIn(services, c), viewerOf, checkToken: (actor, token) => tokens.check(actor.sessionHash!, token) });
 
   return portal;
 }
