@@ -7,6 +7,7 @@ import { createAgent, runSlice, type Slice, type Target } from './load.js';
 import { freePort, rssMiB, startBuilt, startChild, waitForHealth, type Child } from './processes.js';
 import { compare, formatScenario, type ScenarioResult } from './report.js';
 import { provision } from './setup.js';
+import { startOtlpSink } from './otlp-sink.js';
 
 /**
  * `npm run bench`: the gateway's cost as a ratio against the same load sent
@@ -26,8 +27,10 @@ interface Settings {
   tokens: number;
   seconds: number;
   rounds: number;
-  /** 'direct': the simulator itself; 'limits-off' / 'billing-off': a second gateway with TOLLGATE_LIMITS=off / TOLLGATE_BILLING=off. */
+  /** 'direct': the simulator itself; 'limits-off' / 'billing-off' / 'metrics-off': a second gateway with TOLLGATE_LIMITS=off / TOLLGATE_BILLING=off / TOLLGATE_METRICS=off. */
   baseline: Baseline;
+  /** The measured gateway sends traces (to a stand-in OTLP collector); the baseline never does. */
+  tracing: boolean;
   store: string;
   limits: string;
 }
@@ -37,6 +40,7 @@ const BASELINES = {
   direct: null,
   'limits-off': { TOLLGATE_LIMITS: 'off' },
   'billing-off': { TOLLGATE_BILLING: 'off' },
+  'metrics-off': { TOLLGATE_METRICS: 'off' },
 } as const;
 type Baseline = keyof typeof BASELINES;
 
@@ -56,6 +60,7 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
       seconds: { type: 'string', default: '3' },
       rounds: { type: 'string', default: '3' },
       baseline: { type: 'string', default: 'direct' },
+      tracing: { type: 'boolean', default: false },
     },
   });
   if (!(values.baseline in BASELINES)) throw new Error(`--baseline must be one of ${Object.keys(BASELINES).join(', ')}, got ${values.baseline}`);
@@ -73,6 +78,7 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
     seconds: number('seconds', false, 0.1),
     rounds: number('rounds', true, 1),
     baseline: values.baseline as Baseline,
+    tracing: values.tracing,
   };
 }
 
@@ -89,7 +95,7 @@ function scenarios(tokens: number): Scenario[] {
 
 /** The parent's environment without any setting that would change the processes under test. */
 function cleanEnv(overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const dropped = (name: string) => /^(TOLLGATE|SIM)_/.test(name) || ['PORT', 'DATABASE_URL', 'REDIS_URL'].includes(name);
+  const dropped = (name: string) => /^(TOLLGATE|SIM|OTEL)_/.test(name) || ['PORT', 'DATABASE_URL', 'REDIS_URL'].includes(name);
   const kept = Object.entries(process.env).filter(([name]) => !dropped(name));
   return { ...Object.fromEntries(kept), ...overrides };
 }
@@ -99,9 +105,11 @@ async function main(): Promise<number> {
   const children: Child[] = [];
   const tempDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-bench-'));
   let cleaning: Promise<void> | undefined;
+  const cleanups: Array<() => Promise<void>> = [];
   const cleanup = () =>
     (cleaning ??= (async () => {
       await Promise.all(children.map((child) => child.stop()));
+      await Promise.all(cleanups.map((close) => close()));
       await rm(tempDir, { recursive: true, force: true });
     })());
   const interrupt = (signal: NodeJS.Signals) => {
@@ -153,7 +161,10 @@ async function main(): Promise<number> {
       await waitForHealth(child, `${url}/health`, START_TIMEOUT_MS);
       return { child, url, secret: await provision(url, ADMIN_TOKEN) };
     };
-    const subject = await startGateway('gateway', {});
+    // --tracing: the measured gateway sends every request's spans to a stand-in collector.
+    const sink = settings.tracing ? await startOtlpSink() : null;
+    if (sink) cleanups.push(() => sink.close());
+    const subject = await startGateway('gateway', sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {});
     const gateway = subject.child;
     const gwUrl = subject.url;
     const secret = subject.secret;
@@ -177,6 +188,8 @@ async function main(): Promise<number> {
       }
     }
     const rssEnd = await rssMiB(gateway.pid);
+    // Proof the traced gateway really exported (its batches leave every few seconds).
+    if (sink) process.stderr.write(`bench: the OTLP sink received ${sink.stats().exports} exports, ${sink.stats().bytes} bytes\n`);
 
     // BENCH_PORTKEY names Portkey's open gateway (node_modules/@portkey-ai/gateway/build/start-server.js of an
     // `npm install @portkey-ai/gateway`): the same scenarios through it, against the same simulator, for comparison.
@@ -243,8 +256,9 @@ function printReport(settings: Settings, results: ScenarioResult[], rssStart: nu
       direct: 'Tollgate gateway overhead (gateway / direct to the simulator)',
       'limits-off': 'Cost of per-key limits (gateway / the same gateway with TOLLGATE_LIMITS=off)',
       'billing-off': 'Cost of billing: holds, charges, usage records (gateway / the same gateway with TOLLGATE_BILLING=off)',
+      'metrics-off': `Cost of metrics${settings.tracing ? ' and tracing' : ''} (gateway${settings.tracing ? ' sending traces' : ''} / the same gateway with TOLLGATE_METRICS=off and no tracing)`,
     }[settings.baseline],
-    `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}, limits ${settings.limits}`,
+    `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}, limits ${settings.limits}, tracing ${settings.tracing ? 'on (OTLP to a local sink)' : 'off'}`,
     ...(totalErrors > 0 ? ['', warning] : []),
     '',
     ...results.flatMap((r) => [formatScenario(r), '']),

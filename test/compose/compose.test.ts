@@ -59,12 +59,12 @@ describe.skipIf(!compose)('compose/docker-compose.yml', () => {
       timeout: 60_000,
     });
   };
-  const secrets = { POSTGRES_PASSWORD: 'test-postgres-password', TOLLGATE_ADMIN_TOKEN: 'test-admin-token', VLLM_API_KEY: 'test-vllm-key' };
+  const secrets = { POSTGRES_PASSWORD: 'test-postgres-password', TOLLGATE_ADMIN_TOKEN: 'test-admin-token', VLLM_API_KEY: 'test-vllm-key', GRAFANA_ADMIN_PASSWORD: 'test-grafana-password' };
 
   it(`is accepted by ${compose?.join(' ')} config, with every service and a GPU for each vLLM`, async () => {
     const { stdout } = await config(secrets);
     const normalized = parse(stdout) as { services: Record<string, ComposeService> };
-    expect(Object.keys(normalized.services).sort()).toEqual(['gateway', 'postgres', 'redis', 'vllm-chat', 'vllm-embed']);
+    expect(Object.keys(normalized.services).sort()).toEqual(['gateway', 'grafana', 'postgres', 'prometheus', 'redis', 'vllm-chat', 'vllm-embed']);
     for (const name of ['vllm-chat', 'vllm-embed']) {
       const service = normalized.services[name] as ComposeService;
       expect(service.image, name).toMatch(/^vllm\/vllm-openai:/);
@@ -75,6 +75,6 @@ describe.skipIf(!compose)('compose/docker-compose.yml', () => {
   });
 
   it('refuses to render without the required secrets', async () => {
-    await expect(config({ TOLLGATE_ADMIN_TOKEN: 'x', VLLM_API_KEY: 'y' })).rejects.toThrow(/POSTGRES_PASSWORD/);
+    await expect(config({ TOLLGATE_ADMIN_TOKEN: 'x', VLLM_API_KEY: 'y', GRAFANA_ADMIN_PASSWORD: 'z' })).rejects.toThrow(/POSTGRES_PASSWORD/);
   });
 });
