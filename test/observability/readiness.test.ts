@@ -3,7 +3,8 @@ import type { Fleet } from '../../src/engines/fleet.js';
 import type { EngineStatus } from '../../src/engines/types.js';
 import { createReadiness } from '../../src/observability/readiness.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { createTestDatabase, postgresAdminUrl, postgresAvailable } from '../helpers/services.js';
+import { scrape } from '../helpers/prometheus.js';
+import { createTestDatabase, deleteRedisPrefix, postgresAdminUrl, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 // /health stays liveness; /health/ready says whether this gateway should get traffic.
@@ -85,12 +86,50 @@ describe.skipIf(!postgres)('/health/ready with PostgreSQL cut (a TCP proxy in be
     // Still alive: an orchestrator must not restart a gateway for its database's outage.
     expect((await fetch(`${gateway.url}/health`)).status).toBe(200);
     await proxy.start();
-    const deadline = Date.now() + 10_000;
-    let back = await ready(gateway.url);
-    while (back.status !== 200 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      back = await ready(gateway.url);
-    }
-    expect(back.body).toMatchObject({ status: 'ready', checks: { database: 'up' } });
+    expect((await readyWhen(gateway.url, 200)).body).toMatchObject({ status: 'ready', checks: { database: 'up' } });
+  });
+});
+
+/** Polls /health/ready (bounded) until it answers `status`. */
+async function readyWhen(url: string, status: number) {
+  const deadline = Date.now() + 10_000;
+  let answer = await ready(url);
+  while (answer.status !== status && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    answer = await ready(url);
+  }
+  return answer;
+}
+
+const redis = await redisAvailable();
+
+describe.skipIf(!redis)('/health/ready and tollgate_dependency_up with Redis cut (a TCP proxy in between)', () => {
+  let proxy: TcpProxy;
+  let gateway: TestGateway;
+  const prefix = uniqueRedisPrefix();
+
+  beforeAll(async () => {
+    const target = new URL(redisUrl);
+    proxy = await startTcpProxy(Number(target.port || 6379), target.hostname);
+    target.hostname = '127.0.0.1';
+    target.port = String(proxy.port);
+    gateway = await startTestGateway('pglite', { REDIS_URL: target.toString(), TOLLGATE_REDIS_PREFIX: prefix });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await proxy?.stop();
+    await deleteRedisPrefix(prefix);
+  });
+
+  it('goes 503 (redis down) when Redis cannot be reached, and 200 when it is back', async () => {
+    const metrics = () => scrape(`${gateway.url}/metrics`, gateway.adminToken.token);
+    expect(await ready(gateway.url)).toMatchObject({ status: 200, body: { checks: { redis: 'up' } } });
+    expect((await metrics()).value('tollgate_dependency_up', { dependency: 'redis' })).toBe(1);
+    await proxy.stop();
+    expect((await readyWhen(gateway.url, 503)).body).toMatchObject({ status: 'unavailable', checks: { database: 'up', redis: 'down' } });
+    expect((await metrics()).value('tollgate_dependency_up', { dependency: 'redis' })).toBe(0);
+    await proxy.start();
+    expect((await readyWhen(gateway.url, 200)).body).toMatchObject({ status: 'ready', checks: { redis: 'up' } });
+    expect((await metrics()).value('tollgate_dependency_up', { dependency: 'redis' })).toBe(1);
   });
 });
