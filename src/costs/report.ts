@@ -154,14 +154,23 @@ function lineItem(line: Line, billingCurrency: string | null, rates: readonly Co
   const nativeDigits = minorUnits(card.currency);
   const native = formatMinor(roundHalfEven(numerator * 10n ** BigInt(nativeDigits), denominator), nativeDigits);
   const rateCard = { id: card.id, currency: card.currency, node_hour_price: formatDecimal(nodePrice), gpu_hour_price: formatDecimal(gpuPrice) };
-  const item = { ...base, rate_card: rateCard, native_amount: native, native_currency: card.currency };
-  if (billingCurrency === null || billingCurrency === card.currency) return { ...item, amount: native, currency: card.currency, conversion: null, conversion_skipped: false };
+  const priced = (amount: string, currency: string, conversion: CostLineItem['conversion'], skipped: boolean): CostLineItem => ({
+    ...base,
+    rate_card: rateCard,
+    amount,
+    currency,
+    native_amount: native,
+    native_currency: card.currency,
+    conversion,
+    conversion_skipped: skipped,
+  });
+  if (billingCurrency === null || billingCurrency === card.currency) return priced(native, card.currency, null, false);
   // The rate in force on the last day the line covers.
   const rate = rateInForce(rates, card.currency, billingCurrency, isoOf(line.end - 1).slice(0, 10));
-  if (!rate) return { ...item, amount: native, currency: card.currency, conversion: null, conversion_skipped: true };
+  if (!rate) return priced(native, card.currency, null, true);
   const digits = minorUnits(billingCurrency);
   const converted = roundHalfEven(numerator * parseDecimal(rate.rate) * 10n ** BigInt(digits), denominator * RATE_ONE);
-  return { ...item, amount: formatMinor(converted, digits), currency: billingCurrency, conversion: { rate: formatDecimal(parseDecimal(rate.rate)), effective_on: rate.effectiveOn }, conversion_skipped: false };
+  return priced(formatMinor(converted, digits), billingCurrency, { rate: formatDecimal(parseDecimal(rate.rate)), effective_on: rate.effectiveOn }, false);
 }
 
 /** Sums of quantities and, per currency, of rounded amounts (in minor units: exact). */
