@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { ADMIN_TOKEN } from '../admin/harness.js';
+import { expectSumsAddUp } from '../costs/sums.js';
 import { startGateway } from './harness.js';
 
 describe('tollgate CLI: rate cards, conversion rates and cost reports', () => {
@@ -64,6 +65,7 @@ describe('tollgate CLI: rate cards, conversion rates and cost reports', () => {
   it("reports every organization's costs for a month", async () => {
     // 12:00 to midnight at the deleted card's price is now unrated (12 h); midnight to 12:30 (12.5 h) at 5 + 8 × 1.5 = 17 USD an hour = 212.50 USD.
     const june = await tollgate('costs', 'report', '--month', '2025-06', '--json');
+    expectSumsAddUp(june.json);
     expect(june.json.totals).toMatchObject({ amounts: [{ currency: 'USD', amount: '212.50' }], node_seconds: 45_000, gpu_seconds: 360_000 });
     const may = await tollgate('costs', 'report', '--from', '2025-05-01', '--to', '2025-06-01');
     expect(may.stdout).toMatch(/^Costs from 2025-05-01T00:00:00Z to 2025-06-01T00:00:00Z \(amounts rounded half-even\):\nORGANIZATION\s+CLUSTER\s+PROFILE\s+NODE-HOURS\s+GPU-HOURS\s+UNRATED\s+AMOUNT\n/);

@@ -266,7 +266,11 @@ describe.each(stores)('cost reports (%s)', (store) => {
 
   it('meters running clusters up to the clock it is given', async () => {
     const march = monthWindow('2025-03');
-    const at = async (now: string) => (await gateway.services.costs.report({ orgId: a.orgId }, march, new Date(now))).organizations[0]!.line_items;
+    const at = async (now: string) => {
+      const report = await gateway.services.costs.report({ orgId: a.orgId }, march, new Date(now));
+      expectSumsAddUp(report);
+      return report.organizations[0]!.line_items;
+    };
     expect(await at('2025-02-20T00:00:00Z')).toEqual([]);
     expect(await at('2025-03-01T00:00:59.999Z')).toEqual([expect.objectContaining({ cluster_name: 'a-x', node_seconds: 59, charge_period_end: '2025-03-01T00:00:59Z' })]);
     expect(await at('2025-03-02T12:00:00Z')).toEqual([expect.objectContaining({ cluster_name: 'a-x', node_seconds: 129_600, unrated_hours: '36.000000' })]);
