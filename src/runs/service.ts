@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, inArray, lt, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, inArray, lt, ne, sql } from 'drizzle-orm';
 import type { ClusterService } from '../clusters/service.js';
 import type { Database } from '../db/client.js';
 import { newId } from '../db/ids.js';
@@ -122,7 +122,8 @@ export class RunService {
     const [row] = await this.db
       .update(runs)
       .set({ state: 'RUNNING', claimedBy: worker, startedAt: sql`now()`, leaseUntil: leaseEnd(leaseMs) })
-      .where(and(inArray(runs.id, oldest), eq(runs.state, 'QUEUED')))
+      // `= (subquery)`, evaluated once: with `IN (subquery)` the planner may run it again per row and take several runs.
+      .where(and(eq(runs.id, sql`(${oldest})`), eq(runs.state, 'QUEUED')))
       .returning();
     return row ?? null;
   }
@@ -149,12 +150,12 @@ export class RunService {
     return rows.length > 0;
   }
 
-  /** Fails the runs whose worker stopped renewing its claim (it died); answers their ids. */
-  async failAbandoned(): Promise<string[]> {
+  /** Fails the runs whose worker (other than `self`, which renews its own) stopped renewing its claim: it died. Answers their ids. */
+  async failAbandoned(self: string): Promise<string[]> {
     const rows = await this.db
       .update(runs)
       .set({ state: 'FAILED', failure: 'The worker applying it stopped (its claim expired); the cluster may be partly changed. Apply again.', finishedAt: sql`now()`, leaseUntil: null })
-      .where(and(eq(runs.state, 'RUNNING'), lt(runs.leaseUntil, sql`now()`)))
+      .where(and(eq(runs.state, 'RUNNING'), lt(runs.leaseUntil, sql`now()`), ne(runs.claimedBy, self)))
       .returning({ id: runs.id });
     for (const { id } of rows) await this.appendLog(id, null, '\n[tollgate] The worker applying this run stopped; the run FAILED.\n');
     return rows.map((row) => row.id);

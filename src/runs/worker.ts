@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { utils as sshUtils } from 'ssh2';
+import ssh2 from 'ssh2';
 import { eq } from 'drizzle-orm';
 import type { ClusterService } from '../clusters/service.js';
 import type { Config } from '../config.js';
@@ -72,8 +72,9 @@ export class RunWorker {
 
   private async work(): Promise<void> {
     const { runs, config } = this.deps;
-    await runs.failAbandoned();
+    // Renew first: a stall of this process (a long GC) must not make it fail its own runs.
     const { cancel, lost } = await runs.renew(this.id, [...this.active.keys()], config.leaseMs);
+    await runs.failAbandoned(this.id);
     for (const id of cancel) this.active.get(id)?.controller.abort('cancel' satisfies StopReason);
     for (const id of lost) this.active.get(id)?.controller.abort('lost' satisfies StopReason);
     const bin = findTool({ configured: config.tofuBin, pathList: config.searchPath });
@@ -113,7 +114,7 @@ export class RunWorker {
     const { cluster, nodes } = await clusters.get(run.clusterId, null);
     if (cluster.state !== 'running') return fail(`Cluster ${cluster.id} was deleted before the run started.`);
     const key = await runs.clusterKey(cluster.id, () => {
-      const pair = sshUtils.generateKeyPairSync('ed25519', { comment: `tollgate ${cluster.id}` });
+      const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: `tollgate ${cluster.id}` });
       return { publicKey: pair.public, privateKey: pair.private };
     });
     return executeRun({

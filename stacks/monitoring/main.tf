@@ -24,7 +24,7 @@ locals {
 }
 
 resource "docker_network" "monitoring" {
-  name = "tollgate-monitoring-${var.cluster_id}"
+  name = "tollgate-monitoring-${var.tollgate_cluster_id}"
 }
 
 resource "docker_image" "prometheus" {
@@ -38,7 +38,7 @@ resource "docker_image" "grafana" {
 }
 
 resource "docker_container" "prometheus" {
-  name    = "tollgate-prometheus-${var.cluster_id}"
+  name    = "tollgate-prometheus-${var.tollgate_cluster_id}"
   image   = docker_image.prometheus.image_id
   restart = "unless-stopped"
   command = [
@@ -59,11 +59,11 @@ resource "docker_container" "prometheus" {
 }
 
 resource "docker_container" "grafana" {
-  name    = "tollgate-grafana-${var.cluster_id}"
+  name    = "tollgate-grafana-${var.tollgate_cluster_id}"
   image   = docker_image.grafana.image_id
   restart = "unless-stopped"
   env = [
-    "GF_SERVER_ROOT_URL=https://monitoring.${var.public_domain}/",
+    "GF_SERVER_ROOT_URL=https://monitoring.${var.tollgate_public_domain}/",
   ]
   ports {
     internal = 3000

@@ -28,12 +28,12 @@ variable "retention_days" {
 }
 
 # Set by the platform on every run (see the README: injected variables).
-variable "cluster_id" {
+variable "tollgate_cluster_id" {
   type        = string
   description = "The cluster this run applies to"
 }
 
-variable "public_domain" {
+variable "tollgate_public_domain" {
   type        = string
   description = "The cluster's public domain"
 }

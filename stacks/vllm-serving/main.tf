@@ -22,11 +22,11 @@ resource "docker_image" "vllm" {
 }
 
 resource "docker_volume" "huggingface" {
-  name = "tollgate-hf-cache-${var.cluster_id}"
+  name = "tollgate-hf-cache-${var.tollgate_cluster_id}"
 }
 
 resource "docker_container" "vllm" {
-  name     = "tollgate-vllm-${var.cluster_id}"
+  name     = "tollgate-vllm-${var.tollgate_cluster_id}"
   image    = docker_image.vllm.image_id
   restart  = "unless-stopped"
   gpus     = "all"

@@ -39,7 +39,7 @@ variable "image" {
 }
 
 # Set by the platform on every run (see the README: injected variables).
-variable "cluster_id" {
+variable "tollgate_cluster_id" {
   type        = string
   description = "The cluster this run applies to"
 }

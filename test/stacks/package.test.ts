@@ -82,6 +82,8 @@ describe('stack packages', () => {
       { name: 'vllm-serving/main.tf', content: MAIN_TF },
       { name: 'vllm-serving/README.md', content: '# vLLM serving\n\n![badge](x.svg)\n\nServes a model with vLLM\non every node.\n\nMore text.' },
       { name: 'vllm-serving/modules/child/main.tf', content: 'variable "ignored" {}' },
+      // The platform's own variables are set on every run, not asked for.
+      { name: 'vllm-serving/platform.tf', content: 'variable "tollgate_cluster_id" { type = string }\nvariable "tollgate_node_addresses" { type = list(string) }' },
     ]);
     const read = await readStackPackage(zip, { fileName: 'upload.zip' });
     expect(read.fromManifest).toBe(false);

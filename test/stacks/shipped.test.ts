@@ -56,7 +56,7 @@ describe('the stacks shipped in stacks/', () => {
         for (const variable of Object.keys(parsed.variable ?? {})) variables.add(variable);
       }
       for (const input of row.inputs) expect(variables, `${row.name}: ${input.name}`).toContain(input.name);
-      expect(variables).toContain('cluster_id');
+      expect(variables).toContain('tollgate_cluster_id');
     }
   });
 
