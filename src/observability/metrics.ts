@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { DeferredCounts } from './deferred-counts.js';
 
 /**
  * Request durations, from sub-millisecond answers (a cache hit, a 429) to
@@ -33,14 +34,24 @@ export function createMetrics(options: MetricsOptions = {}) {
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
   const spendLabels = options.orgLabel ? (['model', 'organization'] as const) : (['model'] as const);
+  // The three counters every request moves are counted in plain numbers and summed at scrape time.
+  const requestCounts = new DeferredCounts<'route' | 'model' | 'status' | 'code'>();
+  const tokenCounts = new DeferredCounts<'model' | 'organization' | 'kind'>();
+  const chargedCounts = new DeferredCounts<'model' | 'organization' | 'currency'>();
   return {
     registry,
     orgLabel: options.orgLabel ?? false,
+    requestCounts,
+    tokenCounts,
+    chargedCounts,
     requests: new Counter({
       name: 'tollgate_requests_total',
       help: 'Requests answered, by route (as registered), catalog model, HTTP status and error code ("" on success). A stream counts when it ends, with the status it was billed under (499 client gone, 502 engine failed).',
       labelNames: ['route', 'model', 'status', 'code'] as const,
       registers: [registry],
+      collect() {
+        requestCounts.flush(this);
+      },
     }),
     requestDuration: new Histogram({
       name: 'tollgate_request_duration_seconds',
@@ -68,12 +79,18 @@ export function createMetrics(options: MetricsOptions = {}) {
       help: 'Tokens billed, by model and kind (prompt, completion); by organization too when TOLLGATE_METRICS_ORG_LABEL=true. Cache hits are free and not counted.',
       labelNames: [...spendLabels, 'kind'] as const,
       registers: [registry],
+      collect() {
+        tokenCounts.flush(this as Counter<'model' | 'organization' | 'kind'>);
+      },
     }),
     charged: new Counter({
       name: 'tollgate_charged_nanos_total',
       help: 'Amount charged to wallets, in billionths of the currency unit (exact up to 2^53 per series and process lifetime), by model (and organization with TOLLGATE_METRICS_ORG_LABEL=true).',
       labelNames: [...spendLabels, 'currency'] as const,
       registers: [registry],
+      collect() {
+        chargedCounts.flush(this as Counter<'model' | 'organization' | 'currency'>);
+      },
     }),
     rateLimited: new Counter({
       name: 'tollgate_rate_limited_total',

@@ -74,17 +74,13 @@ export class Observer {
     private readonly currency: string,
   ) {
     const m = metrics;
-    this.requests = new Children((route: string, model: string, status: number, code: string) => m?.requests.labels(route, model, String(status), code));
+    this.requests = new Children((route: string, model: string, status: number, code: string) => m?.requestCounts.child({ route, model, status: String(status), code }));
     this.duration = new Children((route: string, model: string) => m?.requestDuration.labels(route, model));
     this.ttft = new Children((model: string) => m?.timeToFirstToken.labels(model));
     this.overhead = new Children((route: string) => m?.overhead.labels(route));
     // With the organization label off, the org argument is '' and ignored.
-    this.tokens = new Children((model: string, org: string, kind: string) =>
-      m?.orgLabel ? m.tokens.labels({ model, organization: org, kind }) : m?.tokens.labels({ model, kind }),
-    );
-    this.charged = new Children((model: string, org: string) =>
-      m?.orgLabel ? m.charged.labels({ model, organization: org, currency }) : m?.charged.labels({ model, currency }),
-    );
+    this.tokens = new Children((model: string, org: string, kind: string) => m?.tokenCounts.child(m.orgLabel ? { model, organization: org, kind } : { model, kind }));
+    this.charged = new Children((model: string, org: string) => m?.chargedCounts.child(m.orgLabel ? { model, organization: org, currency } : { model, currency }));
     this.rateLimited = new Children((limit: string) => m?.rateLimited.labels(limit));
     this.unavailable = new Children((cause: string) => m?.unavailable.labels(cause));
     this.cache = new Children((result: string) => m?.cacheLookups.labels(result));
