@@ -42,6 +42,8 @@ export function createClient({ url, token, base = '/admin/v1', timeoutMs = 30_00
       }
       const text = await response.text();
       if (response.status === 204) return null;
+      // A run's log is plain text.
+      if (response.ok && response.headers.get('content-type')?.startsWith('text/plain')) return text;
       const parsed = parseJson(text);
       if (response.ok && parsed !== undefined) return parsed;
       const envelope = (parsed as { error?: { message?: unknown; code?: unknown; details?: unknown } } | undefined)?.error;

@@ -1,4 +1,5 @@
 import { catalogCommands } from './catalog.js';
+import { clusterCommands } from './clusters.js';
 import { costCommands } from './costs.js';
 import { engineCommands } from './engines.js';
 import type { Command } from './command.js';
@@ -13,7 +14,7 @@ import { walletCommands } from './wallet.js';
  * @example
  * const command = findCommand('keys', 'create');
  */
-export const COMMANDS: readonly Command[] = [...orgCommands, ...userCommands, ...walletCommands, ...keyCommands, ...catalogCommands, ...engineCommands, ...costCommands];
+export const COMMANDS: readonly Command[] = [...orgCommands, ...userCommands, ...walletCommands, ...keyCommands, ...catalogCommands, ...engineCommands, ...clusterCommands, ...costCommands];
 
 /** By its words; a group may be a command by itself (`models`, without an action). */
 export function findCommand(group: string | undefined, action: string | undefined): Command | undefined {
