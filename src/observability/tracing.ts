@@ -35,6 +35,9 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
+/** Longest a gateway's close waits for its last spans to be exported. */
+const SHUTDOWN_TIMEOUT_MS = 2_000;
+
 export type TracingSettings = NonNullable<Config['observability']['tracing']>;
 
 export interface TracingOptions {
@@ -93,7 +96,11 @@ export async function startTracing(settings: TracingSettings, options: TracingOp
       return new SpanTrace(deps, span, method);
     },
     async shutdown() {
-      await provider.shutdown();
+      // Spans still buffered go out now; a collector that does not answer holds a shutdown 2 s at most.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_TIMEOUT_MS)));
+      await Promise.race([provider.shutdown().catch(() => {}), late]);
+      clearTimeout(timer);
     },
   };
 }
