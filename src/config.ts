@@ -206,9 +206,10 @@ export interface Config {
     orgLabel: boolean;
     /**
      * Traces, on when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set, unless OTEL_SDK_DISABLED=true or
-     * OTEL_TRACES_EXPORTER=none. The OTLP exporter reads the standard OTEL_EXPORTER_OTLP_* variables itself (headers, timeout).
+     * OTEL_TRACES_EXPORTER=none, sent to `url` (the traces endpoint, or the endpoint + `/v1/traces`). The OTLP
+     * exporter reads the other standard OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression) itself.
      */
-    tracing: { serviceName: string; sampler: string; samplerRatio: number } | null;
+    tracing: { url: string; serviceName: string; sampler: string; samplerRatio: number } | null;
   };
   people: {
     /** scrypt's cost as log2 N for new password hashes (15: 32 MiB, about 0.1 s each). */
@@ -303,7 +304,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       orgLabel: s.TOLLGATE_METRICS_ORG_LABEL === 'true',
       tracing:
         (s.OTEL_EXPORTER_OTLP_ENDPOINT || s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) && s.OTEL_SDK_DISABLED === 'false' && s.OTEL_TRACES_EXPORTER !== 'none'
-          ? { serviceName: s.OTEL_SERVICE_NAME, sampler: s.OTEL_TRACES_SAMPLER, samplerRatio: s.OTEL_TRACES_SAMPLER_ARG }
+          ? {
+              url: s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${s.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/+$/, '')}/v1/traces`,
+              serviceName: s.OTEL_SERVICE_NAME,
+              sampler: s.OTEL_TRACES_SAMPLER,
+              samplerRatio: s.OTEL_TRACES_SAMPLER_ARG,
+            }
           : null,
     },
     people: {

@@ -63,7 +63,7 @@ export async function startTracing(settings: TracingSettings, options: TracingOp
     import('@opentelemetry/resources'),
     import('@opentelemetry/semantic-conventions'),
   ]);
-  const exporter = options.exporter ?? new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
+  const exporter = options.exporter ?? new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({ url: settings.url });
   // Batched for OTLP (one export every few seconds, off the request path); one by one for a test's exporter.
   const processor = options.exporter ? new sdk.SimpleSpanProcessor({ exporter }) : new sdk.BatchSpanProcessor({ exporter });
   const ratio = new sdk.TraceIdRatioBasedSampler(settings.samplerRatio);

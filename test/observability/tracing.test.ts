@@ -171,3 +171,38 @@ describe('traces off (no OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }
   });
 });
+
+describe('traces over OTLP/HTTP', () => {
+  it('sends the spans as protobuf to OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, and the last ones when the gateway closes', async () => {
+    const received: Array<{ method: string; path: string; type: string | undefined; body: Buffer }> = [];
+    const collector = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        received.push({ method: req.method ?? '', path: req.url ?? '', type: req.headers['content-type'], body: Buffer.concat(chunks) });
+        res.writeHead(200, { 'content-type': 'application/x-protobuf', 'content-length': 0 }).end();
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    try {
+      const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}/`;
+      const gateway = await startTestGateway('pglite', { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SERVICE_NAME: 'tollgate-otlp-test' });
+      try {
+        const { secret } = await gateway.tenant();
+        await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({ model: 'sim-embed', input: 'exported' });
+      } finally {
+        // Spans leave in batches every few seconds; closing sends what is left.
+        await gateway.close();
+      }
+      expect(received.length).toBeGreaterThan(0);
+      const body = Buffer.concat(received.map((r) => r.body));
+      expect(received.every((r) => r.method === 'POST' && r.path === '/v1/traces' && r.type === 'application/x-protobuf')).toBe(true);
+      // Protobuf keeps strings as UTF-8 bytes: the service and the request's span name are in the export.
+      expect(body.includes(Buffer.from('tollgate-otlp-test'))).toBe(true);
+      expect(body.includes(Buffer.from('POST /v1/embeddings'))).toBe(true);
+      expect(body.includes(Buffer.from('tollgate.upstream'))).toBe(true);
+    } finally {
+      await new Promise<void>((resolve) => collector.close(() => resolve()));
+    }
+  });
+});
