@@ -36,7 +36,9 @@ button, .button { display: inline-block; padding: .45rem .9rem; font: inherit; b
 button.secondary, .button.secondary { background: #fff; color: var(--accent); }
 button.danger { background: var(--bad); border-color: var(--bad); }
 :focus-visible { outline: 3px solid #f0b429; outline-offset: 2px; }
-.notice { padding: .75rem 1rem; border-radius: 4px; margin: 0 0 1rem; border: 1px solid; }
+.notice { padding: .75rem 1rem; border-radius: 4px; margin: 0 0 1rem; border: 1px solid; overflow-wrap: anywhere; }
+.notice p { margin: 0; }
+.notice ul { margin: .5rem 0 0; }
 .notice.error { color: var(--bad); border-color: var(--bad); background: #fdf3f3; }
 .notice.ok { color: var(--good); border-color: var(--good); background: #f2faf4; }
 .secret { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
@@ -62,6 +64,28 @@ details.org > summary { cursor: pointer; padding: .25rem 0; }
 details.org[open] > summary { margin-bottom: .75rem; }
 h2.first { margin-top: 0; }
 input[type=date], input[type=month] { padding: .4rem .5rem; font: inherit; border: 1px solid #9aa3b2; border-radius: 4px; }
+.filters { align-items: flex-end; margin-bottom: .5rem; }
+.filters label { margin-top: 0; }
+.filters input, .filters select { height: 2.6rem; }
+.panel > p:first-of-type { margin-top: 0; }
+ul.cards { list-style: none; padding: 0; margin: 0 0 1.5rem; display: grid; grid-template-columns: repeat(auto-fill, minmax(17rem, 1fr)); gap: 1rem; }
+.card { display: flex; gap: .75rem; align-items: flex-start; background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 1rem; min-width: 0; }
+.card > div { min-width: 0; }
+.card h2 { font-size: 1.05rem; margin: 0 0 .25rem; }
+.card-text { margin: 0 0 .5rem; display: -webkit-box; -webkit-line-clamp: 3; -webkit-box-orient: vertical; overflow: hidden; }
+.card p.muted { margin: 0; font-size: .9rem; overflow-wrap: anywhere; }
+.stack-icon { flex: none; display: inline-flex; align-items: center; justify-content: center; width: 3rem; height: 3rem; font-size: 2rem; line-height: 1; border-radius: 6px; background: #eef1f6; overflow: hidden; }
+.stack-icon img { width: 100%; height: 100%; object-fit: contain; }
+.stack-icon.large { width: 4.5rem; height: 4.5rem; font-size: 3rem; }
+.stack-head { display: flex; gap: 1rem; align-items: center; }
+.stack-head h1 { margin: 0; }
+.stack-head p { margin: .25rem 0 0; }
+.badge { display: inline-block; padding: 0 .45rem; border-radius: 999px; background: #e6edf9; color: #173f80; font-size: .85rem; }
+p.hint { margin: .15rem 0 0; font-size: .9rem; }
+.run-state { font-weight: 700; }
+.run-applied { color: var(--good); } .run-failed, .run-canceled { color: var(--bad); } .run-queued, .run-running { color: #8a5a00; }
+.run-facts p { margin: .2rem 0; }
+pre.run-log { max-height: 32rem; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
 `;
 
 const JS = `
@@ -83,6 +107,19 @@ document.addEventListener('submit', (event) => {
   if (question && !window.confirm(question)) event.preventDefault();
 });
 document.querySelectorAll('[data-copy]').forEach((button) => { button.hidden = false; });
+// A run's log while it runs: <pre data-follow="URL"> is filled from URL's server-sent events; the page reloads when the run ends.
+const followed = document.querySelector('pre[data-follow]');
+if (followed && window.EventSource) {
+  const source = new EventSource(followed.dataset.follow);
+  let fresh = true;
+  source.addEventListener('log', (event) => {
+    if (fresh) { followed.textContent = ''; fresh = false; }
+    const atBottom = followed.scrollTop + followed.clientHeight >= followed.scrollHeight - 8;
+    followed.textContent += event.data;
+    if (atBottom) followed.scrollTop = followed.scrollHeight;
+  });
+  source.addEventListener('end', () => { source.close(); window.location.reload(); });
+}
 `;
 
 function asset(body: string, type: string) {

@@ -7,6 +7,8 @@ const NAV = [
   { id: 'wallet', href: '/portal/wallet', label: 'Wallet' },
   { id: 'costs', href: '/portal/costs', label: 'Costs' },
   { id: 'models', href: '/portal/models', label: 'Models' },
+  { id: 'stacks', href: '/portal/stacks', label: 'Stacks' },
+  { id: 'clusters', href: '/portal/clusters', label: 'Clusters' },
   { id: 'projects', href: '/portal/projects', label: 'Projects' },
   { id: 'users', href: '/portal/users', label: 'Users' },
 ] as const;

@@ -19,6 +19,7 @@ import { PASSWORD_MAX, PASSWORD_MIN } from '../people/passwords.js';
 import { assertCanCreate, assertCanDelete, assertCanUpdate, canManageProject, canSeeProject } from '../people/permissions.js';
 import { checkSignIn, endSession, startSession } from '../people/routes.js';
 import { ProjectService } from '../platform/projects.js';
+import { DEFAULT_PACKAGE_LIMITS } from '../stacks/package.js';
 import type { Services } from '../services.js';
 import { ModelsPage, WalletPage } from './account-pages.js';
 import { assetAt } from './assets.js';
@@ -27,6 +28,7 @@ import { ProjectsPage, UsersPage } from './people-pages.js';
 import { formTokens, sameOrigin, securityHeaders } from './security.js';
 import { UsagePage, type UsageWindow } from './usage-page.js';
 import { registerCostPages } from './costs-routes.js';
+import { registerPlatformPages, STACK_UPLOAD_PATH } from './platform-routes.js';
 
 type PortalContext = Context<GatewayEnv>;
 
@@ -82,7 +84,10 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
   const viewerOf = (actor: SignedInActor): Viewer => ({ name: actor.user.name, csrf: tokens.of(actor.sessionHash!) });
   const projects = new ProjectService(services.db, () => services.admissionCache.invalidate());
 
-  portal.use('*', securityHeaders(), limitBody(MANAGEMENT_MAX_BODY_BYTES), sameOrigin((c) => clientOf(c).https));
+  const formLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES);
+  // Room for the largest package and its multipart framing on the upload form; the other forms are small.
+  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024);
+  portal.use('*', securityHeaders(), (c, next) => (c.req.path === STACK_UPLOAD_PATH ? uploadLimit(c, next) : formLimit(c, next)), sameOrigin((c) => clientOf(c).https));
   portal.onError((error, c) => {
     if (error instanceof GatewayError && error.status === 401) return c.redirect('/portal/sign-in', 303);
     // Hono's csrf middleware refuses a form from elsewhere with its own exception.
@@ -357,6 +362,7 @@ export function createPortalRoutes(services: Services, clientOf: (c: Context) =>
     }, 'user-deleted');
   });
 
+  registerPlatformPages(portal, { services, signedIn: (c) => signedIn(services, c), viewerOf, checkToken: (actor, token) => tokens.check(actor.sessionHash!, token) });
   registerCostPages(portal, { services, signedIn: (c) => signedIn(services, c), viewerOf, checkToken: (actor, token) => tokens.check(actor.sessionHash!, token) });
 
   return portal;

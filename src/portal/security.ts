@@ -5,14 +5,15 @@ import { GatewayError } from '../http/errors.js';
 
 /**
  * What every portal page is sent with: a strict Content-Security-Policy (only
- * our own files; no inline script or style, no frames, forms post only here),
+ * our own files, and https images for stack icons; no inline script or style,
+ * no frames, forms post only here),
  * no framing, no sniffing, no referrer leaving the site, and no caching of
  * pages that show an organization's data.
  */
 export function securityHeaders(): MiddlewareHandler {
   return async (c, next) => {
     await next();
-    c.header('Content-Security-Policy', "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    c.header('Content-Security-Policy', "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
     c.header('X-Frame-Options', 'DENY');
     c.header('X-Content-Type-Options', 'nosniff');
     c.header('Referrer-Policy', 'same-origin');

@@ -3,11 +3,10 @@ import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import { offsetOf, paged, pageQuery } from '../api/pagination.js';
 import type { GatewayEnv } from '../http/context.js';
-import { GatewayError } from '../http/errors.js';
 import { readBody, readQuery } from '../http/validate.js';
 import type { Services } from '../services.js';
 import { FINAL_STATES, type RunRow } from './service.js';
-import { findTool } from './tool.js';
+import { requireTool } from './tool.js';
 
 const applyBody = z.strictObject({
   stack: z.string().min(1).max(63),
@@ -55,11 +54,7 @@ export function registerRunRoutes(api: Hono<GatewayEnv>, services: Services): vo
 
   api.post('/clusters/:id/runs', async (c) => {
     const body = await readBody(c, applyBody);
-    if (!findTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath })) {
-      throw new GatewayError('runner_unavailable', 'This gateway has no OpenTofu or Terraform to apply stacks with: install `tofu` on its PATH, or set TOLLGATE_TOFU_BIN to it.', {
-        headers: { 'Retry-After': '60' },
-      });
-    }
+    requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath });
     const run = await runs.queue(c.get('actor'), { clusterId: c.req.param('id'), stackName: body.stack, nodeId: body.target?.node_id, inputs: body.inputs });
     runWorker.poke();
     return c.json(runView(run), 201);

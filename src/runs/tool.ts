@@ -1,5 +1,6 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
+import { GatewayError } from '../http/errors.js';
 
 /**
  * The OpenTofu or Terraform command line a run uses: the configured one
@@ -36,4 +37,15 @@ function executable(file: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** The tool, or a 503 naming the setting: nothing is queued without one. */
+export function requireTool(options: { configured?: string; pathList?: string }): string {
+  const found = findTool(options);
+  if (!found) {
+    throw new GatewayError('runner_unavailable', 'This gateway has no OpenTofu or Terraform to apply stacks with: install `tofu` on its PATH, or set TOLLGATE_TOFU_BIN to it.', {
+      headers: { 'Retry-After': '60' },
+    });
+  }
+  return found;
 }

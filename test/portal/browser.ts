@@ -1,4 +1,7 @@
 import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { expect } from 'vitest';
 import { requireServices } from '../helpers/services.js';
 
 /** Debian's Chromium, where the `chromium` package puts it (or CHROMIUM_PATH). */
@@ -13,4 +16,36 @@ export function chromiumAvailable(): boolean {
   if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but there is no Chromium at ${chromiumPath} (apt-get install chromium, or set CHROMIUM_PATH)`);
   console.warn(`skipping the portal's browser tests: no Chromium at ${chromiumPath} (apt-get install chromium, or set CHROMIUM_PATH)`);
   return false;
+}
+
+/** Where the browser tests write a screenshot of every page, at 1280 and 360 px wide (the README names it). */
+export const SHOTS = path.resolve(import.meta.dirname, '../../test-results/portal');
+const WIDTHS = [1280, 360] as const;
+
+/**
+ * Screenshots of the page at each width (`test-results/portal/<name>-<width>.png`),
+ * and an axe-core check: no serious or critical violation. The page's context
+ * must bypass CSP so axe-core can be added.
+ *
+ * @example
+ * await lookAt(page, 'stacks', axeSource);
+ */
+export async function lookAt(page: Page, name: string, axeSource: string): Promise<void> {
+  for (const width of WIDTHS) {
+    await page.setViewportSize({ width, height: 900 });
+    // Two frames, so the page is laid out again at this width before the picture.
+    await page.evaluate(() => new Promise((resolve) => {
+      const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame;
+      frame(() => frame(() => resolve(null)));
+    }));
+    await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+  expect((await page.content()).length, name).toBeLessThan(100_000);
+  await page.addScriptTag({ content: axeSource });
+  const violations = await page.evaluate(async () => {
+    const result = await (globalThis as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> } }).axe.run();
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
+  });
+  expect(violations, name).toEqual([]);
 }
