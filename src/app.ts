@@ -38,6 +38,13 @@ export function createApp(services: Services): Hono<GatewayEnv> {
     await next();
     if (services.inFlight.draining) c.header('connection', 'close');
   });
+  // For a TLS terminator that gets certificates on demand (Caddy's `ask`, see compose/Caddyfile): 200 for the
+  // gateway's own host name and the public hosts of applied runs, 404 for any other name.
+  const ownHost = services.config.publicUrl ? new URL(services.config.publicUrl).hostname : null;
+  app.get('/tls/allowed', (c) => {
+    const domain = (c.req.query('domain') ?? '').toLowerCase();
+    return domain && (domain === ownHost || services.publicHosts.serves(domain)) ? c.body(null, 200) : c.body(null, 404);
+  });
   app.get('/health', (c) => (services.inFlight.draining ? c.json({ status: 'draining' }, 503) : c.json({ status: 'ok' })));
   // Readiness for orchestrators: 503 while draining, or while the database, Redis or some model's engines are away.
   app.get('/health/ready', async (c) => {

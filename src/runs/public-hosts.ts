@@ -58,6 +58,11 @@ export class PublicHosts {
     }
   }
 
+  /** Whether `host` is a run's public host (a TLS terminator asks before it gets a certificate for a name). */
+  serves(host: string): boolean {
+    return this.targets.has(host.toLowerCase());
+  }
+
   /** Sends requests for a run's public host to its node's port; every other request goes on to the gateway's routes. */
   middleware(): MiddlewareHandler {
     return async (c, next) => {

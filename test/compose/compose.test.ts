@@ -64,7 +64,7 @@ describe.skipIf(!compose)('compose/docker-compose.yml', () => {
   it(`is accepted by ${compose?.join(' ')} config, with every service and a GPU for each vLLM`, async () => {
     const { stdout } = await config(secrets);
     const normalized = parse(stdout) as { services: Record<string, ComposeService> };
-    expect(Object.keys(normalized.services).sort()).toEqual(['gateway', 'grafana', 'postgres', 'prometheus', 'redis', 'vllm-chat', 'vllm-embed']);
+    expect(Object.keys(normalized.services).sort()).toEqual(['caddy', 'gateway', 'grafana', 'postgres', 'prometheus', 'redis', 'vllm-chat', 'vllm-embed']);
     for (const name of ['vllm-chat', 'vllm-embed']) {
       const service = normalized.services[name] as ComposeService;
       expect(service.image, name).toMatch(/^vllm\/vllm-openai:/);

@@ -201,6 +201,9 @@ describe.each(stores)('runs: stacks applied to clusters through the tool (%s)', 
       await waitFor(async () => (await getWithHost(`${gateway.url}/dashboards?x=1`, host)).status === 200);
       expect(await getWithHost(`${gateway.url}/dashboards?x=1`, host)).toEqual({ status: 200, body: `grafana says hi to /dashboards?x=1 via ${host}` });
       expect((await getWithHost(`${gateway.url}/dashboards`, `other.${cluster.public_domain}`)).status).toBe(404);
+      // A TLS terminator asks before getting a certificate for a name: yes for this one, no for others.
+      expect((await fetch(`${gateway.url}/tls/allowed?domain=${host}`)).status).toBe(200);
+      expect((await fetch(`${gateway.url}/tls/allowed?domain=other.${cluster.public_domain}`)).status).toBe(404);
       // Any other host is the gateway itself.
       expect((await fetch(`${gateway.url}/health`)).status).toBe(200);
     } finally {
