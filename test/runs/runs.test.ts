@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiAs, orgWithUsers } from '../api/harness.js';
 import { availableStores, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { readSse } from '../helpers/sse.js';
-import { orgWithCluster, runEnded, runScratch } from './harness.js';
+import { zipOf } from '../helpers/zip.js';
+import { FAKE_MODULE, orgWithCluster, runEnded, runScratch } from './harness.js';
 
 const stores = await availableStores();
 
@@ -209,6 +210,17 @@ describe.each(stores)('runs: stacks applied to clusters through the tool (%s)', 
     } finally {
       web.close();
     }
+  });
+
+  it('a manifest\'s web_port gives each run a public URL too', async () => {
+    const { owner, users, cluster } = await orgWithCluster(gateway, { nodes: 1 });
+    const name = `web-${Math.random().toString(36).slice(2, 8)}`;
+    const form = new FormData();
+    const zip = await zipOf({ 'manifest.json': JSON.stringify({ name, title: 'Web', web_port: 8443, inputs: [{ name: 'name', type: 'string', default: 'x' }] }), 'main.tf': FAKE_MODULE });
+    form.set('package', new Blob([new Uint8Array(zip)], { type: 'application/zip' }), 'web.zip');
+    expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${users[0]!.key}` }, body: form })).status).toBe(201);
+    const run = await runEnded(owner, (await owner('POST', `/clusters/${cluster.id}/runs`, { stack: name })).body.id);
+    expect(run).toMatchObject({ state: 'APPLIED', public_url: `https://${name}.${cluster.public_domain}` });
   });
 
   it('organizations see and apply to their own clusters only', async () => {
