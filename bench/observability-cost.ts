@@ -78,7 +78,7 @@ async function main(): Promise<void> {
     ];
     const lines = [`CPU time per request (user + system), ${concurrency} connections, ${rounds} interleaved rounds of ${seconds} s per gateway`, ''];
     for (const scenario of scenarios) {
-      const totals = gateways.map(() => ({ cpu: 0, requests: 0, errors: 0 }));
+      const totals = gateways.map(() => ({ cpu: 0, requests: 0, errors: 0, perRound: [] as number[] }));
       const agents = gateways.map(() => createAgent(concurrency));
       const body = JSON.stringify(scenario.body);
       for (let round = 0; round <= rounds; round++) {
@@ -89,8 +89,10 @@ async function main(): Promise<void> {
           const slice = await runSlice(target, agents[i]!, { body, stream: scenario.stream, concurrency, durationMs: round === 0 ? 1000 : seconds * 1000 });
           const after = await cpuMs(gateway.child.pid);
           if (round === 0) continue; // warm-up
+          const ok = slice.samples.filter((s) => s.ok).length;
           totals[i]!.cpu += after - before;
-          totals[i]!.requests += slice.samples.filter((s) => s.ok).length;
+          totals[i]!.requests += ok;
+          totals[i]!.perRound.push((after - before) / ok);
           totals[i]!.errors += slice.samples.filter((s) => !s.ok).length;
         }
       }
@@ -99,7 +101,9 @@ async function main(): Promise<void> {
       lines.push(scenario.name);
       for (const [i, gateway] of gateways.entries()) {
         const ratio = perRequest[i]! / perRequest[0]!;
-        lines.push(`  ${gateway.name.padEnd(18)} ${perRequest[i]!.toFixed(0).padStart(6)} µs CPU/request  ${ratio.toFixed(3)}× (${totals[i]!.requests} requests, ${totals[i]!.errors} errors)`);
+        // The same ratio round by round: its spread says how much the machine disturbed the measurement.
+        const rounds = totals[i]!.perRound.map((cpu, round) => (cpu / totals[0]!.perRound[round]!).toFixed(2)).join(' ');
+        lines.push(`  ${gateway.name.padEnd(18)} ${perRequest[i]!.toFixed(0).padStart(6)} µs CPU/request  ${ratio.toFixed(3)}× (${totals[i]!.requests} requests, ${totals[i]!.errors} errors; by round: ${rounds})`);
       }
       lines.push('');
     }
