@@ -153,6 +153,13 @@ describe('traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     expect(spansOf(traceId!).map((span) => span.name)).toEqual(['POST /v1/embeddings']);
     expect(proxy.received).toHaveLength(0);
   });
+
+  it('installs no global tracer provider or context manager: spans travel explicitly, with no async hooks', async () => {
+    const { context, trace } = await import('@opentelemetry/api');
+    expect((context as unknown as { _getContextManager(): object })._getContextManager().constructor.name).toBe('NoopContextManager');
+    expect(trace.getTracerProvider().constructor.name).toBe('ProxyTracerProvider');
+    expect((trace.getTracerProvider() as unknown as { getDelegate(): object }).getDelegate().constructor.name).toBe('NoopTracerProvider');
+  });
 });
 
 describe('traces off (no OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
