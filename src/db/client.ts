@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { cp, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -11,6 +11,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
+import { templateFolder } from './pglite-template.js';
 import * as schema from './schema.js';
 
 /** The one database type the rest of the code sees, whichever driver is under it. */
@@ -62,6 +63,23 @@ async function setUpInWorker(location: string): Promise<void> {
   });
 }
 
+/**
+ * PGlite's own start parameters (its `defaultStartParams` in 0.5), plus a
+ * small buffer pool: PostgreSQL's default 128 MB of shared buffers is most of
+ * what an embedded gateway's memory grows to (WebAssembly memory, once touched,
+ * is never given back), and the request path does not read the database in
+ * steady state. 8 MB holds the catalog and the hot tables of a small
+ * deployment; PostgreSQL is the choice for a large one.
+ */
+export const PGLITE_START_PARAMS = [
+  '--single',
+  '-F',
+  '-O',
+  '-j',
+  ...['search_path=public', 'exit_on_error=false', 'log_checkpoints=false', 'max_worker_processes=0', 'max_parallel_workers=0', 'max_parallel_workers_per_gather=0', 'io_method=sync', 'max_parallel_maintenance_workers=0'].flatMap((setting) => ['-c', setting]),
+  ...['shared_buffers=8MB', 'temp_buffers=1MB', 'work_mem=2MB', 'maintenance_work_mem=8MB', 'wal_buffers=256kB'].flatMap((setting) => ['-c', setting]),
+];
+
 // Any fixed number: replicas starting together take turns running migrations.
 const MIGRATION_LOCK_ID = 7_110_472_001;
 
@@ -89,12 +107,17 @@ export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenSto
   if (location !== 'memory://') {
     const fresh = !existsSync(path.join(location, 'PG_VERSION'));
     await mkdir(location, { recursive: true });
-    // Creating a database (initdb) and migrating it grow PGlite's WebAssembly memory to about 800 MB, and
-    // WebAssembly memory never shrinks: do both in a worker thread that then ends, taking that memory with it,
-    // and serve from an instance opened on the finished files.
-    if (fresh) await setUpInWorker(location);
+    // A new folder is a copy of the build's template (`pglite-template.ts`) when there is one. Otherwise: creating
+    // a database (initdb) and migrating it grow PGlite's WebAssembly memory to about 800 MB, and WebAssembly
+    // memory never shrinks: both run in a worker thread that then ends, taking that memory with it, and the
+    // gateway serves from an instance opened on the finished files.
+    if (fresh) {
+      const template = await templateFolder(migrationsFolder, path.resolve(migrationsFolder, '..', 'dist'));
+      if (existsSync(path.join(template, 'PG_VERSION'))) await cp(template, location, { recursive: true });
+      else await setUpInWorker(location);
+    }
   }
-  const client = new PGlite(location);
+  const client = new PGlite(location, { startParams: PGLITE_START_PARAMS });
   const db = drizzlePglite(client, { schema });
   await migratePglite(db, { migrationsFolder });
   return { db: db as unknown as Database, driver: 'pglite', close: () => client.close() };
