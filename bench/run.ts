@@ -209,6 +209,22 @@ async function main(): Promise<number> {
       }
     }
 
+    // BENCH_FLOOR=1: the same scenarios through bench/floor-proxy.ts, a bare node:http relay (no parsing, auth, limits
+    // or billing): what Node's HTTP stack alone costs on this machine, the floor under any Node.js gateway.
+    const floorResults: ScenarioResult[] = [];
+    if (process.env.BENCH_FLOOR === '1') {
+      const port = await freePort();
+      const floor = startChild('floor-proxy', process.execPath, ['--import', 'tsx', path.join(BENCH_DIR, 'floor-proxy.ts'), '--port', String(port), '--upstream', simUrl], { cwd: ROOT, env: cleanEnv() });
+      children.push(floor);
+      await waitForHealth(floor, `http://127.0.0.1:${port}/health`, START_TIMEOUT_MS);
+      for (const scenario of scenarios(settings.tokens)) {
+        for (const concurrency of CONCURRENCIES) {
+          process.stderr.write(`bench: floor ${scenario.name} × ${concurrency} …\n`);
+          floorResults.push(await measure(scenario, concurrency, { ...settings, baseline: 'direct' }, { url: `${simUrl}${scenario.path}`, headers: {} }, { url: `http://127.0.0.1:${port}${scenario.path}`, headers: {} }));
+        }
+      }
+    }
+
     // Portkey's failures are its own (shown in its rows); they do not void the gateway's figures.
     const totalErrors = results.reduce((sum, r) => sum + r.direct.errors + r.gateway.errors, 0);
     printReport(settings, results, rssStart, rssEnd, totalErrors);
@@ -216,7 +232,11 @@ async function main(): Promise<number> {
       const lines = ["Portkey's open gateway (no auth, limits or billing) / direct to the same simulator; its rows read 'gateway' for Portkey", '', ...portkeyResults.flatMap((r) => [formatScenario(r), ''])];
       process.stdout.write(`\n${lines.join('\n')}`);
     }
-    const json = { date: new Date().toISOString(), node: process.version, settings, gatewayRssMiB: { start: rssStart, end: rssEnd }, totalErrors, scenarios: results, portkey: portkeyResults };
+    if (floorResults.length > 0) {
+      const lines = ["The floor: a bare node:http relay (bench/floor-proxy.ts: no parsing, auth, limits or billing) / direct; its rows read 'gateway' for the relay", '', ...floorResults.flatMap((r) => [formatScenario(r), ''])];
+      process.stdout.write(`\n${lines.join('\n')}`);
+    }
+    const json = { date: new Date().toISOString(), node: process.version, settings, gatewayRssMiB: { start: rssStart, end: rssEnd }, totalErrors, scenarios: results, portkey: portkeyResults, floor: floorResults };
     await mkdir(path.join(BENCH_DIR, 'results'), { recursive: true });
     await writeFile(path.join(BENCH_DIR, 'results', 'latest.json'), `${JSON.stringify(json, null, 2)}\n`);
     // Failed requests make the ratios meaningless, so such a run does not count as a success.
