@@ -85,7 +85,10 @@ async function main(): Promise<void> {
       const agents = gateways.map(() => createAgent(concurrency));
       const body = JSON.stringify(scenario.body);
       for (let round = 0; round <= rounds; round++) {
-        for (const [i, gateway] of gateways.entries()) {
+        // Each round starts with a different gateway, so no variant always follows the same one.
+        const order = gateways.map((_, k) => (k + round) % gateways.length);
+        for (const i of order) {
+          const gateway = gateways[i]!;
           process.stderr.write(`bench: ${scenario.name} round ${round} ${gateway.name} …\n`);
           const target = { url: `${gateway.url}${scenario.path}`, headers: { authorization: `Bearer ${gateway.secret}` } };
           const before = await cpuMs(gateway.child.pid);
