@@ -1,16 +1,13 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import path from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { sql } from 'drizzle-orm';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { chromiumAvailable, chromiumPath } from './browser.js';
+import { chromiumAvailable, chromiumPath, lookAt, SHOTS } from './browser.js';
 
 const require = createRequire(import.meta.url);
-const SHOTS = path.resolve(import.meta.dirname, '../../test-results/portal');
-const WIDTHS = [1280, 360] as const;
 const ready = chromiumAvailable();
 
 describe.skipIf(!ready)('the portal’s costs page in Chromium', () => {
@@ -62,25 +59,7 @@ describe.skipIf(!ready)('the portal’s costs page in Chromium', () => {
     return page;
   }
 
-  /** Screenshots at each width, and no serious or critical axe-core violation. */
-  async function look(page: Page, name: string): Promise<void> {
-    for (const width of WIDTHS) {
-      await page.setViewportSize({ width, height: 900 });
-      await page.evaluate(() => new Promise((resolve) => {
-        const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame;
-        frame(() => frame(() => resolve(null)));
-      }));
-      await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
-    }
-    await page.setViewportSize({ width: 1280, height: 900 });
-    expect((await page.content()).length, name).toBeLessThan(100_000);
-    await page.addScriptTag({ content: axeSource });
-    const violations = await page.evaluate(async () => {
-      const result = await (globalThis as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> } }).axe.run();
-      return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
-    });
-    expect(violations, name).toEqual([]);
-  }
+  const look = (page: Page, name: string) => lookAt(page, name, axeSource);
 
   const cells = async (page: Page) => page.locator('details.org tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim())));
 

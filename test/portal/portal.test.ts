@@ -1,16 +1,12 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import path from 'node:path';
 import OpenAI from 'openai';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { chromiumAvailable, chromiumPath } from './browser.js';
+import { chromiumAvailable, chromiumPath, lookAt, SHOTS } from './browser.js';
 
 const require = createRequire(import.meta.url);
-/** Where the test run writes a screenshot of every page, at 1280 and 360 px wide (the README names it). */
-const SHOTS = path.resolve(import.meta.dirname, '../../test-results/portal');
-const WIDTHS = [1280, 360] as const;
 
 const ready = chromiumAvailable();
 
@@ -46,28 +42,12 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     return ((await locator.first().textContent()) ?? '').trim();
   }
 
-  /** Screenshots of the current page at each width, and an axe-core check: no serious or critical violation. */
+  /** Screenshots of the current page at each width, and an axe-core check (`browser.ts`); the page joins the list checked at the end. */
   async function look(name: string): Promise<void> {
     visited.push(name);
-    for (const width of WIDTHS) {
-      await page.setViewportSize({ width, height: 900 });
-      // Two frames, so the page is laid out again at this width before the picture.
-      await page.evaluate(() => new Promise((resolve) => {
-        const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame;
-        frame(() => frame(() => resolve(null)));
-      }));
-      await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
-    }
-    await page.setViewportSize({ width: 1280, height: 900 });
-    // Plain and small: every page under 100 KB (measured before axe-core is added to it).
-    expect((await page.content()).length, name).toBeLessThan(100_000);
-    await page.addScriptTag({ content: axeSource });
-    const violations = await page.evaluate(async () => {
-      const result = await (globalThis as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> } }).axe.run();
-      return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
-    });
-    expect(violations, name).toEqual([]);
+    await lookAt(page, name, axeSource);
   }
+
 
   it('signs in, creates a key, uses it, sees it in usage, limits it, and deletes it', async () => {
     await page.goto(`${gateway.url}/`);
