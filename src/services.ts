@@ -31,6 +31,7 @@ import { StackCatalog } from './stacks/catalog.js';
 import { RunService } from './runs/service.js';
 import { RunWorker } from './runs/worker.js';
 import { PublicHosts } from './runs/public-hosts.js';
+import { requireTool } from './runs/tool.js';
 import { CostService } from './costs/service.js';
 
 /**
@@ -137,7 +138,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   if (metricsOn) registerStateGauges(metrics, { journal, inFlight, fleet, storeOutage, redis });
   const clusters = new ClusterService(db);
   const stacks = new StackCatalog(db);
-  const runs = new RunService(db, clusters, stacks);
+  const runs = new RunService(db, clusters, stacks, () => void requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath }));
   const publicHosts = new PublicHosts(db, log);
   return {
     config,

@@ -2,7 +2,6 @@ import type { Context, Hono } from 'hono';
 import type { GatewayEnv, SignedInActor } from '../http/context.js';
 import { GatewayError } from '../http/errors.js';
 import type { Services } from '../services.js';
-import { requireTool } from '../runs/tool.js';
 import { downloadPackage } from '../stacks/download.js';
 import { STACK_CATEGORIES } from '../stacks/manifest.js';
 import { DEFAULT_PACKAGE_LIMITS, readStackPackage } from '../stacks/package.js';
@@ -95,7 +94,6 @@ export function registerPlatformPages(portal: Hono<GatewayEnv>, deps: PlatformPa
         if (raw === undefined || raw === '') continue;
         inputs[input.name] = input.type === 'number' ? Number(raw) : raw;
       }
-      requireTool({ configured: services.config.runs.tofuBin, pathList: services.config.runs.searchPath });
       const run = await services.runs.queue(actor, { clusterId, stackName: stack.name, nodeId: kind === 'node' ? nodeId : undefined, inputs });
       services.runWorker.poke();
       return c.redirect(`/portal/runs/${run.id}`, 303);

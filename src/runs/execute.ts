@@ -83,7 +83,7 @@ export async function executeRun(job: RunJob): Promise<RunOutcome> {
   }
 }
 
-function ended(job: RunJob, exit: ToolExit, step: string, outputs: Record<string, unknown> | null, manifestWebPort: number | null): Omit<RunOutcome, 'failure'> & { failure: string | null } {
+function ended(job: RunJob, exit: ToolExit, step: string, outputs: Record<string, unknown> | null, manifestWebPort: number | null): RunOutcome {
   const base = { exitCode: exit.code, outputs, publicUrl: null, webTarget: null };
   const reason = job.signal.aborted ? (job.signal.reason as StopReason) : null;
   if (reason === 'cancel') return { ...base, state: 'CANCELED', failure: 'Canceled while it ran; the cluster may be partly changed.' };

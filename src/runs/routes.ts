@@ -6,7 +6,6 @@ import type { GatewayEnv } from '../http/context.js';
 import { readBody, readQuery } from '../http/validate.js';
 import type { Services } from '../services.js';
 import { FINAL_STATES, type RunRow } from './service.js';
-import { requireTool } from './tool.js';
 
 const applyBody = z.strictObject({
   stack: z.string().min(1).max(63),
@@ -54,7 +53,6 @@ export function registerRunRoutes(api: Hono<GatewayEnv>, services: Services): vo
 
   api.post('/clusters/:id/runs', async (c) => {
     const body = await readBody(c, applyBody);
-    requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath });
     const run = await runs.queue(c.get('actor'), { clusterId: c.req.param('id'), stackName: body.stack, nodeId: body.target?.node_id, inputs: body.inputs });
     runWorker.poke();
     return c.json(runView(run), 201);

@@ -45,10 +45,13 @@ export class RunService {
     private readonly db: Database,
     private readonly clusters: ClusterService,
     private readonly stacks: StackCatalog,
+    /** Throws (503) when there is no OpenTofu or Terraform to apply with: nothing is queued then. */
+    private readonly requireTool: () => void,
   ) {}
 
   /** Checks the stack (visible to `actor`, applicable to the cluster's profile), the target and the inputs, then queues the run. */
   async queue(actor: Actor, request: RunRequest): Promise<RunRow> {
+    this.requireTool();
     const { cluster, nodes } = await this.clusters.get(request.clusterId, scopeOf(actor));
     if (cluster.state !== 'running') throw new GatewayError('conflict', `Cluster ${cluster.id} is deleted.`);
     const stack = await this.stacks.get(actor, request.stackName);
@@ -78,8 +81,8 @@ export class RunService {
   }
 
   /** A run `actor` may see (its cluster's organization; platform admins all), or 404. */
-  async get(actor: Actor | null, id: string): Promise<RunRow> {
-    const scope = actor ? scopeOf(actor) : null;
+  async get(actor: Actor, id: string): Promise<RunRow> {
+    const scope = scopeOf(actor);
     const [row] = await this.db.select().from(runs).where(and(eq(runs.id, id), scope === null ? undefined : eq(runs.orgId, scope)));
     if (!row) throw new GatewayError('not_found', `Run ${id} does not exist.`);
     return row;
