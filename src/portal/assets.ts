@@ -85,6 +85,8 @@ p.hint { margin: .15rem 0 0; font-size: .9rem; }
 .run-state { font-weight: 700; }
 .run-applied { color: var(--good); } .run-failed, .run-canceled { color: var(--bad); } .run-queued, .run-running { color: #8a5a00; }
 .run-facts p { margin: .2rem 0; }
+/* Ids (run_…, cls_…) are long unbroken words: they wrap rather than widen a narrow page. */
+main p code, td.wrap code { overflow-wrap: anywhere; }
 pre.run-log { max-height: 32rem; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
 `;
 
