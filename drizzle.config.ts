@@ -3,6 +3,6 @@ import { defineConfig } from 'drizzle-kit';
 // `npm run db:generate` writes a new migration into drizzle/ after a schema change.
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './src/db/schema.ts',
+  schema: './src/shared/db/schema.ts',
   out: './drizzle',
 });

@@ -40,11 +40,7 @@ export function createAgent(concurrency: number): http.Agent {
  * @example
  * const slice = await runSlice(target, agent, { body, stream: false, concurrency: 1, durationMs: 3000 });
  */
-export async function runSlice(
-  target: Target,
-  agent: http.Agent,
-  options: { body: string; stream: boolean; concurrency: number; durationMs: number },
-): Promise<Slice> {
+export async function runSlice(target: Target, agent: http.Agent, options: { body: string; stream: boolean; concurrency: number; durationMs: number }): Promise<Slice> {
   const payload = Buffer.from(options.body);
   const headers = { ...target.headers, 'content-type': 'application/json', 'content-length': String(payload.length) };
   const samples: Sample[] = [];

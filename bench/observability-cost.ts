@@ -67,7 +67,18 @@ async function main(): Promise<void> {
       const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(TOLLGATE|SIM|OTEL)_/.test(name) && !['PORT', 'DATABASE_URL', 'REDIS_URL'].includes(name)));
       const child = startBuilt(variant.name, 'dist/main.js', [], {
         cwd: ROOT,
-        env: { ...env, PORT: String(port), TOLLGATE_HOST: '127.0.0.1', TOLLGATE_DATA_DIR: path.join(tempDir, `g${index}`), TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, TOLLGATE_SEED_DEMO: 'false', TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_ENGINES_FILE: enginesFile, TOLLGATE_BILLING: values.billing, ...variant.env },
+        env: {
+          ...env,
+          PORT: String(port),
+          TOLLGATE_HOST: '127.0.0.1',
+          TOLLGATE_DATA_DIR: path.join(tempDir, `g${index}`),
+          TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+          TOLLGATE_SEED_DEMO: 'false',
+          TOLLGATE_LOG_LEVEL: 'warn',
+          TOLLGATE_ENGINES_FILE: enginesFile,
+          TOLLGATE_BILLING: values.billing,
+          ...variant.env,
+        },
       });
       children.push(child);
       const url = `http://127.0.0.1:${port}`;
@@ -75,8 +86,18 @@ async function main(): Promise<void> {
       gateways.push({ ...variant, child, url, secret: await provision(url, ADMIN_TOKEN) });
     }
     const scenarios = [
-      { name: 'chat-json', path: '/v1/chat/completions', stream: false, body: { model: 'sim-chat', max_tokens: 32, ignore_eos: true, messages: [{ role: 'user', content: 'Write a short note about toll roads.' }] } },
-      { name: 'chat-stream', path: '/v1/chat/completions', stream: true, body: { model: 'sim-chat', max_tokens: 32, ignore_eos: true, stream: true, messages: [{ role: 'user', content: 'Write a short note about toll roads.' }] } },
+      {
+        name: 'chat-json',
+        path: '/v1/chat/completions',
+        stream: false,
+        body: { model: 'sim-chat', max_tokens: 32, ignore_eos: true, messages: [{ role: 'user', content: 'Write a short note about toll roads.' }] },
+      },
+      {
+        name: 'chat-stream',
+        path: '/v1/chat/completions',
+        stream: true,
+        body: { model: 'sim-chat', max_tokens: 32, ignore_eos: true, stream: true, messages: [{ role: 'user', content: 'Write a short note about toll roads.' }] },
+      },
       { name: 'embeddings', path: '/v1/embeddings', stream: false, body: { model: 'sim-embed', input: ['The quick brown fox.', 'Gateways meter every request.'] } },
     ];
     const lines = [`CPU time per request (user + system), ${concurrency} connections, ${rounds} interleaved rounds of ${seconds} s per gateway, billing ${values.billing}`, ''];
@@ -109,7 +130,9 @@ async function main(): Promise<void> {
         const ratio = perRequest[i]! / perRequest[0]!;
         // The same ratio round by round: its spread says how much the machine disturbed the measurement.
         const rounds = totals[i]!.perRound.map((cpu, round) => (cpu / totals[0]!.perRound[round]!).toFixed(2)).join(' ');
-        lines.push(`  ${gateway.name.padEnd(18)} ${perRequest[i]!.toFixed(0).padStart(6)} µs CPU/request  ${ratio.toFixed(3)}× (${totals[i]!.requests} requests, ${totals[i]!.errors} errors; by round: ${rounds})`);
+        lines.push(
+          `  ${gateway.name.padEnd(18)} ${perRequest[i]!.toFixed(0).padStart(6)} µs CPU/request  ${ratio.toFixed(3)}× (${totals[i]!.requests} requests, ${totals[i]!.errors} errors; by round: ${rounds})`,
+        );
       }
       lines.push('');
     }

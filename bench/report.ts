@@ -1,3 +1,4 @@
+import type { CpuSpent } from './cpu.js';
 import type { Sample, Slice } from './load.js';
 
 export interface Stats {
@@ -31,6 +32,42 @@ export interface ScenarioResult {
   addedP50Ms: number | null;
   /** Throughput ratio of each round on its own, to show the noise. */
   roundThroughputRatios: (number | null)[];
+  /** CPU (from /proc) of the processes read, over the direct slices and over the gateway slices; absent off Linux. */
+  cpu?: ScenarioCpu;
+}
+
+/**
+ * CPU in ns per probe, summed over a side's slices, with the wall time it was read over. Probes: `subject` the
+ * process measured (Tollgate, Portkey or the floor relay), `baseline` what the direct slices went to (the simulator,
+ * or a second gateway), `simulator`, and `redis` / `postgres` when the bench uses them.
+ */
+export interface ScenarioCpu {
+  direct: { ns: CpuSpent; wallMs: number };
+  gateway: { ns: CpuSpent; wallMs: number };
+}
+
+/**
+ * CPU per answered request in µs: of `probe` during the gateway slices (default), or the direct ones.
+ *
+ * @example
+ * const us = cpuPerRequestUs(result, 'subject'); // the gateway's own CPU per request
+ */
+export function cpuPerRequestUs(r: ScenarioResult, probe: string, side: 'direct' | 'gateway' = 'gateway'): number | null {
+  const ns = r.cpu?.[side].ns[probe];
+  const answered = r[side].requests - r[side].errors;
+  return ns === undefined || answered === 0 ? null : ns / 1000 / answered;
+}
+
+/**
+ * What a probe would have spent per gateway request at the rate it ran while the load went direct: the part of its
+ * CPU per request that is not the gateway's doing (other clients of a shared Redis or PostgreSQL, their own timers).
+ */
+export function restingCpuPerRequestUs(r: ScenarioResult, probe: string): number | null {
+  const cpu = r.cpu;
+  const ns = cpu?.direct.ns[probe];
+  const answered = r.gateway.requests - r.gateway.errors;
+  if (!cpu || ns === undefined || answered === 0 || cpu.direct.wallMs === 0) return null;
+  return (ns / 1000 / answered) * (cpu.gateway.wallMs / cpu.direct.wallMs);
 }
 
 /**
@@ -90,16 +127,30 @@ export function compare(scenario: string, concurrency: number, direct: Slice[], 
  * console.log(formatScenario(result));
  */
 export function formatScenario(r: ScenarioResult): string {
-  const head = ['', 'req/s', 'p50 ms', 'p99 ms', 'TTFT p50', 'errors'];
-  const row = (label: string, s: Stats) => [label, num(s.rps), num(s.p50Ms), num(s.p99Ms), num(s.ttftP50Ms), errors(s)];
-  const ratios = [`gw/${r.baseline}`, times(r.ratios.throughput), times(r.ratios.p50), times(r.ratios.p99), times(r.ratios.ttft), ''];
-  const rows = [head, row(r.baseline, r.direct), row('gateway', r.gateway), ratios];
+  const head = ['', 'req/s', 'p50 ms', 'p99 ms', 'TTFT p50', 'CPU µs/req', 'errors'];
+  const cpuDirect = cpuPerRequestUs(r, 'baseline', 'direct');
+  const cpuGateway = cpuPerRequestUs(r, 'subject');
+  const row = (label: string, s: Stats, cpu: number | null) => [label, num(s.rps), num(s.p50Ms), num(s.p99Ms), num(s.ttftP50Ms), us(cpu), errors(s)];
+  const ratios = [`gw/${r.baseline}`, times(r.ratios.throughput), times(r.ratios.p50), times(r.ratios.p99), times(r.ratios.ttft), times(ratio(cpuGateway, cpuDirect)), ''];
+  const rows = [head, row(r.baseline, r.direct, cpuDirect), row('gateway', r.gateway, cpuGateway), ratios];
   const widths = head.map((_, col) => Math.max(...rows.map((cells) => (cells[col] ?? '').length)));
   const lines = rows.map((cells) => `  ${cells.map((cell, col) => (col === 0 ? cell.padEnd(widths[col] ?? 0) : cell.padStart(widths[col] ?? 0))).join('   ')}`.trimEnd());
   const added = r.addedP50Ms === null ? 'n/a' : `${r.addedP50Ms >= 0 ? '+' : ''}${r.addedP50Ms.toFixed(2)} ms`;
   const perRound = r.roundThroughputRatios.map(times).join(' ');
   const title = `${r.scenario} · ${r.concurrency} connection${r.concurrency === 1 ? '' : 's'}`;
-  return [title, ...lines, `  added p50 latency: ${added}   throughput ratio per round: ${perRound}`].join('\n');
+  return [title, ...lines, `  added p50 latency: ${added}   throughput ratio per round: ${perRound}`, ...formatOthersCpu(r)].join('\n');
+}
+
+/** The CPU per gateway request of the other processes read (simulator, Redis, PostgreSQL), each with its resting share. */
+function formatOthersCpu(r: ScenarioResult): string[] {
+  const others = Object.keys(r.cpu?.gateway.ns ?? {}).filter((probe) => probe !== 'subject' && probe !== 'baseline');
+  if (others.length === 0) return [];
+  const parts = others.map((probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs (${us(restingCpuPerRequestUs(r, probe))} at rest)`);
+  return [`  CPU per gateway request, other processes: ${parts.join(', ')}`];
+}
+
+function us(value: number | null): string {
+  return value === null ? '–' : value.toFixed(0);
 }
 
 function sorted(values: number[]): number[] {
@@ -129,4 +180,33 @@ function errors(s: Stats): string {
   if (s.errors === 0) return '0';
   const detail = Object.entries(s.errorStatuses).map(([status, count]) => `${count}×${status === '0' ? 'net' : status}`);
   return `${s.errors} (${detail.join(', ')})`;
+}
+
+/**
+ * One line per scenario and concurrency: CPU per request of Tollgate, the floor relay and Portkey (each process's
+ * own), their throughput and added p50 (time to first token for streams), and Redis's and PostgreSQL's CPU per
+ * Tollgate request. Runs without the floor or Portkey show '–' in their place.
+ *
+ * @example
+ * console.log(formatCpuSummary(results, floorResults, portkeyResults));
+ */
+export function formatCpuSummary(tollgate: ScenarioResult[], floor: ScenarioResult[], portkey: ScenarioResult[]): string {
+  const find = (list: ScenarioResult[], r: ScenarioResult) => list.find((o) => o.scenario === r.scenario && o.concurrency === r.concurrency);
+  const added = (r: ScenarioResult | undefined) => {
+    if (!r) return null;
+    const ttft = r.gateway.ttftP50Ms !== null && r.direct.ttftP50Ms !== null ? r.gateway.ttftP50Ms - r.direct.ttftP50Ms : null;
+    return ttft ?? r.addedP50Ms;
+  };
+  const rows = tollgate.map((r) => {
+    const all = [r, find(floor, r), find(portkey, r)];
+    const cpu = all.map((o) => us(o ? cpuPerRequestUs(o, 'subject') : null)).join(' / ');
+    const rps = all.map((o) => (o ? o.gateway.rps.toFixed(0) : '–')).join(' / ');
+    const p50 = all.map((o) => (added(o) === null ? '–' : (added(o) as number).toFixed(2))).join(' / ');
+    const versus = all[2] ? `   Tollgate ÷ Portkey throughput ${times(ratio(r.gateway.rps, all[2].gateway.rps))}` : '';
+    const others = ['redis', 'postgres'].filter((probe) => r.cpu?.gateway.ns[probe] !== undefined);
+    const extra = others.length > 0 ? `   + ${others.map((probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs`).join(', ')}` : '';
+    const what = r.scenario === 'chat-stream' ? 'added TTFT' : 'added p50';
+    return `  ${`${r.scenario} × ${r.concurrency}`.padEnd(17)} CPU ${cpu} µs/req   ${rps} req/s   ${what} ${p50} ms${versus}${extra}`;
+  });
+  return ['CPU per request (each process its own, user + system from /proc) · throughput · added latency: Tollgate / floor / Portkey', ...rows].join('\n');
 }

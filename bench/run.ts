@@ -3,9 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { addSpent, cpuBetween, fixedProbe, namedProbe, readCpu, type CpuProbe } from './cpu.js';
 import { createAgent, runSlice, type Slice, type Target } from './load.js';
 import { freePort, rssMiB, startBuilt, startChild, waitForHealth, type Child } from './processes.js';
-import { compare, formatScenario, type ScenarioResult } from './report.js';
+import { compare, formatCpuSummary, formatScenario, type ScenarioCpu, type ScenarioResult } from './report.js';
 import { provision } from './setup.js';
 import { startOtlpSink } from './otlp-sink.js';
 
@@ -17,16 +18,28 @@ import { startOtlpSink } from './otlp-sink.js';
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(BENCH_DIR, '..');
 const ADMIN_TOKEN = 'bench-operator-token-0123456789';
-const CONCURRENCIES = [1, 32];
 const WARMUP_MS = 1000;
 const START_TIMEOUT_MS = 60_000;
+/**
+ * Portkey 1.15.2 appends its own headers to the upstream's fetch Response, whose headers are immutable on Node 20's
+ * undici: every stream and embedding answered 500 (`TypeError: immutable`). Loaded into Portkey's process only, this
+ * wraps each answer of `fetch` in a new Response with a copy of its headers (a few µs a request), so all three
+ * scenarios run through Portkey.
+ */
+const PORTKEY_FETCH_SHIM =
+  'data:text/javascript,const f=globalThis.fetch;globalThis.fetch=async(...a)=>{const r=await f(...a);return new Response(r.body,{status:r.status,statusText:r.statusText,headers:r.headers})}';
 
 interface Settings {
   ttftMs: number;
   itlMs: number;
   tokens: number;
+  /** Floats in each embedding the simulator answers (null: the simulator's default, 64). */
+  dimensions: number | null;
   seconds: number;
   rounds: number;
+  /** The scenarios run (`--scenarios`, all by default) and the connection counts (`--concurrency`, 1 and 32). */
+  only: string[] | null;
+  concurrencies: number[];
   /** 'direct': the simulator itself; 'limits-off' / 'billing-off' / 'metrics-off': a second gateway with TOLLGATE_LIMITS=off / TOLLGATE_BILLING=off / TOLLGATE_METRICS=off. */
   baseline: Baseline;
   /** The measured gateway sends traces (to a stand-in OTLP collector); the baseline never does. */
@@ -57,6 +70,9 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
       'ttft-ms': { type: 'string', default: '20' },
       'itl-ms': { type: 'string', default: '2' },
       tokens: { type: 'string', default: '32' },
+      dimensions: { type: 'string' },
+      scenarios: { type: 'string' },
+      concurrency: { type: 'string', default: '1,32' },
       seconds: { type: 'string', default: '3' },
       rounds: { type: 'string', default: '3' },
       baseline: { type: 'string', default: 'direct' },
@@ -75,6 +91,13 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
     ttftMs: number('ttft-ms', true, 0),
     itlMs: number('itl-ms', true, 0),
     tokens: number('tokens', true, 1),
+    dimensions: values.dimensions === undefined ? null : number('dimensions', true, 1),
+    only: values.scenarios?.split(',').filter(Boolean) ?? null,
+    concurrencies: values.concurrency.split(',').map((text) => {
+      const value = Number(text);
+      if (!Number.isInteger(value) || value < 1) throw new Error(`--concurrency must be integers >= 1, comma-separated, got ${values.concurrency}`);
+      return value;
+    }),
     seconds: number('seconds', false, 0.1),
     rounds: number('rounds', true, 1),
     baseline: values.baseline as Baseline,
@@ -82,7 +105,15 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
   };
 }
 
-function scenarios(tokens: number): Scenario[] {
+/** The scenarios `--scenarios` names (all by default). */
+function scenarios(settings: Settings): Scenario[] {
+  const all = allScenarios(settings.tokens);
+  const unknown = settings.only?.filter((name) => !all.some((scenario) => scenario.name === name)) ?? [];
+  if (unknown.length > 0) throw new Error(`--scenarios: unknown ${unknown.join(', ')} (known: ${all.map((scenario) => scenario.name).join(', ')})`);
+  return all.filter((scenario) => settings.only === null || settings.only.includes(scenario.name));
+}
+
+function allScenarios(tokens: number): Scenario[] {
   // ignore_eos makes the simulator produce exactly max_tokens, as a real load test on vLLM would.
   const chat = { model: 'sim-chat', messages: [{ role: 'user', content: 'Write a short note about toll roads.' }], max_tokens: tokens, ignore_eos: true };
   const input = ['The quick brown fox.', 'Jumps over the lazy dog.', 'Toll roads charge per use.', 'Gateways meter every request.'];
@@ -128,10 +159,12 @@ async function main(): Promise<number> {
       store: databaseUrl ? 'postgres (BENCH_DATABASE_URL)' : `pglite on disk (${dataDir})`,
       limits: redisUrl ? 'redis (BENCH_REDIS_URL)' : 'memory',
     };
+    scenarios(settings); // an unknown --scenarios name fails here, before anything starts
 
     const simPort = await freePort();
     const simUrl = `http://127.0.0.1:${simPort}`;
     const simArgs = ['--port', String(simPort), '--model', 'sim-chat', '--model', 'sim-embed:embedding', '--ttft-ms', String(settings.ttftMs), '--itl-ms', String(settings.itlMs)];
+    if (settings.dimensions !== null) simArgs.push('--embedding-dimensions', String(settings.dimensions));
     const sim = startBuilt('simulator', 'dist/sim/main.js', simArgs, { cwd: ROOT, env: cleanEnv() });
     children.push(sim);
     await waitForHealth(sim, `${simUrl}/health`, START_TIMEOUT_MS);
@@ -170,20 +203,38 @@ async function main(): Promise<number> {
     const secret = subject.secret;
     const rssStart = await rssMiB(gateway.pid);
     const baselineEnv = BASELINES[settings.baseline];
-    const baseline = baselineEnv ? await startGateway(`gateway-${settings.baseline}`, { ...baselineEnv }) : { url: simUrl, secret: null };
+    const baseline = baselineEnv ? await startGateway(`gateway-${settings.baseline}`, { ...baselineEnv }) : { url: simUrl, secret: null, child: sim };
+    // CPU read around every slice: the process measured, what the direct slices went to, the simulator, and the
+    // servers the gateway uses when they are this machine's (every redis-server, every postgres process).
+    const services = [...(redisUrl ? [namedProbe('redis', 'redis-server')] : []), ...(databaseUrl ? [namedProbe('postgres', 'postgres')] : [])];
+    const probesFor = (subject: Child, directTo: Child): CpuProbe[] => [
+      fixedProbe('subject', subject.pid),
+      fixedProbe('baseline', directTo.pid),
+      ...(directTo === sim ? [] : [fixedProbe('simulator', sim.pid)]),
+      ...services,
+    ];
 
     const results: ScenarioResult[] = [];
-    for (const scenario of scenarios(settings.tokens)) {
-      for (const concurrency of CONCURRENCIES) {
+    for (const scenario of scenarios(settings)) {
+      for (const concurrency of settings.concurrencies) {
         process.stderr.write(`bench: ${scenario.name} × ${concurrency} …\n`);
         const baselineTarget: Target = {
           url: `${baseline.url}${scenario.path}`,
           headers: baseline.secret ? { authorization: `Bearer ${baseline.secret}` } : {},
         };
-        results.push(await measure(scenario, concurrency, settings, baselineTarget, {
-          url: `${gwUrl}${scenario.path}`,
-          headers: { authorization: `Bearer ${secret}` },
-        }));
+        results.push(
+          await measure(
+            scenario,
+            concurrency,
+            settings,
+            baselineTarget,
+            {
+              url: `${gwUrl}${scenario.path}`,
+              headers: { authorization: `Bearer ${secret}` },
+            },
+            probesFor(gateway, baseline.child),
+          ),
+        );
         if (gateway.exited()) throw new Error(`the gateway exited during the run:\n${gateway.output()}`);
       }
     }
@@ -197,14 +248,26 @@ async function main(): Promise<number> {
     const portkeyEntry = process.env.BENCH_PORTKEY;
     if (portkeyEntry) {
       const port = await freePort();
-      const portkey = startChild('portkey', process.execPath, [path.resolve(portkeyEntry), `--port=${port}`, '--headless'], { cwd: tempDir, env: cleanEnv({ NODE_ENV: 'production' }) });
+      const portkey = startChild('portkey', process.execPath, ['--import', PORTKEY_FETCH_SHIM, path.resolve(portkeyEntry), `--port=${port}`, '--headless'], {
+        cwd: tempDir,
+        env: cleanEnv({ NODE_ENV: 'production' }),
+      });
       children.push(portkey);
       await waitForHealth(portkey, `http://127.0.0.1:${port}/`, START_TIMEOUT_MS);
       const headers = { authorization: 'Bearer unused', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${simUrl}/v1` };
-      for (const scenario of scenarios(settings.tokens)) {
-        for (const concurrency of CONCURRENCIES) {
+      for (const scenario of scenarios(settings)) {
+        for (const concurrency of settings.concurrencies) {
           process.stderr.write(`bench: portkey ${scenario.name} × ${concurrency} …\n`);
-          portkeyResults.push(await measure(scenario, concurrency, { ...settings, baseline: 'direct' }, { url: `${simUrl}${scenario.path}`, headers: {} }, { url: `http://127.0.0.1:${port}${scenario.path}`, headers }));
+          portkeyResults.push(
+            await measure(
+              scenario,
+              concurrency,
+              { ...settings, baseline: 'direct' },
+              { url: `${simUrl}${scenario.path}`, headers: {} },
+              { url: `http://127.0.0.1:${port}${scenario.path}`, headers },
+              probesFor(portkey, sim),
+            ),
+          );
         }
       }
     }
@@ -214,13 +277,25 @@ async function main(): Promise<number> {
     const floorResults: ScenarioResult[] = [];
     if (process.env.BENCH_FLOOR === '1') {
       const port = await freePort();
-      const floor = startChild('floor-proxy', process.execPath, ['--import', 'tsx', path.join(BENCH_DIR, 'floor-proxy.ts'), '--port', String(port), '--upstream', simUrl], { cwd: ROOT, env: cleanEnv() });
+      const floor = startChild('floor-proxy', process.execPath, ['--import', 'tsx', path.join(BENCH_DIR, 'floor-proxy.ts'), '--port', String(port), '--upstream', simUrl], {
+        cwd: ROOT,
+        env: cleanEnv(),
+      });
       children.push(floor);
       await waitForHealth(floor, `http://127.0.0.1:${port}/health`, START_TIMEOUT_MS);
-      for (const scenario of scenarios(settings.tokens)) {
-        for (const concurrency of CONCURRENCIES) {
+      for (const scenario of scenarios(settings)) {
+        for (const concurrency of settings.concurrencies) {
           process.stderr.write(`bench: floor ${scenario.name} × ${concurrency} …\n`);
-          floorResults.push(await measure(scenario, concurrency, { ...settings, baseline: 'direct' }, { url: `${simUrl}${scenario.path}`, headers: {} }, { url: `http://127.0.0.1:${port}${scenario.path}`, headers: {} }));
+          floorResults.push(
+            await measure(
+              scenario,
+              concurrency,
+              { ...settings, baseline: 'direct' },
+              { url: `${simUrl}${scenario.path}`, headers: {} },
+              { url: `http://127.0.0.1:${port}${scenario.path}`, headers: {} },
+              probesFor(floor, sim),
+            ),
+          );
         }
       }
     }
@@ -229,14 +304,32 @@ async function main(): Promise<number> {
     const totalErrors = results.reduce((sum, r) => sum + r.direct.errors + r.gateway.errors, 0);
     printReport(settings, results, rssStart, rssEnd, totalErrors);
     if (portkeyResults.length > 0) {
-      const lines = ["Portkey's open gateway (no auth, limits or billing) / direct to the same simulator; its rows read 'gateway' for Portkey", '', ...portkeyResults.flatMap((r) => [formatScenario(r), ''])];
+      const lines = [
+        "Portkey's open gateway (no auth, limits or billing) / direct to the same simulator; its rows read 'gateway' for Portkey",
+        '',
+        ...portkeyResults.flatMap((r) => [formatScenario(r), '']),
+      ];
       process.stdout.write(`\n${lines.join('\n')}`);
     }
     if (floorResults.length > 0) {
-      const lines = ["The floor: a bare node:http relay (bench/floor-proxy.ts: no parsing, auth, limits or billing) / direct; its rows read 'gateway' for the relay", '', ...floorResults.flatMap((r) => [formatScenario(r), ''])];
+      const lines = [
+        "The floor: a bare node:http relay (bench/floor-proxy.ts: no parsing, auth, limits or billing) / direct; its rows read 'gateway' for the relay",
+        '',
+        ...floorResults.flatMap((r) => [formatScenario(r), '']),
+      ];
       process.stdout.write(`\n${lines.join('\n')}`);
     }
-    const json = { date: new Date().toISOString(), node: process.version, settings, gatewayRssMiB: { start: rssStart, end: rssEnd }, totalErrors, scenarios: results, portkey: portkeyResults, floor: floorResults };
+    if (results.some((r) => r.cpu)) process.stdout.write(`\n${formatCpuSummary(results, floorResults, portkeyResults)}\n`);
+    const json = {
+      date: new Date().toISOString(),
+      node: process.version,
+      settings,
+      gatewayRssMiB: { start: rssStart, end: rssEnd },
+      totalErrors,
+      scenarios: results,
+      portkey: portkeyResults,
+      floor: floorResults,
+    };
     await mkdir(path.join(BENCH_DIR, 'results'), { recursive: true });
     await writeFile(path.join(BENCH_DIR, 'results', 'latest.json'), `${JSON.stringify(json, null, 2)}\n`);
     // Failed requests make the ratios meaningless, so such a run does not count as a success.
@@ -246,22 +339,35 @@ async function main(): Promise<number> {
   }
 }
 
-/** Warm-up, then rounds of a direct slice followed by a gateway slice, so drift hits both alike. */
-async function measure(scenario: Scenario, concurrency: number, settings: Settings, direct: Target, gateway: Target): Promise<ScenarioResult> {
+/**
+ * Warm-up, then rounds of a direct slice followed by a gateway slice, so drift hits both alike. Every probe's CPU
+ * is read before and after each measured slice (not during it), and summed per side.
+ */
+async function measure(scenario: Scenario, concurrency: number, settings: Settings, direct: Target, gateway: Target, probes: CpuProbe[]): Promise<ScenarioResult> {
   const agents = { direct: createAgent(concurrency), gateway: createAgent(concurrency) };
   const body = JSON.stringify(scenario.body);
-  const slice = (target: Target, agent: typeof agents.direct, durationMs: number) =>
-    runSlice(target, agent, { body, stream: scenario.stream, concurrency, durationMs });
+  const slice = (target: Target, agent: typeof agents.direct, durationMs: number) => runSlice(target, agent, { body, stream: scenario.stream, concurrency, durationMs });
+  const cpu: ScenarioCpu = { direct: { ns: {}, wallMs: 0 }, gateway: { ns: {}, wallMs: 0 } };
+  const measured = async (side: keyof ScenarioCpu, target: Target, agent: typeof agents.direct): Promise<Slice> => {
+    const before = await readCpu(probes);
+    const start = performance.now();
+    const result = await slice(target, agent, settings.seconds * 1000);
+    cpu[side].wallMs += performance.now() - start;
+    addSpent(cpu[side].ns, cpuBetween(before, await readCpu(probes)));
+    return result;
+  };
   try {
     await slice(direct, agents.direct, WARMUP_MS);
     await slice(gateway, agents.gateway, WARMUP_MS);
     const directSlices: Slice[] = [];
     const gatewaySlices: Slice[] = [];
     for (let round = 0; round < settings.rounds; round++) {
-      directSlices.push(await slice(direct, agents.direct, settings.seconds * 1000));
-      gatewaySlices.push(await slice(gateway, agents.gateway, settings.seconds * 1000));
+      directSlices.push(await measured('direct', direct, agents.direct));
+      gatewaySlices.push(await measured('gateway', gateway, agents.gateway));
     }
-    return compare(scenario.name, concurrency, directSlices, gatewaySlices, settings.baseline);
+    const result = compare(scenario.name, concurrency, directSlices, gatewaySlices, settings.baseline);
+    // Off Linux nothing is read: no CPU figures rather than zeros.
+    return process.platform === 'linux' ? { ...result, cpu } : result;
   } finally {
     agents.direct.destroy();
     agents.gateway.destroy();
@@ -278,7 +384,7 @@ function printReport(settings: Settings, results: ScenarioResult[], rssStart: nu
       'billing-off': 'Cost of billing: holds, charges, usage records (gateway / the same gateway with TOLLGATE_BILLING=off)',
       'metrics-off': `Cost of metrics${settings.tracing ? ' and tracing' : ''} (gateway${settings.tracing ? ' sending traces' : ''} / the same gateway with TOLLGATE_METRICS=off and no tracing)`,
     }[settings.baseline],
-    `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}, limits ${settings.limits}, tracing ${settings.tracing ? 'on (OTLP to a local sink)' : 'off'}`,
+    `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, embeddings of ${settings.dimensions ?? 64} floats, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}, limits ${settings.limits}, tracing ${settings.tracing ? 'on (OTLP to a local sink)' : 'off'}`,
     ...(totalErrors > 0 ? ['', warning] : []),
     '',
     ...results.flatMap((r) => [formatScenario(r), '']),

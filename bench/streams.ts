@@ -85,7 +85,10 @@ async function level(n: number, url: string, secret: string | null, gateway: Chi
   );
   if (firsts === n) await sampled;
   agent.destroy();
-  const ttfts = results.map((r) => r.ttftMs).filter((t) => t >= 0).sort((a, b) => a - b);
+  const ttfts = results
+    .map((r) => r.ttftMs)
+    .filter((t) => t >= 0)
+    .sort((a, b) => a - b);
   const pick = (q: number) => ttfts[Math.min(ttfts.length - 1, Math.floor(q * ttfts.length))] ?? NaN;
   const failures = new Map<string, number>();
   for (const r of results) if (r.failure) failures.set(r.failure, (failures.get(r.failure) ?? 0) + 1);
@@ -136,7 +139,10 @@ async function main(): Promise<void> {
     for (const n of LEVELS) {
       const direct = await level(n, simUrl, null, null);
       const through = await level(n, url, secret, gateway);
-      for (const [side, result] of [['direct', direct], ['gateway', through]] as const) {
+      for (const [side, result] of [
+        ['direct', direct],
+        ['gateway', through],
+      ] as const) {
         if (result.failures.size > 0) failures.push(`${n} streams, ${side}: ${[...result.failures].map(([why, count]) => `${count} × ${why}`).join(', ')}`);
       }
       billedIds.push(...through.ids.filter((id): id is string => id !== null));

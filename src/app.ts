@@ -1,22 +1,27 @@
 import { type Context, Hono, type Next } from 'hono';
-import { STORE_TIMEOUT_MS } from './db/timeout.js';
-import { operatorAuth } from './admin/auth.js';
-import { createAdminRoutes } from './admin/routes.js';
-import type { GatewayEnv } from './http/context.js';
-import { GatewayError } from './http/errors.js';
-import { renderError, renderNotFound } from './http/render.js';
-import { requestId } from './http/request.js';
+import { STORE_TIMEOUT_MS } from './shared/db/timeout.js';
+import { operatorAuth } from './surfaces/admin/auth.js';
+import { createAdminRoutes } from './surfaces/admin/index.js';
+import type { GatewayEnv } from './shared/http/context.js';
+import { GatewayError } from './shared/http/errors.js';
+import { renderError, renderNotFound } from './shared/http/render.js';
+import { requestId } from './shared/http/request.js';
 import type { Services } from './services.js';
-import { createV1Routes } from './v1/routes.js';
-import { createApiRoutes, isGenericApiPath } from './api/routes.js';
-import { renderApiError } from './api/errors.js';
-import { clientInfo } from './http/client-address.js';
-import { createSignInRoutes } from './people/routes.js';
-import { createPortalRoutes } from './portal/routes.js';
+import { createV1Routes } from './surfaces/v1/index.js';
+import { createApiRoutes } from './surfaces/api/index.js';
+import { renderApiError } from './surfaces/api/errors.js';
+import { clientInfo } from './shared/http/client-address.js';
+import { createSignInRoutes } from './surfaces/auth/index.js';
+import { ASSETS } from './surfaces/portal/assets.js';
+import { createPortalRoutes } from './surfaces/portal/index.js';
 
 /**
- * The whole HTTP surface: /v1 for clients, /api/v1 (and /v1/users, /v1/projects)
- * and /auth for people, /admin/v1 for operators, /health and /health/ready for load balancers and orchestrators, /metrics for Prometheus. Errors of every route become the one envelope here.
+ * The whole HTTP surface, each part mounted from `surfaces/`: /v1 for
+ * clients, /api/v1 (its resources also under /v1) and /auth for people,
+ * /portal for browsers, /admin/v1 for operators; and here /health and
+ * /health/ready for load balancers and orchestrators, /metrics for
+ * Prometheus. Each surface renders its errors in its own envelope; what
+ * reaches this app's handlers is the gateway's.
  *
  * @example
  * serve({ fetch: createApp(services).fetch, port: 8080 });
@@ -28,11 +33,6 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   app.use(services.publicHosts.middleware());
   // Metrics and traces of every request (observability/observer.ts); not even installed when both are off.
   if (services.observer.active) app.use(services.observer.middleware());
-  // No route, id or name holds a NUL character (nor can the store look one up): refuse it before any handler.
-  app.use(async (c, next) => {
-    if (c.req.raw.url.includes('%00')) throw new GatewayError('not_found', 'There is no such route or resource.');
-    await next();
-  });
   // A draining gateway asks keep-alive clients to go elsewhere, and load balancers to stop sending.
   app.use(async (c, next) => {
     await next();
@@ -45,6 +45,8 @@ export function createApp(services: Services): Hono<GatewayEnv> {
     const domain = (c.req.query('domain') ?? '').toLowerCase();
     return domain && (domain === ownHost || services.publicHosts.serves(domain)) ? c.body(null, 200) : c.body(null, 404);
   });
+  // Browsers ask the root for an icon (a JSON answer opened in a tab); portal pages link it themselves.
+  app.get('/favicon.ico', (c) => c.body(ASSETS.svg.body, 200, { 'content-type': ASSETS.svg.type, 'cache-control': 'public, max-age=86400' }));
   app.get('/health', (c) => (services.inFlight.draining ? c.json({ status: 'draining' }, 503) : c.json({ status: 'ok' })));
   // Readiness for orchestrators: 503 while draining, or while the database, Redis or some model's engines are away.
   app.get('/health/ready', async (c) => {
@@ -54,9 +56,7 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   // On the main port to the operator token, unless TOLLGATE_METRICS_PORT serves it on a port of its own.
   const { metrics: metricsOn, metricsPort } = services.config.observability;
   if (metricsOn && metricsPort === null) {
-    app.get('/metrics', operatorAuth(services.adminToken), async (c) =>
-      c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
-    );
+    app.get('/metrics', operatorAuth(services.adminToken), async (c) => c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }));
   }
   // Read your writes: usage and balances read on a replica include every charge it has journaled
   // (they wait, at most STORE_TIMEOUT_MS, for its journal to reach the database).
@@ -69,18 +69,17 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   const clientOf = clientInfo(services.config.people.trustedProxies);
   const api = createApiRoutes(services, clientOf);
   app.route('/api/v1', api);
+  app.all('/api/v1/*', (c) => renderApiError(new GatewayError('not_found', `There is no route ${c.req.method} ${c.req.path}.`), c, services.log));
   app.route('/auth', createSignInRoutes(services, clientOf));
   app.route('/portal', createPortalRoutes(services, clientOf));
   // People arrive at the root with a browser: the portal is there. API clients get the usual 404.
   app.get('/', (c) => (c.req.header('accept')?.includes('text/html') ? c.redirect('/portal', 303) : renderNotFound(c, services.log)));
-  // The spec's sample request calls the generic API under /v1: its paths are served there too, before the gateway's own.
+  // The spec's sample request calls the generic API under /v1: its resources are served there too, beside the gateway's routes.
   app.route('/v1', api);
   app.route('/v1', createV1Routes(services));
   app.route('/admin/v1', createAdminRoutes(services));
-  app.notFound((c) =>
-    isGenericApiPath(c.req.path) ? renderApiError(new GatewayError('not_found', `There is no route ${c.req.method} ${c.req.path}.`), c, services.log) : renderNotFound(c, services.log),
-  );
-  // Errors thrown before a route's own handler (the NUL check above) still answer in that route's envelope.
-  app.onError((error, c) => (isGenericApiPath(c.req.path) ? renderApiError(error, c, services.log) : renderError(error, c, services.log)));
+  // Each surface answers its own errors and unknown paths in its envelope; what is left is the gateway's.
+  app.notFound((c) => renderNotFound(c, services.log));
+  app.onError((error, c) => renderError(error, c, services.log));
   return app;
 }

@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig } from './config.js';
-import { EngineDefinitionError } from './engines/definitions.js';
-import { startGateway, type RunningGateway } from './gateway.js';
+import { ConfigError, loadConfig } from './config/index.js';
+import { EngineDefinitionError } from './gateway/engines/definitions.js';
+import { startGateway, type RunningGateway } from './server/start.js';
 
 /** `npm start`: the gateway as a process, with a first-start banner on stdout. */
 async function main(): Promise<void> {
@@ -25,13 +25,20 @@ async function main(): Promise<void> {
     await gateway.close();
     process.exit(0);
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // A signal listener's return value is dropped: a failed drain or close is reported here and ends the process with 1.
+  const onSignal = () => {
+    stop().catch((error: unknown) => {
+      process.stderr.write(`tollgate: the shutdown failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exit(1);
+    });
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
 }
 
 function printBanner(gateway: RunningGateway): void {
   const base = gateway.services.config.publicUrl ?? gateway.url;
-  const lines = [`Tollgate is listening on ${base}`];
+  const lines = [`Tollgate is listening on ${base}`, `The portal (API keys, usage, wallet, stacks, clusters): ${base}/portal`];
   if (gateway.adminToken.generated) {
     lines.push('', `Operator token for the management API and the tollgate CLI${gateway.adminToken.file ? ` (saved in ${gateway.adminToken.file})` : ''}:`, `  ${gateway.adminToken.token}`);
   }
@@ -45,7 +52,8 @@ function printBanner(gateway: RunningGateway): void {
     }
     lines.push(
       '',
-      `Its owner signs in as ${demo.owner.email} with the password ${demo.owner.password} (shown once):`,
+      `Sign in to the portal at ${base}/portal/sign-in as ${demo.owner.email} with the password ${demo.owner.password} (shown once).`,
+      'Or sign in from a script:',
       `  curl -i ${base}/auth/sign-in -H "Content-Type: application/json" -d '{"email":"${demo.owner.email}","password":"${demo.owner.password}"}'`,
     );
   }

@@ -1,41 +1,45 @@
-import { CatalogService } from './catalog/service.js';
-import type { Config } from './config.js';
-import type { Database } from './db/client.js';
-import type { Fleet } from './engines/fleet.js';
-import type { Logger } from './http/log.js';
-import { KeyService } from './keys/service.js';
-import { keyTokensSince } from './billing/usage.js';
+import { CatalogService } from './gateway/catalog/service.js';
+import type { Config } from './config/index.js';
+import type { Database } from './shared/db/client.js';
+import type { Fleet } from './gateway/engines/fleet.js';
+import type { Logger } from './shared/http/log.js';
+import { KeyService } from './gateway/keys/service.js';
+import { keyTokensSince } from './gateway/billing/usage.js';
 import type { Redis } from 'ioredis';
-import { createResponseCache, type ResponseCache } from './cache/response-cache.js';
-import { ChargeApplier } from './billing/charge-applier.js';
-import type { ChargeJournal } from './billing/journal.js';
-import { Admissions } from './limits/admissions.js';
-import { createMemoryGate } from './limits/memory-gate.js';
-import { createRedisGate } from './limits/redis-gate.js';
-import { WalletService } from './billing/wallet.js';
-import { OrgService } from './platform/orgs.js';
-import { createMetrics, type Metrics } from './observability/metrics.js';
-import { Observer } from './observability/observer.js';
-import { createReadiness, type Readiness } from './observability/readiness.js';
-import { registerStateGauges } from './observability/state-gauges.js';
-import type { Tracing } from './observability/tracing.js';
-import { InFlight } from './http/in-flight.js';
-import { OutageLog } from './http/outage.js';
-import { AdmissionCache } from './catalog/admission-cache.js';
-import { Passwords } from './people/passwords.js';
-import { SessionStore } from './people/sessions.js';
-import { UserService } from './people/users.js';
-import { createWindowCounter, type WindowCounter } from './api/rate-limit.js';
-import { ClusterService } from './clusters/service.js';
-import { StackCatalog } from './stacks/catalog.js';
-import { RunService } from './runs/service.js';
-import { RunWorker } from './runs/worker.js';
-import { PublicHosts } from './runs/public-hosts.js';
-import { requireTool } from './runs/tool.js';
-import { CostService } from './costs/service.js';
+import { createResponseCache, type ResponseCache } from './gateway/cache/response-cache.js';
+import { ChargeApplier } from './gateway/billing/charge-applier.js';
+import type { ChargeJournal } from './gateway/billing/journal.js';
+import { Admissions } from './gateway/limits/admissions.js';
+import { createMemoryGate } from './gateway/limits/memory-gate.js';
+import { createRedisGate } from './gateway/limits/redis-gate.js';
+import { WalletService } from './gateway/billing/wallet.js';
+import { OrgService } from './platform/orgs/orgs.js';
+import { ProjectService } from './platform/orgs/projects.js';
+import { createMetrics, type Metrics } from './shared/observability/metrics.js';
+import { Observer } from './shared/observability/observer.js';
+import { createReadiness, type Readiness } from './shared/observability/readiness.js';
+import { registerStateGauges } from './shared/observability/state-gauges.js';
+import type { Tracing } from './shared/observability/tracing.js';
+import { InFlight } from './shared/http/in-flight.js';
+import { OutageLog } from './shared/http/outage.js';
+import { AdmissionCache } from './gateway/catalog/admission-cache.js';
+import { Passwords } from './platform/people/passwords.js';
+import { SessionStore } from './platform/people/sessions.js';
+import { UserService } from './platform/people/users.js';
+import { createWindowCounter, type WindowCounter } from './surfaces/api/rate-limit.js';
+import { ClusterService } from './platform/clusters/service.js';
+import { StackCatalog } from './platform/stacks/catalog.js';
+import { UploadSlots } from './platform/stacks/upload-slots.js';
+import { RunService } from './platform/runs/service.js';
+import { RunWorker } from './platform/runs/worker.js';
+import { PublicHosts } from './platform/runs/public-hosts.js';
+import { SandboxChooser } from './platform/runs/sandbox/choose.js';
+import { ClusterIdentity } from './platform/clusters/identity.js';
+import { requireTool } from './platform/runs/tool.js';
+import { CostService } from './platform/costs/service.js';
 
 /**
- * Everything the routes need, built once at start-up (see `gateway.ts`) and
+ * Everything the routes need, built once at start-up (see `server/start.ts`) and
  * passed in: no module reaches for a global.
  */
 export interface Services {
@@ -49,6 +53,7 @@ export interface Services {
   /** Writes the journal's charges to PostgreSQL in group commits, off the request path. */
   applier: ChargeApplier;
   orgs: OrgService;
+  projects: ProjectService;
   catalog: CatalogService;
   /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/admission-cache.ts`. */
   admissionCache: AdmissionCache;
@@ -67,7 +72,7 @@ export interface Services {
   tracing: Tracing | null;
   /** What `/health/ready` answers: database, Redis, engines, draining. */
   readiness: () => Promise<Readiness>;
-  /** Billed calls under way, and whether the gateway is draining; see `gateway.ts` drain(). */
+  /** Billed calls under way, and whether the gateway is draining; see `server/start.ts` drain(). */
   inFlight: InFlight;
   /** Logs a database outage once when it starts and once when it ends. */
   storeOutage: OutageLog;
@@ -81,12 +86,15 @@ export interface Services {
   clusters: ClusterService;
   /** The template (stack) catalog. */
   stacks: StackCatalog;
+  /** Stack uploads this process reads at once, in all and per user. */
+  uploads: UploadSlots;
   /** Rate cards, conversion rates, billing currencies and cost reports. */
   costs: CostService;
   /** Stacks applied to clusters: the queue, states and logs. */
   runs: RunService;
-  /** Applies queued runs in this process (started by `gateway.ts`). */
+  /** Applies queued runs in this process (started by `server/start.ts`). */
   runWorker: RunWorker;
+  identity: ClusterIdentity;
   /** Runs' public URLs, routed to their nodes (see `runs/public-hosts.ts`). */
   publicHosts: PublicHosts;
 }
@@ -113,13 +121,10 @@ export interface ServiceParts {
  */
 export function createServices({ config, db, log, fleet, adminToken, redis = null, journal, tracing = null }: ServiceParts): Services {
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
-  const gate = redis
-    ? createRedisGate(redis, { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions })
-    : createMemoryGate(gateOptions);
+  const gate = redis ? createRedisGate(redis, { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions }) : createMemoryGate(gateOptions);
   // The wallet service tells the admissions of top-ups, and the admissions read the wallet to rebuild it.
-  let admissions: Admissions;
   const wallets = new WalletService(db, (orgId, amount) => admissions.credit(orgId, amount));
-  admissions = new Admissions(gate, wallets, journal, log, {
+  const admissions: Admissions = new Admissions(gate, wallets, journal, log, {
     limitsEnabled: config.limits.enabled,
     billingEnabled: config.billingEnabled,
     renewEveryMs: Math.min(config.limits.concurrencyLeaseMs, config.holdLeaseMs),
@@ -136,9 +141,14 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   const metricsOn = config.observability.metrics;
   const metrics = createMetrics({ orgLabel: config.observability.orgLabel, processMetrics: metricsOn });
   if (metricsOn) registerStateGauges(metrics, { journal, inFlight, fleet, storeOutage, redis });
-  const clusters = new ClusterService(db);
-  const stacks = new StackCatalog(db);
-  const runs = new RunService(db, clusters, stacks, () => void requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath }));
+  const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
+  const clusters = new ClusterService(db, { nodeAccess: config.nodeAccess, reservedHosts: reservedHostsOf(config) });
+  const stacks = new StackCatalog(db, { stacksPerUser: config.uploads.stacksPerUser });
+  const sandboxes = new SandboxChooser(config.runs);
+  const runs = new RunService(db, clusters, stacks, async () => {
+    requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath });
+    await sandboxes.require();
+  });
   const publicHosts = new PublicHosts(db, log);
   return {
     config,
@@ -149,6 +159,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     wallets,
     journal,
     orgs: new OrgService(db, catalogChanged),
+    projects: new ProjectService(db, catalogChanged),
     catalog: new CatalogService(db, catalogChanged),
     fleet,
     adminToken,
@@ -166,10 +177,19 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     windows: createWindowCounter(redis, config.limits.redisPrefix),
     clusters,
     stacks,
+    uploads: new UploadSlots(config.uploads),
     costs: new CostService(db),
     runs,
-    runWorker: new RunWorker({ db, runs, clusters, config: config.runs, log, onEnded: () => void publicHosts.refresh() }),
+    identity,
+    runWorker: new RunWorker({ db, runs, clusters, identity, sandboxes, config: config.runs, log, onEnded: () => void publicHosts.refresh() }),
     publicHosts,
     applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
   };
+}
+
+/** The gateway's own host names, which no cluster's public URLs may take: its public URL's, and localhost. */
+function reservedHostsOf(config: Config): string[] {
+  const hosts = ['localhost'];
+  if (config.publicUrl) hosts.push(new URL(config.publicUrl).hostname.toLowerCase());
+  return hosts;
 }

@@ -8,12 +8,24 @@ terraform {
   }
 }
 
-provider "docker" {
-  host = var.docker_host
-}
-
 locals {
   served_name = var.served_model_name != "" ? var.served_model_name : var.model
+  # The node it runs on: the run's target, else the cluster's first node.
+  node = var.tollgate_target_node == "" ? var.tollgate_nodes[0] : one([for node in var.tollgate_nodes : node if node.address == var.tollgate_target_node])
+  host = strcontains(local.node.address, ":") ? "[${local.node.address}]" : local.node.address
+  # The provider runs the ssh command: the cluster's key, the node's pinned host key (unchecked only when none was
+  # registered, as in a connection block), and the run sandbox's proxy when there is one.
+  ssh_opts = concat(
+    ["-i", var.tollgate_ssh_private_key_file],
+    local.node.host_key != "" ? ["-o", "UserKnownHostsFile=${var.tollgate_known_hosts_file}", "-o", "StrictHostKeyChecking=yes"] : ["-o", "UserKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=no"],
+    var.tollgate_ssh_proxy == null ? [] : ["-o", "ProxyCommand=socat - PROXY:${var.tollgate_ssh_proxy.host}:%h:%p,proxyport=${var.tollgate_ssh_proxy.port}"],
+  )
+}
+
+# Docker on the node, over SSH as the node's run user (who must be allowed to use Docker).
+provider "docker" {
+  host     = "ssh://${local.node.ssh_user}@${local.host}:${local.node.ssh_port}"
+  ssh_opts = local.ssh_opts
 }
 
 resource "docker_image" "vllm" {

@@ -3,10 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
-import { adminCallTo, type GatewayProcess, sleep, startGatewayProcess } from '../helpers/processes.js';
+import { startSimulator, type RunningSimulator } from '../../src/gateway/sim/index.js';
+import { adminCallTo, type GatewayProcess, startGatewayProcess } from '../helpers/processes.js';
+import { scrape } from '../helpers/prometheus.js';
 import { createTestDatabase, deleteRedisPrefix, postgresAdminUrl, postgresAvailable, redisAvailable, redisHolds, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { sleep, until } from '../helpers/wait.js';
 
 /**
  * Money under faults. Mixed JSON, stream and embeddings load runs through two
@@ -74,12 +76,23 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
   };
 
   beforeAll(async () => {
-    sim = await startSimulator({ models: [{ name: 'sim-chat', task: 'chat' }, { name: 'sim-embed', task: 'embedding' }], itlMs: 5 });
+    sim = await startSimulator({
+      models: [
+        { name: 'sim-chat', task: 'chat' },
+        { name: 'sim-embed', task: 'embedding' },
+      ],
+      itlMs: 5,
+    });
     tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-chaos-'));
-    await writeFile(path.join(tmp, 'engines.json'), JSON.stringify({ engines: [
-      { kind: 'static', model: 'sim-chat', url: sim.url },
-      { kind: 'static', model: 'sim-embed', url: sim.url },
-    ] }));
+    await writeFile(
+      path.join(tmp, 'engines.json'),
+      JSON.stringify({
+        engines: [
+          { kind: 'static', model: 'sim-chat', url: sim.url },
+          { kind: 'static', model: 'sim-embed', url: sim.url },
+        ],
+      }),
+    );
     database = await createTestDatabase();
     sql = postgres(database.url, { max: 2, onnotice: () => {} });
     pgProxy = await startTcpProxy(Number(new URL(postgresAdminUrl).port || 5432));
@@ -91,7 +104,11 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
   afterAll(async () => {
     await pgProxy?.start().catch(() => {});
     await redisProxy?.start().catch(() => {});
-    await Promise.allSettled(Object.values(gateways).map((g) => g?.child.stop('SIGKILL')));
+    await Promise.allSettled(
+      Object.values(gateways)
+        .filter((g) => g !== null)
+        .map((g) => g.child.stop('SIGKILL')),
+    );
     await pgProxy?.stop().catch(() => {});
     await redisProxy?.stop().catch(() => {});
     await sql?.end().catch(() => {});
@@ -106,8 +123,7 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
   /** One request of `kind` through `gateway`, read to its end; what the client saw. */
   async function send(gateway: GatewayProcess, secret: string, kind: Kind): Promise<Outcome> {
     const chat = { model: 'sim-chat', messages: [{ role: 'user', content: 'chaos' }], max_tokens: 24, ignore_eos: true };
-    const [route, body] =
-      kind === 'embeddings' ? ['/v1/embeddings', { model: 'sim-embed', input: ['chaos one', 'chaos two'] }] : ['/v1/chat/completions', { ...chat, stream: kind === 'stream' }];
+    const [route, body] = kind === 'embeddings' ? ['/v1/embeddings', { model: 'sim-embed', input: ['chaos one', 'chaos two'] }] : ['/v1/chat/completions', { ...chat, stream: kind === 'stream' }];
     try {
       const response = await fetch(`${gateway.url}${route}`, {
         method: 'POST',
@@ -148,6 +164,7 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
       for (let i = 0; Date.now() < loadEnds; i++) {
         const up = (['a', 'b'] as const).map((name) => gateways[name]).filter((g): g is GatewayProcess => g !== null);
         if (up.length === 0) {
+          // No gateway is up (both restarting): the load pauses a moment, it waits for nothing it checks.
           await sleep(50);
           continue;
         }
@@ -168,9 +185,10 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
     const cut = async (proxy: TcpProxy, what: string, ms: number) => {
       events.push(`cut ${what}`);
       await proxy.stop();
-      await sleep(ms);
+      await sleep(ms); // how long the store stays away, under load: the fault itself
       await proxy.start();
     };
+    // The schedule of faults: each sleep is how long the load runs between two faults (or a fault lasts), not a wait for anything.
     const chaos = async () => {
       await sleep(2_000);
       await cut(pgProxy, 'PostgreSQL', 2_500);
@@ -192,16 +210,30 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
     };
     await Promise.all([chaos(), ...Array.from({ length: WORKERS }, (_, n) => worker(n))]);
 
-    // The journals write what the outage left (retried every second); holds of killed processes expire within two leases.
+    // The journals write what the outage left (retried every second). The books are read once no call is under way on
+    // either gateway and both journals are empty (a killed gateway's journal is read again by its restart): from then
+    // on no charge can land, so a late or second one is in what is read, not after it.
+    const running = Object.values(gateways).filter((g): g is GatewayProcess => g !== null);
+    const pending = async () =>
+      Promise.all(
+        running.map(async (g) => {
+          const metrics = await scrape(`${g.url}/metrics`, ADMIN_TOKEN);
+          return { gateway: g.child.name, inFlight: metrics.value('tollgate_holds_outstanding'), journaled: metrics.value('tollgate_charge_spool_depth') };
+        }),
+      );
+    await until('both gateways have written every charge', async () => (await pending()).every((p) => p.inFlight === 0 && p.journaled === 0), {
+      timeout: 30_000,
+      interval: 250,
+      detail: pending,
+    });
+    // Holds of killed processes expire within two leases (the next heartbeat of a replica gives them back).
+    const holdsLeft = await until('no hold is left', async () => (await redisHolds(prefix)) === 0, { timeout: 2 * HOLD_LEASE_MS + 1_000, interval: 250 }).then(
+      () => 0,
+      () => redisHolds(prefix),
+    );
+
     const completed = outcomes.filter((o) => o.completed);
     const ids = completed.map((o) => o.requestId!);
-    let unbilled: string[] = ids;
-    for (let waited = 0; waited < 30_000 && unbilled.length > 0; waited += 500) {
-      const found = new Set((await sql<Array<{ id: string }>>`select id from usage_records where id in ${sql(ids)}`).map((r) => r.id));
-      unbilled = ids.filter((id) => !found.has(id));
-      if (unbilled.length > 0) await sleep(500);
-    }
-    await sleep(2 * HOLD_LEASE_MS + 1_000);
 
     const records = await sql<Array<{ id: string; org_id: string; status: number; cost: string }>>`select id, org_id, status, cost_nanos::text as cost from usage_records`;
     const charges = await sql<Array<{ request_id: string; n: number }>>`select request_id, count(*)::int as n from ledger_entries where kind = 'charge' group by request_id`;
@@ -209,7 +241,7 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
     const recordOf = new Map(records.map((r) => [r.id, r]));
     const completedIds = new Set(ids);
     const neverDelivered = records.filter((r) => !completedIds.has(r.id));
-    const holdsLeft = await redisHolds(prefix);
+    const unbilled = ids.filter((id) => !recordOf.has(id));
     const counts = {
       events,
       requests: outcomes.length,

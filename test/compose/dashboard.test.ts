@@ -81,7 +81,11 @@ describe('the Grafana dashboard', () => {
     await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({ model: 'sim-embed', input: 'x' });
     const scraped = await scrape(`${gateway.url}/metrics`, gateway.adminToken.token);
     served = new Set(Object.keys(scraped.metrics));
-    histograms = new Set(Object.entries(scraped.metrics).filter(([, family]) => family.type === 'histogram').map(([name]) => name));
+    histograms = new Set(
+      Object.entries(scraped.metrics)
+        .filter(([, family]) => family.type === 'histogram')
+        .map(([name]) => name),
+    );
   });
   afterAll(() => gateway?.close());
 
@@ -104,15 +108,25 @@ describe('the Grafana dashboard', () => {
       for (const name of metricNames(asPromql(expr))) {
         used.add(name);
         const family = name.replace(/_(bucket|sum|count)$/, '');
-        const known = name.startsWith('vllm:')
-          ? VLLM_METRICS.has(name) || VLLM_METRICS.has(family)
-          : served.has(name) || (name !== family && histograms.has(family));
+        const known = name.startsWith('vllm:') ? VLLM_METRICS.has(name) || VLLM_METRICS.has(family) : served.has(name) || (name !== family && histograms.has(family));
         if (!known) unknown.push(`${panel}: ${name}`);
       }
     }
     expect(unknown).toEqual([]);
     // It shows traffic, latency, tokens, spend and the fleet: each from the gateway, and vLLM's side too.
-    for (const name of ['tollgate_requests_total', 'tollgate_request_duration_seconds_bucket', 'tollgate_time_to_first_token_seconds_bucket', 'tollgate_tokens_total', 'tollgate_charged_nanos_total', 'tollgate_engine_replicas', 'vllm:num_requests_running']) {
+    for (const name of [
+      'tollgate_requests_total',
+      'tollgate_request_duration_seconds_bucket',
+      'tollgate_time_to_first_token_seconds_bucket',
+      'tollgate_tokens_total',
+      'tollgate_charged_nanos_total',
+      'tollgate_engine_replicas',
+      'tollgate_engine_desired_replicas',
+      'tollgate_engine_host_replicas',
+      'vllm:num_requests_running',
+      'vllm:kv_cache_usage_perc',
+      'vllm:prefix_cache_hits_total',
+    ]) {
       expect(used, name).toContain(name);
     }
   });

@@ -1,11 +1,13 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, copyFile, mkdir, mkdtemp, readFile, realpath, rm, symlink } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
-import { repoRoot } from './processes.js';
+import { freePort, repoRoot } from './processes.js';
+import { copyBinaries, imageExists, importRootfs } from './rootfs.js';
 import { requireServices } from './services.js';
 
 /**
@@ -37,7 +39,7 @@ export function dockerAvailable(): Promise<boolean> {
       return true;
     } catch (error) {
       const why = `Docker at ${dockerSocket} does not answer: ${(error as Error).message}`;
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
+      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`, { cause: error });
       console.warn(`skipping Docker tests: ${why}`);
       return false;
     }
@@ -70,7 +72,7 @@ let simImage: Promise<string> | undefined;
  * `tollgate-test/vllm-sim:<hash of bundle, node version and recipe>`;
  * an existing tag is reused. Pulls nothing: the root filesystem is this
  * machine's node binary, the shared libraries ldd lists for it, and
- * src/sim/main.ts bundled by esbuild.
+ * src/gateway/sim/main.ts bundled by esbuild.
  *
  * @example
  * const image = await buildSimulatorImage();
@@ -103,41 +105,33 @@ async function buildImage(): Promise<string> {
     const docker = testDocker();
     if (await imageExists(docker, tag)) return tag;
 
-    await copyNodeAndLibraries(rootfs);
+    await copyBinaries(rootfs, [{ source: process.execPath, target: SIM_IMAGE_NODE }]);
     await chmod(bundle, 0o755);
     await mkdir(path.join(rootfs, 'usr/local/bin'), { recursive: true });
     await symlink(SIM_IMAGE_SCRIPT, path.join(rootfs, 'usr/local/bin/vllm'));
     await mkdir(path.join(rootfs, 'tmp'), { mode: 0o1777 });
     await chmod(path.join(rootfs, 'tmp'), 0o1777);
 
-    const tar = path.join(work, 'rootfs.tar');
-    await run('tar', ['--numeric-owner', '--owner=0', '--group=0', '-C', rootfs, '-cf', tar, '.']);
-    const stream = await docker.importImage(tar, {
+    await importRootfs(docker, rootfs, {
       repo: SIM_IMAGE_REPO,
       tag: hash,
       message: `Tollgate vLLM simulator for tests (${process.version})`,
       changes: [`CMD ${JSON.stringify(SIM_IMAGE_COMMAND)}`, 'ENV PATH=/usr/local/bin', 'WORKDIR /app'],
     });
-    await followProgress(docker, stream);
-    if (!(await imageExists(docker, tag))) throw new Error(`docker import finished but ${tag} does not exist`);
     return tag;
   } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
 
-/** src/sim/main.ts as one ESM file for plain node, starting with a shebang for the `vllm` link. */
+/** src/gateway/sim/main.ts as one ESM file for plain node, starting with a shebang for the `vllm` link. */
 async function bundleSimulator(outfile: string): Promise<void> {
   const esbuild = path.join(repoRoot, 'node_modules/.bin/esbuild');
-  const banner = [
-    `#!${SIM_IMAGE_NODE}`,
-    "import { createRequire as __simCreateRequire } from 'node:module';",
-    'const require = __simCreateRequire(import.meta.url);',
-  ].join('\n');
+  const banner = [`#!${SIM_IMAGE_NODE}`, "import { createRequire as __simCreateRequire } from 'node:module';", 'const require = __simCreateRequire(import.meta.url);'].join('\n');
   await run(
     esbuild,
     [
-      path.join(repoRoot, 'src/sim/main.ts'),
+      path.join(repoRoot, 'src/gateway/sim/main.ts'),
       '--bundle',
       '--platform=node',
       '--format=esm',
@@ -150,48 +144,25 @@ async function bundleSimulator(outfile: string): Promise<void> {
   );
 }
 
-/** Copies the node binary to /usr/local/bin/node and every library ldd lists (loader included) to its own path. */
-async function copyNodeAndLibraries(rootfs: string): Promise<void> {
-  const node = await realpath(process.execPath);
-  const into = async (source: string, target: string): Promise<void> => {
-    const dest = path.join(rootfs, target);
-    await mkdir(path.dirname(dest), { recursive: true });
-    await copyFile(await realpath(source), dest); // follows symlinks: the file's contents under the listed name
-    await chmod(dest, 0o755);
-  };
-  await into(node, SIM_IMAGE_NODE);
-  const { stdout } = await run('ldd', [node]);
-  const libraries = new Set<string>();
-  for (const line of stdout.split('\n')) {
-    // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or "/lib64/ld-linux-x86-64.so.2 (0x...)"
-    const match = /(?:=>\s*)?(\/\S+)\s+\(0x[0-9a-f]+\)/.exec(line);
-    if (match?.[1]) libraries.add(match[1]);
-    else if (/not found/.test(line)) throw new Error(`ldd ${node}: ${line.trim()}`);
-  }
-  if (![...libraries].some((lib) => /\/ld-linux|\/ld-musl|\/ld64/.test(lib))) {
-    throw new Error(`ldd ${node} lists no dynamic loader:\n${stdout}`);
-  }
-  for (const library of libraries) await into(library, library);
-}
-
-async function imageExists(docker: Docker, tag: string): Promise<boolean> {
-  try {
-    await docker.getImage(tag).inspect();
-    return true;
-  } catch (error) {
-    if ((error as { statusCode?: number }).statusCode === 404) return false;
-    throw error;
+/**
+ * A first port with `count` consecutive free ports on 127.0.0.1: Docker
+ * engines on the host network put replica i on `port + i`.
+ *
+ * @example
+ * const port = await freePortRange(3); // replicas 0, 1, 2 on port, port + 1, port + 2
+ */
+export async function freePortRange(count: number): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    const free = await Promise.all(Array.from({ length: count - 1 }, (_, i) => portFree(port + i + 1)));
+    if (free.every(Boolean)) return port;
   }
 }
 
-/** Waits for a pull/import progress stream to end; rejects on an error in it. */
-function followProgress(docker: Docker, stream: NodeJS.ReadableStream): Promise<void> {
-  return new Promise((resolve, reject) => {
-    docker.modem.followProgress(stream, (error: Error | null, events: Array<{ error?: string; errorDetail?: { message?: string } }>) => {
-      if (error) return reject(error);
-      const failed = events.find((event) => event.error || event.errorDetail);
-      if (failed) return reject(new Error(`docker import: ${failed.error ?? failed.errorDetail?.message}`));
-      resolve();
-    });
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }

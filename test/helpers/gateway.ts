@@ -1,11 +1,11 @@
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import OpenAI from 'openai';
 import { afterAll, beforeAll } from 'vitest';
-import { parseAmount, pricePerTokenFromMillion } from '../../src/billing/money.js';
-import { loadConfig } from '../../src/config.js';
-import { startGateway, type RunningGateway } from '../../src/gateway.js';
-import { createLogger, type Logger } from '../../src/http/log.js';
-import type { KeySettings } from '../../src/keys/service.js';
+import { parseAmount, pricePerTokenFromMillion } from '../../src/gateway/billing/money.js';
+import { loadConfig } from '../../src/config/index.js';
+import { startGateway, type RunningGateway } from '../../src/server/start.js';
+import { createLogger, type Logger } from '../../src/shared/http/log.js';
+import type { KeySettings } from '../../src/gateway/keys/service.js';
 import { createTestDatabase, postgresAvailable } from './services.js';
 
 export type StoreKind = 'pglite' | 'postgres';
@@ -19,6 +19,12 @@ export interface TestGateway extends RunningGateway {
   baseURL: string;
   /** Creates an organization with `credit`, a key, and returns both. */
   tenant(options?: { credit?: string; key?: Partial<KeySettings> & { projectId?: string } }): Promise<{ orgId: string; secret: string; keyId: string }>;
+  /**
+   * Resolves once no billed call is under way here and every charge is in the
+   * store: what is read then is final, no charge can still arrive. Throws
+   * after `timeoutMs` (each).
+   */
+  charged(timeoutMs?: number): Promise<void>;
 }
 
 /** The test catalog: the simulator's models from engines/engines.json, at fixed prices. */
@@ -68,6 +74,10 @@ export async function startTestGateway(store: StoreKind, env: Record<string, str
       if (credit !== '0') await wallets.credit(org.id, 'topup', parseAmount(credit));
       const { key, secret } = await keys.create({ orgId: org.id, name: 'test', ...options.key });
       return { orgId: org.id, secret, keyId: key.id };
+    },
+    async charged(timeoutMs = 5_000) {
+      if (!(await gateway.services.inFlight.idle(timeoutMs))) throw new Error(`${gateway.services.inFlight.size} billed calls still under way after ${timeoutMs} ms`);
+      if (!(await gateway.services.applier.settled(timeoutMs))) throw new Error(`${gateway.services.journal.pendingCount} charges still not written after ${timeoutMs} ms`);
     },
     async close() {
       await gateway.close();

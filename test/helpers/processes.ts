@@ -1,8 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { expect } from 'vitest';
 import { freePort, startChild, type Child as TestChild, waitForHealth } from '../../bench/processes.js';
 import { requireServices } from './services.js';
+import { until } from './wait.js';
 
 /**
  * Child processes for tests that need more than one process: gateway replicas
@@ -66,14 +68,20 @@ export async function startRedisServer(port: number, cwd: string): Promise<TestC
     cwd,
     env: process.env,
   });
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    if (child.exited()) throw new Error(`redis-server exited on port ${port}:\n${child.output()}`);
-    if (await redisPing(port)) return child;
-    await sleep(50);
+  try {
+    await until(
+      `redis-server answers PING on port ${port}`,
+      async () => {
+        if (child.exited()) throw new Error(`redis-server exited on port ${port}:\n${child.output()}`);
+        return redisPing(port);
+      },
+      { detail: () => child.output() },
+    );
+  } catch (error) {
+    await child.stop('SIGKILL');
+    throw error;
   }
-  await child.stop('SIGKILL');
-  throw new Error(`redis-server did not answer PING on port ${port} within 10 s:\n${child.output()}`);
+  return child;
 }
 
 /** Whether a Redis on this loopback port answers PING (within 1 s). */
@@ -96,10 +104,6 @@ export function redisPing(port: number): Promise<boolean> {
   });
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /**
  * One call to a gateway's management API (`/admin/v1`), its answer parsed;
  * any status but 2xx throws with the answer's text.
@@ -116,4 +120,30 @@ export async function adminCallTo<T = Record<string, unknown>>(baseUrl: string, 
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} /admin/v1${route} answered ${response.status}: ${text}`);
   return JSON.parse(text) as T;
+}
+
+/**
+ * Resolves once `replica` has dropped what its admission cache read before
+ * this call (it reads the catalog version every TOLLGATE_CATALOG_POLL_MS), so
+ * a change committed before the call, through any replica, is in force there.
+ *
+ * The marker is a key of its own, made through `via`'s API after the change,
+ * used once on `replica` (which keeps it), then revoked through `via`:
+ * `replica` refuses it only once it has dropped what it held since, and reads
+ * everything afresh from then on. `via` must be another replica: a replica's
+ * own writes drop its cache at once, whatever its poll has seen.
+ */
+export async function catalogSeenBy(replica: GatewayProcess, via: GatewayProcess, adminToken: string, timeout = 10_000): Promise<void> {
+  if (replica.url === via.url) throw new Error('catalogSeenBy: the marker must be made through another replica');
+  const org = await adminCallTo<{ id: string }>(via.url, adminToken, 'POST', '/orgs', { name: 'catalog marker' });
+  const key = await adminCallTo<{ id: string; secret: string }>(via.url, adminToken, 'POST', `/orgs/${org.id}/keys`, { name: 'catalog marker' });
+  const status = async () => {
+    const response = await fetch(`${replica.url}/v1/models`, { headers: { authorization: `Bearer ${key.secret}` }, signal: AbortSignal.timeout(5_000) });
+    await response.arrayBuffer();
+    if (response.status !== 200 && response.status !== 401) throw new Error(`${replica.url}/v1/models answered the marker key ${response.status}`);
+    return response.status;
+  };
+  expect(await status(), 'the marker key, before it is revoked').toBe(200);
+  await adminCallTo(via.url, adminToken, 'POST', `/keys/${key.id}/revoke`);
+  await until(`${replica.url} refuses the revoked marker key (its catalog poll has seen the change)`, async () => (await status()) === 401, { timeout });
 }

@@ -19,7 +19,7 @@ export function postgresAvailable(): Promise<boolean> {
       await sql`select 1`;
       return true;
     } catch (error) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but PostgreSQL at ${redact(postgresAdminUrl)} does not answer: ${(error as Error).message}`);
+      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but PostgreSQL at ${redact(postgresAdminUrl)} does not answer: ${(error as Error).message}`, { cause: error });
       console.warn(`skipping PostgreSQL tests: ${redact(postgresAdminUrl)} does not answer (${(error as Error).message})`);
       return false;
     } finally {
@@ -43,7 +43,7 @@ if (!/^[a-z_][a-z0-9_]{0,40}$/.test(testDatabasePrefix)) throw new Error(`TEST_D
  * left behind says where it came from (and `dropOrphanedTestDatabases` can
  * tell it is nobody's any more).
  */
-export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `${testDatabasePrefix}${process.pid}_${callerSlug()}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = postgres(postgresAdminUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${name}`);
@@ -79,8 +79,15 @@ async function dropDatabase(name: string): Promise<void> {
 
 /** The test file that called into this module, as `a-z0-9` (at most 24 characters), for a database's name. */
 function callerSlug(): string {
-  const file = (new Error().stack ?? '').split('\n').map((line) => /([\w.-]+)\.test\.ts/.exec(line)?.[1]).find(Boolean) ?? 'unknown';
-  return file.toLowerCase().replace(/[^a-z0-9]+/g, '').slice(0, 24);
+  const file =
+    (new Error().stack ?? '')
+      .split('\n')
+      .map((line) => /([\w.-]+)\.test\.ts/.exec(line)?.[1])
+      .find(Boolean) ?? 'unknown';
+  return file
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '')
+    .slice(0, 24);
 }
 
 /**
@@ -128,7 +135,7 @@ export function redisAvailable(): Promise<boolean> {
       await redis.ping();
       return true;
     } catch (error) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but Redis at ${redisUrl} does not answer: ${(error as Error).message}`);
+      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but Redis at ${redisUrl} does not answer: ${(error as Error).message}`, { cause: error });
       console.warn(`skipping Redis tests: ${redisUrl} does not answer (${(error as Error).message})`);
       return false;
     } finally {

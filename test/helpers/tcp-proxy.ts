@@ -12,6 +12,19 @@ export interface TcpProxy {
    * client never hears of it (a stalled network). Once, for the first match.
    */
   swallowRepliesAfter(marker: string): void;
+  /**
+   * The target's replies wait, on every connection (new ones too), until
+   * `resume`: connections are accepted and requests delivered, but nothing
+   * answers (a hung service). On `resume` the held replies arrive in order.
+   */
+  hang(): void;
+  resume(): void;
+  /**
+   * From now on, counts the client messages (on every connection) that
+   * contain `marker`: a test sees what the client has sent, e.g. one more
+   * heartbeat. Answers the count so far.
+   */
+  count(marker: string): () => number;
 }
 
 /**
@@ -23,10 +36,16 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   let server: net.Server | null = null;
   let port = 0;
   let swallowMarker: string | null = null;
+  let hung = false;
+  const upstreams = new Set<net.Socket>();
+  const counters: Array<{ marker: string; n: number }> = [];
   const listen = () =>
     new Promise<void>((resolve, reject) => {
       server = net.createServer((client) => {
         const upstream = net.connect(targetPort, targetHost);
+        upstreams.add(upstream);
+        upstream.on('close', () => upstreams.delete(upstream));
+        if (hung) upstream.pause();
         for (const socket of [client, upstream]) {
           sockets.add(socket);
           socket.on('close', () => sockets.delete(socket));
@@ -37,6 +56,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
         }
         let swallowing = false;
         client.on('data', (chunk: Buffer) => {
+          for (const counter of counters) if (chunk.includes(counter.marker)) counter.n += 1;
           if (swallowMarker !== null && chunk.includes(swallowMarker)) {
             swallowMarker = null;
             swallowing = true;
@@ -68,6 +88,19 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     start: listen,
     swallowRepliesAfter(marker) {
       swallowMarker = marker;
+    },
+    hang() {
+      hung = true;
+      for (const upstream of upstreams) upstream.pause();
+    },
+    resume() {
+      hung = false;
+      for (const upstream of upstreams) upstream.resume();
+    },
+    count(marker) {
+      const counter = { marker, n: 0 };
+      counters.push(counter);
+      return () => counter.n;
     },
   };
 }

@@ -1,0 +1,119 @@
+import { execFile } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+
+/**
+ * CPU time of processes from /proc (Linux only), in nanoseconds: the sum of
+ * every thread's `se.sum_exec_runtime` (`/proc/PID/task/TID/schedstat`, first
+ * field), which counts the libuv pool, V8's helper threads and the main thread
+ * alike, to the nanosecond rather than the clock tick of `/proc/PID/stat`.
+ */
+
+/** Something whose CPU the bench reads: a fixed process, or processes found again at each reading (PostgreSQL's backends come and go). */
+export interface CpuProbe {
+  name: string;
+  pids: () => Promise<number[]>;
+}
+
+/** One reading: per probe, per pid, nanoseconds of CPU so far. */
+export type CpuReading = Map<string, Map<number, number>>;
+
+/** CPU per probe over a span, in nanoseconds. */
+export type CpuSpent = Record<string, number>;
+
+/**
+ * A process's CPU time so far in ns, all threads together; null once it has exited.
+ *
+ * @example
+ * const ns = await processCpuNs(gateway.pid);
+ */
+export async function processCpuNs(pid: number): Promise<number | null> {
+  let tids: string[];
+  try {
+    tids = await readdir(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  const times = await Promise.all(
+    tids.map(async (tid) => {
+      try {
+        return Number((await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8')).split(' ')[0]);
+      } catch {
+        return 0; // a thread that ended between the listing and the read
+      }
+    }),
+  );
+  return times.reduce((sum, ns) => sum + ns, 0);
+}
+
+/**
+ * Reads every probe's processes.
+ *
+ * @example
+ * const before = await readCpu(probes);
+ */
+export async function readCpu(probes: CpuProbe[]): Promise<CpuReading> {
+  const reading: CpuReading = new Map();
+  for (const probe of probes) {
+    const perPid = new Map<number, number>();
+    for (const pid of await probe.pids()) {
+      const ns = await processCpuNs(pid);
+      if (ns !== null) perPid.set(pid, ns);
+    }
+    reading.set(probe.name, perPid);
+  }
+  return reading;
+}
+
+/**
+ * CPU spent per probe between two readings. A process that appeared in
+ * between counts from its start; one that exited in between is lost (its
+ * last stretch of work with it).
+ *
+ * @example
+ * const spent = cpuBetween(before, await readCpu(probes));
+ */
+export function cpuBetween(before: CpuReading, after: CpuReading): CpuSpent {
+  const spent: CpuSpent = {};
+  for (const [name, perPid] of after) {
+    let total = 0;
+    for (const [pid, ns] of perPid) total += ns - (before.get(name)?.get(pid) ?? 0);
+    spent[name] = total;
+  }
+  return spent;
+}
+
+/** Adds `more` into `into`, probe by probe. */
+export function addSpent(into: CpuSpent, more: CpuSpent): void {
+  for (const [name, ns] of Object.entries(more)) into[name] = (into[name] ?? 0) + ns;
+}
+
+/**
+ * A probe for one fixed process.
+ *
+ * @example
+ * const probe = fixedProbe('gateway', gateway.pid);
+ */
+export function fixedProbe(name: string, pid: number): CpuProbe {
+  return { name, pids: () => Promise.resolve([pid]) };
+}
+
+/**
+ * A probe for every process with this exact command name (`pgrep -x`), looked
+ * up at each reading: `postgres` is the postmaster, its helpers and one
+ * backend per connection, together the server's cost.
+ *
+ * @example
+ * const postgres = namedProbe('postgres', 'postgres');
+ */
+export function namedProbe(name: string, command: string): CpuProbe {
+  return {
+    name,
+    pids: () =>
+      new Promise((resolve) => {
+        execFile('pgrep', ['-x', command], (error, stdout) => {
+          // pgrep exits 1 when nothing matches: no process, no CPU.
+          resolve(error && !stdout ? [] : stdout.split('\n').filter(Boolean).map(Number));
+        });
+      }),
+  };
+}

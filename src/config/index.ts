@@ -1,0 +1,159 @@
+import { createHash } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { settingsSchema, type Settings } from './settings.js';
+import type { Config } from './types.js';
+
+export type { Config, LogLevel } from './types.js';
+
+/** The same store means the same deployment: replicas sharing a database share their engines' containers. */
+function defaultDeployment(databaseUrl: string | undefined, dataDir: string): string {
+  let identity: string;
+  if (databaseUrl) {
+    const url = new URL(databaseUrl);
+    url.password = '';
+    identity = url.toString();
+  } else {
+    identity = dataDir === 'memory://' ? dataDir : path.resolve(dataDir);
+  }
+  return `d${createHash('sha256').update(identity).digest('hex').slice(0, 8)}`;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Every setting of the gateway, read from the environment once and validated.
+ * Nothing else in `src/` reads `process.env`: the parsed object is passed in.
+ *
+ * @example
+ * const config = loadConfig(process.env);
+ * console.log(config.port); // 8080 unless PORT is set
+ */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  // Empty strings count as unset, as they do for most tools reading the environment.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = settingsSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid settings:\n${lines.join('\n')}`);
+  }
+  const s = parsed.data;
+  return Object.freeze({
+    port: s.PORT,
+    host: s.TOLLGATE_HOST,
+    databaseUrl: s.DATABASE_URL,
+    redisUrl: s.REDIS_URL,
+    dataDir: s.TOLLGATE_DATA_DIR === 'memory://' ? s.TOLLGATE_DATA_DIR : path.resolve(s.TOLLGATE_DATA_DIR),
+    adminToken: s.TOLLGATE_ADMIN_TOKEN,
+    keyPrefix: s.TOLLGATE_KEY_PREFIX,
+    enginesFile: path.resolve(s.TOLLGATE_ENGINES_FILE),
+    maxBodyBytes: s.TOLLGATE_MAX_BODY_BYTES,
+    upstreamTimeoutMs: s.TOLLGATE_UPSTREAM_TIMEOUT_MS,
+    seedDemo: s.TOLLGATE_SEED_DEMO,
+    currency: s.TOLLGATE_CURRENCY,
+    publicUrl: s.TOLLGATE_PUBLIC_URL,
+    logLevel: s.TOLLGATE_LOG_LEVEL,
+    simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
+    engines: { pollMs: s.TOLLGATE_ENGINE_POLL_MS, onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN },
+    routing: {
+      policy: s.TOLLGATE_ROUTING_POLICY,
+      scrapeMs: s.TOLLGATE_ROUTING_SCRAPE_MS,
+      queueWeight: s.TOLLGATE_ROUTING_QUEUE_WEIGHT,
+      kvWeight: s.TOLLGATE_ROUTING_KV_WEIGHT,
+      prefixWeight: s.TOLLGATE_ROUTING_PREFIX_WEIGHT,
+      sessionWeight: s.TOLLGATE_ROUTING_SESSION_WEIGHT,
+      prefixBlockChars: s.TOLLGATE_ROUTING_PREFIX_BLOCK_CHARS,
+      prefixEntries: s.TOLLGATE_ROUTING_PREFIX_ENTRIES,
+      prefixTtlMs: s.TOLLGATE_ROUTING_PREFIX_TTL_MS,
+    },
+    cache: { ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS, maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES, maxBytes: s.TOLLGATE_CACHE_MAX_BYTES },
+    requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
+    billingEnabled: s.TOLLGATE_BILLING === 'on',
+    shutdownGraceMs: s.TOLLGATE_SHUTDOWN_GRACE_MS,
+    deployment: s.TOLLGATE_DEPLOYMENT ?? defaultDeployment(s.DATABASE_URL, s.TOLLGATE_DATA_DIR),
+    corsOrigins: s.TOLLGATE_CORS_ORIGINS === '*' ? '*' : s.TOLLGATE_CORS_ORIGINS === 'none' ? [] : s.TOLLGATE_CORS_ORIGINS.split(',').map((origin) => origin.trim()),
+    holdLeaseMs: s.TOLLGATE_HOLD_LEASE_MS,
+    catalogPollMs: s.TOLLGATE_CATALOG_POLL_MS,
+    rebuildGraceMs: s.TOLLGATE_REBUILD_GRACE_MS,
+    stackDownloads: { allowHttp: s.TOLLGATE_STACK_URL_ALLOW_HTTP === 'true', allowPrivate: s.TOLLGATE_STACK_URL_ALLOW_PRIVATE === 'true' },
+    nodeAccess: {
+      credentialsKey: s.TOLLGATE_NODE_CREDENTIALS_KEY === undefined ? undefined : Buffer.from(s.TOLLGATE_NODE_CREDENTIALS_KEY, 'base64'),
+      sshTimeoutMs: s.TOLLGATE_NODE_SSH_TIMEOUT_MS,
+    },
+    uploads: { inFlight: s.TOLLGATE_UPLOADS_IN_FLIGHT, inFlightPerUser: s.TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER, stacksPerUser: s.TOLLGATE_STACKS_PER_USER },
+    runs: runsConfig(s, present),
+    observability: observabilityConfig(s),
+    people: {
+      passwordCost: s.TOLLGATE_PASSWORD_COST,
+      sessionIdleMs: s.TOLLGATE_SESSION_IDLE_MINUTES * 60_000,
+      sessionMaxMs: s.TOLLGATE_SESSION_MAX_HOURS * 3_600_000,
+      trustedProxies: s.TOLLGATE_TRUSTED_PROXIES.split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    },
+    limits: {
+      enabled: s.TOLLGATE_LIMITS === 'on',
+      redisPrefix: s.TOLLGATE_REDIS_PREFIX,
+      concurrencyLeaseMs: s.TOLLGATE_CONCURRENCY_LEASE_MS,
+      completionEstimate: s.TOLLGATE_COMPLETION_ESTIMATE,
+    },
+  });
+}
+
+/** The runs' settings: the tool, the workers, and the sandbox a run executes in with its bounds and egress. */
+function runsConfig(s: Settings, present: Record<string, string | undefined>): Config['runs'] {
+  return {
+    tofuBin: s.TOLLGATE_TOFU_BIN,
+    workers: s.TOLLGATE_RUN_WORKERS,
+    timeoutMs: s.TOLLGATE_RUN_TIMEOUT_SECONDS * 1000,
+    workDir: path.resolve(s.TOLLGATE_RUN_DIR ?? path.join(os.tmpdir(), 'tollgate-runs')),
+    pollMs: s.TOLLGATE_RUN_POLL_MS,
+    leaseMs: s.TOLLGATE_RUN_LEASE_MS,
+    killGraceMs: s.TOLLGATE_RUN_KILL_GRACE_MS,
+    searchPath: present.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    passEnv: Object.fromEntries((s.TOLLGATE_RUN_ENV?.split(',') ?? []).flatMap((name) => (present[name] === undefined ? [] : [[name, present[name]]]))),
+    sandbox: s.TOLLGATE_RUN_SANDBOX,
+    image: s.TOLLGATE_RUN_IMAGE,
+    dockerHost: s.TOLLGATE_RUN_DOCKER_HOST,
+    sandboxUser: { uid: Number(s.TOLLGATE_RUN_SANDBOX_USER.split(':')[0]), gid: Number(s.TOLLGATE_RUN_SANDBOX_USER.split(':')[1]) },
+    cgroup: s.TOLLGATE_RUN_CGROUP,
+    bounds: {
+      memoryBytes: s.TOLLGATE_RUN_MEMORY_MB * 1024 * 1024,
+      processes: s.TOLLGATE_RUN_PROCESSES,
+      cpus: s.TOLLGATE_RUN_CPUS,
+      cpuSeconds: s.TOLLGATE_RUN_CPU_SECONDS,
+      diskBytes: s.TOLLGATE_RUN_DISK_MB * 1024 * 1024,
+    },
+    egress: {
+      hosts: s.TOLLGATE_RUN_EGRESS_HOSTS.split(',').map((entry) => ({ host: entry.slice(0, entry.lastIndexOf(':')).toLowerCase(), port: Number(entry.slice(entry.lastIndexOf(':') + 1)) })),
+      nodePorts: s.TOLLGATE_RUN_NODE_PORTS.split(',').map(Number),
+    },
+    providerMirror: s.TOLLGATE_RUN_PROVIDER_MIRROR === undefined ? undefined : path.resolve(s.TOLLGATE_RUN_PROVIDER_MIRROR),
+    cliConfig: s.TOLLGATE_RUN_CLI_CONFIG === undefined ? undefined : path.resolve(s.TOLLGATE_RUN_CLI_CONFIG),
+    mounts: (s.TOLLGATE_RUN_MOUNTS?.split(',') ?? []).map((entry) => {
+      const [host, sandbox, mode] = entry.split(':') as [string, string, string | undefined];
+      return { host: path.resolve(host), sandbox, writable: mode === 'rw' };
+    }),
+  };
+}
+
+/** Metrics and traces: OpenTelemetry's own variables decide whether traces are exported, and where. */
+function observabilityConfig(s: Settings): Config['observability'] {
+  return {
+    metrics: s.TOLLGATE_METRICS === 'on',
+    metricsPort: s.TOLLGATE_METRICS_PORT ?? null,
+    metricsHost: s.TOLLGATE_METRICS_HOST ?? s.TOLLGATE_HOST,
+    orgLabel: s.TOLLGATE_METRICS_ORG_LABEL === 'true',
+    tracing:
+      (s.OTEL_EXPORTER_OTLP_ENDPOINT || s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) && s.OTEL_SDK_DISABLED === 'false' && s.OTEL_TRACES_EXPORTER !== 'none'
+        ? {
+            url: s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${s.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/+$/, '')}/v1/traces`,
+            serviceName: s.OTEL_SERVICE_NAME,
+            sampler: s.OTEL_TRACES_SAMPLER,
+            samplerRatio: s.OTEL_TRACES_SAMPLER_ARG,
+          }
+        : null,
+  };
+}

@@ -1,0 +1,167 @@
+/** Every setting as the gateway uses it, made by `loadConfig` (`index.ts`) from the environment (`settings.ts`). */
+import type { RoutingSettings } from '../gateway/engines/routing/router.js';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface Config {
+  port: number;
+  host: string;
+  /** PostgreSQL connection string; when absent the gateway uses PGlite in `dataDir`. */
+  databaseUrl?: string;
+  redisUrl?: string;
+  /** Folder for PGlite's files and the generated operator token. `memory://` keeps PGlite in memory. */
+  dataDir: string;
+  adminToken?: string;
+  keyPrefix: string;
+  enginesFile: string;
+  maxBodyBytes: number;
+  upstreamTimeoutMs: number;
+  seedDemo: boolean;
+  currency: string;
+  /** The address printed in the first-start instructions; defaults to http://127.0.0.1:PORT. */
+  publicUrl?: string;
+  logLevel: LogLevel;
+  simulator: { ttftMs: number; itlMs: number };
+  /** How Docker engines choose a replica for a request, and how often they scrape replicas' metrics. */
+  routing: RoutingSettings;
+  engines: {
+    /** How often Docker engines reconcile their containers and health-check replicas. */
+    pollMs: number;
+    /** On shutdown, leave containers running (a restart adopts them) or stop and remove them. */
+    onShutdown: 'leave' | 'stop';
+  };
+  cache: {
+    ttlSeconds: number;
+    /** Answers larger than this are not cached. */
+    maxEntryBytes: number;
+    /** The in-memory cache (no Redis) holds at most this many bytes; the least recently used go first. */
+    maxBytes: number;
+  };
+  requestData: {
+    /** Stored request and response bodies are deleted after this many days. */
+    retentionDays: number;
+    /** Each stored body is cut to this many bytes. */
+    maxBytes: number;
+  };
+  /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
+  billingEnabled: boolean;
+  /**
+   * This deployment's name, on every container it runs, so that deployments sharing a Docker host leave each
+   * other's alone. Default: `d` + 8 hex digits of a hash of the database URL (password left out) or the data folder.
+   */
+  deployment: string;
+  /** Origins a browser may call /v1 from: '*' (any), [] (none), or a list. Never with credentials. */
+  corsOrigins: '*' | string[];
+  /** On SIGTERM, how long requests in flight may run on before they are cut (and billed for what they used). */
+  shutdownGraceMs: number;
+  /** A wallet hold expires this long after it was taken or last renewed; a dead process's holds are given back within two leases. */
+  holdLeaseMs: number;
+  /**
+   * How often each replica reads the catalog version to drop its in-process cache of keys, models,
+   * prices and projects (PostgreSQL only: an embedded store has no other writer). Bounds how long
+   * a change made on another replica (a revoked key) takes to be seen.
+   */
+  catalogPollMs: number;
+  /**
+   * After Redis comes back empty (or on a Redis first used), admissions wait this long before wallets are
+   * rebuilt, so every live replica's heartbeat (every second) reports its holds first. Keep it above one second.
+   */
+  rebuildGraceMs: number;
+  /** Adding a stack by URL: whether http:// and private, loopback or link-local addresses are allowed (both off by default: server-side request forgery). */
+  stackDownloads: { allowHttp: boolean; allowPrivate: boolean };
+  /** How the platform reaches nodes (`src/platform/clusters/node-access.ts`). */
+  nodeAccess: {
+    /** Seals operators' node credentials at rest (AES-256-GCM); unset: nodes cannot be given SSH access. */
+    credentialsKey?: Buffer;
+    /** How long one SSH connection to a node (connect, authenticate, run) may take. */
+    sshTimeoutMs: number;
+  };
+  /**
+   * Stack uploads (a .zip sent, or fetched by URL): each holds its package and what it unpacks (tens of MiB)
+   * in memory while it is read, so this process reads at most `inFlight` at once, and at most
+   * `inFlightPerUser` for one user; a user keeps at most `stacksPerUser` private stacks.
+   */
+  uploads: { inFlight: number; inFlightPerUser: number; stacksPerUser: number };
+  /** Applying stacks to clusters (`src/platform/runs/`). */
+  runs: {
+    /** The OpenTofu or Terraform command line: a path or a command name; unset: `tofu` on PATH, else `terraform`. */
+    tofuBin?: string;
+    /** Runs this process applies at once; 0: it applies none (another process's workers do). */
+    workers: number;
+    /** A run still going after this long is stopped and FAILED. */
+    timeoutMs: number;
+    /** Where each run's module is unpacked, in a fresh folder removed afterwards. */
+    workDir: string;
+    /** How often a worker looks for queued runs, for cancel requests, and renews its claims. */
+    pollMs: number;
+    /** A claim not renewed for this long (its worker died) fails the run. */
+    leaseMs: number;
+    /** After SIGINT (cancel, timeout), how long the tool has to stop before SIGKILL. */
+    killGraceMs: number;
+    /** Environment variables passed to the tool besides PATH, HOME and the TF_ ones it needs (TOLLGATE_RUN_ENV), with their values. */
+    passEnv: Record<string, string>;
+    /** The gateway's PATH: where `tofu` or `terraform` is looked for, and the tool's own PATH. */
+    searchPath: string;
+    /**
+     * What a run's tool runs in (`src/platform/runs/sandbox/`): docker (a container per run), bubblewrap, none (the loudly named
+     * opt-out), or auto: docker when the engine at `dockerHost` answers and holds `image`, else bubblewrap.
+     */
+    sandbox: 'auto' | 'docker' | 'bubblewrap' | 'none';
+    /** The runner image of the docker sandbox (compose/runner.Dockerfile): the tool, a shell, coreutils, socat. */
+    image: string;
+    /** The Docker engine the docker sandbox uses, on this machine (`unix://` and the socket's path; engines.json's `docker_host` syntax). */
+    dockerHost: string;
+    /** The host user and group the sandbox runs as when the gateway is root (inside it is always 65534). */
+    sandboxUser: { uid: number; gid: number };
+    /** The cgroup (relative to each hierarchy's root) under which each run gets its own group with the bounds below. */
+    cgroup: string;
+    /** Bounds on one run: exceeding one fails it with a sentence naming the bound. */
+    bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
+    /** Where a run may connect: `host:port` names (registries, mirrors), and these ports on its cluster's nodes. */
+    egress: { hosts: Array<{ host: string; port: number }>; nodePorts: number[] };
+    /** A folder of providers in the filesystem-mirror layout, mounted read-only into every run. */
+    providerMirror?: string;
+    /** An OpenTofu/Terraform CLI configuration file (a network mirror, say), mounted read-only into every run. */
+    cliConfig?: string;
+    /** Extra folders mounted into every run of every organization (read-only unless `rw`). */
+    mounts: Array<{ host: string; sandbox: string; writable: boolean }>;
+  };
+  observability: {
+    /** false: no request metrics are recorded and `/metrics` is not served (benchmarks: the cost of metrics). */
+    metrics: boolean;
+    /**
+     * null: `/metrics` is served on the main port to the operator token. A port: served there, without a
+     * token, on `metricsHost` (and not on the main port), for a Prometheus that cannot send a token.
+     */
+    metricsPort: number | null;
+    metricsHost: string;
+    /** Token and spend counters carry an `organization` label (one series per organization and model: keep it off with many tenants). */
+    orgLabel: boolean;
+    /**
+     * Traces, on when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set, unless OTEL_SDK_DISABLED=true or
+     * OTEL_TRACES_EXPORTER=none, sent to `url` (the traces endpoint, or the endpoint + `/v1/traces`). The OTLP
+     * exporter reads the other standard OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression) itself.
+     */
+    tracing: { url: string; serviceName: string; sampler: string; samplerRatio: number } | null;
+  };
+  people: {
+    /** scrypt's cost as log2 N for new password hashes (15: 32 MiB, about 0.1 s each). */
+    passwordCost: number;
+    /** A portal session unused this long ends. */
+    sessionIdleMs: number;
+    /** A portal session ends this long after sign-in. */
+    sessionMaxMs: number;
+    /** Proxies whose X-Forwarded-For (and X-Forwarded-Proto) are believed: addresses, CIDR ranges, or proxy-addr's names. Empty: none. */
+    trustedProxies: string[];
+  };
+  limits: {
+    /** false turns every per-key limit off (for benchmarks, or behind another limiter). */
+    enabled: boolean;
+    /** Prefix of every Redis key the gateway writes, so several deployments can share one Redis. */
+    redisPrefix: string;
+    /** A concurrency slot of a gateway that died is freed after at most this long. */
+    concurrencyLeaseMs: number;
+    /** Completion tokens assumed for the pre-request token check when a request sets no max_tokens. */
+    completionEstimate: number;
+  };
+}

@@ -1,0 +1,162 @@
+import { desc, eq, sql } from 'drizzle-orm';
+import type { Database } from '../../shared/db/client.js';
+import { ledgerEntries, type LedgerKind, requestData, usageRecords, wallets } from '../../shared/db/schema.js';
+import { GatewayError } from '../../shared/http/errors.js';
+
+export type LedgerEntry = typeof ledgerEntries.$inferSelect;
+export type UsageRecordInput = typeof usageRecords.$inferInsert;
+
+/**
+ * The prepaid wallet: one balance per organization and an append-only ledger
+ * whose amounts always sum to it. Every change of balance is one transaction
+ * that updates the balance and appends the entry.
+ *
+ * @example
+ * const wallets = new WalletService(db);
+ * await wallets.credit(orgId, 'topup', parseAmount('12.50'));
+ */
+export class WalletService {
+  constructor(
+    private readonly db: Database,
+    /** Told of every committed top-up and adjustment, so the request path's spendable amount follows (`limits/admissions.ts`). */
+    private readonly credited: (orgId: string, amount: bigint) => Promise<void> = async () => {},
+  ) {}
+
+  async balance(orgId: string): Promise<bigint> {
+    const [row] = await this.db.select({ balance: wallets.balance }).from(wallets).where(eq(wallets.orgId, orgId));
+    if (!row) throw new GatewayError('not_found', `Organization ${orgId} has no wallet.`, { status: 404 });
+    return row.balance;
+  }
+
+  /** Adds a signed amount (top-ups positive; adjustments either way) and returns the new balance. */
+  async credit(orgId: string, kind: Exclude<LedgerKind, 'charge'>, amount: bigint, note?: string): Promise<bigint> {
+    const balance = await this.db.transaction(async (tx) => {
+      const [row] = await tx
+        .update(wallets)
+        .set({ balance: sql`${wallets.balance} + ${amount}`, updatedAt: new Date() })
+        .where(eq(wallets.orgId, orgId))
+        .returning({ balance: wallets.balance });
+      if (!row) throw new GatewayError('not_found', `Organization ${orgId} does not exist.`, { status: 404 });
+      await tx.insert(ledgerEntries).values({ orgId, kind, amount, balanceAfter: row.balance, note: note ?? null });
+      return row.balance;
+    });
+    await this.credited(orgId, amount);
+    return balance;
+  }
+
+  ledger(orgId: string, limit = 100): Promise<LedgerEntry[]> {
+    return this.db.select().from(ledgerEntries).where(eq(ledgerEntries.orgId, orgId)).orderBy(desc(ledgerEntries.id)).limit(limit);
+  }
+
+  /**
+   * What rebuilding an organization's spendable amount needs, read in one
+   * statement (one snapshot): its balance, and which of `requestIds` (charges
+   * a gateway has made but maybe not yet written) the balance already holds.
+   */
+  async walletSnapshot(orgId: string, requestIds: string[]): Promise<{ balance: bigint; written: Set<string> }> {
+    const ids = requestIds.length
+      ? sql`array[${sql.join(
+          requestIds.map((id) => sql`${id}`),
+          sql`, `,
+        )}]::text[]`
+      : sql`array[]::text[]`;
+    const result = await this.db.execute(
+      sql`select ${wallets.balance}::text as balance,
+            coalesce((select array_agg(id) from ${usageRecords} where id = any(${ids})), array[]::text[]) as written
+          from ${wallets} where ${wallets.orgId} = ${orgId}`,
+    );
+    const [row] = rowsOf<{ balance: string; written: string[] | string }>(result);
+    if (!row) throw new GatewayError('not_found', `Organization ${orgId} has no wallet.`, { status: 404 });
+    return { balance: BigInt(row.balance), written: new Set(parseTextArray(row.written)) };
+  }
+
+  /** Records one request's usage and charges it; false when that request was already recorded. */
+  async charge(record: ChargeRecord): Promise<boolean> {
+    const [inserted] = await this.chargeMany([record]);
+    return inserted!;
+  }
+
+  /**
+   * Records usage and charges for many requests in ONE statement whatever
+   * the count: one round trip and one commit, which is what lets
+   * `ChargeApplier` write a batch of requests at once. A usage record's id is
+   * its request id, so a request written twice inserts nothing and charges
+   * nothing the second time. Each charge's ledger entry carries the balance
+   * right after it, in request order. Returns, per record, whether it was new.
+   */
+  async chargeMany(records: ChargeRecord[]): Promise<boolean[]> {
+    if (records.length === 0) return [];
+    // Within one batch the first record of a request id counts; the others are repeats.
+    const seen = new Set<string>();
+    const firsts = records.filter((r) => !seen.has(r.id) && seen.add(r.id));
+    const rows = sql.join(
+      firsts.map(
+        (r, ord) => sql`(${ord}::int, ${r.id}::text, ${r.orgId}::text, ${r.keyId}::text, ${r.projectId ?? null}::text, ${r.modelId}::text,
+          ${r.endpoint}::text, ${r.promptTokens}::int, ${r.completionTokens}::int, ${r.cost}::bigint, ${r.status}::int, ${r.streamed}::boolean,
+          ${r.usageSource}::text, ${r.latencyMs}::int, ${r.ttftMs ?? null}::int, ${r.cacheHit ?? false}::boolean, ${(r.createdAt ?? new Date()).toISOString()}::timestamptz)`,
+      ),
+      sql`, `,
+    );
+    const withBodies = firsts.filter((r) => r.requestData);
+    const bodies = withBodies.length
+      ? sql`, bodies as (
+          insert into ${requestData} (request_id, request_body, response_body)
+          select b.id, b.request_body, b.response_body
+          from (values ${sql.join(
+            withBodies.map((r) => sql`(${r.id}::text, ${r.requestData!.requestBody}::text, ${r.requestData!.responseBody}::text)`),
+            sql`, `,
+          )})
+            as b(id, request_body, response_body)
+          join new_usage n on n.id = b.id
+          returning request_id)`
+      : sql``;
+    const result = await this.db.execute(sql`with input (ord, id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
+          cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at) as (values ${rows}),
+      new_usage as (
+        insert into ${usageRecords} (id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
+          cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at)
+        select id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
+          cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at from input
+        on conflict (id) do nothing
+        returning id, org_id, cost_nanos),
+      debits as (select org_id, sum(cost_nanos)::bigint as cost from new_usage group by org_id),
+      updated as (
+        update ${wallets} set balance_nanos = ${wallets.balance} - debits.cost, updated_at = now()
+        from debits where ${wallets.orgId} = debits.org_id and debits.cost <> 0
+        returning ${wallets.orgId} as org_id, ${wallets.balance} as balance_nanos),
+      charged as (
+        select i.ord, n.id, n.org_id, n.cost_nanos from new_usage n join input i on i.id = n.id where n.cost_nanos <> 0),
+      ledger as (
+        insert into ${ledgerEntries} (org_id, kind, amount_nanos, balance_after_nanos, request_id)
+        select c.org_id, 'charge', -c.cost_nanos,
+          -- the balance right after this charge: the final balance plus the charges that follow it
+          u.balance_nanos + coalesce(sum(c.cost_nanos) over (partition by c.org_id order by c.ord rows between 1 following and unbounded following), 0),
+          c.id
+        from charged c join updated u on u.org_id = c.org_id
+        order by c.ord
+        returning id)
+      ${bodies}
+      select id from new_usage`);
+    const isNew = new Set(rowsOf<{ id: string }>(result).map((row) => row.id));
+    const firstOf = new Set(firsts);
+    return records.map((r) => firstOf.has(r) && isNew.has(r.id));
+  }
+}
+
+export type ChargeRecord = UsageRecordInput & {
+  cost: bigint;
+  /** The bodies, for keys with "store request data" on; kept with the usage record. */
+  requestData?: { requestBody: string; responseBody: string };
+};
+
+/** A text[] as postgres.js (an array) or PGlite (an array, or its `{a,b}` text form) returns it. */
+function parseTextArray(value: string[] | string): string[] {
+  if (Array.isArray(value)) return value;
+  const inner = value.replace(/^\{|\}$/g, '');
+  return inner ? inner.split(',').map((item) => item.replace(/^"|"$/g, '')) : [];
+}
+
+/** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
+function rowsOf<T>(result: unknown): T[] {
+  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
+}

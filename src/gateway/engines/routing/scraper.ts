@@ -1,0 +1,141 @@
+import type { Logger } from '../../../shared/http/log.js';
+import type { LoadOf, ReplicaLoad } from '../load.js';
+import { parsePromText, type PromSample } from './prom-text.js';
+
+/** A replica to scrape: its id (`model/index`), base URL (no `/v1`) and the name its metrics carry in `model_name`. */
+export interface ScrapeTarget {
+  id: string;
+  url: string;
+  servedModel: string;
+}
+
+export interface ScraperOptions {
+  periodMs: number;
+  /** The replicas to scrape now (read at every round: replicas come and go). */
+  targets: () => ScrapeTarget[];
+  log?: Logger;
+}
+
+interface Scraped {
+  load: ReplicaLoad;
+  /** Requests this gateway sent to the replica since the scrape: the scrape could not see them yet. */
+  sentSince: number;
+}
+
+/**
+ * Reads every replica's vLLM `/metrics` every `periodMs` and keeps its latest
+ * `ReplicaLoad`. A replica whose last answered scrape is older than four
+ * periods (at least 2 s: a busy event loop delays scrapes) has no load (`loadOf` answers null): the router then falls back to
+ * least-loaded. Scrapes of one replica never overlap; each is bounded by a
+ * timeout of one period (at least a second).
+ *
+ * @example
+ * const scraper = new LoadScraper({ periodMs: 250, targets: () => [{ id: 'm/0', url: 'http://127.0.0.1:8000', servedModel: 'm' }] });
+ * scraper.start();
+ * scraper.loadOf('m/0'); // null until the first scrape answers
+ */
+export class LoadScraper {
+  private readonly scraped = new Map<string, Scraped>();
+  private readonly busy = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: ScraperOptions) {}
+
+  /** The latest load of a replica, or null when it was never scraped or its last scrape is stale. */
+  readonly loadOf: LoadOf = (replicaId) => {
+    const entry = this.scraped.get(replicaId);
+    if (!entry || Date.now() - entry.load.scrapedAt > this.staleMs) return null;
+    return entry.load;
+  };
+
+  /** Requests sent to the replica since its last scrape (0 when never scraped). */
+  sentSinceScrape(replicaId: string): number {
+    return this.scraped.get(replicaId)?.sentSince ?? 0;
+  }
+
+  /** Counts a request sent to the replica, until the next scrape sees it. */
+  noteSent(replicaId: string): void {
+    const entry = this.scraped.get(replicaId);
+    if (entry) entry.sentSince++;
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.scrapeAll(), this.options.periodMs);
+    this.timer.unref();
+    void this.scrapeAll();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One round over every target, resolved when all answered or failed (tests and the first round call it directly). */
+  async scrapeAll(): Promise<void> {
+    const targets = this.options.targets();
+    const live = new Set(targets.map((t) => t.id));
+    for (const id of this.scraped.keys()) if (!live.has(id)) this.scraped.delete(id);
+    await Promise.all(targets.map((target) => this.scrape(target)));
+  }
+
+  private get staleMs(): number {
+    return Math.max(4 * this.options.periodMs, 2000);
+  }
+
+  private async scrape(target: ScrapeTarget): Promise<void> {
+    if (this.busy.has(target.id)) return;
+    this.busy.add(target.id);
+    try {
+      const res = await fetch(`${target.url}/metrics`, { signal: AbortSignal.timeout(Math.max(this.options.periodMs, 1000)) });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const samples = parsePromText(await res.text());
+      const previous = this.scraped.get(target.id)?.load;
+      this.scraped.set(target.id, { load: loadFromSamples(samples, target.servedModel, previous), sentSince: 0 });
+    } catch (error) {
+      this.options.log?.debug('replica metrics scrape failed', { replica: target.id, detail: (error as Error).message });
+    } finally {
+      this.busy.delete(target.id);
+    }
+  }
+}
+
+// vLLM reports its cache's size as a label of an info gauge.
+function kvBlocksOf(samples: readonly PromSample[]): number | null {
+  const info = samples.find((s) => s.name === 'vllm:cache_config_info');
+  const blocks = Number(info?.labels.num_gpu_blocks);
+  return Number.isInteger(blocks) && blocks > 0 ? blocks : null;
+}
+
+/**
+ * A replica's load from its metrics: the samples of its served model (all
+ * samples of a name when none carries that `model_name`), summed over
+ * engines. The prefix hit rate is over the counters' growth since `previous`.
+ *
+ * @example
+ * loadFromSamples(parsePromText(text), 'qwen', null).waiting;
+ */
+export function loadFromSamples(samples: readonly PromSample[], servedModel: string, previous: ReplicaLoad | null | undefined): ReplicaLoad {
+  const sum = (name: string): number | null => {
+    const named = samples.filter((s) => s.name === name);
+    if (named.length === 0) return null;
+    const own = named.filter((s) => s.labels.model_name === servedModel);
+    return (own.length > 0 ? own : named).reduce((total, s) => total + s.value, 0);
+  };
+  const queries = sum('vllm:prefix_cache_queries_total') ?? 0;
+  const hits = sum('vllm:prefix_cache_hits_total') ?? 0;
+  let prefixHitRate: number | null = null;
+  const before = { queries: previous?.prefixQueries ?? 0, hits: previous?.prefixHits ?? 0 };
+  if (previous && queries > before.queries) prefixHitRate = (hits - before.hits) / (queries - before.queries);
+  return {
+    waiting: sum('vllm:num_requests_waiting') ?? 0,
+    running: sum('vllm:num_requests_running') ?? 0,
+    // Older vLLM names the gauge gpu_cache_usage_perc.
+    kvCacheUsage: Math.min(1, sum('vllm:kv_cache_usage_perc') ?? sum('vllm:gpu_cache_usage_perc') ?? 0),
+    prefixHitRate,
+    prefixQueries: queries,
+    prefixHits: hits,
+    kvBlocks: kvBlocksOf(samples),
+    scrapedAt: Date.now(),
+  };
+}

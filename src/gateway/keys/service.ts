@@ -1,0 +1,242 @@
+import { and, eq, gt, isNull, or, sql } from 'drizzle-orm';
+import type { Database } from '../../shared/db/client.js';
+import { newId } from '../../shared/db/ids.js';
+import { apiKeys, organizations, projects, users } from '../../shared/db/schema.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { generateSecret, hashSecret, isWellFormedSecret, sameHash, secretHint } from './secrets.js';
+
+/** The spec's expiry choices. */
+export const KEY_EXPIRIES = ['never', '7d', '30d', '90d', '1y'] as const;
+export type KeyExpiry = (typeof KEY_EXPIRIES)[number];
+
+/** An organization holds at most this many live (not revoked, not expired) keys. */
+export const MAX_LIVE_KEYS = 5;
+
+export interface KeyLimits {
+  requestsPerMinute: number;
+  maxConcurrency: number;
+  /** null = unlimited */
+  tokensPerMinute: number | null;
+  /** null = unlimited */
+  monthlyTokens: number | null;
+}
+
+export const DEFAULT_LIMITS: KeyLimits = { requestsPerMinute: 60, maxConcurrency: 10, tokensPerMinute: null, monthlyTokens: null };
+
+export interface KeySettings extends KeyLimits {
+  storeRequestData: boolean;
+  responseCache: boolean;
+}
+
+/** What the request path knows about the caller after authentication. */
+export interface AuthenticatedKey extends KeySettings {
+  id: string;
+  orgId: string;
+  /** The person the key acts as; null for a key made before its organization had a user. */
+  userId: string | null;
+  projectId: string | null;
+}
+
+export type KeyRow = typeof apiKeys.$inferSelect;
+export type KeyStatus = 'active' | 'expired' | 'revoked';
+
+export function keyStatus(row: Pick<KeyRow, 'revokedAt' | 'expiresAt'>, now = new Date()): KeyStatus {
+  if (row.revokedAt) return 'revoked';
+  if (row.expiresAt && row.expiresAt.getTime() <= now.getTime()) return 'expired';
+  return 'active';
+}
+
+export function expiryDate(expiry: KeyExpiry, from = new Date()): Date | null {
+  const at = new Date(from);
+  switch (expiry) {
+    case 'never':
+      return null;
+    case '7d':
+    case '30d':
+    case '90d':
+      at.setUTCDate(at.getUTCDate() + Number.parseInt(expiry, 10));
+      return at;
+    case '1y':
+      at.setUTCFullYear(at.getUTCFullYear() + 1);
+      return at;
+  }
+}
+
+export interface CreateKeyInput extends Partial<KeySettings> {
+  orgId: string;
+  /** The user the key acts as (of the same organization). */
+  userId?: string | null;
+  name: string;
+  expiry?: KeyExpiry;
+  projectId?: string | null;
+}
+
+/**
+ * Key lifecycle. The secret exists only in the return value of `create`.
+ *
+ * @example
+ * const keys = new KeyService(db, 'sk-gw-');
+ * const { key, secret } = await keys.create({ orgId, name: 'ci', expiry: '30d' });
+ * const caller = await keys.authenticate(`Bearer ${secret}`);
+ */
+export class KeyService {
+  constructor(
+    private readonly db: Database,
+    private readonly prefix: string,
+    /** Finds a key by its secret's hash; the request path passes its in-process cache (`catalog/admission-cache.ts`). */
+    private readonly keyByHash: (hash: string) => Promise<KeyRow | undefined> = async (hash) => {
+      const [row] = await db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash));
+      return row;
+    },
+    /** Called after every write, so the request path's admission cache drops what it holds (`catalog/admission-cache.ts`). */
+    private readonly changed: () => void = () => {},
+  ) {}
+
+  async create(input: CreateKeyInput): Promise<{ key: KeyRow; secret: string }> {
+    const secret = generateSecret(this.prefix);
+    const now = new Date();
+    const key = await this.db.transaction(async (tx) => {
+      // Locking the organization row serialises key creation per organization,
+      // so two concurrent creates cannot both pass the five-key check.
+      const [org] = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, input.orgId)).for('update');
+      if (!org) throw new GatewayError('not_found', `Organization ${input.orgId} does not exist.`, { status: 404 });
+      if (input.projectId) await assertProjectOf(tx, input.orgId, input.projectId);
+      if (input.userId) {
+        const [user] = await tx
+          .select({ id: users.id })
+          .from(users)
+          .where(and(eq(users.id, input.userId), eq(users.orgId, input.orgId), isNull(users.deletedAt)));
+        if (!user) throw new GatewayError('not_found', `User ${input.userId} is not a user of organization ${input.orgId}.`, { status: 404 });
+      }
+      const [{ live } = { live: 0 }] = await tx
+        .select({ live: sql<number>`count(*)::int` })
+        .from(apiKeys)
+        .where(and(eq(apiKeys.orgId, input.orgId), isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))));
+      if (live >= MAX_LIVE_KEYS) {
+        throw new GatewayError('key_limit_reached', `An organization holds at most ${MAX_LIVE_KEYS} keys; revoke one first.`);
+      }
+      const [row] = await tx
+        .insert(apiKeys)
+        .values({
+          id: newId('key'),
+          orgId: input.orgId,
+          userId: input.userId ?? null,
+          projectId: input.projectId ?? null,
+          name: input.name,
+          secretHash: hashSecret(secret),
+          secretHint: secretHint(secret, this.prefix),
+          expiresAt: expiryDate(input.expiry ?? 'never', now),
+          ...DEFAULT_LIMITS,
+          ...definedOnly(input, ['requestsPerMinute', 'maxConcurrency', 'tokensPerMinute', 'monthlyTokens', 'storeRequestData', 'responseCache']),
+        })
+        .returning();
+      return row!;
+    });
+    this.changed();
+    return { key, secret };
+  }
+
+  list(orgId: string): Promise<KeyRow[]> {
+    return this.db.select().from(apiKeys).where(eq(apiKeys.orgId, orgId)).orderBy(apiKeys.createdAt);
+  }
+
+  async get(id: string): Promise<KeyRow> {
+    const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.id, id));
+    if (!row) throw new GatewayError('not_found', `API key ${id} does not exist.`, { status: 404 });
+    return row;
+  }
+
+  /** Edits limits and toggles; every replica sees them within the admission cache's bound (`catalog/admission-cache.ts`). */
+  async update(id: string, changes: Partial<KeySettings> & { name?: string }): Promise<KeyRow> {
+    const values = definedOnly(changes, ['name', 'requestsPerMinute', 'maxConcurrency', 'tokensPerMinute', 'monthlyTokens', 'storeRequestData', 'responseCache']);
+    if (Object.keys(values).length === 0) return this.get(id);
+    const [row] = await this.db.update(apiKeys).set(values).where(eq(apiKeys.id, id)).returning();
+    this.changed();
+    if (!row) throw new GatewayError('not_found', `API key ${id} does not exist.`, { status: 404 });
+    return row;
+  }
+
+  /** Revokes at once; revoking twice keeps the first time. */
+  async revoke(id: string): Promise<KeyRow> {
+    const [row] = await this.db
+      .update(apiKeys)
+      .set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, now())` })
+      .where(eq(apiKeys.id, id))
+      .returning();
+    this.changed();
+    if (!row) throw new GatewayError('not_found', `API key ${id} does not exist.`, { status: 404 });
+    return row;
+  }
+
+  /**
+   * Checks an `Authorization` header value. A lookup by the secret's hash (in
+   * the admission cache on the request path), then a constant-time comparison. Every failure is 401 `unauthorized`.
+   */
+  async authenticate(authorization: string | undefined): Promise<AuthenticatedKey> {
+    const hash = this.secretHashOf(authorization);
+    return verifiedKey(await this.keyByHash(hash), hash);
+  }
+
+  /** The hash to look a key up by; 401 for a header that cannot hold one of our keys (no store read needed). */
+  secretHashOf(authorization: string | undefined): string {
+    const secret = bearerToken(authorization);
+    if (!isWellFormedSecret(secret, this.prefix)) throw unauthorized('Invalid API key.');
+    return hashSecret(secret);
+  }
+}
+
+/**
+ * The caller, from the row found by `hash` (or undefined when none was):
+ * 401 unless it is the same hash and the key is neither revoked nor expired.
+ */
+export function verifiedKey(row: KeyRow | undefined, hash: string): AuthenticatedKey {
+  if (!row || !sameHash(row.secretHash, hash)) throw unauthorized('Invalid API key.');
+  const status = keyStatus(row);
+  if (status === 'revoked') throw unauthorized('This API key has been revoked.');
+  if (status === 'expired') throw unauthorized('This API key has expired.');
+  return {
+    id: row.id,
+    orgId: row.orgId,
+    userId: row.userId,
+    projectId: row.projectId,
+    requestsPerMinute: row.requestsPerMinute,
+    maxConcurrency: row.maxConcurrency,
+    tokensPerMinute: row.tokensPerMinute,
+    monthlyTokens: row.monthlyTokens,
+    storeRequestData: row.storeRequestData,
+    responseCache: row.responseCache,
+  };
+}
+
+function bearerToken(authorization: string | undefined): string {
+  if (authorization === undefined || authorization.trim() === '') {
+    throw unauthorized('Missing API key. Send it as "Authorization: Bearer <key>".');
+  }
+  const match = /^Bearer[ \t]+(\S*)[ \t]*$/i.exec(authorization.trim());
+  if (!match) throw unauthorized('Only the Bearer scheme is accepted: "Authorization: Bearer <key>".');
+  if (!match[1]) throw unauthorized('Missing API key. Send it as "Authorization: Bearer <key>".');
+  return match[1];
+}
+
+function unauthorized(message: string): GatewayError {
+  return new GatewayError('unauthorized', message);
+}
+
+type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
+
+/** Throws unless the project belongs to the organization. */
+export async function assertProjectOf(db: Database | Tx, orgId: string, projectId: string): Promise<void> {
+  const [project] = await db
+    .select({ orgId: projects.orgId })
+    .from(projects)
+    .where(and(eq(projects.id, projectId), isNull(projects.deletedAt)));
+  if (!project || project.orgId !== orgId) {
+    throw new GatewayError('project_not_found', 'The project does not exist in this organization.');
+  }
+}
+
+function definedOnly<T extends object, K extends keyof T>(source: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {};
+  for (const key of keys) if (source[key] !== undefined) out[key] = source[key];
+  return out;
+}

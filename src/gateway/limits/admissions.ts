@@ -1,0 +1,248 @@
+import type { ChargeJournal } from '../billing/journal.js';
+import type { WalletService } from '../billing/wallet.js';
+import { describeError, type Logger } from '../../shared/http/log.js';
+import type { AuthenticatedKey } from '../keys/service.js';
+import type { AdmissionGate, LiveRequest, Reported } from './gate.js';
+import { type LimitHeaders, limitHeaders } from './headers.js';
+import { billingUnavailable, insufficientFunds, rebuilding, refusal, unavailableOnFailure } from './refusals.js';
+
+/** How often each replica tells the gate it is alive (and learns whether Redis lost its state). */
+export const HEARTBEAT_MS = 1_000;
+
+/** What an admitted request holds until `release`. */
+export interface Ticket {
+  requestId: string;
+  caller: AuthenticatedKey;
+  /** X-RateLimit-* headers for the response. */
+  headers: LimitHeaders;
+  estimatedTokens: number;
+  holdNanos: bigint | null;
+  month: string;
+  tokensWindowEndsAt: number;
+  released: boolean;
+}
+
+export interface AdmissionsOptions {
+  limitsEnabled: boolean;
+  billingEnabled: boolean;
+  /** The shorter of the hold and slot leases: what is running is renewed every third of it. */
+  renewEveryMs: number;
+  /** See `Config.rebuildGraceMs`. */
+  rebuildGraceMs: number;
+  /** A key's tokens so far this month from the usage records; read when its month's count is missing. */
+  monthToDate(keyId: string, monthStart: Date): Promise<number>;
+}
+
+/**
+ * Admits requests through the gate (`gate.ts`) and ends them, and keeps the
+ * gate whole: it rebuilds an organization's spendable amount from PostgreSQL
+ * when the gate has none, seeds a key's monthly count from the usage
+ * records, renews the holds and slots of requests running here, and, when
+ * Redis comes back empty, reports them and the charges not yet in
+ * PostgreSQL again before any wallet is rebuilt.
+ *
+ * @example
+ * const ticket = await admissions.admit({ requestId, caller, estimatedTokens: 600, holdNanos: 42_000n });
+ * await admissions.release(ticket, { actualTokens: 412, cost: 31_000n });
+ */
+export class Admissions {
+  private readonly live = new Map<string, LiveRequest>();
+  /** Releases the gate could not take (Redis down): tried again on every heartbeat. */
+  private retries: Array<{ ticket: Ticket; tokenDelta: number; cost: bigint | null }> = [];
+  private timer: NodeJS.Timeout | null = null;
+  private lastRenewal = 0;
+
+  constructor(
+    readonly gate: AdmissionGate,
+    private readonly wallets: WalletService,
+    private readonly journal: ChargeJournal,
+    private readonly log: Logger,
+    private readonly options: AdmissionsOptions,
+  ) {}
+
+  /**
+   * Admits a request or throws its refusal: 402 `insufficient_funds`, 429 for
+   * a limit, 503 when the gate cannot be reached or is rebuilding.
+   */
+  async admit(request: { requestId: string; caller: AuthenticatedKey; estimatedTokens: number; holdNanos: bigint | null }): Promise<Ticket> {
+    const { caller } = request;
+    const month = monthOf(new Date());
+    const holdNanos = this.options.billingEnabled ? request.holdNanos : null;
+    const ask = {
+      requestId: request.requestId,
+      keyId: caller.id,
+      orgId: caller.orgId,
+      limits: this.options.limitsEnabled ? caller : null,
+      estimatedTokens: request.estimatedTokens,
+      holdNanos,
+      month,
+    };
+    // At most one rebuild and one seed: the third answer is final.
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const admission = await unavailableOnFailure(() => this.gate.admit(ask));
+      switch (admission.outcome) {
+        case 'admitted': {
+          if (holdNanos !== null || ask.limits) this.live.set(request.requestId, { requestId: request.requestId, keyId: caller.id, orgId: caller.orgId, holdNanos });
+          const headers = ask.limits
+            ? limitHeaders(
+                { limit: caller.requestsPerMinute, ...admission.requests },
+                admission.tokens && caller.tokensPerMinute !== null ? { limit: caller.tokensPerMinute, ...admission.tokens } : undefined,
+              )
+            : {};
+          return { requestId: request.requestId, caller, headers, estimatedTokens: request.estimatedTokens, holdNanos, month, tokensWindowEndsAt: admission.tokensWindowEndsAt, released: false };
+        }
+        case 'wallet_unknown':
+          await unavailableOnFailure(() => this.rebuildWallet(caller.orgId));
+          continue;
+        case 'month_unknown': {
+          const tokens = await unavailableOnFailure(() => this.options.monthToDate(caller.id, monthStart(month)));
+          await unavailableOnFailure(() => this.gate.seedMonth(caller.id, month, tokens));
+          continue;
+        }
+        case 'rebuilding':
+          throw rebuilding(admission.retryMs);
+        case 'insufficient_funds':
+          throw insufficientFunds();
+        default:
+          throw refusal(admission, caller, request.estimatedTokens);
+      }
+    }
+    throw billingUnavailable();
+  }
+
+  /**
+   * Ends an admitted request: frees its slot, trues its token counts up to
+   * `actualTokens`, and turns its hold into `cost` (null: nothing charged;
+   * the charge must already be in the journal). Never throws: a gate that
+   * cannot take it now gets it on a later heartbeat.
+   */
+  async release(ticket: Ticket, end: { actualTokens: number; cost: bigint | null }): Promise<void> {
+    if (ticket.released) return;
+    ticket.released = true;
+    this.live.delete(ticket.requestId);
+    const tokenDelta = end.actualTokens - ticket.estimatedTokens;
+    const cost = this.options.billingEnabled ? end.cost : null;
+    try {
+      await this.releaseInGate(ticket, tokenDelta, cost);
+    } catch (error) {
+      this.log.debug('release not taken by the gate: retried on the next heartbeat', { requestId: ticket.requestId, ...describeError(error) });
+      this.retries.push({ ticket, tokenDelta, cost });
+    }
+  }
+
+  /** A top-up or adjustment committed in PostgreSQL: make it spendable. */
+  async credit(orgId: string, amount: bigint): Promise<void> {
+    await this.gate.credit(orgId, amount).catch(async (error: unknown) => {
+      // Not lost: the wallet is rebuilt from PostgreSQL (which holds the top-up) once the gate can be reached.
+      this.log.warn('top-up not passed to the limits store: the wallet is rebuilt from the ledger when it is back', { orgId, ...describeError(error) });
+      await this.gate.forgetWallet(orgId).catch(() => {});
+    });
+  }
+
+  /** Charges now in PostgreSQL. */
+  async written(charges: Array<{ id: string; orgId: string; cost: bigint }>): Promise<void> {
+    await this.gate.written(charges.map((c) => ({ orgId: c.orgId, requestId: c.id, amount: c.cost })));
+  }
+
+  /**
+   * At start-up: charges an earlier run of this replica journaled but never
+   * reported to the gate (it died, or the gate was down) leave their
+   * wallets' spendable amounts unknown: those wallets are rebuilt from
+   * PostgreSQL, and the charges not yet written there are reported.
+   */
+  async recover(): Promise<void> {
+    // A Redis first used (or just emptied): wait out the grace here, so clients do not see it as 503s.
+    if (await this.gate.heartbeat([])) await new Promise((resolve) => setTimeout(resolve, this.options.rebuildGraceMs));
+    const unreported = this.journal.unreportedCharges();
+    const unwritten = this.journal.pending().map(reportedOf);
+    if (unwritten.length > 0) await this.gate.report([], unwritten);
+    for (const orgId of new Set(unreported.map((charge) => charge.orgId))) await this.gate.forgetWallet(orgId);
+    if (unreported.length > 0) await this.journal.markReported(unreported.map((charge) => charge.id));
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.heartbeat(), HEARTBEAT_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** One heartbeat; exposed for tests. */
+  async heartbeat(): Promise<void> {
+    try {
+      const renew = Date.now() - this.lastRenewal >= this.options.renewEveryMs / 3;
+      const fresh = await this.gate.heartbeat(renew ? [...this.live.values()] : []);
+      if (renew) this.lastRenewal = Date.now();
+      if (fresh) {
+        // Redis lost everything: what runs here and what is not yet in PostgreSQL is reported again, inside the rebuild grace.
+        const holds = [...this.live.values()].filter((r) => r.holdNanos !== null).map((r) => ({ orgId: r.orgId, requestId: r.requestId, amount: r.holdNanos! }));
+        await this.gate.report(holds, this.journal.pending().map(reportedOf));
+        this.log.warn('limits store lost its state: holds and unwritten charges reported again', { holds: holds.length });
+        const dropped = this.retries.splice(0);
+        await this.journal.markReported(dropped.filter((r) => r.cost !== null).map((r) => r.ticket.requestId));
+        return;
+      }
+      for (const retry of this.retries.splice(0)) {
+        await this.releaseInGate(retry.ticket, retry.tokenDelta, retry.cost).catch(() => this.retries.push(retry));
+      }
+    } catch (error) {
+      this.log.debug('heartbeat failed', describeError(error));
+    }
+  }
+
+  private async releaseInGate(ticket: Ticket, tokenDelta: number, cost: bigint | null): Promise<void> {
+    const { caller } = ticket;
+    await this.gate.release({
+      requestId: ticket.requestId,
+      keyId: caller.id,
+      orgId: caller.orgId,
+      limits: this.options.limitsEnabled ? caller : null,
+      month: ticket.month,
+      tokenDelta,
+      tokensWindowEndsAt: ticket.tokensWindowEndsAt,
+      held: ticket.holdNanos !== null,
+      cost,
+    });
+    if (cost !== null) await this.journal.markReported([ticket.requestId]);
+  }
+
+  /**
+   * An organization's spendable amount, from one PostgreSQL snapshot: its
+   * balance, less the charges the gate knows of that the balance does not yet
+   * hold, less the holds of requests in flight. Kept only if the gate's state
+   * did not change meanwhile; tried again otherwise.
+   */
+  private async rebuildWallet(orgId: string): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const state = await this.gate.walletState(orgId);
+      const { balance, written } = await this.wallets.walletSnapshot(
+        orgId,
+        state.unwritten.map((c) => c.requestId),
+      );
+      let spendable = balance;
+      for (const hold of state.holds) spendable -= hold.amount;
+      for (const charge of state.unwritten) if (!written.has(charge.requestId)) spendable -= charge.amount;
+      if (await this.gate.setWallet(orgId, spendable, state.version)) {
+        this.log.info('wallet spendable amount rebuilt from the ledger', { orgId, holds: state.holds.length, unwritten: state.unwritten.length - written.size });
+        return;
+      }
+    }
+  }
+}
+
+function reportedOf(charge: { id: string; orgId: string; cost: bigint }): Reported {
+  return { orgId: charge.orgId, requestId: charge.id, amount: charge.cost };
+}
+
+/** `YYYY-MM` of a date, in UTC. */
+function monthOf(date: Date): string {
+  return date.toISOString().slice(0, 7);
+}
+
+function monthStart(month: string): Date {
+  return new Date(`${month}-01T00:00:00Z`);
+}

@@ -1,0 +1,248 @@
+import type { Admission, AdmissionGate, AdmitRequest, LiveRequest, Release, Reported, WalletState } from './gate.js';
+import type { KeyLimits } from '../keys/service.js';
+
+export interface MemoryGateOptions {
+  concurrencyLeaseMs: number;
+  holdLeaseMs: number;
+  /** The clock, for tests. */
+  now?: () => number;
+}
+
+interface Counter {
+  value: number;
+  expiresAt: number;
+}
+
+interface Wallet {
+  /** The spendable amount; null until rebuilt from PostgreSQL. */
+  spendable: bigint | null;
+  version: number;
+  holds: Map<string, { amount: bigint; expiresAt: number }>;
+  unwritten: Map<string, bigint>;
+}
+
+const MINUTE_MS = 60_000;
+/** A monthly count is kept this long: its expiry only bounds memory (0 would expire it at once). */
+const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
+
+/**
+ * The admission gate of the embedded default (no Redis): the same rules as
+ * `redis-gate.ts`, in this process's memory, for one gateway process. Each
+ * call runs to completion before any other starts (no await inside), which
+ * is what makes it atomic.
+ *
+ * @example
+ * const gate = createMemoryGate({ concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000 });
+ */
+export function createMemoryGate(options: MemoryGateOptions): AdmissionGate {
+  return new MemoryGate(options);
+}
+
+/**
+ * `createMemoryGate`'s gate. Its state mirrors the Redis gate's keys: counters
+ * named `rpm:K`, `tpm:K`, `month:K:YYYY-MM`; each key's concurrency slots;
+ * each organization's wallet (spendable amount, version, holds, unwritten
+ * charges). Methods are `async` without an `await`, so that a throw is a
+ * rejection as in the Redis gate, and no other call can interleave.
+ */
+export class MemoryGate implements AdmissionGate {
+  private readonly now: () => number;
+  /** Counters by name; one read after its expiry is dropped, as Redis would have. */
+  private readonly counters = new Map<string, Counter>();
+  /** Per key: the requests holding a concurrency slot, each with its slot's expiry. */
+  private readonly slots = new Map<string, Map<string, number>>();
+  private readonly wallets = new Map<string, Wallet>();
+
+  constructor(private readonly options: MemoryGateOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  async admit(request: AdmitRequest): Promise<Admission> {
+    const wallet = request.holdNanos === null ? null : this.walletOf(request.orgId);
+    if (wallet) {
+      if (wallet.spendable === null) return { outcome: 'wallet_unknown' };
+      if (wallet.spendable <= 0n) return { outcome: 'insufficient_funds' };
+    }
+    let requests = { used: 0, resetMs: 0 };
+    let tokens: { used: number; resetMs: number } | null = null;
+    const { limits } = request;
+    if (limits) {
+      // Everything is checked before anything is taken: a refused request takes nothing.
+      const rpm = this.read(`rpm:${request.keyId}`);
+      requests = { used: (rpm?.value ?? 0) + 1, resetMs: rpm ? rpm.expiresAt - this.now() : MINUTE_MS };
+      if (requests.used > limits.requestsPerMinute) return { outcome: 'rate_limit_exceeded', requests };
+      const held = this.slotsOf(request.keyId);
+      if (held.size >= limits.maxConcurrency) return { outcome: 'concurrency_limit_exceeded', inFlight: held.size, requests };
+      if (limits.tokensPerMinute !== null) {
+        const tpm = this.read(`tpm:${request.keyId}`);
+        tokens = { used: (tpm?.value ?? 0) + request.estimatedTokens, resetMs: tpm ? tpm.expiresAt - this.now() : MINUTE_MS };
+        if (tokens.used > limits.tokensPerMinute) return { outcome: 'tokens_limit_exceeded', tokens, requests };
+      }
+      if (limits.monthlyTokens !== null) {
+        const month = this.read(`month:${request.keyId}:${request.month}`);
+        if (!month) return { outcome: 'month_unknown' };
+        if (month.value + request.estimatedTokens > limits.monthlyTokens) return { outcome: 'monthly_quota_exceeded', used: month.value, requests };
+      }
+      this.takeLimits(request, limits, held);
+    }
+    if (wallet && request.holdNanos !== null) {
+      wallet.spendable! -= request.holdNanos;
+      wallet.version += 1;
+      wallet.holds.set(request.requestId, { amount: request.holdNanos, expiresAt: this.now() + this.options.holdLeaseMs });
+    }
+    return { outcome: 'admitted', requests, tokens, tokensWindowEndsAt: this.now() + (tokens?.resetMs ?? 0) };
+  }
+
+  async release(release: Release): Promise<void> {
+    this.slots.get(release.keyId)?.delete(release.requestId);
+    const delta = release.tokenDelta;
+    if (delta !== 0) {
+      const tpm = release.limits?.tokensPerMinute != null ? this.read(`tpm:${release.keyId}`) : undefined;
+      // A refund after the estimate's window ended would come out of the next window's count.
+      if (tpm && (delta > 0 || this.now() < release.tokensWindowEndsAt)) tpm.value += delta;
+      const month = release.limits?.monthlyTokens != null ? this.read(`month:${release.keyId}:${release.month}`) : undefined;
+      if (month) month.value += delta;
+    }
+    if (!release.held && release.cost === null) return;
+    const wallet = this.walletOf(release.orgId);
+    // The hold comes back and the cost goes out; a hold already gone (expired) gives nothing back.
+    const hold = wallet.holds.get(release.requestId);
+    if (hold) {
+      wallet.holds.delete(release.requestId);
+      if (wallet.spendable !== null) wallet.spendable += hold.amount;
+    }
+    if (release.cost !== null) {
+      if (wallet.spendable !== null) wallet.spendable -= release.cost;
+      wallet.unwritten.set(release.requestId, release.cost);
+    }
+    wallet.version += 1;
+  }
+
+  async seedMonth(keyId: string, month: string, tokens: number): Promise<void> {
+    if (!this.read(`month:${keyId}:${month}`)) this.counters.set(`month:${keyId}:${month}`, { value: tokens, expiresAt: this.now() + MONTH_TTL_MS });
+  }
+
+  async walletState(orgId: string): Promise<WalletState> {
+    const wallet = this.walletOf(orgId);
+    return {
+      version: String(wallet.version),
+      holds: [...wallet.holds].map(([requestId, hold]) => ({ orgId, requestId, amount: hold.amount })),
+      unwritten: [...wallet.unwritten].map(([requestId, amount]) => ({ orgId, requestId, amount })),
+    };
+  }
+
+  async spendable(orgId: string): Promise<bigint | null> {
+    return this.wallets.get(orgId)?.spendable ?? null;
+  }
+
+  async setWallet(orgId: string, spendable: bigint, version: string): Promise<boolean> {
+    const wallet = this.walletOf(orgId);
+    if (wallet.spendable !== null || String(wallet.version) !== version) return false;
+    wallet.spendable = spendable;
+    return true;
+  }
+
+  async credit(orgId: string, amount: bigint): Promise<void> {
+    const wallet = this.walletOf(orgId);
+    if (wallet.spendable !== null) wallet.spendable += amount;
+    wallet.version += 1;
+  }
+
+  async forgetWallet(orgId: string): Promise<void> {
+    const wallet = this.walletOf(orgId);
+    wallet.spendable = null;
+    wallet.version += 1;
+  }
+
+  async written(charges: Reported[]): Promise<void> {
+    for (const charge of charges) this.wallets.get(charge.orgId)?.unwritten.delete(charge.requestId);
+  }
+
+  async heartbeat(live: LiveRequest[]): Promise<boolean> {
+    const at = this.now();
+    for (const request of live) {
+      const hold = this.wallets.get(request.orgId)?.holds.get(request.requestId);
+      if (hold) hold.expiresAt = at + this.options.holdLeaseMs;
+      const slot = this.slots.get(request.keyId);
+      if (slot?.has(request.requestId)) slot.set(request.requestId, at + this.options.concurrencyLeaseMs);
+    }
+    this.giveBackExpiredHolds(at);
+    // Memory is never lost while the process lives.
+    return false;
+  }
+
+  async report(holds: Reported[], unwritten: Reported[]): Promise<void> {
+    // Never needed for a loss (memory lives as long as the process), but kept to the same rules as Redis.
+    for (const hold of holds) {
+      const wallet = this.walletOf(hold.orgId);
+      wallet.holds.set(hold.requestId, { amount: hold.amount, expiresAt: this.now() + this.options.holdLeaseMs });
+      wallet.version += 1;
+    }
+    for (const charge of unwritten) {
+      const wallet = this.walletOf(charge.orgId);
+      wallet.unwritten.set(charge.requestId, charge.amount);
+      wallet.version += 1;
+    }
+  }
+
+  /** Takes an admitted request's share of its key's limits; called only once every check has passed. */
+  private takeLimits(request: AdmitRequest, limits: KeyLimits, held: Map<string, number>): void {
+    this.add(`rpm:${request.keyId}`, 1, MINUTE_MS);
+    held.set(request.requestId, this.now() + this.options.concurrencyLeaseMs);
+    if (limits.tokensPerMinute !== null) this.add(`tpm:${request.keyId}`, request.estimatedTokens, MINUTE_MS);
+    if (limits.monthlyTokens !== null) this.add(`month:${request.keyId}:${request.month}`, request.estimatedTokens, 0);
+  }
+
+  /**
+   * Gives back holds whose lease ran out. Nothing in this process outlives
+   * it, so nothing expires here but what a bug forgot; give it back all the
+   * same, as the Redis gate does for a replica that died.
+   */
+  private giveBackExpiredHolds(at: number): void {
+    for (const wallet of this.wallets.values()) {
+      for (const [requestId, hold] of wallet.holds) {
+        if (hold.expiresAt > at) continue;
+        wallet.holds.delete(requestId);
+        if (wallet.spendable !== null) wallet.spendable += hold.amount;
+        wallet.version += 1;
+      }
+    }
+  }
+
+  /** A counter, or undefined once it expired (then it is dropped). */
+  private read(name: string): Counter | undefined {
+    const counter = this.counters.get(name);
+    if (counter && counter.expiresAt <= this.now()) {
+      this.counters.delete(name);
+      return undefined;
+    }
+    return counter;
+  }
+
+  /** Adds to a counter; a new one (none, or expired) expires `ttlMs` from now. */
+  private add(name: string, amount: number, ttlMs: number): void {
+    const counter = this.read(name);
+    if (counter) counter.value += amount;
+    else this.counters.set(name, { value: amount, expiresAt: this.now() + ttlMs });
+  }
+
+  private walletOf(orgId: string): Wallet {
+    let wallet = this.wallets.get(orgId);
+    if (!wallet) {
+      wallet = { spendable: null, version: 0, holds: new Map(), unwritten: new Map() };
+      this.wallets.set(orgId, wallet);
+    }
+    return wallet;
+  }
+
+  /** A key's slots still leased (expired ones are dropped first). */
+  private slotsOf(keyId: string): Map<string, number> {
+    let held = this.slots.get(keyId);
+    if (!held) {
+      held = new Map();
+      this.slots.set(keyId, held);
+    }
+    for (const [id, expiresAt] of held) if (expiresAt <= this.now()) held.delete(id);
+    return held;
+  }
+}

@@ -1,0 +1,263 @@
+/**
+ * A Lua script of the Redis gate (`redis-gate.ts`), as ioredis defines it on
+ * a connection (`defineCommand`): its first `numberOfKeys` arguments are
+ * KEYS, the rest ARGV. A script runs atomically, so each operation that must
+ * see and change several keys at once is one script, one round trip. The
+ * keys' names are `gateKeys` in `redis-gate.ts`; the heartbeat and the report
+ * also build some themselves from the prefix (they touch wallets they are not
+ * given), so a name is changed in both places.
+ *
+ * Times are the Redis server's clock (`TIME`), so replicas' clocks do not
+ * matter. Money crosses as decimal strings and is added by HINCRBY (64-bit
+ * integers), never as a Lua number.
+ */
+export interface GateScript {
+  /** The command's name on the connection. */
+  name: string;
+  numberOfKeys: number;
+  lua: string;
+}
+
+/** Sets the Lua local `now`: the Redis server's clock, in milliseconds. */
+const NOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+/**
+ * Admits a request: checks its key's four limits and its organization's
+ * wallet, then takes from all of them together. Everything is checked before
+ * anything is taken: a refused request takes nothing. Refuses with
+ * `rebuilding` while this Redis has no epoch or is inside its rebuild grace.
+ *
+ * KEYS: rpm, conc, tpm, month, wallet, held, hold-expiry, epoch.
+ * ARGV: limits on, rpm limit, concurrency limit, slot lease ms, tpm limit (-1: none), estimate, monthly limit (-1: none),
+ * hold, minus hold ('': billing off), request id, hold lease ms, hold member, rebuild grace ms, minute ms, month ttl ms.
+ * Returns {outcome, …}: `admissionFrom` in `redis-gate.ts` reads it.
+ */
+export const ADMIT: GateScript = {
+  name: 'tollgateAdmit',
+  numberOfKeys: 8,
+  lua: `${NOW}
+local billing = ARGV[8] ~= ''
+if billing then
+  local epoch = redis.call('GET', KEYS[8])
+  -- No epoch: this Redis lost its state and no heartbeat has seen it yet (heartbeats start the grace).
+  if not epoch then return {'rebuilding', tonumber(ARGV[13])} end
+  local resume = tonumber(string.match(epoch, '^(%d+)'))
+  if now < resume then return {'rebuilding', resume - now} end
+  local avail = redis.call('HGET', KEYS[5], 'avail')
+  if not avail then return {'wallet_unknown'} end
+  if avail == '0' or string.sub(avail, 1, 1) == '-' then return {'insufficient_funds'} end
+end
+local minute = tonumber(ARGV[14])
+local rpmUsed, rpmReset, tpmUsed, tpmReset = 0, 0, -1, 0
+if ARGV[1] == '1' then
+  local est = tonumber(ARGV[6])
+  rpmUsed = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
+  rpmReset = redis.call('PTTL', KEYS[1])
+  if rpmReset < 0 then rpmReset = minute end
+  if rpmUsed > tonumber(ARGV[2]) then return {'rate_limit_exceeded', rpmUsed, rpmReset} end
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  local inFlight = redis.call('ZCARD', KEYS[2])
+  if inFlight >= tonumber(ARGV[3]) then return {'concurrency_limit_exceeded', inFlight, rpmUsed, rpmReset} end
+  if tonumber(ARGV[5]) >= 0 then
+    tpmUsed = tonumber(redis.call('GET', KEYS[3]) or '0') + est
+    tpmReset = redis.call('PTTL', KEYS[3])
+    if tpmReset < 0 then tpmReset = minute end
+    if tpmUsed > tonumber(ARGV[5]) then return {'tokens_limit_exceeded', tpmUsed, tpmReset, rpmUsed, rpmReset} end
+  end
+  if tonumber(ARGV[7]) >= 0 then
+    local month = redis.call('GET', KEYS[4])
+    if not month then return {'month_unknown'} end
+    if tonumber(month) + est > tonumber(ARGV[7]) then return {'monthly_quota_exceeded', tonumber(month), 0, rpmUsed, rpmReset} end
+  end
+  redis.call('INCR', KEYS[1])
+  if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], minute) end
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[10])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  if tonumber(ARGV[5]) >= 0 then
+    redis.call('INCRBY', KEYS[3], est)
+    if redis.call('PTTL', KEYS[3]) < 0 then redis.call('PEXPIRE', KEYS[3], minute) end
+  end
+  if tonumber(ARGV[7]) >= 0 then
+    redis.call('INCRBY', KEYS[4], est)
+    redis.call('PEXPIRE', KEYS[4], ARGV[15])
+  end
+end
+if billing then
+  redis.call('HINCRBY', KEYS[5], 'avail', ARGV[9])
+  redis.call('HINCRBY', KEYS[5], 'ver', 1)
+  redis.call('HSET', KEYS[6], ARGV[10], ARGV[8])
+  redis.call('ZADD', KEYS[7], now + tonumber(ARGV[11]), ARGV[12])
+end
+return {'admitted', rpmUsed, rpmReset, tpmUsed, tpmReset, now}
+`,
+};
+
+/**
+ * Ends a request: frees its slot, trues up its token counts, and turns its
+ * hold into its charge. The hold comes back and the cost goes out; a hold
+ * already gone (expired, or lost with a Redis restart) gives nothing back.
+ *
+ * KEYS: conc, tpm, month, wallet, held, hold-expiry, unwritten.
+ * ARGV: request id, token delta, tpm window end (0: no tpm limit), monthly on, held, cost, minus cost ('': none), hold member.
+ */
+export const RELEASE: GateScript = {
+  name: 'tollgateRelease',
+  numberOfKeys: 7,
+  lua: `${NOW}
+redis.call('ZREM', KEYS[1], ARGV[1])
+local delta = tonumber(ARGV[2])
+if delta ~= 0 then
+  local windowEnd = tonumber(ARGV[3])
+  if windowEnd > 0 and (delta > 0 or now < windowEnd) and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('INCRBY', KEYS[2], delta) end
+  if ARGV[4] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then redis.call('INCRBY', KEYS[3], delta) end
+end
+if ARGV[5] == '1' or ARGV[6] ~= '' then
+  local known = redis.call('HEXISTS', KEYS[4], 'avail') == 1
+  local held = redis.call('HGET', KEYS[5], ARGV[1])
+  if held then
+    redis.call('HDEL', KEYS[5], ARGV[1])
+    redis.call('ZREM', KEYS[6], ARGV[8])
+    if known then redis.call('HINCRBY', KEYS[4], 'avail', held) end
+  end
+  if ARGV[6] ~= '' then
+    if known then redis.call('HINCRBY', KEYS[4], 'avail', ARGV[7]) end
+    redis.call('HSET', KEYS[7], ARGV[1], ARGV[6])
+  end
+  redis.call('HINCRBY', KEYS[4], 'ver', 1)
+end
+return 1
+`,
+};
+
+/**
+ * A replica's heartbeat: starts a new epoch if this Redis has none (it lost
+ * its state), renews the holds and slots of the replica's requests still
+ * running, and gives back expired holds (of a replica that died), at most
+ * 1000 a call. The epoch is "<resume at ms>:<id>": each replica compares it
+ * with the one it saw last, to learn that another replica began a new one.
+ *
+ * KEYS: epoch, hold-expiry; and, built from the prefix, `conc:K` of the
+ * renewed slots and `held:O` and `wallet:O` of the expired holds.
+ * ARGV: prefix, rebuild grace ms, hold lease ms, slot lease ms, number of holds, hold members…, then key id / request id pairs,
+ * and last the new epoch's id.
+ * Returns {1 when this call started a new epoch, expired holds given back, the epoch}.
+ */
+export const HEARTBEAT: GateScript = {
+  name: 'tollgateHeartbeat',
+  numberOfKeys: 2,
+  lua: `${NOW}
+local fresh = 0
+local epoch = redis.call('GET', KEYS[1])
+if not epoch then
+  epoch = (now + tonumber(ARGV[2])) .. ':' .. ARGV[#ARGV]
+  redis.call('SET', KEYS[1], epoch)
+  fresh = 1
+end
+local holds = tonumber(ARGV[5])
+for i = 1, holds do redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[3]), ARGV[5 + i]) end
+local i = 6 + holds
+while i + 1 < #ARGV do
+  local slots = ARGV[1] .. 'conc:' .. ARGV[i]
+  if redis.call('ZADD', slots, 'XX', 'CH', now + tonumber(ARGV[4]), ARGV[i + 1]) == 1 then redis.call('PEXPIRE', slots, ARGV[4]) end
+  i = i + 2
+end
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1000)
+for _, member in ipairs(expired) do
+  local bar = string.find(member, '|', 1, true)
+  local org = string.sub(member, 1, bar - 1)
+  local request = string.sub(member, bar + 1)
+  local held = redis.call('HGET', ARGV[1] .. 'held:' .. org, request)
+  if held then
+    redis.call('HDEL', ARGV[1] .. 'held:' .. org, request)
+    local wallet = ARGV[1] .. 'wallet:' .. org
+    if redis.call('HEXISTS', wallet, 'avail') == 1 then redis.call('HINCRBY', wallet, 'avail', held) end
+    redis.call('HINCRBY', wallet, 'ver', 1)
+  end
+  redis.call('ZREM', KEYS[2], member)
+end
+return {fresh, #expired, epoch}
+`,
+};
+
+/**
+ * Reports again, to a Redis that lost them, a replica's holds and its
+ * charges not yet in PostgreSQL. Reporting never moves a spendable amount:
+ * the rebuild reads these; it moves each wallet's version, so a rebuild that
+ * raced it is not kept.
+ *
+ * KEYS: hold-expiry; and, built from the prefix, `held:O`, `unwritten:O` and `wallet:O` of each organization reported.
+ * ARGV: prefix, hold lease ms, number of holds, then (org, request, amount) triples: holds, then unwritten charges.
+ */
+export const REPORT: GateScript = {
+  name: 'tollgateReport',
+  numberOfKeys: 1,
+  lua: `${NOW}
+local holds = tonumber(ARGV[3])
+local i = 4
+local n = 0
+while i + 2 <= #ARGV do
+  local org, request, amount = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if n < holds then
+    redis.call('HSET', ARGV[1] .. 'held:' .. org, request, amount)
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), org .. '|' .. request)
+  else
+    redis.call('HSET', ARGV[1] .. 'unwritten:' .. org, request, amount)
+  end
+  redis.call('HINCRBY', ARGV[1] .. 'wallet:' .. org, 'ver', 1)
+  n = n + 1
+  i = i + 3
+end
+return n
+`,
+};
+
+/**
+ * Reads what a wallet's rebuild needs, together: its version, its holds and its unwritten charges.
+ *
+ * KEYS: wallet, held, unwritten. Returns {version, held pairs, unwritten pairs}.
+ */
+export const WALLET_STATE: GateScript = {
+  name: 'tollgateWalletState',
+  numberOfKeys: 3,
+  lua: `
+return {redis.call('HGET', KEYS[1], 'ver') or '0', redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
+`,
+};
+
+/**
+ * Sets a rebuilt wallet's spendable amount: only into a wallet that has none,
+ * unchanged since its state was read (else a hold or charge made meanwhile
+ * would be counted wrong). Returns 1 when set, 0 otherwise.
+ *
+ * KEYS: wallet. ARGV: spendable, version.
+ */
+export const SET_WALLET: GateScript = {
+  name: 'tollgateSetWallet',
+  numberOfKeys: 1,
+  lua: `
+if redis.call('HEXISTS', KEYS[1], 'avail') == 1 then return 0 end
+if (redis.call('HGET', KEYS[1], 'ver') or '0') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'avail', ARGV[1])
+return 1
+`,
+};
+
+/**
+ * A top-up or adjustment: added to the spendable amount if the wallet has
+ * one (else the rebuild reads it from PostgreSQL), and the version moved so
+ * that a rebuild racing it is not kept.
+ *
+ * KEYS: wallet. ARGV: amount (signed).
+ */
+export const CREDIT: GateScript = {
+  name: 'tollgateCredit',
+  numberOfKeys: 1,
+  lua: `
+if redis.call('HEXISTS', KEYS[1], 'avail') == 1 then redis.call('HINCRBY', KEYS[1], 'avail', ARGV[1]) end
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+return 1
+`,
+};

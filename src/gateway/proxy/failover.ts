@@ -1,0 +1,49 @@
+import type { UpstreamTarget } from '../engines/types.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { type EngineResponse, postUpstream, UpstreamError } from './upstream.js';
+
+export interface FailoverCall {
+  /** A target not among `exclude`; throws when there is none (see Fleet.acquire). */
+  acquire(exclude: ReadonlySet<string>): UpstreamTarget;
+  path: string;
+  /** The upstream body for a target (it names the target's served model). */
+  body(target: UpstreamTarget): Record<string, unknown>;
+  /** Headers for every replica tried, besides the target's own (the trace's `traceparent`). */
+  headers?: Record<string, string>;
+  clientModel: string;
+  signal: AbortSignal;
+}
+
+/**
+ * Sends a request upstream, and when the replica fails before anything
+ * reached the client (unreachable, or a 5xx answer), sends it to another
+ * ready replica of the same model, each replica at most once. The target that
+ * answered is returned to the caller, who releases it when the request ends.
+ *
+ * @example
+ * const { response, target } = await postWithFailover({ acquire: (x) => fleet.acquire(model, x), path: '/embeddings', body: () => body, clientModel, signal });
+ */
+export async function postWithFailover(call: FailoverCall): Promise<{ response: EngineResponse; target: UpstreamTarget }> {
+  const tried = new Set<string>();
+  let lastFailure: UpstreamError | null = null;
+  for (;;) {
+    let target: UpstreamTarget;
+    try {
+      target = call.acquire(tried);
+    } catch (error) {
+      // No other replica: the client hears about the failure it had, not about an empty rotation.
+      if (lastFailure && error instanceof GatewayError) throw lastFailure;
+      throw error;
+    }
+    try {
+      const response = await postUpstream({ target, path: call.path, body: call.body(target), headers: call.headers, clientModel: call.clientModel, signal: call.signal });
+      return { response, target };
+    } catch (error) {
+      target.release();
+      if (!(error instanceof UpstreamError) || call.signal.aborted) throw error;
+      if (error.failure === 'unreachable') target.markFailed();
+      tried.add(target.replicaId);
+      lastFailure = error;
+    }
+  }
+}

@@ -1,0 +1,104 @@
+import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
+
+/** How a relayed stream ended. */
+export type RelayOutcome = 'done' | 'client_closed' | 'upstream_failed';
+
+export interface SseRelayOptions {
+  /** The engine's `text/event-stream` body, as it arrives (a Node stream or a web ReadableStream). */
+  upstream: AsyncIterable<Uint8Array>;
+  /** Rewrites one event's data; null drops the event. `[DONE]` never reaches it. */
+  onData(data: string): string | null;
+  /**
+   * Runs once when the stream ends, before the client receives `[DONE]`, so
+   * that by the time a client has read the whole stream its usage is recorded.
+   */
+  onEnd(outcome: RelayOutcome): Promise<void>;
+  /** Stops the engine's work when the client leaves. */
+  abortUpstream(): void;
+}
+
+const encoder = new TextEncoder();
+const DONE = encoder.encode('data: [DONE]\n\n');
+
+/**
+ * The one function that relays every stream: it forwards each event as soon
+ * as it is complete, lets the caller rewrite or drop it, cancels the upstream
+ * when the client disconnects, and ends a failed stream with an error event
+ * and `[DONE]`. Events split across network reads are reassembled.
+ *
+ * @example
+ * return new Response(relaySse({ upstream: res.body!, onData: (d) => d, onEnd: async () => {}, abortUpstream: () => ac.abort() }));
+ */
+export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
+  const upstream: AsyncIterator<Uint8Array, unknown> = options.upstream[Symbol.asyncIterator]();
+  const stopUpstream = () => void upstream.return?.()?.catch(() => {});
+  const decoder = new TextDecoder();
+  let pending = '';
+  let ended = false;
+
+  const end = async (outcome: RelayOutcome) => {
+    if (ended) return;
+    ended = true;
+    await options.onEnd(outcome);
+  };
+
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        for (;;) {
+          const { done, value } = await upstream.next();
+          if (done) throw new Error('upstream closed the stream without [DONE]');
+          pending += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+          let out = '';
+          let boundary: number;
+          while ((boundary = pending.indexOf('\n\n')) !== -1) {
+            const data = dataOf(pending.slice(0, boundary));
+            pending = pending.slice(boundary + 2);
+            if (data === null) continue;
+            if (data === '[DONE]') {
+              if (out) controller.enqueue(encoder.encode(out));
+              await end('done');
+              controller.enqueue(DONE);
+              controller.close();
+              stopUpstream();
+              return;
+            }
+            const forwarded = options.onData(data);
+            if (forwarded !== null) out += `data: ${forwarded}\n\n`;
+          }
+          if (out) {
+            controller.enqueue(encoder.encode(out));
+            return;
+          }
+        }
+      } catch {
+        if (ended) return;
+        options.abortUpstream();
+        await end('upstream_failed');
+        controller.enqueue(encoder.encode(`data: ${JSON.stringify(midStreamError())}\n\n`));
+        controller.enqueue(DONE);
+        controller.close();
+      }
+    },
+    async cancel() {
+      options.abortUpstream();
+      stopUpstream();
+      await end('client_closed');
+    },
+  });
+}
+
+/** The data of one SSE event (its `data:` lines joined), or null for comments and empty events. */
+function dataOf(event: string): string | null {
+  let data: string | null = null;
+  for (const line of event.split('\n')) {
+    if (!line.startsWith('data:')) continue;
+    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+    data = data === null ? value : `${data}\n${value}`;
+  }
+  return data;
+}
+
+export function midStreamError() {
+  return envelopeOf(new GatewayError('upstream_error', 'The model server stopped before finishing this response; the output is incomplete.'));
+}

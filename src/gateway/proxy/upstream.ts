@@ -1,0 +1,172 @@
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { UpstreamTarget } from '../engines/types.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { checkJsonShape } from '../../shared/http/json-shape.js';
+import { sanitizeUpstreamMessage, upstreamErrorMessage } from './sanitize.js';
+import { liftNumberArrays } from './lifted-arrays.js';
+
+/**
+ * An engine that failed before sending anything the client could see. Only
+ * such failures may be retried on another replica; `unreachable` ones also
+ * take the replica out of rotation until its health check passes.
+ */
+export class UpstreamError extends GatewayError {
+  override name = 'UpstreamError';
+  constructor(
+    readonly failure: 'unreachable' | 'status',
+    ...args: ConstructorParameters<typeof GatewayError>
+  ) {
+    super(...args);
+  }
+}
+
+export interface UpstreamCall {
+  target: UpstreamTarget;
+  /** Path below the target's `/v1`, e.g. `/chat/completions`. */
+  path: string;
+  body: Record<string, unknown>;
+  /** Headers besides the target's own, e.g. the trace's `traceparent`. */
+  headers?: Record<string, string>;
+  /** The model name as the client wrote it, for messages. */
+  clientModel: string;
+  signal: AbortSignal;
+}
+
+/** An engine's successful answer: its body as it arrives (chunks for a stream), or whole. */
+export interface EngineResponse {
+  status: number;
+  body: AsyncIterable<Uint8Array>;
+  text(): Promise<string>;
+}
+
+/**
+ * Keep-alive connections to the engines, reused across requests. node:http
+ * rather than fetch: fetch's WHATWG streams and per-request objects cost the
+ * gateway more CPU per request than all of its own work.
+ */
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, maxFreeSockets: 256 }),
+  'https:': new https.Agent({ keepAlive: true, maxFreeSockets: 256 }),
+};
+
+/** An engine's error answer is read up to this size: enough for any message worth passing on. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/**
+ * POSTs to the engine and returns its response when it is a success. Every
+ * failure becomes a `GatewayError` that says nothing about the engine: where it
+ * runs, what it is, or what it printed, beyond a sanitized 4xx message.
+ *
+ * @example
+ * const response = await postUpstream({ target, path: '/chat/completions', body, clientModel: 'qwen', signal });
+ */
+export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> {
+  let response: IncomingMessage;
+  try {
+    response = await post(call.target.baseUrl + call.path, JSON.stringify(call.body), call.headers ? { ...call.target.headers, ...call.headers } : call.target.headers, call.signal);
+  } catch (error) {
+    if (call.signal.aborted && isTimeout(call.signal.reason)) {
+      throw new GatewayError('upstream_error', 'The model server did not answer in time. Retry later.', { status: 504, cause: error });
+    }
+    if (call.signal.aborted) throw error;
+    throw new UpstreamError('unreachable', 'upstream_error', 'The model server could not be reached. Retry later.', { cause: error });
+  }
+  const status = response.statusCode ?? 0;
+  if (status >= 200 && status < 300) return { status, body: response, text: () => readText(response, Number.POSITIVE_INFINITY) };
+  const text = await readText(response, MAX_ERROR_BODY_BYTES).catch(() => '');
+  throw upstreamFailure(status, text, call);
+}
+
+function post(url: string, body: string, headers: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const client = target.protocol === 'https:' ? https : http;
+    const request = client.request(
+      target,
+      {
+        method: 'POST',
+        agent: agents[target.protocol as keyof typeof agents],
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), accept: 'application/json, text/event-stream', ...headers },
+        signal,
+      },
+      resolve,
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+/** The body as text, at most `maxBytes` of it (the rest is not read). */
+async function readText(response: IncomingMessage, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= maxBytes) {
+      response.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function upstreamFailure(status: number, body: string, call: UpstreamCall): GatewayError {
+  // The log gets the status and size only: an engine's error text may quote the prompt.
+  const cause = new Error(`upstream answered ${status} (${body.length} characters of error body)`);
+  if (status === 400 || status === 422) {
+    const message = sanitizeUpstreamMessage(upstreamErrorMessage(body), { servedName: call.target.servedModelName, clientName: call.clientModel });
+    return new GatewayError('invalid_request', message, { cause });
+  }
+  if (status === 413) return new GatewayError('request_too_large', 'The request is too large for this model.', { cause });
+  if (status === 429 || status === 503) {
+    return new UpstreamError('status', 'upstream_error', 'The model server is busy. Retry later.', { status: 503, headers: { 'Retry-After': '2' }, cause });
+  }
+  if (status >= 500) return new UpstreamError('status', 'upstream_error', 'The model server failed to answer. Retry later.', { cause });
+  return new GatewayError('upstream_error', 'The model server failed to answer. Retry later.', { cause });
+}
+
+function isTimeout(reason: unknown): boolean {
+  return reason instanceof Error && reason.name === 'TimeoutError';
+}
+
+/**
+ * An engine's JSON answer as an object. An answer that is not a JSON object
+ * (an HTML error page from a proxy, a truncated body) is the engine's fault:
+ * 502 `upstream_error` with a fixed message, nothing of the body shown.
+ *
+ * @example
+ * const completion = await readEngineJson(response);
+ */
+export async function readEngineJson(response: EngineResponse): Promise<Record<string, unknown>> {
+  return (await readEngineAnswer(response)).answer;
+}
+
+/**
+ * `readEngineJson`, with the arrays of numbers under `liftKey` kept out of the parse (`liftNumberArrays`): the
+ * answer holds a marker in their place, and `restore` puts them back into the text written from it.
+ *
+ * @example
+ * const { answer, restore } = await readEngineAnswer(response, 'embedding');
+ * const text = restore(JSON.stringify(answer));
+ */
+export async function readEngineAnswer(response: EngineResponse, liftKey?: string): Promise<{ answer: Record<string, unknown>; restore: (written: string) => string }> {
+  const lifted = liftKey === undefined ? { text: await response.text(), restore: (written: string) => written } : liftNumberArrays(await response.text(), liftKey);
+  const text = lifted.text;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new GatewayError('upstream_error', 'The model server sent an answer that is not JSON.', { cause: error });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new GatewayError('upstream_error', 'The model server sent an answer that is not a JSON object.');
+  }
+  try {
+    checkJsonShape(parsed, { storable: false });
+  } catch (error) {
+    throw new GatewayError('upstream_error', 'The model server sent an answer nested too deeply.', { cause: error });
+  }
+  return { answer: parsed as Record<string, unknown>, restore: lifted.restore };
+}

@@ -1,0 +1,75 @@
+/** Token counts as the gateway bills them. */
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/**
+ * 'upstream': the engine reported it; 'estimated': the engine reported no
+ * valid count, so the gateway counted (see `estimate…` below); 'clamped': the
+ * engine reported more than the request could use, and it was held to the
+ * request's bounds (`billing/token-bounds.ts`).
+ */
+export type UsageSource = 'upstream' | 'estimated' | 'clamped';
+
+/**
+ * Reads an OpenAI/vLLM `usage` object. Returns null unless both counts are
+ * non-negative integers: a malformed count must not become a charge.
+ *
+ * @example
+ * usageFrom({ prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 }); // { promptTokens: 12, completionTokens: 8 }
+ */
+export function usageFrom(value: unknown): TokenUsage | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const { prompt_tokens: prompt, completion_tokens: completion = 0 } = value as Record<string, unknown>;
+  if (!isCount(prompt) || !isCount(completion)) return null;
+  return { promptTokens: prompt, completionTokens: completion };
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+/**
+ * A stand-in prompt count, for the token limits' check before a request and
+ * for a stream that ended before the engine reported any usage: about four
+ * characters a token (the usual rule of thumb for English text with BPE
+ * tokenizers), plus the chat template's few tokens per message.
+ */
+export function estimatePromptTokens(messages: unknown): number {
+  if (!Array.isArray(messages)) return 0;
+  let characters = 0;
+  for (const message of messages) {
+    const content = (message as { content?: unknown } | null)?.content;
+    if (typeof content === 'string') characters += content.length;
+    else if (Array.isArray(content)) {
+      for (const part of content) if (typeof (part as { text?: unknown })?.text === 'string') characters += (part as { text: string }).text.length;
+    }
+  }
+  return Math.ceil(characters / 4) + 4 * messages.length + 3;
+}
+
+/** Embedding inputs' tokens, about four characters a token (token-id arrays count one each). */
+export function estimateInputTokens(input: unknown): number {
+  const items = Array.isArray(input) && !input.every((item) => typeof item === 'number') ? input : [input];
+  let tokens = 0;
+  for (const item of items) {
+    if (typeof item === 'string') tokens += Math.ceil(item.length / 4);
+    else if (Array.isArray(item)) tokens += item.length; // token ids
+  }
+  return Math.max(1, tokens);
+}
+
+/** A JSON chat answer's completion tokens, about four characters a token, for an engine that reported none. */
+export function estimateCompletionTokens(choices: unknown): number {
+  if (!Array.isArray(choices)) return 0;
+  let characters = 0;
+  for (const choice of choices) {
+    const message = (choice as { message?: Record<string, unknown> } | null)?.message;
+    for (const field of ['content', 'reasoning_content', 'reasoning']) {
+      if (typeof message?.[field] === 'string') characters += message[field].length;
+    }
+    if (message?.tool_calls !== undefined) characters += JSON.stringify(message.tool_calls).length;
+  }
+  return Math.ceil(characters / 4);
+}

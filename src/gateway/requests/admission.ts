@@ -1,0 +1,159 @@
+import type { Context } from 'hono';
+import { holdFor } from '../billing/holds.js';
+import type { TokenBounds } from '../billing/token-bounds.js';
+import { type ModelRow, pickModel, type PriceRow, requestedModelName } from '../catalog/service.js';
+import type { TaskType } from '../../shared/db/schema.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { readJsonObject } from '../../shared/http/request.js';
+import { type AuthenticatedKey, verifiedKey } from '../keys/service.js';
+import { isProjectId } from '../../shared/db/ids.js';
+import { withinStoreTimeout } from '../../shared/db/timeout.js';
+import { estimateRequestTokens } from '../limits/estimate.js';
+import type { Ticket } from '../limits/admissions.js';
+import type { RequestTrace } from '../../shared/observability/tracing.js';
+import type { Services } from '../../services.js';
+import { validateChatRequest, validateEmbeddingsRequest } from './validate.js';
+
+/** A request whose key, model, body, price and project are known good. */
+export interface AuthorizedRequest {
+  requestId: string;
+  task: TaskType;
+  caller: AuthenticatedKey;
+  model: ModelRow;
+  price: PriceRow;
+  /** The model as the client named it (id, display name or repo id); responses echo it. */
+  clientModel: string;
+  projectId: string | null;
+  body: Record<string, unknown>;
+  bodyBytes: number;
+  startedAt: number;
+}
+
+/** A request that holds funds and limits and may go upstream; `settle` or `abandon` ends it. */
+export interface BilledCall extends AuthorizedRequest {
+  /** What the request took from its key's limits and its wallet; given back when it ends (`Admissions.release`). */
+  ticket: Ticket;
+  /** The most tokens the request can use; its charge is clamped to them. */
+  bounds: TokenBounds;
+  /** The hold on the wallet: the bounds at the model's prices, and so the most the request is charged. */
+  holdNanos: bigint;
+  /** Marks the call as ended for a draining gateway; `settle` and `abandon` call it once billing is done. */
+  finish(): void;
+  /** The request's spans when tracing is on (`observability/tracing.ts`). */
+  trace: RequestTrace | undefined;
+  /** `performance.now()` when the call left for an engine, when the engine's answer began, and when its last byte came (0: not yet). */
+  upstreamAt: number;
+  answeredAt: number;
+  upstreamDoneAt: number;
+}
+
+/**
+ * The checks every billed /v1 request shares, in the order of the request
+ * path: key, body, model, task, parameters, price, project. Key, model, price
+ * and project come from this process's admission cache (`catalog/admission-cache.ts`). Takes nothing: a
+ * request refused here costs nothing and counts against no limit.
+ */
+export async function authorize(c: Context<GatewayEnv>, services: Services, task: TaskType): Promise<AuthorizedRequest> {
+  const startedAt = performance.now();
+  const authorization = c.req.header('authorization');
+  const hash = services.keys.secretHashOf(authorization);
+  // A bad body from a bad key is a 401 first, as for every other route.
+  const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes).catch(async (error: unknown) => {
+    await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
+    throw error;
+  });
+  const modelName = await requestedModelNameAfterAuth(services, authorization, body.model);
+  // Both from this process's cache in steady state: no database round trip.
+  const [keyRow, matches] = await unavailableOnFailure(services, () => Promise.all([services.admissionCache.keyByHash(hash), services.admissionCache.modelMatches(modelName)]));
+  const caller = verifiedKey(keyRow, hash);
+  c.set('caller', caller);
+  const { model, price } = pickModel(matches, modelName);
+  c.set('model', model.id);
+  if (model.taskType !== task) {
+    const message =
+      task === 'embedding'
+        ? `The model \`${modelName}\` is not an embedding model. GET /v1/models?task_type=embedding lists embedding models.`
+        : `The model \`${modelName}\` is an embedding model; use POST /v1/embeddings.`;
+    throw new GatewayError('model_not_found', message);
+  }
+  if (task === 'chat') validateChatRequest(body);
+  else validateEmbeddingsRequest(body);
+  if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', { headers: { 'Retry-After': '30' } });
+  const projectId = await projectFor(c, services, caller);
+  return { requestId: c.get('requestId'), task, caller, model, price, clientModel: modelName, projectId, body, bodyBytes: bytes, startedAt };
+}
+
+/**
+ * Takes what the request may use, in one step (`limits/admissions.ts`): a
+ * hold on the wallet for the most it can cost (402 when nothing is
+ * spendable) and its key's four limits (429). A request refused by any of
+ * them takes nothing.
+ */
+export async function reserve(c: Context<GatewayEnv>, services: Services, request: AuthorizedRequest): Promise<BilledCall> {
+  const { bounds, holdNanos } = holdFor({ bodyBytes: request.bodyBytes, body: request.body, task: request.task, contextLength: request.model.contextLength }, request.price);
+  const admitting = services.admissions.admit({
+    requestId: request.requestId,
+    caller: request.caller,
+    estimatedTokens: estimateRequestTokens(request.body, request.task, services.config.limits.completionEstimate),
+    holdNanos,
+  });
+  const ticket = await withinStoreTimeout(admitting).catch((error: unknown) => {
+    if (error instanceof GatewayError) throw error;
+    // Timed out: if the gate admits it after all, give everything back at once.
+    admitting.then(
+      (late) => services.admissions.release(late, { actualTokens: 0, cost: null }),
+      () => {},
+    );
+    throw new GatewayError('limits_unavailable', 'The gateway cannot check rate limits right now. Retry with backoff.', { headers: { 'Retry-After': '1' }, cause: error });
+  });
+  for (const [name, value] of Object.entries(ticket.headers)) c.header(name, value);
+  const finish = services.inFlight.begin();
+  return { ...request, ticket, bounds, holdNanos, finish, trace: c.get('trace'), upstreamAt: 0, answeredAt: 0, upstreamDoneAt: 0 };
+}
+
+/** The model name, or, when the body names none, 401 for a bad key before 400 for the model. */
+async function requestedModelNameAfterAuth(services: Services, authorization: string | undefined, name: unknown): Promise<string> {
+  try {
+    return requestedModelName(name);
+  } catch (error) {
+    await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
+    throw error;
+  }
+}
+
+/**
+ * The project a request is booked to. Without `X-Project-ID`, the key's own
+ * project. A key made for a project may name only that project (403
+ * `forbidden` otherwise); an organization-wide key may name any project of its
+ * organization (403 `project_not_found` otherwise, as for an unknown id, so
+ * other tenants' ids cannot be probed). Errors never echo the header back.
+ */
+async function projectFor(c: Context<GatewayEnv>, services: Services, caller: AuthenticatedKey): Promise<string | null> {
+  const header = c.req.header('x-project-id')?.trim();
+  if (!header) return caller.projectId;
+  if (caller.projectId !== null) {
+    if (header === caller.projectId) return header;
+    throw new GatewayError('forbidden', "This API key belongs to one project and may only be used for it: drop X-Project-ID or send that project's id.");
+  }
+  if (!isProjectId(header)) throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
+  const owner = await unavailableOnFailure(services, () => services.admissionCache.projectOrg(header));
+  if (owner !== caller.orgId) throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
+  return header;
+}
+
+/** A store that cannot be read (or does not answer within STORE_TIMEOUT_MS) means billing cannot be checked: 503, retry later. */
+async function unavailableOnFailure<T>(services: Services, step: () => Promise<T>): Promise<T> {
+  const startedAt = Date.now();
+  try {
+    // Success is not logged here: most steps are answered from memory; the store's own readers say when it is back.
+    return await withinStoreTimeout(step());
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    services.storeOutage.failed(error, startedAt);
+    throw new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', {
+      headers: { 'Retry-After': '2' },
+      cause: error,
+    });
+  }
+}

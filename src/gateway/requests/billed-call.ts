@@ -1,0 +1,165 @@
+import { costOf } from '../billing/money.js';
+import { clampUsage } from '../billing/token-bounds.js';
+import { bodiesToStore } from '../billing/request-data.js';
+import type { ChargeRecord } from '../billing/wallet.js';
+import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
+import { describeError } from '../../shared/http/log.js';
+import type { TokenUsage, UsageSource } from '../proxy/usage.js';
+import type { Services } from '../../services.js';
+import type { AuthorizedRequest, BilledCall } from './admission.js';
+
+export type { BilledCall } from './admission.js';
+
+/** How a call ended, as the gateway bills and records it. */
+export interface Settlement {
+  usage: TokenUsage;
+  usageSource: UsageSource;
+  status: number;
+  streamed: boolean;
+  firstTokenAt?: number | null;
+  /** The answer as the client received it: kept for keys that store request data, and cached for keys with the cache on. */
+  answer?: CachedResponse;
+}
+
+/**
+ * Ends a call: makes its charge (exact cost and usage record) durable in the
+ * journal, turns its hold into that charge and settles its limits to the
+ * tokens really used (`Admissions.release`), both before the response's last
+ * byte, and keeps its answer in the cache when the key asks for it. The
+ * charge reaches PostgreSQL shortly after, by group commit
+ * (`billing/charge-applier.ts`): the answer never waits for the database.
+ * Never throws: the response is already on its way.
+ */
+export async function settle(services: Services, call: BilledCall, reported: Settlement): Promise<void> {
+  const chargeStartedAt = performance.now();
+  let billed: { settlement: Settlement; cost: bigint | null } | null = null;
+  try {
+    const settlement = withinBounds(services, call, reported);
+    // The clamp keeps the cost within the hold; the min() is the rule itself, stated once more.
+    const cost = services.config.billingEnabled ? minOf(costOf(settlement.usage, call.price), call.holdNanos) : null;
+    billed = { settlement, cost };
+    await settleCall(services, call, settlement, cost);
+  } finally {
+    call.finish();
+    const charged = billed && { usage: billed.settlement.usage, cost: billed.cost };
+    services.observer.settled(call, { status: reported.status, streamed: reported.streamed, firstTokenAt: reported.firstTokenAt, billed: charged }, chargeStartedAt);
+  }
+}
+
+async function settleCall(services: Services, call: BilledCall, settlement: Settlement, cost: bigint | null): Promise<void> {
+  const tokens = settlement.usage.promptTokens + settlement.usage.completionTokens;
+  // The charge is durable before the gate hears of it: a replica that dies in between leaves a charge the
+  // journal holds but the gate was never told of, which the next start finds unreported and rebuilds from.
+  if (cost !== null) {
+    await services.journal.append(usageRecord(services, call, settlement, cost, false)).catch((error: unknown) => {
+      // The data folder cannot be written (disk full?): the charge is kept in memory until the applier writes it.
+      services.log.error('charge journal write failed: the charge is kept in memory only', { requestId: call.requestId, ...describeError(error) });
+    });
+  }
+  await services.admissions.release(call.ticket, { actualTokens: tokens, cost });
+  if (call.caller.responseCache && settlement.answer && settlement.status === 200) {
+    await services.cache.set(cacheKey(call.caller.orgId, call.task, call.body), settlement.answer).catch((error: unknown) => {
+      services.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
+    });
+  }
+}
+
+/**
+ * The usage a call is billed for. Engine counts above what the request could
+ * use are clamped to its bounds (logged, and counted in
+ * `tollgate_usage_over_bound_total`); counts the gateway had to estimate
+ * (the engine reported none, or an invalid one) are counted in
+ * `tollgate_usage_estimated_total`, and held to the same bounds.
+ */
+function withinBounds(services: Services, call: BilledCall, settlement: Settlement): Settlement {
+  const labels = { model: call.model.id };
+  // A client that left (499) gave the engine no chance to report: that is no engine's fault.
+  if (settlement.usageSource === 'estimated' && settlement.status !== 499) {
+    services.metrics.usageEstimated.inc(labels);
+    services.log.warn('engine reported no valid usage: billed from an estimate', { requestId: call.requestId, model: call.model.id, status: settlement.status });
+  }
+  const { usage, excess } = clampUsage(settlement.usage, call.bounds);
+  if (!excess) return settlement;
+  services.metrics.usageOverBound.inc(labels);
+  services.metrics.tokensOverBound.inc({ ...labels, kind: 'prompt' }, excess.promptTokens);
+  services.metrics.tokensOverBound.inc({ ...labels, kind: 'completion' }, excess.completionTokens);
+  services.log.warn('engine reported more tokens than the request could use: charged at the bound', {
+    requestId: call.requestId,
+    model: call.model.id,
+    reported: settlement.usage,
+    bound: call.bounds,
+  });
+  return { ...settlement, usage, usageSource: settlement.usageSource === 'upstream' ? 'clamped' : settlement.usageSource };
+}
+
+function minOf(a: bigint, b: bigint): bigint {
+  return a < b ? a : b;
+}
+
+/** Records a cache hit: free, counted against no limit, but in the usage history like any request. */
+export async function recordCacheHit(services: Services, request: AuthorizedRequest, answer: CachedResponse): Promise<void> {
+  if (!services.config.billingEnabled) return;
+  const settlement: Settlement = {
+    usage: { promptTokens: answer.promptTokens, completionTokens: answer.completionTokens },
+    usageSource: 'upstream',
+    status: 200,
+    streamed: answer.kind === 'sse',
+    answer,
+  };
+  const record = usageRecord(services, request, settlement, 0n, true);
+  await services.journal.append(record).catch((error: unknown) => {
+    services.log.error('recording a cache hit failed', { requestId: request.requestId, ...describeError(error) });
+  });
+}
+
+function usageRecord(services: Services, request: AuthorizedRequest, settlement: Settlement, cost: bigint, cacheHit: boolean): ChargeRecord {
+  const record: ChargeRecord = {
+    id: request.requestId,
+    orgId: request.caller.orgId,
+    keyId: request.caller.id,
+    projectId: request.projectId,
+    modelId: request.model.id,
+    endpoint: request.task === 'embedding' ? 'embeddings' : 'chat.completions',
+    promptTokens: settlement.usage.promptTokens,
+    completionTokens: settlement.usage.completionTokens,
+    cost,
+    status: settlement.status,
+    streamed: settlement.streamed,
+    usageSource: settlement.usageSource,
+    latencyMs: Math.round(performance.now() - request.startedAt),
+    ttftMs: settlement.firstTokenAt ? Math.round(settlement.firstTokenAt - request.startedAt) : null,
+    cacheHit,
+    // Set here, not by the store: a charge written late (after an outage) keeps the time it was made.
+    createdAt: new Date(),
+  };
+  if (request.caller.storeRequestData) {
+    const response = settlement.answer ? answerText(settlement.answer) : '';
+    record.requestData = bodiesToStore(JSON.stringify(request.body), response, services.config.requestData.maxBytes);
+  }
+  return record;
+}
+
+/** The answer as text: the JSON body, or the stream's events one per line. */
+function answerText(answer: CachedResponse): string {
+  return answer.kind === 'json' ? answer.body : answer.events.join('\n');
+}
+
+/**
+ * Ends a JSON call whose client left before its answer: the upstream request
+ * was aborted at once, so the engine reported nothing; the call is billed for
+ * its prompt (the engine had read it), estimated, and no completion, as
+ * status 499. The 499 "answer" goes to nobody.
+ */
+export async function settleClientGone(services: Services, call: BilledCall, promptTokens: number): Promise<Response> {
+  await settle(services, call, { usage: { promptTokens, completionTokens: 0 }, usageSource: 'estimated', status: 499, streamed: false });
+  return new Response(null, { status: 499 });
+}
+
+/** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */
+export async function abandon(services: Services, call: BilledCall): Promise<void> {
+  try {
+    await services.admissions.release(call.ticket, { actualTokens: 0, cost: null });
+  } finally {
+    call.finish();
+  }
+}

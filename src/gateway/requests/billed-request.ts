@@ -1,0 +1,134 @@
+import type { Context } from 'hono';
+import type { TaskType } from '../../shared/db/schema.js';
+import type { UpstreamTarget } from '../engines/types.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { postWithFailover } from '../proxy/failover.js';
+import { withoutNullFields } from '../proxy/openai-shape.js';
+import { type EngineResponse, readEngineAnswer } from '../proxy/upstream.js';
+import { type TokenUsage, usageFrom } from '../proxy/usage.js';
+import type { Services } from '../../services.js';
+import { authorize, reserve } from './admission.js';
+import { abandon, type BilledCall, settle, settleClientGone } from './billed-call.js';
+import { cachedAnswer } from './cached-answer.js';
+
+/** How a relayed stream controls its call: stop the engine's work, and give back the replica when it ends. */
+export interface StreamControls {
+  abort: () => void;
+  release: () => void;
+}
+
+/** What differs between the billed endpoints (chat, embeddings); everything else is `serveBilled`. */
+export interface BilledEndpoint {
+  task: TaskType;
+  /** The engine's path below its `/v1`. */
+  path: string;
+  /** Whether this request is answered as a stream (then `relayStream` answers it). */
+  streams(body: Record<string, unknown>): boolean;
+  /** The body sent to one replica: the client's, naming the replica's served model, plus what the endpoint adds. */
+  upstreamBody(call: BilledCall, target: UpstreamTarget): Record<string, unknown>;
+  /** Arrays of numbers under this key are relayed as the engine wrote them, never parsed (embeddings' vectors). */
+  liftArrays?: string;
+  /** Adjusts the engine's JSON answer for the client, in place (the model name is already the client's). */
+  shapeAnswer?(answer: Record<string, unknown>): void;
+  /** Usage when the engine reported none valid: from the request, and from the answer if there is one. */
+  estimate(call: BilledCall, answer: Record<string, unknown> | null): TokenUsage;
+  /** Relays a streamed answer and settles the call when the stream ends. */
+  relayStream?(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: EngineResponse, controls: StreamControls): Response;
+}
+
+/**
+ * The life of a billed request, as the request path in DESIGN.md reads:
+ *
+ * 1. admit: key, body, model, price, project (`authorize`); a cached answer
+ *    if the key has the cache on; then the wallet hold and the key's limits
+ *    (`reserve`);
+ * 2. call: the engine, on the least loaded ready replica, failing over
+ *    before the first byte (`postWithFailover`), aborted when the client
+ *    leaves or the upstream timeout passes;
+ * 3. relay: the JSON answer with the client's model name, or the stream
+ *    event by event (`relayStream`);
+ * 4. settle: usage from the engine (held to the request's bounds), the
+ *    charge, the limits settled, the hold given back (`settle`); or, when the
+ *    call failed before using anything, everything given back (`abandon`).
+ *
+ * @example
+ * v1.post('/embeddings', (c) => serveBilled(c, services, EMBEDDINGS));
+ */
+export async function serveBilled(c: Context<GatewayEnv>, services: Services, endpoint: BilledEndpoint): Promise<Response> {
+  const request = await authorize(c, services, endpoint.task);
+  const cached = await cachedAnswer(c, services, request);
+  if (cached) return cached;
+  const call = await reserve(c, services, request);
+
+  const stream = endpoint.streams(call.body);
+  const upstreamAbort = new AbortController();
+  const signal = upstreamAbort.signal;
+  // The upstream timeout, and (for JSON) the client leaving, abort the engine's work at once; a stream's relay
+  // does the same when its client leaves. A timer and a listener, not AbortSignal.timeout/any: each signal
+  // those make costs the hot path more CPU than the whole admission.
+  const timeout = setTimeout(() => upstreamAbort.abort(new DOMException('upstream timeout', 'TimeoutError')), services.config.upstreamTimeoutMs);
+  timeout.unref();
+  const clientGone = c.req.raw.signal;
+  const onClientGone = () => upstreamAbort.abort(clientGone.reason);
+  if (!stream) clientGone.addEventListener('abort', onClientGone, { once: true });
+  // A relayed stream gives back its replica when it ends; everything else gives it back here.
+  let target: UpstreamTarget | undefined;
+  let relaying = false;
+  // Timing points for the overhead histogram and the spans (observability/observer.ts); the engine gets the trace's traceparent.
+  call.upstreamAt = performance.now();
+  const traceHeaders = call.trace?.startUpstream(call.startedAt, call.upstreamAt, call.model.id);
+  try {
+    // An engine scaled to zero starts a replica for this request, which waits for it (bounded).
+    const cold = services.fleet.whenReady(call.model.id, signal);
+    if (cold) await cold;
+    const sent = await postWithFailover({
+      acquire: (exclude) => services.fleet.acquire(call.model.id, exclude, { body: call.body, session: c.req.header('x-session-id') }),
+      path: endpoint.path,
+      body: (t) => endpoint.upstreamBody(call, t),
+      headers: traceHeaders,
+      clientModel: call.clientModel,
+      signal,
+    });
+    target = sent.target;
+    call.answeredAt = performance.now();
+    call.trace?.upstreamAnswered(target.replicaId, target.servedModelName, call.answeredAt, target.routing);
+    if (stream) {
+      relaying = true;
+      c.set('streaming', true);
+      const relayed = target;
+      return endpoint.relayStream!(c, services, call, sent.response, {
+        abort: () => upstreamAbort.abort(),
+        release: () => {
+          relayed.release();
+          clearTimeout(timeout);
+        },
+      });
+    }
+    const { answer, restore } = await readEngineAnswer(sent.response, endpoint.liftArrays);
+    call.upstreamDoneAt = performance.now();
+    answer.model = call.clientModel;
+    endpoint.shapeAnswer?.(answer);
+    const text = restore(JSON.stringify(withoutNullFields(answer)));
+    const reported = usageFrom(answer.usage);
+    const usage = reported ?? endpoint.estimate(call, answer);
+    await settle(services, call, {
+      usage,
+      usageSource: reported ? 'upstream' : 'estimated',
+      status: 200,
+      streamed: false,
+      answer: { kind: 'json', body: text, ...usage },
+    });
+    return c.body(text, 200, { 'content-type': 'application/json' });
+  } catch (error) {
+    call.trace?.upstreamFailed(error);
+    if (!stream && clientGone.aborted) return settleClientGone(services, call, endpoint.estimate(call, null).promptTokens);
+    await abandon(services, call);
+    throw error;
+  } finally {
+    if (!relaying) {
+      target?.release();
+      clearTimeout(timeout);
+    }
+    clientGone.removeEventListener('abort', onClientGone);
+  }
+}

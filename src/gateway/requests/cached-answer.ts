@@ -1,0 +1,29 @@
+import type { Context } from 'hono';
+import { cacheKey } from '../cache/response-cache.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { describeError } from '../../shared/http/log.js';
+import type { Services } from '../../services.js';
+import type { AuthorizedRequest } from './admission.js';
+import { recordCacheHit } from './billed-call.js';
+
+export const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
+
+/**
+ * For a key with the response cache on: the cached answer to this request, as
+ * JSON or as a stream like the original, marked `X-Tollgate-Cache: hit`; or
+ * null (marked `miss`) when there is none. A cache that cannot be read is a
+ * miss, never a failed request.
+ */
+export async function cachedAnswer(c: Context<GatewayEnv>, services: Services, request: AuthorizedRequest): Promise<Response | null> {
+  if (!request.caller.responseCache) return null;
+  const hit = await services.cache.get(cacheKey(request.caller.orgId, request.task, request.body)).catch((error: unknown) => {
+    services.log.warn('response cache read failed: treated as a miss', { requestId: request.requestId, ...describeError(error) });
+    return null;
+  });
+  c.header('X-Tollgate-Cache', hit ? 'hit' : 'miss');
+  services.observer.cacheLookup(hit !== null);
+  if (!hit) return null;
+  await recordCacheHit(services, request, hit);
+  if (hit.kind === 'json') return c.body(hit.body, 200, { 'content-type': 'application/json' });
+  return c.body(`${hit.events.map((event) => `data: ${event}\n\n`).join('')}data: [DONE]\n\n`, 200, SSE_HEADERS);
+}

@@ -1,0 +1,2 @@
+export { startSimulator } from './server.js';
+export type { RunningSimulator, SimModel, SimStats, SimulatorOptions, LoadedModelOptions } from './types.js';

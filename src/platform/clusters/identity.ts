@@ -1,0 +1,195 @@
+import { and, eq, isNull, lt, ne, or, sql } from 'drizzle-orm';
+import ssh2 from 'ssh2';
+import type { Config } from '../../config/index.js';
+import type { Database } from '../../shared/db/client.js';
+import { clusterKeys, clusterNodeKeys, nodes } from '../../shared/db/schema.js';
+import { describeError, type Logger } from '../../shared/http/log.js';
+import { keysCommand, keysScript, NodeAccessError, openCredential, runOnNode } from './node-access.js';
+
+export type NodeKeyRow = typeof clusterNodeKeys.$inferSelect;
+
+/** How long a process holds a row it works on; past it (the process died) another may take it. */
+const CLAIM_MS = 60_000;
+const MAX_BACKOFF_MS = 5 * 60_000;
+
+/**
+ * Each cluster's access identity on its nodes: the cluster's SSH key pair
+ * (made with the cluster, kept in the database), installed in the run
+ * user's `authorized_keys` on every node the operator gave SSH access to,
+ * and removed when the cluster is deleted, before the node can be
+ * allocated again. Every gateway process works on what is due (`poll`),
+ * one process per node at a time (a claim), retrying failures with
+ * exponential backoff up to five minutes.
+ *
+ * @example
+ * const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
+ * identity.start();
+ * await identity.removeNow(clusterId); // after deleting it
+ */
+export class ClusterIdentity {
+  private timer: NodeJS.Timeout | null = null;
+  private working: Promise<void> | null = null;
+
+  constructor(private readonly deps: { db: Database; config: Config['nodeAccess']; log: Logger; pollMs?: number }) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => this.poke(), this.deps.pollMs ?? 1000);
+    this.timer.unref();
+    this.poke();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.working;
+  }
+
+  /** Works on what is due now (a cluster was just created) rather than at the next poll. */
+  poke(): void {
+    this.working ??= this.workDue()
+      .catch((error: unknown) => this.deps.log.warn('cluster keys: the store could not be read', describeError(error)))
+      .finally(() => (this.working = null));
+  }
+
+  /** The cluster's SSH key pair, made the first time (two processes at once keep the first one stored). */
+  async keyOf(clusterId: string): Promise<{ publicKey: string; privateKey: string }> {
+    const { db } = this.deps;
+    const [existing] = await db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId));
+    if (existing) return existing;
+    const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: `tollgate ${clusterId}` });
+    await db.insert(clusterKeys).values({ clusterId, publicKey: pair.public, privateKey: pair.private }).onConflictDoNothing();
+    const [stored] = await db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId));
+    return stored!;
+  }
+
+  /** Each node's row for a cluster (installing, installed, failed; or removing after deletion). */
+  rowsOf(clusterId: string): Promise<NodeKeyRow[]> {
+    return this.deps.db.select().from(clusterNodeKeys).where(eq(clusterNodeKeys.clusterId, clusterId));
+  }
+
+  /**
+   * Removes a deleted cluster's key from its nodes now, waiting for each
+   * (at most the SSH timeout); a node that cannot be reached stays
+   * `releasing` and is retried in the background.
+   */
+  async removeNow(clusterId: string): Promise<void> {
+    const pending = () =>
+      this.deps.db
+        .select()
+        .from(clusterNodeKeys)
+        .where(and(eq(clusterNodeKeys.clusterId, clusterId), eq(clusterNodeKeys.action, 'remove'), eq(clusterNodeKeys.state, 'pending')));
+    await Promise.all((await pending()).map((row) => this.work(row)));
+    // A row another worker held (a retry of the install under way) is removed by that worker as soon as it is done: wait for it.
+    const deadline = Date.now() + this.deps.config.sshTimeoutMs * 2 + 2_000;
+    for (let rows = await pending(); rows.length > 0 && Date.now() < deadline; rows = await pending()) {
+      await Promise.all(rows.map((row) => this.work(row)));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  private async workDue(): Promise<void> {
+    const due = await this.deps.db
+      .select()
+      .from(clusterNodeKeys)
+      .where(and(ne(clusterNodeKeys.state, 'done'), lt(clusterNodeKeys.nextAttemptAt, sql`now()`), or(isNull(clusterNodeKeys.claimedUntil), lt(clusterNodeKeys.claimedUntil, sql`now()`))))
+      .limit(20);
+    await Promise.all(due.map((row) => this.work(row)));
+  }
+
+  /** Claims one row, does what it asks on its node, and records how it went. */
+  private async work(row: NodeKeyRow): Promise<void> {
+    const { db, log } = this.deps;
+    const where = and(eq(clusterNodeKeys.clusterId, row.clusterId), eq(clusterNodeKeys.nodeId, row.nodeId));
+    const [claimed] = await db
+      .update(clusterNodeKeys)
+      .set({ claimedUntil: sql`now() + ${CLAIM_MS} * interval '1 millisecond'` })
+      .where(and(where, ne(clusterNodeKeys.state, 'done'), or(isNull(clusterNodeKeys.claimedUntil), lt(clusterNodeKeys.claimedUntil, sql`now()`))))
+      .returning();
+    if (!claimed) return;
+    try {
+      await this.apply(claimed);
+      // Recorded done only if nobody changed the action meanwhile (a delete during an install): else it is due again.
+      const [done] = await db
+        .update(clusterNodeKeys)
+        .set({ state: 'done', error: null, claimedUntil: null, updatedAt: sql`now()` })
+        .where(and(where, eq(clusterNodeKeys.action, claimed.action)))
+        .returning();
+      if (!done)
+        await db
+          .update(clusterNodeKeys)
+          .set({ claimedUntil: null, nextAttemptAt: sql`now()` })
+          .where(where);
+      else if (claimed.action === 'remove')
+        await db
+          .update(nodes)
+          .set({ releasingClusterId: null })
+          .where(and(eq(nodes.id, row.nodeId), eq(nodes.releasingClusterId, row.clusterId)));
+    } catch (error) {
+      const message = error instanceof NodeAccessError ? error.message : "The node's access could not be used (see the gateway's log).";
+      if (!(error instanceof NodeAccessError)) log.error('cluster keys: a node could not be worked on', { clusterId: row.clusterId, nodeId: row.nodeId, ...describeError(error) });
+      else log.warn(`cluster keys: ${claimed.action} failed`, { clusterId: row.clusterId, nodeId: row.nodeId, reason: message });
+      const backoffMs = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(claimed.attempts, 16));
+      const [failed] = await db
+        .update(clusterNodeKeys)
+        .set({ state: 'failed', error: message, attempts: claimed.attempts + 1, nextAttemptAt: sql`now() + ${backoffMs} * interval '1 millisecond'`, claimedUntil: null, updatedAt: sql`now()` })
+        .where(and(where, eq(clusterNodeKeys.action, claimed.action)))
+        .returning();
+      // The action changed while this one ran (a delete during an install): released, and due at once for the new one.
+      if (!failed)
+        await db
+          .update(clusterNodeKeys)
+          .set({ claimedUntil: null, nextAttemptAt: sql`now()` })
+          .where(where);
+    }
+  }
+
+  private async apply(row: NodeKeyRow): Promise<void> {
+    const { db, config } = this.deps;
+    const [node] = await db.select().from(nodes).where(eq(nodes.id, row.nodeId));
+    if (!node?.sshCredential || !node.sshUser || !node.sshPort || !node.runUser || !node.hostKeyFingerprint) throw new NodeAccessError(`Node ${row.nodeId} has no SSH access registered.`);
+    if (!config.credentialsKey) throw new NodeAccessError("This gateway has no TOLLGATE_NODE_CREDENTIALS_KEY to open the node's credential with.");
+    const { publicKey } = await this.keyOf(row.clusterId);
+    const access = {
+      host: node.address,
+      port: node.sshPort,
+      user: node.sshUser,
+      privateKey: openCredential(config.credentialsKey, node.id, node.sshCredential),
+      hostKeyFingerprint: node.hostKeyFingerprint,
+    };
+    await runOnNode(access, keysCommand(node.runUser), keysScript(row.action, node.runUser, row.clusterId, publicKey), config.sshTimeoutMs);
+  }
+}
+
+/** The rows a new cluster needs: one install per node the platform can reach. */
+export function installRows(clusterId: string, held: Array<{ id: string; sshCredential: string | null }>): Array<typeof clusterNodeKeys.$inferInsert> {
+  return held.filter((node) => node.sshCredential !== null).map((node) => ({ clusterId, nodeId: node.id, action: 'install' as const }));
+}
+
+/** How the cluster's key stands on one node: `unmanaged` where the platform has no access to install it. */
+export interface NodeIdentity {
+  state: 'installing' | 'installed' | 'failed' | 'unmanaged';
+  error: string | null;
+  attempts: number;
+}
+
+/**
+ * A cluster's status from its key rows, as the API and the portal show it:
+ * `provisioning` while its key is not on every node the platform reaches,
+ * `ready` once it is, `deleted` after; and each node's identity.
+ *
+ * @example
+ * const { status, nodeIdentity } = identityOf(cluster.state, await identity.rowsOf(cluster.id));
+ */
+export function identityOf(clusterState: string, keys: NodeKeyRow[]): { status: 'provisioning' | 'ready' | 'deleted'; nodeIdentity(nodeId: string): NodeIdentity } {
+  const installs = keys.filter((key) => key.action === 'install');
+  const status = clusterState === 'deleted' ? 'deleted' : installs.some((key) => key.state !== 'done') ? 'provisioning' : 'ready';
+  return {
+    status,
+    nodeIdentity(nodeId) {
+      const key = installs.find((row) => row.nodeId === nodeId);
+      if (!key) return { state: 'unmanaged', error: null, attempts: 0 };
+      return { state: key.state === 'done' ? 'installed' : key.state === 'failed' ? 'failed' : 'installing', error: key.error, attempts: key.attempts };
+    },
+  };
+}

@@ -1,0 +1,239 @@
+import { and, asc, count, desc, eq, inArray, isNull, ne, sql } from 'drizzle-orm';
+import type { Config } from '../../config/index.js';
+import type { Database } from '../../shared/db/client.js';
+import { newId } from '../../shared/db/ids.js';
+import { clusterNodeKeys, clusters, hardwareProfiles, nodeAllocations, nodes, organizations } from '../../shared/db/schema.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { installRows } from './identity.js';
+import { hostKeyLine, NodeAccessError, requireSealingKey, runOnNode, sealCredential } from './node-access.js';
+import { isUniqueViolation } from '../../shared/db/errors.js';
+
+export type ProfileRow = typeof hardwareProfiles.$inferSelect;
+export type NodeRow = typeof nodes.$inferSelect;
+export type ClusterRow = typeof clusters.$inferSelect;
+
+/** How the platform reaches a new node over SSH: the operator's account, key and the node's host key fingerprint. */
+export interface NewNodeAccess {
+  user: string;
+  port: number;
+  privateKey: string;
+  hostKeyFingerprint: string;
+  /** The account runs log in as; the operator's own when not given. */
+  runUser?: string;
+}
+
+export interface NewProfile {
+  name: string;
+  gpusPerNode: number;
+  gpuModel?: string;
+  cpuCores?: number;
+  memoryGib?: number;
+}
+
+/**
+ * Hardware profiles and nodes (the operator's), and organizations' clusters:
+ * creating a cluster allocates free nodes of its profile, deleting it
+ * releases them, and each allocation keeps its exact start and end
+ * (`node_allocations`, what the cost reports meter).
+ *
+ * @example
+ * const cluster = await clusterService.create({ orgId, name: 'training', profile: 'a100x8', nodeCount: 2, publicDomain: 'train.example.com', createdBy: userId });
+ */
+export class ClusterService {
+  constructor(
+    private readonly db: Database,
+    private readonly options: {
+      nodeAccess: Config['nodeAccess'];
+      /** The gateway's own host names: no cluster's public URLs may take one. */
+      reservedHosts: string[];
+    } = { nodeAccess: { sshTimeoutMs: 10_000 }, reservedHosts: [] },
+  ) {}
+
+  async addProfile(profile: NewProfile): Promise<ProfileRow> {
+    try {
+      const [row] = await this.db.insert(hardwareProfiles).values(profile).returning();
+      return row!;
+    } catch (error) {
+      throw conflictOn(error, 'name', `A profile named ${profile.name} exists already.`);
+    }
+  }
+
+  listProfiles(): Promise<ProfileRow[]> {
+    return this.db.select().from(hardwareProfiles).orderBy(asc(hardwareProfiles.name));
+  }
+
+  /**
+   * Adds a node. With `ssh`, the platform connects once (the host key must
+   * match the pinned fingerprint, the key must be accepted, a command must
+   * run) before anything is stored; the key is stored sealed and the host
+   * key pinned. A failure is a 400 saying what failed.
+   */
+  async addNode(node: { profile: string; address: string; access?: string; ssh?: NewNodeAccess }): Promise<NodeRow> {
+    await this.profile(node.profile);
+    const id = newId('node');
+    let sshColumns = {};
+    if (node.ssh) {
+      const key = requireSealingKey(this.options.nodeAccess.credentialsKey);
+      let hostKey: Buffer;
+      try {
+        ({ hostKey } = await runOnNode(
+          { host: node.address, port: node.ssh.port, user: node.ssh.user, privateKey: node.ssh.privateKey, hostKeyFingerprint: node.ssh.hostKeyFingerprint },
+          'true',
+          '',
+          this.options.nodeAccess.sshTimeoutMs,
+        ));
+      } catch (error) {
+        if (!(error instanceof NodeAccessError)) throw error;
+        throw new GatewayError('invalid_request', `The node's SSH access does not work: ${error.message}`, { details: [{ field: 'ssh', message: error.message }] });
+      }
+      sshColumns = {
+        sshUser: node.ssh.user,
+        sshPort: node.ssh.port,
+        runUser: node.ssh.runUser ?? node.ssh.user,
+        sshCredential: sealCredential(key, id, node.ssh.privateKey),
+        hostKey: hostKeyLine(hostKey),
+        hostKeyFingerprint: node.ssh.hostKeyFingerprint,
+      };
+    }
+    const access = node.access ?? (node.ssh ? `ssh://${node.ssh.user}@${node.address}:${node.ssh.port}` : '');
+    try {
+      const [row] = await this.db
+        .insert(nodes)
+        .values({ id, profile: node.profile, address: node.address, access, ...sshColumns })
+        .returning();
+      return row!;
+    } catch (error) {
+      throw conflictOn(error, 'address', `A node at ${node.address} exists already.`);
+    }
+  }
+
+  listNodes(): Promise<NodeRow[]> {
+    return this.db.select().from(nodes).orderBy(asc(nodes.profile), asc(nodes.address));
+  }
+
+  /**
+   * Creates a cluster with `nodeCount` free nodes of its profile, in one
+   * transaction: the free nodes are locked as they are taken (`FOR UPDATE
+   * SKIP LOCKED`), so two clusters created at once never share a node, and a
+   * request for more nodes than are free takes none (409).
+   */
+  async create(input: { orgId: string; name: string; profile: string; nodeCount: number; publicDomain: string; createdBy: string | null }): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
+    const publicDomain = input.publicDomain.toLowerCase();
+    this.assertNotReserved(publicDomain);
+    await this.profile(input.profile);
+    return this.db.transaction(async (tx) => {
+      const [org] = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, input.orgId));
+      if (!org) throw new GatewayError('not_found', `Organization ${input.orgId} does not exist.`);
+      const free = await tx
+        .select()
+        .from(nodes)
+        .where(and(eq(nodes.profile, input.profile), isNull(nodes.clusterId), isNull(nodes.releasingClusterId)))
+        .orderBy(asc(nodes.address))
+        .limit(input.nodeCount)
+        .for('update', { skipLocked: true });
+      if (free.length < input.nodeCount) {
+        throw new GatewayError('conflict', `Only ${free.length} free ${input.profile} nodes; the cluster needs ${input.nodeCount}.`, {
+          details: [{ field: 'nodes', message: `At most ${free.length} are free.` }],
+        });
+      }
+      const id = newId('cls');
+      const [cluster] = await tx
+        .insert(clusters)
+        .values({ id, orgId: input.orgId, name: input.name, profile: input.profile, publicDomain, createdBy: input.createdBy })
+        .returning()
+        .catch((error: unknown) => {
+          // Said the same whoever holds it: the answer tells nothing of another organization.
+          throw conflictOn(error, 'public_domain', `The public domain ${publicDomain} is taken; choose another.`);
+        });
+      const ids = free.map((node) => node.id);
+      const taken = await tx.update(nodes).set({ clusterId: id }).where(inArray(nodes.id, ids)).returning();
+      const rows = installRows(id, taken);
+      if (rows.length > 0) await tx.insert(clusterNodeKeys).values(rows);
+      // now() is the transaction's start: the same instant, to the microsecond, as the cluster's created_at.
+      await tx.insert(nodeAllocations).values(ids.map((nodeId) => ({ clusterId: id, nodeId, profile: input.profile, allocatedAt: sql`now()` })));
+      return { cluster: cluster!, nodes: taken.sort((a, b) => a.address.localeCompare(b.address)) };
+    });
+  }
+
+  /** A running or deleted cluster, with its nodes (none once deleted); 404 when `orgId` is given and it is another's. */
+  async get(id: string, orgId: string | null): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
+    const [cluster] = await this.db
+      .select()
+      .from(clusters)
+      .where(and(eq(clusters.id, id), orgId === null ? undefined : eq(clusters.orgId, orgId)));
+    if (!cluster) throw new GatewayError('not_found', `Cluster ${id} does not exist.`);
+    const held = await this.db.select().from(nodes).where(eq(nodes.clusterId, id)).orderBy(asc(nodes.address));
+    return { cluster, nodes: held };
+  }
+
+  /** One page of clusters, of one organization or (null) all, newest first; deleted ones only when asked. */
+  async list(orgId: string | null, page: { offset: number; limit: number; includeDeleted: boolean }): Promise<{ rows: ClusterRow[]; total: number }> {
+    const where = and(orgId === null ? undefined : eq(clusters.orgId, orgId), page.includeDeleted ? undefined : eq(clusters.state, 'running'));
+    const [{ total } = { total: 0 }] = await this.db.select({ total: count() }).from(clusters).where(where);
+    const rows = await this.db.select().from(clusters).where(where).orderBy(desc(clusters.createdAt), desc(clusters.id)).limit(page.limit).offset(page.offset);
+    return { rows, total };
+  }
+
+  /** Deletes a cluster: its nodes are free again and their allocations closed at this instant, in one transaction. Deleting twice is 404. */
+  async delete(id: string, orgId: string | null): Promise<ClusterRow> {
+    return this.db.transaction(async (tx) => {
+      const [cluster] = await tx
+        .update(clusters)
+        .set({ state: 'deleted', deletedAt: sql`now()` })
+        .where(and(eq(clusters.id, id), eq(clusters.state, 'running'), orgId === null ? undefined : eq(clusters.orgId, orgId)))
+        .returning();
+      if (!cluster) throw new GatewayError('not_found', `Cluster ${id} does not exist.`);
+      // A node with the cluster's key on it is not free until the key is removed (ClusterIdentity.removeNow).
+      const keyed = (await tx.select({ nodeId: clusterNodeKeys.nodeId }).from(clusterNodeKeys).where(eq(clusterNodeKeys.clusterId, id))).map((row) => row.nodeId);
+      if (keyed.length > 0) {
+        await tx
+          .update(nodes)
+          .set({ releasingClusterId: id })
+          .where(and(eq(nodes.clusterId, id), inArray(nodes.id, keyed)));
+        await tx
+          .update(clusterNodeKeys)
+          .set({ action: 'remove', state: 'pending', attempts: 0, error: null, nextAttemptAt: sql`now()`, updatedAt: sql`now()` })
+          .where(eq(clusterNodeKeys.clusterId, id));
+      }
+      await tx.update(nodes).set({ clusterId: null }).where(eq(nodes.clusterId, id));
+      await tx
+        .update(nodeAllocations)
+        .set({ releasedAt: sql`now()` })
+        .where(and(eq(nodeAllocations.clusterId, id), isNull(nodeAllocations.releasedAt)));
+      return cluster;
+    });
+  }
+
+  /** The nodes whose copy of the cluster's key is not installed yet, with why (the last failure), for a 409 that says so. */
+  async keysPending(clusterId: string): Promise<Array<{ nodeId: string; error: string | null }>> {
+    return this.db
+      .select({ nodeId: clusterNodeKeys.nodeId, error: clusterNodeKeys.error })
+      .from(clusterNodeKeys)
+      .where(and(eq(clusterNodeKeys.clusterId, clusterId), eq(clusterNodeKeys.action, 'install'), ne(clusterNodeKeys.state, 'done')));
+  }
+
+  /** The allocations of a cluster, oldest first (for the cost reports and tests). */
+  allocations(clusterId: string) {
+    return this.db.select().from(nodeAllocations).where(eq(nodeAllocations.clusterId, clusterId)).orderBy(asc(nodeAllocations.id));
+  }
+
+  /** A public domain may not be, or be the parent of, one of the gateway's own host names (a stack's URL would take it). */
+  private assertNotReserved(domain: string): void {
+    const reserved = this.options.reservedHosts.find((host) => host === domain || host.endsWith(`.${domain}`));
+    if (reserved) {
+      throw new GatewayError('conflict', `The public domain ${domain} is taken; choose another.`, {
+        details: [{ field: 'public_domain', message: `It would reach the gateway's own host ${reserved}.` }],
+      });
+    }
+  }
+
+  private async profile(name: string): Promise<ProfileRow> {
+    const [row] = await this.db.select().from(hardwareProfiles).where(eq(hardwareProfiles.name, name));
+    if (!row) throw new GatewayError('invalid_request', `There is no hardware profile ${name}.`, { details: [{ field: 'profile', message: `Unknown profile ${name}.` }] });
+    return row;
+  }
+}
+
+function conflictOn(error: unknown, field: string, message: string): unknown {
+  return isUniqueViolation(error) ? new GatewayError('conflict', message, { details: [{ field, message }] }) : error;
+}

@@ -1,0 +1,257 @@
+import { lstatSync, readlinkSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { runTool, type ToolExit } from '../runner.js';
+import { createRunCgroup, type RunCgroup } from './cgroup.js';
+import { startEgressProxy } from './egress.js';
+import { bytesUsed, handSocketTo, INSIDE, prepareRunFolder, relayScript, SANDBOX_UID, sandboxEnvironment, SSH_PROXY, type RunFolder } from './inside.js';
+import type { BoundName, RunSandbox, Sandbox, SandboxCommand, SandboxRequest } from './types.js';
+
+/** The programs the sandbox is built from, found on the gateway's PATH (Debian: bubblewrap, socat, util-linux). */
+export interface BubblewrapPrograms {
+  bwrap: string;
+  socat: string;
+  prlimit: string;
+  /** Only when the gateway is root: drops to the sandbox user before bwrap starts. */
+  setpriv: string | null;
+}
+
+export interface BubblewrapOptions {
+  programs: BubblewrapPrograms;
+  /** The host user the sandbox runs as; null: the gateway's own (it is not root). */
+  user: { uid: number; gid: number } | null;
+  cgroup: string;
+  bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
+  providerMirror?: string;
+  cliConfig?: string;
+  mounts: Array<{ host: string; sandbox: string; writable: boolean }>;
+  /** How often disk use and CPU time are checked against their bounds. */
+  checkEveryMs?: number;
+}
+
+/**
+ * Runs each command of a run with bubblewrap: new user, mount, PID, network,
+ * IPC and UTS namespaces; a read-only system (`/usr` and a few files of
+ * `/etc`) and the run's own `work/` folder as the only writable place; user
+ * 65534 with no capabilities and no new privileges; the run's own cgroup
+ * bounding memory, processes and CPU, `RLIMIT_FSIZE` and a periodic check
+ * bounding disk; no network but its own loopback, where a relay forwards to
+ * a per-run egress proxy that lets through only the cluster's nodes and the
+ * operator's allowed hosts.
+ *
+ * @example
+ * const sandbox = new BubblewrapSandbox({ programs, user: { uid: 65534, gid: 65534 }, cgroup: 'tollgate-runs', bounds, mounts: [] });
+ * const box = await sandbox.open({ runId, folder, tool: '/usr/bin/tofu', env, egress, say });
+ * const exit = await box.exec({ args: ['init'], cwd: `${box.workPath}/module`, signal, killGraceMs: 10_000, onOutput });
+ */
+export class BubblewrapSandbox implements Sandbox {
+  readonly kind = 'bubblewrap';
+  readonly sshProxy = SSH_PROXY;
+
+  constructor(private readonly options: BubblewrapOptions) {}
+
+  workPathFor(): string {
+    return INSIDE.work;
+  }
+
+  async open(request: SandboxRequest): Promise<RunSandbox> {
+    const { options } = this;
+    const folder = await prepareRunFolder(request.folder, options);
+    await writeFile(path.join(folder.ctl, 'passwd'), `run:x:${SANDBOX_UID}:${SANDBOX_UID}:run:${INSIDE.work}/home:/bin/sh\n`, { mode: 0o644 });
+    await writeFile(path.join(folder.ctl, 'group'), `run:x:${SANDBOX_UID}:\n`, { mode: 0o644 });
+    const cgroup = await createRunCgroup(options.cgroup, `run-${request.runId}`, options.bounds);
+    let proxy;
+    try {
+      proxy = await startEgressProxy(folder.socket, request.egress, (line) => request.say(line));
+      await handSocketTo(folder.socket, options.user);
+    } catch (error) {
+      await cgroup.remove();
+      throw error;
+    }
+    return new BubblewrapRun(options, request, folder, cgroup, proxy);
+  }
+}
+
+class BubblewrapRun implements RunSandbox {
+  readonly workPath = INSIDE.work;
+  private diskExceeded = false;
+  private cpuExceeded = false;
+  private readonly checker: NodeJS.Timeout;
+  /** The check under way, if any: the final one (`exceeded`) waits for it, then measures afresh. */
+  private checking: Promise<void> | null = null;
+
+  constructor(
+    private readonly options: BubblewrapOptions,
+    private readonly request: SandboxRequest,
+    private readonly folder: RunFolder,
+    private readonly cgroup: RunCgroup,
+    private readonly proxy: { close(): Promise<void> },
+  ) {
+    this.checker = setInterval(() => void this.check(), options.checkEveryMs ?? 500);
+    this.checker.unref();
+  }
+
+  exec(command: SandboxCommand): Promise<ToolExit> {
+    const toolInside = path.posix.join(INSIDE.toolDir, path.basename(this.request.tool));
+    const inner = ['/bin/sh', '-c', relayScript(), 'sh', toolInside, ...command.args];
+    const chain = [
+      ...(this.options.user && this.options.programs.setpriv
+        ? [this.options.programs.setpriv, `--reuid=${this.options.user.uid}`, `--regid=${this.options.user.gid}`, '--clear-groups', '--inh-caps=-all', '--no-new-privs', '--']
+        : []),
+      this.options.programs.prlimit,
+      `--fsize=${this.options.bounds.diskBytes}`,
+      '--core=0',
+      '--',
+      this.options.programs.bwrap,
+      ...this.bwrapArgs(toolInside, command.cwd),
+      '--',
+      ...inner,
+    ];
+    // The first process joins the run's cgroup before anything else runs, so every process after it is counted.
+    const join = `${this.cgroup.procsFiles.map((file) => `echo $$ > '${file}'`).join(' && ')} && exec "$@"`;
+    return runTool({
+      bin: '/bin/sh',
+      args: ['-c', join, 'sh', ...chain],
+      cwd: this.request.folder,
+      env: sandboxEnvironment(this.request.env, { cliConfig: this.folder.cliConfig !== null }),
+      signal: command.signal,
+      killGraceMs: command.killGraceMs,
+      onOutput: command.onOutput,
+      // SIGINT to the run's processes as a terminal's Ctrl-C would, but not to bwrap's own: the outer one would die and take the namespace, and the tool, down at once.
+      stop: { interrupt: () => this.cgroup.signalAll('SIGINT', (name) => name !== 'bwrap'), kill: () => this.cgroup.killAll() },
+    });
+  }
+
+  async exceeded(): Promise<BoundName[]> {
+    // A periodic check under way may have measured before the tool's last write: wait for it, then measure again.
+    await this.checking;
+    await this.check();
+    const counts = await this.cgroup.counts();
+    const bounds: BoundName[] = [];
+    if (counts.oomKills > 0) bounds.push('memory');
+    if (counts.forksRefused > 0) bounds.push('processes');
+    if (this.cpuExceeded || counts.cpuSeconds >= this.options.bounds.cpuSeconds) bounds.push('cpu');
+    if (this.diskExceeded) bounds.push('disk');
+    return bounds;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.checker);
+    await this.cgroup.killAll();
+    await this.proxy.close();
+    await this.cgroup.remove();
+  }
+
+  /** Disk use and CPU time against their bounds; going over either stops the run at once. */
+  private check(): Promise<void> {
+    this.checking ??= this.measure().finally(() => {
+      this.checking = null;
+    });
+    return this.checking;
+  }
+
+  private async measure(): Promise<void> {
+    try {
+      if (!this.diskExceeded && (await bytesUsed(this.folder.work)) >= this.options.bounds.diskBytes) this.diskExceeded = true;
+      if (!this.cpuExceeded && (await this.cgroup.counts()).cpuSeconds >= this.options.bounds.cpuSeconds) this.cpuExceeded = true;
+      if (this.diskExceeded || this.cpuExceeded) await this.cgroup.killAll();
+    } catch {
+      // the folder is being removed
+    }
+  }
+
+  private bwrapArgs(toolInside: string, cwd: string): string[] {
+    const args = [
+      '--unshare-user',
+      '--unshare-pid',
+      '--unshare-net',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
+      '--uid',
+      String(SANDBOX_UID),
+      '--gid',
+      String(SANDBOX_UID),
+      '--hostname',
+      'tollgate-run',
+      '--die-with-parent',
+      '--cap-drop',
+      'ALL',
+      '--ro-bind',
+      '/usr',
+      '/usr',
+      ...systemLinks(),
+      ...etcFiles(),
+      '--ro-bind',
+      path.join(this.folder.ctl, 'passwd'),
+      '/etc/passwd',
+      '--ro-bind',
+      path.join(this.folder.ctl, 'group'),
+      '/etc/group',
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--bind',
+      this.folder.work,
+      INSIDE.work,
+      '--bind',
+      path.join(this.folder.work, 'tmp'),
+      '/tmp',
+      '--ro-bind',
+      this.request.tool,
+      toolInside,
+      '--bind',
+      this.folder.socket,
+      INSIDE.egressSocket,
+    ];
+    if (this.options.providerMirror) args.push('--ro-bind', this.options.providerMirror, INSIDE.providers);
+    if (this.folder.cliConfig) args.push('--ro-bind', this.folder.cliConfig, INSIDE.cliConfig);
+    for (const mount of this.options.mounts) args.push(mount.writable ? '--bind' : '--ro-bind', mount.host, mount.sandbox);
+    args.push('--chdir', cwd);
+    return args;
+  }
+}
+
+/** `/bin`, `/lib`, `/lib64`, `/sbin`: links into `/usr` on a merged-usr system (as on Debian 12), else read-only folders. */
+function systemLinks(): string[] {
+  return ['/bin', '/sbin', '/lib', '/lib64', '/lib32'].flatMap((name) => {
+    try {
+      const stat = lstatSync(name);
+      if (stat.isSymbolicLink()) return ['--symlink', readlinkSync(name), name];
+      return stat.isDirectory() ? ['--ro-bind', name, name] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** The few files of /etc a run needs (certificates, name service, `/usr/bin` links through alternatives); none holds a secret. */
+function etcFiles(): string[] {
+  return ['/etc/ssl', '/etc/ca-certificates', '/etc/alternatives', '/etc/nsswitch.conf', '/etc/hosts', '/etc/localtime', '/etc/mime.types'].flatMap((name) => {
+    try {
+      lstatSync(name);
+      return ['--ro-bind', name, name];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** The programs bubblewrap needs, or the name of the first one missing. */
+export function findPrograms(find: (name: string) => string | null, root: boolean): BubblewrapPrograms | { missing: string } {
+  const bwrap = find('bwrap');
+  const socat = find('socat');
+  const prlimit = find('prlimit');
+  const setpriv = root ? find('setpriv') : null;
+  if (!bwrap) return { missing: 'bwrap (Debian package bubblewrap)' };
+  if (!socat) return { missing: 'socat (Debian package socat)' };
+  if (!prlimit) return { missing: 'prlimit (Debian package util-linux)' };
+  if (root && !setpriv) return { missing: 'setpriv (Debian package util-linux)' };
+  return { bwrap, socat, prlimit, setpriv };
+}
+
+/** Whether this process is root (the sandbox then drops to its own user). */
+export function isRoot(): boolean {
+  return process.getuid?.() === 0;
+}

@@ -1,0 +1,275 @@
+import { constants } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import type Docker from 'dockerode';
+import type { ToolExit } from '../runner.js';
+import { cgroupOfProcess, type CgroupCounts } from './cgroup.js';
+import { RUN_LABELS, runContainerSpec } from './docker-spec.js';
+import { startEgressProxy, type EgressProxy } from './egress.js';
+import { bytesUsed, handSocketTo, INSIDE, prepareRunFolder, relayScript, SSH_PROXY, type RunFolder } from './inside.js';
+import type { BoundName, RunSandbox, Sandbox, SandboxCommand, SandboxRequest } from './types.js';
+
+export interface DockerSandboxOptions {
+  /** The engine on this machine (a run's folder is bind-mounted: the engine must see the gateway's files). */
+  docker: Docker;
+  /** The runner image: the tool (`tofu` or `terraform`), a shell and coreutils, socat (compose/runner.Dockerfile). */
+  image: string;
+  /** The host user the container runs as: the sandbox user when the gateway is root, else the gateway's own (it owns `work/`). */
+  user: { uid: number; gid: number };
+  /** Whether `work/` is handed to `user` (the gateway is root). */
+  chown: boolean;
+  bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
+  providerMirror?: string;
+  cliConfig?: string;
+  mounts: Array<{ host: string; sandbox: string; writable: boolean }>;
+  /** A container outliving its gateway ends itself after this long (the run timeout and the kill grace, with room). */
+  lifetimeSeconds: number;
+  /** How often disk use and CPU time are checked against their bounds. */
+  checkEveryMs?: number;
+}
+
+export { RUN_LABELS };
+
+/**
+ * Runs each run in its own container on the Docker engine the gateway
+ * drives: the runner image, read-only, with the run's `work/` folder at
+ * /workspace (and its `tmp/` at /tmp) as the only writable places and
+ * nothing else of the host; its own user (65534), no capabilities, no new
+ * privileges; no network but its own loopback (`NetworkMode: none`), where
+ * the same relay as bubblewrap's forwards to the run's egress proxy through
+ * its socket, mounted at /run/tollgate/egress.sock; the container's cgroup
+ * bounding memory (and swap), processes and CPU, `RLIMIT_FSIZE` and a
+ * periodic check bounding disk; the run's environment only.
+ *
+ * One container per run, each command (`init`, `apply`, `output`) a
+ * `docker exec` in it: the container's cgroup and its counters (OOM kills,
+ * refused forks, CPU time) last the whole run, so `exceeded()` reads them
+ * after a command has ended, as bubblewrap's run cgroup does; the CPU time
+ * bound counts the whole run; and a run pays one container start, not three.
+ * Unlike bubblewrap, what a command leaves running in the background lives on
+ * until the run ends (it is the same run, inside the same bounds).
+ *
+ * The container's main process reads its stdin, which the gateway holds open
+ * (attached): when the gateway dies the container ends with it (as bwrap's
+ * `--die-with-parent`), and `AutoRemove` removes it; at the latest it ends
+ * after `lifetimeSeconds`.
+ *
+ * The tool is the image's, by the name of the one the gateway found
+ * (`tofu`, `terraform`): the image must hold it under that name.
+ *
+ * @example
+ * const sandbox = new DockerSandbox({ docker, image: 'tollgate/runner:latest', user: { uid: 65534, gid: 65534 }, chown: true, bounds, mounts: [], lifetimeSeconds: 1900 });
+ * const box = await sandbox.open({ runId, folder, tool: '/usr/bin/tofu', env, egress, say });
+ * const exit = await box.exec({ args: ['init'], cwd: `${box.workPath}/module`, signal, killGraceMs: 10_000, onOutput });
+ */
+export class DockerSandbox implements Sandbox {
+  readonly kind = 'docker';
+  readonly sshProxy = SSH_PROXY;
+
+  constructor(private readonly options: DockerSandboxOptions) {}
+
+  workPathFor(): string {
+    return INSIDE.work;
+  }
+
+  async open(request: SandboxRequest): Promise<RunSandbox> {
+    const { options } = this;
+    const folder = await prepareRunFolder(request.folder, { user: options.chown ? options.user : null, providerMirror: options.providerMirror, cliConfig: options.cliConfig });
+    const proxy = await startEgressProxy(folder.socket, request.egress, (line) => request.say(line));
+    let container: Docker.Container | null = null;
+    try {
+      await handSocketTo(folder.socket, options.chown ? options.user : null);
+      container = await options.docker.createContainer(runContainerSpec(options, request, folder));
+      // Attached before it starts: its main process ends when this stream closes (the gateway went away).
+      const stdin = await container.attach({ stream: true, stdin: true, stdout: false, stderr: false, hijack: true });
+      await container.start();
+      const info = await container.inspect();
+      const group = info.State.Pid ? await cgroupOfProcess(info.State.Pid) : null;
+      return new DockerRun(options, request, folder, container, stdin, group, proxy);
+    } catch (error) {
+      await container?.remove({ force: true }).catch(() => {});
+      await proxy.close();
+      throw error;
+    }
+  }
+}
+
+class DockerRun implements RunSandbox {
+  readonly workPath = INSIDE.work;
+  private diskExceeded = false;
+  private cpuExceeded = false;
+  /** The highest counts read so far: the group goes with the container, so a stopped run keeps what was counted. */
+  private last: CgroupCounts = { oomKills: 0, forksRefused: 0, cpuSeconds: 0 };
+  private readonly checker: NodeJS.Timeout;
+  /** The check under way, if any: the final one (`exceeded`) waits for it, then measures afresh. */
+  private checking: Promise<void> | null = null;
+  private commands = 0;
+
+  constructor(
+    private readonly options: DockerSandboxOptions,
+    private readonly request: SandboxRequest,
+    private readonly folder: RunFolder,
+    private readonly container: Docker.Container,
+    private readonly stdin: NodeJS.ReadWriteStream,
+    private readonly group: { counts(): Promise<CgroupCounts> } | null,
+    private readonly proxy: EgressProxy,
+  ) {
+    this.checker = setInterval(() => void this.check(), options.checkEveryMs ?? 500);
+    this.checker.unref();
+  }
+
+  async exec(command: SandboxCommand): Promise<ToolExit> {
+    if (command.signal.aborted) return { code: null, signal: 'SIGINT', error: 'stopped before it started' };
+    // Each command writes its shell's pid (the tool's, after exec) where a stop finds it: signals go from inside the container.
+    const pidFile = `/tmp/.tollgate-command-${++this.commands}.pid`;
+    const tool = path.basename(this.request.tool);
+    let killTimer: NodeJS.Timeout | undefined;
+    const stop = () => {
+      void this.run(['/bin/sh', '-c', `kill -INT "$(cat ${pidFile})"`]).catch(() => {});
+      killTimer = setTimeout(() => void this.container.kill().catch(() => {}), command.killGraceMs);
+    };
+    try {
+      const exec = await this.container.exec({
+        // Docker adds HOSTNAME to every process's environment: the tool gets the run's environment only, as in bubblewrap.
+        Cmd: ['env', '-u', 'HOSTNAME', '/bin/sh', '-c', `echo $$ > ${pidFile}; ${relayScript()}`, 'sh', tool, ...command.args],
+        AttachStdout: true,
+        AttachStderr: true,
+        WorkingDir: command.cwd,
+        User: `${this.options.user.uid}:${this.options.user.gid}`,
+      });
+      command.signal.addEventListener('abort', stop, { once: true });
+      if (command.signal.aborted) stop();
+      const stream = await exec.start({ hijack: true, stdin: false });
+      const decoder = new StringDecoder('utf8');
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          const text = decoder.write(chunk);
+          if (text) command.onOutput(text);
+          done();
+        },
+      });
+      this.options.docker.modem.demuxStream(stream, sink, sink);
+      await new Promise<void>((resolve) => {
+        stream.on('end', resolve);
+        stream.on('close', resolve);
+        stream.on('error', () => resolve());
+      });
+      const rest = decoder.end();
+      if (rest) command.onOutput(rest);
+      const { ExitCode: code } = await exec.inspect().catch(() => ({ ExitCode: null }));
+      // A process ended by a signal exits 128 + its number; a stopped command's is told as the signal, as runTool does.
+      if (code === null || (command.signal.aborted && code > 128)) return { code: null, signal: signalName(code === null ? constants.signals.SIGKILL : code - 128) };
+      return { code, signal: null };
+    } catch (error) {
+      return { code: null, signal: null, error: error instanceof Error ? error.message.slice(0, 300) : 'docker exec failed' };
+    } finally {
+      command.signal.removeEventListener('abort', stop);
+      clearTimeout(killTimer);
+    }
+  }
+
+  async exceeded(): Promise<BoundName[]> {
+    // A periodic check under way may have measured before the tool's last write: wait for it, then measure again.
+    await this.checking;
+    await this.check();
+    const counts = await this.counts();
+    const bounds: BoundName[] = [];
+    if (counts.oomKills > 0) bounds.push('memory');
+    if (counts.forksRefused > 0) bounds.push('processes');
+    if (this.cpuExceeded || counts.cpuSeconds >= this.options.bounds.cpuSeconds) bounds.push('cpu');
+    if (this.diskExceeded) bounds.push('disk');
+    return bounds;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.checker);
+    this.stdin.end();
+    (this.stdin as NodeJS.ReadWriteStream & { destroy?(): void }).destroy?.();
+    // Removed when this answers; 409: AutoRemove is removing it already, waited for, so nothing of the run outlives close().
+    const removing = await this.container.remove({ force: true }).then(
+      () => false,
+      (error: { statusCode?: number }) => error.statusCode === 409,
+    );
+    for (let attempt = 0; removing && attempt < 100; attempt++) {
+      const gone = await this.container.inspect().then(
+        () => false,
+        (error: { statusCode?: number }) => error.statusCode === 404,
+      );
+      if (gone) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await this.proxy.close();
+  }
+
+  /** Runs a short command in the container as the sandbox user (a stop's SIGINT). */
+  private async run(cmd: string[]): Promise<void> {
+    const exec = await this.container.exec({ Cmd: cmd, User: `${this.options.user.uid}:${this.options.user.gid}` });
+    const stream = await exec.start({ hijack: true, stdin: false });
+    stream.resume();
+  }
+
+  private async counts(): Promise<CgroupCounts> {
+    if (!this.group) {
+      // The container's cgroup is not visible from here (the gateway in another PID namespace): Docker's own word on memory.
+      const oom = await this.container.inspect().then(
+        (info) => info.State.OOMKilled,
+        () => false,
+      );
+      return { ...this.last, oomKills: Math.max(this.last.oomKills, oom ? 1 : 0) };
+    }
+    const now = await this.group.counts().catch(() => this.last);
+    this.last = {
+      oomKills: Math.max(this.last.oomKills, now.oomKills),
+      forksRefused: Math.max(this.last.forksRefused, now.forksRefused),
+      cpuSeconds: Math.max(this.last.cpuSeconds, now.cpuSeconds),
+    };
+    return this.last;
+  }
+
+  /** Disk use and CPU time against their bounds; going over either stops the run at once (the whole container). */
+  private check(): Promise<void> {
+    this.checking ??= this.measure().finally(() => {
+      this.checking = null;
+    });
+    return this.checking;
+  }
+
+  private async measure(): Promise<void> {
+    try {
+      if (!this.diskExceeded && (await bytesUsed(this.folder.work)) >= this.options.bounds.diskBytes) this.diskExceeded = true;
+      if (!this.cpuExceeded && (await this.counts()).cpuSeconds >= this.options.bounds.cpuSeconds) this.cpuExceeded = true;
+      if (this.diskExceeded || this.cpuExceeded) await this.container.kill().catch(() => {});
+    } catch {
+      // the folder is being removed
+    }
+  }
+}
+
+function signalName(number: number): NodeJS.Signals {
+  return (Object.entries(constants.signals).find(([, value]) => value === number)?.[0] ?? 'SIGKILL') as NodeJS.Signals;
+}
+
+/**
+ * Whether the engine answers and holds the image: `null` when both, else why
+ * not (a sentence). Bounded to a few seconds: an engine that hangs is absent.
+ *
+ * @example
+ * const why = await dockerReady(docker, 'tollgate/runner:latest');
+ */
+export async function dockerReady(docker: Docker, image: string, where: string): Promise<string | null> {
+  const within = <T>(promise: Promise<T>) => Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5000).unref())]);
+  try {
+    await within(docker.ping());
+  } catch (error) {
+    return `the Docker engine at ${where} does not answer (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`;
+  }
+  try {
+    await within(docker.getImage(image).inspect());
+    return null;
+  } catch (error) {
+    if ((error as { statusCode?: number }).statusCode === 404)
+      return `the runner image ${image} is not on the Docker engine at ${where} (build it from compose/runner.Dockerfile, or set TOLLGATE_RUN_IMAGE)`;
+    return `the Docker engine at ${where} did not answer about ${image} (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`;
+  }
+}

@@ -1,0 +1,178 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { eq } from 'drizzle-orm';
+import type { ClusterIdentity } from '../clusters/identity.js';
+import type { ClusterService } from '../clusters/service.js';
+import type { Config } from '../../config/index.js';
+import type { Database } from '../../shared/db/client.js';
+import { stacks } from '../../shared/db/schema.js';
+import { describeError, type Logger } from '../../shared/http/log.js';
+import { executeRun, type StopReason } from './execute.js';
+import type { SandboxChooser } from './sandbox/choose.js';
+import type { RunOutcome, RunRow, RunService } from './service.js';
+import { findTool } from './tool.js';
+
+/**
+ * Applies queued runs in this process: up to `TOLLGATE_RUN_WORKERS` at once,
+ * each claimed so that no other process takes it. Every `pollMs` it renews
+ * its claims (a dead process's runs fail once their lease passes), stops the
+ * runs asked to cancel, fails runs whose worker died, and takes new ones.
+ *
+ * @example
+ * const worker = new RunWorker({ db, runs, clusters, identity, sandboxes, config: config.runs, log });
+ * worker.start();
+ * await worker.stop();
+ */
+export class RunWorker {
+  /** This process's name on its claims. */
+  readonly id = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: {
+      db: Database;
+      runs: RunService;
+      clusters: ClusterService;
+      identity: ClusterIdentity;
+      sandboxes: SandboxChooser;
+      config: Config['runs'];
+      log: Logger;
+      onEnded?: () => void;
+    },
+  ) {}
+
+  start(): void {
+    if (this.deps.config.workers === 0 || this.timer) return;
+    this.timer = setInterval(() => void this.tick(), this.deps.config.pollMs);
+    this.timer.unref();
+    void this.tick();
+  }
+
+  /** Looks for work now (a run was just queued here) instead of at the next poll. */
+  poke(): void {
+    if (this.timer && !this.stopped) void this.tick();
+  }
+
+  /** Stops a run this process is applying at once; false when it is not applying it. */
+  cancelHere(runId: string): boolean {
+    const entry = this.active.get(runId);
+    entry?.controller.abort('cancel' satisfies StopReason);
+    return entry !== undefined;
+  }
+
+  /** Takes no more runs, stops the ones under way (they end FAILED: the gateway shut down), and waits for them. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.ticking;
+    for (const { controller } of this.active.values()) controller.abort('shutdown' satisfies StopReason);
+    await Promise.all([...this.active.values()].map((entry) => entry.done));
+  }
+
+  private tick(): Promise<void> {
+    this.ticking ??= this.work()
+      .catch((error: unknown) => this.deps.log.warn('the run worker could not reach the store', describeError(error)))
+      .finally(() => (this.ticking = null));
+    return this.ticking;
+  }
+
+  private async work(): Promise<void> {
+    const { runs, config } = this.deps;
+    // Renew first: a stall of this process (a long GC) must not make it fail its own runs.
+    const { cancel, lost } = await runs.renew(this.id, [...this.active.keys()], config.leaseMs);
+    await runs.failAbandoned(this.id);
+    for (const id of cancel) this.active.get(id)?.controller.abort('cancel' satisfies StopReason);
+    for (const id of lost) this.active.get(id)?.controller.abort('lost' satisfies StopReason);
+    const bin = findTool({ configured: config.tofuBin, pathList: config.searchPath });
+    while (!this.stopped && bin && this.active.size < config.workers) {
+      const run = await runs.claim(this.id, config.leaseMs);
+      if (!run) break;
+      this.launch(run, bin);
+    }
+  }
+
+  private launch(run: RunRow, bin: string): void {
+    const controller = new AbortController();
+    const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), this.deps.config.timeoutMs);
+    const done = this.apply(run, bin, controller.signal)
+      .then((outcome) => this.deps.runs.finish(this.id, run.id, outcome))
+      .then((recorded) => {
+        if (!recorded) this.deps.log.warn('a run ended after its claim was lost; its outcome was not recorded', { runId: run.id });
+        this.deps.onEnded?.();
+      })
+      .catch((error: unknown) => this.deps.log.error("a run's outcome could not be recorded; it fails when its claim expires", { runId: run.id, ...describeError(error) }))
+      .finally(() => {
+        clearTimeout(timeout);
+        this.active.delete(run.id);
+        this.poke();
+      });
+    this.active.set(run.id, { controller, done });
+  }
+
+  private async apply(run: RunRow, bin: string, signal: AbortSignal): Promise<RunOutcome> {
+    const { db, runs, clusters, identity, sandboxes, config, log } = this.deps;
+    const fail = (failure: string): RunOutcome => ({ state: 'FAILED', exitCode: null, failure, outputs: null, publicUrl: null, webTarget: null });
+    const stackId = run.stackId ?? '';
+    // By id: a stack added since under the same name is another stack, with its own state.
+    const [stack] = await db.select({ zip: stacks.package, root: stacks.root, sha: stacks.packageSha256 }).from(stacks).where(eq(stacks.id, stackId));
+    if (!stack || stack.sha !== run.packageSha256) {
+      await runs.appendLog(run.id, null, `[tollgate] Stack ${run.stackName} was deleted or replaced after this run was queued.\n`);
+      return fail(`Stack ${run.stackName} was deleted or replaced after this run was queued.`);
+    }
+    const { cluster, nodes } = await clusters.get(run.clusterId, null);
+    if (cluster.state !== 'running') return fail(`Cluster ${cluster.id} was deleted before the run started.`);
+    const sandbox = await sandboxes.get();
+    if (typeof sandbox === 'string') {
+      log.error('a run could not start: no sandbox', { runId: run.id, reason: sandbox });
+      return fail('This gateway can no longer isolate runs, so the run was not started; ask the operator (TOLLGATE_RUN_SANDBOX).');
+    }
+    const key = await identity.keyOf(cluster.id);
+    return executeRun({
+      run,
+      zip: Buffer.from(stack.zip),
+      root: stack.root,
+      context: {
+        runId: run.id,
+        clusterId: cluster.id,
+        clusterName: cluster.name,
+        publicDomain: cluster.publicDomain,
+        nodeAddresses: nodes.map((node) => node.address),
+        targetNode: nodes.find((node) => node.id === run.nodeId)?.address ?? '',
+        nodes: nodes.map((node) => ({ id: node.id, address: node.address, sshUser: node.runUser ?? '', sshPort: node.sshPort ?? 22, hostKey: node.hostKey ?? '' })),
+        sshProxy: sandbox.sshProxy,
+        sshPublicKey: key.publicKey,
+        sshPrivateKey: key.privateKey,
+      },
+      state: await runs.loadState(cluster.id, stackId),
+      bin,
+      workDir: config.workDir,
+      env: toolEnvironment(config),
+      sandbox,
+      egress: { nodes: nodes.map((node) => ({ address: node.address, ports: [...new Set([...config.egress.nodePorts, node.sshPort ?? 22])] })), hosts: config.egress.hosts },
+      bounds: config.bounds,
+      killGraceMs: config.killGraceMs,
+      timeoutMs: config.timeoutMs,
+      signal,
+      storeLog: (seq, text) => runs.appendLog(run.id, seq, text),
+      saveState: (state) => runs.saveState(cluster.id, stackId, state),
+      log,
+    });
+  }
+}
+
+/** The tool's whole environment: never the gateway's own (it holds database URLs and tokens), only what OpenTofu needs and what the operator passes. */
+function toolEnvironment(config: Config['runs']): Record<string, string> {
+  return {
+    PATH: config.searchPath,
+    HOME: config.workDir,
+    LANG: 'C.UTF-8',
+    TF_IN_AUTOMATION: '1',
+    TF_INPUT: '0',
+    CHECKPOINT_DISABLE: '1',
+    ...config.passEnv,
+  };
+}

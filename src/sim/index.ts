@@ -1,2 +1,0 @@
-export { startSimulator } from './server.js';
-export type { RunningSimulator, SimModel, SimStats, SimulatorOptions } from './types.js';

@@ -1,0 +1,38 @@
+import { Hono } from 'hono';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { readBody } from '../../shared/http/validate.js';
+import type { Services } from '../../services.js';
+import * as body from './schemas.js';
+import * as view from './views.js';
+
+/**
+ * The engines behind each model (`/admin/v1/engines`): their replicas and
+ * state; Docker engines scale and restart (rolling).
+ *
+ * @example
+ * admin.route('/engines', enginesRoutes(services));
+ */
+export function enginesRoutes(services: Services): Hono<GatewayEnv> {
+  const engines = new Hono<GatewayEnv>();
+  engines.get('/', (c) => c.json(view.listOf(services.fleet.status().map(view.engineView))));
+  const managedEngine = (model: string) => {
+    const engine = services.fleet.engines().find((e) => e.modelId === model);
+    if (!engine) throw new GatewayError('not_found', `No engine serves model ${model}.`, { status: 404 });
+    if (!engine.scale || !engine.restart) throw new GatewayError('conflict', `The ${engine.kind} engine of ${model} is not run by the gateway; only Docker engines scale and restart.`);
+    return engine as Required<Pick<typeof engine, 'scale' | 'restart' | 'status'>>;
+  };
+  engines.post('/:model{.+}/scale', async (c) => {
+    const engine = managedEngine(c.req.param('model'));
+    const { replicas } = await readBody(c, body.scaleEngineBody);
+    await engine.scale(replicas);
+    return c.json(view.engineView(engine.status()));
+  });
+  engines.post('/:model{.+}/restart', async (c) => {
+    const engine = managedEngine(c.req.param('model'));
+    await engine.restart();
+    return c.json(view.engineView(engine.status()));
+  });
+
+  return engines;
+}

@@ -1,0 +1,27 @@
+import { Hono } from 'hono';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { readBody } from '../../shared/http/validate.js';
+import type { Services } from '../../services.js';
+import * as body from './schemas.js';
+import * as view from './views.js';
+
+/**
+ * Prices per model (`/admin/v1/prices`), per million tokens in the gateway's
+ * currency, kept exactly (`gateway/billing/money.ts`).
+ *
+ * @example
+ * admin.route('/prices', pricesRoutes(services));
+ */
+export function pricesRoutes(services: Services): Hono<GatewayEnv> {
+  const prices = new Hono<GatewayEnv>();
+  const { catalog } = services;
+  const currency = services.config.currency;
+  prices.put('/:modelId{.+}', async (c) => {
+    const input = await readBody(c, body.setPriceBody);
+    const price = await catalog.setPrice(c.req.param('modelId'), input.input_per_million, input.output_per_million);
+    return c.json(view.priceView(price, currency));
+  });
+  prices.get('/', async (c) => c.json(view.listOf((await catalog.listPrices()).map((p) => view.priceView(p, currency)))));
+
+  return prices;
+}

@@ -1,0 +1,45 @@
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
+import { every } from 'hono/combine';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { limitBody, MANAGEMENT_MAX_BODY_BYTES, refuseNul, requireJsonBody } from '../../shared/http/request.js';
+import type { Services } from '../../services.js';
+import { apiAccess } from './access.js';
+import { renderApiError } from './errors.js';
+
+/** The client's address and whether it came over HTTPS, as the trusted proxies tell it (`shared/http/client-address.ts`). */
+export type ClientOf = (c: Context) => { address: string; https: boolean };
+
+/**
+ * A resource of the generic API: a Hono sub-app whose every request passes
+ * the API's checks (no NUL in the path, who is calling and the hourly limits,
+ * then the body's type and size: `bodyRules`, by default JSON up to
+ * MANAGEMENT_MAX_BODY_BYTES), and whose errors use the API's envelope.
+ * The guard is `'*'` of the sub-app, so it covers the resource's own paths
+ * only: the API is mounted at `/v1` too, beside the gateway's routes.
+ * Access comes first: every answer, a 413 included, is counted and carries
+ * the limit headers, and no body is read for a stranger.
+ *
+ * @example
+ * const users = apiResource(services, clientOf);
+ * users.get('/:id', …);
+ */
+export function apiResource(services: Services, clientOf: ClientOf, ...bodyRules: MiddlewareHandler<GatewayEnv>[]): Hono<GatewayEnv> {
+  const resource = new Hono<GatewayEnv>();
+  resource.onError((error, c) => renderApiError(error, c, services.log));
+  const rules = bodyRules.length > 0 ? bodyRules : [requireJsonBody(), limitBody(MANAGEMENT_MAX_BODY_BYTES)];
+  resource.use('*', every(refuseNul(), apiAccess(services, clientOf), ...rules));
+  return resource;
+}
+
+/**
+ * Mounts a resource at `path` of `api`, answering any other method or path
+ * under it with the API's 404 (after the resource's own routes, so a
+ * stranger still gets 401 first).
+ */
+export function mountResource(api: Hono<GatewayEnv>, path: string, resource: Hono<GatewayEnv>): void {
+  resource.all('*', (c) => {
+    throw new GatewayError('not_found', `There is no route ${c.req.method} ${c.req.path}.`);
+  });
+  api.route(path, resource);
+}

@@ -1,0 +1,43 @@
+import { catalogCommands } from './catalog.js';
+import { clusterCommands } from './clusters.js';
+import { costCommands } from './costs.js';
+import { engineCommands } from './engines.js';
+import type { Command } from './command.js';
+import { keyCommands } from './keys.js';
+import { orgCommands } from './orgs.js';
+import { stackCommands } from './stacks.js';
+import { userCommands } from './users.js';
+import { walletCommands } from './wallet.js';
+
+/**
+ * Every command, in the order `tollgate help` lists them.
+ *
+ * @example
+ * const command = findCommand('keys', 'create');
+ */
+export const COMMANDS: readonly Command[] = [
+  ...orgCommands,
+  ...userCommands,
+  ...walletCommands,
+  ...keyCommands,
+  ...catalogCommands,
+  ...engineCommands,
+  ...clusterCommands,
+  ...stackCommands,
+  ...costCommands,
+];
+
+/** By its words; a group may be a command by itself (`models`, without an action). */
+export function findCommand(group: string | undefined, action: string | undefined): Command | undefined {
+  const name = action === undefined ? group : `${group} ${action}`;
+  return COMMANDS.find((command) => command.name === name);
+}
+
+/** The usage lines of a group (`keys`), or of all commands. */
+export function usageLines(group?: string): string[] {
+  return COMMANDS.filter((command) => !group || command.name === group || command.name.startsWith(`${group} `)).map(usageOf);
+}
+
+export function usageOf(command: Command): string {
+  return `tollgate ${command.name}${command.args ? ` ${command.args}` : ''}`;
+}

@@ -1,0 +1,116 @@
+import { Args, GLOBAL_OPTIONS, parseCommandLine } from './args.js';
+import { createClient } from './client.js';
+import type { Command } from './commands/command.js';
+import { COMMANDS, findCommand, usageLines, usageOf } from './commands/index.js';
+import { ApiError, CliError, UsageError } from './errors.js';
+import { resolveKeySettings, resolveSettings } from './settings.js';
+import type { Input, Stdin } from './terminal.js';
+
+export interface Io {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  /** Where a password is read or asked (default: the process's stdin); touched only by commands that read one. */
+  stdin?: Stdin;
+}
+
+const processIo: Io = { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) };
+
+/**
+ * Runs one `tollgate` command line and answers its exit code: 0 done, 1 the
+ * command failed (API error, gateway unreachable), 2 bad usage (nothing sent).
+ * With `--json` stdout gets exactly the API's response body (nothing for a
+ * 204 No Content), or the one body a command makes of several answers.
+ *
+ * @example
+ * process.exitCode = await main(['orgs', 'create', '--name', 'Acme', '--json']);
+ */
+export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  const { words, rest } = splitCommandWords(argv);
+  const [group, action] = words;
+  if (group === undefined || group === 'help' || rest.includes('--help') || rest.includes('-h')) {
+    const command = findCommand(group, action);
+    if (command) return print(io, `usage: ${usageOf(command)}\n\n${command.summary}\n`);
+    return help(io, rest.includes('--json'));
+  }
+  const command = findCommand(group, action);
+  if (!command) {
+    const known = usageLines(group);
+    io.stderr(`error: unknown command "${words.join(' ')}"\n${(known.length > 0 ? known : usageLines()).map((line) => `usage: ${line}`).join('\n')}\n`);
+    return 2;
+  }
+  try {
+    const { values, positionals } = parseCommandLine(rest, command.options ?? {});
+    const args = new Args(values, positionals);
+    args.positionalCount(command.positionals ?? 0);
+    // Lazily: reading process.stdin is for the commands that need it.
+    const input: Input = {
+      stderr: (text) => io.stderr(text),
+      get stdin() {
+        return io.stdin ?? process.stdin;
+      },
+    };
+    const built = await command.request(args, input);
+    const requests = Array.isArray(built) ? built : [built];
+    const client =
+      command.api === 'public'
+        ? createClient({ ...resolveKeySettings({ url: args.optional('url'), apiKey: args.optional('api-key') }), base: '/v1' })
+        : createClient(await resolveSettings({ url: args.optional('url'), token: args.optional('token') }));
+    const bodies = await Promise.all(requests.map((request) => client.send(request)));
+    const answer = command.combine ? command.combine(bodies) : bodies[0];
+    const body = command.receive ? await command.receive(answer, args) : answer;
+    if (values.json === true) return body === null ? 0 : print(io, JSON.stringify(body, null, 2));
+    return print(io, command.render(body, args));
+  } catch (error) {
+    return report(error, io, command);
+  }
+}
+
+/** The first two words select the command; global flags (`--json`, `--url X`) may come before them. */
+function splitCommandWords(argv: string[]): { words: string[]; rest: string[] } {
+  const leading: string[] = [];
+  let i = 0;
+  while (i < argv.length && argv[i]!.startsWith('-')) {
+    const width = GLOBAL_OPTIONS[argv[i]!.slice(2) as keyof typeof GLOBAL_OPTIONS]?.type === 'string' ? 2 : 1;
+    leading.push(...argv.slice(i, i + width));
+    i += width;
+  }
+  const words: string[] = [];
+  while (words.length < 2 && i < argv.length && !argv[i]!.startsWith('-')) words.push(argv[i++]!);
+  return { words, rest: [...leading, ...argv.slice(i)] };
+}
+
+function print(io: Io, text: string): number {
+  io.stdout(text.endsWith('\n') ? text : `${text}\n`);
+  return 0;
+}
+
+function help(io: Io, json: boolean): number {
+  if (json) return print(io, JSON.stringify({ object: 'help', commands: COMMANDS.map((c) => ({ usage: usageOf(c), summary: c.summary })) }, null, 2));
+  const lines = COMMANDS.map((c) => `  ${usageOf(c)}\n      ${c.summary}`);
+  return print(
+    io,
+    `tollgate: manage organizations, users, wallets, keys, models and prices of a Tollgate gateway.\n\nCommands:\n${lines.join('\n')}\n
+Passwords are never arguments: pipe one with --password-stdin, or run in a terminal to be asked for it.
+\`tollgate models\`, \`stacks\`, \`clusters\` and \`runs\` use an API key (--api-key, else $TOLLGATE_API_KEY), not the operator token.
+
+Options for every command:
+  --url URL      the gateway (default $TOLLGATE_URL, else http://127.0.0.1:8080)
+  --token T      the operator token (default $TOLLGATE_ADMIN_TOKEN, else $TOLLGATE_DATA_DIR/admin-token)
+  --json         print the API's JSON response instead of text
+  -h, --help     show usage\n`,
+  );
+}
+
+function report(error: unknown, io: Io, command: Command): number {
+  if (error instanceof UsageError) {
+    io.stderr(`error: ${error.message}\nusage: ${usageOf(command)}\n`);
+    return 2;
+  }
+  if (error instanceof ApiError) {
+    const details = error.details.map((d) => `\n  ${d.field}: ${d.message}`).join('');
+    io.stderr(`error: ${error.message} (${error.code})${details}\n`);
+    return 1;
+  }
+  io.stderr(`error: ${error instanceof CliError ? error.message : `unexpected failure: ${error instanceof Error ? error.message : String(error)}`}\n`);
+  return 1;
+}

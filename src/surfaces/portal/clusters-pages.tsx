@@ -1,0 +1,214 @@
+import { identityOf, type NodeKeyRow } from '../../platform/clusters/identity.js';
+import type { ClusterRow, NodeRow } from '../../platform/clusters/service.js';
+import type { RunRow } from '../../platform/runs/service.js';
+import { FINAL_STATES } from '../../platform/runs/service.js';
+import { Notice, Page } from './layout.js';
+import type { Viewer } from './pages.js';
+
+const time = (at: Date | null) => (at ? at.toISOString().slice(0, 19).replace('T', ' ') : '—');
+
+/** A run's state as a label people can tell apart without colour too. */
+export function RunState({ state }: { state: RunRow['state'] }) {
+  return <span class={`run-state run-${state.toLowerCase()}`}>{state}</span>;
+}
+
+/** The organization's running clusters (a platform admin: every organization's). */
+export function ClustersPage({ viewer, clusters }: { viewer: Viewer; clusters: Array<{ cluster: ClusterRow; nodeCount: number }> }) {
+  return (
+    <Page title="Clusters" user={viewer} current="clusters">
+      <h1>Clusters</h1>
+      <p class="muted">
+        Apply a stack from the <a href="/portal/stacks">catalog</a> to a cluster or one of its nodes.
+      </p>
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Clusters (scrolls sideways on a narrow screen)">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Profile</th>
+              <th scope="col" class="num">
+                Nodes
+              </th>
+              <th scope="col">Public domain</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {clusters.map(({ cluster, nodeCount }) => (
+              <tr>
+                <td>
+                  <a href={`/portal/clusters/${cluster.id}`}>{cluster.name}</a>
+                </td>
+                <td>{cluster.profile}</td>
+                <td class="num">{nodeCount}</td>
+                <td>{cluster.publicDomain}</td>
+                <td>{time(cluster.createdAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {clusters.length === 0 && (
+        <p class="muted">
+          No clusters yet. Owners and admins create them with the API or <code>tollgate clusters create</code>.
+        </p>
+      )}
+    </Page>
+  );
+}
+
+/** One cluster: its nodes and its runs, newest first. */
+export function ClusterPage({ viewer, cluster, nodes, keys, runs }: { viewer: Viewer; cluster: ClusterRow; nodes: NodeRow[]; keys: NodeKeyRow[]; runs: RunRow[] }) {
+  const addressOf = new Map(nodes.map((node) => [node.id, node.address]));
+  const identity = identityOf(cluster.state, keys);
+  return (
+    <Page title={cluster.name} user={viewer} current="clusters">
+      <p>
+        <a href="/portal/clusters">← Clusters</a>
+      </p>
+      <h1>{cluster.name}</h1>
+      <p class="muted">
+        {cluster.profile} · {identity.status === 'provisioning' ? 'provisioning: its access key is not on every node yet' : identity.status} · public URLs under <code>{cluster.publicDomain}</code> ·{' '}
+        <code>{cluster.id}</code>
+      </p>
+      <h2>Nodes</h2>
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Nodes (scrolls sideways on a narrow screen)">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Address</th>
+              <th scope="col">Id</th>
+              <th scope="col">SSH</th>
+              <th scope="col">Cluster's key</th>
+            </tr>
+          </thead>
+          <tbody>
+            {nodes.map((node) => {
+              const key = identity.nodeIdentity(node.id);
+              return (
+                <tr>
+                  <td>{node.address}</td>
+                  <td>
+                    <code>{node.id}</code>
+                  </td>
+                  <td>{node.runUser ? `${node.runUser}@${node.address}:${node.sshPort}` : '—'}</td>
+                  <td>{key.state === 'unmanaged' ? 'not managed (no SSH access)' : key.state === 'failed' ? `failed (attempt ${key.attempts}): ${key.error ?? ''}` : key.state}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
+      <h2>Runs</h2>
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Runs (scrolls sideways on a narrow screen)">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Run</th>
+              <th scope="col">Stack</th>
+              <th scope="col">Target</th>
+              <th scope="col">State</th>
+              <th scope="col">Queued</th>
+              <th scope="col">Finished</th>
+              <th scope="col">Public URL</th>
+            </tr>
+          </thead>
+          <tbody>
+            {runs.map((run) => (
+              <tr>
+                <td>
+                  <a href={`/portal/runs/${run.id}`}>{run.id.slice(0, 12)}…</a>
+                </td>
+                <td>{run.stackName}</td>
+                <td>{run.nodeId ? `node ${addressOf.get(run.nodeId) ?? run.nodeId}` : 'whole cluster'}</td>
+                <td>
+                  <RunState state={run.state} />
+                </td>
+                <td>{time(run.createdAt)}</td>
+                <td>{time(run.finishedAt)}</td>
+                <td>{run.publicUrl ? <a href={run.publicUrl}>{run.publicUrl}</a> : '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {runs.length === 0 && (
+        <p class="muted">
+          No runs yet: pick a stack in the <a href="/portal/stacks">catalog</a> and apply it here.
+        </p>
+      )}
+    </Page>
+  );
+}
+
+/** A run: its state, timings, outcome and log; the log follows live (the portal's script) while the run is queued or running. */
+export function RunPage({ viewer, run, clusterName, log, notice }: { viewer: Viewer; run: RunRow; clusterName: string; log: string; notice?: string }) {
+  const active = !FINAL_STATES.includes(run.state);
+  return (
+    <Page title={`Run of ${run.stackName}`} user={viewer} current="clusters">
+      <p>
+        <a href={`/portal/clusters/${run.clusterId}`}>← {clusterName}</a>
+      </p>
+      <h1>
+        {run.stackName} on {clusterName}
+      </h1>
+      {notice && <Notice kind="ok">{notice}</Notice>}
+      <div class="panel grid run-facts">
+        <p>
+          State: <RunState state={run.state} />
+        </p>
+        <p>Queued: {time(run.createdAt)}</p>
+        <p>Started: {time(run.startedAt)}</p>
+        <p>Finished: {time(run.finishedAt)}</p>
+        <p>Exit status: {run.exitCode ?? '—'}</p>
+        <p>
+          Run: <code>{run.id}</code>
+        </p>
+      </div>
+      {run.failure && <Notice kind="error">{run.failure}</Notice>}
+      {run.publicUrl && (
+        <p>
+          Public URL: <a href={run.publicUrl}>{run.publicUrl}</a>
+        </p>
+      )}
+      {active && (
+        <form method="post" action={`/portal/runs/${run.id}/cancel`} data-confirm="Stop this run? OpenTofu is interrupted; the cluster may be left partly changed.">
+          <input type="hidden" name="_csrf" value={viewer.csrf} />
+          <button type="submit" class="danger">
+            Cancel run
+          </button>
+        </form>
+      )}
+      {run.outputs && Object.keys(run.outputs).length > 0 && (
+        <>
+          <h2>Outputs</h2>
+          <div class="table-wrap" tabindex={0} role="region" aria-label="Outputs (scrolls sideways on a narrow screen)">
+            <table>
+              <tbody>
+                {Object.entries(run.outputs).map(([name, value]) => (
+                  <tr>
+                    <th scope="row">{name}</th>
+                    <td class="wrap">
+                      <code>{value === null ? '(sensitive)' : typeof value === 'string' ? value : JSON.stringify(value)}</code>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      )}
+      <h2>Inputs</h2>
+      <pre>{JSON.stringify(run.inputs, null, 2)}</pre>
+      <h2 id="log-heading">Log</h2>
+      {active && (
+        <p class="muted" id="log-status">
+          Following the log as it is written…
+        </p>
+      )}
+      <pre class="run-log" id="run-log" aria-labelledby="log-heading" tabindex={0} data-follow={active ? `/api/v1/runs/${run.id}/log?follow=true` : undefined}>
+        {log || (active ? '' : '(empty)')}
+      </pre>
+    </Page>
+  );
+}

@@ -1,0 +1,92 @@
+import { createHash } from 'node:crypto';
+import { Hono, type MiddlewareHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { limitBody, MANAGEMENT_MAX_BODY_BYTES, refuseNul } from '../../shared/http/request.js';
+import { DEFAULT_PACKAGE_LIMITS } from '../../platform/stacks/package.js';
+import type { Services } from '../../services.js';
+import type { ClientOf } from '../api/resource.js';
+import { assetAt } from './assets.js';
+import { clustersRoutes } from './clusters.js';
+import { costsRoutes } from './costs.js';
+import { ErrorPage, SignInOrErrorPage } from './error-pages.js';
+import { keysRoutes } from './keys.js';
+import { modelsRoutes } from './models.js';
+import { projectsRoutes } from './projects.js';
+import { runsRoutes } from './runs.js';
+import { formTokens, sameOrigin, securityHeaders } from './security.js';
+import { type PortalDeps, sessionActor, signedIn } from './session.js';
+import { signInRoutes, signOutRoutes } from './sign-in.js';
+import { STACK_UPLOAD_PATH, stacksRoutes } from './stacks.js';
+import { usageRoutes } from './usage.js';
+import { usersRoutes } from './users.js';
+import { walletRoutes } from './wallet.js';
+
+/**
+ * The portal: server-rendered pages (Hono's JSX) under `/portal`, for the
+ * people of an organization. Signed in with the session cookie of
+ * `surfaces/auth/index.ts`; every form posts with a token of its session and
+ * is refused from another origin; every page carries the security headers of
+ * `security.ts`. Each resource is a file of this folder mounted here; the
+ * page markup is in the `*-pages.tsx` files.
+ *
+ * @example
+ * app.route('/portal', createPortalRoutes(services, clientOf));
+ */
+export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
+  const portal = new Hono<GatewayEnv>();
+  const tokens = formTokens(createHash('sha256').update(`tollgate-portal:${services.adminToken}`).digest('hex'));
+  const deps: PortalDeps = {
+    services,
+    signedIn: (c) => signedIn(services, c),
+    viewerOf: (actor: SignedInActor) => ({ name: actor.user.name, csrf: tokens.of(actor.sessionHash!) }),
+    checkToken: (actor, token) => tokens.check(actor.sessionHash!, token),
+  };
+
+  const formLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES);
+  // Room for the largest package and its multipart framing on the upload form; the other forms are small. Only a
+  // signed-in user's upload is read, in one of the process's upload slots (taken before the body is read).
+  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024);
+  const upload: MiddlewareHandler<GatewayEnv> = async (c, next) => services.uploads.hold((await deps.signedIn(c)).userId, () => uploadLimit(c, next));
+  portal.use(
+    '*',
+    refuseNul(),
+    securityHeaders(),
+    (c, next) => (c.req.path === STACK_UPLOAD_PATH && c.req.method === 'POST' ? upload(c, next) : formLimit(c, next)),
+    sameOrigin((c) => clientOf(c).https),
+  );
+  portal.onError((error, c) => {
+    if (error instanceof GatewayError && error.status === 401) return c.redirect('/portal/sign-in', 303);
+    // Hono's csrf middleware refuses a form from elsewhere with its own exception.
+    if (error instanceof HTTPException && error.status === 403) return c.html(<ErrorPage status={403} message="This form did not come from this portal." />, 403);
+    if (error instanceof HTTPException && error.status === 413) return c.html(<ErrorPage status={413} message="That form is too large." />, 413);
+    const status = error instanceof GatewayError ? error.status : 500;
+    if (!(error instanceof GatewayError)) services.log.error('portal request failed', { requestId: c.get('requestId'), path: c.req.path, error: error.name });
+    const message = error instanceof GatewayError ? error.message : 'Something went wrong. Try again.';
+    // A busy upload's Retry-After, for one.
+    if (error instanceof GatewayError) for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
+    return c.html(<SignInOrErrorPage status={status} message={message} signingIn={c.req.path === '/portal/sign-in'} />, status as 400);
+  });
+
+  portal.get('/assets/:file', (c) => {
+    const asset = assetAt(c.req.param('file'));
+    if (!asset) throw new GatewayError('not_found', 'No such file.');
+    return c.body(asset.body, 200, { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable' });
+  });
+
+  portal.get('/', async (c) => c.redirect((await sessionActor(services, c)) ? '/portal/keys' : '/portal/sign-in', 303));
+  portal.route('/sign-in', signInRoutes(deps, clientOf));
+  portal.route('/sign-out', signOutRoutes(deps, clientOf));
+  portal.route('/keys', keysRoutes(deps));
+  portal.route('/', usageRoutes(deps));
+  portal.route('/wallet', walletRoutes(deps));
+  portal.route('/models', modelsRoutes(deps));
+  portal.route('/projects', projectsRoutes(deps));
+  portal.route('/users', usersRoutes(deps));
+  portal.route('/stacks', stacksRoutes(deps));
+  portal.route('/clusters', clustersRoutes(deps));
+  portal.route('/runs', runsRoutes(deps));
+  portal.route('/', costsRoutes(deps));
+  return portal;
+}

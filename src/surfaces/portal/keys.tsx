@@ -1,0 +1,112 @@
+import { Hono } from 'hono';
+import { z } from 'zod';
+import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { keysLastUsed } from '../../gateway/billing/reports.js';
+import { KEY_EXPIRIES, type KeyRow } from '../../gateway/keys/service.js';
+import type { Services } from '../../services.js';
+import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage } from './pages.js';
+import { DONE_NOTICES, type PortalDeps, problems } from './session.js';
+
+const whole = (max: number) => z.coerce.number().int('Must be a whole number.').min(1, 'Must be at least 1.').max(max, `Must be at most ${max}.`);
+/** An empty field means unlimited. */
+const optionalWhole = (max: number) => z.preprocess((value) => (value === '' || value === undefined ? null : value), whole(max).nullable());
+const keySettingsForm = z.object({
+  requests_per_minute: whole(1_000_000),
+  max_concurrency: whole(1_000_000),
+  tokens_per_minute: optionalWhole(2_147_483_647),
+  monthly_tokens: optionalWhole(Number.MAX_SAFE_INTEGER),
+  store_request_data: z.literal('on').optional(),
+  response_cache: z.literal('on').optional(),
+});
+const createKeyForm = keySettingsForm.extend({ name: z.string().trim().min(1, 'Give the key a name.').max(200), expiry: z.enum(KEY_EXPIRIES) });
+
+/**
+ * API keys (`/portal/keys`): list with when each was last used, create (the
+ * secret shown once), edit limits and options, delete. Owners and admins
+ * manage every key of their organization; members their own.
+ *
+ * @example
+ * portal.route('/keys', keysRoutes(deps));
+ */
+export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+  const keys = new Hono<GatewayEnv>();
+  const { services } = deps;
+  keys.get('/', async (c) => {
+    const actor = await deps.signedIn(c);
+    const notice = DONE_NOTICES[c.req.query('done') ?? ''];
+    return c.html(<KeysPage viewer={deps.viewerOf(actor)} keys={await manageableKeys(services, actor)} lastUsed={await keysLastUsed(services.db, actor.orgId)} notice={notice} />);
+  });
+
+  keys.post('/', async (c) => {
+    const actor = await deps.signedIn(c);
+    const form = await c.req.parseBody();
+    deps.checkToken(actor, form._csrf);
+    const parsed = createKeyForm.safeParse(form);
+    const again = async (error: string, status: 400 | 409) =>
+      c.html(<KeysPage viewer={deps.viewerOf(actor)} keys={await manageableKeys(services, actor)} lastUsed={await keysLastUsed(services.db, actor.orgId)} error={error} />, status);
+    if (!parsed.success) return again(problems(parsed.error), 400);
+    try {
+      const { key, secret } = await services.keys.create({ orgId: actor.orgId, userId: actor.userId, name: parsed.data.name, expiry: parsed.data.expiry, ...settingsOf(parsed.data) });
+      c.header('Cache-Control', 'no-store');
+      return c.html(<KeyCreatedPage viewer={deps.viewerOf(actor)} apiKey={key} secret={secret} />, 201);
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === 'key_limit_reached') return again(error.message, 409);
+      throw error;
+    }
+  });
+
+  keys.get('/:id/edit', async (c) => {
+    const actor = await deps.signedIn(c);
+    return c.html(<KeyEditPage viewer={deps.viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param('id'))} />);
+  });
+
+  keys.post('/:id', async (c) => {
+    const actor = await deps.signedIn(c);
+    const key = await manageableKey(services, actor, c.req.param('id'));
+    const form = await c.req.parseBody();
+    deps.checkToken(actor, form._csrf);
+    const parsed = keySettingsForm.safeParse(form);
+    if (!parsed.success) return c.html(<KeyEditPage viewer={deps.viewerOf(actor)} apiKey={key} error={problems(parsed.error)} />, 400);
+    await services.keys.update(key.id, settingsOf(parsed.data));
+    // Post, then redirect: reloading the page does not post again.
+    return c.redirect('/portal/keys?done=saved', 303);
+  });
+
+  keys.get('/:id/delete', async (c) => {
+    const actor = await deps.signedIn(c);
+    return c.html(<KeyDeletePage viewer={deps.viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param('id'))} />);
+  });
+
+  keys.post('/:id/delete', async (c) => {
+    const actor = await deps.signedIn(c);
+    const key = await manageableKey(services, actor, c.req.param('id'));
+    deps.checkToken(actor, (await c.req.parseBody())._csrf);
+    await services.keys.revoke(key.id);
+    return c.redirect('/portal/keys?done=deleted', 303);
+  });
+  return keys;
+}
+
+/** Owners and admins manage every key of their organization; members the keys that act as them. */
+async function manageableKeys(services: Services, actor: SignedInActor): Promise<KeyRow[]> {
+  const keys = await services.keys.list(actor.orgId);
+  return actor.role === 'member' && !actor.platformAdmin ? keys.filter((key) => key.userId === actor.userId) : keys;
+}
+
+async function manageableKey(services: Services, actor: SignedInActor, id: string): Promise<KeyRow> {
+  const key = (await manageableKeys(services, actor)).find((k) => k.id === id);
+  if (!key) throw new GatewayError('not_found', 'There is no such key among yours.');
+  return key;
+}
+
+function settingsOf(form: z.output<typeof keySettingsForm>) {
+  return {
+    requestsPerMinute: form.requests_per_minute,
+    maxConcurrency: form.max_concurrency,
+    tokensPerMinute: form.tokens_per_minute,
+    monthlyTokens: form.monthly_tokens,
+    storeRequestData: form.store_request_data === 'on',
+    responseCache: form.response_cache === 'on',
+  };
+}

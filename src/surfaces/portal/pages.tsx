@@ -1,0 +1,209 @@
+import { KEY_EXPIRIES, type KeyRow, keyStatus, MAX_LIVE_KEYS } from '../../gateway/keys/service.js';
+import { Notice, Page } from './layout.js';
+
+/** The signed-in user as the pages show them, with the form token every form carries. */
+export interface Viewer {
+  name: string;
+  csrf: string;
+}
+
+const EXPIRY_LABELS: Record<(typeof KEY_EXPIRIES)[number], string> = { never: 'Never', '7d': '7 days', '30d': '30 days', '90d': '90 days', '1y': '1 year' };
+const date = (at: Date | null) => (at ? at.toISOString().slice(0, 16).replace('T', ' ') : '—');
+const limit = (value: number | null) => (value === null ? 'unlimited' : value.toLocaleString('en-US'));
+
+export function SignInPage({ error, email }: { error?: string; email?: string }) {
+  return (
+    <Page title="Sign in" user={null}>
+      <div class="signin panel">
+        <h1>Sign in</h1>
+        {error && <Notice kind="error">{error}</Notice>}
+        <form method="post" action="/portal/sign-in">
+          <label for="email">Email</label>
+          <input id="email" name="email" type="email" autocomplete="username" required value={email ?? ''} />
+          <label for="password">Password</label>
+          <input id="password" name="password" type="password" autocomplete="current-password" required />
+          <p>
+            <button type="submit">Sign in</button>
+          </p>
+        </form>
+      </div>
+    </Page>
+  );
+}
+
+/** The limit and toggle inputs of the create and edit forms, filled with `key`'s values when editing. */
+function KeySettingsFields({ row }: { row?: KeyRow }) {
+  return (
+    <>
+      <div class="grid">
+        <div>
+          <label for="requests_per_minute">Requests per minute</label>
+          <input id="requests_per_minute" name="requests_per_minute" type="number" min="1" required value={String(row?.requestsPerMinute ?? 60)} />
+        </div>
+        <div>
+          <label for="max_concurrency">Requests at once</label>
+          <input id="max_concurrency" name="max_concurrency" type="number" min="1" required value={String(row?.maxConcurrency ?? 10)} />
+        </div>
+        <div>
+          <label for="tokens_per_minute">Tokens per minute (empty: unlimited)</label>
+          <input id="tokens_per_minute" name="tokens_per_minute" type="number" min="1" value={row?.tokensPerMinute === null || row === undefined ? '' : String(row.tokensPerMinute)} />
+        </div>
+        <div>
+          <label for="monthly_tokens">Tokens per month (empty: unlimited)</label>
+          <input id="monthly_tokens" name="monthly_tokens" type="number" min="1" value={row?.monthlyTokens === null || row === undefined ? '' : String(row.monthlyTokens)} />
+        </div>
+      </div>
+      <p class="check">
+        <input id="store_request_data" name="store_request_data" type="checkbox" value="on" checked={row?.storeRequestData ?? false} />{' '}
+        <label for="store_request_data">Store request and response data</label>
+      </p>
+      <p class="check">
+        <input id="response_cache" name="response_cache" type="checkbox" value="on" checked={row?.responseCache ?? false} /> <label for="response_cache">Cache responses</label>
+      </p>
+    </>
+  );
+}
+
+export function KeysPage({ viewer, keys, lastUsed, error, notice }: { viewer: Viewer; keys: KeyRow[]; lastUsed: Map<string, Date>; error?: string; notice?: string }) {
+  const now = new Date();
+  const live = keys.filter((key) => keyStatus(key, now) === 'active').length;
+  return (
+    <Page title="API keys" user={viewer} current="keys">
+      <h1>API keys</h1>
+      {error && <Notice kind="error">{error}</Notice>}
+      {notice && <Notice kind="ok">{notice}</Notice>}
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Table (scrolls sideways on a narrow screen)">
+        <table>
+          <caption class="muted">
+            Keys of your organization you may manage: {live} of {MAX_LIVE_KEYS} live.
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Key</th>
+              <th scope="col">State</th>
+              <th scope="col">Actions</th>
+              <th scope="col">Created</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Last used</th>
+              <th scope="col">Limits</th>
+              <th scope="col">Options</th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.map((key) => {
+              const state = keyStatus(key, now);
+              return (
+                <tr>
+                  <td>{key.name}</td>
+                  <td>
+                    <code>{key.secretHint}</code>
+                  </td>
+                  <td class={`state-${state}`}>{state}</td>
+                  <td>
+                    {state === 'active' ? (
+                      <span class="actions">
+                        <a href={`/portal/keys/${key.id}/edit`} aria-label={`Edit ${key.name}`}>
+                          Edit
+                        </a>
+                        <a href={`/portal/keys/${key.id}/delete`} aria-label={`Delete ${key.name}`}>
+                          Delete
+                        </a>
+                      </span>
+                    ) : (
+                      '—'
+                    )}
+                  </td>
+                  <td>{date(key.createdAt)}</td>
+                  <td>{date(key.expiresAt)}</td>
+                  <td>{date(lastUsed.get(key.id) ?? null)}</td>
+                  <td class="wrap">
+                    {limit(key.requestsPerMinute)} a minute, {limit(key.maxConcurrency)} at once; tokens: {limit(key.tokensPerMinute)} a minute, {limit(key.monthlyTokens)} a month
+                  </td>
+                  <td class="wrap">{[key.storeRequestData ? 'stores data' : null, key.responseCache ? 'cache on' : null].filter(Boolean).join(', ') || '—'}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
+      <h2 id="create">Create a key</h2>
+      <div class="panel">
+        {live >= MAX_LIVE_KEYS ? (
+          <p>Your organization has {MAX_LIVE_KEYS} live keys, the most it may hold. Delete one to create another.</p>
+        ) : (
+          <form method="post" action="/portal/keys">
+            <input type="hidden" name="_csrf" value={viewer.csrf} />
+            <label for="name">Name</label>
+            <input id="name" name="name" type="text" required maxlength={200} />
+            <label for="expiry">Expires</label>
+            <select id="expiry" name="expiry">
+              {KEY_EXPIRIES.map((expiry) => (
+                <option value={expiry}>{EXPIRY_LABELS[expiry]}</option>
+              ))}
+            </select>
+            <KeySettingsFields />
+            <button type="submit">Create key</button>
+          </form>
+        )}
+      </div>
+    </Page>
+  );
+}
+
+export function KeyCreatedPage({ viewer, apiKey: key, secret }: { viewer: Viewer; apiKey: KeyRow; secret: string }) {
+  return (
+    <Page title="Key created" user={viewer} current="keys">
+      <h1>Key “{key.name}” created</h1>
+      <div class="panel">
+        <Notice kind="ok">Copy the key now: it will not be shown again. Only its first and last characters are kept.</Notice>
+        <div class="secret">
+          <code id="secret">{secret}</code>
+          <button type="button" class="secondary" data-copy="#secret" hidden>
+            Copy
+          </button>
+        </div>
+        <p>
+          <a href="/portal/keys">Back to the keys</a>
+        </p>
+      </div>
+    </Page>
+  );
+}
+
+export function KeyEditPage({ viewer, apiKey: key, error }: { viewer: Viewer; apiKey: KeyRow; error?: string }) {
+  return (
+    <Page title={`Edit ${key.name}`} user={viewer} current="keys">
+      <h1>Edit “{key.name}”</h1>
+      {error && <Notice kind="error">{error}</Notice>}
+      <form method="post" action={`/portal/keys/${key.id}`} class="panel">
+        <input type="hidden" name="_csrf" value={viewer.csrf} />
+        <KeySettingsFields row={key} />
+        <div class="actions">
+          <button type="submit">Save</button>
+          <a href="/portal/keys">Cancel</a>
+        </div>
+      </form>
+    </Page>
+  );
+}
+
+export function KeyDeletePage({ viewer, apiKey: key }: { viewer: Viewer; apiKey: KeyRow }) {
+  return (
+    <Page title={`Delete ${key.name}`} user={viewer} current="keys">
+      <h1>Delete “{key.name}”?</h1>
+      <div class="panel">
+        <p>
+          Requests with <code>{key.secretHint}</code> are refused from the moment you delete it. This cannot be undone.
+        </p>
+        <form method="post" action={`/portal/keys/${key.id}/delete`} class="actions" data-confirm={`Delete the key “${key.name}”?`}>
+          <input type="hidden" name="_csrf" value={viewer.csrf} />
+          <button type="submit" class="danger">
+            Delete key
+          </button>
+          <a href="/portal/keys">Cancel</a>
+        </form>
+      </div>
+    </Page>
+  );
+}

@@ -1,0 +1,57 @@
+import type { Context } from 'hono';
+import { getCookie } from 'hono/cookie';
+import type { z } from 'zod';
+import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { toDetails } from '../../shared/http/validate.js';
+import type { Services } from '../../services.js';
+import { SESSION_COOKIE } from '../api/access.js';
+import type { Viewer } from './pages.js';
+
+export type PortalContext = Context<GatewayEnv>;
+
+/** What every page of the portal needs: the services, who is signed in, and the session's form token. */
+export interface PortalDeps {
+  services: Services;
+  /** The signed-in user, or 401 (which the portal answers with the sign-in page). */
+  signedIn(c: PortalContext): Promise<SignedInActor>;
+  /** Who a page is for: the name it shows and the form token its forms carry. */
+  viewerOf(actor: SignedInActor): Viewer;
+  /** Throws unless `token` is the session's form token. */
+  checkToken(actor: SignedInActor, token: unknown): void;
+}
+
+/** What a page says after a change redirected to it (`?done=`): fixed texts, never the query's. */
+export const DONE_NOTICES: Record<string, string> = {
+  saved: "Saved: the new limits and options apply from the key's next request.",
+  deleted: 'Deleted: requests with that key are refused from now on.',
+  'project-added': 'Project added.',
+  'project-deleted': 'Project deleted: X-Project-ID no longer names it.',
+  'user-added': 'User added: they can sign in now.',
+  'role-saved': 'Role saved.',
+  'user-deleted': 'User deleted: their sessions ended and their keys stopped working.',
+};
+
+/** The signed-in user of the session cookie, or undefined. */
+export async function sessionActor(services: Services, c: PortalContext): Promise<SignedInActor | undefined> {
+  const id = getCookie(c, SESSION_COOKIE);
+  if (!id) return undefined;
+  const session = await services.sessions.user(id);
+  if (!session) return undefined;
+  const { user } = session;
+  return { userId: user.id, orgId: user.orgId, role: user.role, platformAdmin: user.platformAdmin, user, sessionHash: session.sessionHash };
+}
+
+/** The signed-in user, or 401 (which the portal answers with the sign-in page). */
+export async function signedIn(services: Services, c: PortalContext): Promise<SignedInActor> {
+  const actor = await sessionActor(services, c);
+  if (!actor) throw new GatewayError('unauthorized', 'Sign in first.');
+  return actor;
+}
+
+/** Every problem of a form, in one sentence per field. */
+export function problems(error: z.ZodError): string {
+  return toDetails(error.issues)
+    .map((detail) => `${detail.field.replaceAll('_', ' ')}: ${detail.message}`)
+    .join(' ');
+}

@@ -1,0 +1,130 @@
+import { Readable } from 'node:stream';
+import { Hono } from 'hono';
+import { formatAmount } from '../../gateway/billing/money.js';
+import { decodeCursor, encodeCursor, type UsageCursor, usageGroups, usageRequests, usageTotals } from '../../gateway/billing/reports.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { csvStream } from '../../shared/http/csv.js';
+import { describeError } from '../../shared/http/log.js';
+import { UsagePage, type UsageWindow } from './usage-page.js';
+import type { PortalDeps } from './session.js';
+
+/**
+ * Usage (`/portal/usage`) and its CSV twin (`/portal/usage.csv`): totals,
+ * by day, key, model and project, and the requests, for a month or a custom
+ * window; mounted at `/` as its two paths are siblings.
+ *
+ * @example
+ * portal.route('/', usageRoutes(deps));
+ */
+export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+  const usage = new Hono<GatewayEnv>();
+  const { services } = deps;
+  const projects = services.projects;
+  usage.get('/usage', async (c) => {
+    const actor = await deps.signedIn(c);
+    // What the page shows includes this process's latest charges (they reach the database just after each answer).
+    await services.applier.settled(2_000);
+    const { window, error } = usageWindow(c.req.query());
+    const scope = { orgId: actor.orgId, from: window.from, to: window.to };
+    const after = decodeCursor(c.req.query('after') ?? '') ?? undefined;
+    const [totals, days, byKey, byModel, byProject, page, keys, projectRows] = await Promise.all([
+      usageTotals(services.db, scope),
+      usageGroups(services.db, scope, 'day'),
+      usageGroups(services.db, scope, 'key'),
+      usageGroups(services.db, scope, 'model'),
+      usageGroups(services.db, scope, 'project'),
+      usageRequests(services.db, { ...scope, limit: 50, after }),
+      services.keys.list(actor.orgId),
+      projects.list(actor, { offset: 0, limit: 100, sort: 'name' }),
+    ]);
+    return c.html(
+      <UsagePage
+        viewer={deps.viewerOf(actor)}
+        window={window}
+        error={error}
+        totals={totals}
+        days={days}
+        byKey={byKey}
+        byModel={byModel}
+        byProject={byProject}
+        records={page.records}
+        keyNames={new Map(keys.map((k) => [k.id, k.name]))}
+        projectNames={new Map(projectRows.rows.map((p) => [p.id, p.name]))}
+        olderHref={page.next ? `/portal/usage?${window.query}&after=${encodeCursor(page.next)}` : null}
+        currency={services.config.currency}
+      />,
+    );
+  });
+
+  usage.get('/usage.csv', async (c) => {
+    const actor = await deps.signedIn(c);
+    await services.applier.settled(2_000);
+    const { window } = usageWindow(c.req.query());
+    const keyNames = new Map((await services.keys.list(actor.orgId)).map((k) => [k.id, k.name]));
+    const scope = { orgId: actor.orgId, from: window.from, to: window.to };
+    const currency = services.config.currency;
+    const csv = csvStream(['time_utc', 'request_id', 'key_id', 'key_name', 'project_id', 'model', 'endpoint', 'status', 'prompt_tokens', 'completion_tokens', 'cost', 'currency', 'cache_hit']);
+    // Written page by page as the database gives them: a long window is never held whole in memory.
+    void writeUsageCsv(csv, { services, scope, keyNames, currency }).catch((error: unknown) => {
+      services.log.error('usage CSV failed', { requestId: c.get('requestId'), ...describeError(error) });
+      csv.destroy(error as Error);
+    });
+    const name = `tollgate-usage-${window.from.toISOString().slice(0, 10)}-to-${new Date(window.to.getTime() - 86_400_000).toISOString().slice(0, 10)}.csv`;
+    return c.body(Readable.toWeb(csv) as ReadableStream, 200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${name}"` });
+  });
+  return usage;
+}
+
+/** Writes the window's requests into `csv` a thousand at a time, waiting for the reader when it is behind; ends it. */
+async function writeUsageCsv(
+  csv: ReturnType<typeof csvStream>,
+  { services, scope, keyNames, currency }: { services: PortalDeps['services']; scope: { orgId: string; from: Date; to: Date }; keyNames: Map<string, string>; currency: string },
+): Promise<void> {
+  let after: UsageCursor | undefined;
+  do {
+    const page = await usageRequests(services.db, { ...scope, limit: 1_000, after });
+    for (const r of page.records) {
+      const row = [
+        r.createdAt.toISOString(),
+        r.id,
+        r.keyId,
+        keyNames.get(r.keyId) ?? '',
+        r.projectId ?? '',
+        r.modelId,
+        r.endpoint,
+        r.status,
+        r.promptTokens,
+        r.completionTokens,
+        formatAmount(r.cost),
+        currency,
+        r.cacheHit,
+      ];
+      if (!csv.write(row)) await new Promise((resolve) => csv.once('drain', resolve));
+    }
+    after = page.next ?? undefined;
+  } while (after);
+  csv.end();
+}
+
+/**
+ * The window of a usage page or CSV, from its query: `window=this-month`
+ * (default) or `last-month`, or `custom` with `from` and `to` as UTC dates,
+ * `to` included, at most 366 days. A bad custom window falls back to this
+ * month, with the reason.
+ */
+function usageWindow(query: Record<string, string>): { window: UsageWindow; error?: string } {
+  const now = new Date();
+  const month = (offset: number) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + offset, 1));
+  if (query.window === 'last-month') return { window: { kind: 'last-month', from: month(-1), to: month(0), query: 'window=last-month' } };
+  const thisMonth: UsageWindow = { kind: 'this-month', from: month(0), to: month(1), query: 'window=this-month' };
+  if (query.window !== 'custom') return { window: thisMonth };
+  const dateOf = (text: string | undefined) => (text && /^\d{4}-\d{2}-\d{2}$/.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) ? new Date(`${text}T00:00:00Z`) : null);
+  const from = dateOf(query.from);
+  const last = dateOf(query.to);
+  if (!from || !last) return { window: thisMonth, error: 'Give both dates as YYYY-MM-DD. Showing this month.' };
+  const to = new Date(last.getTime() + 86_400_000);
+  if (to <= from) return { window: thisMonth, error: 'The window must end on or after its first day. Showing this month.' };
+  if (to.getTime() - from.getTime() > 366 * 86_400_000) return { window: thisMonth, error: 'A window is at most 366 days. Showing this month.' };
+  const query_ = `window=custom&from=${query.from}&to=${query.to}`;
+  return { window: { kind: 'custom', from, to, query: query_ } };
+}

@@ -1,0 +1,104 @@
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { ROLES } from '../../shared/db/schema.js';
+import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { emailField } from '../../platform/people/email.js';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../../platform/people/passwords.js';
+import { assertCanCreate, assertCanDelete, assertCanUpdate } from '../../platform/people/permissions.js';
+import { UsersPage } from './people-pages.js';
+import { DONE_NOTICES, type PortalContext, type PortalDeps, problems } from './session.js';
+
+const userForm = z.object({
+  name: z.string().trim().min(1, 'Give a name.').max(200),
+  email: emailField,
+  password: z.string().min(PASSWORD_MIN, `Must be at least ${PASSWORD_MIN} characters.`).max(PASSWORD_MAX, `Must be at most ${PASSWORD_MAX} characters.`),
+  role: z.enum(ROLES),
+});
+
+/**
+ * The organization's people (`/portal/users`): list, add, change a role,
+ * delete, with the rules of `platform/people/permissions.ts` (a refusal is
+ * shown on the page).
+ *
+ * @example
+ * portal.route('/users', usersRoutes(deps));
+ */
+export function usersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+  const users = new Hono<GatewayEnv>();
+  const { services } = deps;
+  const usersPage = async (c: PortalContext, actor: SignedInActor, extra: { error?: string; notice?: string } = {}, status: 200 | 400 | 403 | 409 = 200) => {
+    const { rows } = await services.users.list(actor.orgId, { offset: 0, limit: 100, sort: 'name' });
+    return c.html(<UsersPage viewer={deps.viewerOf(actor)} actor={actor} users={rows} {...extra} />, status);
+  };
+  /**
+   * Makes a change to users and goes back to the page saying `done`; a rule
+   * of `people/permissions.ts` or of the user service that refuses it (403,
+   * 409) is shown on the page instead.
+   */
+  const changeUsers = async (c: PortalContext, actor: SignedInActor, change: () => Promise<unknown>, done: string) => {
+    try {
+      await change();
+    } catch (error) {
+      if (!(error instanceof GatewayError) || (error.status !== 403 && error.status !== 409)) throw error;
+      return usersPage(c, actor, { error: error.message }, error.status);
+    }
+    return c.redirect(`/portal/users?done=${done}`, 303);
+  };
+
+  users.get('/', async (c) => {
+    const actor = await deps.signedIn(c);
+    return usersPage(c, actor, { notice: DONE_NOTICES[c.req.query('done') ?? ''] });
+  });
+
+  users.post('/', async (c) => {
+    const actor = await deps.signedIn(c);
+    const form = await c.req.parseBody();
+    deps.checkToken(actor, form._csrf);
+    const parsed = userForm.safeParse(form);
+    if (!parsed.success) return usersPage(c, actor, { error: problems(parsed.error) }, 400);
+    return changeUsers(
+      c,
+      actor,
+      async () => {
+        assertCanCreate(actor, actor.orgId, parsed.data.role);
+        await services.users.create({ orgId: actor.orgId, ...parsed.data });
+      },
+      'user-added',
+    );
+  });
+
+  users.post('/:id/role', async (c) => {
+    const actor = await deps.signedIn(c);
+    const form = await c.req.parseBody();
+    deps.checkToken(actor, form._csrf);
+    const role = z.enum(ROLES).safeParse(form.role);
+    if (!role.success) return usersPage(c, actor, { error: 'Choose a role: owner, admin or member.' }, 400);
+    const subject = await services.users.get(c.req.param('id'));
+    return changeUsers(
+      c,
+      actor,
+      async () => {
+        assertCanUpdate(actor, subject, { role: role.data });
+        await services.users.update(subject.id, { role: role.data });
+      },
+      'role-saved',
+    );
+  });
+
+  users.post('/:id/delete', async (c) => {
+    const actor = await deps.signedIn(c);
+    deps.checkToken(actor, (await c.req.parseBody())._csrf);
+    const subject = await services.users.get(c.req.param('id'));
+    return changeUsers(
+      c,
+      actor,
+      async () => {
+        assertCanDelete(actor, subject);
+        await services.users.delete(subject.id);
+      },
+      'user-deleted',
+    );
+  });
+  return users;
+}

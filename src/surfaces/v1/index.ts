@@ -1,0 +1,60 @@
+import { Hono } from 'hono';
+import { cors } from 'hono/cors';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { refuseNul } from '../../shared/http/request.js';
+import type { Services } from '../../services.js';
+import { audioRoutes } from './audio.js';
+import { chatRoutes } from './chat.js';
+import { embeddingsRoutes } from './embeddings.js';
+import { modelsRoutes } from './models.js';
+import { pricingRoutes } from './pricing.js';
+import { usageRoutes } from './usage.js';
+
+/**
+ * The public /v1 surface: a file per resource, each a Hono sub-app mounted
+ * here. Every route but GET /pricing needs a key; the key is checked per
+ * route so that an unknown path answers 404, not 401.
+ *
+ * @example
+ * app.route('/v1', createV1Routes(services));
+ */
+export function createV1Routes(services: Services): Hono<GatewayEnv> {
+  const v1 = new Hono<GatewayEnv>();
+  v1.use('*', refuseNul());
+  // Browsers may call /v1 from the allowed origins. Keys travel in Authorization, never in cookies,
+  // so credentials are never allowed: a page can only use a key it was given.
+  const origins = services.config.corsOrigins;
+  if (origins === '*' || origins.length > 0) {
+    v1.use(
+      cors({
+        origin: origins,
+        allowMethods: ['GET', 'POST', 'OPTIONS'],
+        exposeHeaders: EXPOSED_HEADERS,
+        maxAge: 600,
+      }),
+    );
+  }
+  v1.route('/pricing', pricingRoutes(services));
+  v1.route('/chat', chatRoutes(services));
+  v1.route('/embeddings', embeddingsRoutes(services));
+  v1.route('/models', modelsRoutes(services));
+  v1.route('/audio', audioRoutes(services));
+  v1.route('/usage', usageRoutes(services));
+  return v1;
+}
+
+/** Response headers a browser client may read: the request id, limits, retry hints and the cache's verdict. */
+const EXPOSED_HEADERS = [
+  'x-request-id',
+  'retry-after',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'x-ratelimit-limit-requests',
+  'x-ratelimit-remaining-requests',
+  'x-ratelimit-reset-requests',
+  'x-ratelimit-limit-tokens',
+  'x-ratelimit-remaining-tokens',
+  'x-ratelimit-reset-tokens',
+  'x-tollgate-cache',
+];

@@ -1,0 +1,40 @@
+import { type Context, Hono } from 'hono';
+import { pricePerMillion } from '../../gateway/billing/money.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { Services } from '../../services.js';
+
+/**
+ * GET /v1/pricing (public). Prices per million tokens as decimal strings, and
+ * per token in nano-units (integers as strings), so nothing is lost to floats.
+ */
+async function pricing(c: Context<GatewayEnv>, services: Services): Promise<Response> {
+  const rows = await services.catalog.listPriced();
+  return c.json({
+    object: 'list',
+    currency: services.config.currency,
+    data: rows.map(({ model, price }) => ({
+      object: 'model_price',
+      model: model.id,
+      display_name: model.displayName,
+      hf_repo_id: model.hfRepoId,
+      task_type: model.taskType,
+      input_per_million_tokens: pricePerMillion(price.inputPerToken),
+      output_per_million_tokens: pricePerMillion(price.outputPerToken),
+      input_nanos_per_token: price.inputPerToken.toString(),
+      output_nanos_per_token: price.outputPerToken.toString(),
+      updated_at: price.updatedAt.toISOString(),
+    })),
+  });
+}
+
+/**
+ * `GET /v1/pricing`: public, no key.
+ *
+ * @example
+ * v1.route('/pricing', pricingRoutes(services));
+ */
+export function pricingRoutes(services: Services): Hono<GatewayEnv> {
+  const routes = new Hono<GatewayEnv>();
+  routes.get('/', (c) => pricing(c, services));
+  return routes;
+}

@@ -1,0 +1,68 @@
+variable "partition" {
+  type        = string
+  default     = "main"
+  description = "The name of the partition every node is in (the default partition)"
+}
+
+variable "max_time" {
+  type        = string
+  default     = "INFINITE"
+  description = "The partition's longest job, in Slurm's format (e.g. 24:00:00, 7-00:00:00, INFINITE)"
+}
+
+variable "slurm_cluster_name" {
+  type        = string
+  default     = ""
+  description = "Slurm's ClusterName (empty: made from the cluster's name)"
+}
+
+# Set by the platform on every run (only the variables a module declares are passed).
+# The stack reaches the nodes only through the cluster's identity: its key, installed
+# on every node for the node's run user, and each node's pinned SSH host key.
+
+variable "tollgate_cluster_id" {
+  type        = string
+  description = "The cluster this run applies to"
+}
+
+variable "tollgate_cluster_name" {
+  type        = string
+  description = "The cluster's name"
+}
+
+variable "tollgate_target_node" {
+  type        = string
+  default     = ""
+  description = "The targeted node's address; empty for the whole cluster"
+}
+
+variable "tollgate_nodes" {
+  type = list(object({
+    id       = string
+    address  = string
+    ssh_user = string
+    ssh_port = number
+    host_key = string
+  }))
+  description = "Every node of the cluster: its address, the user and port the cluster's key is installed for, and its SSH host key (empty when none was registered)"
+}
+
+variable "tollgate_ssh_private_key_file" {
+  type        = string
+  description = "Path of the cluster's private key file"
+}
+
+variable "tollgate_known_hosts_file" {
+  type        = string
+  description = "Path of a known_hosts file with every node's host key, for the ssh command line"
+}
+
+variable "tollgate_ssh_proxy" {
+  type = object({
+    scheme = string
+    host   = string
+    port   = number
+  })
+  default     = null
+  description = "The run sandbox's HTTP CONNECT proxy to the nodes; null when runs are not sandboxed"
+}

@@ -1,0 +1,135 @@
+import { eq, sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChargeApplier } from '../../../src/gateway/billing/charge-applier.js';
+import { ChargeJournal } from '../../../src/gateway/billing/journal.js';
+import { OutageLog } from '../../../src/shared/http/outage.js';
+import { WalletService, type ChargeRecord } from '../../../src/gateway/billing/wallet.js';
+import { openStore, type Store } from '../../../src/shared/db/client.js';
+import { ledgerEntries, usageRecords } from '../../../src/shared/db/schema.js';
+import { createLogger } from '../../../src/shared/http/log.js';
+import { KeyService } from '../../../src/gateway/keys/service.js';
+import { OrgService } from '../../../src/platform/orgs/orgs.js';
+import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
+
+const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
+
+describe.each(stores)('wallet ledger (%s)', (kind) => {
+  let store: Store;
+  let drop = async () => {};
+  let wallets: WalletService;
+  let orgs: OrgService;
+  let keys: KeyService;
+
+  beforeAll(async () => {
+    if (kind === 'postgres') {
+      const database = await createTestDatabase();
+      drop = database.drop;
+      store = await openStore({ databaseUrl: database.url, dataDir: 'memory://' });
+    } else {
+      store = await openStore({ dataDir: 'memory://' });
+    }
+    wallets = new WalletService(store.db);
+    orgs = new OrgService(store.db);
+    keys = new KeyService(store.db, 'sk-gw-');
+  });
+  afterAll(async () => {
+    await store?.close();
+    await drop();
+  });
+
+  async function tenant(credit: bigint) {
+    const org = await orgs.create('t');
+    await wallets.credit(org.id, 'topup', credit);
+    const { key } = await keys.create({ orgId: org.id, name: 'k' });
+    return { orgId: org.id, keyId: key.id };
+  }
+
+  const record = (id: string, owner: { orgId: string; keyId: string }, cost: bigint): ChargeRecord => ({
+    id,
+    ...owner,
+    projectId: null,
+    modelId: 'm',
+    endpoint: 'chat.completions',
+    promptTokens: 1,
+    completionTokens: 1,
+    cost,
+    status: 200,
+    streamed: false,
+    usageSource: 'upstream',
+    latencyMs: 1,
+    ttftMs: null,
+  });
+
+  async function ledgerOf(orgId: string) {
+    return store.db.select().from(ledgerEntries).where(eq(ledgerEntries.orgId, orgId)).orderBy(ledgerEntries.id);
+  }
+
+  it('charges a batch across organizations exactly, once per request id, with a consistent ledger', async () => {
+    const a = await tenant(1_000n);
+    const b = await tenant(500n);
+    const result = await wallets.chargeMany([record('r1', a, 100n), record('r2', b, 50n), record('r3', a, 30n), record('r1', a, 100n), record('r4', a, 0n)]);
+    expect(result).toEqual([true, true, true, false, true]);
+    expect(await wallets.balance(a.orgId)).toBe(870n);
+    expect(await wallets.balance(b.orgId)).toBe(450n);
+    const ledgerA = await ledgerOf(a.orgId);
+    expect(ledgerA.map((e) => [e.kind, e.amount, e.balanceAfter])).toEqual([
+      ['topup', 1_000n, 1_000n],
+      ['charge', -100n, 900n],
+      ['charge', -30n, 870n],
+    ]);
+    // A repeated batch changes nothing.
+    expect(await wallets.chargeMany([record('r1', a, 100n), record('r2', b, 50n)])).toEqual([false, false]);
+    expect(await wallets.balance(a.orgId)).toBe(870n);
+  });
+
+  /** A journal in memory and its applier writing to this store, as the gateway runs them. */
+  async function applierOver() {
+    const log = createLogger('silent');
+    const journal = await ChargeJournal.open(null);
+    const applier = new ChargeApplier(journal, wallets, new OutageLog(log, 'database', 'test'), log);
+    applier.start();
+    return { journal, applier };
+  }
+
+  it('group-commits journaled charges, every one written once, in fewer transactions than charges', async () => {
+    const a = await tenant(1_000_000n);
+    const { journal, applier } = await applierOver();
+    const batches: number[] = [];
+    const chargeMany = wallets.chargeMany.bind(wallets);
+    wallets.chargeMany = (records) => {
+      batches.push(records.length);
+      return chargeMany(records);
+    };
+    try {
+      await Promise.all(Array.from({ length: 40 }, (_, i) => journal.append(record(`g${i}`, a, BigInt(i + 1)))));
+      expect(await applier.settled(10_000)).toBe(true);
+    } finally {
+      wallets.chargeMany = chargeMany;
+      await applier.stop();
+    }
+    const spent = (40n * 41n) / 2n;
+    expect(await wallets.balance(a.orgId)).toBe(1_000_000n - spent);
+    const [sum] = await store.db
+      .select({ total: sql<string>`sum(${ledgerEntries.amount})::text` })
+      .from(ledgerEntries)
+      .where(eq(ledgerEntries.orgId, a.orgId));
+    expect(BigInt(sum!.total)).toBe(1_000_000n - spent);
+    const [count] = await store.db
+      .select({ n: sql<number>`count(*)::int` })
+      .from(usageRecords)
+      .where(eq(usageRecords.orgId, a.orgId));
+    expect(count!.n).toBe(40);
+    expect(batches.reduce((x, y) => x + y, 0)).toBe(40);
+    expect(batches.length).toBeLessThan(40);
+  });
+
+  it('writes the good records of a batch and sets aside only the one the database refuses', async () => {
+    const a = await tenant(1_000n);
+    const { journal, applier } = await applierOver();
+    const bad = { ...record('bad', a, 1n), keyId: 'key_does_not_exist' };
+    await Promise.all([journal.append(record('ok1', a, 10n)), journal.append(bad), journal.append(record('ok2', a, 20n))]);
+    expect(await applier.settled(10_000)).toBe(true);
+    await applier.stop();
+    expect(await wallets.balance(a.orgId)).toBe(970n);
+  });
+});

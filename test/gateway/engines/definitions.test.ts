@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { type DockerDefinition, parseEngineDefinitions, replicaBounds } from '../../../src/gateway/engines/definitions.js';
+
+const docker = (fields: Record<string, unknown>) => JSON.stringify({ engines: [{ kind: 'docker', model: 'm', image: 'vllm', hf_repo: 'org/m', ...fields }] });
+const parsed = (fields: Record<string, unknown>) => parseEngineDefinitions(docker(fields))[0] as DockerDefinition;
+
+describe('Docker engine definitions: replica bounds, autoscaling and hosts', () => {
+  it('reads replicas as a fixed count, min/max as bounds, and neither as one replica', () => {
+    expect(replicaBounds(parsed({}))).toEqual({ min: 1, max: 1 });
+    expect(replicaBounds(parsed({ replicas: 3 }))).toEqual({ min: 3, max: 3 });
+    expect(replicaBounds(parsed({ min_replicas: 0, max_replicas: 4 }))).toEqual({ min: 0, max: 4 });
+    expect(replicaBounds(parsed({ max_replicas: 4 }))).toEqual({ min: 1, max: 4 });
+    expect(replicaBounds(parsed({ min_replicas: 2 }))).toEqual({ min: 2, max: 2 });
+    expect(parsed({}).autoscaling).toEqual({ waiting_per_replica: 2, window_s: 30, idle_cooldown_s: 300, capacity_per_replica: 256, cold_start_wait_s: 60 });
+  });
+
+  it('refuses replicas with bounds, bounds upside down, and GPU ids with hosts, naming the field', () => {
+    expect(() => parsed({ replicas: 2, max_replicas: 3 })).toThrow(/replicas: give replicas, or min_replicas and max_replicas, not both/);
+    expect(() => parsed({ min_replicas: 3, max_replicas: 2 })).toThrow(/max_replicas: max_replicas is below min_replicas/);
+    expect(() => parsed({ gpus: ['0'], hosts: [{ docker_host: 'unix:///var/run/docker.sock', gpus: ['0'] }] })).toThrow(/gpus: with hosts, gpus is the number/);
+    expect(() => parsed({ hosts: [] })).toThrow(/hosts/);
+    expect(() => parsed({ hosts: [{ docker_host: 'tcp://gpu-1:2376' }, { docker_host: 'tcp://gpu-1:2376' }] })).toThrow(/hosts: each docker_host is listed once/);
+  });
+
+  it('gives each host a GPU inventory and the NVIDIA runtime unless it says none', () => {
+    expect(
+      parsed({
+        gpus: 2,
+        hosts: [
+          { docker_host: 'tcp://gpu-1:2376', gpus: ['0', '1'] },
+          { docker_host: 'tcp://gpu-2:2376', gpu_runtime: 'none' },
+        ],
+      }).hosts,
+    ).toEqual([
+      { docker_host: 'tcp://gpu-1:2376', gpus: ['0', '1'], gpu_runtime: 'nvidia' },
+      { docker_host: 'tcp://gpu-2:2376', gpus: [], gpu_runtime: 'none' },
+    ]);
+  });
+});

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { liftNumberArrays } from '../../../src/gateway/proxy/lifted-arrays.js';
+
+/** What the gateway does with an answer: parse, change the envelope, write, and put the lifted arrays back. */
+function relay(text: string, change: (answer: any) => void = () => {}): { parsed: any; written: string } {
+  const lifted = liftNumberArrays(text, 'embedding');
+  const parsed = JSON.parse(lifted.text);
+  change(parsed);
+  return { parsed, written: lifted.restore(JSON.stringify(parsed)) };
+}
+
+describe('liftNumberArrays', () => {
+  const answer = {
+    object: 'list',
+    model: 'served',
+    data: [
+      { index: 1, object: 'embedding', embedding: [0.5, -1e-7, 3] },
+      { index: 0, object: 'embedding', embedding: [-0.25, 1.5e10, 0] },
+    ],
+    usage: { prompt_tokens: 7, total_tokens: 7, prompt_tokens_details: null },
+  };
+
+  it('relays the vectors untouched while the envelope is parsed, sorted and renamed', () => {
+    const text = JSON.stringify(answer, null, 1);
+    const { parsed, written } = relay(text, (a) => {
+      a.model = 'client';
+      a.data.sort((x: any, y: any) => x.index - y.index);
+    });
+    expect(typeof parsed.data[0].embedding).toBe('string'); // a marker, not 1,024 numbers
+    expect(parsed.usage).toEqual(answer.usage);
+    expect(JSON.parse(written)).toEqual({ ...answer, model: 'client', data: [answer.data[1], answer.data[0]] });
+  });
+
+  it('keeps the engine’s own spelling of each number', () => {
+    const { written } = relay('{"data":[{"embedding":[ 1.0000, -0.0, 2E+3 ]}]}');
+    expect(written).toBe('{"data":[{"embedding":[ 1.0000, -0.0, 2E+3 ]}]}');
+  });
+
+  it('leaves in place what is not an array of JSON numbers, and the key inside a string', () => {
+    for (const text of ['{"embedding":[1,"a"]}', '{"embedding":[[1,2]]}', '{"embedding":"AAAA"}', '{"note":"\\"embedding\\":[1,2]"}', '{"embedding":[]}']) {
+      const { parsed, written } = relay(text);
+      expect(JSON.parse(written)).toEqual(JSON.parse(text));
+      if (text !== '{"embedding":[]}') expect(parsed).toEqual(JSON.parse(text));
+    }
+  });
+
+  it('never turns invalid JSON into valid JSON', () => {
+    for (const text of ['{"embedding":[1,,2]}', '{"embedding":[01]}', '{"embedding":[NaN]}', '{"embedding":[1.]}', '{"embedding":[1,2}']) {
+      expect(() => JSON.parse(liftNumberArrays(text, 'embedding').text), text).toThrow(SyntaxError);
+    }
+  });
+
+  it('puts each array back where its marker went, even when an answer is copied', () => {
+    const { written } = relay('{"data":[{"embedding":[1]},{"embedding":[2]}]}', (a) => {
+      a.copy = a.data[1];
+    });
+    expect(JSON.parse(written)).toEqual({ data: [{ embedding: [1] }, { embedding: [2] }], copy: { embedding: [2] } });
+  });
+});

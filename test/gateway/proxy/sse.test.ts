@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { type RelayOutcome, relaySse } from '../../../src/gateway/proxy/sse.js';
+
+function upstreamOf(parts: string[], { close = true } = {}): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    start(controller) {
+      for (const part of parts) controller.enqueue(encoder.encode(part));
+      if (close) controller.close();
+    },
+  });
+}
+
+async function relay(parts: string[], onData = (d: string) => d as string | null) {
+  const outcomes: RelayOutcome[] = [];
+  const stream = relaySse({ upstream: upstreamOf(parts), onData, onEnd: async (o) => void outcomes.push(o), abortUpstream: () => {} });
+  return { text: await new Response(stream).text(), outcomes };
+}
+
+describe('relaySse', () => {
+  it('reassembles events split across reads, mid-JSON and mid-line', async () => {
+    const { text, outcomes } = await relay(['data: {"a":', '1}\n', '\ndata: {"b"', ':2}\r\n\r\ndata: [DO', 'NE]\n\n']);
+    expect(text).toBe('data: {"a":1}\n\ndata: {"b":2}\n\ndata: [DONE]\n\n');
+    expect(outcomes).toEqual(['done']);
+  });
+
+  it('drops events the caller drops and ignores comments', async () => {
+    const { text } = await relay([': keep-alive\n\ndata: keep\n\ndata: drop\n\ndata: [DONE]\n\n'], (d) => (d === 'drop' ? null : d));
+    expect(text).toBe('data: keep\n\ndata: [DONE]\n\n');
+  });
+
+  it('ends a stream cut without [DONE] with an error event and [DONE]', async () => {
+    const { text, outcomes } = await relay(['data: {"a":1}\n\n']);
+    const events = text.split('\n\n').filter(Boolean);
+    expect(events[0]).toBe('data: {"a":1}');
+    expect(JSON.parse(events[1]!.slice(6)).error.code).toBe('upstream_error');
+    expect(events[2]).toBe('data: [DONE]');
+    expect(outcomes).toEqual(['upstream_failed']);
+  });
+
+  it('cancels the upstream and reports client_closed when the client leaves', async () => {
+    let aborted = false;
+    const outcomes: RelayOutcome[] = [];
+    const stream = relaySse({
+      upstream: upstreamOf(['data: 1\n\n'], { close: false }),
+      onData: (d) => d,
+      onEnd: async (o) => void outcomes.push(o),
+      abortUpstream: () => {
+        aborted = true;
+      },
+    });
+    const reader = stream.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: 1\n\n');
+    await reader.cancel();
+    expect(aborted).toBe(true);
+    expect(outcomes).toEqual(['client_closed']);
+  });
+});

@@ -1,0 +1,78 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { usageRecords, wallets } from '../../../src/shared/db/schema.js';
+import { startSimulator, type RunningSimulator } from '../../../src/gateway/sim/index.js';
+import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { until } from '../../helpers/wait.js';
+
+const stores = await availableStores();
+const TTFT_MS = 3_000;
+
+/** A JSON client that leaves stops the engine's work at once, and is billed for its prompt (status 499). */
+describe.each(stores)('a JSON client that disconnects (%s)', (store) => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    // Slow to answer: a client that leaves once its request is at the engine leaves long before the engine would answer.
+    sim = await startSimulator({
+      models: [
+        { name: 'sim-chat', task: 'chat' },
+        { name: 'sim-embed', task: 'embedding' },
+      ],
+      ttftMs: TTFT_MS,
+    });
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-client-gone-'));
+    const enginesFile = path.join(dir, 'engines.json');
+    await writeFile(
+      enginesFile,
+      JSON.stringify({
+        engines: [
+          { kind: 'static', model: 'sim-chat', url: sim.url },
+          { kind: 'static', model: 'sim-embed', url: sim.url },
+        ],
+      }),
+    );
+    gateway = await startTestGateway(store, { TOLLGATE_ENGINES_FILE: enginesFile });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await sim?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['/chat/completions', { model: 'sim-chat', max_tokens: 50, messages: [{ role: 'user', content: 'sixteen letters!' }] }, 4 + 4 + 3],
+    ['/embeddings', { model: 'sim-embed', input: 'sixteen letters!' }, 4],
+  ] as const)('POST %s: aborts upstream at once and bills the prompt only', async (route, body, promptTokens) => {
+    const tenant = await gateway.tenant();
+    const { aborted: abortedBefore, running: runningBefore } = sim.stats();
+    const client = new AbortController();
+    const pending = fetch(`${gateway.baseURL}${route}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: client.signal,
+    }).catch((error: unknown) => error);
+    await until('the request runs at the engine', () => sim.stats().running === runningBefore + 1, { timeout: TTFT_MS, interval: 5 });
+    const left = performance.now();
+    client.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    // At once: far sooner than the engine's first token.
+    await until('the engine counts the request aborted', () => sim.stats().aborted === abortedBefore + 1, { timeout: TTFT_MS, interval: 10 });
+    expect(performance.now() - left).toBeLessThan(1_200);
+
+    // Once the call has ended and its charge is written, nothing more can come: exactly one record.
+    await gateway.charged();
+    const records = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, tenant.orgId));
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ status: 499, promptTokens, completionTokens: 0, usageSource: 'estimated', streamed: false });
+    const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
+    expect((await gateway.services.admissions.gate.walletState(tenant.orgId)).holds).toEqual([]);
+    expect(wallet!.balance).toBe(5_000_000_000n - records[0]!.cost);
+  });
+});

@@ -1,0 +1,353 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import ssh2 from 'ssh2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eq } from 'drizzle-orm';
+import { clusterKeys } from '../../../src/shared/db/schema.js';
+import { createLogger } from '../../../src/shared/http/log.js';
+import { findTool } from '../../../src/platform/runs/tool.js';
+import { apiAs, orgWithUsers } from '../../surfaces/api/harness.js';
+import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { freePort, startChild, type TestChild } from '../../helpers/processes.js';
+import { requireServices } from '../../helpers/services.js';
+import { until } from '../../helpers/wait.js';
+import { zipOf } from '../../helpers/zip.js';
+import { operatorCall, profileWithNodes, runEnded, runScratch, sandboxAvailable } from '../runs/harness.js';
+
+/**
+ * Runs reach their nodes through the cluster's identity, end to end with
+ * real parts: two OpenSSH servers on loopback addresses play two nodes, each
+ * with its own host key and account; the operator registers them with its
+ * key; creating a cluster installs the cluster's key on both; a stack's
+ * `remote-exec` (the real tool, in the run sandbox, through its egress
+ * proxy) writes a file on each; deleting the cluster takes the key away at
+ * once; a node whose host key changed is refused.
+ */
+
+const why = await missing();
+if (why && requireServices) throw new Error(`REQUIRE_SERVICES=1 but the node access test cannot run: ${why}`);
+if (why) console.warn(`skipping the node access test: ${why}`);
+
+async function missing(): Promise<string | null> {
+  if (process.getuid?.() !== 0) return "it makes the nodes' accounts with useradd, as root";
+  if (!existsSync('/usr/sbin/sshd')) return 'there is no /usr/sbin/sshd (Debian package openssh-server)';
+  if (!findTool({ pathList: process.env.PATH })) return 'there is no tofu or terraform on PATH';
+  if (!(await sandboxAvailable())) return 'runs cannot be sandboxed here';
+  return null;
+}
+
+/** One "node": an account whose home is a temporary folder, and an sshd for it on 127.0.0.x:port. */
+interface FakeNode {
+  user: string;
+  home: string;
+  address: string;
+  port: number;
+  hostKeyFile: string;
+  fingerprint: string;
+  sshd: TestChild;
+}
+
+const MODULE = `
+variable "tollgate_run_id" { type = string }
+variable "tollgate_cluster_id" { type = string }
+variable "tollgate_ssh_private_key_file" { type = string }
+variable "tollgate_nodes" {
+  type = list(object({ id = string, address = string, ssh_user = string, ssh_port = number, host_key = string }))
+}
+variable "tollgate_ssh_proxy" {
+  type    = object({ scheme = string, host = string, port = number })
+  default = null
+}
+resource "terraform_data" "marker" {
+  for_each = { for node in var.tollgate_nodes : node.id => node }
+  connection {
+    type         = "ssh"
+    host         = each.value.address
+    port         = each.value.ssh_port
+    user         = each.value.ssh_user
+    private_key  = file(var.tollgate_ssh_private_key_file)
+    host_key     = each.value.host_key
+    proxy_scheme = var.tollgate_ssh_proxy == null ? null : var.tollgate_ssh_proxy.scheme
+    proxy_host   = var.tollgate_ssh_proxy == null ? null : var.tollgate_ssh_proxy.host
+    proxy_port   = var.tollgate_ssh_proxy == null ? null : var.tollgate_ssh_proxy.port
+  }
+  provisioner "remote-exec" {
+    inline = ["echo \${var.tollgate_run_id} > $HOME/written-by-\${var.tollgate_cluster_id}"]
+  }
+}
+`;
+
+describe.skipIf(why !== null)("node access: the cluster's identity installed, used by a run, and revoked", () => {
+  let folder: string;
+  let gateway: TestGateway;
+  let scratch: Awaited<ReturnType<typeof runScratch>>;
+  let operatorKey: string;
+  const nodes: FakeNode[] = [];
+  const logLines: string[] = [];
+  const answers: string[] = [];
+
+  beforeAll(async () => {
+    folder = await mkdtemp(path.join(os.tmpdir(), 'tollgate-nodes-'));
+    await chmod(folder, 0o755);
+    await mkdir('/run/sshd', { recursive: true });
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'operator', '-f', path.join(folder, 'operator')]);
+    operatorKey = await readFile(path.join(folder, 'operator'), 'utf8');
+    const tag = randomBytes(3).toString('hex');
+    for (const [index, name] of ['a', 'b'].entries()) nodes.push(await startNode(folder, `tgn${tag}${name}`, `127.0.0.${index + 2}`));
+    scratch = await runScratch();
+    const { TOLLGATE_TOFU_BIN: _fake, ...env } = scratch.env;
+    gateway = await startTestGateway(
+      'pglite',
+      { ...env, TOLLGATE_PASSWORD_COST: '10', TOLLGATE_NODE_CREDENTIALS_KEY: randomBytes(32).toString('base64'), TOLLGATE_NODE_SSH_TIMEOUT_MS: '5000' },
+      { log: createLogger('debug', (line) => logLines.push(line)) },
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await gateway?.close();
+    await scratch?.remove();
+    for (const node of nodes) {
+      await node.sshd.stop('SIGTERM');
+      spawnSync('userdel', ['-f', node.user]);
+    }
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  /** An operator call whose answer is kept, to check no answer carries the credential. */
+  async function operator(method: string, route: string, body?: unknown) {
+    const answer = await operatorCall(gateway, method, route, body);
+    answers.push(JSON.stringify(answer.body));
+    return answer;
+  }
+
+  it("adds the nodes with the operator's key, checked once; a wrong host key fingerprint is refused, saying so", async () => {
+    const profile = `ssh-${randomBytes(3).toString('hex')}`;
+    expect((await operator('POST', '/profiles', { name: profile, gpus_per_node: 1 })).status).toBe(201);
+    const wrong = await operator('POST', '/nodes', {
+      profile,
+      address: nodes[0]!.address,
+      ssh: { user: nodes[0]!.user, port: nodes[0]!.port, private_key: operatorKey, host_key_fingerprint: nodes[1]!.fingerprint },
+    });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.error.message).toContain(`presented host key ${nodes[0]!.fingerprint}, not the pinned ${nodes[1]!.fingerprint}`);
+    for (const node of nodes) {
+      const added = await operator('POST', '/nodes', { profile, address: node.address, ssh: { user: node.user, port: node.port, private_key: operatorKey, host_key_fingerprint: node.fingerprint } });
+      expect(added.status, JSON.stringify(added.body)).toBe(201);
+      expect(added.body).toMatchObject({ address: node.address, state: 'free', ssh: { user: node.user, port: node.port, run_user: node.user, host_key_fingerprint: node.fingerprint } });
+    }
+    (globalThis as { profile?: string }).profile = profile;
+  });
+
+  it("a cluster's key reaches both nodes; a run writes a file on each through it; deleting the cluster takes the key away at once", async () => {
+    const profile = (globalThis as { profile?: string }).profile!;
+    const { users } = await orgWithUsers(gateway, ['owner']);
+    const owner = apiAs(gateway, users[0]!.key);
+    const created = await owner('POST', '/clusters', { name: 'ssh', profile, nodes: 2, public_domain: `${profile}.example.test` });
+    expect(created.status).toBe(201);
+    const clusterId = created.body.id as string;
+    const ready = await until(
+      'the cluster is ready',
+      async () => {
+        const cluster = (await owner('GET', `/clusters/${clusterId}`)).body;
+        return cluster.status === 'ready' && cluster;
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    expect(ready.nodes.map((node: { identity: { state: string } }) => node.identity.state)).toEqual(['installed', 'installed']);
+    for (const node of nodes) expect(await readFile(path.join(node.home, '.ssh/authorized_keys'), 'utf8')).toContain(`tollgate-cluster=${clusterId}`);
+    const [key] = await gateway.services.db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId));
+    for (const node of nodes) expect(await sshWorks(node, key!.privateKey)).toBe(true);
+
+    // Another organization sees nothing of this cluster, and its own run cannot reach these nodes, directly or through its proxy.
+    const stranger = (await orgWithUsers(gateway, ['owner'])).users[0]!;
+    const strangerCalls = apiAs(gateway, stranger.key);
+    expect((await strangerCalls('GET', `/clusters/${clusterId}`)).status).toBe(404);
+    expect((await strangerCalls('POST', `/clusters/${clusterId}/runs`, { stack: 'ssh-marker', inputs: {} })).status).toBe(404);
+    const otherProfile = await profileWithNodes(gateway, 1);
+    const strangersCluster = await strangerCalls('POST', '/clusters', { name: 'mine', profile: otherProfile, nodes: 1, public_domain: `${otherProfile}.example.test` });
+    expect(strangersCluster.status).toBe(201);
+    const probe = `
+resource "terraform_data" "probe" {
+  provisioner "local-exec" {
+    interpreter = ["/bin/bash", "-c"]
+    command     = <<-EOT
+${nodes
+  .map(
+    (node) => `(exec 3<>/dev/tcp/${node.address}/${node.port}) 2>/dev/null && echo "REACHED direct ${node.address}" || echo "BLOCKED direct ${node.address}"
+answer=$( (exec 3<>/dev/tcp/127.0.0.1/3128 && printf 'CONNECT ${node.address}:${node.port} HTTP/1.1\\r\\n\\r\\n' >&3 && head -n 1 <&3) 2>/dev/null)
+case "$answer" in *" 200 "*) echo "REACHED proxy ${node.address}";; *) echo "BLOCKED proxy ${node.address}";; esac`,
+  )
+  .join('\n')}
+EOT
+  }
+}
+`;
+    const probeForm = new FormData();
+    probeForm.set('package', new Blob([new Uint8Array(await zipOf({ 'reach-probe/main.tf': probe }))], { type: 'application/zip' }), 'reach-probe.zip');
+    expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${stranger.key}` }, body: probeForm })).status).toBe(201);
+    const probed = await runEnded(strangerCalls, (await strangerCalls('POST', `/clusters/${strangersCluster.body.id}/runs`, { stack: 'reach-probe', inputs: {} })).body.id, 90_000);
+    const probeLog = await (await fetch(`${gateway.url}/api/v1/runs/${probed.id}/log`, { headers: { authorization: `Bearer ${stranger.key}` } })).text();
+    expect(probed.state, probeLog).toBe('APPLIED');
+    expect(probeLog).not.toMatch(/\(local-exec\): REACHED/);
+    for (const node of nodes) {
+      expect(probeLog).toContain(`BLOCKED direct ${node.address}`);
+      expect(probeLog).toContain(`BLOCKED proxy ${node.address}`);
+      expect(probeLog).toContain(`egress: refused ${node.address}:${node.port}`);
+    }
+    expect((await strangerCalls('DELETE', `/clusters/${strangersCluster.body.id}`)).status).toBe(204);
+
+    const form = new FormData();
+    form.set('package', new Blob([new Uint8Array(await zipOf({ 'ssh-marker/main.tf': MODULE }))], { type: 'application/zip' }), 'ssh-marker.zip');
+    expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${users[0]!.key}` }, body: form })).status).toBe(201);
+    const run = await runEnded(owner, (await owner('POST', `/clusters/${clusterId}/runs`, { stack: 'ssh-marker', inputs: {} })).body.id, 90_000);
+    const log = await (await fetch(`${gateway.url}/api/v1/runs/${run.id}/log`, { headers: { authorization: `Bearer ${users[0]!.key}` } })).text();
+    expect(run.state, log).toBe('APPLIED');
+    for (const node of nodes) {
+      expect((await readFile(path.join(node.home, `written-by-${clusterId}`), 'utf8')).trim()).toBe(run.id);
+      expect(log).toContain(`egress: connected to ${node.address}:${node.port}`);
+    }
+    expect(log).not.toContain(operatorKey.split('\n')[1]!);
+
+    expect((await owner('DELETE', `/clusters/${clusterId}`)).status).toBe(204);
+    // At once: the answer came after the key left both nodes.
+    for (const node of nodes) expect(await sshWorks(node, key!.privateKey)).toBe(false);
+    for (const node of nodes) expect(await readFile(path.join(node.home, '.ssh/authorized_keys'), 'utf8')).not.toContain(clusterId);
+    const listed = await operator('GET', '/nodes');
+    expect(listed.body.data.filter((node: { address: string }) => nodes.some((n) => n.address === node.address)).map((node: { state: string }) => node.state)).toEqual(['free', 'free']);
+  }, 150_000);
+
+  it('a node whose host key changed is refused: the cluster stays provisioning with the reason', async () => {
+    const profile = (globalThis as { profile?: string }).profile!;
+    const node = nodes[0]!;
+    const pinned = node.fingerprint;
+    await node.sshd.stop('SIGTERM');
+    await copyFile(node.hostKeyFile, `${node.hostKeyFile}.pinned`);
+    await copyFile(`${node.hostKeyFile}.pub`, `${node.hostKeyFile}.pub.pinned`);
+    await rm(node.hostKeyFile);
+    await rm(`${node.hostKeyFile}.pub`);
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', node.hostKeyFile]);
+    node.sshd = await startSshd(node);
+    const { users } = await orgWithUsers(gateway, ['owner']);
+    const owner = apiAs(gateway, users[0]!.key);
+    const created = await owner('POST', '/clusters', { name: 'moved', profile, nodes: 2, public_domain: `moved-${profile}.example.test` });
+    expect(created.status).toBe(201);
+    const failed = await until(
+      'a node of the cluster has failed',
+      async () => {
+        const cluster = (await owner('GET', `/clusters/${created.body.id}`)).body;
+        return cluster.nodes.some((n: { identity: { state: string } }) => n.identity.state === 'failed') && cluster;
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    expect(failed.status).toBe('provisioning');
+    const refused = failed.nodes.find((n: { address: string }) => n.address === node.address);
+    expect(node.fingerprint).not.toBe(pinned);
+    expect(refused.identity.error).toMatch(new RegExp(`${node.address}:${node.port} presented host key SHA256:\\S+, not the pinned ${escape(pinned)}: the connection was refused\\.`));
+    // A run waits for the cluster to be ready: 409 naming the node and why.
+    const form = new FormData();
+    form.set('package', new Blob([new Uint8Array(await zipOf({ 'ssh-marker/main.tf': MODULE }))], { type: 'application/zip' }), 'ssh-marker.zip');
+    expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${users[0]!.key}` }, body: form })).status).toBe(201);
+    const queued = await owner('POST', `/clusters/${created.body.id}/runs`, { stack: 'ssh-marker', inputs: {} });
+    expect(queued.status).toBe(409);
+    expect(queued.body.error.message).toContain('is still provisioning');
+    expect(queued.body.error.details).toContainEqual({ field: `nodes.${refused.id}`, message: refused.identity.error });
+
+    // Deleted, the cluster's key cannot be taken off the refused node: it stays releasing, and no cluster gets it.
+    expect((await owner('DELETE', `/clusters/${created.body.id}`)).status).toBe(204);
+    const stateOf = async (address: string) => (await operator('GET', '/nodes')).body.data.find((n: { address: string }) => n.address === address).state;
+    expect(await stateOf(node.address)).toBe('releasing');
+    expect(await stateOf(nodes[1]!.address)).toBe('free');
+    const refusedCluster = await owner('POST', '/clusters', { name: 'again', profile, nodes: 2, public_domain: `again-${profile}.example.test` });
+    expect(refusedCluster.status).toBe(409);
+    // Once the node answers with its pinned host key again, the retries clean it and it is free.
+    await node.sshd.stop('SIGTERM');
+    await copyFile(`${node.hostKeyFile}.pinned`, node.hostKeyFile);
+    await copyFile(`${node.hostKeyFile}.pub.pinned`, `${node.hostKeyFile}.pub`);
+    node.sshd = await startSshd(node);
+    expect(node.fingerprint).toBe(pinned);
+    await until('the node is free again', async () => (await stateOf(node.address)) === 'free', { timeout: 30_000, interval: 100 });
+  }, 90_000);
+
+  it("the operator's credential appears in no API answer, log line, run log or database row in clear", async () => {
+    const marker = operatorKey.split('\n')[1]!;
+    expect(marker.length).toBeGreaterThan(40);
+    expect(answers.join('\n')).not.toContain(marker);
+    expect(logLines.join('\n')).not.toContain(marker);
+    const db = gateway.services.db;
+    const rows = await db.execute('select * from nodes');
+    const dump = JSON.stringify(rows);
+    expect(dump).toContain('"ssh_credential":"v1:');
+    expect(dump).not.toContain(marker);
+    expect(dump).not.toContain('PRIVATE KEY');
+  });
+});
+
+async function startNode(folder: string, user: string, address: string): Promise<FakeNode> {
+  const home = path.join(folder, user);
+  // '*': no password to log in with, yet not locked (sshd refuses a locked account even a key).
+  execFileSync('useradd', ['--no-create-home', '--home-dir', home, '--shell', '/bin/sh', '--password', '*', user]);
+  await mkdir(path.join(home, '.ssh'), { recursive: true });
+  await writeFile(path.join(home, '.ssh/authorized_keys'), await readFile(path.join(folder, 'operator.pub'), 'utf8'));
+  execFileSync('chown', ['-R', `${user}:`, home]);
+  await chmod(home, 0o755);
+  const hostKeyFile = path.join(folder, `host-${user}`);
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKeyFile]);
+  const node = { user, home, address, port: await freePort(), hostKeyFile, fingerprint: '', sshd: null as unknown as TestChild };
+  node.sshd = await startSshd(node);
+  return node;
+}
+
+async function startSshd(node: Omit<FakeNode, 'sshd'>): Promise<TestChild> {
+  node.fingerprint = execFileSync('ssh-keygen', ['-lf', `${node.hostKeyFile}.pub`])
+    .toString()
+    .split(' ')[1]!;
+  const options = [
+    `ListenAddress=${node.address}:${node.port}`,
+    `HostKey=${node.hostKeyFile}`,
+    'PidFile=none',
+    'AuthorizedKeysFile=.ssh/authorized_keys',
+    'PasswordAuthentication=no',
+    'KbdInteractiveAuthentication=no',
+    'UsePAM=no',
+    'StrictModes=no',
+    `AllowUsers=${node.user}`,
+    'Subsystem=sftp internal-sftp',
+  ];
+  const sshd = startChild(`sshd-${node.user}`, '/usr/sbin/sshd', ['-D', '-e', '-f', '/dev/null', ...options.flatMap((option) => ['-o', option])], { cwd: node.home, env: process.env });
+  await until(`sshd answers on ${node.address}:${node.port}`, () => sshBanner(node.address, node.port), { interval: 100 });
+  return sshd;
+}
+
+/** Whether an SSH server answers with its banner yet. */
+function sshBanner(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    socket.once('data', (data) => {
+      socket.destroy();
+      resolve(data.toString().startsWith('SSH-'));
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Whether the cluster's key logs in to the node as its run user. */
+function sshWorks(node: FakeNode, privateKey: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const client = new ssh2.Client();
+    client.on('ready', () => {
+      client.end();
+      resolve(true);
+    });
+    client.on('error', () => resolve(false));
+    client.connect({ host: node.address, port: node.port, username: node.user, privateKey, readyTimeout: 5000, hostVerifier: () => true });
+  });
+}
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
