@@ -1,41 +1,61 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import Docker from 'dockerode';
+import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEngineDefinitions, type DockerDefinition } from '../../../src/gateway/engines/definitions.js';
-import { removeEngineContainers, startDockerEngine } from '../../../src/gateway/engines/docker/engine.js';
+import { removeEngineContainers } from '../../../src/gateway/engines/docker/engine.js';
 import { pgScaleStore } from '../../../src/gateway/engines/docker/scale-store.js';
 import { ownContainers } from '../../../src/gateway/engines/docker/spec.js';
-import type { ReplicaLoad } from '../../../src/gateway/engines/load.js';
-import type { Engine } from '../../../src/gateway/engines/types.js';
 import { openStore, type Store } from '../../../src/shared/db/client.js';
-import type { Logger } from '../../../src/shared/http/log.js';
+import { engineScaling } from '../../../src/shared/db/schema.js';
 import { buildSimulatorImage, dockerAvailable, freePortRange, SIM_IMAGE_COMMAND } from '../../helpers/docker.js';
+import { type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
+import { until } from '../../helpers/wait.js';
 
 const MODEL = 'sim-lease';
 const DEPLOYMENT = `t${process.pid}l`;
+const ADMIN_TOKEN = 'lease-operator-token-0123456789';
 const available = (await postgresAvailable()) && (await dockerAvailable());
 
 /**
- * Two gateway processes drive one deployment's containers: their engines
- * share the replica count and the scaling lease through PostgreSQL. Here two
- * engine instances on one real database and Docker engine, as two gateways'
- * would be, both seeing the same queue.
+ * Two gateway processes drive one deployment's containers: they share the
+ * replica count and the scaling lease through PostgreSQL. First the store's
+ * contract, then two real gateway processes (`node dist/main.js`) on one
+ * database and Docker engine, both seeing the same queue.
  */
 describe.runIf(available)('the scaling lease across gateway processes', () => {
   const docker = new Docker();
   let database: { url: string; drop: () => Promise<void> };
   let store: Store;
+  let dir: string;
+  let enginesFile: string;
+  const gateways: GatewayProcess[] = [];
+  const desired = () => pgScaleStore(store.db, DEPLOYMENT, MODEL).read();
+  /** Who holds the engine's scaling lease, if anyone. */
+  const lease = async () => {
+    const [row] = await store.db
+      .select({ holder: engineScaling.holder })
+      .from(engineScaling)
+      .where(and(eq(engineScaling.deployment, DEPLOYMENT), eq(engineScaling.engine, MODEL)));
+    return row?.holder ?? null;
+  };
 
   beforeAll(async () => {
     database = await createTestDatabase();
     store = await openStore({ databaseUrl: database.url, dataDir: 'memory://' });
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-lease-'));
+    enginesFile = path.join(dir, 'engines.json');
     await removeEngineContainers(docker, MODEL, DEPLOYMENT);
   }, 60_000);
 
   afterAll(async () => {
+    await Promise.all(gateways.map((g) => g.child.stop('SIGTERM')));
     await removeEngineContainers(docker, MODEL, DEPLOYMENT);
     await store?.close();
     await database?.drop();
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('takes one step at a time: a count that moved, or a lease another holds, refuses a step', async () => {
@@ -54,9 +74,15 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
     expect(await b.read()).toBe(2);
   });
 
-  it('two engines that both see a queue scale by one step, not two', async () => {
+  it('two gateway processes that both see a queue scale the engine by one step, not two', async () => {
+    // Each replica takes 8 s to load (the simulator's --startup-delay-ms, as a model's weights do). The
+    // queue is made once: the clients stop at the first step and what they sent drains in about 5 s,
+    // before the new replica is ready. Without the lease, the other process, which still sees the queue
+    // on its one ready replica, would take a second step (2 -> 3) while the first one's replica loads.
+
     const image = await buildSimulatorImage();
-    const [definition] = parseEngineDefinitions(
+    await writeFile(
+      enginesFile,
       JSON.stringify({
         engines: [
           {
@@ -65,57 +91,93 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
             image,
             entrypoint: [...SIM_IMAGE_COMMAND],
             hf_repo: 'tollgate/sim-lease',
+            served_model_name: MODEL,
+            // A loaded vLLM that runs one sequence at a time: every other request waits, and both gateways scrape that queue.
+            args: ['--num-gpu-blocks-override', '512', '--max-num-seqs', '1', '--decode-ms-per-step', '20', '--startup-delay-ms', '8000'],
             port: await freePortRange(3),
             pull: 'never',
             startup_timeout_s: 60,
             min_replicas: 1,
             max_replicas: 3,
-            autoscaling: { waiting_per_replica: 1, window_s: 0.5, idle_cooldown_s: 600 },
+            autoscaling: { waiting_per_replica: 1, window_s: 1, idle_cooldown_s: 600 },
           },
         ],
       }),
     );
-    // What a scraper of the replicas' /metrics would tell both gateways: five requests waiting on each, while `queued`.
-    let queued = false;
-    const loadOf = (): ReplicaLoad | null => (queued ? { waiting: 5, running: 4, kvCacheUsage: 0.5, prefixHitRate: null, scrapedAt: Date.now() } : null);
-    const steps: string[] = [];
-    const engines: Engine[] = [];
+    const env = {
+      DATABASE_URL: database.url,
+      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+      TOLLGATE_ENGINES_FILE: enginesFile,
+      TOLLGATE_DATA_DIR: path.join(dir, 'data'),
+      TOLLGATE_DEPLOYMENT: DEPLOYMENT,
+      TOLLGATE_ENGINE_POLL_MS: '250',
+      TOLLGATE_LOG_LEVEL: 'info',
+    };
+    const first = await startGatewayProcess('gateway-a', env);
+    gateways.push(first);
+    gateways.push(await startGatewayProcess('gateway-b', env));
+    const secret = await tenantOn(first.url);
+    const ready = async () => Promise.all(gateways.map(async (g) => (await engineOn(g.url)).ready_replicas));
+    await until('both gateways run the first replica', async () => (await ready()).join() === '1,1', { timeout: 60_000 });
+
+    // Eight clients on each gateway, one replica that runs one at a time: both see the queue, both windows run out within a scrape of each other.
+    let loading = true;
+    const statuses: number[] = [];
+    const clients = gateways.flatMap((gateway) =>
+      Array.from({ length: 8 }, async () => {
+        while (loading) {
+          const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ model: MODEL, max_tokens: 10, ignore_eos: true, messages: [{ role: 'user', content: 'hello' }] }),
+          });
+          await response.arrayBuffer();
+          statuses.push(response.status);
+        }
+      }),
+    );
     try {
-      for (const name of ['a', 'b']) {
-        engines.push(
-          await startDockerEngine(definition as DockerDefinition, {
-            docker: new Docker(),
-            log: recording(steps, name),
-            env: {},
-            pollMs: 250,
-            deployment: DEPLOYMENT,
-            scaleStore: pgScaleStore(store.db, DEPLOYMENT, MODEL),
-            loadOf,
-          }),
-        );
-      }
-      const count = () => pgScaleStore(store.db, DEPLOYMENT, MODEL).read();
-      // The queue comes once both run the first replica, so both windows start within a pass of each other.
-      await expect.poll(() => engines.map((e) => e.status().replicas.filter((r) => r.state === 'ready').length), { timeout: 30_000 }).toEqual([1, 1]);
-      queued = true;
-      await expect.poll(count, { timeout: 30_000, interval: 50 }).toBe(2);
-      queued = false;
-      // Both engines run the second replica once it is ready; the step is over, and no second one followed.
-      await expect.poll(() => engines.map((e) => e.status().replicas.filter((r) => r.state === 'ready').length), { timeout: 30_000 }).toEqual([2, 2]);
-      expect(await count()).toBe(2);
-      expect(steps).toHaveLength(1);
-      const running = await docker.listContainers({ filters: { label: ownContainers(DEPLOYMENT, MODEL) } });
-      expect(running.map((c) => c.Labels['tollgate.replica']).sort()).toEqual(['0', '1']);
+      await until('the count stepped to 2', async () => (await desired()) === 2, { timeout: 60_000, interval: 20 });
     } finally {
-      await Promise.all(engines.map((e) => e.close()));
+      loading = false;
+      await Promise.all(clients);
     }
-  }, 120_000);
+    await until('both gateways run the second replica', async () => (await ready()).join() === '2,2', { timeout: 60_000 });
+    // The step is over once its holder gives the lease back: past that point, a second step would have been logged already.
+    await until('the lease is given back', async () => (await lease()) === null, { timeout: 10_000 });
+    const steps = gateways.flatMap((g) => g.child.output().split('\n').filter((line) => line.includes('engine autoscaled')));
+    expect(steps).toHaveLength(1);
+    expect(steps[0]).toMatch(/"from":1,"to":2/);
+    expect(await desired()).toBe(2);
+    const running = await docker.listContainers({ filters: { label: ownContainers(DEPLOYMENT, MODEL) } });
+    expect(running.map((c) => c.Labels['tollgate.replica']).sort()).toEqual(['0', '1']);
+    expect(statuses.length).toBeGreaterThanOrEqual(16);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+  }, 180_000);
 });
 
-/** A logger that keeps the engines' autoscaling steps, by engine. */
-function recording(steps: string[], name: string): Logger {
-  const keep = (message: string, fields?: Record<string, unknown>) => {
-    if (message === 'engine autoscaled') steps.push(`${name}: ${String(fields?.from)} -> ${String(fields?.to)}`);
+/** Adds the model, its price and a funded organization with a key, through the operator API of one gateway (they share the database). */
+async function tenantOn(url: string): Promise<string> {
+  const admin = async <T>(method: string, route: string, body?: unknown): Promise<T> => {
+    const response = await fetch(`${url}/admin/v1${route}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as T;
   };
-  return { debug: keep, info: keep, warn: keep, error: keep };
+  await admin('POST', '/models', { id: MODEL, display_name: 'Sim Lease', hf_repo_id: 'tollgate-test/Sim-Lease', task_type: 'chat', context_length: 8192 });
+  await admin('PUT', `/prices/${MODEL}`, { input_per_million: '0.15', output_per_million: '0.60' });
+  const org = await admin<{ id: string }>('POST', '/orgs', { name: 'lease test' });
+  await admin('POST', `/orgs/${org.id}/wallet/topups`, { amount: '100' });
+  const key = await admin<{ secret: string }>('POST', `/orgs/${org.id}/keys`, { name: 'lease', max_concurrency: 100, requests_per_minute: 100_000 });
+  return key.secret;
+}
+
+/** The engine as one gateway's operator API shows it. */
+async function engineOn(url: string): Promise<{ desired_replicas: number; ready_replicas: number }> {
+  const response = await fetch(`${url}/admin/v1/engines`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const body = (await response.json()) as { data: { model: string; desired_replicas: number; ready_replicas: number }[] };
+  return body.data.find((e) => e.model === MODEL)!;
 }
