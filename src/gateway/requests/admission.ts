@@ -5,7 +5,7 @@ import { type ModelRow, pickModel, type PriceRow, requestedModelName } from '../
 import type { TaskType } from '../../shared/db/schema.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { readJsonObject } from '../../shared/http/request.js';
+import { headerOf, readJsonObject } from '../../shared/http/request.js';
 import { type AuthenticatedKey, verifiedKey } from '../keys/service.js';
 import { isProjectId } from '../../shared/db/ids.js';
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
@@ -56,7 +56,7 @@ export interface BilledCall extends AuthorizedRequest {
  */
 export async function authorize(c: Context<GatewayEnv>, services: Services, task: TaskType): Promise<AuthorizedRequest> {
   const startedAt = performance.now();
-  const authorization = c.req.header('authorization');
+  const authorization = headerOf(c, 'authorization');
   const hash = services.keys.secretHashOf(authorization);
   // A bad body from a bad key is a 401 first, as for every other route.
   const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes).catch(async (error: unknown) => {
@@ -130,7 +130,7 @@ async function requestedModelNameAfterAuth(services: Services, authorization: st
  * other tenants' ids cannot be probed). Errors never echo the header back.
  */
 async function projectFor(c: Context<GatewayEnv>, services: Services, caller: AuthenticatedKey): Promise<string | null> {
-  const header = c.req.header('x-project-id')?.trim();
+  const header = headerOf(c, 'x-project-id')?.trim();
   if (!header) return caller.projectId;
   if (caller.projectId !== null) {
     if (header === caller.projectId) return header;

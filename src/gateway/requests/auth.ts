@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
+import { headerOf } from '../../shared/http/request.js';
 import type { KeyService } from '../keys/service.js';
 
 /**
@@ -12,7 +13,7 @@ import type { KeyService } from '../keys/service.js';
  */
 export function requireKey(keys: KeyService): MiddlewareHandler<GatewayEnv> {
   return async (c, next) => {
-    const caller = await keys.authenticate(c.req.header('authorization')).catch((error: unknown) => {
+    const caller = await keys.authenticate(headerOf(c, 'authorization')).catch((error: unknown) => {
       if (error instanceof GatewayError) throw error;
       throw new GatewayError('billing_unavailable', 'The gateway cannot check API keys right now. Retry with backoff.', {
         headers: { 'Retry-After': '2' },

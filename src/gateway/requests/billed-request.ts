@@ -10,6 +10,7 @@ import type { Services } from '../../services.js';
 import { authorize, reserve } from './admission.js';
 import { abandon, type BilledCall, settle, settleClientGone } from './billed-call.js';
 import { cachedAnswer } from './cached-answer.js';
+import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
 
 /** How a relayed stream controls its call: stop the engine's work, and give back the replica when it ends. */
 export interface StreamControls {
@@ -61,16 +62,8 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
   const call = await reserve(c, services, request);
 
   const stream = endpoint.streams(call.body);
-  const upstreamAbort = new AbortController();
-  const signal = upstreamAbort.signal;
-  // The upstream timeout, and (for JSON) the client leaving, abort the engine's work at once; a stream's relay
-  // does the same when its client leaves. A timer and a listener, not AbortSignal.timeout/any: each signal
-  // those make costs the hot path more CPU than the whole admission.
-  const timeout = setTimeout(() => upstreamAbort.abort(new DOMException('upstream timeout', 'TimeoutError')), services.config.upstreamTimeoutMs);
-  timeout.unref();
-  const clientGone = c.req.raw.signal;
-  const onClientGone = () => upstreamAbort.abort(clientGone.reason);
-  if (!stream) clientGone.addEventListener('abort', onClientGone, { once: true });
+  const upstream = engineCallAbort(c, services.config.upstreamTimeoutMs, !stream);
+  const signal = upstream.signal;
   // A relayed stream gives back its replica when it ends; everything else gives it back here.
   let target: UpstreamTarget | undefined;
   let relaying = false;
@@ -82,7 +75,7 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
     const cold = services.fleet.whenReady(call.model.id, signal);
     if (cold) await cold;
     const sent = await postWithFailover({
-      acquire: (exclude) => services.fleet.acquire(call.model.id, exclude, { body: call.body, session: c.req.header('x-session-id') }),
+      acquire: (exclude) => services.fleet.acquire(call.model.id, exclude, { body: call.body, session: headerOf(c, 'x-session-id') }),
       path: endpoint.path,
       body: (t) => endpoint.upstreamBody(call, t),
       headers: traceHeaders,
@@ -97,10 +90,10 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
       c.set('streaming', true);
       const relayed = target;
       return endpoint.relayStream!(c, services, call, sent.response, {
-        abort: () => upstreamAbort.abort(),
+        abort: upstream.abort,
         release: () => {
           relayed.release();
-          clearTimeout(timeout);
+          upstream.clearTimer();
         },
       });
     }
@@ -121,14 +114,40 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
     return c.body(text, 200, { 'content-type': 'application/json' });
   } catch (error) {
     call.trace?.upstreamFailed(error);
-    if (!stream && clientGone.aborted) return settleClientGone(services, call, endpoint.estimate(call, null).promptTokens);
+    if (upstream.clientLeft()) return settleClientGone(services, call, endpoint.estimate(call, null).promptTokens);
     await abandon(services, call);
     throw error;
   } finally {
     if (!relaying) {
       target?.release();
-      clearTimeout(timeout);
+      upstream.clearTimer();
     }
-    clientGone.removeEventListener('abort', onClientGone);
+    upstream.stopWatchingClient();
   }
+}
+
+/**
+ * What aborts the engine's work at once: the upstream timeout, and (for a
+ * JSON answer) the client leaving; a stream's relay does the same when its
+ * client leaves. A timer and a listener, not AbortSignal.timeout/any: each
+ * signal those make costs the hot path more CPU than the whole admission.
+ */
+function engineCallAbort(c: Context<GatewayEnv>, timeoutMs: number, watchClient: boolean) {
+  const controller = new AbortController();
+  const timeout = setTimeout(() => controller.abort(new DOMException('upstream timeout', 'TimeoutError')), timeoutMs);
+  timeout.unref();
+  let clientLeft = false;
+  const stopWatchingClient = watchClient
+    ? whenClientLeaves(c, () => {
+        clientLeft = true;
+        controller.abort(new DOMException('the client closed the connection', 'AbortError'));
+      })
+    : () => {};
+  return {
+    signal: controller.signal,
+    abort: () => controller.abort(),
+    clientLeft: () => clientLeft,
+    clearTimer: () => clearTimeout(timeout),
+    stopWatchingClient,
+  };
 }

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { newId } from '../db/ids.js';
@@ -29,7 +30,7 @@ export function requestId(): MiddlewareHandler<GatewayEnv> {
  * const { body, bytes } = await readJsonObject(c, config.maxBodyBytes);
  */
 export async function readJsonObject(c: Context, maxBytes: number): Promise<{ body: Record<string, unknown>; bytes: number }> {
-  const length = c.req.header('content-length');
+  const length = headerOf(c, 'content-length');
   const declared = length === undefined ? Number.NaN : Number(length);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
   let bytes: Buffer;
@@ -131,4 +132,59 @@ export function refuseNul(): MiddlewareHandler<GatewayEnv> {
     if (c.req.raw.url.includes('%00')) throw new GatewayError('not_found', 'There is no such route or resource.');
     await next();
   };
+}
+
+/** What @hono/node-server passes a handler as `c.env`: Node's own request and response. Absent under `app.request` (tests). */
+interface NodeBindings {
+  incoming?: IncomingMessage;
+  outgoing?: ServerResponse;
+}
+
+/**
+ * One request header. Served by @hono/node-server, it is read from the
+ * headers Node's parser already made: `c.req.header` first builds a web
+ * `Headers` of every header, checking each name and value, which costs a
+ * billed request more than its own checks (docs/benchmark.md#cpu-per-request).
+ * As with `Headers`, repeated headers are joined with ", ", except those Node
+ * keeps once (Authorization, Content-Length, Host, …): the first one counts.
+ *
+ * @example
+ * const authorization = headerOf(c, 'authorization');
+ */
+export function headerOf(c: Context, name: string): string | undefined {
+  const incoming = (c.env as NodeBindings | undefined)?.incoming;
+  if (!incoming) return c.req.header(name);
+  const value = incoming.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/**
+ * Calls `onLeave` once if the client closes its connection before the
+ * response is complete, at once if it already has; returns a function that
+ * stops listening. Under @hono/node-server this listens on Node's response:
+ * `c.req.raw.signal` would make an `AbortController` for every request.
+ *
+ * @example
+ * const stop = whenClientLeaves(c, () => upstream.abort());
+ */
+export function whenClientLeaves(c: Context, onLeave: () => void): () => void {
+  const outgoing = (c.env as NodeBindings | undefined)?.outgoing;
+  if (!outgoing) {
+    const signal = c.req.raw.signal;
+    if (signal.aborted) {
+      onLeave();
+      return () => {};
+    }
+    signal.addEventListener('abort', onLeave, { once: true });
+    return () => signal.removeEventListener('abort', onLeave);
+  }
+  if (outgoing.destroyed && !outgoing.writableFinished) {
+    onLeave();
+    return () => {};
+  }
+  const onClose = () => {
+    if (!outgoing.writableFinished) onLeave();
+  };
+  outgoing.once('close', onClose);
+  return () => outgoing.off('close', onClose);
 }

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { GatewayEnv } from '../http/context.js';
 import { GatewayError } from '../http/errors.js';
+import { headerOf } from '../http/request.js';
 import type { TokenUsage } from '../../gateway/proxy/usage.js';
 import { Children } from './children.js';
 import type { Metrics } from './metrics.js';
@@ -99,7 +100,7 @@ export class Observer {
   middleware(): MiddlewareHandler<GatewayEnv> {
     return async (c, next) => {
       const startedAt = performance.now();
-      const trace = this.tracing?.begin(c.req.method, c.req.path, c.req.header('traceparent'), c.req.header('tracestate'), startedAt);
+      const trace = this.tracing?.begin(c.req.method, c.req.path, headerOf(c, 'traceparent'), headerOf(c, 'tracestate'), startedAt);
       if (trace) {
         c.set('trace', trace);
         c.header('traceparent', trace.traceparent);
