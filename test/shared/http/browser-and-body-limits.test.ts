@@ -47,6 +47,19 @@ describe('CORS: browsers may call /v1 from allowed origins, never /admin', () =>
     expect(response.headers.get('access-control-allow-credentials')).toBeNull();
   });
 
+  it('sends no CORS headers to a POST without an Origin (an SDK or a server, not a browser), and the same answer otherwise', async () => {
+    const response = await fetch(`${gateway.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-chat', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('access-control-allow-origin')).toBeNull();
+    expect(response.headers.get('x-request-id')).toMatch(/^req_/);
+    expect(response.headers.get('x-ratelimit-remaining-requests')).toMatch(/^\d+$/);
+    expect(((await response.json()) as { object: string }).object).toBe('chat.completion');
+  });
+
   it('sends no CORS headers on /admin/v1 or /health', async () => {
     for (const path of ['/admin/v1/orgs', '/health']) {
       const response = await preflight(path, 'https://app.example.com');
