@@ -1,5 +1,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { urlToHttpOptions } from 'node:url';
+import { LRUCache } from 'lru-cache';
 import type { UpstreamTarget } from '../engines/types.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { checkJsonShape } from '../../shared/http/json-shape.js';
@@ -78,15 +80,28 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
   throw upstreamFailure(status, text, call);
 }
 
+/** Engine URLs parsed once: a replica's few paths are asked for on every request. */
+const parsedUrls = new LRUCache<string, { https: boolean; options: http.RequestOptions }>({ max: 1_000 });
+
+function requestOptionsOf(url: string): { https: boolean; options: http.RequestOptions } {
+  let parsed = parsedUrls.get(url);
+  if (!parsed) {
+    const target = new URL(url);
+    parsed = { https: target.protocol === 'https:', options: urlToHttpOptions(target) };
+    parsedUrls.set(url, parsed);
+  }
+  return parsed;
+}
+
 function post(url: string, body: string, headers: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const target = new URL(url);
-    const client = target.protocol === 'https:' ? https : http;
+    const target = requestOptionsOf(url);
+    const client = target.https ? https : http;
     const request = client.request(
-      target,
       {
+        ...target.options,
         method: 'POST',
-        agent: agents[target.protocol as keyof typeof agents],
+        agent: target.https ? agents['https:'] : agents['http:'],
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), accept: 'application/json, text/event-stream', ...headers },
         signal,
       },
