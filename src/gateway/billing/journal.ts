@@ -78,7 +78,7 @@ export class ChargeJournal {
     this.unapplied.set(record.id, record);
     // A charge of nothing (a cache hit, a free model) changes no spendable amount: nothing to report.
     if (record.cost > 0n) this.unreported.set(record.id, record);
-    return this.write(JSON.stringify({ charge: record }, bigintAsString));
+    return this.write(chargeLine(record));
   }
 
   /** Charges still to be written to PostgreSQL (oldest first, at most `max`). */
@@ -196,7 +196,7 @@ export class ChargeJournal {
       this.appliedMarks = [];
       this.reportedMarks = [];
       const kept = new Map([...this.unapplied, ...this.unreported]);
-      const lines = [...kept.values()].map((record) => JSON.stringify({ charge: record }, bigintAsString));
+      const lines = [...kept.values()].map(chargeLine);
       const applied = [...kept.keys()].filter((id) => !this.unapplied.has(id));
       const reported = [...kept.keys()].filter((id) => !this.unreported.has(id));
       if (applied.length) lines.push(JSON.stringify({ applied }));
@@ -222,8 +222,14 @@ export class ChargeJournal {
 type JournalLine = { charge: SerializedCharge } | { applied: string[] } | { reported: string[] };
 type SerializedCharge = Omit<ChargeRecord, 'cost' | 'createdAt'> & { cost: string; createdAt?: string };
 
-function bigintAsString(_key: string, value: unknown): unknown {
-  return typeof value === 'bigint' ? value.toString() : value;
+/**
+ * A charge as one journal line. `cost` is the record's only bigint (usage
+ * records have none): it is written as a string here rather than by a
+ * replacer, which would put every value of every line on JSON.stringify's slow path.
+ */
+function chargeLine(record: ChargeRecord): string {
+  const serialized: SerializedCharge = { ...record, cost: record.cost.toString(), createdAt: record.createdAt?.toISOString() };
+  return JSON.stringify({ charge: serialized });
 }
 
 function parseCharge(raw: SerializedCharge): ChargeRecord {
