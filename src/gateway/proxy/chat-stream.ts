@@ -50,6 +50,7 @@ export function createChatChunkRewriter(options: ChatStreamOptions) {
     const choices = Array.isArray(chunk.choices) ? (chunk.choices as Array<{ delta?: Record<string, unknown> }>) : [];
     const usage = usageFrom(chunk.usage);
     if (usage) state.usage = usage;
+    let hidden: string | undefined;
     if (choices.length === 0 && usage) {
       state.usageFinal = true;
       if (!options.includeUsage) return null;
@@ -58,10 +59,10 @@ export function createChatChunkRewriter(options: ChatStreamOptions) {
         state.tokenChunks += 1;
         state.firstTokenAt ??= performance.now();
       }
-      if (chunk.usage !== undefined && !options.continuousUsage) delete chunk.usage;
+      if (!options.continuousUsage) hidden = 'usage';
     }
     chunk.model = options.clientModel;
-    return JSON.stringify(withoutNullFields(chunk));
+    return JSON.stringify(withoutNullFields(chunk, hidden));
   };
 
   return { rewrite, state };

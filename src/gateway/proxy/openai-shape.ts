@@ -7,21 +7,28 @@ const NULLABLE_IN_OPENAI = new Set(['content', 'refusal', 'logprobs', 'finish_re
  * that. Dropping null fields makes the body match the schema the SDKs are
  * generated from. The fields OpenAI itself sends as null are kept.
  *
+ * Returns a copy, leaving out `omit` at the top level too: deleting fields in
+ * place would turn each object into a slow dictionary for JSON.stringify, and a
+ * stream does this for every chunk.
+ *
  * @example
  * withoutNullFields({ content: null, refusal: null, annotations: null }); // { content: null, refusal: null }
+ * withoutNullFields({ id: 'c1', usage: { prompt_tokens: 3 } }, 'usage'); // { id: 'c1' }
  */
-export function withoutNullFields<T>(value: T): T {
-  if (Array.isArray(value)) {
-    for (const item of value) withoutNullFields(item);
-  } else if (typeof value === 'object' && value !== null) {
-    const record = value as Record<string, unknown>;
-    for (const key of Object.keys(record)) {
-      if (record[key] === null) {
-        if (!NULLABLE_IN_OPENAI.has(key)) delete record[key];
-      } else if (typeof record[key] === 'object') {
-        withoutNullFields(record[key]);
-      }
+export function withoutNullFields<T>(value: T, omit?: string): T {
+  if (Array.isArray(value)) return value.map((item: unknown) => withoutNullFields(item)) as T;
+  if (typeof value !== 'object' || value === null) return value;
+  const record = value as Record<string, unknown>;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(record)) {
+    // A JSON "__proto__" key would set the copy's prototype, not a field: no engine sends one.
+    if (key === omit || key === '__proto__') continue;
+    const field = record[key];
+    if (field === null) {
+      if (NULLABLE_IN_OPENAI.has(key)) copy[key] = null;
+    } else {
+      copy[key] = typeof field === 'object' ? withoutNullFields(field) : field;
     }
   }
-  return value;
+  return copy as T;
 }
