@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { MoneyFormatError, parseAmount, pricePerTokenFromMillion } from '../../gateway/billing/money.js';
 import { ROLES, TASK_TYPES } from '../../shared/db/schema.js';
 import { emailField } from '../../platform/people/email.js';
-import { PASSWORD_MAX, PASSWORD_MIN } from '../../platform/people/passwords.js';
+import { passwordField } from '../../platform/people/passwords.js';
 import { KEY_EXPIRIES } from '../../gateway/keys/service.js';
 import { currencyCode } from '../../platform/costs/currencies.js';
 import { wholeSecondInstant } from '../../platform/costs/window.js';
@@ -69,11 +69,10 @@ export const createKeyBody = z.strictObject({
 });
 
 const email = emailField;
-const password = z.string().min(PASSWORD_MIN, `Must be at least ${PASSWORD_MIN} characters.`).max(PASSWORD_MAX, `Must be at most ${PASSWORD_MAX} characters.`);
 
-export const operatorCreateUserBody = z.strictObject({ name, email, password, role: z.enum(ROLES).optional(), platform_admin: z.boolean().optional() });
+export const operatorCreateUserBody = z.strictObject({ name, email, password: passwordField, role: z.enum(ROLES).optional(), platform_admin: z.boolean().optional() });
 export const operatorUpdateUserBody = z
-  .strictObject({ name, email, password, role: z.enum(ROLES), platform_admin: z.boolean() })
+  .strictObject({ name, email, password: passwordField, role: z.enum(ROLES), platform_admin: z.boolean() })
   .partial()
   .refine((patch) => Object.keys(patch).length > 0, { message: 'Send at least one field to change.', when: (payload: { issues: unknown[] }) => payload.issues.length === 0 });
 export const usersQuery = z.object({ org_id: z.string().min(1).max(100).optional() });

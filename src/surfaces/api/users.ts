@@ -5,7 +5,7 @@ import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
 import { emailField } from '../../platform/people/email.js';
-import { PASSWORD_MAX, PASSWORD_MIN } from '../../platform/people/passwords.js';
+import { PASSWORD_MAX, passwordField } from '../../platform/people/passwords.js';
 import { assertCanCreate, assertCanDelete, assertCanSee, assertCanUpdate } from '../../platform/people/permissions.js';
 import { USER_SORTS, type UserRow } from '../../platform/people/users.js';
 import type { Services } from '../../services.js';
@@ -13,10 +13,9 @@ import { atLeastOne, name } from './fields.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
 
-const password = z.string().min(PASSWORD_MIN, `Must be at least ${PASSWORD_MIN} characters.`).max(PASSWORD_MAX, `Must be at most ${PASSWORD_MAX} characters.`);
-export const createUserBody = z.strictObject({ name, email: emailField, password, role: z.enum(ROLES).optional(), org_id: z.string().min(1).max(100).optional() });
+export const createUserBody = z.strictObject({ name, email: emailField, password: passwordField, role: z.enum(ROLES).optional(), org_id: z.string().min(1).max(100).optional() });
 export const updateUserBody = z
-  .strictObject({ name, email: emailField, password, current_password: z.string().max(PASSWORD_MAX).optional(), role: z.enum(ROLES) })
+  .strictObject({ name, email: emailField, password: passwordField, current_password: z.string().max(PASSWORD_MAX).optional(), role: z.enum(ROLES) })
   .partial()
   .refine(atLeastOne(['name', 'email', 'password', 'role']), { message: 'Send at least one of name, email, password, role.', path: ['body'] });
 const usersQuery = pageQuery(USER_SORTS);

@@ -4,7 +4,7 @@ import { ROLES } from '../../shared/db/schema.js';
 import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { emailField } from '../../platform/people/email.js';
-import { PASSWORD_MAX, PASSWORD_MIN } from '../../platform/people/passwords.js';
+import { passwordField } from '../../platform/people/passwords.js';
 import { assertCanCreate, assertCanDelete, assertCanUpdate } from '../../platform/people/permissions.js';
 import { UsersPage } from './people-pages.js';
 import { DONE_NOTICES, type PortalContext, type PortalDeps, problems } from './session.js';
@@ -12,7 +12,7 @@ import { DONE_NOTICES, type PortalContext, type PortalDeps, problems } from './s
 const userForm = z.object({
   name: z.string().trim().min(1, 'Give a name.').max(200),
   email: emailField,
-  password: z.string().min(PASSWORD_MIN, `Must be at least ${PASSWORD_MIN} characters.`).max(PASSWORD_MAX, `Must be at most ${PASSWORD_MAX} characters.`),
+  password: passwordField,
   role: z.enum(ROLES),
 });
 
