@@ -145,7 +145,12 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
     await until('both gateways run the second replica', async () => (await ready()).join() === '2,2', { timeout: 60_000 });
     // The step is over once its holder gives the lease back: past that point, a second step would have been logged already.
     await until('the lease is given back', async () => (await lease()) === null, { timeout: 10_000 });
-    const steps = gateways.flatMap((g) => g.child.output().split('\n').filter((line) => line.includes('engine autoscaled')));
+    const steps = gateways.flatMap((g) =>
+      g.child
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('engine autoscaled')),
+    );
     expect(steps).toHaveLength(1);
     expect(steps[0]).toMatch(/"from":1,"to":2/);
     expect(await desired()).toBe(2);
