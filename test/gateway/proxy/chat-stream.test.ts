@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { createChatChunkRewriter, type ChatStreamOptions } from '../../../src/gateway/proxy/chat-stream.js';
+import { withoutNullFields } from '../../../src/gateway/proxy/openai-shape.js';
+
+const HEAD = '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732363200,"model":"Qwen/Qwen2.5-7B-Instruct","choices":[';
+const USAGE = '"usage":{"prompt_tokens":12,"total_tokens":20,"completion_tokens":8}';
+
+/** Chunks as vLLM and the simulator write them, and unusual ones: spaced, usage first, nulls OpenAI never sends, the model named in the text. */
+const CHUNKS = {
+  first: `${HEAD}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],${USAGE}}`,
+  token: `${HEAD}{"index":0,"delta":{"content":" word"},"logprobs":null,"finish_reason":null}],${USAGE}}`,
+  last: `${HEAD}{"index":0,"delta":{"content":"."},"logprobs":null,"finish_reason":"stop","stop_reason":null}],${USAGE}}`,
+  withoutUsage: `${HEAD}{"index":0,"delta":{"content":" word"},"logprobs":null,"finish_reason":null}]}`,
+  usageOnly: `${HEAD}],"usage":{"prompt_tokens":12,"total_tokens":20,"completion_tokens":8,"prompt_tokens_details":null}}`,
+  nullUsage: `${HEAD}{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}],"usage":null}`,
+  vllmNulls: `${HEAD}{"index":0,"delta":{"content":"x","reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":null,"token_ids":null}],"prompt_token_ids":null,${USAGE}}`,
+  modelInText: `${HEAD}{"index":0,"delta":{"content":"\\"model\\":\\"Qwen/Qwen2.5-7B-Instruct\\" and :null"},"logprobs":null,"finish_reason":null}],${USAGE}}`,
+  spaced: `{"id": "c", "object": "chat.completion.chunk", "model": "Qwen/Qwen2.5-7B-Instruct", "choices": [{"index": 0, "delta": {"content": "y"}, "finish_reason": null}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}`,
+  usageFirst: `{"id":"c","usage":{"prompt_tokens":1,"completion_tokens":1},"model":"Qwen/Qwen2.5-7B-Instruct","choices":[{"index":0,"delta":{"content":"z"},"finish_reason":null}]}`,
+  reasoning: `${HEAD}{"index":0,"delta":{"reasoning":"think","reasoning_content":"think"},"logprobs":null,"finish_reason":null}],${USAGE}}`,
+};
+
+const OPTIONS: ChatStreamOptions[] = [
+  { clientModel: 'qwen', includeUsage: false, continuousUsage: false },
+  { clientModel: 'qwen', includeUsage: true, continuousUsage: false },
+  { clientModel: 'Qwen "7B" é', includeUsage: true, continuousUsage: true },
+];
+
+/** What the client must get, from the parsed chunk: the client model, nulls OpenAI never sends dropped, usage where asked for. */
+function rebuilt(data: string, options: ChatStreamOptions): unknown {
+  const chunk = JSON.parse(data) as Record<string, unknown>;
+  const choices = chunk.choices as unknown[];
+  if (choices.length === 0 && chunk.usage) return options.includeUsage ? withoutNullFields({ ...chunk, model: options.clientModel }) : null;
+  return withoutNullFields({ ...chunk, model: options.clientModel }, options.continuousUsage ? undefined : 'usage');
+}
+
+describe('the chat stream rewriter', () => {
+  for (const options of OPTIONS) {
+    it(`gives every chunk as rebuilding it would (include_usage ${options.includeUsage}, continuous ${options.continuousUsage})`, () => {
+      for (const [name, data] of Object.entries(CHUNKS)) {
+        const { rewrite } = createChatChunkRewriter(options);
+        const out = rewrite(data);
+        const expected = rebuilt(data, options);
+        if (expected === null) expect(out, name).toBeNull();
+        else expect(JSON.parse(out!), name).toEqual(expected);
+      }
+    });
+  }
+
+  it('gives a usual chunk as the engine wrote it, but for the model and the hidden usage', () => {
+    const { rewrite } = createChatChunkRewriter(OPTIONS[0]!);
+    expect(rewrite(CHUNKS.token)).toBe(CHUNKS.token.replace('"model":"Qwen/Qwen2.5-7B-Instruct"', '"model":"qwen"').replace(`,${USAGE}`, ''));
+  });
+
+  it('keeps counting tokens and usage, whichever way the chunk is written', () => {
+    const { rewrite, state } = createChatChunkRewriter(OPTIONS[0]!);
+    for (const data of [CHUNKS.first, CHUNKS.token, CHUNKS.vllmNulls, CHUNKS.last, CHUNKS.usageOnly]) rewrite(data);
+    expect(state).toMatchObject({ usage: { promptTokens: 12, completionTokens: 8 }, usageFinal: true, tokenChunks: 3, failed: false });
+  });
+});
