@@ -34,6 +34,7 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
   const stopUpstream = () => void upstream.return?.()?.catch(() => {});
   const decoder = new TextDecoder();
   let pending = '';
+  let carriedCR = false;
   let ended = false;
 
   const end = async (outcome: RelayOutcome) => {
@@ -48,7 +49,13 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
         for (;;) {
           const { done, value } = await upstream.next();
           if (done) throw new Error('upstream closed the stream without [DONE]');
-          pending += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+          let text = decoder.decode(value, { stream: true });
+          // A CR that ends a read may be the first half of a CRLF: it waits for the next read.
+          if (carriedCR) text = `\r${text}`;
+          carriedCR = text.endsWith('\r');
+          if (carriedCR) text = text.slice(0, -1);
+          // SSE allows CR and CRLF line ends; vLLM writes LF, so the rewrite is skipped when there is no CR.
+          pending += text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text;
           let out = '';
           let boundary: number;
           while ((boundary = pending.indexOf('\n\n')) !== -1) {
@@ -90,6 +97,8 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
 
 /** The data of one SSE event (its `data:` lines joined), or null for comments and empty events. */
 function dataOf(event: string): string | null {
+  // The usual event: one `data: ` line.
+  if (event.startsWith('data: ') && !event.includes('\n')) return event.slice(6);
   let data: string | null = null;
   for (const line of event.split('\n')) {
     if (!line.startsWith('data:')) continue;

@@ -24,6 +24,13 @@ describe('relaySse', () => {
     expect(outcomes).toEqual(['done']);
   });
 
+  it('reads a CRLF split across two reads as one line end, not the end of an event', async () => {
+    const events: string[] = [];
+    const { outcomes } = await relay(['data: one\r', '\ndata: two\r\n\r', '\ndata: three\r\r', 'data: [DONE]\r\n\r\n'], (d) => (events.push(d), d));
+    expect(events).toEqual(['one\ntwo', 'three']);
+    expect(outcomes).toEqual(['done']);
+  });
+
   it('drops events the caller drops and ignores comments', async () => {
     const { text } = await relay([': keep-alive\n\ndata: keep\n\ndata: drop\n\ndata: [DONE]\n\n'], (d) => (d === 'drop' ? null : d));
     expect(text).toBe('data: keep\n\ndata: [DONE]\n\n');
