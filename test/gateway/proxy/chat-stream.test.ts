@@ -18,6 +18,14 @@ const CHUNKS = {
   spaced: `{"id": "c", "object": "chat.completion.chunk", "model": "Qwen/Qwen2.5-7B-Instruct", "choices": [{"index": 0, "delta": {"content": "y"}, "finish_reason": null}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}`,
   usageFirst: `{"id":"c","usage":{"prompt_tokens":1,"completion_tokens":1},"model":"Qwen/Qwen2.5-7B-Instruct","choices":[{"index":0,"delta":{"content":"z"},"finish_reason":null}]}`,
   reasoning: `${HEAD}{"index":0,"delta":{"reasoning":"think","reasoning_content":"think"},"logprobs":null,"finish_reason":null}],${USAGE}}`,
+  reasoningOnly: `${HEAD}{"index":0,"delta":{"reasoning_content":"hmm"},"logprobs":null,"finish_reason":null}],${USAGE}}`,
+  escapes: `${HEAD}{"index":0,"delta":{"content":"caf\\u00e9 \\/ \\\\ \\n \\ud83d\\ude00"},"logprobs":null,"finish_reason":null}],${USAGE}}`,
+  emptyContent: `${HEAD}{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":null}],${USAGE}}`,
+  rawControl: `${HEAD}{"index":0,"delta":{"content":"a\tb"},"logprobs":null,"finish_reason":null}],${USAGE}}`,
+  leadingZero: `{"id":"c","object":"chat.completion.chunk","created":0123,"model":"m","choices":[{"index":0,"delta":{"content":"x"},"logprobs":null,"finish_reason":null}]}`,
+  hugeUsage: `${HEAD}{"index":0,"delta":{"content":"x"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":9007199254740993,"total_tokens":9007199254740994,"completion_tokens":1}}`,
+  badEscape: `${HEAD}{"index":0,"delta":{"content":"\\q"},"logprobs":null,"finish_reason":null}],${USAGE}}`,
+  errorEvent: `{"error":{"message":"boom","type":"InternalServerError","code":500}}`,
 };
 
 const OPTIONS: ChatStreamOptions[] = [
@@ -28,7 +36,13 @@ const OPTIONS: ChatStreamOptions[] = [
 
 /** What the client must get, from the parsed chunk: the client model, nulls OpenAI never sends dropped, usage where asked for. */
 function rebuilt(data: string, options: ChatStreamOptions): unknown {
-  const chunk = JSON.parse(data) as Record<string, unknown>;
+  let chunk: Record<string, unknown>;
+  try {
+    chunk = JSON.parse(data) as Record<string, unknown>;
+  } catch {
+    return null; // not JSON: dropped
+  }
+  if (chunk.error !== undefined) return 'error';
   const choices = chunk.choices as unknown[];
   if (choices.length === 0 && chunk.usage) return options.includeUsage ? withoutNullFields({ ...chunk, model: options.clientModel }) : null;
   return withoutNullFields({ ...chunk, model: options.clientModel }, options.continuousUsage ? undefined : 'usage');
@@ -42,6 +56,7 @@ describe('the chat stream rewriter', () => {
         const out = rewrite(data);
         const expected = rebuilt(data, options);
         if (expected === null) expect(out, name).toBeNull();
+        else if (expected === 'error') expect(JSON.parse(out!).error.code, name).toBe('upstream_error');
         else expect(JSON.parse(out!), name).toEqual(expected);
       }
     });
@@ -50,6 +65,25 @@ describe('the chat stream rewriter', () => {
   it('gives a usual chunk as the engine wrote it, but for the model and the hidden usage', () => {
     const { rewrite } = createChatChunkRewriter(OPTIONS[0]!);
     expect(rewrite(CHUNKS.token)).toBe(CHUNKS.token.replace('"model":"Qwen/Qwen2.5-7B-Instruct"', '"model":"qwen"').replace(`,${USAGE}`, ''));
+  });
+
+  it('counts tokens and reads usage from every chunk as from the parsed chunk', () => {
+    for (const [name, data] of Object.entries(CHUNKS)) {
+      let chunk: { choices?: Array<{ delta?: Record<string, unknown> }>; usage?: Record<string, unknown> };
+      try {
+        chunk = JSON.parse(data) as typeof chunk;
+      } catch {
+        continue;
+      }
+      const { rewrite, state } = createChatChunkRewriter(OPTIONS[0]!);
+      rewrite(data);
+      const delta = chunk.choices?.[0]?.delta ?? {};
+      const tokens = Boolean(delta.content || delta.reasoning || delta.reasoning_content || delta.tool_calls);
+      expect(state.tokenChunks, name).toBe(tokens ? 1 : 0);
+      const usage = chunk.usage;
+      const exact = usage && Number.isSafeInteger(usage.prompt_tokens) && Number.isSafeInteger(usage.completion_tokens);
+      expect(state.usage, name).toEqual(exact ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens } : null);
+    }
   });
 
   it('keeps counting tokens and usage, whichever way the chunk is written', () => {
