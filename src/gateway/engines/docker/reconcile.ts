@@ -9,6 +9,8 @@ import { type EngineState, loadsScraped, type Replica, scrapedLoad, trackReplica
 const MAX_BACKOFF_MS = 60_000;
 /** A drain waits at most this long for the replica's requests (seen by other gateways through its metrics) to end. */
 const DRAIN_TIMEOUT_MS = 60_000;
+/** A container left created but not started this long is dead (its starter died between the two calls). */
+const CREATED_GRACE_MS = 30_000;
 
 interface Listed {
   host: HostState;
@@ -83,6 +85,9 @@ async function settle(state: EngineState, { host, info }: Listed, seen: Set<numb
     return;
   }
   seen.add(index);
+  // Created and not yet started: another gateway process (or this one) is starting it. Taking that for a
+  // death made two gateways remove each other's new replica for ever.
+  if (info.State === 'created' && Date.now() - info.Created * 1000 < CREATED_GRACE_MS) return;
   if (info.State !== 'running') {
     // Died: replace it, waiting longer after each death.
     replicas.delete(index);
