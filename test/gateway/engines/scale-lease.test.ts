@@ -10,7 +10,7 @@ import { ownContainers } from '../../../src/gateway/engines/docker/spec.js';
 import { openStore, type Store } from '../../../src/shared/db/client.js';
 import { engineScaling } from '../../../src/shared/db/schema.js';
 import { buildSimulatorImage, dockerAvailable, freePortRange, SIM_IMAGE_COMMAND } from '../../helpers/docker.js';
-import { type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
+import { adminCallTo, type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 
@@ -142,7 +142,10 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
       loading = false;
       await Promise.all(clients);
     }
-    await until('both gateways run the second replica', async () => (await ready()).join() === '2,2', { timeout: 60_000 });
+    await until('both gateways run the second replica', async () => (await ready()).join() === '2,2', {
+      timeout: 60_000,
+      detail: async () => ({ engines: await Promise.all(gateways.map((g) => adminCallTo(g.url, ADMIN_TOKEN, 'GET', '/engines'))), logs: gateways.map((g) => g.child.output().slice(-3000)) }),
+    });
     // The step is over once its holder gives the lease back: past that point, a second step would have been logged already.
     await until('the lease is given back', async () => (await lease()) === null, { timeout: 10_000 });
     const steps = gateways.flatMap((g) =>
@@ -163,15 +166,7 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
 
 /** Adds the model, its price and a funded organization with a key, through the operator API of one gateway (they share the database). */
 async function tenantOn(url: string): Promise<string> {
-  const admin = async <T>(method: string, route: string, body?: unknown): Promise<T> => {
-    const response = await fetch(`${url}/admin/v1${route}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
-    return (await response.json()) as T;
-  };
+  const admin = <T = Record<string, unknown>>(method: string, route: string, body?: unknown) => adminCallTo<T>(url, ADMIN_TOKEN, method, route, body);
   await admin('POST', '/models', { id: MODEL, display_name: 'Sim Lease', hf_repo_id: 'tollgate-test/Sim-Lease', task_type: 'chat', context_length: 8192 });
   await admin('PUT', `/prices/${MODEL}`, { input_per_million: '0.15', output_per_million: '0.60' });
   const org = await admin<{ id: string }>('POST', '/orgs', { name: 'lease test' });
@@ -182,7 +177,6 @@ async function tenantOn(url: string): Promise<string> {
 
 /** The engine as one gateway's operator API shows it. */
 async function engineOn(url: string): Promise<{ desired_replicas: number; ready_replicas: number }> {
-  const response = await fetch(`${url}/admin/v1/engines`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-  const body = (await response.json()) as { data: { model: string; desired_replicas: number; ready_replicas: number }[] };
-  return body.data.find((e) => e.model === MODEL)!;
+  const engines = await adminCallTo<{ data: { model: string; desired_replicas: number; ready_replicas: number }[] }>(url, ADMIN_TOKEN, 'GET', '/engines');
+  return engines.data.find((e) => e.model === MODEL)!;
 }
