@@ -9,7 +9,7 @@ const stores = await availableStores();
 /**
  * What the probe of issue 20 found on the generic API: a session's change
  * sent from a page elsewhere (no Content-Type at all, or no body), a key
- * that acts as nobody never limited, and a 413 without the limit headers.
+ * that acts as nobody never limited, and a 413 or 404 without the limit headers.
  */
 describe.each(stores)('generic API under a hostile caller (%s)', (store) => {
   let gateway: TestGateway;
@@ -105,5 +105,27 @@ describe.each(stores)('generic API under a hostile caller (%s)', (store) => {
     expect(tooLarge.headers.get('x-ratelimit-limit')).toBe('1000');
     expect(Number(tooLarge.headers.get('x-ratelimit-remaining'))).toBe(before - 1);
     expect(Number(tooLarge.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0);
+  });
+
+  it('counts a 404 too: an unknown path or a NUL in one carries the limit headers, and a stranger is counted against the address', async () => {
+    const get = (path: string, headers: Record<string, string>) => fetch(`${gateway.url}${path}`, { headers });
+    const mine = { authorization: `Bearer ${owner.key}` };
+    let remaining = Number((await get('/api/v1/me', mine)).headers.get('x-ratelimit-remaining'));
+    for (const path of ['/api/v1/no-such-resource', '/api/v1/no/such/path', '/api/v1/projects/a%00b', '/api/v1/a%00b']) {
+      const response = await get(path, mine);
+      expect(response.status, path).toBe(404);
+      expect(((await response.json()) as ApiErrorEnvelope).error.code, path).toBe('NOT_FOUND');
+      expect(response.headers.get('x-ratelimit-limit'), path).toBe('1000');
+      remaining -= 1;
+      expect(Number(response.headers.get('x-ratelimit-remaining')), path).toBe(remaining);
+    }
+    // Without credentials: 401 first, as under a resource, counted against the address.
+    const stranger = { 'x-forwarded-for': '203.0.113.92' };
+    for (const [index, path] of ['/api/v1/no-such-resource', '/api/v1/a%00b'].entries()) {
+      const response = await get(path, stranger);
+      expect(response.status, path).toBe(401);
+      expect(response.headers.get('x-ratelimit-limit'), path).toBe('100');
+      expect(response.headers.get('x-ratelimit-remaining'), path).toBe(String(99 - index));
+    }
   });
 });
