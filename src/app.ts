@@ -3,13 +3,12 @@ import { STORE_TIMEOUT_MS } from './shared/db/timeout.js';
 import { operatorAuth } from './surfaces/admin/auth.js';
 import { createAdminRoutes } from './surfaces/admin/index.js';
 import type { GatewayEnv } from './shared/http/context.js';
-import { GatewayError } from './shared/http/errors.js';
 import { renderError, renderNotFound } from './shared/http/render.js';
 import { requestId } from './shared/http/request.js';
 import type { Services } from './services.js';
 import { createV1Routes } from './surfaces/v1/index.js';
 import { createApiRoutes } from './surfaces/api/index.js';
-import { renderApiError } from './surfaces/api/errors.js';
+import { unknownApiPaths } from './surfaces/api/resource.js';
 import { clientInfo } from './shared/http/client-address.js';
 import { createSignInRoutes } from './surfaces/auth/index.js';
 import { ASSETS } from './surfaces/portal/assets.js';
@@ -69,7 +68,7 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   const clientOf = clientInfo(services.config.people.trustedProxies);
   const api = createApiRoutes(services, clientOf);
   app.route('/api/v1', api);
-  app.all('/api/v1/*', (c) => renderApiError(new GatewayError('not_found', `There is no route ${c.req.method} ${c.req.path}.`), c, services.log));
+  app.route('/api/v1', unknownApiPaths(services, clientOf));
   app.route('/auth', createSignInRoutes(services, clientOf));
   app.route('/portal', createPortalRoutes(services, clientOf));
   // People arrive at the root with a browser: the portal is there. API clients get the usual 404.

@@ -6,13 +6,32 @@ import { loadConfig } from '../../src/config/index.js';
 import { startGateway, type RunningGateway } from '../../src/server/start.js';
 import { createLogger, type Logger } from '../../src/shared/http/log.js';
 import type { KeySettings } from '../../src/gateway/keys/service.js';
-import { createTestDatabase, postgresAvailable } from './services.js';
+import { createTestDatabase, postgresAvailable, redisAvailable, redisUrl } from './services.js';
 
 export type StoreKind = 'pglite' | 'postgres';
 
 /** Which stores this run can test: PGlite always, PostgreSQL when it answers (or REQUIRE_SERVICES=1). */
 export async function availableStores(): Promise<StoreKind[]> {
   return (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
+}
+
+/** Where the hourly and sign-in limits count: in the process, or in Redis (one count for every replica). */
+export type LimitsKind = 'memory' | 'redis';
+
+/**
+ * The cases of a test of the limits: each available store with the counts in
+ * the process, and PGlite with them in Redis when it answers (its absence is
+ * said and the case left out, or fails the run under REQUIRE_SERVICES=1).
+ */
+export async function storesAndLimits(): Promise<Array<{ store: StoreKind; limits: LimitsKind }>> {
+  const [stores, hasRedis] = await Promise.all([availableStores(), redisAvailable()]);
+  const inRedis = hasRedis ? [{ store: 'pglite' as const, limits: 'redis' as const }] : [];
+  return [...stores.map((store) => ({ store, limits: 'memory' as const })), ...inRedis];
+}
+
+/** The settings that make a test gateway count its limits in Redis under `prefix` (a `uniqueRedisPrefix()`), or none. */
+export function limitsEnv(limits: LimitsKind, prefix: string): Record<string, string> {
+  return limits === 'redis' ? { REDIS_URL: redisUrl, TOLLGATE_REDIS_PREFIX: prefix } : {};
 }
 
 export interface TestGateway extends RunningGateway {

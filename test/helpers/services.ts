@@ -165,6 +165,16 @@ export async function deleteRedisPrefix(prefix: string): Promise<void> {
   }
 }
 
+/** A fixed window's count as the gateway keeps it in Redis under `prefix` (`surfaces/api/rate-limit.ts`), 0 when there is none. */
+export async function redisWindowCount(prefix: string, key: string): Promise<number> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    return Number((await redis.get(`${prefix}window:${key}`)) ?? 0);
+  } finally {
+    redis.disconnect();
+  }
+}
+
 /** Wallet holds left in Redis under `prefix` (the admission gate's `held:<org>` hashes), for an org or all. */
 export async function redisHolds(prefix: string, orgId?: string): Promise<number> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });

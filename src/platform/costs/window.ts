@@ -18,7 +18,7 @@ export const MAX_WINDOW_DAYS = 366;
  * misread: `Date.UTC` takes the years 0-99 as 1900-1999, so `0001-01` would
  * otherwise report January 1901.
  */
-const EARLIEST_YEAR = 1970;
+export const EARLIEST_YEAR = 1970;
 
 const instant = z
   .union([z.iso.date(), z.iso.datetime({ offset: true })], { error: 'Must be an ISO 8601 date (2026-11-01) or date-time with a zone (2026-11-01T09:30:00Z).' })

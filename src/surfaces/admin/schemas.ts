@@ -5,7 +5,7 @@ import { emailField } from '../../platform/people/email.js';
 import { passwordField } from '../../platform/people/passwords.js';
 import { KEY_EXPIRIES } from '../../gateway/keys/service.js';
 import { currencyCode } from '../../platform/costs/currencies.js';
-import { wholeSecondInstant } from '../../platform/costs/window.js';
+import { EARLIEST_YEAR, wholeSecondInstant } from '../../platform/costs/window.js';
 
 /**
  * Request bodies of the management API. Unknown fields are refused (a typo such
@@ -160,7 +160,12 @@ export const rateCardsQuery = z.object({ profile: z.string().min(1).max(100).opt
 
 export const setConversionRateBody = z.strictObject({ rate: exactDecimal.refine((rate) => /[1-9]/.test(rate), 'Must be greater than 0.') });
 export const conversionRateKey = z
-  .object({ base: currencyCode, quote: currencyCode, date: z.iso.date('Must be a date as YYYY-MM-DD.') })
+  .object({
+    base: currencyCode,
+    quote: currencyCode,
+    // As reports: nothing is costed before the epoch (and PostgreSQL has no year 0).
+    date: z.iso.date('Must be a date as YYYY-MM-DD.').refine((date) => Number(date.slice(0, 4)) >= EARLIEST_YEAR, `Must be in ${EARLIEST_YEAR} or later.`),
+  })
   .refine((key) => key.base !== key.quote, { message: 'Must differ from base.', path: ['quote'] });
 export const conversionRatesQuery = z.object({ base: currencyCode.optional(), quote: currencyCode.optional() });
 export const costsQuery = z.object({ org_id: z.string().min(1).max(100).optional() });

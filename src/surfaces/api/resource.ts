@@ -12,13 +12,13 @@ export type ClientOf = (c: Context) => { address: string; https: boolean };
 
 /**
  * A resource of the generic API: a Hono sub-app whose every request passes
- * the API's checks (no NUL in the path, who is calling and the hourly limits,
- * then the body's type and size: `bodyRules`, by default JSON up to
+ * the API's checks (who is calling and the hourly limits, no NUL in the
+ * path, then the body's type and size: `bodyRules`, by default JSON up to
  * MANAGEMENT_MAX_BODY_BYTES), and whose errors use the API's envelope.
  * The guard is `'*'` of the sub-app, so it covers the resource's own paths
  * only: the API is mounted at `/v1` too, beside the gateway's routes.
- * Access comes first: every answer, a 413 included, is counted and carries
- * the limit headers, and no body is read for a stranger.
+ * Access comes first: every answer, a 404 or 413 included, is counted and
+ * carries the limit headers, and no body is read for a stranger.
  *
  * @example
  * const users = apiResource(services, clientOf);
@@ -28,7 +28,7 @@ export function apiResource(services: Services, clientOf: ClientOf, ...bodyRules
   const resource = new Hono<GatewayEnv>();
   resource.onError((error, c) => renderApiError(error, c, services.log));
   const rules = bodyRules.length > 0 ? bodyRules : [requireJsonBody(), limitBody(MANAGEMENT_MAX_BODY_BYTES)];
-  resource.use('*', every(refuseNul(), apiAccess(services, clientOf), ...rules));
+  resource.use('*', every(apiAccess(services, clientOf), refuseNul(), ...rules));
   return resource;
 }
 
@@ -38,8 +38,25 @@ export function apiResource(services: Services, clientOf: ClientOf, ...bodyRules
  * stranger still gets 401 first).
  */
 export function mountResource(api: Hono<GatewayEnv>, path: string, resource: Hono<GatewayEnv>): void {
-  resource.all('*', (c) => {
-    throw new GatewayError('not_found', `There is no route ${c.req.method} ${c.req.path}.`);
-  });
+  resource.all('*', noRoute);
   api.route(path, resource);
+}
+
+/**
+ * What answers a path of `/api/v1` that no resource serves: the API's 404,
+ * after the same access checks as a resource's, so that it too is counted
+ * and carries the limit headers (a stranger gets 401). Mounted at `/api/v1`
+ * after the API; not at `/v1`, where such a path is the gateway's.
+ *
+ * @example
+ * app.route('/api/v1', unknownApiPaths(services, clientOf));
+ */
+export function unknownApiPaths(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
+  const unknown = apiResource(services, clientOf);
+  unknown.all('*', noRoute);
+  return unknown;
+}
+
+function noRoute(c: Context): never {
+  throw new GatewayError('not_found', `There is no route ${c.req.method} ${c.req.path}.`);
 }

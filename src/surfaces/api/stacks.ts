@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { limitBody, requireJsonBody } from '../../shared/http/request.js';
+import { limitBody, MANAGEMENT_MAX_BODY_BYTES, requireJsonBody } from '../../shared/http/request.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';
 import { STACK_SORTS, type StackRow } from '../../platform/stacks/catalog.js';
@@ -54,13 +54,12 @@ export function stackView(row: StackRow) {
 export function stacksRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
   const catalog = services.stacks;
   // A session's upload from elsewhere is refused by apiAccess. An upload takes one of the process's upload slots
-  // before its body is read; then the body has room for the largest package and its multipart framing.
-  const api = apiResource(
-    services,
-    clientOf,
-    requireJsonBody({ multipart: true }),
-    (c, next) => (c.req.method === 'POST' ? services.uploads.hold(c.get('actor').userId, next) : next()),
-    limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024),
+  // before its body is read; then the body has room for the largest package and its multipart framing. Only an
+  // upload: any other method, which takes no slot, keeps the management limit, or many at once would all be read.
+  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024);
+  const managementLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES);
+  const api = apiResource(services, clientOf, requireJsonBody({ multipart: true }), (c, next) =>
+    c.req.method === 'POST' ? services.uploads.hold(c.get('actor').userId, () => uploadLimit(c, next)) : managementLimit(c, next),
   );
 
   api.get('/', async (c) => {

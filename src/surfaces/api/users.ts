@@ -60,10 +60,12 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
     const body = await readBody(c, updateUserBody);
     assertCanUpdate(actor, subject, { role: body.role });
     const self = actor.userId === subject.id;
-    if (body.password !== undefined && self) {
-      // Your own password changes only with the current one: a stolen session or key cannot lock you out.
+    const signInChanges = body.password !== undefined || (body.email !== undefined && body.email !== subject.email);
+    if (self && signInChanges) {
+      // What you sign in with (password or email) changes only with your current password: a stolen session or key
+      // cannot lock you out, nor probe for other organizations' emails.
       if (body.current_password === undefined || !(await services.passwords.verify(body.current_password, subject.passwordHash))) {
-        throw new GatewayError('invalid_request', 'Invalid request body.', { details: [{ field: 'current_password', message: 'Send your current password to change it.' }] });
+        throw new GatewayError('invalid_request', 'Invalid request body.', { details: [{ field: 'current_password', message: 'Send your current password to change your password or email.' }] });
       }
     }
     const updated = await services.users.update(subject.id, { name: body.name, email: body.email, password: body.password, role: body.role }, self ? actor.sessionHash : undefined);

@@ -1,5 +1,6 @@
 import type { CurrencyInfo } from '../../platform/costs/currencies.js';
 import type { CostLineItem, CostReport, OrgCosts, Totals } from '../../platform/costs/report.js';
+import { EARLIEST_YEAR } from '../../platform/costs/window.js';
 import { Notice, Page } from './layout.js';
 import type { Viewer } from './pages.js';
 
@@ -58,15 +59,15 @@ export function CostsPage(view: CostsView) {
         </div>
         <div>
           <label for="month">Month (UTC)</label>
-          <input id="month" name="month" type="month" value={window.month} />
+          <input id="month" name="month" type="month" min={`${EARLIEST_YEAR}-01`} value={window.month} />
         </div>
         <div>
           <label for="from">From (UTC)</label>
-          <input id="from" name="from" type="date" value={window.fromDay} />
+          <input id="from" name="from" type="date" min={`${EARLIEST_YEAR}-01-01`} value={window.fromDay} />
         </div>
         <div>
           <label for="to">To, included (UTC)</label>
-          <input id="to" name="to" type="date" value={window.toDay} />
+          <input id="to" name="to" type="date" min={`${EARLIEST_YEAR}-01-01`} value={window.toDay} />
         </div>
         <div>
           <button type="submit">Show</button>

@@ -367,6 +367,17 @@ describe.each(stores)('cost reports (%s)', (store) => {
     const card = await operator('POST', '/rate-cards', { profile: 'p1', currency: 'USD', node_hour_price: '1', gpu_hour_price: '1', effective_from: '0001-01-01' });
     expect(card.status).toBe(400);
     expect(card.body.error.details).toEqual([{ field: 'effective_from', message: expect.stringContaining('1970') }]);
+    // A conversion rate's date too, in every path that names one (0000 is no year PostgreSQL has).
+    for (const date of ['0000-01-01', '0001-01-01', '1969-12-31']) {
+      for (const answer of [await operator('PUT', `/conversion-rates/USD/EUR/${date}`, { rate: '0.9' }), await operator('DELETE', `/conversion-rates/USD/EUR/${date}`)]) {
+        expect(answer.status, date).toBe(400);
+        expect(answer.body.error.details, date).toEqual([{ field: 'date', message: 'Must be in 1970 or later.' }]);
+      }
+    }
+    expect((await operator('GET', '/conversion-rates?base=USD&quote=EUR')).body.data.every((rate: { effective_on: string }) => rate.effective_on >= '1970')).toBe(true);
+    const epochRate = await operator('PUT', '/conversion-rates/USD/EUR/1970-01-01', { rate: '0.9' });
+    expect(epochRate.status).toBe(201);
+    expect((await operator('DELETE', '/conversion-rates/USD/EUR/1970-01-01')).status).toBe(204);
   });
 
   it('lists currencies from the runtime, with symbols and minor units', async () => {

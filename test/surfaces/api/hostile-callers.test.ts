@@ -1,28 +1,38 @@
 import type { ApiErrorEnvelope } from '../../../src/surfaces/api/errors.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANAGEMENT_MAX_BODY_BYTES } from '../../../src/shared/http/request.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { limitsEnv, startTestGateway, storesAndLimits, type TestGateway } from '../../helpers/gateway.js';
+import { deleteRedisPrefix, redisWindowCount, uniqueRedisPrefix } from '../../helpers/services.js';
 import { apiAs, orgWithUsers, signIn, type TestUser } from './harness.js';
 
-const stores = await availableStores();
+const cases = await storesAndLimits();
 
 /**
  * What the probe of issue 20 found on the generic API: a session's change
  * sent from a page elsewhere (no Content-Type at all, or no body), a key
- * that acts as nobody never limited, and a 413 without the limit headers.
+ * that acts as nobody never limited, and a 413 or 404 without the limit headers.
  */
-describe.each(stores)('generic API under a hostile caller (%s)', (store) => {
+describe.each(cases)('generic API under a hostile caller ($store, limits in $limits)', ({ store, limits }) => {
   let gateway: TestGateway;
   let owner: TestUser;
   let cookie: string;
+  const prefix = uniqueRedisPrefix();
 
   beforeAll(async () => {
     // 127.0.0.1 is a trusted proxy here: each test counts under an X-Forwarded-For address of its own.
-    gateway = await startTestGateway(store, { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_TRUSTED_PROXIES: 'loopback' });
+    gateway = await startTestGateway(store, { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_TRUSTED_PROXIES: 'loopback', ...limitsEnv(limits, prefix) });
     owner = (await orgWithUsers(gateway, ['owner'])).users[0]!;
     cookie = (await signIn(gateway, owner.email, owner.password)).cookie!;
   });
-  afterAll(() => gateway?.close());
+  afterAll(async () => {
+    await gateway?.close();
+    if (limits === 'redis') await deleteRedisPrefix(prefix);
+  });
+
+  /** With the limits in Redis, checks that Redis holds `count` under `key`: the headers came from there, not from this process. */
+  const expectCountInRedis = async (key: string, count: number) => {
+    if (limits === 'redis') expect(await redisWindowCount(prefix, key), key).toBe(count);
+  };
 
   const stackCount = async () => (await apiAs(gateway, owner.key)('GET', '/stacks?limit=100')).body.pagination.total as number;
 
@@ -94,6 +104,7 @@ describe.each(stores)('generic API under a hostile caller (%s)', (store) => {
     expect(last!.headers.get('retry-after')).toMatch(/^\d+$/);
     // It is the address's count: a request without credentials from there is over the limit too.
     expect((await fetch(`${gateway.url}/api/v1/projects`, { headers: { 'x-forwarded-for': '203.0.113.91' } })).status).toBe(429);
+    await expectCountInRedis('api:addr:203.0.113.91', 102);
   });
 
   it('sends the limit headers on a 413 too, counted like any other answer', async () => {
@@ -105,5 +116,30 @@ describe.each(stores)('generic API under a hostile caller (%s)', (store) => {
     expect(tooLarge.headers.get('x-ratelimit-limit')).toBe('1000');
     expect(Number(tooLarge.headers.get('x-ratelimit-remaining'))).toBe(before - 1);
     expect(Number(tooLarge.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0);
+    const { id } = await gateway.services.keys.authenticate(`Bearer ${owner.key}`);
+    await expectCountInRedis(`api:key:${id}`, 1000 - before + 1);
+  });
+
+  it('counts a 404 too: an unknown path or a NUL in one carries the limit headers, and a stranger is counted against the address', async () => {
+    const get = (path: string, headers: Record<string, string>) => fetch(`${gateway.url}${path}`, { headers });
+    const mine = { authorization: `Bearer ${owner.key}` };
+    let remaining = Number((await get('/api/v1/me', mine)).headers.get('x-ratelimit-remaining'));
+    for (const path of ['/api/v1/no-such-resource', '/api/v1/no/such/path', '/api/v1/projects/a%00b', '/api/v1/a%00b']) {
+      const response = await get(path, mine);
+      expect(response.status, path).toBe(404);
+      expect(((await response.json()) as ApiErrorEnvelope).error.code, path).toBe('NOT_FOUND');
+      expect(response.headers.get('x-ratelimit-limit'), path).toBe('1000');
+      remaining -= 1;
+      expect(Number(response.headers.get('x-ratelimit-remaining')), path).toBe(remaining);
+    }
+    // Without credentials: 401 first, as under a resource, counted against the address.
+    const stranger = { 'x-forwarded-for': '203.0.113.92' };
+    for (const [index, path] of ['/api/v1/no-such-resource', '/api/v1/a%00b'].entries()) {
+      const response = await get(path, stranger);
+      expect(response.status, path).toBe(401);
+      expect(response.headers.get('x-ratelimit-limit'), path).toBe('100');
+      expect(response.headers.get('x-ratelimit-remaining'), path).toBe(String(99 - index));
+    }
+    await expectCountInRedis('api:addr:203.0.113.92', 2);
   });
 });

@@ -1,20 +1,31 @@
 import type { ApiErrorEnvelope } from '../../../src/surfaces/api/errors.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/shared/http/log.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { limitsEnv, startTestGateway, storesAndLimits, type TestGateway } from '../../helpers/gateway.js';
+import { deleteRedisPrefix, redisWindowCount, uniqueRedisPrefix } from '../../helpers/services.js';
 import { apiAs, orgWithUsers, signIn, withCookie } from './harness.js';
 
-const stores = await availableStores();
+const cases = await storesAndLimits();
 
-describe.each(stores)('sign-in sessions (%s)', (store) => {
+describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, limits }) => {
   let gateway: TestGateway;
   const logLines: string[] = [];
+  const prefix = uniqueRedisPrefix();
 
   beforeAll(async () => {
     // A real (if low) scrypt cost, so an unknown email's decoy check costs measurable time; 127.0.0.1 is a trusted proxy here.
-    gateway = await startTestGateway(store, { TOLLGATE_PASSWORD_COST: '13', TOLLGATE_TRUSTED_PROXIES: '127.0.0.1' }, { log: createLogger('debug', (line) => logLines.push(line)) });
+    const env = { TOLLGATE_PASSWORD_COST: '13', TOLLGATE_TRUSTED_PROXIES: '127.0.0.1', ...limitsEnv(limits, prefix) };
+    gateway = await startTestGateway(store, env, { log: createLogger('debug', (line) => logLines.push(line)) });
   });
-  afterAll(() => gateway?.close());
+  afterAll(async () => {
+    await gateway?.close();
+    if (limits === 'redis') await deleteRedisPrefix(prefix);
+  });
+
+  /** With the limits in Redis, checks that Redis holds `count` under `key`: the lock came from there, not from this process. */
+  const expectCountInRedis = async (key: string, count: number) => {
+    if (limits === 'redis') expect(await redisWindowCount(prefix, key), key).toBe(count);
+  };
 
   it('sets an HttpOnly, SameSite=Lax session cookie, Secure only over HTTPS', async () => {
     const { users } = await orgWithUsers(gateway, ['owner']);
@@ -72,6 +83,8 @@ describe.each(stores)('sign-in sessions (%s)', (store) => {
     const ghost = `ghost-${Date.now()}@example.com`;
     for (let i = 0; i < 5; i++) expect((await signIn(gateway, ghost, 'wrong-password-here')).status).toBe(401);
     expect((await signIn(gateway, ghost, 'wrong-password-here')).status).toBe(429);
+    await expectCountInRedis(`signin:email:${user.email}`, 5);
+    await expectCountInRedis(`signin:email:${ghost}`, 5);
   });
 
   it('one email, one counter: another spelling of a locked email is locked too, or names nobody', async () => {
@@ -91,6 +104,7 @@ describe.each(stores)('sign-in sessions (%s)', (store) => {
     const dotted = await signIn(gateway, email.replace('mini', 'm\u0130ni'), password, from);
     expect(dotted.status).toBe(401);
     expect(dotted.cookie).toBeNull();
+    await expectCountInRedis(`signin:email:${email}`, 5);
   });
 
   it('stores an email normalized: another spelling of a taken one is taken, one that is no email after normalizing is refused', async () => {

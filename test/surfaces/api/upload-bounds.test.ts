@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
@@ -125,5 +126,16 @@ describe.each(stores)('stack uploads are bounded (%s)', (store) => {
     expect((await upload(alice.key, await packageOf('alice-three'))).status).toBe(201);
     // Platform admins curate the global catalog: no bound.
     for (const name of ['global-a', 'global-b', 'global-c']) expect((await upload(admin.key, await packageOf(name))).status).toBe(201);
+  });
+
+  it('takes the large limit for an upload only: a 300 KiB PATCH, which takes no slot, is a 413 like any management body', async () => {
+    const patch = await apiAs(gateway, carol.key)('PATCH', '/stacks/carols', { description: 'x'.repeat(300 * 1024) });
+    expect(patch.status).toBe(413);
+    expect(patch.body.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    expect(patch.headers.get('connection')).toBe('close');
+    // The upload itself still has room for a package above the management limit.
+    const big = await zipOf({ 'manifest.json': JSON.stringify({ name: 'carols-big', title: 'Big' }), 'main.tf': '# a module', 'data.txt': randomBytes(400 * 1024).toString('base64') });
+    expect(big.length).toBeGreaterThan(300 * 1024);
+    expect((await upload(admin.key, big)).status).toBe(201);
   });
 });

@@ -178,6 +178,53 @@ describe.each(stores)('generic API: users (%s)', (store) => {
     expect((await signIn(gateway, owner.email, 'a-brand-new-password')).status).toBe(200);
   });
 
+  it("changes your own email only with your current password; an owner sets a member's without it", async () => {
+    const { users } = await orgWithUsers(gateway, ['owner', 'member']);
+    const [owner, member] = users as [(typeof users)[0], (typeof users)[0]];
+    const asMember = apiAs(gateway, member.key);
+    const fresh = () => `moved-${Math.random().toString(36).slice(2, 10)}@example.com`;
+    const without = await asMember('PUT', `/users/${member.id}`, { email: fresh() });
+    expect(without.status).toBe(400);
+    expect(without.body.error.details).toEqual([{ field: 'current_password', message: expect.any(String) }]);
+    expect((await asMember('PUT', `/users/${member.id}`, { email: fresh(), current_password: 'not-the-password' })).status).toBe(400);
+    // Sending the email you have is no change: a client may PUT the user as it read it.
+    expect((await asMember('PUT', `/users/${member.id}`, { name: 'Same me', email: member.email.toUpperCase() })).status).toBe(200);
+    const mine = fresh();
+    expect((await asMember('PUT', `/users/${member.id}`, { email: mine, current_password: member.password })).body.email).toBe(mine);
+    expect((await signIn(gateway, mine, member.password)).status).toBe(200);
+    const theirs = fresh();
+    expect((await apiAs(gateway, owner.key)('PUT', `/users/${member.id}`, { email: theirs })).body.email).toBe(theirs);
+    expect((await signIn(gateway, theirs, member.password)).status).toBe(200);
+  });
+
+  it('answers 409 for an email taken in another organization, to an owner adding a user and to a member changing their own (the accepted cost of unique emails)', async () => {
+    const a = await orgWithUsers(gateway, ['owner']);
+    const b = await orgWithUsers(gateway, ['owner', 'member']);
+    const [ownerB, memberB] = b.users as [(typeof b.users)[0], (typeof b.users)[0]];
+    const taken = a.users[0]!.email;
+    const asOwnerB = apiAs(gateway, ownerB.key);
+    const asMemberB = apiAs(gateway, memberB.key);
+    // The same 409 another organization's GET answers 404 for: it says the address has an account, nothing more.
+    expect((await asOwnerB('GET', `/users/${a.users[0]!.id}`)).status).toBe(404);
+    for (const answer of [
+      await asOwnerB('POST', '/users', { name: 'Probe', email: taken.toUpperCase(), password: 'a-long-password' }),
+      await asMemberB('PUT', `/users/${memberB.id}`, { email: taken, current_password: memberB.password }),
+    ]) {
+      expect(answer.status).toBe(409);
+      expect(answer.body.error).toMatchObject({ code: 'CONFLICT', details: [{ field: 'email', message: expect.any(String) }] });
+      expect(JSON.stringify(answer.body)).not.toContain(a.orgId);
+      expect(JSON.stringify(answer.body)).not.toContain(a.users[0]!.id);
+    }
+    // A member cannot add users at all, and without the password cannot try their own email: 403 and 400 whether taken or not.
+    for (const email of [taken, `free-${Date.now()}@example.com`]) {
+      expect((await asMemberB('POST', '/users', { name: 'Probe', email, password: 'a-long-password' })).status).toBe(403);
+      expect((await asMemberB('PUT', `/users/${memberB.id}`, { email })).status).toBe(400);
+    }
+    // A free address is taken at once, by either path.
+    expect((await asOwnerB('POST', '/users', { name: 'Fine', email: `fine-${Date.now()}@example.com`, password: 'a-long-password' })).status).toBe(201);
+    expect((await asMemberB('PUT', `/users/${memberB.id}`, { email: `mine-${Date.now()}@example.com`, current_password: memberB.password })).status).toBe(200);
+  });
+
   it("lets a platform admin see every organization's users", async () => {
     const admin = await orgWithUsers(gateway, ['owner'], { platformAdmin: true });
     const other = await orgWithUsers(gateway, ['owner']);

@@ -93,6 +93,45 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
     expect(html).toContain('&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;');
   });
 
+  it('starts every page with <!DOCTYPE html>, error pages included (standards mode in any browser)', async () => {
+    const pages: Array<[string, number, Promise<Response>]> = [
+      ['/portal/sign-in', 200, fetch(`${gateway.url}/portal/sign-in`)],
+      ...['/portal/keys', '/portal/usage', '/portal/users', '/portal/projects', '/portal/costs', '/portal/stacks', '/portal/clusters'].map((path): [string, number, Promise<Response>] => [
+        path,
+        200,
+        page(path),
+      ]),
+      ['/portal/keys/key_nope/edit', 404, page('/portal/keys/key_nope/edit')],
+      ['/portal/costs?window=month&month=0001-01', 400, page('/portal/costs?window=month&month=0001-01')],
+    ];
+    for (const [path, status, answer] of pages) {
+      const response = await answer;
+      expect(response.status, path).toBe(status);
+      expect(response.headers.get('content-type'), path).toMatch(/^text\/html/);
+      expect((await response.text()).slice(0, 15), path).toBe('<!DOCTYPE html>');
+    }
+  });
+
+  it('refuses a costs window before 1970 (never January 1901 for 0001-01): the page says so and shows this month, and so does its CSV', async () => {
+    const thisMonth = new Date().toISOString().slice(0, 7);
+    for (const query of ['window=month&month=0001-01', 'window=month&month=1969-12', 'window=custom&from=0001-01-01&to=0001-01-31', 'window=custom&from=1969-12-31&to=1970-01-02']) {
+      const response = await page(`/portal/costs?${query}`);
+      expect(response.status, query).toBe(400);
+      const html = await response.text();
+      expect(html, query).toMatch(/role="alert"[^>]*>[^<]*1970[^<]*Showing this month\./);
+      expect(html, query).toMatch(new RegExp(`name="month" type="month"[^>]* value="${thisMonth}"`));
+      expect(html, query).not.toContain('1901');
+      const csv = await page(`/portal/costs.csv?${query}`);
+      expect(csv.headers.get('content-disposition'), query).toContain(`_${thisMonth.replace('-', '')}01T000000Z_`);
+    }
+    // The form's fields say where the reports start, so a browser refuses earlier ones before sending.
+    const form = await (await page('/portal/costs')).text();
+    expect(form).toMatch(/<input id="month" name="month" type="month" min="1970-01"/);
+    expect(form).toMatch(/<input id="from" name="from" type="date" min="1970-01-01"/);
+    expect(form).toMatch(/<input id="to" name="to" type="date" min="1970-01-01"/);
+    expect((await page('/portal/costs?window=month&month=1970-01')).status).toBe(200);
+  });
+
   it('sends people without a session to sign in, and answers unknown pages with 404', async () => {
     const response = await fetch(`${gateway.url}/portal/keys`, { redirect: 'manual' });
     expect(response.status).toBe(303);
