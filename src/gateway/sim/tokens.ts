@@ -1,8 +1,6 @@
-/**
- * The simulator's tokenizer and its deterministic "model output". One token is
- * a run of word characters or a single other non-space character, exactly the
- * matches of `/\w+|[^\s\w]/g`, so generated text tokenizes back to its length.
- */
+// The simulator's tokenizer and its deterministic "model output". One token is
+// a run of word characters or a single other non-space character, exactly the
+// matches of `/\w+|[^\s\w]/g`, so generated text tokenizes back to its length.
 
 const TOKEN_PATTERN = /\w+|[^\s\w]/g;
 

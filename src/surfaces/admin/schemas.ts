@@ -7,11 +7,9 @@ import { KEY_EXPIRIES } from '../../gateway/keys/service.js';
 import { currencyCode } from '../../platform/costs/currencies.js';
 import { wholeSecondInstant } from '../../platform/costs/window.js';
 
-/**
- * Request bodies of the management API. Unknown fields are refused (a typo such
- * as `rpm` must not pass silently), and money arrives only as decimal strings,
- * parsed here into bigint nanos so no float ever reaches a balance or a price.
- */
+// Request bodies of the management API. Unknown fields are refused (a typo such
+// as `rpm` must not pass silently), and money arrives only as decimal strings,
+// parsed here into bigint nanos so no float ever reaches a balance or a price.
 
 const name = z.string().trim().min(1).max(200);
 const note = z.string().trim().min(1).max(500);

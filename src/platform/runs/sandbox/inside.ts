@@ -1,11 +1,9 @@
 import { chmod, chown, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-/**
- * What a run sees inside its sandbox, whatever the kind (`bubblewrap`,
- * `docker`): the same paths, the same relay to its egress proxy, the same
- * environment. Each kind builds its isolation around these.
- */
+// What a run sees inside its sandbox, whatever the kind (`bubblewrap`,
+// `docker`): the same paths, the same relay to its egress proxy, the same
+// environment. Each kind builds its isolation around these.
 
 /** Where things are inside the sandbox. */
 export const INSIDE = {
