@@ -7,7 +7,7 @@
 // formatAmount(12_500_000_000n);   // '12.50'
 // pricePerTokenFromMillion('0.15'); // 150n nanos per token
 
-export const NANOS_PER_UNIT = 1_000_000_000n;
+const NANOS_PER_UNIT = 1_000_000_000n;
 const SCALE_DIGITS = 9;
 
 export class MoneyFormatError extends Error {

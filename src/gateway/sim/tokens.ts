@@ -7,7 +7,7 @@ const TOKEN_PATTERN = /\w+|[^\s\w]/g;
 /** Plain ASCII words: chunks can embed them in JSON without escaping. */
 // Kept packed: the formatter would put one word a line.
 // prettier-ignore
-export const WORDS: readonly string[] = [
+const WORDS: readonly string[] = [
   'the', 'model', 'answer', 'is', 'simple', 'and', 'clear', 'token',
   'stream', 'value', 'result', 'data', 'this', 'that', 'with', 'from',
   'gateway', 'engine', 'request', 'reply', 'quick', 'brown', 'fox', 'jumps',

@@ -31,7 +31,7 @@ export function currencies(): ReadonlyMap<string, CurrencyInfo> {
   return table;
 }
 
-export function isCurrency(code: string): boolean {
+function isCurrency(code: string): boolean {
   return currencies().has(code);
 }
 

@@ -9,10 +9,10 @@
 // roundHalfEven(5n, 2n);                                  // 2n (2.5 → 2)
 // formatMinor(123_456n, 3);                               // '123.456'
 
-export const RATE_SCALE = 12;
+const RATE_SCALE = 12;
 export const RATE_ONE = 10n ** BigInt(RATE_SCALE);
 
-export class DecimalFormatError extends Error {
+class DecimalFormatError extends Error {
   override name = 'DecimalFormatError';
 }
 

@@ -1,7 +1,7 @@
 export type ErrorType = 'invalid_request_error' | 'auth_error' | 'billing_error' | 'rate_limit_error' | 'not_implemented' | 'upstream_error' | 'server_error';
 
 /** Every code a client can see, with its status and type. The spec's codes first, then ours. */
-export const ERROR_CODES = {
+const ERROR_CODES = {
   model_not_found: { status: 400, type: 'invalid_request_error' },
   unauthorized: { status: 401, type: 'auth_error' },
   insufficient_funds: { status: 402, type: 'billing_error' },

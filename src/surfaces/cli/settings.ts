@@ -16,7 +16,7 @@ export interface CliSettings {
   token: string;
 }
 
-export const DEFAULT_URL = 'http://127.0.0.1:8080';
+const DEFAULT_URL = 'http://127.0.0.1:8080';
 const DEFAULT_DATA_DIR = '.tollgate';
 const TOKEN_FILE = 'admin-token';
 
