@@ -60,12 +60,17 @@ export default defineConfig(
     rules: unsafeAny,
   },
   {
-    // Size, so a newcomer can read a part at once: no function over 80 lines and no file over 300 in src/. Exceptions
-    // are the issue's own: the drizzle schema (one declarative table per file would scatter the foreign keys), and JSX
-    // markup (a page component is its markup; the portal's pages are the `*-page(s).tsx` files and the layout).
+    // Size, so a newcomer can read a part at once: no function over 80 lines and no file over 300 in src/. The one
+    // file allowed to be longer is the drizzle schema (one declarative table per file would scatter the foreign keys).
     // A declarative table inside a function says so where it is, with an eslint-disable comment and its reason.
     files: ['src/**'],
-    ignores: ['src/shared/db/schema.ts', 'src/surfaces/portal/*page.tsx', 'src/surfaces/portal/*pages.tsx', 'src/surfaces/portal/layout.tsx'],
+    ignores: ['src/shared/db/schema.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 80 }], 'max-lines': ['error', { max: 300 }] },
+  },
+  {
+    // JSX markup may be a longer function: a page component is its markup. The portal's pages are the
+    // `*-page(s).tsx` files and the layout; they keep the 300 lines a file.
+    files: ['src/surfaces/portal/*page.tsx', 'src/surfaces/portal/*pages.tsx', 'src/surfaces/portal/layout.tsx'],
+    rules: { 'max-lines-per-function': 'off' },
   },
 );

@@ -44,7 +44,7 @@ const measureMs = Number(values.seconds) * 1000;
 const warmupMs = Number(values.warmup) * 1000;
 const usersPerReplica = Number(values.users);
 
-/** The gateway's defaults (src/config.ts), with the policy under test. */
+/** The gateway's defaults (src/config/settings.ts), with the policy under test. */
 function settings(policy: Policy): RoutingSettings {
   return {
     policy,

@@ -13,6 +13,8 @@ import { clientInfo } from './shared/http/client-address.js';
 import { createSignInRoutes } from './surfaces/auth/index.js';
 import { ASSETS } from './surfaces/portal/assets.js';
 import { createPortalRoutes } from './surfaces/portal/index.js';
+import { runHostsProxy } from './surfaces/edge/run-hosts.js';
+import { tlsRoutes } from './surfaces/edge/tls.js';
 
 /**
  * The whole HTTP surface, each part mounted from `surfaces/`: /v1 for
@@ -29,7 +31,7 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.use(requestId());
   // A run's public URL (`https://<stack>.<cluster domain>`) is another service's: its requests go to the node.
-  app.use(services.publicHosts.middleware());
+  app.use(runHostsProxy(services.publicHosts));
   // Metrics and traces of every request (observability/observer.ts); not even installed when both are off.
   if (services.observer.active) app.use(services.observer.middleware());
   // A draining gateway asks keep-alive clients to go elsewhere, and load balancers to stop sending.
@@ -37,13 +39,7 @@ export function createApp(services: Services): Hono<GatewayEnv> {
     await next();
     if (services.inFlight.draining) c.header('connection', 'close');
   });
-  // For a TLS terminator that gets certificates on demand (Caddy's `ask`, see compose/Caddyfile): 200 for the
-  // gateway's own host name and the public hosts of applied runs, 404 for any other name.
-  const ownHost = services.config.publicUrl ? new URL(services.config.publicUrl).hostname : null;
-  app.get('/tls/allowed', (c) => {
-    const domain = (c.req.query('domain') ?? '').toLowerCase();
-    return domain && (domain === ownHost || services.publicHosts.serves(domain)) ? c.body(null, 200) : c.body(null, 404);
-  });
+  app.route('/tls', tlsRoutes(services));
   // Browsers ask the root for an icon (a JSON answer opened in a tab); portal pages link it themselves.
   app.get('/favicon.ico', (c) => c.body(ASSETS.svg.body, 200, { 'content-type': ASSETS.svg.type, 'cache-control': 'public, max-age=86400' }));
   app.get('/health', (c) => (services.inFlight.draining ? c.json({ status: 'draining' }, 503) : c.json({ status: 'ok' })));

@@ -95,7 +95,7 @@ export interface Services {
   /** Applies queued runs in this process (started by `server/start.ts`). */
   runWorker: RunWorker;
   identity: ClusterIdentity;
-  /** Runs' public URLs, routed to their nodes (see `runs/public-hosts.ts`). */
+  /** Runs' public URLs and where each goes (`runs/public-hosts.ts`; served by `surfaces/edge/`). */
   publicHosts: PublicHosts;
 }
 

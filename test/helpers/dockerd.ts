@@ -5,6 +5,7 @@ import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { requireServices } from './services.js';
+import { until } from './wait.js';
 
 const run = promisify(execFile);
 
@@ -66,16 +67,18 @@ export async function startSecondDockerd(first: Docker, images: string[]): Promi
     stop: () => stopDockerd(child, dir, log),
   };
   try {
-    const deadline = Date.now() + 60_000;
-    while (
-      !(await docker.ping().then(
-        () => true,
-        () => false,
-      ))
-    ) {
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the second dockerd did not answer:\n${await readFile(`${dir}/dockerd.log`, 'utf8')}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const dockerdLog = () => readFile(`${dir}/dockerd.log`, 'utf8');
+    await until(
+      'the second dockerd answers',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the second dockerd exited (${child.exitCode}):\n${await dockerdLog()}`);
+        return docker.ping().then(
+          () => true,
+          () => false,
+        );
+      },
+      { timeout: 60_000, interval: 200, detail: dockerdLog },
+    );
     for (const image of images) {
       const saved = await first.getImage(image).get();
       const loading = await docker.loadImage(saved);

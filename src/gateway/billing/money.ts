@@ -1,14 +1,13 @@
-/**
- * Money is an integer count of nano-units (1e-9) of the gateway's currency, held
- * in a bigint. Amounts cross the API as decimal strings, parsed here exactly:
- * no float ever touches a balance, a price or a charge.
- *
- * @example
- * parseAmount('12.50');            // 12_500_000_000n
- * formatAmount(12_500_000_000n);   // '12.50'
- * pricePerTokenFromMillion('0.15'); // 150n nanos per token
- */
-export const NANOS_PER_UNIT = 1_000_000_000n;
+// Money is an integer count of nano-units (1e-9) of the gateway's currency, held
+// in a bigint. Amounts cross the API as decimal strings, parsed here exactly:
+// no float ever touches a balance, a price or a charge.
+//
+// @example
+// parseAmount('12.50');            // 12_500_000_000n
+// formatAmount(12_500_000_000n);   // '12.50'
+// pricePerTokenFromMillion('0.15'); // 150n nanos per token
+
+const NANOS_PER_UNIT = 1_000_000_000n;
 const SCALE_DIGITS = 9;
 
 export class MoneyFormatError extends Error {

@@ -2,11 +2,9 @@ import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { apiKeys, usageRecords } from '../../shared/db/schema.js';
 
-/**
- * Usage reports of one organization, read from its usage records. Every sum is
- * taken in SQL and read back as text, so token counts and money (bigint nanos)
- * never pass through a float.
- */
+// Usage reports of one organization, read from its usage records. Every sum is
+// taken in SQL and read back as text, so token counts and money (bigint nanos)
+// never pass through a float.
 
 /** Which records a report covers: one organization, `from <= created_at < to`, optionally narrowed. */
 export interface UsageScope {

@@ -1,10 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 
-/**
- * Engine definitions, the file operators edit (`engines/engines.json`, or the
- * path in TOLLGATE_ENGINES_FILE). One entry per catalog model.
- */
+// Engine definitions, the file operators edit (`engines/engines.json`, or the
+// path in TOLLGATE_ENGINES_FILE). One entry per catalog model.
+
 const simulatorDefinition = z.object({
   kind: z.literal('simulator'),
   model: z.string().min(1),

@@ -1,8 +1,6 @@
-/**
- * The seam between what replicas report and who acts on it: the router
- * scores replicas on it, the autoscaler scales on it, operators see it.
- * The scraper that fills it reads each replica's vLLM `/metrics`.
- */
+// The seam between what replicas report and who acts on it: the router
+// scores replicas on it, the autoscaler scales on it, operators see it.
+// The scraper that fills it reads each replica's vLLM `/metrics`.
 
 /** A replica's load as its last `/metrics` scrape reported it. */
 export interface ReplicaLoad {

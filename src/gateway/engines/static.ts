@@ -26,7 +26,7 @@ export function createStaticEngine(definition: StaticDefinition, env: Record<str
 }
 
 /** Accepts `http://host:8000`, `http://host:8000/` or `http://host:8000/v1` and returns the `/v1` form. */
-export function normalizeBaseUrl(url: string): string {
+function normalizeBaseUrl(url: string): string {
   const trimmed = url.replace(/\/+$/, '');
   return trimmed.endsWith('/v1') ? trimmed : `${trimmed}/v1`;
 }

@@ -1,9 +1,7 @@
-/**
- * The seam between the request path and whatever serves a model. Every engine
- * kind (the built-in simulator, a static vLLM URL, Docker containers)
- * implements `Engine`, in a file named for its kind: `simulator.ts`,
- * `static.ts`, `docker/engine.ts`.
- */
+// The seam between the request path and whatever serves a model. Every engine
+// kind (the built-in simulator, a static vLLM URL, Docker containers)
+// implements `Engine`, in a file named for its kind: `simulator.ts`,
+// `static.ts`, `docker/engine.ts`.
 
 import type { ReplicaLoad } from './load.js';
 import type { RoutingHint } from './routing/prompt-blocks.js';

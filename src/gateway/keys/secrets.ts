@@ -1,18 +1,19 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/**
- * Key secrets: `<prefix>` + 43 url-safe characters (32 random bytes).
- * Only the SHA-256 is stored. A plain hash is enough here because the secret
- * carries 256 bits of randomness: there is nothing to guess or brute-force.
- *
- * @example
- * const secret = generateSecret('sk-gw-'); // 'sk-gw-Xq3…'
- * const stored = hashSecret(secret);
- */
+// Key secrets: `<prefix>` + 43 url-safe characters (32 random bytes).
+// Only the SHA-256 is stored. A plain hash is enough here because the secret
+// carries 256 bits of randomness: there is nothing to guess or brute-force.
+//
+// @example
+// const secret = generateSecret('sk-gw-'); // 'sk-gw-Xq3…'
+// const stored = hashSecret(secret);
+
+/** A new secret: the prefix and 32 random bytes, url-safe base64. */
 export function generateSecret(prefix: string): string {
   return prefix + randomBytes(32).toString('base64url');
 }
 
+/** What is stored of a secret: its SHA-256, in hex. */
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }

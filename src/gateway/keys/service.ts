@@ -21,7 +21,7 @@ export interface KeyLimits {
   monthlyTokens: number | null;
 }
 
-export const DEFAULT_LIMITS: KeyLimits = { requestsPerMinute: 60, maxConcurrency: 10, tokensPerMinute: null, monthlyTokens: null };
+const DEFAULT_LIMITS: KeyLimits = { requestsPerMinute: 60, maxConcurrency: 10, tokensPerMinute: null, monthlyTokens: null };
 
 export interface KeySettings extends KeyLimits {
   storeRequestData: boolean;
@@ -225,7 +225,7 @@ function unauthorized(message: string): GatewayError {
 type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
 
 /** Throws unless the project belongs to the organization. */
-export async function assertProjectOf(db: Database | Tx, orgId: string, projectId: string): Promise<void> {
+async function assertProjectOf(db: Database | Tx, orgId: string, projectId: string): Promise<void> {
   const [project] = await db
     .select({ orgId: projects.orgId })
     .from(projects)

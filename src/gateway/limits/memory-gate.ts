@@ -45,7 +45,7 @@ export function createMemoryGate(options: MemoryGateOptions): AdmissionGate {
  * charges). Methods are `async` without an `await`, so that a throw is a
  * rejection as in the Redis gate, and no other call can interleave.
  */
-export class MemoryGate implements AdmissionGate {
+class MemoryGate implements AdmissionGate {
   private readonly now: () => number;
   /** Counters by name; one read after its expiry is dropped, as Redis would have. */
   private readonly counters = new Map<string, Counter>();

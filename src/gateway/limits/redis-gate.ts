@@ -43,7 +43,7 @@ export function createRedisGate(redis: Redis, options: RedisGateOptions): Admiss
  * a command, or one MULTI or pipeline. Its only state here is the epoch it saw
  * last; everything else is in Redis, shared by every replica.
  */
-export class RedisGate implements AdmissionGate {
+class RedisGate implements AdmissionGate {
   /** The gate's key names under this deployment's prefix. */
   private readonly key: GateKeys;
   private readonly admitScript: Script;

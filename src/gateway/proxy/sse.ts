@@ -108,6 +108,6 @@ function dataOf(event: string): string | null {
   return data;
 }
 
-export function midStreamError() {
+function midStreamError() {
   return envelopeOf(new GatewayError('upstream_error', 'The model server stopped before finishing this response; the output is incomplete.'));
 }

@@ -149,18 +149,10 @@ function isTimeout(reason: unknown): boolean {
 /**
  * An engine's JSON answer as an object. An answer that is not a JSON object
  * (an HTML error page from a proxy, a truncated body) is the engine's fault:
- * 502 `upstream_error` with a fixed message, nothing of the body shown.
- *
- * @example
- * const completion = await readEngineJson(response);
- */
-export async function readEngineJson(response: EngineResponse): Promise<Record<string, unknown>> {
-  return (await readEngineAnswer(response)).answer;
-}
-
-/**
- * `readEngineJson`, with the arrays of numbers under `liftKey` kept out of the parse (`liftNumberArrays`): the
- * answer holds a marker in their place, and `restore` puts them back into the text written from it.
+ * 502 `upstream_error` with a fixed message, nothing of the body shown. The
+ * arrays of numbers under `liftKey` are kept out of the parse
+ * (`liftNumberArrays`): the answer holds a marker in their place, and
+ * `restore` puts them back into the text written from it.
  *
  * @example
  * const { answer, restore } = await readEngineAnswer(response, 'embedding');

@@ -38,12 +38,13 @@ export interface BilledEndpoint {
 }
 
 /**
- * The life of a billed request, as the request path in DESIGN.md reads:
+ * The life of a billed request, as CONTRIBUTING.md's request path reads:
  *
  * 1. admit: key, body, model, price, project (`authorize`); a cached answer
  *    if the key has the cache on; then the wallet hold and the key's limits
  *    (`reserve`);
- * 2. call: the engine, on the least loaded ready replica, failing over
+ * 2. call: the engine, on a ready replica the router picks (by default scored
+ *    on its load and the prompt's prefix, `engines/routing/`), failing over
  *    before the first byte (`postWithFailover`), aborted when the client
  *    leaves or the upstream timeout passes;
  * 3. relay: the JSON answer with the client's model name, or the stream

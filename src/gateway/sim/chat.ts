@@ -244,7 +244,7 @@ function reasoningDetails(plan: ChatPlan): string {
  * @example
  * dropConnection(res);
  */
-export function dropConnection(res: ServerResponse): void {
+function dropConnection(res: ServerResponse): void {
   const socket = res.socket;
   if (!socket) return;
   socket.end(() => socket.destroy());

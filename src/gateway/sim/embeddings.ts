@@ -128,7 +128,7 @@ export function embed(input: EmbeddingInput, dimensions: number): Float32Array {
  * @example
  * toBase64(new Float32Array([1])); // 'AACAPw=='
  */
-export function toBase64(vector: Float32Array): string {
+function toBase64(vector: Float32Array): string {
   const bytes = Buffer.allocUnsafe(vector.length * 4);
   for (let i = 0; i < vector.length; i++) bytes.writeFloatLE(vector[i] ?? 0, i * 4);
   return bytes.toString('base64');

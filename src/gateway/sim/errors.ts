@@ -1,7 +1,5 @@
-/**
- * vLLM's error bodies (>= v0.10.1): `{"error":{"message","type","param","code"}}`,
- * `code` being the HTTP status and `type` a Python class name or HTTP phrase.
- */
+// vLLM's error bodies (>= v0.10.1): `{"error":{"message","type","param","code"}}`,
+// `code` being the HTTP status and `type` a Python class name or HTTP phrase.
 
 /** An error that answers the request with a vLLM error body. */
 export class SimHttpError extends Error {

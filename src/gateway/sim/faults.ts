@@ -21,7 +21,7 @@ const MODES: ReadonlySet<string> = new Set<FaultMode>(['500', '400', 'midstream'
 export const MIDSTREAM_MESSAGE = 'Simulated engine failure during generation (sim_fail=midstream).';
 
 /** Deliberately leaks a host, an address and a Python traceback, for sanitization tests. */
-export const LEAK_MESSAGE =
+const LEAK_MESSAGE =
   'EngineCore failed on vllm-worker-7.internal (10.1.2.3:8000)\n' +
   'Traceback (most recent call last):\n' +
   '  File "/usr/lib/python3/dist-packages/vllm/engine.py", line 42, in step\n' +

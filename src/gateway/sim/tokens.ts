@@ -1,15 +1,13 @@
-/**
- * The simulator's tokenizer and its deterministic "model output". One token is
- * a run of word characters or a single other non-space character, exactly the
- * matches of `/\w+|[^\s\w]/g`, so generated text tokenizes back to its length.
- */
+// The simulator's tokenizer and its deterministic "model output". One token is
+// a run of word characters or a single other non-space character, exactly the
+// matches of `/\w+|[^\s\w]/g`, so generated text tokenizes back to its length.
 
 const TOKEN_PATTERN = /\w+|[^\s\w]/g;
 
 /** Plain ASCII words: chunks can embed them in JSON without escaping. */
 // Kept packed: the formatter would put one word a line.
 // prettier-ignore
-export const WORDS: readonly string[] = [
+const WORDS: readonly string[] = [
   'the', 'model', 'answer', 'is', 'simple', 'and', 'clear', 'token',
   'stream', 'value', 'result', 'data', 'this', 'that', 'with', 'from',
   'gateway', 'engine', 'request', 'reply', 'quick', 'brown', 'fox', 'jumps',

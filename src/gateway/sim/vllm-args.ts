@@ -1,10 +1,8 @@
 import { SimCliError } from './errors-cli.js';
 
-/**
- * vLLM's `vllm serve` command line, apart from the simulator's own flags:
- * the flags vLLM knows, which the simulator accepts and ignores, and the
- * split of a command line into both.
- */
+// vLLM's `vllm serve` command line, apart from the simulator's own flags:
+// the flags vLLM knows, which the simulator accepts and ignores, and the
+// split of a command line into both.
 
 /** vLLM flags that take exactly one value, which the simulator ignores. */
 // Kept packed (by section, as vLLM's --help lists them): the formatter would put one name a line.

@@ -57,7 +57,7 @@ export function requireSealingKey(key: Buffer | undefined): Buffer {
 }
 
 /** A host key's fingerprint as OpenSSH prints it: `SHA256:` and the unpadded base64 of its SHA-256. */
-export function fingerprintOf(hostKey: Buffer): string {
+function fingerprintOf(hostKey: Buffer): string {
   return `SHA256:${createHash('sha256').update(hostKey).digest('base64').replace(/=+$/, '')}`;
 }
 

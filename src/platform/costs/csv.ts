@@ -5,7 +5,7 @@ import type { CostReport } from './report.js';
  * The CSV columns: FinOps FOCUS names where one fits, ours after them with
  * FOCUS's `x_` prefix for custom columns. One row per line item.
  */
-export const CSV_COLUMNS = [
+const CSV_COLUMNS = [
   'BillingPeriodStart',
   'BillingPeriodEnd',
   'ChargePeriodStart',

@@ -1,21 +1,20 @@
 import { z } from 'zod';
 
-/**
- * The currency table, from the runtime's ICU data (`Intl`), never a
- * hand-written list: every code `Intl.supportedValuesOf('currency')` knows,
- * its English name (`Intl.DisplayNames`), its symbol and narrow symbol
- * (`formatToParts` in the `en` locale) and its minor-unit digits (the
- * fraction digits `Intl.NumberFormat` uses for it: JPY 0, USD 2, KWD 3).
- * Built once, on first use.
- *
- * ICU's digits are CLDR's, which differ from ISO 4217's exponent for a few
- * codes (HUF: CLDR 0, ISO 2); reports round to the digits shown here, so
- * what a report shows and what the table says always agree.
- *
- * @example
- * minorUnits('KWD'); // 3
- * isCurrency('EUR'); // true
- */
+// The currency table, from the runtime's ICU data (`Intl`), never a
+// hand-written list: every code `Intl.supportedValuesOf('currency')` knows,
+// its English name (`Intl.DisplayNames`), its symbol and narrow symbol
+// (`formatToParts` in the `en` locale) and its minor-unit digits (the
+// fraction digits `Intl.NumberFormat` uses for it: JPY 0, USD 2, KWD 3).
+// Built once, on first use.
+//
+// ICU's digits are CLDR's, which differ from ISO 4217's exponent for a few
+// codes (HUF: CLDR 0, ISO 2); reports round to the digits shown here, so
+// what a report shows and what the table says always agree.
+//
+// @example
+// minorUnits('KWD'); // 3
+// isCurrency('EUR'); // true
+
 export interface CurrencyInfo {
   code: string;
   name: string;
@@ -32,7 +31,7 @@ export function currencies(): ReadonlyMap<string, CurrencyInfo> {
   return table;
 }
 
-export function isCurrency(code: string): boolean {
+function isCurrency(code: string): boolean {
   return currencies().has(code);
 }
 

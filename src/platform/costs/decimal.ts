@@ -1,19 +1,18 @@
-/**
- * Exact decimals as scaled bigints, and the one rounding of the cost
- * reports. Prices and conversion rates carry 12 decimal places (the
- * `numeric(30, 12)` columns), so `"2.5"` is `2_500_000_000_000n`. An amount is
- * computed as an exact fraction and rounded once, half to even, to the
- * currency's minor units: no float, no intermediate rounding.
- *
- * @example
- * const price = parseDecimal('2.50');                     // 2_500_000_000_000n
- * roundHalfEven(5n, 2n);                                  // 2n (2.5 → 2)
- * formatMinor(123_456n, 3);                               // '123.456'
- */
-export const RATE_SCALE = 12;
+// Exact decimals as scaled bigints, and the one rounding of the cost
+// reports. Prices and conversion rates carry 12 decimal places (the
+// `numeric(30, 12)` columns), so `"2.5"` is `2_500_000_000_000n`. An amount is
+// computed as an exact fraction and rounded once, half to even, to the
+// currency's minor units: no float, no intermediate rounding.
+//
+// @example
+// const price = parseDecimal('2.50');                     // 2_500_000_000_000n
+// roundHalfEven(5n, 2n);                                  // 2n (2.5 → 2)
+// formatMinor(123_456n, 3);                               // '123.456'
+
+const RATE_SCALE = 12;
 export const RATE_ONE = 10n ** BigInt(RATE_SCALE);
 
-export class DecimalFormatError extends Error {
+class DecimalFormatError extends Error {
   override name = 'DecimalFormatError';
 }
 

@@ -7,9 +7,9 @@ import type { RateCardRow } from './rate-cards.js';
 import type { CostWindow } from './window.js';
 
 /** Decimal places of the hours strings (the seconds beside them are exact). */
-export const HOURS_DIGITS = 6;
+const HOURS_DIGITS = 6;
 /** How amounts round, once per line: stated in every report. */
-export const ROUNDING = 'half-even';
+const ROUNDING = 'half-even';
 
 export interface ReportOrg {
   id: string;

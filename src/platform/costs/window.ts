@@ -11,7 +11,7 @@ export interface CostWindow {
 }
 
 /** The longest window a report covers: a leap year. */
-export const MAX_WINDOW_DAYS = 366;
+const MAX_WINDOW_DAYS = 366;
 
 /**
  * Reports start at the Unix epoch. Earlier years are refused rather than

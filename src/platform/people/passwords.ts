@@ -2,14 +2,14 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 import { z } from 'zod';
 
 /** Passwords are 8 to 128 characters: long enough to mean something, short enough that hashing one is never a denial of service. */
-export const PASSWORD_MIN = 8;
+const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 128;
 
 /** A new password as every surface checks it (the API, the operator API, the portal's forms), with the same messages. */
 export const passwordField = z.string().min(PASSWORD_MIN, `Must be at least ${PASSWORD_MIN} characters.`).max(PASSWORD_MAX, `Must be at most ${PASSWORD_MAX} characters.`);
 
 /** scrypt's cost (log2 of N) by default: 2^15 with r = 8 uses 32 MiB and about 50-100 ms per hash. */
-export const DEFAULT_PASSWORD_COST = 15;
+const DEFAULT_PASSWORD_COST = 15;
 const BLOCK_SIZE = 8;
 const PARALLELISM = 1;
 const KEY_LENGTH = 32;

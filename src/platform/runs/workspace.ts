@@ -38,7 +38,7 @@ export interface Workspace {
 }
 
 /** The file of inputs and platform variables; OpenTofu reads every `*.auto.tfvars.json` in the module. */
-export const TFVARS_FILE = 'tollgate.auto.tfvars.json';
+const TFVARS_FILE = 'tollgate.auto.tfvars.json';
 
 /**
  * Unpacks a stack's module into `work/module` of a fresh folder under

@@ -199,6 +199,6 @@ async function lockName(tx: Transaction, name: string): Promise<void> {
 }
 
 /** True for a string shaped like a stack id (`stk_` and 32 hex digits); names are `a-z 0-9 -` only, so never one. */
-export function isStackId(value: string): boolean {
+function isStackId(value: string): boolean {
   return /^stk_[0-9a-f]{32}$/.test(value);
 }

@@ -41,7 +41,7 @@ export async function parseHcl(fileName: string, text: string): Promise<unknown>
 }
 
 /** Variables named so are injected by the platform on every run (`tollgate_cluster_id`, ...), not inputs. */
-export const PLATFORM_VARIABLE_PREFIX = 'tollgate_';
+const PLATFORM_VARIABLE_PREFIX = 'tollgate_';
 
 /** Entries smaller than this are not held to the ratio: a small text file of repeats compresses well and is harmless. */
 const RATIO_FLOOR_BYTES = 1024 * 1024;

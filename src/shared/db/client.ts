@@ -71,7 +71,7 @@ async function setUpInWorker(location: string): Promise<void> {
  * steady state. 8 MB holds the catalog and the hot tables of a small
  * deployment; PostgreSQL is the choice for a large one.
  */
-export const PGLITE_START_PARAMS = [
+const PGLITE_START_PARAMS = [
   '--single',
   '-F',
   '-O',

@@ -1,10 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { bigint, bigserial, boolean, check, customType, date, index, integer, jsonb, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
-/**
- * The store. Money columns hold integer nano-units of the gateway's currency
- * (1 USD = 1_000_000_000), as bigint: never floats. See `src/gateway/billing/money.ts`.
- */
+// The store. Money columns hold integer nano-units of the gateway's currency
+// (1 USD = 1_000_000_000), as bigint: never floats. See `src/gateway/billing/money.ts`.
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
 const money = (name: string) => bigint(name, { mode: 'bigint' });

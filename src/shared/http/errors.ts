@@ -1,7 +1,7 @@
 export type ErrorType = 'invalid_request_error' | 'auth_error' | 'billing_error' | 'rate_limit_error' | 'not_implemented' | 'upstream_error' | 'server_error';
 
 /** Every code a client can see, with its status and type. The spec's codes first, then ours. */
-export const ERROR_CODES = {
+const ERROR_CODES = {
   model_not_found: { status: 400, type: 'invalid_request_error' },
   unauthorized: { status: 401, type: 'auth_error' },
   insufficient_funds: { status: 402, type: 'billing_error' },
@@ -48,8 +48,11 @@ export interface GatewayErrorOptions {
 }
 
 /**
- * The one error class of the gateway. Thrown anywhere on the request path and
- * turned into the spec's envelope only in `app.onError` (see `render.ts`).
+ * The one error class of the gateway. Thrown anywhere, and turned into a
+ * response once per surface, in its `onError`: the spec's envelope for
+ * `/v1` and `/admin/v1` (`render.ts`, in `app.onError`), the generic API's
+ * for `/api/v1` and `/auth` (`surfaces/api/errors.ts`), an error page for the
+ * portal (`surfaces/portal/index.tsx`).
  *
  * @example
  * throw new GatewayError('model_not_found', 'The model `foo` does not exist.');

@@ -6,7 +6,7 @@ import { type ErrorDetail, GatewayError } from './errors.js';
  * far below what would overflow the stack of the code that walks, copies or
  * serializes bodies afterwards.
  */
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 /**
  * Checks a parsed JSON body before anything else touches it, without

@@ -20,7 +20,7 @@ export interface Logger {
 }
 
 /** Fields replaced by "[redacted]" wherever they appear, at the top level or one level down. */
-export const REDACTED_FIELDS = ['authorization', 'cookie', 'secret', 'secretHash', 'hash', 'token', 'password', 'params', 'parameters', 'apiKey'];
+const REDACTED_FIELDS = ['authorization', 'cookie', 'secret', 'secretHash', 'hash', 'token', 'password', 'params', 'parameters', 'apiKey'];
 
 export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stderr.write(line)): Logger {
   const logger = pino(

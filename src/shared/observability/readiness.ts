@@ -6,7 +6,7 @@ import type { Fleet } from '../../gateway/engines/fleet.js';
 import type { InFlight } from '../http/in-flight.js';
 
 /** A probe's own checks answer within this long, under Kubernetes' usual probe timeout of a few seconds. */
-export const READINESS_CHECK_TIMEOUT_MS = 2_000;
+const READINESS_CHECK_TIMEOUT_MS = 2_000;
 
 export interface ReadinessSources {
   db: Database;

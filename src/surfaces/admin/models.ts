@@ -21,7 +21,7 @@ export function modelsRoutes(services: Services): Hono<GatewayEnv> {
     const { include_disabled } = readQuery(c, body.modelsQuery);
     const [models, prices] = await Promise.all([catalog.list({ includeDisabled: include_disabled === 'true' }), catalog.listPrices()]);
     const priceOf = new Map(prices.map((price) => [price.modelId, price]));
-    return c.json(view.listOf(models.map((model) => view.modelView(model, priceOf.get(model.id) ?? null))));
+    return c.json(view.listOf(models.map((model) => view.operatorModelView(model, priceOf.get(model.id) ?? null))));
   });
   models.post('/', async (c) => {
     const input = await readBody(c, body.createModelBody);
@@ -29,7 +29,7 @@ export function modelsRoutes(services: Services): Hono<GatewayEnv> {
       catalog.add({ id: input.id, displayName: input.display_name, hfRepoId: input.hf_repo_id, taskType: input.task_type, contextLength: input.context_length, enabled: input.enabled }),
       'A model with this id, display name or Hugging Face repo id already exists.',
     );
-    return c.json(view.modelView(model, null), 201);
+    return c.json(view.operatorModelView(model, null), 201);
   });
   models.patch('/:id{.+}', async (c) => {
     const input = await readBody(c, body.updateModelBody);
@@ -37,7 +37,7 @@ export function modelsRoutes(services: Services): Hono<GatewayEnv> {
     const changes = { displayName: input.display_name, contextLength: input.context_length, enabled: input.enabled };
     const model = await asConflict(catalog.update(id, definedOnly(changes)), 'Another model already uses this display name.');
     const price = (await catalog.listPrices()).find((p) => p.modelId === model.id) ?? null;
-    return c.json(view.modelView(model, price));
+    return c.json(view.operatorModelView(model, price));
   });
 
   return models;

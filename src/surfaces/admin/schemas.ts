@@ -7,11 +7,9 @@ import { KEY_EXPIRIES } from '../../gateway/keys/service.js';
 import { currencyCode } from '../../platform/costs/currencies.js';
 import { EARLIEST_YEAR, wholeSecondInstant } from '../../platform/costs/window.js';
 
-/**
- * Request bodies of the management API. Unknown fields are refused (a typo such
- * as `rpm` must not pass silently), and money arrives only as decimal strings,
- * parsed here into bigint nanos so no float ever reaches a balance or a price.
- */
+// Request bodies of the management API. Unknown fields are refused (a typo such
+// as `rpm` must not pass silently), and money arrives only as decimal strings,
+// parsed here into bigint nanos so no float ever reaches a balance or a price.
 
 const name = z.string().trim().min(1).max(200);
 const note = z.string().trim().min(1).max(500);
@@ -75,7 +73,7 @@ export const operatorUpdateUserBody = z
   .strictObject({ name, email, password: passwordField, role: z.enum(ROLES), platform_admin: z.boolean() })
   .partial()
   .refine((patch) => Object.keys(patch).length > 0, { message: 'Send at least one field to change.', when: (payload: { issues: unknown[] }) => payload.issues.length === 0 });
-export const usersQuery = z.object({ org_id: z.string().min(1).max(100).optional() });
+export const operatorUsersQuery = z.object({ org_id: z.string().min(1).max(100).optional() });
 
 const atLeastOne = (body: object) => Object.keys(body).length > 0;
 // Only when the fields themselves passed: an unknown field is the one thing to report.
@@ -83,7 +81,7 @@ const EMPTY_PATCH = { message: 'Send at least one field to change.', when: (payl
 
 export const updateKeyBody = z.strictObject(keySettings).partial().refine(atLeastOne, EMPTY_PATCH);
 
-export const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
 
 export const createModelBody = z.strictObject({
   id: z.string().regex(MODEL_ID, 'Use 1-128 letters, digits or "._:/-", starting with a letter or digit.'),

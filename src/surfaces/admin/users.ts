@@ -17,7 +17,7 @@ import * as view from './views.js';
 export function usersRoutes(services: Services): Hono<GatewayEnv> {
   const users = new Hono<GatewayEnv>();
   users.get('/', async (c) => {
-    const { org_id: orgId } = readQuery(c, body.usersQuery);
+    const { org_id: orgId } = readQuery(c, body.operatorUsersQuery);
     if (orgId) await services.orgs.get(orgId);
     const { rows } = await services.users.list(orgId ?? null, { offset: 0, limit: 10_000, sort: 'created_at' });
     return c.json(view.listOf(rows.map(userView)));

@@ -35,7 +35,7 @@ export function orgView(org: Organization, balance: bigint, currency: string) {
   };
 }
 
-export function ledgerEntryView(entry: LedgerEntry) {
+function ledgerEntryView(entry: LedgerEntry) {
   return {
     id: entry.id,
     kind: entry.kind,
@@ -82,7 +82,7 @@ export function keyView(key: KeyRow, now = new Date()) {
   };
 }
 
-export function modelView(model: ModelRow, price: PriceRow | null) {
+export function operatorModelView(model: ModelRow, price: PriceRow | null) {
   return {
     id: model.id,
     object: 'model' as const,

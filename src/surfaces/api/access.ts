@@ -11,7 +11,7 @@ import type { WindowCount } from './rate-limit.js';
 export const SESSION_COOKIE = 'tollgate_session';
 
 /** The spec's limits of the generic API: per authenticated caller, and per client address without credentials. */
-export const HOURLY_LIMIT = 1_000;
+const HOURLY_LIMIT = 1_000;
 export const ANONYMOUS_HOURLY_LIMIT = 100;
 const HOUR_MS = 3_600_000;
 
@@ -69,7 +69,7 @@ export async function countAgainst(services: Services, c: Context, key: string, 
 }
 
 /** The user behind the request's API key or session cookie; 401 `unauthorized` when there is none, or it is not valid. */
-export async function signedInActor(services: Services, c: Context): Promise<SignedInActor> {
+async function signedInActor(services: Services, c: Context): Promise<SignedInActor> {
   const authorization = c.req.header('authorization');
   if (authorization !== undefined) {
     const key = await services.keys.authenticate(authorization);

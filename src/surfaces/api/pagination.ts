@@ -6,8 +6,8 @@ export interface Paged<T> {
   pagination: { page: number; limit: number; total: number; pages: number };
 }
 
-export const DEFAULT_LIMIT = 20;
-export const MAX_LIMIT = 100;
+const DEFAULT_LIMIT = 20;
+const MAX_LIMIT = 100;
 
 const wholeNumber = (min: number, max: number) =>
   z

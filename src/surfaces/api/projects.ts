@@ -11,8 +11,8 @@ import { atLeastOne, name } from './fields.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
 
-export const createProjectBody = z.strictObject({ name, description: z.string().max(2000).optional(), visibility: z.enum(PROJECT_VISIBILITIES).optional() });
-export const updateProjectBody = z
+const createProjectBody = z.strictObject({ name, description: z.string().max(2000).optional(), visibility: z.enum(PROJECT_VISIBILITIES).optional() });
+const updateProjectBody = z
   .strictObject({ name, description: z.string().max(2000), visibility: z.enum(PROJECT_VISIBILITIES) })
   .partial()
   .refine(atLeastOne(['name', 'description', 'visibility']), { message: 'Send at least one of name, description, visibility.', path: ['body'] });

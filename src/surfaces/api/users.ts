@@ -13,8 +13,8 @@ import { atLeastOne, name } from './fields.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
 
-export const createUserBody = z.strictObject({ name, email: emailField, password: passwordField, role: z.enum(ROLES).optional(), org_id: z.string().min(1).max(100).optional() });
-export const updateUserBody = z
+const createUserBody = z.strictObject({ name, email: emailField, password: passwordField, role: z.enum(ROLES).optional(), org_id: z.string().min(1).max(100).optional() });
+const updateUserBody = z
   .strictObject({ name, email: emailField, password: passwordField, current_password: z.string().max(PASSWORD_MAX).optional(), role: z.enum(ROLES) })
   .partial()
   .refine(atLeastOne(['name', 'email', 'password', 'role']), { message: 'Send at least one of name, email, password, role.', path: ['body'] });

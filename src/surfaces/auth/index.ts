@@ -15,8 +15,8 @@ import { sessionRequestFromThisSite } from '../../platform/people/same-site.js';
 import type { UserRow } from '../../platform/people/users.js';
 
 /** Failed sign-ins allowed per email, and per client address, in a window of FAILURE_WINDOW_MS. */
-export const FAILURES_PER_EMAIL = 5;
-export const FAILURES_PER_ADDRESS = 20;
+const FAILURES_PER_EMAIL = 5;
+const FAILURES_PER_ADDRESS = 20;
 const FAILURE_WINDOW_MS = 15 * 60_000;
 
 const signInBody = z.strictObject({ email: z.string().trim().min(1).max(EMAIL_MAX), password: z.string().min(1).max(PASSWORD_MAX) });

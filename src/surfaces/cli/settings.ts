@@ -2,21 +2,21 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CliError, UsageError } from './errors.js';
 
-/**
- * Where the CLI finds the gateway and the operator token (or, for the public
- * API, an API key). The only module of the CLI that reads the environment;
- * flags win over it.
- *
- * @example
- * const { url, token } = await resolveSettings({ url: values.url, token: values.token });
- */
+// Where the CLI finds the gateway and the operator token (or, for the public
+// API, an API key). The only module of the CLI that reads the environment;
+// flags win over it.
+//
+// @example
+// const { url, token } = await resolveSettings({ url: values.url, token: values.token });
+
+/** The gateway's address and the credential a command sends: the operator token or an API key. */
 export interface CliSettings {
   /** The gateway's base address, without a trailing slash. */
   url: string;
   token: string;
 }
 
-export const DEFAULT_URL = 'http://127.0.0.1:8080';
+const DEFAULT_URL = 'http://127.0.0.1:8080';
 const DEFAULT_DATA_DIR = '.tollgate';
 const TOKEN_FILE = 'admin-token';
 

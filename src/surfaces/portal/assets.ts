@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
 
-/**
- * The portal's stylesheet, its one script and its icon, served from memory under
- * `/portal/assets/` with a content hash in their names (cached for a year).
- * No inline script or style anywhere: the Content-Security-Policy allows only
- * these files. Every page works without the script; it adds copy buttons and
- * confirmations.
- */
+// The portal's stylesheet, its one script and its icon, served from memory under
+// `/portal/assets/` with a content hash in their names (cached for a year).
+// No inline script or style anywhere: the Content-Security-Policy allows only
+// these files. Every page works without the script; it adds copy buttons and
+// confirmations.
+
 const CSS = `
 :root { --ink: #1d2330; --muted: #5b6475; --line: #d9dee7; --accent: #1f5fbf; --bad: #a4262c; --good: #1e7b34; --bg: #f7f8fa; }
 * { box-sizing: border-box; }

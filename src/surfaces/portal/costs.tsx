@@ -78,7 +78,7 @@ export function costsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
  * month), or `window=custom` with `from` and `to` as days, `to` included. A
  * bad window falls back to this month, with the reason.
  */
-export function pageWindow(query: Record<string, string>, now: Date): { window: CostWindow; page: CostsPageWindow; error?: string } {
+function pageWindow(query: Record<string, string>, now: Date): { window: CostWindow; page: CostsPageWindow; error?: string } {
   const thisMonth = now.toISOString().slice(0, 7);
   const ofMonth = (month: string) => {
     const window = monthWindow(month);

@@ -11,7 +11,7 @@ export interface ApplyTarget {
 }
 
 /** A stack's icon in a fixed square: an emoji, or an image fitted whole (never cropped); a neutral mark when it has none. */
-export function StackIcon({ icon, large }: { icon: string | null; large?: boolean }) {
+function StackIcon({ icon, large }: { icon: string | null; large?: boolean }) {
   const size = large ? 'stack-icon large' : 'stack-icon';
   if (icon?.startsWith('https://')) {
     return (

@@ -10,6 +10,7 @@ import { pricePerTokenFromMillion } from '../../../src/gateway/billing/money.js'
 import { expectError } from '../../helpers/envelope.js';
 import { buildSimulatorImage, dockerAvailable, freePortRange, SIM_IMAGE_COMMAND } from '../../helpers/docker.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { until } from '../../helpers/wait.js';
 
 const MODEL = 'sim-chat';
 const COLD = 'sim-reasoner';
@@ -43,13 +44,8 @@ describe.runIf(available)('Docker engine autoscaling', () => {
     return response;
   };
 
-  async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}\n${JSON.stringify(gateway.services.fleet.status(), null, 2)}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  // A wait that times out shows the fleet as the gateway sees it.
+  const fleet = (timeout = 60_000) => ({ timeout, interval: 100, detail: () => gateway.services.fleet.status() });
 
   beforeAll(async () => {
     const image = await buildSimulatorImage();
@@ -91,7 +87,7 @@ describe.runIf(available)('Docker engine autoscaling', () => {
   });
 
   it('scales from 1 to 3 replicas under a queue, and back to 1 after the cooldown, failing no request', async () => {
-    await until('one ready replica', () => ready(MODEL) === 1);
+    await until('one ready replica', () => ready(MODEL) === 1, fleet());
     expect(status(MODEL)).toMatchObject({ desiredReplicas: 1, minReplicas: 1, maxReplicas: 3 });
     let loading = true;
     let most = 0;
@@ -111,7 +107,7 @@ describe.runIf(available)('Docker engine autoscaling', () => {
           most = Math.max(most, status(MODEL).desiredReplicas);
           return ready(MODEL) === 3;
         },
-        90_000,
+        fleet(90_000),
       );
     } finally {
       loading = false;
@@ -119,7 +115,7 @@ describe.runIf(available)('Docker engine autoscaling', () => {
     }
     expect(most).toBe(3);
     expect((await containers(MODEL)).filter((c) => c.State === 'running')).toHaveLength(3);
-    await until('back to one replica after the cooldown', async () => status(MODEL).desiredReplicas === 1 && (await containers(MODEL)).length === 1, 60_000);
+    await until('back to one replica after the cooldown', async () => status(MODEL).desiredReplicas === 1 && (await containers(MODEL)).length === 1, fleet());
     expect(status(MODEL).replicas.map((r) => r.id)).toEqual([`${MODEL}/0`]);
     expect(statuses.length).toBeGreaterThan(12);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
@@ -132,7 +128,7 @@ describe.runIf(available)('Docker engine autoscaling', () => {
     expect(response.status).toBe(200);
     expect(((await response.json()) as { model: string }).model).toBe(COLD);
     expect((await containers(COLD)).length).toBe(1);
-    await until('scaled to zero after the cooldown', async () => status(COLD).desiredReplicas === 0 && (await containers(COLD)).length === 0, 60_000);
+    await until('scaled to zero after the cooldown', async () => status(COLD).desiredReplicas === 0 && (await containers(COLD)).length === 0, fleet());
   }, 90_000);
 
   it('answers 503 with Retry-After when no replica starts within the cold-start wait', async () => {

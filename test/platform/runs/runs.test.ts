@@ -7,7 +7,7 @@ import { apiAs, orgWithUsers } from '../../surfaces/api/harness.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { readSse } from '../../helpers/sse.js';
 import { createLogger } from '../../../src/shared/http/log.js';
-import { sleep, until } from '../../helpers/wait.js';
+import { until } from '../../helpers/wait.js';
 import { zipOf } from '../../helpers/zip.js';
 import { FAKE_MODULE, orgWithCluster, profileWithNodes, runEnded, runSandboxExists, runScratch, sandboxKinds } from './harness.js';
 
@@ -373,9 +373,9 @@ describe.each(stores.length === 0 ? [] : kinds)('runs: timeouts, queued cancels,
     try {
       const { owner, cluster, stackName } = await orgWithCluster(gateway);
       const queued = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x' } });
-      // Nothing here could take it, so there is no event to wait for: a worker would look at once (queueing pokes it),
-      // and this gives one that time before checking that the run is still waiting.
-      await sleep(300);
+      // Queueing pokes this process's worker, which would claim the run in that pass. Stopping the worker waits for
+      // any pass under way and ends a run it took (FAILED), so a run still QUEUED after it was taken by no worker here.
+      await gateway.services.runWorker.stop();
       expect((await owner('GET', `/runs/${queued.body.id}`)).body.state).toBe('QUEUED');
       const canceled = await owner('POST', `/runs/${queued.body.id}/cancel`);
       expect(canceled.body).toMatchObject({ state: 'CANCELED', failure: 'Canceled before it started.', started_at: null });

@@ -3,7 +3,7 @@ import { containerSpec, ownContainers, type Placement } from './spec.js';
 import type { EngineState } from './state.js';
 
 /** The Docker client of one of the engine's hosts, by its `docker_host`. */
-export function dockerOn(state: EngineState, host: string): Docker {
+function dockerOn(state: EngineState, host: string): Docker {
   return (state.hosts.find((h) => h.definition.docker_host === host) ?? state.hosts[0]!).docker;
 }
 

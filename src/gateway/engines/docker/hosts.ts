@@ -3,7 +3,7 @@ import type { DockerDefinition, DockerHostDefinition } from '../definitions.js';
 import { LABELS } from './spec.js';
 
 /** A listing that takes longer than this counts as the host not answering (a TCP host that hangs). */
-export const LIST_TIMEOUT_MS = 10_000;
+const LIST_TIMEOUT_MS = 10_000;
 
 /** How long a GPU placed by this process stays taken before a listing shows the container holding it. */
 const PLACING_MS = 60_000;

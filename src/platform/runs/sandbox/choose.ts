@@ -115,7 +115,7 @@ export class SandboxChooser {
 }
 
 /** Runs `true` in a sandbox like a run's, to learn whether it works here; the error when not. */
-export async function probeSandbox(sandbox: Sandbox, folder: string): Promise<string | null> {
+async function probeSandbox(sandbox: Sandbox, folder: string): Promise<string | null> {
   const box = await sandbox.open({ runId: `probe-${process.pid}`, folder, tool: '/bin/true', env: {}, egress: { nodes: [], hosts: [] }, say: () => {} });
   let output = '';
   try {

@@ -1,11 +1,9 @@
 import { chmod, chown, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-/**
- * What a run sees inside its sandbox, whatever the kind (`bubblewrap`,
- * `docker`): the same paths, the same relay to its egress proxy, the same
- * environment. Each kind builds its isolation around these.
- */
+// What a run sees inside its sandbox, whatever the kind (`bubblewrap`,
+// `docker`): the same paths, the same relay to its egress proxy, the same
+// environment. Each kind builds its isolation around these.
 
 /** Where things are inside the sandbox. */
 export const INSIDE = {
@@ -17,7 +15,7 @@ export const INSIDE = {
 } as const;
 
 /** The port of the in-sandbox relay to the egress proxy; HTTPS_PROXY points at it. */
-export const EGRESS_RELAY_PORT = 3128;
+const EGRESS_RELAY_PORT = 3128;
 
 /** How a run's SSH leaves its sandbox for the nodes: the relay, as an HTTP CONNECT proxy (`tollgate_ssh_proxy`). */
 export const SSH_PROXY = { scheme: 'http', host: '127.0.0.1', port: EGRESS_RELAY_PORT } as const;

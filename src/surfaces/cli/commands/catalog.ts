@@ -3,16 +3,15 @@ import { segment } from '../client.js';
 import { table } from '../output.js';
 import { BOOLEAN, type Command, type List, type ModelView, type PriceView, type PricingList, type PublicModelView, STRING } from './command.js';
 
-/**
- * `models` (what an API key can call, and its prices), `models
- * list|add|enable|disable` and `prices set|list`. Prices are per million
- * tokens, as decimal strings.
- *
- * @example
- * tollgate models --api-key sk-gw-...
- * tollgate models add --id qwen-7b --name "Qwen 7B" --hf-repo Qwen/Qwen2.5-7B-Instruct --task chat --context-length 32768
- * tollgate prices set --model qwen-7b --input 0.15 --output 0.60
- */
+// `models` (what an API key can call, and its prices), `models
+// list|add|enable|disable` and `prices set|list`. Prices are per million
+// tokens, as decimal strings.
+//
+// @example
+// tollgate models --api-key sk-gw-...
+// tollgate models add --id qwen-7b --name "Qwen 7B" --hf-repo Qwen/Qwen2.5-7B-Instruct --task chat --context-length 32768
+// tollgate prices set --model qwen-7b --input 0.15 --output 0.60
+
 const price = (m: ModelView) => (m.price ? `${m.price.input_per_million} / ${m.price.output_per_million}` : 'no price');
 
 /** A model from GET /v1/models with its price from GET /v1/pricing (null when it has none). */

@@ -7,6 +7,17 @@ import { UsageError } from '../errors.js';
 import { date, fields, table } from '../output.js';
 import { type Command, type List, STRING } from './command.js';
 
+// `profiles add|list` and `nodes add|list` (the operator's hardware, with
+// the operator token); `clusters list|create|get|delete` and `runs
+// apply|list|get|cancel|log` (an organization's, as a user: with an API key,
+// `--api-key` or $TOLLGATE_API_KEY).
+//
+// @example
+// tollgate profiles add --name a100x8 --gpus 8 --gpu-model "A100 80GB"
+// tollgate nodes add --profile a100x8 --address 10.0.0.5 --access ssh://ops@10.0.0.5
+// tollgate clusters create --name training --profile a100x8 --nodes 2 --domain train.example.com --api-key sk-gw-...
+// tollgate runs apply cls_... --stack monitoring --inputs '{"retention_days": 30}'
+
 type ProfileView = ReturnType<typeof profileView>;
 type NodeView = ReturnType<typeof nodeView>;
 type ClusterView = ReturnType<typeof clusterView>;
@@ -17,18 +28,6 @@ interface Page<T> {
   pagination: { page: number; limit: number; total: number; pages: number };
 }
 
-/**
- * `profiles add|list` and `nodes add|list` (the operator's hardware, with
- * the operator token); `clusters list|create|get|delete` and `runs
- * apply|list|get|cancel|log` (an organization's, as a user: with an API key,
- * `--api-key` or $TOLLGATE_API_KEY).
- *
- * @example
- * tollgate profiles add --name a100x8 --gpus 8 --gpu-model "A100 80GB"
- * tollgate nodes add --profile a100x8 --address 10.0.0.5 --access ssh://ops@10.0.0.5
- * tollgate clusters create --name training --profile a100x8 --nodes 2 --domain train.example.com --api-key sk-gw-...
- * tollgate runs apply cls_... --stack monitoring --inputs '{"retention_days": 30}'
- */
 const addProfile: Command<ProfileView> = {
   name: 'profiles add',
   args: '--name N --gpus G [--gpu-model M] [--cpus C] [--memory-gib M]',

@@ -1,4 +1,4 @@
-import type { engineView, keyView, modelView, orgView, priceView, walletView } from '../../admin/views.js';
+import type { engineView, keyView, operatorModelView, orgView, priceView, walletView } from '../../admin/views.js';
 import type { projectView } from '../../api/projects.js';
 import type { userView } from '../../api/users.js';
 import type { modelView as publicModelView } from '../../v1/models.js';
@@ -48,7 +48,7 @@ export type OrgView = ReturnType<typeof orgView>;
 export type ProjectView = ReturnType<typeof projectView>;
 export type WalletView = ReturnType<typeof walletView>;
 export type KeyView = ReturnType<typeof keyView>;
-export type ModelView = ReturnType<typeof modelView>;
+export type ModelView = ReturnType<typeof operatorModelView>;
 export type PriceView = ReturnType<typeof priceView>;
 export type EngineView = ReturnType<typeof engineView>;
 export type UserView = ReturnType<typeof userView>;

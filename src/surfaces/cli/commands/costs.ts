@@ -5,19 +5,18 @@ import { segment } from '../client.js';
 import { date, table } from '../output.js';
 import { type Command, type List, STRING } from './command.js';
 
+// `rate-cards list|add|delete`, `conversion-rates list|set|delete` and
+// `costs report`: the operator's side of cost reports. Prices and rates are
+// sent as the decimal strings typed; the gateway checks them.
+//
+// @example
+// tollgate rate-cards add --profile a100x8 --currency USD --node-hour 2.50 --gpu-hour 0.40 --from 2026-11-01
+// tollgate conversion-rates set --base USD --quote EUR --date 2026-11-01 --rate 0.92
+// tollgate costs report --month 2026-11
+
 type RateCardView = ReturnType<typeof rateCardView>;
 type ConversionRateView = ReturnType<typeof conversionRateView>;
 
-/**
- * `rate-cards list|add|delete`, `conversion-rates list|set|delete` and
- * `costs report`: the operator's side of cost reports. Prices and rates are
- * sent as the decimal strings typed; the gateway checks them.
- *
- * @example
- * tollgate rate-cards add --profile a100x8 --currency USD --node-hour 2.50 --gpu-hour 0.40 --from 2026-11-01
- * tollgate conversion-rates set --base USD --quote EUR --date 2026-11-01 --rate 0.92
- * tollgate costs report --month 2026-11
- */
 const listCards: Command<List<RateCardView>> = {
   name: 'rate-cards list',
   args: '[--profile P]',

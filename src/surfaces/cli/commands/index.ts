@@ -9,12 +9,7 @@ import { stackCommands } from './stacks.js';
 import { userCommands } from './users.js';
 import { walletCommands } from './wallet.js';
 
-/**
- * Every command, in the order `tollgate help` lists them.
- *
- * @example
- * const command = findCommand('keys', 'create');
- */
+/** Every command, in the order `tollgate help` lists them. */
 export const COMMANDS: readonly Command[] = [
   ...orgCommands,
   ...userCommands,
@@ -27,7 +22,12 @@ export const COMMANDS: readonly Command[] = [
   ...costCommands,
 ];
 
-/** By its words; a group may be a command by itself (`models`, without an action). */
+/**
+ * A command by its words; a group may be a command by itself (`models`, without an action).
+ *
+ * @example
+ * const command = findCommand('keys', 'create');
+ */
 export function findCommand(group: string | undefined, action: string | undefined): Command | undefined {
   const name = action === undefined ? group : `${group} ${action}`;
   return COMMANDS.find((command) => command.name === name);

@@ -4,13 +4,12 @@ import { segment } from '../client.js';
 import { date, fields, limit, table } from '../output.js';
 import { BOOLEAN, type Command, type KeyView, type List, STRING } from './command.js';
 
-/**
- * `keys create|list|show|update|revoke`. Limits are checked here with the
- * API's bounds; "unlimited" clears a token limit (null in the API).
- *
- * @example
- * tollgate keys create --org org_123 --name ci --user usr_456 --expiry 30d --rpm 120 --tpm unlimited
- */
+// `keys create|list|show|update|revoke`. Limits are checked here with the
+// API's bounds; "unlimited" clears a token limit (null in the API).
+//
+// @example
+// tollgate keys create --org org_123 --name ci --user usr_456 --expiry 30d --rpm 120 --tpm unlimited
+
 const MAX_RATE = 1_000_000;
 const MAX_TPM = 2_147_483_647;
 

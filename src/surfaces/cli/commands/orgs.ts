@@ -2,13 +2,12 @@ import { segment } from '../client.js';
 import { date, table } from '../output.js';
 import { type Command, type List, type OrgView, type ProjectView, STRING } from './command.js';
 
-/**
- * `orgs create|list` and `projects create|list`.
- *
- * @example
- * tollgate orgs create --name Acme
- * tollgate projects create --org org_123 --name search
- */
+// `orgs create|list` and `projects create|list`.
+//
+// @example
+// tollgate orgs create --name Acme
+// tollgate projects create --org org_123 --name search
+
 const createOrg: Command<OrgView> = {
   name: 'orgs create',
   args: '--name N',

@@ -9,6 +9,17 @@ import { CliError, UsageError } from '../errors.js';
 import { date, fields, table } from '../output.js';
 import { type Command, STRING } from './command.js';
 
+// `stacks list|get|add|download|delete`: the template catalog as a user
+// sees it, with an API key (`--api-key` or $TOLLGATE_API_KEY), so stacks
+// need neither curl nor the portal. What a user adds is private; what a
+// platform admin adds is global.
+//
+// @example
+// tollgate stacks add ./slurm.zip
+// tollgate stacks add https://example.com/k3s.zip
+// tollgate stacks get slurm --json
+// tollgate stacks download slurm -o slurm.zip
+
 type StackView = ReturnType<typeof stackView>;
 /** GET /v1/stacks: a page of the catalog. */
 interface Page<T> {
@@ -23,18 +34,6 @@ interface Saved {
   sha256: string;
 }
 
-/**
- * `stacks list|get|add|download|delete`: the template catalog as a user
- * sees it, with an API key (`--api-key` or $TOLLGATE_API_KEY), so stacks
- * need neither curl nor the portal. What a user adds is private; what a
- * platform admin adds is global.
- *
- * @example
- * tollgate stacks add ./slurm.zip
- * tollgate stacks add https://example.com/k3s.zip
- * tollgate stacks get slurm --json
- * tollgate stacks download slurm -o slurm.zip
- */
 const listStacks: Command<Page<StackView>> = {
   name: 'stacks list',
   args: '[--search TEXT] [--category C] [--api-key KEY]',

@@ -4,13 +4,12 @@ import { segment } from '../client.js';
 import { date, table } from '../output.js';
 import { type Command, STRING, type WalletView } from './command.js';
 
-/**
- * `wallet topup|adjust|show`. Amounts are checked with the API's own parser
- * and sent as the decimal strings typed, never as numbers.
- *
- * @example
- * tollgate wallet topup --org org_123 --amount 12.50 --note "invoice 7"
- */
+// `wallet topup|adjust|show`. Amounts are checked with the API's own parser
+// and sent as the decimal strings typed, never as numbers.
+//
+// @example
+// tollgate wallet topup --org org_123 --amount 12.50 --note "invoice 7"
+
 function amount(sign: 'positive' | 'nonzero') {
   return (text: string) => {
     const nanos = parseAmount(text);

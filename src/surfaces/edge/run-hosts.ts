@@ -1,0 +1,46 @@
+import type { MiddlewareHandler } from 'hono';
+import type { PublicHosts } from '../../platform/runs/public-hosts.js';
+import { GatewayError } from '../../shared/http/errors.js';
+
+/** Headers that belong to one connection and are not passed on (RFC 9110, 7.6.1). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host']);
+
+/**
+ * Sends a request for an applied run's public host (`https://<stack>.<cluster
+ * domain>`) to its node's port; every other request goes on to the gateway's
+ * routes, after one map lookup. A middleware, not a route: it answers any
+ * path and method of those hosts, before the gateway's own routes.
+ *
+ * @example
+ * app.use(runHostsProxy(services.publicHosts));
+ */
+export function runHostsProxy(publicHosts: PublicHosts): MiddlewareHandler {
+  return async (c, next) => {
+    const host = c.req.header('host')?.replace(/:\d+$/, '');
+    const target = host ? publicHosts.targetOf(host) : undefined;
+    if (!target) return next();
+    const incoming = new URL(c.req.url);
+    const headers = new Headers();
+    for (const [name, value] of c.req.raw.headers) if (!HOP_BY_HOP.has(name)) headers.set(name, value);
+    headers.set('x-forwarded-host', c.req.header('host')!);
+    headers.set('x-forwarded-proto', 'https');
+    try {
+      const answer = await fetch(`http://${target}${incoming.pathname}${incoming.search}`, {
+        method: c.req.method,
+        headers,
+        body: c.req.method === 'GET' || c.req.method === 'HEAD' ? undefined : c.req.raw.body,
+        redirect: 'manual',
+        signal: c.req.raw.signal,
+        ...({ duplex: 'half' } as object),
+      });
+      const out = new Headers(answer.headers);
+      for (const name of HOP_BY_HOP) out.delete(name);
+      // fetch has decoded the body already.
+      out.delete('content-encoding');
+      out.delete('content-length');
+      return new Response(answer.body, { status: answer.status, headers: out });
+    } catch {
+      throw new GatewayError('upstream_error', 'The service behind this address did not answer.');
+    }
+  };
+}
