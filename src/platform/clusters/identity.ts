@@ -1,10 +1,10 @@
-import { and, eq, isNull, lt, ne, or, sql } from 'drizzle-orm';
+import { and, eq, isNotNull, isNull, lt, ne, or, sql } from 'drizzle-orm';
 import ssh2 from 'ssh2';
 import type { Config } from '../../config/index.js';
 import type { Database } from '../../shared/db/client.js';
 import { clusterKeys, clusterNodeKeys, nodes } from '../../shared/db/schema.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
-import { keysCommand, keysScript, NodeAccessError, openCredential, runOnNode } from './node-access.js';
+import { keysCommand, keysScript, NodeAccessError, openCredential, runOnNode, sealCredential } from './node-access.js';
 
 export type NodeKeyRow = typeof clusterNodeKeys.$inferSelect;
 
@@ -14,7 +14,7 @@ const MAX_BACKOFF_MS = 5 * 60_000;
 
 /**
  * Each cluster's access identity on its nodes: the cluster's SSH key pair
- * (made with the cluster, kept in the database), installed in the run
+ * (made with the cluster, kept in the database sealed), installed in the run
  * user's `authorized_keys` on every node the operator gave SSH access to,
  * and removed when the cluster is deleted, before the node can be
  * allocated again. Every gateway process works on what is due (`poll`),
@@ -52,15 +52,60 @@ export class ClusterIdentity {
       .finally(() => (this.working = null));
   }
 
-  /** The cluster's SSH key pair, made the first time (two processes at once keep the first one stored). */
+  /**
+   * The cluster's SSH key pair, opened: made and stored sealed (bound to the
+   * cluster's id) the first time; two processes at once keep the first one
+   * stored. Without TOLLGATE_NODE_CREDENTIALS_KEY no node can hold a
+   * cluster's key (nodes cannot be given SSH access), so nothing is kept:
+   * each call makes a pair of its own, unless one was stored in clear before
+   * keys were sealed. A sealed key this gateway cannot open is a
+   * `NodeAccessError` saying so.
+   */
   async keyOf(clusterId: string): Promise<{ publicKey: string; privateKey: string }> {
-    const { db } = this.deps;
-    const [existing] = await db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId));
-    if (existing) return existing;
+    const { db, config } = this.deps;
+    const stored = async () => (await db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId)))[0];
+    const existing = await stored();
+    if (existing) return this.opened(existing);
     const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: `tollgate ${clusterId}` });
-    await db.insert(clusterKeys).values({ clusterId, publicKey: pair.public, privateKey: pair.private }).onConflictDoNothing();
-    const [stored] = await db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId));
-    return stored!;
+    if (!config.credentialsKey) return { publicKey: pair.public, privateKey: pair.private };
+    await db
+      .insert(clusterKeys)
+      .values({ clusterId, publicKey: pair.public, sealedPrivateKey: sealCredential(config.credentialsKey, clusterId, pair.private) })
+      .onConflictDoNothing();
+    return this.opened((await stored())!);
+  }
+
+  /**
+   * Seals the cluster keys stored in clear (by gateways before keys were
+   * sealed), once, at start; without TOLLGATE_NODE_CREDENTIALS_KEY, says how
+   * many are left in clear. Safe in several processes at once.
+   */
+  async sealClearKeys(): Promise<void> {
+    const { db, config, log } = this.deps;
+    const clear = await db.select({ clusterId: clusterKeys.clusterId, privateKey: clusterKeys.privateKey }).from(clusterKeys).where(isNotNull(clusterKeys.privateKey));
+    if (clear.length === 0) return;
+    if (!config.credentialsKey) {
+      log.warn('cluster keys are stored in clear: set TOLLGATE_NODE_CREDENTIALS_KEY and the next start seals them', { count: clear.length });
+      return;
+    }
+    for (const row of clear) {
+      await db
+        .update(clusterKeys)
+        .set({ sealedPrivateKey: sealCredential(config.credentialsKey, row.clusterId, row.privateKey!), privateKey: null })
+        .where(and(eq(clusterKeys.clusterId, row.clusterId), isNotNull(clusterKeys.privateKey)));
+    }
+    log.info('cluster keys stored in clear were sealed', { count: clear.length });
+  }
+
+  private opened(row: typeof clusterKeys.$inferSelect): { publicKey: string; privateKey: string } {
+    const key = this.deps.config.credentialsKey;
+    if (row.privateKey !== null) return { publicKey: row.publicKey, privateKey: row.privateKey };
+    if (!key) throw new NodeAccessError(`Cluster ${row.clusterId}'s key is sealed, and this gateway has no TOLLGATE_NODE_CREDENTIALS_KEY to open it with.`);
+    try {
+      return { publicKey: row.publicKey, privateKey: openCredential(key, row.clusterId, row.sealedPrivateKey ?? '') };
+    } catch {
+      throw new NodeAccessError(`Cluster ${row.clusterId}'s key does not open with this gateway's TOLLGATE_NODE_CREDENTIALS_KEY (it was sealed with another).`);
+    }
   }
 
   /** Each node's row for a cluster (installing, installed, failed; or removing after deletion). */

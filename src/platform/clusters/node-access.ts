@@ -21,28 +21,31 @@ export class NodeAccessError extends Error {
 const SEALED_PREFIX = 'v1:';
 
 /**
- * Seals a node's credential with AES-256-GCM under the operator's key
- * (TOLLGATE_NODE_CREDENTIALS_KEY), bound to the node's id (the additional
- * data), so a sealed value copied to another node's row does not open.
+ * Seals a secret with AES-256-GCM under the operator's key
+ * (TOLLGATE_NODE_CREDENTIALS_KEY), bound to the id of the row that holds it
+ * (the additional data): a node's credential to the node's id, a cluster's
+ * private key to the cluster's id, so a sealed value copied to another row
+ * does not open.
  *
  * @example
  * const sealed = sealCredential(key, node.id, privateKeyText); // 'v1:…'
  * openCredential(key, node.id, sealed) === privateKeyText;
  */
-export function sealCredential(key: Buffer, nodeId: string, secret: string): string {
+export function sealCredential(key: Buffer, boundTo: string, secret: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
-  cipher.setAAD(Buffer.from(nodeId));
+  cipher.setAAD(Buffer.from(boundTo));
   const body = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
   return `${SEALED_PREFIX}${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64')}`;
 }
 
-/** Opens what `sealCredential` sealed; throws when the key or the node is not the one it was sealed with. */
-export function openCredential(key: Buffer, nodeId: string, sealed: string): string {
+/** Opens what `sealCredential` sealed; throws when the key or the id is not the one it was sealed with. */
+export function openCredential(key: Buffer, boundTo: string, sealed: string): string {
   if (!sealed.startsWith(SEALED_PREFIX)) throw new Error('not a sealed credential');
   const raw = Buffer.from(sealed.slice(SEALED_PREFIX.length), 'base64');
-  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
-  decipher.setAAD(Buffer.from(nodeId));
+  // A fixed tag length: a value cut short must not be checked against a shorter, easier tag.
+  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12), { authTagLength: 16 });
+  decipher.setAAD(Buffer.from(boundTo));
   decipher.setAuthTag(raw.subarray(12, 28));
   return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
 }

@@ -8,6 +8,7 @@ import path from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
+import { openCredential } from '../../../src/platform/clusters/node-access.js';
 import { clusterKeys } from '../../../src/shared/db/schema.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 import { findTool } from '../../../src/platform/runs/tool.js';
@@ -88,6 +89,7 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
   let gateway: TestGateway;
   let scratch: Awaited<ReturnType<typeof runScratch>>;
   let operatorKey: string;
+  const credentialsKey = randomBytes(32);
   const nodes: FakeNode[] = [];
   const logLines: string[] = [];
   /** Every answer of the API the test saw (the operator's and users'), and every run's log: checked for the credentials at the end. */
@@ -106,7 +108,7 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
     const { TOLLGATE_TOFU_BIN: _fake, ...env } = scratch.env;
     gateway = await startTestGateway(
       'pglite',
-      { ...env, TOLLGATE_PASSWORD_COST: '10', TOLLGATE_NODE_CREDENTIALS_KEY: randomBytes(32).toString('base64'), TOLLGATE_NODE_SSH_TIMEOUT_MS: '5000' },
+      { ...env, TOLLGATE_PASSWORD_COST: '10', TOLLGATE_NODE_CREDENTIALS_KEY: credentialsKey.toString('base64'), TOLLGATE_NODE_SSH_TIMEOUT_MS: '5000' },
       { log: createLogger('debug', (line) => logLines.push(line)) },
     );
   }, 60_000);
@@ -180,8 +182,11 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
     );
     expect(ready.nodes.map((node: { identity: { state: string } }) => node.identity.state)).toEqual(['installed', 'installed']);
     for (const node of nodes) expect(await readFile(path.join(node.home, '.ssh/authorized_keys'), 'utf8')).toContain(`tollgate-cluster=${clusterId}`);
-    const [key] = await gateway.services.db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId));
-    for (const node of nodes) expect(await sshWorks(node, key!.privateKey)).toBe(true);
+    // Stored sealed, bound to the cluster: the test opens it with the gateway's key.
+    const [stored] = await gateway.services.db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId));
+    expect(stored).toMatchObject({ privateKey: null, sealedPrivateKey: expect.stringMatching(/^v1:/) });
+    const clusterKey = openCredential(credentialsKey, clusterId, stored!.sealedPrivateKey!);
+    for (const node of nodes) expect(await sshWorks(node, clusterKey)).toBe(true);
 
     // Another organization sees nothing of this cluster, and its own run cannot reach these nodes, directly or through its proxy.
     const stranger = (await orgWithUsers(gateway, ['owner'])).users[0]!;
@@ -234,7 +239,7 @@ EOT
 
     expect((await owner('DELETE', `/clusters/${clusterId}`)).status).toBe(204);
     // At once: the answer came after the key left both nodes.
-    for (const node of nodes) expect(await sshWorks(node, key!.privateKey)).toBe(false);
+    for (const node of nodes) expect(await sshWorks(node, clusterKey)).toBe(false);
     for (const node of nodes) expect(await readFile(path.join(node.home, '.ssh/authorized_keys'), 'utf8')).not.toContain(clusterId);
     const listed = await operator('GET', '/nodes');
     expect(listed.body.data.filter((node: { address: string }) => nodes.some((n) => n.address === node.address)).map((node: { state: string }) => node.state)).toEqual(['free', 'free']);
@@ -292,17 +297,28 @@ EOT
     await until('the node is free again', async () => (await stateOf(node.address)) === 'free', { timeout: 30_000, interval: 100 });
   }, 90_000);
 
-  it("the operator's credential appears in no API answer, log line, run log or database row in clear", async () => {
-    const markers = secretMarkers(operatorKey);
-    expect(markers.length).toBeGreaterThan(10);
+  it("neither the operator's credential nor a cluster's key appears in an API answer, a log line, a run's log or the database in clear", async () => {
+    const stored = await gateway.services.db.select().from(clusterKeys);
+    // The ssh-marker cluster, the stranger's, the moved one, and the refused one's attempt (none: 409 took no nodes).
+    expect(stored.length).toBeGreaterThanOrEqual(3);
+    const secrets = [{ what: "the operator's key", markers: secretMarkers(operatorKey) }];
+    for (const row of stored) {
+      expect(row.privateKey).toBeNull();
+      secrets.push({ what: `cluster ${row.clusterId}'s key`, markers: secretMarkers(openCredential(credentialsKey, row.clusterId, row.sealedPrivateKey!)) });
+    }
     const dump = await dumpDatabase(gateway.services.db);
     const places = { 'an API answer': answers.join('\n'), "the gateway's log": logLines.join('\n'), "a run's log": runLogs.join('\n'), 'the database': dump };
     for (const [place, text] of Object.entries(places)) {
       expect(text.length, `${place}: nothing was collected`).toBeGreaterThan(1000);
-      for (const marker of markers) expect(text.includes(marker), `${place} holds the operator's key (${marker.slice(0, 12)}…)`).toBe(false);
+      for (const { what, markers } of secrets) {
+        expect(markers.length).toBeGreaterThan(10);
+        for (const marker of markers) expect(text.includes(marker), `${place} holds ${what} (${marker.slice(0, 12)}…)`).toBe(false);
+      }
+      expect(text).not.toContain('PRIVATE KEY');
     }
-    // The dump is the whole database: the nodes' sealed credentials, and the runs' logs, are in it.
+    // The dump is the whole database: the nodes' and the clusters' sealed keys, and the runs' logs, are in it.
     expect(dump).toMatch(/^-- public\.nodes: [1-9]/m);
+    expect(dump).toMatch(/^-- public\.cluster_keys: [1-9]/m);
     expect(dump).toContain(',v1:');
     expect(dump).toMatch(/^-- public\.run_log_chunks: [1-9]/m);
     expect(runLogs).toHaveLength(2);
