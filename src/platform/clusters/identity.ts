@@ -142,8 +142,29 @@ export class ClusterIdentity {
     await Promise.all(due.map((row) => this.work(row)));
   }
 
-  /** Claims one row, does what it asks on its node, and records how it went. */
-  private async work(row: NodeKeyRow): Promise<void> {
+  /**
+   * Does what one node's row asks now, backoff or not (an operator fixed the
+   * node's access, or asks to release it); waits for another process that
+   * holds the row, at most two SSH timeouts. Answers the row as it is after.
+   */
+  async retryNow(clusterId: string, nodeId: string): Promise<NodeKeyRow | undefined> {
+    const current = async () =>
+      (
+        await this.deps.db
+          .select()
+          .from(clusterNodeKeys)
+          .where(and(eq(clusterNodeKeys.clusterId, clusterId), eq(clusterNodeKeys.nodeId, nodeId)))
+      )[0];
+    const deadline = Date.now() + this.deps.config.sshTimeoutMs * 2 + 2_000;
+    for (let row = await current(); row && row.state !== 'done'; row = await current()) {
+      if ((await this.work(row)) || Date.now() > deadline) return current();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return current();
+  }
+
+  /** Claims one row, does what it asks on its node, and records how it went; false when another process holds it. */
+  private async work(row: NodeKeyRow): Promise<boolean> {
     const { db, log } = this.deps;
     const where = and(eq(clusterNodeKeys.clusterId, row.clusterId), eq(clusterNodeKeys.nodeId, row.nodeId));
     const [claimed] = await db
@@ -151,7 +172,7 @@ export class ClusterIdentity {
       .set({ claimedUntil: sql`now() + ${CLAIM_MS} * interval '1 millisecond'` })
       .where(and(where, ne(clusterNodeKeys.state, 'done'), or(isNull(clusterNodeKeys.claimedUntil), lt(clusterNodeKeys.claimedUntil, sql`now()`))))
       .returning();
-    if (!claimed) return;
+    if (!claimed) return false;
     try {
       await this.apply(claimed);
       // Recorded done only if nobody changed the action meanwhile (a delete during an install): else it is due again.
@@ -178,7 +199,8 @@ export class ClusterIdentity {
       const [failed] = await db
         .update(clusterNodeKeys)
         .set({ state: 'failed', error: message, attempts: claimed.attempts + 1, nextAttemptAt: sql`now() + ${backoffMs} * interval '1 millisecond'`, claimedUntil: null, updatedAt: sql`now()` })
-        .where(and(where, eq(clusterNodeKeys.action, claimed.action)))
+        // Not over a row an operator released meanwhile (done): its node is free, nothing is retried.
+        .where(and(where, eq(clusterNodeKeys.action, claimed.action), ne(clusterNodeKeys.state, 'done')))
         .returning();
       // The action changed while this one ran (a delete during an install): released, and due at once for the new one.
       if (!failed)
@@ -187,6 +209,7 @@ export class ClusterIdentity {
           .set({ claimedUntil: null, nextAttemptAt: sql`now()` })
           .where(where);
     }
+    return true;
   }
 
   private async apply(row: NodeKeyRow): Promise<void> {

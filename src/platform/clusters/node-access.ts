@@ -13,6 +13,16 @@ export interface NodeAccess {
   hostKeyFingerprint: string;
 }
 
+/** How the platform reaches a node over SSH, as an operator gives it: the account, key and the node's host key fingerprint. */
+export interface NewNodeAccess {
+  user: string;
+  port: number;
+  privateKey: string;
+  hostKeyFingerprint: string;
+  /** The account runs log in as; the operator's own when not given. */
+  runUser?: string;
+}
+
 /** Why a connection to a node failed, in a sentence naming what failed (never the credential). */
 export class NodeAccessError extends Error {
   override name = 'NodeAccessError';
@@ -57,6 +67,35 @@ export function requireSealingKey(key: Buffer | undefined): Buffer {
     'node_access_unavailable',
     'This gateway has no key to store node credentials with: set TOLLGATE_NODE_CREDENTIALS_KEY (32 random bytes, base64; e.g. `openssl rand -base64 32`).',
   );
+}
+
+/**
+ * Connects once to a node with the access an operator gives (the host key
+ * must match the pinned fingerprint, the key must be accepted, a command
+ * must run) and answers the node's columns to store: the key sealed to the
+ * node's id, the host key pinned. A failure is a 400 saying what failed;
+ * without the sealing key, the 503 asking for it, before any connection.
+ *
+ * @example
+ * const columns = await verifiedAccess(config.nodeAccess, node.id, node.address, ssh);
+ */
+export async function verifiedAccess(config: { credentialsKey?: Buffer; sshTimeoutMs: number }, nodeId: string, address: string, ssh: NewNodeAccess) {
+  const key = requireSealingKey(config.credentialsKey);
+  let hostKey: Buffer;
+  try {
+    ({ hostKey } = await runOnNode({ host: address, port: ssh.port, user: ssh.user, privateKey: ssh.privateKey, hostKeyFingerprint: ssh.hostKeyFingerprint }, 'true', '', config.sshTimeoutMs));
+  } catch (error) {
+    if (!(error instanceof NodeAccessError)) throw error;
+    throw new GatewayError('invalid_request', `The node's SSH access does not work: ${error.message}`, { details: [{ field: 'ssh', message: error.message }] });
+  }
+  return {
+    sshUser: ssh.user,
+    sshPort: ssh.port,
+    runUser: ssh.runUser ?? ssh.user,
+    sshCredential: sealCredential(key, nodeId, ssh.privateKey),
+    hostKey: hostKeyLine(hostKey),
+    hostKeyFingerprint: ssh.hostKeyFingerprint,
+  };
 }
 
 /** A host key's fingerprint as OpenSSH prints it: `SHA256:` and the unpadded base64 of its SHA-256. */

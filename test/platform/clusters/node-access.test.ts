@@ -1,11 +1,9 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { openCredential } from '../../../src/platform/clusters/node-access.js';
@@ -14,10 +12,10 @@ import { createLogger } from '../../../src/shared/http/log.js';
 import { findTool } from '../../../src/platform/runs/tool.js';
 import { apiAs, orgWithUsers } from '../../surfaces/api/harness.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { freePort, startChild, type TestChild } from '../../helpers/processes.js';
 import { requireServices } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 import { zipOf } from '../../helpers/zip.js';
+import { type FakeNode, sshWorks, startNode, startSshd } from './sshd-nodes.js';
 import { dumpDatabase, secretMarkers } from './markers.js';
 import { operatorCall, profileWithNodes, runEnded, runScratch, sandboxAvailable } from '../runs/harness.js';
 
@@ -41,17 +39,6 @@ async function missing(): Promise<string | null> {
   if (!findTool({ pathList: process.env.PATH })) return 'there is no tofu or terraform on PATH';
   if (!(await sandboxAvailable())) return 'runs cannot be sandboxed here';
   return null;
-}
-
-/** One "node": an account whose home is a temporary folder, and an sshd for it on 127.0.0.x:port. */
-interface FakeNode {
-  user: string;
-  home: string;
-  address: string;
-  port: number;
-  hostKeyFile: string;
-  fingerprint: string;
-  sshd: TestChild;
 }
 
 const MODULE = `
@@ -324,67 +311,6 @@ EOT
     expect(runLogs).toHaveLength(2);
   });
 });
-
-async function startNode(folder: string, user: string, address: string): Promise<FakeNode> {
-  const home = path.join(folder, user);
-  // '*': no password to log in with, yet not locked (sshd refuses a locked account even a key).
-  execFileSync('useradd', ['--no-create-home', '--home-dir', home, '--shell', '/bin/sh', '--password', '*', user]);
-  await mkdir(path.join(home, '.ssh'), { recursive: true });
-  await writeFile(path.join(home, '.ssh/authorized_keys'), await readFile(path.join(folder, 'operator.pub'), 'utf8'));
-  execFileSync('chown', ['-R', `${user}:`, home]);
-  await chmod(home, 0o755);
-  const hostKeyFile = path.join(folder, `host-${user}`);
-  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKeyFile]);
-  const node = { user, home, address, port: await freePort(), hostKeyFile, fingerprint: '', sshd: null as unknown as TestChild };
-  node.sshd = await startSshd(node);
-  return node;
-}
-
-async function startSshd(node: Omit<FakeNode, 'sshd'>): Promise<TestChild> {
-  node.fingerprint = execFileSync('ssh-keygen', ['-lf', `${node.hostKeyFile}.pub`])
-    .toString()
-    .split(' ')[1]!;
-  const options = [
-    `ListenAddress=${node.address}:${node.port}`,
-    `HostKey=${node.hostKeyFile}`,
-    'PidFile=none',
-    'AuthorizedKeysFile=.ssh/authorized_keys',
-    'PasswordAuthentication=no',
-    'KbdInteractiveAuthentication=no',
-    'UsePAM=no',
-    'StrictModes=no',
-    `AllowUsers=${node.user}`,
-    'Subsystem=sftp internal-sftp',
-  ];
-  const sshd = startChild(`sshd-${node.user}`, '/usr/sbin/sshd', ['-D', '-e', '-f', '/dev/null', ...options.flatMap((option) => ['-o', option])], { cwd: node.home, env: process.env });
-  await until(`sshd answers on ${node.address}:${node.port}`, () => sshBanner(node.address, node.port), { interval: 100 });
-  return sshd;
-}
-
-/** Whether an SSH server answers with its banner yet. */
-function sshBanner(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port });
-    socket.once('data', (data) => {
-      socket.destroy();
-      resolve(data.toString().startsWith('SSH-'));
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-/** Whether the cluster's key logs in to the node as its run user. */
-function sshWorks(node: FakeNode, privateKey: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const client = new ssh2.Client();
-    client.on('ready', () => {
-      client.end();
-      resolve(true);
-    });
-    client.on('error', () => resolve(false));
-    client.connect({ host: node.address, port: node.port, username: node.user, privateKey, readyTimeout: 5000, hostVerifier: () => true });
-  });
-}
 
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
