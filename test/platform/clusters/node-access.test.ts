@@ -95,7 +95,8 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
     const { TOLLGATE_TOFU_BIN: _fake, ...env } = scratch.env;
     gateway = await startTestGateway(
       'pglite',
-      { ...env, TOLLGATE_PASSWORD_COST: '10', TOLLGATE_NODE_CREDENTIALS_KEY: credentialsKey.toString('base64'), TOLLGATE_NODE_SSH_TIMEOUT_MS: '5000' },
+      // Bubblewrap, never `auto`: with a Docker engine that holds the runner image, auto would choose docker, and the run must go through this sandbox.
+      { ...env, TOLLGATE_RUN_SANDBOX: 'bubblewrap', TOLLGATE_PASSWORD_COST: '10', TOLLGATE_NODE_CREDENTIALS_KEY: credentialsKey.toString('base64'), TOLLGATE_NODE_SSH_TIMEOUT_MS: '5000' },
       { log: createLogger('debug', (line) => logLines.push(line)) },
     );
   }, 60_000);
