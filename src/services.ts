@@ -28,6 +28,7 @@ import { SessionStore } from './platform/people/sessions.js';
 import { UserService } from './platform/people/users.js';
 import { createWindowCounter, type WindowCounter } from './surfaces/api/rate-limit.js';
 import { ClusterService } from './platform/clusters/service.js';
+import { NodeMaintenance } from './platform/clusters/node-maintenance.js';
 import { StackCatalog } from './platform/stacks/catalog.js';
 import { UploadSlots } from './platform/stacks/upload-slots.js';
 import { RunService } from './platform/runs/service.js';
@@ -84,6 +85,8 @@ export interface Services {
   windows: WindowCounter;
   /** Hardware profiles, nodes and organizations' clusters. */
   clusters: ClusterService;
+  /** Node access changed after a node was added, and nodes a deleted cluster's key is stuck on, released. */
+  nodeMaintenance: NodeMaintenance;
   /** The template (stack) catalog. */
   stacks: StackCatalog;
   /** Stack uploads this process reads at once, in all and per user. */
@@ -143,6 +146,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   if (metricsOn) registerStateGauges(metrics, { journal, inFlight, fleet, storeOutage, redis });
   const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
   const clusters = new ClusterService(db, { nodeAccess: config.nodeAccess, reservedHosts: reservedHostsOf(config) });
+  const nodeMaintenance = new NodeMaintenance({ db, config: config.nodeAccess, identity, log });
   const stacks = new StackCatalog(db, { stacksPerUser: config.uploads.stacksPerUser });
   const sandboxes = new SandboxChooser(config.runs);
   const runs = new RunService(db, clusters, stacks, async () => {
@@ -176,6 +180,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
     windows: createWindowCounter(redis, config.limits.redisPrefix),
     clusters,
+    nodeMaintenance,
     stacks,
     uploads: new UploadSlots(config.uploads),
     costs: new CostService(db),

@@ -13,6 +13,16 @@ export interface NodeAccess {
   hostKeyFingerprint: string;
 }
 
+/** How the platform reaches a node over SSH, as an operator gives it: the account, key and the node's host key fingerprint. */
+export interface NewNodeAccess {
+  user: string;
+  port: number;
+  privateKey: string;
+  hostKeyFingerprint: string;
+  /** The account runs log in as; the operator's own when not given. */
+  runUser?: string;
+}
+
 /** Why a connection to a node failed, in a sentence naming what failed (never the credential). */
 export class NodeAccessError extends Error {
   override name = 'NodeAccessError';
@@ -21,28 +31,31 @@ export class NodeAccessError extends Error {
 const SEALED_PREFIX = 'v1:';
 
 /**
- * Seals a node's credential with AES-256-GCM under the operator's key
- * (TOLLGATE_NODE_CREDENTIALS_KEY), bound to the node's id (the additional
- * data), so a sealed value copied to another node's row does not open.
+ * Seals a secret with AES-256-GCM under the operator's key
+ * (TOLLGATE_NODE_CREDENTIALS_KEY), bound to the id of the row that holds it
+ * (the additional data): a node's credential to the node's id, a cluster's
+ * private key to the cluster's id, so a sealed value copied to another row
+ * does not open.
  *
  * @example
  * const sealed = sealCredential(key, node.id, privateKeyText); // 'v1:…'
  * openCredential(key, node.id, sealed) === privateKeyText;
  */
-export function sealCredential(key: Buffer, nodeId: string, secret: string): string {
+export function sealCredential(key: Buffer, boundTo: string, secret: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
-  cipher.setAAD(Buffer.from(nodeId));
+  cipher.setAAD(Buffer.from(boundTo));
   const body = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
   return `${SEALED_PREFIX}${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64')}`;
 }
 
-/** Opens what `sealCredential` sealed; throws when the key or the node is not the one it was sealed with. */
-export function openCredential(key: Buffer, nodeId: string, sealed: string): string {
+/** Opens what `sealCredential` sealed; throws when the key or the id is not the one it was sealed with. */
+export function openCredential(key: Buffer, boundTo: string, sealed: string): string {
   if (!sealed.startsWith(SEALED_PREFIX)) throw new Error('not a sealed credential');
   const raw = Buffer.from(sealed.slice(SEALED_PREFIX.length), 'base64');
-  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
-  decipher.setAAD(Buffer.from(nodeId));
+  // A fixed tag length: a value cut short must not be checked against a shorter, easier tag.
+  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12), { authTagLength: 16 });
+  decipher.setAAD(Buffer.from(boundTo));
   decipher.setAuthTag(raw.subarray(12, 28));
   return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
 }
@@ -54,6 +67,35 @@ export function requireSealingKey(key: Buffer | undefined): Buffer {
     'node_access_unavailable',
     'This gateway has no key to store node credentials with: set TOLLGATE_NODE_CREDENTIALS_KEY (32 random bytes, base64; e.g. `openssl rand -base64 32`).',
   );
+}
+
+/**
+ * Connects once to a node with the access an operator gives (the host key
+ * must match the pinned fingerprint, the key must be accepted, a command
+ * must run) and answers the node's columns to store: the key sealed to the
+ * node's id, the host key pinned. A failure is a 400 saying what failed;
+ * without the sealing key, the 503 asking for it, before any connection.
+ *
+ * @example
+ * const columns = await verifiedAccess(config.nodeAccess, node.id, node.address, ssh);
+ */
+export async function verifiedAccess(config: { credentialsKey?: Buffer; sshTimeoutMs: number }, nodeId: string, address: string, ssh: NewNodeAccess) {
+  const key = requireSealingKey(config.credentialsKey);
+  let hostKey: Buffer;
+  try {
+    ({ hostKey } = await runOnNode({ host: address, port: ssh.port, user: ssh.user, privateKey: ssh.privateKey, hostKeyFingerprint: ssh.hostKeyFingerprint }, 'true', '', config.sshTimeoutMs));
+  } catch (error) {
+    if (!(error instanceof NodeAccessError)) throw error;
+    throw new GatewayError('invalid_request', `The node's SSH access does not work: ${error.message}`, { details: [{ field: 'ssh', message: error.message }] });
+  }
+  return {
+    sshUser: ssh.user,
+    sshPort: ssh.port,
+    runUser: ssh.runUser ?? ssh.user,
+    sshCredential: sealCredential(key, nodeId, ssh.privateKey),
+    hostKey: hostKeyLine(hostKey),
+    hostKeyFingerprint: ssh.hostKeyFingerprint,
+  };
 }
 
 /** A host key's fingerprint as OpenSSH prints it: `SHA256:` and the unpadded base64 of its SHA-256. */

@@ -5,22 +5,12 @@ import { newId } from '../../shared/db/ids.js';
 import { clusterNodeKeys, clusters, hardwareProfiles, nodeAllocations, nodes, organizations } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { installRows } from './identity.js';
-import { hostKeyLine, NodeAccessError, requireSealingKey, runOnNode, sealCredential } from './node-access.js';
+import { type NewNodeAccess, verifiedAccess } from './node-access.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
 
 export type ProfileRow = typeof hardwareProfiles.$inferSelect;
 export type NodeRow = typeof nodes.$inferSelect;
 export type ClusterRow = typeof clusters.$inferSelect;
-
-/** How the platform reaches a new node over SSH: the operator's account, key and the node's host key fingerprint. */
-export interface NewNodeAccess {
-  user: string;
-  port: number;
-  privateKey: string;
-  hostKeyFingerprint: string;
-  /** The account runs log in as; the operator's own when not given. */
-  runUser?: string;
-}
 
 export interface NewProfile {
   name: string;
@@ -71,30 +61,7 @@ export class ClusterService {
   async addNode(node: { profile: string; address: string; access?: string; ssh?: NewNodeAccess }): Promise<NodeRow> {
     await this.profile(node.profile);
     const id = newId('node');
-    let sshColumns = {};
-    if (node.ssh) {
-      const key = requireSealingKey(this.options.nodeAccess.credentialsKey);
-      let hostKey: Buffer;
-      try {
-        ({ hostKey } = await runOnNode(
-          { host: node.address, port: node.ssh.port, user: node.ssh.user, privateKey: node.ssh.privateKey, hostKeyFingerprint: node.ssh.hostKeyFingerprint },
-          'true',
-          '',
-          this.options.nodeAccess.sshTimeoutMs,
-        ));
-      } catch (error) {
-        if (!(error instanceof NodeAccessError)) throw error;
-        throw new GatewayError('invalid_request', `The node's SSH access does not work: ${error.message}`, { details: [{ field: 'ssh', message: error.message }] });
-      }
-      sshColumns = {
-        sshUser: node.ssh.user,
-        sshPort: node.ssh.port,
-        runUser: node.ssh.runUser ?? node.ssh.user,
-        sshCredential: sealCredential(key, id, node.ssh.privateKey),
-        hostKey: hostKeyLine(hostKey),
-        hostKeyFingerprint: node.ssh.hostKeyFingerprint,
-      };
-    }
+    const sshColumns = node.ssh ? await verifiedAccess(this.options.nodeAccess, id, node.address, node.ssh) : {};
     const access = node.access ?? (node.ssh ? `ssh://${node.ssh.user}@${node.address}:${node.ssh.port}` : '');
     try {
       const [row] = await this.db

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { eq } from 'drizzle-orm';
 import type { ClusterIdentity } from '../clusters/identity.js';
+import { NodeAccessError } from '../clusters/node-access.js';
 import type { ClusterService } from '../clusters/service.js';
 import type { Config } from '../../config/index.js';
 import type { Database } from '../../shared/db/client.js';
@@ -130,7 +131,14 @@ export class RunWorker {
       log.error('a run could not start: no sandbox', { runId: run.id, reason: sandbox });
       return fail('This gateway can no longer isolate runs, so the run was not started; ask the operator (TOLLGATE_RUN_SANDBOX).');
     }
-    const key = await identity.keyOf(cluster.id);
+    let key: { publicKey: string; privateKey: string };
+    try {
+      key = await identity.keyOf(cluster.id);
+    } catch (error) {
+      if (!(error instanceof NodeAccessError)) throw error;
+      log.error("a run could not start: the cluster's key cannot be opened", { runId: run.id, reason: error.message });
+      return fail(`${error.message} Ask the operator.`);
+    }
     return executeRun({
       run,
       zip: Buffer.from(stack.zip),

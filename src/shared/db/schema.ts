@@ -494,13 +494,20 @@ export const runLogChunks = pgTable(
   (t) => [uniqueIndex('run_log_chunks_run_seq_idx').on(t.runId, t.seq)],
 );
 
-/** Each cluster's access identity: an SSH key pair, made at its first run; the private key reaches runs only as a file. */
+/**
+ * Each cluster's access identity: an SSH key pair, made with the cluster;
+ * the private key is stored sealed and reaches runs only as a file. Kept
+ * only when the gateway has TOLLGATE_NODE_CREDENTIALS_KEY to seal it with.
+ */
 export const clusterKeys = pgTable('cluster_keys', {
   clusterId: text('cluster_id')
     .primaryKey()
     .references(() => clusters.id),
   publicKey: text('public_key').notNull(),
-  privateKey: text('private_key').notNull(),
+  /** The private key sealed with TOLLGATE_NODE_CREDENTIALS_KEY (AES-256-GCM), bound to the cluster's id; never returned or logged. */
+  sealedPrivateKey: text('sealed_private_key'),
+  /** A private key in clear, as gateways kept them before they were sealed: sealed (and this emptied) at the first start with the key. */
+  privateKey: text('private_key'),
   createdAt: createdAt(),
 });
 

@@ -114,6 +114,12 @@ export const createProfileBody = z.strictObject({
 });
 /** An account name on a node: what `useradd` takes. */
 const unixUser = z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'A user name such as ops (a-z 0-9 _ -, at most 32).');
+const sshPrivateKey = z
+  .string()
+  .min(1)
+  .max(16_384)
+  .regex(/-----BEGIN [A-Z ]*PRIVATE KEY-----/, 'An unencrypted private key in OpenSSH or PEM format.');
+const hostKeyFingerprint = z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, "The host key's fingerprint as `ssh-keygen -lf` prints it: SHA256: and 43 base64 characters.");
 export const createNodeBody = z.strictObject({
   profile: z.string().min(1).max(100),
   address: z
@@ -128,16 +134,23 @@ export const createNodeBody = z.strictObject({
     .strictObject({
       user: unixUser,
       port: z.int().min(1).max(65535).default(22),
-      private_key: z
-        .string()
-        .min(1)
-        .max(16_384)
-        .regex(/-----BEGIN [A-Z ]*PRIVATE KEY-----/, 'An unencrypted private key in OpenSSH or PEM format.'),
-      host_key_fingerprint: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, "The host key's fingerprint as `ssh-keygen -lf` prints it: SHA256: and 43 base64 characters."),
+      private_key: sshPrivateKey,
+      host_key_fingerprint: hostKeyFingerprint,
       run_user: unixUser.optional(),
     })
     .optional(),
 });
+/** New SSH access for a node: what is not given is kept; checked by connecting once before it is stored. */
+export const updateNodeBody = z.strictObject({
+  ssh: z.strictObject({
+    user: unixUser.optional(),
+    port: z.int().min(1).max(65535).optional(),
+    private_key: sshPrivateKey.optional(),
+    host_key_fingerprint: hostKeyFingerprint.optional(),
+    run_user: unixUser.optional(),
+  }),
+});
+export const releaseNodeBody = z.strictObject({ force: z.boolean().default(false) });
 
 /** A non-negative decimal string with at most 12 decimal places (prices and conversion rates are exact to 10^-12). */
 const exactDecimal = z

@@ -92,7 +92,7 @@ export function clustersRoutes(services: Services, clientOf: ClientOf): Hono<Gat
     assertManages(actor);
     const body = await readBody(c, createClusterBody);
     const created = await clusters.create({ orgId: actor.orgId, name: body.name, profile: body.profile, nodeCount: body.nodes, publicDomain: body.public_domain, createdBy: actor.userId });
-    // The key pair exists before the answer, and its installation starts now rather than at the next poll.
+    // The key pair exists (and is kept, with a sealing key) before the answer, and its installation starts now rather than at the next poll.
     await identity.keyOf(created.cluster.id);
     identity.poke();
     return c.json(await shown(created), 201);

@@ -1,25 +1,18 @@
-import { readFileSync } from 'node:fs';
-import type { nodeView, profileView } from '../../admin/views.js';
 import type { clusterView } from '../../api/clusters.js';
 import type { runView } from '../../api/runs.js';
 import { segment } from '../client.js';
 import { UsageError } from '../errors.js';
 import { date, fields, table } from '../output.js';
-import { type Command, type List, STRING } from './command.js';
+import { type Command, STRING } from './command.js';
 
-// `profiles add|list` and `nodes add|list` (the operator's hardware, with
-// the operator token); `clusters list|create|get|delete` and `runs
-// apply|list|get|cancel|log` (an organization's, as a user: with an API key,
-// `--api-key` or $TOLLGATE_API_KEY).
+// `clusters list|create|get|delete` and `runs apply|list|get|cancel|log`
+// (an organization's, as a user: with an API key, `--api-key` or
+// $TOLLGATE_API_KEY); the operator's hardware is in `nodes.ts`.
 //
 // @example
-// tollgate profiles add --name a100x8 --gpus 8 --gpu-model "A100 80GB"
-// tollgate nodes add --profile a100x8 --address 10.0.0.5 --access ssh://ops@10.0.0.5
 // tollgate clusters create --name training --profile a100x8 --nodes 2 --domain train.example.com --api-key sk-gw-...
 // tollgate runs apply cls_... --stack monitoring --inputs '{"retention_days": 30}'
 
-type ProfileView = ReturnType<typeof profileView>;
-type NodeView = ReturnType<typeof nodeView>;
 type ClusterView = ReturnType<typeof clusterView>;
 type RunView = ReturnType<typeof runView>;
 /** The generic API's pages (`/v1/clusters`, `/v1/clusters/{id}/runs`). */
@@ -27,70 +20,6 @@ interface Page<T> {
   data: T[];
   pagination: { page: number; limit: number; total: number; pages: number };
 }
-
-const addProfile: Command<ProfileView> = {
-  name: 'profiles add',
-  args: '--name N --gpus G [--gpu-model M] [--cpus C] [--memory-gib M]',
-  summary: 'Register a hardware profile: GPUs per node (metered as GPU-hours), and for display the GPU model, CPU cores and memory.',
-  options: { name: STRING, gpus: STRING, 'gpu-model': STRING, cpus: STRING, 'memory-gib': STRING },
-  request: (a) => ({
-    method: 'POST',
-    path: '/profiles',
-    body: {
-      name: a.required('name'),
-      gpus_per_node: a.int('gpus', 0, 64) ?? missing('gpus'),
-      gpu_model: a.optional('gpu-model'),
-      cpu_cores: a.int('cpus', 0, 100_000),
-      memory_gib: a.int('memory-gib', 0, 100_000_000),
-    },
-  }),
-  render: (p) => `Added profile ${p.name}: ${p.gpus_per_node} GPUs per node${p.gpu_model ? ` (${p.gpu_model})` : ''}.`,
-};
-
-const listProfiles: Command<List<ProfileView>> = {
-  name: 'profiles list',
-  args: '',
-  summary: 'List hardware profiles.',
-  request: () => ({ method: 'GET', path: '/profiles' }),
-  render: ({ data }) =>
-    table([['NAME', 'GPUS/NODE', 'GPU MODEL', 'CPUS', 'MEMORY GIB'], ...data.map((p) => [p.name, String(p.gpus_per_node), p.gpu_model || '-', String(p.cpu_cores), String(p.memory_gib)])]),
-};
-
-const addNode: Command<NodeView> = {
-  name: 'nodes add',
-  args: '--profile P --address A [--ssh-user U --ssh-key FILE --host-key-fingerprint SHA256:… [--ssh-port 22] [--run-user U]] [--access NOTE]',
-  summary: "Register a node of a profile: its address, and the SSH access the platform installs clusters' keys with (checked once now; the key is stored sealed).",
-  options: { profile: STRING, address: STRING, access: STRING, 'ssh-user': STRING, 'ssh-port': STRING, 'ssh-key': STRING, 'host-key-fingerprint': STRING, 'run-user': STRING },
-  request: (a) => {
-    const user = a.optional('ssh-user');
-    const ssh = user
-      ? { user, port: a.int('ssh-port', 1, 65535) ?? 22, private_key: readKeyFile(a.required('ssh-key')), host_key_fingerprint: a.required('host-key-fingerprint'), run_user: a.optional('run-user') }
-      : undefined;
-    return { method: 'POST', path: '/nodes', body: { profile: a.required('profile'), address: a.required('address'), access: a.optional('access'), ssh } };
-  },
-  render: (n) => `Added node ${n.id} (${n.address}, ${n.profile})${n.ssh ? `; clusters' keys go to ${n.ssh.run_user} over SSH as ${n.ssh.user}, host key ${n.ssh.host_key_fingerprint}` : ''}.`,
-};
-
-/** The operator's private key file for `nodes add --ssh-key`. */
-function readKeyFile(file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new UsageError(`--ssh-key ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-  }
-}
-
-const listNodes: Command<List<NodeView>> = {
-  name: 'nodes list',
-  args: '',
-  summary: 'List nodes, with the cluster each is allocated to.',
-  request: () => ({ method: 'GET', path: '/nodes' }),
-  render: ({ data }) =>
-    table([
-      ['ID', 'PROFILE', 'ADDRESS', 'SSH', 'STATE', 'CLUSTER'],
-      ...data.map((n) => [n.id, n.profile, n.address, n.ssh ? `${n.ssh.user}@:${n.ssh.port}` : '-', n.state, n.cluster_id ?? n.releasing_cluster_id ?? '-']),
-    ]),
-};
 
 const listClusters: Command<Page<ClusterView>> = {
   name: 'clusters list',
@@ -241,18 +170,4 @@ function missing(flag: string): never {
   throw new UsageError(`--${flag} is required`);
 }
 
-export const clusterCommands: Command[] = [
-  addProfile,
-  listProfiles,
-  addNode,
-  listNodes,
-  listClusters,
-  createCluster,
-  getCluster,
-  deleteCluster,
-  applyStack,
-  listRuns,
-  getRun,
-  cancelRun,
-  runLog,
-] as Command[];
+export const clusterCommands: Command[] = [listClusters, createCluster, getCluster, deleteCluster, applyStack, listRuns, getRun, cancelRun, runLog] as Command[];

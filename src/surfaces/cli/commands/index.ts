@@ -4,6 +4,7 @@ import { costCommands } from './costs.js';
 import { engineCommands } from './engines.js';
 import type { Command } from './command.js';
 import { keyCommands } from './keys.js';
+import { nodeCommands } from './nodes.js';
 import { orgCommands } from './orgs.js';
 import { stackCommands } from './stacks.js';
 import { userCommands } from './users.js';
@@ -17,6 +18,7 @@ export const COMMANDS: readonly Command[] = [
   ...keyCommands,
   ...catalogCommands,
   ...engineCommands,
+  ...nodeCommands,
   ...clusterCommands,
   ...stackCommands,
   ...costCommands,
