@@ -30,7 +30,11 @@ export class SandboxChooser {
   private probed: { at: number; result: Sandbox | string } | null = null;
   private probing: Promise<Sandbox | string> | null = null;
 
-  constructor(private readonly config: Config['runs']) {}
+  /** `warn`: the gateway's log, for what weakens a sandbox that still works (see BLIND_CGROUP). */
+  constructor(
+    private readonly config: Config['runs'],
+    private readonly warn?: (message: string) => void,
+  ) {}
 
   /** The sandbox runs execute in, or why there is none (probed once; a failure again after 30 s). */
   async get(): Promise<Sandbox | string> {
@@ -81,6 +85,7 @@ export class SandboxChooser {
       cliConfig: config.cliConfig,
       mounts: config.mounts,
       lifetimeSeconds: Math.ceil((config.timeoutMs + config.killGraceMs) / 1000) + 60,
+      warn: this.warn,
     });
   }
 
