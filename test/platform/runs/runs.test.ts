@@ -432,22 +432,6 @@ describe.each(stores.length === 0 ? [] : kinds)('runs: timeouts, queued cancels,
     }
   });
 
-  it('without a sandbox, applying answers 503 naming TOLLGATE_RUN_SANDBOX, and nothing is queued; it never falls back to running unsandboxed', async () => {
-    // No bwrap on this PATH: the sandbox cannot be had (the stand-in tool is named by its path).
-    const gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...scratch.env, PATH: '/nonexistent', TOLLGATE_RUN_SANDBOX: 'bubblewrap' });
-    try {
-      const { owner, cluster, stackName } = await orgWithCluster(gateway);
-      const refused = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x' } });
-      expect(refused.status).toBe(503);
-      expect(refused.headers.get('retry-after')).toBe('60');
-      expect(refused.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', message: expect.stringContaining('bwrap (Debian package bubblewrap) is not installed') });
-      expect(refused.body.error.message).toContain('TOLLGATE_RUN_SANDBOX');
-      expect((await owner('GET', `/clusters/${cluster.id}/runs`)).body.pagination.total).toBe(0);
-    } finally {
-      await gateway.close();
-    }
-  });
-
   it("TOLLGATE_RUN_SANDBOX=none runs unsandboxed only when set, warns at every start and says so in each run's log", async () => {
     const lines: string[] = [];
     const gateway = await startTestGateway(

@@ -63,13 +63,14 @@ export class SandboxChooser {
   private async probe(): Promise<Sandbox | string> {
     const { config } = this;
     if (config.sandbox === 'none') return new Unsandboxed();
-    if (config.sandbox === 'docker' || config.sandbox === 'auto') {
-      const docker = dockerClientFor({ docker_host: config.dockerHost });
-      const why = await dockerReady(docker, config.image, config.dockerHost);
-      if (why === null) return this.tried(this.dockerSandbox(docker));
-      if (config.sandbox === 'docker') return why;
-    }
-    return this.bubblewrap();
+    if (config.sandbox === 'bubblewrap') return this.bubblewrap();
+    const docker = dockerClientFor({ docker_host: config.dockerHost });
+    const why = await dockerReady(docker, config.image, config.dockerHost);
+    if (why === null) return this.tried(this.dockerSandbox(docker));
+    if (config.sandbox === 'docker') return why;
+    // auto: bubblewrap, and when it cannot be had either, both reasons (the operator may fix either).
+    const bubblewrap = await this.bubblewrap().catch((error: unknown) => `bubblewrap could not be set up (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`);
+    return typeof bubblewrap === 'string' ? `neither sandbox is available (docker: ${why}; bubblewrap: ${bubblewrap})` : bubblewrap;
   }
 
   private dockerSandbox(docker: ReturnType<typeof dockerClientFor>): DockerSandbox {
