@@ -54,6 +54,7 @@ const PROBED = [
   'data-dir',
   'other-runs',
   'root-home',
+  'home',
   'environ',
   'own-environ',
   'gateway-process',
@@ -75,6 +76,7 @@ cat "$DATA_DIR/admin-token" >/dev/null 2>&1 && echo "LEAK token-file" || echo "B
 ls "$DATA_DIR" >/dev/null 2>&1 && echo "LEAK data-dir" || echo "BLOCKED data-dir"
 ls "$RUN_DIR" >/dev/null 2>&1 && echo "LEAK other-runs" || echo "BLOCKED other-runs"
 ls /root >/dev/null 2>&1 && echo "LEAK root-home" || echo "BLOCKED root-home"
+[ -n "$(ls -A /home 2>/dev/null)" ] && echo "LEAK home" || echo "BLOCKED home"
 leaked=no
 for f in /proc/[0-9]*/environ; do
   if tr '\0' '\n' < "$f" 2>/dev/null | grep -q -e '^TOLLGATE_' -e '^DATABASE_URL' -e '^REDIS_URL'; then leaked=yes; fi
@@ -371,6 +373,7 @@ describe.skipIf(!tool)('the hostile probe without a sandbox (TOLLGATE_RUN_SANDBO
     if (!/^CapEff:\s*0+$/m.test(status)) leaks.push('capabilities');
     if (!/^NoNewPrivs:\s*1$/m.test(status)) leaks.push('new-privileges');
     if (process.getuid?.() === 0) leaks.push('uid-0', 'root-home');
+    if ((await readdir('/home').catch(() => [])).length > 0) leaks.push('home');
     for (const [name, folder] of Object.entries(SYSTEM_FOLDERS)) if (await writable(folder)) leaks.push(`write-${name}`);
     for (const what of leaks) expect(verdict(log, what), what).toBe('LEAK');
     // The gateway is alive and answering: kill -0 only asked.
