@@ -33,10 +33,10 @@ export interface BubblewrapOptions {
  * Runs each command of a run with bubblewrap: new user, mount, PID, network,
  * IPC and UTS namespaces; a read-only system (`/usr` and a few files of
  * `/etc`, on a root remounted read-only) and the run's own `work/` folder as
- * the only writable place; user
- * 65534 with no capabilities and no new privileges; the run's own cgroup
- * bounding memory, processes and CPU, `RLIMIT_FSIZE` and a periodic check
- * bounding disk; no network but its own loopback, where a relay forwards to
+ * the only writable place; user 65534 with no capabilities and no new
+ * privileges; the run's own cgroup bounding memory, processes and CPU,
+ * `RLIMIT_FSIZE` and a periodic check bounding disk; no network but its own
+ * loopback, where a relay forwards to
  * a per-run egress proxy that lets through only the cluster's nodes and the
  * operator's allowed hosts.
  *
