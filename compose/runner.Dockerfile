@@ -25,6 +25,7 @@ RUN apt-get update \
  && tofu version
 
 # The sandbox runs everything as 65534 (Debian's nobody); the mount points of a run's container.
+# test/platform/runs/runner-dockerfile.test.ts holds these to src/platform/runs/sandbox/inside.ts and docker-spec.ts.
 RUN mkdir -p /workspace /run/tollgate /opt/tollgate/bin /opt/tollgate/providers
 USER 65534:65534
 WORKDIR /workspace

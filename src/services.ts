@@ -148,7 +148,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   const clusters = new ClusterService(db, { nodeAccess: config.nodeAccess, reservedHosts: reservedHostsOf(config) });
   const nodeMaintenance = new NodeMaintenance({ db, config: config.nodeAccess, identity, log });
   const stacks = new StackCatalog(db, { stacksPerUser: config.uploads.stacksPerUser });
-  const sandboxes = new SandboxChooser(config.runs);
+  const sandboxes = new SandboxChooser(config.runs, (message) => log.warn(`run sandbox: ${message}`));
   const runs = new RunService(db, clusters, stacks, async () => {
     requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath });
     await sandboxes.require();

@@ -1,5 +1,15 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/index.js';
+import { settingsSchema } from '../src/config/settings.js';
+
+describe('docs/settings.md', () => {
+  it('names every setting the gateway reads', async () => {
+    const doc = await readFile(path.resolve(import.meta.dirname, '../docs/settings.md'), 'utf8');
+    expect(Object.keys(settingsSchema.shape).filter((name) => !doc.includes(`\`${name}\``))).toEqual([]);
+  });
+});
 
 describe('settings of the people layer', () => {
   it('has the stated defaults', () => {

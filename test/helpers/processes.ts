@@ -28,11 +28,14 @@ export interface GatewayProcess {
  * Starts the gateway as its own process, as `npm start` does (the build in
  * `dist/`, made by the test run's global setup), and waits for /health.
  * The parent's TOLLGATE_* settings are not inherited: only `env` configures it.
+ * `wrapper` is a command that runs it (`unshare …`): the child is then the
+ * wrapper, which must pass signals on or end the gateway with itself.
  */
-export async function startGatewayProcess(name: string, env: Record<string, string>): Promise<GatewayProcess> {
+export async function startGatewayProcess(name: string, env: Record<string, string>, options: { wrapper?: string[] } = {}): Promise<GatewayProcess> {
   const port = await freePort();
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(TOLLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(key)));
-  const child = startChild(name, process.execPath, ['--enable-source-maps', 'dist/main.js'], {
+  const [command, ...args] = [...(options.wrapper ?? []), process.execPath, '--enable-source-maps', 'dist/main.js'];
+  const child = startChild(name, command, args, {
     cwd: repoRoot,
     env: { ...inherited, TOLLGATE_HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_SEED_DEMO: 'false', TOLLGATE_REBUILD_GRACE_MS: '1100', ...env, PORT: String(port) },
   });

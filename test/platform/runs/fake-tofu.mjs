@@ -4,7 +4,9 @@
 // file's mode) as a JSON line in $FAKE_TOFU_RECORDS, and behaves as the run's
 // `mode` input says: ok, fail, init-fails, hang, hang-hard (ignores SIGINT),
 // leak (prints the private key and the sensitive input), web (an output
-// `web_port` = the `port` input), slow (prints `count` lines 100 ms apart).
+// `web_port` = the `port` input), slow (prints `count` lines 100 ms apart),
+// spin (a busy loop that never ends), files (writes `count` files of 4 MiB,
+// 100 ms apart, then never ends).
 import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -48,7 +50,21 @@ if (command === 'init') {
 
 if (command === 'apply') {
   writeFileSync('terraform.tfstate', JSON.stringify({ version: 4, serial: (state?.serial ?? 0) + 1, resources: [] }));
-  if (mode === 'hang' || mode === 'hang-hard') {
+  if (mode === 'spin') {
+    console.log('fake: spinning');
+    for (;;);
+  }
+  if (mode === 'files') {
+    const count = Number(vars.count ?? 2);
+    const block = Buffer.alloc(4 * 1024 * 1024, 1);
+    for (let i = 1; i <= count; i++) {
+      writeFileSync(`fill-${i}.bin`, block);
+      console.log(`fake: wrote file ${i} of ${count} (4 MiB)`);
+      await sleep(100);
+    }
+    console.log('fake: all files written, and never finishing');
+    setInterval(() => {}, 1000);
+  } else if (mode === 'hang' || mode === 'hang-hard') {
     process.on('SIGINT', () => {
       console.log('Interrupt received. Gracefully shutting down...');
       if (mode === 'hang') process.exit(130);

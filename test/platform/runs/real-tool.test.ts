@@ -4,18 +4,22 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTool } from '../../../src/platform/runs/tool.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { requireServices } from '../../helpers/services.js';
 import { zipOf } from '../../helpers/zip.js';
 import { orgWithCluster, runEnded, runScratch, sandboxKinds } from './harness.js';
 
 /**
  * The same contract with the real OpenTofu or Terraform when this machine
- * has one on PATH (neither is in Debian or on npm: CI machines may lack it).
+ * has one on PATH (neither is in Debian or on npm: a machine may lack it; it
+ * skips then, and fails with REQUIRE_SERVICES=1, as in CI).
  * The module uses only the built-in `terraform_data` resource, so `init`
  * needs no provider download.
  */
 
 const kinds = await sandboxKinds();
 const tool = kinds.length > 0 ? findTool({ pathList: process.env.PATH }) : null;
+if (!tool && requireServices)
+  throw new Error('REQUIRE_SERVICES=1 but neither tofu nor terraform is on PATH: the run tests with the real tool cannot run (neither is in Debian or on npm; install one, see CONTRIBUTING.md)');
 if (!tool) console.warn('skipping the run test with the real tool: neither tofu nor terraform is on PATH');
 
 const MODULE = {

@@ -91,6 +91,8 @@ describe.each(cases)('runs: stacks applied to clusters through the tool ($store,
     expect(text).toContain('fake: step 3 of 3');
     expect(text).toContain('Apply complete!');
     expect(text.indexOf('Initializing the backend')).toBeLessThan(text.indexOf('fake: step 1'));
+    // This gateway reads the run's cgroup (docker: the container's), so every bound is enforced: no warning (see docker-blind.test.ts).
+    expect(text).not.toContain('Warning:');
   });
 
   it('targets one node; keeps the state between runs; refuses a node of another cluster', async () => {
@@ -368,6 +370,39 @@ describe.each(stores.length === 0 ? [] : kinds)('runs: timeouts, queued cancels,
     }
   });
 
+  it('a busy loop past TOLLGATE_RUN_CPU_SECONDS is stopped and FAILED naming the bound', async () => {
+    // The timeout is far off: only the CPU time check can stop a loop that never ends.
+    const gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...scratch.env, ...kind.env, TOLLGATE_RUN_CPU_SECONDS: '2', TOLLGATE_RUN_TIMEOUT_SECONDS: '120' });
+    try {
+      const { owner, users, cluster, stackName } = await orgWithCluster(gateway);
+      const run = await runEnded(owner, (await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x', mode: 'spin' } })).body.id, 90_000);
+      expect(run).toMatchObject({ state: 'FAILED', failure: 'It went over its CPU time bound (2 s, TOLLGATE_RUN_CPU_SECONDS) and was stopped; the cluster may be partly changed.' });
+      expect(await (await fetch(`${gateway.url}/api/v1/runs/${run.id}/log`, { headers: { authorization: `Bearer ${users[0]!.key}` } })).text()).toContain('fake: spinning');
+      // Stopped once over, not at the end of a minute's spinning.
+      expect(Date.parse(run.finished_at) - Date.parse(run.started_at)).toBeLessThan(60_000);
+    } finally {
+      await gateway.close();
+    }
+  }, 120_000);
+
+  it('a run that writes past TOLLGATE_RUN_DISK_MB in several smaller files is stopped by the periodic check and FAILED naming the bound', async () => {
+    // 4 MiB files against a 16 MiB bound: no file reaches the per-file limit (RLIMIT_FSIZE); only the check of the folder's total can stop the run, which would otherwise never end.
+    const gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...scratch.env, ...kind.env, TOLLGATE_RUN_DISK_MB: '16', TOLLGATE_RUN_TIMEOUT_SECONDS: '120' });
+    try {
+      const { owner, users, cluster, stackName } = await orgWithCluster(gateway);
+      const run = await runEnded(owner, (await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x', mode: 'files', count: 40 } })).body.id, 90_000);
+      expect(run).toMatchObject({ state: 'FAILED', failure: 'It went over its disk bound (16 MiB written, TOLLGATE_RUN_DISK_MB) and was stopped; the cluster may be partly changed.' });
+      const log = await (await fetch(`${gateway.url}/api/v1/runs/${run.id}/log`, { headers: { authorization: `Bearer ${users[0]!.key}` } })).text();
+      const written = [...log.matchAll(/fake: wrote file (\d+) of 40/g)].map((match) => Number(match[1]));
+      // Four files make the bound; the check runs every 500 ms (five files), so it stops the writer within a few more.
+      expect(Math.max(...written)).toBeGreaterThanOrEqual(4);
+      expect(Math.max(...written)).toBeLessThan(20);
+      expect(log).not.toContain('all files written');
+    } finally {
+      await gateway.close();
+    }
+  }, 120_000);
+
   it('with no worker here a run stays QUEUED, and canceling it ends it at once', async () => {
     const gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...scratch.env, ...kind.env, TOLLGATE_RUN_WORKERS: '0' });
     try {
@@ -391,22 +426,6 @@ describe.each(stores.length === 0 ? [] : kinds)('runs: timeouts, queued cancels,
       const refused = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x' } });
       expect(refused.status).toBe(503);
       expect(refused.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', message: expect.stringContaining('TOLLGATE_TOFU_BIN') });
-      expect((await owner('GET', `/clusters/${cluster.id}/runs`)).body.pagination.total).toBe(0);
-    } finally {
-      await gateway.close();
-    }
-  });
-
-  it('without a sandbox, applying answers 503 naming TOLLGATE_RUN_SANDBOX, and nothing is queued; it never falls back to running unsandboxed', async () => {
-    // No bwrap on this PATH: the sandbox cannot be had (the stand-in tool is named by its path).
-    const gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...scratch.env, PATH: '/nonexistent', TOLLGATE_RUN_SANDBOX: 'bubblewrap' });
-    try {
-      const { owner, cluster, stackName } = await orgWithCluster(gateway);
-      const refused = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x' } });
-      expect(refused.status).toBe(503);
-      expect(refused.headers.get('retry-after')).toBe('60');
-      expect(refused.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', message: expect.stringContaining('bwrap (Debian package bubblewrap) is not installed') });
-      expect(refused.body.error.message).toContain('TOLLGATE_RUN_SANDBOX');
       expect((await owner('GET', `/clusters/${cluster.id}/runs`)).body.pagination.total).toBe(0);
     } finally {
       await gateway.close();

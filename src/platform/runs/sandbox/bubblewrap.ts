@@ -32,10 +32,11 @@ export interface BubblewrapOptions {
 /**
  * Runs each command of a run with bubblewrap: new user, mount, PID, network,
  * IPC and UTS namespaces; a read-only system (`/usr` and a few files of
- * `/etc`) and the run's own `work/` folder as the only writable place; user
- * 65534 with no capabilities and no new privileges; the run's own cgroup
- * bounding memory, processes and CPU, `RLIMIT_FSIZE` and a periodic check
- * bounding disk; no network but its own loopback, where a relay forwards to
+ * `/etc`, on a root remounted read-only) and the run's own `work/` folder as
+ * the only writable place; user 65534 with no capabilities and no new
+ * privileges; the run's own cgroup bounding memory, processes and CPU,
+ * `RLIMIT_FSIZE` and a periodic check bounding disk; no network but its own
+ * loopback, where a relay forwards to
  * a per-run egress proxy that lets through only the cluster's nodes and the
  * operator's allowed hosts.
  *
@@ -208,7 +209,9 @@ class BubblewrapRun implements RunSandbox {
     if (this.options.providerMirror) args.push('--ro-bind', this.options.providerMirror, INSIDE.providers);
     if (this.folder.cliConfig) args.push('--ro-bind', this.folder.cliConfig, INSIDE.cliConfig);
     for (const mount of this.options.mounts) args.push(mount.writable ? '--bind' : '--ro-bind', mount.host, mount.sandbox);
-    args.push('--chdir', cwd);
+    // Last, once every mount point is made: the root bwrap builds (a tmpfs the sandbox user owns, holding /etc, /opt,
+    // /run) and its /dev become read-only (device files stay usable); the mounts on them keep their own modes.
+    args.push('--remount-ro', '/dev', '--remount-ro', '/', '--chdir', cwd);
     return args;
   }
 }

@@ -30,7 +30,11 @@ export class SandboxChooser {
   private probed: { at: number; result: Sandbox | string } | null = null;
   private probing: Promise<Sandbox | string> | null = null;
 
-  constructor(private readonly config: Config['runs']) {}
+  /** `warn`: the gateway's log, for what weakens a sandbox that still works (see BLIND_CGROUP). */
+  constructor(
+    private readonly config: Config['runs'],
+    private readonly warn?: (message: string) => void,
+  ) {}
 
   /** The sandbox runs execute in, or why there is none (probed once; a failure again after 30 s). */
   async get(): Promise<Sandbox | string> {
@@ -59,13 +63,14 @@ export class SandboxChooser {
   private async probe(): Promise<Sandbox | string> {
     const { config } = this;
     if (config.sandbox === 'none') return new Unsandboxed();
-    if (config.sandbox === 'docker' || config.sandbox === 'auto') {
-      const docker = dockerClientFor({ docker_host: config.dockerHost });
-      const why = await dockerReady(docker, config.image, config.dockerHost);
-      if (why === null) return this.tried(this.dockerSandbox(docker));
-      if (config.sandbox === 'docker') return why;
-    }
-    return this.bubblewrap();
+    if (config.sandbox === 'bubblewrap') return this.bubblewrap();
+    const docker = dockerClientFor({ docker_host: config.dockerHost });
+    const why = await dockerReady(docker, config.image, config.dockerHost);
+    if (why === null) return this.tried(this.dockerSandbox(docker));
+    if (config.sandbox === 'docker') return why;
+    // auto: bubblewrap, and when it cannot be had either, both reasons (the operator may fix either).
+    const bubblewrap = await this.bubblewrap().catch((error: unknown) => `bubblewrap could not be set up (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`);
+    return typeof bubblewrap === 'string' ? `neither sandbox is available (docker: ${why}; bubblewrap: ${bubblewrap})` : bubblewrap;
   }
 
   private dockerSandbox(docker: ReturnType<typeof dockerClientFor>): DockerSandbox {
@@ -81,6 +86,7 @@ export class SandboxChooser {
       cliConfig: config.cliConfig,
       mounts: config.mounts,
       lifetimeSeconds: Math.ceil((config.timeoutMs + config.killGraceMs) / 1000) + 60,
+      warn: this.warn,
     });
   }
 

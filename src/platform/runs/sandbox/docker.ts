@@ -27,9 +27,19 @@ export interface DockerSandboxOptions {
   lifetimeSeconds: number;
   /** How often disk use and CPU time are checked against their bounds. */
   checkEveryMs?: number;
+  /** The gateway's log: told once when the bounds the gateway enforces from a container's cgroup cannot be (BLIND_CGROUP). */
+  warn?: (message: string) => void;
 }
 
 export { RUN_LABELS };
+
+/**
+ * What the gateway says, in its log once and in every run's log, when it
+ * cannot read a run container's cgroup (it runs in a PID namespace of its
+ * own, as in a container, or without `/sys/fs/cgroup`).
+ */
+export const BLIND_CGROUP =
+  "the gateway cannot read the run container's cgroup (it runs in another PID namespace, e.g. in a container, or without /sys/fs/cgroup): TOLLGATE_RUN_CPU_SECONDS is not enforced, and a run held back by the container's process limit (TOLLGATE_RUN_PROCESSES) fails without naming it. Run the gateway on the Docker engine's host, or use TOLLGATE_RUN_SANDBOX=bubblewrap.";
 
 /**
  * Runs each run in its own container on the Docker engine the gateway
@@ -66,6 +76,7 @@ export { RUN_LABELS };
 export class DockerSandbox implements Sandbox {
   readonly kind = 'docker';
   readonly sshProxy = SSH_PROXY;
+  private warned = false;
 
   constructor(private readonly options: DockerSandboxOptions) {}
 
@@ -86,12 +97,21 @@ export class DockerSandbox implements Sandbox {
       await container.start();
       const info = await container.inspect();
       const group = info.State.Pid ? await cgroupOfProcess(info.State.Pid) : null;
+      if (!group) this.blind(request);
       return new DockerRun(options, request, folder, container, stdin, group, proxy);
     } catch (error) {
       await container?.remove({ force: true }).catch(() => {});
       await proxy.close();
       throw error;
     }
+  }
+
+  /** Never silent: a warning in the run's log, and once in the gateway's (at the first apply's probe). */
+  private blind(request: SandboxRequest): void {
+    request.say(`Warning: ${BLIND_CGROUP}`);
+    if (this.warned) return;
+    this.warned = true;
+    this.options.warn?.(BLIND_CGROUP);
   }
 }
 

@@ -15,7 +15,7 @@ export const INSIDE = {
 } as const;
 
 /** The port of the in-sandbox relay to the egress proxy; HTTPS_PROXY points at it. */
-const EGRESS_RELAY_PORT = 3128;
+export const EGRESS_RELAY_PORT = 3128;
 
 /** How a run's SSH leaves its sandbox for the nodes: the relay, as an HTTP CONNECT proxy (`tollgate_ssh_proxy`). */
 export const SSH_PROXY = { scheme: 'http', host: '127.0.0.1', port: EGRESS_RELAY_PORT } as const;
