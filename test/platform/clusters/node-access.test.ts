@@ -1,8 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { copyFile, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
@@ -15,7 +14,7 @@ import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { requireServices } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 import { zipOf } from '../../helpers/zip.js';
-import { type FakeNode, sshWorks, startNode, startSshd } from './sshd-nodes.js';
+import { type FakeNode, operatorFolder, sshWorks, startNode, startSshd } from './sshd-nodes.js';
 import { dumpDatabase, secretMarkers } from './markers.js';
 import { operatorCall, profileWithNodes, runEnded, runScratch, sandboxAvailable } from '../runs/harness.js';
 
@@ -84,11 +83,7 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
   const runLogs: string[] = [];
 
   beforeAll(async () => {
-    folder = await mkdtemp(path.join(os.tmpdir(), 'tollgate-nodes-'));
-    await chmod(folder, 0o755);
-    await mkdir('/run/sshd', { recursive: true });
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'operator', '-f', path.join(folder, 'operator')]);
-    operatorKey = await readFile(path.join(folder, 'operator'), 'utf8');
+    ({ folder, operatorKey } = await operatorFolder('tollgate-nodes-'));
     const tag = randomBytes(3).toString('hex');
     for (const [index, name] of ['a', 'b'].entries()) nodes.push(await startNode(folder, `tgn${tag}${name}`, `127.0.0.${index + 2}`));
     scratch = await runScratch();

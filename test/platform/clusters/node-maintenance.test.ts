@@ -1,8 +1,7 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/shared/http/log.js';
@@ -12,7 +11,7 @@ import { until } from '../../helpers/wait.js';
 import { apiAs, orgWithUsers } from '../../surfaces/api/harness.js';
 import { tollgate } from '../../surfaces/cli/harness.js';
 import { OPERATOR, operatorCall } from '../runs/harness.js';
-import { type FakeNode, newHostKey, startNode, startSshd } from './sshd-nodes.js';
+import { type FakeNode, operatorFolder, newHostKey, startNode, startSshd } from './sshd-nodes.js';
 
 /**
  * What an operator does to a node after adding it, with two real OpenSSH
@@ -46,11 +45,7 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
   const keysOf = (node: FakeNode) => readFile(path.join(node.home, '.ssh/authorized_keys'), 'utf8');
 
   beforeAll(async () => {
-    folder = await mkdtemp(path.join(os.tmpdir(), 'tollgate-node-maintenance-'));
-    await chmod(folder, 0o755);
-    await mkdir('/run/sshd', { recursive: true });
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'operator', '-f', path.join(folder, 'operator')]);
-    operatorKey = await readFile(path.join(folder, 'operator'), 'utf8');
+    ({ folder, operatorKey } = await operatorFolder('tollgate-node-maintenance-'));
     const tag = randomBytes(3).toString('hex');
     for (const [index, name] of ['a', 'b', 'c'].entries()) nodes.push(await startNode(folder, `tgm${tag}${name}`, `127.0.0.${index + 4}`));
     gateway = await startTestGateway(

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import ssh2 from 'ssh2';
@@ -12,6 +13,19 @@ import { until } from '../../helpers/wait.js';
  * OpenSSH server of its own on a loopback address, with its own host key.
  * The operator's key (`operator.pub` in the folder) may log in to it.
  */
+
+/**
+ * A temporary folder for the nodes (readable by their accounts) holding the
+ * operator's key pair (`operator`, `operator.pub`), and sshd's privilege
+ * separation folder; remove the folder after the nodes.
+ */
+export async function operatorFolder(prefix: string): Promise<{ folder: string; operatorKey: string }> {
+  const folder = await mkdtemp(path.join(os.tmpdir(), prefix));
+  await chmod(folder, 0o755);
+  await mkdir('/run/sshd', { recursive: true });
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'operator', '-f', path.join(folder, 'operator')]);
+  return { folder, operatorKey: await readFile(path.join(folder, 'operator'), 'utf8') };
+}
 
 /** One "node": an account whose home is a temporary folder, and an sshd for it on 127.0.0.x:port. */
 export interface FakeNode {

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import http from 'node:http';
 import { chmod, copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -236,4 +237,17 @@ export async function runSandboxExists(kind: SandboxKind['name'], runId: string)
   if (kind === 'bubblewrap') return runCgroupExists(runId);
   const containers = await testDocker().listContainers({ all: true, filters: { label: [`tollgate.run=${runId}`] } });
   return containers.length > 0;
+}
+
+/** A GET with its own Host header, as a browser reaching the public URL through a TLS terminator sends (fetch cannot set Host). */
+export function getWithHost(url: string, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers: { host } }, (response) => {
+        let body = '';
+        response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
 }

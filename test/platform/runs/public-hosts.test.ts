@@ -12,7 +12,7 @@ import type { TestGateway } from '../../helpers/gateway.js';
 import { type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
-import { OPERATOR, orgWithCluster, runEnded, runScratch, sandboxAvailable } from './harness.js';
+import { getWithHost, OPERATOR, orgWithCluster, runEnded, runScratch, sandboxAvailable } from './harness.js';
 
 /** How long another gateway process may keep routing a deleted cluster's hosts (docs/stacks-and-runs.md: its refresh, 5 s). */
 const OTHER_PROCESS_BOUND_MS = 5_000;
@@ -98,16 +98,3 @@ describe.skipIf(!hasPostgres)("public hosts in two gateway processes: a deleted 
     expect((await getWithHost(`${b.url}/only-on-the-node`, host)).body).not.toContain('node says hi');
   }, 60_000);
 });
-
-/** A GET with its own Host header, as a browser reaching the public URL through a TLS terminator sends (fetch cannot set Host). */
-function getWithHost(url: string, host: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, { headers: { host } }, (response) => {
-        let body = '';
-        response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
-      })
-      .on('error', reject);
-  });
-}

@@ -9,7 +9,7 @@ import { readSse } from '../../helpers/sse.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 import { until } from '../../helpers/wait.js';
 import { zipOf } from '../../helpers/zip.js';
-import { FAKE_MODULE, orgWithCluster, profileWithNodes, runEnded, runSandboxExists, runScratch, sandboxKinds } from './harness.js';
+import { FAKE_MODULE, getWithHost, orgWithCluster, profileWithNodes, runEnded, runSandboxExists, runScratch, sandboxKinds } from './harness.js';
 
 const kinds = await sandboxKinds();
 const stores = kinds.length > 0 ? await availableStores() : [];
@@ -458,15 +458,3 @@ describe.each(stores.length === 0 ? [] : kinds)('runs: timeouts, queued cancels,
     expect(existsSync(scratch.workDir) ? await readdir(scratch.workDir) : []).toEqual([]);
   });
 });
-
-function getWithHost(url: string, host: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, { headers: { host } }, (response) => {
-        let body = '';
-        response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
-      })
-      .on('error', reject);
-  });
-}
