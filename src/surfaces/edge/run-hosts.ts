@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { PublicHosts } from '../../platform/runs/public-hosts.js';
 import { GatewayError } from '../../shared/http/errors.js';
+import { headerOf } from '../../shared/http/request.js';
 
 /** Headers that belong to one connection and are not passed on (RFC 9110, 7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host']);
@@ -16,7 +17,9 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'tra
  */
 export function runHostsProxy(publicHosts: PublicHosts): MiddlewareHandler {
   return async (c, next) => {
-    const host = c.req.header('host')?.replace(/:\d+$/, '');
+    // Every request of every surface passes here: the Host is read from Node's own headers, so that a request for
+    // the gateway itself does not build web Headers for this lookup.
+    const host = headerOf(c, 'host')?.replace(/:\d+$/, '');
     const target = host ? publicHosts.targetOf(host) : undefined;
     if (!target) return next();
     const incoming = new URL(c.req.url);
