@@ -63,9 +63,9 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
             pending = pending.slice(boundary + 2);
             if (data === null) continue;
             if (data === '[DONE]') {
-              if (out) controller.enqueue(encoder.encode(out));
               await end('done');
-              controller.enqueue(DONE);
+              // The last events and [DONE] in one chunk: one write to the client, not two.
+              controller.enqueue(out ? encoder.encode(`${out}data: [DONE]\n\n`) : DONE);
               controller.close();
               stopUpstream();
               return;

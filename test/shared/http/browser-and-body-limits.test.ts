@@ -60,6 +60,22 @@ describe('CORS: browsers may call /v1 from allowed origins, never /admin', () =>
     expect(((await response.json()) as { object: string }).object).toBe('chat.completion');
   });
 
+  it('sends the same headers on a stream', async () => {
+    for (const origin of ['https://other.example.com', undefined]) {
+      const response = await fetch(`${gateway.baseURL}/chat/completions`, {
+        method: 'POST',
+        headers: { ...(origin ? { origin } : {}), authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim-chat', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      expect(response.headers.get('x-request-id')).toMatch(/^req_/);
+      expect(response.headers.get('x-ratelimit-remaining-requests')).toMatch(/^\d+$/);
+      expect(response.headers.get('access-control-allow-origin')).toBe(origin ?? null);
+      expect((await response.text()).endsWith('data: [DONE]\n\n')).toBe(true);
+    }
+  });
+
   it('sends no CORS headers on /admin/v1 or /health', async () => {
     for (const path of ['/admin/v1/orgs', '/health']) {
       const response = await preflight(path, 'https://app.example.com');
