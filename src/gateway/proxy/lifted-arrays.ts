@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 
 /** One JSON number, exactly as the grammar has it (RFC 8259). */
 const NUMBER = String.raw`-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?`;
+/** JSON's whitespace: not `\s`, which also takes a vertical tab or a no-break space that JSON refuses. */
+const SPACE = String.raw`[ \t\n\r]*`;
 /** The inside of an array of numbers only (possibly empty), whitespace allowed where JSON allows it. */
-const NUMBERS = new RegExp(String.raw`^\s*(?:${NUMBER}(?:\s*,\s*${NUMBER})*)?\s*$`);
+const NUMBERS = new RegExp(String.raw`^${SPACE}(?:${NUMBER}(?:${SPACE},${SPACE}${NUMBER})*)?${SPACE}$`);
 /** Marks a lifted array in the text parsed and written; the random part keeps any engine's text from forging one. */
 const NONCE = randomBytes(8).toString('hex');
 
@@ -29,7 +31,7 @@ export interface LiftedText {
  */
 export function liftNumberArrays(text: string, key: string): LiftedText {
   const arrays: string[] = [];
-  const opener = new RegExp(String.raw`"${key}"\s*:\s*\[`, 'g');
+  const opener = new RegExp(String.raw`"${key}"${SPACE}:${SPACE}\[`, 'g');
   let out = '';
   let from = 0;
   if (text.includes(NONCE)) return { text, restore: (written) => written };

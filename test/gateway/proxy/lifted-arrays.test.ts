@@ -45,9 +45,45 @@ describe('liftNumberArrays', () => {
   });
 
   it('never turns invalid JSON into valid JSON', () => {
-    for (const text of ['{"embedding":[1,,2]}', '{"embedding":[01]}', '{"embedding":[NaN]}', '{"embedding":[1.]}', '{"embedding":[1,2}']) {
+    const invalid = [
+      '{"embedding":[1,,2]}',
+      '{"embedding":[01]}',
+      '{"embedding":[NaN]}',
+      '{"embedding":[1.]}',
+      '{"embedding":[1,2}',
+      '{"embedding":[1e]}',
+      '{"embedding":[-]}',
+      '{"embedding":[+1]}',
+      '{"embedding":[.5]}',
+      '{"embedding":[1,]}',
+      '{"embedding":[,1]}',
+    ];
+    // Whitespace that JSON does not allow (vertical tab, no-break space) inside an array or before it.
+    invalid.push('{"embedding":[1,\u000b2]}', '{"embedding":[1,\u00a02]}', '{"embedding":\u00a0[1,2]}');
+    for (const text of invalid) {
       expect(() => JSON.parse(liftNumberArrays(text, 'embedding').text), text).toThrow(SyntaxError);
     }
+  });
+
+  it('finds the key with whitespace around its colon', () => {
+    const { parsed, written } = relay('{"embedding" :\n [1,2,-3e-2]}');
+    expect(typeof parsed.embedding).toBe('string');
+    expect(JSON.parse(written)).toEqual({ embedding: [1, 2, -0.03] });
+  });
+
+  it('keeps text outside the arrays whole, whatever its characters', () => {
+    const text = '{"model":"modèle 🚀","data":[{"embedding":[1,2]}],"note":"日本語"}';
+    const { parsed, written } = relay(text);
+    expect(parsed.model).toBe('modèle 🚀');
+    expect(written).toBe(text);
+  });
+
+  it('leaves an answer that already holds a marker as it came', () => {
+    const first = liftNumberArrays('{"embedding":[1]}', 'embedding').text;
+    const forged = `{"a":${JSON.stringify(first)},"embedding":[2]}`;
+    const { parsed, written } = relay(forged);
+    expect(parsed).toEqual(JSON.parse(forged));
+    expect(JSON.parse(written)).toEqual(JSON.parse(forged));
   });
 
   it('puts each array back where its marker went, even when an answer is copied', () => {
