@@ -21,13 +21,13 @@ const COMPACT_BYTES = 8 * 1024 * 1024;
  * answer never waits for PostgreSQL. Appends that arrive while a write is
  * under way share the next write, which is durable when it returns (O_DSYNC;
  * group commit: one sync per batch, about 0.2 to 0.5 ms on the development
- * machine's disk, whatever the batch's size). `ChargeApplier` then writes the charges to PostgreSQL, in batches,
- * and marks them applied here.
+ * machine's disk, whatever the batch's size). `ChargeApplier` then writes
+ * the charges to PostgreSQL, in batches, and marks them applied here.
  *
  * Each line is one JSON object: `{"charge":…}`, `{"applied":[ids]}` (written
- * to PostgreSQL), or `{"reported":[ids]}` (taken into the Redis wallet). The
- * marks need not be durable (they go out with the next write, or after at
- * most 200 ms): a mark lost to a crash only makes the charge be
+ * to PostgreSQL), or `{"reported":[ids]}` (taken into the Redis wallet). No
+ * one waits for a mark (marks go out with the next write, or after at most
+ * 200 ms): a mark lost to a crash only makes the charge be
  * written again (PostgreSQL ignores a request id it holds) or its wallet be
  * rebuilt from PostgreSQL. A `memory://` data folder keeps the journal in
  * memory only, for tests and benchmarks.
