@@ -4,28 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ChargeJournal } from '../../../src/gateway/billing/journal.js';
-import type { ChargeRecord } from '../../../src/gateway/billing/wallet.js';
+import { chargeRecord } from '../../helpers/charges.js';
 
 const folders: string[] = [];
 afterEach(async () => {
   for (const folder of folders.splice(0)) await rm(folder, { recursive: true, force: true });
-});
-
-const charge = (id: string): ChargeRecord => ({
-  id,
-  orgId: 'org_1',
-  keyId: 'key_1',
-  projectId: null,
-  modelId: 'm',
-  endpoint: 'chat.completions',
-  promptTokens: 1,
-  completionTokens: 1,
-  cost: 5n,
-  status: 200,
-  streamed: false,
-  usageSource: 'upstream',
-  latencyMs: 1,
-  ttftMs: null,
 });
 
 /** The open flags of this process's descriptor for `file`, as Linux reports them in /proc/self/fdinfo. */
@@ -45,7 +28,7 @@ describe.skipIf(process.platform !== 'linux')('the charge journal on disk', () =
     folders.push(folder);
     const file = path.join(folder, 'charges.journal');
     const journal = await ChargeJournal.open(file);
-    await journal.append(charge('req_1'));
+    await journal.append(chargeRecord('req_1', { orgId: 'org_1', keyId: 'key_1' }, 5n));
     const flags = await openFlagsOf(file);
     expect(flags & constants.O_DSYNC).toBe(constants.O_DSYNC);
     expect(flags & constants.O_APPEND).toBe(constants.O_APPEND);

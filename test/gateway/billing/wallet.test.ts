@@ -3,12 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChargeApplier } from '../../../src/gateway/billing/charge-applier.js';
 import { ChargeJournal } from '../../../src/gateway/billing/journal.js';
 import { OutageLog } from '../../../src/shared/http/outage.js';
-import { WalletService, type ChargeRecord } from '../../../src/gateway/billing/wallet.js';
+import { WalletService } from '../../../src/gateway/billing/wallet.js';
 import { openStore, type Store } from '../../../src/shared/db/client.js';
 import { ledgerEntries, usageRecords } from '../../../src/shared/db/schema.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 import { KeyService } from '../../../src/gateway/keys/service.js';
 import { OrgService } from '../../../src/platform/orgs/orgs.js';
+import { chargeRecord } from '../../helpers/charges.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 
 const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
@@ -44,22 +45,6 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
     return { orgId: org.id, keyId: key.id };
   }
 
-  const record = (id: string, owner: { orgId: string; keyId: string }, cost: bigint): ChargeRecord => ({
-    id,
-    ...owner,
-    projectId: null,
-    modelId: 'm',
-    endpoint: 'chat.completions',
-    promptTokens: 1,
-    completionTokens: 1,
-    cost,
-    status: 200,
-    streamed: false,
-    usageSource: 'upstream',
-    latencyMs: 1,
-    ttftMs: null,
-  });
-
   async function ledgerOf(orgId: string) {
     return store.db.select().from(ledgerEntries).where(eq(ledgerEntries.orgId, orgId)).orderBy(ledgerEntries.id);
   }
@@ -67,7 +52,7 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
   it('charges a batch across organizations exactly, once per request id, with a consistent ledger', async () => {
     const a = await tenant(1_000n);
     const b = await tenant(500n);
-    const result = await wallets.chargeMany([record('r1', a, 100n), record('r2', b, 50n), record('r3', a, 30n), record('r1', a, 100n), record('r4', a, 0n)]);
+    const result = await wallets.chargeMany([chargeRecord('r1', a, 100n), chargeRecord('r2', b, 50n), chargeRecord('r3', a, 30n), chargeRecord('r1', a, 100n), chargeRecord('r4', a, 0n)]);
     expect(result).toEqual([true, true, true, false, true]);
     expect(await wallets.balance(a.orgId)).toBe(870n);
     expect(await wallets.balance(b.orgId)).toBe(450n);
@@ -78,7 +63,7 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
       ['charge', -30n, 870n],
     ]);
     // A repeated batch changes nothing.
-    expect(await wallets.chargeMany([record('r1', a, 100n), record('r2', b, 50n)])).toEqual([false, false]);
+    expect(await wallets.chargeMany([chargeRecord('r1', a, 100n), chargeRecord('r2', b, 50n)])).toEqual([false, false]);
     expect(await wallets.balance(a.orgId)).toBe(870n);
   });
 
@@ -101,7 +86,7 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
       return chargeMany(records);
     };
     try {
-      await Promise.all(Array.from({ length: 40 }, (_, i) => journal.append(record(`g${i}`, a, BigInt(i + 1)))));
+      await Promise.all(Array.from({ length: 40 }, (_, i) => journal.append(chargeRecord(`g${i}`, a, BigInt(i + 1)))));
       expect(await applier.settled(10_000)).toBe(true);
     } finally {
       wallets.chargeMany = chargeMany;
@@ -126,8 +111,8 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
   it('writes the good records of a batch and sets aside only the one the database refuses', async () => {
     const a = await tenant(1_000n);
     const { journal, applier } = await applierOver();
-    const bad = { ...record('bad', a, 1n), keyId: 'key_does_not_exist' };
-    await Promise.all([journal.append(record('ok1', a, 10n)), journal.append(bad), journal.append(record('ok2', a, 20n))]);
+    const bad = { ...chargeRecord('bad', a, 1n), keyId: 'key_does_not_exist' };
+    await Promise.all([journal.append(chargeRecord('ok1', a, 10n)), journal.append(bad), journal.append(chargeRecord('ok2', a, 20n))]);
     expect(await applier.settled(10_000)).toBe(true);
     await applier.stop();
     expect(await wallets.balance(a.orgId)).toBe(970n);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { ChargeJournal } from '../../../src/gateway/billing/journal.js';
-import { WalletService, type ChargeRecord } from '../../../src/gateway/billing/wallet.js';
+import { WalletService } from '../../../src/gateway/billing/wallet.js';
 import { openStore, type Store } from '../../../src/shared/db/client.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 import { KeyService, type AuthenticatedKey } from '../../../src/gateway/keys/service.js';
@@ -10,6 +10,7 @@ import type { AdmissionGate } from '../../../src/gateway/limits/gate.js';
 import { createMemoryGate } from '../../../src/gateway/limits/memory-gate.js';
 import { createRedisGate } from '../../../src/gateway/limits/redis-gate.js';
 import { OrgService } from '../../../src/platform/orgs/orgs.js';
+import { chargeRecord } from '../../helpers/charges.js';
 import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 
@@ -76,22 +77,7 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     };
   }
 
-  const charge = (id: string, caller: AuthenticatedKey, cost: bigint): ChargeRecord => ({
-    id,
-    orgId: caller.orgId,
-    keyId: caller.id,
-    projectId: null,
-    modelId: 'm',
-    endpoint: 'chat.completions',
-    promptTokens: 1,
-    completionTokens: 1,
-    cost,
-    status: 200,
-    streamed: false,
-    usageSource: 'upstream',
-    latencyMs: 1,
-    ttftMs: null,
-  });
+  const charge = (id: string, caller: AuthenticatedKey, cost: bigint) => chargeRecord(id, { orgId: caller.orgId, keyId: caller.id }, cost);
 
   const spendable = (orgId: string) => gate.spendable(orgId);
 

@@ -83,6 +83,15 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
     return { owner, id: created.body.id as string };
   }
 
+  /** A ready cluster of both nodes, deleted while the second node's sshd is down: its key stays there, and the node releasing. */
+  async function clusterLeftReleasing(name: string): Promise<string> {
+    const { owner, id } = await cluster(name);
+    await until('the cluster is ready', async () => (await owner('GET', `/clusters/${id}`)).body.status === 'ready', { timeout: 10_000, interval: 100 });
+    await nodes[1]!.sshd.stop('SIGTERM');
+    expect((await owner('DELETE', `/clusters/${id}`)).status).toBe(204);
+    return id;
+  }
+
   it('a node whose host key changed is re-pinned: a wrong fingerprint is refused and changes nothing; the right one is stored and the key waiting for it installed', async () => {
     const [nodeA] = nodes;
     const pinned = nodeA!.fingerprint;
@@ -146,10 +155,7 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
 
   it('a node left releasing is released once it answers again; until then the release says why', async () => {
     const nodeB = nodes[1]!;
-    const { owner, id } = await cluster('stuck');
-    await until('the cluster is ready', async () => (await owner('GET', `/clusters/${id}`)).body.status === 'ready', { timeout: 10_000, interval: 100 });
-    await nodeB.sshd.stop('SIGTERM');
-    expect((await owner('DELETE', `/clusters/${id}`)).status).toBe(204);
+    const id = await clusterLeftReleasing('stuck');
     expect(await nodeView(ids[1]!)).toMatchObject({ state: 'releasing', releasing_cluster_id: id });
 
     const refused = await operatorCall(gateway, 'POST', `/nodes/${ids[1]}/release`);
@@ -171,10 +177,7 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
 
   it('with force a node is freed at once without removing the key, and a warning says so', async () => {
     const nodeB = nodes[1]!;
-    const { owner, id } = await cluster('forced');
-    await until('the cluster is ready', async () => (await owner('GET', `/clusters/${id}`)).body.status === 'ready', { timeout: 10_000, interval: 100 });
-    await nodeB.sshd.stop('SIGTERM');
-    expect((await owner('DELETE', `/clusters/${id}`)).status).toBe(204);
+    const id = await clusterLeftReleasing('forced');
     expect((await nodeView(ids[1]!)).state).toBe('releasing');
 
     const forced = await cli(['nodes', 'release', ids[1]!, '--force']);
