@@ -46,6 +46,71 @@ export async function processCpuNs(pid: number): Promise<number | null> {
 }
 
 /**
+ * What a process asked of the kernel so far: read-like and write-like system
+ * calls (`syscr`, `syscw` of `/proc/PID/io`: reads and writes on sockets, pipes
+ * and files) and how many times its threads were put on a CPU (`/proc/PID/task/TID/schedstat`,
+ * third field: each is a wake-up, or a return after being preempted). Counts,
+ * not times: they barely move with the machine's load, so they show a change
+ * in syscalls or wake-ups that CPU time on a shared VM hides in its noise.
+ */
+export interface ProcessActivity {
+  readCalls: number;
+  writeCalls: number;
+  threadRuns: number;
+}
+
+/**
+ * `ProcessActivity` so far of a process; null once it has exited, or where /proc/PID/io cannot be read.
+ *
+ * @example
+ * const before = await processActivity(gateway.pid);
+ */
+export async function processActivity(pid: number): Promise<ProcessActivity | null> {
+  let io: string;
+  let tids: string[];
+  try {
+    io = await readFile(`/proc/${pid}/io`, 'utf8');
+    tids = await readdir(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? Number.NaN);
+  const runs = await Promise.all(
+    tids.map(async (tid) => {
+      try {
+        return Number((await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8')).split(' ')[2]);
+      } catch {
+        return 0; // a thread that ended between the listing and the read
+      }
+    }),
+  );
+  return { readCalls: field('syscr'), writeCalls: field('syscw'), threadRuns: runs.reduce((sum, n) => sum + n, 0) };
+}
+
+/**
+ * `after` less `before`; null when either is.
+ *
+ * @example
+ * const spent = activityBetween(before, await processActivity(pid));
+ */
+export function activityBetween(before: ProcessActivity | null, after: ProcessActivity | null): ProcessActivity | null {
+  if (!before || !after) return null;
+  return { readCalls: after.readCalls - before.readCalls, writeCalls: after.writeCalls - before.writeCalls, threadRuns: after.threadRuns - before.threadRuns };
+}
+
+/**
+ * The sum of two spans' activity; null once either is unknown (a span not read must not look like a quiet one).
+ *
+ * @example
+ * total = addActivity(total, activityBetween(before, after));
+ */
+export function addActivity(into: ProcessActivity | null | undefined, more: ProcessActivity | null): ProcessActivity | null {
+  if (into === null || !more) return null;
+  if (into === undefined) return { ...more };
+  return { readCalls: into.readCalls + more.readCalls, writeCalls: into.writeCalls + more.writeCalls, threadRuns: into.threadRuns + more.threadRuns };
+}
+
+/**
  * Reads every probe's processes.
  *
  * @example

@@ -1,4 +1,4 @@
-import type { CpuSpent } from './cpu.js';
+import type { CpuSpent, ProcessActivity } from './cpu.js';
 import type { Sample, Slice } from './load.js';
 
 export interface Stats {
@@ -44,6 +44,21 @@ export interface ScenarioResult {
 export interface ScenarioCpu {
   direct: { ns: CpuSpent; wallMs: number };
   gateway: { ns: CpuSpent; wallMs: number };
+  /** The subject's system calls and thread runs over the gateway slices (null: /proc/PID/io unreadable). */
+  subjectActivity?: ProcessActivity | null;
+}
+
+/**
+ * The subject's read and write system calls and thread runs per answered gateway request; null when not read.
+ *
+ * @example
+ * const perRequest = activityPerRequest(result); // { readCalls: 4.1, writeCalls: 3.2, threadRuns: 5.7 }
+ */
+export function activityPerRequest(r: ScenarioResult): ProcessActivity | null {
+  const activity = r.cpu?.subjectActivity;
+  const answered = r.gateway.requests - r.gateway.errors;
+  if (!activity || answered === 0) return null;
+  return { readCalls: activity.readCalls / answered, writeCalls: activity.writeCalls / answered, threadRuns: activity.threadRuns / answered };
 }
 
 /**
@@ -138,7 +153,7 @@ export function formatScenario(r: ScenarioResult): string {
   const added = r.addedP50Ms === null ? 'n/a' : `${r.addedP50Ms >= 0 ? '+' : ''}${r.addedP50Ms.toFixed(2)} ms`;
   const perRound = r.roundThroughputRatios.map(times).join(' ');
   const title = `${r.scenario} · ${r.concurrency} connection${r.concurrency === 1 ? '' : 's'}`;
-  return [title, ...lines, `  added p50 latency: ${added}   throughput ratio per round: ${perRound}`, ...formatOthersCpu(r)].join('\n');
+  return [title, ...lines, `  added p50 latency: ${added}   throughput ratio per round: ${perRound}`, ...formatOthersCpu(r), ...formatActivity(r)].join('\n');
 }
 
 /** The CPU per gateway request of the other processes read (simulator, Redis, PostgreSQL), each with its resting share. */
@@ -147,6 +162,14 @@ function formatOthersCpu(r: ScenarioResult): string[] {
   if (others.length === 0) return [];
   const parts = others.map((probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs (${us(restingCpuPerRequestUs(r, probe))} at rest)`);
   return [`  CPU per gateway request, other processes: ${parts.join(', ')}`];
+}
+
+/** The subject's system calls and thread runs per request, the counts behind its CPU time. */
+function formatActivity(r: ScenarioResult): string[] {
+  const perRequest = activityPerRequest(r);
+  if (!perRequest) return [];
+  const { readCalls, writeCalls, threadRuns } = perRequest;
+  return [`  per gateway request: ${readCalls.toFixed(2)} read and ${writeCalls.toFixed(2)} write system calls, ${threadRuns.toFixed(2)} thread runs`];
 }
 
 function us(value: number | null): string {
@@ -184,8 +207,8 @@ function errors(s: Stats): string {
 
 /**
  * One line per scenario and concurrency: CPU per request of Tollgate, the floor relay and Portkey (each process's
- * own), their throughput and added p50 (time to first token for streams), and Redis's and PostgreSQL's CPU per
- * Tollgate request. Runs without the floor or Portkey show '–' in their place.
+ * own), their throughput and added p50 (time to first token for streams), Redis's and PostgreSQL's CPU per
+ * Tollgate request, and each process's write system calls and thread runs per request. Runs without the floor or Portkey show '–' in their place.
  *
  * @example
  * console.log(formatCpuSummary(results, floorResults, portkeyResults));
@@ -206,7 +229,12 @@ export function formatCpuSummary(tollgate: ScenarioResult[], floor: ScenarioResu
     const others = ['redis', 'postgres'].filter((probe) => r.cpu?.gateway.ns[probe] !== undefined);
     const extra = others.length > 0 ? `   + ${others.map((probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs`).join(', ')}` : '';
     const what = r.scenario === 'chat-stream' ? 'added TTFT' : 'added p50';
-    return `  ${`${r.scenario} × ${r.concurrency}`.padEnd(17)} CPU ${cpu} µs/req   ${rps} req/s   ${what} ${p50} ms${versus}${extra}`;
+    const count = (o: ScenarioResult | undefined, field: keyof ProcessActivity) => {
+      const perRequest = o ? activityPerRequest(o) : null;
+      return perRequest ? perRequest[field].toFixed(1) : '–';
+    };
+    const calls = `   writes ${all.map((o) => count(o, 'writeCalls')).join(' / ')}, thread runs ${all.map((o) => count(o, 'threadRuns')).join(' / ')} per req`;
+    return `  ${`${r.scenario} × ${r.concurrency}`.padEnd(17)} CPU ${cpu} µs/req   ${rps} req/s   ${what} ${p50} ms${versus}${extra}${calls}`;
   });
   return ['CPU per request (each process its own, user + system from /proc) · throughput · added latency: Tollgate / floor / Portkey', ...rows].join('\n');
 }

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { addSpent, cpuBetween, fixedProbe, namedProbe, readCpu, type CpuProbe } from './cpu.js';
+import { activityBetween, addActivity, addSpent, cpuBetween, fixedProbe, namedProbe, processActivity, readCpu, type CpuProbe } from './cpu.js';
 import { createAgent, runSlice, type Slice, type Target } from './load.js';
 import { freePort, rssMiB, startBuilt, startChild, waitForHealth, type Child } from './processes.js';
 import { compare, formatCpuSummary, formatScenario, type ScenarioCpu, type ScenarioResult } from './report.js';
@@ -348,12 +348,17 @@ async function measure(scenario: Scenario, concurrency: number, settings: Settin
   const body = JSON.stringify(scenario.body);
   const slice = (target: Target, agent: typeof agents.direct, durationMs: number) => runSlice(target, agent, { body, stream: scenario.stream, concurrency, durationMs });
   const cpu: ScenarioCpu = { direct: { ns: {}, wallMs: 0 }, gateway: { ns: {}, wallMs: 0 } };
-  const measured = async (side: keyof ScenarioCpu, target: Target, agent: typeof agents.direct): Promise<Slice> => {
+  const [subjectPid] = (await probes.find((probe) => probe.name === 'subject')?.pids()) ?? [];
+  const activityOfSubject = () => (subjectPid === undefined ? Promise.resolve(null) : processActivity(subjectPid));
+  const measured = async (side: 'direct' | 'gateway', target: Target, agent: typeof agents.direct): Promise<Slice> => {
     const before = await readCpu(probes);
+    const activityBefore = await activityOfSubject();
     const start = performance.now();
     const result = await slice(target, agent, settings.seconds * 1000);
     cpu[side].wallMs += performance.now() - start;
+    const activity = activityBetween(activityBefore, await activityOfSubject());
     addSpent(cpu[side].ns, cpuBetween(before, await readCpu(probes)));
+    if (side === 'gateway') cpu.subjectActivity = addActivity(cpu.subjectActivity, activity);
     return result;
   };
   try {
