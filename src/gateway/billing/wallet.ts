@@ -83,35 +83,22 @@ export class WalletService {
    * its request id, so a request written twice inserts nothing and charges
    * nothing the second time. Each charge's ledger entry carries the balance
    * right after it, in request order. Returns, per record, whether it was new.
+   *
+   * The batch goes as one JSON parameter, so the statement's text is the
+   * same for every batch: PostgreSQL and the driver prepare it once per
+   * connection, rather than parsing and planning a new statement for each
+   * batch size (17 parameters a row, most of the statement's cost).
    */
   async chargeMany(records: ChargeRecord[]): Promise<boolean[]> {
     if (records.length === 0) return [];
     // Within one batch the first record of a request id counts; the others are repeats.
     const seen = new Set<string>();
     const firsts = records.filter((r) => !seen.has(r.id) && seen.add(r.id));
-    const rows = sql.join(
-      firsts.map(
-        (r, ord) => sql`(${ord}::int, ${r.id}::text, ${r.orgId}::text, ${r.keyId}::text, ${r.projectId ?? null}::text, ${r.modelId}::text,
-          ${r.endpoint}::text, ${r.promptTokens}::int, ${r.completionTokens}::int, ${r.cost}::bigint, ${r.status}::int, ${r.streamed}::boolean,
-          ${r.usageSource}::text, ${r.latencyMs}::int, ${r.ttftMs ?? null}::int, ${r.cacheHit ?? false}::boolean, ${(r.createdAt ?? new Date()).toISOString()}::timestamptz)`,
-      ),
-      sql`, `,
-    );
-    const withBodies = firsts.filter((r) => r.requestData);
-    const bodies = withBodies.length
-      ? sql`, bodies as (
-          insert into ${requestData} (request_id, request_body, response_body)
-          select b.id, b.request_body, b.response_body
-          from (values ${sql.join(
-            withBodies.map((r) => sql`(${r.id}::text, ${r.requestData!.requestBody}::text, ${r.requestData!.responseBody}::text)`),
-            sql`, `,
-          )})
-            as b(id, request_body, response_body)
-          join new_usage n on n.id = b.id
-          returning request_id)`
-      : sql``;
-    const result = await this.db.execute(sql`with input (ord, id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
-          cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at) as (values ${rows}),
+    const result = await this.db.execute(sql`with input as (
+        select * from json_to_recordset(${JSON.stringify(firsts.map(chargeRow))}::json) as r(ord int, id text, org_id text, key_id text,
+          project_id text, model_id text, endpoint text, prompt_tokens int, completion_tokens int, cost_nanos bigint, status int,
+          streamed boolean, usage_source text, latency_ms int, ttft_ms int, cache_hit boolean, created_at timestamptz,
+          request_body text, response_body text)),
       new_usage as (
         insert into ${usageRecords} (id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
           cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at)
@@ -134,13 +121,47 @@ export class WalletService {
           c.id
         from charged c join updated u on u.org_id = c.org_id
         order by c.ord
-        returning id)
-      ${bodies}
+        returning id),
+      bodies as (
+        insert into ${requestData} (request_id, request_body, response_body)
+        select i.id, i.request_body, i.response_body
+        from input i join new_usage n on n.id = i.id
+        where i.request_body is not null
+        returning request_id)
       select id from new_usage`);
     const isNew = new Set(rowsOf<{ id: string }>(result).map((row) => row.id));
     const firstOf = new Set(firsts);
     return records.map((r) => firstOf.has(r) && isNew.has(r.id));
   }
+}
+
+/**
+ * One record as a row of `chargeMany`'s JSON parameter. The cost goes as a
+ * string (JSON has no 64-bit integers; PostgreSQL reads it as bigint exactly),
+ * and the time as ISO text.
+ */
+function chargeRow(r: ChargeRecord, ord: number) {
+  return {
+    ord,
+    id: r.id,
+    org_id: r.orgId,
+    key_id: r.keyId,
+    project_id: r.projectId ?? null,
+    model_id: r.modelId,
+    endpoint: r.endpoint,
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.completionTokens,
+    cost_nanos: r.cost.toString(),
+    status: r.status,
+    streamed: r.streamed,
+    usage_source: r.usageSource,
+    latency_ms: r.latencyMs,
+    ttft_ms: r.ttftMs ?? null,
+    cache_hit: r.cacheHit ?? false,
+    created_at: (r.createdAt ?? new Date()).toISOString(),
+    request_body: r.requestData?.requestBody ?? null,
+    response_body: r.requestData?.responseBody ?? null,
+  };
 }
 
 export type ChargeRecord = UsageRecordInput & {

@@ -5,7 +5,7 @@ import { ChargeJournal } from '../../../src/gateway/billing/journal.js';
 import { OutageLog } from '../../../src/shared/http/outage.js';
 import { WalletService } from '../../../src/gateway/billing/wallet.js';
 import { openStore, type Store } from '../../../src/shared/db/client.js';
-import { ledgerEntries, usageRecords } from '../../../src/shared/db/schema.js';
+import { ledgerEntries, requestData, usageRecords } from '../../../src/shared/db/schema.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 import { KeyService } from '../../../src/gateway/keys/service.js';
 import { OrgService } from '../../../src/platform/orgs/orgs.js';
@@ -65,6 +65,30 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
     // A repeated batch changes nothing.
     expect(await wallets.chargeMany([chargeRecord('r1', a, 100n), chargeRecord('r2', b, 50n)])).toEqual([false, false]);
     expect(await wallets.balance(a.orgId)).toBe(870n);
+  });
+
+  it('writes every field of a batch as it was made: costs past 2^53, nulls, times, and bodies with any text', async () => {
+    const a = await tenant(20_000_000_000_000_000n);
+    const huge = 9_007_199_254_740_993n; // 2^53 + 1: a float would round it
+    const madeAt = new Date('2026-03-04T05:06:07.089Z');
+    const bodies = { requestBody: '{"messages":[{"content":"quote \\" and \\u0000, tab\\t"}]}', responseBody: 'line one\nline two: ünïcödé 🚀 \'"' };
+    const records = [
+      chargeRecord('big', a, huge, { projectId: null, ttftMs: 17, createdAt: madeAt, streamed: true, usageSource: 'clamped', promptTokens: 2_000_000, completionTokens: 0 }),
+      chargeRecord('kept', a, 7n, { requestData: bodies, cacheHit: true, status: 499 }),
+    ];
+    expect(await wallets.chargeMany(records)).toEqual([true, true]);
+    expect(await wallets.balance(a.orgId)).toBe(20_000_000_000_000_000n - huge - 7n);
+    const [big] = await store.db.select().from(usageRecords).where(eq(usageRecords.id, 'big'));
+    expect(big).toMatchObject({ cost: huge, projectId: null, ttftMs: 17, createdAt: madeAt, streamed: true, usageSource: 'clamped', promptTokens: 2_000_000, completionTokens: 0, cacheHit: false });
+    const [kept] = await store.db.select().from(usageRecords).where(eq(usageRecords.id, 'kept'));
+    expect(kept).toMatchObject({ cost: 7n, ttftMs: null, cacheHit: true, status: 499, streamed: false });
+    const stored = await store.db.select().from(requestData);
+    expect(stored.map((row) => [row.requestId, row.requestBody, row.responseBody])).toEqual([['kept', bodies.requestBody, bodies.responseBody]]);
+    expect((await ledgerOf(a.orgId)).map((e) => [e.amount, e.balanceAfter])).toEqual([
+      [20_000_000_000_000_000n, 20_000_000_000_000_000n],
+      [-huge, 20_000_000_000_000_000n - huge],
+      [-7n, 20_000_000_000_000_000n - huge - 7n],
+    ]);
   });
 
   /** A journal in memory and its applier writing to this store, as the gateway runs them. */
