@@ -9,6 +9,7 @@ import { freePort, rssMiB, startBuilt, startChild, waitForHealth, type Child } f
 import { compare, formatCpuSummary, formatScenario, type ScenarioCpu, type ScenarioResult } from './report.js';
 import { provision } from './setup.js';
 import { startOtlpSink } from './otlp-sink.js';
+import { ADMIN_TOKEN, cleanEnv, gatewayEnv } from './gateway-env.js';
 
 /**
  * `npm run bench`: the gateway's cost as a ratio against the same load sent
@@ -17,7 +18,6 @@ import { startOtlpSink } from './otlp-sink.js';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(BENCH_DIR, '..');
-const ADMIN_TOKEN = 'bench-operator-token-0123456789';
 const WARMUP_MS = 1000;
 const START_TIMEOUT_MS = 60_000;
 /**
@@ -124,13 +124,6 @@ function allScenarios(tokens: number): Scenario[] {
   ];
 }
 
-/** The parent's environment without any setting that would change the processes under test. */
-function cleanEnv(overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const dropped = (name: string) => /^(TOLLGATE|SIM|OTEL)_/.test(name) || ['PORT', 'DATABASE_URL', 'REDIS_URL'].includes(name);
-  const kept = Object.entries(process.env).filter(([name]) => !dropped(name));
-  return { ...Object.fromEntries(kept), ...overrides };
-}
-
 async function main(): Promise<number> {
   const base = readSettings();
   const children: Child[] = [];
@@ -177,18 +170,7 @@ async function main(): Promise<number> {
     const startGateway = async (name: string, extra: Record<string, string>) => {
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
-      const env = cleanEnv({
-        PORT: String(port),
-        TOLLGATE_HOST: '127.0.0.1',
-        TOLLGATE_DATA_DIR: path.join(dataDir, name),
-        ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-        ...(redisUrl ? { REDIS_URL: redisUrl, TOLLGATE_REDIS_PREFIX: `bench:${process.pid}:${name}:` } : {}),
-        TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
-        TOLLGATE_SEED_DEMO: 'false',
-        TOLLGATE_LOG_LEVEL: 'warn',
-        TOLLGATE_ENGINES_FILE: enginesFile,
-        ...extra,
-      });
+      const env = gatewayEnv({ port, name, dataDir, enginesFile, databaseUrl, redisUrl }, extra);
       const child = startBuilt(name, 'dist/main.js', [], { cwd: ROOT, env, nodeArgs: name === 'gateway' ? nodeArgs : [] });
       children.push(child);
       await waitForHealth(child, `${url}/health`, START_TIMEOUT_MS);

@@ -1,0 +1,49 @@
+import path from 'node:path';
+
+/** The operator token the bench's gateways are started with. */
+export const ADMIN_TOKEN = 'bench-operator-token-0123456789';
+
+/**
+ * The parent's environment without any setting that would change the processes under test, plus `overrides`.
+ *
+ * @example
+ * const env = cleanEnv({ PORT: '8080' });
+ */
+export function cleanEnv(overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const dropped = (name: string) => /^(TOLLGATE|SIM|OTEL)_/.test(name) || ['PORT', 'DATABASE_URL', 'REDIS_URL'].includes(name);
+  const kept = Object.entries(process.env).filter(([name]) => !dropped(name));
+  return { ...Object.fromEntries(kept), ...overrides };
+}
+
+/** Where a bench gateway keeps its state and finds its engines. */
+export interface GatewaySetup {
+  port: number;
+  /** Its own data folder is `dataDir/name`; its Redis keys are under a prefix of its own. */
+  name: string;
+  dataDir: string;
+  enginesFile: string;
+  databaseUrl?: string;
+  redisUrl?: string;
+}
+
+/**
+ * A bench gateway's environment: loopback only, no demo data, warnings only in its log, PostgreSQL and Redis
+ * when the bench was given them (`BENCH_DATABASE_URL`, `BENCH_REDIS_URL`), and `extra` on top.
+ *
+ * @example
+ * const env = gatewayEnv({ port, name: 'gateway', dataDir, enginesFile }, { TOLLGATE_LIMITS: 'off' });
+ */
+export function gatewayEnv(setup: GatewaySetup, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return cleanEnv({
+    PORT: String(setup.port),
+    TOLLGATE_HOST: '127.0.0.1',
+    TOLLGATE_DATA_DIR: path.join(setup.dataDir, setup.name),
+    ...(setup.databaseUrl ? { DATABASE_URL: setup.databaseUrl } : {}),
+    ...(setup.redisUrl ? { REDIS_URL: setup.redisUrl, TOLLGATE_REDIS_PREFIX: `bench:${process.pid}:${setup.name}:` } : {}),
+    TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+    TOLLGATE_SEED_DEMO: 'false',
+    TOLLGATE_LOG_LEVEL: 'warn',
+    TOLLGATE_ENGINES_FILE: setup.enginesFile,
+    ...extra,
+  });
+}
