@@ -86,8 +86,8 @@ export class WalletService {
    *
    * The batch goes as one JSON parameter, so the statement's text is the
    * same for every batch: PostgreSQL and the driver prepare it once per
-   * connection, rather than parsing and planning a new statement for each
-   * batch size (17 parameters a row, most of the statement's cost).
+   * connection, rather than a new statement for each batch size (17
+   * parameters a row, which drizzle assembled and PostgreSQL parsed anew).
    */
   async chargeMany(records: ChargeRecord[]): Promise<boolean[]> {
     if (records.length === 0) return [];
