@@ -63,7 +63,7 @@ export async function lookAt(page: Page, name: string, axeSource: string): Promi
  * @example
  * const errors = consoleErrors(page);
  * // … browse …
- * expect(errors.filter((line) => line.includes('404'))).toEqual([]);
+ * expect(errors.filter((line) => line.includes('status of 404'))).toEqual([]);
  */
 export function consoleErrors(page: Page): string[] {
   const errors: string[] = [];

@@ -187,7 +187,7 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
   }, 30_000);
 
   it('logged no 404 on any page (the icon is served), and renders error pages in standards mode too', async () => {
-    expect(errors.filter((line) => line.includes('404'))).toEqual([]);
+    expect(errors.filter((line) => line.includes('status of 404'))).toEqual([]);
     const icon = await page.request.get(`${gateway.url}${await page.locator('link[rel=icon]').getAttribute('href')}`);
     expect(icon.status()).toBe(200);
     expect(icon.headers()['content-type']).toBe('image/svg+xml');
