@@ -26,23 +26,32 @@ export type CpuSpent = Record<string, number>;
  * @example
  * const ns = await processCpuNs(gateway.pid);
  */
-export async function processCpuNs(pid: number): Promise<number | null> {
+export function processCpuNs(pid: number): Promise<number | null> {
+  return schedstatSum(pid, SCHEDSTAT_RUNTIME_NS);
+}
+
+/** Fields of `/proc/PID/task/TID/schedstat`: time on a CPU in ns, time waiting for one, times put on one. */
+const SCHEDSTAT_RUNTIME_NS = 0;
+const SCHEDSTAT_RUNS = 2;
+
+/** One field of `schedstat` summed over a process's threads; null once the process has exited. */
+async function schedstatSum(pid: number, field: number): Promise<number | null> {
   let tids: string[];
   try {
     tids = await readdir(`/proc/${pid}/task`);
   } catch {
     return null;
   }
-  const times = await Promise.all(
+  const values = await Promise.all(
     tids.map(async (tid) => {
       try {
-        return Number((await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8')).split(' ')[0]);
+        return Number((await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8')).split(' ')[field]);
       } catch {
         return 0; // a thread that ended between the listing and the read
       }
     }),
   );
-  return times.reduce((sum, ns) => sum + ns, 0);
+  return values.reduce((sum, value) => sum + value, 0);
 }
 
 /**
@@ -67,24 +76,14 @@ export interface ProcessActivity {
  */
 export async function processActivity(pid: number): Promise<ProcessActivity | null> {
   let io: string;
-  let tids: string[];
   try {
     io = await readFile(`/proc/${pid}/io`, 'utf8');
-    tids = await readdir(`/proc/${pid}/task`);
   } catch {
     return null;
   }
   const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? Number.NaN);
-  const runs = await Promise.all(
-    tids.map(async (tid) => {
-      try {
-        return Number((await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8')).split(' ')[2]);
-      } catch {
-        return 0; // a thread that ended between the listing and the read
-      }
-    }),
-  );
-  return { readCalls: field('syscr'), writeCalls: field('syscw'), threadRuns: runs.reduce((sum, n) => sum + n, 0) };
+  const threadRuns = await schedstatSum(pid, SCHEDSTAT_RUNS);
+  return threadRuns === null ? null : { readCalls: field('syscr'), writeCalls: field('syscw'), threadRuns };
 }
 
 /**

@@ -7,6 +7,7 @@ import { parseArgs, promisify } from 'node:util';
 import { ADMIN_TOKEN, cleanEnv, gatewayEnv } from './gateway-env.js';
 import { createAgent, runSlice } from './load.js';
 import { type Child, freePort, startBuilt, startChild, waitForHealth } from './processes.js';
+import { allScenarios } from './scenarios.js';
 import { provision } from './setup.js';
 
 /**
@@ -27,16 +28,8 @@ import { provision } from './setup.js';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const run = promisify(execFile);
 
-const CHAT = { model: 'sim-chat', messages: [{ role: 'user', content: 'Write a short note about toll roads.' }], max_tokens: 64, ignore_eos: true };
-const SCENARIOS: Record<string, { path: string; stream: boolean; body: Record<string, unknown> }> = {
-  'chat-json': { path: '/v1/chat/completions', stream: false, body: CHAT },
-  'chat-stream': { path: '/v1/chat/completions', stream: true, body: { ...CHAT, stream: true } },
-  embeddings: {
-    path: '/v1/embeddings',
-    stream: false,
-    body: { model: 'sim-embed', input: ['The quick brown fox.', 'Jumps over the lazy dog.', 'Toll roads charge per use.', 'Gateways meter every request.'] },
-  },
-};
+/** The scenarios by name, chats of 64 tokens. */
+const SCENARIOS = Object.fromEntries(allScenarios(64).map((scenario) => [scenario.name, scenario]));
 
 function readSettings() {
   const { values } = parseArgs({

@@ -10,6 +10,7 @@ import { compare, formatCpuSummary, formatScenario, type ScenarioCpu, type Scena
 import { provision } from './setup.js';
 import { startOtlpSink } from './otlp-sink.js';
 import { ADMIN_TOKEN, cleanEnv, gatewayEnv } from './gateway-env.js';
+import { allScenarios, type Scenario } from './scenarios.js';
 
 /**
  * `npm run bench`: the gateway's cost as a ratio against the same load sent
@@ -56,13 +57,6 @@ const BASELINES = {
   'metrics-off': { TOLLGATE_METRICS: 'off' },
 } as const;
 type Baseline = keyof typeof BASELINES;
-
-interface Scenario {
-  name: string;
-  path: string;
-  stream: boolean;
-  body: Record<string, unknown>;
-}
 
 function readSettings(): Omit<Settings, 'store' | 'limits'> {
   const { values } = parseArgs({
@@ -111,17 +105,6 @@ function scenarios(settings: Settings): Scenario[] {
   const unknown = settings.only?.filter((name) => !all.some((scenario) => scenario.name === name)) ?? [];
   if (unknown.length > 0) throw new Error(`--scenarios: unknown ${unknown.join(', ')} (known: ${all.map((scenario) => scenario.name).join(', ')})`);
   return all.filter((scenario) => settings.only === null || settings.only.includes(scenario.name));
-}
-
-function allScenarios(tokens: number): Scenario[] {
-  // ignore_eos makes the simulator produce exactly max_tokens, as a real load test on vLLM would.
-  const chat = { model: 'sim-chat', messages: [{ role: 'user', content: 'Write a short note about toll roads.' }], max_tokens: tokens, ignore_eos: true };
-  const input = ['The quick brown fox.', 'Jumps over the lazy dog.', 'Toll roads charge per use.', 'Gateways meter every request.'];
-  return [
-    { name: 'chat-json', path: '/v1/chat/completions', stream: false, body: chat },
-    { name: 'chat-stream', path: '/v1/chat/completions', stream: true, body: { ...chat, stream: true } },
-    { name: 'embeddings', path: '/v1/embeddings', stream: false, body: { model: 'sim-embed', input } },
-  ];
 }
 
 async function main(): Promise<number> {
