@@ -42,6 +42,9 @@ const BOUNDS = { TOLLGATE_RUN_MEMORY_MB: '256', TOLLGATE_RUN_PROCESSES: '100', T
 /** How long a /v1 request polled during the attacks may take: the gateway must keep answering (a loaded 2-core CI machine answers in far less). */
 const ANSWER_WITHIN_MS = 10_000;
 
+/** How often /v1 is polled during the attacks: often enough that the shortest attack (a few hundred ms) is polled inside. */
+const SAMPLE_EVERY_MS = 100;
+
 /** More processes than a run's sandbox holds (its init, the relay, the tool, the provisioner's shell and what that starts): seeing more is seeing the host's. */
 const HANDFUL = 20;
 
@@ -259,12 +262,23 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
   const rss: number[] = [];
   /** Each /v1 request polled while the runs go on: when it was sent (ms into the attacks), its status (0: no answer within ANSWER_WITHIN_MS, or an error) and how long it took. */
   const answers: Array<{ at: number; status: number; ms: number; error?: string }> = [];
+  /** When each attack went on (ms into the attacks, from its POST to the end of its run): /v1 must have been polled inside each. */
+  const windows: Array<{ name: string; from: number; to: number }> = [];
   let sent = 0;
   let sampler: NodeJS.Timeout;
+  let started = 0;
+
+  /** `target.attack`, its window noted: a run in the sandbox is quick (a bounded attack can end in well under a second), so the check is per window, not a count. */
+  async function attack(name: string) {
+    const from = Date.now() - started;
+    const ended = await target.attack(name);
+    windows.push({ name, from, to: Date.now() - started });
+    return ended;
+  }
 
   beforeAll(async () => {
     target = await startTarget({ ...BOUNDS, ...kind.env }, Object.keys(ATTACKS));
-    const started = Date.now();
+    started = Date.now();
     sampler = setInterval(() => {
       void readFile(`/proc/${target.gateway.child.pid}/status`, 'utf8').then(
         (status) => rss.push(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024),
@@ -276,7 +290,7 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
         (response) => answers.push({ at: at - started, status: response.status, ms: Date.now() - at }),
         (error: Error) => answers.push({ at: at - started, status: 0, ms: Date.now() - at, error: error.name }),
       );
-    }, 250);
+    }, SAMPLE_EVERY_MS);
   }, 60_000);
 
   afterAll(async () => {
@@ -287,7 +301,7 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
   it('reads no gateway file or environment, sees and signals no gateway process, reaches none of its ports, writes nothing of the system', async () => {
     // What the probe is kept from must be there to be reached: PostgreSQL and Redis listen on the host's loopback.
     for (const port of [5432, 6379, target.port]) expect(await listening(port), `something listens on 127.0.0.1:${port} on the host`).toBe(true);
-    const { run, log } = await target.attack('probe');
+    const { run, log } = await attack('probe');
     expect(log).toContain('hostile: running as uid 65534 in /workspace/module on tollgate-run');
     expect(log).toContain('hostile: wrote in its own folder');
     expect(log).toContain('hostile: done');
@@ -307,14 +321,14 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
   }, 120_000);
 
   it('10,000 processes: the process bound stops them and fails the run naming it', async () => {
-    const { run, log } = await target.attack('fork');
+    const { run, log } = await attack('fork');
     expect(log).toMatch(/\(local-exec\): hostile: starting 10000 processes$/m);
     expect(run.state).toBe('FAILED');
     expect(run.failure).toContain('its process bound (100 processes, TOLLGATE_RUN_PROCESSES)');
   }, 120_000);
 
   it('4 GiB of memory: the memory bound stops it and fails the run naming it', async () => {
-    const { run, log } = await target.attack('memory');
+    const { run, log } = await attack('memory');
     expect(log).toMatch(/\(local-exec\): hostile: allocating 4 GiB$/m);
     // The shell was killed before it had the string: it never printed its size.
     expect(log).not.toMatch(/\(local-exec\): hostile: allocated/);
@@ -323,7 +337,7 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
   }, 120_000);
 
   it('2 GiB of disk: the disk bound stops it and fails the run naming it', async () => {
-    const { run, log } = await target.attack('disk');
+    const { run, log } = await attack('disk');
     expect(log).toMatch(/\(local-exec\): hostile: writing 2 GiB$/m);
     const written = Number(/hostile: wrote (\d+) bytes/.exec(log)?.[1]);
     expect(written).toBeLessThanOrEqual(64 * 1024 * 1024);
@@ -335,7 +349,11 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
     clearInterval(sampler);
     // Every request sent has its answer, or its timeout, by now: a stalled gateway cannot pass by never answering.
     await until('every /v1 request sent has settled', () => answers.length === sent, { timeout: ANSWER_WITHIN_MS + 5000 });
-    expect(answers.length).toBeGreaterThan(10);
+    expect(windows.map((window) => window.name)).toEqual(Object.keys(ATTACKS));
+    for (const window of windows) {
+      const during = answers.filter((answer) => answer.at >= window.from && answer.at <= window.to);
+      expect(during.length, `/v1 requests sent during the ${window.name} attack (${window.from}-${window.to} ms)`).toBeGreaterThan(0);
+    }
     expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
     console.info(`/v1 during the attacks: ${answers.length} requests, the slowest answered in ${Math.max(...answers.map((answer) => answer.ms))} ms`);
     const baseline = rss[0]!;
