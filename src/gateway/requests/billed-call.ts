@@ -51,7 +51,9 @@ async function settleCall(services: Services, call: BilledCall, settlement: Sett
   // The charge is durable before the gate hears of it: a replica that dies in between leaves a charge the
   // journal holds but the gate was never told of, which the next start finds unreported and rebuilds from.
   if (cost !== null) {
-    await services.journal.append(usageRecord(services, call, settlement, cost, false)).catch((error: unknown) => {
+    // This call is still counted in flight: one means no other call's charge could share the write.
+    const alone = services.inFlight.size === 1;
+    await services.journal.append(usageRecord(services, call, settlement, cost, false), { alone }).catch((error: unknown) => {
       // The data folder cannot be written (disk full?): the charge is kept in memory until the applier writes it.
       services.log.error('charge journal write failed: the charge is kept in memory only', { requestId: call.requestId, ...describeError(error) });
     });

@@ -1,4 +1,4 @@
-import { constants } from 'node:fs';
+import { constants, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,6 +10,13 @@ const folders: string[] = [];
 afterEach(async () => {
   for (const folder of folders.splice(0)) await rm(folder, { recursive: true, force: true });
 });
+
+/** A journal's path in a folder of its own, removed after the test. */
+async function journalFile(): Promise<string> {
+  const folder = await mkdtemp(path.join(tmpdir(), 'tollgate-journal-'));
+  folders.push(folder);
+  return path.join(folder, 'charges.journal');
+}
 
 /** The open flags of this process's descriptor for `file`, as Linux reports them in /proc/self/fdinfo. */
 async function openFlagsOf(file: string): Promise<number> {
@@ -24,9 +31,7 @@ async function openFlagsOf(file: string): Promise<number> {
 
 describe.skipIf(process.platform !== 'linux')('the charge journal on disk', () => {
   it('appends with O_DSYNC, so a charge is on the disk when its append resolves', async () => {
-    const folder = await mkdtemp(path.join(tmpdir(), 'tollgate-journal-'));
-    folders.push(folder);
-    const file = path.join(folder, 'charges.journal');
+    const file = await journalFile();
     const journal = await ChargeJournal.open(file);
     await journal.append(chargeRecord('req_1', { orgId: 'org_1', keyId: 'key_1' }, 5n));
     const flags = await openFlagsOf(file);
@@ -34,5 +39,38 @@ describe.skipIf(process.platform !== 'linux')('the charge journal on disk', () =
     expect(flags & constants.O_APPEND).toBe(constants.O_APPEND);
     expect(await readFile(file, 'utf8')).toContain('"id":"req_1"');
     await journal.close();
+  });
+
+  it('writes an append made alone before append returns: the charge is on the disk before its promise is awaited', async () => {
+    const file = await journalFile();
+    const journal = await ChargeJournal.open(file);
+    const appended = journal.append(chargeRecord('req_alone', { orgId: 'org_1', keyId: 'key_1' }, 5n), { alone: true });
+    expect(readFileSync(file, 'utf8')).toContain('"id":"req_alone"');
+    // Resolved already: a write through the thread pool could not be done before the next turn of the event loop.
+    let resolved = false;
+    void appended.then(() => (resolved = true));
+    await null;
+    expect(resolved).toBe(true);
+    await appended;
+    await journal.close();
+  });
+
+  it('queues an append made alone behind a write under way: both charges kept, in order, when the journal is opened again', async () => {
+    const file = await journalFile();
+    const journal = await ChargeJournal.open(file);
+    const owner = { orgId: 'org_1', keyId: 'key_1' };
+    const first = journal.append(chargeRecord('req_first', owner, 5n));
+    const second = journal.append(chargeRecord('req_second', owner, 7n), { alone: true });
+    await Promise.all([first, second]);
+    await journal.close();
+    const text = await readFile(file, 'utf8');
+    expect(text.indexOf('"id":"req_first"')).toBeGreaterThanOrEqual(0);
+    expect(text.indexOf('"id":"req_second"')).toBeGreaterThan(text.indexOf('"id":"req_first"'));
+    const reopened = await ChargeJournal.open(file);
+    expect(reopened.pending().map((charge) => [charge.id, charge.cost])).toEqual([
+      ['req_first', 5n],
+      ['req_second', 7n],
+    ]);
+    await reopened.close();
   });
 });
