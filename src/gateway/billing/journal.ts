@@ -20,7 +20,7 @@ const APPEND_DURABLY = constants.O_WRONLY | constants.O_APPEND | constants.O_CRE
 const ALONE_WRITE_BUDGET_MS = 2;
 
 /** How long appends go through the thread pool again once alone writes went over their budget. */
-const ALONE_WRITE_PAUSE_MS = 60_000;
+const ALONE_WRITE_PAUSE_MS = 5_000;
 
 /** Rewrite the file once it is this big and most of what it holds is done. */
 const COMPACT_BYTES = 8 * 1024 * 1024;
