@@ -49,7 +49,7 @@ describe.skipIf(process.platform !== 'linux')('the charge journal on disk', () =
     // Resolved already: a write through the thread pool could not be done before the next turn of the event loop.
     let resolved = false;
     void appended.then(() => (resolved = true));
-    await null;
+    await Promise.resolve();
     expect(resolved).toBe(true);
     await appended;
     await journal.close();
