@@ -32,8 +32,9 @@ const COMPACT_BYTES = 8 * 1024 * 1024;
  * under way share the next write, which is durable when it returns (O_DSYNC;
  * group commit: one sync per batch, about 0.2 to 0.5 ms on the development
  * machine's disk, whatever the batch's size); an append with no other billed
- * call under way is written at once, on the main thread (see `append`). `ChargeApplier` then writes
- * the charges to PostgreSQL, in batches, and marks them applied here.
+ * call under way is written at once, on the main thread (see `append`).
+ * `ChargeApplier` then writes the charges to PostgreSQL, in batches, and
+ * marks them applied here.
  *
  * Each line is one JSON object: `{"charge":…}`, `{"applied":[ids]}` (written
  * to PostgreSQL), or `{"reported":[ids]}` (taken into the Redis wallet). No
