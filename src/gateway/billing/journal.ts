@@ -12,11 +12,7 @@ const MARK_FLUSH_MS = 200;
  */
 const APPEND_DURABLY = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC;
 
-/**
- * An append made alone (see `append`) is written on the main thread only while
- * the disk syncs within this on average: longer, and the event loop would
- * stall for it.
- */
+/** Appends made alone (see `append`) are written on the main thread only while the disk's syncs average within this: longer, and the event loop would stall. */
 const ALONE_WRITE_BUDGET_MS = 2;
 
 /** How long appends go through the thread pool again once alone writes went over their budget. */
