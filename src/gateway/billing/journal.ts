@@ -190,13 +190,14 @@ export class ChargeJournal {
   }
 
   /**
-   * Writes a charge's line at once, on this thread, if nothing else is being
-   * written. 'not written' or 'partly written' (the disk failed mid-line):
+   * Writes a charge's line at once, on this thread, if no write is under
+   * way. 'not written' or 'partly written' (the disk failed mid-line):
    * the caller queues the line, after a line break in the second case, so
    * that the part written is a line of its own, which `open` skips.
    */
   private writeAlone(line: string): 'written' | 'not written' | 'partly written' {
-    if (!this.handle || this.writing || this.queue.length > 0 || performance.now() < this.aloneWritesPausedUntil) return 'not written';
+    // A queued line means a write is under way (`flush` runs while the queue holds any): `writing` covers both.
+    if (!this.handle || this.writing || performance.now() < this.aloneWritesPausedUntil) return 'not written';
     this.wake();
     const bytes = Buffer.from(`${line}\n`);
     const startedAt = performance.now();
