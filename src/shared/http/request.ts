@@ -189,3 +189,32 @@ export function whenClientLeaves(c: Context, onLeave: () => void): () => void {
   outgoing.once('close', onClose);
   return () => outgoing.off('close', onClose);
 }
+
+/** How long a stream's headers wait for its first chunk to leave with it: longer than a short prefill takes, shorter than any client's patience for headers. */
+export const STREAM_HEADERS_WAIT_MS = 50;
+
+/**
+ * Lets a streamed response's headers leave in the same write as its first
+ * chunk. @hono/node-server writes a stream's headers on their own
+ * (`flushHeaders`): a socket write of their own, about 7 % of a stream's CPU
+ * at 32 connections (docs/benchmark.md, sixth round). Here that flush waits
+ * up to `STREAM_HEADERS_WAIT_MS`, and is skipped if a chunk took the headers
+ * with it by then; a stream whose first chunk is slower (a long prefill)
+ * gets its headers that much later, and its first token no later.
+ *
+ * @example
+ * headersWithFirstChunk(c);
+ * return c.body(stream, 200, SSE_HEADERS);
+ */
+export function headersWithFirstChunk(c: Context): void {
+  const outgoing = (c.env as NodeBindings | undefined)?.outgoing;
+  if (!outgoing) return;
+  const flushNow = outgoing.flushHeaders.bind(outgoing);
+  // `headersSent` is already true once `writeHead` stored them; Node's `_headerSent` says whether they left.
+  const sent = outgoing as unknown as { _headerSent: boolean };
+  outgoing.flushHeaders = () => {
+    setTimeout(() => {
+      if (!sent._headerSent && !outgoing.destroyed) flushNow();
+    }, STREAM_HEADERS_WAIT_MS).unref();
+  };
+}

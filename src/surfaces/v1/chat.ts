@@ -8,6 +8,7 @@ import type { Services } from '../../services.js';
 import { type BilledCall, settle } from '../../gateway/requests/billed-call.js';
 import { type BilledEndpoint, serveBilled, type StreamControls } from '../../gateway/requests/billed-request.js';
 import { SSE_HEADERS } from '../../gateway/requests/cached-answer.js';
+import { headersWithFirstChunk } from '../../shared/http/request.js';
 
 /**
  * POST /v1/chat/completions, JSON or SSE. The body goes upstream unchanged but
@@ -72,6 +73,9 @@ function answerStream(c: Context<GatewayEnv>, services: Services, call: BilledCa
       });
     },
   });
+  // Under load the headers wait for the first chunk, one socket write fewer; alone, they leave at once, so the
+  // client reads them while the engine makes its first token (at one connection that is worth more than a write).
+  if (services.inFlight.size > 1) headersWithFirstChunk(c);
   return c.body(relayed, 200, SSE_HEADERS);
 }
 
