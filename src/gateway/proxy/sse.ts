@@ -17,8 +17,13 @@ export interface SseRelayOptions {
   abortUpstream(): void;
 }
 
-const encoder = new TextEncoder();
-const DONE = encoder.encode('data: [DONE]\n\n');
+/**
+ * Events are encoded with `Buffer.from`, not a `TextEncoder`: for a few hundred bytes it
+ * slices Node's shared buffer pool where `encode` allocates an ArrayBuffer each time
+ * (0.17 against 2.9 µs a chunk, docs/benchmark.md, sixth round).
+ */
+const encode = (text: string): Uint8Array => Buffer.from(text, 'utf8');
+const DONE = encode('data: [DONE]\n\n');
 
 /**
  * The one function that relays every stream: it forwards each event as soon
@@ -65,7 +70,7 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
             if (data === '[DONE]') {
               await end('done');
               // The last events and [DONE] in one chunk: one write to the client, not two.
-              controller.enqueue(out ? encoder.encode(`${out}data: [DONE]\n\n`) : DONE);
+              controller.enqueue(out ? encode(`${out}data: [DONE]\n\n`) : DONE);
               controller.close();
               stopUpstream();
               return;
@@ -74,7 +79,7 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
             if (forwarded !== null) out += `data: ${forwarded}\n\n`;
           }
           if (out) {
-            controller.enqueue(encoder.encode(out));
+            controller.enqueue(encode(out));
             return;
           }
         }
@@ -82,7 +87,7 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
         if (ended) return;
         options.abortUpstream();
         await end('upstream_failed');
-        controller.enqueue(encoder.encode(`data: ${JSON.stringify(midStreamError())}\n\n`));
+        controller.enqueue(encode(`data: ${JSON.stringify(midStreamError())}\n\n`));
         controller.enqueue(DONE);
         controller.close();
       }
