@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
 
 /** How a relayed stream ended. */
@@ -37,7 +38,10 @@ const DONE = encode('data: [DONE]\n\n');
 export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
   const upstream: AsyncIterator<Uint8Array, unknown> = options.upstream[Symbol.asyncIterator]();
   const stopUpstream = () => void upstream.return?.()?.catch(() => {});
-  const decoder = new TextDecoder();
+  // A StringDecoder, not a TextDecoder: 59 against 212 ns a read (docs/benchmark.md, sixth
+  // round). Unlike a TextDecoder it keeps a byte order mark, which the relay strips itself.
+  const decoder = new StringDecoder('utf8');
+  let atStart = true;
   let pending = '';
   let carriedCR = false;
   let ended = false;
@@ -54,7 +58,11 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
         for (;;) {
           const { done, value } = await upstream.next();
           if (done) throw new Error('upstream closed the stream without [DONE]');
-          let text = decoder.decode(value, { stream: true });
+          let text = decoder.write(value);
+          if (atStart && text) {
+            atStart = false;
+            if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+          }
           // A CR that ends a read may be the first half of a CRLF: it waits for the next read.
           if (carriedCR) text = `\r${text}`;
           carriedCR = text.endsWith('\r');

@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { type RelayOutcome, relaySse } from '../../../src/gateway/proxy/sse.js';
 
-function upstreamOf(parts: string[], { close = true } = {}): ReadableStream<Uint8Array> {
+function upstreamOf(parts: (string | Uint8Array)[], { close = true } = {}): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   return new ReadableStream({
     start(controller) {
-      for (const part of parts) controller.enqueue(encoder.encode(part));
+      for (const part of parts) controller.enqueue(typeof part === 'string' ? encoder.encode(part) : part);
       if (close) controller.close();
     },
   });
 }
 
-async function relay(parts: string[], onData = (d: string) => d as string | null) {
+async function relay(parts: (string | Uint8Array)[], onData = (d: string) => d as string | null) {
   const outcomes: RelayOutcome[] = [];
   const stream = relaySse({ upstream: upstreamOf(parts), onData, onEnd: async (o) => void outcomes.push(o), abortUpstream: () => {} });
   return { text: await new Response(stream).text(), outcomes };
@@ -29,6 +29,22 @@ describe('relaySse', () => {
     const { outcomes } = await relay(['data: one\r', '\ndata: two\r\n\r', '\ndata: three\r\r', 'data: [DONE]\r\n\r\n'], (d) => (events.push(d), d));
     expect(events).toEqual(['one\ntwo', 'three']);
     expect(outcomes).toEqual(['done']);
+  });
+
+  it('joins a character whose UTF-8 bytes are split across reads', async () => {
+    const bytes = new TextEncoder().encode('data: "héllo 🦙"\n\ndata: [DONE]\n\n');
+    // Cut between the two bytes of "é" and between each of the llama's four.
+    const cuts = [8, 9, 15, 16, 17, 18, bytes.length];
+    const parts = cuts.map((end, i) => bytes.subarray(i === 0 ? 0 : cuts[i - 1], end));
+    const { text } = await relay(parts);
+    expect(text).toBe('data: "héllo 🦙"\n\ndata: [DONE]\n\n');
+  });
+
+  it('strips a byte order mark at the start of the stream, as the SSE standard asks, and only there', async () => {
+    const events: string[] = [];
+    // The mark's three bytes come in two reads.
+    await relay([Uint8Array.of(0xef), Uint8Array.of(0xbb, 0xbf), 'data: one\n\ndata: \uFEFFtwo\n\ndata: [DONE]\n\n'], (d) => (events.push(d), d));
+    expect(events).toEqual(['one', '\uFEFFtwo']);
   });
 
   it('drops events the caller drops and ignores comments', async () => {
