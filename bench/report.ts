@@ -206,14 +206,15 @@ function errors(s: Stats): string {
 }
 
 /**
- * One line per scenario and concurrency: CPU per request of Tollgate, the floor relay and Portkey (each process's
- * own), their throughput and added p50 (time to first token for streams), Redis's and PostgreSQL's CPU per
- * Tollgate request, and each process's write system calls and thread runs per request. Runs without the floor or Portkey show '–' in their place.
+ * One line per scenario and concurrency: CPU per request of Tollgate, the floor relay, Portkey and the rules floor
+ * (each process's own), their throughput and added p50 (time to first token for streams), Redis's and PostgreSQL's
+ * CPU per Tollgate request (and Redis's per rules floor request), and each process's write system calls and thread
+ * runs per request. Runs without the floor, Portkey or the rules floor show '–' in their place.
  *
  * @example
- * console.log(formatCpuSummary(results, floorResults, portkeyResults));
+ * console.log(formatCpuSummary(results, floorResults, portkeyResults, rulesFloorResults));
  */
-export function formatCpuSummary(tollgate: ScenarioResult[], floor: ScenarioResult[], portkey: ScenarioResult[]): string {
+export function formatCpuSummary(tollgate: ScenarioResult[], floor: ScenarioResult[], portkey: ScenarioResult[], rulesFloor: ScenarioResult[] = []): string {
   const find = (list: ScenarioResult[], r: ScenarioResult) => list.find((o) => o.scenario === r.scenario && o.concurrency === r.concurrency);
   const added = (r: ScenarioResult | undefined) => {
     if (!r) return null;
@@ -221,13 +222,15 @@ export function formatCpuSummary(tollgate: ScenarioResult[], floor: ScenarioResu
     return ttft ?? r.addedP50Ms;
   };
   const rows = tollgate.map((r) => {
-    const all = [r, find(floor, r), find(portkey, r)];
+    const rules = find(rulesFloor, r);
+    const all = [r, find(floor, r), find(portkey, r), rules];
     const cpu = all.map((o) => us(o ? cpuPerRequestUs(o, 'subject') : null)).join(' / ');
     const rps = all.map((o) => (o ? o.gateway.rps.toFixed(0) : '–')).join(' / ');
     const p50 = all.map((o) => (added(o) === null ? '–' : (added(o) as number).toFixed(2))).join(' / ');
     const versus = all[2] ? `   Tollgate ÷ Portkey throughput ${times(ratio(r.gateway.rps, all[2].gateway.rps))}` : '';
     const others = ['redis', 'postgres'].filter((probe) => r.cpu?.gateway.ns[probe] !== undefined);
-    const extra = others.length > 0 ? `   + ${others.map((probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs`).join(', ')}` : '';
+    const rulesRedis = rules?.cpu?.gateway.ns.redis !== undefined ? ` (rules floor + redis ${us(cpuPerRequestUs(rules, 'redis'))} µs)` : '';
+    const extra = others.length > 0 ? `   + ${others.map((probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs`).join(', ')}${rulesRedis}` : '';
     const what = r.scenario === 'chat-stream' ? 'added TTFT' : 'added p50';
     const count = (o: ScenarioResult | undefined, field: keyof ProcessActivity) => {
       const perRequest = o ? activityPerRequest(o) : null;
@@ -236,5 +239,5 @@ export function formatCpuSummary(tollgate: ScenarioResult[], floor: ScenarioResu
     const calls = `   writes ${all.map((o) => count(o, 'writeCalls')).join(' / ')}, thread runs ${all.map((o) => count(o, 'threadRuns')).join(' / ')} per req`;
     return `  ${`${r.scenario} × ${r.concurrency}`.padEnd(17)} CPU ${cpu} µs/req   ${rps} req/s   ${what} ${p50} ms${versus}${extra}${calls}`;
   });
-  return ['CPU per request (each process its own, user + system from /proc) · throughput · added latency: Tollgate / floor / Portkey', ...rows].join('\n');
+  return ['CPU per request (each process its own, user + system from /proc) · throughput · added latency: Tollgate / floor / Portkey / rules floor', ...rows].join('\n');
 }

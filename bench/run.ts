@@ -207,9 +207,22 @@ async function main(): Promise<number> {
     // Proof the traced gateway really exported (its batches leave every few seconds).
     if (sink) process.stderr.write(`bench: the OTLP sink received ${sink.stats().exports} exports, ${sink.stats().bytes} bytes\n`);
 
+    /** The same scenarios and connection counts through another process, each slice beside one straight to the simulator. */
+    const measureThrough = async (label: string, child: Child, baseUrl: string, headers: Record<string, string>): Promise<ScenarioResult[]> => {
+      const measured: ScenarioResult[] = [];
+      for (const scenario of scenarios(settings)) {
+        for (const concurrency of settings.concurrencies) {
+          process.stderr.write(`bench: ${label} ${scenario.name} × ${concurrency} …\n`);
+          const direct = { url: `${simUrl}${scenario.path}`, headers: {} };
+          measured.push(await measure(scenario, concurrency, { ...settings, baseline: 'direct' }, direct, { url: `${baseUrl}${scenario.path}`, headers }, probesFor(child, sim)));
+        }
+      }
+      return measured;
+    };
+
     // BENCH_PORTKEY names Portkey's open gateway (node_modules/@portkey-ai/gateway/build/start-server.js of an
     // `npm install @portkey-ai/gateway`): the same scenarios through it, against the same simulator, for comparison.
-    const portkeyResults: ScenarioResult[] = [];
+    let portkeyResults: ScenarioResult[] = [];
     const portkeyEntry = process.env.BENCH_PORTKEY;
     if (portkeyEntry) {
       const port = await freePort();
@@ -220,26 +233,12 @@ async function main(): Promise<number> {
       children.push(portkey);
       await waitForHealth(portkey, `http://127.0.0.1:${port}/`, START_TIMEOUT_MS);
       const headers = { authorization: 'Bearer unused', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${simUrl}/v1` };
-      for (const scenario of scenarios(settings)) {
-        for (const concurrency of settings.concurrencies) {
-          process.stderr.write(`bench: portkey ${scenario.name} × ${concurrency} …\n`);
-          portkeyResults.push(
-            await measure(
-              scenario,
-              concurrency,
-              { ...settings, baseline: 'direct' },
-              { url: `${simUrl}${scenario.path}`, headers: {} },
-              { url: `http://127.0.0.1:${port}${scenario.path}`, headers },
-              probesFor(portkey, sim),
-            ),
-          );
-        }
-      }
+      portkeyResults = await measureThrough('portkey', portkey, `http://127.0.0.1:${port}`, headers);
     }
 
     // BENCH_FLOOR=1: the same scenarios through bench/floor-proxy.ts, a bare node:http relay (no parsing, auth, limits
     // or billing): what Node's HTTP stack alone costs on this machine, the floor under any Node.js gateway.
-    const floorResults: ScenarioResult[] = [];
+    let floorResults: ScenarioResult[] = [];
     if (process.env.BENCH_FLOOR === '1') {
       const port = await freePort();
       const floor = startChild('floor-proxy', process.execPath, ['--import', 'tsx', path.join(BENCH_DIR, 'floor-proxy.ts'), '--port', String(port), '--upstream', simUrl], {
@@ -248,43 +247,45 @@ async function main(): Promise<number> {
       });
       children.push(floor);
       await waitForHealth(floor, `http://127.0.0.1:${port}/health`, START_TIMEOUT_MS);
-      for (const scenario of scenarios(settings)) {
-        for (const concurrency of settings.concurrencies) {
-          process.stderr.write(`bench: floor ${scenario.name} × ${concurrency} …\n`);
-          floorResults.push(
-            await measure(
-              scenario,
-              concurrency,
-              { ...settings, baseline: 'direct' },
-              { url: `${simUrl}${scenario.path}`, headers: {} },
-              { url: `http://127.0.0.1:${port}${scenario.path}`, headers: {} },
-              probesFor(floor, sim),
-            ),
-          );
-        }
-      }
+      floorResults = await measureThrough('floor', floor, `http://127.0.0.1:${port}`, {});
+    }
+
+    // BENCH_RULES_FLOOR=1 (with BENCH_REDIS_URL): the same scenarios through bench/rules-floor.ts, the floor relay plus
+    // the money rules' own work (a key, an admit and a settle in Redis, a durable charge): what any Node.js gateway
+    // keeping those rules costs on this machine, before its design adds anything.
+    let rulesResults: ScenarioResult[] = [];
+    if (process.env.BENCH_RULES_FLOOR === '1') {
+      if (!redisUrl) throw new Error('BENCH_RULES_FLOOR=1 needs BENCH_REDIS_URL: the rules floor admits and settles in Redis');
+      const port = await freePort();
+      const rulesKey = 'rules-floor-key';
+      const rulesArgs = ['--port', String(port), '--upstream', simUrl, '--redis', redisUrl, '--journal', path.join(tempDir, 'rules-floor.jsonl'), '--key', rulesKey];
+      const rulesFloor = startChild('rules-floor', process.execPath, ['--import', 'tsx', path.join(BENCH_DIR, 'rules-floor.ts'), ...rulesArgs], {
+        cwd: ROOT,
+        env: cleanEnv(),
+      });
+      children.push(rulesFloor);
+      await waitForHealth(rulesFloor, `http://127.0.0.1:${port}/health`, START_TIMEOUT_MS);
+      rulesResults = await measureThrough('rules floor', rulesFloor, `http://127.0.0.1:${port}`, { authorization: `Bearer ${rulesKey}` });
+      // Proof the rules floor did the rules' work: every answer charged, with the engine's own counts.
+      const stats = (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as Record<string, number>;
+      process.stderr.write(`bench: the rules floor answered ${stats.answered}, charged ${stats.charged} (${stats.completionTokens} completion tokens) in ${stats.journalWrites} durable writes, refused ${stats.refused}\n`);
     }
 
     // Portkey's failures are its own (shown in its rows); they do not void the gateway's figures.
     const totalErrors = results.reduce((sum, r) => sum + r.direct.errors + r.gateway.errors, 0);
     printReport(settings, results, rssStart, rssEnd, totalErrors);
-    if (portkeyResults.length > 0) {
-      const lines = [
-        "Portkey's open gateway (no auth, limits or billing) / direct to the same simulator; its rows read 'gateway' for Portkey",
-        '',
-        ...portkeyResults.flatMap((r) => [formatScenario(r), '']),
-      ];
-      process.stdout.write(`\n${lines.join('\n')}`);
+    const others: Array<[string, ScenarioResult[]]> = [
+      ["Portkey's open gateway (no auth, limits or billing) / direct to the same simulator; its rows read 'gateway' for Portkey", portkeyResults],
+      ["The floor: a bare node:http relay (bench/floor-proxy.ts: no parsing, auth, limits or billing) / direct; its rows read 'gateway' for the relay", floorResults],
+      [
+        "The rules floor: the floor plus a key, an admit and a settle in Redis and a durable charge (bench/rules-floor.ts) / direct; its rows read 'gateway' for it",
+        rulesResults,
+      ],
+    ];
+    for (const [title, list] of others) {
+      if (list.length > 0) process.stdout.write(`\n${[title, '', ...list.flatMap((r) => [formatScenario(r), ''])].join('\n')}`);
     }
-    if (floorResults.length > 0) {
-      const lines = [
-        "The floor: a bare node:http relay (bench/floor-proxy.ts: no parsing, auth, limits or billing) / direct; its rows read 'gateway' for the relay",
-        '',
-        ...floorResults.flatMap((r) => [formatScenario(r), '']),
-      ];
-      process.stdout.write(`\n${lines.join('\n')}`);
-    }
-    if (results.some((r) => r.cpu)) process.stdout.write(`\n${formatCpuSummary(results, floorResults, portkeyResults)}\n`);
+    if (results.some((r) => r.cpu)) process.stdout.write(`\n${formatCpuSummary(results, floorResults, portkeyResults, rulesResults)}\n`);
     const json = {
       date: new Date().toISOString(),
       node: process.version,
@@ -294,6 +295,7 @@ async function main(): Promise<number> {
       scenarios: results,
       portkey: portkeyResults,
       floor: floorResults,
+      rulesFloor: rulesResults,
     };
     await mkdir(path.join(BENCH_DIR, 'results'), { recursive: true });
     await writeFile(path.join(BENCH_DIR, 'results', 'latest.json'), `${JSON.stringify(json, null, 2)}\n`);
