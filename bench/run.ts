@@ -268,7 +268,9 @@ async function main(): Promise<number> {
       rulesResults = await measureThrough('rules floor', rulesFloor, `http://127.0.0.1:${port}`, { authorization: `Bearer ${rulesKey}` });
       // Proof the rules floor did the rules' work: every answer charged, with the engine's own counts.
       const stats = (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as Record<string, number>;
-      process.stderr.write(`bench: the rules floor answered ${stats.answered}, charged ${stats.charged} (${stats.completionTokens} completion tokens) in ${stats.journalWrites} durable writes, refused ${stats.refused}\n`);
+      process.stderr.write(
+        `bench: the rules floor answered ${stats.answered}, charged ${stats.charged} (${stats.completionTokens} completion tokens) in ${stats.journalWrites} durable writes, refused ${stats.refused}\n`,
+      );
     }
 
     // Portkey's failures are its own (shown in its rows); they do not void the gateway's figures.
@@ -277,10 +279,7 @@ async function main(): Promise<number> {
     const others: Array<[string, ScenarioResult[]]> = [
       ["Portkey's open gateway (no auth, limits or billing) / direct to the same simulator; its rows read 'gateway' for Portkey", portkeyResults],
       ["The floor: a bare node:http relay (bench/floor-proxy.ts: no parsing, auth, limits or billing) / direct; its rows read 'gateway' for the relay", floorResults],
-      [
-        "The rules floor: the floor plus a key, an admit and a settle in Redis and a durable charge (bench/rules-floor.ts) / direct; its rows read 'gateway' for it",
-        rulesResults,
-      ],
+      ["The rules floor: the floor plus a key, an admit and a settle in Redis and a durable charge (bench/rules-floor.ts) / direct; its rows read 'gateway' for it", rulesResults],
     ];
     for (const [title, list] of others) {
       if (list.length > 0) process.stdout.write(`\n${[title, '', ...list.flatMap((r) => [formatScenario(r), ''])].join('\n')}`);
