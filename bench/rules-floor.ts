@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
  * The least a Node.js gateway can do and still keep Tollgate's money rules: the floor relay
  * (`floor-proxy.ts`) plus, for every request, a key looked up by its SHA-256, one Redis script that
  * admits (requests a minute, concurrency, tokens a minute, the wallet's hold), the engine's usage read from
- * its answer, the charge appended durably (O_DSYNC, writes shared by the charges that wait for one) and one
+ * its answer (a stream's running usage from every chunk), the charge appended durably (O_DSYNC, writes shared by the charges that wait for one) and one
  * Redis script that settles, both before the last byte. Nothing else: no answer checked or reshaped, no
  * PostgreSQL, no metrics, logs, cache, timeouts or failover. `npm run bench` with BENCH_RULES_FLOOR=1 (and
  * BENCH_REDIS_URL) measures it beside Tollgate: what the rules cost on this machine before any design choice.
@@ -113,7 +113,7 @@ process.once('SIGTERM', () => {
 });
 
 async function relay(request: http.IncomingMessage, response: http.ServerResponse, key: { id: string; wallet: string }, raw: Buffer): Promise<void> {
-  const body = JSON.parse(raw.toString()) as { max_tokens?: number; stream?: boolean; stream_options?: { include_usage?: boolean }; messages?: unknown; input?: unknown };
+  const body = JSON.parse(raw.toString()) as { max_tokens?: number; stream?: boolean; stream_options?: Record<string, boolean>; messages?: unknown; input?: unknown };
   // The hold covers the most the request can cost: its prompt (about 4 characters a token) and its answer.
   const promptTokens = Math.ceil(JSON.stringify(body.messages ?? body.input ?? '').length / 4);
   const estimate = promptTokens + (body.max_tokens ?? 0);
@@ -124,8 +124,9 @@ async function relay(request: http.IncomingMessage, response: http.ServerRespons
     stats.refused++;
     return answer(response, 429, '{"error":{"message":"limit"}}');
   }
-  // A stream's usage arrives only when asked for.
-  if (body.stream) body.stream_options = { include_usage: true };
+  // A stream's usage arrives only when asked for; running usage on every chunk, as Tollgate asks, so that a
+  // stream cut short is still billed the engine's own count.
+  if (body.stream) body.stream_options = { include_usage: true, continuous_usage_stats: true };
   const sent = body.stream ? JSON.stringify(body) : raw;
   const engine = await post(request.url ?? '/', sent);
   const charge = async (usage: Usage) => {
