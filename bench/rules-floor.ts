@@ -5,13 +5,14 @@ import http from 'node:http';
 import { Redis } from 'ioredis';
 
 /**
- * The least a Node.js gateway can do and still keep Tollgate's money rules: the floor relay
- * (`floor-proxy.ts`) plus, for every request, a key looked up by its SHA-256, one Redis script that
- * admits (requests a minute, concurrency, tokens a minute, the wallet's hold), the engine's usage read from
- * its answer (a stream's running usage from every chunk), the charge appended durably (O_DSYNC, writes shared by the charges that wait for one) and one
- * Redis script that settles, both before the last byte. Nothing else: no answer checked or reshaped, no
- * PostgreSQL, no metrics, logs, cache, timeouts or failover. `npm run bench` with BENCH_RULES_FLOOR=1 (and
- * BENCH_REDIS_URL) measures it beside Tollgate: what the rules cost on this machine before any design choice.
+ * About the least a Node.js gateway can do and still keep Tollgate's money rules: the floor relay
+ * (`floor-proxy.ts`) plus, for every request, a key looked up by its SHA-256, one Redis script that admits
+ * (requests a minute, concurrency, tokens a minute, the wallet), the engine's usage read from its answer (a
+ * stream's running usage from its chunks), the charge appended durably (O_DSYNC; charges that wait for a write
+ * share the next) and one Redis script that settles, both before the last byte. Nothing else: no answer checked
+ * or reshaped, no PostgreSQL, no metrics, logs, cache, timeouts or failover. `npm run bench` with
+ * BENCH_RULES_FLOOR=1 (and BENCH_REDIS_URL) measures it beside Tollgate: what the rules cost on this machine
+ * before any design choice.
  *
  * @example
  * node --import tsx bench/rules-floor.ts --port 8091 --upstream http://127.0.0.1:8000 \
@@ -32,27 +33,33 @@ const PRICE_NANOS = 1_000n;
 const LIMITS = { rpm: 1_000_000, concurrency: 10_000, tpm: 1_000_000_000 };
 
 /**
- * KEYS: rpm, conc, tpm, wallet. ARGV: rpm limit, concurrency limit, tpm limit, token estimate, hold (nanos).
- * Checks everything before taking anything, as Tollgate's admit does; returns 1 (admitted) or 0.
+ * KEYS: rpm, conc, tpm, wallet. ARGV: rpm limit, concurrency limit, tpm limit, token estimate, hold, minus the hold
+ * (nanos, computed exactly in JavaScript).
+ * Checks everything before taking anything, as Tollgate's admit does; returns 1 (admitted) or 0. Money stays
+ * an integer string that only HINCRBY adds to: the wallet admits while what it has left is above zero.
  */
 const ADMIT = `
 local rpm = tonumber(redis.call('GET', KEYS[1]) or '0')
 local conc = tonumber(redis.call('GET', KEYS[2]) or '0')
 local tpm = tonumber(redis.call('GET', KEYS[3]) or '0')
-local avail = tonumber(redis.call('HGET', KEYS[4], 'avail') or '0')
-if rpm >= tonumber(ARGV[1]) or conc >= tonumber(ARGV[2]) or tpm + tonumber(ARGV[4]) > tonumber(ARGV[3]) or avail < tonumber(ARGV[5]) then return 0 end
+local avail = redis.call('HGET', KEYS[4], 'avail') or '0'
+if avail == '0' or string.sub(avail, 1, 1) == '-' then return 0 end
+if rpm >= tonumber(ARGV[1]) or conc >= tonumber(ARGV[2]) or tpm + tonumber(ARGV[4]) > tonumber(ARGV[3]) then return 0 end
 redis.call('INCR', KEYS[1]) redis.call('PEXPIRE', KEYS[1], 60000)
 redis.call('INCR', KEYS[2])
 redis.call('INCRBY', KEYS[3], ARGV[4]) redis.call('PEXPIRE', KEYS[3], 60000)
-redis.call('HINCRBY', KEYS[4], 'avail', -tonumber(ARGV[5]))
+redis.call('HINCRBY', KEYS[4], 'avail', ARGV[6])
 redis.call('HINCRBY', KEYS[4], 'held', ARGV[5])
 return 1`;
-/** KEYS: conc, tpm, wallet. ARGV: tokens used minus the estimate, hold, cost (nanos). */
+/**
+ * KEYS: conc, tpm, wallet. ARGV: tokens used minus the estimate, the hold less the cost (back to the wallet), minus
+ * the hold (nanos).
+ */
 const SETTLE = `
 redis.call('DECR', KEYS[1])
 redis.call('INCRBY', KEYS[2], ARGV[1])
-redis.call('HINCRBY', KEYS[3], 'avail', tonumber(ARGV[2]) - tonumber(ARGV[3]))
-redis.call('HINCRBY', KEYS[3], 'held', -tonumber(ARGV[2]))
+redis.call('HINCRBY', KEYS[3], 'avail', ARGV[2])
+redis.call('HINCRBY', KEYS[3], 'held', ARGV[3])
 return 1`;
 redis.defineCommand('floorAdmit', { numberOfKeys: 4, lua: ADMIT });
 redis.defineCommand('floorSettle', { numberOfKeys: 3, lua: SETTLE });
@@ -119,7 +126,7 @@ async function relay(request: http.IncomingMessage, response: http.ServerRespons
   const estimate = promptTokens + (body.max_tokens ?? 0);
   const hold = BigInt(estimate) * PRICE_NANOS;
   const k = (name: string) => `${PREFIX}${key.id}:${name}`;
-  const admitted = await admitScript(k('rpm'), k('conc'), k('tpm'), `${PREFIX}${key.wallet}`, LIMITS.rpm, LIMITS.concurrency, LIMITS.tpm, estimate, hold.toString());
+  const admitted = await admitScript(k('rpm'), k('conc'), k('tpm'), `${PREFIX}${key.wallet}`, LIMITS.rpm, LIMITS.concurrency, LIMITS.tpm, estimate, hold.toString(), (-hold).toString());
   if (admitted !== 1) {
     stats.refused++;
     return answer(response, 429, '{"error":{"message":"limit"}}');
@@ -136,7 +143,7 @@ async function relay(request: http.IncomingMessage, response: http.ServerRespons
     await journal.append(`${JSON.stringify({ key: key.id, prompt: usage.prompt, completion: usage.completion, cost: cappedCost.toString(), at: Date.now() })}\n`);
     stats.charged++;
     stats.completionTokens += usage.completion;
-    await settleScript(k('conc'), k('tpm'), `${PREFIX}${key.wallet}`, tokens - estimate, hold.toString(), cappedCost.toString());
+    await settleScript(k('conc'), k('tpm'), `${PREFIX}${key.wallet}`, tokens - estimate, (hold - cappedCost).toString(), (-hold).toString());
   };
   if (!body.stream) {
     const parts: Buffer[] = [];
