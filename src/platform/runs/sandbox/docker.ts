@@ -41,6 +41,9 @@ export { RUN_LABELS };
 export const BLIND_CGROUP =
   "the gateway cannot read the run container's cgroup (it runs in another PID namespace, e.g. in a container, or without /sys/fs/cgroup): TOLLGATE_RUN_CPU_SECONDS is not enforced, and a run held back by the container's process limit (TOLLGATE_RUN_PROCESSES) fails without naming it. Run the gateway on the Docker engine's host, or use TOLLGATE_RUN_SANDBOX=bubblewrap.";
 
+/** How long closing a run waits for Docker to finish removing its container (a removal already under way). */
+const REMOVAL_WAIT_MS = 30_000;
+
 /**
  * Runs each run in its own container on the Docker engine the gateway
  * drives: the runner image, read-only, with the run's `work/` folder at
@@ -206,17 +209,20 @@ class DockerRun implements RunSandbox {
     clearInterval(this.checker);
     this.stdin.end();
     (this.stdin as NodeJS.ReadWriteStream & { destroy?(): void }).destroy?.();
-    // Removed when this answers; 409: AutoRemove is removing it already, waited for, so nothing of the run outlives close().
-    const removing = await this.container.remove({ force: true }).then(
-      () => false,
-      (error: { statusCode?: number }) => error.statusCode === 409,
+    // Removed when this answers, so nothing of the run outlives close(). Any refusal but 404 is waited out, asking
+    // again each second, for up to REMOVAL_WAIT_MS: a removal that meets AutoRemove's can fail ("Could not kill
+    // running container ... is not running") and leave it "Removal In Progress" until someone asks again.
+    const removed = await this.container.remove({ force: true }).then(
+      () => true,
+      (error: { statusCode?: number }) => error.statusCode === 404,
     );
-    for (let attempt = 0; removing && attempt < 100; attempt++) {
+    for (let waited = 0; !removed && waited < REMOVAL_WAIT_MS; waited += 50) {
       const gone = await this.container.inspect().then(
         () => false,
         (error: { statusCode?: number }) => error.statusCode === 404,
       );
       if (gone) break;
+      if (waited > 0 && waited % 1000 === 0) await this.container.remove({ force: true }).catch(() => {});
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     await this.proxy.close();
