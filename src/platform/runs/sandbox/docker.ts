@@ -209,9 +209,8 @@ class DockerRun implements RunSandbox {
     clearInterval(this.checker);
     this.stdin.end();
     (this.stdin as NodeJS.ReadWriteStream & { destroy?(): void }).destroy?.();
-    // Removed when this answers, so nothing of the run outlives close(). Any refusal but 404 is waited out, asking
-    // again each second, for up to REMOVAL_WAIT_MS: a removal that meets AutoRemove's can fail ("Could not kill
-    // running container ... is not running") and leave it "Removal In Progress" until someone asks again.
+    // Gone when this answers. A refusal is waited out, asking again each second: a removal that met AutoRemove's
+    // failed ("Could not kill running container") and left it "Removal In Progress" until asked again.
     const removed = await this.container.remove({ force: true }).then(
       () => true,
       (error: { statusCode?: number }) => error.statusCode === 404,
