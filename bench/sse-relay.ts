@@ -1,0 +1,70 @@
+/**
+ * Micro-benchmark of a chat stream's own JavaScript in the gateway (docs/benchmark.md, eighth round): one stream of
+ * 64 token chunks as vLLM writes them (running usage on each, a first chunk with the role, a final usage chunk and
+ * `[DONE]`) in three reads, through `relaySse` and the chat rewriter, read as @hono/node-server reads a body. It
+ * prints µs a stream for the whole relay, for the relay with events forwarded unchanged, and for the rewriter
+ * alone, so what a change to either saves shows without the full bench's run-to-run spread (a few per cent here,
+ * a third there). No sockets, no Redis, no journal: only this code.
+ *
+ *   npx tsx bench/sse-relay.ts
+ */
+import { createChatChunkRewriter } from '../src/gateway/proxy/chat-stream.js';
+import { relaySse } from '../src/gateway/proxy/sse.js';
+
+const TOKENS = 64;
+const STREAMS = 20_000;
+const ROUNDS = 5;
+
+const head = '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732500000,"model":"sim-model",';
+const usage = (completion: number) => `"usage":{"prompt_tokens":12,"total_tokens":${12 + completion},"completion_tokens":${completion}}`;
+const chunks = [
+  `${head}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],${usage(0)}}`,
+  ...Array.from({ length: TOKENS }, (_, i) => `${head}"choices":[{"index":0,"delta":{"content":" tok${i}"},"logprobs":null,"finish_reason":null}],${usage(i + 1)}}`),
+  `${head}"choices":[],${usage(TOKENS)}}`,
+];
+const body = Buffer.from(`${chunks.map((data) => `data: ${data}\n\n`).join('')}data: [DONE]\n\n`);
+// Three reads, as the bench's gateway sees a stream of 64 chunks from a zero-latency engine.
+const third = Math.ceil(body.length / 3);
+const reads = [body.subarray(0, third), body.subarray(third, 2 * third), body.subarray(2 * third)];
+
+async function* engineReads(): AsyncGenerator<Uint8Array> {
+  for (const read of reads) yield read;
+}
+
+const newRewriter = () => createChatChunkRewriter({ clientModel: 'qwen', includeUsage: false, continuousUsage: false });
+
+/** Relays one stream and reads it to the end; returns the bytes the client got. */
+async function relayOnce(rewrite: boolean): Promise<number> {
+  const rewriter = newRewriter();
+  const relayed = relaySse({ upstream: engineReads(), onData: rewrite ? rewriter.rewrite : (data) => data, onEnd: async () => {}, abortUpstream() {} });
+  const reader = relayed.getReader();
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return bytes;
+    bytes += value.byteLength;
+  }
+}
+
+async function microsecondsPerStream(fn: () => unknown): Promise<number> {
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < STREAMS; i++) await fn();
+  return Number(process.hrtime.bigint() - start) / STREAMS / 1000;
+}
+
+const candidates: Record<string, () => unknown> = {
+  'relay + rewrite': () => relayOnce(true),
+  'relay, events unchanged': () => relayOnce(false),
+  'rewrite alone': () => {
+    const { rewrite } = newRewriter();
+    for (const data of chunks) rewrite(data);
+  },
+};
+
+console.log(`one stream: ${TOKENS} token chunks, ${body.length} bytes in 3 reads; ${STREAMS.toLocaleString('en')} streams a round, ${ROUNDS} rounds (the first warms up)`);
+for (const [name, fn] of Object.entries(candidates)) {
+  const rounds: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) rounds.push(await microsecondsPerStream(fn));
+  const settled = rounds.slice(1).sort((a, b) => a - b);
+  console.log(`${name.padEnd(26)} ${settled[0]!.toFixed(1).padStart(6)} to ${settled.at(-1)!.toFixed(1).padStart(6)} µs a stream`);
+}
