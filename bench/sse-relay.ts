@@ -1,13 +1,16 @@
 /**
  * Micro-benchmark of a chat stream's own JavaScript in the gateway (docs/benchmark.md, eighth round): one stream of
  * 64 token chunks as vLLM writes them (running usage on each, a first chunk with the role, a final usage chunk and
- * `[DONE]`) in three reads, through `relaySse` and the chat rewriter, read as @hono/node-server reads a body. It
- * prints µs a stream for the whole relay, for the relay with events forwarded unchanged, and for the rewriter
- * alone, so what a change to either saves shows without the full bench's run-to-run spread (a few per cent here,
- * a third there). No sockets, no Redis, no journal: only this code.
+ * `[DONE]`), pushed as Node's HTTP client pushes an engine's response (one push an event, over three turns of the
+ * event loop), through `relaySse` and the chat rewriter, and read as @hono/node-server reads a body. It prints µs a
+ * stream for the whole relay, for the relay with events forwarded unchanged, and for the rewriter alone, so what a
+ * change to either saves shows without the full bench's run-to-run spread. No sockets, no Redis, no journal: only
+ * this code. Its figures are a lower bound: under load, with cold caches and the collector busy, the same code
+ * costs more (`npm run bench` is the judge; a change that won here lost there, docs/benchmark.md).
  *
  *   npx tsx bench/sse-relay.ts
  */
+import { PassThrough, type Readable } from 'node:stream';
 import { createChatChunkRewriter } from '../src/gateway/proxy/chat-stream.js';
 import { relaySse } from '../src/gateway/proxy/sse.js';
 
@@ -23,12 +26,26 @@ const chunks = [
   `${head}"choices":[],${usage(TOKENS)}}`,
 ];
 const body = Buffer.from(`${chunks.map((data) => `data: ${data}\n\n`).join('')}data: [DONE]\n\n`);
-// Three reads, as the bench's gateway sees a stream of 64 chunks from a zero-latency engine.
-const third = Math.ceil(body.length / 3);
-const reads = [body.subarray(0, third), body.subarray(third, 2 * third), body.subarray(2 * third)];
+const events = body
+  .toString()
+  .split(/(?<=\n\n)/)
+  .map((event) => Buffer.from(event));
 
-async function* engineReads(): AsyncGenerator<Uint8Array> {
-  for (const read of reads) yield read;
+/**
+ * The engine's response as Node's HTTP client gives it: one push for each event (each is an HTTP chunk), over
+ * three turns of the event loop, as the bench's gateway sees a stream of 64 chunks from a zero-latency engine.
+ */
+function engineResponse(): Readable {
+  const response = new PassThrough();
+  let sent = 0;
+  const sendSome = () => {
+    const upTo = Math.min(events.length, sent + Math.ceil(events.length / 3));
+    for (; sent < upTo; sent++) response.write(events[sent]);
+    if (sent < events.length) setImmediate(sendSome);
+    else response.end();
+  };
+  setImmediate(sendSome);
+  return response;
 }
 
 const newRewriter = () => createChatChunkRewriter({ clientModel: 'qwen', includeUsage: false, continuousUsage: false });
@@ -36,7 +53,7 @@ const newRewriter = () => createChatChunkRewriter({ clientModel: 'qwen', include
 /** Relays one stream and reads it to the end; returns the bytes the client got. */
 async function relayOnce(rewrite: boolean): Promise<number> {
   const rewriter = newRewriter();
-  const relayed = relaySse({ upstream: engineReads(), onData: rewrite ? rewriter.rewrite : (data) => data, onEnd: async () => {}, abortUpstream() {} });
+  const relayed = relaySse({ upstream: engineResponse(), onData: rewrite ? rewriter.rewrite : (data) => data, onEnd: async () => {}, abortUpstream() {} });
   const reader = relayed.getReader();
   let bytes = 0;
   for (;;) {
@@ -61,7 +78,7 @@ const candidates: Record<string, () => unknown> = {
   },
 };
 
-console.log(`one stream: ${TOKENS} token chunks, ${body.length} bytes in 3 reads; ${STREAMS.toLocaleString('en')} streams a round, ${ROUNDS} rounds (the first warms up)`);
+console.log(`one stream: ${TOKENS} token chunks, ${body.length} bytes in ${events.length} pushes over 3 turns; ${STREAMS.toLocaleString('en')} streams a round, ${ROUNDS} rounds (the first warms up)`);
 for (const [name, fn] of Object.entries(candidates)) {
   const rounds: number[] = [];
   for (let round = 0; round < ROUNDS; round++) rounds.push(await microsecondsPerStream(fn));
