@@ -93,7 +93,11 @@ describe.runIf(hasPostgres && hasRedis)('logs: once per outage, no secrets or qu
     await redisProxy.start();
     await untilOk(chat);
     expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(20);
-    expect(outageLines(lines.slice(from)).map((l) => l.message)).toEqual([expect.stringMatching(/^redis unreachable/), 'redis reachable again']);
+    const outage = outageLines(lines.slice(from));
+    expect(
+      outage.map((l) => l.message),
+      JSON.stringify(outage),
+    ).toEqual([expect.stringMatching(/^redis unreachable/), 'redis reachable again']);
   }, 30_000);
 
   it('a database cut is one line when it starts and one when it ends, with no query parameters, and known keys are served through it', async () => {
@@ -109,7 +113,11 @@ describe.runIf(hasPostgres && hasRedis)('logs: once per outage, no secrets or qu
     // The cut is seen by the catalog poll and the charge writer, and logged once each way.
     await gateway.services.applier.settled(10_000);
     const outage = outageLines(lines.slice(from));
-    expect(outage.map((l) => l.message)).toEqual([expect.stringMatching(/^database unreachable/), 'database reachable again']);
+    // The lines themselves in the message: which error opened each outage is what a failure here needs.
+    expect(
+      outage.map((l) => l.message),
+      JSON.stringify(outage),
+    ).toEqual([expect.stringMatching(/^database unreachable/), 'database reachable again']);
   }, 30_000);
 
   it('no line carries a key, its hash, or a query and its parameters', async () => {
