@@ -19,6 +19,15 @@ interface Line {
 /** The lines that tell an operator about an outage, or about a failed request. */
 const outageLines = (lines: Line[]) => lines.filter((l) => (l.level === 'error' || l.level === 'warn') && /unreachable|reachable again|request failed/.test(l.message));
 
+/** The outage lines are one when `what` became unreachable and one when it came back; a failure shows the lines (which error opened each outage). */
+function expectOneOutage(lines: Line[], what: string): void {
+  const outage = outageLines(lines);
+  expect(
+    outage.map((l) => l.message),
+    JSON.stringify(outage),
+  ).toEqual([expect.stringMatching(new RegExp(`^${what} unreachable`)), `${what} reachable again`]);
+}
+
 /** Sends a request every 20 ms for `ms` and returns the statuses seen: the steady traffic an outage meets is the subject, not a wait. */
 async function trickle(send: () => Promise<Response>, ms: number): Promise<number[]> {
   const statuses: number[] = [];
@@ -93,11 +102,7 @@ describe.runIf(hasPostgres && hasRedis)('logs: once per outage, no secrets or qu
     await redisProxy.start();
     await untilOk(chat);
     expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(20);
-    const outage = outageLines(lines.slice(from));
-    expect(
-      outage.map((l) => l.message),
-      JSON.stringify(outage),
-    ).toEqual([expect.stringMatching(/^redis unreachable/), 'redis reachable again']);
+    expectOneOutage(lines.slice(from), 'redis');
   }, 30_000);
 
   it('a database cut is one line when it starts and one when it ends, with no query parameters, and known keys are served through it', async () => {
@@ -112,12 +117,7 @@ describe.runIf(hasPostgres && hasRedis)('logs: once per outage, no secrets or qu
     expect(statuses.every((s) => s === 200)).toBe(true);
     // The cut is seen by the catalog poll and the charge writer, and logged once each way.
     await gateway.services.applier.settled(10_000);
-    const outage = outageLines(lines.slice(from));
-    // The lines themselves in the message: which error opened each outage is what a failure here needs.
-    expect(
-      outage.map((l) => l.message),
-      JSON.stringify(outage),
-    ).toEqual([expect.stringMatching(/^database unreachable/), 'database reachable again']);
+    expectOneOutage(lines.slice(from), 'database');
   }, 30_000);
 
   it('no line carries a key, its hash, or a query and its parameters', async () => {
