@@ -1,5 +1,6 @@
 import { constants, writeSync } from 'node:fs';
 import { type FileHandle, open, readFile, rename } from 'node:fs/promises';
+import path from 'node:path';
 import type { ChargeRecord } from './wallet.js';
 
 /** Marks wait at most this long for a write to go out with. */
@@ -134,8 +135,7 @@ export class ChargeJournal {
 
   /** Resolves when a charge is appended (the applier waits here when there is nothing to do). */
   whenAppended(): Promise<void> {
-    if (this.unapplied.size > 0) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push(resolve));
+    return this.unapplied.size > 0 ? Promise.resolve() : new Promise((resolve) => this.waiters.push(resolve));
   }
 
   /** Wakes whoever waits in `whenAppended` (the applier, when it stops). */
@@ -247,7 +247,7 @@ export class ChargeJournal {
     this.writing = false;
   }
 
-  /** Starts the file afresh with only what is still open (written to a new file, synced, then renamed over the old one). */
+  /** Starts the file afresh with only what is still open (written to a new file, synced, then renamed over the old one, and the folder synced). */
   private async rewrite(): Promise<void> {
     if (!this.file) return;
     while (this.writing) await new Promise((resolve) => setTimeout(resolve, 1));
@@ -270,6 +270,8 @@ export class ChargeJournal {
       await handle.close();
       await this.handle?.close();
       await rename(next, this.file);
+      // The rename made durable too: else a crash could bring back the old file, without the charges appended to this one.
+      await open(path.dirname(this.file), 'r').then((folder) => folder.sync().finally(() => folder.close()));
       this.handle = await open(this.file, APPEND_DURABLY, 0o600);
       this.bytes = Buffer.byteLength(text);
     } finally {
