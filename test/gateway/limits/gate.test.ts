@@ -96,6 +96,24 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     expect(await spendable(caller.orgId)).toBe(850n);
   });
 
+  it('forgets the unwritten charges of every organization in a batch once PostgreSQL holds them', async () => {
+    const callers = [await tenant(1_000n), await tenant(1_000n)];
+    const charges = callers.flatMap((caller, i) => [charge(`r-${kind}-w${i}a`, caller, 10n), charge(`r-${kind}-w${i}b`, caller, 20n)]);
+    for (const record of charges) {
+      const caller = callers.find((c) => c.orgId === record.orgId)!;
+      const ticket = await admissions.admit({ requestId: record.id, caller, estimatedTokens: 1, holdNanos: 50n });
+      await journal.append(record);
+      await admissions.release(ticket, { actualTokens: 2, cost: record.cost });
+    }
+    for (const caller of callers) expect((await gate.walletState(caller.orgId)).unwritten.map((c) => c.amount)).toEqual([10n, 20n]);
+    await wallets.chargeMany(charges);
+    await admissions.written(charges);
+    for (const caller of callers) {
+      expect((await gate.walletState(caller.orgId)).unwritten).toEqual([]);
+      expect(await spendable(caller.orgId)).toBe(970n);
+    }
+  });
+
   it('refuses with 402 once the spendable amount is used up, and a top-up makes it spendable at once', async () => {
     const caller = await tenant(100n);
     const first = await admissions.admit({ requestId: `r-${kind}-2a`, caller, estimatedTokens: 1, holdNanos: 150n });
