@@ -53,10 +53,10 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   if (metricsOn && metricsPort === null) {
     app.get('/metrics', operatorAuth(services.adminToken), async (c) => c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }));
   }
-  // Read your writes: usage and balances read on a replica include every charge it has journaled
-  // (they wait, at most STORE_TIMEOUT_MS, for its journal to reach the database).
+  // Read your writes: usage and balances read on a replica include every charge it had journaled when the read came
+  // (they wait, at most STORE_TIMEOUT_MS, for those charges to reach the database).
   const chargesWritten = async (c: Context, next: Next) => {
-    if (c.req.method === 'GET' && services.journal.pendingCount > 0) await services.applier.settled(STORE_TIMEOUT_MS);
+    if (c.req.method === 'GET') await services.applier.written(STORE_TIMEOUT_MS);
     await next();
   };
   app.use('/v1/usage/*', chargesWritten);

@@ -40,6 +40,12 @@ export class ChargeApplier {
   private running = false;
   private stopped = false;
   private loop: Promise<void> | null = null;
+  /** Ends the gather under way at once (set while the applier gathers). */
+  private endGather: (() => void) | null = null;
+  /** Readers waiting in `written`: while any does, charges do not gather. */
+  private readersWaiting = 0;
+  /** Told after each batch is marked written. */
+  private readonly batchListeners = new Set<() => void>();
 
   constructor(
     private readonly journal: ChargeJournal,
@@ -60,15 +66,50 @@ export class ChargeApplier {
   async stop(): Promise<void> {
     this.stopped = true;
     this.journal.wake();
+    this.endGather?.();
     await this.loop;
     this.running = false;
   }
 
-  /** Waits until every journaled charge is in PostgreSQL, for at most `timeoutMs`; false if some are still waiting. */
+  /** Waits until every journaled charge is in PostgreSQL, for at most `timeoutMs`; false if some are still waiting. At shutdown. */
   async settled(timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
+    this.endGather?.();
     while (this.journal.pendingCount > 0 && Date.now() < deadline) await sleep(20);
     return this.journal.pendingCount === 0;
+  }
+
+  /**
+   * Read your writes: waits until the charges journaled before this call are
+   * in PostgreSQL, for at most `timeoutMs` (false if some are still
+   * waiting). Charges journaled after it are not waited for, so a read under
+   * steady load does not wait for a moment with none pending; and the gather
+   * is cut short, so a reader does not wait for it.
+   */
+  async written(timeoutMs: number): Promise<boolean> {
+    const newest = this.journal.newestPending;
+    if (newest === null) return true;
+    const deadline = Date.now() + timeoutMs;
+    this.readersWaiting += 1;
+    this.endGather?.();
+    try {
+      while (this.journal.isPending(newest)) {
+        const left = deadline - Date.now();
+        if (left <= 0) return false;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            this.batchListeners.delete(done);
+            resolve();
+          };
+          const timer = setTimeout(done, left);
+          this.batchListeners.add(done);
+        });
+      }
+      return true;
+    } finally {
+      this.readersWaiting -= 1;
+    }
   }
 
   private async run(): Promise<void> {
@@ -78,19 +119,32 @@ export class ChargeApplier {
       if (this.stopped) break;
       // Let a batch gather: one transaction for the charges of many milliseconds, not one per request,
       // which at low concurrency would cost the event loop a round trip's CPU per request. Already durable: nothing waits.
-      if (this.journal.pendingCount < maxBatch) await sleep(this.options.gatherMs ?? GATHER_MS);
+      if (this.journal.pendingCount < maxBatch && this.readersWaiting === 0) await this.gather(this.options.gatherMs ?? GATHER_MS);
       const batch = this.journal.pending(maxBatch);
       if (batch.length === 0) continue;
       const startedAt = Date.now();
       try {
         const written = await this.write(batch);
         await this.journal.markApplied(written.map((record) => record.id));
+        for (const listener of [...this.batchListeners]) listener();
         await this.options.applied?.(written).catch((error: unknown) => this.log.debug('could not tell the wallet of applied charges', describeError(error)));
       } catch (error) {
         this.storeOutage.failed(error, startedAt);
         await sleep(this.options.retryMs ?? 1_000);
       }
     }
+  }
+
+  /** Sleeps `ms`, unless `endGather` is called first. */
+  private gather(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.endGather?.(), ms).unref();
+      this.endGather = () => {
+        clearTimeout(timer);
+        this.endGather = null;
+        resolve();
+      };
+    });
   }
 
   /** Writes a batch; returns the charges that are now in PostgreSQL (or that it refuses for good). */

@@ -1,6 +1,7 @@
 import { constants, writeSync } from 'node:fs';
 import { type FileHandle, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
+import { chargeLine, readJournalText } from './journal-lines.js';
 import type { ChargeRecord } from './wallet.js';
 
 /** Marks wait at most this long for a write to go out with. */
@@ -50,6 +51,8 @@ export class ChargeJournal {
   private readonly unapplied = new Map<string, ChargeRecord>();
   /** Charges that cost something whose spendable amount in the gate was not yet told (`Admissions.release` marks them). */
   private readonly unreported = new Map<string, ChargeRecord>();
+  /** The charge appended last (`newestPending`). */
+  private newest: string | null = null;
   private queue: Array<{ line: string; done: (error?: Error) => void }> = [];
   private writing = false;
   private bytes = 0;
@@ -72,23 +75,10 @@ export class ChargeJournal {
     if (!file) return new ChargeJournal(null, null);
     const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? '' : Promise.reject(error)));
     const journal = new ChargeJournal(file, null);
-    const applied = new Set<string>();
-    const reported = new Set<string>();
-    const charges: ChargeRecord[] = [];
-    for (const line of text.split('\n')) {
-      if (!line) continue;
-      let entry: JournalLine;
-      try {
-        entry = JSON.parse(line) as JournalLine;
-      } catch {
-        continue; // a line cut by a crash mid-write: its charge was never confirmed to anyone
-      }
-      if ('charge' in entry) charges.push(parseCharge(entry.charge));
-      else if ('applied' in entry) for (const id of entry.applied) applied.add(id);
-      else if ('reported' in entry) for (const id of entry.reported) reported.add(id);
-    }
+    const { charges, applied, reported } = readJournalText(text);
     for (const charge of charges) {
       if (!applied.has(charge.id)) journal.unapplied.set(charge.id, charge);
+      journal.newest = charge.id;
       if (!reported.has(charge.id) && charge.cost > 0n) journal.unreported.set(charge.id, charge);
     }
     await journal.rewrite();
@@ -106,6 +96,7 @@ export class ChargeJournal {
    */
   append(record: ChargeRecord, { alone = false } = {}): Promise<void> {
     this.unapplied.set(record.id, record);
+    this.newest = record.id;
     // A charge of nothing (a cache hit, a free model) changes no spendable amount: nothing to report.
     if (record.cost > 0n) this.unreported.set(record.id, record);
     const line = chargeLine(record);
@@ -126,6 +117,19 @@ export class ChargeJournal {
 
   get pendingCount(): number {
     return this.unapplied.size;
+  }
+
+  /**
+   * The charge appended last, while it is not yet in PostgreSQL; else null.
+   * Charges are written oldest first (`pending`), so once it is written,
+   * every charge appended before it is too.
+   */
+  get newestPending(): string | null {
+    return this.newest !== null && this.unapplied.has(this.newest) ? this.newest : null;
+  }
+
+  isPending(id: string): boolean {
+    return this.unapplied.has(id);
   }
 
   /** Charges whose wallet in Redis may not know of them (a settle that failed, or a run that died before it). */
@@ -280,21 +284,4 @@ export class ChargeJournal {
       if (this.queue.length > 0) void this.flush();
     }
   }
-}
-
-type JournalLine = { charge: SerializedCharge } | { applied: string[] } | { reported: string[] };
-type SerializedCharge = Omit<ChargeRecord, 'cost' | 'createdAt'> & { cost: string; createdAt?: string };
-
-/**
- * A charge as one journal line. `cost` is the record's only bigint (usage
- * records have none): it is written as a string here rather than by a
- * replacer, which would put every value of every line on JSON.stringify's slow path.
- */
-function chargeLine(record: ChargeRecord): string {
-  const serialized: SerializedCharge = { ...record, cost: record.cost.toString(), createdAt: record.createdAt?.toISOString() };
-  return JSON.stringify({ charge: serialized });
-}
-
-function parseCharge(raw: SerializedCharge): ChargeRecord {
-  return { ...raw, cost: BigInt(raw.cost), createdAt: raw.createdAt ? new Date(raw.createdAt) : undefined };
 }

@@ -1,6 +1,6 @@
 import { eq, sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChargeApplier } from '../../../src/gateway/billing/charge-applier.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ChargeApplier, type ChargeApplierOptions } from '../../../src/gateway/billing/charge-applier.js';
 import { ChargeJournal } from '../../../src/gateway/billing/journal.js';
 import { OutageLog } from '../../../src/shared/http/outage.js';
 import { WalletService } from '../../../src/gateway/billing/wallet.js';
@@ -92,10 +92,10 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
   });
 
   /** A journal in memory and its applier writing to this store, as the gateway runs them. */
-  async function applierOver() {
+  async function applierOver(options: ChargeApplierOptions = {}) {
     const log = createLogger('silent');
     const journal = await ChargeJournal.open(null);
-    const applier = new ChargeApplier(journal, wallets, new OutageLog(log, 'database', 'test'), log);
+    const applier = new ChargeApplier(journal, wallets, new OutageLog(log, 'database', 'test'), log, options);
     applier.start();
     return { journal, applier };
   }
@@ -140,5 +140,52 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
     expect(await applier.settled(10_000)).toBe(true);
     await applier.stop();
     expect(await wallets.balance(a.orgId)).toBe(970n);
+  });
+
+  it('lets a reader wait for the charges journaled before it, without the gather, and not for those after it', async () => {
+    const a = await tenant(1_000n);
+    // A gather longer than the test's timeout: only the reader can cut it short.
+    const { journal, applier } = await applierOver({ gatherMs: 60_000 });
+    const chargeMany = wallets.chargeMany.bind(wallets);
+    let releaseFirst = () => {};
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+    let batches = 0;
+    wallets.chargeMany = async (records) => {
+      batches += 1;
+      if (batches === 1) await firstHeld;
+      return chargeMany(records);
+    };
+    try {
+      await journal.append(chargeRecord('before-read', a, 10n));
+      const read = applier.written(10_000);
+      await vi.waitFor(() => expect(batches).toBe(1)); // the gather was cut: the first batch is being written
+      await journal.append(chargeRecord('after-read', a, 20n));
+      releaseFirst();
+      expect(await read).toBe(true);
+      expect(await wallets.balance(a.orgId)).toBe(990n);
+      // The charge journaled after the read began waits for its own gather, and the read did not wait for it.
+      expect(journal.isPending('after-read')).toBe(true);
+      expect(await applier.written(10_000)).toBe(true);
+      expect(await wallets.balance(a.orgId)).toBe(970n);
+    } finally {
+      wallets.chargeMany = chargeMany;
+      await applier.stop();
+    }
+  });
+
+  it('answers a reader at once when nothing is pending, and false when the charges cannot be written in time', async () => {
+    const a = await tenant(1_000n);
+    const { journal, applier } = await applierOver({ retryMs: 50 });
+    expect(await applier.written(1)).toBe(true);
+    const chargeMany = wallets.chargeMany.bind(wallets);
+    wallets.chargeMany = () => Promise.reject(new Error('database unreachable'));
+    try {
+      await journal.append(chargeRecord('stuck', a, 10n));
+      expect(await applier.written(200)).toBe(false);
+      expect(journal.isPending('stuck')).toBe(true);
+    } finally {
+      wallets.chargeMany = chargeMany;
+      await applier.stop();
+    }
   });
 });
