@@ -98,13 +98,14 @@ function post(url: string, body: string, headers: Record<string, string>, signal
     const target = requestOptionsOf(url);
     const client = target.https ? https : http;
     const request = client.request(
-      {
-        ...target.options,
+      // Object.assign, not `{ ...target.options, method, … }`: V8 (Node 20) takes a slow path, about 2 µs, for a spread
+      // followed by properties its source lacks (docs/benchmark.md, ninth round).
+      Object.assign({}, target.options, {
         method: 'POST',
         agent: target.https ? agents['https:'] : agents['http:'],
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), accept: 'application/json, text/event-stream', ...headers },
         signal,
-      },
+      }),
       resolve,
     );
     request.on('error', reject);

@@ -22,7 +22,8 @@ export const CHAT: BilledEndpoint = {
   streams: (body) => body.stream === true,
   upstreamBody(call, target) {
     const body: Record<string, unknown> = { ...call.body, model: target.servedModelName };
-    if (call.body.stream === true) body.stream_options = { ...clientStreamOptions(call), include_usage: true, continuous_usage_stats: true };
+    // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow (docs/benchmark.md, ninth round).
+    if (call.body.stream === true) body.stream_options = Object.assign({}, clientStreamOptions(call), { include_usage: true, continuous_usage_stats: true });
     return body;
   },
   estimate: (call, answer) => ({ promptTokens: estimatePromptTokens(call.body.messages), completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0 }),
