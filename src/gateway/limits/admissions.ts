@@ -66,7 +66,7 @@ export class Admissions {
    */
   async admit(request: { requestId: string; caller: AuthenticatedKey; estimatedTokens: number; holdNanos: bigint | null }): Promise<Ticket> {
     const { caller } = request;
-    const month = monthOf(new Date());
+    const month = currentMonth();
     const holdNanos = this.options.billingEnabled ? request.holdNanos : null;
     const ask = {
       requestId: request.requestId,
@@ -238,9 +238,17 @@ function reportedOf(charge: { id: string; orgId: string; cost: bigint }): Report
   return { orgId: charge.orgId, requestId: charge.id, amount: charge.cost };
 }
 
-/** `YYYY-MM` of a date, in UTC. */
-function monthOf(date: Date): string {
-  return date.toISOString().slice(0, 7);
+/** The current month, and the times (ms) it starts and ends: kept, since formatting a date every request showed in the profile. */
+let month = { name: '', startsAt: 0, endsAt: 0 };
+
+/** `YYYY-MM` of now, in UTC. */
+function currentMonth(): string {
+  const now = Date.now();
+  if (now < month.startsAt || now >= month.endsAt) {
+    const date = new Date(now);
+    month = { name: date.toISOString().slice(0, 7), startsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1), endsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) };
+  }
+  return month.name;
 }
 
 function monthStart(month: string): Date {
