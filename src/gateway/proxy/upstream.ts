@@ -39,7 +39,7 @@ export interface UpstreamCall {
 export interface EngineResponse {
   status: number;
   body: AsyncIterable<Uint8Array>;
-  text(): Promise<string>;
+  bytes(): Promise<Buffer>;
 }
 
 /**
@@ -75,8 +75,11 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
     throw new UpstreamError('unreachable', 'upstream_error', 'The model server could not be reached. Retry later.', { cause: error });
   }
   const status = response.statusCode ?? 0;
-  if (status >= 200 && status < 300) return { status, body: response, text: () => readText(response, Number.POSITIVE_INFINITY) };
-  const text = await readText(response, MAX_ERROR_BODY_BYTES).catch(() => '');
+  if (status >= 200 && status < 300) return { status, body: response, bytes: () => readBytes(response, Number.POSITIVE_INFINITY) };
+  const text = await readBytes(response, MAX_ERROR_BODY_BYTES).then(
+    (bytes) => bytes.toString('utf8'),
+    () => '',
+  );
   throw upstreamFailure(status, text, call);
 }
 
@@ -120,8 +123,8 @@ function post(url: string, body: string, headers: Record<string, string>, signal
   });
 }
 
-/** The body as text, at most `maxBytes` of it (the rest is not read). */
-async function readText(response: IncomingMessage, maxBytes: number): Promise<string> {
+/** The body, at most `maxBytes` of it (the rest is not read). */
+async function readBytes(response: IncomingMessage, maxBytes: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of response as AsyncIterable<Buffer>) {
@@ -132,7 +135,7 @@ async function readText(response: IncomingMessage, maxBytes: number): Promise<st
       break;
     }
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 function upstreamFailure(status: number, body: string, call: UpstreamCall): GatewayError {
@@ -160,14 +163,15 @@ function isTimeout(reason: unknown): boolean {
  * 502 `upstream_error` with a fixed message, nothing of the body shown. The
  * arrays of numbers under `liftKey` are kept out of the parse
  * (`liftNumberArrays`): the answer holds a marker in their place, and
- * `restore` puts them back into the text written from it.
+ * `restore` puts them back into the text written from it, as bytes.
  *
  * @example
  * const { answer, restore } = await readEngineAnswer(response, 'embedding');
- * const text = restore(JSON.stringify(answer));
+ * const bytes = restore(JSON.stringify(answer));
  */
-export async function readEngineAnswer(response: EngineResponse, liftKey?: string): Promise<{ answer: Record<string, unknown>; restore: (written: string) => string }> {
-  const lifted = liftKey === undefined ? { text: await response.text(), restore: (written: string) => written } : liftNumberArrays(await response.text(), liftKey);
+export async function readEngineAnswer(response: EngineResponse, liftKey?: string): Promise<{ answer: Record<string, unknown>; restore: (written: string) => string | Buffer<ArrayBuffer> }> {
+  const bytes = await response.bytes();
+  const lifted = liftKey === undefined ? { text: bytes.toString('utf8'), restore: (written: string) => written } : liftNumberArrays(bytes, liftKey);
   const text = lifted.text;
   let parsed: unknown;
   try {

@@ -94,6 +94,11 @@ function withinBounds(services: Services, call: BilledCall, settlement: Settleme
   return { ...settlement, usage, usageSource: settlement.usageSource === 'upstream' ? 'clamped' : settlement.usageSource };
 }
 
+/** Whether a call's answer outlives its response: cached (the key's response cache) or stored (its request data). */
+export function keepsAnswer(request: AuthorizedRequest): boolean {
+  return request.caller.responseCache || request.caller.storeRequestData;
+}
+
 function minOf(a: bigint, b: bigint): bigint {
   return a < b ? a : b;
 }

@@ -8,7 +8,7 @@ import { type EngineResponse, readEngineAnswer } from '../proxy/upstream.js';
 import { type TokenUsage, usageFrom } from '../proxy/usage.js';
 import type { Services } from '../../services.js';
 import { authorize, reserve } from './admission.js';
-import { abandon, type BilledCall, settle, settleClientGone } from './billed-call.js';
+import { abandon, type BilledCall, keepsAnswer, settle, settleClientGone } from './billed-call.js';
 import { cachedAnswer } from './cached-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
 
@@ -102,7 +102,8 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
     call.upstreamDoneAt = performance.now();
     answer.model = call.clientModel;
     endpoint.shapeAnswer?.(answer);
-    const text = restore(JSON.stringify(withoutNullFields(answer)));
+    // A string, or bytes when arrays were lifted (their bytes are the engine's, never decoded).
+    const written = restore(JSON.stringify(withoutNullFields(answer)));
     const reported = usageFrom(answer.usage);
     const usage = reported ?? endpoint.estimate(call, answer);
     await settle(services, call, {
@@ -110,9 +111,9 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
       usageSource: reported ? 'upstream' : 'estimated',
       status: 200,
       streamed: false,
-      answer: { kind: 'json', body: text, ...usage },
+      answer: keepsAnswer(call) ? { kind: 'json', body: typeof written === 'string' ? written : written.toString('utf8'), ...usage } : undefined,
     });
-    return c.body(text, 200, { 'content-type': 'application/json' });
+    return c.body(written, 200, { 'content-type': 'application/json' });
   } catch (error) {
     call.trace?.upstreamFailed(error);
     if (upstream.clientLeft()) return settleClientGone(services, call, endpoint.estimate(call, null).promptTokens);

@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { liftNumberArrays } from '../../../src/gateway/proxy/lifted-arrays.js';
 
 /** What the gateway does with an answer: parse, change the envelope, write, and put the lifted arrays back. */
-function relay(text: string, change: (answer: any) => void = () => {}): { parsed: any; written: string } {
-  const lifted = liftNumberArrays(text, 'embedding');
+function relay(text: string | Buffer, change: (answer: any) => void = () => {}): { parsed: any; written: string } {
+  const lifted = liftNumberArrays(Buffer.isBuffer(text) ? text : Buffer.from(text), 'embedding');
   const parsed = JSON.parse(lifted.text);
   change(parsed);
-  return { parsed, written: lifted.restore(JSON.stringify(parsed)) };
+  return { parsed, written: lifted.restore(JSON.stringify(parsed)).toString('utf8') };
 }
 
 describe('liftNumberArrays', () => {
@@ -61,7 +61,7 @@ describe('liftNumberArrays', () => {
     // Whitespace that JSON does not allow (vertical tab, no-break space) inside an array or before it.
     invalid.push('{"embedding":[1,\u000b2]}', '{"embedding":[1,\u00a02]}', '{"embedding":\u00a0[1,2]}');
     for (const text of invalid) {
-      expect(() => JSON.parse(liftNumberArrays(text, 'embedding').text), text).toThrow(SyntaxError);
+      expect(() => JSON.parse(liftNumberArrays(Buffer.from(text), 'embedding').text), text).toThrow(SyntaxError);
     }
   });
 
@@ -78,8 +78,34 @@ describe('liftNumberArrays', () => {
     expect(written).toBe(text);
   });
 
+  it('keeps characters of several bytes whole right beside an array, and finds no key inside them', () => {
+    const text = '{"é":"日本語","embedding":[1,2],"ü":"🚀","data":[{"embedding":[3]}],"n":"ä\\"embedding\\":[4]"}';
+    const { parsed, written } = relay(text);
+    expect(parsed['é']).toBe('日本語');
+    expect(typeof parsed.embedding).toBe('string');
+    expect(parsed.n).toBe('ä"embedding":[4]');
+    expect(written).toBe(text);
+  });
+
+  it('leaves an array holding bytes that are not UTF-8 in the envelope, where the parse refuses it', () => {
+    const bytes = Buffer.concat([Buffer.from('{"embedding":[1,'), Buffer.from([0xff, 0xfe]), Buffer.from(']}')]);
+    const lifted = liftNumberArrays(bytes, 'embedding');
+    expect(() => JSON.parse(lifted.text)).toThrow(SyntaxError);
+  });
+
+  it('writes an answer of its own: a later change to the engine’s buffer cannot reach it', () => {
+    const engine = Buffer.from('{"model":"m","data":[{"embedding":[0.125,-2.5e-3]}]}');
+    const lifted = liftNumberArrays(engine, 'embedding');
+    const answer = JSON.parse(lifted.text);
+    answer.model = 'client model';
+    const written = lifted.restore(JSON.stringify(answer));
+    expect(written.toString()).toBe('{"model":"client model","data":[{"embedding":[0.125,-2.5e-3]}]}');
+    engine.fill(0x20);
+    expect(written.toString()).toBe('{"model":"client model","data":[{"embedding":[0.125,-2.5e-3]}]}');
+  });
+
   it('leaves an answer that already holds a marker as it came', () => {
-    const first = liftNumberArrays('{"embedding":[1]}', 'embedding').text;
+    const first = liftNumberArrays(Buffer.from('{"embedding":[1]}'), 'embedding').text;
     const forged = `{"a":${JSON.stringify(first)},"embedding":[2]}`;
     const { parsed, written } = relay(forged);
     expect(parsed).toEqual(JSON.parse(forged));
