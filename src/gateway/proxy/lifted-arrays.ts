@@ -8,6 +8,7 @@ const SPACE = String.raw`[ \t\n\r]*`;
 const NUMBERS = new RegExp(String.raw`^${SPACE}(?:${NUMBER}(?:${SPACE},${SPACE}${NUMBER})*)?${SPACE}$`);
 /** Marks a lifted array in the text parsed and written; the random part keeps any engine's text from forging one. */
 const NONCE = randomBytes(8).toString('hex');
+/** The markers in a written answer, each with its array's index. */
 const MARKERS = new RegExp(`"${marker(String.raw`(\d+)`)}"`, 'g');
 
 /** The answer without its bulky arrays, and how to put them back into the answer the gateway writes. */
