@@ -5,7 +5,7 @@ import { relaySse } from '../../gateway/proxy/sse.js';
 import type { EngineResponse } from '../../gateway/proxy/upstream.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../../gateway/proxy/usage.js';
 import type { Services } from '../../services.js';
-import { type BilledCall, settle } from '../../gateway/requests/billed-call.js';
+import { type BilledCall, keepsAnswer, settle } from '../../gateway/requests/billed-call.js';
 import { type BilledEndpoint, serveBilled, type StreamControls } from '../../gateway/requests/billed-request.js';
 import { SSE_HEADERS } from '../../gateway/requests/cached-answer.js';
 import { headersWithFirstChunk } from '../../shared/http/request.js';
@@ -47,7 +47,7 @@ function answerStream(c: Context<GatewayEnv>, services: Services, call: BilledCa
     continuousUsage: asked.continuous_usage_stats === true,
   });
   // The events as the client got them, only when the key keeps or caches answers.
-  const delivered: string[] | null = call.caller.storeRequestData || call.caller.responseCache ? [] : null;
+  const delivered: string[] | null = keepsAnswer(call) ? [] : null;
   const relayed = relaySse({
     upstream: response.body,
     onData: (data) => {
