@@ -1,5 +1,5 @@
-import type { RunningSimulator, SimModel } from '../sim/index.js';
-import { startSimulator } from '../sim/index.js';
+import type { RunningSimulator, SimModel } from '../../sim/index.js';
+import { startSimulator } from '../../sim/index.js';
 import type { SimulatorDefinition } from './definitions.js';
 import { singleTargetEngine } from './single.js';
 import type { Engine } from './types.js';

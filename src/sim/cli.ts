@@ -8,8 +8,8 @@ export { SimCliError } from './errors-cli.js';
 export { VLLM_BOOLEAN_FLAGS, VLLM_LIST_FLAGS, VLLM_VALUE_FLAGS } from './vllm-args.js';
 
 /** What `--help` prints. */
-export const SIM_USAGE = `Usage: tsx src/gateway/sim/main.ts [options]
-       tsx src/gateway/sim/main.ts [MODEL_REPO] [--served-model-name NAME...] [vLLM flags]
+export const SIM_USAGE = `Usage: tsx src/sim/main.ts [options]
+       tsx src/sim/main.ts [MODEL_REPO] [--served-model-name NAME...] [vLLM flags]
 
 A vLLM-compatible simulator (OpenAI chat completions and embeddings, no GPU).
 

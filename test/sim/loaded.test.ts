@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { parseSimArgs } from '../../../src/gateway/sim/cli.js';
-import { KvCache, promptBlockHashes } from '../../../src/gateway/sim/kv-cache.js';
-import { promptTokenStrings } from '../../../src/gateway/sim/prompt.js';
-import type { LoadedModelOptions, RunningSimulator } from '../../../src/gateway/sim/index.js';
-import { startSimulator } from '../../../src/gateway/sim/index.js';
+import { parseSimArgs } from '../../src/sim/cli.js';
+import { KvCache, promptBlockHashes } from '../../src/sim/kv-cache.js';
+import { promptTokenStrings } from '../../src/sim/prompt.js';
+import type { LoadedModelOptions, RunningSimulator } from '../../src/sim/index.js';
+import { startSimulator } from '../../src/sim/index.js';
 import { post } from './helpers.js';
 
 const opened: RunningSimulator[] = [];

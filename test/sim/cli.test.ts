@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { parseModelSpec, parseSimArgs, SimCliError } from '../../../src/gateway/sim/cli.js';
+import { parseModelSpec, parseSimArgs, SimCliError } from '../../src/sim/cli.js';
 import { jsonOf } from './helpers.js';
-import { repoRoot } from '../../helpers/processes.js';
+import { repoRoot } from '../helpers/processes.js';
 
 const root = repoRoot;
 /** The built simulator (the test run's global setup builds dist/), run by node itself: one process, so a kill leaves nothing behind. */
