@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { acquireReplica, startRouting } from '../src/gateway/engines/docker/routing.js';
 import type { EngineState, Replica } from '../src/gateway/engines/docker/state.js';
-import type { RoutingSettings } from '../src/gateway/engines/routing/router.js';
+import type { RoutingSettings } from '../src/config/index.js';
 import { parsePromText } from '../src/gateway/engines/routing/prom-text.js';
 import { createLogger } from '../src/shared/http/log.js';
 import { type Child, freePort, startBuilt, waitForHealth } from './processes.js';

@@ -1,5 +1,18 @@
 /** Every setting as the gateway uses it, made by `loadConfig` (`index.ts`) from the environment (`settings.ts`). */
-import type { RoutingSettings } from '../gateway/engines/routing/router.js';
+
+/** How replicas are chosen (TOLLGATE_ROUTING_*; see docs/settings.md). */
+export interface RoutingSettings {
+  /** scored: metrics and prefix affinity; least-loaded: fewest in flight from this gateway; round-robin: in turn. */
+  policy: 'scored' | 'least-loaded' | 'round-robin';
+  scrapeMs: number;
+  queueWeight: number;
+  kvWeight: number;
+  prefixWeight: number;
+  sessionWeight: number;
+  prefixBlockChars: number;
+  prefixEntries: number;
+  prefixTtlMs: number;
+}
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 

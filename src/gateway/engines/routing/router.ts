@@ -1,21 +1,8 @@
 import { LRUCache } from 'lru-cache';
+import type { RoutingSettings } from '../../../config/index.js';
 import type { LoadOf, ReplicaLoad } from '../load.js';
 import { PrefixIndex } from './prefix-index.js';
 import { prefixBlockHashes, renderPrompt, type RoutingHint, sessionOf } from './prompt-blocks.js';
-
-/** How replicas are chosen (TOLLGATE_ROUTING_*; see docs/settings.md). */
-export interface RoutingSettings {
-  /** scored: metrics and prefix affinity; least-loaded: fewest in flight from this gateway; round-robin: in turn. */
-  policy: 'scored' | 'least-loaded' | 'round-robin';
-  scrapeMs: number;
-  queueWeight: number;
-  kvWeight: number;
-  prefixWeight: number;
-  sessionWeight: number;
-  prefixBlockChars: number;
-  prefixEntries: number;
-  prefixTtlMs: number;
-}
 
 /** A ready replica the router may choose. */
 export interface Candidate {

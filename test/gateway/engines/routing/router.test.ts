@@ -2,7 +2,8 @@ import { describe, expect, it, vi } from 'vitest';
 import type { ReplicaLoad } from '../../../../src/gateway/engines/load.js';
 import { PrefixIndex } from '../../../../src/gateway/engines/routing/prefix-index.js';
 import { prefixBlockHashes, renderPrompt } from '../../../../src/gateway/engines/routing/prompt-blocks.js';
-import { type LoadSource, ReplicaRouter, type RoutingSettings } from '../../../../src/gateway/engines/routing/router.js';
+import type { RoutingSettings } from '../../../../src/config/index.js';
+import { type LoadSource, ReplicaRouter } from '../../../../src/gateway/engines/routing/router.js';
 
 const SETTINGS: RoutingSettings = {
   policy: 'scored',

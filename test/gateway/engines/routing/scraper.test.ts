@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { acquireReplica, engineStatus, startRouting } from '../../../../src/gateway/engines/docker/routing.js';
 import type { EngineState, Replica } from '../../../../src/gateway/engines/docker/state.js';
 import { LoadScraper } from '../../../../src/gateway/engines/routing/scraper.js';
-import type { RoutingSettings } from '../../../../src/gateway/engines/routing/router.js';
+import type { RoutingSettings } from '../../../../src/config/index.js';
 import { startSimulator, type RunningSimulator } from '../../../../src/sim/index.js';
 import { createLogger } from '../../../../src/shared/http/log.js';
 
