@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
-import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { SignedInActor } from '../context.js';
 import type { Services } from '../../services.js';
 import { costsCsv, csvFileName } from '../../platform/costs/csv.js';
 import { currencies } from '../../platform/costs/currencies.js';

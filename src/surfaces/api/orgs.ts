@@ -1,6 +1,7 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { readBody } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';

@@ -1,7 +1,8 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import { PROJECT_VISIBILITIES } from '../../shared/db/schema.js';
-import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
 import { canManageProject, canSeeProject } from '../../platform/people/permissions.js';

@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
-import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { SignedInActor } from '../context.js';
 import { ClusterPage, ClustersPage } from './clusters-pages.js';
 import type { PortalDeps } from './session.js';
 

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES, refuseNul } from '../../shared/http/request.js';
 import { DEFAULT_PACKAGE_LIMITS } from '../../platform/stacks/package.js';

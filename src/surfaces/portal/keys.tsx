@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
-import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { keysLastUsed } from '../../gateway/billing/reports.js';
 import { KEY_EXPIRIES, type KeyRow } from '../../gateway/keys/service.js';

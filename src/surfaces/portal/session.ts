@@ -1,7 +1,8 @@
 import type { Context } from 'hono';
 import { getCookie } from 'hono/cookie';
 import type { z } from 'zod';
-import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { toDetails } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';

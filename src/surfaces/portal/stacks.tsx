@@ -1,5 +1,6 @@
 import { type Context, Hono } from 'hono';
-import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { downloadPackage } from '../../platform/stacks/download.js';
 import { STACK_CATEGORIES } from '../../platform/stacks/manifest.js';
