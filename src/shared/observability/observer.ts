@@ -3,7 +3,6 @@ import { HTTPException } from 'hono/http-exception';
 import type { GatewayEnv } from '../http/context.js';
 import { GatewayError } from '../http/errors.js';
 import { headerOf } from '../http/request.js';
-import type { TokenUsage } from '../../gateway/proxy/usage.js';
 import { Children } from './children.js';
 import type { Metrics } from './metrics.js';
 import type { RequestTrace, Tracing } from './tracing.js';
@@ -28,7 +27,7 @@ export interface ObservedSettlement {
   streamed: boolean;
   firstTokenAt?: number | null;
   /** The usage and cost charged; null when the charge could not be made (an error, logged where it happened). */
-  billed: { usage: TokenUsage; cost: bigint | null } | null;
+  billed: { usage: { promptTokens: number; completionTokens: number }; cost: bigint | null } | null;
 }
 
 /** The route label of a billed call, for what is recorded when it settles rather than when it is answered. */

@@ -1,7 +1,13 @@
 import type { Context as TraceContext, HrTime, Span, TextMapPropagator, Tracer } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Config } from '../../config/index.js';
-import type { RoutingDecision } from '../../gateway/engines/routing/router.js';
+
+/** What a span records of a router's choice (`engines/routing/router.ts` RoutingDecision has it all). */
+export interface TracedRouting {
+  policy: string;
+  scores: Record<string, unknown>;
+  prefixBlocks: { matched: number; total: number };
+}
 
 /**
  * The spans of one request, passed along explicitly (on the Hono context and
@@ -19,7 +25,7 @@ export interface RequestTrace {
    */
   startUpstream(admittedFrom: number, at: number, model: string): Record<string, string>;
   /** The engine answered (its status and headers) at `at`: the upstream span ends, naming the replica chosen and, when a router chose it, why. */
-  upstreamAnswered(replicaId: string, servedModel: string, at: number, routing?: RoutingDecision): void;
+  upstreamAnswered(replicaId: string, servedModel: string, at: number, routing?: TracedRouting): void;
   /** The upstream call failed (on every replica tried): the upstream span, if still open, ends as an error. */
   upstreamFailed(error: unknown): void;
   /** A child span of the request that ran from `startedAt` to `endedAt`, recorded once it is over. */
@@ -134,7 +140,7 @@ class SpanTrace implements RequestTrace {
     return this.headersFor(this.deps.api.trace.setSpan(this.context, this.upstream));
   }
 
-  upstreamAnswered(replicaId: string, servedModel: string, at: number, routing?: RoutingDecision): void {
+  upstreamAnswered(replicaId: string, servedModel: string, at: number, routing?: TracedRouting): void {
     this.upstream?.setAttributes({ 'tollgate.engine.replica': replicaId, 'tollgate.engine.served_model': servedModel });
     if (routing) {
       this.upstream?.setAttributes({
