@@ -23,7 +23,7 @@ export interface MetricsOptions {
  * several in one process), served at `GET /metrics` to the operator. The
  * request path records into them through `observability/observer.ts`; the
  * gauges of state (fleet, spool, dependencies) are read when scraped
- * (`observability/state-gauges.ts`).
+ * (`server/state-gauges.ts`).
  *
  * @example
  * const metrics = createMetrics();

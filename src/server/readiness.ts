@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
-import type { Database } from '../db/client.js';
-import { withinStoreTimeout } from '../db/timeout.js';
-import type { Fleet } from '../../gateway/engines/fleet.js';
-import type { InFlight } from '../http/in-flight.js';
+import type { Database } from '../shared/db/client.js';
+import { withinStoreTimeout } from '../shared/db/timeout.js';
+import type { Fleet } from '../gateway/engines/fleet.js';
+import type { InFlight } from '../shared/http/in-flight.js';
 
 /** A probe's own checks answer within this long, under Kubernetes' usual probe timeout of a few seconds. */
 const READINESS_CHECK_TIMEOUT_MS = 2_000;

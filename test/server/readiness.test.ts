@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Fleet } from '../../../src/gateway/engines/fleet.js';
-import type { EngineStatus } from '../../../src/gateway/engines/types.js';
-import { createReadiness } from '../../../src/shared/observability/readiness.js';
-import { createLogger } from '../../../src/shared/http/log.js';
-import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { scrape } from '../../helpers/prometheus.js';
-import { createTestDatabase, deleteRedisPrefix, postgresAdminUrl, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
-import { startTcpProxy, type TcpProxy } from '../../helpers/tcp-proxy.js';
-import { until } from '../../helpers/wait.js';
+import type { Fleet } from '../../src/gateway/engines/fleet.js';
+import type { EngineStatus } from '../../src/gateway/engines/types.js';
+import { createReadiness } from '../../src/server/readiness.js';
+import { createLogger } from '../../src/shared/http/log.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { scrape } from '../helpers/prometheus.js';
+import { createTestDatabase, deleteRedisPrefix, postgresAdminUrl, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { until } from '../helpers/wait.js';
 
 // /health stays liveness; /health/ready says whether this gateway should get traffic.
 

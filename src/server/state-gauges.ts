@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
 import { Gauge } from 'prom-client';
-import type { ChargeJournal } from '../../gateway/billing/journal.js';
-import { redisAnswers } from '../db/redis.js';
-import type { Fleet } from '../../gateway/engines/fleet.js';
-import type { ReplicaState } from '../../gateway/engines/types.js';
-import type { InFlight } from '../http/in-flight.js';
-import type { OutageLog } from '../http/outage.js';
-import type { Metrics } from './metrics.js';
+import type { ChargeJournal } from '../gateway/billing/journal.js';
+import { redisAnswers } from '../shared/db/redis.js';
+import type { Fleet } from '../gateway/engines/fleet.js';
+import type { ReplicaState } from '../gateway/engines/types.js';
+import type { InFlight } from '../shared/http/in-flight.js';
+import type { OutageLog } from '../shared/http/outage.js';
+import type { Metrics } from '../shared/observability/metrics.js';
 
 /** Where the gauges of state read from, when Prometheus scrapes. */
 export interface StateSources {
