@@ -26,7 +26,7 @@ import { AdmissionCache } from './gateway/catalog/admission-cache.js';
 import { Passwords } from './platform/people/passwords.js';
 import { SessionStore } from './platform/people/sessions.js';
 import { UserService } from './platform/people/users.js';
-import { createWindowCounter, type WindowCounter } from './surfaces/api/rate-limit.js';
+import { createWindowCounter, type WindowCounter } from './shared/db/window-counter.js';
 import { ClusterService } from './platform/clusters/service.js';
 import { NodeMaintenance } from './platform/clusters/node-maintenance.js';
 import { StackCatalog } from './platform/stacks/catalog.js';

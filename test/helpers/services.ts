@@ -165,7 +165,7 @@ export async function deleteRedisPrefix(prefix: string): Promise<void> {
   }
 }
 
-/** A fixed window's count as the gateway keeps it in Redis under `prefix` (`surfaces/api/rate-limit.ts`), 0 when there is none. */
+/** A fixed window's count as the gateway keeps it in Redis under `prefix` (`shared/db/window-counter.ts`), 0 when there is none. */
 export async function redisWindowCount(prefix: string, key: string): Promise<number> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   try {

@@ -6,7 +6,7 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { sessionRequestFromThisSite } from '../../platform/people/same-site.js';
 import type { UserRow } from '../../platform/people/users.js';
 import type { Services } from '../../services.js';
-import type { WindowCount } from './rate-limit.js';
+import type { WindowCount } from '../../shared/db/window-counter.js';
 
 /** The portal's session cookie. */
 export const SESSION_COOKIE = 'tollgate_session';
