@@ -3,7 +3,7 @@ import type { Database } from '../../shared/db/client.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Logger } from '../../shared/http/log.js';
 import type { DockerDefinition, DockerHostDefinition, EngineDefinition, SimulatorDefinition, StaticDefinition } from './definitions.js';
-import { dockerClientFor } from './docker/client.js';
+import { dockerClientFor } from '../../shared/docker/client.js';
 import { removeEngineContainers, startDockerEngine } from './docker/engine.js';
 import { hostsOf } from './docker/hosts.js';
 import { memoryScaleStore, pgScaleStore } from './docker/scale-store.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type DockerDefinition, replicaBounds } from '../definitions.js';
 import type { Engine } from '../types.js';
 import { autoscale } from './autoscale.js';
-import { dockerClientFor } from './client.js';
+import { dockerClientFor } from '../../../shared/docker/client.js';
 import { waitForReplica } from './cold-start.js';
 import { ensureImages } from './containers.js';
 import { hostsOf } from './hosts.js';

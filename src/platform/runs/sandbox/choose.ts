@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../../config/index.js';
-import { dockerClientFor } from '../../../gateway/engines/docker/client.js';
+import { dockerClientFor } from '../../../shared/docker/client.js';
 import { GatewayError } from '../../../shared/http/errors.js';
 import { findTool } from '../tool.js';
 import { BubblewrapSandbox, findPrograms, isRoot } from './bubblewrap.js';

@@ -1,6 +1,13 @@
 import { readFileSync } from 'node:fs';
 import Docker from 'dockerode';
-import type { DockerDefinition } from '../definitions.js';
+
+/** Where a Docker engine listens (an engine definition's `docker_host` and `tls`, or a run sandbox's socket). */
+export interface DockerAddress {
+  /** `unix:///var/run/docker.sock` or `tcp://host:port`. */
+  docker_host: string;
+  /** Client certificate files for a TCP engine over TLS. */
+  tls?: { ca: string; cert: string; key: string };
+}
 
 const clients = new Map<string, Docker>();
 
@@ -12,7 +19,7 @@ const clients = new Map<string, Docker>();
  * @example
  * const docker = dockerClientFor({ docker_host: 'tcp://gpu-2:2376', tls: { ca, cert, key } });
  */
-export function dockerClientFor(definition: Pick<DockerDefinition, 'docker_host' | 'tls'>): Docker {
+export function dockerClientFor(definition: DockerAddress): Docker {
   const key = definition.docker_host;
   let client = clients.get(key);
   if (!client) {
@@ -22,7 +29,7 @@ export function dockerClientFor(definition: Pick<DockerDefinition, 'docker_host'
   return client;
 }
 
-function connectionOf({ docker_host: host, tls }: Pick<DockerDefinition, 'docker_host' | 'tls'>): Docker.DockerOptions {
+function connectionOf({ docker_host: host, tls }: DockerAddress): Docker.DockerOptions {
   if (host.startsWith('unix://')) return { socketPath: host.slice('unix://'.length) };
   const url = new URL(host.replace(/^tcp:/, tls ? 'https:' : 'http:'));
   const options: Docker.DockerOptions = { host: url.hostname, port: Number(url.port || (tls ? 2376 : 2375)), protocol: tls ? 'https' : 'http' };
