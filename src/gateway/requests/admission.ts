@@ -77,7 +77,7 @@ export async function authorize(c: Context<GatewayEnv>, services: Services, task
         : `The model \`${modelName}\` is an embedding model; use POST /v1/embeddings.`;
     throw new GatewayError('model_not_found', message);
   }
-  if (task === 'chat') validateChatRequest(body);
+  if (task === 'chat') validateChatRequest(body, services.config.maxChoices);
   else validateEmbeddingsRequest(body);
   if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', { headers: { 'Retry-After': '30' } });
   const projectId = await projectFor(c, services, caller);

@@ -1,5 +1,4 @@
-import { costOf } from '../billing/money.js';
-import { clampUsage } from '../billing/token-bounds.js';
+import { type Charge, chargeFor } from '../billing/holds.js';
 import { bodiesToStore } from '../billing/request-data.js';
 import type { ChargeRecord } from '../billing/wallet.js';
 import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
@@ -34,9 +33,9 @@ export async function settle(services: Services, call: BilledCall, reported: Set
   const chargeStartedAt = performance.now();
   let billed: { settlement: Settlement; cost: bigint | null } | null = null;
   try {
-    const settlement = withinBounds(services, call, reported);
-    // The clamp keeps the cost within the hold; the min() is the rule itself, stated once more.
-    const cost = services.config.billingEnabled ? minOf(costOf(settlement.usage, call.price), call.holdNanos) : null;
+    const charge = chargeFor(reported.usage, call, call.price);
+    const settlement = withinBounds(services, call, reported, charge);
+    const cost = services.config.billingEnabled ? charge.costNanos : null;
     billed = { settlement, cost };
     await settleCall(services, call, settlement, cost);
   } finally {
@@ -73,14 +72,13 @@ async function settleCall(services: Services, call: BilledCall, settlement: Sett
  * (the engine reported none, or an invalid one) are counted in
  * `tollgate_usage_estimated_total`, and held to the same bounds.
  */
-function withinBounds(services: Services, call: BilledCall, settlement: Settlement): Settlement {
+function withinBounds(services: Services, call: BilledCall, settlement: Settlement, { usage, excess }: Charge): Settlement {
   const labels = { model: call.model.id };
   // A client that left (499) gave the engine no chance to report: that is no engine's fault.
   if (settlement.usageSource === 'estimated' && settlement.status !== 499) {
     services.metrics.usageEstimated.inc(labels);
     services.log.warn('engine reported no valid usage: billed from an estimate', { requestId: call.requestId, model: call.model.id, status: settlement.status });
   }
-  const { usage, excess } = clampUsage(settlement.usage, call.bounds);
   if (!excess) return settlement;
   services.metrics.usageOverBound.inc(labels);
   services.metrics.tokensOverBound.inc({ ...labels, kind: 'prompt' }, excess.promptTokens);
@@ -97,10 +95,6 @@ function withinBounds(services: Services, call: BilledCall, settlement: Settleme
 /** Whether a call's answer outlives its response: cached (the key's response cache) or stored (its request data). */
 export function keepsAnswer(request: AuthorizedRequest): boolean {
   return request.caller.responseCache || request.caller.storeRequestData;
-}
-
-function minOf(a: bigint, b: bigint): bigint {
-  return a < b ? a : b;
 }
 
 /** Records a cache hit: free, counted against no limit, but in the usage history like any request. */
