@@ -122,3 +122,43 @@ describe.each(stores)('every choice is held for and billed (%s)', (store) => {
     expect(engine.seen.length).toBe(sent);
   });
 });
+
+describe.each(stores)('n against the simulator (%s)', (store) => {
+  let gateway: TestGateway;
+  beforeAll(async () => {
+    gateway = await startTestGateway(store);
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it.each([false, true])('n: 8, max_tokens: 50: the usage record is what the simulator reported for eight choices (stream: %s)', async (stream) => {
+    const tenant = await gateway.tenant();
+    const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: tenant.secret, maxRetries: 0 });
+    const body = { model: 'sim-chat', messages: [{ role: 'user' as const, content: 'eight ways to say hello' }], max_tokens: 50, n: 8 };
+    let reported: OpenAI.CompletionUsage | undefined;
+    let requestId: string | null;
+    if (stream) {
+      const { data, response } = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }).withResponse();
+      const indexes = new Set<number>();
+      for await (const chunk of data) {
+        for (const choice of chunk.choices) indexes.add(choice.index);
+        reported = chunk.usage ?? reported;
+      }
+      expect(indexes.size).toBe(8);
+      requestId = response.headers.get('x-request-id');
+    } else {
+      const { data, response } = await client.chat.completions.create(body).withResponse();
+      expect(data.choices).toHaveLength(8);
+      reported = data.usage;
+      requestId = response.headers.get('x-request-id');
+    }
+    // The simulator's answers end by themselves after 16 tokens: eight of them are more than one choice's bound of 50.
+    const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = reported!;
+    expect(completionTokens).toBe(8 * 16);
+    await gateway.charged();
+    const [record] = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.id, requestId!));
+    const cost = BigInt(promptTokens) * 150n + BigInt(completionTokens) * 600n;
+    expect(record).toMatchObject({ promptTokens, completionTokens, usageSource: 'upstream', cost });
+  });
+});
