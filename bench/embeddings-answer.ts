@@ -11,7 +11,7 @@
 import { withoutNullFields } from '../src/gateway/proxy/openai-shape.js';
 import { type EngineResponse, readEngineAnswer } from '../src/gateway/proxy/upstream.js';
 import { embed } from '../src/sim/embeddings.js';
-import { EMBEDDINGS } from '../src/surfaces/v1/embeddings.js';
+import { EMBEDDINGS } from '../src/gateway/requests/embeddings.js';
 
 const INPUTS = 4;
 const DIMENSIONS = 1024;

@@ -50,6 +50,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     keyPrefix: s.TOLLGATE_KEY_PREFIX,
     enginesFile: path.resolve(s.TOLLGATE_ENGINES_FILE),
     maxBodyBytes: s.TOLLGATE_MAX_BODY_BYTES,
+    maxChoices: s.TOLLGATE_MAX_CHOICES,
     upstreamTimeoutMs: s.TOLLGATE_UPSTREAM_TIMEOUT_MS,
     seedDemo: s.TOLLGATE_SEED_DEMO,
     currency: s.TOLLGATE_CURRENCY,

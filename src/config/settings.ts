@@ -51,6 +51,7 @@ export const settingsSchema = z.object({
   TOLLGATE_BILLING: z.enum(['on', 'off']).default('on'),
   TOLLGATE_CONCURRENCY_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
   TOLLGATE_COMPLETION_ESTIMATE: z.coerce.number().int().min(1).default(512),
+  TOLLGATE_MAX_CHOICES: z.coerce.number().int().min(1).max(1024).default(128),
   TOLLGATE_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
   TOLLGATE_CACHE_MAX_ENTRY_BYTES: z.coerce
     .number()

@@ -28,6 +28,8 @@ export interface Config {
   keyPrefix: string;
   enginesFile: string;
   maxBodyBytes: number;
+  /** The most sequences one request may ask an engine to generate (`n`, `best_of`): each is billed, and each loads the engine. */
+  maxChoices: number;
   upstreamTimeoutMs: number;
   seedDemo: boolean;
   currency: string;

@@ -21,16 +21,39 @@ export interface BoundedRequest {
  *   bound) may fill the whole context, so its prompt bound is at least the
  *   context length;
  * - completion: `max_completion_tokens` or `max_tokens`, else the context
- *   length, and never more than the context length; embeddings generate none.
+ *   length, and never more than the context length, for each sequence the
+ *   engine generates (`sequencesOf`); embeddings generate none.
  *
  * @example
  * tokenBoundsOf({ bodyBytes: 120, body: { max_tokens: 50 }, task: 'chat', contextLength: 8192 });
  * // { promptTokens: 120, completionTokens: 50 }
+ * tokenBoundsOf({ bodyBytes: 120, body: { max_tokens: 50, n: 8 }, task: 'chat', contextLength: 8192 });
+ * // { promptTokens: 120, completionTokens: 400 }
  */
 export function tokenBoundsOf(request: BoundedRequest): TokenBounds {
   if (request.task === 'embedding') return { promptTokens: request.bodyBytes, completionTokens: 0 };
   const prompt = carriesMedia(request.body.messages) ? Math.max(request.bodyBytes, request.contextLength) : request.bodyBytes;
-  return { promptTokens: prompt, completionTokens: completionCap(request.body, request.contextLength) };
+  return { promptTokens: prompt, completionTokens: completionCap(request.body, request.contextLength) * sequencesOf(request.body) };
+}
+
+/**
+ * How many sequences the engine generates for a request, each up to the
+ * completion cap long: `n`, or `best_of` when larger (vLLM generates
+ * `best_of` sequences and returns the best `n`; beam search's width is
+ * `n`). The engine's usage then counts every choice's tokens, and so must
+ * the hold. A value that is not a positive integer counts as one: the
+ * gateway refuses such requests before this (`requests/validate.ts`), since
+ * an engine may read `"8"` as 8.
+ *
+ * @example
+ * sequencesOf({ n: 4, best_of: 6 }); // 6
+ */
+export function sequencesOf(body: Record<string, unknown>): number {
+  return Math.max(positiveInteger(body.n) ?? 1, positiveInteger(body.best_of) ?? 1);
+}
+
+function positiveInteger(value: unknown): number | undefined {
+  return Number.isSafeInteger(value) && (value as number) > 0 ? (value as number) : undefined;
 }
 
 /**
@@ -53,7 +76,7 @@ export function clampUsage(reported: TokenUsage, bounds: TokenBounds): { usage: 
 }
 
 function completionCap(body: Record<string, unknown>, contextLength: number): number {
-  const asked = [body.max_completion_tokens, body.max_tokens].find((v): v is number => Number.isSafeInteger(v) && (v as number) > 0);
+  const asked = [body.max_completion_tokens, body.max_tokens].map(positiveInteger).find((v) => v !== undefined);
   return Math.min(asked ?? contextLength, contextLength);
 }
 

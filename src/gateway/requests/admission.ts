@@ -12,13 +12,14 @@ import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import { estimateRequestTokens } from '../limits/estimate.js';
 import type { Ticket } from '../limits/admissions.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
-import type { Services } from '../../services.js';
-import { validateChatRequest, validateEmbeddingsRequest } from './validate.js';
+import type { BilledDeps, BilledEndpoint, EndpointName } from './endpoint.js';
 
 /** A request whose key, model, body, price and project are known good. */
 export interface AuthorizedRequest {
   requestId: string;
   task: TaskType;
+  /** The protocol it came by: its usage record and cache entry name it. */
+  endpoint: EndpointName;
   caller: AuthenticatedKey;
   model: ModelRow;
   price: PriceRow;
@@ -54,7 +55,8 @@ export interface BilledCall extends AuthorizedRequest {
  * and project come from this process's admission cache (`catalog/admission-cache.ts`). Takes nothing: a
  * request refused here costs nothing and counts against no limit.
  */
-export async function authorize(c: Context<GatewayEnv>, services: Services, task: TaskType): Promise<AuthorizedRequest> {
+export async function authorize(c: Context<GatewayEnv>, services: BilledDeps, endpoint: BilledEndpoint): Promise<AuthorizedRequest> {
+  const { task } = endpoint;
   const startedAt = performance.now();
   const authorization = headerOf(c, 'authorization');
   const hash = services.keys.secretHashOf(authorization);
@@ -77,11 +79,10 @@ export async function authorize(c: Context<GatewayEnv>, services: Services, task
         : `The model \`${modelName}\` is an embedding model; use POST /v1/embeddings.`;
     throw new GatewayError('model_not_found', message);
   }
-  if (task === 'chat') validateChatRequest(body);
-  else validateEmbeddingsRequest(body);
+  endpoint.validate(body, services.config);
   if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', { headers: { 'Retry-After': '30' } });
   const projectId = await projectFor(c, services, caller);
-  return { requestId: c.get('requestId'), task, caller, model, price, clientModel: modelName, projectId, body, bodyBytes: bytes, startedAt };
+  return { requestId: c.get('requestId'), task, endpoint: endpoint.name, caller, model, price, clientModel: modelName, projectId, body, bodyBytes: bytes, startedAt };
 }
 
 /**
@@ -90,12 +91,13 @@ export async function authorize(c: Context<GatewayEnv>, services: Services, task
  * spendable) and its key's four limits (429). A request refused by any of
  * them takes nothing.
  */
-export async function reserve(c: Context<GatewayEnv>, services: Services, request: AuthorizedRequest): Promise<BilledCall> {
-  const { bounds, holdNanos } = holdFor({ bodyBytes: request.bodyBytes, body: request.body, task: request.task, contextLength: request.model.contextLength }, request.price);
+export async function reserve(c: Context<GatewayEnv>, services: BilledDeps, request: AuthorizedRequest, endpoint: BilledEndpoint): Promise<BilledCall> {
+  const bounded = endpoint.boundedFields ? endpoint.boundedFields(request.body) : request.body;
+  const { bounds, holdNanos } = holdFor({ bodyBytes: request.bodyBytes, body: bounded, task: request.task, contextLength: request.model.contextLength }, request.price);
   const admitting = services.admissions.admit({
     requestId: request.requestId,
     caller: request.caller,
-    estimatedTokens: estimateRequestTokens(request.body, request.task, services.config.limits.completionEstimate),
+    estimatedTokens: estimateRequestTokens(bounded, request.task, services.config.limits.completionEstimate),
     holdNanos,
   });
   const ticket = await withinStoreTimeout(admitting).catch((error: unknown) => {
@@ -111,13 +113,33 @@ export async function reserve(c: Context<GatewayEnv>, services: Services, reques
   const finish = services.inFlight.begin();
   // Every field named, not `{ ...request, ticket, … }`: V8 (Node 20) takes a slow path for a spread followed by
   // properties its source lacks, about 15 µs a request here (docs/benchmark.md, ninth round).
-  const { requestId, task, caller, model, price, clientModel, projectId, body, bodyBytes, startedAt } = request;
+  const { requestId, task, endpoint: name, caller, model, price, clientModel, projectId, body, bodyBytes, startedAt } = request;
   const trace = c.get('trace');
-  return { requestId, task, caller, model, price, clientModel, projectId, body, bodyBytes, startedAt, ticket, bounds, holdNanos, finish, trace, upstreamAt: 0, answeredAt: 0, upstreamDoneAt: 0 };
+  return {
+    requestId,
+    task,
+    endpoint: name,
+    caller,
+    model,
+    price,
+    clientModel,
+    projectId,
+    body,
+    bodyBytes,
+    startedAt,
+    ticket,
+    bounds,
+    holdNanos,
+    finish,
+    trace,
+    upstreamAt: 0,
+    answeredAt: 0,
+    upstreamDoneAt: 0,
+  };
 }
 
 /** The model name, or, when the body names none, 401 for a bad key before 400 for the model. */
-async function requestedModelNameAfterAuth(services: Services, authorization: string | undefined, name: unknown): Promise<string> {
+async function requestedModelNameAfterAuth(services: BilledDeps, authorization: string | undefined, name: unknown): Promise<string> {
   try {
     return requestedModelName(name);
   } catch (error) {
@@ -133,7 +155,7 @@ async function requestedModelNameAfterAuth(services: Services, authorization: st
  * organization (403 `project_not_found` otherwise, as for an unknown id, so
  * other tenants' ids cannot be probed). Errors never echo the header back.
  */
-async function projectFor(c: Context<GatewayEnv>, services: Services, caller: AuthenticatedKey): Promise<string | null> {
+async function projectFor(c: Context<GatewayEnv>, services: BilledDeps, caller: AuthenticatedKey): Promise<string | null> {
   const header = headerOf(c, 'x-project-id')?.trim();
   if (!header) return caller.projectId;
   if (caller.projectId !== null) {
@@ -147,7 +169,7 @@ async function projectFor(c: Context<GatewayEnv>, services: Services, caller: Au
 }
 
 /** A store that cannot be read (or does not answer within STORE_TIMEOUT_MS) means billing cannot be checked: 503, retry later. */
-async function unavailableOnFailure<T>(services: Services, step: () => Promise<T>): Promise<T> {
+async function unavailableOnFailure<T>(services: BilledDeps, step: () => Promise<T>): Promise<T> {
   const startedAt = Date.now();
   try {
     // Success is not logged here: most steps are answered from memory; the store's own readers say when it is back.

@@ -1,11 +1,10 @@
-import { costOf } from '../billing/money.js';
-import { clampUsage } from '../billing/token-bounds.js';
+import { type Charge, chargeFor } from '../billing/holds.js';
 import { bodiesToStore } from '../billing/request-data.js';
 import type { ChargeRecord } from '../billing/wallet.js';
 import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
 import { describeError } from '../../shared/http/log.js';
 import type { TokenUsage, UsageSource } from '../proxy/usage.js';
-import type { Services } from '../../services.js';
+import type { BilledDeps } from './endpoint.js';
 import type { AuthorizedRequest, BilledCall } from './admission.js';
 
 export type { BilledCall } from './admission.js';
@@ -30,13 +29,13 @@ export interface Settlement {
  * (`billing/charge-applier.ts`): the answer never waits for the database.
  * Never throws: the response is already on its way.
  */
-export async function settle(services: Services, call: BilledCall, reported: Settlement): Promise<void> {
+export async function settle(services: BilledDeps, call: BilledCall, reported: Settlement): Promise<void> {
   const chargeStartedAt = performance.now();
   let billed: { settlement: Settlement; cost: bigint | null } | null = null;
   try {
-    const settlement = withinBounds(services, call, reported);
-    // The clamp keeps the cost within the hold; the min() is the rule itself, stated once more.
-    const cost = services.config.billingEnabled ? minOf(costOf(settlement.usage, call.price), call.holdNanos) : null;
+    const charge = chargeFor(reported.usage, call, call.price);
+    const settlement = withinBounds(services, call, reported, charge);
+    const cost = services.config.billingEnabled ? charge.costNanos : null;
     billed = { settlement, cost };
     await settleCall(services, call, settlement, cost);
   } finally {
@@ -46,7 +45,7 @@ export async function settle(services: Services, call: BilledCall, reported: Set
   }
 }
 
-async function settleCall(services: Services, call: BilledCall, settlement: Settlement, cost: bigint | null): Promise<void> {
+async function settleCall(services: BilledDeps, call: BilledCall, settlement: Settlement, cost: bigint | null): Promise<void> {
   const tokens = settlement.usage.promptTokens + settlement.usage.completionTokens;
   // The charge is durable before the gate hears of it: a replica that dies in between leaves a charge the
   // journal holds but the gate was never told of, which the next start finds unreported and rebuilds from.
@@ -60,7 +59,7 @@ async function settleCall(services: Services, call: BilledCall, settlement: Sett
   }
   await services.admissions.release(call.ticket, { actualTokens: tokens, cost });
   if (call.caller.responseCache && settlement.answer && settlement.status === 200) {
-    await services.cache.set(cacheKey(call.caller.orgId, call.task, call.body), settlement.answer).catch((error: unknown) => {
+    await services.cache.set(cacheKey(call.caller.orgId, call.endpoint, call.body), settlement.answer).catch((error: unknown) => {
       services.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
     });
   }
@@ -73,14 +72,13 @@ async function settleCall(services: Services, call: BilledCall, settlement: Sett
  * (the engine reported none, or an invalid one) are counted in
  * `tollgate_usage_estimated_total`, and held to the same bounds.
  */
-function withinBounds(services: Services, call: BilledCall, settlement: Settlement): Settlement {
+function withinBounds(services: BilledDeps, call: BilledCall, settlement: Settlement, { usage, excess }: Charge): Settlement {
   const labels = { model: call.model.id };
   // A client that left (499) gave the engine no chance to report: that is no engine's fault.
   if (settlement.usageSource === 'estimated' && settlement.status !== 499) {
     services.metrics.usageEstimated.inc(labels);
     services.log.warn('engine reported no valid usage: billed from an estimate', { requestId: call.requestId, model: call.model.id, status: settlement.status });
   }
-  const { usage, excess } = clampUsage(settlement.usage, call.bounds);
   if (!excess) return settlement;
   services.metrics.usageOverBound.inc(labels);
   services.metrics.tokensOverBound.inc({ ...labels, kind: 'prompt' }, excess.promptTokens);
@@ -99,12 +97,8 @@ export function keepsAnswer(request: AuthorizedRequest): boolean {
   return request.caller.responseCache || request.caller.storeRequestData;
 }
 
-function minOf(a: bigint, b: bigint): bigint {
-  return a < b ? a : b;
-}
-
 /** Records a cache hit: free, counted against no limit, but in the usage history like any request. */
-export async function recordCacheHit(services: Services, request: AuthorizedRequest, answer: CachedResponse): Promise<void> {
+export async function recordCacheHit(services: BilledDeps, request: AuthorizedRequest, answer: CachedResponse): Promise<void> {
   if (!services.config.billingEnabled) return;
   const settlement: Settlement = {
     usage: { promptTokens: answer.promptTokens, completionTokens: answer.completionTokens },
@@ -119,14 +113,14 @@ export async function recordCacheHit(services: Services, request: AuthorizedRequ
   });
 }
 
-function usageRecord(services: Services, request: AuthorizedRequest, settlement: Settlement, cost: bigint, cacheHit: boolean): ChargeRecord {
+function usageRecord(services: BilledDeps, request: AuthorizedRequest, settlement: Settlement, cost: bigint, cacheHit: boolean): ChargeRecord {
   const record: ChargeRecord = {
     id: request.requestId,
     orgId: request.caller.orgId,
     keyId: request.caller.id,
     projectId: request.projectId,
     modelId: request.model.id,
-    endpoint: request.task === 'embedding' ? 'embeddings' : 'chat.completions',
+    endpoint: request.endpoint,
     promptTokens: settlement.usage.promptTokens,
     completionTokens: settlement.usage.completionTokens,
     cost,
@@ -157,13 +151,13 @@ function answerText(answer: CachedResponse): string {
  * its prompt (the engine had read it), estimated, and no completion, as
  * status 499. The 499 "answer" goes to nobody.
  */
-export async function settleClientGone(services: Services, call: BilledCall, promptTokens: number): Promise<Response> {
+export async function settleClientGone(services: BilledDeps, call: BilledCall, promptTokens: number): Promise<Response> {
   await settle(services, call, { usage: { promptTokens, completionTokens: 0 }, usageSource: 'estimated', status: 499, streamed: false });
   return new Response(null, { status: 499 });
 }
 
 /** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */
-export async function abandon(services: Services, call: BilledCall): Promise<void> {
+export async function abandon(services: BilledDeps, call: BilledCall): Promise<void> {
   try {
     await services.admissions.release(call.ticket, { actualTokens: 0, cost: null });
   } finally {

@@ -1,41 +1,17 @@
 import type { Context } from 'hono';
-import type { TaskType } from '../../shared/db/schema.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { postWithFailover } from '../proxy/failover.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
-import { type EngineResponse, readEngineAnswer } from '../proxy/upstream.js';
-import { type TokenUsage, usageFrom } from '../proxy/usage.js';
-import type { Services } from '../../services.js';
+import { readEngineAnswer } from '../proxy/upstream.js';
+import { usageFrom } from '../proxy/usage.js';
 import { authorize, reserve } from './admission.js';
-import { abandon, type BilledCall, keepsAnswer, settle, settleClientGone } from './billed-call.js';
+import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js';
 import { cachedAnswer } from './cached-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
+import type { BilledDeps, BilledEndpoint } from './endpoint.js';
 
-/** How a relayed stream controls its call: stop the engine's work, and give back the replica when it ends. */
-export interface StreamControls {
-  abort: () => void;
-  release: () => void;
-}
-
-/** What differs between the billed endpoints (chat, embeddings); everything else is `serveBilled`. */
-export interface BilledEndpoint {
-  task: TaskType;
-  /** The engine's path below its `/v1`. */
-  path: string;
-  /** Whether this request is answered as a stream (then `relayStream` answers it). */
-  streams(body: Record<string, unknown>): boolean;
-  /** The body sent to one replica: the client's, naming the replica's served model, plus what the endpoint adds. */
-  upstreamBody(call: BilledCall, target: UpstreamTarget): Record<string, unknown>;
-  /** Arrays of numbers under this key are relayed as the engine wrote them, never parsed (embeddings' vectors). */
-  liftArrays?: string;
-  /** Adjusts the engine's JSON answer for the client, in place (the model name is already the client's). */
-  shapeAnswer?(answer: Record<string, unknown>): void;
-  /** Usage when the engine reported none valid: from the request, and from the answer if there is one. */
-  estimate(call: BilledCall, answer: Record<string, unknown> | null): TokenUsage;
-  /** Relays a streamed answer and settles the call when the stream ends. */
-  relayStream?(c: Context<GatewayEnv>, services: Services, call: BilledCall, response: EngineResponse, controls: StreamControls): Response;
-}
+export type { BilledDeps, BilledEndpoint, StreamControls } from './endpoint.js';
 
 /**
  * The life of a billed request, as CONTRIBUTING.md's request path reads:
@@ -54,13 +30,13 @@ export interface BilledEndpoint {
  *    call failed before using anything, everything given back (`abandon`).
  *
  * @example
- * v1.post('/embeddings', (c) => serveBilled(c, services, EMBEDDINGS));
+ * routes.post('/', (c) => serveBilled(c, services, EMBEDDINGS));
  */
-export async function serveBilled(c: Context<GatewayEnv>, services: Services, endpoint: BilledEndpoint): Promise<Response> {
-  const request = await authorize(c, services, endpoint.task);
+export async function serveBilled(c: Context<GatewayEnv>, services: BilledDeps, endpoint: BilledEndpoint): Promise<Response> {
+  const request = await authorize(c, services, endpoint);
   const cached = await cachedAnswer(c, services, request);
   if (cached) return cached;
-  const call = await reserve(c, services, request);
+  const call = await reserve(c, services, request, endpoint);
 
   const stream = endpoint.streams(call.body);
   const upstream = engineCallAbort(c, services.config.upstreamTimeoutMs, !stream);
@@ -102,8 +78,9 @@ export async function serveBilled(c: Context<GatewayEnv>, services: Services, en
     call.upstreamDoneAt = performance.now();
     answer.model = call.clientModel;
     endpoint.shapeAnswer?.(answer);
+    const answered = endpoint.answerOf ? endpoint.answerOf(answer, call) : withoutNullFields(answer);
     // A string, or bytes when arrays were lifted (their bytes are the engine's, never decoded).
-    const written = restore(JSON.stringify(withoutNullFields(answer)));
+    const written = restore(JSON.stringify(answered));
     const reported = usageFrom(answer.usage);
     const usage = reported ?? endpoint.estimate(call, answer);
     await settle(services, call, {

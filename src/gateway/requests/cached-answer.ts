@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { cacheKey } from '../cache/response-cache.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { describeError } from '../../shared/http/log.js';
-import type { Services } from '../../services.js';
+import type { BilledDeps } from './endpoint.js';
 import type { AuthorizedRequest } from './admission.js';
 import { recordCacheHit } from './billed-call.js';
 
@@ -14,9 +14,9 @@ export const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8',
  * null (marked `miss`) when there is none. A cache that cannot be read is a
  * miss, never a failed request.
  */
-export async function cachedAnswer(c: Context<GatewayEnv>, services: Services, request: AuthorizedRequest): Promise<Response | null> {
+export async function cachedAnswer(c: Context<GatewayEnv>, services: BilledDeps, request: AuthorizedRequest): Promise<Response | null> {
   if (!request.caller.responseCache) return null;
-  const hit = await services.cache.get(cacheKey(request.caller.orgId, request.task, request.body)).catch((error: unknown) => {
+  const hit = await services.cache.get(cacheKey(request.caller.orgId, request.endpoint, request.body)).catch((error: unknown) => {
     services.log.warn('response cache read failed: treated as a miss', { requestId: request.requestId, ...describeError(error) });
     return null;
   });

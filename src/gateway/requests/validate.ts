@@ -3,11 +3,12 @@ import { type ErrorDetail, GatewayError } from '../../shared/http/errors.js';
 const MESSAGE_ROLES = new Set(['system', 'user', 'assistant', 'tool', 'developer', 'function']);
 
 /**
- * Checks what the gateway itself relies on in a chat request: `messages` and
- * `stream`. Every other parameter is the engine's to judge.
+ * Checks what the gateway itself relies on in a chat request: `messages`,
+ * `stream`, and the counts its bill multiplies (`n`, `best_of`). Every other
+ * parameter is the engine's to judge.
  */
-export function validateChatRequest(body: Record<string, unknown>): void {
-  const details: ErrorDetail[] = [];
+export function validateChatRequest(body: Record<string, unknown>, maxChoices: number): void {
+  const details: ErrorDetail[] = choiceCountErrors(body, maxChoices);
   const { messages, stream, stream_options: streamOptions } = body;
   if (!Array.isArray(messages) || messages.length === 0) {
     details.push({ field: 'messages', message: 'must be a non-empty array of messages' });
@@ -19,7 +20,7 @@ export function validateChatRequest(body: Record<string, unknown>): void {
       }
       const { role } = message as Record<string, unknown>;
       if (typeof role !== 'string' || !MESSAGE_ROLES.has(role)) {
-        details.push({ field: `messages[${index}].role`, message: 'must be one of system, user, assistant, tool, developer' });
+        details.push({ field: `messages[${index}].role`, message: `must be one of ${[...MESSAGE_ROLES].join(', ')}` });
       }
       if (!('content' in message) && !(role === 'assistant' && 'tool_calls' in message)) {
         details.push({ field: `messages[${index}].content`, message: 'is required' });
@@ -31,6 +32,25 @@ export function validateChatRequest(body: Record<string, unknown>): void {
     details.push({ field: 'stream_options', message: 'must be an object' });
   }
   if (details.length > 0) throw invalid(details);
+}
+
+/**
+ * `n` and `best_of`, when sent, are integers from 1 to `TOLLGATE_MAX_CHOICES`.
+ * The hold and the charge's bound count every sequence they ask for, so the
+ * gateway must read them as the engine will: an engine that takes `"64"` or
+ * `64.0` for 64 (pydantic does) would otherwise generate 64 choices held for
+ * as one.
+ */
+function choiceCountErrors(body: Record<string, unknown>, maxChoices: number): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  for (const field of ['n', 'best_of']) {
+    const value = body[field];
+    if (value === undefined || value === null) continue;
+    if (!Number.isSafeInteger(value) || (value as number) < 1 || (value as number) > maxChoices) {
+      details.push({ field, message: `must be an integer from 1 to ${maxChoices} (TOLLGATE_MAX_CHOICES)` });
+    }
+  }
+  return details;
 }
 
 /** `input` is a string, an array of strings, or token ids (an array of integers, or of arrays of them). */

@@ -1,0 +1,23 @@
+import { estimateInputTokens } from '../proxy/usage.js';
+import type { BilledEndpoint } from './endpoint.js';
+import { validateEmbeddingsRequest } from './validate.js';
+
+/**
+ * Embeddings. `encoding_format` (float or base64) goes to the engine
+ * unchanged, so base64 vectors are relayed as the engine encoded them.
+ */
+export const EMBEDDINGS: BilledEndpoint = {
+  name: 'embeddings',
+  task: 'embedding',
+  path: '/embeddings',
+  validate: (body) => validateEmbeddingsRequest(body),
+  streams: () => false,
+  // 1,024 floats a vector: found, checked and relayed as text, never parsed into numbers and written back.
+  liftArrays: 'embedding',
+  upstreamBody: (call, target) => ({ ...call.body, model: target.servedModelName }),
+  shapeAnswer(answer) {
+    // Clients index results by position: keep them in input order whatever order the engine used.
+    if (Array.isArray(answer.data)) (answer.data as Array<{ index: number }>).sort((a, b) => a.index - b.index);
+  },
+  estimate: (call) => ({ promptTokens: estimateInputTokens(call.body.input), completionTokens: 0 }),
+};
