@@ -1,5 +1,4 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import { getCookie } from 'hono/cookie';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
@@ -7,9 +6,7 @@ import { sessionRequestFromThisSite } from '../../platform/people/same-site.js';
 import type { UserRow } from '../../platform/people/users.js';
 import type { Services } from '../../services.js';
 import type { WindowCount } from '../../shared/db/window-counter.js';
-
-/** The portal's session cookie. */
-export const SESSION_COOKIE = 'tollgate_session';
+import { sessionCookieOf } from './session-cookie.js';
 
 /** The spec's limits of the generic API: per authenticated caller, and per client address without credentials. */
 const HOURLY_LIMIT = 1_000;
@@ -36,7 +33,7 @@ export function apiAccess(services: Services, clientOf: (c: Context) => { addres
   return async (c, next) => {
     let actor: SignedInActor;
     try {
-      actor = await signedInActor(services, c);
+      actor = await signedInActor(services, c, clientOf(c).https);
     } catch (error) {
       if (!(error instanceof GatewayError) || !NOBODY_CODES.has(error.code)) throw error;
       await countAgainst(services, c, `api:addr:${clientOf(c).address}`, ANONYMOUS_HOURLY_LIMIT);
@@ -70,7 +67,7 @@ export async function countAgainst(services: Services, c: Context, key: string, 
 }
 
 /** The user behind the request's API key or session cookie; 401 `unauthorized` when there is none, or it is not valid. */
-async function signedInActor(services: Services, c: Context): Promise<SignedInActor> {
+async function signedInActor(services: Services, c: Context, https: boolean): Promise<SignedInActor> {
   const authorization = c.req.header('authorization');
   if (authorization !== undefined) {
     const key = await services.keys.authenticate(authorization);
@@ -80,7 +77,7 @@ async function signedInActor(services: Services, c: Context): Promise<SignedInAc
     });
     return { ...actorOf(user), keyId: key.id };
   }
-  const sessionId = getCookie(c, SESSION_COOKIE);
+  const sessionId = sessionCookieOf(c, https);
   if (sessionId) {
     const session = await services.sessions.user(sessionId);
     if (session) return { ...actorOf(session.user), sessionHash: session.sessionHash };

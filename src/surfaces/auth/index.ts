@@ -1,7 +1,7 @@
 import { type Context, Hono } from 'hono';
-import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { z } from 'zod';
-import { ANONYMOUS_HOURLY_LIMIT, countAgainst, SESSION_COOKIE } from '../api/access.js';
+import { ANONYMOUS_HOURLY_LIMIT, countAgainst } from '../api/access.js';
+import { clearSessionCookie, sessionCookieOf, setSessionCookie } from '../api/session-cookie.js';
 import { renderApiError } from '../api/errors.js';
 import { userView } from '../api/users.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
@@ -88,15 +88,15 @@ export async function checkSignIn(services: Services, email: string, password: s
   return user;
 }
 
-/** Starts a session for `userId` and sets its cookie: HttpOnly, SameSite=Lax, Secure over HTTPS. */
+/** Starts a session for `userId` and sets its cookie: host-only, HttpOnly, SameSite=Lax, `__Host-` and Secure over HTTPS. */
 export async function startSession(c: Context, services: Services, userId: string, https: boolean): Promise<void> {
   const session = await services.sessions.start(userId);
-  setCookie(c, SESSION_COOKIE, session.id, { path: '/', httpOnly: true, sameSite: 'Lax', secure: https, expires: session.expiresAt });
+  setSessionCookie(c, session.id, session.expiresAt, https);
 }
 
 /** Ends the request's session, if any, and clears its cookie. */
 export async function endSession(c: Context, services: Services, https: boolean): Promise<void> {
-  const id = getCookie(c, SESSION_COOKIE);
+  const id = sessionCookieOf(c, https);
   if (id) await services.sessions.end(id);
-  deleteCookie(c, SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'Lax', secure: https });
+  clearSessionCookie(c, https);
 }

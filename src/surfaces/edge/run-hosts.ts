@@ -41,9 +41,24 @@ export function runHostsProxy(publicHosts: PublicHosts): MiddlewareHandler {
       // fetch has decoded the body already.
       out.delete('content-encoding');
       out.delete('content-length');
+      out.delete('set-cookie');
+      for (const cookie of answer.headers.getSetCookie()) out.append('set-cookie', hostOnly(cookie));
       return new Response(answer.body, { status: answer.status, headers: out });
     } catch {
       throw new GatewayError('upstream_error', 'The service behind this address did not answer.');
     }
   };
+}
+
+/**
+ * A node's `Set-Cookie` without its `Domain` attribute: the cookie is kept,
+ * host-only, for the run's own host. With a Domain it would reach every host
+ * under that domain (other organizations' stacks, or the portal when it shares
+ * a parent domain), where it could sign a visitor in as someone else. A
+ * cookie's value cannot hold `;` (RFC 6265, 4.1.1), so the attributes split
+ * there.
+ */
+function hostOnly(cookie: string): string {
+  const [pair, ...attributes] = cookie.split(';');
+  return [pair, ...attributes.filter((attribute) => attribute.split('=')[0]!.trim().toLowerCase() !== 'domain')].join(';');
 }

@@ -40,7 +40,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   const tokens = formTokens(createHash('sha256').update(`tollgate-portal:${services.adminToken}`).digest('hex'));
   const deps: PortalDeps = {
     services,
-    signedIn: (c) => signedIn(services, c),
+    signedIn: (c) => signedIn(services, c, clientOf(c).https),
     viewerOf: (actor: SignedInActor) => ({ name: actor.user.name, csrf: tokens.of(actor.sessionHash!) }),
     checkToken: (actor, token) => tokens.check(actor.sessionHash!, token),
   };
@@ -76,7 +76,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
     return c.body(asset.body, 200, { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable' });
   });
 
-  portal.get('/', async (c) => c.redirect((await sessionActor(services, c)) ? '/portal/keys' : '/portal/sign-in', 303));
+  portal.get('/', async (c) => c.redirect((await sessionActor(services, c, clientOf(c).https)) ? '/portal/keys' : '/portal/sign-in', 303));
   portal.route('/sign-in', signInRoutes(deps, clientOf));
   portal.route('/sign-out', signOutRoutes(deps, clientOf));
   portal.route('/keys', keysRoutes(deps));

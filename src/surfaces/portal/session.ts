@@ -1,12 +1,11 @@
 import type { Context } from 'hono';
-import { getCookie } from 'hono/cookie';
 import type { z } from 'zod';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { toDetails } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';
-import { SESSION_COOKIE } from '../api/access.js';
+import { sessionCookieOf } from '../api/session-cookie.js';
 import type { Viewer } from './pages.js';
 
 export type PortalContext = Context<GatewayEnv>;
@@ -33,9 +32,9 @@ export const DONE_NOTICES: Record<string, string> = {
   'user-deleted': 'User deleted: their sessions ended and their keys stopped working.',
 };
 
-/** The signed-in user of the session cookie, or undefined. */
-export async function sessionActor(services: Services, c: PortalContext): Promise<SignedInActor | undefined> {
-  const id = getCookie(c, SESSION_COOKIE);
+/** The signed-in user of the session cookie (its name for the request's scheme, `https`), or undefined. */
+export async function sessionActor(services: Services, c: PortalContext, https: boolean): Promise<SignedInActor | undefined> {
+  const id = sessionCookieOf(c, https);
   if (!id) return undefined;
   const session = await services.sessions.user(id);
   if (!session) return undefined;
@@ -44,8 +43,8 @@ export async function sessionActor(services: Services, c: PortalContext): Promis
 }
 
 /** The signed-in user, or 401 (which the portal answers with the sign-in page). */
-export async function signedIn(services: Services, c: PortalContext): Promise<SignedInActor> {
-  const actor = await sessionActor(services, c);
+export async function signedIn(services: Services, c: PortalContext, https: boolean): Promise<SignedInActor> {
+  const actor = await sessionActor(services, c, https);
   if (!actor) throw new GatewayError('unauthorized', 'Sign in first.');
   return actor;
 }

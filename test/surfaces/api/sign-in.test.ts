@@ -27,7 +27,7 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
     if (limits === 'redis') expect(await redisWindowCount(prefix, key), key).toBe(count);
   };
 
-  it('sets an HttpOnly, SameSite=Lax session cookie, Secure only over HTTPS', async () => {
+  it('sets a host-only, HttpOnly, SameSite=Lax session cookie; over HTTPS named __Host- and Secure', async () => {
     const { users } = await orgWithUsers(gateway, ['owner']);
     const plain = await signIn(gateway, users[0]!.email, users[0]!.password);
     expect(plain.status).toBe(200);
@@ -39,10 +39,19 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
     expect(attributes).toContain('path=/');
     expect(attributes.some((a) => a.startsWith('expires='))).toBe(true);
     expect(attributes).not.toContain('secure');
+    expect(attributes.some((a) => a.startsWith('domain='))).toBe(false);
     // Behind a trusted proxy that terminated TLS.
-    const proxied = await signIn(gateway, users[0]!.email, users[0]!.password, { 'x-forwarded-proto': 'https' });
-    expect(proxied.setCookie!.split(';').map((part) => part.trim().toLowerCase())).toContain('secure');
+    const https = { 'x-forwarded-proto': 'https' };
+    const proxied = await signIn(gateway, users[0]!.email, users[0]!.password, https);
+    const secured = proxied.setCookie!.split(';').map((part) => part.trim().toLowerCase());
+    expect(secured[0]).toMatch(/^__host-tollgate_session=[a-z0-9_-]{43}$/);
+    expect(secured).toEqual(expect.arrayContaining(['secure', 'path=/', 'httponly', 'samesite=lax']));
+    expect(secured.some((a) => a.startsWith('domain='))).toBe(false);
     expect((await withCookie(gateway, plain.cookie!, 'GET', '/api/v1/me')).body.id).toBe(users[0]!.id);
+    const me = (cookie: string) => fetch(`${gateway.url}/api/v1/me`, { headers: { cookie, ...https } });
+    expect((await me(proxied.cookie!)).status).toBe(200);
+    // Over HTTPS only the __Host- name is read: a plain-named cookie (which another host may set for a parent domain) is nobody.
+    expect((await me(plain.cookie!)).status).toBe(401);
   });
 
   it('answers a wrong password and an unknown email alike, after the same work', async () => {
