@@ -40,6 +40,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`Invalid settings:\n${lines.join('\n')}`);
   }
   const s = parsed.data;
+  if (s.DATABASE_URL && !s.TOLLGATE_ADMIN_TOKEN) {
+    // Each process would make a token of its own: the operator API and the portal's form protection would answer 401 from all but one.
+    throw new ConfigError(
+      'TOLLGATE_ADMIN_TOKEN is not set: with DATABASE_URL every gateway process must share one operator token. Set TOLLGATE_ADMIN_TOKEN to the same secret of at least 16 characters on each process (openssl rand -base64 32 makes one).',
+    );
+  }
   return Object.freeze({
     port: s.PORT,
     host: s.TOLLGATE_HOST,

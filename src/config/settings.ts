@@ -23,7 +23,7 @@ const DEFAULT_EGRESS_HOSTS = [
  */
 export const settingsSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  TOLLGATE_HOST: z.string().min(1).default('0.0.0.0'),
+  TOLLGATE_HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().url().optional(),
   REDIS_URL: z.string().url().optional(),
   TOLLGATE_DATA_DIR: z.string().min(1).default('.tollgate'),
