@@ -54,6 +54,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dataDir: s.TOLLGATE_DATA_DIR === 'memory://' ? s.TOLLGATE_DATA_DIR : path.resolve(s.TOLLGATE_DATA_DIR),
     adminToken: s.TOLLGATE_ADMIN_TOKEN,
     keyPrefix: s.TOLLGATE_KEY_PREFIX,
+    keysPerAccount: s.TOLLGATE_KEYS_PER_ACCOUNT,
     enginesFile: path.resolve(s.TOLLGATE_ENGINES_FILE),
     maxBodyBytes: s.TOLLGATE_MAX_BODY_BYTES,
     upstreamTimeoutMs: s.TOLLGATE_UPSTREAM_TIMEOUT_MS,

@@ -32,6 +32,7 @@ export const settingsSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{2,16}$/, 'TOLLGATE_KEY_PREFIX must be 2-16 letters, digits, "-" or "_"')
     .default('sk-gw-'),
+  TOLLGATE_KEYS_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(5),
   TOLLGATE_ENGINES_FILE: z.string().min(1).default('engines/engines.json'),
   TOLLGATE_MAX_BODY_BYTES: z.coerce
     .number()

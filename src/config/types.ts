@@ -13,6 +13,8 @@ export interface Config {
   dataDir: string;
   adminToken?: string;
   keyPrefix: string;
+  /** TOLLGATE_KEYS_PER_ACCOUNT: live keys one user (or an organization's service account, for keys made for no user) may hold. */
+  keysPerAccount: number;
   enginesFile: string;
   maxBodyBytes: number;
   upstreamTimeoutMs: number;
