@@ -63,7 +63,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: s.TOLLGATE_PUBLIC_URL,
     logLevel: s.TOLLGATE_LOG_LEVEL,
     simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
-    engines: { pollMs: s.TOLLGATE_ENGINE_POLL_MS, onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN },
+    engines: { pollMs: s.TOLLGATE_ENGINE_POLL_MS, dnsRefreshMs: s.TOLLGATE_ENGINE_DNS_REFRESH_MS, onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN },
     routing: {
       policy: s.TOLLGATE_ROUTING_POLICY,
       scrapeMs: s.TOLLGATE_ROUTING_SCRAPE_MS,

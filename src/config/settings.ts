@@ -70,6 +70,7 @@ export const settingsSchema = z.object({
     .min(1024)
     .default(1024 * 1024),
   TOLLGATE_ENGINE_POLL_MS: z.coerce.number().int().min(100).default(2000),
+  TOLLGATE_ENGINE_DNS_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
   TOLLGATE_ENGINES_ON_SHUTDOWN: z.enum(['leave', 'stop']).default('leave'),
   TOLLGATE_ROUTING_POLICY: z.enum(['scored', 'least-loaded', 'round-robin']).default('scored'),
   TOLLGATE_ROUTING_SCRAPE_MS: z.coerce.number().int().min(50).max(60_000).default(250),

@@ -27,8 +27,10 @@ export interface Config {
   /** How Docker engines choose a replica for a request, and how often they scrape replicas' metrics. */
   routing: RoutingSettings;
   engines: {
-    /** How often Docker engines reconcile their containers and health-check replicas. */
+    /** How often Docker engines reconcile their containers and health-check replicas (and `urls`/`dns` engines check their servers). */
     pollMs: number;
+    /** How often a `dns` engine resolves its name again: replicas appear and go within this. */
+    dnsRefreshMs: number;
     /** On shutdown, leave containers running (a restart adopts them) or stop and remove them. */
     onShutdown: 'leave' | 'stop';
   };

@@ -11,6 +11,7 @@ import { openStore } from '../shared/db/client.js';
 import { openRedis, redisReady } from '../shared/db/redis.js';
 import { readEngineDefinitions, type SimulatorDefinition } from '../gateway/engines/definitions.js';
 import { startFleet } from '../gateway/engines/fleet.js';
+import type { LookupAll } from '../gateway/engines/servers.js';
 import { STORE_TIMEOUT_MS } from '../shared/db/timeout.js';
 import { createLogger, describeError, type Logger } from '../shared/http/log.js';
 import { type DemoSeed, seedDemo, storeIsEmpty } from './demo-seed.js';
@@ -52,6 +53,8 @@ export interface StartOptions {
   log?: Logger;
   /** With tracing configured, spans go here instead of to OTLP (tests: the SDK's InMemorySpanExporter). */
   spanExporter?: SpanExporter;
+  /** How `dns` engines resolve their names (tests: a resolver of their own). */
+  lookup?: LookupAll;
 }
 
 /**
@@ -69,7 +72,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const closers: Array<() => Promise<void>> = [() => store.close()];
   try {
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
-    const fleet = await startFleet(definitions, { env: options.env ?? {}, config, log, db: store.db });
+    const fleet = await startFleet(definitions, { env: options.env ?? {}, config, log, db: store.db, lookup: options.lookup });
     closers.unshift(() => fleet.close());
     const redis = config.redisUrl ? openRedis(config.redisUrl, log) : null;
     if (redis) {
