@@ -57,7 +57,20 @@ function printBanner(gateway: RunningGateway): void {
       `  curl -i ${base}/auth/sign-in -H "Content-Type: application/json" -d '{"email":"${demo.owner.email}","password":"${demo.owner.password}"}'`,
     );
   }
+  if (!gateway.services.config.seedDemo && gateway.firstStart) lines.push('', ...nextSteps(base, !gateway.adminToken.generated && gateway.adminToken.file === null));
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** With the demo off and nothing in the store yet: what an operator does before a first request. */
+function nextSteps(base: string, tokenFromEnvironment: boolean): string[] {
+  const token = tokenFromEnvironment ? 'the operator token in TOLLGATE_ADMIN_TOKEN' : 'the operator token above (TOLLGATE_ADMIN_TOKEN, or TOLLGATE_DATA_DIR for the CLI to read it)';
+  return [
+    'No organizations yet (TOLLGATE_SEED_DEMO=false). Next, with the tollgate CLI and ' + token + ':',
+    `  tollgate models add --id MODEL --name "NAME" --hf-repo ORG/REPO --task chat --context-length 32768 --url ${base}`,
+    '  tollgate prices set --model MODEL --input 0.15 --output 0.60',
+    '  tollgate orgs create --name NAME, then tollgate wallet topup --org ORG --amount 50 and tollgate keys create --org ORG --name first',
+    'Each model needs an engine in engines/engines.json (TOLLGATE_ENGINES_FILE); see docs/operating.md and docs/production.md.',
+  ];
 }
 
 await main();

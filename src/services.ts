@@ -158,7 +158,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     config,
     db,
     log,
-    keys: new KeyService(db, config.keyPrefix, (hash) => admissionCache.keyByHash(hash), catalogChanged),
+    keys: new KeyService(db, config.keyPrefix, (hash) => admissionCache.keyByHash(hash), catalogChanged, config.keysPerAccount),
     admissionCache,
     wallets,
     journal,

@@ -40,6 +40,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`Invalid settings:\n${lines.join('\n')}`);
   }
   const s = parsed.data;
+  if (s.DATABASE_URL && !s.TOLLGATE_ADMIN_TOKEN) {
+    // Each process would make a token of its own: the operator API and the portal's form protection would answer 401 from all but one.
+    throw new ConfigError(
+      'TOLLGATE_ADMIN_TOKEN is not set: with DATABASE_URL every gateway process must share one operator token. Set TOLLGATE_ADMIN_TOKEN to the same secret of at least 16 characters on each process (openssl rand -base64 32 makes one).',
+    );
+  }
   return Object.freeze({
     port: s.PORT,
     host: s.TOLLGATE_HOST,
@@ -48,6 +54,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dataDir: s.TOLLGATE_DATA_DIR === 'memory://' ? s.TOLLGATE_DATA_DIR : path.resolve(s.TOLLGATE_DATA_DIR),
     adminToken: s.TOLLGATE_ADMIN_TOKEN,
     keyPrefix: s.TOLLGATE_KEY_PREFIX,
+    keysPerAccount: s.TOLLGATE_KEYS_PER_ACCOUNT,
     enginesFile: path.resolve(s.TOLLGATE_ENGINES_FILE),
     maxBodyBytes: s.TOLLGATE_MAX_BODY_BYTES,
     maxChoices: s.TOLLGATE_MAX_CHOICES,
@@ -57,7 +64,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: s.TOLLGATE_PUBLIC_URL,
     logLevel: s.TOLLGATE_LOG_LEVEL,
     simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
-    engines: { pollMs: s.TOLLGATE_ENGINE_POLL_MS, onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN },
+    engines: { pollMs: s.TOLLGATE_ENGINE_POLL_MS, dnsRefreshMs: s.TOLLGATE_ENGINE_DNS_REFRESH_MS, onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN },
     routing: {
       policy: s.TOLLGATE_ROUTING_POLICY,
       scrapeMs: s.TOLLGATE_ROUTING_SCRAPE_MS,

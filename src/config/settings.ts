@@ -23,7 +23,7 @@ const DEFAULT_EGRESS_HOSTS = [
  */
 export const settingsSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  TOLLGATE_HOST: z.string().min(1).default('0.0.0.0'),
+  TOLLGATE_HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().url().optional(),
   REDIS_URL: z.string().url().optional(),
   TOLLGATE_DATA_DIR: z.string().min(1).default('.tollgate'),
@@ -32,6 +32,7 @@ export const settingsSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{2,16}$/, 'TOLLGATE_KEY_PREFIX must be 2-16 letters, digits, "-" or "_"')
     .default('sk-gw-'),
+  TOLLGATE_KEYS_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(5),
   TOLLGATE_ENGINES_FILE: z.string().min(1).default('engines/engines.json'),
   TOLLGATE_MAX_BODY_BYTES: z.coerce
     .number()
@@ -70,6 +71,7 @@ export const settingsSchema = z.object({
     .min(1024)
     .default(1024 * 1024),
   TOLLGATE_ENGINE_POLL_MS: z.coerce.number().int().min(100).default(2000),
+  TOLLGATE_ENGINE_DNS_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
   TOLLGATE_ENGINES_ON_SHUTDOWN: z.enum(['leave', 'stop']).default('leave'),
   TOLLGATE_ROUTING_POLICY: z.enum(['scored', 'least-loaded', 'round-robin']).default('scored'),
   TOLLGATE_ROUTING_SCRAPE_MS: z.coerce.number().int().min(50).max(60_000).default(250),

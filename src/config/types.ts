@@ -26,6 +26,8 @@ export interface Config {
   dataDir: string;
   adminToken?: string;
   keyPrefix: string;
+  /** TOLLGATE_KEYS_PER_ACCOUNT: live keys one user (or an organization's service account, for keys made for no user) may hold. */
+  keysPerAccount: number;
   enginesFile: string;
   maxBodyBytes: number;
   /** The most sequences one request may ask an engine to generate (`n`, `best_of`): each is billed, and each loads the engine. */
@@ -40,8 +42,10 @@ export interface Config {
   /** How Docker engines choose a replica for a request, and how often they scrape replicas' metrics. */
   routing: RoutingSettings;
   engines: {
-    /** How often Docker engines reconcile their containers and health-check replicas. */
+    /** How often Docker engines reconcile their containers and health-check replicas (and `urls`/`dns` engines check their servers). */
     pollMs: number;
+    /** How often a `dns` engine resolves its name again: replicas appear and go within this. */
+    dnsRefreshMs: number;
     /** On shutdown, leave containers running (a restart adopts them) or stop and remove them. */
     onShutdown: 'leave' | 'stop';
   };

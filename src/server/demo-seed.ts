@@ -26,8 +26,7 @@ const DEMO_PRICES = { chat: { input: '0.15', output: '0.60' }, embedding: { inpu
  * without any set-up. Returns null when the store already has organizations.
  */
 export async function seedDemo(services: Services, simulated: SimulatorDefinition[]): Promise<DemoSeed | null> {
-  const [{ count } = { count: 0 }] = await services.db.select({ count: sql<number>`count(*)::int` }).from(organizations);
-  if (count > 0) return null;
+  if (!(await storeIsEmpty(services))) return null;
   for (const definition of simulated) {
     const existing = await services.catalog.list({ includeDisabled: true });
     if (existing.some((m) => m.id === definition.model)) continue;
@@ -55,4 +54,10 @@ export async function seedDemo(services: Services, simulated: SimulatorDefinitio
     chatModel: simulated.find((d) => d.task === 'chat')?.model ?? null,
     embeddingModel: simulated.find((d) => d.task === 'embedding')?.model ?? null,
   };
+}
+
+/** True while the store has no organization: a first start, as far as an operator can tell. */
+export async function storeIsEmpty(services: Services): Promise<boolean> {
+  const [{ count } = { count: 0 }] = await services.db.select({ count: sql<number>`count(*)::int` }).from(organizations);
+  return count === 0;
 }

@@ -11,9 +11,10 @@ import { openStore } from '../shared/db/client.js';
 import { openRedis, redisReady } from '../shared/db/redis.js';
 import { readEngineDefinitions, type SimulatorDefinition } from '../gateway/engines/definitions.js';
 import { startFleet } from '../gateway/engines/fleet.js';
+import type { LookupAll } from '../gateway/engines/servers.js';
 import { STORE_TIMEOUT_MS } from '../shared/db/timeout.js';
 import { createLogger, describeError, type Logger } from '../shared/http/log.js';
-import { type DemoSeed, seedDemo } from './demo-seed.js';
+import { type DemoSeed, seedDemo, storeIsEmpty } from './demo-seed.js';
 import { loadShippedStacks } from '../platform/stacks/shipped.js';
 import { createServices, type Services } from '../services.js';
 import { serveMetrics } from '../shared/observability/metrics-server.js';
@@ -33,6 +34,8 @@ export interface RunningGateway {
   metricsUrl: string | null;
   /** Set on the first start with an empty store (and TOLLGATE_SEED_DEMO on). */
   demo: DemoSeed | null;
+  /** The store had no organization when this process started (with the demo off, the start says what to do next). */
+  firstStart: boolean;
   /**
    * Shuts down without losing work (SIGTERM): stops accepting connections,
    * answers `/health` with 503, lets requests in flight finish for up to
@@ -50,6 +53,8 @@ export interface StartOptions {
   log?: Logger;
   /** With tracing configured, spans go here instead of to OTLP (tests: the SDK's InMemorySpanExporter). */
   spanExporter?: SpanExporter;
+  /** How `dns` engines resolve their names (tests: a resolver of their own). */
+  lookup?: LookupAll;
 }
 
 /**
@@ -67,7 +72,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const closers: Array<() => Promise<void>> = [() => store.close()];
   try {
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
-    const fleet = await startFleet(definitions, { env: options.env ?? {}, config, log, db: store.db });
+    const fleet = await startFleet(definitions, { env: options.env ?? {}, config, log, db: store.db, lookup: options.lookup });
     closers.unshift(() => fleet.close());
     const redis = config.redisUrl ? openRedis(config.redisUrl, log) : null;
     if (redis) {
@@ -93,7 +98,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
     // The global stacks shipped in stacks/; a broken one is logged, never a reason not to serve.
     await loadShippedStacks(services.stacks, log).catch((error: unknown) => log.error('shipped stacks not loaded', describeError(error)));
-    const demo = config.seedDemo ? await seedDemo(services, simulated) : null;
+    const firstStart = await storeIsEmpty(services);
+    const demo = config.seedDemo && firstStart ? await seedDemo(services, simulated) : null;
     const server = await listen(createApp(services).fetch, config);
     closers.unshift(() => closeServer(server));
     const port = (server.address() as AddressInfo).port;
@@ -108,6 +114,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       adminToken,
       metricsUrl: metricsServer ? `http://127.0.0.1:${metricsServer.port}/metrics` : null,
       demo,
+      firstStart,
       drain: () => drain(server, services),
       close: () => runAll(closers),
     };

@@ -6,9 +6,9 @@ import { apiKeys, usageRecords } from '../../shared/db/schema.js';
 // taken in SQL and read back as text, so token counts and money (bigint nanos)
 // never pass through a float.
 
-/** Which records a report covers: one organization, `from <= created_at < to`, optionally narrowed. */
+/** Which records a report covers: one organization (every one: null, the operator's view), `from <= created_at < to`, optionally narrowed. */
 export interface UsageScope {
-  orgId: string;
+  orgId: string | null;
   from: Date;
   to: Date;
   keyId?: string;
@@ -26,13 +26,14 @@ export interface UsageTotals {
   cost: bigint;
 }
 
-export const USAGE_GROUPINGS = ['model', 'key', 'project', 'day'] as const;
+export const USAGE_GROUPINGS = ['model', 'key', 'key_model', 'project', 'day'] as const;
 export type UsageGrouping = (typeof USAGE_GROUPINGS)[number];
 
 export type UsageGroup = UsageTotals &
   (
     | { by: 'model'; model: string }
     | { by: 'key'; keyId: string; keyName: string | null }
+    | { by: 'key_model'; keyId: string; keyName: string | null; model: string }
     | { by: 'project'; projectId: string | null }
     /** A UTC calendar day, `YYYY-MM-DD`. */
     | { by: 'day'; date: string }
@@ -73,8 +74,8 @@ export async function usageTotals(db: Database, scope: UsageScope): Promise<Usag
 }
 
 /**
- * The records in scope summed per model, key, project or UTC day, in one
- * query. Days come in date order; the others by cost, largest first.
+ * The records in scope summed per model, key, key and model, project or UTC
+ * day, in one query. Days come in date order; the others by cost, largest first.
  *
  * @example
  * const groups = await usageGroups(db, { orgId, from, to }, 'key');
@@ -101,6 +102,16 @@ export async function usageGroups(db: Database, scope: UsageScope, grouping: Usa
         .groupBy(usageRecords.keyId, apiKeys.name)
         .orderBy(costDesc, asc(usageRecords.keyId));
       return rows.map((row) => ({ by: 'key', keyId: row.keyId, keyName: row.keyName, ...toTotals(row) }));
+    }
+    case 'key_model': {
+      const rows = await db
+        .select({ keyId: usageRecords.keyId, keyName: apiKeys.name, model: usageRecords.modelId, ...totalsColumns })
+        .from(usageRecords)
+        .leftJoin(apiKeys, eq(apiKeys.id, usageRecords.keyId))
+        .where(where)
+        .groupBy(usageRecords.keyId, apiKeys.name, usageRecords.modelId)
+        .orderBy(costDesc, asc(usageRecords.keyId), asc(usageRecords.modelId));
+      return rows.map((row) => ({ by: 'key_model', keyId: row.keyId, keyName: row.keyName, model: row.model, ...toTotals(row) }));
     }
     case 'project': {
       const rows = await db
@@ -172,7 +183,8 @@ export async function usageRequests(
 }
 
 function scopeWhere({ orgId, from, to, keyId, projectId, model }: UsageScope): SQL {
-  const conditions = [eq(usageRecords.orgId, orgId), gte(usageRecords.createdAt, from), lt(usageRecords.createdAt, to)];
+  const conditions = [gte(usageRecords.createdAt, from), lt(usageRecords.createdAt, to)];
+  if (orgId !== null) conditions.push(eq(usageRecords.orgId, orgId));
   if (keyId !== undefined) conditions.push(eq(usageRecords.keyId, keyId));
   if (projectId !== undefined) conditions.push(eq(usageRecords.projectId, projectId));
   if (model !== undefined) conditions.push(eq(usageRecords.modelId, model));

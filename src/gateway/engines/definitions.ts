@@ -14,13 +14,28 @@ const simulatorDefinition = z.object({
   max_model_len: z.number().int().positive().default(8192),
 });
 
-const staticDefinition = z.object({
+const staticFields = z.object({
   kind: z.literal('static'),
   model: z.string().min(1),
   served_model_name: z.string().min(1).optional(),
-  url: z.string().url(),
+  /** One server, always offered (no health checks, no routing). */
+  url: z.string().url().optional(),
+  /** Several servers: replicas with health checks, metrics, routing and failover. */
+  urls: z.array(z.string().url()).min(1).max(256).optional(),
+  /** A name whose addresses are the replicas (a Kubernetes headless Service), resolved again every TOLLGATE_ENGINE_DNS_REFRESH_MS. */
+  dns: z
+    .object({
+      name: z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$/, 'dns.name is a host name such as vllm.ml.svc.cluster.local'),
+      port: z.number().int().min(1).max(65535).default(8000),
+      scheme: z.enum(['http', 'https']).default('http'),
+    })
+    .optional(),
   /** Name of an environment variable holding the engine's API key (vLLM's --api-key). */
   api_key_env: z.string().min(1).optional(),
+});
+const staticDefinition = staticFields.superRefine((d, context) => {
+  const given = [d.url, d.urls, d.dns].filter((where) => where !== undefined).length;
+  if (given !== 1) context.addIssue({ code: 'custom', path: ['url'], message: 'give one of url, urls or dns' });
 });
 
 /** One Docker engine an engine's replicas may be placed on, with the GPUs it offers them. */
@@ -112,7 +127,7 @@ const definitionsFile = z.object({
 });
 
 export type SimulatorDefinition = z.infer<typeof simulatorDefinition>;
-export type StaticDefinition = z.infer<typeof staticDefinition>;
+export type StaticDefinition = z.infer<typeof staticFields>;
 export type DockerDefinition = z.infer<typeof dockerDefinition>;
 export type DockerHostDefinition = z.infer<typeof dockerHost>;
 

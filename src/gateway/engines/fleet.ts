@@ -10,6 +10,7 @@ import { memoryScaleStore, pgScaleStore } from './docker/scale-store.js';
 import { LABELS, ownContainers } from './docker/spec.js';
 import type { LoadOf } from './load.js';
 import { startSimulatorEngines } from './simulator.js';
+import { type LookupAll, startServersEngine } from './servers.js';
 import { createStaticEngine } from './static.js';
 import type { Engine, EngineStatus, RoutingHint, UpstreamTarget } from './types.js';
 
@@ -42,6 +43,8 @@ export interface FleetOptions {
   db?: Database;
   /** Replicas' vLLM load from elsewhere, for tests; each Docker engine otherwise scrapes its replicas itself (TOLLGATE_ROUTING_*), and without a reading the autoscaler counts this gateway's own requests (`docker/autoscale.ts`). */
   loadOf?: LoadOf;
+  /** How `dns` engines resolve their names (tests: a resolver of their own); the system's getaddrinfo otherwise. */
+  lookup?: LookupAll;
 }
 
 export async function startFleet(definitions: EngineDefinition[], options: FleetOptions): Promise<Fleet> {
@@ -59,7 +62,12 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
       return startDockerEngine(d, { docker: dockerClientFor(d), log, env, pollMs: options.config.engines.pollMs, deployment, scaleStore, loadOf, routing: options.config.routing });
     }),
   );
-  const all = [...simulatorEngines, ...fixed.map((d) => createStaticEngine(d, options.env)), ...dockerEngines];
+  const { pollMs, dnsRefreshMs } = options.config.engines;
+  const serverEngines = await Promise.all(
+    fixed.filter((d) => d.url === undefined).map((d) => startServersEngine(d, { env, log, pollMs, dnsRefreshMs, routing: options.config.routing, lookup: options.lookup })),
+  );
+  const single = fixed.flatMap((d) => (d.url === undefined ? [] : [createStaticEngine({ ...d, url: d.url }, env)]));
+  const all = [...simulatorEngines, ...single, ...serverEngines, ...dockerEngines];
   const byModel = new Map(all.map((engine) => [engine.modelId, engine]));
   return {
     acquire(modelId, exclude, hint) {

@@ -3,26 +3,30 @@ import { singleTargetEngine } from './single.js';
 import type { Engine } from './types.js';
 
 /**
- * A vLLM server that runs elsewhere, at a fixed URL. Always offered: if it is
- * down, the upstream call fails and the client gets `upstream_error`.
+ * A vLLM server that runs elsewhere, at one fixed URL (`url`). Always offered:
+ * if it is down, the upstream call fails and the client gets `upstream_error`.
+ * With `urls` or `dns` the servers are replicas with health checks and
+ * routing instead (`servers.ts`).
  *
  * @example
  * const engine = createStaticEngine({ kind: 'static', model: 'qwen', url: 'http://127.0.0.1:8000' }, {});
  */
-export function createStaticEngine(definition: StaticDefinition, env: Record<string, string | undefined>): Engine {
-  const headers: Record<string, string> = {};
-  if (definition.api_key_env) {
-    const apiKey = env[definition.api_key_env];
-    if (!apiKey) throw new Error(`engine for ${definition.model}: environment variable ${definition.api_key_env} is not set`);
-    headers.authorization = `Bearer ${apiKey}`;
-  }
+export function createStaticEngine(definition: StaticDefinition & { url: string }, env: Record<string, string | undefined>): Engine {
   return singleTargetEngine({
     kind: 'static',
     modelId: definition.model,
     baseUrl: normalizeBaseUrl(definition.url),
     servedModelName: definition.served_model_name ?? definition.model,
-    headers,
+    headers: staticHeaders(definition, env),
   });
+}
+
+/** The engine's own API key (`api_key_env`) as a Bearer header, for each of its servers. */
+export function staticHeaders(definition: StaticDefinition, env: Record<string, string | undefined>): Record<string, string> {
+  if (!definition.api_key_env) return {};
+  const apiKey = env[definition.api_key_env];
+  if (!apiKey) throw new Error(`engine for ${definition.model}: environment variable ${definition.api_key_env} is not set`);
+  return { authorization: `Bearer ${apiKey}` };
 }
 
 /** Accepts `http://host:8000`, `http://host:8000/` or `http://host:8000/v1` and returns the `/v1` form. */

@@ -9,8 +9,8 @@ import { generateSecret, hashSecret, isWellFormedSecret, sameHash, secretHint } 
 export const KEY_EXPIRIES = ['never', '7d', '30d', '90d', '1y'] as const;
 export type KeyExpiry = (typeof KEY_EXPIRIES)[number];
 
-/** An organization holds at most this many live (not revoked, not expired) keys. */
-export const MAX_LIVE_KEYS = 5;
+/** The default of TOLLGATE_KEYS_PER_ACCOUNT: live (not revoked, not expired) keys one account holds. */
+export const DEFAULT_KEYS_PER_ACCOUNT = 5;
 
 export interface KeyLimits {
   requestsPerMinute: number;
@@ -90,6 +90,11 @@ export class KeyService {
     },
     /** Called after every write, so the request path's admission cache drops what it holds (`catalog/admission-cache.ts`). */
     private readonly changed: () => void = () => {},
+    /**
+     * TOLLGATE_KEYS_PER_ACCOUNT: live keys a user holds; keys the operator
+     * makes for no user are the organization's service account, counted together.
+     */
+    private readonly keysPerAccount: number = DEFAULT_KEYS_PER_ACCOUNT,
   ) {}
 
   async create(input: CreateKeyInput): Promise<{ key: KeyRow; secret: string }> {
@@ -97,7 +102,7 @@ export class KeyService {
     const now = new Date();
     const key = await this.db.transaction(async (tx) => {
       // Locking the organization row serialises key creation per organization,
-      // so two concurrent creates cannot both pass the five-key check.
+      // so two concurrent creates cannot both pass the per-account check.
       const [org] = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, input.orgId)).for('update');
       if (!org) throw new GatewayError('not_found', `Organization ${input.orgId} does not exist.`, { status: 404 });
       if (input.projectId) await assertProjectOf(tx, input.orgId, input.projectId);
@@ -108,12 +113,14 @@ export class KeyService {
           .where(and(eq(users.id, input.userId), eq(users.orgId, input.orgId), isNull(users.deletedAt)));
         if (!user) throw new GatewayError('not_found', `User ${input.userId} is not a user of organization ${input.orgId}.`, { status: 404 });
       }
+      const account = input.userId ? eq(apiKeys.userId, input.userId) : isNull(apiKeys.userId);
       const [{ live } = { live: 0 }] = await tx
         .select({ live: sql<number>`count(*)::int` })
         .from(apiKeys)
-        .where(and(eq(apiKeys.orgId, input.orgId), isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))));
-      if (live >= MAX_LIVE_KEYS) {
-        throw new GatewayError('key_limit_reached', `An organization holds at most ${MAX_LIVE_KEYS} keys; revoke one first.`);
+        .where(and(eq(apiKeys.orgId, input.orgId), account, isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))));
+      if (live >= this.keysPerAccount) {
+        const holder = input.userId ? `User ${input.userId}` : `The organization's service account (keys made for no user)`;
+        throw new GatewayError('key_limit_reached', `${holder} already holds ${live} live keys, the most one account may (TOLLGATE_KEYS_PER_ACCOUNT=${this.keysPerAccount}); revoke one first.`);
       }
       const [row] = await tx
         .insert(apiKeys)

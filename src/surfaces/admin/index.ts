@@ -13,6 +13,7 @@ import { nodesRoutes } from './nodes.js';
 import { orgsRoutes } from './orgs.js';
 import { pricesRoutes } from './prices.js';
 import { profilesRoutes } from './profiles.js';
+import { usageRoutes } from './usage.js';
 import { usersRoutes } from './users.js';
 
 /**
@@ -37,6 +38,7 @@ export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
   admin.route('/nodes', nodesRoutes(services));
   admin.route('/rate-cards', rateCardsRoutes(services));
   admin.route('/conversion-rates', conversionRatesRoutes(services));
+  admin.route('/usage', usageRoutes(services));
   // The report and its CSV twin (`/costs`, `/costs.csv`): one resource whose two paths are siblings, not nested.
   admin.route('/', costsRoutes(services));
   return admin;

@@ -69,7 +69,7 @@ export async function checkSignIn(services: Services, email: string, password: s
   // The counter and the lookup take the same normalized email: no other spelling of it has a fresh count.
   const normalized = normalizeEmail(email);
   const counters = [`signin:email:${normalized}`, `signin:addr:${address}`];
-  const [byEmail, byAddress] = await Promise.all(counters.map((key) => services.windows.peek(key)));
+  const [byEmail, byAddress] = await Promise.all(counters.map((key) => services.windows.peek(key, FAILURE_WINDOW_MS)));
   for (const [count, limit] of [
     [byEmail!, FAILURES_PER_EMAIL],
     [byAddress!, FAILURES_PER_ADDRESS],

@@ -1,9 +1,10 @@
 import { Args, GLOBAL_OPTIONS, parseCommandLine } from './args.js';
-import { createClient } from './client.js';
+import { type ClientOptions, createClient } from './client.js';
 import type { Command } from './commands/command.js';
-import { COMMANDS, findCommand, usageLines, usageOf } from './commands/index.js';
+import { closestCommand, COMMANDS, findCommand, usageOf } from './commands/index.js';
+import packageJson from '../../../package.json' with { type: 'json' };
 import { ApiError, CliError, UsageError } from './errors.js';
-import { resolveKeySettings, resolveSettings } from './settings.js';
+import { keySettingsIfGiven, resolveKeySettings, resolveSettings } from './settings.js';
 import type { Input, Stdin } from './terminal.js';
 
 export interface Io {
@@ -25,6 +26,7 @@ const processIo: Io = { stdout: (text) => process.stdout.write(text), stderr: (t
  * process.exitCode = await main(['orgs', 'create', '--name', 'Acme', '--json']);
  */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) return print(io, packageJson.version);
   const { words, rest } = splitCommandWords(argv);
   const [group, action] = words;
   if (group === undefined || group === 'help' || rest.includes('--help') || rest.includes('-h')) {
@@ -34,8 +36,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   }
   const command = findCommand(group, action);
   if (!command) {
-    const known = usageLines(group);
-    io.stderr(`error: unknown command "${words.join(' ')}"\n${(known.length > 0 ? known : usageLines()).map((line) => `usage: ${line}`).join('\n')}\n`);
+    // Two lines, whatever was typed: what was not understood, and the nearest command (its usage line).
+    io.stderr(`error: unknown command "${words.join(' ')}"\ndid you mean: ${usageOf(closestCommand(words))}   (tollgate help lists every command)\n`);
     return 2;
   }
   try {
@@ -51,10 +53,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     };
     const built = await command.request(args, input);
     const requests = Array.isArray(built) ? built : [built];
-    const client =
-      command.api === 'public'
-        ? createClient({ ...resolveKeySettings({ url: args.optional('url'), apiKey: args.optional('api-key') }), base: '/v1' })
-        : createClient(await resolveSettings({ url: args.optional('url'), token: args.optional('token') }));
+    const client = createClient(await clientOptions(command, args));
     const bodies = await Promise.all(requests.map((request) => client.send(request)));
     const answer = command.combine ? command.combine(bodies) : bodies[0];
     const body = command.receive ? await command.receive(answer, args) : answer;
@@ -63,6 +62,14 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   } catch (error) {
     return report(error, io, command);
   }
+}
+
+/** Where a command's requests go, with which credential. */
+async function clientOptions(command: Command, args: Args): Promise<ClientOptions> {
+  const [url, apiKey, token] = [args.optional('url'), args.optional('api-key'), args.optional('token')];
+  if (command.api === 'public') return { ...resolveKeySettings({ url, apiKey }), base: '/v1' };
+  const key = command.api === 'key-or-operator' ? keySettingsIfGiven({ url, apiKey, token }) : null;
+  return key ? { ...key, base: '/v1' } : resolveSettings({ url, token });
 }
 
 /** The first two words select the command; global flags (`--json`, `--url X`) may come before them. */
@@ -91,7 +98,8 @@ function help(io: Io, json: boolean): number {
     io,
     `tollgate: manage organizations, users, wallets, keys, models and prices of a Tollgate gateway.\n\nCommands:\n${lines.join('\n')}\n
 Passwords are never arguments: pipe one with --password-stdin, or run in a terminal to be asked for it.
-\`tollgate models\`, \`stacks\`, \`clusters\` and \`runs\` use an API key (--api-key, else $TOLLGATE_API_KEY), not the operator token.
+\`tollgate models\`, \`stacks\`, \`clusters\` and \`runs\` use an API key (--api-key, else $TOLLGATE_API_KEY), not the operator token; \`tollgate usage\` takes either.
+\`tollgate --version\` prints the version.
 
 Options for every command:
   --url URL      the gateway (default $TOLLGATE_URL, else http://127.0.0.1:8080)

@@ -40,6 +40,19 @@ export function resolveKeySettings(flags: { url?: string; apiKey?: string }, env
   return { url, token };
 }
 
+/**
+ * For a command that takes either credential: the API key when one is given
+ * (`--api-key`, else TOLLGATE_API_KEY unless `--token` names the operator),
+ * else null (the operator token, `resolveSettings`).
+ *
+ * @example
+ * const key = keySettingsIfGiven({ url, apiKey: values['api-key'], token: values.token });
+ */
+export function keySettingsIfGiven(flags: { url?: string; apiKey?: string; token?: string }, env: NodeJS.ProcessEnv = process.env): CliSettings | null {
+  const token = flags.apiKey || (flags.token ? undefined : env.TOLLGATE_API_KEY?.trim());
+  return token ? { url: normalizeUrl(flags.url || env.TOLLGATE_URL || DEFAULT_URL), token } : null;
+}
+
 function normalizeUrl(text: string): string {
   let url: URL;
   try {

@@ -36,7 +36,15 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   keys.get('/', async (c) => {
     const actor = await deps.signedIn(c);
     const notice = DONE_NOTICES[c.req.query('done') ?? ''];
-    return c.html(<KeysPage viewer={deps.viewerOf(actor)} keys={await manageableKeys(services, actor)} lastUsed={await keysLastUsed(services.db, actor.orgId)} notice={notice} />);
+    return c.html(
+      <KeysPage
+        viewer={deps.viewerOf(actor)}
+        keys={await manageableKeys(services, actor)}
+        lastUsed={await keysLastUsed(services.db, actor.orgId)}
+        allowance={allowanceOf(services, actor)}
+        notice={notice}
+      />,
+    );
   });
 
   keys.post('/', async (c) => {
@@ -45,7 +53,16 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     deps.checkToken(actor, form._csrf);
     const parsed = createKeyForm.safeParse(form);
     const again = async (error: string, status: 400 | 409) =>
-      c.html(<KeysPage viewer={deps.viewerOf(actor)} keys={await manageableKeys(services, actor)} lastUsed={await keysLastUsed(services.db, actor.orgId)} error={error} />, status);
+      c.html(
+        <KeysPage
+          viewer={deps.viewerOf(actor)}
+          keys={await manageableKeys(services, actor)}
+          lastUsed={await keysLastUsed(services.db, actor.orgId)}
+          allowance={allowanceOf(services, actor)}
+          error={error}
+        />,
+        status,
+      );
     if (!parsed.success) return again(problems(parsed.error), 400);
     try {
       const { key, secret } = await services.keys.create({ orgId: actor.orgId, userId: actor.userId, name: parsed.data.name, expiry: parsed.data.expiry, ...settingsOf(parsed.data) });
@@ -110,4 +127,8 @@ function settingsOf(form: z.output<typeof keySettingsForm>) {
     storeRequestData: form.store_request_data === 'on',
     responseCache: form.response_cache === 'on',
   };
+}
+
+function allowanceOf(services: Services, actor: SignedInActor): { userId: string; perAccount: number } {
+  return { userId: actor.userId, perAccount: services.config.keysPerAccount };
 }

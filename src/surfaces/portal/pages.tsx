@@ -1,4 +1,4 @@
-import { KEY_EXPIRIES, type KeyRow, keyStatus, MAX_LIVE_KEYS } from '../../gateway/keys/service.js';
+import { KEY_EXPIRIES, type KeyRow, keyStatus } from '../../gateway/keys/service.js';
 import { Notice, Page } from './layout.js';
 
 /** The signed-in user as the pages show them, with the form token every form carries. */
@@ -64,9 +64,24 @@ function KeySettingsFields({ row }: { row?: KeyRow }) {
   );
 }
 
-export function KeysPage({ viewer, keys, lastUsed, error, notice }: { viewer: Viewer; keys: KeyRow[]; lastUsed: Map<string, Date>; error?: string; notice?: string }) {
+export function KeysPage({
+  viewer,
+  keys,
+  lastUsed,
+  allowance,
+  error,
+  notice,
+}: {
+  viewer: Viewer;
+  keys: KeyRow[];
+  lastUsed: Map<string, Date>;
+  /** The viewer's own keys count against TOLLGATE_KEYS_PER_ACCOUNT. */
+  allowance: { userId: string; perAccount: number };
+  error?: string;
+  notice?: string;
+}) {
   const now = new Date();
-  const live = keys.filter((key) => keyStatus(key, now) === 'active').length;
+  const live = keys.filter((key) => key.userId === allowance.userId && keyStatus(key, now) === 'active').length;
   return (
     <Page title="API keys" user={viewer} current="keys">
       <h1>API keys</h1>
@@ -75,7 +90,7 @@ export function KeysPage({ viewer, keys, lastUsed, error, notice }: { viewer: Vi
       <div class="table-wrap" tabindex={0} role="region" aria-label="Table (scrolls sideways on a narrow screen)">
         <table>
           <caption class="muted">
-            Keys of your organization you may manage: {live} of {MAX_LIVE_KEYS} live.
+            Keys of your organization you may manage. Your own live keys: {live} of {allowance.perAccount}.
           </caption>
           <thead>
             <tr>
@@ -129,8 +144,8 @@ export function KeysPage({ viewer, keys, lastUsed, error, notice }: { viewer: Vi
       </div>
       <h2 id="create">Create a key</h2>
       <div class="panel">
-        {live >= MAX_LIVE_KEYS ? (
-          <p>Your organization has {MAX_LIVE_KEYS} live keys, the most it may hold. Delete one to create another.</p>
+        {live >= allowance.perAccount ? (
+          <p>You have {allowance.perAccount} live keys, the most one account may hold. Delete one to create another.</p>
         ) : (
           <form method="post" action="/portal/keys">
             <input type="hidden" name="_csrf" value={viewer.csrf} />

@@ -57,10 +57,14 @@ const requestsQuery = z.object({
     .optional(),
 });
 
-/** GET /v1/usage/summary: the caller's organization's totals in a window, optionally grouped. */
-async function usageSummary(c: Context<GatewayEnv>, services: Services): Promise<Response> {
+/**
+ * GET /v1/usage/summary: the caller's organization's totals in a window,
+ * optionally grouped; the operator's `/admin/v1/usage/summary` answers the
+ * same for one organization or all (`orgId` null).
+ */
+export async function usageSummary(c: Context<GatewayEnv>, services: Services, orgId: string | null): Promise<Response> {
   const query = readQuery(c, summaryQuery);
-  const scope = scopeOf(c, query);
+  const scope = scopeOf(orgId, query);
   const [totals, groups] = await Promise.all([usageTotals(services.db, scope), query.group_by ? usageGroups(services.db, scope, query.group_by) : Promise.resolve([])]);
   return c.json({
     object: 'usage.summary',
@@ -76,7 +80,7 @@ async function usageSummary(c: Context<GatewayEnv>, services: Services): Promise
 /** GET /v1/usage/requests: the caller's organization's usage records, newest first, a page at a time. */
 async function usageRequestList(c: Context<GatewayEnv>, services: Services): Promise<Response> {
   const query = readQuery(c, requestsQuery);
-  const page = await usageRequests(services.db, { ...scopeOf(c, query), limit: query.limit, after: query.after });
+  const page = await usageRequests(services.db, { ...scopeOf(c.get('caller').orgId, query), limit: query.limit, after: query.after });
   return c.json({
     object: 'list',
     data: page.records.map(recordView),
@@ -85,8 +89,8 @@ async function usageRequestList(c: Context<GatewayEnv>, services: Services): Pro
   });
 }
 
-/** The caller's organization, always; the window defaults to this calendar month (UTC) so far. */
-function scopeOf(c: Context<GatewayEnv>, query: z.output<typeof summaryQuery | typeof requestsQuery>): UsageScope {
+/** The caller's organization, always (the operator's: the one asked for, or all); the window defaults to this calendar month (UTC) so far. */
+function scopeOf(orgId: string | null, query: z.output<typeof summaryQuery | typeof requestsQuery>): UsageScope {
   const now = new Date();
   const from = query.from ?? new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
   const to = query.to ?? now;
@@ -94,7 +98,7 @@ function scopeOf(c: Context<GatewayEnv>, query: z.output<typeof summaryQuery | t
     const message = `Must be before to (${to.toISOString()}); without from, the window starts at ${from.toISOString()}.`;
     throw new GatewayError('invalid_request', 'Invalid query parameters.', { details: [{ field: 'from', message }] });
   }
-  return { orgId: c.get('caller').orgId, from, to, keyId: query.key_id, projectId: query.project_id, model: query.model };
+  return { orgId, from, to, keyId: query.key_id, projectId: query.project_id, model: query.model };
 }
 
 function totalsView(totals: UsageTotals) {
@@ -115,6 +119,8 @@ function groupView(group: UsageGroup) {
       return { model: group.model, ...totalsView(group) };
     case 'key':
       return { key_id: group.keyId, key_name: group.keyName, ...totalsView(group) };
+    case 'key_model':
+      return { key_id: group.keyId, key_name: group.keyName, model: group.model, ...totalsView(group) };
     case 'project':
       return { project_id: group.projectId, ...totalsView(group) };
     case 'day':
@@ -166,7 +172,7 @@ function parseInstant(text: string): Date | null {
 export function usageRoutes(services: Services): Hono<GatewayEnv> {
   const usage = new Hono<GatewayEnv>();
   const auth = requireKey(services.keys);
-  usage.get('/summary', auth, (c) => usageSummary(c, services));
+  usage.get('/summary', auth, (c) => usageSummary(c, services, c.get('caller').orgId));
   usage.get('/requests', auth, (c) => usageRequestList(c, services));
   return usage;
 }

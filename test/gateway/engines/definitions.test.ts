@@ -37,3 +37,20 @@ describe('Docker engine definitions: replica bounds, autoscaling and hosts', () 
     ]);
   });
 });
+
+describe("static engine definitions: the operator's own servers", () => {
+  const fixed = (fields: Record<string, unknown>) => parseEngineDefinitions(JSON.stringify({ engines: [{ kind: 'static', model: 'm', ...fields }] }))[0];
+
+  it('takes one url, a list of urls, or a DNS name with its port (8000) and scheme (http)', () => {
+    expect(fixed({ url: 'http://10.0.0.5:8000' })).toMatchObject({ url: 'http://10.0.0.5:8000' });
+    expect(fixed({ urls: ['http://10.0.0.5:8000', 'http://10.0.0.6:8000/v1'] })).toMatchObject({ urls: ['http://10.0.0.5:8000', 'http://10.0.0.6:8000/v1'] });
+    expect(fixed({ dns: { name: 'vllm.ml.svc.cluster.local' } })).toMatchObject({ dns: { name: 'vllm.ml.svc.cluster.local', port: 8000, scheme: 'http' } });
+  });
+
+  it('refuses none or several of them, an empty list and a name that is no host name', () => {
+    expect(() => fixed({})).toThrow(/url: give one of url, urls or dns/);
+    expect(() => fixed({ url: 'http://a:8000', dns: { name: 'vllm' } })).toThrow(/give one of url, urls or dns/);
+    expect(() => fixed({ urls: [] })).toThrow(/urls/);
+    expect(() => fixed({ dns: { name: 'http://vllm' } })).toThrow(/dns.name is a host name/);
+  });
+});

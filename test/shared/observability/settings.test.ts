@@ -7,11 +7,11 @@ describe('observability settings', () => {
   const observability = (env: Record<string, string>) => loadConfig(env).observability;
 
   it('defaults: metrics on, on the main port, no organization label, no traces', () => {
-    expect(observability({})).toEqual({ metrics: true, metricsPort: null, metricsHost: '0.0.0.0', orgLabel: false, tracing: null });
+    expect(observability({})).toEqual({ metrics: true, metricsPort: null, metricsHost: '127.0.0.1', orgLabel: false, tracing: null });
   });
 
   it('a metrics port of its own, on the gateway host unless given one', () => {
-    expect(observability({ TOLLGATE_METRICS_PORT: '9464', TOLLGATE_HOST: '127.0.0.1' })).toMatchObject({ metricsPort: 9464, metricsHost: '127.0.0.1' });
+    expect(observability({ TOLLGATE_METRICS_PORT: '9464', TOLLGATE_HOST: '0.0.0.0' })).toMatchObject({ metricsPort: 9464, metricsHost: '0.0.0.0' });
     expect(observability({ TOLLGATE_METRICS_PORT: '9464', TOLLGATE_METRICS_HOST: '10.0.0.5' })).toMatchObject({ metricsHost: '10.0.0.5' });
     expect(() => loadConfig({ TOLLGATE_METRICS_PORT: '70000' })).toThrow(ConfigError);
     expect(() => loadConfig({ TOLLGATE_METRICS: 'maybe' })).toThrow(ConfigError);

@@ -18,8 +18,8 @@ export const ADMIN_TOKEN = 'test-operator-token-0123456789';
  * const h = await startAdmin();
  * const res = await h.call('GET', '/orgs');
  */
-export async function startAdmin(): Promise<{ app: Hono<GatewayEnv>; store: Store; services: Services; call: Call }> {
-  const config = loadConfig({ TOLLGATE_DATA_DIR: 'memory://' });
+export async function startAdmin(env: Record<string, string> = {}): Promise<{ app: Hono<GatewayEnv>; store: Store; services: Services; call: Call }> {
+  const config = loadConfig({ TOLLGATE_DATA_DIR: 'memory://', ...env });
   const store = await openStore({ dataDir: config.dataDir });
   const log = createLogger('silent');
   const fleet: Fleet = {

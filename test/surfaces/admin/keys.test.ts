@@ -117,6 +117,17 @@ describe('admin API: keys', () => {
     expect((await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k5' })).status).toBe(201);
   });
 
+  it('names TOLLGATE_KEYS_PER_ACCOUNT when it refuses, and keys made for no user are one account (the service account)', async () => {
+    const orgId = await newOrg();
+    for (let i = 0; i < 5; i++) expect((await h.call('POST', `/orgs/${orgId}/keys`, { name: `k${i}` })).status).toBe(201);
+    const sixth = await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k5' });
+    expect(sixth.body.error.message).toBe(
+      "The organization's service account (keys made for no user) already holds 5 live keys, the most one account may (TOLLGATE_KEYS_PER_ACCOUNT=5); revoke one first.",
+    );
+    const user = await h.call('POST', `/orgs/${orgId}/users`, { name: 'Ada', email: `ada-${orgId}@example.com`, password: 'a-long-password' });
+    expect((await h.call('POST', `/orgs/${orgId}/keys`, { name: 'hers', user_id: user.body.id })).status).toBe(201);
+  });
+
   it('refuses bad settings with field details', async () => {
     const orgId = await newOrg();
     const res = await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k', expiry: '2d', requests_per_minute: 0, max_concurrency: 1.5, tokens_per_minute: -1, store_request_data: 'yes' });
@@ -152,5 +163,37 @@ describe('admin API: keys', () => {
     const foreign = (await h.call('POST', `/orgs/${b}/projects`, { name: 'theirs' })).body.id;
     const res = await h.call('POST', `/orgs/${a}/keys`, { name: 'k', project_id: foreign });
     expect(res.body.error.code).toBe('project_not_found');
+  });
+});
+
+describe('admin API: keys per account (TOLLGATE_KEYS_PER_ACCOUNT=2)', () => {
+  let h: Awaited<ReturnType<typeof startAdmin>>;
+  beforeAll(async () => {
+    h = await startAdmin({ TOLLGATE_KEYS_PER_ACCOUNT: '2', TOLLGATE_PASSWORD_COST: '10' });
+  });
+  afterAll(() => h.store.close());
+
+  it("counts each user's keys, not the organization's: twenty people do not share five", async () => {
+    const orgId = (await h.call('POST', '/orgs', { name: 'Twenty' })).body.id as string;
+    const people = await Promise.all(
+      ['a', 'b', 'c'].map(async (name) => (await h.call('POST', `/orgs/${orgId}/users`, { name, email: `${name}-${orgId}@example.com`, password: 'a-long-password' })).body.id as string),
+    );
+    for (const userId of people) {
+      for (let i = 0; i < 2; i++) expect((await h.call('POST', `/orgs/${orgId}/keys`, { name: `k${i}`, user_id: userId })).status).toBe(201);
+    }
+    const third = await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k2', user_id: people[0] });
+    expect(third.status).toBe(409);
+    expect(third.body.error).toMatchObject({
+      code: 'key_limit_reached',
+      message: `User ${people[0]} already holds 2 live keys, the most one account may (TOLLGATE_KEYS_PER_ACCOUNT=2); revoke one first.`,
+    });
+  });
+
+  it('hostile: many creates at once for one user leave exactly the limit live', async () => {
+    const orgId = (await h.call('POST', '/orgs', { name: 'Racers' })).body.id as string;
+    const userId = (await h.call('POST', `/orgs/${orgId}/users`, { name: 'r', email: `r-${orgId}@example.com`, password: 'a-long-password' })).body.id as string;
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => h.call('POST', `/orgs/${orgId}/keys`, { name: `k${i}`, user_id: userId })));
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(2);
+    expect(answers.filter((a) => a.status === 409)).toHaveLength(6);
   });
 });

@@ -1,3 +1,4 @@
+import { closest } from 'fastest-levenshtein';
 import { catalogCommands } from './catalog.js';
 import { clusterCommands } from './clusters.js';
 import { costCommands } from './costs.js';
@@ -7,6 +8,7 @@ import { keyCommands } from './keys.js';
 import { nodeCommands } from './nodes.js';
 import { orgCommands } from './orgs.js';
 import { stackCommands } from './stacks.js';
+import { usageCommand } from './usage.js';
 import { userCommands } from './users.js';
 import { walletCommands } from './wallet.js';
 
@@ -22,6 +24,7 @@ export const COMMANDS: readonly Command[] = [
   ...clusterCommands,
   ...stackCommands,
   ...costCommands,
+  usageCommand,
 ];
 
 /**
@@ -42,4 +45,22 @@ export function usageLines(group?: string): string[] {
 
 export function usageOf(command: Command): string {
   return `tollgate ${command.name}${command.args ? ` ${command.args}` : ''}`;
+}
+
+/**
+ * The command nearest to what was typed: within the group when the group is
+ * known (`keys lst` → `keys list`), else by edit distance over every name.
+ *
+ * @example
+ * closestCommand(['kyes', 'list']).name; // 'keys list'
+ */
+export function closestCommand(words: string[]): Command {
+  const typed = words.join(' ');
+  const group = COMMANDS.filter((command) => command.name.split(' ')[0] === words[0]);
+  const candidates = group.length > 0 ? group : COMMANDS;
+  const name = closest(
+    typed,
+    candidates.map((command) => command.name),
+  );
+  return candidates.find((command) => command.name === name)!;
 }

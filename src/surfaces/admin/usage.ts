@@ -1,0 +1,24 @@
+import { Hono } from 'hono';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { readQuery } from '../../shared/http/validate.js';
+import type { Services } from '../../services.js';
+import { usageSummary } from '../v1/usage.js';
+import * as body from './schemas.js';
+
+/**
+ * The operator's usage report: `GET /admin/v1/usage/summary`, the same
+ * answer and parameters as a key's `/v1/usage/summary`, over every
+ * organization or the one named by `org_id` (an unknown one is a 404).
+ *
+ * @example
+ * admin.route('/usage', usageRoutes(services));
+ */
+export function usageRoutes(services: Services): Hono<GatewayEnv> {
+  const usage = new Hono<GatewayEnv>();
+  usage.get('/summary', async (c) => {
+    const { org_id: orgId } = readQuery(c, body.costsQuery);
+    if (orgId) await services.orgs.get(orgId);
+    return usageSummary(c, services, orgId ?? null);
+  });
+  return usage;
+}
