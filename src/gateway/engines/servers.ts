@@ -1,7 +1,8 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { Logger } from '../../shared/http/log.js';
 import type { StaticDefinition } from './definitions.js';
-import { ReplicaRouter, type RoutingSettings } from './routing/router.js';
+import type { RoutingSettings } from '../../config/types.js';
+import { ReplicaRouter } from './routing/router.js';
 import { LoadScraper } from './routing/scraper.js';
 import { staticHeaders } from './static.js';
 import type { Engine, EngineStatus, ReplicaState, UpstreamTarget } from './types.js';
