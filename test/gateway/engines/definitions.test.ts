@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type DockerDefinition, parseEngineDefinitions, replicaBounds } from '../../../src/gateway/engines/definitions.js';
+import { containerSpec } from '../../../src/gateway/engines/docker/spec.js';
 
 const docker = (fields: Record<string, unknown>) => JSON.stringify({ engines: [{ kind: 'docker', model: 'm', image: 'vllm', hf_repo: 'org/m', ...fields }] });
 const parsed = (fields: Record<string, unknown>) => parseEngineDefinitions(docker(fields))[0] as DockerDefinition;
@@ -35,5 +36,20 @@ describe('Docker engine definitions: replica bounds, autoscaling and hosts', () 
       { docker_host: 'tcp://gpu-1:2376', gpus: ['0', '1'], gpu_runtime: 'nvidia' },
       { docker_host: 'tcp://gpu-2:2376', gpus: [], gpu_runtime: 'none' },
     ]);
+  });
+});
+
+describe('tool and reasoning parsers', () => {
+  it('carry vLLM flags onto a Docker engine command line, and default a simulator to auto tool choice', () => {
+    const [docker, sim] = parseEngineDefinitions(
+      JSON.stringify({
+        engines: [
+          { kind: 'docker', model: 'qwen3', image: 'vllm/vllm-openai:v0.11.0', hf_repo: 'Qwen/Qwen3-8B', tool_call_parser: 'hermes', reasoning_parser: 'qwen3', args: ['--max-model-len', '32768'] },
+          { kind: 'simulator', model: 'sim-chat' },
+        ],
+      }),
+    );
+    expect(containerSpec(docker as DockerDefinition, 0, {}, 'test').Cmd).toEqual(expect.arrayContaining(['--enable-auto-tool-choice', '--tool-call-parser', 'hermes', '--reasoning-parser', 'qwen3']));
+    expect(sim).toMatchObject({ tool_call_parser: 'hermes' });
   });
 });
