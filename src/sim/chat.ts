@@ -30,7 +30,7 @@ export interface ChatPlan {
   blockHashes: string[];
 }
 
-interface StreamSettings {
+export interface StreamSettings {
   stream: boolean;
   includeUsage: boolean;
   continuousUsage: boolean;
@@ -82,8 +82,13 @@ export function planChat(state: SimState, body: JsonObject): ChatPlan {
   return { model, promptTokens: turn?.prompt_tokens ?? promptTokens, choices, ...streaming, blockHashes };
 }
 
-// vLLM's StreamOptions: include_usage defaults to true, so `{}` asks for usage.
-function readStream(body: JsonObject): StreamSettings {
+/**
+ * `stream` and `stream_options`. vLLM's StreamOptions: include_usage defaults to true, so `{}` asks for usage.
+ *
+ * @example
+ * readStream({ stream: true, stream_options: {} }); // { stream: true, includeUsage: true, continuousUsage: false }
+ */
+export function readStream(body: JsonObject): StreamSettings {
   const stream = optionalBoolean(body, 'stream') ?? false;
   const streamOptions = body.stream_options;
   let includeUsage = false;
@@ -112,7 +117,7 @@ export function readChoiceCount(body: JsonObject): number {
 }
 
 /** How long a plain answer is, how it ends, and where a tool call or JSON answer is cut. */
-interface PlannedLength {
+export interface PlannedLength {
   total: number;
   finishReason: 'stop' | 'length';
   limit: number;
@@ -122,8 +127,11 @@ interface PlannedLength {
  * The context-length 400s, then the answer's length: the text "naturally"
  * ends after defaultMaxTokens; a smaller limit, the context window, or
  * ignore_eos cuts or stretches it and says "length".
+ *
+ * @example
+ * plannedLength(state, model, { max_tokens: 5 }, 12); // { total: 5, finishReason: 'length', limit: 5 }
  */
-function plannedLength(state: SimState, model: ResolvedModel, body: JsonObject, promptTokens: number): PlannedLength {
+export function plannedLength(state: SimState, model: ResolvedModel, body: JsonObject, promptTokens: number): PlannedLength {
   const maxTokens = optionalInt(body, 'max_tokens');
   const maxCompletionTokens = optionalInt(body, 'max_completion_tokens');
   const ignoreEos = optionalBoolean(body, 'ignore_eos') ?? false;
