@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type DockerDefinition, parseEngineDefinitions, replicaBounds } from '../../../src/gateway/engines/definitions.js';
+import { containerSpec } from '../../../src/gateway/engines/docker/spec.js';
 
 const docker = (fields: Record<string, unknown>) => JSON.stringify({ engines: [{ kind: 'docker', model: 'm', image: 'vllm', hf_repo: 'org/m', ...fields }] });
 const parsed = (fields: Record<string, unknown>) => parseEngineDefinitions(docker(fields))[0] as DockerDefinition;
@@ -52,5 +53,20 @@ describe("static engine definitions: the operator's own servers", () => {
     expect(() => fixed({ url: 'http://a:8000', dns: { name: 'vllm' } })).toThrow(/give one of url, urls or dns/);
     expect(() => fixed({ urls: [] })).toThrow(/urls/);
     expect(() => fixed({ dns: { name: 'http://vllm' } })).toThrow(/dns.name is a host name/);
+  });
+});
+
+describe('tool and reasoning parsers', () => {
+  it('carry vLLM flags onto a Docker engine command line, and default a simulator to auto tool choice', () => {
+    const [docker, sim] = parseEngineDefinitions(
+      JSON.stringify({
+        engines: [
+          { kind: 'docker', model: 'qwen3', image: 'vllm/vllm-openai:v0.11.0', hf_repo: 'Qwen/Qwen3-8B', tool_call_parser: 'hermes', reasoning_parser: 'qwen3', args: ['--max-model-len', '32768'] },
+          { kind: 'simulator', model: 'sim-chat' },
+        ],
+      }),
+    );
+    expect(containerSpec(docker as DockerDefinition, 0, {}, 'test').Cmd).toEqual(expect.arrayContaining(['--enable-auto-tool-choice', '--tool-call-parser', 'hermes', '--reasoning-parser', 'qwen3']));
+    expect(sim).toMatchObject({ tool_call_parser: 'hermes' });
   });
 });
