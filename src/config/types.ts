@@ -3,6 +3,17 @@ import type { RoutingSettings } from '../gateway/engines/routing/router.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
+/**
+ * How much of a body refused as too large is still read (and thrown away)
+ * before the connection closes, and for how long: real clients write the whole
+ * body before they read an answer, and a socket closed under them is an EPIPE
+ * instead of the 413.
+ */
+export interface BodyDrain {
+  bytes: number;
+  ms: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -15,6 +26,8 @@ export interface Config {
   keyPrefix: string;
   enginesFile: string;
   maxBodyBytes: number;
+  /** What is read and discarded of a body refused as too large, so the client reads the 413 (`shared/http/request.ts`). */
+  oversizeDrain: BodyDrain;
   upstreamTimeoutMs: number;
   seedDemo: boolean;
   currency: string;
