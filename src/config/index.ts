@@ -4,7 +4,7 @@ import path from 'node:path';
 import { settingsSchema, type Settings } from './settings.js';
 import type { Config } from './types.js';
 
-export type { Config, LogLevel, RoutingSettings } from './types.js';
+export type { BodyDrain, Config, LogLevel, RoutingSettings } from './types.js';
 
 /** The same store means the same deployment: replicas sharing a database share their engines' containers. */
 function defaultDeployment(databaseUrl: string | undefined, dataDir: string): string {
@@ -58,6 +58,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     enginesFile: path.resolve(s.TOLLGATE_ENGINES_FILE),
     maxBodyBytes: s.TOLLGATE_MAX_BODY_BYTES,
     maxChoices: s.TOLLGATE_MAX_CHOICES,
+    oversizeDrain: { bytes: s.TOLLGATE_OVERSIZE_DRAIN_BYTES, ms: s.TOLLGATE_OVERSIZE_DRAIN_MS },
     upstreamTimeoutMs: s.TOLLGATE_UPSTREAM_TIMEOUT_MS,
     seedDemo: s.TOLLGATE_SEED_DEMO,
     currency: s.TOLLGATE_CURRENCY,

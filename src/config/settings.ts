@@ -39,6 +39,12 @@ export const settingsSchema = z.object({
     .int()
     .min(1024)
     .default(4 * 1024 * 1024),
+  TOLLGATE_OVERSIZE_DRAIN_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(64 * 1024 * 1024),
+  TOLLGATE_OVERSIZE_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   TOLLGATE_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000),
   TOLLGATE_SEED_DEMO: booleanSetting.default(true),
   TOLLGATE_CURRENCY: z

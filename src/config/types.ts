@@ -16,6 +16,17 @@ export interface RoutingSettings {
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
+/**
+ * How much of a body refused as too large is still read (and thrown away)
+ * before the connection closes, and for how long: real clients write the whole
+ * body before they read an answer, and a socket closed under them is an EPIPE
+ * instead of the 413.
+ */
+export interface BodyDrain {
+  bytes: number;
+  ms: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -32,6 +43,8 @@ export interface Config {
   maxBodyBytes: number;
   /** The most sequences one request may ask an engine to generate (`n`, `best_of`): each is billed, and each loads the engine. */
   maxChoices: number;
+  /** What is read and discarded of a body refused as too large, so the client reads the 413 (`shared/http/request.ts`). */
+  oversizeDrain: BodyDrain;
   upstreamTimeoutMs: number;
   seedDemo: boolean;
   currency: string;

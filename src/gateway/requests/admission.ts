@@ -61,7 +61,7 @@ export async function authorize(c: Context<GatewayEnv>, services: BilledDeps, en
   const authorization = headerOf(c, 'authorization');
   const hash = services.keys.secretHashOf(authorization);
   // A bad body from a bad key is a 401 first, as for every other route.
-  const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes).catch(async (error: unknown) => {
+  const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes, services.config.oversizeDrain).catch(async (error: unknown) => {
     await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
     throw error;
   });

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
+import type { BodyDrain } from '../../config/index.js';
 import { newId } from '../db/ids.js';
 import type { GatewayEnv } from './context.js';
 import { GatewayError } from './errors.js';
@@ -27,12 +27,12 @@ export function requestId(): MiddlewareHandler<GatewayEnv> {
  * the object and its size in bytes.
  *
  * @example
- * const { body, bytes } = await readJsonObject(c, config.maxBodyBytes);
+ * const { body, bytes } = await readJsonObject(c, config.maxBodyBytes, config.oversizeDrain);
  */
-export async function readJsonObject(c: Context, maxBytes: number): Promise<{ body: Record<string, unknown>; bytes: number }> {
+export async function readJsonObject(c: Context, maxBytes: number, drain: BodyDrain): Promise<{ body: Record<string, unknown>; bytes: number }> {
   const length = headerOf(c, 'content-length');
   const declared = length === undefined ? Number.NaN : Number(length);
-  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
+  if (Number.isFinite(declared) && declared > maxBytes) return refuseDeclared(c, declared, maxBytes, drain);
   let bytes: Buffer;
   if (Number.isFinite(declared)) {
     // The usual case: the length is declared (and the HTTP parser holds the body to it), so the body is read
@@ -41,14 +41,7 @@ export async function readJsonObject(c: Context, maxBytes: number): Promise<{ bo
   } else {
     const raw = c.req.raw.body;
     if (!raw) throw new GatewayError('invalid_json', 'The request body is empty; send a JSON object.');
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for await (const chunk of raw as unknown as AsyncIterable<Uint8Array>) {
-      size += chunk.byteLength;
-      if (size > maxBytes) throw tooLarge(maxBytes);
-      chunks.push(chunk);
-    }
-    bytes = Buffer.concat(chunks);
+    bytes = Buffer.from(await readCapped(raw, maxBytes, drain));
   }
   if (bytes.length === 0) throw new GatewayError('invalid_json', 'The request body is empty; send a JSON object.');
   const size = bytes.length;
@@ -67,13 +60,71 @@ export async function readJsonObject(c: Context, maxBytes: number): Promise<{ bo
 }
 
 /**
- * 413, with `Connection: close`: the rest of the body is not read, so the
- * connection cannot carry another request. Said outright, a keep-alive
- * client opens a new one instead of sending its next request into a socket
- * about to close.
+ * 413, with `Connection: close`: the rest of the body may not have been read
+ * (past the drain's bounds), so the connection cannot carry another request.
+ * Said outright, a keep-alive client opens a new one instead of sending its
+ * next request into a socket about to close.
  */
 function tooLarge(maxBytes: number): GatewayError {
   return new GatewayError('request_too_large', `The request body is larger than the ${maxBytes}-byte limit.`, { headers: { connection: 'close' } });
+}
+
+/**
+ * Reads a body of any length into one buffer, counting the bytes as they
+ * arrive; past `maxBytes` it reads and discards the rest (within `drain`)
+ * and throws the 413, so an oversized body is never held whole.
+ */
+async function readCapped(stream: ReadableStream<Uint8Array>, maxBytes: number, drain: BodyDrain): Promise<Uint8Array> {
+  const reader = stream.getReader();
+  let size = 0;
+  let buffer = new Uint8Array(0);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return buffer.subarray(0, size);
+    const offset = size;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await discardRest(reader, drain);
+      throw tooLarge(maxBytes);
+    }
+    if (size > buffer.length) {
+      const grown = new Uint8Array(Math.min(maxBytes, Math.max(size, buffer.length * 2)));
+      grown.set(buffer.subarray(0, offset));
+      buffer = grown;
+    }
+    buffer.set(value, offset);
+  }
+}
+
+/** The 413 of a body whose declared length is over `maxBytes`: its bytes are discarded first when the drain can take them all. */
+async function refuseDeclared(c: Context, declared: number, maxBytes: number, drain: BodyDrain): Promise<never> {
+  // A body longer than the drain would be cut anyway: the answer goes at once, and the client may not read it.
+  if (declared <= drain.bytes && c.req.raw.body) await discardRest(c.req.raw.body.getReader(), drain);
+  throw tooLarge(maxBytes);
+}
+
+/**
+ * Reads and throws away what the client is still sending, up to
+ * `drain.bytes` and for at most `drain.ms`, before the 413 is answered and
+ * the connection closed. Real clients (Node's fetch and the SDKs over it,
+ * curl) write the whole body before they read an answer: a socket closed
+ * while they are still writing is an EPIPE or a reset for them, never the
+ * 413 and its sentence.
+ */
+async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, drain: BodyDrain): Promise<void> {
+  // Cancelling ends a read that waits on a client who stopped sending.
+  const deadline = setTimeout(() => void reader.cancel().catch(() => undefined), drain.ms);
+  try {
+    for (let discarded = 0; discarded <= drain.bytes;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      discarded += value.byteLength;
+    }
+  } catch {
+    // The client went away: there is no one left to answer.
+  } finally {
+    clearTimeout(deadline);
+  }
 }
 
 /** The largest body the management API (and the portal) takes: their requests are small forms and JSON objects. */
@@ -82,20 +133,27 @@ export const MANAGEMENT_MAX_BODY_BYTES = 256 * 1024;
 /**
  * Refuses a body over `maxBytes` with 413 `request_too_large`, counting the
  * bytes as they arrive (a chunked body without Content-Length included), so
- * an oversized body is never buffered whole. For routes that read bodies
- * with `c.req.text()`/`json()`; /v1 reads through `readJsonObject`.
+ * an oversized body is never buffered whole; what the client still sends is
+ * read and discarded within `drain` first, so that it reads the 413. For
+ * routes that read bodies with `c.req.text()`/`json()`; /v1 reads through
+ * `readJsonObject`. Hono's `bodyLimit` does the same counting but gives its
+ * `onError` no way to the rest of the body (its reader is its own).
  *
  * @example
- * admin.use('*', limitBody(MANAGEMENT_MAX_BODY_BYTES));
+ * admin.use('*', limitBody(MANAGEMENT_MAX_BODY_BYTES, config.oversizeDrain));
  */
-export function limitBody(maxBytes: number): MiddlewareHandler<GatewayEnv> {
-  // Hono types bodyLimit for any Env; it reads no variable of the context, so it is one of ours as it is.
-  return bodyLimit({
-    maxSize: maxBytes,
-    onError: () => {
-      throw tooLarge(maxBytes);
-    },
-  }) as MiddlewareHandler<GatewayEnv>;
+export function limitBody(maxBytes: number, drain: BodyDrain): MiddlewareHandler<GatewayEnv> {
+  return async (c, next) => {
+    const body = c.req.raw.body;
+    if (!body) return next();
+    const length = headerOf(c, 'content-length');
+    if (length !== undefined && headerOf(c, 'transfer-encoding') === undefined) {
+      const declared = Number(length);
+      return declared > maxBytes ? refuseDeclared(c, declared, maxBytes, drain) : next();
+    }
+    c.req.raw = new Request(c.req.raw, { body: await readCapped(body, maxBytes, drain) });
+    return next();
+  };
 }
 
 /**

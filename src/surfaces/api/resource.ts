@@ -27,7 +27,7 @@ export type ClientOf = (c: Context) => { address: string; https: boolean };
 export function apiResource(services: Services, clientOf: ClientOf, ...bodyRules: MiddlewareHandler<GatewayEnv>[]): Hono<GatewayEnv> {
   const resource = new Hono<GatewayEnv>();
   resource.onError((error, c) => renderApiError(error, c, services.log));
-  const rules = bodyRules.length > 0 ? bodyRules : [requireJsonBody(), limitBody(MANAGEMENT_MAX_BODY_BYTES)];
+  const rules = bodyRules.length > 0 ? bodyRules : [requireJsonBody(), limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain)];
   resource.use('*', every(apiAccess(services, clientOf), refuseNul(), ...rules));
   return resource;
 }

@@ -56,8 +56,8 @@ export function stacksRoutes(services: Services, clientOf: ClientOf): Hono<Gatew
   // A session's upload from elsewhere is refused by apiAccess. An upload takes one of the process's upload slots
   // before its body is read; then the body has room for the largest package and its multipart framing. Only an
   // upload: any other method, which takes no slot, keeps the management limit, or many at once would all be read.
-  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024);
-  const managementLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES);
+  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, services.config.oversizeDrain);
+  const managementLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain);
   const api = apiResource(services, clientOf, requireJsonBody({ multipart: true }), (c, next) =>
     c.req.method === 'POST' ? services.uploads.hold(c.get('actor').userId, () => uploadLimit(c, next)) : managementLimit(c, next),
   );

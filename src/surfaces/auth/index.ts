@@ -36,7 +36,7 @@ const signInBody = z.strictObject({ email: z.string().trim().min(1).max(EMAIL_MA
 export function createSignInRoutes(services: Services, clientOf: (c: Context) => { address: string; https: boolean }): Hono<GatewayEnv> {
   const auth = new Hono<GatewayEnv>();
   auth.onError((error, c) => renderApiError(error, c, services.log));
-  auth.use('*', refuseNul(), limitBody(MANAGEMENT_MAX_BODY_BYTES), requireJsonBody());
+  auth.use('*', refuseNul(), limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain), requireJsonBody());
 
   auth.post('/sign-in', async (c) => {
     const client = clientOf(c);

@@ -45,10 +45,10 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
     checkToken: (actor, token) => tokens.check(actor.sessionHash!, token),
   };
 
-  const formLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES);
+  const formLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain);
   // Room for the largest package and its multipart framing on the upload form; the other forms are small. Only a
   // signed-in user's upload is read, in one of the process's upload slots (taken before the body is read).
-  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024);
+  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, services.config.oversizeDrain);
   const upload: MiddlewareHandler<GatewayEnv> = async (c, next) => services.uploads.hold((await deps.signedIn(c)).userId, () => uploadLimit(c, next));
   portal.use(
     '*',

@@ -7,6 +7,7 @@ import { apiAs, orgWithUsers } from '../../surfaces/api/harness.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { readSse } from '../../helpers/sse.js';
 import { createLogger } from '../../../src/shared/http/log.js';
+import { skippedWithout } from '../../helpers/skips.js';
 import { until } from '../../helpers/wait.js';
 import { zipOf } from '../../helpers/zip.js';
 import { FAKE_MODULE, getWithHost, orgWithCluster, profileWithNodes, runEnded, runSandboxExists, runScratch, sandboxKinds } from './harness.js';
@@ -14,6 +15,7 @@ import { FAKE_MODULE, getWithHost, orgWithCluster, profileWithNodes, runEnded, r
 const kinds = await sandboxKinds();
 const stores = kinds.length > 0 ? await availableStores() : [];
 const cases = kinds.flatMap((kind) => stores.map((store) => ({ kind, store })));
+skippedWithout(kinds.length === 0 ? 'runs: no run sandbox here (bubblewrap, or a Docker engine; see the line above)' : null);
 
 describe.each(cases)('runs: stacks applied to clusters through the tool ($store, $kind.name sandbox)', ({ kind, store }) => {
   let gateway: TestGateway;
@@ -351,7 +353,7 @@ describe.each(cases)('runs: stacks applied to clusters through the tool ($store,
   }
 });
 
-describe.each(stores.length === 0 ? [] : kinds)('runs: timeouts, queued cancels, and no tool ($name sandbox)', (kind) => {
+describe.each(kinds)('runs: timeouts, queued cancels, and no tool ($name sandbox)', (kind) => {
   let scratch: Awaited<ReturnType<typeof runScratch>>;
   beforeAll(async () => {
     scratch = await runScratch();

@@ -9,6 +9,7 @@ import { createLogger } from '../../../src/shared/http/log.js';
 import type { TestGateway } from '../../helpers/gateway.js';
 import { type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
+import { skippedWithout } from '../../helpers/skips.js';
 import { until } from '../../helpers/wait.js';
 import { OPERATOR, orgWithCluster, runEnded, runSandboxRunning, runScratch, sandboxKinds } from './harness.js';
 
@@ -21,6 +22,7 @@ import { OPERATOR, orgWithCluster, runEnded, runSandboxRunning, runScratch, sand
 const kinds = await sandboxKinds();
 const hasPostgres = kinds.length > 0 && (await postgresAvailable());
 if (!hasPostgres) console.warn('skipping run workers across processes: they need PostgreSQL');
+skippedWithout(kinds.length === 0 ? 'run workers across processes: no run sandbox here' : hasPostgres ? null : 'run workers across processes: no PostgreSQL');
 
 describe.each(hasPostgres ? kinds : [])('run workers in two gateway processes ($name sandbox)', (kind) => {
   let database: { url: string; drop(): Promise<void> };

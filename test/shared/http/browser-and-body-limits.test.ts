@@ -98,7 +98,8 @@ describe('TOLLGATE_CORS_ORIGINS=none', () => {
 
 describe('management request bodies are bounded', () => {
   let gateway: TestGateway;
-  beforeAll(async () => (gateway = await startTestGateway('pglite')));
+  // Nothing of a refused body is read to let the client finish (oversized-bodies.test.ts has the drain): what is read is only what counts.
+  beforeAll(async () => (gateway = await startTestGateway('pglite', { TOLLGATE_OVERSIZE_DRAIN_BYTES: '0' })));
   afterAll(() => gateway?.close());
 
   it('refuses a 10 MB body with a Content-Length: 413 in the envelope', async () => {
