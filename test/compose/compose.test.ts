@@ -111,7 +111,10 @@ describe.skipIf(!compose)('compose/docker-compose.yml', () => {
       expect(own.services[name]?.profiles, name).toEqual(['vllm']);
     }
     expect(JSON.stringify(own.services.gateway!.volumes)).not.toContain('docker.sock');
-    const run = parse((await config({ ...secrets, ...gatewayRun })).stdout) as { services: Record<string, { environment?: Record<string, string>; volumes?: unknown[] }>; networks: Record<string, { name?: string }> };
+    const run = parse((await config({ ...secrets, ...gatewayRun })).stdout) as {
+      services: Record<string, { environment?: Record<string, string>; volumes?: unknown[] }>;
+      networks: Record<string, { name?: string }>;
+    };
     expect(run.services.gateway!.environment!.TOLLGATE_ENGINES_FILE).toBe('/etc/tollgate/engines.gateway-run.json');
     expect(JSON.stringify(run.services.gateway!.volumes)).toContain('/var/run/docker.sock');
     for (const engine of await engines('engines.gateway-run.json')) {
