@@ -138,7 +138,12 @@ describe('an engine with a list of URLs, in a gateway', () => {
       await response.text();
       return response.status;
     };
+    // Scored: every server's /metrics is read, so the router has a load for each.
+    await until('every server is ready and scraped', () => gateway.services.fleet.status()[0]!.replicas.every((r) => r.state === 'ready' && r.load), {
+      detail: () => gateway.services.fleet.status(),
+    });
     for (let n = 0; n < 15; n++) expect(await chat(n)).toBe(200);
+    expect(Object.keys(served()).sort()).toEqual(ADDRESSES.map((address) => `${address}:${port}`));
     expect(
       Object.values(served()).every((count) => count > 0),
       JSON.stringify(served()),

@@ -63,6 +63,8 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL('**/portal/keys');
     await look('keys-empty');
+    // The limit is the signed-in person's own (TOLLGATE_KEYS_PER_ACCOUNT), whatever others in the organization hold.
+    expect(await textOf(page.locator('caption'))).toContain('Your own live keys: 0 of 5.');
 
     // Create a key; its secret is shown once.
     await page.getByLabel('Name').fill('from the portal');
