@@ -1,4 +1,4 @@
-import { plannedLength, readChoiceCount, readStream, type StreamSettings } from './chat.js';
+import { MAX_CHOICES, plannedLength, readChoiceCount, readStream, type StreamSettings } from './chat.js';
 import { badRequest, invalidBody } from './errors.js';
 import { optionalBoolean, optionalInt, type JsonObject } from './fields.js';
 import { findModel, type ResolvedModel, type SimState } from './state.js';
@@ -62,6 +62,9 @@ export function planCompletion(state: SimState, body: JsonObject): CompletionPla
   const stops = readStops(body.stop);
   const streaming = readStream(body);
   const n = readChoiceCount(body);
+  if (prompts.length * n > MAX_CHOICES) {
+    throw badRequest(`${prompts.length} prompts with n ${n} make ${prompts.length * n} choices; at most ${MAX_CHOICES} (the simulator's bound on choices).`, 'prompt');
+  }
   const model = findModel(state, body.model, 'chat');
   const seed = optionalInt(body, 'seed');
   const choices: CompletionChoice[] = [];

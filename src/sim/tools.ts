@@ -33,12 +33,14 @@ const NO_TOOLS: ToolPlan = { tools: [], mode: 'none' };
 export function readTools(body: JsonObject, toolParser: string | null): ToolPlan {
   const raw = body.tools;
   const choice = body.tool_choice;
-  if ((raw === undefined || raw === null) && (choice === undefined || choice === null || choice === 'none' || choice === 'auto')) return NO_TOOLS;
   if (raw !== undefined && raw !== null && !Array.isArray(raw)) throw invalidBody(['tools'], 'list_type', 'Input should be a valid list');
-  const tools = functionTools(raw ?? []);
-  const mode = readMode(choice, raw !== undefined && raw !== null);
+  // vLLM's default choice is "auto" when the list has tools, "none" when it is absent or empty.
+  const given = Array.isArray(raw) && raw.length > 0;
+  if (!given && (choice === undefined || choice === null || choice === 'none' || choice === 'auto')) return NO_TOOLS;
+  const tools = functionTools(Array.isArray(raw) ? raw : []);
+  const mode = readMode(choice, given);
   if (mode === 'none') return { tools, mode };
-  if (mode !== 'auto' && (raw === undefined || raw === null)) throw badRequest('When using `tool_choice`, `tools` must be set.', 'tool_choice');
+  if (mode !== 'auto' && !given) throw badRequest('When using `tool_choice`, `tools` must be set.', 'tool_choice');
   if (typeof mode === 'object' && !tools.some((t) => t.name === mode.name)) {
     throw badRequest(`The tool specified in \`tool_choice\` does not match any of the specified \`tools\`: ${mode.name}`, 'tool_choice');
   }

@@ -63,4 +63,12 @@ describe('POST /v1/completions, as vLLM serves it', () => {
     expect((await complete({ prompt: 'a', logprobs: 21 })).status).toBe(400);
     expect((await complete({})).status).toBe(400);
   });
+
+  it('hostile: refuses more prompts times n than its bound on choices, at once', async () => {
+    const started = Date.now();
+    const { status, json } = await complete({ prompt: Array.from({ length: 20_000 }, (_, i) => `prompt ${i}`), n: 128, max_tokens: 200 });
+    expect(status).toBe(400);
+    expect(json.error.message).toContain('at most 128');
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
 });

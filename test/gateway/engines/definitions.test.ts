@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { type DockerDefinition, parseEngineDefinitions, replicaBounds } from '../../../src/gateway/engines/definitions.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type DockerDefinition, parseEngineDefinitions, readEngineDefinitions, replicaBounds, type SimulatorDefinition } from '../../../src/gateway/engines/definitions.js';
+import { startSimulatorEngines } from '../../../src/gateway/engines/simulator.js';
 import { containerSpec } from '../../../src/gateway/engines/docker/spec.js';
 
 const docker = (fields: Record<string, unknown>) => JSON.stringify({ engines: [{ kind: 'docker', model: 'm', image: 'vllm', hf_repo: 'org/m', ...fields }] });
@@ -68,5 +72,30 @@ describe('tool and reasoning parsers', () => {
     );
     expect(containerSpec(docker as DockerDefinition, 0, {}, 'test').Cmd).toEqual(expect.arrayContaining(['--enable-auto-tool-choice', '--tool-call-parser', 'hermes', '--reasoning-parser', 'qwen3']));
     expect(sim).toMatchObject({ tool_call_parser: 'hermes' });
+  });
+});
+
+describe('a simulator engine with a script', () => {
+  it('reads the script relative to the definitions file, and the embedded simulator answers it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'engines-'));
+    try {
+      writeFileSync(join(dir, 'turns.jsonl'), '{"content":"Scripted hello."}\n');
+      writeFileSync(join(dir, 'engines.json'), JSON.stringify({ engines: [{ kind: 'simulator', model: 'agent-sim', script: 'turns.jsonl' }] }));
+      const definitions = (await readEngineDefinitions(join(dir, 'engines.json'))) as SimulatorDefinition[];
+      expect(definitions[0]!.script).toBe(join(dir, 'turns.jsonl'));
+      const { simulator } = await startSimulatorEngines(definitions, { ttftMs: 0, itlMs: 0 });
+      try {
+        const res = await fetch(`${simulator!.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'agent-sim', messages: [{ role: 'user', content: 'Hi' }] }),
+        });
+        expect(((await res.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe('Scripted hello.');
+      } finally {
+        await simulator!.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
