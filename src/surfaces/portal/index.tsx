@@ -13,6 +13,7 @@ import { costsRoutes } from './costs.js';
 import { ErrorPage, SignInOrErrorPage } from './error-pages.js';
 import { keysRoutes } from './keys.js';
 import { modelsRoutes } from './models.js';
+import { overviewRoutes } from './overview.js';
 import { projectsRoutes } from './projects.js';
 import { runsRoutes } from './runs.js';
 import { formTokens, sameOrigin, securityHeaders } from './security.js';
@@ -75,9 +76,10 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
     return c.body(asset.body, 200, { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable' });
   });
 
-  portal.get('/', async (c) => c.redirect((await sessionActor(services, c)) ? '/portal/keys' : '/portal/sign-in', 303));
+  portal.get('/', async (c) => c.redirect((await sessionActor(services, c)) ? '/portal/overview' : '/portal/sign-in', 303));
   portal.route('/sign-in', signInRoutes(deps, clientOf));
   portal.route('/sign-out', signOutRoutes(deps, clientOf));
+  portal.route('/overview', overviewRoutes(deps));
   portal.route('/keys', keysRoutes(deps));
   portal.route('/', usageRoutes(deps));
   portal.route('/wallet', walletRoutes(deps));
@@ -88,5 +90,9 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   portal.route('/clusters', clustersRoutes(deps));
   portal.route('/runs', runsRoutes(deps));
   portal.route('/', costsRoutes(deps));
+  // Last: any other address under /portal is the portal's own "Not found" page (through onError), not JSON.
+  portal.all('*', () => {
+    throw new GatewayError('not_found', 'There is no page at this address.');
+  });
   return portal;
 }

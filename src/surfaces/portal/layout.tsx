@@ -3,6 +3,7 @@ import type { Child } from 'hono/jsx';
 import { assetUrl } from './assets.js';
 
 const NAV = [
+  { id: 'overview', href: '/portal/overview', label: 'Overview' },
   { id: 'keys', href: '/portal/keys', label: 'API keys' },
   { id: 'usage', href: '/portal/usage', label: 'Usage' },
   { id: 'wallet', href: '/portal/wallet', label: 'Wallet' },

@@ -31,7 +31,7 @@ export function signInRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<Gateway
     try {
       const user = await checkSignIn(services, email, password, client.address);
       await startSession(c, services, user.id, client.https);
-      return c.redirect('/portal/keys', 303);
+      return c.redirect('/portal/overview', 303);
     } catch (error) {
       if (!(error instanceof GatewayError) || (error.status !== 401 && error.status !== 429)) throw error;
       return c.html(<SignInPage error={error.message} email={email} />, error.status as 401);

@@ -2,15 +2,8 @@ import { formatAmount } from '../../gateway/billing/money.js';
 import type { UsageGroup, UsageRecord, UsageTotals } from '../../gateway/billing/reports.js';
 import { Notice, Page } from './layout.js';
 import type { Viewer } from './pages.js';
-
-/** The window a usage page shows: [from, to), and how the form names it. */
-export interface UsageWindow {
-  kind: 'this-month' | 'last-month' | 'custom';
-  from: Date;
-  to: Date;
-  /** The query string that selects this window again (for links and the CSV). */
-  query: string;
-}
+import { DayChart, type DayValue } from './chart.js';
+import { type UsageWindow, WindowForm } from './window.js';
 
 export interface UsageView {
   viewer: Viewer;
@@ -40,33 +33,7 @@ export function UsagePage(view: UsageView) {
     <Page title="Usage" user={viewer} current="usage">
       <h1>Usage</h1>
       {view.error && <Notice kind="error">{view.error}</Notice>}
-      <form method="get" action="/portal/usage" class="panel actions">
-        <div>
-          <label for="window">Window</label>
-          <select id="window" name="window">
-            <option value="this-month" selected={window.kind === 'this-month'}>
-              This month
-            </option>
-            <option value="last-month" selected={window.kind === 'last-month'}>
-              Last month
-            </option>
-            <option value="custom" selected={window.kind === 'custom'}>
-              From – to (below)
-            </option>
-          </select>
-        </div>
-        <div>
-          <label for="from">From (UTC)</label>
-          <input id="from" name="from" type="date" value={day(window.from)} />
-        </div>
-        <div>
-          <label for="to">To, included (UTC)</label>
-          <input id="to" name="to" type="date" value={day(lastDay)} />
-        </div>
-        <div>
-          <button type="submit">Show</button>
-        </div>
-      </form>
+      <WindowForm action="/portal/usage" window={window} />
       <p>
         <strong>
           {day(window.from)} to {day(lastDay)}:
@@ -77,8 +44,14 @@ export function UsagePage(view: UsageView) {
         </a>
       </p>
       <div class="charts">
-        <DayChart title={`Cost by day (${currency})`} window={window} days={view.days} value={(g) => g.cost} format={(v) => formatAmount(v)} />
-        <DayChart title="Tokens by day" window={window} days={view.days} value={(g) => BigInt(g.promptTokens + g.completionTokens)} format={(v) => count(Number(v))} />
+        <DayChart title={`Cost by day (${currency})`} caption="What the requests of each UTC day cost." window={window} days={dayValues(view.days, (g) => g.cost)} format={formatAmount} />
+        <DayChart
+          title="Tokens by day"
+          caption="Prompt and completion tokens of each UTC day."
+          window={window}
+          days={dayValues(view.days, (g) => BigInt(g.promptTokens + g.completionTokens))}
+          format={(v) => count(Number(v))}
+        />
       </div>
       <GroupTable title="By key" groups={view.byKey} label={(g) => (g.by === 'key' ? (g.keyName ?? g.keyId) : '')} currency={currency} />
       <GroupTable title="By model" groups={view.byModel} label={(g) => (g.by === 'model' ? g.model : '')} currency={currency} />
@@ -139,42 +112,9 @@ export function UsagePage(view: UsageView) {
   );
 }
 
-/** Bars by day, every day of the window (days without usage are empty), drawn on the server as SVG: no script, and the figures are in the tables and the CSV too. */
-function DayChart({ title, window, days, value, format }: { title: string; window: UsageWindow; days: UsageGroup[]; value: (g: UsageGroup) => bigint; format: (v: bigint) => string }) {
-  const byDate = new Map(days.map((group) => [group.by === 'day' ? group.date : '', value(group)]));
-  const dates: string[] = [];
-  for (let at = window.from.getTime(); at < window.to.getTime(); at += 86_400_000) dates.push(day(new Date(at)));
-  // Exact (bigint) values; only the bars' heights are fractions.
-  const values = dates.map((date) => byDate.get(date) ?? 0n);
-  const max = values.reduce((a, b) => (b > a ? b : a), 0n);
-  const width = 600;
-  const height = 150;
-  const slot = width / Math.max(1, dates.length);
-  const summary = max === 0n ? `${title}: no usage.` : `${title}: ${days.length} ${days.length === 1 ? 'day' : 'days'} with usage, highest ${format(max)}.`;
-  return (
-    <figure class="panel chart">
-      <figcaption>{title}</figcaption>
-      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={summary} preserveAspectRatio="none">
-        <line x1="0" y1={String(height - 0.5)} x2={String(width)} y2={String(height - 0.5)} stroke="#9aa3b2" stroke-width="1" />
-        {values.map((v, index) =>
-          v === 0n ? null : (
-            <rect
-              x={String(index * slot + slot * 0.15)}
-              y={String(height - Math.max(1, (Number((v * 1000n) / max) / 1000) * (height - 5)))}
-              width={String(slot * 0.7)}
-              height={String(Math.max(1, (Number((v * 1000n) / max) / 1000) * (height - 5)))}
-              fill="#1f5fbf"
-            >
-              <title>{`${dates[index]}: ${format(v)}`}</title>
-            </rect>
-          ),
-        )}
-      </svg>
-      <p class="muted chart-axis">
-        <span>{dates[0]}</span> <span>{max > 0n ? `highest day: ${format(max)}` : 'no usage'}</span> <span>{dates.at(-1)}</span>
-      </p>
-    </figure>
-  );
+/** A chart's days from the usage groups by day. */
+export function dayValues(days: UsageGroup[], value: (g: UsageGroup) => bigint): DayValue[] {
+  return days.map((group) => ({ date: group.by === 'day' ? group.date : '', value: value(group) }));
 }
 
 function GroupTable({ title, groups, label, currency }: { title: string; groups: UsageGroup[]; label: (g: UsageGroup) => string; currency: string }) {
