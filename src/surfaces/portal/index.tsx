@@ -13,6 +13,7 @@ import { costsRoutes } from './costs.js';
 import { ErrorPage, SignInOrErrorPage } from './error-pages.js';
 import { keysRoutes } from './keys.js';
 import { modelsRoutes } from './models.js';
+import { operatorOrgsRoutes } from './operator-orgs.js';
 import { overviewRoutes } from './overview.js';
 import { projectsRoutes } from './projects.js';
 import { runsRoutes } from './runs.js';
@@ -41,7 +42,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   const deps: PortalDeps = {
     services,
     signedIn: (c) => signedIn(services, c),
-    viewerOf: (actor: SignedInActor) => ({ name: actor.user.name, csrf: tokens.of(actor.sessionHash!) }),
+    viewerOf: (actor: SignedInActor) => ({ name: actor.user.name, csrf: tokens.of(actor.sessionHash!), operator: actor.platformAdmin }),
     checkToken: (actor, token) => tokens.check(actor.sessionHash!, token),
   };
 
@@ -89,6 +90,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   portal.route('/stacks', stacksRoutes(deps));
   portal.route('/clusters', clustersRoutes(deps));
   portal.route('/runs', runsRoutes(deps));
+  portal.route('/operator/orgs', operatorOrgsRoutes(deps));
   portal.route('/', costsRoutes(deps));
   // Last: any other address under /portal is the portal's own "Not found" page (through onError), not JSON.
   portal.all('*', () => {

@@ -13,12 +13,13 @@ const NAV = [
   { id: 'clusters', href: '/portal/clusters', label: 'Clusters' },
   { id: 'projects', href: '/portal/projects', label: 'Projects' },
   { id: 'users', href: '/portal/users', label: 'Users' },
+  { id: 'operator', href: '/portal/operator/orgs', label: 'Operator' },
 ] as const;
 
 export interface PageFrame {
   title: string;
   /** The signed-in user's name and the form token, or null on the sign-in page. */
-  user: { name: string; csrf: string } | null;
+  user: { name: string; csrf: string; operator?: boolean } | null;
   /** Which navigation entry is this page. */
   current?: (typeof NAV)[number]['id'];
   children: Child;
@@ -60,7 +61,7 @@ export function Page({ title, user, current, children }: PageFrame) {
           </a>
           {user && (
             <nav aria-label="Portal">
-              {NAV.map((item) => (
+              {NAV.filter((item) => item.id !== 'operator' || user.operator).map((item) => (
                 <a href={item.href} aria-current={item.id === current ? 'page' : undefined}>
                   {item.label}
                 </a>

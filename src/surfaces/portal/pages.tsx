@@ -5,6 +5,8 @@ import { Notice, Page } from './layout.js';
 export interface Viewer {
   name: string;
   csrf: string;
+  /** A platform admin: the navigation leads to the operator pages too. */
+  operator?: boolean;
 }
 
 const EXPIRY_LABELS: Record<(typeof KEY_EXPIRIES)[number], string> = { never: 'Never', '7d': '7 days', '30d': '30 days', '90d': '90 days', '1y': '1 year' };

@@ -61,6 +61,8 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     expect(await textOf(page.getByRole('alert'))).toBe('The email or the password is wrong.');
     await page.getByLabel('Password').fill(owner.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/portal/overview');
+    await page.getByRole('link', { name: 'API keys' }).first().click();
     await page.waitForURL('**/portal/keys');
     await look('keys-empty');
 
@@ -132,12 +134,12 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     await page.getByLabel('Email').fill(owner.email);
     await page.getByLabel('Password').fill(owner.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/portal/keys');
+    await page.waitForURL('**/portal/overview');
 
     await page.getByRole('link', { name: 'Wallet' }).click();
     await page.waitForURL('**/portal/wallet');
     expect(await textOf(page.locator('.figure'))).toMatch(/^\d+\.\d{2,} USD$/);
-    await page.getByRole('cell', { name: 'topup' }).first().waitFor();
+    await page.getByRole('cell', { name: 'Top-up' }).first().waitFor();
     await look('wallet');
 
     await page.getByRole('link', { name: 'Models' }).click();
@@ -179,7 +181,8 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     await noScript.getByLabel('Email').fill(owner.email);
     await noScript.getByLabel('Password').fill(owner.password);
     await noScript.getByRole('button', { name: 'Sign in' }).click();
-    await noScript.waitForURL('**/portal/keys');
+    await noScript.waitForURL('**/portal/overview');
+    await noScript.goto(`${gateway.url}/portal/keys`);
     await noScript.getByLabel('Name').fill('no script');
     await noScript.getByRole('button', { name: 'Create key' }).click();
     expect((await noScript.locator('#secret').textContent())!.trim()).toMatch(/^sk-gw-/);
