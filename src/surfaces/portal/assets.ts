@@ -54,7 +54,7 @@ h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
 .chart-plot { display: grid; grid-template-columns: auto minmax(0, 1fr); gap: .25rem .4rem; }
 .chart-plot svg { width: 100%; height: 10rem; display: block; }
 .chart-y { display: flex; flex-direction: column; justify-content: space-between; height: 10rem; font-size: .8rem; text-align: right; color: var(--muted); }
-.chart-x { grid-column: 2; display: flex; justify-content: space-between; gap: .5rem; font-size: .8rem; margin: 0; }
+.chart-x { grid-column: 2; display: flex; white-space: nowrap; justify-content: space-between; gap: .5rem; font-size: .8rem; margin: 0; }
 .chart .bar:hover rect + rect { fill: #173f80; }
 /* A table too wide for the screen scrolls inside its own box; the shadow at an edge says there is more that way. */
 .table-wrap { overflow-x: auto; background: linear-gradient(to right, #fff 30%, rgba(255,255,255,0)) left / 2rem 100% no-repeat local, linear-gradient(to left, #fff 30%, rgba(255,255,255,0)) right / 2rem 100% no-repeat local, radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) left / .75rem 100% no-repeat scroll, radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) right / .75rem 100% no-repeat scroll; }
@@ -62,7 +62,17 @@ h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
 .figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(11rem, 1fr)); gap: .75rem 1rem; }
 .figures p { margin: .15rem 0; }
 .figure-note { font-size: .85rem; }
-@media (max-width: 40rem) { th.fold, td.fold { display: none; } header form { margin-left: 0; } }
+nav.subnav { display: flex; flex-wrap: wrap; gap: .25rem 1rem; margin: .25rem 0 .5rem; font-size: .95rem; }
+nav.subnav a[aria-current="page"] { font-weight: 700; text-decoration: none; color: var(--ink); }
+/* A narrow screen keeps the columns that matter: a time wraps to two lines, folded columns go, cells pad less. */
+@media (max-width: 40rem) {
+  th.fold, td.fold { display: none; }
+  header form { margin-left: 0; }
+  th, td { padding: .35rem .4rem; }
+  td.when { white-space: normal; min-width: 5.5rem; }
+  td.wrap { min-width: 9rem; }
+  .chart-x span:nth-child(2) { display: none; }
+}
 form.actions > div { min-width: 10rem; }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
 .actions form { margin: 0; }

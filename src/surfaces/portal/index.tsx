@@ -13,6 +13,8 @@ import { costsRoutes } from './costs.js';
 import { ErrorPage, SignInOrErrorPage } from './error-pages.js';
 import { keysRoutes } from './keys.js';
 import { modelsRoutes } from './models.js';
+import { operatorEnginesRoutes } from './operator-engines.js';
+import { operatorModelsRoutes } from './operator-models.js';
 import { operatorOrgsRoutes } from './operator-orgs.js';
 import { overviewRoutes } from './overview.js';
 import { projectsRoutes } from './projects.js';
@@ -91,6 +93,8 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   portal.route('/clusters', clustersRoutes(deps));
   portal.route('/runs', runsRoutes(deps));
   portal.route('/operator/orgs', operatorOrgsRoutes(deps));
+  portal.route('/operator/models', operatorModelsRoutes(deps));
+  portal.route('/operator/engines', operatorEnginesRoutes(deps));
   portal.route('/', costsRoutes(deps));
   // Last: any other address under /portal is the portal's own "Not found" page (through onError), not JSON.
   portal.all('*', () => {

@@ -3,14 +3,16 @@ import type { LedgerEntry } from '../../gateway/billing/wallet.js';
 import type { CurrencyInfo } from '../../platform/costs/currencies.js';
 import { Notice, Page } from './layout.js';
 import type { Viewer } from './pages.js';
+import { LedgerTable } from './wallet-pages.js';
+import { OperatorNav } from './operator-engines-pages.js';
 
-const date = (at: Date) => at.toISOString().slice(0, 16).replace('T', ' ');
 const SCROLLS = '(scrolls sideways on a narrow screen)';
 
 /** Every organization: name, balance and billing currency, each a link to its page. */
 export function OperatorOrgsPage({ viewer, orgs, currency }: { viewer: Viewer; orgs: Array<{ id: string; name: string; balance: bigint; billingCurrency: string | null }>; currency: string }) {
   return (
     <Page title="Organizations" user={viewer} current="operator">
+      <OperatorNav here="orgs" />
       <h1>Organizations</h1>
       <p class="muted">
         Operator pages: every organization of this gateway. Balances are in {currency}, the gateway's currency, in which wallets are topped up and requests charged; the
@@ -69,9 +71,7 @@ export function OperatorOrgPage(view: OperatorOrgView) {
   const action = `/portal/operator/orgs/${encodeURIComponent(org.id)}`;
   return (
     <Page title={org.name} user={view.viewer} current="operator">
-      <p>
-        <a href="/portal/operator/orgs">Organizations</a>
-      </p>
+      <OperatorNav here="orgs" />
       <h1>{org.name}</h1>
       {view.error && <Notice kind="error">{view.error}</Notice>}
       {view.notice && <Notice kind="ok">{view.notice}</Notice>}
@@ -128,30 +128,7 @@ export function OperatorOrgPage(view: OperatorOrgView) {
         </div>
       </form>
       <h2>Latest ledger entries</h2>
-      <div class="table-wrap" tabindex={0} role="region" aria-label={`Latest ledger entries ${SCROLLS}`}>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Time (UTC)</th>
-              <th scope="col">Kind</th>
-              <th scope="col" class="num">
-                Amount ({currency})
-              </th>
-              <th scope="col">Request or note</th>
-            </tr>
-          </thead>
-          <tbody>
-            {view.ledger.map((entry) => (
-              <tr>
-                <td>{date(entry.createdAt)}</td>
-                <td>{entry.kind}</td>
-                <td class="num">{formatAmount(entry.amount)}</td>
-                <td class="wrap">{entry.requestId ? <code>{entry.requestId}</code> : (entry.note ?? '')}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <LedgerTable entries={view.ledger} currency={currency} label="Latest ledger entries" />
       {view.ledger.length === 0 && <p class="muted">Nothing in the ledger yet.</p>}
     </Page>
   );

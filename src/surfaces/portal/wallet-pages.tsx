@@ -105,7 +105,7 @@ export function WalletPage(view: WalletView) {
 }
 
 /** Ledger entries: time, kind and amount always; the balance after and the request or note fold away on a narrow screen. */
-function LedgerTable({ entries, currency, label }: { entries: LedgerEntry[]; currency: string; label: string }) {
+export function LedgerTable({ entries, currency, label }: { entries: LedgerEntry[]; currency: string; label: string }) {
   return (
     <div class="table-wrap" tabindex={0} role="region" aria-label={`${label} (scrolls sideways on a narrow screen)`}>
       <table>
@@ -125,7 +125,7 @@ function LedgerTable({ entries, currency, label }: { entries: LedgerEntry[]; cur
         <tbody>
           {entries.map((entry) => (
             <tr>
-              <td>{date(entry.createdAt)}</td>
+              <td class="when">{date(entry.createdAt)}</td>
               <td>{KIND_LABELS[entry.kind]}</td>
               <td class="num">{formatAmount(entry.amount)}</td>
               <td class="num fold">{formatAmount(entry.balanceAfter)}</td>

@@ -130,6 +130,35 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     expect(await text(pages.owner, '#wallet-balance')).toBe(`${formatAmount(await gateway.services.wallets.balance(orgId))} USD`);
   }, 30_000);
 
+  it('lets a platform admin set prices, disable and enable a model, and see its engine and replicas', async () => {
+    const page = pages.operator;
+    await page.getByRole('navigation', { name: 'Operator' }).getByRole('link', { name: 'Models and prices' }).click();
+    await page.waitForURL('**/portal/operator/models');
+    await lookAt(page, 'operator-models', axeSource);
+    await page.getByRole('link', { name: 'sim-chat', exact: true }).click();
+    await page.getByLabel('Input, USD per 1M tokens').fill('0.5');
+    await page.getByLabel('Output, USD per 1M tokens').fill('1.25');
+    await page.getByRole('button', { name: 'Save prices' }).click();
+    expect(await text(page, '[role=status]')).toContain('Price saved');
+    const price = (await gateway.services.catalog.listPrices()).find((p) => p.modelId === 'sim-chat')!;
+    expect([price.inputPerToken, price.outputPerToken]).toEqual([500n, 1250n]);
+    // A price the API refuses (not a whole number of nanos per token) is refused here too, with the API's reason.
+    await page.getByLabel('Input, USD per 1M tokens').fill('0.0001');
+    await page.getByRole('button', { name: 'Save prices' }).click();
+    expect(await text(page, '[role=alert]')).toContain('more than 3 decimal places');
+    await page.goto(`${gateway.url}/portal/operator/models?model=sim-chat`);
+    await page.getByRole('button', { name: 'Disable' }).click();
+    expect(await text(page, '[role=status]')).toContain('Disabled');
+    expect((await gateway.services.catalog.list()).map((m) => m.id)).not.toContain('sim-chat');
+    await page.getByRole('button', { name: 'Enable' }).click();
+    expect(await text(page, '[role=status]')).toContain('Enabled');
+    expect(await page.getByRole('region', { name: /^Replicas of sim-chat/ }).getByRole('cell', { name: 'ready' }).count()).toBeGreaterThan(0);
+    await lookAt(page, 'operator-model', axeSource);
+    await page.getByRole('navigation', { name: 'Operator' }).getByRole('link', { name: 'Engines' }).click();
+    await page.waitForURL('**/portal/operator/engines');
+    await lookAt(page, 'operator-engines', axeSource);
+  }, 30_000);
+
   it("refuses an operator's top-up that the API would refuse, with the reason", async () => {
     const page = pages.operator;
     const before = await gateway.services.wallets.balance(orgId);
@@ -148,7 +177,7 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     const page = pages.member;
     expect(await page.getByRole('link', { name: 'Operator' }).count()).toBe(0);
     const before = await gateway.services.wallets.balance(orgId);
-    for (const path of ['/portal/operator/orgs', `/portal/operator/orgs/${orgId}`]) {
+    for (const path of ['/portal/operator/orgs', `/portal/operator/orgs/${orgId}`, '/portal/operator/models?model=sim-chat', '/portal/operator/engines']) {
       const answer = await page.goto(`${gateway.url}${path}`);
       expect(answer?.status(), path).toBe(404);
       expect(await text(page, 'h1'), path).toBe('Not found');
@@ -157,10 +186,13 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
       await page.goto(`${gateway.url}/portal/keys`);
       return page.locator('input[name=_csrf]').first().inputValue();
     })();
-    for (const action of ['topups', 'currency']) {
-      const posted = await page.request.post(`${gateway.url}/portal/operator/orgs/${orgId}/${action}`, { form: { _csrf: csrf, amount: '1000.00', currency: 'EUR' }, headers: { origin: gateway.url } });
+    const posts = [`orgs/${orgId}/topups`, `orgs/${orgId}/currency`, 'models/enabled', 'models/price'];
+    for (const action of posts) {
+      const form = { _csrf: csrf, amount: '1000.00', currency: 'EUR', model: 'sim-chat', enabled: 'false', input_per_million: '0', output_per_million: '0' };
+      const posted = await page.request.post(`${gateway.url}/portal/operator/${action}`, { form, headers: { origin: gateway.url } });
       expect(posted.status(), action).toBe(404);
     }
+    expect((await gateway.services.catalog.list()).map((m) => m.id)).toContain('sim-chat');
     expect(await gateway.services.wallets.balance(orgId)).toBe(before);
     expect(await gateway.services.costs.billingCurrency(orgId)).toBeNull();
     const unknown = await page.goto(`${gateway.url}/portal/no-such-page`);
