@@ -33,10 +33,10 @@ export function OperatorModelsPage(view: OperatorModelsView) {
               <th scope="col">Model</th>
               <th scope="col">State</th>
               <th scope="col" class="num">
-                Input / 1M
+                In / 1M
               </th>
               <th scope="col" class="num">
-                Output / 1M
+                Out / 1M
               </th>
               <th scope="col" class="fold">
                 Engine
@@ -52,7 +52,7 @@ export function OperatorModelsPage(view: OperatorModelsView) {
               const engine = view.engines.get(model.id);
               return (
                 <tr>
-                  <td class="wrap">
+                  <td>
                     <a href={`/portal/operator/models?model=${encodeURIComponent(model.id)}#chosen`}>{model.id}</a>
                   </td>
                   <td class={model.enabled ? 'state-active' : 'state-expired'}>{model.enabled ? 'enabled' : 'disabled'}</td>
