@@ -85,7 +85,7 @@ function CreateClusterForm({ viewer, create }: { viewer: Viewer; create: Cluster
         <select id="profile" name="profile" required aria-describedby="profile-hint">
           {create.profiles.map((profile) => (
             <option value={profile.name} selected={form.profile === profile.name}>
-              {`${profile.name}: ${profile.free} free ${profile.free === 1 ? 'node' : 'nodes'}${profile.gpus ? `, ${profile.gpus} × ${profile.gpuModel ?? 'GPU'} each` : ''}`}
+              {`${profile.name}: ${profile.free} free ${profile.free === 1 ? 'node' : 'nodes'}${profile.gpus ? `, ${profile.gpus} × ${profile.gpuModel ? profile.gpuModel : 'GPU'} each` : ''}`}
             </option>
           ))}
         </select>
