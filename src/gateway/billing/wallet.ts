@@ -64,7 +64,16 @@ export class WalletService {
     if (kind) conditions.push(eq(ledgerEntries.kind, kind));
     if (from) conditions.push(gte(ledgerEntries.createdAt, from));
     if (to) conditions.push(lt(ledgerEntries.createdAt, to));
-    if (keyId) conditions.push(inArray(ledgerEntries.requestId, this.db.select({ id: usageRecords.id }).from(usageRecords).where(and(eq(usageRecords.orgId, orgId), eq(usageRecords.keyId, keyId)))));
+    if (keyId)
+      conditions.push(
+        inArray(
+          ledgerEntries.requestId,
+          this.db
+            .select({ id: usageRecords.id })
+            .from(usageRecords)
+            .where(and(eq(usageRecords.orgId, orgId), eq(usageRecords.keyId, keyId))),
+        ),
+      );
     const rows = await this.db
       .select()
       .from(ledgerEntries)

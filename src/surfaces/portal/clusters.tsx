@@ -33,7 +33,10 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
       else if (!node.releasingClusterId) free.set(node.profile, (free.get(node.profile) ?? 0) + 1);
     }
     const creatable = manages(actor) ? { profiles: profiles.map((p) => ({ name: p.name, free: free.get(p.name) ?? 0, gpus: p.gpusPerNode, gpuModel: p.gpuModel })), form: extra.form ?? {} } : null;
-    return c.html(<ClustersPage viewer={deps.viewerOf(actor)} clusters={rows.map((cluster) => ({ cluster, nodeCount: counts.get(cluster.id) ?? 0 }))} create={creatable} error={extra.error} />, extra.status ?? 200);
+    return c.html(
+      <ClustersPage viewer={deps.viewerOf(actor)} clusters={rows.map((cluster) => ({ cluster, nodeCount: counts.get(cluster.id) ?? 0 }))} create={creatable} error={extra.error} />,
+      extra.status ?? 200,
+    );
   };
 
   clusters.get('/', async (c) => listPage(c, await deps.signedIn(c)));

@@ -44,9 +44,9 @@ export function CostsPage(view: CostsView) {
     <Page title="Costs" user={view.viewer} current="costs">
       <h1>Costs</h1>
       <p class="muted" id="costs-about">
-        This page is about hardware: the node-hours and GPU-hours of your clusters, priced by the operator's rate cards. Each line is in its rate card's currency,
-        converted to your organization's billing currency when one is set (below) and a conversion rate exists. What API requests cost in tokens is on{' '}
-        <a href="/portal/usage">Usage</a> and charged to the <a href="/portal/wallet">wallet</a>, in the gateway's currency.
+        This page is about hardware: the node-hours and GPU-hours of your clusters, priced by the operator's rate cards. Each line is in its rate card's currency, converted to your organization's
+        billing currency when one is set (below) and a conversion rate exists. What API requests cost in tokens is on <a href="/portal/usage">Usage</a> and charged to the{' '}
+        <a href="/portal/wallet">wallet</a>, in the gateway's currency.
       </p>
       {view.error && <Notice kind="error">{view.error}</Notice>}
       {view.notice && <Notice kind="ok">{view.notice}</Notice>}

@@ -3,7 +3,6 @@ import type { ModelRow, PriceRow } from '../../gateway/catalog/service.js';
 import { Page } from './layout.js';
 import type { Viewer } from './pages.js';
 
-
 /** What the organization can call, with prices, and a ready request for the chosen model. */
 export function ModelsPage({
   viewer,

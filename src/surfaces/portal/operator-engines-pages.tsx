@@ -12,8 +12,8 @@ export function OperatorEnginesPage({ viewer, engines }: { viewer: Viewer; engin
       <OperatorNav here="engines" />
       <h1>Engines and replicas</h1>
       <p class="muted">
-        What serves each model, as <code>GET /admin/v1/engines</code> and <code>tollgate engines list</code> show it. Queue, KV cache and prefix hits are each replica's own report
-        at its last metrics scrape (Docker engines); a dash means it has none.
+        What serves each model, as <code>GET /admin/v1/engines</code> and <code>tollgate engines list</code> show it. Queue, KV cache and prefix hits are each replica's own report at its last metrics
+        scrape (Docker engines); a dash means it has none.
       </p>
       {engines.length === 0 && <p class="muted">No engine is configured.</p>}
       {engines.map((engine) => (

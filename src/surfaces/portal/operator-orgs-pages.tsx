@@ -15,8 +15,8 @@ export function OperatorOrgsPage({ viewer, orgs, currency }: { viewer: Viewer; o
       <OperatorNav here="orgs" />
       <h1>Organizations</h1>
       <p class="muted">
-        Operator pages: every organization of this gateway. Balances are in {currency}, the gateway's currency, in which wallets are topped up and requests charged; the
-        billing currency is what hardware costs are converted to.
+        Operator pages: every organization of this gateway. Balances are in {currency}, the gateway's currency, in which wallets are topped up and requests charged; the billing currency is what
+        hardware costs are converted to.
       </p>
       <div class="table-wrap" tabindex={0} role="region" aria-label={`Organizations ${SCROLLS}`}>
         <table>

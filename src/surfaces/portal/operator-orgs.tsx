@@ -33,7 +33,13 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   orgs.get('/', async (c) => {
     const actor = await operator(c);
     const [rows, billing] = await Promise.all([orgsWithBalances(services.db), billingCurrenciesOf(services)]);
-    return c.html(<OperatorOrgsPage viewer={deps.viewerOf(actor)} orgs={rows.map(({ org, balance }) => ({ id: org.id, name: org.name, balance, billingCurrency: billing.get(org.id) ?? null }))} currency={services.config.currency} />);
+    return c.html(
+      <OperatorOrgsPage
+        viewer={deps.viewerOf(actor)}
+        orgs={rows.map(({ org, balance }) => ({ id: org.id, name: org.name, balance, billingCurrency: billing.get(org.id) ?? null }))}
+        currency={services.config.currency}
+      />,
+    );
   });
 
   orgs.get('/:orgId', async (c) => {

@@ -68,7 +68,9 @@ export function OverviewPage(view: OverviewView) {
         </div>
         <div>
           <p class="muted">Last hour</p>
-          <p class="figure" id="figure-last-hour">{plural(view.lastHour.requests, 'request', 'requests')}</p>
+          <p class="figure" id="figure-last-hour">
+            {plural(view.lastHour.requests, 'request', 'requests')}
+          </p>
           <p class={`figure-note ${view.lastHour.errors > 0 ? 'flag' : 'muted'}`}>{plural(view.lastHour.errors, 'error', 'errors')}</p>
         </div>
         <div>
@@ -88,8 +90,8 @@ export function OverviewPage(view: OverviewView) {
         </div>
       </div>
       <p class="muted">
-        Amounts are in {currency}, the gateway's currency: your wallet is topped up and charged in it. Token spend is here and on{' '}
-        <a href="/portal/usage">Usage</a>; hardware node-hours of clusters are on <a href="/portal/costs">Costs</a>.
+        Amounts are in {currency}, the gateway's currency: your wallet is topped up and charged in it. Token spend is here and on <a href="/portal/usage">Usage</a>; hardware node-hours of clusters are
+        on <a href="/portal/costs">Costs</a>.
       </p>
       <h2>Spend and tokens by day</h2>
       <WindowForm action="/portal/overview" window={window}>

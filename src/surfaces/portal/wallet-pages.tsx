@@ -55,9 +55,9 @@ export function WalletPage(view: WalletView) {
         </div>
       </div>
       <p class="muted">
-        The wallet is in {currency}, the gateway's currency: top-ups are credited and requests charged in it, by the tokens they use (see{' '}
-        <a href="/portal/usage">Usage</a>). Top-ups are made by the operator. Each request holds the most it can cost while it runs, and is charged what it used when it ends.
-        Hardware node-hours of clusters are billed apart, on <a href="/portal/costs">Costs</a>.
+        The wallet is in {currency}, the gateway's currency: top-ups are credited and requests charged in it, by the tokens they use (see <a href="/portal/usage">Usage</a>). Top-ups are made by the
+        operator. Each request holds the most it can cost while it runs, and is charged what it used when it ends. Hardware node-hours of clusters are billed apart, on{' '}
+        <a href="/portal/costs">Costs</a>.
       </p>
       <DayChart title={`Spend by day this month (${currency})`} caption="What the requests of each UTC day of this month cost." window={view.month} days={view.spendDays} format={formatAmount} />
       <h2>Top-ups</h2>

@@ -152,7 +152,12 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     expect((await gateway.services.catalog.list()).map((m) => m.id)).not.toContain('sim-chat');
     await page.getByRole('button', { name: 'Enable' }).click();
     expect(await text(page, '[role=status]')).toContain('Enabled');
-    expect(await page.getByRole('region', { name: /^Replicas of sim-chat/ }).getByRole('cell', { name: 'ready' }).count()).toBeGreaterThan(0);
+    expect(
+      await page
+        .getByRole('region', { name: /^Replicas of sim-chat/ })
+        .getByRole('cell', { name: 'ready' })
+        .count(),
+    ).toBeGreaterThan(0);
     await lookAt(page, 'operator-model', axeSource);
     await page.getByRole('navigation', { name: 'Operator' }).getByRole('link', { name: 'Engines' }).click();
     await page.waitForURL('**/portal/operator/engines');
@@ -163,7 +168,8 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     const page = pages.operator;
     const before = await gateway.services.wallets.balance(orgId);
     const csrf = await page.locator('input[name=_csrf]').first().inputValue();
-    const post = (amount: string, token = csrf) => page.request.post(`${gateway.url}/portal/operator/orgs/${orgId}/topups`, { form: { _csrf: token, amount, note: '' }, headers: { origin: gateway.url } });
+    const post = (amount: string, token = csrf) =>
+      page.request.post(`${gateway.url}/portal/operator/orgs/${orgId}/topups`, { form: { _csrf: token, amount, note: '' }, headers: { origin: gateway.url } });
     for (const amount of ['-5', '0', '1e3', '0.0000000001', '9999999999999', ' ']) {
       const refused = await post(amount);
       expect(refused.status(), amount).toBe(400);
@@ -173,7 +179,7 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     expect(await gateway.services.wallets.balance(orgId)).toBe(before);
   }, 30_000);
 
-  it('gives a member the portal\'s 404 on every operator address, and an unknown address an HTML 404', async () => {
+  it("gives a member the portal's 404 on every operator address, and an unknown address an HTML 404", async () => {
     const page = pages.member;
     expect(await page.getByRole('link', { name: 'Operator' }).count()).toBe(0);
     const before = await gateway.services.wallets.balance(orgId);
