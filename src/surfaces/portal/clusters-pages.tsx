@@ -3,7 +3,7 @@ import type { ClusterRow, NodeRow } from '../../platform/clusters/service.js';
 import type { RunRow } from '../../platform/runs/service.js';
 import { FINAL_STATES } from '../../platform/runs/service.js';
 import { Notice, Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 
 const time = (at: Date | null) => (at ? at.toISOString().slice(0, 19).replace('T', ' ') : '—');
 

@@ -4,7 +4,7 @@ import { costsCsv, csvFileName } from '../../platform/costs/csv.js';
 import { type CostWindow, isReportMonth, monthWindow, parseWindow } from '../../platform/costs/window.js';
 import type { GatewayEnv, SignedInActor } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { type CostsPageWindow, CostsPage } from './costs-page.js';
+import { type CostsPageWindow, CostsPage } from './costs-pages.js';
 import type { PortalDeps } from './session.js';
 
 const DAY_MS = 86_400_000;

@@ -1,5 +1,5 @@
 import { Document } from './layout.js';
-import { SignInPage } from './pages.js';
+import { SignInPage } from './sign-in-pages.js';
 
 /** Too many sign-ins show the sign-in form again, with why; any other error its page. */
 export function SignInOrErrorPage({ status, message, signingIn }: { status: number; message: string; signingIn: boolean }) {

@@ -8,6 +8,7 @@ import { DEFAULT_PACKAGE_LIMITS } from '../../platform/stacks/package.js';
 import type { Services } from '../../services.js';
 import type { ClientOf } from '../api/resource.js';
 import { assetAt } from './assets.js';
+import { stackIconAt } from './stack-icons.js';
 import { clustersRoutes } from './clusters.js';
 import { costsRoutes } from './costs.js';
 import { ErrorPage, SignInOrErrorPage } from './error-pages.js';
@@ -74,7 +75,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   });
 
   portal.get('/assets/:file', (c) => {
-    const asset = assetAt(c.req.param('file'));
+    const asset = assetAt(c.req.param('file')) ?? stackIconAt(c.req.param('file'));
     if (!asset) throw new GatewayError('not_found', 'No such file.');
     return c.body(asset.body, 200, { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable' });
   });

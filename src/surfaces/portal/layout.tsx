@@ -16,10 +16,18 @@ const NAV = [
   { id: 'operator', href: '/portal/operator/orgs', label: 'Operator' },
 ] as const;
 
+/** The signed-in user as the pages show them, with the form token every form carries. */
+export interface Viewer {
+  name: string;
+  csrf: string;
+  /** A platform admin: the navigation leads to the operator pages too. */
+  operator?: boolean;
+}
+
 export interface PageFrame {
   title: string;
   /** The signed-in user's name and the form token, or null on the sign-in page. */
-  user: { name: string; csrf: string; operator?: boolean } | null;
+  user: Viewer | null;
   /** Which navigation entry is this page. */
   current?: (typeof NAV)[number]['id'];
   children: Child;

@@ -1,7 +1,7 @@
 import { pricePerMillion } from '../../gateway/billing/money.js';
 import type { ModelRow, PriceRow } from '../../gateway/catalog/service.js';
 import { Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 
 /** What the organization can call, with prices, and a ready request for the chosen model. */
 export function ModelsPage({

@@ -1,6 +1,6 @@
 import type { EngineStatus } from '../../gateway/engines/types.js';
 import { Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 
 const SCROLLS = '(scrolls sideways on a narrow screen)';
 const share = (fraction: number | null | undefined) => (fraction === null || fraction === undefined ? '—' : `${Math.round(fraction * 100)}%`);

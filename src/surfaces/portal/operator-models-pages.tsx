@@ -3,7 +3,7 @@ import type { ModelRow, PriceRow } from '../../gateway/catalog/service.js';
 import type { EngineStatus } from '../../gateway/engines/types.js';
 import { Notice, Page } from './layout.js';
 import { EngineSection, OperatorNav } from './operator-engines-pages.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 
 export interface OperatorModelsView {
   viewer: Viewer;

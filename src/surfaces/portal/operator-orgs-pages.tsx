@@ -2,7 +2,7 @@ import { formatAmount } from '../../gateway/billing/money.js';
 import type { LedgerEntry } from '../../gateway/billing/wallet.js';
 import type { CurrencyInfo } from '../../platform/costs/currencies.js';
 import { Notice, Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 import { LedgerTable } from './wallet-pages.js';
 import { OperatorNav } from './operator-engines-pages.js';
 

@@ -2,8 +2,8 @@ import { formatAmount } from '../../gateway/billing/money.js';
 import type { UsageGroup, UsageTotals } from '../../gateway/billing/reports.js';
 import { DayChart } from './chart.js';
 import { Notice, Page } from './layout.js';
-import type { Viewer } from './pages.js';
-import { dayValues } from './usage-page.js';
+import type { Viewer } from './layout.js';
+import { dayValues } from './usage-pages.js';
 import { type UsageWindow, WindowForm } from './window.js';
 
 /** The live key that has used the largest share of its monthly token limit. */

@@ -5,7 +5,7 @@ import { PASSWORD_MAX } from '../../platform/people/passwords.js';
 import { ANONYMOUS_HOURLY_LIMIT, countAgainst } from '../api/access.js';
 import type { ClientOf } from '../api/resource.js';
 import { checkSignIn, endSession, startSession } from '../auth/index.js';
-import { SignInPage } from './pages.js';
+import { SignInPage } from './sign-in-pages.js';
 import type { PortalDeps } from './session.js';
 
 /**

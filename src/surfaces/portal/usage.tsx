@@ -5,7 +5,7 @@ import { decodeCursor, encodeCursor, type UsageCursor, usageGroups, usageRequest
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { csvStream } from '../../shared/http/csv.js';
 import { describeError } from '../../shared/http/log.js';
-import { UsagePage } from './usage-page.js';
+import { UsagePage } from './usage-pages.js';
 import { readWindow } from './window.js';
 import type { PortalDeps } from './session.js';
 

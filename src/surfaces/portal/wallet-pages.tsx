@@ -3,7 +3,7 @@ import type { LedgerEntry } from '../../gateway/billing/wallet.js';
 import { LEDGER_KINDS, type LedgerKind } from '../../shared/db/schema.js';
 import { DayChart, type DayValue } from './chart.js';
 import { Notice, Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 import type { UsageWindow } from './window.js';
 
 /** The ledger's filters as the form names them: empty when not narrowed. */

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { usageGroups } from '../../gateway/billing/reports.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { LEDGER_KINDS, type LedgerKind } from '../../shared/db/schema.js';
-import { dayValues } from './usage-page.js';
+import { dayValues } from './usage-pages.js';
 import { type LedgerFilters, WalletPage } from './wallet-pages.js';
 import type { PortalDeps } from './session.js';
 import { dateOf, readWindow } from './window.js';

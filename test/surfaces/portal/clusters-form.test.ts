@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { until } from '../../helpers/wait.js';
 import { profileWithNodes } from '../../platform/runs/harness.js';
 import { chromiumAvailable, chromiumPath, lookAt, SHOTS } from './browser.js';
 
@@ -75,6 +76,24 @@ describe.skipIf(!ready)('creating a cluster in the portal', () => {
     // Every node is taken now; a second claim of the domain is refused whoever asks.
     expect(await page.getByLabel('Hardware profile').locator('option').allTextContents()).toEqual([`${profile}: 0 free nodes, 2 × GPU each`]);
     await lookAt(page, 'clusters-after', axeSource);
+  }, 30_000);
+
+  it("draws the shipped stacks' icons as the portal's own SVG files, so no emoji font is needed", async () => {
+    const page = await signIn(member);
+    await page.goto(`${gateway.url}/portal/stacks`);
+    const icons = page.locator('.card .stack-icon img');
+    expect(await icons.count()).toBe(5);
+    for (const icon of await icons.all()) {
+      expect(await icon.getAttribute('src')).toMatch(/^\/portal\/assets\/stack-(wheel|chart|bolt|calendar|rocket)\.[0-9a-f]{12}\.svg$/);
+      await until('the icon to load', () =>
+        icon.evaluate((img) => (img as unknown as { complete: boolean; naturalWidth: number }).complete && (img as unknown as { naturalWidth: number }).naturalWidth > 0),
+      );
+    }
+    const srcs = await icons.evaluateAll((imgs) => imgs.map((img) => img.getAttribute('src')));
+    expect(new Set(srcs).size).toBe(5);
+    const drawn = await page.request.get(`${gateway.url}${srcs[0]}`);
+    expect(drawn.headers()['content-type']).toBe('image/svg+xml');
+    expect((await page.request.get(`${gateway.url}/portal/assets/stack-rocket.000000000000.svg`)).status()).toBe(404);
   }, 30_000);
 
   it('gives a member no form, and refuses their post', async () => {

@@ -1,37 +1,9 @@
 import { KEY_EXPIRIES, type KeyRow, keyStatus, MAX_LIVE_KEYS } from '../../gateway/keys/service.js';
-import { Notice, Page } from './layout.js';
-
-/** The signed-in user as the pages show them, with the form token every form carries. */
-export interface Viewer {
-  name: string;
-  csrf: string;
-  /** A platform admin: the navigation leads to the operator pages too. */
-  operator?: boolean;
-}
+import { Notice, Page, type Viewer } from './layout.js';
 
 const EXPIRY_LABELS: Record<(typeof KEY_EXPIRIES)[number], string> = { never: 'Never', '7d': '7 days', '30d': '30 days', '90d': '90 days', '1y': '1 year' };
 const date = (at: Date | null) => (at ? at.toISOString().slice(0, 16).replace('T', ' ') : '—');
 const limit = (value: number | null) => (value === null ? 'unlimited' : value.toLocaleString('en-US'));
-
-export function SignInPage({ error, email }: { error?: string; email?: string }) {
-  return (
-    <Page title="Sign in" user={null}>
-      <div class="signin panel">
-        <h1>Sign in</h1>
-        {error && <Notice kind="error">{error}</Notice>}
-        <form method="post" action="/portal/sign-in">
-          <label for="email">Email</label>
-          <input id="email" name="email" type="email" autocomplete="username" required value={email ?? ''} />
-          <label for="password">Password</label>
-          <input id="password" name="password" type="password" autocomplete="current-password" required />
-          <p>
-            <button type="submit">Sign in</button>
-          </p>
-        </form>
-      </div>
-    </Page>
-  );
-}
 
 /** The limit and toggle inputs of the create and edit forms, filled with `key`'s values when editing. */
 function KeySettingsFields({ row }: { row?: KeyRow }) {

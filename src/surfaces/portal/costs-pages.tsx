@@ -2,7 +2,7 @@ import type { CurrencyInfo } from '../../platform/costs/currencies.js';
 import type { CostLineItem, CostReport, OrgCosts, Totals } from '../../platform/costs/report.js';
 import { EARLIEST_YEAR } from '../../platform/costs/window.js';
 import { Notice, Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 
 /** The window a costs page shows, as its form names it. */
 export interface CostsPageWindow {

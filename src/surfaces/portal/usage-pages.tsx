@@ -1,7 +1,7 @@
 import { formatAmount } from '../../gateway/billing/money.js';
 import type { UsageGroup, UsageRecord, UsageTotals } from '../../gateway/billing/reports.js';
 import { Notice, Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 import { DayChart, type DayValue } from './chart.js';
 import { type UsageWindow, WindowForm } from './window.js';
 
