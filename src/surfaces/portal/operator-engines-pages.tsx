@@ -93,6 +93,8 @@ const OPERATOR_PAGES = [
   { id: 'orgs', href: '/portal/operator/orgs', label: 'Organizations' },
   { id: 'models', href: '/portal/operator/models', label: 'Models and prices' },
   { id: 'engines', href: '/portal/operator/engines', label: 'Engines' },
+  { id: 'nodes', href: '/portal/operator/nodes', label: 'Nodes and profiles' },
+  { id: 'rates', href: '/portal/operator/rates', label: 'Conversion rates' },
 ] as const;
 
 /** The operator pages' own navigation, under the portal's. */

@@ -5,6 +5,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatAmount } from '../../../src/gateway/billing/money.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { profileWithNodes } from '../../platform/runs/harness.js';
 import { chromiumAvailable, chromiumPath, lookAt, SHOTS } from './browser.js';
 
 const require = createRequire(import.meta.url);
@@ -17,6 +18,7 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
   let axeSource: string;
   let orgId: string;
   let secret: string;
+  let profile: string;
   const owner = { email: 'money-owner@example.com', password: 'money-owner-password' };
   const member = { email: 'money-member@example.com', password: 'money-member-password' };
   const operator = { email: 'money-operator@example.com', password: 'money-operator-password' };
@@ -50,6 +52,7 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
     for (const content of ['one', 'two', 'three']) await client.chat.completions.create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content }] });
     await gateway.charged();
+    profile = await profileWithNodes(gateway, 1);
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
     axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
     await mkdir(SHOTS, { recursive: true });
@@ -164,6 +167,46 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     await lookAt(page, 'operator-engines', axeSource);
   }, 30_000);
 
+  it('shows a platform admin the nodes and profiles, and lets them set and remove conversion rates', async () => {
+    const page = pages.operator;
+    await page.goto(`${gateway.url}/portal/operator/nodes`);
+    expect(
+      await page
+        .getByRole('region', { name: /^Profiles/ })
+        .getByRole('cell', { name: profile, exact: true })
+        .count(),
+    ).toBe(1);
+    expect(
+      await page
+        .getByRole('region', { name: /^Nodes/ })
+        .locator('tbody tr')
+        .count(),
+    ).toBe(1);
+    await lookAt(page, 'operator-nodes', axeSource);
+    await page.getByRole('navigation', { name: 'Operator' }).getByRole('link', { name: 'Conversion rates' }).click();
+    await page.waitForURL('**/portal/operator/rates');
+    const setRate = async (fields: { base: string; quote: string; date: string; rate: string }) => {
+      await page.getByLabel('Base (rate card)').fill(fields.base);
+      await page.getByLabel('Quote (billing)').fill(fields.quote);
+      await page.getByLabel('From day (UTC)').fill(fields.date);
+      await page.getByLabel('Rate', { exact: true }).fill(fields.rate);
+      await page.getByRole('button', { name: 'Save rate' }).click();
+    };
+    // What the API refuses is refused here, with its reasons.
+    await setRate({ base: 'EUR', quote: 'EUR', date: '2026-01-01', rate: '1' });
+    expect(await text(page, '[role=alert]')).toContain('Must differ from base.');
+    await setRate({ base: 'EUR', quote: 'USD', date: '2026-01-01', rate: '0' });
+    expect(await text(page, '[role=alert]')).toContain('Must be greater than 0.');
+    await setRate({ base: 'eur', quote: 'usd', date: '2026-01-01', rate: '1.0825' });
+    expect(await text(page, '[role=status]')).toContain('Rate saved');
+    expect((await gateway.services.costs.conversionRates.list()).map((r) => [r.base, r.quote, r.effectiveOn])).toEqual([['EUR', 'USD', '2026-01-01']]);
+    await lookAt(page, 'operator-rates', axeSource);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Remove EUR to USD of 2026-01-01' }).click();
+    expect(await text(page, '[role=status]')).toContain('Rate removed');
+    expect(await gateway.services.costs.conversionRates.list()).toEqual([]);
+  }, 30_000);
+
   it("refuses an operator's top-up that the API would refuse, with the reason", async () => {
     const page = pages.operator;
     const before = await gateway.services.wallets.balance(orgId);
@@ -183,7 +226,14 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     const page = pages.member;
     expect(await page.getByRole('link', { name: 'Operator' }).count()).toBe(0);
     const before = await gateway.services.wallets.balance(orgId);
-    for (const path of ['/portal/operator/orgs', `/portal/operator/orgs/${orgId}`, '/portal/operator/models?model=sim-chat', '/portal/operator/engines']) {
+    for (const path of [
+      '/portal/operator/orgs',
+      `/portal/operator/orgs/${orgId}`,
+      '/portal/operator/models?model=sim-chat',
+      '/portal/operator/engines',
+      '/portal/operator/nodes',
+      '/portal/operator/rates',
+    ]) {
       const answer = await page.goto(`${gateway.url}${path}`);
       expect(answer?.status(), path).toBe(404);
       expect(await text(page, 'h1'), path).toBe('Not found');
@@ -192,13 +242,26 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
       await page.goto(`${gateway.url}/portal/keys`);
       return page.locator('input[name=_csrf]').first().inputValue();
     })();
-    const posts = [`orgs/${orgId}/topups`, `orgs/${orgId}/currency`, 'models/enabled', 'models/price'];
+    const posts = [`orgs/${orgId}/topups`, `orgs/${orgId}/currency`, 'models/enabled', 'models/price', 'rates', 'rates/remove'];
     for (const action of posts) {
-      const form = { _csrf: csrf, amount: '1000.00', currency: 'EUR', model: 'sim-chat', enabled: 'false', input_per_million: '0', output_per_million: '0' };
+      const form = {
+        _csrf: csrf,
+        amount: '1000.00',
+        currency: 'EUR',
+        model: 'sim-chat',
+        enabled: 'false',
+        input_per_million: '0',
+        output_per_million: '0',
+        base: 'EUR',
+        quote: 'USD',
+        date: '2026-01-01',
+        rate: '9',
+      };
       const posted = await page.request.post(`${gateway.url}/portal/operator/${action}`, { form, headers: { origin: gateway.url } });
       expect(posted.status(), action).toBe(404);
     }
     expect((await gateway.services.catalog.list()).map((m) => m.id)).toContain('sim-chat');
+    expect(await gateway.services.costs.conversionRates.list()).toEqual([]);
     expect(await gateway.services.wallets.balance(orgId)).toBe(before);
     expect(await gateway.services.costs.billingCurrency(orgId)).toBeNull();
     const unknown = await page.goto(`${gateway.url}/portal/no-such-page`);
