@@ -25,6 +25,10 @@ th, td { text-align: left; padding: .4rem .6rem; border-bottom: 1px solid var(--
 th { font-size: .85rem; color: var(--muted); font-weight: 600; }
 td.num, th.num { text-align: right; }
 td.wrap { white-space: normal; min-width: 12rem; }
+/* A date and time wraps between the two; a name wraps rather than widen its table; a long id breaks anywhere. */
+td.when { white-space: normal; min-width: 6rem; }
+td.name { white-space: normal; min-width: 6rem; overflow-wrap: anywhere; }
+td.id { white-space: normal; min-width: 9rem; } td.id code { overflow-wrap: anywhere; }
 caption { text-align: left; padding: .25rem 0; }
 label { display: block; font-weight: 600; margin: .5rem 0 .2rem; }
 input[type=text], input[type=email], input[type=password], input[type=number], select { width: 100%; max-width: 24rem; padding: .45rem .5rem; font: inherit; border: 1px solid #9aa3b2; border-radius: 4px; }
@@ -69,7 +73,7 @@ nav.subnav a[aria-current="page"] { font-weight: 700; text-decoration: none; col
   th.fold, td.fold { display: none; }
   header form { margin-left: 0; }
   th, td { padding: .35rem .4rem; }
-  td.when { white-space: normal; min-width: 5.5rem; }
+  td.when { min-width: 5.5rem; }
   td.wrap { min-width: 9rem; }
   .chart-x span:nth-child(2) { display: none; }
 }

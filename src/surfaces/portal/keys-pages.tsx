@@ -46,19 +46,25 @@ export function KeysPage({ viewer, keys, lastUsed, error, notice }: { viewer: Vi
       <h1>API keys</h1>
       {error && <Notice kind="error">{error}</Notice>}
       {notice && <Notice kind="ok">{notice}</Notice>}
-      <div class="table-wrap" tabindex={0} role="region" aria-label="Table (scrolls sideways on a narrow screen)">
+      <p class="muted">
+        Keys of your organization you may manage: {live} of {MAX_LIVE_KEYS} live.
+      </p>
+      <div class="table-wrap" tabindex={0} role="region" aria-label="API keys (scrolls sideways on a narrow screen)">
         <table>
-          <caption class="muted">
-            Keys of your organization you may manage: {live} of {MAX_LIVE_KEYS} live.
-          </caption>
           <thead>
             <tr>
               <th scope="col">Name</th>
-              <th scope="col">Key</th>
+              <th scope="col" class="fold">
+                Key
+              </th>
               <th scope="col">State</th>
               <th scope="col">Actions</th>
-              <th scope="col">Created</th>
-              <th scope="col">Expires</th>
+              <th scope="col" class="fold">
+                Created
+              </th>
+              <th scope="col" class="fold">
+                Expires
+              </th>
               <th scope="col">Last used</th>
               <th scope="col">Limits</th>
               <th scope="col">Options</th>
@@ -69,8 +75,8 @@ export function KeysPage({ viewer, keys, lastUsed, error, notice }: { viewer: Vi
               const state = keyStatus(key, now);
               return (
                 <tr>
-                  <td>{key.name}</td>
-                  <td>
+                  <td class="name">{key.name}</td>
+                  <td class="fold">
                     <code>{key.secretHint}</code>
                   </td>
                   <td class={`state-${state}`}>{state}</td>
@@ -88,9 +94,9 @@ export function KeysPage({ viewer, keys, lastUsed, error, notice }: { viewer: Vi
                       '—'
                     )}
                   </td>
-                  <td>{date(key.createdAt)}</td>
-                  <td>{date(key.expiresAt)}</td>
-                  <td>{date(lastUsed.get(key.id) ?? null)}</td>
+                  <td class="when fold">{date(key.createdAt)}</td>
+                  <td class="when fold">{date(key.expiresAt)}</td>
+                  <td class="when">{date(lastUsed.get(key.id) ?? null)}</td>
                   <td class="wrap">
                     {limit(key.requestsPerMinute)} a minute, {limit(key.maxConcurrency)} at once; tokens: {limit(key.tokensPerMinute)} a minute, {limit(key.monthlyTokens)} a month
                   </td>

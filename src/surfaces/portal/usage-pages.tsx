@@ -67,9 +67,13 @@ export function UsagePage(view: UsageView) {
           <thead>
             <tr>
               <th scope="col">Time (UTC)</th>
-              <th scope="col">Request</th>
+              <th scope="col" class="fold">
+                Request
+              </th>
               <th scope="col">Key</th>
-              <th scope="col">Project</th>
+              <th scope="col" class="fold">
+                Project
+              </th>
               <th scope="col">Model</th>
               <th scope="col">Status</th>
               <th scope="col" class="num">
@@ -86,12 +90,12 @@ export function UsagePage(view: UsageView) {
           <tbody>
             {view.records.map((record) => (
               <tr>
-                <td>{record.createdAt.toISOString().slice(0, 19).replace('T', ' ')}</td>
-                <td>
+                <td class="when">{record.createdAt.toISOString().slice(0, 19).replace('T', ' ')}</td>
+                <td class="fold id">
                   <code>{record.id}</code>
                 </td>
-                <td>{view.keyNames.get(record.keyId) ?? record.keyId}</td>
-                <td>{record.projectId ? (view.projectNames.get(record.projectId) ?? record.projectId) : '—'}</td>
+                <td class="name">{view.keyNames.get(record.keyId) ?? record.keyId}</td>
+                <td class="fold">{record.projectId ? (view.projectNames.get(record.projectId) ?? record.projectId) : '—'}</td>
                 <td>{record.modelId}</td>
                 <td>{record.status}</td>
                 <td class="num">{count(record.promptTokens)}</td>
