@@ -32,34 +32,36 @@ export function ClustersPage({
       <p class="muted">
         Apply a stack from the <a href="/portal/stacks">catalog</a> to a cluster or one of its nodes.
       </p>
-      <div class="table-wrap" tabindex={0} role="region" aria-label="Clusters (scrolls sideways on a narrow screen)">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Profile</th>
-              <th scope="col" class="num">
-                Nodes
-              </th>
-              <th scope="col">Public domain</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {clusters.map(({ cluster, nodeCount }) => (
+      {clusters.length > 0 && (
+        <div class="table-wrap" tabindex={0} role="region" aria-label="Clusters (scrolls sideways on a narrow screen)">
+          <table>
+            <thead>
               <tr>
-                <td>
-                  <a href={`/portal/clusters/${cluster.id}`}>{cluster.name}</a>
-                </td>
-                <td>{cluster.profile}</td>
-                <td class="num">{nodeCount}</td>
-                <td>{cluster.publicDomain}</td>
-                <td>{time(cluster.createdAt)}</td>
+                <th scope="col">Name</th>
+                <th scope="col">Profile</th>
+                <th scope="col" class="num">
+                  Nodes
+                </th>
+                <th scope="col">Public domain</th>
+                <th scope="col">Created</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+            </thead>
+            <tbody>
+              {clusters.map(({ cluster, nodeCount }) => (
+                <tr>
+                  <td>
+                    <a href={`/portal/clusters/${cluster.id}`}>{cluster.name}</a>
+                  </td>
+                  <td>{cluster.profile}</td>
+                  <td class="num">{nodeCount}</td>
+                  <td>{cluster.publicDomain}</td>
+                  <td>{time(cluster.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
       {clusters.length === 0 && <p class="muted">No clusters yet.{create ? ' Create one below.' : ' Owners and admins create them.'}</p>}
       {create && <CreateClusterForm viewer={viewer} create={create} />}
     </Page>

@@ -40,7 +40,7 @@ describe.skipIf(!ready)('creating a cluster in the portal', () => {
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
     axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
     await mkdir(SHOTS, { recursive: true });
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await browser?.close();

@@ -59,7 +59,7 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     pages.owner = await signIn(owner);
     pages.member = await signIn(member);
     pages.operator = await signIn(operator);
-  }, 90_000);
+  }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
