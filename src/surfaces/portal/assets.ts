@@ -26,7 +26,7 @@ th { font-size: .85rem; color: var(--muted); font-weight: 600; }
 td.num, th.num { text-align: right; }
 td.wrap { white-space: normal; min-width: 12rem; }
 /* A date and time wraps between the two; a name wraps rather than widen its table; a long id breaks anywhere. */
-td.when { white-space: normal; min-width: 7rem; }
+td.when { white-space: normal; } .nowrap { white-space: nowrap; }
 td.name { white-space: normal; min-width: 6rem; overflow-wrap: anywhere; }
 td.id { white-space: normal; min-width: 9rem; } td.id code { overflow-wrap: anywhere; }
 caption { text-align: left; padding: .25rem 0; }
@@ -73,7 +73,6 @@ nav.subnav a[aria-current="page"] { font-weight: 700; text-decoration: none; col
   th.fold, td.fold { display: none; }
   header form { margin-left: 0; }
   th, td { padding: .35rem .4rem; }
-  td.when { min-width: 6.5rem; }
   td.wrap { min-width: 9rem; }
   .chart-x span:nth-child(2) { display: none; }
 }

@@ -1,8 +1,7 @@
 import { KEY_EXPIRIES, type KeyRow, keyStatus, MAX_LIVE_KEYS } from '../../gateway/keys/service.js';
-import { Notice, Page, type Viewer } from './layout.js';
+import { Notice, Page, type Viewer, When } from './layout.js';
 
 const EXPIRY_LABELS: Record<(typeof KEY_EXPIRIES)[number], string> = { never: 'Never', '7d': '7 days', '30d': '30 days', '90d': '90 days', '1y': '1 year' };
-const date = (at: Date | null) => (at ? at.toISOString().slice(0, 16).replace('T', ' ') : '—');
 const limit = (value: number | null) => (value === null ? 'unlimited' : value.toLocaleString('en-US'));
 
 /** The limit and toggle inputs of the create and edit forms, filled with `key`'s values when editing. */
@@ -94,9 +93,15 @@ export function KeysPage({ viewer, keys, lastUsed, error, notice }: { viewer: Vi
                       '—'
                     )}
                   </td>
-                  <td class="when fold">{date(key.createdAt)}</td>
-                  <td class="when fold">{date(key.expiresAt)}</td>
-                  <td class="when">{date(lastUsed.get(key.id) ?? null)}</td>
+                  <td class="when fold">
+                    <When at={key.createdAt} />
+                  </td>
+                  <td class="when fold">
+                    <When at={key.expiresAt} />
+                  </td>
+                  <td class="when">
+                    <When at={lastUsed.get(key.id) ?? null} />
+                  </td>
                   <td class="wrap">
                     {limit(key.requestsPerMinute)} a minute, {limit(key.maxConcurrency)} at once; tokens: {limit(key.tokensPerMinute)} a minute, {limit(key.monthlyTokens)} a month
                   </td>

@@ -100,3 +100,14 @@ export function Notice({ kind, children }: { kind: 'error' | 'ok'; children: Chi
     </p>
   );
 }
+
+/** A UTC time as `YYYY-MM-DD HH:MM` (`:SS` with `seconds`), which wraps in a narrow column between the day and the time only; a dash for none. */
+export function When({ at, seconds }: { at: Date | null; seconds?: boolean }) {
+  if (!at) return <>—</>;
+  const iso = at.toISOString();
+  return (
+    <>
+      <span class="nowrap">{iso.slice(0, 10)}</span> {iso.slice(11, seconds ? 19 : 16)}
+    </>
+  );
+}

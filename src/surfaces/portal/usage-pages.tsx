@@ -1,6 +1,6 @@
 import { formatAmount } from '../../gateway/billing/money.js';
 import type { UsageGroup, UsageRecord, UsageTotals } from '../../gateway/billing/reports.js';
-import { Notice, Page } from './layout.js';
+import { Notice, Page, When } from './layout.js';
 import type { Viewer } from './layout.js';
 import { DayChart, type DayValue } from './chart.js';
 import { type UsageWindow, WindowForm } from './window.js';
@@ -90,7 +90,9 @@ export function UsagePage(view: UsageView) {
           <tbody>
             {view.records.map((record) => (
               <tr>
-                <td class="when">{record.createdAt.toISOString().slice(0, 19).replace('T', ' ')}</td>
+                <td class="when">
+                  <When at={record.createdAt} seconds />
+                </td>
                 <td class="fold id">
                   <code>{record.id}</code>
                 </td>

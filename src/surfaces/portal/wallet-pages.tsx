@@ -2,7 +2,7 @@ import { formatAmount } from '../../gateway/billing/money.js';
 import type { LedgerEntry } from '../../gateway/billing/wallet.js';
 import { LEDGER_KINDS, type LedgerKind } from '../../shared/db/schema.js';
 import { DayChart, type DayValue } from './chart.js';
-import { Notice, Page } from './layout.js';
+import { Notice, Page, When } from './layout.js';
 import type { Viewer } from './layout.js';
 import type { UsageWindow } from './window.js';
 
@@ -30,7 +30,6 @@ export interface WalletView {
   error?: string;
 }
 
-const date = (at: Date) => at.toISOString().slice(0, 16).replace('T', ' ');
 const KIND_LABELS: Record<LedgerKind, string> = { topup: 'Top-up', charge: 'Charge', refund: 'Refund', adjustment: 'Adjustment' };
 
 /** Balance, held amount, the top-ups, this month's spend by day, and the ledger a page at a time with filters. */
@@ -125,7 +124,9 @@ export function LedgerTable({ entries, currency, label }: { entries: LedgerEntry
         <tbody>
           {entries.map((entry) => (
             <tr>
-              <td class="when">{date(entry.createdAt)}</td>
+              <td class="when">
+                <When at={entry.createdAt} />
+              </td>
               <td>{KIND_LABELS[entry.kind]}</td>
               <td class="num">{formatAmount(entry.amount)}</td>
               <td class="num fold">{formatAmount(entry.balanceAfter)}</td>
