@@ -76,10 +76,10 @@ export function UsagePage(view: UsageView) {
               </th>
               <th scope="col">Model</th>
               <th scope="col">Status</th>
-              <th scope="col" class="num">
+              <th scope="col" class="num fold">
                 Prompt
               </th>
-              <th scope="col" class="num">
+              <th scope="col" class="num fold">
                 Completion
               </th>
               <th scope="col" class="num">
@@ -100,8 +100,8 @@ export function UsagePage(view: UsageView) {
                 <td class="fold">{record.projectId ? (view.projectNames.get(record.projectId) ?? record.projectId) : '—'}</td>
                 <td>{record.modelId}</td>
                 <td>{record.status}</td>
-                <td class="num">{count(record.promptTokens)}</td>
-                <td class="num">{count(record.completionTokens)}</td>
+                <td class="num fold">{count(record.promptTokens)}</td>
+                <td class="num fold">{count(record.completionTokens)}</td>
                 <td class="num">{formatAmount(record.cost)}</td>
               </tr>
             ))}
@@ -138,10 +138,10 @@ function GroupTable({ title, groups, label, currency }: { title: string; groups:
                 <th scope="col" class="num">
                   Requests
                 </th>
-                <th scope="col" class="num">
+                <th scope="col" class="num fold">
                   Prompt tokens
                 </th>
-                <th scope="col" class="num">
+                <th scope="col" class="num fold">
                   Completion tokens
                 </th>
                 <th scope="col" class="num">
@@ -154,8 +154,8 @@ function GroupTable({ title, groups, label, currency }: { title: string; groups:
                 <tr>
                   <td>{label(group)}</td>
                   <td class="num">{count(group.requests)}</td>
-                  <td class="num">{count(group.promptTokens)}</td>
-                  <td class="num">{count(group.completionTokens)}</td>
+                  <td class="num fold">{count(group.promptTokens)}</td>
+                  <td class="num fold">{count(group.completionTokens)}</td>
                   <td class="num">{formatAmount(group.cost)}</td>
                 </tr>
               ))}
