@@ -135,6 +135,22 @@ export async function usageGroups(db: Database, scope: UsageScope, grouping: Usa
 }
 
 /**
+ * How many records in scope there are, and how many of them ended in an
+ * error (a status of 400 or more: the engine failed, or the client went away).
+ * Refusals before a model was called (limits, an empty wallet) leave no record.
+ *
+ * @example
+ * const lastHour = await usageOutcomes(db, { orgId, from: new Date(Date.now() - 3_600_000), to: new Date() });
+ */
+export async function usageOutcomes(db: Database, scope: UsageScope): Promise<{ requests: number; errors: number }> {
+  const [row] = await db
+    .select({ requests: sql<string>`count(*)::text`, errors: sql<string>`(count(*) filter (where ${usageRecords.status} >= 400))::text` })
+    .from(usageRecords)
+    .where(scopeWhere(scope));
+  return { requests: Number(row!.requests), errors: Number(row!.errors) };
+}
+
+/**
  * When each key of an organization was last used (its newest usage record),
  * one index lookup per key (`usage_key_time_idx`); keys never used are absent.
  *

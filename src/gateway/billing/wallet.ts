@@ -1,4 +1,4 @@
-import { desc, eq, sql } from 'drizzle-orm';
+import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { ledgerEntries, type LedgerKind, requestData, usageRecords, wallets } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
@@ -46,6 +46,42 @@ export class WalletService {
 
   ledger(orgId: string, limit = 100): Promise<LedgerEntry[]> {
     return this.db.select().from(ledgerEntries).where(eq(ledgerEntries.orgId, orgId)).orderBy(desc(ledgerEntries.id)).limit(limit);
+  }
+
+  /**
+   * One page of the ledger, newest first, entries older than `before` (an
+   * entry id) when given: keyset pagination on the (org_id, id) index, so
+   * every entry is reachable and a deep page costs what the first does.
+   * Narrowed to one key's charges (`keyId`, through the charge's usage
+   * record), one kind, or one UTC day [`from`, `to`).
+   */
+  async ledgerPage(
+    orgId: string,
+    { limit, before, keyId, kind, from, to }: { limit: number; before?: number; keyId?: string; kind?: LedgerKind; from?: Date; to?: Date },
+  ): Promise<{ entries: LedgerEntry[]; next: number | null }> {
+    const conditions = [eq(ledgerEntries.orgId, orgId)];
+    if (before !== undefined) conditions.push(lt(ledgerEntries.id, before));
+    if (kind) conditions.push(eq(ledgerEntries.kind, kind));
+    if (from) conditions.push(gte(ledgerEntries.createdAt, from));
+    if (to) conditions.push(lt(ledgerEntries.createdAt, to));
+    if (keyId)
+      conditions.push(
+        inArray(
+          ledgerEntries.requestId,
+          this.db
+            .select({ id: usageRecords.id })
+            .from(usageRecords)
+            .where(and(eq(usageRecords.orgId, orgId), eq(usageRecords.keyId, keyId))),
+        ),
+      );
+    const rows = await this.db
+      .select()
+      .from(ledgerEntries)
+      .where(and(...conditions))
+      .orderBy(desc(ledgerEntries.id))
+      .limit(limit + 1);
+    const entries = rows.slice(0, limit);
+    return { entries, next: rows.length > limit ? entries.at(-1)!.id : null };
   }
 
   /**

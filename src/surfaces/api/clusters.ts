@@ -17,7 +17,8 @@ const domain = z
   .toLowerCase()
   .max(253)
   .regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/, 'Must be a domain name such as train.example.com.');
-const createClusterBody = z.strictObject({
+/** Creating a cluster: the portal's form is checked by the same schema. */
+export const createClusterBody = z.strictObject({
   name: z.string().trim().min(1).max(200),
   profile: z.string().min(1).max(100),
   nodes: z.int().min(1).max(1000),

@@ -20,12 +20,15 @@ main { max-width: 72rem; margin: 0 auto; padding: 1rem; }
 h1 { font-size: 1.5rem; margin: .5rem 0 1rem; }
 h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
 .panel { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 1rem; margin-bottom: 1rem; }
-.table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; background: #fff; }
 th, td { text-align: left; padding: .4rem .6rem; border-bottom: 1px solid var(--line); white-space: nowrap; }
 th { font-size: .85rem; color: var(--muted); font-weight: 600; }
 td.num, th.num { text-align: right; }
 td.wrap { white-space: normal; min-width: 12rem; }
+/* A date and time wraps between the two; a name wraps rather than widen its table; a long id breaks anywhere. */
+td.when { white-space: normal; } .nowrap { white-space: nowrap; }
+td.name { white-space: normal; min-width: 6rem; overflow-wrap: anywhere; }
+td.id { white-space: normal; min-width: 9rem; } td.id code { overflow-wrap: anywhere; }
 caption { text-align: left; padding: .25rem 0; }
 label { display: block; font-weight: 600; margin: .5rem 0 .2rem; }
 input[type=text], input[type=email], input[type=password], input[type=number], select { width: 100%; max-width: 24rem; padding: .45rem .5rem; font: inherit; border: 1px solid #9aa3b2; border-radius: 4px; }
@@ -51,9 +54,28 @@ pre { background: #eef1f6; padding: .75rem; border-radius: 4px; overflow-x: auto
 h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr)); gap: 0 1rem; }
 .chart { margin: 0 0 1rem; }
-.chart-axis { display: flex; justify-content: space-between; gap: .5rem; font-size: .85rem; margin: .25rem 0 0; }
-.chart figcaption { font-weight: 600; }
-.chart svg { width: 100%; height: 10rem; display: block; }
+.chart figcaption { margin-bottom: .5rem; }
+.chart-plot { display: grid; grid-template-columns: auto minmax(0, 1fr); gap: .25rem .4rem; }
+.chart-plot svg { width: 100%; height: 10rem; display: block; }
+.chart-y { display: flex; flex-direction: column; justify-content: space-between; height: 10rem; font-size: .8rem; text-align: right; color: var(--muted); }
+.chart-x { grid-column: 2; display: flex; white-space: nowrap; justify-content: space-between; gap: .5rem; font-size: .8rem; margin: 0; }
+.chart .bar:hover rect + rect { fill: #173f80; }
+/* A table too wide for the screen scrolls inside its own box; the shadow at an edge says there is more that way. */
+.table-wrap { overflow-x: auto; background: linear-gradient(to right, #fff 30%, rgba(255,255,255,0)) left / 2rem 100% no-repeat local, linear-gradient(to left, #fff 30%, rgba(255,255,255,0)) right / 2rem 100% no-repeat local, radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) left / .75rem 100% no-repeat scroll, radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) right / .75rem 100% no-repeat scroll; }
+.table-wrap table { background: transparent; }
+.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(11rem, 1fr)); gap: .75rem 1rem; }
+.figures p { margin: .15rem 0; }
+.figure-note { font-size: .85rem; }
+nav.subnav { display: flex; flex-wrap: wrap; gap: .25rem 1rem; margin: .25rem 0 .5rem; font-size: .95rem; }
+nav.subnav a[aria-current="page"] { font-weight: 700; text-decoration: none; color: var(--ink); }
+/* A narrow screen keeps the columns that matter: a time wraps to two lines, folded columns go, cells pad less. */
+@media (max-width: 40rem) {
+  th.fold, td.fold { display: none; }
+  header form { margin-left: 0; }
+  th, td { padding: .35rem .4rem; }
+  td.wrap { min-width: 9rem; }
+  .chart-x span:nth-child(2) { display: none; }
+}
 form.actions > div { min-width: 10rem; }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
 .actions form { margin: 0; }

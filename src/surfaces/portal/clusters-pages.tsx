@@ -3,7 +3,7 @@ import type { ClusterRow, NodeRow } from '../../platform/clusters/service.js';
 import type { RunRow } from '../../platform/runs/service.js';
 import { FINAL_STATES } from '../../platform/runs/service.js';
 import { Notice, Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 
 const time = (at: Date | null) => (at ? at.toISOString().slice(0, 19).replace('T', ' ') : '—');
 
@@ -13,47 +13,107 @@ export function RunState({ state }: { state: RunRow['state'] }) {
 }
 
 /** The organization's running clusters (a platform admin: every organization's). */
-export function ClustersPage({ viewer, clusters }: { viewer: Viewer; clusters: Array<{ cluster: ClusterRow; nodeCount: number }> }) {
+export function ClustersPage({
+  viewer,
+  clusters,
+  create,
+  error,
+}: {
+  viewer: Viewer;
+  clusters: Array<{ cluster: ClusterRow; nodeCount: number }>;
+  /** For owners and admins: the profiles with their free nodes, and what the form was filled with. */
+  create: ClusterCreation | null;
+  error?: string;
+}) {
   return (
     <Page title="Clusters" user={viewer} current="clusters">
       <h1>Clusters</h1>
+      {error && <Notice kind="error">{error}</Notice>}
       <p class="muted">
         Apply a stack from the <a href="/portal/stacks">catalog</a> to a cluster or one of its nodes.
       </p>
-      <div class="table-wrap" tabindex={0} role="region" aria-label="Clusters (scrolls sideways on a narrow screen)">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Profile</th>
-              <th scope="col" class="num">
-                Nodes
-              </th>
-              <th scope="col">Public domain</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {clusters.map(({ cluster, nodeCount }) => (
+      {clusters.length > 0 && (
+        <div class="table-wrap" tabindex={0} role="region" aria-label="Clusters (scrolls sideways on a narrow screen)">
+          <table>
+            <thead>
               <tr>
-                <td>
-                  <a href={`/portal/clusters/${cluster.id}`}>{cluster.name}</a>
-                </td>
-                <td>{cluster.profile}</td>
-                <td class="num">{nodeCount}</td>
-                <td>{cluster.publicDomain}</td>
-                <td>{time(cluster.createdAt)}</td>
+                <th scope="col">Name</th>
+                <th scope="col">Profile</th>
+                <th scope="col" class="num">
+                  Nodes
+                </th>
+                <th scope="col">Public domain</th>
+                <th scope="col">Created</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {clusters.length === 0 && (
-        <p class="muted">
-          No clusters yet. Owners and admins create them with the API or <code>tollgate clusters create</code>.
-        </p>
+            </thead>
+            <tbody>
+              {clusters.map(({ cluster, nodeCount }) => (
+                <tr>
+                  <td>
+                    <a href={`/portal/clusters/${cluster.id}`}>{cluster.name}</a>
+                  </td>
+                  <td>{cluster.profile}</td>
+                  <td class="num">{nodeCount}</td>
+                  <td>{cluster.publicDomain}</td>
+                  <td>{time(cluster.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
+      {clusters.length === 0 && <p class="muted">No clusters yet.{create ? ' Create one below.' : ' Owners and admins create them.'}</p>}
+      {create && <CreateClusterForm viewer={viewer} create={create} />}
     </Page>
+  );
+}
+
+export interface ClusterCreation {
+  profiles: Array<{ name: string; free: number; gpus: number; gpuModel: string | null }>;
+  form: Record<string, string>;
+}
+
+/** A new cluster: a name, free nodes of one hardware profile, and the public domain its runs' URLs live under, with that domain's rules. */
+function CreateClusterForm({ viewer, create }: { viewer: Viewer; create: ClusterCreation }) {
+  const { form } = create;
+  return (
+    <>
+      <h2 id="create">Create a cluster</h2>
+      <form method="post" action="/portal/clusters" class="panel">
+        <input type="hidden" name="_csrf" value={viewer.csrf} />
+        <label for="name">Name</label>
+        <input id="name" name="name" type="text" required maxlength={200} value={form.name ?? ''} />
+        <label for="profile">Hardware profile</label>
+        <select id="profile" name="profile" required aria-describedby="profile-hint">
+          {create.profiles.map((profile) => (
+            <option value={profile.name} selected={form.profile === profile.name}>
+              {`${profile.name}: ${profile.free} free ${profile.free === 1 ? 'node' : 'nodes'}${profile.gpus ? `, ${profile.gpus} × ${profile.gpuModel ? profile.gpuModel : 'GPU'} each` : ''}`}
+            </option>
+          ))}
+        </select>
+        <p class="hint muted" id="profile-hint">
+          {create.profiles.length === 0 ? 'The operator has not added a hardware profile yet.' : 'The cluster takes that many free nodes of the profile, for itself alone, until it is deleted.'}
+        </p>
+        <label for="nodes">Nodes</label>
+        <input id="nodes" name="nodes" type="number" min="1" max="1000" required value={form.nodes ?? '1'} />
+        <label for="public_domain">Public domain</label>
+        <input id="public_domain" name="public_domain" type="text" required maxlength={253} value={form.public_domain ?? ''} aria-describedby="domain-hint" placeholder="train.example.com" />
+        <div class="hint muted" id="domain-hint">
+          <p>
+            A stack applied to this cluster is reached at <code>https://&lt;stack name&gt;.&lt;public domain&gt;</code>. The rules:
+          </p>
+          <ul>
+            <li>A domain name such as train.example.com (letters, digits and hyphens, compared in lower case).</li>
+            <li>One live cluster holds it, across the whole platform: a domain another cluster holds is refused. Deleting the cluster frees it.</li>
+            <li>Not the portal's own host name nor a name above it: the portal is never reachable from a run's address.</li>
+            <li>Point a wildcard DNS name (*.your domain) at the gateway; nothing checks that you control the domain, so use one you do.</li>
+          </ul>
+        </div>
+        <p>
+          <button type="submit">Create cluster</button>
+        </p>
+      </form>
+    </>
   );
 }
 

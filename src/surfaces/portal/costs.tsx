@@ -5,7 +5,7 @@ import { type CostWindow, isReportMonth, monthWindow, parseWindow } from '../../
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { type CostsPageWindow, CostsPage } from './costs-page.js';
+import { type CostsPageWindow, CostsPage } from './costs-pages.js';
 import type { PortalDeps } from './session.js';
 
 const DAY_MS = 86_400_000;

@@ -1,5 +1,5 @@
 import { Document } from './layout.js';
-import { SignInPage } from './pages.js';
+import { SignInPage } from './sign-in-pages.js';
 
 /** Too many sign-ins show the sign-in form again, with why; any other error its page. */
 export function SignInOrErrorPage({ status, message, signingIn }: { status: number; message: string; signingIn: boolean }) {
@@ -11,6 +11,11 @@ export function ErrorPage({ status, message }: { status: number; message: string
   return (
     <Document title={`Error ${status}`}>
       <body>
+        <header>
+          <a class="brand" href="/portal">
+            Tollgate
+          </a>
+        </header>
         <main>
           <h1>{status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : status === 429 || status === 503 ? 'Busy: try again shortly' : 'Something went wrong'}</h1>
           <p>{message}</p>

@@ -9,11 +9,18 @@ import { DEFAULT_PACKAGE_LIMITS } from '../../platform/stacks/package.js';
 import type { Services } from '../../services.js';
 import type { ClientOf } from '../api/resource.js';
 import { assetAt } from './assets.js';
+import { stackIconAt } from './stack-icons.js';
 import { clustersRoutes } from './clusters.js';
 import { costsRoutes } from './costs.js';
 import { ErrorPage, SignInOrErrorPage } from './error-pages.js';
 import { keysRoutes } from './keys.js';
 import { modelsRoutes } from './models.js';
+import { operatorEnginesRoutes } from './operator-engines.js';
+import { operatorModelsRoutes } from './operator-models.js';
+import { operatorNodesRoutes } from './operator-nodes.js';
+import { operatorOrgsRoutes } from './operator-orgs.js';
+import { operatorRatesRoutes } from './operator-rates.js';
+import { overviewRoutes } from './overview.js';
 import { projectsRoutes } from './projects.js';
 import { runsRoutes } from './runs.js';
 import { formTokens, sameOrigin, securityHeaders } from './security.js';
@@ -41,7 +48,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   const deps: PortalDeps = {
     services,
     signedIn: (c) => signedIn(services, c, clientOf(c).https),
-    viewerOf: (actor: SignedInActor) => ({ name: actor.user.name, csrf: tokens.of(actor.sessionHash!) }),
+    viewerOf: (actor: SignedInActor) => ({ name: actor.user.name, csrf: tokens.of(actor.sessionHash!), operator: actor.platformAdmin }),
     checkToken: (actor, token) => tokens.check(actor.sessionHash!, token),
   };
 
@@ -71,14 +78,15 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   });
 
   portal.get('/assets/:file', (c) => {
-    const asset = assetAt(c.req.param('file'));
+    const asset = assetAt(c.req.param('file')) ?? stackIconAt(c.req.param('file'));
     if (!asset) throw new GatewayError('not_found', 'No such file.');
     return c.body(asset.body, 200, { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable' });
   });
 
-  portal.get('/', async (c) => c.redirect((await sessionActor(services, c, clientOf(c).https)) ? '/portal/keys' : '/portal/sign-in', 303));
+  portal.get('/', async (c) => c.redirect((await sessionActor(services, c, clientOf(c).https)) ? '/portal/overview' : '/portal/sign-in', 303));
   portal.route('/sign-in', signInRoutes(deps, clientOf));
   portal.route('/sign-out', signOutRoutes(deps, clientOf));
+  portal.route('/overview', overviewRoutes(deps));
   portal.route('/keys', keysRoutes(deps));
   portal.route('/', usageRoutes(deps));
   portal.route('/wallet', walletRoutes(deps));
@@ -88,6 +96,15 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   portal.route('/stacks', stacksRoutes(deps));
   portal.route('/clusters', clustersRoutes(deps));
   portal.route('/runs', runsRoutes(deps));
+  portal.route('/operator/orgs', operatorOrgsRoutes(deps));
+  portal.route('/operator/models', operatorModelsRoutes(deps));
+  portal.route('/operator/engines', operatorEnginesRoutes(deps));
+  portal.route('/operator/nodes', operatorNodesRoutes(deps));
+  portal.route('/operator/rates', operatorRatesRoutes(deps));
   portal.route('/', costsRoutes(deps));
+  // Last: any other address under /portal is the portal's own "Not found" page (through onError), not JSON.
+  portal.all('*', () => {
+    throw new GatewayError('not_found', 'There is no page at this address.');
+  });
   return portal;
 }

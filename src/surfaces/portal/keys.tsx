@@ -6,7 +6,7 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { keysLastUsed } from '../../gateway/billing/reports.js';
 import { KEY_EXPIRIES, type KeyRow } from '../../gateway/keys/service.js';
 import type { Services } from '../../services.js';
-import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage } from './pages.js';
+import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage } from './keys-pages.js';
 import { DONE_NOTICES, type PortalDeps, problems } from './session.js';
 
 const whole = (max: number) => z.coerce.number().int('Must be a whole number.').min(1, 'Must be at least 1.').max(max, `Must be at most ${max}.`);

@@ -3,6 +3,7 @@ import type { Child } from 'hono/jsx';
 import { assetUrl } from './assets.js';
 
 const NAV = [
+  { id: 'overview', href: '/portal/overview', label: 'Overview' },
   { id: 'keys', href: '/portal/keys', label: 'API keys' },
   { id: 'usage', href: '/portal/usage', label: 'Usage' },
   { id: 'wallet', href: '/portal/wallet', label: 'Wallet' },
@@ -12,12 +13,21 @@ const NAV = [
   { id: 'clusters', href: '/portal/clusters', label: 'Clusters' },
   { id: 'projects', href: '/portal/projects', label: 'Projects' },
   { id: 'users', href: '/portal/users', label: 'Users' },
+  { id: 'operator', href: '/portal/operator/orgs', label: 'Operator' },
 ] as const;
+
+/** The signed-in user as the pages show them, with the form token every form carries. */
+export interface Viewer {
+  name: string;
+  csrf: string;
+  /** A platform admin: the navigation leads to the operator pages too. */
+  operator?: boolean;
+}
 
 export interface PageFrame {
   title: string;
   /** The signed-in user's name and the form token, or null on the sign-in page. */
-  user: { name: string; csrf: string } | null;
+  user: Viewer | null;
   /** Which navigation entry is this page. */
   current?: (typeof NAV)[number]['id'];
   children: Child;
@@ -59,7 +69,7 @@ export function Page({ title, user, current, children }: PageFrame) {
           </a>
           {user && (
             <nav aria-label="Portal">
-              {NAV.map((item) => (
+              {NAV.filter((item) => item.id !== 'operator' || user.operator).map((item) => (
                 <a href={item.href} aria-current={item.id === current ? 'page' : undefined}>
                   {item.label}
                 </a>
@@ -88,5 +98,16 @@ export function Notice({ kind, children }: { kind: 'error' | 'ok'; children: Chi
     <p class={`notice ${kind}`} role={kind === 'error' ? 'alert' : 'status'}>
       {children}
     </p>
+  );
+}
+
+/** A UTC time as `YYYY-MM-DD HH:MM` (`:SS` with `seconds`), which wraps in a narrow column between the day and the time only; a dash for none. */
+export function When({ at, seconds }: { at: Date | null; seconds?: boolean }) {
+  if (!at) return <>—</>;
+  const iso = at.toISOString();
+  return (
+    <>
+      <span class="nowrap">{iso.slice(0, 10)}</span> {iso.slice(11, seconds ? 19 : 16)}
+    </>
   );
 }

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import { ModelsPage } from './account-pages.js';
+import { ModelsPage } from './models-pages.js';
 import type { PortalDeps } from './session.js';
 
 /**

@@ -4,7 +4,7 @@ import { canManageProject } from '../../platform/people/permissions.js';
 import type { UserRow } from '../../platform/people/users.js';
 import type { ProjectRow } from '../../platform/orgs/projects.js';
 import { Notice, Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 
 const date = (at: Date) => at.toISOString().slice(0, 10);
 

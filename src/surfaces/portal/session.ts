@@ -6,7 +6,7 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { toDetails } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';
 import { sessionCookieOf } from '../api/session-cookie.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 
 export type PortalContext = Context<GatewayEnv>;
 

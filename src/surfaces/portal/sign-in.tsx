@@ -5,7 +5,7 @@ import { PASSWORD_MAX } from '../../platform/people/passwords.js';
 import { ANONYMOUS_HOURLY_LIMIT, countAgainst } from '../api/access.js';
 import type { ClientOf } from '../api/resource.js';
 import { checkSignIn, endSession, startSession } from '../auth/index.js';
-import { SignInPage } from './pages.js';
+import { SignInPage } from './sign-in-pages.js';
 import type { PortalDeps } from './session.js';
 
 /**
@@ -31,7 +31,7 @@ export function signInRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<Gateway
     try {
       const user = await checkSignIn(services, email, password, client.address);
       await startSession(c, services, user.id, client.https);
-      return c.redirect('/portal/keys', 303);
+      return c.redirect('/portal/overview', 303);
     } catch (error) {
       if (!(error instanceof GatewayError) || (error.status !== 401 && error.status !== 429)) throw error;
       return c.html(<SignInPage error={error.message} email={email} />, error.status as 401);

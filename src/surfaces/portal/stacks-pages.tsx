@@ -2,7 +2,8 @@ import type { ClusterRow, NodeRow } from '../../platform/clusters/service.js';
 import type { StackRow } from '../../platform/stacks/catalog.js';
 import { STACK_CATEGORIES } from '../../platform/stacks/manifest.js';
 import { Notice, Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
+import { stackIconUrl } from './stack-icons.js';
 
 /** A cluster the viewer may apply a stack to, with its nodes. */
 export interface ApplyTarget {
@@ -10,7 +11,7 @@ export interface ApplyTarget {
   nodes: NodeRow[];
 }
 
-/** A stack's icon in a fixed square: an emoji, or an image fitted whole (never cropped); a neutral mark when it has none. */
+/** A stack's icon in a fixed square: an image fitted whole (never cropped), or our drawing of its emoji (a neutral mark for any other, or none): no emoji font needed. */
 function StackIcon({ icon, large }: { icon: string | null; large?: boolean }) {
   const size = large ? 'stack-icon large' : 'stack-icon';
   if (icon?.startsWith('https://')) {
@@ -21,8 +22,8 @@ function StackIcon({ icon, large }: { icon: string | null; large?: boolean }) {
     );
   }
   return (
-    <span class={size} aria-hidden="true">
-      {icon ?? '▦'}
+    <span class={size}>
+      <img src={stackIconUrl(icon)} alt="" />
     </span>
   );
 }

@@ -5,7 +5,8 @@ import { decodeCursor, encodeCursor, type UsageCursor, usageGroups, usageRequest
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { csvStream } from '../../shared/http/csv.js';
 import { describeError } from '../../shared/http/log.js';
-import { UsagePage, type UsageWindow } from './usage-page.js';
+import { UsagePage } from './usage-pages.js';
+import { readWindow } from './window.js';
 import type { PortalDeps } from './session.js';
 
 /**
@@ -24,7 +25,7 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const actor = await deps.signedIn(c);
     // What the page shows includes this process's latest charges (they reach the database just after each answer).
     await services.applier.settled(2_000);
-    const { window, error } = usageWindow(c.req.query());
+    const { window, error } = readWindow(c.req.query());
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };
     const after = decodeCursor(c.req.query('after') ?? '') ?? undefined;
     const [totals, days, byKey, byModel, byProject, page, keys, projectRows] = await Promise.all([
@@ -59,7 +60,7 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   usage.get('/usage.csv', async (c) => {
     const actor = await deps.signedIn(c);
     await services.applier.settled(2_000);
-    const { window } = usageWindow(c.req.query());
+    const { window } = readWindow(c.req.query());
     const keyNames = new Map((await services.keys.list(actor.orgId)).map((k) => [k.id, k.name]));
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };
     const currency = services.config.currency;
@@ -104,27 +105,4 @@ async function writeUsageCsv(
     after = page.next ?? undefined;
   } while (after);
   csv.end();
-}
-
-/**
- * The window of a usage page or CSV, from its query: `window=this-month`
- * (default) or `last-month`, or `custom` with `from` and `to` as UTC dates,
- * `to` included, at most 366 days. A bad custom window falls back to this
- * month, with the reason.
- */
-function usageWindow(query: Record<string, string>): { window: UsageWindow; error?: string } {
-  const now = new Date();
-  const month = (offset: number) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + offset, 1));
-  if (query.window === 'last-month') return { window: { kind: 'last-month', from: month(-1), to: month(0), query: 'window=last-month' } };
-  const thisMonth: UsageWindow = { kind: 'this-month', from: month(0), to: month(1), query: 'window=this-month' };
-  if (query.window !== 'custom') return { window: thisMonth };
-  const dateOf = (text: string | undefined) => (text && /^\d{4}-\d{2}-\d{2}$/.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) ? new Date(`${text}T00:00:00Z`) : null);
-  const from = dateOf(query.from);
-  const last = dateOf(query.to);
-  if (!from || !last) return { window: thisMonth, error: 'Give both dates as YYYY-MM-DD. Showing this month.' };
-  const to = new Date(last.getTime() + 86_400_000);
-  if (to <= from) return { window: thisMonth, error: 'The window must end on or after its first day. Showing this month.' };
-  if (to.getTime() - from.getTime() > 366 * 86_400_000) return { window: thisMonth, error: 'A window is at most 366 days. Showing this month.' };
-  const query_ = `window=custom&from=${query.from}&to=${query.to}`;
-  return { window: { kind: 'custom', from, to, query: query_ } };
 }

@@ -25,7 +25,7 @@ const WIDTHS = [1280, 360] as const;
 
 /**
  * Screenshots of the page at each width (`test-results/portal/<name>-<width>.png`),
- * and an axe-core check: no serious or critical violation. The page's context
+ * that the page does not scroll sideways at either, and an axe-core check: no serious or critical violation. The page's context
  * must bypass CSP so axe-core can be added.
  *
  * @example
@@ -43,6 +43,12 @@ export async function lookAt(page: Page, name: string, axeSource: string): Promi
         }),
     );
     await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+    // The page itself never scrolls sideways: a wide table scrolls inside its own box (.table-wrap).
+    const overflow = await page.evaluate(() => {
+      const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
+      return root.scrollWidth - root.clientWidth;
+    });
+    expect(overflow, `${name} at ${width} px scrolls sideways by ${overflow} px`).toBeLessThanOrEqual(0);
   }
   await page.setViewportSize({ width: 1280, height: 900 });
   // Standards mode: the page starts with <!DOCTYPE html> (quirks mode lays out tables, heights and fonts otherwise).

@@ -60,7 +60,7 @@ describe.skipIf(!ready)('the portal’s costs page in Chromium', () => {
     await page.getByLabel('Email').fill(who.email);
     await page.getByLabel('Password').fill(who.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(/\/portal\/keys/);
+    await page.waitForURL(/\/portal\/overview/);
     return page;
   }
 
@@ -70,7 +70,7 @@ describe.skipIf(!ready)('the portal’s costs page in Chromium', () => {
 
   it('picks a month, shows totals and the clusters, switches the billing currency, flags the line without a rate, and downloads the CSV', async () => {
     const page = await signedInPage(owner);
-    await page.getByRole('link', { name: 'Costs' }).click();
+    await page.getByRole('navigation', { name: 'Portal' }).getByRole('link', { name: 'Costs' }).click();
     await page.waitForURL(/\/portal\/costs$/);
     expect(await page.locator('nav a[aria-current="page"]').textContent()).toBe('Costs');
     await page.getByLabel('Window').selectOption('month');

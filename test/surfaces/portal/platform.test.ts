@@ -41,7 +41,7 @@ describe.skipIf(!ready)("the portal's stacks, clusters and runs in Chromium", ()
     await page.getByLabel('Email').fill(owner.email);
     await page.getByLabel('Password').fill(owner.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/portal/keys');
+    await page.waitForURL('**/portal/overview');
   }, 60_000);
 
   afterAll(async () => {

@@ -1,35 +1,8 @@
 import { KEY_EXPIRIES, type KeyRow, keyStatus } from '../../gateway/keys/service.js';
-import { Notice, Page } from './layout.js';
-
-/** The signed-in user as the pages show them, with the form token every form carries. */
-export interface Viewer {
-  name: string;
-  csrf: string;
-}
+import { Notice, Page, type Viewer, When } from './layout.js';
 
 const EXPIRY_LABELS: Record<(typeof KEY_EXPIRIES)[number], string> = { never: 'Never', '7d': '7 days', '30d': '30 days', '90d': '90 days', '1y': '1 year' };
-const date = (at: Date | null) => (at ? at.toISOString().slice(0, 16).replace('T', ' ') : '—');
 const limit = (value: number | null) => (value === null ? 'unlimited' : value.toLocaleString('en-US'));
-
-export function SignInPage({ error, email }: { error?: string; email?: string }) {
-  return (
-    <Page title="Sign in" user={null}>
-      <div class="signin panel">
-        <h1>Sign in</h1>
-        {error && <Notice kind="error">{error}</Notice>}
-        <form method="post" action="/portal/sign-in">
-          <label for="email">Email</label>
-          <input id="email" name="email" type="email" autocomplete="username" required value={email ?? ''} />
-          <label for="password">Password</label>
-          <input id="password" name="password" type="password" autocomplete="current-password" required />
-          <p>
-            <button type="submit">Sign in</button>
-          </p>
-        </form>
-      </div>
-    </Page>
-  );
-}
 
 /** The limit and toggle inputs of the create and edit forms, filled with `key`'s values when editing. */
 function KeySettingsFields({ row }: { row?: KeyRow }) {
@@ -87,7 +60,7 @@ export function KeysPage({
       <h1>API keys</h1>
       {error && <Notice kind="error">{error}</Notice>}
       {notice && <Notice kind="ok">{notice}</Notice>}
-      <div class="table-wrap" tabindex={0} role="region" aria-label="Table (scrolls sideways on a narrow screen)">
+      <div class="table-wrap" tabindex={0} role="region" aria-label="API keys (scrolls sideways on a narrow screen)">
         <table>
           <caption class="muted">
             Keys of your organization you may manage. Your own live keys: {live} of {allowance.perAccount}.
@@ -95,11 +68,17 @@ export function KeysPage({
           <thead>
             <tr>
               <th scope="col">Name</th>
-              <th scope="col">Key</th>
+              <th scope="col" class="fold">
+                Key
+              </th>
               <th scope="col">State</th>
               <th scope="col">Actions</th>
-              <th scope="col">Created</th>
-              <th scope="col">Expires</th>
+              <th scope="col" class="fold">
+                Created
+              </th>
+              <th scope="col" class="fold">
+                Expires
+              </th>
               <th scope="col">Last used</th>
               <th scope="col">Limits</th>
               <th scope="col">Options</th>
@@ -110,8 +89,8 @@ export function KeysPage({
               const state = keyStatus(key, now);
               return (
                 <tr>
-                  <td>{key.name}</td>
-                  <td>
+                  <td class="name">{key.name}</td>
+                  <td class="fold">
                     <code>{key.secretHint}</code>
                   </td>
                   <td class={`state-${state}`}>{state}</td>
@@ -129,9 +108,15 @@ export function KeysPage({
                       '—'
                     )}
                   </td>
-                  <td>{date(key.createdAt)}</td>
-                  <td>{date(key.expiresAt)}</td>
-                  <td>{date(lastUsed.get(key.id) ?? null)}</td>
+                  <td class="when fold">
+                    <When at={key.createdAt} />
+                  </td>
+                  <td class="when fold">
+                    <When at={key.expiresAt} />
+                  </td>
+                  <td class="when">
+                    <When at={lastUsed.get(key.id) ?? null} />
+                  </td>
                   <td class="wrap">
                     {limit(key.requestsPerMinute)} a minute, {limit(key.maxConcurrency)} at once; tokens: {limit(key.tokensPerMinute)} a minute, {limit(key.monthlyTokens)} a month
                   </td>

@@ -2,7 +2,7 @@ import type { CurrencyInfo } from '../../platform/costs/currencies.js';
 import type { CostLineItem, CostReport, OrgCosts, Totals } from '../../platform/costs/report.js';
 import { EARLIEST_YEAR } from '../../platform/costs/window.js';
 import { Notice, Page } from './layout.js';
-import type { Viewer } from './pages.js';
+import type { Viewer } from './layout.js';
 
 /** The window a costs page shows, as its form names it. */
 export interface CostsPageWindow {
@@ -43,6 +43,11 @@ export function CostsPage(view: CostsView) {
   return (
     <Page title="Costs" user={view.viewer} current="costs">
       <h1>Costs</h1>
+      <p class="muted" id="costs-about">
+        This page is about hardware: the node-hours and GPU-hours of your clusters, priced by the operator's rate cards. Each line is in its rate card's currency, converted to your organization's
+        billing currency when one is set (below) and a conversion rate exists. What API requests cost in tokens is on <a href="/portal/usage">Usage</a> and charged to the{' '}
+        <a href="/portal/wallet">wallet</a>, in the gateway's currency.
+      </p>
       {view.error && <Notice kind="error">{view.error}</Notice>}
       {view.notice && <Notice kind="ok">{view.notice}</Notice>}
       <form method="get" action="/portal/costs" class="panel actions">

@@ -1,65 +1,7 @@
-import { formatAmount, pricePerMillion } from '../../gateway/billing/money.js';
+import { pricePerMillion } from '../../gateway/billing/money.js';
 import type { ModelRow, PriceRow } from '../../gateway/catalog/service.js';
-import type { ledgerEntries } from '../../shared/db/schema.js';
 import { Page } from './layout.js';
-import type { Viewer } from './pages.js';
-
-type LedgerEntry = typeof ledgerEntries.$inferSelect;
-const date = (at: Date) => at.toISOString().slice(0, 16).replace('T', ' ');
-
-/** Balance, what requests in flight hold, and the ledger, newest first. */
-export function WalletPage({ viewer, balance, held, ledger, currency }: { viewer: Viewer; balance: bigint; held: bigint; ledger: LedgerEntry[]; currency: string }) {
-  return (
-    <Page title="Wallet" user={viewer} current="wallet">
-      <h1>Wallet</h1>
-      <div class="panel grid">
-        <div>
-          <p class="muted">Balance</p>
-          <p class="figure">
-            {formatAmount(balance)} {currency}
-          </p>
-        </div>
-        <div>
-          <p class="muted">Held by requests in flight</p>
-          <p class="figure">
-            {formatAmount(held)} {currency}
-          </p>
-        </div>
-      </div>
-      <p class="muted">Top-ups are made by the operator. Each request holds the most it can cost while it runs, and is charged what it used when it ends.</p>
-      <h2>Ledger</h2>
-      <div class="table-wrap" tabindex={0} role="region" aria-label="Table (scrolls sideways on a narrow screen)">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Time (UTC)</th>
-              <th scope="col">Kind</th>
-              <th scope="col" class="num">
-                Amount ({currency})
-              </th>
-              <th scope="col" class="num">
-                Balance after
-              </th>
-              <th scope="col">Request or note</th>
-            </tr>
-          </thead>
-          <tbody>
-            {ledger.map((entry) => (
-              <tr>
-                <td>{date(entry.createdAt)}</td>
-                <td>{entry.kind}</td>
-                <td class="num">{formatAmount(entry.amount)}</td>
-                <td class="num">{formatAmount(entry.balanceAfter)}</td>
-                <td>{entry.requestId ? <code>{entry.requestId}</code> : (entry.note ?? '')}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {ledger.length === 0 && <p class="muted">Nothing in the ledger yet.</p>}
-    </Page>
-  );
-}
+import type { Viewer } from './layout.js';
 
 /** What the organization can call, with prices, and a ready request for the chosen model. */
 export function ModelsPage({

@@ -1,0 +1,109 @@
+import { Hono } from 'hono';
+import { currencies, currencyCode } from '../../platform/costs/currencies.js';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { SignedInActor } from '../context.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import type { Services } from '../../services.js';
+import { billingCurrencies } from '../../shared/db/schema.js';
+import { orgsWithBalances } from '../admin/queries.js';
+import { topupBody } from '../admin/schemas.js';
+import { OperatorOrgPage, OperatorOrgsPage } from './operator-orgs-pages.js';
+import { type PortalContext, type PortalDeps, problems } from './session.js';
+
+const DONE: Record<string, string> = {
+  topup: 'Topped up: the balance and the ledger below show it, and the organization can spend it from its next request.',
+  currency: 'Billing currency saved.',
+};
+
+/**
+ * Organizations for platform admins (`/portal/operator/orgs`): every
+ * organization with its balance and billing currency, and for each a top-up
+ * with a note and the billing currency switch. The same services, validation
+ * (`admin/schemas.ts`) and ledger entry as `POST /admin/v1/orgs/{id}/wallet/topups`,
+ * which the CLI calls. Anyone else gets the portal's 404: the addresses do not
+ * exist for them.
+ *
+ * @example
+ * portal.route('/operator/orgs', operatorOrgsRoutes(deps));
+ */
+export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+  const orgs = new Hono<GatewayEnv>();
+  const { services } = deps;
+  const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
+
+  orgs.get('/', async (c) => {
+    const actor = await operator(c);
+    const [rows, billing] = await Promise.all([orgsWithBalances(services.db), billingCurrenciesOf(services)]);
+    return c.html(
+      <OperatorOrgsPage
+        viewer={deps.viewerOf(actor)}
+        orgs={rows.map(({ org, balance }) => ({ id: org.id, name: org.name, balance, billingCurrency: billing.get(org.id) ?? null }))}
+        currency={services.config.currency}
+      />,
+    );
+  });
+
+  orgs.get('/:orgId', async (c) => {
+    const actor = await operator(c);
+    return renderOrg(c, deps, actor, c.req.param('orgId'), { notice: DONE[c.req.query('done') ?? ''] });
+  });
+
+  orgs.post('/:orgId/topups', async (c) => {
+    const actor = await operator(c);
+    const form = await c.req.parseBody();
+    deps.checkToken(actor, form._csrf);
+    const orgId = (await services.orgs.get(c.req.param('orgId'))).id;
+    const note = typeof form.note === 'string' && form.note.trim() !== '' ? form.note : undefined;
+    const parsed = topupBody.safeParse({ amount: typeof form.amount === 'string' ? form.amount : '', note });
+    if (!parsed.success) return renderOrg(c, deps, actor, orgId, { error: problems(parsed.error), status: 400 });
+    await services.wallets.credit(orgId, 'topup', parsed.data.amount, parsed.data.note);
+    services.log.info('operator topped up an organization in the portal', { requestId: c.get('requestId'), orgId, by: actor.userId });
+    return c.redirect(`/portal/operator/orgs/${encodeURIComponent(orgId)}?done=topup`, 303);
+  });
+
+  orgs.post('/:orgId/currency', async (c) => {
+    const actor = await operator(c);
+    const form = await c.req.parseBody();
+    deps.checkToken(actor, form._csrf);
+    const orgId = (await services.orgs.get(c.req.param('orgId'))).id;
+    const chosen = typeof form.currency === 'string' ? form.currency : '';
+    const parsed = currencyCode.nullable().safeParse(chosen === '' ? null : chosen);
+    if (!parsed.success) return renderOrg(c, deps, actor, orgId, { error: 'Choose a currency from the list.', status: 400 });
+    await services.costs.setBillingCurrency(orgId, parsed.data);
+    return c.redirect(`/portal/operator/orgs/${encodeURIComponent(orgId)}?done=currency`, 303);
+  });
+  return orgs;
+}
+
+/** The signed-in platform admin, or the portal's 404 for anyone else (the page does not exist for them). */
+export function operatorOnly(actor: SignedInActor): SignedInActor {
+  if (!actor.platformAdmin) throw new GatewayError('not_found', 'There is no page at this address.');
+  return actor;
+}
+
+async function renderOrg(c: PortalContext, deps: PortalDeps, actor: SignedInActor, orgId: string, extra: { notice?: string; error?: string; status?: 400 }) {
+  const { services } = deps;
+  await services.applier.settled(2_000);
+  const org = await services.orgs.get(orgId);
+  const [balance, billingCurrency, ledger] = await Promise.all([services.wallets.balance(org.id), services.costs.billingCurrency(org.id), services.wallets.ledgerPage(org.id, { limit: 10 })]);
+  return c.html(
+    <OperatorOrgPage
+      viewer={deps.viewerOf(actor)}
+      org={{ id: org.id, name: org.name }}
+      balance={balance}
+      billingCurrency={billingCurrency}
+      ledger={ledger.entries}
+      currency={services.config.currency}
+      currencies={[...currencies().values()]}
+      notice={extra.notice}
+      error={extra.error}
+    />,
+    extra.status ?? 200,
+  );
+}
+
+/** Every organization's billing currency, by id, in one query. */
+async function billingCurrenciesOf(services: Services): Promise<Map<string, string>> {
+  const rows = await services.db.select({ orgId: billingCurrencies.orgId, currency: billingCurrencies.currency }).from(billingCurrencies);
+  return new Map(rows.map((row) => [row.orgId, row.currency]));
+}
