@@ -9,7 +9,7 @@ import type { Redis } from 'ioredis';
 import { createResponseCache, type ResponseCache } from './gateway/cache/response-cache.js';
 import { ChargeApplier } from './gateway/billing/charge-applier.js';
 import type { ChargeJournal } from './gateway/billing/journal.js';
-import { Admissions } from './gateway/limits/admissions.js';
+import { GateKeeper } from './gateway/limits/gate-keeper.js';
 import { createMemoryGate } from './gateway/limits/memory-gate.js';
 import { createRedisGate } from './gateway/limits/redis-gate.js';
 import { WalletService } from './gateway/billing/wallet.js';
@@ -22,7 +22,7 @@ import { registerStateGauges } from './server/state-gauges.js';
 import type { Tracing } from './shared/observability/tracing.js';
 import { InFlight } from './shared/http/in-flight.js';
 import { OutageLog } from './shared/http/outage.js';
-import { AdmissionCache } from './gateway/catalog/admission-cache.js';
+import { RequestPathCache } from './gateway/catalog/request-path-cache.js';
 import { Passwords } from './platform/people/passwords.js';
 import { SessionStore } from './platform/people/sessions.js';
 import { UserService } from './platform/people/users.js';
@@ -56,13 +56,13 @@ export interface Services {
   orgs: OrgService;
   projects: ProjectService;
   catalog: CatalogService;
-  /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/admission-cache.ts`. */
-  admissionCache: AdmissionCache;
+  /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/request-path-cache.ts`. */
+  admissionCache: RequestPathCache;
   fleet: Fleet;
   /** The operator token that guards the management API. */
   adminToken: string;
   /** The four per-key limits and the wallet hold, decided in one step; see `limits/admissions.ts`. */
-  admissions: Admissions;
+  admissions: GateKeeper;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;
   /** Prometheus metrics, served at GET /metrics (unless TOLLGATE_METRICS=off: then the request path records none). */
@@ -127,7 +127,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   const gate = redis ? createRedisGate(redis, { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions }) : createMemoryGate(gateOptions);
   // The wallet service tells the admissions of top-ups, and the admissions read the wallet to rebuild it.
   const wallets = new WalletService(db, (orgId, amount) => admissions.credit(orgId, amount));
-  const admissions: Admissions = new Admissions(gate, wallets, journal, log, {
+  const admissions: GateKeeper = new GateKeeper(gate, wallets, journal, log, {
     limitsEnabled: config.limits.enabled,
     billingEnabled: config.billingEnabled,
     renewEveryMs: Math.min(config.limits.concurrencyLeaseMs, config.holdLeaseMs),
@@ -136,7 +136,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   });
   // An embedded store has no other writer: every change goes through this process, which drops the cache itself.
   const storeOutage = new OutageLog(log, 'database', 'known keys are still served; charges wait in the journal, and keys, models or wallets not yet cached answer 503, until it is back');
-  const admissionCache = new AdmissionCache(db, storeOutage, { pollMs: config.databaseUrl ? config.catalogPollMs : 0 });
+  const admissionCache = new RequestPathCache(db, storeOutage, { pollMs: config.databaseUrl ? config.catalogPollMs : 0 });
   // A write through this process drops its cache at once; other replicas see the catalog version move.
   const catalogChanged = () => admissionCache.invalidate();
   const passwords = new Passwords(config.people.passwordCost);

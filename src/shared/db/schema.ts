@@ -231,7 +231,7 @@ export const requestData = pgTable(
 /**
  * One row, one number: moved forward by a trigger on every change to keys,
  * models, prices, projects and organizations (migration 0002). Gateways poll
- * it to drop their in-process admission cache (`catalog/admission-cache.ts`).
+ * it to drop their in-process request-path cache (`catalog/request-path-cache.ts`).
  */
 export const catalogVersion = pgTable(
   'catalog_version',

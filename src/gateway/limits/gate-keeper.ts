@@ -2,7 +2,7 @@ import type { ChargeJournal } from '../billing/journal.js';
 import type { WalletService } from '../billing/wallet.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
-import type { AdmissionGate, LiveRequest, Reported } from './gate.js';
+import type { LimitGate, LiveRequest, Reported } from './gate.js';
 import { type LimitHeaders, limitHeaders } from './headers.js';
 import { billingUnavailable, insufficientFunds, rebuilding, refusal, unavailableOnFailure } from './refusals.js';
 
@@ -22,7 +22,7 @@ export interface Ticket {
   released: boolean;
 }
 
-export interface AdmissionsOptions {
+export interface GateKeeperOptions {
   limitsEnabled: boolean;
   billingEnabled: boolean;
   /** The shorter of the hold and slot leases: what is running is renewed every third of it. */
@@ -45,7 +45,7 @@ export interface AdmissionsOptions {
  * const ticket = await admissions.admit({ requestId, caller, estimatedTokens: 600, holdNanos: 42_000n });
  * await admissions.release(ticket, { actualTokens: 412, cost: 31_000n });
  */
-export class Admissions {
+export class GateKeeper {
   private readonly live = new Map<string, LiveRequest>();
   /** Releases the gate could not take (Redis down): tried again on every heartbeat. */
   private retries: Array<{ ticket: Ticket; tokenDelta: number; cost: bigint | null }> = [];
@@ -53,11 +53,11 @@ export class Admissions {
   private lastRenewal = 0;
 
   constructor(
-    readonly gate: AdmissionGate,
+    readonly gate: LimitGate,
     private readonly wallets: WalletService,
     private readonly journal: ChargeJournal,
     private readonly log: Logger,
-    private readonly options: AdmissionsOptions,
+    private readonly options: GateKeeperOptions,
   ) {}
 
   /**
