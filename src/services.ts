@@ -82,7 +82,7 @@ export interface Services {
   /** Portal sign-in sessions. */
   sessions: SessionStore;
   /** Hourly and sign-in counters of the generic API, in Redis or in memory. */
-  windows: WindowCounter;
+  windowCounter: WindowCounter;
   /** Hardware profiles, nodes and organizations' clusters. */
   clusters: ClusterService;
   /** Node access changed after a node was added, and nodes a deleted cluster's key is stuck on, released. */
@@ -97,7 +97,8 @@ export interface Services {
   runs: RunService;
   /** Applies queued runs in this process (started by `server/start.ts`). */
   runWorker: RunWorker;
-  identity: ClusterIdentity;
+  /** Each cluster's SSH key on its nodes: installed, sealed, removed (`clusters/identity.ts`). */
+  clusterIdentity: ClusterIdentity;
   /** Runs' public URLs and where each goes (`runs/public-hosts.ts`; served by `surfaces/edge/`). */
   publicHosts: PublicHosts;
 }
@@ -178,14 +179,14 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     users: new UserService(db, passwords, catalogChanged),
     passwords,
     sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
-    windows: createWindowCounter(redis, config.limits.redisPrefix),
+    windowCounter: createWindowCounter(redis, config.limits.redisPrefix),
     clusters,
     nodeMaintenance,
     stacks,
     uploads: new UploadSlots(config.uploads),
     costs: new CostService(db),
     runs,
-    identity,
+    clusterIdentity: identity,
     runWorker: new RunWorker({ db, runs, clusters, identity, sandboxes, config: config.runs, log, onEnded: () => void publicHosts.refresh() }),
     publicHosts,
     applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),

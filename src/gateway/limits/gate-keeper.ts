@@ -4,7 +4,7 @@ import { describeError, type Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
 import type { LimitGate, LiveRequest, Reported } from './gate.js';
 import { type LimitHeaders, limitHeaders } from './headers.js';
-import { billingUnavailable, insufficientFunds, rebuilding, refusal, unavailableOnFailure } from './refusals.js';
+import { billingUnavailable, insufficientFunds, rebuilding, refusal, limitsUnavailableOnFailure } from './refusals.js';
 
 /** How often each replica tells the gate it is alive (and learns whether Redis lost its state). */
 export const HEARTBEAT_MS = 1_000;
@@ -79,7 +79,7 @@ export class GateKeeper {
     };
     // At most one rebuild and one seed: the third answer is final.
     for (let attempt = 0; attempt < 4; attempt++) {
-      const admission = await unavailableOnFailure(() => this.gate.admit(ask));
+      const admission = await limitsUnavailableOnFailure(() => this.gate.admit(ask));
       switch (admission.outcome) {
         case 'admitted': {
           if (holdNanos !== null || ask.limits) this.live.set(request.requestId, { requestId: request.requestId, keyId: caller.id, orgId: caller.orgId, holdNanos });
@@ -92,11 +92,11 @@ export class GateKeeper {
           return { requestId: request.requestId, caller, headers, estimatedTokens: request.estimatedTokens, holdNanos, month, tokensWindowEndsAt: admission.tokensWindowEndsAt, released: false };
         }
         case 'wallet_unknown':
-          await unavailableOnFailure(() => this.rebuildWallet(caller.orgId));
+          await limitsUnavailableOnFailure(() => this.rebuildWallet(caller.orgId));
           continue;
         case 'month_unknown': {
-          const tokens = await unavailableOnFailure(() => this.options.monthToDate(caller.id, monthStart(month)));
-          await unavailableOnFailure(() => this.gate.seedMonth(caller.id, month, tokens));
+          const tokens = await limitsUnavailableOnFailure(() => this.options.monthToDate(caller.id, monthStart(month)));
+          await limitsUnavailableOnFailure(() => this.gate.seedMonth(caller.id, month, tokens));
           continue;
         }
         case 'rebuilding':

@@ -68,7 +68,7 @@ export function clusterView({ cluster, nodes, keys }: { cluster: ClusterRow; nod
  */
 export function clustersRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
   const api = apiResource(services, clientOf);
-  const { clusters, identity, publicHosts } = services;
+  const { clusters, clusterIdentity: identity, publicHosts } = services;
   const shown = async (found: { cluster: ClusterRow; nodes: NodeRow[] }) => clusterView({ ...found, keys: await identity.rowsOf(found.cluster.id) });
   const scope = (actor: SignedInActor) => (actor.platformAdmin ? null : actor.orgId);
   const assertManages = (actor: SignedInActor) => {

@@ -28,7 +28,7 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const actor = await deps.signedIn(c);
     const { cluster, nodes } = await services.clusters.get(c.req.param('id'), scopeOf(actor));
     const { rows } = await services.runs.list(actor, cluster.id, { offset: 0, limit: 100 });
-    return c.html(<ClusterPage viewer={deps.viewerOf(actor)} cluster={cluster} nodes={nodes} keys={await services.identity.rowsOf(cluster.id)} runs={rows} />);
+    return c.html(<ClusterPage viewer={deps.viewerOf(actor)} cluster={cluster} nodes={nodes} keys={await services.clusterIdentity.rowsOf(cluster.id)} runs={rows} />);
   });
   return clusters;
 }
