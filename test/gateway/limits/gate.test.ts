@@ -9,7 +9,7 @@ import { GateKeeper } from '../../../src/gateway/limits/gate-keeper.js';
 import type { LimitGate } from '../../../src/gateway/limits/gate.js';
 import { createMemoryGate } from '../../../src/gateway/limits/memory-gate.js';
 import { createRedisGate } from '../../../src/gateway/limits/redis-gate.js';
-import { OrgService } from '../../../src/platform/orgs/orgs.js';
+import { OrgService } from '../../../src/platform/orgs/service.js';
 import { chargeRecord } from '../../helpers/charges.js';
 import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
