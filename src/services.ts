@@ -145,16 +145,6 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   const metricsOn = config.observability.metrics;
   const metrics = createMetrics({ orgLabel: config.observability.orgLabel, processMetrics: metricsOn });
   if (metricsOn) registerStateGauges(metrics, { journal, inFlight, fleet, storeOutage, redis });
-  const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
-  const clusters = new ClusterService(db, { nodeAccess: config.nodeAccess, reservedHosts: reservedHostsOf(config) });
-  const nodeMaintenance = new NodeMaintenance({ db, config: config.nodeAccess, identity, log });
-  const stacks = new StackCatalog(db, { stacksPerUser: config.uploads.stacksPerUser });
-  const sandboxes = new SandboxChooser(config.runs, (message) => log.warn(`run sandbox: ${message}`));
-  const runs = new RunService(db, clusters, stacks, async () => {
-    requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath });
-    await sandboxes.require();
-  });
-  const publicHosts = new PublicHosts(db, log);
   return {
     config,
     db,
@@ -180,8 +170,27 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     passwords,
     sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
     windowCounter: createWindowCounter(redis, config.limits.redisPrefix),
+    ...createPlatformServices(config, db, log),
+    applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
+  };
+}
+
+type PlatformServices = Pick<Services, 'clusters' | 'nodeMaintenance' | 'stacks' | 'uploads' | 'costs' | 'runs' | 'clusterIdentity' | 'runWorker' | 'publicHosts'>;
+
+/** The control plane's services: clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
+function createPlatformServices(config: Config, db: Database, log: Logger): PlatformServices {
+  const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
+  const clusters = new ClusterService(db, { nodeAccess: config.nodeAccess, reservedHosts: reservedHostsOf(config) });
+  const stacks = new StackCatalog(db, { stacksPerUser: config.uploads.stacksPerUser });
+  const sandboxes = new SandboxChooser(config.runs, (message) => log.warn(`run sandbox: ${message}`));
+  const runs = new RunService(db, clusters, stacks, async () => {
+    requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath });
+    await sandboxes.require();
+  });
+  const publicHosts = new PublicHosts(db, log);
+  return {
     clusters,
-    nodeMaintenance,
+    nodeMaintenance: new NodeMaintenance({ db, config: config.nodeAccess, identity, log }),
     stacks,
     uploads: new UploadSlots(config.uploads),
     costs: new CostService(db),
@@ -189,7 +198,6 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     clusterIdentity: identity,
     runWorker: new RunWorker({ db, runs, clusters, identity, sandboxes, config: config.runs, log, onEnded: () => void publicHosts.refresh() }),
     publicHosts,
-    applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
   };
 }
 
