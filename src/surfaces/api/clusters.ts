@@ -1,6 +1,6 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import { identityOf, type NodeKeyRow } from '../../platform/clusters/identity.js';
+import { identityOf, type NodeKeyRow } from '../../platform/clusters/node-keys.js';
 import type { ClusterRow, NodeRow } from '../../platform/clusters/service.js';
 import type { Services } from '../../services.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
