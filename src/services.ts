@@ -61,7 +61,7 @@ export interface Services {
   fleet: Fleet;
   /** The operator token that guards the management API. */
   adminToken: string;
-  /** The four per-key limits and the wallet hold, decided in one step; see `limits/admissions.ts`. */
+  /** The four per-key limits and the wallet hold, decided in one step; see `limits/gate-keeper.ts`. */
   admissions: GateKeeper;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;

@@ -20,7 +20,7 @@ import { serveMetrics } from '../shared/observability/metrics-server.js';
 import { startTracing } from '../shared/observability/tracing.js';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 
-/** How often stored request data past its retention is purged (expired holds are the admission gate's: `limits/admissions.ts`). */
+/** How often stored request data past its retention is purged (expired holds are the limits gate's: `limits/gate-keeper.ts`). */
 const SWEEP_INTERVAL_MS = 60_000;
 
 export interface RunningGateway {
