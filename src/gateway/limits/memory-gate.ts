@@ -26,7 +26,7 @@ const MINUTE_MS = 60_000;
 const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
 
 /**
- * The admission gate of the embedded default (no Redis): the same rules as
+ * The limits gate of the embedded default (no Redis): the same rules as
  * `redis-gate.ts`, in this process's memory, for one gateway process. Each
  * call runs to completion before any other starts (no await inside), which
  * is what makes it atomic.

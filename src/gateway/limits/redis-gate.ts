@@ -24,7 +24,7 @@ const MINUTE_MS = 60_000;
 const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
 
 /**
- * The admission gate in Redis: one Lua script per admission (four limits and
+ * The limits gate in Redis: one Lua script per admission (four limits and
  * the wallet hold), one per release (`redis-scripts.ts`). Scripts run
  * atomically, so replicas sharing this Redis never pass two requests on the
  * same money or the same slot. Windows of requests and tokens per minute
