@@ -4,8 +4,35 @@
 // .ci/run fails on any finding. Formatting is Prettier's alone: no rule here is about layout.
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import { importX } from 'eslint-plugin-import-x';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
+
+/** The process at the top: every long-lived service made (`services.ts`), the app, the entry point. */
+const TOP = ['src/server', 'src/app.ts', 'src/main.ts', 'src/services.ts'];
+
+/**
+ * The layers of src/, each importing only from those below it (CONTRIBUTING.md, "The layers"):
+ * config <- shared <- gateway | platform <- surfaces <- server, services.ts, app.ts, main.ts.
+ * The gateway and the platform do not import each other; the simulator is a program of its own.
+ * The surfaces may name the `Services` type of services.ts (a type import: nothing runs in that order).
+ */
+function layerZones({ gatewayRequestsMayNameServices = false } = {}) {
+  const zone = (target, from, why) => ({ target, from, message: why });
+  return [
+    zone('src/config', ['src/shared', 'src/gateway', 'src/platform', 'src/surfaces', 'src/sim', ...TOP], 'config/ is the bottom layer: it imports nothing else from src/.'),
+    zone('src/shared', ['src/gateway', 'src/platform', 'src/surfaces', 'src/sim', ...TOP], 'shared/ is plumbing: it imports only config/.'),
+    zone(
+      'src/gateway',
+      ['src/platform', 'src/surfaces', ...TOP.filter((path) => !(gatewayRequestsMayNameServices && path === 'src/services.ts'))],
+      'gateway/ imports only config/, shared/ and the simulator.',
+    ),
+    zone('src/platform', ['src/gateway', 'src/surfaces', 'src/sim', ...TOP], 'platform/ imports only config/ and shared/.'),
+    zone('src/surfaces', ['src/server', 'src/app.ts', 'src/main.ts'], 'surfaces/ are mounted by the app: they import nothing of the process above them.'),
+    zone('src/sim', ['src/config', 'src/shared', 'src/gateway', 'src/platform', 'src/surfaces', ...TOP], 'sim/ is a program of its own: it imports nothing else from src/.'),
+  ];
+}
 
 /** The rules that check what flows out of an `any`. */
 const unsafeAny = {
@@ -46,6 +73,27 @@ export default defineConfig(
       // The rule's fix (drop `async`) would turn those rejections into synchronous throws: noise, and a risk.
       '@typescript-eslint/require-await': 'off',
     },
+  },
+  {
+    // The layers point one way, and no module reaches itself again through its imports (type imports aside:
+    // they vanish at build time). Only src/ has layers; tests and benchmarks may import any of it.
+    files: ['src/**'],
+    plugins: { 'import-x': importX },
+    settings: {
+      // The TypeScript resolver maps an import's `.js` to its `.ts` source; the parser lets no-cycle read the sources it reaches.
+      'import-x/resolver-next': [createTypeScriptImportResolver()],
+      'import-x/extensions': ['.ts', '.tsx'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
+    },
+    rules: {
+      'import-x/no-restricted-paths': ['error', { zones: layerZones() }],
+      'import-x/no-cycle': 'error',
+    },
+  },
+  {
+    // Until the billed path takes a dependencies type of its own (issue 39), gateway/requests/ still names `Services`.
+    files: ['src/gateway/requests/**'],
+    rules: { 'import-x/no-restricted-paths': ['error', { zones: layerZones({ gatewayRequestsMayNameServices: true }) }] },
   },
   {
     // Tests and benchmarks read the gateway's JSON answers as `any` on purpose: the assertions that follow are the

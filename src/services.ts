@@ -9,11 +9,11 @@ import type { Redis } from 'ioredis';
 import { createResponseCache, type ResponseCache } from './gateway/cache/response-cache.js';
 import { ChargeApplier } from './gateway/billing/charge-applier.js';
 import type { ChargeJournal } from './gateway/billing/journal.js';
-import { Admissions } from './gateway/limits/admissions.js';
+import { GateKeeper } from './gateway/limits/gate-keeper.js';
 import { createMemoryGate } from './gateway/limits/memory-gate.js';
 import { createRedisGate } from './gateway/limits/redis-gate.js';
 import { WalletService } from './gateway/billing/wallet.js';
-import { OrgService } from './platform/orgs/orgs.js';
+import { OrgService } from './platform/orgs/service.js';
 import { ProjectService } from './platform/orgs/projects.js';
 import { createMetrics, type Metrics } from './shared/observability/metrics.js';
 import { Observer } from './shared/observability/observer.js';
@@ -22,14 +22,14 @@ import { registerStateGauges } from './server/state-gauges.js';
 import type { Tracing } from './shared/observability/tracing.js';
 import { InFlight } from './shared/http/in-flight.js';
 import { OutageLog } from './shared/http/outage.js';
-import { AdmissionCache } from './gateway/catalog/admission-cache.js';
+import { RequestPathCache } from './gateway/catalog/request-path-cache.js';
 import { Passwords } from './platform/people/passwords.js';
 import { SessionStore } from './platform/people/sessions.js';
 import { UserService } from './platform/people/users.js';
 import { createWindowCounter, type WindowCounter } from './shared/db/window-counter.js';
 import { ClusterService } from './platform/clusters/service.js';
 import { NodeMaintenance } from './platform/clusters/node-maintenance.js';
-import { StackCatalog } from './platform/stacks/catalog.js';
+import { StackCatalog } from './platform/stacks/service.js';
 import { UploadSlots } from './platform/stacks/upload-slots.js';
 import { RunService } from './platform/runs/service.js';
 import { RunWorker } from './platform/runs/worker.js';
@@ -56,13 +56,13 @@ export interface Services {
   orgs: OrgService;
   projects: ProjectService;
   catalog: CatalogService;
-  /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/admission-cache.ts`. */
-  admissionCache: AdmissionCache;
+  /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/request-path-cache.ts`. */
+  admissionCache: RequestPathCache;
   fleet: Fleet;
   /** The operator token that guards the management API. */
   adminToken: string;
-  /** The four per-key limits and the wallet hold, decided in one step; see `limits/admissions.ts`. */
-  admissions: Admissions;
+  /** The four per-key limits and the wallet hold, decided in one step; see `limits/gate-keeper.ts`. */
+  admissions: GateKeeper;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;
   /** Prometheus metrics, served at GET /metrics (unless TOLLGATE_METRICS=off: then the request path records none). */
@@ -82,7 +82,7 @@ export interface Services {
   /** Portal sign-in sessions. */
   sessions: SessionStore;
   /** Hourly and sign-in counters of the generic API, in Redis or in memory. */
-  windows: WindowCounter;
+  windowCounter: WindowCounter;
   /** Hardware profiles, nodes and organizations' clusters. */
   clusters: ClusterService;
   /** Node access changed after a node was added, and nodes a deleted cluster's key is stuck on, released. */
@@ -97,7 +97,8 @@ export interface Services {
   runs: RunService;
   /** Applies queued runs in this process (started by `server/start.ts`). */
   runWorker: RunWorker;
-  identity: ClusterIdentity;
+  /** Each cluster's SSH key on its nodes: installed, sealed, removed (`clusters/identity.ts`). */
+  clusterIdentity: ClusterIdentity;
   /** Runs' public URLs and where each goes (`runs/public-hosts.ts`; served by `surfaces/edge/`). */
   publicHosts: PublicHosts;
 }
@@ -127,7 +128,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   const gate = redis ? createRedisGate(redis, { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions }) : createMemoryGate(gateOptions);
   // The wallet service tells the admissions of top-ups, and the admissions read the wallet to rebuild it.
   const wallets = new WalletService(db, (orgId, amount) => admissions.credit(orgId, amount));
-  const admissions: Admissions = new Admissions(gate, wallets, journal, log, {
+  const admissions: GateKeeper = new GateKeeper(gate, wallets, journal, log, {
     limitsEnabled: config.limits.enabled,
     billingEnabled: config.billingEnabled,
     renewEveryMs: Math.min(config.limits.concurrencyLeaseMs, config.holdLeaseMs),
@@ -136,7 +137,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   });
   // An embedded store has no other writer: every change goes through this process, which drops the cache itself.
   const storeOutage = new OutageLog(log, 'database', 'known keys are still served; charges wait in the journal, and keys, models or wallets not yet cached answer 503, until it is back');
-  const admissionCache = new AdmissionCache(db, storeOutage, { pollMs: config.databaseUrl ? config.catalogPollMs : 0 });
+  const admissionCache = new RequestPathCache(db, storeOutage, { pollMs: config.databaseUrl ? config.catalogPollMs : 0 });
   // A write through this process drops its cache at once; other replicas see the catalog version move.
   const catalogChanged = () => admissionCache.invalidate();
   const passwords = new Passwords(config.people.passwordCost);
@@ -144,16 +145,6 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
   const metricsOn = config.observability.metrics;
   const metrics = createMetrics({ orgLabel: config.observability.orgLabel, processMetrics: metricsOn });
   if (metricsOn) registerStateGauges(metrics, { journal, inFlight, fleet, storeOutage, redis });
-  const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
-  const clusters = new ClusterService(db, { nodeAccess: config.nodeAccess, reservedHosts: reservedHostsOf(config) });
-  const nodeMaintenance = new NodeMaintenance({ db, config: config.nodeAccess, identity, log });
-  const stacks = new StackCatalog(db, { stacksPerUser: config.uploads.stacksPerUser });
-  const sandboxes = new SandboxChooser(config.runs, (message) => log.warn(`run sandbox: ${message}`));
-  const runs = new RunService(db, clusters, stacks, async () => {
-    requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath });
-    await sandboxes.require();
-  });
-  const publicHosts = new PublicHosts(db, log);
   return {
     config,
     db,
@@ -178,17 +169,35 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     users: new UserService(db, passwords, catalogChanged),
     passwords,
     sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
-    windows: createWindowCounter(redis, config.limits.redisPrefix),
+    windowCounter: createWindowCounter(redis, config.limits.redisPrefix),
+    ...createPlatformServices(config, db, log),
+    applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
+  };
+}
+
+type PlatformServices = Pick<Services, 'clusters' | 'nodeMaintenance' | 'stacks' | 'uploads' | 'costs' | 'runs' | 'clusterIdentity' | 'runWorker' | 'publicHosts'>;
+
+/** The control plane's services: clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
+function createPlatformServices(config: Config, db: Database, log: Logger): PlatformServices {
+  const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
+  const clusters = new ClusterService(db, { nodeAccess: config.nodeAccess, reservedHosts: reservedHostsOf(config) });
+  const stacks = new StackCatalog(db, { stacksPerUser: config.uploads.stacksPerUser });
+  const sandboxes = new SandboxChooser(config.runs, (message) => log.warn(`run sandbox: ${message}`));
+  const runs = new RunService(db, clusters, stacks, async () => {
+    requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath });
+    await sandboxes.require();
+  });
+  const publicHosts = new PublicHosts(db, log);
+  return {
     clusters,
-    nodeMaintenance,
+    nodeMaintenance: new NodeMaintenance({ db, config: config.nodeAccess, identity, log }),
     stacks,
     uploads: new UploadSlots(config.uploads),
     costs: new CostService(db),
     runs,
-    identity,
+    clusterIdentity: identity,
     runWorker: new RunWorker({ db, runs, clusters, identity, sandboxes, config: config.runs, log, onEnded: () => void publicHosts.refresh() }),
     publicHosts,
-    applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
   };
 }
 

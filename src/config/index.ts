@@ -66,17 +66,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel: s.TOLLGATE_LOG_LEVEL,
     simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
     engines: { pollMs: s.TOLLGATE_ENGINE_POLL_MS, dnsRefreshMs: s.TOLLGATE_ENGINE_DNS_REFRESH_MS, onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN },
-    routing: {
-      policy: s.TOLLGATE_ROUTING_POLICY,
-      scrapeMs: s.TOLLGATE_ROUTING_SCRAPE_MS,
-      queueWeight: s.TOLLGATE_ROUTING_QUEUE_WEIGHT,
-      kvWeight: s.TOLLGATE_ROUTING_KV_WEIGHT,
-      prefixWeight: s.TOLLGATE_ROUTING_PREFIX_WEIGHT,
-      sessionWeight: s.TOLLGATE_ROUTING_SESSION_WEIGHT,
-      prefixBlockChars: s.TOLLGATE_ROUTING_PREFIX_BLOCK_CHARS,
-      prefixEntries: s.TOLLGATE_ROUTING_PREFIX_ENTRIES,
-      prefixTtlMs: s.TOLLGATE_ROUTING_PREFIX_TTL_MS,
-    },
+    routing: routingConfig(s),
     cache: { ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS, maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES, maxBytes: s.TOLLGATE_CACHE_MAX_BYTES },
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
     billingEnabled: s.TOLLGATE_BILLING === 'on',
@@ -94,14 +84,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     uploads: { inFlight: s.TOLLGATE_UPLOADS_IN_FLIGHT, inFlightPerUser: s.TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER, stacksPerUser: s.TOLLGATE_STACKS_PER_USER },
     runs: runsConfig(s, present),
     observability: observabilityConfig(s),
-    people: {
-      passwordCost: s.TOLLGATE_PASSWORD_COST,
-      sessionIdleMs: s.TOLLGATE_SESSION_IDLE_MINUTES * 60_000,
-      sessionMaxMs: s.TOLLGATE_SESSION_MAX_HOURS * 3_600_000,
-      trustedProxies: s.TOLLGATE_TRUSTED_PROXIES.split(',')
-        .map((entry) => entry.trim())
-        .filter(Boolean),
-    },
+    people: peopleConfig(s),
     limits: {
       enabled: s.TOLLGATE_LIMITS === 'on',
       redisPrefix: s.TOLLGATE_REDIS_PREFIX,
@@ -109,6 +92,33 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       completionEstimate: s.TOLLGATE_COMPLETION_ESTIMATE,
     },
   });
+}
+
+/** How Docker engines choose a replica, and how often they scrape replicas' metrics (TOLLGATE_ROUTING_*). */
+function routingConfig(s: Settings): Config['routing'] {
+  return {
+    policy: s.TOLLGATE_ROUTING_POLICY,
+    scrapeMs: s.TOLLGATE_ROUTING_SCRAPE_MS,
+    queueWeight: s.TOLLGATE_ROUTING_QUEUE_WEIGHT,
+    kvWeight: s.TOLLGATE_ROUTING_KV_WEIGHT,
+    prefixWeight: s.TOLLGATE_ROUTING_PREFIX_WEIGHT,
+    sessionWeight: s.TOLLGATE_ROUTING_SESSION_WEIGHT,
+    prefixBlockChars: s.TOLLGATE_ROUTING_PREFIX_BLOCK_CHARS,
+    prefixEntries: s.TOLLGATE_ROUTING_PREFIX_ENTRIES,
+    prefixTtlMs: s.TOLLGATE_ROUTING_PREFIX_TTL_MS,
+  };
+}
+
+/** Passwords, sessions, and the proxies whose forwarded client address is believed. */
+function peopleConfig(s: Settings): Config['people'] {
+  return {
+    passwordCost: s.TOLLGATE_PASSWORD_COST,
+    sessionIdleMs: s.TOLLGATE_SESSION_IDLE_MINUTES * 60_000,
+    sessionMaxMs: s.TOLLGATE_SESSION_MAX_HOURS * 3_600_000,
+    trustedProxies: s.TOLLGATE_TRUSTED_PROXIES.split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean),
+  };
 }
 
 /** The runs' settings: the tool, the workers, and the sandbox a run executes in with its bounds and egress. */

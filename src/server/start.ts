@@ -21,7 +21,7 @@ import { serveMetrics } from '../shared/observability/metrics-server.js';
 import { startTracing } from '../shared/observability/tracing.js';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 
-/** How often stored request data past its retention is purged (expired holds are the admission gate's: `limits/admissions.ts`). */
+/** How often stored request data past its retention is purged (expired holds are the limits gate's: `limits/gate-keeper.ts`). */
 const SWEEP_INTERVAL_MS = 60_000;
 
 export interface RunningGateway {
@@ -154,10 +154,10 @@ async function startLoops(services: Services, log: Logger, closers: Array<() => 
   }
   services.runWorker.start();
   closers.unshift(() => services.runWorker.stop());
-  await services.identity.sealClearKeys().catch((error: unknown) => log.warn('cluster keys stored in clear could not be sealed; the next start tries again', describeError(error)));
+  await services.clusterIdentity.sealClearKeys().catch((error: unknown) => log.warn('cluster keys stored in clear could not be sealed; the next start tries again', describeError(error)));
   // Clusters' keys on their nodes: installs and removals that are due, retried with backoff, by whichever process looks first.
-  services.identity.start();
-  closers.unshift(() => services.identity.stop());
+  services.clusterIdentity.start();
+  closers.unshift(() => services.clusterIdentity.stop());
   services.publicHosts.start();
   closers.unshift(async () => services.publicHosts.stop());
 }

@@ -8,7 +8,7 @@ import type { ChargeRecord, WalletService } from './wallet.js';
  * How long charges gather before a transaction writes them. The charges are
  * durable in the journal already, so the wait only delays their showing in
  * PostgreSQL; at one connection 50 ms (against 10) cut PostgreSQL's CPU a
- * request by 60 % and the gateway's by 60 to 100 µs (docs/benchmark.md, ninth round).
+ * request by 60 % and the gateway's by 60 to 100 µs (CONTRIBUTING.md, "Measured on the request path").
  */
 const GATHER_MS = 50;
 

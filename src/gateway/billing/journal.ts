@@ -49,7 +49,7 @@ const COMPACT_BYTES = 8 * 1024 * 1024;
 export class ChargeJournal {
   /** Charges not yet written to PostgreSQL, in order. */
   private readonly unapplied = new Map<string, ChargeRecord>();
-  /** Charges that cost something whose spendable amount in the gate was not yet told (`Admissions.release` marks them). */
+  /** Charges that cost something whose spendable amount in the gate was not yet told (`GateKeeper.release` marks them). */
   private readonly unreported = new Map<string, ChargeRecord>();
   /** The charge appended last (`newestPending`). */
   private newest: string | null = null;

@@ -47,7 +47,7 @@ export function pickModel(rows: Array<{ model: ModelRow | null; price: PriceRow 
 export class CatalogService {
   constructor(
     private readonly db: Database,
-    /** Called after every write, so the request path's admission cache drops what it holds (`catalog/admission-cache.ts`). */
+    /** Called after every write, so the request path's cache drops what it holds (`catalog/request-path-cache.ts`). */
     private readonly changed: () => void = () => {},
   ) {}
 

@@ -83,12 +83,12 @@ export class KeyService {
   constructor(
     private readonly db: Database,
     private readonly prefix: string,
-    /** Finds a key by its secret's hash; the request path passes its in-process cache (`catalog/admission-cache.ts`). */
+    /** Finds a key by its secret's hash; the request path passes its in-process cache (`catalog/request-path-cache.ts`). */
     private readonly keyByHash: (hash: string) => Promise<KeyRow | undefined> = async (hash) => {
       const [row] = await db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash));
       return row;
     },
-    /** Called after every write, so the request path's admission cache drops what it holds (`catalog/admission-cache.ts`). */
+    /** Called after every write, so the request path's cache drops what it holds (`catalog/request-path-cache.ts`). */
     private readonly changed: () => void = () => {},
     /**
      * TOLLGATE_KEYS_PER_ACCOUNT: live keys a user holds; keys the operator
@@ -153,7 +153,7 @@ export class KeyService {
     return row;
   }
 
-  /** Edits limits and toggles; every replica sees them within the admission cache's bound (`catalog/admission-cache.ts`). */
+  /** Edits limits and toggles; every replica sees them within the request-path cache's bound (`catalog/request-path-cache.ts`). */
   async update(id: string, changes: Partial<KeySettings> & { name?: string }): Promise<KeyRow> {
     const values = definedOnly(changes, ['name', 'requestsPerMinute', 'maxConcurrency', 'tokensPerMinute', 'monthlyTokens', 'storeRequestData', 'responseCache']);
     if (Object.keys(values).length === 0) return this.get(id);

@@ -83,7 +83,7 @@ export interface WalletState {
  * (`rebuildWallet`), then kept by the gate: a hold takes from it, a charge
  * gives back the hold less the cost, a top-up adds to it.
  */
-export interface AdmissionGate {
+export interface LimitGate {
   admit(request: AdmitRequest): Promise<Admission>;
   /** Ends a request: frees its concurrency slot, trues up its tokens, and turns its hold into its charge. */
   release(release: Release): Promise<void>;

@@ -1,4 +1,4 @@
-import type { Admission, AdmissionGate, AdmitRequest, LiveRequest, Release, Reported, WalletState } from './gate.js';
+import type { Admission, LimitGate, AdmitRequest, LiveRequest, Release, Reported, WalletState } from './gate.js';
 import type { KeyLimits } from '../keys/service.js';
 
 export interface MemoryGateOptions {
@@ -26,7 +26,7 @@ const MINUTE_MS = 60_000;
 const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
 
 /**
- * The admission gate of the embedded default (no Redis): the same rules as
+ * The limits gate of the embedded default (no Redis): the same rules as
  * `redis-gate.ts`, in this process's memory, for one gateway process. Each
  * call runs to completion before any other starts (no await inside), which
  * is what makes it atomic.
@@ -34,7 +34,7 @@ const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
  * @example
  * const gate = createMemoryGate({ concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000 });
  */
-export function createMemoryGate(options: MemoryGateOptions): AdmissionGate {
+export function createMemoryGate(options: MemoryGateOptions): LimitGate {
   return new MemoryGate(options);
 }
 
@@ -45,7 +45,7 @@ export function createMemoryGate(options: MemoryGateOptions): AdmissionGate {
  * charges). Methods are `async` without an `await`, so that a throw is a
  * rejection as in the Redis gate, and no other call can interleave.
  */
-class MemoryGate implements AdmissionGate {
+class MemoryGate implements LimitGate {
   private readonly now: () => number;
   /** Counters by name; one read after its expiry is dropped, as Redis would have. */
   private readonly counters = new Map<string, Counter>();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Admission, AdmissionGate, AdmitRequest, LiveRequest, Release, Reported, WalletState } from './gate.js';
+import type { Admission, LimitGate, AdmitRequest, LiveRequest, Release, Reported, WalletState } from './gate.js';
 import { ADMIT, CREDIT, type GateScript, HEARTBEAT, RELEASE, REPORT, SET_WALLET, WALLET_STATE } from './redis-scripts.js';
 
 export interface RedisGateOptions {
@@ -24,7 +24,7 @@ const MINUTE_MS = 60_000;
 const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
 
 /**
- * The admission gate in Redis: one Lua script per admission (four limits and
+ * The limits gate in Redis: one Lua script per admission (four limits and
  * the wallet hold), one per release (`redis-scripts.ts`). Scripts run
  * atomically, so replicas sharing this Redis never pass two requests on the
  * same money or the same slot. Windows of requests and tokens per minute
@@ -34,7 +34,7 @@ const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
  * @example
  * const gate = createRedisGate(redis, { prefix: 'tollgate:', concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000, rebuildGraceMs: 3_000 });
  */
-export function createRedisGate(redis: Redis, options: RedisGateOptions): AdmissionGate {
+export function createRedisGate(redis: Redis, options: RedisGateOptions): LimitGate {
   return new RedisGate(redis, options);
 }
 
@@ -43,7 +43,7 @@ export function createRedisGate(redis: Redis, options: RedisGateOptions): Admiss
  * a command, or one MULTI or pipeline. Its only state here is the epoch it saw
  * last; everything else is in Redis, shared by every replica.
  */
-class RedisGate implements AdmissionGate {
+class RedisGate implements LimitGate {
   /** The gate's key names under this deployment's prefix. */
   private readonly key: GateKeys;
   private readonly admitScript: Script;

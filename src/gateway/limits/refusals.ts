@@ -20,8 +20,8 @@ export function billingUnavailable(): GatewayError {
   return new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', { headers: { 'Retry-After': '1' } });
 }
 
-/** A gate or store that fails or does not answer: 503, retry later. */
-export async function unavailableOnFailure<T>(step: () => Promise<T>): Promise<T> {
+/** A gate or store that fails or does not answer: 503 `limits_unavailable`, retry later (the billed path's own `unavailableOnFailure` in `requests/admission.ts` raises `billing_unavailable`). */
+export async function limitsUnavailableOnFailure<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (error) {

@@ -10,7 +10,7 @@ import { type AuthenticatedKey, verifiedKey } from '../keys/service.js';
 import { isProjectId } from '../../shared/db/ids.js';
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import { estimateRequestTokens } from '../limits/estimate.js';
-import type { Ticket } from '../limits/admissions.js';
+import type { Ticket } from '../limits/gate-keeper.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
 import type { BilledDeps, BilledEndpoint, EndpointName } from './endpoint.js';
 

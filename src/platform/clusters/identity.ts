@@ -4,9 +4,8 @@ import type { Config } from '../../config/index.js';
 import type { Database } from '../../shared/db/client.js';
 import { clusterKeys, clusterNodeKeys, nodes } from '../../shared/db/schema.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
+import type { NodeKeyRow } from './node-keys.js';
 import { keysCommand, keysScript, NodeAccessError, openCredential, runOnNode, sealCredential } from './node-access.js';
-
-export type NodeKeyRow = typeof clusterNodeKeys.$inferSelect;
 
 /** How long a process holds a row it works on; past it (the process died) another may take it. */
 const CLAIM_MS = 60_000;
@@ -227,37 +226,4 @@ export class ClusterIdentity {
     };
     await runOnNode(access, keysCommand(node.runUser), keysScript(row.action, node.runUser, row.clusterId, publicKey), config.sshTimeoutMs);
   }
-}
-
-/** The rows a new cluster needs: one install per node the platform can reach. */
-export function installRows(clusterId: string, held: Array<{ id: string; sshCredential: string | null }>): Array<typeof clusterNodeKeys.$inferInsert> {
-  return held.filter((node) => node.sshCredential !== null).map((node) => ({ clusterId, nodeId: node.id, action: 'install' as const }));
-}
-
-/** How the cluster's key stands on one node: `unmanaged` where the platform has no access to install it. */
-export interface NodeIdentity {
-  state: 'installing' | 'installed' | 'failed' | 'unmanaged';
-  error: string | null;
-  attempts: number;
-}
-
-/**
- * A cluster's status from its key rows, as the API and the portal show it:
- * `provisioning` while its key is not on every node the platform reaches,
- * `ready` once it is, `deleted` after; and each node's identity.
- *
- * @example
- * const { status, nodeIdentity } = identityOf(cluster.state, await identity.rowsOf(cluster.id));
- */
-export function identityOf(clusterState: string, keys: NodeKeyRow[]): { status: 'provisioning' | 'ready' | 'deleted'; nodeIdentity(nodeId: string): NodeIdentity } {
-  const installs = keys.filter((key) => key.action === 'install');
-  const status = clusterState === 'deleted' ? 'deleted' : installs.some((key) => key.state !== 'done') ? 'provisioning' : 'ready';
-  return {
-    status,
-    nodeIdentity(nodeId) {
-      const key = installs.find((row) => row.nodeId === nodeId);
-      if (!key) return { state: 'unmanaged', error: null, attempts: 0 };
-      return { state: key.state === 'done' ? 'installed' : key.state === 'failed' ? 'failed' : 'installing', error: key.error, attempts: key.attempts };
-    },
-  };
 }

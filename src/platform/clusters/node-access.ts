@@ -153,14 +153,8 @@ export function runOnNode(access: NodeAccess, command: string, stdin: string, ti
       if (error.level === 'client-authentication') return finish(new NodeAccessError(`${where} refused the operator's key for ${access.user}.`));
       finish(new NodeAccessError(`Could not connect to ${where}: ${error.code ?? error.message}.`));
     });
-    let privateKey: Buffer;
-    try {
-      privateKey = Buffer.from(access.privateKey);
-      const parsed = ssh2.utils.parseKey(privateKey);
-      if (parsed instanceof Error) throw parsed;
-    } catch {
-      return finish(new NodeAccessError("The operator's key is not a private key ssh2 can read (OpenSSH or PEM, unencrypted)."));
-    }
+    const privateKey = operatorKeyOf(access.privateKey);
+    if (!privateKey) return finish(new NodeAccessError("The operator's key is not a private key ssh2 can read (OpenSSH or PEM, unencrypted)."));
     client.connect({
       host: access.host,
       port: access.port,
@@ -178,6 +172,16 @@ export function runOnNode(access: NodeAccess, command: string, stdin: string, ti
       },
     });
   });
+}
+
+/** The operator's private key as ssh2 takes it; null when ssh2 cannot read it (not a key, or encrypted). */
+function operatorKeyOf(text: string): Buffer | null {
+  try {
+    const key = Buffer.from(text);
+    return ssh2.utils.parseKey(key) instanceof Error ? null : key;
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -4,7 +4,8 @@ import type { Database } from '../../shared/db/client.js';
 import { clusterNodeKeys, nodes } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Logger } from '../../shared/http/log.js';
-import { type ClusterIdentity, installRows } from './identity.js';
+import type { ClusterIdentity } from './identity.js';
+import { installRows } from './node-keys.js';
 import { type NewNodeAccess, openCredential, requireSealingKey, verifiedAccess } from './node-access.js';
 import type { NodeRow } from './service.js';
 

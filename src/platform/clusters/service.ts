@@ -4,7 +4,7 @@ import type { Database } from '../../shared/db/client.js';
 import { newId } from '../../shared/db/ids.js';
 import { clusterNodeKeys, clusters, hardwareProfiles, nodeAllocations, nodes, organizations } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { installRows } from './identity.js';
+import { installRows } from './node-keys.js';
 import { type NewNodeAccess, verifiedAccess } from './node-access.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
 

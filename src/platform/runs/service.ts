@@ -5,7 +5,7 @@ import { newId } from '../../shared/db/ids.js';
 import { type RunState, runLogChunks, runs, stackStates } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Actor } from '../people/permissions.js';
-import type { StackCatalog } from '../stacks/catalog.js';
+import type { StackCatalog } from '../stacks/service.js';
 import { checkInputs } from './inputs.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import yazl from 'yazl';
 import type { Logger } from '../../shared/http/log.js';
-import type { StackCatalog } from './catalog.js';
+import type { StackCatalog } from './service.js';
 import { readStackPackage } from './package.js';
 
 /**

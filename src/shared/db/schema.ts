@@ -125,7 +125,7 @@ export const wallets = pgTable('wallets', {
   orgId: text('org_id')
     .primaryKey()
     .references(() => organizations.id),
-  /** The ledger's sum. Holds of requests in flight are kept by the admission gate, not here (`limits/gate.ts`). */
+  /** The ledger's sum. Holds of requests in flight are kept by the limits gate, not here (`limits/gate.ts`). */
   balance: money('balance_nanos')
     .notNull()
     .default(sql`0`),
@@ -231,7 +231,7 @@ export const requestData = pgTable(
 /**
  * One row, one number: moved forward by a trigger on every change to keys,
  * models, prices, projects and organizations (migration 0002). Gateways poll
- * it to drop their in-process admission cache (`catalog/admission-cache.ts`).
+ * it to drop their in-process request-path cache (`catalog/request-path-cache.ts`).
  */
 export const catalogVersion = pgTable(
   'catalog_version',

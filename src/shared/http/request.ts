@@ -255,7 +255,7 @@ export const STREAM_HEADERS_WAIT_MS = 50;
  * Lets a streamed response's headers leave in the same write as its first
  * chunk. @hono/node-server writes a stream's headers on their own
  * (`flushHeaders`): a socket write of their own, about 7 % of a stream's CPU
- * at 32 connections (docs/benchmark.md, sixth round). Here that flush waits
+ * at 32 connections (CONTRIBUTING.md, "Measured on the request path"). Here that flush waits
  * up to `STREAM_HEADERS_WAIT_MS`, and is skipped if a chunk took the headers
  * with it by then; a stream whose first chunk is slower (a long prefill)
  * gets its headers that much later, and its first token no later.

@@ -19,13 +19,9 @@ import * as view from './views.js';
  */
 export function orgsRoutes(services: Services): Hono<GatewayEnv> {
   const orgs = new Hono<GatewayEnv>();
-  const { wallets, keys } = services;
+  const { wallets } = services;
   const currency = services.config.currency;
   const orgWithBalance = async (orgId: string) => view.orgView(await services.orgs.get(orgId), await wallets.balance(orgId), currency);
-  const wallet = async (orgId: string, limit = 50) => {
-    const [balance, ledger] = await Promise.all([wallets.balance(orgId), wallets.ledger(orgId, limit)]);
-    return view.walletView(orgId, currency, balance, ledger);
-  };
 
   orgs.post('/', async (c) => {
     const { name } = await readBody(c, body.nameBody);
@@ -46,6 +42,20 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
     return c.json(view.listOf((await services.projects.listInOrg(org.id)).map((project) => ({ object: 'project' as const, ...projectView(project) }))));
   });
 
+  addWalletRoutes(orgs, services);
+  addMemberRoutes(orgs, services);
+  return orgs;
+}
+
+/** An organization's wallet: top-ups, adjustments, and the balance with its ledger. */
+function addWalletRoutes(orgs: Hono<GatewayEnv>, services: Services): void {
+  const { wallets } = services;
+  const currency = services.config.currency;
+  const wallet = async (orgId: string, limit = 50) => {
+    const [balance, ledger] = await Promise.all([wallets.balance(orgId), wallets.ledger(orgId, limit)]);
+    return view.walletView(orgId, currency, balance, ledger);
+  };
+
   orgs.post('/:orgId/wallet/topups', async (c) => {
     const { amount, note } = await readBody(c, body.topupBody);
     await wallets.credit(c.req.param('orgId'), 'topup', amount, note);
@@ -60,7 +70,11 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
     const { limit } = readQuery(c, body.ledgerQuery);
     return c.json(await wallet(c.req.param('orgId'), limit));
   });
+}
 
+/** Keys and users made in an organization. */
+function addMemberRoutes(orgs: Hono<GatewayEnv>, services: Services): void {
+  const { keys } = services;
   orgs.post('/:orgId/keys', async (c) => {
     const input = await readBody(c, body.createKeyBody);
     const orgId = c.req.param('orgId');
@@ -87,6 +101,4 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
     });
     return c.json(userView(user), 201);
   });
-
-  return orgs;
 }

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { organizations, wallets } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import type { Organization } from '../../platform/orgs/orgs.js';
+import type { Organization } from '../../platform/orgs/service.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
 
 /**

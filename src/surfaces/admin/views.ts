@@ -12,7 +12,7 @@ import { formatAmount, pricePerMillion } from '../../gateway/billing/money.js';
 import type { LedgerEntry } from '../../gateway/billing/wallet.js';
 import type { ModelRow, PriceRow } from '../../gateway/catalog/service.js';
 import { keyStatus, type KeyRow } from '../../gateway/keys/service.js';
-import type { Organization } from '../../platform/orgs/orgs.js';
+import type { Organization } from '../../platform/orgs/service.js';
 import type { ConversionRateRow } from '../../platform/costs/conversion-rates.js';
 import { formatDecimal, parseDecimal } from '../../platform/costs/decimal.js';
 import type { RateCardRow } from '../../platform/costs/rate-cards.js';

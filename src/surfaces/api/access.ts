@@ -53,7 +53,7 @@ const NOBODY_CODES: ReadonlySet<string> = new Set(['unauthorized', 'forbidden'])
 
 /** Counts one request under `key`; sets the limit headers, and refuses with 429 past `limit`. */
 export async function countAgainst(services: Services, c: Context, key: string, limit: number): Promise<WindowCount> {
-  const window = await services.windows.hit(key, HOUR_MS).catch((error: unknown) => {
+  const window = await services.windowCounter.hit(key, HOUR_MS).catch((error: unknown) => {
     throw new GatewayError('limits_unavailable', 'The rate-limit store cannot be reached right now. Retry shortly.', { headers: { 'Retry-After': '2' }, cause: error });
   });
   const resetSeconds = String(Math.max(1, Math.ceil(window.resetMs / 1000)));

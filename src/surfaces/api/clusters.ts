@@ -1,6 +1,6 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import { identityOf, type NodeKeyRow } from '../../platform/clusters/identity.js';
+import { identityOf, type NodeKeyRow } from '../../platform/clusters/node-keys.js';
 import type { ClusterRow, NodeRow } from '../../platform/clusters/service.js';
 import type { Services } from '../../services.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
@@ -69,7 +69,7 @@ export function clusterView({ cluster, nodes, keys }: { cluster: ClusterRow; nod
  */
 export function clustersRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
   const api = apiResource(services, clientOf);
-  const { clusters, identity, publicHosts } = services;
+  const { clusters, clusterIdentity: identity, publicHosts } = services;
   const shown = async (found: { cluster: ClusterRow; nodes: NodeRow[] }) => clusterView({ ...found, keys: await identity.rowsOf(found.cluster.id) });
   const scope = (actor: SignedInActor) => (actor.platformAdmin ? null : actor.orgId);
   const assertManages = (actor: SignedInActor) => {

@@ -5,7 +5,7 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES, requireJsonBody } from '../../shared/http/request.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';
-import { STACK_SORTS, type StackRow } from '../../platform/stacks/catalog.js';
+import { STACK_SORTS, type StackRow } from '../../platform/stacks/service.js';
 import { STACK_CATEGORIES, stackManifest } from '../../platform/stacks/manifest.js';
 import { downloadPackage } from '../../platform/stacks/download.js';
 import { DEFAULT_PACKAGE_LIMITS, readStackPackage } from '../../platform/stacks/package.js';
@@ -46,7 +46,7 @@ export function stackView(row: StackRow) {
  * The template catalog under the generic API (`/api/v1/stacks` and
  * `/v1/stacks`): list with search and a category filter, get, download,
  * add (a .zip as `multipart/form-data`, field `package`, or JSON `{url}`), change and delete,
- * with the spec's permissions (`stacks/catalog.ts`).
+ * with the spec's permissions (`stacks/service.ts`).
  *
  * @example
  * mountResource(api, '/stacks', stacksRoutes(services, clientOf));

@@ -69,7 +69,7 @@ export async function checkSignIn(services: Services, email: string, password: s
   // The counter and the lookup take the same normalized email: no other spelling of it has a fresh count.
   const normalized = normalizeEmail(email);
   const counters = [`signin:email:${normalized}`, `signin:addr:${address}`];
-  const [byEmail, byAddress] = await Promise.all(counters.map((key) => services.windows.peek(key, FAILURE_WINDOW_MS)));
+  const [byEmail, byAddress] = await Promise.all(counters.map((key) => services.windowCounter.peek(key, FAILURE_WINDOW_MS)));
   for (const [count, limit] of [
     [byEmail!, FAILURES_PER_EMAIL],
     [byAddress!, FAILURES_PER_ADDRESS],
@@ -81,7 +81,7 @@ export async function checkSignIn(services: Services, email: string, password: s
   const user = await services.users.findByEmail(normalized);
   const valid = user ? await services.passwords.verify(password, user.passwordHash) : await services.passwords.verifyNobody(password);
   if (!user || !valid) {
-    await Promise.all(counters.map((key) => services.windows.hit(key, FAILURE_WINDOW_MS)));
+    await Promise.all(counters.map((key) => services.windowCounter.hit(key, FAILURE_WINDOW_MS)));
     throw new GatewayError('unauthorized', 'The email or the password is wrong.');
   }
   if (services.passwords.needsRehash(user.passwordHash)) await services.users.rehash(user.id, password);

@@ -1,4 +1,4 @@
-import { identityOf, type NodeKeyRow } from '../../platform/clusters/identity.js';
+import { identityOf, type NodeKeyRow } from '../../platform/clusters/node-keys.js';
 import type { ClusterRow, NodeRow } from '../../platform/clusters/service.js';
 import type { RunRow } from '../../platform/runs/service.js';
 import { FINAL_STATES } from '../../platform/runs/service.js';

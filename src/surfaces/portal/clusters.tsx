@@ -55,8 +55,8 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const body = parsed.data;
     try {
       const created = await services.clusters.create({ orgId: actor.orgId, name: body.name, profile: body.profile, nodeCount: body.nodes, publicDomain: body.public_domain, createdBy: actor.userId });
-      await services.identity.keyOf(created.cluster.id);
-      services.identity.poke();
+      await services.clusterIdentity.keyOf(created.cluster.id);
+      services.clusterIdentity.poke();
       return c.redirect(`/portal/clusters/${created.cluster.id}`, 303);
     } catch (error) {
       // A refusal the user can fix (no such profile, too few free nodes, a domain taken) is shown on the form.
@@ -69,7 +69,7 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const actor = await deps.signedIn(c);
     const { cluster, nodes } = await services.clusters.get(c.req.param('id'), scopeOf(actor));
     const { rows } = await services.runs.list(actor, cluster.id, { offset: 0, limit: 100 });
-    return c.html(<ClusterPage viewer={deps.viewerOf(actor)} cluster={cluster} nodes={nodes} keys={await services.identity.rowsOf(cluster.id)} runs={rows} />);
+    return c.html(<ClusterPage viewer={deps.viewerOf(actor)} cluster={cluster} nodes={nodes} keys={await services.clusterIdentity.rowsOf(cluster.id)} runs={rows} />);
   });
   return clusters;
 }

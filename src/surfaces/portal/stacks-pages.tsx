@@ -1,5 +1,5 @@
 import type { ClusterRow, NodeRow } from '../../platform/clusters/service.js';
-import type { StackRow } from '../../platform/stacks/catalog.js';
+import type { StackRow } from '../../platform/stacks/service.js';
 import { STACK_CATEGORIES } from '../../platform/stacks/manifest.js';
 import { Notice, Page } from './layout.js';
 import type { Viewer } from './layout.js';

@@ -8,7 +8,7 @@ import { openStore, type Store } from '../../../src/shared/db/client.js';
 import { ledgerEntries, requestData, usageRecords } from '../../../src/shared/db/schema.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 import { KeyService } from '../../../src/gateway/keys/service.js';
-import { OrgService } from '../../../src/platform/orgs/orgs.js';
+import { OrgService } from '../../../src/platform/orgs/service.js';
 import { chargeRecord } from '../../helpers/charges.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 

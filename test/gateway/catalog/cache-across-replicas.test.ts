@@ -9,7 +9,7 @@ import { until } from '../../helpers/wait.js';
 
 /**
  * Each replica keeps keys, models, prices and projects in memory
- * (`catalog/admission-cache.ts`). A change made through one replica is seen
+ * (`catalog/request-path-cache.ts`). A change made through one replica is seen
  * by that replica at once and by the others within TOLLGATE_CATALOG_POLL_MS
  * plus one read: two gateway processes on one PostgreSQL database.
  */

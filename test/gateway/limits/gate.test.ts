@@ -5,11 +5,11 @@ import { WalletService } from '../../../src/gateway/billing/wallet.js';
 import { openStore, type Store } from '../../../src/shared/db/client.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 import { KeyService, type AuthenticatedKey } from '../../../src/gateway/keys/service.js';
-import { Admissions } from '../../../src/gateway/limits/admissions.js';
-import type { AdmissionGate } from '../../../src/gateway/limits/gate.js';
+import { GateKeeper } from '../../../src/gateway/limits/gate-keeper.js';
+import type { LimitGate } from '../../../src/gateway/limits/gate.js';
 import { createMemoryGate } from '../../../src/gateway/limits/memory-gate.js';
 import { createRedisGate } from '../../../src/gateway/limits/redis-gate.js';
-import { OrgService } from '../../../src/platform/orgs/orgs.js';
+import { OrgService } from '../../../src/platform/orgs/service.js';
 import { chargeRecord } from '../../helpers/charges.js';
 import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
@@ -32,8 +32,8 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
   const prefix = uniqueRedisPrefix();
   let wallets: WalletService;
   let journal: ChargeJournal;
-  let admissions: Admissions;
-  let gate: AdmissionGate;
+  let admissions: GateKeeper;
+  let gate: LimitGate;
 
   beforeAll(async () => {
     store = await openStore({ dataDir: 'memory://' });
@@ -42,7 +42,7 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     gate = redis ? createRedisGate(redis, { prefix, rebuildGraceMs: GRACE_MS, ...options }) : createMemoryGate(options);
     journal = await ChargeJournal.open(null);
     wallets = new WalletService(store.db, (orgId, amount) => self.credit(orgId, amount));
-    const self = (admissions = new Admissions(gate, wallets, journal, createLogger('silent'), {
+    const self = (admissions = new GateKeeper(gate, wallets, journal, createLogger('silent'), {
       limitsEnabled: true,
       billingEnabled: true,
       renewEveryMs: 30_000,

@@ -56,35 +56,35 @@ describe('cluster keys at rest', () => {
     await services.clusters.addProfile({ name: 'plain', gpusPerNode: 1 });
     await services.clusters.addNode({ profile: 'plain', address: '10.77.0.1' });
     clusterId = (await services.clusters.create({ orgId: org.id, name: 'c', profile: 'plain', nodeCount: 1, publicDomain: 'keys.example.test', createdBy: null })).cluster.id;
-    const first = await services.identity.keyOf(clusterId);
-    const second = await services.identity.keyOf(clusterId);
+    const first = await services.clusterIdentity.keyOf(clusterId);
+    const second = await services.clusterIdentity.keyOf(clusterId);
     expect(first.privateKey).toMatch(/^-----BEGIN OPENSSH PRIVATE KEY-----/);
     expect(second.privateKey).not.toBe(first.privateKey);
     expect(await services.db.select().from(clusterKeys)).toEqual([]);
   });
 
   it('a key an older gateway stored in clear stays usable without the key, and is sealed at the first start with it', async () => {
-    const legacy = (await gateway!.services.identity.keyOf(clusterId)).privateKey;
+    const legacy = (await gateway!.services.clusterIdentity.keyOf(clusterId)).privateKey;
     await gateway!.services.db.insert(clusterKeys).values({ clusterId, publicKey: 'ssh-ed25519 AAAA legacy', privateKey: legacy });
 
     // Without the key: used as it is, and the start says it is in clear.
     await start();
     expect(logged('cluster keys are stored in clear: set TOLLGATE_NODE_CREDENTIALS_KEY and the next start seals them')).toMatchObject({ level: 'warn', count: 1 });
-    expect((await gateway!.services.identity.keyOf(clusterId)).privateKey).toBe(legacy);
+    expect((await gateway!.services.clusterIdentity.keyOf(clusterId)).privateKey).toBe(legacy);
 
     const key = randomBytes(32);
     const { services } = await start(key);
     expect(logged('cluster keys stored in clear were sealed')).toMatchObject({ level: 'info', count: 1 });
     expect(await stored()).toMatchObject({ privateKey: null, sealedPrivateKey: expect.stringMatching(/^v1:/) });
-    expect((await services.identity.keyOf(clusterId)).privateKey).toBe(legacy);
+    expect((await services.clusterIdentity.keyOf(clusterId)).privateKey).toBe(legacy);
     const dump = await dumpDatabase(services.db);
     for (const marker of secretMarkers(legacy)) expect(dump.includes(marker), `the database holds the key (${marker.slice(0, 12)}…)`).toBe(false);
 
     // A sealed key needs the key it was sealed with.
     await start(randomBytes(32));
-    await expect(gateway!.services.identity.keyOf(clusterId)).rejects.toThrow(`Cluster ${clusterId}'s key does not open with this gateway's TOLLGATE_NODE_CREDENTIALS_KEY`);
+    await expect(gateway!.services.clusterIdentity.keyOf(clusterId)).rejects.toThrow(`Cluster ${clusterId}'s key does not open with this gateway's TOLLGATE_NODE_CREDENTIALS_KEY`);
     await start();
-    await expect(gateway!.services.identity.keyOf(clusterId)).rejects.toThrow(`Cluster ${clusterId}'s key is sealed, and this gateway has no TOLLGATE_NODE_CREDENTIALS_KEY`);
+    await expect(gateway!.services.clusterIdentity.keyOf(clusterId)).rejects.toThrow(`Cluster ${clusterId}'s key is sealed, and this gateway has no TOLLGATE_NODE_CREDENTIALS_KEY`);
   });
 
   it("with the key a new cluster's pair is made once and stored sealed, bound to the cluster", async () => {
@@ -93,8 +93,8 @@ describe('cluster keys at rest', () => {
     const org = await services.orgs.create('sealed');
     await services.clusters.addNode({ profile: 'plain', address: '10.77.0.2' });
     clusterId = (await services.clusters.create({ orgId: org.id, name: 'd', profile: 'plain', nodeCount: 1, publicDomain: 'sealed.example.test', createdBy: null })).cluster.id;
-    const first = await services.identity.keyOf(clusterId);
-    expect((await services.identity.keyOf(clusterId)).privateKey).toBe(first.privateKey);
+    const first = await services.clusterIdentity.keyOf(clusterId);
+    expect((await services.clusterIdentity.keyOf(clusterId)).privateKey).toBe(first.privateKey);
     const dump = await dumpDatabase(services.db);
     expect(dump).toMatch(/^-- public\.cluster_keys: 2 rows/m);
     for (const marker of secretMarkers(first.privateKey)) expect(dump.includes(marker), `the database holds the key (${marker.slice(0, 12)}…)`).toBe(false);

@@ -17,7 +17,7 @@ export type Organization = typeof organizations.$inferSelect;
 export class OrgService {
   constructor(
     private readonly db: Database,
-    /** Called after every write, so the request path's admission cache drops what it holds (`catalog/admission-cache.ts`). */
+    /** Called after every write, so the request path's cache drops what it holds (`catalog/request-path-cache.ts`). */
     private readonly changed: () => void = () => {},
   ) {}
 

@@ -12,7 +12,7 @@ export type ModelMatches = Array<{ model: ModelRow; price: PriceRow | null }>;
 /** Marks a lookup that found nothing, so a flood of unknown keys or names costs one read each, not one per request. */
 const NONE = Symbol('none');
 
-export interface AdmissionCacheOptions {
+export interface RequestPathCacheOptions {
   /**
    * How often to read the catalog version (ms); 0: never, for a store only
    * this process writes (PGlite). A change made elsewhere is seen within one
@@ -43,11 +43,11 @@ export interface AdmissionCacheOptions {
  * no change can be committed to an unreachable database either.
  *
  * @example
- * const cache = new AdmissionCache(db, storeOutage, { pollMs: 250 });
+ * const cache = new RequestPathCache(db, storeOutage, { pollMs: 250 });
  * cache.start();
  * const row = await cache.keyByHash(hash);
  */
-export class AdmissionCache {
+export class RequestPathCache {
   private readonly keys: LRUCache<string, KeyRow | typeof NONE>;
   private readonly modelsByName: LRUCache<string, ModelMatches | typeof NONE>;
   private readonly projectOrgs: LRUCache<string, string | typeof NONE>;
@@ -61,7 +61,7 @@ export class AdmissionCache {
     private readonly db: Database,
     /** Told of every read's outcome, so a database outage is logged once when it starts and once when it ends. */
     private readonly storeOutage: OutageLog,
-    private readonly options: AdmissionCacheOptions,
+    private readonly options: RequestPathCacheOptions,
   ) {
     const max = options.maxEntries ?? 100_000;
     this.keys = new LRUCache({ max });

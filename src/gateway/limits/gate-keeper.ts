@@ -2,9 +2,9 @@ import type { ChargeJournal } from '../billing/journal.js';
 import type { WalletService } from '../billing/wallet.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
-import type { AdmissionGate, LiveRequest, Reported } from './gate.js';
+import type { LimitGate, LiveRequest, Reported } from './gate.js';
 import { type LimitHeaders, limitHeaders } from './headers.js';
-import { billingUnavailable, insufficientFunds, rebuilding, refusal, unavailableOnFailure } from './refusals.js';
+import { billingUnavailable, insufficientFunds, rebuilding, refusal, limitsUnavailableOnFailure } from './refusals.js';
 
 /** How often each replica tells the gate it is alive (and learns whether Redis lost its state). */
 export const HEARTBEAT_MS = 1_000;
@@ -22,7 +22,7 @@ export interface Ticket {
   released: boolean;
 }
 
-export interface AdmissionsOptions {
+export interface GateKeeperOptions {
   limitsEnabled: boolean;
   billingEnabled: boolean;
   /** The shorter of the hold and slot leases: what is running is renewed every third of it. */
@@ -45,7 +45,7 @@ export interface AdmissionsOptions {
  * const ticket = await admissions.admit({ requestId, caller, estimatedTokens: 600, holdNanos: 42_000n });
  * await admissions.release(ticket, { actualTokens: 412, cost: 31_000n });
  */
-export class Admissions {
+export class GateKeeper {
   private readonly live = new Map<string, LiveRequest>();
   /** Releases the gate could not take (Redis down): tried again on every heartbeat. */
   private retries: Array<{ ticket: Ticket; tokenDelta: number; cost: bigint | null }> = [];
@@ -53,11 +53,11 @@ export class Admissions {
   private lastRenewal = 0;
 
   constructor(
-    readonly gate: AdmissionGate,
+    readonly gate: LimitGate,
     private readonly wallets: WalletService,
     private readonly journal: ChargeJournal,
     private readonly log: Logger,
-    private readonly options: AdmissionsOptions,
+    private readonly options: GateKeeperOptions,
   ) {}
 
   /**
@@ -79,7 +79,7 @@ export class Admissions {
     };
     // At most one rebuild and one seed: the third answer is final.
     for (let attempt = 0; attempt < 4; attempt++) {
-      const admission = await unavailableOnFailure(() => this.gate.admit(ask));
+      const admission = await limitsUnavailableOnFailure(() => this.gate.admit(ask));
       switch (admission.outcome) {
         case 'admitted': {
           if (holdNanos !== null || ask.limits) this.live.set(request.requestId, { requestId: request.requestId, keyId: caller.id, orgId: caller.orgId, holdNanos });
@@ -92,11 +92,11 @@ export class Admissions {
           return { requestId: request.requestId, caller, headers, estimatedTokens: request.estimatedTokens, holdNanos, month, tokensWindowEndsAt: admission.tokensWindowEndsAt, released: false };
         }
         case 'wallet_unknown':
-          await unavailableOnFailure(() => this.rebuildWallet(caller.orgId));
+          await limitsUnavailableOnFailure(() => this.rebuildWallet(caller.orgId));
           continue;
         case 'month_unknown': {
-          const tokens = await unavailableOnFailure(() => this.options.monthToDate(caller.id, monthStart(month)));
-          await unavailableOnFailure(() => this.gate.seedMonth(caller.id, month, tokens));
+          const tokens = await limitsUnavailableOnFailure(() => this.options.monthToDate(caller.id, monthStart(month)));
+          await limitsUnavailableOnFailure(() => this.gate.seedMonth(caller.id, month, tokens));
           continue;
         }
         case 'rebuilding':
