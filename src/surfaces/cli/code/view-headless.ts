@@ -28,8 +28,9 @@ export function headlessView(format: OutputFormat, io: { stdout(text: string): v
     reasoning: (delta) => event('reasoning', { text: delta }),
     text(delta) {
       event('text', { text: delta });
-      if (format === 'text') io.stdout(clean(delta));
-      textOpen = true;
+      const shown = clean(delta);
+      if (format === 'text') io.stdout(shown);
+      if (shown !== '') textOpen = !shown.endsWith('\n');
     },
     answered() {
       if (format === 'text' && textOpen) io.stdout('\n');
