@@ -159,11 +159,7 @@ export class Agent {
     this.session.messages.push({ role: 'user', content: SUMMARY_REQUEST });
     const answer = await this.call(signal, false).finally(() => (this.session.messages = messages));
     const system = messages[0]?.role === 'system' ? [messages[0]] : [];
-    this.session.messages = [
-      ...system,
-      { role: 'user', content: `Summary of the conversation so far:\n${answer.text}` },
-      { role: 'assistant', content: 'Understood; I will continue from this summary.' },
-    ];
+    this.session.messages = [...system, { role: 'user', content: `${SUMMARY_HEAD}\n${answer.text}\n\nContinue from here.` }];
     this.measured = { promptTokens: 0, messages: 0 };
     await this.save();
   }
@@ -173,6 +169,7 @@ export class Agent {
   }
 }
 
+const SUMMARY_HEAD = 'The conversation so far was compacted to stay inside the model context; its summary:';
 const SUMMARY_REQUEST =
   'Summarise this conversation for yourself to continue from: the task, what was done (files changed, commands run and their results), what is left, and any facts needed later. Be complete but brief. Do not call tools.';
 

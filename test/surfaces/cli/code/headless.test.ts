@@ -152,6 +152,24 @@ describe('tollgate code -p through the gateway', () => {
     expect(run.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
   });
 
+  it('compacts the conversation before it reaches the model context (sim-chat: 8192 tokens, compact_percent 80)', async () => {
+    await newProject({ 'a.txt': 'alpha\n' });
+    upstream.push(
+      { toolCalls: [call('read_file', { path: 'a.txt' })], usage: { prompt: 6600, completion: 20 } },
+      { text: 'Task: read a.txt. Done: read it (alpha).' },
+      { text: 'finished after compaction' },
+    );
+    const run = start(['-p', 'read a.txt', '--approval', 'yolo', '--output-format', 'stream-json']);
+    expect(await run.exit, run.stderr).toBe(0);
+    expect(run.events().filter((e) => e.type === 'notice')).toEqual([{ type: 'notice', text: expect.stringContaining('compacting the conversation') as unknown }]);
+    const [summarise, after] = upstream.requests.slice(-2);
+    expect(summarise!.tools).toBeUndefined();
+    expect(summarise!.messages.at(-1)!.content).toMatch(/^Summarise this conversation/);
+    expect(after!.messages.map((m) => m.role)).toEqual(['system', 'user']);
+    expect(after!.messages[1]!.content).toContain('Task: read a.txt. Done: read it (alpha).');
+    expect(run.events().at(-1)).toMatchObject({ status: 'done', text: 'finished after compaction' });
+  });
+
   it('waits out a 429 for the Retry-After the gateway sends, saying so', async () => {
     await newProject({});
     const { secret } = await gateway.tenant({ key: { maxConcurrency: 1 } });
