@@ -63,7 +63,7 @@ export async function interactive(agent: Agent, paint: Paint, setAsk: (ask: (que
     }
   } finally {
     rl.close();
-    say(paint.dim(`session ${agent.session.id} kept: resume with tollgate code --continue`));
+    say(`\n${paint.dim(`session ${agent.session.id} kept: resume with tollgate code --continue`)}`);
   }
 }
 

@@ -50,7 +50,10 @@ export async function streamAnswer(
   for (;;) {
     try {
       const { data: stream, response } = await openai.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }, { signal }).withResponse();
-      return await collect(stream, hooks, response.headers.get('x-request-id'));
+      const answer = await collect(stream, hooks, response.headers.get('x-request-id'));
+      // The SDK's stream ends quietly when aborted: what came is a cancelled answer, not a finished one.
+      if (signal.aborted) throw new AgentStop('cancelled', 'cancelled');
+      return answer;
     } catch (error) {
       const seconds = await waitFor(error, hooks, signal);
       if (seconds === null) throw stopOf(error);
