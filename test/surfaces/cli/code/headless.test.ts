@@ -214,6 +214,9 @@ describe('tollgate code -p through the gateway', () => {
     expect(await stream.exit).toBe(0);
     const types = stream.events().map((e) => e.type);
     expect(types).toEqual(['reasoning', 'text', 'text', 'turn', 'result']);
+    const unknown = start(['-p', 'd', '-m', 'no-such-model']);
+    expect(await unknown.exit).toBe(1);
+    expect(unknown.stderr).toContain('the key cannot call "no-such-model"; its models: sim-chat, sim-reasoner');
     const bad = start(['-p', 'd', '--output-format', 'xml']);
     expect(await bad.exit).toBe(2);
     expect(bad.stderr).toContain('--output-format must be one of text, json, stream-json');

@@ -106,10 +106,18 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     type('/cost');
     press('Enter');
     await shows('the session cost', /session \S+: 3 requests, \d+ tokens in, \d+ out, 0\.\d+ USD\nwallet: 4\.99\d* USD/);
+    type('/model');
+    press('Enter');
+    await shows('the key’s models', '* sim-chat  (context 8192 tokens)');
+    type('/mode plan');
+    press('Enter');
+    await shows('the mode switched', 'mode: plan');
     type('what did you change?');
     press('Enter');
     await shows('the resumed answer and the prompt after it', /Resumed: I remember the greeting\.\n(.*\n)*wallet .*\n› $/m);
     const resumed = upstream.requests.at(-1)!.messages;
+    // plan mode: the model is offered the reading tools only.
+    expect((upstream.requests.at(-1)!.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(['read_file', 'list_files', 'search']);
     expect(resumed.some((m) => m.content === 'change the greeting')).toBe(true);
     expect(resumed.some((m) => typeof m.content === 'string' && m.content.startsWith('A long answer that goes on') && m.content.endsWith('[cancelled by the user]'))).toBe(true);
     type('/exit');
