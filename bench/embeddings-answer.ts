@@ -10,7 +10,7 @@
  */
 import { withoutNullFields } from '../src/gateway/proxy/openai-shape.js';
 import { type EngineResponse, readEngineAnswer } from '../src/gateway/proxy/upstream.js';
-import { embed } from '../src/gateway/sim/embeddings.js';
+import { embed } from '../src/sim/embeddings.js';
 import { EMBEDDINGS } from '../src/surfaces/v1/embeddings.js';
 
 const INPUTS = 4;

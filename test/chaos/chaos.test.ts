@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/gateway/sim/index.js';
+import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
 import { adminCallTo, type GatewayProcess, startGatewayProcess } from '../helpers/processes.js';
 import { scrape } from '../helpers/prometheus.js';
 import { createTestDatabase, deleteRedisPrefix, postgresAdminUrl, postgresAvailable, redisAvailable, redisHolds, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';

@@ -72,7 +72,7 @@ let simImage: Promise<string> | undefined;
  * `tollgate-test/vllm-sim:<hash of bundle, node version and recipe>`;
  * an existing tag is reused. Pulls nothing: the root filesystem is this
  * machine's node binary, the shared libraries ldd lists for it, and
- * src/gateway/sim/main.ts bundled by esbuild.
+ * src/sim/main.ts bundled by esbuild.
  *
  * @example
  * const image = await buildSimulatorImage();
@@ -124,14 +124,14 @@ async function buildImage(): Promise<string> {
   }
 }
 
-/** src/gateway/sim/main.ts as one ESM file for plain node, starting with a shebang for the `vllm` link. */
+/** src/sim/main.ts as one ESM file for plain node, starting with a shebang for the `vllm` link. */
 async function bundleSimulator(outfile: string): Promise<void> {
   const esbuild = path.join(repoRoot, 'node_modules/.bin/esbuild');
   const banner = [`#!${SIM_IMAGE_NODE}`, "import { createRequire as __simCreateRequire } from 'node:module';", 'const require = __simCreateRequire(import.meta.url);'].join('\n');
   await run(
     esbuild,
     [
-      path.join(repoRoot, 'src/gateway/sim/main.ts'),
+      path.join(repoRoot, 'src/sim/main.ts'),
       '--bundle',
       '--platform=node',
       '--format=esm',

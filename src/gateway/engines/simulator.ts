@@ -1,5 +1,5 @@
-import type { RunningSimulator, SimModel } from '../sim/index.js';
-import { startSimulator } from '../sim/index.js';
+import type { RunningSimulator, SimModel } from '../../sim/index.js';
+import { startSimulator } from '../../sim/index.js';
 import type { SimulatorDefinition } from './definitions.js';
 import { singleTargetEngine } from './single.js';
 import type { Engine } from './types.js';
@@ -22,8 +22,10 @@ export async function startSimulatorEngines(definitions: SimulatorDefinition[], 
   const models: SimModel[] = definitions.map((d) => ({
     name: d.served_model_name ?? d.model,
     task: d.task,
-    reasoning: d.reasoning,
+    reasoning: d.reasoning || d.reasoning_parser !== undefined,
     maxModelLen: d.max_model_len,
+    toolCallParser: d.tool_call_parser,
+    ...(d.script === undefined ? {} : { script: d.script }),
   }));
   const simulator = await startSimulator({ models, ttftMs: options.ttftMs, itlMs: options.itlMs });
   const engines = definitions.map((d) => singleTargetEngine({ kind: 'simulator', modelId: d.model, baseUrl: `${simulator.url}/v1`, servedModelName: d.served_model_name ?? d.model }));

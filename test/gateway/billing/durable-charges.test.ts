@@ -7,7 +7,7 @@ import { holdFor } from '../../../src/gateway/billing/holds.js';
 
 const holdNanosOf = (...args: Parameters<typeof holdFor>) => holdFor(...args).holdNanos;
 import { formatAmount } from '../../../src/gateway/billing/money.js';
-import { startSimulator, type RunningSimulator } from '../../../src/gateway/sim/index.js';
+import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
 import { adminCallTo, type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
 import { scrape } from '../../helpers/prometheus.js';
 import { createTestDatabase, deleteRedisPrefix, postgresAdminUrl, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../../src/gateway/sim/index.js';
+import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
 import { adminCallTo, catalogSeenBy, type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
 import { createTestDatabase, deleteRedisPrefix, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';

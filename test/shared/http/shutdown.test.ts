@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../../src/gateway/sim/index.js';
+import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
 import { type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
 import { createTestDatabase, deleteRedisPrefix, postgresAvailable, redisAvailable, redisHolds, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';

@@ -7,8 +7,8 @@ import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../../src/gateway/sim/server.js';
-import type { RunningSimulator } from '../../../src/gateway/sim/types.js';
+import { startSimulator } from '../../../src/sim/server.js';
+import type { RunningSimulator } from '../../../src/sim/types.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
 // Traces with the SDK's in-memory exporter: one span per request, children for admission, the upstream

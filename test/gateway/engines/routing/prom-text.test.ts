@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { parsePromText } from '../../../../src/gateway/engines/routing/prom-text.js';
 import { loadFromSamples } from '../../../../src/gateway/engines/routing/scraper.js';
-import { startSimulator, type RunningSimulator } from '../../../../src/gateway/sim/index.js';
+import { startSimulator, type RunningSimulator } from '../../../../src/sim/index.js';
 
 /** vLLM's own exposition, as /work/shared/research/vllm.md (section 1.8) quotes it, plus an info gauge and a histogram as prometheus_client writes them. */
 const VLLM_SAMPLE = `# HELP vllm:num_requests_running Number of requests in model execution batches.

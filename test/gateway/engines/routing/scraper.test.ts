@@ -3,7 +3,7 @@ import { acquireReplica, engineStatus, startRouting } from '../../../../src/gate
 import type { EngineState, Replica } from '../../../../src/gateway/engines/docker/state.js';
 import { LoadScraper } from '../../../../src/gateway/engines/routing/scraper.js';
 import type { RoutingSettings } from '../../../../src/gateway/engines/routing/router.js';
-import { startSimulator, type RunningSimulator } from '../../../../src/gateway/sim/index.js';
+import { startSimulator, type RunningSimulator } from '../../../../src/sim/index.js';
 import { createLogger } from '../../../../src/shared/http/log.js';
 
 const sims: RunningSimulator[] = [];

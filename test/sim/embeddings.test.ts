@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningSimulator } from '../../../src/gateway/sim/index.js';
+import type { RunningSimulator } from '../../src/sim/index.js';
 import { jsonOf, post, startTestSim } from './helpers.js';
 
 let sim: RunningSimulator;

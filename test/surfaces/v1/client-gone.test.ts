@@ -4,7 +4,7 @@ import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords, wallets } from '../../../src/shared/db/schema.js';
-import { startSimulator, type RunningSimulator } from '../../../src/gateway/sim/index.js';
+import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { until } from '../../helpers/wait.js';
 

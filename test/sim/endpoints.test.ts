@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { RunningSimulator } from '../../../src/gateway/sim/index.js';
+import type { RunningSimulator } from '../../src/sim/index.js';
 import { jsonOf, SIM_WAIT, post, readAll, startTestSim, userSays } from './helpers.js';
 
 let sim: RunningSimulator;

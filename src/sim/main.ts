@@ -1,4 +1,4 @@
-// CLI entry: `tsx src/gateway/sim/main.ts` (npm run sim). Flags and env are in cli.ts.
+// CLI entry: `tsx src/sim/main.ts` (npm run sim). Flags and env are in cli.ts.
 // Also runs bundled (`node sim.mjs ...`) as `vllm serve`'s stand-in in test
 // containers; started through a file or link named `vllm`, it drops the
 // leading `serve` like vLLM's own command.

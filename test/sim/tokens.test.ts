@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countTokens, joinWords, pickWords, splitTokens } from '../../../src/gateway/sim/tokens.js';
+import { countTokens, joinWords, pickWords, splitTokens } from '../../src/sim/tokens.js';
 
 describe('tokenizer', () => {
   it('counts exactly the matches of /\\w+|[^\\s\\w]/g', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningSimulator } from '../../../src/gateway/sim/index.js';
-import { countTokens } from '../../../src/gateway/sim/tokens.js';
+import type { RunningSimulator } from '../../src/sim/index.js';
+import { countTokens } from '../../src/sim/tokens.js';
 import { jsonOf, post, startTestSim, userSays } from './helpers.js';
 
 let sim: RunningSimulator;
