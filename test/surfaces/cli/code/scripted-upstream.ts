@@ -6,8 +6,10 @@ import type { AddressInfo } from 'node:net';
  * real gateway routes `sim-chat` to it (a static engine), and each chat
  * request it receives is answered by the next turn of the script, streamed
  * as vLLM streams (tool calls as its tool parsers return them: the id and
- * name first, the arguments in pieces). Stands in until the simulator's
- * scripted mode lands (branch billing-n-sim); the tests then switch to it.
+ * name first, the arguments in pieces). What the simulator's scripted mode
+ * (simulator.test.ts) cannot say: a stream held open until the test lets it
+ * end (Ctrl-C, a request in flight for a 429), and turns in the order they
+ * are asked for, across conversations.
  */
 export interface ScriptedTurn {
   text?: string;
