@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decide } from '../../../../src/surfaces/cli/code/approval.js';
 import { DEFAULT_LIMITS, limitsFrom } from '../../../../src/surfaces/cli/code/limits.js';
 import { painter } from '../../../../src/surfaces/cli/code/render.js';
-import { prepare, type ToolContext } from '../../../../src/surfaces/cli/code/tools/index.js';
+import { prepare, ripgrepPath, type ToolContext } from '../../../../src/surfaces/cli/code/tools/index.js';
+import { prepareSearch } from '../../../../src/surfaces/cli/code/tools/search.js';
 
 describe('the agent tools, on a temporary project', () => {
   let tmp: string;
@@ -29,9 +30,20 @@ describe('the agent tools, on a temporary project', () => {
     expect(text).toBe('10\tline 10\n11\tline 11\n[30 lines in all; read on with offset 12]');
   });
 
-  it('lists with a glob, and searches with the built-in search when ripgrep is absent', async () => {
+  it('lists with a glob', async () => {
     expect(await run('list_files', { pattern: 'src/*.md' })).toBe('src/b.md');
-    expect(await run('search', { pattern: 'need.e', glob: '**/*.md' })).toBe('src/b.md:1:needle here');
+  });
+
+  // ripgrep when it is on PATH (Debian's ripgrep), the built-in search otherwise: the same answers.
+  it.each([
+    ['built-in', null],
+    ['ripgrep', ripgrepPath()],
+  ])('searches with the %s search', async (_name, rg) => {
+    if (_name === 'ripgrep' && !rg) return console.warn('ripgrep is not on PATH: its search is not tested');
+    const search = async (args: Record<string, unknown>) => (await prepareSearch(ctx, args, rg)).run(new AbortController().signal);
+    expect(await search({ pattern: 'need.e', glob: '**/*.md' })).toBe('src/b.md:1:needle here');
+    expect(await search({ pattern: 'needle', path: 'src' })).toBe('src/b.md:1:needle here');
+    expect(await search({ pattern: 'absent-text' })).toBe('no matches');
   });
 
   it('refuses an edit whose string is absent or not unique, with the reason; applies a unique one and shows its diff', async () => {

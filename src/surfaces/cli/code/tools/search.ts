@@ -35,17 +35,15 @@ export async function prepareSearch(ctx: ToolContext, args: Record<string, unkno
 }
 
 function withRipgrep(rg: string, root: string, pattern: string, target: string, fileGlob: string, max: number, signal: AbortSignal): Promise<string[]> {
+  // Always a path: without one, ripgrep reads its standard input when that is not a terminal.
   const args = ['--line-number', '--no-heading', '--color', 'never', '--max-columns', '400', ...(fileGlob ? ['--glob', fileGlob] : []), '--regexp', pattern, '--', path.relative(root, target) || '.'];
   return new Promise((resolve, reject) => {
     execFile(rg, args, { cwd: root, maxBuffer: 64 * 1024 * 1024, signal }, (error, stdout) => {
       // ripgrep exits 1 when nothing matched.
       if (error && (error as { code?: unknown }).code !== 1) return reject(new ToolRefusal(`ripgrep failed: ${error.message.split('\n')[0]}`));
-      resolve(
-        stdout
-          .split('\n')
-          .filter(Boolean)
-          .slice(0, max + 1),
-      );
+      // `rg … .` names files `./src/a.ts`; the built-in search and the other tools say `src/a.ts`.
+      const lines = stdout.split('\n').filter(Boolean);
+      resolve(lines.slice(0, max + 1).map((line) => line.replace(/^\.\//, '')));
     });
   });
 }
