@@ -3,6 +3,7 @@ import { type ClientOptions, createClient } from './client.js';
 import type { Command } from './commands/command.js';
 import { closestCommand, COMMANDS, findCommand, usageOf } from './commands/index.js';
 import packageJson from '../../../package.json' with { type: 'json' };
+import { CODE_USAGE, runCode } from './code/index.js';
 import { ApiError, CliError, UsageError } from './errors.js';
 import { keySettingsIfGiven, resolveKeySettings, resolveSettings } from './settings.js';
 import type { Input, Stdin } from './terminal.js';
@@ -27,6 +28,8 @@ const processIo: Io = { stdout: (text) => process.stdout.write(text), stderr: (t
  */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) return print(io, packageJson.version);
+  // The coding agent has flags of its own (-p, -m) and no API request to render: it is its own program.
+  if (argv[0] === 'code') return runCode(argv.slice(1), io);
   const { words, rest } = splitCommandWords(argv);
   const [group, action] = words;
   if (group === undefined || group === 'help' || rest.includes('--help') || rest.includes('-h')) {
@@ -105,7 +108,10 @@ Options for every command:
   --url URL      the gateway (default $TOLLGATE_URL, else http://127.0.0.1:8080)
   --token T      the operator token (default $TOLLGATE_ADMIN_TOKEN, else $TOLLGATE_DATA_DIR/admin-token)
   --json         print the API's JSON response instead of text
-  -h, --help     show usage\n`,
+  -h, --help     show usage
+
+The coding agent:
+  ${CODE_USAGE.replace(/\n/g, '\n  ')}\n`,
   );
 }
 

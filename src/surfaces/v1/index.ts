@@ -9,6 +9,7 @@ import { embeddingsRoutes } from './embeddings.js';
 import { modelsRoutes } from './models.js';
 import { pricingRoutes } from './pricing.js';
 import { usageRoutes } from './usage.js';
+import { walletRoutes } from './wallet.js';
 
 /**
  * The public /v1 surface: a file per resource, each a Hono sub-app mounted
@@ -43,6 +44,7 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
   v1.route('/models', modelsRoutes(services));
   v1.route('/audio', audioRoutes(services));
   v1.route('/usage', usageRoutes(services));
+  v1.route('/wallet', walletRoutes(services));
   return v1;
 }
 

@@ -1,0 +1,86 @@
+import { isMode, MODES } from './approval.js';
+import { money } from './gateway.js';
+import type { Agent } from './loop.js';
+import { projectContext } from './context.js';
+
+export const HELP = `Commands:
+  /help              this list
+  /model [ID]        list the models this key can call, or switch to one
+  /mode [MODE]       show or switch the approval mode: ask, auto-edit, yolo, plan
+  /cost              this session's tokens and cost, and the wallet's balance
+  /clear             start a new session (the old one stays on disk)
+  /compact           summarise the conversation now, to free the model context
+  /exit              leave (Ctrl-C twice, or Ctrl-D, also leaves)
+Ctrl-C cancels the answer or command under way.`;
+
+/**
+ * A slash command typed at the prompt. Answers 'exit' to leave; what it
+ * prints goes through `say` (already the agent's own text, not the model's).
+ *
+ * @example
+ * if ((await slashCommand('/mode plan', agent, say, signal)) === 'exit') break;
+ */
+export async function slashCommand(line: string, agent: Agent, say: (text: string) => void, signal: AbortSignal): Promise<'exit' | undefined> {
+  const [name, ...rest] = line.trim().split(/\s+/);
+  const argument = rest.join(' ');
+  switch (name) {
+    case '/help':
+      say(HELP);
+      return undefined;
+    case '/exit':
+    case '/quit':
+      return 'exit';
+    case '/mode':
+      say(switchMode(agent, argument));
+      return undefined;
+    case '/model':
+      say(await switchModel(agent, argument));
+      return undefined;
+    case '/cost':
+      say(await costLines(agent));
+      return undefined;
+    case '/clear': {
+      const { store, tools } = agent.deps;
+      agent.session = store.create(tools.root, agent.model);
+      agent.session.messages.push({ role: 'system', content: await projectContext(tools.root, tools.limits) });
+      say(`new session ${agent.session.id}`);
+      return undefined;
+    }
+    case '/compact':
+      await agent.compact(signal);
+      say('compacted');
+      return undefined;
+    default:
+      say(`unknown command ${name}; /help lists them`);
+      return undefined;
+  }
+}
+
+function switchMode(agent: Agent, argument: string): string {
+  if (argument === '') return `mode: ${agent.mode} (choose from ${MODES.join(', ')})`;
+  if (!isMode(argument)) return `no mode "${argument}": choose from ${MODES.join(', ')}`;
+  agent.mode = argument;
+  return argument === 'yolo' ? 'mode: yolo: edits and commands in the project run without asking' : `mode: ${argument}`;
+}
+
+async function switchModel(agent: Agent, argument: string): Promise<string> {
+  const models = await agent.deps.gateway.models();
+  agent.deps.contextLengths.clear();
+  for (const model of models) agent.deps.contextLengths.set(model.id, model.contextLength);
+  if (argument === '') {
+    return models.map((m) => `${m.id === agent.model ? '*' : ' '} ${m.id}${m.contextLength ? `  (context ${m.contextLength} tokens)` : ''}`).join('\n') || 'this key can call no chat model';
+  }
+  if (!models.some((m) => m.id === argument)) return `no model "${argument}" for this key; /model lists them`;
+  agent.session.model = argument;
+  return `model: ${argument}`;
+}
+
+async function costLines(agent: Agent): Promise<string> {
+  const { totals } = agent.session;
+  const { currency, gateway } = agent.deps;
+  const balance = await gateway.balance();
+  return [
+    `session ${agent.session.id}: ${totals.requests} requests, ${totals.promptTokens} tokens in, ${totals.completionTokens} out, ${money(BigInt(totals.costNanos), currency)}`,
+    balance === null ? 'wallet: the gateway does not report it' : `wallet: ${money(balance, currency)}`,
+  ].join('\n');
+}

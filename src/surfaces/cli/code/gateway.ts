@@ -1,0 +1,60 @@
+import { costOf, formatAmount } from '../../../gateway/billing/money.js';
+import { createClient } from '../client.js';
+import type { CliSettings } from '../settings.js';
+
+export interface ModelInfo {
+  id: string;
+  /** The model's context length from `/v1/models`, when the catalog has one. */
+  contextLength: number | null;
+}
+
+export interface Price {
+  inputNanosPerToken: bigint;
+  outputNanosPerToken: bigint;
+}
+
+/**
+ * What the agent asks of the gateway besides chat: the key's models, the
+ * prices (`/v1/pricing`, per token in nano-units: a turn's cost is exact
+ * integer arithmetic, the same the gateway charges with) and the wallet.
+ *
+ * @example
+ * const gateway = gatewayOf(settings);
+ * const models = await gateway.models();
+ */
+export function gatewayOf(settings: CliSettings) {
+  const api = createClient({ ...settings, base: '/v1' });
+  return {
+    async models(): Promise<ModelInfo[]> {
+      const body = (await api.send({ method: 'GET', path: '/models?task_type=chat' })) as { data: { id: string; context_length?: number | null }[] };
+      return body.data.map((model) => ({ id: model.id, contextLength: model.context_length ?? null }));
+    },
+    async prices(): Promise<{ currency: string; byModel: Map<string, Price> }> {
+      const body = (await api.send({ method: 'GET', path: '/pricing' })) as { currency: string; data: { model: string; input_nanos_per_token: string; output_nanos_per_token: string }[] };
+      const byModel = new Map(body.data.map((row) => [row.model, { inputNanosPerToken: BigInt(row.input_nanos_per_token), outputNanosPerToken: BigInt(row.output_nanos_per_token) }]));
+      return { currency: body.currency, byModel };
+    },
+    /** The balance in nanos, or null when the gateway does not say (an older gateway). */
+    async balance(): Promise<bigint | null> {
+      try {
+        const body = (await api.send({ method: 'GET', path: '/wallet' })) as { balance_nanos: string };
+        return BigInt(body.balance_nanos);
+      } catch {
+        return null;
+      }
+    },
+  };
+}
+
+export type Gateway = ReturnType<typeof gatewayOf>;
+
+/** A request's cost in nanos: the gateway's own formula over the usage it reported. */
+export function turnCost(usage: { promptTokens: number; completionTokens: number }, price: Price | undefined): bigint | null {
+  if (!price) return null;
+  return costOf(usage, { inputPerToken: price.inputNanosPerToken, outputPerToken: price.outputNanosPerToken });
+}
+
+/** `1234567n` → `0.001234567 USD`. */
+export function money(nanos: bigint, currency: string): string {
+  return `${formatAmount(nanos)} ${currency}`;
+}

@@ -1,0 +1,85 @@
+import { createInterface } from 'node:readline/promises';
+import { money } from './gateway.js';
+import type { Agent } from './loop.js';
+import { slashCommand } from './commands.js';
+import type { Paint } from './render.js';
+
+/**
+ * The interactive session: a prompt, a task or a /command per line. Ctrl-C
+ * while the agent works cancels the request (or command) in flight and
+ * comes back to the prompt; Ctrl-C at the prompt warns, and a second one
+ * leaves. Ctrl-D leaves too. Answers the exit code.
+ *
+ * @example
+ * process.exitCode = await interactive(agent, paint, setAsk);
+ */
+export async function interactive(agent: Agent, paint: Paint, setAsk: (ask: (question: string, signal: AbortSignal) => Promise<boolean>) => void): Promise<number> {
+  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true, historySize: 200 });
+  const say = (text: string) => process.stdout.write(`${text}\n`);
+  let busy: AbortController | undefined;
+  let armed = false;
+  let leave: () => void = () => undefined;
+  const left = new Promise<null>((resolve) => (leave = () => resolve(null)));
+  rl.on('close', leave);
+  rl.on('SIGINT', () => {
+    if (busy) {
+      busy.abort();
+      return;
+    }
+    if (armed) return leave();
+    armed = true;
+    rl.write(null, { ctrl: true, name: 'u' });
+    process.stdout.write(`\n${paint.dim('(Ctrl-C again, or /exit, to leave)')}\n`);
+    rl.prompt();
+  });
+  setAsk(async (question, signal) => {
+    try {
+      const answer = await rl.question(paint.yellow(`${question} [y/N] `), { signal });
+      return /^y(es)?$/i.test(answer.trim());
+    } catch {
+      return false;
+    }
+  });
+  say(banner(agent, paint));
+  try {
+    for (;;) {
+      const line = await Promise.race([rl.question(paint.bold('› ')), left]);
+      if (line === null) return 0;
+      armed = false;
+      if (line.trim() === '') continue;
+      busy = new AbortController();
+      try {
+        if (line.trim().startsWith('/')) {
+          if ((await slashCommand(line, agent, say, busy.signal)) === 'exit') return 0;
+          continue;
+        }
+        await task(agent, line, busy.signal, say, paint);
+      } catch (error) {
+        say(paint.red(`error: ${error instanceof Error ? error.message : String(error)}`));
+      } finally {
+        if (busy.signal.aborted) armed = true;
+        busy = undefined;
+      }
+    }
+  } finally {
+    rl.close();
+    say(`\n${paint.dim(`session ${agent.session.id} kept: resume with tollgate code --continue`)}`);
+  }
+}
+
+async function task(agent: Agent, line: string, signal: AbortSignal, say: (text: string) => void, paint: Paint): Promise<void> {
+  const outcome = await agent.run(line, signal);
+  if (outcome.status === 'cancelled') say(paint.yellow('cancelled (the gateway bills only what was generated); Ctrl-C again to leave'));
+  else if (outcome.stop) say(paint.red(`stopped: ${outcome.stop.message}`));
+  const balance = await agent.deps.gateway.balance();
+  if (balance !== null) say(paint.dim(`wallet ${money(balance, agent.deps.currency)}`));
+}
+
+function banner(agent: Agent, paint: Paint): string {
+  const lines = [
+    `${paint.bold('tollgate code')} · model ${agent.model} · mode ${agent.mode} · session ${agent.session.id}`,
+    paint.dim(`project ${agent.deps.tools.root} · /help for commands · Ctrl-C cancels`),
+  ];
+  if (agent.mode === 'yolo') lines.push(paint.red('yolo mode: edits and commands in this project run WITHOUT asking'));
+  return lines.join('\n');
+}

@@ -1,0 +1,183 @@
+import type OpenAI from 'openai';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { Mode } from './approval.js';
+import { decide } from './approval.js';
+import { type Gateway, type Price, turnCost } from './gateway.js';
+import { AgentStop, type ModelAnswer, streamAnswer } from './model.js';
+import type { Session, SessionStore } from './sessions.js';
+import { prepare, type ToolContext, ToolRefusal, toolsFor } from './tools/index.js';
+import type { Outcome, View } from './view.js';
+
+export interface AgentDeps {
+  openai: OpenAI;
+  gateway: Gateway;
+  store: SessionStore;
+  tools: ToolContext;
+  view: View;
+  prices: Map<string, Price>;
+  currency: string;
+  /** The model's context length, by model id, from `/v1/models`. */
+  contextLengths: Map<string, number | null>;
+}
+
+const CUT_CALL = 'not run: the arguments of this call were cut off by the output limit (finish_reason "length"). Make a smaller call, e.g. edit a part of the file.';
+
+/**
+ * The agent loop (pi's and tiny-agents' shape): send the conversation with
+ * the tools, stream the answer, run its tool calls (each through the
+ * approval of the mode), send the results, until an answer calls no tool.
+ *
+ * @example
+ * const outcome = await agent.run('fix the failing test', controller.signal);
+ */
+export class Agent {
+  /** Prompt tokens of the last call and how many messages it covered: the base of the context estimate. */
+  private measured = { promptTokens: 0, messages: 0 };
+
+  constructor(
+    readonly deps: AgentDeps,
+    public session: Session,
+    public mode: Mode,
+  ) {}
+
+  get model(): string {
+    return this.session.model;
+  }
+
+  async run(task: string, signal: AbortSignal): Promise<Outcome> {
+    if (this.session.title === '') this.session.title = task.slice(0, 80);
+    this.session.messages.push({ role: 'user', content: task });
+    let last = '';
+    try {
+      for (let step = 0; step < this.deps.tools.limits.max_steps; step++) {
+        if (this.nearContextEnd()) await this.compact(signal);
+        const answer = await this.call(signal, true);
+        last = answer.text || last;
+        if (answer.toolCalls.length === 0) return { status: 'done', text: last };
+        if (answer.finishReason === 'length') {
+          for (const call of answer.toolCalls) this.toolAnswer(call.id, CUT_CALL);
+          this.deps.view.notice(`the answer was cut by the output limit: its tool call${answer.toolCalls.length > 1 ? 's were' : ' was'} not run`);
+          return { status: 'cut', text: last };
+        }
+        await this.runTools(answer, signal);
+        await this.save();
+      }
+      this.deps.view.notice(`stopped after ${this.deps.tools.limits.max_steps} model calls (max_steps); say "continue" to go on`);
+      return { status: 'steps', text: last };
+    } catch (error) {
+      if (!(error instanceof AgentStop)) throw error;
+      return { status: error.reason === 'cancelled' ? 'cancelled' : 'stopped', text: last, stop: error };
+    } finally {
+      await this.save();
+    }
+  }
+
+  /** One streamed model call, its usage counted and shown, its answer appended to the conversation. */
+  private async call(signal: AbortSignal, withTools: boolean): Promise<ModelAnswer> {
+    const { view } = this.deps;
+    let partial = '';
+    view.thinking(true);
+    let answer: ModelAnswer;
+    try {
+      answer = await streamAnswer(
+        this.deps.openai,
+        { model: this.model, messages: this.session.messages, ...(withTools ? { tools: toolsFor(this.mode) } : {}) },
+        { text: (d) => ((partial += d), view.text(d)), reasoning: (d) => view.reasoning(d), waiting: (s, m) => view.waiting(s, m) },
+        signal,
+      );
+    } catch (error) {
+      view.answered();
+      // What was streamed before a cancel stays in the conversation, so the model knows what it said.
+      if (partial !== '') this.session.messages.push({ role: 'assistant', content: `${partial}\n[cancelled by the user]` });
+      throw error;
+    }
+    view.answered();
+    this.count(answer);
+    if (withTools) this.session.messages.push(assistantMessage(answer));
+    return answer;
+  }
+
+  private count(answer: ModelAnswer): void {
+    if (!answer.usage) return;
+    const totals = this.session.totals;
+    const cost = turnCost(answer.usage, this.deps.prices.get(this.model));
+    totals.requests += 1;
+    totals.promptTokens += answer.usage.promptTokens;
+    totals.completionTokens += answer.usage.completionTokens;
+    totals.costNanos = (BigInt(totals.costNanos) + (cost ?? 0n)).toString();
+    this.measured = { promptTokens: answer.usage.promptTokens + answer.usage.completionTokens, messages: this.session.messages.length + 1 };
+    this.deps.view.turn({ ...answer.usage, costNanos: cost, sessionNanos: BigInt(totals.costNanos), currency: this.deps.currency, requestId: answer.requestId });
+  }
+
+  private async runTools(answer: ModelAnswer, signal: AbortSignal): Promise<void> {
+    for (const call of answer.toolCalls) {
+      if (signal.aborted) {
+        this.toolAnswer(call.id, 'not run: the user cancelled');
+        continue;
+      }
+      this.toolAnswer(call.id, await this.runTool(call.name, call.arguments, signal));
+    }
+    if (signal.aborted) throw new AgentStop('cancelled', 'cancelled');
+  }
+
+  /** One tool call: prepared (refused with its reason if it cannot be), approved per the mode, run. */
+  private async runTool(name: string, args: string, signal: AbortSignal): Promise<string> {
+    const { view, tools } = this.deps;
+    try {
+      const call = await prepare(tools, name, args);
+      view.tool(name, call.title, call.preview);
+      const verdict = decide(this.mode, call.kind, call.outside);
+      if (verdict.outcome === 'refuse') throw new ToolRefusal(verdict.reason);
+      if (verdict.outcome === 'ask' && !(await view.ask(verdict.question, signal))) throw new ToolRefusal('the user declined this call');
+      const result = await call.run(signal);
+      view.toolResult(name, result, true);
+      return result;
+    } catch (error) {
+      if (!(error instanceof ToolRefusal)) throw error;
+      view.toolResult(name, `refused: ${error.message}`, false);
+      return `refused: ${error.message}`;
+    }
+  }
+
+  private toolAnswer(id: string, content: string): void {
+    this.session.messages.push({ role: 'tool', tool_call_id: id, content });
+  }
+
+  /** Whether the conversation nears `compact_percent` of the model's context: the last call's tokens plus about 4 characters a token since. */
+  nearContextEnd(): boolean {
+    const length = this.deps.contextLengths.get(this.model);
+    if (!length) return false;
+    const since = this.session.messages.slice(this.measured.messages).reduce((sum, m) => sum + JSON.stringify(m).length, 0);
+    const base = this.measured.messages === 0 ? this.session.messages.reduce((sum, m) => sum + JSON.stringify(m).length, 0) / 4 : this.measured.promptTokens + since / 4;
+    return base >= (length * this.deps.tools.limits.compact_percent) / 100;
+  }
+
+  /** Replaces the conversation by the model's summary of it (the first system message kept). */
+  async compact(signal: AbortSignal): Promise<void> {
+    const messages = [...this.session.messages];
+    this.deps.view.notice('compacting the conversation (summarising it to stay inside the model context)');
+    this.session.messages.push({ role: 'user', content: SUMMARY_REQUEST });
+    const answer = await this.call(signal, false).finally(() => (this.session.messages = messages));
+    const system = messages[0]?.role === 'system' ? [messages[0]] : [];
+    this.session.messages = [...system, { role: 'user', content: `${SUMMARY_HEAD}\n${answer.text}\n\nContinue from here.` }];
+    this.measured = { promptTokens: 0, messages: 0 };
+    await this.save();
+  }
+
+  async save(): Promise<void> {
+    await this.deps.store.save(this.session);
+  }
+}
+
+const SUMMARY_HEAD = 'The conversation so far was compacted to stay inside the model context; its summary:';
+const SUMMARY_REQUEST =
+  'Summarise this conversation for yourself to continue from: the task, what was done (files changed, commands run and their results), what is left, and any facts needed later. Be complete but brief. Do not call tools.';
+
+function assistantMessage(answer: ModelAnswer): ChatCompletionMessageParam {
+  if (answer.toolCalls.length === 0) return { role: 'assistant', content: answer.text };
+  return {
+    role: 'assistant',
+    content: answer.text || null,
+    tool_calls: answer.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+  };
+}

@@ -1,0 +1,80 @@
+import { structuredPatch } from 'diff';
+
+/**
+ * What the terminal shows. The model's text is untrusted for a terminal (an
+ * escape sequence could retitle the window, move the cursor, rewrite what was
+ * printed or hide text), so `clean` removes every control character but the
+ * newline and the tab before anything of it is printed; the agent's own
+ * colours are added after.
+ *
+ * @example
+ * out.write(paint.dim(clean(reasoningDelta)));
+ */
+export function clean(text: string): string {
+  // The controls are the point: C0 (but tab and newline), DEL, C1, and the bidirectional overrides.
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, '');
+}
+
+export interface Paint {
+  dim(text: string): string;
+  bold(text: string): string;
+  red(text: string): string;
+  green(text: string): string;
+  yellow(text: string): string;
+  cyan(text: string): string;
+}
+
+/** The agent's colours, or none (not a terminal, or NO_COLOR set). */
+export function painter(enabled: boolean): Paint {
+  const wrap = (open: number, close: number) => (text: string) => (enabled ? `\x1b[${open}m${text}\x1b[${close}m` : text);
+  return { dim: wrap(2, 22), bold: wrap(1, 22), red: wrap(31, 39), green: wrap(32, 39), yellow: wrap(33, 39), cyan: wrap(36, 39) };
+}
+
+/** A unified diff of a file's change, coloured: removed lines red, added green, three lines of context. */
+export function renderDiff(paint: Paint, shown: string, before: string, after: string): string {
+  const patch = structuredPatch(shown, shown, before, after, '', '', { context: 3 });
+  const lines = [paint.bold(`--- ${clean(shown)}`), paint.bold(`+++ ${clean(shown)}`)];
+  for (const hunk of patch.hunks) {
+    lines.push(paint.cyan(`@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`));
+    for (const line of hunk.lines) {
+      const text = clean(line);
+      lines.push(line.startsWith('+') ? paint.green(text) : line.startsWith('-') ? paint.red(text) : text);
+    }
+  }
+  return lines.join('\n');
+}
+
+/** Cuts text to `max` characters, saying where and how much was cut (the model and the person both read it). */
+export function cut(text: string, max: number, limitName: string): string {
+  if (text.length <= max) return text;
+  const head = Math.floor(max / 2);
+  const tail = max - head;
+  const dropped = text.length - max;
+  return `${text.slice(0, head)}\n[… ${dropped} characters cut here: output is limited to ${max} characters (${limitName}) …]\n${text.slice(text.length - tail)}`;
+}
+
+const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/**
+ * A spinner on one line of a terminal while waiting for the first token; it
+ * erases itself when stopped. Nothing is drawn when not a terminal.
+ */
+export function spinner(write: (text: string) => void, enabled: boolean): { start(label: string): void; stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    start(label) {
+      if (!enabled || timer) return;
+      let frame = 0;
+      const draw = () => write(`\r${FRAMES[frame++ % FRAMES.length]} ${label}`);
+      draw();
+      timer = setInterval(draw, 80);
+    },
+    stop() {
+      if (!timer) return;
+      clearInterval(timer);
+      timer = undefined;
+      write('\r\x1b[2K');
+    },
+  };
+}

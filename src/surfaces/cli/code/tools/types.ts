@@ -1,0 +1,49 @@
+import type { AgentLimits } from '../limits.js';
+import type { Paint } from '../render.js';
+
+/** What a tool call does, which decides whether it asks (see approval.ts). */
+export type ToolKind = 'read' | 'edit' | 'command';
+
+export interface ToolContext {
+  /** The project folder: where paths start and commands run. */
+  root: string;
+  limits: AgentLimits;
+  paint: Paint;
+}
+
+/**
+ * A tool call checked and ready: what it is (for the approval and the
+ * screen) and how to carry it out. Preparing reads but never changes
+ * anything, so an edit's diff is shown before it is applied.
+ */
+export interface PreparedCall {
+  kind: ToolKind;
+  /** One line for the person: `read src/app.ts`, `$ npm test`. */
+  title: string;
+  /** Shown before asking: a coloured diff, or nothing. */
+  preview?: string;
+  /** Paths outside the project the call touches (each needs the person's yes). */
+  outside: string[];
+  run(signal: AbortSignal): Promise<string>;
+}
+
+/** A call refused before it ran; the message (its reason) is the model's answer. */
+export class ToolRefusal extends Error {
+  override name = 'ToolRefusal';
+}
+
+/** Reads a string argument of a tool call. */
+export function text(args: Record<string, unknown>, name: string, options: { optional?: boolean } = {}): string {
+  const value = args[name];
+  if (value === undefined && options.optional) return '';
+  if (typeof value !== 'string') throw new ToolRefusal(`"${name}" must be a string`);
+  return value;
+}
+
+/** Reads a whole-number argument of a tool call, or the fallback. */
+export function whole(args: Record<string, unknown>, name: string, fallback: number): number {
+  const value = args[name];
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new ToolRefusal(`"${name}" must be a whole number`);
+  return value;
+}

@@ -1,0 +1,68 @@
+import { money } from './gateway.js';
+import { clean, type Paint, spinner } from './render.js';
+import type { TurnFigures, View } from './view.js';
+
+/** Lines of a tool's result shown on screen (the model gets all of it). */
+const RESULT_LINES = 6;
+
+/**
+ * The interactive screen: text as it streams, reasoning dimmed, a spinner
+ * until the first token, each tool call with its diff, figures after each
+ * model call. `ask` is the prompt's question (interactive.ts).
+ *
+ * @example
+ * const view = terminalView((s) => process.stdout.write(s), painter(true), true, ask);
+ */
+export function terminalView(write: (text: string) => void, paint: Paint, isTty: boolean, ask: View['ask']): View {
+  const spin = spinner(write, isTty);
+  let state: 'idle' | 'reasoning' | 'text' = 'idle';
+  let atLineStart = true;
+  const put = (text: string) => {
+    if (text === '') return;
+    spin.stop();
+    write(text);
+    atLineStart = text.endsWith('\n');
+  };
+  const line = (text: string) => {
+    if (!atLineStart) put('\n');
+    put(`${text}\n`);
+  };
+  return {
+    thinking: (on) => (on ? spin.start('waiting for the model… (Ctrl-C cancels)') : spin.stop()),
+    reasoning(delta) {
+      if (state !== 'reasoning') put(paint.dim(atLineStart ? 'thinking: ' : '\nthinking: '));
+      state = 'reasoning';
+      put(paint.dim(clean(delta)));
+    },
+    text(delta) {
+      if (state === 'reasoning') put('\n');
+      state = 'text';
+      put(clean(delta));
+    },
+    answered() {
+      spin.stop();
+      if (!atLineStart) put('\n');
+      state = 'idle';
+    },
+    waiting: (seconds, message) => line(paint.yellow(`waiting ${seconds} s as the gateway asks (Retry-After): ${clean(message)}`)),
+    tool(_name, title, preview) {
+      line(paint.bold(`● ${clean(title)}`));
+      if (preview) line(preview);
+    },
+    toolResult(_name, result, ok) {
+      const lines = clean(result).split('\n');
+      const shown = lines.slice(0, RESULT_LINES).map((l) => `  ${l.slice(0, 200)}`);
+      if (lines.length > RESULT_LINES) shown.push(`  … ${lines.length - RESULT_LINES} more lines`);
+      line(ok ? paint.dim(shown.join('\n')) : paint.red(shown.join('\n')));
+    },
+    turn: (figures) => line(paint.dim(figuresLine(figures))),
+    notice: (text) => line(paint.yellow(clean(text))),
+    ask,
+  };
+}
+
+/** `↳ 1200 in · 56 out · 0.0002136 USD · session 0.00064 USD` */
+export function figuresLine(f: TurnFigures): string {
+  const cost = f.costNanos === null ? 'no price listed' : money(f.costNanos, f.currency);
+  return `↳ ${f.promptTokens} in · ${f.completionTokens} out · ${cost} · session ${money(f.sessionNanos, f.currency)}`;
+}

@@ -1,0 +1,40 @@
+import type { AgentStop } from './model.js';
+
+/** One model call's figures, as shown after it and in stream-json. */
+export interface TurnFigures {
+  promptTokens: number;
+  completionTokens: number;
+  /** Null when the gateway lists no price for the model. */
+  costNanos: bigint | null;
+  sessionNanos: bigint;
+  currency: string;
+  requestId: string | null;
+}
+
+/** How a task ended. */
+export interface Outcome {
+  status: 'done' | 'cut' | 'cancelled' | 'stopped' | 'steps';
+  /** The model's last text. */
+  text: string;
+  stop?: AgentStop;
+}
+
+/**
+ * Where the agent shows what happens: a terminal (view-terminal.ts) or a
+ * script's stdout (view-headless.ts). Everything from the model reaches a
+ * terminal through `clean` (render.ts) there, never raw.
+ */
+export interface View {
+  thinking(on: boolean): void;
+  text(delta: string): void;
+  reasoning(delta: string): void;
+  /** The model's streamed answer is over (a newline, the spinner gone). */
+  answered(): void;
+  waiting(seconds: number, message: string): void;
+  tool(name: string, title: string, preview?: string): void;
+  toolResult(name: string, result: string, ok: boolean): void;
+  turn(figures: TurnFigures): void;
+  notice(text: string): void;
+  /** Asks the person; false when declined, cancelled, or no one can be asked. */
+  ask(question: string, signal: AbortSignal): Promise<boolean>;
+}

@@ -1,0 +1,59 @@
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { money, turnCost } from '../../../../src/surfaces/cli/code/gateway.js';
+import { clean, cut, painter, renderDiff } from '../../../../src/surfaces/cli/code/render.js';
+import { SessionStore } from '../../../../src/surfaces/cli/code/sessions.js';
+
+describe('sessions on disk', () => {
+  let folder: string;
+  beforeAll(async () => (folder = await mkdtemp(path.join(os.tmpdir(), 'tollgate-sessions-'))));
+  afterAll(() => rm(folder, { recursive: true, force: true }));
+
+  it('saves, loads, lists the latest first, finds the latest of a folder, and keeps files private', async () => {
+    const store = new SessionStore(folder);
+    const first = store.create('/p/one', 'sim-chat');
+    first.messages.push({ role: 'user', content: 'hi' });
+    await store.save(first);
+    const second = store.create('/p/two', 'sim-chat');
+    await store.save(second);
+    expect((await store.load(first.id)).messages).toEqual([{ role: 'user', content: 'hi' }]);
+    expect((await store.list()).map((s) => s.id)).toEqual([second.id, first.id]);
+    expect((await store.latest('/p/one'))?.id).toBe(first.id);
+    expect((await stat(path.join(folder, `${first.id}.json`))).mode & 0o777).toBe(0o600);
+    expect((await readdir(folder)).every((name) => name.endsWith('.json'))).toBe(true);
+  });
+
+  it('refuses a session id that is not one (a path)', async () => {
+    await expect(new SessionStore(folder).load('../../etc/passwd')).rejects.toThrow('is not a session id');
+  });
+});
+
+describe('costs, in nano-units', () => {
+  it('is the gateway formula: tokens times the per-token prices, exactly', () => {
+    const price = { inputNanosPerToken: 150n, outputNanosPerToken: 600n };
+    expect(turnCost({ promptTokens: 1234, completionTokens: 56 }, price)).toBe(1234n * 150n + 56n * 600n);
+    expect(turnCost({ promptTokens: 1, completionTokens: 1 }, undefined)).toBeNull();
+    expect(money(218_700n, 'USD')).toBe('0.0002187 USD');
+    // Past 2^53 nanos a float would lose the last unit.
+    expect(money(9_007_199_254_740_993n, 'USD')).toBe('9007199.254740993 USD');
+  });
+});
+
+describe('rendering', () => {
+  it('removes control characters and escape sequences but keeps newlines and tabs', () => {
+    expect(clean('a\u001b[31mb\u0007c\td\ne\r\u009b1m\u202ex')).toBe('a[31mbc\td\ne1mx');
+  });
+
+  it('cuts long text in the middle, saying how much and which limit', () => {
+    expect(cut('x'.repeat(30), 10, 'tool_output_chars')).toBe(`xxxxx\n[… 20 characters cut here: output is limited to 10 characters (tool_output_chars) …]\nxxxxx`);
+  });
+
+  it('shows a change as a coloured unified diff', () => {
+    const diff = renderDiff(painter(true), 'a.txt', 'one\ntwo\n', 'one\n2\n');
+    expect(diff).toContain('\u001b[31m-two\u001b[39m');
+    expect(diff).toContain('\u001b[32m+2\u001b[39m');
+    expect(renderDiff(painter(false), 'a.txt', 'one\n', 'uno\n')).toBe('--- a.txt\n+++ a.txt\n@@ -1,1 +1,1 @@\n-one\n+uno');
+  });
+});
