@@ -5,6 +5,7 @@ import { headerOf, refuseNul } from '../../shared/http/request.js';
 import type { Services } from '../../services.js';
 import { audioRoutes } from './audio.js';
 import { chatRoutes } from './chat.js';
+import { completionsRoutes } from './completions.js';
 import { embeddingsRoutes } from './embeddings.js';
 import { modelsRoutes } from './models.js';
 import { pricingRoutes } from './pricing.js';
@@ -39,6 +40,7 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
   }
   v1.route('/pricing', pricingRoutes(services));
   v1.route('/chat', chatRoutes(services));
+  v1.route('/completions', completionsRoutes(services));
   v1.route('/embeddings', embeddingsRoutes(services));
   v1.route('/models', modelsRoutes(services));
   v1.route('/audio', audioRoutes(services));
