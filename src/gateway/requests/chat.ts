@@ -46,7 +46,7 @@ export function openAiUpstreamBody(call: BilledCall, servedModelName: string): R
  * free. (vLLM's running count is one choice's; the chunks count every
  * choice's, so the larger of the two is taken.)
  */
-function streamedUsage(state: { usage: { promptTokens: number; completionTokens: number } | null; usageFinal: boolean; tokenChunks: number }, promptEstimate: () => number) {
+export function streamedUsage(state: { usage: { promptTokens: number; completionTokens: number } | null; usageFinal: boolean; tokenChunks: number }, promptEstimate: () => number) {
   return state.usage
     ? { promptTokens: state.usage.promptTokens, completionTokens: Math.max(state.usage.completionTokens, state.usageFinal ? 0 : state.tokenChunks) }
     : { promptTokens: promptEstimate(), completionTokens: state.tokenChunks };

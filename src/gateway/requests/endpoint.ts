@@ -34,6 +34,8 @@ export interface BilledEndpoint {
   name: EndpointName;
   /** The task its model must have (a chat model for every protocol that generates). */
   task: TaskType;
+  /** Whether the key may also come as `x-api-key` (the Anthropic routes; `requests/auth.ts`). */
+  acceptsApiKeyHeader?: boolean;
   /** The engine's path below its `/v1`. */
   path: string;
   /** Refuses a body the gateway cannot bill or relay (400 with details); every other field is the engine's to judge. */

@@ -89,7 +89,8 @@ export function validateEmbeddingsRequest(body: Record<string, unknown>): void {
   if (!valid) throw invalid([{ field: 'input', message: 'must be a non-empty string, an array of strings, or an array of token ids' }]);
 }
 
-function invalid(details: ErrorDetail[]): GatewayError {
+/** The 400 for a request the gateway refuses, each detail named in its message. */
+export function invalid(details: ErrorDetail[]): GatewayError {
   const message = details.map((d) => `${d.field} ${d.message}`).join('; ');
   return new GatewayError('invalid_request', `Invalid request: ${message}.`, { details });
 }

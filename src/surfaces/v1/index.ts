@@ -7,6 +7,7 @@ import { audioRoutes } from './audio.js';
 import { chatRoutes } from './chat.js';
 import { completionsRoutes } from './completions.js';
 import { embeddingsRoutes } from './embeddings.js';
+import { messagesRoutes } from './messages.js';
 import { modelsRoutes } from './models.js';
 import { pricingRoutes } from './pricing.js';
 import { usageRoutes } from './usage.js';
@@ -42,6 +43,7 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
   v1.route('/chat', chatRoutes(services));
   v1.route('/completions', completionsRoutes(services));
   v1.route('/embeddings', embeddingsRoutes(services));
+  v1.route('/messages', messagesRoutes(services));
   v1.route('/models', modelsRoutes(services));
   v1.route('/audio', audioRoutes(services));
   v1.route('/usage', usageRoutes(services));
