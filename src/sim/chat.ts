@@ -1,10 +1,13 @@
 import { badRequest, invalidBody } from './errors.js';
+import { buildChoices, readResponseFormat } from './choices.js';
 import { isObject, optionalBoolean, optionalInt, type JsonObject } from './fields.js';
 import { promptBlockHashes } from './kv-cache.js';
-import { wordPieces, type ChoiceOutput } from './pieces.js';
+import type { ChoiceOutput } from './pieces.js';
 import { measureMessages, promptTokenStrings } from './prompt.js';
+import { scriptTurn } from './script.js';
 import { findModel, type ResolvedModel, type SimState } from './state.js';
-import { hashText, pickWords } from './tokens.js';
+import { countTokens, hashText } from './tokens.js';
+import { callsFor, readTools } from './tools.js';
 
 export { runChat } from './chat-answer.js';
 
@@ -27,6 +30,12 @@ export interface ChatPlan {
   blockHashes: string[];
 }
 
+export interface StreamSettings {
+  stream: boolean;
+  includeUsage: boolean;
+  continuousUsage: boolean;
+}
+
 /**
  * Validates a chat request the way vLLM does (pydantic 400s, 404 model,
  * context-length 400s) and fixes its deterministic output.
@@ -38,16 +47,49 @@ export function planChat(state: SimState, body: JsonObject): ChatPlan {
   const messages = body.messages;
   if (messages === undefined) throw invalidBody(['messages'], 'missing', 'Field required');
   if (!Array.isArray(messages)) throw invalidBody(['messages'], 'list_type', 'Input should be a valid list');
-  const stream = optionalBoolean(body, 'stream') ?? false;
-  const maxTokens = optionalInt(body, 'max_tokens');
-  const maxCompletionTokens = optionalInt(body, 'max_completion_tokens');
+  const streaming = readStream(body);
   const seed = optionalInt(body, 'seed');
-  const ignoreEos = optionalBoolean(body, 'ignore_eos') ?? false;
-  const n = optionalInt(body, 'n') ?? 1;
-  if (n < 1) throw badRequest(`n must be at least 1, got ${n}.`, 'n');
-  if (n > MAX_CHOICES) throw badRequest(`n must be at most ${MAX_CHOICES} (the simulator's bound on choices), got ${n}.`, 'n');
+  const n = readChoiceCount(body);
+  const model = findModel(state, body.model, 'chat');
+  const tools = readTools(body, model.toolParser);
+  const format = readResponseFormat(body);
+  const hideReasoning = optionalBoolean(body, 'include_reasoning') === false;
+  const prompt = measureMessages(messages);
+  // The chat template renders the tool definitions into the prompt.
+  const promptTokens = prompt.tokens + (Array.isArray(body.tools) ? countTokens(JSON.stringify(body.tools)) : 0);
+  const length = plannedLength(state, model, body, promptTokens);
 
-  // vLLM's StreamOptions: include_usage defaults to true, so `{}` asks for usage.
+  const scheduler = state.metrics.schedulers.get(model.name);
+  const blockHashes = scheduler ? promptBlockHashes(promptTokenStrings(messages), scheduler.settings.blockSize) : [];
+  if (scheduler && Math.ceil((promptTokens + length.total) / scheduler.settings.blockSize) > scheduler.settings.numGpuBlocks) {
+    throw badRequest(`The request needs more KV cache blocks than the engine has (${scheduler.settings.numGpuBlocks} blocks of ${scheduler.settings.blockSize} tokens).`, 'input_tokens');
+  }
+  const wordSeed = seed === null ? prompt.hash : hashText(prompt.hash, `seed:${seed}`);
+  const turn = model.script ? scriptTurn(model.script, messages) : null;
+  const choices = buildChoices({
+    n,
+    seed: wordSeed,
+    total: length.total,
+    finishReason: length.finishReason,
+    reasoningTokens: model.reasoning ? Math.min(MAX_REASONING_TOKENS, Math.floor(length.total / 2)) : 0,
+    limit: length.limit,
+    calls: turn ? [] : callsFor(tools, messages, prompt.hash),
+    named: typeof tools.mode === 'object',
+    format,
+    hideReasoning,
+    turn,
+  });
+  return { model, promptTokens: turn?.prompt_tokens ?? promptTokens, choices, ...streaming, blockHashes };
+}
+
+/**
+ * `stream` and `stream_options`. vLLM's StreamOptions: include_usage defaults to true, so `{}` asks for usage.
+ *
+ * @example
+ * readStream({ stream: true, stream_options: {} }); // { stream: true, includeUsage: true, continuousUsage: false }
+ */
+export function readStream(body: JsonObject): StreamSettings {
+  const stream = optionalBoolean(body, 'stream') ?? false;
   const streamOptions = body.stream_options;
   let includeUsage = false;
   let continuousUsage = false;
@@ -58,60 +100,60 @@ export function planChat(state: SimState, body: JsonObject): ChatPlan {
     const continuous = optionalBoolean(streamOptions, 'continuous_usage_stats', ['stream_options', 'continuous_usage_stats']) ?? false;
     continuousUsage = includeUsage && continuous;
   }
+  return { stream, includeUsage, continuousUsage };
+}
 
-  const model = findModel(state, body.model, 'chat');
+/**
+ * `n`, within 1..MAX_CHOICES.
+ *
+ * @example
+ * readChoiceCount({ n: 8 }); // 8
+ */
+export function readChoiceCount(body: JsonObject): number {
+  const n = optionalInt(body, 'n') ?? 1;
+  if (n < 1) throw badRequest(`n must be at least 1, got ${n}.`, 'n');
+  if (n > MAX_CHOICES) throw badRequest(`n must be at most ${MAX_CHOICES} (the simulator's bound on choices), got ${n}.`, 'n');
+  return n;
+}
+
+/** How long a plain answer is, how it ends, and where a tool call or JSON answer is cut. */
+export interface PlannedLength {
+  total: number;
+  finishReason: 'stop' | 'length';
+  limit: number;
+}
+
+/**
+ * The context-length 400s, then the answer's length: the text "naturally"
+ * ends after defaultMaxTokens; a smaller limit, the context window, or
+ * ignore_eos cuts or stretches it and says "length".
+ *
+ * @example
+ * plannedLength(state, model, { max_tokens: 5 }, 12); // { total: 5, finishReason: 'length', limit: 5 }
+ */
+export function plannedLength(state: SimState, model: ResolvedModel, body: JsonObject, promptTokens: number): PlannedLength {
+  const maxTokens = optionalInt(body, 'max_tokens');
+  const maxCompletionTokens = optionalInt(body, 'max_completion_tokens');
+  const ignoreEos = optionalBoolean(body, 'ignore_eos') ?? false;
   const requested = maxCompletionTokens ?? maxTokens;
   if (requested !== null && requested < 1) throw badRequest(`max_tokens must be at least 1, got ${requested}.`, 'max_tokens');
-
-  const prompt = measureMessages(messages);
   const maxLen = model.maxModelLen;
-  if (prompt.tokens >= maxLen) {
+  if (promptTokens >= maxLen) {
     throw badRequest(
-      `This model's maximum context length is ${maxLen} tokens. However, your request has ${prompt.tokens} input tokens. Please reduce the length of the input messages.`,
+      `This model's maximum context length is ${maxLen} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input messages.`,
       'input_tokens',
     );
   }
-  if (requested !== null && prompt.tokens + requested > maxLen) {
+  if (requested !== null && promptTokens + requested > maxLen) {
     throw badRequest(
-      `'max_tokens' or 'max_completion_tokens' is too large: ${requested}. This model's maximum context length is ${maxLen} tokens and your request has ${prompt.tokens} input tokens (${requested} > ${maxLen} - ${prompt.tokens}).`,
+      `'max_tokens' or 'max_completion_tokens' is too large: ${requested}. This model's maximum context length is ${maxLen} tokens and your request has ${promptTokens} input tokens (${requested} > ${maxLen} - ${promptTokens}).`,
       'max_tokens',
     );
   }
-
-  // The text "naturally" ends after defaultMaxTokens; a smaller limit, the
-  // context window, or ignore_eos cuts or stretches it and says "length".
   const natural = state.defaultMaxTokens;
-  const room = maxLen - prompt.tokens;
-  let total = natural;
-  let finishReason: 'stop' | 'length' = 'stop';
-  if (requested !== null && (requested < natural || ignoreEos)) {
-    total = requested;
-    finishReason = 'length';
-  } else if (natural > room) {
-    total = room;
-    finishReason = 'length';
-  }
-
-  const scheduler = state.metrics.schedulers.get(model.name);
-  const blockHashes = scheduler ? promptBlockHashes(promptTokenStrings(messages), scheduler.settings.blockSize) : [];
-  if (scheduler && Math.ceil((prompt.tokens + total) / scheduler.settings.blockSize) > scheduler.settings.numGpuBlocks) {
-    throw badRequest(`The request needs more KV cache blocks than the engine has (${scheduler.settings.numGpuBlocks} blocks of ${scheduler.settings.blockSize} tokens).`, 'input_tokens');
-  }
-  const wordSeed = seed === null ? prompt.hash : hashText(prompt.hash, `seed:${seed}`);
-  const reasoningTokens = model.reasoning ? Math.min(MAX_REASONING_TOKENS, Math.floor(total / 2)) : 0;
-  const choices: ChoiceOutput[] = [];
-  for (let k = 0; k < n; k++) {
-    // Choice 0 keeps the seed of a single answer; the others draw their own words.
-    const words = pickWords(k === 0 ? wordSeed : hashText(wordSeed, `choice:${k}`), total);
-    choices.push({ pieces: wordPieces(words, total, reasoningTokens), finishReason, completionTokens: total, reasoningTokens, hideReasoning: false });
-  }
-  return {
-    model,
-    promptTokens: prompt.tokens,
-    choices,
-    stream,
-    includeUsage,
-    continuousUsage,
-    blockHashes,
-  };
+  const room = maxLen - promptTokens;
+  const limit = requested ?? room;
+  if (requested !== null && (requested < natural || ignoreEos)) return { total: requested, finishReason: 'length', limit };
+  if (natural > room) return { total: room, finishReason: 'length', limit };
+  return { total: natural, finishReason: 'stop', limit };
 }

@@ -1,42 +1,13 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SimCliError } from './errors-cli.js';
-import { LOADED_SIM_FLAGS, LOADED_USAGE, loadedOptions } from './loaded-args.js';
+import { LOADED_SIM_FLAGS, loadedOptions } from './loaded-args.js';
 import type { SimModel, SimulatorOptions } from './types.js';
 import { type SplitArgs, splitVllmArgs, VLLM_ENGINE_FLAGS } from './vllm-args.js';
 
 export { SimCliError } from './errors-cli.js';
 export { VLLM_BOOLEAN_FLAGS, VLLM_LIST_FLAGS, VLLM_VALUE_FLAGS } from './vllm-args.js';
 
-/** What `--help` prints. */
-export const SIM_USAGE = `Usage: tsx src/sim/main.ts [options]
-       tsx src/sim/main.ts [MODEL_REPO] [--served-model-name NAME...] [vLLM flags]
-
-A vLLM-compatible simulator (OpenAI chat completions and embeddings, no GPU).
-
-Options (environment variable in brackets):
-  --port N                 listen port, 0 = random (SIM_PORT, default 8000)
-  --host HOST              listen address (SIM_HOST, default 127.0.0.1)
-  --model NAME[:SUFFIX]    served model, repeatable; suffix :chat, :embedding or :reasoning
-                           (SIM_MODELS, comma-separated; default sim-chat, sim-embed:embedding)
-  --ttft-ms N              time to first token (SIM_TTFT_MS, default 0)
-  --itl-ms N               inter-token latency (SIM_ITL_MS, default 0)
-  --failure-rate P         probability 0..1 of a random 500 (SIM_FAILURE_RATE, default 0)
-  --startup-delay-ms N     /health and /v1 answer 503 this long (SIM_STARTUP_DELAY_MS, default 0)
-  --max-model-len N        context length of every model (SIM_MAX_MODEL_LEN, default 4096)
-  --default-max-tokens N   completion length without max_tokens (SIM_DEFAULT_MAX_TOKENS, default 16)
-  --embedding-dimensions N floats in each embedding (SIM_EMBEDDING_DIMENSIONS, default 64)
-  -h, --help               show this help
-
-vLLM's command line (\`vllm serve\`), so the simulator can stand in for it:
-  MODEL_REPO               the model's repository; the served name unless
-                           --served-model-name is given (replaces --model/SIM_MODELS)
-  --served-model-name N..  one or more served names for the model
-  --runner pooling, --task embed|embedding, --convert embed
-                           serve an embedding model (default: chat)
-  --reasoning-parser P     chat models emit reasoning text before content
-  Other vLLM flags (--gpu-memory-utilization, --tensor-parallel-size, --dtype,
-  --enforce-eager, --enable-prefix-caching, ...) are accepted and ignored.
-${LOADED_USAGE}`;
+export { SIM_USAGE } from './cli-usage.js';
 
 /** The parsed command line: options for startSimulator, or a request for help. */
 export type SimCliResult =
@@ -67,6 +38,8 @@ const SIM_VALUE_FLAGS = new Set([
   'task',
   'convert',
   'reasoning-parser',
+  'tool-call-parser',
+  'script',
   ...LOADED_SIM_FLAGS,
 ]);
 
@@ -86,6 +59,8 @@ const SIM_OPTIONS = {
   task: { type: 'string' },
   convert: { type: 'string' },
   'reasoning-parser': { type: 'string' },
+  'tool-call-parser': { type: 'string' },
+  script: { type: 'string' },
   'time-scale': { type: 'string' },
   'prefill-ms-per-token': { type: 'string' },
   'decode-ms-per-step': { type: 'string' },
@@ -140,6 +115,7 @@ export function parseSimArgs(argv: string[], env: Record<string, string | undefi
   const task = vllmTask(values.runner, values.task, values.convert);
   const reasoning = values['reasoning-parser'] !== undefined && values['reasoning-parser'] !== '';
   const models = resolveModels(split, values.model, env, maxModelLen, task, reasoning);
+  chatExtras(models, split, values['tool-call-parser'], pick('script', 'SIM_SCRIPT')?.[1]);
   const dimensions = number('embedding-dimensions', 'SIM_EMBEDDING_DIMENSIONS', isPositiveInt, 'an integer >= 1');
   if (dimensions !== undefined) for (const model of models) if (model.task === 'embedding') model.embeddingDimensions = dimensions;
   const names = new Set<string>();
@@ -164,12 +140,30 @@ export function parseSimArgs(argv: string[], env: Record<string, string | undefi
   if (startupDelayMs !== undefined) options.startupDelayMs = startupDelayMs;
   if (defaultMaxTokens !== undefined) options.defaultMaxTokens = defaultMaxTokens;
   const loaded = loadedOptions(split.engineValues, values);
-  let ignored = split.ignored;
+  let ignored = split.ignored.filter((flag) => flag !== '--enable-auto-tool-choice');
   if (loaded) {
     options.loaded = loaded;
     ignored = withoutEngineFlags(ignored);
   }
   return ignored.length > 0 ? { help: false, options, ignored } : { help: false, options };
+}
+
+/**
+ * Tool calling and scripted mode on the chat models. vLLM's own form (a
+ * positional repository) calls tools on "auto" only with
+ * --enable-auto-tool-choice --tool-call-parser, as vLLM does; the
+ * simulator's --model form does by default (the hermes parser).
+ */
+function chatExtras(models: SimModel[], split: SplitArgs, parser: string | undefined, script: string | undefined): void {
+  const autoTools = split.ignored.includes('--enable-auto-tool-choice');
+  if (autoTools && !parser) throw new SimCliError('--enable-auto-tool-choice requires --tool-call-parser');
+  const vllmForm = split.positionals.length > 0 || split.servedNames !== undefined;
+  const toolParser = autoTools ? (parser as string) : vllmForm ? null : undefined;
+  for (const model of models) {
+    if (model.task !== 'chat') continue;
+    if (toolParser !== undefined) model.toolCallParser = toolParser;
+    if (script !== undefined) model.script = script;
+  }
 }
 
 // The ignored list without the engine flags a loaded model reads (each followed by its value).

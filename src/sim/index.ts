@@ -1,2 +1,3 @@
 export { startSimulator } from './server.js';
 export type { RunningSimulator, SimModel, SimStats, SimulatorOptions, LoadedModelOptions } from './types.js';
+export type { ScriptTurn } from './script.js';

@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { planChat, runChat } from './chat.js';
+import { planCompletion } from './completions.js';
+import { runCompletion } from './completions-answer.js';
 import { planEmbeddings, runEmbeddings } from './embeddings.js';
 import { errorJson, internalError, SimHttpError } from './errors.js';
 import { immediateFailure, readFault, streamFault } from './faults.js';
@@ -81,6 +83,7 @@ function route(state: SimState, req: IncomingMessage, res: ServerResponse): void
       if (starting) return sendJson(res, 503, STARTING_BODY);
       return sendJson(res, 200, modelsJson(state));
     case '/v1/chat/completions':
+    case '/v1/completions':
     case '/v1/embeddings':
     case '/tokenize':
       if (method !== 'POST') return sendDetail(res, 405, 'Method Not Allowed');
@@ -101,6 +104,8 @@ async function handlePost(state: SimState, path: string, req: IncomingMessage, r
     if (failure) return sendError(res, failure);
     if (path === '/v1/chat/completions') {
       await runChat(state, planChat(state, body), res, streamFault(fault));
+    } else if (path === '/v1/completions') {
+      await runCompletion(state, planCompletion(state, body), res, streamFault(fault));
     } else {
       await runEmbeddings(state, planEmbeddings(state, body), res, streamFault(fault));
     }

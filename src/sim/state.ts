@@ -2,6 +2,7 @@ import { badRequest, modelNotFound } from './errors.js';
 import type { Job } from './job.js';
 import { SimMetrics } from './metrics.js';
 import { Scheduler, type SchedulerSettings } from './scheduler.js';
+import { loadScript, parseScript, type ScriptTurn } from './script.js';
 import type { LoadedModelOptions, SimModel, SimulatorOptions } from './types.js';
 
 /** A model with every default filled in. */
@@ -11,6 +12,10 @@ export interface ResolvedModel {
   maxModelLen: number;
   reasoning: boolean;
   embeddingDimensions: number;
+  /** The tool parser auto tool choice uses; null: "auto" with tools is refused, as vLLM does without it. */
+  toolParser: string | null;
+  /** Scripted mode's turns; null: generated answers. */
+  script: ScriptTurn[] | null;
 }
 
 /** Everything a request handler needs, shared by one simulator instance. */
@@ -116,7 +121,16 @@ function resolveModel(model: SimModel): ResolvedModel {
     maxModelLen: positiveInt(`${model.name}.maxModelLen`, model.maxModelLen ?? 4096),
     reasoning: model.task === 'chat' && model.reasoning === true,
     embeddingDimensions: positiveInt(`${model.name}.embeddingDimensions`, model.embeddingDimensions ?? 64),
+    toolParser: model.toolCallParser === undefined ? 'hermes' : model.toolCallParser,
+    script: readScript(model),
   };
+}
+
+// A script is read once, at start, so a broken file fails the start rather than a request.
+function readScript(model: SimModel): ScriptTurn[] | null {
+  if (model.script === undefined || model.task !== 'chat') return null;
+  if (typeof model.script === 'string') return loadScript(model.script);
+  return parseScript(JSON.stringify(model.script), `of ${model.name}`);
 }
 
 function nonNegative(name: string, value: number): number {

@@ -1,3 +1,5 @@
+import type { ScriptTurn } from './script.js';
+
 /** A model the simulator serves, like one vLLM process's `--served-model-name`. */
 export interface SimModel {
   /** Served model name, what requests put in "model". */
@@ -9,6 +11,14 @@ export interface SimModel {
   reasoning?: boolean;
   /** Default 64. */
   embeddingDimensions?: number;
+  /**
+   * Chat only: vLLM's `--tool-call-parser` with `--enable-auto-tool-choice`, which lets
+   * `tool_choice: "auto"` call tools. Default 'hermes'; null turns auto tool choice off
+   * (a request with tools and "auto" is then vLLM's 400).
+   */
+  toolCallParser?: string | null;
+  /** Chat only: scripted mode, a script file's path or its turns (see docs/tool-calling.md). */
+  script?: string | ScriptTurn[];
 }
 
 export interface SimulatorOptions {

@@ -62,7 +62,7 @@ describe("parseSimArgs with vLLM's command line", () => {
   const modelsOf = (argv: string[], env: Record<string, string> = {}) => (parseSimArgs(argv, env) as { options: any }).options.models;
 
   it('serves the positional repository under its own name, as vLLM does', () => {
-    expect(modelsOf(['Qwen/Qwen2.5-0.5B-Instruct', '--port', '8000'])).toEqual([{ name: 'Qwen/Qwen2.5-0.5B-Instruct', task: 'chat' }]);
+    expect(modelsOf(['Qwen/Qwen2.5-0.5B-Instruct', '--port', '8000'])).toEqual([{ name: 'Qwen/Qwen2.5-0.5B-Instruct', task: 'chat', toolCallParser: null }]);
   });
 
   it('serves every --served-model-name, with --max-model-len, --host and --port', () => {
@@ -75,22 +75,22 @@ describe("parseSimArgs with vLLM's command line", () => {
         host: '0.0.0.0',
         port: 18000,
         models: [
-          { name: 'qwen', task: 'chat', maxModelLen: 32768 },
-          { name: 'qwen-0.5b', task: 'chat', maxModelLen: 32768 },
+          { name: 'qwen', task: 'chat', toolCallParser: null, maxModelLen: 32768 },
+          { name: 'qwen-0.5b', task: 'chat', toolCallParser: null, maxModelLen: 32768 },
         ],
       },
     });
   });
 
   it('takes served names verbatim (no :suffix parsing)', () => {
-    expect(modelsOf(['x', '--served-model-name', 'qwen:embedding'])).toEqual([{ name: 'qwen:embedding', task: 'chat' }]);
+    expect(modelsOf(['x', '--served-model-name', 'qwen:embedding'])).toEqual([{ name: 'qwen:embedding', task: 'chat', toolCallParser: null }]);
   });
 
   it('makes embedding models with --runner pooling, --task embed or embedding, --convert embed', () => {
     for (const flags of [['--runner', 'pooling'], ['--task', 'embed'], ['--task=embedding'], ['--convert', 'embed'], ['--runner', 'pooling', '--task', 'auto']]) {
       expect(modelsOf(['BAAI/bge-small-en-v1.5', '--served-model-name', 'bge', ...flags]), flags.join(' ')).toEqual([{ name: 'bge', task: 'embedding' }]);
     }
-    expect(modelsOf(['m', '--runner', 'generate'])).toEqual([{ name: 'm', task: 'chat' }]);
+    expect(modelsOf(['m', '--runner', 'generate'])).toEqual([{ name: 'm', task: 'chat', toolCallParser: null }]);
     // Applied to --model specs without a suffix too.
     expect(modelsOf(['--model', 'a', '--model', 'b:chat', '--runner', 'pooling'])).toEqual([
       { name: 'a', task: 'embedding' },
@@ -99,11 +99,13 @@ describe("parseSimArgs with vLLM's command line", () => {
   });
 
   it('makes chat models reasoning ones with --reasoning-parser', () => {
-    expect(modelsOf(['deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B', '--served-model-name', 'r1', '--reasoning-parser', 'deepseek_r1'])).toEqual([{ name: 'r1', task: 'chat', reasoning: true }]);
+    expect(modelsOf(['deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B', '--served-model-name', 'r1', '--reasoning-parser', 'deepseek_r1'])).toEqual([
+      { name: 'r1', task: 'chat', toolCallParser: null, reasoning: true },
+    ]);
   });
 
   it("accepts vLLM's older `--model REPO --served-model-name NAME`", () => {
-    expect(modelsOf(['--model', 'Qwen/Qwen2.5-7B', '--served-model-name', 'qwen'])).toEqual([{ name: 'qwen', task: 'chat' }]);
+    expect(modelsOf(['--model', 'Qwen/Qwen2.5-7B', '--served-model-name', 'qwen'])).toEqual([{ name: 'qwen', task: 'chat', toolCallParser: null }]);
   });
 
   it('accepts and reports the vLLM flags it ignores, with their values', () => {
@@ -130,7 +132,7 @@ describe("parseSimArgs with vLLM's command line", () => {
     ];
     expect(parseSimArgs(argv, {})).toEqual({
       help: false,
-      options: { host: '127.0.0.1', port: 9000, models: [{ name: 'Qwen/Qwen2.5-7B-Instruct', task: 'chat' }] },
+      options: { host: '127.0.0.1', port: 9000, models: [{ name: 'Qwen/Qwen2.5-7B-Instruct', task: 'chat', toolCallParser: null }] },
       ignored: [
         '--gpu-memory-utilization',
         '0.9',
@@ -154,7 +156,7 @@ describe("parseSimArgs with vLLM's command line", () => {
   });
 
   it('reads --max_model_len like --max-model-len', () => {
-    expect(modelsOf(['m', '--max_model_len', '128'])).toEqual([{ name: 'm', task: 'chat', maxModelLen: 128 }]);
+    expect(modelsOf(['m', '--max_model_len', '128'])).toEqual([{ name: 'm', task: 'chat', toolCallParser: null, maxModelLen: 128 }]);
   });
 
   it('rejects unknown flags, missing values, two repositories and unsupported tasks', () => {

@@ -183,7 +183,7 @@ describe('the loaded model on the command line', () => {
     const parsed = parseSimArgs(['m', '--num-gpu-blocks-override', '1024', '--block-size=32', '--max_num_seqs', '8', '--time-scale', '0.05', '--dtype', 'auto'], {});
     expect(parsed).toEqual({
       help: false,
-      options: { host: '127.0.0.1', port: 8000, models: [{ name: 'm', task: 'chat' }], loaded: { numGpuBlocks: 1024, blockSize: 32, maxNumSeqs: 8, timeScale: 0.05 } },
+      options: { host: '127.0.0.1', port: 8000, models: [{ name: 'm', task: 'chat', toolCallParser: null }], loaded: { numGpuBlocks: 1024, blockSize: 32, maxNumSeqs: 8, timeScale: 0.05 } },
       ignored: ['--dtype', 'auto'],
     });
   });

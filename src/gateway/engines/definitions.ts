@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 
 // Engine definitions, the file operators edit (`engines/engines.json`, or the
@@ -10,7 +11,13 @@ const simulatorDefinition = z.object({
   served_model_name: z.string().min(1).optional(),
   /** What the simulated engine runs, like vLLM's `--runner pooling` for embeddings. */
   task: z.enum(['chat', 'embedding']).default('chat'),
+  /** Emits reasoning before content, as vLLM does with a `--reasoning-parser` (`reasoning_parser` says the same). */
   reasoning: z.boolean().default(false),
+  reasoning_parser: z.string().min(1).optional(),
+  /** vLLM's `--tool-call-parser` with `--enable-auto-tool-choice`: `tool_choice` "auto" may call tools; null refuses "auto" with tools, as vLLM without the flags. */
+  tool_call_parser: z.string().min(1).nullable().default('hermes'),
+  /** Scripted mode: a file of turns the model answers with (docs/tool-calling.md), relative to this file's folder. */
+  script: z.string().min(1).optional(),
   max_model_len: z.number().int().positive().default(8192),
 });
 
@@ -61,6 +68,10 @@ const dockerDefinition = z.object({
   served_model_name: z.string().min(1).optional(),
   /** Extra vLLM arguments, e.g. ["--max-model-len", "32768"]. */
   args: z.array(z.string()).default([]),
+  /** The model family's tool parser (hermes, llama3_json, mistral, ...): adds `--enable-auto-tool-choice --tool-call-parser` to the command line. */
+  tool_call_parser: z.string().min(1).optional(),
+  /** The model family's reasoning parser (qwen3, deepseek_r1, ...): adds `--reasoning-parser`. */
+  reasoning_parser: z.string().min(1).optional(),
   entrypoint: z.array(z.string()).min(1).default(['vllm', 'serve']),
   /** A GPU count, "all", or device ids such as ["0", "1"]. */
   gpus: z.union([z.number().int().positive(), z.literal('all'), z.array(z.string().min(1)).min(1)]).optional(),
@@ -148,7 +159,10 @@ export async function readEngineDefinitions(file: string): Promise<EngineDefinit
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;
   }
-  return parseEngineDefinitions(text, file);
+  const definitions = parseEngineDefinitions(text, file);
+  // A script is named relative to the file that names it, wherever the gateway was started.
+  for (const definition of definitions) if (definition.kind === 'simulator' && definition.script) definition.script = resolve(dirname(file), definition.script);
+  return definitions;
 }
 
 export function parseEngineDefinitions(text: string, source = 'engine definitions'): EngineDefinition[] {

@@ -22,8 +22,10 @@ export async function startSimulatorEngines(definitions: SimulatorDefinition[], 
   const models: SimModel[] = definitions.map((d) => ({
     name: d.served_model_name ?? d.model,
     task: d.task,
-    reasoning: d.reasoning,
+    reasoning: d.reasoning || d.reasoning_parser !== undefined,
     maxModelLen: d.max_model_len,
+    toolCallParser: d.tool_call_parser,
+    ...(d.script === undefined ? {} : { script: d.script }),
   }));
   const simulator = await startSimulator({ models, ttftMs: options.ttftMs, itlMs: options.itlMs });
   const engines = definitions.map((d) => singleTargetEngine({ kind: 'simulator', modelId: d.model, baseUrl: `${simulator.url}/v1`, servedModelName: d.served_model_name ?? d.model }));

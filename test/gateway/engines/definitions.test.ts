@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { type DockerDefinition, parseEngineDefinitions, replicaBounds } from '../../../src/gateway/engines/definitions.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type DockerDefinition, parseEngineDefinitions, readEngineDefinitions, replicaBounds, type SimulatorDefinition } from '../../../src/gateway/engines/definitions.js';
+import { startSimulatorEngines } from '../../../src/gateway/engines/simulator.js';
+import { containerSpec } from '../../../src/gateway/engines/docker/spec.js';
 
 const docker = (fields: Record<string, unknown>) => JSON.stringify({ engines: [{ kind: 'docker', model: 'm', image: 'vllm', hf_repo: 'org/m', ...fields }] });
 const parsed = (fields: Record<string, unknown>) => parseEngineDefinitions(docker(fields))[0] as DockerDefinition;
@@ -35,5 +40,45 @@ describe('Docker engine definitions: replica bounds, autoscaling and hosts', () 
       { docker_host: 'tcp://gpu-1:2376', gpus: ['0', '1'], gpu_runtime: 'nvidia' },
       { docker_host: 'tcp://gpu-2:2376', gpus: [], gpu_runtime: 'none' },
     ]);
+  });
+});
+
+describe('tool and reasoning parsers', () => {
+  it('carry vLLM flags onto a Docker engine command line, and default a simulator to auto tool choice', () => {
+    const [docker, sim] = parseEngineDefinitions(
+      JSON.stringify({
+        engines: [
+          { kind: 'docker', model: 'qwen3', image: 'vllm/vllm-openai:v0.11.0', hf_repo: 'Qwen/Qwen3-8B', tool_call_parser: 'hermes', reasoning_parser: 'qwen3', args: ['--max-model-len', '32768'] },
+          { kind: 'simulator', model: 'sim-chat' },
+        ],
+      }),
+    );
+    expect(containerSpec(docker as DockerDefinition, 0, {}, 'test').Cmd).toEqual(expect.arrayContaining(['--enable-auto-tool-choice', '--tool-call-parser', 'hermes', '--reasoning-parser', 'qwen3']));
+    expect(sim).toMatchObject({ tool_call_parser: 'hermes' });
+  });
+});
+
+describe('a simulator engine with a script', () => {
+  it('reads the script relative to the definitions file, and the embedded simulator answers it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'engines-'));
+    try {
+      writeFileSync(join(dir, 'turns.jsonl'), '{"content":"Scripted hello."}\n');
+      writeFileSync(join(dir, 'engines.json'), JSON.stringify({ engines: [{ kind: 'simulator', model: 'agent-sim', script: 'turns.jsonl' }] }));
+      const definitions = (await readEngineDefinitions(join(dir, 'engines.json'))) as SimulatorDefinition[];
+      expect(definitions[0]!.script).toBe(join(dir, 'turns.jsonl'));
+      const { simulator } = await startSimulatorEngines(definitions, { ttftMs: 0, itlMs: 0 });
+      try {
+        const res = await fetch(`${simulator!.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'agent-sim', messages: [{ role: 'user', content: 'Hi' }] }),
+        });
+        expect(((await res.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe('Scripted hello.');
+      } finally {
+        await simulator!.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

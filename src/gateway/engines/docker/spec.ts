@@ -78,7 +78,17 @@ export function specHash(definition: DockerDefinition, env: Record<string, strin
  */
 export function containerSpec(definition: DockerDefinition, index: number, env: Record<string, string | undefined>, deployment: string, placement?: Placement): ContainerCreateOptions {
   const address = replicaAddress(definition, index, deployment, placement?.host);
-  const cmd = [definition.hf_repo, '--served-model-name', definition.served_model_name ?? definition.model, '--host', address.listen, '--port', String(address.port), ...definition.args];
+  const cmd = [
+    definition.hf_repo,
+    '--served-model-name',
+    definition.served_model_name ?? definition.model,
+    '--host',
+    address.listen,
+    '--port',
+    String(address.port),
+    ...parserArgs(definition),
+    ...definition.args,
+  ];
   const environment = [...Object.entries(definition.env).map(([name, value]) => `${name}=${value}`), ...definition.env_from.map((name) => `${name}=${env[name] ?? ''}`)];
   return {
     name: containerName(definition, index, deployment),
@@ -124,4 +134,17 @@ function bytesOf(size: string): number {
   const match = /^(\d+)([kmg]?)$/i.exec(size)!;
   const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[match[2]!.toLowerCase() as '' | 'k' | 'm' | 'g'];
   return Number(match[1]) * unit;
+}
+
+/**
+ * vLLM's flags for the model family's tool calls and reasoning, from the definition's parsers.
+ *
+ * @example
+ * parserArgs({ tool_call_parser: 'hermes' }); // ['--enable-auto-tool-choice', '--tool-call-parser', 'hermes']
+ */
+export function parserArgs(definition: Pick<DockerDefinition, 'tool_call_parser' | 'reasoning_parser'>): string[] {
+  const args: string[] = [];
+  if (definition.tool_call_parser) args.push('--enable-auto-tool-choice', '--tool-call-parser', definition.tool_call_parser);
+  if (definition.reasoning_parser) args.push('--reasoning-parser', definition.reasoning_parser);
+  return args;
 }
