@@ -92,6 +92,20 @@ describe.each(stores)('POST /v1/messages with the Anthropic SDK, on the simulato
     expect(JSON.stringify(tools).length).toBeGreaterThan(60_000);
   });
 
+  it.each([false, true])("returns the engine's tool call as a tool_use block, named and with valid input (stream: %s)", async (stream) => {
+    const request = {
+      model: 'sim-chat',
+      max_tokens: 200,
+      tools: [{ name: 'read_file', description: 'Reads a file', input_schema: { type: 'object' as const, properties: { path: { type: 'string' } }, required: ['path'] } }],
+      tool_choice: { type: 'tool' as const, name: 'read_file' },
+      messages: [{ role: 'user' as const, content: 'Read README.md' }],
+    };
+    const message = stream ? await client.messages.stream(request).finalMessage() : await client.messages.create(request);
+    expect(message.stop_reason).toBe('tool_use');
+    const call = message.content.find((block) => block.type === 'tool_use');
+    expect(call).toMatchObject({ type: 'tool_use', name: 'read_file', input: { path: expect.any(String) } });
+  });
+
   it('counts tokens', async () => {
     const counted = await client.messages.countTokens({ model: 'sim-chat', system: 'Be brief.', messages: [{ role: 'user', content: 'How many tokens is this?' }] });
     expect(counted.input_tokens).toBeGreaterThan(5);

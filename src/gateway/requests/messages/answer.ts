@@ -3,10 +3,14 @@ import { usageFrom } from '../../proxy/usage.js';
 
 type Json = Record<string, unknown>;
 
-/** Chat's finish reasons as Anthropic's stop reasons. */
-export function stopReasonOf(finishReason: unknown, stopText: unknown): string {
+/**
+ * Chat's finish reasons as Anthropic's stop reasons. An answer that calls a
+ * tool stops for `tool_use` whatever its finish reason: vLLM says `stop` for a
+ * tool named in `tool_choice`, and Anthropic's clients run tools on `tool_use`.
+ */
+export function stopReasonOf(finishReason: unknown, stopText: unknown, calledTools = false): string {
   if (finishReason === 'length') return 'max_tokens';
-  if (finishReason === 'tool_calls') return 'tool_use';
+  if (finishReason === 'tool_calls' || calledTools) return 'tool_use';
   return typeof stopText === 'string' ? 'stop_sequence' : 'end_turn';
 }
 
@@ -50,7 +54,11 @@ export function messageOf(answer: Json, model: string): Json {
     role: 'assistant',
     model,
     content,
-    stop_reason: stopReasonOf(choice.finish_reason, choice.stop_reason),
+    stop_reason: stopReasonOf(
+      choice.finish_reason,
+      choice.stop_reason,
+      content.some((block) => block.type === 'tool_use'),
+    ),
     stop_sequence: typeof choice.stop_reason === 'string' ? choice.stop_reason : null,
     usage: { input_tokens: usage?.promptTokens ?? 0, output_tokens: usage?.completionTokens ?? 0 },
   };

@@ -32,21 +32,12 @@ export function createMessagesWriter(model: string) {
   let open: string | null = null;
   let stopReason = 'end_turn';
   let stopSequence: string | null = null;
+  let calledTools = false;
 
   const start = (): string => {
     if (started) return '';
     started = true;
-    const message = {
-      id: messageId(),
-      type: 'message',
-      role: 'assistant',
-      model,
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      usage: { input_tokens: state.usage?.promptTokens ?? 0, output_tokens: 0 },
-    };
-    return event('message_start', { type: 'message_start', message }) + event('ping', { type: 'ping' });
+    return messageStart(model, state.usage?.promptTokens ?? 0);
   };
   /** Opens a block of `kind` (a tool call's key is its own), closing the one before. */
   const block = (kind: string, contentBlock: Json): string => {
@@ -80,13 +71,14 @@ export function createMessagesWriter(model: string) {
   };
 
   const choiceEvents = (choice: Json): string => {
+    calledTools ||= Array.isArray((choice.delta as Json | undefined)?.tool_calls);
     const out = deltaEvents((choice.delta ?? {}) as Json, { open: () => open, index: () => index, block, delta });
     if (out) {
       state.tokenChunks += 1;
       state.firstTokenAt ??= performance.now();
     }
     if (choice.finish_reason) {
-      stopReason = stopReasonOf(choice.finish_reason, choice.stop_reason);
+      stopReason = stopReasonOf(choice.finish_reason, choice.stop_reason, calledTools);
       stopSequence = typeof choice.stop_reason === 'string' ? choice.stop_reason : null;
     }
     return out;
@@ -103,6 +95,13 @@ export function createMessagesWriter(model: string) {
   };
 
   return { rewrite, finish, state };
+}
+
+/** The stream's first events: the message, empty, with its input tokens (the engine's first running count), and a ping. */
+function messageStart(model: string, inputTokens: number): string {
+  const usage = { input_tokens: inputTokens, output_tokens: 0 };
+  const message = { id: messageId(), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage };
+  return event('message_start', { type: 'message_start', message }) + event('ping', { type: 'ping' });
 }
 
 interface BlockWriter {
