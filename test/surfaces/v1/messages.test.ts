@@ -3,6 +3,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords } from '../../../src/shared/db/schema.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { until } from '../../helpers/wait.js';
 
 const stores = await availableStores();
 const price = { input: 150n, output: 600n };
@@ -130,5 +131,41 @@ describe.each(stores)('POST /v1/messages with the Anthropic SDK, on the simulato
     expect((unknown as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'model_not_found' } });
     const invalid = await client.messages.create({ model: 'sim-chat', messages: [{ role: 'user', content: 'x' }] } as never).catch((error: unknown) => error);
     expect((invalid as Error).message).toMatch(/max_tokens must be a positive integer/);
+  });
+});
+
+describe('a Messages stream the client abandons', () => {
+  let gateway: TestGateway;
+  beforeAll(async () => {
+    // 50 ms between tokens: the client leaves after three, long before the answer's sixteen.
+    gateway = await startTestGateway('pglite', { TOLLGATE_SIM_ITL_MS: '50' });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it('is billed for what was generated, from the engine running count', async () => {
+    const client = new Anthropic({ baseURL: gateway.url, authToken: (await gateway.tenant()).secret, apiKey: null, maxRetries: 0 });
+    const controller = new AbortController();
+    const { data: stream, response } = await client.messages
+      .create({ model: 'sim-chat', max_tokens: 100, messages: [{ role: 'user', content: 'Take your time.' }], stream: true }, { signal: controller.signal })
+      .withResponse();
+    let deltas = 0;
+    try {
+      for await (const event of stream) if (event.type === 'content_block_delta' && ++deltas === 3) controller.abort();
+    } catch {
+      // The client's own abort.
+    }
+    const record = await until('the abandoned stream is charged', async () => {
+      const [row] = await gateway.services.db
+        .select()
+        .from(usageRecords)
+        .where(eq(usageRecords.id, response.headers.get('x-request-id')!));
+      return row;
+    });
+    expect(record).toMatchObject({ endpoint: 'messages', status: 499, usageSource: 'upstream' });
+    expect(record.completionTokens).toBeGreaterThanOrEqual(3);
+    expect(record.completionTokens).toBeLessThan(16);
+    expect(record.cost).toBe(BigInt(record.promptTokens) * price.input + BigInt(record.completionTokens) * price.output);
   });
 });
