@@ -175,3 +175,45 @@ describe.each(stores)('POST /v1/completions (%s)', (store) => {
     await expect(client.completions.create({ model: 'sim-embed', prompt: 'x' })).rejects.toMatchObject({ code: 'model_not_found' });
   });
 });
+
+describe.each(stores)('POST /v1/completions on the simulator (%s)', (store) => {
+  let gateway: TestGateway;
+  let client: OpenAI;
+  beforeAll(async () => {
+    gateway = await startTestGateway(store);
+    client = new OpenAI({ baseURL: gateway.baseURL, apiKey: (await gateway.tenant()).secret, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  async function recordOf(requestId: string | null) {
+    await gateway.charged();
+    const [record] = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.id, requestId!));
+    return record!;
+  }
+
+  it('bills a JSON answer of two prompts and n 2 at the usage the engine reported', async () => {
+    const { data, response } = await client.completions.create({ model: 'sim-chat', prompt: ['def fib(n):', 'class Tree:'], n: 2, max_tokens: 8, echo: true, logprobs: 2 }).withResponse();
+    expect(data.choices).toHaveLength(4);
+    const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = data.usage!;
+    expect(completionTokens).toBeGreaterThan(8);
+    expect(await recordOf(response.headers.get('x-request-id'))).toMatchObject({
+      endpoint: 'completions',
+      promptTokens,
+      completionTokens,
+      cost: BigInt(promptTokens) * 150n + BigInt(completionTokens) * 600n,
+    });
+  });
+
+  it('bills a stream at the usage the engine reported', async () => {
+    const { data, response } = await client.completions.create({ model: 'sim-chat', prompt: 'fn main() {', max_tokens: 6, stream: true, stream_options: { include_usage: true } }).withResponse();
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of data) usage = chunk.usage ?? usage;
+    expect(await recordOf(response.headers.get('x-request-id'))).toMatchObject({ streamed: true, promptTokens: usage!.prompt_tokens, completionTokens: usage!.completion_tokens });
+  });
+
+  it("relays the engine's own 400 for suffix, as vLLM answers it", async () => {
+    await expect(client.completions.create({ model: 'sim-chat', prompt: '<fim>', suffix: '}' })).rejects.toMatchObject({ status: 400, code: 'invalid_request' });
+  });
+});
