@@ -57,11 +57,24 @@ describe('Messages to chat completions', () => {
         { role: 'tool', tool_call_id: 't1', content: 'Error: data' },
       ],
     });
+    const withSystemTurn = chatBodyOf({
+      model: 'm',
+      max_tokens: 1,
+      system: 'A.',
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'system', content: 'B.' },
+      ],
+    });
+    expect(withSystemTurn.messages).toEqual([
+      { role: 'system', content: 'A.\n\nB.' },
+      { role: 'user', content: 'hi' },
+    ]);
     expect(chatBodyOf({ model: 'm', max_tokens: 1, messages: [], tools: [{ name: 'a', input_schema: {} }], tool_choice: { type: 'any' } }).tool_choice).toBe('required');
   });
 
   it('refuses what it cannot translate, each field named', () => {
-    const details = messagesRequestErrors({ max_tokens: '5', messages: [{ role: 'system', content: 7 }], stream: 'yes' });
+    const details = messagesRequestErrors({ max_tokens: '5', messages: [{ role: 'tool', content: 7 }], stream: 'yes' });
     expect(details.map((d) => d.field)).toEqual(['max_tokens', 'messages[0].role', 'messages[0].content', 'stream']);
   });
 

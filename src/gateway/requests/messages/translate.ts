@@ -20,7 +20,10 @@ type Json = Record<string, unknown>;
  * // { model: 'm', max_tokens: 64, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }] }
  */
 export function chatBodyOf(body: Json): Json {
-  const chat: Json = { model: body.model, max_tokens: body.max_tokens, messages: [...systemMessages(body.system), ...(body.messages as Json[]).flatMap(chatMessages)] };
+  const turns = body.messages as Json[];
+  // Claude Code also sends `system` turns among the messages: they join the system prompt, which chat templates want first.
+  const system = [body.system, ...turns.filter((turn) => turn.role === 'system').map((turn) => turn.content)];
+  const chat: Json = { model: body.model, max_tokens: body.max_tokens, messages: [...systemMessages(system), ...turns.filter((turn) => turn.role !== 'system').flatMap(chatMessages)] };
   for (const field of ['temperature', 'top_p', 'top_k']) if (body[field] !== undefined) chat[field] = body[field];
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0) chat.stop = body.stop_sequences;
   const tools = Array.isArray(body.tools) ? (body.tools as Json[]).filter((tool) => isObject(tool.input_schema)) : [];
@@ -34,8 +37,11 @@ export function chatBodyOf(body: Json): Json {
   return chat;
 }
 
-function systemMessages(system: unknown): Json[] {
-  const text = typeof system === 'string' ? system : Array.isArray(system) ? textOf(system) : '';
+function systemMessages(parts: unknown[]): Json[] {
+  const text = parts
+    .map((part) => (typeof part === 'string' ? part : Array.isArray(part) ? textOf(part) : ''))
+    .filter(Boolean)
+    .join('\n\n');
   return text ? [{ role: 'system', content: text }] : [];
 }
 
@@ -112,7 +118,7 @@ export function messagesRequestErrors(body: Json): ErrorDetail[] {
 function messageErrors(message: unknown, field: string): ErrorDetail[] {
   if (!isObject(message)) return [{ field, message: 'must be an object with role and content' }];
   const errors: ErrorDetail[] = [];
-  if (message.role !== 'user' && message.role !== 'assistant') errors.push({ field: `${field}.role`, message: 'must be user or assistant' });
+  if (message.role !== 'user' && message.role !== 'assistant' && message.role !== 'system') errors.push({ field: `${field}.role`, message: 'must be user, assistant or system' });
   if (typeof message.content !== 'string' && !isBlockList(message.content)) errors.push({ field: `${field}.content`, message: 'must be a string or an array of content blocks' });
   return errors;
 }
