@@ -18,16 +18,12 @@ const TOP = ['src/server', 'src/app.ts', 'src/main.ts', 'src/services.ts'];
  * The gateway and the platform do not import each other; the simulator is a program of its own.
  * The surfaces may name the `Services` type of services.ts (a type import: nothing runs in that order).
  */
-function layerZones({ gatewayRequestsMayNameServices = false } = {}) {
+function layerZones() {
   const zone = (target, from, why) => ({ target, from, message: why });
   return [
     zone('src/config', ['src/shared', 'src/gateway', 'src/platform', 'src/surfaces', 'src/sim', ...TOP], 'config/ is the bottom layer: it imports nothing else from src/.'),
     zone('src/shared', ['src/gateway', 'src/platform', 'src/surfaces', 'src/sim', ...TOP], 'shared/ is plumbing: it imports only config/.'),
-    zone(
-      'src/gateway',
-      ['src/platform', 'src/surfaces', ...TOP.filter((path) => !(gatewayRequestsMayNameServices && path === 'src/services.ts'))],
-      'gateway/ imports only config/, shared/ and the simulator.',
-    ),
+    zone('src/gateway', ['src/platform', 'src/surfaces', ...TOP], 'gateway/ imports only config/, shared/ and the simulator.'),
     zone('src/platform', ['src/gateway', 'src/surfaces', 'src/sim', ...TOP], 'platform/ imports only config/ and shared/.'),
     zone('src/surfaces', ['src/server', 'src/app.ts', 'src/main.ts'], 'surfaces/ are mounted by the app: they import nothing of the process above them.'),
     zone('src/sim', ['src/config', 'src/shared', 'src/gateway', 'src/platform', 'src/surfaces', ...TOP], 'sim/ is a program of its own: it imports nothing else from src/.'),
@@ -89,11 +85,6 @@ export default defineConfig(
       'import-x/no-restricted-paths': ['error', { zones: layerZones() }],
       'import-x/no-cycle': 'error',
     },
-  },
-  {
-    // Until the billed path takes a dependencies type of its own (issue 39), gateway/requests/ still names `Services`.
-    files: ['src/gateway/requests/**'],
-    rules: { 'import-x/no-restricted-paths': ['error', { zones: layerZones({ gatewayRequestsMayNameServices: true }) }] },
   },
   {
     // Tests and benchmarks read the gateway's JSON answers as `any` on purpose: the assertions that follow are the

@@ -9,6 +9,8 @@ export interface ChatStreamOptions {
   includeUsage: boolean;
   /** The client asked for usage on every chunk (`stream_options.continuous_usage_stats: true`). */
   continuousUsage: boolean;
+  /** Whether a choice of a chunk carries generated tokens; default: chat's delta (completions' chunks carry `text`). */
+  carriesTokens?: (choice: Record<string, unknown>) => boolean;
 }
 
 /** What the gateway learnt from a chat stream, read when it ends. */
@@ -36,6 +38,7 @@ export interface ChatStreamState {
 export function createChatChunkRewriter(options: ChatStreamOptions) {
   const state: ChatStreamState = { usage: null, usageFinal: false, tokenChunks: 0, firstTokenAt: null, failed: false };
   const clientModelJson = JSON.stringify(options.clientModel);
+  const tokensIn = options.carriesTokens ?? carriesTokens;
 
   const rewrite = (data: string): string | null => {
     const usual = USUAL_CHUNK.exec(data);
@@ -53,7 +56,7 @@ export function createChatChunkRewriter(options: ChatStreamOptions) {
       state.failed = true;
       return JSON.stringify(envelopeOf(new GatewayError('upstream_error', 'The model server failed while generating this response; the output is incomplete.')));
     }
-    const choices = Array.isArray(chunk.choices) ? (chunk.choices as Array<{ delta?: Record<string, unknown> }>) : [];
+    const choices = Array.isArray(chunk.choices) ? (chunk.choices as Array<Record<string, unknown>>) : [];
     const usage = usageFrom(chunk.usage);
     if (usage) state.usage = usage;
     let hidden: string | undefined;
@@ -61,7 +64,7 @@ export function createChatChunkRewriter(options: ChatStreamOptions) {
       state.usageFinal = true;
       if (!options.includeUsage) return null;
     } else {
-      if (choices.some(carriesTokens)) {
+      if (choices.some(tokensIn)) {
         state.tokenChunks += 1;
         state.firstTokenAt ??= performance.now();
       }
@@ -113,8 +116,8 @@ function rewriteUsual(match: RegExpExecArray, state: ChatStreamState, options: C
   return `{"id":${id},"object":"chat.completion.chunk","created":${created},"model":${clientModelJson},"choices":[{"index":0,"delta":{"${key}":${text}},"logprobs":null,"finish_reason":null}]${usageText}}`;
 }
 
-function carriesTokens(choice: { delta?: Record<string, unknown> }): boolean {
-  const delta = choice.delta;
+function carriesTokens(choice: Record<string, unknown>): boolean {
+  const delta = choice.delta as Record<string, unknown> | undefined;
   if (!delta) return false;
   return Boolean(delta.content || delta.reasoning || delta.reasoning_content || delta.tool_calls);
 }

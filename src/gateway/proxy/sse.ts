@@ -16,6 +16,12 @@ export interface SseRelayOptions {
   onEnd(outcome: RelayOutcome): Promise<void>;
   /** Stops the engine's work when the client leaves. */
   abortUpstream(): void;
+  /**
+   * For a protocol whose events are not the engine's `data:` lines (Anthropic's
+   * Messages, the Responses API): `onData` returns whole events, framed, and
+   * these write the stream's last events in place of `[DONE]` and the error event.
+   */
+  events?: { finish(): string; failure(): string };
 }
 
 /**
@@ -45,6 +51,7 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
   let pending = '';
   let carriedCR = false;
   let ended = false;
+  const framed = options.events;
 
   const end = async (outcome: RelayOutcome) => {
     if (ended) return;
@@ -78,13 +85,14 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
             if (data === '[DONE]') {
               await end('done');
               // The last events and [DONE] in one chunk: one write to the client, not two.
-              controller.enqueue(out ? encode(`${out}data: [DONE]\n\n`) : DONE);
+              if (framed) controller.enqueue(encode(out + framed.finish()));
+              else controller.enqueue(out ? encode(`${out}data: [DONE]\n\n`) : DONE);
               controller.close();
               stopUpstream();
               return;
             }
             const forwarded = options.onData(data);
-            if (forwarded !== null) out += `data: ${forwarded}\n\n`;
+            if (forwarded !== null) out += framed ? forwarded : `data: ${forwarded}\n\n`;
           }
           if (out) {
             controller.enqueue(encode(out));
@@ -95,8 +103,11 @@ export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
         if (ended) return;
         options.abortUpstream();
         await end('upstream_failed');
-        controller.enqueue(encode(`data: ${JSON.stringify(midStreamError())}\n\n`));
-        controller.enqueue(DONE);
+        if (framed) controller.enqueue(encode(framed.failure()));
+        else {
+          controller.enqueue(encode(`data: ${JSON.stringify(midStreamError())}\n\n`));
+          controller.enqueue(DONE);
+        }
         controller.close();
       }
     },

@@ -12,6 +12,7 @@ import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import { estimateRequestTokens } from '../limits/estimate.js';
 import type { Ticket } from '../limits/gate-keeper.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
+import { keyHeaderOf } from './auth.js';
 import type { BilledDeps, BilledEndpoint, EndpointName } from './endpoint.js';
 
 /** A request whose key, model, body, price and project are known good. */
@@ -58,7 +59,7 @@ export interface BilledCall extends AuthorizedRequest {
 export async function authorize(c: Context<GatewayEnv>, services: BilledDeps, endpoint: BilledEndpoint): Promise<AuthorizedRequest> {
   const { task } = endpoint;
   const startedAt = performance.now();
-  const authorization = headerOf(c, 'authorization');
+  const authorization = keyHeaderOf(c, endpoint.acceptsApiKeyHeader);
   const hash = services.keys.secretHashOf(authorization);
   // A bad body from a bad key is a 401 first, as for every other route.
   const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes, services.config.oversizeDrain).catch(async (error: unknown) => {

@@ -22,18 +22,21 @@ export const CHAT: BilledEndpoint = {
   path: '/chat/completions',
   validate: (body, config) => validateChatRequest(body, config.maxChoices),
   streams: (body) => body.stream === true,
-  upstreamBody(call, target) {
-    const body: Record<string, unknown> = { ...call.body, model: target.servedModelName };
-    // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow (docs/benchmark.md, ninth round).
-    if (call.body.stream === true) body.stream_options = Object.assign({}, clientStreamOptions(call), { include_usage: true, continuous_usage_stats: true });
-    return body;
-  },
+  upstreamBody: (call, target) => openAiUpstreamBody(call, target.servedModelName),
   estimate: (call, answer) => ({ promptTokens: estimatePromptTokens(call.body.messages), completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0 }),
-  relayStream: answerStream,
+  relayStream: (c, deps, call, response, controls) => relayChunks(c, deps, call, response, controls, { promptEstimate: () => estimatePromptTokens(call.body.messages) }),
 };
 
 function clientStreamOptions(call: BilledCall): Record<string, unknown> {
   return (call.body.stream_options ?? {}) as Record<string, unknown>;
+}
+
+/** The body for the engine: the client's, naming the replica's model, and on streams asking for final and running usage. */
+export function openAiUpstreamBody(call: BilledCall, servedModelName: string): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...call.body, model: servedModelName };
+  // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow (docs/benchmark.md, ninth round).
+  if (call.body.stream === true) body.stream_options = Object.assign({}, clientStreamOptions(call), { include_usage: true, continuous_usage_stats: true });
+  return body;
 }
 
 /**
@@ -49,13 +52,23 @@ export function streamedUsage(state: { usage: { promptTokens: number; completion
     : { promptTokens: promptEstimate(), completionTokens: state.tokenChunks };
 }
 
-/** Relays the engine's stream chunk by chunk, showing the client usage only where it asked for it, and settles when it ends. */
-function answerStream(c: Context<GatewayEnv>, services: BilledDeps, call: BilledCall, response: EngineResponse, options: StreamControls): Response {
+/** What differs between the OpenAI-style streams (chat and completions chunks) that `relayChunks` relays. */
+export interface ChunkStream {
+  promptEstimate: () => number;
+  carriesTokens?: (choice: Record<string, unknown>) => boolean;
+}
+
+/**
+ * Relays an OpenAI-style stream (chat or completions chunks) chunk by chunk,
+ * showing the client usage only where it asked for it, and settles when it ends.
+ */
+export function relayChunks(c: Context<GatewayEnv>, services: BilledDeps, call: BilledCall, response: EngineResponse, options: StreamControls, kind: ChunkStream): Response {
   const asked = clientStreamOptions(call);
   const rewriter = createChatChunkRewriter({
     clientModel: call.clientModel,
     includeUsage: asked.include_usage === true,
     continuousUsage: asked.continuous_usage_stats === true,
+    carriesTokens: kind.carriesTokens,
   });
   // The events as the client got them, only when the key keeps or caches answers.
   const delivered: string[] | null = keepsAnswer(call) ? [] : null;
@@ -70,7 +83,7 @@ function answerStream(c: Context<GatewayEnv>, services: BilledDeps, call: Billed
     onEnd: async (outcome) => {
       options.release();
       const { state } = rewriter;
-      const usage = streamedUsage(state, () => estimatePromptTokens(call.body.messages));
+      const usage = streamedUsage(state, kind.promptEstimate);
       await settle(services, call, {
         usage,
         usageSource: state.usage ? 'upstream' : 'estimated',

@@ -5,14 +5,38 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import type { EngineResponse } from '../proxy/upstream.js';
 import type { TokenUsage } from '../proxy/usage.js';
-import type { Services } from '../../services.js';
+import type { Logger } from '../../shared/http/log.js';
+import type { InFlight } from '../../shared/http/in-flight.js';
+import type { OutageLog } from '../../shared/http/outage.js';
+import type { Metrics } from '../../shared/observability/metrics.js';
+import type { Observer } from '../../shared/observability/observer.js';
+import type { ChargeJournal } from '../billing/journal.js';
+import type { ResponseCache } from '../cache/response-cache.js';
+import type { RequestPathCache } from '../catalog/request-path-cache.js';
+import type { Fleet } from '../engines/fleet.js';
+import type { KeyService } from '../keys/service.js';
+import type { GateKeeper } from '../limits/gate-keeper.js';
 import type { BilledCall } from './admission.js';
 
 /**
  * What the billed path uses of the gateway's services, and nothing more: a
  * request's whole life needs these, so a test or a bench can give it these.
+ * Declared here, not picked from `Services`: the gateway names nothing above it.
  */
-export type BilledDeps = Pick<Services, 'config' | 'log' | 'keys' | 'admissionCache' | 'admissions' | 'fleet' | 'journal' | 'cache' | 'metrics' | 'observer' | 'inFlight' | 'storeOutage'>;
+export interface BilledDeps {
+  config: Config;
+  log: Logger;
+  keys: KeyService;
+  admissionCache: RequestPathCache;
+  admissions: GateKeeper;
+  fleet: Fleet;
+  journal: ChargeJournal;
+  cache: ResponseCache;
+  metrics: Metrics;
+  observer: Observer;
+  inFlight: InFlight;
+  storeOutage: OutageLog;
+}
 
 /** How a relayed stream controls its call: stop the engine's work, and give back the replica when it ends. */
 export interface StreamControls {
@@ -34,6 +58,8 @@ export interface BilledEndpoint {
   name: EndpointName;
   /** The task its model must have (a chat model for every protocol that generates). */
   task: TaskType;
+  /** Whether the key may also come as `x-api-key` (the Anthropic routes; `requests/auth.ts`). */
+  acceptsApiKeyHeader?: boolean;
   /** The engine's path below its `/v1`. */
   path: string;
   /** Refuses a body the gateway cannot bill or relay (400 with details); every other field is the engine's to judge. */

@@ -53,6 +53,33 @@ function choiceCountErrors(body: Record<string, unknown>, maxChoices: number): E
   return details;
 }
 
+/**
+ * A completions request: `prompt` is a string, an array of strings, token ids
+ * (an array of integers), or an array of arrays of them; `stream` a boolean;
+ * `n` and `best_of` within `TOLLGATE_MAX_CHOICES`. `suffix`, `echo`,
+ * `logprobs` and the rest are the engine's to judge.
+ */
+export function validateCompletionsRequest(body: Record<string, unknown>, maxChoices: number): void {
+  const details = choiceCountErrors(body, maxChoices);
+  if (promptsOf(body.prompt) === null) details.push({ field: 'prompt', message: 'must be a non-empty string, an array of strings, or token ids (an array of integers, or of arrays of them)' });
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') details.push({ field: 'stream', message: 'must be true or false' });
+  if (details.length > 0) throw invalid(details);
+}
+
+/**
+ * A completions request's prompts, each a string or token ids; null when
+ * `prompt` is none of the shapes the API allows. Each prompt is answered
+ * with its own `n` choices, so the bill counts them.
+ */
+export function promptsOf(prompt: unknown): Array<string | number[]> | null {
+  const isTokens = (value: unknown): value is number[] => Array.isArray(value) && value.length > 0 && value.every((t) => Number.isSafeInteger(t));
+  if (typeof prompt === 'string') return [prompt];
+  if (!Array.isArray(prompt) || prompt.length === 0) return null;
+  if (isTokens(prompt)) return [prompt];
+  if (prompt.every((item) => typeof item === 'string') || prompt.every(isTokens)) return prompt;
+  return null;
+}
+
 /** `input` is a string, an array of strings, or token ids (an array of integers, or of arrays of them). */
 export function validateEmbeddingsRequest(body: Record<string, unknown>): void {
   const { input } = body;
@@ -62,7 +89,8 @@ export function validateEmbeddingsRequest(body: Record<string, unknown>): void {
   if (!valid) throw invalid([{ field: 'input', message: 'must be a non-empty string, an array of strings, or an array of token ids' }]);
 }
 
-function invalid(details: ErrorDetail[]): GatewayError {
+/** The 400 for a request the gateway refuses, each detail named in its message. */
+export function invalid(details: ErrorDetail[]): GatewayError {
   const message = details.map((d) => `${d.field} ${d.message}`).join('; ');
   return new GatewayError('invalid_request', `Invalid request: ${message}.`, { details });
 }

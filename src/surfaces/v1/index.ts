@@ -5,7 +5,9 @@ import { headerOf, refuseNul } from '../../shared/http/request.js';
 import type { Services } from '../../services.js';
 import { audioRoutes } from './audio.js';
 import { chatRoutes } from './chat.js';
+import { completionsRoutes } from './completions.js';
 import { embeddingsRoutes } from './embeddings.js';
+import { messagesRoutes } from './messages.js';
 import { modelsRoutes } from './models.js';
 import { pricingRoutes } from './pricing.js';
 import { usageRoutes } from './usage.js';
@@ -40,7 +42,9 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
   }
   v1.route('/pricing', pricingRoutes(services));
   v1.route('/chat', chatRoutes(services));
+  v1.route('/completions', completionsRoutes(services));
   v1.route('/embeddings', embeddingsRoutes(services));
+  v1.route('/messages', messagesRoutes(services));
   v1.route('/models', modelsRoutes(services));
   v1.route('/audio', audioRoutes(services));
   v1.route('/usage', usageRoutes(services));

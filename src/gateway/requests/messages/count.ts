@@ -1,0 +1,23 @@
+import { pickModel, requestedModelName } from '../../catalog/service.js';
+import { estimatePromptTokens } from '../../proxy/usage.js';
+import { GatewayError } from '../../../shared/http/errors.js';
+import type { BilledDeps } from '../endpoint.js';
+
+type Json = Record<string, unknown>;
+
+/**
+ * `count_tokens`: the prompt's tokens as the gateway estimates them (about
+ * four characters a token, plus the chat template's few a message, plus the
+ * tools' definitions at four characters a token), for a chat model of the
+ * catalog. An estimate, not the engine's tokenizer: clients use it to decide
+ * when to compact a conversation, and the bill always uses the engine's count.
+ * Free, and counted against no limit.
+ */
+export async function countTokens(services: Pick<BilledDeps, 'admissionCache'>, body: Json, chatOf: (body: Json) => Json): Promise<number> {
+  const name = requestedModelName(body.model);
+  const { model } = pickModel(await services.admissionCache.modelMatches(name), name);
+  if (model.taskType !== 'chat') throw new GatewayError('model_not_found', `The model \`${name}\` is an embedding model.`);
+  const chat = chatOf(body);
+  const tools = chat.tools === undefined ? 0 : Math.ceil(JSON.stringify(chat.tools).length / 4);
+  return estimatePromptTokens(chat.messages) + tools;
+}

@@ -1,0 +1,132 @@
+import { type TokenUsage, usageFrom } from '../../proxy/usage.js';
+import { messageId, stopReasonOf } from './answer.js';
+
+type Json = Record<string, unknown>;
+
+/** What a Messages stream learnt of the engine's, read when it ends to bill it. */
+export interface MessagesStreamState {
+  usage: TokenUsage | null;
+  usageFinal: boolean;
+  tokenChunks: number;
+  firstTokenAt: number | null;
+  failed: boolean;
+}
+
+const event = (name: string, data: Json): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/**
+ * Turns the engine's chat chunks into Anthropic's event sequence:
+ * `message_start`, `ping`, then for each content block (thinking, text, each
+ * tool call) `content_block_start`, its deltas and `content_block_stop`, and
+ * at the end `message_delta` (stop reason and output tokens) and
+ * `message_stop`. Usage comes from the engine's own counts, as for chat.
+ *
+ * @example
+ * const writer = createMessagesWriter('claude-ish');
+ * writer.rewrite('{"choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":{"prompt_tokens":5,"completion_tokens":1}}');
+ */
+export function createMessagesWriter(model: string) {
+  const state: MessagesStreamState = { usage: null, usageFinal: false, tokenChunks: 0, firstTokenAt: null, failed: false };
+  let started = false;
+  let index = -1;
+  let open: string | null = null;
+  let stopReason = 'end_turn';
+  let stopSequence: string | null = null;
+  let calledTools = false;
+
+  const start = (): string => {
+    if (started) return '';
+    started = true;
+    return messageStart(model, state.usage?.promptTokens ?? 0);
+  };
+  /** Opens a block of `kind` (a tool call's key is its own), closing the one before. */
+  const block = (kind: string, contentBlock: Json): string => {
+    if (open === kind) return '';
+    let out = open === null ? '' : event('content_block_stop', { type: 'content_block_stop', index });
+    open = kind;
+    index += 1;
+    out += event('content_block_start', { type: 'content_block_start', index, content_block: contentBlock });
+    return out;
+  };
+  const delta = (data: Json): string => event('content_block_delta', { type: 'content_block_delta', index, delta: data });
+
+  const rewrite = (data: string): string | null => {
+    let chunk: Json;
+    try {
+      chunk = JSON.parse(data) as Json;
+    } catch {
+      return null;
+    }
+    if (chunk.error !== undefined) {
+      state.failed = true;
+      return null;
+    }
+    const usage = usageFrom(chunk.usage);
+    const choices = (chunk.choices as Json[] | undefined) ?? [];
+    if (usage) state.usage = usage;
+    if (choices.length === 0 && usage) state.usageFinal = true;
+    let out = start();
+    for (const choice of choices) out += choiceEvents(choice);
+    return out || null;
+  };
+
+  const choiceEvents = (choice: Json): string => {
+    calledTools ||= Array.isArray((choice.delta as Json | undefined)?.tool_calls);
+    const out = deltaEvents((choice.delta ?? {}) as Json, { open: () => open, index: () => index, block, delta });
+    if (out) {
+      state.tokenChunks += 1;
+      state.firstTokenAt ??= performance.now();
+    }
+    if (choice.finish_reason) {
+      stopReason = stopReasonOf(choice.finish_reason, choice.stop_reason, calledTools);
+      stopSequence = typeof choice.stop_reason === 'string' ? choice.stop_reason : null;
+    }
+    return out;
+  };
+
+  /** The stream's last events: the open block closed, the stop reason and output tokens, `message_stop`. */
+  const finish = (): string => {
+    let out = start();
+    if (open !== null) out += event('content_block_stop', { type: 'content_block_stop', index });
+    open = null;
+    const outputTokens = state.usage?.completionTokens ?? state.tokenChunks;
+    out += event('message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: stopSequence }, usage: { output_tokens: outputTokens } });
+    return out + event('message_stop', { type: 'message_stop' });
+  };
+
+  return { rewrite, finish, state };
+}
+
+/** The stream's first events: the message, empty, with its input tokens (the engine's first running count), and a ping. */
+function messageStart(model: string, inputTokens: number): string {
+  const usage = { input_tokens: inputTokens, output_tokens: 0 };
+  const message = { id: messageId(), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage };
+  return event('message_start', { type: 'message_start', message }) + event('ping', { type: 'ping' });
+}
+
+interface BlockWriter {
+  open(): string | null;
+  index(): number;
+  block(kind: string, contentBlock: Json): string;
+  delta(data: Json): string;
+}
+
+/** One chat delta's events: reasoning into a thinking block, text into a text block, each tool call into its tool_use block. */
+function deltaEvents(d: Json, w: BlockWriter): string {
+  let out = '';
+  const reasoning = d.reasoning_content ?? d.reasoning;
+  if (typeof reasoning === 'string' && reasoning) out += w.block('thinking', { type: 'thinking', thinking: '', signature: '' }) + w.delta({ type: 'thinking_delta', thinking: reasoning });
+  if (typeof d.content === 'string' && d.content) out += w.block('text', { type: 'text', text: '' }) + w.delta({ type: 'text_delta', text: d.content });
+  for (const call of (d.tool_calls as Json[] | undefined) ?? []) {
+    const fn = (call.function ?? {}) as Json;
+    const key = `tool:${typeof call.index === 'number' ? call.index : 0}`;
+    if (w.open() !== key) out += w.block(key, { type: 'tool_use', id: call.id ?? `toolu_${w.index() + 1}`, name: fn.name ?? '', input: {} });
+    if (typeof fn.arguments === 'string' && fn.arguments) out += w.delta({ type: 'input_json_delta', partial_json: fn.arguments });
+  }
+  return out;
+}
+
+/** The error event that ends a stream the engine broke off, as Anthropic's clients read it. */
+export function messagesStreamFailure(): string {
+  return event('error', { type: 'error', error: { type: 'api_error', message: 'The model server stopped before finishing this response; the output is incomplete.' } });
+}

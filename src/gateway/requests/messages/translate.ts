@@ -1,0 +1,128 @@
+import type { ErrorDetail } from '../../../shared/http/errors.js';
+
+type Json = Record<string, unknown>;
+
+/**
+ * Anthropic's Messages request as the engine's chat completions request.
+ * Translated rather than passed to vLLM's own `/v1/messages`: every engine
+ * kind (the simulator, a static OpenAI-compatible server, vLLM) serves chat
+ * completions, and one usage parser and one billing rule then serve every
+ * protocol. A pass-through would give up the first for engines without the
+ * route, and need a second stream reader for billing.
+ *
+ * What has no chat equivalent is dropped, never refused: `thinking` (an
+ * engine's reasoning parser decides), `metadata`, `cache_control`, server
+ * tools (no `input_schema`: the engine cannot run them), thinking blocks of
+ * earlier turns.
+ *
+ * @example
+ * chatBodyOf({ model: 'm', max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'Hi' }] });
+ * // { model: 'm', max_tokens: 64, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }] }
+ */
+export function chatBodyOf(body: Json): Json {
+  const turns = body.messages as Json[];
+  // Claude Code also sends `system` turns among the messages: they join the system prompt, which chat templates want first.
+  const system = [body.system, ...turns.filter((turn) => turn.role === 'system').map((turn) => turn.content)];
+  const chat: Json = { model: body.model, max_tokens: body.max_tokens, messages: [...systemMessages(system), ...turns.filter((turn) => turn.role !== 'system').flatMap(chatMessages)] };
+  for (const field of ['temperature', 'top_p', 'top_k']) if (body[field] !== undefined) chat[field] = body[field];
+  if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0) chat.stop = body.stop_sequences;
+  const tools = Array.isArray(body.tools) ? (body.tools as Json[]).filter((tool) => isObject(tool.input_schema)) : [];
+  if (tools.length > 0) {
+    chat.tools = tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.input_schema } }));
+    const choice = toolChoiceOf(body.tool_choice);
+    if (choice !== undefined) chat.tool_choice = choice;
+    if ((body.tool_choice as Json | undefined)?.disable_parallel_tool_use === true) chat.parallel_tool_calls = false;
+  }
+  if (body.stream === true) chat.stream = true;
+  return chat;
+}
+
+function systemMessages(parts: unknown[]): Json[] {
+  const text = parts
+    .map((part) => (typeof part === 'string' ? part : Array.isArray(part) ? textOf(part) : ''))
+    .filter(Boolean)
+    .join('\n\n');
+  return text ? [{ role: 'system', content: text }] : [];
+}
+
+/** One Anthropic message as chat messages: a user's tool results become tool messages, before the rest of its content. */
+function chatMessages(message: Json): Json[] {
+  const { role, content } = message;
+  if (typeof content === 'string') return [{ role, content }];
+  const blocks = content as Json[];
+  if (role === 'assistant') return [assistantMessage(blocks)];
+  const results = blocks.filter((block) => block.type === 'tool_result');
+  const rest = blocks.filter((block) => block.type === 'text' || block.type === 'image');
+  const toolMessages = results.map((result) => ({ role: 'tool', tool_call_id: result.tool_use_id, content: toolResultText(result) }));
+  return rest.length > 0 ? [...toolMessages, { role: 'user', content: rest.map(userPart) }] : toolMessages;
+}
+
+function assistantMessage(blocks: Json[]): Json {
+  const message: Json = { role: 'assistant', content: textOf(blocks) };
+  const calls = blocks.filter((block) => block.type === 'tool_use');
+  if (calls.length > 0) message.tool_calls = calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input ?? {}) } }));
+  return message;
+}
+
+function userPart(block: Json): Json {
+  if (block.type === 'text') return { type: 'text', text: block.text };
+  const source = (block.source ?? {}) as Json;
+  const url = source.type === 'base64' ? `data:${String(source.media_type)};base64,${String(source.data)}` : source.url;
+  return { type: 'image_url', image_url: { url } };
+}
+
+function toolResultText(result: Json): string {
+  const text = typeof result.content === 'string' ? result.content : Array.isArray(result.content) ? textOf(result.content as Json[]) : '';
+  return result.is_error === true ? `Error: ${text}` : text;
+}
+
+function textOf(blocks: unknown[]): string {
+  return (blocks as Json[])
+    .filter((block) => block?.type === 'text' && typeof block.text === 'string')
+    .map((block) => block.text as string)
+    .join('\n');
+}
+
+function toolChoiceOf(choice: unknown): unknown {
+  if (!isObject(choice)) return undefined;
+  if (choice.type === 'any') return 'required';
+  if (choice.type === 'none') return 'none';
+  if (choice.type === 'tool') return { type: 'function', function: { name: choice.name } };
+  return 'auto';
+}
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+const BLOCK_TYPES = new Set(['text', 'image', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking', 'document', 'search_result', 'server_tool_use', 'web_search_tool_result']);
+
+/**
+ * What the translation relies on: `max_tokens` a positive integer, `messages`
+ * a non-empty array of user and assistant turns whose content is a string or
+ * content blocks, `system` a string or blocks, `stream` a boolean. The rest
+ * is the engine's to judge.
+ */
+export function messagesRequestErrors(body: Json): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  if (!Number.isSafeInteger(body.max_tokens) || (body.max_tokens as number) < 1) details.push({ field: 'max_tokens', message: 'must be a positive integer' });
+  const { messages } = body;
+  if (!Array.isArray(messages) || messages.length === 0) details.push({ field: 'messages', message: 'must be a non-empty array of messages' });
+  else messages.forEach((message: unknown, index) => details.push(...messageErrors(message, `messages[${index}]`)));
+  if (body.system !== undefined && typeof body.system !== 'string' && !isBlockList(body.system)) details.push({ field: 'system', message: 'must be a string or an array of text blocks' });
+  if (body.stream !== undefined && typeof body.stream !== 'boolean') details.push({ field: 'stream', message: 'must be true or false' });
+  if (body.tools !== undefined && !Array.isArray(body.tools)) details.push({ field: 'tools', message: 'must be an array' });
+  return details;
+}
+
+function messageErrors(message: unknown, field: string): ErrorDetail[] {
+  if (!isObject(message)) return [{ field, message: 'must be an object with role and content' }];
+  const errors: ErrorDetail[] = [];
+  if (message.role !== 'user' && message.role !== 'assistant' && message.role !== 'system') errors.push({ field: `${field}.role`, message: 'must be user, assistant or system' });
+  if (typeof message.content !== 'string' && !isBlockList(message.content)) errors.push({ field: `${field}.content`, message: 'must be a string or an array of content blocks' });
+  return errors;
+}
+
+function isBlockList(value: unknown): boolean {
+  return Array.isArray(value) && value.every((block) => isObject(block) && BLOCK_TYPES.has(block.type as string));
+}

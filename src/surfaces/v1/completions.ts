@@ -1,0 +1,18 @@
+import { Hono } from 'hono';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import type { Services } from '../../services.js';
+import { serveBilled } from '../../gateway/requests/billed-request.js';
+import { COMPLETIONS } from '../../gateway/requests/completions.js';
+
+/**
+ * `POST /v1/completions`, JSON or SSE: a billed request whose endpoint is
+ * `gateway/requests/completions.ts`.
+ *
+ * @example
+ * v1.route('/completions', completionsRoutes(services));
+ */
+export function completionsRoutes(services: Services): Hono<GatewayEnv> {
+  const routes = new Hono<GatewayEnv>();
+  routes.post('/', (c) => serveBilled(c, services, COMPLETIONS));
+  return routes;
+}

@@ -1,0 +1,52 @@
+import { type Context, Hono } from 'hono';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { renderError } from '../../shared/http/render.js';
+import { readJsonObject } from '../../shared/http/request.js';
+import type { Services } from '../../services.js';
+import { requireKey } from '../../gateway/requests/auth.js';
+import { serveBilled } from '../../gateway/requests/billed-request.js';
+import { chatOf, MESSAGES } from '../../gateway/requests/messages/index.js';
+import { countTokens } from '../../gateway/requests/messages/count.js';
+
+/**
+ * `POST /v1/messages` (Anthropic's Messages, a billed request whose endpoint is
+ * `gateway/requests/messages/`) and `POST /v1/messages/count_tokens`. Errors
+ * carry `"type":"error"` at the top and Anthropic's error types, so
+ * Anthropic's clients read them; the gateway's code stays in `error.code`.
+ *
+ * @example
+ * v1.route('/messages', messagesRoutes(services));
+ */
+export function messagesRoutes(services: Services): Hono<GatewayEnv> {
+  const routes = new Hono<GatewayEnv>();
+  routes.onError((error, c) => anthropicError(error, c, services));
+  routes.post('/', (c) => serveBilled(c, services, MESSAGES));
+  routes.post('/count_tokens', requireKey(services.keys, true), async (c) => {
+    const { body } = await readJsonObject(c, services.config.maxBodyBytes, services.config.oversizeDrain);
+    MESSAGES.validate({ max_tokens: 1, ...body }, services.config);
+    return c.json({ input_tokens: await countTokens(services, body, chatOf) });
+  });
+  return routes;
+}
+
+/** Anthropic's error types, by status. */
+function anthropicType(status: number): string {
+  const types: Record<number, string> = {
+    400: 'invalid_request_error',
+    401: 'authentication_error',
+    402: 'billing_error',
+    403: 'permission_error',
+    404: 'not_found_error',
+    413: 'request_too_large',
+    429: 'rate_limit_error',
+    503: 'overloaded_error',
+  };
+  return types[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
+
+/** The gateway's envelope (logged and headed as on every /v1 route), with `"type":"error"` beside it and Anthropic's `error.type`. */
+async function anthropicError(error: unknown, c: Context<GatewayEnv>, services: Services): Promise<Response> {
+  const rendered = renderError(error, c, services.log);
+  const envelope = (await rendered.json()) as { error: Record<string, unknown> };
+  return c.json({ type: 'error', error: { ...envelope.error, type: anthropicType(rendered.status) } }, rendered.status as 400);
+}
