@@ -1,5 +1,6 @@
-import { chmod, chown, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { type EgressPolicy, type EgressProxy, startEgressProxy } from './egress.js';
 
 // What a run sees inside its sandbox, whatever the kind (`bubblewrap`,
 // `docker`): the same paths, the same relay to its egress proxy, the same
@@ -65,8 +66,13 @@ export function sandboxEnvironment(env: Record<string, string>, options: { cliCo
 export interface RunFolder {
   work: string;
   ctl: string;
-  /** The egress proxy's socket, in `ctl/`. */
+  /**
+   * The egress proxy's socket, in a private folder of its own under /tmp
+   * (`socketDir`): a short path whatever TOLLGATE_RUN_DIR is, as a socket's
+   * path may not pass 108 bytes. The sandbox removes it on close.
+   */
   socket: string;
+  socketDir: string;
   /** The CLI configuration the sandbox mounts at `INSIDE.cliConfig`, if any (the operator's, or one naming the provider mirror). */
   cliConfig: string | null;
 }
@@ -93,7 +99,10 @@ export async function prepareRunFolder(folder: string, options: { user: { uid: n
     cliConfig = path.join(ctl, 'cli.tfrc');
     await writeFile(cliConfig, await mirrorCliConfig(options.providerMirror), { mode: 0o644 });
   }
-  return { work, ctl, socket: path.join(ctl, 'egress.sock'), cliConfig };
+  // 0711: bwrap, run as the sandbox user, reaches the socket to mount it, and no one lists the folder.
+  const socketDir = await mkdtemp('/tmp/tollgate-');
+  await chmod(socketDir, 0o711);
+  return { work, ctl, socket: path.join(socketDir, 'egress.sock'), socketDir, cliConfig };
 }
 
 /**
@@ -153,4 +162,17 @@ export async function bytesUsed(folder: string): Promise<number> {
     }
   }
   return total;
+}
+
+/** The run's egress proxy on its socket; closing it removes the socket's folder too (as does failing to start). */
+export async function startRunProxy(folder: RunFolder, policy: EgressPolicy, say: (line: string) => void): Promise<EgressProxy> {
+  const removeDir = () => rm(folder.socketDir, { recursive: true, force: true });
+  let proxy: EgressProxy;
+  try {
+    proxy = await startEgressProxy(folder.socket, policy, say);
+  } catch (error) {
+    await removeDir();
+    throw error;
+  }
+  return { close: () => proxy.close().finally(removeDir) };
 }
