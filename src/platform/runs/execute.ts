@@ -84,7 +84,7 @@ export async function executeRun(job: RunJob): Promise<RunOutcome> {
       exit = await tool(['apply', '-auto-approve', '-input=false', '-no-color']);
       step = 'apply';
     }
-    const state = await readRunState({ sandbox: job.sandbox, box, workspace, bounds: job.produced, killGraceMs: job.killGraceMs });
+    const state = await readRunState({ sandbox: job.sandbox, box, workspace, bounds: job.produced, timeoutMs: job.timeoutMs });
     if (state.kind === 'bytes') await job.saveState(state.bytes);
     const lostState = stateFailure(state, job.produced);
 

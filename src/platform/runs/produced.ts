@@ -13,17 +13,18 @@ const kib = (bytes: number) => `${Math.round(bytes / 1024)} KiB`;
 
 /**
  * The state the run left, as bytes printed from inside its sandbox (at most
- * TOLLGATE_RUN_STATE_MB, within the kill grace), never a file the gateway
- * opens by its path; in the `none` sandbox, read on the host without
+ * TOLLGATE_RUN_STATE_MB, within the run's timeout), never a file the
+ * gateway opens by its path; in the `none` sandbox, read on the host without
  * following a link (see `readHostFile`). Its own time bound, not the run's
- * signal: a stopped run's state is still worth keeping.
+ * signal: a stopped run's state is still worth keeping (the worker records
+ * a stopped run as ended within the kill grace whatever this read does).
  *
  * @example
- * const state = await readRunState({ sandbox, box, workspace, bounds, killGraceMs: 10_000 });
+ * const state = await readRunState({ sandbox, box, workspace, bounds, timeoutMs: 1_800_000 });
  */
-export async function readRunState(options: { sandbox: Sandbox; box: RunSandbox; workspace: Workspace; bounds: ProducedBounds; killGraceMs: number }): Promise<Produced> {
+export async function readRunState(options: { sandbox: Sandbox; box: RunSandbox; workspace: Workspace; bounds: ProducedBounds; timeoutMs: number }): Promise<Produced> {
   const { bounds, workspace } = options;
-  const within = Math.max(options.killGraceMs, 1000);
+  const within = options.timeoutMs;
   if (options.sandbox.kind === 'none') {
     return readHostFile(workspace.folder, `${workspace.moduleDir.slice(workspace.folder.length + 1)}/${STATE_FILE}`, bounds.stateBytes, within);
   }
