@@ -177,7 +177,7 @@ export class RunWorker {
 }
 
 /** After the kill grace, how long a stopped run has to release its sandbox and record how it ended. */
-const RECORD_MS = 5000;
+export const RECORD_MS = 5000;
 
 /**
  * The outcome a stopped run is recorded with when its sandbox, its tool or

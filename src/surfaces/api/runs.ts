@@ -8,6 +8,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';
 import { FINAL_STATES, type RunRow } from '../../platform/runs/service.js';
+import { RECORD_MS } from '../../platform/runs/worker.js';
 
 const applyBody = z.strictObject({
   stack: z.string().min(1).max(63),
@@ -93,7 +94,8 @@ export function runsRoutes(services: Services, clientOf: ClientOf): Hono<Gateway
     const actor = c.get('actor');
     let run = await runs.requestCancel(actor, c.req.param('id'));
     runWorker.cancelHere(run.id);
-    const deadline = Date.now() + config.runs.killGraceMs + 2 * config.runs.pollMs + 2_000;
+    // The worker records a stopped run as ended within the grace and RECORD_MS, whatever its tool does.
+    const deadline = Date.now() + config.runs.killGraceMs + RECORD_MS + 2 * config.runs.pollMs + 1_000;
     while (!FINAL_STATES.includes(run.state) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       run = await runs.get(actor, run.id);

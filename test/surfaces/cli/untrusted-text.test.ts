@@ -29,6 +29,7 @@ beforeAll(async () => {
 afterAll(() => new Promise((resolve) => server.close(resolve)));
 
 /** No ESC, BEL, CR, NUL or C1 character: nothing a terminal obeys. */
+// eslint-disable-next-line no-control-regex -- finding control characters is the check
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 
 describe('the CLI prints untrusted text without control sequences', () => {
