@@ -12,7 +12,21 @@ import { tollgate } from './harness.js';
  */
 
 const HOSTILE = 'step 1\tok\n\u001b[2J\u001b[H\u001b]0;pwned\u0007cleared\n\u009b31mred\rhidden\u0000\n';
-const run = { object: 'run', id: 'run_x', stack: `evil\u001b[8m`, cluster_id: 'c_1', target: null, state: 'APPLIED', created_at: null, started_at: null, finished_at: null, exit_code: 0, failure: null, public_url: null, outputs: { note: `a\u001b]2;title\u0007b\u0085` } };
+const run = {
+  object: 'run',
+  id: 'run_x',
+  stack: `evil\u001b[8m`,
+  cluster_id: 'c_1',
+  target: null,
+  state: 'APPLIED',
+  created_at: null,
+  started_at: null,
+  finished_at: null,
+  exit_code: 0,
+  failure: null,
+  public_url: null,
+  outputs: { note: `a\u001b]2;title\u0007b\u0085` },
+};
 
 let server: http.Server;
 let url: string;
