@@ -86,7 +86,12 @@ export async function executeRun(job: RunJob): Promise<RunOutcome> {
     }
     const state = await readRunState({ sandbox: job.sandbox, box, workspace, bounds: job.produced, timeoutMs: job.timeoutMs });
     if (state.kind === 'bytes') await job.saveState(state.bytes);
-    const lostState = stateFailure(state, job.produced);
+    let lostState = stateFailure(state, job.produced);
+    // A run already stopped (a bound, a cancel) may leave no sandbox to read from: said in the log, not a second reason.
+    if (state.kind === 'failed' && (!succeeded(exit) || job.signal.aborted) && lostState) {
+      say(lostState);
+      lostState = null;
+    }
 
     let outputs: Record<string, unknown> | null = null;
     if (succeeded(exit) && !job.signal.aborted && lostState === null) {

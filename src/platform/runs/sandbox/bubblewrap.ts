@@ -158,9 +158,11 @@ class BubblewrapRun implements RunSandbox {
 
   private async measure(): Promise<void> {
     try {
+      const before = this.diskExceeded || this.cpuExceeded;
       if (!this.diskExceeded && (await bytesUsed(this.folder.work)) >= this.options.bounds.diskBytes) this.diskExceeded = true;
       if (!this.cpuExceeded && (await this.cgroup.counts()).cpuSeconds >= this.options.bounds.cpuSeconds) this.cpuExceeded = true;
-      if (this.diskExceeded || this.cpuExceeded) await this.cgroup.killAll();
+      // Once, when first gone over: the short read of the state that follows is not killed in its turn.
+      if (!before && (this.diskExceeded || this.cpuExceeded)) await this.cgroup.killAll();
     } catch {
       // the folder is being removed
     }
