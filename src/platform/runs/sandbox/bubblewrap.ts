@@ -61,7 +61,7 @@ export class BubblewrapSandbox implements Sandbox {
     await writeFile(path.join(folder.ctl, 'passwd'), `run:x:${SANDBOX_UID}:${SANDBOX_UID}:run:${INSIDE.work}/home:/bin/sh\n`, { mode: 0o644 });
     await writeFile(path.join(folder.ctl, 'group'), `run:x:${SANDBOX_UID}:\n`, { mode: 0o644 });
     const cgroup = await createRunCgroup(options.cgroup, `run-${request.runId}`, options.bounds).catch(async (error: unknown) => {
-      await rm(folder.socketDir, { recursive: true, force: true });
+      if (folder.socketDir) await rm(folder.socketDir, { recursive: true, force: true });
       throw error;
     });
     let proxy: EgressProxy | undefined;

@@ -15,6 +15,9 @@ export const INSIDE = {
   cliConfig: '/opt/tollgate/cli.tfrc',
 } as const;
 
+/** The longest socket path used: `sun_path` holds 108 bytes with its terminating NUL. */
+const SOCKET_PATH_BYTES = 107;
+
 /** The port of the in-sandbox relay to the egress proxy; HTTPS_PROXY points at it. */
 export const EGRESS_RELAY_PORT = 3128;
 
@@ -67,12 +70,12 @@ export interface RunFolder {
   work: string;
   ctl: string;
   /**
-   * The egress proxy's socket, in a private folder of its own under /tmp
-   * (`socketDir`): a short path whatever TOLLGATE_RUN_DIR is, as a socket's
-   * path may not pass 108 bytes. The sandbox removes it on close.
+   * The egress proxy's socket: in `ctl/`, or, when that path would pass what
+   * a socket's path may hold (a deep TOLLGATE_RUN_DIR), in a private folder
+   * of its own under /tmp (`socketDir`), which the sandbox removes on close.
    */
   socket: string;
-  socketDir: string;
+  socketDir: string | null;
   /** The CLI configuration the sandbox mounts at `INSIDE.cliConfig`, if any (the operator's, or one naming the provider mirror). */
   cliConfig: string | null;
 }
@@ -99,6 +102,8 @@ export async function prepareRunFolder(folder: string, options: { user: { uid: n
     cliConfig = path.join(ctl, 'cli.tfrc');
     await writeFile(cliConfig, await mirrorCliConfig(options.providerMirror), { mode: 0o644 });
   }
+  const inCtl = path.join(ctl, 'egress.sock');
+  if (Buffer.byteLength(inCtl) <= SOCKET_PATH_BYTES) return { work, ctl, socket: inCtl, socketDir: null, cliConfig };
   // 0711: bwrap, run as the sandbox user, reaches the socket to mount it, and no one lists the folder.
   const socketDir = await mkdtemp('/tmp/tollgate-');
   await chmod(socketDir, 0o711);
@@ -166,7 +171,9 @@ export async function bytesUsed(folder: string): Promise<number> {
 
 /** The run's egress proxy on its socket; closing it removes the socket's folder too (as does failing to start). */
 export async function startRunProxy(folder: RunFolder, policy: EgressPolicy, say: (line: string) => void): Promise<EgressProxy> {
-  const removeDir = () => rm(folder.socketDir, { recursive: true, force: true });
+  const removeDir = async () => {
+    if (folder.socketDir) await rm(folder.socketDir, { recursive: true, force: true });
+  };
   let proxy: EgressProxy;
   try {
     proxy = await startEgressProxy(folder.socket, policy, say);
