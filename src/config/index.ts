@@ -145,6 +145,12 @@ function runsConfig(s: Settings, present: Record<string, string | undefined>): C
       cpuSeconds: s.TOLLGATE_RUN_CPU_SECONDS,
       diskBytes: s.TOLLGATE_RUN_DISK_MB * 1024 * 1024,
     },
+    produced: {
+      logBytes: s.TOLLGATE_RUN_LOG_MB * 1024 * 1024,
+      stateBytes: s.TOLLGATE_RUN_STATE_MB * 1024 * 1024,
+      outputBytes: s.TOLLGATE_RUN_OUTPUT_KB * 1024,
+      outputsBytes: s.TOLLGATE_RUN_OUTPUTS_KB * 1024,
+    },
     egress: {
       hosts: s.TOLLGATE_RUN_EGRESS_HOSTS.split(',').map((entry) => ({ host: entry.slice(0, entry.lastIndexOf(':')).toLowerCase(), port: Number(entry.slice(entry.lastIndexOf(':') + 1)) })),
       nodePorts: s.TOLLGATE_RUN_NODE_PORTS.split(',').map(Number),

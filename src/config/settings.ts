@@ -143,6 +143,10 @@ export const settingsSchema = z.object({
   TOLLGATE_RUN_CPUS: z.coerce.number().min(0.1).max(1024).default(1),
   TOLLGATE_RUN_CPU_SECONDS: z.coerce.number().int().min(1).max(1_000_000).default(900),
   TOLLGATE_RUN_DISK_MB: z.coerce.number().int().min(16).max(10_485_760).default(2048),
+  TOLLGATE_RUN_LOG_MB: z.coerce.number().int().min(1).max(4096).default(16),
+  TOLLGATE_RUN_STATE_MB: z.coerce.number().int().min(1).max(4096).default(32),
+  TOLLGATE_RUN_OUTPUT_KB: z.coerce.number().int().min(1).max(1_048_576).default(64),
+  TOLLGATE_RUN_OUTPUTS_KB: z.coerce.number().int().min(1).max(4_194_304).default(1024),
   TOLLGATE_RUN_EGRESS_HOSTS: z
     .string()
     .regex(/^[A-Za-z0-9.-]+:\d{1,5}(,[A-Za-z0-9.-]+:\d{1,5})*$/, 'TOLLGATE_RUN_EGRESS_HOSTS must be a comma-separated list of host:port')

@@ -149,6 +149,12 @@ export interface Config {
     cgroup: string;
     /** Bounds on one run: exceeding one fails it with a sentence naming the bound. */
     bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
+    /**
+     * Bounds on what a run hands back, each read from a stream with its bound: its log (past it the log is cut, saying
+     * so, and the run goes on), its state (past it the run fails and the state is not kept), each output and the
+     * outputs together (past either the run is applied without them, saying so).
+     */
+    produced: { logBytes: number; stateBytes: number; outputBytes: number; outputsBytes: number };
     /** Where a run may connect: `host:port` names (registries, mirrors), and these ports on its cluster's nodes. */
     egress: { hosts: Array<{ host: string; port: number }>; nodePorts: number[] };
     /** A folder of providers in the filesystem-mirror layout, mounted read-only into every run. */

@@ -21,8 +21,35 @@ export const RUNNER_IMAGE_REPO = 'tollgate-test/runner';
 /** Bump when the image's layout changes, so old tags are not reused. */
 const RECIPE = 'runner-image-v1';
 
-/** Commands the sandbox itself needs (sh, socat, grep, sleep, cat, timeout, kill is sh's) and those the hostile test's scripts run. */
-const COMMANDS = ['sh', 'bash', 'socat', 'cat', 'ls', 'id', 'hostname', 'tr', 'grep', 'head', 'wc', 'stat', 'seq', 'sleep', 'touch', 'env', 'timeout', 'true', 'false', 'mkdir', 'rm', 'echo'];
+/** Commands the sandbox itself needs (sh, socat, grep, sleep, cat, head, timeout, kill is sh's) and those the hostile tests' scripts run. */
+const COMMANDS = [
+  'sh',
+  'bash',
+  'socat',
+  'cat',
+  'ls',
+  'id',
+  'hostname',
+  'tr',
+  'grep',
+  'head',
+  'wc',
+  'stat',
+  'seq',
+  'sleep',
+  'touch',
+  'env',
+  'timeout',
+  'true',
+  'false',
+  'mkdir',
+  'rm',
+  'echo',
+  'ln',
+  'mkfifo',
+  'truncate',
+  'yes',
+];
 
 let built: Promise<string> | undefined;
 

@@ -4,8 +4,9 @@ import type { RunOutcome, RunRow } from './service.js';
 import { RunLogWriter } from './log.js';
 import type { ToolExit } from './runner.js';
 import type { EgressPolicy } from './sandbox/egress.js';
-import type { BoundName, RunSandbox, Sandbox } from './sandbox/types.js';
-import { type ClusterContext, prepareWorkspace, readState, type Workspace } from './workspace.js';
+import type { BoundName, RunSandbox, Sandbox, SandboxCommand } from './sandbox/types.js';
+import { type ProducedBounds, readOutputs, readRunState, stateFailure } from './produced.js';
+import { type ClusterContext, prepareWorkspace, type Workspace } from './workspace.js';
 
 /** Why a run was stopped before its tool finished. */
 export type StopReason = 'cancel' | 'timeout' | 'shutdown' | 'lost';
@@ -26,6 +27,8 @@ export interface RunJob {
   egress: EgressPolicy;
   /** The bounds' figures, for the sentence that names one the run went over. */
   bounds: { memoryBytes: number; processes: number; cpuSeconds: number; diskBytes: number };
+  /** The bounds on what the run hands back: its log, its state, its outputs. */
+  produced: ProducedBounds;
   killGraceMs: number;
   timeoutMs: number;
   signal: AbortSignal;
@@ -47,8 +50,11 @@ export interface RunJob {
  * const outcome = await executeRun(job);
  */
 export async function executeRun(job: RunJob): Promise<RunOutcome> {
-  const writer = new RunLogWriter(job.storeLog, [job.context.sshPrivateKey], (error) => job.log.warn('a run log piece was not stored', { runId: job.run.id, ...describeError(error) }));
-  const say = (line: string) => writer.write(`[tollgate] ${line}\n`);
+  const writer = new RunLogWriter(job.storeLog, [job.context.sshPrivateKey], {
+    maxBytes: job.produced.logBytes,
+    onError: (error) => job.log.warn('a run log piece was not stored', { runId: job.run.id, ...describeError(error) }),
+  });
+  const say = (line: string) => writer.note(`[tollgate] ${line}\n`);
   let workspace: Workspace | null = null;
   let box: RunSandbox | null = null;
   try {
@@ -68,7 +74,7 @@ export async function executeRun(job: RunJob): Promise<RunOutcome> {
     if (job.sandbox.kind === 'none') say("This run is not sandboxed (TOLLGATE_RUN_SANDBOX=none): it runs as the gateway's user on the gateway's host.");
     const sandboxed = box;
     const cwd = workspace.visibleModuleDir;
-    const tool = (args: string[], onOutput: (text: string) => void = (text) => writer.write(text)) => sandboxed.exec({ args, cwd, signal: job.signal, killGraceMs: job.killGraceMs, onOutput });
+    const tool = (args: string[]) => sandboxed.exec({ args, cwd, signal: job.signal, killGraceMs: job.killGraceMs, onOutput: (text) => writer.write(text) });
 
     say(`$ ${toolName(job.bin)} init -input=false -no-color`);
     let exit = await tool(['init', '-input=false', '-no-color']);
@@ -78,17 +84,22 @@ export async function executeRun(job: RunJob): Promise<RunOutcome> {
       exit = await tool(['apply', '-auto-approve', '-input=false', '-no-color']);
       step = 'apply';
     }
-    const state = await readState(workspace);
-    if (state) await job.saveState(state);
+    const state = await readRunState({ sandbox: job.sandbox, box, workspace, bounds: job.produced, timeoutMs: job.timeoutMs });
+    if (state.kind === 'bytes') await job.saveState(state.bytes);
+    let lostState = stateFailure(state, job.produced);
+    // A run already stopped (a bound, a cancel) may leave no sandbox to read from: said in the log, not a second reason.
+    if (state.kind === 'failed' && (!succeeded(exit) || job.signal.aborted) && lostState) {
+      say(lostState);
+      lostState = null;
+    }
 
     let outputs: Record<string, unknown> | null = null;
-    if (succeeded(exit) && !job.signal.aborted) {
-      let json = '';
-      const read = await tool(['output', '-json', '-no-color'], (text) => (json += text));
-      outputs = succeeded(read) ? parseOutputs(json) : null;
-      if (outputs === null) say('The outputs could not be read (`output -json` failed); the run is applied without them.');
+    if (succeeded(exit) && !job.signal.aborted && lostState === null) {
+      const read = (args: string[], extra: Pick<SandboxCommand, 'onStdout' | 'signal'>) =>
+        sandboxed.exec({ args, cwd, killGraceMs: job.killGraceMs, onOutput: (text) => writer.write(text), ...extra });
+      outputs = await readOutputs(read, job.signal, job.produced, say);
     }
-    const outcome = overBounds(job, await box.exceeded(), exit.code) ?? ended(job, exit, step, outputs, workspace.manifestWebPort);
+    const outcome = withLostState(overBounds(job, await box.exceeded(), exit.code) ?? ended(job, exit, step, outputs, workspace.manifestWebPort), lostState);
     say(outcome.state === 'APPLIED' ? `Applied.${outcome.publicUrl ? ` Public URL: ${outcome.publicUrl}` : ''}` : `${outcome.state}: ${outcome.failure}`);
     return { ...outcome, failure: outcome.failure === null ? null : writer.mask(outcome.failure) };
   } catch (error) {
@@ -142,14 +153,11 @@ function succeeded(exit: ToolExit): boolean {
   return exit.code === 0 && !exit.error;
 }
 
-/** `output -json` as name → value; sensitive outputs are kept as null (their value never leaves the run). */
-function parseOutputs(json: string): Record<string, unknown> | null {
-  try {
-    const parsed = JSON.parse(json) as Record<string, { value?: unknown; sensitive?: boolean }>;
-    return Object.fromEntries(Object.entries(parsed).map(([name, output]) => [name, output.sensitive ? null : (output.value ?? null)]));
-  } catch {
-    return null;
-  }
+/** A state that could not be kept fails an applied run, and is told after any other reason a run failed. */
+function withLostState(outcome: RunOutcome, lostState: string | null): RunOutcome {
+  if (lostState === null) return outcome;
+  if (outcome.state === 'APPLIED') return { ...outcome, state: 'FAILED', failure: lostState, outputs: null, publicUrl: null, webTarget: null };
+  return { ...outcome, failure: `${outcome.failure ?? ''} ${lostState}`.trim() };
 }
 
 /** An output named `web_port` (a port number, or its digits) declares the web port to expose. */

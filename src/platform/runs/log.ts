@@ -1,3 +1,5 @@
+import { storable } from './untrusted.js';
+
 /** How long output waits to be stored with what follows it: the live log lags by at most this. */
 const FLUSH_MS = 200;
 /** A piece is stored at once past this size, and a line longer than it is stored unfinished. */
@@ -8,6 +10,10 @@ const MASK = '********';
  * A run's log as it is written: the tool's output, with every secret masked,
  * stored in order in pieces (whole lines, at most every 200 ms), so a reader
  * following it sees it live and the store is not written once per line.
+ * The tool's output is kept up to `maxBytes` (TOLLGATE_RUN_LOG_MB); past it
+ * the log says it was cut and the rest of the tool's output is dropped as it
+ * arrives (the run goes on), while the gateway's own lines (`note`) are
+ * still stored. Every piece is stored as text PostgreSQL accepts (`storable`).
  *
  * @example
  * const log = new RunLogWriter((seq, text) => runs.appendLog(run.id, seq, text), [privateKey]);
@@ -23,11 +29,18 @@ export class RunLogWriter {
   /** Every secret, longest first, in one pattern: one pass masks them all, never a mask inside a mask. */
   private pattern: RegExp | null = null;
 
+  /** Bytes of the tool's output taken so far; past `maxBytes` the rest is dropped. */
+  private taken = 0;
+  private readonly maxBytes: number;
+  private readonly onError: (error: unknown) => void;
+
   constructor(
     private readonly store: (seq: number, text: string) => Promise<void>,
     secrets: string[],
-    private readonly onError: (error: unknown) => void = () => {},
+    options: { maxBytes?: number; onError?: (error: unknown) => void } = {},
   ) {
+    this.maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+    this.onError = options.onError ?? (() => {});
     this.addSecrets(secrets);
   }
 
@@ -43,7 +56,24 @@ export class RunLogWriter {
     this.pattern = this.secrets.length === 0 ? null : new RegExp(this.secrets.map((secret) => secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
   }
 
+  /** The tool's output: kept while the log is within its bound. */
   write(text: string): void {
+    if (this.taken > this.maxBytes) return;
+    this.taken += Buffer.byteLength(text);
+    if (this.taken > this.maxBytes) {
+      const mib = Math.round(this.maxBytes / 1024 / 1024);
+      this.note(`\n[tollgate] The log is cut here: the run printed more than TOLLGATE_RUN_LOG_MB (${mib} MiB). The run goes on; what it prints is no longer kept, but these lines are.\n`);
+      return;
+    }
+    this.add(text);
+  }
+
+  /** The gateway's own lines: kept whatever the tool printed. */
+  note(text: string): void {
+    this.add(text);
+  }
+
+  private add(text: string): void {
     this.pending += text;
     if (this.pending.length >= MAX_PIECE_CHARS) this.flush(false);
     else this.timer ??= setTimeout(() => this.flush(false), FLUSH_MS);
@@ -69,7 +99,7 @@ export class RunLogWriter {
       if (this.pending) this.timer = setTimeout(() => this.flush(false), FLUSH_MS);
       return;
     }
-    const piece = this.mask(this.pending.slice(0, end));
+    const piece = storable(this.mask(this.pending.slice(0, end)));
     this.pending = this.pending.slice(end);
     const seq = this.seq++;
     this.chain = this.chain.then(() => this.store(seq, piece)).catch(this.onError);

@@ -16,8 +16,10 @@ export interface ToolCommand {
   /** Aborting stops the tool: SIGINT to its process group (OpenTofu stops cleanly and releases its lock), SIGKILL after `killGraceMs`. */
   signal: AbortSignal;
   killGraceMs: number;
-  /** Each piece of output as it arrives, stdout and stderr interleaved as they come. */
+  /** Each piece of output as it arrives, stdout and stderr interleaved as they come (stderr only, with `onStdout`). */
   onOutput: (text: string) => void;
+  /** Standard output as bytes, apart from the log. */
+  onStdout?: (chunk: Buffer) => void;
   /**
    * How to interrupt and then kill what runs, when not its process group
    * (a sandbox whose own processes must outlive the interrupt: they hold its
@@ -53,7 +55,8 @@ export function runTool(command: ToolCommand): Promise<ToolExit> {
       killTimer = setTimeout(() => (command.stop ? void command.stop.kill() : signalGroup('SIGKILL')), command.killGraceMs);
     };
     command.signal.addEventListener('abort', stop, { once: true });
-    child.stdout.setEncoding('utf8').on('data', command.onOutput);
+    if (command.onStdout) child.stdout.on('data', command.onStdout);
+    else child.stdout.setEncoding('utf8').on('data', command.onOutput);
     child.stderr.setEncoding('utf8').on('data', command.onOutput);
     let spawnError: string | undefined;
     child.on('error', (error) => {

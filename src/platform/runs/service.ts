@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, inArray, lt, ne, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, inArray, lt, ne, notInArray, or, sql } from 'drizzle-orm';
 import type { ClusterService } from '../clusters/service.js';
 import type { Database } from '../../shared/db/client.js';
 import { newId } from '../../shared/db/ids.js';
@@ -8,6 +8,10 @@ import type { Actor } from '../people/permissions.js';
 import type { StackCatalog } from '../stacks/service.js';
 import { checkInputs } from './inputs.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
+import { storable, storableValue } from './untrusted.js';
+
+/** Log pieces read at once (each at most 64 Ki characters): a reader of a long log is answered page by page. */
+const LOG_PAGE = 64;
 
 export type RunRow = typeof runs.$inferSelect;
 
@@ -167,29 +171,49 @@ export class RunService {
     return { cancel: held.filter((row) => row.cancelRequestedAt !== null).map((row) => row.id), lost: ids.filter((id) => !heldIds.has(id)) };
   }
 
-  /** Records how a claimed run ended; false when `worker` no longer held it (its claim had expired). */
+  /**
+   * Records how a claimed run ended; false when `worker` no longer held it
+   * (its claim had expired). Its text is stored escaped (`storable`); should
+   * the store still refuse the outcome, the run is recorded as FAILED without
+   * its outputs, saying so: it never stays RUNNING.
+   */
   async finish(worker: string, id: string, outcome: RunOutcome): Promise<boolean> {
-    const rows = await this.db
-      .update(runs)
-      .set({ ...outcome, finishedAt: sql`now()`, leaseUntil: null })
-      .where(and(eq(runs.id, id), eq(runs.claimedBy, worker), eq(runs.state, 'RUNNING')))
-      .returning({ id: runs.id });
+    const record = (values: RunOutcome) =>
+      this.db
+        .update(runs)
+        .set({ ...values, finishedAt: sql`now()`, leaseUntil: null })
+        .where(and(eq(runs.id, id), eq(runs.claimedBy, worker), eq(runs.state, 'RUNNING')))
+        .returning({ id: runs.id });
+    const safe = { ...outcome, failure: outcome.failure === null ? null : storable(outcome.failure), outputs: outcome.outputs && (storableValue(outcome.outputs) as Record<string, unknown>) };
+    let rows;
+    try {
+      rows = await record(safe);
+    } catch {
+      const failure = `${safe.failure ?? `It ended ${safe.state}`}; its outcome could not be stored as it was, so it is recorded without its outputs.`;
+      rows = await record({ ...safe, state: 'FAILED', failure, outputs: null, publicUrl: null, webTarget: null });
+    }
     return rows.length > 0;
   }
 
-  /** Fails the runs whose worker (other than `self`, which renews its own) stopped renewing its claim: it died. Answers their ids. */
-  async failAbandoned(self: string): Promise<string[]> {
+  /**
+   * Fails the runs whose claim expired: another worker's that died, or one of
+   * `self`'s own that it no longer applies (`active`: those it renews), such
+   * as a run whose outcome it could not record. Answers their ids.
+   */
+  async failAbandoned(self: string, active: string[] = []): Promise<string[]> {
+    const notOwnActive = active.length === 0 ? undefined : or(ne(runs.claimedBy, self), notInArray(runs.id, active));
     const rows = await this.db
       .update(runs)
       .set({ state: 'FAILED', failure: 'The worker applying it stopped (its claim expired); the cluster may be partly changed. Apply again.', finishedAt: sql`now()`, leaseUntil: null })
-      .where(and(eq(runs.state, 'RUNNING'), lt(runs.leaseUntil, sql`now()`), ne(runs.claimedBy, self)))
+      .where(and(eq(runs.state, 'RUNNING'), lt(runs.leaseUntil, sql`now()`), notOwnActive))
       .returning({ id: runs.id });
     for (const { id } of rows) await this.appendLog(id, null, '\n[tollgate] The worker applying this run stopped; the run FAILED.\n');
     return rows.map((row) => row.id);
   }
 
   /** Appends a piece of a run's log at `seq` (null: after the last one). */
-  async appendLog(runId: string, seq: number | null, data: string): Promise<void> {
+  async appendLog(runId: string, seq: number | null, text: string): Promise<void> {
+    const data = storable(text);
     await this.db.insert(runLogChunks).values({
       runId,
       seq: seq ?? sql`(select coalesce(max(${runLogChunks.seq}), -1) + 1 from ${runLogChunks} where ${runLogChunks.runId} = ${runId})`,
@@ -197,13 +221,14 @@ export class RunService {
     });
   }
 
-  /** The log's pieces after `afterSeq` (-1: from the start), in order. */
-  readLog(runId: string, afterSeq = -1): Promise<Array<{ seq: number; data: string }>> {
+  /** The log's pieces after `afterSeq` (-1: from the start), in order, at most `limit` of them. */
+  readLog(runId: string, afterSeq = -1, limit = LOG_PAGE): Promise<Array<{ seq: number; data: string }>> {
     return this.db
       .select({ seq: runLogChunks.seq, data: runLogChunks.data })
       .from(runLogChunks)
       .where(and(eq(runLogChunks.runId, runId), gt(runLogChunks.seq, afterSeq)))
-      .orderBy(asc(runLogChunks.seq));
+      .orderBy(asc(runLogChunks.seq))
+      .limit(limit);
   }
 
   /** The stack's (by id: not another stack that had its name) OpenTofu state on the cluster from its last run, or null. */

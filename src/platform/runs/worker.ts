@@ -85,7 +85,7 @@ export class RunWorker {
     const { runs, config } = this.deps;
     // Renew first: a stall of this process (a long GC) must not make it fail its own runs.
     const { cancel, lost } = await runs.renew(this.id, [...this.active.keys()], config.leaseMs);
-    await runs.failAbandoned(this.id);
+    await runs.failAbandoned(this.id, [...this.active.keys()]);
     for (const id of cancel) this.active.get(id)?.controller.abort('cancel' satisfies StopReason);
     for (const id of lost) this.active.get(id)?.controller.abort('lost' satisfies StopReason);
     const bin = findTool({ configured: config.tofuBin, pathList: config.searchPath });
@@ -99,7 +99,10 @@ export class RunWorker {
   private launch(run: RunRow, bin: string): void {
     const controller = new AbortController();
     const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), this.deps.config.timeoutMs);
-    const done = this.apply(run, bin, controller.signal)
+    const applied = this.apply(run, bin, controller.signal);
+    const deadline = stoppedWithin(controller.signal, this.deps.config.killGraceMs + RECORD_MS);
+    const done = Promise.race([applied, deadline.outcome])
+      .finally(() => deadline.cancel())
       .then((outcome) => this.deps.runs.finish(this.id, run.id, outcome))
       .then((recorded) => {
         if (!recorded) this.deps.log.warn('a run ended after its claim was lost; its outcome was not recorded', { runId: run.id });
@@ -162,6 +165,7 @@ export class RunWorker {
       sandbox,
       egress: { nodes: nodes.map((node) => ({ address: node.address, ports: [...new Set([...config.egress.nodePorts, node.sshPort ?? 22])] })), hosts: config.egress.hosts },
       bounds: config.bounds,
+      produced: config.produced,
       killGraceMs: config.killGraceMs,
       timeoutMs: config.timeoutMs,
       signal,
@@ -170,6 +174,55 @@ export class RunWorker {
       log,
     });
   }
+}
+
+/** After the kill grace, how long a stopped run has to release its sandbox and record how it ended. */
+export const RECORD_MS = 5000;
+
+/**
+ * The outcome a stopped run is recorded with when its sandbox, its tool or
+ * its store has not let it end within `withinMs` of the stop (a hung read, a
+ * Docker engine that does not answer): the run is final on time with its
+ * reason, and what is left of it ends in the background.
+ */
+function stoppedWithin(signal: AbortSignal, withinMs: number): { outcome: Promise<RunOutcome>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort = () => {};
+  const outcome = new Promise<RunOutcome>((resolve) => {
+    onAbort = () => {
+      timer = setTimeout(
+        () =>
+          resolve({
+            state: signal.reason === 'cancel' ? 'CANCELED' : 'FAILED',
+            exitCode: null,
+            failure: stoppedReason(signal.reason as StopReason, withinMs),
+            outputs: null,
+            publicUrl: null,
+            webTarget: null,
+          }),
+        withinMs,
+      );
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return {
+    outcome,
+    cancel: () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+function stoppedReason(reason: StopReason, withinMs: number): string {
+  const why = {
+    cancel: 'It was canceled',
+    timeout: 'It ran longer than its timeout (TOLLGATE_RUN_TIMEOUT_SECONDS)',
+    shutdown: 'The gateway applying it shut down',
+    lost: 'Its worker lost its claim on it',
+  }[reason];
+  return `${why} and did not stop within ${Math.round(withinMs / 1000)} s after being stopped; it is recorded as ended, and the cluster may be partly changed.`;
 }
 
 /** The tool's whole environment: never the gateway's own (it holds database URLs and tokens), only what OpenTofu needs and what the operator passes. */

@@ -106,11 +106,6 @@ export async function prepareWorkspace(options: {
   }
 }
 
-/** The state OpenTofu left (local backend), to keep for the next run; null when there is none. */
-export async function readState(workspace: Workspace): Promise<Buffer | null> {
-  return readFile(path.join(workspace.moduleDir, 'terraform.tfstate')).catch(() => null);
-}
-
 /** The names of the module's variables, and which it marks `sensitive = true`, from its top folder's `.tf` files. */
 async function declaredVariables(moduleDir: string): Promise<{ names: Set<string>; sensitive: Set<string> }> {
   const names = new Set<string>();

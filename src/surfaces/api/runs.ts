@@ -1,6 +1,6 @@
 import type { Context, Hono } from 'hono';
 import { GatewayError } from '../../shared/http/errors.js';
-import { streamSSE } from 'hono/streaming';
+import { stream, streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
@@ -8,6 +8,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';
 import { FINAL_STATES, type RunRow } from '../../platform/runs/service.js';
+import { RECORD_MS } from '../../platform/runs/worker.js';
 
 const applyBody = z.strictObject({
   stack: z.string().min(1).max(63),
@@ -93,7 +94,8 @@ export function runsRoutes(services: Services, clientOf: ClientOf): Hono<Gateway
     const actor = c.get('actor');
     let run = await runs.requestCancel(actor, c.req.param('id'));
     runWorker.cancelHere(run.id);
-    const deadline = Date.now() + config.runs.killGraceMs + 2 * config.runs.pollMs + 2_000;
+    // The worker records a stopped run as ended within the grace and RECORD_MS, whatever its tool does.
+    const deadline = Date.now() + config.runs.killGraceMs + RECORD_MS + 2 * config.runs.pollMs + 1_000;
     while (!FINAL_STATES.includes(run.state) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       run = await runs.get(actor, run.id);
@@ -106,8 +108,15 @@ export function runsRoutes(services: Services, clientOf: ClientOf): Hono<Gateway
     const run = await runs.get(actor, c.req.param('id'));
     const { follow } = readQuery(c, logQuery);
     if (follow === 'false') {
-      const pieces = await runs.readLog(run.id);
-      return c.body(pieces.map((piece) => piece.data).join(''), 200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+      // Page by page from the store: a long log is never one string in memory.
+      c.header('content-type', 'text/plain; charset=utf-8');
+      c.header('cache-control', 'no-store');
+      return stream(c, async (out) => {
+        for (let last = -1, pieces = await runs.readLog(run.id, last); pieces.length > 0 && !out.aborted; pieces = await runs.readLog(run.id, last)) {
+          for (const piece of pieces) await out.write(piece.data);
+          last = pieces.at(-1)!.seq;
+        }
+      });
     }
     const resumeFrom = Number(c.req.header('last-event-id'));
     return streamSSE(c, async (stream) => {
@@ -119,9 +128,9 @@ export function runsRoutes(services: Services, clientOf: ClientOf): Hono<Gateway
       while (!closed) {
         // Read the state first: pieces stored before it ended are all read below.
         const state = (await runs.get(actor, run.id)).state;
-        for (const piece of await runs.readLog(run.id, last)) {
-          await stream.writeSSE({ event: 'log', id: String(piece.seq), data: piece.data });
-          last = piece.seq;
+        for (let pieces = await runs.readLog(run.id, last); pieces.length > 0 && !closed; pieces = await runs.readLog(run.id, last)) {
+          for (const piece of pieces) await stream.writeSSE({ event: 'log', id: String(piece.seq), data: piece.data });
+          last = pieces.at(-1)!.seq;
         }
         if (FINAL_STATES.includes(state)) {
           await stream.writeSSE({ event: 'end', data: JSON.stringify({ state }) });

@@ -7,6 +7,7 @@ import { CODE_USAGE, runCode } from './code/index.js';
 import { ApiError, CliError, UsageError } from './errors.js';
 import { keySettingsIfGiven, resolveKeySettings, resolveSettings } from './settings.js';
 import type { Input, Stdin } from './terminal.js';
+import { printable, printableJson } from './output.js';
 
 export interface Io {
   stdout(text: string): void;
@@ -60,8 +61,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     const bodies = await Promise.all(requests.map((request) => client.send(request)));
     const answer = command.combine ? command.combine(bodies) : bodies[0];
     const body = command.receive ? await command.receive(answer, args) : answer;
-    if (values.json === true) return body === null ? 0 : print(io, JSON.stringify(body, null, 2));
-    return print(io, command.render(body, args));
+    if (values.json === true) return body === null ? 0 : print(io, printableJson(JSON.stringify(body, null, 2)));
+    return print(io, printable(command.render(body, args)));
   } catch (error) {
     return report(error, io, command);
   }
@@ -122,7 +123,7 @@ function report(error: unknown, io: Io, command: Command): number {
   }
   if (error instanceof ApiError) {
     const details = error.details.map((d) => `\n  ${d.field}: ${d.message}`).join('');
-    io.stderr(`error: ${error.message} (${error.code})${details}\n`);
+    io.stderr(printable(`error: ${error.message} (${error.code})${details}\n`));
     return 1;
   }
   io.stderr(`error: ${error instanceof CliError ? error.message : `unexpected failure: ${error instanceof Error ? error.message : String(error)}`}\n`);

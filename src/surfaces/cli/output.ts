@@ -35,3 +35,28 @@ export function fields(pairs: [string, string | number | boolean | null][]): str
 export function limit(value: number | null): string {
   return value === null ? 'unlimited' : String(value);
 }
+
+/**
+ * Escape sequences (CSI, OSC and the rest) and every other C0 or C1 control
+ * character but newline and tab: what a run, a stack or a name holds is the
+ * tenant's, and must not clear the reader's screen, retitle the window or
+ * hide a line. ESC (\u001b), BEL and the C1 range are named by escape.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is this pattern's job
+const CONTROLS = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u001b[PX^_][^\u001b]*(?:\u001b\\)?|\u001b[\s\S]?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/**
+ * Text safe to print on a terminal: control sequences removed (see
+ * `CONTROLS`), newlines and tabs kept.
+ *
+ * @example
+ * printable('\u001b]0;owned\u0007done\n'); // 'done\n'
+ */
+export function printable(text: string): string {
+  return text.replace(CONTROLS, '');
+}
+
+/** JSON for a terminal: C1 controls (which JSON leaves raw, and some terminals obey) written as `\u` escapes. */
+export function printableJson(json: string): string {
+  return json.replace(/[\u0080-\u009f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

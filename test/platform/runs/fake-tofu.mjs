@@ -93,6 +93,8 @@ if (command === 'apply') {
 if (command === 'output') {
   const outputs = { greeting: { value: `hello ${vars.tollgate_cluster_id ?? ''}`, type: 'string', sensitive: false }, token: { value: 'sekret-output', type: 'string', sensitive: true } };
   if (mode === 'web') outputs.web_port = { value: Number(vars.port), type: 'number', sensitive: false };
+  // As the real tool warns on stderr (an unreadable CLI configuration, a deprecation): the outputs are stdout alone.
+  console.error('fake: a notice on stderr, not part of the outputs');
   console.log(JSON.stringify(outputs));
   process.exit(0);
 }

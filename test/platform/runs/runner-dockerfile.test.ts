@@ -64,7 +64,7 @@ function runContainer() {
       lifetimeSeconds: 1900,
     },
     { runId: 'r1', folder: '/runs/r1', tool: '/usr/bin/tofu', env: {}, egress: { nodes: [], hosts: [] }, say: () => {} },
-    { work: '/runs/r1/work', ctl: '/runs/r1/ctl', socket: '/runs/r1/ctl/egress.sock', cliConfig: '/etc/tollgate/tofu.tfrc' },
+    { work: '/runs/r1/work', ctl: '/runs/r1/ctl', socket: '/tmp/tollgate-r1/egress.sock', socketDir: '/tmp/tollgate-r1', cliConfig: '/etc/tollgate/tofu.tfrc' },
   );
 }
 

@@ -1,10 +1,10 @@
 import { lstatSync, readlinkSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runTool, type ToolExit } from '../runner.js';
 import { createRunCgroup, type RunCgroup } from './cgroup.js';
-import { startEgressProxy } from './egress.js';
-import { bytesUsed, handSocketTo, INSIDE, prepareRunFolder, relayScript, SANDBOX_UID, sandboxEnvironment, SSH_PROXY, type RunFolder } from './inside.js';
+import type { EgressProxy } from './egress.js';
+import { bytesUsed, handSocketTo, INSIDE, prepareRunFolder, relayScript, startRunProxy, SANDBOX_UID, sandboxEnvironment, SSH_PROXY, type RunFolder } from './inside.js';
 import type { BoundName, RunSandbox, Sandbox, SandboxCommand, SandboxRequest } from './types.js';
 
 /** The programs the sandbox is built from, found on the gateway's PATH (Debian: bubblewrap, socat, util-linux). */
@@ -60,12 +60,16 @@ export class BubblewrapSandbox implements Sandbox {
     const folder = await prepareRunFolder(request.folder, options);
     await writeFile(path.join(folder.ctl, 'passwd'), `run:x:${SANDBOX_UID}:${SANDBOX_UID}:run:${INSIDE.work}/home:/bin/sh\n`, { mode: 0o644 });
     await writeFile(path.join(folder.ctl, 'group'), `run:x:${SANDBOX_UID}:\n`, { mode: 0o644 });
-    const cgroup = await createRunCgroup(options.cgroup, `run-${request.runId}`, options.bounds);
-    let proxy;
+    const cgroup = await createRunCgroup(options.cgroup, `run-${request.runId}`, options.bounds).catch(async (error: unknown) => {
+      if (folder.socketDir) await rm(folder.socketDir, { recursive: true, force: true });
+      throw error;
+    });
+    let proxy: EgressProxy | undefined;
     try {
-      proxy = await startEgressProxy(folder.socket, request.egress, (line) => request.say(line));
+      proxy = await startRunProxy(folder, request.egress, (line) => request.say(line));
       await handSocketTo(folder.socket, options.user);
     } catch (error) {
+      await proxy?.close();
       await cgroup.remove();
       throw error;
     }
@@ -94,7 +98,7 @@ class BubblewrapRun implements RunSandbox {
 
   exec(command: SandboxCommand): Promise<ToolExit> {
     const toolInside = path.posix.join(INSIDE.toolDir, path.basename(this.request.tool));
-    const inner = ['/bin/sh', '-c', relayScript(), 'sh', toolInside, ...command.args];
+    const inner = command.script ? ['/bin/sh', '-c', command.script] : ['/bin/sh', '-c', relayScript(), 'sh', toolInside, ...command.args];
     const chain = [
       ...(this.options.user && this.options.programs.setpriv
         ? [this.options.programs.setpriv, `--reuid=${this.options.user.uid}`, `--regid=${this.options.user.gid}`, '--clear-groups', '--inh-caps=-all', '--no-new-privs', '--']
@@ -118,6 +122,7 @@ class BubblewrapRun implements RunSandbox {
       signal: command.signal,
       killGraceMs: command.killGraceMs,
       onOutput: command.onOutput,
+      onStdout: command.onStdout,
       // SIGINT to the run's processes as a terminal's Ctrl-C would, but not to bwrap's own: the outer one would die and take the namespace, and the tool, down at once.
       stop: { interrupt: () => this.cgroup.signalAll('SIGINT', (name) => name !== 'bwrap'), kill: () => this.cgroup.killAll() },
     });
@@ -153,9 +158,11 @@ class BubblewrapRun implements RunSandbox {
 
   private async measure(): Promise<void> {
     try {
+      const before = this.diskExceeded || this.cpuExceeded;
       if (!this.diskExceeded && (await bytesUsed(this.folder.work)) >= this.options.bounds.diskBytes) this.diskExceeded = true;
       if (!this.cpuExceeded && (await this.cgroup.counts()).cpuSeconds >= this.options.bounds.cpuSeconds) this.cpuExceeded = true;
-      if (this.diskExceeded || this.cpuExceeded) await this.cgroup.killAll();
+      // Once, when first gone over: the short read of the state that follows is not killed in its turn.
+      if (!before && (this.diskExceeded || this.cpuExceeded)) await this.cgroup.killAll();
     } catch {
       // the folder is being removed
     }

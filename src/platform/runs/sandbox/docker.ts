@@ -6,8 +6,8 @@ import type Docker from 'dockerode';
 import type { ToolExit } from '../runner.js';
 import { cgroupOfProcess, type CgroupCounts } from './cgroup.js';
 import { RUN_LABELS, runContainerSpec } from './docker-spec.js';
-import { startEgressProxy, type EgressProxy } from './egress.js';
-import { bytesUsed, handSocketTo, INSIDE, prepareRunFolder, relayScript, SSH_PROXY, type RunFolder } from './inside.js';
+import type { EgressProxy } from './egress.js';
+import { bytesUsed, handSocketTo, INSIDE, prepareRunFolder, relayScript, startRunProxy, SSH_PROXY, type RunFolder } from './inside.js';
 import type { BoundName, RunSandbox, Sandbox, SandboxCommand, SandboxRequest } from './types.js';
 
 export interface DockerSandboxOptions {
@@ -33,11 +33,7 @@ export interface DockerSandboxOptions {
 
 export { RUN_LABELS };
 
-/**
- * What the gateway says, in its log once and in every run's log, when it
- * cannot read a run container's cgroup (it runs in a PID namespace of its
- * own, as in a container, or without `/sys/fs/cgroup`).
- */
+/** What the gateway says, in its log once and in every run's log, when it cannot read a run container's cgroup. */
 export const BLIND_CGROUP =
   "the gateway cannot read the run container's cgroup (it runs in another PID namespace, e.g. in a container, or without /sys/fs/cgroup): TOLLGATE_RUN_CPU_SECONDS is not enforced, and a run held back by the container's process limit (TOLLGATE_RUN_PROCESSES) fails without naming it. Run the gateway on the Docker engine's host, or use TOLLGATE_RUN_SANDBOX=bubblewrap.";
 
@@ -90,7 +86,7 @@ export class DockerSandbox implements Sandbox {
   async open(request: SandboxRequest): Promise<RunSandbox> {
     const { options } = this;
     const folder = await prepareRunFolder(request.folder, { user: options.chown ? options.user : null, providerMirror: options.providerMirror, cliConfig: options.cliConfig });
-    const proxy = await startEgressProxy(folder.socket, request.egress, (line) => request.say(line));
+    const proxy = await startRunProxy(folder, request.egress, (line) => request.say(line));
     let container: Docker.Container | null = null;
     try {
       await handSocketTo(folder.socket, options.chown ? options.user : null);
@@ -155,7 +151,7 @@ class DockerRun implements RunSandbox {
     try {
       const exec = await this.container.exec({
         // Docker adds HOSTNAME to every process's environment: the tool gets the run's environment only, as in bubblewrap.
-        Cmd: ['env', '-u', 'HOSTNAME', '/bin/sh', '-c', `echo $$ > ${pidFile}; ${relayScript()}`, 'sh', tool, ...command.args],
+        Cmd: ['env', '-u', 'HOSTNAME', '/bin/sh', '-c', `echo $$ > ${pidFile}; ${command.script ?? relayScript()}`, 'sh', ...(command.script ? [] : [tool, ...command.args])],
         AttachStdout: true,
         AttachStderr: true,
         WorkingDir: command.cwd,
@@ -172,7 +168,8 @@ class DockerRun implements RunSandbox {
           done();
         },
       });
-      this.options.docker.modem.demuxStream(stream, sink, sink);
+      const { onStdout } = command;
+      this.options.docker.modem.demuxStream(stream, onStdout ? new Writable({ write: (chunk: Buffer, _encoding, done) => done(void onStdout(chunk)) }) : sink, sink);
       await new Promise<void>((resolve) => {
         stream.on('end', resolve);
         stream.on('close', resolve);

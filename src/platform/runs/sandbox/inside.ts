@@ -1,5 +1,6 @@
-import { chmod, chown, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { type EgressPolicy, type EgressProxy, startEgressProxy } from './egress.js';
 
 // What a run sees inside its sandbox, whatever the kind (`bubblewrap`,
 // `docker`): the same paths, the same relay to its egress proxy, the same
@@ -13,6 +14,9 @@ export const INSIDE = {
   providers: '/opt/tollgate/providers',
   cliConfig: '/opt/tollgate/cli.tfrc',
 } as const;
+
+/** The longest socket path used: `sun_path` holds 108 bytes with its terminating NUL. */
+const SOCKET_PATH_BYTES = 107;
 
 /** The port of the in-sandbox relay to the egress proxy; HTTPS_PROXY points at it. */
 export const EGRESS_RELAY_PORT = 3128;
@@ -65,8 +69,13 @@ export function sandboxEnvironment(env: Record<string, string>, options: { cliCo
 export interface RunFolder {
   work: string;
   ctl: string;
-  /** The egress proxy's socket, in `ctl/`. */
+  /**
+   * The egress proxy's socket: in `ctl/`, or, when that path would pass what
+   * a socket's path may hold (a deep TOLLGATE_RUN_DIR), in a private folder
+   * of its own under /tmp (`socketDir`), which the sandbox removes on close.
+   */
   socket: string;
+  socketDir: string | null;
   /** The CLI configuration the sandbox mounts at `INSIDE.cliConfig`, if any (the operator's, or one naming the provider mirror). */
   cliConfig: string | null;
 }
@@ -93,7 +102,12 @@ export async function prepareRunFolder(folder: string, options: { user: { uid: n
     cliConfig = path.join(ctl, 'cli.tfrc');
     await writeFile(cliConfig, await mirrorCliConfig(options.providerMirror), { mode: 0o644 });
   }
-  return { work, ctl, socket: path.join(ctl, 'egress.sock'), cliConfig };
+  const inCtl = path.join(ctl, 'egress.sock');
+  if (Buffer.byteLength(inCtl) <= SOCKET_PATH_BYTES) return { work, ctl, socket: inCtl, socketDir: null, cliConfig };
+  // 0711: bwrap, run as the sandbox user, reaches the socket to mount it, and no one lists the folder.
+  const socketDir = await mkdtemp('/tmp/tollgate-');
+  await chmod(socketDir, 0o711);
+  return { work, ctl, socket: path.join(socketDir, 'egress.sock'), socketDir, cliConfig };
 }
 
 /**
@@ -153,4 +167,19 @@ export async function bytesUsed(folder: string): Promise<number> {
     }
   }
   return total;
+}
+
+/** The run's egress proxy on its socket; closing it removes the socket's folder too (as does failing to start). */
+export async function startRunProxy(folder: RunFolder, policy: EgressPolicy, say: (line: string) => void): Promise<EgressProxy> {
+  const removeDir = async () => {
+    if (folder.socketDir) await rm(folder.socketDir, { recursive: true, force: true });
+  };
+  let proxy: EgressProxy;
+  try {
+    proxy = await startEgressProxy(folder.socket, policy, say);
+  } catch (error) {
+    await removeDir();
+    throw error;
+  }
+  return { close: () => proxy.close().finally(removeDir) };
 }

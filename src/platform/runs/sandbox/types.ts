@@ -25,7 +25,12 @@ export interface SandboxCommand {
   cwd: string;
   signal: AbortSignal;
   killGraceMs: number;
+  /** The output for the log: standard error, and standard output too unless `onStdout` takes it. */
   onOutput: (text: string) => void;
+  /** Standard output as bytes (what the run hands back, read with a bound), kept out of the log. */
+  onStdout?: (chunk: Buffer) => void;
+  /** A `sh` script to run instead of the tool (printing what the run left, from inside). */
+  script?: string;
 }
 
 /** A run's sandbox, open for its commands (`init`, `apply`, `output`). */

@@ -21,13 +21,14 @@ export class Unsandboxed implements Sandbox {
       workPath,
       exec: (command: SandboxCommand): Promise<ToolExit> =>
         runTool({
-          bin: request.tool,
-          args: command.args,
+          bin: command.script ? '/bin/sh' : request.tool,
+          args: command.script ? ['-c', command.script] : command.args,
           cwd: command.cwd,
           env: { ...request.env, HOME: workPath },
           signal: command.signal,
           killGraceMs: command.killGraceMs,
           onOutput: command.onOutput,
+          onStdout: command.onStdout,
         }),
       exceeded: async (): Promise<BoundName[]> => [],
       close: async () => {},
