@@ -6,7 +6,7 @@ import type { KeyService } from '../keys/service.js';
 
 /**
  * Requires a live API key (`Authorization: Bearer <key>` only; `x-api-key` is
- * not read). Keys come from the admission cache (`catalog/admission-cache.ts`),
+ * not read). Keys come from the request-path cache (`catalog/request-path-cache.ts`),
  * not the store: a write through this process drops it at once, and other
  * replicas see the catalog version move within `TOLLGATE_CATALOG_POLL_MS`, so a
  * revocation or a limit edit applies everywhere within that poll.
