@@ -34,7 +34,7 @@ export interface AuthorizedRequest {
 
 /** A request that holds funds and limits and may go upstream; `settle` or `abandon` ends it. */
 export interface BilledCall extends AuthorizedRequest {
-  /** What the request took from its key's limits and its wallet; given back when it ends (`Admissions.release`). */
+  /** What the request took from its key's limits and its wallet; given back when it ends (`GateKeeper.release`). */
   ticket: Ticket;
   /** The most tokens the request can use; its charge is clamped to them. */
   bounds: TokenBounds;
@@ -53,7 +53,7 @@ export interface BilledCall extends AuthorizedRequest {
 /**
  * The checks every billed /v1 request shares, in the order of the request
  * path: key, body, model, task, parameters, price, project. Key, model, price
- * and project come from this process's admission cache (`catalog/admission-cache.ts`). Takes nothing: a
+ * and project come from this process's request-path cache (`catalog/request-path-cache.ts`). Takes nothing: a
  * request refused here costs nothing and counts against no limit.
  */
 export async function authorize(c: Context<GatewayEnv>, services: BilledDeps, endpoint: BilledEndpoint): Promise<AuthorizedRequest> {
@@ -87,7 +87,7 @@ export async function authorize(c: Context<GatewayEnv>, services: BilledDeps, en
 }
 
 /**
- * Takes what the request may use, in one step (`limits/admissions.ts`): a
+ * Takes what the request may use, in one step (`GateKeeper`, `limits/gate-keeper.ts`): a
  * hold on the wallet for the most it can cost (402 when nothing is
  * spendable) and its key's four limits (429). A request refused by any of
  * them takes nothing.
@@ -113,7 +113,7 @@ export async function reserve(c: Context<GatewayEnv>, services: BilledDeps, requ
   for (const [name, value] of Object.entries(ticket.headers)) c.header(name, value);
   const finish = services.inFlight.begin();
   // Every field named, not `{ ...request, ticket, … }`: V8 (Node 20) takes a slow path for a spread followed by
-  // properties its source lacks, about 15 µs a request here (docs/benchmark.md, ninth round).
+  // properties its source lacks, about 15 µs a request here (CONTRIBUTING, "Measured on the request path").
   const { requestId, task, endpoint: name, caller, model, price, clientModel, projectId, body, bodyBytes, startedAt } = request;
   const trace = c.get('trace');
   return {

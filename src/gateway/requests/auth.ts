@@ -19,7 +19,7 @@ export function keyHeaderOf(c: Context<GatewayEnv>, acceptsApiKeyHeader = false)
 
 /**
  * Requires a live API key (`Authorization: Bearer <key>`; `x-api-key` too when
- * `acceptsApiKeyHeader`, see `keyHeaderOf`). Keys come from the admission cache (`catalog/admission-cache.ts`),
+ * `acceptsApiKeyHeader`, see `keyHeaderOf`). Keys come from the request-path cache (`catalog/request-path-cache.ts`),
  * not the store: a write through this process drops it at once, and other
  * replicas see the catalog version move within `TOLLGATE_CATALOG_POLL_MS`, so a
  * revocation or a limit edit applies everywhere within that poll.

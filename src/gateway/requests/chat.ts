@@ -34,7 +34,7 @@ function clientStreamOptions(call: BilledCall): Record<string, unknown> {
 /** The body for the engine: the client's, naming the replica's model, and on streams asking for final and running usage. */
 export function openAiUpstreamBody(call: BilledCall, servedModelName: string): Record<string, unknown> {
   const body: Record<string, unknown> = { ...call.body, model: servedModelName };
-  // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow (docs/benchmark.md, ninth round).
+  // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow (CONTRIBUTING, "Measured on the request path").
   if (call.body.stream === true) body.stream_options = Object.assign({}, clientStreamOptions(call), { include_usage: true, continuous_usage_stats: true });
   return body;
 }

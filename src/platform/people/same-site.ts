@@ -14,6 +14,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * always caught. A request with neither header did not come from a browser
  * (curl, a script holding the cookie), which no other site can direct.
  * Reading requests (GET, HEAD, OPTIONS) are always allowed.
+ * The gateway's one same-origin check: the portal's forms (`sameOrigin`),
+ * the generic API's changes made with a session, and sign-out all use it.
  *
  * @example
  * if (!sessionRequestFromThisSite(c, clientOf(c).https)) throw new GatewayError('forbidden', '…');

@@ -66,7 +66,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   );
   portal.onError((error, c) => {
     if (error instanceof GatewayError && error.status === 401) return c.redirect('/portal/sign-in', 303);
-    // Hono's csrf middleware refuses a form from elsewhere with its own exception.
+    // `sameOrigin` refuses a form from elsewhere with this exception.
     if (error instanceof HTTPException && error.status === 403) return c.html(<ErrorPage status={403} message="This form did not come from this portal." />, 403);
     if (error instanceof HTTPException && error.status === 413) return c.html(<ErrorPage status={413} message="That form is too large." />, 413);
     const status = error instanceof GatewayError ? error.status : 500;

@@ -35,16 +35,7 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const { services } = deps;
   keys.get('/', async (c) => {
     const actor = await deps.signedIn(c);
-    const notice = DONE_NOTICES[c.req.query('done') ?? ''];
-    return c.html(
-      <KeysPage
-        viewer={deps.viewerOf(actor)}
-        keys={await manageableKeys(services, actor)}
-        lastUsed={await keysLastUsed(services.db, actor.orgId)}
-        allowance={allowanceOf(services, actor)}
-        notice={notice}
-      />,
-    );
+    return c.html(await keysPage(deps, actor, { notice: DONE_NOTICES[c.req.query('done') ?? ''] }));
   });
 
   keys.post('/', async (c) => {
@@ -52,17 +43,7 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const form = await c.req.parseBody();
     deps.checkToken(actor, form._csrf);
     const parsed = createKeyForm.safeParse(form);
-    const again = async (error: string, status: 400 | 409) =>
-      c.html(
-        <KeysPage
-          viewer={deps.viewerOf(actor)}
-          keys={await manageableKeys(services, actor)}
-          lastUsed={await keysLastUsed(services.db, actor.orgId)}
-          allowance={allowanceOf(services, actor)}
-          error={error}
-        />,
-        status,
-      );
+    const again = async (error: string, status: 400 | 409) => c.html(await keysPage(deps, actor, { error }), status);
     if (!parsed.success) return again(problems(parsed.error), 400);
     try {
       const { key, secret } = await services.keys.create({ orgId: actor.orgId, userId: actor.userId, name: parsed.data.name, expiry: parsed.data.expiry, ...settingsOf(parsed.data) });
@@ -104,6 +85,14 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     return c.redirect('/portal/keys?done=deleted', 303);
   });
   return keys;
+}
+
+/** The list of keys the actor manages, with a notice or the error of a form that was not taken. */
+async function keysPage(deps: PortalDeps, actor: SignedInActor, extra: { notice?: string; error?: string }) {
+  const { services } = deps;
+  return (
+    <KeysPage viewer={deps.viewerOf(actor)} keys={await manageableKeys(services, actor)} lastUsed={await keysLastUsed(services.db, actor.orgId)} allowance={allowanceOf(services, actor)} {...extra} />
+  );
 }
 
 /** Owners and admins manage every key of their organization; members the keys that act as them. */

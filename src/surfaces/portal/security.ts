@@ -1,25 +1,44 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
-import { csrf } from 'hono/csrf';
+import { HTTPException } from 'hono/http-exception';
+import { secureHeaders } from 'hono/secure-headers';
 import { GatewayError } from '../../shared/http/errors.js';
+import { sessionRequestFromThisSite } from '../../platform/people/same-site.js';
 
 /**
- * What every portal page is sent with: a strict Content-Security-Policy (only
- * our own files, and https images for stack icons; no inline script or style,
- * no frames, forms post only here),
- * no framing, no sniffing, no referrer leaving the site, and no caching of
- * pages that show an organization's data.
+ * What every portal page is sent with, by Hono's `secureHeaders`: a strict
+ * Content-Security-Policy (only our own files, and https images for stack
+ * icons; no inline script or style, no frames, forms post only here), no
+ * framing, no sniffing, no referrer leaving the site, and no caching of pages
+ * that show an organization's data. Its other defaults are off so that the
+ * portal sends what it sent before (HSTS belongs to the proxy that ends TLS).
  */
 export function securityHeaders(): MiddlewareHandler {
+  const headers = secureHeaders({
+    contentSecurityPolicy: {
+      defaultSrc: ["'none'"],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'", 'data:', 'https:'],
+      connectSrc: ["'self'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+      baseUri: ["'none'"],
+    },
+    xFrameOptions: 'DENY',
+    referrerPolicy: 'same-origin',
+    crossOriginResourcePolicy: false,
+    crossOriginOpenerPolicy: false,
+    originAgentCluster: false,
+    strictTransportSecurity: false,
+    xDnsPrefetchControl: false,
+    xDownloadOptions: false,
+    xPermittedCrossDomainPolicies: false,
+    xXssProtection: false,
+    removePoweredBy: false,
+  });
   return async (c, next) => {
-    await next();
-    c.header(
-      'Content-Security-Policy',
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    );
-    c.header('X-Frame-Options', 'DENY');
-    c.header('X-Content-Type-Options', 'nosniff');
-    c.header('Referrer-Policy', 'same-origin');
+    await headers(c, next);
     if (!c.req.path.startsWith('/portal/assets/')) c.header('Cache-Control', 'no-store');
   };
 }
@@ -49,11 +68,17 @@ export function formTokens(key: string) {
 }
 
 /**
- * Hono's `csrf` middleware: a form post is taken only when the browser says
- * it came from this portal (`Sec-Fetch-Site: same-origin`, or an `Origin`
- * equal to the portal's own: the scheme the browser used, which a trusted
- * proxy may have ended, and the host it asked for). Anything else is 403.
+ * A form post, or any other change, is taken only when the browser says it
+ * came from this portal: the gateway's one same-origin check
+ * (`people/same-site.ts`), also used by the generic API and sign-out. Anything
+ * else is 403. A request with neither `Sec-Fetch-Site` nor `Origin` did not
+ * come from a browser, which no other site can direct; it still needs the
+ * session's form token (`formTokens`) to change anything.
  */
 export function sameOrigin(https: (c: Context) => boolean): MiddlewareHandler {
-  return csrf({ origin: (origin, c) => origin === `${https(c) ? 'https' : 'http'}://${c.req.header('host') ?? ''}` });
+  return async (c, next) => {
+    // The portal's error handler shows this exception as "This form did not come from this portal."
+    if (!sessionRequestFromThisSite(c, https(c))) throw new HTTPException(403);
+    await next();
+  };
 }

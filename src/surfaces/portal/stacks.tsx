@@ -26,83 +26,93 @@ const DONE: Record<string, string> = { added: 'Stack added to the catalog.' };
  */
 export function stacksRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const stacks = new Hono<GatewayEnv>();
-  const { services } = deps;
-  const scopeOf = (actor: SignedInActor) => (actor.platformAdmin ? null : actor.orgId);
-
-  const catalogPage = async (c: Context<GatewayEnv>, actor: SignedInActor, extra: { error?: string; notice?: string } = {}, status: 200 | 400 | 403 | 409 | 503 = 200) => {
-    const q = (c.req.query('q') ?? '').trim().slice(0, 200);
-    const category = STACK_CATEGORIES.find((name) => name === c.req.query('category')) ?? '';
-    const { rows, total } = await services.stacks.list(actor, { q: q || undefined, category: category || undefined, offset: 0, limit: 100, sort: 'title' });
-    return c.html(<StacksPage viewer={deps.viewerOf(actor)} stacks={rows} total={total} q={q} category={category} {...extra} />, status);
-  };
-
   stacks.get('/', async (c) => {
     const actor = await deps.signedIn(c);
-    return catalogPage(c, actor, { notice: DONE[c.req.query('done') ?? ''] });
+    return catalogPage(deps, c, actor, { notice: DONE[c.req.query('done') ?? ''] });
   });
-
-  stacks.post('/upload', async (c) => {
-    const actor = await deps.signedIn(c);
-    const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
-    const file = form.package instanceof File && form.package.size > 0 ? form.package : null;
-    const url = typeof form.url === 'string' ? form.url.trim() : '';
-    try {
-      if (!file && !url) throw new GatewayError('invalid_request', 'Choose a .zip, or give its https:// address.');
-      const { zip, fileName } = file
-        ? { zip: Buffer.from(await file.arrayBuffer()), fileName: file.name }
-        : await downloadPackage(url, { ...services.config.stackDownloads, maxBytes: DEFAULT_PACKAGE_LIMITS.maxZipBytes, timeoutMs: DOWNLOAD_TIMEOUT_MS, maxRedirects: 3 });
-      const added = await services.stacks.add(actor, await readStackPackage(zip, { fileName }), zip);
-      return c.redirect(`/portal/stacks/${added.name}?done=added`, 303);
-    } catch (error) {
-      if (!(error instanceof GatewayError) || error.status >= 500) throw error;
-      return catalogPage(c, actor, { error: sentenceOf(error) }, 400);
-    }
-  });
-
-  const stackPage = async (
-    c: Context<GatewayEnv>,
-    actor: SignedInActor,
-    extra: { values?: Record<string, string>; error?: string; details?: string[] } = {},
-    status: 200 | 400 | 404 | 409 | 503 = 200,
-  ) => {
-    const stack = await services.stacks.get(actor, c.req.param('name')!);
-    const { rows } = await services.clusters.list(scopeOf(actor), { offset: 0, limit: 100, includeDeleted: false });
-    const targets: ApplyTarget[] = await Promise.all(rows.map((cluster) => services.clusters.get(cluster.id, null)));
-    return c.html(
-      <StackPage viewer={deps.viewerOf(actor)} stack={stack} targets={targets} error={extra.error} details={extra.details} values={extra.values} notice={DONE[c.req.query('done') ?? '']} />,
-      status,
-    );
-  };
-
-  stacks.get('/:name', async (c) => stackPage(c, await deps.signedIn(c)));
-
-  stacks.post('/:name/apply', async (c) => {
-    const actor = await deps.signedIn(c);
-    const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
-    const values = Object.fromEntries(Object.entries(form).filter((entry): entry is [string, string] => typeof entry[1] === 'string' && entry[0] !== '_csrf'));
-    try {
-      const stack = await services.stacks.get(actor, c.req.param('name'));
-      const [kind, clusterId, nodeId] = (values.target ?? '').split(':');
-      if (!clusterId || (kind !== 'cluster' && kind !== 'node') || (kind === 'node' && !nodeId)) throw new GatewayError('invalid_request', 'Choose a cluster or a node to apply the stack to.');
-      // The form sends text: a number input becomes a number (or NaN, which the checks refuse); an empty one is left out.
-      const inputs: Record<string, unknown> = {};
-      for (const input of stack.inputs) {
-        const raw = values[`input.${input.name}`];
-        if (raw === undefined || raw === '') continue;
-        inputs[input.name] = input.type === 'number' ? Number(raw) : raw;
-      }
-      const run = await services.runs.queue(actor, { clusterId, stackName: stack.id, nodeId: kind === 'node' ? nodeId : undefined, inputs });
-      services.runWorker.poke();
-      return c.redirect(`/portal/runs/${run.id}`, 303);
-    } catch (error) {
-      if (!(error instanceof GatewayError) || (error.status >= 500 && error.code !== 'runner_unavailable') || error.code === 'not_found') throw error;
-      const details = (error.details ?? []).map((detail) => `${detail.field.replace(/^inputs\./, '')}: ${detail.message}`);
-      return stackPage(c, actor, { values, error: error.message, details }, error.status as 400);
-    }
-  });
+  stacks.post('/upload', async (c) => uploadStack(deps, c));
+  stacks.get('/:name', async (c) => stackPage(deps, c, await deps.signedIn(c)));
+  stacks.post('/:name/apply', async (c) => applyStack(deps, c));
   return stacks;
+}
+
+async function catalogPage(deps: PortalDeps, c: Context<GatewayEnv>, actor: SignedInActor, extra: { error?: string; notice?: string } = {}, status: 200 | 400 | 403 | 409 | 503 = 200) {
+  const q = (c.req.query('q') ?? '').trim().slice(0, 200);
+  const category = STACK_CATEGORIES.find((name) => name === c.req.query('category')) ?? '';
+  const { rows, total } = await deps.services.stacks.list(actor, { q: q || undefined, category: category || undefined, offset: 0, limit: 100, sort: 'title' });
+  return c.html(<StacksPage viewer={deps.viewerOf(actor)} stacks={rows} total={total} q={q} category={category} {...extra} />, status);
+}
+
+/** The upload form: a .zip, or the https:// address of one, added to the catalog. */
+async function uploadStack(deps: PortalDeps, c: Context<GatewayEnv>) {
+  const { services } = deps;
+  const actor = await deps.signedIn(c);
+  const form = await c.req.parseBody();
+  deps.checkToken(actor, form._csrf);
+  const file = form.package instanceof File && form.package.size > 0 ? form.package : null;
+  const url = typeof form.url === 'string' ? form.url.trim() : '';
+  try {
+    if (!file && !url) throw new GatewayError('invalid_request', 'Choose a .zip, or give its https:// address.');
+    const { zip, fileName } = file
+      ? { zip: Buffer.from(await file.arrayBuffer()), fileName: file.name }
+      : await downloadPackage(url, { ...services.config.stackDownloads, maxBytes: DEFAULT_PACKAGE_LIMITS.maxZipBytes, timeoutMs: DOWNLOAD_TIMEOUT_MS, maxRedirects: 3 });
+    const added = await services.stacks.add(actor, await readStackPackage(zip, { fileName }), zip);
+    return c.redirect(`/portal/stacks/${added.name}?done=added`, 303);
+  } catch (error) {
+    if (!(error instanceof GatewayError) || error.status >= 500) throw error;
+    return catalogPage(deps, c, actor, { error: sentenceOf(error) }, 400);
+  }
+}
+
+async function stackPage(
+  deps: PortalDeps,
+  c: Context<GatewayEnv>,
+  actor: SignedInActor,
+  extra: { values?: Record<string, string>; error?: string; details?: string[] } = {},
+  status: 200 | 400 | 404 | 409 | 503 = 200,
+) {
+  const { services } = deps;
+  const stack = await services.stacks.get(actor, c.req.param('name')!);
+  const scope = actor.platformAdmin ? null : actor.orgId;
+  const { rows } = await services.clusters.list(scope, { offset: 0, limit: 100, includeDeleted: false });
+  const targets: ApplyTarget[] = await Promise.all(rows.map((cluster) => services.clusters.get(cluster.id, null)));
+  return c.html(
+    <StackPage viewer={deps.viewerOf(actor)} stack={stack} targets={targets} error={extra.error} details={extra.details} values={extra.values} notice={DONE[c.req.query('done') ?? '']} />,
+    status,
+  );
+}
+
+/** The apply form: a run of the stack queued on the chosen cluster or node, with the inputs given. */
+async function applyStack(deps: PortalDeps, c: Context<GatewayEnv>) {
+  const { services } = deps;
+  const actor = await deps.signedIn(c);
+  const form = await c.req.parseBody();
+  deps.checkToken(actor, form._csrf);
+  const values = Object.fromEntries(Object.entries(form).filter((entry): entry is [string, string] => typeof entry[1] === 'string' && entry[0] !== '_csrf'));
+  try {
+    const stack = await services.stacks.get(actor, c.req.param('name')!);
+    const [kind, clusterId, nodeId] = (values.target ?? '').split(':');
+    if (!clusterId || (kind !== 'cluster' && kind !== 'node') || (kind === 'node' && !nodeId)) throw new GatewayError('invalid_request', 'Choose a cluster or a node to apply the stack to.');
+    const inputs = inputsOf(stack.inputs, values);
+    const run = await services.runs.queue(actor, { clusterId, stackName: stack.id, nodeId: kind === 'node' ? nodeId : undefined, inputs });
+    services.runWorker.poke();
+    return c.redirect(`/portal/runs/${run.id}`, 303);
+  } catch (error) {
+    if (!(error instanceof GatewayError) || (error.status >= 500 && error.code !== 'runner_unavailable') || error.code === 'not_found') throw error;
+    const details = (error.details ?? []).map((detail) => `${detail.field.replace(/^inputs\./, '')}: ${detail.message}`);
+    return stackPage(deps, c, actor, { values, error: error.message, details }, error.status as 400);
+  }
+}
+
+/** The form sends text: a number input becomes a number (or NaN, which the checks refuse); an empty one is left out. */
+function inputsOf(declared: ReadonlyArray<{ name: string; type: string }>, values: Record<string, string>): Record<string, unknown> {
+  const inputs: Record<string, unknown> = {};
+  for (const input of declared) {
+    const raw = values[`input.${input.name}`];
+    if (raw === undefined || raw === '') continue;
+    inputs[input.name] = input.type === 'number' ? Number(raw) : raw;
+  }
+  return inputs;
 }
 
 /** A refusal as one sentence, its details after it. */

@@ -28,24 +28,8 @@ const userForm = z.object({
 export function usersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const users = new Hono<GatewayEnv>();
   const { services } = deps;
-  const usersPage = async (c: PortalContext, actor: SignedInActor, extra: { error?: string; notice?: string } = {}, status: 200 | 400 | 403 | 409 = 200) => {
-    const { rows } = await services.users.list(actor.orgId, { offset: 0, limit: 100, sort: 'name' });
-    return c.html(<UsersPage viewer={deps.viewerOf(actor)} actor={actor} users={rows} {...extra} />, status);
-  };
-  /**
-   * Makes a change to users and goes back to the page saying `done`; a rule
-   * of `people/permissions.ts` or of the user service that refuses it (403,
-   * 409) is shown on the page instead.
-   */
-  const changeUsers = async (c: PortalContext, actor: SignedInActor, change: () => Promise<unknown>, done: string) => {
-    try {
-      await change();
-    } catch (error) {
-      if (!(error instanceof GatewayError) || (error.status !== 403 && error.status !== 409)) throw error;
-      return usersPage(c, actor, { error: error.message }, error.status);
-    }
-    return c.redirect(`/portal/users?done=${done}`, 303);
-  };
+  const usersPage = (c: PortalContext, actor: SignedInActor, extra: PageExtra = {}, status: PageStatus = 200) => usersPageOf(deps, c, actor, extra, status);
+  const changeUsers = (c: PortalContext, actor: SignedInActor, change: () => Promise<unknown>, done: string) => changeUsersOf(deps, c, actor, change, done);
 
   users.get('/', async (c) => {
     const actor = await deps.signedIn(c);
@@ -102,4 +86,27 @@ export function usersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     );
   });
   return users;
+}
+
+type PageExtra = { error?: string; notice?: string };
+type PageStatus = 200 | 400 | 403 | 409;
+
+async function usersPageOf(deps: PortalDeps, c: PortalContext, actor: SignedInActor, extra: PageExtra, status: PageStatus) {
+  const { rows } = await deps.services.users.list(actor.orgId, { offset: 0, limit: 100, sort: 'name' });
+  return c.html(<UsersPage viewer={deps.viewerOf(actor)} actor={actor} users={rows} {...extra} />, status);
+}
+
+/**
+ * Makes a change to users and goes back to the page saying `done`; a rule
+ * of `people/permissions.ts` or of the user service that refuses it (403,
+ * 409) is shown on the page instead.
+ */
+async function changeUsersOf(deps: PortalDeps, c: PortalContext, actor: SignedInActor, change: () => Promise<unknown>, done: string) {
+  try {
+    await change();
+  } catch (error) {
+    if (!(error instanceof GatewayError) || (error.status !== 403 && error.status !== 409)) throw error;
+    return usersPageOf(deps, c, actor, { error: error.message }, error.status);
+  }
+  return c.redirect(`/portal/users?done=${done}`, 303);
 }

@@ -49,6 +49,17 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
     }
   });
 
+  it('refuses a change from another origin whatever its Content-Type, before reading it', async () => {
+    const token = await tokenOf('/portal/keys');
+    const fields = { _csrf: token, name: 'forged', expiry: 'never', requests_per_minute: '60', max_concurrency: '10' };
+    for (const type of ['application/json', 'application/octet-stream']) {
+      const refused = await form('/portal/keys', fields, { cookie, origin: 'https://evil.example', 'content-type': type });
+      expect(refused.status, type).toBe(403);
+      expect(await refused.text(), type).toContain('This form did not come from this portal.');
+    }
+    expect(await gateway.services.keys.list(orgId)).toEqual([]);
+  });
+
   it("refuses a form from another origin, or without its session's token", async () => {
     const token = await tokenOf('/portal/keys');
     const fields = { _csrf: token, name: 'forged', expiry: 'never', requests_per_minute: '60', max_concurrency: '10' };
