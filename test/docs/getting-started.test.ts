@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseEngineDefinitions } from '../../src/gateway/engines/definitions.js';
 import { freePort, repoRoot } from '../helpers/processes.js';
 
 /**
@@ -75,4 +76,15 @@ describe('docs/getting-started.md', () => {
     expect(run.stdout).toMatch(/"model":"qwen-7b"/);
     expect(run.stdout).toMatch(/"usage":\{"prompt_tokens":\d+/);
   }, 180_000);
+
+  // A GPU is needed to run them: the engines the page shows as JSON are at least ones the gateway accepts.
+  it('every engine it shows is one the gateway accepts', async () => {
+    const page = await readFile(path.join(repoRoot, 'docs/getting-started.md'), 'utf8');
+    const shown = [...page.matchAll(/```json\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    expect(shown.length).toBeGreaterThanOrEqual(2);
+    for (const text of shown) {
+      const file = text.trimStart().startsWith('{ "engines"') ? text : `{ "engines": [${text}] }`;
+      expect(parseEngineDefinitions(file, 'docs/getting-started.md').length).toBeGreaterThan(0);
+    }
+  });
 });
