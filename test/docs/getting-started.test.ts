@@ -72,6 +72,8 @@ describe('docs/getting-started.md', () => {
       timeout: 90_000,
     });
     expect(run.status, `${run.stderr.slice(-4000)}`).toBe(0);
+    // curl exits 0 on an error answer: none of the page's requests got one.
+    expect(run.stdout).not.toMatch(/"error":/);
     // The chat through the reader's own server was answered by it, and charged.
     expect(run.stdout).toMatch(/"model":"qwen-7b"/);
     expect(run.stdout).toMatch(/"usage":\{"prompt_tokens":\d+/);
