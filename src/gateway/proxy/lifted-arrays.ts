@@ -23,7 +23,7 @@ export interface LiftedAnswer {
  * Takes the arrays of numbers under `key` (an embedding's `"embedding": [...]`) out of an engine's JSON answer,
  * so that parsing and writing it back costs the envelope (ids, order, usage) and not 1,024 floats a vector: each
  * is checked against JSON's number grammar here and relayed byte for byte, never decoded into a string nor
- * encoded again (docs/benchmark-history.md, tenth round). The key cannot match inside a JSON string (its quotes would be
+ * encoded again (CONTRIBUTING.md, "Measured on the request path"). The key cannot match inside a JSON string (its quotes would be
  * escaped there); an array that is not numbers only is left in place, and an answer that already holds a marker
  * is left whole.
  *

@@ -21,7 +21,7 @@ export interface SseRelayOptions {
 /**
  * Events are encoded with `Buffer.from`, not a `TextEncoder`: for a few hundred bytes it
  * slices Node's shared buffer pool where `encode` allocates an ArrayBuffer each time
- * (0.17 against 2.9 µs a chunk, docs/benchmark-history.md, sixth round).
+ * (0.17 against 2.9 µs a chunk, CONTRIBUTING.md, "Measured on the request path").
  */
 const encode = (text: string): Uint8Array => Buffer.from(text, 'utf8');
 const DONE = encode('data: [DONE]\n\n');
@@ -38,8 +38,8 @@ const DONE = encode('data: [DONE]\n\n');
 export function relaySse(options: SseRelayOptions): ReadableStream<Uint8Array> {
   const upstream: AsyncIterator<Uint8Array, unknown> = options.upstream[Symbol.asyncIterator]();
   const stopUpstream = () => void upstream.return?.()?.catch(() => {});
-  // A StringDecoder, not a TextDecoder: 59 against 212 ns a read (docs/benchmark-history.md, sixth
-  // round). Unlike a TextDecoder it keeps a byte order mark, which the relay strips itself.
+  // A StringDecoder, not a TextDecoder: 59 against 212 ns a read
+  // (CONTRIBUTING.md, "Measured on the request path"). Unlike a TextDecoder it keeps a byte order mark, which the relay strips itself.
   const decoder = new StringDecoder('utf8');
   let atStart = true;
   let pending = '';

@@ -102,7 +102,7 @@ function post(url: string, body: string, headers: Record<string, string>, signal
     const client = target.https ? https : http;
     // The URL's parts named, not `{ ...target.options, method, … }`: V8 (Node 20) takes a slow path, about 2 µs, for
     // a spread followed by properties its source lacks, and Object.assign from URL options was not much faster
-    // (docs/benchmark-history.md, ninth round).
+    // (CONTRIBUTING.md, "Measured on the request path").
     const { protocol, hostname, port, path, auth } = target.options;
     const request = client.request(
       {

@@ -24,7 +24,7 @@ export const CHAT: BilledEndpoint = {
   streams: (body) => body.stream === true,
   upstreamBody(call, target) {
     const body: Record<string, unknown> = { ...call.body, model: target.servedModelName };
-    // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow (docs/benchmark-history.md, ninth round).
+    // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow (CONTRIBUTING.md, "Measured on the request path").
     if (call.body.stream === true) body.stream_options = Object.assign({}, clientStreamOptions(call), { include_usage: true, continuous_usage_stats: true });
     return body;
   },
