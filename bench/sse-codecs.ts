@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark behind the SSE relay's choice of codecs (docs/benchmark.md,
+ * Micro-benchmark behind the SSE relay's choice of codecs (docs/benchmark-history.md,
  * sixth round): encoding one chat chunk's event to bytes, and decoding one
  * engine read to text, with the web API and with Node's own.
  *

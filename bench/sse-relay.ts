@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark of a chat stream's own JavaScript in the gateway (docs/benchmark.md, eighth round): one stream of
+ * Micro-benchmark of a chat stream's own JavaScript in the gateway (docs/benchmark-history.md, eighth round): one stream of
  * 64 token chunks as vLLM writes them (running usage on each, a first chunk with the role, a final usage chunk and
  * `[DONE]`), pushed as Node's HTTP client pushes an engine's response (one push an event, over three turns of the
  * event loop), through `relaySse` and the chat rewriter, and read as @hono/node-server reads a body. It prints µs a

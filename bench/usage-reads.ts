@@ -1,5 +1,5 @@
 /**
- * How long a usage read waits under load (docs/benchmark.md, ninth round):
+ * How long a usage read waits under load (docs/benchmark-history.md, ninth round):
  * an organization with a key whose limits are far above the load, 16 clients
  * sending chat completions to `sim-chat` without a pause, and ten
  * `GET /v1/usage/summary` 300 ms apart in the meantime. A read waits for the
