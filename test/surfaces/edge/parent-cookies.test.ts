@@ -87,7 +87,7 @@ describe.skipIf(!ready)("a stack's cookies for a parent domain, in Chromium", ()
     await page.getByLabel('Email').fill(victim.email);
     await page.getByLabel('Password').fill(victim.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/portal/keys');
+    await page.waitForURL('**/portal/overview');
     expect(await signedInName()).toBe(victim.name);
     await page.screenshot({ path: path.join(SHOTS, 'parent-cookie-before.png') });
 
