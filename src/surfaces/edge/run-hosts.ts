@@ -27,6 +27,8 @@ export function runHostsProxy(publicHosts: PublicHosts): MiddlewareHandler {
     for (const [name, value] of c.req.raw.headers) if (!HOP_BY_HOP.has(name)) headers.set(name, value);
     headers.set('x-forwarded-host', c.req.header('host')!);
     headers.set('x-forwarded-proto', 'https');
+    // fetch decodes the answer below, and Node 20's cannot decode zstd, which browsers offer: ask only what it decodes.
+    if (headers.has('accept-encoding')) headers.set('accept-encoding', 'gzip, deflate, br');
     try {
       const answer = await fetch(`http://${target}${incoming.pathname}${incoming.search}`, {
         method: c.req.method,

@@ -28,6 +28,7 @@ describe.skipIf(!ready)("a stack's cookies for a parent domain, in Chromium", ()
   let page: Page;
   let port: string;
   let profile: string;
+  const nodeSaw: Array<string | undefined> = [];
   const victim = { name: 'Vera Victim', email: 'vera@corp.example', password: 'vera-password-123' };
 
   beforeAll(async () => {
@@ -41,7 +42,8 @@ describe.skipIf(!ready)("a stack's cookies for a parent domain, in Chromium", ()
     const attackerSession = (await signIn(gateway, users[0]!.email, users[0]!.password)).cookie!.split('=')[1]!;
 
     // The attacker's node: a cookie for the whole parent domain, on a longer path so the browser sends it first.
-    node = http.createServer((_req, res) => {
+    node = http.createServer((req, res) => {
+      nodeSaw.push(req.headers['accept-encoding']);
       res.setHeader('set-cookie', [`tollgate_session=${attackerSession}; Domain=corp.test; Path=/portal; HttpOnly`, 'theme=dark; domain=.CORP.test']);
       res.setHeader('content-type', 'text/html; charset=utf-8');
       res.end('<!doctype html><title>web</title><p>a stack</p>');
@@ -130,5 +132,18 @@ describe.skipIf(!ready)("a stack's cookies for a parent domain, in Chromium", ()
       expect(answer.status, domain).toBe(409);
       expect(answer.body.error.message).toBe(`The public domain ${domain} is taken; choose another.`);
     }
+  });
+
+  it('asks the node only for encodings it can decode (a browser offers zstd, which Node 20 cannot)', async () => {
+    nodeSaw.length = 0;
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const request = http.get({ host: '127.0.0.1', port, path: '/', headers: { host: `web.apps.corp.test:${port}`, 'accept-encoding': 'gzip, deflate, br, zstd' } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode));
+      });
+      request.on('error', reject);
+    });
+    expect(status).toBe(200);
+    expect(nodeSaw).toEqual(['gzip, deflate, br']);
   });
 });
