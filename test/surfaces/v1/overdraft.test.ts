@@ -83,7 +83,7 @@ describe.each(stores)('wallet holds and the overdraft bound (%s)', (store) => {
   it('gives holds back after engine errors, validation errors and limit refusals', async () => {
     const tenant = await gateway.tenant({ credit: '1.00', key: { requestsPerMinute: 3 } });
     expect((await post(tenant.secret, { sim_fail: '500' })).status).toBe(502);
-    expect((await post(tenant.secret, { max_tokens: 100000 })).status).toBe(400);
+    expect((await post(tenant.secret, { max_tokens: 1_000_000 })).status).toBe(400);
     expect((await post(tenant.secret)).status).toBe(200);
     expect((await post(tenant.secret)).status).toBe(429);
     const wallet = await walletOf(tenant.orgId);
