@@ -132,16 +132,7 @@ function CurrencyForm({ view }: { view: CostsView }) {
       <input type="hidden" name="_csrf" value={view.viewer.csrf} />
       <div>
         <label for="currency">Billing currency</label>
-        <select id="currency" name="currency">
-          <option value="" selected={view.billingCurrency === null}>
-            None: each rate card's own currency
-          </option>
-          {view.currencies.map((currency) => (
-            <option value={currency.code} selected={currency.code === view.billingCurrency}>
-              {`${currency.code} · ${currency.name}`}
-            </option>
-          ))}
-        </select>
+        <BillingCurrencySelect billingCurrency={view.billingCurrency} currencies={view.currencies} />
       </div>
       <div>
         <button type="submit">Set billing currency</button>
@@ -224,5 +215,21 @@ function LineRow({ item }: { item: CostLineItem }) {
       </td>
       <td>{item.rate_card ? `${item.rate_card.node_hour_price} ${item.rate_card.currency} / node-h + ${item.rate_card.gpu_hour_price} / GPU-h` : 'none'}</td>
     </tr>
+  );
+}
+
+/** The billing-currency choice (`name="currency"`): the costs page's own and the operator's organization page share it. */
+export function BillingCurrencySelect({ billingCurrency, currencies }: { billingCurrency: string | null; currencies: readonly CurrencyInfo[] }) {
+  return (
+    <select id="currency" name="currency">
+      <option value="" selected={billingCurrency === null}>
+        None: each rate card's own currency
+      </option>
+      {currencies.map((currency) => (
+        <option value={currency.code} selected={currency.code === billingCurrency}>
+          {`${currency.code} · ${currency.name}`}
+        </option>
+      ))}
+    </select>
   );
 }

@@ -3,6 +3,7 @@ import type { LedgerEntry } from '../../gateway/billing/wallet.js';
 import type { CurrencyInfo } from '../../platform/costs/currencies.js';
 import { Notice, Page } from './layout.js';
 import type { Viewer } from './layout.js';
+import { BillingCurrencySelect } from './costs-pages.js';
 import { LedgerTable } from './wallet-pages.js';
 import { OperatorNav } from './operator-engines-pages.js';
 
@@ -112,16 +113,7 @@ export function OperatorOrgPage(view: OperatorOrgView) {
         <input type="hidden" name="_csrf" value={view.viewer.csrf} />
         <div>
           <label for="currency">Hardware costs are shown in</label>
-          <select id="currency" name="currency">
-            <option value="" selected={view.billingCurrency === null}>
-              None: each rate card's own currency
-            </option>
-            {view.currencies.map((c) => (
-              <option value={c.code} selected={c.code === view.billingCurrency}>
-                {`${c.code} · ${c.name}`}
-              </option>
-            ))}
-          </select>
+          <BillingCurrencySelect billingCurrency={view.billingCurrency} currencies={view.currencies} />
         </div>
         <div>
           <button type="submit">Set billing currency</button>
