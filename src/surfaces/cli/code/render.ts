@@ -1,4 +1,5 @@
 import { structuredPatch } from 'diff';
+import { printable } from '../output.js';
 
 /**
  * What the terminal shows. The model's text is untrusted for a terminal (an
@@ -11,9 +12,9 @@ import { structuredPatch } from 'diff';
  * out.write(paint.dim(clean(reasoningDelta)));
  */
 export function clean(text: string): string {
-  // The controls are the point: C0 (but tab and newline), DEL, C1, and the bidirectional overrides.
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, '');
+  // The CLI's one rule for untrusted text (whole escape sequences, C0 but tab and newline, DEL, C1), and the
+  // bidirectional overrides, which could make a shown diff read other than it applies.
+  return printable(text).replace(/[\u202a-\u202e\u2066-\u2069]/g, '');
 }
 
 export interface Paint {
