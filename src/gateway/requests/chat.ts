@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import { createChatChunkRewriter } from '../proxy/chat-stream.js';
-import { relaySse } from '../proxy/sse.js';
+import { type ChatStreamState, createChatChunkRewriter } from '../proxy/chat-stream.js';
+import { type RelayOutcome, relaySse } from '../proxy/sse.js';
 import type { EngineResponse } from '../proxy/upstream.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../proxy/usage.js';
 import { headersWithFirstChunk } from '../../shared/http/request.js';
@@ -46,10 +46,33 @@ export function openAiUpstreamBody(call: BilledCall, servedModelName: string): R
  * free. (vLLM's running count is one choice's; the chunks count every
  * choice's, so the larger of the two is taken.)
  */
-export function streamedUsage(state: { usage: { promptTokens: number; completionTokens: number } | null; usageFinal: boolean; tokenChunks: number }, promptEstimate: () => number) {
+function streamedUsage(state: { usage: { promptTokens: number; completionTokens: number } | null; usageFinal: boolean; tokenChunks: number }, promptEstimate: () => number) {
   return state.usage
     ? { promptTokens: state.usage.promptTokens, completionTokens: Math.max(state.usage.completionTokens, state.usageFinal ? 0 : state.tokenChunks) }
     : { promptTokens: promptEstimate(), completionTokens: state.tokenChunks };
+}
+
+/** How a relayed stream ended, for its charge. */
+export interface EndedStream {
+  state: ChatStreamState;
+  outcome: RelayOutcome;
+  promptEstimate: () => number;
+  /** The events as the client got them, kept with the usage record or the cache; null when neither keeps them. */
+  kept: string[] | null;
+}
+
+/** Settles a relayed stream, whatever its protocol: billed from `streamedUsage`, its status from how it ended. */
+export function settleStream(deps: BilledDeps, call: BilledCall, ended: EndedStream): Promise<void> {
+  const { state, outcome } = ended;
+  const usage = streamedUsage(state, ended.promptEstimate);
+  return settle(deps, call, {
+    usage,
+    usageSource: state.usage ? 'upstream' : 'estimated',
+    status: outcome === 'done' && !state.failed ? 200 : outcome === 'client_closed' ? 499 : 502,
+    streamed: true,
+    firstTokenAt: state.firstTokenAt,
+    answer: ended.kept ? { kind: 'sse', events: ended.kept, ...usage } : undefined,
+  });
 }
 
 /** What differs between the OpenAI-style streams (chat and completions chunks) that `relayChunks` relays. */
@@ -82,16 +105,7 @@ export function relayChunks(c: Context<GatewayEnv>, services: BilledDeps, call: 
     abortUpstream: options.abort,
     onEnd: async (outcome) => {
       options.release();
-      const { state } = rewriter;
-      const usage = streamedUsage(state, kind.promptEstimate);
-      await settle(services, call, {
-        usage,
-        usageSource: state.usage ? 'upstream' : 'estimated',
-        status: outcome === 'done' && !state.failed ? 200 : outcome === 'client_closed' ? 499 : 502,
-        streamed: true,
-        firstTokenAt: state.firstTokenAt,
-        answer: delivered ? { kind: 'sse', events: delivered, ...usage } : undefined,
-      });
+      await settleStream(services, call, { state: rewriter.state, outcome, promptEstimate: kind.promptEstimate, kept: delivered });
     },
   });
   // Under load the headers wait for the first chunk, one socket write fewer; alone, they leave at once, so the

@@ -3,9 +3,9 @@ import type { GatewayEnv } from '../../../shared/http/context.js';
 import { relaySse } from '../../proxy/sse.js';
 import type { EngineResponse } from '../../proxy/upstream.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../../proxy/usage.js';
-import { type BilledCall, keepsAnswer, settle } from '../billed-call.js';
+import { type BilledCall, keepsAnswer } from '../billed-call.js';
 import { SSE_HEADERS } from '../cached-answer.js';
-import { streamedUsage } from '../chat.js';
+import { settleStream } from '../chat.js';
 import type { BilledDeps, BilledEndpoint, StreamControls } from '../endpoint.js';
 import { invalid } from '../validate.js';
 import { messageOf } from './answer.js';
@@ -72,17 +72,9 @@ function relayMessages(c: Context<GatewayEnv>, services: BilledDeps, call: Bille
     events: { finish: () => (writer.state.failed ? messagesStreamFailure() : writer.finish()), failure: messagesStreamFailure },
     onEnd: async (outcome) => {
       controls.release();
-      const { state } = writer;
-      const usage = streamedUsage(state, () => estimatePromptTokens(chatOf(call.body).messages));
-      await settle(services, call, {
-        usage,
-        usageSource: state.usage ? 'upstream' : 'estimated',
-        status: outcome === 'done' && !state.failed ? 200 : outcome === 'client_closed' ? 499 : 502,
-        streamed: true,
-        firstTokenAt: state.firstTokenAt,
-        // Cached events replay as `data:` lines, which Anthropic's clients do not read: a Messages stream is kept, never cached.
-        answer: delivered && !call.caller.responseCache ? { kind: 'sse', events: delivered, ...usage } : undefined,
-      });
+      // Cached events replay as `data:` lines, which Anthropic's clients do not read: a Messages stream is kept, never cached.
+      const kept = delivered && !call.caller.responseCache ? delivered : null;
+      await settleStream(services, call, { state: writer.state, outcome, promptEstimate: () => estimatePromptTokens(chatOf(call.body).messages), kept });
     },
   });
   return c.body(relayed, 200, SSE_HEADERS);
