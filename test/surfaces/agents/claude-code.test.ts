@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
 import { skippedWithout } from '../../helpers/skips.js';
 import { until } from '../../helpers/wait.js';
-import { agentMissing } from './agent-cli.js';
+import { agentMissing } from '../../helpers/agents.js';
 
 /**
  * Claude Code, installed as its users install it (`npm install -g @anthropic-ai/claude-code`; CI pins

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { requireServices } from '../../helpers/services.js';
+import { requireServices } from './services.js';
 
 /**
  * Why an agent's command cannot be run here, or null when it can: its `--version` answers. Missing
