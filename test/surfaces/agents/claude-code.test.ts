@@ -117,12 +117,15 @@ function scriptFor(file: string): string {
 
 /**
  * docs/agents.md's settings, and nothing of this process's environment but PATH: no key of the
- * machine's own reaches Claude Code, its HOME is the test's, and it calls nothing but the gateway.
+ * machine's own reaches Claude Code, its HOME and temporary folder are the test's, and it calls nothing
+ * but the gateway.
  */
 function claudeEnv(url: string, key: string, home: string): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
     HOME: home,
+    // Its temporary folder (`claude-<uid>`) too, so that the test's removal takes it.
+    TMPDIR: home,
     ANTHROPIC_BASE_URL: url,
     ANTHROPIC_AUTH_TOKEN: key,
     ANTHROPIC_MODEL: 'sim-chat',
