@@ -125,7 +125,8 @@ export class DatabaseResponseStore implements ResponseStore {
     let start = 0;
     if (page.after !== undefined) {
       const at = items.findIndex((item) => item.id === page.after);
-      if (at < 0) throw new GatewayError('invalid_request', `No input item \`${page.after}\` in this response.`, { details: [{ field: 'after', message: 'not an input item of this response' }] });
+      if (at < 0)
+        throw new GatewayError('invalid_request', `after: no input item \`${page.after}\` in this response.`, { details: [{ field: 'after', message: 'not an input item of this response' }] });
       start = at + 1;
     }
     const data = items.slice(start, start + page.limit);
