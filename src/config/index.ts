@@ -100,6 +100,7 @@ function responsesConfig(s: Settings): Config['responses'] {
   return {
     retentionDays: s.TOLLGATE_RESPONSES_RETENTION_DAYS,
     maxBytes: s.TOLLGATE_RESPONSES_MAX_BYTES,
+    orgMaxBytes: s.TOLLGATE_RESPONSES_ORG_MAX_BYTES,
     chainMaxTurns: s.TOLLGATE_RESPONSES_CHAIN_MAX_TURNS,
     chainMaxBytes: s.TOLLGATE_RESPONSES_CHAIN_MAX_BYTES,
   };
