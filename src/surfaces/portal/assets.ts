@@ -85,6 +85,8 @@ details.org > summary { cursor: pointer; padding: .25rem 0; }
 details.org[open] > summary { margin-bottom: .75rem; }
 h2.first, h3.first { margin-top: 0; }
 .table-wrap + form.panel, .table-wrap + p + form.panel { margin-top: 1rem; }
+.engine-actions { margin-top: .75rem; }
+.engine-actions > form.filters { margin-bottom: 0; }
 input[type=date], input[type=month] { padding: .4rem .5rem; font: inherit; border: 1px solid #9aa3b2; border-radius: 4px; }
 .filters { align-items: flex-end; margin-bottom: .5rem; }
 .filters label { margin-top: 0; }
