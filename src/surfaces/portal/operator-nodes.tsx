@@ -78,6 +78,15 @@ export function operatorNodesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     });
   });
 
+  maintenanceRoutes(nodes, deps);
+  return nodes;
+}
+
+/** A node's upkeep (`nodes update`, `nodes release`): its SSH access changed, and a node left releasing freed. */
+function maintenanceRoutes(nodes: Hono<GatewayEnv>, deps: PortalDeps): void {
+  const { services } = deps;
+  const { operator, render, attempt, log } = nodePageTools(deps);
+
   nodes.post('/access', async (c) => {
     const actor = await operator(c);
     const { text, ssh } = await readForm(c, deps, actor);
@@ -103,7 +112,6 @@ export function operatorNodesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
       return 'released';
     });
   });
-  return nodes;
 }
 
 /** What every handler of the nodes page uses: the operator check, the page, a change whose refusal shows on the form, the log line. */

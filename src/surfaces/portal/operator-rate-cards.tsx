@@ -34,15 +34,8 @@ export function operatorRateCardsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const cards = new Hono<GatewayEnv>();
   const { services } = deps;
   const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
-  const render = async (c: PortalContext, actor: SignedInActor, extra: Extra = {}) => {
-    const query = rateCardsQuery.safeParse(c.req.query());
-    const profile = query.success && query.data.profile ? query.data.profile : undefined;
-    const [rows, profiles] = await Promise.all([services.costs.rateCards.list(profile), services.clusters.listProfiles()]);
-    const names = profiles.map((p) => p.name);
-    const page = <OperatorRateCardsPage viewer={deps.viewerOf(actor)} cards={rows} profiles={names} profile={profile} notice={extra.notice} error={extra.error} form={extra.form ?? {}} />;
-    return c.html(page, (extra.status ?? 200) as 200);
-  };
-  const refused = async (c: PortalContext, actor: SignedInActor, form: Record<string, string>, error: unknown) => {
+  const render = (c: PortalContext, actor: SignedInActor, extra: Extra = {}) => renderCards(c, deps, actor, extra);
+  const refused = (c: PortalContext, actor: SignedInActor, form: Record<string, string>, error: unknown) => {
     if (error instanceof GatewayError) return render(c, actor, { error: error.message, form, status: error.status });
     throw error;
   };
@@ -51,19 +44,7 @@ export function operatorRateCardsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   cards.post('/', async (c) => {
     const actor = await operator(c);
-    const body = await c.req.parseBody();
-    deps.checkToken(actor, body._csrf);
-    const text = (name: string) => (typeof body[name] === 'string' ? body[name].trim() : '');
-    const form = {
-      profile: text('profile'),
-      currency: text('currency').toUpperCase(),
-      node_hour_price: text('node_hour_price'),
-      gpu_hour_price: text('gpu_hour_price'),
-      from: text('from'),
-      to: text('to'),
-    };
-    const { from, to, ...prices } = form;
-    const parsed = createRateCardBody.safeParse({ ...prices, effective_from: from, ...(to === '' ? {} : { effective_to: to }) });
+    const { form, parsed } = await readCardForm(c, deps, actor);
     if (!parsed.success) return render(c, actor, { error: problems(parsed.error), form, status: 400 });
     const card = parsed.data;
     try {
@@ -96,4 +77,33 @@ export function operatorRateCardsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     return c.redirect('/portal/operator/rate-cards?done=deleted', 303);
   });
   return cards;
+}
+
+/** The rate cards page: the cards (all, or the `?profile=` one's), the profiles, and what a change said. */
+async function renderCards(c: PortalContext, deps: PortalDeps, actor: SignedInActor, extra: Extra) {
+  const { services } = deps;
+  const query = rateCardsQuery.safeParse(c.req.query());
+  const profile = query.success && query.data.profile ? query.data.profile : undefined;
+  const [rows, profiles] = await Promise.all([services.costs.rateCards.list(profile), services.clusters.listProfiles()]);
+  const names = profiles.map((p) => p.name);
+  const page = <OperatorRateCardsPage viewer={deps.viewerOf(actor)} cards={rows} profiles={names} profile={profile} notice={extra.notice} error={extra.error} form={extra.form ?? {}} />;
+  return c.html(page, (extra.status ?? 200) as 200);
+}
+
+/** The add form's fields as text (the currency upper-cased), its token checked, and parsed as `POST /admin/v1/rate-cards` parses its body. */
+async function readCardForm(c: PortalContext, deps: PortalDeps, actor: SignedInActor) {
+  const body = await c.req.parseBody();
+  deps.checkToken(actor, body._csrf);
+  const text = (name: string) => (typeof body[name] === 'string' ? body[name].trim() : '');
+  const form = {
+    profile: text('profile'),
+    currency: text('currency').toUpperCase(),
+    node_hour_price: text('node_hour_price'),
+    gpu_hour_price: text('gpu_hour_price'),
+    from: text('from'),
+    to: text('to'),
+  };
+  const { from, to, ...prices } = form;
+  const parsed = createRateCardBody.safeParse({ ...prices, effective_from: from, ...(to === '' ? {} : { effective_to: to }) });
+  return { form, parsed };
 }
