@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeEngineContainers } from '../../../src/gateway/engines/docker/engine.js';
 import type { EngineStatus } from '../../../src/gateway/engines/types.js';
 import { buildSimulatorImage, dockerAvailable, SIM_IMAGE_NODE, SIM_IMAGE_SCRIPT } from '../../helpers/docker.js';
+import { createLogger } from '../../../src/shared/http/log.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { freePort } from '../../helpers/processes.js';
 import { until } from '../../helpers/wait.js';
@@ -29,6 +30,9 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
   let axeSource: string;
   let operator: Page;
   let dir: string;
+  /** What the gateway logs: each change made here is logged with who made it. */
+  const lines: string[] = [];
+  const logged = (message: string) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.message === message);
   const ops = { email: 'engines-operator@example.com', password: 'engines-operator-password' };
   const owner = { email: 'engines-owner@example.com', password: 'engines-owner-password' };
   const member = { email: 'engines-member@example.com', password: 'engines-member-password' };
@@ -52,7 +56,7 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
     const simulator = { kind: 'simulator', model: 'sim-embed', task: 'embedding', max_model_len: 512 };
     await writeFile(enginesFile, JSON.stringify({ engines: [{ ...docker, startup_timeout_s: 60 }, simulator] }));
     const env = { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_ENGINES_FILE: enginesFile, TOLLGATE_ENGINE_POLL_MS: '250', TOLLGATE_DEPLOYMENT: DEPLOYMENT };
-    gateway = await startTestGateway('pglite', env);
+    gateway = await startTestGateway('pglite', env, { log: createLogger('info', (line) => lines.push(line)) });
     const { services } = gateway;
     const opsOrg = await services.orgs.create('Operators');
     await services.users.create({ orgId: opsOrg.id, name: 'Eli Operator', email: ops.email, password: ops.password, role: 'owner', platformAdmin: true });
@@ -91,6 +95,11 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
       expect(await section.locator('p').first().textContent()).toContain(`${count} of ${count}`);
       if (count === 2) await lookAt(operator, 'operator-engines-scaled', axeSource);
     }
+    const operatorId = (await gateway.services.users.findByEmail(ops.email))!.id;
+    expect(logged('operator scaled an engine in the portal').map((entry) => [entry.model, entry.replicas, entry.by])).toEqual([
+      [MODEL, 2, operatorId],
+      [MODEL, 1, operatorId],
+    ]);
   }, 150_000);
 
   it('restarts the Docker engine at each width: every replica replaced, one at a time', async () => {
@@ -105,6 +114,7 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
       await operator.reload();
       expect(await replicaRows().first().textContent()).toContain('ready');
     }
+    expect(logged('operator restarted an engine in the portal')).toHaveLength(2);
   }, 150_000);
 
   it('refuses what the API refuses, on the page: a count out of range, an engine the operator runs, no such engine', async () => {

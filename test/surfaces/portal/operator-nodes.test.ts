@@ -5,6 +5,7 @@ import { eq } from 'drizzle-orm';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodes } from '../../../src/shared/db/schema.js';
+import { createLogger } from '../../../src/shared/http/log.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { operatorCall } from '../../platform/runs/harness.js';
 import { chromiumAvailable, chromiumPath, lookAt, SHOTS, signedInPage, textOf } from './browser.js';
@@ -25,6 +26,9 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
   let axeSource: string;
   let operator: Page;
   let tenantOrg: string;
+  /** What the gateway logs: each change made here is logged with who made it. */
+  const lines: string[] = [];
+  const logged = (message: string) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.message === message);
   const ops = { email: 'nodes-operator@example.com', password: 'nodes-operator-password' };
   const owner = { email: 'nodes-owner@example.com', password: 'nodes-owner-password' };
   const member = { email: 'nodes-member@example.com', password: 'nodes-member-password' };
@@ -32,7 +36,8 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
 
   beforeAll(async () => {
     // A key to seal node credentials with, so an access change gets as far as the service's own checks.
-    gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_NODE_CREDENTIALS_KEY: randomBytes(32).toString('base64') });
+    const env = { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_NODE_CREDENTIALS_KEY: randomBytes(32).toString('base64') };
+    gateway = await startTestGateway('pglite', env, { log: createLogger('info', (line) => lines.push(line)) });
     const { services } = gateway;
     const opsOrg = await services.orgs.create('Operators');
     await services.users.create({ orgId: opsOrg.id, name: 'Nia Operator', email: ops.email, password: ops.password, role: 'owner', platformAdmin: true });
@@ -145,6 +150,16 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
       expect((await admin('/nodes')).data.find((n) => n.id === node!.id)?.state, `${width}`).toBe('free');
     }
     expect((await admin('/nodes')).data.find((n) => n.id === node!.id)?.state).toBe('free');
+    const operatorId = (await gateway.services.users.findByEmail(ops.email))!.id;
+    expect(logged('operator added a profile in the portal').map((entry) => [entry.profile, entry.by])).toEqual([
+      ['l4x1280', operatorId],
+      ['l4x360', operatorId],
+    ]);
+    expect(logged('operator added a node in the portal').map((entry) => entry.address)).toEqual(['gpu-1280.internal', 'gpu-360.internal']);
+    expect(logged('operator released a node in the portal').map((entry) => [entry.nodeId, entry.force, entry.by])).toEqual([
+      [node!.id, true, operatorId],
+      [node!.id, false, operatorId],
+    ]);
     // A node that is not releasing cannot be released: the service's reason, on the page.
     const csrf = await operator.locator('input[name=_csrf]').first().inputValue();
     const posted = await operator.request.post(`${gateway.url}/portal/operator/nodes/release`, { form: { _csrf: csrf, node: node!.id }, headers: { origin: gateway.url } });

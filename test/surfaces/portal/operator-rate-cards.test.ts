@@ -2,6 +2,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/shared/http/log.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { operatorCall } from '../../platform/runs/harness.js';
 import { chromiumAvailable, chromiumPath, lookAt, SHOTS, signedInPage, textOf } from './browser.js';
@@ -27,16 +28,20 @@ describe.skipIf(!ready)("the operator's rate cards page in Chromium", () => {
   let browser: Browser;
   let axeSource: string;
   let operator: Page;
+  let operatorId: string;
+  /** What the gateway logs: each change made here is logged with who made it. */
+  const lines: string[] = [];
+  const logged = (message: string) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.message === message);
   const ops = { email: 'cards-operator@example.com', password: 'cards-operator-password' };
   const owner = { email: 'cards-owner@example.com', password: 'cards-owner-password' };
   const member = { email: 'cards-member@example.com', password: 'cards-member-password' };
   const listed = async (query = '') => ((await operatorCall(gateway, 'GET', `/rate-cards${query}`)).body as { data: Card[] }).data;
 
   beforeAll(async () => {
-    gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' });
+    gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' }, { log: createLogger('info', (line) => lines.push(line)) });
     const { services } = gateway;
     const opsOrg = await services.orgs.create('Operators');
-    await services.users.create({ orgId: opsOrg.id, name: 'Rae Operator', email: ops.email, password: ops.password, role: 'owner', platformAdmin: true });
+    operatorId = (await services.users.create({ orgId: opsOrg.id, name: 'Rae Operator', email: ops.email, password: ops.password, role: 'owner', platformAdmin: true })).id;
     const tenant = await services.orgs.create('Tenant Org');
     await services.users.create({ orgId: tenant.id, name: 'Ola Owner', email: owner.email, password: owner.password, role: 'owner' });
     await services.users.create({ orgId: tenant.id, name: 'Meg Member', email: member.email, password: member.password, role: 'member' });
@@ -123,6 +128,12 @@ describe.skipIf(!ready)("the operator's rate cards page in Chromium", () => {
       expect((await listed()).map((c) => c.id)).not.toContain(first!.id);
     }
     expect((await listed()).map((c) => c.profile)).toEqual(['cpu']);
+    expect(logged('operator added a rate card in the portal').map((entry) => [entry.profile, entry.by])).toEqual([
+      ['a100x8', operatorId],
+      ['a100x8', operatorId],
+      ['cpu', operatorId],
+    ]);
+    expect(logged('operator deleted a rate card in the portal').map((entry) => entry.by)).toEqual([operatorId, operatorId]);
     // A card that is gone: the service's 404, on the page.
     const csrf = await operator.locator('input[name=_csrf]').first().inputValue();
     const posted = await operator.request.post(`${gateway.url}/portal/operator/rate-cards/delete`, { form: { _csrf: csrf, id: 'rate_gone' }, headers: { origin: gateway.url } });
