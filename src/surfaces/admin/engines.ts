@@ -16,12 +16,7 @@ import * as view from './views.js';
 export function enginesRoutes(services: Services): Hono<GatewayEnv> {
   const engines = new Hono<GatewayEnv>();
   engines.get('/', (c) => c.json(view.listOf(services.fleet.status().map(view.engineView))));
-  const managedEngine = (model: string) => {
-    const engine = services.fleet.engines().find((e) => e.modelId === model);
-    if (!engine) throw new GatewayError('not_found', `No engine serves model ${model}.`, { status: 404 });
-    if (!engine.scale || !engine.restart) throw new GatewayError('conflict', `The ${engine.kind} engine of ${model} is not run by the gateway; only Docker engines scale and restart.`);
-    return engine as Required<Pick<typeof engine, 'scale' | 'restart' | 'status'>>;
-  };
+  const managedEngine = (model: string) => managedEngineOf(services, model);
   engines.post('/:model{.+}/scale', async (c) => {
     const engine = managedEngine(c.req.param('model'));
     const { replicas } = await readBody(c, body.scaleEngineBody);
@@ -35,4 +30,20 @@ export function enginesRoutes(services: Services): Hono<GatewayEnv> {
   });
 
   return engines;
+}
+
+/**
+ * The engine of `model` that the gateway runs and so can scale and restart
+ * (Docker engines): 404 when no engine serves it, 409 when the operator runs
+ * it. The operator API and the portal's operator engines page both act
+ * through it.
+ *
+ * @example
+ * await managedEngineOf(services, 'qwen-7b').scale(2);
+ */
+export function managedEngineOf(services: Pick<Services, 'fleet'>, model: string) {
+  const engine = services.fleet.engines().find((e) => e.modelId === model);
+  if (!engine) throw new GatewayError('not_found', `No engine serves model ${model}.`, { status: 404 });
+  if (!engine.scale || !engine.restart) throw new GatewayError('conflict', `The ${engine.kind} engine of ${model} is not run by the gateway; only Docker engines scale and restart.`);
+  return engine as Required<Pick<typeof engine, 'scale' | 'restart' | 'status'>>;
 }

@@ -83,12 +83,19 @@ form.actions > div { min-width: 10rem; }
 tr.flagged td { background: #fdf3f3; }
 details.org > summary { cursor: pointer; padding: .25rem 0; }
 details.org[open] > summary { margin-bottom: .75rem; }
-h2.first { margin-top: 0; }
+h2.first, h3.first { margin-top: 0; }
+.table-wrap + form.panel, .table-wrap + p + form.panel { margin-top: 1rem; }
+.engine-actions { margin-top: .75rem; }
+.engine-actions > form.filters { margin-bottom: 0; }
 input[type=date], input[type=month] { padding: .4rem .5rem; font: inherit; border: 1px solid #9aa3b2; border-radius: 4px; }
 .filters { align-items: flex-end; margin-bottom: .5rem; }
 .filters label { margin-top: 0; }
 .filters input, .filters select { height: 2.6rem; }
 .panel > p:first-of-type { margin-top: 0; }
+textarea { width: 100%; max-width: 40rem; padding: .45rem .5rem; font: .85rem ui-monospace, monospace; border: 1px solid #9aa3b2; border-radius: 4px; }
+fieldset { border: 1px solid var(--line); border-radius: 4px; margin: .75rem 0; padding: .25rem .75rem .75rem; min-width: 0; }
+legend { font-weight: 600; padding: 0 .25rem; }
+.grid > .wide { grid-column: 1 / -1; }
 ul.cards { list-style: none; padding: 0; margin: 0 0 1.5rem; display: grid; grid-template-columns: repeat(auto-fill, minmax(17rem, 1fr)); gap: 1rem; }
 .card { display: flex; gap: .75rem; align-items: flex-start; background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 1rem; min-width: 0; }
 .card > div { min-width: 0; }

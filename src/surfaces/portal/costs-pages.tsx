@@ -3,15 +3,13 @@ import type { CostLineItem, CostReport, OrgCosts, Totals } from '../../platform/
 import { EARLIEST_YEAR } from '../../platform/costs/window.js';
 import { Notice, Page } from './layout.js';
 import type { Viewer } from './layout.js';
+import { MONTH_WINDOWS, WindowForm, type WindowFields } from './window.js';
 
-/** The window a costs page shows, as its form names it. */
-export interface CostsPageWindow {
+/** The window a costs page shows, as its form (the portal's one `WindowForm`) names it. */
+export interface CostsPageWindow extends WindowFields {
   kind: 'month' | 'custom';
   /** `YYYY-MM` (for the month picker: the window's month, or the month it starts in). */
   month: string;
-  /** The first and the last day included, `YYYY-MM-DD` (UTC). */
-  fromDay: string;
-  toDay: string;
   /** The query string that selects this window again (for the CSV link and after a change). */
   query: string;
 }
@@ -50,34 +48,7 @@ export function CostsPage(view: CostsView) {
       </p>
       {view.error && <Notice kind="error">{view.error}</Notice>}
       {view.notice && <Notice kind="ok">{view.notice}</Notice>}
-      <form method="get" action="/portal/costs" class="panel actions">
-        <div>
-          <label for="window">Window</label>
-          <select id="window" name="window">
-            <option value="month" selected={window.kind === 'month'}>
-              A month
-            </option>
-            <option value="custom" selected={window.kind === 'custom'}>
-              From – to (below)
-            </option>
-          </select>
-        </div>
-        <div>
-          <label for="month">Month (UTC)</label>
-          <input id="month" name="month" type="month" min={`${EARLIEST_YEAR}-01`} value={window.month} />
-        </div>
-        <div>
-          <label for="from">From (UTC)</label>
-          <input id="from" name="from" type="date" min={`${EARLIEST_YEAR}-01-01`} value={window.fromDay} />
-        </div>
-        <div>
-          <label for="to">To, included (UTC)</label>
-          <input id="to" name="to" type="date" min={`${EARLIEST_YEAR}-01-01`} value={window.toDay} />
-        </div>
-        <div>
-          <button type="submit">Show</button>
-        </div>
-      </form>
+      <WindowForm action="/portal/costs" window={window} choices={MONTH_WINDOWS} earliestYear={EARLIEST_YEAR} />
       <section class="panel" aria-labelledby="totals">
         <h2 id="totals" class="first">
           {window.fromDay} to {window.toDay}

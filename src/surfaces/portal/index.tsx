@@ -19,6 +19,7 @@ import { operatorEnginesRoutes } from './operator-engines.js';
 import { operatorModelsRoutes } from './operator-models.js';
 import { operatorNodesRoutes } from './operator-nodes.js';
 import { operatorOrgsRoutes } from './operator-orgs.js';
+import { operatorRateCardsRoutes } from './operator-rate-cards.js';
 import { operatorRatesRoutes } from './operator-rates.js';
 import { overviewRoutes } from './overview.js';
 import { projectsRoutes } from './projects.js';
@@ -100,6 +101,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   portal.route('/operator/models', operatorModelsRoutes(deps));
   portal.route('/operator/engines', operatorEnginesRoutes(deps));
   portal.route('/operator/nodes', operatorNodesRoutes(deps));
+  portal.route('/operator/rate-cards', operatorRateCardsRoutes(deps));
   portal.route('/operator/rates', operatorRatesRoutes(deps));
   portal.route('/', costsRoutes(deps));
   // Last: any other address under /portal is the portal's own "Not found" page (through onError), not JSON.

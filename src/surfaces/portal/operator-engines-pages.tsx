@@ -1,30 +1,79 @@
+import type { Child } from 'hono/jsx';
 import type { EngineStatus } from '../../gateway/engines/types.js';
-import { Page } from './layout.js';
+import { Notice, Page } from './layout.js';
 import type { Viewer } from './layout.js';
 
 const SCROLLS = '(scrolls sideways on a narrow screen)';
 const share = (fraction: number | null | undefined) => (fraction === null || fraction === undefined ? '—' : `${Math.round(fraction * 100)}%`);
 
-/** Every engine with its replicas, as `/admin/v1/engines` has them. */
-export function OperatorEnginesPage({ viewer, engines }: { viewer: Viewer; engines: EngineStatus[] }) {
+interface EnginesView {
+  viewer: Viewer;
+  engines: EngineStatus[];
+  /** The models whose engine the gateway runs (Docker): these scale and restart here. */
+  managed: ReadonlySet<string>;
+  notice?: string;
+  error?: string;
+  /** The engine a refused form was for, and the count typed in it. */
+  form: { model?: string; replicas?: string };
+}
+
+/** Every engine with its replicas, as `/admin/v1/engines` has them, and the scale and restart forms of the engines the gateway runs. */
+export function OperatorEnginesPage({ viewer, engines, managed, notice, error, form }: EnginesView) {
   return (
     <Page title="Engines" user={viewer} current="operator">
       <OperatorNav here="engines" />
       <h1>Engines and replicas</h1>
+      {error && <Notice kind="error">{error}</Notice>}
+      {notice && <Notice kind="ok">{notice}</Notice>}
       <p class="muted">
         What serves each model, as <code>GET /admin/v1/engines</code> and <code>tollgate engines list</code> show it. Queue, KV cache and prefix hits are each replica's own report at its last metrics
-        scrape (Docker engines); a dash means it has none.
+        scrape (Docker engines); a dash means it has none. The gateway scales and restarts the Docker engines it runs, as <code>tollgate engines scale</code> and <code>restart</code> do; the
+        operator's own servers are scaled where they run.
       </p>
       {engines.length === 0 && <p class="muted">No engine is configured.</p>}
-      {engines.map((engine) => (
-        <EngineSection engine={engine} />
+      {engines.map((engine, index) => (
+        <EngineSection engine={engine}>
+          {managed.has(engine.model) ? (
+            <EngineActions engine={engine} index={index} csrf={viewer.csrf} replicas={form.model === engine.model ? form.replicas : undefined} />
+          ) : (
+            <p class="muted">Not run by the gateway: scale and restart it where it runs.</p>
+          )}
+        </EngineSection>
       ))}
     </Page>
   );
 }
 
+/** Scale a Docker engine to a replica count (0–64), or replace its replicas one at a time. */
+function EngineActions({ engine, index, csrf, replicas }: { engine: EngineStatus; index: number; csrf: string; replicas?: string }) {
+  return (
+    <div class="actions filters engine-actions">
+      <form method="post" action="/portal/operator/engines/scale" class="actions filters">
+        <input type="hidden" name="_csrf" value={csrf} />
+        <input type="hidden" name="model" value={engine.model} />
+        <div>
+          <label for={`replicas-${index}`}>Replicas of {engine.model}</label>
+          <input id={`replicas-${index}`} name="replicas" type="number" min={0} max={64} required value={replicas ?? String(engine.desiredReplicas)} />
+        </div>
+        <div>
+          <button type="submit" aria-label={`Scale ${engine.model}`}>
+            Scale
+          </button>
+        </div>
+      </form>
+      <form method="post" action="/portal/operator/engines/restart" data-confirm={`Restart every replica of ${engine.model}, one at a time?`}>
+        <input type="hidden" name="_csrf" value={csrf} />
+        <input type="hidden" name="model" value={engine.model} />
+        <button type="submit" class="secondary" aria-label={`Restart ${engine.model}`}>
+          Restart
+        </button>
+      </form>
+    </div>
+  );
+}
+
 /** One engine: its kind, replica counts and host, and a row per replica. */
-export function EngineSection({ engine }: { engine: EngineStatus }) {
+export function EngineSection({ engine, children }: { engine: EngineStatus; children?: Child }) {
   const ready = engine.replicas.filter((r) => r.state === 'ready').length;
   return (
     <section class="panel">
@@ -85,6 +134,7 @@ export function EngineSection({ engine }: { engine: EngineStatus }) {
         </table>
       </div>
       {engine.replicas.length === 0 && <p class="muted">No replica is running.</p>}
+      {children}
     </section>
   );
 }
@@ -94,6 +144,7 @@ const OPERATOR_PAGES = [
   { id: 'models', href: '/portal/operator/models', label: 'Models and prices' },
   { id: 'engines', href: '/portal/operator/engines', label: 'Engines' },
   { id: 'nodes', href: '/portal/operator/nodes', label: 'Nodes and profiles' },
+  { id: 'rate-cards', href: '/portal/operator/rate-cards', label: 'Rate cards' },
   { id: 'rates', href: '/portal/operator/rates', label: 'Conversion rates' },
 ] as const;
 

@@ -70,6 +70,7 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const parsed = currencyCode.nullable().safeParse(chosen === '' ? null : chosen);
     if (!parsed.success) return renderOrg(c, deps, actor, orgId, { error: 'Choose a currency from the list.', status: 400 });
     await services.costs.setBillingCurrency(orgId, parsed.data);
+    services.log.info("operator set an organization's billing currency in the portal", { requestId: c.get('requestId'), orgId, currency: parsed.data, by: actor.userId });
     return c.redirect(`/portal/operator/orgs/${encodeURIComponent(orgId)}?done=currency`, 303);
   });
   return orgs;

@@ -34,6 +34,7 @@ export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const rate = setConversionRateBody.safeParse({ rate: form.rate });
     if (!rate.success) return render(c, actor, { error: problems(rate.error), form, status: 400 });
     await costs.conversionRates.set({ base: key.data.base, quote: key.data.quote, effectiveOn: key.data.date, rate: rate.data.rate });
+    deps.services.log.info('operator set a conversion rate in the portal', { requestId: c.get('requestId'), ...key.data, by: actor.userId });
     return c.redirect('/portal/operator/rates?done=set', 303);
   });
 
@@ -42,6 +43,7 @@ export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const { form, key } = await readRateForm(c, deps, actor);
     if (!key.success) return render(c, actor, { error: problems(key.error), form, status: 400 });
     await costs.conversionRates.delete({ base: key.data.base, quote: key.data.quote, effectiveOn: key.data.date });
+    deps.services.log.info('operator removed a conversion rate in the portal', { requestId: c.get('requestId'), ...key.data, by: actor.userId });
     return c.redirect('/portal/operator/rates?done=removed', 303);
   });
   return rates;

@@ -52,6 +52,13 @@ export async function signedIn(services: Services, c: PortalContext, https: bool
 /** Every problem of a form, in one sentence per field. */
 export function problems(error: z.ZodError): string {
   return toDetails(error.issues)
-    .map((detail) => `${detail.field.replaceAll('_', ' ')}: ${detail.message}`)
+    .map((detail) => `${detail.field.replaceAll('_', ' ')}: ${formWords(detail.message)}`)
     .join(' ');
+}
+
+/** Zod's words for a JSON value of the wrong type, as they read on a form: a field left empty, or not a number. */
+function formWords(message: string): string {
+  if (/^Invalid input: expected \w+, received undefined$/.test(message)) return 'Required.';
+  if (message === 'Invalid input: expected number, received string') return 'Must be a whole number.';
+  return message;
 }

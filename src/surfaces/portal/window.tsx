@@ -43,36 +43,81 @@ export function dateOf(text: string | undefined): Date | null {
   return Number.isNaN(at.getTime()) || day(at) !== text ? null : at;
 }
 
+/** What the form shows: the window's kind, its first and last day, and its month on a page that picks months (costs). */
+export interface WindowFields {
+  kind: string;
+  /** `YYYY-MM-DD` (UTC), both included. */
+  fromDay: string;
+  toDay: string;
+  /** `YYYY-MM`: given, the form has a month picker. */
+  month?: string;
+}
+
+/** The windows a page offers, as the form's `window` choices. */
+export interface WindowChoice {
+  value: string;
+  label: string;
+}
+
+/** Usage and the overview: this month, last month, or custom days. */
+export const USAGE_WINDOWS: readonly WindowChoice[] = [
+  { value: 'this-month', label: 'This month' },
+  { value: 'last-month', label: 'Last month' },
+  { value: 'custom', label: 'From – to (below)' },
+];
+
+/** Costs: any month (its picker), or custom days. */
+export const MONTH_WINDOWS: readonly WindowChoice[] = [
+  { value: 'month', label: 'A month' },
+  { value: 'custom', label: 'From – to (below)' },
+];
+
+const fieldsOf = (window: UsageWindow | WindowFields): WindowFields =>
+  'from' in window ? { kind: window.kind, fromDay: day(window.from), toDay: day(new Date(window.to.getTime() - DAY_MS)) } : window;
+
+interface WindowFormProps {
+  action: string;
+  window: UsageWindow | WindowFields;
+  choices?: readonly WindowChoice[];
+  /** The first year the page reports on: the pickers start there. */
+  earliestYear?: number;
+  children?: Child;
+}
+
 /**
- * The one time-window form of the portal (usage, overview): this month, last
- * month, or from one UTC day to another; `children` adds a page's own fields
- * (the overview's chart selector).
+ * The one time-window form of the portal (usage, overview, costs): the
+ * page's windows (this month or last month; or any month, with a month
+ * picker), or from one UTC day to another; `children` adds a page's own
+ * fields (the overview's chart selector).
  */
-export function WindowForm({ action, window, children }: { action: string; window: UsageWindow; children?: Child }) {
-  const lastDay = new Date(window.to.getTime() - DAY_MS);
+export function WindowForm({ action, window, choices = USAGE_WINDOWS, earliestYear, children }: WindowFormProps) {
+  const fields = fieldsOf(window);
+  const minDay = earliestYear === undefined ? undefined : `${earliestYear}-01-01`;
   return (
     <form method="get" action={action} class="panel actions filters">
       <div>
         <label for="window">Window</label>
         <select id="window" name="window">
-          <option value="this-month" selected={window.kind === 'this-month'}>
-            This month
-          </option>
-          <option value="last-month" selected={window.kind === 'last-month'}>
-            Last month
-          </option>
-          <option value="custom" selected={window.kind === 'custom'}>
-            From – to (below)
-          </option>
+          {choices.map((choice) => (
+            <option value={choice.value} selected={fields.kind === choice.value}>
+              {choice.label}
+            </option>
+          ))}
         </select>
       </div>
+      {fields.month !== undefined && (
+        <div>
+          <label for="month">Month (UTC)</label>
+          <input id="month" name="month" type="month" min={minDay?.slice(0, 7)} value={fields.month} />
+        </div>
+      )}
       <div>
         <label for="from">From (UTC)</label>
-        <input id="from" name="from" type="date" value={day(window.from)} />
+        <input id="from" name="from" type="date" min={minDay} value={fields.fromDay} />
       </div>
       <div>
         <label for="to">To, included (UTC)</label>
-        <input id="to" name="to" type="date" value={day(lastDay)} />
+        <input id="to" name="to" type="date" min={minDay} value={fields.toDay} />
       </div>
       {children}
       <div>

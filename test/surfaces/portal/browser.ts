@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { requireServices } from '../../helpers/services.js';
 import { repoRoot } from '../../helpers/processes.js';
@@ -77,4 +77,27 @@ export function consoleErrors(page: Page): string[] {
     if (message.type() === 'error') errors.push(`${message.text()} ${message.location().url}`);
   });
   return errors;
+}
+
+/**
+ * A new browser context signed in to the portal as `who`, on the overview.
+ * The context bypasses CSP only so `lookAt` can add axe-core; the pages' own
+ * CSP is checked in security.test.ts.
+ *
+ * @example
+ * const page = await signedInPage(browser, gateway.url, { email, password });
+ */
+export async function signedInPage(browser: Browser, url: string, who: { email: string; password: string }): Promise<Page> {
+  const page = await (await browser.newContext({ bypassCSP: true })).newPage();
+  await page.goto(`${url}/portal/sign-in`);
+  await page.getByLabel('Email').fill(who.email);
+  await page.getByLabel('Password').fill(who.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL('**/portal/overview');
+  return page;
+}
+
+/** The text of the first element `selector` finds, its white space collapsed. */
+export async function textOf(page: Page, selector: string): Promise<string> {
+  return ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim();
 }
