@@ -32,20 +32,7 @@ export class ConfigError extends Error {
  * console.log(config.port); // 8080 unless PORT is set
  */
 export function loadConfig(env: Record<string, string | undefined>): Config {
-  // Empty strings count as unset, as they do for most tools reading the environment.
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
-  const parsed = settingsSchema.safeParse(present);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
-    throw new ConfigError(`Invalid settings:\n${lines.join('\n')}`);
-  }
-  const s = parsed.data;
-  if (s.DATABASE_URL && !s.TOLLGATE_ADMIN_TOKEN) {
-    // Each process would make a token of its own: the operator API and the portal's form protection would answer 401 from all but one.
-    throw new ConfigError(
-      'TOLLGATE_ADMIN_TOKEN is not set: with DATABASE_URL every gateway process must share one operator token. Set TOLLGATE_ADMIN_TOKEN to the same secret of at least 16 characters on each process (openssl rand -base64 32 makes one).',
-    );
-  }
+  const { settings: s, present } = readSettings(env);
   return Object.freeze({
     port: s.PORT,
     host: s.TOLLGATE_HOST,
@@ -104,6 +91,25 @@ function responsesConfig(s: Settings): Config['responses'] {
     chainMaxTurns: s.TOLLGATE_RESPONSES_CHAIN_MAX_TURNS,
     chainMaxBytes: s.TOLLGATE_RESPONSES_CHAIN_MAX_BYTES,
   };
+}
+
+/** The environment's settings, validated (each problem named), with what is set in it (an empty string is unset). */
+function readSettings(env: Record<string, string | undefined>): { settings: Settings; present: Record<string, string | undefined> } {
+  // Empty strings count as unset, as they do for most tools reading the environment.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = settingsSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid settings:\n${lines.join('\n')}`);
+  }
+  const s = parsed.data;
+  if (s.DATABASE_URL && !s.TOLLGATE_ADMIN_TOKEN) {
+    // Each process would make a token of its own: the operator API and the portal's form protection would answer 401 from all but one.
+    throw new ConfigError(
+      'TOLLGATE_ADMIN_TOKEN is not set: with DATABASE_URL every gateway process must share one operator token. Set TOLLGATE_ADMIN_TOKEN to the same secret of at least 16 characters on each process (openssl rand -base64 32 makes one).',
+    );
+  }
+  return { settings: s, present };
 }
 
 /** How Docker engines choose a replica, and how often they scrape replicas' metrics (TOLLGATE_ROUTING_*). */

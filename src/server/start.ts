@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
+import type { Redis } from 'ioredis';
 import { resolveAdminToken, type AdminToken } from './admin-token.js';
 import { createApp } from '../app.js';
 import type { Config } from '../config/index.js';
@@ -74,20 +75,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
     const fleet = await startFleet(definitions, { env: options.env ?? {}, config, log, db: store.db, lookup: options.lookup });
     closers.unshift(() => fleet.close());
-    const redis = config.redisUrl ? openRedis(config.redisUrl, log) : null;
-    if (redis) {
-      closers.unshift(() =>
-        redis.quit().then(
-          () => {},
-          () => redis.disconnect(),
-        ),
-      );
-      // Start even if Redis is down (limits answer 503 until it is back), but not before giving it a moment.
-      await redisReady(redis).catch((error: Error) => log.error('redis not reachable at start-up', { detail: error.message }));
-    }
-    if (config.dataDir !== 'memory://') await mkdir(config.dataDir, { recursive: true });
-    const journal = await ChargeJournal.open(config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'charges.journal'));
-    closers.unshift(() => journal.close());
+    const redis = await connectRedis(config, log, closers);
+    const journal = await openJournal(config, closers);
     // Only when configured: a gateway without tracing never loads the SDK.
     const tracingSettings = config.observability.tracing;
     const tracing = tracingSettings ? await startTracing(tracingSettings, { exporter: options.spanExporter }) : null;
@@ -122,6 +111,29 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     await runAll(closers);
     throw error;
   }
+}
+
+/** Redis when REDIS_URL is set (its quit among `closers`), given a moment to answer; else null (the memory gate). */
+async function connectRedis(config: Config, log: Logger, closers: Array<() => Promise<void>>): Promise<Redis | null> {
+  if (!config.redisUrl) return null;
+  const redis = openRedis(config.redisUrl, log);
+  closers.unshift(() =>
+    redis.quit().then(
+      () => {},
+      () => redis.disconnect(),
+    ),
+  );
+  // Start even if Redis is down (limits answer 503 until it is back), but not before giving it a moment.
+  await redisReady(redis).catch((error: Error) => log.error('redis not reachable at start-up', { detail: error.message }));
+  return redis;
+}
+
+/** The charge journal, in the data folder (made if missing; none on disk for `memory://`), its close among `closers`. */
+async function openJournal(config: Config, closers: Array<() => Promise<void>>): Promise<ChargeJournal> {
+  if (config.dataDir !== 'memory://') await mkdir(config.dataDir, { recursive: true });
+  const journal = await ChargeJournal.open(config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'charges.journal'));
+  closers.unshift(() => journal.close());
+  return journal;
 }
 
 /**

@@ -6,6 +6,7 @@ import { clusterNodeKeys, clusters, hardwareProfiles, nodeAllocations, nodes, or
 import { GatewayError } from '../../shared/http/errors.js';
 import { installRows } from './node-keys.js';
 import { type NewNodeAccess, verifiedAccess } from './node-access.js';
+import { assertNotNested, assertNotReserved } from './public-domains.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
 
 export type ProfileRow = typeof hardwareProfiles.$inferSelect;
@@ -86,7 +87,7 @@ export class ClusterService {
    */
   async create(input: { orgId: string; name: string; profile: string; nodeCount: number; publicDomain: string; createdBy: string | null }): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
     const publicDomain = input.publicDomain.toLowerCase();
-    this.assertNotReserved(publicDomain);
+    assertNotReserved(this.options.reservedHosts, publicDomain);
     await this.profile(input.profile);
     return this.db.transaction(async (tx) => {
       const [org] = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, input.orgId));
@@ -185,54 +186,11 @@ export class ClusterService {
     return this.db.select().from(nodeAllocations).where(eq(nodeAllocations.clusterId, clusterId)).orderBy(asc(nodeAllocations.id));
   }
 
-  /**
-   * A public domain may not be one of the gateway's own host names, nor above one (a stack's URL would take it), nor
-   * below one (a stack's answers could set cookies for the gateway's host, and its pages would pass for the gateway's).
-   */
-  private assertNotReserved(domain: string): void {
-    const reserved = this.options.reservedHosts.find((host) => nested(host, domain));
-    if (reserved) {
-      throw new GatewayError('conflict', `The public domain ${domain} is taken; choose another.`, {
-        details: [{ field: 'public_domain', message: `It would reach the gateway's own host ${reserved}.` }],
-      });
-    }
-  }
-
   private async profile(name: string): Promise<ProfileRow> {
     const [row] = await this.db.select().from(hardwareProfiles).where(eq(hardwareProfiles.name, name));
     if (!row) throw new GatewayError('invalid_request', `There is no hardware profile ${name}.`, { details: [{ field: 'profile', message: `Unknown profile ${name}.` }] });
     return row;
   }
-}
-
-/** Whether one DNS name is the other, or under it. */
-function nested(a: string, b: string): boolean {
-  return a === b || a.endsWith(`.${b}`) || b.endsWith(`.${a}`);
-}
-
-/**
- * Refuses a public domain that is another live cluster's, or above or below one: a stack under the one could set
- * cookies for the other's hosts (or serve a name the other's owner chose). The transaction waits for any other
- * cluster being created (a lock held to its end), so two nested domains created at once cannot both pass; the
- * unique index still catches an exact clash.
- */
-async function assertNotNested(tx: Pick<Database, 'execute' | 'select'>, domain: string): Promise<void> {
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext('tollgate:clusters:public_domain'))`);
-  const [clash] = await tx
-    .select({ id: clusters.id })
-    .from(clusters)
-    .where(
-      and(
-        eq(clusters.state, 'running'),
-        sql`(${clusters.publicDomain} = ${domain} or right(${domain}, length(${clusters.publicDomain}) + 1) = '.' || ${clusters.publicDomain} or right(${clusters.publicDomain}, ${domain.length + 1}) = ${`.${domain}`})`,
-      ),
-    )
-    .limit(1);
-  // Said as for an exact clash, whoever holds it: the answer tells nothing of another organization.
-  if (clash)
-    throw new GatewayError('conflict', `The public domain ${domain} is taken; choose another.`, {
-      details: [{ field: 'public_domain', message: `The public domain ${domain} is taken; choose another.` }],
-    });
 }
 
 function conflictOn(error: unknown, field: string, message: string): unknown {

@@ -72,36 +72,7 @@ export async function executeRun(job: RunJob): Promise<RunOutcome> {
     writer.addSecrets(workspace.sensitiveValues);
     box = await job.sandbox.open({ runId: job.run.id, folder: workspace.folder, tool: job.bin, env: job.env, egress: job.egress, say: (line) => say(line) });
     if (job.sandbox.kind === 'none') say("This run is not sandboxed (TOLLGATE_RUN_SANDBOX=none): it runs as the gateway's user on the gateway's host.");
-    const sandboxed = box;
-    const cwd = workspace.visibleModuleDir;
-    const tool = (args: string[]) => sandboxed.exec({ args, cwd, signal: job.signal, killGraceMs: job.killGraceMs, onOutput: (text) => writer.write(text) });
-
-    say(`$ ${toolName(job.bin)} init -input=false -no-color`);
-    let exit = await tool(['init', '-input=false', '-no-color']);
-    let step = 'init';
-    if (succeeded(exit) && !job.signal.aborted) {
-      say(`$ ${toolName(job.bin)} apply -auto-approve -input=false -no-color`);
-      exit = await tool(['apply', '-auto-approve', '-input=false', '-no-color']);
-      step = 'apply';
-    }
-    const state = await readRunState({ sandbox: job.sandbox, box, workspace, bounds: job.produced, timeoutMs: job.timeoutMs });
-    if (state.kind === 'bytes') await job.saveState(state.bytes);
-    let lostState = stateFailure(state, job.produced);
-    // A run already stopped (a bound, a cancel) may leave no sandbox to read from: said in the log, not a second reason.
-    if (state.kind === 'failed' && (!succeeded(exit) || job.signal.aborted) && lostState) {
-      say(lostState);
-      lostState = null;
-    }
-
-    let outputs: Record<string, unknown> | null = null;
-    if (succeeded(exit) && !job.signal.aborted && lostState === null) {
-      const read = (args: string[], extra: Pick<SandboxCommand, 'onStdout' | 'signal'>) =>
-        sandboxed.exec({ args, cwd, killGraceMs: job.killGraceMs, onOutput: (text) => writer.write(text), ...extra });
-      outputs = await readOutputs(read, job.signal, job.produced, say);
-    }
-    const outcome = withLostState(overBounds(job, await box.exceeded(), exit.code) ?? ended(job, exit, step, outputs, workspace.manifestWebPort), lostState);
-    say(outcome.state === 'APPLIED' ? `Applied.${outcome.publicUrl ? ` Public URL: ${outcome.publicUrl}` : ''}` : `${outcome.state}: ${outcome.failure}`);
-    return { ...outcome, failure: outcome.failure === null ? null : writer.mask(outcome.failure) };
+    return await applyInSandbox(job, box, workspace, { writer, say });
   } catch (error) {
     job.log.error('a run failed before its tool finished', { runId: job.run.id, ...describeError(error) });
     const failure = `The run could not be prepared or recorded: ${error instanceof Error ? error.message.slice(0, 300) : 'unknown error'}.`;
@@ -112,6 +83,47 @@ export async function executeRun(job: RunJob): Promise<RunOutcome> {
     await writer.close();
     await workspace?.remove();
   }
+}
+
+/** What a run writes to its log: the tool's output (masked) through `writer`, and Tollgate's own lines through `say`. */
+interface RunLog {
+  writer: RunLogWriter;
+  say: (line: string) => void;
+}
+
+/**
+ * The run in its open sandbox: `init`, then `apply` when it succeeded; the state read back and kept; the outputs read
+ * when all went well; and the outcome, told in the log, its failure masked.
+ */
+async function applyInSandbox(job: RunJob, box: RunSandbox, workspace: Workspace, { writer, say }: RunLog): Promise<RunOutcome> {
+  const cwd = workspace.visibleModuleDir;
+  const tool = (args: string[]) => box.exec({ args, cwd, signal: job.signal, killGraceMs: job.killGraceMs, onOutput: (text) => writer.write(text) });
+
+  say(`$ ${toolName(job.bin)} init -input=false -no-color`);
+  let exit = await tool(['init', '-input=false', '-no-color']);
+  let step = 'init';
+  if (succeeded(exit) && !job.signal.aborted) {
+    say(`$ ${toolName(job.bin)} apply -auto-approve -input=false -no-color`);
+    exit = await tool(['apply', '-auto-approve', '-input=false', '-no-color']);
+    step = 'apply';
+  }
+  const state = await readRunState({ sandbox: job.sandbox, box, workspace, bounds: job.produced, timeoutMs: job.timeoutMs });
+  if (state.kind === 'bytes') await job.saveState(state.bytes);
+  let lostState = stateFailure(state, job.produced);
+  // A run already stopped (a bound, a cancel) may leave no sandbox to read from: said in the log, not a second reason.
+  if (state.kind === 'failed' && (!succeeded(exit) || job.signal.aborted) && lostState) {
+    say(lostState);
+    lostState = null;
+  }
+
+  let outputs: Record<string, unknown> | null = null;
+  if (succeeded(exit) && !job.signal.aborted && lostState === null) {
+    const read = (args: string[], extra: Pick<SandboxCommand, 'onStdout' | 'signal'>) => box.exec({ args, cwd, killGraceMs: job.killGraceMs, onOutput: (text) => writer.write(text), ...extra });
+    outputs = await readOutputs(read, job.signal, job.produced, say);
+  }
+  const outcome = withLostState(overBounds(job, await box.exceeded(), exit.code) ?? ended(job, exit, step, outputs, workspace.manifestWebPort), lostState);
+  say(outcome.state === 'APPLIED' ? `Applied.${outcome.publicUrl ? ` Public URL: ${outcome.publicUrl}` : ''}` : `${outcome.state}: ${outcome.failure}`);
+  return { ...outcome, failure: outcome.failure === null ? null : writer.mask(outcome.failure) };
 }
 
 /** A run that went over a bound fails, whatever its tool said, with a sentence naming each bound. */

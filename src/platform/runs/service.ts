@@ -7,6 +7,7 @@ import { GatewayError } from '../../shared/http/errors.js';
 import type { Actor } from '../people/permissions.js';
 import type { StackCatalog } from '../stacks/service.js';
 import { checkInputs } from './inputs.js';
+import { alreadyApplying, checkRunTarget } from './queue.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
 import { storable, storableValue } from './untrusted.js';
 
@@ -58,24 +59,7 @@ export class RunService {
   /** Checks the stack (visible to `actor`, applicable to the cluster's profile), the target and the inputs, then queues the run. */
   async queue(actor: Actor, request: RunRequest): Promise<RunRow> {
     await this.requireRunner();
-    const { cluster, nodes } = await this.clusters.get(request.clusterId, scopeOf(actor));
-    if (cluster.state !== 'running') throw new GatewayError('conflict', `Cluster ${cluster.id} is deleted.`);
-    const pending = await this.clusters.keysPending(cluster.id);
-    if (pending.length > 0) {
-      throw new GatewayError('conflict', `Cluster ${cluster.id} is still provisioning: its access key is not on every node yet. Apply again once it is ready.`, {
-        details: pending.map((node) => ({ field: `nodes.${node.nodeId}`, message: node.error ?? "Installing the cluster's key." })),
-      });
-    }
-    // Only a stack of the cluster's organization (or a global one): a platform admin applies no other organization's private stack here.
-    const stack = await this.stacks.get(actor, request.stackName, { orgId: cluster.orgId });
-    if (stack.applicableProfiles && !stack.applicableProfiles.includes(cluster.profile)) {
-      throw new GatewayError('invalid_request', `Stack ${stack.name} does not apply to ${cluster.profile} clusters.`, {
-        details: [{ field: 'stack', message: `It applies to ${stack.applicableProfiles.join(', ') || 'no profile'}, not ${cluster.profile}.` }],
-      });
-    }
-    if (request.nodeId !== undefined && !nodes.some((node) => node.id === request.nodeId)) {
-      throw new GatewayError('invalid_request', `Node ${request.nodeId} is not in cluster ${cluster.id}.`, { details: [{ field: 'target.node_id', message: 'Not a node of this cluster.' }] });
-    }
+    const { cluster, stack } = await checkRunTarget(this.clusters, this.stacks, actor, request);
     const inputs = checkInputs(stack.inputs, request.inputs);
     try {
       const [row] = await this.db
@@ -95,13 +79,7 @@ export class RunService {
       return row!;
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
-      const [active] = await this.db
-        .select({ id: runs.id, state: runs.state })
-        .from(runs)
-        .where(and(eq(runs.clusterId, cluster.id), eq(runs.stackName, stack.name), inArray(runs.state, ['QUEUED', 'RUNNING'])));
-      throw new GatewayError('conflict', `Stack ${stack.name} is being applied to this cluster already${active ? ` (run ${active.id}, ${active.state})` : ''}; wait for it to end or cancel it.`, {
-        details: [{ field: 'stack', message: 'One run per cluster and stack at a time.' }],
-      });
+      throw await alreadyApplying(this.db, cluster.id, stack.name);
     }
   }
 

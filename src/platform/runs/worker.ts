@@ -3,15 +3,17 @@ import { hostname } from 'node:os';
 import { eq } from 'drizzle-orm';
 import type { ClusterIdentity } from '../clusters/identity.js';
 import { NodeAccessError } from '../clusters/node-access.js';
-import type { ClusterService } from '../clusters/service.js';
+import type { ClusterRow, ClusterService, NodeRow } from '../clusters/service.js';
 import type { Config } from '../../config/index.js';
 import type { Database } from '../../shared/db/client.js';
 import { stacks } from '../../shared/db/schema.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import { executeRun, type StopReason } from './execute.js';
 import type { SandboxChooser } from './sandbox/choose.js';
+import type { EgressPolicy } from './sandbox/egress.js';
 import type { RunOutcome, RunRow, RunService } from './service.js';
 import { findTool } from './tool.js';
+import type { ClusterContext } from './workspace.js';
 
 /**
  * Applies queued runs in this process: up to `TOLLGATE_RUN_WORKERS` at once,
@@ -146,24 +148,13 @@ export class RunWorker {
       run,
       zip: Buffer.from(stack.zip),
       root: stack.root,
-      context: {
-        runId: run.id,
-        clusterId: cluster.id,
-        clusterName: cluster.name,
-        publicDomain: cluster.publicDomain,
-        nodeAddresses: nodes.map((node) => node.address),
-        targetNode: nodes.find((node) => node.id === run.nodeId)?.address ?? '',
-        nodes: nodes.map((node) => ({ id: node.id, address: node.address, sshUser: node.runUser ?? '', sshPort: node.sshPort ?? 22, hostKey: node.hostKey ?? '' })),
-        sshProxy: sandbox.sshProxy,
-        sshPublicKey: key.publicKey,
-        sshPrivateKey: key.privateKey,
-      },
+      context: clusterContext(run, cluster, nodes, sandbox.sshProxy, key),
       state: await runs.loadState(cluster.id, stackId),
       bin,
       workDir: config.workDir,
       env: toolEnvironment(config),
       sandbox,
-      egress: { nodes: nodes.map((node) => ({ address: node.address, ports: [...new Set([...config.egress.nodePorts, node.sshPort ?? 22])] })), hosts: config.egress.hosts },
+      egress: egressPolicy(nodes, config.egress),
       bounds: config.bounds,
       produced: config.produced,
       killGraceMs: config.killGraceMs,
@@ -174,6 +165,27 @@ export class RunWorker {
       log,
     });
   }
+}
+
+/** What the run's module is told of its cluster (`workspace.ts`): the cluster, its nodes, the target, and the key to reach them. */
+function clusterContext(run: RunRow, cluster: ClusterRow, nodes: NodeRow[], sshProxy: ClusterContext['sshProxy'], key: { publicKey: string; privateKey: string }): ClusterContext {
+  return {
+    runId: run.id,
+    clusterId: cluster.id,
+    clusterName: cluster.name,
+    publicDomain: cluster.publicDomain,
+    nodeAddresses: nodes.map((node) => node.address),
+    targetNode: nodes.find((node) => node.id === run.nodeId)?.address ?? '',
+    nodes: nodes.map((node) => ({ id: node.id, address: node.address, sshUser: node.runUser ?? '', sshPort: node.sshPort ?? 22, hostKey: node.hostKey ?? '' })),
+    sshProxy,
+    sshPublicKey: key.publicKey,
+    sshPrivateKey: key.privateKey,
+  };
+}
+
+/** Where a run may connect: its cluster's nodes, each on the operator's node ports and its SSH port, and the operator's allowed hosts. */
+function egressPolicy(nodes: NodeRow[], egress: Config['runs']['egress']): EgressPolicy {
+  return { nodes: nodes.map((node) => ({ address: node.address, ports: [...new Set([...egress.nodePorts, node.sshPort ?? 22])] })), hosts: egress.hosts };
 }
 
 /** After the kill grace, how long a stopped run has to release its sandbox and record how it ended. */

@@ -7,6 +7,7 @@ import { ClusterPage, ClustersPage } from './clusters-pages.js';
 import { type PortalContext, type PortalDeps, problems } from './session.js';
 
 const manages = (actor: SignedInActor) => actor.platformAdmin || actor.role !== 'member';
+const scopeOf = (actor: SignedInActor) => (actor.platformAdmin ? null : actor.orgId);
 
 /**
  * Clusters (`/portal/clusters`): the organization's, with their nodes, each
@@ -19,26 +20,8 @@ const manages = (actor: SignedInActor) => actor.platformAdmin || actor.role !== 
 export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const clusters = new Hono<GatewayEnv>();
   const { services } = deps;
-  const scopeOf = (actor: SignedInActor) => (actor.platformAdmin ? null : actor.orgId);
 
-  const listPage = async (c: PortalContext, actor: SignedInActor, extra: { error?: string; form?: Record<string, string>; status?: 400 | 409 } = {}) => {
-    const [{ rows }, nodes, profiles] = await Promise.all([
-      services.clusters.list(scopeOf(actor), { offset: 0, limit: 100, includeDeleted: false }),
-      services.clusters.listNodes(),
-      services.clusters.listProfiles(),
-    ]);
-    const counts = new Map<string, number>();
-    const free = new Map<string, number>();
-    for (const node of nodes) {
-      if (node.clusterId) counts.set(node.clusterId, (counts.get(node.clusterId) ?? 0) + 1);
-      else if (!node.releasingClusterId) free.set(node.profile, (free.get(node.profile) ?? 0) + 1);
-    }
-    const creatable = manages(actor) ? { profiles: profiles.map((p) => ({ name: p.name, free: free.get(p.name) ?? 0, gpus: p.gpusPerNode, gpuModel: p.gpuModel })), form: extra.form ?? {} } : null;
-    return c.html(
-      <ClustersPage viewer={deps.viewerOf(actor)} clusters={rows.map((cluster) => ({ cluster, nodeCount: counts.get(cluster.id) ?? 0 }))} create={creatable} error={extra.error} />,
-      extra.status ?? 200,
-    );
-  };
+  const listPage = (c: PortalContext, actor: SignedInActor, extra: ListExtra = {}) => clustersListPage(deps, c, actor, extra);
 
   clusters.get('/', async (c) => listPage(c, await deps.signedIn(c)));
 
@@ -72,4 +55,32 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     return c.html(<ClusterPage viewer={deps.viewerOf(actor)} cluster={cluster} nodes={nodes} keys={await services.clusterIdentity.rowsOf(cluster.id)} runs={rows} />);
   });
   return clusters;
+}
+
+/** What the clusters' page shows besides the list after a refused form: the error, the form as filled, and the status. */
+interface ListExtra {
+  error?: string;
+  form?: Record<string, string>;
+  status?: 400 | 409;
+}
+
+/** The clusters' page: the clusters `actor` sees with their node counts, and for owners and admins the form with each profile's free nodes. */
+async function clustersListPage(deps: PortalDeps, c: PortalContext, actor: SignedInActor, extra: ListExtra) {
+  const { services } = deps;
+  const [{ rows }, nodes, profiles] = await Promise.all([
+    services.clusters.list(scopeOf(actor), { offset: 0, limit: 100, includeDeleted: false }),
+    services.clusters.listNodes(),
+    services.clusters.listProfiles(),
+  ]);
+  const counts = new Map<string, number>();
+  const free = new Map<string, number>();
+  for (const node of nodes) {
+    if (node.clusterId) counts.set(node.clusterId, (counts.get(node.clusterId) ?? 0) + 1);
+    else if (!node.releasingClusterId) free.set(node.profile, (free.get(node.profile) ?? 0) + 1);
+  }
+  const creatable = manages(actor) ? { profiles: profiles.map((p) => ({ name: p.name, free: free.get(p.name) ?? 0, gpus: p.gpusPerNode, gpuModel: p.gpuModel })), form: extra.form ?? {} } : null;
+  return c.html(
+    <ClustersPage viewer={deps.viewerOf(actor)} clusters={rows.map((cluster) => ({ cluster, nodeCount: counts.get(cluster.id) ?? 0 }))} create={creatable} error={extra.error} />,
+    extra.status ?? 200,
+  );
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Hono, type MiddlewareHandler } from 'hono';
+import { type ErrorHandler, Hono, type MiddlewareHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
@@ -65,18 +65,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
     (c, next) => (c.req.path === STACK_UPLOAD_PATH && c.req.method === 'POST' ? upload(c, next) : formLimit(c, next)),
     sameOrigin((c) => clientOf(c).https),
   );
-  portal.onError((error, c) => {
-    if (error instanceof GatewayError && error.status === 401) return c.redirect('/portal/sign-in', 303);
-    // `sameOrigin` refuses a form from elsewhere with this exception.
-    if (error instanceof HTTPException && error.status === 403) return c.html(<ErrorPage status={403} message="This form did not come from this portal." />, 403);
-    if (error instanceof HTTPException && error.status === 413) return c.html(<ErrorPage status={413} message="That form is too large." />, 413);
-    const status = error instanceof GatewayError ? error.status : 500;
-    if (!(error instanceof GatewayError)) services.log.error('portal request failed', { requestId: c.get('requestId'), path: c.req.path, error: error.name });
-    const message = error instanceof GatewayError ? error.message : 'Something went wrong. Try again.';
-    // A busy upload's Retry-After, for one.
-    if (error instanceof GatewayError) for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
-    return c.html(<SignInOrErrorPage status={status} message={message} signingIn={c.req.path === '/portal/sign-in'} />, status as 400);
-  });
+  portal.onError(portalError(services));
 
   portal.get('/assets/:file', (c) => {
     const asset = assetAt(c.req.param('file')) ?? stackIconAt(c.req.param('file'));
@@ -109,4 +98,23 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
     throw new GatewayError('not_found', 'There is no page at this address.');
   });
   return portal;
+}
+
+/**
+ * The portal's error pages: sign-in for a 401, a page for a form from elsewhere (403) or too large (413), and the
+ * error's own message and status for any other `GatewayError`; anything else is logged and a 500 that says nothing more.
+ */
+function portalError(services: Services): ErrorHandler<GatewayEnv> {
+  return (error, c) => {
+    if (error instanceof GatewayError && error.status === 401) return c.redirect('/portal/sign-in', 303);
+    // `sameOrigin` refuses a form from elsewhere with this exception.
+    if (error instanceof HTTPException && error.status === 403) return c.html(<ErrorPage status={403} message="This form did not come from this portal." />, 403);
+    if (error instanceof HTTPException && error.status === 413) return c.html(<ErrorPage status={413} message="That form is too large." />, 413);
+    const status = error instanceof GatewayError ? error.status : 500;
+    if (!(error instanceof GatewayError)) services.log.error('portal request failed', { requestId: c.get('requestId'), path: c.req.path, error: error.name });
+    const message = error instanceof GatewayError ? error.message : 'Something went wrong. Try again.';
+    // A busy upload's Retry-After, for one.
+    if (error instanceof GatewayError) for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
+    return c.html(<SignInOrErrorPage status={status} message={message} signingIn={c.req.path === '/portal/sign-in'} />, status as 400);
+  };
 }

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import { RunPage } from './clusters-pages.js';
+import { RunPage } from './runs-pages.js';
 import type { PortalDeps } from './session.js';
 
 /** What a run's page says after a change (`?done=`): fixed texts, never the query's. */

@@ -27,9 +27,8 @@ const event = (name: string, data: Json): string => `event: ${name}\ndata: ${JSO
  */
 export function createMessagesWriter(model: string) {
   const state: MessagesStreamState = { usage: null, usageFinal: false, tokenChunks: 0, firstTokenAt: null, failed: false };
+  const blocks = contentBlocks();
   let started = false;
-  let index = -1;
-  let open: string | null = null;
   let stopReason = 'end_turn';
   let stopSequence: string | null = null;
   let calledTools = false;
@@ -39,16 +38,6 @@ export function createMessagesWriter(model: string) {
     started = true;
     return messageStart(model, state.usage?.promptTokens ?? 0);
   };
-  /** Opens a block of `kind` (a tool call's key is its own), closing the one before. */
-  const block = (kind: string, contentBlock: Json): string => {
-    if (open === kind) return '';
-    let out = open === null ? '' : event('content_block_stop', { type: 'content_block_stop', index });
-    open = kind;
-    index += 1;
-    out += event('content_block_start', { type: 'content_block_start', index, content_block: contentBlock });
-    return out;
-  };
-  const delta = (data: Json): string => event('content_block_delta', { type: 'content_block_delta', index, delta: data });
 
   const rewrite = (data: string): string | null => {
     let chunk: Json;
@@ -72,7 +61,7 @@ export function createMessagesWriter(model: string) {
 
   const choiceEvents = (choice: Json): string => {
     calledTools ||= Array.isArray((choice.delta as Json | undefined)?.tool_calls);
-    const out = deltaEvents((choice.delta ?? {}) as Json, { open: () => open, index: () => index, block, delta });
+    const out = deltaEvents((choice.delta ?? {}) as Json, blocks);
     if (out) {
       state.tokenChunks += 1;
       state.firstTokenAt ??= performance.now();
@@ -86,12 +75,10 @@ export function createMessagesWriter(model: string) {
 
   /** The stream's last events: the open block closed, the stop reason and output tokens, `message_stop`. */
   const finish = (): string => {
-    let out = start();
-    if (open !== null) out += event('content_block_stop', { type: 'content_block_stop', index });
-    open = null;
+    const out = start() + blocks.close();
     const outputTokens = state.usage?.completionTokens ?? state.tokenChunks;
-    out += event('message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: stopSequence }, usage: { output_tokens: outputTokens } });
-    return out + event('message_stop', { type: 'message_stop' });
+    const end = { stop_reason: stopReason, stop_sequence: stopSequence };
+    return out + event('message_delta', { type: 'message_delta', delta: end, usage: { output_tokens: outputTokens } }) + event('message_stop', { type: 'message_stop' });
   };
 
   return { rewrite, finish, state };
@@ -109,6 +96,33 @@ interface BlockWriter {
   index(): number;
   block(kind: string, contentBlock: Json): string;
   delta(data: Json): string;
+  /** Closes the open block, if any. */
+  close(): string;
+}
+
+/** The stream's content blocks: one open at a time (thinking, text, or a tool call, whose key is its own), numbered from 0. */
+function contentBlocks(): BlockWriter {
+  let index = -1;
+  let open: string | null = null;
+  const close = (): string => {
+    if (open === null) return '';
+    open = null;
+    return event('content_block_stop', { type: 'content_block_stop', index });
+  };
+  return {
+    open: () => open,
+    index: () => index,
+    /** Opens a block of `kind`, closing the one before. */
+    block: (kind, contentBlock) => {
+      if (open === kind) return '';
+      const out = close();
+      open = kind;
+      index += 1;
+      return out + event('content_block_start', { type: 'content_block_start', index, content_block: contentBlock });
+    },
+    delta: (data) => event('content_block_delta', { type: 'content_block_delta', index, delta: data }),
+    close,
+  };
 }
 
 /** One chat delta's events: reasoning into a thinking block, text into a text block, each tool call into its tool_use block. */

@@ -1,7 +1,7 @@
-import { lstatSync, readlinkSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runTool, type ToolExit } from '../runner.js';
+import { bwrapArgs } from './bubblewrap-args.js';
 import { createRunCgroup, type RunCgroup } from './cgroup.js';
 import type { EgressProxy } from './egress.js';
 import { bytesUsed, handSocketTo, INSIDE, prepareRunFolder, relayScript, startRunProxy, SANDBOX_UID, sandboxEnvironment, SSH_PROXY, type RunFolder } from './inside.js';
@@ -108,7 +108,7 @@ class BubblewrapRun implements RunSandbox {
       '--core=0',
       '--',
       this.options.programs.bwrap,
-      ...this.bwrapArgs(toolInside, command.cwd),
+      ...bwrapArgs({ folder: this.folder, tool: this.request.tool, toolInside, options: this.options }, command.cwd),
       '--',
       ...inner,
     ];
@@ -167,85 +167,6 @@ class BubblewrapRun implements RunSandbox {
       // the folder is being removed
     }
   }
-
-  private bwrapArgs(toolInside: string, cwd: string): string[] {
-    const args = [
-      '--unshare-user',
-      '--unshare-pid',
-      '--unshare-net',
-      '--unshare-ipc',
-      '--unshare-uts',
-      '--unshare-cgroup-try',
-      '--uid',
-      String(SANDBOX_UID),
-      '--gid',
-      String(SANDBOX_UID),
-      '--hostname',
-      'tollgate-run',
-      '--die-with-parent',
-      '--cap-drop',
-      'ALL',
-      '--ro-bind',
-      '/usr',
-      '/usr',
-      ...systemLinks(),
-      ...etcFiles(),
-      '--ro-bind',
-      path.join(this.folder.ctl, 'passwd'),
-      '/etc/passwd',
-      '--ro-bind',
-      path.join(this.folder.ctl, 'group'),
-      '/etc/group',
-      '--proc',
-      '/proc',
-      '--dev',
-      '/dev',
-      '--bind',
-      this.folder.work,
-      INSIDE.work,
-      '--bind',
-      path.join(this.folder.work, 'tmp'),
-      '/tmp',
-      '--ro-bind',
-      this.request.tool,
-      toolInside,
-      '--bind',
-      this.folder.socket,
-      INSIDE.egressSocket,
-    ];
-    if (this.options.providerMirror) args.push('--ro-bind', this.options.providerMirror, INSIDE.providers);
-    if (this.folder.cliConfig) args.push('--ro-bind', this.folder.cliConfig, INSIDE.cliConfig);
-    for (const mount of this.options.mounts) args.push(mount.writable ? '--bind' : '--ro-bind', mount.host, mount.sandbox);
-    // Last, once every mount point is made: the root bwrap builds (a tmpfs the sandbox user owns, holding /etc, /opt,
-    // /run) and its /dev become read-only (device files stay usable); the mounts on them keep their own modes.
-    args.push('--remount-ro', '/dev', '--remount-ro', '/', '--chdir', cwd);
-    return args;
-  }
-}
-
-/** `/bin`, `/lib`, `/lib64`, `/sbin`: links into `/usr` on a merged-usr system (as on Debian 12), else read-only folders. */
-function systemLinks(): string[] {
-  return ['/bin', '/sbin', '/lib', '/lib64', '/lib32'].flatMap((name) => {
-    try {
-      const stat = lstatSync(name);
-      if (stat.isSymbolicLink()) return ['--symlink', readlinkSync(name), name];
-      return stat.isDirectory() ? ['--ro-bind', name, name] : [];
-    } catch {
-      return [];
-    }
-  });
-}
-
-/** The few files of /etc a run needs (certificates, name service, `/usr/bin` links through alternatives); none holds a secret. */
-function etcFiles(): string[] {
-  return ['/etc/ssl', '/etc/ca-certificates', '/etc/alternatives', '/etc/nsswitch.conf', '/etc/hosts', '/etc/localtime', '/etc/mime.types'].flatMap((name) => {
-    try {
-      lstatSync(name);
-      return ['--ro-bind', name, name];
-    } catch {
-      return [];
-    }
-  });
 }
 
 /** The programs bubblewrap needs, or the name of the first one missing. */

@@ -1,10 +1,8 @@
-import { constants } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
 import type Docker from 'dockerode';
 import type { ToolExit } from '../runner.js';
 import { cgroupOfProcess, type CgroupCounts } from './cgroup.js';
+import { exitOf, relayOutput } from './docker-exec.js';
 import { RUN_LABELS, runContainerSpec } from './docker-spec.js';
 import type { EgressProxy } from './egress.js';
 import { bytesUsed, handSocketTo, INSIDE, prepareRunFolder, relayScript, startRunProxy, SSH_PROXY, type RunFolder } from './inside.js';
@@ -160,27 +158,9 @@ class DockerRun implements RunSandbox {
       command.signal.addEventListener('abort', stop, { once: true });
       if (command.signal.aborted) stop();
       const stream = await exec.start({ hijack: true, stdin: false });
-      const decoder = new StringDecoder('utf8');
-      const sink = new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          const text = decoder.write(chunk);
-          if (text) command.onOutput(text);
-          done();
-        },
-      });
-      const { onStdout } = command;
-      this.options.docker.modem.demuxStream(stream, onStdout ? new Writable({ write: (chunk: Buffer, _encoding, done) => done(void onStdout(chunk)) }) : sink, sink);
-      await new Promise<void>((resolve) => {
-        stream.on('end', resolve);
-        stream.on('close', resolve);
-        stream.on('error', () => resolve());
-      });
-      const rest = decoder.end();
-      if (rest) command.onOutput(rest);
+      await relayOutput(this.options.docker.modem, stream, command);
       const { ExitCode: code } = await exec.inspect().catch(() => ({ ExitCode: null }));
-      // A process ended by a signal exits 128 + its number; a stopped command's is told as the signal, as runTool does.
-      if (code === null || (command.signal.aborted && code > 128)) return { code: null, signal: signalName(code === null ? constants.signals.SIGKILL : code - 128) };
-      return { code, signal: null };
+      return exitOf(code, command.signal.aborted);
     } catch (error) {
       return { code: null, signal: null, error: error instanceof Error ? error.message.slice(0, 300) : 'docker exec failed' };
     } finally {
@@ -265,33 +245,5 @@ class DockerRun implements RunSandbox {
     } catch {
       // the folder is being removed
     }
-  }
-}
-
-function signalName(number: number): NodeJS.Signals {
-  return (Object.entries(constants.signals).find(([, value]) => value === number)?.[0] ?? 'SIGKILL') as NodeJS.Signals;
-}
-
-/**
- * Whether the engine answers and holds the image: `null` when both, else why
- * not (a sentence). Bounded to a few seconds: an engine that hangs is absent.
- *
- * @example
- * const why = await dockerReady(docker, 'tollgate/runner:latest');
- */
-export async function dockerReady(docker: Docker, image: string, where: string): Promise<string | null> {
-  const within = <T>(promise: Promise<T>) => Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5000).unref())]);
-  try {
-    await within(docker.ping());
-  } catch (error) {
-    return `the Docker engine at ${where} does not answer (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`;
-  }
-  try {
-    await within(docker.getImage(image).inspect());
-    return null;
-  } catch (error) {
-    if ((error as { statusCode?: number }).statusCode === 404)
-      return `the runner image ${image} is not on the Docker engine at ${where} (build it from compose/runner.Dockerfile, or set TOLLGATE_RUN_IMAGE)`;
-    return `the Docker engine at ${where} did not answer about ${image} (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`;
   }
 }
