@@ -38,6 +38,8 @@ import { SandboxChooser } from './platform/runs/sandbox/choose.js';
 import { ClusterIdentity } from './platform/clusters/identity.js';
 import { requireTool } from './platform/runs/tool.js';
 import { CostService } from './platform/costs/service.js';
+import { DatabaseResponseStore } from './gateway/responses/database-store.js';
+import type { ResponseStore } from './gateway/responses/store.js';
 
 /**
  * Everything the routes need, built once at start-up (see `server/start.ts`) and
@@ -65,6 +67,8 @@ export interface Services {
   admissions: GateKeeper;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;
+  /** Stored Responses (`/v1/responses` with `store`), in the database: any process continues a conversation. */
+  responseStore: ResponseStore;
   /** Prometheus metrics, served at GET /metrics (unless TOLLGATE_METRICS=off: then the request path records none). */
   metrics: Metrics;
   /** Records requests into the metrics and traces (`observability/observer.ts`). */
@@ -160,6 +164,7 @@ export function createServices({ config, db, log, fleet, adminToken, redis = nul
     adminToken,
     admissions,
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
+    responseStore: new DatabaseResponseStore(db, config.responses),
     metrics,
     observer: new Observer(metricsOn ? metrics : null, tracing, config.currency),
     tracing,

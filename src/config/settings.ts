@@ -76,6 +76,18 @@ export const settingsSchema = z.object({
     .int()
     .min(1024)
     .default(1024 * 1024),
+  TOLLGATE_RESPONSES_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  TOLLGATE_RESPONSES_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(8 * 1024 * 1024),
+  TOLLGATE_RESPONSES_CHAIN_MAX_TURNS: z.coerce.number().int().min(1).max(100_000).default(1000),
+  TOLLGATE_RESPONSES_CHAIN_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(16 * 1024 * 1024),
   TOLLGATE_ENGINE_POLL_MS: z.coerce.number().int().min(100).default(2000),
   TOLLGATE_ENGINE_DNS_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
   TOLLGATE_ENGINES_ON_SHUTDOWN: z.enum(['leave', 'stop']).default('leave'),

@@ -75,6 +75,17 @@ export interface Config {
     /** Each stored body is cut to this many bytes. */
     maxBytes: number;
   };
+  /** Stored Responses (`gateway/responses/store.ts`): how long they are kept, and how large they and a conversation may grow. */
+  responses: {
+    /** A stored response is gone this many days after it was made (TOLLGATE_RESPONSES_RETENTION_DAYS). */
+    retentionDays: number;
+    /** One stored response, its input and output as JSON text, at most this many bytes (TOLLGATE_RESPONSES_MAX_BYTES). */
+    maxBytes: number;
+    /** A conversation continued by `previous_response_id` reaches back at most this many turns (TOLLGATE_RESPONSES_CHAIN_MAX_TURNS)… */
+    chainMaxTurns: number;
+    /** …and at most this many stored bytes (TOLLGATE_RESPONSES_CHAIN_MAX_BYTES). */
+    chainMaxBytes: number;
+  };
   /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
   billingEnabled: boolean;
   /**

@@ -21,7 +21,7 @@ import { serveMetrics } from '../shared/observability/metrics-server.js';
 import { startTracing } from '../shared/observability/tracing.js';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 
-/** How often stored request data past its retention is purged (expired holds are the limits gate's: `limits/gate-keeper.ts`). */
+/** How often stored request data and stored Responses past their retention are purged (expired holds are the limits gate's: `limits/gate-keeper.ts`). */
 const SWEEP_INTERVAL_MS = 60_000;
 
 export interface RunningGateway {
@@ -127,7 +127,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
 /**
  * Starts what runs beside the requests, each with its stop in `closers`
  * (stopped in reverse): the charge writer, the limits' upkeep, the catalog
- * poll, the request-data sweeper, the run workers, the clusters' keys on
+ * poll, the sweeper of request data and stored Responses, the run workers, the clusters' keys on
  * their nodes, the public hosts' refresh.
  */
 async function startLoops(services: Services, log: Logger, closers: Array<() => Promise<void>>): Promise<void> {
@@ -143,9 +143,10 @@ async function startLoops(services: Services, log: Logger, closers: Array<() => 
   closers.unshift(async () => services.admissions.stop());
   services.admissionCache.start();
   closers.unshift(async () => services.admissionCache.stop());
-  // Stored bodies outlive their retention; any replica may clean up.
+  // Stored bodies and stored Responses outlive their retention; any replica may clean up.
   const sweeper = setInterval(() => {
     purgeRequestData(services.db, config.requestData.retentionDays).catch((error: unknown) => log.warn('purging old request data failed', { detail: (error as Error).message }));
+    services.responseStore.purgeExpired(new Date()).catch((error: unknown) => log.warn('purging expired stored responses failed', { detail: (error as Error).message }));
   }, SWEEP_INTERVAL_MS);
   sweeper.unref();
   closers.unshift(async () => clearInterval(sweeper));

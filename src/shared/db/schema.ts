@@ -229,6 +229,38 @@ export const requestData = pgTable(
 );
 
 /**
+ * Stored Responses (`POST /v1/responses` with `store`), read back by their
+ * organization only, and continued by `previous_response_id` from any gateway
+ * process (`gateway/responses/database-store.ts`). Input and response are the
+ * JSON text as the client sent and received it: `jsonb` would refuse a `\u0000`
+ * in a tenant's text and reorder the object's keys. `bytes` is the two texts'
+ * UTF-8 size, bounded by TOLLGATE_RESPONSES_MAX_BYTES; a row is gone for
+ * reads once `expires_at` is past (TOLLGATE_RESPONSES_RETENTION_DAYS), and
+ * purged soon after.
+ */
+export const storedResponses = pgTable(
+  'stored_responses',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    keyId: text('key_id')
+      .notNull()
+      .references(() => apiKeys.id),
+    model: text('model').notNull(),
+    /** Not a foreign key: the turn it continues may be deleted or purged first; the chain then ends there. */
+    previousResponseId: text('previous_response_id'),
+    input: text('input_json').notNull(),
+    response: text('response_json').notNull(),
+    bytes: integer('bytes').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('stored_responses_org_idx').on(t.orgId, t.createdAt), index('stored_responses_expiry_idx').on(t.expiresAt)],
+);
+
+/**
  * One row, one number: moved forward by a trigger on every change to keys,
  * models, prices, projects and organizations (migration 0002). Gateways poll
  * it to drop their in-process request-path cache (`catalog/request-path-cache.ts`).

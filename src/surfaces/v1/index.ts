@@ -11,6 +11,7 @@ import { messagesRoutes } from './messages.js';
 import { modelsRoutes } from './models.js';
 import { pricingRoutes } from './pricing.js';
 import { responsesRoutes } from './responses.js';
+import { storedResponseRoutes } from './stored-responses.js';
 import { usageRoutes } from './usage.js';
 import { walletRoutes } from './wallet.js';
 
@@ -31,7 +32,7 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
   if (origins === '*' || origins.length > 0) {
     const corsHeaders = cors({
       origin: origins,
-      allowMethods: ['GET', 'POST', 'OPTIONS'],
+      allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
       exposeHeaders: EXPOSED_HEADERS,
       maxAge: 600,
     });
@@ -47,6 +48,7 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
   v1.route('/embeddings', embeddingsRoutes(services));
   v1.route('/messages', messagesRoutes(services));
   v1.route('/responses', responsesRoutes(services));
+  v1.route('/responses', storedResponseRoutes(services));
   v1.route('/models', modelsRoutes(services));
   v1.route('/audio', audioRoutes(services));
   v1.route('/usage', usageRoutes(services));

@@ -6,15 +6,16 @@ import { responsesEndpoint } from '../../gateway/requests/responses/index.js';
 
 /**
  * `POST /v1/responses`: OpenAI's Responses API, a billed request whose
- * endpoint is `gateway/requests/responses/`. Errors are the gateway's /v1
- * envelope, which OpenAI's clients read.
+ * endpoint is `gateway/requests/responses/`, kept in `services.responseStore`
+ * unless `store: false` (read back by `stored-responses.ts`). Errors are the
+ * gateway's /v1 envelope, which OpenAI's clients read.
  *
  * @example
  * v1.route('/responses', responsesRoutes(services));
  */
 export function responsesRoutes(services: Services): Hono<GatewayEnv> {
   const routes = new Hono<GatewayEnv>();
-  const endpoint = responsesEndpoint({ store: null, log: services.log });
+  const endpoint = responsesEndpoint({ store: services.responseStore, log: services.log });
   routes.post('/', (c) => serveBilled(c, services, endpoint));
   return routes;
 }
