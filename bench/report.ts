@@ -231,7 +231,7 @@ export function formatCpuSummary(tollgate: ScenarioResult[], floor: ScenarioResu
     const others = ['redis', 'postgres'].filter((probe) => r.cpu?.gateway.ns[probe] !== undefined);
     const rulesRedis = rules?.cpu?.gateway.ns.redis !== undefined ? ` (rules floor + redis ${us(cpuPerRequestUs(rules, 'redis'))} µs)` : '';
     const extra = others.length > 0 ? `   + ${others.map((probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs`).join(', ')}${rulesRedis}` : '';
-    const what = r.scenario === 'chat-stream' ? 'added TTFT' : 'added p50';
+    const what = r.scenario.endsWith('-stream') ? 'added TTFT' : 'added p50';
     const count = (o: ScenarioResult | undefined, field: keyof ProcessActivity) => {
       const perRequest = o ? activityPerRequest(o) : null;
       return perRequest ? perRequest[field].toFixed(1) : '–';

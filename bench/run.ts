@@ -139,7 +139,9 @@ async function main(): Promise<number> {
 
     const simPort = await freePort();
     const simUrl = `http://127.0.0.1:${simPort}`;
+    // --default-max-tokens: a request without ignore_eos (the Messages scenario's) is answered `tokens` tokens too.
     const simArgs = ['--port', String(simPort), '--model', 'sim-chat', '--model', 'sim-embed:embedding', '--ttft-ms', String(settings.ttftMs), '--itl-ms', String(settings.itlMs)];
+    simArgs.push('--default-max-tokens', String(settings.tokens));
     if (settings.dimensions !== null) simArgs.push('--embedding-dimensions', String(settings.dimensions));
     const sim = startBuilt('simulator', 'dist/sim/main.js', simArgs, { cwd: ROOT, env: cleanEnv() });
     children.push(sim);
@@ -184,7 +186,7 @@ async function main(): Promise<number> {
       for (const concurrency of settings.concurrencies) {
         process.stderr.write(`bench: ${scenario.name} × ${concurrency} …\n`);
         const baselineTarget: Target = {
-          url: `${baseline.url}${scenario.path}`,
+          url: `${baseline.url}${settings.baseline === 'direct' ? (scenario.direct?.path ?? scenario.path) : scenario.path}`,
           headers: baseline.secret ? { authorization: `Bearer ${baseline.secret}` } : {},
         };
         results.push(
@@ -210,7 +212,8 @@ async function main(): Promise<number> {
     /** The same scenarios and connection counts through another process, each slice beside one straight to the simulator. */
     const measureThrough = async (label: string, child: Child, baseUrl: string, headers: Record<string, string>): Promise<ScenarioResult[]> => {
       const measured: ScenarioResult[] = [];
-      for (const scenario of scenarios(settings)) {
+      // A relay passes the request through as it is: a scenario of the gateway's own protocol has nothing to reach.
+      for (const scenario of scenarios(settings).filter((s) => s.direct === undefined)) {
         for (const concurrency of settings.concurrencies) {
           process.stderr.write(`bench: ${label} ${scenario.name} × ${concurrency} …\n`);
           const direct = { url: `${simUrl}${scenario.path}`, headers: {} };
@@ -311,8 +314,11 @@ async function main(): Promise<number> {
  */
 async function measure(scenario: Scenario, concurrency: number, settings: Settings, direct: Target, gateway: Target, probes: CpuProbe[]): Promise<ScenarioResult> {
   const agents = { direct: createAgent(concurrency), gateway: createAgent(concurrency) };
-  const body = JSON.stringify(scenario.body);
-  const slice = (target: Target, agent: typeof agents.direct, durationMs: number) => runSlice(target, agent, { body, stream: scenario.stream, concurrency, durationMs });
+  // Straight to the simulator, a scenario of the gateway's own protocol sends what the gateway would send it.
+  const toSimulator = settings.baseline === 'direct' && scenario.direct !== undefined;
+  const bodies = { direct: JSON.stringify(toSimulator ? scenario.direct!.body : scenario.body), gateway: JSON.stringify(scenario.body) };
+  const slice = (side: 'direct' | 'gateway', target: Target, agent: typeof agents.direct, durationMs: number) =>
+    runSlice(target, agent, { body: bodies[side], stream: scenario.stream, concurrency, durationMs });
   const cpu: ScenarioCpu = { direct: { ns: {}, wallMs: 0 }, gateway: { ns: {}, wallMs: 0 } };
   const [subjectPid] = (await probes.find((probe) => probe.name === 'subject')?.pids()) ?? [];
   const activityOfSubject = () => (subjectPid === undefined ? Promise.resolve(null) : processActivity(subjectPid));
@@ -320,7 +326,7 @@ async function measure(scenario: Scenario, concurrency: number, settings: Settin
     const before = await readCpu(probes);
     const activityBefore = await activityOfSubject();
     const start = performance.now();
-    const result = await slice(target, agent, settings.seconds * 1000);
+    const result = await slice(side, target, agent, settings.seconds * 1000);
     cpu[side].wallMs += performance.now() - start;
     const activity = activityBetween(activityBefore, await activityOfSubject());
     addSpent(cpu[side].ns, cpuBetween(before, await readCpu(probes)));
@@ -328,8 +334,8 @@ async function measure(scenario: Scenario, concurrency: number, settings: Settin
     return result;
   };
   try {
-    await slice(direct, agents.direct, WARMUP_MS);
-    await slice(gateway, agents.gateway, WARMUP_MS);
+    await slice('direct', direct, agents.direct, WARMUP_MS);
+    await slice('gateway', gateway, agents.gateway, WARMUP_MS);
     const directSlices: Slice[] = [];
     const gatewaySlices: Slice[] = [];
     for (let round = 0; round < settings.rounds; round++) {
