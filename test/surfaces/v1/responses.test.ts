@@ -156,6 +156,15 @@ describe.each(stores)('POST /v1/responses with the openai client, on the simulat
     else expect(call).toMatchObject({ type: 'custom_tool_call', name: 'apply_patch', input: expect.any(String) });
   });
 
+  it("is never answered from a key's response cache: each turn has an id of its own", async () => {
+    const cached = new OpenAI({ baseURL: gateway.baseURL, apiKey: (await gateway.tenant({ key: { responseCache: true } })).secret, maxRetries: 0 });
+    const ask = () => cached.responses.create({ model: 'sim-chat', input: 'Same question.', temperature: 0 }).withResponse();
+    const [first, second] = [await ask(), await ask()];
+    expect(first.data.id).not.toBe(second.data.id);
+    expect(second.response.headers.get('x-tollgate-cache')).toBeNull();
+    expect(await recordOf(second.response.headers.get('x-request-id'))).toMatchObject({ endpoint: 'responses', cacheHit: false });
+  });
+
   it('answers 400 for bad input, and 401, 402, 429 and model_not_found as the SDK reads them', async () => {
     const ask = (c: OpenAI, model = 'sim-chat') => c.responses.create({ model, input: 'x', max_output_tokens: 5 }).catch((error: unknown) => error);
     const invalid = await client.responses.create({ model: 'sim-chat', input: 42 } as never).catch((error: unknown) => error);
