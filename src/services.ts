@@ -127,7 +127,8 @@ export interface ServiceParts {
  * @example
  * const services = createServices({ config, db: store.db, log, fleet, adminToken });
  */
-export function createServices({ config, db, log, fleet, adminToken, redis = null, journal, tracing = null }: ServiceParts): Services {
+export function createServices(parts: ServiceParts): Services {
+  const { config, db, log, fleet, adminToken, redis = null, journal, tracing = null } = parts;
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
   const gate = redis ? createRedisGate(redis, { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions }) : createMemoryGate(gateOptions);
   // The wallet service tells the admissions of top-ups, and the admissions read the wallet to rebuild it.

@@ -69,12 +69,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     routing: routingConfig(s),
     cache: { ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS, maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES, maxBytes: s.TOLLGATE_CACHE_MAX_BYTES },
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
-    responses: {
-      retentionDays: s.TOLLGATE_RESPONSES_RETENTION_DAYS,
-      maxBytes: s.TOLLGATE_RESPONSES_MAX_BYTES,
-      chainMaxTurns: s.TOLLGATE_RESPONSES_CHAIN_MAX_TURNS,
-      chainMaxBytes: s.TOLLGATE_RESPONSES_CHAIN_MAX_BYTES,
-    },
+    responses: responsesConfig(s),
     billingEnabled: s.TOLLGATE_BILLING === 'on',
     shutdownGraceMs: s.TOLLGATE_SHUTDOWN_GRACE_MS,
     deployment: s.TOLLGATE_DEPLOYMENT ?? defaultDeployment(s.DATABASE_URL, s.TOLLGATE_DATA_DIR),
@@ -98,6 +93,17 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       completionEstimate: s.TOLLGATE_COMPLETION_ESTIMATE,
     },
   });
+}
+
+/** Stored Responses: how long they are kept, how large one and a conversation may be (TOLLGATE_RESPONSES_*). */
+function responsesConfig(s: Settings): Config['responses'] {
+  return {
+    retentionDays: s.TOLLGATE_RESPONSES_RETENTION_DAYS,
+    maxBytes: s.TOLLGATE_RESPONSES_MAX_BYTES,
+    orgMaxBytes: s.TOLLGATE_RESPONSES_ORG_MAX_BYTES,
+    chainMaxTurns: s.TOLLGATE_RESPONSES_CHAIN_MAX_TURNS,
+    chainMaxBytes: s.TOLLGATE_RESPONSES_CHAIN_MAX_BYTES,
+  };
 }
 
 /** How Docker engines choose a replica, and how often they scrape replicas' metrics (TOLLGATE_ROUTING_*). */

@@ -82,6 +82,11 @@ export const settingsSchema = z.object({
     .int()
     .min(1024)
     .default(8 * 1024 * 1024),
+  TOLLGATE_RESPONSES_ORG_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024 * 1024),
   TOLLGATE_RESPONSES_CHAIN_MAX_TURNS: z.coerce.number().int().min(1).max(100_000).default(1000),
   TOLLGATE_RESPONSES_CHAIN_MAX_BYTES: z.coerce
     .number()

@@ -81,6 +81,8 @@ export interface Config {
     retentionDays: number;
     /** One stored response, its input and output as JSON text, at most this many bytes (TOLLGATE_RESPONSES_MAX_BYTES). */
     maxBytes: number;
+    /** One organization's stored responses together, at most this many bytes (TOLLGATE_RESPONSES_ORG_MAX_BYTES). */
+    orgMaxBytes: number;
     /** A conversation continued by `previous_response_id` reaches back at most this many turns (TOLLGATE_RESPONSES_CHAIN_MAX_TURNS)… */
     chainMaxTurns: number;
     /** …and at most this many stored bytes (TOLLGATE_RESPONSES_CHAIN_MAX_BYTES). */

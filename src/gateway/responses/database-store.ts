@@ -1,6 +1,6 @@
 import { and, eq, gt, inArray, lte, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
-import { storedResponses } from '../../shared/db/schema.js';
+import { storedResponses, storedResponseTotals } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { InputItemsPage, ResponseStore, StoredResponse } from './store.js';
 
@@ -10,6 +10,7 @@ type Json = Record<string, unknown>;
 export interface ResponseStoreSettings {
   retentionDays: number;
   maxBytes: number;
+  orgMaxBytes: number;
   chainMaxTurns: number;
   chainMaxBytes: number;
 }
@@ -45,24 +46,34 @@ export class DatabaseResponseStore implements ResponseStore {
     const input = JSON.stringify(stored.input);
     const response = JSON.stringify(stored.response);
     const bytes = Buffer.byteLength(input) + Buffer.byteLength(response);
-    if (bytes > this.settings.maxBytes) {
-      throw new GatewayError(
-        'invalid_request',
-        `This response and its input are ${bytes} bytes as JSON, more than the gateway stores for one response (TOLLGATE_RESPONSES_MAX_BYTES=${this.settings.maxBytes}); send it with "store": false.`,
-        { details: [{ field: 'store', message: `at most ${this.settings.maxBytes} bytes are stored for one response` }] },
-      );
-    }
-    await this.db.insert(storedResponses).values({
-      id: stored.id,
-      orgId: stored.orgId,
-      keyId: stored.keyId,
-      model: stored.model,
-      previousResponseId: stored.previousResponseId,
-      input,
-      response,
-      bytes,
-      createdAt: stored.createdAt,
-      expiresAt: new Date(stored.createdAt.getTime() + this.settings.retentionDays * DAY_MS),
+    const { maxBytes, orgMaxBytes, retentionDays } = this.settings;
+    if (bytes > maxBytes) throw sizeRefusal(`This response and its input are ${bytes} bytes as JSON, more than the gateway stores for one response`, `TOLLGATE_RESPONSES_MAX_BYTES=${maxBytes}`);
+    await this.db.transaction(async (tx) => {
+      // The organization's total moves only if it stays within the bound; the row's lock orders concurrent saves.
+      const [total] = await tx
+        .insert(storedResponseTotals)
+        .values({ orgId: stored.orgId, bytes })
+        .onConflictDoUpdate({
+          target: storedResponseTotals.orgId,
+          set: { bytes: sql`${storedResponseTotals.bytes} + ${bytes}` },
+          setWhere: sql`${storedResponseTotals.bytes} + ${bytes} <= ${orgMaxBytes}`,
+        })
+        .returning({ bytes: storedResponseTotals.bytes });
+      if (!total || total.bytes > orgMaxBytes) {
+        throw sizeRefusal(`Your organization's stored responses would be more than the gateway keeps for one organization`, `TOLLGATE_RESPONSES_ORG_MAX_BYTES=${orgMaxBytes}`);
+      }
+      await tx.insert(storedResponses).values({
+        id: stored.id,
+        orgId: stored.orgId,
+        keyId: stored.keyId,
+        model: stored.model,
+        previousResponseId: stored.previousResponseId,
+        input,
+        response,
+        bytes,
+        createdAt: stored.createdAt,
+        expiresAt: new Date(stored.createdAt.getTime() + retentionDays * DAY_MS),
+      });
     });
   }
 
@@ -113,8 +124,11 @@ export class DatabaseResponseStore implements ResponseStore {
   }
 
   async delete(orgId: string, id: string): Promise<boolean> {
-    const deleted = await this.db.delete(storedResponses).where(live(orgId, id)).returning({ id: storedResponses.id });
-    return deleted.length > 0;
+    return this.db.transaction(async (tx) => {
+      const deleted = await tx.delete(storedResponses).where(live(orgId, id)).returning({ orgId: storedResponses.orgId, bytes: storedResponses.bytes });
+      await subtractTotals(tx, deleted);
+      return deleted.length > 0;
+    });
   }
 
   async inputItems(orgId: string, id: string, page: { after?: string; limit: number; order: 'asc' | 'desc' }): Promise<InputItemsPage | null> {
@@ -136,10 +150,14 @@ export class DatabaseResponseStore implements ResponseStore {
   async purgeExpired(now: Date): Promise<number> {
     let purged = 0;
     for (;;) {
-      const due = this.db.select({ id: storedResponses.id }).from(storedResponses).where(lte(storedResponses.expiresAt, now)).limit(PURGE_BATCH);
-      const deleted = await this.db.delete(storedResponses).where(inArray(storedResponses.id, due)).returning({ id: storedResponses.id });
-      purged += deleted.length;
-      if (deleted.length < PURGE_BATCH) return purged;
+      const deleted = await this.db.transaction(async (tx) => {
+        const due = tx.select({ id: storedResponses.id }).from(storedResponses).where(lte(storedResponses.expiresAt, now)).limit(PURGE_BATCH);
+        const rows = await tx.delete(storedResponses).where(inArray(storedResponses.id, due)).returning({ orgId: storedResponses.orgId, bytes: storedResponses.bytes });
+        await subtractTotals(tx, rows);
+        return rows.length;
+      });
+      purged += deleted;
+      if (deleted < PURGE_BATCH) return purged;
     }
   }
 }
@@ -164,6 +182,26 @@ function storedOf(row: Row): StoredResponse {
 
 function idOf(item: Json | undefined): string | null {
   return typeof item?.id === 'string' ? item.id : null;
+}
+
+type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0];
+
+/** Takes deleted rows' bytes off their organizations' totals, one update per organization. */
+async function subtractTotals(tx: Transaction, deleted: Array<{ orgId: string; bytes: number }>): Promise<void> {
+  const byOrg = new Map<string, number>();
+  for (const row of deleted) byOrg.set(row.orgId, (byOrg.get(row.orgId) ?? 0) + row.bytes);
+  for (const [orgId, bytes] of byOrg) {
+    await tx
+      .update(storedResponseTotals)
+      .set({ bytes: sql`greatest(${storedResponseTotals.bytes} - ${bytes}, 0)` })
+      .where(eq(storedResponseTotals.orgId, orgId));
+  }
+}
+
+function sizeRefusal(what: string, setting: string): GatewayError {
+  return new GatewayError('invalid_request', `${what} (${setting}); send it with "store": false.`, {
+    details: [{ field: 'store', message: `more than ${setting.split('=')[0]} allows` }],
+  });
 }
 
 function chainRefusal(what: string, setting: string): GatewayError {

@@ -261,6 +261,19 @@ export const storedResponses = pgTable(
 );
 
 /**
+ * The bytes of each organization's stored Responses, moved in the same
+ * transaction as the rows they count (saved, deleted, purged): the bound
+ * TOLLGATE_RESPONSES_ORG_MAX_BYTES is checked on this one row, not by summing
+ * the organization's responses on every save.
+ */
+export const storedResponseTotals = pgTable('stored_response_totals', {
+  orgId: text('org_id')
+    .primaryKey()
+    .references(() => organizations.id),
+  bytes: bigint('bytes', { mode: 'number' }).notNull().default(0),
+});
+
+/**
  * One row, one number: moved forward by a trigger on every change to keys,
  * models, prices, projects and organizations (migration 0002). Gateways poll
  * it to drop their in-process request-path cache (`catalog/request-path-cache.ts`).

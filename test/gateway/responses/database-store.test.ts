@@ -11,7 +11,7 @@ import { GatewayError } from '../../../src/shared/http/errors.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 
 const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
-const SETTINGS: ResponseStoreSettings = { retentionDays: 30, maxBytes: 64 * 1024, chainMaxTurns: 50, chainMaxBytes: 256 * 1024 };
+const SETTINGS: ResponseStoreSettings = { retentionDays: 30, maxBytes: 64 * 1024, orgMaxBytes: 1024 * 1024 * 1024, chainMaxTurns: 50, chainMaxBytes: 256 * 1024 };
 const DAY_MS = 86_400_000;
 
 describe.each(stores)('stored Responses in the database (%s)', (kind) => {
@@ -137,6 +137,34 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     const refusal = await responses.save(big).catch((error: unknown) => error);
     expect(refusal).toMatchObject({ status: 400, code: 'invalid_request', message: expect.stringContaining('TOLLGATE_RESPONSES_MAX_BYTES=65536') as unknown });
     expect(await responses.get(a.orgId, big.id)).toBeNull();
+  });
+
+  it('bounds an organization’s stored bytes by TOLLGATE_RESPONSES_ORG_MAX_BYTES; deleting and purging free them', async () => {
+    const a = await tenant();
+    const b = await tenant();
+    const first = turn(a, null, 'one');
+    const bytes = Buffer.byteLength(JSON.stringify(first.input)) + Buffer.byteLength(JSON.stringify(first.response));
+    // Room for two turns of this size (ids of the same length: the texts below are as long).
+    const bounded = new DatabaseResponseStore(store.db, { ...SETTINGS, orgMaxBytes: 2 * bytes + 10 });
+    const second = turn(a, first.id, 'two');
+    await bounded.save(first);
+    await bounded.save(second);
+    const third = turn(a, second.id, 'six');
+    const refusal = await bounded.save(third).catch((error: unknown) => error);
+    expect(refusal).toMatchObject({ status: 400, code: 'invalid_request', message: expect.stringContaining('TOLLGATE_RESPONSES_ORG_MAX_BYTES=') as unknown });
+    expect(await bounded.get(a.orgId, third.id)).toBeNull();
+    // Another organization has room of its own.
+    await bounded.save(turn(b, null, 'one'));
+    expect(await bounded.delete(a.orgId, first.id)).toBe(true);
+    await bounded.save(third);
+    // An expired turn counts until it is purged.
+    const expired = turn(a, null, 'old', SETTINGS.retentionDays + 1);
+    await expect(bounded.save(expired)).rejects.toThrow(/TOLLGATE_RESPONSES_ORG_MAX_BYTES/);
+    expect(await bounded.purgeExpired(new Date(Date.now() + (SETTINGS.retentionDays + 1) * DAY_MS))).toBeGreaterThanOrEqual(3);
+    await bounded.save(expired);
+    expect(await bounded.get(a.orgId, expired.id)).toBeNull();
+    expect(await bounded.purgeExpired(new Date())).toBeGreaterThanOrEqual(1);
+    await bounded.save(turn(a, null, 'new'));
   });
 
   it('forgets an expired response before the purge runs, and the purge removes only expired ones', async () => {

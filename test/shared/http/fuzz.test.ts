@@ -123,6 +123,8 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
           fc.tuple(segment, segment, segment).map(([g, f, t]) => `/v1/usage/summary?group_by=${g}&from=${f}&to=${t}`),
           fc.tuple(segment, segment).map(([l, a]) => `/v1/usage/requests?limit=${l}&after=${a}&key_id=${l}`),
           segment.map((s) => `/v1/pricing?${s}=${s}`),
+          segment.map((s) => `/v1/responses/${s}`),
+          fc.tuple(segment, segment, segment).map(([l, o, a]) => `/v1/responses/${a}/input_items?limit=${l}&order=${o}&after=${a}`),
           segment.map((s) => `/v1/${s}`),
           segment.map((s) => `/${s}`),
         ),
