@@ -12,12 +12,12 @@ export function itemId(prefix: string): string {
 
 /**
  * The response object around its output: what the request asked for, echoed
- * as OpenAI does, and the status. `output` and `usage` are the caller's.
+ * as OpenAI does, and the status. `output` and `usage` (absent until the end) are the caller's.
  */
 export function responseShell(body: Json, id: string, model: string, createdAt: number): Json {
   const text = (body.text ?? {}) as Json;
   const reasoning = (body.reasoning ?? {}) as Json;
-  return {
+  const shell: Json = {
     id,
     object: 'response',
     created_at: createdAt,
@@ -40,9 +40,9 @@ export function responseShell(body: Json, id: string, model: string, createdAt: 
     tools: body.tools ?? [],
     top_p: body.top_p ?? null,
     truncation: 'disabled',
-    usage: null,
-    user: body.user ?? null,
   };
+  if (typeof body.user === 'string') shell.user = body.user;
+  return shell;
 }
 
 /** Chat's usage as the Responses API's, cached and reasoning tokens included when the engine reports them. */
@@ -54,7 +54,7 @@ export function responsesUsage(usage: unknown, counted: TokenUsage | null): Json
   const reasoning = (raw.completion_tokens_details as Json | undefined)?.reasoning_tokens;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: typeof cached === 'number' ? cached : 0 },
+    input_tokens_details: { cached_tokens: typeof cached === 'number' ? cached : 0, cache_write_tokens: 0 },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: typeof reasoning === 'number' ? reasoning : 0 },
     total_tokens: input + output,
