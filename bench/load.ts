@@ -81,7 +81,7 @@ function send(url: string, agent: http.Agent, headers: Record<string, string>, p
   });
 }
 
-/** Feeds SSE bytes; answers true once a `data:` event has non-empty delta content (chat) or delta text (Messages). */
+/** Feeds SSE bytes; answers true once a `data:` event has non-empty delta content (chat), delta text (Messages) or a text delta (Responses). */
 function firstContentWatcher(): (chunk: Buffer) => boolean {
   let pending = '';
   return (chunk) => {
@@ -93,9 +93,9 @@ function firstContentWatcher(): (chunk: Buffer) => boolean {
       const data = line.slice(5).trim();
       if (data === '[DONE]') continue;
       try {
-        // Chat's delta.content, or a Messages content_block_delta's delta.text.
-        const event = JSON.parse(data) as { choices?: { delta?: { content?: unknown } }[]; delta?: { text?: unknown } };
-        const content = event.choices?.[0]?.delta?.content ?? event.delta?.text;
+        // Chat's delta.content, a Messages content_block_delta's delta.text, or a Responses output_text.delta's delta.
+        const event = JSON.parse(data) as { choices?: { delta?: { content?: unknown } }[]; delta?: { text?: unknown } | string };
+        const content = event.choices?.[0]?.delta?.content ?? (typeof event.delta === 'string' ? event.delta : event.delta?.text);
         if (typeof content === 'string' && content.length > 0) return true;
       } catch {
         // a malformed event is not content

@@ -14,8 +14,8 @@ export interface Scenario {
 
 /**
  * The benches' scenarios: chat JSON and chat stream of `tokens` tokens, embeddings of four inputs, and a
- * Messages stream of `tokens` tokens (the simulator must answer `tokens` tokens by default: Anthropic's
- * request has no `ignore_eos`; `--default-max-tokens`).
+ * Messages stream and a Responses stream of `tokens` tokens (the simulator must answer `tokens` tokens by
+ * default: neither request has `ignore_eos`; `--default-max-tokens`).
  *
  * @example
  * const [chatJson] = allScenarios(64);
@@ -34,7 +34,22 @@ export function allScenarios(tokens: number): Scenario[] {
       stream: true,
       body: { model: 'sim-chat', max_tokens: tokens, messages: chat.messages, stream: true },
       // What the gateway sends the engine for it (requests/messages/): a chat stream with usage in every chunk.
-      direct: { path: '/v1/chat/completions', body: { model: 'sim-chat', max_tokens: tokens, messages: chat.messages, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } } },
+      direct: {
+        path: '/v1/chat/completions',
+        body: { model: 'sim-chat', max_tokens: tokens, messages: chat.messages, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } },
+      },
+    },
+    {
+      name: 'responses-stream',
+      path: '/v1/responses',
+      stream: true,
+      // store: false, as Codex sends it: a stored response adds a database write (docs/benchmark.md gives both).
+      body: { model: 'sim-chat', max_output_tokens: tokens, input: chat.messages, stream: true, store: false },
+      // What the gateway sends the engine for it (requests/responses/): the same chat stream as for Messages.
+      direct: {
+        path: '/v1/chat/completions',
+        body: { model: 'sim-chat', messages: chat.messages, max_tokens: tokens, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } },
+      },
     },
   ];
 }

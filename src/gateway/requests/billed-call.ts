@@ -58,7 +58,7 @@ async function settleCall(services: BilledDeps, call: BilledCall, settlement: Se
     });
   }
   await services.admissions.release(call.ticket, { actualTokens: tokens, cost });
-  if (call.caller.responseCache && settlement.answer && settlement.status === 200) {
+  if (cachesAnswers(call) && settlement.answer && settlement.status === 200) {
     await services.cache.set(cacheKey(call.caller.orgId, call.endpoint, call.body), settlement.answer).catch((error: unknown) => {
       services.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
     });
@@ -90,6 +90,14 @@ function withinBounds(services: BilledDeps, call: BilledCall, settlement: Settle
     bound: call.bounds,
   });
   return { ...settlement, usage, usageSource: settlement.usageSource === 'upstream' ? 'clamped' : settlement.usageSource };
+}
+
+/**
+ * Whether the key's response cache answers this request. A Response (`/v1/responses`) never comes from the cache:
+ * it is a turn of a conversation, with an id of its own that a stored response and its continuations name.
+ */
+export function cachesAnswers(request: AuthorizedRequest): boolean {
+  return request.caller.responseCache && request.endpoint !== 'responses';
 }
 
 /** Whether a call's answer outlives its response: cached (the key's response cache) or stored (its request data). */

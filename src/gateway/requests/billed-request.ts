@@ -34,6 +34,7 @@ export type { BilledDeps, BilledEndpoint, StreamControls } from './endpoint.js';
  */
 export async function serveBilled(c: Context<GatewayEnv>, services: BilledDeps, endpoint: BilledEndpoint): Promise<Response> {
   const request = await authorize(c, services, endpoint);
+  if (endpoint.prepare) await endpoint.prepare(request);
   const cached = await cachedAnswer(c, services, request);
   if (cached) return cached;
   const call = await reserve(c, services, request, endpoint);
@@ -78,7 +79,7 @@ export async function serveBilled(c: Context<GatewayEnv>, services: BilledDeps, 
     call.upstreamDoneAt = performance.now();
     answer.model = call.clientModel;
     endpoint.shapeAnswer?.(answer);
-    const answered = endpoint.answerOf ? endpoint.answerOf(answer, call) : withoutNullFields(answer);
+    const answered = endpoint.answerOf ? await endpoint.answerOf(answer, call) : withoutNullFields(answer);
     // A string, or bytes when arrays were lifted (their bytes are the engine's, never decoded).
     const written = restore(JSON.stringify(answered));
     const reported = usageFrom(answer.usage);

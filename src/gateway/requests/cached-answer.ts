@@ -4,7 +4,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import { describeError } from '../../shared/http/log.js';
 import type { BilledDeps } from './endpoint.js';
 import type { AuthorizedRequest } from './admission.js';
-import { recordCacheHit } from './billed-call.js';
+import { cachesAnswers, recordCacheHit } from './billed-call.js';
 
 export const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
 
@@ -15,7 +15,7 @@ export const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8',
  * miss, never a failed request.
  */
 export async function cachedAnswer(c: Context<GatewayEnv>, services: BilledDeps, request: AuthorizedRequest): Promise<Response | null> {
-  if (!request.caller.responseCache) return null;
+  if (!cachesAnswers(request)) return null;
   const hit = await services.cache.get(cacheKey(request.caller.orgId, request.endpoint, request.body)).catch((error: unknown) => {
     services.log.warn('response cache read failed: treated as a miss', { requestId: request.requestId, ...describeError(error) });
     return null;

@@ -16,7 +16,7 @@ import type { RequestPathCache } from '../catalog/request-path-cache.js';
 import type { Fleet } from '../engines/fleet.js';
 import type { KeyService } from '../keys/service.js';
 import type { GateKeeper } from '../limits/gate-keeper.js';
-import type { BilledCall } from './admission.js';
+import type { AuthorizedRequest, BilledCall } from './admission.js';
 
 /**
  * What the billed path uses of the gateway's services, and nothing more: a
@@ -65,6 +65,11 @@ export interface BilledEndpoint {
   /** Refuses a body the gateway cannot bill or relay (400 with details); every other field is the engine's to judge. */
   validate(body: Record<string, unknown>, config: Config): void;
   /**
+   * What the endpoint reads before the hold, once the request is authorized (the Responses API: the stored
+   * conversation `previous_response_id` continues); may refuse.
+   */
+  prepare?(request: AuthorizedRequest): Promise<void>;
+  /**
    * The fields the token bounds and the token limits' estimate read, in chat's names
    * (`messages`, `max_tokens`, `max_completion_tokens`, `n`, `best_of`; `prompt` for completions),
    * when the protocol names them otherwise. Default: the body itself.
@@ -79,7 +84,7 @@ export interface BilledEndpoint {
   /** Adjusts the engine's JSON answer for the client, in place (the model name is already the client's). */
   shapeAnswer?(answer: Record<string, unknown>): void;
   /** The answer's JSON for the client, when the protocol's answer is not the engine's (Messages, Responses); default: the engine's, shaped. */
-  answerOf?(answer: Record<string, unknown>, call: BilledCall): Record<string, unknown>;
+  answerOf?(answer: Record<string, unknown>, call: BilledCall): Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Usage when the engine reported none valid: from the request, and from the answer if there is one. */
   estimate(call: BilledCall, answer: Record<string, unknown> | null): TokenUsage;
   /** Relays a streamed answer and settles the call when the stream ends. */

@@ -18,6 +18,7 @@ const ERROR_CODES = {
   invalid_json: { status: 400, type: 'invalid_request_error' },
   project_not_found: { status: 403, type: 'invalid_request_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
+  previous_response_not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   conflict: { status: 409, type: 'invalid_request_error' },
   key_limit_reached: { status: 409, type: 'invalid_request_error' },

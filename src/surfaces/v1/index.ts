@@ -10,6 +10,7 @@ import { embeddingsRoutes } from './embeddings.js';
 import { messagesRoutes } from './messages.js';
 import { modelsRoutes } from './models.js';
 import { pricingRoutes } from './pricing.js';
+import { responsesRoutes } from './responses.js';
 import { storedResponseRoutes } from './stored-responses.js';
 import { usageRoutes } from './usage.js';
 import { walletRoutes } from './wallet.js';
@@ -46,8 +47,9 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
   v1.route('/completions', completionsRoutes(services));
   v1.route('/embeddings', embeddingsRoutes(services));
   v1.route('/messages', messagesRoutes(services));
-  v1.route('/models', modelsRoutes(services));
+  v1.route('/responses', responsesRoutes(services));
   v1.route('/responses', storedResponseRoutes(services));
+  v1.route('/models', modelsRoutes(services));
   v1.route('/audio', audioRoutes(services));
   v1.route('/usage', usageRoutes(services));
   v1.route('/wallet', walletRoutes(services));

@@ -35,6 +35,18 @@ describe("response shapes against OpenAI's OpenAPI spec", () => {
     for (const event of events) expect(openApiErrors('CreateChatCompletionStreamResponse', JSON.parse(event.slice(6)))).toEqual([]);
   });
 
+  it('responses (JSON, with a tool call and reasoning) and every event of a Responses stream', async () => {
+    const tools = [{ type: 'function', name: 'f', parameters: { type: 'object', properties: { a: { type: 'string' } } }, strict: false }];
+    const body = await (await post('/responses', { model: 'sim-reasoner', input: 'hi', tools, tool_choice: 'required' })).json();
+    expect(openApiErrors('Response', body)).toEqual([]);
+    const response = await post('/responses', { model: 'sim-reasoner', input: [{ role: 'user', content: 'hi' }], instructions: 'Be brief.', stream: true });
+    const events = (await response.text()).split('\n\n').filter(Boolean);
+    expect(events.length).toBeGreaterThan(8);
+    const data = events.map((event) => JSON.parse(event.split('\ndata: ')[1]!) as { type: string });
+    // The events the spec does not describe, by type: none.
+    expect(data.filter((event) => openApiErrors('ResponseStreamEvent', event).length > 0).map((event) => event.type)).toEqual([]);
+  });
+
   it('embeddings (float)', async () => {
     const body = await (await post('/embeddings', { model: 'sim-embed', input: ['a', 'b'], encoding_format: 'float' })).json();
     expect(openApiErrors('CreateEmbeddingResponse', body)).toEqual([]);

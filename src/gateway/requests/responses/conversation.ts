@@ -1,0 +1,91 @@
+import { GatewayError } from '../../../shared/http/errors.js';
+import { describeError, type Logger } from '../../../shared/http/log.js';
+import type { ResponseStore } from '../../responses/store.js';
+import type { AuthorizedRequest } from '../admission.js';
+import { itemId } from './answer.js';
+import { inputItemsOf } from './items.js';
+import { chatBodyOf } from './translate.js';
+
+type Json = Record<string, unknown>;
+
+/** Where a conversation is kept, and where a store that fails is told of. */
+export interface ConversationDeps {
+  store: ResponseStore | null;
+  log: Logger;
+}
+
+/**
+ * The conversations of the Responses API: the one place the create path uses
+ * the response store. Before the hold, `previous_response_id` is read (its
+ * chain, in the caller's organization only); the request's chat translation
+ * then carries the earlier turns; after the answer, the response is kept
+ * unless `store: false`.
+ */
+export function createConversations({ store, log }: ConversationDeps) {
+  const earlierTurns = new WeakMap<Json, Json[]>();
+  const translations = new WeakMap<Json, Json>();
+
+  /** Reads the conversation `previous_response_id` continues: an unknown, expired or another organization's id is a 404, before any hold. */
+  const load = async (request: AuthorizedRequest): Promise<void> => {
+    const id = request.body.previous_response_id;
+    if (typeof id !== 'string') return;
+    const chain = store ? await store.chain(request.caller.orgId, id) : null;
+    if (!chain)
+      throw new GatewayError('previous_response_not_found', `Previous response with id '${id}' not found.`, {
+        details: [{ field: 'previous_response_id', message: 'no stored response has this id' }],
+      });
+    earlierTurns.set(
+      request.body,
+      chain.flatMap((turn) => [...turn.input, ...((turn.response.output as Json[] | undefined) ?? [])]),
+    );
+  };
+
+  /** The request as chat completions, made once: the bounds, the estimate and every replica tried read it. */
+  const chatOf = (body: Json): Json => {
+    let chat = translations.get(body);
+    if (!chat) {
+      chat = chatBodyOf(body, earlierTurns.get(body));
+      translations.set(body, chat);
+    }
+    return chat;
+  };
+
+  /**
+   * Keeps a finished response (completed or incomplete) with this turn's input items, unless the request said
+   * `store: false`. A response the store refuses (past its size bound) or cannot write is still answered, as
+   * `store: false`: its tokens were generated and are billed, and the client learns it cannot be continued.
+   */
+  const keep = async (request: AuthorizedRequest, response: Json): Promise<void> => {
+    if (!store || request.body.store === false) {
+      response.store = false;
+      return;
+    }
+    try {
+      await store.save({
+        id: response.id as string,
+        orgId: request.caller.orgId,
+        keyId: request.caller.id,
+        model: request.clientModel,
+        createdAt: new Date((response.created_at as number) * 1000),
+        previousResponseId: typeof request.body.previous_response_id === 'string' ? request.body.previous_response_id : null,
+        input: inputItemsOf(request.body.input).map(storedItem),
+        response,
+      });
+    } catch (error) {
+      response.store = false;
+      log.warn('a response was not stored: answered with store false', { requestId: request.requestId, ...describeError(error) });
+    }
+  };
+
+  return { load, chatOf, keep };
+}
+
+const ID_PREFIXES: Record<string, string> = { message: 'msg', function_call: 'fc', function_call_output: 'fco', custom_tool_call: 'ctc', custom_tool_call_output: 'ctco', reasoning: 'rs' };
+
+/** An input item as OpenAI lists it back (`input_items`): with an id, its own or a new one, and a message's text as a part. */
+function storedItem(item: Json): Json {
+  const stored = typeof item.id === 'string' ? item : Object.assign({ id: itemId(ID_PREFIXES[item.type as string] ?? 'item') }, item);
+  if (stored.type !== 'message' || typeof stored.content !== 'string') return stored;
+  const part = { type: stored.role === 'assistant' ? 'output_text' : 'input_text', text: stored.content };
+  return Object.assign({}, stored, { content: [part] });
+}

@@ -1,0 +1,223 @@
+import type { ChatStreamState } from '../../proxy/chat-stream.js';
+import { usageFrom } from '../../proxy/usage.js';
+import { callItem, finishOf, itemId, responseShell, responsesUsage } from './answer.js';
+import { stringOf } from './items.js';
+import type { ToolNames } from './translate.js';
+
+type Json = Record<string, unknown>;
+
+/** The item being written: its place in `output`, the item, and its text (or arguments) so far. */
+interface OpenItem {
+  key: string;
+  index: number;
+  item: Json;
+  text: string;
+}
+
+/** What a Responses stream is made from: the request (echoed in the response), its tools' names, the response's id and the client's model. */
+export interface ResponsesStreamSource {
+  body: Json;
+  names: ToolNames;
+  id: string;
+  model: string;
+}
+
+/**
+ * Turns the engine's chat chunks into the Responses event sequence:
+ * `response.created`, `response.in_progress`, then for each output item
+ * (reasoning, the message, each tool call) `response.output_item.added`, its
+ * parts and deltas and `response.output_item.done`, and at the end
+ * `response.completed` (or `response.incomplete`), the whole response with the
+ * usage the engine reported. Every event has its `sequence_number`.
+ *
+ * @example
+ * const writer = new ResponsesWriter({ body, names: toolNamesOf(body), id: itemId('resp'), model: 'm' });
+ * writer.rewrite('{"choices":[{"index":0,"delta":{"content":"Hi"}}]}');
+ */
+export class ResponsesWriter implements EventWriter {
+  readonly state: ChatStreamState = { usage: null, usageFinal: false, tokenChunks: 0, firstTokenAt: null, failed: false };
+  private readonly response: Json;
+  private readonly output: Json[] = [];
+  private sequence = 0;
+  private open: OpenItem | null = null;
+  private started = false;
+  private finishReason: unknown = null;
+  private rawUsage: unknown = null;
+
+  constructor(private readonly source: ResponsesStreamSource) {
+    this.response = responseShell(source.body, source.id, source.model, Math.floor(Date.now() / 1000));
+  }
+
+  /** One event, its fields already JSON (without braces): the hot deltas are written without a JSON.stringify of a whole object. */
+  event(type: string, fields: string): string {
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.sequence++},${fields}}\n\n`;
+  }
+
+  at(item: OpenItem): string {
+    return `"item_id":"${item.item.id as string}","output_index":${item.index}`;
+  }
+
+  whole(type: string, data: Json): string {
+    return this.event(type, JSON.stringify(data).slice(1, -1));
+  }
+
+  /** One engine chunk as events, or null for none. */
+  rewrite(data: string): string | null {
+    let chunk: Json;
+    try {
+      chunk = JSON.parse(data) as Json;
+    } catch {
+      return null;
+    }
+    if (chunk.error !== undefined) {
+      this.state.failed = true;
+      return null;
+    }
+    const usage = usageFrom(chunk.usage);
+    const choices = (chunk.choices as Json[] | undefined) ?? [];
+    if (usage) {
+      this.state.usage = usage;
+      this.rawUsage = chunk.usage;
+    }
+    if (choices.length === 0 && usage) this.state.usageFinal = true;
+    let out = this.start();
+    for (const choice of choices) {
+      const events = this.deltaEvents((choice.delta ?? {}) as Json);
+      if (events) {
+        this.state.tokenChunks += 1;
+        this.state.firstTokenAt ??= performance.now();
+        out += events;
+      }
+      if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    }
+    return out || null;
+  }
+
+  /** Closes the open item: its last events. After it, `finalResponse` is whole. */
+  closeItems(): string {
+    return this.start() + this.close();
+  }
+
+  /** The whole response as it ends (`completed` or `incomplete`), with the usage it is billed for. */
+  finalResponse(): Json {
+    const { usage, usageFinal, tokenChunks } = this.state;
+    const counted = usage ? { promptTokens: usage.promptTokens, completionTokens: Math.max(usage.completionTokens, usageFinal ? 0 : tokenChunks) } : null;
+    return Object.assign(this.response, finishOf(this.finishReason), { output: this.output, usage: responsesUsage(this.rawUsage, counted) });
+  }
+
+  /** The last event: `response.completed` (or `.incomplete`) with the whole response. */
+  completed(): string {
+    const final = this.finalResponse();
+    return this.whole(final.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: final });
+  }
+
+  /** The stream's last events: the open item closed, then the whole response. */
+  finish(): string {
+    return this.closeItems() + this.completed();
+  }
+
+  /** The event that ends a stream the engine broke off: `response.failed`, with what was written so far. */
+  failure(): string {
+    const out = this.start() + this.close();
+    const error = { code: 'server_error', message: 'The model server stopped before finishing this response; the output is incomplete.' };
+    return out + this.whole('response.failed', { response: Object.assign(this.response, { status: 'failed', output: this.output, error }) });
+  }
+
+  private start(): string {
+    if (this.started) return '';
+    this.started = true;
+    return this.whole('response.created', { response: this.response }) + this.whole('response.in_progress', { response: this.response });
+  }
+
+  private close(): string {
+    const item = this.open;
+    if (item === null) return '';
+    this.open = null;
+    // Written before it is closed: the closing events, and the final response, name the finished item.
+    const out = closeEvents(item, this, this.source.names);
+    this.output.push(item.item);
+    return out;
+  }
+
+  private openItem(key: string, item: Json): string {
+    let out = this.close();
+    const open: OpenItem = { key, index: this.output.length, item, text: '' };
+    this.open = open;
+    out += this.whole('response.output_item.added', { output_index: open.index, item });
+    if (item.type === 'message') out += this.event('response.content_part.added', `${this.at(open)},"content_index":0,"part":{"type":"output_text","text":"","annotations":[],"logprobs":[]}`);
+    if (item.type === 'reasoning') out += this.event('response.reasoning_summary_part.added', `${this.at(open)},"summary_index":0,"part":{"type":"summary_text","text":""}`);
+    return out;
+  }
+
+  /** The item of `key`, opened (closing the one before) unless it is the open one. */
+  private item(key: string, make: () => Json): { out: string; open: OpenItem } {
+    const out = this.open?.key === key ? '' : this.openItem(key, make());
+    return { out, open: this.open! };
+  }
+
+  private deltaEvents(d: Json): string {
+    let out = '';
+    const reasoning = d.reasoning_content ?? d.reasoning;
+    if (typeof reasoning === 'string' && reasoning) {
+      const { out: opened, open } = this.item('reasoning', () => ({ id: itemId('rs'), type: 'reasoning', summary: [] }));
+      open.text += reasoning;
+      out += opened + this.event('response.reasoning_summary_text.delta', `${this.at(open)},"summary_index":0,"delta":${JSON.stringify(reasoning)}`);
+    }
+    if (typeof d.content === 'string' && d.content) {
+      const { out: opened, open } = this.item('message', () => ({ id: itemId('msg'), type: 'message', role: 'assistant', status: 'in_progress', content: [] }));
+      open.text += d.content;
+      out += opened + this.event('response.output_text.delta', `${this.at(open)},"content_index":0,"delta":${JSON.stringify(d.content)},"logprobs":[]`);
+    }
+    for (const call of (d.tool_calls as Json[] | undefined) ?? []) out += this.callEvents(call);
+    return out;
+  }
+
+  private callEvents(call: Json): string {
+    const fn = (call.function ?? {}) as Json;
+    const key = `tool:${typeof call.index === 'number' ? call.index : 0}`;
+    const { out, open } = this.item(key, () => callItem(call.id, stringOf(fn.name), '', this.source.names, 'in_progress'));
+    const args = stringOf(fn.arguments);
+    if (!args) return out;
+    open.text += args;
+    // A custom tool's input is the function's JSON arguments: it is given whole, unwrapped, when the item is done.
+    if (open.item.type !== 'function_call') return out;
+    return out + this.event('response.function_call_arguments.delta', `${this.at(open)},"delta":${JSON.stringify(args)}`);
+  }
+}
+
+interface EventWriter {
+  event(type: string, fields: string): string;
+  at(item: OpenItem): string;
+  whole(type: string, data: Json): string;
+}
+
+/** The events that close an item: its text or arguments done, its part done, the finished item. */
+function closeEvents(open: OpenItem, w: EventWriter, names: ToolNames): string {
+  const { item, text } = open;
+  let out = '';
+  if (item.type === 'message') {
+    const part = { type: 'output_text', text, annotations: [], logprobs: [] };
+    out += w.event('response.output_text.done', `${w.at(open)},"content_index":0,"text":${JSON.stringify(text)},"logprobs":[]`);
+    out += w.event('response.content_part.done', `${w.at(open)},"content_index":0,"part":${JSON.stringify(part)}`);
+    Object.assign(item, { status: 'completed', content: [part] });
+  } else if (item.type === 'reasoning') {
+    const part = { type: 'summary_text', text };
+    out += w.event('response.reasoning_summary_text.done', `${w.at(open)},"summary_index":0,"text":${JSON.stringify(text)}`);
+    out += w.event('response.reasoning_summary_part.done', `${w.at(open)},"summary_index":0,"part":${JSON.stringify(part)}`);
+    item.summary = [part];
+  } else if (item.type === 'function_call') {
+    item.arguments = text || '{}';
+    item.status = 'completed';
+    out += w.event('response.function_call_arguments.done', `${w.at(open)},"name":${JSON.stringify(item.name)},"arguments":${JSON.stringify(item.arguments)}`);
+  } else {
+    // A custom tool's input arrives as the function's JSON arguments: the client gets it unwrapped, whole.
+    const done = callItem(item.call_id, flatName(item), text || '{}', names);
+    Object.assign(item, { status: 'completed', input: done.input });
+    out += w.event('response.custom_tool_call_input.done', `${w.at(open)},"input":${JSON.stringify(item.input)}`);
+  }
+  return out + w.whole('response.output_item.done', { output_index: open.index, item });
+}
+
+function flatName(item: Json): string {
+  return typeof item.namespace === 'string' ? `${item.namespace}__${String(item.name)}` : String(item.name);
+}

@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { callItem, responseOf } from '../../../src/gateway/requests/responses/answer.js';
+import { chatBodyOf, responsesRequestErrors, toolNamesOf } from '../../../src/gateway/requests/responses/translate.js';
+
+describe('the Responses request as chat completions', () => {
+  it('puts instructions and developer text first, joins a function call to its assistant turn, and drops reasoning', () => {
+    const chat = chatBodyOf({
+      model: 'm',
+      instructions: 'Be brief.',
+      max_output_tokens: 64,
+      input: [
+        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Sandbox: none.' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'Read it.' },
+            { type: 'input_image', image_url: 'data:image/png;base64,AA' },
+          ],
+        },
+        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'thinking' }], encrypted_content: 'x' },
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Reading.' }] },
+        { type: 'function_call', call_id: 'c1', name: 'read', arguments: '{"path":"a"}' },
+        { type: 'function_call', call_id: 'c2', name: 'list', namespace: 'files', arguments: '' },
+        { type: 'function_call_output', call_id: 'c1', output: 'hello' },
+        { type: 'function_call_output', call_id: 'c2', output: [{ type: 'input_text', text: 'a b' }] },
+      ],
+    });
+    expect(chat).toEqual({
+      model: 'm',
+      max_tokens: 64,
+      messages: [
+        { role: 'system', content: 'Be brief.\n\nSandbox: none.' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Read it.' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AA' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: 'Reading.',
+          tool_calls: [
+            { id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a"}' } },
+            { id: 'c2', type: 'function', function: { name: 'files__list', arguments: '{}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'hello' },
+        { role: 'tool', tool_call_id: 'c2', content: 'a b' },
+      ],
+    });
+  });
+
+  it('sends function, namespaced and custom tools, drops built-in ones, and maps text.format and reasoning', () => {
+    const body = {
+      model: 'm',
+      input: 'Hi',
+      tools: [
+        { type: 'function', name: 'f', parameters: { type: 'object' }, strict: true },
+        { type: 'namespace', name: 'ns', description: 'd', tools: [{ type: 'function', name: 'g', description: 'G' }] },
+        { type: 'custom', name: 'apply_patch', description: 'Patch' },
+        { type: 'web_search' },
+        { type: 'file_search', vector_store_ids: ['v'] },
+      ],
+      tool_choice: { type: 'function', name: 'f' },
+      text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object' }, strict: true }, verbosity: 'low' },
+      reasoning: { effort: 'high', summary: 'auto' },
+      include: ['reasoning.encrypted_content'],
+    };
+    const chat = chatBodyOf(body);
+    expect((chat.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name)).toEqual(['f', 'ns__g', 'apply_patch']);
+    expect(chat).toMatchObject({
+      tool_choice: { type: 'function', function: { name: 'f' } },
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' }, strict: true } },
+      reasoning_effort: 'high',
+    });
+    expect(chat).not.toHaveProperty('include');
+    const names = toolNamesOf(body);
+    expect(callItem('c', 'ns__g', '{}', names)).toMatchObject({ type: 'function_call', namespace: 'ns', name: 'g', call_id: 'c' });
+    expect(callItem('c', 'apply_patch', '{"input":"*** Begin Patch"}', names)).toMatchObject({ type: 'custom_tool_call', name: 'apply_patch', input: '*** Begin Patch' });
+  });
+
+  it('answers incomplete at the length limit, with the usage details the engine gave', () => {
+    const answer = { created: 1, choices: [{ message: { content: 'cut' }, finish_reason: 'length' }], usage: { prompt_tokens: 9, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } } };
+    expect(responseOf(answer, { input: 'x' }, toolNamesOf({}), 'resp_1', 'm')).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      usage: { input_tokens: 9, output_tokens: 3, total_tokens: 12, input_tokens_details: { cached_tokens: 4 }, output_tokens_details: { reasoning_tokens: 0 } },
+    });
+  });
+
+  it('refuses what it cannot translate, with the field named', () => {
+    expect(responsesRequestErrors({ input: 3 })).toEqual([{ field: 'input', message: 'must be a string or an array of input items' }]);
+    expect(responsesRequestErrors({ input: [{ role: 'robot', content: 'x' }, 'x'], max_output_tokens: 0, store: 'yes' }).map((detail) => detail.field)).toEqual([
+      'input[0].role',
+      'input[1]',
+      'max_output_tokens',
+      'store',
+    ]);
+    expect(responsesRequestErrors({ input: [{ type: 'web_search_call', id: 'ws' }], store: false, tools: [{ type: 'web_search' }] })).toEqual([]);
+  });
+});
