@@ -51,5 +51,16 @@ export function allScenarios(tokens: number): Scenario[] {
         body: { model: 'sim-chat', messages: chat.messages, max_tokens: tokens, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } },
       },
     },
+    {
+      name: 'responses-stored-stream',
+      path: '/v1/responses',
+      stream: true,
+      // The API's default, store: true: the response and its input are written to the gateway's database before the last event.
+      body: { model: 'sim-chat', max_output_tokens: tokens, input: chat.messages, stream: true },
+      direct: {
+        path: '/v1/chat/completions',
+        body: { model: 'sim-chat', messages: chat.messages, max_tokens: tokens, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } },
+      },
+    },
   ];
 }

@@ -48,33 +48,25 @@ export class DatabaseResponseStore implements ResponseStore {
     const bytes = Buffer.byteLength(input) + Buffer.byteLength(response);
     const { maxBytes, orgMaxBytes, retentionDays } = this.settings;
     if (bytes > maxBytes) throw sizeRefusal(`This response and its input are ${bytes} bytes as JSON, more than the gateway stores for one response`, `TOLLGATE_RESPONSES_MAX_BYTES=${maxBytes}`);
-    await this.db.transaction(async (tx) => {
-      // The organization's total moves only if it stays within the bound; the row's lock orders concurrent saves.
-      const [total] = await tx
-        .insert(storedResponseTotals)
-        .values({ orgId: stored.orgId, bytes })
-        .onConflictDoUpdate({
-          target: storedResponseTotals.orgId,
-          set: { bytes: sql`${storedResponseTotals.bytes} + ${bytes}` },
-          setWhere: sql`${storedResponseTotals.bytes} + ${bytes} <= ${orgMaxBytes}`,
-        })
-        .returning({ bytes: storedResponseTotals.bytes });
-      if (!total || total.bytes > orgMaxBytes) {
-        throw sizeRefusal(`Your organization's stored responses would be more than the gateway keeps for one organization`, `TOLLGATE_RESPONSES_ORG_MAX_BYTES=${orgMaxBytes}`);
-      }
-      await tx.insert(storedResponses).values({
-        id: stored.id,
-        orgId: stored.orgId,
-        keyId: stored.keyId,
-        model: stored.model,
-        previousResponseId: stored.previousResponseId,
-        input,
-        response,
-        bytes,
-        createdAt: stored.createdAt,
-        expiresAt: new Date(stored.createdAt.getTime() + retentionDays * DAY_MS),
-      });
-    });
+    const expiresAt = new Date(stored.createdAt.getTime() + retentionDays * DAY_MS);
+    // One statement, so one commit: the organization's total moves only if it stays within the bound (its row's
+    // lock orders concurrent saves), and the response is inserted only if it moved. A transaction of two
+    // statements cost the embedded PGlite three times the CPU (docs/benchmark.md, the Responses stream).
+    const result = await this.db.execute(sql`
+      with total as (
+        insert into ${storedResponseTotals} (org_id, bytes) select ${stored.orgId}, ${bytes}::bigint where ${bytes}::bigint <= ${orgMaxBytes}::bigint
+        on conflict (org_id) do update set bytes = ${storedResponseTotals}.bytes + ${bytes}::bigint
+          where ${storedResponseTotals}.bytes + ${bytes}::bigint <= ${orgMaxBytes}::bigint
+        returning bytes
+      )
+      insert into ${storedResponses} (id, org_id, key_id, model, previous_response_id, input_json, response_json, bytes, created_at, expires_at)
+      select ${stored.id}, ${stored.orgId}, ${stored.keyId}, ${stored.model}, ${stored.previousResponseId}, ${input}, ${response}, ${bytes}::integer,
+        ${stored.createdAt.toISOString()}::timestamptz, ${expiresAt.toISOString()}::timestamptz
+      from total
+      returning id`);
+    if (rowsOf(result).length === 0) {
+      throw sizeRefusal(`Your organization's stored responses would be more than the gateway keeps for one organization`, `TOLLGATE_RESPONSES_ORG_MAX_BYTES=${orgMaxBytes}`);
+    }
   }
 
   async get(orgId: string, id: string): Promise<StoredResponse | null> {

@@ -167,6 +167,23 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     await bounded.save(turn(a, null, 'new'));
   });
 
+  it('keeps an organization’s bound exactly when its saves arrive together, and refuses only what passes it', async () => {
+    const a = await tenant();
+    const b = await tenant();
+    const turns = ['t1', 't2', 't3', 't4', 't5'].map((text) => turn(a, null, text));
+    const bytes = Buffer.byteLength(JSON.stringify(turns[0]!.input)) + Buffer.byteLength(JSON.stringify(turns[0]!.response));
+    // Room for three of a's five, all saved at once (which three is the database's order).
+    const bounded = new DatabaseResponseStore(store.db, { ...SETTINGS, orgMaxBytes: 3 * bytes + 10 });
+    const others = [turn(b, null, 'b1'), turn(b, null, 'b2')];
+    const outcomes = await Promise.allSettled([...turns, ...others].map((each) => bounded.save(each)));
+    const saved = outcomes.slice(0, 5).map((outcome) => outcome.status === 'fulfilled');
+    expect(saved.filter(Boolean)).toHaveLength(3);
+    for (const outcome of outcomes.slice(0, 5)) if (outcome.status === 'rejected') expect(String(outcome.reason)).toMatch(/TOLLGATE_RESPONSES_ORG_MAX_BYTES/);
+    const kept = await Promise.all(turns.map((each) => bounded.get(a.orgId, each.id)));
+    expect(kept.map((each) => each !== null)).toEqual(saved);
+    expect(outcomes.slice(5).map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled']);
+  });
+
   it('forgets an expired response before the purge runs, and the purge removes only expired ones', async () => {
     const a = await tenant();
     const old = turn(a, null, 'old', SETTINGS.retentionDays + 1);
