@@ -59,12 +59,12 @@ export interface Services {
   projects: ProjectService;
   catalog: CatalogService;
   /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/request-path-cache.ts`. */
-  admissionCache: RequestPathCache;
+  requestPathCache: RequestPathCache;
   fleet: Fleet;
   /** The operator token that guards the management API. */
   adminToken: string;
   /** The four per-key limits and the wallet hold, decided in one step; see `limits/gate-keeper.ts`. */
-  admissions: GateKeeper;
+  gateKeeper: GateKeeper;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;
   /** Stored Responses (`/v1/responses` with `store`), in the database: any process continues a conversation. */
@@ -131,9 +131,9 @@ export function createServices(parts: ServiceParts): Services {
   const { config, db, log, fleet, adminToken, redis = null, journal, tracing = null } = parts;
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
   const gate = redis ? createRedisGate(redis, { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions }) : createMemoryGate(gateOptions);
-  // The wallet service tells the admissions of top-ups, and the admissions read the wallet to rebuild it.
-  const wallets = new WalletService(db, (orgId, amount) => admissions.credit(orgId, amount));
-  const admissions: GateKeeper = new GateKeeper(gate, wallets, journal, log, {
+  // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to rebuild it.
+  const wallets = new WalletService(db, (orgId, amount) => gateKeeper.credit(orgId, amount));
+  const gateKeeper: GateKeeper = new GateKeeper(gate, wallets, journal, log, {
     limitsEnabled: config.limits.enabled,
     billingEnabled: config.billingEnabled,
     renewEveryMs: Math.min(config.limits.concurrencyLeaseMs, config.holdLeaseMs),
@@ -142,9 +142,9 @@ export function createServices(parts: ServiceParts): Services {
   });
   // An embedded store has no other writer: every change goes through this process, which drops the cache itself.
   const storeOutage = new OutageLog(log, 'database', 'known keys are still served; charges wait in the journal, and keys, models or wallets not yet cached answer 503, until it is back');
-  const admissionCache = new RequestPathCache(db, storeOutage, { pollMs: config.databaseUrl ? config.catalogPollMs : 0 });
+  const requestPathCache = new RequestPathCache(db, storeOutage, { pollMs: config.databaseUrl ? config.catalogPollMs : 0 });
   // A write through this process drops its cache at once; other replicas see the catalog version move.
-  const catalogChanged = () => admissionCache.invalidate();
+  const catalogChanged = () => requestPathCache.invalidate();
   const passwords = new Passwords(config.people.passwordCost);
   const inFlight = new InFlight();
   const metricsOn = config.observability.metrics;
@@ -154,8 +154,8 @@ export function createServices(parts: ServiceParts): Services {
     config,
     db,
     log,
-    keys: new KeyService(db, config.keyPrefix, (hash) => admissionCache.keyByHash(hash), catalogChanged, config.keysPerAccount),
-    admissionCache,
+    keys: new KeyService(db, config.keyPrefix, (hash) => requestPathCache.keyByHash(hash), catalogChanged, config.keysPerAccount),
+    requestPathCache,
     wallets,
     journal,
     orgs: new OrgService(db, catalogChanged),
@@ -163,7 +163,7 @@ export function createServices(parts: ServiceParts): Services {
     catalog: new CatalogService(db, catalogChanged),
     fleet,
     adminToken,
-    admissions,
+    gateKeeper,
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),
     metrics,
@@ -177,7 +177,7 @@ export function createServices(parts: ServiceParts): Services {
     sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
     windowCounter: createWindowCounter(redis, config.limits.redisPrefix),
     ...createPlatformServices(config, db, log),
-    applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => admissions.written(records) }),
+    applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => gateKeeper.written(records) }),
   };
 }
 

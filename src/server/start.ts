@@ -150,11 +150,11 @@ async function startLoops(services: Services, log: Logger, closers: Array<() => 
     await services.applier.settled(STORE_TIMEOUT_MS);
     await services.applier.stop();
   });
-  await services.admissions.recover().catch((error: Error) => log.error('could not report earlier charges to the limits store', { detail: error.message }));
-  services.admissions.start();
-  closers.unshift(async () => services.admissions.stop());
-  services.admissionCache.start();
-  closers.unshift(async () => services.admissionCache.stop());
+  await services.gateKeeper.recover().catch((error: Error) => log.error('could not report earlier charges to the limits store', { detail: error.message }));
+  services.gateKeeper.start();
+  closers.unshift(async () => services.gateKeeper.stop());
+  services.requestPathCache.start();
+  closers.unshift(async () => services.requestPathCache.stop());
   // Stored bodies and stored Responses outlive their retention; any replica may clean up.
   const sweeper = setInterval(() => {
     purgeRequestData(services.db, config.requestData.retentionDays).catch((error: unknown) => log.warn('purging old request data failed', { detail: (error as Error).message }));

@@ -42,8 +42,8 @@ export interface GateKeeperOptions {
  * PostgreSQL again before any wallet is rebuilt.
  *
  * @example
- * const ticket = await admissions.admit({ requestId, caller, estimatedTokens: 600, holdNanos: 42_000n });
- * await admissions.release(ticket, { actualTokens: 412, cost: 31_000n });
+ * const ticket = await gateKeeper.admit({ requestId, caller, estimatedTokens: 600, holdNanos: 42_000n });
+ * await gateKeeper.release(ticket, { actualTokens: 412, cost: 31_000n });
  */
 export class GateKeeper {
   private readonly live = new Map<string, LiveRequest>();

@@ -68,7 +68,7 @@ export async function authorize(c: Context<GatewayEnv>, services: BilledDeps, en
   });
   const modelName = await requestedModelNameAfterAuth(services, authorization, body.model);
   // Both from this process's cache in steady state: no database round trip.
-  const [keyRow, matches] = await unavailableOnFailure(services, () => Promise.all([services.admissionCache.keyByHash(hash), services.admissionCache.modelMatches(modelName)]));
+  const [keyRow, matches] = await unavailableOnFailure(services, () => Promise.all([services.requestPathCache.keyByHash(hash), services.requestPathCache.modelMatches(modelName)]));
   const caller = verifiedKey(keyRow, hash);
   c.set('caller', caller);
   const { model, price } = pickModel(matches, modelName);
@@ -95,7 +95,7 @@ export async function authorize(c: Context<GatewayEnv>, services: BilledDeps, en
 export async function reserve(c: Context<GatewayEnv>, services: BilledDeps, request: AuthorizedRequest, endpoint: BilledEndpoint): Promise<BilledCall> {
   const bounded = endpoint.boundedFields ? endpoint.boundedFields(request.body) : request.body;
   const { bounds, holdNanos } = holdFor({ bodyBytes: request.bodyBytes, body: bounded, task: request.task, contextLength: request.model.contextLength }, request.price);
-  const admitting = services.admissions.admit({
+  const admitting = services.gateKeeper.admit({
     requestId: request.requestId,
     caller: request.caller,
     estimatedTokens: estimateRequestTokens(bounded, request.task, services.config.limits.completionEstimate),
@@ -105,7 +105,7 @@ export async function reserve(c: Context<GatewayEnv>, services: BilledDeps, requ
     if (error instanceof GatewayError) throw error;
     // Timed out: if the gate admits it after all, give everything back at once.
     admitting.then(
-      (late) => services.admissions.release(late, { actualTokens: 0, cost: null }),
+      (late) => services.gateKeeper.release(late, { actualTokens: 0, cost: null }),
       () => {},
     );
     throw new GatewayError('limits_unavailable', 'The gateway cannot check rate limits right now. Retry with backoff.', { headers: { 'Retry-After': '1' }, cause: error });
@@ -164,7 +164,7 @@ async function projectFor(c: Context<GatewayEnv>, services: BilledDeps, caller: 
     throw new GatewayError('forbidden', "This API key belongs to one project and may only be used for it: drop X-Project-ID or send that project's id.");
   }
   if (!isProjectId(header)) throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
-  const owner = await unavailableOnFailure(services, () => services.admissionCache.projectOrg(header));
+  const owner = await unavailableOnFailure(services, () => services.requestPathCache.projectOrg(header));
   if (owner !== caller.orgId) throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
   return header;
 }

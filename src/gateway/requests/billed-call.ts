@@ -57,7 +57,7 @@ async function settleCall(services: BilledDeps, call: BilledCall, settlement: Se
       services.log.error('charge journal write failed: the charge is kept in memory only', { requestId: call.requestId, ...describeError(error) });
     });
   }
-  await services.admissions.release(call.ticket, { actualTokens: tokens, cost });
+  await services.gateKeeper.release(call.ticket, { actualTokens: tokens, cost });
   if (cachesAnswers(call) && settlement.answer && settlement.status === 200) {
     await services.cache.set(cacheKey(call.caller.orgId, call.endpoint, call.body), settlement.answer).catch((error: unknown) => {
       services.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
@@ -167,7 +167,7 @@ export async function settleClientGone(services: BilledDeps, call: BilledCall, p
 /** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */
 export async function abandon(services: BilledDeps, call: BilledCall): Promise<void> {
   try {
-    await services.admissions.release(call.ticket, { actualTokens: 0, cost: null });
+    await services.gateKeeper.release(call.ticket, { actualTokens: 0, cost: null });
   } finally {
     call.finish();
   }

@@ -27,8 +27,8 @@ export interface BilledDeps {
   config: Config;
   log: Logger;
   keys: KeyService;
-  admissionCache: RequestPathCache;
-  admissions: GateKeeper;
+  requestPathCache: RequestPathCache;
+  gateKeeper: GateKeeper;
   fleet: Fleet;
   journal: ChargeJournal;
   cache: ResponseCache;

@@ -31,7 +31,7 @@ export function walletRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const month = readWindow({ window: 'this-month' }).window;
     const [balance, state, topups, page, keys, days] = await Promise.all([
       services.wallets.balance(orgId),
-      services.admissions.gate.walletState(orgId),
+      services.gateKeeper.gate.walletState(orgId),
       services.wallets.ledgerPage(orgId, { limit: 5, kind: 'topup' }),
       services.wallets.ledgerPage(orgId, {
         limit: LEDGER_PAGE,

@@ -117,7 +117,7 @@ describe.each(stores)('usage an engine reports is held to what the request could
     await gateway.services.applier.settled(5_000);
     const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
     expect(wallet!.balance).toBe(10_000_000_000n - record.cost);
-    expect((await gateway.services.admissions.gate.walletState(tenant.orgId)).holds).toEqual([]);
+    expect((await gateway.services.gateKeeper.gate.walletState(tenant.orgId)).holds).toEqual([]);
     const warning = warnings.find((w) => w.fields?.requestId === record.id);
     expect(warning?.message).toMatch(/more tokens than the request could use/);
   });

@@ -32,7 +32,7 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
   const prefix = uniqueRedisPrefix();
   let wallets: WalletService;
   let journal: ChargeJournal;
-  let admissions: GateKeeper;
+  let gateKeeper: GateKeeper;
   let gate: LimitGate;
 
   beforeAll(async () => {
@@ -42,14 +42,14 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     gate = redis ? createRedisGate(redis, { prefix, rebuildGraceMs: GRACE_MS, ...options }) : createMemoryGate(options);
     journal = await ChargeJournal.open(null);
     wallets = new WalletService(store.db, (orgId, amount) => self.credit(orgId, amount));
-    const self = (admissions = new GateKeeper(gate, wallets, journal, createLogger('silent'), {
+    const self = (gateKeeper = new GateKeeper(gate, wallets, journal, createLogger('silent'), {
       limitsEnabled: true,
       billingEnabled: true,
       renewEveryMs: 30_000,
       rebuildGraceMs: GRACE_MS,
       monthToDate: async () => 0,
     }));
-    await admissions.recover();
+    await gateKeeper.recover();
   });
   afterAll(async () => {
     await store?.close();
@@ -83,11 +83,11 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
 
   it('takes a hold, turns it into the charge, and agrees with the ledger once the charge is written', async () => {
     const caller = await tenant(1_000n);
-    const ticket = await admissions.admit({ requestId: `r-${kind}-1`, caller, estimatedTokens: 10, holdNanos: 400n });
+    const ticket = await gateKeeper.admit({ requestId: `r-${kind}-1`, caller, estimatedTokens: 10, holdNanos: 400n });
     expect((await gate.walletState(caller.orgId)).holds.map((h) => h.amount)).toEqual([400n]);
     expect(await spendable(caller.orgId)).toBe(600n);
     await journal.append(charge(`r-${kind}-1`, caller, 150n));
-    await admissions.release(ticket, { actualTokens: 5, cost: 150n });
+    await gateKeeper.release(ticket, { actualTokens: 5, cost: 150n });
     expect((await gate.walletState(caller.orgId)).holds).toEqual([]);
     expect(await spendable(caller.orgId)).toBe(850n);
     await wallets.chargeMany(journal.pending());
@@ -101,13 +101,13 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     const charges = callers.flatMap((caller, i) => [charge(`r-${kind}-w${i}a`, caller, 10n), charge(`r-${kind}-w${i}b`, caller, 20n)]);
     for (const record of charges) {
       const caller = callers.find((c) => c.orgId === record.orgId)!;
-      const ticket = await admissions.admit({ requestId: record.id, caller, estimatedTokens: 1, holdNanos: 50n });
+      const ticket = await gateKeeper.admit({ requestId: record.id, caller, estimatedTokens: 1, holdNanos: 50n });
       await journal.append(record);
-      await admissions.release(ticket, { actualTokens: 2, cost: record.cost });
+      await gateKeeper.release(ticket, { actualTokens: 2, cost: record.cost });
     }
     for (const caller of callers) expect((await gate.walletState(caller.orgId)).unwritten.map((c) => c.amount)).toEqual([10n, 20n]);
     await wallets.chargeMany(charges);
-    await admissions.written(charges);
+    await gateKeeper.written(charges);
     for (const caller of callers) {
       expect((await gate.walletState(caller.orgId)).unwritten).toEqual([]);
       expect(await spendable(caller.orgId)).toBe(970n);
@@ -116,27 +116,27 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
 
   it('refuses with 402 once the spendable amount is used up, and a top-up makes it spendable at once', async () => {
     const caller = await tenant(100n);
-    const first = await admissions.admit({ requestId: `r-${kind}-2a`, caller, estimatedTokens: 1, holdNanos: 150n });
-    await expect(admissions.admit({ requestId: `r-${kind}-2b`, caller, estimatedTokens: 1, holdNanos: 1n })).rejects.toMatchObject({ code: 'insufficient_funds' });
+    const first = await gateKeeper.admit({ requestId: `r-${kind}-2a`, caller, estimatedTokens: 1, holdNanos: 150n });
+    await expect(gateKeeper.admit({ requestId: `r-${kind}-2b`, caller, estimatedTokens: 1, holdNanos: 1n })).rejects.toMatchObject({ code: 'insufficient_funds' });
     await wallets.credit(caller.orgId, 'topup', 100n);
-    const second = await admissions.admit({ requestId: `r-${kind}-2c`, caller, estimatedTokens: 1, holdNanos: 10n });
-    await admissions.release(first, { actualTokens: 0, cost: null });
-    await admissions.release(second, { actualTokens: 0, cost: null });
+    const second = await gateKeeper.admit({ requestId: `r-${kind}-2c`, caller, estimatedTokens: 1, holdNanos: 10n });
+    await gateKeeper.release(first, { actualTokens: 0, cost: null });
+    await gateKeeper.release(second, { actualTokens: 0, cost: null });
     expect(await spendable(caller.orgId)).toBe(200n);
   });
 
   it.runIf(kind === 'redis')('rebuilds a wallet after Redis loses everything, without handing out money twice', async () => {
     const caller = await tenant(10_000n);
     // In flight when Redis is lost: one request holding 3,000; one finished with a charge of 2,000 not yet written.
-    const running = await admissions.admit({ requestId: 'r-redis-3a', caller, estimatedTokens: 1, holdNanos: 3_000n });
-    const finished = await admissions.admit({ requestId: 'r-redis-3b', caller, estimatedTokens: 1, holdNanos: 2_500n });
+    const running = await gateKeeper.admit({ requestId: 'r-redis-3a', caller, estimatedTokens: 1, holdNanos: 3_000n });
+    const finished = await gateKeeper.admit({ requestId: 'r-redis-3b', caller, estimatedTokens: 1, holdNanos: 2_500n });
     await journal.append(charge('r-redis-3b', caller, 2_000n));
-    await admissions.release(finished, { actualTokens: 1, cost: 2_000n });
+    await gateKeeper.release(finished, { actualTokens: 1, cost: 2_000n });
 
     await deleteRedisPrefix(prefix); // Redis restarts empty
     // Admissions wait while replicas report (the rebuild grace); this replica's heartbeat reports its hold and its unwritten charge.
-    await expect(admissions.admit({ requestId: 'r-redis-3c', caller, estimatedTokens: 1, holdNanos: 1n })).rejects.toMatchObject({ code: 'billing_unavailable' });
-    await admissions.heartbeat();
+    await expect(gateKeeper.admit({ requestId: 'r-redis-3c', caller, estimatedTokens: 1, holdNanos: 1n })).rejects.toMatchObject({ code: 'billing_unavailable' });
+    await gateKeeper.heartbeat();
     const state = await gate.walletState(caller.orgId);
     expect(state.holds.map((h) => [h.requestId, h.amount])).toEqual([['r-redis-3a', 3_000n]]);
     expect(state.unwritten.map((c) => [c.requestId, c.amount])).toContainEqual(['r-redis-3b', 2_000n]);
@@ -145,19 +145,19 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     const big = await until(
       'the rebuild grace is over',
       () =>
-        admissions.admit({ requestId: 'r-redis-3d', caller, estimatedTokens: 1, holdNanos: 5_000n }).catch((error: unknown) => {
+        gateKeeper.admit({ requestId: 'r-redis-3d', caller, estimatedTokens: 1, holdNanos: 5_000n }).catch((error: unknown) => {
           if ((error as { code?: string }).code === 'billing_unavailable') return null;
           throw error;
         }),
       { timeout: GRACE_MS + 2_000, interval: 20 },
     );
-    await expect(admissions.admit({ requestId: 'r-redis-3e', caller, estimatedTokens: 1, holdNanos: 1n })).rejects.toMatchObject({ code: 'insufficient_funds' });
+    await expect(gateKeeper.admit({ requestId: 'r-redis-3e', caller, estimatedTokens: 1, holdNanos: 1n })).rejects.toMatchObject({ code: 'insufficient_funds' });
     // The charge reaches the ledger; the running request ends costing 1,000; nothing is counted twice.
     await wallets.chargeMany(journal.pending());
-    await admissions.written(journal.pending());
+    await gateKeeper.written(journal.pending());
     await journal.markApplied(journal.pending().map((r) => r.id));
-    await admissions.release(running, { actualTokens: 1, cost: 1_000n });
-    await admissions.release(big, { actualTokens: 0, cost: null });
+    await gateKeeper.release(running, { actualTokens: 1, cost: 1_000n });
+    await gateKeeper.release(big, { actualTokens: 0, cost: null });
     await journal.append(charge('r-redis-3a', caller, 1_000n));
     await wallets.chargeMany(journal.pending());
     await journal.markApplied(journal.pending().map((r) => r.id));

@@ -102,6 +102,6 @@ describe.each(stores)('bad input is a 4xx with the envelope, never a 5xx (%s)', 
     }
     const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, orgId));
     expect(wallet!.balance).toBeGreaterThan(0n);
-    expect((await gateway.services.admissions.gate.walletState(orgId)).holds).toEqual([]);
+    expect((await gateway.services.gateKeeper.gate.walletState(orgId)).holds).toEqual([]);
   });
 });

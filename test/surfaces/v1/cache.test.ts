@@ -351,7 +351,7 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     const spent = records.reduce((sum, r) => sum + r.cost, 0n);
     const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
     expect(wallet!.balance).toBe(parseAmount(credit) - spent);
-    expect((await gateway.services.admissions.gate.walletState(tenant.orgId)).holds).toEqual([]);
+    expect((await gateway.services.gateKeeper.gate.walletState(tenant.orgId)).holds).toEqual([]);
     const [ledger] = await gateway.services.db
       .select({ total: sql<string>`sum(${ledgerEntries.amount})::text`, charges: sql<number>`count(*) filter (where ${ledgerEntries.kind} = 'charge')::int` })
       .from(ledgerEntries)

@@ -87,7 +87,7 @@ describe.each(stores)('every choice is held for and billed (%s)', (store) => {
     const text = JSON.stringify(body);
     const responding = fetch(`${gateway.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.secret}`, 'content-type': 'application/json' }, body: text });
     await until('the engine holds the call', () => engine.waiting() === 1);
-    const { holds } = await gateway.services.admissions.gate.walletState(tenant.orgId);
+    const { holds } = await gateway.services.gateKeeper.gate.walletState(tenant.orgId);
     const expectedHold = holdFor({ bodyBytes: Buffer.byteLength(text), body, task: 'chat', contextLength: 8192 }, chatPrice);
     expect(expectedHold.bounds.completionTokens).toBe(400);
     expect(holds.map((h) => h.amount)).toEqual([expectedHold.holdNanos]);

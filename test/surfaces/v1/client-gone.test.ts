@@ -72,7 +72,7 @@ describe.each(stores)('a JSON client that disconnects (%s)', (store) => {
     expect(records).toHaveLength(1);
     expect(records[0]).toMatchObject({ status: 499, promptTokens, completionTokens: 0, usageSource: 'estimated', streamed: false });
     const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
-    expect((await gateway.services.admissions.gate.walletState(tenant.orgId)).holds).toEqual([]);
+    expect((await gateway.services.gateKeeper.gate.walletState(tenant.orgId)).holds).toEqual([]);
     expect(wallet!.balance).toBe(5_000_000_000n - records[0]!.cost);
   });
 });

@@ -23,7 +23,7 @@ describe.each(stores)('wallet holds and the overdraft bound (%s)', (store) => {
   const walletOf = async (orgId: string) => {
     await gateway.services.applier.settled(5_000);
     const [row] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, orgId));
-    const state = await gateway.services.admissions.gate.walletState(orgId);
+    const state = await gateway.services.gateKeeper.gate.walletState(orgId);
     return { ...row!, reserved: state.holds.reduce((sum, hold) => sum + hold.amount, 0n), holds: state.holds };
   };
   const body = { model: 'sim-chat', max_tokens: 20, ignore_eos: true, messages: [{ role: 'user', content: 'spend' }] };
@@ -93,7 +93,7 @@ describe.each(stores)('wallet holds and the overdraft bound (%s)', (store) => {
 
   it('gives back the holds of requests whose gateway died, once they expire', async () => {
     const tenant = await gateway.tenant({ credit: '1.00' });
-    const gate = gateway.services.admissions.gate;
+    const gate = gateway.services.gateKeeper.gate;
     // Another replica's request that never ends: admitted, then never released or renewed.
     await gate.report([{ orgId: tenant.orgId, requestId: 'req_orphan', amount: 5_000n }], []);
     expect((await walletOf(tenant.orgId)).reserved).toBe(5_000n);
@@ -101,7 +101,7 @@ describe.each(stores)('wallet holds and the overdraft bound (%s)', (store) => {
     const wallet = await until(
       'the orphaned hold is given back',
       async () => {
-        await gateway.services.admissions.heartbeat();
+        await gateway.services.gateKeeper.heartbeat();
         const state = await walletOf(tenant.orgId);
         return state.reserved === 0n && state;
       },
