@@ -21,12 +21,36 @@ const TOP = ['src/server', 'src/app.ts', 'src/main.ts', 'src/services.ts'];
 function layerZones() {
   const zone = (target, from, why) => ({ target, from, message: why });
   return [
-    zone('src/config', ['src/shared', 'src/gateway', 'src/platform', 'src/surfaces', 'src/sim', ...TOP], 'config/ is the bottom layer: it imports nothing else from src/.'),
-    zone('src/shared', ['src/gateway', 'src/platform', 'src/surfaces', 'src/sim', ...TOP], 'shared/ is plumbing: it imports only config/.'),
-    zone('src/gateway', ['src/platform', 'src/surfaces', ...TOP], 'gateway/ imports only config/, shared/ and the simulator.'),
-    zone('src/platform', ['src/gateway', 'src/surfaces', 'src/sim', ...TOP], 'platform/ imports only config/ and shared/.'),
-    zone('src/surfaces', ['src/server', 'src/app.ts', 'src/main.ts'], 'surfaces/ are mounted by the app: they import nothing of the process above them.'),
-    zone('src/sim', ['src/config', 'src/shared', 'src/gateway', 'src/platform', 'src/surfaces', ...TOP], 'sim/ is a program of its own: it imports nothing else from src/.'),
+    zone(
+      'src/config',
+      ['src/shared', 'src/gateway', 'src/platform', 'src/surfaces', 'src/sim', ...TOP],
+      'config/ is the bottom layer: it imports nothing else from src/.',
+    ),
+    zone(
+      'src/shared',
+      ['src/gateway', 'src/platform', 'src/surfaces', 'src/sim', ...TOP],
+      'shared/ is plumbing: it imports only config/.',
+    ),
+    zone(
+      'src/gateway',
+      ['src/platform', 'src/surfaces', ...TOP],
+      'gateway/ imports only config/, shared/ and the simulator.',
+    ),
+    zone(
+      'src/platform',
+      ['src/gateway', 'src/surfaces', 'src/sim', ...TOP],
+      'platform/ imports only config/ and shared/.',
+    ),
+    zone(
+      'src/surfaces',
+      ['src/server', 'src/app.ts', 'src/main.ts'],
+      'surfaces/ are mounted by the app: they import nothing of the process above them.',
+    ),
+    zone(
+      'src/sim',
+      ['src/config', 'src/shared', 'src/gateway', 'src/platform', 'src/surfaces', ...TOP],
+      'sim/ is a program of its own: it imports nothing else from src/.',
+    ),
   ];
 }
 
@@ -63,7 +87,10 @@ export default defineConfig(
       '@typescript-eslint/no-misused-promises': 'error',
       // A leading `_` names what is left unused on purpose (`const { replicas: _r, ...shape } = definition` leaves
       // fields out of `shape`); a sibling of a rest element is used by the omission itself.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
       // Off: an in-memory twin of an async interface (the memory gate beside the Redis one, the in-process cache,
       // the unsandboxed runner) is `async` without an `await` so that a throw stays a rejection, as in its twin.
       // The rule's fix (drop `async`) would turn those rejections into synchronous throws: noise, and a risk.

@@ -94,7 +94,11 @@ export async function processActivity(pid: number): Promise<ProcessActivity | nu
  */
 export function activityBetween(before: ProcessActivity | null, after: ProcessActivity | null): ProcessActivity | null {
   if (!before || !after) return null;
-  return { readCalls: after.readCalls - before.readCalls, writeCalls: after.writeCalls - before.writeCalls, threadRuns: after.threadRuns - before.threadRuns };
+  return {
+    readCalls: after.readCalls - before.readCalls,
+    writeCalls: after.writeCalls - before.writeCalls,
+    threadRuns: after.threadRuns - before.threadRuns,
+  };
 }
 
 /**
@@ -103,10 +107,17 @@ export function activityBetween(before: ProcessActivity | null, after: ProcessAc
  * @example
  * total = addActivity(total, activityBetween(before, after));
  */
-export function addActivity(into: ProcessActivity | null | undefined, more: ProcessActivity | null): ProcessActivity | null {
+export function addActivity(
+  into: ProcessActivity | null | undefined,
+  more: ProcessActivity | null,
+): ProcessActivity | null {
   if (into === null || !more) return null;
   if (into === undefined) return { ...more };
-  return { readCalls: into.readCalls + more.readCalls, writeCalls: into.writeCalls + more.writeCalls, threadRuns: into.threadRuns + more.threadRuns };
+  return {
+    readCalls: into.readCalls + more.readCalls,
+    writeCalls: into.writeCalls + more.writeCalls,
+    threadRuns: into.threadRuns + more.threadRuns,
+  };
 }
 
 /**

@@ -24,15 +24,24 @@ const engineAnswer = Buffer.from(
     object: 'list',
     created: 1732500000,
     model: 'sim-embed',
-    data: Array.from({ length: INPUTS }, (_, index) => ({ index, object: 'embedding', embedding: Array.from(embed(`input ${index}`, DIMENSIONS)) })),
+    data: Array.from({ length: INPUTS }, (_, index) => ({
+      index,
+      object: 'embedding',
+      embedding: Array.from(embed(`input ${index}`, DIMENSIONS)),
+    })),
     usage: { prompt_tokens: 12, total_tokens: 12, completion_tokens: 0, prompt_tokens_details: null },
   }),
 );
 /** The answer as Node's HTTP client reads it: pieces of at most 64 KB, each a buffer of its own. */
 const pieces: Buffer[] = [];
-for (let at = 0; at < engineAnswer.length; at += 65_536) pieces.push(Buffer.from(engineAnswer.subarray(at, at + 65_536)));
+for (let at = 0; at < engineAnswer.length; at += 65_536)
+  pieces.push(Buffer.from(engineAnswer.subarray(at, at + 65_536)));
 
-const response: EngineResponse = { status: 200, body: (async function* () {})(), bytes: async () => Buffer.concat(pieces) };
+const response: EngineResponse = {
+  status: 200,
+  body: (async function* () {})(),
+  bytes: async () => Buffer.concat(pieces),
+};
 
 /** What `serveBilled` does with a JSON answer before `c.body`; returns the bytes written. */
 async function answerOnce(): Promise<number> {
@@ -45,12 +54,21 @@ async function answerOnce(): Promise<number> {
 }
 
 const written = await answerOnce();
-if (written !== engineAnswer.length + 'client-model'.length - 'sim-embed'.length - ',"prompt_tokens_details":null'.length) {
-  throw new Error(`the answer written is ${written} bytes, not the engine's less its null field and with the client's model name`);
+if (
+  written !==
+  engineAnswer.length + 'client-model'.length - 'sim-embed'.length - ',"prompt_tokens_details":null'.length
+) {
+  throw new Error(
+    `the answer written is ${written} bytes, not the engine's less its null field and with the client's model name`,
+  );
 }
-console.log(`embeddings answer: ${INPUTS} × ${DIMENSIONS} floats, ${engineAnswer.length} bytes from the engine, ${written} written`);
+console.log(
+  `embeddings answer: ${INPUTS} × ${DIMENSIONS} floats, ${engineAnswer.length} bytes from the engine, ${written} written`,
+);
 for (let round = 0; round < ROUNDS; round++) {
   const started = process.hrtime.bigint();
   for (let i = 0; i < ANSWERS; i++) await answerOnce();
-  console.log(`round ${round + 1}: ${(Number(process.hrtime.bigint() - started) / ANSWERS / 1_000).toFixed(1)} µs an answer`);
+  console.log(
+    `round ${round + 1}: ${(Number(process.hrtime.bigint() - started) / ANSWERS / 1_000).toFixed(1)} µs an answer`,
+  );
 }

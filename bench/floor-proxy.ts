@@ -19,10 +19,13 @@ const server = http.createServer((request, response) => {
   if (request.url === '/health') return void response.end('ok');
   const headers = { ...request.headers, host: upstream.host };
   delete headers.authorization;
-  const outgoing = http.request({ host: upstream.hostname, port: upstream.port, method: request.method, path: request.url, headers, agent }, (answer) => {
-    response.writeHead(answer.statusCode ?? 502, answer.headers);
-    answer.pipe(response);
-  });
+  const outgoing = http.request(
+    { host: upstream.hostname, port: upstream.port, method: request.method, path: request.url, headers, agent },
+    (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+    },
+  );
   outgoing.on('error', () => {
     response.statusCode = 502;
     response.end();

@@ -10,7 +10,8 @@ export const ADMIN_TOKEN = 'bench-operator-token-0123456789';
  * const env = cleanEnv({ PORT: '8080' });
  */
 export function cleanEnv(overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const dropped = (name: string) => /^(TOLLGATE|SIM|OTEL)_/.test(name) || ['PORT', 'DATABASE_URL', 'REDIS_URL'].includes(name);
+  const dropped = (name: string) =>
+    /^(TOLLGATE|SIM|OTEL)_/.test(name) || ['PORT', 'DATABASE_URL', 'REDIS_URL'].includes(name);
   const kept = Object.entries(process.env).filter(([name]) => !dropped(name));
   return { ...Object.fromEntries(kept), ...overrides };
 }
@@ -39,7 +40,9 @@ export function gatewayEnv(setup: GatewaySetup, extra: Record<string, string> = 
     TOLLGATE_HOST: '127.0.0.1',
     TOLLGATE_DATA_DIR: path.join(setup.dataDir, setup.name),
     ...(setup.databaseUrl ? { DATABASE_URL: setup.databaseUrl } : {}),
-    ...(setup.redisUrl ? { REDIS_URL: setup.redisUrl, TOLLGATE_REDIS_PREFIX: `bench:${process.pid}:${setup.name}:` } : {}),
+    ...(setup.redisUrl
+      ? { REDIS_URL: setup.redisUrl, TOLLGATE_REDIS_PREFIX: `bench:${process.pid}:${setup.name}:` }
+      : {}),
     TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
     TOLLGATE_SEED_DEMO: 'false',
     TOLLGATE_LOG_LEVEL: 'warn',

@@ -50,8 +50,16 @@ function readSettings() {
   };
   const scenarios = values.scenarios.split(',').filter(Boolean);
   const unknown = scenarios.filter((name) => !(name in SCENARIOS));
-  if (unknown.length > 0) throw new Error(`--scenarios: unknown ${unknown.join(', ')} (known: ${Object.keys(SCENARIOS).join(', ')})`);
-  return { scenarios, concurrency: positive('concurrency'), seconds: positive('seconds'), warmup: positive('warmup'), rounds: positive('rounds'), dimensions: positive('dimensions') };
+  if (unknown.length > 0)
+    throw new Error(`--scenarios: unknown ${unknown.join(', ')} (known: ${Object.keys(SCENARIOS).join(', ')})`);
+  return {
+    scenarios,
+    concurrency: positive('concurrency'),
+    seconds: positive('seconds'),
+    warmup: positive('warmup'),
+    rounds: positive('rounds'),
+    dimensions: positive('dimensions'),
+  };
 }
 
 /** Instructions callgrind counted since its last dump (which it zeroes): the newest dump file's `summary:` line. */
@@ -80,20 +88,54 @@ async function main(): Promise<void> {
     const simPort = await freePort();
     const simUrl = `http://127.0.0.1:${simPort}`;
     // --default-max-tokens: the Messages scenario's request has no ignore_eos; it is answered 64 tokens too.
-    const simArgs = ['--port', String(simPort), '--model', 'sim-chat', '--model', 'sim-embed:embedding', '--ttft-ms', '0', '--itl-ms', '0', '--default-max-tokens', '64'];
-    const sim = startBuilt('simulator', 'dist/sim/main.js', [...simArgs, '--embedding-dimensions', String(settings.dimensions)], { cwd: ROOT, env: cleanEnv() });
+    const simArgs = [
+      '--port',
+      String(simPort),
+      '--model',
+      'sim-chat',
+      '--model',
+      'sim-embed:embedding',
+      '--ttft-ms',
+      '0',
+      '--itl-ms',
+      '0',
+      '--default-max-tokens',
+      '64',
+    ];
+    const sim = startBuilt(
+      'simulator',
+      'dist/sim/main.js',
+      [...simArgs, '--embedding-dimensions', String(settings.dimensions)],
+      { cwd: ROOT, env: cleanEnv() },
+    );
     children.push(sim);
     await waitForHealth(sim, `${simUrl}/health`, 60_000);
     const enginesFile = path.join(tempDir, 'engines.json');
-    await writeFile(enginesFile, JSON.stringify({ engines: ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, url: simUrl })) }));
+    await writeFile(
+      enginesFile,
+      JSON.stringify({ engines: ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, url: simUrl })) }),
+    );
 
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const dumps = path.join(tempDir, 'dumps');
     await mkdir(dumps);
-    const env = gatewayEnv({ port, name: 'gateway', dataDir: path.join(tempDir, 'data'), enginesFile, databaseUrl: process.env.BENCH_DATABASE_URL, redisUrl: process.env.BENCH_REDIS_URL });
+    const env = gatewayEnv({
+      port,
+      name: 'gateway',
+      dataDir: path.join(tempDir, 'data'),
+      enginesFile,
+      databaseUrl: process.env.BENCH_DATABASE_URL,
+      redisUrl: process.env.BENCH_REDIS_URL,
+    });
     // --smc-check: V8 writes machine code into its heap, which valgrind must see as new code.
-    const valgrind = ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${dumps}/callgrind.out.%p`, process.execPath, 'dist/main.js'];
+    const valgrind = [
+      '--tool=callgrind',
+      '--smc-check=all-non-file',
+      `--callgrind-out-file=${dumps}/callgrind.out.%p`,
+      process.execPath,
+      'dist/main.js',
+    ];
     const gateway = startChild('gateway', 'valgrind', valgrind, { cwd: ROOT, env });
     children.push(gateway);
     await waitForHealth(gateway, `${url}/health`, 600_000);
@@ -107,7 +149,13 @@ async function main(): Promise<void> {
       const scenario = SCENARIOS[name]!;
       const agent = createAgent(settings.concurrency);
       const target = { url: `${url}${scenario.path}`, headers: { authorization: `Bearer ${secret}` } };
-      const slice = (seconds: number) => runSlice(target, agent, { body: JSON.stringify(scenario.body), stream: scenario.stream, concurrency: settings.concurrency, durationMs: seconds * 1000 });
+      const slice = (seconds: number) =>
+        runSlice(target, agent, {
+          body: JSON.stringify(scenario.body),
+          stream: scenario.stream,
+          concurrency: settings.concurrency,
+          durationMs: seconds * 1000,
+        });
       process.stderr.write(`bench: ${name}: warming up …\n`);
       await slice(settings.warmup);
       await dumpInstructions(gateway.pid, dumps); // zeroes the counters
@@ -120,11 +168,17 @@ async function main(): Promise<void> {
         const failed = result.samples.length - answered;
         if (answered === 0) throw new Error(`${name}: no request was answered (${failed} failed)`);
         perRequest.push(instructions / answered);
-        windows.push(`    ${(instructions / answered / 1000).toFixed(0).padStart(6)} k instructions per request (${answered} answered${failed ? `, ${failed} FAILED` : ''})`);
+        windows.push(
+          `    ${(instructions / answered / 1000).toFixed(0).padStart(6)} k instructions per request (${answered} answered${failed ? `, ${failed} FAILED` : ''})`,
+        );
       }
       agent.destroy();
       // A window that caught a major collection or a recompilation counts more; the lowest is the steadiest reading.
-      lines.push('', `  ${name}: lowest ${(Math.min(...perRequest) / 1000).toFixed(0)} k instructions per request`, ...windows);
+      lines.push(
+        '',
+        `  ${name}: lowest ${(Math.min(...perRequest) / 1000).toFixed(0)} k instructions per request`,
+        ...windows,
+      );
     }
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {

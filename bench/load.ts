@@ -40,7 +40,11 @@ export function createAgent(concurrency: number): http.Agent {
  * @example
  * const slice = await runSlice(target, agent, { body, stream: false, concurrency: 1, durationMs: 3000 });
  */
-export async function runSlice(target: Target, agent: http.Agent, options: { body: string; stream: boolean; concurrency: number; durationMs: number }): Promise<Slice> {
+export async function runSlice(
+  target: Target,
+  agent: http.Agent,
+  options: { body: string; stream: boolean; concurrency: number; durationMs: number },
+): Promise<Slice> {
   const payload = Buffer.from(options.body);
   const headers = { ...target.headers, 'content-type': 'application/json', 'content-length': String(payload.length) };
   const samples: Sample[] = [];
@@ -53,7 +57,13 @@ export async function runSlice(target: Target, agent: http.Agent, options: { bod
   return { samples, elapsedMs: performance.now() - start };
 }
 
-function send(url: string, agent: http.Agent, headers: Record<string, string>, payload: Buffer, stream: boolean): Promise<Sample> {
+function send(
+  url: string,
+  agent: http.Agent,
+  headers: Record<string, string>,
+  payload: Buffer,
+  stream: boolean,
+): Promise<Sample> {
   return new Promise((resolve) => {
     const start = performance.now();
     const fail = (status: number) => resolve({ latencyMs: performance.now() - start, status, ok: false });
@@ -94,8 +104,12 @@ function firstContentWatcher(): (chunk: Buffer) => boolean {
       if (data === '[DONE]') continue;
       try {
         // Chat's delta.content, a Messages content_block_delta's delta.text, or a Responses output_text.delta's delta.
-        const event = JSON.parse(data) as { choices?: { delta?: { content?: unknown } }[]; delta?: { text?: unknown } | string };
-        const content = event.choices?.[0]?.delta?.content ?? (typeof event.delta === 'string' ? event.delta : event.delta?.text);
+        const event = JSON.parse(data) as {
+          choices?: { delta?: { content?: unknown } }[];
+          delta?: { text?: unknown } | string;
+        };
+        const content =
+          event.choices?.[0]?.delta?.content ?? (typeof event.delta === 'string' ? event.delta : event.delta?.text);
         if (typeof content === 'string' && content.length > 0) return true;
       } catch {
         // a malformed event is not content

@@ -51,11 +51,19 @@ async function main(): Promise<void> {
   try {
     const simPort = await freePort();
     const simUrl = `http://127.0.0.1:${simPort}`;
-    const sim = startBuilt('simulator', 'dist/sim/main.js', ['--port', String(simPort), '--model', 'sim-chat', '--model', 'sim-embed:embedding'], { cwd: ROOT, env: process.env });
+    const sim = startBuilt(
+      'simulator',
+      'dist/sim/main.js',
+      ['--port', String(simPort), '--model', 'sim-chat', '--model', 'sim-embed:embedding'],
+      { cwd: ROOT, env: process.env },
+    );
     children.push(sim);
     await waitForHealth(sim, `${simUrl}/health`, 60_000);
     const enginesFile = path.join(tempDir, 'engines.json');
-    await writeFile(enginesFile, JSON.stringify({ engines: ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, url: simUrl })) }));
+    await writeFile(
+      enginesFile,
+      JSON.stringify({ engines: ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, url: simUrl })) }),
+    );
     const variants = [
       { name: 'metrics off', env: { TOLLGATE_METRICS: 'off' } },
       { name: 'metrics on', env: {} },
@@ -64,7 +72,11 @@ async function main(): Promise<void> {
     const gateways = [];
     for (const [index, variant] of variants.entries()) {
       const port = await freePort();
-      const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(TOLLGATE|SIM|OTEL)_/.test(name) && !['PORT', 'DATABASE_URL', 'REDIS_URL'].includes(name)));
+      const env = Object.fromEntries(
+        Object.entries(process.env).filter(
+          ([name]) => !/^(TOLLGATE|SIM|OTEL)_/.test(name) && !['PORT', 'DATABASE_URL', 'REDIS_URL'].includes(name),
+        ),
+      );
       const child = startBuilt(variant.name, 'dist/main.js', [], {
         cwd: ROOT,
         env: {
@@ -90,17 +102,36 @@ async function main(): Promise<void> {
         name: 'chat-json',
         path: '/v1/chat/completions',
         stream: false,
-        body: { model: 'sim-chat', max_tokens: 32, ignore_eos: true, messages: [{ role: 'user', content: 'Write a short note about toll roads.' }] },
+        body: {
+          model: 'sim-chat',
+          max_tokens: 32,
+          ignore_eos: true,
+          messages: [{ role: 'user', content: 'Write a short note about toll roads.' }],
+        },
       },
       {
         name: 'chat-stream',
         path: '/v1/chat/completions',
         stream: true,
-        body: { model: 'sim-chat', max_tokens: 32, ignore_eos: true, stream: true, messages: [{ role: 'user', content: 'Write a short note about toll roads.' }] },
+        body: {
+          model: 'sim-chat',
+          max_tokens: 32,
+          ignore_eos: true,
+          stream: true,
+          messages: [{ role: 'user', content: 'Write a short note about toll roads.' }],
+        },
       },
-      { name: 'embeddings', path: '/v1/embeddings', stream: false, body: { model: 'sim-embed', input: ['The quick brown fox.', 'Gateways meter every request.'] } },
+      {
+        name: 'embeddings',
+        path: '/v1/embeddings',
+        stream: false,
+        body: { model: 'sim-embed', input: ['The quick brown fox.', 'Gateways meter every request.'] },
+      },
     ];
-    const lines = [`CPU time per request (user + system), ${concurrency} connections, ${rounds} interleaved rounds of ${seconds} s per gateway, billing ${values.billing}`, ''];
+    const lines = [
+      `CPU time per request (user + system), ${concurrency} connections, ${rounds} interleaved rounds of ${seconds} s per gateway, billing ${values.billing}`,
+      '',
+    ];
     for (const scenario of scenarios) {
       const totals = gateways.map(() => ({ cpu: 0, requests: 0, errors: 0, perRound: [] as number[] }));
       const agents = gateways.map(() => createAgent(concurrency));
@@ -111,9 +142,17 @@ async function main(): Promise<void> {
         for (const i of order) {
           const gateway = gateways[i]!;
           process.stderr.write(`bench: ${scenario.name} round ${round} ${gateway.name} …\n`);
-          const target = { url: `${gateway.url}${scenario.path}`, headers: { authorization: `Bearer ${gateway.secret}` } };
+          const target = {
+            url: `${gateway.url}${scenario.path}`,
+            headers: { authorization: `Bearer ${gateway.secret}` },
+          };
           const before = await cpuMs(gateway.child.pid);
-          const slice = await runSlice(target, agents[i]!, { body, stream: scenario.stream, concurrency, durationMs: round === 0 ? 1000 : seconds * 1000 });
+          const slice = await runSlice(target, agents[i]!, {
+            body,
+            stream: scenario.stream,
+            concurrency,
+            durationMs: round === 0 ? 1000 : seconds * 1000,
+          });
           const after = await cpuMs(gateway.child.pid);
           if (round === 0) continue; // warm-up
           const ok = slice.samples.filter((s) => s.ok).length;
@@ -129,7 +168,9 @@ async function main(): Promise<void> {
       for (const [i, gateway] of gateways.entries()) {
         const ratio = perRequest[i]! / perRequest[0]!;
         // The same ratio round by round: its spread says how much the machine disturbed the measurement.
-        const rounds = totals[i]!.perRound.map((cpu, round) => (cpu / totals[0]!.perRound[round]!).toFixed(2)).join(' ');
+        const rounds = totals[i]!.perRound.map((cpu, round) => (cpu / totals[0]!.perRound[round]!).toFixed(2)).join(
+          ' ',
+        );
         lines.push(
           `  ${gateway.name.padEnd(18)} ${perRequest[i]!.toFixed(0).padStart(6)} µs CPU/request  ${ratio.toFixed(3)}× (${totals[i]!.requests} requests, ${totals[i]!.errors} errors; by round: ${rounds})`,
         );

@@ -52,8 +52,18 @@ process.once('exit', () => {
  * @example
  * const sim = startBuilt('simulator', 'dist/sim/main.js', ['--port', '9000'], { cwd, env });
  */
-export function startBuilt(name: string, entry: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; nodeArgs?: string[] }): Child {
-  return startChild(name, process.execPath, [...(options.nodeArgs ?? []), '--enable-source-maps', entry, ...args], options);
+export function startBuilt(
+  name: string,
+  entry: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; nodeArgs?: string[] },
+): Child {
+  return startChild(
+    name,
+    process.execPath,
+    [...(options.nodeArgs ?? []), '--enable-source-maps', entry, ...args],
+    options,
+  );
 }
 
 /**
@@ -63,7 +73,12 @@ export function startBuilt(name: string, entry: string, args: string[], options:
  * @example
  * const redis = startChild('redis', 'redis-server', ['--port', '6400'], { cwd, env: process.env });
  */
-export function startChild(name: string, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Child {
+export function startChild(
+  name: string,
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Child {
   const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   if (child.pid === undefined) throw new Error(`${name} did not start (${command} not found?)`);
   running.add(child);

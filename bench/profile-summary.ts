@@ -72,7 +72,9 @@ async function describe(frame: CallFrame): Promise<Frame> {
   const map = file.startsWith(path.join(ROOT, 'dist') + path.sep) ? await sourceMapOf(frame.url) : null;
   const entry = map?.findEntry(frame.lineNumber, frame.columnNumber);
   if (entry && 'originalSource' in entry && entry.originalSource) {
-    file = entry.originalSource.startsWith('file://') ? fileURLToPath(entry.originalSource) : path.resolve(path.dirname(fileURLToPath(frame.url)), entry.originalSource);
+    file = entry.originalSource.startsWith('file://')
+      ? fileURLToPath(entry.originalSource)
+      : path.resolve(path.dirname(fileURLToPath(frame.url)), entry.originalSource);
     line = entry.originalLine;
   }
   const relative = path.isAbsolute(file) ? path.relative(ROOT, file) : file;
@@ -162,7 +164,8 @@ async function profilesIn(inputs: string[]): Promise<string[]> {
   const files: string[] = [];
   for (const input of inputs) {
     if ((await stat(input)).isDirectory()) {
-      for (const name of (await readdir(input)).sort()) if (name.endsWith('.cpuprofile')) files.push(path.join(input, name));
+      for (const name of (await readdir(input)).sort())
+        if (name.endsWith('.cpuprofile')) files.push(path.join(input, name));
     } else files.push(input);
   }
   return files;
@@ -182,13 +185,17 @@ async function main(): Promise<void> {
   const window = { fromS: Number(values.from), toS: Number(values.to) };
   const top = Number(values.top);
   const files = await profilesIn(positionals);
-  if (files.length === 0) throw new Error('usage: tsx bench/profile-summary.ts [--top N] [--callers NAME]... [--from S] [--to S] [--timeline] PROFILE.cpuprofile|DIR ...');
+  if (files.length === 0)
+    throw new Error(
+      'usage: tsx bench/profile-summary.ts [--top N] [--callers NAME]... [--from S] [--to S] [--timeline] PROFILE.cpuprofile|DIR ...',
+    );
   const profiles = await Promise.all(files.map(async (file) => JSON.parse(await readFile(file, 'utf8')) as Profile));
   if (values.timeline) return void process.stdout.write(`${profiles.map(timeline).join('\n')}\n`);
   const { functions, areas, allUs, idleUs } = await summarize(profiles, undefined, window);
   const busyUs = allUs - idleUs;
   const pct = (us: number) => `${((100 * us) / busyUs).toFixed(1).padStart(5)} %`;
-  const row = (t: Totals) => `  ${pct(t.selfUs)}  ${pct(t.totalUs)}  ${t.frame.name.slice(0, 48).padEnd(48)}  ${t.frame.where}`;
+  const row = (t: Totals) =>
+    `  ${pct(t.selfUs)}  ${pct(t.totalUs)}  ${t.frame.name.slice(0, 48).padEnd(48)}  ${t.frame.where}`;
   const ranked = (by: 'selfUs' | 'totalUs') =>
     functions
       .filter((t) => t.frame.name !== '(idle)' && t.frame.name !== '(root)')
@@ -215,7 +222,8 @@ async function main(): Promise<void> {
     const { callers } = await summarize(profiles, name, window);
     const sum = [...callers.values()].reduce((a, b) => a + b, 0);
     lines.push('', `self time of ${name} (${pct(sum).trim()}), by the nearest package or gateway frame above it:`);
-    for (const [caller, us] of [...callers.entries()].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`  ${pct(us)}  ${caller}`);
+    for (const [caller, us] of [...callers.entries()].sort((a, b) => b[1] - a[1]).slice(0, top))
+      lines.push(`  ${pct(us)}  ${caller}`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -58,7 +58,11 @@ export function activityPerRequest(r: ScenarioResult): ProcessActivity | null {
   const activity = r.cpu?.subjectActivity;
   const answered = r.gateway.requests - r.gateway.errors;
   if (!activity || answered === 0) return null;
-  return { readCalls: activity.readCalls / answered, writeCalls: activity.writeCalls / answered, threadRuns: activity.threadRuns / answered };
+  return {
+    readCalls: activity.readCalls / answered,
+    writeCalls: activity.writeCalls / answered,
+    threadRuns: activity.threadRuns / answered,
+  };
 }
 
 /**
@@ -67,7 +71,11 @@ export function activityPerRequest(r: ScenarioResult): ProcessActivity | null {
  * @example
  * const us = cpuPerRequestUs(result, 'subject'); // the gateway's own CPU per request
  */
-export function cpuPerRequestUs(r: ScenarioResult, probe: string, side: 'direct' | 'gateway' = 'gateway'): number | null {
+export function cpuPerRequestUs(
+  r: ScenarioResult,
+  probe: string,
+  side: 'direct' | 'gateway' = 'gateway',
+): number | null {
   const ns = r.cpu?.[side].ns[probe];
   const answered = r[side].requests - r[side].errors;
   return ns === undefined || answered === 0 ? null : ns / 1000 / answered;
@@ -117,7 +125,13 @@ export function summarize(slices: Slice[]): Stats {
  * @example
  * const result = compare('chat-json', 32, directSlices, gatewaySlices);
  */
-export function compare(scenario: string, concurrency: number, direct: Slice[], gateway: Slice[], baseline = 'direct'): ScenarioResult {
+export function compare(
+  scenario: string,
+  concurrency: number,
+  direct: Slice[],
+  gateway: Slice[],
+  baseline = 'direct',
+): ScenarioResult {
   const d = summarize(direct);
   const g = summarize(gateway);
   return {
@@ -126,7 +140,12 @@ export function compare(scenario: string, concurrency: number, direct: Slice[], 
     baseline,
     direct: d,
     gateway: g,
-    ratios: { throughput: ratio(g.rps, d.rps), p50: ratio(g.p50Ms, d.p50Ms), p99: ratio(g.p99Ms, d.p99Ms), ttft: ratio(g.ttftP50Ms, d.ttftP50Ms) },
+    ratios: {
+      throughput: ratio(g.rps, d.rps),
+      p50: ratio(g.p50Ms, d.p50Ms),
+      p99: ratio(g.p99Ms, d.p99Ms),
+      ttft: ratio(g.ttftP50Ms, d.ttftP50Ms),
+    },
     addedP50Ms: g.p50Ms !== null && d.p50Ms !== null ? g.p50Ms - d.p50Ms : null,
     roundThroughputRatios: direct.map((slice, i) => {
       const other = gateway[i];
@@ -145,22 +164,48 @@ export function formatScenario(r: ScenarioResult): string {
   const head = ['', 'req/s', 'p50 ms', 'p99 ms', 'TTFT p50', 'CPU µs/req', 'errors'];
   const cpuDirect = cpuPerRequestUs(r, 'baseline', 'direct');
   const cpuGateway = cpuPerRequestUs(r, 'subject');
-  const row = (label: string, s: Stats, cpu: number | null) => [label, num(s.rps), num(s.p50Ms), num(s.p99Ms), num(s.ttftP50Ms), us(cpu), errors(s)];
-  const ratios = [`gw/${r.baseline}`, times(r.ratios.throughput), times(r.ratios.p50), times(r.ratios.p99), times(r.ratios.ttft), times(ratio(cpuGateway, cpuDirect)), ''];
+  const row = (label: string, s: Stats, cpu: number | null) => [
+    label,
+    num(s.rps),
+    num(s.p50Ms),
+    num(s.p99Ms),
+    num(s.ttftP50Ms),
+    us(cpu),
+    errors(s),
+  ];
+  const ratios = [
+    `gw/${r.baseline}`,
+    times(r.ratios.throughput),
+    times(r.ratios.p50),
+    times(r.ratios.p99),
+    times(r.ratios.ttft),
+    times(ratio(cpuGateway, cpuDirect)),
+    '',
+  ];
   const rows = [head, row(r.baseline, r.direct, cpuDirect), row('gateway', r.gateway, cpuGateway), ratios];
   const widths = head.map((_, col) => Math.max(...rows.map((cells) => (cells[col] ?? '').length)));
-  const lines = rows.map((cells) => `  ${cells.map((cell, col) => (col === 0 ? cell.padEnd(widths[col] ?? 0) : cell.padStart(widths[col] ?? 0))).join('   ')}`.trimEnd());
+  const lines = rows.map((cells) =>
+    `  ${cells.map((cell, col) => (col === 0 ? cell.padEnd(widths[col] ?? 0) : cell.padStart(widths[col] ?? 0))).join('   ')}`.trimEnd(),
+  );
   const added = r.addedP50Ms === null ? 'n/a' : `${r.addedP50Ms >= 0 ? '+' : ''}${r.addedP50Ms.toFixed(2)} ms`;
   const perRound = r.roundThroughputRatios.map(times).join(' ');
   const title = `${r.scenario} · ${r.concurrency} connection${r.concurrency === 1 ? '' : 's'}`;
-  return [title, ...lines, `  added p50 latency: ${added}   throughput ratio per round: ${perRound}`, ...formatOthersCpu(r), ...formatActivity(r)].join('\n');
+  return [
+    title,
+    ...lines,
+    `  added p50 latency: ${added}   throughput ratio per round: ${perRound}`,
+    ...formatOthersCpu(r),
+    ...formatActivity(r),
+  ].join('\n');
 }
 
 /** The CPU per gateway request of the other processes read (simulator, Redis, PostgreSQL), each with its resting share. */
 function formatOthersCpu(r: ScenarioResult): string[] {
   const others = Object.keys(r.cpu?.gateway.ns ?? {}).filter((probe) => probe !== 'subject' && probe !== 'baseline');
   if (others.length === 0) return [];
-  const parts = others.map((probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs (${us(restingCpuPerRequestUs(r, probe))} at rest)`);
+  const parts = others.map(
+    (probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs (${us(restingCpuPerRequestUs(r, probe))} at rest)`,
+  );
   return [`  CPU per gateway request, other processes: ${parts.join(', ')}`];
 }
 
@@ -169,7 +214,9 @@ function formatActivity(r: ScenarioResult): string[] {
   const perRequest = activityPerRequest(r);
   if (!perRequest) return [];
   const { readCalls, writeCalls, threadRuns } = perRequest;
-  return [`  per gateway request: ${readCalls.toFixed(2)} read and ${writeCalls.toFixed(2)} write system calls, ${threadRuns.toFixed(2)} thread runs`];
+  return [
+    `  per gateway request: ${readCalls.toFixed(2)} read and ${writeCalls.toFixed(2)} write system calls, ${threadRuns.toFixed(2)} thread runs`,
+  ];
 }
 
 function us(value: number | null): string {
@@ -201,7 +248,9 @@ function times(value: number | null): string {
 
 function errors(s: Stats): string {
   if (s.errors === 0) return '0';
-  const detail = Object.entries(s.errorStatuses).map(([status, count]) => `${count}×${status === '0' ? 'net' : status}`);
+  const detail = Object.entries(s.errorStatuses).map(
+    ([status, count]) => `${count}×${status === '0' ? 'net' : status}`,
+  );
   return `${s.errors} (${detail.join(', ')})`;
 }
 
@@ -214,11 +263,18 @@ function errors(s: Stats): string {
  * @example
  * console.log(formatCpuSummary(results, floorResults, portkeyResults, rulesFloorResults));
  */
-export function formatCpuSummary(tollgate: ScenarioResult[], floor: ScenarioResult[], portkey: ScenarioResult[], rulesFloor: ScenarioResult[] = []): string {
-  const find = (list: ScenarioResult[], r: ScenarioResult) => list.find((o) => o.scenario === r.scenario && o.concurrency === r.concurrency);
+export function formatCpuSummary(
+  tollgate: ScenarioResult[],
+  floor: ScenarioResult[],
+  portkey: ScenarioResult[],
+  rulesFloor: ScenarioResult[] = [],
+): string {
+  const find = (list: ScenarioResult[], r: ScenarioResult) =>
+    list.find((o) => o.scenario === r.scenario && o.concurrency === r.concurrency);
   const added = (r: ScenarioResult | undefined) => {
     if (!r) return null;
-    const ttft = r.gateway.ttftP50Ms !== null && r.direct.ttftP50Ms !== null ? r.gateway.ttftP50Ms - r.direct.ttftP50Ms : null;
+    const ttft =
+      r.gateway.ttftP50Ms !== null && r.direct.ttftP50Ms !== null ? r.gateway.ttftP50Ms - r.direct.ttftP50Ms : null;
     return ttft ?? r.addedP50Ms;
   };
   const rows = tollgate.map((r) => {
@@ -229,8 +285,14 @@ export function formatCpuSummary(tollgate: ScenarioResult[], floor: ScenarioResu
     const p50 = all.map((o) => (added(o) === null ? '–' : (added(o) as number).toFixed(2))).join(' / ');
     const versus = all[2] ? `   Tollgate ÷ Portkey throughput ${times(ratio(r.gateway.rps, all[2].gateway.rps))}` : '';
     const others = ['redis', 'postgres'].filter((probe) => r.cpu?.gateway.ns[probe] !== undefined);
-    const rulesRedis = rules?.cpu?.gateway.ns.redis !== undefined ? ` (rules floor + redis ${us(cpuPerRequestUs(rules, 'redis'))} µs)` : '';
-    const extra = others.length > 0 ? `   + ${others.map((probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs`).join(', ')}${rulesRedis}` : '';
+    const rulesRedis =
+      rules?.cpu?.gateway.ns.redis !== undefined
+        ? ` (rules floor + redis ${us(cpuPerRequestUs(rules, 'redis'))} µs)`
+        : '';
+    const extra =
+      others.length > 0
+        ? `   + ${others.map((probe) => `${probe} ${us(cpuPerRequestUs(r, probe))} µs`).join(', ')}${rulesRedis}`
+        : '';
     const what = r.scenario.endsWith('-stream') ? 'added TTFT' : 'added p50';
     const count = (o: ScenarioResult | undefined, field: keyof ProcessActivity) => {
       const perRequest = o ? activityPerRequest(o) : null;
@@ -239,5 +301,8 @@ export function formatCpuSummary(tollgate: ScenarioResult[], floor: ScenarioResu
     const calls = `   writes ${all.map((o) => count(o, 'writeCalls')).join(' / ')}, thread runs ${all.map((o) => count(o, 'threadRuns')).join(' / ')} per req`;
     return `  ${`${r.scenario} × ${r.concurrency}`.padEnd(17)} CPU ${cpu} µs/req   ${rps} req/s   ${what} ${p50} ms${versus}${extra}${calls}`;
   });
-  return ['CPU per request (each process its own, user + system from /proc) · throughput · added latency: Tollgate / floor / Portkey / rules floor', ...rows].join('\n');
+  return [
+    'CPU per request (each process its own, user + system from /proc) · throughput · added latency: Tollgate / floor / Portkey / rules floor',
+    ...rows,
+  ].join('\n');
 }

@@ -80,7 +80,10 @@ function text(seed: number, count: number): string {
   return words.join(' ');
 }
 
-const systemPrompts = Array.from({ length: TENANTS }, (_, tenant) => `You are the assistant of tenant ${tenant}. ${text(1_000 + tenant, SYSTEM_PROMPT_WORDS)}`);
+const systemPrompts = Array.from(
+  { length: TENANTS },
+  (_, tenant) => `You are the assistant of tenant ${tenant}. ${text(1_000 + tenant, SYSTEM_PROMPT_WORDS)}`,
+);
 
 /**
  * The turns of a user's `n`th conversation. Shared prefix: the user's

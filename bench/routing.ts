@@ -17,7 +17,14 @@ import type { RoutingSettings } from '../src/config/index.js';
 import { parsePromText } from '../src/gateway/engines/routing/prom-text.js';
 import { createLogger } from '../src/shared/http/log.js';
 import { type Child, freePort, startBuilt, waitForHealth } from './processes.js';
-import { DEFAULT_TIME_SCALE, type Policy, simFlags, THINK_MEAN_S, type Workload, conversation } from './routing-workloads.js';
+import {
+  DEFAULT_TIME_SCALE,
+  type Policy,
+  simFlags,
+  THINK_MEAN_S,
+  type Workload,
+  conversation,
+} from './routing-workloads.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const MODEL = 'bench-8b';
@@ -79,7 +86,10 @@ async function startReplicas(count: number): Promise<{ children: Child[]; urls: 
   const urls: string[] = [];
   for (let i = 0; i < count; i++) {
     const port = await freePort();
-    const child = startBuilt(`sim-${i}`, 'dist/sim/main.js', [MODEL, '--port', String(port), ...SIM_FLAGS], { cwd: ROOT, env: process.env });
+    const child = startBuilt(`sim-${i}`, 'dist/sim/main.js', [MODEL, '--port', String(port), ...SIM_FLAGS], {
+      cwd: ROOT,
+      env: process.env,
+    });
     children.push(child);
     urls.push(`http://127.0.0.1:${port}`);
   }
@@ -92,7 +102,20 @@ function engineOver(urls: string[], policy: Policy): EngineState {
   const replicas = new Map<number, Replica>(
     urls.map((url, index) => [
       index,
-      { index, containerId: `sim-${index}`, name: `sim-${index}`, spec: '', url, state: 'ready', startedAt: Date.now(), inFlight: 0, served: 0, failures: 0, host: 'local', gpus: [] },
+      {
+        index,
+        containerId: `sim-${index}`,
+        name: `sim-${index}`,
+        spec: '',
+        url,
+        state: 'ready',
+        startedAt: Date.now(),
+        inFlight: 0,
+        served: 0,
+        failures: 0,
+        host: 'local',
+        gpus: [],
+      },
     ]),
   );
   const state = {
@@ -128,30 +151,49 @@ function seeded(seed: number): () => number {
 const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
 
 /** One streamed chat request: resolves with its time to first token (ms) and output tokens, or null on failure. */
-function streamChat(url: string, messages: Array<{ role: string; content: string }>, maxTokens: number): Promise<{ ttftMs: number; tokens: number } | null> {
-  const body = JSON.stringify({ model: MODEL, messages, max_tokens: maxTokens, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+function streamChat(
+  url: string,
+  messages: Array<{ role: string; content: string }>,
+  maxTokens: number,
+): Promise<{ ttftMs: number; tokens: number } | null> {
+  const body = JSON.stringify({
+    model: MODEL,
+    messages,
+    max_tokens: maxTokens,
+    ignore_eos: true,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   const started = performance.now();
   return new Promise((resolve) => {
-    const req = http.request(`${url}/v1/chat/completions`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        res.on('end', () => resolve(null));
-        return;
-      }
-      let first: number | null = null;
-      let tail = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        // The first chunk names the role (empty content) and comes with the first token.
-        first ??= performance.now() - started;
-        tail = (tail + chunk).slice(-400);
-      });
-      res.on('end', () => {
-        const match = /"completion_tokens":(\d+)/.exec(tail);
-        resolve(first === null || !match ? null : { ttftMs: first, tokens: Number(match[1]) });
-      });
-      res.on('error', () => resolve(null));
-    });
+    const req = http.request(
+      `${url}/v1/chat/completions`,
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          res.on('end', () => resolve(null));
+          return;
+        }
+        let first: number | null = null;
+        let tail = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          // The first chunk names the role (empty content) and comes with the first token.
+          first ??= performance.now() - started;
+          tail = (tail + chunk).slice(-400);
+        });
+        res.on('end', () => {
+          const match = /"completion_tokens":(\d+)/.exec(tail);
+          resolve(first === null || !match ? null : { ttftMs: first, tokens: Number(match[1]) });
+        });
+        res.on('error', () => resolve(null));
+      },
+    );
     req.on('error', () => resolve(null));
     req.end(body);
   });
@@ -170,10 +212,17 @@ async function runOnce(replicaCount: number, workload: Workload, policy: Policy)
   let fallbacks = 0;
   // The replicas' counters at the start and the end of the measured window: steady state, without warm-up or drain.
   const counters = async () => {
-    const [tokens, hits, queries] = await Promise.all(['vllm:generation_tokens_total', 'vllm:prefix_cache_hits_total', 'vllm:prefix_cache_queries_total'].map((name) => counterSum(urls, name)));
+    const [tokens, hits, queries] = await Promise.all(
+      ['vllm:generation_tokens_total', 'vllm:prefix_cache_hits_total', 'vllm:prefix_cache_queries_total'].map((name) =>
+        counterSum(urls, name),
+      ),
+    );
     return { tokens: tokens!, hits: hits!, queries: queries!, at: performance.now() };
   };
-  const sample = (at: number) => new Promise<Awaited<ReturnType<typeof counters>>>((resolve) => setTimeout(() => resolve(counters()), at - performance.now()));
+  const sample = (at: number) =>
+    new Promise<Awaited<ReturnType<typeof counters>>>((resolve) =>
+      setTimeout(() => resolve(counters()), at - performance.now()),
+    );
   const window = Promise.all([sample(measureFrom), sample(stopAt)]);
 
   const user = async (index: number): Promise<void> => {
@@ -216,7 +265,20 @@ async function runOnce(replicaCount: number, workload: Workload, policy: Policy)
 }
 
 function report(results: RunResult[]): void {
-  const rows = [['replicas', 'workload', 'policy', 'output tok/s', 'TTFT mean (s)', 'TTFT p99 (s)', 'prefix hit rate', 'requests', 'failed', 'fallbacks']];
+  const rows = [
+    [
+      'replicas',
+      'workload',
+      'policy',
+      'output tok/s',
+      'TTFT mean (s)',
+      'TTFT p99 (s)',
+      'prefix hit rate',
+      'requests',
+      'failed',
+      'fallbacks',
+    ],
+  ];
   for (const r of results) {
     rows.push([
       String(r.replicas),
@@ -233,10 +295,17 @@ function report(results: RunResult[]): void {
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   const line = (row: string[]): string => `| ${row.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')} |`;
-  process.stdout.write(`${line(rows[0]!)}\n| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |\n${rows.slice(1).map(line).join('\n')}\n\n`);
+  process.stdout.write(
+    `${line(rows[0]!)}\n| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |\n${rows.slice(1).map(line).join('\n')}\n\n`,
+  );
   for (const replicas of new Set(results.map((r) => r.replicas))) {
-    const of = (workload: Workload, policy: Policy) => results.find((r) => r.replicas === replicas && r.workload === workload && r.policy === policy);
-    const [rr, ll, scored] = [of('shared-prefix', 'round-robin'), of('shared-prefix', 'least-loaded'), of('shared-prefix', 'scored')];
+    const of = (workload: Workload, policy: Policy) =>
+      results.find((r) => r.replicas === replicas && r.workload === workload && r.policy === policy);
+    const [rr, ll, scored] = [
+      of('shared-prefix', 'round-robin'),
+      of('shared-prefix', 'least-loaded'),
+      of('shared-prefix', 'scored'),
+    ];
     if (rr && ll && scored) {
       process.stdout.write(
         `${replicas} replicas, shared prefix: scored/round-robin throughput ${(scored.outputTokensPerSecond / rr.outputTokensPerSecond).toFixed(2)}x (target >= 2), ` +
@@ -245,7 +314,9 @@ function report(results: RunResult[]): void {
     }
     const [ull, uscored] = [of('unrelated', 'least-loaded'), of('unrelated', 'scored')];
     if (ull && uscored) {
-      process.stdout.write(`${replicas} replicas, unrelated: scored/least-loaded throughput ${(uscored.outputTokensPerSecond / ull.outputTokensPerSecond).toFixed(3)} (target within 0.95..1.05)\n`);
+      process.stdout.write(
+        `${replicas} replicas, unrelated: scored/least-loaded throughput ${(uscored.outputTokensPerSecond / ull.outputTokensPerSecond).toFixed(3)} (target within 0.95..1.05)\n`,
+      );
     }
   }
 }
@@ -268,7 +339,9 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (error: unknown) => {
-    process.stderr.write(`bench:routing failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `bench:routing failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exit(1);
   },
 );

@@ -97,7 +97,13 @@ class DurableLog {
     this.writing = false;
   }
 }
-const journal = new DurableLog(await open(required('journal'), constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC, 0o600));
+const journal = new DurableLog(
+  await open(
+    required('journal'),
+    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC,
+    0o600,
+  ),
+);
 await redis.hset(`${PREFIX}w1`, 'avail', String(10n ** 18n), 'held', '0');
 
 const server = http.createServer((request, response) => {
@@ -107,7 +113,13 @@ const server = http.createServer((request, response) => {
   if (!key) return void answer(response, 401, '{"error":{"message":"invalid key"}}');
   const parts: Buffer[] = [];
   request.on('data', (part: Buffer) => parts.push(part));
-  request.on('end', () => void relay(request, response, key, Buffer.concat(parts)).catch(() => answer(response, 502, '{"error":{"message":"bad gateway"}}')));
+  request.on(
+    'end',
+    () =>
+      void relay(request, response, key, Buffer.concat(parts)).catch(() =>
+        answer(response, 502, '{"error":{"message":"bad gateway"}}'),
+      ),
+  );
 });
 server.keepAliveTimeout = 65_000;
 server.listen(Number(args.get('port') ?? 8091), '127.0.0.1');
@@ -119,14 +131,36 @@ process.once('SIGTERM', () => {
     .finally(() => process.exit(0));
 });
 
-async function relay(request: http.IncomingMessage, response: http.ServerResponse, key: { id: string; wallet: string }, raw: Buffer): Promise<void> {
-  const body = JSON.parse(raw.toString()) as { max_tokens?: number; stream?: boolean; stream_options?: Record<string, boolean>; messages?: unknown; input?: unknown };
+async function relay(
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+  key: { id: string; wallet: string },
+  raw: Buffer,
+): Promise<void> {
+  const body = JSON.parse(raw.toString()) as {
+    max_tokens?: number;
+    stream?: boolean;
+    stream_options?: Record<string, boolean>;
+    messages?: unknown;
+    input?: unknown;
+  };
   // The hold covers the most the request can cost: its prompt (about 4 characters a token) and its answer.
   const promptTokens = Math.ceil(JSON.stringify(body.messages ?? body.input ?? '').length / 4);
   const estimate = promptTokens + (body.max_tokens ?? 0);
   const hold = BigInt(estimate) * PRICE_NANOS;
   const k = (name: string) => `${PREFIX}${key.id}:${name}`;
-  const admitted = await admitScript(k('rpm'), k('conc'), k('tpm'), `${PREFIX}${key.wallet}`, LIMITS.rpm, LIMITS.concurrency, LIMITS.tpm, estimate, hold.toString(), (-hold).toString());
+  const admitted = await admitScript(
+    k('rpm'),
+    k('conc'),
+    k('tpm'),
+    `${PREFIX}${key.wallet}`,
+    LIMITS.rpm,
+    LIMITS.concurrency,
+    LIMITS.tpm,
+    estimate,
+    hold.toString(),
+    (-hold).toString(),
+  );
   if (admitted !== 1) {
     stats.refused++;
     return answer(response, 429, '{"error":{"message":"limit"}}');
@@ -140,17 +174,29 @@ async function relay(request: http.IncomingMessage, response: http.ServerRespons
     const tokens = usage.prompt + usage.completion;
     const cost = BigInt(tokens) * PRICE_NANOS;
     const cappedCost = cost < hold ? cost : hold;
-    await journal.append(`${JSON.stringify({ key: key.id, prompt: usage.prompt, completion: usage.completion, cost: cappedCost.toString(), at: Date.now() })}\n`);
+    await journal.append(
+      `${JSON.stringify({ key: key.id, prompt: usage.prompt, completion: usage.completion, cost: cappedCost.toString(), at: Date.now() })}\n`,
+    );
     stats.charged++;
     stats.completionTokens += usage.completion;
-    await settleScript(k('conc'), k('tpm'), `${PREFIX}${key.wallet}`, tokens - estimate, (hold - cappedCost).toString(), (-hold).toString());
+    await settleScript(
+      k('conc'),
+      k('tpm'),
+      `${PREFIX}${key.wallet}`,
+      tokens - estimate,
+      (hold - cappedCost).toString(),
+      (-hold).toString(),
+    );
   };
   if (!body.stream) {
     const parts: Buffer[] = [];
     for await (const part of engine) parts.push(part as Buffer);
     const bytes = Buffer.concat(parts);
     await charge(usageIn(bytes.subarray(Math.max(0, bytes.length - 512))) ?? { prompt: promptTokens, completion: 0 });
-    response.writeHead(engine.statusCode ?? 502, { 'content-type': 'application/json', 'content-length': bytes.length });
+    response.writeHead(engine.statusCode ?? 502, {
+      'content-type': 'application/json',
+      'content-length': bytes.length,
+    });
     response.end(bytes);
     stats.answered++;
     return;
@@ -188,7 +234,14 @@ function usageIn(bytes: Buffer): Usage | null {
 function post(path: string, body: Buffer | string): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
     const outgoing = http.request(
-      { host: upstream.hostname, port: upstream.port, method: 'POST', path, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: 'POST',
+        path,
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       resolve,
     );
     outgoing.on('error', reject);

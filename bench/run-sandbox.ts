@@ -71,26 +71,50 @@ async function setUp(sandbox: string, workDir: string, env: Record<string, strin
     return json;
   };
   const org = await call('POST', '/admin/v1/orgs', { name: `bench ${sandbox}` });
-  const user = await call('POST', `/admin/v1/orgs/${org.id}/users`, { name: 'Bench', email: `bench-${sandbox}@example.com`, password: 'correct horse battery', role: 'owner' });
+  const user = await call('POST', `/admin/v1/orgs/${org.id}/users`, {
+    name: 'Bench',
+    email: `bench-${sandbox}@example.com`,
+    password: 'correct horse battery',
+    role: 'owner',
+  });
   const { secret: key } = await call('POST', `/admin/v1/orgs/${org.id}/keys`, { name: 'bench', user_id: user.id });
   const profile = `bench-${sandbox}`;
   await call('POST', '/admin/v1/profiles', { name: profile, gpus_per_node: 1 });
   await call('POST', '/admin/v1/nodes', { profile, address: `${profile}-n0.internal` });
-  const cluster = await call('POST', '/api/v1/clusters', { name: 'bench', profile, nodes: 1, public_domain: `${profile}.example.test` }, key);
+  const cluster = await call(
+    'POST',
+    '/api/v1/clusters',
+    { name: 'bench', profile, nodes: 1, public_domain: `${profile}.example.test` },
+    key,
+  );
   const form = new FormData();
-  form.set('package', new Blob([new Uint8Array(await zipOf({ 'bench-marker/main.tf': MODULE }))], { type: 'application/zip' }), 'bench-marker.zip');
-  const added = await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  form.set(
+    'package',
+    new Blob([new Uint8Array(await zipOf({ 'bench-marker/main.tf': MODULE }))], { type: 'application/zip' }),
+    'bench-marker.zip',
+  );
+  const added = await fetch(`${gateway.url}/api/v1/stacks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}` },
+    body: form,
+  });
   if (added.status !== 201) throw new Error(`adding the stack: ${added.status} ${await added.text()}`);
   return { gateway, call, key, clusterId: cluster.id };
 }
 
 /** One run, start to end; its duration in ms from the run's own timestamps. */
 async function oneRun(bench: Bench): Promise<number> {
-  const queued = await bench.call('POST', `/api/v1/clusters/${bench.clusterId}/runs`, { stack: 'bench-marker', inputs: {} }, bench.key);
+  const queued = await bench.call(
+    'POST',
+    `/api/v1/clusters/${bench.clusterId}/runs`,
+    { stack: 'bench-marker', inputs: {} },
+    bench.key,
+  );
   for (;;) {
     const run = await bench.call('GET', `/api/v1/runs/${queued.id}`, undefined, bench.key);
     if (run.state === 'APPLIED') return Date.parse(run.finished_at) - Date.parse(run.started_at);
-    if (run.state === 'FAILED' || run.state === 'CANCELED') throw new Error(`run ${run.id} ${run.state}: ${run.failure}`);
+    if (run.state === 'FAILED' || run.state === 'CANCELED')
+      throw new Error(`run ${run.id} ${run.state}: ${run.failure}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -128,7 +152,10 @@ if (
   )
 ) {
   const image = await buildRunnerImage(path.resolve(import.meta.dirname, '../test/platform/runs/fake-tofu.mjs'));
-  benches.push({ kind: 'docker', bench: await setUp('docker', path.join(workDir, 'docker'), { TOLLGATE_RUN_IMAGE: image }) });
+  benches.push({
+    kind: 'docker',
+    bench: await setUp('docker', path.join(workDir, 'docker'), { TOLLGATE_RUN_IMAGE: image }),
+  });
 } else console.log('(no Docker engine at /var/run/docker.sock: the docker kind is not measured)');
 try {
   // One of each first, unmeasured: the tool's first start reads its binary from disk.
@@ -136,10 +163,13 @@ try {
   const times = new Map<string, number[]>(benches.map(({ kind }) => [kind, []]));
   for (let i = 0; i < runs; i++) for (const { kind, bench } of benches) times.get(kind)!.push(await oneRun(bench));
   const bare = median(times.get('none')!);
-  console.log(`${path.basename(tool)}: a run of one terraform_data (init, apply, output), median of ${runs}, RUNNING to APPLIED`);
+  console.log(
+    `${path.basename(tool)}: a run of one terraform_data (init, apply, output), median of ${runs}, RUNNING to APPLIED`,
+  );
   for (const [kind, values] of times) {
     const value = median(values);
-    const added = kind === 'none' ? '' : `   adds ${(value - bare).toFixed(0)} ms (${((value / bare - 1) * 100).toFixed(0)} %)`;
+    const added =
+      kind === 'none' ? '' : `   adds ${(value - bare).toFixed(0)} ms (${((value / bare - 1) * 100).toFixed(0)} %)`;
     console.log(`  ${`sandbox ${kind}`.padEnd(20)}${value.toFixed(0).padStart(6)} ms${added}   (${values.join(', ')})`);
   }
 } finally {

@@ -3,7 +3,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { activityBetween, addActivity, addSpent, cpuBetween, fixedProbe, namedProbe, processActivity, readCpu, type CpuProbe } from './cpu.js';
+import {
+  activityBetween,
+  addActivity,
+  addSpent,
+  cpuBetween,
+  fixedProbe,
+  namedProbe,
+  processActivity,
+  readCpu,
+  type CpuProbe,
+} from './cpu.js';
 import { createAgent, runSlice, type Slice, type Target } from './load.js';
 import { freePort, rssMiB, startBuilt, startChild, waitForHealth, type Child } from './processes.js';
 import { compare, formatCpuSummary, formatScenario, type ScenarioCpu, type ScenarioResult } from './report.js';
@@ -73,7 +83,8 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
       tracing: { type: 'boolean', default: false },
     },
   });
-  if (!(values.baseline in BASELINES)) throw new Error(`--baseline must be one of ${Object.keys(BASELINES).join(', ')}, got ${values.baseline}`);
+  if (!(values.baseline in BASELINES))
+    throw new Error(`--baseline must be one of ${Object.keys(BASELINES).join(', ')}, got ${values.baseline}`);
   const number = (name: keyof typeof values, integer: boolean, min: number) => {
     const value = Number(values[name]);
     if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
@@ -89,7 +100,8 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
     only: values.scenarios?.split(',').filter(Boolean) ?? null,
     concurrencies: values.concurrency.split(',').map((text) => {
       const value = Number(text);
-      if (!Number.isInteger(value) || value < 1) throw new Error(`--concurrency must be integers >= 1, comma-separated, got ${values.concurrency}`);
+      if (!Number.isInteger(value) || value < 1)
+        throw new Error(`--concurrency must be integers >= 1, comma-separated, got ${values.concurrency}`);
       return value;
     }),
     seconds: number('seconds', false, 0.1),
@@ -103,7 +115,10 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
 function scenarios(settings: Settings): Scenario[] {
   const all = allScenarios(settings.tokens);
   const unknown = settings.only?.filter((name) => !all.some((scenario) => scenario.name === name)) ?? [];
-  if (unknown.length > 0) throw new Error(`--scenarios: unknown ${unknown.join(', ')} (known: ${all.map((scenario) => scenario.name).join(', ')})`);
+  if (unknown.length > 0)
+    throw new Error(
+      `--scenarios: unknown ${unknown.join(', ')} (known: ${all.map((scenario) => scenario.name).join(', ')})`,
+    );
   return all.filter((scenario) => settings.only === null || settings.only.includes(scenario.name));
 }
 
@@ -140,7 +155,18 @@ async function main(): Promise<number> {
     const simPort = await freePort();
     const simUrl = `http://127.0.0.1:${simPort}`;
     // --default-max-tokens: a request without ignore_eos (the Messages scenario's) is answered `tokens` tokens too.
-    const simArgs = ['--port', String(simPort), '--model', 'sim-chat', '--model', 'sim-embed:embedding', '--ttft-ms', String(settings.ttftMs), '--itl-ms', String(settings.itlMs)];
+    const simArgs = [
+      '--port',
+      String(simPort),
+      '--model',
+      'sim-chat',
+      '--model',
+      'sim-embed:embedding',
+      '--ttft-ms',
+      String(settings.ttftMs),
+      '--itl-ms',
+      String(settings.itlMs),
+    ];
     simArgs.push('--default-max-tokens', String(settings.tokens));
     if (settings.dimensions !== null) simArgs.push('--embedding-dimensions', String(settings.dimensions));
     const sim = startBuilt('simulator', 'dist/sim/main.js', simArgs, { cwd: ROOT, env: cleanEnv() });
@@ -156,7 +182,11 @@ async function main(): Promise<number> {
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
       const env = gatewayEnv({ port, name, dataDir, enginesFile, databaseUrl, redisUrl }, extra);
-      const child = startBuilt(name, 'dist/main.js', [], { cwd: ROOT, env, nodeArgs: name === 'gateway' ? nodeArgs : [] });
+      const child = startBuilt(name, 'dist/main.js', [], {
+        cwd: ROOT,
+        env,
+        nodeArgs: name === 'gateway' ? nodeArgs : [],
+      });
       children.push(child);
       await waitForHealth(child, `${url}/health`, START_TIMEOUT_MS);
       return { child, url, secret: await provision(url, ADMIN_TOKEN) };
@@ -170,10 +200,15 @@ async function main(): Promise<number> {
     const secret = subject.secret;
     const rssStart = await rssMiB(gateway.pid);
     const baselineEnv = BASELINES[settings.baseline];
-    const baseline = baselineEnv ? await startGateway(`gateway-${settings.baseline}`, { ...baselineEnv }) : { url: simUrl, secret: null, child: sim };
+    const baseline = baselineEnv
+      ? await startGateway(`gateway-${settings.baseline}`, { ...baselineEnv })
+      : { url: simUrl, secret: null, child: sim };
     // CPU read around every slice: the process measured, what the direct slices went to, the simulator, and the
     // servers the gateway uses when they are this machine's (every redis-server, every postgres process).
-    const services = [...(redisUrl ? [namedProbe('redis', 'redis-server')] : []), ...(databaseUrl ? [namedProbe('postgres', 'postgres')] : [])];
+    const services = [
+      ...(redisUrl ? [namedProbe('redis', 'redis-server')] : []),
+      ...(databaseUrl ? [namedProbe('postgres', 'postgres')] : []),
+    ];
     const probesFor = (subject: Child, directTo: Child): CpuProbe[] => [
       fixedProbe('subject', subject.pid),
       fixedProbe('baseline', directTo.pid),
@@ -207,17 +242,34 @@ async function main(): Promise<number> {
     }
     const rssEnd = await rssMiB(gateway.pid);
     // Proof the traced gateway really exported (its batches leave every few seconds).
-    if (sink) process.stderr.write(`bench: the OTLP sink received ${sink.stats().exports} exports, ${sink.stats().bytes} bytes\n`);
+    if (sink)
+      process.stderr.write(
+        `bench: the OTLP sink received ${sink.stats().exports} exports, ${sink.stats().bytes} bytes\n`,
+      );
 
     /** The same scenarios and connection counts through another process, each slice beside one straight to the simulator. */
-    const measureThrough = async (label: string, child: Child, baseUrl: string, headers: Record<string, string>): Promise<ScenarioResult[]> => {
+    const measureThrough = async (
+      label: string,
+      child: Child,
+      baseUrl: string,
+      headers: Record<string, string>,
+    ): Promise<ScenarioResult[]> => {
       const measured: ScenarioResult[] = [];
       // A relay passes the request through as it is: a scenario of the gateway's own protocol has nothing to reach.
       for (const scenario of scenarios(settings).filter((s) => s.direct === undefined)) {
         for (const concurrency of settings.concurrencies) {
           process.stderr.write(`bench: ${label} ${scenario.name} × ${concurrency} …\n`);
           const direct = { url: `${simUrl}${scenario.path}`, headers: {} };
-          measured.push(await measure(scenario, concurrency, { ...settings, baseline: 'direct' }, direct, { url: `${baseUrl}${scenario.path}`, headers }, probesFor(child, sim)));
+          measured.push(
+            await measure(
+              scenario,
+              concurrency,
+              { ...settings, baseline: 'direct' },
+              direct,
+              { url: `${baseUrl}${scenario.path}`, headers },
+              probesFor(child, sim),
+            ),
+          );
         }
       }
       return measured;
@@ -229,13 +281,22 @@ async function main(): Promise<number> {
     const portkeyEntry = process.env.BENCH_PORTKEY;
     if (portkeyEntry) {
       const port = await freePort();
-      const portkey = startChild('portkey', process.execPath, ['--import', PORTKEY_FETCH_SHIM, path.resolve(portkeyEntry), `--port=${port}`, '--headless'], {
-        cwd: tempDir,
-        env: cleanEnv({ NODE_ENV: 'production' }),
-      });
+      const portkey = startChild(
+        'portkey',
+        process.execPath,
+        ['--import', PORTKEY_FETCH_SHIM, path.resolve(portkeyEntry), `--port=${port}`, '--headless'],
+        {
+          cwd: tempDir,
+          env: cleanEnv({ NODE_ENV: 'production' }),
+        },
+      );
       children.push(portkey);
       await waitForHealth(portkey, `http://127.0.0.1:${port}/`, START_TIMEOUT_MS);
-      const headers = { authorization: 'Bearer unused', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${simUrl}/v1` };
+      const headers = {
+        authorization: 'Bearer unused',
+        'x-portkey-provider': 'openai',
+        'x-portkey-custom-host': `${simUrl}/v1`,
+      };
       portkeyResults = await measureThrough('portkey', portkey, `http://127.0.0.1:${port}`, headers);
     }
 
@@ -244,10 +305,15 @@ async function main(): Promise<number> {
     let floorResults: ScenarioResult[] = [];
     if (process.env.BENCH_FLOOR === '1') {
       const port = await freePort();
-      const floor = startChild('floor-proxy', process.execPath, ['--import', 'tsx', path.join(BENCH_DIR, 'floor-proxy.ts'), '--port', String(port), '--upstream', simUrl], {
-        cwd: ROOT,
-        env: cleanEnv(),
-      });
+      const floor = startChild(
+        'floor-proxy',
+        process.execPath,
+        ['--import', 'tsx', path.join(BENCH_DIR, 'floor-proxy.ts'), '--port', String(port), '--upstream', simUrl],
+        {
+          cwd: ROOT,
+          env: cleanEnv(),
+        },
+      );
       children.push(floor);
       await waitForHealth(floor, `http://127.0.0.1:${port}/health`, START_TIMEOUT_MS);
       floorResults = await measureThrough('floor', floor, `http://127.0.0.1:${port}`, {});
@@ -258,17 +324,36 @@ async function main(): Promise<number> {
     // keeping those rules costs on this machine, before its design adds anything.
     let rulesResults: ScenarioResult[] = [];
     if (process.env.BENCH_RULES_FLOOR === '1') {
-      if (!redisUrl) throw new Error('BENCH_RULES_FLOOR=1 needs BENCH_REDIS_URL: the rules floor admits and settles in Redis');
+      if (!redisUrl)
+        throw new Error('BENCH_RULES_FLOOR=1 needs BENCH_REDIS_URL: the rules floor admits and settles in Redis');
       const port = await freePort();
       const rulesKey = 'rules-floor-key';
-      const rulesArgs = ['--port', String(port), '--upstream', simUrl, '--redis', redisUrl, '--journal', path.join(tempDir, 'rules-floor.jsonl'), '--key', rulesKey];
-      const rulesFloor = startChild('rules-floor', process.execPath, ['--import', 'tsx', path.join(BENCH_DIR, 'rules-floor.ts'), ...rulesArgs], {
-        cwd: ROOT,
-        env: cleanEnv(),
-      });
+      const rulesArgs = [
+        '--port',
+        String(port),
+        '--upstream',
+        simUrl,
+        '--redis',
+        redisUrl,
+        '--journal',
+        path.join(tempDir, 'rules-floor.jsonl'),
+        '--key',
+        rulesKey,
+      ];
+      const rulesFloor = startChild(
+        'rules-floor',
+        process.execPath,
+        ['--import', 'tsx', path.join(BENCH_DIR, 'rules-floor.ts'), ...rulesArgs],
+        {
+          cwd: ROOT,
+          env: cleanEnv(),
+        },
+      );
       children.push(rulesFloor);
       await waitForHealth(rulesFloor, `http://127.0.0.1:${port}/health`, START_TIMEOUT_MS);
-      rulesResults = await measureThrough('rules floor', rulesFloor, `http://127.0.0.1:${port}`, { authorization: `Bearer ${rulesKey}` });
+      rulesResults = await measureThrough('rules floor', rulesFloor, `http://127.0.0.1:${port}`, {
+        authorization: `Bearer ${rulesKey}`,
+      });
       // Proof the rules floor did the rules' work: every answer charged, with the engine's own counts.
       const stats = (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as Record<string, number>;
       process.stderr.write(
@@ -280,14 +365,25 @@ async function main(): Promise<number> {
     const totalErrors = results.reduce((sum, r) => sum + r.direct.errors + r.gateway.errors, 0);
     printReport(settings, results, rssStart, rssEnd, totalErrors);
     const others: Array<[string, ScenarioResult[]]> = [
-      ["Portkey's open gateway (no auth, limits or billing) / direct to the same simulator; its rows read 'gateway' for Portkey", portkeyResults],
-      ["The floor: a bare node:http relay (bench/floor-proxy.ts: no parsing, auth, limits or billing) / direct; its rows read 'gateway' for the relay", floorResults],
-      ["The rules floor: the floor plus a key, an admit and a settle in Redis and a durable charge (bench/rules-floor.ts) / direct; its rows read 'gateway' for it", rulesResults],
+      [
+        "Portkey's open gateway (no auth, limits or billing) / direct to the same simulator; its rows read 'gateway' for Portkey",
+        portkeyResults,
+      ],
+      [
+        "The floor: a bare node:http relay (bench/floor-proxy.ts: no parsing, auth, limits or billing) / direct; its rows read 'gateway' for the relay",
+        floorResults,
+      ],
+      [
+        "The rules floor: the floor plus a key, an admit and a settle in Redis and a durable charge (bench/rules-floor.ts) / direct; its rows read 'gateway' for it",
+        rulesResults,
+      ],
     ];
     for (const [title, list] of others) {
-      if (list.length > 0) process.stdout.write(`\n${[title, '', ...list.flatMap((r) => [formatScenario(r), ''])].join('\n')}`);
+      if (list.length > 0)
+        process.stdout.write(`\n${[title, '', ...list.flatMap((r) => [formatScenario(r), ''])].join('\n')}`);
     }
-    if (results.some((r) => r.cpu)) process.stdout.write(`\n${formatCpuSummary(results, floorResults, portkeyResults, rulesResults)}\n`);
+    if (results.some((r) => r.cpu))
+      process.stdout.write(`\n${formatCpuSummary(results, floorResults, portkeyResults, rulesResults)}\n`);
     const json = {
       date: new Date().toISOString(),
       node: process.version,
@@ -312,11 +408,21 @@ async function main(): Promise<number> {
  * Warm-up, then rounds of a direct slice followed by a gateway slice, so drift hits both alike. Every probe's CPU
  * is read before and after each measured slice (not during it), and summed per side.
  */
-async function measure(scenario: Scenario, concurrency: number, settings: Settings, direct: Target, gateway: Target, probes: CpuProbe[]): Promise<ScenarioResult> {
+async function measure(
+  scenario: Scenario,
+  concurrency: number,
+  settings: Settings,
+  direct: Target,
+  gateway: Target,
+  probes: CpuProbe[],
+): Promise<ScenarioResult> {
   const agents = { direct: createAgent(concurrency), gateway: createAgent(concurrency) };
   // Straight to the simulator, a scenario of the gateway's own protocol sends what the gateway would send it.
   const toSimulator = settings.baseline === 'direct' && scenario.direct !== undefined;
-  const bodies = { direct: JSON.stringify(toSimulator ? scenario.direct!.body : scenario.body), gateway: JSON.stringify(scenario.body) };
+  const bodies = {
+    direct: JSON.stringify(toSimulator ? scenario.direct!.body : scenario.body),
+    gateway: JSON.stringify(scenario.body),
+  };
   const slice = (side: 'direct' | 'gateway', target: Target, agent: typeof agents.direct, durationMs: number) =>
     runSlice(target, agent, { body: bodies[side], stream: scenario.stream, concurrency, durationMs });
   const cpu: ScenarioCpu = { direct: { ns: {}, wallMs: 0 }, gateway: { ns: {}, wallMs: 0 } };
@@ -351,14 +457,21 @@ async function measure(scenario: Scenario, concurrency: number, settings: Settin
   }
 }
 
-function printReport(settings: Settings, results: ScenarioResult[], rssStart: number | null, rssEnd: number | null, totalErrors: number): void {
+function printReport(
+  settings: Settings,
+  results: ScenarioResult[],
+  rssStart: number | null,
+  rssEnd: number | null,
+  totalErrors: number,
+): void {
   const mib = (value: number | null) => (value === null ? 'n/a' : `${value.toFixed(1)} MiB`);
   const warning = `!!! ${totalErrors} REQUESTS FAILED: the numbers below are not a valid measurement !!!`;
   const lines = [
     {
       direct: 'Tollgate gateway overhead (gateway / direct to the simulator)',
       'limits-off': 'Cost of per-key limits (gateway / the same gateway with TOLLGATE_LIMITS=off)',
-      'billing-off': 'Cost of billing: holds, charges, usage records (gateway / the same gateway with TOLLGATE_BILLING=off)',
+      'billing-off':
+        'Cost of billing: holds, charges, usage records (gateway / the same gateway with TOLLGATE_BILLING=off)',
       'metrics-off': `Cost of metrics${settings.tracing ? ' and tracing' : ''} (gateway${settings.tracing ? ' sending traces' : ''} / the same gateway with TOLLGATE_METRICS=off and no tracing)`,
     }[settings.baseline],
     `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, embeddings of ${settings.dimensions ?? 64} floats, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}, limits ${settings.limits}, tracing ${settings.tracing ? 'on (OTLP to a local sink)' : 'off'}`,

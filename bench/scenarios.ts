@@ -22,8 +22,18 @@ export interface Scenario {
  */
 export function allScenarios(tokens: number): Scenario[] {
   // ignore_eos makes the simulator produce exactly max_tokens, as a real load test on vLLM would.
-  const chat = { model: 'sim-chat', messages: [{ role: 'user', content: 'Write a short note about toll roads.' }], max_tokens: tokens, ignore_eos: true };
-  const input = ['The quick brown fox.', 'Jumps over the lazy dog.', 'Toll roads charge per use.', 'Gateways meter every request.'];
+  const chat = {
+    model: 'sim-chat',
+    messages: [{ role: 'user', content: 'Write a short note about toll roads.' }],
+    max_tokens: tokens,
+    ignore_eos: true,
+  };
+  const input = [
+    'The quick brown fox.',
+    'Jumps over the lazy dog.',
+    'Toll roads charge per use.',
+    'Gateways meter every request.',
+  ];
   return [
     { name: 'chat-json', path: '/v1/chat/completions', stream: false, body: chat },
     { name: 'chat-stream', path: '/v1/chat/completions', stream: true, body: { ...chat, stream: true } },
@@ -36,7 +46,13 @@ export function allScenarios(tokens: number): Scenario[] {
       // What the gateway sends the engine for it (requests/messages/): a chat stream with usage in every chunk.
       direct: {
         path: '/v1/chat/completions',
-        body: { model: 'sim-chat', max_tokens: tokens, messages: chat.messages, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } },
+        body: {
+          model: 'sim-chat',
+          max_tokens: tokens,
+          messages: chat.messages,
+          stream: true,
+          stream_options: { include_usage: true, continuous_usage_stats: true },
+        },
       },
     },
     {
@@ -48,7 +64,13 @@ export function allScenarios(tokens: number): Scenario[] {
       // What the gateway sends the engine for it (requests/responses/): the same chat stream as for Messages.
       direct: {
         path: '/v1/chat/completions',
-        body: { model: 'sim-chat', messages: chat.messages, max_tokens: tokens, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } },
+        body: {
+          model: 'sim-chat',
+          messages: chat.messages,
+          max_tokens: tokens,
+          stream: true,
+          stream_options: { include_usage: true, continuous_usage_stats: true },
+        },
       },
     },
     {
@@ -59,7 +81,13 @@ export function allScenarios(tokens: number): Scenario[] {
       body: { model: 'sim-chat', max_output_tokens: tokens, input: chat.messages, stream: true },
       direct: {
         path: '/v1/chat/completions',
-        body: { model: 'sim-chat', messages: chat.messages, max_tokens: tokens, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } },
+        body: {
+          model: 'sim-chat',
+          messages: chat.messages,
+          max_tokens: tokens,
+          stream: true,
+          stream_options: { include_usage: true, continuous_usage_stats: true },
+        },
       },
     },
   ];

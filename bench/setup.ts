@@ -11,7 +11,13 @@ export async function provision(gatewayUrl: string, adminToken: string): Promise
   const call = adminClient(`${gatewayUrl}/admin/v1`, adminToken);
   const models = [
     { id: 'sim-chat', display_name: 'Sim Chat', hf_repo_id: 'bench/sim-chat', task_type: 'chat', context_length: 8192 },
-    { id: 'sim-embed', display_name: 'Sim Embed', hf_repo_id: 'bench/sim-embed', task_type: 'embedding', context_length: 512 },
+    {
+      id: 'sim-embed',
+      display_name: 'Sim Embed',
+      hf_repo_id: 'bench/sim-embed',
+      task_type: 'embedding',
+      context_length: 512,
+    },
   ];
   // 409: the models already exist in a reused database (BENCH_DATABASE_URL).
   for (const model of models) await call('POST', '/models', model, [409]);
@@ -19,7 +25,11 @@ export async function provision(gatewayUrl: string, adminToken: string): Promise
   await call('PUT', '/prices/sim-embed', { input_per_million: '0.02', output_per_million: '0' });
   const org = (await call('POST', '/orgs', { name: 'bench' })) as { id: string };
   await call('POST', `/orgs/${org.id}/wallet/topups`, { amount: '1000000' });
-  const key = (await call('POST', `/orgs/${org.id}/keys`, { name: 'bench', requests_per_minute: 1_000_000, max_concurrency: 100_000 })) as {
+  const key = (await call('POST', `/orgs/${org.id}/keys`, {
+    name: 'bench',
+    requests_per_minute: 1_000_000,
+    max_concurrency: 100_000,
+  })) as {
     secret: string;
   };
   return key.secret;
@@ -33,7 +43,8 @@ function adminClient(base: string, token: string) {
       body: JSON.stringify(body),
     });
     const text = await response.text();
-    if (!response.ok && !tolerated.includes(response.status)) throw new Error(`${method} /admin/v1${path} answered ${response.status}: ${text}`);
+    if (!response.ok && !tolerated.includes(response.status))
+      throw new Error(`${method} /admin/v1${path} answered ${response.status}: ${text}`);
     return text ? JSON.parse(text) : null;
   };
 }

@@ -7,7 +7,8 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 
-const event = 'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"tok"},"finish_reason":null}]}\n\n';
+const event =
+  'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"tok"},"finish_reason":null}]}\n\n';
 const iterations = 2_000_000;
 
 /** Nanoseconds per call of `fn`, after a warm-up. */

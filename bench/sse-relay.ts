@@ -19,10 +19,15 @@ const STREAMS = 20_000;
 const ROUNDS = 5;
 
 const head = '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732500000,"model":"sim-model",';
-const usage = (completion: number) => `"usage":{"prompt_tokens":12,"total_tokens":${12 + completion},"completion_tokens":${completion}}`;
+const usage = (completion: number) =>
+  `"usage":{"prompt_tokens":12,"total_tokens":${12 + completion},"completion_tokens":${completion}}`;
 const chunks = [
   `${head}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],${usage(0)}}`,
-  ...Array.from({ length: TOKENS }, (_, i) => `${head}"choices":[{"index":0,"delta":{"content":" tok${i}"},"logprobs":null,"finish_reason":null}],${usage(i + 1)}}`),
+  ...Array.from(
+    { length: TOKENS },
+    (_, i) =>
+      `${head}"choices":[{"index":0,"delta":{"content":" tok${i}"},"logprobs":null,"finish_reason":null}],${usage(i + 1)}}`,
+  ),
   `${head}"choices":[],${usage(TOKENS)}}`,
 ];
 /** The engine's events, each one HTTP chunk of its response. */
@@ -51,7 +56,12 @@ const newRewriter = () => createChatChunkRewriter({ clientModel: 'qwen', include
 /** Relays one stream and reads it to the end; returns the bytes the client got. */
 async function relayOnce(rewrite: boolean): Promise<number> {
   const rewriter = newRewriter();
-  const relayed = relaySse({ upstream: engineResponse(), onData: rewrite ? rewriter.rewrite : (data) => data, onEnd: async () => {}, abortUpstream() {} });
+  const relayed = relaySse({
+    upstream: engineResponse(),
+    onData: rewrite ? rewriter.rewrite : (data) => data,
+    onEnd: async () => {},
+    abortUpstream() {},
+  });
   const reader = relayed.getReader();
   let bytes = 0;
   for (;;) {
@@ -76,10 +86,14 @@ const candidates: Record<string, () => unknown> = {
   },
 };
 
-console.log(`one stream: ${TOKENS} token chunks, ${bodyBytes} bytes in ${events.length} pushes over 3 turns; ${STREAMS.toLocaleString('en')} streams a round, ${ROUNDS} rounds (the first warms up)`);
+console.log(
+  `one stream: ${TOKENS} token chunks, ${bodyBytes} bytes in ${events.length} pushes over 3 turns; ${STREAMS.toLocaleString('en')} streams a round, ${ROUNDS} rounds (the first warms up)`,
+);
 for (const [name, fn] of Object.entries(candidates)) {
   const rounds: number[] = [];
   for (let round = 0; round < ROUNDS; round++) rounds.push(await microsecondsPerStream(fn));
   const settled = rounds.slice(1).sort((a, b) => a - b);
-  console.log(`${name.padEnd(26)} ${settled[0]!.toFixed(1).padStart(6)} to ${settled.at(-1)!.toFixed(1).padStart(6)} µs a stream`);
+  console.log(
+    `${name.padEnd(26)} ${settled[0]!.toFixed(1).padStart(6)} to ${settled.at(-1)!.toFixed(1).padStart(6)} µs a stream`,
+  );
 }

@@ -31,15 +31,30 @@ interface StreamResult {
 }
 
 /** Opens one stream and reads it to its end. */
-function openStream(agent: http.Agent, url: string, secret: string | null, onFirstToken: () => void): Promise<StreamResult> {
-  const body = JSON.stringify({ model: 'sim-chat', stream: true, max_tokens: TOKENS, ignore_eos: true, messages: [{ role: 'user', content: 'many streams' }] });
+function openStream(
+  agent: http.Agent,
+  url: string,
+  secret: string | null,
+  onFirstToken: () => void,
+): Promise<StreamResult> {
+  const body = JSON.stringify({
+    model: 'sim-chat',
+    stream: true,
+    max_tokens: TOKENS,
+    ignore_eos: true,
+    messages: [{ role: 'user', content: 'many streams' }],
+  });
   return new Promise((resolve) => {
     const started = performance.now();
     let ttftMs = -1;
     let text = '';
     const request = http.request(
       `${url}/v1/chat/completions`,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', ...(secret ? { authorization: `Bearer ${secret}` } : {}) } },
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', ...(secret ? { authorization: `Bearer ${secret}` } : {}) },
+      },
       (response) => {
         response.setEncoding('utf8');
         response.on('data', (chunk: string) => {
@@ -52,13 +67,21 @@ function openStream(agent: http.Agent, url: string, secret: string | null, onFir
         response.on('end', () => {
           const tokens = text.split('\n\n').filter((event) => event.includes('"content":"')).length;
           const completed = response.statusCode === 200 && tokens >= TOKENS && text.trimEnd().endsWith('data: [DONE]');
-          const failure = completed ? undefined : response.statusCode === 200 ? `cut after ${tokens} tokens` : `status ${response.statusCode}`;
+          const failure = completed
+            ? undefined
+            : response.statusCode === 200
+              ? `cut after ${tokens} tokens`
+              : `status ${response.statusCode}`;
           resolve({ ttftMs, completed, requestId: (response.headers['x-request-id'] as string) ?? null, failure });
         });
-        response.on('error', (error: NodeJS.ErrnoException) => resolve({ ttftMs, completed: false, requestId: null, failure: error.code ?? error.message }));
+        response.on('error', (error: NodeJS.ErrnoException) =>
+          resolve({ ttftMs, completed: false, requestId: null, failure: error.code ?? error.message }),
+        );
       },
     );
-    request.on('error', (error: NodeJS.ErrnoException) => resolve({ ttftMs, completed: false, requestId: null, failure: error.code ?? error.message }));
+    request.on('error', (error: NodeJS.ErrnoException) =>
+      resolve({ ttftMs, completed: false, requestId: null, failure: error.code ?? error.message }),
+    );
     request.end(body);
   });
 }
@@ -92,7 +115,14 @@ async function level(n: number, url: string, secret: string | null, gateway: Chi
   const pick = (q: number) => ttfts[Math.min(ttfts.length - 1, Math.floor(q * ttfts.length))] ?? NaN;
   const failures = new Map<string, number>();
   for (const r of results) if (r.failure) failures.set(r.failure, (failures.get(r.failure) ?? 0) + 1);
-  return { completed: results.filter((r) => r.completed).length, p50: pick(0.5), p99: pick(0.99), rssOpen, ids: results.map((r) => r.requestId), failures };
+  return {
+    completed: results.filter((r) => r.completed).length,
+    p50: pick(0.5),
+    p99: pick(0.99),
+    rssOpen,
+    ids: results.map((r) => r.requestId),
+    failures,
+  };
 }
 
 async function main(): Promise<void> {
@@ -101,7 +131,12 @@ async function main(): Promise<void> {
   try {
     const simPort = await freePort();
     const simUrl = `http://127.0.0.1:${simPort}`;
-    const sim = startBuilt('simulator', 'dist/sim/main.js', ['--port', String(simPort), '--model', 'sim-chat', '--itl-ms', String(ITL_MS)], { cwd: ROOT, env: { PATH: process.env.PATH } });
+    const sim = startBuilt(
+      'simulator',
+      'dist/sim/main.js',
+      ['--port', String(simPort), '--model', 'sim-chat', '--itl-ms', String(ITL_MS)],
+      { cwd: ROOT, env: { PATH: process.env.PATH } },
+    );
     children.push(sim);
     await waitForHealth(sim, `${simUrl}/health`, 60_000);
     const enginesFile = path.join(tempDir, 'engines.json');
@@ -131,8 +166,12 @@ async function main(): Promise<void> {
     // One stream first: the first request of a key fills the gateway's caches (key, model, wallet), not what is measured.
     await level(1, url, secret, null);
     const rssIdle = (await rssMiB(gateway.pid)) ?? 0;
-    console.log(`streams of ${TOKENS} tokens, ${ITL_MS} ms apart; store ${databaseUrl ? 'postgres' : 'pglite'}, limits ${redisUrl ? 'redis' : 'memory'}; gateway RSS idle ${rssIdle.toFixed(0)} MiB`);
-    console.log('| streams | completed direct / gateway | TTFT p50 direct → gateway (added) | TTFT p99 direct → gateway | gateway RSS, all open | per stream |');
+    console.log(
+      `streams of ${TOKENS} tokens, ${ITL_MS} ms apart; store ${databaseUrl ? 'postgres' : 'pglite'}, limits ${redisUrl ? 'redis' : 'memory'}; gateway RSS idle ${rssIdle.toFixed(0)} MiB`,
+    );
+    console.log(
+      '| streams | completed direct / gateway | TTFT p50 direct → gateway (added) | TTFT p99 direct → gateway | gateway RSS, all open | per stream |',
+    );
     console.log('|---|---|---|---|---|---|');
     const billedIds: string[] = [];
     const failures: string[] = [];
@@ -143,7 +182,10 @@ async function main(): Promise<void> {
         ['direct', direct],
         ['gateway', through],
       ] as const) {
-        if (result.failures.size > 0) failures.push(`${n} streams, ${side}: ${[...result.failures].map(([why, count]) => `${count} × ${why}`).join(', ')}`);
+        if (result.failures.size > 0)
+          failures.push(
+            `${n} streams, ${side}: ${[...result.failures].map(([why, count]) => `${count} × ${why}`).join(', ')}`,
+          );
       }
       billedIds.push(...through.ids.filter((id): id is string => id !== null));
       const perStream = through.rssOpen > 0 ? `${(((through.rssOpen - rssIdle) * 1024) / n).toFixed(1)} KiB` : 'n/a';
@@ -154,7 +196,9 @@ async function main(): Promise<void> {
     // Every stream billed: the usage summary counts this organization's requests (it waits for the journal to be written).
     const usage = await fetch(`${url}/v1/usage/summary`, { headers: { authorization: `Bearer ${secret}` } });
     const summary = (await usage.json()) as { totals?: { requests?: number } };
-    console.log(`streams sent through the gateway: ${billedIds.length}; requests in its usage summary: ${summary.totals?.requests ?? 'unknown'}`);
+    console.log(
+      `streams sent through the gateway: ${billedIds.length}; requests in its usage summary: ${summary.totals?.requests ?? 'unknown'}`,
+    );
     for (const line of failures) console.log(`not completed: ${line}`);
   } finally {
     await Promise.allSettled(children.map((child) => child.stop()));

@@ -27,7 +27,11 @@ async function admin(path: string, body: unknown): Promise<Record<string, string
 
 const org = await admin('/orgs', { name: 'usage reads' });
 await admin(`/orgs/${org.id}/wallet/topups`, { amount: '1000000' });
-const { secret } = await admin(`/orgs/${org.id}/keys`, { name: 'usage reads', requests_per_minute: 1_000_000, max_concurrency: 100_000 });
+const { secret } = await admin(`/orgs/${org.id}/keys`, {
+  name: 'usage reads',
+  requests_per_minute: 1_000_000,
+  max_concurrency: 100_000,
+});
 const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
 const body = JSON.stringify({ model: 'sim-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
 
@@ -60,4 +64,6 @@ for (let i = 0; i < 10; i++) {
 stopping = true;
 await Promise.all(clients);
 console.log(`usage reads under load (ms): ${readMs.join(' ')}`);
-console.log(`chat completions by status: ${JSON.stringify(Object.fromEntries(statuses))}; the usage read after them counts ${await requestsCounted()}`);
+console.log(
+  `chat completions by status: ${JSON.stringify(Object.fromEntries(statuses))}; the usage read after them counts ${await requestsCounted()}`,
+);

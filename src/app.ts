@@ -41,8 +41,12 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   });
   app.route('/tls', tlsRoutes(services));
   // Browsers ask the root for an icon (a JSON answer opened in a tab); portal pages link it themselves.
-  app.get('/favicon.ico', (c) => c.body(ASSETS.svg.body, 200, { 'content-type': ASSETS.svg.type, 'cache-control': 'public, max-age=86400' }));
-  app.get('/health', (c) => (services.inFlight.draining ? c.json({ status: 'draining' }, 503) : c.json({ status: 'ok' })));
+  app.get('/favicon.ico', (c) =>
+    c.body(ASSETS.svg.body, 200, { 'content-type': ASSETS.svg.type, 'cache-control': 'public, max-age=86400' }),
+  );
+  app.get('/health', (c) =>
+    services.inFlight.draining ? c.json({ status: 'draining' }, 503) : c.json({ status: 'ok' }),
+  );
   // Readiness for orchestrators: 503 while draining, or while the database, Redis or some model's engines are away.
   app.get('/health/ready', async (c) => {
     const { ready, body } = await services.readiness();
@@ -51,7 +55,9 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   // On the main port to the operator token, unless TOLLGATE_METRICS_PORT serves it on a port of its own.
   const { metrics: metricsOn, metricsPort } = services.config.observability;
   if (metricsOn && metricsPort === null) {
-    app.get('/metrics', operatorAuth(services.adminToken), async (c) => c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }));
+    app.get('/metrics', operatorAuth(services.adminToken), async (c) =>
+      c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
+    );
   }
   // Read your writes: usage and balances read on a replica include every charge it had journaled when the read came
   // (they wait, at most STORE_TIMEOUT_MS, for those charges to reach the database).
@@ -68,7 +74,9 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   app.route('/auth', createSignInRoutes(services, clientOf));
   app.route('/portal', createPortalRoutes(services, clientOf));
   // People arrive at the root with a browser: the portal is there. API clients get the usual 404.
-  app.get('/', (c) => (c.req.header('accept')?.includes('text/html') ? c.redirect('/portal', 303) : renderNotFound(c, services.log)));
+  app.get('/', (c) =>
+    c.req.header('accept')?.includes('text/html') ? c.redirect('/portal', 303) : renderNotFound(c, services.log),
+  );
   // The spec's sample request calls the generic API under /v1: its resources are served there too, beside the gateway's routes.
   app.route('/v1', api);
   app.route('/v1', createV1Routes(services));

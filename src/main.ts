@@ -28,7 +28,9 @@ async function main(): Promise<void> {
   // A signal listener's return value is dropped: a failed drain or close is reported here and ends the process with 1.
   const onSignal = () => {
     stop().catch((error: unknown) => {
-      process.stderr.write(`tollgate: the shutdown failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.stderr.write(
+        `tollgate: the shutdown failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
       process.exit(1);
     });
   };
@@ -38,13 +40,24 @@ async function main(): Promise<void> {
 
 function printBanner(gateway: RunningGateway): void {
   const base = gateway.services.config.publicUrl ?? gateway.url;
-  const lines = [`Tollgate is listening on ${base}`, `The portal (API keys, usage, wallet, stacks, clusters): ${base}/portal`];
+  const lines = [
+    `Tollgate is listening on ${base}`,
+    `The portal (API keys, usage, wallet, stacks, clusters): ${base}/portal`,
+  ];
   if (gateway.adminToken.generated) {
-    lines.push('', `Operator token for the management API and the tollgate CLI${gateway.adminToken.file ? ` (saved in ${gateway.adminToken.file})` : ''}:`, `  ${gateway.adminToken.token}`);
+    lines.push(
+      '',
+      `Operator token for the management API and the tollgate CLI${gateway.adminToken.file ? ` (saved in ${gateway.adminToken.file})` : ''}:`,
+      `  ${gateway.adminToken.token}`,
+    );
   }
   const demo = gateway.demo;
   if (demo) {
-    lines.push('', `A demo organization was created with ${demo.credit} ${gateway.services.config.currency} of credit and this API key (shown once, keep it):`, `  ${demo.keySecret}`);
+    lines.push(
+      '',
+      `A demo organization was created with ${demo.credit} ${gateway.services.config.currency} of credit and this API key (shown once, keep it):`,
+      `  ${demo.keySecret}`,
+    );
     if (demo.chatModel) {
       const request = (extra: string) =>
         `  curl ${base}/v1/chat/completions -H "Authorization: Bearer ${demo.keySecret}" -H "Content-Type: application/json" \\\n    -d '{"model":"${demo.chatModel}","messages":[{"role":"user","content":"Hello!"}]${extra}}'`;
@@ -57,13 +70,16 @@ function printBanner(gateway: RunningGateway): void {
       `  curl -i ${base}/auth/sign-in -H "Content-Type: application/json" -d '{"email":"${demo.owner.email}","password":"${demo.owner.password}"}'`,
     );
   }
-  if (!gateway.services.config.seedDemo && gateway.firstStart) lines.push('', ...nextSteps(base, !gateway.adminToken.generated && gateway.adminToken.file === null));
+  if (!gateway.services.config.seedDemo && gateway.firstStart)
+    lines.push('', ...nextSteps(base, !gateway.adminToken.generated && gateway.adminToken.file === null));
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
 /** With the demo off and nothing in the store yet: what an operator does before a first request. */
 function nextSteps(base: string, tokenFromEnvironment: boolean): string[] {
-  const token = tokenFromEnvironment ? 'the operator token in TOLLGATE_ADMIN_TOKEN' : 'the operator token above (TOLLGATE_ADMIN_TOKEN, or TOLLGATE_DATA_DIR for the CLI to read it)';
+  const token = tokenFromEnvironment
+    ? 'the operator token in TOLLGATE_ADMIN_TOKEN'
+    : 'the operator token above (TOLLGATE_ADMIN_TOKEN, or TOLLGATE_DATA_DIR for the CLI to read it)';
   return [
     'No organizations yet (TOLLGATE_SEED_DEMO=false). Next, with the tollgate CLI and ' + token + ':',
     `  tollgate models add --id MODEL --name "NAME" --hf-repo ORG/REPO --task chat --context-length 32768 --url ${base}`,

@@ -130,7 +130,13 @@ export interface ServiceParts {
 export function createServices(parts: ServiceParts): Services {
   const { config, db, log, fleet, adminToken, redis = null, journal, tracing = null } = parts;
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
-  const gate = redis ? createRedisGate(redis, { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions }) : createMemoryGate(gateOptions);
+  const gate = redis
+    ? createRedisGate(redis, {
+        prefix: config.limits.redisPrefix,
+        rebuildGraceMs: config.rebuildGraceMs,
+        ...gateOptions,
+      })
+    : createMemoryGate(gateOptions);
   // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to rebuild it.
   const wallets = new WalletService(db, (orgId, amount) => gateKeeper.credit(orgId, amount));
   const gateKeeper: GateKeeper = new GateKeeper(gate, wallets, journal, log, {
@@ -141,8 +147,14 @@ export function createServices(parts: ServiceParts): Services {
     monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
   });
   // An embedded store has no other writer: every change goes through this process, which drops the cache itself.
-  const storeOutage = new OutageLog(log, 'database', 'known keys are still served; charges wait in the journal, and keys, models or wallets not yet cached answer 503, until it is back');
-  const requestPathCache = new RequestPathCache(db, storeOutage, { pollMs: config.databaseUrl ? config.catalogPollMs : 0 });
+  const storeOutage = new OutageLog(
+    log,
+    'database',
+    'known keys are still served; charges wait in the journal, and keys, models or wallets not yet cached answer 503, until it is back',
+  );
+  const requestPathCache = new RequestPathCache(db, storeOutage, {
+    pollMs: config.databaseUrl ? config.catalogPollMs : 0,
+  });
   // A write through this process drops its cache at once; other replicas see the catalog version move.
   const catalogChanged = () => requestPathCache.invalidate();
   const passwords = new Passwords(config.people.passwordCost);
@@ -154,7 +166,13 @@ export function createServices(parts: ServiceParts): Services {
     config,
     db,
     log,
-    keys: new KeyService(db, config.keyPrefix, (hash) => requestPathCache.keyByHash(hash), catalogChanged, config.keysPerAccount),
+    keys: new KeyService(
+      db,
+      config.keyPrefix,
+      (hash) => requestPathCache.keyByHash(hash),
+      catalogChanged,
+      config.keysPerAccount,
+    ),
     requestPathCache,
     wallets,
     journal,
@@ -177,11 +195,24 @@ export function createServices(parts: ServiceParts): Services {
     sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
     windowCounter: createWindowCounter(redis, config.limits.redisPrefix),
     ...createPlatformServices(config, db, log),
-    applier: new ChargeApplier(journal, wallets, storeOutage, log, { applied: (records) => gateKeeper.written(records) }),
+    applier: new ChargeApplier(journal, wallets, storeOutage, log, {
+      applied: (records) => gateKeeper.written(records),
+    }),
   };
 }
 
-type PlatformServices = Pick<Services, 'clusters' | 'nodeMaintenance' | 'stacks' | 'uploads' | 'costs' | 'runs' | 'clusterIdentity' | 'runWorker' | 'publicHosts'>;
+type PlatformServices = Pick<
+  Services,
+  | 'clusters'
+  | 'nodeMaintenance'
+  | 'stacks'
+  | 'uploads'
+  | 'costs'
+  | 'runs'
+  | 'clusterIdentity'
+  | 'runWorker'
+  | 'publicHosts'
+>;
 
 /** The control plane's services: clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
 function createPlatformServices(config: Config, db: Database, log: Logger): PlatformServices {
@@ -202,7 +233,16 @@ function createPlatformServices(config: Config, db: Database, log: Logger): Plat
     costs: new CostService(db),
     runs,
     clusterIdentity: identity,
-    runWorker: new RunWorker({ db, runs, clusters, identity, sandboxes, config: config.runs, log, onEnded: () => void publicHosts.refresh() }),
+    runWorker: new RunWorker({
+      db,
+      runs,
+      clusters,
+      identity,
+      sandboxes,
+      config: config.runs,
+      log,
+      onEnded: () => void publicHosts.refresh(),
+    }),
     publicHosts,
   };
 }

@@ -14,11 +14,18 @@ describe('docs/settings.md', () => {
 describe('settings of the people layer', () => {
   it('has the stated defaults', () => {
     const { people } = loadConfig({});
-    expect(people).toEqual({ passwordCost: 15, sessionIdleMs: 720 * 60_000, sessionMaxMs: 168 * 3_600_000, trustedProxies: [] });
+    expect(people).toEqual({
+      passwordCost: 15,
+      sessionIdleMs: 720 * 60_000,
+      sessionMaxMs: 168 * 3_600_000,
+      trustedProxies: [],
+    });
   });
 
   it('reads trusted proxies as addresses, ranges and names', () => {
-    expect(loadConfig({ TOLLGATE_TRUSTED_PROXIES: '10.0.0.0/8, 127.0.0.1,loopback, ::1' }).people.trustedProxies).toEqual(['10.0.0.0/8', '127.0.0.1', 'loopback', '::1']);
+    expect(
+      loadConfig({ TOLLGATE_TRUSTED_PROXIES: '10.0.0.0/8, 127.0.0.1,loopback, ::1' }).people.trustedProxies,
+    ).toEqual(['10.0.0.0/8', '127.0.0.1', 'loopback', '::1']);
   });
 
   it('refuses what is not an address, and a password cost out of range, naming the setting', () => {

@@ -52,24 +52,47 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: s.TOLLGATE_PUBLIC_URL,
     logLevel: s.TOLLGATE_LOG_LEVEL,
     simulator: { ttftMs: s.TOLLGATE_SIM_TTFT_MS, itlMs: s.TOLLGATE_SIM_ITL_MS },
-    engines: { pollMs: s.TOLLGATE_ENGINE_POLL_MS, dnsRefreshMs: s.TOLLGATE_ENGINE_DNS_REFRESH_MS, onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN },
+    engines: {
+      pollMs: s.TOLLGATE_ENGINE_POLL_MS,
+      dnsRefreshMs: s.TOLLGATE_ENGINE_DNS_REFRESH_MS,
+      onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN,
+    },
     routing: routingConfig(s),
-    cache: { ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS, maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES, maxBytes: s.TOLLGATE_CACHE_MAX_BYTES },
+    cache: {
+      ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS,
+      maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES,
+      maxBytes: s.TOLLGATE_CACHE_MAX_BYTES,
+    },
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
     responses: responsesConfig(s),
     billingEnabled: s.TOLLGATE_BILLING === 'on',
     shutdownGraceMs: s.TOLLGATE_SHUTDOWN_GRACE_MS,
     deployment: s.TOLLGATE_DEPLOYMENT ?? defaultDeployment(s.DATABASE_URL, s.TOLLGATE_DATA_DIR),
-    corsOrigins: s.TOLLGATE_CORS_ORIGINS === '*' ? '*' : s.TOLLGATE_CORS_ORIGINS === 'none' ? [] : s.TOLLGATE_CORS_ORIGINS.split(',').map((origin) => origin.trim()),
+    corsOrigins:
+      s.TOLLGATE_CORS_ORIGINS === '*'
+        ? '*'
+        : s.TOLLGATE_CORS_ORIGINS === 'none'
+          ? []
+          : s.TOLLGATE_CORS_ORIGINS.split(',').map((origin) => origin.trim()),
     holdLeaseMs: s.TOLLGATE_HOLD_LEASE_MS,
     catalogPollMs: s.TOLLGATE_CATALOG_POLL_MS,
     rebuildGraceMs: s.TOLLGATE_REBUILD_GRACE_MS,
-    stackDownloads: { allowHttp: s.TOLLGATE_STACK_URL_ALLOW_HTTP === 'true', allowPrivate: s.TOLLGATE_STACK_URL_ALLOW_PRIVATE === 'true' },
+    stackDownloads: {
+      allowHttp: s.TOLLGATE_STACK_URL_ALLOW_HTTP === 'true',
+      allowPrivate: s.TOLLGATE_STACK_URL_ALLOW_PRIVATE === 'true',
+    },
     nodeAccess: {
-      credentialsKey: s.TOLLGATE_NODE_CREDENTIALS_KEY === undefined ? undefined : Buffer.from(s.TOLLGATE_NODE_CREDENTIALS_KEY, 'base64'),
+      credentialsKey:
+        s.TOLLGATE_NODE_CREDENTIALS_KEY === undefined
+          ? undefined
+          : Buffer.from(s.TOLLGATE_NODE_CREDENTIALS_KEY, 'base64'),
       sshTimeoutMs: s.TOLLGATE_NODE_SSH_TIMEOUT_MS,
     },
-    uploads: { inFlight: s.TOLLGATE_UPLOADS_IN_FLIGHT, inFlightPerUser: s.TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER, stacksPerUser: s.TOLLGATE_STACKS_PER_USER },
+    uploads: {
+      inFlight: s.TOLLGATE_UPLOADS_IN_FLIGHT,
+      inFlightPerUser: s.TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER,
+      stacksPerUser: s.TOLLGATE_STACKS_PER_USER,
+    },
     runs: runsConfig(s, present),
     observability: observabilityConfig(s),
     people: peopleConfig(s),
@@ -94,7 +117,10 @@ function responsesConfig(s: Settings): Config['responses'] {
 }
 
 /** The environment's settings, validated (each problem named), with what is set in it (an empty string is unset). */
-function readSettings(env: Record<string, string | undefined>): { settings: Settings; present: Record<string, string | undefined> } {
+function readSettings(env: Record<string, string | undefined>): {
+  settings: Settings;
+  present: Record<string, string | undefined>;
+} {
   // Empty strings count as unset, as they do for most tools reading the environment.
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
   const parsed = settingsSchema.safeParse(present);
@@ -150,11 +176,18 @@ function runsConfig(s: Settings, present: Record<string, string | undefined>): C
     leaseMs: s.TOLLGATE_RUN_LEASE_MS,
     killGraceMs: s.TOLLGATE_RUN_KILL_GRACE_MS,
     searchPath: present.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-    passEnv: Object.fromEntries((s.TOLLGATE_RUN_ENV?.split(',') ?? []).flatMap((name) => (present[name] === undefined ? [] : [[name, present[name]]]))),
+    passEnv: Object.fromEntries(
+      (s.TOLLGATE_RUN_ENV?.split(',') ?? []).flatMap((name) =>
+        present[name] === undefined ? [] : [[name, present[name]]],
+      ),
+    ),
     sandbox: s.TOLLGATE_RUN_SANDBOX,
     image: s.TOLLGATE_RUN_IMAGE,
     dockerHost: s.TOLLGATE_RUN_DOCKER_HOST,
-    sandboxUser: { uid: Number(s.TOLLGATE_RUN_SANDBOX_USER.split(':')[0]), gid: Number(s.TOLLGATE_RUN_SANDBOX_USER.split(':')[1]) },
+    sandboxUser: {
+      uid: Number(s.TOLLGATE_RUN_SANDBOX_USER.split(':')[0]),
+      gid: Number(s.TOLLGATE_RUN_SANDBOX_USER.split(':')[1]),
+    },
     cgroup: s.TOLLGATE_RUN_CGROUP,
     bounds: {
       memoryBytes: s.TOLLGATE_RUN_MEMORY_MB * 1024 * 1024,
@@ -170,10 +203,14 @@ function runsConfig(s: Settings, present: Record<string, string | undefined>): C
       outputsBytes: s.TOLLGATE_RUN_OUTPUTS_KB * 1024,
     },
     egress: {
-      hosts: s.TOLLGATE_RUN_EGRESS_HOSTS.split(',').map((entry) => ({ host: entry.slice(0, entry.lastIndexOf(':')).toLowerCase(), port: Number(entry.slice(entry.lastIndexOf(':') + 1)) })),
+      hosts: s.TOLLGATE_RUN_EGRESS_HOSTS.split(',').map((entry) => ({
+        host: entry.slice(0, entry.lastIndexOf(':')).toLowerCase(),
+        port: Number(entry.slice(entry.lastIndexOf(':') + 1)),
+      })),
       nodePorts: s.TOLLGATE_RUN_NODE_PORTS.split(',').map(Number),
     },
-    providerMirror: s.TOLLGATE_RUN_PROVIDER_MIRROR === undefined ? undefined : path.resolve(s.TOLLGATE_RUN_PROVIDER_MIRROR),
+    providerMirror:
+      s.TOLLGATE_RUN_PROVIDER_MIRROR === undefined ? undefined : path.resolve(s.TOLLGATE_RUN_PROVIDER_MIRROR),
     cliConfig: s.TOLLGATE_RUN_CLI_CONFIG === undefined ? undefined : path.resolve(s.TOLLGATE_RUN_CLI_CONFIG),
     mounts: (s.TOLLGATE_RUN_MOUNTS?.split(',') ?? []).map((entry) => {
       const [host, sandbox, mode] = entry.split(':') as [string, string, string | undefined];
@@ -190,9 +227,12 @@ function observabilityConfig(s: Settings): Config['observability'] {
     metricsHost: s.TOLLGATE_METRICS_HOST ?? s.TOLLGATE_HOST,
     orgLabel: s.TOLLGATE_METRICS_ORG_LABEL === 'true',
     tracing:
-      (s.OTEL_EXPORTER_OTLP_ENDPOINT || s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) && s.OTEL_SDK_DISABLED === 'false' && s.OTEL_TRACES_EXPORTER !== 'none'
+      (s.OTEL_EXPORTER_OTLP_ENDPOINT || s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) &&
+      s.OTEL_SDK_DISABLED === 'false' &&
+      s.OTEL_TRACES_EXPORTER !== 'none'
         ? {
-            url: s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${s.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/+$/, '')}/v1/traces`,
+            url:
+              s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${s.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/+$/, '')}/v1/traces`,
             serviceName: s.OTEL_SERVICE_NAME,
             sampler: s.OTEL_TRACES_SAMPLER,
             samplerRatio: s.OTEL_TRACES_SAMPLER_ARG,

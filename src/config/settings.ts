@@ -1,7 +1,9 @@
 import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 
-const booleanSetting = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((value) => value === 'true' || value === '1' || value === 'yes');
+const booleanSetting = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
 
 /**
  * Where a run may open HTTPS connections besides its cluster's nodes: the
@@ -110,7 +112,10 @@ export const settingsSchema = z.object({
   TOLLGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(25_000),
   TOLLGATE_CORS_ORIGINS: z
     .string()
-    .regex(/^(\*|none|https?:\/\/[^\s,/]+(,\s*https?:\/\/[^\s,/]+)*)$/, 'TOLLGATE_CORS_ORIGINS must be *, none, or a comma-separated list of origins such as https://app.example.com')
+    .regex(
+      /^(\*|none|https?:\/\/[^\s,/]+(,\s*https?:\/\/[^\s,/]+)*)$/,
+      'TOLLGATE_CORS_ORIGINS must be *, none, or a comma-separated list of origins such as https://app.example.com',
+    )
     .default('*'),
   TOLLGATE_DEPLOYMENT: z
     .string()
@@ -133,18 +138,27 @@ export const settingsSchema = z.object({
   TOLLGATE_RUN_KILL_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   TOLLGATE_RUN_ENV: z
     .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$/, 'TOLLGATE_RUN_ENV must be a comma-separated list of environment variable names')
+    .regex(
+      /^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$/,
+      'TOLLGATE_RUN_ENV must be a comma-separated list of environment variable names',
+    )
     .optional(),
   TOLLGATE_NODE_CREDENTIALS_KEY: z
     .string()
-    .refine((value) => Buffer.from(value, 'base64').length === 32, 'TOLLGATE_NODE_CREDENTIALS_KEY must be 32 bytes in base64 (openssl rand -base64 32)')
+    .refine(
+      (value) => Buffer.from(value, 'base64').length === 32,
+      'TOLLGATE_NODE_CREDENTIALS_KEY must be 32 bytes in base64 (openssl rand -base64 32)',
+    )
     .optional(),
   TOLLGATE_NODE_SSH_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
   TOLLGATE_RUN_SANDBOX: z.enum(['auto', 'docker', 'bubblewrap', 'none']).default('auto'),
   TOLLGATE_RUN_IMAGE: z.string().min(1).default('tollgate/runner:latest'),
   TOLLGATE_RUN_DOCKER_HOST: z
     .string()
-    .regex(/^unix:\/\/\/\S+$/, "TOLLGATE_RUN_DOCKER_HOST must be a local socket such as unix:///var/run/docker.sock (a run's folder is bind-mounted: the engine must be on this machine)")
+    .regex(
+      /^unix:\/\/\/\S+$/,
+      "TOLLGATE_RUN_DOCKER_HOST must be a local socket such as unix:///var/run/docker.sock (a run's folder is bind-mounted: the engine must be on this machine)",
+    )
     .default('unix:///var/run/docker.sock'),
   TOLLGATE_RUN_SANDBOX_USER: z
     .string()
@@ -152,7 +166,10 @@ export const settingsSchema = z.object({
     .default('65534:65534'),
   TOLLGATE_RUN_CGROUP: z
     .string()
-    .regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, 'TOLLGATE_RUN_CGROUP must be a cgroup path such as tollgate-runs (no leading slash, no "..")')
+    .regex(
+      /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/,
+      'TOLLGATE_RUN_CGROUP must be a cgroup path such as tollgate-runs (no leading slash, no "..")',
+    )
     .refine((value) => !value.split('/').includes('..'), 'TOLLGATE_RUN_CGROUP must not contain ".."')
     .default('tollgate-runs'),
   TOLLGATE_RUN_MEMORY_MB: z.coerce.number().int().min(64).max(1_048_576).default(2048),
@@ -166,7 +183,10 @@ export const settingsSchema = z.object({
   TOLLGATE_RUN_OUTPUTS_KB: z.coerce.number().int().min(1).max(4_194_304).default(1024),
   TOLLGATE_RUN_EGRESS_HOSTS: z
     .string()
-    .regex(/^[A-Za-z0-9.-]+:\d{1,5}(,[A-Za-z0-9.-]+:\d{1,5})*$/, 'TOLLGATE_RUN_EGRESS_HOSTS must be a comma-separated list of host:port')
+    .regex(
+      /^[A-Za-z0-9.-]+:\d{1,5}(,[A-Za-z0-9.-]+:\d{1,5})*$/,
+      'TOLLGATE_RUN_EGRESS_HOSTS must be a comma-separated list of host:port',
+    )
     .default(DEFAULT_EGRESS_HOSTS.join(',')),
   TOLLGATE_RUN_NODE_PORTS: z
     .string()
@@ -176,7 +196,10 @@ export const settingsSchema = z.object({
   TOLLGATE_RUN_CLI_CONFIG: z.string().min(1).optional(),
   TOLLGATE_RUN_MOUNTS: z
     .string()
-    .regex(/^[^,:]+:\/[^,:]*(:(ro|rw))?(,[^,:]+:\/[^,:]*(:(ro|rw))?)*$/, 'TOLLGATE_RUN_MOUNTS must be a comma-separated list of host-path:/sandbox-path[:ro|rw]')
+    .regex(
+      /^[^,:]+:\/[^,:]*(:(ro|rw))?(,[^,:]+:\/[^,:]*(:(ro|rw))?)*$/,
+      'TOLLGATE_RUN_MOUNTS must be a comma-separated list of host-path:/sandbox-path[:ro|rw]',
+    )
     .optional(),
   TOLLGATE_PASSWORD_COST: z.coerce.number().int().min(10).max(20).default(15),
   TOLLGATE_SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(43_200).default(720),
@@ -190,7 +213,16 @@ export const settingsSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
   OTEL_SERVICE_NAME: z.string().min(1).default('tollgate'),
-  OTEL_TRACES_SAMPLER: z.enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio']).default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER: z
+    .enum([
+      'always_on',
+      'always_off',
+      'traceidratio',
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio',
+    ])
+    .default('parentbased_always_on'),
   OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
   TOLLGATE_TRUSTED_PROXIES: z
     .string()

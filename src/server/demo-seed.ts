@@ -39,12 +39,22 @@ export async function seedDemo(services: Services, simulated: SimulatorDefinitio
       enabled: true,
     });
     const price = DEMO_PRICES[definition.task];
-    await services.catalog.setPrice(definition.model, pricePerTokenFromMillion(price.input), pricePerTokenFromMillion(price.output));
+    await services.catalog.setPrice(
+      definition.model,
+      pricePerTokenFromMillion(price.input),
+      pricePerTokenFromMillion(price.output),
+    );
   }
   const org = await services.orgs.create('Demo');
   await services.wallets.credit(org.id, 'topup', parseAmount(DEMO_CREDIT), 'demo credit');
   const owner = { email: DEMO_OWNER_EMAIL, password: randomBytes(12).toString('base64url') };
-  const user = await services.users.create({ orgId: org.id, name: 'Demo Owner', email: owner.email, password: owner.password, role: 'owner' });
+  const user = await services.users.create({
+    orgId: org.id,
+    name: 'Demo Owner',
+    email: owner.email,
+    password: owner.password,
+    role: 'owner',
+  });
   const { secret } = await services.keys.create({ orgId: org.id, userId: user.id, name: 'demo', expiry: 'never' });
   return {
     orgId: org.id,
@@ -58,6 +68,8 @@ export async function seedDemo(services: Services, simulated: SimulatorDefinitio
 
 /** True while the store has no organization: a first start, as far as an operator can tell. */
 export async function storeIsEmpty(services: Services): Promise<boolean> {
-  const [{ count } = { count: 0 }] = await services.db.select({ count: sql<number>`count(*)::int` }).from(organizations);
+  const [{ count } = { count: 0 }] = await services.db
+    .select({ count: sql<number>`count(*)::int` })
+    .from(organizations);
   return count === 0;
 }

@@ -50,7 +50,10 @@ export function createReadiness(sources: ReadinessSources): () => Promise<Readin
 }
 
 async function check({ db, redis, fleet, inFlight }: ReadinessSources): Promise<Readiness> {
-  const [database, redisState] = await Promise.all([answers(() => db.execute(sql`select 1`)), redis ? answers(() => redis.ping()) : Promise.resolve('not_configured' as const)]);
+  const [database, redisState] = await Promise.all([
+    answers(() => db.execute(sql`select 1`)),
+    redis ? answers(() => redis.ping()) : Promise.resolve('not_configured' as const),
+  ]);
   const engines: Record<string, 'ready' | 'unavailable'> = {};
   for (const engine of fleet.status()) {
     // An engine that scales to zero serves its next request by starting a replica: ready without one.

@@ -73,7 +73,13 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const closers: Array<() => Promise<void>> = [() => store.close()];
   try {
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
-    const fleet = await startFleet(definitions, { env: options.env ?? {}, config, log, db: store.db, lookup: options.lookup });
+    const fleet = await startFleet(definitions, {
+      env: options.env ?? {},
+      config,
+      log,
+      db: store.db,
+      lookup: options.lookup,
+    });
     closers.unshift(() => fleet.close());
     const redis = await connectRedis(config, log, closers);
     const journal = await openJournal(config, closers);
@@ -81,21 +87,41 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const tracingSettings = config.observability.tracing;
     const tracing = tracingSettings ? await startTracing(tracingSettings, { exporter: options.spanExporter }) : null;
     if (tracing) closers.unshift(() => tracing.shutdown());
-    const services = createServices({ config, db: store.db, log, fleet, adminToken: adminToken.token, redis, journal, tracing });
-    if (journal.pendingCount > 0) log.warn('charges from an earlier run are waiting to be written', { count: journal.pendingCount });
+    const services = createServices({
+      config,
+      db: store.db,
+      log,
+      fleet,
+      adminToken: adminToken.token,
+      redis,
+      journal,
+      tracing,
+    });
+    if (journal.pendingCount > 0)
+      log.warn('charges from an earlier run are waiting to be written', { count: journal.pendingCount });
     await startLoops(services, log, closers);
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
     // The global stacks shipped in stacks/; a broken one is logged, never a reason not to serve.
-    await loadShippedStacks(services.stacks, log).catch((error: unknown) => log.error('shipped stacks not loaded', describeError(error)));
+    await loadShippedStacks(services.stacks, log).catch((error: unknown) =>
+      log.error('shipped stacks not loaded', describeError(error)),
+    );
     const firstStart = await storeIsEmpty(services);
     const demo = config.seedDemo && firstStart ? await seedDemo(services, simulated) : null;
     const server = await listen(createApp(services).fetch, config);
     closers.unshift(() => closeServer(server));
     const port = (server.address() as AddressInfo).port;
     const { metrics: metricsOn, metricsPort, metricsHost } = config.observability;
-    const metricsServer = metricsOn && metricsPort !== null ? await serveMetrics(services.metrics.registry, metricsPort, metricsHost) : null;
+    const metricsServer =
+      metricsOn && metricsPort !== null
+        ? await serveMetrics(services.metrics.registry, metricsPort, metricsHost)
+        : null;
     if (metricsServer) closers.unshift(() => metricsServer.close());
-    log.info('gateway listening', { port, store: store.driver, limits: !config.limits.enabled ? 'off' : redis ? 'redis' : 'memory', engines: definitions.length });
+    log.info('gateway listening', {
+      port,
+      store: store.driver,
+      limits: !config.limits.enabled ? 'off' : redis ? 'redis' : 'memory',
+      engines: definitions.length,
+    });
     return {
       url: `http://127.0.0.1:${port}`,
       port,
@@ -124,14 +150,18 @@ async function connectRedis(config: Config, log: Logger, closers: Array<() => Pr
     ),
   );
   // Start even if Redis is down (limits answer 503 until it is back), but not before giving it a moment.
-  await redisReady(redis).catch((error: Error) => log.error('redis not reachable at start-up', { detail: error.message }));
+  await redisReady(redis).catch((error: Error) =>
+    log.error('redis not reachable at start-up', { detail: error.message }),
+  );
   return redis;
 }
 
 /** The charge journal, in the data folder (made if missing; none on disk for `memory://`), its close among `closers`. */
 async function openJournal(config: Config, closers: Array<() => Promise<void>>): Promise<ChargeJournal> {
   if (config.dataDir !== 'memory://') await mkdir(config.dataDir, { recursive: true });
-  const journal = await ChargeJournal.open(config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'charges.journal'));
+  const journal = await ChargeJournal.open(
+    config.dataDir === 'memory://' ? null : path.join(config.dataDir, 'charges.journal'),
+  );
   closers.unshift(() => journal.close());
   return journal;
 }
@@ -150,24 +180,40 @@ async function startLoops(services: Services, log: Logger, closers: Array<() => 
     await services.applier.settled(STORE_TIMEOUT_MS);
     await services.applier.stop();
   });
-  await services.gateKeeper.recover().catch((error: Error) => log.error('could not report earlier charges to the limits store', { detail: error.message }));
+  await services.gateKeeper
+    .recover()
+    .catch((error: Error) =>
+      log.error('could not report earlier charges to the limits store', { detail: error.message }),
+    );
   services.gateKeeper.start();
   closers.unshift(async () => services.gateKeeper.stop());
   services.requestPathCache.start();
   closers.unshift(async () => services.requestPathCache.stop());
   // Stored bodies and stored Responses outlive their retention; any replica may clean up.
   const sweeper = setInterval(() => {
-    purgeRequestData(services.db, config.requestData.retentionDays).catch((error: unknown) => log.warn('purging old request data failed', { detail: (error as Error).message }));
-    services.responseStore.purgeExpired(new Date()).catch((error: unknown) => log.warn('purging expired stored responses failed', { detail: (error as Error).message }));
+    purgeRequestData(services.db, config.requestData.retentionDays).catch((error: unknown) =>
+      log.warn('purging old request data failed', { detail: (error as Error).message }),
+    );
+    services.responseStore
+      .purgeExpired(new Date())
+      .catch((error: unknown) =>
+        log.warn('purging expired stored responses failed', { detail: (error as Error).message }),
+      );
   }, SWEEP_INTERVAL_MS);
   sweeper.unref();
   closers.unshift(async () => clearInterval(sweeper));
   if (config.runs.sandbox === 'none') {
-    log.warn("TOLLGATE_RUN_SANDBOX=none: stacks run unsandboxed, as this gateway's user on this host; any user who can add a stack can read its files and secrets and reach its network");
+    log.warn(
+      "TOLLGATE_RUN_SANDBOX=none: stacks run unsandboxed, as this gateway's user on this host; any user who can add a stack can read its files and secrets and reach its network",
+    );
   }
   services.runWorker.start();
   closers.unshift(() => services.runWorker.stop());
-  await services.clusterIdentity.sealClearKeys().catch((error: unknown) => log.warn('cluster keys stored in clear could not be sealed; the next start tries again', describeError(error)));
+  await services.clusterIdentity
+    .sealClearKeys()
+    .catch((error: unknown) =>
+      log.warn('cluster keys stored in clear could not be sealed; the next start tries again', describeError(error)),
+    );
   // Clusters' keys on their nodes: installs and removals that are due, retried with backoff, by whichever process looks first.
   services.clusterIdentity.start();
   closers.unshift(() => services.clusterIdentity.stop());
@@ -189,26 +235,35 @@ async function drain(server: ServerType, services: Services): Promise<void> {
   const { inFlight, log, config } = services;
   if (inFlight.draining) return;
   inFlight.draining = true;
-  log.info('draining: no new connections; requests in flight may finish', { inFlight: inFlight.size, graceMs: config.shutdownGraceMs });
+  log.info('draining: no new connections; requests in flight may finish', {
+    inFlight: inFlight.size,
+    graceMs: config.shutdownGraceMs,
+  });
   const http = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   const idler = setInterval(() => http.closeIdleConnections(), DRAIN_POLL_MS);
   http.closeIdleConnections();
   const deadline = Date.now() + config.shutdownGraceMs;
   let timer: NodeJS.Timeout | undefined;
-  const graceOver = new Promise<'grace over'>((resolve) => (timer = setTimeout(() => resolve('grace over'), config.shutdownGraceMs)));
+  const graceOver = new Promise<'grace over'>(
+    (resolve) => (timer = setTimeout(() => resolve('grace over'), config.shutdownGraceMs)),
+  );
   const outcome = await Promise.race([closed.then(() => 'closed' as const), graceOver]);
   clearTimeout(timer);
   clearInterval(idler);
   if (outcome === 'grace over') {
-    log.warn('grace period over: cutting requests still in flight (each is billed for what it used)', { inFlight: inFlight.size });
+    log.warn('grace period over: cutting requests still in flight (each is billed for what it used)', {
+      inFlight: inFlight.size,
+    });
     http.closeAllConnections();
   }
   // Connections are gone; the calls they carried may still be writing their charges.
   const billed = await inFlight.idle(Math.max(0, deadline - Date.now()) + STORE_TIMEOUT_MS + 1_000);
   if (!billed) log.error('calls still unbilled at shutdown', { inFlight: inFlight.size });
   if (!(await services.applier.settled(STORE_TIMEOUT_MS))) {
-    log.warn('charges left in the journal at shutdown: the next start writes them', { count: services.journal.pendingCount });
+    log.warn('charges left in the journal at shutdown: the next start writes them', {
+      count: services.journal.pendingCount,
+    });
   }
   log.info('drained', {});
 }

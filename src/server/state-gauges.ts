@@ -74,7 +74,8 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
     collect() {
       this.reset();
       for (const engine of sources.fleet.status()) {
-        for (const state of REPLICA_STATES) this.set({ model: engine.model, state }, engine.replicas.filter((r) => r.state === state).length);
+        for (const state of REPLICA_STATES)
+          this.set({ model: engine.model, state }, engine.replicas.filter((r) => r.state === state).length);
       }
     },
   });
@@ -88,7 +89,8 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
       this.reset();
       for (const engine of sources.fleet.status()) {
         const byHost = new Map<string, number>();
-        for (const replica of engine.replicas) if (replica.host) byHost.set(replica.host, (byHost.get(replica.host) ?? 0) + 1);
+        for (const replica of engine.replicas)
+          if (replica.host) byHost.set(replica.host, (byHost.get(replica.host) ?? 0) + 1);
         for (const [host, count] of byHost) this.set({ model: engine.model, host }, count);
       }
     },

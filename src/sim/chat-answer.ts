@@ -20,7 +20,12 @@ const SSE_HEADERS = {
  * @example
  * await runChat(state, planChat(state, body), res, null);
  */
-export async function runChat(state: SimState, plan: ChatPlan, res: ServerResponse, fault: StreamFault | null): Promise<void> {
+export async function runChat(
+  state: SimState,
+  plan: ChatPlan,
+  res: ServerResponse,
+  fault: StreamFault | null,
+): Promise<void> {
   const job = new Job(state, plan.model.name, res, plan.promptTokens, plan.blockHashes);
   const ttftMs = state.ttftMs;
   const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
@@ -47,11 +52,20 @@ function stepCount(choices: readonly ChoiceOutput[]): number {
   return steps;
 }
 
-async function streamChat(job: Job, plan: ChatPlan, res: ServerResponse, fault: StreamFault | null, id: string, created: number, ttftMs: number): Promise<void> {
+async function streamChat(
+  job: Job,
+  plan: ChatPlan,
+  res: ServerResponse,
+  fault: StreamFault | null,
+  id: string,
+  created: number,
+  ttftMs: number,
+): Promise<void> {
   // Everything before "choices" is the same on every chunk: build it once.
   const head = `data: {"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(plan.model.name)},"choices":[`;
   const prompt = plan.promptTokens;
-  const usage = (completion: number, extra = ''): string => `"usage":{"prompt_tokens":${prompt},"total_tokens":${prompt + completion},"completion_tokens":${completion}${extra}}`;
+  const usage = (completion: number, extra = ''): string =>
+    `"usage":{"prompt_tokens":${prompt},"total_tokens":${prompt + completion},"completion_tokens":${completion}${extra}}`;
   const { choices, continuousUsage } = plan;
   const count = fault ? Math.min(FAULT_TOKENS, stepCount(choices)) : stepCount(choices);
 
@@ -67,7 +81,10 @@ async function streamChat(job: Job, plan: ChatPlan, res: ServerResponse, fault: 
       if (piece === undefined) continue;
       if (k > 0) job.token();
       const tail = continuousUsage ? `,${usage(i + 1)}` : '';
-      if (i === 0) ok = res.write(`${head}{"index":${k},"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]${continuousUsage ? `,${usage(0)}` : ''}}\n\n`);
+      if (i === 0)
+        ok = res.write(
+          `${head}{"index":${k},"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]${continuousUsage ? `,${usage(0)}` : ''}}\n\n`,
+        );
       const last = !fault && i === choice.pieces.length - 1;
       const delta = deltaOf(piece, choice.hideReasoning);
       if (delta === '' && !last) continue;
@@ -103,7 +120,14 @@ function engineFinish(choices: readonly ChoiceOutput[]): 'stop' | 'length' {
   return choices[0]?.finishReason === 'length' ? 'length' : 'stop';
 }
 
-async function completeChat(job: Job, plan: ChatPlan, res: ServerResponse, fault: StreamFault | null, id: string, created: number): Promise<void> {
+async function completeChat(
+  job: Job,
+  plan: ChatPlan,
+  res: ServerResponse,
+  fault: StreamFault | null,
+  id: string,
+  created: number,
+): Promise<void> {
   const { choices } = plan;
   const steps = stepCount(choices);
   const produced = await job.produce(fault ? Math.min(FAULT_TOKENS, steps) : steps, (i) => {

@@ -61,8 +61,14 @@ export function planChat(state: SimState, body: JsonObject): ChatPlan {
 
   const scheduler = state.metrics.schedulers.get(model.name);
   const blockHashes = scheduler ? promptBlockHashes(promptTokenStrings(messages), scheduler.settings.blockSize) : [];
-  if (scheduler && Math.ceil((promptTokens + length.total) / scheduler.settings.blockSize) > scheduler.settings.numGpuBlocks) {
-    throw badRequest(`The request needs more KV cache blocks than the engine has (${scheduler.settings.numGpuBlocks} blocks of ${scheduler.settings.blockSize} tokens).`, 'input_tokens');
+  if (
+    scheduler &&
+    Math.ceil((promptTokens + length.total) / scheduler.settings.blockSize) > scheduler.settings.numGpuBlocks
+  ) {
+    throw badRequest(
+      `The request needs more KV cache blocks than the engine has (${scheduler.settings.numGpuBlocks} blocks of ${scheduler.settings.blockSize} tokens).`,
+      'input_tokens',
+    );
   }
   const wordSeed = seed === null ? prompt.hash : hashText(prompt.hash, `seed:${seed}`);
   const turn = model.script ? scriptTurn(model.script, messages) : null;
@@ -94,10 +100,12 @@ export function readStream(body: JsonObject): StreamSettings {
   let includeUsage = false;
   let continuousUsage = false;
   if (streamOptions !== undefined && streamOptions !== null) {
-    if (!isObject(streamOptions)) throw invalidBody(['stream_options'], 'model_type', 'Input should be a valid dictionary');
+    if (!isObject(streamOptions))
+      throw invalidBody(['stream_options'], 'model_type', 'Input should be a valid dictionary');
     if (!stream) throw badRequest('Stream options can only be defined when `stream=True`.', 'stream_options');
     includeUsage = optionalBoolean(streamOptions, 'include_usage', ['stream_options', 'include_usage']) ?? true;
-    const continuous = optionalBoolean(streamOptions, 'continuous_usage_stats', ['stream_options', 'continuous_usage_stats']) ?? false;
+    const continuous =
+      optionalBoolean(streamOptions, 'continuous_usage_stats', ['stream_options', 'continuous_usage_stats']) ?? false;
     continuousUsage = includeUsage && continuous;
   }
   return { stream, includeUsage, continuousUsage };
@@ -112,7 +120,8 @@ export function readStream(body: JsonObject): StreamSettings {
 export function readChoiceCount(body: JsonObject): number {
   const n = optionalInt(body, 'n') ?? 1;
   if (n < 1) throw badRequest(`n must be at least 1, got ${n}.`, 'n');
-  if (n > MAX_CHOICES) throw badRequest(`n must be at most ${MAX_CHOICES} (the simulator's bound on choices), got ${n}.`, 'n');
+  if (n > MAX_CHOICES)
+    throw badRequest(`n must be at most ${MAX_CHOICES} (the simulator's bound on choices), got ${n}.`, 'n');
   return n;
 }
 
@@ -131,12 +140,18 @@ export interface PlannedLength {
  * @example
  * plannedLength(state, model, { max_tokens: 5 }, 12); // { total: 5, finishReason: 'length', limit: 5 }
  */
-export function plannedLength(state: SimState, model: ResolvedModel, body: JsonObject, promptTokens: number): PlannedLength {
+export function plannedLength(
+  state: SimState,
+  model: ResolvedModel,
+  body: JsonObject,
+  promptTokens: number,
+): PlannedLength {
   const maxTokens = optionalInt(body, 'max_tokens');
   const maxCompletionTokens = optionalInt(body, 'max_completion_tokens');
   const ignoreEos = optionalBoolean(body, 'ignore_eos') ?? false;
   const requested = maxCompletionTokens ?? maxTokens;
-  if (requested !== null && requested < 1) throw badRequest(`max_tokens must be at least 1, got ${requested}.`, 'max_tokens');
+  if (requested !== null && requested < 1)
+    throw badRequest(`max_tokens must be at least 1, got ${requested}.`, 'max_tokens');
   const maxLen = model.maxModelLen;
   if (promptTokens >= maxLen) {
     throw badRequest(
@@ -153,7 +168,8 @@ export function plannedLength(state: SimState, model: ResolvedModel, body: JsonO
   const natural = state.defaultMaxTokens;
   const room = maxLen - promptTokens;
   const limit = requested ?? room;
-  if (requested !== null && (requested < natural || ignoreEos)) return { total: requested, finishReason: 'length', limit };
+  if (requested !== null && (requested < natural || ignoreEos))
+    return { total: requested, finishReason: 'length', limit };
   if (natural > room) return { total: room, finishReason: 'length', limit };
   return { total: natural, finishReason: 'stop', limit };
 }

@@ -47,7 +47,11 @@ export function readResponseFormat(body: JsonObject): ResponseFormat | null {
     if (!isObject(spec)) throw invalidBody(['response_format', 'json_schema'], 'missing', 'Field required');
     return { type: 'json_schema', schema: isObject(spec.schema) ? spec.schema : {} };
   }
-  throw invalidBody(['response_format', 'type'], 'literal_error', "Input should be 'text', 'json_object' or 'json_schema'");
+  throw invalidBody(
+    ['response_format', 'type'],
+    'literal_error',
+    "Input should be 'text', 'json_object' or 'json_schema'",
+  );
 }
 
 /**
@@ -70,19 +74,36 @@ function buildChoice(input: ChoiceInput, seed: number): ChoiceOutput {
   if (input.turn) return scriptedChoice(input.turn, hideReasoning);
   if (input.calls.length === 0 && input.format === null) {
     const words = pickWords(seed, input.total);
-    return { pieces: wordPieces(words, input.total, reasoningTokens), finishReason: input.finishReason, completionTokens: input.total, reasoningTokens, hideReasoning };
+    return {
+      pieces: wordPieces(words, input.total, reasoningTokens),
+      finishReason: input.finishReason,
+      completionTokens: input.total,
+      reasoningTokens,
+      hideReasoning,
+    };
   }
   const words = pickWords(seed, reasoningTokens + 6);
   const pieces: Piece[] = wordPieces(words, reasoningTokens, reasoningTokens);
   const next = createRandom(seed);
   let finishReason: ChoiceOutput['finishReason'] = 'stop';
   if (input.calls.length > 0) {
-    input.calls.forEach((tool, i) => pushToolCall(pieces, i, tool.name, JSON.stringify(schemaValue(tool.parameters, next))));
+    input.calls.forEach((tool, i) =>
+      pushToolCall(pieces, i, tool.name, JSON.stringify(schemaValue(tool.parameters, next))),
+    );
     if (!input.named) finishReason = 'tool_calls';
   } else {
-    const value = input.format?.type === 'json_schema' ? schemaValue(input.format.schema, next) : { answer: joinWords(words, reasoningTokens, reasoningTokens + 6) };
+    const value =
+      input.format?.type === 'json_schema'
+        ? schemaValue(input.format.schema, next)
+        : { answer: joinWords(words, reasoningTokens, reasoningTokens + 6) };
     for (const text of splitPieces(JSON.stringify(value))) pieces.push({ kind: 'content', text });
   }
-  const choice: ChoiceOutput = { pieces, finishReason, completionTokens: pieces.length, reasoningTokens, hideReasoning };
+  const choice: ChoiceOutput = {
+    pieces,
+    finishReason,
+    completionTokens: pieces.length,
+    reasoningTokens,
+    hideReasoning,
+  };
   return cutChoice(choice, input.limit);
 }

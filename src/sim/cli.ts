@@ -117,7 +117,8 @@ export function parseSimArgs(argv: string[], env: Record<string, string | undefi
   const models = resolveModels(split, values.model, env, maxModelLen, task, reasoning);
   chatExtras(models, split, values['tool-call-parser'], pick('script', 'SIM_SCRIPT')?.[1]);
   const dimensions = number('embedding-dimensions', 'SIM_EMBEDDING_DIMENSIONS', isPositiveInt, 'an integer >= 1');
-  if (dimensions !== undefined) for (const model of models) if (model.task === 'embedding') model.embeddingDimensions = dimensions;
+  if (dimensions !== undefined)
+    for (const model of models) if (model.task === 'embedding') model.embeddingDimensions = dimensions;
   const names = new Set<string>();
   for (const model of models) {
     if (names.has(model.name)) throw new SimCliError(`model "${model.name}" is given twice`);
@@ -154,7 +155,12 @@ export function parseSimArgs(argv: string[], env: Record<string, string | undefi
  * --enable-auto-tool-choice --tool-call-parser, as vLLM does; the
  * simulator's --model form does by default (the hermes parser).
  */
-function chatExtras(models: SimModel[], split: SplitArgs, parser: string | undefined, script: string | undefined): void {
+function chatExtras(
+  models: SimModel[],
+  split: SplitArgs,
+  parser: string | undefined,
+  script: string | undefined,
+): void {
   const autoTools = split.ignored.includes('--enable-auto-tool-choice');
   if (autoTools && !parser) throw new SimCliError('--enable-auto-tool-choice requires --tool-call-parser');
   const vllmForm = split.positionals.length > 0 || split.servedNames !== undefined;
@@ -190,7 +196,8 @@ function resolveModels(
   task: SimModel['task'] | undefined,
   reasoning: boolean,
 ): SimModel[] {
-  if (split.positionals.length > 1) throw new SimCliError(`unexpected argument "${split.positionals[1]}" (one model repository at most)`);
+  if (split.positionals.length > 1)
+    throw new SimCliError(`unexpected argument "${split.positionals[1]}" (one model repository at most)`);
   let repo = split.positionals[0];
   if (repo !== undefined || split.servedNames) {
     if (specs) {
@@ -237,11 +244,14 @@ function vllmTask(runner?: string, task?: string, convert?: string): SimModel['t
   for (const [flag, value, map] of choices) {
     if (value === undefined) continue;
     if (!Object.hasOwn(map, value)) {
-      throw new SimCliError(`${flag} ${value} is not supported by the simulator (expected ${Object.keys(map).join(', ')})`);
+      throw new SimCliError(
+        `${flag} ${value} is not supported by the simulator (expected ${Object.keys(map).join(', ')})`,
+      );
     }
     const picked = map[value];
     if (!picked) continue;
-    if (chosen && chosen !== picked) throw new SimCliError(`${flag} ${value} contradicts an earlier --runner/--task/--convert`);
+    if (chosen && chosen !== picked)
+      throw new SimCliError(`${flag} ${value} contradicts an earlier --runner/--task/--convert`);
     chosen = picked;
   }
   return chosen;

@@ -16,7 +16,12 @@ const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache
  * @example
  * await runCompletion(state, planCompletion(state, body), res, null);
  */
-export async function runCompletion(state: SimState, plan: CompletionPlan, res: ServerResponse, fault: StreamFault | null): Promise<void> {
+export async function runCompletion(
+  state: SimState,
+  plan: CompletionPlan,
+  res: ServerResponse,
+  fault: StreamFault | null,
+): Promise<void> {
   const job = new Job(state, plan.model.name, res, plan.promptTokens);
   const head = { id: `cmpl-${randomUUID().replaceAll('-', '')}`, created: Math.floor(Date.now() / 1000) };
   let steps = 0;
@@ -49,7 +54,11 @@ export async function runCompletion(state: SimState, plan: CompletionPlan, res: 
   job.finish(plan.choices[0]?.finishReason ?? 'stop');
   let completion = 0;
   for (const choice of plan.choices) completion += choice.tokens;
-  const usage = { prompt_tokens: plan.promptTokens, total_tokens: plan.promptTokens + completion, completion_tokens: completion };
+  const usage = {
+    prompt_tokens: plan.promptTokens,
+    total_tokens: plan.promptTokens + completion,
+    completion_tokens: completion,
+  };
   if (plan.stream) {
     if (plan.includeUsage) res.write(`data: ${JSON.stringify({ ...base(plan, head), choices: [], usage })}\n\n`);
     res.end('data: [DONE]\n\n');
@@ -72,16 +81,46 @@ function base(plan: CompletionPlan, head: { id: string; created: number }): Reco
 
 function choiceJson(plan: CompletionPlan, choice: CompletionChoice, index: number): Record<string, unknown> {
   const text = choice.echoed + choice.pieces.join('');
-  const logprobs = plan.logprobs === null ? null : completionLogprobs(choice, plan.logprobs, 0, choice.pieces.length, choice.echoed.length);
-  return { index, text, logprobs, finish_reason: choice.finishReason, stop_reason: choice.stopReason, prompt_logprobs: null };
+  const logprobs =
+    plan.logprobs === null
+      ? null
+      : completionLogprobs(choice, plan.logprobs, 0, choice.pieces.length, choice.echoed.length);
+  return {
+    index,
+    text,
+    logprobs,
+    finish_reason: choice.finishReason,
+    stop_reason: choice.stopReason,
+    prompt_logprobs: null,
+  };
 }
 
 // One token of one choice; the first chunk of an echoing choice carries the prompt before it.
-function streamChunk(plan: CompletionPlan, head: { id: string; created: number }, choice: CompletionChoice, index: number, i: number, offsets: number[], faulty: boolean): Record<string, unknown> {
+function streamChunk(
+  plan: CompletionPlan,
+  head: { id: string; created: number },
+  choice: CompletionChoice,
+  index: number,
+  i: number,
+  offsets: number[],
+  faulty: boolean,
+): Record<string, unknown> {
   const piece = choice.pieces[i] as string;
   const text = i === 0 ? choice.echoed + piece : piece;
-  const logprobs = plan.logprobs === null ? null : completionLogprobs(choice, plan.logprobs, i, i + 1, offsets[index] as number);
+  const logprobs =
+    plan.logprobs === null ? null : completionLogprobs(choice, plan.logprobs, i, i + 1, offsets[index] as number);
   offsets[index] = (offsets[index] as number) + piece.length;
   const last = !faulty && i === choice.pieces.length - 1;
-  return { ...base(plan, head), choices: [{ index, text, logprobs, finish_reason: last ? choice.finishReason : null, stop_reason: last ? choice.stopReason : null }] };
+  return {
+    ...base(plan, head),
+    choices: [
+      {
+        index,
+        text,
+        logprobs,
+        finish_reason: last ? choice.finishReason : null,
+        stop_reason: last ? choice.stopReason : null,
+      },
+    ],
+  };
 }

@@ -51,19 +51,27 @@ interface Prompt {
  */
 export function planCompletion(state: SimState, body: JsonObject): CompletionPlan {
   const prompts = readPrompts(body.prompt);
-  if (body.suffix !== undefined && body.suffix !== null) throw badRequest('suffix is not currently supported', 'suffix');
+  if (body.suffix !== undefined && body.suffix !== null)
+    throw badRequest('suffix is not currently supported', 'suffix');
   const bestOf = optionalInt(body, 'best_of');
-  if (bestOf !== null && bestOf > 1) throw badRequest('best_of > 1 is not supported by the V1 engine; ask for n choices instead.', 'best_of');
+  if (bestOf !== null && bestOf > 1)
+    throw badRequest('best_of > 1 is not supported by the V1 engine; ask for n choices instead.', 'best_of');
   const logprobs = optionalInt(body, 'logprobs');
   if (logprobs !== null && (logprobs < 0 || logprobs > MAX_LOGPROBS)) {
-    throw badRequest(`Requested sample logprobs of ${logprobs}, which is greater than max allowed: ${MAX_LOGPROBS}`, 'logprobs');
+    throw badRequest(
+      `Requested sample logprobs of ${logprobs}, which is greater than max allowed: ${MAX_LOGPROBS}`,
+      'logprobs',
+    );
   }
   const echo = optionalBoolean(body, 'echo') ?? false;
   const stops = readStops(body.stop);
   const streaming = readStream(body);
   const n = readChoiceCount(body);
   if (prompts.length * n > MAX_CHOICES) {
-    throw badRequest(`${prompts.length} prompts with n ${n} make ${prompts.length * n} choices; at most ${MAX_CHOICES} (the simulator's bound on choices).`, 'prompt');
+    throw badRequest(
+      `${prompts.length} prompts with n ${n} make ${prompts.length * n} choices; at most ${MAX_CHOICES} (the simulator's bound on choices).`,
+      'prompt',
+    );
   }
   const model = findModel(state, body.model, 'chat');
   const seed = optionalInt(body, 'seed');
@@ -75,7 +83,16 @@ export function planCompletion(state: SimState, body: JsonObject): CompletionPla
     const base = seed === null ? prompt.hash : hashText(prompt.hash, `seed:${seed}`);
     for (let k = 0; k < n; k++) {
       const words = pickWords(k === 0 ? base : hashText(base, `choice:${k}`), length.total);
-      choices.push(completionChoice(words, length.total, length.finishReason, stops, echo ? prompt.text : '', logprobs !== null && echo));
+      choices.push(
+        completionChoice(
+          words,
+          length.total,
+          length.finishReason,
+          stops,
+          echo ? prompt.text : '',
+          logprobs !== null && echo,
+        ),
+      );
     }
   }
   return { ...streaming, model, promptTokens, choices, logprobs };
@@ -84,9 +101,11 @@ export function planCompletion(state: SimState, body: JsonObject): CompletionPla
 function readPrompts(prompt: unknown): Prompt[] {
   if (prompt === undefined || prompt === null) throw invalidBody(['prompt'], 'missing', 'Field required');
   const one = (value: unknown, loc: Array<string | number>): Prompt => {
-    if (typeof value === 'string') return { text: value, tokens: countTokens(value), hash: hashText(HASH_START, value) };
+    if (typeof value === 'string')
+      return { text: value, tokens: countTokens(value), hash: hashText(HASH_START, value) };
     // Token ids: counted, not shown (echo has no text for them).
-    if (Array.isArray(value) && value.every((id) => Number.isInteger(id))) return { text: '', tokens: value.length, hash: hashText(HASH_START, value.join(',')) };
+    if (Array.isArray(value) && value.every((id) => Number.isInteger(id)))
+      return { text: '', tokens: value.length, hash: hashText(HASH_START, value.join(',')) };
     throw invalidBody(loc, 'string_type', 'Input should be a valid string');
   };
   if (typeof prompt === 'string') return [one(prompt, ['prompt'])];
@@ -102,7 +121,14 @@ function readStops(stop: unknown): string[] {
   throw invalidBody(['stop'], 'string_type', 'Input should be a valid string');
 }
 
-function completionChoice(words: Uint8Array, total: number, finishReason: 'stop' | 'length', stops: string[], echoed: string, echoLogprobs: boolean): CompletionChoice {
+function completionChoice(
+  words: Uint8Array,
+  total: number,
+  finishReason: 'stop' | 'length',
+  stops: string[],
+  echoed: string,
+  echoLogprobs: boolean,
+): CompletionChoice {
   const pieces: string[] = [];
   let text = '';
   for (let i = 0; i < total; i++) {
@@ -115,12 +141,28 @@ function completionChoice(words: Uint8Array, total: number, finishReason: 'stop'
       if (at >= 0) {
         const kept = text.slice(before, Math.max(before, at));
         if (kept !== '' || pieces.length === 0) pieces.push(kept);
-        return { echoed, pieces, finishReason: 'stop', stopReason: stop, tokens: i + 1, words, promptPieces: echoLogprobs ? splitTokens(echoed) : [] };
+        return {
+          echoed,
+          pieces,
+          finishReason: 'stop',
+          stopReason: stop,
+          tokens: i + 1,
+          words,
+          promptPieces: echoLogprobs ? splitTokens(echoed) : [],
+        };
       }
     }
     pieces.push(piece);
   }
-  return { echoed, pieces, finishReason, stopReason: null, tokens: total, words, promptPieces: echoLogprobs ? splitTokens(echoed) : [] };
+  return {
+    echoed,
+    pieces,
+    finishReason,
+    stopReason: null,
+    tokens: total,
+    words,
+    promptPieces: echoLogprobs ? splitTokens(echoed) : [],
+  };
 }
 
 /** vLLM's logprobs object for a completion choice. */
@@ -139,7 +181,13 @@ export interface CompletionLogprobs {
  * @example
  * completionLogprobs(choice, 2, 0, 4);
  */
-export function completionLogprobs(choice: CompletionChoice, top: number, from: number, to: number, offset: number): CompletionLogprobs {
+export function completionLogprobs(
+  choice: CompletionChoice,
+  top: number,
+  from: number,
+  to: number,
+  offset: number,
+): CompletionLogprobs {
   const out: CompletionLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
   const push = (token: string, at: number, logprob: number | null, seed: number): void => {
     out.tokens.push(token);

@@ -63,7 +63,12 @@ export function planEmbeddings(state: SimState, body: JsonObject): EmbeddingPlan
  * @example
  * await runEmbeddings(state, planEmbeddings(state, body), res, null);
  */
-export async function runEmbeddings(state: SimState, plan: EmbeddingPlan, res: ServerResponse, fault: StreamFault | null): Promise<void> {
+export async function runEmbeddings(
+  state: SimState,
+  plan: EmbeddingPlan,
+  res: ServerResponse,
+  fault: StreamFault | null,
+): Promise<void> {
   const job = new Job(state, plan.model.name, res, plan.promptTokens);
   if (state.ttftMs > 0) await job.sleep(state.ttftMs);
   if (job.aborted) return;
@@ -88,7 +93,12 @@ export async function runEmbeddings(state: SimState, plan: EmbeddingPlan, res: S
     created: Math.floor(Date.now() / 1000),
     model: plan.model.name,
     data,
-    usage: { prompt_tokens: plan.promptTokens, total_tokens: plan.promptTokens, completion_tokens: 0, prompt_tokens_details: null },
+    usage: {
+      prompt_tokens: plan.promptTokens,
+      total_tokens: plan.promptTokens,
+      completion_tokens: 0,
+      prompt_tokens_details: null,
+    },
   };
   sendJson(res, 200, JSON.stringify(body));
 }
@@ -142,7 +152,8 @@ function readInputs(input: unknown): EmbeddingInput[] {
   if (input.length === 0) throw badRequest('Input cannot be empty.', 'input');
   if (input.every((item) => typeof item === 'string')) return input;
   if (input.every(isTokenId)) return [input];
-  if (input.every((item) => Array.isArray(item) && item.length > 0 && item.every(isTokenId))) return input as number[][];
+  if (input.every((item) => Array.isArray(item) && item.length > 0 && item.every(isTokenId)))
+    return input as number[][];
   throw invalidBody(['input'], 'list_type', 'Input should be a string, a list of strings, or a list of token ids');
 }
 

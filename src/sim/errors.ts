@@ -60,7 +60,12 @@ export function invalidBody(loc: ReadonlyArray<string | number>, kind: string, m
  */
 export function modelNotFound(name: unknown): SimHttpError {
   // A model that is not a string (an object, a list) is shown as it was sent, not as `[object Object]`.
-  return new SimHttpError(404, 'NotFoundError', `The model \`${typeof name === 'string' ? name : JSON.stringify(name)}\` does not exist.`, 'model');
+  return new SimHttpError(
+    404,
+    'NotFoundError',
+    `The model \`${typeof name === 'string' ? name : JSON.stringify(name)}\` does not exist.`,
+    'model',
+  );
 }
 
 /**

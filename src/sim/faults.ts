@@ -42,7 +42,10 @@ export function readFault(req: IncomingMessage, body: JsonObject | null): FaultM
   // A number names a mode too (`"sim_fail": 500`); an object or a list names none, and is shown as it was sent.
   const mode = typeof raw === 'string' || typeof raw === 'number' ? String(raw).trim().toLowerCase() : '';
   if (!MODES.has(mode)) {
-    throw badRequest(`Unknown sim_fail mode "${typeof raw === 'string' ? raw : JSON.stringify(raw)}"; use 500, 400, midstream, drop or leak.`, 'sim_fail');
+    throw badRequest(
+      `Unknown sim_fail mode "${typeof raw === 'string' ? raw : JSON.stringify(raw)}"; use 500, 400, midstream, drop or leak.`,
+      'sim_fail',
+    );
   }
   return mode as FaultMode;
 }

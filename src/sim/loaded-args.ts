@@ -2,7 +2,12 @@ import { SimCliError } from './errors-cli.js';
 import type { LoadedModelOptions } from './types.js';
 
 /** The simulator's own flags of the loaded model (timings and the time scale), each taking a number. */
-export const LOADED_SIM_FLAGS = ['time-scale', 'prefill-ms-per-token', 'decode-ms-per-step', 'decode-ms-per-seq'] as const;
+export const LOADED_SIM_FLAGS = [
+  'time-scale',
+  'prefill-ms-per-token',
+  'decode-ms-per-step',
+  'decode-ms-per-seq',
+] as const;
 
 /** What `--help` says of the loaded model. */
 export const LOADED_USAGE = `
@@ -26,14 +31,19 @@ given; otherwise every request runs at once with --ttft-ms/--itl-ms:
  * @example
  * loadedOptions(new Map([['num-gpu-blocks-override', '512']]), {}); // { numGpuBlocks: 512 }
  */
-export function loadedOptions(engine: ReadonlyMap<string, string>, own: Partial<Record<(typeof LOADED_SIM_FLAGS)[number], string>>): LoadedModelOptions | undefined {
+export function loadedOptions(
+  engine: ReadonlyMap<string, string>,
+  own: Partial<Record<(typeof LOADED_SIM_FLAGS)[number], string>>,
+): LoadedModelOptions | undefined {
   const on = engine.has('num-gpu-blocks-override') || LOADED_SIM_FLAGS.some((flag) => own[flag] !== undefined);
   if (!on) return undefined;
   const read = (flag: string, text: string | undefined, integer: boolean): number | undefined => {
     if (text === undefined) return undefined;
     const value = Number(text);
-    const valid = text.trim() !== '' && Number.isFinite(value) && (integer ? Number.isInteger(value) && value >= 1 : value >= 0);
-    if (!valid || (flag === 'time-scale' && value === 0)) throw new SimCliError(`--${flag} must be ${integer ? 'an integer >= 1' : 'a number > 0'}, got "${text}"`);
+    const valid =
+      text.trim() !== '' && Number.isFinite(value) && (integer ? Number.isInteger(value) && value >= 1 : value >= 0);
+    if (!valid || (flag === 'time-scale' && value === 0))
+      throw new SimCliError(`--${flag} must be ${integer ? 'an integer >= 1' : 'a number > 0'}, got "${text}"`);
     return value;
   };
   const options: LoadedModelOptions = {};

@@ -94,17 +94,49 @@ export class SimMetrics {
     const models = [...this.byModel.values()];
     const labels = (c: ModelCounters): string => `engine="0",model_name="${escapeLabel(c.name)}"`;
     const family = (name: string, type: string, help: string, value: (c: ModelCounters) => number): string =>
-      `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n` + models.map((c) => `${name}{${labels(c)}} ${formatValue(value(c))}\n`).join('');
+      `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n` +
+      models.map((c) => `${name}{${labels(c)}} ${formatValue(value(c))}\n`).join('');
     const loaded = (c: ModelCounters) => this.schedulers.get(c.name);
     let text =
-      family('vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.', (c) => loaded(c)?.numRunning ?? c.running) +
-      family('vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.', (c) => loaded(c)?.numWaiting ?? c.waiting) +
-      family('vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.', (c) => loaded(c)?.kvUsage ?? Math.min(1, c.kvTokens / (c.maxModelLen * KV_CAPACITY_SEQUENCES))) +
-      family('vllm:prefix_cache_queries_total', 'counter', 'Prefix cache queries, in terms of number of queried tokens.', (c) => loaded(c)?.queries ?? 0) +
-      family('vllm:prefix_cache_hits_total', 'counter', 'Prefix cache hits, in terms of number of cached tokens.', (c) => loaded(c)?.hits ?? 0) +
+      family(
+        'vllm:num_requests_running',
+        'gauge',
+        'Number of requests in model execution batches.',
+        (c) => loaded(c)?.numRunning ?? c.running,
+      ) +
+      family(
+        'vllm:num_requests_waiting',
+        'gauge',
+        'Number of requests waiting to be processed.',
+        (c) => loaded(c)?.numWaiting ?? c.waiting,
+      ) +
+      family(
+        'vllm:kv_cache_usage_perc',
+        'gauge',
+        'KV-cache usage. 1 means 100 percent usage.',
+        (c) => loaded(c)?.kvUsage ?? Math.min(1, c.kvTokens / (c.maxModelLen * KV_CAPACITY_SEQUENCES)),
+      ) +
+      family(
+        'vllm:prefix_cache_queries_total',
+        'counter',
+        'Prefix cache queries, in terms of number of queried tokens.',
+        (c) => loaded(c)?.queries ?? 0,
+      ) +
+      family(
+        'vllm:prefix_cache_hits_total',
+        'counter',
+        'Prefix cache hits, in terms of number of cached tokens.',
+        (c) => loaded(c)?.hits ?? 0,
+      ) +
       family('vllm:prompt_tokens_total', 'counter', 'Number of prefill tokens processed.', (c) => c.promptTokens) +
-      family('vllm:generation_tokens_total', 'counter', 'Number of generation tokens processed.', (c) => c.generationTokens);
-    text += '# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n';
+      family(
+        'vllm:generation_tokens_total',
+        'counter',
+        'Number of generation tokens processed.',
+        (c) => c.generationTokens,
+      );
+    text +=
+      '# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n';
     for (const c of models) text += `vllm:cache_config_info{${cacheConfigLabels(c, loaded(c))},${labels(c)}} 1.0\n`;
     text += '# HELP vllm:request_success_total Count of successfully processed requests.\n';
     text += '# TYPE vllm:request_success_total counter\n';

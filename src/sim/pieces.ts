@@ -7,7 +7,10 @@ import { tokenText } from './tokens.js';
 // joins them; a max_tokens cut is a shorter list of pieces.
 
 /** One generated token. `call` is the tool call's index within the choice. */
-export type Piece = { kind: 'reasoning' | 'content'; text: string } | { kind: 'call'; call: number; id: string; name: string } | { kind: 'args'; call: number; text: string };
+export type Piece =
+  | { kind: 'reasoning' | 'content'; text: string }
+  | { kind: 'call'; call: number; id: string; name: string }
+  | { kind: 'args'; call: number; text: string };
 
 /** What a choice finished with; `tool_calls` is vLLM's substitution when the tool parser found calls. */
 export type FinishReason = 'stop' | 'length' | 'tool_calls';
@@ -118,7 +121,8 @@ export function joinPieces(pieces: readonly Piece[]): JoinedChoice {
   for (const piece of pieces) {
     if (piece.kind === 'content') content += piece.text;
     else if (piece.kind === 'reasoning') reasoning += piece.text;
-    else if (piece.kind === 'call') toolCalls[piece.call] = { id: piece.id, type: 'function', function: { name: piece.name, arguments: '' } };
+    else if (piece.kind === 'call')
+      toolCalls[piece.call] = { id: piece.id, type: 'function', function: { name: piece.name, arguments: '' } };
     else if (piece.kind === 'args') {
       const call = toolCalls[piece.call];
       if (call) call.function.arguments += piece.text;

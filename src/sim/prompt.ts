@@ -20,12 +20,16 @@ export interface PromptMeasure {
  * @example
  * forEachMessageText(messages, (index, role, text) => console.log(role, text));
  */
-export function forEachMessageText(messages: readonly unknown[], visit: (index: number, role: string, text: string | null) => void): void {
+export function forEachMessageText(
+  messages: readonly unknown[],
+  visit: (index: number, role: string, text: string | null) => void,
+): void {
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i];
     if (!isObject(message)) throw invalidBody(['messages', i], 'model_type', 'Input should be a valid dictionary');
     const role = message.role;
-    if (typeof role !== 'string') throw invalidBody(['messages', i, 'role'], 'string_type', 'Input should be a valid string');
+    if (typeof role !== 'string')
+      throw invalidBody(['messages', i, 'role'], 'string_type', 'Input should be a valid string');
     const content = message.content;
     visit(i, role, null);
     if (typeof content === 'string') {
@@ -33,7 +37,8 @@ export function forEachMessageText(messages: readonly unknown[], visit: (index: 
     } else if (Array.isArray(content)) {
       for (let j = 0; j < content.length; j++) {
         const part: unknown = content[j];
-        if (!isObject(part)) throw invalidBody(['messages', i, 'content', j], 'model_type', 'Input should be a valid dictionary');
+        if (!isObject(part))
+          throw invalidBody(['messages', i, 'content', j], 'model_type', 'Input should be a valid dictionary');
         if (part.type === 'text') {
           if (typeof part.text !== 'string') {
             throw invalidBody(['messages', i, 'content', j, 'text'], 'string_type', 'Input should be a valid string');

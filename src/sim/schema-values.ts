@@ -112,7 +112,8 @@ function objectValue(walk: Walk, schema: JsonObject, depth: number): JsonObject 
   }
   const required = Array.isArray(schema.required) ? schema.required : [];
   for (const name of required) {
-    if (typeof name === 'string' && !(name in out)) out[name] = walk.values > MAX_SCHEMA_VALUES ? null : stringValue(walk, {});
+    if (typeof name === 'string' && !(name in out))
+      out[name] = walk.values > MAX_SCHEMA_VALUES ? null : stringValue(walk, {});
   }
   return out;
 }
@@ -122,7 +123,9 @@ function arrayValue(walk: Walk, schema: JsonObject, depth: number): unknown[] {
   const max = nonNegativeInt(schema.maxItems) ?? Math.max(min, 2);
   const count = Math.min(Math.max(min, Math.min(1 + (walk.next() % 2), max)), MAX_ARRAY_ITEMS);
   if (Array.isArray(schema.prefixItems)) {
-    return schema.prefixItems.slice(0, MAX_ARRAY_ITEMS).map((item) => valueOf(walk, isObject(item) ? item : {}, depth + 1));
+    return schema.prefixItems
+      .slice(0, MAX_ARRAY_ITEMS)
+      .map((item) => valueOf(walk, isObject(item) ? item : {}, depth + 1));
   }
   const items = isObject(schema.items) ? schema.items : {};
   const out: unknown[] = [];
@@ -156,7 +159,8 @@ function stringValue(walk: Walk, schema: JsonObject): string {
 }
 
 function numberValue(walk: Walk, schema: JsonObject, integer: boolean): number {
-  const bound = (key: string): number | null => (typeof schema[key] === 'number' && Number.isFinite(schema[key]) ? schema[key] : null);
+  const bound = (key: string): number | null =>
+    typeof schema[key] === 'number' && Number.isFinite(schema[key]) ? schema[key] : null;
   const exclusiveMin = bound('exclusiveMinimum');
   const exclusiveMax = bound('exclusiveMaximum');
   let low = bound('minimum') ?? (exclusiveMin === null ? 0 : exclusiveMin + 1);

@@ -24,7 +24,12 @@ export interface ScriptTurn {
 }
 
 const FINISH_REASONS: ReadonlySet<string> = new Set(['stop', 'length', 'tool_calls']);
-const ERROR_TYPES: Record<number, string> = { 400: 'BadRequestError', 404: 'NotFoundError', 429: 'TooManyRequestsError', 503: 'ServiceUnavailableError' };
+const ERROR_TYPES: Record<number, string> = {
+  400: 'BadRequestError',
+  404: 'NotFoundError',
+  429: 'TooManyRequestsError',
+  503: 'ServiceUnavailableError',
+};
 
 /**
  * Reads a script: a JSON array of turns, `{"turns": [...]}`, or JSON Lines (a turn a line).
@@ -65,21 +70,38 @@ export function parseScript(text: string, source: string): ScriptTurn[] {
 function checkTurn(value: unknown, where: string): ScriptTurn {
   if (!isObject(value)) throw new TypeError(`${where} is not an object`);
   const optionalString = (key: string): void => {
-    if (value[key] !== undefined && typeof value[key] !== 'string') throw new TypeError(`${where}: ${key} must be a string`);
+    if (value[key] !== undefined && typeof value[key] !== 'string')
+      throw new TypeError(`${where}: ${key} must be a string`);
   };
   optionalString('content');
   optionalString('reasoning');
-  if (value.finish_reason !== undefined && !FINISH_REASONS.has(value.finish_reason as string)) throw new TypeError(`${where}: finish_reason must be stop, length or tool_calls`);
+  if (value.finish_reason !== undefined && !FINISH_REASONS.has(value.finish_reason as string))
+    throw new TypeError(`${where}: finish_reason must be stop, length or tool_calls`);
   for (const key of ['prompt_tokens', 'completion_tokens']) {
     const count = value[key];
-    if (count !== undefined && !(Number.isInteger(count) && (count as number) >= 0)) throw new TypeError(`${where}: ${key} must be an integer >= 0`);
+    if (count !== undefined && !(Number.isInteger(count) && (count as number) >= 0))
+      throw new TypeError(`${where}: ${key} must be an integer >= 0`);
   }
   const calls = value.tool_calls;
-  if (calls !== undefined && !(Array.isArray(calls) && calls.every((c) => isObject(c) && typeof c.name === 'string' && (c.id === undefined || typeof c.id === 'string')))) {
+  if (
+    calls !== undefined &&
+    !(
+      Array.isArray(calls) &&
+      calls.every((c) => isObject(c) && typeof c.name === 'string' && (c.id === undefined || typeof c.id === 'string'))
+    )
+  ) {
     throw new TypeError(`${where}: tool_calls must be a list of {name, arguments, id?}`);
   }
   const error = value.error;
-  if (error !== undefined && !(isObject(error) && Number.isInteger(error.status) && (error.status as number) >= 400 && (error.status as number) <= 599)) {
+  if (
+    error !== undefined &&
+    !(
+      isObject(error) &&
+      Number.isInteger(error.status) &&
+      (error.status as number) >= 400 &&
+      (error.status as number) <= 599
+    )
+  ) {
     throw new TypeError(`${where}: error must be {status: 400..599, message?}`);
   }
   return value;
@@ -96,10 +118,18 @@ export function scriptTurn(script: readonly ScriptTurn[], messages: readonly unk
   let index = 0;
   for (const message of messages) if (isObject(message) && message.role === 'assistant') index++;
   const turn = script[index];
-  if (!turn) throw badRequest(`The simulator's script has ${script.length} turns; this request is turn ${index + 1} (it carries ${index} assistant messages).`, 'messages');
+  if (!turn)
+    throw badRequest(
+      `The simulator's script has ${script.length} turns; this request is turn ${index + 1} (it carries ${index} assistant messages).`,
+      'messages',
+    );
   if (turn.error) {
     const { status, message } = turn.error;
-    throw new SimHttpError(status, ERROR_TYPES[status] ?? 'InternalServerError', message ?? `Scripted error (turn ${index}).`);
+    throw new SimHttpError(
+      status,
+      ERROR_TYPES[status] ?? 'InternalServerError',
+      message ?? `Scripted error (turn ${index}).`,
+    );
   }
   return turn;
 }

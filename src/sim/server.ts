@@ -66,7 +66,8 @@ function route(state: SimState, req: IncomingMessage, res: ServerResponse): void
   switch (path) {
     case '/health':
     case '/ping':
-      if (method !== 'GET' && !(path === '/ping' && method === 'POST')) return sendDetail(res, 405, 'Method Not Allowed');
+      if (method !== 'GET' && !(path === '/ping' && method === 'POST'))
+        return sendDetail(res, 405, 'Method Not Allowed');
       res.writeHead(starting ? 503 : 200, { 'content-length': 0 });
       res.end();
       return;

@@ -56,7 +56,8 @@ export function createState(options: SimulatorOptions): SimState {
   const metrics = new SimMetrics(modelList);
   if (options.loaded) {
     const settings = schedulerSettings(options.loaded);
-    for (const model of modelList) if (model.task === 'chat') metrics.schedulers.set(model.name, new Scheduler(settings));
+    for (const model of modelList)
+      if (model.task === 'chat') metrics.schedulers.set(model.name, new Scheduler(settings));
   }
   return {
     models,
@@ -96,7 +97,8 @@ export function findModel(state: SimState, requested: unknown, task: ResolvedMod
 /** A loaded model's settings with defaults (see LoadedModelOptions), checked. */
 function schedulerSettings(loaded: LoadedModelOptions): SchedulerSettings {
   const timeScale = loaded.timeScale ?? 1;
-  if (!(Number.isFinite(timeScale) && timeScale > 0)) throw new RangeError('startSimulator: loaded.timeScale must be a number > 0');
+  if (!(Number.isFinite(timeScale) && timeScale > 0))
+    throw new RangeError('startSimulator: loaded.timeScale must be a number > 0');
   return {
     maxNumSeqs: positiveInt('loaded.maxNumSeqs', loaded.maxNumSeqs ?? 256),
     blockSize: positiveInt('loaded.blockSize', loaded.blockSize ?? 16),

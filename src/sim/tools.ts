@@ -33,7 +33,8 @@ const NO_TOOLS: ToolPlan = { tools: [], mode: 'none' };
 export function readTools(body: JsonObject, toolParser: string | null): ToolPlan {
   const raw = body.tools;
   const choice = body.tool_choice;
-  if (raw !== undefined && raw !== null && !Array.isArray(raw)) throw invalidBody(['tools'], 'list_type', 'Input should be a valid list');
+  if (raw !== undefined && raw !== null && !Array.isArray(raw))
+    throw invalidBody(['tools'], 'list_type', 'Input should be a valid list');
   // vLLM's default choice is "auto" when the list has tools, "none" when it is absent or empty.
   const given = Array.isArray(raw) && raw.length > 0;
   if (!given && (choice === undefined || choice === null || choice === 'none' || choice === 'auto')) return NO_TOOLS;
@@ -42,10 +43,16 @@ export function readTools(body: JsonObject, toolParser: string | null): ToolPlan
   if (mode === 'none') return { tools, mode };
   if (mode !== 'auto' && !given) throw badRequest('When using `tool_choice`, `tools` must be set.', 'tool_choice');
   if (typeof mode === 'object' && !tools.some((t) => t.name === mode.name)) {
-    throw badRequest(`The tool specified in \`tool_choice\` does not match any of the specified \`tools\`: ${mode.name}`, 'tool_choice');
+    throw badRequest(
+      `The tool specified in \`tool_choice\` does not match any of the specified \`tools\`: ${mode.name}`,
+      'tool_choice',
+    );
   }
   if (mode === 'auto' && toolParser === null) {
-    throw badRequest('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set', 'tool_choice');
+    throw badRequest(
+      '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+      'tool_choice',
+    );
   }
   return { tools, mode };
 }
@@ -58,7 +65,8 @@ function functionTools(raw: unknown[]): ToolSpec[] {
     if (tool.type !== undefined && tool.type !== 'function') continue;
     const fn = tool.function;
     if (!isObject(fn)) throw invalidBody(['tools', i, 'function'], 'missing', 'Field required');
-    if (typeof fn.name !== 'string') throw invalidBody(['tools', i, 'function', 'name'], 'string_type', 'Input should be a valid string');
+    if (typeof fn.name !== 'string')
+      throw invalidBody(['tools', i, 'function', 'name'], 'string_type', 'Input should be a valid string');
     tools.push({ name: fn.name, parameters: isObject(fn.parameters) ? fn.parameters : { type: 'object' } });
   }
   return tools;

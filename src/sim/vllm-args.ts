@@ -44,7 +44,14 @@ export const VLLM_VALUE_FLAGS: ReadonlySet<string> = new Set([
 ]);
 
 /** vLLM flags that take one or more values (argparse nargs='+'), ignored. */
-export const VLLM_LIST_FLAGS: ReadonlySet<string> = new Set(['api-key', 'lora-modules', 'middleware', 'cuda-graph-sizes', 'ignore-patterns', 'logits-processors']);
+export const VLLM_LIST_FLAGS: ReadonlySet<string> = new Set([
+  'api-key',
+  'lora-modules',
+  'middleware',
+  'cuda-graph-sizes',
+  'ignore-patterns',
+  'logits-processors',
+]);
 
 /** vLLM flags without a value (`--no-X` accepted too), ignored. */
 // Kept packed (as vLLM's --help lists them): the formatter would put one name a line.
@@ -64,10 +71,27 @@ export const VLLM_BOOLEAN_FLAGS: ReadonlySet<string> = new Set([
 ]);
 
 /** vLLM flags the loaded model reads (see loaded-args.ts); ignored without it. */
-export const VLLM_ENGINE_FLAGS: ReadonlySet<string> = new Set(['max-num-seqs', 'block-size', 'num-gpu-blocks-override']);
+export const VLLM_ENGINE_FLAGS: ReadonlySet<string> = new Set([
+  'max-num-seqs',
+  'block-size',
+  'num-gpu-blocks-override',
+]);
 
 /** vLLM's short spellings of value flags (`-tp 2`), ignored. */
-const VLLM_SHORT_VALUE_FLAGS = new Set(['-tp', '-pp', '-dcp', '-dp', '-dpn', '-dpr', '-dpl', '-dpa', '-dpp', '-dpb', '-q', '-O']);
+const VLLM_SHORT_VALUE_FLAGS = new Set([
+  '-tp',
+  '-pp',
+  '-dcp',
+  '-dp',
+  '-dpn',
+  '-dpr',
+  '-dpl',
+  '-dpa',
+  '-dpp',
+  '-dpb',
+  '-q',
+  '-O',
+]);
 
 export interface SplitArgs {
   /** What node's parseArgs checks: the simulator's own flags, as `--name=value` or booleans. */
@@ -106,7 +130,8 @@ export function splitVllmArgs(argv: string[], simValueFlags: ReadonlySet<string>
       const flag = `--${name}`;
       if (name === 'served-model-name') {
         const names = inline !== undefined ? [inline] : [];
-        while (inline === undefined && i + 1 < argv.length && !(argv[i + 1] as string).startsWith('-')) names.push(argv[++i] as string);
+        while (inline === undefined && i + 1 < argv.length && !(argv[i + 1] as string).startsWith('-'))
+          names.push(argv[++i] as string);
         if (names.length === 0) throw new SimCliError(`${flag} needs at least one name`);
         out.servedNames = [...(out.servedNames ?? []), ...names];
       } else if (simValueFlags.has(name)) {
@@ -117,7 +142,8 @@ export function splitVllmArgs(argv: string[], simValueFlags: ReadonlySet<string>
         if (VLLM_ENGINE_FLAGS.has(name)) out.engineValues.set(name, value);
       } else if (VLLM_LIST_FLAGS.has(name)) {
         const list = inline !== undefined ? [inline] : [takeValue(flag, ++i)];
-        while (inline === undefined && i + 1 < argv.length && !(argv[i + 1] as string).startsWith('-')) list.push(argv[++i] as string);
+        while (inline === undefined && i + 1 < argv.length && !(argv[i + 1] as string).startsWith('-'))
+          list.push(argv[++i] as string);
         // Keys are reported as *** (main.ts logs what it ignores).
         out.ignored.push(flag, ...(name === 'api-key' ? list.map(() => '***') : list));
       } else if (name === 'hf-token') {

@@ -6,7 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
 import { adminCallTo, type GatewayProcess, startGatewayProcess } from '../helpers/processes.js';
 import { scrape } from '../helpers/prometheus.js';
-import { createTestDatabase, deleteRedisPrefix, postgresAdminUrl, postgresAvailable, redisAvailable, redisHolds, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
+import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  postgresAdminUrl,
+  postgresAvailable,
+  redisAvailable,
+  redisHolds,
+  redisUrl,
+  uniqueRedisPrefix,
+} from '../helpers/services.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { sleep, until } from '../helpers/wait.js';
 
@@ -114,16 +123,27 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
     await sql?.end().catch(() => {});
     await sim?.close().catch(() => {});
     await deleteRedisPrefix(prefix).catch(() => {});
-    await database?.drop().catch((error: unknown) => console.warn(`could not drop the chaos database: ${String(error)}`));
+    await database
+      ?.drop()
+      .catch((error: unknown) => console.warn(`could not drop the chaos database: ${String(error)}`));
     if (tmp) await rm(tmp, { recursive: true, force: true });
   }, 60_000);
 
-  const admin = <T>(method: string, route: string, body?: unknown) => adminCallTo<T>(gateways.a!.url, ADMIN_TOKEN, method, route, body);
+  const admin = <T>(method: string, route: string, body?: unknown) =>
+    adminCallTo<T>(gateways.a!.url, ADMIN_TOKEN, method, route, body);
 
   /** One request of `kind` through `gateway`, read to its end; what the client saw. */
   async function send(gateway: GatewayProcess, secret: string, kind: Kind): Promise<Outcome> {
-    const chat = { model: 'sim-chat', messages: [{ role: 'user', content: 'chaos' }], max_tokens: 24, ignore_eos: true };
-    const [route, body] = kind === 'embeddings' ? ['/v1/embeddings', { model: 'sim-embed', input: ['chaos one', 'chaos two'] }] : ['/v1/chat/completions', { ...chat, stream: kind === 'stream' }];
+    const chat = {
+      model: 'sim-chat',
+      messages: [{ role: 'user', content: 'chaos' }],
+      max_tokens: 24,
+      ignore_eos: true,
+    };
+    const [route, body] =
+      kind === 'embeddings'
+        ? ['/v1/embeddings', { model: 'sim-embed', input: ['chaos one', 'chaos two'] }]
+        : ['/v1/chat/completions', { ...chat, stream: kind === 'stream' }];
     try {
       const response = await fetch(`${gateway.url}${route}`, {
         method: 'POST',
@@ -135,7 +155,10 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
       const text = await response.text();
       let completed = false;
       if (response.status === 200) {
-        completed = kind === 'stream' ? text.trimEnd().endsWith('data: [DONE]') && !text.includes('"error"') : JSON.parse(text).usage !== undefined;
+        completed =
+          kind === 'stream'
+            ? text.trimEnd().endsWith('data: [DONE]') && !text.includes('"error"')
+            : JSON.parse(text).usage !== undefined;
       }
       return { kind, status: response.status, requestId, completed };
     } catch {
@@ -144,15 +167,31 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
   }
 
   it('keeps the books exact through store cuts, SIGTERM and SIGKILL', async () => {
-    await admin('POST', '/models', { id: 'sim-chat', display_name: 'Sim Chat', hf_repo_id: 'tollgate-test/Sim-Chat-1B', task_type: 'chat', context_length: 8192 });
-    await admin('POST', '/models', { id: 'sim-embed', display_name: 'Sim Embed', hf_repo_id: 'tollgate-test/Sim-Embed', task_type: 'embedding', context_length: 512 });
+    await admin('POST', '/models', {
+      id: 'sim-chat',
+      display_name: 'Sim Chat',
+      hf_repo_id: 'tollgate-test/Sim-Chat-1B',
+      task_type: 'chat',
+      context_length: 8192,
+    });
+    await admin('POST', '/models', {
+      id: 'sim-embed',
+      display_name: 'Sim Embed',
+      hf_repo_id: 'tollgate-test/Sim-Embed',
+      task_type: 'embedding',
+      context_length: 512,
+    });
     await admin('PUT', '/prices/sim-chat', { input_per_million: '0.15', output_per_million: '0.60' });
     await admin('PUT', '/prices/sim-embed', { input_per_million: '0.02', output_per_million: '0' });
     const tenants: Array<{ orgId: string; secret: string }> = [];
     for (let i = 0; i < 3; i++) {
       const org = await admin<{ id: string }>('POST', '/orgs', { name: `chaos ${i}` });
       await admin('POST', `/orgs/${org.id}/wallet/topups`, { amount: '100' });
-      const key = await admin<{ secret: string }>('POST', `/orgs/${org.id}/keys`, { name: 'chaos', max_concurrency: 100, requests_per_minute: 100_000 });
+      const key = await admin<{ secret: string }>('POST', `/orgs/${org.id}/keys`, {
+        name: 'chaos',
+        max_concurrency: 100,
+        requests_per_minute: 100_000,
+      });
       tenants.push({ orgId: org.id, secret: key.secret });
     }
 
@@ -168,7 +207,13 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
           await sleep(50);
           continue;
         }
-        outcomes.push(await send(up[(n + i) % up.length]!, tenants[(n + i) % tenants.length]!.secret, kinds[(n * 7 + i) % kinds.length]!));
+        outcomes.push(
+          await send(
+            up[(n + i) % up.length]!,
+            tenants[(n + i) % tenants.length]!.secret,
+            kinds[(n * 7 + i) % kinds.length]!,
+          ),
+        );
       }
     };
     const stop = async (name: 'a' | 'b', signal: NodeJS.Signals) => {
@@ -218,16 +263,27 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
       Promise.all(
         running.map(async (g) => {
           const metrics = await scrape(`${g.url}/metrics`, ADMIN_TOKEN);
-          return { gateway: g.child.name, inFlight: metrics.value('tollgate_holds_outstanding'), journaled: metrics.value('tollgate_charge_spool_depth') };
+          return {
+            gateway: g.child.name,
+            inFlight: metrics.value('tollgate_holds_outstanding'),
+            journaled: metrics.value('tollgate_charge_spool_depth'),
+          };
         }),
       );
-    await until('both gateways have written every charge', async () => (await pending()).every((p) => p.inFlight === 0 && p.journaled === 0), {
-      timeout: 30_000,
-      interval: 250,
-      detail: pending,
-    });
+    await until(
+      'both gateways have written every charge',
+      async () => (await pending()).every((p) => p.inFlight === 0 && p.journaled === 0),
+      {
+        timeout: 30_000,
+        interval: 250,
+        detail: pending,
+      },
+    );
     // Holds of killed processes expire within two leases (the next heartbeat of a replica gives them back).
-    const holdsLeft = await until('no hold is left', async () => (await redisHolds(prefix)) === 0, { timeout: 2 * HOLD_LEASE_MS + 1_000, interval: 250 }).then(
+    const holdsLeft = await until('no hold is left', async () => (await redisHolds(prefix)) === 0, {
+      timeout: 2 * HOLD_LEASE_MS + 1_000,
+      interval: 250,
+    }).then(
       () => 0,
       () => redisHolds(prefix),
     );
@@ -235,8 +291,12 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
     const completed = outcomes.filter((o) => o.completed);
     const ids = completed.map((o) => o.requestId!);
 
-    const records = await sql<Array<{ id: string; org_id: string; status: number; cost: string }>>`select id, org_id, status, cost_nanos::text as cost from usage_records`;
-    const charges = await sql<Array<{ request_id: string; n: number }>>`select request_id, count(*)::int as n from ledger_entries where kind = 'charge' group by request_id`;
+    const records = await sql<
+      Array<{ id: string; org_id: string; status: number; cost: string }>
+    >`select id, org_id, status, cost_nanos::text as cost from usage_records`;
+    const charges = await sql<
+      Array<{ request_id: string; n: number }>
+    >`select request_id, count(*)::int as n from ledger_entries where kind = 'charge' group by request_id`;
     const chargesOf = new Map(charges.map((c) => [c.request_id, c.n]));
     const recordOf = new Map(records.map((r) => [r.id, r]));
     const completedIds = new Set(ids);
@@ -246,7 +306,12 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
       events,
       requests: outcomes.length,
       completed: completed.length,
-      byStatus: Object.fromEntries([...new Set(outcomes.map((o) => String(o.status)))].map((s) => [s, outcomes.filter((o) => String(o.status) === s).length])),
+      byStatus: Object.fromEntries(
+        [...new Set(outcomes.map((o) => String(o.status)))].map((s) => [
+          s,
+          outcomes.filter((o) => String(o.status) === s).length,
+        ]),
+      ),
       completedWithoutCharge: unbilled.length,
       chargedButNotDelivered: neverDelivered.length,
       holdsLeft,
@@ -265,8 +330,12 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
       expect(recordOf.has(requestId)).toBe(true);
     }
     for (const { orgId } of tenants) {
-      const [wallet] = await sql<Array<{ balance: string }>>`select balance_nanos::text as balance from wallets where org_id = ${orgId}`;
-      const [ledger] = await sql<Array<{ total: string }>>`select sum(amount_nanos)::text as total from ledger_entries where org_id = ${orgId}`;
+      const [wallet] = await sql<
+        Array<{ balance: string }>
+      >`select balance_nanos::text as balance from wallets where org_id = ${orgId}`;
+      const [ledger] = await sql<
+        Array<{ total: string }>
+      >`select sum(amount_nanos)::text as total from ledger_entries where org_id = ${orgId}`;
       const spent = records.filter((r) => r.org_id === orgId).reduce((sum, r) => sum + BigInt(r.cost), 0n);
       expect(BigInt(wallet!.balance)).toBe(CREDIT_NANOS - spent);
       expect(BigInt(ledger!.total)).toBe(BigInt(wallet!.balance));

@@ -35,7 +35,11 @@ describe('.ci/pids.sh: processes stopped by recorded pid, never by name', () => 
   };
   const shell = async (script: string) => {
     folder ||= await mkdtemp(path.join(os.tmpdir(), 'tollgate-ci-pids-'));
-    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', `. .ci/pids.sh\n${script}`], { cwd: repoRoot, env: { ...process.env, CI_PIDS: folder }, encoding: 'utf8' });
+    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', `. .ci/pids.sh\n${script}`], {
+      cwd: repoRoot,
+      env: { ...process.env, CI_PIDS: folder },
+      encoding: 'utf8',
+    });
     expect(run.status, run.stderr).toBe(0);
     return run.stdout;
   };
@@ -49,7 +53,9 @@ describe('.ci/pids.sh: processes stopped by recorded pid, never by name', () => 
 
   it('leaves running a recorded pid that another program (or another command line) has taken', async () => {
     const other = sleeper(302);
-    await shell(`record dockerd ${other}; stop_recorded dockerd dockerd; record containerd ${other}; stop_recorded containerd sleep /var/run/docker/containerd/containerd.toml`);
+    await shell(
+      `record dockerd ${other}; stop_recorded dockerd dockerd; record containerd ${other}; stop_recorded containerd sleep /var/run/docker/containerd/containerd.toml`,
+    );
     expect(alive(other)).toBe(true);
   });
 

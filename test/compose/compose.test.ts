@@ -35,7 +35,11 @@ const compose = await findCompose();
 
 interface ComposeService {
   image?: string;
-  deploy?: { resources?: { reservations?: { devices?: Array<{ driver?: string; capabilities?: string[]; device_ids?: string[] }> } } };
+  deploy?: {
+    resources?: {
+      reservations?: { devices?: Array<{ driver?: string; capabilities?: string[]; device_ids?: string[] }> };
+    };
+  };
 }
 
 describe.skipIf(!compose)('compose/docker-compose.yml', () => {
@@ -73,7 +77,16 @@ describe.skipIf(!compose)('compose/docker-compose.yml', () => {
   it(`is accepted by ${compose?.join(' ')} config, with every service and a GPU for each vLLM`, async () => {
     const { stdout } = await config({ ...secrets, COMPOSE_PROFILES: 'vllm' });
     const normalized = parse(stdout) as { services: Record<string, ComposeService> };
-    expect(Object.keys(normalized.services).sort()).toEqual(['caddy', 'gateway', 'grafana', 'postgres', 'prometheus', 'redis', 'vllm-chat', 'vllm-embed']);
+    expect(Object.keys(normalized.services).sort()).toEqual([
+      'caddy',
+      'gateway',
+      'grafana',
+      'postgres',
+      'prometheus',
+      'redis',
+      'vllm-chat',
+      'vllm-embed',
+    ]);
     for (const name of ['vllm-chat', 'vllm-embed']) {
       const service = normalized.services[name] as ComposeService;
       expect(service.image, name).toMatch(/^vllm\/vllm-openai:/);
@@ -91,11 +104,14 @@ describe.skipIf(!compose)('compose/docker-compose.yml', () => {
 
   it('publishes nothing in plain HTTP on every interface: only Caddy is reachable from the network', async () => {
     for (const env of [{ COMPOSE_PROFILES: 'vllm' }, gatewayRun]) {
-      const normalized = parse((await config({ ...secrets, ...env })).stdout) as { services: Record<string, { ports?: Array<string | { host_ip?: string; published?: number | string }> }> };
+      const normalized = parse((await config({ ...secrets, ...env })).stdout) as {
+        services: Record<string, { ports?: Array<string | { host_ip?: string; published?: number | string }> }>;
+      };
       for (const [name, service] of Object.entries(normalized.services)) {
         for (const port of service.ports ?? []) {
           const local = typeof port === 'string' ? port.startsWith('127.0.0.1:') : port.host_ip === '127.0.0.1';
-          if (name === 'caddy') expect([80, 443, '80', '443']).toContain(typeof port === 'string' ? port : port.published);
+          if (name === 'caddy')
+            expect([80, 443, '80', '443']).toContain(typeof port === 'string' ? port : port.published);
           else expect(local, `${name}: ${JSON.stringify(port)}`).toBe(true);
         }
       }
@@ -103,8 +119,11 @@ describe.skipIf(!compose)('compose/docker-compose.yml', () => {
   });
 
   it("runs vLLM one of the two documented ways: compose's services named by static engines, or engines the gateway runs through the socket", async () => {
-    const engines = async (file: string) => parseEngineDefinitions(await readFile(path.join(composeDir, file), 'utf8'), file);
-    const own = parse((await config({ ...secrets, COMPOSE_PROFILES: 'vllm' })).stdout) as { services: Record<string, ComposeService & { profiles?: string[]; volumes?: unknown[] }> };
+    const engines = async (file: string) =>
+      parseEngineDefinitions(await readFile(path.join(composeDir, file), 'utf8'), file);
+    const own = parse((await config({ ...secrets, COMPOSE_PROFILES: 'vllm' })).stdout) as {
+      services: Record<string, ComposeService & { profiles?: string[]; volumes?: unknown[] }>;
+    };
     for (const engine of await engines('engines.json')) {
       expect(engine.kind).toBe('static');
       const name = (engine as StaticDefinition).dns!.name;
@@ -123,7 +142,9 @@ describe.skipIf(!compose)('compose/docker-compose.yml', () => {
   });
 
   it('builds the gateway from this repository rather than pulling it', async () => {
-    const normalized = parse((await config({ ...secrets, COMPOSE_PROFILES: 'vllm' })).stdout) as { services: Record<string, { build?: { context?: string; dockerfile?: string } }> };
+    const normalized = parse((await config({ ...secrets, COMPOSE_PROFILES: 'vllm' })).stdout) as {
+      services: Record<string, { build?: { context?: string; dockerfile?: string } }>;
+    };
     expect(normalized.services.gateway!.build).toMatchObject({ context: repoRoot, dockerfile: 'compose/Dockerfile' });
     expect(await readFile(path.join(composeDir, 'README.md'), 'utf8')).not.toMatch(/<your fork>|git clone/);
   });

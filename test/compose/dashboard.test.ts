@@ -48,8 +48,15 @@ const dashboard = JSON.parse(await readFile(path.join(composeDir, 'grafana/dashb
   panels: Panel[];
   templating: { list: Array<{ name: string; definition: string }> };
 };
-const queries = dashboard.panels.flatMap((panel) => (panel.targets ?? []).map((target) => ({ panel: panel.title, expr: target.expr })));
-queries.push(...dashboard.templating.list.map((variable) => ({ panel: `variable ${variable.name}`, expr: variable.definition.replace(/^label_values\((\w+), \w+\)$/, '$1') })));
+const queries = dashboard.panels.flatMap((panel) =>
+  (panel.targets ?? []).map((target) => ({ panel: panel.title, expr: target.expr })),
+);
+queries.push(
+  ...dashboard.templating.list.map((variable) => ({
+    panel: `variable ${variable.name}`,
+    expr: variable.definition.replace(/^label_values\((\w+), \w+\)$/, '$1'),
+  })),
+);
 
 /** Grafana's variables, replaced by values PromQL accepts, so the query parses as Prometheus will see it. */
 function asPromql(expr: string): string {
@@ -63,7 +70,8 @@ function metricNames(expr: string): string[] {
   tree.iterate({
     enter(node) {
       if (node.type.isError) throw new Error(`not valid PromQL at ${node.from}: ${expr}`);
-      if (node.name === 'Identifier' && node.node.parent?.name === 'VectorSelector') names.push(expr.slice(node.from, node.to));
+      if (node.name === 'Identifier' && node.node.parent?.name === 'VectorSelector')
+        names.push(expr.slice(node.from, node.to));
     },
   });
   return names;
@@ -78,7 +86,10 @@ describe('the Grafana dashboard', () => {
     gateway = await startTestGateway('pglite');
     // One request, so Node's and the gateway's series all exist.
     const { secret } = await gateway.tenant();
-    await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({ model: 'sim-embed', input: 'x' });
+    await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({
+      model: 'sim-embed',
+      input: 'x',
+    });
     const scraped = await scrape(`${gateway.url}/metrics`, gateway.adminToken.token);
     served = new Set(Object.keys(scraped.metrics));
     histograms = new Set(
@@ -90,7 +101,9 @@ describe('the Grafana dashboard', () => {
   afterAll(() => gateway?.close());
 
   it('has panels with queries, on the provisioned Prometheus data source', async () => {
-    const provisioned = parse(await readFile(path.join(composeDir, 'grafana/provisioning/datasources/prometheus.yml'), 'utf8')) as { datasources: Array<{ uid: string }> };
+    const provisioned = parse(
+      await readFile(path.join(composeDir, 'grafana/provisioning/datasources/prometheus.yml'), 'utf8'),
+    ) as { datasources: Array<{ uid: string }> };
     const uid = provisioned.datasources[0]!.uid;
     const graphs = dashboard.panels.filter((panel) => panel.type !== 'row');
     expect(graphs.length).toBeGreaterThanOrEqual(16);
@@ -108,7 +121,9 @@ describe('the Grafana dashboard', () => {
       for (const name of metricNames(asPromql(expr))) {
         used.add(name);
         const family = name.replace(/_(bucket|sum|count)$/, '');
-        const known = name.startsWith('vllm:') ? VLLM_METRICS.has(name) || VLLM_METRICS.has(family) : served.has(name) || (name !== family && histograms.has(family));
+        const known = name.startsWith('vllm:')
+          ? VLLM_METRICS.has(name) || VLLM_METRICS.has(family)
+          : served.has(name) || (name !== family && histograms.has(family));
         if (!known) unknown.push(`${panel}: ${name}`);
       }
     }
@@ -133,7 +148,11 @@ describe('the Grafana dashboard', () => {
 
   it('would catch a misspelt metric', () => {
     expect(() => metricNames('sum(rate(tollgate_requests_total[5m]')).toThrow(/not valid PromQL/);
-    expect(metricNames(asPromql('sum by (le) (rate(tollgate_request_duration_secnds_bucket{model=~"$model"}[$__rate_interval]))'))).toEqual(['tollgate_request_duration_secnds_bucket']);
+    expect(
+      metricNames(
+        asPromql('sum by (le) (rate(tollgate_request_duration_secnds_bucket{model=~"$model"}[$__rate_interval]))'),
+      ),
+    ).toEqual(['tollgate_request_duration_secnds_bucket']);
     expect(served.has('tollgate_request_duration_secnds')).toBe(false);
   });
 });

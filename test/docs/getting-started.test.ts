@@ -51,7 +51,9 @@ describe('docs/getting-started.md', () => {
     const [port, simPort] = [await freePort(), await freePort()];
     const page = await readFile(path.join(repoRoot, 'docs/getting-started.md'), 'utf8');
     const markers = page.match(/<!-- getting-started-script -->/g) ?? [];
-    const blocks = [...page.matchAll(/<!-- getting-started-script -->\n```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    const blocks = [...page.matchAll(/<!-- getting-started-script -->\n```sh\n([\s\S]*?)```/g)].map(
+      (match) => match[1]!,
+    );
     expect(blocks.length, 'a marker not followed by an sh block').toBe(markers.length);
     // Every sh block of the page runs: what is not run is shown as text or JSON, not as a command.
     expect(page.match(/```sh\n/g)).toHaveLength(blocks.length);
@@ -62,15 +64,25 @@ describe('docs/getting-started.md', () => {
       .replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`)
       .replaceAll('8001', String(simPort));
     const work = path.join(folder, 'work');
-    const run = spawnSync('bash', ['-c', `mkdir -p "${work}" && cd "${work}" && bash -euxo pipefail -c "$0"`, shims(repoRoot, path.join(folder, 'pids'), log, port) + script], {
-      env: {
-        ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(TOLLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(key))),
-        TOLLGATE_URL: `http://127.0.0.1:${port}`,
-        TOLLGATE_PASSWORD_COST: '10',
+    const run = spawnSync(
+      'bash',
+      [
+        '-c',
+        `mkdir -p "${work}" && cd "${work}" && bash -euxo pipefail -c "$0"`,
+        shims(repoRoot, path.join(folder, 'pids'), log, port) + script,
+      ],
+      {
+        env: {
+          ...Object.fromEntries(
+            Object.entries(process.env).filter(([key]) => !/^(TOLLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(key)),
+          ),
+          TOLLGATE_URL: `http://127.0.0.1:${port}`,
+          TOLLGATE_PASSWORD_COST: '10',
+        },
+        encoding: 'utf8',
+        timeout: 90_000,
       },
-      encoding: 'utf8',
-      timeout: 90_000,
-    });
+    );
     expect(run.status, `${run.stderr.slice(-4000)}`).toBe(0);
     // curl exits 0 on an error answer: none of the page's requests got one.
     expect(run.stdout).not.toMatch(/"error":/);

@@ -36,7 +36,9 @@ function anchorsOf(markdown: string): Set<string> {
 
 function linksOf(markdown: string): string[] {
   const withoutCode = markdown.replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
-  return [...withoutCode.matchAll(/\]\(([^)\s]+)(?: "[^"]*")?\)/g)].map((match) => match[1]!).filter((target) => !/^[a-z]+:/i.test(target));
+  return [...withoutCode.matchAll(/\]\(([^)\s]+)(?: "[^"]*")?\)/g)]
+    .map((match) => match[1]!)
+    .filter((target) => !/^[a-z]+:/i.test(target));
 }
 
 describe('links in the docs', () => {
@@ -45,12 +47,19 @@ describe('links in the docs', () => {
     const broken: string[] = [];
     for (const target of linksOf(source)) {
       const [file, fragment] = target.split('#', 2) as [string, string | undefined];
-      const resolved = file === '' ? path.join(repoRoot, page) : path.resolve(path.dirname(path.join(repoRoot, page)), decodeURIComponent(file));
+      const resolved =
+        file === ''
+          ? path.join(repoRoot, page)
+          : path.resolve(path.dirname(path.join(repoRoot, page)), decodeURIComponent(file));
       if (!existsSync(resolved)) {
         broken.push(`${target} (no such file)`);
         continue;
       }
-      if (fragment !== undefined && resolved.endsWith('.md') && !anchorsOf(readFileSync(resolved, 'utf8')).has(decodeURIComponent(fragment))) {
+      if (
+        fragment !== undefined &&
+        resolved.endsWith('.md') &&
+        !anchorsOf(readFileSync(resolved, 'utf8')).has(decodeURIComponent(fragment))
+      ) {
         broken.push(`${target} (no such heading)`);
       }
     }

@@ -7,7 +7,12 @@ import type { ChargeRecord } from '../../src/gateway/billing/wallet.js';
  * @example
  * await journal.append(chargeRecord('req_1', { orgId, keyId }, 150n));
  */
-export function chargeRecord(id: string, owner: { orgId: string; keyId: string }, cost: bigint, fields: Partial<ChargeRecord> = {}): ChargeRecord {
+export function chargeRecord(
+  id: string,
+  owner: { orgId: string; keyId: string },
+  cost: bigint,
+  fields: Partial<ChargeRecord> = {},
+): ChargeRecord {
   return {
     id,
     orgId: owner.orgId,

@@ -127,7 +127,11 @@ async function buildImage(): Promise<string> {
 /** src/sim/main.ts as one ESM file for plain node, starting with a shebang for the `vllm` link. */
 async function bundleSimulator(outfile: string): Promise<void> {
   const esbuild = path.join(repoRoot, 'node_modules/.bin/esbuild');
-  const banner = [`#!${SIM_IMAGE_NODE}`, "import { createRequire as __simCreateRequire } from 'node:module';", 'const require = __simCreateRequire(import.meta.url);'].join('\n');
+  const banner = [
+    `#!${SIM_IMAGE_NODE}`,
+    "import { createRequire as __simCreateRequire } from 'node:module';",
+    'const require = __simCreateRequire(import.meta.url);',
+  ].join('\n');
   await run(
     esbuild,
     [

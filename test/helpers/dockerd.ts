@@ -55,7 +55,19 @@ export async function startSecondDockerd(first: Docker, images: string[]): Promi
   const log = await open(`${dir}/dockerd.log`, 'w');
   const child = spawn(
     'dockerd',
-    ['--bridge=none', '--iptables=false', '--ip-masq=false', '-H', `unix://${dir}/docker.sock`, '--data-root', `${dir}/data`, '--exec-root', `${dir}/exec`, '--pidfile', `${dir}/docker.pid`],
+    [
+      '--bridge=none',
+      '--iptables=false',
+      '--ip-masq=false',
+      '-H',
+      `unix://${dir}/docker.sock`,
+      '--data-root',
+      `${dir}/data`,
+      '--exec-root',
+      `${dir}/exec`,
+      '--pidfile',
+      `${dir}/docker.pid`,
+    ],
     { stdio: ['ignore', log.fd, log.fd] },
   );
   const docker = new Docker({ socketPath: `${dir}/docker.sock`, timeout: 120_000 });
@@ -71,7 +83,8 @@ export async function startSecondDockerd(first: Docker, images: string[]): Promi
     await until(
       'the second dockerd answers',
       async () => {
-        if (child.exitCode !== null) throw new Error(`the second dockerd exited (${child.exitCode}):\n${await dockerdLog()}`);
+        if (child.exitCode !== null)
+          throw new Error(`the second dockerd exited (${child.exitCode}):\n${await dockerdLog()}`);
         return docker.ping().then(
           () => true,
           () => false,

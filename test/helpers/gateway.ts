@@ -37,7 +37,10 @@ export function limitsEnv(limits: LimitsKind, prefix: string): Record<string, st
 export interface TestGateway extends RunningGateway {
   baseURL: string;
   /** Creates an organization with `credit`, a key, and returns both. */
-  tenant(options?: { credit?: string; key?: Partial<KeySettings> & { projectId?: string } }): Promise<{ orgId: string; secret: string; keyId: string }>;
+  tenant(options?: {
+    credit?: string;
+    key?: Partial<KeySettings> & { projectId?: string };
+  }): Promise<{ orgId: string; secret: string; keyId: string }>;
   /**
    * Resolves once no billed call is under way here and every charge is in the
    * store: what is read then is final, no charge can still arrive. Throws
@@ -48,8 +51,20 @@ export interface TestGateway extends RunningGateway {
 
 /** The test catalog: the simulator's models from engines/engines.json, at fixed prices. */
 export const TEST_MODELS = {
-  chat: { id: 'sim-chat', displayName: 'Sim Chat', hfRepoId: 'tollgate-test/Sim-Chat-1B', input: '0.15', output: '0.60' },
-  reasoner: { id: 'sim-reasoner', displayName: 'Sim Reasoner', hfRepoId: 'tollgate-test/Sim-Reasoner', input: '0.30', output: '1.20' },
+  chat: {
+    id: 'sim-chat',
+    displayName: 'Sim Chat',
+    hfRepoId: 'tollgate-test/Sim-Chat-1B',
+    input: '0.15',
+    output: '0.60',
+  },
+  reasoner: {
+    id: 'sim-reasoner',
+    displayName: 'Sim Reasoner',
+    hfRepoId: 'tollgate-test/Sim-Reasoner',
+    input: '0.30',
+    output: '1.20',
+  },
   embed: { id: 'sim-embed', displayName: 'Sim Embed', hfRepoId: 'tollgate-test/Sim-Embed', input: '0.02', output: '0' },
 } as const;
 
@@ -58,7 +73,11 @@ export const TEST_MODELS = {
  * in-memory PGlite, or a fresh PostgreSQL database dropped on close. Silent
  * unless `options.log` is given (to capture what the gateway logs).
  */
-export async function startTestGateway(store: StoreKind, env: Record<string, string> = {}, options: { log?: Logger; spanExporter?: SpanExporter } = {}): Promise<TestGateway> {
+export async function startTestGateway(
+  store: StoreKind,
+  env: Record<string, string> = {},
+  options: { log?: Logger; spanExporter?: SpanExporter } = {},
+): Promise<TestGateway> {
   const database = store === 'postgres' ? await createTestDatabase() : null;
   const config = loadConfig({
     PORT: '0',
@@ -71,7 +90,10 @@ export async function startTestGateway(store: StoreKind, env: Record<string, str
     DATABASE_URL: database?.url,
     ...env,
   });
-  const gateway = await startGateway(config, { log: options.log ?? createLogger('silent'), spanExporter: options.spanExporter });
+  const gateway = await startGateway(config, {
+    log: options.log ?? createLogger('silent'),
+    spanExporter: options.spanExporter,
+  });
   const { catalog, orgs, wallets, keys } = gateway.services;
   for (const [task, model] of Object.entries(TEST_MODELS)) {
     await catalog.add({
@@ -95,8 +117,10 @@ export async function startTestGateway(store: StoreKind, env: Record<string, str
       return { orgId: org.id, secret, keyId: key.id };
     },
     async charged(timeoutMs = 5_000) {
-      if (!(await gateway.services.inFlight.idle(timeoutMs))) throw new Error(`${gateway.services.inFlight.size} billed calls still under way after ${timeoutMs} ms`);
-      if (!(await gateway.services.applier.settled(timeoutMs))) throw new Error(`${gateway.services.journal.pendingCount} charges still not written after ${timeoutMs} ms`);
+      if (!(await gateway.services.inFlight.idle(timeoutMs)))
+        throw new Error(`${gateway.services.inFlight.size} billed calls still under way after ${timeoutMs} ms`);
+      if (!(await gateway.services.applier.settled(timeoutMs)))
+        throw new Error(`${gateway.services.journal.pendingCount} charges still not written after ${timeoutMs} ms`);
     },
     async close() {
       await gateway.close();

@@ -31,13 +31,27 @@ export interface GatewayProcess {
  * `wrapper` is a command that runs it (`unshare …`): the child is then the
  * wrapper, which must pass signals on or end the gateway with itself.
  */
-export async function startGatewayProcess(name: string, env: Record<string, string>, options: { wrapper?: string[] } = {}): Promise<GatewayProcess> {
+export async function startGatewayProcess(
+  name: string,
+  env: Record<string, string>,
+  options: { wrapper?: string[] } = {},
+): Promise<GatewayProcess> {
   const port = await freePort();
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(TOLLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(key)));
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !/^(TOLLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(key)),
+  );
   const [command, ...args] = [...(options.wrapper ?? []), process.execPath, '--enable-source-maps', 'dist/main.js'];
   const child = startChild(name, command, args, {
     cwd: repoRoot,
-    env: { ...inherited, TOLLGATE_HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_SEED_DEMO: 'false', TOLLGATE_REBUILD_GRACE_MS: '1100', ...env, PORT: String(port) },
+    env: {
+      ...inherited,
+      TOLLGATE_HOST: '127.0.0.1',
+      TOLLGATE_LOG_LEVEL: 'warn',
+      TOLLGATE_SEED_DEMO: 'false',
+      TOLLGATE_REBUILD_GRACE_MS: '1100',
+      ...env,
+      PORT: String(port),
+    },
   });
   const url = `http://127.0.0.1:${port}`;
   try {
@@ -67,10 +81,15 @@ export function redisServerAvailable(): boolean {
  * it answers PING.
  */
 export async function startRedisServer(port: number, cwd: string): Promise<TestChild> {
-  const child = startChild('redis-server', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    cwd,
-    env: process.env,
-  });
+  const child = startChild(
+    'redis-server',
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      cwd,
+      env: process.env,
+    },
+  );
   try {
     await until(
       `redis-server answers PING on port ${port}`,
@@ -114,7 +133,13 @@ export function redisPing(port: number): Promise<boolean> {
  * @example
  * const org = await adminCallTo(gateway.url, ADMIN_TOKEN, 'POST', '/orgs', { name: 'acme' });
  */
-export async function adminCallTo<T = Record<string, unknown>>(baseUrl: string, token: string, method: string, route: string, body?: unknown): Promise<T> {
+export async function adminCallTo<T = Record<string, unknown>>(
+  baseUrl: string,
+  token: string,
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<T> {
   const response = await fetch(`${baseUrl}/admin/v1${route}`, {
     method,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -136,17 +161,32 @@ export async function adminCallTo<T = Record<string, unknown>>(baseUrl: string, 
  * everything afresh from then on. `via` must be another replica: a replica's
  * own writes drop its cache at once, whatever its poll has seen.
  */
-export async function catalogSeenBy(replica: GatewayProcess, via: GatewayProcess, adminToken: string, timeout = 10_000): Promise<void> {
+export async function catalogSeenBy(
+  replica: GatewayProcess,
+  via: GatewayProcess,
+  adminToken: string,
+  timeout = 10_000,
+): Promise<void> {
   if (replica.url === via.url) throw new Error('catalogSeenBy: the marker must be made through another replica');
   const org = await adminCallTo<{ id: string }>(via.url, adminToken, 'POST', '/orgs', { name: 'catalog marker' });
-  const key = await adminCallTo<{ id: string; secret: string }>(via.url, adminToken, 'POST', `/orgs/${org.id}/keys`, { name: 'catalog marker' });
+  const key = await adminCallTo<{ id: string; secret: string }>(via.url, adminToken, 'POST', `/orgs/${org.id}/keys`, {
+    name: 'catalog marker',
+  });
   const status = async () => {
-    const response = await fetch(`${replica.url}/v1/models`, { headers: { authorization: `Bearer ${key.secret}` }, signal: AbortSignal.timeout(5_000) });
+    const response = await fetch(`${replica.url}/v1/models`, {
+      headers: { authorization: `Bearer ${key.secret}` },
+      signal: AbortSignal.timeout(5_000),
+    });
     await response.arrayBuffer();
-    if (response.status !== 200 && response.status !== 401) throw new Error(`${replica.url}/v1/models answered the marker key ${response.status}`);
+    if (response.status !== 200 && response.status !== 401)
+      throw new Error(`${replica.url}/v1/models answered the marker key ${response.status}`);
     return response.status;
   };
   expect(await status(), 'the marker key, before it is revoked').toBe(200);
   await adminCallTo(via.url, adminToken, 'POST', `/keys/${key.id}/revoke`);
-  await until(`${replica.url} refuses the revoked marker key (its catalog poll has seen the change)`, async () => (await status()) === 401, { timeout });
+  await until(
+    `${replica.url} refuses the revoked marker key (its catalog poll has seen the change)`,
+    async () => (await status()) === 401,
+    { timeout },
+  );
 }

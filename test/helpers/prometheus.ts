@@ -1,4 +1,10 @@
-import { getMetricsFromIterator, type PromData, type PromHistogramData, type PromMetric, type PromMetrics } from 'prom2javascript';
+import {
+  getMetricsFromIterator,
+  type PromData,
+  type PromHistogramData,
+  type PromMetric,
+  type PromMetrics,
+} from 'prom2javascript';
 
 /**
  * A scrape of a Prometheus endpoint, parsed with a text-format parser
@@ -32,7 +38,8 @@ export class Scrape {
 
   /** The series whose labels are exactly `labels`, or undefined. */
   sample(name: string, labels: Record<string, string> = {}): (PromData & Partial<PromHistogramData>) | undefined {
-    return this.series(name).find((series) => sameLabels(series.labels ?? {}, labels)) as (PromData & Partial<PromHistogramData>) | undefined;
+    return this.series(name).find((series) => sameLabels(series.labels ?? {}, labels)) as
+      (PromData & Partial<PromHistogramData>) | undefined;
   }
 
   /** A counter's or gauge's value (0 when the series is not there yet: a counter not yet incremented). */

@@ -54,7 +54,8 @@ async function librariesOf(binary: string): Promise<string[]> {
     if (match?.[1]) libraries.push(match[1]);
     else if (/not found/.test(line)) throw new Error(`ldd ${binary}: ${line.trim()}`);
   }
-  if (!libraries.some((lib) => /\/ld-linux|\/ld-musl|\/ld64/.test(lib))) throw new Error(`ldd ${binary} lists no dynamic loader:\n${stdout}`);
+  if (!libraries.some((lib) => /\/ld-linux|\/ld-musl|\/ld64/.test(lib)))
+    throw new Error(`ldd ${binary} lists no dynamic loader:\n${stdout}`);
   return libraries;
 }
 
@@ -65,12 +66,22 @@ async function librariesOf(binary: string): Promise<string[]> {
  * @example
  * await importRootfs(docker, rootfs, { repo: 'tollgate-test/runner', tag: hash, message: 'runner', changes: ['CMD ["/bin/sh"]'] });
  */
-export async function importRootfs(docker: Docker, rootfs: string, image: { repo: string; tag: string; message: string; changes: string[] }): Promise<void> {
+export async function importRootfs(
+  docker: Docker,
+  rootfs: string,
+  image: { repo: string; tag: string; message: string; changes: string[] },
+): Promise<void> {
   const tar = `${rootfs}.tar`;
   await run('tar', ['--numeric-owner', '--owner=0', '--group=0', '-C', rootfs, '-cf', tar, '.']);
-  const stream = await docker.importImage(tar, { repo: image.repo, tag: image.tag, message: image.message, changes: image.changes });
+  const stream = await docker.importImage(tar, {
+    repo: image.repo,
+    tag: image.tag,
+    message: image.message,
+    changes: image.changes,
+  });
   await followProgress(docker, stream);
-  if (!(await imageExists(docker, `${image.repo}:${image.tag}`))) throw new Error(`docker import finished but ${image.repo}:${image.tag} does not exist`);
+  if (!(await imageExists(docker, `${image.repo}:${image.tag}`)))
+    throw new Error(`docker import finished but ${image.repo}:${image.tag} does not exist`);
 }
 
 export async function imageExists(docker: Docker, tag: string): Promise<boolean> {
@@ -86,11 +97,14 @@ export async function imageExists(docker: Docker, tag: string): Promise<boolean>
 /** Waits for a pull/import progress stream to end; rejects on an error in it. */
 function followProgress(docker: Docker, stream: NodeJS.ReadableStream): Promise<void> {
   return new Promise((resolve, reject) => {
-    docker.modem.followProgress(stream, (error: Error | null, events: Array<{ error?: string; errorDetail?: { message?: string } }>) => {
-      if (error) return reject(error);
-      const failed = events.find((event) => event.error || event.errorDetail);
-      if (failed) return reject(new Error(`docker import: ${failed.error ?? failed.errorDetail?.message}`));
-      resolve();
-    });
+    docker.modem.followProgress(
+      stream,
+      (error: Error | null, events: Array<{ error?: string; errorDetail?: { message?: string } }>) => {
+        if (error) return reject(error);
+        const failed = events.find((event) => event.error || event.errorDetail);
+        if (failed) return reject(new Error(`docker import: ${failed.error ?? failed.errorDetail?.message}`));
+        resolve();
+      },
+    );
   });
 }

@@ -103,9 +103,13 @@ async function build(fakeTool: string): Promise<string> {
       await chmod(path.join(rootfs, script.target), 0o755);
     }
     await mkdir(path.join(rootfs, 'etc'), { recursive: true });
-    await writeFile(path.join(rootfs, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nrun:x:65534:65534:run:/workspace/home:/bin/sh\n');
+    await writeFile(
+      path.join(rootfs, 'etc/passwd'),
+      'root:x:0:0:root:/root:/bin/sh\nrun:x:65534:65534:run:/workspace/home:/bin/sh\n',
+    );
     await writeFile(path.join(rootfs, 'etc/group'), 'root:x:0:\nrun:x:65534:\n');
-    for (const folder of ['tmp', 'workspace', 'run/tollgate', 'opt/tollgate/bin']) await mkdir(path.join(rootfs, folder), { recursive: true });
+    for (const folder of ['tmp', 'workspace', 'run/tollgate', 'opt/tollgate/bin'])
+      await mkdir(path.join(rootfs, folder), { recursive: true });
     await chmod(path.join(rootfs, 'tmp'), 0o1777);
     await importRootfs(docker, rootfs, {
       repo: RUNNER_IMAGE_REPO,

@@ -19,8 +19,14 @@ export function postgresAvailable(): Promise<boolean> {
       await sql`select 1`;
       return true;
     } catch (error) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but PostgreSQL at ${redact(postgresAdminUrl)} does not answer: ${(error as Error).message}`, { cause: error });
-      console.warn(`skipping PostgreSQL tests: ${redact(postgresAdminUrl)} does not answer (${(error as Error).message})`);
+      if (requireServices)
+        throw new Error(
+          `REQUIRE_SERVICES=1 but PostgreSQL at ${redact(postgresAdminUrl)} does not answer: ${(error as Error).message}`,
+          { cause: error },
+        );
+      console.warn(
+        `skipping PostgreSQL tests: ${redact(postgresAdminUrl)} does not answer (${(error as Error).message})`,
+      );
       return false;
     } finally {
       await sql.end({ timeout: 1 });
@@ -35,7 +41,8 @@ export function postgresAvailable(): Promise<boolean> {
  * check that none is left. Lower-case letters, digits and `_` only.
  */
 export const testDatabasePrefix = process.env.TEST_DATABASE_PREFIX ?? 'tollgate_test_';
-if (!/^[a-z_][a-z0-9_]{0,40}$/.test(testDatabasePrefix)) throw new Error(`TEST_DATABASE_PREFIX must be lower-case letters, digits and _: ${testDatabasePrefix}`);
+if (!/^[a-z_][a-z0-9_]{0,40}$/.test(testDatabasePrefix))
+  throw new Error(`TEST_DATABASE_PREFIX must be lower-case letters, digits and _: ${testDatabasePrefix}`);
 
 /**
  * A fresh database of its own for one test file; `drop` removes it. Its name
@@ -99,8 +106,12 @@ export async function dropOrphanedTestDatabases(): Promise<string[]> {
   const sql = postgres(postgresAdminUrl, { max: 1, onnotice: () => {}, connect_timeout: 2 });
   let names: string[];
   try {
-    const rows = await sql<Array<{ datname: string }>>`select datname from pg_database where starts_with(datname, ${testDatabasePrefix})`;
-    names = rows.map((row) => row.datname).filter((name) => !processAlive(Number(name.slice(testDatabasePrefix.length).split('_')[0])));
+    const rows = await sql<
+      Array<{ datname: string }>
+    >`select datname from pg_database where starts_with(datname, ${testDatabasePrefix})`;
+    names = rows
+      .map((row) => row.datname)
+      .filter((name) => !processAlive(Number(name.slice(testDatabasePrefix.length).split('_')[0])));
   } finally {
     await sql.end();
   }
@@ -129,13 +140,21 @@ let redisCheck: Promise<boolean> | undefined;
 
 export function redisAvailable(): Promise<boolean> {
   redisCheck ??= (async () => {
-    const redis = new Redis(redisUrl, { lazyConnect: true, connectTimeout: 2_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const redis = new Redis(redisUrl, {
+      lazyConnect: true,
+      connectTimeout: 2_000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     try {
       await redis.connect();
       await redis.ping();
       return true;
     } catch (error) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but Redis at ${redisUrl} does not answer: ${(error as Error).message}`, { cause: error });
+      if (requireServices)
+        throw new Error(`REQUIRE_SERVICES=1 but Redis at ${redisUrl} does not answer: ${(error as Error).message}`, {
+          cause: error,
+        });
       console.warn(`skipping Redis tests: ${redisUrl} does not answer (${(error as Error).message})`);
       return false;
     } finally {

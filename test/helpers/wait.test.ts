@@ -22,8 +22,8 @@ describe('until', () => {
   });
 
   it('times out naming what it waited for, with the detail', async () => {
-    await expect(until('pigs fly', () => false, { timeout: 50, interval: 5, detail: () => ({ pigs: 'grounded', at: 1n }) })).rejects.toThrow(
-      /^timed out after 50 ms waiting until pigs fly\n\{\n {2}"pigs": "grounded",\n {2}"at": "1"\n\}$/,
-    );
+    await expect(
+      until('pigs fly', () => false, { timeout: 50, interval: 5, detail: () => ({ pigs: 'grounded', at: 1n }) }),
+    ).rejects.toThrow(/^timed out after 50 ms waiting until pigs fly\n\{\n {2}"pigs": "grounded",\n {2}"at": "1"\n\}$/);
   });
 });

@@ -24,7 +24,11 @@ export type Truthy<T> = Exclude<T, false | '' | 0 | null | undefined>;
  * await until('two ready replicas', () => ready() === 2, { timeout: 60_000 });
  * const record = await until('the usage record is written', async () => (await recordsOf(orgId))[0]);
  */
-export async function until<T>(what: string, check: () => T | Promise<T>, options: { timeout?: number; interval?: number; detail?: () => unknown } = {}): Promise<Truthy<T>> {
+export async function until<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  options: { timeout?: number; interval?: number; detail?: () => unknown } = {},
+): Promise<Truthy<T>> {
   const { timeout = 10_000, interval = 50 } = options;
   let threw = false;
   const attempt = async () => {
@@ -54,5 +58,7 @@ export function sleep(ms: number): Promise<void> {
 }
 
 function shown(value: unknown): string {
-  return typeof value === 'string' ? value : JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2);
+  return typeof value === 'string'
+    ? value
+    : JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2);
 }

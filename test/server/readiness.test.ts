@@ -5,7 +5,15 @@ import { createReadiness } from '../../src/server/readiness.js';
 import { createLogger } from '../../src/shared/http/log.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { scrape } from '../helpers/prometheus.js';
-import { createTestDatabase, deleteRedisPrefix, postgresAdminUrl, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../helpers/services.js';
+import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  postgresAdminUrl,
+  postgresAvailable,
+  redisAvailable,
+  redisUrl,
+  uniqueRedisPrefix,
+} from '../helpers/services.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { until } from '../helpers/wait.js';
 
@@ -13,7 +21,10 @@ import { until } from '../helpers/wait.js';
 
 const ready = async (url: string) => {
   const response = await fetch(`${url}/health/ready`);
-  return { status: response.status, body: (await response.json()) as { status: string; checks: Record<string, unknown> } };
+  return {
+    status: response.status,
+    body: (await response.json()) as { status: string; checks: Record<string, unknown> },
+  };
 };
 
 describe('/health/ready', () => {
@@ -26,7 +37,14 @@ describe('/health/ready', () => {
   it('is 200 with every check when the store and every model’s engine are there', async () => {
     expect(await ready(gateway.url)).toEqual({
       status: 200,
-      body: { status: 'ready', checks: { database: 'up', redis: 'not_configured', engines: { 'sim-chat': 'ready', 'sim-reasoner': 'ready', 'sim-embed': 'ready' } } },
+      body: {
+        status: 'ready',
+        checks: {
+          database: 'up',
+          redis: 'not_configured',
+          engines: { 'sim-chat': 'ready', 'sim-reasoner': 'ready', 'sim-embed': 'ready' },
+        },
+      },
     });
   });
 
@@ -59,12 +77,34 @@ describe('/health/ready', () => {
       gpus: [],
     });
     let engines: EngineStatus[] = [
-      { model: 'qwen', kind: 'docker', desiredReplicas: 2, dockerHost: 'local', minReplicas: 1, maxReplicas: 1, replicas: [replica('starting'), replica('unhealthy')] },
-      { model: 'bge', kind: 'docker', desiredReplicas: 1, dockerHost: 'local', minReplicas: 1, maxReplicas: 1, replicas: [replica('ready')] },
+      {
+        model: 'qwen',
+        kind: 'docker',
+        desiredReplicas: 2,
+        dockerHost: 'local',
+        minReplicas: 1,
+        maxReplicas: 1,
+        replicas: [replica('starting'), replica('unhealthy')],
+      },
+      {
+        model: 'bge',
+        kind: 'docker',
+        desiredReplicas: 1,
+        dockerHost: 'local',
+        minReplicas: 1,
+        maxReplicas: 1,
+        replicas: [replica('ready')],
+      },
     ];
     const fleet = { status: () => engines } as unknown as Fleet;
     const readiness = createReadiness({ db, redis: null, fleet, inFlight });
-    expect(await readiness()).toEqual({ ready: false, body: { status: 'unavailable', checks: { database: 'up', redis: 'not_configured', engines: { qwen: 'unavailable', bge: 'ready' } } } });
+    expect(await readiness()).toEqual({
+      ready: false,
+      body: {
+        status: 'unavailable',
+        checks: { database: 'up', redis: 'not_configured', engines: { qwen: 'unavailable', bge: 'ready' } },
+      },
+    });
     engines = [{ ...engines[0]!, replicas: [replica('ready'), replica('starting')] }, engines[1]!];
     expect((await readiness()).ready).toBe(true);
     // Scaled to zero (min_replicas 0): its next request starts a replica, so it is ready without one; fixed at zero is not.
@@ -147,7 +187,10 @@ describe.skipIf(!redis)('/health/ready and tollgate_dependency_up with Redis cut
     expect(await ready(gateway.url)).toMatchObject({ status: 200, body: { checks: { redis: 'up' } } });
     expect((await metrics()).value('tollgate_dependency_up', { dependency: 'redis' })).toBe(1);
     await proxy.stop();
-    expect((await readyWhen(gateway.url, 503)).body).toMatchObject({ status: 'unavailable', checks: { database: 'up', redis: 'down' } });
+    expect((await readyWhen(gateway.url, 503)).body).toMatchObject({
+      status: 'unavailable',
+      checks: { database: 'up', redis: 'down' },
+    });
     expect((await metrics()).value('tollgate_dependency_up', { dependency: 'redis' })).toBe(0);
     await proxy.start();
     expect((await readyWhen(gateway.url, 200)).body).toMatchObject({ status: 'ready', checks: { redis: 'up' } });
@@ -166,7 +209,11 @@ describe.skipIf(!redis)('a hanging Redis: connections accepted, nothing answered
     proxy = await startTcpProxy(Number(target.port || 6379), target.hostname);
     target.hostname = '127.0.0.1';
     target.port = String(proxy.port);
-    gateway = await startTestGateway('pglite', { REDIS_URL: target.toString(), TOLLGATE_REDIS_PREFIX: prefix }, { log: createLogger('info', (line) => lines.push(line)) });
+    gateway = await startTestGateway(
+      'pglite',
+      { REDIS_URL: target.toString(), TOLLGATE_REDIS_PREFIX: prefix },
+      { log: createLogger('info', (line) => lines.push(line)) },
+    );
   });
   afterAll(async () => {
     proxy?.resume();
@@ -176,8 +223,12 @@ describe.skipIf(!redis)('a hanging Redis: connections accepted, nothing answered
   });
 
   it('counts as down for tollgate_dependency_up and the log, once, and as up again when it answers', async () => {
-    const redisUp = async () => (await scrape(`${gateway.url}/metrics`, gateway.adminToken.token)).value('tollgate_dependency_up', { dependency: 'redis' });
-    const logged = (message: string) => lines.filter((line) => (JSON.parse(line) as { message?: string }).message?.startsWith(message)).length;
+    const redisUp = async () =>
+      (await scrape(`${gateway.url}/metrics`, gateway.adminToken.token)).value('tollgate_dependency_up', {
+        dependency: 'redis',
+      });
+    const logged = (message: string) =>
+      lines.filter((line) => (JSON.parse(line) as { message?: string }).message?.startsWith(message)).length;
     const { secret } = await gateway.tenant();
     const chat = () =>
       fetch(`${gateway.baseURL}/chat/completions`, {
@@ -201,8 +252,14 @@ describe.skipIf(!redis)('a hanging Redis: connections accepted, nothing answered
     expect(logged('redis unreachable')).toBe(1);
 
     proxy.resume();
-    await until('the gauge says Redis is up again', async () => (await redisUp()) === 1, { timeout: 5_000, interval: 100 });
+    await until('the gauge says Redis is up again', async () => (await redisUp()) === 1, {
+      timeout: 5_000,
+      interval: 100,
+    });
     expect(logged('redis reachable again')).toBe(1);
-    await until('a request succeeds again', async () => (await chat()).status === 200, { timeout: 5_000, interval: 100 });
+    await until('a request succeeds again', async () => (await chat()).status === 200, {
+      timeout: 5_000,
+      interval: 100,
+    });
   }, 30_000);
 });

@@ -77,7 +77,8 @@ describe('POST /v1/chat/completions (JSON)', () => {
   });
 
   it('is deterministic in (messages, seed)', async () => {
-    const text = async (body: Record<string, unknown>): Promise<string> => (await chat({ model: 'sim-chat', ...body })).json.choices[0].message.content;
+    const text = async (body: Record<string, unknown>): Promise<string> =>
+      (await chat({ model: 'sim-chat', ...body })).json.choices[0].message.content;
     const a = await text({ messages: userSays('same prompt') });
     expect(await text({ messages: userSays('same prompt') })).toBe(a);
     expect(await text({ messages: userSays('other prompt') })).not.toBe(a);
@@ -101,10 +102,13 @@ describe('POST /v1/chat/completions (JSON)', () => {
     const exact = (await chat({ model: 'sim-chat', messages: userSays('x'), max_tokens: 16 })).json;
     expect(exact.choices[0].finish_reason).toBe('stop');
 
-    const preferred = (await chat({ model: 'sim-chat', messages: userSays('x'), max_tokens: 3, max_completion_tokens: 7 })).json;
+    const preferred = (
+      await chat({ model: 'sim-chat', messages: userSays('x'), max_tokens: 3, max_completion_tokens: 7 })
+    ).json;
     expect(preferred.usage.completion_tokens).toBe(7);
 
-    const stretched = (await chat({ model: 'sim-chat', messages: userSays('x'), max_tokens: 40, ignore_eos: true })).json;
+    const stretched = (await chat({ model: 'sim-chat', messages: userSays('x'), max_tokens: 40, ignore_eos: true }))
+      .json;
     expect(stretched.usage.completion_tokens).toBe(40);
     expect(stretched.choices[0].finish_reason).toBe('length');
   });
@@ -140,7 +144,9 @@ describe('chat errors', () => {
     const res = await post(sim, '/v1/chat/completions', '{"model":');
     expect(res.status).toBe(400);
     const body = await jsonOf(res);
-    expect(body).toEqual({ error: { message: expect.stringContaining('json_invalid'), type: 'Bad Request', param: 'body', code: 400 } });
+    expect(body).toEqual({
+      error: { message: expect.stringContaining('json_invalid'), type: 'Bad Request', param: 'body', code: 400 },
+    });
   });
 
   it('answers missing messages with 400 param body.messages', async () => {
@@ -179,7 +185,11 @@ describe('chat errors', () => {
   });
 
   it('refuses stream_options without stream', async () => {
-    const { status, json } = await chat({ model: 'sim-chat', messages: userSays('x'), stream_options: { include_usage: true } });
+    const { status, json } = await chat({
+      model: 'sim-chat',
+      messages: userSays('x'),
+      stream_options: { include_usage: true },
+    });
     expect(status).toBe(400);
     expect(json.error).toMatchObject({
       message: 'Stream options can only be defined when `stream=True`.',
@@ -192,7 +202,8 @@ describe('chat errors', () => {
     const { status, json } = await chat({ model: 'sim-small', messages: userSays('w '.repeat(58)) });
     expect(status).toBe(400);
     expect(json.error).toEqual({
-      message: "This model's maximum context length is 64 tokens. However, your request has 64 input tokens. Please reduce the length of the input messages.",
+      message:
+        "This model's maximum context length is 64 tokens. However, your request has 64 input tokens. Please reduce the length of the input messages.",
       type: 'BadRequestError',
       param: 'input_tokens',
       code: 400,
@@ -203,7 +214,8 @@ describe('chat errors', () => {
     const { status, json } = await chat({ model: 'sim-small', messages: userSays('w '.repeat(44)), max_tokens: 20 });
     expect(status).toBe(400);
     expect(json.error).toEqual({
-      message: "'max_tokens' or 'max_completion_tokens' is too large: 20. This model's maximum context length is 64 tokens and your request has 50 input tokens (20 > 64 - 50).",
+      message:
+        "'max_tokens' or 'max_completion_tokens' is too large: 20. This model's maximum context length is 64 tokens and your request has 50 input tokens (20 > 64 - 50).",
       type: 'BadRequestError',
       param: 'max_tokens',
       code: 400,

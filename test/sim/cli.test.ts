@@ -24,11 +24,14 @@ describe('parseSimArgs', () => {
   });
 
   it('reads flags over environment variables', () => {
-    const { options } = parseSimArgs(['--port', '0', '--itl-ms', '5', '--model', 'q:reasoning', '--model', 'bge:embedding'], {
-      SIM_PORT: '9000',
-      SIM_TTFT_MS: '20',
-      SIM_FAILURE_RATE: '0.5',
-    }) as { options: any };
+    const { options } = parseSimArgs(
+      ['--port', '0', '--itl-ms', '5', '--model', 'q:reasoning', '--model', 'bge:embedding'],
+      {
+        SIM_PORT: '9000',
+        SIM_TTFT_MS: '20',
+        SIM_FAILURE_RATE: '0.5',
+      },
+    ) as { options: any };
     expect(options).toMatchObject({ port: 0, ttftMs: 20, itlMs: 5, failureRate: 0.5 });
     expect(options.models).toEqual([
       { name: 'q', task: 'chat', reasoning: true },
@@ -37,12 +40,15 @@ describe('parseSimArgs', () => {
   });
 
   it('sizes every embedding model with --embedding-dimensions (SIM_EMBEDDING_DIMENSIONS)', () => {
-    const models = (argv: string[], env: Record<string, string> = {}) => (parseSimArgs(argv, env) as { options: any }).options.models;
+    const models = (argv: string[], env: Record<string, string> = {}) =>
+      (parseSimArgs(argv, env) as { options: any }).options.models;
     expect(models(['--embedding-dimensions', '1024'])).toEqual([
       { name: 'sim-chat', task: 'chat' },
       { name: 'sim-embed', task: 'embedding', embeddingDimensions: 1024 },
     ]);
-    expect(models(['--model', 'bge:embedding'], { SIM_EMBEDDING_DIMENSIONS: '8' })).toEqual([{ name: 'bge', task: 'embedding', embeddingDimensions: 8 }]);
+    expect(models(['--model', 'bge:embedding'], { SIM_EMBEDDING_DIMENSIONS: '8' })).toEqual([
+      { name: 'bge', task: 'embedding', embeddingDimensions: 8 },
+    ]);
     expect(() => parseSimArgs(['--embedding-dimensions', '0'], {})).toThrow(/--embedding-dimensions/);
   });
 
@@ -51,7 +57,14 @@ describe('parseSimArgs', () => {
   });
 
   it('rejects invalid values', () => {
-    for (const argv of [['--port', 'abc'], ['--port', '70000'], ['--failure-rate', '2'], ['--ttft-ms', '-1'], ['--bogus'], ['--model', ':embedding']]) {
+    for (const argv of [
+      ['--port', 'abc'],
+      ['--port', '70000'],
+      ['--failure-rate', '2'],
+      ['--ttft-ms', '-1'],
+      ['--bogus'],
+      ['--model', ':embedding'],
+    ]) {
       expect(() => parseSimArgs(argv, {}), argv.join(' ')).toThrow(SimCliError);
     }
     expect(() => parseSimArgs([], { SIM_ITL_MS: 'soon' })).toThrow(/SIM_ITL_MS/);
@@ -59,16 +72,33 @@ describe('parseSimArgs', () => {
 });
 
 describe("parseSimArgs with vLLM's command line", () => {
-  const modelsOf = (argv: string[], env: Record<string, string> = {}) => (parseSimArgs(argv, env) as { options: any }).options.models;
+  const modelsOf = (argv: string[], env: Record<string, string> = {}) =>
+    (parseSimArgs(argv, env) as { options: any }).options.models;
 
   it('serves the positional repository under its own name, as vLLM does', () => {
-    expect(modelsOf(['Qwen/Qwen2.5-0.5B-Instruct', '--port', '8000'])).toEqual([{ name: 'Qwen/Qwen2.5-0.5B-Instruct', task: 'chat', toolCallParser: null }]);
+    expect(modelsOf(['Qwen/Qwen2.5-0.5B-Instruct', '--port', '8000'])).toEqual([
+      { name: 'Qwen/Qwen2.5-0.5B-Instruct', task: 'chat', toolCallParser: null },
+    ]);
   });
 
   it('serves every --served-model-name, with --max-model-len, --host and --port', () => {
-    const result = parseSimArgs(['Qwen/Qwen2.5-0.5B-Instruct', '--served-model-name', 'qwen', 'qwen-0.5b', '--host', '0.0.0.0', '--port', '18000', '--max-model-len', '32768'], {
-      SIM_MODELS: 'ignored:embedding',
-    });
+    const result = parseSimArgs(
+      [
+        'Qwen/Qwen2.5-0.5B-Instruct',
+        '--served-model-name',
+        'qwen',
+        'qwen-0.5b',
+        '--host',
+        '0.0.0.0',
+        '--port',
+        '18000',
+        '--max-model-len',
+        '32768',
+      ],
+      {
+        SIM_MODELS: 'ignored:embedding',
+      },
+    );
     expect(result).toEqual({
       help: false,
       options: {
@@ -83,12 +113,22 @@ describe("parseSimArgs with vLLM's command line", () => {
   });
 
   it('takes served names verbatim (no :suffix parsing)', () => {
-    expect(modelsOf(['x', '--served-model-name', 'qwen:embedding'])).toEqual([{ name: 'qwen:embedding', task: 'chat', toolCallParser: null }]);
+    expect(modelsOf(['x', '--served-model-name', 'qwen:embedding'])).toEqual([
+      { name: 'qwen:embedding', task: 'chat', toolCallParser: null },
+    ]);
   });
 
   it('makes embedding models with --runner pooling, --task embed or embedding, --convert embed', () => {
-    for (const flags of [['--runner', 'pooling'], ['--task', 'embed'], ['--task=embedding'], ['--convert', 'embed'], ['--runner', 'pooling', '--task', 'auto']]) {
-      expect(modelsOf(['BAAI/bge-small-en-v1.5', '--served-model-name', 'bge', ...flags]), flags.join(' ')).toEqual([{ name: 'bge', task: 'embedding' }]);
+    for (const flags of [
+      ['--runner', 'pooling'],
+      ['--task', 'embed'],
+      ['--task=embedding'],
+      ['--convert', 'embed'],
+      ['--runner', 'pooling', '--task', 'auto'],
+    ]) {
+      expect(modelsOf(['BAAI/bge-small-en-v1.5', '--served-model-name', 'bge', ...flags]), flags.join(' ')).toEqual([
+        { name: 'bge', task: 'embedding' },
+      ]);
     }
     expect(modelsOf(['m', '--runner', 'generate'])).toEqual([{ name: 'm', task: 'chat', toolCallParser: null }]);
     // Applied to --model specs without a suffix too.
@@ -99,13 +139,21 @@ describe("parseSimArgs with vLLM's command line", () => {
   });
 
   it('makes chat models reasoning ones with --reasoning-parser', () => {
-    expect(modelsOf(['deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B', '--served-model-name', 'r1', '--reasoning-parser', 'deepseek_r1'])).toEqual([
-      { name: 'r1', task: 'chat', toolCallParser: null, reasoning: true },
-    ]);
+    expect(
+      modelsOf([
+        'deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B',
+        '--served-model-name',
+        'r1',
+        '--reasoning-parser',
+        'deepseek_r1',
+      ]),
+    ).toEqual([{ name: 'r1', task: 'chat', toolCallParser: null, reasoning: true }]);
   });
 
   it("accepts vLLM's older `--model REPO --served-model-name NAME`", () => {
-    expect(modelsOf(['--model', 'Qwen/Qwen2.5-7B', '--served-model-name', 'qwen'])).toEqual([{ name: 'qwen', task: 'chat', toolCallParser: null }]);
+    expect(modelsOf(['--model', 'Qwen/Qwen2.5-7B', '--served-model-name', 'qwen'])).toEqual([
+      { name: 'qwen', task: 'chat', toolCallParser: null },
+    ]);
   });
 
   it('accepts and reports the vLLM flags it ignores, with their values', () => {
@@ -132,7 +180,11 @@ describe("parseSimArgs with vLLM's command line", () => {
     ];
     expect(parseSimArgs(argv, {})).toEqual({
       help: false,
-      options: { host: '127.0.0.1', port: 9000, models: [{ name: 'Qwen/Qwen2.5-7B-Instruct', task: 'chat', toolCallParser: null }] },
+      options: {
+        host: '127.0.0.1',
+        port: 9000,
+        models: [{ name: 'Qwen/Qwen2.5-7B-Instruct', task: 'chat', toolCallParser: null }],
+      },
       ignored: [
         '--gpu-memory-utilization',
         '0.9',
@@ -156,7 +208,9 @@ describe("parseSimArgs with vLLM's command line", () => {
   });
 
   it('reads --max_model_len like --max-model-len', () => {
-    expect(modelsOf(['m', '--max_model_len', '128'])).toEqual([{ name: 'm', task: 'chat', toolCallParser: null, maxModelLen: 128 }]);
+    expect(modelsOf(['m', '--max_model_len', '128'])).toEqual([
+      { name: 'm', task: 'chat', toolCallParser: null, maxModelLen: 128 },
+    ]);
   });
 
   it('rejects unknown flags, missing values, two repositories and unsupported tasks', () => {
@@ -179,7 +233,10 @@ describe("parseSimArgs with vLLM's command line", () => {
   });
 
   it('falls back to SIM_TTFT_MS and SIM_ITL_MS', () => {
-    expect((parseSimArgs(['m'], { SIM_TTFT_MS: '7', SIM_ITL_MS: '3' }) as { options: any }).options).toMatchObject({ ttftMs: 7, itlMs: 3 });
+    expect((parseSimArgs(['m'], { SIM_TTFT_MS: '7', SIM_ITL_MS: '3' }) as { options: any }).options).toMatchObject({
+      ttftMs: 7,
+      itlMs: 3,
+    });
   });
 });
 
@@ -233,7 +290,11 @@ describe('the simulator as a program (dist/sim/main.js)', () => {
       });
       const models = await jsonOf(fetch(`${url}/v1/models`));
       expect(models.data.map((m: any) => m.id)).toEqual(['bge', 'bge-alias']);
-      const res = await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'bge-alias', input: 'hello' }) });
+      const res = await fetch(`${url}/v1/embeddings`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'bge-alias', input: 'hello' }),
+      });
       expect(res.status).toBe(200);
       expect(((await res.json()) as any).data[0].embedding.length).toBeGreaterThan(0);
       expect(stderr).toContain('ignoring vLLM options: --gpu-memory-utilization 0.2 --enforce-eager');

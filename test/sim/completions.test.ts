@@ -47,7 +47,15 @@ describe('POST /v1/completions, as vLLM serves it', () => {
   });
 
   it('streams text chunks per choice, then a usage chunk', async () => {
-    const res = await post(sim, '/v1/completions', { model: 'sim-chat', prompt: 'Hi', n: 2, max_tokens: 4, stream: true, stream_options: { include_usage: true }, logprobs: 1 });
+    const res = await post(sim, '/v1/completions', {
+      model: 'sim-chat',
+      prompt: 'Hi',
+      n: 2,
+      max_tokens: 4,
+      stream: true,
+      stream_options: { include_usage: true },
+      logprobs: 1,
+    });
     const { chunks, done } = sseChunks(await res.text());
     expect(done).toBe(true);
     expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { completion_tokens: 8 } });
@@ -58,7 +66,10 @@ describe('POST /v1/completions, as vLLM serves it', () => {
   });
 
   it('refuses suffix, best_of above 1 and logprobs above 20, as vLLM does', async () => {
-    expect((await complete({ prompt: 'a', suffix: 'b' })).json.error).toMatchObject({ message: 'suffix is not currently supported', code: 400 });
+    expect((await complete({ prompt: 'a', suffix: 'b' })).json.error).toMatchObject({
+      message: 'suffix is not currently supported',
+      code: 400,
+    });
     expect((await complete({ prompt: 'a', best_of: 3 })).status).toBe(400);
     expect((await complete({ prompt: 'a', logprobs: 21 })).status).toBe(400);
     expect((await complete({})).status).toBe(400);
@@ -66,7 +77,11 @@ describe('POST /v1/completions, as vLLM serves it', () => {
 
   it('hostile: refuses more prompts times n than its bound on choices, at once', async () => {
     const started = Date.now();
-    const { status, json } = await complete({ prompt: Array.from({ length: 20_000 }, (_, i) => `prompt ${i}`), n: 128, max_tokens: 200 });
+    const { status, json } = await complete({
+      prompt: Array.from({ length: 20_000 }, (_, i) => `prompt ${i}`),
+      n: 128,
+      max_tokens: 200,
+    });
     expect(status).toBe(400);
     expect(json.error.message).toContain('at most 128');
     expect(Date.now() - started).toBeLessThan(2_000);

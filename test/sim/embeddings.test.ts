@@ -88,7 +88,10 @@ describe('POST /v1/embeddings', () => {
   it('answers errors like vLLM', async () => {
     const chatModel = await embed({ model: 'sim-chat', input: 'x' });
     expect(chatModel.status).toBe(400);
-    expect(chatModel.json.error).toMatchObject({ message: 'The model does not support Embeddings API', type: 'BadRequestError' });
+    expect(chatModel.json.error).toMatchObject({
+      message: 'The model does not support Embeddings API',
+      type: 'BadRequestError',
+    });
     const unknown = await embed({ model: 'nope', input: 'x' });
     expect(unknown.status).toBe(404);
     expect(unknown.json.error).toMatchObject({ type: 'NotFoundError', param: 'model' });

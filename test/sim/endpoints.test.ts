@@ -27,7 +27,9 @@ describe('GET /health', () => {
       // Ready once the delay has passed, and not before.
       await vi.waitFor(async () => expect((await fetch(`${starting.url}/health`)).status).toBe(200), SIM_WAIT);
       expect(performance.now() - before).toBeGreaterThanOrEqual(150);
-      expect((await post(starting, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('x') })).status).toBe(200);
+      expect(
+        (await post(starting, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('x') })).status,
+      ).toBe(200);
     } finally {
       await starting.close();
     }
@@ -82,9 +84,18 @@ describe('GET /metrics', () => {
       expect(text).toContain('vllm:prompt_tokens_total{engine="0",model_name="sim-chat"} 16.0');
       expect(text).toContain('vllm:generation_tokens_total{engine="0",model_name="sim-chat"} 18.0');
       expect(text).toContain('vllm:request_success_total{engine="0",finished_reason="stop",model_name="sim-chat"} 1.0');
-      expect(text).toContain('vllm:request_success_total{engine="0",finished_reason="length",model_name="sim-chat"} 1.0');
+      expect(text).toContain(
+        'vllm:request_success_total{engine="0",finished_reason="length",model_name="sim-chat"} 1.0',
+      );
       expect(text).toContain('vllm:kv_cache_usage_perc{engine="0",model_name="sim-embed"} 0.0');
-      expect(fresh.stats()).toEqual({ running: 0, waiting: 0, aborted: 0, completed: 2, promptTokens: 16, generationTokens: 18 });
+      expect(fresh.stats()).toEqual({
+        running: 0,
+        waiting: 0,
+        aborted: 0,
+        completed: 2,
+        promptTokens: 16,
+        generationTokens: 18,
+      });
     } finally {
       await fresh.close();
     }
@@ -93,7 +104,11 @@ describe('GET /metrics', () => {
   it('shows a running request while it generates', async () => {
     const slow = await startTestSim({ itlMs: 20 });
     try {
-      const res = await post(slow, '/v1/chat/completions', { model: 'sim-think', stream: true, messages: userSays('x') });
+      const res = await post(slow, '/v1/chat/completions', {
+        model: 'sim-think',
+        stream: true,
+        messages: userSays('x'),
+      });
       await vi.waitFor(() => expect(slow.stats().running).toBe(1), SIM_WAIT);
       const text = await (await fetch(`${slow.url}/metrics`)).text();
       expect(text).toContain('vllm:num_requests_running{engine="0",model_name="sim-think"} 1.0');

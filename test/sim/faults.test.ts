@@ -40,7 +40,9 @@ describe.each(ways)('fault injection by %s', (_way, ask) => {
     const { message } = (await jsonOf(res)).error;
     expect(message).toContain('vllm-worker-7.internal');
     expect(message).toContain('10.1.2.3:8000');
-    expect(message).toContain('Traceback (most recent call last):\n  File "/usr/lib/python3/dist-packages/vllm/engine.py", line 42');
+    expect(message).toContain(
+      'Traceback (most recent call last):\n  File "/usr/lib/python3/dist-packages/vllm/engine.py", line 42',
+    );
   });
 
   it('"midstream" sends 3 tokens, an error event and [DONE] in a 200 stream', async () => {

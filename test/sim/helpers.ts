@@ -27,7 +27,12 @@ export function startTestSim(options: Partial<SimulatorOptions> = {}): Promise<R
  * @example
  * const res = await post(sim, '/v1/chat/completions', { model: 'sim-chat', messages });
  */
-export function post(sim: RunningSimulator, path: string, body: unknown, init: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
+export function post(
+  sim: RunningSimulator,
+  path: string,
+  body: unknown,
+  init: { headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<Response> {
   return fetch(`${sim.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...init.headers },

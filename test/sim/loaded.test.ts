@@ -26,7 +26,12 @@ async function metric(sim: RunningSimulator, name: string): Promise<number> {
 }
 
 function chat(sim: RunningSimulator, content: string, maxTokens: number): Promise<Response> {
-  return post(sim, '/v1/chat/completions', { model: 'sim-chat', messages: [{ role: 'user', content }], max_tokens: maxTokens, ignore_eos: true });
+  return post(sim, '/v1/chat/completions', {
+    model: 'sim-chat',
+    messages: [{ role: 'user', content }],
+    max_tokens: maxTokens,
+    ignore_eos: true,
+  });
 }
 
 /** A prompt of `words` distinct words starting at `from`: no two such prompts share a block unless their ranges overlap at the start. */
@@ -110,7 +115,8 @@ describe('a loaded simulator', () => {
   it('counts prefix-cache queries and hits in tokens: a repeated prompt hits every full block but the last token', async () => {
     const sim = await loadedSim({ decodeMsPerStep: 0, prefillMsPerToken: 0 });
     const prompt = words(100, 'w');
-    const promptTokens = ((await (await chat(sim, prompt, 2)).json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
+    const promptTokens = ((await (await chat(sim, prompt, 2)).json()) as { usage: { prompt_tokens: number } }).usage
+      .prompt_tokens;
     expect(await metric(sim, 'vllm:prefix_cache_queries_total')).toBe(promptTokens);
     expect(await metric(sim, 'vllm:prefix_cache_hits_total')).toBe(0);
     expect((await chat(sim, prompt, 2)).status).toBe(200);
@@ -165,7 +171,9 @@ describe('a loaded simulator', () => {
     const sim = await loadedSim({ numGpuBlocks: 512, blockSize: 32 });
     const text = await (await fetch(`${sim.url}/metrics`)).text();
     expect(text).toContain('# TYPE vllm:cache_config_info gauge');
-    expect(text).toMatch(/vllm:cache_config_info\{block_size="32",[^}]*enable_prefix_caching="True",[^}]*num_gpu_blocks="512",engine="0",model_name="sim-chat"\} 1\.0/);
+    expect(text).toMatch(
+      /vllm:cache_config_info\{block_size="32",[^}]*enable_prefix_caching="True",[^}]*num_gpu_blocks="512",engine="0",model_name="sim-chat"\} 1\.0/,
+    );
   });
 
   it('stops its queued and running requests when closed', async () => {
@@ -180,10 +188,29 @@ describe('a loaded simulator', () => {
 
 describe('the loaded model on the command line', () => {
   it('is on with --num-gpu-blocks-override, reading --block-size and --max-num-seqs as vLLM does', () => {
-    const parsed = parseSimArgs(['m', '--num-gpu-blocks-override', '1024', '--block-size=32', '--max_num_seqs', '8', '--time-scale', '0.05', '--dtype', 'auto'], {});
+    const parsed = parseSimArgs(
+      [
+        'm',
+        '--num-gpu-blocks-override',
+        '1024',
+        '--block-size=32',
+        '--max_num_seqs',
+        '8',
+        '--time-scale',
+        '0.05',
+        '--dtype',
+        'auto',
+      ],
+      {},
+    );
     expect(parsed).toEqual({
       help: false,
-      options: { host: '127.0.0.1', port: 8000, models: [{ name: 'm', task: 'chat', toolCallParser: null }], loaded: { numGpuBlocks: 1024, blockSize: 32, maxNumSeqs: 8, timeScale: 0.05 } },
+      options: {
+        host: '127.0.0.1',
+        port: 8000,
+        models: [{ name: 'm', task: 'chat', toolCallParser: null }],
+        loaded: { numGpuBlocks: 1024, blockSize: 32, maxNumSeqs: 8, timeScale: 0.05 },
+      },
       ignored: ['--dtype', 'auto'],
     });
   });

@@ -13,7 +13,10 @@ afterAll(() => sim.close());
 
 describe('the openai SDK against the simulator', () => {
   it('completes a chat', async () => {
-    const completion = await client.chat.completions.create({ model: 'sim-chat', messages: [{ role: 'user', content: 'Hi' }] });
+    const completion = await client.chat.completions.create({
+      model: 'sim-chat',
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
     expect(completion.choices[0]?.message.content?.split(' ')).toHaveLength(16);
     expect(completion.usage?.completion_tokens).toBe(16);
   });
@@ -36,12 +39,19 @@ describe('the openai SDK against the simulator', () => {
   });
 
   it('maps errors to the SDK error classes', async () => {
-    await expect(client.chat.completions.create({ model: 'nope', messages: [] })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    await expect(client.chat.completions.create({ model: 'sim-chat', messages: [] }, { headers: { 'x-sim-fail': '500' } })).rejects.toBeInstanceOf(OpenAI.InternalServerError);
+    await expect(client.chat.completions.create({ model: 'nope', messages: [] })).rejects.toBeInstanceOf(
+      OpenAI.NotFoundError,
+    );
+    await expect(
+      client.chat.completions.create({ model: 'sim-chat', messages: [] }, { headers: { 'x-sim-fail': '500' } }),
+    ).rejects.toBeInstanceOf(OpenAI.InternalServerError);
   });
 
   it('throws on a mid-stream error event', async () => {
-    const stream = await client.chat.completions.create({ model: 'sim-chat', messages: [{ role: 'user', content: 'Hi' }], stream: true }, { headers: { 'x-sim-fail': 'midstream' } });
+    const stream = await client.chat.completions.create(
+      { model: 'sim-chat', messages: [{ role: 'user', content: 'Hi' }], stream: true },
+      { headers: { 'x-sim-fail': 'midstream' } },
+    );
     const read = async (): Promise<void> => {
       for await (const _chunk of stream) {
         // drain

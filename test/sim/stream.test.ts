@@ -47,7 +47,9 @@ describe('streaming chat', () => {
     });
 
     // The same words as the JSON answer to the same prompt.
-    const json = await jsonOf(post(sim, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('Hello there!') }));
+    const json = await jsonOf(
+      post(sim, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('Hello there!') }),
+    );
     expect(tokens.map((c) => c.choices[0].delta.content).join('')).toBe(json.choices[0].message.content);
   });
 
@@ -94,7 +96,10 @@ describe('streaming chat', () => {
     });
     expect(chunks[6]).toMatchObject({ choices: [], usage: { completion_tokens: 5, total_tokens: 14 } });
 
-    const off = await stream({ messages: userSays('x'), stream_options: { include_usage: false, continuous_usage_stats: true } });
+    const off = await stream({
+      messages: userSays('x'),
+      stream_options: { include_usage: false, continuous_usage_stats: true },
+    });
     expect(off.chunks.every((c) => c.usage === undefined)).toBe(true);
   });
 
@@ -107,7 +112,10 @@ describe('streaming chat', () => {
     expect(deltas.slice(firstContent).every((d) => typeof d.content === 'string' && !('reasoning' in d))).toBe(true);
     expect(deltas[0].reasoning).toMatch(/^\w+$/);
     expect(deltas[firstContent].content).toMatch(/^\w+$/);
-    expect(chunks.at(-1).usage).toMatchObject({ completion_tokens: deltas.length, completion_tokens_details: { reasoning_tokens: firstContent } });
+    expect(chunks.at(-1).usage).toMatchObject({
+      completion_tokens: deltas.length,
+      completion_tokens_details: { reasoning_tokens: firstContent },
+    });
 
     const json = await jsonOf(post(sim, '/v1/chat/completions', { model: 'sim-think', messages: userSays('Why?') }));
     const message = json.choices[0].message;
@@ -126,7 +134,12 @@ describe('streaming chat', () => {
   });
 
   it('writes thousands of tokens without delays', async () => {
-    const { chunks, done } = await stream({ messages: userSays('x'), max_tokens: 3000, ignore_eos: true, stream_options: {} });
+    const { chunks, done } = await stream({
+      messages: userSays('x'),
+      max_tokens: 3000,
+      ignore_eos: true,
+      stream_options: {},
+    });
     expect(done).toBe(true);
     expect(chunks).toHaveLength(3002);
     expect(chunks.at(-1).usage.completion_tokens).toBe(3000);
@@ -138,7 +151,12 @@ describe('stream timing', () => {
     const slow = await startTestSim({ ttftMs: 150, itlMs: 15 });
     try {
       const started = Date.now();
-      const res = await post(slow, '/v1/chat/completions', { model: 'sim-chat', stream: true, messages: userSays('x'), max_tokens: 6 });
+      const res = await post(slow, '/v1/chat/completions', {
+        model: 'sim-chat',
+        stream: true,
+        messages: userSays('x'),
+        max_tokens: 6,
+      });
       // Headers arrive before the first token.
       expect(Date.now() - started).toBeLessThan(130);
       const reader = (res.body as ReadableStream<Uint8Array>).getReader();
@@ -163,7 +181,12 @@ describe('client disconnect', () => {
     const slow = await startTestSim({ itlMs: 10 });
     try {
       const controller = new AbortController();
-      const res = await post(slow, '/v1/chat/completions', { model: 'sim-chat', stream: true, messages: userSays('x'), max_tokens: 1000, ignore_eos: true }, { signal: controller.signal });
+      const res = await post(
+        slow,
+        '/v1/chat/completions',
+        { model: 'sim-chat', stream: true, messages: userSays('x'), max_tokens: 1000, ignore_eos: true },
+        { signal: controller.signal },
+      );
       const reader = (res.body as ReadableStream<Uint8Array>).getReader();
       await reader.read();
       await reader.read();
@@ -174,11 +197,20 @@ describe('client disconnect', () => {
       expect(generated).toBeLessThan(100);
       // Nothing more is generated for it: another request of 6 tokens at 10 ms each runs past where 6 more of the
       // abandoned one would have come, and the count grows by its 6 only.
-      const after = await jsonOf(post(slow, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('x'), max_tokens: 6, ignore_eos: true }));
+      const after = await jsonOf(
+        post(slow, '/v1/chat/completions', {
+          model: 'sim-chat',
+          messages: userSays('x'),
+          max_tokens: 6,
+          ignore_eos: true,
+        }),
+      );
       expect(after.usage.completion_tokens).toBe(6);
       expect(slow.stats().generationTokens).toBe(generated + 6);
       const metrics = await (await fetch(`${slow.url}/metrics`)).text();
-      expect(metrics).toContain('vllm:request_success_total{engine="0",finished_reason="abort",model_name="sim-chat"} 1.0');
+      expect(metrics).toContain(
+        'vllm:request_success_total{engine="0",finished_reason="abort",model_name="sim-chat"} 1.0',
+      );
     } finally {
       await slow.close();
     }
@@ -188,9 +220,12 @@ describe('client disconnect', () => {
     const slow = await startTestSim({ ttftMs: 20, itlMs: 10 });
     try {
       const controller = new AbortController();
-      const pending = post(slow, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('x'), max_tokens: 1000, ignore_eos: true }, { signal: controller.signal }).catch(
-        (error: unknown) => error,
-      );
+      const pending = post(
+        slow,
+        '/v1/chat/completions',
+        { model: 'sim-chat', messages: userSays('x'), max_tokens: 1000, ignore_eos: true },
+        { signal: controller.signal },
+      ).catch((error: unknown) => error);
       await vi.waitFor(() => expect(slow.stats().generationTokens).toBeGreaterThan(2), SIM_WAIT);
       controller.abort();
       expect(await pending).toBeInstanceOf(Error);

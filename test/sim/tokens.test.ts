@@ -3,7 +3,15 @@ import { countTokens, joinWords, pickWords, splitTokens } from '../../src/sim/to
 
 describe('tokenizer', () => {
   it('counts exactly the matches of /\\w+|[^\\s\\w]/g', () => {
-    const samples = ['', 'Hello, world!', '  spaced\tout\n', 'snake_case x2 3.14', 'naïve café', '😀 emoji', 'a\u00a0b\u2003c\ufeffd'];
+    const samples = [
+      '',
+      'Hello, world!',
+      '  spaced\tout\n',
+      'snake_case x2 3.14',
+      'naïve café',
+      '😀 emoji',
+      'a\u00a0b\u2003c\ufeffd',
+    ];
     // Plus random strings over a mixed alphabet.
     const alphabet = 'ab_9 ,.\t\n\u00a0é😀\u3000-';
     for (let n = 0; n < 200; n++) {

@@ -24,7 +24,12 @@ const weather = {
     when: { type: 'string', format: 'date' },
     stops: {
       type: 'array',
-      items: { type: 'object', properties: { name: { type: 'string' }, at: { type: 'number', exclusiveMinimum: 0 } }, required: ['name', 'at'], additionalProperties: false },
+      items: {
+        type: 'object',
+        properties: { name: { type: 'string' }, at: { type: 'number', exclusiveMinimum: 0 } },
+        required: ['name', 'at'],
+        additionalProperties: false,
+      },
       minItems: 2,
     },
     note: { anyOf: [{ type: 'string' }, { type: 'null' }] },
@@ -42,7 +47,11 @@ const ajv = new Ajv({ strict: false });
 const validWeather = ajv.compile(weather);
 
 async function chat(body: Record<string, unknown>): Promise<{ status: number; json: any }> {
-  const res = await post(sim, '/v1/chat/completions', { model: 'sim-chat', messages: userSays('Weather in Paris?'), ...body });
+  const res = await post(sim, '/v1/chat/completions', {
+    model: 'sim-chat',
+    messages: userSays('Weather in Paris?'),
+    ...body,
+  });
   return { status: res.status, json: await jsonOf(res) };
 }
 
@@ -55,18 +64,29 @@ describe('tool calls, as vLLM tool parsers return them', () => {
     expect(choice.message.content).toBeNull();
     expect(choice.message.tool_calls).toHaveLength(1);
     const call = choice.message.tool_calls[0];
-    expect(call).toMatchObject({ id: expect.stringMatching(/^chatcmpl-tool-[0-9a-f]{32}$/), type: 'function', function: { name: 'get_weather' } });
+    expect(call).toMatchObject({
+      id: expect.stringMatching(/^chatcmpl-tool-[0-9a-f]{32}$/),
+      type: 'function',
+      function: { name: 'get_weather' },
+    });
     expect(validWeather(JSON.parse(call.function.arguments))).toBe(true);
   });
 
   it('auto: answers in text once the last message is a tool result', async () => {
     const messages = [
       ...userSays('Weather?'),
-      { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'a', type: 'function', function: { name: 'get_weather', arguments: '{}' } }],
+      },
       { role: 'tool', tool_call_id: 'a', content: 'Sunny' },
     ];
     const { json } = await chat({ tools, messages });
-    expect(json.choices[0]).toMatchObject({ finish_reason: 'stop', message: { tool_calls: [], content: expect.any(String) } });
+    expect(json.choices[0]).toMatchObject({
+      finish_reason: 'stop',
+      message: { tool_calls: [], content: expect.any(String) },
+    });
   });
 
   it('required calls a tool even after a tool result; none never does', async () => {
@@ -84,13 +104,24 @@ describe('tool calls, as vLLM tool parsers return them', () => {
   });
 
   it('streams the call as tool_calls deltas: index, id, type and name, then argument fragments', async () => {
-    const res = await post(sim, '/v1/chat/completions', { model: 'sim-think', messages: userSays('Go'), tools, stream: true, n: 2 });
+    const res = await post(sim, '/v1/chat/completions', {
+      model: 'sim-think',
+      messages: userSays('Go'),
+      tools,
+      stream: true,
+      n: 2,
+    });
     const { chunks, done } = sseChunks(await res.text());
     expect(done).toBe(true);
     for (const index of [0, 1]) {
       const deltas = chunks.filter((c) => c.choices[0]?.index === index).map((c) => c.choices[0]);
       const calls = deltas.flatMap((d) => d.delta.tool_calls ?? []);
-      expect(calls[0]).toMatchObject({ index: 0, id: expect.stringMatching(/^chatcmpl-tool-/), type: 'function', function: { name: 'get_weather', arguments: '' } });
+      expect(calls[0]).toMatchObject({
+        index: 0,
+        id: expect.stringMatching(/^chatcmpl-tool-/),
+        type: 'function',
+        function: { name: 'get_weather', arguments: '' },
+      });
       const args = calls
         .slice(1)
         .map((c: any) => c.function.arguments)
@@ -117,7 +148,12 @@ describe('tool calls, as vLLM tool parsers return them', () => {
     const without = await chat({ tool_choice: 'required' });
     expect(without.status).toBe(400);
     // Forced and required still work without the parser: they are structured output.
-    const forced = await post(sim, '/v1/chat/completions', { model: 'sim-plain', messages: userSays('Hi'), tools, tool_choice: 'required' });
+    const forced = await post(sim, '/v1/chat/completions', {
+      model: 'sim-plain',
+      messages: userSays('Hi'),
+      tools,
+      tool_choice: 'required',
+    });
     expect((await jsonOf(forced)).choices[0].finish_reason).toBe('tool_calls');
   });
 });
@@ -126,12 +162,21 @@ describe('response_format', () => {
   it('json_object answers JSON text; json_schema answers a value valid against the schema', async () => {
     const object = await chat({ response_format: { type: 'json_object' } });
     expect(typeof JSON.parse(object.json.choices[0].message.content)).toBe('object');
-    const schema = await chat({ n: 3, response_format: { type: 'json_schema', json_schema: { name: 'w', schema: weather, strict: true } } });
+    const schema = await chat({
+      n: 3,
+      response_format: { type: 'json_schema', json_schema: { name: 'w', schema: weather, strict: true } },
+    });
     for (const choice of schema.json.choices) expect(validWeather(JSON.parse(choice.message.content))).toBe(true);
   });
 
   it('include_reasoning false hides the reasoning but still counts it', async () => {
-    const res = await post(sim, '/v1/chat/completions', { model: 'sim-think', messages: userSays('Hi'), include_reasoning: false, stream: true, stream_options: {} });
+    const res = await post(sim, '/v1/chat/completions', {
+      model: 'sim-think',
+      messages: userSays('Hi'),
+      include_reasoning: false,
+      stream: true,
+      stream_options: {},
+    });
     const { chunks } = sseChunks(await res.text());
     expect(chunks.some((c) => c.choices[0]?.delta?.reasoning)).toBe(false);
     expect(chunks.at(-1).usage.completion_tokens_details.reasoning_tokens).toBe(4);
@@ -141,7 +186,13 @@ describe('response_format', () => {
 describe('hostile schemas', () => {
   it('answers quickly and within bounds whatever the schema asks for', async () => {
     const hostile = {
-      $defs: { node: { type: 'object', properties: { a: { $ref: '#/$defs/node' }, b: { $ref: '#/$defs/node' }, c: { $ref: '#/$defs/node' } }, required: ['a', 'b', 'c'] } },
+      $defs: {
+        node: {
+          type: 'object',
+          properties: { a: { $ref: '#/$defs/node' }, b: { $ref: '#/$defs/node' }, c: { $ref: '#/$defs/node' } },
+          required: ['a', 'b', 'c'],
+        },
+      },
       type: 'object',
       properties: {
         tree: { $ref: '#/$defs/node' },
@@ -150,7 +201,10 @@ describe('hostile schemas', () => {
       },
     };
     const started = Date.now();
-    const { status, json } = await chat({ tools: [{ type: 'function', function: { name: 'evil', parameters: hostile } }], tool_choice: 'required' });
+    const { status, json } = await chat({
+      tools: [{ type: 'function', function: { name: 'evil', parameters: hostile } }],
+      tool_choice: 'required',
+    });
     expect(status).toBe(200);
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(json.choices[0].message.tool_calls[0].function.arguments.length).toBeLessThan(200_000);

@@ -22,8 +22,15 @@ describe('the first start', () => {
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-first-start-'));
     // TOLLGATE_HOST empty counts as unset: the default address, as a newcomer gets it.
-    gateway = await startGatewayProcess('first-start', { TOLLGATE_HOST: '', TOLLGATE_DATA_DIR: dataDir, TOLLGATE_SEED_DEMO: 'true', TOLLGATE_PASSWORD_COST: '10' });
-    await until('the first start has printed how to sign in', () => gateway.child.output().includes('shown once).'), { detail: () => gateway.child.output() });
+    gateway = await startGatewayProcess('first-start', {
+      TOLLGATE_HOST: '',
+      TOLLGATE_DATA_DIR: dataDir,
+      TOLLGATE_SEED_DEMO: 'true',
+      TOLLGATE_PASSWORD_COST: '10',
+    });
+    await until('the first start has printed how to sign in', () => gateway.child.output().includes('shown once).'), {
+      detail: () => gateway.child.output(),
+    });
     banner = gateway.child.output();
   });
   afterAll(async () => {
@@ -33,10 +40,16 @@ describe('the first start', () => {
 
   it("prints the portal's address and how to sign in, with a password that signs in", async () => {
     expect(banner).toContain(`The portal (API keys, usage, wallet, stacks, clusters): ${gateway.url}/portal`);
-    const signIn = new RegExp(`Sign in to the portal at ${gateway.url.replace(/[.:/]/g, '\\$&')}/portal/sign-in as (\\S+) with the password (\\S+) \\(shown once\\)\\.`).exec(banner);
+    const signIn = new RegExp(
+      `Sign in to the portal at ${gateway.url.replace(/[.:/]/g, '\\$&')}/portal/sign-in as (\\S+) with the password (\\S+) \\(shown once\\)\\.`,
+    ).exec(banner);
     expect(signIn, banner).not.toBeNull();
     const [, email, password] = signIn!;
-    const signedIn = await fetch(`${gateway.url}/auth/sign-in`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    const signedIn = await fetch(`${gateway.url}/auth/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password }),
+    });
     expect(signedIn.status).toBe(200);
     expect(signedIn.headers.get('set-cookie')).toBeTruthy();
   });
@@ -58,7 +71,9 @@ describe('the first start', () => {
 function outsideAddresses(): string[] {
   return Object.values(os.networkInterfaces())
     .flat()
-    .filter((entry): entry is os.NetworkInterfaceInfo => entry !== undefined && !entry.internal && entry.family === 'IPv4')
+    .filter(
+      (entry): entry is os.NetworkInterfaceInfo => entry !== undefined && !entry.internal && entry.family === 'IPv4',
+    )
     .map((entry) => entry.address);
 }
 
@@ -95,14 +110,19 @@ describe('the default address', () => {
     const port = Number(new URL(gateway.url).port);
     expect(await accepts('127.0.0.1', port)).toBe(true);
     const outside = outsideAddresses();
-    if (outside.length === 0) console.warn('no non-loopback IPv4 address on this machine: only the loopback side is checked');
+    if (outside.length === 0)
+      console.warn('no non-loopback IPv4 address on this machine: only the loopback side is checked');
     for (const address of outside) expect(await accepts(address, port), `${address}:${port}`).toBe(false);
   });
 
   it('with the demo off, the first start says what to do next', async () => {
-    const output = await until('the start has printed its next steps', () => gateway.child.output().includes('docs/operating.md') && gateway.child.output(), {
-      detail: () => gateway.child.output(),
-    });
+    const output = await until(
+      'the start has printed its next steps',
+      () => gateway.child.output().includes('docs/operating.md') && gateway.child.output(),
+      {
+        detail: () => gateway.child.output(),
+      },
+    );
     expect(output).toContain('No organizations yet (TOLLGATE_SEED_DEMO=false)');
     expect(output).toMatch(/tollgate models add .*\n.*tollgate prices set/);
     expect(output).toContain('tollgate keys create');
@@ -111,7 +131,9 @@ describe('the default address', () => {
 
 describe('a production start', () => {
   it('on PostgreSQL without TOLLGATE_ADMIN_TOKEN refuses to start, saying what to set', () => {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(TOLLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(key)));
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([key]) => !/^(TOLLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(key)),
+    );
     // The check comes before any connection: the database is never reached, so its address does not matter.
     const run = spawnSync(process.execPath, ['dist/main.js'], {
       cwd: repoRoot,
@@ -120,6 +142,8 @@ describe('a production start', () => {
       timeout: 30_000,
     });
     expect(run.status, run.stderr).toBe(2);
-    expect(run.stderr).toMatch(/TOLLGATE_ADMIN_TOKEN is not set: with DATABASE_URL every gateway process must share one operator token\. Set TOLLGATE_ADMIN_TOKEN/);
+    expect(run.stderr).toMatch(
+      /TOLLGATE_ADMIN_TOKEN is not set: with DATABASE_URL every gateway process must share one operator token\. Set TOLLGATE_ADMIN_TOKEN/,
+    );
   });
 });

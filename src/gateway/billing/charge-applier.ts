@@ -119,7 +119,8 @@ export class ChargeApplier {
       if (this.stopped) break;
       // Let a batch gather: one transaction for the charges of many milliseconds, not one per request,
       // which at low concurrency would cost the event loop a round trip's CPU per request. Already durable: nothing waits.
-      if (this.journal.pendingCount < maxBatch && this.readersWaiting === 0) await this.gather(this.options.gatherMs ?? GATHER_MS);
+      if (this.journal.pendingCount < maxBatch && this.readersWaiting === 0)
+        await this.gather(this.options.gatherMs ?? GATHER_MS);
       const batch = this.journal.pending(maxBatch);
       if (batch.length === 0) continue;
       const startedAt = Date.now();
@@ -127,7 +128,11 @@ export class ChargeApplier {
         const written = await this.write(batch);
         await this.journal.markApplied(written.map((record) => record.id));
         for (const listener of [...this.batchListeners]) listener();
-        await this.options.applied?.(written).catch((error: unknown) => this.log.debug('could not tell the wallet of applied charges', describeError(error)));
+        await this.options
+          .applied?.(written)
+          .catch((error: unknown) =>
+            this.log.debug('could not tell the wallet of applied charges', describeError(error)),
+          );
       } catch (error) {
         this.storeOutage.failed(error, startedAt);
         await sleep(this.options.retryMs ?? 1_000);
@@ -165,7 +170,12 @@ export class ChargeApplier {
       } catch (error) {
         if (!isRecordError(error)) throw error;
         // The database refuses this record itself (not an outage): retrying cannot help. The line carries what billing it by hand needs.
-        this.log.error('charge refused by the database: bill it by hand', { ...record, requestData: undefined, cost: record.cost.toString(), ...describeError(error) });
+        this.log.error('charge refused by the database: bill it by hand', {
+          ...record,
+          requestData: undefined,
+          cost: record.cost.toString(),
+          ...describeError(error),
+        });
         written.push(record);
       }
     }
@@ -176,7 +186,9 @@ export class ChargeApplier {
 
 /** An error about the data (SQLSTATE classes 22 and 23: bad value, broken constraint), not about reaching the database. */
 function isRecordError(error: unknown): boolean {
-  const code = (error as { code?: unknown; cause?: { code?: unknown } }).code ?? (error as { cause?: { code?: unknown } }).cause?.code;
+  const code =
+    (error as { code?: unknown; cause?: { code?: unknown } }).code ??
+    (error as { cause?: { code?: unknown } }).cause?.code;
   return typeof code === 'string' && /^2[23]/.test(code);
 }
 

@@ -38,7 +38,11 @@ export interface Charge {
  * const hold = holdFor({ bodyBytes: 120, body: { max_tokens: 50, n: 8 }, task: 'chat', contextLength: 8192 }, price);
  * chargeFor({ promptTokens: 12, completionTokens: 400 }, hold, price).costNanos; // 12n * in + 400n * out
  */
-export function chargeFor(reported: TokenUsage, hold: { bounds: TokenBounds; holdNanos: bigint }, price: Price): Charge {
+export function chargeFor(
+  reported: TokenUsage,
+  hold: { bounds: TokenBounds; holdNanos: bigint },
+  price: Price,
+): Charge {
   const { usage, excess } = clampUsage(reported, hold.bounds);
   const cost = costOf(usage, price);
   return { usage, excess, costNanos: cost < hold.holdNanos ? cost : hold.holdNanos };

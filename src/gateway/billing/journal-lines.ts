@@ -10,7 +10,11 @@ type SerializedCharge = Omit<ChargeRecord, 'cost' | 'createdAt'> & { cost: strin
  * (`reported`). A line cut by a crash mid-write is skipped: its charge was
  * never confirmed to anyone.
  */
-export function readJournalText(text: string): { charges: ChargeRecord[]; applied: Set<string>; reported: Set<string> } {
+export function readJournalText(text: string): {
+  charges: ChargeRecord[];
+  applied: Set<string>;
+  reported: Set<string>;
+} {
   const applied = new Set<string>();
   const reported = new Set<string>();
   const charges: ChargeRecord[] = [];
@@ -35,7 +39,11 @@ export function readJournalText(text: string): { charges: ChargeRecord[]; applie
  * replacer, which would put every value of every line on JSON.stringify's slow path.
  */
 export function chargeLine(record: ChargeRecord): string {
-  const serialized: SerializedCharge = { ...record, cost: record.cost.toString(), createdAt: record.createdAt?.toISOString() };
+  const serialized: SerializedCharge = {
+    ...record,
+    cost: record.cost.toString(),
+    createdAt: record.createdAt?.toISOString(),
+  };
   return JSON.stringify({ charge: serialized });
 }
 

@@ -73,7 +73,9 @@ export class ChargeJournal {
   /** Opens the journal (a path, or null for memory only) and reads what an earlier run left. */
   static async open(file: string | null): Promise<ChargeJournal> {
     if (!file) return new ChargeJournal(null, null);
-    const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? '' : Promise.reject(error)));
+    const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) =>
+      error.code === 'ENOENT' ? '' : Promise.reject(error),
+    );
     const journal = new ChargeJournal(file, null);
     const { charges, applied, reported } = readJournalText(text);
     for (const charge of charges) {

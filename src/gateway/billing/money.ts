@@ -17,7 +17,8 @@ export class MoneyFormatError extends Error {
 /** Parses a decimal amount such as "12.50" or "-3" into nanos. At most 9 decimal places. */
 export function parseAmount(text: string): bigint {
   const match = /^(-)?(\d{1,12})(?:\.(\d{1,9}))?$/.exec(text.trim());
-  if (!match) throw new MoneyFormatError(`"${text}" is not an amount: use digits with at most 9 decimal places, like 12.50.`);
+  if (!match)
+    throw new MoneyFormatError(`"${text}" is not an amount: use digits with at most 9 decimal places, like 12.50.`);
   const [, sign, whole, fraction = ''] = match;
   const nanos = BigInt(whole!) * NANOS_PER_UNIT + BigInt(fraction.padEnd(SCALE_DIGITS, '0'));
   return sign ? -nanos : nanos;
@@ -28,7 +29,11 @@ export function formatAmount(nanos: bigint): string {
   const negative = nanos < 0n;
   const magnitude = negative ? -nanos : nanos;
   const whole = magnitude / NANOS_PER_UNIT;
-  const fraction = (magnitude % NANOS_PER_UNIT).toString().padStart(SCALE_DIGITS, '0').replace(/0+$/, '').padEnd(2, '0');
+  const fraction = (magnitude % NANOS_PER_UNIT)
+    .toString()
+    .padStart(SCALE_DIGITS, '0')
+    .replace(/0+$/, '')
+    .padEnd(2, '0');
   return `${negative ? '-' : ''}${whole}.${fraction}`;
 }
 
@@ -42,7 +47,9 @@ export function pricePerTokenFromMillion(text: string): bigint {
   const perMillion = parseAmount(text);
   if (perMillion < 0n) throw new MoneyFormatError('A price cannot be negative.');
   if (perMillion % 1_000_000n !== 0n) {
-    throw new MoneyFormatError(`"${text}" per million tokens has more than 3 decimal places; prices are exact to 0.001 per million tokens.`);
+    throw new MoneyFormatError(
+      `"${text}" per million tokens has more than 3 decimal places; prices are exact to 0.001 per million tokens.`,
+    );
   }
   return perMillion / 1_000_000n;
 }
@@ -52,6 +59,9 @@ export function pricePerMillion(nanosPerToken: bigint): string {
 }
 
 /** The exact cost of a request: tokens times the per-token price, for input and output. */
-export function costOf(usage: { promptTokens: number; completionTokens: number }, price: { inputPerToken: bigint; outputPerToken: bigint }): bigint {
+export function costOf(
+  usage: { promptTokens: number; completionTokens: number },
+  price: { inputPerToken: bigint; outputPerToken: bigint },
+): bigint {
   return BigInt(usage.promptTokens) * price.inputPerToken + BigInt(usage.completionTokens) * price.outputPerToken;
 }

@@ -111,7 +111,13 @@ export async function usageGroups(db: Database, scope: UsageScope, grouping: Usa
         .where(where)
         .groupBy(usageRecords.keyId, apiKeys.name, usageRecords.modelId)
         .orderBy(costDesc, asc(usageRecords.keyId), asc(usageRecords.modelId));
-      return rows.map((row) => ({ by: 'key_model', keyId: row.keyId, keyName: row.keyName, model: row.model, ...toTotals(row) }));
+      return rows.map((row) => ({
+        by: 'key_model',
+        keyId: row.keyId,
+        keyName: row.keyName,
+        model: row.model,
+        ...toTotals(row),
+      }));
     }
     case 'project': {
       const rows = await db
@@ -144,7 +150,10 @@ export async function usageGroups(db: Database, scope: UsageScope, grouping: Usa
  */
 export async function usageOutcomes(db: Database, scope: UsageScope): Promise<{ requests: number; errors: number }> {
   const [row] = await db
-    .select({ requests: sql<string>`count(*)::text`, errors: sql<string>`(count(*) filter (where ${usageRecords.status} >= 400))::text` })
+    .select({
+      requests: sql<string>`count(*)::text`,
+      errors: sql<string>`(count(*) filter (where ${usageRecords.status} >= 400))::text`,
+    })
     .from(usageRecords)
     .where(scopeWhere(scope));
   return { requests: Number(row!.requests), errors: Number(row!.errors) };
@@ -162,7 +171,9 @@ export async function keysLastUsed(db: Database, orgId: string): Promise<Map<str
     // Qualified by hand: inside the subquery an unqualified "id" would be the usage record's.
     .select({
       keyId: apiKeys.id,
-      lastUsed: sql<string | null>`(select to_char(max(u.created_at) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') from usage_records u where u.key_id = "api_keys"."id")`,
+      lastUsed: sql<
+        string | null
+      >`(select to_char(max(u.created_at) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') from usage_records u where u.key_id = "api_keys"."id")`,
     })
     .from(apiKeys)
     .where(eq(apiKeys.orgId, orgId));
@@ -184,7 +195,10 @@ export async function usageRequests(
   const conditions = [scopeWhere(scope)];
   if (after) {
     // The plain bound lets the (org_id, created_at) index stop the scan; the row comparison breaks ties by id.
-    conditions.push(lte(usageRecords.createdAt, sql`${after.createdAt}::timestamptz`), sql`(${usageRecords.createdAt}, ${usageRecords.id}) < (${after.createdAt}::timestamptz, ${after.id})`);
+    conditions.push(
+      lte(usageRecords.createdAt, sql`${after.createdAt}::timestamptz`),
+      sql`(${usageRecords.createdAt}, ${usageRecords.id}) < (${after.createdAt}::timestamptz, ${after.id})`,
+    );
   }
   const rows = await db
     .select({ record: usageRecords, cursorAt: utcMicros })
@@ -195,7 +209,11 @@ export async function usageRequests(
   const page = rows.slice(0, limit);
   const hasMore = rows.length > limit;
   const last = page.at(-1);
-  return { records: page.map((row) => row.record), hasMore, next: hasMore && last ? { createdAt: last.cursorAt, id: last.record.id } : null };
+  return {
+    records: page.map((row) => row.record),
+    hasMore,
+    next: hasMore && last ? { createdAt: last.cursorAt, id: last.record.id } : null,
+  };
 }
 
 function scopeWhere({ orgId, from, to, keyId, projectId, model }: UsageScope): SQL {

@@ -11,7 +11,11 @@ import { requestData } from '../../shared/db/schema.js';
  * @example
  * bodiesToStore('{"model":…}', '{"id":…}', 1 << 20); // { requestBody, responseBody }
  */
-export function bodiesToStore(requestBody: string, responseBody: string, maxBytes: number): { requestBody: string; responseBody: string } {
+export function bodiesToStore(
+  requestBody: string,
+  responseBody: string,
+  maxBytes: number,
+): { requestBody: string; responseBody: string } {
   return { requestBody: cut(requestBody, maxBytes), responseBody: cut(responseBody, maxBytes) };
 }
 

@@ -32,8 +32,13 @@ export interface BoundedRequest {
  */
 export function tokenBoundsOf(request: BoundedRequest): TokenBounds {
   if (request.task === 'embedding') return { promptTokens: request.bodyBytes, completionTokens: 0 };
-  const prompt = carriesMedia(request.body.messages) ? Math.max(request.bodyBytes, request.contextLength) : request.bodyBytes;
-  return { promptTokens: prompt, completionTokens: completionCap(request.body, request.contextLength) * sequencesOf(request.body) };
+  const prompt = carriesMedia(request.body.messages)
+    ? Math.max(request.bodyBytes, request.contextLength)
+    : request.bodyBytes;
+  return {
+    promptTokens: prompt,
+    completionTokens: completionCap(request.body, request.contextLength) * sequencesOf(request.body),
+  };
 }
 
 /**
@@ -66,12 +71,18 @@ function positiveInteger(value: unknown): number | undefined {
  * clampUsage({ promptTokens: 10, completionTokens: 1e9 }, { promptTokens: 200, completionTokens: 10 });
  * // { usage: { promptTokens: 10, completionTokens: 10 }, excess: { promptTokens: 0, completionTokens: 999999990 } }
  */
-export function clampUsage(reported: TokenUsage, bounds: TokenBounds): { usage: TokenUsage; excess: TokenUsage | null } {
+export function clampUsage(
+  reported: TokenUsage,
+  bounds: TokenBounds,
+): { usage: TokenUsage; excess: TokenUsage | null } {
   const usage = {
     promptTokens: Math.min(reported.promptTokens, bounds.promptTokens),
     completionTokens: Math.min(reported.completionTokens, bounds.completionTokens),
   };
-  const excess = { promptTokens: reported.promptTokens - usage.promptTokens, completionTokens: reported.completionTokens - usage.completionTokens };
+  const excess = {
+    promptTokens: reported.promptTokens - usage.promptTokens,
+    completionTokens: reported.completionTokens - usage.completionTokens,
+  };
   return { usage, excess: excess.promptTokens > 0 || excess.completionTokens > 0 ? excess : null };
 }
 
@@ -87,6 +98,9 @@ function carriesMedia(messages: unknown): boolean {
   if (!Array.isArray(messages)) return false;
   return messages.some((message) => {
     const content = (message as { content?: unknown } | null)?.content;
-    return Array.isArray(content) && content.some((part) => MEDIA_PARTS.has((part as { type?: unknown } | null)?.type as string));
+    return (
+      Array.isArray(content) &&
+      content.some((part) => MEDIA_PARTS.has((part as { type?: unknown } | null)?.type as string))
+    );
   });
 }

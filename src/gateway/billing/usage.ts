@@ -12,7 +12,9 @@ import { usageRecords } from '../../shared/db/schema.js';
  */
 export async function keyTokensSince(db: Database, keyId: string, since: Date): Promise<number> {
   const [row] = await db
-    .select({ tokens: sql<string>`coalesce(sum(${usageRecords.promptTokens} + ${usageRecords.completionTokens}), 0)::text` })
+    .select({
+      tokens: sql<string>`coalesce(sum(${usageRecords.promptTokens} + ${usageRecords.completionTokens}), 0)::text`,
+    })
     .from(usageRecords)
     .where(and(eq(usageRecords.keyId, keyId), gte(usageRecords.createdAt, since), eq(usageRecords.cacheHit, false)));
   return Number(row?.tokens ?? 0);

@@ -45,7 +45,12 @@ export class WalletService {
   }
 
   ledger(orgId: string, limit = 100): Promise<LedgerEntry[]> {
-    return this.db.select().from(ledgerEntries).where(eq(ledgerEntries.orgId, orgId)).orderBy(desc(ledgerEntries.id)).limit(limit);
+    return this.db
+      .select()
+      .from(ledgerEntries)
+      .where(eq(ledgerEntries.orgId, orgId))
+      .orderBy(desc(ledgerEntries.id))
+      .limit(limit);
   }
 
   /**
@@ -57,7 +62,14 @@ export class WalletService {
    */
   async ledgerPage(
     orgId: string,
-    { limit, before, keyId, kind, from, to }: { limit: number; before?: number; keyId?: string; kind?: LedgerKind; from?: Date; to?: Date },
+    {
+      limit,
+      before,
+      keyId,
+      kind,
+      from,
+      to,
+    }: { limit: number; before?: number; keyId?: string; kind?: LedgerKind; from?: Date; to?: Date },
   ): Promise<{ entries: LedgerEntry[]; next: number | null }> {
     const conditions = [eq(ledgerEntries.orgId, orgId)];
     if (before !== undefined) conditions.push(lt(ledgerEntries.id, before));

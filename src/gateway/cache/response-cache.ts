@@ -3,7 +3,9 @@ import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 
 /** A whole answer as the client received it: a JSON body, or the data of every SSE event before [DONE]. */
-export type CachedResponse = { kind: 'json'; body: string; promptTokens: number; completionTokens: number } | { kind: 'sse'; events: string[]; promptTokens: number; completionTokens: number };
+export type CachedResponse =
+  | { kind: 'json'; body: string; promptTokens: number; completionTokens: number }
+  | { kind: 'sse'; events: string[]; promptTokens: number; completionTokens: number };
 
 export interface ResponseCache {
   get(key: string): Promise<CachedResponse | null>;

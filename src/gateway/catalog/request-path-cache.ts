@@ -71,7 +71,11 @@ export class RequestPathCache {
 
   /** The key whose secret hashes to `hash`, or undefined. The caller still compares the hash in constant time (`verifiedKey`). */
   keyByHash(hash: string): Promise<KeyRow | undefined> {
-    return this.through(this.keys, hash, async () => (await this.db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash)))[0]);
+    return this.through(
+      this.keys,
+      hash,
+      async () => (await this.db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash)))[0],
+    );
   }
 
   /** The models `name` matches by id, display name or repo id, with their prices (`pickModel` chooses). */
@@ -102,7 +106,11 @@ export class RequestPathCache {
   }
 
   /** From `cache`, or read and kept (nothing found is kept too) unless the cache was dropped while reading. */
-  private async through<V extends NonNullable<unknown>>(cache: LRUCache<string, V | typeof NONE>, key: string, read: () => Promise<V | undefined>): Promise<V | undefined> {
+  private async through<V extends NonNullable<unknown>>(
+    cache: LRUCache<string, V | typeof NONE>,
+    key: string,
+    read: () => Promise<V | undefined>,
+  ): Promise<V | undefined> {
     const cached = cache.get(key);
     if (cached !== undefined) return cached === NONE ? undefined : cached;
     const generation = this.generation;
@@ -138,7 +146,10 @@ export class RequestPathCache {
     this.polling = true;
     const startedAt = Date.now();
     try {
-      const [row] = await this.db.select({ version: catalogVersion.version }).from(catalogVersion).where(eq(catalogVersion.id, 1));
+      const [row] = await this.db
+        .select({ version: catalogVersion.version })
+        .from(catalogVersion)
+        .where(eq(catalogVersion.id, 1));
       const version = row?.version ?? 0n;
       // The first read drops too: a change may have landed between start-up and now.
       if (version !== this.version) this.invalidate();

@@ -19,7 +19,8 @@ export function requestedModelName(name: unknown): string {
     throw new GatewayError('model_not_found', 'The request names no model: set "model" to an id from GET /v1/models.');
   }
   // No model is named with a NUL character (nor could the store look one up).
-  if (name.includes('\u0000')) throw new GatewayError('model_not_found', 'The model named in the request does not exist.');
+  if (name.includes('\u0000'))
+    throw new GatewayError('model_not_found', 'The model named in the request does not exist.');
   return name;
 }
 
@@ -28,11 +29,17 @@ export function requestedModelName(name: unknown): string {
  * means: catalog id first, then display name, then repo id. 400
  * `model_not_found` when none matched or that one is disabled.
  */
-export function pickModel(rows: Array<{ model: ModelRow | null; price: PriceRow | null }>, name: string): ResolvedModel {
+export function pickModel(
+  rows: Array<{ model: ModelRow | null; price: PriceRow | null }>,
+  name: string,
+): ResolvedModel {
   const found = rows.filter((r): r is ResolvedModel => r.model !== null);
   const match = found.find((r) => r.model.id === name) ?? found.find((r) => r.model.displayName === name) ?? found[0];
   if (!match || !match.model.enabled) {
-    throw new GatewayError('model_not_found', `The model \`${name}\` does not exist or is not enabled. GET /v1/models lists the models you can use.`);
+    throw new GatewayError(
+      'model_not_found',
+      `The model \`${name}\` does not exist or is not enabled. GET /v1/models lists the models you can use.`,
+    );
   }
   return match;
 }
@@ -78,23 +85,36 @@ export class CatalogService {
 
   /** Enabled models with their prices, for GET /v1/pricing. */
   listPriced(): Promise<{ model: ModelRow; price: PriceRow }[]> {
-    return this.db.select({ model: models, price: prices }).from(models).innerJoin(prices, eq(prices.modelId, models.id)).where(eq(models.enabled, true)).orderBy(models.id);
+    return this.db
+      .select({ model: models, price: prices })
+      .from(models)
+      .innerJoin(prices, eq(prices.modelId, models.id))
+      .where(eq(models.enabled, true))
+      .orderBy(models.id);
   }
 
   async add(model: NewModel): Promise<ModelRow> {
     const clash = await this.db
       .select({ id: models.id })
       .from(models)
-      .where(or(eq(models.id, model.id), eq(models.displayName, model.displayName), eq(models.hfRepoId, model.hfRepoId)));
+      .where(
+        or(eq(models.id, model.id), eq(models.displayName, model.displayName), eq(models.hfRepoId, model.hfRepoId)),
+      );
     if (clash.length > 0) {
-      throw new GatewayError('conflict', `A model with this id, display name or Hugging Face repo id already exists (${clash[0]!.id}).`);
+      throw new GatewayError(
+        'conflict',
+        `A model with this id, display name or Hugging Face repo id already exists (${clash[0]!.id}).`,
+      );
     }
     const [row] = await this.db.insert(models).values(model).returning();
     this.changed();
     return row!;
   }
 
-  async update(id: string, changes: Partial<Pick<ModelRow, 'displayName' | 'contextLength' | 'enabled'>>): Promise<ModelRow> {
+  async update(
+    id: string,
+    changes: Partial<Pick<ModelRow, 'displayName' | 'contextLength' | 'enabled'>>,
+  ): Promise<ModelRow> {
     const [row] = await this.db.update(models).set(changes).where(eq(models.id, id)).returning();
     this.changed();
     if (!row) throw new GatewayError('not_found', `Model ${id} does not exist.`, { status: 404 });

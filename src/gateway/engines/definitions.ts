@@ -32,7 +32,9 @@ const staticFields = z.object({
   /** A name whose addresses are the replicas (a Kubernetes headless Service), resolved again every TOLLGATE_ENGINE_DNS_REFRESH_MS. */
   dns: z
     .object({
-      name: z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$/, 'dns.name is a host name such as vllm.ml.svc.cluster.local'),
+      name: z
+        .string()
+        .regex(/^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$/, 'dns.name is a host name such as vllm.ml.svc.cluster.local'),
       port: z.number().int().min(1).max(65535).default(8000),
       scheme: z.enum(['http', 'https']).default('http'),
     })
@@ -126,11 +128,23 @@ const dockerDefinition = z.object({
 /** `replicas` alone, `min_replicas`/`max_replicas`, or neither (1); with `hosts`, `gpus` is the count each replica gets. */
 const dockerEngine = dockerDefinition.superRefine((d, context) => {
   const bounded = d.min_replicas !== undefined || d.max_replicas !== undefined;
-  if (bounded && d.replicas !== undefined) context.addIssue({ code: 'custom', path: ['replicas'], message: 'give replicas, or min_replicas and max_replicas, not both' });
-  if ((d.min_replicas ?? 0) > (d.max_replicas ?? 64)) context.addIssue({ code: 'custom', path: ['max_replicas'], message: 'max_replicas is below min_replicas' });
+  if (bounded && d.replicas !== undefined)
+    context.addIssue({
+      code: 'custom',
+      path: ['replicas'],
+      message: 'give replicas, or min_replicas and max_replicas, not both',
+    });
+  if ((d.min_replicas ?? 0) > (d.max_replicas ?? 64))
+    context.addIssue({ code: 'custom', path: ['max_replicas'], message: 'max_replicas is below min_replicas' });
   // One daemon listed twice would list each container twice, and see each replica as its own duplicate.
-  if (d.hosts && new Set(d.hosts.map((h) => h.docker_host)).size < d.hosts.length) context.addIssue({ code: 'custom', path: ['hosts'], message: 'each docker_host is listed once' });
-  if (d.hosts && d.gpus !== undefined && typeof d.gpus !== 'number') context.addIssue({ code: 'custom', path: ['gpus'], message: 'with hosts, gpus is the number of GPUs each replica gets' });
+  if (d.hosts && new Set(d.hosts.map((h) => h.docker_host)).size < d.hosts.length)
+    context.addIssue({ code: 'custom', path: ['hosts'], message: 'each docker_host is listed once' });
+  if (d.hosts && d.gpus !== undefined && typeof d.gpus !== 'number')
+    context.addIssue({
+      code: 'custom',
+      path: ['gpus'],
+      message: 'with hosts, gpus is the number of GPUs each replica gets',
+    });
 });
 
 const definitionsFile = z.object({
@@ -149,7 +163,10 @@ export type DockerHostDefinition = z.infer<typeof dockerHost>;
  * @example
  * replicaBounds({ min_replicas: 0, max_replicas: 4 }); // { min: 0, max: 4 }
  */
-export function replicaBounds(d: Pick<DockerDefinition, 'replicas' | 'min_replicas' | 'max_replicas'>): { min: number; max: number } {
+export function replicaBounds(d: Pick<DockerDefinition, 'replicas' | 'min_replicas' | 'max_replicas'>): {
+  min: number;
+  max: number;
+} {
   if (d.replicas !== undefined) return { min: d.replicas, max: d.replicas };
   const min = d.min_replicas ?? Math.min(1, d.max_replicas ?? 1);
   return { min, max: Math.max(min, d.max_replicas ?? Math.max(min, 1)) };
@@ -176,7 +193,9 @@ export async function readEngineDefinitions(file: string): Promise<EngineDefinit
   }
   const definitions = parseEngineDefinitions(text, file);
   // A script is named relative to the file that names it, wherever the gateway was started.
-  for (const definition of definitions) if (definition.kind === 'simulator' && definition.script) definition.script = resolve(dirname(file), definition.script);
+  for (const definition of definitions)
+    if (definition.kind === 'simulator' && definition.script)
+      definition.script = resolve(dirname(file), definition.script);
   return definitions;
 }
 
@@ -194,7 +213,8 @@ export function parseEngineDefinitions(text: string, source = 'engine definition
   }
   const seen = new Set<string>();
   for (const definition of parsed.data.engines) {
-    if (seen.has(definition.model)) throw new EngineDefinitionError(`${source}: model ${definition.model} has more than one engine.`);
+    if (seen.has(definition.model))
+      throw new EngineDefinitionError(`${source}: model ${definition.model} has more than one engine.`);
     seen.add(definition.model);
   }
   return parsed.data.engines;

@@ -2,7 +2,13 @@ import type { Config } from '../../config/index.js';
 import type { Database } from '../../shared/db/client.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Logger } from '../../shared/http/log.js';
-import type { DockerDefinition, DockerHostDefinition, EngineDefinition, SimulatorDefinition, StaticDefinition } from './definitions.js';
+import type {
+  DockerDefinition,
+  DockerHostDefinition,
+  EngineDefinition,
+  SimulatorDefinition,
+  StaticDefinition,
+} from './definitions.js';
 import { dockerClientFor } from '../../shared/docker/client.js';
 import { removeEngineContainers, startDockerEngine } from './docker/engine.js';
 import { hostsOf } from './docker/hosts.js';
@@ -59,12 +65,32 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
   const dockerEngines = await Promise.all(
     dockerized.map((d) => {
       const scaleStore = db ? pgScaleStore(db, deployment, d.model) : memoryScaleStore();
-      return startDockerEngine(d, { docker: dockerClientFor(d), log, env, pollMs: options.config.engines.pollMs, deployment, scaleStore, loadOf, routing: options.config.routing });
+      return startDockerEngine(d, {
+        docker: dockerClientFor(d),
+        log,
+        env,
+        pollMs: options.config.engines.pollMs,
+        deployment,
+        scaleStore,
+        loadOf,
+        routing: options.config.routing,
+      });
     }),
   );
   const { pollMs, dnsRefreshMs } = options.config.engines;
   const serverEngines = await Promise.all(
-    fixed.filter((d) => d.url === undefined).map((d) => startServersEngine(d, { env, log, pollMs, dnsRefreshMs, routing: options.config.routing, lookup: options.lookup })),
+    fixed
+      .filter((d) => d.url === undefined)
+      .map((d) =>
+        startServersEngine(d, {
+          env,
+          log,
+          pollMs,
+          dnsRefreshMs,
+          routing: options.config.routing,
+          lookup: options.lookup,
+        }),
+      ),
   );
   const single = fixed.flatMap((d) => (d.url === undefined ? [] : [createStaticEngine({ ...d, url: d.url }, env)]));
   const all = [...simulatorEngines, ...single, ...serverEngines, ...dockerEngines];
@@ -89,7 +115,13 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
     async close() {
       await Promise.all(all.map((engine) => engine.close()));
       if (options.config.engines.onShutdown === 'stop') {
-        await Promise.all(dockerized.flatMap((d) => hostsOf(d).map((host) => removeEngineContainers(dockerClientFor(host), d.model, deployment).catch(() => {}))));
+        await Promise.all(
+          dockerized.flatMap((d) =>
+            hostsOf(d).map((host) =>
+              removeEngineContainers(dockerClientFor(host), d.model, deployment).catch(() => {}),
+            ),
+          ),
+        );
       }
       await simulator?.close();
     },
@@ -101,7 +133,11 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
  * definition asks for any more (there) are removed. Other deployments'
  * containers on the same host are never touched.
  */
-async function removeUndefinedContainers(definitions: DockerDefinition[], deployment: string, log: Logger): Promise<void> {
+async function removeUndefinedContainers(
+  definitions: DockerDefinition[],
+  deployment: string,
+  log: Logger,
+): Promise<void> {
   const hosts = new Map<string, { host: DockerHostDefinition; models: Set<string> }>();
   for (const d of definitions) {
     for (const host of hostsOf(d)) {
@@ -113,13 +149,18 @@ async function removeUndefinedContainers(definitions: DockerDefinition[], deploy
   for (const { host, models: wanted } of hosts.values()) {
     const docker = dockerClientFor(host);
     // A host that does not answer now is left alone; its engine places replicas elsewhere.
-    const ours = await docker.listContainers({ all: true, filters: { label: ownContainers(deployment) } }).catch(() => []);
+    const ours = await docker
+      .listContainers({ all: true, filters: { label: ownContainers(deployment) } })
+      .catch(() => []);
     for (const container of ours.filter((c) => !wanted.has(c.Labels[LABELS.engine] ?? ''))) {
       await docker
         .getContainer(container.Id)
         .remove({ force: true })
         .catch(() => {});
-      log.info('engine container no definition asks for: removed', { engine: container.Labels[LABELS.engine], container: container.Id.slice(0, 12) });
+      log.info('engine container no definition asks for: removed', {
+        engine: container.Labels[LABELS.engine],
+        container: container.Id.slice(0, 12),
+      });
     }
   }
 }

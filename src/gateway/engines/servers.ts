@@ -17,7 +17,8 @@ import type { Engine, EngineStatus, ReplicaState, UpstreamTarget } from './types
 /** Every address a name resolves to now (dns.lookup with `all`, as getaddrinfo answers: /etc/hosts, then DNS). Tests pass their own. */
 export type LookupAll = (name: string) => Promise<string[]>;
 
-export const systemLookup: LookupAll = async (name) => (await dnsLookup(name, { all: true, verbatim: true })).map((entry) => entry.address);
+export const systemLookup: LookupAll = async (name) =>
+  (await dnsLookup(name, { all: true, verbatim: true })).map((entry) => entry.address);
 
 export interface ServersOptions {
   env: Record<string, string | undefined>;
@@ -70,9 +71,13 @@ export async function startServersEngine(definition: StaticDefinition, options: 
       })
     : null;
   if (router && scraper) router.useLoads(scraper);
-  const refresh = async () => syncServers(servers, definition, await serverUrls(definition, options.lookup ?? systemLookup), options.log);
-  const check = () => Promise.all([...servers.values()].map((server) => checkServer(server, definition.model, options)));
-  await refresh().catch((error: unknown) => options.log.error('engine servers not resolved', { model: definition.model, detail: (error as Error).message }));
+  const refresh = async () =>
+    syncServers(servers, definition, await serverUrls(definition, options.lookup ?? systemLookup), options.log);
+  const check = () =>
+    Promise.all([...servers.values()].map((server) => checkServer(server, definition.model, options)));
+  await refresh().catch((error: unknown) =>
+    options.log.error('engine servers not resolved', { model: definition.model, detail: (error as Error).message }),
+  );
   await check();
   scraper?.start();
   const timers = [setInterval(() => void check(), options.pollMs)];
@@ -80,7 +85,13 @@ export async function startServersEngine(definition: StaticDefinition, options: 
     // A name that does not resolve for a while keeps the replicas it had: a DNS outage is not a fleet outage.
     timers.push(
       setInterval(
-        () => void refresh().catch((error: unknown) => options.log.warn('engine servers not resolved again', { model: definition.model, detail: (error as Error).message })),
+        () =>
+          void refresh().catch((error: unknown) =>
+            options.log.warn('engine servers not resolved again', {
+              model: definition.model,
+              detail: (error as Error).message,
+            }),
+          ),
         options.dnsRefreshMs,
       ),
     );
@@ -121,7 +132,9 @@ async function serverUrls(definition: StaticDefinition, lookup: LookupAll): Prom
   if (definition.urls) return definition.urls.map(baseOf);
   const dns = definition.dns!;
   const addresses = await lookup(dns.name);
-  return [...new Set(addresses)].sort().map((address) => `${dns.scheme}://${address.includes(':') ? `[${address}]` : address}:${dns.port}`);
+  return [...new Set(addresses)]
+    .sort()
+    .map((address) => `${dns.scheme}://${address.includes(':') ? `[${address}]` : address}:${dns.port}`);
 }
 
 /** Adds the addresses that appeared (not in rotation until their /health answers) and drops the ones that went. */
@@ -165,7 +178,12 @@ async function checkServer(server: Server, model: string, options: ServersOption
   }
 }
 
-function targetOf(server: Server, servedModelName: string, headers: Record<string, string>, routing: UpstreamTarget['routing']): UpstreamTarget {
+function targetOf(
+  server: Server,
+  servedModelName: string,
+  headers: Record<string, string>,
+  routing: UpstreamTarget['routing'],
+): UpstreamTarget {
   server.inFlight += 1;
   server.served += 1;
   let released = false;
@@ -210,7 +228,12 @@ function serversStatus(model: string, servers: Map<string, Server>, scraper: Loa
         restarts: 0,
         host: null,
         gpus: [],
-        load: load && { waiting: load.waiting, running: load.running, kvCacheUsage: load.kvCacheUsage, prefixHitRate: load.prefixQueries ? (load.prefixHits ?? 0) / load.prefixQueries : null },
+        load: load && {
+          waiting: load.waiting,
+          running: load.running,
+          kvCacheUsage: load.kvCacheUsage,
+          prefixHitRate: load.prefixQueries ? (load.prefixHits ?? 0) / load.prefixQueries : null,
+        },
       };
     }),
   };

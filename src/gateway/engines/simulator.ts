@@ -17,7 +17,10 @@ export interface SimulatorEngineOptions {
  * @example
  * const { engines, close } = await startSimulatorEngines(definitions, { ttftMs: 0, itlMs: 0 });
  */
-export async function startSimulatorEngines(definitions: SimulatorDefinition[], options: SimulatorEngineOptions): Promise<{ engines: Engine[]; simulator: RunningSimulator | null }> {
+export async function startSimulatorEngines(
+  definitions: SimulatorDefinition[],
+  options: SimulatorEngineOptions,
+): Promise<{ engines: Engine[]; simulator: RunningSimulator | null }> {
   if (definitions.length === 0) return { engines: [], simulator: null };
   const models: SimModel[] = definitions.map((d) => ({
     name: d.served_model_name ?? d.model,
@@ -28,6 +31,13 @@ export async function startSimulatorEngines(definitions: SimulatorDefinition[], 
     ...(d.script === undefined ? {} : { script: d.script }),
   }));
   const simulator = await startSimulator({ models, ttftMs: options.ttftMs, itlMs: options.itlMs });
-  const engines = definitions.map((d) => singleTargetEngine({ kind: 'simulator', modelId: d.model, baseUrl: `${simulator.url}/v1`, servedModelName: d.served_model_name ?? d.model }));
+  const engines = definitions.map((d) =>
+    singleTargetEngine({
+      kind: 'simulator',
+      modelId: d.model,
+      baseUrl: `${simulator.url}/v1`,
+      servedModelName: d.served_model_name ?? d.model,
+    }),
+  );
   return { engines, simulator };
 }

@@ -11,7 +11,10 @@ import type { Engine } from './types.js';
  * @example
  * const engine = createStaticEngine({ kind: 'static', model: 'qwen', url: 'http://127.0.0.1:8000' }, {});
  */
-export function createStaticEngine(definition: StaticDefinition & { url: string }, env: Record<string, string | undefined>): Engine {
+export function createStaticEngine(
+  definition: StaticDefinition & { url: string },
+  env: Record<string, string | undefined>,
+): Engine {
   return singleTargetEngine({
     kind: 'static',
     modelId: definition.model,
@@ -22,10 +25,14 @@ export function createStaticEngine(definition: StaticDefinition & { url: string 
 }
 
 /** The engine's own API key (`api_key_env`) as a Bearer header, for each of its servers. */
-export function staticHeaders(definition: StaticDefinition, env: Record<string, string | undefined>): Record<string, string> {
+export function staticHeaders(
+  definition: StaticDefinition,
+  env: Record<string, string | undefined>,
+): Record<string, string> {
   if (!definition.api_key_env) return {};
   const apiKey = env[definition.api_key_env];
-  if (!apiKey) throw new Error(`engine for ${definition.model}: environment variable ${definition.api_key_env} is not set`);
+  if (!apiKey)
+    throw new Error(`engine for ${definition.model}: environment variable ${definition.api_key_env} is not set`);
   return { authorization: `Bearer ${apiKey}` };
 }
 

@@ -25,7 +25,11 @@ export function secretHint(secret: string, prefix: string): string {
 
 /** True when `secret` looks like one of ours: the prefix, then 43 base64url characters. */
 export function isWellFormedSecret(secret: string, prefix: string): boolean {
-  return secret.length === prefix.length + 43 && secret.startsWith(prefix) && /^[A-Za-z0-9_-]+$/.test(secret.slice(prefix.length));
+  return (
+    secret.length === prefix.length + 43 &&
+    secret.startsWith(prefix) &&
+    /^[A-Za-z0-9_-]+$/.test(secret.slice(prefix.length))
+  );
 }
 
 /** Constant-time comparison of two hex digests of equal length. */

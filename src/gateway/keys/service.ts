@@ -21,7 +21,12 @@ export interface KeyLimits {
   monthlyTokens: number | null;
 }
 
-const DEFAULT_LIMITS: KeyLimits = { requestsPerMinute: 60, maxConcurrency: 10, tokensPerMinute: null, monthlyTokens: null };
+const DEFAULT_LIMITS: KeyLimits = {
+  requestsPerMinute: 60,
+  maxConcurrency: 10,
+  tokensPerMinute: null,
+  monthlyTokens: null,
+};
 
 export interface KeySettings extends KeyLimits {
   storeRequestData: boolean;
@@ -103,7 +108,11 @@ export class KeyService {
     const key = await this.db.transaction(async (tx) => {
       // Locking the organization row serialises key creation per organization,
       // so two concurrent creates cannot both pass the per-account check.
-      const [org] = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, input.orgId)).for('update');
+      const [org] = await tx
+        .select({ id: organizations.id })
+        .from(organizations)
+        .where(eq(organizations.id, input.orgId))
+        .for('update');
       if (!org) throw new GatewayError('not_found', `Organization ${input.orgId} does not exist.`, { status: 404 });
       if (input.projectId) await assertProjectOf(tx, input.orgId, input.projectId);
       if (input.userId) {
@@ -111,16 +120,31 @@ export class KeyService {
           .select({ id: users.id })
           .from(users)
           .where(and(eq(users.id, input.userId), eq(users.orgId, input.orgId), isNull(users.deletedAt)));
-        if (!user) throw new GatewayError('not_found', `User ${input.userId} is not a user of organization ${input.orgId}.`, { status: 404 });
+        if (!user)
+          throw new GatewayError('not_found', `User ${input.userId} is not a user of organization ${input.orgId}.`, {
+            status: 404,
+          });
       }
       const account = input.userId ? eq(apiKeys.userId, input.userId) : isNull(apiKeys.userId);
       const [{ live } = { live: 0 }] = await tx
         .select({ live: sql<number>`count(*)::int` })
         .from(apiKeys)
-        .where(and(eq(apiKeys.orgId, input.orgId), account, isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))));
+        .where(
+          and(
+            eq(apiKeys.orgId, input.orgId),
+            account,
+            isNull(apiKeys.revokedAt),
+            or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now)),
+          ),
+        );
       if (live >= this.keysPerAccount) {
-        const holder = input.userId ? `User ${input.userId}` : `The organization's service account (keys made for no user)`;
-        throw new GatewayError('key_limit_reached', `${holder} already holds ${live} live keys, the most one account may (TOLLGATE_KEYS_PER_ACCOUNT=${this.keysPerAccount}); revoke one first.`);
+        const holder = input.userId
+          ? `User ${input.userId}`
+          : `The organization's service account (keys made for no user)`;
+        throw new GatewayError(
+          'key_limit_reached',
+          `${holder} already holds ${live} live keys, the most one account may (TOLLGATE_KEYS_PER_ACCOUNT=${this.keysPerAccount}); revoke one first.`,
+        );
       }
       const [row] = await tx
         .insert(apiKeys)
@@ -134,7 +158,14 @@ export class KeyService {
           secretHint: secretHint(secret, this.prefix),
           expiresAt: expiryDate(input.expiry ?? 'never', now),
           ...DEFAULT_LIMITS,
-          ...definedOnly(input, ['requestsPerMinute', 'maxConcurrency', 'tokensPerMinute', 'monthlyTokens', 'storeRequestData', 'responseCache']),
+          ...definedOnly(input, [
+            'requestsPerMinute',
+            'maxConcurrency',
+            'tokensPerMinute',
+            'monthlyTokens',
+            'storeRequestData',
+            'responseCache',
+          ]),
         })
         .returning();
       return row!;
@@ -155,7 +186,15 @@ export class KeyService {
 
   /** Edits limits and toggles; every replica sees them within the request-path cache's bound (`catalog/request-path-cache.ts`). */
   async update(id: string, changes: Partial<KeySettings> & { name?: string }): Promise<KeyRow> {
-    const values = definedOnly(changes, ['name', 'requestsPerMinute', 'maxConcurrency', 'tokensPerMinute', 'monthlyTokens', 'storeRequestData', 'responseCache']);
+    const values = definedOnly(changes, [
+      'name',
+      'requestsPerMinute',
+      'maxConcurrency',
+      'tokensPerMinute',
+      'monthlyTokens',
+      'storeRequestData',
+      'responseCache',
+    ]);
     if (Object.keys(values).length === 0) return this.get(id);
     const [row] = await this.db.update(apiKeys).set(values).where(eq(apiKeys.id, id)).returning();
     this.changed();

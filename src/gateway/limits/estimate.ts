@@ -11,8 +11,14 @@ import { estimateInputTokens, estimatePromptTokens } from '../proxy/usage.js';
  * @example
  * estimateRequestTokens({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 100 }, 'chat', 512); // 108
  */
-export function estimateRequestTokens(body: Record<string, unknown>, task: 'chat' | 'embedding', completionEstimate: number): number {
+export function estimateRequestTokens(
+  body: Record<string, unknown>,
+  task: 'chat' | 'embedding',
+  completionEstimate: number,
+): number {
   if (task === 'embedding') return estimateInputTokens(body.input);
-  const cap = [body.max_completion_tokens, body.max_tokens].find((v): v is number => Number.isSafeInteger(v) && (v as number) > 0);
+  const cap = [body.max_completion_tokens, body.max_tokens].find(
+    (v): v is number => Number.isSafeInteger(v) && (v as number) > 0,
+  );
   return estimatePromptTokens(body.messages) + (cap ?? completionEstimate) * sequencesOf(body);
 }

@@ -64,7 +64,12 @@ export class GateKeeper {
    * Admits a request or throws its refusal: 402 `insufficient_funds`, 429 for
    * a limit, 503 when the gate cannot be reached or is rebuilding.
    */
-  async admit(request: { requestId: string; caller: AuthenticatedKey; estimatedTokens: number; holdNanos: bigint | null }): Promise<Ticket> {
+  async admit(request: {
+    requestId: string;
+    caller: AuthenticatedKey;
+    estimatedTokens: number;
+    holdNanos: bigint | null;
+  }): Promise<Ticket> {
     const { caller } = request;
     const month = currentMonth();
     const holdNanos = this.options.billingEnabled ? request.holdNanos : null;
@@ -82,14 +87,31 @@ export class GateKeeper {
       const admission = await limitsUnavailableOnFailure(() => this.gate.admit(ask));
       switch (admission.outcome) {
         case 'admitted': {
-          if (holdNanos !== null || ask.limits) this.live.set(request.requestId, { requestId: request.requestId, keyId: caller.id, orgId: caller.orgId, holdNanos });
+          if (holdNanos !== null || ask.limits)
+            this.live.set(request.requestId, {
+              requestId: request.requestId,
+              keyId: caller.id,
+              orgId: caller.orgId,
+              holdNanos,
+            });
           const headers = ask.limits
             ? limitHeaders(
                 { limit: caller.requestsPerMinute, ...admission.requests },
-                admission.tokens && caller.tokensPerMinute !== null ? { limit: caller.tokensPerMinute, ...admission.tokens } : undefined,
+                admission.tokens && caller.tokensPerMinute !== null
+                  ? { limit: caller.tokensPerMinute, ...admission.tokens }
+                  : undefined,
               )
             : {};
-          return { requestId: request.requestId, caller, headers, estimatedTokens: request.estimatedTokens, holdNanos, month, tokensWindowEndsAt: admission.tokensWindowEndsAt, released: false };
+          return {
+            requestId: request.requestId,
+            caller,
+            headers,
+            estimatedTokens: request.estimatedTokens,
+            holdNanos,
+            month,
+            tokensWindowEndsAt: admission.tokensWindowEndsAt,
+            released: false,
+          };
         }
         case 'wallet_unknown':
           await limitsUnavailableOnFailure(() => this.rebuildWallet(caller.orgId));
@@ -125,7 +147,10 @@ export class GateKeeper {
     try {
       await this.releaseInGate(ticket, tokenDelta, cost);
     } catch (error) {
-      this.log.debug('release not taken by the gate: retried on the next heartbeat', { requestId: ticket.requestId, ...describeError(error) });
+      this.log.debug('release not taken by the gate: retried on the next heartbeat', {
+        requestId: ticket.requestId,
+        ...describeError(error),
+      });
       this.retries.push({ ticket, tokenDelta, cost });
     }
   }
@@ -134,7 +159,10 @@ export class GateKeeper {
   async credit(orgId: string, amount: bigint): Promise<void> {
     await this.gate.credit(orgId, amount).catch(async (error: unknown) => {
       // Not lost: the wallet is rebuilt from PostgreSQL (which holds the top-up) once the gate can be reached.
-      this.log.warn('top-up not passed to the limits store: the wallet is rebuilt from the ledger when it is back', { orgId, ...describeError(error) });
+      this.log.warn('top-up not passed to the limits store: the wallet is rebuilt from the ledger when it is back', {
+        orgId,
+        ...describeError(error),
+      });
       await this.gate.forgetWallet(orgId).catch(() => {});
     });
   }
@@ -179,9 +207,13 @@ export class GateKeeper {
       if (renew) this.lastRenewal = Date.now();
       if (fresh) {
         // Redis lost everything: what runs here and what is not yet in PostgreSQL is reported again, inside the rebuild grace.
-        const holds = [...this.live.values()].filter((r) => r.holdNanos !== null).map((r) => ({ orgId: r.orgId, requestId: r.requestId, amount: r.holdNanos! }));
+        const holds = [...this.live.values()]
+          .filter((r) => r.holdNanos !== null)
+          .map((r) => ({ orgId: r.orgId, requestId: r.requestId, amount: r.holdNanos! }));
         await this.gate.report(holds, this.journal.pending().map(reportedOf));
-        this.log.warn('limits store lost its state: holds and unwritten charges reported again', { holds: holds.length });
+        this.log.warn('limits store lost its state: holds and unwritten charges reported again', {
+          holds: holds.length,
+        });
         const dropped = this.retries.splice(0);
         await this.journal.markReported(dropped.filter((r) => r.cost !== null).map((r) => r.ticket.requestId));
         return;
@@ -227,7 +259,11 @@ export class GateKeeper {
       for (const hold of state.holds) spendable -= hold.amount;
       for (const charge of state.unwritten) if (!written.has(charge.requestId)) spendable -= charge.amount;
       if (await this.gate.setWallet(orgId, spendable, state.version)) {
-        this.log.info('wallet spendable amount rebuilt from the ledger', { orgId, holds: state.holds.length, unwritten: state.unwritten.length - written.size });
+        this.log.info('wallet spendable amount rebuilt from the ledger', {
+          orgId,
+          holds: state.holds.length,
+          unwritten: state.unwritten.length - written.size,
+        });
         return;
       }
     }
@@ -246,7 +282,11 @@ function currentMonth(): string {
   const now = Date.now();
   if (now < month.startsAt || now >= month.endsAt) {
     const date = new Date(now);
-    month = { name: date.toISOString().slice(0, 7), startsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1), endsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) };
+    month = {
+      name: date.toISOString().slice(0, 7),
+      startsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1),
+      endsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1),
+    };
   }
   return month.name;
 }

@@ -72,23 +72,31 @@ class MemoryGate implements LimitGate {
       requests = { used: (rpm?.value ?? 0) + 1, resetMs: rpm ? rpm.expiresAt - this.now() : MINUTE_MS };
       if (requests.used > limits.requestsPerMinute) return { outcome: 'rate_limit_exceeded', requests };
       const held = this.slotsOf(request.keyId);
-      if (held.size >= limits.maxConcurrency) return { outcome: 'concurrency_limit_exceeded', inFlight: held.size, requests };
+      if (held.size >= limits.maxConcurrency)
+        return { outcome: 'concurrency_limit_exceeded', inFlight: held.size, requests };
       if (limits.tokensPerMinute !== null) {
         const tpm = this.read(`tpm:${request.keyId}`);
-        tokens = { used: (tpm?.value ?? 0) + request.estimatedTokens, resetMs: tpm ? tpm.expiresAt - this.now() : MINUTE_MS };
+        tokens = {
+          used: (tpm?.value ?? 0) + request.estimatedTokens,
+          resetMs: tpm ? tpm.expiresAt - this.now() : MINUTE_MS,
+        };
         if (tokens.used > limits.tokensPerMinute) return { outcome: 'tokens_limit_exceeded', tokens, requests };
       }
       if (limits.monthlyTokens !== null) {
         const month = this.read(`month:${request.keyId}:${request.month}`);
         if (!month) return { outcome: 'month_unknown' };
-        if (month.value + request.estimatedTokens > limits.monthlyTokens) return { outcome: 'monthly_quota_exceeded', used: month.value, requests };
+        if (month.value + request.estimatedTokens > limits.monthlyTokens)
+          return { outcome: 'monthly_quota_exceeded', used: month.value, requests };
       }
       this.takeLimits(request, limits, held);
     }
     if (wallet && request.holdNanos !== null) {
       wallet.spendable! -= request.holdNanos;
       wallet.version += 1;
-      wallet.holds.set(request.requestId, { amount: request.holdNanos, expiresAt: this.now() + this.options.holdLeaseMs });
+      wallet.holds.set(request.requestId, {
+        amount: request.holdNanos,
+        expiresAt: this.now() + this.options.holdLeaseMs,
+      });
     }
     return { outcome: 'admitted', requests, tokens, tokensWindowEndsAt: this.now() + (tokens?.resetMs ?? 0) };
   }
@@ -100,7 +108,8 @@ class MemoryGate implements LimitGate {
       const tpm = release.limits?.tokensPerMinute != null ? this.read(`tpm:${release.keyId}`) : undefined;
       // A refund after the estimate's window ended would come out of the next window's count.
       if (tpm && (delta > 0 || this.now() < release.tokensWindowEndsAt)) tpm.value += delta;
-      const month = release.limits?.monthlyTokens != null ? this.read(`month:${release.keyId}:${release.month}`) : undefined;
+      const month =
+        release.limits?.monthlyTokens != null ? this.read(`month:${release.keyId}:${release.month}`) : undefined;
       if (month) month.value += delta;
     }
     if (!release.held && release.cost === null) return;
@@ -119,7 +128,8 @@ class MemoryGate implements LimitGate {
   }
 
   async seedMonth(keyId: string, month: string, tokens: number): Promise<void> {
-    if (!this.read(`month:${keyId}:${month}`)) this.counters.set(`month:${keyId}:${month}`, { value: tokens, expiresAt: this.now() + MONTH_TTL_MS });
+    if (!this.read(`month:${keyId}:${month}`))
+      this.counters.set(`month:${keyId}:${month}`, { value: tokens, expiresAt: this.now() + MONTH_TTL_MS });
   }
 
   async walletState(orgId: string): Promise<WalletState> {

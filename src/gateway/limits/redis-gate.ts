@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Admission, LimitGate, AdmitRequest, LiveRequest, Release, Reported, WalletState } from './gate.js';
-import { ADMIT, CREDIT, type GateScript, HEARTBEAT, RELEASE, REPORT, SET_WALLET, WALLET_STATE } from './redis-scripts.js';
+import {
+  ADMIT,
+  CREDIT,
+  type GateScript,
+  HEARTBEAT,
+  RELEASE,
+  REPORT,
+  SET_WALLET,
+  WALLET_STATE,
+} from './redis-scripts.js';
 
 export interface RedisGateOptions {
   /** Prefix of every key, so deployments can share one Redis. */
@@ -129,7 +138,11 @@ class RedisGate implements LimitGate {
 
   async walletState(orgId: string): Promise<WalletState> {
     const { key } = this;
-    const [version, held, unwritten] = (await this.walletStateScript(key.wallet(orgId), key.held(orgId), key.unwritten(orgId))) as [string, string[], string[]];
+    const [version, held, unwritten] = (await this.walletStateScript(
+      key.wallet(orgId),
+      key.held(orgId),
+      key.unwritten(orgId),
+    )) as [string, string[], string[]];
     return { version, holds: pairs(orgId, held), unwritten: pairs(orgId, unwritten) };
   }
 
@@ -160,7 +173,9 @@ class RedisGate implements LimitGate {
 
   async heartbeat(live: LiveRequest[]): Promise<boolean> {
     const { options } = this;
-    const holds = live.filter((request) => request.holdNanos !== null).map((request) => holdMember(request.orgId, request.requestId));
+    const holds = live
+      .filter((request) => request.holdNanos !== null)
+      .map((request) => holdMember(request.orgId, request.requestId));
     const slots = live.flatMap((request) => [request.keyId, request.requestId]);
     const [created, , epoch] = (await this.heartbeatScript(
       this.key.epoch,
@@ -181,7 +196,14 @@ class RedisGate implements LimitGate {
   }
 
   async report(holds: Reported[], unwritten: Reported[]): Promise<void> {
-    await this.reportScript(this.key.holdExpiry, this.options.prefix, this.options.holdLeaseMs, holds.length, ...flatReported(holds), ...flatReported(unwritten));
+    await this.reportScript(
+      this.key.holdExpiry,
+      this.options.prefix,
+      this.options.holdLeaseMs,
+      holds.length,
+      ...flatReported(holds),
+      ...flatReported(unwritten),
+    );
   }
 }
 
@@ -247,7 +269,12 @@ function admissionFrom(reply: Array<string | number>): Admission {
   const [outcome, a, b, c, d] = reply as [string, number, number, number, number];
   switch (outcome) {
     case 'admitted':
-      return { outcome, requests: { used: a, resetMs: b }, tokens: c >= 0 ? { used: c, resetMs: d } : null, tokensWindowEndsAt: Number(reply[5]) + d };
+      return {
+        outcome,
+        requests: { used: a, resetMs: b },
+        tokens: c >= 0 ? { used: c, resetMs: d } : null,
+        tokensWindowEndsAt: Number(reply[5]) + d,
+      };
     case 'rate_limit_exceeded':
       return { outcome, requests: { used: a, resetMs: b } };
     case 'concurrency_limit_exceeded':

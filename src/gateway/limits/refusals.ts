@@ -5,19 +5,28 @@ import { limitHeaders, secondsUntilNextMonth } from './headers.js';
 
 /** A Redis that came back empty, in its rebuild grace: 503 until every replica has reported its holds. */
 export function rebuilding(retryMs: number): GatewayError {
-  return new GatewayError('billing_unavailable', 'The gateway is rebuilding wallet balances after a restart of its limits store. Retry shortly.', {
-    headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryMs / 1000))) },
-  });
+  return new GatewayError(
+    'billing_unavailable',
+    'The gateway is rebuilding wallet balances after a restart of its limits store. Retry shortly.',
+    {
+      headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryMs / 1000))) },
+    },
+  );
 }
 
 /** 402: nothing spendable is left once the holds of requests in flight are taken. */
 export function insufficientFunds(): GatewayError {
-  return new GatewayError('insufficient_funds', 'The wallet balance is zero or negative, or held by requests in flight. Top up the wallet to continue.');
+  return new GatewayError(
+    'insufficient_funds',
+    'The wallet balance is zero or negative, or held by requests in flight. Top up the wallet to continue.',
+  );
 }
 
 /** The gate still answers `wallet_unknown` or `month_unknown` after the rebuild and the seed `admit` tries: 503, retry later. */
 export function billingUnavailable(): GatewayError {
-  return new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', { headers: { 'Retry-After': '1' } });
+  return new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', {
+    headers: { 'Retry-After': '1' },
+  });
 }
 
 /** A gate or store that fails or does not answer: 503 `limits_unavailable`, retry later (the billed path's own `unavailableOnFailure` in `requests/admission.ts` raises `billing_unavailable`). */
@@ -26,36 +35,67 @@ export async function limitsUnavailableOnFailure<T>(step: () => Promise<T>): Pro
     return await step();
   } catch (error) {
     if (error instanceof GatewayError) throw error;
-    throw new GatewayError('limits_unavailable', 'The gateway cannot check rate limits right now. Retry with backoff.', {
-      headers: { 'Retry-After': '1' },
-      cause: error,
-    });
+    throw new GatewayError(
+      'limits_unavailable',
+      'The gateway cannot check rate limits right now. Retry with backoff.',
+      {
+        headers: { 'Retry-After': '1' },
+        cause: error,
+      },
+    );
   }
 }
 
 /** The 429 of the limit an admission was refused by, with that limit's X-RateLimit-* headers and Retry-After. */
 export function refusal(
-  admission: Exclude<Admission, { outcome: 'admitted' | 'wallet_unknown' | 'month_unknown' | 'rebuilding' | 'insufficient_funds' }>,
+  admission: Exclude<
+    Admission,
+    { outcome: 'admitted' | 'wallet_unknown' | 'month_unknown' | 'rebuilding' | 'insufficient_funds' }
+  >,
   caller: AuthenticatedKey,
   estimate: number,
 ): GatewayError {
   const requestWindow = { limit: caller.requestsPerMinute, ...admission.requests };
   switch (admission.outcome) {
     case 'rate_limit_exceeded':
-      return tooMany(admission.outcome, `This key allows ${caller.requestsPerMinute} requests per minute.`, admission.requests.resetMs, requestWindow, requestWindow);
+      return tooMany(
+        admission.outcome,
+        `This key allows ${caller.requestsPerMinute} requests per minute.`,
+        admission.requests.resetMs,
+        requestWindow,
+        requestWindow,
+      );
     case 'concurrency_limit_exceeded': {
       const window = { limit: caller.maxConcurrency, used: admission.inFlight, resetMs: 1000 };
-      return tooMany(admission.outcome, `This key allows ${caller.maxConcurrency} requests in flight at once.`, 1000, window, requestWindow);
+      return tooMany(
+        admission.outcome,
+        `This key allows ${caller.maxConcurrency} requests in flight at once.`,
+        1000,
+        window,
+        requestWindow,
+      );
     }
     case 'tokens_limit_exceeded': {
       const limit = caller.tokensPerMinute!;
       const window = { limit, used: admission.tokens.used - estimate, resetMs: admission.tokens.resetMs };
-      return tooMany(admission.outcome, `This key allows ${limit} tokens per minute; this request may use up to ${estimate}.`, admission.tokens.resetMs, window, requestWindow);
+      return tooMany(
+        admission.outcome,
+        `This key allows ${limit} tokens per minute; this request may use up to ${estimate}.`,
+        admission.tokens.resetMs,
+        window,
+        requestWindow,
+      );
     }
     case 'monthly_quota_exceeded': {
       const retryMs = secondsUntilNextMonth(new Date()) * 1000;
       const window = { limit: caller.monthlyTokens!, used: admission.used, resetMs: retryMs };
-      return tooMany(admission.outcome, `This key's monthly limit of ${caller.monthlyTokens} tokens is reached.`, retryMs, window, requestWindow);
+      return tooMany(
+        admission.outcome,
+        `This key's monthly limit of ${caller.monthlyTokens} tokens is reached.`,
+        retryMs,
+        window,
+        requestWindow,
+      );
     }
   }
 }

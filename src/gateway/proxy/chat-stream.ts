@@ -54,7 +54,14 @@ export function createChatChunkRewriter(options: ChatStreamOptions) {
     }
     if (chunk.error !== undefined) {
       state.failed = true;
-      return JSON.stringify(envelopeOf(new GatewayError('upstream_error', 'The model server failed while generating this response; the output is incomplete.')));
+      return JSON.stringify(
+        envelopeOf(
+          new GatewayError(
+            'upstream_error',
+            'The model server failed while generating this response; the output is incomplete.',
+          ),
+        ),
+      );
     }
     const choices = Array.isArray(chunk.choices) ? (chunk.choices as Array<Record<string, unknown>>) : [];
     const usage = usageFrom(chunk.usage);
@@ -100,14 +107,25 @@ const USUAL_CHUNK = new RegExp(
  * gives, byte for byte but for string escapes kept as the engine wrote them.
  * Null when the usage is not one this path can read exactly: the general path decides then.
  */
-function rewriteUsual(match: RegExpExecArray, state: ChatStreamState, options: ChatStreamOptions, clientModelJson: string): string | null {
+function rewriteUsual(
+  match: RegExpExecArray,
+  state: ChatStreamState,
+  options: ChatStreamOptions,
+  clientModelJson: string,
+): string | null {
   const [, id, created, key, text, prompt, total, completion] = match;
   let usageText = '';
   if (prompt !== undefined) {
     const usage = { promptTokens: Number(prompt), completionTokens: Number(completion) };
-    if (!Number.isSafeInteger(usage.promptTokens) || !Number.isSafeInteger(usage.completionTokens) || !Number.isSafeInteger(Number(total))) return null;
+    if (
+      !Number.isSafeInteger(usage.promptTokens) ||
+      !Number.isSafeInteger(usage.completionTokens) ||
+      !Number.isSafeInteger(Number(total))
+    )
+      return null;
     state.usage = usage;
-    if (options.continuousUsage) usageText = `,"usage":{"prompt_tokens":${prompt},"total_tokens":${total},"completion_tokens":${completion}}`;
+    if (options.continuousUsage)
+      usageText = `,"usage":{"prompt_tokens":${prompt},"total_tokens":${total},"completion_tokens":${completion}}`;
   }
   if (text !== '""') {
     state.tokenChunks += 1;

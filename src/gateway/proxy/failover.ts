@@ -23,7 +23,9 @@ export interface FailoverCall {
  * @example
  * const { response, target } = await postWithFailover({ acquire: (x) => fleet.acquire(model, x), path: '/embeddings', body: () => body, clientModel, signal });
  */
-export async function postWithFailover(call: FailoverCall): Promise<{ response: EngineResponse; target: UpstreamTarget }> {
+export async function postWithFailover(
+  call: FailoverCall,
+): Promise<{ response: EngineResponse; target: UpstreamTarget }> {
   const tried = new Set<string>();
   let lastFailure: UpstreamError | null = null;
   for (;;) {
@@ -36,7 +38,14 @@ export async function postWithFailover(call: FailoverCall): Promise<{ response: 
       throw error;
     }
     try {
-      const response = await postUpstream({ target, path: call.path, body: call.body(target), headers: call.headers, clientModel: call.clientModel, signal: call.signal });
+      const response = await postUpstream({
+        target,
+        path: call.path,
+        body: call.body(target),
+        headers: call.headers,
+        clientModel: call.clientModel,
+        signal: call.signal,
+      });
       return { response, target };
     } catch (error) {
       target.release();

@@ -29,7 +29,8 @@ export interface ModelNames {
 export function sanitizeUpstreamMessage(message: string, names: ModelNames): string {
   let text = message.split(/Traceback \(most recent call last\)/)[0] ?? '';
   text = text.replace(/\s+/g, ' ').trim();
-  if (names.servedName && names.servedName !== names.clientName) text = text.split(names.servedName).join(names.clientName);
+  if (names.servedName && names.servedName !== names.clientName)
+    text = text.split(names.servedName).join(names.clientName);
   // Model names like Qwen/Qwen2.5-7B look like paths; protect the client's own name from the path rule.
   const placeholder = '\u0000model\u0000';
   text = text.split(names.clientName).join(placeholder);

@@ -133,5 +133,10 @@ function dataOf(event: string): string | null {
 }
 
 function midStreamError() {
-  return envelopeOf(new GatewayError('upstream_error', 'The model server stopped before finishing this response; the output is incomplete.'));
+  return envelopeOf(
+    new GatewayError(
+      'upstream_error',
+      'The model server stopped before finishing this response; the output is incomplete.',
+    ),
+  );
 }

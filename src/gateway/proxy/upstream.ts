@@ -66,16 +66,27 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> {
   let response: IncomingMessage;
   try {
-    response = await post(call.target.baseUrl + call.path, JSON.stringify(call.body), call.headers ? { ...call.target.headers, ...call.headers } : call.target.headers, call.signal);
+    response = await post(
+      call.target.baseUrl + call.path,
+      JSON.stringify(call.body),
+      call.headers ? { ...call.target.headers, ...call.headers } : call.target.headers,
+      call.signal,
+    );
   } catch (error) {
     if (call.signal.aborted && isTimeout(call.signal.reason)) {
-      throw new GatewayError('upstream_error', 'The model server did not answer in time. Retry later.', { status: 504, cause: error });
+      throw new GatewayError('upstream_error', 'The model server did not answer in time. Retry later.', {
+        status: 504,
+        cause: error,
+      });
     }
     if (call.signal.aborted) throw error;
-    throw new UpstreamError('unreachable', 'upstream_error', 'The model server could not be reached. Retry later.', { cause: error });
+    throw new UpstreamError('unreachable', 'upstream_error', 'The model server could not be reached. Retry later.', {
+      cause: error,
+    });
   }
   const status = response.statusCode ?? 0;
-  if (status >= 200 && status < 300) return { status, body: response, bytes: () => readBytes(response, Number.POSITIVE_INFINITY) };
+  if (status >= 200 && status < 300)
+    return { status, body: response, bytes: () => readBytes(response, Number.POSITIVE_INFINITY) };
   const text = await readBytes(response, MAX_ERROR_BODY_BYTES).then(
     (bytes) => bytes.toString('utf8'),
     () => '',
@@ -96,7 +107,12 @@ function requestOptionsOf(url: string): { https: boolean; options: http.RequestO
   return parsed;
 }
 
-function post(url: string, body: string, headers: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
+function post(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const target = requestOptionsOf(url);
     const client = target.https ? https : http;
@@ -113,7 +129,12 @@ function post(url: string, body: string, headers: Record<string, string>, signal
         auth,
         method: 'POST',
         agent: target.https ? agents['https:'] : agents['http:'],
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), accept: 'application/json, text/event-stream', ...headers },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          accept: 'application/json, text/event-stream',
+          ...headers,
+        },
         signal,
       },
       resolve,
@@ -142,14 +163,23 @@ function upstreamFailure(status: number, body: string, call: UpstreamCall): Gate
   // The log gets the status and size only: an engine's error text may quote the prompt.
   const cause = new Error(`upstream answered ${status} (${body.length} characters of error body)`);
   if (status === 400 || status === 422) {
-    const message = sanitizeUpstreamMessage(upstreamErrorMessage(body), { servedName: call.target.servedModelName, clientName: call.clientModel });
+    const message = sanitizeUpstreamMessage(upstreamErrorMessage(body), {
+      servedName: call.target.servedModelName,
+      clientName: call.clientModel,
+    });
     return new GatewayError('invalid_request', message, { cause });
   }
-  if (status === 413) return new GatewayError('request_too_large', 'The request is too large for this model.', { cause });
+  if (status === 413)
+    return new GatewayError('request_too_large', 'The request is too large for this model.', { cause });
   if (status === 429 || status === 503) {
-    return new UpstreamError('status', 'upstream_error', 'The model server is busy. Retry later.', { status: 503, headers: { 'Retry-After': '2' }, cause });
+    return new UpstreamError('status', 'upstream_error', 'The model server is busy. Retry later.', {
+      status: 503,
+      headers: { 'Retry-After': '2' },
+      cause,
+    });
   }
-  if (status >= 500) return new UpstreamError('status', 'upstream_error', 'The model server failed to answer. Retry later.', { cause });
+  if (status >= 500)
+    return new UpstreamError('status', 'upstream_error', 'The model server failed to answer. Retry later.', { cause });
   return new GatewayError('upstream_error', 'The model server failed to answer. Retry later.', { cause });
 }
 
@@ -169,9 +199,15 @@ function isTimeout(reason: unknown): boolean {
  * const { answer, restore } = await readEngineAnswer(response, 'embedding');
  * const bytes = restore(JSON.stringify(answer));
  */
-export async function readEngineAnswer(response: EngineResponse, liftKey?: string): Promise<{ answer: Record<string, unknown>; restore: (written: string) => string | Buffer<ArrayBuffer> }> {
+export async function readEngineAnswer(
+  response: EngineResponse,
+  liftKey?: string,
+): Promise<{ answer: Record<string, unknown>; restore: (written: string) => string | Buffer<ArrayBuffer> }> {
   const bytes = await response.bytes();
-  const lifted = liftKey === undefined ? { text: bytes.toString('utf8'), restore: (written: string) => written } : liftNumberArrays(bytes, liftKey);
+  const lifted =
+    liftKey === undefined
+      ? { text: bytes.toString('utf8'), restore: (written: string) => written }
+      : liftNumberArrays(bytes, liftKey);
   const text = lifted.text;
   let parsed: unknown;
   try {

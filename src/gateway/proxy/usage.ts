@@ -43,7 +43,9 @@ export function estimatePromptTokens(messages: unknown): number {
     const content = (message as { content?: unknown } | null)?.content;
     if (typeof content === 'string') characters += content.length;
     else if (Array.isArray(content)) {
-      for (const part of content) if (typeof (part as { text?: unknown })?.text === 'string') characters += (part as { text: string }).text.length;
+      for (const part of content)
+        if (typeof (part as { text?: unknown })?.text === 'string')
+          characters += (part as { text: string }).text.length;
     }
   }
   return Math.ceil(characters / 4) + 4 * messages.length + 3;

@@ -56,19 +56,27 @@ export interface BilledCall extends AuthorizedRequest {
  * and project come from this process's request-path cache (`catalog/request-path-cache.ts`). Takes nothing: a
  * request refused here costs nothing and counts against no limit.
  */
-export async function authorize(c: Context<GatewayEnv>, services: BilledDeps, endpoint: BilledEndpoint): Promise<AuthorizedRequest> {
+export async function authorize(
+  c: Context<GatewayEnv>,
+  services: BilledDeps,
+  endpoint: BilledEndpoint,
+): Promise<AuthorizedRequest> {
   const { task } = endpoint;
   const startedAt = performance.now();
   const authorization = keyHeaderOf(c, endpoint.acceptsApiKeyHeader);
   const hash = services.keys.secretHashOf(authorization);
   // A bad body from a bad key is a 401 first, as for every other route.
-  const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes, services.config.oversizeDrain).catch(async (error: unknown) => {
-    await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
-    throw error;
-  });
+  const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes, services.config.oversizeDrain).catch(
+    async (error: unknown) => {
+      await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
+      throw error;
+    },
+  );
   const modelName = await requestedModelNameAfterAuth(services, authorization, body.model);
   // Both from this process's cache in steady state: no database round trip.
-  const [keyRow, matches] = await unavailableOnFailure(services, () => Promise.all([services.requestPathCache.keyByHash(hash), services.requestPathCache.modelMatches(modelName)]));
+  const [keyRow, matches] = await unavailableOnFailure(services, () =>
+    Promise.all([services.requestPathCache.keyByHash(hash), services.requestPathCache.modelMatches(modelName)]),
+  );
   const caller = verifiedKey(keyRow, hash);
   c.set('caller', caller);
   const { model, price } = pickModel(matches, modelName);
@@ -81,9 +89,24 @@ export async function authorize(c: Context<GatewayEnv>, services: BilledDeps, en
     throw new GatewayError('model_not_found', message);
   }
   endpoint.validate(body, services.config);
-  if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', { headers: { 'Retry-After': '30' } });
+  if (!price)
+    throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', {
+      headers: { 'Retry-After': '30' },
+    });
   const projectId = await projectFor(c, services, caller);
-  return { requestId: c.get('requestId'), task, endpoint: endpoint.name, caller, model, price, clientModel: modelName, projectId, body, bodyBytes: bytes, startedAt };
+  return {
+    requestId: c.get('requestId'),
+    task,
+    endpoint: endpoint.name,
+    caller,
+    model,
+    price,
+    clientModel: modelName,
+    projectId,
+    body,
+    bodyBytes: bytes,
+    startedAt,
+  };
 }
 
 /**
@@ -92,9 +115,17 @@ export async function authorize(c: Context<GatewayEnv>, services: BilledDeps, en
  * spendable) and its key's four limits (429). A request refused by any of
  * them takes nothing.
  */
-export async function reserve(c: Context<GatewayEnv>, services: BilledDeps, request: AuthorizedRequest, endpoint: BilledEndpoint): Promise<BilledCall> {
+export async function reserve(
+  c: Context<GatewayEnv>,
+  services: BilledDeps,
+  request: AuthorizedRequest,
+  endpoint: BilledEndpoint,
+): Promise<BilledCall> {
   const bounded = endpoint.boundedFields ? endpoint.boundedFields(request.body) : request.body;
-  const { bounds, holdNanos } = holdFor({ bodyBytes: request.bodyBytes, body: bounded, task: request.task, contextLength: request.model.contextLength }, request.price);
+  const { bounds, holdNanos } = holdFor(
+    { bodyBytes: request.bodyBytes, body: bounded, task: request.task, contextLength: request.model.contextLength },
+    request.price,
+  );
   const admitting = services.gateKeeper.admit({
     requestId: request.requestId,
     caller: request.caller,
@@ -108,13 +139,29 @@ export async function reserve(c: Context<GatewayEnv>, services: BilledDeps, requ
       (late) => services.gateKeeper.release(late, { actualTokens: 0, cost: null }),
       () => {},
     );
-    throw new GatewayError('limits_unavailable', 'The gateway cannot check rate limits right now. Retry with backoff.', { headers: { 'Retry-After': '1' }, cause: error });
+    throw new GatewayError(
+      'limits_unavailable',
+      'The gateway cannot check rate limits right now. Retry with backoff.',
+      { headers: { 'Retry-After': '1' }, cause: error },
+    );
   });
   for (const [name, value] of Object.entries(ticket.headers)) c.header(name, value);
   const finish = services.inFlight.begin();
   // Every field named, not `{ ...request, ticket, … }`: V8 (Node 20) takes a slow path for a spread followed by
   // properties its source lacks, about 15 µs a request here (CONTRIBUTING, "Measured on the request path").
-  const { requestId, task, endpoint: name, caller, model, price, clientModel, projectId, body, bodyBytes, startedAt } = request;
+  const {
+    requestId,
+    task,
+    endpoint: name,
+    caller,
+    model,
+    price,
+    clientModel,
+    projectId,
+    body,
+    bodyBytes,
+    startedAt,
+  } = request;
   const trace = c.get('trace');
   return {
     requestId,
@@ -140,7 +187,11 @@ export async function reserve(c: Context<GatewayEnv>, services: BilledDeps, requ
 }
 
 /** The model name, or, when the body names none, 401 for a bad key before 400 for the model. */
-async function requestedModelNameAfterAuth(services: BilledDeps, authorization: string | undefined, name: unknown): Promise<string> {
+async function requestedModelNameAfterAuth(
+  services: BilledDeps,
+  authorization: string | undefined,
+  name: unknown,
+): Promise<string> {
   try {
     return requestedModelName(name);
   } catch (error) {
@@ -156,16 +207,25 @@ async function requestedModelNameAfterAuth(services: BilledDeps, authorization: 
  * organization (403 `project_not_found` otherwise, as for an unknown id, so
  * other tenants' ids cannot be probed). Errors never echo the header back.
  */
-async function projectFor(c: Context<GatewayEnv>, services: BilledDeps, caller: AuthenticatedKey): Promise<string | null> {
+async function projectFor(
+  c: Context<GatewayEnv>,
+  services: BilledDeps,
+  caller: AuthenticatedKey,
+): Promise<string | null> {
   const header = headerOf(c, 'x-project-id')?.trim();
   if (!header) return caller.projectId;
   if (caller.projectId !== null) {
     if (header === caller.projectId) return header;
-    throw new GatewayError('forbidden', "This API key belongs to one project and may only be used for it: drop X-Project-ID or send that project's id.");
+    throw new GatewayError(
+      'forbidden',
+      "This API key belongs to one project and may only be used for it: drop X-Project-ID or send that project's id.",
+    );
   }
-  if (!isProjectId(header)) throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
+  if (!isProjectId(header))
+    throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
   const owner = await unavailableOnFailure(services, () => services.requestPathCache.projectOrg(header));
-  if (owner !== caller.orgId) throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
+  if (owner !== caller.orgId)
+    throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
   return header;
 }
 

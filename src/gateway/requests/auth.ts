@@ -28,10 +28,14 @@ export function requireKey(keys: KeyService, acceptsApiKeyHeader = false): Middl
   return async (c, next) => {
     const caller = await keys.authenticate(keyHeaderOf(c, acceptsApiKeyHeader)).catch((error: unknown) => {
       if (error instanceof GatewayError) throw error;
-      throw new GatewayError('billing_unavailable', 'The gateway cannot check API keys right now. Retry with backoff.', {
-        headers: { 'Retry-After': '2' },
-        cause: error,
-      });
+      throw new GatewayError(
+        'billing_unavailable',
+        'The gateway cannot check API keys right now. Retry with backoff.',
+        {
+          headers: { 'Retry-After': '2' },
+          cause: error,
+        },
+      );
     });
     c.set('caller', caller);
     await next();

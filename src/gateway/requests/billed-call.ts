@@ -41,27 +41,43 @@ export async function settle(services: BilledDeps, call: BilledCall, reported: S
   } finally {
     call.finish();
     const charged = billed && { usage: billed.settlement.usage, cost: billed.cost };
-    services.observer.settled(call, { status: reported.status, streamed: reported.streamed, firstTokenAt: reported.firstTokenAt, billed: charged }, chargeStartedAt);
+    services.observer.settled(
+      call,
+      { status: reported.status, streamed: reported.streamed, firstTokenAt: reported.firstTokenAt, billed: charged },
+      chargeStartedAt,
+    );
   }
 }
 
-async function settleCall(services: BilledDeps, call: BilledCall, settlement: Settlement, cost: bigint | null): Promise<void> {
+async function settleCall(
+  services: BilledDeps,
+  call: BilledCall,
+  settlement: Settlement,
+  cost: bigint | null,
+): Promise<void> {
   const tokens = settlement.usage.promptTokens + settlement.usage.completionTokens;
   // The charge is durable before the gate hears of it: a replica that dies in between leaves a charge the
   // journal holds but the gate was never told of, which the next start finds unreported and rebuilds from.
   if (cost !== null) {
     // This call is still counted in flight: one means no other call's charge could share the write.
     const alone = services.inFlight.size === 1;
-    await services.journal.append(usageRecord(services, call, settlement, cost, false), { alone }).catch((error: unknown) => {
-      // The data folder cannot be written (disk full?): the charge is kept in memory until the applier writes it.
-      services.log.error('charge journal write failed: the charge is kept in memory only', { requestId: call.requestId, ...describeError(error) });
-    });
+    await services.journal
+      .append(usageRecord(services, call, settlement, cost, false), { alone })
+      .catch((error: unknown) => {
+        // The data folder cannot be written (disk full?): the charge is kept in memory until the applier writes it.
+        services.log.error('charge journal write failed: the charge is kept in memory only', {
+          requestId: call.requestId,
+          ...describeError(error),
+        });
+      });
   }
   await services.gateKeeper.release(call.ticket, { actualTokens: tokens, cost });
   if (cachesAnswers(call) && settlement.answer && settlement.status === 200) {
-    await services.cache.set(cacheKey(call.caller.orgId, call.endpoint, call.body), settlement.answer).catch((error: unknown) => {
-      services.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
-    });
+    await services.cache
+      .set(cacheKey(call.caller.orgId, call.endpoint, call.body), settlement.answer)
+      .catch((error: unknown) => {
+        services.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
+      });
   }
 }
 
@@ -72,12 +88,21 @@ async function settleCall(services: BilledDeps, call: BilledCall, settlement: Se
  * (the engine reported none, or an invalid one) are counted in
  * `tollgate_usage_estimated_total`, and held to the same bounds.
  */
-function withinBounds(services: BilledDeps, call: BilledCall, settlement: Settlement, { usage, excess }: Charge): Settlement {
+function withinBounds(
+  services: BilledDeps,
+  call: BilledCall,
+  settlement: Settlement,
+  { usage, excess }: Charge,
+): Settlement {
   const labels = { model: call.model.id };
   // A client that left (499) gave the engine no chance to report: that is no engine's fault.
   if (settlement.usageSource === 'estimated' && settlement.status !== 499) {
     services.metrics.usageEstimated.inc(labels);
-    services.log.warn('engine reported no valid usage: billed from an estimate', { requestId: call.requestId, model: call.model.id, status: settlement.status });
+    services.log.warn('engine reported no valid usage: billed from an estimate', {
+      requestId: call.requestId,
+      model: call.model.id,
+      status: settlement.status,
+    });
   }
   if (!excess) return settlement;
   services.metrics.usageOverBound.inc(labels);
@@ -89,7 +114,11 @@ function withinBounds(services: BilledDeps, call: BilledCall, settlement: Settle
     reported: settlement.usage,
     bound: call.bounds,
   });
-  return { ...settlement, usage, usageSource: settlement.usageSource === 'upstream' ? 'clamped' : settlement.usageSource };
+  return {
+    ...settlement,
+    usage,
+    usageSource: settlement.usageSource === 'upstream' ? 'clamped' : settlement.usageSource,
+  };
 }
 
 /**
@@ -106,7 +135,11 @@ export function keepsAnswer(request: AuthorizedRequest): boolean {
 }
 
 /** Records a cache hit: free, counted against no limit, but in the usage history like any request. */
-export async function recordCacheHit(services: BilledDeps, request: AuthorizedRequest, answer: CachedResponse): Promise<void> {
+export async function recordCacheHit(
+  services: BilledDeps,
+  request: AuthorizedRequest,
+  answer: CachedResponse,
+): Promise<void> {
   if (!services.config.billingEnabled) return;
   const settlement: Settlement = {
     usage: { promptTokens: answer.promptTokens, completionTokens: answer.completionTokens },
@@ -121,7 +154,13 @@ export async function recordCacheHit(services: BilledDeps, request: AuthorizedRe
   });
 }
 
-function usageRecord(services: BilledDeps, request: AuthorizedRequest, settlement: Settlement, cost: bigint, cacheHit: boolean): ChargeRecord {
+function usageRecord(
+  services: BilledDeps,
+  request: AuthorizedRequest,
+  settlement: Settlement,
+  cost: bigint,
+  cacheHit: boolean,
+): ChargeRecord {
   const record: ChargeRecord = {
     id: request.requestId,
     orgId: request.caller.orgId,
@@ -159,8 +198,17 @@ function answerText(answer: CachedResponse): string {
  * its prompt (the engine had read it), estimated, and no completion, as
  * status 499. The 499 "answer" goes to nobody.
  */
-export async function settleClientGone(services: BilledDeps, call: BilledCall, promptTokens: number): Promise<Response> {
-  await settle(services, call, { usage: { promptTokens, completionTokens: 0 }, usageSource: 'estimated', status: 499, streamed: false });
+export async function settleClientGone(
+  services: BilledDeps,
+  call: BilledCall,
+  promptTokens: number,
+): Promise<Response> {
+  await settle(services, call, {
+    usage: { promptTokens, completionTokens: 0 },
+    usageSource: 'estimated',
+    status: 499,
+    streamed: false,
+  });
   return new Response(null, { status: 499 });
 }
 

@@ -32,7 +32,11 @@ export type { BilledDeps, BilledEndpoint, StreamControls } from './endpoint.js';
  * @example
  * routes.post('/', (c) => serveBilled(c, services, EMBEDDINGS));
  */
-export async function serveBilled(c: Context<GatewayEnv>, services: BilledDeps, endpoint: BilledEndpoint): Promise<Response> {
+export async function serveBilled(
+  c: Context<GatewayEnv>,
+  services: BilledDeps,
+  endpoint: BilledEndpoint,
+): Promise<Response> {
   const request = await authorize(c, services, endpoint);
   if (endpoint.prepare) await endpoint.prepare(request);
   const cached = await cachedAnswer(c, services, request);
@@ -53,7 +57,8 @@ export async function serveBilled(c: Context<GatewayEnv>, services: BilledDeps, 
     const cold = services.fleet.whenReady(call.model.id, signal);
     if (cold) await cold;
     const sent = await postWithFailover({
-      acquire: (exclude) => services.fleet.acquire(call.model.id, exclude, { body: call.body, session: headerOf(c, 'x-session-id') }),
+      acquire: (exclude) =>
+        services.fleet.acquire(call.model.id, exclude, { body: call.body, session: headerOf(c, 'x-session-id') }),
       path: endpoint.path,
       body: (t) => endpoint.upstreamBody(call, t),
       headers: traceHeaders,
@@ -89,7 +94,9 @@ export async function serveBilled(c: Context<GatewayEnv>, services: BilledDeps, 
       usageSource: reported ? 'upstream' : 'estimated',
       status: 200,
       streamed: false,
-      answer: keepsAnswer(call) ? { kind: 'json', body: typeof written === 'string' ? written : written.toString('utf8'), ...usage } : undefined,
+      answer: keepsAnswer(call)
+        ? { kind: 'json', body: typeof written === 'string' ? written : written.toString('utf8'), ...usage }
+        : undefined,
     });
     return c.body(written, 200, { 'content-type': 'application/json' });
   } catch (error) {

@@ -6,7 +6,11 @@ import type { BilledDeps } from './endpoint.js';
 import type { AuthorizedRequest } from './admission.js';
 import { cachesAnswers, recordCacheHit } from './billed-call.js';
 
-export const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+};
 
 /**
  * For a key with the response cache on: the cached answer to this request, as
@@ -14,12 +18,21 @@ export const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8',
  * null (marked `miss`) when there is none. A cache that cannot be read is a
  * miss, never a failed request.
  */
-export async function cachedAnswer(c: Context<GatewayEnv>, services: BilledDeps, request: AuthorizedRequest): Promise<Response | null> {
+export async function cachedAnswer(
+  c: Context<GatewayEnv>,
+  services: BilledDeps,
+  request: AuthorizedRequest,
+): Promise<Response | null> {
   if (!cachesAnswers(request)) return null;
-  const hit = await services.cache.get(cacheKey(request.caller.orgId, request.endpoint, request.body)).catch((error: unknown) => {
-    services.log.warn('response cache read failed: treated as a miss', { requestId: request.requestId, ...describeError(error) });
-    return null;
-  });
+  const hit = await services.cache
+    .get(cacheKey(request.caller.orgId, request.endpoint, request.body))
+    .catch((error: unknown) => {
+      services.log.warn('response cache read failed: treated as a miss', {
+        requestId: request.requestId,
+        ...describeError(error),
+      });
+      return null;
+    });
   c.header('X-Tollgate-Cache', hit ? 'hit' : 'miss');
   services.observer.cacheLookup(hit !== null);
   if (!hit) return null;

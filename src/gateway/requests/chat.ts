@@ -23,8 +23,12 @@ export const CHAT: BilledEndpoint = {
   validate: (body, config) => validateChatRequest(body, config.maxChoices),
   streams: (body) => body.stream === true,
   upstreamBody: (call, target) => openAiUpstreamBody(call, target.servedModelName),
-  estimate: (call, answer) => ({ promptTokens: estimatePromptTokens(call.body.messages), completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0 }),
-  relayStream: (c, deps, call, response, controls) => relayChunks(c, deps, call, response, controls, { promptEstimate: () => estimatePromptTokens(call.body.messages) }),
+  estimate: (call, answer) => ({
+    promptTokens: estimatePromptTokens(call.body.messages),
+    completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
+  }),
+  relayStream: (c, deps, call, response, controls) =>
+    relayChunks(c, deps, call, response, controls, { promptEstimate: () => estimatePromptTokens(call.body.messages) }),
 };
 
 function clientStreamOptions(call: BilledCall): Record<string, unknown> {
@@ -35,7 +39,11 @@ function clientStreamOptions(call: BilledCall): Record<string, unknown> {
 export function openAiUpstreamBody(call: BilledCall, servedModelName: string): Record<string, unknown> {
   const body: Record<string, unknown> = { ...call.body, model: servedModelName };
   // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow (CONTRIBUTING, "Measured on the request path").
-  if (call.body.stream === true) body.stream_options = Object.assign({}, clientStreamOptions(call), { include_usage: true, continuous_usage_stats: true });
+  if (call.body.stream === true)
+    body.stream_options = Object.assign({}, clientStreamOptions(call), {
+      include_usage: true,
+      continuous_usage_stats: true,
+    });
   return body;
 }
 
@@ -46,9 +54,15 @@ export function openAiUpstreamBody(call: BilledCall, servedModelName: string): R
  * free. (vLLM's running count is one choice's; the chunks count every
  * choice's, so the larger of the two is taken.)
  */
-function streamedUsage(state: { usage: { promptTokens: number; completionTokens: number } | null; usageFinal: boolean; tokenChunks: number }, promptEstimate: () => number) {
+function streamedUsage(
+  state: { usage: { promptTokens: number; completionTokens: number } | null; usageFinal: boolean; tokenChunks: number },
+  promptEstimate: () => number,
+) {
   return state.usage
-    ? { promptTokens: state.usage.promptTokens, completionTokens: Math.max(state.usage.completionTokens, state.usageFinal ? 0 : state.tokenChunks) }
+    ? {
+        promptTokens: state.usage.promptTokens,
+        completionTokens: Math.max(state.usage.completionTokens, state.usageFinal ? 0 : state.tokenChunks),
+      }
     : { promptTokens: promptEstimate(), completionTokens: state.tokenChunks };
 }
 
@@ -85,7 +99,14 @@ export interface ChunkStream {
  * Relays an OpenAI-style stream (chat or completions chunks) chunk by chunk,
  * showing the client usage only where it asked for it, and settles when it ends.
  */
-export function relayChunks(c: Context<GatewayEnv>, services: BilledDeps, call: BilledCall, response: EngineResponse, options: StreamControls, kind: ChunkStream): Response {
+export function relayChunks(
+  c: Context<GatewayEnv>,
+  services: BilledDeps,
+  call: BilledCall,
+  response: EngineResponse,
+  options: StreamControls,
+  kind: ChunkStream,
+): Response {
   const asked = clientStreamOptions(call);
   const rewriter = createChatChunkRewriter({
     clientModel: call.clientModel,
@@ -105,7 +126,12 @@ export function relayChunks(c: Context<GatewayEnv>, services: BilledDeps, call: 
     abortUpstream: options.abort,
     onEnd: async (outcome) => {
       options.release();
-      await settleStream(services, call, { state: rewriter.state, outcome, promptEstimate: kind.promptEstimate, kept: delivered });
+      await settleStream(services, call, {
+        state: rewriter.state,
+        outcome,
+        promptEstimate: kind.promptEstimate,
+        kept: delivered,
+      });
     },
   });
   // Under load the headers wait for the first chunk, one socket write fewer; alone, they leave at once, so the

@@ -20,7 +20,10 @@ export const COMPLETIONS: BilledEndpoint = {
   boundedFields: completionsBounds,
   streams: (body) => body.stream === true,
   upstreamBody: (call, target) => openAiUpstreamBody(call, target.servedModelName),
-  estimate: (call, answer) => ({ promptTokens: estimateInputTokens(call.body.prompt), completionTokens: answer ? textTokens(answer.choices) : 0 }),
+  estimate: (call, answer) => ({
+    promptTokens: estimateInputTokens(call.body.prompt),
+    completionTokens: answer ? textTokens(answer.choices) : 0,
+  }),
   relayStream: (c, deps, call, response, controls) =>
     relayChunks(c, deps, call, response, controls, {
       promptEstimate: () => estimateInputTokens(call.body.prompt),
@@ -46,5 +49,7 @@ function completionsBounds(body: Record<string, unknown>): Record<string, unknow
 /** A completions answer's generated text, about four characters a token, for an engine that reported no usage. */
 function textTokens(choices: unknown): number {
   if (!Array.isArray(choices)) return 0;
-  return estimateCompletionTokens(choices.map((choice) => ({ message: { content: (choice as { text?: unknown } | null)?.text } })));
+  return estimateCompletionTokens(
+    choices.map((choice) => ({ message: { content: (choice as { text?: unknown } | null)?.text } })),
+  );
 }

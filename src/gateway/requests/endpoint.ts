@@ -84,9 +84,18 @@ export interface BilledEndpoint {
   /** Adjusts the engine's JSON answer for the client, in place (the model name is already the client's). */
   shapeAnswer?(answer: Record<string, unknown>): void;
   /** The answer's JSON for the client, when the protocol's answer is not the engine's (Messages, Responses); default: the engine's, shaped. */
-  answerOf?(answer: Record<string, unknown>, call: BilledCall): Record<string, unknown> | Promise<Record<string, unknown>>;
+  answerOf?(
+    answer: Record<string, unknown>,
+    call: BilledCall,
+  ): Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Usage when the engine reported none valid: from the request, and from the answer if there is one. */
   estimate(call: BilledCall, answer: Record<string, unknown> | null): TokenUsage;
   /** Relays a streamed answer and settles the call when the stream ends. */
-  relayStream?(c: Context<GatewayEnv>, deps: BilledDeps, call: BilledCall, response: EngineResponse, controls: StreamControls): Response;
+  relayStream?(
+    c: Context<GatewayEnv>,
+    deps: BilledDeps,
+    call: BilledCall,
+    response: EngineResponse,
+    controls: StreamControls,
+  ): Response;
 }

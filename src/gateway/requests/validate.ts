@@ -27,8 +27,13 @@ export function validateChatRequest(body: Record<string, unknown>, maxChoices: n
       }
     });
   }
-  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') details.push({ field: 'stream', message: 'must be true or false' });
-  if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== 'object' || Array.isArray(streamOptions))) {
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
+    details.push({ field: 'stream', message: 'must be true or false' });
+  if (
+    streamOptions !== undefined &&
+    streamOptions !== null &&
+    (typeof streamOptions !== 'object' || Array.isArray(streamOptions))
+  ) {
     details.push({ field: 'stream_options', message: 'must be an object' });
   }
   if (details.length > 0) throw invalid(details);
@@ -61,8 +66,14 @@ function choiceCountErrors(body: Record<string, unknown>, maxChoices: number): E
  */
 export function validateCompletionsRequest(body: Record<string, unknown>, maxChoices: number): void {
   const details = choiceCountErrors(body, maxChoices);
-  if (promptsOf(body.prompt) === null) details.push({ field: 'prompt', message: 'must be a non-empty string, an array of strings, or token ids (an array of integers, or of arrays of them)' });
-  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') details.push({ field: 'stream', message: 'must be true or false' });
+  if (promptsOf(body.prompt) === null)
+    details.push({
+      field: 'prompt',
+      message:
+        'must be a non-empty string, an array of strings, or token ids (an array of integers, or of arrays of them)',
+    });
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
+    details.push({ field: 'stream', message: 'must be true or false' });
   if (details.length > 0) throw invalid(details);
 }
 
@@ -72,7 +83,8 @@ export function validateCompletionsRequest(body: Record<string, unknown>, maxCho
  * with its own `n` choices, so the bill counts them.
  */
 export function promptsOf(prompt: unknown): Array<string | number[]> | null {
-  const isTokens = (value: unknown): value is number[] => Array.isArray(value) && value.length > 0 && value.every((t) => Number.isSafeInteger(t));
+  const isTokens = (value: unknown): value is number[] =>
+    Array.isArray(value) && value.length > 0 && value.every((t) => Number.isSafeInteger(t));
   if (typeof prompt === 'string') return [prompt];
   if (!Array.isArray(prompt) || prompt.length === 0) return null;
   if (isTokens(prompt)) return [prompt];
@@ -83,10 +95,17 @@ export function promptsOf(prompt: unknown): Array<string | number[]> | null {
 /** `input` is a string, an array of strings, or token ids (an array of integers, or of arrays of them). */
 export function validateEmbeddingsRequest(body: Record<string, unknown>): void {
   const { input } = body;
-  const isTokens = (value: unknown) => Array.isArray(value) && value.length > 0 && value.every((t) => Number.isInteger(t));
+  const isTokens = (value: unknown) =>
+    Array.isArray(value) && value.length > 0 && value.every((t) => Number.isInteger(t));
   const valid =
-    (typeof input === 'string' && input.length > 0) || (Array.isArray(input) && input.length > 0 && (input.every((item) => typeof item === 'string') || isTokens(input) || input.every(isTokens)));
-  if (!valid) throw invalid([{ field: 'input', message: 'must be a non-empty string, an array of strings, or an array of token ids' }]);
+    (typeof input === 'string' && input.length > 0) ||
+    (Array.isArray(input) &&
+      input.length > 0 &&
+      (input.every((item) => typeof item === 'string') || isTokens(input) || input.every(isTokens)));
+  if (!valid)
+    throw invalid([
+      { field: 'input', message: 'must be a non-empty string, an array of strings, or an array of token ids' },
+    ]);
 }
 
 /** The 400 for a request the gateway refuses, each detail named in its message. */

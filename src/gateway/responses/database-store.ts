@@ -47,7 +47,11 @@ export class DatabaseResponseStore implements ResponseStore {
     const response = JSON.stringify(stored.response);
     const bytes = Buffer.byteLength(input) + Buffer.byteLength(response);
     const { maxBytes, orgMaxBytes, retentionDays } = this.settings;
-    if (bytes > maxBytes) throw sizeRefusal(`This response and its input are ${bytes} bytes as JSON, more than the gateway stores for one response`, `TOLLGATE_RESPONSES_MAX_BYTES=${maxBytes}`);
+    if (bytes > maxBytes)
+      throw sizeRefusal(
+        `This response and its input are ${bytes} bytes as JSON, more than the gateway stores for one response`,
+        `TOLLGATE_RESPONSES_MAX_BYTES=${maxBytes}`,
+      );
     const expiresAt = new Date(stored.createdAt.getTime() + retentionDays * DAY_MS);
     // One statement, so one commit: the organization's total moves only if it stays within the bound (its row's
     // lock orders concurrent saves), and the response is inserted only if it moved. A transaction of two
@@ -65,7 +69,10 @@ export class DatabaseResponseStore implements ResponseStore {
       from total
       returning id`);
     if (rowsOf(result).length === 0) {
-      throw sizeRefusal(`Your organization's stored responses would be more than the gateway keeps for one organization`, `TOLLGATE_RESPONSES_ORG_MAX_BYTES=${orgMaxBytes}`);
+      throw sizeRefusal(
+        `Your organization's stored responses would be more than the gateway keeps for one organization`,
+        `TOLLGATE_RESPONSES_ORG_MAX_BYTES=${orgMaxBytes}`,
+      );
     }
   }
 
@@ -90,8 +97,10 @@ export class DatabaseResponseStore implements ResponseStore {
     const walked = rowsOf<{ id: string; depth: number | string; total: number | string | bigint }>(result);
     const [deepest] = walked;
     if (!deepest) return null;
-    if (Number(deepest.depth) > chainMaxTurns) throw chainRefusal(`more than ${chainMaxTurns} turns`, `TOLLGATE_RESPONSES_CHAIN_MAX_TURNS=${chainMaxTurns}`);
-    if (Number(deepest.total) > chainMaxBytes) throw chainRefusal(`more than ${chainMaxBytes} bytes`, `TOLLGATE_RESPONSES_CHAIN_MAX_BYTES=${chainMaxBytes}`);
+    if (Number(deepest.depth) > chainMaxTurns)
+      throw chainRefusal(`more than ${chainMaxTurns} turns`, `TOLLGATE_RESPONSES_CHAIN_MAX_TURNS=${chainMaxTurns}`);
+    if (Number(deepest.total) > chainMaxBytes)
+      throw chainRefusal(`more than ${chainMaxBytes} bytes`, `TOLLGATE_RESPONSES_CHAIN_MAX_BYTES=${chainMaxBytes}`);
     const rows = await this.db
       .select()
       .from(storedResponses)
@@ -117,13 +126,20 @@ export class DatabaseResponseStore implements ResponseStore {
 
   async delete(orgId: string, id: string): Promise<boolean> {
     return this.db.transaction(async (tx) => {
-      const deleted = await tx.delete(storedResponses).where(live(orgId, id)).returning({ orgId: storedResponses.orgId, bytes: storedResponses.bytes });
+      const deleted = await tx
+        .delete(storedResponses)
+        .where(live(orgId, id))
+        .returning({ orgId: storedResponses.orgId, bytes: storedResponses.bytes });
       await subtractTotals(tx, deleted);
       return deleted.length > 0;
     });
   }
 
-  async inputItems(orgId: string, id: string, page: { after?: string; limit: number; order: 'asc' | 'desc' }): Promise<InputItemsPage | null> {
+  async inputItems(
+    orgId: string,
+    id: string,
+    page: { after?: string; limit: number; order: 'asc' | 'desc' },
+  ): Promise<InputItemsPage | null> {
     const [row] = await this.db.select({ input: storedResponses.input }).from(storedResponses).where(live(orgId, id));
     if (!row) return null;
     const items = JSON.parse(row.input) as Json[];
@@ -132,19 +148,33 @@ export class DatabaseResponseStore implements ResponseStore {
     if (page.after !== undefined) {
       const at = items.findIndex((item) => item.id === page.after);
       if (at < 0)
-        throw new GatewayError('invalid_request', `after: no input item \`${page.after}\` in this response.`, { details: [{ field: 'after', message: 'not an input item of this response' }] });
+        throw new GatewayError('invalid_request', `after: no input item \`${page.after}\` in this response.`, {
+          details: [{ field: 'after', message: 'not an input item of this response' }],
+        });
       start = at + 1;
     }
     const data = items.slice(start, start + page.limit);
-    return { data, firstId: idOf(data[0]), lastId: idOf(data[data.length - 1]), hasMore: start + page.limit < items.length };
+    return {
+      data,
+      firstId: idOf(data[0]),
+      lastId: idOf(data[data.length - 1]),
+      hasMore: start + page.limit < items.length,
+    };
   }
 
   async purgeExpired(now: Date): Promise<number> {
     let purged = 0;
     for (;;) {
       const deleted = await this.db.transaction(async (tx) => {
-        const due = tx.select({ id: storedResponses.id }).from(storedResponses).where(lte(storedResponses.expiresAt, now)).limit(PURGE_BATCH);
-        const rows = await tx.delete(storedResponses).where(inArray(storedResponses.id, due)).returning({ orgId: storedResponses.orgId, bytes: storedResponses.bytes });
+        const due = tx
+          .select({ id: storedResponses.id })
+          .from(storedResponses)
+          .where(lte(storedResponses.expiresAt, now))
+          .limit(PURGE_BATCH);
+        const rows = await tx
+          .delete(storedResponses)
+          .where(inArray(storedResponses.id, due))
+          .returning({ orgId: storedResponses.orgId, bytes: storedResponses.bytes });
         await subtractTotals(tx, rows);
         return rows.length;
       });
@@ -197,9 +227,13 @@ function sizeRefusal(what: string, setting: string): GatewayError {
 }
 
 function chainRefusal(what: string, setting: string): GatewayError {
-  return new GatewayError('invalid_request', `The conversation before \`previous_response_id\` is ${what}, more than the gateway continues (${setting}); start a new one.`, {
-    details: [{ field: 'previous_response_id', message: `the conversation is ${what}` }],
-  });
+  return new GatewayError(
+    'invalid_request',
+    `The conversation before \`previous_response_id\` is ${what}, more than the gateway continues (${setting}); start a new one.`,
+    {
+      details: [{ field: 'previous_response_id', message: `the conversation is ${what}` }],
+    },
+  );
 }
 
 /** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */

@@ -46,7 +46,11 @@ export interface ResponseStore {
   /** Deletes it; false when `get` would have said null. */
   delete(orgId: string, id: string): Promise<boolean>;
   /** The input items of a response, as OpenAI's `GET /v1/responses/{id}/input_items` pages them; null as for `get`. */
-  inputItems(orgId: string, id: string, page: { after?: string; limit: number; order: 'asc' | 'desc' }): Promise<InputItemsPage | null>;
+  inputItems(
+    orgId: string,
+    id: string,
+    page: { after?: string; limit: number; order: 'asc' | 'desc' },
+  ): Promise<InputItemsPage | null>;
   /** Deletes what is past the retention; the number deleted. */
   purgeExpired(now: Date): Promise<number>;
 }

@@ -69,7 +69,11 @@ export class ClusterIdentity {
     if (!config.credentialsKey) return { publicKey: pair.public, privateKey: pair.private };
     await db
       .insert(clusterKeys)
-      .values({ clusterId, publicKey: pair.public, sealedPrivateKey: sealCredential(config.credentialsKey, clusterId, pair.private) })
+      .values({
+        clusterId,
+        publicKey: pair.public,
+        sealedPrivateKey: sealCredential(config.credentialsKey, clusterId, pair.private),
+      })
       .onConflictDoNothing();
     return this.opened((await stored())!);
   }
@@ -81,16 +85,24 @@ export class ClusterIdentity {
    */
   async sealClearKeys(): Promise<void> {
     const { db, config, log } = this.deps;
-    const clear = await db.select({ clusterId: clusterKeys.clusterId, privateKey: clusterKeys.privateKey }).from(clusterKeys).where(isNotNull(clusterKeys.privateKey));
+    const clear = await db
+      .select({ clusterId: clusterKeys.clusterId, privateKey: clusterKeys.privateKey })
+      .from(clusterKeys)
+      .where(isNotNull(clusterKeys.privateKey));
     if (clear.length === 0) return;
     if (!config.credentialsKey) {
-      log.warn('cluster keys are stored in clear: set TOLLGATE_NODE_CREDENTIALS_KEY and the next start seals them', { count: clear.length });
+      log.warn('cluster keys are stored in clear: set TOLLGATE_NODE_CREDENTIALS_KEY and the next start seals them', {
+        count: clear.length,
+      });
       return;
     }
     for (const row of clear) {
       await db
         .update(clusterKeys)
-        .set({ sealedPrivateKey: sealCredential(config.credentialsKey, row.clusterId, row.privateKey!), privateKey: null })
+        .set({
+          sealedPrivateKey: sealCredential(config.credentialsKey, row.clusterId, row.privateKey!),
+          privateKey: null,
+        })
         .where(and(eq(clusterKeys.clusterId, row.clusterId), isNotNull(clusterKeys.privateKey)));
     }
     log.info('cluster keys stored in clear were sealed', { count: clear.length });
@@ -99,11 +111,16 @@ export class ClusterIdentity {
   private opened(row: typeof clusterKeys.$inferSelect): { publicKey: string; privateKey: string } {
     const key = this.deps.config.credentialsKey;
     if (row.privateKey !== null) return { publicKey: row.publicKey, privateKey: row.privateKey };
-    if (!key) throw new NodeAccessError(`Cluster ${row.clusterId}'s key is sealed, and this gateway has no TOLLGATE_NODE_CREDENTIALS_KEY to open it with.`);
+    if (!key)
+      throw new NodeAccessError(
+        `Cluster ${row.clusterId}'s key is sealed, and this gateway has no TOLLGATE_NODE_CREDENTIALS_KEY to open it with.`,
+      );
     try {
       return { publicKey: row.publicKey, privateKey: openCredential(key, row.clusterId, row.sealedPrivateKey ?? '') };
     } catch {
-      throw new NodeAccessError(`Cluster ${row.clusterId}'s key does not open with this gateway's TOLLGATE_NODE_CREDENTIALS_KEY (it was sealed with another).`);
+      throw new NodeAccessError(
+        `Cluster ${row.clusterId}'s key does not open with this gateway's TOLLGATE_NODE_CREDENTIALS_KEY (it was sealed with another).`,
+      );
     }
   }
 
@@ -122,7 +139,13 @@ export class ClusterIdentity {
       this.deps.db
         .select()
         .from(clusterNodeKeys)
-        .where(and(eq(clusterNodeKeys.clusterId, clusterId), eq(clusterNodeKeys.action, 'remove'), eq(clusterNodeKeys.state, 'pending')));
+        .where(
+          and(
+            eq(clusterNodeKeys.clusterId, clusterId),
+            eq(clusterNodeKeys.action, 'remove'),
+            eq(clusterNodeKeys.state, 'pending'),
+          ),
+        );
     await Promise.all((await pending()).map((row) => this.work(row)));
     // A row another worker held (a retry of the install under way) is removed by that worker as soon as it is done: wait for it.
     const deadline = Date.now() + this.deps.config.sshTimeoutMs * 2 + 2_000;
@@ -136,7 +159,13 @@ export class ClusterIdentity {
     const due = await this.deps.db
       .select()
       .from(clusterNodeKeys)
-      .where(and(ne(clusterNodeKeys.state, 'done'), lt(clusterNodeKeys.nextAttemptAt, sql`now()`), or(isNull(clusterNodeKeys.claimedUntil), lt(clusterNodeKeys.claimedUntil, sql`now()`))))
+      .where(
+        and(
+          ne(clusterNodeKeys.state, 'done'),
+          lt(clusterNodeKeys.nextAttemptAt, sql`now()`),
+          or(isNull(clusterNodeKeys.claimedUntil), lt(clusterNodeKeys.claimedUntil, sql`now()`)),
+        ),
+      )
       .limit(20);
     await Promise.all(due.map((row) => this.work(row)));
   }
@@ -169,7 +198,13 @@ export class ClusterIdentity {
     const [claimed] = await db
       .update(clusterNodeKeys)
       .set({ claimedUntil: sql`now() + ${CLAIM_MS} * interval '1 millisecond'` })
-      .where(and(where, ne(clusterNodeKeys.state, 'done'), or(isNull(clusterNodeKeys.claimedUntil), lt(clusterNodeKeys.claimedUntil, sql`now()`))))
+      .where(
+        and(
+          where,
+          ne(clusterNodeKeys.state, 'done'),
+          or(isNull(clusterNodeKeys.claimedUntil), lt(clusterNodeKeys.claimedUntil, sql`now()`)),
+        ),
+      )
       .returning();
     if (!claimed) return false;
     try {
@@ -191,13 +226,33 @@ export class ClusterIdentity {
           .set({ releasingClusterId: null })
           .where(and(eq(nodes.id, row.nodeId), eq(nodes.releasingClusterId, row.clusterId)));
     } catch (error) {
-      const message = error instanceof NodeAccessError ? error.message : "The node's access could not be used (see the gateway's log).";
-      if (!(error instanceof NodeAccessError)) log.error('cluster keys: a node could not be worked on', { clusterId: row.clusterId, nodeId: row.nodeId, ...describeError(error) });
-      else log.warn(`cluster keys: ${claimed.action} failed`, { clusterId: row.clusterId, nodeId: row.nodeId, reason: message });
+      const message =
+        error instanceof NodeAccessError
+          ? error.message
+          : "The node's access could not be used (see the gateway's log).";
+      if (!(error instanceof NodeAccessError))
+        log.error('cluster keys: a node could not be worked on', {
+          clusterId: row.clusterId,
+          nodeId: row.nodeId,
+          ...describeError(error),
+        });
+      else
+        log.warn(`cluster keys: ${claimed.action} failed`, {
+          clusterId: row.clusterId,
+          nodeId: row.nodeId,
+          reason: message,
+        });
       const backoffMs = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(claimed.attempts, 16));
       const [failed] = await db
         .update(clusterNodeKeys)
-        .set({ state: 'failed', error: message, attempts: claimed.attempts + 1, nextAttemptAt: sql`now() + ${backoffMs} * interval '1 millisecond'`, claimedUntil: null, updatedAt: sql`now()` })
+        .set({
+          state: 'failed',
+          error: message,
+          attempts: claimed.attempts + 1,
+          nextAttemptAt: sql`now() + ${backoffMs} * interval '1 millisecond'`,
+          claimedUntil: null,
+          updatedAt: sql`now()`,
+        })
         // Not over a row an operator released meanwhile (done): its node is free, nothing is retried.
         .where(and(where, eq(clusterNodeKeys.action, claimed.action), ne(clusterNodeKeys.state, 'done')))
         .returning();
@@ -214,8 +269,12 @@ export class ClusterIdentity {
   private async apply(row: NodeKeyRow): Promise<void> {
     const { db, config } = this.deps;
     const [node] = await db.select().from(nodes).where(eq(nodes.id, row.nodeId));
-    if (!node?.sshCredential || !node.sshUser || !node.sshPort || !node.runUser || !node.hostKeyFingerprint) throw new NodeAccessError(`Node ${row.nodeId} has no SSH access registered.`);
-    if (!config.credentialsKey) throw new NodeAccessError("This gateway has no TOLLGATE_NODE_CREDENTIALS_KEY to open the node's credential with.");
+    if (!node?.sshCredential || !node.sshUser || !node.sshPort || !node.runUser || !node.hostKeyFingerprint)
+      throw new NodeAccessError(`Node ${row.nodeId} has no SSH access registered.`);
+    if (!config.credentialsKey)
+      throw new NodeAccessError(
+        "This gateway has no TOLLGATE_NODE_CREDENTIALS_KEY to open the node's credential with.",
+      );
     const { publicKey } = await this.keyOf(row.clusterId);
     const access = {
       host: node.address,
@@ -224,6 +283,11 @@ export class ClusterIdentity {
       privateKey: openCredential(config.credentialsKey, node.id, node.sshCredential),
       hostKeyFingerprint: node.hostKeyFingerprint,
     };
-    await runOnNode(access, keysCommand(node.runUser), keysScript(row.action, node.runUser, row.clusterId, publicKey), config.sshTimeoutMs);
+    await runOnNode(
+      access,
+      keysCommand(node.runUser),
+      keysScript(row.action, node.runUser, row.clusterId, publicKey),
+      config.sshTimeoutMs,
+    );
   }
 }

@@ -79,14 +79,32 @@ export function requireSealingKey(key: Buffer | undefined): Buffer {
  * @example
  * const columns = await verifiedAccess(config.nodeAccess, node.id, node.address, ssh);
  */
-export async function verifiedAccess(config: { credentialsKey?: Buffer; sshTimeoutMs: number }, nodeId: string, address: string, ssh: NewNodeAccess) {
+export async function verifiedAccess(
+  config: { credentialsKey?: Buffer; sshTimeoutMs: number },
+  nodeId: string,
+  address: string,
+  ssh: NewNodeAccess,
+) {
   const key = requireSealingKey(config.credentialsKey);
   let hostKey: Buffer;
   try {
-    ({ hostKey } = await runOnNode({ host: address, port: ssh.port, user: ssh.user, privateKey: ssh.privateKey, hostKeyFingerprint: ssh.hostKeyFingerprint }, 'true', '', config.sshTimeoutMs));
+    ({ hostKey } = await runOnNode(
+      {
+        host: address,
+        port: ssh.port,
+        user: ssh.user,
+        privateKey: ssh.privateKey,
+        hostKeyFingerprint: ssh.hostKeyFingerprint,
+      },
+      'true',
+      '',
+      config.sshTimeoutMs,
+    ));
   } catch (error) {
     if (!(error instanceof NodeAccessError)) throw error;
-    throw new GatewayError('invalid_request', `The node's SSH access does not work: ${error.message}`, { details: [{ field: 'ssh', message: error.message }] });
+    throw new GatewayError('invalid_request', `The node's SSH access does not work: ${error.message}`, {
+      details: [{ field: 'ssh', message: error.message }],
+    });
   }
   return {
     sshUser: ssh.user,
@@ -119,7 +137,12 @@ export function hostKeyLine(hostKey: Buffer): string {
  * @example
  * const { hostKey } = await runOnNode(access, 'true', '', 10_000);
  */
-export function runOnNode(access: NodeAccess, command: string, stdin: string, timeoutMs: number): Promise<{ hostKey: Buffer; output: string }> {
+export function runOnNode(
+  access: NodeAccess,
+  command: string,
+  stdin: string,
+  timeoutMs: number,
+): Promise<{ hostKey: Buffer; output: string }> {
   return new Promise((resolve, reject) => {
     const client = new ssh2.Client();
     const where = `${access.host}:${access.port}`;
@@ -134,7 +157,10 @@ export function runOnNode(access: NodeAccess, command: string, stdin: string, ti
       if (error) reject(error);
       else resolve(value!);
     };
-    const timer = setTimeout(() => finish(new NodeAccessError(`${where} did not answer within ${Math.round(timeoutMs / 1000)} s.`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(new NodeAccessError(`${where} did not answer within ${Math.round(timeoutMs / 1000)} s.`)),
+      timeoutMs,
+    );
     client.on('ready', () => {
       client.exec(command, (error, stream) => {
         if (error) return finish(new NodeAccessError(`${where} refused to run a command: ${error.message}.`));
@@ -143,18 +169,32 @@ export function runOnNode(access: NodeAccess, command: string, stdin: string, ti
         stream.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
         stream.on('close', (code: number | null) => {
           if (code === 0) finish(null, { hostKey: seenKey!, output });
-          else finish(new NodeAccessError(`On ${where} the command exited with ${code ?? 'a signal'}: ${output.trim().slice(0, 300) || 'no output'}.`));
+          else
+            finish(
+              new NodeAccessError(
+                `On ${where} the command exited with ${code ?? 'a signal'}: ${output.trim().slice(0, 300) || 'no output'}.`,
+              ),
+            );
         });
         stream.end(stdin);
       });
     });
     client.on('error', (error: Error & { level?: string; code?: string }) => {
-      if (refusedKey) return finish(new NodeAccessError(`${where} presented host key ${refusedKey}, not the pinned ${access.hostKeyFingerprint}: the connection was refused.`));
-      if (error.level === 'client-authentication') return finish(new NodeAccessError(`${where} refused the operator's key for ${access.user}.`));
+      if (refusedKey)
+        return finish(
+          new NodeAccessError(
+            `${where} presented host key ${refusedKey}, not the pinned ${access.hostKeyFingerprint}: the connection was refused.`,
+          ),
+        );
+      if (error.level === 'client-authentication')
+        return finish(new NodeAccessError(`${where} refused the operator's key for ${access.user}.`));
       finish(new NodeAccessError(`Could not connect to ${where}: ${error.code ?? error.message}.`));
     });
     const privateKey = operatorKeyOf(access.privateKey);
-    if (!privateKey) return finish(new NodeAccessError("The operator's key is not a private key ssh2 can read (OpenSSH or PEM, unencrypted)."));
+    if (!privateKey)
+      return finish(
+        new NodeAccessError("The operator's key is not a private key ssh2 can read (OpenSSH or PEM, unencrypted)."),
+      );
     client.connect({
       host: access.host,
       port: access.port,
@@ -194,7 +234,12 @@ function operatorKeyOf(text: string): Buffer | null {
  * @example
  * await runOnNode(access, keysCommand(runUser), keysScript('install', runUser, clusterId, publicKey), 10_000);
  */
-export function keysScript(action: 'install' | 'remove', runUser: string, clusterId: string, publicKey: string): string {
+export function keysScript(
+  action: 'install' | 'remove',
+  runUser: string,
+  clusterId: string,
+  publicKey: string,
+): string {
   const tag = `tollgate-cluster=${clusterId}`;
   const line = `${publicKey.trim().split(/\s+/).slice(0, 2).join(' ')} ${tag}`;
   return [

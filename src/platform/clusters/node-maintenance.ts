@@ -21,7 +21,9 @@ import type { NodeRow } from './service.js';
  * await maintenance.release(nodeId, { force: false });
  */
 export class NodeMaintenance {
-  constructor(private readonly deps: { db: Database; config: Config['nodeAccess']; identity: ClusterIdentity; log: Logger }) {}
+  constructor(
+    private readonly deps: { db: Database; config: Config['nodeAccess']; identity: ClusterIdentity; log: Logger },
+  ) {}
 
   /**
    * Replaces a node's SSH access: what is not given is kept (the stored key,
@@ -41,7 +43,10 @@ export class NodeMaintenance {
     }
     const columns = await verifiedAccess(config, node.id, node.address, ssh);
     // The access note follows the SSH access when it was the one made from it.
-    const access = node.access === `ssh://${node.sshUser}@${node.address}:${node.sshPort}` || node.access === '' ? `ssh://${ssh.user}@${node.address}:${ssh.port}` : node.access;
+    const access =
+      node.access === `ssh://${node.sshUser}@${node.address}:${node.sshPort}` || node.access === ''
+        ? `ssh://${ssh.user}@${node.address}:${ssh.port}`
+        : node.access;
     const row = await db.transaction(async (tx) => {
       const [updated] = await tx
         .update(nodes)
@@ -72,19 +77,31 @@ export class NodeMaintenance {
     const { db, identity, log } = this.deps;
     const node = await this.node(nodeId);
     const clusterId = node.releasingClusterId;
-    if (!clusterId) throw new GatewayError('conflict', `Node ${nodeId} is not releasing: it is ${node.clusterId ? `allocated to cluster ${node.clusterId}` : 'free'}.`);
+    if (!clusterId)
+      throw new GatewayError(
+        'conflict',
+        `Node ${nodeId} is not releasing: it is ${node.clusterId ? `allocated to cluster ${node.clusterId}` : 'free'}.`,
+      );
     if (options.force) {
       await db.transaction(async (tx) => {
         await tx
           .update(clusterNodeKeys)
-          .set({ state: 'done', error: 'Released by the operator without removing the key.', claimedUntil: null, updatedAt: sql`now()` })
+          .set({
+            state: 'done',
+            error: 'Released by the operator without removing the key.',
+            claimedUntil: null,
+            updatedAt: sql`now()`,
+          })
           .where(and(eq(clusterNodeKeys.clusterId, clusterId), eq(clusterNodeKeys.nodeId, nodeId)));
         await tx
           .update(nodes)
           .set({ releasingClusterId: null })
           .where(and(eq(nodes.id, nodeId), eq(nodes.releasingClusterId, clusterId)));
       });
-      log.warn("a node was released without removing a deleted cluster's key: the key may still log in as its run user", { nodeId, clusterId, address: node.address, runUser: node.runUser });
+      log.warn(
+        "a node was released without removing a deleted cluster's key: the key may still log in as its run user",
+        { nodeId, clusterId, address: node.address, runUser: node.runUser },
+      );
       return this.node(nodeId);
     }
     const row = await identity.retryNow(clusterId, nodeId);
@@ -116,18 +133,31 @@ function merged(node: NodeRow, change: Partial<NewNodeAccess>, key: Buffer): New
   const user = change.user ?? node.sshUser;
   const privateKey = change.privateKey ?? (node.sshCredential ? storedKey(node.id, node.sshCredential, key) : null);
   const hostKeyFingerprint = change.hostKeyFingerprint ?? node.hostKeyFingerprint;
-  const missing = [!user && 'ssh.user', !privateKey && 'ssh.private_key', !hostKeyFingerprint && 'ssh.host_key_fingerprint'].filter((field): field is string => typeof field === 'string');
+  const missing = [
+    !user && 'ssh.user',
+    !privateKey && 'ssh.private_key',
+    !hostKeyFingerprint && 'ssh.host_key_fingerprint',
+  ].filter((field): field is string => typeof field === 'string');
   if (missing.length > 0) {
-    throw new GatewayError('invalid_request', `Node ${node.id} has no SSH access yet: give all of it.`, { details: missing.map((field) => ({ field, message: 'Required.' })) });
+    throw new GatewayError('invalid_request', `Node ${node.id} has no SSH access yet: give all of it.`, {
+      details: missing.map((field) => ({ field, message: 'Required.' })),
+    });
   }
-  return { user: user!, port: change.port ?? node.sshPort ?? 22, privateKey: privateKey!, hostKeyFingerprint: hostKeyFingerprint!, runUser: change.runUser ?? node.runUser ?? user! };
+  return {
+    user: user!,
+    port: change.port ?? node.sshPort ?? 22,
+    privateKey: privateKey!,
+    hostKeyFingerprint: hostKeyFingerprint!,
+    runUser: change.runUser ?? node.runUser ?? user!,
+  };
 }
 
 function storedKey(nodeId: string, sealed: string, key: Buffer): string {
   try {
     return openCredential(key, nodeId, sealed);
   } catch {
-    const message = "The node's stored key does not open with this gateway's TOLLGATE_NODE_CREDENTIALS_KEY: give it again.";
+    const message =
+      "The node's stored key does not open with this gateway's TOLLGATE_NODE_CREDENTIALS_KEY: give it again.";
     throw new GatewayError('invalid_request', message, { details: [{ field: 'ssh.private_key', message }] });
   }
 }

@@ -2,7 +2,14 @@ import { and, asc, count, desc, eq, inArray, isNull, ne, sql } from 'drizzle-orm
 import type { Config } from '../../config/index.js';
 import type { Database } from '../../shared/db/client.js';
 import { newId } from '../../shared/db/ids.js';
-import { clusterNodeKeys, clusters, hardwareProfiles, nodeAllocations, nodes, organizations } from '../../shared/db/schema.js';
+import {
+  clusterNodeKeys,
+  clusters,
+  hardwareProfiles,
+  nodeAllocations,
+  nodes,
+  organizations,
+} from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { installRows } from './node-keys.js';
 import { type NewNodeAccess, verifiedAccess } from './node-access.js';
@@ -85,12 +92,22 @@ export class ClusterService {
    * SKIP LOCKED`), so two clusters created at once never share a node, and a
    * request for more nodes than are free takes none (409).
    */
-  async create(input: { orgId: string; name: string; profile: string; nodeCount: number; publicDomain: string; createdBy: string | null }): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
+  async create(input: {
+    orgId: string;
+    name: string;
+    profile: string;
+    nodeCount: number;
+    publicDomain: string;
+    createdBy: string | null;
+  }): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
     const publicDomain = input.publicDomain.toLowerCase();
     assertNotReserved(this.options.reservedHosts, publicDomain);
     await this.profile(input.profile);
     return this.db.transaction(async (tx) => {
-      const [org] = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, input.orgId));
+      const [org] = await tx
+        .select({ id: organizations.id })
+        .from(organizations)
+        .where(eq(organizations.id, input.orgId));
       if (!org) throw new GatewayError('not_found', `Organization ${input.orgId} does not exist.`);
       await assertNotNested(tx, publicDomain);
       const free = await tx
@@ -101,14 +118,25 @@ export class ClusterService {
         .limit(input.nodeCount)
         .for('update', { skipLocked: true });
       if (free.length < input.nodeCount) {
-        throw new GatewayError('conflict', `Only ${free.length} free ${input.profile} nodes; the cluster needs ${input.nodeCount}.`, {
-          details: [{ field: 'nodes', message: `At most ${free.length} are free.` }],
-        });
+        throw new GatewayError(
+          'conflict',
+          `Only ${free.length} free ${input.profile} nodes; the cluster needs ${input.nodeCount}.`,
+          {
+            details: [{ field: 'nodes', message: `At most ${free.length} are free.` }],
+          },
+        );
       }
       const id = newId('cls');
       const [cluster] = await tx
         .insert(clusters)
-        .values({ id, orgId: input.orgId, name: input.name, profile: input.profile, publicDomain, createdBy: input.createdBy })
+        .values({
+          id,
+          orgId: input.orgId,
+          name: input.name,
+          profile: input.profile,
+          publicDomain,
+          createdBy: input.createdBy,
+        })
         .returning()
         .catch((error: unknown) => {
           // Said the same whoever holds it: the answer tells nothing of another organization.
@@ -119,7 +147,9 @@ export class ClusterService {
       const rows = installRows(id, taken);
       if (rows.length > 0) await tx.insert(clusterNodeKeys).values(rows);
       // now() is the transaction's start: the same instant, to the microsecond, as the cluster's created_at.
-      await tx.insert(nodeAllocations).values(ids.map((nodeId) => ({ clusterId: id, nodeId, profile: input.profile, allocatedAt: sql`now()` })));
+      await tx
+        .insert(nodeAllocations)
+        .values(ids.map((nodeId) => ({ clusterId: id, nodeId, profile: input.profile, allocatedAt: sql`now()` })));
       return { cluster: cluster!, nodes: taken.sort((a, b) => a.address.localeCompare(b.address)) };
     });
   }
@@ -136,10 +166,22 @@ export class ClusterService {
   }
 
   /** One page of clusters, of one organization or (null) all, newest first; deleted ones only when asked. */
-  async list(orgId: string | null, page: { offset: number; limit: number; includeDeleted: boolean }): Promise<{ rows: ClusterRow[]; total: number }> {
-    const where = and(orgId === null ? undefined : eq(clusters.orgId, orgId), page.includeDeleted ? undefined : eq(clusters.state, 'running'));
+  async list(
+    orgId: string | null,
+    page: { offset: number; limit: number; includeDeleted: boolean },
+  ): Promise<{ rows: ClusterRow[]; total: number }> {
+    const where = and(
+      orgId === null ? undefined : eq(clusters.orgId, orgId),
+      page.includeDeleted ? undefined : eq(clusters.state, 'running'),
+    );
     const [{ total } = { total: 0 }] = await this.db.select({ total: count() }).from(clusters).where(where);
-    const rows = await this.db.select().from(clusters).where(where).orderBy(desc(clusters.createdAt), desc(clusters.id)).limit(page.limit).offset(page.offset);
+    const rows = await this.db
+      .select()
+      .from(clusters)
+      .where(where)
+      .orderBy(desc(clusters.createdAt), desc(clusters.id))
+      .limit(page.limit)
+      .offset(page.offset);
     return { rows, total };
   }
 
@@ -149,11 +191,22 @@ export class ClusterService {
       const [cluster] = await tx
         .update(clusters)
         .set({ state: 'deleted', deletedAt: sql`now()` })
-        .where(and(eq(clusters.id, id), eq(clusters.state, 'running'), orgId === null ? undefined : eq(clusters.orgId, orgId)))
+        .where(
+          and(
+            eq(clusters.id, id),
+            eq(clusters.state, 'running'),
+            orgId === null ? undefined : eq(clusters.orgId, orgId),
+          ),
+        )
         .returning();
       if (!cluster) throw new GatewayError('not_found', `Cluster ${id} does not exist.`);
       // A node with the cluster's key on it is not free until the key is removed (ClusterIdentity.removeNow).
-      const keyed = (await tx.select({ nodeId: clusterNodeKeys.nodeId }).from(clusterNodeKeys).where(eq(clusterNodeKeys.clusterId, id))).map((row) => row.nodeId);
+      const keyed = (
+        await tx
+          .select({ nodeId: clusterNodeKeys.nodeId })
+          .from(clusterNodeKeys)
+          .where(eq(clusterNodeKeys.clusterId, id))
+      ).map((row) => row.nodeId);
       if (keyed.length > 0) {
         await tx
           .update(nodes)
@@ -161,7 +214,14 @@ export class ClusterService {
           .where(and(eq(nodes.clusterId, id), inArray(nodes.id, keyed)));
         await tx
           .update(clusterNodeKeys)
-          .set({ action: 'remove', state: 'pending', attempts: 0, error: null, nextAttemptAt: sql`now()`, updatedAt: sql`now()` })
+          .set({
+            action: 'remove',
+            state: 'pending',
+            attempts: 0,
+            error: null,
+            nextAttemptAt: sql`now()`,
+            updatedAt: sql`now()`,
+          })
           .where(eq(clusterNodeKeys.clusterId, id));
       }
       await tx.update(nodes).set({ clusterId: null }).where(eq(nodes.clusterId, id));
@@ -178,17 +238,30 @@ export class ClusterService {
     return this.db
       .select({ nodeId: clusterNodeKeys.nodeId, error: clusterNodeKeys.error })
       .from(clusterNodeKeys)
-      .where(and(eq(clusterNodeKeys.clusterId, clusterId), eq(clusterNodeKeys.action, 'install'), ne(clusterNodeKeys.state, 'done')));
+      .where(
+        and(
+          eq(clusterNodeKeys.clusterId, clusterId),
+          eq(clusterNodeKeys.action, 'install'),
+          ne(clusterNodeKeys.state, 'done'),
+        ),
+      );
   }
 
   /** The allocations of a cluster, oldest first (for the cost reports and tests). */
   allocations(clusterId: string) {
-    return this.db.select().from(nodeAllocations).where(eq(nodeAllocations.clusterId, clusterId)).orderBy(asc(nodeAllocations.id));
+    return this.db
+      .select()
+      .from(nodeAllocations)
+      .where(eq(nodeAllocations.clusterId, clusterId))
+      .orderBy(asc(nodeAllocations.id));
   }
 
   private async profile(name: string): Promise<ProfileRow> {
     const [row] = await this.db.select().from(hardwareProfiles).where(eq(hardwareProfiles.name, name));
-    if (!row) throw new GatewayError('invalid_request', `There is no hardware profile ${name}.`, { details: [{ field: 'profile', message: `Unknown profile ${name}.` }] });
+    if (!row)
+      throw new GatewayError('invalid_request', `There is no hardware profile ${name}.`, {
+        details: [{ field: 'profile', message: `Unknown profile ${name}.` }],
+      });
     return row;
   }
 }

@@ -44,17 +44,23 @@ export function minorUnits(code: string): number {
 
 function describe(code: string): CurrencyInfo {
   const symbolOf = (currencyDisplay: 'symbol' | 'narrowSymbol') =>
-    new Intl.NumberFormat('en', { style: 'currency', currency: code, currencyDisplay }).formatToParts(1).find((part) => part.type === 'currency')?.value ?? code;
+    new Intl.NumberFormat('en', { style: 'currency', currency: code, currencyDisplay })
+      .formatToParts(1)
+      .find((part) => part.type === 'currency')?.value ?? code;
   return {
     code,
     name: new Intl.DisplayNames('en', { type: 'currency' }).of(code) ?? code,
     symbol: symbolOf('symbol'),
     narrow_symbol: symbolOf('narrowSymbol'),
-    minor_units: new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions().maximumFractionDigits ?? 2,
+    minor_units:
+      new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions().maximumFractionDigits ?? 2,
   };
 }
 
 /** An ISO 4217 code the runtime knows, upper-case as written: `EUR`. */
 export const currencyCode = z
   .string()
-  .refine((code) => /^[A-Z]{3}$/.test(code) && isCurrency(code), 'Must be an ISO 4217 code this server knows, in capitals, such as EUR (see GET /v1/billing/currencies).');
+  .refine(
+    (code) => /^[A-Z]{3}$/.test(code) && isCurrency(code),
+    'Must be an ISO 4217 code this server knows, in capitals, such as EUR (see GET /v1/billing/currencies).',
+  );

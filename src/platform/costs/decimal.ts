@@ -19,7 +19,10 @@ class DecimalFormatError extends Error {
 /** Parses a non-negative decimal string ("12", "0.35", "1.000000000001") into units of 10^-12. */
 export function parseDecimal(text: string): bigint {
   const match = /^(\d{1,18})(?:\.(\d{1,12}))?$/.exec(text);
-  if (!match) throw new DecimalFormatError(`"${text}" is not a decimal: use digits with at most ${RATE_SCALE} decimal places, like 2.50.`);
+  if (!match)
+    throw new DecimalFormatError(
+      `"${text}" is not a decimal: use digits with at most ${RATE_SCALE} decimal places, like 2.50.`,
+    );
   return BigInt(match[1]!) * RATE_ONE + BigInt((match[2] ?? '').padEnd(RATE_SCALE, '0'));
 }
 
@@ -47,7 +50,8 @@ export const formatMinor = formatScaled;
  * carry no drift). Both non-negative; the denominator positive.
  */
 export function roundHalfEven(numerator: bigint, denominator: bigint): bigint {
-  if (denominator <= 0n || numerator < 0n) throw new RangeError('roundHalfEven takes a non-negative numerator and a positive denominator.');
+  if (denominator <= 0n || numerator < 0n)
+    throw new RangeError('roundHalfEven takes a non-negative numerator and a positive denominator.');
   const quotient = numerator / denominator;
   const twice = (numerator % denominator) * 2n;
   if (twice > denominator || (twice === denominator && quotient % 2n === 1n)) return quotient + 1n;

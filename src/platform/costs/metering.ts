@@ -26,7 +26,8 @@ export interface Span {
   end: number;
 }
 
-const epochSeconds = (column: typeof nodeAllocations.allocatedAt | typeof nodeAllocations.releasedAt) => sql<number>`floor(extract(epoch from ${column}))::bigint`.mapWith(Number);
+const epochSeconds = (column: typeof nodeAllocations.allocatedAt | typeof nodeAllocations.releasedAt) =>
+  sql<number>`floor(extract(epoch from ${column}))::bigint`.mapWith(Number);
 
 /**
  * Every allocation that overlaps `[from, to)`, of one organization or (null)
@@ -36,7 +37,11 @@ const epochSeconds = (column: typeof nodeAllocations.allocatedAt | typeof nodeAl
  * @example
  * const rows = await allocationsIn(db, { from, to }, orgId);
  */
-export function allocationsIn(db: Database, window: { from: Date; to: Date }, orgId: string | null): Promise<MeteredAllocation[]> {
+export function allocationsIn(
+  db: Database,
+  window: { from: Date; to: Date },
+  orgId: string | null,
+): Promise<MeteredAllocation[]> {
   return db
     .select({
       clusterId: clusters.id,
@@ -52,7 +57,11 @@ export function allocationsIn(db: Database, window: { from: Date; to: Date }, or
     .innerJoin(clusters, eq(clusters.id, nodeAllocations.clusterId))
     .innerJoin(hardwareProfiles, eq(hardwareProfiles.name, nodeAllocations.profile))
     .where(
-      and(lt(nodeAllocations.allocatedAt, window.to), or(isNull(nodeAllocations.releasedAt), gt(nodeAllocations.releasedAt, window.from)), orgId === null ? undefined : eq(clusters.orgId, orgId)),
+      and(
+        lt(nodeAllocations.allocatedAt, window.to),
+        or(isNull(nodeAllocations.releasedAt), gt(nodeAllocations.releasedAt, window.from)),
+        orgId === null ? undefined : eq(clusters.orgId, orgId),
+      ),
     );
 }
 

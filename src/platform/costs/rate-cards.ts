@@ -31,17 +31,39 @@ export class RateCards {
 
   add(card: NewRateCard): Promise<RateCardRow> {
     return this.db.transaction(async (tx) => {
-      const [profile] = await tx.select({ name: hardwareProfiles.name }).from(hardwareProfiles).where(eq(hardwareProfiles.name, card.profile)).for('update');
-      if (!profile) throw new GatewayError('invalid_request', `There is no hardware profile ${card.profile}.`, { details: [{ field: 'profile', message: `Unknown profile ${card.profile}.` }] });
-      const others = await tx.select().from(rateCards).where(eq(rateCards.profile, card.profile)).orderBy(asc(rateCards.effectiveFrom));
+      const [profile] = await tx
+        .select({ name: hardwareProfiles.name })
+        .from(hardwareProfiles)
+        .where(eq(hardwareProfiles.name, card.profile))
+        .for('update');
+      if (!profile)
+        throw new GatewayError('invalid_request', `There is no hardware profile ${card.profile}.`, {
+          details: [{ field: 'profile', message: `Unknown profile ${card.profile}.` }],
+        });
+      const others = await tx
+        .select()
+        .from(rateCards)
+        .where(eq(rateCards.profile, card.profile))
+        .orderBy(asc(rateCards.effectiveFrom));
       const end = card.effectiveTo?.getTime() ?? Infinity;
-      const superseded = card.effectiveTo === null ? others.find((other) => other.effectiveTo === null && other.effectiveFrom < card.effectiveFrom) : undefined;
-      const clash = others.find((other) => other !== superseded && other.effectiveFrom.getTime() < end && card.effectiveFrom.getTime() < (other.effectiveTo?.getTime() ?? Infinity));
+      const superseded =
+        card.effectiveTo === null
+          ? others.find((other) => other.effectiveTo === null && other.effectiveFrom < card.effectiveFrom)
+          : undefined;
+      const clash = others.find(
+        (other) =>
+          other !== superseded &&
+          other.effectiveFrom.getTime() < end &&
+          card.effectiveFrom.getTime() < (other.effectiveTo?.getTime() ?? Infinity),
+      );
       if (clash) {
         const message = `Profile ${card.profile} has rate card ${clash.id} from ${clash.effectiveFrom.toISOString()} to ${clash.effectiveTo?.toISOString() ?? 'further notice'}; cards of a profile cannot overlap.`;
-        throw new GatewayError('conflict', message, { details: [{ field: 'effective_from', message: `Overlaps rate card ${clash.id}.` }] });
+        throw new GatewayError('conflict', message, {
+          details: [{ field: 'effective_from', message: `Overlaps rate card ${clash.id}.` }],
+        });
       }
-      if (superseded) await tx.update(rateCards).set({ effectiveTo: card.effectiveFrom }).where(eq(rateCards.id, superseded.id));
+      if (superseded)
+        await tx.update(rateCards).set({ effectiveTo: card.effectiveFrom }).where(eq(rateCards.id, superseded.id));
       const [row] = await tx
         .insert(rateCards)
         .values({ id: newId('rate'), ...card })
@@ -69,8 +91,17 @@ export class RateCards {
     const rows = await this.db
       .select()
       .from(rateCards)
-      .where(and(lt(rateCards.effectiveFrom, window.to), or(isNull(rateCards.effectiveTo), gt(rateCards.effectiveTo, window.from))))
+      .where(
+        and(
+          lt(rateCards.effectiveFrom, window.to),
+          or(isNull(rateCards.effectiveTo), gt(rateCards.effectiveTo, window.from)),
+        ),
+      )
       .orderBy(asc(rateCards.effectiveFrom), sql`${rateCards.id}`);
-    return rows.map((row) => ({ ...row, start: Math.floor(row.effectiveFrom.getTime() / 1000), end: row.effectiveTo ? Math.floor(row.effectiveTo.getTime() / 1000) : Number.POSITIVE_INFINITY }));
+    return rows.map((row) => ({
+      ...row,
+      start: Math.floor(row.effectiveFrom.getTime() / 1000),
+      end: row.effectiveTo ? Math.floor(row.effectiveTo.getTime() / 1000) : Number.POSITIVE_INFINITY,
+    }));
   }
 }

@@ -107,7 +107,14 @@ export function buildReport(input: ReportInput): CostReport {
     if (!span) continue;
     for (const part of splitByCards(span, cardsOf.get(allocation.profile) ?? [])) {
       const key = `${allocation.clusterId}\u0000${part.card?.id ?? ''}`;
-      const line = lines.get(key) ?? { allocation, card: part.card, nodeSeconds: 0, gpuSeconds: 0, start: part.span.start, end: part.span.end };
+      const line = lines.get(key) ?? {
+        allocation,
+        card: part.card,
+        nodeSeconds: 0,
+        gpuSeconds: 0,
+        start: part.span.start,
+        end: part.span.end,
+      };
       const seconds = part.span.end - part.span.start;
       line.nodeSeconds += seconds;
       line.gpuSeconds += seconds * allocation.gpusPerNode;
@@ -119,9 +126,20 @@ export function buildReport(input: ReportInput): CostReport {
   const linesOf = groupBy([...lines.values()], (line) => line.allocation.orgId);
   const organizations = input.orgs.map((org): OrgCosts => {
     const items = (linesOf.get(org.id) ?? [])
-      .sort((a, b) => a.allocation.clusterName.localeCompare(b.allocation.clusterName) || a.allocation.clusterId.localeCompare(b.allocation.clusterId) || a.start - b.start)
+      .sort(
+        (a, b) =>
+          a.allocation.clusterName.localeCompare(b.allocation.clusterName) ||
+          a.allocation.clusterId.localeCompare(b.allocation.clusterId) ||
+          a.start - b.start,
+      )
       .map((line) => lineItem(line, org.billingCurrency, input.conversionRates));
-    return { org_id: org.id, org_name: org.name, billing_currency: org.billingCurrency, totals: totalsOf(items), line_items: items };
+    return {
+      org_id: org.id,
+      org_name: org.name,
+      billing_currency: org.billingCurrency,
+      totals: totalsOf(items),
+      line_items: items,
+    };
   });
   return {
     object: 'cost_report',
@@ -145,7 +163,17 @@ function lineItem(line: Line, billingCurrency: string | null, rates: readonly Co
     charge_period_end: isoOf(line.end),
     ...quantities(line.nodeSeconds, line.gpuSeconds, card ? 0 : line.nodeSeconds),
   };
-  if (!card) return { ...base, rate_card: null, amount: null, currency: null, native_amount: null, native_currency: null, conversion: null, conversion_skipped: false };
+  if (!card)
+    return {
+      ...base,
+      rate_card: null,
+      amount: null,
+      currency: null,
+      native_amount: null,
+      native_currency: null,
+      conversion: null,
+      conversion_skipped: false,
+    };
   // The exact amount is numerator / denominator in the card's currency units.
   const nodePrice = parseDecimal(card.nodeHourPrice);
   const gpuPrice = parseDecimal(card.gpuHourPrice);
@@ -153,8 +181,18 @@ function lineItem(line: Line, billingCurrency: string | null, rates: readonly Co
   const denominator = 3600n * RATE_ONE;
   const nativeDigits = minorUnits(card.currency);
   const native = formatMinor(roundHalfEven(numerator * 10n ** BigInt(nativeDigits), denominator), nativeDigits);
-  const rateCard = { id: card.id, currency: card.currency, node_hour_price: formatDecimal(nodePrice), gpu_hour_price: formatDecimal(gpuPrice) };
-  const priced = (amount: string, currency: string, conversion: CostLineItem['conversion'], skipped: boolean): CostLineItem => ({
+  const rateCard = {
+    id: card.id,
+    currency: card.currency,
+    node_hour_price: formatDecimal(nodePrice),
+    gpu_hour_price: formatDecimal(gpuPrice),
+  };
+  const priced = (
+    amount: string,
+    currency: string,
+    conversion: CostLineItem['conversion'],
+    skipped: boolean,
+  ): CostLineItem => ({
     ...base,
     rate_card: rateCard,
     amount,
@@ -170,16 +208,25 @@ function lineItem(line: Line, billingCurrency: string | null, rates: readonly Co
   if (!rate) return priced(native, card.currency, null, true);
   const digits = minorUnits(billingCurrency);
   const converted = roundHalfEven(numerator * parseDecimal(rate.rate) * 10n ** BigInt(digits), denominator * RATE_ONE);
-  return priced(formatMinor(converted, digits), billingCurrency, { rate: formatDecimal(parseDecimal(rate.rate)), effective_on: rate.effectiveOn }, false);
+  return priced(
+    formatMinor(converted, digits),
+    billingCurrency,
+    { rate: formatDecimal(parseDecimal(rate.rate)), effective_on: rate.effectiveOn },
+    false,
+  );
 }
 
 /** Sums of quantities and, per currency, of rounded amounts (in minor units: exact). */
-function totalsOf(parts: readonly (Quantities & ({ amounts: Totals['amounts'] } | { amount: string | null; currency: string | null }))[]): Totals {
+function totalsOf(
+  parts: readonly (Quantities &
+    ({ amounts: Totals['amounts'] } | { amount: string | null; currency: string | null }))[],
+): Totals {
   let node = 0;
   let gpu = 0;
   let unrated = 0;
   const minor = new Map<string, bigint>();
-  const add = (currency: string, amount: string) => minor.set(currency, (minor.get(currency) ?? 0n) + BigInt(amount.replace('.', '')));
+  const add = (currency: string, amount: string) =>
+    minor.set(currency, (minor.get(currency) ?? 0n) + BigInt(amount.replace('.', '')));
   for (const part of parts) {
     node += part.node_seconds;
     gpu += part.gpu_seconds;
@@ -187,7 +234,9 @@ function totalsOf(parts: readonly (Quantities & ({ amounts: Totals['amounts'] } 
     if ('amounts' in part) for (const { currency, amount } of part.amounts) add(currency, amount);
     else if (part.amount !== null && part.currency !== null) add(part.currency, part.amount);
   }
-  const amounts = [...minor.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([currency, value]) => ({ currency, amount: formatMinor(value, minorUnits(currency)) }));
+  const amounts = [...minor.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([currency, value]) => ({ currency, amount: formatMinor(value, minorUnits(currency)) }));
   return { amounts, ...quantities(node, gpu, unrated) };
 }
 

@@ -26,7 +26,10 @@ export class CostService {
 
   /** The organization's billing currency; null: each line keeps its rate card's. */
   async billingCurrency(orgId: string): Promise<string | null> {
-    const [row] = await this.db.select({ currency: billingCurrencies.currency }).from(billingCurrencies).where(eq(billingCurrencies.orgId, orgId));
+    const [row] = await this.db
+      .select({ currency: billingCurrencies.currency })
+      .from(billingCurrencies)
+      .where(eq(billingCurrencies.orgId, orgId));
     return row?.currency ?? null;
   }
 
@@ -52,7 +55,11 @@ export class CostService {
    */
   async report(scope: { orgId: string | null }, window: CostWindow, now: Date): Promise<CostReport> {
     const lastDay = new Date(Math.min(window.to.getTime(), now.getTime()) - 1000).toISOString().slice(0, 10);
-    const [allocations, cards, conversionRates] = await Promise.all([allocationsIn(this.db, window, scope.orgId), this.rateCards.inWindow(window), this.conversionRates.upTo(lastDay)]);
+    const [allocations, cards, conversionRates] = await Promise.all([
+      allocationsIn(this.db, window, scope.orgId),
+      this.rateCards.inWindow(window),
+      this.conversionRates.upTo(lastDay),
+    ]);
     const ids = scope.orgId === null ? [...new Set(allocations.map((allocation) => allocation.orgId))] : [scope.orgId];
     return buildReport({ window, now, allocations, cards, conversionRates, orgs: await this.orgs(ids) });
   }
@@ -65,6 +72,8 @@ export class CostService {
       .from(organizations)
       .leftJoin(billingCurrencies, eq(billingCurrencies.orgId, organizations.id))
       .where(inArray(organizations.id, ids));
-    return rows.map((row) => ({ id: row.id, name: row.name, billingCurrency: row.billingCurrency ?? null })).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+    return rows
+      .map((row) => ({ id: row.id, name: row.name, billingCurrency: row.billingCurrency ?? null }))
+      .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
   }
 }

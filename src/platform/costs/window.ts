@@ -21,7 +21,9 @@ const MAX_WINDOW_DAYS = 366;
 export const EARLIEST_YEAR = 1970;
 
 const instant = z
-  .union([z.iso.date(), z.iso.datetime({ offset: true })], { error: 'Must be an ISO 8601 date (2026-11-01) or date-time with a zone (2026-11-01T09:30:00Z).' })
+  .union([z.iso.date(), z.iso.datetime({ offset: true })], {
+    error: 'Must be an ISO 8601 date (2026-11-01) or date-time with a zone (2026-11-01T09:30:00Z).',
+  })
   .refine((text) => new Date(text).getUTCFullYear() >= EARLIEST_YEAR, `Must be in ${EARLIEST_YEAR} or later.`);
 /** A report's month, `YYYY-MM`, from January 1970 on. */
 const reportMonth = z
@@ -32,7 +34,9 @@ const reportMonth = z
  * An instant as the cost API takes it (a date is its UTC midnight; a
  * date-time needs a zone), to a whole second, as a Date.
  */
-export const wholeSecondInstant = instant.transform((text) => new Date(text)).refine((date) => date.getTime() % 1000 === 0, 'Must be a whole second.');
+export const wholeSecondInstant = instant
+  .transform((text) => new Date(text))
+  .refine((date) => date.getTime() % 1000 === 0, 'Must be a whole second.');
 
 const windowQuery = z
   .object({
@@ -44,7 +48,11 @@ const windowQuery = z
     if (query.month !== undefined && (query.from !== undefined || query.to !== undefined)) {
       ctx.addIssue({ code: 'custom', path: ['month'], message: 'Send either month or from and to, not both.' });
     } else if ((query.from === undefined) !== (query.to === undefined)) {
-      ctx.addIssue({ code: 'custom', path: [query.from === undefined ? 'from' : 'to'], message: 'Send from and to together.' });
+      ctx.addIssue({
+        code: 'custom',
+        path: [query.from === undefined ? 'from' : 'to'],
+        message: 'Send from and to together.',
+      });
     }
   });
 
@@ -70,7 +78,8 @@ export function parseWindow(query: Record<string, string | undefined>, now: Date
     ...(end.getTime() % 1000 === 0 ? [] : [{ field: 'to', message: 'Must be a whole second.' }]),
   ];
   if (details.length === 0 && end <= start) details.push({ field: 'to', message: 'Must be after from.' });
-  if (details.length === 0 && end.getTime() - start.getTime() > MAX_WINDOW_DAYS * 86_400_000) details.push({ field: 'to', message: `A window spans at most ${MAX_WINDOW_DAYS} days.` });
+  if (details.length === 0 && end.getTime() - start.getTime() > MAX_WINDOW_DAYS * 86_400_000)
+    details.push({ field: 'to', message: `A window spans at most ${MAX_WINDOW_DAYS} days.` });
   if (details.length > 0) throw invalid(details);
   return { from: start, to: end, month: null };
 }

@@ -33,10 +33,23 @@ export class ProjectService {
   ) {}
 
   /** A project of `orgId`; `createdBy` is null when an operator made it. The organization must exist (its foreign key says so). */
-  async create(input: { orgId: string; createdBy: string | null; name: string; description?: string; visibility?: ProjectVisibility }): Promise<ProjectRow> {
+  async create(input: {
+    orgId: string;
+    createdBy: string | null;
+    name: string;
+    description?: string;
+    visibility?: ProjectVisibility;
+  }): Promise<ProjectRow> {
     const [row] = await this.db
       .insert(projects)
-      .values({ id: newId('proj'), orgId: input.orgId, name: input.name, description: input.description ?? '', visibility: input.visibility ?? 'public', createdBy: input.createdBy })
+      .values({
+        id: newId('proj'),
+        orgId: input.orgId,
+        name: input.name,
+        description: input.description ?? '',
+        visibility: input.visibility ?? 'public',
+        createdBy: input.createdBy,
+      })
       .returning();
     this.changed();
     return row!;
@@ -53,7 +66,10 @@ export class ProjectService {
   }
 
   /** One page of the live projects `actor` can see: their organization's public ones and the private ones they may manage; platform admins see all. */
-  async list(actor: Actor, page: { offset: number; limit: number; sort: ProjectSort }): Promise<{ rows: ProjectRow[]; total: number }> {
+  async list(
+    actor: Actor,
+    page: { offset: number; limit: number; sort: ProjectSort },
+  ): Promise<{ rows: ProjectRow[]; total: number }> {
     const where = and(isNull(projects.deletedAt), visibleTo(actor));
     const [{ total } = { total: 0 }] = await this.db.select({ total: count() }).from(projects).where(where);
     const rows = await this.db

@@ -26,4 +26,9 @@ export function normalizeEmail(raw: string): string {
  * checked as an email (so a spelling that normalizes to something else is
  * refused, not stored), answering the normalized form.
  */
-export const emailField = z.string().trim().max(EMAIL_MAX).transform(normalizeEmail).pipe(z.email('Must be an email address.').max(EMAIL_MAX));
+export const emailField = z
+  .string()
+  .trim()
+  .max(EMAIL_MAX)
+  .transform(normalizeEmail)
+  .pipe(z.email('Must be an email address.').max(EMAIL_MAX));

@@ -6,7 +6,10 @@ const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 128;
 
 /** A new password as every surface checks it (the API, the operator API, the portal's forms), with the same messages. */
-export const passwordField = z.string().min(PASSWORD_MIN, `Must be at least ${PASSWORD_MIN} characters.`).max(PASSWORD_MAX, `Must be at most ${PASSWORD_MAX} characters.`);
+export const passwordField = z
+  .string()
+  .min(PASSWORD_MIN, `Must be at least ${PASSWORD_MIN} characters.`)
+  .max(PASSWORD_MAX, `Must be at most ${PASSWORD_MAX} characters.`);
 
 /** scrypt's cost (log2 of N) by default: 2^15 with r = 8 uses 32 MiB and about 50-100 ms per hash. */
 const DEFAULT_PASSWORD_COST = 15;
@@ -34,13 +37,16 @@ export class Passwords {
   private decoy: Promise<string> | undefined;
 
   constructor(private readonly cost: number = DEFAULT_PASSWORD_COST) {
-    if (!Number.isInteger(cost) || cost < 10 || cost > 20) throw new Error(`password cost must be an integer from 10 to 20, got ${cost}`);
+    if (!Number.isInteger(cost) || cost < 10 || cost > 20)
+      throw new Error(`password cost must be an integer from 10 to 20, got ${cost}`);
   }
 
   async hash(password: string): Promise<string> {
     const salt = randomBytes(16);
     const key = await this.derive(password, salt, { N: 2 ** this.cost, r: BLOCK_SIZE, p: PARALLELISM });
-    return ['scrypt', this.cost, BLOCK_SIZE, PARALLELISM, salt.toString('base64url'), key.toString('base64url')].join('$');
+    return ['scrypt', this.cost, BLOCK_SIZE, PARALLELISM, salt.toString('base64url'), key.toString('base64url')].join(
+      '$',
+    );
   }
 
   /** True when `password` matches `stored`; false for a stored value this class did not make. */
@@ -48,9 +54,15 @@ export class Passwords {
     const parts = stored.split('$');
     if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
     const [cost, r, p] = parts.slice(1, 4).map(Number) as [number, number, number];
-    if (![cost, r, p].every(Number.isInteger) || cost < 10 || cost > 20 || r < 1 || r > 32 || p < 1 || p > 16) return false;
+    if (![cost, r, p].every(Number.isInteger) || cost < 10 || cost > 20 || r < 1 || r > 32 || p < 1 || p > 16)
+      return false;
     const expected = Buffer.from(parts[5]!, 'base64url');
-    const key = await this.derive(password, Buffer.from(parts[4]!, 'base64url'), { N: 2 ** cost, r, p }, expected.length);
+    const key = await this.derive(
+      password,
+      Buffer.from(parts[4]!, 'base64url'),
+      { N: 2 ** cost, r, p },
+      expected.length,
+    );
     return key.length === expected.length && timingSafeEqual(key, expected);
   }
 
@@ -66,11 +78,22 @@ export class Passwords {
     return Number(stored.split('$')[1]) < this.cost;
   }
 
-  private async derive(password: string, salt: Buffer, options: ScryptOptions & { N: number; r: number }, length = KEY_LENGTH): Promise<Buffer> {
+  private async derive(
+    password: string,
+    salt: Buffer,
+    options: ScryptOptions & { N: number; r: number },
+    length = KEY_LENGTH,
+  ): Promise<Buffer> {
     await this.turn();
     try {
       return await new Promise<Buffer>((resolve, reject) =>
-        scrypt(password.normalize('NFC'), salt, length, { ...options, maxmem: 256 * options.N * options.r }, (error, key) => (error ? reject(error) : resolve(key))),
+        scrypt(
+          password.normalize('NFC'),
+          salt,
+          length,
+          { ...options, maxmem: 256 * options.N * options.r },
+          (error, key) => (error ? reject(error) : resolve(key)),
+        ),
       );
     } finally {
       // The slot passes straight to the next in line, or is given back.

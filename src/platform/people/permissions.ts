@@ -30,7 +30,8 @@ export interface Subject {
  * Each check throws 404 for a user the actor may not see (their existence is not told) and 403 otherwise.
  */
 export function assertCanSee(actor: Actor, subject: { orgId: string; id: string }): void {
-  if (!actor.platformAdmin && actor.orgId !== subject.orgId) throw new GatewayError('not_found', `User ${subject.id} does not exist.`);
+  if (!actor.platformAdmin && actor.orgId !== subject.orgId)
+    throw new GatewayError('not_found', `User ${subject.id} does not exist.`);
 }
 
 export function assertCanCreate(actor: Actor, orgId: string, role: Role): void {
@@ -46,7 +47,8 @@ export function assertCanUpdate(actor: Actor, subject: Subject, change: { role?:
   const self = actor.userId === subject.id;
   if (actor.role === 'member') {
     if (!self) throw new GatewayError('forbidden', 'Members edit only themselves.');
-    if (change.role !== undefined && change.role !== subject.role) throw new GatewayError('forbidden', 'Members cannot change roles.');
+    if (change.role !== undefined && change.role !== subject.role)
+      throw new GatewayError('forbidden', 'Members cannot change roles.');
     return;
   }
   if (actor.role === 'admin') {
@@ -59,7 +61,8 @@ export function assertCanDelete(actor: Actor, subject: Subject): void {
   assertCanSee(actor, subject);
   if (actor.platformAdmin || actor.userId === subject.id) return;
   if (actor.role === 'member') throw new GatewayError('forbidden', 'Only owners and admins delete users.');
-  if (actor.role === 'admin' && subject.role === 'owner') throw new GatewayError('forbidden', 'Admins cannot delete owners.');
+  if (actor.role === 'admin' && subject.role === 'owner')
+    throw new GatewayError('forbidden', 'Admins cannot delete owners.');
 }
 
 /** Owners and admins (and platform admins) manage every project of their organization; members their own. */
@@ -70,7 +73,10 @@ export function canManageProject(actor: Actor, project: { orgId: string; created
 }
 
 /** Public projects are seen by every user of their organization; private ones by their creator, owners and admins. */
-export function canSeeProject(actor: Actor, project: { orgId: string; createdBy: string | null; visibility: string }): boolean {
+export function canSeeProject(
+  actor: Actor,
+  project: { orgId: string; createdBy: string | null; visibility: string },
+): boolean {
   if (actor.platformAdmin) return true;
   if (actor.orgId !== project.orgId) return false;
   return project.visibility === 'public' || canManageProject(actor, project);

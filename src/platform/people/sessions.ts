@@ -50,7 +50,14 @@ export class SessionStore {
       .select({ user: users, lastSeenAt: sessions.lastSeenAt })
       .from(sessions)
       .innerJoin(users, eq(users.id, sessions.userId))
-      .where(and(eq(sessions.idHash, hash), sql`${sessions.expiresAt} > now()`, sql`${sessions.lastSeenAt} > ${idleCutoff(this.settings.idleMs)}`, sql`${users.deletedAt} is null`));
+      .where(
+        and(
+          eq(sessions.idHash, hash),
+          sql`${sessions.expiresAt} > now()`,
+          sql`${sessions.lastSeenAt} > ${idleCutoff(this.settings.idleMs)}`,
+          sql`${users.deletedAt} is null`,
+        ),
+      );
     if (!row) return undefined;
     if (Date.now() - row.lastSeenAt.getTime() > TOUCH_EVERY_MS) {
       await this.db

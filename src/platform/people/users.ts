@@ -52,12 +52,23 @@ export class UserService {
 
   async create(input: NewUser): Promise<UserRow> {
     const passwordHash = await this.passwords.hash(input.password);
-    const [org] = await this.db.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, input.orgId));
+    const [org] = await this.db
+      .select({ id: organizations.id })
+      .from(organizations)
+      .where(eq(organizations.id, input.orgId));
     if (!org) throw new GatewayError('not_found', `Organization ${input.orgId} does not exist.`);
     try {
       const [row] = await this.db
         .insert(users)
-        .values({ id: newId('usr'), orgId: input.orgId, name: input.name, email: normalizeEmail(input.email), passwordHash, role: input.role ?? 'member', platformAdmin: input.platformAdmin ?? false })
+        .values({
+          id: newId('usr'),
+          orgId: input.orgId,
+          name: input.name,
+          email: normalizeEmail(input.email),
+          passwordHash,
+          role: input.role ?? 'member',
+          platformAdmin: input.platformAdmin ?? false,
+        })
         .returning();
       return row!;
     } catch (error) {
@@ -85,7 +96,10 @@ export class UserService {
   }
 
   /** One page of live users, of one organization or (null) of all. */
-  async list(orgId: string | null, page: { offset: number; limit: number; sort: UserSort }): Promise<{ rows: UserRow[]; total: number }> {
+  async list(
+    orgId: string | null,
+    page: { offset: number; limit: number; sort: UserSort },
+  ): Promise<{ rows: UserRow[]; total: number }> {
     const where = and(isNull(users.deletedAt), orgId === null ? undefined : eq(users.orgId, orgId));
     const [{ total } = { total: 0 }] = await this.db.select({ total: count() }).from(users).where(where);
     const rows = await this.db
@@ -118,7 +132,8 @@ export class UserService {
     try {
       return await this.db.transaction(async (tx) => {
         const current = await lockedUser(tx, id);
-        if (change.role !== undefined && change.role !== 'owner' && current.role === 'owner') await assertAnotherOwner(tx, current);
+        if (change.role !== undefined && change.role !== 'owner' && current.role === 'owner')
+          await assertAnotherOwner(tx, current);
         const values = Object.fromEntries(
           Object.entries({
             name: change.name,
@@ -195,12 +210,15 @@ async function assertAnotherOwner(tx: Transaction, owner: UserRow): Promise<void
     .select({ owners: count() })
     .from(users)
     .where(and(eq(users.orgId, owner.orgId), eq(users.role, 'owner'), isNull(users.deletedAt)));
-  if (owners <= 1) throw new GatewayError('conflict', "This is the organization's last owner: make another user an owner first.");
+  if (owners <= 1)
+    throw new GatewayError('conflict', "This is the organization's last owner: make another user an owner first.");
 }
 
 function userOrder(sort: UserSort): SQL[] {
   const descending = sort.startsWith('-');
-  const column = { created_at: users.createdAt, name: users.name, email: users.email }[sort.replace(/^-/, '') as (typeof USER_SORTS)[number]];
+  const column = { created_at: users.createdAt, name: users.name, email: users.email }[
+    sort.replace(/^-/, '') as (typeof USER_SORTS)[number]
+  ];
   const direction = descending ? desc : asc;
   // The id breaks ties, so pages never overlap or skip a row.
   return [direction(column), direction(users.id)];
@@ -209,5 +227,7 @@ function userOrder(sort: UserSort): SQL[] {
 /** A unique-index violation on the email becomes 409 `conflict`; anything else passes through. */
 function emailTaken(error: unknown, email: string): unknown {
   if (!isUniqueViolation(error)) return error;
-  return new GatewayError('conflict', 'A user with this email already exists.', { details: [{ field: 'email', message: `${email} is taken.` }] });
+  return new GatewayError('conflict', 'A user with this email already exists.', {
+    details: [{ field: 'email', message: `${email} is taken.` }],
+  });
 }

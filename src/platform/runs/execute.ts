@@ -58,7 +58,9 @@ export async function executeRun(job: RunJob): Promise<RunOutcome> {
   let workspace: Workspace | null = null;
   let box: RunSandbox | null = null;
   try {
-    const target = job.context.targetNode ? `node ${job.context.targetNode}` : `the whole cluster (${job.context.nodeAddresses.length} nodes)`;
+    const target = job.context.targetNode
+      ? `node ${job.context.targetNode}`
+      : `the whole cluster (${job.context.nodeAddresses.length} nodes)`;
     say(`Applying stack ${job.run.stackName} to cluster ${job.context.clusterName} (${job.run.clusterId}), ${target}.`);
     workspace = await prepareWorkspace({
       workDir: job.workDir,
@@ -70,16 +72,37 @@ export async function executeRun(job: RunJob): Promise<RunOutcome> {
       state: job.state,
     });
     writer.addSecrets(workspace.sensitiveValues);
-    box = await job.sandbox.open({ runId: job.run.id, folder: workspace.folder, tool: job.bin, env: job.env, egress: job.egress, say: (line) => say(line) });
-    if (job.sandbox.kind === 'none') say("This run is not sandboxed (TOLLGATE_RUN_SANDBOX=none): it runs as the gateway's user on the gateway's host.");
+    box = await job.sandbox.open({
+      runId: job.run.id,
+      folder: workspace.folder,
+      tool: job.bin,
+      env: job.env,
+      egress: job.egress,
+      say: (line) => say(line),
+    });
+    if (job.sandbox.kind === 'none')
+      say(
+        "This run is not sandboxed (TOLLGATE_RUN_SANDBOX=none): it runs as the gateway's user on the gateway's host.",
+      );
     return await applyInSandbox(job, box, workspace, { writer, say });
   } catch (error) {
     job.log.error('a run failed before its tool finished', { runId: job.run.id, ...describeError(error) });
     const failure = `The run could not be prepared or recorded: ${error instanceof Error ? error.message.slice(0, 300) : 'unknown error'}.`;
     say(failure);
-    return { state: 'FAILED', exitCode: null, failure: writer.mask(failure), outputs: null, publicUrl: null, webTarget: null };
+    return {
+      state: 'FAILED',
+      exitCode: null,
+      failure: writer.mask(failure),
+      outputs: null,
+      publicUrl: null,
+      webTarget: null,
+    };
   } finally {
-    await box?.close().catch((error: unknown) => job.log.warn("a run's sandbox was not released cleanly", { runId: job.run.id, ...describeError(error) }));
+    await box
+      ?.close()
+      .catch((error: unknown) =>
+        job.log.warn("a run's sandbox was not released cleanly", { runId: job.run.id, ...describeError(error) }),
+      );
     await writer.close();
     await workspace?.remove();
   }
@@ -95,9 +118,15 @@ interface RunLog {
  * The run in its open sandbox: `init`, then `apply` when it succeeded; the state read back and kept; the outputs read
  * when all went well; and the outcome, told in the log, its failure masked.
  */
-async function applyInSandbox(job: RunJob, box: RunSandbox, workspace: Workspace, { writer, say }: RunLog): Promise<RunOutcome> {
+async function applyInSandbox(
+  job: RunJob,
+  box: RunSandbox,
+  workspace: Workspace,
+  { writer, say }: RunLog,
+): Promise<RunOutcome> {
   const cwd = workspace.visibleModuleDir;
-  const tool = (args: string[]) => box.exec({ args, cwd, signal: job.signal, killGraceMs: job.killGraceMs, onOutput: (text) => writer.write(text) });
+  const tool = (args: string[]) =>
+    box.exec({ args, cwd, signal: job.signal, killGraceMs: job.killGraceMs, onOutput: (text) => writer.write(text) });
 
   say(`$ ${toolName(job.bin)} init -input=false -no-color`);
   let exit = await tool(['init', '-input=false', '-no-color']);
@@ -107,7 +136,13 @@ async function applyInSandbox(job: RunJob, box: RunSandbox, workspace: Workspace
     exit = await tool(['apply', '-auto-approve', '-input=false', '-no-color']);
     step = 'apply';
   }
-  const state = await readRunState({ sandbox: job.sandbox, box, workspace, bounds: job.produced, timeoutMs: job.timeoutMs });
+  const state = await readRunState({
+    sandbox: job.sandbox,
+    box,
+    workspace,
+    bounds: job.produced,
+    timeoutMs: job.timeoutMs,
+  });
   if (state.kind === 'bytes') await job.saveState(state.bytes);
   let lostState = stateFailure(state, job.produced);
   // A run already stopped (a bound, a cancel) may leave no sandbox to read from: said in the log, not a second reason.
@@ -118,11 +153,19 @@ async function applyInSandbox(job: RunJob, box: RunSandbox, workspace: Workspace
 
   let outputs: Record<string, unknown> | null = null;
   if (succeeded(exit) && !job.signal.aborted && lostState === null) {
-    const read = (args: string[], extra: Pick<SandboxCommand, 'onStdout' | 'signal'>) => box.exec({ args, cwd, killGraceMs: job.killGraceMs, onOutput: (text) => writer.write(text), ...extra });
+    const read = (args: string[], extra: Pick<SandboxCommand, 'onStdout' | 'signal'>) =>
+      box.exec({ args, cwd, killGraceMs: job.killGraceMs, onOutput: (text) => writer.write(text), ...extra });
     outputs = await readOutputs(read, job.signal, job.produced, say);
   }
-  const outcome = withLostState(overBounds(job, await box.exceeded(), exit.code) ?? ended(job, exit, step, outputs, workspace.manifestWebPort), lostState);
-  say(outcome.state === 'APPLIED' ? `Applied.${outcome.publicUrl ? ` Public URL: ${outcome.publicUrl}` : ''}` : `${outcome.state}: ${outcome.failure}`);
+  const outcome = withLostState(
+    overBounds(job, await box.exceeded(), exit.code) ?? ended(job, exit, step, outputs, workspace.manifestWebPort),
+    lostState,
+  );
+  say(
+    outcome.state === 'APPLIED'
+      ? `Applied.${outcome.publicUrl ? ` Public URL: ${outcome.publicUrl}` : ''}`
+      : `${outcome.state}: ${outcome.failure}`,
+  );
   return { ...outcome, failure: outcome.failure === null ? null : writer.mask(outcome.failure) };
 }
 
@@ -146,19 +189,48 @@ function overBounds(job: RunJob, bounds: BoundName[], exitCode: number | null): 
   };
 }
 
-function ended(job: RunJob, exit: ToolExit, step: string, outputs: Record<string, unknown> | null, manifestWebPort: number | null): RunOutcome {
+function ended(
+  job: RunJob,
+  exit: ToolExit,
+  step: string,
+  outputs: Record<string, unknown> | null,
+  manifestWebPort: number | null,
+): RunOutcome {
   const base = { exitCode: exit.code, outputs, publicUrl: null, webTarget: null };
   const reason = job.signal.aborted ? (job.signal.reason as StopReason) : null;
-  if (reason === 'cancel') return { ...base, state: 'CANCELED', failure: 'Canceled while it ran; the cluster may be partly changed.' };
-  if (reason === 'timeout') return { ...base, state: 'FAILED', failure: `It ran longer than ${Math.round(job.timeoutMs / 1000)} s and was stopped; the cluster may be partly changed.` };
-  if (reason === 'shutdown') return { ...base, state: 'FAILED', failure: 'The gateway applying it shut down; the cluster may be partly changed. Apply again.' };
+  if (reason === 'cancel')
+    return { ...base, state: 'CANCELED', failure: 'Canceled while it ran; the cluster may be partly changed.' };
+  if (reason === 'timeout')
+    return {
+      ...base,
+      state: 'FAILED',
+      failure: `It ran longer than ${Math.round(job.timeoutMs / 1000)} s and was stopped; the cluster may be partly changed.`,
+    };
+  if (reason === 'shutdown')
+    return {
+      ...base,
+      state: 'FAILED',
+      failure: 'The gateway applying it shut down; the cluster may be partly changed. Apply again.',
+    };
   if (reason === 'lost') return { ...base, state: 'FAILED', failure: 'Its worker lost its claim on it.' };
-  if (exit.error) return { ...base, state: 'FAILED', failure: `${toolName(job.bin)} could not be started (${exit.error}).` };
-  if (!succeeded(exit)) return { ...base, state: 'FAILED', failure: `${toolName(job.bin)} ${step} ${exit.code === null ? `was ended by ${exit.signal}` : `exited with ${exit.code}`}.` };
+  if (exit.error)
+    return { ...base, state: 'FAILED', failure: `${toolName(job.bin)} could not be started (${exit.error}).` };
+  if (!succeeded(exit))
+    return {
+      ...base,
+      state: 'FAILED',
+      failure: `${toolName(job.bin)} ${step} ${exit.code === null ? `was ended by ${exit.signal}` : `exited with ${exit.code}`}.`,
+    };
   const webPort = webPortOf(outputs) ?? manifestWebPort;
   const node = job.context.targetNode || job.context.nodeAddresses[0];
   if (webPort === null || !node) return { ...base, state: 'APPLIED', failure: null };
-  return { ...base, state: 'APPLIED', failure: null, publicUrl: `https://${job.run.stackName}.${job.context.publicDomain}`, webTarget: `${node}:${webPort}` };
+  return {
+    ...base,
+    state: 'APPLIED',
+    failure: null,
+    publicUrl: `https://${job.run.stackName}.${job.context.publicDomain}`,
+    webTarget: `${node}:${webPort}`,
+  };
 }
 
 function succeeded(exit: ToolExit): boolean {
@@ -168,14 +240,16 @@ function succeeded(exit: ToolExit): boolean {
 /** A state that could not be kept fails an applied run, and is told after any other reason a run failed. */
 function withLostState(outcome: RunOutcome, lostState: string | null): RunOutcome {
   if (lostState === null) return outcome;
-  if (outcome.state === 'APPLIED') return { ...outcome, state: 'FAILED', failure: lostState, outputs: null, publicUrl: null, webTarget: null };
+  if (outcome.state === 'APPLIED')
+    return { ...outcome, state: 'FAILED', failure: lostState, outputs: null, publicUrl: null, webTarget: null };
   return { ...outcome, failure: `${outcome.failure ?? ''} ${lostState}`.trim() };
 }
 
 /** An output named `web_port` (a port number, or its digits) declares the web port to expose. */
 function webPortOf(outputs: Record<string, unknown> | null): number | null {
   const value = outputs?.web_port;
-  const port = typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : null;
+  const port =
+    typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : null;
   return port !== null && Number.isInteger(port) && port >= 1 && port <= 65535 ? port : null;
 }
 

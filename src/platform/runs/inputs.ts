@@ -34,6 +34,7 @@ export function checkInputs(declared: StackInput[], given: Record<string, unknow
     }
     values[input.name] = value as number | string;
   }
-  if (details.length > 0) throw new GatewayError('invalid_request', 'The inputs do not match what the stack declares.', { details });
+  if (details.length > 0)
+    throw new GatewayError('invalid_request', 'The inputs do not match what the stack declares.', { details });
   return values;
 }

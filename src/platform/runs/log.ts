@@ -52,8 +52,13 @@ export class RunLogWriter {
   addSecrets(secrets: string[]): void {
     // Each line of a multi-line secret (a private key) is masked on its own, without its surrounding blanks.
     const lines = secrets.flatMap((secret) => secret.split(/\r?\n/)).map((line) => line.trim());
-    this.secrets = [...new Set([...this.secrets, ...lines])].filter((line) => line.length > 0).sort((a, b) => b.length - a.length);
-    this.pattern = this.secrets.length === 0 ? null : new RegExp(this.secrets.map((secret) => secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+    this.secrets = [...new Set([...this.secrets, ...lines])]
+      .filter((line) => line.length > 0)
+      .sort((a, b) => b.length - a.length);
+    this.pattern =
+      this.secrets.length === 0
+        ? null
+        : new RegExp(this.secrets.map((secret) => secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
   }
 
   /** The tool's output: kept while the log is within its bound. */
@@ -62,7 +67,9 @@ export class RunLogWriter {
     this.taken += Buffer.byteLength(text);
     if (this.taken > this.maxBytes) {
       const mib = Math.round(this.maxBytes / 1024 / 1024);
-      this.note(`\n[tollgate] The log is cut here: the run printed more than TOLLGATE_RUN_LOG_MB (${mib} MiB). The run goes on; what it prints is no longer kept, but these lines are.\n`);
+      this.note(
+        `\n[tollgate] The log is cut here: the run printed more than TOLLGATE_RUN_LOG_MB (${mib} MiB). The run goes on; what it prints is no longer kept, but these lines are.\n`,
+      );
       return;
     }
     this.add(text);
@@ -94,7 +101,11 @@ export class RunLogWriter {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     // A secret split over two writes is masked only once whole: an unfinished line waits (unless it is huge).
-    const end = all ? this.pending.length : this.pending.length >= MAX_PIECE_CHARS ? this.cutOfLongLine() : this.pending.lastIndexOf('\n') + 1;
+    const end = all
+      ? this.pending.length
+      : this.pending.length >= MAX_PIECE_CHARS
+        ? this.cutOfLongLine()
+        : this.pending.lastIndexOf('\n') + 1;
     if (end === 0) {
       if (this.pending) this.timer = setTimeout(() => this.flush(false), FLUSH_MS);
       return;

@@ -1,6 +1,13 @@
 import type { Config } from '../../config/index.js';
 import type { RunSandbox, Sandbox, SandboxCommand } from './sandbox/types.js';
-import { BoundedBytes, printFileScript, type Produced, producedByScript, readHostFile, storableValue } from './untrusted.js';
+import {
+  BoundedBytes,
+  printFileScript,
+  type Produced,
+  producedByScript,
+  readHostFile,
+  storableValue,
+} from './untrusted.js';
 import type { Workspace } from './workspace.js';
 
 /** The bounds on what a run hands back (TOLLGATE_RUN_STATE_MB, TOLLGATE_RUN_OUTPUT_KB, TOLLGATE_RUN_OUTPUTS_KB, TOLLGATE_RUN_LOG_MB). */
@@ -22,11 +29,22 @@ const kib = (bytes: number) => `${Math.round(bytes / 1024)} KiB`;
  * @example
  * const state = await readRunState({ sandbox, box, workspace, bounds, timeoutMs: 1_800_000 });
  */
-export async function readRunState(options: { sandbox: Sandbox; box: RunSandbox; workspace: Workspace; bounds: ProducedBounds; timeoutMs: number }): Promise<Produced> {
+export async function readRunState(options: {
+  sandbox: Sandbox;
+  box: RunSandbox;
+  workspace: Workspace;
+  bounds: ProducedBounds;
+  timeoutMs: number;
+}): Promise<Produced> {
   const { bounds, workspace } = options;
   const within = options.timeoutMs;
   if (options.sandbox.kind === 'none') {
-    return readHostFile(workspace.folder, `${workspace.moduleDir.slice(workspace.folder.length + 1)}/${STATE_FILE}`, bounds.stateBytes, within);
+    return readHostFile(
+      workspace.folder,
+      `${workspace.moduleDir.slice(workspace.folder.length + 1)}/${STATE_FILE}`,
+      bounds.stateBytes,
+      within,
+    );
   }
   const stop = new AbortController();
   const sink = new BoundedBytes(bounds.stateBytes, () => stop.abort());
@@ -45,8 +63,10 @@ export async function readRunState(options: { sandbox: Sandbox; box: RunSandbox;
 /** The sentence a state that cannot be kept fails the run with; null when it is kept (or there is none). */
 export function stateFailure(state: Produced, bounds: ProducedBounds): string | null {
   const lost = 'it was not kept, and the cluster may be partly changed';
-  if (state.kind === 'not-regular') return `Its state (${STATE_FILE}) is not a regular file (a link, a FIFO or a device): ${lost}.`;
-  if (state.kind === 'too-large') return `Its state is larger than TOLLGATE_RUN_STATE_MB (${mib(bounds.stateBytes)}): ${lost}.`;
+  if (state.kind === 'not-regular')
+    return `Its state (${STATE_FILE}) is not a regular file (a link, a FIFO or a device): ${lost}.`;
+  if (state.kind === 'too-large')
+    return `Its state is larger than TOLLGATE_RUN_STATE_MB (${mib(bounds.stateBytes)}): ${lost}.`;
   if (state.kind === 'failed') return `Its state could not be read (${state.why}): ${lost}.`;
   return null;
 }
@@ -63,16 +83,24 @@ export function stateFailure(state: Produced, bounds: ProducedBounds): string | 
  * const outputs = await readOutputs(tool, bounds, say);
  */
 export async function readOutputs(
-  tool: (args: string[], extra: Pick<SandboxCommand, 'onStdout' | 'signal'>) => Promise<{ code: number | null; error?: string }>,
+  tool: (
+    args: string[],
+    extra: Pick<SandboxCommand, 'onStdout' | 'signal'>,
+  ) => Promise<{ code: number | null; error?: string }>,
   signal: AbortSignal,
   bounds: ProducedBounds,
   say: (line: string) => void,
 ): Promise<Record<string, unknown> | null> {
   const stop = new AbortController();
   const sink = new BoundedBytes(bounds.outputsBytes, () => stop.abort());
-  const exit = await tool(['output', '-json', '-no-color'], { onStdout: (chunk) => sink.push(chunk), signal: AbortSignal.any([signal, stop.signal]) });
+  const exit = await tool(['output', '-json', '-no-color'], {
+    onStdout: (chunk) => sink.push(chunk),
+    signal: AbortSignal.any([signal, stop.signal]),
+  });
   if (sink.over) {
-    say(`The outputs are larger than TOLLGATE_RUN_OUTPUTS_KB (${kib(bounds.outputsBytes)}) as \`output -json\` prints them; the run is applied without them.`);
+    say(
+      `The outputs are larger than TOLLGATE_RUN_OUTPUTS_KB (${kib(bounds.outputsBytes)}) as \`output -json\` prints them; the run is applied without them.`,
+    );
     return null;
   }
   const parsed = exit.code === 0 && !exit.error ? parseOutputs(sink.bytes().toString('utf8')) : null;
@@ -88,7 +116,10 @@ export async function readOutputs(
       return [name, null];
     }),
   );
-  if (tooLong.length > 0) say(`Outputs longer than TOLLGATE_RUN_OUTPUT_KB (${kib(bounds.outputBytes)}) are kept as null: ${tooLong.join(', ')}.`);
+  if (tooLong.length > 0)
+    say(
+      `Outputs longer than TOLLGATE_RUN_OUTPUT_KB (${kib(bounds.outputBytes)}) are kept as null: ${tooLong.join(', ')}.`,
+    );
   return storableValue(outputs) as Record<string, unknown>;
 }
 
@@ -96,7 +127,9 @@ function parseOutputs(json: string): Record<string, unknown> | null {
   try {
     const parsed = JSON.parse(json) as Record<string, { value?: unknown; sensitive?: boolean }>;
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return null;
-    return Object.fromEntries(Object.entries(parsed).map(([name, output]) => [name, output?.sensitive ? null : (output?.value ?? null)]));
+    return Object.fromEntries(
+      Object.entries(parsed).map(([name, output]) => [name, output?.sensitive ? null : (output?.value ?? null)]),
+    );
   } catch {
     return null;
   }

@@ -63,7 +63,14 @@ export class PublicHosts {
       .select({ publicUrl: runs.publicUrl, webTarget: runs.webTarget })
       .from(runs)
       .innerJoin(clusters, eq(clusters.id, runs.clusterId))
-      .where(and(eq(runs.state, 'APPLIED'), isNotNull(runs.publicUrl), isNotNull(runs.webTarget), eq(clusters.state, 'running')))
+      .where(
+        and(
+          eq(runs.state, 'APPLIED'),
+          isNotNull(runs.publicUrl),
+          isNotNull(runs.webTarget),
+          eq(clusters.state, 'running'),
+        ),
+      )
       .orderBy(desc(runs.finishedAt));
     const targets = new Map<string, string>();
     for (const row of rows) {

@@ -40,7 +40,12 @@ export interface ToolCommand {
 export function runTool(command: ToolCommand): Promise<ToolExit> {
   return new Promise((resolve) => {
     if (command.signal.aborted) return resolve({ code: null, signal: 'SIGINT', error: 'stopped before it started' });
-    const child = spawn(command.bin, command.args, { cwd: command.cwd, env: command.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command.bin, command.args, {
+      cwd: command.cwd,
+      env: command.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let killTimer: NodeJS.Timeout | undefined;
     const signalGroup = (signal: NodeJS.Signals) => {
       try {
@@ -52,7 +57,10 @@ export function runTool(command: ToolCommand): Promise<ToolExit> {
     const stop = () => {
       if (command.stop) void command.stop.interrupt();
       else signalGroup('SIGINT');
-      killTimer = setTimeout(() => (command.stop ? void command.stop.kill() : signalGroup('SIGKILL')), command.killGraceMs);
+      killTimer = setTimeout(
+        () => (command.stop ? void command.stop.kill() : signalGroup('SIGKILL')),
+        command.killGraceMs,
+      );
     };
     command.signal.addEventListener('abort', stop, { once: true });
     if (command.onStdout) child.stdout.on('data', command.onStdout);

@@ -95,11 +95,21 @@ export class RunService {
   }
 
   /** One page of a cluster's runs, newest first. */
-  async list(actor: Actor, clusterId: string, page: { offset: number; limit: number }): Promise<{ rows: RunRow[]; total: number }> {
+  async list(
+    actor: Actor,
+    clusterId: string,
+    page: { offset: number; limit: number },
+  ): Promise<{ rows: RunRow[]; total: number }> {
     await this.clusters.get(clusterId, scopeOf(actor));
     const where = eq(runs.clusterId, clusterId);
     const [{ total } = { total: 0 }] = await this.db.select({ total: count() }).from(runs).where(where);
-    const rows = await this.db.select().from(runs).where(where).orderBy(desc(runs.createdAt), desc(runs.id)).limit(page.limit).offset(page.offset);
+    const rows = await this.db
+      .select()
+      .from(runs)
+      .where(where)
+      .orderBy(desc(runs.createdAt), desc(runs.id))
+      .limit(page.limit)
+      .offset(page.offset);
     return { rows, total };
   }
 
@@ -110,10 +120,16 @@ export class RunService {
    */
   async requestCancel(actor: Actor, id: string): Promise<RunRow> {
     const run = await this.get(actor, id);
-    if (FINAL_STATES.includes(run.state)) throw new GatewayError('conflict', `Run ${id} has ended already (${run.state}).`);
+    if (FINAL_STATES.includes(run.state))
+      throw new GatewayError('conflict', `Run ${id} has ended already (${run.state}).`);
     const [canceled] = await this.db
       .update(runs)
-      .set({ state: 'CANCELED', cancelRequestedAt: sql`now()`, finishedAt: sql`now()`, failure: 'Canceled before it started.' })
+      .set({
+        state: 'CANCELED',
+        cancelRequestedAt: sql`now()`,
+        finishedAt: sql`now()`,
+        failure: 'Canceled before it started.',
+      })
       .where(and(eq(runs.id, id), eq(runs.state, 'QUEUED')))
       .returning();
     if (canceled) return canceled;
@@ -127,7 +143,13 @@ export class RunService {
 
   /** Takes the oldest queued run for `worker`, or null. Two workers never take the same run (`FOR UPDATE SKIP LOCKED`). */
   async claim(worker: string, leaseMs: number): Promise<RunRow | null> {
-    const oldest = this.db.select({ id: runs.id }).from(runs).where(eq(runs.state, 'QUEUED')).orderBy(asc(runs.createdAt), asc(runs.id)).limit(1).for('update', { skipLocked: true });
+    const oldest = this.db
+      .select({ id: runs.id })
+      .from(runs)
+      .where(eq(runs.state, 'QUEUED'))
+      .orderBy(asc(runs.createdAt), asc(runs.id))
+      .limit(1)
+      .for('update', { skipLocked: true });
     const [row] = await this.db
       .update(runs)
       .set({ state: 'RUNNING', claimedBy: worker, startedAt: sql`now()`, leaseUntil: leaseEnd(leaseMs) })
@@ -146,7 +168,10 @@ export class RunService {
       .where(and(inArray(runs.id, ids), eq(runs.claimedBy, worker), eq(runs.state, 'RUNNING')))
       .returning({ id: runs.id, cancelRequestedAt: runs.cancelRequestedAt });
     const heldIds = new Set(held.map((row) => row.id));
-    return { cancel: held.filter((row) => row.cancelRequestedAt !== null).map((row) => row.id), lost: ids.filter((id) => !heldIds.has(id)) };
+    return {
+      cancel: held.filter((row) => row.cancelRequestedAt !== null).map((row) => row.id),
+      lost: ids.filter((id) => !heldIds.has(id)),
+    };
   }
 
   /**
@@ -162,7 +187,11 @@ export class RunService {
         .set({ ...values, finishedAt: sql`now()`, leaseUntil: null })
         .where(and(eq(runs.id, id), eq(runs.claimedBy, worker), eq(runs.state, 'RUNNING')))
         .returning({ id: runs.id });
-    const safe = { ...outcome, failure: outcome.failure === null ? null : storable(outcome.failure), outputs: outcome.outputs && (storableValue(outcome.outputs) as Record<string, unknown>) };
+    const safe = {
+      ...outcome,
+      failure: outcome.failure === null ? null : storable(outcome.failure),
+      outputs: outcome.outputs && (storableValue(outcome.outputs) as Record<string, unknown>),
+    };
     let rows;
     try {
       rows = await record(safe);
@@ -182,10 +211,16 @@ export class RunService {
     const notOwnActive = active.length === 0 ? undefined : or(ne(runs.claimedBy, self), notInArray(runs.id, active));
     const rows = await this.db
       .update(runs)
-      .set({ state: 'FAILED', failure: 'The worker applying it stopped (its claim expired); the cluster may be partly changed. Apply again.', finishedAt: sql`now()`, leaseUntil: null })
+      .set({
+        state: 'FAILED',
+        failure: 'The worker applying it stopped (its claim expired); the cluster may be partly changed. Apply again.',
+        finishedAt: sql`now()`,
+        leaseUntil: null,
+      })
       .where(and(eq(runs.state, 'RUNNING'), lt(runs.leaseUntil, sql`now()`), notOwnActive))
       .returning({ id: runs.id });
-    for (const { id } of rows) await this.appendLog(id, null, '\n[tollgate] The worker applying this run stopped; the run FAILED.\n');
+    for (const { id } of rows)
+      await this.appendLog(id, null, '\n[tollgate] The worker applying this run stopped; the run FAILED.\n');
     return rows.map((row) => row.id);
   }
 
@@ -194,7 +229,9 @@ export class RunService {
     const data = storable(text);
     await this.db.insert(runLogChunks).values({
       runId,
-      seq: seq ?? sql`(select coalesce(max(${runLogChunks.seq}), -1) + 1 from ${runLogChunks} where ${runLogChunks.runId} = ${runId})`,
+      seq:
+        seq ??
+        sql`(select coalesce(max(${runLogChunks.seq}), -1) + 1 from ${runLogChunks} where ${runLogChunks.runId} = ${runId})`,
       data,
     });
   }
@@ -222,7 +259,10 @@ export class RunService {
     await this.db
       .insert(stackStates)
       .values({ clusterId, stackId, state })
-      .onConflictDoUpdate({ target: [stackStates.clusterId, stackStates.stackId], set: { state, updatedAt: sql`now()` } });
+      .onConflictDoUpdate({
+        target: [stackStates.clusterId, stackStates.stackId],
+        set: { state, updatedAt: sql`now()` },
+      });
   }
 
   /** Where the newest applied run with the public URL `https://<host>` sends its requests, or null. */

@@ -15,7 +15,9 @@ import { GatewayError } from '../../shared/http/errors.js';
 export function findTool(options: { configured?: string; pathList?: string }): string | null {
   const candidates = options.configured ? [options.configured] : ['tofu', 'terraform'];
   for (const candidate of candidates) {
-    const found = candidate.includes('/') ? executable(path.resolve(candidate)) : onPath(candidate, options.pathList ?? '');
+    const found = candidate.includes('/')
+      ? executable(path.resolve(candidate))
+      : onPath(candidate, options.pathList ?? '');
     if (found) return found;
   }
   return null;
@@ -43,9 +45,13 @@ function executable(file: string): string | null {
 export function requireTool(options: { configured?: string; pathList?: string }): string {
   const found = findTool(options);
   if (!found) {
-    throw new GatewayError('runner_unavailable', 'This gateway has no OpenTofu or Terraform to apply stacks with: install `tofu` on its PATH, or set TOLLGATE_TOFU_BIN to it.', {
-      headers: { 'Retry-After': '60' },
-    });
+    throw new GatewayError(
+      'runner_unavailable',
+      'This gateway has no OpenTofu or Terraform to apply stacks with: install `tofu` on its PATH, or set TOLLGATE_TOFU_BIN to it.',
+      {
+        headers: { 'Retry-After': '60' },
+      },
+    );
   }
   return found;
 }

@@ -7,7 +7,12 @@ import path from 'node:path';
 // follows, and stored only as text PostgreSQL accepts.
 
 /** How reading what a run left ended: its bytes, nothing there, something that is not a regular file, or more than the bound. */
-export type Produced = { kind: 'bytes'; bytes: Buffer } | { kind: 'absent' } | { kind: 'not-regular' } | { kind: 'too-large' } | { kind: 'failed'; why: string };
+export type Produced =
+  | { kind: 'bytes'; bytes: Buffer }
+  | { kind: 'absent' }
+  | { kind: 'not-regular' }
+  | { kind: 'too-large' }
+  | { kind: 'failed'; why: string };
 
 /**
  * Collects a stream's chunks up to `maxBytes`; past it, keeps nothing more
@@ -80,7 +85,12 @@ export function producedByScript(code: number | null, sink: BoundedBytes, maxByt
  * @example
  * const state = await readHostFile('/var/tmp/tollgate-runs/run_1-abc', 'work/module/terraform.tfstate', 32 << 20, 5000);
  */
-export async function readHostFile(root: string, relative: string, maxBytes: number, timeoutMs: number): Promise<Produced> {
+export async function readHostFile(
+  root: string,
+  relative: string,
+  maxBytes: number,
+  timeoutMs: number,
+): Promise<Produced> {
   const file = path.join(await realpath(root), relative);
   let handle;
   try {
@@ -88,7 +98,9 @@ export async function readHostFile(root: string, relative: string, maxBytes: num
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { kind: 'absent' };
-    return code === 'ELOOP' || code === 'ENXIO' ? { kind: 'not-regular' } : { kind: 'failed', why: code ?? 'unreadable' };
+    return code === 'ELOOP' || code === 'ENXIO'
+      ? { kind: 'not-regular' }
+      : { kind: 'failed', why: code ?? 'unreadable' };
   }
   try {
     const stat = await handle.stat();
@@ -104,7 +116,9 @@ export async function readHostFile(root: string, relative: string, maxBytes: num
       if (bytesRead === 0) break;
       length += bytesRead;
     }
-    return length > maxBytes ? { kind: 'too-large' } : { kind: 'bytes', bytes: Buffer.from(buffer.subarray(0, length)) };
+    return length > maxBytes
+      ? { kind: 'too-large' }
+      : { kind: 'bytes', bytes: Buffer.from(buffer.subarray(0, length)) };
   } finally {
     await handle.close();
   }
@@ -129,6 +143,7 @@ export function storable(text: string): string {
 export function storableValue(value: unknown): unknown {
   if (typeof value === 'string') return storable(value);
   if (Array.isArray(value)) return value.map(storableValue);
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, inner]) => [storable(key), storableValue(inner)]));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [storable(key), storableValue(inner)]));
   return value;
 }

@@ -107,10 +107,16 @@ export class RunWorker {
       .finally(() => deadline.cancel())
       .then((outcome) => this.deps.runs.finish(this.id, run.id, outcome))
       .then((recorded) => {
-        if (!recorded) this.deps.log.warn('a run ended after its claim was lost; its outcome was not recorded', { runId: run.id });
+        if (!recorded)
+          this.deps.log.warn('a run ended after its claim was lost; its outcome was not recorded', { runId: run.id });
         this.deps.onEnded?.();
       })
-      .catch((error: unknown) => this.deps.log.error("a run's outcome could not be recorded; it fails when its claim expires", { runId: run.id, ...describeError(error) }))
+      .catch((error: unknown) =>
+        this.deps.log.error("a run's outcome could not be recorded; it fails when its claim expires", {
+          runId: run.id,
+          ...describeError(error),
+        }),
+      )
       .finally(() => {
         clearTimeout(timeout);
         this.active.delete(run.id);
@@ -121,12 +127,26 @@ export class RunWorker {
 
   private async apply(run: RunRow, bin: string, signal: AbortSignal): Promise<RunOutcome> {
     const { db, runs, clusters, identity, sandboxes, config, log } = this.deps;
-    const fail = (failure: string): RunOutcome => ({ state: 'FAILED', exitCode: null, failure, outputs: null, publicUrl: null, webTarget: null });
+    const fail = (failure: string): RunOutcome => ({
+      state: 'FAILED',
+      exitCode: null,
+      failure,
+      outputs: null,
+      publicUrl: null,
+      webTarget: null,
+    });
     const stackId = run.stackId ?? '';
     // By id: a stack added since under the same name is another stack, with its own state.
-    const [stack] = await db.select({ zip: stacks.package, root: stacks.root, sha: stacks.packageSha256 }).from(stacks).where(eq(stacks.id, stackId));
+    const [stack] = await db
+      .select({ zip: stacks.package, root: stacks.root, sha: stacks.packageSha256 })
+      .from(stacks)
+      .where(eq(stacks.id, stackId));
     if (!stack || stack.sha !== run.packageSha256) {
-      await runs.appendLog(run.id, null, `[tollgate] Stack ${run.stackName} was deleted or replaced after this run was queued.\n`);
+      await runs.appendLog(
+        run.id,
+        null,
+        `[tollgate] Stack ${run.stackName} was deleted or replaced after this run was queued.\n`,
+      );
       return fail(`Stack ${run.stackName} was deleted or replaced after this run was queued.`);
     }
     const { cluster, nodes } = await clusters.get(run.clusterId, null);
@@ -134,7 +154,9 @@ export class RunWorker {
     const sandbox = await sandboxes.get();
     if (typeof sandbox === 'string') {
       log.error('a run could not start: no sandbox', { runId: run.id, reason: sandbox });
-      return fail('This gateway can no longer isolate runs, so the run was not started; ask the operator (TOLLGATE_RUN_SANDBOX).');
+      return fail(
+        'This gateway can no longer isolate runs, so the run was not started; ask the operator (TOLLGATE_RUN_SANDBOX).',
+      );
     }
     let key: { publicKey: string; privateKey: string };
     try {
@@ -168,7 +190,13 @@ export class RunWorker {
 }
 
 /** What the run's module is told of its cluster (`workspace.ts`): the cluster, its nodes, the target, and the key to reach them. */
-function clusterContext(run: RunRow, cluster: ClusterRow, nodes: NodeRow[], sshProxy: ClusterContext['sshProxy'], key: { publicKey: string; privateKey: string }): ClusterContext {
+function clusterContext(
+  run: RunRow,
+  cluster: ClusterRow,
+  nodes: NodeRow[],
+  sshProxy: ClusterContext['sshProxy'],
+  key: { publicKey: string; privateKey: string },
+): ClusterContext {
   return {
     runId: run.id,
     clusterId: cluster.id,
@@ -176,7 +204,13 @@ function clusterContext(run: RunRow, cluster: ClusterRow, nodes: NodeRow[], sshP
     publicDomain: cluster.publicDomain,
     nodeAddresses: nodes.map((node) => node.address),
     targetNode: nodes.find((node) => node.id === run.nodeId)?.address ?? '',
-    nodes: nodes.map((node) => ({ id: node.id, address: node.address, sshUser: node.runUser ?? '', sshPort: node.sshPort ?? 22, hostKey: node.hostKey ?? '' })),
+    nodes: nodes.map((node) => ({
+      id: node.id,
+      address: node.address,
+      sshUser: node.runUser ?? '',
+      sshPort: node.sshPort ?? 22,
+      hostKey: node.hostKey ?? '',
+    })),
     sshProxy,
     sshPublicKey: key.publicKey,
     sshPrivateKey: key.privateKey,
@@ -185,7 +219,13 @@ function clusterContext(run: RunRow, cluster: ClusterRow, nodes: NodeRow[], sshP
 
 /** Where a run may connect: its cluster's nodes, each on the operator's node ports and its SSH port, and the operator's allowed hosts. */
 function egressPolicy(nodes: NodeRow[], egress: Config['runs']['egress']): EgressPolicy {
-  return { nodes: nodes.map((node) => ({ address: node.address, ports: [...new Set([...egress.nodePorts, node.sshPort ?? 22])] })), hosts: egress.hosts };
+  return {
+    nodes: nodes.map((node) => ({
+      address: node.address,
+      ports: [...new Set([...egress.nodePorts, node.sshPort ?? 22])],
+    })),
+    hosts: egress.hosts,
+  };
 }
 
 /** After the kill grace, how long a stopped run has to release its sandbox and record how it ended. */

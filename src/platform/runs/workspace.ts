@@ -75,7 +75,9 @@ export async function prepareWorkspace(options: {
     await writeFile(path.join(work, 'ssh', 'id_ed25519'), options.context.sshPrivateKey, { mode: 0o600 });
     const keyFile = path.posix.join(visible, 'ssh', 'id_ed25519');
     // The nodes' pinned host keys, for the ssh command line (the Docker provider over ssh://).
-    const knownHosts = options.context.nodes.filter((node) => node.hostKey).map((node) => `${node.sshPort === 22 ? node.address : `[${node.address}]:${node.sshPort}`} ${node.hostKey}\n`);
+    const knownHosts = options.context.nodes
+      .filter((node) => node.hostKey)
+      .map((node) => `${node.sshPort === 22 ? node.address : `[${node.address}]:${node.sshPort}`} ${node.hostKey}\n`);
     await writeFile(path.join(work, 'ssh', 'known_hosts'), knownHosts.join(''), { mode: 0o644 });
     const declared = await declaredVariables(moduleDir);
     const platform: Record<string, unknown> = {
@@ -88,18 +90,36 @@ export async function prepareWorkspace(options: {
       tollgate_ssh_public_key: options.context.sshPublicKey,
       tollgate_ssh_private_key_file: keyFile,
       tollgate_known_hosts_file: path.posix.join(visible, 'ssh', 'known_hosts'),
-      tollgate_nodes: options.context.nodes.map((node) => ({ id: node.id, address: node.address, ssh_user: node.sshUser, ssh_port: node.sshPort, host_key: node.hostKey })),
+      tollgate_nodes: options.context.nodes.map((node) => ({
+        id: node.id,
+        address: node.address,
+        ssh_user: node.sshUser,
+        ssh_port: node.sshPort,
+        host_key: node.hostKey,
+      })),
       tollgate_ssh_proxy: options.context.sshProxy,
     };
     // Only what the module declares: an undeclared value is a warning on every run.
     const injected = Object.fromEntries(Object.entries(platform).filter(([name]) => declared.names.has(name)));
-    await writeFile(path.join(moduleDir, TFVARS_FILE), `${JSON.stringify({ ...options.inputs, ...injected }, null, 2)}\n`, { mode: 0o600 });
+    await writeFile(
+      path.join(moduleDir, TFVARS_FILE),
+      `${JSON.stringify({ ...options.inputs, ...injected }, null, 2)}\n`,
+      { mode: 0o600 },
+    );
     if (options.state) await writeFile(path.join(moduleDir, 'terraform.tfstate'), options.state, { mode: 0o600 });
     const sensitiveValues = [...declared.sensitive].flatMap((name) => {
       const value = options.inputs[name];
       return value === undefined ? [] : [String(value)];
     });
-    return { folder, moduleDir, visibleModuleDir: path.posix.join(visible, 'module'), keyFile, manifestWebPort: await manifestWebPort(moduleDir), sensitiveValues, remove };
+    return {
+      folder,
+      moduleDir,
+      visibleModuleDir: path.posix.join(visible, 'module'),
+      keyFile,
+      manifestWebPort: await manifestWebPort(moduleDir),
+      sensitiveValues,
+      remove,
+    };
   } catch (error) {
     await remove();
     throw error;
@@ -111,7 +131,9 @@ async function declaredVariables(moduleDir: string): Promise<{ names: Set<string
   const names = new Set<string>();
   const sensitive = new Set<string>();
   for (const file of (await readdir(moduleDir)).filter((name) => name.endsWith('.tf')).sort()) {
-    const parsed = (await parseHcl(file, await readFile(path.join(moduleDir, file), 'utf8')).catch(() => ({}))) as { variable?: Record<string, Array<{ sensitive?: unknown }>> };
+    const parsed = (await parseHcl(file, await readFile(path.join(moduleDir, file), 'utf8')).catch(() => ({}))) as {
+      variable?: Record<string, Array<{ sensitive?: unknown }>>;
+    };
     for (const [name, [block] = []] of Object.entries(parsed.variable ?? {})) {
       names.add(name);
       if (block?.sensitive === true) sensitive.add(name);
@@ -122,7 +144,9 @@ async function declaredVariables(moduleDir: string): Promise<{ names: Set<string
 
 async function manifestWebPort(moduleDir: string): Promise<number | null> {
   try {
-    const manifest = JSON.parse(await readFile(path.join(moduleDir, 'manifest.json'), 'utf8')) as { web_port?: unknown };
+    const manifest = JSON.parse(await readFile(path.join(moduleDir, 'manifest.json'), 'utf8')) as {
+      web_port?: unknown;
+    };
     return typeof manifest.web_port === 'number' ? manifest.web_port : null;
   } catch {
     return null;

@@ -63,7 +63,9 @@ export async function downloadPackage(url: string, rules: DownloadRules): Promis
       }
     } catch (error) {
       if (error instanceof GatewayError) throw error;
-      throw refusal(deadline.aborted ? `The download took longer than ${rules.timeoutMs} ms.` : 'The download broke off.');
+      throw refusal(
+        deadline.aborted ? `The download took longer than ${rules.timeoutMs} ms.` : 'The download broke off.',
+      );
     }
     const fileName = decodeURIComponent(target.pathname.split('/').pop() || 'stack.zip');
     return { zip: Buffer.concat(chunks), fileName };
@@ -77,21 +79,33 @@ function checkedUrl(text: string, rules: DownloadRules): URL {
   } catch {
     throw refusal('It is not a URL.');
   }
-  if (url.protocol !== 'https:' && !(rules.allowHttp && url.protocol === 'http:')) throw refusal(rules.allowHttp ? 'Only http and https URLs are taken.' : 'Only https URLs are taken.');
+  if (url.protocol !== 'https:' && !(rules.allowHttp && url.protocol === 'http:'))
+    throw refusal(rules.allowHttp ? 'Only http and https URLs are taken.' : 'Only https URLs are taken.');
   if (url.username || url.password) throw refusal('URLs with credentials are not taken.');
   // An address written in the URL is connected to without a lookup: check it here.
   const literal = url.hostname.replace(/^\[|\]$/g, '');
-  if (ipaddr.isValid(literal) && !rules.allowPrivate && !isPublic(literal)) throw refusal(`${literal} is a private, loopback or link-local address.`);
+  if (ipaddr.isValid(literal) && !rules.allowPrivate && !isPublic(literal))
+    throw refusal(`${literal} is a private, loopback or link-local address.`);
   return url;
 }
 
 function get(url: URL, rules: DownloadRules, signal: AbortSignal): Promise<IncomingMessage> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const request = client.get(url, { signal, lookup: checkedLookup(rules), headers: { accept: 'application/zip, application/octet-stream' } }, resolve);
+    const request = client.get(
+      url,
+      { signal, lookup: checkedLookup(rules), headers: { accept: 'application/zip, application/octet-stream' } },
+      resolve,
+    );
     request.on('error', (error) => {
       if (error instanceof GatewayError) return reject(error);
-      reject(refusal(signal.aborted ? `The download took longer than ${rules.timeoutMs} ms.` : `The server could not be reached (${(error as NodeJS.ErrnoException).code ?? error.message}).`));
+      reject(
+        refusal(
+          signal.aborted
+            ? `The download took longer than ${rules.timeoutMs} ms.`
+            : `The server could not be reached (${(error as NodeJS.ErrnoException).code ?? error.message}).`,
+        ),
+      );
     });
   });
 }
@@ -102,7 +116,12 @@ function checkedLookup(rules: DownloadRules): LookupFunction {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
       if (error) return callback(error, '', 4);
       const refused = rules.allowPrivate ? undefined : addresses.find((a) => !isPublic(a.address));
-      if (refused) return callback(refusal(`${hostname} is a private, loopback or link-local address (${refused.address}).`), '', 4);
+      if (refused)
+        return callback(
+          refusal(`${hostname} is a private, loopback or link-local address (${refused.address}).`),
+          '',
+          4,
+        );
       if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
       callback(null, addresses[0]!.address, addresses[0]!.family);
     });
@@ -112,7 +131,8 @@ function checkedLookup(rules: DownloadRules): LookupFunction {
 function isPublic(address: string): boolean {
   try {
     let parsed = ipaddr.parse(address);
-    if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+    if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress())
+      parsed = (parsed as ipaddr.IPv6).toIPv4Address();
     return parsed.range() === 'unicast';
   } catch {
     return false;
@@ -120,5 +140,7 @@ function isPublic(address: string): boolean {
 }
 
 function refusal(reason: string): GatewayError {
-  return new GatewayError('invalid_request', `The package could not be downloaded: ${reason}`, { details: [{ field: 'url', message: reason }] });
+  return new GatewayError('invalid_request', `The package could not be downloaded: ${reason}`, {
+    details: [{ field: 'url', message: reason }],
+  });
 }

@@ -9,7 +9,12 @@ const INPUT_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
 /** An emoji (one grapheme of pictographs) or an https image URL. */
 const icon = z.union([
-  z.string().regex(/^\p{Extended_Pictographic}(\p{Emoji_Modifier}|\u{FE0F}|\u{200D}\p{Extended_Pictographic})*$/u, 'Must be one emoji or an https:// image URL.'),
+  z
+    .string()
+    .regex(
+      /^\p{Extended_Pictographic}(\p{Emoji_Modifier}|\u{FE0F}|\u{200D}\p{Extended_Pictographic})*$/u,
+      'Must be one emoji or an https:// image URL.',
+    ),
   z.url({ protocol: /^https$/, error: 'Must be one emoji or an https:// image URL.' }).max(2000),
 ]);
 
@@ -21,7 +26,10 @@ const input = z
     default: z.union([z.number(), z.string().max(10_000)]).optional(),
     description: z.string().max(2000).optional(),
   })
-  .refine((i) => i.default === undefined || typeof i.default === (i.type === 'number' ? 'number' : 'string'), { message: "The default must be of the input's type.", path: ['default'] });
+  .refine((i) => i.default === undefined || typeof i.default === (i.type === 'number' ? 'number' : 'string'), {
+    message: "The default must be of the input's type.",
+    path: ['default'],
+  });
 
 /**
  * A stack's description: what `manifest.json` holds, and what the API's
@@ -29,7 +37,10 @@ const input = z
  * spec's: absent, the package derives it as it does without a manifest.
  */
 export const stackManifest = z.strictObject({
-  name: z.string().regex(STACK_NAME, 'Use 1-63 lower-case letters, digits or -, starting with a letter or digit.').optional(),
+  name: z
+    .string()
+    .regex(STACK_NAME, 'Use 1-63 lower-case letters, digits or -, starting with a letter or digit.')
+    .optional(),
   title: z.string().trim().min(1).max(200),
   description: z.string().max(5000).default(''),
   category: z.enum(STACK_CATEGORIES).default('Custom'),

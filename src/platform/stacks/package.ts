@@ -52,12 +52,22 @@ const PLATFORM_VARIABLE_PREFIX = 'tollgate_';
  * @example
  * const { manifest } = await readStackPackage(zipBytes, { fileName: 'monitoring.zip' });
  */
-export async function readStackPackage(zip: Buffer, options: { fileName?: string; limits?: PackageLimits } = {}): Promise<StackPackage> {
+export async function readStackPackage(
+  zip: Buffer,
+  options: { fileName?: string; limits?: PackageLimits } = {},
+): Promise<StackPackage> {
   const limits = options.limits ?? DEFAULT_PACKAGE_LIMITS;
-  if (zip.length > limits.maxZipBytes) throw refusal('package', `The .zip is ${zip.length} bytes; at most ${limits.maxZipBytes} are taken.`);
-  const files = await readEntries(zip, limits, (name) => name.endsWith('.tf') || basename(name) === 'manifest.json' || /^readme(\.md|\.txt)?$/i.test(basename(name)));
+  if (zip.length > limits.maxZipBytes)
+    throw refusal('package', `The .zip is ${zip.length} bytes; at most ${limits.maxZipBytes} are taken.`);
+  const files = await readEntries(
+    zip,
+    limits,
+    (name) =>
+      name.endsWith('.tf') || basename(name) === 'manifest.json' || /^readme(\.md|\.txt)?$/i.test(basename(name)),
+  );
   const paths = [...files.keys()];
-  if (!paths.some((path) => path.endsWith('.tf'))) throw refusal('package', 'It holds no .tf file: a stack is an OpenTofu or Terraform module.');
+  if (!paths.some((path) => path.endsWith('.tf')))
+    throw refusal('package', 'It holds no .tf file: a stack is an OpenTofu or Terraform module.');
 
   const manifests = paths.filter((path) => basename(path) === 'manifest.json').sort((a, b) => depth(a) - depth(b));
   if (manifests.length > 1 && depth(manifests[0]!) === depth(manifests[1]!)) {
@@ -74,7 +84,9 @@ export async function readStackPackage(zip: Buffer, options: { fileName?: string
     }
     const parsed = stackManifest.safeParse(json);
     if (!parsed.success)
-      throw new GatewayError('invalid_request', `${path} breaks the manifest's rules.`, { details: toDetails(parsed.error.issues).map((d) => ({ field: `${path}: ${d.field}`, message: d.message })) });
+      throw new GatewayError('invalid_request', `${path} breaks the manifest's rules.`, {
+        details: toDetails(parsed.error.issues).map((d) => ({ field: `${path}: ${d.field}`, message: d.message })),
+      });
     // The spec's manifest has no name: one without it is named as a package without a manifest.
     const name = parsed.data.name ?? derivedName(paths, options.fileName);
     if (!name) throw refusal(path, 'No name could be made from the file or folder name: give the manifest a name.');
@@ -83,7 +95,8 @@ export async function readStackPackage(zip: Buffer, options: { fileName?: string
 
   const root = commonTopFolder(paths);
   const name = derivedName(paths, options.fileName);
-  if (!name) throw refusal('package', 'No name could be made from the file or folder name: add a manifest.json with a name.');
+  if (!name)
+    throw refusal('package', 'No name could be made from the file or folder name: add a manifest.json with a name.');
   const readme = paths.find((path) => dirname(path) === root && /^readme(\.md|\.txt)?$/i.test(basename(path)));
   const manifest: StackManifest = {
     ...stackManifest.parse({
@@ -107,7 +120,12 @@ export async function readStackPackage(zip: Buffer, options: { fileName?: string
  * @example
  * await extractStackPackage(row.package, row.root, '/tmp/tollgate-runs/run_1');
  */
-export async function extractStackPackage(zip: Buffer, root: string, folder: string, limits: PackageLimits = DEFAULT_PACKAGE_LIMITS): Promise<string[]> {
+export async function extractStackPackage(
+  zip: Buffer,
+  root: string,
+  folder: string,
+  limits: PackageLimits = DEFAULT_PACKAGE_LIMITS,
+): Promise<string[]> {
   const files = await readEntries(zip, limits, (name) => name.startsWith(root));
   const target = path.resolve(folder);
   const written: string[] = [];
@@ -136,9 +154,17 @@ async function inputsOf(files: Map<string, Buffer>, tfPaths: string[]): Promise<
     for (const [name, [block = {}] = []] of Object.entries(parsed.variable ?? {})) {
       // The platform's own variables (see src/platform/runs/workspace.ts) are set on every run, never asked for.
       if (name.startsWith(PLATFORM_VARIABLE_PREFIX)) continue;
-      const type = typeof block.type === 'string' && block.type.replace(/^\$\{|\}$/g, '') === 'number' ? 'number' : 'string';
+      const type =
+        typeof block.type === 'string' && block.type.replace(/^\$\{|\}$/g, '') === 'number' ? 'number' : 'string';
       const raw = block.default;
-      const defaultValue = raw === undefined || raw === null ? undefined : type === 'number' && typeof raw === 'number' ? raw : typeof raw === 'string' ? raw : JSON.stringify(raw);
+      const defaultValue =
+        raw === undefined || raw === null
+          ? undefined
+          : type === 'number' && typeof raw === 'number'
+            ? raw
+            : typeof raw === 'string'
+              ? raw
+              : JSON.stringify(raw);
       inputs.push({
         name,
         type: type === 'number' && defaultValue !== undefined && typeof defaultValue !== 'number' ? 'string' : type,
@@ -188,6 +214,8 @@ function titleOf(name: string): string {
 /** The README's first paragraph of prose: headings, badges and blank lines before it skipped. */
 function firstParagraph(readme: string): string {
   const paragraphs = readme.replace(/\r\n?/g, '\n').split(/\n\s*\n/);
-  const prose = paragraphs.map((p) => p.trim()).find((p) => p && !p.startsWith('#') && !p.startsWith('![') && !p.startsWith('[!['));
+  const prose = paragraphs
+    .map((p) => p.trim())
+    .find((p) => p && !p.startsWith('#') && !p.startsWith('![') && !p.startsWith('[!['));
   return (prose ?? '').replace(/\s*\n\s*/g, ' ').slice(0, 5000);
 }

@@ -15,7 +15,9 @@ export const STACK_SORTS = ['name', 'title', 'created_at'] as const;
 export type StackSort = (typeof STACK_SORTS)[number] | `-${(typeof STACK_SORTS)[number]}`;
 
 /** The fields a PATCH may change (the package itself is replaced by deleting and adding again). */
-export type StackChange = Partial<Pick<StackManifest, 'title' | 'description' | 'category' | 'icon' | 'applicable_profiles'>>;
+export type StackChange = Partial<
+  Pick<StackManifest, 'title' | 'description' | 'category' | 'icon' | 'applicable_profiles'>
+>;
 
 /**
  * The template catalog, with the spec's permissions: a platform admin adding
@@ -44,7 +46,10 @@ export class StackCatalog {
   async add(actor: Actor, read: StackPackage, zip: Buffer): Promise<StackRow> {
     const { manifest } = read;
     const visibility = actor.platformAdmin ? 'global' : 'private';
-    const taken = () => new GatewayError('conflict', `A stack named ${manifest.name} exists already.`, { details: [{ field: 'name', message: `${manifest.name} is taken.` }] });
+    const taken = () =>
+      new GatewayError('conflict', `A stack named ${manifest.name} exists already.`, {
+        details: [{ field: 'name', message: `${manifest.name} is taken.` }],
+      });
     try {
       return await this.db.transaction(async (tx) => {
         await lockName(tx, manifest.name);
@@ -52,7 +57,12 @@ export class StackCatalog {
         const [clash] = await tx
           .select({ id: stacks.id })
           .from(stacks)
-          .where(and(eq(stacks.name, manifest.name), visibility === 'global' ? undefined : or(eq(stacks.visibility, 'global'), eq(stacks.orgId, actor.orgId))))
+          .where(
+            and(
+              eq(stacks.name, manifest.name),
+              visibility === 'global' ? undefined : or(eq(stacks.visibility, 'global'), eq(stacks.orgId, actor.orgId)),
+            ),
+          )
           .limit(1);
         if (clash) throw taken();
         if (!actor.platformAdmin) {
@@ -63,14 +73,23 @@ export class StackCatalog {
             .from(stacks)
             .where(and(eq(stacks.ownerId, actor.userId), eq(stacks.visibility, 'private')));
           if (kept >= this.options.stacksPerUser) {
-            throw new GatewayError('conflict', `You keep ${kept} stacks, the most one user may (TOLLGATE_STACKS_PER_USER); delete one before adding another.`, {
-              details: [{ field: 'package', message: `At most ${this.options.stacksPerUser} stacks per user.` }],
-            });
+            throw new GatewayError(
+              'conflict',
+              `You keep ${kept} stacks, the most one user may (TOLLGATE_STACKS_PER_USER); delete one before adding another.`,
+              {
+                details: [{ field: 'package', message: `At most ${this.options.stacksPerUser} stacks per user.` }],
+              },
+            );
           }
         }
         const [row] = await tx
           .insert(stacks)
-          .values({ ...rowOf(read, zip), visibility, ownerId: actor.userId, orgId: visibility === 'global' ? null : actor.orgId })
+          .values({
+            ...rowOf(read, zip),
+            visibility,
+            ownerId: actor.userId,
+            orgId: visibility === 'global' ? null : actor.orgId,
+          })
           .returning();
         return row!;
       });
@@ -84,7 +103,11 @@ export class StackCatalog {
   async addShipped(read: StackPackage, zip: Buffer): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       await lockName(tx, read.manifest.name);
-      const [clash] = await tx.select({ id: stacks.id }).from(stacks).where(eq(stacks.name, read.manifest.name)).limit(1);
+      const [clash] = await tx
+        .select({ id: stacks.id })
+        .from(stacks)
+        .where(eq(stacks.name, read.manifest.name))
+        .limit(1);
       if (clash) return false;
       await tx.insert(stacks).values({ ...rowOf(read, zip), visibility: 'global', ownerId: null, orgId: null });
       return true;
@@ -101,35 +124,56 @@ export class StackCatalog {
    * else it is a 409 that asks for the id.
    */
   async get(actor: Actor, nameOrId: string, options: { orgId?: string } = {}): Promise<StackRow> {
-    const scope = options.orgId === undefined ? undefined : or(eq(stacks.visibility, 'global'), eq(stacks.orgId, options.orgId));
+    const scope =
+      options.orgId === undefined ? undefined : or(eq(stacks.visibility, 'global'), eq(stacks.orgId, options.orgId));
     const rows = await this.db
       .select()
       .from(stacks)
       .where(and(isStackId(nameOrId) ? eq(stacks.id, nameOrId) : eq(stacks.name, nameOrId), visibleTo(actor), scope))
       .limit(20);
     if (rows.length === 0) throw new GatewayError('not_found', `Stack ${nameOrId} does not exist.`);
-    const chosen = rows.length === 1 ? rows[0] : (rows.find((row) => row.visibility === 'global') ?? rows.find((row) => row.orgId === actor.orgId));
+    const chosen =
+      rows.length === 1
+        ? rows[0]
+        : (rows.find((row) => row.visibility === 'global') ?? rows.find((row) => row.orgId === actor.orgId));
     if (!chosen) {
-      throw new GatewayError('conflict', `Several organizations have a private stack named ${nameOrId}: name it by its id.`, {
-        details: [{ field: 'name', message: `One of ${rows.map((row) => row.id).join(', ')}.` }],
-      });
+      throw new GatewayError(
+        'conflict',
+        `Several organizations have a private stack named ${nameOrId}: name it by its id.`,
+        {
+          details: [{ field: 'name', message: `One of ${rows.map((row) => row.id).join(', ')}.` }],
+        },
+      );
     }
     return chosen;
   }
 
   /** One page of the stacks `actor` sees; `q` searches name, title and description; `category` filters. */
-  async list(actor: Actor, query: { q?: string; category?: string; offset: number; limit: number; sort: StackSort }): Promise<{ rows: StackRow[]; total: number }> {
+  async list(
+    actor: Actor,
+    query: { q?: string; category?: string; offset: number; limit: number; sort: StackSort },
+  ): Promise<{ rows: StackRow[]; total: number }> {
     const conditions: Array<SQL | undefined> = [visibleTo(actor)];
     if (query.q) {
       const pattern = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-      conditions.push(or(ilike(stacks.name, pattern), ilike(stacks.title, pattern), ilike(stacks.description, pattern)));
+      conditions.push(
+        or(ilike(stacks.name, pattern), ilike(stacks.title, pattern), ilike(stacks.description, pattern)),
+      );
     }
     if (query.category) conditions.push(eq(stacks.category, query.category));
     const where = and(...conditions);
     const [{ total } = { total: 0 }] = await this.db.select({ total: count() }).from(stacks).where(where);
     const direction = query.sort.startsWith('-') ? desc : asc;
-    const column = { name: stacks.name, title: stacks.title, created_at: stacks.createdAt }[query.sort.replace(/^-/, '') as (typeof STACK_SORTS)[number]];
-    const rows = await this.db.select().from(stacks).where(where).orderBy(direction(column), direction(stacks.name)).limit(query.limit).offset(query.offset);
+    const column = { name: stacks.name, title: stacks.title, created_at: stacks.createdAt }[
+      query.sort.replace(/^-/, '') as (typeof STACK_SORTS)[number]
+    ];
+    const rows = await this.db
+      .select()
+      .from(stacks)
+      .where(where)
+      .orderBy(direction(column), direction(stacks.name))
+      .limit(query.limit)
+      .offset(query.offset);
     return { rows, total };
   }
 

@@ -18,7 +18,11 @@ import { readStackPackage } from './package.js';
  * @example
  * await loadShippedStacks(catalog, log);
  */
-export async function loadShippedStacks(catalog: StackCatalog, log: Logger, folder = shippedFolder()): Promise<string[]> {
+export async function loadShippedStacks(
+  catalog: StackCatalog,
+  log: Logger,
+  folder = shippedFolder(),
+): Promise<string[]> {
   if (!folder) return [];
   const added: string[] = [];
   for (const entry of await readdir(folder, { withFileTypes: true })) {
@@ -42,7 +46,9 @@ function shippedFolder(): string | null {
 async function zipFolder(folder: string): Promise<Buffer> {
   const zip = new yazl.ZipFile();
   const files = (await readdir(folder, { recursive: true, withFileTypes: true })).filter((f) => f.isFile());
-  const names = files.map((f) => path.relative(folder, path.join(f.parentPath, f.name)).split(path.sep).join('/')).sort();
+  const names = files
+    .map((f) => path.relative(folder, path.join(f.parentPath, f.name)).split(path.sep).join('/'))
+    .sort();
   for (const name of names) zip.addBuffer(await readFile(path.join(folder, name)), name, { mtime: new Date(0) });
   zip.end();
   const chunks: Buffer[] = [];

@@ -40,12 +40,20 @@ export class UploadSlots {
   take(userId: string): () => void {
     const mine = this.perUser.get(userId) ?? 0;
     if (mine >= this.limits.inFlightPerUser) {
-      throw new GatewayError('rate_limit_exceeded', `At most ${this.limits.inFlightPerUser} of your stack uploads are read at once; wait for one to finish.`, {
-        headers: { 'Retry-After': RETRY_AFTER_SECONDS },
-      });
+      throw new GatewayError(
+        'rate_limit_exceeded',
+        `At most ${this.limits.inFlightPerUser} of your stack uploads are read at once; wait for one to finish.`,
+        {
+          headers: { 'Retry-After': RETRY_AFTER_SECONDS },
+        },
+      );
     }
     if (this.inUse >= this.limits.inFlight) {
-      throw new GatewayError('server_busy', 'The gateway is reading as many stack uploads as it takes at once; retry shortly.', { headers: { 'Retry-After': RETRY_AFTER_SECONDS } });
+      throw new GatewayError(
+        'server_busy',
+        'The gateway is reading as many stack uploads as it takes at once; retry shortly.',
+        { headers: { 'Retry-After': RETRY_AFTER_SECONDS } },
+      );
     }
     this.inUse += 1;
     this.perUser.set(userId, mine + 1);

@@ -12,7 +12,12 @@ export interface PackageLimits {
   maxRatio: number;
 }
 
-export const DEFAULT_PACKAGE_LIMITS: PackageLimits = { maxZipBytes: 10 * 1024 * 1024, maxUncompressedBytes: 50 * 1024 * 1024, maxEntries: 2_000, maxRatio: 100 };
+export const DEFAULT_PACKAGE_LIMITS: PackageLimits = {
+  maxZipBytes: 10 * 1024 * 1024,
+  maxUncompressedBytes: 50 * 1024 * 1024,
+  maxEntries: 2_000,
+  maxRatio: 100,
+};
 
 /** Entries smaller than this are not held to the ratio: a small text file of repeats compresses well and is harmless. */
 const RATIO_FLOOR_BYTES = 1024 * 1024;
@@ -20,11 +25,17 @@ const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
 
 /** Every file entry's content, read once, checked as it is read; only those `keep` names are kept. */
-export async function readEntries(zip: Buffer, limits: PackageLimits, keep: (name: string) => boolean): Promise<Map<string, Buffer>> {
+export async function readEntries(
+  zip: Buffer,
+  limits: PackageLimits,
+  keep: (name: string) => boolean,
+): Promise<Map<string, Buffer>> {
   let archive: ZipFile;
   try {
     archive = await new Promise<ZipFile>((resolve, reject) =>
-      yauzl.fromBuffer(zip, { lazyEntries: true, validateEntrySizes: true, strictFileNames: true }, (error, opened) => (error ? reject(error) : resolve(opened))),
+      yauzl.fromBuffer(zip, { lazyEntries: true, validateEntrySizes: true, strictFileNames: true }, (error, opened) =>
+        error ? reject(error) : resolve(opened),
+      ),
     );
   } catch (error) {
     throw refusal('package', `It is not a readable .zip (${readableReason(error)}).`);
@@ -40,13 +51,21 @@ export async function readEntries(zip: Buffer, limits: PackageLimits, keep: (nam
       const entry = await nextEntry(archive);
       if (!entry) break;
       const name = entry.fileName;
-      if (((entry.externalFileAttributes >>> 16) & S_IFMT) === S_IFLNK) throw refusal(name, 'It is a symbolic link; packages hold plain files only.');
+      if (((entry.externalFileAttributes >>> 16) & S_IFMT) === S_IFLNK)
+        throw refusal(name, 'It is a symbolic link; packages hold plain files only.');
       if (entry.isEncrypted()) throw refusal(name, 'It is encrypted; packages are not.');
       if (name.endsWith('/')) continue;
       total += entry.uncompressedSize;
-      if (total > limits.maxUncompressedBytes) throw refusal(name, `The files add up to more than ${limits.maxUncompressedBytes} bytes uncompressed.`);
-      if (entry.uncompressedSize > RATIO_FLOOR_BYTES && entry.uncompressedSize > limits.maxRatio * Math.max(1, entry.compressedSize)) {
-        throw refusal(name, `It is compressed ${Math.round(entry.uncompressedSize / Math.max(1, entry.compressedSize))} times; at most ${limits.maxRatio} is taken (a zip bomb?).`);
+      if (total > limits.maxUncompressedBytes)
+        throw refusal(name, `The files add up to more than ${limits.maxUncompressedBytes} bytes uncompressed.`);
+      if (
+        entry.uncompressedSize > RATIO_FLOOR_BYTES &&
+        entry.uncompressedSize > limits.maxRatio * Math.max(1, entry.compressedSize)
+      ) {
+        throw refusal(
+          name,
+          `It is compressed ${Math.round(entry.uncompressedSize / Math.max(1, entry.compressedSize))} times; at most ${limits.maxRatio} is taken (a zip bomb?).`,
+        );
       }
       // Every entry is read through (yauzl checks its real size against the declared one); only the few the catalog needs are kept.
       const content = await readEntry(archive, entry);
@@ -92,7 +111,9 @@ function readEntry(archive: ZipFile, entry: Entry): Promise<Buffer> {
 
 /** A 400 that names the entry (or `package`) and the rule it broke. */
 export function refusal(entry: string, rule: string): GatewayError {
-  return new GatewayError('invalid_request', `The package is refused: ${entry}: ${rule}`, { details: [{ field: entry, message: rule }] });
+  return new GatewayError('invalid_request', `The package is refused: ${entry}: ${rule}`, {
+    details: [{ field: entry, message: rule }],
+  });
 }
 
 export function readableReason(error: unknown): string {
@@ -101,6 +122,8 @@ export function readableReason(error: unknown): string {
 
 /** yauzl names the entry in its own errors about names ("absolute path: /x", "invalid relative path: ../x"). */
 function entryNameIn(error: unknown): string | null {
-  const match = /^(?:absolute path|invalid relative path|invalid characters in fileName): (.+)$/.exec(error instanceof Error ? error.message : '');
+  const match = /^(?:absolute path|invalid relative path|invalid characters in fileName): (.+)$/.exec(
+    error instanceof Error ? error.message : '',
+  );
   return match ? match[1]! : null;
 }

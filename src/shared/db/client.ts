@@ -59,7 +59,9 @@ async function setUpInWorker(location: string): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const worker = new Worker(built, { workerData: { location, migrationsFolder } });
     worker.once('error', reject);
-    worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`PGlite set-up ended with code ${code}`))));
+    worker.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`PGlite set-up ended with code ${code}`)),
+    );
   });
 }
 
@@ -86,7 +88,13 @@ const PGLITE_START_PARAMS = [
     'io_method=sync',
     'max_parallel_maintenance_workers=0',
   ].flatMap((setting) => ['-c', setting]),
-  ...['shared_buffers=8MB', 'temp_buffers=1MB', 'work_mem=2MB', 'maintenance_work_mem=8MB', 'wal_buffers=256kB'].flatMap((setting) => ['-c', setting]),
+  ...[
+    'shared_buffers=8MB',
+    'temp_buffers=1MB',
+    'work_mem=2MB',
+    'maintenance_work_mem=8MB',
+    'wal_buffers=256kB',
+  ].flatMap((setting) => ['-c', setting]),
 ];
 
 // Any fixed number: replicas starting together take turns running migrations.

@@ -22,7 +22,9 @@ function randomHex16(): string {
  * @example
  * newId('org'); // 'org_5f0c2b9e8d7a41c3b2a19f8e7d6c5b4a'
  */
-export function newId(prefix: 'org' | 'proj' | 'key' | 'req' | 'usr' | 'node' | 'cls' | 'rate' | 'run' | 'stk'): string {
+export function newId(
+  prefix: 'org' | 'proj' | 'key' | 'req' | 'usr' | 'node' | 'cls' | 'rate' | 'run' | 'stk',
+): string {
   return `${prefix}_${randomHex16()}`;
 }
 

@@ -20,12 +20,16 @@ import { migrate } from 'drizzle-orm/pglite/migrator';
 export async function templateFolder(migrationsFolder: string, distFolder: string): Promise<string> {
   const journal = await readFile(path.join(migrationsFolder, 'meta', '_journal.json'));
   const hash = createHash('sha256').update(journal);
-  for (const file of (await readdir(migrationsFolder)).filter((name) => name.endsWith('.sql')).sort()) hash.update(await readFile(path.join(migrationsFolder, file)));
+  for (const file of (await readdir(migrationsFolder)).filter((name) => name.endsWith('.sql')).sort())
+    hash.update(await readFile(path.join(migrationsFolder, file)));
   return path.join(distFolder, 'pglite-template', hash.digest('hex').slice(0, 16));
 }
 
 /** Makes the template for the current migrations unless it exists (`made`: false); older templates are removed. */
-export async function ensureTemplate(migrationsFolder: string, distFolder: string): Promise<{ folder: string; made: boolean }> {
+export async function ensureTemplate(
+  migrationsFolder: string,
+  distFolder: string,
+): Promise<{ folder: string; made: boolean }> {
   const folder = await templateFolder(migrationsFolder, distFolder);
   if (existsSync(path.join(folder, 'PG_VERSION'))) return { folder, made: false };
   await rm(path.dirname(folder), { recursive: true, force: true });

@@ -1,5 +1,21 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, check, customType, date, index, integer, jsonb, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  check,
+  customType,
+  date,
+  index,
+  integer,
+  jsonb,
+  numeric,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 
 // The store. Money columns hold integer nano-units of the gateway's currency
 // (1 USD = 1_000_000_000), as bigint: never floats. See `src/gateway/billing/money.ts`.
@@ -87,7 +103,10 @@ export const projects = pgTable(
     /** Deleted projects keep their row: usage records still name them. */
     deletedAt: timestamp('deleted_at', { withTimezone: true }),
   },
-  (t) => [index('projects_org_idx').on(t.orgId), check('projects_visibility_check', sql`${t.visibility} in ('public', 'private')`)],
+  (t) => [
+    index('projects_org_idx').on(t.orgId),
+    check('projects_visibility_check', sql`${t.visibility} in ('public', 'private')`),
+  ],
 );
 
 export const apiKeys = pgTable(
@@ -257,7 +276,10 @@ export const storedResponses = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
   },
-  (t) => [index('stored_responses_org_idx').on(t.orgId, t.createdAt), index('stored_responses_expiry_idx').on(t.expiresAt)],
+  (t) => [
+    index('stored_responses_org_idx').on(t.orgId, t.createdAt),
+    index('stored_responses_expiry_idx').on(t.expiresAt),
+  ],
 );
 
 /**
@@ -322,7 +344,17 @@ export const stacks = pgTable(
     icon: text('icon'),
     /** Hardware profiles it applies to; null: all. */
     applicableProfiles: jsonb('applicable_profiles').$type<string[] | null>(),
-    inputs: jsonb('inputs').$type<Array<{ name: string; type: 'number' | 'string'; required: boolean; default?: number | string; description?: string }>>().notNull(),
+    inputs: jsonb('inputs')
+      .$type<
+        Array<{
+          name: string;
+          type: 'number' | 'string';
+          required: boolean;
+          default?: number | string;
+          description?: string;
+        }>
+      >()
+      .notNull(),
     /** The module's folder inside the zip ('' for the top). */
     root: text('root').notNull().default(''),
     package: bytea('package').notNull(),
@@ -415,7 +447,10 @@ export const clusterNodeKeys = pgTable(
     claimedUntil: timestamp('claimed_until', { withTimezone: true }),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.clusterId, t.nodeId] }), index('cluster_node_keys_due_idx').on(t.state, t.nextAttemptAt)],
+  (t) => [
+    primaryKey({ columns: [t.clusterId, t.nodeId] }),
+    index('cluster_node_keys_due_idx').on(t.state, t.nextAttemptAt),
+  ],
 );
 
 export const CLUSTER_STATES = ['running', 'deleted'] as const;
@@ -622,7 +657,10 @@ export const conversionRates = pgTable(
   },
   (t) => [
     primaryKey({ name: 'conversion_rates_pkey', columns: [t.base, t.quote, t.effectiveOn] }),
-    check('conversion_rates_codes_check', sql`${t.base} ~ '^[A-Z]{3}$' and ${t.quote} ~ '^[A-Z]{3}$' and ${t.base} <> ${t.quote}`),
+    check(
+      'conversion_rates_codes_check',
+      sql`${t.base} ~ '^[A-Z]{3}$' and ${t.quote} ~ '^[A-Z]{3}$' and ${t.base} <> ${t.quote}`,
+    ),
     check('conversion_rates_rate_check', sql`${t.rate} > 0`),
   ],
 );
@@ -659,5 +697,8 @@ export const engineScaling = pgTable(
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
     changedAt: timestamp('changed_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [primaryKey({ name: 'engine_scaling_pkey', columns: [t.deployment, t.engine] }), check('engine_scaling_desired_check', sql`${t.desired} >= 0`)],
+  (t) => [
+    primaryKey({ name: 'engine_scaling_pkey', columns: [t.deployment, t.engine] }),
+    check('engine_scaling_desired_check', sql`${t.desired} >= 0`),
+  ],
 );

@@ -1,5 +1,10 @@
 import type { Redis } from 'ioredis';
-import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
+import {
+  type RateLimiterAbstract,
+  RateLimiterMemory,
+  RateLimiterRedis,
+  type RateLimiterRes,
+} from 'rate-limiter-flexible';
 
 /** A count in a fixed window, as a caller reports it. */
 export interface WindowCount {
@@ -39,12 +44,15 @@ export function createWindowCounter(redis: Redis | null, prefix: string): Window
     if (!limiter) {
       // rate-limiter-flexible counts whole seconds; every window of ours is whole seconds long.
       const duration = Math.max(1, Math.round(windowMs / 1000));
-      limiter = redis ? new RateLimiterRedis({ storeClient: redis, keyPrefix, points: UNBOUNDED_POINTS, duration }) : new RateLimiterMemory({ keyPrefix, points: UNBOUNDED_POINTS, duration });
+      limiter = redis
+        ? new RateLimiterRedis({ storeClient: redis, keyPrefix, points: UNBOUNDED_POINTS, duration })
+        : new RateLimiterMemory({ keyPrefix, points: UNBOUNDED_POINTS, duration });
       limiters.set(windowMs, limiter);
     }
     return limiter;
   };
-  const countOf = (result: RateLimiterRes | null): WindowCount => (result ? { count: result.consumedPoints, resetMs: Math.max(0, result.msBeforeNext) } : { count: 0, resetMs: 0 });
+  const countOf = (result: RateLimiterRes | null): WindowCount =>
+    result ? { count: result.consumedPoints, resetMs: Math.max(0, result.msBeforeNext) } : { count: 0, resetMs: 0 };
   return {
     async hit(key, windowMs) {
       return countOf(await limiterFor(windowMs).consume(key, 1));

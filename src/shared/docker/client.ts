@@ -32,7 +32,12 @@ export function dockerClientFor(definition: DockerAddress): Docker {
 function connectionOf({ docker_host: host, tls }: DockerAddress): Docker.DockerOptions {
   if (host.startsWith('unix://')) return { socketPath: host.slice('unix://'.length) };
   const url = new URL(host.replace(/^tcp:/, tls ? 'https:' : 'http:'));
-  const options: Docker.DockerOptions = { host: url.hostname, port: Number(url.port || (tls ? 2376 : 2375)), protocol: tls ? 'https' : 'http' };
-  if (tls) Object.assign(options, { ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key) });
+  const options: Docker.DockerOptions = {
+    host: url.hostname,
+    port: Number(url.port || (tls ? 2376 : 2375)),
+    protocol: tls ? 'https' : 'http',
+  };
+  if (tls)
+    Object.assign(options, { ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key) });
   return options;
 }

@@ -9,7 +9,12 @@ import { stringify as stringifyAll } from 'csv-stringify/sync';
  * so it opens as text. Numbers are never touched; the strings we write for
  * amounts are never negative.
  */
-const CSV_OPTIONS = { header: true, record_delimiter: 'windows', escape_formulas: true, cast: { boolean: (value: boolean) => String(value) } } as const;
+const CSV_OPTIONS = {
+  header: true,
+  record_delimiter: 'windows',
+  escape_formulas: true,
+  cast: { boolean: (value: boolean) => String(value) },
+} as const;
 
 /**
  * A whole CSV at once, for reports already in memory.

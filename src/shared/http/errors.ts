@@ -1,4 +1,11 @@
-export type ErrorType = 'invalid_request_error' | 'auth_error' | 'billing_error' | 'rate_limit_error' | 'not_implemented' | 'upstream_error' | 'server_error';
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'auth_error'
+  | 'billing_error'
+  | 'rate_limit_error'
+  | 'not_implemented'
+  | 'upstream_error'
+  | 'server_error';
 
 /** Every code a client can see, with its status and type. The spec's codes first, then ours. */
 const ERROR_CODES = {
@@ -82,7 +89,12 @@ export interface ErrorEnvelope {
 }
 
 export function envelopeOf(error: GatewayError): ErrorEnvelope {
-  const body: ErrorEnvelope['error'] = { message: error.message, type: error.type, param: error.details?.[0]?.field ?? null, code: error.code };
+  const body: ErrorEnvelope['error'] = {
+    message: error.message,
+    type: error.type,
+    param: error.details?.[0]?.field ?? null,
+    code: error.code,
+  };
   if (error.details) body.details = error.details;
   return { error: body };
 }

@@ -24,15 +24,20 @@ export function checkJsonShape(body: unknown, options: { storable: boolean }): v
   while (stack.length > 0) {
     const { value, path, depth } = stack.pop()!;
     if (typeof value === 'string') {
-      if (options.storable && value.includes('\u0000')) nulFields.push({ field: path || 'body', message: 'must not contain the NUL character (\\u0000)' });
+      if (options.storable && value.includes('\u0000'))
+        nulFields.push({ field: path || 'body', message: 'must not contain the NUL character (\\u0000)' });
       continue;
     }
     if (typeof value !== 'object' || value === null) continue;
     if (depth >= MAX_JSON_DEPTH) {
       throw new GatewayError('invalid_request', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
     }
-    const entries: Array<[string, unknown]> = Array.isArray(value) ? value.map((item, i) => [String(i), item]) : Object.entries(value);
-    for (const [key, item] of entries) stack.push({ value: item, path: path ? `${path}.${key}` : key, depth: depth + 1 });
+    const entries: Array<[string, unknown]> = Array.isArray(value)
+      ? value.map((item, i) => [String(i), item])
+      : Object.entries(value);
+    for (const [key, item] of entries)
+      stack.push({ value: item, path: path ? `${path}.${key}` : key, depth: depth + 1 });
   }
-  if (nulFields.length > 0) throw new GatewayError('invalid_request', 'Invalid request body.', { details: nulFields.reverse() });
+  if (nulFields.length > 0)
+    throw new GatewayError('invalid_request', 'Invalid request body.', { details: nulFields.reverse() });
 }

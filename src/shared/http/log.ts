@@ -20,9 +20,23 @@ export interface Logger {
 }
 
 /** Fields replaced by "[redacted]" wherever they appear, at the top level or one level down. */
-const REDACTED_FIELDS = ['authorization', 'cookie', 'secret', 'secretHash', 'hash', 'token', 'password', 'params', 'parameters', 'apiKey'];
+const REDACTED_FIELDS = [
+  'authorization',
+  'cookie',
+  'secret',
+  'secretHash',
+  'hash',
+  'token',
+  'password',
+  'params',
+  'parameters',
+  'apiKey',
+];
 
-export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stderr.write(line)): Logger {
+export function createLogger(
+  level: LogLevel,
+  write: (line: string) => void = (line) => process.stderr.write(line),
+): Logger {
   const logger = pino(
     {
       level,
@@ -53,18 +67,35 @@ export function describeError(error: unknown): Record<string, unknown> {
   const database = databaseErrorOf(error);
   if (database) {
     // postgres.js names them table_name, column_name…; PGlite table, column…
-    const field = (name: string) => (database as unknown as Record<string, string | undefined>)[`${name}_name`] ?? (database as unknown as Record<string, string | undefined>)[name];
+    const field = (name: string) =>
+      (database as unknown as Record<string, string | undefined>)[`${name}_name`] ??
+      (database as unknown as Record<string, string | undefined>)[name];
     const code = database.code;
     // A SQLSTATE means the server answered; without one the connection failed, and its message names no data.
     const detail = code ? `the database refused the statement (SQLSTATE ${code})` : safeMessage(database.message);
-    return { error: error.name, code, table: field('table'), column: field('column'), constraint: field('constraint'), detail };
+    return {
+      error: error.name,
+      code,
+      table: field('table'),
+      column: field('column'),
+      constraint: field('constraint'),
+      detail,
+    };
   }
-  return { error: error.name, detail: safeMessage(error.message), cause: error.cause instanceof Error ? safeMessage(error.cause.message) : undefined };
+  return {
+    error: error.name,
+    detail: safeMessage(error.message),
+    cause: error.cause instanceof Error ? safeMessage(error.cause.message) : undefined,
+  };
 }
 
 /** The error (or its cause) that came from the database driver, if any. */
 function databaseErrorOf(error: Error): (Error & { code?: string }) | null {
-  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+  for (
+    let current: unknown = error, depth = 0;
+    current instanceof Error && depth < 5;
+    current = current.cause, depth++
+  ) {
     if (current.name === 'DrizzleQueryError' || current.name === 'PostgresError' || 'severity' in current) {
       const cause = current.name === 'DrizzleQueryError' && current.cause instanceof Error ? current.cause : current;
       return cause;

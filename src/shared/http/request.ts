@@ -29,7 +29,11 @@ export function requestId(): MiddlewareHandler<GatewayEnv> {
  * @example
  * const { body, bytes } = await readJsonObject(c, config.maxBodyBytes, config.oversizeDrain);
  */
-export async function readJsonObject(c: Context, maxBytes: number, drain: BodyDrain): Promise<{ body: Record<string, unknown>; bytes: number }> {
+export async function readJsonObject(
+  c: Context,
+  maxBytes: number,
+  drain: BodyDrain,
+): Promise<{ body: Record<string, unknown>; bytes: number }> {
   const length = headerOf(c, 'content-length');
   const declared = length === undefined ? Number.NaN : Number(length);
   if (Number.isFinite(declared) && declared > maxBytes) return refuseDeclared(c, declared, maxBytes, drain);
@@ -66,7 +70,9 @@ export async function readJsonObject(c: Context, maxBytes: number, drain: BodyDr
  * next request into a socket about to close.
  */
 function tooLarge(maxBytes: number): GatewayError {
-  return new GatewayError('request_too_large', `The request body is larger than the ${maxBytes}-byte limit.`, { headers: { connection: 'close' } });
+  return new GatewayError('request_too_large', `The request body is larger than the ${maxBytes}-byte limit.`, {
+    headers: { connection: 'close' },
+  });
 }
 
 /**
@@ -169,12 +175,19 @@ export function limitBody(maxBytes: number, drain: BodyDrain): MiddlewareHandler
  */
 export function requireJsonBody(options: { multipart?: boolean } = {}): MiddlewareHandler {
   const accepted = options.multipart ? ['application/json', 'multipart/form-data'] : ['application/json'];
-  const message = options.multipart ? 'Send JSON, or a package as multipart/form-data.' : 'Send the body as JSON, with Content-Type: application/json.';
+  const message = options.multipart
+    ? 'Send JSON, or a package as multipart/form-data.'
+    : 'Send the body as JSON, with Content-Type: application/json.';
   return async (c, next) => {
-    const hasBody = c.req.header('content-length') !== undefined ? c.req.header('content-length') !== '0' : c.req.header('transfer-encoding') !== undefined;
+    const hasBody =
+      c.req.header('content-length') !== undefined
+        ? c.req.header('content-length') !== '0'
+        : c.req.header('transfer-encoding') !== undefined;
     const type = c.req.header('content-type')?.split(';')[0]?.trim().toLowerCase();
     if (hasBody && (type === undefined || !accepted.includes(type))) {
-      throw new GatewayError('unsupported_media_type', message, { details: [{ field: 'content-type', message: `Must be ${accepted.join(' or ')}.` }] });
+      throw new GatewayError('unsupported_media_type', message, {
+        details: [{ field: 'content-type', message: `Must be ${accepted.join(' or ')}.` }],
+      });
     }
     await next();
   };

@@ -42,7 +42,8 @@ function check<S extends z.ZodType>(schema: S, input: unknown, message: string):
 export function toDetails(issues: readonly z.core.$ZodIssue[]): ErrorDetail[] {
   return issues.flatMap((issue) => {
     if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ field: key, message: 'Unknown field.' }));
-    if (issue.path.length === 0 && issue.code === 'invalid_type') return [{ field: 'body', message: 'The body must be a JSON object.' }];
+    if (issue.path.length === 0 && issue.code === 'invalid_type')
+      return [{ field: 'body', message: 'The body must be a JSON object.' }];
     return [{ field: issue.path.length > 0 ? issue.path.join('.') : 'body', message: issue.message }];
   });
 }
@@ -56,10 +57,13 @@ function plainMessage(issue: z.core.$ZodRawIssue): string | undefined {
       if (issue.expected === 'boolean') return 'Must be true or false.';
       return `Must be ${issue.expected === 'string' ? 'a string' : `of type ${issue.expected}`}.`;
     case 'too_small':
-      if (issue.origin === 'string') return Number(issue.minimum) <= 1 ? 'Must not be empty.' : `Must be at least ${issue.minimum} characters.`;
+      if (issue.origin === 'string')
+        return Number(issue.minimum) <= 1 ? 'Must not be empty.' : `Must be at least ${issue.minimum} characters.`;
       return `Must be at least ${issue.minimum}.`;
     case 'too_big':
-      return issue.origin === 'string' ? `Must be at most ${issue.maximum} characters.` : `Must be at most ${issue.maximum}.`;
+      return issue.origin === 'string'
+        ? `Must be at most ${issue.maximum} characters.`
+        : `Must be at most ${issue.maximum}.`;
     case 'invalid_value':
       return `Must be one of: ${issue.values.map(String).join(', ')}.`;
     default:

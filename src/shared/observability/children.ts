@@ -7,7 +7,13 @@
  * const byRoute = new Children((route: string, model: string) => histogram.labels(route, model));
  * byRoute.get('/v1/embeddings', 'sim-embed').observe(0.004);
  */
-export class Children<T, K1 extends string | number, K2 extends string | number = string, K3 extends string | number = string, K4 extends string | number = string> {
+export class Children<
+  T,
+  K1 extends string | number,
+  K2 extends string | number = string,
+  K3 extends string | number = string,
+  K4 extends string | number = string,
+> {
   private readonly root = new Map<K1, Map<K2, Map<K3, Map<K4, T>>>>();
 
   constructor(private readonly make: (a: K1, b: K2, c: K3, d: K4) => T) {}

@@ -29,7 +29,8 @@ export async function serveMetrics(registry: Registry, port: number, host: strin
       return;
     }
     registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+      (text) =>
+        res.writeHead(200, { 'content-type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
       () => res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics could not be collected\n'),
     );
   });

@@ -74,13 +74,19 @@ export class Observer {
     private readonly currency: string,
   ) {
     const m = metrics;
-    this.requests = new Children((route: string, model: string, status: number, code: string) => m?.requestCounts.child({ route, model, status: String(status), code }));
+    this.requests = new Children((route: string, model: string, status: number, code: string) =>
+      m?.requestCounts.child({ route, model, status: String(status), code }),
+    );
     this.duration = new Children((route: string, model: string) => m?.requestDuration.labels(route, model));
     this.ttft = new Children((model: string) => m?.timeToFirstToken.labels(model));
     this.overhead = new Children((route: string) => m?.overhead.labels(route));
     // With the organization label off, the org argument is '' and ignored.
-    this.tokens = new Children((model: string, org: string, kind: string) => m?.tokenCounts.child(m.orgLabel ? { model, organization: org, kind } : { model, kind }));
-    this.charged = new Children((model: string, org: string) => m?.chargedCounts.child(m.orgLabel ? { model, organization: org, currency } : { model, currency }));
+    this.tokens = new Children((model: string, org: string, kind: string) =>
+      m?.tokenCounts.child(m.orgLabel ? { model, organization: org, kind } : { model, kind }),
+    );
+    this.charged = new Children((model: string, org: string) =>
+      m?.chargedCounts.child(m.orgLabel ? { model, organization: org, currency } : { model, currency }),
+    );
     this.rateLimited = new Children((limit: string) => m?.rateLimited.labels(limit));
     this.unavailable = new Children((cause: string) => m?.unavailable.labels(cause));
     this.cache = new Children((result: string) => m?.cacheLookups.labels(result));
@@ -99,7 +105,13 @@ export class Observer {
   middleware(): MiddlewareHandler<GatewayEnv> {
     return async (c, next) => {
       const startedAt = performance.now();
-      const trace = this.tracing?.begin(c.req.method, c.req.path, headerOf(c, 'traceparent'), headerOf(c, 'tracestate'), startedAt);
+      const trace = this.tracing?.begin(
+        c.req.method,
+        c.req.path,
+        headerOf(c, 'traceparent'),
+        headerOf(c, 'tracestate'),
+        startedAt,
+      );
       if (trace) {
         c.set('trace', trace);
         c.header('traceparent', trace.traceparent);
@@ -148,7 +160,8 @@ export class Observer {
         if (billed.cost !== null) this.charged.get(model, org)!.inc(Number(billed.cost));
       }
       if (outcome.firstTokenAt) this.ttft.get(model)!.observe((outcome.firstTokenAt - call.startedAt) / 1000);
-      if (call.upstreamAt) this.overhead.get(route)!.observe((call.upstreamAt - call.startedAt + (now - upstreamDoneAt)) / 1000);
+      if (call.upstreamAt)
+        this.overhead.get(route)!.observe((call.upstreamAt - call.startedAt + (now - upstreamDoneAt)) / 1000);
       if (outcome.streamed) {
         this.requests.get(route, model, outcome.status, code)!.inc();
         this.duration.get(route, model)!.observe((now - call.startedAt) / 1000);
@@ -156,9 +169,17 @@ export class Observer {
     }
     const trace = call.trace;
     if (!trace) return;
-    if (call.answeredAt) trace.record('tollgate.relay', call.answeredAt, upstreamDoneAt, { 'tollgate.streamed': outcome.streamed });
+    if (call.answeredAt)
+      trace.record('tollgate.relay', call.answeredAt, upstreamDoneAt, { 'tollgate.streamed': outcome.streamed });
     const usage = outcome.billed?.usage;
-    trace.record('tollgate.charge', chargeStartedAt, now, usage ? { 'gen_ai.usage.input_tokens': usage.promptTokens, 'gen_ai.usage.output_tokens': usage.completionTokens } : {});
+    trace.record(
+      'tollgate.charge',
+      chargeStartedAt,
+      now,
+      usage
+        ? { 'gen_ai.usage.input_tokens': usage.promptTokens, 'gen_ai.usage.output_tokens': usage.completionTokens }
+        : {},
+    );
     if (outcome.streamed) trace.end({ route, status: outcome.status, errorType: code, model }, now);
   }
 

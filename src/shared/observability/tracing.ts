@@ -29,7 +29,12 @@ export interface RequestTrace {
   /** The upstream call failed (on every replica tried): the upstream span, if still open, ends as an error. */
   upstreamFailed(error: unknown): void;
   /** A child span of the request that ran from `startedAt` to `endedAt`, recorded once it is over. */
-  record(name: string, startedAt: number, endedAt: number, attributes?: Record<string, string | number | boolean>): void;
+  record(
+    name: string,
+    startedAt: number,
+    endedAt: number,
+    attributes?: Record<string, string | number | boolean>,
+  ): void;
   /** The request was answered at `at` (a stream: it ended): its span ends. */
   end(outcome: { route: string; status: number; errorType: string; model: string }, at: number): void;
 }
@@ -37,7 +42,13 @@ export interface RequestTrace {
 /** Starts requests' traces; one per gateway. */
 export interface Tracing {
   /** The span of a request arriving, child of the client's `traceparent` when it sent a valid one. */
-  begin(method: string, path: string, traceparent: string | undefined, tracestate: string | undefined, at: number): RequestTrace;
+  begin(
+    method: string,
+    path: string,
+    traceparent: string | undefined,
+    tracestate: string | undefined,
+    at: number,
+  ): RequestTrace;
   /** Exports what is still buffered and stops. */
   shutdown(): Promise<void>;
 }
@@ -70,9 +81,13 @@ export async function startTracing(settings: TracingSettings, options: TracingOp
     import('@opentelemetry/resources'),
     import('@opentelemetry/semantic-conventions'),
   ]);
-  const exporter = options.exporter ?? new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({ url: settings.url });
+  const exporter =
+    options.exporter ??
+    new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({ url: settings.url });
   // Batched for OTLP (one export every few seconds, off the request path); one by one for a test's exporter.
-  const processor = options.exporter ? new sdk.SimpleSpanProcessor({ exporter }) : new sdk.BatchSpanProcessor({ exporter });
+  const processor = options.exporter
+    ? new sdk.SimpleSpanProcessor({ exporter })
+    : new sdk.BatchSpanProcessor({ exporter });
   const ratio = new sdk.TraceIdRatioBasedSampler(settings.samplerRatio);
   const roots = { always_on: new sdk.AlwaysOnSampler(), always_off: new sdk.AlwaysOffSampler(), traceidratio: ratio };
   const [parentBased, root] = settings.sampler.startsWith('parentbased_')
@@ -80,7 +95,9 @@ export async function startTracing(settings: TracingSettings, options: TracingOp
     : [false, settings.sampler as keyof typeof roots];
   const sampler = parentBased ? new sdk.ParentBasedSampler({ root: roots[root] }) : roots[root];
   const provider = new sdk.TracerProvider({
-    resource: resources.defaultResource().merge(resources.resourceFromAttributes({ [semconv.ATTR_SERVICE_NAME]: settings.serviceName })),
+    resource: resources
+      .defaultResource()
+      .merge(resources.resourceFromAttributes({ [semconv.ATTR_SERVICE_NAME]: settings.serviceName })),
     sampler,
     spanProcessors: [processor],
   });
@@ -94,8 +111,18 @@ export async function startTracing(settings: TracingSettings, options: TracingOp
       const carrier: Record<string, string> = {};
       if (traceparent) carrier.traceparent = traceparent;
       if (tracestate) carrier.tracestate = tracestate;
-      const parent = traceparent ? propagator.extract(api.ROOT_CONTEXT, carrier, api.defaultTextMapGetter) : api.ROOT_CONTEXT;
-      const span = tracer.startSpan(method, { kind: api.SpanKind.SERVER, startTime: deps.time(at), attributes: { [semconv.ATTR_HTTP_REQUEST_METHOD]: method, [semconv.ATTR_URL_PATH]: path } }, parent);
+      const parent = traceparent
+        ? propagator.extract(api.ROOT_CONTEXT, carrier, api.defaultTextMapGetter)
+        : api.ROOT_CONTEXT;
+      const span = tracer.startSpan(
+        method,
+        {
+          kind: api.SpanKind.SERVER,
+          startTime: deps.time(at),
+          attributes: { [semconv.ATTR_HTTP_REQUEST_METHOD]: method, [semconv.ATTR_URL_PATH]: path },
+        },
+        parent,
+      );
       return new SpanTrace(deps, span, method);
     },
     async shutdown() {
@@ -134,7 +161,11 @@ class SpanTrace implements RequestTrace {
     this.record('tollgate.admission', admittedFrom, at);
     this.upstream = this.deps.tracer.startSpan(
       'tollgate.upstream',
-      { kind: this.deps.api.SpanKind.CLIENT, startTime: this.deps.time(at), attributes: { 'gen_ai.request.model': model } },
+      {
+        kind: this.deps.api.SpanKind.CLIENT,
+        startTime: this.deps.time(at),
+        attributes: { 'gen_ai.request.model': model },
+      },
       this.context,
     );
     return this.headersFor(this.deps.api.trace.setSpan(this.context, this.upstream));
@@ -158,14 +189,24 @@ class SpanTrace implements RequestTrace {
     if (!this.upstream) return;
     // The error's code (upstream_error) or class name only: its message may name a host.
     const code = (error as { code?: unknown } | null)?.code;
-    this.upstream.setAttribute(this.deps.attr.ATTR_ERROR_TYPE, typeof code === 'string' ? code : ((error as Error | null)?.name ?? 'error'));
+    this.upstream.setAttribute(
+      this.deps.attr.ATTR_ERROR_TYPE,
+      typeof code === 'string' ? code : ((error as Error | null)?.name ?? 'error'),
+    );
     this.upstream.setStatus({ code: this.deps.api.SpanStatusCode.ERROR });
     this.upstream.end(this.deps.time(performance.now()));
     this.upstream = null;
   }
 
-  record(name: string, startedAt: number, endedAt: number, attributes?: Record<string, string | number | boolean>): void {
-    this.deps.tracer.startSpan(name, { startTime: this.deps.time(startedAt), attributes }, this.context).end(this.deps.time(endedAt));
+  record(
+    name: string,
+    startedAt: number,
+    endedAt: number,
+    attributes?: Record<string, string | number | boolean>,
+  ): void {
+    this.deps.tracer
+      .startSpan(name, { startTime: this.deps.time(startedAt), attributes }, this.context)
+      .end(this.deps.time(endedAt));
   }
 
   end(outcome: { route: string; status: number; errorType: string; model: string }, at: number): void {

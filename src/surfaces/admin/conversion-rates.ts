@@ -21,7 +21,8 @@ export function conversionRatesRoutes(services: Services): Hono<GatewayEnv> {
   /** The pair and date in the path, checked like a body: each bad part named. */
   const rateKey = (params: Record<string, string>) => {
     const key = body.conversionRateKey.safeParse(params);
-    if (!key.success) throw new GatewayError('invalid_request', 'Invalid path parameters.', { details: toDetails(key.error.issues) });
+    if (!key.success)
+      throw new GatewayError('invalid_request', 'Invalid path parameters.', { details: toDetails(key.error.issues) });
     return { base: key.data.base, quote: key.data.quote, effectiveOn: key.data.date };
   };
   rates.put('/:base/:quote/:date', async (c) => {

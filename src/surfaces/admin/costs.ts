@@ -26,7 +26,10 @@ export function costsRoutes(services: Services): Hono<GatewayEnv> {
   report.get('/costs', async (c) => c.json(await reportOf(c)));
   report.get('/costs.csv', async (c) => {
     const costsReport = await reportOf(c);
-    return c.body(costsCsv(costsReport), 200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${csvFileName(costsReport)}"` });
+    return c.body(costsCsv(costsReport), 200, {
+      'content-type': 'text/csv; charset=utf-8',
+      'content-disposition': `attachment; filename="${csvFileName(costsReport)}"`,
+    });
   });
 
   return report;

@@ -44,6 +44,10 @@ export function enginesRoutes(services: Services): Hono<GatewayEnv> {
 export function managedEngineOf(services: Pick<Services, 'fleet'>, model: string) {
   const engine = services.fleet.engines().find((e) => e.modelId === model);
   if (!engine) throw new GatewayError('not_found', `No engine serves model ${model}.`, { status: 404 });
-  if (!engine.scale || !engine.restart) throw new GatewayError('conflict', `The ${engine.kind} engine of ${model} is not run by the gateway; only Docker engines scale and restart.`);
+  if (!engine.scale || !engine.restart)
+    throw new GatewayError(
+      'conflict',
+      `The ${engine.kind} engine of ${model} is not run by the gateway; only Docker engines scale and restart.`,
+    );
   return engine as Required<Pick<typeof engine, 'scale' | 'restart' | 'status'>>;
 }

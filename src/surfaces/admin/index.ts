@@ -27,7 +27,12 @@ import { usersRoutes } from './users.js';
  */
 export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
   const admin = new Hono<GatewayEnv>();
-  admin.use('*', refuseNul(), operatorAuth(services.adminToken), limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain));
+  admin.use(
+    '*',
+    refuseNul(),
+    operatorAuth(services.adminToken),
+    limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain),
+  );
   admin.route('/orgs', orgsRoutes(services));
   admin.route('/users', usersRoutes(services));
   admin.route('/keys', keysRoutes(services));

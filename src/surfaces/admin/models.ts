@@ -19,14 +19,24 @@ export function modelsRoutes(services: Services): Hono<GatewayEnv> {
   const { catalog } = services;
   models.get('/', async (c) => {
     const { include_disabled } = readQuery(c, body.modelsQuery);
-    const [models, prices] = await Promise.all([catalog.list({ includeDisabled: include_disabled === 'true' }), catalog.listPrices()]);
+    const [models, prices] = await Promise.all([
+      catalog.list({ includeDisabled: include_disabled === 'true' }),
+      catalog.listPrices(),
+    ]);
     const priceOf = new Map(prices.map((price) => [price.modelId, price]));
     return c.json(view.listOf(models.map((model) => view.operatorModelView(model, priceOf.get(model.id) ?? null))));
   });
   models.post('/', async (c) => {
     const input = await readBody(c, body.createModelBody);
     const model = await asConflict(
-      catalog.add({ id: input.id, displayName: input.display_name, hfRepoId: input.hf_repo_id, taskType: input.task_type, contextLength: input.context_length, enabled: input.enabled }),
+      catalog.add({
+        id: input.id,
+        displayName: input.display_name,
+        hfRepoId: input.hf_repo_id,
+        taskType: input.task_type,
+        contextLength: input.context_length,
+        enabled: input.enabled,
+      }),
       'A model with this id, display name or Hugging Face repo id already exists.',
     );
     return c.json(view.operatorModelView(model, null), 201);
@@ -35,7 +45,10 @@ export function modelsRoutes(services: Services): Hono<GatewayEnv> {
     const input = await readBody(c, body.updateModelBody);
     const id = c.req.param('id');
     const changes = { displayName: input.display_name, contextLength: input.context_length, enabled: input.enabled };
-    const model = await asConflict(catalog.update(id, definedOnly(changes)), 'Another model already uses this display name.');
+    const model = await asConflict(
+      catalog.update(id, definedOnly(changes)),
+      'Another model already uses this display name.',
+    );
     const price = (await catalog.listPrices()).find((p) => p.modelId === model.id) ?? null;
     return c.json(view.operatorModelView(model, price));
   });

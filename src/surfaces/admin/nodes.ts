@@ -19,13 +19,30 @@ export function nodesRoutes(services: Services): Hono<GatewayEnv> {
   const nodes = new Hono<GatewayEnv>();
   nodes.post('/', async (c) => {
     const input = await readBody(c, body.createNodeBody);
-    const ssh = input.ssh && { user: input.ssh.user, port: input.ssh.port, privateKey: input.ssh.private_key, hostKeyFingerprint: input.ssh.host_key_fingerprint, runUser: input.ssh.run_user };
-    return c.json(view.nodeView(await services.clusters.addNode({ profile: input.profile, address: input.address, access: input.access, ssh })), 201);
+    const ssh = input.ssh && {
+      user: input.ssh.user,
+      port: input.ssh.port,
+      privateKey: input.ssh.private_key,
+      hostKeyFingerprint: input.ssh.host_key_fingerprint,
+      runUser: input.ssh.run_user,
+    };
+    return c.json(
+      view.nodeView(
+        await services.clusters.addNode({ profile: input.profile, address: input.address, access: input.access, ssh }),
+      ),
+      201,
+    );
   });
   nodes.get('/', async (c) => c.json(view.listOf((await services.clusters.listNodes()).map(view.nodeView))));
   nodes.patch('/:id', async (c) => {
     const { ssh } = await readBody(c, body.updateNodeBody);
-    const change = { user: ssh.user, port: ssh.port, privateKey: ssh.private_key, hostKeyFingerprint: ssh.host_key_fingerprint, runUser: ssh.run_user };
+    const change = {
+      user: ssh.user,
+      port: ssh.port,
+      privateKey: ssh.private_key,
+      hostKeyFingerprint: ssh.host_key_fingerprint,
+      runUser: ssh.run_user,
+    };
     return c.json(view.nodeView(await services.nodeMaintenance.changeAccess(c.req.param('id'), change)));
   });
   // The body is optional: none is `{"force": false}`.

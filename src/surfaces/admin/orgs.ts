@@ -21,7 +21,8 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
   const orgs = new Hono<GatewayEnv>();
   const { wallets } = services;
   const currency = services.config.currency;
-  const orgWithBalance = async (orgId: string) => view.orgView(await services.orgs.get(orgId), await wallets.balance(orgId), currency);
+  const orgWithBalance = async (orgId: string) =>
+    view.orgView(await services.orgs.get(orgId), await wallets.balance(orgId), currency);
 
   orgs.post('/', async (c) => {
     const { name } = await readBody(c, body.nameBody);
@@ -35,11 +36,30 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
 
   orgs.post('/:orgId/projects', async (c) => {
     const { name } = await readBody(c, body.nameBody);
-    return c.json({ object: 'project' as const, ...projectView(await services.projects.create({ orgId: (await services.orgs.get(c.req.param('orgId'))).id, createdBy: null, name })) }, 201);
+    return c.json(
+      {
+        object: 'project' as const,
+        ...projectView(
+          await services.projects.create({
+            orgId: (await services.orgs.get(c.req.param('orgId'))).id,
+            createdBy: null,
+            name,
+          }),
+        ),
+      },
+      201,
+    );
   });
   orgs.get('/:orgId/projects', async (c) => {
     const org = await services.orgs.get(c.req.param('orgId'));
-    return c.json(view.listOf((await services.projects.listInOrg(org.id)).map((project) => ({ object: 'project' as const, ...projectView(project) }))));
+    return c.json(
+      view.listOf(
+        (await services.projects.listInOrg(org.id)).map((project) => ({
+          object: 'project' as const,
+          ...projectView(project),
+        })),
+      ),
+    );
   });
 
   addWalletRoutes(orgs, services);
@@ -80,7 +100,14 @@ function addMemberRoutes(orgs: Hono<GatewayEnv>, services: Services): void {
     const orgId = c.req.param('orgId');
     // Every key acts as a person: the one named, or the organization's first owner.
     const userId = input.user_id ?? (await services.users.firstOwner(orgId))?.id ?? null;
-    const { key, secret } = await keys.create({ ...keySettings(input), orgId, userId, name: input.name, expiry: input.expiry, projectId: input.project_id });
+    const { key, secret } = await keys.create({
+      ...keySettings(input),
+      orgId,
+      userId,
+      name: input.name,
+      expiry: input.expiry,
+      projectId: input.project_id,
+    });
     c.header('Cache-Control', 'no-store'); // the only response that carries a secret
     return c.json({ ...view.keyView(key), secret }, 201);
   });

@@ -21,7 +21,9 @@ export function pricesRoutes(services: Services): Hono<GatewayEnv> {
     const price = await catalog.setPrice(c.req.param('modelId'), input.input_per_million, input.output_per_million);
     return c.json(view.priceView(price, currency));
   });
-  prices.get('/', async (c) => c.json(view.listOf((await catalog.listPrices()).map((p) => view.priceView(p, currency)))));
+  prices.get('/', async (c) =>
+    c.json(view.listOf((await catalog.listPrices()).map((p) => view.priceView(p, currency)))),
+  );
 
   return prices;
 }

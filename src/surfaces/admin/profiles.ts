@@ -16,7 +16,13 @@ export function profilesRoutes(services: Services): Hono<GatewayEnv> {
   const profiles = new Hono<GatewayEnv>();
   profiles.post('/', async (c) => {
     const input = await readBody(c, body.createProfileBody);
-    const profile = await services.clusters.addProfile({ name: input.name, gpusPerNode: input.gpus_per_node, gpuModel: input.gpu_model, cpuCores: input.cpu_cores, memoryGib: input.memory_gib });
+    const profile = await services.clusters.addProfile({
+      name: input.name,
+      gpusPerNode: input.gpus_per_node,
+      gpuModel: input.gpu_model,
+      cpuCores: input.cpu_cores,
+      memoryGib: input.memory_gib,
+    });
     return c.json(view.profileView(profile), 201);
   });
   profiles.get('/', async (c) => c.json(view.listOf((await services.clusters.listProfiles()).map(view.profileView))));

@@ -21,15 +21,22 @@ const MAX_MONTHLY = Number.MAX_SAFE_INTEGER;
 
 /** A decimal string, never a JSON number: `"12.50"`, not `12.5`. */
 function decimal(parse: (text: string) => bigint) {
-  return z.string({ error: (issue) => (typeof issue.input === 'number' ? 'Send amounts as decimal strings such as "12.50", not JSON numbers.' : undefined) }).transform((text, ctx) => {
-    try {
-      return parse(text);
-    } catch (error) {
-      if (!(error instanceof MoneyFormatError)) throw error;
-      ctx.addIssue({ code: 'custom', message: error.message });
-      return z.NEVER;
-    }
-  });
+  return z
+    .string({
+      error: (issue) =>
+        typeof issue.input === 'number'
+          ? 'Send amounts as decimal strings such as "12.50", not JSON numbers.'
+          : undefined,
+    })
+    .transform((text, ctx) => {
+      try {
+        return parse(text);
+      } catch (error) {
+        if (!(error instanceof MoneyFormatError)) throw error;
+        ctx.addIssue({ code: 'custom', message: error.message });
+        return z.NEVER;
+      }
+    });
 }
 
 const amount = decimal(parseAmount);
@@ -68,16 +75,28 @@ export const createKeyBody = z.strictObject({
 
 const email = emailField;
 
-export const operatorCreateUserBody = z.strictObject({ name, email, password: passwordField, role: z.enum(ROLES).optional(), platform_admin: z.boolean().optional() });
+export const operatorCreateUserBody = z.strictObject({
+  name,
+  email,
+  password: passwordField,
+  role: z.enum(ROLES).optional(),
+  platform_admin: z.boolean().optional(),
+});
 export const operatorUpdateUserBody = z
   .strictObject({ name, email, password: passwordField, role: z.enum(ROLES), platform_admin: z.boolean() })
   .partial()
-  .refine((patch) => Object.keys(patch).length > 0, { message: 'Send at least one field to change.', when: (payload: { issues: unknown[] }) => payload.issues.length === 0 });
+  .refine((patch) => Object.keys(patch).length > 0, {
+    message: 'Send at least one field to change.',
+    when: (payload: { issues: unknown[] }) => payload.issues.length === 0,
+  });
 export const operatorUsersQuery = z.object({ org_id: z.string().min(1).max(100).optional() });
 
 const atLeastOne = (body: object) => Object.keys(body).length > 0;
 // Only when the fields themselves passed: an unknown field is the one thing to report.
-const EMPTY_PATCH = { message: 'Send at least one field to change.', when: (payload: { issues: unknown[] }) => payload.issues.length === 0 };
+const EMPTY_PATCH = {
+  message: 'Send at least one field to change.',
+  when: (payload: { issues: unknown[] }) => payload.issues.length === 0,
+};
 
 export const updateKeyBody = z.strictObject(keySettings).partial().refine(atLeastOne, EMPTY_PATCH);
 
@@ -119,7 +138,12 @@ const sshPrivateKey = z
   .min(1)
   .max(16_384)
   .regex(/-----BEGIN [A-Z ]*PRIVATE KEY-----/, 'An unencrypted private key in OpenSSH or PEM format.');
-const hostKeyFingerprint = z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, "The host key's fingerprint as `ssh-keygen -lf` prints it: SHA256: and 43 base64 characters.");
+const hostKeyFingerprint = z
+  .string()
+  .regex(
+    /^SHA256:[A-Za-z0-9+/]{43}$/,
+    "The host key's fingerprint as `ssh-keygen -lf` prints it: SHA256: and 43 base64 characters.",
+  );
 export const createNodeBody = z.strictObject({
   profile: z.string().min(1).max(100),
   address: z
@@ -154,7 +178,10 @@ export const releaseNodeBody = z.strictObject({ force: z.boolean().default(false
 
 /** A non-negative decimal string with at most 12 decimal places (prices and conversion rates are exact to 10^-12). */
 const exactDecimal = z
-  .string({ error: (issue) => (typeof issue.input === 'number' ? 'Send decimals as strings such as "2.50", not JSON numbers.' : undefined) })
+  .string({
+    error: (issue) =>
+      typeof issue.input === 'number' ? 'Send decimals as strings such as "2.50", not JSON numbers.' : undefined,
+  })
   .regex(/^\d{1,18}(\.\d{1,12})?$/, 'Must be a decimal such as 2.50, with at most 12 decimal places.');
 
 export const createRateCardBody = z
@@ -166,16 +193,23 @@ export const createRateCardBody = z
     effective_from: wholeSecondInstant,
     effective_to: wholeSecondInstant.nullable().optional(),
   })
-  .refine((card) => !card.effective_to || card.effective_to > card.effective_from, { message: 'Must be after effective_from.', path: ['effective_to'] });
+  .refine((card) => !card.effective_to || card.effective_to > card.effective_from, {
+    message: 'Must be after effective_from.',
+    path: ['effective_to'],
+  });
 export const rateCardsQuery = z.object({ profile: z.string().min(1).max(100).optional() });
 
-export const setConversionRateBody = z.strictObject({ rate: exactDecimal.refine((rate) => /[1-9]/.test(rate), 'Must be greater than 0.') });
+export const setConversionRateBody = z.strictObject({
+  rate: exactDecimal.refine((rate) => /[1-9]/.test(rate), 'Must be greater than 0.'),
+});
 export const conversionRateKey = z
   .object({
     base: currencyCode,
     quote: currencyCode,
     // As reports: nothing is costed before the epoch (and PostgreSQL has no year 0).
-    date: z.iso.date('Must be a date as YYYY-MM-DD.').refine((date) => Number(date.slice(0, 4)) >= EARLIEST_YEAR, `Must be in ${EARLIEST_YEAR} or later.`),
+    date: z.iso
+      .date('Must be a date as YYYY-MM-DD.')
+      .refine((date) => Number(date.slice(0, 4)) >= EARLIEST_YEAR, `Must be in ${EARLIEST_YEAR} or later.`),
   })
   .refine((key) => key.base !== key.quote, { message: 'Must differ from base.', path: ['quote'] });
 export const conversionRatesQuery = z.object({ base: currencyCode.optional(), quote: currencyCode.optional() });

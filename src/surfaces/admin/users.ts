@@ -25,7 +25,13 @@ export function usersRoutes(services: Services): Hono<GatewayEnv> {
   users.get('/:id', async (c) => c.json(userView(await services.users.get(c.req.param('id')))));
   users.patch('/:id', async (c) => {
     const input = await readBody(c, body.operatorUpdateUserBody);
-    const user = await services.users.update(c.req.param('id'), { name: input.name, email: input.email, password: input.password, role: input.role, platformAdmin: input.platform_admin });
+    const user = await services.users.update(c.req.param('id'), {
+      name: input.name,
+      email: input.email,
+      password: input.password,
+      role: input.role,
+      platformAdmin: input.platform_admin,
+    });
     return c.json(userView(user));
   });
   users.delete('/:id', async (c) => {

@@ -92,7 +92,12 @@ export function operatorModelView(model: ModelRow, price: PriceRow | null) {
     context_length: model.contextLength,
     enabled: model.enabled,
     created_at: iso(model.createdAt),
-    price: price ? { input_per_million: pricePerMillion(price.inputPerToken), output_per_million: pricePerMillion(price.outputPerToken) } : null,
+    price: price
+      ? {
+          input_per_million: pricePerMillion(price.inputPerToken),
+          output_per_million: pricePerMillion(price.outputPerToken),
+        }
+      : null,
   };
 }
 
@@ -133,13 +138,27 @@ export function engineView(engine: EngineStatus) {
       host: r.host,
       gpus: r.gpus,
       // The replica's own report at the last /metrics scrape (Docker engines): its queue, batch, KV cache and prefix-cache hit rate.
-      load: r.load ? { waiting: r.load.waiting, running: r.load.running, kv_cache_usage: r.load.kvCacheUsage, prefix_hit_rate: r.load.prefixHitRate } : null,
+      load: r.load
+        ? {
+            waiting: r.load.waiting,
+            running: r.load.running,
+            kv_cache_usage: r.load.kvCacheUsage,
+            prefix_hit_rate: r.load.prefixHitRate,
+          }
+        : null,
     })),
   };
 }
 
 export function profileView(profile: ProfileRow) {
-  return { name: profile.name, gpus_per_node: profile.gpusPerNode, gpu_model: profile.gpuModel, cpu_cores: profile.cpuCores, memory_gib: profile.memoryGib, created_at: iso(profile.createdAt) };
+  return {
+    name: profile.name,
+    gpus_per_node: profile.gpusPerNode,
+    gpu_model: profile.gpuModel,
+    cpu_cores: profile.cpuCores,
+    memory_gib: profile.memoryGib,
+    created_at: iso(profile.createdAt),
+  };
 }
 
 /** A node as operators see it: never its credential. `state` is `releasing` while a deleted cluster's key is still on it. */
@@ -149,7 +168,14 @@ export function nodeView(node: NodeRow) {
     profile: node.profile,
     address: node.address,
     access: node.access,
-    ssh: node.sshUser ? { user: node.sshUser, port: node.sshPort, run_user: node.runUser, host_key_fingerprint: node.hostKeyFingerprint } : null,
+    ssh: node.sshUser
+      ? {
+          user: node.sshUser,
+          port: node.sshPort,
+          run_user: node.runUser,
+          host_key_fingerprint: node.hostKeyFingerprint,
+        }
+      : null,
     state: node.clusterId ? 'allocated' : node.releasingClusterId ? 'releasing' : 'free',
     cluster_id: node.clusterId,
     releasing_cluster_id: node.releasingClusterId,
@@ -172,5 +198,12 @@ export function rateCardView(card: RateCardRow) {
 }
 
 export function conversionRateView(rate: ConversionRateRow) {
-  return { object: 'conversion_rate' as const, base: rate.base, quote: rate.quote, effective_on: rate.effectiveOn, rate: formatDecimal(parseDecimal(rate.rate)), updated_at: iso(rate.updatedAt) };
+  return {
+    object: 'conversion_rate' as const,
+    base: rate.base,
+    quote: rate.quote,
+    effective_on: rate.effectiveOn,
+    rate: formatDecimal(parseDecimal(rate.rate)),
+    updated_at: iso(rate.updatedAt),
+  };
 }

@@ -29,7 +29,10 @@ const HOUR_MS = 3_600_000;
  * @example
  * api.use('*', apiAccess(services, clientOf));
  */
-export function apiAccess(services: Services, clientOf: (c: Context) => { address: string; https: boolean }): MiddlewareHandler<GatewayEnv> {
+export function apiAccess(
+  services: Services,
+  clientOf: (c: Context) => { address: string; https: boolean },
+): MiddlewareHandler<GatewayEnv> {
   return async (c, next) => {
     let actor: SignedInActor;
     try {
@@ -54,14 +57,19 @@ const NOBODY_CODES: ReadonlySet<string> = new Set(['unauthorized', 'forbidden'])
 /** Counts one request under `key`; sets the limit headers, and refuses with 429 past `limit`. */
 export async function countAgainst(services: Services, c: Context, key: string, limit: number): Promise<WindowCount> {
   const window = await services.windowCounter.hit(key, HOUR_MS).catch((error: unknown) => {
-    throw new GatewayError('limits_unavailable', 'The rate-limit store cannot be reached right now. Retry shortly.', { headers: { 'Retry-After': '2' }, cause: error });
+    throw new GatewayError('limits_unavailable', 'The rate-limit store cannot be reached right now. Retry shortly.', {
+      headers: { 'Retry-After': '2' },
+      cause: error,
+    });
   });
   const resetSeconds = String(Math.max(1, Math.ceil(window.resetMs / 1000)));
   c.header('X-RateLimit-Limit', String(limit));
   c.header('X-RateLimit-Remaining', String(Math.max(0, limit - window.count)));
   c.header('X-RateLimit-Reset', resetSeconds);
   if (window.count > limit) {
-    throw new GatewayError('rate_limit_exceeded', `At most ${limit} requests an hour. Retry after the window resets.`, { headers: { 'Retry-After': resetSeconds } });
+    throw new GatewayError('rate_limit_exceeded', `At most ${limit} requests an hour. Retry after the window resets.`, {
+      headers: { 'Retry-After': resetSeconds },
+    });
   }
   return window;
 }
@@ -71,7 +79,11 @@ async function signedInActor(services: Services, c: Context, https: boolean): Pr
   const authorization = c.req.header('authorization');
   if (authorization !== undefined) {
     const key = await services.keys.authenticate(authorization);
-    if (key.userId === null) throw new GatewayError('forbidden', 'This API key acts as no user (it was made before its organization had one); create a key for a user.');
+    if (key.userId === null)
+      throw new GatewayError(
+        'forbidden',
+        'This API key acts as no user (it was made before its organization had one); create a key for a user.',
+      );
     const user = await services.users.get(key.userId).catch(() => {
       throw new GatewayError('unauthorized', 'Invalid API key.');
     });

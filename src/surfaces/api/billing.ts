@@ -30,7 +30,10 @@ export function billingRoutes(services: Services, clientOf: ClientOf): Hono<Gate
   api.get('/costs.csv', async (c) => {
     const now = new Date();
     const report = await costs.report(scope(c.get('actor')), parseWindow(c.req.query(), now), now);
-    return c.body(costsCsv(report), 200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${csvFileName(report)}"` });
+    return c.body(costsCsv(report), 200, {
+      'content-type': 'text/csv; charset=utf-8',
+      'content-disposition': `attachment; filename="${csvFileName(report)}"`,
+    });
   });
 
   api.get('/currencies', (c) => c.json({ object: 'list', data: [...currencies().values()] }));

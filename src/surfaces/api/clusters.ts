@@ -16,7 +16,10 @@ const domain = z
   .trim()
   .toLowerCase()
   .max(253)
-  .regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/, 'Must be a domain name such as train.example.com.');
+  .regex(
+    /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/,
+    'Must be a domain name such as train.example.com.',
+  );
 /** Creating a cluster: the portal's form is checked by the same schema. */
 export const createClusterBody = z.strictObject({
   name: z.string().trim().min(1).max(200),
@@ -24,7 +27,9 @@ export const createClusterBody = z.strictObject({
   nodes: z.int().min(1).max(1000),
   public_domain: domain,
 });
-const clustersQuery = z.object({ include_deleted: z.enum(['true', 'false']).default('false') }).and(pageQuery(['created_at'] as const));
+const clustersQuery = z
+  .object({ include_deleted: z.enum(['true', 'false']).default('false') })
+  .and(pageQuery(['created_at'] as const));
 
 /**
  * A cluster as the API shows it. `status` is `provisioning` while its key is
@@ -70,15 +75,21 @@ export function clusterView({ cluster, nodes, keys }: { cluster: ClusterRow; nod
 export function clustersRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
   const api = apiResource(services, clientOf);
   const { clusters, clusterIdentity: identity, publicHosts } = services;
-  const shown = async (found: { cluster: ClusterRow; nodes: NodeRow[] }) => clusterView({ ...found, keys: await identity.rowsOf(found.cluster.id) });
+  const shown = async (found: { cluster: ClusterRow; nodes: NodeRow[] }) =>
+    clusterView({ ...found, keys: await identity.rowsOf(found.cluster.id) });
   const scope = (actor: SignedInActor) => (actor.platformAdmin ? null : actor.orgId);
   const assertManages = (actor: SignedInActor) => {
-    if (actor.role === 'member' && !actor.platformAdmin) throw new GatewayError('forbidden', 'Only owners and admins create and delete clusters.');
+    if (actor.role === 'member' && !actor.platformAdmin)
+      throw new GatewayError('forbidden', 'Only owners and admins create and delete clusters.');
   };
 
   api.get('/', async (c) => {
     const query = readQuery(c, clustersQuery);
-    const { rows, total } = await clusters.list(scope(c.get('actor')), { offset: offsetOf(query.page, query.limit), limit: query.limit, includeDeleted: query.include_deleted === 'true' });
+    const { rows, total } = await clusters.list(scope(c.get('actor')), {
+      offset: offsetOf(query.page, query.limit),
+      limit: query.limit,
+      includeDeleted: query.include_deleted === 'true',
+    });
     return c.json(
       paged(
         rows.map((cluster) => clusterView({ cluster })),
@@ -93,7 +104,14 @@ export function clustersRoutes(services: Services, clientOf: ClientOf): Hono<Gat
     const actor = c.get('actor');
     assertManages(actor);
     const body = await readBody(c, createClusterBody);
-    const created = await clusters.create({ orgId: actor.orgId, name: body.name, profile: body.profile, nodeCount: body.nodes, publicDomain: body.public_domain, createdBy: actor.userId });
+    const created = await clusters.create({
+      orgId: actor.orgId,
+      name: body.name,
+      profile: body.profile,
+      nodeCount: body.nodes,
+      publicDomain: body.public_domain,
+      createdBy: actor.userId,
+    });
     // The key pair exists (and is kept, with a sealing key) before the answer, and its installation starts now rather than at the next poll.
     await identity.keyOf(created.cluster.id);
     identity.poke();

@@ -5,7 +5,16 @@ import { describeError, type Logger } from '../../shared/http/log.js';
 
 /** The generic API's codes (the second spec's envelope), upper-case; `/v1`'s gateway routes keep their own. */
 export type ApiErrorCode =
-  'VALIDATION_ERROR' | 'UNAUTHORIZED' | 'FORBIDDEN' | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMITED' | 'SERVICE_UNAVAILABLE' | 'INTERNAL_ERROR';
+  | 'VALIDATION_ERROR'
+  | 'UNAUTHORIZED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
+  | 'CONFLICT'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'RATE_LIMITED'
+  | 'SERVICE_UNAVAILABLE'
+  | 'INTERNAL_ERROR';
 
 /** Each gateway code as the generic API names it. */
 const API_CODE_OF: Partial<Record<ErrorCode, ApiErrorCode>> = {
@@ -47,9 +56,16 @@ export function renderApiError(error: unknown, c: Context, log: Logger): Respons
         : new GatewayError('internal_error', 'The server failed to handle this request.', { cause: error });
   const code = API_CODE_OF[gatewayError.code] ?? 'INTERNAL_ERROR';
   if (gatewayError.status >= 500 && code === 'INTERNAL_ERROR') {
-    log.error('request failed', { requestId: c.get('requestId'), method: c.req.method, path: c.req.path, ...describeError(gatewayError.cause ?? error) });
+    log.error('request failed', {
+      requestId: c.get('requestId'),
+      method: c.req.method,
+      path: c.req.path,
+      ...describeError(gatewayError.cause ?? error),
+    });
   }
   for (const [name, value] of Object.entries(gatewayError.headers ?? {})) c.header(name, value);
-  const body: ApiErrorEnvelope = { error: { code, message: gatewayError.message, details: gatewayError.details ?? [] } };
+  const body: ApiErrorEnvelope = {
+    error: { code, message: gatewayError.message, details: gatewayError.details ?? [] },
+  };
   return c.json(body, gatewayError.status as 400);
 }

@@ -4,4 +4,5 @@ import { z } from 'zod';
 export const name = z.string().trim().min(1).max(200);
 
 /** A refinement for a change: at least one of `fields` is sent. */
-export const atLeastOne = (fields: string[]) => (body: Record<string, unknown>) => fields.some((field) => body[field] !== undefined);
+export const atLeastOne = (fields: string[]) => (body: Record<string, unknown>) =>
+  fields.some((field) => body[field] !== undefined);

@@ -30,7 +30,8 @@ export function orgsRoutes(services: Services, clientOf: ClientOf): Hono<Gateway
   api.patch('/:id/billing-currency', async (c) => {
     const actor = c.get('actor');
     const orgId = visibleOrg(actor, c.req.param('id'));
-    if (actor.role === 'member' && !actor.platformAdmin) throw new GatewayError('forbidden', "Only the organization's owners and admins set its billing currency.");
+    if (actor.role === 'member' && !actor.platformAdmin)
+      throw new GatewayError('forbidden', "Only the organization's owners and admins set its billing currency.");
     const { currency } = await readBody(c, billingCurrencyBody);
     return c.json({ org_id: orgId, currency: await costs.setBillingCurrency(orgId, currency) });
   });
@@ -40,6 +41,7 @@ export function orgsRoutes(services: Services, clientOf: ClientOf): Hono<Gateway
 
 /** Another organization's id is 404 (not 403), so ids of others are not confirmed; platform admins see all. */
 function visibleOrg(actor: SignedInActor, orgId: string): string {
-  if (!actor.platformAdmin && actor.orgId !== orgId) throw new GatewayError('not_found', `Organization ${orgId} does not exist.`);
+  if (!actor.platformAdmin && actor.orgId !== orgId)
+    throw new GatewayError('not_found', `Organization ${orgId} does not exist.`);
   return orgId;
 }

@@ -12,11 +12,18 @@ import { atLeastOne, name } from './fields.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
 
-const createProjectBody = z.strictObject({ name, description: z.string().max(2000).optional(), visibility: z.enum(PROJECT_VISIBILITIES).optional() });
+const createProjectBody = z.strictObject({
+  name,
+  description: z.string().max(2000).optional(),
+  visibility: z.enum(PROJECT_VISIBILITIES).optional(),
+});
 const updateProjectBody = z
   .strictObject({ name, description: z.string().max(2000), visibility: z.enum(PROJECT_VISIBILITIES) })
   .partial()
-  .refine(atLeastOne(['name', 'description', 'visibility']), { message: 'Send at least one of name, description, visibility.', path: ['body'] });
+  .refine(atLeastOne(['name', 'description', 'visibility']), {
+    message: 'Send at least one of name, description, visibility.',
+    path: ['body'],
+  });
 const projectsQuery = pageQuery(PROJECT_SORTS);
 
 /** A project as every answer shows one. */
@@ -51,10 +58,15 @@ export function projectsRoutes(services: Services, clientOf: ClientOf): Hono<Gat
 
   projects.post('/', async (c) => {
     const body = await readBody(c, createProjectBody);
-    return c.json(projectView(await service.create({ ...body, orgId: c.get('actor').orgId, createdBy: c.get('actor').userId })), 201);
+    return c.json(
+      projectView(await service.create({ ...body, orgId: c.get('actor').orgId, createdBy: c.get('actor').userId })),
+      201,
+    );
   });
 
-  projects.get('/:id', async (c) => c.json(projectView(await visibleProject(service, c.get('actor'), c.req.param('id')))));
+  projects.get('/:id', async (c) =>
+    c.json(projectView(await visibleProject(service, c.get('actor'), c.req.param('id')))),
+  );
 
   projects.put('/:id', async (c) => {
     const project = await managedProject(service, c.get('actor'), c.req.param('id'));
@@ -79,6 +91,7 @@ async function visibleProject(projects: ProjectService, actor: SignedInActor, id
 
 async function managedProject(projects: ProjectService, actor: SignedInActor, id: string): Promise<ProjectRow> {
   const project = await visibleProject(projects, actor, id);
-  if (!canManageProject(actor, project)) throw new GatewayError('forbidden', "Only the project's creator, owners and admins change it.");
+  if (!canManageProject(actor, project))
+    throw new GatewayError('forbidden', "Only the project's creator, owners and admins change it.");
   return project;
 }

@@ -24,10 +24,17 @@ export type ClientOf = (c: Context) => { address: string; https: boolean };
  * const users = apiResource(services, clientOf);
  * users.get('/:id', …);
  */
-export function apiResource(services: Services, clientOf: ClientOf, ...bodyRules: MiddlewareHandler<GatewayEnv>[]): Hono<GatewayEnv> {
+export function apiResource(
+  services: Services,
+  clientOf: ClientOf,
+  ...bodyRules: MiddlewareHandler<GatewayEnv>[]
+): Hono<GatewayEnv> {
   const resource = new Hono<GatewayEnv>();
   resource.onError((error, c) => renderApiError(error, c, services.log));
-  const rules = bodyRules.length > 0 ? bodyRules : [requireJsonBody(), limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain)];
+  const rules =
+    bodyRules.length > 0
+      ? bodyRules
+      : [requireJsonBody(), limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain)];
   resource.use('*', every(apiAccess(services, clientOf), refuseNul(), ...rules));
   return resource;
 }

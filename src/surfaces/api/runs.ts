@@ -62,14 +62,22 @@ export function clusterRunsRoutes(services: Services, clientOf: ClientOf): Hono<
 
   api.post('/', async (c) => {
     const body = await readBody(c, applyBody);
-    const run = await runs.queue(c.get('actor'), { clusterId: clusterIdOf(c), stackName: body.stack, nodeId: body.target?.node_id, inputs: body.inputs });
+    const run = await runs.queue(c.get('actor'), {
+      clusterId: clusterIdOf(c),
+      stackName: body.stack,
+      nodeId: body.target?.node_id,
+      inputs: body.inputs,
+    });
     runWorker.poke();
     return c.json(runView(run), 201);
   });
 
   api.get('/', async (c) => {
     const query = readQuery(c, pageQuery(['created_at'] as const));
-    const { rows, total } = await runs.list(c.get('actor'), clusterIdOf(c), { offset: offsetOf(query.page, query.limit), limit: query.limit });
+    const { rows, total } = await runs.list(c.get('actor'), clusterIdOf(c), {
+      offset: offsetOf(query.page, query.limit),
+      limit: query.limit,
+    });
     return c.json(paged(rows.map(runView), total, query.page, query.limit));
   });
   return api;
@@ -112,7 +120,11 @@ export function runsRoutes(services: Services, clientOf: ClientOf): Hono<Gateway
       c.header('content-type', 'text/plain; charset=utf-8');
       c.header('cache-control', 'no-store');
       return stream(c, async (out) => {
-        for (let last = -1, pieces = await runs.readLog(run.id, last); pieces.length > 0 && !out.aborted; pieces = await runs.readLog(run.id, last)) {
+        for (
+          let last = -1, pieces = await runs.readLog(run.id, last);
+          pieces.length > 0 && !out.aborted;
+          pieces = await runs.readLog(run.id, last)
+        ) {
           for (const piece of pieces) await out.write(piece.data);
           last = pieces.at(-1)!.seq;
         }
@@ -128,7 +140,11 @@ export function runsRoutes(services: Services, clientOf: ClientOf): Hono<Gateway
       while (!closed) {
         // Read the state first: pieces stored before it ended are all read below.
         const state = (await runs.get(actor, run.id)).state;
-        for (let pieces = await runs.readLog(run.id, last); pieces.length > 0 && !closed; pieces = await runs.readLog(run.id, last)) {
+        for (
+          let pieces = await runs.readLog(run.id, last);
+          pieces.length > 0 && !closed;
+          pieces = await runs.readLog(run.id, last)
+        ) {
           for (const piece of pieces) await stream.writeSSE({ event: 'log', id: String(piece.seq), data: piece.data });
           last = pieces.at(-1)!.seq;
         }

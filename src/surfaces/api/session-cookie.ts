@@ -23,10 +23,23 @@ export function sessionCookieOf(c: Context, https: boolean): string | undefined 
 
 /** Sets the session cookie: HttpOnly, SameSite=Lax, host-only, and `__Host-` and Secure over HTTPS. */
 export function setSessionCookie(c: Context, sessionId: string, expires: Date, https: boolean): void {
-  setCookie(c, SESSION_COOKIE, sessionId, { path: '/', httpOnly: true, sameSite: 'Lax', secure: https, expires, prefix: https ? 'host' : undefined });
+  setCookie(c, SESSION_COOKIE, sessionId, {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'Lax',
+    secure: https,
+    expires,
+    prefix: https ? 'host' : undefined,
+  });
 }
 
 /** Clears the session cookie (its name of this scheme). */
 export function clearSessionCookie(c: Context, https: boolean): void {
-  deleteCookie(c, SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'Lax', secure: https, prefix: https ? 'host' : undefined });
+  deleteCookie(c, SESSION_COOKIE, {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'Lax',
+    secure: https,
+    prefix: https ? 'host' : undefined,
+  });
 }

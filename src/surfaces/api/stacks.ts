@@ -12,7 +12,9 @@ import { DEFAULT_PACKAGE_LIMITS, readStackPackage } from '../../platform/stacks/
 import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
 
-const stacksQuery = z.object({ q: z.string().trim().max(200).optional(), category: z.enum(STACK_CATEGORIES).optional() }).and(pageQuery(STACK_SORTS));
+const stacksQuery = z
+  .object({ q: z.string().trim().max(200).optional(), category: z.enum(STACK_CATEGORIES).optional() })
+  .and(pageQuery(STACK_SORTS));
 const addByUrlBody = z.strictObject({ url: z.string().min(1).max(2000) });
 /** How long downloading a package by URL may take, redirects included. */
 const DOWNLOAD_TIMEOUT_MS = 30_000;
@@ -20,7 +22,10 @@ const updateStackBody = stackManifest
   .pick({ title: true, description: true, category: true, icon: true, applicable_profiles: true })
   .partial()
   .strict()
-  .refine((body) => Object.keys(body).length > 0, { message: 'Send at least one of title, description, category, icon, applicable_profiles.', path: ['body'] });
+  .refine((body) => Object.keys(body).length > 0, {
+    message: 'Send at least one of title, description, category, icon, applicable_profiles.',
+    path: ['body'],
+  });
 
 /** A stack as the API shows it: its fields, never its bytes (those are `/download`). */
 export function stackView(row: StackRow) {
@@ -59,12 +64,20 @@ export function stacksRoutes(services: Services, clientOf: ClientOf): Hono<Gatew
   const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, services.config.oversizeDrain);
   const managementLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain);
   const api = apiResource(services, clientOf, requireJsonBody({ multipart: true }), (c, next) =>
-    c.req.method === 'POST' ? services.uploads.hold(c.get('actor').userId, () => uploadLimit(c, next)) : managementLimit(c, next),
+    c.req.method === 'POST'
+      ? services.uploads.hold(c.get('actor').userId, () => uploadLimit(c, next))
+      : managementLimit(c, next),
   );
 
   api.get('/', async (c) => {
     const query = readQuery(c, stacksQuery);
-    const { rows, total } = await catalog.list(c.get('actor'), { q: query.q, category: query.category, offset: offsetOf(query.page, query.limit), limit: query.limit, sort: query.sort });
+    const { rows, total } = await catalog.list(c.get('actor'), {
+      q: query.q,
+      category: query.category,
+      offset: offsetOf(query.page, query.limit),
+      limit: query.limit,
+      sort: query.sort,
+    });
     return c.json(paged(rows.map(stackView), total, query.page, query.limit));
   });
 
@@ -72,7 +85,11 @@ export function stacksRoutes(services: Services, clientOf: ClientOf): Hono<Gatew
 
   api.get('/:name/download', async (c) => {
     const row = await catalog.get(c.get('actor'), c.req.param('name'));
-    return c.body(new Uint8Array(row.package), 200, { 'content-type': 'application/zip', 'content-disposition': `attachment; filename="${row.name}.zip"`, etag: `"${row.packageSha256}"` });
+    return c.body(new Uint8Array(row.package), 200, {
+      'content-type': 'application/zip',
+      'content-disposition': `attachment; filename="${row.name}.zip"`,
+      etag: `"${row.packageSha256}"`,
+    });
   });
 
   api.post('/', async (c) => {
@@ -80,13 +97,21 @@ export function stacksRoutes(services: Services, clientOf: ClientOf): Hono<Gatew
     if (!type.toLowerCase().startsWith('multipart/form-data')) {
       // JSON: {"url": "https://…/stack.zip"}, fetched with the guards of `stacks/download.ts`.
       const { url } = await readBody(c, addByUrlBody);
-      const { zip, fileName } = await downloadPackage(url, { ...services.config.stackDownloads, maxBytes: DEFAULT_PACKAGE_LIMITS.maxZipBytes, timeoutMs: DOWNLOAD_TIMEOUT_MS, maxRedirects: 3 });
+      const { zip, fileName } = await downloadPackage(url, {
+        ...services.config.stackDownloads,
+        maxBytes: DEFAULT_PACKAGE_LIMITS.maxZipBytes,
+        timeoutMs: DOWNLOAD_TIMEOUT_MS,
+        maxRedirects: 3,
+      });
       const read = await readStackPackage(zip, { fileName });
       return c.json(stackView(await catalog.add(c.get('actor'), read, zip)), 201);
     }
     const form = await c.req.parseBody();
     const file = form.package;
-    if (!(file instanceof File)) throw new GatewayError('invalid_request', 'Invalid request body.', { details: [{ field: 'package', message: 'Attach the .zip as the file field "package".' }] });
+    if (!(file instanceof File))
+      throw new GatewayError('invalid_request', 'Invalid request body.', {
+        details: [{ field: 'package', message: 'Attach the .zip as the file field "package".' }],
+      });
     const zip = Buffer.from(await file.arrayBuffer());
     const read = await readStackPackage(zip, { fileName: file.name });
     return c.json(stackView(await catalog.add(c.get('actor'), read, zip)), 201);

@@ -14,16 +14,39 @@ import { atLeastOne, name } from './fields.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
 
-const createUserBody = z.strictObject({ name, email: emailField, password: passwordField, role: z.enum(ROLES).optional(), org_id: z.string().min(1).max(100).optional() });
+const createUserBody = z.strictObject({
+  name,
+  email: emailField,
+  password: passwordField,
+  role: z.enum(ROLES).optional(),
+  org_id: z.string().min(1).max(100).optional(),
+});
 const updateUserBody = z
-  .strictObject({ name, email: emailField, password: passwordField, current_password: z.string().max(PASSWORD_MAX).optional(), role: z.enum(ROLES) })
+  .strictObject({
+    name,
+    email: emailField,
+    password: passwordField,
+    current_password: z.string().max(PASSWORD_MAX).optional(),
+    role: z.enum(ROLES),
+  })
   .partial()
-  .refine(atLeastOne(['name', 'email', 'password', 'role']), { message: 'Send at least one of name, email, password, role.', path: ['body'] });
+  .refine(atLeastOne(['name', 'email', 'password', 'role']), {
+    message: 'Send at least one of name, email, password, role.',
+    path: ['body'],
+  });
 const usersQuery = pageQuery(USER_SORTS);
 
 /** A user as every answer shows one: never a password or its hash. */
 export function userView(user: UserRow) {
-  return { id: user.id, name: user.name, email: user.email, role: user.role, org_id: user.orgId, platform_admin: user.platformAdmin, created_at: user.createdAt.toISOString() };
+  return {
+    id: user.id,
+    name: user.name,
+    email: user.email,
+    role: user.role,
+    org_id: user.orgId,
+    platform_admin: user.platformAdmin,
+    created_at: user.createdAt.toISOString(),
+  };
 }
 
 /**
@@ -39,7 +62,11 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
   users.get('/', async (c) => {
     const actor = c.get('actor');
     const { page, limit, sort } = readQuery(c, usersQuery);
-    const { rows, total } = await services.users.list(actor.platformAdmin ? null : actor.orgId, { offset: offsetOf(page, limit), limit, sort });
+    const { rows, total } = await services.users.list(actor.platformAdmin ? null : actor.orgId, {
+      offset: offsetOf(page, limit),
+      limit,
+      sort,
+    });
     return c.json(paged(rows.map(userView), total, page, limit));
   });
 
@@ -51,7 +78,13 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
     const orgId = body.org_id ?? actor.orgId;
     const role = body.role ?? 'member';
     assertCanCreate(actor, orgId, role);
-    const user = await services.users.create({ orgId, name: body.name, email: body.email, password: body.password, role });
+    const user = await services.users.create({
+      orgId,
+      name: body.name,
+      email: body.email,
+      password: body.password,
+      role,
+    });
     return c.json(userView(user), 201);
   });
 
@@ -65,11 +98,22 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
     if (self && signInChanges) {
       // What you sign in with (password or email) changes only with your current password: a stolen session or key
       // cannot lock you out, nor probe for other organizations' emails.
-      if (body.current_password === undefined || !(await services.passwords.verify(body.current_password, subject.passwordHash))) {
-        throw new GatewayError('invalid_request', 'Invalid request body.', { details: [{ field: 'current_password', message: 'Send your current password to change your password or email.' }] });
+      if (
+        body.current_password === undefined ||
+        !(await services.passwords.verify(body.current_password, subject.passwordHash))
+      ) {
+        throw new GatewayError('invalid_request', 'Invalid request body.', {
+          details: [
+            { field: 'current_password', message: 'Send your current password to change your password or email.' },
+          ],
+        });
       }
     }
-    const updated = await services.users.update(subject.id, { name: body.name, email: body.email, password: body.password, role: body.role }, self ? actor.sessionHash : undefined);
+    const updated = await services.users.update(
+      subject.id,
+      { name: body.name, email: body.email, password: body.password, role: body.role },
+      self ? actor.sessionHash : undefined,
+    );
     return c.json(userView(updated));
   });
 

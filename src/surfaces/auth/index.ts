@@ -19,7 +19,10 @@ const FAILURES_PER_EMAIL = 5;
 const FAILURES_PER_ADDRESS = 20;
 const FAILURE_WINDOW_MS = 15 * 60_000;
 
-const signInBody = z.strictObject({ email: z.string().trim().min(1).max(EMAIL_MAX), password: z.string().min(1).max(PASSWORD_MAX) });
+const signInBody = z.strictObject({
+  email: z.string().trim().min(1).max(EMAIL_MAX),
+  password: z.string().min(1).max(PASSWORD_MAX),
+});
 
 /**
  * Portal sign-in: `POST /auth/sign-in` (JSON `{email, password}`) sets the
@@ -33,7 +36,10 @@ const signInBody = z.strictObject({ email: z.string().trim().min(1).max(EMAIL_MA
  * @example
  * app.route('/auth', createSignInRoutes(services, clientOf));
  */
-export function createSignInRoutes(services: Services, clientOf: (c: Context) => { address: string; https: boolean }): Hono<GatewayEnv> {
+export function createSignInRoutes(
+  services: Services,
+  clientOf: (c: Context) => { address: string; https: boolean },
+): Hono<GatewayEnv> {
   const auth = new Hono<GatewayEnv>();
   auth.onError((error, c) => renderApiError(error, c, services.log));
   auth.use('*', refuseNul(), limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain), requireJsonBody());
@@ -49,7 +55,8 @@ export function createSignInRoutes(services: Services, clientOf: (c: Context) =>
 
   auth.post('/sign-out', async (c) => {
     // Another site could otherwise sign its visitors out.
-    if (!sessionRequestFromThisSite(c, clientOf(c).https)) throw new GatewayError('forbidden', 'Sign out from this site.');
+    if (!sessionRequestFromThisSite(c, clientOf(c).https))
+      throw new GatewayError('forbidden', 'Sign out from this site.');
     await endSession(c, services, clientOf(c).https);
     return c.body(null, 204);
   });
@@ -65,21 +72,32 @@ export function createSignInRoutes(services: Services, clientOf: (c: Context) =>
  * 429 once the email or the address has failed too often. Shared by the JSON
  * sign-in and the portal's form.
  */
-export async function checkSignIn(services: Services, email: string, password: string, address: string): Promise<UserRow> {
+export async function checkSignIn(
+  services: Services,
+  email: string,
+  password: string,
+  address: string,
+): Promise<UserRow> {
   // The counter and the lookup take the same normalized email: no other spelling of it has a fresh count.
   const normalized = normalizeEmail(email);
   const counters = [`signin:email:${normalized}`, `signin:addr:${address}`];
-  const [byEmail, byAddress] = await Promise.all(counters.map((key) => services.windowCounter.peek(key, FAILURE_WINDOW_MS)));
+  const [byEmail, byAddress] = await Promise.all(
+    counters.map((key) => services.windowCounter.peek(key, FAILURE_WINDOW_MS)),
+  );
   for (const [count, limit] of [
     [byEmail!, FAILURES_PER_EMAIL],
     [byAddress!, FAILURES_PER_ADDRESS],
   ] as const) {
     if (count.count >= limit) {
-      throw new GatewayError('rate_limit_exceeded', 'Too many failed sign-ins. Wait and try again.', { headers: { 'Retry-After': String(Math.max(1, Math.ceil(count.resetMs / 1000))) } });
+      throw new GatewayError('rate_limit_exceeded', 'Too many failed sign-ins. Wait and try again.', {
+        headers: { 'Retry-After': String(Math.max(1, Math.ceil(count.resetMs / 1000))) },
+      });
     }
   }
   const user = await services.users.findByEmail(normalized);
-  const valid = user ? await services.passwords.verify(password, user.passwordHash) : await services.passwords.verifyNobody(password);
+  const valid = user
+    ? await services.passwords.verify(password, user.passwordHash)
+    : await services.passwords.verifyNobody(password);
   if (!user || !valid) {
     await Promise.all(counters.map((key) => services.windowCounter.hit(key, FAILURE_WINDOW_MS)));
     throw new GatewayError('unauthorized', 'The email or the password is wrong.');

@@ -20,7 +20,10 @@ export const GLOBAL_OPTIONS = {
  * @example
  * const { values, positionals } = parseCommandLine(['--amount', '-1.00'], { amount: { type: 'string' } });
  */
-export function parseCommandLine(argv: string[], options: OptionSpec): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+export function parseCommandLine(
+  argv: string[],
+  options: OptionSpec,
+): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
   const args: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i]!;
@@ -32,7 +35,12 @@ export function parseCommandLine(argv: string[], options: OptionSpec): { values:
     } else args.push(word);
   }
   try {
-    const { values, positionals } = parseArgs({ args, options: { ...GLOBAL_OPTIONS, ...options }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: { ...GLOBAL_OPTIONS, ...options },
+      allowPositionals: true,
+      strict: true,
+    });
     return { values: values, positionals };
   } catch (error) {
     throw new UsageError((error as Error).message.split('\n')[0]!.replace(/\. To specify .*$/, '.'));
@@ -92,7 +100,8 @@ export class Args {
     const text = this.optional(flag);
     if (text === undefined) return undefined;
     const value = Number(text);
-    if (!/^\d+$/.test(text) || value < min || value > max) throw new UsageError(`--${flag} must be a whole number from ${min} to ${max}, not "${text}"`);
+    if (!/^\d+$/.test(text) || value < min || value > max)
+      throw new UsageError(`--${flag} must be a whole number from ${min} to ${max}, not "${text}"`);
     return value;
   }
 
@@ -110,7 +119,8 @@ export class Args {
   choice<T extends string>(flag: string, choices: readonly T[]): T | undefined {
     const text = this.optional(flag);
     if (text === undefined) return undefined;
-    if (!choices.includes(text as T)) throw new UsageError(`--${flag} must be one of ${choices.join(', ')}, not "${text}"`);
+    if (!choices.includes(text as T))
+      throw new UsageError(`--${flag} must be one of ${choices.join(', ')}, not "${text}"`);
     return text as T;
   }
 

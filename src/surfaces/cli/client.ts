@@ -32,7 +32,9 @@ export interface ClientOptions {
  * const api = createClient({ url: 'http://127.0.0.1:8080', token });
  * const org = await api.send({ method: 'POST', path: '/orgs', body: { name: 'Acme' } });
  */
-export function createClient({ url, token, base = '/admin/v1', timeoutMs = 30_000 }: ClientOptions): { send(request: ApiRequest): Promise<unknown> } {
+export function createClient({ url, token, base = '/admin/v1', timeoutMs = 30_000 }: ClientOptions): {
+  send(request: ApiRequest): Promise<unknown>;
+} {
   return {
     async send({ method, path, body, form, binary }) {
       let response: Response;
@@ -40,7 +42,11 @@ export function createClient({ url, token, base = '/admin/v1', timeoutMs = 30_00
       try {
         response = await fetch(`${url}${base}${path}`, {
           method,
-          headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          headers: {
+            authorization: `Bearer ${token}`,
+            accept: 'application/json',
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
           body: form ?? (body === undefined ? undefined : JSON.stringify(body)),
           signal: AbortSignal.timeout(timeoutMs),
         });
@@ -56,12 +62,22 @@ export function createClient({ url, token, base = '/admin/v1', timeoutMs = 30_00
       if (response.ok && response.headers.get('content-type')?.startsWith('text/plain')) return text;
       const parsed = parseJson(text);
       if (response.ok && parsed !== undefined) return parsed;
-      const envelope = (parsed as { error?: { message?: unknown; code?: unknown; details?: unknown } } | undefined)?.error;
+      const envelope = (parsed as { error?: { message?: unknown; code?: unknown; details?: unknown } } | undefined)
+        ?.error;
       if (typeof envelope?.message === 'string' && typeof envelope.code === 'string') {
-        throw new ApiError(envelope.message, envelope.code, response.status, Array.isArray(envelope.details) ? envelope.details.filter(isDetail) : []);
+        throw new ApiError(
+          envelope.message,
+          envelope.code,
+          response.status,
+          Array.isArray(envelope.details) ? envelope.details.filter(isDetail) : [],
+        );
       }
       // Not our envelope: something else (a proxy, another server) answered at this address.
-      throw new ApiError(`the server at ${url} answered HTTP ${response.status} without a Tollgate response`, `http_${response.status}`, response.status);
+      throw new ApiError(
+        `the server at ${url} answered HTTP ${response.status} without a Tollgate response`,
+        `http_${response.status}`,
+        response.status,
+      );
     },
   };
 }
@@ -85,7 +101,9 @@ function unreachable(url: string, error: unknown, timeoutMs: number): CliError {
   }
   const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
   const reason = cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
-  return new CliError(`cannot reach the gateway at ${url} (${reason}). Is it running? Set --url or TOLLGATE_URL to its address.`);
+  return new CliError(
+    `cannot reach the gateway at ${url} (${reason}). Is it running? Set --url or TOLLGATE_URL to its address.`,
+  );
 }
 
 /** One `{ field, message }` of an error's details, as the platform API sends them. */

@@ -41,7 +41,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   const command = findCommand(group, action);
   if (!command) {
     // Two lines, whatever was typed: what was not understood, and the nearest command (its usage line).
-    io.stderr(`error: unknown command "${words.join(' ')}"\ndid you mean: ${usageOf(closestCommand(words))}   (tollgate help lists every command)\n`);
+    io.stderr(
+      `error: unknown command "${words.join(' ')}"\ndid you mean: ${usageOf(closestCommand(words))}   (tollgate help lists every command)\n`,
+    );
     return 2;
   }
   try {
@@ -96,7 +98,15 @@ function print(io: Io, text: string): number {
 }
 
 function help(io: Io, json: boolean): number {
-  if (json) return print(io, JSON.stringify({ object: 'help', commands: COMMANDS.map((c) => ({ usage: usageOf(c), summary: c.summary })) }, null, 2));
+  if (json)
+    return print(
+      io,
+      JSON.stringify(
+        { object: 'help', commands: COMMANDS.map((c) => ({ usage: usageOf(c), summary: c.summary })) },
+        null,
+        2,
+      ),
+    );
   const lines = COMMANDS.map((c) => `  ${usageOf(c)}\n      ${c.summary}`);
   return print(
     io,
@@ -126,6 +136,8 @@ function report(error: unknown, io: Io, command: Command): number {
     io.stderr(printable(`error: ${error.message} (${error.code})${details}\n`));
     return 1;
   }
-  io.stderr(`error: ${error instanceof CliError ? error.message : `unexpected failure: ${error instanceof Error ? error.message : String(error)}`}\n`);
+  io.stderr(
+    `error: ${error instanceof CliError ? error.message : `unexpected failure: ${error instanceof Error ? error.message : String(error)}`}\n`,
+  );
   return 1;
 }

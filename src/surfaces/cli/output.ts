@@ -43,7 +43,8 @@ export function limit(value: number | null): string {
  * hide a line. ESC (\u001b), BEL and the C1 range are named by escape.
  */
 /* eslint-disable no-control-regex -- matching control characters is this pattern's job (a block: the pattern may wrap) */
-const CONTROLS = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u001b[PX^_][^\u001b]*(?:\u001b\\)?|\u001b[\s\S]?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const CONTROLS =
+  /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u001b[PX^_][^\u001b]*(?:\u001b\\)?|\u001b[\s\S]?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 /* eslint-enable no-control-regex */
 
 /**

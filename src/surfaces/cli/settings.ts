@@ -20,9 +20,13 @@ const DEFAULT_URL = 'http://127.0.0.1:8080';
 const DEFAULT_DATA_DIR = '.tollgate';
 const TOKEN_FILE = 'admin-token';
 
-export async function resolveSettings(flags: { url?: string; token?: string }, env: NodeJS.ProcessEnv = process.env): Promise<CliSettings> {
+export async function resolveSettings(
+  flags: { url?: string; token?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<CliSettings> {
   const url = normalizeUrl(flags.url || env.TOLLGATE_URL || DEFAULT_URL);
-  const token = flags.token || env.TOLLGATE_ADMIN_TOKEN || (await tokenFromFile(env.TOLLGATE_DATA_DIR || DEFAULT_DATA_DIR));
+  const token =
+    flags.token || env.TOLLGATE_ADMIN_TOKEN || (await tokenFromFile(env.TOLLGATE_DATA_DIR || DEFAULT_DATA_DIR));
   return { url, token };
 }
 
@@ -33,7 +37,10 @@ export async function resolveSettings(flags: { url?: string; token?: string }, e
  * @example
  * const { url, token } = resolveKeySettings({ url: values.url, apiKey: values['api-key'] });
  */
-export function resolveKeySettings(flags: { url?: string; apiKey?: string }, env: NodeJS.ProcessEnv = process.env): CliSettings {
+export function resolveKeySettings(
+  flags: { url?: string; apiKey?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): CliSettings {
   const url = normalizeUrl(flags.url || env.TOLLGATE_URL || DEFAULT_URL);
   const token = flags.apiKey || env.TOLLGATE_API_KEY?.trim();
   if (!token) throw new UsageError('an API key is required: pass --api-key KEY or set TOLLGATE_API_KEY');
@@ -48,7 +55,10 @@ export function resolveKeySettings(flags: { url?: string; apiKey?: string }, env
  * @example
  * const key = keySettingsIfGiven({ url, apiKey: values['api-key'], token: values.token });
  */
-export function keySettingsIfGiven(flags: { url?: string; apiKey?: string; token?: string }, env: NodeJS.ProcessEnv = process.env): CliSettings | null {
+export function keySettingsIfGiven(
+  flags: { url?: string; apiKey?: string; token?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): CliSettings | null {
   const token = flags.apiKey || (flags.token ? undefined : env.TOLLGATE_API_KEY?.trim());
   return token ? { url: normalizeUrl(flags.url || env.TOLLGATE_URL || DEFAULT_URL), token } : null;
 }
@@ -60,7 +70,8 @@ function normalizeUrl(text: string): string {
   } catch {
     throw new UsageError(`"${text}" is not a URL: use --url http://host:port`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url must be an http:// or https:// address, not "${text}"`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`--url must be an http:// or https:// address, not "${text}"`);
   return url.href.replace(/\/+$/, '');
 }
 
@@ -71,10 +82,13 @@ async function tokenFromFile(dataDir: string): Promise<string> {
   try {
     token = (await readFile(file, 'utf8')).trim();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new CliError(`cannot read the operator token from ${file}: ${(error as Error).message}`);
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new CliError(`cannot read the operator token from ${file}: ${(error as Error).message}`);
   }
   if (token === '') {
-    throw new CliError(`no operator token: pass --token, set TOLLGATE_ADMIN_TOKEN, or set TOLLGATE_DATA_DIR to the gateway's data folder (looked for ${file})`);
+    throw new CliError(
+      `no operator token: pass --token, set TOLLGATE_ADMIN_TOKEN, or set TOLLGATE_DATA_DIR to the gateway's data folder (looked for ${file})`,
+    );
   }
   return token;
 }

@@ -4,7 +4,16 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { headerOf } from '../../shared/http/request.js';
 
 /** Headers that belong to one connection and are not passed on (RFC 9110, 7.6.1). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+]);
 
 /**
  * Sends a request for an applied run's public host (`https://<stack>.<cluster
@@ -62,5 +71,7 @@ export function runHostsProxy(publicHosts: PublicHosts): MiddlewareHandler {
  */
 function hostOnly(cookie: string): string {
   const [pair, ...attributes] = cookie.split(';');
-  return [pair, ...attributes.filter((attribute) => attribute.split('=')[0]!.trim().toLowerCase() !== 'domain')].join(';');
+  return [pair, ...attributes.filter((attribute) => attribute.split('=')[0]!.trim().toLowerCase() !== 'domain')].join(
+    ';',
+  );
 }

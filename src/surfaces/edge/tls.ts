@@ -16,7 +16,9 @@ export function tlsRoutes(services: Services): Hono<GatewayEnv> {
   const ownHost = services.config.publicUrl ? new URL(services.config.publicUrl).hostname : null;
   tls.get('/allowed', (c) => {
     const domain = (c.req.query('domain') ?? '').toLowerCase();
-    return domain && (domain === ownHost || services.publicHosts.serves(domain)) ? c.body(null, 200) : c.body(null, 404);
+    return domain && (domain === ownHost || services.publicHosts.serves(domain))
+      ? c.body(null, 200)
+      : c.body(null, 404);
   });
   return tls;
 }

@@ -55,7 +55,9 @@ export function ClustersPage({
           </table>
         </div>
       )}
-      {clusters.length === 0 && <p class="muted">No clusters yet.{create ? ' Create one below.' : ' Owners and admins create them.'}</p>}
+      {clusters.length === 0 && (
+        <p class="muted">No clusters yet.{create ? ' Create one below.' : ' Owners and admins create them.'}</p>
+      )}
       {create && <CreateClusterForm viewer={viewer} create={create} />}
     </Page>
   );
@@ -85,21 +87,41 @@ function CreateClusterForm({ viewer, create }: { viewer: Viewer; create: Cluster
           ))}
         </select>
         <p class="hint muted" id="profile-hint">
-          {create.profiles.length === 0 ? 'The operator has not added a hardware profile yet.' : 'The cluster takes that many free nodes of the profile, for itself alone, until it is deleted.'}
+          {create.profiles.length === 0
+            ? 'The operator has not added a hardware profile yet.'
+            : 'The cluster takes that many free nodes of the profile, for itself alone, until it is deleted.'}
         </p>
         <label for="nodes">Nodes</label>
         <input id="nodes" name="nodes" type="number" min="1" max="1000" required value={form.nodes ?? '1'} />
         <label for="public_domain">Public domain</label>
-        <input id="public_domain" name="public_domain" type="text" required maxlength={253} value={form.public_domain ?? ''} aria-describedby="domain-hint" placeholder="train.example.com" />
+        <input
+          id="public_domain"
+          name="public_domain"
+          type="text"
+          required
+          maxlength={253}
+          value={form.public_domain ?? ''}
+          aria-describedby="domain-hint"
+          placeholder="train.example.com"
+        />
         <div class="hint muted" id="domain-hint">
           <p>
-            A stack applied to this cluster is reached at <code>https://&lt;stack name&gt;.&lt;public domain&gt;</code>. The rules:
+            A stack applied to this cluster is reached at <code>https://&lt;stack name&gt;.&lt;public domain&gt;</code>.
+            The rules:
           </p>
           <ul>
             <li>A domain name such as train.example.com (letters, digits and hyphens, compared in lower case).</li>
-            <li>One live cluster holds it, across the whole platform: a domain another cluster holds is refused. Deleting the cluster frees it.</li>
-            <li>Not the portal's own host name nor a name above it: the portal is never reachable from a run's address.</li>
-            <li>Point a wildcard DNS name (*.your domain) at the gateway; nothing checks that you control the domain, so use one you do.</li>
+            <li>
+              One live cluster holds it, across the whole platform: a domain another cluster holds is refused. Deleting
+              the cluster frees it.
+            </li>
+            <li>
+              Not the portal's own host name nor a name above it: the portal is never reachable from a run's address.
+            </li>
+            <li>
+              Point a wildcard DNS name (*.your domain) at the gateway; nothing checks that you control the domain, so
+              use one you do.
+            </li>
           </ul>
         </div>
         <p>
@@ -111,7 +133,19 @@ function CreateClusterForm({ viewer, create }: { viewer: Viewer; create: Cluster
 }
 
 /** One cluster: its nodes and its runs, newest first. */
-export function ClusterPage({ viewer, cluster, nodes, keys, runs }: { viewer: Viewer; cluster: ClusterRow; nodes: NodeRow[]; keys: NodeKeyRow[]; runs: RunRow[] }) {
+export function ClusterPage({
+  viewer,
+  cluster,
+  nodes,
+  keys,
+  runs,
+}: {
+  viewer: Viewer;
+  cluster: ClusterRow;
+  nodes: NodeRow[];
+  keys: NodeKeyRow[];
+  runs: RunRow[];
+}) {
   const addressOf = new Map(nodes.map((node) => [node.id, node.address]));
   const identity = identityOf(cluster.state, keys);
   return (
@@ -121,8 +155,9 @@ export function ClusterPage({ viewer, cluster, nodes, keys, runs }: { viewer: Vi
       </p>
       <h1>{cluster.name}</h1>
       <p class="muted">
-        {cluster.profile} · {identity.status === 'provisioning' ? 'provisioning: its access key is not on every node yet' : identity.status} · public URLs under <code>{cluster.publicDomain}</code> ·{' '}
-        <code>{cluster.id}</code>
+        {cluster.profile} ·{' '}
+        {identity.status === 'provisioning' ? 'provisioning: its access key is not on every node yet' : identity.status}{' '}
+        · public URLs under <code>{cluster.publicDomain}</code> · <code>{cluster.id}</code>
       </p>
       <h2>Nodes</h2>
       <div class="table-wrap" tabindex={0} role="region" aria-label="Nodes (scrolls sideways on a narrow screen)">
@@ -145,7 +180,13 @@ export function ClusterPage({ viewer, cluster, nodes, keys, runs }: { viewer: Vi
                     <code>{node.id}</code>
                   </td>
                   <td>{node.runUser ? `${node.runUser}@${node.address}:${node.sshPort}` : '—'}</td>
-                  <td>{key.state === 'unmanaged' ? 'not managed (no SSH access)' : key.state === 'failed' ? `failed (attempt ${key.attempts}): ${key.error ?? ''}` : key.state}</td>
+                  <td>
+                    {key.state === 'unmanaged'
+                      ? 'not managed (no SSH access)'
+                      : key.state === 'failed'
+                        ? `failed (attempt ${key.attempts}): ${key.error ?? ''}`
+                        : key.state}
+                  </td>
                 </tr>
               );
             })}

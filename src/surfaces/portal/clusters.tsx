@@ -21,7 +21,8 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const clusters = new Hono<GatewayEnv>();
   const { services } = deps;
 
-  const listPage = (c: PortalContext, actor: SignedInActor, extra: ListExtra = {}) => clustersListPage(deps, c, actor, extra);
+  const listPage = (c: PortalContext, actor: SignedInActor, extra: ListExtra = {}) =>
+    clustersListPage(deps, c, actor, extra);
 
   clusters.get('/', async (c) => listPage(c, await deps.signedIn(c)));
 
@@ -32,18 +33,34 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     deps.checkToken(actor, form._csrf);
     if (!manages(actor)) throw new GatewayError('forbidden', 'Only owners and admins create clusters.');
     const text = (name: string) => (typeof form[name] === 'string' ? form[name] : '');
-    const fields = { name: text('name'), profile: text('profile'), nodes: text('nodes'), public_domain: text('public_domain') };
-    const parsed = createClusterBody.safeParse({ ...fields, nodes: /^\d{1,6}$/.test(fields.nodes) ? Number(fields.nodes) : fields.nodes });
+    const fields = {
+      name: text('name'),
+      profile: text('profile'),
+      nodes: text('nodes'),
+      public_domain: text('public_domain'),
+    };
+    const parsed = createClusterBody.safeParse({
+      ...fields,
+      nodes: /^\d{1,6}$/.test(fields.nodes) ? Number(fields.nodes) : fields.nodes,
+    });
     if (!parsed.success) return listPage(c, actor, { error: problems(parsed.error), form: fields, status: 400 });
     const body = parsed.data;
     try {
-      const created = await services.clusters.create({ orgId: actor.orgId, name: body.name, profile: body.profile, nodeCount: body.nodes, publicDomain: body.public_domain, createdBy: actor.userId });
+      const created = await services.clusters.create({
+        orgId: actor.orgId,
+        name: body.name,
+        profile: body.profile,
+        nodeCount: body.nodes,
+        publicDomain: body.public_domain,
+        createdBy: actor.userId,
+      });
       await services.clusterIdentity.keyOf(created.cluster.id);
       services.clusterIdentity.poke();
       return c.redirect(`/portal/clusters/${created.cluster.id}`, 303);
     } catch (error) {
       // A refusal the user can fix (no such profile, too few free nodes, a domain taken) is shown on the form.
-      if (error instanceof GatewayError && error.status < 500) return listPage(c, actor, { error: error.message, form: fields, status: error.status === 409 ? 409 : 400 });
+      if (error instanceof GatewayError && error.status < 500)
+        return listPage(c, actor, { error: error.message, form: fields, status: error.status === 409 ? 409 : 400 });
       throw error;
     }
   });
@@ -52,7 +69,15 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const actor = await deps.signedIn(c);
     const { cluster, nodes } = await services.clusters.get(c.req.param('id'), scopeOf(actor));
     const { rows } = await services.runs.list(actor, cluster.id, { offset: 0, limit: 100 });
-    return c.html(<ClusterPage viewer={deps.viewerOf(actor)} cluster={cluster} nodes={nodes} keys={await services.clusterIdentity.rowsOf(cluster.id)} runs={rows} />);
+    return c.html(
+      <ClusterPage
+        viewer={deps.viewerOf(actor)}
+        cluster={cluster}
+        nodes={nodes}
+        keys={await services.clusterIdentity.rowsOf(cluster.id)}
+        runs={rows}
+      />,
+    );
   });
   return clusters;
 }
@@ -78,9 +103,24 @@ async function clustersListPage(deps: PortalDeps, c: PortalContext, actor: Signe
     if (node.clusterId) counts.set(node.clusterId, (counts.get(node.clusterId) ?? 0) + 1);
     else if (!node.releasingClusterId) free.set(node.profile, (free.get(node.profile) ?? 0) + 1);
   }
-  const creatable = manages(actor) ? { profiles: profiles.map((p) => ({ name: p.name, free: free.get(p.name) ?? 0, gpus: p.gpusPerNode, gpuModel: p.gpuModel })), form: extra.form ?? {} } : null;
+  const creatable = manages(actor)
+    ? {
+        profiles: profiles.map((p) => ({
+          name: p.name,
+          free: free.get(p.name) ?? 0,
+          gpus: p.gpusPerNode,
+          gpuModel: p.gpuModel,
+        })),
+        form: extra.form ?? {},
+      }
+    : null;
   return c.html(
-    <ClustersPage viewer={deps.viewerOf(actor)} clusters={rows.map((cluster) => ({ cluster, nodeCount: counts.get(cluster.id) ?? 0 }))} create={creatable} error={extra.error} />,
+    <ClustersPage
+      viewer={deps.viewerOf(actor)}
+      clusters={rows.map((cluster) => ({ cluster, nodeCount: counts.get(cluster.id) ?? 0 }))}
+      create={creatable}
+      error={extra.error}
+    />,
     extra.status ?? 200,
   );
 }

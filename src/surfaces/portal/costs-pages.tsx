@@ -26,7 +26,8 @@ export interface CostsView {
   notice?: string;
 }
 
-const amounts = (totals: Totals) => (totals.amounts.length === 0 ? '—' : totals.amounts.map((a) => `${a.amount} ${a.currency}`).join(' + '));
+const amounts = (totals: Totals) =>
+  totals.amounts.length === 0 ? '—' : totals.amounts.map((a) => `${a.amount} ${a.currency}`).join(' + ');
 const instant = (iso: string) => iso.slice(0, 19).replace('T', ' ');
 
 /**
@@ -37,14 +38,17 @@ const instant = (iso: string) => iso.slice(0, 19).replace('T', ' ');
  */
 export function CostsPage(view: CostsView) {
   const { report, window } = view;
-  const skipped = report.organizations.flatMap((org) => org.line_items).filter((item) => item.conversion_skipped).length;
+  const skipped = report.organizations
+    .flatMap((org) => org.line_items)
+    .filter((item) => item.conversion_skipped).length;
   return (
     <Page title="Costs" user={view.viewer} current="costs">
       <h1>Costs</h1>
       <p class="muted" id="costs-about">
-        This page is about hardware: the node-hours and GPU-hours of your clusters, priced by the operator's rate cards. Each line is in its rate card's currency, converted to your organization's
-        billing currency when one is set (below) and a conversion rate exists. What API requests cost in tokens is on <a href="/portal/usage">Usage</a> and charged to the{' '}
-        <a href="/portal/wallet">wallet</a>, in the gateway's currency.
+        This page is about hardware: the node-hours and GPU-hours of your clusters, priced by the operator's rate cards.
+        Each line is in its rate card's currency, converted to your organization's billing currency when one is set
+        (below) and a conversion rate exists. What API requests cost in tokens is on <a href="/portal/usage">Usage</a>{' '}
+        and charged to the <a href="/portal/wallet">wallet</a>, in the gateway's currency.
       </p>
       {view.error && <Notice kind="error">{view.error}</Notice>}
       {view.notice && <Notice kind="ok">{view.notice}</Notice>}
@@ -76,14 +80,16 @@ export function CostsPage(view: CostsView) {
           </p>
         </div>
         <p class="muted">
-          Amounts are exact to the second of use and rounded once per line, half to even, to the currency's minor unit. Unrated hours are node-hours no rate card prices.{' '}
+          Amounts are exact to the second of use and rounded once per line, half to even, to the currency's minor unit.
+          Unrated hours are node-hours no rate card prices.{' '}
           <a href={`/portal/costs.csv?${window.query}`} download>
             Download the line items as CSV
           </a>
         </p>
         {skipped > 0 && (
           <p class="flag">
-            ⚠ {skipped} {skipped === 1 ? 'line is' : 'lines are'} not converted to the billing currency: no conversion rate was set for {skipped === 1 ? 'its' : 'their'} currency.{' '}
+            ⚠ {skipped} {skipped === 1 ? 'line is' : 'lines are'} not converted to the billing currency: no conversion
+            rate was set for {skipped === 1 ? 'its' : 'their'} currency.{' '}
             {skipped === 1 ? 'It keeps its' : 'They keep their'} own currency.
           </p>
         )}
@@ -117,14 +123,20 @@ function OrgSection({ org, open }: { org: OrgCosts; open: boolean }) {
   return (
     <details class="org panel" open={open}>
       <summary>
-        <strong>{org.org_name}</strong> <span class="muted">({org.billing_currency ? `billed in ${org.billing_currency}` : 'native currencies'})</span>: {amounts(org.totals)} · {org.totals.node_hours}{' '}
-        node-hours · {org.totals.gpu_hours} GPU-hours
+        <strong>{org.org_name}</strong>{' '}
+        <span class="muted">({org.billing_currency ? `billed in ${org.billing_currency}` : 'native currencies'})</span>:{' '}
+        {amounts(org.totals)} · {org.totals.node_hours} node-hours · {org.totals.gpu_hours} GPU-hours
         {org.totals.unrated_seconds > 0 ? ` · ${org.totals.unrated_hours} unrated` : ''}
       </summary>
       {org.line_items.length === 0 ? (
         <p class="muted">No cluster of this organization ran in this window.</p>
       ) : (
-        <div class="table-wrap" tabindex={0} role="region" aria-label={`Clusters of ${org.org_name} (scrolls sideways on a narrow screen)`}>
+        <div
+          class="table-wrap"
+          tabindex={0}
+          role="region"
+          aria-label={`Clusters of ${org.org_name} (scrolls sideways on a narrow screen)`}
+        >
           <table>
             <thead>
               <tr>
@@ -184,13 +196,23 @@ function LineRow({ item }: { item: CostLineItem }) {
       <td>
         {instant(item.charge_period_start)} – {instant(item.charge_period_end)}
       </td>
-      <td>{item.rate_card ? `${item.rate_card.node_hour_price} ${item.rate_card.currency} / node-h + ${item.rate_card.gpu_hour_price} / GPU-h` : 'none'}</td>
+      <td>
+        {item.rate_card
+          ? `${item.rate_card.node_hour_price} ${item.rate_card.currency} / node-h + ${item.rate_card.gpu_hour_price} / GPU-h`
+          : 'none'}
+      </td>
     </tr>
   );
 }
 
 /** The billing-currency choice (`name="currency"`): the costs page's own and the operator's organization page share it. */
-export function BillingCurrencySelect({ billingCurrency, currencies }: { billingCurrency: string | null; currencies: readonly CurrencyInfo[] }) {
+export function BillingCurrencySelect({
+  billingCurrency,
+  currencies,
+}: {
+  billingCurrency: string | null;
+  currencies: readonly CurrencyInfo[];
+}) {
   return (
     <select id="currency" name="currency">
       <option value="" selected={billingCurrency === null}>

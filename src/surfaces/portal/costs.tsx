@@ -23,14 +23,18 @@ const DAY_MS = 86_400_000;
 export function costsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const costs = new Hono<GatewayEnv>();
   const { services } = deps;
-  const reportOf = (actor: SignedInActor, window: CostWindow, now: Date) => services.costs.report({ orgId: actor.platformAdmin ? null : actor.orgId }, window, now);
+  const reportOf = (actor: SignedInActor, window: CostWindow, now: Date) =>
+    services.costs.report({ orgId: actor.platformAdmin ? null : actor.orgId }, window, now);
   const manages = (actor: SignedInActor) => actor.role !== 'member' || actor.platformAdmin;
 
   costs.get('/costs', async (c) => {
     const actor = await deps.signedIn(c);
     const now = new Date();
     const { window, page, error } = pageWindow(c.req.query(), now);
-    const [report, billingCurrency] = await Promise.all([reportOf(actor, window, now), services.costs.billingCurrency(actor.orgId)]);
+    const [report, billingCurrency] = await Promise.all([
+      reportOf(actor, window, now),
+      services.costs.billingCurrency(actor.orgId),
+    ]);
     const notice =
       c.req.query('done') === 'currency'
         ? billingCurrency
@@ -56,14 +60,18 @@ export function costsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const actor = await deps.signedIn(c);
     const now = new Date();
     const report = await reportOf(actor, pageWindow(c.req.query(), now).window, now);
-    return c.body(costsCsv(report), 200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${csvFileName(report)}"` });
+    return c.body(costsCsv(report), 200, {
+      'content-type': 'text/csv; charset=utf-8',
+      'content-disposition': `attachment; filename="${csvFileName(report)}"`,
+    });
   });
 
   costs.post('/costs/currency', async (c) => {
     const actor = await deps.signedIn(c);
     const form = await c.req.parseBody();
     deps.checkToken(actor, form._csrf);
-    if (!manages(actor)) throw new GatewayError('forbidden', "Only the organization's owners and admins set its billing currency.");
+    if (!manages(actor))
+      throw new GatewayError('forbidden', "Only the organization's owners and admins set its billing currency.");
     const chosen = typeof form.currency === 'string' ? form.currency : '';
     const parsed = currencyCode.nullable().safeParse(chosen === '' ? null : chosen);
     if (!parsed.success) throw new GatewayError('invalid_request', 'Choose a currency from the list.');
@@ -79,11 +87,23 @@ export function costsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
  * month), or `window=custom` with `from` and `to` as days, `to` included. A
  * bad window falls back to this month, with the reason.
  */
-function pageWindow(query: Record<string, string>, now: Date): { window: CostWindow; page: CostsPageWindow; error?: string } {
+function pageWindow(
+  query: Record<string, string>,
+  now: Date,
+): { window: CostWindow; page: CostsPageWindow; error?: string } {
   const thisMonth = now.toISOString().slice(0, 7);
   const ofMonth = (month: string) => {
     const window = monthWindow(month);
-    return { window, page: { kind: 'month' as const, month, fromDay: day(window.from), toDay: day(new Date(window.to.getTime() - DAY_MS)), query: `window=month&month=${month}` } };
+    return {
+      window,
+      page: {
+        kind: 'month' as const,
+        month,
+        fromDay: day(window.from),
+        toDay: day(new Date(window.to.getTime() - DAY_MS)),
+        query: `window=month&month=${month}`,
+      },
+    };
   };
   const fallback = (error: string) => ({ ...ofMonth(thisMonth), error: `${error} Showing this month.` });
   if (query.window !== 'custom') {
@@ -92,7 +112,8 @@ function pageWindow(query: Record<string, string>, now: Date): { window: CostWin
   }
   const fromDay = query.from ?? '';
   const toDay = query.to ?? '';
-  if (!/^\d{4}-\d\d-\d\d$/.test(fromDay) || !/^\d{4}-\d\d-\d\d$/.test(toDay)) return fallback('Give both days as YYYY-MM-DD.');
+  if (!/^\d{4}-\d\d-\d\d$/.test(fromDay) || !/^\d{4}-\d\d-\d\d$/.test(toDay))
+    return fallback('Give both days as YYYY-MM-DD.');
   const last = Date.parse(`${toDay}T00:00:00Z`);
   let window: CostWindow;
   try {
@@ -101,7 +122,16 @@ function pageWindow(query: Record<string, string>, now: Date): { window: CostWin
     if (!(error instanceof GatewayError)) throw error;
     return fallback(`${(error.details ?? []).map((d) => d.message).join(' ')}`);
   }
-  return { window, page: { kind: 'custom', month: fromDay.slice(0, 7), fromDay, toDay, query: `window=custom&from=${fromDay}&to=${toDay}` } };
+  return {
+    window,
+    page: {
+      kind: 'custom',
+      month: fromDay.slice(0, 7),
+      fromDay,
+      toDay,
+      query: `window=custom&from=${fromDay}&to=${toDay}`,
+    },
+  };
 }
 
 function day(at: Date): string {

@@ -49,7 +49,11 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   const deps: PortalDeps = {
     services,
     signedIn: (c) => signedIn(services, c, clientOf(c).https),
-    viewerOf: (actor: SignedInActor) => ({ name: actor.user.name, csrf: tokens.of(actor.sessionHash!), operator: actor.platformAdmin }),
+    viewerOf: (actor: SignedInActor) => ({
+      name: actor.user.name,
+      csrf: tokens.of(actor.sessionHash!),
+      operator: actor.platformAdmin,
+    }),
     checkToken: (actor, token) => tokens.check(actor.sessionHash!, token),
   };
 
@@ -57,7 +61,8 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   // Room for the largest package and its multipart framing on the upload form; the other forms are small. Only a
   // signed-in user's upload is read, in one of the process's upload slots (taken before the body is read).
   const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, services.config.oversizeDrain);
-  const upload: MiddlewareHandler<GatewayEnv> = async (c, next) => services.uploads.hold((await deps.signedIn(c)).userId, () => uploadLimit(c, next));
+  const upload: MiddlewareHandler<GatewayEnv> = async (c, next) =>
+    services.uploads.hold((await deps.signedIn(c)).userId, () => uploadLimit(c, next));
   portal.use(
     '*',
     refuseNul(),
@@ -70,10 +75,15 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   portal.get('/assets/:file', (c) => {
     const asset = assetAt(c.req.param('file')) ?? stackIconAt(c.req.param('file'));
     if (!asset) throw new GatewayError('not_found', 'No such file.');
-    return c.body(asset.body, 200, { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable' });
+    return c.body(asset.body, 200, {
+      'content-type': asset.type,
+      'cache-control': 'public, max-age=31536000, immutable',
+    });
   });
 
-  portal.get('/', async (c) => c.redirect((await sessionActor(services, c, clientOf(c).https)) ? '/portal/overview' : '/portal/sign-in', 303));
+  portal.get('/', async (c) =>
+    c.redirect((await sessionActor(services, c, clientOf(c).https)) ? '/portal/overview' : '/portal/sign-in', 303),
+  );
   portal.route('/sign-in', signInRoutes(deps, clientOf));
   portal.route('/sign-out', signOutRoutes(deps, clientOf));
   portal.route('/overview', overviewRoutes(deps));
@@ -108,13 +118,24 @@ function portalError(services: Services): ErrorHandler<GatewayEnv> {
   return (error, c) => {
     if (error instanceof GatewayError && error.status === 401) return c.redirect('/portal/sign-in', 303);
     // `sameOrigin` refuses a form from elsewhere with this exception.
-    if (error instanceof HTTPException && error.status === 403) return c.html(<ErrorPage status={403} message="This form did not come from this portal." />, 403);
-    if (error instanceof HTTPException && error.status === 413) return c.html(<ErrorPage status={413} message="That form is too large." />, 413);
+    if (error instanceof HTTPException && error.status === 403)
+      return c.html(<ErrorPage status={403} message="This form did not come from this portal." />, 403);
+    if (error instanceof HTTPException && error.status === 413)
+      return c.html(<ErrorPage status={413} message="That form is too large." />, 413);
     const status = error instanceof GatewayError ? error.status : 500;
-    if (!(error instanceof GatewayError)) services.log.error('portal request failed', { requestId: c.get('requestId'), path: c.req.path, error: error.name });
+    if (!(error instanceof GatewayError))
+      services.log.error('portal request failed', {
+        requestId: c.get('requestId'),
+        path: c.req.path,
+        error: error.name,
+      });
     const message = error instanceof GatewayError ? error.message : 'Something went wrong. Try again.';
     // A busy upload's Retry-After, for one.
-    if (error instanceof GatewayError) for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
-    return c.html(<SignInOrErrorPage status={status} message={message} signingIn={c.req.path === '/portal/sign-in'} />, status as 400);
+    if (error instanceof GatewayError)
+      for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
+    return c.html(
+      <SignInOrErrorPage status={status} message={message} signingIn={c.req.path === '/portal/sign-in'} />,
+      status as 400,
+    );
   };
 }

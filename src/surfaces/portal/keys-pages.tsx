@@ -1,7 +1,13 @@
 import { KEY_EXPIRIES, type KeyRow, keyStatus } from '../../gateway/keys/service.js';
 import { Notice, Page, type Viewer, When } from './layout.js';
 
-const EXPIRY_LABELS: Record<(typeof KEY_EXPIRIES)[number], string> = { never: 'Never', '7d': '7 days', '30d': '30 days', '90d': '90 days', '1y': '1 year' };
+const EXPIRY_LABELS: Record<(typeof KEY_EXPIRIES)[number], string> = {
+  never: 'Never',
+  '7d': '7 days',
+  '30d': '30 days',
+  '90d': '90 days',
+  '1y': '1 year',
+};
 const limit = (value: number | null) => (value === null ? 'unlimited' : value.toLocaleString('en-US'));
 
 /** The limit and toggle inputs of the create and edit forms, filled with `key`'s values when editing. */
@@ -11,27 +17,66 @@ function KeySettingsFields({ row }: { row?: KeyRow }) {
       <div class="grid">
         <div>
           <label for="requests_per_minute">Requests per minute</label>
-          <input id="requests_per_minute" name="requests_per_minute" type="number" min="1" required value={String(row?.requestsPerMinute ?? 60)} />
+          <input
+            id="requests_per_minute"
+            name="requests_per_minute"
+            type="number"
+            min="1"
+            required
+            value={String(row?.requestsPerMinute ?? 60)}
+          />
         </div>
         <div>
           <label for="max_concurrency">Requests at once</label>
-          <input id="max_concurrency" name="max_concurrency" type="number" min="1" required value={String(row?.maxConcurrency ?? 10)} />
+          <input
+            id="max_concurrency"
+            name="max_concurrency"
+            type="number"
+            min="1"
+            required
+            value={String(row?.maxConcurrency ?? 10)}
+          />
         </div>
         <div>
           <label for="tokens_per_minute">Tokens per minute (empty: unlimited)</label>
-          <input id="tokens_per_minute" name="tokens_per_minute" type="number" min="1" value={row?.tokensPerMinute === null || row === undefined ? '' : String(row.tokensPerMinute)} />
+          <input
+            id="tokens_per_minute"
+            name="tokens_per_minute"
+            type="number"
+            min="1"
+            value={row?.tokensPerMinute === null || row === undefined ? '' : String(row.tokensPerMinute)}
+          />
         </div>
         <div>
           <label for="monthly_tokens">Tokens per month (empty: unlimited)</label>
-          <input id="monthly_tokens" name="monthly_tokens" type="number" min="1" value={row?.monthlyTokens === null || row === undefined ? '' : String(row.monthlyTokens)} />
+          <input
+            id="monthly_tokens"
+            name="monthly_tokens"
+            type="number"
+            min="1"
+            value={row?.monthlyTokens === null || row === undefined ? '' : String(row.monthlyTokens)}
+          />
         </div>
       </div>
       <p class="check">
-        <input id="store_request_data" name="store_request_data" type="checkbox" value="on" checked={row?.storeRequestData ?? false} />{' '}
+        <input
+          id="store_request_data"
+          name="store_request_data"
+          type="checkbox"
+          value="on"
+          checked={row?.storeRequestData ?? false}
+        />{' '}
         <label for="store_request_data">Store request and response data</label>
       </p>
       <p class="check">
-        <input id="response_cache" name="response_cache" type="checkbox" value="on" checked={row?.responseCache ?? false} /> <label for="response_cache">Cache responses</label>
+        <input
+          id="response_cache"
+          name="response_cache"
+          type="checkbox"
+          value="on"
+          checked={row?.responseCache ?? false}
+        />{' '}
+        <label for="response_cache">Cache responses</label>
       </p>
     </>
   );
@@ -118,9 +163,14 @@ export function KeysPage({
                     <When at={lastUsed.get(key.id) ?? null} />
                   </td>
                   <td class="wrap">
-                    {limit(key.requestsPerMinute)} a minute, {limit(key.maxConcurrency)} at once; tokens: {limit(key.tokensPerMinute)} a minute, {limit(key.monthlyTokens)} a month
+                    {limit(key.requestsPerMinute)} a minute, {limit(key.maxConcurrency)} at once; tokens:{' '}
+                    {limit(key.tokensPerMinute)} a minute, {limit(key.monthlyTokens)} a month
                   </td>
-                  <td class="wrap">{[key.storeRequestData ? 'stores data' : null, key.responseCache ? 'cache on' : null].filter(Boolean).join(', ') || '—'}</td>
+                  <td class="wrap">
+                    {[key.storeRequestData ? 'stores data' : null, key.responseCache ? 'cache on' : null]
+                      .filter(Boolean)
+                      .join(', ') || '—'}
+                  </td>
                 </tr>
               );
             })}
@@ -156,7 +206,9 @@ export function KeyCreatedPage({ viewer, apiKey: key, secret }: { viewer: Viewer
     <Page title="Key created" user={viewer} current="keys">
       <h1>Key “{key.name}” created</h1>
       <div class="panel">
-        <Notice kind="ok">Copy the key now: it will not be shown again. Only its first and last characters are kept.</Notice>
+        <Notice kind="ok">
+          Copy the key now: it will not be shown again. Only its first and last characters are kept.
+        </Notice>
         <div class="secret">
           <code id="secret">{secret}</code>
           <button type="button" class="secondary" data-copy="#secret" hidden>
@@ -196,7 +248,12 @@ export function KeyDeletePage({ viewer, apiKey: key }: { viewer: Viewer; apiKey:
         <p>
           Requests with <code>{key.secretHint}</code> are refused from the moment you delete it. This cannot be undone.
         </p>
-        <form method="post" action={`/portal/keys/${key.id}/delete`} class="actions" data-confirm={`Delete the key “${key.name}”?`}>
+        <form
+          method="post"
+          action={`/portal/keys/${key.id}/delete`}
+          class="actions"
+          data-confirm={`Delete the key “${key.name}”?`}
+        >
           <input type="hidden" name="_csrf" value={viewer.csrf} />
           <button type="submit" class="danger">
             Delete key

@@ -9,9 +9,11 @@ import type { Services } from '../../services.js';
 import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage } from './keys-pages.js';
 import { DONE_NOTICES, type PortalDeps, problems } from './session.js';
 
-const whole = (max: number) => z.coerce.number().int('Must be a whole number.').min(1, 'Must be at least 1.').max(max, `Must be at most ${max}.`);
+const whole = (max: number) =>
+  z.coerce.number().int('Must be a whole number.').min(1, 'Must be at least 1.').max(max, `Must be at most ${max}.`);
 /** An empty field means unlimited. */
-const optionalWhole = (max: number) => z.preprocess((value) => (value === '' || value === undefined ? null : value), whole(max).nullable());
+const optionalWhole = (max: number) =>
+  z.preprocess((value) => (value === '' || value === undefined ? null : value), whole(max).nullable());
 const keySettingsForm = z.object({
   requests_per_minute: whole(1_000_000),
   max_concurrency: whole(1_000_000),
@@ -20,7 +22,10 @@ const keySettingsForm = z.object({
   store_request_data: z.literal('on').optional(),
   response_cache: z.literal('on').optional(),
 });
-const createKeyForm = keySettingsForm.extend({ name: z.string().trim().min(1, 'Give the key a name.').max(200), expiry: z.enum(KEY_EXPIRIES) });
+const createKeyForm = keySettingsForm.extend({
+  name: z.string().trim().min(1, 'Give the key a name.').max(200),
+  expiry: z.enum(KEY_EXPIRIES),
+});
 
 /**
  * API keys (`/portal/keys`): list with when each was last used, create (the
@@ -46,7 +51,13 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const again = async (error: string, status: 400 | 409) => c.html(await keysPage(deps, actor, { error }), status);
     if (!parsed.success) return again(problems(parsed.error), 400);
     try {
-      const { key, secret } = await services.keys.create({ orgId: actor.orgId, userId: actor.userId, name: parsed.data.name, expiry: parsed.data.expiry, ...settingsOf(parsed.data) });
+      const { key, secret } = await services.keys.create({
+        orgId: actor.orgId,
+        userId: actor.userId,
+        name: parsed.data.name,
+        expiry: parsed.data.expiry,
+        ...settingsOf(parsed.data),
+      });
       c.header('Cache-Control', 'no-store');
       return c.html(<KeyCreatedPage viewer={deps.viewerOf(actor)} apiKey={key} secret={secret} />, 201);
     } catch (error) {
@@ -57,7 +68,9 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   keys.get('/:id/edit', async (c) => {
     const actor = await deps.signedIn(c);
-    return c.html(<KeyEditPage viewer={deps.viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param('id'))} />);
+    return c.html(
+      <KeyEditPage viewer={deps.viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param('id'))} />,
+    );
   });
 
   keys.post('/:id', async (c) => {
@@ -66,7 +79,8 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const form = await c.req.parseBody();
     deps.checkToken(actor, form._csrf);
     const parsed = keySettingsForm.safeParse(form);
-    if (!parsed.success) return c.html(<KeyEditPage viewer={deps.viewerOf(actor)} apiKey={key} error={problems(parsed.error)} />, 400);
+    if (!parsed.success)
+      return c.html(<KeyEditPage viewer={deps.viewerOf(actor)} apiKey={key} error={problems(parsed.error)} />, 400);
     await services.keys.update(key.id, settingsOf(parsed.data));
     // Post, then redirect: reloading the page does not post again.
     return c.redirect('/portal/keys?done=saved', 303);
@@ -74,7 +88,9 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   keys.get('/:id/delete', async (c) => {
     const actor = await deps.signedIn(c);
-    return c.html(<KeyDeletePage viewer={deps.viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param('id'))} />);
+    return c.html(
+      <KeyDeletePage viewer={deps.viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param('id'))} />,
+    );
   });
 
   keys.post('/:id/delete', async (c) => {
@@ -91,7 +107,13 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 async function keysPage(deps: PortalDeps, actor: SignedInActor, extra: { notice?: string; error?: string }) {
   const { services } = deps;
   return (
-    <KeysPage viewer={deps.viewerOf(actor)} keys={await manageableKeys(services, actor)} lastUsed={await keysLastUsed(services.db, actor.orgId)} allowance={allowanceOf(services, actor)} {...extra} />
+    <KeysPage
+      viewer={deps.viewerOf(actor)}
+      keys={await manageableKeys(services, actor)}
+      lastUsed={await keysLastUsed(services.db, actor.orgId)}
+      allowance={allowanceOf(services, actor)}
+      {...extra}
+    />
   );
 }
 

@@ -65,7 +65,10 @@ export function ModelsPage({
                   {pricePerMillion(price.outputPerToken)} {currency}
                 </td>
                 <td>
-                  <a href={`/portal/models?model=${encodeURIComponent(model.id)}#use`} aria-label={`Examples for ${model.id}`}>
+                  <a
+                    href={`/portal/models?model=${encodeURIComponent(model.id)}#use`}
+                    aria-label={`Examples for ${model.id}`}
+                  >
                     Examples
                   </a>
                 </td>

@@ -18,7 +18,15 @@ export function modelsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const wanted = c.req.query('model');
     const chosen = priced.find(({ model }) => model.id === wanted)?.model ?? null;
     const baseUrl = services.config.publicUrl ?? new URL(c.req.url).origin;
-    return c.html(<ModelsPage viewer={deps.viewerOf(actor)} models={priced} chosen={chosen} baseUrl={baseUrl} currency={services.config.currency} />);
+    return c.html(
+      <ModelsPage
+        viewer={deps.viewerOf(actor)}
+        models={priced}
+        chosen={chosen}
+        baseUrl={baseUrl}
+        currency={services.config.currency}
+      />,
+    );
   });
   return models;
 }

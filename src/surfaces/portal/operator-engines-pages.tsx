@@ -4,7 +4,8 @@ import { Notice, Page } from './layout.js';
 import type { Viewer } from './layout.js';
 
 const SCROLLS = '(scrolls sideways on a narrow screen)';
-const share = (fraction: number | null | undefined) => (fraction === null || fraction === undefined ? '—' : `${Math.round(fraction * 100)}%`);
+const share = (fraction: number | null | undefined) =>
+  fraction === null || fraction === undefined ? '—' : `${Math.round(fraction * 100)}%`;
 
 interface EnginesView {
   viewer: Viewer;
@@ -26,15 +27,22 @@ export function OperatorEnginesPage({ viewer, engines, managed, notice, error, f
       {error && <Notice kind="error">{error}</Notice>}
       {notice && <Notice kind="ok">{notice}</Notice>}
       <p class="muted">
-        What serves each model, as <code>GET /admin/v1/engines</code> and <code>tollgate engines list</code> show it. Queue, KV cache and prefix hits are each replica's own report at its last metrics
-        scrape (Docker engines); a dash means it has none. The gateway scales and restarts the Docker engines it runs, as <code>tollgate engines scale</code> and <code>restart</code> do; the
-        operator's own servers are scaled where they run.
+        What serves each model, as <code>GET /admin/v1/engines</code> and <code>tollgate engines list</code> show it.
+        Queue, KV cache and prefix hits are each replica's own report at its last metrics scrape (Docker engines); a
+        dash means it has none. The gateway scales and restarts the Docker engines it runs, as{' '}
+        <code>tollgate engines scale</code> and <code>restart</code> do; the operator's own servers are scaled where
+        they run.
       </p>
       {engines.length === 0 && <p class="muted">No engine is configured.</p>}
       {engines.map((engine, index) => (
         <EngineSection engine={engine}>
           {managed.has(engine.model) ? (
-            <EngineActions engine={engine} index={index} csrf={viewer.csrf} replicas={form.model === engine.model ? form.replicas : undefined} />
+            <EngineActions
+              engine={engine}
+              index={index}
+              csrf={viewer.csrf}
+              replicas={form.model === engine.model ? form.replicas : undefined}
+            />
           ) : (
             <p class="muted">Not run by the gateway: scale and restart it where it runs.</p>
           )}
@@ -45,7 +53,17 @@ export function OperatorEnginesPage({ viewer, engines, managed, notice, error, f
 }
 
 /** Scale a Docker engine to a replica count (0–64), or replace its replicas one at a time. */
-function EngineActions({ engine, index, csrf, replicas }: { engine: EngineStatus; index: number; csrf: string; replicas?: string }) {
+function EngineActions({
+  engine,
+  index,
+  csrf,
+  replicas,
+}: {
+  engine: EngineStatus;
+  index: number;
+  csrf: string;
+  replicas?: string;
+}) {
   return (
     <div class="actions filters engine-actions">
       <form method="post" action="/portal/operator/engines/scale" class="actions filters">
@@ -53,7 +71,15 @@ function EngineActions({ engine, index, csrf, replicas }: { engine: EngineStatus
         <input type="hidden" name="model" value={engine.model} />
         <div>
           <label for={`replicas-${index}`}>Replicas of {engine.model}</label>
-          <input id={`replicas-${index}`} name="replicas" type="number" min={0} max={64} required value={replicas ?? String(engine.desiredReplicas)} />
+          <input
+            id={`replicas-${index}`}
+            name="replicas"
+            type="number"
+            min={0}
+            max={64}
+            required
+            value={replicas ?? String(engine.desiredReplicas)}
+          />
         </div>
         <div>
           <button type="submit" aria-label={`Scale ${engine.model}`}>
@@ -61,7 +87,11 @@ function EngineActions({ engine, index, csrf, replicas }: { engine: EngineStatus
           </button>
         </div>
       </form>
-      <form method="post" action="/portal/operator/engines/restart" data-confirm={`Restart every replica of ${engine.model}, one at a time?`}>
+      <form
+        method="post"
+        action="/portal/operator/engines/restart"
+        data-confirm={`Restart every replica of ${engine.model}, one at a time?`}
+      >
         <input type="hidden" name="_csrf" value={csrf} />
         <input type="hidden" name="model" value={engine.model} />
         <button type="submit" class="secondary" aria-label={`Restart ${engine.model}`}>
@@ -81,7 +111,8 @@ export function EngineSection({ engine, children }: { engine: EngineStatus; chil
         <code>{engine.model}</code>
       </h2>
       <p>
-        {engine.kind} engine: {ready} of {engine.desiredReplicas} {engine.desiredReplicas === 1 ? 'replica' : 'replicas'} ready
+        {engine.kind} engine: {ready} of {engine.desiredReplicas}{' '}
+        {engine.desiredReplicas === 1 ? 'replica' : 'replicas'} ready
         {engine.minReplicas !== engine.maxReplicas ? ` (scales ${engine.minReplicas}–${engine.maxReplicas})` : ''}
         {engine.dockerHost ? `, on ${engine.dockerHost}` : ''}.
       </p>
@@ -121,7 +152,9 @@ export function EngineSection({ engine, children }: { engine: EngineStatus; chil
                 </td>
                 <td class={replica.state === 'ready' ? 'state-active' : 'state-expired'}>{replica.state}</td>
                 <td class="num">{replica.inFlight}</td>
-                <td class="num">{replica.load ? `${replica.load.waiting} waiting, ${replica.load.running} running` : '—'}</td>
+                <td class="num">
+                  {replica.load ? `${replica.load.waiting} waiting, ${replica.load.running} running` : '—'}
+                </td>
                 <td class="num">{share(replica.load?.kvCacheUsage)}</td>
                 <td class="num">{share(replica.load?.prefixHitRate)}</td>
                 <td>{replica.host ?? replica.address}</td>

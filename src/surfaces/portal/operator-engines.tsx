@@ -44,7 +44,16 @@ export function operatorEnginesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         .filter((engine) => typeof engine.scale === 'function' && typeof engine.restart === 'function')
         .map((engine) => engine.modelId),
     );
-    const page = <OperatorEnginesPage viewer={deps.viewerOf(actor)} engines={services.fleet.status()} managed={managed} notice={extra.notice} error={extra.error} form={extra} />;
+    const page = (
+      <OperatorEnginesPage
+        viewer={deps.viewerOf(actor)}
+        engines={services.fleet.status()}
+        managed={managed}
+        notice={extra.notice}
+        error={extra.error}
+        form={extra}
+      />
+    );
     return c.html(page, (extra.status ?? 200) as 200);
   };
 
@@ -59,10 +68,16 @@ export function operatorEnginesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     try {
       await managedEngineOf(services, model).scale(parsed.data.replicas);
     } catch (error) {
-      if (error instanceof GatewayError) return render(c, actor, { error: error.message, model, replicas, status: error.status });
+      if (error instanceof GatewayError)
+        return render(c, actor, { error: error.message, model, replicas, status: error.status });
       throw error;
     }
-    services.log.info('operator scaled an engine in the portal', { requestId: c.get('requestId'), model, replicas: parsed.data.replicas, by: actor.userId });
+    services.log.info('operator scaled an engine in the portal', {
+      requestId: c.get('requestId'),
+      model,
+      replicas: parsed.data.replicas,
+      by: actor.userId,
+    });
     return c.redirect('/portal/operator/engines?done=scaled', 303);
   });
 
@@ -75,7 +90,11 @@ export function operatorEnginesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
       if (error instanceof GatewayError) return render(c, actor, { error: error.message, model, status: error.status });
       throw error;
     }
-    services.log.info('operator restarted an engine in the portal', { requestId: c.get('requestId'), model, by: actor.userId });
+    services.log.info('operator restarted an engine in the portal', {
+      requestId: c.get('requestId'),
+      model,
+      by: actor.userId,
+    });
     return c.redirect('/portal/operator/engines?done=restarted', 303);
   });
   return engines;

@@ -25,7 +25,10 @@ export function OperatorModelsPage(view: OperatorModelsView) {
       <h1>Models and prices</h1>
       {view.error && <Notice kind="error">{view.error}</Notice>}
       {view.notice && <Notice kind="ok">{view.notice}</Notice>}
-      <p class="muted">Every model of the catalog, disabled ones too. Prices are per million tokens, in {currency}, the currency wallets are charged in.</p>
+      <p class="muted">
+        Every model of the catalog, disabled ones too. Prices are per million tokens, in {currency}, the currency
+        wallets are charged in.
+      </p>
       <div class="table-wrap" tabindex={0} role="region" aria-label="Models (scrolls sideways on a narrow screen)">
         <table>
           <thead>
@@ -55,10 +58,16 @@ export function OperatorModelsPage(view: OperatorModelsView) {
                   <td>
                     <a href={`/portal/operator/models?model=${encodeURIComponent(model.id)}#chosen`}>{model.id}</a>
                   </td>
-                  <td class={model.enabled ? 'state-active' : 'state-expired'}>{model.enabled ? 'enabled' : 'disabled'}</td>
+                  <td class={model.enabled ? 'state-active' : 'state-expired'}>
+                    {model.enabled ? 'enabled' : 'disabled'}
+                  </td>
                   <td class="num">{price ? pricePerMillion(price.inputPerToken) : '—'}</td>
                   <td class="num">{price ? pricePerMillion(price.outputPerToken) : '—'}</td>
-                  <td class="fold">{engine ? `${engine.kind}, ${engine.replicas.filter((r) => r.state === 'ready').length}/${engine.desiredReplicas} ready` : 'none'}</td>
+                  <td class="fold">
+                    {engine
+                      ? `${engine.kind}, ${engine.replicas.filter((r) => r.state === 'ready').length}/${engine.desiredReplicas} ready`
+                      : 'none'}
+                  </td>
                   <td class="fold">{model.taskType}</td>
                 </tr>
               );
@@ -80,7 +89,8 @@ function ChosenModel({ view, model }: { view: OperatorModelsView; model: ModelRo
         <code>{model.id}</code>
       </h2>
       <p>
-        {model.displayName} · {model.taskType} · context {model.contextLength.toLocaleString('en-US')} tokens · <code>{model.hfRepoId}</code>
+        {model.displayName} · {model.taskType} · context {model.contextLength.toLocaleString('en-US')} tokens ·{' '}
+        <code>{model.hfRepoId}</code>
       </p>
       <form method="post" action="/portal/operator/models/enabled" class="panel actions">
         <input type="hidden" name="_csrf" value={view.viewer.csrf} />
@@ -96,18 +106,38 @@ function ChosenModel({ view, model }: { view: OperatorModelsView; model: ModelRo
         <input type="hidden" name="model" value={model.id} />
         <div>
           <label for="input_per_million">Input, {view.currency} per 1M tokens</label>
-          <input id="input_per_million" name="input_per_million" type="text" inputmode="decimal" required value={price ? pricePerMillion(price.inputPerToken) : ''} />
+          <input
+            id="input_per_million"
+            name="input_per_million"
+            type="text"
+            inputmode="decimal"
+            required
+            value={price ? pricePerMillion(price.inputPerToken) : ''}
+          />
         </div>
         <div>
           <label for="output_per_million">Output, {view.currency} per 1M tokens</label>
-          <input id="output_per_million" name="output_per_million" type="text" inputmode="decimal" required value={price ? pricePerMillion(price.outputPerToken) : ''} />
+          <input
+            id="output_per_million"
+            name="output_per_million"
+            type="text"
+            inputmode="decimal"
+            required
+            value={price ? pricePerMillion(price.outputPerToken) : ''}
+          />
         </div>
         <div>
           <button type="submit">Save prices</button>
         </div>
       </form>
-      <p class="muted hint">Prices are exact to 0.001 per million tokens; a request is charged at the price of the moment it ends.</p>
-      {engine ? <EngineSection engine={engine} /> : <p class="muted">No engine serves this model: requests for it fail until one is configured.</p>}
+      <p class="muted hint">
+        Prices are exact to 0.001 per million tokens; a request is charged at the price of the moment it ends.
+      </p>
+      {engine ? (
+        <EngineSection engine={engine} />
+      ) : (
+        <p class="muted">No engine serves this model: requests for it fail until one is configured.</p>
+      )}
     </section>
   );
 }

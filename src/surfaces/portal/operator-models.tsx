@@ -41,8 +41,16 @@ export function operatorModelsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const id = typeof form.model === 'string' ? form.model : '';
     const enabled = form.enabled === 'true';
     await services.catalog.update(id, { enabled });
-    services.log.info('operator changed a model in the portal', { requestId: c.get('requestId'), model: id, enabled, by: actor.userId });
-    return c.redirect(`/portal/operator/models?model=${encodeURIComponent(id)}&done=${enabled ? 'enabled' : 'disabled'}`, 303);
+    services.log.info('operator changed a model in the portal', {
+      requestId: c.get('requestId'),
+      model: id,
+      enabled,
+      by: actor.userId,
+    });
+    return c.redirect(
+      `/portal/operator/models?model=${encodeURIComponent(id)}&done=${enabled ? 'enabled' : 'disabled'}`,
+      303,
+    );
   });
 
   models.post('/price', async (c) => {
@@ -51,18 +59,34 @@ export function operatorModelsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     deps.checkToken(actor, form._csrf);
     const id = typeof form.model === 'string' ? form.model : '';
     const text = (name: string) => (typeof form[name] === 'string' ? form[name] : '');
-    const parsed = setPriceBody.safeParse({ input_per_million: text('input_per_million'), output_per_million: text('output_per_million') });
+    const parsed = setPriceBody.safeParse({
+      input_per_million: text('input_per_million'),
+      output_per_million: text('output_per_million'),
+    });
     if (!parsed.success) return render(c, deps, actor, id, { error: problems(parsed.error), status: 400 });
     await services.catalog.setPrice(id, parsed.data.input_per_million, parsed.data.output_per_million);
-    services.log.info('operator set a price in the portal', { requestId: c.get('requestId'), model: id, by: actor.userId });
+    services.log.info('operator set a price in the portal', {
+      requestId: c.get('requestId'),
+      model: id,
+      by: actor.userId,
+    });
     return c.redirect(`/portal/operator/models?model=${encodeURIComponent(id)}&done=price`, 303);
   });
   return models;
 }
 
-async function render(c: PortalContext, deps: PortalDeps, actor: SignedInActor, chosenId: string | null, extra: { notice?: string; error?: string; status?: 400 }) {
+async function render(
+  c: PortalContext,
+  deps: PortalDeps,
+  actor: SignedInActor,
+  chosenId: string | null,
+  extra: { notice?: string; error?: string; status?: 400 },
+) {
   const { services } = deps;
-  const [rows, prices] = await Promise.all([services.catalog.list({ includeDisabled: true }), services.catalog.listPrices()]);
+  const [rows, prices] = await Promise.all([
+    services.catalog.list({ includeDisabled: true }),
+    services.catalog.listPrices(),
+  ]);
   const chosen = chosenId === null ? null : (rows.find((row) => row.id === chosenId) ?? null);
   if (chosenId !== null && !chosen) throw new GatewayError('not_found', `Model ${chosenId} does not exist.`);
   return c.html(

@@ -31,8 +31,9 @@ export function OperatorNodesPage({ viewer, profiles, nodes, notice, error, form
       {error && <Notice kind="error">{error}</Notice>}
       {notice && <Notice kind="ok">{notice}</Notice>}
       <p class="muted">
-        Clusters take free nodes of one profile. The forms below do what <code>tollgate profiles add</code>, <code>tollgate nodes add</code>, <code>nodes update</code> and <code>nodes release</code>{' '}
-        do, with the same checks.
+        Clusters take free nodes of one profile. The forms below do what <code>tollgate profiles add</code>,{' '}
+        <code>tollgate nodes add</code>, <code>nodes update</code> and <code>nodes release</code> do, with the same
+        checks.
       </p>
       <h2>Profiles</h2>
       <div class="table-wrap" tabindex={0} role="region" aria-label={`Profiles ${SCROLLS}`}>
@@ -63,7 +64,11 @@ export function OperatorNodesPage({ viewer, profiles, nodes, notice, error, form
                   <td>{profile.name}</td>
                   <td class="num">{mine.filter((node) => nodeState(node) === 'free').length}</td>
                   <td class="num">{mine.length}</td>
-                  <td>{profile.gpusPerNode ? `${profile.gpusPerNode} × ${profile.gpuModel ? profile.gpuModel : 'GPU'}` : 'none'}</td>
+                  <td>
+                    {profile.gpusPerNode
+                      ? `${profile.gpusPerNode} × ${profile.gpuModel ? profile.gpuModel : 'GPU'}`
+                      : 'none'}
+                  </td>
                   <td class="num fold">{profile.cpuCores || '—'}</td>
                   <td class="num fold">{profile.memoryGib || '—'}</td>
                 </tr>
@@ -97,7 +102,9 @@ export function OperatorNodesPage({ viewer, profiles, nodes, notice, error, form
                 <td class="wrap">{node.address}</td>
                 <td class={nodeState(node) === 'free' ? 'state-active' : ''}>{nodeState(node)}</td>
                 <td>{node.profile}</td>
-                <td class="fold">{node.sshUser ? `${node.access}, ssh as ${node.sshUser}, port ${node.sshPort ?? 22}` : node.access}</td>
+                <td class="fold">
+                  {node.sshUser ? `${node.access}, ssh as ${node.sshUser}, port ${node.sshPort ?? 22}` : node.access}
+                </td>
                 <td class="fold">
                   <code>{node.id}</code>
                 </td>
@@ -145,8 +152,23 @@ function ProfileForm({ csrf, form }: { csrf: string; form: NodesForm }) {
       <input type="hidden" name="_csrf" value={csrf} />
       <div class="grid">
         <Field prefix="profile" name="name" label="Name" form={form} required maxlength={63} placeholder="a100x8" />
-        <Field prefix="profile" name="gpus" label="GPUs per node" form={form} required inputmode="numeric" placeholder="8" />
-        <Field prefix="profile" name="gpu_model" label="GPU model (optional)" form={form} maxlength={100} placeholder="A100 80GB" />
+        <Field
+          prefix="profile"
+          name="gpus"
+          label="GPUs per node"
+          form={form}
+          required
+          inputmode="numeric"
+          placeholder="8"
+        />
+        <Field
+          prefix="profile"
+          name="gpu_model"
+          label="GPU model (optional)"
+          form={form}
+          maxlength={100}
+          placeholder="A100 80GB"
+        />
         <Field prefix="profile" name="cpus" label="CPU cores (optional)" form={form} inputmode="numeric" />
         <Field prefix="profile" name="memory_gib" label="Memory, GiB (optional)" form={form} inputmode="numeric" />
       </div>
@@ -162,11 +184,23 @@ function SshFields({ prefix, form }: { prefix: string; form: NodesForm }) {
     <div class="grid">
       <Field prefix={prefix} name="ssh_user" label="SSH user" form={form} placeholder="ops" />
       <Field prefix={prefix} name="ssh_port" label="SSH port" form={form} inputmode="numeric" placeholder="22" />
-      <Field prefix={prefix} name="host_key_fingerprint" label="Host key fingerprint" form={form} placeholder="SHA256:…" />
+      <Field
+        prefix={prefix}
+        name="host_key_fingerprint"
+        label="Host key fingerprint"
+        form={form}
+        placeholder="SHA256:…"
+      />
       <Field prefix={prefix} name="run_user" label="Run user (optional)" form={form} />
       <div class="wide">
         <label for={`${prefix}-ssh_private_key`}>Private key (OpenSSH or PEM, unencrypted)</label>
-        <textarea id={`${prefix}-ssh_private_key`} name="ssh_private_key" rows={4} spellcheck={false} autocomplete="off"></textarea>
+        <textarea
+          id={`${prefix}-ssh_private_key`}
+          name="ssh_private_key"
+          rows={4}
+          spellcheck={false}
+          autocomplete="off"
+        ></textarea>
       </div>
     </div>
   );
@@ -190,13 +224,22 @@ function NodeForm({ csrf, profiles, form }: { csrf: string; profiles: ProfileRow
             ))}
           </select>
         </div>
-        <Field prefix="node" name="address" label="Address (host name or IP)" form={form} required maxlength={253} placeholder="10.0.0.5" />
+        <Field
+          prefix="node"
+          name="address"
+          label="Address (host name or IP)"
+          form={form}
+          required
+          maxlength={253}
+          placeholder="10.0.0.5"
+        />
         <Field prefix="node" name="access" label="Access note (optional)" form={form} maxlength={500} />
       </div>
       <fieldset>
         <legend>SSH access (optional)</legend>
         <p class="muted">
-          With it the platform installs each cluster's key on the node. It is checked by connecting once before the node is added: the host key must match the fingerprint (<code>ssh-keygen -lf</code>
+          With it the platform installs each cluster's key on the node. It is checked by connecting once before the node
+          is added: the host key must match the fingerprint (<code>ssh-keygen -lf</code>
           ), and the key is stored sealed.
         </p>
         <SshFields prefix="node" form={form} />
@@ -212,7 +255,10 @@ function AccessForm({ csrf, nodes, form }: { csrf: string; nodes: NodeRow[]; for
       <h3 id="change-access" class="first">
         Change a node's SSH access
       </h3>
-      <p class="muted">A host key that changed, a new key or account: what you leave empty is kept. Checked by connecting once before it is stored.</p>
+      <p class="muted">
+        A host key that changed, a new key or account: what you leave empty is kept. Checked by connecting once before
+        it is stored.
+      </p>
       <input type="hidden" name="_csrf" value={csrf} />
       <label for="access-node">Node</label>
       <select id="access-node" name="node" required>

@@ -46,7 +46,10 @@ export function operatorNodesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   nodes.post('/profiles', async (c) => {
     const actor = await operator(c);
     const { text } = await readForm(c, deps, actor);
-    const form: NodesForm = { form: 'profile', ...Object.fromEntries(PROFILE_FIELDS.map((name) => [name, text(name)])) };
+    const form: NodesForm = {
+      form: 'profile',
+      ...Object.fromEntries(PROFILE_FIELDS.map((name) => [name, text(name)])),
+    };
     const input = {
       name: form.name,
       gpus_per_node: whole(text('gpus')) ?? '',
@@ -58,7 +61,13 @@ export function operatorNodesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     if (!parsed.success) return render(c, actor, { error: problems(parsed.error), form, status: 400 });
     const p = parsed.data;
     return attempt(c, actor, form, async () => {
-      await services.clusters.addProfile({ name: p.name, gpusPerNode: p.gpus_per_node, gpuModel: p.gpu_model, cpuCores: p.cpu_cores, memoryGib: p.memory_gib });
+      await services.clusters.addProfile({
+        name: p.name,
+        gpusPerNode: p.gpus_per_node,
+        gpuModel: p.gpu_model,
+        cpuCores: p.cpu_cores,
+        memoryGib: p.memory_gib,
+      });
       log(c, actor, 'added a profile', { profile: p.name });
       return 'profile';
     });
@@ -67,12 +76,28 @@ export function operatorNodesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   nodes.post('/', async (c) => {
     const actor = await operator(c);
     const { text, ssh } = await readForm(c, deps, actor);
-    const form: NodesForm = { form: 'node', profile: text('profile'), address: text('address'), access: text('access'), ...sshTyped(text) };
-    const parsed = createNodeBody.safeParse({ profile: form.profile, address: form.address, access: form.access || undefined, ssh: ssh() });
+    const form: NodesForm = {
+      form: 'node',
+      profile: text('profile'),
+      address: text('address'),
+      access: text('access'),
+      ...sshTyped(text),
+    };
+    const parsed = createNodeBody.safeParse({
+      profile: form.profile,
+      address: form.address,
+      access: form.access || undefined,
+      ssh: ssh(),
+    });
     if (!parsed.success) return render(c, actor, { error: problems(parsed.error), form, status: 400 });
     const input = parsed.data;
     return attempt(c, actor, form, async () => {
-      const node = await services.clusters.addNode({ profile: input.profile, address: input.address, access: input.access, ssh: input.ssh && accessOf(input.ssh) });
+      const node = await services.clusters.addNode({
+        profile: input.profile,
+        address: input.address,
+        access: input.access,
+        ssh: input.ssh && accessOf(input.ssh),
+      });
       log(c, actor, 'added a node', { nodeId: node.id, profile: node.profile, address: node.address });
       return 'node';
     });
@@ -94,7 +119,8 @@ function maintenanceRoutes(nodes: Hono<GatewayEnv>, deps: PortalDeps): void {
     const parsed = updateNodeBody.safeParse({ ssh: ssh() ?? {} });
     if (!parsed.success) return render(c, actor, { error: problems(parsed.error), form, status: 400 });
     const given = parsed.data.ssh;
-    if (Object.values(given).every((value) => value === undefined)) return render(c, actor, { error: 'Give at least one of the SSH fields to change.', form, status: 400 });
+    if (Object.values(given).every((value) => value === undefined))
+      return render(c, actor, { error: 'Give at least one of the SSH fields to change.', form, status: 400 });
     return attempt(c, actor, form, async () => {
       await services.nodeMaintenance.changeAccess(form.node ?? '', accessOf(given));
       log(c, actor, "changed a node's access", { nodeId: form.node });
@@ -118,9 +144,22 @@ function maintenanceRoutes(nodes: Hono<GatewayEnv>, deps: PortalDeps): void {
 function nodePageTools(deps: PortalDeps) {
   const { services } = deps;
   const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
-  const render = async (c: PortalContext, actor: SignedInActor, extra: { notice?: string; error?: string; form?: NodesForm; status?: number } = {}) => {
+  const render = async (
+    c: PortalContext,
+    actor: SignedInActor,
+    extra: { notice?: string; error?: string; form?: NodesForm; status?: number } = {},
+  ) => {
     const [profiles, rows] = await Promise.all([services.clusters.listProfiles(), services.clusters.listNodes()]);
-    const page = <OperatorNodesPage viewer={deps.viewerOf(actor)} profiles={profiles} nodes={rows} notice={extra.notice} error={extra.error} form={extra.form ?? {}} />;
+    const page = (
+      <OperatorNodesPage
+        viewer={deps.viewerOf(actor)}
+        profiles={profiles}
+        nodes={rows}
+        notice={extra.notice}
+        error={extra.error}
+        form={extra.form ?? {}}
+      />
+    );
     return c.html(page, (extra.status ?? 200) as 200);
   };
   /** Runs a change; its refusal (the service's own words, for the operator) is shown on the form they used, with its status. */
@@ -141,7 +180,8 @@ function nodePageTools(deps: PortalDeps) {
 async function readForm(c: PortalContext, deps: PortalDeps, actor: SignedInActor) {
   const body = await c.req.parseBody();
   deps.checkToken(actor, body._csrf);
-  const text = (name: string) => (typeof body[name] === 'string' ? (name === 'ssh_private_key' ? body[name] : body[name].trim()) : '');
+  const text = (name: string) =>
+    typeof body[name] === 'string' ? (name === 'ssh_private_key' ? body[name] : body[name].trim()) : '';
   const ssh = () => {
     const fields = {
       user: text('ssh_user') || undefined,
@@ -159,10 +199,21 @@ async function readForm(c: PortalContext, deps: PortalDeps, actor: SignedInActor
 function accessOf(ssh: NewSsh): NewNodeAccess;
 function accessOf(ssh: SshChange): Partial<NewNodeAccess>;
 function accessOf(ssh: SshChange): Partial<NewNodeAccess> {
-  return { user: ssh.user, port: ssh.port, privateKey: ssh.private_key, hostKeyFingerprint: ssh.host_key_fingerprint, runUser: ssh.run_user };
+  return {
+    user: ssh.user,
+    port: ssh.port,
+    privateKey: ssh.private_key,
+    hostKeyFingerprint: ssh.host_key_fingerprint,
+    runUser: ssh.run_user,
+  };
 }
 
 /** The SSH fields to show again on a refused form: never the private key. */
 function sshTyped(text: (name: string) => string): NodesForm {
-  return { ssh_user: text('ssh_user'), ssh_port: text('ssh_port'), host_key_fingerprint: text('host_key_fingerprint'), run_user: text('run_user') };
+  return {
+    ssh_user: text('ssh_user'),
+    ssh_port: text('ssh_port'),
+    host_key_fingerprint: text('host_key_fingerprint'),
+    run_user: text('run_user'),
+  };
 }

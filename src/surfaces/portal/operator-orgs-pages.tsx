@@ -10,14 +10,22 @@ import { OperatorNav } from './operator-engines-pages.js';
 const SCROLLS = '(scrolls sideways on a narrow screen)';
 
 /** Every organization: name, balance and billing currency, each a link to its page. */
-export function OperatorOrgsPage({ viewer, orgs, currency }: { viewer: Viewer; orgs: Array<{ id: string; name: string; balance: bigint; billingCurrency: string | null }>; currency: string }) {
+export function OperatorOrgsPage({
+  viewer,
+  orgs,
+  currency,
+}: {
+  viewer: Viewer;
+  orgs: Array<{ id: string; name: string; balance: bigint; billingCurrency: string | null }>;
+  currency: string;
+}) {
   return (
     <Page title="Organizations" user={viewer} current="operator">
       <OperatorNav here="orgs" />
       <h1>Organizations</h1>
       <p class="muted">
-        Operator pages: every organization of this gateway. Balances are in {currency}, the gateway's currency, in which wallets are topped up and requests charged; the billing currency is what
-        hardware costs are converted to.
+        Operator pages: every organization of this gateway. Balances are in {currency}, the gateway's currency, in which
+        wallets are topped up and requests charged; the billing currency is what hardware costs are converted to.
       </p>
       <div class="table-wrap" tabindex={0} role="region" aria-label={`Organizations ${SCROLLS}`}>
         <table>
@@ -98,9 +106,18 @@ export function OperatorOrgPage(view: OperatorOrgView) {
       <form method="post" action={`${action}/topups`} class="panel">
         <input type="hidden" name="_csrf" value={view.viewer.csrf} />
         <label for="amount">Amount ({currency})</label>
-        <input id="amount" name="amount" type="text" inputmode="decimal" required pattern="\d{1,12}(\.\d{1,9})?" aria-describedby="amount-hint" />
+        <input
+          id="amount"
+          name="amount"
+          type="text"
+          inputmode="decimal"
+          required
+          pattern="\d{1,12}(\.\d{1,9})?"
+          aria-describedby="amount-hint"
+        />
         <p class="hint muted" id="amount-hint">
-          A decimal such as 25.00, at most 9 decimal places. It is credited in {currency} and written to the ledger with your note.
+          A decimal such as 25.00, at most 9 decimal places. It is credited in {currency} and written to the ledger with
+          your note.
         </p>
         <label for="note">Note (optional)</label>
         <input id="note" name="note" type="text" maxlength={500} />

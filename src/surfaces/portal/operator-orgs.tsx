@@ -11,7 +11,8 @@ import { OperatorOrgPage, OperatorOrgsPage } from './operator-orgs-pages.js';
 import { type PortalContext, type PortalDeps, problems } from './session.js';
 
 const DONE: Record<string, string> = {
-  topup: 'Topped up: the balance and the ledger below show it, and the organization can spend it from its next request.',
+  topup:
+    'Topped up: the balance and the ledger below show it, and the organization can spend it from its next request.',
   currency: 'Billing currency saved.',
 };
 
@@ -37,7 +38,12 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     return c.html(
       <OperatorOrgsPage
         viewer={deps.viewerOf(actor)}
-        orgs={rows.map(({ org, balance }) => ({ id: org.id, name: org.name, balance, billingCurrency: billing.get(org.id) ?? null }))}
+        orgs={rows.map(({ org, balance }) => ({
+          id: org.id,
+          name: org.name,
+          balance,
+          billingCurrency: billing.get(org.id) ?? null,
+        }))}
         currency={services.config.currency}
       />,
     );
@@ -57,7 +63,11 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const parsed = topupBody.safeParse({ amount: typeof form.amount === 'string' ? form.amount : '', note });
     if (!parsed.success) return renderOrg(c, deps, actor, orgId, { error: problems(parsed.error), status: 400 });
     await services.wallets.credit(orgId, 'topup', parsed.data.amount, parsed.data.note);
-    services.log.info('operator topped up an organization in the portal', { requestId: c.get('requestId'), orgId, by: actor.userId });
+    services.log.info('operator topped up an organization in the portal', {
+      requestId: c.get('requestId'),
+      orgId,
+      by: actor.userId,
+    });
     return c.redirect(`/portal/operator/orgs/${encodeURIComponent(orgId)}?done=topup`, 303);
   });
 
@@ -68,9 +78,15 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const orgId = (await services.orgs.get(c.req.param('orgId'))).id;
     const chosen = typeof form.currency === 'string' ? form.currency : '';
     const parsed = currencyCode.nullable().safeParse(chosen === '' ? null : chosen);
-    if (!parsed.success) return renderOrg(c, deps, actor, orgId, { error: 'Choose a currency from the list.', status: 400 });
+    if (!parsed.success)
+      return renderOrg(c, deps, actor, orgId, { error: 'Choose a currency from the list.', status: 400 });
     await services.costs.setBillingCurrency(orgId, parsed.data);
-    services.log.info("operator set an organization's billing currency in the portal", { requestId: c.get('requestId'), orgId, currency: parsed.data, by: actor.userId });
+    services.log.info("operator set an organization's billing currency in the portal", {
+      requestId: c.get('requestId'),
+      orgId,
+      currency: parsed.data,
+      by: actor.userId,
+    });
     return c.redirect(`/portal/operator/orgs/${encodeURIComponent(orgId)}?done=currency`, 303);
   });
   return orgs;
@@ -82,11 +98,21 @@ export function operatorOnly(actor: SignedInActor): SignedInActor {
   return actor;
 }
 
-async function renderOrg(c: PortalContext, deps: PortalDeps, actor: SignedInActor, orgId: string, extra: { notice?: string; error?: string; status?: 400 }) {
+async function renderOrg(
+  c: PortalContext,
+  deps: PortalDeps,
+  actor: SignedInActor,
+  orgId: string,
+  extra: { notice?: string; error?: string; status?: 400 },
+) {
   const { services } = deps;
   await services.applier.settled(2_000);
   const org = await services.orgs.get(orgId);
-  const [balance, billingCurrency, ledger] = await Promise.all([services.wallets.balance(org.id), services.costs.billingCurrency(org.id), services.wallets.ledgerPage(org.id, { limit: 10 })]);
+  const [balance, billingCurrency, ledger] = await Promise.all([
+    services.wallets.balance(org.id),
+    services.costs.billingCurrency(org.id),
+    services.wallets.ledgerPage(org.id, { limit: 10 }),
+  ]);
   return c.html(
     <OperatorOrgPage
       viewer={deps.viewerOf(actor)}
@@ -105,6 +131,8 @@ async function renderOrg(c: PortalContext, deps: PortalDeps, actor: SignedInActo
 
 /** Every organization's billing currency, by id, in one query. */
 async function billingCurrenciesOf(services: Services): Promise<Map<string, string>> {
-  const rows = await services.db.select({ orgId: billingCurrencies.orgId, currency: billingCurrencies.currency }).from(billingCurrencies);
+  const rows = await services.db
+    .select({ orgId: billingCurrencies.orgId, currency: billingCurrencies.currency })
+    .from(billingCurrencies);
   return new Map(rows.map((row) => [row.orgId, row.currency]));
 }

@@ -15,7 +15,8 @@ interface RateCardsView {
   form: Record<string, string>;
 }
 
-const day = (at: Date | null) => (at ? at.toISOString().replace('T00:00:00.000Z', '').replace('.000Z', 'Z').replace('T', ' ') : 'further notice');
+const day = (at: Date | null) =>
+  at ? at.toISOString().replace('T00:00:00.000Z', '').replace('.000Z', 'Z').replace('T', ' ') : 'further notice';
 
 /** The rate cards by profile and start, a filter by profile, a form to add one and a delete button on each: as `tollgate rate-cards` has them. */
 export function OperatorRateCardsPage({ viewer, cards, profiles, profile, notice, error, form }: RateCardsView) {
@@ -26,8 +27,9 @@ export function OperatorRateCardsPage({ viewer, cards, profiles, profile, notice
       {error && <Notice kind="error">{error}</Notice>}
       {notice && <Notice kind="ok">{notice}</Notice>}
       <p class="muted">
-        What a node-hour and a GPU-hour of a hardware profile cost, in a currency, from a day (UTC midnight) on; cost reports price clusters' hours with them. A profile's cards never overlap: a new
-        card without an end ends the open card before it, which is how a price changes.
+        What a node-hour and a GPU-hour of a hardware profile cost, in a currency, from a day (UTC midnight) on; cost
+        reports price clusters' hours with them. A profile's cards never overlap: a new card without an end ends the
+        open card before it, which is how a price changes.
       </p>
       <form method="get" action="/portal/operator/rate-cards" class="actions filters">
         <div>
@@ -89,7 +91,11 @@ export function OperatorRateCardsPage({ viewer, cards, profiles, profile, notice
                   >
                     <input type="hidden" name="_csrf" value={viewer.csrf} />
                     <input type="hidden" name="id" value={card.id} />
-                    <button type="submit" class="secondary" aria-label={`Delete the ${card.profile} rate card from ${day(card.effectiveFrom)}`}>
+                    <button
+                      type="submit"
+                      class="secondary"
+                      aria-label={`Delete the ${card.profile} rate card from ${day(card.effectiveFrom)}`}
+                    >
                       Delete
                     </button>
                   </form>
@@ -99,9 +105,17 @@ export function OperatorRateCardsPage({ viewer, cards, profiles, profile, notice
           </tbody>
         </table>
       </div>
-      {cards.length === 0 && <p class="muted">{profile ? `No rate card for ${profile} yet.` : 'No rate card yet: cost reports count hours as unrated.'}</p>}
+      {cards.length === 0 && (
+        <p class="muted">
+          {profile ? `No rate card for ${profile} yet.` : 'No rate card yet: cost reports count hours as unrated.'}
+        </p>
+      )}
       <h2 id="add-card">Add a rate card</h2>
-      {profiles.length === 0 ? <p class="muted">Add a hardware profile first (Nodes and profiles).</p> : <RateCardForm csrf={viewer.csrf} profiles={profiles} form={form} />}
+      {profiles.length === 0 ? (
+        <p class="muted">Add a hardware profile first (Nodes and profiles).</p>
+      ) : (
+        <RateCardForm csrf={viewer.csrf} profiles={profiles} form={form} />
+      )}
     </Page>
   );
 }
@@ -122,15 +136,39 @@ function RateCardForm({ csrf, profiles, form }: { csrf: string; profiles: string
       </div>
       <div>
         <label for="card-currency">Currency</label>
-        <input id="card-currency" name="currency" type="text" required maxlength={3} value={form.currency ?? ''} placeholder="USD" />
+        <input
+          id="card-currency"
+          name="currency"
+          type="text"
+          required
+          maxlength={3}
+          value={form.currency ?? ''}
+          placeholder="USD"
+        />
       </div>
       <div>
         <label for="card-node">Node-hour price</label>
-        <input id="card-node" name="node_hour_price" type="text" inputmode="decimal" required value={form.node_hour_price ?? ''} placeholder="2.50" />
+        <input
+          id="card-node"
+          name="node_hour_price"
+          type="text"
+          inputmode="decimal"
+          required
+          value={form.node_hour_price ?? ''}
+          placeholder="2.50"
+        />
       </div>
       <div>
         <label for="card-gpu">GPU-hour price</label>
-        <input id="card-gpu" name="gpu_hour_price" type="text" inputmode="decimal" required value={form.gpu_hour_price ?? ''} placeholder="0.40" />
+        <input
+          id="card-gpu"
+          name="gpu_hour_price"
+          type="text"
+          inputmode="decimal"
+          required
+          value={form.gpu_hour_price ?? ''}
+          placeholder="0.40"
+        />
       </div>
       <div>
         <label for="card-from">From day (UTC)</label>

@@ -56,7 +56,12 @@ export function operatorRateCardsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         effectiveFrom: card.effective_from,
         effectiveTo: card.effective_to ?? null,
       });
-      services.log.info('operator added a rate card in the portal', { requestId: c.get('requestId'), rateCardId: row.id, profile: row.profile, by: actor.userId });
+      services.log.info('operator added a rate card in the portal', {
+        requestId: c.get('requestId'),
+        rateCardId: row.id,
+        profile: row.profile,
+        by: actor.userId,
+      });
     } catch (error) {
       return refused(c, actor, form, error);
     }
@@ -70,7 +75,11 @@ export function operatorRateCardsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const id = typeof body.id === 'string' ? body.id : '';
     try {
       await services.costs.rateCards.delete(id);
-      services.log.info('operator deleted a rate card in the portal', { requestId: c.get('requestId'), rateCardId: id, by: actor.userId });
+      services.log.info('operator deleted a rate card in the portal', {
+        requestId: c.get('requestId'),
+        rateCardId: id,
+        by: actor.userId,
+      });
     } catch (error) {
       return refused(c, actor, {}, error);
     }
@@ -84,9 +93,22 @@ async function renderCards(c: PortalContext, deps: PortalDeps, actor: SignedInAc
   const { services } = deps;
   const query = rateCardsQuery.safeParse(c.req.query());
   const profile = query.success && query.data.profile ? query.data.profile : undefined;
-  const [rows, profiles] = await Promise.all([services.costs.rateCards.list(profile), services.clusters.listProfiles()]);
+  const [rows, profiles] = await Promise.all([
+    services.costs.rateCards.list(profile),
+    services.clusters.listProfiles(),
+  ]);
   const names = profiles.map((p) => p.name);
-  const page = <OperatorRateCardsPage viewer={deps.viewerOf(actor)} cards={rows} profiles={names} profile={profile} notice={extra.notice} error={extra.error} form={extra.form ?? {}} />;
+  const page = (
+    <OperatorRateCardsPage
+      viewer={deps.viewerOf(actor)}
+      cards={rows}
+      profiles={names}
+      profile={profile}
+      notice={extra.notice}
+      error={extra.error}
+      form={extra.form ?? {}}
+    />
+  );
   return c.html(page, (extra.status ?? 200) as 200);
 }
 
@@ -104,6 +126,10 @@ async function readCardForm(c: PortalContext, deps: PortalDeps, actor: SignedInA
     to: text('to'),
   };
   const { from, to, ...prices } = form;
-  const parsed = createRateCardBody.safeParse({ ...prices, effective_from: from, ...(to === '' ? {} : { effective_to: to }) });
+  const parsed = createRateCardBody.safeParse({
+    ...prices,
+    effective_from: from,
+    ...(to === '' ? {} : { effective_to: to }),
+  });
   return { form, parsed };
 }

@@ -4,7 +4,19 @@ import { Notice, Page, type Viewer } from './layout.js';
 import { OperatorNav } from './operator-engines-pages.js';
 
 /** The conversion rates, newest day first per pair, a form to set one, and a remove button on each. */
-export function OperatorRatesPage({ viewer, rates, notice, error, form }: { viewer: Viewer; rates: ConversionRateRow[]; notice?: string; error?: string; form: Record<string, string> }) {
+export function OperatorRatesPage({
+  viewer,
+  rates,
+  notice,
+  error,
+  form,
+}: {
+  viewer: Viewer;
+  rates: ConversionRateRow[];
+  notice?: string;
+  error?: string;
+  form: Record<string, string>;
+}) {
   return (
     <Page title="Conversion rates" user={viewer} current="operator">
       <OperatorNav here="rates" />
@@ -12,10 +24,16 @@ export function OperatorRatesPage({ viewer, rates, notice, error, form }: { view
       {error && <Notice kind="error">{error}</Notice>}
       {notice && <Notice kind="ok">{notice}</Notice>}
       <p class="muted">
-        A cost report converts a rate card's currency (base) into an organization's billing currency (quote) with the newest rate of the pair on or before each day. One unit of base is worth{' '}
-        <em>rate</em> units of quote, exactly as written (no rounding until the report's totals).
+        A cost report converts a rate card's currency (base) into an organization's billing currency (quote) with the
+        newest rate of the pair on or before each day. One unit of base is worth <em>rate</em> units of quote, exactly
+        as written (no rounding until the report's totals).
       </p>
-      <div class="table-wrap" tabindex={0} role="region" aria-label="Conversion rates (scrolls sideways on a narrow screen)">
+      <div
+        class="table-wrap"
+        tabindex={0}
+        role="region"
+        aria-label="Conversion rates (scrolls sideways on a narrow screen)"
+      >
         <table>
           <thead>
             <tr>
@@ -36,12 +54,20 @@ export function OperatorRatesPage({ viewer, rates, notice, error, form }: { view
                 <td>{rate.effectiveOn}</td>
                 <td class="num">{formatDecimal(parseDecimal(rate.rate))}</td>
                 <td>
-                  <form method="post" action="/portal/operator/rates/remove" data-confirm={`Remove the ${rate.base} → ${rate.quote} rate of ${rate.effectiveOn}?`}>
+                  <form
+                    method="post"
+                    action="/portal/operator/rates/remove"
+                    data-confirm={`Remove the ${rate.base} → ${rate.quote} rate of ${rate.effectiveOn}?`}
+                  >
                     <input type="hidden" name="_csrf" value={viewer.csrf} />
                     <input type="hidden" name="base" value={rate.base} />
                     <input type="hidden" name="quote" value={rate.quote} />
                     <input type="hidden" name="date" value={rate.effectiveOn} />
-                    <button type="submit" class="secondary" aria-label={`Remove ${rate.base} to ${rate.quote} of ${rate.effectiveOn}`}>
+                    <button
+                      type="submit"
+                      class="secondary"
+                      aria-label={`Remove ${rate.base} to ${rate.quote} of ${rate.effectiveOn}`}
+                    >
                       Remove
                     </button>
                   </form>
@@ -51,7 +77,9 @@ export function OperatorRatesPage({ viewer, rates, notice, error, form }: { view
           </tbody>
         </table>
       </div>
-      {rates.length === 0 && <p class="muted">No conversion rate yet: reports keep each line in its rate card's currency.</p>}
+      {rates.length === 0 && (
+        <p class="muted">No conversion rate yet: reports keep each line in its rate card's currency.</p>
+      )}
       <h2>Set a rate</h2>
       <form method="post" action="/portal/operator/rates" class="panel actions filters">
         <input type="hidden" name="_csrf" value={viewer.csrf} />
@@ -61,7 +89,15 @@ export function OperatorRatesPage({ viewer, rates, notice, error, form }: { view
         </div>
         <div>
           <label for="quote">Quote (billing)</label>
-          <input id="quote" name="quote" type="text" required maxlength={3} value={form.quote ?? ''} placeholder="USD" />
+          <input
+            id="quote"
+            name="quote"
+            type="text"
+            required
+            maxlength={3}
+            value={form.quote ?? ''}
+            placeholder="USD"
+          />
         </div>
         <div>
           <label for="date">From day (UTC)</label>
@@ -69,7 +105,15 @@ export function OperatorRatesPage({ viewer, rates, notice, error, form }: { view
         </div>
         <div>
           <label for="rate">Rate</label>
-          <input id="rate" name="rate" type="text" inputmode="decimal" required value={form.rate ?? ''} placeholder="1.0825" />
+          <input
+            id="rate"
+            name="rate"
+            type="text"
+            inputmode="decimal"
+            required
+            value={form.rate ?? ''}
+            placeholder="1.0825"
+          />
         </div>
         <div>
           <button type="submit">Save rate</button>

@@ -20,11 +20,31 @@ export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const rates = new Hono<GatewayEnv>();
   const { costs } = deps.services;
   const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
-  const render = async (c: PortalContext, actor: SignedInActor, extra: { notice?: string; error?: string; form?: Record<string, string>; status?: 400 } = {}) =>
-    c.html(<OperatorRatesPage viewer={deps.viewerOf(actor)} rates={await costs.conversionRates.list()} notice={extra.notice} error={extra.error} form={extra.form ?? {}} />, extra.status ?? 200);
+  const render = async (
+    c: PortalContext,
+    actor: SignedInActor,
+    extra: { notice?: string; error?: string; form?: Record<string, string>; status?: 400 } = {},
+  ) =>
+    c.html(
+      <OperatorRatesPage
+        viewer={deps.viewerOf(actor)}
+        rates={await costs.conversionRates.list()}
+        notice={extra.notice}
+        error={extra.error}
+        form={extra.form ?? {}}
+      />,
+      extra.status ?? 200,
+    );
 
   rates.get('/', async (c) =>
-    render(c, await operator(c), { notice: c.req.query('done') === 'set' ? 'Rate saved: reports convert with it from now on.' : c.req.query('done') === 'removed' ? 'Rate removed.' : undefined }),
+    render(c, await operator(c), {
+      notice:
+        c.req.query('done') === 'set'
+          ? 'Rate saved: reports convert with it from now on.'
+          : c.req.query('done') === 'removed'
+            ? 'Rate removed.'
+            : undefined,
+    }),
   );
 
   rates.post('/', async (c) => {
@@ -33,8 +53,17 @@ export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     if (!key.success) return render(c, actor, { error: problems(key.error), form, status: 400 });
     const rate = setConversionRateBody.safeParse({ rate: form.rate });
     if (!rate.success) return render(c, actor, { error: problems(rate.error), form, status: 400 });
-    await costs.conversionRates.set({ base: key.data.base, quote: key.data.quote, effectiveOn: key.data.date, rate: rate.data.rate });
-    deps.services.log.info('operator set a conversion rate in the portal', { requestId: c.get('requestId'), ...key.data, by: actor.userId });
+    await costs.conversionRates.set({
+      base: key.data.base,
+      quote: key.data.quote,
+      effectiveOn: key.data.date,
+      rate: rate.data.rate,
+    });
+    deps.services.log.info('operator set a conversion rate in the portal', {
+      requestId: c.get('requestId'),
+      ...key.data,
+      by: actor.userId,
+    });
     return c.redirect('/portal/operator/rates?done=set', 303);
   });
 
@@ -43,7 +72,11 @@ export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const { form, key } = await readRateForm(c, deps, actor);
     if (!key.success) return render(c, actor, { error: problems(key.error), form, status: 400 });
     await costs.conversionRates.delete({ base: key.data.base, quote: key.data.quote, effectiveOn: key.data.date });
-    deps.services.log.info('operator removed a conversion rate in the portal', { requestId: c.get('requestId'), ...key.data, by: actor.userId });
+    deps.services.log.info('operator removed a conversion rate in the portal', {
+      requestId: c.get('requestId'),
+      ...key.data,
+      by: actor.userId,
+    });
     return c.redirect('/portal/operator/rates?done=removed', 303);
   });
   return rates;
@@ -54,6 +87,11 @@ async function readRateForm(c: PortalContext, deps: PortalDeps, actor: SignedInA
   const body = await c.req.parseBody();
   deps.checkToken(actor, body._csrf);
   const text = (name: string) => (typeof body[name] === 'string' ? body[name].trim() : '');
-  const form = { base: text('base').toUpperCase(), quote: text('quote').toUpperCase(), date: text('date'), rate: text('rate') };
+  const form = {
+    base: text('base').toUpperCase(),
+    quote: text('quote').toUpperCase(),
+    date: text('date'),
+    rate: text('rate'),
+  };
   return { form, key: conversionRateKey.safeParse({ base: form.base, quote: form.quote, date: form.date }) };
 }

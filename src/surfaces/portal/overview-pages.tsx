@@ -71,7 +71,9 @@ export function OverviewPage(view: OverviewView) {
           <p class="figure" id="figure-last-hour">
             {plural(view.lastHour.requests, 'request', 'requests')}
           </p>
-          <p class={`figure-note ${view.lastHour.errors > 0 ? 'flag' : 'muted'}`}>{plural(view.lastHour.errors, 'error', 'errors')}</p>
+          <p class={`figure-note ${view.lastHour.errors > 0 ? 'flag' : 'muted'}`}>
+            {plural(view.lastHour.errors, 'error', 'errors')}
+          </p>
         </div>
         <div>
           <p class="muted">Key nearest its monthly limit</p>
@@ -79,7 +81,8 @@ export function OverviewPage(view: OverviewView) {
             <>
               <p class="figure">{view.nearest.name}</p>
               <p class="figure-note">
-                {count(view.nearest.used)} of {count(view.nearest.limit)} tokens this month. <a href={`/portal/keys/${view.nearest.id}/edit`}>Change its limits</a>
+                {count(view.nearest.used)} of {count(view.nearest.limit)} tokens this month.{' '}
+                <a href={`/portal/keys/${view.nearest.id}/edit`}>Change its limits</a>
               </p>
             </>
           ) : (
@@ -90,8 +93,9 @@ export function OverviewPage(view: OverviewView) {
         </div>
       </div>
       <p class="muted">
-        Amounts are in {currency}, the gateway's currency: your wallet is topped up and charged in it. Token spend is here and on <a href="/portal/usage">Usage</a>; hardware node-hours of clusters are
-        on <a href="/portal/costs">Costs</a>.
+        Amounts are in {currency}, the gateway's currency: your wallet is topped up and charged in it. Token spend is
+        here and on <a href="/portal/usage">Usage</a>; hardware node-hours of clusters are on{' '}
+        <a href="/portal/costs">Costs</a>.
       </p>
       <h2>Spend and tokens by day</h2>
       <WindowForm action="/portal/overview" window={window}>
@@ -117,7 +121,13 @@ export function OverviewPage(view: OverviewView) {
         </div>
       </WindowForm>
       <div class="charts">
-        <DayChart title={`Spend by day (${currency})`} caption={`What ${shown} cost on each UTC day.`} window={window} days={dayValues(view.days, (g) => g.cost)} format={formatAmount} />
+        <DayChart
+          title={`Spend by day (${currency})`}
+          caption={`What ${shown} cost on each UTC day.`}
+          window={window}
+          days={dayValues(view.days, (g) => g.cost)}
+          format={formatAmount}
+        />
         <DayChart
           title="Tokens by day"
           caption={`Prompt and completion tokens of ${shown} on each UTC day.`}
@@ -127,7 +137,8 @@ export function OverviewPage(view: OverviewView) {
         />
       </div>
       <p>
-        More: <a href={`/portal/usage?${window.query}`}>usage of this window</a> by key, model and project, with every request; the <a href="/portal/wallet">wallet</a>
+        More: <a href={`/portal/usage?${window.query}`}>usage of this window</a> by key, model and project, with every
+        request; the <a href="/portal/wallet">wallet</a>
         's ledger; <a href="/portal/keys">API keys</a> and their limits.
       </p>
     </Page>
@@ -136,7 +147,8 @@ export function OverviewPage(view: OverviewView) {
 
 /** What the charts show, in words: every request, or one key's or one model's. */
 function chartSubject({ show, keyChoices }: OverviewView): string {
-  if (show.startsWith('key:')) return `the key “${keyChoices.find((key) => `key:${key.id}` === show)?.name ?? show.slice(4)}”`;
+  if (show.startsWith('key:'))
+    return `the key “${keyChoices.find((key) => `key:${key.id}` === show)?.name ?? show.slice(4)}”`;
   if (show.startsWith('model:')) return `the requests to ${show.slice(6)}`;
   return 'all requests';
 }

@@ -31,17 +31,18 @@ export function overviewRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const show = chartFilter(c.req.query('show'));
     const now = Date.now();
     const scope = { orgId, from: window.from, to: window.to };
-    const [balance, spentThisMonth, spentLastMonth, days, keysUsed, modelsUsed, lastHour, monthByKey, keys] = await Promise.all([
-      services.wallets.balance(orgId),
-      usageTotals(services.db, { orgId, from: thisMonth.from, to: thisMonth.to }),
-      usageTotals(services.db, { orgId, from: lastMonth.from, to: lastMonth.to }),
-      usageGroups(services.db, { ...scope, ...show.scope }, 'day'),
-      usageGroups(services.db, scope, 'key'),
-      usageGroups(services.db, scope, 'model'),
-      usageOutcomes(services.db, { orgId, from: new Date(now - HOUR_MS), to: new Date(now + 1_000) }),
-      usageGroups(services.db, { orgId, from: thisMonth.from, to: thisMonth.to }, 'key'),
-      services.keys.list(orgId),
-    ]);
+    const [balance, spentThisMonth, spentLastMonth, days, keysUsed, modelsUsed, lastHour, monthByKey, keys] =
+      await Promise.all([
+        services.wallets.balance(orgId),
+        usageTotals(services.db, { orgId, from: thisMonth.from, to: thisMonth.to }),
+        usageTotals(services.db, { orgId, from: lastMonth.from, to: lastMonth.to }),
+        usageGroups(services.db, { ...scope, ...show.scope }, 'day'),
+        usageGroups(services.db, scope, 'key'),
+        usageGroups(services.db, scope, 'model'),
+        usageOutcomes(services.db, { orgId, from: new Date(now - HOUR_MS), to: new Date(now + 1_000) }),
+        usageGroups(services.db, { orgId, from: thisMonth.from, to: thisMonth.to }, 'key'),
+        services.keys.list(orgId),
+      ]);
     return c.html(
       <OverviewPage
         viewer={deps.viewerOf(actor)}
@@ -78,7 +79,8 @@ function nearestKey(keys: KeyRow[], monthByKey: UsageGroup[]): NearestKey | null
     if (key.monthlyTokens === null || keyStatus(key) !== 'active') continue;
     const tokens = used.get(key.id) ?? 0;
     // Compared as cross products, so no share is a rounded fraction.
-    if (!nearest || BigInt(tokens) * BigInt(nearest.limit) > BigInt(nearest.used) * BigInt(key.monthlyTokens)) nearest = { id: key.id, name: key.name, used: tokens, limit: key.monthlyTokens };
+    if (!nearest || BigInt(tokens) * BigInt(nearest.limit) > BigInt(nearest.used) * BigInt(key.monthlyTokens))
+      nearest = { id: key.id, name: key.name, used: tokens, limit: key.monthlyTokens };
   }
   return nearest;
 }

@@ -9,7 +9,19 @@ import type { Viewer } from './layout.js';
 const date = (at: Date) => at.toISOString().slice(0, 10);
 
 /** The projects the viewer sees; anyone adds one, creators, owners and admins change or delete theirs. */
-export function ProjectsPage({ viewer, actor, projects, error, notice }: { viewer: Viewer; actor: Actor; projects: ProjectRow[]; error?: string; notice?: string }) {
+export function ProjectsPage({
+  viewer,
+  actor,
+  projects,
+  error,
+  notice,
+}: {
+  viewer: Viewer;
+  actor: Actor;
+  projects: ProjectRow[];
+  error?: string;
+  notice?: string;
+}) {
   return (
     <Page title="Projects" user={viewer} current="projects">
       <h1>Projects</h1>
@@ -42,7 +54,11 @@ export function ProjectsPage({ viewer, actor, projects, error, notice }: { viewe
                 <td>{date(project.createdAt)}</td>
                 <td>
                   {canManageProject(actor, project) ? (
-                    <form method="post" action={`/portal/projects/${project.id}/delete`} data-confirm={`Delete the project “${project.name}”?`}>
+                    <form
+                      method="post"
+                      action={`/portal/projects/${project.id}/delete`}
+                      data-confirm={`Delete the project “${project.name}”?`}
+                    >
                       <input type="hidden" name="_csrf" value={viewer.csrf} />
                       <button type="submit" class="secondary" aria-label={`Delete project ${project.name}`}>
                         Delete
@@ -68,7 +84,9 @@ export function ProjectsPage({ viewer, actor, projects, error, notice }: { viewe
         <label for="project-visibility">Visibility</label>
         <select id="project-visibility" name="visibility">
           {PROJECT_VISIBILITIES.map((visibility) => (
-            <option value={visibility}>{visibility === 'public' ? 'Public: everyone in the organization' : 'Private: you, owners and admins'}</option>
+            <option value={visibility}>
+              {visibility === 'public' ? 'Public: everyone in the organization' : 'Private: you, owners and admins'}
+            </option>
           ))}
         </select>
         <p>
@@ -80,7 +98,19 @@ export function ProjectsPage({ viewer, actor, projects, error, notice }: { viewe
 }
 
 /** The organization's users; owners and admins add, change and delete them (the rules of `people/permissions.ts`). */
-export function UsersPage({ viewer, actor, users, error, notice }: { viewer: Viewer; actor: Actor; users: UserRow[]; error?: string; notice?: string }) {
+export function UsersPage({
+  viewer,
+  actor,
+  users,
+  error,
+  notice,
+}: {
+  viewer: Viewer;
+  actor: Actor;
+  users: UserRow[];
+  error?: string;
+  notice?: string;
+}) {
   const manages = actor.role !== 'member' || actor.platformAdmin;
   return (
     <Page title="Users" user={viewer} current="users">
@@ -126,7 +156,11 @@ export function UsersPage({ viewer, actor, users, error, notice }: { viewer: Vie
                 {manages && (
                   <td>
                     {user.id !== actor.userId ? (
-                      <form method="post" action={`/portal/users/${user.id}/delete`} data-confirm={`Delete ${user.name}? Their sessions end and their keys stop working at once.`}>
+                      <form
+                        method="post"
+                        action={`/portal/users/${user.id}/delete`}
+                        data-confirm={`Delete ${user.name}? Their sessions end and their keys stop working at once.`}
+                      >
                         <input type="hidden" name="_csrf" value={viewer.csrf} />
                         <button type="submit" class="danger" aria-label={`Delete ${user.name}`}>
                           Delete
@@ -152,7 +186,15 @@ export function UsersPage({ viewer, actor, users, error, notice }: { viewer: Vie
             <label for="user-email">Email</label>
             <input id="user-email" name="email" type="email" required maxlength={254} />
             <label for="user-password">Password (8 to 128 characters)</label>
-            <input id="user-password" name="password" type="password" required minlength={8} maxlength={128} autocomplete="new-password" />
+            <input
+              id="user-password"
+              name="password"
+              type="password"
+              required
+              minlength={8}
+              maxlength={128}
+              autocomplete="new-password"
+            />
             <label for="user-role">Role</label>
             <select id="user-role" name="role">
               {ROLES.filter((role) => role !== 'owner' || actor.role === 'owner' || actor.platformAdmin).map((role) => (

@@ -22,7 +22,12 @@ const projectForm = z.object({
 export function projectsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const projects = new Hono<GatewayEnv>();
   const service = deps.services.projects;
-  const projectsPage = async (c: PortalContext, actor: SignedInActor, extra: { error?: string; notice?: string } = {}, status: 200 | 400 = 200) => {
+  const projectsPage = async (
+    c: PortalContext,
+    actor: SignedInActor,
+    extra: { error?: string; notice?: string } = {},
+    status: 200 | 400 = 200,
+  ) => {
     const { rows } = await service.list(actor, { offset: 0, limit: 100, sort: 'name' });
     return c.html(<ProjectsPage viewer={deps.viewerOf(actor)} actor={actor} projects={rows} {...extra} />, status);
   };
@@ -47,7 +52,8 @@ export function projectsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     deps.checkToken(actor, (await c.req.parseBody())._csrf);
     const project = await service.get(c.req.param('id'));
     if (!canSeeProject(actor, project)) throw new GatewayError('not_found', 'There is no such project.');
-    if (!canManageProject(actor, project)) throw new GatewayError('forbidden', "Only the project's creator, owners and admins delete it.");
+    if (!canManageProject(actor, project))
+      throw new GatewayError('forbidden', "Only the project's creator, owners and admins delete it.");
     await service.delete(project.id);
     return c.redirect('/portal/projects?done=project-deleted', 303);
   });

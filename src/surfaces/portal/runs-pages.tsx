@@ -12,7 +12,19 @@ export function RunState({ state }: { state: RunRow['state'] }) {
 }
 
 /** A run: its state, timings, outcome and log; the log follows live (the portal's script) while the run is queued or running. */
-export function RunPage({ viewer, run, clusterName, log, notice }: { viewer: Viewer; run: RunRow; clusterName: string; log: string; notice?: string }) {
+export function RunPage({
+  viewer,
+  run,
+  clusterName,
+  log,
+  notice,
+}: {
+  viewer: Viewer;
+  run: RunRow;
+  clusterName: string;
+  log: string;
+  notice?: string;
+}) {
   const active = !FINAL_STATES.includes(run.state);
   return (
     <Page title={`Run of ${run.stackName}`} user={viewer} current="clusters">
@@ -42,7 +54,11 @@ export function RunPage({ viewer, run, clusterName, log, notice }: { viewer: Vie
         </p>
       )}
       {active && (
-        <form method="post" action={`/portal/runs/${run.id}/cancel`} data-confirm="Stop this run? OpenTofu is interrupted; the cluster may be left partly changed.">
+        <form
+          method="post"
+          action={`/portal/runs/${run.id}/cancel`}
+          data-confirm="Stop this run? OpenTofu is interrupted; the cluster may be left partly changed."
+        >
           <input type="hidden" name="_csrf" value={viewer.csrf} />
           <button type="submit" class="danger">
             Cancel run
@@ -59,7 +75,9 @@ export function RunPage({ viewer, run, clusterName, log, notice }: { viewer: Vie
                   <tr>
                     <th scope="row">{name}</th>
                     <td class="wrap">
-                      <code>{value === null ? '(sensitive)' : typeof value === 'string' ? value : JSON.stringify(value)}</code>
+                      <code>
+                        {value === null ? '(sensitive)' : typeof value === 'string' ? value : JSON.stringify(value)}
+                      </code>
                     </td>
                   </tr>
                 ))}
@@ -76,7 +94,13 @@ export function RunPage({ viewer, run, clusterName, log, notice }: { viewer: Vie
           Following the log as it is written…
         </p>
       )}
-      <pre class="run-log" id="run-log" aria-labelledby="log-heading" tabindex={0} data-follow={active ? `/api/v1/runs/${run.id}/log?follow=true` : undefined}>
+      <pre
+        class="run-log"
+        id="run-log"
+        aria-labelledby="log-heading"
+        tabindex={0}
+        data-follow={active ? `/api/v1/runs/${run.id}/log?follow=true` : undefined}
+      >
         {log || (active ? '' : '(empty)')}
       </pre>
     </Page>

@@ -20,9 +20,20 @@ export function runsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   runs.get('/:id', async (c) => {
     const actor = await deps.signedIn(c);
     const run = await services.runs.get(actor, c.req.param('id'));
-    const [{ cluster }, pieces] = await Promise.all([services.clusters.get(run.clusterId, null), services.runs.readLog(run.id)]);
+    const [{ cluster }, pieces] = await Promise.all([
+      services.clusters.get(run.clusterId, null),
+      services.runs.readLog(run.id),
+    ]);
     const log = pieces.map((piece) => piece.data).join('');
-    return c.html(<RunPage viewer={deps.viewerOf(actor)} run={run} clusterName={cluster.name} log={log} notice={DONE[c.req.query('done') ?? '']} />);
+    return c.html(
+      <RunPage
+        viewer={deps.viewerOf(actor)}
+        run={run}
+        clusterName={cluster.name}
+        log={log}
+        notice={DONE[c.req.query('done') ?? '']}
+      />,
+    );
   });
 
   runs.post('/:id/cancel', async (c) => {

@@ -54,14 +54,18 @@ export function securityHeaders(): MiddlewareHandler {
  * <input type="hidden" name="_csrf" value={tokens.of(sessionHash)} />
  */
 export function formTokens(key: string) {
-  const of = (sessionHash: string) => createHmac('sha256', key).update(`portal-form:${sessionHash}`).digest('base64url');
+  const of = (sessionHash: string) =>
+    createHmac('sha256', key).update(`portal-form:${sessionHash}`).digest('base64url');
   return {
     of,
     check(sessionHash: string, presented: unknown): void {
       const expected = Buffer.from(of(sessionHash));
       const given = Buffer.from(typeof presented === 'string' ? presented : '');
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        throw new GatewayError('forbidden', 'This form has expired or did not come from this portal. Reload the page and try again.');
+        throw new GatewayError(
+          'forbidden',
+          'This form has expired or did not come from this portal. Reload the page and try again.',
+        );
       }
     },
   };

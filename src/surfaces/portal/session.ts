@@ -33,13 +33,24 @@ export const DONE_NOTICES: Record<string, string> = {
 };
 
 /** The signed-in user of the session cookie (its name for the request's scheme, `https`), or undefined. */
-export async function sessionActor(services: Services, c: PortalContext, https: boolean): Promise<SignedInActor | undefined> {
+export async function sessionActor(
+  services: Services,
+  c: PortalContext,
+  https: boolean,
+): Promise<SignedInActor | undefined> {
   const id = sessionCookieOf(c, https);
   if (!id) return undefined;
   const session = await services.sessions.user(id);
   if (!session) return undefined;
   const { user } = session;
-  return { userId: user.id, orgId: user.orgId, role: user.role, platformAdmin: user.platformAdmin, user, sessionHash: session.sessionHash };
+  return {
+    userId: user.id,
+    orgId: user.orgId,
+    role: user.role,
+    platformAdmin: user.platformAdmin,
+    user,
+    sessionHash: session.sessionHash,
+  };
 }
 
 /** The signed-in user, or 401 (which the portal answers with the sign-in page). */

@@ -29,7 +29,23 @@ function StackIcon({ icon, large }: { icon: string | null; large?: boolean }) {
 }
 
 /** The catalog as cards, with search on name, title and description and a category filter; and the upload form. */
-export function StacksPage({ viewer, stacks, total, q, category, error, notice }: { viewer: Viewer; stacks: StackRow[]; total: number; q: string; category: string; error?: string; notice?: string }) {
+export function StacksPage({
+  viewer,
+  stacks,
+  total,
+  q,
+  category,
+  error,
+  notice,
+}: {
+  viewer: Viewer;
+  stacks: StackRow[];
+  total: number;
+  q: string;
+  category: string;
+  error?: string;
+  notice?: string;
+}) {
   return (
     <Page title="Stacks" user={viewer} current="stacks">
       <h1>Stack catalog</h1>
@@ -69,7 +85,8 @@ export function StacksPage({ viewer, stacks, total, q, category, error, notice }
               </h2>
               <p class="card-text">{stack.description || 'No description.'}</p>
               <p class="muted">
-                <span class="badge">{stack.category}</span> {stack.visibility === 'private' ? 'Private' : 'Global'} · <code>{stack.name}</code>
+                <span class="badge">{stack.category}</span> {stack.visibility === 'private' ? 'Private' : 'Global'} ·{' '}
+                <code>{stack.name}</code>
               </p>
             </div>
           </li>
@@ -79,12 +96,20 @@ export function StacksPage({ viewer, stacks, total, q, category, error, notice }
       <form method="post" action="/portal/stacks/upload" enctype="multipart/form-data" class="panel">
         <input type="hidden" name="_csrf" value={viewer.csrf} />
         <p class="muted">
-          A .zip of an OpenTofu or Terraform module, with a <code>manifest.json</code> or without (then its variables become the inputs). Yours stays private to you unless you are a platform admin.
+          A .zip of an OpenTofu or Terraform module, with a <code>manifest.json</code> or without (then its variables
+          become the inputs). Yours stays private to you unless you are a platform admin.
         </p>
         <label for="stack-package">Package (.zip)</label>
         <input id="stack-package" name="package" type="file" accept=".zip,application/zip" />
         <label for="stack-url">Or its https:// address</label>
-        <input id="stack-url" name="url" type="text" inputmode="url" maxlength={2000} placeholder="https://example.com/stack.zip" />
+        <input
+          id="stack-url"
+          name="url"
+          type="text"
+          inputmode="url"
+          maxlength={2000}
+          placeholder="https://example.com/stack.zip"
+        />
         <p>
           <button type="submit">Add stack</button>
         </p>
@@ -111,7 +136,9 @@ export function StackPage({
   details?: string[];
   notice?: string;
 }) {
-  const applicable = targets.filter(({ cluster }) => !stack.applicableProfiles || stack.applicableProfiles.includes(cluster.profile));
+  const applicable = targets.filter(
+    ({ cluster }) => !stack.applicableProfiles || stack.applicableProfiles.includes(cluster.profile),
+  );
   return (
     <Page title={stack.title} user={viewer} current="stacks">
       <p>
@@ -122,7 +149,8 @@ export function StackPage({
         <div>
           <h1>{stack.title}</h1>
           <p class="muted">
-            <span class="badge">{stack.category}</span> {stack.visibility === 'private' ? 'Private' : 'Global'} · <code>{stack.name}</code>
+            <span class="badge">{stack.category}</span> {stack.visibility === 'private' ? 'Private' : 'Global'} ·{' '}
+            <code>{stack.name}</code>
           </p>
         </div>
       </div>
@@ -140,7 +168,13 @@ export function StackPage({
         </div>
       )}
       <p>{stack.description || 'No description.'}</p>
-      <p class="muted">Applies to {stack.applicableProfiles ? `the hardware profiles ${stack.applicableProfiles.join(', ')}` : 'every hardware profile'}.</p>
+      <p class="muted">
+        Applies to{' '}
+        {stack.applicableProfiles
+          ? `the hardware profiles ${stack.applicableProfiles.join(', ')}`
+          : 'every hardware profile'}
+        .
+      </p>
       <p>
         <a class="button secondary" href={`/api/v1/stacks/${stack.name}/download`} download={`${stack.name}.zip`}>
           Download .zip
@@ -180,7 +214,10 @@ export function StackPage({
       <h2>Apply</h2>
       {applicable.length === 0 ? (
         <p class="muted">
-          {targets.length === 0 ? 'Your organization has no running cluster yet.' : 'None of your clusters has a hardware profile this stack applies to.'} <a href="/portal/clusters">Clusters</a>
+          {targets.length === 0
+            ? 'Your organization has no running cluster yet.'
+            : 'None of your clusters has a hardware profile this stack applies to.'}{' '}
+          <a href="/portal/clusters">Clusters</a>
         </p>
       ) : (
         <form method="post" action={`/portal/stacks/${stack.name}/apply`} class="panel">
@@ -193,7 +230,10 @@ export function StackPage({
                   {`${cluster.name}: the whole cluster (${nodes.length} nodes)`}
                 </option>
                 {nodes.map((node) => (
-                  <option value={`node:${cluster.id}:${node.id}`} selected={values?.target === `node:${cluster.id}:${node.id}`}>
+                  <option
+                    value={`node:${cluster.id}:${node.id}`}
+                    selected={values?.target === `node:${cluster.id}:${node.id}`}
+                  >
                     {`${cluster.name}: node ${node.address}`}
                   </option>
                 ))}

@@ -36,11 +36,26 @@ export function stacksRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   return stacks;
 }
 
-async function catalogPage(deps: PortalDeps, c: Context<GatewayEnv>, actor: SignedInActor, extra: { error?: string; notice?: string } = {}, status: 200 | 400 | 403 | 409 | 503 = 200) {
+async function catalogPage(
+  deps: PortalDeps,
+  c: Context<GatewayEnv>,
+  actor: SignedInActor,
+  extra: { error?: string; notice?: string } = {},
+  status: 200 | 400 | 403 | 409 | 503 = 200,
+) {
   const q = (c.req.query('q') ?? '').trim().slice(0, 200);
   const category = STACK_CATEGORIES.find((name) => name === c.req.query('category')) ?? '';
-  const { rows, total } = await deps.services.stacks.list(actor, { q: q || undefined, category: category || undefined, offset: 0, limit: 100, sort: 'title' });
-  return c.html(<StacksPage viewer={deps.viewerOf(actor)} stacks={rows} total={total} q={q} category={category} {...extra} />, status);
+  const { rows, total } = await deps.services.stacks.list(actor, {
+    q: q || undefined,
+    category: category || undefined,
+    offset: 0,
+    limit: 100,
+    sort: 'title',
+  });
+  return c.html(
+    <StacksPage viewer={deps.viewerOf(actor)} stacks={rows} total={total} q={q} category={category} {...extra} />,
+    status,
+  );
 }
 
 /** The upload form: a .zip, or the https:// address of one, added to the catalog. */
@@ -55,7 +70,12 @@ async function uploadStack(deps: PortalDeps, c: Context<GatewayEnv>) {
     if (!file && !url) throw new GatewayError('invalid_request', 'Choose a .zip, or give its https:// address.');
     const { zip, fileName } = file
       ? { zip: Buffer.from(await file.arrayBuffer()), fileName: file.name }
-      : await downloadPackage(url, { ...services.config.stackDownloads, maxBytes: DEFAULT_PACKAGE_LIMITS.maxZipBytes, timeoutMs: DOWNLOAD_TIMEOUT_MS, maxRedirects: 3 });
+      : await downloadPackage(url, {
+          ...services.config.stackDownloads,
+          maxBytes: DEFAULT_PACKAGE_LIMITS.maxZipBytes,
+          timeoutMs: DOWNLOAD_TIMEOUT_MS,
+          maxRedirects: 3,
+        });
     const added = await services.stacks.add(actor, await readStackPackage(zip, { fileName }), zip);
     return c.redirect(`/portal/stacks/${added.name}?done=added`, 303);
   } catch (error) {
@@ -77,7 +97,15 @@ async function stackPage(
   const { rows } = await services.clusters.list(scope, { offset: 0, limit: 100, includeDeleted: false });
   const targets: ApplyTarget[] = await Promise.all(rows.map((cluster) => services.clusters.get(cluster.id, null)));
   return c.html(
-    <StackPage viewer={deps.viewerOf(actor)} stack={stack} targets={targets} error={extra.error} details={extra.details} values={extra.values} notice={DONE[c.req.query('done') ?? '']} />,
+    <StackPage
+      viewer={deps.viewerOf(actor)}
+      stack={stack}
+      targets={targets}
+      error={extra.error}
+      details={extra.details}
+      values={extra.values}
+      notice={DONE[c.req.query('done') ?? '']}
+    />,
     status,
   );
 }
@@ -88,24 +116,44 @@ async function applyStack(deps: PortalDeps, c: Context<GatewayEnv>) {
   const actor = await deps.signedIn(c);
   const form = await c.req.parseBody();
   deps.checkToken(actor, form._csrf);
-  const values = Object.fromEntries(Object.entries(form).filter((entry): entry is [string, string] => typeof entry[1] === 'string' && entry[0] !== '_csrf'));
+  const values = Object.fromEntries(
+    Object.entries(form).filter(
+      (entry): entry is [string, string] => typeof entry[1] === 'string' && entry[0] !== '_csrf',
+    ),
+  );
   try {
     const stack = await services.stacks.get(actor, c.req.param('name')!);
     const [kind, clusterId, nodeId] = (values.target ?? '').split(':');
-    if (!clusterId || (kind !== 'cluster' && kind !== 'node') || (kind === 'node' && !nodeId)) throw new GatewayError('invalid_request', 'Choose a cluster or a node to apply the stack to.');
+    if (!clusterId || (kind !== 'cluster' && kind !== 'node') || (kind === 'node' && !nodeId))
+      throw new GatewayError('invalid_request', 'Choose a cluster or a node to apply the stack to.');
     const inputs = inputsOf(stack.inputs, values);
-    const run = await services.runs.queue(actor, { clusterId, stackName: stack.id, nodeId: kind === 'node' ? nodeId : undefined, inputs });
+    const run = await services.runs.queue(actor, {
+      clusterId,
+      stackName: stack.id,
+      nodeId: kind === 'node' ? nodeId : undefined,
+      inputs,
+    });
     services.runWorker.poke();
     return c.redirect(`/portal/runs/${run.id}`, 303);
   } catch (error) {
-    if (!(error instanceof GatewayError) || (error.status >= 500 && error.code !== 'runner_unavailable') || error.code === 'not_found') throw error;
-    const details = (error.details ?? []).map((detail) => `${detail.field.replace(/^inputs\./, '')}: ${detail.message}`);
+    if (
+      !(error instanceof GatewayError) ||
+      (error.status >= 500 && error.code !== 'runner_unavailable') ||
+      error.code === 'not_found'
+    )
+      throw error;
+    const details = (error.details ?? []).map(
+      (detail) => `${detail.field.replace(/^inputs\./, '')}: ${detail.message}`,
+    );
     return stackPage(deps, c, actor, { values, error: error.message, details }, error.status as 400);
   }
 }
 
 /** The form sends text: a number input becomes a number (or NaN, which the checks refuse); an empty one is left out. */
-function inputsOf(declared: ReadonlyArray<{ name: string; type: string }>, values: Record<string, string>): Record<string, unknown> {
+function inputsOf(
+  declared: ReadonlyArray<{ name: string; type: string }>,
+  values: Record<string, string>,
+): Record<string, unknown> {
   const inputs: Record<string, unknown> = {};
   for (const input of declared) {
     const raw = values[`input.${input.name}`];
@@ -117,6 +165,8 @@ function inputsOf(declared: ReadonlyArray<{ name: string; type: string }>, value
 
 /** A refusal as one sentence, its details after it. */
 function sentenceOf(error: GatewayError): string {
-  const details = (error.details ?? []).map((detail) => detail.message).filter((message) => !error.message.includes(message));
+  const details = (error.details ?? [])
+    .map((detail) => detail.message)
+    .filter((message) => !error.message.includes(message));
   return [error.message, ...details].join(' ');
 }

@@ -38,13 +38,20 @@ export function UsagePage(view: UsageView) {
         <strong>
           {day(window.from)} to {day(lastDay)}:
         </strong>{' '}
-        {count(totals.requests)} {totals.requests === 1 ? 'request' : 'requests'}, {count(totals.promptTokens + totals.completionTokens)} tokens, {formatAmount(totals.cost)} {currency}.{' '}
+        {count(totals.requests)} {totals.requests === 1 ? 'request' : 'requests'},{' '}
+        {count(totals.promptTokens + totals.completionTokens)} tokens, {formatAmount(totals.cost)} {currency}.{' '}
         <a href={`/portal/usage.csv?${window.query}`} download>
           Download the requests as CSV
         </a>
       </p>
       <div class="charts">
-        <DayChart title={`Cost by day (${currency})`} caption="What the requests of each UTC day cost." window={window} days={dayValues(view.days, (g) => g.cost)} format={formatAmount} />
+        <DayChart
+          title={`Cost by day (${currency})`}
+          caption="What the requests of each UTC day cost."
+          window={window}
+          days={dayValues(view.days, (g) => g.cost)}
+          format={formatAmount}
+        />
         <DayChart
           title="Tokens by day"
           caption="Prompt and completion tokens of each UTC day."
@@ -53,12 +60,24 @@ export function UsagePage(view: UsageView) {
           format={(v) => count(Number(v))}
         />
       </div>
-      <GroupTable title="By key" groups={view.byKey} label={(g) => (g.by === 'key' ? (g.keyName ?? g.keyId) : '')} currency={currency} />
-      <GroupTable title="By model" groups={view.byModel} label={(g) => (g.by === 'model' ? g.model : '')} currency={currency} />
+      <GroupTable
+        title="By key"
+        groups={view.byKey}
+        label={(g) => (g.by === 'key' ? (g.keyName ?? g.keyId) : '')}
+        currency={currency}
+      />
+      <GroupTable
+        title="By model"
+        groups={view.byModel}
+        label={(g) => (g.by === 'model' ? g.model : '')}
+        currency={currency}
+      />
       <GroupTable
         title="By project"
         groups={view.byProject}
-        label={(g) => (g.by === 'project' ? (g.projectId ? (view.projectNames.get(g.projectId) ?? g.projectId) : 'none') : '')}
+        label={(g) =>
+          g.by === 'project' ? (g.projectId ? (view.projectNames.get(g.projectId) ?? g.projectId) : 'none') : ''
+        }
         currency={currency}
       />
       <h2>Requests</h2>
@@ -97,7 +116,9 @@ export function UsagePage(view: UsageView) {
                   <code>{record.id}</code>
                 </td>
                 <td class="name">{view.keyNames.get(record.keyId) ?? record.keyId}</td>
-                <td class="fold">{record.projectId ? (view.projectNames.get(record.projectId) ?? record.projectId) : '—'}</td>
+                <td class="fold">
+                  {record.projectId ? (view.projectNames.get(record.projectId) ?? record.projectId) : '—'}
+                </td>
                 <td>{record.modelId}</td>
                 <td>{record.status}</td>
                 <td class="num fold">{count(record.promptTokens)}</td>
@@ -123,7 +144,17 @@ export function dayValues(days: UsageGroup[], value: (g: UsageGroup) => bigint):
   return days.map((group) => ({ date: group.by === 'day' ? group.date : '', value: value(group) }));
 }
 
-function GroupTable({ title, groups, label, currency }: { title: string; groups: UsageGroup[]; label: (g: UsageGroup) => string; currency: string }) {
+function GroupTable({
+  title,
+  groups,
+  label,
+  currency,
+}: {
+  title: string;
+  groups: UsageGroup[];
+  label: (g: UsageGroup) => string;
+  currency: string;
+}) {
   return (
     <>
       <h2>{title}</h2>

@@ -1,7 +1,14 @@
 import { Readable } from 'node:stream';
 import { Hono } from 'hono';
 import { formatAmount } from '../../gateway/billing/money.js';
-import { decodeCursor, encodeCursor, type UsageCursor, usageGroups, usageRequests, usageTotals } from '../../gateway/billing/reports.js';
+import {
+  decodeCursor,
+  encodeCursor,
+  type UsageCursor,
+  usageGroups,
+  usageRequests,
+  usageTotals,
+} from '../../gateway/billing/reports.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { csvStream } from '../../shared/http/csv.js';
 import { describeError } from '../../shared/http/log.js';
@@ -64,14 +71,31 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const keyNames = new Map((await services.keys.list(actor.orgId)).map((k) => [k.id, k.name]));
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };
     const currency = services.config.currency;
-    const csv = csvStream(['time_utc', 'request_id', 'key_id', 'key_name', 'project_id', 'model', 'endpoint', 'status', 'prompt_tokens', 'completion_tokens', 'cost', 'currency', 'cache_hit']);
+    const csv = csvStream([
+      'time_utc',
+      'request_id',
+      'key_id',
+      'key_name',
+      'project_id',
+      'model',
+      'endpoint',
+      'status',
+      'prompt_tokens',
+      'completion_tokens',
+      'cost',
+      'currency',
+      'cache_hit',
+    ]);
     // Written page by page as the database gives them: a long window is never held whole in memory.
     void writeUsageCsv(csv, { services, scope, keyNames, currency }).catch((error: unknown) => {
       services.log.error('usage CSV failed', { requestId: c.get('requestId'), ...describeError(error) });
       csv.destroy(error as Error);
     });
     const name = `tollgate-usage-${window.from.toISOString().slice(0, 10)}-to-${new Date(window.to.getTime() - 86_400_000).toISOString().slice(0, 10)}.csv`;
-    return c.body(Readable.toWeb(csv) as ReadableStream, 200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${name}"` });
+    return c.body(Readable.toWeb(csv) as ReadableStream, 200, {
+      'content-type': 'text/csv; charset=utf-8',
+      'content-disposition': `attachment; filename="${name}"`,
+    });
   });
   return usage;
 }
@@ -79,7 +103,17 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 /** Writes the window's requests into `csv` a thousand at a time, waiting for the reader when it is behind; ends it. */
 async function writeUsageCsv(
   csv: ReturnType<typeof csvStream>,
-  { services, scope, keyNames, currency }: { services: PortalDeps['services']; scope: { orgId: string; from: Date; to: Date }; keyNames: Map<string, string>; currency: string },
+  {
+    services,
+    scope,
+    keyNames,
+    currency,
+  }: {
+    services: PortalDeps['services'];
+    scope: { orgId: string; from: Date; to: Date };
+    keyNames: Map<string, string>;
+    currency: string;
+  },
 ): Promise<void> {
   let after: UsageCursor | undefined;
   do {

@@ -28,8 +28,10 @@ const userForm = z.object({
 export function usersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const users = new Hono<GatewayEnv>();
   const { services } = deps;
-  const usersPage = (c: PortalContext, actor: SignedInActor, extra: PageExtra = {}, status: PageStatus = 200) => usersPageOf(deps, c, actor, extra, status);
-  const changeUsers = (c: PortalContext, actor: SignedInActor, change: () => Promise<unknown>, done: string) => changeUsersOf(deps, c, actor, change, done);
+  const usersPage = (c: PortalContext, actor: SignedInActor, extra: PageExtra = {}, status: PageStatus = 200) =>
+    usersPageOf(deps, c, actor, extra, status);
+  const changeUsers = (c: PortalContext, actor: SignedInActor, change: () => Promise<unknown>, done: string) =>
+    changeUsersOf(deps, c, actor, change, done);
 
   users.get('/', async (c) => {
     const actor = await deps.signedIn(c);
@@ -91,7 +93,13 @@ export function usersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 type PageExtra = { error?: string; notice?: string };
 type PageStatus = 200 | 400 | 403 | 409;
 
-async function usersPageOf(deps: PortalDeps, c: PortalContext, actor: SignedInActor, extra: PageExtra, status: PageStatus) {
+async function usersPageOf(
+  deps: PortalDeps,
+  c: PortalContext,
+  actor: SignedInActor,
+  extra: PageExtra,
+  status: PageStatus,
+) {
   const { rows } = await deps.services.users.list(actor.orgId, { offset: 0, limit: 100, sort: 'name' });
   return c.html(<UsersPage viewer={deps.viewerOf(actor)} actor={actor} users={rows} {...extra} />, status);
 }
@@ -101,7 +109,13 @@ async function usersPageOf(deps: PortalDeps, c: PortalContext, actor: SignedInAc
  * of `people/permissions.ts` or of the user service that refuses it (403,
  * 409) is shown on the page instead.
  */
-async function changeUsersOf(deps: PortalDeps, c: PortalContext, actor: SignedInActor, change: () => Promise<unknown>, done: string) {
+async function changeUsersOf(
+  deps: PortalDeps,
+  c: PortalContext,
+  actor: SignedInActor,
+  change: () => Promise<unknown>,
+  done: string,
+) {
   try {
     await change();
   } catch (error) {

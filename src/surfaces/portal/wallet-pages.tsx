@@ -30,7 +30,12 @@ export interface WalletView {
   error?: string;
 }
 
-const KIND_LABELS: Record<LedgerKind, string> = { topup: 'Top-up', charge: 'Charge', refund: 'Refund', adjustment: 'Adjustment' };
+const KIND_LABELS: Record<LedgerKind, string> = {
+  topup: 'Top-up',
+  charge: 'Charge',
+  refund: 'Refund',
+  adjustment: 'Adjustment',
+};
 
 /** Balance, held amount, the top-ups, this month's spend by day, and the ledger a page at a time with filters. */
 export function WalletPage(view: WalletView) {
@@ -54,13 +59,24 @@ export function WalletPage(view: WalletView) {
         </div>
       </div>
       <p class="muted">
-        The wallet is in {currency}, the gateway's currency: top-ups are credited and requests charged in it, by the tokens they use (see <a href="/portal/usage">Usage</a>). Top-ups are made by the
-        operator. Each request holds the most it can cost while it runs, and is charged what it used when it ends. Hardware node-hours of clusters are billed apart, on{' '}
-        <a href="/portal/costs">Costs</a>.
+        The wallet is in {currency}, the gateway's currency: top-ups are credited and requests charged in it, by the
+        tokens they use (see <a href="/portal/usage">Usage</a>). Top-ups are made by the operator. Each request holds
+        the most it can cost while it runs, and is charged what it used when it ends. Hardware node-hours of clusters
+        are billed apart, on <a href="/portal/costs">Costs</a>.
       </p>
-      <DayChart title={`Spend by day this month (${currency})`} caption="What the requests of each UTC day of this month cost." window={view.month} days={view.spendDays} format={formatAmount} />
+      <DayChart
+        title={`Spend by day this month (${currency})`}
+        caption="What the requests of each UTC day of this month cost."
+        window={view.month}
+        days={view.spendDays}
+        format={formatAmount}
+      />
       <h2>Top-ups</h2>
-      {view.topups.length === 0 ? <p class="muted">No top-up yet.</p> : <LedgerTable entries={view.topups} currency={currency} label="Latest top-ups" />}
+      {view.topups.length === 0 ? (
+        <p class="muted">No top-up yet.</p>
+      ) : (
+        <LedgerTable entries={view.topups} currency={currency} label="Latest top-ups" />
+      )}
       <h2 id="ledger">Ledger</h2>
       <form method="get" action="/portal/wallet#ledger" class="panel actions filters">
         <div>
@@ -94,10 +110,22 @@ export function WalletPage(view: WalletView) {
         </div>
       </form>
       <LedgerTable entries={view.ledger} currency={currency} label="Ledger, newest first" />
-      {view.ledger.length === 0 && <p class="muted">{filters.key || filters.kind || filters.day ? 'No entry matches these filters.' : 'Nothing in the ledger yet.'}</p>}
+      {view.ledger.length === 0 && (
+        <p class="muted">
+          {filters.key || filters.kind || filters.day
+            ? 'No entry matches these filters.'
+            : 'Nothing in the ledger yet.'}
+        </p>
+      )}
       <p class="actions">
-        {view.deeper && <a href={`/portal/wallet?${new URLSearchParams({ ...filters }).toString()}#ledger`}>Newest entries</a>}
-        {view.olderHref ? <a href={view.olderHref}>Older entries</a> : view.ledger.length > 0 && <span class="muted">This is the oldest entry.</span>}
+        {view.deeper && (
+          <a href={`/portal/wallet?${new URLSearchParams({ ...filters }).toString()}#ledger`}>Newest entries</a>
+        )}
+        {view.olderHref ? (
+          <a href={view.olderHref}>Older entries</a>
+        ) : (
+          view.ledger.length > 0 && <span class="muted">This is the oldest entry.</span>
+        )}
       </p>
     </Page>
   );

@@ -24,15 +24,18 @@ const day = (at: Date) => at.toISOString().slice(0, 10);
  */
 export function readWindow(query: Record<string, string>, now = new Date()): { window: UsageWindow; error?: string } {
   const month = (offset: number) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + offset, 1));
-  if (query.window === 'last-month') return { window: { kind: 'last-month', from: month(-1), to: month(0), query: 'window=last-month' } };
+  if (query.window === 'last-month')
+    return { window: { kind: 'last-month', from: month(-1), to: month(0), query: 'window=last-month' } };
   const thisMonth: UsageWindow = { kind: 'this-month', from: month(0), to: month(1), query: 'window=this-month' };
   if (query.window !== 'custom') return { window: thisMonth };
   const from = dateOf(query.from);
   const last = dateOf(query.to);
   if (!from || !last) return { window: thisMonth, error: 'Give both dates as YYYY-MM-DD. Showing this month.' };
   const to = new Date(last.getTime() + DAY_MS);
-  if (to <= from) return { window: thisMonth, error: 'The window must end on or after its first day. Showing this month.' };
-  if (to.getTime() - from.getTime() > MAX_WINDOW_DAYS * DAY_MS) return { window: thisMonth, error: `A window is at most ${MAX_WINDOW_DAYS} days. Showing this month.` };
+  if (to <= from)
+    return { window: thisMonth, error: 'The window must end on or after its first day. Showing this month.' };
+  if (to.getTime() - from.getTime() > MAX_WINDOW_DAYS * DAY_MS)
+    return { window: thisMonth, error: `A window is at most ${MAX_WINDOW_DAYS} days. Showing this month.` };
   return { window: { kind: 'custom', from, to, query: `window=custom&from=${day(from)}&to=${day(last)}` } };
 }
 
@@ -73,7 +76,9 @@ export const MONTH_WINDOWS: readonly WindowChoice[] = [
 ];
 
 const fieldsOf = (window: UsageWindow | WindowFields): WindowFields =>
-  'from' in window ? { kind: window.kind, fromDay: day(window.from), toDay: day(new Date(window.to.getTime() - DAY_MS)) } : window;
+  'from' in window
+    ? { kind: window.kind, fromDay: day(window.from), toDay: day(new Date(window.to.getTime() - DAY_MS)) }
+    : window;
 
 interface WindowFormProps {
   action: string;

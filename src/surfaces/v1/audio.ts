@@ -14,7 +14,10 @@ import type { Services } from '../../services.js';
 export function audioRoutes(services: Services): Hono<GatewayEnv> {
   const audio = new Hono<GatewayEnv>();
   audio.post('/transcriptions', requireKey(services.keys), () => {
-    throw new GatewayError('not_implemented', 'Audio transcription is coming soon; this endpoint is not available yet.');
+    throw new GatewayError(
+      'not_implemented',
+      'Audio transcription is coming soon; this endpoint is not available yet.',
+    );
   });
   return audio;
 }

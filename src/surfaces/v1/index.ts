@@ -40,7 +40,9 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
     // without one (an SDK, a server) has no use for CORS headers. Hono's cors writes them before the route
     // runs, which makes the route's answer be copied into a second, full Response: about 7 % of a chat
     // request's CPU (docs/benchmark.md#cpu-per-request).
-    v1.use((c, next) => (c.req.method === 'POST' && headerOf(c, 'origin') === undefined ? next() : corsHeaders(c, next)));
+    v1.use((c, next) =>
+      c.req.method === 'POST' && headerOf(c, 'origin') === undefined ? next() : corsHeaders(c, next),
+    );
   }
   v1.route('/pricing', pricingRoutes(services));
   v1.route('/chat', chatRoutes(services));

@@ -48,5 +48,8 @@ function anthropicType(status: number): string {
 async function anthropicError(error: unknown, c: Context<GatewayEnv>, services: Services): Promise<Response> {
   const rendered = renderError(error, c, services.log);
   const envelope = (await rendered.json()) as { error: Record<string, unknown> };
-  return c.json({ type: 'error', error: { ...envelope.error, type: anthropicType(rendered.status) } }, rendered.status as 400);
+  return c.json(
+    { type: 'error', error: { ...envelope.error, type: anthropicType(rendered.status) } },
+    rendered.status as 400,
+  );
 }

@@ -24,7 +24,9 @@ export function modelView(model: ModelRow) {
 async function listModels(c: Context<GatewayEnv>, services: Services): Promise<Response> {
   const taskType = c.req.query('task_type');
   if (taskType !== undefined && !TASK_TYPES.includes(taskType as TaskType)) {
-    throw new GatewayError('invalid_request', `task_type must be one of ${TASK_TYPES.join(', ')}.`, { details: [{ field: 'task_type', message: `must be one of ${TASK_TYPES.join(', ')}` }] });
+    throw new GatewayError('invalid_request', `task_type must be one of ${TASK_TYPES.join(', ')}.`, {
+      details: [{ field: 'task_type', message: `must be one of ${TASK_TYPES.join(', ')}` }],
+    });
   }
   const rows = await services.catalog.list({ taskType: taskType as TaskType | undefined });
   return c.json({ object: 'list', data: rows.map(modelView) });
@@ -35,14 +37,18 @@ async function getModel(c: Context<GatewayEnv>, services: Services): Promise<Res
   // Hono has decoded the path already; an id that is not valid UTF-8 or holds NUL names no model.
   const name = c.req.param('id') ?? '';
   if (name.includes('\u0000') || name.includes('\uFFFD') || /%[0-9A-Fa-f]{2}/.test(name)) {
-    throw new GatewayError('model_not_found', 'The model in the path does not exist or is not enabled.', { status: 404 });
+    throw new GatewayError('model_not_found', 'The model in the path does not exist or is not enabled.', {
+      status: 404,
+    });
   }
   try {
     const { model } = await services.catalog.resolve(name);
     return c.json(modelView(model));
   } catch (error) {
     if (error instanceof GatewayError && error.code === 'model_not_found') {
-      throw new GatewayError('model_not_found', `The model \`${name}\` does not exist or is not enabled.`, { status: 404 });
+      throw new GatewayError('model_not_found', `The model \`${name}\` does not exist or is not enabled.`, {
+        status: 404,
+      });
     }
     throw error;
   }

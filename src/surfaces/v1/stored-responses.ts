@@ -29,9 +29,11 @@ function invalid(field: string, message: string): GatewayError {
 /** `limit`, `order` and `after` of `GET …/input_items`, as OpenAI reads them (limit 1-100, default 20; order default desc). */
 function pageOf(c: Context<GatewayEnv>): { after?: string; limit: number; order: 'asc' | 'desc' } {
   const { limit = '20', order = 'desc', after } = c.req.query();
-  if (!/^\d{1,3}$/.test(limit) || Number(limit) < 1 || Number(limit) > 100) throw invalid('limit', 'must be a whole number from 1 to 100');
+  if (!/^\d{1,3}$/.test(limit) || Number(limit) < 1 || Number(limit) > 100)
+    throw invalid('limit', 'must be a whole number from 1 to 100');
   if (order !== 'asc' && order !== 'desc') throw invalid('order', 'must be asc or desc');
-  if (after !== undefined && (after.length === 0 || after.length > MAX_ID_CHARS)) throw invalid('after', 'must be the id of an input item');
+  if (after !== undefined && (after.length === 0 || after.length > MAX_ID_CHARS))
+    throw invalid('after', 'must be the id of an input item');
   return { after, limit: Number(limit), order };
 }
 
@@ -65,7 +67,13 @@ export function storedResponseRoutes(services: Services): Hono<GatewayEnv> {
     const id = idOf(c);
     const page = await store.inputItems(c.get('caller').orgId, id, pageOf(c));
     if (!page) throw notFound(id);
-    return c.json({ object: 'list', data: page.data, first_id: page.firstId, last_id: page.lastId, has_more: page.hasMore });
+    return c.json({
+      object: 'list',
+      data: page.data,
+      first_id: page.firstId,
+      last_id: page.lastId,
+      has_more: page.hasMore,
+    });
   });
   return routes;
 }

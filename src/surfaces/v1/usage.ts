@@ -23,7 +23,10 @@ import { requireKey } from '../../gateway/requests/auth.js';
 const instant = z.string().transform((text, ctx) => {
   const at = parseInstant(text);
   if (at) return at;
-  ctx.addIssue({ code: 'custom', message: 'Must be an ISO 8601 date (2026-01-31) or date-time with an offset (2026-01-31T12:00:00Z), from 1970 on.' });
+  ctx.addIssue({
+    code: 'custom',
+    message: 'Must be an ISO 8601 date (2026-01-31) or date-time with an offset (2026-01-31T12:00:00Z), from 1970 on.',
+  });
   return z.NEVER;
 });
 const id = z
@@ -62,10 +65,17 @@ const requestsQuery = z.object({
  * optionally grouped; the operator's `/admin/v1/usage/summary` answers the
  * same for one organization or all (`orgId` null).
  */
-export async function usageSummary(c: Context<GatewayEnv>, services: Services, orgId: string | null): Promise<Response> {
+export async function usageSummary(
+  c: Context<GatewayEnv>,
+  services: Services,
+  orgId: string | null,
+): Promise<Response> {
   const query = readQuery(c, summaryQuery);
   const scope = scopeOf(orgId, query);
-  const [totals, groups] = await Promise.all([usageTotals(services.db, scope), query.group_by ? usageGroups(services.db, scope, query.group_by) : Promise.resolve([])]);
+  const [totals, groups] = await Promise.all([
+    usageTotals(services.db, scope),
+    query.group_by ? usageGroups(services.db, scope, query.group_by) : Promise.resolve([]),
+  ]);
   return c.json({
     object: 'usage.summary',
     from: scope.from.toISOString(),
@@ -80,7 +90,11 @@ export async function usageSummary(c: Context<GatewayEnv>, services: Services, o
 /** GET /v1/usage/requests: the caller's organization's usage records, newest first, a page at a time. */
 async function usageRequestList(c: Context<GatewayEnv>, services: Services): Promise<Response> {
   const query = readQuery(c, requestsQuery);
-  const page = await usageRequests(services.db, { ...scopeOf(c.get('caller').orgId, query), limit: query.limit, after: query.after });
+  const page = await usageRequests(services.db, {
+    ...scopeOf(c.get('caller').orgId, query),
+    limit: query.limit,
+    after: query.after,
+  });
   return c.json({
     object: 'list',
     data: page.records.map(recordView),

@@ -16,7 +16,12 @@ export function walletRoutes(services: Services): Hono<GatewayEnv> {
   const wallet = new Hono<GatewayEnv>();
   wallet.get('/', requireKey(services.keys), async (c) => {
     const balance = await services.wallets.balance(c.get('caller').orgId);
-    return c.json({ object: 'wallet', currency: services.config.currency, balance: formatAmount(balance), balance_nanos: balance.toString() });
+    return c.json({
+      object: 'wallet',
+      currency: services.config.currency,
+      balance: formatAmount(balance),
+      balance_nanos: balance.toString(),
+    });
   });
   return wallet;
 }

@@ -10,7 +10,15 @@ import { formatAmount } from '../../../src/gateway/billing/money.js';
 import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
 import { adminCallTo, type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
 import { scrape } from '../../helpers/prometheus.js';
-import { createTestDatabase, deleteRedisPrefix, postgresAdminUrl, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
+import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  postgresAdminUrl,
+  postgresAvailable,
+  redisAvailable,
+  redisUrl,
+  uniqueRedisPrefix,
+} from '../../helpers/services.js';
 import { startTcpProxy, type TcpProxy } from '../../helpers/tcp-proxy.js';
 import { until } from '../../helpers/wait.js';
 
@@ -59,7 +67,10 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
   beforeAll(async () => {
     sim = await startSimulator({ models: [{ name: 'sim-chat', task: 'chat' }] });
     tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-durable-'));
-    await writeFile(path.join(tmp, 'engines.json'), JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }));
+    await writeFile(
+      path.join(tmp, 'engines.json'),
+      JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }),
+    );
     database = await createTestDatabase();
     sql = postgres(database.url, { max: 2, onnotice: () => {} });
     pgProxy = await startTcpProxy(Number(new URL(postgresAdminUrl).port || 5432));
@@ -76,7 +87,8 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
     if (tmp) await rm(tmp, { recursive: true, force: true });
   }, 60_000);
 
-  const admin = <T>(gateway: GatewayProcess, method: string, route: string, body?: unknown) => adminCallTo<T>(gateway.url, ADMIN_TOKEN, method, route, body);
+  const admin = <T>(gateway: GatewayProcess, method: string, route: string, body?: unknown) =>
+    adminCallTo<T>(gateway.url, ADMIN_TOKEN, method, route, body);
 
   const body = { model: 'sim-chat', max_tokens: 8, ignore_eos: true, messages: [{ role: 'user', content: 'durable' }] };
   const chat = (gateway: GatewayProcess, secret: string, stream = false) =>
@@ -90,12 +102,21 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
   async function tenant(gateway: GatewayProcess, credit: string, limits: Record<string, unknown> = {}) {
     const org = await admin<{ id: string }>(gateway, 'POST', '/orgs', { name: 'durable test' });
     if (credit !== '0') await admin(gateway, 'POST', `/orgs/${org.id}/wallet/topups`, { amount: credit });
-    const key = await admin<{ id: string; secret: string }>(gateway, 'POST', `/orgs/${org.id}/keys`, { name: 'k', ...limits });
+    const key = await admin<{ id: string; secret: string }>(gateway, 'POST', `/orgs/${org.id}/keys`, {
+      name: 'k',
+      ...limits,
+    });
     return { orgId: org.id, secret: key.secret };
   }
 
-  const recordsOf = (orgId: string) => sql<Array<{ id: string; cost_nanos: string }>>`select id, cost_nanos::text from usage_records where org_id = ${orgId}`;
-  const balanceOf = async (orgId: string) => BigInt((await sql<Array<{ b: string }>>`select balance_nanos::text as b from wallets where org_id = ${orgId}`)[0]!.b);
+  const recordsOf = (orgId: string) =>
+    sql<
+      Array<{ id: string; cost_nanos: string }>
+    >`select id, cost_nanos::text from usage_records where org_id = ${orgId}`;
+  const balanceOf = async (orgId: string) =>
+    BigInt(
+      (await sql<Array<{ b: string }>>`select balance_nanos::text as b from wallets where org_id = ${orgId}`)[0]!.b,
+    );
 
   it('writes, after a restart, the charges of answers delivered just before a SIGKILL that PostgreSQL never got', async () => {
     await sql`select 1`;
@@ -103,7 +124,13 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
     // request warms: after PostgreSQL is gone, that would make the key unknown. This test is about the journal, not
     // the poll: its first read comes after a minute, long after the test, instead of being waited out.
     const gateway = await start('killed', { TOLLGATE_CATALOG_POLL_MS: '60000' });
-    await admin(gateway, 'POST', '/models', { id: 'sim-chat', display_name: 'Sim Chat', hf_repo_id: 'tollgate-test/Sim-Chat-1B', task_type: 'chat', context_length: 8192 });
+    await admin(gateway, 'POST', '/models', {
+      id: 'sim-chat',
+      display_name: 'Sim Chat',
+      hf_repo_id: 'tollgate-test/Sim-Chat-1B',
+      task_type: 'chat',
+      context_length: 8192,
+    });
     await admin(gateway, 'PUT', '/prices/sim-chat', { input_per_million: '0.15', output_per_million: '0.60' });
     const t = await tenant(gateway, '1.00');
     expect((await chat(gateway, t.secret)).status).toBe(200); // warms key, model and wallet (its own writes dropped the cache at once)
@@ -127,10 +154,14 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
     // The same data folder: the restarted gateway finds its journal and writes every charge, once.
     const again = await start('killed');
     // Read once its journal is empty: every charge it held is written by then, and none can come later.
-    await until('the restarted gateway has written its journal', async () => (await scrape(`${again.url}/metrics`, ADMIN_TOKEN)).value('tollgate_charge_spool_depth') === 0, {
-      timeout: 15_000,
-      interval: 200,
-    });
+    await until(
+      'the restarted gateway has written its journal',
+      async () => (await scrape(`${again.url}/metrics`, ADMIN_TOKEN)).value('tollgate_charge_spool_depth') === 0,
+      {
+        timeout: 15_000,
+        interval: 200,
+      },
+    );
     const records = await recordsOf(t.orgId);
     const ids = records.map((r) => r.id);
     for (const id of delivered) expect(ids).toContain(id);
@@ -150,7 +181,10 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
     const probeId = probeResponse.headers.get('x-request-id')!;
     const [sample] = await until(
       'the probe is recorded',
-      () => sql<Array<{ cost_nanos: string }>>`select cost_nanos::text from usage_records where id = ${probeId}`.then((rows) => rows.length > 0 && rows),
+      () =>
+        sql<Array<{ cost_nanos: string }>>`select cost_nanos::text from usage_records where id = ${probeId}`.then(
+          (rows) => rows.length > 0 && rows,
+        ),
       {
         interval: 100,
       },
@@ -169,13 +203,20 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
 
     // Read once both journals are empty (every response above was read to its end): no charge can land later.
     await until('both replicas have written their journals', async () => {
-      const depths = await Promise.all([a, b].map(async (g) => (await scrape(`${g.url}/metrics`, ADMIN_TOKEN)).value('tollgate_charge_spool_depth')));
+      const depths = await Promise.all(
+        [a, b].map(async (g) => (await scrape(`${g.url}/metrics`, ADMIN_TOKEN)).value('tollgate_charge_spool_depth')),
+      );
       return depths.every((depth) => depth === 0);
     });
     const records = await recordsOf(t.orgId);
     expect(records).toHaveLength(served);
     const oneHold = holdNanosOf(
-      { bodyBytes: Buffer.byteLength(JSON.stringify({ ...body, stream: false })), body: { ...body, stream: false }, task: 'chat', contextLength: 8192 },
+      {
+        bodyBytes: Buffer.byteLength(JSON.stringify({ ...body, stream: false })),
+        body: { ...body, stream: false },
+        task: 'chat',
+        contextLength: 8192,
+      },
       { inputPerToken: 150n, outputPerToken: 600n },
     );
     const balance = await balanceOf(t.orgId);

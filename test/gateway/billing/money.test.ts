@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { costOf, formatAmount, MoneyFormatError, parseAmount, pricePerMillion, pricePerTokenFromMillion } from '../../../src/gateway/billing/money.js';
+import {
+  costOf,
+  formatAmount,
+  MoneyFormatError,
+  parseAmount,
+  pricePerMillion,
+  pricePerTokenFromMillion,
+} from '../../../src/gateway/billing/money.js';
 
 describe('money', () => {
   it('parses decimal amounts exactly into nanos', () => {
@@ -31,7 +38,9 @@ describe('money', () => {
   });
 
   it('costs tokens exactly', () => {
-    expect(costOf({ promptTokens: 1_000_000, completionTokens: 1_000_000 }, { inputPerToken: 150n, outputPerToken: 600n })).toBe(parseAmount('0.75'));
+    expect(
+      costOf({ promptTokens: 1_000_000, completionTokens: 1_000_000 }, { inputPerToken: 150n, outputPerToken: 600n }),
+    ).toBe(parseAmount('0.75'));
     expect(costOf({ promptTokens: 3, completionTokens: 0 }, { inputPerToken: 7n, outputPerToken: 9n })).toBe(21n);
   });
 });

@@ -25,7 +25,11 @@ describe.runIf(available)('PostgreSQL unreachable (through a TCP proxy the test 
     // Each test's writes move the catalog version, so the catalog poll would drop, once, the cache a test warms before
     // it cuts the database, and a known key would turn unknown. These tests are about the journal, not the poll: its
     // first read comes after a minute, after the tests, instead of being waited out.
-    gateway = await startTestGateway('pglite', { DATABASE_URL: url.toString(), TOLLGATE_SIM_ITL_MS: '20', TOLLGATE_CATALOG_POLL_MS: '60000' });
+    gateway = await startTestGateway('pglite', {
+      DATABASE_URL: url.toString(),
+      TOLLGATE_SIM_ITL_MS: '20',
+      TOLLGATE_CATALOG_POLL_MS: '60000',
+    });
   });
   afterAll(async () => {
     await proxy?.start().catch(() => {});
@@ -65,7 +69,9 @@ describe.runIf(available)('PostgreSQL unreachable (through a TCP proxy the test 
     expect(records).toHaveLength(4);
     const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
     expect(wallet!.balance).toBe(parseAmount('1.00') - records.reduce((sum, r) => sum + r.cost, 0n));
-    expect(await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, stranger.orgId))).toHaveLength(0);
+    expect(
+      await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, stranger.orgId)),
+    ).toHaveLength(0);
   });
 
   it('answers a request whose charge the store took but never confirmed, and charges it exactly once', async () => {

@@ -10,7 +10,10 @@ describe('token bounds: every sequence the engine generates', () => {
   it('multiplies the completion bound by n', () => {
     expect(tokenBoundsOf(chat({ max_tokens: 50 }))).toEqual({ promptTokens: 120, completionTokens: 50 });
     expect(tokenBoundsOf(chat({ max_tokens: 50, n: 8 }))).toEqual({ promptTokens: 120, completionTokens: 400 });
-    expect(tokenBoundsOf(chat({ max_completion_tokens: 100, n: 64 }))).toEqual({ promptTokens: 120, completionTokens: 6400 });
+    expect(tokenBoundsOf(chat({ max_completion_tokens: 100, n: 64 }))).toEqual({
+      promptTokens: 120,
+      completionTokens: 6400,
+    });
   });
 
   it('takes best_of when it asks for more sequences than n', () => {
@@ -29,7 +32,9 @@ describe('token bounds: every sequence the engine generates', () => {
   });
 
   it('embeddings generate nothing, whatever n says', () => {
-    expect(tokenBoundsOf({ bodyBytes: 40, body: { input: 'x', n: 8 }, task: 'embedding', contextLength: 512 })).toEqual({ promptTokens: 40, completionTokens: 0 });
+    expect(tokenBoundsOf({ bodyBytes: 40, body: { input: 'x', n: 8 }, task: 'embedding', contextLength: 512 })).toEqual(
+      { promptTokens: 40, completionTokens: 0 },
+    );
   });
 
   it("the token limits' estimate counts every sequence too", () => {
@@ -45,7 +50,11 @@ describe('the charge: the usage held to the bounds, at most the hold', () => {
     const hold = holdFor(chat({ max_tokens: 50, n: 8 }), price);
     expect(hold.holdNanos).toBe(120n * 150n + 400n * 600n);
     const charge = chargeFor({ promptTokens: 12, completionTokens: 400 }, hold, price);
-    expect(charge).toEqual({ usage: { promptTokens: 12, completionTokens: 400 }, excess: null, costNanos: 12n * 150n + 400n * 600n });
+    expect(charge).toEqual({
+      usage: { promptTokens: 12, completionTokens: 400 },
+      excess: null,
+      costNanos: 12n * 150n + 400n * 600n,
+    });
   });
 
   it('clamps a count over the bounds and says by how much', () => {
@@ -62,6 +71,9 @@ describe('the charge: the usage held to the bounds, at most the hold', () => {
   });
 
   it('clampUsage leaves a count within bounds alone', () => {
-    expect(clampUsage({ promptTokens: 3, completionTokens: 4 }, { promptTokens: 3, completionTokens: 4 })).toEqual({ usage: { promptTokens: 3, completionTokens: 4 }, excess: null });
+    expect(clampUsage({ promptTokens: 3, completionTokens: 4 }, { promptTokens: 3, completionTokens: 4 })).toEqual({
+      usage: { promptTokens: 3, completionTokens: 4 },
+      excess: null,
+    });
   });
 });

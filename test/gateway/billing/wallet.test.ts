@@ -52,7 +52,13 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
   it('charges a batch across organizations exactly, once per request id, with a consistent ledger', async () => {
     const a = await tenant(1_000n);
     const b = await tenant(500n);
-    const result = await wallets.chargeMany([chargeRecord('r1', a, 100n), chargeRecord('r2', b, 50n), chargeRecord('r3', a, 30n), chargeRecord('r1', a, 100n), chargeRecord('r4', a, 0n)]);
+    const result = await wallets.chargeMany([
+      chargeRecord('r1', a, 100n),
+      chargeRecord('r2', b, 50n),
+      chargeRecord('r3', a, 30n),
+      chargeRecord('r1', a, 100n),
+      chargeRecord('r4', a, 0n),
+    ]);
     expect(result).toEqual([true, true, true, false, true]);
     expect(await wallets.balance(a.orgId)).toBe(870n);
     expect(await wallets.balance(b.orgId)).toBe(450n);
@@ -71,19 +77,42 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
     const a = await tenant(20_000_000_000_000_000n);
     const huge = 9_007_199_254_740_993n; // 2^53 + 1: a float would round it
     const madeAt = new Date('2026-03-04T05:06:07.089Z');
-    const bodies = { requestBody: '{"messages":[{"content":"quote \\" and \\u0000, tab\\t"}]}', responseBody: 'line one\nline two: ünïcödé 🚀 \'"' };
+    const bodies = {
+      requestBody: '{"messages":[{"content":"quote \\" and \\u0000, tab\\t"}]}',
+      responseBody: 'line one\nline two: ünïcödé 🚀 \'"',
+    };
     const records = [
-      chargeRecord('big', a, huge, { projectId: null, ttftMs: 17, createdAt: madeAt, streamed: true, usageSource: 'clamped', promptTokens: 2_000_000, completionTokens: 0 }),
+      chargeRecord('big', a, huge, {
+        projectId: null,
+        ttftMs: 17,
+        createdAt: madeAt,
+        streamed: true,
+        usageSource: 'clamped',
+        promptTokens: 2_000_000,
+        completionTokens: 0,
+      }),
       chargeRecord('kept', a, 7n, { requestData: bodies, cacheHit: true, status: 499 }),
     ];
     expect(await wallets.chargeMany(records)).toEqual([true, true]);
     expect(await wallets.balance(a.orgId)).toBe(20_000_000_000_000_000n - huge - 7n);
     const [big] = await store.db.select().from(usageRecords).where(eq(usageRecords.id, 'big'));
-    expect(big).toMatchObject({ cost: huge, projectId: null, ttftMs: 17, createdAt: madeAt, streamed: true, usageSource: 'clamped', promptTokens: 2_000_000, completionTokens: 0, cacheHit: false });
+    expect(big).toMatchObject({
+      cost: huge,
+      projectId: null,
+      ttftMs: 17,
+      createdAt: madeAt,
+      streamed: true,
+      usageSource: 'clamped',
+      promptTokens: 2_000_000,
+      completionTokens: 0,
+      cacheHit: false,
+    });
     const [kept] = await store.db.select().from(usageRecords).where(eq(usageRecords.id, 'kept'));
     expect(kept).toMatchObject({ cost: 7n, ttftMs: null, cacheHit: true, status: 499, streamed: false });
     const stored = await store.db.select().from(requestData);
-    expect(stored.map((row) => [row.requestId, row.requestBody, row.responseBody])).toEqual([['kept', bodies.requestBody, bodies.responseBody]]);
+    expect(stored.map((row) => [row.requestId, row.requestBody, row.responseBody])).toEqual([
+      ['kept', bodies.requestBody, bodies.responseBody],
+    ]);
     expect((await ledgerOf(a.orgId)).map((e) => [e.amount, e.balanceAfter])).toEqual([
       [20_000_000_000_000_000n, 20_000_000_000_000_000n],
       [-huge, 20_000_000_000_000_000n - huge],
@@ -136,7 +165,11 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
     const a = await tenant(1_000n);
     const { journal, applier } = await applierOver();
     const bad = { ...chargeRecord('bad', a, 1n), keyId: 'key_does_not_exist' };
-    await Promise.all([journal.append(chargeRecord('ok1', a, 10n)), journal.append(bad), journal.append(chargeRecord('ok2', a, 20n))]);
+    await Promise.all([
+      journal.append(chargeRecord('ok1', a, 10n)),
+      journal.append(bad),
+      journal.append(chargeRecord('ok2', a, 20n)),
+    ]);
     expect(await applier.settled(10_000)).toBe(true);
     await applier.stop();
     expect(await wallets.balance(a.orgId)).toBe(970n);

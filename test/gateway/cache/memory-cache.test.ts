@@ -17,7 +17,13 @@ describe('the in-memory response cache is bounded by bytes', () => {
   });
 
   it('evicts the least recently used answer first', async () => {
-    const cache = createResponseCache({ redis: null, prefix: '', ttlSeconds: 60, maxEntryBytes: 64 * 1024, maxBytes: 3 * (2 * 10_000 + 64) });
+    const cache = createResponseCache({
+      redis: null,
+      prefix: '',
+      ttlSeconds: 60,
+      maxEntryBytes: 64 * 1024,
+      maxBytes: 3 * (2 * 10_000 + 64),
+    });
     for (const key of ['a', 'b', 'c']) await cache.set(key, answer(key.padEnd(10_000, 'x')));
     await cache.get('a'); // a is now the most recently used
     await cache.set('d', answer('d'.padEnd(10_000, 'x')));
@@ -26,7 +32,13 @@ describe('the in-memory response cache is bounded by bytes', () => {
   });
 
   it('keeps no answer larger than the entry limit', async () => {
-    const cache = createResponseCache({ redis: null, prefix: '', ttlSeconds: 60, maxEntryBytes: 1024, maxBytes: 1 << 20 });
+    const cache = createResponseCache({
+      redis: null,
+      prefix: '',
+      ttlSeconds: 60,
+      maxEntryBytes: 1024,
+      maxBytes: 1 << 20,
+    });
     await cache.set('big', answer('x'.repeat(2_000)));
     expect(await cache.get('big')).toBeNull();
     expect(cache.bytes).toBe(0);

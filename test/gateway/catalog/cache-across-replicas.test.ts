@@ -4,7 +4,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
 import { adminCallTo, catalogSeenBy, type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
-import { createTestDatabase, deleteRedisPrefix, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
+import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  postgresAvailable,
+  redisAvailable,
+  redisUrl,
+  uniqueRedisPrefix,
+} from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 
 /**
@@ -35,7 +42,10 @@ describe.skipIf(!ready)('admission cache across gateway replicas', () => {
   beforeAll(async () => {
     sim = await startSimulator({ models: [{ name: 'sim-chat', task: 'chat' }] });
     tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-cache-'));
-    await writeFile(path.join(tmp, 'engines.json'), JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }));
+    await writeFile(
+      path.join(tmp, 'engines.json'),
+      JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }),
+    );
     database = await createTestDatabase();
     const env = (name: string) => ({
       DATABASE_URL: database!.url,
@@ -50,7 +60,13 @@ describe.skipIf(!ready)('admission cache across gateway replicas', () => {
     gateways.push(a);
     b = await startGatewayProcess('gateway-b', env('b'));
     gateways.push(b);
-    await adminCall('POST', '/models', { id: 'sim-chat', display_name: 'Sim Chat', hf_repo_id: 'tollgate-test/Sim-Chat-1B', task_type: 'chat', context_length: 8192 });
+    await adminCall('POST', '/models', {
+      id: 'sim-chat',
+      display_name: 'Sim Chat',
+      hf_repo_id: 'tollgate-test/Sim-Chat-1B',
+      task_type: 'chat',
+      context_length: 8192,
+    });
     await adminCall('PUT', '/prices/sim-chat', { input_per_million: '0.15', output_per_million: '0.60' });
   }, 120_000);
 
@@ -58,11 +74,14 @@ describe.skipIf(!ready)('admission cache across gateway replicas', () => {
     await Promise.allSettled(gateways.map((g) => g.child.stop()));
     await sim?.close().catch(() => {});
     await deleteRedisPrefix(prefix).catch(() => {});
-    await database?.drop().catch((error: unknown) => console.warn(`could not drop the test database: ${String(error)}`));
+    await database
+      ?.drop()
+      .catch((error: unknown) => console.warn(`could not drop the test database: ${String(error)}`));
     if (tmp) await rm(tmp, { recursive: true, force: true });
   }, 60_000);
 
-  const adminCall = <T = Record<string, unknown>>(method: string, route: string, body?: unknown) => adminCallTo<T>(a.url, ADMIN_TOKEN, method, route, body);
+  const adminCall = <T = Record<string, unknown>>(method: string, route: string, body?: unknown) =>
+    adminCallTo<T>(a.url, ADMIN_TOKEN, method, route, body);
 
   async function createKey(): Promise<{ id: string; secret: string }> {
     const org = await adminCall<{ id: string }>('POST', '/orgs', { name: 'cache test org' });
@@ -79,7 +98,13 @@ describe.skipIf(!ready)('admission cache across gateway replicas', () => {
     });
 
   /** Sends requests to `gateway` until one answers `status`; the time from `since` to that answer, in ms. */
-  function msUntil(gateway: GatewayProcess, secret: string, status: number, since: number, model?: string): Promise<number> {
+  function msUntil(
+    gateway: GatewayProcess,
+    secret: string,
+    status: number,
+    since: number,
+    model?: string,
+  ): Promise<number> {
     let last = 0;
     return until(
       `${gateway.url} answers ${status}`,
@@ -124,7 +149,9 @@ describe.skipIf(!ready)('admission cache across gateway replicas', () => {
     await until(
       `requests ${requestIds.join(', ')} are recorded`,
       async () => {
-        const page = await fetch(`${b.url}/v1/usage/requests?limit=100`, { headers: { authorization: `Bearer ${secret}` } });
+        const page = await fetch(`${b.url}/v1/usage/requests?limit=100`, {
+          headers: { authorization: `Bearer ${secret}` },
+        });
         const ids = new Set(((await page.json()) as { data: Array<{ id: string }> }).data.map((record) => record.id));
         return requestIds.every((id) => ids.has(id));
       },

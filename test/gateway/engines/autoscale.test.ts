@@ -33,13 +33,20 @@ describe.runIf(available)('Docker engine autoscaling', () => {
   let secret: string;
 
   const status = (model: string): EngineStatus => gateway.services.fleet.status().find((e) => e.model === model)!;
-  const containers = (model: string) => docker.listContainers({ all: true, filters: { label: ownContainers(DEPLOYMENT, model) } });
+  const containers = (model: string) =>
+    docker.listContainers({ all: true, filters: { label: ownContainers(DEPLOYMENT, model) } });
   const ready = (model: string) => status(model).replicas.filter((r) => r.state === 'ready').length;
   const chat = async (model: string, extra: Record<string, unknown> = {}) => {
     const response = await fetch(`${gateway.baseURL}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model, max_tokens: 25, ignore_eos: true, messages: [{ role: 'user', content: 'hello' }], ...extra }),
+      body: JSON.stringify({
+        model,
+        max_tokens: 25,
+        ignore_eos: true,
+        messages: [{ role: 'user', content: 'hello' }],
+        ...extra,
+      }),
     });
     return response;
   };
@@ -66,16 +73,39 @@ describe.runIf(available)('Docker engine autoscaling', () => {
       startup_timeout_s: 60,
       ...fields,
     });
-    const fast = { waiting_per_replica: 1, window_s: 1, idle_cooldown_s: 2, capacity_per_replica: 2, cold_start_wait_s: 30 };
+    const fast = {
+      waiting_per_replica: 1,
+      window_s: 1,
+      idle_cooldown_s: 2,
+      capacity_per_replica: 2,
+      cold_start_wait_s: 30,
+    };
     const engines = [
       await engine(MODEL, { min_replicas: 1, max_replicas: 3, autoscaling: fast }),
       await engine(COLD, { min_replicas: 0, max_replicas: 1, autoscaling: fast }),
       // Never becomes ready (the process exits at once): a cold start that cannot succeed.
-      await engine(BROKEN, { min_replicas: 0, max_replicas: 1, entrypoint: [SIM_IMAGE_COMMAND[0], '-e', 'process.exit(1)'], autoscaling: { ...fast, cold_start_wait_s: 1 } }),
+      await engine(BROKEN, {
+        min_replicas: 0,
+        max_replicas: 1,
+        entrypoint: [SIM_IMAGE_COMMAND[0], '-e', 'process.exit(1)'],
+        autoscaling: { ...fast, cold_start_wait_s: 1 },
+      }),
     ];
     await writeFile(enginesFile, JSON.stringify({ engines }));
-    gateway = await startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: enginesFile, TOLLGATE_ENGINE_POLL_MS: '250', TOLLGATE_DEPLOYMENT: DEPLOYMENT, TOLLGATE_ENGINES_ON_SHUTDOWN: 'stop' });
-    await gateway.services.catalog.add({ id: BROKEN, displayName: 'Sim Broken', hfRepoId: 'tollgate-test/Sim-Broken', taskType: 'chat', contextLength: 8192, enabled: true });
+    gateway = await startTestGateway('pglite', {
+      TOLLGATE_ENGINES_FILE: enginesFile,
+      TOLLGATE_ENGINE_POLL_MS: '250',
+      TOLLGATE_DEPLOYMENT: DEPLOYMENT,
+      TOLLGATE_ENGINES_ON_SHUTDOWN: 'stop',
+    });
+    await gateway.services.catalog.add({
+      id: BROKEN,
+      displayName: 'Sim Broken',
+      hfRepoId: 'tollgate-test/Sim-Broken',
+      taskType: 'chat',
+      contextLength: 8192,
+      enabled: true,
+    });
     await gateway.services.catalog.setPrice(BROKEN, pricePerTokenFromMillion('0.1'), pricePerTokenFromMillion('0.1'));
     ({ secret } = await gateway.tenant({ credit: '100', key: { requestsPerMinute: 100_000, maxConcurrency: 1000 } }));
   }, 240_000);
@@ -115,7 +145,11 @@ describe.runIf(available)('Docker engine autoscaling', () => {
     }
     expect(most).toBe(3);
     expect((await containers(MODEL)).filter((c) => c.State === 'running')).toHaveLength(3);
-    await until('back to one replica after the cooldown', async () => status(MODEL).desiredReplicas === 1 && (await containers(MODEL)).length === 1, fleet());
+    await until(
+      'back to one replica after the cooldown',
+      async () => status(MODEL).desiredReplicas === 1 && (await containers(MODEL)).length === 1,
+      fleet(),
+    );
     expect(status(MODEL).replicas.map((r) => r.id)).toEqual([`${MODEL}/0`]);
     expect(statuses.length).toBeGreaterThan(12);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
@@ -128,7 +162,11 @@ describe.runIf(available)('Docker engine autoscaling', () => {
     expect(response.status).toBe(200);
     expect(((await response.json()) as { model: string }).model).toBe(COLD);
     expect((await containers(COLD)).length).toBe(1);
-    await until('scaled to zero after the cooldown', async () => status(COLD).desiredReplicas === 0 && (await containers(COLD)).length === 0, fleet());
+    await until(
+      'scaled to zero after the cooldown',
+      async () => status(COLD).desiredReplicas === 0 && (await containers(COLD)).length === 0,
+      fleet(),
+    );
   }, 90_000);
 
   it('answers 503 with Retry-After when no replica starts within the cold-start wait', async () => {

@@ -31,9 +31,16 @@ describe.runIf(available)('Docker engine fleet', () => {
   let gateway: TestGateway;
   let secret: string;
 
-  const ourContainers = () => docker.listContainers({ all: true, filters: { label: ownContainers(DEPLOYMENT, MODEL) } });
+  const ourContainers = () =>
+    docker.listContainers({ all: true, filters: { label: ownContainers(DEPLOYMENT, MODEL) } });
   const status = (): EngineStatus => gateway.services.fleet.status().find((e) => e.model === MODEL)!;
-  const start = () => startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: enginesFile, TOLLGATE_ENGINE_POLL_MS: '250', TOLLGATE_ENGINES_ON_SHUTDOWN: 'leave', TOLLGATE_DEPLOYMENT: DEPLOYMENT });
+  const start = () =>
+    startTestGateway('pglite', {
+      TOLLGATE_ENGINES_FILE: enginesFile,
+      TOLLGATE_ENGINE_POLL_MS: '250',
+      TOLLGATE_ENGINES_ON_SHUTDOWN: 'leave',
+      TOLLGATE_DEPLOYMENT: DEPLOYMENT,
+    });
   const chat = (extra: Record<string, unknown> = {}) =>
     fetch(`${gateway.baseURL}/chat/completions`, {
       method: 'POST',
@@ -162,12 +169,20 @@ describe.runIf(available)('Docker engine fleet', () => {
       await response.arrayBuffer();
       return response.status;
     });
-    await until('the victim serves some of the load', () => status().replicas.some((r) => r.container?.id === victim && r.inFlight > 0), { timeout: 5_000, interval: 5 });
+    await until(
+      'the victim serves some of the load',
+      () => status().replicas.some((r) => r.container?.id === victim && r.inFlight > 0),
+      { timeout: 5_000, interval: 5 },
+    );
     await docker.getContainer(victim).kill();
     const statuses = await Promise.all(load);
     // No request that had not started streaming failed: JSON answers were retried on the other replica.
     expect(statuses).toEqual(Array(24).fill(200));
-    await until('the killed replica replaced and ready', () => ready() === 2 && !status().replicas.some((r) => r.container?.id === victim), fleetWait);
+    await until(
+      'the killed replica replaced and ready',
+      () => ready() === 2 && !status().replicas.some((r) => r.container?.id === victim),
+      fleetWait,
+    );
     expect(status().replicas[0]!.restarts).toBeGreaterThanOrEqual(1);
   }, 120_000);
 
@@ -208,7 +223,10 @@ describe.runIf(available)('Docker engine fleet', () => {
 
   it('puts a draining replica back in rotation when scaled up again before it is removed', async () => {
     await until('two ready replicas', () => ready() === 2, fleetWait);
-    const streams = await Promise.all([chat({ stream: true, max_tokens: 60, ignore_eos: true }), chat({ stream: true, max_tokens: 60, ignore_eos: true })]);
+    const streams = await Promise.all([
+      chat({ stream: true, max_tokens: 60, ignore_eos: true }),
+      chat({ stream: true, max_tokens: 60, ignore_eos: true }),
+    ]);
     const engine = gateway.services.fleet.engines().find((e) => e.modelId === MODEL)!;
     const kept = status().replicas.find((r) => r.id === `${MODEL}/1`)!.container!.id;
     await engine.scale!(1);
@@ -216,13 +234,17 @@ describe.runIf(available)('Docker engine fleet', () => {
     await engine.scale!(2);
     await until('the same replica ready again', () => ready() === 2, fleetWait);
     expect(status().replicas.find((r) => r.id === `${MODEL}/1`)!.container!.id).toBe(kept);
-    for (const body of await Promise.all(streams.map((r) => r.text()))) expect(body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    for (const body of await Promise.all(streams.map((r) => r.text())))
+      expect(body.trimEnd().endsWith('data: [DONE]')).toBe(true);
   }, 120_000);
 
   it('drains a replica before removing it when scaled down', async () => {
     await until('two ready replicas', () => ready() === 2, fleetWait);
     // One long stream on each replica (least-loaded routing puts them apart): 100 tokens at 20 ms.
-    const streams = await Promise.all([chat({ stream: true, max_tokens: 100, ignore_eos: true }), chat({ stream: true, max_tokens: 100, ignore_eos: true })]);
+    const streams = await Promise.all([
+      chat({ stream: true, max_tokens: 100, ignore_eos: true }),
+      chat({ stream: true, max_tokens: 100, ignore_eos: true }),
+    ]);
     expect(status().replicas.map((r) => r.inFlight)).toEqual([1, 1]);
     const engine = gateway.services.fleet.engines().find((e) => e.modelId === MODEL)!;
     await engine.scale!(1);
@@ -251,13 +273,27 @@ describe.runIf(available)('Docker engine fleet', () => {
     });
     expect(scaled.status).toBe(200);
     await until('one ready replica', () => ready() === 1, fleetWait);
-    const listed = (await (await fetch(`${gateway.url}/admin/v1/engines`, { headers: { authorization: 'Bearer test-operator-token-0123456789' } })).json()) as {
-      data: Array<{ model: string; kind: string; desired_replicas: number; replicas: Array<{ state: string; container: { name: string } }> }>;
+    const listed = (await (
+      await fetch(`${gateway.url}/admin/v1/engines`, {
+        headers: { authorization: 'Bearer test-operator-token-0123456789' },
+      })
+    ).json()) as {
+      data: Array<{
+        model: string;
+        kind: string;
+        desired_replicas: number;
+        replicas: Array<{ state: string; container: { name: string } }>;
+      }>;
     };
     const entry = listed.data.find((e) => e.model === MODEL)!;
     // A fixed `replicas: 2` is min = max = 2; an operator's count stands until the next start.
     expect(entry).toMatchObject({ kind: 'docker', desired_replicas: 1, min_replicas: 2, max_replicas: 2 });
-    expect(entry.replicas[0]).toMatchObject({ state: 'ready', container: { name: `tollgate-${DEPLOYMENT}-${MODEL}-0` }, host: 'unix:///var/run/docker.sock', gpus: [] });
+    expect(entry.replicas[0]).toMatchObject({
+      state: 'ready',
+      container: { name: `tollgate-${DEPLOYMENT}-${MODEL}-0` },
+      host: 'unix:///var/run/docker.sock',
+      gpus: [],
+    });
   }, 120_000);
 });
 

@@ -26,7 +26,8 @@ describe('the container the gateway asks Docker for', () => {
         res.setHeader('content-type', 'application/json');
         if (req.method === 'GET' && path.startsWith('/images/')) return res.end('{"Id":"sha256:abc"}');
         if (req.method === 'GET' && path === '/containers/json') return res.end('[]');
-        if (req.method === 'POST' && path === '/containers/create') return res.writeHead(201).end('{"Id":"c0ffee","Warnings":[]}');
+        if (req.method === 'POST' && path === '/containers/create')
+          return res.writeHead(201).end('{"Id":"c0ffee","Warnings":[]}');
         if (req.method === 'POST' && /\/containers\/\w+\/start/.test(path)) return res.writeHead(204).end();
         res.writeHead(404).end('{"message":"not in this stand-in"}');
       });
@@ -72,7 +73,19 @@ describe('the container the gateway asks Docker for', () => {
     const body = create.body as Record<string, any>;
     expect(body.Image).toBe('vllm/vllm-openai:v0.11.0');
     expect(body.Entrypoint).toEqual(['vllm', 'serve']);
-    expect(body.Cmd).toEqual(['Qwen/Qwen2.5-7B-Instruct', '--served-model-name', 'qwen', '--host', '127.0.0.1', '--port', '18000', '--max-model-len', '32768', '--tensor-parallel-size', '2']);
+    expect(body.Cmd).toEqual([
+      'Qwen/Qwen2.5-7B-Instruct',
+      '--served-model-name',
+      'qwen',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '18000',
+      '--max-model-len',
+      '32768',
+      '--tensor-parallel-size',
+      '2',
+    ]);
     expect(body.Env).toEqual(['HF_HUB_OFFLINE=0', 'HF_TOKEN=hf_secret']);
     expect(body.Labels).toEqual({
       'tollgate.managed': 'true',
@@ -85,7 +98,9 @@ describe('the container the gateway asks Docker for', () => {
     expect(body.HostConfig.IpcMode).toBe('host');
     expect(body.HostConfig.Binds).toEqual(['/var/lib/hf-cache:/root/.cache/huggingface']);
     // Count and DeviceIDs are mutually exclusive in Docker's API: ids given, so no Count.
-    expect(body.HostConfig.DeviceRequests).toEqual([{ Driver: 'nvidia', DeviceIDs: ['0', '1'], Capabilities: [['gpu']] }]);
+    expect(body.HostConfig.DeviceRequests).toEqual([
+      { Driver: 'nvidia', DeviceIDs: ['0', '1'], Capabilities: [['gpu']] },
+    ]);
     expect(body.HostConfig.RestartPolicy).toEqual({ Name: 'no' });
     expect(body.ExposedPorts).toBeUndefined();
     // The container name travels as a query parameter.
@@ -119,12 +134,16 @@ describe('the container the gateway asks Docker for', () => {
     });
     await engine.close();
     const creates = requests.slice(before).filter((r) => r.path === '/containers/create');
-    const bodies = creates.map((r) => r.body as { Labels: Record<string, string>; HostConfig: { DeviceRequests: unknown } });
+    const bodies = creates.map(
+      (r) => r.body as { Labels: Record<string, string>; HostConfig: { DeviceRequests: unknown } },
+    );
     expect(bodies.map((b) => b.HostConfig.DeviceRequests)).toEqual([
       [{ Driver: 'nvidia', DeviceIDs: ['0'], Capabilities: [['gpu']] }],
       [{ Driver: 'nvidia', DeviceIDs: ['1'], Capabilities: [['gpu']] }],
     ]);
-    expect(bodies.map((b) => [b.Labels['tollgate.replica'], b.Labels['tollgate.gpus'], b.Labels['tollgate.host']])).toEqual([
+    expect(
+      bodies.map((b) => [b.Labels['tollgate.replica'], b.Labels['tollgate.gpus'], b.Labels['tollgate.host']]),
+    ).toEqual([
       ['0', '0', `tcp://127.0.0.1:${port}`],
       ['1', '1', `tcp://127.0.0.1:${port}`],
     ]);
@@ -162,14 +181,29 @@ describe('the container the gateway asks Docker for', () => {
       await engine.close();
     }
     const creates = requests.slice(before).filter((r) => r.path === '/containers/create');
-    expect(creates.map((r) => (r.body as { Labels: Record<string, string> }).Labels['tollgate.gpus'])).toEqual(['4', '5']);
+    expect(creates.map((r) => (r.body as { Labels: Record<string, string> }).Labels['tollgate.gpus'])).toEqual([
+      '4',
+      '5',
+    ]);
   });
 
   it('asks for a GPU count (all GPUs is -1) and a shared-memory size on a Docker network', async () => {
     const { containerSpec } = await import('../../../src/gateway/engines/docker/spec.js');
     const [definition] = parseEngineDefinitions(
       JSON.stringify({
-        engines: [{ kind: 'docker', model: 'bge', image: 'vllm', hf_repo: 'BAAI/bge', gpus: 'all', ipc_host: false, shm_size: '16g', network: 'tollgate', args: ['--runner', 'pooling'] }],
+        engines: [
+          {
+            kind: 'docker',
+            model: 'bge',
+            image: 'vllm',
+            hf_repo: 'BAAI/bge',
+            gpus: 'all',
+            ipc_host: false,
+            shm_size: '16g',
+            network: 'tollgate',
+            args: ['--runner', 'pooling'],
+          },
+        ],
       }),
     );
     const spec = containerSpec(definition as Extract<typeof definition, { kind: 'docker' }>, 1, {}, 'prod');
@@ -179,7 +213,17 @@ describe('the container the gateway asks Docker for', () => {
     expect(spec.HostConfig?.ShmSize).toBe(16 * 1024 ** 3);
     expect(spec.HostConfig?.NetworkMode).toBe('tollgate');
     // On a Docker network every replica uses the same port and is reached by its name.
-    expect(spec.Cmd).toEqual(['BAAI/bge', '--served-model-name', 'bge', '--host', '0.0.0.0', '--port', '8000', '--runner', 'pooling']);
+    expect(spec.Cmd).toEqual([
+      'BAAI/bge',
+      '--served-model-name',
+      'bge',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '8000',
+      '--runner',
+      'pooling',
+    ]);
     expect(spec.ExposedPorts).toEqual({ '8000/tcp': {} });
   });
 });

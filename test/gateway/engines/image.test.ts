@@ -68,7 +68,10 @@ describe.skipIf(!hasDocker)('the vLLM simulator image', () => {
       body: JSON.stringify({ model: 'sim-chat', messages: [{ role: 'user', content: 'Hello!' }], max_tokens: 5 }),
     });
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { choices: Array<{ message: { content: string } }>; usage: { completion_tokens: number } };
+    const body = (await res.json()) as {
+      choices: Array<{ message: { content: string } }>;
+      usage: { completion_tokens: number };
+    };
     expect(body.choices[0]?.message.content.length).toBeGreaterThan(0);
     expect(body.usage.completion_tokens).toBe(5);
   });

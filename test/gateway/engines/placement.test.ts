@@ -5,7 +5,14 @@ import { removeEngineContainers, startDockerEngine } from '../../../src/gateway/
 import { ownContainers } from '../../../src/gateway/engines/docker/spec.js';
 import type { Engine } from '../../../src/gateway/engines/types.js';
 import type { Logger } from '../../../src/shared/http/log.js';
-import { buildSimulatorImage, dockerAvailable, dockerSocket, freePortRange, SIM_IMAGE_COMMAND, testDocker } from '../../helpers/docker.js';
+import {
+  buildSimulatorImage,
+  dockerAvailable,
+  dockerSocket,
+  freePortRange,
+  SIM_IMAGE_COMMAND,
+  testDocker,
+} from '../../helpers/docker.js';
 import { secondDockerdPossible, startSecondDockerd, type SecondDockerd } from '../../helpers/dockerd.js';
 
 const MODEL = 'sim-placed';
@@ -32,10 +39,15 @@ describe.runIf(available)('placement across Docker hosts and GPUs', () => {
     const listed = await on.listContainers({ filters: { label: ownContainers(DEPLOYMENT, MODEL) } });
     const inspected = await Promise.all(listed.map((c) => on.getContainer(c.Id).inspect()));
     return inspected
-      .map((c) => ({ replica: c.Config.Labels['tollgate.replica']!, gpus: c.Config.Labels['tollgate.gpus']!, devices: c.HostConfig.DeviceRequests ?? [] }))
+      .map((c) => ({
+        replica: c.Config.Labels['tollgate.replica']!,
+        gpus: c.Config.Labels['tollgate.gpus']!,
+        devices: c.HostConfig.DeviceRequests ?? [],
+      }))
       .sort((a, b) => a.replica.localeCompare(b.replica));
   }
-  const readyOn = (host: string) => engine!.status().replicas.filter((r) => r.state === 'ready' && r.host === host).length;
+  const readyOn = (host: string) =>
+    engine!.status().replicas.filter((r) => r.state === 'ready' && r.host === host).length;
 
   beforeAll(async () => {
     const image = await buildSimulatorImage();
@@ -63,9 +75,22 @@ describe.runIf(available)('placement across Docker hosts and GPUs', () => {
         ],
       }),
     );
-    const log: Logger = { debug: () => {}, info: () => {}, warn: (message) => logged.push(message), error: (message) => logged.push(message) };
+    const log: Logger = {
+      debug: () => {},
+      info: () => {},
+      warn: (message) => logged.push(message),
+      error: (message) => logged.push(message),
+    };
     const dockerFor = (host: { docker_host: string }) => (host.docker_host === FIRST ? docker : second!.docker);
-    engine = await startDockerEngine(definition as DockerDefinition, { docker, dockerFor, log, env: {}, pollMs: 250, deployment: DEPLOYMENT, listTimeoutMs: 1_000 });
+    engine = await startDockerEngine(definition as DockerDefinition, {
+      docker,
+      dockerFor,
+      log,
+      env: {},
+      pollMs: 250,
+      deployment: DEPLOYMENT,
+      listTimeoutMs: 1_000,
+    });
   }, 240_000);
 
   afterAll(async () => {
@@ -110,7 +135,14 @@ describe.runIf(available)('placement across Docker hosts and GPUs', () => {
     ]);
     // Back: the copy it still lists is not wanted (replica 1 runs elsewhere) and is removed.
     second!.resume();
-    await expect.poll(async () => (await second!.docker.listContainers({ all: true, filters: { label: ownContainers(DEPLOYMENT, MODEL) } })).length, { timeout: 30_000 }).toBe(0);
+    await expect
+      .poll(
+        async () =>
+          (await second!.docker.listContainers({ all: true, filters: { label: ownContainers(DEPLOYMENT, MODEL) } }))
+            .length,
+        { timeout: 30_000 },
+      )
+      .toBe(0);
     expect(readyOn(FIRST)).toBe(3);
   }, 150_000);
 
@@ -124,7 +156,11 @@ describe.runIf(available)('placement across Docker hosts and GPUs', () => {
   }, 90_000);
 
   it('never puts two replicas on one GPU: with every GPU taken, a fourth replica waits', async () => {
-    await expect.poll(() => logged.includes('engine replica has no host to go to: none answering with enough GPUs free'), { timeout: 30_000 }).toBe(true);
+    await expect
+      .poll(() => logged.includes('engine replica has no host to go to: none answering with enough GPUs free'), {
+        timeout: 30_000,
+      })
+      .toBe(true);
     expect((await placed(docker)).map((p) => p.gpus).sort()).toEqual(['0', '1', '2']);
     expect(engine!.status().replicas).toHaveLength(3);
   }, 60_000);

@@ -93,7 +93,16 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
             hf_repo: 'tollgate/sim-lease',
             served_model_name: MODEL,
             // A loaded vLLM that runs one sequence at a time: every other request waits, and both gateways scrape that queue.
-            args: ['--num-gpu-blocks-override', '512', '--max-num-seqs', '1', '--decode-ms-per-step', '20', '--startup-delay-ms', '8000'],
+            args: [
+              '--num-gpu-blocks-override',
+              '512',
+              '--max-num-seqs',
+              '1',
+              '--decode-ms-per-step',
+              '20',
+              '--startup-delay-ms',
+              '8000',
+            ],
             port: await freePortRange(3),
             pull: 'never',
             startup_timeout_s: 60,
@@ -118,7 +127,9 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
     gateways.push(await startGatewayProcess('gateway-b', env));
     const secret = await tenantOn(first.url);
     const ready = async () => Promise.all(gateways.map(async (g) => (await engineOn(g.url)).ready_replicas));
-    await until('both gateways run the first replica', async () => (await ready()).join() === '1,1', { timeout: 60_000 });
+    await until('both gateways run the first replica', async () => (await ready()).join() === '1,1', {
+      timeout: 60_000,
+    });
 
     // Eight clients on each gateway, one replica that runs one at a time: both see the queue, both windows run out within a scrape of each other.
     let loading = true;
@@ -129,7 +140,12 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
           const response = await fetch(`${gateway.url}/v1/chat/completions`, {
             method: 'POST',
             headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ model: MODEL, max_tokens: 10, ignore_eos: true, messages: [{ role: 'user', content: 'hello' }] }),
+            body: JSON.stringify({
+              model: MODEL,
+              max_tokens: 10,
+              ignore_eos: true,
+              messages: [{ role: 'user', content: 'hello' }],
+            }),
           });
           await response.arrayBuffer();
           statuses.push(response.status);
@@ -144,7 +160,10 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
     }
     await until('both gateways run the second replica', async () => (await ready()).join() === '2,2', {
       timeout: 60_000,
-      detail: async () => ({ engines: await Promise.all(gateways.map((g) => adminCallTo(g.url, ADMIN_TOKEN, 'GET', '/engines'))), logs: gateways.map((g) => g.child.output().slice(-3000)) }),
+      detail: async () => ({
+        engines: await Promise.all(gateways.map((g) => adminCallTo(g.url, ADMIN_TOKEN, 'GET', '/engines'))),
+        logs: gateways.map((g) => g.child.output().slice(-3000)),
+      }),
     });
     // The step is over once its holder gives the lease back: past that point, a second step would have been logged already.
     await until('the lease is given back', async () => (await lease()) === null, { timeout: 10_000 });
@@ -166,17 +185,33 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
 
 /** Adds the model, its price and a funded organization with a key, through the operator API of one gateway (they share the database). */
 async function tenantOn(url: string): Promise<string> {
-  const admin = <T = Record<string, unknown>>(method: string, route: string, body?: unknown) => adminCallTo<T>(url, ADMIN_TOKEN, method, route, body);
-  await admin('POST', '/models', { id: MODEL, display_name: 'Sim Lease', hf_repo_id: 'tollgate-test/Sim-Lease', task_type: 'chat', context_length: 8192 });
+  const admin = <T = Record<string, unknown>>(method: string, route: string, body?: unknown) =>
+    adminCallTo<T>(url, ADMIN_TOKEN, method, route, body);
+  await admin('POST', '/models', {
+    id: MODEL,
+    display_name: 'Sim Lease',
+    hf_repo_id: 'tollgate-test/Sim-Lease',
+    task_type: 'chat',
+    context_length: 8192,
+  });
   await admin('PUT', `/prices/${MODEL}`, { input_per_million: '0.15', output_per_million: '0.60' });
   const org = await admin<{ id: string }>('POST', '/orgs', { name: 'lease test' });
   await admin('POST', `/orgs/${org.id}/wallet/topups`, { amount: '100' });
-  const key = await admin<{ secret: string }>('POST', `/orgs/${org.id}/keys`, { name: 'lease', max_concurrency: 100, requests_per_minute: 100_000 });
+  const key = await admin<{ secret: string }>('POST', `/orgs/${org.id}/keys`, {
+    name: 'lease',
+    max_concurrency: 100,
+    requests_per_minute: 100_000,
+  });
   return key.secret;
 }
 
 /** The engine as one gateway's operator API shows it. */
 async function engineOn(url: string): Promise<{ desired_replicas: number; ready_replicas: number }> {
-  const engines = await adminCallTo<{ data: { model: string; desired_replicas: number; ready_replicas: number }[] }>(url, ADMIN_TOKEN, 'GET', '/engines');
+  const engines = await adminCallTo<{ data: { model: string; desired_replicas: number; ready_replicas: number }[] }>(
+    url,
+    ADMIN_TOKEN,
+    'GET',
+    '/engines',
+  );
   return engines.data.find((e) => e.model === MODEL)!;
 }

@@ -21,14 +21,29 @@ import { until } from '../../helpers/wait.js';
  */
 
 const ADDRESSES = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
-const ROUTING: RoutingSettings = { policy: 'scored', scrapeMs: 100, queueWeight: 1, kvWeight: 1, prefixWeight: 4, sessionWeight: 0.5, prefixBlockChars: 64, prefixEntries: 1000, prefixTtlMs: 60_000 };
+const ROUTING: RoutingSettings = {
+  policy: 'scored',
+  scrapeMs: 100,
+  queueWeight: 1,
+  kvWeight: 1,
+  prefixWeight: 4,
+  sessionWeight: 0.5,
+  prefixBlockChars: 64,
+  prefixEntries: 1000,
+  prefixTtlMs: 60_000,
+};
 const DNS_REFRESH_MS = 300;
 
 let port: number;
 const sims = new Map<string, TestChild>();
 
 async function startSim(address: string): Promise<void> {
-  const child = startBuilt(`sim-${address}`, 'dist/sim/main.js', ['sim-chat', '--host', address, '--port', String(port)], { cwd: repoRoot, env: process.env });
+  const child = startBuilt(
+    `sim-${address}`,
+    'dist/sim/main.js',
+    ['sim-chat', '--host', address, '--port', String(port)],
+    { cwd: repoRoot, env: process.env },
+  );
   sims.set(address, child);
   await waitForHealth(child, `http://${address}:${port}/health`);
 }
@@ -42,12 +57,20 @@ afterAll(async () => {
   await Promise.all([...sims.values()].map((child) => child.stop('SIGTERM')));
 });
 
-const chatBody = (n: number) => ({ model: 'sim-chat', messages: [{ role: 'user', content: `Question ${n}: ${'why is the sky blue? '.repeat(8)}` }], max_tokens: 8 });
+const chatBody = (n: number) => ({
+  model: 'sim-chat',
+  messages: [{ role: 'user', content: `Question ${n}: ${'why is the sky blue? '.repeat(8)}` }],
+  max_tokens: 8,
+});
 
 describe('an engine behind a DNS name', () => {
   let engine: Engine;
   let answer: string[] = [...ADDRESSES];
-  const definition: StaticDefinition = { kind: 'static', model: 'sim-chat', dns: { name: 'vllm.ml.svc.cluster.local', port: 8000, scheme: 'http' } };
+  const definition: StaticDefinition = {
+    kind: 'static',
+    model: 'sim-chat',
+    dns: { name: 'vllm.ml.svc.cluster.local', port: 8000, scheme: 'http' },
+  };
 
   beforeAll(async () => {
     const lookup = async (name: string) => {
@@ -69,7 +92,11 @@ describe('an engine behind a DNS name', () => {
     const target = engine.acquire(undefined, { body });
     expect(target).not.toBeNull();
     try {
-      const response = await fetch(`${target!.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const response = await fetch(`${target!.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       expect(response.status).toBe(200);
       await response.text();
     } finally {
@@ -79,7 +106,10 @@ describe('an engine behind a DNS name', () => {
   };
 
   it('spreads requests over every address, scored on what each reports', async () => {
-    await until('every address is ready and scraped', () => replicas().length === 3 && replicas().every((r) => r.state === 'ready' && r.load));
+    await until(
+      'every address is ready and scraped',
+      () => replicas().length === 3 && replicas().every((r) => r.state === 'ready' && r.load),
+    );
     const targets = [];
     for (let n = 0; n < 30; n++) targets.push(await send(n));
     const chosen = new Set(targets.map((t) => t.replicaId));
@@ -104,7 +134,9 @@ describe('an engine behind a DNS name', () => {
     expect(Date.now() - removedAt).toBeLessThan(DNS_REFRESH_MS * 2 + 500);
     for (let n = 0; n < 10; n++) expect((await send(2000 + n)).replicaId).not.toBe(gone);
     answer = [...ADDRESSES];
-    await until('the added address is ready', () => replicas().find((r) => r.id === gone)?.state === 'ready', { timeout: 5_000 });
+    await until('the added address is ready', () => replicas().find((r) => r.id === gone)?.state === 'ready', {
+      timeout: 5_000,
+    });
     // Three calls held at once: with every replica idle the router breaks ties by calls in flight, so the third
     // goes to the replica no call holds yet; the added one must be among them, and answer.
     let n = 3000;
@@ -113,7 +145,11 @@ describe('an engine behind a DNS name', () => {
       for (const target of held) target.release();
       return held.find((target) => target.replicaId === gone);
     });
-    const response = await fetch(`${added.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chatBody(n)) });
+    const response = await fetch(`${added.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chatBody(n)),
+    });
     expect(response.status).toBe(200);
     await response.text();
   });
@@ -126,15 +162,27 @@ describe('an engine with a list of URLs, in a gateway', () => {
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-servers-'));
     const file = path.join(dir, 'engines.json');
-    await writeFile(file, JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', urls: ADDRESSES.map((address) => `http://${address}:${port}/v1`) }] }));
-    gateway = await startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: file, TOLLGATE_ROUTING_SCRAPE_MS: '100', TOLLGATE_ENGINE_POLL_MS: '200' });
+    await writeFile(
+      file,
+      JSON.stringify({
+        engines: [
+          { kind: 'static', model: 'sim-chat', urls: ADDRESSES.map((address) => `http://${address}:${port}/v1`) },
+        ],
+      }),
+    );
+    gateway = await startTestGateway('pglite', {
+      TOLLGATE_ENGINES_FILE: file,
+      TOLLGATE_ROUTING_SCRAPE_MS: '100',
+      TOLLGATE_ENGINE_POLL_MS: '200',
+    });
   });
   afterAll(async () => {
     await gateway?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
-  const served = () => Object.fromEntries(gateway.services.fleet.status()[0]!.replicas.map((r) => [r.address, r.served]));
+  const served = () =>
+    Object.fromEntries(gateway.services.fleet.status()[0]!.replicas.map((r) => [r.address, r.served]));
 
   it('serves from all three, and fails over when one stops', async () => {
     const { secret } = await gateway.tenant();
@@ -148,9 +196,13 @@ describe('an engine with a list of URLs, in a gateway', () => {
       return response.status;
     };
     // Scored: every server's /metrics is read, so the router has a load for each.
-    await until('every server is ready and scraped', () => gateway.services.fleet.status()[0]!.replicas.every((r) => r.state === 'ready' && r.load), {
-      detail: () => gateway.services.fleet.status(),
-    });
+    await until(
+      'every server is ready and scraped',
+      () => gateway.services.fleet.status()[0]!.replicas.every((r) => r.state === 'ready' && r.load),
+      {
+        detail: () => gateway.services.fleet.status(),
+      },
+    );
     for (let n = 0; n < 15; n++) expect(await chat(n)).toBe(200);
     expect(Object.keys(served()).sort()).toEqual(ADDRESSES.map((address) => `${address}:${port}`));
     expect(
@@ -160,6 +212,11 @@ describe('an engine with a list of URLs, in a gateway', () => {
     // A replica that stops: requests go on to the others, and it leaves rotation.
     await sims.get(ADDRESSES[1]!)!.stop('SIGKILL');
     for (let n = 100; n < 110; n++) expect(await chat(n)).toBe(200);
-    await until('the stopped server is out of rotation', () => gateway.services.fleet.status()[0]!.replicas.find((r) => r.address === `${ADDRESSES[1]}:${port}`)?.state === 'unhealthy');
+    await until(
+      'the stopped server is out of rotation',
+      () =>
+        gateway.services.fleet.status()[0]!.replicas.find((r) => r.address === `${ADDRESSES[1]}:${port}`)?.state ===
+        'unhealthy',
+    );
   });
 });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { generateSecret, hashSecret, isWellFormedSecret, sameHash, secretHint } from '../../../src/gateway/keys/secrets.js';
+import {
+  generateSecret,
+  hashSecret,
+  isWellFormedSecret,
+  sameHash,
+  secretHint,
+} from '../../../src/gateway/keys/secrets.js';
 import { expiryDate } from '../../../src/gateway/keys/service.js';
 
 describe('key secrets', () => {

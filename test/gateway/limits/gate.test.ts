@@ -62,7 +62,12 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
   async function tenant(credit: bigint): Promise<AuthenticatedKey> {
     const org = await new OrgService(store.db).create('gate test');
     await wallets.credit(org.id, 'topup', credit);
-    const { key } = await new KeyService(store.db, 'sk-gw-').create({ orgId: org.id, name: 'k', maxConcurrency: 100, requestsPerMinute: 1000 });
+    const { key } = await new KeyService(store.db, 'sk-gw-').create({
+      orgId: org.id,
+      name: 'k',
+      maxConcurrency: 100,
+      requestsPerMinute: 1000,
+    });
     return {
       id: key.id,
       orgId: org.id,
@@ -77,7 +82,8 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     };
   }
 
-  const charge = (id: string, caller: AuthenticatedKey, cost: bigint) => chargeRecord(id, { orgId: caller.orgId, keyId: caller.id }, cost);
+  const charge = (id: string, caller: AuthenticatedKey, cost: bigint) =>
+    chargeRecord(id, { orgId: caller.orgId, keyId: caller.id }, cost);
 
   const spendable = (orgId: string) => gate.spendable(orgId);
 
@@ -98,14 +104,18 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
 
   it('forgets the unwritten charges of every organization in a batch once PostgreSQL holds them', async () => {
     const callers = [await tenant(1_000n), await tenant(1_000n)];
-    const charges = callers.flatMap((caller, i) => [charge(`r-${kind}-w${i}a`, caller, 10n), charge(`r-${kind}-w${i}b`, caller, 20n)]);
+    const charges = callers.flatMap((caller, i) => [
+      charge(`r-${kind}-w${i}a`, caller, 10n),
+      charge(`r-${kind}-w${i}b`, caller, 20n),
+    ]);
     for (const record of charges) {
       const caller = callers.find((c) => c.orgId === record.orgId)!;
       const ticket = await gateKeeper.admit({ requestId: record.id, caller, estimatedTokens: 1, holdNanos: 50n });
       await journal.append(record);
       await gateKeeper.release(ticket, { actualTokens: 2, cost: record.cost });
     }
-    for (const caller of callers) expect((await gate.walletState(caller.orgId)).unwritten.map((c) => c.amount)).toEqual([10n, 20n]);
+    for (const caller of callers)
+      expect((await gate.walletState(caller.orgId)).unwritten.map((c) => c.amount)).toEqual([10n, 20n]);
     await wallets.chargeMany(charges);
     await gateKeeper.written(charges);
     for (const caller of callers) {
@@ -117,7 +127,9 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
   it('refuses with 402 once the spendable amount is used up, and a top-up makes it spendable at once', async () => {
     const caller = await tenant(100n);
     const first = await gateKeeper.admit({ requestId: `r-${kind}-2a`, caller, estimatedTokens: 1, holdNanos: 150n });
-    await expect(gateKeeper.admit({ requestId: `r-${kind}-2b`, caller, estimatedTokens: 1, holdNanos: 1n })).rejects.toMatchObject({ code: 'insufficient_funds' });
+    await expect(
+      gateKeeper.admit({ requestId: `r-${kind}-2b`, caller, estimatedTokens: 1, holdNanos: 1n }),
+    ).rejects.toMatchObject({ code: 'insufficient_funds' });
     await wallets.credit(caller.orgId, 'topup', 100n);
     const second = await gateKeeper.admit({ requestId: `r-${kind}-2c`, caller, estimatedTokens: 1, holdNanos: 10n });
     await gateKeeper.release(first, { actualTokens: 0, cost: null });
@@ -125,45 +137,64 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     expect(await spendable(caller.orgId)).toBe(200n);
   });
 
-  it.runIf(kind === 'redis')('rebuilds a wallet after Redis loses everything, without handing out money twice', async () => {
-    const caller = await tenant(10_000n);
-    // In flight when Redis is lost: one request holding 3,000; one finished with a charge of 2,000 not yet written.
-    const running = await gateKeeper.admit({ requestId: 'r-redis-3a', caller, estimatedTokens: 1, holdNanos: 3_000n });
-    const finished = await gateKeeper.admit({ requestId: 'r-redis-3b', caller, estimatedTokens: 1, holdNanos: 2_500n });
-    await journal.append(charge('r-redis-3b', caller, 2_000n));
-    await gateKeeper.release(finished, { actualTokens: 1, cost: 2_000n });
+  it.runIf(kind === 'redis')(
+    'rebuilds a wallet after Redis loses everything, without handing out money twice',
+    async () => {
+      const caller = await tenant(10_000n);
+      // In flight when Redis is lost: one request holding 3,000; one finished with a charge of 2,000 not yet written.
+      const running = await gateKeeper.admit({
+        requestId: 'r-redis-3a',
+        caller,
+        estimatedTokens: 1,
+        holdNanos: 3_000n,
+      });
+      const finished = await gateKeeper.admit({
+        requestId: 'r-redis-3b',
+        caller,
+        estimatedTokens: 1,
+        holdNanos: 2_500n,
+      });
+      await journal.append(charge('r-redis-3b', caller, 2_000n));
+      await gateKeeper.release(finished, { actualTokens: 1, cost: 2_000n });
 
-    await deleteRedisPrefix(prefix); // Redis restarts empty
-    // Admissions wait while replicas report (the rebuild grace); this replica's heartbeat reports its hold and its unwritten charge.
-    await expect(gateKeeper.admit({ requestId: 'r-redis-3c', caller, estimatedTokens: 1, holdNanos: 1n })).rejects.toMatchObject({ code: 'billing_unavailable' });
-    await gateKeeper.heartbeat();
-    const state = await gate.walletState(caller.orgId);
-    expect(state.holds.map((h) => [h.requestId, h.amount])).toEqual([['r-redis-3a', 3_000n]]);
-    expect(state.unwritten.map((c) => [c.requestId, c.amount])).toContainEqual(['r-redis-3b', 2_000n]);
+      await deleteRedisPrefix(prefix); // Redis restarts empty
+      // Admissions wait while replicas report (the rebuild grace); this replica's heartbeat reports its hold and its unwritten charge.
+      await expect(
+        gateKeeper.admit({ requestId: 'r-redis-3c', caller, estimatedTokens: 1, holdNanos: 1n }),
+      ).rejects.toMatchObject({ code: 'billing_unavailable' });
+      await gateKeeper.heartbeat();
+      const state = await gate.walletState(caller.orgId);
+      expect(state.holds.map((h) => [h.requestId, h.amount])).toEqual([['r-redis-3a', 3_000n]]);
+      expect(state.unwritten.map((c) => [c.requestId, c.amount])).toContainEqual(['r-redis-3b', 2_000n]);
 
-    // 10,000 − 3,000 held − 2,000 charged = 5,000: once the grace is over, a request holding 5,000 passes, and then nothing is left.
-    const big = await until(
-      'the rebuild grace is over',
-      () =>
-        gateKeeper.admit({ requestId: 'r-redis-3d', caller, estimatedTokens: 1, holdNanos: 5_000n }).catch((error: unknown) => {
-          if ((error as { code?: string }).code === 'billing_unavailable') return null;
-          throw error;
-        }),
-      { timeout: GRACE_MS + 2_000, interval: 20 },
-    );
-    await expect(gateKeeper.admit({ requestId: 'r-redis-3e', caller, estimatedTokens: 1, holdNanos: 1n })).rejects.toMatchObject({ code: 'insufficient_funds' });
-    // The charge reaches the ledger; the running request ends costing 1,000; nothing is counted twice.
-    await wallets.chargeMany(journal.pending());
-    await gateKeeper.written(journal.pending());
-    await journal.markApplied(journal.pending().map((r) => r.id));
-    await gateKeeper.release(running, { actualTokens: 1, cost: 1_000n });
-    await gateKeeper.release(big, { actualTokens: 0, cost: null });
-    await journal.append(charge('r-redis-3a', caller, 1_000n));
-    await wallets.chargeMany(journal.pending());
-    await journal.markApplied(journal.pending().map((r) => r.id));
-    expect(await wallets.balance(caller.orgId)).toBe(7_000n);
-    expect(await spendable(caller.orgId)).toBe(7_000n);
-    const gateSays = await gate.walletState(caller.orgId);
-    expect(gateSays.holds).toEqual([]);
-  });
+      // 10,000 − 3,000 held − 2,000 charged = 5,000: once the grace is over, a request holding 5,000 passes, and then nothing is left.
+      const big = await until(
+        'the rebuild grace is over',
+        () =>
+          gateKeeper
+            .admit({ requestId: 'r-redis-3d', caller, estimatedTokens: 1, holdNanos: 5_000n })
+            .catch((error: unknown) => {
+              if ((error as { code?: string }).code === 'billing_unavailable') return null;
+              throw error;
+            }),
+        { timeout: GRACE_MS + 2_000, interval: 20 },
+      );
+      await expect(
+        gateKeeper.admit({ requestId: 'r-redis-3e', caller, estimatedTokens: 1, holdNanos: 1n }),
+      ).rejects.toMatchObject({ code: 'insufficient_funds' });
+      // The charge reaches the ledger; the running request ends costing 1,000; nothing is counted twice.
+      await wallets.chargeMany(journal.pending());
+      await gateKeeper.written(journal.pending());
+      await journal.markApplied(journal.pending().map((r) => r.id));
+      await gateKeeper.release(running, { actualTokens: 1, cost: 1_000n });
+      await gateKeeper.release(big, { actualTokens: 0, cost: null });
+      await journal.append(charge('r-redis-3a', caller, 1_000n));
+      await wallets.chargeMany(journal.pending());
+      await journal.markApplied(journal.pending().map((r) => r.id));
+      expect(await wallets.balance(caller.orgId)).toBe(7_000n);
+      expect(await spendable(caller.orgId)).toBe(7_000n);
+      const gateSays = await gate.walletState(caller.orgId);
+      expect(gateSays.holds).toEqual([]);
+    },
+  );
 });

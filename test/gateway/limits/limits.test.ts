@@ -29,7 +29,8 @@ describe.each(limitStores)('per-key limits (%s)', (limitStore) => {
       body: JSON.stringify({ model: 'sim-chat', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }], ...extra }),
       signal,
     });
-  const longStream = (secret: string, signal?: AbortSignal) => chat(secret, { stream: true, max_tokens: 30, ignore_eos: true }, signal);
+  const longStream = (secret: string, signal?: AbortSignal) =>
+    chat(secret, { stream: true, max_tokens: 30, ignore_eos: true }, signal);
 
   it('allows 60 requests a minute by default, then 429 rate_limit_exceeded with the headers', async () => {
     const { secret } = await gateway.tenant();

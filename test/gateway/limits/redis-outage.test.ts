@@ -29,7 +29,10 @@ describe.skipIf(!canRun)('per-key limits while Redis is down', () => {
     port = await freePort();
     redisDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-redis-'));
     redis = await startRedisServer(port, redisDir);
-    gateway = await startTestGateway('pglite', { REDIS_URL: `redis://127.0.0.1:${port}`, TOLLGATE_REDIS_PREFIX: uniqueRedisPrefix() });
+    gateway = await startTestGateway('pglite', {
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      TOLLGATE_REDIS_PREFIX: uniqueRedisPrefix(),
+    });
   });
 
   afterAll(async () => {
@@ -53,7 +56,10 @@ describe.skipIf(!canRun)('per-key limits while Redis is down', () => {
     });
 
   /** A request with how long it took to answer (headers and body). */
-  async function timed(secret: string, extra: Record<string, unknown> = {}): Promise<{ response: Response; text: string; ms: number }> {
+  async function timed(
+    secret: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<{ response: Response; text: string; ms: number }> {
     const started = performance.now();
     const response = await chat(secret, extra);
     const text = await response.text();
@@ -62,7 +68,11 @@ describe.skipIf(!canRun)('per-key limits while Redis is down', () => {
 
   function expectLimitsUnavailable({ response, text }: { response: Response; text: string }): void {
     const body = JSON.parse(text) as { error?: { code?: string; type?: string; message?: string } };
-    expect({ status: response.status, code: body.error?.code, type: body.error?.type }).toEqual({ status: 503, code: 'limits_unavailable', type: 'server_error' });
+    expect({ status: response.status, code: body.error?.code, type: body.error?.type }).toEqual({
+      status: 503,
+      code: 'limits_unavailable',
+      type: 'server_error',
+    });
     expect(body.error?.message?.length ?? 0).toBeGreaterThan(0);
     expect(response.headers.get('retry-after')).toBe('1');
   }
@@ -108,14 +118,19 @@ describe.skipIf(!canRun)('per-key limits while Redis is down', () => {
       expect(result.ms).toBeLessThan(1_500);
       expectLimitsUnavailable(result);
     }
-    const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => timed(secret, i % 2 === 0 ? {} : { stream: true })));
+    const burst = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => timed(secret, i % 2 === 0 ? {} : { stream: true })),
+    );
     for (const result of burst) {
       expect(result.ms).toBeLessThan(1_500);
       expectLimitsUnavailable(result);
     }
 
     // Unbilled routes do not need Redis.
-    const models = await fetch(`${gateway!.baseURL}/models`, { headers: { authorization: `Bearer ${secret}` }, signal: AbortSignal.timeout(5_000) });
+    const models = await fetch(`${gateway!.baseURL}/models`, {
+      headers: { authorization: `Bearer ${secret}` },
+      signal: AbortSignal.timeout(5_000),
+    });
     expect(models.status).toBe(200);
     expect(((await models.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id)).toContain('sim-chat');
     const health = await fetch(`${gateway!.url}/health`, { signal: AbortSignal.timeout(5_000) });
@@ -138,7 +153,8 @@ describe.skipIf(!canRun)('per-key limits while Redis is down', () => {
         expect(result.ms).toBeLessThan(1_500);
         if (result.response.status === 200) return true;
         // Redis came back empty: until every replica has reported its holds (TOLLGATE_REBUILD_GRACE_MS), wallets wait.
-        if (result.text.includes('billing_unavailable')) expect(result.response.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+        if (result.text.includes('billing_unavailable'))
+          expect(result.response.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
         else expectLimitsUnavailable(result);
         return false;
       },

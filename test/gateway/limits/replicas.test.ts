@@ -5,7 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
 import { expectError } from '../../helpers/envelope.js';
 import { adminCallTo, catalogSeenBy, type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
-import { createTestDatabase, deleteRedisPrefix, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
+import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  postgresAvailable,
+  redisAvailable,
+  redisUrl,
+  uniqueRedisPrefix,
+} from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 
 /**
@@ -56,12 +63,21 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
     // 20 ms between tokens: a 30-token stream stays in flight for about 0.6 s.
     sim = await startSimulator({ models: [{ name: 'sim-chat', task: 'chat' }], itlMs: 20 });
     tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-replicas-'));
-    await writeFile(path.join(tmp, 'engines.json'), JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }));
+    await writeFile(
+      path.join(tmp, 'engines.json'),
+      JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }),
+    );
     database = await createTestDatabase();
     // A first, so it runs the migrations; then B on the migrated database.
     a = await startReplica('gateway-a');
     b = await startReplica('gateway-b');
-    await adminCall('POST', '/models', { id: 'sim-chat', display_name: 'Sim Chat', hf_repo_id: 'tollgate-test/Sim-Chat-1B', task_type: 'chat', context_length: 8192 });
+    await adminCall('POST', '/models', {
+      id: 'sim-chat',
+      display_name: 'Sim Chat',
+      hf_repo_id: 'tollgate-test/Sim-Chat-1B',
+      task_type: 'chat',
+      context_length: 8192,
+    });
     await adminCall('PUT', '/prices/sim-chat', { input_per_million: '0.15', output_per_million: '0.60' });
   }, 120_000);
 
@@ -69,18 +85,26 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
     // Each step runs even if an earlier one fails: no child, key or database is left behind.
     await Promise.allSettled(gateways.map((g) => g.child.stop()));
     await sim?.close().catch(() => {});
-    await deleteRedisPrefix(prefix).catch((error: unknown) => console.warn(`could not delete Redis keys ${prefix}*: ${String(error)}`));
-    await database?.drop().catch((error: unknown) => console.warn(`could not drop the test database: ${String(error)}`));
+    await deleteRedisPrefix(prefix).catch((error: unknown) =>
+      console.warn(`could not delete Redis keys ${prefix}*: ${String(error)}`),
+    );
+    await database
+      ?.drop()
+      .catch((error: unknown) => console.warn(`could not drop the test database: ${String(error)}`));
     if (tmp) await rm(tmp, { recursive: true, force: true });
   }, 60_000);
 
-  const adminCall = <T = Record<string, unknown>>(method: string, route: string, body?: unknown) => adminCallTo<T>(a.url, ADMIN_TOKEN, method, route, body);
+  const adminCall = <T = Record<string, unknown>>(method: string, route: string, body?: unknown) =>
+    adminCallTo<T>(a.url, ADMIN_TOKEN, method, route, body);
 
   /** A funded organization of its own with one key, made through A's management API. */
   async function createKey(limits: Record<string, unknown>): Promise<Key> {
     const org = await adminCall<{ id: string }>('POST', '/orgs', { name: 'replica test org' });
     await adminCall('POST', `/orgs/${org.id}/wallet/topups`, { amount: '100' });
-    const key = await adminCall<{ id: string; secret: string }>('POST', `/orgs/${org.id}/keys`, { name: 'replica test key', ...limits });
+    const key = await adminCall<{ id: string; secret: string }>('POST', `/orgs/${org.id}/keys`, {
+      name: 'replica test key',
+      ...limits,
+    });
     return { id: key.id, secret: key.secret };
   }
 
@@ -91,12 +115,14 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
       body: JSON.stringify({ model: 'sim-chat', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }], ...extra }),
       signal: signal ?? AbortSignal.timeout(20_000),
     });
-  const longStream = (gateway: GatewayProcess, key: Key) => chat(gateway, key, { stream: true, max_tokens: 30, ignore_eos: true });
+  const longStream = (gateway: GatewayProcess, key: Key) =>
+    chat(gateway, key, { stream: true, max_tokens: 30, ignore_eos: true });
 
   /** Status and error code of a response, its body read to the end. */
   async function outcome(response: Response): Promise<{ status: number; code: string | null; via: string }> {
     const text = await response.text();
-    const code = response.status === 200 ? null : ((JSON.parse(text) as { error?: { code?: string } }).error?.code ?? '?');
+    const code =
+      response.status === 200 ? null : ((JSON.parse(text) as { error?: { code?: string } }).error?.code ?? '?');
     return { status: response.status, code, via: response.url };
   }
 
@@ -107,7 +133,9 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
     const results: Array<{ status: number; code: string | null; via: string }> = [];
     // Batches of 12 alternating between A and B: the limit falls inside a batch, where requests race.
     for (let start = 0; start < 3 * n; start += 12) {
-      const batch = Array.from({ length: Math.min(12, 3 * n - start) }, (_, i) => chat((start + i) % 2 === 0 ? a : b, key).then(outcome));
+      const batch = Array.from({ length: Math.min(12, 3 * n - start) }, (_, i) =>
+        chat((start + i) % 2 === 0 ? a : b, key).then(outcome),
+      );
       results.push(...(await Promise.all(batch)));
     }
     const passed = results.filter((r) => r.status === 200);
@@ -141,7 +169,8 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
       results = await Promise.all(
         responses.map(async (response) => {
           const text = await response.text();
-          const code = response.status === 200 ? null : ((JSON.parse(text) as { error?: { code?: string } }).error?.code ?? '?');
+          const code =
+            response.status === 200 ? null : ((JSON.parse(text) as { error?: { code?: string } }).error?.code ?? '?');
           return { status: response.status, code, text };
         }),
       );

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { createChatChunkRewriter, type ChatStreamOptions } from '../../../src/gateway/proxy/chat-stream.js';
 import { withoutNullFields } from '../../../src/gateway/proxy/openai-shape.js';
 
-const HEAD = '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732363200,"model":"Qwen/Qwen2.5-7B-Instruct","choices":[';
+const HEAD =
+  '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732363200,"model":"Qwen/Qwen2.5-7B-Instruct","choices":[';
 const USAGE = '"usage":{"prompt_tokens":12,"total_tokens":20,"completion_tokens":8}';
 
 /** Chunks as vLLM and the simulator write them, and unusual ones: spaced, usage first, nulls OpenAI never sends, the model named in the text. */
@@ -44,7 +45,8 @@ function rebuilt(data: string, options: ChatStreamOptions): unknown {
   }
   if (chunk.error !== undefined) return 'error';
   const choices = chunk.choices as unknown[];
-  if (choices.length === 0 && chunk.usage) return options.includeUsage ? withoutNullFields({ ...chunk, model: options.clientModel }) : null;
+  if (choices.length === 0 && chunk.usage)
+    return options.includeUsage ? withoutNullFields({ ...chunk, model: options.clientModel }) : null;
   return withoutNullFields({ ...chunk, model: options.clientModel }, options.continuousUsage ? undefined : 'usage');
 }
 
@@ -64,7 +66,9 @@ describe('the chat stream rewriter', () => {
 
   it('gives a usual chunk as the engine wrote it, but for the model and the hidden usage', () => {
     const { rewrite } = createChatChunkRewriter(OPTIONS[0]!);
-    expect(rewrite(CHUNKS.token)).toBe(CHUNKS.token.replace('"model":"Qwen/Qwen2.5-7B-Instruct"', '"model":"qwen"').replace(`,${USAGE}`, ''));
+    expect(rewrite(CHUNKS.token)).toBe(
+      CHUNKS.token.replace('"model":"Qwen/Qwen2.5-7B-Instruct"', '"model":"qwen"').replace(`,${USAGE}`, ''),
+    );
   });
 
   it('counts tokens and reads usage from every chunk as from the parsed chunk', () => {
@@ -82,13 +86,20 @@ describe('the chat stream rewriter', () => {
       expect(state.tokenChunks, name).toBe(tokens ? 1 : 0);
       const usage = chunk.usage;
       const exact = usage && Number.isSafeInteger(usage.prompt_tokens) && Number.isSafeInteger(usage.completion_tokens);
-      expect(state.usage, name).toEqual(exact ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens } : null);
+      expect(state.usage, name).toEqual(
+        exact ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens } : null,
+      );
     }
   });
 
   it('keeps counting tokens and usage, whichever way the chunk is written', () => {
     const { rewrite, state } = createChatChunkRewriter(OPTIONS[0]!);
     for (const data of [CHUNKS.first, CHUNKS.token, CHUNKS.vllmNulls, CHUNKS.last, CHUNKS.usageOnly]) rewrite(data);
-    expect(state).toMatchObject({ usage: { promptTokens: 12, completionTokens: 8 }, usageFinal: true, tokenChunks: 3, failed: false });
+    expect(state).toMatchObject({
+      usage: { promptTokens: 12, completionTokens: 8 },
+      usageFinal: true,
+      tokenChunks: 3,
+      failed: false,
+    });
   });
 });

@@ -37,7 +37,13 @@ describe('liftNumberArrays', () => {
   });
 
   it('leaves in place what is not an array of JSON numbers, and the key inside a string', () => {
-    for (const text of ['{"embedding":[1,"a"]}', '{"embedding":[[1,2]]}', '{"embedding":"AAAA"}', '{"note":"\\"embedding\\":[1,2]"}', '{"embedding":[]}']) {
+    for (const text of [
+      '{"embedding":[1,"a"]}',
+      '{"embedding":[[1,2]]}',
+      '{"embedding":"AAAA"}',
+      '{"note":"\\"embedding\\":[1,2]"}',
+      '{"embedding":[]}',
+    ]) {
       const { parsed, written } = relay(text);
       expect(JSON.parse(written)).toEqual(JSON.parse(text));
       if (text !== '{"embedding":[]}') expect(parsed).toEqual(JSON.parse(text));

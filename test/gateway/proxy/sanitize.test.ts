@@ -16,9 +16,12 @@ describe('sanitizeUpstreamMessage', () => {
   });
 
   it('keeps what tells the client what to fix, naming the model as the client did', () => {
-    const message = "This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens. Please reduce the length of the input messages.";
+    const message =
+      "This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens. Please reduce the length of the input messages.";
     expect(sanitizeUpstreamMessage(message, names)).toBe(message);
-    expect(sanitizeUpstreamMessage('The model `Qwen/Qwen2.5-7B-Instruct` does not support tools.', names)).toBe('The model `qwen-7b` does not support tools.');
+    expect(sanitizeUpstreamMessage('The model `Qwen/Qwen2.5-7B-Instruct` does not support tools.', names)).toBe(
+      'The model `qwen-7b` does not support tools.',
+    );
   });
 
   it('reads vLLM nested, legacy flat and plain-text error bodies', () => {

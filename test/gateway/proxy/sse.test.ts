@@ -13,7 +13,12 @@ function upstreamOf(parts: (string | Uint8Array)[], { close = true } = {}): Read
 
 async function relay(parts: (string | Uint8Array)[], onData = (d: string) => d as string | null) {
   const outcomes: RelayOutcome[] = [];
-  const stream = relaySse({ upstream: upstreamOf(parts), onData, onEnd: async (o) => void outcomes.push(o), abortUpstream: () => {} });
+  const stream = relaySse({
+    upstream: upstreamOf(parts),
+    onData,
+    onEnd: async (o) => void outcomes.push(o),
+    abortUpstream: () => {},
+  });
   return { text: await new Response(stream).text(), outcomes };
 }
 
@@ -26,7 +31,10 @@ describe('relaySse', () => {
 
   it('reads a CRLF split across two reads as one line end, not the end of an event', async () => {
     const events: string[] = [];
-    const { outcomes } = await relay(['data: one\r', '\ndata: two\r\n\r', '\ndata: three\r\r', 'data: [DONE]\r\n\r\n'], (d) => (events.push(d), d));
+    const { outcomes } = await relay(
+      ['data: one\r', '\ndata: two\r\n\r', '\ndata: three\r\r', 'data: [DONE]\r\n\r\n'],
+      (d) => (events.push(d), d),
+    );
     expect(events).toEqual(['one\ntwo', 'three']);
     expect(outcomes).toEqual(['done']);
   });
@@ -43,12 +51,17 @@ describe('relaySse', () => {
   it('strips a byte order mark at the start of the stream, as the SSE standard asks, and only there', async () => {
     const events: string[] = [];
     // The mark's three bytes come in two reads.
-    await relay([Uint8Array.of(0xef), Uint8Array.of(0xbb, 0xbf), 'data: one\n\ndata: \uFEFFtwo\n\ndata: [DONE]\n\n'], (d) => (events.push(d), d));
+    await relay(
+      [Uint8Array.of(0xef), Uint8Array.of(0xbb, 0xbf), 'data: one\n\ndata: \uFEFFtwo\n\ndata: [DONE]\n\n'],
+      (d) => (events.push(d), d),
+    );
     expect(events).toEqual(['one', '\uFEFFtwo']);
   });
 
   it('drops events the caller drops and ignores comments', async () => {
-    const { text } = await relay([': keep-alive\n\ndata: keep\n\ndata: drop\n\ndata: [DONE]\n\n'], (d) => (d === 'drop' ? null : d));
+    const { text } = await relay([': keep-alive\n\ndata: keep\n\ndata: drop\n\ndata: [DONE]\n\n'], (d) =>
+      d === 'drop' ? null : d,
+    );
     expect(text).toBe('data: keep\n\ndata: [DONE]\n\n');
   });
 

@@ -32,7 +32,12 @@ describe('Messages to chat completions', () => {
             { type: 'tool_use', id: 't1', name: 'read', input: { p: 1 } },
           ],
         },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'data' }], is_error: true }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'data' }], is_error: true },
+          ],
+        },
       ],
       stream: true,
     });
@@ -53,7 +58,11 @@ describe('Messages to chat completions', () => {
             { type: 'image_url', image_url: { url: 'data:image/png;base64,AAA' } },
           ],
         },
-        { role: 'assistant', content: 'Reading.', tool_calls: [{ id: 't1', type: 'function', function: { name: 'read', arguments: '{"p":1}' } }] },
+        {
+          role: 'assistant',
+          content: 'Reading.',
+          tool_calls: [{ id: 't1', type: 'function', function: { name: 'read', arguments: '{"p":1}' } }],
+        },
         { role: 'tool', tool_call_id: 't1', content: 'Error: data' },
       ],
     });
@@ -70,7 +79,15 @@ describe('Messages to chat completions', () => {
       { role: 'system', content: 'A.\n\nB.' },
       { role: 'user', content: 'hi' },
     ]);
-    expect(chatBodyOf({ model: 'm', max_tokens: 1, messages: [], tools: [{ name: 'a', input_schema: {} }], tool_choice: { type: 'any' } }).tool_choice).toBe('required');
+    expect(
+      chatBodyOf({
+        model: 'm',
+        max_tokens: 1,
+        messages: [],
+        tools: [{ name: 'a', input_schema: {} }],
+        tool_choice: { type: 'any' },
+      }).tool_choice,
+    ).toBe('required');
   });
 
   it('refuses what it cannot translate, each field named', () => {
@@ -80,7 +97,16 @@ describe('Messages to chat completions', () => {
 
   it("writes the engine's answer as a message: thinking, text, tool_use, stop reason, usage", () => {
     const answer = {
-      choices: [{ message: { reasoning_content: 'why', content: 'Calling.', tool_calls: [{ id: 'c1', function: { name: 'read', arguments: '{"p":"a"}' } }] }, finish_reason: 'tool_calls' }],
+      choices: [
+        {
+          message: {
+            reasoning_content: 'why',
+            content: 'Calling.',
+            tool_calls: [{ id: 'c1', function: { name: 'read', arguments: '{"p":"a"}' } }],
+          },
+          finish_reason: 'tool_calls',
+        },
+      ],
       usage: { prompt_tokens: 12, completion_tokens: 7 },
     };
     expect(messageOf(answer, 'client-name')).toMatchObject({
@@ -98,9 +124,13 @@ describe('Messages to chat completions', () => {
 
   it("streams tool calls as tool_use blocks with input_json_delta, and ends with the engine's usage", () => {
     const writer = createMessagesWriter('m');
-    const chunk = (delta: object, finish: string | null = null, usage = { prompt_tokens: 9, completion_tokens: 1 }) => JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }], usage });
+    const chunk = (delta: object, finish: string | null = null, usage = { prompt_tokens: 9, completion_tokens: 1 }) =>
+      JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }], usage });
     let out = writer.rewrite(chunk({ content: 'Hi' })) ?? '';
-    out += writer.rewrite(chunk({ tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'read', arguments: '' } }] })) ?? '';
+    out +=
+      writer.rewrite(
+        chunk({ tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'read', arguments: '' } }] }),
+      ) ?? '';
     out += writer.rewrite(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"p":' } }] })) ?? '';
     out += writer.rewrite(chunk({ tool_calls: [{ index: 0, function: { arguments: '1}' } }] }, 'tool_calls')) ?? '';
     out += writer.rewrite(JSON.stringify({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 4 } })) ?? '';

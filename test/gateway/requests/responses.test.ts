@@ -17,7 +17,12 @@ describe('the Responses request as chat completions', () => {
             { type: 'input_image', image_url: 'data:image/png;base64,AA' },
           ],
         },
-        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'thinking' }], encrypted_content: 'x' },
+        {
+          type: 'reasoning',
+          id: 'rs_1',
+          summary: [{ type: 'summary_text', text: 'thinking' }],
+          encrypted_content: 'x',
+        },
         { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Reading.' }] },
         { type: 'function_call', call_id: 'c1', name: 'read', arguments: '{"path":"a"}' },
         { type: 'function_call', call_id: 'c2', name: 'list', namespace: 'files', arguments: '' },
@@ -68,7 +73,11 @@ describe('the Responses request as chat completions', () => {
       include: ['reasoning.encrypted_content'],
     };
     const chat = chatBodyOf(body);
-    expect((chat.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name)).toEqual(['f', 'ns__g', 'apply_patch']);
+    expect((chat.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name)).toEqual([
+      'f',
+      'ns__g',
+      'apply_patch',
+    ]);
     expect(chat).toMatchObject({
       tool_choice: { type: 'function', function: { name: 'f' } },
       response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' }, strict: true } },
@@ -76,27 +85,53 @@ describe('the Responses request as chat completions', () => {
     });
     expect(chat).not.toHaveProperty('include');
     const names = toolNamesOf(body);
-    expect(callItem('c', 'ns__g', '{}', names)).toMatchObject({ type: 'function_call', namespace: 'ns', name: 'g', call_id: 'c' });
-    expect(callItem('c', 'apply_patch', '{"input":"*** Begin Patch"}', names)).toMatchObject({ type: 'custom_tool_call', name: 'apply_patch', input: '*** Begin Patch' });
+    expect(callItem('c', 'ns__g', '{}', names)).toMatchObject({
+      type: 'function_call',
+      namespace: 'ns',
+      name: 'g',
+      call_id: 'c',
+    });
+    expect(callItem('c', 'apply_patch', '{"input":"*** Begin Patch"}', names)).toMatchObject({
+      type: 'custom_tool_call',
+      name: 'apply_patch',
+      input: '*** Begin Patch',
+    });
   });
 
   it('answers incomplete at the length limit, with the usage details the engine gave', () => {
-    const answer = { created: 1, choices: [{ message: { content: 'cut' }, finish_reason: 'length' }], usage: { prompt_tokens: 9, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } } };
+    const answer = {
+      created: 1,
+      choices: [{ message: { content: 'cut' }, finish_reason: 'length' }],
+      usage: { prompt_tokens: 9, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } },
+    };
     expect(responseOf(answer, { input: 'x' }, toolNamesOf({}), 'resp_1', 'm')).toMatchObject({
       status: 'incomplete',
       incomplete_details: { reason: 'max_output_tokens' },
-      usage: { input_tokens: 9, output_tokens: 3, total_tokens: 12, input_tokens_details: { cached_tokens: 4 }, output_tokens_details: { reasoning_tokens: 0 } },
+      usage: {
+        input_tokens: 9,
+        output_tokens: 3,
+        total_tokens: 12,
+        input_tokens_details: { cached_tokens: 4 },
+        output_tokens_details: { reasoning_tokens: 0 },
+      },
     });
   });
 
   it('refuses what it cannot translate, with the field named', () => {
-    expect(responsesRequestErrors({ input: 3 })).toEqual([{ field: 'input', message: 'must be a string or an array of input items' }]);
-    expect(responsesRequestErrors({ input: [{ role: 'robot', content: 'x' }, 'x'], max_output_tokens: 0, store: 'yes' }).map((detail) => detail.field)).toEqual([
-      'input[0].role',
-      'input[1]',
-      'max_output_tokens',
-      'store',
+    expect(responsesRequestErrors({ input: 3 })).toEqual([
+      { field: 'input', message: 'must be a string or an array of input items' },
     ]);
-    expect(responsesRequestErrors({ input: [{ type: 'web_search_call', id: 'ws' }], store: false, tools: [{ type: 'web_search' }] })).toEqual([]);
+    expect(
+      responsesRequestErrors({ input: [{ role: 'robot', content: 'x' }, 'x'], max_output_tokens: 0, store: 'yes' }).map(
+        (detail) => detail.field,
+      ),
+    ).toEqual(['input[0].role', 'input[1]', 'max_output_tokens', 'store']);
+    expect(
+      responsesRequestErrors({
+        input: [{ type: 'web_search_call', id: 'ws' }],
+        store: false,
+        tools: [{ type: 'web_search' }],
+      }),
+    ).toEqual([]);
   });
 });

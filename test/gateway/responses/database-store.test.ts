@@ -11,7 +11,13 @@ import { GatewayError } from '../../../src/shared/http/errors.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 
 const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
-const SETTINGS: ResponseStoreSettings = { retentionDays: 30, maxBytes: 64 * 1024, orgMaxBytes: 1024 * 1024 * 1024, chainMaxTurns: 50, chainMaxBytes: 256 * 1024 };
+const SETTINGS: ResponseStoreSettings = {
+  retentionDays: 30,
+  maxBytes: 64 * 1024,
+  orgMaxBytes: 1024 * 1024 * 1024,
+  chainMaxTurns: 50,
+  chainMaxBytes: 256 * 1024,
+};
 const DAY_MS = 86_400_000;
 
 describe.each(stores)('stored Responses in the database (%s)', (kind) => {
@@ -51,7 +57,12 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
   }
 
   /** A turn of `who`'s conversation, continuing `previous`, made `ageDays` ago. */
-  function turn(who: { orgId: string; keyId: string }, previous: string | null, text: string, ageDays = 0): StoredResponse {
+  function turn(
+    who: { orgId: string; keyId: string },
+    previous: string | null,
+    text: string,
+    ageDays = 0,
+  ): StoredResponse {
     count += 1;
     const id = `resp_test${count}_${Math.random().toString(36).slice(2, 8)}`;
     return {
@@ -62,7 +73,12 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
       createdAt: new Date(Date.now() - ageDays * DAY_MS),
       previousResponseId: previous,
       input: [{ id: `msg_in${count}`, type: 'message', role: 'user', content: [{ type: 'input_text', text }] }],
-      response: { id, object: 'response', status: 'completed', output: [{ type: 'message', content: [{ type: 'output_text', text: `re: ${text}` }] }] },
+      response: {
+        id,
+        object: 'response',
+        status: 'completed',
+        output: [{ type: 'message', content: [{ type: 'output_text', text: `re: ${text}` }] }],
+      },
     };
   }
 
@@ -123,10 +139,18 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     expect((await narrow.chain(a.orgId, turns[2]!.id))?.length).toBe(3);
     const refusal = await narrow.chain(a.orgId, turns[3]!.id).catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(GatewayError);
-    expect(refusal).toMatchObject({ status: 400, code: 'invalid_request', message: expect.stringContaining('TOLLGATE_RESPONSES_CHAIN_MAX_TURNS=3') as unknown });
-    const bytesOf = (t: StoredResponse) => Buffer.byteLength(JSON.stringify(t.input)) + Buffer.byteLength(JSON.stringify(t.response));
+    expect(refusal).toMatchObject({
+      status: 400,
+      code: 'invalid_request',
+      message: expect.stringContaining('TOLLGATE_RESPONSES_CHAIN_MAX_TURNS=3') as unknown,
+    });
+    const bytesOf = (t: StoredResponse) =>
+      Buffer.byteLength(JSON.stringify(t.input)) + Buffer.byteLength(JSON.stringify(t.response));
     // Exactly the first three turns' bytes: three are continued, four are one byte too many.
-    const small = new DatabaseResponseStore(store.db, { ...SETTINGS, chainMaxBytes: turns.slice(0, 3).reduce((sum, t) => sum + bytesOf(t), 0) });
+    const small = new DatabaseResponseStore(store.db, {
+      ...SETTINGS,
+      chainMaxBytes: turns.slice(0, 3).reduce((sum, t) => sum + bytesOf(t), 0),
+    });
     expect((await small.chain(a.orgId, turns[2]!.id))?.length).toBe(3);
     await expect(small.chain(a.orgId, turns[3]!.id)).rejects.toThrow(/TOLLGATE_RESPONSES_CHAIN_MAX_BYTES/);
   });
@@ -135,7 +159,11 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     const a = await tenant();
     const big = turn(a, null, 'x'.repeat(SETTINGS.maxBytes));
     const refusal = await responses.save(big).catch((error: unknown) => error);
-    expect(refusal).toMatchObject({ status: 400, code: 'invalid_request', message: expect.stringContaining('TOLLGATE_RESPONSES_MAX_BYTES=65536') as unknown });
+    expect(refusal).toMatchObject({
+      status: 400,
+      code: 'invalid_request',
+      message: expect.stringContaining('TOLLGATE_RESPONSES_MAX_BYTES=65536') as unknown,
+    });
     expect(await responses.get(a.orgId, big.id)).toBeNull();
   });
 
@@ -151,7 +179,11 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     await bounded.save(second);
     const third = turn(a, second.id, 'six');
     const refusal = await bounded.save(third).catch((error: unknown) => error);
-    expect(refusal).toMatchObject({ status: 400, code: 'invalid_request', message: expect.stringContaining('TOLLGATE_RESPONSES_ORG_MAX_BYTES=') as unknown });
+    expect(refusal).toMatchObject({
+      status: 400,
+      code: 'invalid_request',
+      message: expect.stringContaining('TOLLGATE_RESPONSES_ORG_MAX_BYTES=') as unknown,
+    });
     expect(await bounded.get(a.orgId, third.id)).toBeNull();
     // Another organization has room of its own.
     await bounded.save(turn(b, null, 'one'));
@@ -160,7 +192,9 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     // An expired turn counts until it is purged.
     const expired = turn(a, null, 'old', SETTINGS.retentionDays + 1);
     await expect(bounded.save(expired)).rejects.toThrow(/TOLLGATE_RESPONSES_ORG_MAX_BYTES/);
-    expect(await bounded.purgeExpired(new Date(Date.now() + (SETTINGS.retentionDays + 1) * DAY_MS))).toBeGreaterThanOrEqual(3);
+    expect(
+      await bounded.purgeExpired(new Date(Date.now() + (SETTINGS.retentionDays + 1) * DAY_MS)),
+    ).toBeGreaterThanOrEqual(3);
     await bounded.save(expired);
     expect(await bounded.get(a.orgId, expired.id)).toBeNull();
     expect(await bounded.purgeExpired(new Date())).toBeGreaterThanOrEqual(1);
@@ -171,14 +205,16 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     const a = await tenant();
     const b = await tenant();
     const turns = ['t1', 't2', 't3', 't4', 't5'].map((text) => turn(a, null, text));
-    const bytes = Buffer.byteLength(JSON.stringify(turns[0]!.input)) + Buffer.byteLength(JSON.stringify(turns[0]!.response));
+    const bytes =
+      Buffer.byteLength(JSON.stringify(turns[0]!.input)) + Buffer.byteLength(JSON.stringify(turns[0]!.response));
     // Room for three of a's five, all saved at once (which three is the database's order).
     const bounded = new DatabaseResponseStore(store.db, { ...SETTINGS, orgMaxBytes: 3 * bytes + 10 });
     const others = [turn(b, null, 'b1'), turn(b, null, 'b2')];
     const outcomes = await Promise.allSettled([...turns, ...others].map((each) => bounded.save(each)));
     const saved = outcomes.slice(0, 5).map((outcome) => outcome.status === 'fulfilled');
     expect(saved.filter(Boolean)).toHaveLength(3);
-    for (const outcome of outcomes.slice(0, 5)) if (outcome.status === 'rejected') expect(String(outcome.reason)).toMatch(/TOLLGATE_RESPONSES_ORG_MAX_BYTES/);
+    for (const outcome of outcomes.slice(0, 5))
+      if (outcome.status === 'rejected') expect(String(outcome.reason)).toMatch(/TOLLGATE_RESPONSES_ORG_MAX_BYTES/);
     const kept = await Promise.all(turns.map((each) => bounded.get(a.orgId, each.id)));
     expect(kept.map((each) => each !== null)).toEqual(saved);
     expect(outcomes.slice(5).map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled']);
@@ -199,7 +235,9 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     expect(await responses.purgeExpired(new Date())).toBe(0);
     expect(await responses.get(a.orgId, recent.id)).toEqual(recent);
     // Tomorrow plus the retention, the recent one is due too.
-    expect(await responses.purgeExpired(new Date(Date.now() + (SETTINGS.retentionDays + 1) * DAY_MS))).toBeGreaterThanOrEqual(1);
+    expect(
+      await responses.purgeExpired(new Date(Date.now() + (SETTINGS.retentionDays + 1) * DAY_MS)),
+    ).toBeGreaterThanOrEqual(1);
     expect(await responses.get(a.orgId, recent.id)).toBeNull();
   });
 
@@ -207,7 +245,12 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     const a = await tenant();
     const b = await tenant();
     const saved = turn(a, null, 'first');
-    saved.input = ['i1', 'i2', 'i3', 'i4', 'i5'].map((id) => ({ id, type: 'message', role: 'user', content: [{ type: 'input_text', text: id }] }));
+    saved.input = ['i1', 'i2', 'i3', 'i4', 'i5'].map((id) => ({
+      id,
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_text', text: id }],
+    }));
     await responses.save(saved);
     const ids = (page: { data: Array<Record<string, unknown>> } | null) => page?.data.map((item) => item.id);
     const first = await responses.inputItems(a.orgId, saved.id, { limit: 2, order: 'desc' });
@@ -217,9 +260,22 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     expect(ids(second)).toEqual(['i3', 'i2']);
     const last = await responses.inputItems(a.orgId, saved.id, { after: 'i2', limit: 2, order: 'desc' });
     expect(last).toMatchObject({ data: [saved.input[0]], firstId: 'i1', lastId: 'i1', hasMore: false });
-    expect(ids(await responses.inputItems(a.orgId, saved.id, { limit: 20, order: 'asc' }))).toEqual(['i1', 'i2', 'i3', 'i4', 'i5']);
-    expect(await responses.inputItems(a.orgId, saved.id, { after: 'i5', limit: 20, order: 'asc' })).toEqual({ data: [], firstId: null, lastId: null, hasMore: false });
-    await expect(responses.inputItems(a.orgId, saved.id, { after: 'nope', limit: 20, order: 'asc' })).rejects.toMatchObject({ status: 400, code: 'invalid_request' });
+    expect(ids(await responses.inputItems(a.orgId, saved.id, { limit: 20, order: 'asc' }))).toEqual([
+      'i1',
+      'i2',
+      'i3',
+      'i4',
+      'i5',
+    ]);
+    expect(await responses.inputItems(a.orgId, saved.id, { after: 'i5', limit: 20, order: 'asc' })).toEqual({
+      data: [],
+      firstId: null,
+      lastId: null,
+      hasMore: false,
+    });
+    await expect(
+      responses.inputItems(a.orgId, saved.id, { after: 'nope', limit: 20, order: 'asc' }),
+    ).rejects.toMatchObject({ status: 400, code: 'invalid_request' });
     expect(await responses.inputItems(b.orgId, saved.id, { limit: 20, order: 'asc' })).toBeNull();
   });
 
@@ -230,7 +286,9 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     if (kind === 'postgres') {
       const other = await reopen();
       try {
-        expect((await new DatabaseResponseStore(other.db, SETTINGS).chain(a.orgId, turns[1]!.id))?.map((t) => t.id)).toEqual(turns.map((t) => t.id));
+        expect(
+          (await new DatabaseResponseStore(other.db, SETTINGS).chain(a.orgId, turns[1]!.id))?.map((t) => t.id),
+        ).toEqual(turns.map((t) => t.id));
       } finally {
         await other.close();
       }

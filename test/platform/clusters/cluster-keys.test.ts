@@ -39,8 +39,10 @@ describe('cluster keys at rest', () => {
     return gateway;
   }
   /** The fields of the line logged with `message` since the last start. */
-  const logged = (message: string) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.message === message);
-  const stored = async () => (await gateway!.services.db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId)))[0];
+  const logged = (message: string) =>
+    lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.message === message);
+  const stored = async () =>
+    (await gateway!.services.db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId)))[0];
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-cluster-keys-'));
@@ -55,7 +57,16 @@ describe('cluster keys at rest', () => {
     const org = await services.orgs.create('keys');
     await services.clusters.addProfile({ name: 'plain', gpusPerNode: 1 });
     await services.clusters.addNode({ profile: 'plain', address: '10.77.0.1' });
-    clusterId = (await services.clusters.create({ orgId: org.id, name: 'c', profile: 'plain', nodeCount: 1, publicDomain: 'keys.example.test', createdBy: null })).cluster.id;
+    clusterId = (
+      await services.clusters.create({
+        orgId: org.id,
+        name: 'c',
+        profile: 'plain',
+        nodeCount: 1,
+        publicDomain: 'keys.example.test',
+        createdBy: null,
+      })
+    ).cluster.id;
     const first = await services.clusterIdentity.keyOf(clusterId);
     const second = await services.clusterIdentity.keyOf(clusterId);
     expect(first.privateKey).toMatch(/^-----BEGIN OPENSSH PRIVATE KEY-----/);
@@ -65,11 +76,15 @@ describe('cluster keys at rest', () => {
 
   it('a key an older gateway stored in clear stays usable without the key, and is sealed at the first start with it', async () => {
     const legacy = (await gateway!.services.clusterIdentity.keyOf(clusterId)).privateKey;
-    await gateway!.services.db.insert(clusterKeys).values({ clusterId, publicKey: 'ssh-ed25519 AAAA legacy', privateKey: legacy });
+    await gateway!.services.db
+      .insert(clusterKeys)
+      .values({ clusterId, publicKey: 'ssh-ed25519 AAAA legacy', privateKey: legacy });
 
     // Without the key: used as it is, and the start says it is in clear.
     await start();
-    expect(logged('cluster keys are stored in clear: set TOLLGATE_NODE_CREDENTIALS_KEY and the next start seals them')).toMatchObject({ level: 'warn', count: 1 });
+    expect(
+      logged('cluster keys are stored in clear: set TOLLGATE_NODE_CREDENTIALS_KEY and the next start seals them'),
+    ).toMatchObject({ level: 'warn', count: 1 });
     expect((await gateway!.services.clusterIdentity.keyOf(clusterId)).privateKey).toBe(legacy);
 
     const key = randomBytes(32);
@@ -78,13 +93,18 @@ describe('cluster keys at rest', () => {
     expect(await stored()).toMatchObject({ privateKey: null, sealedPrivateKey: expect.stringMatching(/^v1:/) });
     expect((await services.clusterIdentity.keyOf(clusterId)).privateKey).toBe(legacy);
     const dump = await dumpDatabase(services.db);
-    for (const marker of secretMarkers(legacy)) expect(dump.includes(marker), `the database holds the key (${marker.slice(0, 12)}…)`).toBe(false);
+    for (const marker of secretMarkers(legacy))
+      expect(dump.includes(marker), `the database holds the key (${marker.slice(0, 12)}…)`).toBe(false);
 
     // A sealed key needs the key it was sealed with.
     await start(randomBytes(32));
-    await expect(gateway!.services.clusterIdentity.keyOf(clusterId)).rejects.toThrow(`Cluster ${clusterId}'s key does not open with this gateway's TOLLGATE_NODE_CREDENTIALS_KEY`);
+    await expect(gateway!.services.clusterIdentity.keyOf(clusterId)).rejects.toThrow(
+      `Cluster ${clusterId}'s key does not open with this gateway's TOLLGATE_NODE_CREDENTIALS_KEY`,
+    );
     await start();
-    await expect(gateway!.services.clusterIdentity.keyOf(clusterId)).rejects.toThrow(`Cluster ${clusterId}'s key is sealed, and this gateway has no TOLLGATE_NODE_CREDENTIALS_KEY`);
+    await expect(gateway!.services.clusterIdentity.keyOf(clusterId)).rejects.toThrow(
+      `Cluster ${clusterId}'s key is sealed, and this gateway has no TOLLGATE_NODE_CREDENTIALS_KEY`,
+    );
   });
 
   it("with the key a new cluster's pair is made once and stored sealed, bound to the cluster", async () => {
@@ -92,12 +112,26 @@ describe('cluster keys at rest', () => {
     const { services } = await start(key);
     const org = await services.orgs.create('sealed');
     await services.clusters.addNode({ profile: 'plain', address: '10.77.0.2' });
-    clusterId = (await services.clusters.create({ orgId: org.id, name: 'd', profile: 'plain', nodeCount: 1, publicDomain: 'sealed.example.test', createdBy: null })).cluster.id;
+    clusterId = (
+      await services.clusters.create({
+        orgId: org.id,
+        name: 'd',
+        profile: 'plain',
+        nodeCount: 1,
+        publicDomain: 'sealed.example.test',
+        createdBy: null,
+      })
+    ).cluster.id;
     const first = await services.clusterIdentity.keyOf(clusterId);
     expect((await services.clusterIdentity.keyOf(clusterId)).privateKey).toBe(first.privateKey);
     const dump = await dumpDatabase(services.db);
     expect(dump).toMatch(/^-- public\.cluster_keys: 2 rows/m);
-    for (const marker of secretMarkers(first.privateKey)) expect(dump.includes(marker), `the database holds the key (${marker.slice(0, 12)}…)`).toBe(false);
-    expect(await stored()).toMatchObject({ publicKey: first.publicKey, privateKey: null, sealedPrivateKey: expect.stringMatching(/^v1:/) });
+    for (const marker of secretMarkers(first.privateKey))
+      expect(dump.includes(marker), `the database holds the key (${marker.slice(0, 12)}…)`).toBe(false);
+    expect(await stored()).toMatchObject({
+      publicKey: first.publicKey,
+      privateKey: null,
+      sealedPrivateKey: expect.stringMatching(/^v1:/),
+    });
   });
 });

@@ -33,7 +33,8 @@ export function secretMarkers(privateKey: string): string[] {
 
 /** Every row of every table of the database, each as PostgreSQL's text of the row (a `bytea` as `\x` and hex). */
 export async function dumpDatabase(db: Database): Promise<string> {
-  const rowsOf = (result: unknown) => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<Record<string, string>>;
+  const rowsOf = (result: unknown) =>
+    (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<Record<string, string>>;
   const tables = rowsOf(
     await db.execute(
       sql`select table_schema as schema, table_name as name from information_schema.tables where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema') order by 1, 2`,

@@ -85,13 +85,20 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
   beforeAll(async () => {
     ({ folder, operatorKey } = await operatorFolder('tollgate-nodes-'));
     const tag = randomBytes(3).toString('hex');
-    for (const [index, name] of ['a', 'b'].entries()) nodes.push(await startNode(folder, `tgn${tag}${name}`, `127.0.0.${index + 2}`));
+    for (const [index, name] of ['a', 'b'].entries())
+      nodes.push(await startNode(folder, `tgn${tag}${name}`, `127.0.0.${index + 2}`));
     scratch = await runScratch();
     const { TOLLGATE_TOFU_BIN: _fake, ...env } = scratch.env;
     gateway = await startTestGateway(
       'pglite',
       // Bubblewrap, never `auto`: with a Docker engine that holds the runner image, auto would choose docker, and the run must go through this sandbox.
-      { ...env, TOLLGATE_RUN_SANDBOX: 'bubblewrap', TOLLGATE_PASSWORD_COST: '10', TOLLGATE_NODE_CREDENTIALS_KEY: credentialsKey.toString('base64'), TOLLGATE_NODE_SSH_TIMEOUT_MS: '5000' },
+      {
+        ...env,
+        TOLLGATE_RUN_SANDBOX: 'bubblewrap',
+        TOLLGATE_PASSWORD_COST: '10',
+        TOLLGATE_NODE_CREDENTIALS_KEY: credentialsKey.toString('base64'),
+        TOLLGATE_NODE_SSH_TIMEOUT_MS: '5000',
+      },
       { log: createLogger('debug', (line) => logLines.push(line)) },
     );
   }, 60_000);
@@ -125,7 +132,9 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
 
   /** A run's log as its user reads it, kept likewise. */
   async function runLog(key: string, runId: string): Promise<string> {
-    const text = await (await fetch(`${gateway.url}/api/v1/runs/${runId}/log`, { headers: { authorization: `Bearer ${key}` } })).text();
+    const text = await (
+      await fetch(`${gateway.url}/api/v1/runs/${runId}/log`, { headers: { authorization: `Bearer ${key}` } })
+    ).text();
     runLogs.push(text);
     return text;
   }
@@ -136,14 +145,29 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
     const wrong = await operator('POST', '/nodes', {
       profile,
       address: nodes[0]!.address,
-      ssh: { user: nodes[0]!.user, port: nodes[0]!.port, private_key: operatorKey, host_key_fingerprint: nodes[1]!.fingerprint },
+      ssh: {
+        user: nodes[0]!.user,
+        port: nodes[0]!.port,
+        private_key: operatorKey,
+        host_key_fingerprint: nodes[1]!.fingerprint,
+      },
     });
     expect(wrong.status).toBe(400);
-    expect(wrong.body.error.message).toContain(`presented host key ${nodes[0]!.fingerprint}, not the pinned ${nodes[1]!.fingerprint}`);
+    expect(wrong.body.error.message).toContain(
+      `presented host key ${nodes[0]!.fingerprint}, not the pinned ${nodes[1]!.fingerprint}`,
+    );
     for (const node of nodes) {
-      const added = await operator('POST', '/nodes', { profile, address: node.address, ssh: { user: node.user, port: node.port, private_key: operatorKey, host_key_fingerprint: node.fingerprint } });
+      const added = await operator('POST', '/nodes', {
+        profile,
+        address: node.address,
+        ssh: { user: node.user, port: node.port, private_key: operatorKey, host_key_fingerprint: node.fingerprint },
+      });
       expect(added.status, JSON.stringify(added.body)).toBe(201);
-      expect(added.body).toMatchObject({ address: node.address, state: 'free', ssh: { user: node.user, port: node.port, run_user: node.user, host_key_fingerprint: node.fingerprint } });
+      expect(added.body).toMatchObject({
+        address: node.address,
+        state: 'free',
+        ssh: { user: node.user, port: node.port, run_user: node.user, host_key_fingerprint: node.fingerprint },
+      });
     }
     (globalThis as { profile?: string }).profile = profile;
   });
@@ -152,7 +176,12 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
     const profile = (globalThis as { profile?: string }).profile!;
     const { users } = await orgWithUsers(gateway, ['owner']);
     const owner = userApi(users[0]!.key);
-    const created = await owner('POST', '/clusters', { name: 'ssh', profile, nodes: 2, public_domain: `${profile}.example.test` });
+    const created = await owner('POST', '/clusters', {
+      name: 'ssh',
+      profile,
+      nodes: 2,
+      public_domain: `${profile}.example.test`,
+    });
     expect(created.status).toBe(201);
     const clusterId = created.body.id as string;
     const ready = await until(
@@ -163,8 +192,14 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
       },
       { timeout: 20_000, interval: 100 },
     );
-    expect(ready.nodes.map((node: { identity: { state: string } }) => node.identity.state)).toEqual(['installed', 'installed']);
-    for (const node of nodes) expect(await readFile(path.join(node.home, '.ssh/authorized_keys'), 'utf8')).toContain(`tollgate-cluster=${clusterId}`);
+    expect(ready.nodes.map((node: { identity: { state: string } }) => node.identity.state)).toEqual([
+      'installed',
+      'installed',
+    ]);
+    for (const node of nodes)
+      expect(await readFile(path.join(node.home, '.ssh/authorized_keys'), 'utf8')).toContain(
+        `tollgate-cluster=${clusterId}`,
+      );
     // Stored sealed, bound to the cluster: the test opens it with the gateway's key.
     const [stored] = await gateway.services.db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId));
     expect(stored).toMatchObject({ privateKey: null, sealedPrivateKey: expect.stringMatching(/^v1:/) });
@@ -175,9 +210,16 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
     const stranger = (await orgWithUsers(gateway, ['owner'])).users[0]!;
     const strangerCalls = userApi(stranger.key);
     expect((await strangerCalls('GET', `/clusters/${clusterId}`)).status).toBe(404);
-    expect((await strangerCalls('POST', `/clusters/${clusterId}/runs`, { stack: 'ssh-marker', inputs: {} })).status).toBe(404);
+    expect(
+      (await strangerCalls('POST', `/clusters/${clusterId}/runs`, { stack: 'ssh-marker', inputs: {} })).status,
+    ).toBe(404);
     const otherProfile = await profileWithNodes(gateway, 1);
-    const strangersCluster = await strangerCalls('POST', '/clusters', { name: 'mine', profile: otherProfile, nodes: 1, public_domain: `${otherProfile}.example.test` });
+    const strangersCluster = await strangerCalls('POST', '/clusters', {
+      name: 'mine',
+      profile: otherProfile,
+      nodes: 1,
+      public_domain: `${otherProfile}.example.test`,
+    });
     expect(strangersCluster.status).toBe(201);
     const probe = `
 resource "terraform_data" "probe" {
@@ -186,7 +228,9 @@ resource "terraform_data" "probe" {
     command     = <<-EOT
 ${nodes
   .map(
-    (node) => `(exec 3<>/dev/tcp/${node.address}/${node.port}) 2>/dev/null && echo "REACHED direct ${node.address}" || echo "BLOCKED direct ${node.address}"
+    (
+      node,
+    ) => `(exec 3<>/dev/tcp/${node.address}/${node.port}) 2>/dev/null && echo "REACHED direct ${node.address}" || echo "BLOCKED direct ${node.address}"
 answer=$( (exec 3<>/dev/tcp/127.0.0.1/3128 && printf 'CONNECT ${node.address}:${node.port} HTTP/1.1\\r\\n\\r\\n' >&3 && head -n 1 <&3) 2>/dev/null)
 case "$answer" in *" 200 "*) echo "REACHED proxy ${node.address}";; *) echo "BLOCKED proxy ${node.address}";; esac`,
   )
@@ -196,9 +240,26 @@ EOT
 }
 `;
     const probeForm = new FormData();
-    probeForm.set('package', new Blob([new Uint8Array(await zipOf({ 'reach-probe/main.tf': probe }))], { type: 'application/zip' }), 'reach-probe.zip');
-    expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${stranger.key}` }, body: probeForm })).status).toBe(201);
-    const probed = await runEnded(strangerCalls, (await strangerCalls('POST', `/clusters/${strangersCluster.body.id}/runs`, { stack: 'reach-probe', inputs: {} })).body.id, 90_000);
+    probeForm.set(
+      'package',
+      new Blob([new Uint8Array(await zipOf({ 'reach-probe/main.tf': probe }))], { type: 'application/zip' }),
+      'reach-probe.zip',
+    );
+    expect(
+      (
+        await fetch(`${gateway.url}/api/v1/stacks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${stranger.key}` },
+          body: probeForm,
+        })
+      ).status,
+    ).toBe(201);
+    const probed = await runEnded(
+      strangerCalls,
+      (await strangerCalls('POST', `/clusters/${strangersCluster.body.id}/runs`, { stack: 'reach-probe', inputs: {} }))
+        .body.id,
+      90_000,
+    );
     const probeLog = await runLog(stranger.key, probed.id);
     expect(probed.state, probeLog).toBe('APPLIED');
     expect(probeLog).not.toMatch(/\(local-exec\): REACHED/);
@@ -210,9 +271,25 @@ EOT
     expect((await strangerCalls('DELETE', `/clusters/${strangersCluster.body.id}`)).status).toBe(204);
 
     const form = new FormData();
-    form.set('package', new Blob([new Uint8Array(await zipOf({ 'ssh-marker/main.tf': MODULE }))], { type: 'application/zip' }), 'ssh-marker.zip');
-    expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${users[0]!.key}` }, body: form })).status).toBe(201);
-    const run = await runEnded(owner, (await owner('POST', `/clusters/${clusterId}/runs`, { stack: 'ssh-marker', inputs: {} })).body.id, 90_000);
+    form.set(
+      'package',
+      new Blob([new Uint8Array(await zipOf({ 'ssh-marker/main.tf': MODULE }))], { type: 'application/zip' }),
+      'ssh-marker.zip',
+    );
+    expect(
+      (
+        await fetch(`${gateway.url}/api/v1/stacks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${users[0]!.key}` },
+          body: form,
+        })
+      ).status,
+    ).toBe(201);
+    const run = await runEnded(
+      owner,
+      (await owner('POST', `/clusters/${clusterId}/runs`, { stack: 'ssh-marker', inputs: {} })).body.id,
+      90_000,
+    );
     const log = await runLog(users[0]!.key, run.id);
     expect(run.state, log).toBe('APPLIED');
     for (const node of nodes) {
@@ -223,9 +300,14 @@ EOT
     expect((await owner('DELETE', `/clusters/${clusterId}`)).status).toBe(204);
     // At once: the answer came after the key left both nodes.
     for (const node of nodes) expect(await sshWorks(node, clusterKey)).toBe(false);
-    for (const node of nodes) expect(await readFile(path.join(node.home, '.ssh/authorized_keys'), 'utf8')).not.toContain(clusterId);
+    for (const node of nodes)
+      expect(await readFile(path.join(node.home, '.ssh/authorized_keys'), 'utf8')).not.toContain(clusterId);
     const listed = await operator('GET', '/nodes');
-    expect(listed.body.data.filter((node: { address: string }) => nodes.some((n) => n.address === node.address)).map((node: { state: string }) => node.state)).toEqual(['free', 'free']);
+    expect(
+      listed.body.data
+        .filter((node: { address: string }) => nodes.some((n) => n.address === node.address))
+        .map((node: { state: string }) => node.state),
+    ).toEqual(['free', 'free']);
   }, 150_000);
 
   it('a node whose host key changed is refused: the cluster stays provisioning with the reason', async () => {
@@ -241,7 +323,12 @@ EOT
     node.sshd = await startSshd(node);
     const { users } = await orgWithUsers(gateway, ['owner']);
     const owner = userApi(users[0]!.key);
-    const created = await owner('POST', '/clusters', { name: 'moved', profile, nodes: 2, public_domain: `moved-${profile}.example.test` });
+    const created = await owner('POST', '/clusters', {
+      name: 'moved',
+      profile,
+      nodes: 2,
+      public_domain: `moved-${profile}.example.test`,
+    });
     expect(created.status).toBe(201);
     const failed = await until(
       'a node of the cluster has failed',
@@ -254,11 +341,27 @@ EOT
     expect(failed.status).toBe('provisioning');
     const refused = failed.nodes.find((n: { address: string }) => n.address === node.address);
     expect(node.fingerprint).not.toBe(pinned);
-    expect(refused.identity.error).toMatch(new RegExp(`${node.address}:${node.port} presented host key SHA256:\\S+, not the pinned ${escape(pinned)}: the connection was refused\\.`));
+    expect(refused.identity.error).toMatch(
+      new RegExp(
+        `${node.address}:${node.port} presented host key SHA256:\\S+, not the pinned ${escape(pinned)}: the connection was refused\\.`,
+      ),
+    );
     // A run waits for the cluster to be ready: 409 naming the node and why.
     const form = new FormData();
-    form.set('package', new Blob([new Uint8Array(await zipOf({ 'ssh-marker/main.tf': MODULE }))], { type: 'application/zip' }), 'ssh-marker.zip');
-    expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${users[0]!.key}` }, body: form })).status).toBe(201);
+    form.set(
+      'package',
+      new Blob([new Uint8Array(await zipOf({ 'ssh-marker/main.tf': MODULE }))], { type: 'application/zip' }),
+      'ssh-marker.zip',
+    );
+    expect(
+      (
+        await fetch(`${gateway.url}/api/v1/stacks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${users[0]!.key}` },
+          body: form,
+        })
+      ).status,
+    ).toBe(201);
     const queued = await owner('POST', `/clusters/${created.body.id}/runs`, { stack: 'ssh-marker', inputs: {} });
     expect(queued.status).toBe(409);
     expect(queued.body.error.message).toContain('is still provisioning');
@@ -266,10 +369,16 @@ EOT
 
     // Deleted, the cluster's key cannot be taken off the refused node: it stays releasing, and no cluster gets it.
     expect((await owner('DELETE', `/clusters/${created.body.id}`)).status).toBe(204);
-    const stateOf = async (address: string) => (await operator('GET', '/nodes')).body.data.find((n: { address: string }) => n.address === address).state;
+    const stateOf = async (address: string) =>
+      (await operator('GET', '/nodes')).body.data.find((n: { address: string }) => n.address === address).state;
     expect(await stateOf(node.address)).toBe('releasing');
     expect(await stateOf(nodes[1]!.address)).toBe('free');
-    const refusedCluster = await owner('POST', '/clusters', { name: 'again', profile, nodes: 2, public_domain: `again-${profile}.example.test` });
+    const refusedCluster = await owner('POST', '/clusters', {
+      name: 'again',
+      profile,
+      nodes: 2,
+      public_domain: `again-${profile}.example.test`,
+    });
     expect(refusedCluster.status).toBe(409);
     // Once the node answers with its pinned host key again, the retries clean it and it is free.
     await node.sshd.stop('SIGTERM');
@@ -277,7 +386,10 @@ EOT
     await copyFile(`${node.hostKeyFile}.pub.pinned`, `${node.hostKeyFile}.pub`);
     node.sshd = await startSshd(node);
     expect(node.fingerprint).toBe(pinned);
-    await until('the node is free again', async () => (await stateOf(node.address)) === 'free', { timeout: 30_000, interval: 100 });
+    await until('the node is free again', async () => (await stateOf(node.address)) === 'free', {
+      timeout: 30_000,
+      interval: 100,
+    });
   }, 90_000);
 
   it("neither the operator's credential nor a cluster's key appears in an API answer, a log line, a run's log or the database in clear", async () => {
@@ -287,15 +399,24 @@ EOT
     const secrets = [{ what: "the operator's key", markers: secretMarkers(operatorKey) }];
     for (const row of stored) {
       expect(row.privateKey).toBeNull();
-      secrets.push({ what: `cluster ${row.clusterId}'s key`, markers: secretMarkers(openCredential(credentialsKey, row.clusterId, row.sealedPrivateKey!)) });
+      secrets.push({
+        what: `cluster ${row.clusterId}'s key`,
+        markers: secretMarkers(openCredential(credentialsKey, row.clusterId, row.sealedPrivateKey!)),
+      });
     }
     const dump = await dumpDatabase(gateway.services.db);
-    const places = { 'an API answer': answers.join('\n'), "the gateway's log": logLines.join('\n'), "a run's log": runLogs.join('\n'), 'the database': dump };
+    const places = {
+      'an API answer': answers.join('\n'),
+      "the gateway's log": logLines.join('\n'),
+      "a run's log": runLogs.join('\n'),
+      'the database': dump,
+    };
     for (const [place, text] of Object.entries(places)) {
       expect(text.length, `${place}: nothing was collected`).toBeGreaterThan(1000);
       for (const { what, markers } of secrets) {
         expect(markers.length).toBeGreaterThan(10);
-        for (const marker of markers) expect(text.includes(marker), `${place} holds ${what} (${marker.slice(0, 12)}…)`).toBe(false);
+        for (const marker of markers)
+          expect(text.includes(marker), `${place} holds ${what} (${marker.slice(0, 12)}…)`).toBe(false);
       }
       expect(text).not.toContain('PRIVATE KEY');
     }

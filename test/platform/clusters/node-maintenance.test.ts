@@ -41,16 +41,22 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
   const ids: string[] = [];
   const logLines: string[] = [];
   const cli = (args: string[]) => tollgate(args, { TOLLGATE_URL: gateway.url, TOLLGATE_ADMIN_TOKEN: OPERATOR });
-  const nodeView = async (id: string) => (await operatorCall(gateway, 'GET', '/nodes')).body.data.find((node: { id: string }) => node.id === id);
+  const nodeView = async (id: string) =>
+    (await operatorCall(gateway, 'GET', '/nodes')).body.data.find((node: { id: string }) => node.id === id);
   const keysOf = (node: FakeNode) => readFile(path.join(node.home, '.ssh/authorized_keys'), 'utf8');
 
   beforeAll(async () => {
     ({ folder, operatorKey } = await operatorFolder('tollgate-node-maintenance-'));
     const tag = randomBytes(3).toString('hex');
-    for (const [index, name] of ['a', 'b', 'c'].entries()) nodes.push(await startNode(folder, `tgm${tag}${name}`, `127.0.0.${index + 4}`));
+    for (const [index, name] of ['a', 'b', 'c'].entries())
+      nodes.push(await startNode(folder, `tgm${tag}${name}`, `127.0.0.${index + 4}`));
     gateway = await startTestGateway(
       'pglite',
-      { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_NODE_CREDENTIALS_KEY: randomBytes(32).toString('base64'), TOLLGATE_NODE_SSH_TIMEOUT_MS: '3000' },
+      {
+        TOLLGATE_PASSWORD_COST: '10',
+        TOLLGATE_NODE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+        TOLLGATE_NODE_SSH_TIMEOUT_MS: '3000',
+      },
       { log: createLogger('info', (line) => logLines.push(line)) },
     );
     profile = `m-${tag}`;
@@ -78,7 +84,12 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
   /** A new cluster of both nodes, as a fresh organization's owner. */
   async function cluster(name: string) {
     const owner = apiAs(gateway, (await orgWithUsers(gateway, ['owner'])).users[0]!.key);
-    const created = await owner('POST', '/clusters', { name, profile, nodes: 2, public_domain: `${name}-${profile}.example.test` });
+    const created = await owner('POST', '/clusters', {
+      name,
+      profile,
+      nodes: 2,
+      public_domain: `${name}-${profile}.example.test`,
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     return { owner, id: created.body.id as string };
   }
@@ -86,7 +97,10 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
   /** A ready cluster of both nodes, deleted while the second node's sshd is down: its key stays there, and the node releasing. */
   async function clusterLeftReleasing(name: string): Promise<string> {
     const { owner, id } = await cluster(name);
-    await until('the cluster is ready', async () => (await owner('GET', `/clusters/${id}`)).body.status === 'ready', { timeout: 10_000, interval: 100 });
+    await until('the cluster is ready', async () => (await owner('GET', `/clusters/${id}`)).body.status === 'ready', {
+      timeout: 10_000,
+      interval: 100,
+    });
     await nodes[1]!.sshd.stop('SIGTERM');
     expect((await owner('DELETE', `/clusters/${id}`)).status).toBe(204);
     return id;
@@ -97,29 +111,50 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
     const pinned = nodeA!.fingerprint;
     await newHostKey(nodeA!);
     const { owner, id } = await cluster('moved');
-    await until('the changed node has failed', async () => (await owner('GET', `/clusters/${id}`)).body.nodes.some((n: { identity: { state: string } }) => n.identity.state === 'failed'), {
-      timeout: 10_000,
-      interval: 100,
-    });
+    await until(
+      'the changed node has failed',
+      async () =>
+        (await owner('GET', `/clusters/${id}`)).body.nodes.some(
+          (n: { identity: { state: string } }) => n.identity.state === 'failed',
+        ),
+      {
+        timeout: 10_000,
+        interval: 100,
+      },
+    );
 
     // Still the pinned fingerprint: the connection is refused, nothing is stored.
     const wrong = await operatorCall(gateway, 'PATCH', `/nodes/${ids[0]}`, { ssh: { host_key_fingerprint: pinned } });
     expect(wrong.status).toBe(400);
     expect(wrong.body.error.message).toContain(`presented host key ${nodeA!.fingerprint}, not the pinned ${pinned}`);
     expect((await nodeView(ids[0]!)).ssh.host_key_fingerprint).toBe(pinned);
-    expect((await operatorCall(gateway, 'PATCH', '/nodes/node_nope', { ssh: { host_key_fingerprint: nodeA!.fingerprint } })).status).toBe(404);
+    expect(
+      (await operatorCall(gateway, 'PATCH', '/nodes/node_nope', { ssh: { host_key_fingerprint: nodeA!.fingerprint } }))
+        .status,
+    ).toBe(404);
     expect((await operatorCall(gateway, 'PATCH', `/nodes/${ids[0]}`, {})).status).toBe(400);
     // The run user holds the cluster's key: it does not change under it.
-    const runUser = await operatorCall(gateway, 'PATCH', `/nodes/${ids[0]}`, { ssh: { host_key_fingerprint: nodeA!.fingerprint, run_user: 'root' } });
+    const runUser = await operatorCall(gateway, 'PATCH', `/nodes/${ids[0]}`, {
+      ssh: { host_key_fingerprint: nodeA!.fingerprint, run_user: 'root' },
+    });
     expect(runUser.status).toBe(409);
-    expect(runUser.body.error.details).toEqual([{ field: 'ssh.run_user', message: expect.stringContaining('change the run user when the node is free') }]);
+    expect(runUser.body.error.details).toEqual([
+      { field: 'ssh.run_user', message: expect.stringContaining('change the run user when the node is free') },
+    ]);
 
     // The CLI re-pins it, keeping the stored key and account; the install waiting for it is retried.
     const updated = await cli(['nodes', 'update', ids[0]!, '--host-key-fingerprint', nodeA!.fingerprint, '--json']);
     expect(updated.code, updated.stderr).toBe(0);
-    expect(updated.json).toMatchObject({ id: ids[0], state: 'allocated', ssh: { user: nodeA!.user, port: nodeA!.port, run_user: nodeA!.user, host_key_fingerprint: nodeA!.fingerprint } });
+    expect(updated.json).toMatchObject({
+      id: ids[0],
+      state: 'allocated',
+      ssh: { user: nodeA!.user, port: nodeA!.port, run_user: nodeA!.user, host_key_fingerprint: nodeA!.fingerprint },
+    });
     expect(JSON.stringify(updated.json)).not.toContain(operatorKey.split('\n')[2]);
-    await until('the cluster is ready', async () => (await owner('GET', `/clusters/${id}`)).body.status === 'ready', { timeout: 10_000, interval: 100 });
+    await until('the cluster is ready', async () => (await owner('GET', `/clusters/${id}`)).body.status === 'ready', {
+      timeout: 10_000,
+      interval: 100,
+    });
     expect(await keysOf(nodeA!)).toContain(`tollgate-cluster=${id}`);
     expect((await owner('DELETE', `/clusters/${id}`)).status).toBe(204);
     expect(await keysOf(nodeA!)).not.toContain(id);
@@ -132,22 +167,38 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
     const added = await operatorCall(gateway, 'POST', '/nodes', { profile: single, address: nodeC.address });
     expect(added.body.ssh).toBeNull();
     const owner = apiAs(gateway, (await orgWithUsers(gateway, ['owner'])).users[0]!.key);
-    const created = await owner('POST', '/clusters', { name: 'late', profile: single, nodes: 1, public_domain: `late-${profile}.example.test` });
+    const created = await owner('POST', '/clusters', {
+      name: 'late',
+      profile: single,
+      nodes: 1,
+      public_domain: `late-${profile}.example.test`,
+    });
     expect(created.body).toMatchObject({ status: 'ready', nodes: [{ identity: { state: 'unmanaged' } }] });
 
-    const partial = await operatorCall(gateway, 'PATCH', `/nodes/${added.body.id}`, { ssh: { host_key_fingerprint: nodeC.fingerprint } });
+    const partial = await operatorCall(gateway, 'PATCH', `/nodes/${added.body.id}`, {
+      ssh: { host_key_fingerprint: nodeC.fingerprint },
+    });
     expect(partial.status).toBe(400);
     expect(partial.body.error.details).toEqual([
       { field: 'ssh.user', message: 'Required.' },
       { field: 'ssh.private_key', message: 'Required.' },
     ]);
-    const given = await operatorCall(gateway, 'PATCH', `/nodes/${added.body.id}`, { ssh: { user: nodeC.user, port: nodeC.port, private_key: operatorKey, host_key_fingerprint: nodeC.fingerprint } });
-    expect(given.status, JSON.stringify(given.body)).toBe(200);
-    expect(given.body).toMatchObject({ access: `ssh://${nodeC.user}@${nodeC.address}:${nodeC.port}`, ssh: { user: nodeC.user, run_user: nodeC.user } });
-    await until('the cluster is ready with its key on the node', async () => (await owner('GET', `/clusters/${created.body.id}`)).body.nodes[0].identity.state === 'installed', {
-      timeout: 10_000,
-      interval: 100,
+    const given = await operatorCall(gateway, 'PATCH', `/nodes/${added.body.id}`, {
+      ssh: { user: nodeC.user, port: nodeC.port, private_key: operatorKey, host_key_fingerprint: nodeC.fingerprint },
     });
+    expect(given.status, JSON.stringify(given.body)).toBe(200);
+    expect(given.body).toMatchObject({
+      access: `ssh://${nodeC.user}@${nodeC.address}:${nodeC.port}`,
+      ssh: { user: nodeC.user, run_user: nodeC.user },
+    });
+    await until(
+      'the cluster is ready with its key on the node',
+      async () => (await owner('GET', `/clusters/${created.body.id}`)).body.nodes[0].identity.state === 'installed',
+      {
+        timeout: 10_000,
+        interval: 100,
+      },
+    );
     expect(await keysOf(nodeC)).toContain(`tollgate-cluster=${created.body.id}`);
     expect((await owner('DELETE', `/clusters/${created.body.id}`)).status).toBe(204);
     expect(await keysOf(nodeC)).not.toContain(created.body.id);
@@ -161,11 +212,16 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
     const refused = await operatorCall(gateway, 'POST', `/nodes/${ids[1]}/release`);
     expect(refused.status).toBe(409);
     expect(refused.body.error.message).toMatch(
-      new RegExp(`^Cluster ${id}'s key could not be removed from node ${ids[1]}: Could not connect to ${nodeB.address}:${nodeB.port}: ECONNREFUSED\\. Fix the node's access`),
+      new RegExp(
+        `^Cluster ${id}'s key could not be removed from node ${ids[1]}: Could not connect to ${nodeB.address}:${nodeB.port}: ECONNREFUSED\\. Fix the node's access`,
+      ),
     );
     expect(refused.body.error.details).toEqual([{ field: 'node', message: expect.stringContaining('ECONNREFUSED') }]);
     const free = await operatorCall(gateway, 'POST', `/nodes/${ids[0]}/release`);
-    expect(free).toMatchObject({ status: 409, body: { error: { message: `Node ${ids[0]} is not releasing: it is free.` } } });
+    expect(free).toMatchObject({
+      status: 409,
+      body: { error: { message: `Node ${ids[0]} is not releasing: it is free.` } },
+    });
     expect((await operatorCall(gateway, 'POST', '/nodes/node_nope/release')).status).toBe(404);
 
     nodeB.sshd = await startSshd(nodeB);
@@ -182,13 +238,21 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
 
     const forced = await cli(['nodes', 'release', ids[1]!, '--force']);
     expect(forced.code, forced.stderr).toBe(0);
-    expect(forced.stdout).toBe(`Node ${ids[1]} (${nodeB.address}) is free; the deleted cluster's key may still be on it.\n`);
-    const warning = logLines.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => String(line.message).startsWith('a node was released without removing'));
+    expect(forced.stdout).toBe(
+      `Node ${ids[1]} (${nodeB.address}) is free; the deleted cluster's key may still be on it.\n`,
+    );
+    const warning = logLines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((line) => String(line.message).startsWith('a node was released without removing'));
     expect(warning).toMatchObject({ level: 'warn', nodeId: ids[1], clusterId: id, address: nodeB.address });
     // Nothing retries the removal: the line stays until the operator takes it off, and the node is allocatable.
     nodeB.sshd = await startSshd(nodeB);
     const after = await cluster('after');
-    await until('the next cluster is ready on both nodes', async () => (await after.owner('GET', `/clusters/${after.id}`)).body.status === 'ready', { timeout: 10_000, interval: 100 });
+    await until(
+      'the next cluster is ready on both nodes',
+      async () => (await after.owner('GET', `/clusters/${after.id}`)).body.status === 'ready',
+      { timeout: 10_000, interval: 100 },
+    );
     expect(await keysOf(nodeB)).toContain(`tollgate-cluster=${after.id}`);
     expect(await keysOf(nodeB)).toContain(`tollgate-cluster=${id}`);
   });

@@ -53,7 +53,11 @@ describe('sealing node credentials and cluster keys (AES-256-GCM, bound to the r
       thrown = error;
     }
     expect(thrown).toBeInstanceOf(GatewayError);
-    expect(thrown).toMatchObject({ status: 503, code: 'node_access_unavailable', message: expect.stringContaining('set TOLLGATE_NODE_CREDENTIALS_KEY') });
+    expect(thrown).toMatchObject({
+      status: 503,
+      code: 'node_access_unavailable',
+      message: expect.stringContaining('set TOLLGATE_NODE_CREDENTIALS_KEY'),
+    });
   });
 });
 
@@ -67,10 +71,19 @@ describe('adding a node with SSH access on a gateway without TOLLGATE_NODE_CREDE
   it('is 503 node_access_unavailable before any connection, and stores nothing; a node without SSH is added', async () => {
     expect((await operatorCall(gateway, 'POST', '/profiles', { name: 'nokey', gpus_per_node: 1 })).status).toBe(201);
     // Nothing listens on the port: had the gateway tried to connect, the answer would be a 400 saying so.
-    const ssh = { user: 'ops', port: await freePort(), private_key: privateKey, host_key_fingerprint: `SHA256:${'A'.repeat(43)}` };
+    const ssh = {
+      user: 'ops',
+      port: await freePort(),
+      private_key: privateKey,
+      host_key_fingerprint: `SHA256:${'A'.repeat(43)}`,
+    };
     const refused = await operatorCall(gateway, 'POST', '/nodes', { profile: 'nokey', address: '127.0.0.1', ssh });
     expect(refused.status).toBe(503);
-    expect(refused.body.error).toMatchObject({ code: 'node_access_unavailable', type: 'server_error', message: expect.stringContaining('set TOLLGATE_NODE_CREDENTIALS_KEY') });
+    expect(refused.body.error).toMatchObject({
+      code: 'node_access_unavailable',
+      type: 'server_error',
+      message: expect.stringContaining('set TOLLGATE_NODE_CREDENTIALS_KEY'),
+    });
     expect(JSON.stringify(refused.body)).not.toContain(privateKey.split('\n')[2]);
     expect((await operatorCall(gateway, 'GET', '/nodes')).body.data).toEqual([]);
     const plain = await operatorCall(gateway, 'POST', '/nodes', { profile: 'nokey', address: '127.0.0.1' });

@@ -49,7 +49,15 @@ export async function startNode(folder: string, user: string, address: string): 
   await chmod(home, 0o755);
   const hostKeyFile = path.join(folder, `host-${user}`);
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKeyFile]);
-  const node = { user, home, address, port: await freePort(), hostKeyFile, fingerprint: '', sshd: null as unknown as TestChild };
+  const node = {
+    user,
+    home,
+    address,
+    port: await freePort(),
+    hostKeyFile,
+    fingerprint: '',
+    sshd: null as unknown as TestChild,
+  };
   node.sshd = await startSshd(node);
   return node;
 }
@@ -71,8 +79,15 @@ export async function startSshd(node: Omit<FakeNode, 'sshd'>): Promise<TestChild
     `AllowUsers=${node.user}`,
     'Subsystem=sftp internal-sftp',
   ];
-  const sshd = startChild(`sshd-${node.user}`, '/usr/sbin/sshd', ['-D', '-e', '-f', '/dev/null', ...options.flatMap((option) => ['-o', option])], { cwd: node.home, env: process.env });
-  await until(`sshd answers on ${node.address}:${node.port}`, () => sshBanner(node.address, node.port), { interval: 100 });
+  const sshd = startChild(
+    `sshd-${node.user}`,
+    '/usr/sbin/sshd',
+    ['-D', '-e', '-f', '/dev/null', ...options.flatMap((option) => ['-o', option])],
+    { cwd: node.home, env: process.env },
+  );
+  await until(`sshd answers on ${node.address}:${node.port}`, () => sshBanner(node.address, node.port), {
+    interval: 100,
+  });
   return sshd;
 }
 
@@ -97,7 +112,14 @@ export function sshWorks(node: FakeNode, privateKey: string): Promise<boolean> {
       resolve(true);
     });
     client.on('error', () => resolve(false));
-    client.connect({ host: node.address, port: node.port, username: node.user, privateKey, readyTimeout: 5000, hostVerifier: () => true });
+    client.connect({
+      host: node.address,
+      port: node.port,
+      username: node.user,
+      privateKey,
+      readyTimeout: 5000,
+      hostVerifier: () => true,
+    });
   });
 }
 

@@ -35,7 +35,9 @@ describe.each(stores)('cost reports (%s)', (store) => {
   };
   /** Sets a cluster's allocations to these instants (ISO strings, microseconds allowed; `null`: still running). */
   const allocate = (clusterId: string, from: string, to: string | null) =>
-    gateway.services.db.execute(sql`update node_allocations set allocated_at = ${from}::timestamptz, released_at = ${to}::timestamptz where cluster_id = ${clusterId}`);
+    gateway.services.db.execute(
+      sql`update node_allocations set allocated_at = ${from}::timestamptz, released_at = ${to}::timestamptz where cluster_id = ${clusterId}`,
+    );
 
   beforeAll(async () => {
     gateway = await startTestGateway(store, { TOLLGATE_PASSWORD_COST: '10' });
@@ -50,16 +52,41 @@ describe.each(stores)('cost reports (%s)', (store) => {
       { name: 'px', gpus_per_node: 2, nodes: 1 },
     ];
     for (const profile of profiles) {
-      expect((await operator('POST', '/profiles', { name: profile.name, gpus_per_node: profile.gpus_per_node })).status).toBe(201);
-      for (let i = 0; i < profile.nodes; i++) expect((await operator('POST', '/nodes', { profile: profile.name, address: `${profile.name}-${i}.internal` })).status).toBe(201);
+      expect(
+        (await operator('POST', '/profiles', { name: profile.name, gpus_per_node: profile.gpus_per_node })).status,
+      ).toBe(201);
+      for (let i = 0; i < profile.nodes; i++)
+        expect(
+          (await operator('POST', '/nodes', { profile: profile.name, address: `${profile.name}-${i}.internal` }))
+            .status,
+        ).toBe(201);
     }
     // Rate cards: p8 in USD with a price change on 15 February at noon (the new open-ended card ends the old one),
     // p1 in JPY, pk in KWD; px has none (unrated).
     const cards = [
       { profile: 'p8', currency: 'USD', node_hour_price: '2.50', gpu_hour_price: '0.40', effective_from: '2025-01-01' },
-      { profile: 'p8', currency: 'USD', node_hour_price: '3', gpu_hour_price: '0.5', effective_from: '2025-02-15T12:00:00Z' },
-      { profile: 'p1', currency: 'JPY', node_hour_price: '155.5', gpu_hour_price: '20.25', effective_from: '2025-01-01' },
-      { profile: 'pk', currency: 'KWD', node_hour_price: '0.1235', gpu_hour_price: '0', effective_from: '2025-01-01', effective_to: '2026-01-01' },
+      {
+        profile: 'p8',
+        currency: 'USD',
+        node_hour_price: '3',
+        gpu_hour_price: '0.5',
+        effective_from: '2025-02-15T12:00:00Z',
+      },
+      {
+        profile: 'p1',
+        currency: 'JPY',
+        node_hour_price: '155.5',
+        gpu_hour_price: '20.25',
+        effective_from: '2025-01-01',
+      },
+      {
+        profile: 'pk',
+        currency: 'KWD',
+        node_hour_price: '0.1235',
+        gpu_hour_price: '0',
+        effective_from: '2025-01-01',
+        effective_to: '2026-01-01',
+      },
     ];
     for (const card of cards) expect((await operator('POST', '/rate-cards', card)).status).toBe(201);
     // USD→EUR changes on the 18th; JPY→EUR and USD→JPY exist; KWD→EUR does not.
@@ -75,7 +102,12 @@ describe.each(stores)('cost reports (%s)', (store) => {
     }
 
     const make = async (owner: TestUser, name: string, profile: string, nodes: number) => {
-      const created = await apiAs(gateway, owner.key)('POST', '/clusters', { name, profile, nodes, public_domain: `${name}.example.com` });
+      const created = await apiAs(gateway, owner.key)('POST', '/clusters', {
+        name,
+        profile,
+        nodes,
+        public_domain: `${name}.example.com`,
+      });
       expect(created.status).toBe(201);
       cluster[name] = created.body.id;
       return created.body.id as string;
@@ -106,27 +138,50 @@ describe.each(stores)('cost reports (%s)', (store) => {
     const asOwner = apiAs(gateway, a.users[0]!.key);
     const asAdmin = apiAs(gateway, a.users[1]!.key);
     const asMember = apiAs(gateway, a.users[2]!.key);
-    expect((await asMember('GET', `/orgs/${a.orgId}/billing-currency`)).body).toEqual({ org_id: a.orgId, currency: null });
+    expect((await asMember('GET', `/orgs/${a.orgId}/billing-currency`)).body).toEqual({
+      org_id: a.orgId,
+      currency: null,
+    });
     const refused = await asMember('PATCH', `/orgs/${a.orgId}/billing-currency`, { currency: 'EUR' });
     expect(refused.status).toBe(403);
     expect(refused.body.error.code).toBe('FORBIDDEN');
-    expect((await asOwner('PATCH', `/orgs/${a.orgId}/billing-currency`, { currency: 'GBP' })).body).toEqual({ org_id: a.orgId, currency: 'GBP' });
-    expect((await asAdmin('PATCH', `/orgs/${a.orgId}/billing-currency`, { currency: 'EUR' })).body).toEqual({ org_id: a.orgId, currency: 'EUR' });
+    expect((await asOwner('PATCH', `/orgs/${a.orgId}/billing-currency`, { currency: 'GBP' })).body).toEqual({
+      org_id: a.orgId,
+      currency: 'GBP',
+    });
+    expect((await asAdmin('PATCH', `/orgs/${a.orgId}/billing-currency`, { currency: 'EUR' })).body).toEqual({
+      org_id: a.orgId,
+      currency: 'EUR',
+    });
     expect((await asMember('GET', `/orgs/${a.orgId}/billing-currency`)).body.currency).toBe('EUR');
     // Another organization's owner cannot see or set it: 404, as if it did not exist.
-    expect((await apiAs(gateway, b.users[0]!.key)('PATCH', `/orgs/${a.orgId}/billing-currency`, { currency: 'USD' })).status).toBe(404);
+    expect(
+      (await apiAs(gateway, b.users[0]!.key)('PATCH', `/orgs/${a.orgId}/billing-currency`, { currency: 'USD' })).status,
+    ).toBe(404);
     expect((await apiAs(gateway, b.users[0]!.key)('GET', `/orgs/${a.orgId}/billing-currency`)).status).toBe(404);
     for (const currency of ['eur', 'EURO', 'XYZ', 12]) {
       const bad = await asOwner('PATCH', `/orgs/${a.orgId}/billing-currency`, { currency });
       expect(bad.status).toBe(400);
       expect(bad.body.error).toMatchObject({ code: 'VALIDATION_ERROR', details: [{ field: 'currency' }] });
     }
-    expect((await asOwner('PATCH', `/orgs/${a.orgId}/billing-currency`, {})).body.error.details).toEqual([{ field: 'currency', message: 'Required.' }]);
+    expect((await asOwner('PATCH', `/orgs/${a.orgId}/billing-currency`, {})).body.error.details).toEqual([
+      { field: 'currency', message: 'Required.' },
+    ]);
     // Cleared, then set: a platform admin may set any organization's.
-    expect((await apiAs(gateway, b.users[0]!.key)('PATCH', `/orgs/${b.orgId}/billing-currency`, { currency: 'KWD' })).body.currency).toBe('KWD');
-    expect((await apiAs(gateway, b.users[0]!.key)('PATCH', `/orgs/${b.orgId}/billing-currency`, { currency: null })).body).toEqual({ org_id: b.orgId, currency: null });
-    expect((await apiAs(gateway, root.users[0]!.key)('PATCH', `/orgs/${c.orgId}/billing-currency`, { currency: 'JPY' })).body.currency).toBe('JPY');
-    expect((await apiAs(gateway, b.users[0]!.key)('PATCH', '/orgs/org_nope/billing-currency', { currency: 'EUR' })).status).toBe(404);
+    expect(
+      (await apiAs(gateway, b.users[0]!.key)('PATCH', `/orgs/${b.orgId}/billing-currency`, { currency: 'KWD' })).body
+        .currency,
+    ).toBe('KWD');
+    expect(
+      (await apiAs(gateway, b.users[0]!.key)('PATCH', `/orgs/${b.orgId}/billing-currency`, { currency: null })).body,
+    ).toEqual({ org_id: b.orgId, currency: null });
+    expect(
+      (await apiAs(gateway, root.users[0]!.key)('PATCH', `/orgs/${c.orgId}/billing-currency`, { currency: 'JPY' })).body
+        .currency,
+    ).toBe('JPY');
+    expect(
+      (await apiAs(gateway, b.users[0]!.key)('PATCH', '/orgs/org_nope/billing-currency', { currency: 'EUR' })).status,
+    ).toBe(404);
   });
 
   it("reports an organization's month: split at the month's end and the price change, deleted and unrated clusters, three currencies, one not converted", async () => {
@@ -152,19 +207,63 @@ describe.each(stores)('cost reports (%s)', (store) => {
     ]);
     expect(lines).toEqual([
       // 48 h 20 min 34 s, 1 node: 174,034 s at 175.75 JPY an hour = 8496.24… → 8496 JPY; × 0.0061 = 51.827… → 51.83 EUR.
-      ['a-jp', 'deleted', 174_034, 174_034, 0, '51.83', 'EUR', '8496', 'JPY', { rate: '0.0061', effective_on: '2025-02-01' }, false],
+      [
+        'a-jp',
+        'deleted',
+        174_034,
+        174_034,
+        0,
+        '51.83',
+        'EUR',
+        '8496',
+        'JPY',
+        { rate: '0.0061', effective_on: '2025-02-01' },
+        false,
+      ],
       // 30 h 30 s at 0.1235 KWD an hour = 3.706029… → 3.706 KWD; no KWD→EUR rate: kept in KWD, flagged.
       ['a-kw', 'deleted', 108_030, 0, 0, '3.706', 'KWD', '3.706', 'KWD', null, true],
       // 1 Feb 00:00 to 15 Feb 12:00, 2 nodes: 696 node-hours at 5.70 USD = 3967.20 USD; × 0.92 (the rate of 1 Feb) = 3649.824 → 3649.82 EUR.
-      ['a-train', 'deleted', 2_505_600, 20_044_800, 0, '3649.82', 'EUR', '3967.20', 'USD', { rate: '0.92', effective_on: '2025-02-01' }, false],
+      [
+        'a-train',
+        'deleted',
+        2_505_600,
+        20_044_800,
+        0,
+        '3649.82',
+        'EUR',
+        '3967.20',
+        'USD',
+        { rate: '0.92', effective_on: '2025-02-01' },
+        false,
+      ],
       // 15 Feb 12:00 to 20 Feb 10:00:07 (the .9 s truncated), 2 nodes: 849,614 node-seconds at 7.00 USD an hour = 1652.0272… → 1652.03 USD; × 0.95 (rate of the 18th) → 1569.43 EUR.
-      ['a-train', 'deleted', 849_614, 6_796_912, 0, '1569.43', 'EUR', '1652.03', 'USD', { rate: '0.95', effective_on: '2025-02-18' }, false],
+      [
+        'a-train',
+        'deleted',
+        849_614,
+        6_796_912,
+        0,
+        '1569.43',
+        'EUR',
+        '1652.03',
+        'USD',
+        { rate: '0.95', effective_on: '2025-02-18' },
+        false,
+      ],
       // Unrated: two days to the window's end, no amount.
       ['a-x', 'running', 172_800, 345_600, 172_800, null, null, null, null, null, false],
     ]);
     const [jp, kw, train1, train2, unrated] = org.line_items;
-    expect(jp).toMatchObject({ profile: 'p1', gpus_per_node: 1, node_hours: '48.342778', rate_card: { currency: 'JPY', node_hour_price: '155.5', gpu_hour_price: '20.25' } });
-    expect(kw).toMatchObject({ node_hours: '30.008333', rate_card: { currency: 'KWD', node_hour_price: '0.1235', gpu_hour_price: '0' } });
+    expect(jp).toMatchObject({
+      profile: 'p1',
+      gpus_per_node: 1,
+      node_hours: '48.342778',
+      rate_card: { currency: 'JPY', node_hour_price: '155.5', gpu_hour_price: '20.25' },
+    });
+    expect(kw).toMatchObject({
+      node_hours: '30.008333',
+      rate_card: { currency: 'KWD', node_hour_price: '0.1235', gpu_hour_price: '0' },
+    });
     expect(train1).toMatchObject({
       charge_period_start: '2025-02-01T00:00:00Z',
       charge_period_end: '2025-02-15T12:00:00Z',
@@ -172,9 +271,17 @@ describe.each(stores)('cost reports (%s)', (store) => {
       gpu_hours: '5568.000000',
       rate_card: { node_hour_price: '2.5', gpu_hour_price: '0.4' },
     });
-    expect(train2).toMatchObject({ charge_period_start: '2025-02-15T12:00:00Z', charge_period_end: '2025-02-20T10:00:07Z', rate_card: { node_hour_price: '3', gpu_hour_price: '0.5' } });
+    expect(train2).toMatchObject({
+      charge_period_start: '2025-02-15T12:00:00Z',
+      charge_period_end: '2025-02-20T10:00:07Z',
+      rate_card: { node_hour_price: '3', gpu_hour_price: '0.5' },
+    });
     expect(train1.rate_card.id).not.toBe(train2.rate_card.id);
-    expect(unrated).toMatchObject({ rate_card: null, unrated_hours: '48.000000', charge_period_end: '2025-03-01T00:00:00Z' });
+    expect(unrated).toMatchObject({
+      rate_card: null,
+      unrated_hours: '48.000000',
+      charge_period_end: '2025-03-01T00:00:00Z',
+    });
     // EUR: 51.83 + 3649.82 + 1569.43; the KWD line stays in KWD.
     expect(org.totals).toEqual({
       amounts: [
@@ -193,7 +300,10 @@ describe.each(stores)('cost reports (%s)', (store) => {
   });
 
   it('the cluster across the month boundary is in January too, split to the second', async () => {
-    const { body: january } = await apiAs(gateway, a.users[0]!.key)('GET', '/billing/costs?from=2025-01-01&to=2025-02-01');
+    const { body: january } = await apiAs(gateway, a.users[0]!.key)(
+      'GET',
+      '/billing/costs?from=2025-01-01&to=2025-02-01',
+    );
     expect(january.window).toEqual({ from: '2025-01-01T00:00:00Z', to: '2025-02-01T00:00:00Z', month: null });
     // 22:00:00 (the .400123 s truncated) to midnight, 2 nodes: 4 node-hours at 5.70 USD = 22.80 USD; × 0.90 (the rate of 1 January) = 20.52 EUR.
     expect(january.organizations[0].line_items).toEqual([
@@ -209,8 +319,13 @@ describe.each(stores)('cost reports (%s)', (store) => {
       }),
     ]);
     // Both months together hold exactly the whole allocation: 31 Jan 22:00:00 to 20 Feb 10:00:07, times 2 nodes.
-    const { body: both } = await apiAs(gateway, a.users[0]!.key)('GET', '/billing/costs?from=2025-01-01T00:00:00Z&to=2025-03-01T00:00:00%2B00:00');
-    const trainSeconds = both.organizations[0].line_items.filter((item: any) => item.cluster_name === 'a-train').reduce((sum: number, item: any) => sum + item.node_seconds, 0);
+    const { body: both } = await apiAs(gateway, a.users[0]!.key)(
+      'GET',
+      '/billing/costs?from=2025-01-01T00:00:00Z&to=2025-03-01T00:00:00%2B00:00',
+    );
+    const trainSeconds = both.organizations[0].line_items
+      .filter((item: any) => item.cluster_name === 'a-train')
+      .reduce((sum: number, item: any) => sum + item.node_seconds, 0);
     expect(trainSeconds).toBe((2 * (Date.parse('2025-02-20T10:00:07Z') - Date.parse('2025-01-31T22:00:00Z'))) / 1000);
     expect(trainSeconds).toBe(14_400 + 2_505_600 + 849_614);
     expectSumsAddUp(both);
@@ -221,19 +336,38 @@ describe.each(stores)('cost reports (%s)', (store) => {
     expect(ofB.organizations.map((org: any) => org.org_id)).toEqual([b.orgId]);
     // No billing currency: the native amount. 24 h at 5.70 USD.
     expect(ofB.organizations[0].line_items).toEqual([
-      expect.objectContaining({ cluster_name: 'b-one', amount: '136.80', currency: 'USD', native_amount: '136.80', conversion: null, conversion_skipped: false }),
+      expect.objectContaining({
+        cluster_name: 'b-one',
+        amount: '136.80',
+        currency: 'USD',
+        native_amount: '136.80',
+        conversion: null,
+        conversion_skipped: false,
+      }),
     ]);
     expect(ofB.totals.amounts).toEqual([{ currency: 'USD', amount: '136.80' }]);
     // An organization without usage still sees itself, empty.
     const { body: empty } = await apiAs(gateway, b.users[0]!.key)('GET', '/billing/costs?month=2024-06');
-    expect(empty.organizations).toEqual([expect.objectContaining({ org_id: b.orgId, line_items: [], totals: expect.objectContaining({ amounts: [], node_seconds: 0, node_hours: '0.000000' }) })]);
+    expect(empty.organizations).toEqual([
+      expect.objectContaining({
+        org_id: b.orgId,
+        line_items: [],
+        totals: expect.objectContaining({ amounts: [], node_seconds: 0, node_hours: '0.000000' }),
+      }),
+    ]);
 
     const { body: all } = await apiAs(gateway, root.users[0]!.key)('GET', '/billing/costs?month=2025-02');
     expect(all.organizations.map((org: any) => org.org_id).sort()).toEqual([a.orgId, b.orgId, c.orgId].sort());
     // c-one: 3601 s at 7.00 USD an hour = 7.0019… → 7.00 USD; in JPY at 151.234: 1058.932… → 1059 JPY (no minor units).
     const ofC = all.organizations.find((org: any) => org.org_id === c.orgId);
     expect(ofC.line_items).toEqual([
-      expect.objectContaining({ amount: '1059', currency: 'JPY', native_amount: '7.00', native_currency: 'USD', conversion: { rate: '151.234', effective_on: '2025-02-01' } }),
+      expect.objectContaining({
+        amount: '1059',
+        currency: 'JPY',
+        native_amount: '7.00',
+        native_currency: 'USD',
+        conversion: { rate: '151.234', effective_on: '2025-02-01' },
+      }),
     ]);
     expect(all.totals.amounts).toEqual([
       { currency: 'EUR', amount: '5271.08' },
@@ -244,14 +378,22 @@ describe.each(stores)('cost reports (%s)', (store) => {
     expectSumsAddUp(all);
     // The operator sees the same through /admin/v1, and one organization on request.
     expect((await operator('GET', '/costs?month=2025-02')).body.totals).toEqual(all.totals);
-    expect((await operator('GET', `/costs?month=2025-02&org_id=${b.orgId}`)).body.organizations.map((org: any) => org.org_id)).toEqual([b.orgId]);
+    expect(
+      (await operator('GET', `/costs?month=2025-02&org_id=${b.orgId}`)).body.organizations.map(
+        (org: any) => org.org_id,
+      ),
+    ).toEqual([b.orgId]);
   });
 
   it('gives the same line items as CSV, with FOCUS column names and a file name', async () => {
-    const response = await fetch(`${gateway.url}/v1/billing/costs.csv?month=2025-02`, { headers: { authorization: `Bearer ${root.users[0]!.key}` } });
+    const response = await fetch(`${gateway.url}/v1/billing/costs.csv?month=2025-02`, {
+      headers: { authorization: `Bearer ${root.users[0]!.key}` },
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
-    expect(response.headers.get('content-disposition')).toBe('attachment; filename="tollgate-costs_20250201T000000Z_20250301T000000Z.csv"');
+    expect(response.headers.get('content-disposition')).toBe(
+      'attachment; filename="tollgate-costs_20250201T000000Z_20250301T000000Z.csv"',
+    );
     const text = await response.text();
     expect(text).toContain('\r\n');
     const rows: Record<string, string>[] = parse(text, { columns: true });
@@ -292,11 +434,25 @@ describe.each(stores)('cost reports (%s)', (store) => {
     expect(rows).toHaveLength(7);
     // The CSV's amounts add up to the JSON's grand total, per currency.
     const sums = new Map<string, bigint>();
-    for (const row of rows) if (row.BilledCost) sums.set(row.BillingCurrency!, (sums.get(row.BillingCurrency!) ?? 0n) + BigInt(row.BilledCost.replace('.', '')));
-    expect(Object.fromEntries([...sums].map(([currency, minor]) => [currency, minor.toString()]))).toEqual({ EUR: '527108', JPY: '1059', KWD: '3706', USD: '13680' });
+    for (const row of rows)
+      if (row.BilledCost)
+        sums.set(
+          row.BillingCurrency!,
+          (sums.get(row.BillingCurrency!) ?? 0n) + BigInt(row.BilledCost.replace('.', '')),
+        );
+    expect(Object.fromEntries([...sums].map(([currency, minor]) => [currency, minor.toString()]))).toEqual({
+      EUR: '527108',
+      JPY: '1059',
+      KWD: '3706',
+      USD: '13680',
+    });
     // An organization's user gets only theirs.
-    const ofB = await fetch(`${gateway.url}/api/v1/billing/costs.csv?month=2025-02`, { headers: { authorization: `Bearer ${b.users[1]!.key}` } });
-    expect(parse<Record<string, string>>(await ofB.text(), { columns: true }).map((row) => row.SubAccountId)).toEqual([b.orgId]);
+    const ofB = await fetch(`${gateway.url}/api/v1/billing/costs.csv?month=2025-02`, {
+      headers: { authorization: `Bearer ${b.users[1]!.key}` },
+    });
+    expect(parse<Record<string, string>>(await ofB.text(), { columns: true }).map((row) => row.SubAccountId)).toEqual([
+      b.orgId,
+    ]);
   });
 
   it('meters running clusters up to the clock it is given', async () => {
@@ -307,10 +463,16 @@ describe.each(stores)('cost reports (%s)', (store) => {
       return report.organizations[0]!.line_items;
     };
     expect(await at('2025-02-20T00:00:00Z')).toEqual([]);
-    expect(await at('2025-03-01T00:00:59.999Z')).toEqual([expect.objectContaining({ cluster_name: 'a-x', node_seconds: 59, charge_period_end: '2025-03-01T00:00:59Z' })]);
-    expect(await at('2025-03-02T12:00:00Z')).toEqual([expect.objectContaining({ cluster_name: 'a-x', node_seconds: 129_600, unrated_hours: '36.000000' })]);
+    expect(await at('2025-03-01T00:00:59.999Z')).toEqual([
+      expect.objectContaining({ cluster_name: 'a-x', node_seconds: 59, charge_period_end: '2025-03-01T00:00:59Z' }),
+    ]);
+    expect(await at('2025-03-02T12:00:00Z')).toEqual([
+      expect.objectContaining({ cluster_name: 'a-x', node_seconds: 129_600, unrated_hours: '36.000000' }),
+    ]);
     // After the window, a running cluster counts to the window's end.
-    expect(await at('2026-01-01T00:00:00Z')).toEqual([expect.objectContaining({ node_seconds: 31 * 86_400, charge_period_end: '2025-04-01T00:00:00Z' })]);
+    expect(await at('2026-01-01T00:00:00Z')).toEqual([
+      expect.objectContaining({ node_seconds: 31 * 86_400, charge_period_end: '2025-04-01T00:00:00Z' }),
+    ]);
   });
 
   it('answers the current month by default, and names every bad window parameter', async () => {
@@ -357,24 +519,43 @@ describe.each(stores)('cost reports (%s)', (store) => {
       ]) {
         expect(answer.status, query).toBe(400);
         expect(answer.body.error.code, query).toMatch(/^(VALIDATION_ERROR|invalid_request)$/);
-        expect(answer.body.error.details, query).toEqual(fields.map((field) => ({ field, message: expect.stringContaining('1970') })));
+        expect(answer.body.error.details, query).toEqual(
+          fields.map((field) => ({ field, message: expect.stringContaining('1970') })),
+        );
       }
     }
     // The epoch itself is a month like any other.
     const epoch = await api('GET', '/billing/costs?month=1970-01');
     expect(epoch.status).toBe(200);
-    expect(epoch.body.window).toMatchObject({ from: '1970-01-01T00:00:00Z', to: '1970-02-01T00:00:00Z', month: '1970-01' });
-    const card = await operator('POST', '/rate-cards', { profile: 'p1', currency: 'USD', node_hour_price: '1', gpu_hour_price: '1', effective_from: '0001-01-01' });
+    expect(epoch.body.window).toMatchObject({
+      from: '1970-01-01T00:00:00Z',
+      to: '1970-02-01T00:00:00Z',
+      month: '1970-01',
+    });
+    const card = await operator('POST', '/rate-cards', {
+      profile: 'p1',
+      currency: 'USD',
+      node_hour_price: '1',
+      gpu_hour_price: '1',
+      effective_from: '0001-01-01',
+    });
     expect(card.status).toBe(400);
     expect(card.body.error.details).toEqual([{ field: 'effective_from', message: expect.stringContaining('1970') }]);
     // A conversion rate's date too, in every path that names one (0000 is no year PostgreSQL has).
     for (const date of ['0000-01-01', '0001-01-01', '1969-12-31']) {
-      for (const answer of [await operator('PUT', `/conversion-rates/USD/EUR/${date}`, { rate: '0.9' }), await operator('DELETE', `/conversion-rates/USD/EUR/${date}`)]) {
+      for (const answer of [
+        await operator('PUT', `/conversion-rates/USD/EUR/${date}`, { rate: '0.9' }),
+        await operator('DELETE', `/conversion-rates/USD/EUR/${date}`),
+      ]) {
         expect(answer.status, date).toBe(400);
         expect(answer.body.error.details, date).toEqual([{ field: 'date', message: 'Must be in 1970 or later.' }]);
       }
     }
-    expect((await operator('GET', '/conversion-rates?base=USD&quote=EUR')).body.data.every((rate: { effective_on: string }) => rate.effective_on >= '1970')).toBe(true);
+    expect(
+      (await operator('GET', '/conversion-rates?base=USD&quote=EUR')).body.data.every(
+        (rate: { effective_on: string }) => rate.effective_on >= '1970',
+      ),
+    ).toBe(true);
     const epochRate = await operator('PUT', '/conversion-rates/USD/EUR/1970-01-01', { rate: '0.9' });
     expect(epochRate.status).toBe(201);
     expect((await operator('DELETE', '/conversion-rates/USD/EUR/1970-01-01')).status).toBe(204);
@@ -385,7 +566,13 @@ describe.each(stores)('cost reports (%s)', (store) => {
     expect(body.object).toBe('list');
     expect(body.data.length).toBeGreaterThan(100);
     const byCode = new Map(body.data.map((currency: any) => [currency.code, currency]));
-    expect(byCode.get('USD')).toEqual({ code: 'USD', name: 'US Dollar', symbol: '$', narrow_symbol: '$', minor_units: 2 });
+    expect(byCode.get('USD')).toEqual({
+      code: 'USD',
+      name: 'US Dollar',
+      symbol: '$',
+      narrow_symbol: '$',
+      minor_units: 2,
+    });
     expect(byCode.get('JPY')).toMatchObject({ symbol: '¥', minor_units: 0 });
     expect(byCode.get('KWD')).toMatchObject({ name: 'Kuwaiti Dinar', minor_units: 3 });
     expect(byCode.get('EUR')).toMatchObject({ symbol: '€', minor_units: 2 });
@@ -400,19 +587,38 @@ describe.each(stores)('cost reports (%s)', (store) => {
       ['GET', '/admin/v1/rate-cards'],
     ] as const) {
       expect(
-        (await fetch(`${gateway.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: method === 'GET' ? undefined : '{"rate":"1"}' })).status,
+        (
+          await fetch(`${gateway.url}${path}`, {
+            method,
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: method === 'GET' ? undefined : '{"rate":"1"}',
+          })
+        ).status,
       ).toBe(401);
     }
-    expect((await apiAs(gateway, key)('POST', '/billing/conversion-rates', { base: 'USD', quote: 'EUR', rate: '1' })).status).toBe(404);
+    expect(
+      (await apiAs(gateway, key)('POST', '/billing/conversion-rates', { base: 'USD', quote: 'EUR', rate: '1' })).status,
+    ).toBe(404);
     expect((await apiAs(gateway, key)('PUT', '/billing/rate-cards', {})).status).toBe(404);
     // The operator token is no user's credential either.
-    expect((await fetch(`${gateway.url}/v1/billing/costs`, { headers: { authorization: `Bearer ${OPERATOR}` } })).status).toBe(401);
+    expect(
+      (await fetch(`${gateway.url}/v1/billing/costs`, { headers: { authorization: `Bearer ${OPERATOR}` } })).status,
+    ).toBe(401);
   });
 
   it('checks rate cards and conversion rates as operators send them', async () => {
-    const overlap = await operator('POST', '/rate-cards', { profile: 'p1', currency: 'JPY', node_hour_price: '1', gpu_hour_price: '1', effective_from: '2024-12-01', effective_to: '2025-01-02' });
+    const overlap = await operator('POST', '/rate-cards', {
+      profile: 'p1',
+      currency: 'JPY',
+      node_hour_price: '1',
+      gpu_hour_price: '1',
+      effective_from: '2024-12-01',
+      effective_to: '2025-01-02',
+    });
     expect(overlap.status).toBe(409);
-    expect(overlap.body.error.details).toEqual([{ field: 'effective_from', message: expect.stringMatching(/^Overlaps rate card rate_/) }]);
+    expect(overlap.body.error.details).toEqual([
+      { field: 'effective_from', message: expect.stringMatching(/^Overlaps rate card rate_/) },
+    ]);
     const bad = await operator('POST', '/rate-cards', {
       profile: 'p1',
       currency: 'usd',
@@ -422,12 +628,27 @@ describe.each(stores)('cost reports (%s)', (store) => {
       effective_to: '2024-01-01',
     });
     expect(bad.status).toBe(400);
-    expect(bad.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['currency', 'effective_from', 'gpu_hour_price', 'node_hour_price']);
-    expect((await operator('POST', '/rate-cards', { profile: 'nope', currency: 'USD', node_hour_price: '1', gpu_hour_price: '1', effective_from: '2025-01-01' })).body.error.details).toEqual([
-      { field: 'profile', message: 'Unknown profile nope.' },
+    expect(bad.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual([
+      'currency',
+      'effective_from',
+      'gpu_hour_price',
+      'node_hour_price',
     ]);
+    expect(
+      (
+        await operator('POST', '/rate-cards', {
+          profile: 'nope',
+          currency: 'USD',
+          node_hour_price: '1',
+          gpu_hour_price: '1',
+          effective_from: '2025-01-01',
+        })
+      ).body.error.details,
+    ).toEqual([{ field: 'profile', message: 'Unknown profile nope.' }]);
     const listed = (await operator('GET', '/rate-cards?profile=p8')).body.data;
-    expect(listed.map((card: any) => [card.node_hour_price, card.gpu_hour_price, card.effective_from, card.effective_to])).toEqual([
+    expect(
+      listed.map((card: any) => [card.node_hour_price, card.gpu_hour_price, card.effective_from, card.effective_to]),
+    ).toEqual([
       ['2.5', '0.4', '2025-01-01T00:00:00.000Z', '2025-02-15T12:00:00.000Z'],
       ['3', '0.5', '2025-02-15T12:00:00.000Z', null],
     ]);
@@ -435,13 +656,27 @@ describe.each(stores)('cost reports (%s)', (store) => {
     const replaced = await operator('PUT', '/conversion-rates/USD/EUR/2025-03-01', { rate: '0.51' });
     expect(replaced.status).toBe(200);
     expect(replaced.body).toMatchObject({ base: 'USD', quote: 'EUR', effective_on: '2025-03-01', rate: '0.51' });
-    expect((await operator('PUT', '/conversion-rates/USD/USD/2025-03-01', { rate: '1' })).body.error.details).toEqual([{ field: 'quote', message: 'Must differ from base.' }]);
-    expect((await operator('PUT', '/conversion-rates/USD/EUR/2025-02-30', { rate: '1' })).body.error.details).toEqual([{ field: 'date', message: 'Must be a date as YYYY-MM-DD.' }]);
-    expect((await operator('PUT', '/conversion-rates/USD/EUR/2025-03-02', { rate: '0' })).body.error.details).toEqual([{ field: 'rate', message: 'Must be greater than 0.' }]);
-    expect((await operator('GET', '/conversion-rates?base=USD&quote=EUR')).body.data.map((rate: any) => rate.effective_on)).toEqual(['2025-01-01', '2025-02-01', '2025-02-18', '2025-03-01']);
+    expect((await operator('PUT', '/conversion-rates/USD/USD/2025-03-01', { rate: '1' })).body.error.details).toEqual([
+      { field: 'quote', message: 'Must differ from base.' },
+    ]);
+    expect((await operator('PUT', '/conversion-rates/USD/EUR/2025-02-30', { rate: '1' })).body.error.details).toEqual([
+      { field: 'date', message: 'Must be a date as YYYY-MM-DD.' },
+    ]);
+    expect((await operator('PUT', '/conversion-rates/USD/EUR/2025-03-02', { rate: '0' })).body.error.details).toEqual([
+      { field: 'rate', message: 'Must be greater than 0.' },
+    ]);
+    expect(
+      (await operator('GET', '/conversion-rates?base=USD&quote=EUR')).body.data.map((rate: any) => rate.effective_on),
+    ).toEqual(['2025-01-01', '2025-02-01', '2025-02-18', '2025-03-01']);
     expect((await operator('DELETE', '/conversion-rates/USD/EUR/2025-03-01')).status).toBe(204);
     expect((await operator('DELETE', '/conversion-rates/USD/EUR/2025-03-01')).status).toBe(404);
-    const extra = await operator('POST', '/rate-cards', { profile: 'px', currency: 'EUR', node_hour_price: '1', gpu_hour_price: '0', effective_from: '2030-01-01' });
+    const extra = await operator('POST', '/rate-cards', {
+      profile: 'px',
+      currency: 'EUR',
+      node_hour_price: '1',
+      gpu_hour_price: '0',
+      effective_from: '2030-01-01',
+    });
     expect((await operator('DELETE', `/rate-cards/${extra.body.id}`)).status).toBe(204);
     expect((await operator('DELETE', `/rate-cards/${extra.body.id}`)).status).toBe(404);
   });

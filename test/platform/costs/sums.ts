@@ -16,16 +16,25 @@ export function expectSumsAddUp(report: CostReport): void {
     const seconds = [0, 0, 0];
     for (const part of parts) {
       part.seconds.forEach((value, i) => (seconds[i]! += value));
-      for (const [currency, amount] of part.amounts) amounts.set(currency, (amounts.get(currency) ?? 0n) + minor(amount));
+      for (const [currency, amount] of part.amounts)
+        amounts.set(currency, (amounts.get(currency) ?? 0n) + minor(amount));
     }
-    return { seconds, amounts: Object.fromEntries([...amounts].map(([currency, value]) => [currency, value.toString()])) };
+    return {
+      seconds,
+      amounts: Object.fromEntries([...amounts].map(([currency, value]) => [currency, value.toString()])),
+    };
   };
   const of = (totals: Totals) => ({
     seconds: [totals.node_seconds, totals.gpu_seconds, totals.unrated_seconds],
     amounts: Object.fromEntries(totals.amounts.map((a) => [a.currency, minor(a.amount).toString()])),
   });
   for (const org of report.organizations) {
-    const lines = sum(org.line_items.map((item) => ({ seconds: [item.node_seconds, item.gpu_seconds, item.unrated_seconds], amounts: item.amount === null ? [] : [[item.currency!, item.amount]] })));
+    const lines = sum(
+      org.line_items.map((item) => ({
+        seconds: [item.node_seconds, item.gpu_seconds, item.unrated_seconds],
+        amounts: item.amount === null ? [] : [[item.currency!, item.amount]],
+      })),
+    );
     expect(of(org.totals), org.org_name).toEqual(lines);
     for (const item of [...org.line_items, org.totals]) {
       expect(Number(item.node_hours)).toBeCloseTo(item.node_seconds / 3600, 6);
@@ -34,7 +43,10 @@ export function expectSumsAddUp(report: CostReport): void {
     }
   }
   const orgs = sum(
-    report.organizations.map((org) => ({ seconds: [org.totals.node_seconds, org.totals.gpu_seconds, org.totals.unrated_seconds], amounts: org.totals.amounts.map((a) => [a.currency, a.amount]) })),
+    report.organizations.map((org) => ({
+      seconds: [org.totals.node_seconds, org.totals.gpu_seconds, org.totals.unrated_seconds],
+      amounts: org.totals.amounts.map((a) => [a.currency, a.amount]),
+    })),
   );
   expect(of(report.totals)).toEqual(orgs);
 }

@@ -25,7 +25,15 @@ describe('password hashes', () => {
   });
 
   it('answers false, never throws, for stored values it did not make', async () => {
-    for (const stored of ['', 'plain', 'scrypt$10$8$1$salt', 'bcrypt$10$8$1$a$b', 'scrypt$40$8$1$AAAA$AAAA', 'scrypt$10$0$1$AAAA$AAAA', 'scrypt$x$8$1$AAAA$AAAA']) {
+    for (const stored of [
+      '',
+      'plain',
+      'scrypt$10$8$1$salt',
+      'bcrypt$10$8$1$a$b',
+      'scrypt$40$8$1$AAAA$AAAA',
+      'scrypt$10$0$1$AAAA$AAAA',
+      'scrypt$x$8$1$AAAA$AAAA',
+    ]) {
       expect(await passwords.verify('anything at all', stored), stored).toBe(false);
     }
   });

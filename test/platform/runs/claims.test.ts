@@ -26,11 +26,27 @@ describe.skipIf(!ready)("a run's outcome and its claim", () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     scratch = await runScratch();
-    const env = { ...scratch.env, DATABASE_URL: database.url, TOLLGATE_ADMIN_TOKEN: OPERATOR, TOLLGATE_PASSWORD_COST: '10', TOLLGATE_RUN_SANDBOX: 'bubblewrap' };
+    const env = {
+      ...scratch.env,
+      DATABASE_URL: database.url,
+      TOLLGATE_ADMIN_TOKEN: OPERATOR,
+      TOLLGATE_PASSWORD_COST: '10',
+      TOLLGATE_RUN_SANDBOX: 'bubblewrap',
+    };
     // No workers: the test is the worker.
-    api = await startGateway(loadConfig({ ...env, PORT: '0', TOLLGATE_HOST: '127.0.0.1', TOLLGATE_DATA_DIR: 'memory://', TOLLGATE_SEED_DEMO: 'false', TOLLGATE_RUN_WORKERS: '0' }), {
-      log: createLogger('silent'),
-    });
+    api = await startGateway(
+      loadConfig({
+        ...env,
+        PORT: '0',
+        TOLLGATE_HOST: '127.0.0.1',
+        TOLLGATE_DATA_DIR: 'memory://',
+        TOLLGATE_SEED_DEMO: 'false',
+        TOLLGATE_RUN_WORKERS: '0',
+      }),
+      {
+        log: createLogger('silent'),
+      },
+    );
   });
   afterAll(async () => {
     await api?.close();
@@ -49,7 +65,14 @@ describe.skipIf(!ready)("a run's outcome and its claim", () => {
 
   it('an outcome with a NUL in an output and in the failure is stored, escaped', async () => {
     const { owner, id } = await claimedRun();
-    const recorded = await api.services.runs.finish('worker-self', id, { state: 'FAILED', exitCode: 1, failure: 'bad\u0000end', outputs: { 'k\u0000': 'a\u0000b' }, publicUrl: null, webTarget: null });
+    const recorded = await api.services.runs.finish('worker-self', id, {
+      state: 'FAILED',
+      exitCode: 1,
+      failure: 'bad\u0000end',
+      outputs: { 'k\u0000': 'a\u0000b' },
+      publicUrl: null,
+      webTarget: null,
+    });
     expect(recorded).toBe(true);
     const run = (await owner('GET', `/runs/${id}`)).body;
     expect(run).toMatchObject({ state: 'FAILED', failure: 'bad\\u0000end', outputs: { 'k\\u0000': 'a\\u0000b' } });
@@ -59,7 +82,14 @@ describe.skipIf(!ready)("a run's outcome and its claim", () => {
 
   it('a process expires its own stale claim on a run it no longer applies', async () => {
     const { owner, id } = await claimedRun();
-    await until('the claim has expired', async () => (await api.services.runs.failAbandoned('worker-self', ['run_other'])).includes(id), { timeout: 5000, interval: 200 });
-    expect((await owner('GET', `/runs/${id}`)).body).toMatchObject({ state: 'FAILED', failure: expect.stringContaining('its claim expired') });
+    await until(
+      'the claim has expired',
+      async () => (await api.services.runs.failAbandoned('worker-self', ['run_other'])).includes(id),
+      { timeout: 5000, interval: 200 },
+    );
+    expect((await owner('GET', `/runs/${id}`)).body).toMatchObject({
+      state: 'FAILED',
+      failure: expect.stringContaining('its claim expired'),
+    });
   });
 });

@@ -65,7 +65,10 @@ describe('the egress proxy of a run', () => {
   }
 
   it('tunnels to a node of the cluster on an allowed port', async () => {
-    expect(await through(`CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).toEqual({ status: 'HTTP/1.1 200 Connection Established', echoed: 'ping' });
+    expect(await through(`CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).toEqual({
+      status: 'HTTP/1.1 200 Connection Established',
+      echoed: 'ping',
+    });
     expect(decisions).toContain(`egress: connected to 127.0.0.1:${echoPort}`);
   });
 
@@ -73,8 +76,12 @@ describe('the egress proxy of a run', () => {
     expect((await through('CONNECT 127.0.0.1:5432 HTTP/1.1\r\n\r\n')).status).toBe('HTTP/1.1 403 Forbidden');
     expect((await through(`CONNECT 10.1.2.3:${echoPort} HTTP/1.1\r\n\r\n`)).status).toBe('HTTP/1.1 403 Forbidden');
     expect((await through('CONNECT 169.254.169.254:80 HTTP/1.1\r\n\r\n')).status).toBe('HTTP/1.1 403 Forbidden');
-    expect(decisions).toContain('egress: refused 127.0.0.1:5432 (neither a node of this cluster on an allowed port nor an allowed host)');
-    expect(decisions).toContain('egress: refused 169.254.169.254:80 (neither a node of this cluster on an allowed port nor an allowed host)');
+    expect(decisions).toContain(
+      'egress: refused 127.0.0.1:5432 (neither a node of this cluster on an allowed port nor an allowed host)',
+    );
+    expect(decisions).toContain(
+      'egress: refused 169.254.169.254:80 (neither a node of this cluster on an allowed port nor an allowed host)',
+    );
   });
 
   it("refuses an allowed host name that resolves to this host's loopback (a registry name pointed at the gateway)", async () => {
@@ -82,7 +89,9 @@ describe('the egress proxy of a run', () => {
   });
 
   it('answers anything but CONNECT with 405: only HTTPS goes out', async () => {
-    expect((await through(`GET http://127.0.0.1:${echoPort}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).status).toBe('HTTP/1.1 405 Method Not Allowed');
+    expect((await through(`GET http://127.0.0.1:${echoPort}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).status).toBe(
+      'HTTP/1.1 405 Method Not Allowed',
+    );
     expect((await through('CONNECT nonsense HTTP/1.1\r\n\r\n')).status).toBe('HTTP/1.1 405 Method Not Allowed');
   });
 });

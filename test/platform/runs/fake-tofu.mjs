@@ -12,7 +12,9 @@ import path from 'node:path';
 
 const [command, ...args] = process.argv.slice(2);
 const cwd = process.cwd();
-const vars = existsSync('tollgate.auto.tfvars.json') ? JSON.parse(readFileSync('tollgate.auto.tfvars.json', 'utf8')) : {};
+const vars = existsSync('tollgate.auto.tfvars.json')
+  ? JSON.parse(readFileSync('tollgate.auto.tfvars.json', 'utf8'))
+  : {};
 const mode = vars.mode ?? 'ok';
 const keyFile = vars.tollgate_ssh_private_key_file;
 const state = existsSync('terraform.tfstate') ? JSON.parse(readFileSync('terraform.tfstate', 'utf8')) : null;
@@ -91,7 +93,10 @@ if (command === 'apply') {
 }
 
 if (command === 'output') {
-  const outputs = { greeting: { value: `hello ${vars.tollgate_cluster_id ?? ''}`, type: 'string', sensitive: false }, token: { value: 'sekret-output', type: 'string', sensitive: true } };
+  const outputs = {
+    greeting: { value: `hello ${vars.tollgate_cluster_id ?? ''}`, type: 'string', sensitive: false },
+    token: { value: 'sekret-output', type: 'string', sensitive: true },
+  };
   if (mode === 'web') outputs.web_port = { value: Number(vars.port), type: 'number', sensitive: false };
   // As the real tool warns on stderr (an unreadable CLI configuration, a deprecation): the outputs are stdout alone.
   console.error('fake: a notice on stderr, not part of the outputs');

@@ -71,7 +71,13 @@ const RECORDS_INSIDE = '/tollgate-test-records';
  * may sit in a folder only root can enter); its records folder is mounted
  * into every run, writable, so the test can read what the tool saw.
  */
-export async function runScratch(): Promise<{ workDir: string; records: string; env: Record<string, string>; read(): Promise<ToolRecord[]>; remove(): Promise<void> }> {
+export async function runScratch(): Promise<{
+  workDir: string;
+  records: string;
+  env: Record<string, string>;
+  read(): Promise<ToolRecord[]>;
+  remove(): Promise<void>;
+}> {
   const folder = await mkdtemp(path.join(tmpdir(), 'tollgate-runs-test-'));
   await chmod(folder, 0o755);
   const tool = path.join(folder, 'fake-tofu.mjs');
@@ -107,7 +113,12 @@ export async function runScratch(): Promise<{ workDir: string; records: string; 
 }
 
 /** An operator's call to /admin/v1. */
-export async function operatorCall(gateway: { url: string }, method: string, route: string, body?: unknown): Promise<{ status: number; body: any }> {
+export async function operatorCall(
+  gateway: { url: string },
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
   const response = await fetch(`${gateway.url}/admin/v1${route}`, {
     method,
     headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' },
@@ -120,24 +131,56 @@ export async function operatorCall(gateway: { url: string }, method: string, rou
 export async function profileWithNodes(gateway: { url: string }, count: number, addresses?: string[]): Promise<string> {
   const name = `p-${Math.random().toString(36).slice(2, 8)}`;
   expect((await operatorCall(gateway, 'POST', '/profiles', { name, gpus_per_node: 2 })).status).toBe(201);
-  for (let i = 0; i < count; i++) expect((await operatorCall(gateway, 'POST', '/nodes', { profile: name, address: addresses?.[i] ?? `${name}-n${i}.internal` })).status).toBe(201);
+  for (let i = 0; i < count; i++)
+    expect(
+      (
+        await operatorCall(gateway, 'POST', '/nodes', {
+          profile: name,
+          address: addresses?.[i] ?? `${name}-n${i}.internal`,
+        })
+      ).status,
+    ).toBe(201);
   return name;
 }
 
 /** An organization (owner, member) with a cluster of `nodes` nodes, and a `fake` stack: the owner's private one, or a global one (the owner is then a platform admin). */
-export async function orgWithCluster(gateway: TestGateway, options: { nodes?: number; addresses?: string[]; stackName?: string; globalStack?: boolean } = {}) {
+export async function orgWithCluster(
+  gateway: TestGateway,
+  options: { nodes?: number; addresses?: string[]; stackName?: string; globalStack?: boolean } = {},
+) {
   const { orgId, users } = await orgWithUsers(gateway, ['owner', 'member'], { platformAdmin: options.globalStack });
   const owner = apiAs(gateway, users[0]!.key);
   const member = apiAs(gateway, users[1]!.key);
   const profile = await profileWithNodes(gateway, options.nodes ?? 2, options.addresses);
-  const cluster = await owner('POST', '/clusters', { name: 'lab', profile, nodes: options.nodes ?? 2, public_domain: `${profile}.example.test` });
+  const cluster = await owner('POST', '/clusters', {
+    name: 'lab',
+    profile,
+    nodes: options.nodes ?? 2,
+    public_domain: `${profile}.example.test`,
+  });
   expect(cluster.status).toBe(201);
   const stackName = options.stackName ?? `fake-${Math.random().toString(36).slice(2, 8)}`;
   const form = new FormData();
-  form.set('package', new Blob([new Uint8Array(await zipOf({ [`${stackName}/main.tf`]: FAKE_MODULE }))], { type: 'application/zip' }), `${stackName}.zip`);
-  const added = await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${users[0]!.key}` }, body: form });
+  form.set(
+    'package',
+    new Blob([new Uint8Array(await zipOf({ [`${stackName}/main.tf`]: FAKE_MODULE }))], { type: 'application/zip' }),
+    `${stackName}.zip`,
+  );
+  const added = await fetch(`${gateway.url}/api/v1/stacks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${users[0]!.key}` },
+    body: form,
+  });
   expect(added.status).toBe(201);
-  return { orgId, users, owner, member, profile, cluster: cluster.body as { id: string; public_domain: string; nodes: Array<{ id: string; address: string }> }, stackName };
+  return {
+    orgId,
+    users,
+    owner,
+    member,
+    profile,
+    cluster: cluster.body as { id: string; public_domain: string; nodes: Array<{ id: string; address: string }> },
+    stackName,
+  };
 }
 
 /** Polls a run until it has ended and answers it; throws, with the run as last seen, after `timeoutMs`. */
@@ -155,7 +198,9 @@ export async function runEnded(call: ReturnType<typeof apiAs>, runId: string, ti
 
 /** Whether the run's cgroup is still there (it is removed only once its last process is gone), on cgroup v2 or v1. */
 export function runCgroupExists(runId: string, parent = 'tollgate-runs'): boolean {
-  return [`/sys/fs/cgroup/${parent}/run-${runId}`, `/sys/fs/cgroup/pids/${parent}/run-${runId}`].some((dir) => existsSync(dir));
+  return [`/sys/fs/cgroup/${parent}/run-${runId}`, `/sys/fs/cgroup/pids/${parent}/run-${runId}`].some((dir) =>
+    existsSync(dir),
+  );
 }
 
 let sandboxCheck: Promise<boolean> | undefined;
@@ -170,7 +215,9 @@ export function sandboxAvailable(): Promise<boolean> {
     const scratch = await mkdtemp(path.join(tmpdir(), 'tollgate-sandbox-probe-'));
     await chmod(scratch, 0o755);
     try {
-      const found = await new SandboxChooser(loadConfig({ PATH: process.env.PATH, TOLLGATE_RUN_DIR: scratch, TOLLGATE_RUN_SANDBOX: 'bubblewrap' }).runs).get();
+      const found = await new SandboxChooser(
+        loadConfig({ PATH: process.env.PATH, TOLLGATE_RUN_DIR: scratch, TOLLGATE_RUN_SANDBOX: 'bubblewrap' }).runs,
+      ).get();
       if (typeof found !== 'string') return true;
       if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but runs cannot be sandboxed here: ${found}`);
       console.warn(`skipping run tests: runs cannot be sandboxed here (${found})`);
@@ -199,11 +246,17 @@ let dockerKind: Promise<SandboxKind | null> | undefined;
 export function dockerSandboxAvailable(): Promise<SandboxKind | null> {
   dockerKind ??= (async () => {
     if (!(await dockerAvailable())) return null;
-    const env = { TOLLGATE_RUN_SANDBOX: 'docker', TOLLGATE_RUN_IMAGE: await buildRunnerImage(FAKE_TOFU), TOLLGATE_RUN_DOCKER_HOST: `unix://${dockerSocket}` };
+    const env = {
+      TOLLGATE_RUN_SANDBOX: 'docker',
+      TOLLGATE_RUN_IMAGE: await buildRunnerImage(FAKE_TOFU),
+      TOLLGATE_RUN_DOCKER_HOST: `unix://${dockerSocket}`,
+    };
     const scratch = await mkdtemp(path.join(tmpdir(), 'tollgate-sandbox-probe-'));
     await chmod(scratch, 0o755);
     try {
-      const found = await new SandboxChooser(loadConfig({ PATH: process.env.PATH, TOLLGATE_RUN_DIR: scratch, ...env }).runs).get();
+      const found = await new SandboxChooser(
+        loadConfig({ PATH: process.env.PATH, TOLLGATE_RUN_DIR: scratch, ...env }).runs,
+      ).get();
       if (typeof found !== 'string') return { name: 'docker' as const, env };
       if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but runs cannot be sandboxed in Docker here: ${found}`);
       console.warn(`skipping run tests on the docker sandbox: ${found}`);
@@ -227,7 +280,10 @@ export async function sandboxKinds(): Promise<SandboxKind[]> {
 /** Whether a process of a run is still running: one in its cgroup (bubblewrap; the group of a gateway that died stays, empty), its container (docker). */
 export async function runSandboxRunning(kind: SandboxKind['name'], runId: string): Promise<boolean> {
   if (kind === 'docker') return runSandboxExists(kind, runId);
-  const files = [`/sys/fs/cgroup/tollgate-runs/run-${runId}/cgroup.procs`, `/sys/fs/cgroup/pids/tollgate-runs/run-${runId}/cgroup.procs`];
+  const files = [
+    `/sys/fs/cgroup/tollgate-runs/run-${runId}/cgroup.procs`,
+    `/sys/fs/cgroup/pids/tollgate-runs/run-${runId}/cgroup.procs`,
+  ];
   for (const file of files) if ((await readFile(file, 'utf8').catch(() => '')).trim()) return true;
   return false;
 }

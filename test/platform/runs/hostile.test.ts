@@ -30,7 +30,10 @@ import { OPERATOR, operatorCall, profileWithNodes, runEnded, sandboxKinds } from
 
 const kinds = await sandboxKinds();
 const tool = kinds.length > 0 ? findTool({ pathList: process.env.PATH }) : null;
-if (!tool && requireServices) throw new Error('REQUIRE_SERVICES=1 but the hostile-stack test cannot run: it needs a sandbox and a real tofu or terraform on PATH');
+if (!tool && requireServices)
+  throw new Error(
+    'REQUIRE_SERVICES=1 but the hostile-stack test cannot run: it needs a sandbox and a real tofu or terraform on PATH',
+  );
 if (!tool) console.warn('skipping the hostile-stack test: it needs the sandbox and a real tofu or terraform on PATH');
 
 /** A line the script printed (not the command echoed) saying an attempt got through. */
@@ -49,7 +52,14 @@ const SAMPLE_EVERY_MS = 100;
 const HANDFUL = 20;
 
 /** The system folders the probe tries to write in, by the name on its line (`/<name>`, and `root` for `/`); `/tmp` is the run's own. */
-const SYSTEM_FOLDERS: Record<string, string> = { root: '/', etc: '/etc', opt: '/opt', run: '/run', usr: '/usr', dev: '/dev' };
+const SYSTEM_FOLDERS: Record<string, string> = {
+  root: '/',
+  etc: '/etc',
+  opt: '/opt',
+  run: '/run',
+  usr: '/usr',
+  dev: '/dev',
+};
 
 /** What the probe checks, each a `BLOCKED <what>` or `LEAK <what>` line. */
 const PROBED = [
@@ -167,7 +177,10 @@ interface Target {
   key: string;
   port: number;
   /** Applies `hostile-<name>` as the member; the run once ended, and its log. */
-  attack(name: string, inputs?: Record<string, unknown>): Promise<{ run: { state: string; failure: string | null }; log: string }>;
+  attack(
+    name: string,
+    inputs?: Record<string, unknown>,
+  ): Promise<{ run: { state: string; failure: string | null }; log: string }>;
   close(): Promise<void>;
 }
 
@@ -194,22 +207,53 @@ async function startTarget(env: Record<string, string>, attacks: string[]): Prom
   try {
     // An organization with a member and the member's key, made through the operator API (the gateway is another process).
     const org = await operatorCall(gateway, 'POST', '/orgs', { name: 'hostile org' });
-    const member = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/users`, { name: 'Mallory', email: 'mallory@example.com', password: 'correct horse battery', role: 'member' });
-    const memberKey = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/keys`, { name: 'mallory', user_id: member.body.id });
+    const member = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/users`, {
+      name: 'Mallory',
+      email: 'mallory@example.com',
+      password: 'correct horse battery',
+      role: 'member',
+    });
+    const memberKey = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/keys`, {
+      name: 'mallory',
+      user_id: member.body.id,
+    });
     expect(memberKey.status).toBe(201);
     const key: string = memberKey.body.secret;
     const call = apiAs(gateway as unknown as TestGateway, key);
     // The organization's owner makes the cluster; the member applies to it.
-    const owner = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/users`, { name: 'Olive', email: 'olive@example.com', password: 'correct horse battery', role: 'owner' });
-    const ownerKey = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/keys`, { name: 'olive', user_id: owner.body.id });
+    const owner = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/users`, {
+      name: 'Olive',
+      email: 'olive@example.com',
+      password: 'correct horse battery',
+      role: 'owner',
+    });
+    const ownerKey = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/keys`, {
+      name: 'olive',
+      user_id: owner.body.id,
+    });
     const profile = await profileWithNodes(gateway, 1);
-    const cluster = await apiAs(gateway as unknown as TestGateway, ownerKey.body.secret)('POST', '/clusters', { name: 'victim', profile, nodes: 1, public_domain: `${profile}.example.test` });
+    const cluster = await apiAs(gateway as unknown as TestGateway, ownerKey.body.secret)('POST', '/clusters', {
+      name: 'victim',
+      profile,
+      nodes: 1,
+      public_domain: `${profile}.example.test`,
+    });
     expect(cluster.status).toBe(201);
     for (const name of attacks) {
       const form = new FormData();
-      form.set('package', new Blob([new Uint8Array(await zipOf({ [`hostile-${name}/main.tf`]: MODULE(ATTACKS[name]!) }))], { type: 'application/zip' }), `hostile-${name}.zip`);
+      form.set(
+        'package',
+        new Blob([new Uint8Array(await zipOf({ [`hostile-${name}/main.tf`]: MODULE(ATTACKS[name]!) }))], {
+          type: 'application/zip',
+        }),
+        `hostile-${name}.zip`,
+      );
       // A member's private stack: any user of any organization may add one.
-      const added = await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+      const added = await fetch(`${gateway.url}/api/v1/stacks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: form,
+      });
       expect(added.status).toBe(201);
     }
     const port = Number(new URL(gateway.url).port);
@@ -218,11 +262,23 @@ async function startTarget(env: Record<string, string>, attacks: string[]): Prom
       key,
       port,
       async attack(name, inputs = {}) {
-        const all = { attack: name, data_dir: dataDir, run_dir: workDir, gateway_pid: gateway.child.pid, gateway_port: port, ...inputs };
-        const queued = await call('POST', `/clusters/${cluster.body.id}/runs`, { stack: `hostile-${name}`, inputs: all });
+        const all = {
+          attack: name,
+          data_dir: dataDir,
+          run_dir: workDir,
+          gateway_pid: gateway.child.pid,
+          gateway_port: port,
+          ...inputs,
+        };
+        const queued = await call('POST', `/clusters/${cluster.body.id}/runs`, {
+          stack: `hostile-${name}`,
+          inputs: all,
+        });
         expect(queued.status).toBe(201);
         const run = await runEnded(call, queued.body.id, 90_000);
-        const log = await (await fetch(`${gateway.url}/api/v1/runs/${run.id}/log`, { headers: { authorization: `Bearer ${key}` } })).text();
+        const log = await (
+          await fetch(`${gateway.url}/api/v1/runs/${run.id}/log`, { headers: { authorization: `Bearer ${key}` } })
+        ).text();
         return { run, log };
       },
       close,
@@ -286,7 +342,10 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
       );
       const at = Date.now();
       sent++;
-      void fetch(`${target.gateway.url}/v1/models`, { headers: { authorization: `Bearer ${target.key}` }, signal: AbortSignal.timeout(ANSWER_WITHIN_MS) }).then(
+      void fetch(`${target.gateway.url}/v1/models`, {
+        headers: { authorization: `Bearer ${target.key}` },
+        signal: AbortSignal.timeout(ANSWER_WITHIN_MS),
+      }).then(
         (response) => answers.push({ at: at - started, status: response.status, ms: Date.now() - at }),
         (error: Error) => answers.push({ at: at - started, status: 0, ms: Date.now() - at, error: error.name }),
       );
@@ -300,7 +359,8 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
 
   it('reads no gateway file or environment, sees and signals no gateway process, reaches none of its ports, writes nothing of the system', async () => {
     // What the probe is kept from must be there to be reached: PostgreSQL and Redis listen on the host's loopback.
-    for (const port of [5432, 6379, target.port]) expect(await listening(port), `something listens on 127.0.0.1:${port} on the host`).toBe(true);
+    for (const port of [5432, 6379, target.port])
+      expect(await listening(port), `something listens on 127.0.0.1:${port} on the host`).toBe(true);
     const { run, log } = await attack('probe');
     expect(log).toContain('hostile: running as uid 65534 in /workspace/module on tollgate-run');
     expect(log).toContain('hostile: wrote in its own folder');
@@ -348,16 +408,25 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
   it('the gateway answered /v1 throughout, each request in time, in its usual memory', async () => {
     clearInterval(sampler);
     // Every request sent has its answer, or its timeout, by now: a stalled gateway cannot pass by never answering.
-    await until('every /v1 request sent has settled', () => answers.length === sent, { timeout: ANSWER_WITHIN_MS + 5000 });
+    await until('every /v1 request sent has settled', () => answers.length === sent, {
+      timeout: ANSWER_WITHIN_MS + 5000,
+    });
     expect(windows.map((window) => window.name)).toEqual(Object.keys(ATTACKS));
     for (const window of windows) {
       const during = answers.filter((answer) => answer.at >= window.from && answer.at <= window.to);
-      expect(during.length, `/v1 requests sent during the ${window.name} attack (${window.from}-${window.to} ms)`).toBeGreaterThan(0);
+      expect(
+        during.length,
+        `/v1 requests sent during the ${window.name} attack (${window.from}-${window.to} ms)`,
+      ).toBeGreaterThan(0);
     }
     expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
-    console.info(`/v1 during the attacks: ${answers.length} requests, the slowest answered in ${Math.max(...answers.map((answer) => answer.ms))} ms`);
+    console.info(
+      `/v1 during the attacks: ${answers.length} requests, the slowest answered in ${Math.max(...answers.map((answer) => answer.ms))} ms`,
+    );
     const baseline = rss[0]!;
-    console.info(`gateway RSS during the attacks: ${baseline.toFixed(0)} MiB at the start, at most ${Math.max(...rss).toFixed(0)} MiB`);
+    console.info(
+      `gateway RSS during the attacks: ${baseline.toFixed(0)} MiB at the start, at most ${Math.max(...rss).toFixed(0)} MiB`,
+    );
     expect(Math.max(...rss)).toBeLessThan(baseline + 150);
   });
 });
@@ -369,37 +438,53 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
  * BLOCKED lines above prove nothing. The signal is 0 (the gateway lives on);
  * the bounded attacks are not run.
  */
-describe.skipIf(!tool)('the hostile probe without a sandbox (TOLLGATE_RUN_SANDBOX=none): the control that shows it sees leaks', () => {
-  let target: Target;
+describe.skipIf(!tool)(
+  'the hostile probe without a sandbox (TOLLGATE_RUN_SANDBOX=none): the control that shows it sees leaks',
+  () => {
+    let target: Target;
 
-  beforeAll(async () => {
-    target = await startTarget({ TOLLGATE_RUN_SANDBOX: 'none' }, ['probe']);
-  }, 60_000);
-  afterAll(async () => {
-    await target?.close();
-  });
+    beforeAll(async () => {
+      target = await startTarget({ TOLLGATE_RUN_SANDBOX: 'none' }, ['probe']);
+    }, 60_000);
+    afterAll(async () => {
+      await target?.close();
+    });
 
-  it('reports the token file, the data folder, the environment, the process, the ports and the signal as LEAK; the system folders as this user may write them', async () => {
-    const { run, log } = await target.attack('probe', { signal: '0' });
-    expect(log).toContain('This run is not sandboxed (TOLLGATE_RUN_SANDBOX=none)');
-    expect(log).toContain('hostile: done');
-    expect(run.state).toBe('APPLIED');
-    const leaks = ['token-file', 'data-dir', 'other-runs', 'environ', 'gateway-process', 'signal', 'direct-5432', 'direct-6379', `direct-${target.port}`];
-    // This test's own view of the host: what the gateway's user can do unsandboxed, the probe must find.
-    if ((await readdir('/proc')).filter((name) => /^\d+$/.test(name)).length > HANDFUL + 10) leaks.push('process-count');
-    const status = await readFile('/proc/self/status', 'utf8');
-    if (!/^CapEff:\s*0+$/m.test(status)) leaks.push('capabilities');
-    if (!/^NoNewPrivs:\s*1$/m.test(status)) leaks.push('new-privileges');
-    if (process.getuid?.() === 0) leaks.push('uid-0', 'root-home');
-    if ((await readdir('/home').catch(() => [])).length > 0) leaks.push('home');
-    for (const [name, folder] of Object.entries(SYSTEM_FOLDERS)) if (await writable(folder)) leaks.push(`write-${name}`);
-    for (const what of leaks) expect(verdict(log, what), what).toBe('LEAK');
-    // The gateway is alive and answering: kill -0 only asked.
-    expect((await fetch(`${target.gateway.url}/health`)).status).toBe(200);
-    // Nothing written in the system is left.
-    for (const folder of Object.values(SYSTEM_FOLDERS)) expect((await readdir(folder)).filter((name) => name.startsWith('hostile-write-'))).toEqual([]);
-  }, 120_000);
-});
+    it('reports the token file, the data folder, the environment, the process, the ports and the signal as LEAK; the system folders as this user may write them', async () => {
+      const { run, log } = await target.attack('probe', { signal: '0' });
+      expect(log).toContain('This run is not sandboxed (TOLLGATE_RUN_SANDBOX=none)');
+      expect(log).toContain('hostile: done');
+      expect(run.state).toBe('APPLIED');
+      const leaks = [
+        'token-file',
+        'data-dir',
+        'other-runs',
+        'environ',
+        'gateway-process',
+        'signal',
+        'direct-5432',
+        'direct-6379',
+        `direct-${target.port}`,
+      ];
+      // This test's own view of the host: what the gateway's user can do unsandboxed, the probe must find.
+      if ((await readdir('/proc')).filter((name) => /^\d+$/.test(name)).length > HANDFUL + 10)
+        leaks.push('process-count');
+      const status = await readFile('/proc/self/status', 'utf8');
+      if (!/^CapEff:\s*0+$/m.test(status)) leaks.push('capabilities');
+      if (!/^NoNewPrivs:\s*1$/m.test(status)) leaks.push('new-privileges');
+      if (process.getuid?.() === 0) leaks.push('uid-0', 'root-home');
+      if ((await readdir('/home').catch(() => [])).length > 0) leaks.push('home');
+      for (const [name, folder] of Object.entries(SYSTEM_FOLDERS))
+        if (await writable(folder)) leaks.push(`write-${name}`);
+      for (const what of leaks) expect(verdict(log, what), what).toBe('LEAK');
+      // The gateway is alive and answering: kill -0 only asked.
+      expect((await fetch(`${target.gateway.url}/health`)).status).toBe(200);
+      // Nothing written in the system is left.
+      for (const folder of Object.values(SYSTEM_FOLDERS))
+        expect((await readdir(folder)).filter((name) => name.startsWith('hostile-write-'))).toEqual([]);
+    }, 120_000);
+  },
+);
 
 async function writable(folder: string): Promise<boolean> {
   return access(folder, constants.W_OK).then(

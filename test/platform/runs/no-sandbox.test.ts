@@ -22,13 +22,20 @@ describe('applying without a sandbox answers 503 naming TOLLGATE_RUN_SANDBOX', (
   afterAll(() => scratch?.remove());
 
   /** Starts a gateway with `env`, applies once: the refusal, and how many runs the cluster has after it. */
-  async function refusal(env: Record<string, string>): Promise<{ status: number; retryAfter: string | null; message: string; runs: number }> {
+  async function refusal(
+    env: Record<string, string>,
+  ): Promise<{ status: number; retryAfter: string | null; message: string; runs: number }> {
     const gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...scratch.env, ...env });
     try {
       const { owner, cluster, stackName } = await orgWithCluster(gateway);
       const refused = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x' } });
       const runs = (await owner('GET', `/clusters/${cluster.id}/runs`)).body.pagination.total as number;
-      return { status: refused.status, retryAfter: refused.headers.get('retry-after'), message: refused.body.error?.message ?? '', runs };
+      return {
+        status: refused.status,
+        retryAfter: refused.headers.get('retry-after'),
+        message: refused.body.error?.message ?? '',
+        runs,
+      };
     } finally {
       await gateway.close();
     }
@@ -42,10 +49,16 @@ describe('applying without a sandbox answers 503 naming TOLLGATE_RUN_SANDBOX', (
   });
 
   it('auto (the default), when the engine lacks the runner image and bwrap is not on PATH: both reasons, and never none', async () => {
-    const answer = await refusal({ PATH: '/nonexistent', TOLLGATE_RUN_IMAGE: MISSING_IMAGE, TOLLGATE_RUN_DOCKER_HOST: `unix://${dockerSocket}` });
+    const answer = await refusal({
+      PATH: '/nonexistent',
+      TOLLGATE_RUN_IMAGE: MISSING_IMAGE,
+      TOLLGATE_RUN_DOCKER_HOST: `unix://${dockerSocket}`,
+    });
     expect(answer).toMatchObject({ status: 503, retryAfter: '60', runs: 0 });
     expect(answer.message).toContain('neither sandbox is available');
-    expect(answer.message).toContain(docker ? `the runner image ${MISSING_IMAGE} is not on the Docker engine` : 'does not answer');
+    expect(answer.message).toContain(
+      docker ? `the runner image ${MISSING_IMAGE} is not on the Docker engine` : 'does not answer',
+    );
     expect(answer.message).toContain('bwrap (Debian package bubblewrap) is not installed');
     expect(answer.message).toContain('TOLLGATE_RUN_SANDBOX');
   });
@@ -58,13 +71,22 @@ describe('applying without a sandbox answers 503 naming TOLLGATE_RUN_SANDBOX', (
     expect(answer.message).toContain('TOLLGATE_RUN_SANDBOX');
   });
 
-  it.skipIf(!docker)('docker, when the engine lacks the runner image: 503 even where bubblewrap would work', async () => {
-    // PATH as it is: bubblewrap works here (the run tests use it), and docker must not fall back to it.
-    const answer = await refusal({ TOLLGATE_RUN_SANDBOX: 'docker', TOLLGATE_RUN_IMAGE: MISSING_IMAGE, TOLLGATE_RUN_DOCKER_HOST: `unix://${dockerSocket}` });
-    expect(answer).toMatchObject({ status: 503, retryAfter: '60', runs: 0 });
-    expect(answer.message).toContain(`the runner image ${MISSING_IMAGE} is not on the Docker engine at unix://${dockerSocket}`);
-    expect(answer.message).toContain('TOLLGATE_RUN_IMAGE');
-    expect(answer.message).toContain('TOLLGATE_RUN_SANDBOX');
-    expect(answer.message).not.toContain('bubblewrap:');
-  });
+  it.skipIf(!docker)(
+    'docker, when the engine lacks the runner image: 503 even where bubblewrap would work',
+    async () => {
+      // PATH as it is: bubblewrap works here (the run tests use it), and docker must not fall back to it.
+      const answer = await refusal({
+        TOLLGATE_RUN_SANDBOX: 'docker',
+        TOLLGATE_RUN_IMAGE: MISSING_IMAGE,
+        TOLLGATE_RUN_DOCKER_HOST: `unix://${dockerSocket}`,
+      });
+      expect(answer).toMatchObject({ status: 503, retryAfter: '60', runs: 0 });
+      expect(answer.message).toContain(
+        `the runner image ${MISSING_IMAGE} is not on the Docker engine at unix://${dockerSocket}`,
+      );
+      expect(answer.message).toContain('TOLLGATE_RUN_IMAGE');
+      expect(answer.message).toContain('TOLLGATE_RUN_SANDBOX');
+      expect(answer.message).not.toContain('bubblewrap:');
+    },
+  );
 });

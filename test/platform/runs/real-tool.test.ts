@@ -19,11 +19,18 @@ import { orgWithCluster, runEnded, runScratch, sandboxKinds } from './harness.js
 const kinds = await sandboxKinds();
 const tool = kinds.length > 0 ? findTool({ pathList: process.env.PATH }) : null;
 if (!tool && requireServices)
-  throw new Error('REQUIRE_SERVICES=1 but neither tofu nor terraform is on PATH: the run tests with the real tool cannot run (neither is in Debian or on npm; install one, see CONTRIBUTING.md)');
+  throw new Error(
+    'REQUIRE_SERVICES=1 but neither tofu nor terraform is on PATH: the run tests with the real tool cannot run (neither is in Debian or on npm; install one, see CONTRIBUTING.md)',
+  );
 if (!tool) console.warn('skipping the run test with the real tool: neither tofu nor terraform is on PATH');
 
 const MODULE = {
-  'manifest.json': JSON.stringify({ name: 'real-marker', title: 'A marker', category: 'Custom', inputs: [{ name: 'greeting', type: 'string', default: 'hello' }] }),
+  'manifest.json': JSON.stringify({
+    name: 'real-marker',
+    title: 'A marker',
+    category: 'Custom',
+    inputs: [{ name: 'greeting', type: 'string', default: 'hello' }],
+  }),
   'main.tf': `
 variable "greeting" {
   type    = string
@@ -57,17 +64,48 @@ describe.each(tool ? kinds : [])(`runs with the real ${tool?.split('/').pop()} (
     const { owner, users, cluster } = await orgWithCluster(gateway, { globalStack: true });
     const form = new FormData();
     form.set('package', new Blob([new Uint8Array(await zipOf(MODULE))], { type: 'application/zip' }), 'real.zip');
-    expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${users[0]!.key}` }, body: form })).status).toBe(201);
+    expect(
+      (
+        await fetch(`${gateway.url}/api/v1/stacks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${users[0]!.key}` },
+          body: form,
+        })
+      ).status,
+    ).toBe(201);
 
-    const first = await runEnded(owner, (await owner('POST', `/clusters/${cluster.id}/runs`, { stack: 'real-marker', inputs: { greeting: 'hi' } })).body.id, 60_000);
-    expect(first).toMatchObject({ state: 'APPLIED', exit_code: 0, outputs: { message: `hi ${cluster.id} on 2 nodes`, web_port: 8088 }, public_url: `https://real-marker.${cluster.public_domain}` });
-    const log = await (await fetch(`${gateway.url}/api/v1/runs/${first.id}/log`, { headers: { authorization: `Bearer ${users[0]!.key}` } })).text();
+    const first = await runEnded(
+      owner,
+      (await owner('POST', `/clusters/${cluster.id}/runs`, { stack: 'real-marker', inputs: { greeting: 'hi' } })).body
+        .id,
+      60_000,
+    );
+    expect(first).toMatchObject({
+      state: 'APPLIED',
+      exit_code: 0,
+      outputs: { message: `hi ${cluster.id} on 2 nodes`, web_port: 8088 },
+      public_url: `https://real-marker.${cluster.public_domain}`,
+    });
+    const log = await (
+      await fetch(`${gateway.url}/api/v1/runs/${first.id}/log`, {
+        headers: { authorization: `Bearer ${users[0]!.key}` },
+      })
+    ).text();
     expect(log).toContain('1 added, 0 changed, 0 destroyed');
 
     // The second run starts from the first one's state: nothing to add.
-    const second = await runEnded(owner, (await owner('POST', `/clusters/${cluster.id}/runs`, { stack: 'real-marker', inputs: { greeting: 'hi' } })).body.id, 60_000);
+    const second = await runEnded(
+      owner,
+      (await owner('POST', `/clusters/${cluster.id}/runs`, { stack: 'real-marker', inputs: { greeting: 'hi' } })).body
+        .id,
+      60_000,
+    );
     expect(second.state).toBe('APPLIED');
-    const again = await (await fetch(`${gateway.url}/api/v1/runs/${second.id}/log`, { headers: { authorization: `Bearer ${users[0]!.key}` } })).text();
+    const again = await (
+      await fetch(`${gateway.url}/api/v1/runs/${second.id}/log`, {
+        headers: { authorization: `Bearer ${users[0]!.key}` },
+      })
+    ).text();
     expect(again).toContain('No changes.');
     expect(again).toContain('0 added, 0 changed, 0 destroyed');
   }, 120_000);
@@ -102,7 +140,11 @@ describe.skipIf(!tool)("provider downloads from an operator's mirror, mounted re
     await writeFile(path.join(target, 'terraform-provider-fake_v1.0.0'), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
     await chmod(mirror, 0o755);
     const { TOLLGATE_TOFU_BIN: _fake, ...env } = scratch.env;
-    gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...env, TOLLGATE_RUN_PROVIDER_MIRROR: mirror });
+    gateway = await startTestGateway('pglite', {
+      TOLLGATE_PASSWORD_COST: '10',
+      ...env,
+      TOLLGATE_RUN_PROVIDER_MIRROR: mirror,
+    });
   });
   afterAll(async () => {
     await gateway?.close();
@@ -113,10 +155,30 @@ describe.skipIf(!tool)("provider downloads from an operator's mirror, mounted re
   it('init installs the provider from the mirror, with no network', async () => {
     const { owner, users, cluster } = await orgWithCluster(gateway);
     const form = new FormData();
-    form.set('package', new Blob([new Uint8Array(await zipOf({ 'mirrored/main.tf': MIRRORED_MODULE['main.tf'] }))], { type: 'application/zip' }), 'mirrored.zip');
-    expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${users[0]!.key}` }, body: form })).status).toBe(201);
-    const run = await runEnded(owner, (await owner('POST', `/clusters/${cluster.id}/runs`, { stack: 'mirrored', inputs: {} })).body.id, 60_000);
-    const log = await (await fetch(`${gateway.url}/api/v1/runs/${run.id}/log`, { headers: { authorization: `Bearer ${users[0]!.key}` } })).text();
+    form.set(
+      'package',
+      new Blob([new Uint8Array(await zipOf({ 'mirrored/main.tf': MIRRORED_MODULE['main.tf'] }))], {
+        type: 'application/zip',
+      }),
+      'mirrored.zip',
+    );
+    expect(
+      (
+        await fetch(`${gateway.url}/api/v1/stacks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${users[0]!.key}` },
+          body: form,
+        })
+      ).status,
+    ).toBe(201);
+    const run = await runEnded(
+      owner,
+      (await owner('POST', `/clusters/${cluster.id}/runs`, { stack: 'mirrored', inputs: {} })).body.id,
+      60_000,
+    );
+    const log = await (
+      await fetch(`${gateway.url}/api/v1/runs/${run.id}/log`, { headers: { authorization: `Bearer ${users[0]!.key}` } })
+    ).text();
     // init succeeded from the mirror; apply then fails because the stand-in provider is no real plugin.
     expect(log).toContain('Installed example.test/tollgate/fake v1.0.0');
     expect(log).toContain('has been successfully initialized');

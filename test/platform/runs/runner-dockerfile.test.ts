@@ -63,8 +63,21 @@ function runContainer() {
       mounts: [],
       lifetimeSeconds: 1900,
     },
-    { runId: 'r1', folder: '/runs/r1', tool: '/usr/bin/tofu', env: {}, egress: { nodes: [], hosts: [] }, say: () => {} },
-    { work: '/runs/r1/work', ctl: '/runs/r1/ctl', socket: '/tmp/tollgate-r1/egress.sock', socketDir: '/tmp/tollgate-r1', cliConfig: '/etc/tollgate/tofu.tfrc' },
+    {
+      runId: 'r1',
+      folder: '/runs/r1',
+      tool: '/usr/bin/tofu',
+      env: {},
+      egress: { nodes: [], hosts: [] },
+      say: () => {},
+    },
+    {
+      work: '/runs/r1/work',
+      ctl: '/runs/r1/ctl',
+      socket: '/tmp/tollgate-r1/egress.sock',
+      socketDir: '/tmp/tollgate-r1',
+      cliConfig: '/etc/tollgate/tofu.tfrc',
+    },
   );
 }
 
@@ -80,9 +93,13 @@ describe('compose/runner.Dockerfile matches the docker sandbox', () => {
     const made = foldersMade();
     const files: string[] = [INSIDE.egressSocket, INSIDE.cliConfig];
     const targets = runContainer().HostConfig!.Mounts!.map((mount) => mount.Target);
-    expect(targets).toEqual(expect.arrayContaining([INSIDE.work, '/tmp', INSIDE.egressSocket, INSIDE.providers, INSIDE.cliConfig]));
+    expect(targets).toEqual(
+      expect.arrayContaining([INSIDE.work, '/tmp', INSIDE.egressSocket, INSIDE.providers, INSIDE.cliConfig]),
+    );
     // Debian's own /tmp is there already; every other one the Dockerfile makes.
-    const missing = targets.map((target) => (files.includes(target) ? path.posix.dirname(target) : target)).filter((folder) => folder !== '/tmp' && !made.has(folder));
+    const missing = targets
+      .map((target) => (files.includes(target) ? path.posix.dirname(target) : target))
+      .filter((folder) => folder !== '/tmp' && !made.has(folder));
     expect(missing).toEqual([]);
   });
 
@@ -91,7 +108,11 @@ describe('compose/runner.Dockerfile matches the docker sandbox', () => {
     expect(relayScript()).toContain(`socat TCP-LISTEN:${EGRESS_RELAY_PORT}`);
     expect(installed).toMatch(/apt-get install[^&]*\bsocat\b/);
     expect(installed).toMatch(/apt-get install[^&]*\bcoreutils\b/);
-    expect(runContainer().Entrypoint).toEqual(['/bin/sh', '-c', expect.stringMatching(/^exec timeout -s KILL \d+ cat >\/dev\/null$/)]);
+    expect(runContainer().Entrypoint).toEqual([
+      '/bin/sh',
+      '-c',
+      expect.stringMatching(/^exec timeout -s KILL \d+ cat >\/dev\/null$/),
+    ]);
     expect(installed).toContain('tofu version');
   });
 });

@@ -21,9 +21,15 @@ describe.each(kinds)('a deep TOLLGATE_RUN_DIR ($name)', (kind) => {
     const deep = path.join(scratch.workDir, ...Array.from({ length: 8 }, (_, i) => `a-rather-long-folder-name-${i}`));
     await mkdir(deep, { recursive: true });
     // Each folder on the way traversable, as the sandbox's user must pass through them.
-    for (let folder = deep; folder.startsWith(scratch.workDir); folder = path.dirname(folder)) await chmod(folder, 0o711);
+    for (let folder = deep; folder.startsWith(scratch.workDir); folder = path.dirname(folder))
+      await chmod(folder, 0o711);
     expect(Buffer.byteLength(deep)).toBeGreaterThan(200);
-    gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...scratch.env, ...kind.env, TOLLGATE_RUN_DIR: deep });
+    gateway = await startTestGateway('pglite', {
+      TOLLGATE_PASSWORD_COST: '10',
+      ...scratch.env,
+      ...kind.env,
+      TOLLGATE_RUN_DIR: deep,
+    });
   });
   afterAll(async () => {
     await gateway?.close();

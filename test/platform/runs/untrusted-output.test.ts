@@ -31,8 +31,12 @@ import { OPERATOR, operatorCall, profileWithNodes, sandboxKinds, type SandboxKin
 
 const kinds: Array<SandboxKind | { name: 'none'; env: Record<string, string> }> = await sandboxKinds();
 const tool = kinds.length > 0 ? findTool({ pathList: process.env.PATH }) : null;
-if (!tool && requireServices) throw new Error('REQUIRE_SERVICES=1 but the untrusted-output test cannot run: it needs a sandbox and a real tofu or terraform on PATH');
-if (!tool) console.warn('skipping the untrusted-output test: it needs the sandbox and a real tofu or terraform on PATH');
+if (!tool && requireServices)
+  throw new Error(
+    'REQUIRE_SERVICES=1 but the untrusted-output test cannot run: it needs a sandbox and a real tofu or terraform on PATH',
+  );
+if (!tool)
+  console.warn('skipping the untrusted-output test: it needs the sandbox and a real tofu or terraform on PATH');
 if (tool) kinds.push({ name: 'none', env: { TOLLGATE_RUN_SANDBOX: 'none' } });
 
 const TIMEOUT_S = 15;
@@ -117,25 +121,60 @@ async function startTarget(env: Record<string, string>): Promise<Target> {
   };
   try {
     const org = await operatorCall(gateway, 'POST', '/orgs', { name: 'hostile org' });
-    const member = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/users`, { name: 'Mallory', email: 'mallory@example.com', password: 'correct horse battery', role: 'member' });
-    const key: string = (await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/keys`, { name: 'mallory', user_id: member.body.id })).body.secret;
-    const owner = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/users`, { name: 'Olive', email: 'olive@example.com', password: 'correct horse battery', role: 'owner' });
-    const ownerKey = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/keys`, { name: 'olive', user_id: owner.body.id });
+    const member = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/users`, {
+      name: 'Mallory',
+      email: 'mallory@example.com',
+      password: 'correct horse battery',
+      role: 'member',
+    });
+    const key: string = (
+      await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/keys`, { name: 'mallory', user_id: member.body.id })
+    ).body.secret;
+    const owner = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/users`, {
+      name: 'Olive',
+      email: 'olive@example.com',
+      password: 'correct horse battery',
+      role: 'owner',
+    });
+    const ownerKey = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/keys`, {
+      name: 'olive',
+      user_id: owner.body.id,
+    });
     const profile = await profileWithNodes(gateway, 1);
-    const cluster = await apiAs(gateway as unknown as TestGateway, ownerKey.body.secret)('POST', '/clusters', { name: 'victim', profile, nodes: 1, public_domain: `${profile}.example.test` });
+    const cluster = await apiAs(gateway as unknown as TestGateway, ownerKey.body.secret)('POST', '/clusters', {
+      name: 'victim',
+      profile,
+      nodes: 1,
+      public_domain: `${profile}.example.test`,
+    });
     expect(cluster.status).toBe(201);
     const call = apiAs(gateway as unknown as TestGateway, key);
     for (const name of STACKS) {
       const form = new FormData();
-      form.set('package', new Blob([new Uint8Array(await zipOf({ [`hostile-${name}/main.tf`]: MODULE }))], { type: 'application/zip' }), `hostile-${name}.zip`);
-      expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form })).status).toBe(201);
+      form.set(
+        'package',
+        new Blob([new Uint8Array(await zipOf({ [`hostile-${name}/main.tf`]: MODULE }))], { type: 'application/zip' }),
+        `hostile-${name}.zip`,
+      );
+      expect(
+        (
+          await fetch(`${gateway.url}/api/v1/stacks`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}` },
+            body: form,
+          })
+        ).status,
+      ).toBe(201);
     }
     return {
       gateway,
       ownerKey: ownerKey.body.secret,
       async apply(name, attack = name) {
         const from = Date.now();
-        const queued = await call('POST', `/clusters/${cluster.body.id}/runs`, { stack: `hostile-${name}`, inputs: { attack } });
+        const queued = await call('POST', `/clusters/${cluster.body.id}/runs`, {
+          stack: `hostile-${name}`,
+          inputs: { attack },
+        });
         expect(queued.status, JSON.stringify(queued.body)).toBe(201);
         let run: any = queued.body;
         await until(
@@ -147,10 +186,17 @@ async function startTarget(env: Record<string, string>): Promise<Target> {
           { timeout: FINAL_WITHIN_MS, detail: () => run },
         ).catch(() => {});
         const ms = Date.now() - from;
-        const response = await fetch(`${gateway.url}/api/v1/runs/${run.id}/log`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(20_000) });
+        const response = await fetch(`${gateway.url}/api/v1/runs/${run.id}/log`, {
+          headers: { authorization: `Bearer ${key}` },
+          signal: AbortSignal.timeout(20_000),
+        });
         const log = await response.text();
         expect(response.status).toBe(200);
-        const list = await (await fetch(`${gateway.url}/api/v1/clusters/${cluster.body.id}/runs`, { headers: { authorization: `Bearer ${key}` } })).text();
+        const list = await (
+          await fetch(`${gateway.url}/api/v1/clusters/${cluster.body.id}/runs`, {
+            headers: { authorization: `Bearer ${key}` },
+          })
+        ).text();
         return { run, ms, log, answers: `${JSON.stringify(run)}\n${list}\n${log}` };
       },
       close,
@@ -177,7 +223,10 @@ describe.each(tool ? kinds : [])('what a run leaves behind is untrusted ($name)'
       );
       const at = Date.now();
       sent++;
-      void fetch(`${target.gateway.url}/v1/models`, { headers: { authorization: `Bearer ${target.ownerKey}` }, signal: AbortSignal.timeout(10_000) }).then(
+      void fetch(`${target.gateway.url}/v1/models`, {
+        headers: { authorization: `Bearer ${target.ownerKey}` },
+        signal: AbortSignal.timeout(10_000),
+      }).then(
         (response) => answers.push({ status: response.status, ms: Date.now() - at }),
         () => answers.push({ status: 0, ms: Date.now() - at }),
       );

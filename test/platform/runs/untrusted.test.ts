@@ -57,7 +57,9 @@ describe('text PostgreSQL cannot store is escaped', () => {
   it('a NUL as \\u0000, a lone surrogate as U+FFFD, in strings and keys', () => {
     expect(storable('a\u0000b\ud800c')).toBe('a\\u0000b\ufffdc');
     expect(storable('pair \ud83d\ude00 kept')).toBe('pair \ud83d\ude00 kept');
-    expect(storableValue({ 'k\u0000': ['x\u0000', 1, null, { y: '\udc00' }] })).toEqual({ 'k\\u0000': ['x\\u0000', 1, null, { y: '\ufffd' }] });
+    expect(storableValue({ 'k\u0000': ['x\u0000', 1, null, { y: '\udc00' }] })).toEqual({
+      'k\\u0000': ['x\\u0000', 1, null, { y: '\ufffd' }],
+    });
   });
 });
 

@@ -22,7 +22,13 @@ import { OPERATOR, orgWithCluster, runEnded, runSandboxRunning, runScratch, sand
 const kinds = await sandboxKinds();
 const hasPostgres = kinds.length > 0 && (await postgresAvailable());
 if (!hasPostgres) console.warn('skipping run workers across processes: they need PostgreSQL');
-skippedWithout(kinds.length === 0 ? 'run workers across processes: no run sandbox here' : hasPostgres ? null : 'run workers across processes: no PostgreSQL');
+skippedWithout(
+  kinds.length === 0
+    ? 'run workers across processes: no run sandbox here'
+    : hasPostgres
+      ? null
+      : 'run workers across processes: no PostgreSQL',
+);
 
 describe.each(hasPostgres ? kinds : [])('run workers in two gateway processes ($name sandbox)', (kind) => {
   let database: { url: string; drop(): Promise<void> };
@@ -36,7 +42,9 @@ describe.each(hasPostgres ? kinds : [])('run workers in two gateway processes ($
   async function claimantPids(runIds: string[]): Promise<number[]> {
     const sql = postgres(database.url, { max: 1, onnotice: () => {} });
     try {
-      const rows = await sql<Array<{ id: string; claimed_by: string }>>`select id, claimed_by from runs where id = any(${runIds})`;
+      const rows = await sql<
+        Array<{ id: string; claimed_by: string }>
+      >`select id, claimed_by from runs where id = any(${runIds})`;
       return runIds.map((id) => Number(rows.find((row) => row.id === id)!.claimed_by.split(':')[1]));
     } finally {
       await sql.end();
@@ -47,11 +55,30 @@ describe.each(hasPostgres ? kinds : [])('run workers in two gateway processes ($
     database = await createTestDatabase();
     scratch = await runScratch();
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-workers-'));
-    const env = { ...scratch.env, ...kind.env, DATABASE_URL: database.url, TOLLGATE_ADMIN_TOKEN: OPERATOR, TOLLGATE_PASSWORD_COST: '10', TOLLGATE_RUN_LEASE_MS: '2000', TOLLGATE_RUN_WORKERS: '2' };
-    api = await startGateway(loadConfig({ ...env, PORT: '0', TOLLGATE_HOST: '127.0.0.1', TOLLGATE_DATA_DIR: 'memory://', TOLLGATE_SEED_DEMO: 'false', TOLLGATE_RUN_WORKERS: '0' }), {
-      log: createLogger('silent'),
-    });
-    for (const name of ['worker-a', 'worker-b']) workers.push(await startGatewayProcess(name, { ...env, TOLLGATE_DATA_DIR: path.join(dataDir, name) }));
+    const env = {
+      ...scratch.env,
+      ...kind.env,
+      DATABASE_URL: database.url,
+      TOLLGATE_ADMIN_TOKEN: OPERATOR,
+      TOLLGATE_PASSWORD_COST: '10',
+      TOLLGATE_RUN_LEASE_MS: '2000',
+      TOLLGATE_RUN_WORKERS: '2',
+    };
+    api = await startGateway(
+      loadConfig({
+        ...env,
+        PORT: '0',
+        TOLLGATE_HOST: '127.0.0.1',
+        TOLLGATE_DATA_DIR: 'memory://',
+        TOLLGATE_SEED_DEMO: 'false',
+        TOLLGATE_RUN_WORKERS: '0',
+      }),
+      {
+        log: createLogger('silent'),
+      },
+    );
+    for (const name of ['worker-a', 'worker-b'])
+      workers.push(await startGatewayProcess(name, { ...env, TOLLGATE_DATA_DIR: path.join(dataDir, name) }));
   });
   afterAll(async () => {
     for (const worker of workers) await worker.child.stop('SIGTERM');
@@ -64,7 +91,14 @@ describe.each(hasPostgres ? kinds : [])('run workers in two gateway processes ($
   it('twelve runs queued at once are each applied once, by both processes', async () => {
     const setups: Array<Awaited<ReturnType<typeof orgWithCluster>>> = [];
     for (let i = 0; i < 12; i++) setups.push(await orgWithCluster(api as TestGateway));
-    const queued = await Promise.all(setups.map(({ owner, cluster, stackName }) => owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x', mode: 'slow', count: 3 } })));
+    const queued = await Promise.all(
+      setups.map(({ owner, cluster, stackName }) =>
+        owner('POST', `/clusters/${cluster.id}/runs`, {
+          stack: stackName,
+          inputs: { name: 'x', mode: 'slow', count: 3 },
+        }),
+      ),
+    );
     expect(queued.map((response) => response.status)).toEqual(Array(12).fill(201));
     const ended = await Promise.all(queued.map((response, i) => runEnded(setups[i]!.owner, response.body.id, 45_000)));
     expect(ended.map((run) => run.state)).toEqual(Array(12).fill('APPLIED'));
@@ -72,13 +106,22 @@ describe.each(hasPostgres ? kinds : [])('run workers in two gateway processes ($
     const clusterIds = setups.map((setup) => setup.cluster.id).sort();
     expect(applies.map((record) => record.vars.tollgate_cluster_id).sort()).toEqual(clusterIds);
     // Both processes took some.
-    expect(new Set(await claimantPids(ended.map((run) => run.id)))).toEqual(new Set(workers.map((worker) => worker.child.pid)));
+    expect(new Set(await claimantPids(ended.map((run) => run.id)))).toEqual(
+      new Set(workers.map((worker) => worker.child.pid)),
+    );
   }, 60_000);
 
   it('the run of a worker that is killed fails once its claim has expired, on the other worker', async () => {
     const { owner, cluster, stackName } = await orgWithCluster(api as TestGateway);
-    const queued = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x', mode: 'hang' } });
-    await until('a worker has started applying', async () => (await scratch.read()).some((record) => record.command === 'apply' && record.vars.tollgate_cluster_id === cluster.id));
+    const queued = await owner('POST', `/clusters/${cluster.id}/runs`, {
+      stack: stackName,
+      inputs: { name: 'x', mode: 'hang' },
+    });
+    await until('a worker has started applying', async () =>
+      (await scratch.read()).some(
+        (record) => record.command === 'apply' && record.vars.tollgate_cluster_id === cluster.id,
+      ),
+    );
     const [claimantPid] = await claimantPids([queued.body.id]);
     const claimant = workers.find((worker) => worker.child.pid === claimantPid)!;
     // The sandbox dies with the gateway that started it (bwrap --die-with-parent; the container's stdin closes): nothing is left running.
@@ -89,6 +132,10 @@ describe.each(hasPostgres ? kinds : [])('run workers in two gateway processes ($
     // One lease (2 s) and a poll of the other worker, with room for a loaded machine.
     expect(Date.now() - killedAt).toBeLessThan(6_000);
     workers.splice(workers.indexOf(claimant), 1);
-    await until("the killed worker's sandbox is gone", async () => !(await runSandboxRunning(kind.name, queued.body.id)), { interval: 100 });
+    await until(
+      "the killed worker's sandbox is gone",
+      async () => !(await runSandboxRunning(kind.name, queued.body.id)),
+      { interval: 100 },
+    );
   });
 });

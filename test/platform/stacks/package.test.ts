@@ -13,7 +13,12 @@ interface FileSpec {
 /** A real .zip of `files`, made with yazl. */
 function zipOf(files: FileSpec[]): Promise<Buffer> {
   const zip = new yazl.ZipFile();
-  for (const file of files) zip.addBuffer(Buffer.isBuffer(file.content) ? file.content : Buffer.from(file.content), file.name, file.mode === undefined ? {} : { mode: file.mode });
+  for (const file of files)
+    zip.addBuffer(
+      Buffer.isBuffer(file.content) ? file.content : Buffer.from(file.content),
+      file.name,
+      file.mode === undefined ? {} : { mode: file.mode },
+    );
   zip.end();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -47,7 +52,10 @@ function markedEncrypted(zip: Buffer): Buffer {
 }
 
 /** The 400 a package gets: its details, as `entry: rule`. */
-async function refusalOf(zip: Buffer, options: Parameters<typeof readStackPackage>[1] = {}): Promise<Array<{ field: string; message: string }>> {
+async function refusalOf(
+  zip: Buffer,
+  options: Parameters<typeof readStackPackage>[1] = {},
+): Promise<Array<{ field: string; message: string }>> {
   const error = await readStackPackage(zip, options).then(
     () => null,
     (e: unknown) => e,
@@ -80,10 +88,17 @@ describe('stack packages', () => {
   it('derives the manifest from the module when there is none: name, title, README, inputs from variables', async () => {
     const zip = await zipOf([
       { name: 'vllm-serving/main.tf', content: MAIN_TF },
-      { name: 'vllm-serving/README.md', content: '# vLLM serving\n\n![badge](x.svg)\n\nServes a model with vLLM\non every node.\n\nMore text.' },
+      {
+        name: 'vllm-serving/README.md',
+        content: '# vLLM serving\n\n![badge](x.svg)\n\nServes a model with vLLM\non every node.\n\nMore text.',
+      },
       { name: 'vllm-serving/modules/child/main.tf', content: 'variable "ignored" {}' },
       // The platform's own variables are set on every run, not asked for.
-      { name: 'vllm-serving/platform.tf', content: 'variable "tollgate_cluster_id" { type = string }\nvariable "tollgate_node_addresses" { type = list(string) }' },
+      {
+        name: 'vllm-serving/platform.tf',
+        content:
+          'variable "tollgate_cluster_id" { type = string }\nvariable "tollgate_node_addresses" { type = list(string) }',
+      },
     ]);
     const read = await readStackPackage(zip, { fileName: 'upload.zip' });
     expect(read.fromManifest).toBe(false);
@@ -103,13 +118,22 @@ describe('stack packages', () => {
   });
 
   it('takes its name from the file name when the files sit at the top', async () => {
-    const read = await readStackPackage(await zipOf([{ name: 'main.tf', content: 'variable "x" {}' }]), { fileName: 'My Monitoring.zip' });
+    const read = await readStackPackage(await zipOf([{ name: 'main.tf', content: 'variable "x" {}' }]), {
+      fileName: 'My Monitoring.zip',
+    });
     expect(read.manifest.name).toBe('my-monitoring');
     expect(read.manifest.inputs).toEqual([{ name: 'x', type: 'string', required: true }]);
   });
 
   it('uses the shallowest manifest.json: at depth 0 over one at depth 2, or the one at depth 2 alone', async () => {
-    const manifest = (name: string) => JSON.stringify({ name, title: `Stack ${name}`, category: 'Monitoring', icon: '📈', inputs: [{ name: 'port', type: 'number', default: 3000 }] });
+    const manifest = (name: string) =>
+      JSON.stringify({
+        name,
+        title: `Stack ${name}`,
+        category: 'Monitoring',
+        icon: '📈',
+        inputs: [{ name: 'port', type: 'number', default: 3000 }],
+      });
     const both = await readStackPackage(
       await zipOf([
         { name: 'manifest.json', content: manifest('top') },
@@ -117,7 +141,13 @@ describe('stack packages', () => {
         { name: 'modules/inner/manifest.json', content: manifest('inner') },
       ]),
     );
-    expect(both.manifest).toMatchObject({ name: 'top', title: 'Stack top', category: 'Monitoring', icon: '📈', inputs: [{ name: 'port', type: 'number', required: false, default: 3000 }] });
+    expect(both.manifest).toMatchObject({
+      name: 'top',
+      title: 'Stack top',
+      category: 'Monitoring',
+      icon: '📈',
+      inputs: [{ name: 'port', type: 'number', required: false, default: 3000 }],
+    });
     expect(both.root).toBe('');
     const deep = await readStackPackage(
       await zipOf([
@@ -129,7 +159,13 @@ describe('stack packages', () => {
   });
 
   it("derives the name when the manifest has only the spec's fields (title, description, category, icon, inputs)", async () => {
-    const spec = JSON.stringify({ title: 'Slurm', description: 'A Slurm scheduler', category: 'Scheduler', icon: '🗓️', inputs: [{ name: 'partition', type: 'string', default: 'main' }] });
+    const spec = JSON.stringify({
+      title: 'Slurm',
+      description: 'A Slurm scheduler',
+      category: 'Scheduler',
+      icon: '🗓️',
+      inputs: [{ name: 'partition', type: 'string', default: 'main' }],
+    });
     const inFolder = await readStackPackage(
       await zipOf([
         { name: 'slurm-hpc/manifest.json', content: spec },
@@ -140,7 +176,13 @@ describe('stack packages', () => {
     expect(inFolder).toMatchObject({
       fromManifest: true,
       root: 'slurm-hpc/',
-      manifest: { name: 'slurm-hpc', title: 'Slurm', category: 'Scheduler', icon: '🗓️', inputs: [{ name: 'partition', default: 'main' }] },
+      manifest: {
+        name: 'slurm-hpc',
+        title: 'Slurm',
+        category: 'Scheduler',
+        icon: '🗓️',
+        inputs: [{ name: 'partition', default: 'main' }],
+      },
     });
     const atTop = await readStackPackage(
       await zipOf([
@@ -167,12 +209,23 @@ describe('stack packages', () => {
         ]),
         { fileName: '---.zip' },
       ),
-    ).toEqual([{ field: 'manifest.json', message: 'No name could be made from the file or folder name: give the manifest a name.' }]);
+    ).toEqual([
+      {
+        field: 'manifest.json',
+        message: 'No name could be made from the file or folder name: give the manifest a name.',
+      },
+    ]);
   });
 
   it('lists a variable whose default is null as optional, without a default', async () => {
     const read = await readStackPackage(
-      await zipOf([{ name: 'main.tf', content: 'variable "gpu" {\n  type    = string\n  default = null\n}\nvariable "replicas" {\n  type    = number\n  default = null\n}\nvariable "model" {}\n' }]),
+      await zipOf([
+        {
+          name: 'main.tf',
+          content:
+            'variable "gpu" {\n  type    = string\n  default = null\n}\nvariable "replicas" {\n  type    = number\n  default = null\n}\nvariable "model" {}\n',
+        },
+      ]),
       { fileName: 'nulls.zip' },
     );
     expect(read.manifest.inputs).toEqual([
@@ -200,7 +253,14 @@ describe('stack packages', () => {
       await zipOf([
         {
           name: 'manifest.json',
-          content: JSON.stringify({ name: 'Bad Name', title: '', category: 'Games', icon: 'http://insecure.example/icon.png', inputs: [{ name: 'n', type: 'number', default: 'three' }], extra: 1 }),
+          content: JSON.stringify({
+            name: 'Bad Name',
+            title: '',
+            category: 'Games',
+            icon: 'http://insecure.example/icon.png',
+            inputs: [{ name: 'n', type: 'number', default: 'three' }],
+            extra: 1,
+          }),
         },
         { name: 'main.tf', content: '' },
       ]),
@@ -249,7 +309,9 @@ describe('stack packages', () => {
       { name: 'main.tf', content: '' },
       { name: 'link.tf', content: '/etc/passwd', mode: 0o120777 },
     ]);
-    expect(await refusalOf(link)).toEqual([{ field: 'link.tf', message: 'It is a symbolic link; packages hold plain files only.' }]);
+    expect(await refusalOf(link)).toEqual([
+      { field: 'link.tf', message: 'It is a symbolic link; packages hold plain files only.' },
+    ]);
     const encrypted = markedEncrypted(await zipOf([{ name: 'main.tf', content: 'variable "x" {}' }]));
     expect(await refusalOf(encrypted)).toEqual([{ field: 'main.tf', message: 'It is encrypted; packages are not.' }]);
   });
@@ -261,7 +323,10 @@ describe('stack packages', () => {
     ]);
     expect(bomb.length).toBeLessThan(100 * 1024);
     const [detail] = await refusalOf(bomb);
-    expect(detail).toMatchObject({ field: 'zeros.bin', message: expect.stringMatching(/^It is compressed \d+ times; at most 100 is taken/) });
+    expect(detail).toMatchObject({
+      field: 'zeros.bin',
+      message: expect.stringMatching(/^It is compressed \d+ times; at most 100 is taken/),
+    });
     // And the total: many entries that each compress modestly but add up past the limit.
     const limits = { ...DEFAULT_PACKAGE_LIMITS, maxUncompressedBytes: 1000 };
     expect(
@@ -281,7 +346,9 @@ describe('stack packages', () => {
     expect((await refusalOf(Buffer.from('PK\u0003\u0004 not really a zip')))[0]!.field).toBe('package');
     const good = await zipOf([{ name: 'main.tf', content: 'variable "x" {}' }]);
     expect((await refusalOf(good.subarray(0, good.length - 10)))[0]!.field).toBe('package');
-    expect(await refusalOf(await zipOf([{ name: 'README.md', content: '# nothing' }]))).toEqual([{ field: 'package', message: 'It holds no .tf file: a stack is an OpenTofu or Terraform module.' }]);
+    expect(await refusalOf(await zipOf([{ name: 'README.md', content: '# nothing' }]))).toEqual([
+      { field: 'package', message: 'It holds no .tf file: a stack is an OpenTofu or Terraform module.' },
+    ]);
     const small = { ...DEFAULT_PACKAGE_LIMITS, maxZipBytes: 100 };
     expect((await refusalOf(good, { limits: small }))[0]!.message).toMatch(/at most 100 are taken/);
     const few = { ...DEFAULT_PACKAGE_LIMITS, maxEntries: 2 };

@@ -56,22 +56,47 @@ describe.each(stores)('bad input is a 4xx with the envelope, never a 5xx (%s)', 
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const post = (route: string, body: string) => fetch(`${gateway.baseURL}${route}`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body });
+  const post = (route: string, body: string) =>
+    fetch(`${gateway.baseURL}${route}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body,
+    });
 
   it('a model name with a NUL character', async () => {
-    await expectError(await post('/chat/completions', JSON.stringify({ model: 'sim\u0000chat', messages: [{ role: 'user', content: 'hi' }] })), 400, 'model_not_found', 'invalid_request_error');
-    await expectError(await post('/embeddings', JSON.stringify({ model: 'sim\u0000embed', input: 'hi' })), 400, 'model_not_found', 'invalid_request_error');
+    await expectError(
+      await post(
+        '/chat/completions',
+        JSON.stringify({ model: 'sim\u0000chat', messages: [{ role: 'user', content: 'hi' }] }),
+      ),
+      400,
+      'model_not_found',
+      'invalid_request_error',
+    );
+    await expectError(
+      await post('/embeddings', JSON.stringify({ model: 'sim\u0000embed', input: 'hi' })),
+      400,
+      'model_not_found',
+      'invalid_request_error',
+    );
   });
 
   it('a model name with a lone surrogate', async () => {
-    await expectError(await post('/chat/completions', '{"model":"sim\\ud800chat","messages":[{"role":"user","content":"hi"}]}'), 400, 'model_not_found', 'invalid_request_error');
+    await expectError(
+      await post('/chat/completions', '{"model":"sim\\ud800chat","messages":[{"role":"user","content":"hi"}]}'),
+      400,
+      'model_not_found',
+      'invalid_request_error',
+    );
   });
 
   it.each(['%FF', 'a%00b', '%E0%A4%A', 'sim%00chat/x'])('GET /v1/models/%s', async (id) => {
     const response = await fetch(`${gateway.baseURL}/models/${id}`, { headers: { authorization: `Bearer ${secret}` } });
     expect(response.status).toBeGreaterThanOrEqual(400);
     expect(response.status).toBeLessThan(500);
-    expect(((await response.json()) as { error: { code: string } }).error.code).toMatch(/^(model_not_found|not_found|invalid_request)$/);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toMatch(
+      /^(model_not_found|not_found|invalid_request)$/,
+    );
   });
 
   it('an organization name, project name or note with a NUL character', async () => {
@@ -81,7 +106,11 @@ describe.each(stores)('bad input is a 4xx with the envelope, never a 5xx (%s)', 
       [`/orgs/${orgId}/wallet/topups`, { amount: '1.00', note: 'bad\u0000note' }],
       [`/orgs/${orgId}/keys`, { name: 'bad\u0000key' }],
     ] as const) {
-      const response = await fetch(`${gateway.url}/admin/v1${route}`, { method: 'POST', headers: ADMIN, body: JSON.stringify(body) });
+      const response = await fetch(`${gateway.url}/admin/v1${route}`, {
+        method: 'POST',
+        headers: ADMIN,
+        body: JSON.stringify(body),
+      });
       const error = await expectError(response, 400, 'invalid_request', 'invalid_request_error');
       expect(JSON.stringify(error.details)).toContain('field');
     }
@@ -91,12 +120,24 @@ describe.each(stores)('bad input is a 4xx with the envelope, never a 5xx (%s)', 
     const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
     const body = `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"extra":${deep}}`;
     await expectError(await post('/chat/completions', body), 400, 'invalid_request', 'invalid_request_error');
-    await expectError(await fetch(`${gateway.url}/admin/v1/orgs`, { method: 'POST', headers: ADMIN, body: `{"name":"x","extra":${deep}}` }), 400, 'invalid_request', 'invalid_request_error');
+    await expectError(
+      await fetch(`${gateway.url}/admin/v1/orgs`, {
+        method: 'POST',
+        headers: ADMIN,
+        body: `{"name":"x","extra":${deep}}`,
+      }),
+      400,
+      'invalid_request',
+      'invalid_request_error',
+    );
   });
 
   it('an engine answer that is not JSON: 502 with a fixed message, and the hold given back', async () => {
     for (const stream of [false]) {
-      const response = await post('/chat/completions', JSON.stringify({ model: 'sim-reasoner', stream, messages: [{ role: 'user', content: 'hi' }] }));
+      const response = await post(
+        '/chat/completions',
+        JSON.stringify({ model: 'sim-reasoner', stream, messages: [{ role: 'user', content: 'hi' }] }),
+      );
       const error = await expectError(response, 502, 'upstream_error', 'upstream_error');
       expect(error.message).not.toMatch(/10\.0\.0\.7|html/);
     }

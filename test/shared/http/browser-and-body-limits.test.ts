@@ -10,7 +10,9 @@ describe('CORS: browsers may call /v1 from allowed origins, never /admin', () =>
   let gateway: TestGateway;
   let secret: string;
   beforeAll(async () => {
-    gateway = await startTestGateway('pglite', { TOLLGATE_CORS_ORIGINS: 'https://app.example.com, https://other.example.com' });
+    gateway = await startTestGateway('pglite', {
+      TOLLGATE_CORS_ORIGINS: 'https://app.example.com, https://other.example.com',
+    });
     ({ secret } = await gateway.tenant());
   });
   afterAll(() => gateway?.close());
@@ -18,7 +20,11 @@ describe('CORS: browsers may call /v1 from allowed origins, never /admin', () =>
   const preflight = (path: string, origin: string) =>
     fetch(`${gateway.url}${path}`, {
       method: 'OPTIONS',
-      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-stainless-os' },
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, x-stainless-os',
+      },
     });
 
   it('answers a preflight from an allowed origin with 204 and the headers a client sends, without credentials', async () => {
@@ -38,12 +44,18 @@ describe('CORS: browsers may call /v1 from allowed origins, never /admin', () =>
   it('lets the page read the request id and limit headers of a real answer', async () => {
     const response = await fetch(`${gateway.baseURL}/chat/completions`, {
       method: 'POST',
-      headers: { origin: 'https://other.example.com', authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      headers: {
+        origin: 'https://other.example.com',
+        authorization: `Bearer ${secret}`,
+        'content-type': 'application/json',
+      },
       body: JSON.stringify({ model: 'sim-chat', messages: [{ role: 'user', content: 'hi' }] }),
     });
     expect(response.status).toBe(200);
     expect(response.headers.get('access-control-allow-origin')).toBe('https://other.example.com');
-    expect(response.headers.get('access-control-expose-headers')).toMatch(/x-request-id.*x-ratelimit-remaining-requests/);
+    expect(response.headers.get('access-control-expose-headers')).toMatch(
+      /x-request-id.*x-ratelimit-remaining-requests/,
+    );
     expect(response.headers.get('access-control-allow-credentials')).toBeNull();
   });
 
@@ -64,7 +76,11 @@ describe('CORS: browsers may call /v1 from allowed origins, never /admin', () =>
     for (const origin of ['https://other.example.com', undefined]) {
       const response = await fetch(`${gateway.baseURL}/chat/completions`, {
         method: 'POST',
-        headers: { ...(origin ? { origin } : {}), authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        headers: {
+          ...(origin ? { origin } : {}),
+          authorization: `Bearer ${secret}`,
+          'content-type': 'application/json',
+        },
         body: JSON.stringify({ model: 'sim-chat', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
       });
       expect(response.status).toBe(200);
@@ -91,7 +107,10 @@ describe('TOLLGATE_CORS_ORIGINS=none', () => {
   afterAll(() => gateway?.close());
 
   it('sends no CORS headers on /v1', async () => {
-    const response = await fetch(`${gateway.baseURL}/models`, { method: 'OPTIONS', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' } });
+    const response = await fetch(`${gateway.baseURL}/models`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
+    });
     expect(response.headers.get('access-control-allow-origin')).toBeNull();
   });
 });
@@ -116,7 +135,13 @@ describe('management request bodies are bounded', () => {
     const result = await new Promise<{ status: number; body: string; sent: number }>((resolve, reject) => {
       let sent = 0;
       const request = http.request(
-        { host: '127.0.0.1', port, method: 'POST', path: '/admin/v1/orgs', headers: { ...ADMIN, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/admin/v1/orgs',
+          headers: { ...ADMIN, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+        },
         (response) => {
           let body = '';
           response.on('data', (chunk: Buffer) => (body += chunk.toString()));
@@ -162,7 +187,13 @@ describe('a 413 leaves a keep-alive client able to go on', () => {
     gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' });
     ({ secret } = await gateway.tenant());
     const org = await gateway.services.orgs.create('keep-alive org');
-    const user = await gateway.services.users.create({ orgId: org.id, name: 'o', email: 'keep-alive@example.com', password: 'keep-alive-password', role: 'owner' });
+    const user = await gateway.services.users.create({
+      orgId: org.id,
+      name: 'o',
+      email: 'keep-alive@example.com',
+      password: 'keep-alive-password',
+      role: 'owner',
+    });
     userKey = (await gateway.services.keys.create({ orgId: org.id, userId: user.id, name: 'k' })).secret;
   });
   afterAll(() => gateway?.close());
@@ -170,12 +201,20 @@ describe('a 413 leaves a keep-alive client able to go on', () => {
   /** One request on `agent`; answers the status, the Connection header and the socket it went over. */
   const send = (agent: http.Agent, path: string, headers: Record<string, string>, body?: string) =>
     new Promise<{ status: number; connection: string | undefined; socket: unknown }>((resolve, reject) => {
-      const request = http.request(`${gateway.url}${path}`, { agent, method: body === undefined ? 'GET' : 'POST', headers }, (response) => {
-        response.resume();
-        response.on('end', () => resolve({ status: response.statusCode!, connection: response.headers.connection, socket: request.socket }));
-      });
+      const request = http.request(
+        `${gateway.url}${path}`,
+        { agent, method: body === undefined ? 'GET' : 'POST', headers },
+        (response) => {
+          response.resume();
+          response.on('end', () =>
+            resolve({ status: response.statusCode!, connection: response.headers.connection, socket: request.socket }),
+          );
+        },
+      );
       // The gateway answers before the client has sent the whole body; what it does with the rest is the point.
-      request.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error)));
+      request.on('error', (error: NodeJS.ErrnoException) =>
+        error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error),
+      );
       request.end(body);
     });
 
@@ -189,7 +228,12 @@ describe('a 413 leaves a keep-alive client able to go on', () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {
       const big = JSON.stringify({ name: 'x'.repeat(11 * 1024 * 1024) });
-      const refused = await send(agent, path, { authorization: authorization(), 'content-type': 'application/json' }, big);
+      const refused = await send(
+        agent,
+        path,
+        { authorization: authorization(), 'content-type': 'application/json' },
+        big,
+      );
       expect(refused.status).toBe(413);
       const next = await send(agent, '/health', {});
       expect(next.status).toBe(200);

@@ -25,8 +25,17 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
 
   beforeAll(async () => {
     gateway = await startTestGateway(store);
-    ({ secret, orgId, keyId } = await gateway.tenant({ credit: '1000.00', key: { requestsPerMinute: 1_000_000, maxConcurrency: 1_000 } }));
-    const owner = await gateway.services.users.create({ orgId, name: 'Fuzz Owner', email: 'fuzz-owner@example.com', password: 'fuzz-owner-password', role: 'owner' });
+    ({ secret, orgId, keyId } = await gateway.tenant({
+      credit: '1000.00',
+      key: { requestsPerMinute: 1_000_000, maxConcurrency: 1_000 },
+    }));
+    const owner = await gateway.services.users.create({
+      orgId,
+      name: 'Fuzz Owner',
+      email: 'fuzz-owner@example.com',
+      password: 'fuzz-owner-password',
+      role: 'owner',
+    });
     userId = owner.id;
     ownerKey = (await gateway.services.keys.create({ orgId, userId, name: 'owner' })).secret;
   });
@@ -43,25 +52,44 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
     statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
     expect(response.status, where).toBeLessThan(500);
     if (response.status >= 400 && method !== 'HEAD') {
-      const error = (JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown; details?: unknown } }).error;
+      const error = (
+        JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown; details?: unknown } }
+      ).error;
       // The generic API (and /auth) answer in the second spec's envelope: an upper-case code and details, no type.
       const generic = /^\/(api\/v1|auth)\/|^\/v1\/(users|projects|me|stacks|clusters)(\/|$|\?)/.test(path);
       const shaped = generic
-        ? typeof error?.message === 'string' && typeof error.code === 'string' && /^[A-Z_]+$/.test(error.code) && Array.isArray(error.details)
+        ? typeof error?.message === 'string' &&
+          typeof error.code === 'string' &&
+          /^[A-Z_]+$/.test(error.code) &&
+          Array.isArray(error.details)
         : typeof error?.message === 'string' && typeof error.type === 'string' && typeof error.code === 'string';
       expect(shaped, where).toBe(true);
     }
   }
 
-  const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('', '\u0000', 'sim\u0000chat', '\ud800', 'sim-chat', 'sim-embed', 'x'.repeat(5000)));
-  const anything = fc.oneof(fc.jsonValue({ maxDepth: 4 }), text, fc.constantFrom(-1, 0, 1e308, 2 ** 53, 1.5, -0, null, true));
+  const text = fc.oneof(
+    fc.string(),
+    fc.string({ unit: 'binary' }),
+    fc.constantFrom('', '\u0000', 'sim\u0000chat', '\ud800', 'sim-chat', 'sim-embed', 'x'.repeat(5000)),
+  );
+  const anything = fc.oneof(
+    fc.jsonValue({ maxDepth: 4 }),
+    text,
+    fc.constantFrom(-1, 0, 1e308, 2 ** 53, 1.5, -0, null, true),
+  );
   const chatBody = fc.record(
     {
       model: fc.oneof(anything, { arbitrary: fc.constant('sim-chat'), weight: 4 }),
       messages: fc.oneof(
         anything,
         { arbitrary: fc.constant([{ role: 'user', content: 'hi' }]), weight: 2 },
-        fc.array(fc.record({ role: fc.oneof(anything, fc.constantFrom('user', 'system')), content: anything }, { requiredKeys: [] }), { maxLength: 3 }),
+        fc.array(
+          fc.record(
+            { role: fc.oneof(anything, fc.constantFrom('user', 'system')), content: anything },
+            { requiredKeys: [] },
+          ),
+          { maxLength: 3 },
+        ),
       ),
       stream: anything,
       stream_options: anything,
@@ -73,7 +101,12 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
     { requiredKeys: [] },
   );
   const embedBody = fc.record(
-    { model: fc.oneof(anything, { arbitrary: fc.constant('sim-embed'), weight: 4 }), input: anything, encoding_format: anything, dimensions: anything },
+    {
+      model: fc.oneof(anything, { arbitrary: fc.constant('sim-embed'), weight: 4 }),
+      input: anything,
+      encoding_format: anything,
+      dimensions: anything,
+    },
     { requiredKeys: [] },
   );
   const rawBody = fc.oneof(
@@ -90,10 +123,16 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
   );
   const headerValue = fc.string({ maxLength: 200 }).map((s) => s.replace(/[^\x20-\x7e]/g, ''));
   const extraHeaders = fc.record(
-    { 'content-type': fc.oneof(headerValue, fc.constantFrom('application/json', 'text/plain', 'multipart/form-data')), 'x-project-id': headerValue },
+    {
+      'content-type': fc.oneof(headerValue, fc.constantFrom('application/json', 'text/plain', 'multipart/form-data')),
+      'x-project-id': headerValue,
+    },
     { requiredKeys: [] },
   );
-  const segment = fc.oneof(fc.string({ maxLength: 40 }).map(encodeURIComponent), fc.constantFrom('%FF', '%00', '%', '..', '%2e%2e', '%E0%A4%A', 'a%2Fb', 'sim-chat'));
+  const segment = fc.oneof(
+    fc.string({ maxLength: 40 }).map(encodeURIComponent),
+    fc.constantFrom('%FF', '%00', '%', '..', '%2e%2e', '%E0%A4%A', 'a%2Fb', 'sim-chat'),
+  );
 
   it('POST /v1/chat/completions and /v1/embeddings', { timeout: 120_000 }, async () => {
     await fc.assert(
@@ -124,7 +163,9 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
           fc.tuple(segment, segment).map(([l, a]) => `/v1/usage/requests?limit=${l}&after=${a}&key_id=${l}`),
           segment.map((s) => `/v1/pricing?${s}=${s}`),
           segment.map((s) => `/v1/responses/${s}`),
-          fc.tuple(segment, segment, segment).map(([l, o, a]) => `/v1/responses/${a}/input_items?limit=${l}&order=${o}&after=${a}`),
+          fc
+            .tuple(segment, segment, segment)
+            .map(([l, o, a]) => `/v1/responses/${a}/input_items?limit=${l}&order=${o}&after=${a}`),
           segment.map((s) => `/v1/${s}`),
           segment.map((s) => `/${s}`),
         ),
@@ -178,12 +219,21 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
       rawBody,
     );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...routes), adminBody, fc.boolean(), segment, async ([method, route], body, authorized, id) => {
-        const headers = { 'content-type': 'application/json', ...(authorized ? { authorization: `Bearer ${OPERATOR}` } : {}) };
-        await expectNo5xx(method, `/admin/v1${route}`, headers, method === 'GET' ? undefined : body);
-        await expectNo5xx('GET', `/admin/v1/orgs/${id}`, headers);
-        await expectNo5xx('GET', `/admin/v1/keys/${id}`, headers);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...routes),
+        adminBody,
+        fc.boolean(),
+        segment,
+        async ([method, route], body, authorized, id) => {
+          const headers = {
+            'content-type': 'application/json',
+            ...(authorized ? { authorization: `Bearer ${OPERATOR}` } : {}),
+          };
+          await expectNo5xx(method, `/admin/v1${route}`, headers, method === 'GET' ? undefined : body);
+          await expectNo5xx('GET', `/admin/v1/orgs/${id}`, headers);
+          await expectNo5xx('GET', `/admin/v1/keys/${id}`, headers);
+        },
+      ),
       { numRuns: RUNS, seed: SEED },
     );
   });
@@ -205,24 +255,47 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
     const apiBody = fc.oneof(
       fc
         .record(
-          { name: anything, email: anything, password: anything, current_password: anything, role: anything, org_id: anything, description: anything, visibility: anything },
+          {
+            name: anything,
+            email: anything,
+            password: anything,
+            current_password: anything,
+            role: anything,
+            org_id: anything,
+            description: anything,
+            visibility: anything,
+          },
           { requiredKeys: [] },
         )
         .map((b) => JSON.stringify(b)),
       rawBody,
     );
-    const query = fc.record({ page: segment, limit: segment, sort: segment }, { requiredKeys: [] }).map((q) => new URLSearchParams(q).toString());
+    const query = fc
+      .record({ page: segment, limit: segment, sort: segment }, { requiredKeys: [] })
+      .map((q) => new URLSearchParams(q).toString());
     const credentials = fc.constantFrom('owner', 'none', 'cookie', 'keyWithoutUser');
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...routes), apiBody, query, segment, credentials, async ([method, route], body, search, id, who) => {
-        const headers: Record<string, string> = { 'content-type': 'application/json' };
-        if (who === 'owner') headers.authorization = `Bearer ${ownerKey}`;
-        if (who === 'keyWithoutUser') headers.authorization = `Bearer ${secret}`;
-        if (who === 'cookie') headers.cookie = `tollgate_session=${id}`;
-        // Never the owner's own id: a generated body must not delete or demote the caller mid-run.
-        const path = route.replace('ID', id === userId ? 'x' : id);
-        await expectNo5xx(method, `${path}${method === 'GET' ? `?${search}` : ''}`, headers, method === 'GET' || method === 'DELETE' ? undefined : body);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...routes),
+        apiBody,
+        query,
+        segment,
+        credentials,
+        async ([method, route], body, search, id, who) => {
+          const headers: Record<string, string> = { 'content-type': 'application/json' };
+          if (who === 'owner') headers.authorization = `Bearer ${ownerKey}`;
+          if (who === 'keyWithoutUser') headers.authorization = `Bearer ${secret}`;
+          if (who === 'cookie') headers.cookie = `tollgate_session=${id}`;
+          // Never the owner's own id: a generated body must not delete or demote the caller mid-run.
+          const path = route.replace('ID', id === userId ? 'x' : id);
+          await expectNo5xx(
+            method,
+            `${path}${method === 'GET' ? `?${search}` : ''}`,
+            headers,
+            method === 'GET' || method === 'DELETE' ? undefined : body,
+          );
+        },
+      ),
       { numRuns: RUNS, seed: SEED },
     );
   });

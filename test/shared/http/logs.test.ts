@@ -3,7 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { createLogger, describeError } from '../../../src/shared/http/log.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { createTestDatabase, deleteRedisPrefix, postgresAdminUrl, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
+import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  postgresAdminUrl,
+  postgresAvailable,
+  redisAvailable,
+  redisUrl,
+  uniqueRedisPrefix,
+} from '../../helpers/services.js';
 import { startTcpProxy, type TcpProxy } from '../../helpers/tcp-proxy.js';
 import { sleep, until } from '../../helpers/wait.js';
 
@@ -17,7 +25,10 @@ interface Line {
 }
 
 /** The lines that tell an operator about an outage, or about a failed request. */
-const outageLines = (lines: Line[]) => lines.filter((l) => (l.level === 'error' || l.level === 'warn') && /unreachable|reachable again|request failed/.test(l.message));
+const outageLines = (lines: Line[]) =>
+  lines.filter(
+    (l) => (l.level === 'error' || l.level === 'warn') && /unreachable|reachable again|request failed/.test(l.message),
+  );
 
 /** The outage lines are one when `what` became unreachable and one when it came back; a failure shows the lines (which error opened each outage). */
 function expectOneOutage(lines: Line[], what: string): void {
@@ -125,7 +136,9 @@ describe.runIf(hasPostgres && hasRedis)('logs: once per outage, no secrets or qu
     // statement the server refuses with the hash in its error message, logged as the gateway logs errors. (The `x` in
     // front: a hash that starts with ten digits would be "out of range", not "invalid syntax".)
     const hash = createHash('sha256').update(secret).digest('hex');
-    const refused = await gateway.services.db.execute(sql`select ('x' || ${hash}::text)::int`).catch((error: unknown) => error);
+    const refused = await gateway.services.db
+      .execute(sql`select ('x' || ${hash}::text)::int`)
+      .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(Error);
     gateway.services.log.error('a statement failed', describeError(refused));
     expect(lines.at(-1)).toMatchObject({ message: 'a statement failed', code: '22P02' });

@@ -28,6 +28,10 @@ describe('OutageLog', () => {
     // One sent after the recovery that fails is a new outage.
     outage.failed(new Error('down again'), Date.now() + 1);
     expect(outage.isDown).toBe(true);
-    expect(lines).toEqual(['database unreachable: charges wait', 'database reachable again', 'database unreachable: charges wait']);
+    expect(lines).toEqual([
+      'database unreachable: charges wait',
+      'database reachable again',
+      'database unreachable: charges wait',
+    ]);
   });
 });

@@ -17,7 +17,11 @@ interface ClientOutcome {
  * which hides the EPIPE). `script` is an ES module that prints one JSON line.
  */
 async function client(script: string, env: Record<string, string>): Promise<ClientOutcome> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot, env: { ...process.env, ...env }, timeout: 60_000 });
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    timeout: 60_000,
+  });
   return JSON.parse(stdout) as ClientOutcome;
 }
 
@@ -62,21 +66,39 @@ describe('an oversized body gets its 413 read by real clients', () => {
     gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' });
     ({ secret } = await gateway.tenant());
     const org = await gateway.services.orgs.create('uploads org');
-    const user = await gateway.services.users.create({ orgId: org.id, name: 'o', email: 'oversized@example.com', password: 'oversized-password', role: 'owner' });
+    const user = await gateway.services.users.create({
+      orgId: org.id,
+      name: 'o',
+      email: 'oversized@example.com',
+      password: 'oversized-password',
+      role: 'owner',
+    });
     userKey = (await gateway.services.keys.create({ orgId: org.id, userId: user.id, name: 'k' })).secret;
   });
   afterAll(() => gateway?.close());
 
   it('Node fetch uploading 10.5 MiB to /v1/stacks reads the 413 and its message, three times out of three', async () => {
     for (let attempt = 0; attempt < 3; attempt++) {
-      const outcome = await client(FETCH_UPLOAD, { URL: `${gateway.url}/v1/stacks`, KEY: userKey, BYTES: String(10.5 * 1024 * 1024) });
+      const outcome = await client(FETCH_UPLOAD, {
+        URL: `${gateway.url}/v1/stacks`,
+        KEY: userKey,
+        BYTES: String(10.5 * 1024 * 1024),
+      });
       expect(outcome, `attempt ${attempt}`).toMatchObject({ status: 413 });
-      expect(JSON.parse(outcome.body!).error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', message: expect.stringMatching(/larger than the \d+-byte limit/) });
+      expect(JSON.parse(outcome.body!).error).toMatchObject({
+        code: 'PAYLOAD_TOO_LARGE',
+        message: expect.stringMatching(/larger than the \d+-byte limit/),
+      });
     }
   });
 
   it('Node fetch streaming 12 MiB to /v1/stacks without a Content-Length reads the 413', async () => {
-    const outcome = await client(FETCH_UPLOAD, { URL: `${gateway.url}/v1/stacks`, KEY: userKey, BYTES: String(12 * 1024 * 1024), CHUNKED: '1' });
+    const outcome = await client(FETCH_UPLOAD, {
+      URL: `${gateway.url}/v1/stacks`,
+      KEY: userKey,
+      BYTES: String(12 * 1024 * 1024),
+      CHUNKED: '1',
+    });
     expect(outcome).toMatchObject({ status: 413 });
     expect(JSON.parse(outcome.body!).error.code).toBe('PAYLOAD_TOO_LARGE');
   });
@@ -85,7 +107,10 @@ describe('an oversized body gets its 413 read by real clients', () => {
     for (let attempt = 0; attempt < 3; attempt++) {
       const outcome = await client(OPENAI_CHAT, { URL: gateway.baseURL, KEY: secret, BYTES: String(5 * 1024 * 1024) });
       expect(outcome, `attempt ${attempt}`).toMatchObject({ status: 413 });
-      expect(JSON.parse(outcome.body!)).toMatchObject({ code: 'request_too_large', message: expect.stringMatching(/larger than the \d+-byte limit/) });
+      expect(JSON.parse(outcome.body!)).toMatchObject({
+        code: 'request_too_large',
+        message: expect.stringMatching(/larger than the \d+-byte limit/),
+      });
     }
   });
 });

@@ -6,7 +6,15 @@ import postgres from 'postgres';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
 import { type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
-import { createTestDatabase, deleteRedisPrefix, postgresAvailable, redisAvailable, redisHolds, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
+import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  postgresAvailable,
+  redisAvailable,
+  redisHolds,
+  redisUrl,
+  uniqueRedisPrefix,
+} from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 
 /**
@@ -31,7 +39,10 @@ describe.skipIf(!ready)('SIGTERM drains the gateway without losing or leaving un
     // 20 ms between tokens: a 40-token stream runs for about 0.8 s.
     sim = await startSimulator({ models: [{ name: 'sim-chat', task: 'chat' }], itlMs: 20 });
     tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-shutdown-'));
-    await writeFile(path.join(tmp, 'engines.json'), JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }));
+    await writeFile(
+      path.join(tmp, 'engines.json'),
+      JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }),
+    );
     database = await createTestDatabase();
     sql = postgres(database.url, { max: 1, onnotice: () => {} });
   }, 60_000);
@@ -67,11 +78,21 @@ describe.skipIf(!ready)('SIGTERM drains the gateway without losing or leaving un
       if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
       return (await response.json()) as T;
     };
-    await admin('POST', '/models', { id: 'sim-chat', display_name: 'Sim Chat', hf_repo_id: 'tollgate-test/Sim-Chat-1B', task_type: 'chat', context_length: 8192 }).catch(() => {});
+    await admin('POST', '/models', {
+      id: 'sim-chat',
+      display_name: 'Sim Chat',
+      hf_repo_id: 'tollgate-test/Sim-Chat-1B',
+      task_type: 'chat',
+      context_length: 8192,
+    }).catch(() => {});
     await admin('PUT', '/prices/sim-chat', { input_per_million: '0.15', output_per_million: '0.60' });
     const org = await admin<{ id: string }>('POST', '/orgs', { name: 'drain test' });
     await admin('POST', `/orgs/${org.id}/wallet/topups`, { amount: '100' });
-    const key = await admin<{ secret: string }>('POST', `/orgs/${org.id}/keys`, { name: 'drain', max_concurrency: 100, requests_per_minute: 1000 });
+    const key = await admin<{ secret: string }>('POST', `/orgs/${org.id}/keys`, {
+      name: 'drain',
+      max_concurrency: 100,
+      requests_per_minute: 1000,
+    });
     return { gateway, secret: key.secret, orgId: org.id };
   }
 
@@ -80,10 +101,18 @@ describe.skipIf(!ready)('SIGTERM drains the gateway without losing or leaving un
     const { port } = new URL(url);
     const socket = net.connect(Number(port), '127.0.0.1');
     let received = '';
-    const firstChunk = new Promise<void>((resolve) => socket.on('data', (chunk) => ((received += chunk.toString()), received.includes('data: {') && resolve())));
+    const firstChunk = new Promise<void>((resolve) =>
+      socket.on('data', (chunk) => ((received += chunk.toString()), received.includes('data: {') && resolve())),
+    );
     const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
     socket.on('error', () => {});
-    const body = JSON.stringify({ model: 'sim-chat', stream: true, max_tokens: maxTokens, ignore_eos: true, messages: [{ role: 'user', content: 'hi' }] });
+    const body = JSON.stringify({
+      model: 'sim-chat',
+      stream: true,
+      max_tokens: maxTokens,
+      ignore_eos: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     socket.write(
       `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
@@ -94,16 +123,31 @@ describe.skipIf(!ready)('SIGTERM drains the gateway without losing or leaving un
     fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim-chat', max_tokens: 40, ignore_eos: true, stream: false, messages: [{ role: 'user', content: 'hi' }] }),
+      body: JSON.stringify({
+        model: 'sim-chat',
+        max_tokens: 40,
+        ignore_eos: true,
+        stream: false,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
     });
 
   async function books(orgId: string) {
-    const [wallet] = await sql<Array<{ balance: string }>>`select balance_nanos::text as balance from wallets where org_id = ${orgId}`;
+    const [wallet] = await sql<
+      Array<{ balance: string }>
+    >`select balance_nanos::text as balance from wallets where org_id = ${orgId}`;
     const records = await sql<
       Array<{ status: number; completion_tokens: number; cost: string }>
     >`select status, completion_tokens, cost_nanos::text as cost from usage_records where org_id = ${orgId}`;
-    const [ledger] = await sql<Array<{ total: string }>>`select coalesce(sum(amount_nanos), 0)::text as total from ledger_entries where org_id = ${orgId}`;
-    return { balance: BigInt(wallet!.balance), records, holds: await redisHolds(prefix, orgId), ledger: BigInt(ledger!.total) };
+    const [ledger] = await sql<
+      Array<{ total: string }>
+    >`select coalesce(sum(amount_nanos), 0)::text as total from ledger_entries where org_id = ${orgId}`;
+    return {
+      balance: BigInt(wallet!.balance),
+      records,
+      holds: await redisHolds(prefix, orgId),
+      ledger: BigInt(ledger!.total),
+    };
   }
 
   it('finishes and bills 8 streams and 4 JSON requests in flight, refuses new connections, answers /health 503, then exits 0', async () => {
@@ -112,10 +156,16 @@ describe.skipIf(!ready)('SIGTERM drains the gateway without losing or leaving un
     await Promise.all(streams.map((s) => s.firstChunk));
     const json = Array.from({ length: 4 }, () => chatJson(g.url, secret));
     // All twelve are at the engine (the streams run for about 0.8 s): in flight when the signal comes.
-    await until('the 8 streams and 4 JSON requests run at the engine', () => sim.stats().running === 12, { timeout: 5_000, interval: 5 });
+    await until('the 8 streams and 4 JSON requests run at the engine', () => sim.stats().running === 12, {
+      timeout: 5_000,
+      interval: 5,
+    });
     process.kill(g.child.pid, 'SIGTERM');
     // It logs that it drains right after it closed its listener (same tick).
-    await until('the gateway says it drains', () => g.child.output().includes('draining: no new connections'), { timeout: 5_000, interval: 10 });
+    await until('the gateway says it drains', () => g.child.output().includes('draining: no new connections'), {
+      timeout: 5_000,
+      interval: 10,
+    });
     // A load balancer's check on a kept-alive connection hears 503; a new connection is refused.
     streams[0]!.socket.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
     const refused = await fetch(`${g.url}/health`).then(
@@ -126,7 +176,8 @@ describe.skipIf(!ready)('SIGTERM drains the gateway without losing or leaving un
 
     const answers = await Promise.all(json);
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
-    for (const answer of answers) expect(((await answer.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(40);
+    for (const answer of answers)
+      expect(((await answer.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(40);
     await Promise.all(streams.map((s) => s.closed));
     for (const stream of streams) {
       expect(stream.received()).toContain('data: [DONE]');

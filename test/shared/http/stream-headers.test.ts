@@ -69,7 +69,10 @@ describe('a stream’s headers leave with its first chunk (headersWithFirstChunk
   let server: ServerType | undefined;
   afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
 
-  async function start(firstAfterMs: number, withHelper: boolean): Promise<{ port: number; writes: string[][]; handled: () => number }> {
+  async function start(
+    firstAfterMs: number,
+    withHelper: boolean,
+  ): Promise<{ port: number; writes: string[][]; handled: () => number }> {
     const app = new Hono();
     let handled = 0;
     app.get('/', (c) => {
@@ -84,14 +87,17 @@ describe('a stream’s headers leave with its first chunk (headersWithFirstChunk
     return { port: (server.address() as AddressInfo).port, writes, handled: () => handled };
   }
 
-  it.each([0, 20])('sends the headers and a first chunk that follows within %i ms in one write', async (firstAfterMs) => {
-    const { port, writes } = await start(firstAfterMs, true);
-    const { body } = await fetchTimed(port);
-    expect(body).toBe('data: first\n\ndata: second\n\n');
-    const first = writes[0]![0]!;
-    expect(first).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
-    expect(first).toContain('data: first');
-  });
+  it.each([0, 20])(
+    'sends the headers and a first chunk that follows within %i ms in one write',
+    async (firstAfterMs) => {
+      const { port, writes } = await start(firstAfterMs, true);
+      const { body } = await fetchTimed(port);
+      expect(body).toBe('data: first\n\ndata: second\n\n');
+      const first = writes[0]![0]!;
+      expect(first).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(first).toContain('data: first');
+    },
+  );
 
   it('without it, @hono/node-server writes the headers alone (what the helper saves)', async () => {
     const { port, writes } = await start(0, false);

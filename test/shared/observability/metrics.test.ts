@@ -8,7 +8,11 @@ import { scrape, type Scrape } from '../../helpers/prometheus.js';
 
 const CHAT = '/v1/chat/completions';
 const EMBED = '/v1/embeddings';
-const chatRequest = (content: string) => ({ model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user' as const, content }] });
+const chatRequest = (content: string) => ({
+  model: 'sim-chat',
+  max_tokens: 8,
+  messages: [{ role: 'user' as const, content }],
+});
 
 describe('GET /metrics after known traffic', () => {
   let gateway: TestGateway;
@@ -41,25 +45,38 @@ describe('GET /metrics after known traffic', () => {
     const usages: Array<{ prompt_tokens: number; completion_tokens: number }> = [];
     const json = await client(plain.secret).chat.completions.create(chatRequest('one JSON answer'));
     usages.push(json.usage!);
-    const stream = await client(plain.secret).chat.completions.create({ ...chatRequest('one stream'), stream: true, stream_options: { include_usage: true } });
+    const stream = await client(plain.secret).chat.completions.create({
+      ...chatRequest('one stream'),
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     for await (const chunk of stream) if (chunk.usage) usages.push(chunk.usage);
     const embedding = await client(plain.secret).embeddings.create({ model: 'sim-embed', input: ['a', 'b'] });
     usages.push({ prompt_tokens: embedding.usage.prompt_tokens, completion_tokens: 0 });
     const first = await client(limited.secret).chat.completions.create(chatRequest('allowed once'));
     usages.push(first.usage!);
-    await expect(client(limited.secret).chat.completions.create(chatRequest('refused'))).rejects.toMatchObject({ status: 429, code: 'rate_limit_exceeded' });
-    await expect(client(broke.secret).chat.completions.create(chatRequest('no funds'))).rejects.toMatchObject({ status: 402, code: 'insufficient_funds' });
+    await expect(client(limited.secret).chat.completions.create(chatRequest('refused'))).rejects.toMatchObject({
+      status: 429,
+      code: 'rate_limit_exceeded',
+    });
+    await expect(client(broke.secret).chat.completions.create(chatRequest('no funds'))).rejects.toMatchObject({
+      status: 402,
+      code: 'insufficient_funds',
+    });
     const miss = await client(cached.secret).chat.completions.create(chatRequest('cache me'));
     usages.push(miss.usage!);
     const hit = await client(cached.secret).chat.completions.create(chatRequest('cache me')).withResponse();
     expect(hit.response.headers.get('x-tollgate-cache')).toBe('hit');
 
     const after = await scrape(`${gateway.url}/metrics`, token());
-    const delta = (name: string, labels: Record<string, string> = {}) => after.value(name, labels) - before.value(name, labels);
-    const countDelta = (name: string, labels: Record<string, string>) => after.count(name, labels) - before.count(name, labels);
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      after.value(name, labels) - before.value(name, labels);
+    const countDelta = (name: string, labels: Record<string, string>) =>
+      after.count(name, labels) - before.count(name, labels);
 
     // Requests: 5 chat answers (JSON, stream, the limited key's first, the miss and the hit), 1 embedding, one 429, one 402.
-    const requests = (route: string, model: string, status: string, code = '') => delta('tollgate_requests_total', { route, model, status, code });
+    const requests = (route: string, model: string, status: string, code = '') =>
+      delta('tollgate_requests_total', { route, model, status, code });
     expect(requests(CHAT, 'sim-chat', '200')).toBe(5);
     expect(requests(EMBED, 'sim-embed', '200')).toBe(1);
     expect(requests(CHAT, 'sim-chat', '429', 'rate_limit_exceeded')).toBe(1);
@@ -78,12 +95,21 @@ describe('GET /metrics after known traffic', () => {
 
     // Tokens as the engine reported them to the clients (a cache hit is free and not counted); spend as the wallets saw it.
     const chatUsages = [usages[0]!, usages[1]!, usages[3]!, usages[4]!];
-    expect(delta('tollgate_tokens_total', { model: 'sim-chat', kind: 'prompt' })).toBe(chatUsages.reduce((sum, u) => sum + u.prompt_tokens, 0));
-    expect(delta('tollgate_tokens_total', { model: 'sim-chat', kind: 'completion' })).toBe(chatUsages.reduce((sum, u) => sum + u.completion_tokens, 0));
+    expect(delta('tollgate_tokens_total', { model: 'sim-chat', kind: 'prompt' })).toBe(
+      chatUsages.reduce((sum, u) => sum + u.prompt_tokens, 0),
+    );
+    expect(delta('tollgate_tokens_total', { model: 'sim-chat', kind: 'completion' })).toBe(
+      chatUsages.reduce((sum, u) => sum + u.completion_tokens, 0),
+    );
     expect(delta('tollgate_tokens_total', { model: 'sim-embed', kind: 'prompt' })).toBe(usages[2]!.prompt_tokens);
-    const spent = (await Promise.all([plain, limited, cached].map((t) => balanceAfterCharges(t.orgId)))).reduce((sum, balance, i) => sum + (credits[i]! - balance), 0n);
+    const spent = (await Promise.all([plain, limited, cached].map((t) => balanceAfterCharges(t.orgId)))).reduce(
+      (sum, balance, i) => sum + (credits[i]! - balance),
+      0n,
+    );
     expect(spent).toBeGreaterThan(0n);
-    const charged = delta('tollgate_charged_nanos_total', { model: 'sim-chat', currency: 'USD' }) + delta('tollgate_charged_nanos_total', { model: 'sim-embed', currency: 'USD' });
+    const charged =
+      delta('tollgate_charged_nanos_total', { model: 'sim-chat', currency: 'USD' }) +
+      delta('tollgate_charged_nanos_total', { model: 'sim-embed', currency: 'USD' });
     expect(BigInt(charged)).toBe(spent);
   });
 
@@ -125,10 +151,17 @@ describe('metrics settings', () => {
     try {
       expect(gateway.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
       const { secret } = await gateway.tenant();
-      await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({ model: 'sim-embed', input: 'x' });
+      await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({
+        model: 'sim-embed',
+        input: 'x',
+      });
       const scraped = await scrape(gateway.metricsUrl!);
-      expect(scraped.value('tollgate_requests_total', { route: EMBED, model: 'sim-embed', status: '200', code: '' })).toBe(1);
-      const main = await fetch(`${gateway.url}/metrics`, { headers: { authorization: `Bearer ${gateway.adminToken.token}` } });
+      expect(
+        scraped.value('tollgate_requests_total', { route: EMBED, model: 'sim-embed', status: '200', code: '' }),
+      ).toBe(1);
+      const main = await fetch(`${gateway.url}/metrics`, {
+        headers: { authorization: `Bearer ${gateway.adminToken.token}` },
+      });
       expect(main.status).toBe(404);
       expect((await fetch(gateway.metricsUrl!.replace('/metrics', '/v1/models'))).status).toBe(404);
     } finally {
@@ -140,10 +173,18 @@ describe('metrics settings', () => {
     const gateway = await startTestGateway('pglite', { TOLLGATE_METRICS_ORG_LABEL: 'true' });
     try {
       const { secret, orgId } = await gateway.tenant();
-      const answer = await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).chat.completions.create(chatRequest('whose tokens?'));
+      const answer = await new OpenAI({
+        baseURL: gateway.baseURL,
+        apiKey: secret,
+        maxRetries: 0,
+      }).chat.completions.create(chatRequest('whose tokens?'));
       const scraped = await scrape(`${gateway.url}/metrics`, gateway.adminToken.token);
-      expect(scraped.value('tollgate_tokens_total', { model: 'sim-chat', organization: orgId, kind: 'completion' })).toBe(answer.usage!.completion_tokens);
-      expect(scraped.value('tollgate_charged_nanos_total', { model: 'sim-chat', organization: orgId, currency: 'USD' })).toBeGreaterThan(0);
+      expect(
+        scraped.value('tollgate_tokens_total', { model: 'sim-chat', organization: orgId, kind: 'completion' }),
+      ).toBe(answer.usage!.completion_tokens);
+      expect(
+        scraped.value('tollgate_charged_nanos_total', { model: 'sim-chat', organization: orgId, currency: 'USD' }),
+      ).toBeGreaterThan(0);
     } finally {
       await gateway.close();
     }
@@ -153,11 +194,18 @@ describe('metrics settings', () => {
     const gateway = await startTestGateway('pglite', { TOLLGATE_METRICS: 'off' });
     try {
       const { secret } = await gateway.tenant();
-      await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({ model: 'sim-embed', input: 'x' });
-      const response = await fetch(`${gateway.url}/metrics`, { headers: { authorization: `Bearer ${gateway.adminToken.token}` } });
+      await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({
+        model: 'sim-embed',
+        input: 'x',
+      });
+      const response = await fetch(`${gateway.url}/metrics`, {
+        headers: { authorization: `Bearer ${gateway.adminToken.token}` },
+      });
       expect(response.status).toBe(404);
       expect(gateway.services.observer.active).toBe(false);
-      expect(await gateway.services.metrics.registry.getSingleMetricAsString('tollgate_requests_total')).not.toMatch(/route=/);
+      expect(await gateway.services.metrics.registry.getSingleMetricAsString('tollgate_requests_total')).not.toMatch(
+        /route=/,
+      );
     } finally {
       await gateway.close();
     }

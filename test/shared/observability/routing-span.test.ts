@@ -6,11 +6,17 @@ import { startTracing } from '../../../src/shared/observability/tracing.js';
 describe("the upstream span and the router's choice", () => {
   it('names the replica chosen and why: policy, every candidate’s scores, prefix blocks matched', async () => {
     const exporter = new InMemorySpanExporter();
-    const tracing = await startTracing({ url: 'http://127.0.0.1:4318/v1/traces', serviceName: 'tollgate', sampler: 'always_on', samplerRatio: 1 }, { exporter });
+    const tracing = await startTracing(
+      { url: 'http://127.0.0.1:4318/v1/traces', serviceName: 'tollgate', sampler: 'always_on', samplerRatio: 1 },
+      { exporter },
+    );
     const routing: RoutingDecision = {
       replicaId: 'm/1',
       policy: 'scored',
-      scores: { 'm/0': { total: 2, queue: 1, kv: 1, prefix: 0, session: 0 }, 'm/1': { total: 5.5, queue: 1, kv: 0.5, prefix: 1, session: 0 } },
+      scores: {
+        'm/0': { total: 2, queue: 1, kv: 1, prefix: 0, session: 0 },
+        'm/1': { total: 5.5, queue: 1, kv: 0.5, prefix: 1, session: 0 },
+      },
       prefixBlocks: { matched: 12, total: 12 },
     };
     const trace = tracing.begin('POST', '/v1/chat/completions', undefined, undefined, performance.now());

@@ -21,10 +21,13 @@ async function startRecordingProxy(targetPort: number) {
   const received: Array<{ path: string; traceparent: string | undefined }> = [];
   const server = http.createServer((req, res) => {
     received.push({ path: req.url ?? '', traceparent: req.headers.traceparent as string | undefined });
-    const upstream = http.request({ host: '127.0.0.1', port: targetPort, path: req.url, method: req.method, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const upstream = http.request(
+      { host: '127.0.0.1', port: targetPort, path: req.url, method: req.method, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });
@@ -59,9 +62,18 @@ describe('traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     proxy = await startRecordingProxy(sim.port);
     dir = await mkdtemp(path.join(tmpdir(), 'tollgate-tracing-'));
     const enginesFile = path.join(dir, 'engines.json');
-    await writeFile(enginesFile, JSON.stringify({ engines: ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, url: proxy.url })) }));
+    await writeFile(
+      enginesFile,
+      JSON.stringify({
+        engines: ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, url: proxy.url })),
+      }),
+    );
     // The endpoint turns tracing on; the spans go to the in-memory exporter instead of it.
-    gateway = await startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: enginesFile, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }, { spanExporter: exporter });
+    gateway = await startTestGateway(
+      'pglite',
+      { TOLLGATE_ENGINES_FILE: enginesFile, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
+      { spanExporter: exporter },
+    );
     const { secret } = await gateway.tenant();
     client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
   });
@@ -76,7 +88,8 @@ describe('traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     proxy.received.length = 0;
   });
 
-  const spansOf = (traceId: string) => exporter.getFinishedSpans().filter((span) => span.spanContext().traceId === traceId);
+  const spansOf = (traceId: string) =>
+    exporter.getFinishedSpans().filter((span) => span.spanContext().traceId === traceId);
   const named = (spans: ReadableSpan[], name: string) => {
     const found = spans.filter((span) => span.name === name);
     expect(found, name).toHaveLength(1);
@@ -87,7 +100,10 @@ describe('traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     const clientTraceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const clientSpanId = '00f067aa0ba902b7';
     const { data, response } = await client.chat.completions
-      .create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'trace me' }] }, { headers: { traceparent: `00-${clientTraceId}-${clientSpanId}-01` } })
+      .create(
+        { model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'trace me' }] },
+        { headers: { traceparent: `00-${clientTraceId}-${clientSpanId}-01` } },
+      )
       .withResponse();
     expect(data.usage?.completion_tokens).toBeGreaterThan(0);
 
@@ -100,14 +116,23 @@ describe('traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     expect(root.kind).toBe(SpanKind.SERVER);
     expect(root.parentSpanContext?.spanId).toBe(clientSpanId);
     expect(root.spanContext().spanId).toBe(back![2]);
-    expect(root.attributes).toMatchObject({ 'http.route': '/v1/chat/completions', 'http.response.status_code': 200, 'gen_ai.request.model': 'sim-chat' });
+    expect(root.attributes).toMatchObject({
+      'http.route': '/v1/chat/completions',
+      'http.response.status_code': 200,
+      'gen_ai.request.model': 'sim-chat',
+    });
 
-    const children = ['tollgate.admission', 'tollgate.upstream', 'tollgate.relay', 'tollgate.charge'].map((name) => named(spans, name));
+    const children = ['tollgate.admission', 'tollgate.upstream', 'tollgate.relay', 'tollgate.charge'].map((name) =>
+      named(spans, name),
+    );
     for (const child of children) expect(child.parentSpanContext?.spanId, child.name).toBe(root.spanContext().spanId);
     const upstream = children[1]!;
     expect(upstream.kind).toBe(SpanKind.CLIENT);
     expect(upstream.attributes['tollgate.engine.replica']).toEqual(expect.any(String));
-    expect(children[3]!.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': data.usage!.prompt_tokens, 'gen_ai.usage.output_tokens': data.usage!.completion_tokens });
+    expect(children[3]!.attributes).toMatchObject({
+      'gen_ai.usage.input_tokens': data.usage!.prompt_tokens,
+      'gen_ai.usage.output_tokens': data.usage!.completion_tokens,
+    });
 
     // In order, inside the request's span.
     const ms = (t: [number, number]) => t[0] * 1000 + t[1] / 1e6;
@@ -125,7 +150,9 @@ describe('traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
   });
 
   it('ends a stream’s span when the stream ends, and starts a new trace without a client traceparent', async () => {
-    const { data: stream, response } = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 6, stream: true, messages: [{ role: 'user', content: 'stream me' }] }).withResponse();
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'sim-chat', max_tokens: 6, stream: true, messages: [{ role: 'user', content: 'stream me' }] })
+      .withResponse();
     const traceId = TRACEPARENT.exec(response.headers.get('traceparent') ?? '')?.[1];
     expect(traceId).toBeDefined();
     let chunks = 0;
@@ -139,7 +166,9 @@ describe('traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
       expect(named(spans, name).parentSpanContext?.spanId).toBe(root.spanContext().spanId);
     }
     expect(named(spans, 'tollgate.relay').attributes['tollgate.streamed']).toBe(true);
-    expect(TRACEPARENT.exec(proxy.received[0]?.traceparent ?? '')?.[2]).toBe(named(spans, 'tollgate.upstream').spanContext().spanId);
+    expect(TRACEPARENT.exec(proxy.received[0]?.traceparent ?? '')?.[2]).toBe(
+      named(spans, 'tollgate.upstream').spanContext().spanId,
+    );
   });
 
   it('marks a refused request on its span, and sends nothing to the engine', async () => {
@@ -161,9 +190,13 @@ describe('traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
 
   it('installs no global tracer provider or context manager: spans travel explicitly, with no async hooks', async () => {
     const { context, trace } = await import('@opentelemetry/api');
-    expect((context as unknown as { _getContextManager(): object })._getContextManager().constructor.name).toBe('NoopContextManager');
+    expect((context as unknown as { _getContextManager(): object })._getContextManager().constructor.name).toBe(
+      'NoopContextManager',
+    );
     expect(trace.getTracerProvider().constructor.name).toBe('ProxyTracerProvider');
-    expect((trace.getTracerProvider() as unknown as { getDelegate(): object }).getDelegate().constructor.name).toBe('NoopTracerProvider');
+    expect((trace.getTracerProvider() as unknown as { getDelegate(): object }).getDelegate().constructor.name).toBe(
+      'NoopTracerProvider',
+    );
   });
 });
 
@@ -173,11 +206,15 @@ describe('traces off (no OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     try {
       expect(gateway.services.tracing).toBeNull();
       const { secret } = await gateway.tenant();
-      const { response } = await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({ model: 'sim-embed', input: 'x' }).withResponse();
+      const { response } = await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings
+        .create({ model: 'sim-embed', input: 'x' })
+        .withResponse();
       expect(response.headers.get('traceparent')).toBeNull();
       // No global context manager: the API's default (no-op) one has no AsyncLocalStorage behind it.
       const { context } = await import('@opentelemetry/api');
-      expect((context as unknown as { _getContextManager(): object })._getContextManager().constructor.name).toBe('NoopContextManager');
+      expect((context as unknown as { _getContextManager(): object })._getContextManager().constructor.name).toBe(
+        'NoopContextManager',
+      );
     } finally {
       await gateway.close();
     }
@@ -191,24 +228,37 @@ describe('traces over OTLP/HTTP', () => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        received.push({ method: req.method ?? '', path: req.url ?? '', type: req.headers['content-type'], body: Buffer.concat(chunks) });
+        received.push({
+          method: req.method ?? '',
+          path: req.url ?? '',
+          type: req.headers['content-type'],
+          body: Buffer.concat(chunks),
+        });
         res.writeHead(200, { 'content-type': 'application/x-protobuf', 'content-length': 0 }).end();
       });
     });
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
     try {
       const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}/`;
-      const gateway = await startTestGateway('pglite', { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SERVICE_NAME: 'tollgate-otlp-test' });
+      const gateway = await startTestGateway('pglite', {
+        OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+        OTEL_SERVICE_NAME: 'tollgate-otlp-test',
+      });
       try {
         const { secret } = await gateway.tenant();
-        await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({ model: 'sim-embed', input: 'exported' });
+        await new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 }).embeddings.create({
+          model: 'sim-embed',
+          input: 'exported',
+        });
       } finally {
         // Spans leave in batches every few seconds; closing sends what is left.
         await gateway.close();
       }
       expect(received.length).toBeGreaterThan(0);
       const body = Buffer.concat(received.map((r) => r.body));
-      expect(received.every((r) => r.method === 'POST' && r.path === '/v1/traces' && r.type === 'application/x-protobuf')).toBe(true);
+      expect(
+        received.every((r) => r.method === 'POST' && r.path === '/v1/traces' && r.type === 'application/x-protobuf'),
+      ).toBe(true);
       // Protobuf keeps strings as UTF-8 bytes: the service and the request's span name are in the export.
       expect(body.includes(Buffer.from('tollgate-otlp-test'))).toBe(true);
       expect(body.includes(Buffer.from('POST /v1/embeddings'))).toBe(true);

@@ -12,11 +12,18 @@ describe('admin API: operator token', () => {
     const res = await h.app.request('/admin/v1/orgs');
     expect(res.status).toBe(401);
     const body = await res.json();
-    expect(body).toMatchObject({ error: { message: expect.stringContaining('Missing operator token'), type: 'auth_error', code: 'unauthorized' } });
+    expect(body).toMatchObject({
+      error: { message: expect.stringContaining('Missing operator token'), type: 'auth_error', code: 'unauthorized' },
+    });
   });
 
   it('refuses a wrong token, a token of another length, and another scheme', async () => {
-    for (const authorization of [`Bearer ${ADMIN_TOKEN.slice(0, -1)}x`, 'Bearer short', `Basic ${ADMIN_TOKEN}`, 'Bearer ']) {
+    for (const authorization of [
+      `Bearer ${ADMIN_TOKEN.slice(0, -1)}x`,
+      'Bearer short',
+      `Basic ${ADMIN_TOKEN}`,
+      'Bearer ',
+    ]) {
       const res = await h.app.request('/admin/v1/orgs', { headers: { authorization } });
       expect(res.status, authorization).toBe(401);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthorized');

@@ -8,12 +8,24 @@ describe('admin API: models and prices', () => {
   });
   afterAll(() => h.store.close());
 
-  const qwen = { id: 'Qwen/Qwen2.5-7B-Instruct', display_name: 'qwen-7b', hf_repo_id: 'Qwen/Qwen2.5-7B-Instruct', task_type: 'chat', context_length: 32768 };
+  const qwen = {
+    id: 'Qwen/Qwen2.5-7B-Instruct',
+    display_name: 'qwen-7b',
+    hf_repo_id: 'Qwen/Qwen2.5-7B-Instruct',
+    task_type: 'chat',
+    context_length: 32768,
+  };
 
   it('adds a model whose id has a slash, and lists it without a price', async () => {
     const created = await h.call('POST', '/models', qwen);
     expect(created.status).toBe(201);
-    expect(created.body).toEqual({ ...qwen, object: 'model', enabled: true, created_at: expect.any(String), price: null });
+    expect(created.body).toEqual({
+      ...qwen,
+      object: 'model',
+      enabled: true,
+      created_at: expect.any(String),
+      price: null,
+    });
     expect((await h.call('GET', '/models')).body.data).toContainEqual(created.body);
   });
 
@@ -24,9 +36,20 @@ describe('admin API: models and prices', () => {
   });
 
   it('validates a new model', async () => {
-    const res = await h.call('POST', '/models', { id: '-bad id', display_name: '', hf_repo_id: 'x/y', task_type: 'vision', context_length: 0 });
+    const res = await h.call('POST', '/models', {
+      id: '-bad id',
+      display_name: '',
+      hf_repo_id: 'x/y',
+      task_type: 'vision',
+      context_length: 0,
+    });
     expect(res.status).toBe(400);
-    expect(res.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['context_length', 'display_name', 'id', 'task_type']);
+    expect(res.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual([
+      'context_length',
+      'display_name',
+      'id',
+      'task_type',
+    ]);
   });
 
   it('disables and re-enables a model by a slashed id; disabled models list only with include_disabled', async () => {
@@ -34,22 +57,46 @@ describe('admin API: models and prices', () => {
     expect(off.status).toBe(200);
     expect(off.body).toMatchObject({ id: qwen.id, enabled: false });
     expect((await h.call('GET', '/models')).body.data.map((m: { id: string }) => m.id)).not.toContain(qwen.id);
-    expect((await h.call('GET', '/models?include_disabled=true')).body.data.map((m: { id: string }) => m.id)).toContain(qwen.id);
-    const on = await h.call('PATCH', `/models/${qwen.id}`, { enabled: true, display_name: 'Qwen 7B', context_length: 16384 });
+    expect((await h.call('GET', '/models?include_disabled=true')).body.data.map((m: { id: string }) => m.id)).toContain(
+      qwen.id,
+    );
+    const on = await h.call('PATCH', `/models/${qwen.id}`, {
+      enabled: true,
+      display_name: 'Qwen 7B',
+      context_length: 16384,
+    });
     expect(on.body).toMatchObject({ enabled: true, display_name: 'Qwen 7B', context_length: 16384 });
   });
 
   it('finds a model whose id has a colon when the path encodes it', async () => {
-    await h.call('POST', '/models', { id: 'llama:8b', display_name: 'llama', hf_repo_id: 'meta/llama', task_type: 'chat', context_length: 8192 });
-    expect((await h.call('PATCH', '/models/llama%3A8b', { context_length: 4096 })).body).toMatchObject({ id: 'llama:8b', context_length: 4096 });
-    expect((await h.call('PUT', '/prices/llama%3A8b', { input_per_million: '0.1', output_per_million: '0.2' })).body.model_id).toBe('llama:8b');
+    await h.call('POST', '/models', {
+      id: 'llama:8b',
+      display_name: 'llama',
+      hf_repo_id: 'meta/llama',
+      task_type: 'chat',
+      context_length: 8192,
+    });
+    expect((await h.call('PATCH', '/models/llama%3A8b', { context_length: 4096 })).body).toMatchObject({
+      id: 'llama:8b',
+      context_length: 4096,
+    });
+    expect(
+      (await h.call('PUT', '/prices/llama%3A8b', { input_per_million: '0.1', output_per_million: '0.2' })).body
+        .model_id,
+    ).toBe('llama:8b');
   });
 
   it('refuses an empty patch, an unknown model, and a display name taken by another model', async () => {
     const empty = await h.call('PATCH', `/models/${qwen.id}`, {});
     expect(empty.body.error.details).toEqual([{ field: 'body', message: 'Send at least one field to change.' }]);
     expect((await h.call('PATCH', '/models/no/such/model', { enabled: false })).status).toBe(404);
-    await h.call('POST', '/models', { id: 'embed', display_name: 'embed', hf_repo_id: 'BAAI/bge-small-en-v1.5', task_type: 'embedding', context_length: 512 });
+    await h.call('POST', '/models', {
+      id: 'embed',
+      display_name: 'embed',
+      hf_repo_id: 'BAAI/bge-small-en-v1.5',
+      task_type: 'embedding',
+      context_length: 512,
+    });
     const clash = await h.call('PATCH', '/models/embed', { display_name: 'Qwen 7B' });
     expect(clash.status).toBe(409);
     expect(clash.body.error.code).toBe('conflict');
@@ -72,7 +119,11 @@ describe('admin API: models and prices', () => {
     const model = (await h.call('GET', '/models')).body.data.find((m: { id: string }) => m.id === qwen.id);
     expect(model.price).toEqual({ input_per_million: '0.15', output_per_million: '0.60' });
     const again = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '1', output_per_million: '2.5' });
-    expect(again.body).toMatchObject({ input_per_million: '1.00', output_per_million: '2.50', input_nanos_per_token: '1000' });
+    expect(again.body).toMatchObject({
+      input_per_million: '1.00',
+      output_per_million: '2.50',
+      input_nanos_per_token: '1000',
+    });
   });
 
   it('refuses prices that are floats, negative or finer than 0.001 per million, naming the field', async () => {
@@ -84,7 +135,11 @@ describe('admin API: models and prices', () => {
       { field: 'output_per_million', message: expect.stringContaining('more than 3 decimal places') },
     ]);
     const negative = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '-1', output_per_million: '1' });
-    expect(negative.body.error.details).toEqual([{ field: 'input_per_million', message: 'A price cannot be negative.' }]);
-    expect((await h.call('PUT', '/prices/missing-model', { input_per_million: '1', output_per_million: '1' })).status).toBe(404);
+    expect(negative.body.error.details).toEqual([
+      { field: 'input_per_million', message: 'A price cannot be negative.' },
+    ]);
+    expect(
+      (await h.call('PUT', '/prices/missing-model', { input_per_million: '1', output_per_million: '1' })).status,
+    ).toBe(404);
   });
 });

@@ -18,7 +18,9 @@ export const ADMIN_TOKEN = 'test-operator-token-0123456789';
  * const h = await startAdmin();
  * const res = await h.call('GET', '/orgs');
  */
-export async function startAdmin(env: Record<string, string> = {}): Promise<{ app: Hono<GatewayEnv>; store: Store; services: Services; call: Call }> {
+export async function startAdmin(
+  env: Record<string, string> = {},
+): Promise<{ app: Hono<GatewayEnv>; store: Store; services: Services; call: Call }> {
   const config = loadConfig({ TOLLGATE_DATA_DIR: 'memory://', ...env });
   const store = await openStore({ dataDir: config.dataDir });
   const log = createLogger('silent');
@@ -32,7 +34,14 @@ export async function startAdmin(env: Record<string, string> = {}): Promise<{ ap
     simulatorUrl: null,
     close: async () => {},
   };
-  const services = createServices({ config, db: store.db, log, fleet, adminToken: ADMIN_TOKEN, journal: await ChargeJournal.open(null) });
+  const services = createServices({
+    config,
+    db: store.db,
+    log,
+    fleet,
+    adminToken: ADMIN_TOKEN,
+    journal: await ChargeJournal.open(null),
+  });
   const app = createApp(services);
   const call: Call = async (method, path, body, headers = {}) => {
     const init: RequestInit = { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...headers } };
@@ -46,4 +55,9 @@ export async function startAdmin(env: Record<string, string> = {}): Promise<{ ap
   return { app, store, services, call };
 }
 
-export type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Record<string, string>; body: any }>;
+export type Call = (
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) => Promise<{ status: number; headers: Record<string, string>; body: any }>;

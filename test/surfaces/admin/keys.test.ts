@@ -77,8 +77,16 @@ describe('admin API: keys', () => {
 
   it('updates limits and toggles, with null meaning unlimited', async () => {
     const orgId = await newOrg();
-    const id = (await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k', tokens_per_minute: 100, monthly_tokens: 1000 })).body.id;
-    const updated = await h.call('PATCH', `/keys/${id}`, { name: 'renamed', requests_per_minute: 120, tokens_per_minute: null, monthly_tokens: null, response_cache: true });
+    const id = (
+      await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k', tokens_per_minute: 100, monthly_tokens: 1000 })
+    ).body.id;
+    const updated = await h.call('PATCH', `/keys/${id}`, {
+      name: 'renamed',
+      requests_per_minute: 120,
+      tokens_per_minute: null,
+      monthly_tokens: null,
+      response_cache: true,
+    });
     expect(updated.status).toBe(200);
     expect(updated.body).toMatchObject({
       name: 'renamed',
@@ -99,7 +107,9 @@ describe('admin API: keys', () => {
     expect(revoked.status).toBe(200);
     expect(revoked.body).toMatchObject({ status: 'revoked', revoked_at: expect.any(String) });
     expect((await h.call('POST', `/keys/${created.id}/revoke`)).body.revoked_at).toBe(revoked.body.revoked_at);
-    await expect(h.services.keys.authenticate(`Bearer ${created.secret}`)).rejects.toMatchObject({ code: 'unauthorized' });
+    await expect(h.services.keys.authenticate(`Bearer ${created.secret}`)).rejects.toMatchObject({
+      code: 'unauthorized',
+    });
   });
 
   it('allows five live keys, answers 409 key_limit_reached for the sixth, and frees a slot on revoke', async () => {
@@ -119,18 +129,30 @@ describe('admin API: keys', () => {
 
   it('names TOLLGATE_KEYS_PER_ACCOUNT when it refuses, and keys made for no user are one account (the service account)', async () => {
     const orgId = await newOrg();
-    for (let i = 0; i < 5; i++) expect((await h.call('POST', `/orgs/${orgId}/keys`, { name: `k${i}` })).status).toBe(201);
+    for (let i = 0; i < 5; i++)
+      expect((await h.call('POST', `/orgs/${orgId}/keys`, { name: `k${i}` })).status).toBe(201);
     const sixth = await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k5' });
     expect(sixth.body.error.message).toBe(
       "The organization's service account (keys made for no user) already holds 5 live keys, the most one account may (TOLLGATE_KEYS_PER_ACCOUNT=5); revoke one first.",
     );
-    const user = await h.call('POST', `/orgs/${orgId}/users`, { name: 'Ada', email: `ada-${orgId}@example.com`, password: 'a-long-password' });
+    const user = await h.call('POST', `/orgs/${orgId}/users`, {
+      name: 'Ada',
+      email: `ada-${orgId}@example.com`,
+      password: 'a-long-password',
+    });
     expect((await h.call('POST', `/orgs/${orgId}/keys`, { name: 'hers', user_id: user.body.id })).status).toBe(201);
   });
 
   it('refuses bad settings with field details', async () => {
     const orgId = await newOrg();
-    const res = await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k', expiry: '2d', requests_per_minute: 0, max_concurrency: 1.5, tokens_per_minute: -1, store_request_data: 'yes' });
+    const res = await h.call('POST', `/orgs/${orgId}/keys`, {
+      name: 'k',
+      expiry: '2d',
+      requests_per_minute: 0,
+      max_concurrency: 1.5,
+      tokens_per_minute: -1,
+      store_request_data: 'yes',
+    });
     expect(res.status).toBe(400);
     expect(res.body.error.details).toEqual(
       expect.arrayContaining([
@@ -143,7 +165,11 @@ describe('admin API: keys', () => {
     );
     const tooBig = await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k', requests_per_minute: 1_000_001 });
     expect(tooBig.body.error.details).toEqual([{ field: 'requests_per_minute', message: 'Must be at most 1000000.' }]);
-    const expiryOnPatch = await h.call('PATCH', `/keys/${(await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k' })).body.id}`, { expiry: '7d' });
+    const expiryOnPatch = await h.call(
+      'PATCH',
+      `/keys/${(await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k' })).body.id}`,
+      { expiry: '7d' },
+    );
     expect(expiryOnPatch.body.error.details).toEqual([{ field: 'expiry', message: 'Unknown field.' }]);
     expect((await h.call('GET', `/orgs/${orgId}/keys`)).body.data).toHaveLength(1);
   });
@@ -176,10 +202,20 @@ describe('admin API: keys per account (TOLLGATE_KEYS_PER_ACCOUNT=2)', () => {
   it("counts each user's keys, not the organization's: twenty people do not share five", async () => {
     const orgId = (await h.call('POST', '/orgs', { name: 'Twenty' })).body.id as string;
     const people = await Promise.all(
-      ['a', 'b', 'c'].map(async (name) => (await h.call('POST', `/orgs/${orgId}/users`, { name, email: `${name}-${orgId}@example.com`, password: 'a-long-password' })).body.id as string),
+      ['a', 'b', 'c'].map(
+        async (name) =>
+          (
+            await h.call('POST', `/orgs/${orgId}/users`, {
+              name,
+              email: `${name}-${orgId}@example.com`,
+              password: 'a-long-password',
+            })
+          ).body.id as string,
+      ),
     );
     for (const userId of people) {
-      for (let i = 0; i < 2; i++) expect((await h.call('POST', `/orgs/${orgId}/keys`, { name: `k${i}`, user_id: userId })).status).toBe(201);
+      for (let i = 0; i < 2; i++)
+        expect((await h.call('POST', `/orgs/${orgId}/keys`, { name: `k${i}`, user_id: userId })).status).toBe(201);
     }
     const third = await h.call('POST', `/orgs/${orgId}/keys`, { name: 'k2', user_id: people[0] });
     expect(third.status).toBe(409);
@@ -191,8 +227,16 @@ describe('admin API: keys per account (TOLLGATE_KEYS_PER_ACCOUNT=2)', () => {
 
   it('hostile: many creates at once for one user leave exactly the limit live', async () => {
     const orgId = (await h.call('POST', '/orgs', { name: 'Racers' })).body.id as string;
-    const userId = (await h.call('POST', `/orgs/${orgId}/users`, { name: 'r', email: `r-${orgId}@example.com`, password: 'a-long-password' })).body.id as string;
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => h.call('POST', `/orgs/${orgId}/keys`, { name: `k${i}`, user_id: userId })));
+    const userId = (
+      await h.call('POST', `/orgs/${orgId}/users`, {
+        name: 'r',
+        email: `r-${orgId}@example.com`,
+        password: 'a-long-password',
+      })
+    ).body.id as string;
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => h.call('POST', `/orgs/${orgId}/keys`, { name: `k${i}`, user_id: userId })),
+    );
     expect(answers.filter((a) => a.status === 201)).toHaveLength(2);
     expect(answers.filter((a) => a.status === 409)).toHaveLength(6);
   });

@@ -29,7 +29,12 @@ describe('admin API: organizations, projects, wallet', () => {
   });
 
   it('answers 404 not_found for an unknown organization', async () => {
-    for (const path of ['/orgs/org_missing', '/orgs/org_missing/projects', '/orgs/org_missing/wallet', '/orgs/org_missing/keys']) {
+    for (const path of [
+      '/orgs/org_missing',
+      '/orgs/org_missing/projects',
+      '/orgs/org_missing/wallet',
+      '/orgs/org_missing/keys',
+    ]) {
       const res = await h.call('GET', path);
       expect(res.status, path).toBe(404);
       expect(res.body.error.code).toBe('not_found');
@@ -41,7 +46,11 @@ describe('admin API: organizations, projects, wallet', () => {
   it('refuses a bad body with 400 and field details', async () => {
     const empty = await h.call('POST', '/orgs', { name: '  ' });
     expect(empty.status).toBe(400);
-    expect(empty.body.error).toMatchObject({ code: 'invalid_request', message: 'Invalid request body.', details: [{ field: 'name', message: 'Must not be empty.' }] });
+    expect(empty.body.error).toMatchObject({
+      code: 'invalid_request',
+      message: 'Invalid request body.',
+      details: [{ field: 'name', message: 'Must not be empty.' }],
+    });
     const extra = await h.call('POST', '/orgs', { name: 'x', nmae: 'typo' });
     expect(extra.body.error.details).toEqual([{ field: 'nmae', message: 'Unknown field.' }]);
     const missing = await h.call('POST', '/orgs', {});
@@ -76,9 +85,16 @@ describe('admin API: organizations, projects, wallet', () => {
 
   it('tops up exactly: "0.10" ten times is "1.00"', async () => {
     const orgId = await newOrg();
-    for (let i = 0; i < 10; i++) expect((await h.call('POST', `/orgs/${orgId}/wallet/topups`, { amount: '0.10' })).status).toBe(201);
+    for (let i = 0; i < 10; i++)
+      expect((await h.call('POST', `/orgs/${orgId}/wallet/topups`, { amount: '0.10' })).status).toBe(201);
     const wallet = await h.call('GET', `/orgs/${orgId}/wallet`);
-    expect(wallet.body).toMatchObject({ object: 'wallet', org_id: orgId, currency: 'USD', balance: '1.00', balance_nanos: '1000000000' });
+    expect(wallet.body).toMatchObject({
+      object: 'wallet',
+      org_id: orgId,
+      currency: 'USD',
+      balance: '1.00',
+      balance_nanos: '1000000000',
+    });
     expect(wallet.body.ledger).toHaveLength(10);
     expect((await h.call('GET', `/orgs/${orgId}`)).body.balance).toBe('1.00');
   });
@@ -88,7 +104,10 @@ describe('admin API: organizations, projects, wallet', () => {
     const topup = await h.call('POST', `/orgs/${orgId}/wallet/topups`, { amount: '12.50', note: 'invoice 7' });
     expect(topup.status).toBe(201);
     expect(topup.body.balance).toBe('12.50');
-    const adjusted = await h.call('POST', `/orgs/${orgId}/wallet/adjustments`, { amount: '-1.25', note: 'goodwill reversal' });
+    const adjusted = await h.call('POST', `/orgs/${orgId}/wallet/adjustments`, {
+      amount: '-1.25',
+      note: 'goodwill reversal',
+    });
     expect(adjusted.status).toBe(201);
     expect(adjusted.body).toMatchObject({ balance: '11.25', balance_nanos: '11250000000' });
     expect(adjusted.body.ledger[0]).toEqual({

@@ -36,7 +36,14 @@ describe.skipIf(missing !== null)('Claude Code through /v1/messages (claude -p)'
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-claude-code-'));
     await writeFile(path.join(dir, 'turns.jsonl'), scriptFor(path.join(dir, 'work', 'made.txt')));
-    const engine = { kind: 'simulator', model: 'sim-chat', task: 'chat', tool_call_parser: 'hermes', max_model_len: 131072, script: 'turns.jsonl' };
+    const engine = {
+      kind: 'simulator',
+      model: 'sim-chat',
+      task: 'chat',
+      tool_call_parser: 'hermes',
+      max_model_len: 131072,
+      script: 'turns.jsonl',
+    };
     await writeFile(path.join(dir, 'engines.json'), JSON.stringify({ engines: [engine] }));
     gateway = await startGatewayProcess('claude-code', {
       TOLLGATE_DATA_DIR: path.join(dir, 'data'),
@@ -44,7 +51,9 @@ describe.skipIf(missing !== null)('Claude Code through /v1/messages (claude -p)'
       TOLLGATE_SEED_DEMO: 'true',
       TOLLGATE_PASSWORD_COST: '10',
     });
-    await until('the first start has printed the demo key', () => /sk-gw-\S+/.test(gateway.child.output()), { detail: () => gateway.child.output() });
+    await until('the first start has printed the demo key', () => /sk-gw-\S+/.test(gateway.child.output()), {
+      detail: () => gateway.child.output(),
+    });
     key = /sk-gw-\S+/.exec(gateway.child.output())![0];
   });
   afterAll(async () => {

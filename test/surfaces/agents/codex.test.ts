@@ -36,7 +36,14 @@ describe.skipIf(missing !== null)('Codex CLI through /v1/responses (codex exec)'
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-codex-'));
     await writeFile(path.join(dir, 'turns.jsonl'), script());
-    const engine = { kind: 'simulator', model: 'sim-chat', task: 'chat', tool_call_parser: 'hermes', max_model_len: 131072, script: 'turns.jsonl' };
+    const engine = {
+      kind: 'simulator',
+      model: 'sim-chat',
+      task: 'chat',
+      tool_call_parser: 'hermes',
+      max_model_len: 131072,
+      script: 'turns.jsonl',
+    };
     await writeFile(path.join(dir, 'engines.json'), JSON.stringify({ engines: [engine] }));
     gateway = await startGatewayProcess('codex', {
       TOLLGATE_DATA_DIR: path.join(dir, 'data'),
@@ -44,7 +51,9 @@ describe.skipIf(missing !== null)('Codex CLI through /v1/responses (codex exec)'
       TOLLGATE_SEED_DEMO: 'true',
       TOLLGATE_PASSWORD_COST: '10',
     });
-    await until('the first start has printed the demo key', () => /sk-gw-\S+/.test(gateway.child.output()), { detail: () => gateway.child.output() });
+    await until('the first start has printed the demo key', () => /sk-gw-\S+/.test(gateway.child.output()), {
+      detail: () => gateway.child.output(),
+    });
     key = /sk-gw-\S+/.exec(gateway.child.output())![0];
   });
   afterAll(async () => {
@@ -58,12 +67,16 @@ describe.skipIf(missing !== null)('Codex CLI through /v1/responses (codex exec)'
     await mkdir(work);
     await mkdir(home);
     await writeFile(path.join(home, 'config.toml'), codexConfig(gateway.url));
-    const codex = run('codex', ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', 'Write made.txt'], {
-      cwd: work,
-      env: { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, TMPDIR: home, TOLLGATE_API_KEY: key },
-      // Not a timing check: a bound on a child that should end on its own, so a hung agent fails the test.
-      timeout: 120_000,
-    });
+    const codex = run(
+      'codex',
+      ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', 'Write made.txt'],
+      {
+        cwd: work,
+        env: { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, TMPDIR: home, TOLLGATE_API_KEY: key },
+        // Not a timing check: a bound on a child that should end on its own, so a hung agent fails the test.
+        timeout: 120_000,
+      },
+    );
     // `codex exec` reads more of its prompt from a stdin that is not a terminal until it closes.
     codex.child.stdin?.end();
     const { stdout } = await codex;

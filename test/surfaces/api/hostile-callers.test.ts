@@ -20,7 +20,11 @@ describe.each(cases)('generic API under a hostile caller ($store, limits in $lim
 
   beforeAll(async () => {
     // 127.0.0.1 is a trusted proxy here: each test counts under an X-Forwarded-For address of its own.
-    gateway = await startTestGateway(store, { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_TRUSTED_PROXIES: 'loopback', ...limitsEnv(limits, prefix) });
+    gateway = await startTestGateway(store, {
+      TOLLGATE_PASSWORD_COST: '10',
+      TOLLGATE_TRUSTED_PROXIES: 'loopback',
+      ...limitsEnv(limits, prefix),
+    });
     owner = (await orgWithUsers(gateway, ['owner'])).users[0]!;
     cookie = (await signIn(gateway, owner.email, owner.password)).cookie!;
   });
@@ -34,18 +38,27 @@ describe.each(cases)('generic API under a hostile caller ($store, limits in $lim
     if (limits === 'redis') expect(await redisWindowCount(prefix, key), key).toBe(count);
   };
 
-  const stackCount = async () => (await apiAs(gateway, owner.key)('GET', '/stacks?limit=100')).body.pagination.total as number;
+  const stackCount = async () =>
+    (await apiAs(gateway, owner.key)('GET', '/stacks?limit=100')).body.pagination.total as number;
 
   it("refuses a session's POST /v1/stacks without a Content-Type: 403 from another site, 415 from this one", async () => {
     const before = await stackCount();
     // A no-cors fetch with a Blob body: the browser sends no Content-Type at all.
-    const post = (origin: string) => fetch(`${gateway.url}/v1/stacks`, { method: 'POST', headers: { cookie, origin }, body: new Blob([JSON.stringify({ url: 'https://example.com/stack.zip' })]) });
+    const post = (origin: string) =>
+      fetch(`${gateway.url}/v1/stacks`, {
+        method: 'POST',
+        headers: { cookie, origin },
+        body: new Blob([JSON.stringify({ url: 'https://example.com/stack.zip' })]),
+      });
     const forged = await post('https://evil.example');
     expect(forged.status).toBe(403);
     expect(((await forged.json()) as ApiErrorEnvelope).error.code).toBe('FORBIDDEN');
     const untyped = await post(gateway.url);
     expect(untyped.status).toBe(415);
-    expect(((await untyped.json()) as ApiErrorEnvelope).error).toMatchObject({ code: 'VALIDATION_ERROR', details: [{ field: 'content-type' }] });
+    expect(((await untyped.json()) as ApiErrorEnvelope).error).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      details: [{ field: 'content-type' }],
+    });
     // A key's untyped body is refused the same way: the rule is the body's, not the caller's.
     const keyed = await fetch(`${gateway.url}/v1/stacks`, {
       method: 'POST',
@@ -59,27 +72,49 @@ describe.each(cases)('generic API under a hostile caller ($store, limits in $lim
   it('refuses every change a session sends from another page, with or without a body, and takes its own', async () => {
     const project = (await apiAs(gateway, owner.key)('POST', '/projects', { name: 'kept' })).body as { id: string };
     const send = (method: string, path: string, headers: Record<string, string>, body?: string) =>
-      fetch(`${gateway.url}${path}`, { method, headers: { cookie, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers }, body });
+      fetch(`${gateway.url}${path}`, {
+        method,
+        headers: { cookie, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        body,
+      });
     for (const [method, path, body] of [
       ['POST', '/v1/runs/run_doesnotexist/cancel', undefined],
       ['DELETE', `/api/v1/projects/${project.id}`, undefined],
       ['PUT', `/api/v1/projects/${project.id}`, JSON.stringify({ name: 'taken over' })],
       ['POST', '/api/v1/projects', JSON.stringify({ name: 'planted' })],
     ] as const) {
-      for (const elsewhere of <Record<string, string>[]>[{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'same-site' }, { 'sec-fetch-site': 'cross-site', origin: 'null' }]) {
+      for (const elsewhere of <Record<string, string>[]>[
+        { origin: 'https://evil.example' },
+        { 'sec-fetch-site': 'same-site' },
+        { 'sec-fetch-site': 'cross-site', origin: 'null' },
+      ]) {
         const response = await send(method, path, elsewhere, body);
         expect(response.status, `${method} ${path} ${JSON.stringify(elsewhere)}`).toBe(403);
         expect(((await response.json()) as ApiErrorEnvelope).error.code).toBe('FORBIDDEN');
       }
     }
-    const names = async () => ((await apiAs(gateway, owner.key)('GET', '/projects?limit=100')).body.data as Array<{ name: string }>).map((p) => p.name);
+    const names = async () =>
+      ((await apiAs(gateway, owner.key)('GET', '/projects?limit=100')).body.data as Array<{ name: string }>).map(
+        (p) => p.name,
+      );
     expect(await names()).toEqual(['kept']);
     // Signing out is a change too: another site cannot end the session.
     expect((await send('POST', '/auth/sign-out', { origin: 'https://evil.example' })).status).toBe(403);
     expect((await send('GET', '/api/v1/me', {})).status).toBe(200);
     // The portal's own pages (same origin, or the browser saying so) and non-browser clients still may.
-    expect((await send('POST', '/api/v1/projects', { origin: gateway.url }, JSON.stringify({ name: 'from here' }))).status).toBe(201);
-    expect((await send('POST', '/api/v1/projects', { 'sec-fetch-site': 'same-origin' }, JSON.stringify({ name: 'same origin' }))).status).toBe(201);
+    expect(
+      (await send('POST', '/api/v1/projects', { origin: gateway.url }, JSON.stringify({ name: 'from here' }))).status,
+    ).toBe(201);
+    expect(
+      (
+        await send(
+          'POST',
+          '/api/v1/projects',
+          { 'sec-fetch-site': 'same-origin' },
+          JSON.stringify({ name: 'same origin' }),
+        )
+      ).status,
+    ).toBe(201);
     expect((await send('POST', '/api/v1/projects', {}, JSON.stringify({ name: 'curl' }))).status).toBe(201);
     expect((await send('DELETE', `/api/v1/projects/${project.id}`, { origin: gateway.url })).status).toBe(204);
   });
@@ -103,13 +138,24 @@ describe.each(cases)('generic API under a hostile caller ($store, limits in $lim
     expect(statuses[100]).toBe(429);
     expect(last!.headers.get('retry-after')).toMatch(/^\d+$/);
     // It is the address's count: a request without credentials from there is over the limit too.
-    expect((await fetch(`${gateway.url}/api/v1/projects`, { headers: { 'x-forwarded-for': '203.0.113.91' } })).status).toBe(429);
+    expect(
+      (await fetch(`${gateway.url}/api/v1/projects`, { headers: { 'x-forwarded-for': '203.0.113.91' } })).status,
+    ).toBe(429);
     await expectCountInRedis('api:addr:203.0.113.91', 102);
   });
 
   it('sends the limit headers on a 413 too, counted like any other answer', async () => {
-    const api = (body: string) => fetch(`${gateway.url}/api/v1/projects`, { method: 'POST', headers: { authorization: `Bearer ${owner.key}`, 'content-type': 'application/json' }, body });
-    const before = Number((await fetch(`${gateway.url}/api/v1/me`, { headers: { authorization: `Bearer ${owner.key}` } })).headers.get('x-ratelimit-remaining'));
+    const api = (body: string) =>
+      fetch(`${gateway.url}/api/v1/projects`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${owner.key}`, 'content-type': 'application/json' },
+        body,
+      });
+    const before = Number(
+      (await fetch(`${gateway.url}/api/v1/me`, { headers: { authorization: `Bearer ${owner.key}` } })).headers.get(
+        'x-ratelimit-remaining',
+      ),
+    );
     const tooLarge = await api(JSON.stringify({ name: 'x'.repeat(MANAGEMENT_MAX_BODY_BYTES) }));
     expect(tooLarge.status).toBe(413);
     expect(((await tooLarge.json()) as ApiErrorEnvelope).error.code).toBe('PAYLOAD_TOO_LARGE');
@@ -124,7 +170,12 @@ describe.each(cases)('generic API under a hostile caller ($store, limits in $lim
     const get = (path: string, headers: Record<string, string>) => fetch(`${gateway.url}${path}`, { headers });
     const mine = { authorization: `Bearer ${owner.key}` };
     let remaining = Number((await get('/api/v1/me', mine)).headers.get('x-ratelimit-remaining'));
-    for (const path of ['/api/v1/no-such-resource', '/api/v1/no/such/path', '/api/v1/projects/a%00b', '/api/v1/a%00b']) {
+    for (const path of [
+      '/api/v1/no-such-resource',
+      '/api/v1/no/such/path',
+      '/api/v1/projects/a%00b',
+      '/api/v1/a%00b',
+    ]) {
       const response = await get(path, mine);
       expect(response.status, path).toBe(404);
       expect(((await response.json()) as ApiErrorEnvelope).error.code, path).toBe('NOT_FOUND');

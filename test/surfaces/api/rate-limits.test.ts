@@ -4,7 +4,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCallTo, type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
-import { createTestDatabase, deleteRedisPrefix, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
+import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  postgresAvailable,
+  redisAvailable,
+  redisUrl,
+  uniqueRedisPrefix,
+} from '../../helpers/services.js';
 
 /**
  * The generic API's hourly limits (1,000 requests per authenticated caller,
@@ -46,7 +53,9 @@ describe.skipIf(!ready)('generic API rate limits across two replicas sharing Red
   afterAll(async () => {
     await Promise.allSettled(gateways.map((g) => g.child.stop()));
     await deleteRedisPrefix(prefix).catch(() => {});
-    await database?.drop().catch((error: unknown) => console.warn(`could not drop the test database: ${String(error)}`));
+    await database
+      ?.drop()
+      .catch((error: unknown) => console.warn(`could not drop the test database: ${String(error)}`));
     if (tmp) await rm(tmp, { recursive: true, force: true });
   }, 60_000);
 
@@ -54,7 +63,11 @@ describe.skipIf(!ready)('generic API rate limits across two replicas sharing Red
   async function spread(count: number, path: string, headers: Record<string, string>): Promise<number[]> {
     const statuses: number[] = [];
     for (let sent = 0; sent < count; sent += 50) {
-      const batch = Array.from({ length: Math.min(50, count - sent) }, (_, i) => fetch(`${gateways[(sent + i) % 2]!.url}${path}`, { headers }).then(async (r) => (await r.arrayBuffer(), r.status)));
+      const batch = Array.from({ length: Math.min(50, count - sent) }, (_, i) =>
+        fetch(`${gateways[(sent + i) % 2]!.url}${path}`, { headers }).then(
+          async (r) => (await r.arrayBuffer(), r.status),
+        ),
+      );
       statuses.push(...(await Promise.all(batch)));
     }
     return statuses;
@@ -62,8 +75,19 @@ describe.skipIf(!ready)('generic API rate limits across two replicas sharing Red
 
   it('the 1,001st request of a key in an hour gets 429 RATE_LIMITED, whichever replica it reaches', async () => {
     const org = await adminCallTo<{ id: string }>(gateways[0]!.url, ADMIN_TOKEN, 'POST', '/orgs', { name: 'limits' });
-    await adminCallTo(gateways[0]!.url, ADMIN_TOKEN, 'POST', `/orgs/${org.id}/users`, { name: 'Owner', email: 'owner@limits.example.com', password: 'a-long-password', role: 'owner' });
-    const { secret } = await adminCallTo<{ secret: string }>(gateways[0]!.url, ADMIN_TOKEN, 'POST', `/orgs/${org.id}/keys`, { name: 'k' });
+    await adminCallTo(gateways[0]!.url, ADMIN_TOKEN, 'POST', `/orgs/${org.id}/users`, {
+      name: 'Owner',
+      email: 'owner@limits.example.com',
+      password: 'a-long-password',
+      role: 'owner',
+    });
+    const { secret } = await adminCallTo<{ secret: string }>(
+      gateways[0]!.url,
+      ADMIN_TOKEN,
+      'POST',
+      `/orgs/${org.id}/keys`,
+      { name: 'k' },
+    );
     const headers = { authorization: `Bearer ${secret}` };
     const statuses = await spread(1_000, '/api/v1/me', headers);
     expect(statuses.filter((s) => s === 200)).toHaveLength(1_000);
@@ -76,7 +100,11 @@ describe.skipIf(!ready)('generic API rate limits across two replicas sharing Red
       expect(reset).toBeGreaterThan(3_000);
       expect(reset).toBeLessThanOrEqual(3_600);
       expect(over.headers.get('retry-after')).toBe(String(reset));
-      expect(((await over.json()) as ApiErrorEnvelope).error).toEqual({ code: 'RATE_LIMITED', message: expect.any(String), details: [] });
+      expect(((await over.json()) as ApiErrorEnvelope).error).toEqual({
+        code: 'RATE_LIMITED',
+        message: expect.any(String),
+        details: [],
+      });
     }
   }, 60_000);
 

@@ -70,7 +70,9 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
     for (const answer of [...wrong, ...unknown]) {
       expect(answer.status).toBe(401);
       expect(answer.cookie).toBeNull();
-      expect(answer.body).toEqual({ error: { code: 'UNAUTHORIZED', message: 'The email or the password is wrong.', details: [] } });
+      expect(answer.body).toEqual({
+        error: { code: 'UNAUTHORIZED', message: 'The email or the password is wrong.', details: [] },
+      });
     }
     // Both check a password hash: an unknown email is not answered faster (medians, with room for noise).
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
@@ -120,16 +122,30 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
     const { users } = await orgWithUsers(gateway, ['owner']);
     const owner = apiAs(gateway, users[0]!.key);
     const tag = Math.random().toString(36).slice(2, 8);
-    const made = await owner('POST', '/users', { name: 'Ada', email: ` \uFF21da.${tag}@Example.COM `, password: 'a-fine-password-1' });
+    const made = await owner('POST', '/users', {
+      name: 'Ada',
+      email: ` \uFF21da.${tag}@Example.COM `,
+      password: 'a-fine-password-1',
+    });
     expect(made.status).toBe(201);
     expect(made.body.email).toBe(`ada.${tag}@example.com`);
-    const again = await owner('POST', '/users', { name: 'Ada again', email: `ADA.${tag}@EXAMPLE.COM`, password: 'a-fine-password-1' });
+    const again = await owner('POST', '/users', {
+      name: 'Ada again',
+      email: `ADA.${tag}@EXAMPLE.COM`,
+      password: 'a-fine-password-1',
+    });
     expect(again.status).toBe(409);
-    const dotted = await owner('POST', '/users', { name: 'Dotted', email: `\u0130da.${tag}@example.com`, password: 'a-fine-password-1' });
+    const dotted = await owner('POST', '/users', {
+      name: 'Dotted',
+      email: `\u0130da.${tag}@example.com`,
+      password: 'a-fine-password-1',
+    });
     expect(dotted.status).toBe(400);
     expect(dotted.body.error.details).toEqual([{ field: 'email', message: 'Must be an email address.' }]);
     // The right password with the stored spelling, or any spelling that normalizes to it, signs in.
-    const signedIn = await signIn(gateway, `ａｄａ.${tag}@example.com`, 'a-fine-password-1', { 'x-forwarded-for': '203.0.113.21' });
+    const signedIn = await signIn(gateway, `ａｄａ.${tag}@example.com`, 'a-fine-password-1', {
+      'x-forwarded-for': '203.0.113.21',
+    });
     expect(signedIn.status).toBe(200);
     expect(signedIn.body.user.email).toBe(`ada.${tag}@example.com`);
   });
@@ -163,12 +179,19 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
     const marker = 'Marker-Password-7f3a9c';
     const { users } = await orgWithUsers(gateway, ['owner']);
     const api = apiAs(gateway, users[0]!.key);
-    const created = await api('POST', '/users', { name: 'Logged', email: `logged-${Date.now()}@example.com`, password: marker });
+    const created = await api('POST', '/users', {
+      name: 'Logged',
+      email: `logged-${Date.now()}@example.com`,
+      password: marker,
+    });
     expect(created.status).toBe(201);
     const session = await signIn(gateway, created.body.email, marker);
     expect(session.status).toBe(200);
     await signIn(gateway, created.body.email, `${marker}-wrong`);
-    await withCookie(gateway, session.cookie!, 'PUT', `/api/v1/users/${created.body.id}`, { password: `${marker}-new`, current_password: marker });
+    await withCookie(gateway, session.cookie!, 'PUT', `/api/v1/users/${created.body.id}`, {
+      password: `${marker}-new`,
+      current_password: marker,
+    });
     // A request that fails inside the server logs its error: still nothing secret.
     await api('POST', '/users', `{"name":"x","email":"broken@example.com","password":"${marker}"`);
     const hash = (await gateway.services.users.get(created.body.id)).passwordHash;
@@ -182,7 +205,12 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
   });
 
   it('counts requests without credentials per client address: X-Forwarded-For from a trusted proxy', async () => {
-    const remaining = async (forwardedFor: string) => Number((await fetch(`${gateway.url}/api/v1/users`, { headers: { 'x-forwarded-for': forwardedFor } })).headers.get('x-ratelimit-remaining'));
+    const remaining = async (forwardedFor: string) =>
+      Number(
+        (await fetch(`${gateway.url}/api/v1/users`, { headers: { 'x-forwarded-for': forwardedFor } })).headers.get(
+          'x-ratelimit-remaining',
+        ),
+      );
     // 127.0.0.1 is trusted here: each forwarded address has a count of its own.
     const first = await remaining('203.0.113.7');
     expect(await remaining('203.0.113.7')).toBe(first - 1);
@@ -198,9 +226,15 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
         headers: { 'content-type': 'text/plain', ...headers },
         body: JSON.stringify({ name: 'csrf', email: users[0]!.email, password: users[0]!.password }),
       });
-    for (const response of [await form('/api/v1/projects', { cookie: session.cookie! }), await form('/auth/sign-in', {})]) {
+    for (const response of [
+      await form('/api/v1/projects', { cookie: session.cookie! }),
+      await form('/auth/sign-in', {}),
+    ]) {
       expect(response.status).toBe(415);
-      expect(((await response.json()) as ApiErrorEnvelope).error).toMatchObject({ code: 'VALIDATION_ERROR', details: [{ field: 'content-type' }] });
+      expect(((await response.json()) as ApiErrorEnvelope).error).toMatchObject({
+        code: 'VALIDATION_ERROR',
+        details: [{ field: 'content-type' }],
+      });
     }
     expect((await apiAs(gateway, users[0]!.key)('GET', '/projects')).body.pagination.total).toBe(0);
   });

@@ -8,7 +8,8 @@ import { apiAs, orgWithUsers, signIn, type TestUser } from './harness.js';
 
 const stores = await availableStores();
 
-const packageOf = (name: string) => zipOf({ 'manifest.json': JSON.stringify({ name, title: `The ${name} stack` }), 'main.tf': '# a module' });
+const packageOf = (name: string) =>
+  zipOf({ 'manifest.json': JSON.stringify({ name, title: `The ${name} stack` }), 'main.tf': '# a module' });
 
 /** A multipart body with the package, as a browser or SDK sends it. */
 async function multipart(zip: Buffer): Promise<{ body: Buffer; type: string }> {
@@ -31,22 +32,42 @@ describe.each(stores)('stack uploads are bounded (%s)', (store) => {
   let admin: TestUser;
 
   beforeAll(async () => {
-    gateway = await startTestGateway(store, { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_UPLOADS_IN_FLIGHT: '2', TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER: '1', TOLLGATE_STACKS_PER_USER: '2' });
-    [alice, bob, carol] = (await orgWithUsers(gateway, ['owner', 'member', 'member'])).users as [TestUser, TestUser, TestUser];
+    gateway = await startTestGateway(store, {
+      TOLLGATE_PASSWORD_COST: '10',
+      TOLLGATE_UPLOADS_IN_FLIGHT: '2',
+      TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER: '1',
+      TOLLGATE_STACKS_PER_USER: '2',
+    });
+    [alice, bob, carol] = (await orgWithUsers(gateway, ['owner', 'member', 'member'])).users as [
+      TestUser,
+      TestUser,
+      TestUser,
+    ];
     admin = (await orgWithUsers(gateway, ['owner'], { platformAdmin: true })).users[0]!;
   });
   afterAll(() => gateway?.close());
 
   async function upload(key: string, zip: Buffer) {
     const { body, type } = await multipart(zip);
-    const response = await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': type }, body });
-    return { status: response.status, body: (await response.json()) as any, retryAfter: response.headers.get('retry-after') };
+    const response = await fetch(`${gateway.url}/api/v1/stacks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': type },
+      body,
+    });
+    return {
+      status: response.status,
+      body: (await response.json()) as any,
+      retryAfter: response.headers.get('retry-after'),
+    };
   }
 
   /** An upload whose body arrives in two halves: it holds its slot until `finish` sends the second. */
   async function slowUpload(key: string, zip: Buffer) {
     const { body, type } = await multipart(zip);
-    const request = http.request(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': type, 'content-length': String(body.length) } });
+    const request = http.request(`${gateway.url}/api/v1/stacks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': type, 'content-length': String(body.length) },
+    });
     const answered = new Promise<{ status: number }>((resolve, reject) => {
       request.on('response', (response) => {
         response.resume();
@@ -106,8 +127,17 @@ describe.each(stores)('stack uploads are bounded (%s)', (store) => {
     await reading(1);
     const form = new FormData();
     form.set('_csrf', token);
-    form.set('package', new Blob([new Uint8Array(await packageOf('bobs-form'))], { type: 'application/zip' }), 'stack.zip');
-    const refused = await fetch(`${gateway.url}/portal/stacks/upload`, { method: 'POST', headers: { cookie: session.cookie!, origin: gateway.url }, body: form, redirect: 'manual' });
+    form.set(
+      'package',
+      new Blob([new Uint8Array(await packageOf('bobs-form'))], { type: 'application/zip' }),
+      'stack.zip',
+    );
+    const refused = await fetch(`${gateway.url}/portal/stacks/upload`, {
+      method: 'POST',
+      headers: { cookie: session.cookie!, origin: gateway.url },
+      body: form,
+      redirect: 'manual',
+    });
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(await refused.text()).toContain('wait for one to finish');
@@ -120,12 +150,16 @@ describe.each(stores)('stack uploads are bounded (%s)', (store) => {
     expect((await upload(alice.key, await packageOf('alice-two'))).status).toBe(201);
     const over = await upload(alice.key, await packageOf('alice-three'));
     expect(over.status).toBe(409);
-    expect(over.body.error).toMatchObject({ code: 'CONFLICT', details: [{ field: 'package', message: 'At most 2 stacks per user.' }] });
+    expect(over.body.error).toMatchObject({
+      code: 'CONFLICT',
+      details: [{ field: 'package', message: 'At most 2 stacks per user.' }],
+    });
     expect(over.body.error.message).toMatch(/delete one/);
     expect((await apiAs(gateway, alice.key)('DELETE', '/stacks/alice-one')).status).toBe(204);
     expect((await upload(alice.key, await packageOf('alice-three'))).status).toBe(201);
     // Platform admins curate the global catalog: no bound.
-    for (const name of ['global-a', 'global-b', 'global-c']) expect((await upload(admin.key, await packageOf(name))).status).toBe(201);
+    for (const name of ['global-a', 'global-b', 'global-c'])
+      expect((await upload(admin.key, await packageOf(name))).status).toBe(201);
   });
 
   it('takes the large limit for an upload only: a 300 KiB PATCH, which takes no slot, is a 413 like any management body', async () => {
@@ -134,7 +168,11 @@ describe.each(stores)('stack uploads are bounded (%s)', (store) => {
     expect(patch.body.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
     expect(patch.headers.get('connection')).toBe('close');
     // The upload itself still has room for a package above the management limit.
-    const big = await zipOf({ 'manifest.json': JSON.stringify({ name: 'carols-big', title: 'Big' }), 'main.tf': '# a module', 'data.txt': randomBytes(400 * 1024).toString('base64') });
+    const big = await zipOf({
+      'manifest.json': JSON.stringify({ name: 'carols-big', title: 'Big' }),
+      'main.tf': '# a module',
+      'data.txt': randomBytes(400 * 1024).toString('base64'),
+    });
     expect(big.length).toBeGreaterThan(300 * 1024);
     expect((await upload(admin.key, big)).status).toBe(201);
   });

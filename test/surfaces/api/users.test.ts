@@ -46,7 +46,13 @@ describe.each(stores)('generic API: users (%s)', (store) => {
   it('sorts by created_at (default), name and email, either way', async () => {
     const { users } = await orgWithUsers(gateway, ['owner', 'member', 'member', 'admin']);
     const api = apiAs(gateway, users[0]!.key);
-    const list = async (sort?: string) => (await api('GET', `/users${sort ? `?sort=${sort}` : ''}`)).body.data as Array<{ id: string; name: string; email: string; created_at: string }>;
+    const list = async (sort?: string) =>
+      (await api('GET', `/users${sort ? `?sort=${sort}` : ''}`)).body.data as Array<{
+        id: string;
+        name: string;
+        email: string;
+        created_at: string;
+      }>;
     const byDefault = await list();
     expect(byDefault.map((u) => u.id)).toEqual(users.map((u) => u.id));
     expect((await list('-created_at')).map((u) => u.id)).toEqual(users.map((u) => u.id).reverse());
@@ -61,19 +67,43 @@ describe.each(stores)('generic API: users (%s)', (store) => {
     const { users } = await orgWithUsers(gateway, ['owner']);
     const me = await apiAs(gateway, users[0]!.key)('GET', `/users/${users[0]!.id}`);
     expect(me.status).toBe(200);
-    expect(Object.keys(me.body).sort()).toEqual(['created_at', 'email', 'id', 'name', 'org_id', 'platform_admin', 'role']);
+    expect(Object.keys(me.body).sort()).toEqual([
+      'created_at',
+      'email',
+      'id',
+      'name',
+      'org_id',
+      'platform_admin',
+      'role',
+    ]);
     expect(JSON.stringify(me.body)).not.toContain('scrypt');
   });
 
   it('reports every invalid field at once', async () => {
     const { users } = await orgWithUsers(gateway, ['owner']);
     const api = apiAs(gateway, users[0]!.key);
-    const bad = await api('POST', '/users', { name: '', email: 'not-an-email', password: 'short', role: 'king', extra: true });
+    const bad = await api('POST', '/users', {
+      name: '',
+      email: 'not-an-email',
+      password: 'short',
+      role: 'king',
+      extra: true,
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('VALIDATION_ERROR');
-    expect(bad.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['email', 'extra', 'name', 'password', 'role']);
+    expect(bad.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual([
+      'email',
+      'extra',
+      'name',
+      'password',
+      'role',
+    ]);
     const missing = await api('POST', '/users', {});
-    expect(missing.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['email', 'name', 'password']);
+    expect(missing.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual([
+      'email',
+      'name',
+      'password',
+    ]);
     const tooLong = await api('POST', '/users', { name: 'x', email: 'long@example.com', password: 'p'.repeat(129) });
     expect(tooLong.body.error.details).toEqual([{ field: 'password', message: 'Must be at most 128 characters.' }]);
     expect((await api('PUT', `/users/${users[0]!.id}`, {})).body.error.code).toBe('VALIDATION_ERROR');
@@ -85,11 +115,22 @@ describe.each(stores)('generic API: users (%s)', (store) => {
   it('refuses a taken email, whatever its case, with CONFLICT', async () => {
     const { users } = await orgWithUsers(gateway, ['owner']);
     const api = apiAs(gateway, users[0]!.key);
-    const created = await api('POST', '/users', { name: 'Grace', email: 'Grace.Hopper@Example.com', password: 'a-long-password' });
+    const created = await api('POST', '/users', {
+      name: 'Grace',
+      email: 'Grace.Hopper@Example.com',
+      password: 'a-long-password',
+    });
     expect(created.status).toBe(201);
-    const again = await api('POST', '/users', { name: 'Grace 2', email: 'grace.hopper@example.COM', password: 'a-long-password' });
+    const again = await api('POST', '/users', {
+      name: 'Grace 2',
+      email: 'grace.hopper@example.COM',
+      password: 'a-long-password',
+    });
     expect(again.status).toBe(409);
-    expect(again.body.error).toMatchObject({ code: 'CONFLICT', details: [{ field: 'email', message: expect.any(String) }] });
+    expect(again.body.error).toMatchObject({
+      code: 'CONFLICT',
+      details: [{ field: 'email', message: expect.any(String) }],
+    });
     // Signing in is case-insensitive too.
     expect((await signIn(gateway, 'GRACE.HOPPER@example.com', 'a-long-password')).status).toBe(200);
   });
@@ -104,29 +145,65 @@ describe.each(stores)('generic API: users (%s)', (store) => {
     expect((await asB('GET', `/users/${target}`)).status).toBe(404);
     expect((await asB('PUT', `/users/${target}`, { name: 'taken over' })).status).toBe(404);
     expect((await asB('DELETE', `/users/${target}`)).status).toBe(404);
-    expect((await asB('POST', '/users', { name: 'x', email: `x-${Date.now()}@example.com`, password: 'a-long-password', org_id: a.orgId })).status).toBe(403);
+    expect(
+      (
+        await asB('POST', '/users', {
+          name: 'x',
+          email: `x-${Date.now()}@example.com`,
+          password: 'a-long-password',
+          org_id: a.orgId,
+        })
+      ).status,
+    ).toBe(403);
     expect((await apiAs(gateway, a.users[0]!.key)('GET', `/users/${target}`)).body.name).toBe('member 1');
   });
 
   it('applies the role rules: members edit only themselves, admins never touch owners, only owners make owners', async () => {
     const { users } = await orgWithUsers(gateway, ['owner', 'admin', 'member', 'member']);
-    const [owner, admin, member, other] = users as [(typeof users)[0], (typeof users)[0], (typeof users)[0], (typeof users)[0]];
+    const [owner, admin, member, other] = users as [
+      (typeof users)[0],
+      (typeof users)[0],
+      (typeof users)[0],
+      (typeof users)[0],
+    ];
     const asMember = apiAs(gateway, member.key);
     expect((await asMember('PUT', `/users/${member.id}`, { name: 'Me, renamed' })).body.name).toBe('Me, renamed');
     expect((await asMember('PUT', `/users/${other.id}`, { name: 'x' })).status).toBe(403);
     expect((await asMember('PUT', `/users/${member.id}`, { role: 'admin' })).status).toBe(403);
-    expect((await asMember('POST', '/users', { name: 'x', email: `m-${Date.now()}@example.com`, password: 'a-long-password' })).status).toBe(403);
+    expect(
+      (
+        await asMember('POST', '/users', {
+          name: 'x',
+          email: `m-${Date.now()}@example.com`,
+          password: 'a-long-password',
+        })
+      ).status,
+    ).toBe(403);
     expect((await asMember('DELETE', `/users/${other.id}`)).status).toBe(403);
     const asAdmin = apiAs(gateway, admin.key);
     expect((await asAdmin('PUT', `/users/${owner.id}`, { name: 'x' })).status).toBe(403);
     expect((await asAdmin('PUT', `/users/${other.id}`, { role: 'owner' })).status).toBe(403);
     expect((await asAdmin('PUT', `/users/${other.id}`, { role: 'admin' })).body.role).toBe('admin');
-    expect((await asAdmin('POST', '/users', { name: 'x', email: `o-${Date.now()}@example.com`, password: 'a-long-password', role: 'owner' })).status).toBe(403);
+    expect(
+      (
+        await asAdmin('POST', '/users', {
+          name: 'x',
+          email: `o-${Date.now()}@example.com`,
+          password: 'a-long-password',
+          role: 'owner',
+        })
+      ).status,
+    ).toBe(403);
     expect((await asAdmin('DELETE', `/users/${owner.id}`)).status).toBe(403);
     const asOwner = apiAs(gateway, owner.key);
     const promoted = await asOwner('PUT', `/users/${member.id}`, { role: 'owner' });
     expect(promoted.body.role).toBe('owner');
-    const created = await asOwner('POST', '/users', { name: 'New admin', email: `a-${Date.now()}@example.com`, password: 'a-long-password', role: 'admin' });
+    const created = await asOwner('POST', '/users', {
+      name: 'New admin',
+      email: `a-${Date.now()}@example.com`,
+      password: 'a-long-password',
+      role: 'admin',
+    });
     expect(created.status).toBe(201);
     expect(created.body.role).toBe('admin');
   });
@@ -167,10 +244,15 @@ describe.each(stores)('generic API: users (%s)', (store) => {
     const owner = users[0]!;
     const here = await signIn(gateway, owner.email, owner.password);
     const elsewhere = await signIn(gateway, owner.email, owner.password);
-    const without = await withCookie(gateway, here.cookie!, 'PUT', `/api/v1/users/${owner.id}`, { password: 'a-brand-new-password' });
+    const without = await withCookie(gateway, here.cookie!, 'PUT', `/api/v1/users/${owner.id}`, {
+      password: 'a-brand-new-password',
+    });
     expect(without.status).toBe(400);
     expect(without.body.error.details).toEqual([{ field: 'current_password', message: expect.any(String) }]);
-    const changed = await withCookie(gateway, here.cookie!, 'PUT', `/api/v1/users/${owner.id}`, { password: 'a-brand-new-password', current_password: owner.password });
+    const changed = await withCookie(gateway, here.cookie!, 'PUT', `/api/v1/users/${owner.id}`, {
+      password: 'a-brand-new-password',
+      current_password: owner.password,
+    });
     expect(changed.status).toBe(200);
     expect((await withCookie(gateway, here.cookie!, 'GET', '/api/v1/me')).status).toBe(200);
     expect((await withCookie(gateway, elsewhere.cookie!, 'GET', '/api/v1/me')).status).toBe(401);
@@ -186,11 +268,17 @@ describe.each(stores)('generic API: users (%s)', (store) => {
     const without = await asMember('PUT', `/users/${member.id}`, { email: fresh() });
     expect(without.status).toBe(400);
     expect(without.body.error.details).toEqual([{ field: 'current_password', message: expect.any(String) }]);
-    expect((await asMember('PUT', `/users/${member.id}`, { email: fresh(), current_password: 'not-the-password' })).status).toBe(400);
+    expect(
+      (await asMember('PUT', `/users/${member.id}`, { email: fresh(), current_password: 'not-the-password' })).status,
+    ).toBe(400);
     // Sending the email you have is no change: a client may PUT the user as it read it.
-    expect((await asMember('PUT', `/users/${member.id}`, { name: 'Same me', email: member.email.toUpperCase() })).status).toBe(200);
+    expect(
+      (await asMember('PUT', `/users/${member.id}`, { name: 'Same me', email: member.email.toUpperCase() })).status,
+    ).toBe(200);
     const mine = fresh();
-    expect((await asMember('PUT', `/users/${member.id}`, { email: mine, current_password: member.password })).body.email).toBe(mine);
+    expect(
+      (await asMember('PUT', `/users/${member.id}`, { email: mine, current_password: member.password })).body.email,
+    ).toBe(mine);
     expect((await signIn(gateway, mine, member.password)).status).toBe(200);
     const theirs = fresh();
     expect((await apiAs(gateway, owner.key)('PUT', `/users/${member.id}`, { email: theirs })).body.email).toBe(theirs);
@@ -211,18 +299,38 @@ describe.each(stores)('generic API: users (%s)', (store) => {
       await asMemberB('PUT', `/users/${memberB.id}`, { email: taken, current_password: memberB.password }),
     ]) {
       expect(answer.status).toBe(409);
-      expect(answer.body.error).toMatchObject({ code: 'CONFLICT', details: [{ field: 'email', message: expect.any(String) }] });
+      expect(answer.body.error).toMatchObject({
+        code: 'CONFLICT',
+        details: [{ field: 'email', message: expect.any(String) }],
+      });
       expect(JSON.stringify(answer.body)).not.toContain(a.orgId);
       expect(JSON.stringify(answer.body)).not.toContain(a.users[0]!.id);
     }
     // A member cannot add users at all, and without the password cannot try their own email: 403 and 400 whether taken or not.
     for (const email of [taken, `free-${Date.now()}@example.com`]) {
-      expect((await asMemberB('POST', '/users', { name: 'Probe', email, password: 'a-long-password' })).status).toBe(403);
+      expect((await asMemberB('POST', '/users', { name: 'Probe', email, password: 'a-long-password' })).status).toBe(
+        403,
+      );
       expect((await asMemberB('PUT', `/users/${memberB.id}`, { email })).status).toBe(400);
     }
     // A free address is taken at once, by either path.
-    expect((await asOwnerB('POST', '/users', { name: 'Fine', email: `fine-${Date.now()}@example.com`, password: 'a-long-password' })).status).toBe(201);
-    expect((await asMemberB('PUT', `/users/${memberB.id}`, { email: `mine-${Date.now()}@example.com`, current_password: memberB.password })).status).toBe(200);
+    expect(
+      (
+        await asOwnerB('POST', '/users', {
+          name: 'Fine',
+          email: `fine-${Date.now()}@example.com`,
+          password: 'a-long-password',
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await asMemberB('PUT', `/users/${memberB.id}`, {
+          email: `mine-${Date.now()}@example.com`,
+          current_password: memberB.password,
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it("lets a platform admin see every organization's users", async () => {
@@ -237,7 +345,9 @@ describe.each(stores)('generic API: users (%s)', (store) => {
 
   it('serves the same API under /v1, with its own envelope, leaving the gateway routes alone', async () => {
     const { users } = await orgWithUsers(gateway, ['owner']);
-    const response = await fetch(`${gateway.baseURL}/users?limit=5`, { headers: { authorization: `Bearer ${users[0]!.key}` } });
+    const response = await fetch(`${gateway.baseURL}/users?limit=5`, {
+      headers: { authorization: `Bearer ${users[0]!.key}` },
+    });
     expect(response.status).toBe(200);
     expect(((await response.json()) as { pagination: unknown }).pagination).toMatchObject({ page: 1, limit: 5 });
     const denied = await fetch(`${gateway.baseURL}/users`);
@@ -249,7 +359,12 @@ describe.each(stores)('generic API: users (%s)', (store) => {
   });
 
   it('ignores X-Forwarded-For from a client that is no trusted proxy', async () => {
-    const remaining = async (forwardedFor: string) => Number((await fetch(`${gateway.url}/api/v1/users`, { headers: { 'x-forwarded-for': forwardedFor } })).headers.get('x-ratelimit-remaining'));
+    const remaining = async (forwardedFor: string) =>
+      Number(
+        (await fetch(`${gateway.url}/api/v1/users`, { headers: { 'x-forwarded-for': forwardedFor } })).headers.get(
+          'x-ratelimit-remaining',
+        ),
+      );
     const first = await remaining('203.0.113.7');
     // A made-up address does not buy a fresh count: both are the socket's, 127.0.0.1.
     expect(await remaining('198.51.100.23')).toBe(first - 1);

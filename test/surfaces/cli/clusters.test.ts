@@ -18,8 +18,20 @@ describe.skipIf(!sandboxed)('tollgate CLI: profiles, nodes, clusters and runs', 
     gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...scratch.env });
     key = (await orgWithUsers(gateway, ['owner'])).users[0]!.key;
     const form = new FormData();
-    form.set('package', new Blob([new Uint8Array(await zipOf({ 'cli-fake/main.tf': FAKE_MODULE }))], { type: 'application/zip' }), 'cli-fake.zip');
-    expect((await fetch(`${gateway.url}/api/v1/stacks`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form })).status).toBe(201);
+    form.set(
+      'package',
+      new Blob([new Uint8Array(await zipOf({ 'cli-fake/main.tf': FAKE_MODULE }))], { type: 'application/zip' }),
+      'cli-fake.zip',
+    );
+    expect(
+      (
+        await fetch(`${gateway.url}/api/v1/stacks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}` },
+          body: form,
+        })
+      ).status,
+    ).toBe(201);
   });
   afterAll(async () => {
     await gateway?.close();
@@ -30,19 +42,41 @@ describe.skipIf(!sandboxed)('tollgate CLI: profiles, nodes, clusters and runs', 
   const asUser = (args: string[]) => tollgate(args, { TOLLGATE_URL: gateway.url, TOLLGATE_API_KEY: key });
 
   it('an operator registers a profile and nodes; a user creates a cluster, applies a stack, reads the run and its log, and deletes the cluster', async () => {
-    expect((await asOperator(['profiles', 'add', '--name', 'l4x2', '--gpus', '2', '--gpu-model', 'L4'])).stdout).toBe('Added profile l4x2: 2 GPUs per node (L4).\n');
-    for (const address of ['10.9.0.1', '10.9.0.2']) expect((await asOperator(['nodes', 'add', '--profile', 'l4x2', '--address', address])).code).toBe(0);
+    expect((await asOperator(['profiles', 'add', '--name', 'l4x2', '--gpus', '2', '--gpu-model', 'L4'])).stdout).toBe(
+      'Added profile l4x2: 2 GPUs per node (L4).\n',
+    );
+    for (const address of ['10.9.0.1', '10.9.0.2'])
+      expect((await asOperator(['nodes', 'add', '--profile', 'l4x2', '--address', address])).code).toBe(0);
     expect((await asOperator(['profiles', 'list'])).stdout).toMatch(/^NAME\s+GPUS\/NODE\s+GPU MODEL.*\nl4x2\s+2\s+L4/);
-    expect((await asOperator(['nodes', 'list', '--json'])).json.data.map((n: { address: string; cluster_id: null }) => [n.address, n.cluster_id])).toEqual([
+    expect(
+      (await asOperator(['nodes', 'list', '--json'])).json.data.map((n: { address: string; cluster_id: null }) => [
+        n.address,
+        n.cluster_id,
+      ]),
+    ).toEqual([
       ['10.9.0.1', null],
       ['10.9.0.2', null],
     ]);
 
-    const cluster = await asUser(['clusters', 'create', '--name', 'lab', '--profile', 'l4x2', '--nodes', '2', '--domain', 'lab.example.test', '--json']);
+    const cluster = await asUser([
+      'clusters',
+      'create',
+      '--name',
+      'lab',
+      '--profile',
+      'l4x2',
+      '--nodes',
+      '2',
+      '--domain',
+      'lab.example.test',
+      '--json',
+    ]);
     expect(cluster).toMatchObject({ code: 0, json: { name: 'lab', profile: 'l4x2', state: 'running' } });
     const id: string = cluster.json.id;
     expect((await asUser(['clusters', 'list'])).stdout).toContain(`${id}  lab`);
-    expect((await asUser(['clusters', 'get', id])).stdout).toMatch(/status:\s+ready\n[\s\S]*nodes:\s+node_\S+ \(10\.9\.0\.1, key unmanaged\), node_\S+ \(10\.9\.0\.2, key unmanaged\)/);
+    expect((await asUser(['clusters', 'get', id])).stdout).toMatch(
+      /status:\s+ready\n[\s\S]*nodes:\s+node_\S+ \(10\.9\.0\.1, key unmanaged\), node_\S+ \(10\.9\.0\.2, key unmanaged\)/,
+    );
 
     const bad = await asUser(['runs', 'apply', id, '--stack', 'cli-fake', '--inputs', '{"count": "many"}']);
     expect(bad.code).toBe(1);
@@ -50,8 +84,20 @@ describe.skipIf(!sandboxed)('tollgate CLI: profiles, nodes, clusters and runs', 
     expect(bad.stderr).toContain('inputs.name: Required.');
     expect((await asUser(['runs', 'apply', id, '--stack', 'cli-fake', '--inputs', '[1]'])).code).toBe(2);
 
-    const applied = await asUser(['runs', 'apply', id, '--stack', 'cli-fake', '--node', cluster.json.nodes[0].id, '--inputs', '{"name": "cli", "count": 4}']);
-    expect(applied.stdout).toMatch(/^Queued run (run_\S+): cli-fake on node node_\S+\. Follow it with: tollgate runs log run_\S+\n$/);
+    const applied = await asUser([
+      'runs',
+      'apply',
+      id,
+      '--stack',
+      'cli-fake',
+      '--node',
+      cluster.json.nodes[0].id,
+      '--inputs',
+      '{"name": "cli", "count": 4}',
+    ]);
+    expect(applied.stdout).toMatch(
+      /^Queued run (run_\S+): cli-fake on node node_\S+\. Follow it with: tollgate runs log run_\S+\n$/,
+    );
     const runId = /Queued run (run_\S+):/.exec(applied.stdout)![1]!;
     let run: any;
     await until(
@@ -69,6 +115,10 @@ describe.skipIf(!sandboxed)('tollgate CLI: profiles, nodes, clusters and runs', 
     expect((await asUser(['runs', 'cancel', runId])).stderr).toContain('has ended already (APPLIED)');
 
     expect((await asUser(['clusters', 'delete', id])).stdout).toBe(`Deleted cluster ${id}.\n`);
-    expect((await asOperator(['nodes', 'list', '--json'])).json.data.every((n: { cluster_id: null }) => n.cluster_id === null)).toBe(true);
+    expect(
+      (await asOperator(['nodes', 'list', '--json'])).json.data.every(
+        (n: { cluster_id: null }) => n.cluster_id === null,
+      ),
+    ).toBe(true);
   });
 });

@@ -27,24 +27,49 @@ describe('tollgate CLI: failures and settings', () => {
   it('prints API errors as "error: <message> (<code>)" on stderr and exits 1', async () => {
     const [missing, invalid] = await Promise.all([
       gw.tollgate(['keys', 'show', 'key_missing', '--json']),
-      gw.tollgate(['models', 'add', '--id', 'm', '--name', 'm', '--hf-repo', 'r/m', '--task', 'vision', '--context-length', '10']),
+      gw.tollgate([
+        'models',
+        'add',
+        '--id',
+        'm',
+        '--name',
+        'm',
+        '--hf-repo',
+        'r/m',
+        '--task',
+        'vision',
+        '--context-length',
+        '10',
+      ]),
     ]);
-    expect(missing).toMatchObject({ code: 1, stdout: '', stderr: 'error: API key key_missing does not exist. (not_found)\n' });
+    expect(missing).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: 'error: API key key_missing does not exist. (not_found)\n',
+    });
     expect(invalid.code).toBe(1);
-    expect(invalid.stderr).toBe('error: Invalid request body. (invalid_request)\n  task_type: Must be one of: chat, embedding.\n');
+    expect(invalid.stderr).toBe(
+      'error: Invalid request body. (invalid_request)\n  task_type: Must be one of: chat, embedding.\n',
+    );
   });
 
   it('exits 2 with the usage line on bad usage, before any request', async () => {
     // An unreachable gateway proves nothing was sent: a request would exit 1.
     const env = { TOLLGATE_URL: `http://127.0.0.1:${await closedPort()}`, TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN };
     const cases: [string[], string][] = [
-      [['keys', 'create', '--org', orgId, '--name', 'k', '--rpm', 'abc'], '--rpm must be a whole number from 1 to 1000000'],
+      [
+        ['keys', 'create', '--org', orgId, '--name', 'k', '--rpm', 'abc'],
+        '--rpm must be a whole number from 1 to 1000000',
+      ],
       [['keys', 'create', '--org', orgId, '--name', 'k', '--tpm', '0'], '--tpm must be a whole number'],
       [['keys', 'update', 'key_1', '--response-cache', 'maybe'], '--response-cache must be true or false'],
       [['wallet', 'topup', '--org', orgId, '--amount', '12.5000000001'], 'at most 9 decimal places'],
       [['wallet', 'topup', '--org', orgId, '--amount', '0'], '--amount must be greater than 0'],
       [['wallet', 'adjust', '--org', orgId, '--amount', '-1.00'], '--note is required'],
-      [['prices', 'set', '--model', 'm', '--input', '0.0001', '--output', '1'], '--input: "0.0001" per million tokens has more than 3 decimal places'],
+      [
+        ['prices', 'set', '--model', 'm', '--input', '0.0001', '--output', '1'],
+        '--input: "0.0001" per million tokens has more than 3 decimal places',
+      ],
       [['projects', 'list'], '--org is required'],
       [['orgs', 'list', '--bogus'], "Unknown option '--bogus'."],
       [['keys', 'show'], 'key ID is required'],
@@ -80,10 +105,16 @@ describe('tollgate CLI: failures and settings', () => {
       const fromFile = await tollgate(['orgs', 'list', '--json'], { TOLLGATE_URL: gw.url, TOLLGATE_DATA_DIR: dir });
       expect(fromFile.code).toBe(0);
       expect(fromFile.json.data.map((o: { id: string }) => o.id)).toContain(orgId);
-      const flags = await tollgate(['--json', 'orgs', 'list', '--url', gw.url, '--token', ADMIN_TOKEN], { TOLLGATE_URL: 'http://127.0.0.1:1', TOLLGATE_ADMIN_TOKEN: 'wrong-token-wrong-token' });
+      const flags = await tollgate(['--json', 'orgs', 'list', '--url', gw.url, '--token', ADMIN_TOKEN], {
+        TOLLGATE_URL: 'http://127.0.0.1:1',
+        TOLLGATE_ADMIN_TOKEN: 'wrong-token-wrong-token',
+      });
       expect(flags.code).toBe(0);
       expect(flags.json.object).toBe('list');
-      const none = await tollgate(['orgs', 'list'], { TOLLGATE_URL: gw.url, TOLLGATE_DATA_DIR: path.join(dir, 'empty') });
+      const none = await tollgate(['orgs', 'list'], {
+        TOLLGATE_URL: gw.url,
+        TOLLGATE_DATA_DIR: path.join(dir, 'empty'),
+      });
       expect(none.code).toBe(1);
       expect(none.stderr).toContain('no operator token');
     } finally {

@@ -32,7 +32,8 @@ export async function startGateway() {
   return {
     url,
     admin,
-    tollgate: (args: string[], env: Record<string, string> = {}) => tollgate(args, { TOLLGATE_URL: url, TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, ...env }),
+    tollgate: (args: string[], env: Record<string, string> = {}) =>
+      tollgate(args, { TOLLGATE_URL: url, TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, ...env }),
     async close() {
       await new Promise((resolve) => server.close(resolve));
       await admin.store.close();
@@ -44,16 +45,21 @@ export async function startGateway() {
 export function tollgate(args: string[], env: Record<string, string>, input?: string, cwd = root): Promise<Run> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TOLLGATE_')));
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [bin, ...args], { cwd, env: { ...inherited, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      let json: unknown;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
+    const child = execFile(
+      process.execPath,
+      [bin, ...args],
+      { cwd, env: { ...inherited, ...env }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        let json: unknown;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          json = undefined;
+        }
+        resolve({ code, stdout, stderr, json });
+      },
+    );
     if (input !== undefined) {
       child.stdin!.on('error', () => {}); // the CLI may exit without reading it
       child.stdin!.end(input);

@@ -19,9 +19,17 @@ import { requireServices } from '../../helpers/services.js';
 const OPERATOR = 'operating-docs-operator-token-0123';
 
 // The guide packs a stack with zip, as an operator would.
-const hasZip = (process.env.PATH ?? '').split(path.delimiter).some((folder) => folder !== '' && existsSync(path.join(folder, 'zip')));
-if (!hasZip && requireServices) throw new Error('REQUIRE_SERVICES=1 but there is no zip on PATH: the operating guide packs a stack with it (apt-get install zip)');
-if (!hasZip) console.warn('skipping the operating guide: it packs a stack with zip, and there is no zip on PATH (apt-get install zip)');
+const hasZip = (process.env.PATH ?? '')
+  .split(path.delimiter)
+  .some((folder) => folder !== '' && existsSync(path.join(folder, 'zip')));
+if (!hasZip && requireServices)
+  throw new Error(
+    'REQUIRE_SERVICES=1 but there is no zip on PATH: the operating guide packs a stack with it (apt-get install zip)',
+  );
+if (!hasZip)
+  console.warn(
+    'skipping the operating guide: it packs a stack with zip, and there is no zip on PATH (apt-get install zip)',
+  );
 
 describe.skipIf(!hasZip)('docs/operating.md', () => {
   let gateway: GatewayProcess;
@@ -29,7 +37,11 @@ describe.skipIf(!hasZip)('docs/operating.md', () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-operating-'));
-    gateway = await startGatewayProcess('operating-docs', { TOLLGATE_DATA_DIR: dataDir, TOLLGATE_ADMIN_TOKEN: OPERATOR, TOLLGATE_PASSWORD_COST: '10' });
+    gateway = await startGatewayProcess('operating-docs', {
+      TOLLGATE_DATA_DIR: dataDir,
+      TOLLGATE_ADMIN_TOKEN: OPERATOR,
+      TOLLGATE_PASSWORD_COST: '10',
+    });
   });
   afterAll(async () => {
     await gateway?.child.stop('SIGTERM');
@@ -39,7 +51,9 @@ describe.skipIf(!hasZip)('docs/operating.md', () => {
   it('every command of its script exits 0, in order, against a fresh gateway', async () => {
     const guide = await readFile(path.join(repoRoot, 'docs/operating.md'), 'utf8');
     const markers = guide.match(/<!-- operating-script[^>]*-->/g) ?? [];
-    const blocks = [...guide.matchAll(/<!-- operating-script[^>]*-->\n```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    const blocks = [...guide.matchAll(/<!-- operating-script[^>]*-->\n```sh\n([\s\S]*?)```/g)].map(
+      (match) => match[1]!,
+    );
     expect(blocks.length, 'docs/operating.md: a marker not followed by an sh block').toBe(markers.length);
     expect(blocks.length).toBeGreaterThanOrEqual(4);
     const script = blocks.join('\n');
@@ -50,7 +64,8 @@ describe.skipIf(!hasZip)('docs/operating.md', () => {
     expect(script, 'a placeholder in a runnable block').not.toMatch(/…|\[--/);
     // -x prints each command as it runs: a failure's output names the one that failed.
     // `npx tollgate` runs this package's bin/tollgate.mjs; called straight, each command saves npx's second of start-up.
-    const npx = 'npx() { if [ "$1" = tollgate ]; then shift; node bin/tollgate.mjs "$@"; else command npx "$@"; fi; }\n';
+    const npx =
+      'npx() { if [ "$1" = tollgate ]; then shift; node bin/tollgate.mjs "$@"; else command npx "$@"; fi; }\n';
     const run = spawnSync('bash', ['-euxo', 'pipefail', '-c', npx + script], {
       cwd: repoRoot,
       env: { ...process.env, TOLLGATE_URL: gateway.url, TOLLGATE_ADMIN_TOKEN: OPERATOR, npm_config_yes: 'true' },

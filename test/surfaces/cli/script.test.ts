@@ -17,7 +17,17 @@ describe('tollgate CLI against a running gateway', () => {
     const project = await gw.tollgate(['projects', 'create', '--org', orgId, '--name', 'search', '--json']);
     expect(project.json).toMatchObject({ object: 'project', org_id: orgId, name: 'search' });
 
-    const topup = await gw.tollgate(['wallet', 'topup', '--org', orgId, '--amount', '12.50', '--note', 'invoice 7', '--json']);
+    const topup = await gw.tollgate([
+      'wallet',
+      'topup',
+      '--org',
+      orgId,
+      '--amount',
+      '12.50',
+      '--note',
+      'invoice 7',
+      '--json',
+    ]);
     expect(topup.code).toBe(0);
     expect(topup.json).toMatchObject({ object: 'wallet', balance: '12.50', balance_nanos: '12500000000' });
 
@@ -62,8 +72,27 @@ describe('tollgate CLI against a running gateway', () => {
     const keyId: string = created.json.id;
     expect((await gw.admin.services.keys.authenticate(`Bearer ${created.json.secret}`)).id).toBe(keyId);
 
-    const updated = await gw.tollgate(['keys', 'update', keyId, '--rpm', '120', '--tpm', 'unlimited', '--response-cache', 'true', '--store-request-data', 'false', '--json']);
-    expect(updated.json).toMatchObject({ id: keyId, requests_per_minute: 120, tokens_per_minute: null, response_cache: true, store_request_data: false });
+    const updated = await gw.tollgate([
+      'keys',
+      'update',
+      keyId,
+      '--rpm',
+      '120',
+      '--tpm',
+      'unlimited',
+      '--response-cache',
+      'true',
+      '--store-request-data',
+      'false',
+      '--json',
+    ]);
+    expect(updated.json).toMatchObject({
+      id: keyId,
+      requests_per_minute: 120,
+      tokens_per_minute: null,
+      response_cache: true,
+      store_request_data: false,
+    });
     expect(updated.json).not.toHaveProperty('secret');
 
     const listed = await gw.tollgate(['keys', 'list', '--org', orgId, '--json']);
@@ -71,14 +100,31 @@ describe('tollgate CLI against a running gateway', () => {
 
     const revoked = await gw.tollgate(['keys', 'revoke', keyId, '--json']);
     expect(revoked.json).toMatchObject({ id: keyId, status: 'revoked' });
-    await expect(gw.admin.services.keys.authenticate(`Bearer ${created.json.secret}`)).rejects.toMatchObject({ code: 'unauthorized' });
+    await expect(gw.admin.services.keys.authenticate(`Bearer ${created.json.secret}`)).rejects.toMatchObject({
+      code: 'unauthorized',
+    });
 
-    const adjusted = await gw.tollgate(['wallet', 'adjust', '--org', orgId, '--amount', '-1.00', '--note', 'correction', '--json']);
+    const adjusted = await gw.tollgate([
+      'wallet',
+      'adjust',
+      '--org',
+      orgId,
+      '--amount',
+      '-1.00',
+      '--note',
+      'correction',
+      '--json',
+    ]);
     expect(adjusted.json.balance).toBe('11.50');
 
     const wallet = await gw.tollgate(['wallet', 'show', '--org', orgId, '--json']);
     expect(wallet.code).toBe(0);
-    expect(wallet.json).toMatchObject({ object: 'wallet', org_id: orgId, balance: '11.50', balance_nanos: '11500000000' });
+    expect(wallet.json).toMatchObject({
+      object: 'wallet',
+      org_id: orgId,
+      balance: '11.50',
+      balance_nanos: '11500000000',
+    });
     expect(wallet.json.ledger.map((e: { kind: string; amount: string }) => [e.kind, e.amount])).toEqual([
       ['adjustment', '-1.00'],
       ['topup', '12.50'],
@@ -103,14 +149,36 @@ describe('tollgate CLI against a running gateway', () => {
 
   it('manages models with slashes in their ids, and their prices', async () => {
     const id = 'Qwen/Qwen2.5-7B-Instruct';
-    const added = await gw.tollgate(['models', 'add', '--id', id, '--name', 'qwen-7b', '--hf-repo', id, '--task', 'chat', '--context-length', '32768', '--json']);
+    const added = await gw.tollgate([
+      'models',
+      'add',
+      '--id',
+      id,
+      '--name',
+      'qwen-7b',
+      '--hf-repo',
+      id,
+      '--task',
+      'chat',
+      '--context-length',
+      '32768',
+      '--json',
+    ]);
     expect(added.json).toMatchObject({ object: 'model', id, enabled: true, price: null });
     const priced = await gw.tollgate(['prices', 'set', '--model', id, '--input', '0.15', '--output', '0.60', '--json']);
-    expect(priced.json).toMatchObject({ object: 'price', model_id: id, input_per_million: '0.15', output_per_million: '0.60', input_nanos_per_token: '150' });
+    expect(priced.json).toMatchObject({
+      object: 'price',
+      model_id: id,
+      input_per_million: '0.15',
+      output_per_million: '0.60',
+      input_nanos_per_token: '150',
+    });
     expect((await gw.tollgate(['models', 'disable', id, '--json'])).json.enabled).toBe(false);
     expect((await gw.tollgate(['models', 'list', '--json'])).json.data).toEqual([]);
     const all = await gw.tollgate(['models', 'list', '--all', '--json']);
-    expect(all.json.data).toEqual([expect.objectContaining({ id, enabled: false, price: { input_per_million: '0.15', output_per_million: '0.60' } })]);
+    expect(all.json.data).toEqual([
+      expect.objectContaining({ id, enabled: false, price: { input_per_million: '0.15', output_per_million: '0.60' } }),
+    ]);
     expect((await gw.tollgate(['models', 'enable', id])).stdout).toBe(`Model ${id} is enabled.\n`);
     const prices = await gw.tollgate(['prices', 'list', '--json']);
     expect(prices.json.data).toEqual([priced.json]);

@@ -38,15 +38,24 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
 
   beforeAll(async () => {
     // The gateway fetches packages by URL from this test's own server on 127.0.0.1 over http: both allowances on.
-    gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_STACK_URL_ALLOW_HTTP: 'true', TOLLGATE_STACK_URL_ALLOW_PRIVATE: 'true' });
+    gateway = await startTestGateway('pglite', {
+      TOLLGATE_PASSWORD_COST: '10',
+      TOLLGATE_STACK_URL_ALLOW_HTTP: 'true',
+      TOLLGATE_STACK_URL_ALLOW_PRIVATE: 'true',
+    });
     const people = await orgWithUsers(gateway, ['owner', 'member']);
     key = people.users[0]!.key;
     otherKey = people.users[1]!.key;
     folder = await mkdtemp(path.join(tmpdir(), 'tollgate-cli-stacks-'));
     zip = await zipOf({ 'batch/main.tf': VARIABLES, 'batch/README.md': '# Batch\n\nA batch queue for the cluster.' });
     await writeFile(path.join(folder, 'batch.zip'), zip);
-    const fetched = await zipOf({ 'manifest.json': JSON.stringify({ title: 'Fetched', category: 'Orchestration', icon: '🧭' }), 'main.tf': '' });
-    server = createServer((request, response) => (request.url === '/fetched.zip' ? response.end(fetched) : response.writeHead(404).end()));
+    const fetched = await zipOf({
+      'manifest.json': JSON.stringify({ title: 'Fetched', category: 'Orchestration', icon: '🧭' }),
+      'main.tf': '',
+    });
+    server = createServer((request, response) =>
+      request.url === '/fetched.zip' ? response.end(fetched) : response.writeHead(404).end(),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     packageUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/fetched.zip`;
   });
@@ -56,7 +65,8 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
     if (folder) await rm(folder, { recursive: true, force: true });
   });
 
-  const as = (secret: string) => (args: string[]) => tollgate(args, { TOLLGATE_URL: gateway.url, TOLLGATE_API_KEY: secret }, undefined, folder);
+  const as = (secret: string) => (args: string[]) =>
+    tollgate(args, { TOLLGATE_URL: gateway.url, TOLLGATE_API_KEY: secret }, undefined, folder);
   const user = (args: string[]) => as(key)(args);
 
   it('adds a .zip (private, named after its folder), lists it with the shipped ones, shows its inputs, and downloads the same bytes', async () => {
@@ -71,35 +81,66 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
     expect(list.stdout).toMatch(/\nmonitoring\s+Monitoring\s+global\s+/);
     const listed = await user(['stacks', 'list', '--json']);
     expect(listed.json.data.map((s: { name: string }) => s.name)).toContain('batch');
-    expect((await user(['stacks', 'list', '--category', 'Monitoring', '--json'])).json.data.map((s: { category: string }) => s.category)).toEqual(['Monitoring']);
-    expect((await user(['stacks', 'list', '--search', 'batch queue', '--json'])).json.data.map((s: { name: string }) => s.name)).toEqual(['batch']);
+    expect(
+      (await user(['stacks', 'list', '--category', 'Monitoring', '--json'])).json.data.map(
+        (s: { category: string }) => s.category,
+      ),
+    ).toEqual(['Monitoring']);
+    expect(
+      (await user(['stacks', 'list', '--search', 'batch queue', '--json'])).json.data.map(
+        (s: { name: string }) => s.name,
+      ),
+    ).toEqual(['batch']);
     // Another user of the same organization does not see a private stack.
-    expect((await as(otherKey)(['stacks', 'list', '--json'])).json.data.map((s: { name: string }) => s.name)).not.toContain('batch');
+    expect(
+      (await as(otherKey)(['stacks', 'list', '--json'])).json.data.map((s: { name: string }) => s.name),
+    ).not.toContain('batch');
 
     const shown = await user(['stacks', 'get', 'batch']);
     expect(shown.code).toBe(0);
-    expect(shown.stdout).toMatch(/^name:\s+batch\ntitle:\s+Batch\ndescription:\s+A batch queue for the cluster\.\ncategory:\s+Custom\n/);
+    expect(shown.stdout).toMatch(
+      /^name:\s+batch\ntitle:\s+Batch\ndescription:\s+A batch queue for the cluster\.\ncategory:\s+Custom\n/,
+    );
     expect(shown.stdout).toMatch(/visibility:\s+private\n/);
     expect(shown.stdout).toMatch(/\nInputs:\nINPUT\s+TYPE\s+REQUIRED\s+DEFAULT\s+DESCRIPTION\n/);
     expect(shown.stdout).toMatch(/\ngpu_model\s+string\s+no\s+-\n/);
     expect(shown.stdout).toMatch(/\nnodes_per_job\s+number\s+yes\s+-\n/);
     expect(shown.stdout).toMatch(/\npartition\s+string\s+no\s+"main"\s+The partition jobs go to\n/);
     const json = (await user(['stacks', 'get', 'batch', '--json'])).json;
-    expect(json).toMatchObject({ name: 'batch', visibility: 'private', size_bytes: zip.length, inputs: expect.arrayContaining([{ name: 'nodes_per_job', type: 'number', required: true }]) });
+    expect(json).toMatchObject({
+      name: 'batch',
+      visibility: 'private',
+      size_bytes: zip.length,
+      inputs: expect.arrayContaining([{ name: 'nodes_per_job', type: 'number', required: true }]),
+    });
 
     const saved = await user(['stacks', 'download', 'batch', '-o', 'copy.zip']);
-    expect(saved).toMatchObject({ code: 0, stdout: `Saved stack batch to copy.zip (${zip.length} bytes, sha256 ${json.sha256}).\n` });
+    expect(saved).toMatchObject({
+      code: 0,
+      stdout: `Saved stack batch to copy.zip (${zip.length} bytes, sha256 ${json.sha256}).\n`,
+    });
     expect((await readFile(path.join(folder, 'copy.zip'))).equals(zip)).toBe(true);
   });
 
   it("adds a package the gateway fetches from a URL, its manifest with only the spec's fields", async () => {
     const added = await user(['stacks', 'add', packageUrl, '--json']);
     expect(added.code).toBe(0);
-    expect(added.json).toMatchObject({ name: 'fetched', title: 'Fetched', category: 'Orchestration', icon: '🧭', visibility: 'private' });
+    expect(added.json).toMatchObject({
+      name: 'fetched',
+      title: 'Fetched',
+      category: 'Orchestration',
+      icon: '🧭',
+      visibility: 'private',
+    });
     expect((await user(['stacks', 'get', 'fetched'])).stdout).toMatch(/\nInputs: none\n$/);
     // Without -o: NAME.zip where it runs.
     const saved = await user(['stacks', 'download', 'fetched', '--json']);
-    expect(saved.json).toEqual({ name: 'fetched', file: 'fetched.zip', size_bytes: added.json.size_bytes, sha256: added.json.sha256 });
+    expect(saved.json).toEqual({
+      name: 'fetched',
+      file: 'fetched.zip',
+      size_bytes: added.json.size_bytes,
+      sha256: added.json.sha256,
+    });
     expect((await readFile(path.join(folder, 'fetched.zip'))).length).toBe(added.json.size_bytes);
   });
 
@@ -118,11 +159,17 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
   it('says clearly what is wrong: usage (2, nothing sent), a file it cannot read, a package the gateway refuses, a file it would overwrite (1)', async () => {
     const none = await user(['stacks', 'add']);
     expect(none.code).toBe(2);
-    expect(none.stderr).toMatch(/^error: give a FILE\.zip to send, or the https:\/\/ URL of one for the gateway to fetch\nusage: tollgate stacks add FILE\.zip \| URL/);
+    expect(none.stderr).toMatch(
+      /^error: give a FILE\.zip to send, or the https:\/\/ URL of one for the gateway to fetch\nusage: tollgate stacks add FILE\.zip \| URL/,
+    );
     expect((await user(['stacks', 'add', 'a.zip', 'b.zip'])).stderr).toContain('unexpected argument "b.zip"');
     expect((await user(['stacks', 'get'])).code).toBe(2);
-    expect((await user(['stacks', 'list', '--category', 'Games'])).stderr).toContain('--category must be one of Scheduler, Orchestration, ML Framework, Monitoring, Custom');
-    expect((await tollgate(['stacks', 'list'], { TOLLGATE_URL: gateway.url }, undefined, folder)).stderr).toContain('an API key is required');
+    expect((await user(['stacks', 'list', '--category', 'Games'])).stderr).toContain(
+      '--category must be one of Scheduler, Orchestration, ML Framework, Monitoring, Custom',
+    );
+    expect((await tollgate(['stacks', 'list'], { TOLLGATE_URL: gateway.url }, undefined, folder)).stderr).toContain(
+      'an API key is required',
+    );
 
     const missing = await user(['stacks', 'add', 'nowhere.zip']);
     expect(missing).toMatchObject({ code: 1, stderr: 'error: cannot read nowhere.zip: no such file or folder\n' });
@@ -136,8 +183,13 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
 
     const before = await readFile(path.join(folder, 'batch.zip'));
     const overwrite = await user(['stacks', 'download', 'batch']);
-    expect(overwrite).toMatchObject({ code: 1, stderr: 'error: batch.zip exists already: remove it, or choose another file with -o FILE\n' });
+    expect(overwrite).toMatchObject({
+      code: 1,
+      stderr: 'error: batch.zip exists already: remove it, or choose another file with -o FILE\n',
+    });
     expect((await readFile(path.join(folder, 'batch.zip'))).equals(before)).toBe(true);
-    expect((await user(['stacks', 'download', 'absent', '-o', 'absent.zip'])).stderr).toBe('error: Stack absent does not exist. (NOT_FOUND)\n');
+    expect((await user(['stacks', 'download', 'absent', '-o', 'absent.zip'])).stderr).toBe(
+      'error: Stack absent does not exist. (NOT_FOUND)\n',
+    );
   });
 });

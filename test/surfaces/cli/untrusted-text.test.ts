@@ -33,7 +33,8 @@ let url: string;
 
 beforeAll(async () => {
   server = http.createServer((request, response) => {
-    if (request.url === '/v1/runs/run_x/log') return void response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(HOSTILE);
+    if (request.url === '/v1/runs/run_x/log')
+      return void response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(HOSTILE);
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(run));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -25,26 +25,39 @@ describe('tollgate usage', () => {
     gateway = await startTestGateway('pglite');
     acme = await gateway.tenant();
     other = await gateway.tenant();
-    await Promise.all([chat(acme.secret, 'sim-chat'), chat(acme.secret, 'sim-chat'), chat(acme.secret, 'sim-reasoner'), chat(other.secret, 'sim-chat')]);
+    await Promise.all([
+      chat(acme.secret, 'sim-chat'),
+      chat(acme.secret, 'sim-chat'),
+      chat(acme.secret, 'sim-reasoner'),
+      chat(other.secret, 'sim-chat'),
+    ]);
     await gateway.charged();
   });
   afterAll(async () => {
     await gateway?.close();
   });
 
-  const run = (args: string[], env: Record<string, string>) => tollgate(['usage', ...args], { TOLLGATE_URL: gateway.url, ...env });
+  const run = (args: string[], env: Record<string, string>) =>
+    tollgate(['usage', ...args], { TOLLGATE_URL: gateway.url, ...env });
 
   it("with an API key: its organization's tokens and cost per key and model, money from nano-units", async () => {
     const { code, json } = await run(['--json'], { TOLLGATE_API_KEY: acme.secret });
     expect(code).toBe(0);
-    expect(json.data.map((g: { key_id: string; model: string }) => `${g.key_id} ${g.model}`).sort()).toEqual([`${acme.keyId} sim-chat`, `${acme.keyId} sim-reasoner`]);
+    expect(json.data.map((g: { key_id: string; model: string }) => `${g.key_id} ${g.model}`).sort()).toEqual([
+      `${acme.keyId} sim-chat`,
+      `${acme.keyId} sim-reasoner`,
+    ]);
     const sum = json.data.reduce((total: bigint, g: { cost_nanos: string }) => total + BigInt(g.cost_nanos), 0n);
     expect(sum.toString()).toBe(json.totals.cost_nanos);
     const text = await run([], { TOLLGATE_API_KEY: acme.secret });
     const chatRow = json.data.find((g: { model: string }) => g.model === 'sim-chat');
-    expect(text.stdout).toMatch(/^Usage from \S+ to \S+:\nKEY\s+NAME\s+MODEL\s+REQUESTS\s+PROMPT\s+COMPLETION\s+TOTAL\s+COST \(USD\)\n/);
     expect(text.stdout).toMatch(
-      new RegExp(`${acme.keyId}\\s+test\\s+sim-chat\\s+2\\s+${chatRow.prompt_tokens}\\s+${chatRow.completion_tokens}\\s+${chatRow.total_tokens}\\s+${chatRow.cost.replace('.', '\\.')}\\n`),
+      /^Usage from \S+ to \S+:\nKEY\s+NAME\s+MODEL\s+REQUESTS\s+PROMPT\s+COMPLETION\s+TOTAL\s+COST \(USD\)\n/,
+    );
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `${acme.keyId}\\s+test\\s+sim-chat\\s+2\\s+${chatRow.prompt_tokens}\\s+${chatRow.completion_tokens}\\s+${chatRow.total_tokens}\\s+${chatRow.cost.replace('.', '\\.')}\\n`,
+      ),
     );
     expect(text.stdout).toMatch(/\ntotal\s+3\s+\d+\s+\d+\s+\d+\s+\d+\.\d+\n$/);
   });
@@ -53,7 +66,9 @@ describe('tollgate usage', () => {
     const asked = await run(['--json', '--org', other.orgId, '--api-key', acme.secret], {});
     expect(asked).toMatchObject({ code: 2, stdout: '' });
     expect(asked.stderr).toContain('--org is for the operator token');
-    const direct = await fetch(`${gateway.baseURL}/usage/summary?group_by=key_model&org_id=${other.orgId}`, { headers: { authorization: `Bearer ${acme.secret}` } });
+    const direct = await fetch(`${gateway.baseURL}/usage/summary?group_by=key_model&org_id=${other.orgId}`, {
+      headers: { authorization: `Bearer ${acme.secret}` },
+    });
     const body = (await direct.json()) as { data: { key_id: string }[] };
     expect(direct.status).toBe(200);
     expect(body.data.map((g) => g.key_id)).not.toContain(other.keyId);
@@ -65,7 +80,9 @@ describe('tollgate usage', () => {
     expect(all.json.totals.requests).toBe(4);
     const one = await run(['--json', '--org', other.orgId], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN });
     expect(one.json.data).toEqual([expect.objectContaining({ key_id: other.keyId, model: 'sim-chat', requests: 1 })]);
-    const before = await run(['--json', '--from', '2020-01-01', '--to', '2020-02-01'], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN });
+    const before = await run(['--json', '--from', '2020-01-01', '--to', '2020-02-01'], {
+      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+    });
     expect(before.json.totals).toMatchObject({ requests: 0, cost_nanos: '0' });
     expect((await run(['--org', 'org_missing'], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN })).code).toBe(1);
   });

@@ -37,14 +37,22 @@ describe.skipIf(!ready)("a stack's cookies for a parent domain, in Chromium", ()
     profile = await profileWithNodes(gateway, 3);
     const { orgId, users } = await orgWithUsers(gateway, ['owner']);
     const attacker = apiAs(gateway, users[0]!.key);
-    const cluster = await attacker('POST', '/clusters', { name: 'apps', profile, nodes: 1, public_domain: 'apps.corp.test' });
+    const cluster = await attacker('POST', '/clusters', {
+      name: 'apps',
+      profile,
+      nodes: 1,
+      public_domain: 'apps.corp.test',
+    });
     expect(cluster.status).toBe(201);
     const attackerSession = (await signIn(gateway, users[0]!.email, users[0]!.password)).cookie!.split('=')[1]!;
 
     // The attacker's node: a cookie for the whole parent domain, on a longer path so the browser sends it first.
     node = http.createServer((req, res) => {
       nodeSaw.push(req.headers['accept-encoding']);
-      res.setHeader('set-cookie', [`tollgate_session=${attackerSession}; Domain=corp.test; Path=/portal; HttpOnly`, 'theme=dark; domain=.CORP.test']);
+      res.setHeader('set-cookie', [
+        `tollgate_session=${attackerSession}; Domain=corp.test; Path=/portal; HttpOnly`,
+        'theme=dark; domain=.CORP.test',
+      ]);
       res.setHeader('content-type', 'text/html; charset=utf-8');
       res.end('<!doctype html><title>web</title><p>a stack</p>');
     });
@@ -65,9 +73,25 @@ describe.skipIf(!ready)("a stack's cookies for a parent domain, in Chromium", ()
     await gateway.services.publicHosts.refresh();
 
     const victimOrg = await gateway.services.orgs.create('Victim Org');
-    await gateway.services.users.create({ orgId: victimOrg.id, name: victim.name, email: victim.email, password: victim.password, role: 'owner' });
-    await gateway.services.clusters.create({ orgId: victimOrg.id, name: 'own', profile, nodeCount: 1, publicDomain: 'own.example.test', createdBy: null });
-    browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox', '--host-resolver-rules=MAP *.corp.test 127.0.0.1'] });
+    await gateway.services.users.create({
+      orgId: victimOrg.id,
+      name: victim.name,
+      email: victim.email,
+      password: victim.password,
+      role: 'owner',
+    });
+    await gateway.services.clusters.create({
+      orgId: victimOrg.id,
+      name: 'own',
+      profile,
+      nodeCount: 1,
+      publicDomain: 'own.example.test',
+      createdBy: null,
+    });
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      args: ['--no-sandbox', '--host-resolver-rules=MAP *.corp.test 127.0.0.1'],
+    });
     context = await browser.newContext();
     page = await context.newPage();
     // A step that cannot happen fails with what it waited for, inside the test's own time.
@@ -137,10 +161,18 @@ describe.skipIf(!ready)("a stack's cookies for a parent domain, in Chromium", ()
   it('asks the node only for encodings it can decode (a browser offers zstd, which Node 20 cannot)', async () => {
     nodeSaw.length = 0;
     const status = await new Promise<number | undefined>((resolve, reject) => {
-      const request = http.get({ host: '127.0.0.1', port, path: '/', headers: { host: `web.apps.corp.test:${port}`, 'accept-encoding': 'gzip, deflate, br, zstd' } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode));
-      });
+      const request = http.get(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/',
+          headers: { host: `web.apps.corp.test:${port}`, 'accept-encoding': 'gzip, deflate, br, zstd' },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode));
+        },
+      );
       request.on('error', reject);
     });
     expect(status).toBe(200);

@@ -14,8 +14,13 @@ export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
  */
 export function chromiumAvailable(): boolean {
   if (existsSync(chromiumPath)) return true;
-  if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but there is no Chromium at ${chromiumPath} (apt-get install chromium, or set CHROMIUM_PATH)`);
-  console.warn(`skipping the portal's browser tests: no Chromium at ${chromiumPath} (apt-get install chromium, or set CHROMIUM_PATH)`);
+  if (requireServices)
+    throw new Error(
+      `REQUIRE_SERVICES=1 but there is no Chromium at ${chromiumPath} (apt-get install chromium, or set CHROMIUM_PATH)`,
+    );
+  console.warn(
+    `skipping the portal's browser tests: no Chromium at ${chromiumPath} (apt-get install chromium, or set CHROMIUM_PATH)`,
+  );
   return false;
 }
 
@@ -38,26 +43,40 @@ export async function lookAt(page: Page, name: string, axeSource: string): Promi
     await page.evaluate(
       () =>
         new Promise((resolve) => {
-          const frame = (callback: () => void) => (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame(callback);
+          const frame = (callback: () => void) =>
+            (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame(
+              callback,
+            );
           frame(() => frame(() => resolve(null)));
         }),
     );
     await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
     // The page itself never scrolls sideways: a wide table scrolls inside its own box (.table-wrap).
     const overflow = await page.evaluate(() => {
-      const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
+      const root = (
+        globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
+      ).document.documentElement;
       return root.scrollWidth - root.clientWidth;
     });
     expect(overflow, `${name} at ${width} px scrolls sideways by ${overflow} px`).toBeLessThanOrEqual(0);
   }
   await page.setViewportSize({ width: 1280, height: 900 });
   // Standards mode: the page starts with <!DOCTYPE html> (quirks mode lays out tables, heights and fonts otherwise).
-  expect(await page.evaluate(() => (globalThis as unknown as { document: { compatMode: string } }).document.compatMode), name).toBe('CSS1Compat');
+  expect(
+    await page.evaluate(() => (globalThis as unknown as { document: { compatMode: string } }).document.compatMode),
+    name,
+  ).toBe('CSS1Compat');
   expect((await page.content()).length, name).toBeLessThan(100_000);
   await page.addScriptTag({ content: axeSource });
   const violations = await page.evaluate(async () => {
-    const result = await (globalThis as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> } }).axe.run();
-    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
+    const result = await (
+      globalThis as unknown as {
+        axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> };
+      }
+    ).axe.run();
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
   });
   expect(violations, name).toEqual([]);
 }
@@ -87,7 +106,11 @@ export function consoleErrors(page: Page): string[] {
  * @example
  * const page = await signedInPage(browser, gateway.url, { email, password });
  */
-export async function signedInPage(browser: Browser, url: string, who: { email: string; password: string }): Promise<Page> {
+export async function signedInPage(
+  browser: Browser,
+  url: string,
+  who: { email: string; password: string },
+): Promise<Page> {
   const page = await (await browser.newContext({ bypassCSP: true })).newPage();
   await page.goto(`${url}/portal/sign-in`);
   await page.getByLabel('Email').fill(who.email);

@@ -34,8 +34,20 @@ describe.skipIf(!ready)('creating a cluster in the portal', () => {
     gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' });
     const org = await gateway.services.orgs.create('Cluster Org');
     orgId = org.id;
-    await gateway.services.users.create({ orgId: org.id, name: 'Cleo Owner', email: owner.email, password: owner.password, role: 'owner' });
-    await gateway.services.users.create({ orgId: org.id, name: 'Milo Member', email: member.email, password: member.password, role: 'member' });
+    await gateway.services.users.create({
+      orgId: org.id,
+      name: 'Cleo Owner',
+      email: owner.email,
+      password: owner.password,
+      role: 'owner',
+    });
+    await gateway.services.users.create({
+      orgId: org.id,
+      name: 'Milo Member',
+      email: member.email,
+      password: member.password,
+      role: 'member',
+    });
     profile = await profileWithNodes(gateway, 2);
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
     axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
@@ -59,7 +71,9 @@ describe.skipIf(!ready)('creating a cluster in the portal', () => {
     const page = await signIn(owner);
     await page.getByRole('navigation', { name: 'Portal' }).getByRole('link', { name: 'Clusters' }).click();
     await page.waitForURL('**/portal/clusters');
-    expect(await page.getByLabel('Hardware profile').locator('option').allTextContents()).toEqual([`${profile}: 2 free nodes, 2 × GPU each`]);
+    expect(await page.getByLabel('Hardware profile').locator('option').allTextContents()).toEqual([
+      `${profile}: 2 free nodes, 2 × GPU each`,
+    ]);
     await lookAt(page, 'clusters-create', axeSource);
     await fill(page, { name: 'too big', nodes: '3', domain: 'big.example.test' });
     expect(await page.getByRole('alert').textContent()).toContain('Only 2 free');
@@ -74,7 +88,9 @@ describe.skipIf(!ready)('creating a cluster in the portal', () => {
     expect(rows.map((row) => [row.name, row.publicDomain])).toEqual([['training', 'train.example.test']]);
     await page.goto(`${gateway.url}/portal/clusters`);
     // Every node is taken now; a second claim of the domain is refused whoever asks.
-    expect(await page.getByLabel('Hardware profile').locator('option').allTextContents()).toEqual([`${profile}: 0 free nodes, 2 × GPU each`]);
+    expect(await page.getByLabel('Hardware profile').locator('option').allTextContents()).toEqual([
+      `${profile}: 0 free nodes, 2 × GPU each`,
+    ]);
     await lookAt(page, 'clusters-after', axeSource);
   }, 30_000);
 
@@ -84,9 +100,15 @@ describe.skipIf(!ready)('creating a cluster in the portal', () => {
     const icons = page.locator('.card .stack-icon img');
     expect(await icons.count()).toBe(5);
     for (const icon of await icons.all()) {
-      expect(await icon.getAttribute('src')).toMatch(/^\/portal\/assets\/stack-(wheel|chart|bolt|calendar|rocket)\.[0-9a-f]{12}\.svg$/);
+      expect(await icon.getAttribute('src')).toMatch(
+        /^\/portal\/assets\/stack-(wheel|chart|bolt|calendar|rocket)\.[0-9a-f]{12}\.svg$/,
+      );
       await until('the icon to load', () =>
-        icon.evaluate((img) => (img as unknown as { complete: boolean; naturalWidth: number }).complete && (img as unknown as { naturalWidth: number }).naturalWidth > 0),
+        icon.evaluate(
+          (img) =>
+            (img as unknown as { complete: boolean; naturalWidth: number }).complete &&
+            (img as unknown as { naturalWidth: number }).naturalWidth > 0,
+        ),
       );
     }
     const srcs = await icons.evaluateAll((imgs) => imgs.map((img) => img.getAttribute('src')));

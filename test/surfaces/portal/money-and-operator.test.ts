@@ -43,14 +43,41 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     const org = await services.orgs.create('Money Org');
     orgId = org.id;
     await services.wallets.credit(org.id, 'topup', 5_000_000_000n, 'the first top-up');
-    for (let i = 1; i <= EXTRA_TOPUPS; i++) await services.wallets.credit(org.id, 'topup', 1_000_000n, `small top-up ${i}`);
-    const ownerRow = await services.users.create({ orgId: org.id, name: 'Olive Owner', email: owner.email, password: owner.password, role: 'owner' });
-    await services.users.create({ orgId: org.id, name: 'Max Member', email: member.email, password: member.password, role: 'member' });
+    for (let i = 1; i <= EXTRA_TOPUPS; i++)
+      await services.wallets.credit(org.id, 'topup', 1_000_000n, `small top-up ${i}`);
+    const ownerRow = await services.users.create({
+      orgId: org.id,
+      name: 'Olive Owner',
+      email: owner.email,
+      password: owner.password,
+      role: 'owner',
+    });
+    await services.users.create({
+      orgId: org.id,
+      name: 'Max Member',
+      email: member.email,
+      password: member.password,
+      role: 'member',
+    });
     const ops = await services.orgs.create('Operators');
-    await services.users.create({ orgId: ops.id, name: 'Opal Operator', email: operator.email, password: operator.password, role: 'owner', platformAdmin: true });
-    ({ secret } = await services.keys.create({ orgId: org.id, userId: ownerRow.id, name: 'nightly batch', expiry: '30d', monthlyTokens: 100_000 }));
+    await services.users.create({
+      orgId: ops.id,
+      name: 'Opal Operator',
+      email: operator.email,
+      password: operator.password,
+      role: 'owner',
+      platformAdmin: true,
+    });
+    ({ secret } = await services.keys.create({
+      orgId: org.id,
+      userId: ownerRow.id,
+      name: 'nightly batch',
+      expiry: '30d',
+      monthlyTokens: 100_000,
+    }));
     const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
-    for (const content of ['one', 'two', 'three']) await client.chat.completions.create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content }] });
+    for (const content of ['one', 'two', 'three'])
+      await client.chat.completions.create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content }] });
     await gateway.charged();
     profile = await profileWithNodes(gateway, 1);
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
@@ -66,15 +93,20 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     await gateway?.close();
   });
 
-  const text = async (page: Page, selector: string) => ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim();
+  const text = async (page: Page, selector: string) =>
+    ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim();
 
   it("lands on the overview, whose figures are the usage API's, with a chart per key or model", async () => {
     const page = pages.owner;
-    const summary = (await (await fetch(`${gateway.baseURL}/usage/summary`, { headers: { authorization: `Bearer ${secret}` } })).json()) as { totals: { requests: number; cost_nanos: string } };
+    const summary = (await (
+      await fetch(`${gateway.baseURL}/usage/summary`, { headers: { authorization: `Bearer ${secret}` } })
+    ).json()) as { totals: { requests: number; cost_nanos: string } };
     expect(summary.totals.requests).toBe(3);
     expect(await text(page, '#figure-this-month')).toBe(`${formatAmount(BigInt(summary.totals.cost_nanos))} USD`);
     expect(await text(page, '#figure-this-month ~ p')).toBe('3 requests');
-    expect(await text(page, '#figure-balance')).toBe(`${formatAmount(await gateway.services.wallets.balance(orgId))} USD`);
+    expect(await text(page, '#figure-balance')).toBe(
+      `${formatAmount(await gateway.services.wallets.balance(orgId))} USD`,
+    );
     expect(await text(page, '#figure-last-hour')).toBe('3 requests');
     expect(await page.getByText('of 100,000 tokens this month').count()).toBe(1);
     expect(await page.getByRole('img', { name: /^Spend by day \(USD\): 1 day with some/ }).count()).toBe(1);
@@ -130,7 +162,9 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     await lookAt(page, 'operator-org', axeSource);
     await pages.owner.goto(`${gateway.url}/portal/wallet`);
     expect(await pages.owner.getByRole('cell', { name: 'invoice 2026-117' }).count()).toBe(2);
-    expect(await text(pages.owner, '#wallet-balance')).toBe(`${formatAmount(await gateway.services.wallets.balance(orgId))} USD`);
+    expect(await text(pages.owner, '#wallet-balance')).toBe(
+      `${formatAmount(await gateway.services.wallets.balance(orgId))} USD`,
+    );
   }, 30_000);
 
   it('lets a platform admin set prices, disable and enable a model, and see its engine and replicas', async () => {
@@ -199,7 +233,9 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     expect(await text(page, '[role=alert]')).toContain('Must be greater than 0.');
     await setRate({ base: 'eur', quote: 'usd', date: '2026-01-01', rate: '1.0825' });
     expect(await text(page, '[role=status]')).toContain('Rate saved');
-    expect((await gateway.services.costs.conversionRates.list()).map((r) => [r.base, r.quote, r.effectiveOn])).toEqual([['EUR', 'USD', '2026-01-01']]);
+    expect((await gateway.services.costs.conversionRates.list()).map((r) => [r.base, r.quote, r.effectiveOn])).toEqual([
+      ['EUR', 'USD', '2026-01-01'],
+    ]);
     await lookAt(page, 'operator-rates', axeSource);
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('button', { name: 'Remove EUR to USD of 2026-01-01' }).click();
@@ -212,7 +248,10 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     const before = await gateway.services.wallets.balance(orgId);
     const csrf = await page.locator('input[name=_csrf]').first().inputValue();
     const post = (amount: string, token = csrf) =>
-      page.request.post(`${gateway.url}/portal/operator/orgs/${orgId}/topups`, { form: { _csrf: token, amount, note: '' }, headers: { origin: gateway.url } });
+      page.request.post(`${gateway.url}/portal/operator/orgs/${orgId}/topups`, {
+        form: { _csrf: token, amount, note: '' },
+        headers: { origin: gateway.url },
+      });
     for (const amount of ['-5', '0', '1e3', '0.0000000001', '9999999999999', ' ']) {
       const refused = await post(amount);
       expect(refused.status(), amount).toBe(400);
@@ -242,7 +281,14 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
       await page.goto(`${gateway.url}/portal/keys`);
       return page.locator('input[name=_csrf]').first().inputValue();
     })();
-    const posts = [`orgs/${orgId}/topups`, `orgs/${orgId}/currency`, 'models/enabled', 'models/price', 'rates', 'rates/remove'];
+    const posts = [
+      `orgs/${orgId}/topups`,
+      `orgs/${orgId}/currency`,
+      'models/enabled',
+      'models/price',
+      'rates',
+      'rates/remove',
+    ];
     for (const action of posts) {
       const form = {
         _csrf: csrf,
@@ -257,7 +303,10 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
         date: '2026-01-01',
         rate: '9',
       };
-      const posted = await page.request.post(`${gateway.url}/portal/operator/${action}`, { form, headers: { origin: gateway.url } });
+      const posted = await page.request.post(`${gateway.url}/portal/operator/${action}`, {
+        form,
+        headers: { origin: gateway.url },
+      });
       expect(posted.status(), action).toBe(404);
     }
     expect((await gateway.services.catalog.list()).map((m) => m.id)).toContain('sim-chat');

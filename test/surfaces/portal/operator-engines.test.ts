@@ -32,7 +32,8 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
   let dir: string;
   /** What the gateway logs: each change made here is logged with who made it. */
   const lines: string[] = [];
-  const logged = (message: string) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.message === message);
+  const logged = (message: string) =>
+    lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.message === message);
   const ops = { email: 'engines-operator@example.com', password: 'engines-operator-password' };
   const owner = { email: 'engines-owner@example.com', password: 'engines-owner-password' };
   const member = { email: 'engines-member@example.com', password: 'engines-member-password' };
@@ -44,7 +45,8 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
       .sort();
   /** Containers start in seconds; a minute is the most this waits for the fleet, showing its state if it never comes. */
   const fleetWait = { timeout: 60_000, interval: 100, detail: () => status() };
-  const replicaRows = () => operator.getByRole('region', { name: new RegExp(`^Replicas of ${MODEL} `) }).locator('tbody tr');
+  const replicaRows = () =>
+    operator.getByRole('region', { name: new RegExp(`^Replicas of ${MODEL} `) }).locator('tbody tr');
 
   beforeAll(async () => {
     const image = await buildSimulatorImage();
@@ -52,17 +54,51 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
     dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-portal-engines-'));
     const enginesFile = path.join(dir, 'engines.json');
     const port = await twoFreePorts();
-    const docker = { kind: 'docker', model: MODEL, image, entrypoint: [SIM_IMAGE_NODE, SIM_IMAGE_SCRIPT], hf_repo: 'tollgate/sim-chat', served_model_name: MODEL, replicas: 1, port, pull: 'never' };
+    const docker = {
+      kind: 'docker',
+      model: MODEL,
+      image,
+      entrypoint: [SIM_IMAGE_NODE, SIM_IMAGE_SCRIPT],
+      hf_repo: 'tollgate/sim-chat',
+      served_model_name: MODEL,
+      replicas: 1,
+      port,
+      pull: 'never',
+    };
     const simulator = { kind: 'simulator', model: 'sim-embed', task: 'embedding', max_model_len: 512 };
     await writeFile(enginesFile, JSON.stringify({ engines: [{ ...docker, startup_timeout_s: 60 }, simulator] }));
-    const env = { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_ENGINES_FILE: enginesFile, TOLLGATE_ENGINE_POLL_MS: '250', TOLLGATE_DEPLOYMENT: DEPLOYMENT };
+    const env = {
+      TOLLGATE_PASSWORD_COST: '10',
+      TOLLGATE_ENGINES_FILE: enginesFile,
+      TOLLGATE_ENGINE_POLL_MS: '250',
+      TOLLGATE_DEPLOYMENT: DEPLOYMENT,
+    };
     gateway = await startTestGateway('pglite', env, { log: createLogger('info', (line) => lines.push(line)) });
     const { services } = gateway;
     const opsOrg = await services.orgs.create('Operators');
-    await services.users.create({ orgId: opsOrg.id, name: 'Eli Operator', email: ops.email, password: ops.password, role: 'owner', platformAdmin: true });
+    await services.users.create({
+      orgId: opsOrg.id,
+      name: 'Eli Operator',
+      email: ops.email,
+      password: ops.password,
+      role: 'owner',
+      platformAdmin: true,
+    });
     const tenant = await services.orgs.create('Tenant Org');
-    await services.users.create({ orgId: tenant.id, name: 'Oto Owner', email: owner.email, password: owner.password, role: 'owner' });
-    await services.users.create({ orgId: tenant.id, name: 'Mae Member', email: member.email, password: member.password, role: 'member' });
+    await services.users.create({
+      orgId: tenant.id,
+      name: 'Oto Owner',
+      email: owner.email,
+      password: owner.password,
+      role: 'owner',
+    });
+    await services.users.create({
+      orgId: tenant.id,
+      name: 'Mae Member',
+      email: member.email,
+      password: member.password,
+      role: 'member',
+    });
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
     axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
     await mkdir(SHOTS, { recursive: true });
@@ -88,15 +124,23 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
       await operator.getByRole('button', { name: `Scale ${MODEL}` }).click();
       expect(await textOf(operator, '[role=status]')).toContain('Scaled');
       expect(status().desiredReplicas).toBe(count);
-      await until(`${count} ready replicas and no other`, () => readyIds().length === count && status().replicas.length === count, fleetWait);
+      await until(
+        `${count} ready replicas and no other`,
+        () => readyIds().length === count && status().replicas.length === count,
+        fleetWait,
+      );
       await operator.reload();
       expect(await replicaRows().count(), `${width}`).toBe(count);
-      const section = operator.locator('section.panel', { has: operator.getByRole('heading', { name: MODEL, exact: true }) });
+      const section = operator.locator('section.panel', {
+        has: operator.getByRole('heading', { name: MODEL, exact: true }),
+      });
       expect(await section.locator('p').first().textContent()).toContain(`${count} of ${count}`);
       if (count === 2) await lookAt(operator, 'operator-engines-scaled', axeSource);
     }
     const operatorId = (await gateway.services.users.findByEmail(ops.email))!.id;
-    expect(logged('operator scaled an engine in the portal').map((entry) => [entry.model, entry.replicas, entry.by])).toEqual([
+    expect(
+      logged('operator scaled an engine in the portal').map((entry) => [entry.model, entry.replicas, entry.by]),
+    ).toEqual([
       [MODEL, 2, operatorId],
       [MODEL, 1, operatorId],
     ]);
@@ -110,7 +154,11 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
       operator.once('dialog', (dialog) => void dialog.accept());
       await operator.getByRole('button', { name: `Restart ${MODEL}` }).click();
       expect(await textOf(operator, '[role=status]')).toContain('Restarting');
-      await until('the replica replaced by a new, ready one', () => readyIds().length === 1 && !before.includes(readyIds()[0]!), fleetWait);
+      await until(
+        'the replica replaced by a new, ready one',
+        () => readyIds().length === 1 && !before.includes(readyIds()[0]!),
+        fleetWait,
+      );
       await operator.reload();
       expect(await replicaRows().first().textContent()).toContain('ready');
     }
@@ -136,7 +184,10 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
     await lookAt(operator, 'operator-engines-refused', axeSource);
     const csrf = await operator.locator('input[name=_csrf]').first().inputValue();
     const post = (action: string, model: string) =>
-      operator.request.post(`${gateway.url}/portal/operator/engines/${action}`, { form: { _csrf: csrf, model, replicas: '2' }, headers: { origin: gateway.url } });
+      operator.request.post(`${gateway.url}/portal/operator/engines/${action}`, {
+        form: { _csrf: csrf, model, replicas: '2' },
+        headers: { origin: gateway.url },
+      });
     const simulator = await post('scale', 'sim-embed');
     expect(simulator.status()).toBe(409);
     expect(await simulator.text()).toContain('The simulator engine of sim-embed is not run by the gateway');
@@ -155,7 +206,10 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
       await page.goto(`${gateway.url}/portal/keys`);
       const csrf = await page.locator('input[name=_csrf]').first().inputValue();
       for (const action of ['scale', 'restart']) {
-        const posted = await page.request.post(`${gateway.url}/portal/operator/engines/${action}`, { form: { _csrf: csrf, model: MODEL, replicas: '3' }, headers: { origin: gateway.url } });
+        const posted = await page.request.post(`${gateway.url}/portal/operator/engines/${action}`, {
+          form: { _csrf: csrf, model: MODEL, replicas: '3' },
+          headers: { origin: gateway.url },
+        });
         expect(posted.status(), `${who.email} ${action}`).toBe(404);
         expect(posted.headers()['content-type']).toContain('text/html');
       }

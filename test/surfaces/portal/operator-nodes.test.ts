@@ -28,7 +28,8 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
   let tenantOrg: string;
   /** What the gateway logs: each change made here is logged with who made it. */
   const lines: string[] = [];
-  const logged = (message: string) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.message === message);
+  const logged = (message: string) =>
+    lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.message === message);
   const ops = { email: 'nodes-operator@example.com', password: 'nodes-operator-password' };
   const owner = { email: 'nodes-owner@example.com', password: 'nodes-owner-password' };
   const member = { email: 'nodes-member@example.com', password: 'nodes-member-password' };
@@ -40,10 +41,29 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
     gateway = await startTestGateway('pglite', env, { log: createLogger('info', (line) => lines.push(line)) });
     const { services } = gateway;
     const opsOrg = await services.orgs.create('Operators');
-    await services.users.create({ orgId: opsOrg.id, name: 'Nia Operator', email: ops.email, password: ops.password, role: 'owner', platformAdmin: true });
+    await services.users.create({
+      orgId: opsOrg.id,
+      name: 'Nia Operator',
+      email: ops.email,
+      password: ops.password,
+      role: 'owner',
+      platformAdmin: true,
+    });
     tenantOrg = (await services.orgs.create('Tenant Org')).id;
-    await services.users.create({ orgId: tenantOrg, name: 'Omar Owner', email: owner.email, password: owner.password, role: 'owner' });
-    await services.users.create({ orgId: tenantOrg, name: 'Mia Member', email: member.email, password: member.password, role: 'member' });
+    await services.users.create({
+      orgId: tenantOrg,
+      name: 'Omar Owner',
+      email: owner.email,
+      password: owner.password,
+      role: 'owner',
+    });
+    await services.users.create({
+      orgId: tenantOrg,
+      name: 'Mia Member',
+      email: member.email,
+      password: member.password,
+      role: 'member',
+    });
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
     axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
     await mkdir(SHOTS, { recursive: true });
@@ -66,7 +86,9 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
       await form('Add a profile').getByLabel('GPU model (optional)').fill('L4 24GB');
       await form('Add a profile').getByRole('button', { name: 'Add profile' }).click();
       expect(await textOf(operator, '[role=status]')).toContain('Profile added');
-      const row = operator.getByRole('region', { name: /^Profiles/ }).getByRole('row', { name: new RegExp(`^l4x${width} `) });
+      const row = operator
+        .getByRole('region', { name: /^Profiles/ })
+        .getByRole('row', { name: new RegExp(`^l4x${width} `) });
       expect(await row.textContent()).toContain('2 × L4 24GB');
     }
     expect((await admin('/profiles')).data.map((p) => p.name)).toEqual(['l4x1280', 'l4x360']);
@@ -94,7 +116,9 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
       await form('Add a node').getByLabel('Address (host name or IP)').fill(`gpu-${width}.internal`);
       await form('Add a node').getByRole('button', { name: 'Add node' }).click();
       expect(await textOf(operator, '[role=status]')).toContain('Node added');
-      const row = operator.getByRole('region', { name: /^Nodes/ }).getByRole('row', { name: new RegExp(`^gpu-${width}\\.internal `) });
+      const row = operator
+        .getByRole('region', { name: /^Nodes/ })
+        .getByRole('row', { name: new RegExp(`^gpu-${width}\\.internal `) });
       expect(await row.textContent()).toContain(`free`);
     }
     const listed = (await admin('/nodes')).data.map((n) => [n.address, n.profile, n.state]);
@@ -111,9 +135,15 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
     await add({ 'Address (host name or IP)': 'gpu-360.internal' }, 'A node at gpu-360.internal exists already.');
     await add({ 'Address (host name or IP)': 'two words' }, 'A host name or an IP address.');
     await add({ 'Address (host name or IP)': 'ssh.internal', 'SSH user': 'ops' }, 'ssh.private key: Required.');
-    await add({ 'Address (host name or IP)': 'ssh.internal', 'SSH user': 'ops', 'Host key fingerprint': 'MD5:aa' }, 'SHA256: and 43 base64 characters');
+    await add(
+      { 'Address (host name or IP)': 'ssh.internal', 'SSH user': 'ops', 'Host key fingerprint': 'MD5:aa' },
+      'SHA256: and 43 base64 characters',
+    );
     // The private key is never sent back in the page.
-    await add({ 'Address (host name or IP)': 'ssh.internal', 'Private key (OpenSSH or PEM, unencrypted)': 'not a key' }, 'private key');
+    await add(
+      { 'Address (host name or IP)': 'ssh.internal', 'Private key (OpenSSH or PEM, unencrypted)': 'not a key' },
+      'private key',
+    );
     expect(await operator.content()).not.toContain('not a key');
     expect((await admin('/nodes')).data).toHaveLength(2);
     await lookAt(operator, 'operator-nodes-refused', axeSource);
@@ -132,14 +162,23 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
     expect(await textOf(operator, '[role=alert]')).toContain(`Node ${node!.id} has no SSH access yet: give all of it.`);
     // A node a deleted cluster's key is still on (its removal failed) is `releasing`: the operator frees it here.
     const { services } = gateway;
-    const made = await services.clusters.create({ orgId: tenantOrg, name: 'gone', profile: node!.profile!, nodeCount: 1, publicDomain: 'gone.example.com', createdBy: null });
+    const made = await services.clusters.create({
+      orgId: tenantOrg,
+      name: 'gone',
+      profile: node!.profile!,
+      nodeCount: 1,
+      publicDomain: 'gone.example.com',
+      createdBy: null,
+    });
     await services.clusters.delete(made.cluster.id, tenantOrg);
     // At 1280 px released without removing the key (force), at 360 px by removing it (nothing to remove: no SSH access).
     for (const width of WIDTHS) {
       await services.db.update(nodes).set({ releasingClusterId: made.cluster.id }).where(eq(nodes.id, node!.id));
       await operator.setViewportSize({ width, height: 900 });
       await operator.goto(`${gateway.url}/portal/operator/nodes`);
-      const row = operator.getByRole('region', { name: /^Nodes/ }).getByRole('row', { name: new RegExp(`^${node!.address!.replaceAll('.', '\\.')} `) });
+      const row = operator
+        .getByRole('region', { name: /^Nodes/ })
+        .getByRole('row', { name: new RegExp(`^${node!.address!.replaceAll('.', '\\.')} `) });
       expect(await row.getByRole('cell').nth(1).textContent()).toBe('releasing');
       if (width === 1280) {
         await lookAt(operator, 'operator-nodes-releasing', axeSource);
@@ -155,14 +194,22 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
       ['l4x1280', operatorId],
       ['l4x360', operatorId],
     ]);
-    expect(logged('operator added a node in the portal').map((entry) => entry.address)).toEqual(['gpu-1280.internal', 'gpu-360.internal']);
-    expect(logged('operator released a node in the portal').map((entry) => [entry.nodeId, entry.force, entry.by])).toEqual([
+    expect(logged('operator added a node in the portal').map((entry) => entry.address)).toEqual([
+      'gpu-1280.internal',
+      'gpu-360.internal',
+    ]);
+    expect(
+      logged('operator released a node in the portal').map((entry) => [entry.nodeId, entry.force, entry.by]),
+    ).toEqual([
       [node!.id, true, operatorId],
       [node!.id, false, operatorId],
     ]);
     // A node that is not releasing cannot be released: the service's reason, on the page.
     const csrf = await operator.locator('input[name=_csrf]').first().inputValue();
-    const posted = await operator.request.post(`${gateway.url}/portal/operator/nodes/release`, { form: { _csrf: csrf, node: node!.id }, headers: { origin: gateway.url } });
+    const posted = await operator.request.post(`${gateway.url}/portal/operator/nodes/release`, {
+      form: { _csrf: csrf, node: node!.id },
+      headers: { origin: gateway.url },
+    });
     expect(posted.status()).toBe(409);
     expect(await posted.text()).toContain(`Node ${node!.id} is not releasing: it is free.`);
   }, 60_000);
@@ -177,9 +224,21 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
       expect(await textOf(page, 'h1')).toBe('Not found');
       await page.goto(`${gateway.url}/portal/keys`);
       const csrf = await page.locator('input[name=_csrf]').first().inputValue();
-      const fields = { _csrf: csrf, name: 'stolen', gpus: '1', profile: 'l4x360', address: 'evil.internal', node: node!.id, force: 'true', host_key_fingerprint: `SHA256:${'B'.repeat(43)}` };
+      const fields = {
+        _csrf: csrf,
+        name: 'stolen',
+        gpus: '1',
+        profile: 'l4x360',
+        address: 'evil.internal',
+        node: node!.id,
+        force: 'true',
+        host_key_fingerprint: `SHA256:${'B'.repeat(43)}`,
+      };
       for (const action of ['profiles', '', 'access', 'release']) {
-        const posted = await page.request.post(`${gateway.url}/portal/operator/nodes${action ? `/${action}` : ''}`, { form: fields, headers: { origin: gateway.url } });
+        const posted = await page.request.post(`${gateway.url}/portal/operator/nodes${action ? `/${action}` : ''}`, {
+          form: fields,
+          headers: { origin: gateway.url },
+        });
         expect(posted.status(), `${who.email} ${action}`).toBe(404);
         expect(posted.headers()['content-type'], action).toContain('text/html');
       }

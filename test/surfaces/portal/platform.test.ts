@@ -28,12 +28,29 @@ describe.skipIf(!ready)("the portal's stacks, clusters and runs in Chromium", ()
     scratch = await runScratch();
     gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...scratch.env });
     const org = await gateway.services.orgs.create('Stacks Org');
-    const user = await gateway.services.users.create({ orgId: org.id, name: 'Sam Owner', email: owner.email, password: owner.password, role: 'owner' });
+    const user = await gateway.services.users.create({
+      orgId: org.id,
+      name: 'Sam Owner',
+      email: owner.email,
+      password: owner.password,
+      role: 'owner',
+    });
     const profile = await profileWithNodes(gateway, 2);
-    clusterId = (await gateway.services.clusters.create({ orgId: org.id, name: 'research', profile, nodeCount: 2, publicDomain: 'research.example.test', createdBy: user.id })).cluster.id;
+    clusterId = (
+      await gateway.services.clusters.create({
+        orgId: org.id,
+        name: 'research',
+        profile,
+        nodeCount: 2,
+        publicDomain: 'research.example.test',
+        createdBy: user.id,
+      })
+    ).cluster.id;
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
     const context = await browser.newContext({ bypassCSP: true });
-    await context.route('https://icons.example.test/**', (route) => route.fulfill({ contentType: 'image/svg+xml', body: WIDE_ICON }));
+    await context.route('https://icons.example.test/**', (route) =>
+      route.fulfill({ contentType: 'image/svg+xml', body: WIDE_ICON }),
+    );
     page = await context.newPage();
     axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
     await mkdir(SHOTS, { recursive: true });
@@ -54,7 +71,13 @@ describe.skipIf(!ready)("the portal's stacks, clusters and runs in Chromium", ()
     await page.getByRole('link', { name: 'Stacks' }).click();
     await page.waitForURL('**/portal/stacks');
     const titles = () => page.locator('.card h2').allTextContents();
-    expect(await titles()).toEqual(['Monitoring: Prometheus and Grafana', 'Ray cluster', 'Slurm workload manager', 'k3s Kubernetes', 'vLLM serving']);
+    expect(await titles()).toEqual([
+      'Monitoring: Prometheus and Grafana',
+      'Ray cluster',
+      'Slurm workload manager',
+      'k3s Kubernetes',
+      'vLLM serving',
+    ]);
     await look('stacks');
     await page.getByLabel('Search').fill('grafana');
     await page.getByRole('button', { name: 'Show' }).click();
@@ -81,7 +104,9 @@ describe.skipIf(!ready)("the portal's stacks, clusters and runs in Chromium", ()
       'main.tf': FAKE_MODULE,
     });
     await page.goto(`${gateway.url}/portal/stacks`);
-    await page.getByLabel('Package (.zip)').setInputFiles({ name: 'fake-lab.zip', mimeType: 'application/zip', buffer: zip });
+    await page
+      .getByLabel('Package (.zip)')
+      .setInputFiles({ name: 'fake-lab.zip', mimeType: 'application/zip', buffer: zip });
     await page.getByRole('button', { name: 'Add stack' }).click();
     await page.waitForURL('**/portal/stacks/fake-lab?done=added');
     expect(await page.getByRole('status').textContent()).toBe('Stack added to the catalog.');
@@ -90,12 +115,20 @@ describe.skipIf(!ready)("the portal's stacks, clusters and runs in Chromium", ()
     expect(await icon.evaluate((img: { naturalWidth: number }) => img.naturalWidth)).toBe(200);
     const [slot, image] = [await page.locator('.stack-head .stack-icon').boundingBox(), await icon.boundingBox()];
     expect(image!.width).toBeLessThanOrEqual(slot!.width);
-    expect(await icon.evaluate((img) => (globalThis as unknown as { getComputedStyle(e: unknown): { objectFit: string } }).getComputedStyle(img).objectFit)).toBe('contain');
+    expect(
+      await icon.evaluate(
+        (img) =>
+          (globalThis as unknown as { getComputedStyle(e: unknown): { objectFit: string } }).getComputedStyle(img)
+            .objectFit,
+      ),
+    ).toBe('contain');
     await look('stack');
 
     // A package that is not a zip: refused on the catalog page, with the rule.
     await page.goto(`${gateway.url}/portal/stacks`);
-    await page.getByLabel('Package (.zip)').setInputFiles({ name: 'notes.zip', mimeType: 'application/zip', buffer: Buffer.from('not a zip') });
+    await page
+      .getByLabel('Package (.zip)')
+      .setInputFiles({ name: 'notes.zip', mimeType: 'application/zip', buffer: Buffer.from('not a zip') });
     await page.getByRole('button', { name: 'Add stack' }).click();
     expect(await page.getByRole('alert').textContent()).toContain('It is not a readable .zip');
     await look('stacks-upload-refused');

@@ -25,7 +25,13 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' });
     const org = await gateway.services.orgs.create('Portal Org');
     await gateway.services.wallets.credit(org.id, 'topup', 5_000_000_000n);
-    await gateway.services.users.create({ orgId: org.id, name: 'Pat Owner', email: owner.email, password: owner.password, role: 'owner' });
+    await gateway.services.users.create({
+      orgId: org.id,
+      name: 'Pat Owner',
+      email: owner.email,
+      password: owner.password,
+      role: 'owner',
+    });
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
     // bypassCSP only so the test can inject axe-core; the pages' own CSP is checked below.
     page = await (await browser.newContext({ bypassCSP: true })).newPage();
@@ -79,7 +85,9 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
 
     // The secret works with the official SDK.
     const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
-    const first = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const first = await client.chat.completions
+      .create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     const requestId = first.response.headers.get('x-request-id')!;
     expect(first.data.choices[0]!.message.content).toBeTruthy();
 
@@ -92,9 +100,13 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     // The same window as CSV: a header and the request.
     const csv = await page.request.get(`${gateway.url}/portal/usage.csv?window=this-month`);
     expect(csv.status()).toBe(200);
-    expect(csv.headers()['content-disposition']).toMatch(/^attachment; filename="tollgate-usage-\d{4}-\d{2}-01-to-\d{4}-\d{2}-\d{2}\.csv"$/);
+    expect(csv.headers()['content-disposition']).toMatch(
+      /^attachment; filename="tollgate-usage-\d{4}-\d{2}-01-to-\d{4}-\d{2}-\d{2}\.csv"$/,
+    );
     const lines = (await csv.text()).trim().split('\r\n');
-    expect(lines[0]).toBe('time_utc,request_id,key_id,key_name,project_id,model,endpoint,status,prompt_tokens,completion_tokens,cost,currency,cache_hit');
+    expect(lines[0]).toBe(
+      'time_utc,request_id,key_id,key_name,project_id,model,endpoint,status,prompt_tokens,completion_tokens,cost,currency,cache_hit',
+    );
     expect(lines.filter((line) => line.includes(requestId))).toHaveLength(1);
     // A window that ends before it starts is refused, with the reason, and this month is shown.
     await page.goto(`${gateway.url}/portal/usage?window=custom&from=2026-05-10&to=2026-05-01`);
@@ -112,7 +124,9 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     await page.getByLabel('Requests per minute').fill('1');
     await page.getByRole('button', { name: 'Save' }).click();
     expect(await textOf(page.getByRole('status'))).toContain('Saved');
-    const limited = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'again' }] }).catch((error: unknown) => error);
+    const limited = await client.chat.completions
+      .create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'again' }] })
+      .catch((error: unknown) => error);
     expect((limited as { status?: number }).status).toBe(429);
 
     // Delete it: the next call is 401.
@@ -121,7 +135,9 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('button', { name: 'Delete key' }).click();
     expect(await textOf(page.getByRole('status'))).toContain('Deleted');
-    const refused = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'gone' }] }).catch((error: unknown) => error);
+    const refused = await client.chat.completions
+      .create({ model: 'sim-chat', max_tokens: 4, messages: [{ role: 'user', content: 'gone' }] })
+      .catch((error: unknown) => error);
     expect((refused as { status?: number }).status).toBe(401);
 
     // Signing out ends the session: the portal asks to sign in again.
@@ -201,7 +217,9 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     const missing = await page.goto(`${gateway.url}/portal/stacks/no-such-stack`);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Not found');
     expect(missing?.status()).toBe(404);
-    expect(await page.evaluate(() => (globalThis as unknown as { document: { compatMode: string } }).document.compatMode)).toBe('CSS1Compat');
+    expect(
+      await page.evaluate(() => (globalThis as unknown as { document: { compatMode: string } }).document.compatMode),
+    ).toBe('CSS1Compat');
     await page.screenshot({ path: `${SHOTS}/not-found-1280.png`, fullPage: true });
   });
 });

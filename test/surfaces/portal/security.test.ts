@@ -12,7 +12,13 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
   beforeAll(async () => {
     gateway = await startTestGateway(store, { TOLLGATE_PASSWORD_COST: '10' });
     orgId = (await gateway.services.orgs.create('Guarded')).id;
-    await gateway.services.users.create({ orgId, name: 'Guard', email: owner.email, password: owner.password, role: 'owner' });
+    await gateway.services.users.create({
+      orgId,
+      name: 'Guard',
+      email: owner.email,
+      password: owner.password,
+      role: 'owner',
+    });
     const signedIn = await form('/portal/sign-in', { email: owner.email, password: owner.password });
     expect(signedIn.status).toBe(303);
     cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
@@ -53,7 +59,11 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
     const token = await tokenOf('/portal/keys');
     const fields = { _csrf: token, name: 'forged', expiry: 'never', requests_per_minute: '60', max_concurrency: '10' };
     for (const type of ['application/json', 'application/octet-stream']) {
-      const refused = await form('/portal/keys', fields, { cookie, origin: 'https://evil.example', 'content-type': type });
+      const refused = await form('/portal/keys', fields, {
+        cookie,
+        origin: 'https://evil.example',
+        'content-type': type,
+      });
       expect(refused.status, type).toBe(403);
       expect(await refused.text(), type).toContain('This form did not come from this portal.');
     }
@@ -78,7 +88,10 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
   });
 
   it('refuses a sign-in with a password longer than any can be, without cutting it to length', async () => {
-    const longer = await form('/portal/sign-in', { email: owner.email, password: `${owner.password}${'x'.repeat(200)}` });
+    const longer = await form('/portal/sign-in', {
+      email: owner.email,
+      password: `${owner.password}${'x'.repeat(200)}`,
+    });
     expect(longer.status).toBe(400);
     expect(longer.headers.get('set-cookie')).toBeNull();
     expect(await longer.text()).toContain('at most 128 characters');
@@ -91,7 +104,11 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
     expect(refused.status).toBe(409);
     expect(await refused.text()).toContain('last owner');
     expect((await gateway.services.users.get(me.id)).role).toBe('owner');
-    const added = await form('/portal/users', { _csrf: token, name: 'Second', email: 'second@example.com', password: 'second-password', role: 'admin' }, { cookie });
+    const added = await form(
+      '/portal/users',
+      { _csrf: token, name: 'Second', email: 'second@example.com', password: 'second-password', role: 'admin' },
+      { cookie },
+    );
     expect(added.status).toBe(303);
     expect(added.headers.get('location')).toBe('/portal/users?done=user-added');
   });
@@ -107,11 +124,15 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
   it('starts every page with <!DOCTYPE html>, error pages included (standards mode in any browser)', async () => {
     const pages: Array<[string, number, Promise<Response>]> = [
       ['/portal/sign-in', 200, fetch(`${gateway.url}/portal/sign-in`)],
-      ...['/portal/keys', '/portal/usage', '/portal/users', '/portal/projects', '/portal/costs', '/portal/stacks', '/portal/clusters'].map((path): [string, number, Promise<Response>] => [
-        path,
-        200,
-        page(path),
-      ]),
+      ...[
+        '/portal/keys',
+        '/portal/usage',
+        '/portal/users',
+        '/portal/projects',
+        '/portal/costs',
+        '/portal/stacks',
+        '/portal/clusters',
+      ].map((path): [string, number, Promise<Response>] => [path, 200, page(path)]),
       ['/portal/keys/key_nope/edit', 404, page('/portal/keys/key_nope/edit')],
       ['/portal/costs?window=month&month=0001-01', 400, page('/portal/costs?window=month&month=0001-01')],
     ];
@@ -125,7 +146,12 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
 
   it('refuses a costs window before 1970 (never January 1901 for 0001-01): the page says so and shows this month, and so does its CSV', async () => {
     const thisMonth = new Date().toISOString().slice(0, 7);
-    for (const query of ['window=month&month=0001-01', 'window=month&month=1969-12', 'window=custom&from=0001-01-01&to=0001-01-31', 'window=custom&from=1969-12-31&to=1970-01-02']) {
+    for (const query of [
+      'window=month&month=0001-01',
+      'window=month&month=1969-12',
+      'window=custom&from=0001-01-01&to=0001-01-31',
+      'window=custom&from=1969-12-31&to=1970-01-02',
+    ]) {
       const response = await page(`/portal/costs?${query}`);
       expect(response.status, query).toBe(400);
       const html = await response.text();
@@ -147,7 +173,11 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
     const response = await fetch(`${gateway.url}/portal/keys`, { redirect: 'manual' });
     expect(response.status).toBe(303);
     expect(response.headers.get('location')).toBe('/portal/sign-in');
-    expect((await fetch(`${gateway.url}/`, { redirect: 'manual', headers: { accept: 'text/html,application/xhtml+xml' } })).headers.get('location')).toBe('/portal');
+    expect(
+      (
+        await fetch(`${gateway.url}/`, { redirect: 'manual', headers: { accept: 'text/html,application/xhtml+xml' } })
+      ).headers.get('location'),
+    ).toBe('/portal');
     expect((await fetch(`${gateway.url}/`)).status).toBe(404);
     expect((await page('/portal/keys/key_nope/edit')).status).toBe(404);
     expect((await page('/portal/assets/portal.0000.css')).status).toBe(404);

@@ -17,7 +17,13 @@ describe.each(stores)("the portal's usage CSV (%s)", (store) => {
     const { orgs, wallets, users, keys } = gateway.services;
     const org = await orgs.create('csv org');
     await wallets.credit(org.id, 'topup', 5_000_000_000n);
-    const user = await users.create({ orgId: org.id, name: 'Csv Owner', email: 'csv-owner@example.com', password: 'csv-owner-password', role: 'owner' });
+    const user = await users.create({
+      orgId: org.id,
+      name: 'Csv Owner',
+      email: 'csv-owner@example.com',
+      password: 'csv-owner-password',
+      role: 'owner',
+    });
     for (const name of FORMULAS) {
       const { secret } = await keys.create({ orgId: org.id, userId: user.id, name });
       const response = await fetch(`${gateway.baseURL}/chat/completions`, {

@@ -33,10 +33,17 @@ describe.each(stores)('wallet charges (%s)', (store) => {
     const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: tenant.secret, maxRetries: 0 });
     const seen: Array<{ prompt: number; completion: number }> = [];
     for (let i = 0; i < 3; i++) {
-      const completion = await client.chat.completions.create({ model: 'sim-chat', messages: [{ role: 'user', content: `request ${i}` }] });
+      const completion = await client.chat.completions.create({
+        model: 'sim-chat',
+        messages: [{ role: 'user', content: `request ${i}` }],
+      });
       seen.push({ prompt: completion.usage!.prompt_tokens, completion: completion.usage!.completion_tokens });
     }
-    const stream = await client.chat.completions.create({ model: 'sim-reasoner', stream: true, messages: [{ role: 'user', content: 'stream' }] });
+    const stream = await client.chat.completions.create({
+      model: 'sim-reasoner',
+      stream: true,
+      messages: [{ role: 'user', content: 'stream' }],
+    });
     for await (const _ of stream) void _;
     const usageStream = await client.chat.completions.create({
       model: 'sim-chat',
@@ -44,7 +51,8 @@ describe.each(stores)('wallet charges (%s)', (store) => {
       stream_options: { include_usage: true },
       messages: [{ role: 'user', content: 'stream with usage' }],
     });
-    for await (const chunk of usageStream) if (chunk.usage) seen.push({ prompt: chunk.usage.prompt_tokens, completion: chunk.usage.completion_tokens });
+    for await (const chunk of usageStream)
+      if (chunk.usage) seen.push({ prompt: chunk.usage.prompt_tokens, completion: chunk.usage.completion_tokens });
     const embedding = await client.embeddings.create({ model: 'sim-embed', input: ['a b c', 'd e'] });
     seen.push({ prompt: embedding.usage.prompt_tokens, completion: 0 });
 
@@ -56,7 +64,11 @@ describe.each(stores)('wallet charges (%s)', (store) => {
     expect(balance).toBe(parseAmount('1.00') - spent);
 
     // Each record is priced exactly from its tokens (sim-chat 150/600, sim-reasoner 300/1200, sim-embed 20/0 nanos per token).
-    const perToken: Record<string, [bigint, bigint]> = { 'sim-chat': [150n, 600n], 'sim-reasoner': [300n, 1200n], 'sim-embed': [20n, 0n] };
+    const perToken: Record<string, [bigint, bigint]> = {
+      'sim-chat': [150n, 600n],
+      'sim-reasoner': [300n, 1200n],
+      'sim-embed': [20n, 0n],
+    };
     for (const record of records) {
       const [input, output] = perToken[record.modelId]!;
       expect(record.cost).toBe(BigInt(record.promptTokens) * input + BigInt(record.completionTokens) * output);
@@ -78,9 +90,16 @@ describe.each(stores)('wallet charges (%s)', (store) => {
   it('bills a stream the client abandons: more than zero, less than the whole', async () => {
     const tenant = await gateway.tenant({ credit: '1.00' });
     const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: tenant.secret, maxRetries: 0 });
-    const full = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 200, messages: [{ role: 'user', content: 'long' }] });
+    const full = await client.chat.completions.create({
+      model: 'sim-chat',
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'long' }],
+    });
     const controller = new AbortController();
-    const stream = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 200, stream: true, messages: [{ role: 'user', content: 'long' }] }, { signal: controller.signal });
+    const stream = await client.chat.completions.create(
+      { model: 'sim-chat', max_tokens: 200, stream: true, messages: [{ role: 'user', content: 'long' }] },
+      { signal: controller.signal },
+    );
     let received = 0;
     for await (const chunk of stream) {
       if (chunk.choices[0]?.delta.content) received += 1;

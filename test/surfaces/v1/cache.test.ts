@@ -32,7 +32,12 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     return gateway.services.wallets.balance(orgId);
   };
 
-  const post = (path: 'chat/completions' | 'embeddings', secret: string, body: Record<string, unknown> | string, signal?: AbortSignal) =>
+  const post = (
+    path: 'chat/completions' | 'embeddings',
+    secret: string,
+    body: Record<string, unknown> | string,
+    signal?: AbortSignal,
+  ) =>
     fetch(`${gateway.baseURL}/${path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
@@ -85,10 +90,20 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     const miss = records.find((r) => r.id === first.headers.get('x-request-id'))!;
     expect(miss).toMatchObject({ cacheHit: false, status: 200, streamed: false });
     expect(miss.cost).toBeGreaterThan(0n);
-    expect(hit).toMatchObject({ cacheHit: true, cost: 0n, status: 200, streamed: false, endpoint: 'chat.completions', keyId: tenant.keyId });
+    expect(hit).toMatchObject({
+      cacheHit: true,
+      cost: 0n,
+      status: 200,
+      streamed: false,
+      endpoint: 'chat.completions',
+      keyId: tenant.keyId,
+    });
     // The hit is recorded with the tokens of the answer it served.
     const usage = (JSON.parse(firstText) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
-    expect({ prompt: hit.promptTokens, completion: hit.completionTokens }).toEqual({ prompt: usage.prompt_tokens, completion: usage.completion_tokens });
+    expect({ prompt: hit.promptTokens, completion: hit.completionTokens }).toEqual({
+      prompt: usage.prompt_tokens,
+      completion: usage.completion_tokens,
+    });
 
     if (cacheStore === 'redis') {
       // The entry is in Redis, under the deployment's prefix and the organization.
@@ -104,10 +119,18 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
 
   it('hits whatever the order of the keys of the body', async () => {
     const tenant = await cacheTenant();
-    const first = await post('chat/completions', tenant.secret, '{"model":"sim-chat","max_tokens":8,"temperature":0,"messages":[{"role":"user","content":"key order"}]}');
+    const first = await post(
+      'chat/completions',
+      tenant.secret,
+      '{"model":"sim-chat","max_tokens":8,"temperature":0,"messages":[{"role":"user","content":"key order"}]}',
+    );
     expect(first.headers.get('x-tollgate-cache')).toBe('miss');
     const firstText = await first.text();
-    const second = await post('chat/completions', tenant.secret, '{"messages":[{"content":"key order","role":"user"}],"temperature":0,"max_tokens":8,"model":"sim-chat"}');
+    const second = await post(
+      'chat/completions',
+      tenant.secret,
+      '{"messages":[{"content":"key order","role":"user"}],"temperature":0,"max_tokens":8,"model":"sim-chat"}',
+    );
     expect(second.status).toBe(200);
     expect(second.headers.get('x-tollgate-cache')).toBe('hit');
     expect(await second.text()).toBe(firstText);
@@ -144,7 +167,12 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     // The openai SDK reads the replay like any stream.
     const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: tenant.secret, maxRetries: 0 });
     const { data: stream, response } = await client.chat.completions
-      .create({ model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content: 'tell me a story' }], stream: true })
+      .create({
+        model: 'sim-chat',
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'tell me a story' }],
+        stream: true,
+      })
       .withResponse();
     expect(response.headers.get('x-tollgate-cache')).toBe('hit');
     let text = '';
@@ -155,7 +183,9 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     }
     const expected = original
       .slice(0, -1)
-      .map((d) => (JSON.parse(d) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? '')
+      .map(
+        (d) => (JSON.parse(d) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? '',
+      )
       .join('');
     expect(text.length).toBeGreaterThan(0);
     expect(text).toBe(expected);
@@ -163,7 +193,8 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
 
     const records = await recordsOnceCharged(tenant.orgId, 4);
     expect(records.filter((r) => r.cacheHit)).toHaveLength(2);
-    for (const hit of records.filter((r) => r.cacheHit)) expect(hit).toMatchObject({ cost: 0n, streamed: true, status: 200 });
+    for (const hit of records.filter((r) => r.cacheHit))
+      expect(hit).toMatchObject({ cost: 0n, streamed: true, status: 200 });
   });
 
   it('counts cache hits against no limit', async () => {
@@ -184,7 +215,12 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     expect(second.headers.get('x-tollgate-cache')).toBe('miss');
     expect(second.headers.get('x-ratelimit-remaining')).toBe('0');
     await second.arrayBuffer();
-    await expectError(await post('chat/completions', secret, chatBody('limited 3')), 429, 'rate_limit_exceeded', 'rate_limit_error');
+    await expectError(
+      await post('chat/completions', secret, chatBody('limited 3')),
+      429,
+      'rate_limit_exceeded',
+      'rate_limit_error',
+    );
     // A hit is still served once the key is out of requests.
     const hit = await post('chat/completions', secret, chatBody('limited 2'));
     expect(hit.status).toBe(200);
@@ -232,7 +268,11 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     const records = await recordsOnceCharged(orgId, 4);
     expect(records.every((r) => !r.cacheHit && r.cost > 0n)).toBe(true);
     // A key of the same organization with the cache on finds nothing the other key left.
-    const { secret: cachingSecret } = await gateway.services.keys.create({ orgId, name: 'caching', responseCache: true });
+    const { secret: cachingSecret } = await gateway.services.keys.create({
+      orgId,
+      name: 'caching',
+      responseCache: true,
+    });
     const response = await post('chat/completions', cachingSecret, body);
     expect(response.headers.get('x-tollgate-cache')).toBe('miss');
     await response.arrayBuffer();
@@ -302,12 +342,16 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: tenant.secret, maxRetries: 0 });
     let expectedRecords = 0;
     const chat = async (content: string) => {
-      const { response } = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content }] }).withResponse();
+      const { response } = await client.chat.completions
+        .create({ model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content }] })
+        .withResponse();
       expectedRecords += 1;
       return response.headers.get('x-tollgate-cache');
     };
     const stream = async (content: string) => {
-      const { data, response } = await client.chat.completions.create({ model: 'sim-reasoner', max_tokens: 12, stream: true, messages: [{ role: 'user', content }] }).withResponse();
+      const { data, response } = await client.chat.completions
+        .create({ model: 'sim-reasoner', max_tokens: 12, stream: true, messages: [{ role: 'user', content }] })
+        .withResponse();
       for await (const _ of data) void _;
       expectedRecords += 1;
       return response.headers.get('x-tollgate-cache');
@@ -328,7 +372,10 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     expect(await chat('mixed two')).toBe('hit');
 
     const controller = new AbortController();
-    const aborted = await client.chat.completions.create({ model: 'sim-chat', max_tokens: 200, stream: true, messages: [{ role: 'user', content: 'mixed abandoned' }] }, { signal: controller.signal });
+    const aborted = await client.chat.completions.create(
+      { model: 'sim-chat', max_tokens: 200, stream: true, messages: [{ role: 'user', content: 'mixed abandoned' }] },
+      { signal: controller.signal },
+    );
     let received = 0;
     for await (const chunk of aborted) {
       if (chunk.choices[0]?.delta.content) received += 1;
@@ -353,7 +400,10 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     expect(wallet!.balance).toBe(parseAmount(credit) - spent);
     expect((await gateway.services.gateKeeper.gate.walletState(tenant.orgId)).holds).toEqual([]);
     const [ledger] = await gateway.services.db
-      .select({ total: sql<string>`sum(${ledgerEntries.amount})::text`, charges: sql<number>`count(*) filter (where ${ledgerEntries.kind} = 'charge')::int` })
+      .select({
+        total: sql<string>`sum(${ledgerEntries.amount})::text`,
+        charges: sql<number>`count(*) filter (where ${ledgerEntries.kind} = 'charge')::int`,
+      })
       .from(ledgerEntries)
       .where(eq(ledgerEntries.orgId, tenant.orgId));
     expect(BigInt(ledger!.total)).toBe(wallet!.balance);

@@ -7,7 +7,14 @@ const stores = await availableStores();
 describe.each(stores)('models and pricing (%s)', (store) => {
   const t = useTestGateway(store);
   beforeAll(async () => {
-    await t.gateway.services.catalog.add({ id: 'hidden', displayName: 'Hidden', hfRepoId: 'x/hidden', taskType: 'chat', contextLength: 1, enabled: false });
+    await t.gateway.services.catalog.add({
+      id: 'hidden',
+      displayName: 'Hidden',
+      hfRepoId: 'x/hidden',
+      taskType: 'chat',
+      contextLength: 1,
+      enabled: false,
+    });
   });
 
   it('lists enabled models with OpenAI fields and ours', async () => {
@@ -28,11 +35,15 @@ describe.each(stores)('models and pricing (%s)', (store) => {
 
   it('filters by task_type', async () => {
     const { secret } = await t.gateway.tenant();
-    const response = await fetch(`${t.gateway.baseURL}/models?task_type=embedding`, { headers: { authorization: `Bearer ${secret}` } });
+    const response = await fetch(`${t.gateway.baseURL}/models?task_type=embedding`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
     const body = (await response.json()) as { object: string; data: Array<{ id: string }> };
     expect(body.object).toBe('list');
     expect(body.data.map((m) => m.id)).toEqual(['sim-embed']);
-    const bad = await fetch(`${t.gateway.baseURL}/models?task_type=video`, { headers: { authorization: `Bearer ${secret}` } });
+    const bad = await fetch(`${t.gateway.baseURL}/models?task_type=video`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
     await expectError(bad, 400, 'invalid_request', 'invalid_request_error');
   });
 
@@ -45,7 +56,9 @@ describe.each(stores)('models and pricing (%s)', (store) => {
   it('answers 404 model_not_found for unknown and disabled models', async () => {
     const { secret } = await t.gateway.tenant();
     for (const name of ['nope', 'hidden', 'org/nope']) {
-      const response = await fetch(`${t.gateway.baseURL}/models/${name}`, { headers: { authorization: `Bearer ${secret}` } });
+      const response = await fetch(`${t.gateway.baseURL}/models/${name}`, {
+        headers: { authorization: `Bearer ${secret}` },
+      });
       await expectError(response, 404, 'model_not_found', 'invalid_request_error');
     }
   });

@@ -7,7 +7,10 @@ describe.each(stores)('chat completions through the gateway (%s)', (store) => {
   const t = useTestGateway(store);
 
   it('answers JSON with the model named as the client named it, and usage', async () => {
-    const completion = await t.client.chat.completions.create({ model: 'sim-chat', messages: [{ role: 'user', content: 'Hello there' }] });
+    const completion = await t.client.chat.completions.create({
+      model: 'sim-chat',
+      messages: [{ role: 'user', content: 'Hello there' }],
+    });
     expect(completion.object).toBe('chat.completion');
     expect(completion.model).toBe('sim-chat');
     expect(completion.choices[0]!.message.role).toBe('assistant');
@@ -21,18 +24,29 @@ describe.each(stores)('chat completions through the gateway (%s)', (store) => {
     ['display name', 'Sim Chat'],
     ['Hugging Face repo id', 'tollgate-test/Sim-Chat-1B'],
   ])('resolves the model by its %s and echoes that name', async (_, name) => {
-    const completion = await t.client.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await t.client.chat.completions.create({
+      model: name,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(completion.model).toBe(name);
   });
 
   it('cuts at max_tokens with finish_reason length', async () => {
-    const completion = await t.client.chat.completions.create({ model: 'sim-chat', max_tokens: 3, messages: [{ role: 'user', content: 'tell me more' }] });
+    const completion = await t.client.chat.completions.create({
+      model: 'sim-chat',
+      max_tokens: 3,
+      messages: [{ role: 'user', content: 'tell me more' }],
+    });
     expect(completion.choices[0]!.finish_reason).toBe('length');
     expect(completion.usage!.completion_tokens).toBe(3);
   });
 
   it('streams chunks ending in [DONE] without a usage chunk unless asked', async () => {
-    const stream = await t.client.chat.completions.create({ model: 'sim-chat', stream: true, messages: [{ role: 'user', content: 'stream please' }] });
+    const stream = await t.client.chat.completions.create({
+      model: 'sim-chat',
+      stream: true,
+      messages: [{ role: 'user', content: 'stream please' }],
+    });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks.length).toBeGreaterThan(2);
@@ -65,11 +79,16 @@ describe.each(stores)('chat completions through the gateway (%s)', (store) => {
   });
 
   it('relays reasoning deltas from a reasoning model', async () => {
-    const stream = await t.client.chat.completions.create({ model: 'sim-reasoner', stream: true, messages: [{ role: 'user', content: 'think first' }] });
+    const stream = await t.client.chat.completions.create({
+      model: 'sim-reasoner',
+      stream: true,
+      messages: [{ role: 'user', content: 'think first' }],
+    });
     let reasoning = '';
     let content = '';
     for await (const chunk of stream) {
-      const delta = chunk.choices[0]?.delta as { reasoning?: string; reasoning_content?: string; content?: string } | undefined;
+      const delta = chunk.choices[0]?.delta as
+        { reasoning?: string; reasoning_content?: string; content?: string } | undefined;
       reasoning += delta?.reasoning ?? delta?.reasoning_content ?? '';
       content += delta?.content ?? '';
     }

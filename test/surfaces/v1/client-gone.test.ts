@@ -46,7 +46,11 @@ describe.each(stores)('a JSON client that disconnects (%s)', (store) => {
   });
 
   it.each([
-    ['/chat/completions', { model: 'sim-chat', max_tokens: 50, messages: [{ role: 'user', content: 'sixteen letters!' }] }, 4 + 4 + 3],
+    [
+      '/chat/completions',
+      { model: 'sim-chat', max_tokens: 50, messages: [{ role: 'user', content: 'sixteen letters!' }] },
+      4 + 4 + 3,
+    ],
     ['/embeddings', { model: 'sim-embed', input: 'sixteen letters!' }, 4],
   ] as const)('POST %s: aborts upstream at once and bills the prompt only', async (route, body, promptTokens) => {
     const tenant = await gateway.tenant();
@@ -58,19 +62,31 @@ describe.each(stores)('a JSON client that disconnects (%s)', (store) => {
       body: JSON.stringify(body),
       signal: client.signal,
     }).catch((error: unknown) => error);
-    await until('the request runs at the engine', () => sim.stats().running === runningBefore + 1, { timeout: TTFT_MS, interval: 5 });
+    await until('the request runs at the engine', () => sim.stats().running === runningBefore + 1, {
+      timeout: TTFT_MS,
+      interval: 5,
+    });
     const left = performance.now();
     client.abort();
     expect(await pending).toBeInstanceOf(Error);
     // At once: far sooner than the engine's first token.
-    await until('the engine counts the request aborted', () => sim.stats().aborted === abortedBefore + 1, { timeout: TTFT_MS, interval: 10 });
+    await until('the engine counts the request aborted', () => sim.stats().aborted === abortedBefore + 1, {
+      timeout: TTFT_MS,
+      interval: 10,
+    });
     expect(performance.now() - left).toBeLessThan(1_200);
 
     // Once the call has ended and its charge is written, nothing more can come: exactly one record.
     await gateway.charged();
     const records = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, tenant.orgId));
     expect(records).toHaveLength(1);
-    expect(records[0]).toMatchObject({ status: 499, promptTokens, completionTokens: 0, usageSource: 'estimated', streamed: false });
+    expect(records[0]).toMatchObject({
+      status: 499,
+      promptTokens,
+      completionTokens: 0,
+      usageSource: 'estimated',
+      streamed: false,
+    });
     const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
     expect((await gateway.services.gateKeeper.gate.walletState(tenant.orgId)).holds).toEqual([]);
     expect(wallet!.balance).toBe(5_000_000_000n - records[0]!.cost);

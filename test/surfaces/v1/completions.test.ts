@@ -42,10 +42,19 @@ function startCompletionsEngine() {
       const n = body.n ?? 1;
       const each = body.max_tokens ?? 16;
       const promptTokens = prompts.reduce((sum, p) => sum + p.split(' ').length, 0);
-      const usage = (completion: number) => ({ prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion });
+      const usage = (completion: number) => ({
+        prompt_tokens: promptTokens,
+        completion_tokens: completion,
+        total_tokens: promptTokens + completion,
+      });
       const head = { id: 'cmpl-1', object: 'text_completion', created: 1, model: 'engine' };
       const choices = prompts.flatMap((prompt, p) =>
-        Array.from({ length: n }, (_, i) => ({ index: p * n + i, text: `${body.echo ? prompt : ''}${' tok'.repeat(each)}`, logprobs: null, finish_reason: 'length' })),
+        Array.from({ length: n }, (_, i) => ({
+          index: p * n + i,
+          text: `${body.echo ? prompt : ''}${' tok'.repeat(each)}`,
+          logprobs: null,
+          finish_reason: 'length',
+        })),
       );
       if (!body.stream) {
         res.setHeader('content-type', 'application/json');
@@ -55,9 +64,16 @@ function startCompletionsEngine() {
       const chunk = (fields: object) => res.write(`data: ${JSON.stringify({ ...head, ...fields })}\n\n`);
       let sent = 0;
       for (const choice of choices) {
-        for (let t = 0; t < (body.hang ? 3 : each); t++) chunk({ choices: [{ index: choice.index, text: ' tok', logprobs: null, finish_reason: null }], usage: usage(++sent) });
+        for (let t = 0; t < (body.hang ? 3 : each); t++)
+          chunk({
+            choices: [{ index: choice.index, text: ' tok', logprobs: null, finish_reason: null }],
+            usage: usage(++sent),
+          });
         if (body.hang) return; // the client leaves; the socket closes with it
-        chunk({ choices: [{ index: choice.index, text: '', logprobs: null, finish_reason: 'length' }], usage: usage(sent) });
+        chunk({
+          choices: [{ index: choice.index, text: '', logprobs: null, finish_reason: 'length' }],
+          usage: usage(sent),
+        });
       }
       chunk({ choices: [], usage: usage(sent) });
       res.end('data: [DONE]\n\n');
@@ -79,7 +95,10 @@ describe.each(stores)('POST /v1/completions (%s)', (store) => {
     const url = `http://127.0.0.1:${(engine.server.address() as AddressInfo).port}`;
     dir = await mkdtemp(path.join(tmpdir(), 'tollgate-completions-'));
     const enginesFile = path.join(dir, 'engines.json');
-    await writeFile(enginesFile, JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url, served_model_name: 'engine' }] }));
+    await writeFile(
+      enginesFile,
+      JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url, served_model_name: 'engine' }] }),
+    );
     gateway = await startTestGateway(store, { TOLLGATE_ENGINES_FILE: enginesFile });
     client = new OpenAI({ baseURL: gateway.baseURL, apiKey: (await gateway.tenant()).secret, maxRetries: 0 });
   });
@@ -97,24 +116,47 @@ describe.each(stores)('POST /v1/completions (%s)', (store) => {
   }
 
   it('answers a prompt as JSON, the suffix passed on, billed at what the engine reported', async () => {
-    const { data, response } = await client.completions.create({ model: 'sim-chat', prompt: 'def add(a, b):', suffix: '\n', max_tokens: 7 }).withResponse();
+    const { data, response } = await client.completions
+      .create({ model: 'sim-chat', prompt: 'def add(a, b):', suffix: '\n', max_tokens: 7 })
+      .withResponse();
     expect(data.model).toBe('sim-chat');
     expect(data.choices[0]!.text).toBe(' tok'.repeat(7));
     expect(engine.seen.at(-1)).toMatchObject({ model: 'engine', suffix: '\n' });
     const record = await recordOf(response.headers.get('x-request-id'));
-    expect(record).toMatchObject({ endpoint: 'completions', promptTokens: 3, completionTokens: 7, usageSource: 'upstream', cost: 3n * price.input + 7n * price.output });
+    expect(record).toMatchObject({
+      endpoint: 'completions',
+      promptTokens: 3,
+      completionTokens: 7,
+      usageSource: 'upstream',
+      cost: 3n * price.input + 7n * price.output,
+    });
   });
 
   it('bills every choice of every prompt: two prompts, n 3, max_tokens 10 is sixty tokens', async () => {
-    const { data, response } = await client.completions.create({ model: 'sim-chat', prompt: ['one two', 'three'], n: 3, max_tokens: 10, echo: true }).withResponse();
+    const { data, response } = await client.completions
+      .create({ model: 'sim-chat', prompt: ['one two', 'three'], n: 3, max_tokens: 10, echo: true })
+      .withResponse();
     expect(data.choices).toHaveLength(6);
     expect(data.usage!.completion_tokens).toBe(60);
     const record = await recordOf(response.headers.get('x-request-id'));
-    expect(record).toMatchObject({ promptTokens: 3, completionTokens: 60, usageSource: 'upstream', cost: 3n * price.input + 60n * price.output });
+    expect(record).toMatchObject({
+      promptTokens: 3,
+      completionTokens: 60,
+      usageSource: 'upstream',
+      cost: 3n * price.input + 60n * price.output,
+    });
   });
 
   it('streams, billed at the final usage, shown to the client only when it asked', async () => {
-    const { data, response } = await client.completions.create({ model: 'sim-chat', prompt: 'hello world', max_tokens: 5, stream: true, stream_options: { include_usage: true } }).withResponse();
+    const { data, response } = await client.completions
+      .create({
+        model: 'sim-chat',
+        prompt: 'hello world',
+        max_tokens: 5,
+        stream: true,
+        stream_options: { include_usage: true },
+      })
+      .withResponse();
     let text = '';
     let usage: OpenAI.CompletionUsage | undefined;
     for await (const chunk of data) {
@@ -124,13 +166,27 @@ describe.each(stores)('POST /v1/completions (%s)', (store) => {
     }
     expect(text).toBe(' tok'.repeat(5));
     expect(usage).toMatchObject({ prompt_tokens: 2, completion_tokens: 5 });
-    expect(await recordOf(response.headers.get('x-request-id'))).toMatchObject({ promptTokens: 2, completionTokens: 5, streamed: true, usageSource: 'upstream' });
+    expect(await recordOf(response.headers.get('x-request-id'))).toMatchObject({
+      promptTokens: 2,
+      completionTokens: 5,
+      streamed: true,
+      usageSource: 'upstream',
+    });
   });
 
   it('bills a stream the client abandons for what was generated', async () => {
     const controller = new AbortController();
     const { data, response } = await client.completions
-      .create({ model: 'sim-chat', prompt: 'slow one', max_tokens: 50, stream: true, hang: true } as OpenAI.CompletionCreateParamsStreaming, { signal: controller.signal })
+      .create(
+        {
+          model: 'sim-chat',
+          prompt: 'slow one',
+          max_tokens: 50,
+          stream: true,
+          hang: true,
+        } as OpenAI.CompletionCreateParamsStreaming,
+        { signal: controller.signal },
+      )
       .withResponse();
     let chunks = 0;
     try {
@@ -146,33 +202,63 @@ describe.each(stores)('POST /v1/completions (%s)', (store) => {
         .where(eq(usageRecords.id, response.headers.get('x-request-id')!));
       return row;
     });
-    expect(record).toMatchObject({ status: 499, promptTokens: 2, completionTokens: 3, usageSource: 'upstream', cost: 2n * price.input + 3n * price.output });
+    expect(record).toMatchObject({
+      status: 499,
+      promptTokens: 2,
+      completionTokens: 3,
+      usageSource: 'upstream',
+      cost: 2n * price.input + 3n * price.output,
+    });
   });
 
   it('refuses a prompt of no allowed shape, and n past TOLLGATE_MAX_CHOICES, before the engine', async () => {
     const sent = engine.seen.length;
     for (const prompt of [[], [1, 'a'], { text: 'x' }, 42]) {
-      const refused = await client.completions.create({ model: 'sim-chat', prompt: prompt as unknown as string }).catch((error: unknown) => error);
+      const refused = await client.completions
+        .create({ model: 'sim-chat', prompt: prompt as unknown as string })
+        .catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
       expect((refused as Error).message).toMatch(/prompt must be/);
     }
-    const tooMany = await client.completions.create({ model: 'sim-chat', prompt: 'x', n: 129 }).catch((error: unknown) => error);
+    const tooMany = await client.completions
+      .create({ model: 'sim-chat', prompt: 'x', n: 129 })
+      .catch((error: unknown) => error);
     expect((tooMany as Error).message).toMatch(/TOLLGATE_MAX_CHOICES/);
     expect(engine.seen.length).toBe(sent);
   });
 
   it('answers 401, 402, 429 and model_not_found as the OpenAI client reads them', async () => {
     const bad = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'sk-gw-nope', maxRetries: 0 });
-    await expect(bad.completions.create({ model: 'sim-chat', prompt: 'x' })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
-    const broke = new OpenAI({ baseURL: gateway.baseURL, apiKey: (await gateway.tenant({ credit: '0' })).secret, maxRetries: 0 });
-    await expect(broke.completions.create({ model: 'sim-chat', prompt: 'x' })).rejects.toMatchObject({ status: 402, code: 'insufficient_funds' });
-    const limited = new OpenAI({ baseURL: gateway.baseURL, apiKey: (await gateway.tenant({ key: { requestsPerMinute: 1 } })).secret, maxRetries: 0 });
+    await expect(bad.completions.create({ model: 'sim-chat', prompt: 'x' })).rejects.toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
+    const broke = new OpenAI({
+      baseURL: gateway.baseURL,
+      apiKey: (await gateway.tenant({ credit: '0' })).secret,
+      maxRetries: 0,
+    });
+    await expect(broke.completions.create({ model: 'sim-chat', prompt: 'x' })).rejects.toMatchObject({
+      status: 402,
+      code: 'insufficient_funds',
+    });
+    const limited = new OpenAI({
+      baseURL: gateway.baseURL,
+      apiKey: (await gateway.tenant({ key: { requestsPerMinute: 1 } })).secret,
+      maxRetries: 0,
+    });
     await limited.completions.create({ model: 'sim-chat', prompt: 'x', max_tokens: 1 });
-    const refused = await limited.completions.create({ model: 'sim-chat', prompt: 'x', max_tokens: 1 }).catch((error: unknown) => error);
+    const refused = await limited.completions
+      .create({ model: 'sim-chat', prompt: 'x', max_tokens: 1 })
+      .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
     expect((refused as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).toMatch(/^\d+$/);
-    await expect(client.completions.create({ model: 'no-such-model', prompt: 'x' })).rejects.toMatchObject({ status: 400, code: 'model_not_found' });
-    await expect(client.completions.create({ model: 'sim-embed', prompt: 'x' })).rejects.toMatchObject({ code: 'model_not_found' });
+    await expect(client.completions.create({ model: 'no-such-model', prompt: 'x' })).rejects.toMatchObject({
+      status: 400,
+      code: 'model_not_found',
+    });
+    await expect(client.completions.create({ model: 'sim-embed', prompt: 'x' })).rejects.toMatchObject({
+      code: 'model_not_found',
+    });
   });
 });
 
@@ -194,7 +280,16 @@ describe.each(stores)('POST /v1/completions on the simulator (%s)', (store) => {
   }
 
   it('bills a JSON answer of two prompts and n 2 at the usage the engine reported', async () => {
-    const { data, response } = await client.completions.create({ model: 'sim-chat', prompt: ['def fib(n):', 'class Tree:'], n: 2, max_tokens: 8, echo: true, logprobs: 2 }).withResponse();
+    const { data, response } = await client.completions
+      .create({
+        model: 'sim-chat',
+        prompt: ['def fib(n):', 'class Tree:'],
+        n: 2,
+        max_tokens: 8,
+        echo: true,
+        logprobs: 2,
+      })
+      .withResponse();
     expect(data.choices).toHaveLength(4);
     const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = data.usage!;
     expect(completionTokens).toBeGreaterThan(8);
@@ -207,13 +302,28 @@ describe.each(stores)('POST /v1/completions on the simulator (%s)', (store) => {
   });
 
   it('bills a stream at the usage the engine reported', async () => {
-    const { data, response } = await client.completions.create({ model: 'sim-chat', prompt: 'fn main() {', max_tokens: 6, stream: true, stream_options: { include_usage: true } }).withResponse();
+    const { data, response } = await client.completions
+      .create({
+        model: 'sim-chat',
+        prompt: 'fn main() {',
+        max_tokens: 6,
+        stream: true,
+        stream_options: { include_usage: true },
+      })
+      .withResponse();
     let usage: OpenAI.CompletionUsage | undefined;
     for await (const chunk of data) usage = chunk.usage ?? usage;
-    expect(await recordOf(response.headers.get('x-request-id'))).toMatchObject({ streamed: true, promptTokens: usage!.prompt_tokens, completionTokens: usage!.completion_tokens });
+    expect(await recordOf(response.headers.get('x-request-id'))).toMatchObject({
+      streamed: true,
+      promptTokens: usage!.prompt_tokens,
+      completionTokens: usage!.completion_tokens,
+    });
   });
 
   it("relays the engine's own 400 for suffix, as vLLM answers it", async () => {
-    await expect(client.completions.create({ model: 'sim-chat', prompt: '<fim>', suffix: '}' })).rejects.toMatchObject({ status: 400, code: 'invalid_request' });
+    await expect(client.completions.create({ model: 'sim-chat', prompt: '<fim>', suffix: '}' })).rejects.toMatchObject({
+      status: 400,
+      code: 'invalid_request',
+    });
   });
 });

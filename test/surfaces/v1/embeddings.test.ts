@@ -16,9 +16,15 @@ describe.each(stores)('embeddings through the gateway (%s)', (store) => {
   });
 
   it('gives the same vectors as float and as base64', async () => {
-    const asFloat = await t.client.embeddings.create({ model: 'sim-embed', input: ['alpha', 'beta'], encoding_format: 'float' });
+    const asFloat = await t.client.embeddings.create({
+      model: 'sim-embed',
+      input: ['alpha', 'beta'],
+      encoding_format: 'float',
+    });
     const asBase64 = await t.client.embeddings.create({ model: 'sim-embed', input: ['alpha', 'beta'] });
-    expect(asBase64.data.map((d) => d.embedding)).toEqual(asFloat.data.map((d) => Array.from(new Float32Array(d.embedding))));
+    expect(asBase64.data.map((d) => d.embedding)).toEqual(
+      asFloat.data.map((d) => Array.from(new Float32Array(d.embedding))),
+    );
   });
 
   it('relays base64 as base64 when the client asks for it raw', async () => {

@@ -61,7 +61,9 @@ describe.each(stores)('errors on /v1 (%s)', (store) => {
         .update(apiKeys)
         .set({ expiresAt: new Date(Date.now() - 1000) })
         .where(eq(apiKeys.id, tenant.keyId));
-      const response = await fetch(`${gateway.baseURL}/models`, { headers: { authorization: `Bearer ${tenant.secret}` } });
+      const response = await fetch(`${gateway.baseURL}/models`, {
+        headers: { authorization: `Bearer ${tenant.secret}` },
+      });
       const error = await expectError(response, 401, 'unauthorized', 'auth_error');
       expect(error.message).toMatch(/expired/);
     });
@@ -78,22 +80,59 @@ describe.each(stores)('errors on /v1 (%s)', (store) => {
     });
 
     it('when the model is disabled', async () => {
-      await gateway.services.catalog.add({ id: 'off-model', displayName: 'Off', hfRepoId: 'x/off', taskType: 'chat', contextLength: 1024, enabled: false });
-      await expectError(await post('/chat/completions', { ...hello, model: 'off-model' }), 400, 'model_not_found', 'invalid_request_error');
+      await gateway.services.catalog.add({
+        id: 'off-model',
+        displayName: 'Off',
+        hfRepoId: 'x/off',
+        taskType: 'chat',
+        contextLength: 1024,
+        enabled: false,
+      });
+      await expectError(
+        await post('/chat/completions', { ...hello, model: 'off-model' }),
+        400,
+        'model_not_found',
+        'invalid_request_error',
+      );
     });
 
     it('when chat names an embedding model, and embeddings a chat model', async () => {
-      await expectError(await post('/chat/completions', { ...hello, model: 'sim-embed' }), 400, 'model_not_found', 'invalid_request_error');
-      const error = await expectError(await post('/embeddings', { model: 'sim-chat', input: 'x' }), 400, 'model_not_found', 'invalid_request_error');
+      await expectError(
+        await post('/chat/completions', { ...hello, model: 'sim-embed' }),
+        400,
+        'model_not_found',
+        'invalid_request_error',
+      );
+      const error = await expectError(
+        await post('/embeddings', { model: 'sim-chat', input: 'x' }),
+        400,
+        'model_not_found',
+        'invalid_request_error',
+      );
       expect(error.message).toMatch(/not an embedding model/);
     });
   });
 
   it('400 invalid_request for bad messages, with details', async () => {
-    const error = await expectError(await post('/chat/completions', { model: 'sim-chat', messages: [{ content: 'no role' }] }), 400, 'invalid_request', 'invalid_request_error');
+    const error = await expectError(
+      await post('/chat/completions', { model: 'sim-chat', messages: [{ content: 'no role' }] }),
+      400,
+      'invalid_request',
+      'invalid_request_error',
+    );
     expect(error.details).toEqual([{ field: 'messages[0].role', message: expect.any(String) }]);
-    await expectError(await post('/chat/completions', { model: 'sim-chat' }), 400, 'invalid_request', 'invalid_request_error');
-    await expectError(await post('/embeddings', { model: 'sim-embed', input: [] }), 400, 'invalid_request', 'invalid_request_error');
+    await expectError(
+      await post('/chat/completions', { model: 'sim-chat' }),
+      400,
+      'invalid_request',
+      'invalid_request_error',
+    );
+    await expectError(
+      await post('/embeddings', { model: 'sim-embed', input: [] }),
+      400,
+      'invalid_request',
+      'invalid_request_error',
+    );
   });
 
   it('400 invalid_json for a body that is not JSON, or not an object', async () => {
@@ -117,24 +156,48 @@ describe.each(stores)('errors on /v1 (%s)', (store) => {
     const response = await post('/chat/completions', hello, { authorization: `Bearer ${broke.secret}` });
     await expectError(response, 402, 'insufficient_funds', 'billing_error');
     await gateway.services.wallets.credit(broke.orgId, 'adjustment', -1n, 'test');
-    await expectError(await post('/embeddings', { model: 'sim-embed', input: 'x' }, { authorization: `Bearer ${broke.secret}` }), 402, 'insufficient_funds', 'billing_error');
+    await expectError(
+      await post('/embeddings', { model: 'sim-embed', input: 'x' }, { authorization: `Bearer ${broke.secret}` }),
+      402,
+      'insufficient_funds',
+      'billing_error',
+    );
   });
 
   it('501 not_implemented for audio transcription, after auth', async () => {
     const error = await expectError(await post('/audio/transcriptions', {}), 501, 'not_implemented', 'not_implemented');
     expect(error.message).toMatch(/coming soon/i);
-    await expectError(await fetch(`${gateway.baseURL}/audio/transcriptions`, { method: 'POST' }), 401, 'unauthorized', 'auth_error');
+    await expectError(
+      await fetch(`${gateway.baseURL}/audio/transcriptions`, { method: 'POST' }),
+      401,
+      'unauthorized',
+      'auth_error',
+    );
   });
 
   it('503 pricing_unavailable, with Retry-After, for a model that has no price', async () => {
-    await gateway.services.catalog.add({ id: 'unpriced', displayName: 'Unpriced', hfRepoId: 'x/unpriced', taskType: 'chat', contextLength: 1024, enabled: true });
+    await gateway.services.catalog.add({
+      id: 'unpriced',
+      displayName: 'Unpriced',
+      hfRepoId: 'x/unpriced',
+      taskType: 'chat',
+      contextLength: 1024,
+      enabled: true,
+    });
     const response = await post('/chat/completions', { ...hello, model: 'unpriced' });
     expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
     await expectError(response, 503, 'pricing_unavailable', 'billing_error');
   });
 
   it('503 upstream_error, with Retry-After, for a priced model no engine serves', async () => {
-    await gateway.services.catalog.add({ id: 'engineless', displayName: 'Engineless', hfRepoId: 'x/engineless', taskType: 'chat', contextLength: 1024, enabled: true });
+    await gateway.services.catalog.add({
+      id: 'engineless',
+      displayName: 'Engineless',
+      hfRepoId: 'x/engineless',
+      taskType: 'chat',
+      contextLength: 1024,
+      enabled: true,
+    });
     await gateway.services.catalog.setPrice('engineless', 1n, 1n);
     const response = await post('/chat/completions', { ...hello, model: 'engineless' });
     expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
@@ -171,7 +234,11 @@ describe.each(stores)('errors on /v1 (%s)', (store) => {
 
     it('makes the openai SDK throw on a mid-stream failure', async () => {
       const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
-      const stream = await client.chat.completions.create({ ...hello, stream: true, sim_fail: 'midstream' } as OpenAI.ChatCompletionCreateParamsStreaming);
+      const stream = await client.chat.completions.create({
+        ...hello,
+        stream: true,
+        sim_fail: 'midstream',
+      } as OpenAI.ChatCompletionCreateParamsStreaming);
       await expect(async () => {
         for await (const _ of stream) void _;
       }).rejects.toThrow(/incomplete/);
@@ -192,15 +259,26 @@ describe.each(stores)('errors on /v1 (%s)', (store) => {
     it("refuses another organization's project, and an unknown one, with 403 project_not_found", async () => {
       const other = await gateway.tenant();
       const foreign = await gateway.services.projects.create({ orgId: other.orgId, createdBy: null, name: 'theirs' });
-      await expectError(await post('/chat/completions', hello, { 'x-project-id': foreign.id }), 403, 'project_not_found', 'invalid_request_error');
-      await expectError(await post('/chat/completions', hello, { 'x-project-id': 'proj_unknown' }), 403, 'project_not_found', 'invalid_request_error');
+      await expectError(
+        await post('/chat/completions', hello, { 'x-project-id': foreign.id }),
+        403,
+        'project_not_found',
+        'invalid_request_error',
+      );
+      await expectError(
+        await post('/chat/completions', hello, { 'x-project-id': 'proj_unknown' }),
+        403,
+        'project_not_found',
+        'invalid_request_error',
+      );
     });
 
     it('holds a project-scoped key to its own project, and books its usage there', async () => {
       const p1 = await gateway.services.projects.create({ orgId: orgId, createdBy: null, name: 'p1' });
       const p2 = await gateway.services.projects.create({ orgId: orgId, createdBy: null, name: 'p2' });
       const { key, secret: scoped } = await gateway.services.keys.create({ orgId, name: 'p1 only', projectId: p1.id });
-      const asScoped = (headers: Record<string, string>) => post('/chat/completions', hello, { authorization: `Bearer ${scoped}`, ...headers });
+      const asScoped = (headers: Record<string, string>) =>
+        post('/chat/completions', hello, { authorization: `Bearer ${scoped}`, ...headers });
       const body = await expectError(await asScoped({ 'x-project-id': p2.id }), 403, 'forbidden', 'auth_error');
       expect(body.message).not.toContain(p2.id);
       for (const headers of [{}, { 'x-project-id': p1.id }] as Array<Record<string, string>>) {

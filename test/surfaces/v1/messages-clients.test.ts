@@ -9,7 +9,13 @@ import { z } from 'zod';
 import { parseAmount } from '../../../src/gateway/billing/money.js';
 import { usageRecords } from '../../../src/shared/db/schema.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { deleteRedisPrefix, postgresAvailable, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
+import {
+  deleteRedisPrefix,
+  postgresAvailable,
+  redisAvailable,
+  redisUrl,
+  uniqueRedisPrefix,
+} from '../../helpers/services.js';
 import { skippedWithout } from '../../helpers/skips.js';
 
 /**
@@ -23,7 +29,13 @@ describe("LangChain's ChatAnthropic on /v1/messages, on the simulator", () => {
   beforeAll(async () => {
     gateway = await startTestGateway('pglite');
     const { secret } = await gateway.tenant();
-    model = new ChatAnthropic({ model: 'sim-chat', anthropicApiUrl: gateway.url, apiKey: secret, maxTokens: 64, maxRetries: 0 });
+    model = new ChatAnthropic({
+      model: 'sim-chat',
+      anthropicApiUrl: gateway.url,
+      apiKey: secret,
+      maxTokens: 64,
+      maxRetries: 0,
+    });
   });
   afterAll(async () => {
     await gateway?.close();
@@ -38,12 +50,18 @@ describe("LangChain's ChatAnthropic on /v1/messages, on the simulator", () => {
     expect(message.usage_metadata?.output_tokens).toBeGreaterThan(0);
     await gateway.charged();
     const usage = await fetchUsage(gateway, model);
-    expect(usage[0]).toMatchObject({ endpoint: 'messages', streamed: false, prompt_tokens: message.usage_metadata?.input_tokens, completion_tokens: message.usage_metadata?.output_tokens });
+    expect(usage[0]).toMatchObject({
+      endpoint: 'messages',
+      streamed: false,
+      prompt_tokens: message.usage_metadata?.input_tokens,
+      completion_tokens: message.usage_metadata?.output_tokens,
+    });
   });
 
   it('streams the answer in several text chunks, billed as a stream', async () => {
     const chunks: string[] = [];
-    for await (const chunk of await model.stream('Stream, please.')) if (typeof chunk.content === 'string') chunks.push(chunk.content);
+    for await (const chunk of await model.stream('Stream, please.'))
+      if (typeof chunk.content === 'string') chunks.push(chunk.content);
     expect(chunks.filter((c) => c !== '').length).toBeGreaterThan(1);
     await gateway.charged();
     expect((await fetchUsage(gateway, model))[0]).toMatchObject({ endpoint: 'messages', streamed: true });
@@ -54,17 +72,27 @@ describe("LangChain's ChatAnthropic on /v1/messages, on the simulator", () => {
     const withTools = model.bindTools([readFile], { tool_choice: 'read_file' });
     const message = await withTools.invoke('Read README.md');
     expect(message.tool_calls).toHaveLength(1);
-    expect(message.tool_calls![0]).toMatchObject({ name: 'read_file', args: { path: expect.any(String) }, id: expect.any(String) });
+    expect(message.tool_calls![0]).toMatchObject({
+      name: 'read_file',
+      args: { path: expect.any(String) },
+      id: expect.any(String),
+    });
   });
 });
 
 /** The key's usage records, newest first, through the usage API. */
 async function fetchUsage(gateway: TestGateway, model: ChatAnthropic): Promise<Array<Record<string, unknown>>> {
-  const response = await fetch(`${gateway.baseURL}/usage/requests`, { headers: { authorization: `Bearer ${model.apiKey}` } });
+  const response = await fetch(`${gateway.baseURL}/usage/requests`, {
+    headers: { authorization: `Bearer ${model.apiKey}` },
+  });
   return ((await response.json()) as { data: Array<Record<string, unknown>> }).data;
 }
 
-const servicesMissing = !(await postgresAvailable()) ? 'PostgreSQL does not answer' : !(await redisAvailable()) ? 'Redis does not answer' : null;
+const servicesMissing = !(await postgresAvailable())
+  ? 'PostgreSQL does not answer'
+  : !(await redisAvailable())
+    ? 'Redis does not answer'
+    : null;
 skippedWithout(servicesMissing === null ? null : `Messages on PostgreSQL with limits in Redis: ${servicesMissing}`);
 
 /**
@@ -85,10 +113,21 @@ describe.skipIf(servicesMissing !== null)('Messages on PostgreSQL with limits in
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-messages-'));
-    await writeFile(path.join(dir, 'turns.jsonl'), JSON.stringify({ content: 'Hi there, from the script.', prompt_tokens: engine.prompt, completion_tokens: engine.completion }));
+    await writeFile(
+      path.join(dir, 'turns.jsonl'),
+      JSON.stringify({
+        content: 'Hi there, from the script.',
+        prompt_tokens: engine.prompt,
+        completion_tokens: engine.completion,
+      }),
+    );
     const scripted = { kind: 'simulator', model: 'sim-chat', task: 'chat', max_model_len: 8192, script: 'turns.jsonl' };
     await writeFile(path.join(dir, 'engines.json'), JSON.stringify({ engines: [scripted] }));
-    gateway = await startTestGateway('postgres', { REDIS_URL: redisUrl, TOLLGATE_REDIS_PREFIX: prefix, TOLLGATE_ENGINES_FILE: path.join(dir, 'engines.json') });
+    gateway = await startTestGateway('postgres', {
+      REDIS_URL: redisUrl,
+      TOLLGATE_REDIS_PREFIX: prefix,
+      TOLLGATE_ENGINES_FILE: path.join(dir, 'engines.json'),
+    });
     tenant = await gateway.tenant({ credit: '1.00', key: { requestsPerMinute: 2 } });
     client = new Anthropic({ baseURL: gateway.url, authToken: tenant.secret, apiKey: null, maxRetries: 0 });
   });
@@ -108,10 +147,18 @@ describe.skipIf(servicesMissing !== null)('Messages on PostgreSQL with limits in
   it("bills a JSON answer and a stream at the engine's usage, then refuses the third request with 429 and Retry-After", async () => {
     const { data: json, response: jsonResponse } = await client.messages.create(ask).withResponse();
     expect(json.usage).toMatchObject({ input_tokens: engine.prompt, output_tokens: engine.completion });
-    const billed = { endpoint: 'messages', promptTokens: engine.prompt, completionTokens: engine.completion, usageSource: 'upstream', cost };
+    const billed = {
+      endpoint: 'messages',
+      promptTokens: engine.prompt,
+      completionTokens: engine.completion,
+      usageSource: 'upstream',
+      cost,
+    };
     expect(await recordOf(jsonResponse.headers.get('x-request-id'))).toMatchObject({ ...billed, streamed: false });
 
-    const { data: stream, response: streamResponse } = await client.messages.create({ ...ask, stream: true }).withResponse();
+    const { data: stream, response: streamResponse } = await client.messages
+      .create({ ...ask, stream: true })
+      .withResponse();
     let streamed = { input: -1, output: -1 };
     for await (const event of stream) {
       if (event.type === 'message_start') streamed.input = event.message.usage.input_tokens;

@@ -31,18 +31,37 @@ describe.each(stores)('POST /v1/messages with the Anthropic SDK, on the simulato
 
   it('answers as an Anthropic message, billed at the usage it reports', async () => {
     const { data, response } = await client.messages
-      .create({ model: 'sim-chat', max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'Say hello.' }], stop_sequences: ['\n\n'] })
+      .create({
+        model: 'sim-chat',
+        max_tokens: 64,
+        system: 'Be brief.',
+        messages: [{ role: 'user', content: 'Say hello.' }],
+        stop_sequences: ['\n\n'],
+      })
       .withResponse();
     expect(data).toMatchObject({ type: 'message', role: 'assistant', model: 'sim-chat', stop_reason: 'end_turn' });
     expect(data.content[0]).toMatchObject({ type: 'text' });
     expect(data.usage.output_tokens).toBeGreaterThan(0);
     const record = await recordOf(response.headers.get('x-request-id'));
     const { input_tokens: input, output_tokens: output } = data.usage;
-    expect(record).toMatchObject({ endpoint: 'messages', promptTokens: input, completionTokens: output, usageSource: 'upstream', cost: BigInt(input) * price.input + BigInt(output) * price.output });
+    expect(record).toMatchObject({
+      endpoint: 'messages',
+      promptTokens: input,
+      completionTokens: output,
+      usageSource: 'upstream',
+      cost: BigInt(input) * price.input + BigInt(output) * price.output,
+    });
   });
 
   it("streams Anthropic's event sequence, ending with the usage it is billed for", async () => {
-    const { data: stream, response } = await client.messages.create({ model: 'sim-chat', max_tokens: 20, messages: [{ role: 'user', content: 'Stream, please.' }], stream: true }).withResponse();
+    const { data: stream, response } = await client.messages
+      .create({
+        model: 'sim-chat',
+        max_tokens: 20,
+        messages: [{ role: 'user', content: 'Stream, please.' }],
+        stream: true,
+      })
+      .withResponse();
     const types: string[] = [];
     let text = '';
     let output = 0;
@@ -58,7 +77,13 @@ describe.each(stores)('POST /v1/messages with the Anthropic SDK, on the simulato
     expect(types.slice(-3)).toEqual(['content_block_stop', 'message_delta', 'message_stop']);
     expect(text.length).toBeGreaterThan(0);
     const record = await recordOf(response.headers.get('x-request-id'));
-    expect(record).toMatchObject({ endpoint: 'messages', streamed: true, promptTokens: input, completionTokens: output, cost: BigInt(input) * price.input + BigInt(output) * price.output });
+    expect(record).toMatchObject({
+      endpoint: 'messages',
+      streamed: true,
+      promptTokens: input,
+      completionTokens: output,
+      cost: BigInt(input) * price.input + BigInt(output) * price.output,
+    });
   });
 
   it('takes a turn with tools, tool_use and tool_result blocks, thinking, and the key as x-api-key', async () => {
@@ -93,43 +118,84 @@ describe.each(stores)('POST /v1/messages with the Anthropic SDK, on the simulato
     expect(JSON.stringify(tools).length).toBeGreaterThan(60_000);
   });
 
-  it.each([false, true])("returns the engine's tool call as a tool_use block, named and with valid input (stream: %s)", async (stream) => {
-    const request = {
-      model: 'sim-chat',
-      max_tokens: 200,
-      tools: [{ name: 'read_file', description: 'Reads a file', input_schema: { type: 'object' as const, properties: { path: { type: 'string' } }, required: ['path'] } }],
-      tool_choice: { type: 'tool' as const, name: 'read_file' },
-      messages: [{ role: 'user' as const, content: 'Read README.md' }],
-    };
-    const message = stream ? await client.messages.stream(request).finalMessage() : await client.messages.create(request);
-    expect(message.stop_reason).toBe('tool_use');
-    const call = message.content.find((block) => block.type === 'tool_use');
-    expect(call).toMatchObject({ type: 'tool_use', name: 'read_file', input: { path: expect.any(String) } });
-  });
+  it.each([false, true])(
+    "returns the engine's tool call as a tool_use block, named and with valid input (stream: %s)",
+    async (stream) => {
+      const request = {
+        model: 'sim-chat',
+        max_tokens: 200,
+        tools: [
+          {
+            name: 'read_file',
+            description: 'Reads a file',
+            input_schema: { type: 'object' as const, properties: { path: { type: 'string' } }, required: ['path'] },
+          },
+        ],
+        tool_choice: { type: 'tool' as const, name: 'read_file' },
+        messages: [{ role: 'user' as const, content: 'Read README.md' }],
+      };
+      const message = stream
+        ? await client.messages.stream(request).finalMessage()
+        : await client.messages.create(request);
+      expect(message.stop_reason).toBe('tool_use');
+      const call = message.content.find((block) => block.type === 'tool_use');
+      expect(call).toMatchObject({ type: 'tool_use', name: 'read_file', input: { path: expect.any(String) } });
+    },
+  );
 
   it('counts tokens', async () => {
-    const counted = await client.messages.countTokens({ model: 'sim-chat', system: 'Be brief.', messages: [{ role: 'user', content: 'How many tokens is this?' }] });
+    const counted = await client.messages.countTokens({
+      model: 'sim-chat',
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'How many tokens is this?' }],
+    });
     expect(counted.input_tokens).toBeGreaterThan(5);
-    await expect(client.messages.countTokens({ model: 'nope', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(Anthropic.BadRequestError);
+    await expect(
+      client.messages.countTokens({ model: 'nope', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toBeInstanceOf(Anthropic.BadRequestError);
   });
 
   it('answers 401, 402, 429 and model_not_found as Anthropic clients read them', async () => {
     const bad = new Anthropic({ baseURL: gateway.url, authToken: 'sk-gw-nope', apiKey: null, maxRetries: 0 });
-    const ask = (c: Anthropic, model = 'sim-chat') => c.messages.create({ model, max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }).catch((error: unknown) => error);
+    const ask = (c: Anthropic, model = 'sim-chat') =>
+      c.messages
+        .create({ model, max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })
+        .catch((error: unknown) => error);
     const unauthorized = await ask(bad);
     expect(unauthorized).toBeInstanceOf(Anthropic.AuthenticationError);
-    expect((unauthorized as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ type: 'error', error: { type: 'authentication_error', code: 'unauthorized' } });
-    const broke = new Anthropic({ baseURL: gateway.url, authToken: (await gateway.tenant({ credit: '0' })).secret, apiKey: null, maxRetries: 0 });
-    expect(await ask(broke)).toMatchObject({ status: 402, error: { type: 'error', error: { type: 'billing_error', code: 'insufficient_funds' } } });
-    const limited = new Anthropic({ baseURL: gateway.url, authToken: (await gateway.tenant({ key: { requestsPerMinute: 1 } })).secret, apiKey: null, maxRetries: 0 });
+    expect((unauthorized as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      type: 'error',
+      error: { type: 'authentication_error', code: 'unauthorized' },
+    });
+    const broke = new Anthropic({
+      baseURL: gateway.url,
+      authToken: (await gateway.tenant({ credit: '0' })).secret,
+      apiKey: null,
+      maxRetries: 0,
+    });
+    expect(await ask(broke)).toMatchObject({
+      status: 402,
+      error: { type: 'error', error: { type: 'billing_error', code: 'insufficient_funds' } },
+    });
+    const limited = new Anthropic({
+      baseURL: gateway.url,
+      authToken: (await gateway.tenant({ key: { requestsPerMinute: 1 } })).secret,
+      apiKey: null,
+      maxRetries: 0,
+    });
     await limited.messages.create({ model: 'sim-chat', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] });
     const limitedError = await ask(limited);
     expect(limitedError).toBeInstanceOf(Anthropic.RateLimitError);
     expect((limitedError as InstanceType<typeof Anthropic.APIError>).headers?.get('retry-after')).toMatch(/^\d+$/);
     const unknown = await ask(client, 'no-such-model');
     expect(unknown).toBeInstanceOf(Anthropic.BadRequestError);
-    expect((unknown as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'model_not_found' } });
-    const invalid = await client.messages.create({ model: 'sim-chat', messages: [{ role: 'user', content: 'x' }] } as never).catch((error: unknown) => error);
+    expect((unknown as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', code: 'model_not_found' },
+    });
+    const invalid = await client.messages
+      .create({ model: 'sim-chat', messages: [{ role: 'user', content: 'x' }] } as never)
+      .catch((error: unknown) => error);
     expect((invalid as Error).message).toMatch(/max_tokens must be a positive integer/);
   });
 });
@@ -145,10 +211,18 @@ describe('a Messages stream the client abandons', () => {
   });
 
   it('is billed for what was generated, from the engine running count', async () => {
-    const client = new Anthropic({ baseURL: gateway.url, authToken: (await gateway.tenant()).secret, apiKey: null, maxRetries: 0 });
+    const client = new Anthropic({
+      baseURL: gateway.url,
+      authToken: (await gateway.tenant()).secret,
+      apiKey: null,
+      maxRetries: 0,
+    });
     const controller = new AbortController();
     const { data: stream, response } = await client.messages
-      .create({ model: 'sim-chat', max_tokens: 100, messages: [{ role: 'user', content: 'Take your time.' }], stream: true }, { signal: controller.signal })
+      .create(
+        { model: 'sim-chat', max_tokens: 100, messages: [{ role: 'user', content: 'Take your time.' }], stream: true },
+        { signal: controller.signal },
+      )
       .withResponse();
     let deltas = 0;
     try {
@@ -166,6 +240,8 @@ describe('a Messages stream the client abandons', () => {
     expect(record).toMatchObject({ endpoint: 'messages', status: 499, usageSource: 'upstream' });
     expect(record.completionTokens).toBeGreaterThanOrEqual(3);
     expect(record.completionTokens).toBeLessThan(16);
-    expect(record.cost).toBe(BigInt(record.promptTokens) * price.input + BigInt(record.completionTokens) * price.output);
+    expect(record.cost).toBe(
+      BigInt(record.promptTokens) * price.input + BigInt(record.completionTokens) * price.output,
+    );
   });
 });

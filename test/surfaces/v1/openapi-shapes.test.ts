@@ -19,7 +19,9 @@ describe("response shapes against OpenAI's OpenAPI spec", () => {
   afterAll(() => gateway?.close());
 
   it('chat completion (JSON)', async () => {
-    const body = await (await post('/chat/completions', { model: 'sim-chat', messages: [{ role: 'user', content: 'hi' }] })).json();
+    const body = await (
+      await post('/chat/completions', { model: 'sim-chat', messages: [{ role: 'user', content: 'hi' }] })
+    ).json();
     expect(openApiErrors('CreateChatCompletionResponse', body)).toEqual([]);
   });
 
@@ -32,23 +34,42 @@ describe("response shapes against OpenAI's OpenAPI spec", () => {
     });
     const events = (await response.text()).split('\n\n').filter((e) => e && e !== 'data: [DONE]');
     expect(events.length).toBeGreaterThan(2);
-    for (const event of events) expect(openApiErrors('CreateChatCompletionStreamResponse', JSON.parse(event.slice(6)))).toEqual([]);
+    for (const event of events)
+      expect(openApiErrors('CreateChatCompletionStreamResponse', JSON.parse(event.slice(6)))).toEqual([]);
   });
 
   it('responses (JSON, with a tool call and reasoning) and every event of a Responses stream', async () => {
-    const tools = [{ type: 'function', name: 'f', parameters: { type: 'object', properties: { a: { type: 'string' } } }, strict: false }];
-    const body = await (await post('/responses', { model: 'sim-reasoner', input: 'hi', tools, tool_choice: 'required' })).json();
+    const tools = [
+      {
+        type: 'function',
+        name: 'f',
+        parameters: { type: 'object', properties: { a: { type: 'string' } } },
+        strict: false,
+      },
+    ];
+    const body = await (
+      await post('/responses', { model: 'sim-reasoner', input: 'hi', tools, tool_choice: 'required' })
+    ).json();
     expect(openApiErrors('Response', body)).toEqual([]);
-    const response = await post('/responses', { model: 'sim-reasoner', input: [{ role: 'user', content: 'hi' }], instructions: 'Be brief.', stream: true });
+    const response = await post('/responses', {
+      model: 'sim-reasoner',
+      input: [{ role: 'user', content: 'hi' }],
+      instructions: 'Be brief.',
+      stream: true,
+    });
     const events = (await response.text()).split('\n\n').filter(Boolean);
     expect(events.length).toBeGreaterThan(8);
     const data = events.map((event) => JSON.parse(event.split('\ndata: ')[1]!) as { type: string });
     // The events the spec does not describe, by type: none.
-    expect(data.filter((event) => openApiErrors('ResponseStreamEvent', event).length > 0).map((event) => event.type)).toEqual([]);
+    expect(
+      data.filter((event) => openApiErrors('ResponseStreamEvent', event).length > 0).map((event) => event.type),
+    ).toEqual([]);
   });
 
   it('embeddings (float)', async () => {
-    const body = await (await post('/embeddings', { model: 'sim-embed', input: ['a', 'b'], encoding_format: 'float' })).json();
+    const body = await (
+      await post('/embeddings', { model: 'sim-embed', input: ['a', 'b'], encoding_format: 'float' })
+    ).json();
     expect(openApiErrors('CreateEmbeddingResponse', body)).toEqual([]);
   });
 
@@ -61,7 +82,9 @@ describe("response shapes against OpenAI's OpenAPI spec", () => {
   });
 
   it('errors', async () => {
-    const body = (await (await post('/chat/completions', { model: 'nope', messages: [] })).json()) as { error: unknown };
+    const body = (await (await post('/chat/completions', { model: 'nope', messages: [] })).json()) as {
+      error: unknown;
+    };
     expect(openApiErrors('Error', body.error)).toEqual([]);
   });
 });

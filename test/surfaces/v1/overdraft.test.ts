@@ -51,7 +51,10 @@ describe.each(stores)('wallet holds and the overdraft bound (%s)', (store) => {
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
 
     // The stated bound: at most one request's hold below zero.
-    const oneHold = holdNanosOf({ bodyBytes: Buffer.byteLength(JSON.stringify(body)), body, task: 'chat', contextLength: 8192 }, { inputPerToken: 150n, outputPerToken: 600n });
+    const oneHold = holdNanosOf(
+      { bodyBytes: Buffer.byteLength(JSON.stringify(body)), body, task: 'chat', contextLength: 8192 },
+      { inputPerToken: 150n, outputPerToken: 600n },
+    );
     const wallet = await walletOf(tenant.orgId);
     expect(wallet.balance).toBeGreaterThanOrEqual(-oneHold);
     expect(wallet.reserved).toBe(0n);
@@ -76,7 +79,11 @@ describe.each(stores)('wallet holds and the overdraft bound (%s)', (store) => {
     expect(second.status).toBe(402);
     expect(((await second.json()) as { error: { code: string } }).error.code).toBe('insufficient_funds');
     await first.body!.cancel();
-    await until('the hold of the cancelled stream is given back', async () => (await walletOf(tenant.orgId)).reserved === 0n, { timeout: 3_000 });
+    await until(
+      'the hold of the cancelled stream is given back',
+      async () => (await walletOf(tenant.orgId)).reserved === 0n,
+      { timeout: 3_000 },
+    );
     expect((await post(tenant.secret, { max_tokens: 2 })).status).toBe(200);
   });
 

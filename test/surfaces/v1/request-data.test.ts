@@ -13,7 +13,10 @@ const stores = await availableStores();
 function streamText(data: string[]): string {
   return data
     .filter((d) => d !== '[DONE]')
-    .map((d) => (JSON.parse(d) as { choices?: Array<{ delta?: { content?: string } }> }).choices?.[0]?.delta?.content ?? '')
+    .map(
+      (d) =>
+        (JSON.parse(d) as { choices?: Array<{ delta?: { content?: string } }> }).choices?.[0]?.delta?.content ?? '',
+    )
     .join('');
 }
 
@@ -27,13 +30,23 @@ describe.each(stores)('request data (%s)', (store) => {
   });
   afterAll(() => gateway?.close());
 
-  const post = (target: TestGateway, path: 'chat/completions' | 'embeddings', secret: string, body: Record<string, unknown>) =>
+  const post = (
+    target: TestGateway,
+    path: 'chat/completions' | 'embeddings',
+    secret: string,
+    body: Record<string, unknown>,
+  ) =>
     fetch(`${target.baseURL}/${path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-  const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content }], ...extra });
+  const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({
+    model: 'sim-chat',
+    max_tokens: 8,
+    messages: [{ role: 'user', content }],
+    ...extra,
+  });
   const rowOf = async (requestId: string | null) => {
     await gateway.services.applier.settled(5_000);
     const rows = await gateway.services.db.select().from(requestData).where(eq(requestData.requestId, requestId!));
@@ -54,7 +67,8 @@ describe.each(stores)('request data (%s)', (store) => {
     const response = await post(gateway, 'chat/completions', secret, body);
     expect(response.status).toBe(200);
     const text = await response.text();
-    const completion = (JSON.parse(text) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
+    const completion = (JSON.parse(text) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message
+      .content;
     expect(completion.length).toBeGreaterThan(0);
 
     const requestId = response.headers.get('x-request-id');
@@ -117,7 +131,9 @@ describe.each(stores)('request data (%s)', (store) => {
     for (const id of ids) await recordOf(id);
     await gateway.services.applier.settled(5_000);
     expect(await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId))).toHaveLength(3);
-    expect(await gateway.services.db.select().from(requestData).where(inArray(requestData.requestId, ids))).toHaveLength(0);
+    expect(
+      await gateway.services.db.select().from(requestData).where(inArray(requestData.requestId, ids)),
+    ).toHaveLength(0);
   });
 
   it('never logs prompt or completion text, at debug level, for keys with storing off or on, failures included', async () => {
@@ -128,7 +144,10 @@ describe.each(stores)('request data (%s)', (store) => {
       const { secret } = await gateway.tenant({ key: { storeRequestData } });
       const json = await post(gateway, 'chat/completions', secret, chatBody(`${marker} json`));
       expect(json.status).toBe(200);
-      completions.push((JSON.parse(await json.text()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content);
+      completions.push(
+        (JSON.parse(await json.text()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message
+          .content,
+      );
       const stream = await post(gateway, 'chat/completions', secret, chatBody(`${marker} stream`, { stream: true }));
       expect(stream.status).toBe(200);
       completions.push(streamText(sseData(await stream.text())));
@@ -139,7 +158,12 @@ describe.each(stores)('request data (%s)', (store) => {
       const failed = await post(gateway, 'chat/completions', secret, chatBody(`${marker} fails`, { sim_fail: '500' }));
       failures.push(failed.status);
       await failed.arrayBuffer();
-      const midstream = await post(gateway, 'chat/completions', secret, chatBody(`${marker} fails midway`, { stream: true, sim_fail: 'midstream' }));
+      const midstream = await post(
+        gateway,
+        'chat/completions',
+        secret,
+        chatBody(`${marker} fails midway`, { stream: true, sim_fail: 'midstream' }),
+      );
       expect(midstream.status).toBe(200);
       const data = sseData(await midstream.text());
       expect(data.some((d) => d.includes('"error"'))).toBe(true);
@@ -147,7 +171,10 @@ describe.each(stores)('request data (%s)', (store) => {
       if (partial.trim().split(/\s+/).length > 1) completions.push(partial);
       await recordOf(midstream.headers.get('x-request-id'));
       // An invalid request, which the gateway refuses itself.
-      const refused = await post(gateway, 'chat/completions', secret, { ...chatBody(`${marker} refused`), stream: 'yes' });
+      const refused = await post(gateway, 'chat/completions', secret, {
+        ...chatBody(`${marker} refused`),
+        stream: 'yes',
+      });
       expect(refused.status).toBe(400);
       await refused.arrayBuffer();
     }

@@ -11,7 +11,12 @@ const readFile = {
   type: 'function' as const,
   name: 'read_file',
   description: 'Reads a file',
-  parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'], additionalProperties: false },
+  parameters: {
+    type: 'object',
+    properties: { path: { type: 'string' } },
+    required: ['path'],
+    additionalProperties: false,
+  },
   strict: true,
 };
 
@@ -34,10 +39,23 @@ describe.each(stores)('POST /v1/responses with the openai client, on the simulat
   }
 
   it('answers a Response with instructions, billed at the usage it reports', async () => {
-    const { data, response } = await client.responses.create({ model: 'sim-chat', instructions: 'Be brief.', input: 'Say hello.' }).withResponse();
-    expect(data).toMatchObject({ object: 'response', status: 'completed', model: 'sim-chat', instructions: 'Be brief.', error: null });
+    const { data, response } = await client.responses
+      .create({ model: 'sim-chat', instructions: 'Be brief.', input: 'Say hello.' })
+      .withResponse();
+    expect(data).toMatchObject({
+      object: 'response',
+      status: 'completed',
+      model: 'sim-chat',
+      instructions: 'Be brief.',
+      error: null,
+    });
     expect(data.id).toMatch(/^resp_/);
-    expect(data.output[0]).toMatchObject({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text' }] });
+    expect(data.output[0]).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text' }],
+    });
     expect(data.output_text.length).toBeGreaterThan(0);
     const { input_tokens: input, output_tokens: output, total_tokens: total } = data.usage!;
     expect(total).toBe(input + output);
@@ -53,17 +71,37 @@ describe.each(stores)('POST /v1/responses with the openai client, on the simulat
   });
 
   it('streams the Responses event sequence, ending with response.completed and the usage it is billed for', async () => {
-    const { data: stream, response } = await client.responses.create({ model: 'sim-chat', input: [{ role: 'user', content: 'Stream, please.' }], stream: true }).withResponse();
+    const { data: stream, response } = await client.responses
+      .create({ model: 'sim-chat', input: [{ role: 'user', content: 'Stream, please.' }], stream: true })
+      .withResponse();
     const events: OpenAI.Responses.ResponseStreamEvent[] = [];
     for await (const event of stream) events.push(event);
     const types = events.map((event) => event.type);
-    expect(types.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
-    expect(types.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
+    expect(types.slice(0, 4)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ]);
+    expect(types.slice(-4)).toEqual([
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
     expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, i) => i));
     const deltas = events.filter((event) => event.type === 'response.output_text.delta');
-    expect(deltas[0]).toMatchObject({ item_id: expect.stringMatching(/^msg_/), output_index: 0, content_index: 0, delta: expect.any(String) });
+    expect(deltas[0]).toMatchObject({
+      item_id: expect.stringMatching(/^msg_/),
+      output_index: 0,
+      content_index: 0,
+      delta: expect.any(String),
+    });
     const completed = events.at(-1) as OpenAI.Responses.ResponseCompletedEvent;
-    expect(completed.response.output[0]).toMatchObject({ type: 'message', content: [{ type: 'output_text', text: deltas.map((d) => (d as { delta: string }).delta).join('') }] });
+    expect(completed.response.output[0]).toMatchObject({
+      type: 'message',
+      content: [{ type: 'output_text', text: deltas.map((d) => (d as { delta: string }).delta).join('') }],
+    });
     const { input_tokens: input, output_tokens: output } = completed.response.usage!;
     const record = await recordOf(response.headers.get('x-request-id'));
     expect(record).toMatchObject({
@@ -83,49 +121,106 @@ describe.each(stores)('POST /v1/responses with the openai client, on the simulat
     const final = await stream.finalResponse();
     expect(final.output_text).toBe(text);
     const cut = await client.responses.create({ model: 'sim-chat', input: 'A long story.', max_output_tokens: 3 });
-    expect(cut).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { output_tokens: 3 } });
+    expect(cut).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      usage: { output_tokens: 3 },
+    });
   });
 
-  it.each([false, true])('takes function tools and their outputs as input items over two turns (stream: %s)', async (stream) => {
-    const ask = async (body: Omit<OpenAI.Responses.ResponseCreateParamsNonStreaming, 'stream'>): Promise<OpenAI.Responses.Response> =>
-      stream ? client.responses.stream({ ...body, stream: true }).finalResponse() : client.responses.create({ ...body, stream: false });
-    const input: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: 'Read README.md' }];
-    const first = await ask({ model: 'sim-chat', input, tools: [readFile], tool_choice: { type: 'function', name: 'read_file' } });
-    const call = first.output.find((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === 'function_call')!;
-    expect(call).toMatchObject({ type: 'function_call', name: 'read_file', id: expect.stringMatching(/^fc_/), call_id: expect.any(String), status: 'completed' });
-    expect(JSON.parse(call.arguments)).toEqual({ path: expect.any(String) });
-    const second = await ask({ model: 'sim-chat', input: [...input, call, { type: 'function_call_output', call_id: call.call_id, output: '# Hello' }], tools: [readFile], tool_choice: 'none' });
-    expect(second.status).toBe('completed');
-    expect(second.output_text.length).toBeGreaterThan(0);
-  });
+  it.each([false, true])(
+    'takes function tools and their outputs as input items over two turns (stream: %s)',
+    async (stream) => {
+      const ask = async (
+        body: Omit<OpenAI.Responses.ResponseCreateParamsNonStreaming, 'stream'>,
+      ): Promise<OpenAI.Responses.Response> =>
+        stream
+          ? client.responses.stream({ ...body, stream: true }).finalResponse()
+          : client.responses.create({ ...body, stream: false });
+      const input: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: 'Read README.md' }];
+      const first = await ask({
+        model: 'sim-chat',
+        input,
+        tools: [readFile],
+        tool_choice: { type: 'function', name: 'read_file' },
+      });
+      const call = first.output.find(
+        (item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === 'function_call',
+      )!;
+      expect(call).toMatchObject({
+        type: 'function_call',
+        name: 'read_file',
+        id: expect.stringMatching(/^fc_/),
+        call_id: expect.any(String),
+        status: 'completed',
+      });
+      expect(JSON.parse(call.arguments)).toEqual({ path: expect.any(String) });
+      const second = await ask({
+        model: 'sim-chat',
+        input: [...input, call, { type: 'function_call_output', call_id: call.call_id, output: '# Hello' }],
+        tools: [readFile],
+        tool_choice: 'none',
+      });
+      expect(second.status).toBe('completed');
+      expect(second.output_text.length).toBeGreaterThan(0);
+    },
+  );
 
   it('text.format json_schema answers JSON of the schema', async () => {
-    const schema = { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'], additionalProperties: false };
-    const answer = await client.responses.create({ model: 'sim-chat', input: 'Plan a trip', text: { format: { type: 'json_schema', name: 'trip', schema, strict: true } } });
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' }, days: { type: 'integer' } },
+      required: ['city', 'days'],
+      additionalProperties: false,
+    };
+    const answer = await client.responses.create({
+      model: 'sim-chat',
+      input: 'Plan a trip',
+      text: { format: { type: 'json_schema', name: 'trip', schema, strict: true } },
+    });
     expect(JSON.parse(answer.output_text)).toEqual({ city: expect.any(String), days: expect.any(Number) });
     expect(answer.text).toMatchObject({ format: { type: 'json_schema', name: 'trip' } });
   });
 
-  it.each([false, true])("gives a reasoning model's reasoning as a reasoning item with summary text (stream: %s)", async (stream) => {
-    const body = { model: 'sim-reasoner', input: 'Think first.', reasoning: { effort: 'low' as const, summary: 'auto' as const } };
-    const answer = stream ? await client.responses.stream(body).finalResponse() : await client.responses.create(body);
-    const reasoning = answer.output.find((item) => item.type === 'reasoning');
-    expect(reasoning).toMatchObject({ type: 'reasoning', id: expect.stringMatching(/^rs_/), summary: [{ type: 'summary_text', text: expect.any(String) }] });
-    expect(answer.usage!.output_tokens_details.reasoning_tokens).toBeGreaterThan(0);
-    // Reasoning items of an earlier turn are taken back as input (and dropped: chat has no place for them).
-    const next = await client.responses.create({
-      model: 'sim-reasoner',
-      input: [{ role: 'user', content: 'Think first.' }, ...(answer.output as OpenAI.Responses.ResponseInputItem[]), { role: 'user', content: 'Go on.' }],
-    });
-    expect(next.status).toBe('completed');
-  });
+  it.each([false, true])(
+    "gives a reasoning model's reasoning as a reasoning item with summary text (stream: %s)",
+    async (stream) => {
+      const body = {
+        model: 'sim-reasoner',
+        input: 'Think first.',
+        reasoning: { effort: 'low' as const, summary: 'auto' as const },
+      };
+      const answer = stream ? await client.responses.stream(body).finalResponse() : await client.responses.create(body);
+      const reasoning = answer.output.find((item) => item.type === 'reasoning');
+      expect(reasoning).toMatchObject({
+        type: 'reasoning',
+        id: expect.stringMatching(/^rs_/),
+        summary: [{ type: 'summary_text', text: expect.any(String) }],
+      });
+      expect(answer.usage!.output_tokens_details.reasoning_tokens).toBeGreaterThan(0);
+      // Reasoning items of an earlier turn are taken back as input (and dropped: chat has no place for them).
+      const next = await client.responses.create({
+        model: 'sim-reasoner',
+        input: [
+          { role: 'user', content: 'Think first.' },
+          ...(answer.output as OpenAI.Responses.ResponseInputItem[]),
+          { role: 'user', content: 'Go on.' },
+        ],
+      });
+      expect(next.status).toBe('completed');
+    },
+  );
 
   it("takes Codex's request: store false, developer messages, namespace and built-in tools, fields it does not use", async () => {
     const body = {
       model: 'sim-chat',
       instructions: 'You are a coding agent.',
       input: [
-        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions>workspace-write</permissions>' }] },
+        {
+          type: 'message',
+          role: 'developer',
+          content: [{ type: 'input_text', text: '<permissions>workspace-write</permissions>' }],
+        },
         { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'List the files.' }] },
       ],
       tools: [
@@ -133,10 +228,22 @@ describe.each(stores)('POST /v1/responses with the openai client, on the simulat
           type: 'namespace',
           name: 'mcp__files',
           description: 'File tools',
-          tools: [{ type: 'function', name: 'list', description: 'Lists files', parameters: { type: 'object', properties: { dir: { type: 'string' } }, required: ['dir'] } }],
+          tools: [
+            {
+              type: 'function',
+              name: 'list',
+              description: 'Lists files',
+              parameters: { type: 'object', properties: { dir: { type: 'string' } }, required: ['dir'] },
+            },
+          ],
         },
         { type: 'web_search' },
-        { type: 'custom', name: 'apply_patch', description: 'Applies a patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } },
+        {
+          type: 'custom',
+          name: 'apply_patch',
+          description: 'Applies a patch',
+          format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' },
+        },
       ],
       tool_choice: 'required',
       parallel_tool_calls: false,
@@ -148,7 +255,9 @@ describe.each(stores)('POST /v1/responses with the openai client, on the simulat
       text: { verbosity: 'low' },
       service_tier: 'auto',
     };
-    const final = await client.responses.stream(body as unknown as OpenAI.Responses.ResponseCreateParamsStreaming).finalResponse();
+    const final = await client.responses
+      .stream(body as unknown as OpenAI.Responses.ResponseCreateParamsStreaming)
+      .finalResponse();
     expect(final).toMatchObject({ status: 'completed', store: false });
     const call = final.output.find((item) => item.type === 'function_call' || item.type === 'custom_tool_call');
     expect(call).toBeDefined();
@@ -157,23 +266,44 @@ describe.each(stores)('POST /v1/responses with the openai client, on the simulat
   });
 
   it("is never answered from a key's response cache: each turn has an id of its own", async () => {
-    const cached = new OpenAI({ baseURL: gateway.baseURL, apiKey: (await gateway.tenant({ key: { responseCache: true } })).secret, maxRetries: 0 });
-    const ask = () => cached.responses.create({ model: 'sim-chat', input: 'Same question.', temperature: 0 }).withResponse();
+    const cached = new OpenAI({
+      baseURL: gateway.baseURL,
+      apiKey: (await gateway.tenant({ key: { responseCache: true } })).secret,
+      maxRetries: 0,
+    });
+    const ask = () =>
+      cached.responses.create({ model: 'sim-chat', input: 'Same question.', temperature: 0 }).withResponse();
     const [first, second] = [await ask(), await ask()];
     expect(first.data.id).not.toBe(second.data.id);
     expect(second.response.headers.get('x-tollgate-cache')).toBeNull();
-    expect(await recordOf(second.response.headers.get('x-request-id'))).toMatchObject({ endpoint: 'responses', cacheHit: false });
+    expect(await recordOf(second.response.headers.get('x-request-id'))).toMatchObject({
+      endpoint: 'responses',
+      cacheHit: false,
+    });
   });
 
   it('answers 400 for bad input, and 401, 402, 429 and model_not_found as the SDK reads them', async () => {
-    const ask = (c: OpenAI, model = 'sim-chat') => c.responses.create({ model, input: 'x', max_output_tokens: 5 }).catch((error: unknown) => error);
-    const invalid = await client.responses.create({ model: 'sim-chat', input: 42 } as never).catch((error: unknown) => error);
+    const ask = (c: OpenAI, model = 'sim-chat') =>
+      c.responses.create({ model, input: 'x', max_output_tokens: 5 }).catch((error: unknown) => error);
+    const invalid = await client.responses
+      .create({ model: 'sim-chat', input: 42 } as never)
+      .catch((error: unknown) => error);
     expect(invalid).toBeInstanceOf(OpenAI.BadRequestError);
     expect((invalid as Error).message).toMatch(/input must be a string or an array of input items/);
-    expect(await ask(new OpenAI({ baseURL: gateway.baseURL, apiKey: 'sk-gw-nope', maxRetries: 0 }))).toBeInstanceOf(OpenAI.AuthenticationError);
-    const broke = new OpenAI({ baseURL: gateway.baseURL, apiKey: (await gateway.tenant({ credit: '0' })).secret, maxRetries: 0 });
+    expect(await ask(new OpenAI({ baseURL: gateway.baseURL, apiKey: 'sk-gw-nope', maxRetries: 0 }))).toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
+    const broke = new OpenAI({
+      baseURL: gateway.baseURL,
+      apiKey: (await gateway.tenant({ credit: '0' })).secret,
+      maxRetries: 0,
+    });
     expect(await ask(broke)).toMatchObject({ status: 402, code: 'insufficient_funds' });
-    const limited = new OpenAI({ baseURL: gateway.baseURL, apiKey: (await gateway.tenant({ key: { requestsPerMinute: 1 } })).secret, maxRetries: 0 });
+    const limited = new OpenAI({
+      baseURL: gateway.baseURL,
+      apiKey: (await gateway.tenant({ key: { requestsPerMinute: 1 } })).secret,
+      maxRetries: 0,
+    });
     await limited.responses.create({ model: 'sim-chat', input: 'x', max_output_tokens: 5 });
     const limitedError = await ask(limited);
     expect(limitedError).toBeInstanceOf(OpenAI.RateLimitError);
@@ -198,11 +328,15 @@ describe('a Responses stream the client abandons', () => {
     const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: (await gateway.tenant()).secret, maxRetries: 0 });
     const controller = new AbortController();
     const { data: stream, response } = await client.responses
-      .create({ model: 'sim-chat', input: 'Take your time.', max_output_tokens: 100, stream: true }, { signal: controller.signal })
+      .create(
+        { model: 'sim-chat', input: 'Take your time.', max_output_tokens: 100, stream: true },
+        { signal: controller.signal },
+      )
       .withResponse();
     let deltas = 0;
     try {
-      for await (const event of stream) if (event.type === 'response.output_text.delta' && ++deltas === 3) controller.abort();
+      for await (const event of stream)
+        if (event.type === 'response.output_text.delta' && ++deltas === 3) controller.abort();
     } catch {
       // The client's own abort.
     }
@@ -216,6 +350,8 @@ describe('a Responses stream the client abandons', () => {
     expect(record).toMatchObject({ endpoint: 'responses', status: 499, usageSource: 'upstream' });
     expect(record.completionTokens).toBeGreaterThanOrEqual(3);
     expect(record.completionTokens).toBeLessThan(16);
-    expect(record.cost).toBe(BigInt(record.promptTokens) * price.input + BigInt(record.completionTokens) * price.output);
+    expect(record.cost).toBe(
+      BigInt(record.promptTokens) * price.input + BigInt(record.completionTokens) * price.output,
+    );
   });
 });

@@ -23,7 +23,15 @@ function responseObject(id: string, previous: string | null, text: string): Reco
     instructions: null,
     max_output_tokens: null,
     model: 'sim-chat',
-    output: [{ type: 'message', id: `msg_out_${id}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] }],
+    output: [
+      {
+        type: 'message',
+        id: `msg_out_${id}`,
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
+      },
+    ],
     parallel_tool_calls: true,
     previous_response_id: previous,
     reasoning: { effort: null, summary: null },
@@ -34,7 +42,13 @@ function responseObject(id: string, previous: string | null, text: string): Reco
     tools: [],
     top_p: 1,
     truncation: 'disabled',
-    usage: { input_tokens: 5, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 1, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 6 },
+    usage: {
+      input_tokens: 5,
+      input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+      output_tokens: 1,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 6,
+    },
     metadata: {},
   };
 }
@@ -62,7 +76,10 @@ describe.each(stores)('GET, DELETE /v1/responses/{id} and its input_items (%s)',
   });
 
   /** Stores a turn of `who`'s the way the create route does (it is on another branch). */
-  async function stored(who: Tenant, options: { previous?: string | null; items?: number; ageDays?: number } = {}): Promise<StoredResponse> {
+  async function stored(
+    who: Tenant,
+    options: { previous?: string | null; items?: number; ageDays?: number } = {},
+  ): Promise<StoredResponse> {
     count += 1;
     const id = `resp_${kind}${count}${Math.random().toString(36).slice(2, 10)}`;
     const previous = options.previous ?? null;
@@ -88,7 +105,10 @@ describe.each(stores)('GET, DELETE /v1/responses/{id} and its input_items (%s)',
   }
 
   function call(secret: string | null, method: string, path: string): Promise<Response> {
-    return fetch(`${gateway.baseURL}/responses/${path}`, { method, headers: secret ? { authorization: `Bearer ${secret}` } : {} });
+    return fetch(`${gateway.baseURL}/responses/${path}`, {
+      method,
+      headers: secret ? { authorization: `Bearer ${secret}` } : {},
+    });
   }
 
   it('gives the stored response back through the official client, in the shape of OpenAI’s spec', async () => {
@@ -117,7 +137,12 @@ describe.each(stores)('GET, DELETE /v1/responses/{id} and its input_items (%s)',
   it('answers 400 for a limit, order or after it cannot use', async () => {
     const turn = await stored(a, { items: 2 });
     for (const query of ['limit=0', 'limit=101', 'limit=abc', 'limit=2.5', 'order=newest', `after=msg_not_here`]) {
-      const error = await expectError(await call(a.secret, 'GET', `${turn.id}/input_items?${query}`), 400, 'invalid_request', 'invalid_request_error');
+      const error = await expectError(
+        await call(a.secret, 'GET', `${turn.id}/input_items?${query}`),
+        400,
+        'invalid_request',
+        'invalid_request_error',
+      );
       expect(error.message).toMatch(/limit|order|after/);
     }
   });
@@ -162,8 +187,14 @@ describe.each(stores)('GET, DELETE /v1/responses/{id} and its input_items (%s)',
 
   it('needs a key', async () => {
     const turn = await stored(a);
-    for (const method of ['GET', 'DELETE']) await expectError(await call(null, method, turn.id), 401, 'unauthorized', 'auth_error');
-    await expectError(await call('sk-gw-not-a-key', 'GET', `${turn.id}/input_items`), 401, 'unauthorized', 'auth_error');
+    for (const method of ['GET', 'DELETE'])
+      await expectError(await call(null, method, turn.id), 401, 'unauthorized', 'auth_error');
+    await expectError(
+      await call('sk-gw-not-a-key', 'GET', `${turn.id}/input_items`),
+      401,
+      'unauthorized',
+      'auth_error',
+    );
     expect((await clientA.responses.retrieve(turn.id)).id).toBe(turn.id);
   });
 });

@@ -11,11 +11,18 @@ import { useTestGateway } from '../../helpers/gateway.js';
 
 const weatherSchema = {
   type: 'object',
-  properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] }, days: { type: 'integer', minimum: 1, maximum: 7 } },
+  properties: {
+    city: { type: 'string' },
+    unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
+    days: { type: 'integer', minimum: 1, maximum: 7 },
+  },
   required: ['city', 'unit'],
   additionalProperties: false,
 };
-const weatherTool = { type: 'function' as const, function: { name: 'get_weather', description: 'The weather in a city', parameters: weatherSchema } };
+const weatherTool = {
+  type: 'function' as const,
+  function: { name: 'get_weather', description: 'The weather in a city', parameters: weatherSchema },
+};
 const validWeather = new Ajv({ strict: false }).compile(weatherSchema);
 
 describe('tool calls and structured output through the gateway', () => {
@@ -34,7 +41,12 @@ describe('tool calls and structured output through the gateway', () => {
   });
 
   it('openai: streamed tool_calls deltas reassemble into valid JSON (the SDK stream helper)', async () => {
-    const stream = t.client.chat.completions.stream({ model: 'sim-chat', messages: [{ role: 'user', content: 'Weather?' }], tools: [weatherTool], stream_options: { include_usage: true } });
+    const stream = t.client.chat.completions.stream({
+      model: 'sim-chat',
+      messages: [{ role: 'user', content: 'Weather?' }],
+      tools: [weatherTool],
+      stream_options: { include_usage: true },
+    });
     const final = await stream.finalChatCompletion();
     expect(final.choices[0]!.finish_reason).toBe('tool_calls');
     const call = final.choices[0]!.message.tool_calls![0]!;
@@ -42,21 +54,43 @@ describe('tool calls and structured output through the gateway', () => {
   });
 
   it('openai: chat.completions.parse() with a zod schema', async () => {
-    const Event = z.object({ name: z.string(), attendees: z.array(z.string()), day: z.number().int(), online: z.boolean().nullable() });
-    const completion = await t.client.chat.completions.parse({ model: 'sim-chat', messages: [{ role: 'user', content: 'Plan it' }], response_format: zodResponseFormat(Event, 'event') });
+    const Event = z.object({
+      name: z.string(),
+      attendees: z.array(z.string()),
+      day: z.number().int(),
+      online: z.boolean().nullable(),
+    });
+    const completion = await t.client.chat.completions.parse({
+      model: 'sim-chat',
+      messages: [{ role: 'user', content: 'Plan it' }],
+      response_format: zodResponseFormat(Event, 'event'),
+    });
     const parsed = completion.choices[0]!.message.parsed;
     expect(Event.safeParse(parsed).success).toBe(true);
   });
 
   it('n: 8, max_tokens: 50 returns 8 choices', async () => {
-    const completion = await t.client.chat.completions.create({ model: 'sim-chat', n: 8, max_tokens: 50, messages: [{ role: 'user', content: 'Eight ways' }] });
+    const completion = await t.client.chat.completions.create({
+      model: 'sim-chat',
+      n: 8,
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'Eight ways' }],
+    });
     expect(completion.choices.map((c) => c.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
   });
 
   it("an agent's request: max_tokens 32000 beside ~63 KB of tools, and tool types beyond function", async () => {
     const tools = Array.from({ length: 60 }, (_, i) => ({
       type: 'function' as const,
-      function: { name: `tool_${i}`, description: 'x'.repeat(700), parameters: { type: 'object', properties: { path: { type: 'string', description: 'y'.repeat(200) } }, required: ['path'] } },
+      function: {
+        name: `tool_${i}`,
+        description: 'x'.repeat(700),
+        parameters: {
+          type: 'object',
+          properties: { path: { type: 'string', description: 'y'.repeat(200) } },
+          required: ['path'],
+        },
+      },
     }));
     const body = {
       model: 'sim-reasoner',
@@ -70,14 +104,21 @@ describe('tool calls and structured output through the gateway', () => {
       headers: { authorization: `Bearer ${t.secret}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-    const json = (await res.json()) as { choices: Array<{ finish_reason: string; message: { tool_calls: unknown[]; reasoning: string } }> };
+    const json = (await res.json()) as {
+      choices: Array<{ finish_reason: string; message: { tool_calls: unknown[]; reasoning: string } }>;
+    };
     expect(res.status).toBe(200);
     expect(json.choices[0]!.finish_reason).toBe('tool_calls');
     expect(json.choices[0]!.message.reasoning).toEqual(expect.any(String));
   });
 
   it("LangChain's ChatOpenAI: bindTools calls the tool, withStructuredOutput returns the object", async () => {
-    const model = new ChatOpenAI({ model: 'sim-chat', apiKey: t.secret, configuration: { baseURL: t.gateway.baseURL }, maxRetries: 0 });
+    const model = new ChatOpenAI({
+      model: 'sim-chat',
+      apiKey: t.secret,
+      configuration: { baseURL: t.gateway.baseURL },
+      maxRetries: 0,
+    });
     const withTools = model.bindTools([weatherTool]);
     const message = await withTools.invoke('Weather in Paris?');
     expect(message.tool_calls?.[0]).toMatchObject({ name: 'get_weather' });

@@ -71,13 +71,27 @@ describe.each(stores)('usage reports (%s)', (store) => {
     other = await gateway.tenant({ credit: '5.00' });
 
     const first = new OpenAI({ baseURL: gateway.baseURL, apiKey: org.secret, maxRetries: 0 });
-    const withProject = new OpenAI({ baseURL: gateway.baseURL, apiKey: second.secret, maxRetries: 0, defaultHeaders: { 'X-Project-ID': projectId } });
+    const withProject = new OpenAI({
+      baseURL: gateway.baseURL,
+      apiKey: second.secret,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Project-ID': projectId },
+    });
     const outsider = new OpenAI({ baseURL: gateway.baseURL, apiKey: other.secret, maxRetries: 0 });
 
-    for (let i = 0; i < 2; i++) await first.chat.completions.create({ model: 'sim-chat', messages: [{ role: 'user', content: `hello ${i}` }] });
-    for await (const _ of await first.chat.completions.create({ model: 'sim-reasoner', stream: true, messages: [{ role: 'user', content: 'think' }] })) void _;
+    for (let i = 0; i < 2; i++)
+      await first.chat.completions.create({ model: 'sim-chat', messages: [{ role: 'user', content: `hello ${i}` }] });
+    for await (const _ of await first.chat.completions.create({
+      model: 'sim-reasoner',
+      stream: true,
+      messages: [{ role: 'user', content: 'think' }],
+    }))
+      void _;
     await first.embeddings.create({ model: 'sim-embed', input: ['a b c', 'd e'] });
-    await withProject.chat.completions.create({ model: 'sim-reasoner', messages: [{ role: 'user', content: 'project work' }] });
+    await withProject.chat.completions.create({
+      model: 'sim-reasoner',
+      messages: [{ role: 'user', content: 'project work' }],
+    });
     const stream = await withProject.chat.completions.create({
       model: 'sim-chat',
       stream: true,
@@ -88,12 +102,38 @@ describe.each(stores)('usage reports (%s)', (store) => {
     await withProject.embeddings.create({ model: 'sim-embed', input: 'project embedding' });
     await outsider.chat.completions.create({ model: 'sim-chat', messages: [{ role: 'user', content: 'other org' }] });
 
-    const record = { orgId: org.orgId, keyId: org.keyId, projectId: null, endpoint: 'chat.completions', status: 200, streamed: false, usageSource: 'upstream', latencyMs: 5, ttftMs: null };
+    const record = {
+      orgId: org.orgId,
+      keyId: org.keyId,
+      projectId: null,
+      endpoint: 'chat.completions',
+      status: 200,
+      streamed: false,
+      usageSource: 'upstream',
+      latencyMs: 5,
+      ttftMs: null,
+    };
     await gateway.services.db.insert(usageRecords).values([
       // Last month: outside the default window.
-      { ...record, id: oldId, modelId: 'sim-chat', promptTokens: 1000, completionTokens: 2000, cost: 1_350_000n, createdAt: lastMonthMid() },
+      {
+        ...record,
+        id: oldId,
+        modelId: 'sim-chat',
+        promptTokens: 1000,
+        completionTokens: 2000,
+        cost: 1_350_000n,
+        createdAt: lastMonthMid(),
+      },
       // Free answers from the response cache, this month: one statement, so all three share created_at to the microsecond.
-      ...[1, 2, 3].map((n) => ({ ...record, id: `req_usage_test_cache_${n}`, modelId: 'sim-chat', promptTokens: 7, completionTokens: n, cost: 0n, cacheHit: true })),
+      ...[1, 2, 3].map((n) => ({
+        ...record,
+        id: `req_usage_test_cache_${n}`,
+        modelId: 'sim-chat',
+        promptTokens: 7,
+        completionTokens: n,
+        cost: 0n,
+        cacheHit: true,
+      })),
     ]);
     // Charges land as each response completes: once all are written, this org has its 11 records.
     await gateway.charged();
@@ -108,7 +148,11 @@ describe.each(stores)('usage reports (%s)', (store) => {
   };
   const thisMonth = async (orgId = org.orgId) => (await recordsOf(orgId)).filter((r) => r.createdAt >= monthStart());
 
-  async function get(path: string, query: Record<string, string> = {}, secret: string | null = org.secret): Promise<Response> {
+  async function get(
+    path: string,
+    query: Record<string, string> = {},
+    secret: string | null = org.secret,
+  ): Promise<Response> {
     const headers: Record<string, string> = secret ? { authorization: `Bearer ${secret}` } : {};
     return fetch(`${gateway.baseURL}${path}?${new URLSearchParams(query).toString()}`, { headers });
   }
@@ -153,7 +197,10 @@ describe.each(stores)('usage reports (%s)', (store) => {
   it('groups by model, largest cost first, and the groups add up to the totals', async () => {
     const body = await summary({ group_by: 'model' });
     const rows = await thisMonth();
-    const expected = ['sim-chat', 'sim-reasoner', 'sim-embed'].map((model) => ({ model, ...totalsOf(rows.filter((r) => r.modelId === model)) }));
+    const expected = ['sim-chat', 'sim-reasoner', 'sim-embed'].map((model) => ({
+      model,
+      ...totalsOf(rows.filter((r) => r.modelId === model)),
+    }));
     expected.sort((a, b) => Number(BigInt(b.cost_nanos) - BigInt(a.cost_nanos)) || a.model.localeCompare(b.model));
     expect(body.group_by).toBe('model');
     expect(body.data).toEqual(expected);
@@ -164,7 +211,11 @@ describe.each(stores)('usage reports (%s)', (store) => {
     const body = await summary({ group_by: 'key' });
     const rows = await thisMonth();
     const first = { key_id: org.keyId, key_name: 'test', ...totalsOf(rows.filter((r) => r.keyId === org.keyId)) };
-    const other = { key_id: second.keyId, key_name: 'second', ...totalsOf(rows.filter((r) => r.keyId === second.keyId)) };
+    const other = {
+      key_id: second.keyId,
+      key_name: 'second',
+      ...totalsOf(rows.filter((r) => r.keyId === second.keyId)),
+    };
     expect(body.data).toHaveLength(2);
     expect(body.data).toEqual(expect.arrayContaining([first, other]));
     expect(BigInt(body.data[0]!.cost_nanos)).toBeGreaterThanOrEqual(BigInt(body.data[1]!.cost_nanos));
@@ -188,7 +239,9 @@ describe.each(stores)('usage reports (%s)', (store) => {
     );
     expect(body.data).toHaveLength(2);
     const filtered = await summary({ project_id: projectId, model: 'sim-embed' });
-    expect(filtered.totals).toEqual(totalsOf(rows.filter((r) => r.projectId === projectId && r.modelId === 'sim-embed')));
+    expect(filtered.totals).toEqual(
+      totalsOf(rows.filter((r) => r.projectId === projectId && r.modelId === 'sim-embed')),
+    );
     expect(filtered.totals.requests).toBe(1);
   });
 
@@ -243,7 +296,8 @@ describe.each(stores)('usage reports (%s)', (store) => {
     expect(pages).toBe(6);
     expect(seen.map((r) => r.id).sort()).toEqual(rows.map((r) => r.id).sort());
     const order = [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
-    for (let i = 1; i < seen.length; i++) expect(Date.parse(seen[i - 1]!.created_at)).toBeGreaterThanOrEqual(Date.parse(seen[i]!.created_at));
+    for (let i = 1; i < seen.length; i++)
+      expect(Date.parse(seen[i - 1]!.created_at)).toBeGreaterThanOrEqual(Date.parse(seen[i]!.created_at));
     expect(seen.at(-1)!.id).toBe(order.at(-1)!.id);
 
     const old = rows.find((r) => r.id === oldId)!;
@@ -281,7 +335,12 @@ describe.each(stores)('usage reports (%s)', (store) => {
     expect(body.next_cursor).toBeNull();
     const embeds = await page({ model: 'sim-embed', key_id: second.keyId });
     expect(embeds.data).toHaveLength(1);
-    expect(embeds.data[0]).toMatchObject({ model: 'sim-embed', key_id: second.keyId, project_id: projectId, endpoint: expect.any(String) });
+    expect(embeds.data[0]).toMatchObject({
+      model: 'sim-embed',
+      key_id: second.keyId,
+      project_id: projectId,
+      endpoint: expect.any(String),
+    });
   });
 
   it("never shows one organization another's usage, even when asked by key or project id", async () => {
@@ -290,8 +349,20 @@ describe.each(stores)('usage reports (%s)', (store) => {
     expect(own.totals.requests).toBe(1);
     expect(own.data.map((g) => g.key_id)).toEqual([other.keyId]);
 
-    const empty = { requests: 0, cache_hits: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: '0.00', cost_nanos: '0' };
-    const filters: Array<Record<string, string>> = [{ key_id: org.keyId }, { key_id: second.keyId }, { project_id: projectId }];
+    const empty = {
+      requests: 0,
+      cache_hits: 0,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+      cost: '0.00',
+      cost_nanos: '0',
+    };
+    const filters: Array<Record<string, string>> = [
+      { key_id: org.keyId },
+      { key_id: second.keyId },
+      { project_id: projectId },
+    ];
     for (const filter of filters) {
       const body = await summary({ ...filter, group_by: 'model', from: lastMonthStart().toISOString() }, other.secret);
       expect(body.totals).toEqual(empty);

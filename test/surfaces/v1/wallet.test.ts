@@ -7,7 +7,8 @@ describe('GET /v1/wallet', () => {
   beforeAll(async () => (gateway = await startTestGateway('pglite')), 60_000);
   afterAll(() => gateway?.close());
 
-  const wallet = (secret: string, query = '') => fetch(`${gateway.baseURL}/wallet${query}`, { headers: { authorization: `Bearer ${secret}` } });
+  const wallet = (secret: string, query = '') =>
+    fetch(`${gateway.baseURL}/wallet${query}`, { headers: { authorization: `Bearer ${secret}` } });
 
   it("answers the key's own organization's balance, exactly, and never another's", async () => {
     const mine = await gateway.tenant({ credit: '12.345678901' });
@@ -15,7 +16,12 @@ describe('GET /v1/wallet', () => {
     // A hostile key names the other organization every way it might be read: it is ignored.
     const response = await wallet(mine.secret, `?org_id=${theirs.orgId}&orgId=${theirs.orgId}`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ object: 'wallet', currency: 'USD', balance: '12.345678901', balance_nanos: '12345678901' });
+    expect(await response.json()).toEqual({
+      object: 'wallet',
+      currency: 'USD',
+      balance: '12.345678901',
+      balance_nanos: '12345678901',
+    });
     expect(await (await wallet(theirs.secret)).json()).toMatchObject({ balance: '99.00' });
   });
 

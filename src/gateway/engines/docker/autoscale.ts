@@ -50,8 +50,18 @@ function decide(state: EngineState, now: number): number | null {
   const running = load.reduce((sum, l) => sum + l.running, 0);
   const perReplica = ready.length > 0 ? waiting / ready.length : memory.coldWaiters;
   memory.busySince = perReplica > settings.waiting_per_replica ? (memory.busySince ?? now) : null;
-  if (memory.busySince !== null && now - memory.busySince >= settings.window_s * 1000 && desired < bounds.max && canPlace(state)) return desired + 1;
-  const couldLose = desired > bounds.min && waiting === 0 && memory.coldWaiters === 0 && running <= (desired - 1) * settings.capacity_per_replica;
+  if (
+    memory.busySince !== null &&
+    now - memory.busySince >= settings.window_s * 1000 &&
+    desired < bounds.max &&
+    canPlace(state)
+  )
+    return desired + 1;
+  const couldLose =
+    desired > bounds.min &&
+    waiting === 0 &&
+    memory.coldWaiters === 0 &&
+    running <= (desired - 1) * settings.capacity_per_replica;
   memory.idleSince = couldLose ? (memory.idleSince ?? now) : null;
   if (memory.idleSince !== null && now - memory.idleSince >= settings.idle_cooldown_s * 1000) return desired - 1;
   return null;
@@ -77,7 +87,9 @@ async function continueStep(state: EngineState, now: number): Promise<void> {
   const up = step.to > step.from;
   const finished =
     state.desired !== step.to ||
-    (up ? state.replicas.get(step.to - 1)?.state === 'ready' : ![...state.replicas.values()].some((r) => r.index >= step.to)) ||
+    (up
+      ? state.replicas.get(step.to - 1)?.state === 'ready'
+      : ![...state.replicas.values()].some((r) => r.index >= step.to)) ||
     now - step.startedAt > (up ? state.definition.startup_timeout_s * 1000 : DOWN_STEP_TIMEOUT_MS);
   if (!finished) {
     await state.scaleStore.renew(state.holder, leaseMs(state));

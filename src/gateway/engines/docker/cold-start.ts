@@ -16,7 +16,11 @@ const LOOK_EVERY_MS = 100;
  * const waiting = engine.whenReady?.(signal);
  * if (waiting) await waiting;
  */
-export function waitForReplica(state: EngineState, reconcileNow: () => Promise<void>, signal?: AbortSignal): Promise<void> | null {
+export function waitForReplica(
+  state: EngineState,
+  reconcileNow: () => Promise<void>,
+  signal?: AbortSignal,
+): Promise<void> | null {
   if (state.bounds.min > 0 || state.bounds.max === 0) return null;
   const ready = () => [...state.replicas.values()].some((r) => r.state === 'ready');
   if (ready()) return null;

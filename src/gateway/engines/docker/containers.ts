@@ -23,12 +23,19 @@ async function ensureImage(state: EngineState, docker: Docker): Promise<void> {
     if (pull === 'never') throw new Error(`image ${image} is not on the engine and pull is "never"`);
     log.info('pulling engine image', { model, image });
     const stream = await docker.pull(image);
-    await new Promise((resolve, reject) => docker.modem.followProgress(stream, (error) => (error ? reject(error) : resolve(undefined))));
+    await new Promise((resolve, reject) =>
+      docker.modem.followProgress(stream, (error) => (error ? reject(error) : resolve(undefined))),
+    );
   }
 }
 
 /** Creates and starts replica `index` where it was placed, and tracks it. */
-export async function createContainer(state: EngineState, index: number, placement: Placement, track: (id: string) => void): Promise<void> {
+export async function createContainer(
+  state: EngineState,
+  index: number,
+  placement: Placement,
+  track: (id: string) => void,
+): Promise<void> {
   const { env, deployment, log } = state.options;
   const docker = dockerOn(state, placement.host.docker_host);
   const container = await docker.createContainer(containerSpec(state.definition, index, env, deployment, placement));
@@ -40,7 +47,13 @@ export async function createContainer(state: EngineState, index: number, placeme
     throw error;
   }
   track(container.id);
-  log.info('engine replica started', { model: state.definition.model, replica: index, container: container.id.slice(0, 12), host: placement.host.docker_host, gpus: placement.gpus });
+  log.info('engine replica started', {
+    model: state.definition.model,
+    replica: index,
+    container: container.id.slice(0, 12),
+    host: placement.host.docker_host,
+    gpus: placement.gpus,
+  });
 }
 
 /** Removes a container on a host (stopping it if needed); one already gone is fine. */
@@ -51,7 +64,11 @@ export async function removeContainer(state: EngineState, host: string, id: stri
     .catch((error: { statusCode?: number }) => {
       if (error.statusCode !== 404) throw error;
     });
-  state.options.log.info('engine replica removed', { model: state.definition.model, container: id.slice(0, 12), reason });
+  state.options.log.info('engine replica removed', {
+    model: state.definition.model,
+    container: id.slice(0, 12),
+    reason,
+  });
 }
 
 /** Stops and removes every container of an engine (on shutdown with TOLLGATE_ENGINES_ON_SHUTDOWN=stop). */

@@ -44,7 +44,9 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
     if (state.closed) return;
     timer = setTimeout(() => {
       running = pass()
-        .catch((error: Error) => log.error('engine reconcile failed', { model: definition.model, detail: error.message }))
+        .catch((error: Error) =>
+          log.error('engine reconcile failed', { model: definition.model, detail: error.message }),
+        )
         .finally(schedule);
     }, options.pollMs);
     timer.unref();
@@ -52,7 +54,9 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
 
   startRouting(state);
   await ensureImages(state);
-  await reconcileNow().catch((error: Error) => log.error('engine reconcile failed', { model: definition.model, detail: error.message }));
+  await reconcileNow().catch((error: Error) =>
+    log.error('engine reconcile failed', { model: definition.model, detail: error.message }),
+  );
   schedule();
 
   return {

@@ -27,7 +27,10 @@ export async function checkHealth(state: EngineState, replica: Replica): Promise
   if (replica.state === 'starting') {
     // vLLM refuses connections while it loads a model; only a load past the budget is a failure.
     if (Date.now() - replica.startedAt > definition.startup_timeout_s * 1000) {
-      options.log.error('engine replica did not become ready in time; replacing it', { model: definition.model, replica: replica.index });
+      options.log.error('engine replica did not become ready in time; replacing it', {
+        model: definition.model,
+        replica: replica.index,
+      });
       state.replicas.delete(replica.index);
       await removeContainer(state, replica.host, replica.containerId, 'startup timeout');
     }
@@ -36,6 +39,9 @@ export async function checkHealth(state: EngineState, replica: Replica): Promise
   replica.failures += 1;
   if (replica.state === 'ready' && replica.failures >= (options.unhealthyAfter ?? 3)) {
     replica.state = 'unhealthy';
-    options.log.warn('engine replica stopped answering; out of rotation', { model: definition.model, replica: replica.index });
+    options.log.warn('engine replica stopped answering; out of rotation', {
+      model: definition.model,
+      replica: replica.index,
+    });
   }
 }

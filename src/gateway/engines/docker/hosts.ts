@@ -57,9 +57,19 @@ export interface HostState {
  * @example
  * hostsOf({ docker_host: 'unix:///var/run/docker.sock', hosts: undefined }); // [{ docker_host: 'unix:///var/run/docker.sock', gpus: [], gpu_runtime: 'nvidia' }]
  */
-export function hostsOf(definition: Pick<DockerDefinition, 'hosts' | 'docker_host' | 'tls' | 'address'>): DockerHostDefinition[] {
+export function hostsOf(
+  definition: Pick<DockerDefinition, 'hosts' | 'docker_host' | 'tls' | 'address'>,
+): DockerHostDefinition[] {
   if (definition.hosts) return definition.hosts;
-  return [{ docker_host: definition.docker_host, tls: definition.tls, address: definition.address, gpus: [], gpu_runtime: 'nvidia' }];
+  return [
+    {
+      docker_host: definition.docker_host,
+      tls: definition.tls,
+      address: definition.address,
+      gpus: [],
+      gpu_runtime: 'nvidia',
+    },
+  ];
 }
 
 /** GPUs each replica gets when placed on hosts with an inventory: the `gpus` count, else one when any host lists GPUs. */
@@ -79,13 +89,20 @@ export function gpusOfLabels(labels: Record<string, string>): string[] {
  * Lists every Tollgate container on a host (all deployments: their GPUs are
  * taken too) and keeps the host's health: null when it did not answer in time.
  */
-export async function listHost(host: HostState, unhealthyAfter: number, timeoutMs = LIST_TIMEOUT_MS): Promise<Docker.ContainerInfo[] | null> {
+export async function listHost(
+  host: HostState,
+  unhealthyAfter: number,
+  timeoutMs = LIST_TIMEOUT_MS,
+): Promise<Docker.ContainerInfo[] | null> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error('listing timed out')), timeoutMs);
   });
   try {
-    const containers = await Promise.race([host.docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`] } }), timeout]);
+    const containers = await Promise.race([
+      host.docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`] } }),
+      timeout,
+    ]);
     host.failures = 0;
     host.down = false;
     host.usedGpus = takenOn(host.definition.docker_host, new Set(containers.flatMap((c) => gpusOfLabels(c.Labels))));

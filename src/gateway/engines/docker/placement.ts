@@ -34,5 +34,8 @@ export function placeReplica(state: EngineState): Placement | null {
 /** Whether one more replica would find a place now (the autoscaler scales up only within the GPUs free). */
 export function canPlace(state: EngineState): boolean {
   const needed = gpusPerReplica(state.definition);
-  return state.hosts.some((host) => !host.down && host.failures === 0 && host.definition.gpus.filter((id) => !host.usedGpus.has(id)).length >= needed);
+  return state.hosts.some(
+    (host) =>
+      !host.down && host.failures === 0 && host.definition.gpus.filter((id) => !host.usedGpus.has(id)).length >= needed,
+  );
 }

@@ -27,20 +27,34 @@ interface Listed {
  */
 export async function reconcile(state: EngineState): Promise<void> {
   const { definition, options } = state;
-  const listings = await Promise.all(state.hosts.map((host) => listHost(host, options.unhealthyAfter ?? 3, options.listTimeoutMs)));
+  const listings = await Promise.all(
+    state.hosts.map((host) => listHost(host, options.unhealthyAfter ?? 3, options.listTimeoutMs)),
+  );
   // Read after listing: a container another gateway made after raising the count is never taken for an extra one.
   // The database away: keep the count and go on checking replicas' health.
   const stored = await state.scaleStore.read().catch((error: Error) => {
-    options.log.warn('engine replica count could not be read; keeping the last one', { model: definition.model, detail: error.message });
+    options.log.warn('engine replica count could not be read; keeping the last one', {
+      model: definition.model,
+      detail: error.message,
+    });
     return null;
   });
   state.desired = stored ?? state.desired;
   const ours: Listed[] = listings.flatMap((list, i) =>
-    (list ?? []).filter((info) => info.Labels[LABELS.deployment] === options.deployment && info.Labels[LABELS.engine] === definition.model).map((info) => ({ host: state.hosts[i]!, info })),
+    (list ?? [])
+      .filter(
+        (info) =>
+          info.Labels[LABELS.deployment] === options.deployment && info.Labels[LABELS.engine] === definition.model,
+      )
+      .map((info) => ({ host: state.hosts[i]!, info })),
   );
   forgetLost(state, ours);
   // Tracked containers first: a host that comes back with a replica placed elsewhere meanwhile loses its copy.
-  ours.sort((a, b) => Number(state.replicas.get(indexOf(b.info))?.containerId === b.info.Id) - Number(state.replicas.get(indexOf(a.info))?.containerId === a.info.Id));
+  ours.sort(
+    (a, b) =>
+      Number(state.replicas.get(indexOf(b.info))?.containerId === b.info.Id) -
+      Number(state.replicas.get(indexOf(a.info))?.containerId === a.info.Id),
+  );
   const seen = new Set<number>();
   for (const listed of ours) await settle(state, listed, seen);
   // Replicas on a host that missed this listing (not yet down) keep their place.
@@ -57,7 +71,10 @@ function forgetLost(state: EngineState, ours: Listed[]): void {
     const host = state.hosts.find((h) => h.definition.docker_host === replica.host);
     if (host?.down) {
       state.replicas.delete(index);
-      state.options.log.warn('engine host not answering; its replica will be placed elsewhere', { model: state.definition.model, replica: index });
+      state.options.log.warn('engine host not answering; its replica will be placed elsewhere', {
+        model: state.definition.model,
+        replica: index,
+      });
     } else if (host?.failures === 0 && !ours.some((c) => c.info.Id === replica.containerId)) {
       state.replicas.delete(index);
     }
@@ -71,7 +88,8 @@ async function settle(state: EngineState, { host, info }: Listed, seen: Set<numb
   const index = indexOf(info);
   const tracked = replicas.get(index);
   const mine = tracked?.containerId === info.Id ? tracked : undefined;
-  const current = Number.isInteger(index) && index < state.desired && info.Labels[LABELS.spec] === state.spec && !seen.has(index);
+  const current =
+    Number.isInteger(index) && index < state.desired && info.Labels[LABELS.spec] === state.spec && !seen.has(index);
   if (!current) {
     // Extra replica (scaled down, or made from an older definition): drain it first.
     if (mine && !drained(state, mine)) {
@@ -95,7 +113,12 @@ async function settle(state: EngineState, { host, info }: Listed, seen: Set<numb
     const delay = Math.min(1000 * 2 ** previous.count, MAX_BACKOFF_MS);
     restarts.set(index, { count: previous.count + 1, notBefore: Date.now() + delay });
     state.replaced.set(index, (state.replaced.get(index) ?? 0) + 1);
-    options.log.warn('engine replica died; replacing it', { model: definition.model, replica: index, state: info.State, retryInMs: delay });
+    options.log.warn('engine replica died; replacing it', {
+      model: definition.model,
+      replica: index,
+      state: info.State,
+      retryInMs: delay,
+    });
     await removeContainer(state, hostName, info.Id, 'died');
     seen.delete(index);
     return;
@@ -107,8 +130,18 @@ async function settle(state: EngineState, { host, info }: Listed, seen: Set<numb
   }
   if (!mine) {
     // Running but not known to this process: a gateway restart, or another gateway made it. Adopt it.
-    trackReplica(state, index, { id: info.Id, name: info.Names[0]?.replace(/^\//, ''), startedAt: info.Created * 1000, host: host.definition, gpus: gpusOfLabels(info.Labels) });
-    options.log.info('engine replica adopted', { model: definition.model, replica: index, container: info.Id.slice(0, 12) });
+    trackReplica(state, index, {
+      id: info.Id,
+      name: info.Names[0]?.replace(/^\//, ''),
+      startedAt: info.Created * 1000,
+      host: host.definition,
+      gpus: gpusOfLabels(info.Labels),
+    });
+    options.log.info('engine replica adopted', {
+      model: definition.model,
+      replica: index,
+      container: info.Id.slice(0, 12),
+    });
   }
 }
 
@@ -136,14 +169,23 @@ async function createMissing(state: EngineState, seen: Set<number>): Promise<voi
     if (backoff && Date.now() < backoff.notBefore) continue;
     const placement = placeReplica(state);
     if (!placement) {
-      options.log.warn('engine replica has no host to go to: none answering with enough GPUs free', { model: definition.model, replica: index });
+      options.log.warn('engine replica has no host to go to: none answering with enough GPUs free', {
+        model: definition.model,
+        replica: index,
+      });
       return;
     }
-    const track = (id: string) => trackReplica(state, index, { id, startedAt: Date.now(), host: placement.host, gpus: placement.gpus });
+    const track = (id: string) =>
+      trackReplica(state, index, { id, startedAt: Date.now(), host: placement.host, gpus: placement.gpus });
     await createContainer(state, index, placement, track).catch((error: Error & { statusCode?: number }) => {
       releaseGpus(placement.host.docker_host, placement.gpus);
       // 409: another gateway sharing this engine created it first; the next pass adopts it.
-      if (error.statusCode !== 409) options.log.error('engine replica could not start', { model: definition.model, replica: index, detail: error.message });
+      if (error.statusCode !== 409)
+        options.log.error('engine replica could not start', {
+          model: definition.model,
+          replica: index,
+          detail: error.message,
+        });
     });
   }
 }

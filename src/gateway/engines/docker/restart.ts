@@ -13,7 +13,8 @@ export function rollingRestart(state: EngineState, reconcileNow: () => Promise<v
   const { definition, options } = state;
   const waitFor = async (done: () => boolean, timeoutMs: number) => {
     const deadline = Date.now() + timeoutMs;
-    while (!done() && !state.closed && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs, 500)));
+    while (!done() && !state.closed && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs, 500)));
   };
   const indexes = [...state.replicas.keys()].sort((a, b) => a - b);
   void (async () => {
@@ -26,7 +27,12 @@ export function rollingRestart(state: EngineState, reconcileNow: () => Promise<v
       state.replicas.delete(index);
       await removeContainer(state, replica.host, replica.containerId, 'restart');
       await reconcileNow();
-      await waitFor(() => state.closed || state.replicas.get(index)?.state === 'ready', definition.startup_timeout_s * 1000);
+      await waitFor(
+        () => state.closed || state.replicas.get(index)?.state === 'ready',
+        definition.startup_timeout_s * 1000,
+      );
     }
-  })().catch((error: Error) => options.log.error('engine restart failed', { model: definition.model, detail: error.message }));
+  })().catch((error: Error) =>
+    options.log.error('engine restart failed', { model: definition.model, detail: error.message }),
+  );
 }

@@ -17,7 +17,9 @@ export function startRouting(state: EngineState): void {
   const scraper = new LoadScraper({
     periodMs: settings.scrapeMs,
     targets: () => {
-      const ready = [...state.replicas.values()].filter((r) => r.state === 'ready').map((r) => ({ id: replicaId(state, r), url: r.url, servedModel }));
+      const ready = [...state.replicas.values()]
+        .filter((r) => r.state === 'ready')
+        .map((r) => ({ id: replicaId(state, r), url: r.url, servedModel }));
       // Once a scrape period, the prefix index forgets replicas that are gone.
       router.retain(new Set(ready.map((t) => t.id)));
       return ready;
@@ -36,7 +38,11 @@ export function startRouting(state: EngineState): void {
  * take turns); null when none is ready. The target counts the request in
  * flight until it is released, and carries the router's reasons.
  */
-export function acquireReplica(state: EngineState, exclude?: ReadonlySet<string>, hint?: RoutingHint): UpstreamTarget | null {
+export function acquireReplica(
+  state: EngineState,
+  exclude?: ReadonlySet<string>,
+  hint?: RoutingHint,
+): UpstreamTarget | null {
   const ready = [...state.replicas.values()].filter((r) => r.state === 'ready' && !exclude?.has(replicaId(state, r)));
   if (ready.length === 0) return null;
   let replica: Replica;
@@ -47,7 +53,13 @@ export function acquireReplica(state: EngineState, exclude?: ReadonlySet<string>
       hint,
     );
     replica = ready.find((r) => replicaId(state, r) === routing!.replicaId)!;
-    state.options.log.debug('replica chosen', { model: state.definition.model, replica: routing.replicaId, policy: routing.policy, prefix: routing.prefixBlocks, scores: routing.scores });
+    state.options.log.debug('replica chosen', {
+      model: state.definition.model,
+      replica: routing.replicaId,
+      policy: routing.policy,
+      prefix: routing.prefixBlocks,
+      scores: routing.scores,
+    });
   } else {
     const fewest = Math.min(...ready.map((r) => r.inFlight));
     const candidates = ready.filter((r) => r.inFlight === fewest);
@@ -98,7 +110,12 @@ export function engineStatus(state: EngineState): EngineStatus {
           restarts: state.replaced.get(r.index) ?? 0,
           host: r.host,
           gpus: r.gpus,
-          load: load && { waiting: load.waiting, running: load.running, kvCacheUsage: load.kvCacheUsage, prefixHitRate: allTimeHitRate(load) },
+          load: load && {
+            waiting: load.waiting,
+            running: load.running,
+            kvCacheUsage: load.kvCacheUsage,
+            prefixHitRate: allTimeHitRate(load),
+          },
         };
       }),
   };

@@ -43,10 +43,19 @@ export function pgScaleStore(db: Database, deployment: string, engine: string): 
     },
     read: async () => (await read()) ?? null,
     async step(from, to, holder, leaseMs) {
-      const free = or(isNull(engineScaling.holder), eq(engineScaling.holder, holder), lt(engineScaling.leaseExpiresAt, sql`now()`));
+      const free = or(
+        isNull(engineScaling.holder),
+        eq(engineScaling.holder, holder),
+        lt(engineScaling.leaseExpiresAt, sql`now()`),
+      );
       const changed = await db
         .update(engineScaling)
-        .set({ desired: to, holder, leaseExpiresAt: sql`now() + ${leaseMs} * interval '1 millisecond'`, changedAt: sql`now()` })
+        .set({
+          desired: to,
+          holder,
+          leaseExpiresAt: sql`now() + ${leaseMs} * interval '1 millisecond'`,
+          changedAt: sql`now()`,
+        })
         .where(and(row, eq(engineScaling.desired, from), free))
         .returning({ desired: engineScaling.desired });
       return changed.length === 1;
@@ -67,7 +76,10 @@ export function pgScaleStore(db: Database, deployment: string, engine: string): 
       await db
         .insert(engineScaling)
         .values({ deployment, engine, desired: count })
-        .onConflictDoUpdate({ target: [engineScaling.deployment, engineScaling.engine], set: { desired: count, changedAt: sql`now()` } });
+        .onConflictDoUpdate({
+          target: [engineScaling.deployment, engineScaling.engine],
+          set: { desired: count, changedAt: sql`now()` },
+        });
     },
   };
 }

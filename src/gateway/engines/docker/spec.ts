@@ -45,10 +45,19 @@ export function containerName(definition: DockerDefinition, index: number, deplo
  * docker.listContainers({ all: true, filters: { label: ownContainers('prod', 'qwen') } });
  */
 export function ownContainers(deployment: string, model?: string): string[] {
-  return [`${LABELS.managed}=true`, `${LABELS.deployment}=${deployment}`, ...(model === undefined ? [] : [`${LABELS.engine}=${model}`])];
+  return [
+    `${LABELS.managed}=true`,
+    `${LABELS.deployment}=${deployment}`,
+    ...(model === undefined ? [] : [`${LABELS.engine}=${model}`]),
+  ];
 }
 
-export function replicaAddress(definition: DockerDefinition, index: number, deployment: string, on: Pick<DockerHostDefinition, 'docker_host' | 'address'> = definition): ReplicaAddress {
+export function replicaAddress(
+  definition: DockerDefinition,
+  index: number,
+  deployment: string,
+  on: Pick<DockerHostDefinition, 'docker_host' | 'address'> = definition,
+): ReplicaAddress {
   if (definition.network === 'host') {
     const remote = /^tcp:\/\/([^:/]+)/.exec(on.docker_host)?.[1];
     const host = on.address ?? remote ?? '127.0.0.1';
@@ -62,7 +71,16 @@ export function replicaAddress(definition: DockerDefinition, index: number, depl
 export function specHash(definition: DockerDefinition, env: Record<string, string | undefined>): string {
   const passed = Object.fromEntries(definition.env_from.map((name) => [name, env[name] ?? '']));
   // What scaling and placement change is left out: only a changed container recipe replaces replicas.
-  const { replicas: _r, min_replicas: _min, max_replicas: _max, autoscaling: _a, hosts: _h, startup_timeout_s: _timeout, pull: _pull, ...shape } = definition;
+  const {
+    replicas: _r,
+    min_replicas: _min,
+    max_replicas: _max,
+    autoscaling: _a,
+    hosts: _h,
+    startup_timeout_s: _timeout,
+    pull: _pull,
+    ...shape
+  } = definition;
   return createHash('sha256').update(JSON.stringify({ shape, passed })).digest('hex').slice(0, 16);
 }
 
@@ -76,7 +94,13 @@ export function specHash(definition: DockerDefinition, env: Record<string, strin
  * const body = containerSpec(definition, 0, process.env, 'prod');
  * await docker.createContainer(body);
  */
-export function containerSpec(definition: DockerDefinition, index: number, env: Record<string, string | undefined>, deployment: string, placement?: Placement): ContainerCreateOptions {
+export function containerSpec(
+  definition: DockerDefinition,
+  index: number,
+  env: Record<string, string | undefined>,
+  deployment: string,
+  placement?: Placement,
+): ContainerCreateOptions {
   const address = replicaAddress(definition, index, deployment, placement?.host);
   const cmd = [
     definition.hf_repo,
@@ -89,7 +113,10 @@ export function containerSpec(definition: DockerDefinition, index: number, env: 
     ...parserArgs(definition),
     ...definition.args,
   ];
-  const environment = [...Object.entries(definition.env).map(([name, value]) => `${name}=${value}`), ...definition.env_from.map((name) => `${name}=${env[name] ?? ''}`)];
+  const environment = [
+    ...Object.entries(definition.env).map(([name, value]) => `${name}=${value}`),
+    ...definition.env_from.map((name) => `${name}=${env[name] ?? ''}`),
+  ];
   return {
     name: containerName(definition, index, deployment),
     Image: definition.image,
@@ -102,7 +129,9 @@ export function containerSpec(definition: DockerDefinition, index: number, env: 
       [LABELS.engine]: definition.model,
       [LABELS.replica]: String(index),
       [LABELS.spec]: specHash(definition, env),
-      ...(definition.hosts && placement ? { [LABELS.gpus]: placement.gpus.join(','), [LABELS.host]: placement.host.docker_host } : {}),
+      ...(definition.hosts && placement
+        ? { [LABELS.gpus]: placement.gpus.join(','), [LABELS.host]: placement.host.docker_host }
+        : {}),
     },
     ...(definition.network === 'host' ? {} : { ExposedPorts: { [`${address.port}/tcp`]: {} } }),
     HostConfig: {
@@ -117,7 +146,9 @@ export function containerSpec(definition: DockerDefinition, index: number, env: 
   };
 }
 
-function deviceRequests(gpus: DockerDefinition['gpus']): NonNullable<ContainerCreateOptions['HostConfig']>['DeviceRequests'] {
+function deviceRequests(
+  gpus: DockerDefinition['gpus'],
+): NonNullable<ContainerCreateOptions['HostConfig']>['DeviceRequests'] {
   if (gpus === undefined) return [];
   const request = { Driver: 'nvidia', Capabilities: [['gpu']] };
   if (Array.isArray(gpus)) return [{ ...request, DeviceIDs: gpus }];
@@ -125,7 +156,9 @@ function deviceRequests(gpus: DockerDefinition['gpus']): NonNullable<ContainerCr
 }
 
 /** Placed GPUs by id; none asked for on a host that declares `gpu_runtime: none`. */
-function placedDevices(placement: Placement | undefined): NonNullable<ContainerCreateOptions['HostConfig']>['DeviceRequests'] {
+function placedDevices(
+  placement: Placement | undefined,
+): NonNullable<ContainerCreateOptions['HostConfig']>['DeviceRequests'] {
   if (!placement || placement.gpus.length === 0 || placement.host.gpu_runtime === 'none') return [];
   return [{ Driver: 'nvidia', DeviceIDs: placement.gpus, Capabilities: [['gpu']] }];
 }
@@ -144,7 +177,8 @@ function bytesOf(size: string): number {
  */
 export function parserArgs(definition: Pick<DockerDefinition, 'tool_call_parser' | 'reasoning_parser'>): string[] {
   const args: string[] = [];
-  if (definition.tool_call_parser) args.push('--enable-auto-tool-choice', '--tool-call-parser', definition.tool_call_parser);
+  if (definition.tool_call_parser)
+    args.push('--enable-auto-tool-choice', '--tool-call-parser', definition.tool_call_parser);
   if (definition.reasoning_parser) args.push('--reasoning-parser', definition.reasoning_parser);
   return args;
 }

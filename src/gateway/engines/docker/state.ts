@@ -106,7 +106,11 @@ export function replicaId(state: EngineState, replica: Replica): string {
 }
 
 /** Starts tracking a container as replica `index`, not yet in rotation (`starting` until /health answers). */
-export function trackReplica(state: EngineState, index: number, container: { id: string; name?: string; startedAt: number; host: DockerHostDefinition; gpus: string[] }): Replica {
+export function trackReplica(
+  state: EngineState,
+  index: number,
+  container: { id: string; name?: string; startedAt: number; host: DockerHostDefinition; gpus: string[] },
+): Replica {
   const { definition, options } = state;
   const address = replicaAddress(definition, index, options.deployment, container.host);
   const replica: Replica = {

@@ -77,7 +77,10 @@ export class ReplicaRouter {
     const { policy } = this.settings;
     if (policy === 'round-robin') return this.plain(candidates[this.rotation++ % candidates.length]!, 'round-robin');
     if (policy === 'least-loaded') return this.plain(this.leastLoaded(candidates), 'least-loaded');
-    const hashes = hint && this.settings.prefixWeight > 0 ? prefixBlockHashes(renderPrompt(hint.body), this.settings.prefixBlockChars) : [];
+    const hashes =
+      hint && this.settings.prefixWeight > 0
+        ? prefixBlockHashes(renderPrompt(hint.body), this.settings.prefixBlockChars)
+        : [];
     const session = hint ? sessionOf(hint) : null;
     const loads = this.loads;
     // One reading per candidate: a load can go stale between two readings.
@@ -85,14 +88,26 @@ export class ReplicaRouter {
     const decision =
       !loads || snapshot.some((load) => load === null)
         ? this.plain(this.leastLoaded(candidates), 'least-loaded-fallback')
-        : this.scored(loads, candidates, snapshot as ReplicaLoad[], hashes, session === null ? undefined : this.sessions.get(session));
+        : this.scored(
+            loads,
+            candidates,
+            snapshot as ReplicaLoad[],
+            hashes,
+            session === null ? undefined : this.sessions.get(session),
+          );
     // Kept up to date on a fallback too: the prompt now sits in that replica's cache.
     this.index.record(hashes, decision.replicaId, loads?.loadOf(decision.replicaId)?.kvBlocks ?? null);
     if (session !== null) this.sessions.set(session, decision.replicaId);
     return decision;
   }
 
-  private scored(loads: LoadSource, candidates: readonly Candidate[], snapshot: readonly ReplicaLoad[], hashes: readonly string[], sessionReplica: string | undefined): RoutingDecision {
+  private scored(
+    loads: LoadSource,
+    candidates: readonly Candidate[],
+    snapshot: readonly ReplicaLoad[],
+    hashes: readonly string[],
+    sessionReplica: string | undefined,
+  ): RoutingDecision {
     const { queueWeight, kvWeight, prefixWeight, sessionWeight } = this.settings;
     const queues = candidates.map((c, i) => snapshot[i]!.waiting + loads.sentSinceScrape(c.id));
     const least = Math.min(...queues);
@@ -106,12 +121,28 @@ export class ReplicaRouter {
       const prefix = hashes.length === 0 ? 0 : (matches.get(candidate.id) ?? 0) / hashes.length;
       const session = sessionReplica === candidate.id ? 1 : 0;
       const total = queueWeight * queue + kvWeight * kv + prefixWeight * prefix + sessionWeight * session;
-      scores[candidate.id] = { total: round(total), queue: round(queue), kv: round(kv), prefix: round(prefix), session };
-      if (!best || total > best.total + 1e-9 || (Math.abs(total - best.total) <= 1e-9 && candidate.inFlight < best.candidate.inFlight)) best = { candidate, total };
+      scores[candidate.id] = {
+        total: round(total),
+        queue: round(queue),
+        kv: round(kv),
+        prefix: round(prefix),
+        session,
+      };
+      if (
+        !best ||
+        total > best.total + 1e-9 ||
+        (Math.abs(total - best.total) <= 1e-9 && candidate.inFlight < best.candidate.inFlight)
+      )
+        best = { candidate, total };
     });
     const chosen = (best as { candidate: Candidate } | null)!.candidate;
     loads.noteSent(chosen.id);
-    return { replicaId: chosen.id, policy: 'scored', scores, prefixBlocks: { matched: matches.get(chosen.id) ?? 0, total: hashes.length } };
+    return {
+      replicaId: chosen.id,
+      policy: 'scored',
+      scores,
+      prefixBlocks: { matched: matches.get(chosen.id) ?? 0, total: hashes.length },
+    };
   }
 
   // Fewest in flight; ties take turns.

@@ -87,13 +87,18 @@ export class LoadScraper {
     if (this.busy.has(target.id)) return;
     this.busy.add(target.id);
     try {
-      const res = await fetch(`${target.url}/metrics`, { signal: AbortSignal.timeout(Math.max(this.options.periodMs, 1000)) });
+      const res = await fetch(`${target.url}/metrics`, {
+        signal: AbortSignal.timeout(Math.max(this.options.periodMs, 1000)),
+      });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       const samples = parsePromText(await res.text());
       const previous = this.scraped.get(target.id)?.load;
       this.scraped.set(target.id, { load: loadFromSamples(samples, target.servedModel, previous), sentSince: 0 });
     } catch (error) {
-      this.options.log?.debug('replica metrics scrape failed', { replica: target.id, detail: (error as Error).message });
+      this.options.log?.debug('replica metrics scrape failed', {
+        replica: target.id,
+        detail: (error as Error).message,
+      });
     } finally {
       this.busy.delete(target.id);
     }
@@ -115,7 +120,11 @@ function kvBlocksOf(samples: readonly PromSample[]): number | null {
  * @example
  * loadFromSamples(parsePromText(text), 'qwen', null).waiting;
  */
-export function loadFromSamples(samples: readonly PromSample[], servedModel: string, previous: ReplicaLoad | null | undefined): ReplicaLoad {
+export function loadFromSamples(
+  samples: readonly PromSample[],
+  servedModel: string,
+  previous: ReplicaLoad | null | undefined,
+): ReplicaLoad {
   const sum = (name: string): number | null => {
     const named = samples.filter((s) => s.name === name);
     if (named.length === 0) return null;

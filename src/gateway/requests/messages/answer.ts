@@ -41,7 +41,8 @@ export function messageOf(answer: Json, model: string): Json {
   const message = (choice.message ?? {}) as Json;
   const content: Json[] = [];
   const reasoning = message.reasoning_content ?? message.reasoning;
-  if (typeof reasoning === 'string' && reasoning) content.push({ type: 'thinking', thinking: reasoning, signature: '' });
+  if (typeof reasoning === 'string' && reasoning)
+    content.push({ type: 'thinking', thinking: reasoning, signature: '' });
   if (typeof message.content === 'string' && message.content) content.push({ type: 'text', text: message.content });
   for (const call of (message.tool_calls as Json[] | undefined) ?? []) {
     const fn = (call.function ?? {}) as Json;

@@ -13,10 +13,15 @@ type Json = Record<string, unknown>;
  * when to compact a conversation, and the bill always uses the engine's count.
  * Free, and counted against no limit.
  */
-export async function countTokens(services: Pick<BilledDeps, 'requestPathCache'>, body: Json, chatOf: (body: Json) => Json): Promise<number> {
+export async function countTokens(
+  services: Pick<BilledDeps, 'requestPathCache'>,
+  body: Json,
+  chatOf: (body: Json) => Json,
+): Promise<number> {
   const name = requestedModelName(body.model);
   const { model } = pickModel(await services.requestPathCache.modelMatches(name), name);
-  if (model.taskType !== 'chat') throw new GatewayError('model_not_found', `The model \`${name}\` is an embedding model.`);
+  if (model.taskType !== 'chat')
+    throw new GatewayError('model_not_found', `The model \`${name}\` is an embedding model.`);
   const chat = chatOf(body);
   const tools = chat.tools === undefined ? 0 : Math.ceil(JSON.stringify(chat.tools).length / 4);
   return estimatePromptTokens(chat.messages) + tools;

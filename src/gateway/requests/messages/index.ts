@@ -49,16 +49,26 @@ export const MESSAGES: BilledEndpoint = {
     const body: Json = { ...chat, model: target.servedModelName };
     // Anthropic's max_tokens is a ceiling clients set whatever the model (Claude Code asks 32,000); vLLM refuses one
     // the context cannot hold. Past the room the prompt leaves, none is sent: the engine then stops at the context's end.
-    if ((chat.max_tokens as number) + estimatePromptTokens(chat.messages) >= call.model.contextLength) delete body.max_tokens;
+    if ((chat.max_tokens as number) + estimatePromptTokens(chat.messages) >= call.model.contextLength)
+      delete body.max_tokens;
     if (call.body.stream === true) body.stream_options = { include_usage: true, continuous_usage_stats: true };
     return body;
   },
   answerOf: (answer, call) => messageOf(answer, call.clientModel),
-  estimate: (call, answer) => ({ promptTokens: estimatePromptTokens(chatOf(call.body).messages), completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0 }),
+  estimate: (call, answer) => ({
+    promptTokens: estimatePromptTokens(chatOf(call.body).messages),
+    completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
+  }),
   relayStream: relayMessages,
 };
 
-function relayMessages(c: Context<GatewayEnv>, services: BilledDeps, call: BilledCall, response: EngineResponse, controls: StreamControls): Response {
+function relayMessages(
+  c: Context<GatewayEnv>,
+  services: BilledDeps,
+  call: BilledCall,
+  response: EngineResponse,
+  controls: StreamControls,
+): Response {
   const writer = createMessagesWriter(call.clientModel);
   const delivered: string[] | null = keepsAnswer(call) ? [] : null;
   const relayed = relaySse({
@@ -69,12 +79,20 @@ function relayMessages(c: Context<GatewayEnv>, services: BilledDeps, call: Bille
       return events;
     },
     abortUpstream: controls.abort,
-    events: { finish: () => (writer.state.failed ? messagesStreamFailure() : writer.finish()), failure: messagesStreamFailure },
+    events: {
+      finish: () => (writer.state.failed ? messagesStreamFailure() : writer.finish()),
+      failure: messagesStreamFailure,
+    },
     onEnd: async (outcome) => {
       controls.release();
       // Cached events replay as `data:` lines, which Anthropic's clients do not read: a Messages stream is kept, never cached.
       const kept = delivered && !call.caller.responseCache ? delivered : null;
-      await settleStream(services, call, { state: writer.state, outcome, promptEstimate: () => estimatePromptTokens(chatOf(call.body).messages), kept });
+      await settleStream(services, call, {
+        state: writer.state,
+        outcome,
+        promptEstimate: () => estimatePromptTokens(chatOf(call.body).messages),
+        kept,
+      });
     },
   });
   return c.body(relayed, 200, SSE_HEADERS);

@@ -26,7 +26,13 @@ const event = (name: string, data: Json): string => `event: ${name}\ndata: ${JSO
  * writer.rewrite('{"choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":{"prompt_tokens":5,"completion_tokens":1}}');
  */
 export function createMessagesWriter(model: string) {
-  const state: MessagesStreamState = { usage: null, usageFinal: false, tokenChunks: 0, firstTokenAt: null, failed: false };
+  const state: MessagesStreamState = {
+    usage: null,
+    usageFinal: false,
+    tokenChunks: 0,
+    firstTokenAt: null,
+    failed: false,
+  };
   const blocks = contentBlocks();
   let started = false;
   let stopReason = 'end_turn';
@@ -78,7 +84,11 @@ export function createMessagesWriter(model: string) {
     const out = start() + blocks.close();
     const outputTokens = state.usage?.completionTokens ?? state.tokenChunks;
     const end = { stop_reason: stopReason, stop_sequence: stopSequence };
-    return out + event('message_delta', { type: 'message_delta', delta: end, usage: { output_tokens: outputTokens } }) + event('message_stop', { type: 'message_stop' });
+    return (
+      out +
+      event('message_delta', { type: 'message_delta', delta: end, usage: { output_tokens: outputTokens } }) +
+      event('message_stop', { type: 'message_stop' })
+    );
   };
 
   return { rewrite, finish, state };
@@ -87,7 +97,16 @@ export function createMessagesWriter(model: string) {
 /** The stream's first events: the message, empty, with its input tokens (the engine's first running count), and a ping. */
 function messageStart(model: string, inputTokens: number): string {
   const usage = { input_tokens: inputTokens, output_tokens: 0 };
-  const message = { id: messageId(), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage };
+  const message = {
+    id: messageId(),
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage,
+  };
   return event('message_start', { type: 'message_start', message }) + event('ping', { type: 'ping' });
 }
 
@@ -129,18 +148,35 @@ function contentBlocks(): BlockWriter {
 function deltaEvents(d: Json, w: BlockWriter): string {
   let out = '';
   const reasoning = d.reasoning_content ?? d.reasoning;
-  if (typeof reasoning === 'string' && reasoning) out += w.block('thinking', { type: 'thinking', thinking: '', signature: '' }) + w.delta({ type: 'thinking_delta', thinking: reasoning });
-  if (typeof d.content === 'string' && d.content) out += w.block('text', { type: 'text', text: '' }) + w.delta({ type: 'text_delta', text: d.content });
+  if (typeof reasoning === 'string' && reasoning)
+    out +=
+      w.block('thinking', { type: 'thinking', thinking: '', signature: '' }) +
+      w.delta({ type: 'thinking_delta', thinking: reasoning });
+  if (typeof d.content === 'string' && d.content)
+    out += w.block('text', { type: 'text', text: '' }) + w.delta({ type: 'text_delta', text: d.content });
   for (const call of (d.tool_calls as Json[] | undefined) ?? []) {
     const fn = (call.function ?? {}) as Json;
     const key = `tool:${typeof call.index === 'number' ? call.index : 0}`;
-    if (w.open() !== key) out += w.block(key, { type: 'tool_use', id: call.id ?? `toolu_${w.index() + 1}`, name: fn.name ?? '', input: {} });
-    if (typeof fn.arguments === 'string' && fn.arguments) out += w.delta({ type: 'input_json_delta', partial_json: fn.arguments });
+    if (w.open() !== key)
+      out += w.block(key, {
+        type: 'tool_use',
+        id: call.id ?? `toolu_${w.index() + 1}`,
+        name: fn.name ?? '',
+        input: {},
+      });
+    if (typeof fn.arguments === 'string' && fn.arguments)
+      out += w.delta({ type: 'input_json_delta', partial_json: fn.arguments });
   }
   return out;
 }
 
 /** The error event that ends a stream the engine broke off, as Anthropic's clients read it. */
 export function messagesStreamFailure(): string {
-  return event('error', { type: 'error', error: { type: 'api_error', message: 'The model server stopped before finishing this response; the output is incomplete.' } });
+  return event('error', {
+    type: 'error',
+    error: {
+      type: 'api_error',
+      message: 'The model server stopped before finishing this response; the output is incomplete.',
+    },
+  });
 }

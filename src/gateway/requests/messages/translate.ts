@@ -23,12 +23,19 @@ export function chatBodyOf(body: Json): Json {
   const turns = body.messages as Json[];
   // Claude Code also sends `system` turns among the messages: they join the system prompt, which chat templates want first.
   const system = [body.system, ...turns.filter((turn) => turn.role === 'system').map((turn) => turn.content)];
-  const chat: Json = { model: body.model, max_tokens: body.max_tokens, messages: [...systemMessages(system), ...turns.filter((turn) => turn.role !== 'system').flatMap(chatMessages)] };
+  const chat: Json = {
+    model: body.model,
+    max_tokens: body.max_tokens,
+    messages: [...systemMessages(system), ...turns.filter((turn) => turn.role !== 'system').flatMap(chatMessages)],
+  };
   for (const field of ['temperature', 'top_p', 'top_k']) if (body[field] !== undefined) chat[field] = body[field];
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0) chat.stop = body.stop_sequences;
   const tools = Array.isArray(body.tools) ? (body.tools as Json[]).filter((tool) => isObject(tool.input_schema)) : [];
   if (tools.length > 0) {
-    chat.tools = tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.input_schema } }));
+    chat.tools = tools.map((tool) => ({
+      type: 'function',
+      function: { name: tool.name, description: tool.description, parameters: tool.input_schema },
+    }));
     const choice = toolChoiceOf(body.tool_choice);
     if (choice !== undefined) chat.tool_choice = choice;
     if ((body.tool_choice as Json | undefined)?.disable_parallel_tool_use === true) chat.parallel_tool_calls = false;
@@ -53,14 +60,23 @@ function chatMessages(message: Json): Json[] {
   if (role === 'assistant') return [assistantMessage(blocks)];
   const results = blocks.filter((block) => block.type === 'tool_result');
   const rest = blocks.filter((block) => block.type === 'text' || block.type === 'image');
-  const toolMessages = results.map((result) => ({ role: 'tool', tool_call_id: result.tool_use_id, content: toolResultText(result) }));
+  const toolMessages = results.map((result) => ({
+    role: 'tool',
+    tool_call_id: result.tool_use_id,
+    content: toolResultText(result),
+  }));
   return rest.length > 0 ? [...toolMessages, { role: 'user', content: rest.map(userPart) }] : toolMessages;
 }
 
 function assistantMessage(blocks: Json[]): Json {
   const message: Json = { role: 'assistant', content: textOf(blocks) };
   const calls = blocks.filter((block) => block.type === 'tool_use');
-  if (calls.length > 0) message.tool_calls = calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input ?? {}) } }));
+  if (calls.length > 0)
+    message.tool_calls = calls.map((call) => ({
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: JSON.stringify(call.input ?? {}) },
+    }));
   return message;
 }
 
@@ -72,7 +88,12 @@ function userPart(block: Json): Json {
 }
 
 function toolResultText(result: Json): string {
-  const text = typeof result.content === 'string' ? result.content : Array.isArray(result.content) ? textOf(result.content as Json[]) : '';
+  const text =
+    typeof result.content === 'string'
+      ? result.content
+      : Array.isArray(result.content)
+        ? textOf(result.content as Json[])
+        : '';
   return result.is_error === true ? `Error: ${text}` : text;
 }
 
@@ -95,7 +116,18 @@ function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const BLOCK_TYPES = new Set(['text', 'image', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking', 'document', 'search_result', 'server_tool_use', 'web_search_tool_result']);
+const BLOCK_TYPES = new Set([
+  'text',
+  'image',
+  'tool_use',
+  'tool_result',
+  'thinking',
+  'redacted_thinking',
+  'document',
+  'search_result',
+  'server_tool_use',
+  'web_search_tool_result',
+]);
 
 /**
  * What the translation relies on: `max_tokens` a positive integer, `messages`
@@ -105,21 +137,28 @@ const BLOCK_TYPES = new Set(['text', 'image', 'tool_use', 'tool_result', 'thinki
  */
 export function messagesRequestErrors(body: Json): ErrorDetail[] {
   const details: ErrorDetail[] = [];
-  if (!Number.isSafeInteger(body.max_tokens) || (body.max_tokens as number) < 1) details.push({ field: 'max_tokens', message: 'must be a positive integer' });
+  if (!Number.isSafeInteger(body.max_tokens) || (body.max_tokens as number) < 1)
+    details.push({ field: 'max_tokens', message: 'must be a positive integer' });
   const { messages } = body;
-  if (!Array.isArray(messages) || messages.length === 0) details.push({ field: 'messages', message: 'must be a non-empty array of messages' });
+  if (!Array.isArray(messages) || messages.length === 0)
+    details.push({ field: 'messages', message: 'must be a non-empty array of messages' });
   else messages.forEach((message: unknown, index) => details.push(...messageErrors(message, `messages[${index}]`)));
-  if (body.system !== undefined && typeof body.system !== 'string' && !isBlockList(body.system)) details.push({ field: 'system', message: 'must be a string or an array of text blocks' });
-  if (body.stream !== undefined && typeof body.stream !== 'boolean') details.push({ field: 'stream', message: 'must be true or false' });
-  if (body.tools !== undefined && !Array.isArray(body.tools)) details.push({ field: 'tools', message: 'must be an array' });
+  if (body.system !== undefined && typeof body.system !== 'string' && !isBlockList(body.system))
+    details.push({ field: 'system', message: 'must be a string or an array of text blocks' });
+  if (body.stream !== undefined && typeof body.stream !== 'boolean')
+    details.push({ field: 'stream', message: 'must be true or false' });
+  if (body.tools !== undefined && !Array.isArray(body.tools))
+    details.push({ field: 'tools', message: 'must be an array' });
   return details;
 }
 
 function messageErrors(message: unknown, field: string): ErrorDetail[] {
   if (!isObject(message)) return [{ field, message: 'must be an object with role and content' }];
   const errors: ErrorDetail[] = [];
-  if (message.role !== 'user' && message.role !== 'assistant' && message.role !== 'system') errors.push({ field: `${field}.role`, message: 'must be user, assistant or system' });
-  if (typeof message.content !== 'string' && !isBlockList(message.content)) errors.push({ field: `${field}.content`, message: 'must be a string or an array of content blocks' });
+  if (message.role !== 'user' && message.role !== 'assistant' && message.role !== 'system')
+    errors.push({ field: `${field}.role`, message: 'must be user, assistant or system' });
+  if (typeof message.content !== 'string' && !isBlockList(message.content))
+    errors.push({ field: `${field}.content`, message: 'must be a string or an array of content blocks' });
   return errors;
 }
 

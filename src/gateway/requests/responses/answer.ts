@@ -67,11 +67,25 @@ export function callItem(id: unknown, name: string, args: string, names: ToolNam
   const clientName = namespaced?.name ?? name;
   const callId = typeof id === 'string' && id ? id : itemId('call');
   if (names.custom.has(name)) {
-    const item: Json = { id: itemId('ctc'), type: 'custom_tool_call', status, call_id: callId, name: clientName, input: customInput(args) };
+    const item: Json = {
+      id: itemId('ctc'),
+      type: 'custom_tool_call',
+      status,
+      call_id: callId,
+      name: clientName,
+      input: customInput(args),
+    };
     if (namespaced) item.namespace = namespaced.namespace;
     return item;
   }
-  const item: Json = { id: itemId('fc'), type: 'function_call', status, call_id: callId, name: clientName, arguments: args };
+  const item: Json = {
+    id: itemId('fc'),
+    type: 'function_call',
+    status,
+    call_id: callId,
+    name: clientName,
+    arguments: args,
+  };
   if (namespaced) item.namespace = namespaced.namespace;
   return item;
 }
@@ -90,12 +104,20 @@ export function reasoningItem(text: string): Json {
 }
 
 export function messageItem(text: string, status = 'completed'): Json {
-  return { id: itemId('msg'), type: 'message', role: 'assistant', status, content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] };
+  return {
+    id: itemId('msg'),
+    type: 'message',
+    role: 'assistant',
+    status,
+    content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
+  };
 }
 
 /** The status a chat finish reason gives: a response cut at `max_output_tokens` is incomplete. */
 export function finishOf(finishReason: unknown): { status: string; incomplete_details: Json | null } {
-  return finishReason === 'length' ? { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } } : { status: 'completed', incomplete_details: null };
+  return finishReason === 'length'
+    ? { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } }
+    : { status: 'completed', incomplete_details: null };
 }
 
 /**
@@ -117,6 +139,9 @@ export function responseOf(answer: Json, body: Json, names: ToolNames, id: strin
   }
   const created = typeof answer.created === 'number' ? answer.created : Math.floor(Date.now() / 1000);
   const response = responseShell(body, id, model, created);
-  Object.assign(response, finishOf(choice.finish_reason), { output, usage: responsesUsage(answer.usage, usageFrom(answer.usage)) });
+  Object.assign(response, finishOf(choice.finish_reason), {
+    output,
+    usage: responsesUsage(answer.usage, usageFrom(answer.usage)),
+  });
   return response;
 }

@@ -67,24 +67,38 @@ export function createConversations({ store, log }: ConversationDeps) {
         keyId: request.caller.id,
         model: request.clientModel,
         createdAt: new Date((response.created_at as number) * 1000),
-        previousResponseId: typeof request.body.previous_response_id === 'string' ? request.body.previous_response_id : null,
+        previousResponseId:
+          typeof request.body.previous_response_id === 'string' ? request.body.previous_response_id : null,
         input: inputItemsOf(request.body.input).map(storedItem),
         response,
       });
     } catch (error) {
       response.store = false;
-      log.warn('a response was not stored: answered with store false', { requestId: request.requestId, ...describeError(error) });
+      log.warn('a response was not stored: answered with store false', {
+        requestId: request.requestId,
+        ...describeError(error),
+      });
     }
   };
 
   return { load, chatOf, keep };
 }
 
-const ID_PREFIXES: Record<string, string> = { message: 'msg', function_call: 'fc', function_call_output: 'fco', custom_tool_call: 'ctc', custom_tool_call_output: 'ctco', reasoning: 'rs' };
+const ID_PREFIXES: Record<string, string> = {
+  message: 'msg',
+  function_call: 'fc',
+  function_call_output: 'fco',
+  custom_tool_call: 'ctc',
+  custom_tool_call_output: 'ctco',
+  reasoning: 'rs',
+};
 
 /** An input item as OpenAI lists it back (`input_items`): with an id, its own or a new one, and a message's text as a part. */
 function storedItem(item: Json): Json {
-  const stored = typeof item.id === 'string' ? item : Object.assign({ id: itemId(ID_PREFIXES[item.type as string] ?? 'item') }, item);
+  const stored =
+    typeof item.id === 'string'
+      ? item
+      : Object.assign({ id: itemId(ID_PREFIXES[item.type as string] ?? 'item') }, item);
   if (stored.type !== 'message' || typeof stored.content !== 'string') return stored;
   const part = { type: stored.role === 'assistant' ? 'output_text' : 'input_text', text: stored.content };
   return Object.assign({}, stored, { content: [part] });

@@ -42,7 +42,11 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
       const chat = conversations.chatOf(call.body);
       const body: Json = { ...chat, model: target.servedModelName };
       // As for Messages: a ceiling past the room the prompt leaves is not sent; the engine then stops at the context's end.
-      if (typeof chat.max_tokens === 'number' && chat.max_tokens + estimatePromptTokens(chat.messages) >= call.model.contextLength) delete body.max_tokens;
+      if (
+        typeof chat.max_tokens === 'number' &&
+        chat.max_tokens + estimatePromptTokens(chat.messages) >= call.model.contextLength
+      )
+        delete body.max_tokens;
       if (call.body.stream === true) body.stream_options = { include_usage: true, continuous_usage_stats: true };
       return body;
     },
@@ -51,8 +55,12 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
       await conversations.keep(call, response);
       return response;
     },
-    estimate: (call, answer) => ({ promptTokens: estimatePromptTokens(conversations.chatOf(call.body).messages), completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0 }),
-    relayStream: (c, deps, call, response, controls) => relayResponses(c, deps, call, response, controls, conversations),
+    estimate: (call, answer) => ({
+      promptTokens: estimatePromptTokens(conversations.chatOf(call.body).messages),
+      completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
+    }),
+    relayStream: (c, deps, call, response, controls) =>
+      relayResponses(c, deps, call, response, controls, conversations),
   };
 }
 
@@ -64,7 +72,12 @@ function relayResponses(
   controls: StreamControls,
   conversations: ReturnType<typeof createConversations>,
 ): Response {
-  const writer = new ResponsesWriter({ body: call.body, names: toolNamesOf(call.body), id: itemId('resp'), model: call.clientModel });
+  const writer = new ResponsesWriter({
+    body: call.body,
+    names: toolNamesOf(call.body),
+    id: itemId('resp'),
+    model: call.clientModel,
+  });
   const delivered: string[] | null = keepsAnswer(call) ? [] : null;
   // The last events are written when the stream ends, before it is settled: the response is kept (or not) first.
   let last: string | null = null;
@@ -85,7 +98,12 @@ function relayResponses(
         last = closing + writer.completed();
       } else if (outcome === 'upstream_failed' || writer.state.failed) last = writer.failure();
       if (last !== null) delivered?.push(last);
-      await settleStream(services, call, { state: writer.state, outcome, promptEstimate: () => estimatePromptTokens(conversations.chatOf(call.body).messages), kept: delivered });
+      await settleStream(services, call, {
+        state: writer.state,
+        outcome,
+        promptEstimate: () => estimatePromptTokens(conversations.chatOf(call.body).messages),
+        kept: delivered,
+      });
     },
   });
   return c.body(relayed, 200, SSE_HEADERS);

@@ -8,8 +8,11 @@ type Json = Record<string, unknown>;
  * inputItemsOf('Hi'); // [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] }]
  */
 export function inputItemsOf(input: unknown): Json[] {
-  if (typeof input === 'string') return [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: input }] }];
-  return (input as Json[]).map((item) => (item.type === undefined && typeof item.role === 'string' ? Object.assign({ type: 'message' }, item) : item));
+  if (typeof input === 'string')
+    return [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: input }] }];
+  return (input as Json[]).map((item) =>
+    item.type === undefined && typeof item.role === 'string' ? Object.assign({ type: 'message' }, item) : item,
+  );
 }
 
 /** Where a translation gathers its chat messages: system text apart (chat templates want it first), the rest in order. */
@@ -28,8 +31,10 @@ interface Conversation {
 export function gatherItems(items: Json[], into: Conversation): void {
   for (const item of items) {
     if (item.type === 'message') messageOf(item, into);
-    else if (item.type === 'function_call') addToolCall(into.messages, item.call_id, qualifiedName(item), argumentsText(item.arguments));
-    else if (item.type === 'custom_tool_call') addToolCall(into.messages, item.call_id, item.name, JSON.stringify({ input: item.input ?? '' }));
+    else if (item.type === 'function_call')
+      addToolCall(into.messages, item.call_id, qualifiedName(item), argumentsText(item.arguments));
+    else if (item.type === 'custom_tool_call')
+      addToolCall(into.messages, item.call_id, item.name, JSON.stringify({ input: item.input ?? '' }));
     else if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') {
       into.messages.push({ role: 'tool', tool_call_id: item.call_id, content: outputText(item.output) });
     }
@@ -52,7 +57,10 @@ function messageOf(item: Json, into: Conversation): void {
     into.messages.push({ role: 'assistant', content: textOf(item.content) });
     return;
   }
-  into.messages.push({ role: 'user', content: typeof item.content === 'string' ? item.content : userParts(item.content as Json[]) });
+  into.messages.push({
+    role: 'user',
+    content: typeof item.content === 'string' ? item.content : userParts(item.content as Json[]),
+  });
 }
 
 function addToolCall(messages: Json[], callId: unknown, name: unknown, args: string): void {
@@ -94,7 +102,8 @@ function userParts(parts: Json[]): Json[] {
   const out: Json[] = [];
   for (const part of parts) {
     if (TEXT_PARTS.has(part.type as string)) out.push({ type: 'text', text: stringOf(part.text) });
-    else if (part.type === 'input_image' && typeof part.image_url === 'string') out.push({ type: 'image_url', image_url: { url: part.image_url } });
+    else if (part.type === 'input_image' && typeof part.image_url === 'string')
+      out.push({ type: 'image_url', image_url: { url: part.image_url } });
   }
   return out;
 }

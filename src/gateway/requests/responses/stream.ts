@@ -35,7 +35,13 @@ export interface ResponsesStreamSource {
  * writer.rewrite('{"choices":[{"index":0,"delta":{"content":"Hi"}}]}');
  */
 export class ResponsesWriter implements EventWriter {
-  readonly state: ChatStreamState = { usage: null, usageFinal: false, tokenChunks: 0, firstTokenAt: null, failed: false };
+  readonly state: ChatStreamState = {
+    usage: null,
+    usageFinal: false,
+    tokenChunks: 0,
+    firstTokenAt: null,
+    failed: false,
+  };
   private readonly response: Json;
   private readonly output: Json[] = [];
   private sequence = 0;
@@ -101,14 +107,24 @@ export class ResponsesWriter implements EventWriter {
   /** The whole response as it ends (`completed` or `incomplete`), with the usage it is billed for. */
   finalResponse(): Json {
     const { usage, usageFinal, tokenChunks } = this.state;
-    const counted = usage ? { promptTokens: usage.promptTokens, completionTokens: Math.max(usage.completionTokens, usageFinal ? 0 : tokenChunks) } : null;
-    return Object.assign(this.response, finishOf(this.finishReason), { output: this.output, usage: responsesUsage(this.rawUsage, counted) });
+    const counted = usage
+      ? {
+          promptTokens: usage.promptTokens,
+          completionTokens: Math.max(usage.completionTokens, usageFinal ? 0 : tokenChunks),
+        }
+      : null;
+    return Object.assign(this.response, finishOf(this.finishReason), {
+      output: this.output,
+      usage: responsesUsage(this.rawUsage, counted),
+    });
   }
 
   /** The last event: `response.completed` (or `.incomplete`) with the whole response. */
   completed(): string {
     const final = this.finalResponse();
-    return this.whole(final.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: final });
+    return this.whole(final.status === 'incomplete' ? 'response.incomplete' : 'response.completed', {
+      response: final,
+    });
   }
 
   /** The stream's last events: the open item closed, then the whole response. */
@@ -119,14 +135,25 @@ export class ResponsesWriter implements EventWriter {
   /** The event that ends a stream the engine broke off: `response.failed`, with what was written so far. */
   failure(): string {
     const out = this.start() + this.close();
-    const error = { code: 'server_error', message: 'The model server stopped before finishing this response; the output is incomplete.' };
-    return out + this.whole('response.failed', { response: Object.assign(this.response, { status: 'failed', output: this.output, error }) });
+    const error = {
+      code: 'server_error',
+      message: 'The model server stopped before finishing this response; the output is incomplete.',
+    };
+    return (
+      out +
+      this.whole('response.failed', {
+        response: Object.assign(this.response, { status: 'failed', output: this.output, error }),
+      })
+    );
   }
 
   private start(): string {
     if (this.started) return '';
     this.started = true;
-    return this.whole('response.created', { response: this.response }) + this.whole('response.in_progress', { response: this.response });
+    return (
+      this.whole('response.created', { response: this.response }) +
+      this.whole('response.in_progress', { response: this.response })
+    );
   }
 
   private close(): string {
@@ -144,8 +171,16 @@ export class ResponsesWriter implements EventWriter {
     const open: OpenItem = { key, index: this.output.length, item, text: '' };
     this.open = open;
     out += this.whole('response.output_item.added', { output_index: open.index, item });
-    if (item.type === 'message') out += this.event('response.content_part.added', `${this.at(open)},"content_index":0,"part":{"type":"output_text","text":"","annotations":[],"logprobs":[]}`);
-    if (item.type === 'reasoning') out += this.event('response.reasoning_summary_part.added', `${this.at(open)},"summary_index":0,"part":{"type":"summary_text","text":""}`);
+    if (item.type === 'message')
+      out += this.event(
+        'response.content_part.added',
+        `${this.at(open)},"content_index":0,"part":{"type":"output_text","text":"","annotations":[],"logprobs":[]}`,
+      );
+    if (item.type === 'reasoning')
+      out += this.event(
+        'response.reasoning_summary_part.added',
+        `${this.at(open)},"summary_index":0,"part":{"type":"summary_text","text":""}`,
+      );
     return out;
   }
 
@@ -159,14 +194,34 @@ export class ResponsesWriter implements EventWriter {
     let out = '';
     const reasoning = d.reasoning_content ?? d.reasoning;
     if (typeof reasoning === 'string' && reasoning) {
-      const { out: opened, open } = this.item('reasoning', () => ({ id: itemId('rs'), type: 'reasoning', summary: [] }));
+      const { out: opened, open } = this.item('reasoning', () => ({
+        id: itemId('rs'),
+        type: 'reasoning',
+        summary: [],
+      }));
       open.text += reasoning;
-      out += opened + this.event('response.reasoning_summary_text.delta', `${this.at(open)},"summary_index":0,"delta":${JSON.stringify(reasoning)}`);
+      out +=
+        opened +
+        this.event(
+          'response.reasoning_summary_text.delta',
+          `${this.at(open)},"summary_index":0,"delta":${JSON.stringify(reasoning)}`,
+        );
     }
     if (typeof d.content === 'string' && d.content) {
-      const { out: opened, open } = this.item('message', () => ({ id: itemId('msg'), type: 'message', role: 'assistant', status: 'in_progress', content: [] }));
+      const { out: opened, open } = this.item('message', () => ({
+        id: itemId('msg'),
+        type: 'message',
+        role: 'assistant',
+        status: 'in_progress',
+        content: [],
+      }));
       open.text += d.content;
-      out += opened + this.event('response.output_text.delta', `${this.at(open)},"content_index":0,"delta":${JSON.stringify(d.content)},"logprobs":[]`);
+      out +=
+        opened +
+        this.event(
+          'response.output_text.delta',
+          `${this.at(open)},"content_index":0,"delta":${JSON.stringify(d.content)},"logprobs":[]`,
+        );
     }
     for (const call of (d.tool_calls as Json[] | undefined) ?? []) out += this.callEvents(call);
     return out;
@@ -175,13 +230,17 @@ export class ResponsesWriter implements EventWriter {
   private callEvents(call: Json): string {
     const fn = (call.function ?? {}) as Json;
     const key = `tool:${typeof call.index === 'number' ? call.index : 0}`;
-    const { out, open } = this.item(key, () => callItem(call.id, stringOf(fn.name), '', this.source.names, 'in_progress'));
+    const { out, open } = this.item(key, () =>
+      callItem(call.id, stringOf(fn.name), '', this.source.names, 'in_progress'),
+    );
     const args = stringOf(fn.arguments);
     if (!args) return out;
     open.text += args;
     // A custom tool's input is the function's JSON arguments: it is given whole, unwrapped, when the item is done.
     if (open.item.type !== 'function_call') return out;
-    return out + this.event('response.function_call_arguments.delta', `${this.at(open)},"delta":${JSON.stringify(args)}`);
+    return (
+      out + this.event('response.function_call_arguments.delta', `${this.at(open)},"delta":${JSON.stringify(args)}`)
+    );
   }
 }
 
@@ -197,18 +256,30 @@ function closeEvents(open: OpenItem, w: EventWriter, names: ToolNames): string {
   let out = '';
   if (item.type === 'message') {
     const part = { type: 'output_text', text, annotations: [], logprobs: [] };
-    out += w.event('response.output_text.done', `${w.at(open)},"content_index":0,"text":${JSON.stringify(text)},"logprobs":[]`);
+    out += w.event(
+      'response.output_text.done',
+      `${w.at(open)},"content_index":0,"text":${JSON.stringify(text)},"logprobs":[]`,
+    );
     out += w.event('response.content_part.done', `${w.at(open)},"content_index":0,"part":${JSON.stringify(part)}`);
     Object.assign(item, { status: 'completed', content: [part] });
   } else if (item.type === 'reasoning') {
     const part = { type: 'summary_text', text };
-    out += w.event('response.reasoning_summary_text.done', `${w.at(open)},"summary_index":0,"text":${JSON.stringify(text)}`);
-    out += w.event('response.reasoning_summary_part.done', `${w.at(open)},"summary_index":0,"part":${JSON.stringify(part)}`);
+    out += w.event(
+      'response.reasoning_summary_text.done',
+      `${w.at(open)},"summary_index":0,"text":${JSON.stringify(text)}`,
+    );
+    out += w.event(
+      'response.reasoning_summary_part.done',
+      `${w.at(open)},"summary_index":0,"part":${JSON.stringify(part)}`,
+    );
     item.summary = [part];
   } else if (item.type === 'function_call') {
     item.arguments = text || '{}';
     item.status = 'completed';
-    out += w.event('response.function_call_arguments.done', `${w.at(open)},"name":${JSON.stringify(item.name)},"arguments":${JSON.stringify(item.arguments)}`);
+    out += w.event(
+      'response.function_call_arguments.done',
+      `${w.at(open)},"name":${JSON.stringify(item.name)},"arguments":${JSON.stringify(item.arguments)}`,
+    );
   } else {
     // A custom tool's input arrives as the function's JSON arguments: the client gets it unwrapped, whole.
     const done = callItem(item.call_id, flatName(item), text || '{}', names);

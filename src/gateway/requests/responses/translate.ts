@@ -28,10 +28,16 @@ export function chatBodyOf(body: Json, earlier: Json[] = []): Json {
   const conversation = { system: [] as string[], messages: [] as Json[] };
   gatherItems(earlier, conversation);
   gatherItems(inputItemsOf(body.input), conversation);
-  const system = [typeof body.instructions === 'string' ? body.instructions : '', ...conversation.system].filter(Boolean).join('\n\n');
-  const chat: Json = { model: body.model, messages: system ? [{ role: 'system', content: system }, ...conversation.messages] : conversation.messages };
+  const system = [typeof body.instructions === 'string' ? body.instructions : '', ...conversation.system]
+    .filter(Boolean)
+    .join('\n\n');
+  const chat: Json = {
+    model: body.model,
+    messages: system ? [{ role: 'system', content: system }, ...conversation.messages] : conversation.messages,
+  };
   if (body.max_output_tokens !== undefined && body.max_output_tokens !== null) chat.max_tokens = body.max_output_tokens;
-  for (const field of ['temperature', 'top_p', 'parallel_tool_calls', 'top_logprobs']) if (body[field] !== undefined && body[field] !== null) chat[field] = body[field];
+  for (const field of ['temperature', 'top_p', 'parallel_tool_calls', 'top_logprobs'])
+    if (body[field] !== undefined && body[field] !== null) chat[field] = body[field];
   const effort = (body.reasoning as Json | null | undefined)?.effort;
   if (typeof effort === 'string') chat.reasoning_effort = effort;
   const format = responseFormatOf((body.text as Json | null | undefined)?.format);
@@ -75,8 +81,15 @@ function chatFunction(tool: Json, name: unknown): Json {
 }
 
 function customFunction(tool: Json, name: unknown): Json {
-  const parameters = { type: 'object', properties: { input: { type: 'string', description: 'The tool input, as free-form text.' } }, required: ['input'] };
-  return { type: 'function', function: { name, description: typeof tool.description === 'string' ? tool.description : '', parameters } };
+  const parameters = {
+    type: 'object',
+    properties: { input: { type: 'string', description: 'The tool input, as free-form text.' } },
+    required: ['input'],
+  };
+  return {
+    type: 'function',
+    function: { name, description: typeof tool.description === 'string' ? tool.description : '', parameters },
+  };
 }
 
 /** Which of the request's tools are custom (free-form), and which flattened names are a namespace's: the answer gives them back as the client named them. */
@@ -102,7 +115,8 @@ export function toolNamesOf(body: Json): ToolNames {
 function toolChoiceOf(choice: unknown): unknown {
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
   if (!isObject(choice)) return undefined;
-  if ((choice.type === 'function' || choice.type === 'custom') && typeof choice.name === 'string') return { type: 'function', function: { name: choice.name } };
+  if ((choice.type === 'function' || choice.type === 'custom') && typeof choice.name === 'string')
+    return { type: 'function', function: { name: choice.name } };
   return 'auto';
 }
 
@@ -130,17 +144,24 @@ function isObject(value: unknown): value is Json {
 export function responsesRequestErrors(body: Json): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   const { input } = body;
-  if (typeof input !== 'string' && !Array.isArray(input)) details.push({ field: 'input', message: 'must be a string or an array of input items' });
-  else if (Array.isArray(input)) input.forEach((item: unknown, index) => details.push(...itemErrors(item, `input[${index}]`)));
-  if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string') details.push({ field: 'instructions', message: 'must be a string' });
+  if (typeof input !== 'string' && !Array.isArray(input))
+    details.push({ field: 'input', message: 'must be a string or an array of input items' });
+  else if (Array.isArray(input))
+    input.forEach((item: unknown, index) => details.push(...itemErrors(item, `input[${index}]`)));
+  if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string')
+    details.push({ field: 'instructions', message: 'must be a string' });
   const max = body.max_output_tokens;
-  if (max !== undefined && max !== null && (!Number.isSafeInteger(max) || (max as number) < 1)) details.push({ field: 'max_output_tokens', message: 'must be a positive integer' });
+  if (max !== undefined && max !== null && (!Number.isSafeInteger(max) || (max as number) < 1))
+    details.push({ field: 'max_output_tokens', message: 'must be a positive integer' });
   for (const field of ['stream', 'store']) {
-    if (body[field] !== undefined && body[field] !== null && typeof body[field] !== 'boolean') details.push({ field, message: 'must be true or false' });
+    if (body[field] !== undefined && body[field] !== null && typeof body[field] !== 'boolean')
+      details.push({ field, message: 'must be true or false' });
   }
-  if (body.tools !== undefined && body.tools !== null && !Array.isArray(body.tools)) details.push({ field: 'tools', message: 'must be an array' });
+  if (body.tools !== undefined && body.tools !== null && !Array.isArray(body.tools))
+    details.push({ field: 'tools', message: 'must be an array' });
   const previous = body.previous_response_id;
-  if (previous !== undefined && previous !== null && typeof previous !== 'string') details.push({ field: 'previous_response_id', message: 'must be a string' });
+  if (previous !== undefined && previous !== null && typeof previous !== 'string')
+    details.push({ field: 'previous_response_id', message: 'must be a string' });
   return details;
 }
 
@@ -148,10 +169,12 @@ const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
 
 function itemErrors(item: unknown, field: string): ErrorDetail[] {
   if (!isObject(item)) return [{ field, message: 'must be an object' }];
-  if (item.type !== undefined && typeof item.type !== 'string') return [{ field: `${field}.type`, message: 'must be a string' }];
+  if (item.type !== undefined && typeof item.type !== 'string')
+    return [{ field: `${field}.type`, message: 'must be a string' }];
   if (item.type !== undefined && item.type !== 'message') return [];
   const errors: ErrorDetail[] = [];
-  if (!ROLES.has(item.role as string)) errors.push({ field: `${field}.role`, message: 'must be user, assistant, system or developer' });
+  if (!ROLES.has(item.role as string))
+    errors.push({ field: `${field}.role`, message: 'must be user, assistant, system or developer' });
   if (typeof item.content !== 'string' && !(Array.isArray(item.content) && item.content.every(isObject))) {
     errors.push({ field: `${field}.content`, message: 'must be a string or an array of content parts' });
   }

@@ -8,7 +8,10 @@ import { INSIDE, type RunFolder, SANDBOX_UID } from './inside.js';
  * capabilities; `/usr` and a few files of `/etc` read-only; the run's `work/` (and its `tmp/`) the only writable
  * places; the tool and the egress socket bound in; then the root and `/dev` remounted read-only.
  */
-export function bwrapArgs(run: { folder: RunFolder; tool: string; toolInside: string; options: BubblewrapOptions }, cwd: string): string[] {
+export function bwrapArgs(
+  run: { folder: RunFolder; tool: string; toolInside: string; options: BubblewrapOptions },
+  cwd: string,
+): string[] {
   const args = [
     '--unshare-user',
     '--unshare-pid',
@@ -77,7 +80,15 @@ function systemLinks(): string[] {
 
 /** The few files of /etc a run needs (certificates, name service, `/usr/bin` links through alternatives); none holds a secret. */
 function etcFiles(): string[] {
-  return ['/etc/ssl', '/etc/ca-certificates', '/etc/alternatives', '/etc/nsswitch.conf', '/etc/hosts', '/etc/localtime', '/etc/mime.types'].flatMap((name) => {
+  return [
+    '/etc/ssl',
+    '/etc/ca-certificates',
+    '/etc/alternatives',
+    '/etc/nsswitch.conf',
+    '/etc/hosts',
+    '/etc/localtime',
+    '/etc/mime.types',
+  ].flatMap((name) => {
     try {
       lstatSync(name);
       return ['--ro-bind', name, name];

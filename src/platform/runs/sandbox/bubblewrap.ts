@@ -4,7 +4,18 @@ import { runTool, type ToolExit } from '../runner.js';
 import { bwrapArgs } from './bubblewrap-args.js';
 import { createRunCgroup, type RunCgroup } from './cgroup.js';
 import type { EgressProxy } from './egress.js';
-import { bytesUsed, handSocketTo, INSIDE, prepareRunFolder, relayScript, startRunProxy, SANDBOX_UID, sandboxEnvironment, SSH_PROXY, type RunFolder } from './inside.js';
+import {
+  bytesUsed,
+  handSocketTo,
+  INSIDE,
+  prepareRunFolder,
+  relayScript,
+  startRunProxy,
+  SANDBOX_UID,
+  sandboxEnvironment,
+  SSH_PROXY,
+  type RunFolder,
+} from './inside.js';
 import type { BoundName, RunSandbox, Sandbox, SandboxCommand, SandboxRequest } from './types.js';
 
 /** The programs the sandbox is built from, found on the gateway's PATH (Debian: bubblewrap, socat, util-linux). */
@@ -58,12 +69,18 @@ export class BubblewrapSandbox implements Sandbox {
   async open(request: SandboxRequest): Promise<RunSandbox> {
     const { options } = this;
     const folder = await prepareRunFolder(request.folder, options);
-    await writeFile(path.join(folder.ctl, 'passwd'), `run:x:${SANDBOX_UID}:${SANDBOX_UID}:run:${INSIDE.work}/home:/bin/sh\n`, { mode: 0o644 });
+    await writeFile(
+      path.join(folder.ctl, 'passwd'),
+      `run:x:${SANDBOX_UID}:${SANDBOX_UID}:run:${INSIDE.work}/home:/bin/sh\n`,
+      { mode: 0o644 },
+    );
     await writeFile(path.join(folder.ctl, 'group'), `run:x:${SANDBOX_UID}:\n`, { mode: 0o644 });
-    const cgroup = await createRunCgroup(options.cgroup, `run-${request.runId}`, options.bounds).catch(async (error: unknown) => {
-      if (folder.socketDir) await rm(folder.socketDir, { recursive: true, force: true });
-      throw error;
-    });
+    const cgroup = await createRunCgroup(options.cgroup, `run-${request.runId}`, options.bounds).catch(
+      async (error: unknown) => {
+        if (folder.socketDir) await rm(folder.socketDir, { recursive: true, force: true });
+        throw error;
+      },
+    );
     let proxy: EgressProxy | undefined;
     try {
       proxy = await startRunProxy(folder, request.egress, (line) => request.say(line));
@@ -98,10 +115,20 @@ class BubblewrapRun implements RunSandbox {
 
   exec(command: SandboxCommand): Promise<ToolExit> {
     const toolInside = path.posix.join(INSIDE.toolDir, path.basename(this.request.tool));
-    const inner = command.script ? ['/bin/sh', '-c', command.script] : ['/bin/sh', '-c', relayScript(), 'sh', toolInside, ...command.args];
+    const inner = command.script
+      ? ['/bin/sh', '-c', command.script]
+      : ['/bin/sh', '-c', relayScript(), 'sh', toolInside, ...command.args];
     const chain = [
       ...(this.options.user && this.options.programs.setpriv
-        ? [this.options.programs.setpriv, `--reuid=${this.options.user.uid}`, `--regid=${this.options.user.gid}`, '--clear-groups', '--inh-caps=-all', '--no-new-privs', '--']
+        ? [
+            this.options.programs.setpriv,
+            `--reuid=${this.options.user.uid}`,
+            `--regid=${this.options.user.gid}`,
+            '--clear-groups',
+            '--inh-caps=-all',
+            '--no-new-privs',
+            '--',
+          ]
         : []),
       this.options.programs.prlimit,
       `--fsize=${this.options.bounds.diskBytes}`,
@@ -124,7 +151,10 @@ class BubblewrapRun implements RunSandbox {
       onOutput: command.onOutput,
       onStdout: command.onStdout,
       // SIGINT to the run's processes as a terminal's Ctrl-C would, but not to bwrap's own: the outer one would die and take the namespace, and the tool, down at once.
-      stop: { interrupt: () => this.cgroup.signalAll('SIGINT', (name) => name !== 'bwrap'), kill: () => this.cgroup.killAll() },
+      stop: {
+        interrupt: () => this.cgroup.signalAll('SIGINT', (name) => name !== 'bwrap'),
+        kill: () => this.cgroup.killAll(),
+      },
     });
   }
 
@@ -159,8 +189,10 @@ class BubblewrapRun implements RunSandbox {
   private async measure(): Promise<void> {
     try {
       const before = this.diskExceeded || this.cpuExceeded;
-      if (!this.diskExceeded && (await bytesUsed(this.folder.work)) >= this.options.bounds.diskBytes) this.diskExceeded = true;
-      if (!this.cpuExceeded && (await this.cgroup.counts()).cpuSeconds >= this.options.bounds.cpuSeconds) this.cpuExceeded = true;
+      if (!this.diskExceeded && (await bytesUsed(this.folder.work)) >= this.options.bounds.diskBytes)
+        this.diskExceeded = true;
+      if (!this.cpuExceeded && (await this.cgroup.counts()).cpuSeconds >= this.options.bounds.cpuSeconds)
+        this.cpuExceeded = true;
       // Once, when first gone over: the short read of the state that follows is not killed in its turn.
       if (!before && (this.diskExceeded || this.cpuExceeded)) await this.cgroup.killAll();
     } catch {
@@ -170,7 +202,10 @@ class BubblewrapRun implements RunSandbox {
 }
 
 /** The programs bubblewrap needs, or the name of the first one missing. */
-export function findPrograms(find: (name: string) => string | null, root: boolean): BubblewrapPrograms | { missing: string } {
+export function findPrograms(
+  find: (name: string) => string | null,
+  root: boolean,
+): BubblewrapPrograms | { missing: string } {
   const bwrap = find('bwrap');
   const socat = find('socat');
   const prlimit = find('prlimit');

@@ -46,7 +46,9 @@ const V1_CONTROLLERS = ['memory', 'pids', 'cpu', 'cpuacct'] as const;
  * spawn('sh', ['-c', `echo $$ > ${group.procsFiles[0]}; exec tool`]);
  */
 export async function createRunCgroup(parent: string, name: string, bounds: CgroupBounds): Promise<RunCgroup> {
-  return existsSync(path.join(ROOT, 'cgroup.controllers')) ? createV2(parent, name, bounds) : createV1(parent, name, bounds);
+  return existsSync(path.join(ROOT, 'cgroup.controllers'))
+    ? createV2(parent, name, bounds)
+    : createV1(parent, name, bounds);
 }
 
 async function createV2(parent: string, name: string, bounds: CgroupBounds): Promise<RunCgroup> {
@@ -75,7 +77,9 @@ async function createV2(parent: string, name: string, bounds: CgroupBounds): Pro
 }
 
 async function createV1(parent: string, name: string, bounds: CgroupBounds): Promise<RunCgroup> {
-  const dirs = Object.fromEntries(V1_CONTROLLERS.map((controller) => [controller, path.join(ROOT, controller, parent, name)])) as Record<(typeof V1_CONTROLLERS)[number], string>;
+  const dirs = Object.fromEntries(
+    V1_CONTROLLERS.map((controller) => [controller, path.join(ROOT, controller, parent, name)]),
+  ) as Record<(typeof V1_CONTROLLERS)[number], string>;
   const made: string[] = [];
   try {
     for (const dir of Object.values(dirs)) {
@@ -172,7 +176,11 @@ function killProcessesIn(procsFiles: string[]): Promise<void> {
   return signalProcessesIn(procsFiles, 'SIGKILL', () => true);
 }
 
-async function signalProcessesIn(procsFiles: string[], signal: NodeJS.Signals, which: (name: string) => boolean): Promise<void> {
+async function signalProcessesIn(
+  procsFiles: string[],
+  signal: NodeJS.Signals,
+  which: (name: string) => boolean,
+): Promise<void> {
   for (const file of procsFiles) {
     const pids = (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number);
     for (const pid of pids) {

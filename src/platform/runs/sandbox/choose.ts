@@ -39,9 +39,13 @@ export class SandboxChooser {
 
   /** The sandbox runs execute in, or why there is none (probed once; a failure again after 30 s). */
   async get(): Promise<Sandbox | string> {
-    if (this.probed && (typeof this.probed.result !== 'string' || Date.now() - this.probed.at < RETRY_PROBE_MS)) return this.probed.result;
+    if (this.probed && (typeof this.probed.result !== 'string' || Date.now() - this.probed.at < RETRY_PROBE_MS))
+      return this.probed.result;
     this.probing ??= this.probe()
-      .catch((error: unknown) => `the sandbox could not be set up (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`)
+      .catch(
+        (error: unknown) =>
+          `the sandbox could not be set up (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`,
+      )
       .then((result) => {
         this.probed = { at: Date.now(), result };
         this.probing = null;
@@ -70,8 +74,13 @@ export class SandboxChooser {
     if (why === null) return this.tried(this.dockerSandbox(docker));
     if (config.sandbox === 'docker') return why;
     // auto: bubblewrap, and when it cannot be had either, both reasons (the operator may fix either).
-    const bubblewrap = await this.bubblewrap().catch((error: unknown) => `bubblewrap could not be set up (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`);
-    return typeof bubblewrap === 'string' ? `neither sandbox is available (docker: ${why}; bubblewrap: ${bubblewrap})` : bubblewrap;
+    const bubblewrap = await this.bubblewrap().catch(
+      (error: unknown) =>
+        `bubblewrap could not be set up (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`,
+    );
+    return typeof bubblewrap === 'string'
+      ? `neither sandbox is available (docker: ${why}; bubblewrap: ${bubblewrap})`
+      : bubblewrap;
   }
 
   private dockerSandbox(docker: ReturnType<typeof dockerClientFor>): DockerSandbox {
@@ -123,13 +132,28 @@ export class SandboxChooser {
 
 /** Runs `true` in a sandbox like a run's, to learn whether it works here; the error when not. */
 async function probeSandbox(sandbox: Sandbox, folder: string): Promise<string | null> {
-  const box = await sandbox.open({ runId: `probe-${process.pid}`, folder, tool: '/bin/true', env: {}, egress: { nodes: [], hosts: [] }, say: () => {} });
+  const box = await sandbox.open({
+    runId: `probe-${process.pid}`,
+    folder,
+    tool: '/bin/true',
+    env: {},
+    egress: { nodes: [], hosts: [] },
+    say: () => {},
+  });
   let output = '';
   try {
-    const exit = await box.exec({ args: [], cwd: INSIDE.work, signal: new AbortController().signal, killGraceMs: 1000, onOutput: (text) => (output += text) });
+    const exit = await box.exec({
+      args: [],
+      cwd: INSIDE.work,
+      signal: new AbortController().signal,
+      killGraceMs: 1000,
+      onOutput: (text) => (output += text),
+    });
     if (exit.code === 0) return null;
     const why = (exit.error ?? output.trim()) || `exit ${exit.code ?? exit.signal}`;
-    const hint = /Permission denied/.test(why) ? ' (the sandbox user must be able to reach TOLLGATE_RUN_DIR and the tool: every folder above them needs o+x)' : '';
+    const hint = /Permission denied/.test(why)
+      ? ' (the sandbox user must be able to reach TOLLGATE_RUN_DIR and the tool: every folder above them needs o+x)'
+      : '';
     return `a test ${sandbox.kind} sandbox failed: ${why.slice(0, 300)}${hint}`;
   } finally {
     await box.close();

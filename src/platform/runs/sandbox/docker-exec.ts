@@ -11,7 +11,11 @@ import type { SandboxCommand } from './types.js';
  * Relays an exec's output until its stream ends: Docker's multiplexed frames split into stdout and stderr, decoded as
  * UTF-8 across chunk boundaries into `onOutput`; stdout goes raw to `onStdout` instead when the command reads it.
  */
-export async function relayOutput(modem: Docker['modem'], stream: Duplex, command: Pick<SandboxCommand, 'onOutput' | 'onStdout'>): Promise<void> {
+export async function relayOutput(
+  modem: Docker['modem'],
+  stream: Duplex,
+  command: Pick<SandboxCommand, 'onOutput' | 'onStdout'>,
+): Promise<void> {
   const decoder = new StringDecoder('utf8');
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -21,7 +25,11 @@ export async function relayOutput(modem: Docker['modem'], stream: Duplex, comman
     },
   });
   const { onStdout } = command;
-  modem.demuxStream(stream, onStdout ? new Writable({ write: (chunk: Buffer, _encoding, done) => done(void onStdout(chunk)) }) : sink, sink);
+  modem.demuxStream(
+    stream,
+    onStdout ? new Writable({ write: (chunk: Buffer, _encoding, done) => done(void onStdout(chunk)) }) : sink,
+    sink,
+  );
   await new Promise<void>((resolve) => {
     stream.on('end', resolve);
     stream.on('close', resolve);
@@ -34,7 +42,8 @@ export async function relayOutput(modem: Docker['modem'], stream: Duplex, comman
 /** How an exec ended, from its exit code (null: unknown, as after a kill). */
 export function exitOf(code: number | null, stopped: boolean): ToolExit {
   // A process ended by a signal exits 128 + its number; a stopped command's is told as the signal, as runTool does.
-  if (code === null || (stopped && code > 128)) return { code: null, signal: signalName(code === null ? constants.signals.SIGKILL : code - 128) };
+  if (code === null || (stopped && code > 128))
+    return { code: null, signal: signalName(code === null ? constants.signals.SIGKILL : code - 128) };
   return { code, signal: null };
 }
 

@@ -8,7 +8,11 @@ import type Docker from 'dockerode';
  * const why = await dockerReady(docker, 'tollgate/runner:latest');
  */
 export async function dockerReady(docker: Docker, image: string, where: string): Promise<string | null> {
-  const within = <T>(promise: Promise<T>) => Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5000).unref())]);
+  const within = <T>(promise: Promise<T>) =>
+    Promise.race([
+      promise,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5000).unref()),
+    ]);
   try {
     await within(docker.ping());
   } catch (error) {

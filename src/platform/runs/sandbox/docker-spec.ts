@@ -15,8 +15,17 @@ export const RUN_LABELS = { managed: 'tollgate.managed', run: 'tollgate.run' } a
  * memory, processes and CPU; its main process a `cat` that ends when the
  * gateway's stdin stream closes, or after the run's lifetime.
  */
-export function runContainerSpec(options: DockerSandboxOptions, request: SandboxRequest, folder: RunFolder): Docker.ContainerCreateOptions {
-  const mount = (source: string, target: string, writable: boolean) => ({ Type: 'bind' as const, Source: source, Target: target, ReadOnly: !writable });
+export function runContainerSpec(
+  options: DockerSandboxOptions,
+  request: SandboxRequest,
+  folder: RunFolder,
+): Docker.ContainerCreateOptions {
+  const mount = (source: string, target: string, writable: boolean) => ({
+    Type: 'bind' as const,
+    Source: source,
+    Target: target,
+    ReadOnly: !writable,
+  });
   const mounts = [
     mount(folder.work, INSIDE.work, true),
     mount(path.join(folder.work, 'tmp'), '/tmp', true),

@@ -5,7 +5,16 @@ import { cgroupOfProcess, type CgroupCounts } from './cgroup.js';
 import { exitOf, relayOutput } from './docker-exec.js';
 import { RUN_LABELS, runContainerSpec } from './docker-spec.js';
 import type { EgressProxy } from './egress.js';
-import { bytesUsed, handSocketTo, INSIDE, prepareRunFolder, relayScript, startRunProxy, SSH_PROXY, type RunFolder } from './inside.js';
+import {
+  bytesUsed,
+  handSocketTo,
+  INSIDE,
+  prepareRunFolder,
+  relayScript,
+  startRunProxy,
+  SSH_PROXY,
+  type RunFolder,
+} from './inside.js';
 import type { BoundName, RunSandbox, Sandbox, SandboxCommand, SandboxRequest } from './types.js';
 
 export interface DockerSandboxOptions {
@@ -83,7 +92,11 @@ export class DockerSandbox implements Sandbox {
 
   async open(request: SandboxRequest): Promise<RunSandbox> {
     const { options } = this;
-    const folder = await prepareRunFolder(request.folder, { user: options.chown ? options.user : null, providerMirror: options.providerMirror, cliConfig: options.cliConfig });
+    const folder = await prepareRunFolder(request.folder, {
+      user: options.chown ? options.user : null,
+      providerMirror: options.providerMirror,
+      cliConfig: options.cliConfig,
+    });
     const proxy = await startRunProxy(folder, request.egress, (line) => request.say(line));
     let container: Docker.Container | null = null;
     try {
@@ -149,7 +162,16 @@ class DockerRun implements RunSandbox {
     try {
       const exec = await this.container.exec({
         // Docker adds HOSTNAME to every process's environment: the tool gets the run's environment only, as in bubblewrap.
-        Cmd: ['env', '-u', 'HOSTNAME', '/bin/sh', '-c', `echo $$ > ${pidFile}; ${command.script ?? relayScript()}`, 'sh', ...(command.script ? [] : [tool, ...command.args])],
+        Cmd: [
+          'env',
+          '-u',
+          'HOSTNAME',
+          '/bin/sh',
+          '-c',
+          `echo $$ > ${pidFile}; ${command.script ?? relayScript()}`,
+          'sh',
+          ...(command.script ? [] : [tool, ...command.args]),
+        ],
         AttachStdout: true,
         AttachStderr: true,
         WorkingDir: command.cwd,
@@ -162,7 +184,11 @@ class DockerRun implements RunSandbox {
       const { ExitCode: code } = await exec.inspect().catch(() => ({ ExitCode: null }));
       return exitOf(code, command.signal.aborted);
     } catch (error) {
-      return { code: null, signal: null, error: error instanceof Error ? error.message.slice(0, 300) : 'docker exec failed' };
+      return {
+        code: null,
+        signal: null,
+        error: error instanceof Error ? error.message.slice(0, 300) : 'docker exec failed',
+      };
     } finally {
       command.signal.removeEventListener('abort', stop);
       clearTimeout(killTimer);
@@ -239,8 +265,10 @@ class DockerRun implements RunSandbox {
 
   private async measure(): Promise<void> {
     try {
-      if (!this.diskExceeded && (await bytesUsed(this.folder.work)) >= this.options.bounds.diskBytes) this.diskExceeded = true;
-      if (!this.cpuExceeded && (await this.counts()).cpuSeconds >= this.options.bounds.cpuSeconds) this.cpuExceeded = true;
+      if (!this.diskExceeded && (await bytesUsed(this.folder.work)) >= this.options.bounds.diskBytes)
+        this.diskExceeded = true;
+      if (!this.cpuExceeded && (await this.counts()).cpuSeconds >= this.options.bounds.cpuSeconds)
+        this.cpuExceeded = true;
       if (this.diskExceeded || this.cpuExceeded) await this.container.kill().catch(() => {});
     } catch {
       // the folder is being removed

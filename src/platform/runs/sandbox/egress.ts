@@ -28,7 +28,11 @@ const MAX_HEAD_BYTES = 8 * 1024;
  * const proxy = await startEgressProxy('/runs/x/ctl/egress.sock', { nodes: [{ address: '10.0.0.5', ports: [22] }], hosts: [] }, (line) => log.write(line));
  * await proxy.close();
  */
-export async function startEgressProxy(socketPath: string, policy: EgressPolicy, onDecision: (line: string) => void): Promise<EgressProxy> {
+export async function startEgressProxy(
+  socketPath: string,
+  policy: EgressPolicy,
+  onDecision: (line: string) => void,
+): Promise<EgressProxy> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     sockets.add(client);
@@ -44,7 +48,14 @@ export async function startEgressProxy(socketPath: string, policy: EgressPolicy,
       }
       client.off('data', onData);
       client.pause();
-      void connectFor(client, head.subarray(0, end).toString('latin1'), head.subarray(end + 4), policy, onDecision, sockets);
+      void connectFor(
+        client,
+        head.subarray(0, end).toString('latin1'),
+        head.subarray(end + 4),
+        policy,
+        onDecision,
+        sockets,
+      );
     };
     client.on('data', onData);
   });
@@ -61,7 +72,14 @@ export async function startEgressProxy(socketPath: string, policy: EgressPolicy,
   };
 }
 
-async function connectFor(client: net.Socket, head: string, rest: Buffer, policy: EgressPolicy, onDecision: (line: string) => void, sockets: Set<net.Socket>): Promise<void> {
+async function connectFor(
+  client: net.Socket,
+  head: string,
+  rest: Buffer,
+  policy: EgressPolicy,
+  onDecision: (line: string) => void,
+  sockets: Set<net.Socket>,
+): Promise<void> {
   const match = /^CONNECT ([^\s]+) HTTP\/1\.[01]$/i.exec(head.split('\r\n')[0] ?? '');
   const target = match ? parseTarget(match[1]!) : null;
   if (!target) {
@@ -98,13 +116,19 @@ async function connectFor(client: net.Socket, head: string, rest: Buffer, policy
 function parseTarget(authority: string): { host: string; port: number } | null {
   const bracketed = /^\[([^\]]+)\]:(\d{1,5})$/.exec(authority);
   const plain = /^([^:]+):(\d{1,5})$/.exec(authority);
-  const [host, port] = bracketed ? [bracketed[1]!, Number(bracketed[2])] : plain ? [plain[1]!, Number(plain[2])] : [null, 0];
+  const [host, port] = bracketed
+    ? [bracketed[1]!, Number(bracketed[2])]
+    : plain
+      ? [plain[1]!, Number(plain[2])]
+      : [null, 0];
   return host && port >= 1 && port <= 65535 ? { host: host.toLowerCase(), port } : null;
 }
 
 /** The address to connect to for an allowed target, or null. */
 async function allowedAddress(target: { host: string; port: number }, policy: EgressPolicy): Promise<string | null> {
-  const node = policy.nodes.some((allowed) => allowed.address.toLowerCase() === target.host && allowed.ports.includes(target.port));
+  const node = policy.nodes.some(
+    (allowed) => allowed.address.toLowerCase() === target.host && allowed.ports.includes(target.port),
+  );
   const host = policy.hosts.some((allowed) => allowed.host === target.host && allowed.port === target.port);
   if (!node && !host) return null;
   const { address } = await lookup(target.host);
@@ -117,6 +141,7 @@ async function allowedAddress(target: { host: string; port: number }, policy: Eg
 
 function rangeOf(address: string): string {
   let parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress())
+    parsed = (parsed as ipaddr.IPv6).toIPv4Address();
   return parsed.range();
 }

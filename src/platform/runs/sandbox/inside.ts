@@ -48,7 +48,10 @@ export function relayScript(): string {
 }
 
 /** The tool's environment inside: what the worker gives it, with the sandbox's paths and the egress relay as proxy. */
-export function sandboxEnvironment(env: Record<string, string>, options: { cliConfig: boolean }): Record<string, string> {
+export function sandboxEnvironment(
+  env: Record<string, string>,
+  options: { cliConfig: boolean },
+): Record<string, string> {
   const proxy = `http://127.0.0.1:${EGRESS_RELAY_PORT}`;
   return {
     ...env,
@@ -88,7 +91,10 @@ export interface RunFolder {
  * configuration naming the provider mirror when the operator gave a mirror
  * but no configuration.
  */
-export async function prepareRunFolder(folder: string, options: { user: { uid: number; gid: number } | null; providerMirror?: string; cliConfig?: string }): Promise<RunFolder> {
+export async function prepareRunFolder(
+  folder: string,
+  options: { user: { uid: number; gid: number } | null; providerMirror?: string; cliConfig?: string },
+): Promise<RunFolder> {
   const work = path.join(folder, 'work');
   const ctl = path.join(folder, 'ctl');
   await mkdir(path.join(work, 'home'), { recursive: true });
@@ -123,7 +129,9 @@ async function mirrorCliConfig(mirror: string): Promise<string> {
     if (!host.isDirectory()) continue;
     for (const namespace of await readdir(path.join(mirror, host.name), { withFileTypes: true }).catch(() => [])) {
       if (!namespace.isDirectory()) continue;
-      for (const type of await readdir(path.join(mirror, host.name, namespace.name), { withFileTypes: true }).catch(() => [])) {
+      for (const type of await readdir(path.join(mirror, host.name, namespace.name), { withFileTypes: true }).catch(
+        () => [],
+      )) {
         if (type.isDirectory()) names.push(`${host.name}/${namespace.name}/${type.name}`);
       }
     }
@@ -170,7 +178,11 @@ export async function bytesUsed(folder: string): Promise<number> {
 }
 
 /** The run's egress proxy on its socket; closing it removes the socket's folder too (as does failing to start). */
-export async function startRunProxy(folder: RunFolder, policy: EgressPolicy, say: (line: string) => void): Promise<EgressProxy> {
+export async function startRunProxy(
+  folder: RunFolder,
+  policy: EgressPolicy,
+  say: (line: string) => void,
+): Promise<EgressProxy> {
   const removeDir = async () => {
     if (folder.socketDir) await rm(folder.socketDir, { recursive: true, force: true });
   };

@@ -18,10 +18,13 @@ export type Verdict = { outcome: 'run' } | { outcome: 'ask'; question: string } 
  * decide('auto-edit', 'command', []); // { outcome: 'ask', question: 'Run this command?' }
  */
 export function decide(mode: Mode, kind: ToolKind, outside: string[]): Verdict {
-  if (mode === 'plan' && kind !== 'read') return { outcome: 'refuse', reason: 'plan mode: only reading tools run; describe the change instead' };
-  if (outside.length > 0) return { outcome: 'ask', question: `Allow access outside the project (${outside.join(', ')})?` };
+  if (mode === 'plan' && kind !== 'read')
+    return { outcome: 'refuse', reason: 'plan mode: only reading tools run; describe the change instead' };
+  if (outside.length > 0)
+    return { outcome: 'ask', question: `Allow access outside the project (${outside.join(', ')})?` };
   if (kind === 'read' || mode === 'yolo') return { outcome: 'run' };
-  if (kind === 'edit') return mode === 'auto-edit' ? { outcome: 'run' } : { outcome: 'ask', question: 'Apply this change?' };
+  if (kind === 'edit')
+    return mode === 'auto-edit' ? { outcome: 'run' } : { outcome: 'ask', question: 'Apply this change?' };
   return { outcome: 'ask', question: 'Run this command?' };
 }
 

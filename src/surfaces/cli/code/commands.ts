@@ -20,7 +20,12 @@ Ctrl-C cancels the answer or command under way.`;
  * @example
  * if ((await slashCommand('/mode plan', agent, say, signal)) === 'exit') break;
  */
-export async function slashCommand(line: string, agent: Agent, say: (text: string) => void, signal: AbortSignal): Promise<'exit' | undefined> {
+export async function slashCommand(
+  line: string,
+  agent: Agent,
+  say: (text: string) => void,
+  signal: AbortSignal,
+): Promise<'exit' | undefined> {
   const [name, ...rest] = line.trim().split(/\s+/);
   const argument = rest.join(' ');
   switch (name) {
@@ -68,7 +73,14 @@ async function switchModel(agent: Agent, argument: string): Promise<string> {
   agent.deps.contextLengths.clear();
   for (const model of models) agent.deps.contextLengths.set(model.id, model.contextLength);
   if (argument === '') {
-    return models.map((m) => `${m.id === agent.model ? '*' : ' '} ${m.id}${m.contextLength ? `  (context ${m.contextLength} tokens)` : ''}`).join('\n') || 'this key can call no chat model';
+    return (
+      models
+        .map(
+          (m) =>
+            `${m.id === agent.model ? '*' : ' '} ${m.id}${m.contextLength ? `  (context ${m.contextLength} tokens)` : ''}`,
+        )
+        .join('\n') || 'this key can call no chat model'
+    );
   }
   if (!models.some((m) => m.id === argument)) return `no model "${argument}" for this key; /model lists them`;
   agent.session.model = argument;

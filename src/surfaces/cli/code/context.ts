@@ -21,18 +21,35 @@ const INSTRUCTIONS = `You are tollgate code, a coding agent working in the user'
  * messages.push({ role: 'system', content: await projectContext(root, limits) });
  */
 export async function projectContext(root: string, limits: AgentLimits): Promise<string> {
-  const [agents, status, files] = await Promise.all([readFile(path.join(root, 'AGENTS.md'), 'utf8').catch(() => null), gitStatus(root), listFiles(root, '**/*', limits.tree_entries + 1)]);
+  const [agents, status, files] = await Promise.all([
+    readFile(path.join(root, 'AGENTS.md'), 'utf8').catch(() => null),
+    gitStatus(root),
+    listFiles(root, '**/*', limits.tree_entries + 1),
+  ]);
   const tree =
-    files.slice(0, limits.tree_entries).join('\n') + (files.length > limits.tree_entries ? `\n[more files not listed: the tree is limited to ${limits.tree_entries} entries (tree_entries)]` : '');
+    files.slice(0, limits.tree_entries).join('\n') +
+    (files.length > limits.tree_entries
+      ? `\n[more files not listed: the tree is limited to ${limits.tree_entries} entries (tree_entries)]`
+      : '');
   const parts = [INSTRUCTIONS, `Project folder: ${root}\nToday: ${new Date().toISOString().slice(0, 10)}`];
-  if (agents !== null) parts.push(`The project's AGENTS.md:\n${cut(agents, limits.tool_output_chars, 'tool_output_chars')}`);
-  parts.push(status === null ? 'Not a git repository.' : `git status --short --branch:\n${cut(status, limits.tool_output_chars, 'tool_output_chars') || '(clean)'}`);
+  if (agents !== null)
+    parts.push(`The project's AGENTS.md:\n${cut(agents, limits.tool_output_chars, 'tool_output_chars')}`);
+  parts.push(
+    status === null
+      ? 'Not a git repository.'
+      : `git status --short --branch:\n${cut(status, limits.tool_output_chars, 'tool_output_chars') || '(clean)'}`,
+  );
   parts.push(`Files:\n${tree || '(none)'}`);
   return parts.join('\n\n');
 }
 
 function gitStatus(root: string): Promise<string | null> {
   return new Promise((resolve) => {
-    execFile('git', ['status', '--short', '--branch'], { cwd: root, timeout: 10_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => resolve(error ? null : stdout.trimEnd()));
+    execFile(
+      'git',
+      ['status', '--short', '--branch'],
+      { cwd: root, timeout: 10_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout) => resolve(error ? null : stdout.trimEnd()),
+    );
   });
 }

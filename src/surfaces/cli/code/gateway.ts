@@ -26,12 +26,25 @@ export function gatewayOf(settings: CliSettings) {
   const api = createClient({ ...settings, base: '/v1' });
   return {
     async models(): Promise<ModelInfo[]> {
-      const body = (await api.send({ method: 'GET', path: '/models?task_type=chat' })) as { data: { id: string; context_length?: number | null }[] };
+      const body = (await api.send({ method: 'GET', path: '/models?task_type=chat' })) as {
+        data: { id: string; context_length?: number | null }[];
+      };
       return body.data.map((model) => ({ id: model.id, contextLength: model.context_length ?? null }));
     },
     async prices(): Promise<{ currency: string; byModel: Map<string, Price> }> {
-      const body = (await api.send({ method: 'GET', path: '/pricing' })) as { currency: string; data: { model: string; input_nanos_per_token: string; output_nanos_per_token: string }[] };
-      const byModel = new Map(body.data.map((row) => [row.model, { inputNanosPerToken: BigInt(row.input_nanos_per_token), outputNanosPerToken: BigInt(row.output_nanos_per_token) }]));
+      const body = (await api.send({ method: 'GET', path: '/pricing' })) as {
+        currency: string;
+        data: { model: string; input_nanos_per_token: string; output_nanos_per_token: string }[];
+      };
+      const byModel = new Map(
+        body.data.map((row) => [
+          row.model,
+          {
+            inputNanosPerToken: BigInt(row.input_nanos_per_token),
+            outputNanosPerToken: BigInt(row.output_nanos_per_token),
+          },
+        ]),
+      );
       return { currency: body.currency, byModel };
     },
     /** The balance in nanos, or null when the gateway does not say (an older gateway). */
@@ -49,7 +62,10 @@ export function gatewayOf(settings: CliSettings) {
 export type Gateway = ReturnType<typeof gatewayOf>;
 
 /** A request's cost in nanos: the gateway's own formula over the usage it reported. */
-export function turnCost(usage: { promptTokens: number; completionTokens: number }, price: Price | undefined): bigint | null {
+export function turnCost(
+  usage: { promptTokens: number; completionTokens: number },
+  price: Price | undefined,
+): bigint | null {
   if (!price) return null;
   return costOf(usage, { inputPerToken: price.inputNanosPerToken, outputPerToken: price.outputNanosPerToken });
 }

@@ -10,7 +10,12 @@ import type { OutputFormat } from './view-headless.js';
  * @example
  * process.exitCode = await headless(agent, 'add a test', 'json', io);
  */
-export async function headless(agent: Agent, task: string, format: OutputFormat, io: { stdout(text: string): void; stderr(text: string): void }): Promise<number> {
+export async function headless(
+  agent: Agent,
+  task: string,
+  format: OutputFormat,
+  io: { stdout(text: string): void; stderr(text: string): void },
+): Promise<number> {
   const controller = new AbortController();
   const cancel = () => controller.abort();
   process.once('SIGINT', cancel);
@@ -27,14 +32,19 @@ export async function headless(agent: Agent, task: string, format: OutputFormat,
       error: outcome.stop?.message ?? null,
       error_reason: outcome.stop?.reason ?? null,
       text: outcome.text,
-      usage: { requests: totals.requests, prompt_tokens: totals.promptTokens, completion_tokens: totals.completionTokens },
+      usage: {
+        requests: totals.requests,
+        prompt_tokens: totals.promptTokens,
+        completion_tokens: totals.completionTokens,
+      },
       cost: formatAmount(BigInt(totals.costNanos)),
       cost_nanos: totals.costNanos,
       currency: agent.deps.currency,
     };
     if (format === 'json') io.stdout(`${JSON.stringify(result, null, 2)}\n`);
     if (format === 'stream-json') io.stdout(`${JSON.stringify({ type: 'result', ...result })}\n`);
-    if (format === 'text' && !ok) io.stderr(`error: ${outcome.stop?.message ?? `the task did not finish (${outcome.status})`}\n`);
+    if (format === 'text' && !ok)
+      io.stderr(`error: ${outcome.stop?.message ?? `the task did not finish (${outcome.status})`}\n`);
     return ok ? 0 : 1;
   } finally {
     process.off('SIGINT', cancel);

@@ -47,12 +47,20 @@ export async function runCode(argv: string[], io: Io): Promise<number> {
     const { values } = parseFlags(argv);
     if (values.help) return (io.stdout(`${CODE_USAGE}\n`), 0);
     const format = (values['output-format'] ?? 'text') as OutputFormat;
-    if (!OUTPUT_FORMATS.includes(format)) throw new UsageError(`--output-format must be one of ${OUTPUT_FORMATS.join(', ')}, not "${format}"`);
+    if (!OUTPUT_FORMATS.includes(format))
+      throw new UsageError(`--output-format must be one of ${OUTPUT_FORMATS.join(', ')}, not "${format}"`);
     if (values.continue && values.session) throw new UsageError('--continue and --session are alternatives: pass one');
-    const settings = await resolveAgentSettings({ url: values.url, apiKey: values['api-key'], model: values.model, approval: values.approval, sessionsDir: values['sessions-dir'] });
+    const settings = await resolveAgentSettings({
+      url: values.url,
+      apiKey: values['api-key'],
+      model: values.model,
+      approval: values.approval,
+      sessionsDir: values['sessions-dir'],
+    });
     const store = new SessionStore(settings.sessionsDir);
     if (values['list-sessions']) return listSessions(store, io);
-    if (values.prompt === undefined && !process.stdin.isTTY) throw new UsageError('the interactive agent needs a terminal: pass the task with -p "TASK"');
+    if (values.prompt === undefined && !process.stdin.isTTY)
+      throw new UsageError('the interactive agent needs a terminal: pass the task with -p "TASK"');
     return await start(settings, store, values, format, io);
   } catch (error) {
     return report(error, io);
@@ -67,15 +75,27 @@ function parseFlags(argv: string[]) {
   }
 }
 
-async function start(settings: AgentSettings, store: SessionStore, values: ReturnType<typeof parseFlags>['values'], format: OutputFormat, io: Io): Promise<number> {
+async function start(
+  settings: AgentSettings,
+  store: SessionStore,
+  values: ReturnType<typeof parseFlags>['values'],
+  format: OutputFormat,
+  io: Io,
+): Promise<number> {
   const gateway = gatewayOf(settings);
   const [models, pricing] = await Promise.all([gateway.models(), gateway.prices()]);
   const root = process.cwd();
-  const resumed = values.continue ? await store.latest(root) : values.session ? await store.load(values.session) : undefined;
-  if (values.continue && !resumed) throw new CliError(`no session to continue in ${root} (sessions are kept in ${store.folder})`);
+  const resumed = values.continue
+    ? await store.latest(root)
+    : values.session
+      ? await store.load(values.session)
+      : undefined;
+  if (values.continue && !resumed)
+    throw new CliError(`no session to continue in ${root} (sessions are kept in ${store.folder})`);
   const model = values.model ?? resumed?.model ?? settings.model ?? models[0]?.id;
   if (!model) throw new CliError('this key can call no chat model');
-  if (!models.some((m) => m.id === model)) throw new CliError(`the key cannot call "${model}"; its models: ${models.map((m) => m.id).join(', ') || 'none'}`);
+  if (!models.some((m) => m.id === model))
+    throw new CliError(`the key cannot call "${model}"; its models: ${models.map((m) => m.id).join(', ') || 'none'}`);
   const session: Session = resumed ?? store.create(root, model);
   session.model = model;
   if (!resumed) session.messages.push({ role: 'system', content: await projectContext(root, settings.limits) });
@@ -90,10 +110,19 @@ async function start(settings: AgentSettings, store: SessionStore, values: Retur
         (q, s) => ask(q, s),
       )
     : headlessView(format, io);
-  const openai = new OpenAI({ baseURL: `${settings.url}/v1`, apiKey: settings.token, maxRetries: 0, timeout: 10 * 60_000 });
+  const openai = new OpenAI({
+    baseURL: `${settings.url}/v1`,
+    apiKey: settings.token,
+    maxRetries: 0,
+    timeout: 10 * 60_000,
+  });
   const contextLengths = new Map(models.map((m) => [m.id, m.contextLength]));
   const tools = { root, limits: settings.limits, paint };
-  const agent = new Agent({ openai, gateway, store, tools, view, prices: pricing.byModel, currency: pricing.currency, contextLengths }, session, settings.approval);
+  const agent = new Agent(
+    { openai, gateway, store, tools, view, prices: pricing.byModel, currency: pricing.currency, contextLengths },
+    session,
+    settings.approval,
+  );
   if (!interactiveRun) return headless(agent, values.prompt!, format, io);
   return interactive(agent, paint, (fn) => (ask = fn));
 }
@@ -101,7 +130,10 @@ async function start(settings: AgentSettings, store: SessionStore, values: Retur
 async function listSessions(store: SessionStore, io: Io): Promise<number> {
   const sessions = await store.list();
   if (sessions.length === 0) io.stdout(`no sessions in ${store.folder}\n`);
-  for (const s of sessions) io.stdout(`${s.id}  ${s.updatedAt.slice(0, 16).replace('T', ' ')}  ${s.model}  ${s.cwd}  ${JSON.stringify(s.title)}\n`);
+  for (const s of sessions)
+    io.stdout(
+      `${s.id}  ${s.updatedAt.slice(0, 16).replace('T', ' ')}  ${s.model}  ${s.cwd}  ${JSON.stringify(s.title)}\n`,
+    );
   return 0;
 }
 

@@ -13,7 +13,11 @@ import type { Paint } from './render.js';
  * @example
  * process.exitCode = await interactive(agent, paint, setAsk);
  */
-export async function interactive(agent: Agent, paint: Paint, setAsk: (ask: (question: string, signal: AbortSignal) => Promise<boolean>) => void): Promise<number> {
+export async function interactive(
+  agent: Agent,
+  paint: Paint,
+  setAsk: (ask: (question: string, signal: AbortSignal) => Promise<boolean>) => void,
+): Promise<number> {
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true, historySize: 200 });
   const say = (text: string) => process.stdout.write(`${text}\n`);
   let busy: AbortController | undefined;
@@ -67,9 +71,16 @@ export async function interactive(agent: Agent, paint: Paint, setAsk: (ask: (que
   }
 }
 
-async function task(agent: Agent, line: string, signal: AbortSignal, say: (text: string) => void, paint: Paint): Promise<void> {
+async function task(
+  agent: Agent,
+  line: string,
+  signal: AbortSignal,
+  say: (text: string) => void,
+  paint: Paint,
+): Promise<void> {
   const outcome = await agent.run(line, signal);
-  if (outcome.status === 'cancelled') say(paint.yellow('cancelled (the gateway bills only what was generated); Ctrl-C again to leave'));
+  if (outcome.status === 'cancelled')
+    say(paint.yellow('cancelled (the gateway bills only what was generated); Ctrl-C again to leave'));
   else if (outcome.stop) say(paint.red(`stopped: ${outcome.stop.message}`));
   const balance = await agent.deps.gateway.balance();
   if (balance !== null) say(paint.dim(`wallet ${money(balance, agent.deps.currency)}`));

@@ -54,9 +54,11 @@ export function limitsFrom(value: unknown): AgentLimits {
   if (value === undefined) return limits;
   if (typeof value !== 'object' || value === null) throw new Error('"limits" must be an object');
   for (const [key, raw] of Object.entries(value)) {
-    if (!(key in DEFAULT_LIMITS)) throw new Error(`unknown limit "${key}" (known: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
+    if (!(key in DEFAULT_LIMITS))
+      throw new Error(`unknown limit "${key}" (known: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
     const name = key as keyof AgentLimits;
-    if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > MAXIMA[name]) throw new Error(`limits.${key} must be a whole number from 1 to ${MAXIMA[name]}`);
+    if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > MAXIMA[name])
+      throw new Error(`limits.${key} must be a whole number from 1 to ${MAXIMA[name]}`);
     limits[name] = raw;
   }
   return limits;

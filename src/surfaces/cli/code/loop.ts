@@ -20,7 +20,8 @@ export interface AgentDeps {
   contextLengths: Map<string, number | null>;
 }
 
-const CUT_CALL = 'not run: the arguments of this call were cut off by the output limit (finish_reason "length"). Make a smaller call, e.g. edit a part of the file.';
+const CUT_CALL =
+  'not run: the arguments of this call were cut off by the output limit (finish_reason "length"). Make a smaller call, e.g. edit a part of the file.';
 
 /**
  * The agent loop (pi's and tiny-agents' shape): send the conversation with
@@ -56,13 +57,17 @@ export class Agent {
         if (answer.toolCalls.length === 0) return { status: 'done', text: last };
         if (answer.finishReason === 'length') {
           for (const call of answer.toolCalls) this.toolAnswer(call.id, CUT_CALL);
-          this.deps.view.notice(`the answer was cut by the output limit: its tool call${answer.toolCalls.length > 1 ? 's were' : ' was'} not run`);
+          this.deps.view.notice(
+            `the answer was cut by the output limit: its tool call${answer.toolCalls.length > 1 ? 's were' : ' was'} not run`,
+          );
           return { status: 'cut', text: last };
         }
         await this.runTools(answer, signal);
         await this.save();
       }
-      this.deps.view.notice(`stopped after ${this.deps.tools.limits.max_steps} model calls (max_steps); say "continue" to go on`);
+      this.deps.view.notice(
+        `stopped after ${this.deps.tools.limits.max_steps} model calls (max_steps); say "continue" to go on`,
+      );
       return { status: 'steps', text: last };
     } catch (error) {
       if (!(error instanceof AgentStop)) throw error;
@@ -82,13 +87,18 @@ export class Agent {
       answer = await streamAnswer(
         this.deps.openai,
         { model: this.model, messages: this.session.messages, ...(withTools ? { tools: toolsFor(this.mode) } : {}) },
-        { text: (d) => ((partial += d), view.text(d)), reasoning: (d) => view.reasoning(d), waiting: (s, m) => view.waiting(s, m) },
+        {
+          text: (d) => ((partial += d), view.text(d)),
+          reasoning: (d) => view.reasoning(d),
+          waiting: (s, m) => view.waiting(s, m),
+        },
         signal,
       );
     } catch (error) {
       view.answered();
       // What was streamed before a cancel stays in the conversation, so the model knows what it said.
-      if (partial !== '') this.session.messages.push({ role: 'assistant', content: `${partial}\n[cancelled by the user]` });
+      if (partial !== '')
+        this.session.messages.push({ role: 'assistant', content: `${partial}\n[cancelled by the user]` });
       throw error;
     }
     view.answered();
@@ -105,8 +115,17 @@ export class Agent {
     totals.promptTokens += answer.usage.promptTokens;
     totals.completionTokens += answer.usage.completionTokens;
     totals.costNanos = (BigInt(totals.costNanos) + (cost ?? 0n)).toString();
-    this.measured = { promptTokens: answer.usage.promptTokens + answer.usage.completionTokens, messages: this.session.messages.length + 1 };
-    this.deps.view.turn({ ...answer.usage, costNanos: cost, sessionNanos: BigInt(totals.costNanos), currency: this.deps.currency, requestId: answer.requestId });
+    this.measured = {
+      promptTokens: answer.usage.promptTokens + answer.usage.completionTokens,
+      messages: this.session.messages.length + 1,
+    };
+    this.deps.view.turn({
+      ...answer.usage,
+      costNanos: cost,
+      sessionNanos: BigInt(totals.costNanos),
+      currency: this.deps.currency,
+      requestId: answer.requestId,
+    });
   }
 
   private async runTools(answer: ModelAnswer, signal: AbortSignal): Promise<void> {
@@ -128,7 +147,8 @@ export class Agent {
       view.tool(name, call.title, call.preview);
       const verdict = decide(this.mode, call.kind, call.outside);
       if (verdict.outcome === 'refuse') throw new ToolRefusal(verdict.reason);
-      if (verdict.outcome === 'ask' && !(await view.ask(verdict.question, signal))) throw new ToolRefusal('the user declined this call');
+      if (verdict.outcome === 'ask' && !(await view.ask(verdict.question, signal)))
+        throw new ToolRefusal('the user declined this call');
       const result = await call.run(signal);
       view.toolResult(name, result, true);
       return result;
@@ -147,8 +167,13 @@ export class Agent {
   nearContextEnd(): boolean {
     const length = this.deps.contextLengths.get(this.model);
     if (!length) return false;
-    const since = this.session.messages.slice(this.measured.messages).reduce((sum, m) => sum + JSON.stringify(m).length, 0);
-    const base = this.measured.messages === 0 ? this.session.messages.reduce((sum, m) => sum + JSON.stringify(m).length, 0) / 4 : this.measured.promptTokens + since / 4;
+    const since = this.session.messages
+      .slice(this.measured.messages)
+      .reduce((sum, m) => sum + JSON.stringify(m).length, 0);
+    const base =
+      this.measured.messages === 0
+        ? this.session.messages.reduce((sum, m) => sum + JSON.stringify(m).length, 0) / 4
+        : this.measured.promptTokens + since / 4;
     return base >= (length * this.deps.tools.limits.compact_percent) / 100;
   }
 
@@ -159,7 +184,10 @@ export class Agent {
     this.session.messages.push({ role: 'user', content: SUMMARY_REQUEST });
     const answer = await this.call(signal, false).finally(() => (this.session.messages = messages));
     const system = messages[0]?.role === 'system' ? [messages[0]] : [];
-    this.session.messages = [...system, { role: 'user', content: `${SUMMARY_HEAD}\n${answer.text}\n\nContinue from here.` }];
+    this.session.messages = [
+      ...system,
+      { role: 'user', content: `${SUMMARY_HEAD}\n${answer.text}\n\nContinue from here.` },
+    ];
     this.measured = { promptTokens: 0, messages: 0 };
     await this.save();
   }
@@ -178,6 +206,10 @@ function assistantMessage(answer: ModelAnswer): ChatCompletionMessageParam {
   return {
     role: 'assistant',
     content: answer.text || null,
-    tool_calls: answer.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+    tool_calls: answer.toolCalls.map((call) => ({
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: call.arguments },
+    })),
   };
 }

@@ -1,5 +1,9 @@
 import OpenAI, { APIError } from 'openai';
-import type { ChatCompletionChunk, ChatCompletionFunctionTool, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionChunk,
+  ChatCompletionFunctionTool,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
 
 /** What one model call answered, streamed to the end (or to a cancel). */
 export interface ModelAnswer {
@@ -49,7 +53,9 @@ export async function streamAnswer(
 ): Promise<ModelAnswer> {
   for (;;) {
     try {
-      const { data: stream, response } = await openai.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }, { signal }).withResponse();
+      const { data: stream, response } = await openai.chat.completions
+        .create({ ...request, stream: true, stream_options: { include_usage: true } }, { signal })
+        .withResponse();
       const answer = await collect(stream, hooks, response.headers.get('x-request-id'));
       // The SDK's stream ends quietly when aborted: what came is a cancelled answer, not a finished one.
       if (signal.aborted) throw new AgentStop('cancelled', 'cancelled');
@@ -61,10 +67,15 @@ export async function streamAnswer(
   }
 }
 
-async function collect(stream: AsyncIterable<ChatCompletionChunk>, hooks: StreamHooks, requestId: string | null): Promise<ModelAnswer> {
+async function collect(
+  stream: AsyncIterable<ChatCompletionChunk>,
+  hooks: StreamHooks,
+  requestId: string | null,
+): Promise<ModelAnswer> {
   const answer: ModelAnswer = { text: '', reasoning: '', toolCalls: [], finishReason: null, usage: null, requestId };
   for await (const chunk of stream) {
-    if (chunk.usage) answer.usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
+    if (chunk.usage)
+      answer.usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
     const choice = chunk.choices[0];
     if (!choice) continue;
     const delta = choice.delta as ChatCompletionChunk.Choice.Delta & { reasoning?: string; reasoning_content?: string };
@@ -99,7 +110,9 @@ async function waitFor(error: unknown, hooks: StreamHooks, signal: AbortSignal):
   hooks.waiting(seconds, messageOf(answer));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, seconds * 1000);
-    signal.addEventListener('abort', () => (clearTimeout(timer), reject(new AgentStop('cancelled', 'cancelled'))), { once: true });
+    signal.addEventListener('abort', () => (clearTimeout(timer), reject(new AgentStop('cancelled', 'cancelled'))), {
+      once: true,
+    });
   });
   return seconds;
 }
@@ -107,11 +120,23 @@ async function waitFor(error: unknown, hooks: StreamHooks, signal: AbortSignal):
 function stopOf(error: unknown): AgentStop {
   if (error instanceof AgentStop) return error;
   if (error instanceof OpenAI.APIUserAbortError) return new AgentStop('cancelled', 'cancelled');
-  if (error instanceof OpenAI.APIConnectionError) return new AgentStop(`cannot reach the gateway (${error.message}). Is it running? Set --url or TOLLGATE_URL.`, 'unreachable');
+  if (error instanceof OpenAI.APIConnectionError)
+    return new AgentStop(
+      `cannot reach the gateway (${error.message}). Is it running? Set --url or TOLLGATE_URL.`,
+      'unreachable',
+    );
   if (!(error instanceof APIError)) return new AgentStop(error instanceof Error ? error.message : String(error), 'api');
   const said = messageOf(error as GatewayAnswer);
-  if (error.status === 402) return new AgentStop(`the wallet is empty: ${said} Top up in the portal (Wallet), or ask your organization's admin.`, 'wallet');
-  if (error.status === 401) return new AgentStop(`the API key was refused: it is wrong, expired or revoked. Check --api-key, TOLLGATE_API_KEY or config.json (${said})`, 'key');
+  if (error.status === 402)
+    return new AgentStop(
+      `the wallet is empty: ${said} Top up in the portal (Wallet), or ask your organization's admin.`,
+      'wallet',
+    );
+  if (error.status === 401)
+    return new AgentStop(
+      `the API key was refused: it is wrong, expired or revoked. Check --api-key, TOLLGATE_API_KEY or config.json (${said})`,
+      'key',
+    );
   if (error.status === 429 || error.status === 503) return new AgentStop(`the gateway refused: ${said}`, 'limit');
   return new AgentStop(`the gateway answered ${error.status ?? 'an error'}: ${said}`, 'api');
 }

@@ -28,8 +28,16 @@ export interface Paint {
 
 /** The agent's colours, or none (not a terminal, or NO_COLOR set). */
 export function painter(enabled: boolean): Paint {
-  const wrap = (open: number, close: number) => (text: string) => (enabled ? `\x1b[${open}m${text}\x1b[${close}m` : text);
-  return { dim: wrap(2, 22), bold: wrap(1, 22), red: wrap(31, 39), green: wrap(32, 39), yellow: wrap(33, 39), cyan: wrap(36, 39) };
+  const wrap = (open: number, close: number) => (text: string) =>
+    enabled ? `\x1b[${open}m${text}\x1b[${close}m` : text;
+  return {
+    dim: wrap(2, 22),
+    bold: wrap(1, 22),
+    red: wrap(31, 39),
+    green: wrap(32, 39),
+    yellow: wrap(33, 39),
+    cyan: wrap(36, 39),
+  };
 }
 
 /** A unified diff of a file's change, coloured: removed lines red, added green, three lines of context. */

@@ -35,7 +35,16 @@ export class SessionStore {
     const now = new Date();
     const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
     const id = `${stamp}-${randomBytes(3).toString('hex')}`;
-    return { id, cwd, model, createdAt: now.toISOString(), updatedAt: now.toISOString(), title: '', messages: [], totals: { requests: 0, promptTokens: 0, completionTokens: 0, costNanos: '0' } };
+    return {
+      id,
+      cwd,
+      model,
+      createdAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+      title: '',
+      messages: [],
+      totals: { requests: 0, promptTokens: 0, completionTokens: 0, costNanos: '0' },
+    };
   }
 
   async save(session: Session): Promise<void> {
@@ -49,7 +58,8 @@ export class SessionStore {
 
   /** The session of `id`; an id of another shape is refused, so `--session ../x` names no file. */
   async load(id: string): Promise<Session> {
-    if (!ID.test(id)) throw new Error(`"${id}" is not a session id (they look like 20260131-120000-a1b2c3; see --list-sessions)`);
+    if (!ID.test(id))
+      throw new Error(`"${id}" is not a session id (they look like 20260131-120000-a1b2c3; see --list-sessions)`);
     try {
       return JSON.parse(await readFile(this.fileOf(id), 'utf8')) as Session;
     } catch {
@@ -65,7 +75,9 @@ export class SessionStore {
     } catch {
       return [];
     }
-    const ids = names.filter((name) => name.endsWith('.json') && ID.test(name.slice(0, -5))).map((name) => name.slice(0, -5));
+    const ids = names
+      .filter((name) => name.endsWith('.json') && ID.test(name.slice(0, -5)))
+      .map((name) => name.slice(0, -5));
     const sessions = await Promise.all(ids.map((id) => this.load(id).catch(() => null)));
     return sessions.filter((s): s is Session => s !== null).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
   }

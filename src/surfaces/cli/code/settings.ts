@@ -38,12 +38,14 @@ export async function resolveAgentSettings(
   flags: { url?: string; apiKey?: string; model?: string; approval?: string; sessionsDir?: string },
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<AgentSettings> {
-  const configDir = env.TOLLGATE_CONFIG_DIR || path.join(env.XDG_CONFIG_HOME || path.join(os.homedir(), '.config'), 'tollgate');
+  const configDir =
+    env.TOLLGATE_CONFIG_DIR || path.join(env.XDG_CONFIG_HOME || path.join(os.homedir(), '.config'), 'tollgate');
   const file = await readConfig(path.join(configDir, 'config.json'));
   const fromFile: NodeJS.ProcessEnv = { TOLLGATE_URL: file.url, TOLLGATE_API_KEY: file.api_key };
   const key = resolveKeySettings({ url: flags.url, apiKey: flags.apiKey }, { ...fromFile, ...definedOf(env) });
   const approval = flags.approval ?? file.approval ?? 'ask';
-  if (!isMode(approval)) throw new UsageError(`--approval must be one of ask, auto-edit, yolo, plan, not "${approval}"`);
+  if (!isMode(approval))
+    throw new UsageError(`--approval must be one of ask, auto-edit, yolo, plan, not "${approval}"`);
   let limits: AgentLimits;
   try {
     limits = limitsFrom(file.limits);
@@ -51,7 +53,14 @@ export async function resolveAgentSettings(
     throw new UsageError(`${path.join(configDir, 'config.json')}: ${(error as Error).message}`);
   }
   const sessionsDir = flags.sessionsDir ?? env.TOLLGATE_SESSIONS_DIR ?? path.join(configDir, 'sessions');
-  return { ...key, model: flags.model ?? file.model, approval, limits, configDir, sessionsDir: path.resolve(sessionsDir) };
+  return {
+    ...key,
+    model: flags.model ?? file.model,
+    approval,
+    limits,
+    configDir,
+    sessionsDir: path.resolve(sessionsDir),
+  };
 }
 
 /** Whether colours are wanted: a terminal, and NO_COLOR not set (no-color.org). */

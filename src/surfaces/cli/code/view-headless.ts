@@ -15,7 +15,10 @@ export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
  * @example
  * const view = headlessView('stream-json', io);
  */
-export function headlessView(format: OutputFormat, io: { stdout(text: string): void; stderr(text: string): void }): View {
+export function headlessView(
+  format: OutputFormat,
+  io: { stdout(text: string): void; stderr(text: string): void },
+): View {
   const event = (type: string, fields: Record<string, unknown>) => {
     if (format === 'stream-json') io.stdout(`${JSON.stringify({ type, ...fields })}\n`);
   };

@@ -44,7 +44,8 @@ export function terminalView(write: (text: string) => void, paint: Paint, isTty:
       if (!atLineStart) put('\n');
       state = 'idle';
     },
-    waiting: (seconds, message) => line(paint.yellow(`waiting ${seconds} s as the gateway asks (Retry-After): ${clean(message)}`)),
+    waiting: (seconds, message) =>
+      line(paint.yellow(`waiting ${seconds} s as the gateway asks (Retry-After): ${clean(message)}`)),
     tool(_name, title, preview) {
       line(paint.bold(`● ${clean(title)}`));
       if (preview) line(preview);

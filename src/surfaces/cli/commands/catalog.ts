@@ -1,7 +1,16 @@
 import { pricePerTokenFromMillion } from '../../../gateway/billing/money.js';
 import { segment } from '../client.js';
 import { table } from '../output.js';
-import { BOOLEAN, type Command, type List, type ModelView, type PriceView, type PricingList, type PublicModelView, STRING } from './command.js';
+import {
+  BOOLEAN,
+  type Command,
+  type List,
+  type ModelView,
+  type PriceView,
+  type PricingList,
+  type PublicModelView,
+  STRING,
+} from './command.js';
 
 // `models` (what an API key can call, and its prices), `models
 // list|add|enable|disable` and `prices set|list`. Prices are per million
@@ -15,12 +24,15 @@ import { BOOLEAN, type Command, type List, type ModelView, type PriceView, type 
 const price = (m: ModelView) => (m.price ? `${m.price.input_per_million} / ${m.price.output_per_million}` : 'no price');
 
 /** A model from GET /v1/models with its price from GET /v1/pricing (null when it has none). */
-type PricedModel = PublicModelView & { price: { input_per_million_tokens: string; output_per_million_tokens: string; currency: string } | null };
+type PricedModel = PublicModelView & {
+  price: { input_per_million_tokens: string; output_per_million_tokens: string; currency: string } | null;
+};
 
 const available: Command<List<PricedModel> & { currency: string }> = {
   name: 'models',
   args: '[--api-key KEY]',
-  summary: 'List the models an API key can call, with prices per million tokens (key: --api-key, else $TOLLGATE_API_KEY; not the operator token).',
+  summary:
+    'List the models an API key can call, with prices per million tokens (key: --api-key, else $TOLLGATE_API_KEY; not the operator token).',
   api: 'public',
   options: { 'api-key': STRING },
   request: () => [
@@ -35,7 +47,16 @@ const available: Command<List<PricedModel> & { currency: string }> = {
       currency: pricing.currency,
       data: models.data.map((m) => {
         const p = priceOf.get(m.id);
-        return { ...m, price: p ? { input_per_million_tokens: p.input_per_million_tokens, output_per_million_tokens: p.output_per_million_tokens, currency: pricing.currency } : null };
+        return {
+          ...m,
+          price: p
+            ? {
+                input_per_million_tokens: p.input_per_million_tokens,
+                output_per_million_tokens: p.output_per_million_tokens,
+                currency: pricing.currency,
+              }
+            : null,
+        };
       }),
     };
   },
@@ -58,7 +79,17 @@ const list: Command<List<ModelView>> = {
   options: { all: BOOLEAN },
   request: (a) => ({ method: 'GET', path: a.flag('all') ? '/models?include_disabled=true' : '/models' }),
   render: ({ data }) =>
-    table([['ID', 'NAME', 'TASK', 'CONTEXT', 'ENABLED', 'PRICE IN / OUT'], ...data.map((m) => [m.id, m.display_name, m.task_type, String(m.context_length), m.enabled ? 'yes' : 'no', price(m)])]),
+    table([
+      ['ID', 'NAME', 'TASK', 'CONTEXT', 'ENABLED', 'PRICE IN / OUT'],
+      ...data.map((m) => [
+        m.id,
+        m.display_name,
+        m.task_type,
+        String(m.context_length),
+        m.enabled ? 'yes' : 'no',
+        price(m),
+      ]),
+    ]),
 };
 
 const add: Command<ModelView> = {
@@ -77,7 +108,8 @@ const add: Command<ModelView> = {
       context_length: a.requiredInt('context-length', 1, 10_000_000),
     },
   }),
-  render: (m) => `Added model ${m.id} (${m.task_type}, ${m.hf_repo_id}). Set its price with: tollgate prices set --model ${m.id} --input X --output Y`,
+  render: (m) =>
+    `Added model ${m.id} (${m.task_type}, ${m.hf_repo_id}). Set its price with: tollgate prices set --model ${m.id} --input X --output Y`,
 };
 
 function toggle(enabled: boolean): Command<ModelView> {
@@ -99,9 +131,13 @@ const setPrice: Command<PriceView> = {
   request: (a) => ({
     method: 'PUT',
     path: `/prices/${segment(a.id('model', 'model'))}`,
-    body: { input_per_million: a.money('input', pricePerTokenFromMillion), output_per_million: a.money('output', pricePerTokenFromMillion) },
+    body: {
+      input_per_million: a.money('input', pricePerTokenFromMillion),
+      output_per_million: a.money('output', pricePerTokenFromMillion),
+    },
   }),
-  render: (p) => `Price of ${p.model_id}: input ${p.input_per_million}, output ${p.output_per_million} ${p.currency} per million tokens.`,
+  render: (p) =>
+    `Price of ${p.model_id}: input ${p.input_per_million}, output ${p.output_per_million} ${p.currency} per million tokens.`,
 };
 
 const listPrices: Command<List<PriceView>> = {
@@ -109,7 +145,11 @@ const listPrices: Command<List<PriceView>> = {
   args: '',
   summary: 'List prices per million tokens.',
   request: () => ({ method: 'GET', path: '/prices' }),
-  render: ({ data }) => table([['MODEL', 'INPUT / 1M', 'OUTPUT / 1M', 'CURRENCY'], ...data.map((p) => [p.model_id, p.input_per_million, p.output_per_million, p.currency])]),
+  render: ({ data }) =>
+    table([
+      ['MODEL', 'INPUT / 1M', 'OUTPUT / 1M', 'CURRENCY'],
+      ...data.map((p) => [p.model_id, p.input_per_million, p.output_per_million, p.currency]),
+    ]),
 };
 
 export const catalogCommands = [available, list, add, toggle(true), toggle(false), setPrice, listPrices];

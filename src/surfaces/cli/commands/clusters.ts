@@ -28,21 +28,32 @@ const listClusters: Command<Page<ClusterView>> = {
   api: 'public',
   options: { 'api-key': STRING },
   request: () => ({ method: 'GET', path: '/clusters?limit=100' }),
-  render: ({ data }) => table([['ID', 'NAME', 'PROFILE', 'DOMAIN', 'STATE', 'CREATED'], ...data.map((c) => [c.id, c.name, c.profile, c.public_domain, c.state, date(c.created_at)])]),
+  render: ({ data }) =>
+    table([
+      ['ID', 'NAME', 'PROFILE', 'DOMAIN', 'STATE', 'CREATED'],
+      ...data.map((c) => [c.id, c.name, c.profile, c.public_domain, c.state, date(c.created_at)]),
+    ]),
 };
 
 const createCluster: Command<ClusterView> = {
   name: 'clusters create',
   args: '--name N --profile P --nodes K --domain D [--api-key KEY]',
-  summary: 'Create a cluster of K free nodes of a profile (owners and admins); its runs get public URLs under the domain.',
+  summary:
+    'Create a cluster of K free nodes of a profile (owners and admins); its runs get public URLs under the domain.',
   api: 'public',
   options: { name: STRING, profile: STRING, nodes: STRING, domain: STRING, 'api-key': STRING },
   request: (a) => ({
     method: 'POST',
     path: '/clusters',
-    body: { name: a.required('name'), profile: a.required('profile'), nodes: a.int('nodes', 1, 1000) ?? missing('nodes'), public_domain: a.required('domain') },
+    body: {
+      name: a.required('name'),
+      profile: a.required('profile'),
+      nodes: a.int('nodes', 1, 1000) ?? missing('nodes'),
+      public_domain: a.required('domain'),
+    },
   }),
-  render: (c) => `Created cluster ${c.id} (${c.name}) with ${c.nodes?.length ?? 0} ${c.profile} nodes: ${c.nodes?.map((n) => n.address).join(', ')}.`,
+  render: (c) =>
+    `Created cluster ${c.id} (${c.name}) with ${c.nodes?.length ?? 0} ${c.profile} nodes: ${c.nodes?.map((n) => n.address).join(', ')}.`,
 };
 
 const getCluster: Command<ClusterView> = {
@@ -63,7 +74,14 @@ const getCluster: Command<ClusterView> = {
       ['status', c.status ?? ''],
       ['created', c.created_at],
       ['deleted', c.deleted_at],
-      ['nodes', c.nodes?.map((n) => `${n.id} (${n.address}, key ${n.identity.state}${n.identity.error ? `: ${n.identity.error}` : ''})`).join(', ') ?? ''],
+      [
+        'nodes',
+        c.nodes
+          ?.map(
+            (n) => `${n.id} (${n.address}, key ${n.identity.state}${n.identity.error ? `: ${n.identity.error}` : ''})`,
+          )
+          .join(', ') ?? '',
+      ],
     ]),
 };
 
@@ -97,16 +115,22 @@ const renderRun = (r: RunView) =>
 const applyStack: Command<RunView> = {
   name: 'runs apply',
   args: 'CLUSTER_ID --stack NAME [--node NODE_ID] [--inputs JSON] [--api-key KEY]',
-  summary: "Apply a stack to a cluster (or one of its nodes) as a queued run; --inputs is a JSON object of the stack's inputs.",
+  summary:
+    "Apply a stack to a cluster (or one of its nodes) as a queued run; --inputs is a JSON object of the stack's inputs.",
   api: 'public',
   positionals: 1,
   options: { stack: STRING, node: STRING, inputs: STRING, 'api-key': STRING },
   request: (a) => ({
     method: 'POST',
     path: `/clusters/${segment(a.id('cluster id'))}/runs`,
-    body: { stack: a.required('stack'), ...(a.has('node') ? { target: { node_id: a.required('node') } } : {}), inputs: inputsOf(a.optional('inputs')) },
+    body: {
+      stack: a.required('stack'),
+      ...(a.has('node') ? { target: { node_id: a.required('node') } } : {}),
+      inputs: inputsOf(a.optional('inputs')),
+    },
   }),
-  render: (r) => `Queued run ${r.id}: ${r.stack} on ${r.target ? `node ${r.target.node_id}` : `cluster ${r.cluster_id}`}. Follow it with: tollgate runs log ${r.id}`,
+  render: (r) =>
+    `Queued run ${r.id}: ${r.stack} on ${r.target ? `node ${r.target.node_id}` : `cluster ${r.cluster_id}`}. Follow it with: tollgate runs log ${r.id}`,
 };
 
 const listRuns: Command<Page<RunView>> = {
@@ -118,7 +142,10 @@ const listRuns: Command<Page<RunView>> = {
   options: { 'api-key': STRING },
   request: (a) => ({ method: 'GET', path: `/clusters/${segment(a.id('cluster id'))}/runs?limit=100` }),
   render: ({ data }) =>
-    table([['ID', 'STACK', 'STATE', 'CREATED', 'FINISHED', 'PUBLIC URL'], ...data.map((r) => [r.id, r.stack, r.state, date(r.created_at), date(r.finished_at), r.public_url ?? '-'])]),
+    table([
+      ['ID', 'STACK', 'STATE', 'CREATED', 'FINISHED', 'PUBLIC URL'],
+      ...data.map((r) => [r.id, r.stack, r.state, date(r.created_at), date(r.finished_at), r.public_url ?? '-']),
+    ]),
 };
 
 const getRun: Command<RunView> = {
@@ -162,7 +189,8 @@ function inputsOf(json: string | undefined): Record<string, unknown> {
   } catch {
     throw new UsageError('--inputs must be a JSON object, e.g. \'{"grafana_port": 3000}\'');
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError('--inputs must be a JSON object, e.g. \'{"grafana_port": 3000}\'');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new UsageError('--inputs must be a JSON object, e.g. \'{"grafana_port": 3000}\'');
   return parsed as Record<string, unknown>;
 }
 
@@ -170,4 +198,14 @@ function missing(flag: string): never {
   throw new UsageError(`--${flag} is required`);
 }
 
-export const clusterCommands: Command[] = [listClusters, createCluster, getCluster, deleteCluster, applyStack, listRuns, getRun, cancelRun, runLog] as Command[];
+export const clusterCommands: Command[] = [
+  listClusters,
+  createCluster,
+  getCluster,
+  deleteCluster,
+  applyStack,
+  listRuns,
+  getRun,
+  cancelRun,
+  runLog,
+] as Command[];

@@ -26,14 +26,23 @@ const listCards: Command<List<RateCardView>> = {
   render: ({ data }) =>
     table([
       ['ID', 'PROFILE', 'CURRENCY', 'NODE-HOUR', 'GPU-HOUR', 'FROM', 'TO'],
-      ...data.map((r) => [r.id, r.profile, r.currency, r.node_hour_price, r.gpu_hour_price, date(r.effective_from), date(r.effective_to, 'further notice')]),
+      ...data.map((r) => [
+        r.id,
+        r.profile,
+        r.currency,
+        r.node_hour_price,
+        r.gpu_hour_price,
+        date(r.effective_from),
+        date(r.effective_to, 'further notice'),
+      ]),
     ]),
 };
 
 const addCard: Command<RateCardView> = {
   name: 'rate-cards add',
   args: '--profile P --currency USD --node-hour 2.50 --gpu-hour 0.40 --from DATE [--to DATE]',
-  summary: 'Price a hardware profile from a date (UTC midnight) or instant; an open-ended card ends the open-ended one before it.',
+  summary:
+    'Price a hardware profile from a date (UTC midnight) or instant; an open-ended card ends the open-ended one before it.',
   options: { profile: STRING, currency: STRING, 'node-hour': STRING, 'gpu-hour': STRING, from: STRING, to: STRING },
   request: (a) => ({
     method: 'POST',
@@ -65,8 +74,12 @@ const listRates: Command<List<ConversionRateView>> = {
   args: '[--base USD] [--quote EUR]',
   summary: 'List conversion rates by pair and date.',
   options: { base: STRING, quote: STRING },
-  request: (a) => ({ method: 'GET', path: `/conversion-rates${query({ base: a.optional('base'), quote: a.optional('quote') })}` }),
-  render: ({ data }) => table([['BASE', 'QUOTE', 'FROM DATE', 'RATE'], ...data.map((r) => [r.base, r.quote, r.effective_on, r.rate])]),
+  request: (a) => ({
+    method: 'GET',
+    path: `/conversion-rates${query({ base: a.optional('base'), quote: a.optional('quote') })}`,
+  }),
+  render: ({ data }) =>
+    table([['BASE', 'QUOTE', 'FROM DATE', 'RATE'], ...data.map((r) => [r.base, r.quote, r.effective_on, r.rate])]),
 };
 
 const pairPath = (a: Parameters<Command['request']>[0]) => {
@@ -98,9 +111,13 @@ const report: Command<CostReport> = {
   args: '[--month YYYY-MM | --from DATE --to DATE] [--org ID]',
   summary: 'Cost report of every organization (or one) for a month (default: this one) or a window.',
   options: { month: STRING, from: STRING, to: STRING, org: STRING },
-  request: (a) => ({ method: 'GET', path: `/costs${query({ month: a.optional('month'), from: a.optional('from'), to: a.optional('to'), org_id: a.optional('org') })}` }),
+  request: (a) => ({
+    method: 'GET',
+    path: `/costs${query({ month: a.optional('month'), from: a.optional('from'), to: a.optional('to'), org_id: a.optional('org') })}`,
+  }),
   render: (r) => {
-    const amounts = (list: { currency: string; amount: string }[]) => list.map((x) => `${x.amount} ${x.currency}`).join(' + ') || '-';
+    const amounts = (list: { currency: string; amount: string }[]) =>
+      list.map((x) => `${x.amount} ${x.currency}`).join(' + ') || '-';
     const rows = r.organizations.flatMap((org) =>
       org.line_items.map((item) => [
         org.org_name,
@@ -109,7 +126,9 @@ const report: Command<CostReport> = {
         item.node_hours,
         item.gpu_hours,
         item.unrated_hours,
-        item.amount === null ? 'unrated' : `${item.amount} ${item.currency}${item.conversion_skipped ? ' (not converted: no rate)' : ''}`,
+        item.amount === null
+          ? 'unrated'
+          : `${item.amount} ${item.currency}${item.conversion_skipped ? ' (not converted: no rate)' : ''}`,
       ]),
     );
     const totals = `Total: ${amounts(r.totals.amounts)}; ${r.totals.node_hours} node-hours, ${r.totals.gpu_hours} GPU-hours, ${r.totals.unrated_hours} unrated hours.`;
@@ -119,7 +138,9 @@ const report: Command<CostReport> = {
 
 /** `?a=1&b=2` of the given values, or '' when none is set. */
 function query(values: Record<string, string | undefined>): string {
-  const params = new URLSearchParams(Object.entries(values).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  const params = new URLSearchParams(
+    Object.entries(values).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
   return params.size > 0 ? `?${params.toString()}` : '';
 }
 

@@ -3,7 +3,8 @@ import { table } from '../output.js';
 import { type Command, type EngineView, type List, STRING } from './command.js';
 
 /** The autoscaling bounds, or the fixed count. */
-const bounds = (e: EngineView) => (e.min_replicas === e.max_replicas ? String(e.max_replicas) : `${e.min_replicas}-${e.max_replicas}`);
+const bounds = (e: EngineView) =>
+  e.min_replicas === e.max_replicas ? String(e.max_replicas) : `${e.min_replicas}-${e.max_replicas}`;
 
 const describe = (e: EngineView) =>
   e.replicas.length === 0
@@ -35,7 +36,26 @@ const list: Command<List<EngineView>> = {
     'List engines and their replicas: replica bounds, state, host, GPUs, container, uptime, requests in flight, and what each replica reports (queue, running, KV cache use, prefix-cache hit rate).',
   request: () => ({ method: 'GET', path: '/engines' }),
   render: ({ data }) =>
-    table([['MODEL', 'KIND', 'READY', 'SCALE', 'REPLICA', 'STATE', 'HOST', 'GPUS', 'CONTAINER', 'UPTIME', 'IN FLIGHT', 'QUEUE', 'RUNNING', 'KV', 'PREFIX HITS'], ...data.flatMap(describe)]),
+    table([
+      [
+        'MODEL',
+        'KIND',
+        'READY',
+        'SCALE',
+        'REPLICA',
+        'STATE',
+        'HOST',
+        'GPUS',
+        'CONTAINER',
+        'UPTIME',
+        'IN FLIGHT',
+        'QUEUE',
+        'RUNNING',
+        'KV',
+        'PREFIX HITS',
+      ],
+      ...data.flatMap(describe),
+    ]),
 };
 
 const scale: Command<EngineView> = {
@@ -44,7 +64,11 @@ const scale: Command<EngineView> = {
   summary: "Set a Docker engine's replicas (scaling down drains replicas before removing them).",
   positionals: 1,
   options: { replicas: STRING },
-  request: (a) => ({ method: 'POST', path: `/engines/${segment(a.id('model'))}/scale`, body: { replicas: a.requiredInt('replicas', 0, 64) } }),
+  request: (a) => ({
+    method: 'POST',
+    path: `/engines/${segment(a.id('model'))}/scale`,
+    body: { replicas: a.requiredInt('replicas', 0, 64) },
+  }),
   render: (e) => `Engine ${e.model}: ${e.desired_replicas} replicas wanted, ${e.ready_replicas} ready.`,
 };
 

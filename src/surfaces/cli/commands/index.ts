@@ -40,7 +40,9 @@ export function findCommand(group: string | undefined, action: string | undefine
 
 /** The usage lines of a group (`keys`), or of all commands. */
 export function usageLines(group?: string): string[] {
-  return COMMANDS.filter((command) => !group || command.name === group || command.name.startsWith(`${group} `)).map(usageOf);
+  return COMMANDS.filter((command) => !group || command.name === group || command.name.startsWith(`${group} `)).map(
+    usageOf,
+  );
 }
 
 export function usageOf(command: Command): string {

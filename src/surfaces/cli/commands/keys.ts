@@ -48,7 +48,15 @@ const create: Command<KeyView & { secret: string }> = {
   name: 'keys create',
   args: '--org ID --name N [--user ID] [--expiry never|7d|30d|90d|1y] [--project ID] [--rpm N] [--concurrency N] [--tpm N|unlimited] [--monthly-tokens N|unlimited] [--store-request-data] [--response-cache]',
   summary: "Issue an API key acting as a user (default: the organization's first owner); its secret is printed once.",
-  options: { ...limitOptions, org: STRING, user: STRING, expiry: STRING, project: STRING, 'store-request-data': BOOLEAN, 'response-cache': BOOLEAN },
+  options: {
+    ...limitOptions,
+    org: STRING,
+    user: STRING,
+    expiry: STRING,
+    project: STRING,
+    'store-request-data': BOOLEAN,
+    'response-cache': BOOLEAN,
+  },
   request: (a) => ({
     method: 'POST',
     path: `/orgs/${segment(a.id('org', 'org'))}/keys`,
@@ -62,7 +70,8 @@ const create: Command<KeyView & { secret: string }> = {
       response_cache: a.flag('response-cache'),
     },
   }),
-  render: (k) => `${describe(k)}\n\nsecret: ${k.secret}\n\nThis secret is shown once: store it now. Tollgate keeps only its hash and cannot show it again.`,
+  render: (k) =>
+    `${describe(k)}\n\nsecret: ${k.secret}\n\nThis secret is shown once: store it now. Tollgate keeps only its hash and cannot show it again.`,
 };
 
 const list: Command<List<KeyView>> = {
@@ -74,7 +83,15 @@ const list: Command<List<KeyView>> = {
   render: ({ data }) =>
     table([
       ['ID', 'NAME', 'HINT', 'STATUS', 'EXPIRES', 'RPM', 'TPM'],
-      ...data.map((k) => [k.id, k.name, k.hint, k.status, date(k.expires_at, 'never'), String(k.requests_per_minute), limit(k.tokens_per_minute)]),
+      ...data.map((k) => [
+        k.id,
+        k.name,
+        k.hint,
+        k.status,
+        date(k.expires_at, 'never'),
+        String(k.requests_per_minute),
+        limit(k.tokens_per_minute),
+      ]),
     ]),
 };
 
@@ -95,8 +112,14 @@ const update: Command<KeyView> = {
   positionals: 1,
   request: (a) => {
     const path = `/keys/${segment(a.id('key ID'))}`;
-    const body = { name: a.optional('name'), ...limits(a), store_request_data: a.bool('store-request-data'), response_cache: a.bool('response-cache') };
-    if (Object.values(body).every((value) => value === undefined)) throw new UsageError('nothing to change: pass at least one of the flags below');
+    const body = {
+      name: a.optional('name'),
+      ...limits(a),
+      store_request_data: a.bool('store-request-data'),
+      response_cache: a.bool('response-cache'),
+    };
+    if (Object.values(body).every((value) => value === undefined))
+      throw new UsageError('nothing to change: pass at least one of the flags below');
     return { method: 'PATCH', path, body };
   },
   render: describe,

@@ -22,7 +22,11 @@ const listOrgs: Command<List<OrgView>> = {
   args: '',
   summary: 'List organizations and their balances.',
   request: () => ({ method: 'GET', path: '/orgs' }),
-  render: ({ data }) => table([['ID', 'NAME', 'BALANCE', 'CREATED'], ...data.map((o) => [o.id, o.name, `${o.balance} ${o.currency}`, date(o.created_at)])]),
+  render: ({ data }) =>
+    table([
+      ['ID', 'NAME', 'BALANCE', 'CREATED'],
+      ...data.map((o) => [o.id, o.name, `${o.balance} ${o.currency}`, date(o.created_at)]),
+    ]),
 };
 
 const createProject: Command<ProjectView> = {
@@ -30,7 +34,11 @@ const createProject: Command<ProjectView> = {
   args: '--org ID --name N',
   summary: 'Create a project in an organization.',
   options: { org: STRING, name: STRING },
-  request: (a) => ({ method: 'POST', path: `/orgs/${segment(a.id('org', 'org'))}/projects`, body: { name: a.required('name') } }),
+  request: (a) => ({
+    method: 'POST',
+    path: `/orgs/${segment(a.id('org', 'org'))}/projects`,
+    body: { name: a.required('name') },
+  }),
   render: (p) => `Created project ${p.id} "${p.name}" in ${p.org_id}.`,
 };
 

@@ -37,7 +37,8 @@ interface Saved {
 const listStacks: Command<Page<StackView>> = {
   name: 'stacks list',
   args: '[--search TEXT] [--category C] [--api-key KEY]',
-  summary: 'List the stacks you can apply: the global ones and your private ones (--search: in name, title and description).',
+  summary:
+    'List the stacks you can apply: the global ones and your private ones (--search: in name, title and description).',
   api: 'public',
   options: { search: STRING, category: STRING, 'api-key': STRING },
   request: (a) => {
@@ -49,8 +50,13 @@ const listStacks: Command<Page<StackView>> = {
     return { method: 'GET', path: `/stacks?${query.toString()}` };
   },
   render: ({ data, pagination }) => {
-    const rows = table([['NAME', 'CATEGORY', 'VISIBILITY', 'INPUTS', 'TITLE'], ...data.map((s) => [s.name, s.category, s.visibility, String(s.inputs.length), s.title])]);
-    return pagination.total > data.length ? `${rows}\n(${data.length} of ${pagination.total} shown: narrow it with --search or --category)` : rows;
+    const rows = table([
+      ['NAME', 'CATEGORY', 'VISIBILITY', 'INPUTS', 'TITLE'],
+      ...data.map((s) => [s.name, s.category, s.visibility, String(s.inputs.length), s.title]),
+    ]);
+    return pagination.total > data.length
+      ? `${rows}\n(${data.length} of ${pagination.total} shown: narrow it with --search or --category)`
+      : rows;
   },
 };
 
@@ -79,7 +85,13 @@ const getStack: Command<StackView> = {
     if (s.inputs.length === 0) return `${about}\n\nInputs: none`;
     const inputs = table([
       ['INPUT', 'TYPE', 'REQUIRED', 'DEFAULT', 'DESCRIPTION'],
-      ...s.inputs.map((i) => [i.name, i.type, i.required ? 'yes' : 'no', i.default === undefined ? '-' : JSON.stringify(i.default), i.description ?? '']),
+      ...s.inputs.map((i) => [
+        i.name,
+        i.type,
+        i.required ? 'yes' : 'no',
+        i.default === undefined ? '-' : JSON.stringify(i.default),
+        i.description ?? '',
+      ]),
     ]);
     return `${about}\n\nInputs:\n${inputs}`;
   },
@@ -100,16 +112,22 @@ const addStack: Command<StackView> = {
     if (/^https?:\/\//i.test(source)) return { method: 'POST', path: '/stacks', body: { url: source } };
     const form = new FormData();
     // The file's name matters: without a manifest naming it, the stack is named after it.
-    form.set('package', new Blob([new Uint8Array(await readPackage(source))], { type: 'application/zip' }), path.basename(source));
+    form.set(
+      'package',
+      new Blob([new Uint8Array(await readPackage(source))], { type: 'application/zip' }),
+      path.basename(source),
+    );
     return { method: 'POST', path: '/stacks', form };
   },
-  render: (s) => `Added stack ${s.name} (${s.visibility}): ${s.title}.${s.inputs.length > 0 ? ` Inputs: ${s.inputs.map((i) => i.name).join(', ')}.` : ''}`,
+  render: (s) =>
+    `Added stack ${s.name} (${s.visibility}): ${s.title}.${s.inputs.length > 0 ? ` Inputs: ${s.inputs.map((i) => i.name).join(', ')}.` : ''}`,
 };
 
 const downloadStack: Command<Saved> = {
   name: 'stacks download',
   args: 'NAME [-o FILE] [--api-key KEY]',
-  summary: "Save a stack's .zip as it was added: to FILE, or to NAME.zip here (never over an existing NAME.zip; -o FILE replaces FILE).",
+  summary:
+    "Save a stack's .zip as it was added: to FILE, or to NAME.zip here (never over an existing NAME.zip; -o FILE replaces FILE).",
   api: 'public',
   positionals: 1,
   options: { output: { type: 'string', short: 'o' }, 'api-key': STRING },
@@ -117,7 +135,8 @@ const downloadStack: Command<Saved> = {
     const name = a.id('stack name');
     const target = targetOf(a);
     // Checked before the download too, so nothing is fetched for a file that would not be written.
-    if (!a.has('output') && (await exists(target))) throw new CliError(`${target} exists already: remove it, or choose another file with -o FILE`);
+    if (!a.has('output') && (await exists(target)))
+      throw new CliError(`${target} exists already: remove it, or choose another file with -o FILE`);
     return { method: 'GET', path: `/stacks/${segment(name)}/download`, binary: true };
   },
   async receive(body, a) {
@@ -128,7 +147,12 @@ const downloadStack: Command<Saved> = {
     } catch (error) {
       throw new CliError(`cannot write ${file}: ${reasonOf(error)}`);
     }
-    return { name: a.id('stack name'), file, size_bytes: zip.length, sha256: createHash('sha256').update(zip).digest('hex') };
+    return {
+      name: a.id('stack name'),
+      file,
+      size_bytes: zip.length,
+      sha256: createHash('sha256').update(zip).digest('hex'),
+    };
   },
   render: (s) => `Saved stack ${s.name} to ${s.file} (${s.size_bytes} bytes, sha256 ${s.sha256}).`,
 };

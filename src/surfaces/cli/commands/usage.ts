@@ -41,7 +41,8 @@ export const usageCommand: Command<UsageSummaryView> = {
   options: { from: STRING, to: STRING, org: STRING, 'api-key': STRING },
   api: 'key-or-operator',
   request: (a) => {
-    if (a.has('org') && a.has('api-key')) throw new UsageError('--org is for the operator token: an API key reports on its own organization');
+    if (a.has('org') && a.has('api-key'))
+      throw new UsageError('--org is for the operator token: an API key reports on its own organization');
     const query = new URLSearchParams({ group_by: 'key_model' });
     for (const [flag, name] of [
       ['from', 'from'],

@@ -31,7 +31,10 @@ async function password(a: Args, input: Input): Promise<string> {
     if (first !== second) throw new CliError('the passwords do not match; nothing was sent');
     return first!;
   }
-  if (!a.flag('password-stdin')) throw new UsageError('standard input is not a terminal, so the password cannot be asked: pipe it in with --password-stdin');
+  if (!a.flag('password-stdin'))
+    throw new UsageError(
+      'standard input is not a terminal, so the password cannot be asked: pipe it in with --password-stdin',
+    );
   const text = (await readAll(input.stdin)).replace(/\r?\n$/, '');
   if (text === '') throw new UsageError('--password-stdin: standard input held no password');
   return text;
@@ -59,15 +62,22 @@ const describe = (u: UserView) =>
 const create: Command<UserView> = {
   name: 'users create',
   args: '--org ID --name N --email E [--role owner|admin|member] [--platform-admin] [--password-stdin]',
-  summary: 'Add a person to an organization. The password is asked on the terminal (twice, not shown) or piped with --password-stdin; never an argument.',
+  summary:
+    'Add a person to an organization. The password is asked on the terminal (twice, not shown) or piped with --password-stdin; never an argument.',
   options: { org: STRING, name: STRING, email: STRING, role: STRING, 'platform-admin': BOOLEAN, ...passwordOptions },
   request: async (a, input) => {
     refusePasswordArgument(a);
     const path = `/orgs/${segment(a.id('org', 'org'))}/users`;
-    const body = { name: a.required('name'), email: a.required('email'), role: a.choice('role', ROLES), platform_admin: a.flag('platform-admin') };
+    const body = {
+      name: a.required('name'),
+      email: a.required('email'),
+      role: a.choice('role', ROLES),
+      platform_admin: a.flag('platform-admin'),
+    };
     return { method: 'POST', path, body: { ...body, password: await password(a, input) } };
   },
-  render: (u) => `Created user ${u.id} "${u.name}" <${u.email}>, ${u.role} of ${u.org_id}${u.platform_admin ? ', platform admin' : ''}.`,
+  render: (u) =>
+    `Created user ${u.id} "${u.name}" <${u.email}>, ${u.role} of ${u.org_id}${u.platform_admin ? ', platform admin' : ''}.`,
 };
 
 const list: Command<List<UserView>> = {
@@ -75,8 +85,15 @@ const list: Command<List<UserView>> = {
   args: '[--org ID]',
   summary: 'List users, of one organization or of all.',
   options: { org: STRING },
-  request: (a) => ({ method: 'GET', path: a.has('org') ? `/users?org_id=${encodeURIComponent(a.id('org', 'org'))}` : '/users' }),
-  render: ({ data }) => table([['ID', 'NAME', 'EMAIL', 'ROLE', 'PLATFORM ADMIN', 'CREATED'], ...data.map((u) => [u.id, u.name, u.email, u.role, u.platform_admin ? 'yes' : 'no', date(u.created_at)])]),
+  request: (a) => ({
+    method: 'GET',
+    path: a.has('org') ? `/users?org_id=${encodeURIComponent(a.id('org', 'org'))}` : '/users',
+  }),
+  render: ({ data }) =>
+    table([
+      ['ID', 'NAME', 'EMAIL', 'ROLE', 'PLATFORM ADMIN', 'CREATED'],
+      ...data.map((u) => [u.id, u.name, u.email, u.role, u.platform_admin ? 'yes' : 'no', date(u.created_at)]),
+    ]),
 };
 
 const get: Command<UserView> = {
@@ -97,9 +114,15 @@ const update: Command<UserView> = {
   request: async (a, input) => {
     refusePasswordArgument(a);
     const path = `/users/${segment(a.id('user ID'))}`;
-    const body = { name: a.optional('name'), email: a.optional('email'), role: a.choice('role', ROLES), platform_admin: a.bool('platform-admin') };
+    const body = {
+      name: a.optional('name'),
+      email: a.optional('email'),
+      role: a.choice('role', ROLES),
+      platform_admin: a.bool('platform-admin'),
+    };
     const newPassword = a.flag('password-stdin');
-    if (!newPassword && Object.values(body).every((value) => value === undefined)) throw new UsageError('nothing to change: pass at least one of the flags below');
+    if (!newPassword && Object.values(body).every((value) => value === undefined))
+      throw new UsageError('nothing to change: pass at least one of the flags below');
     return { method: 'PATCH', path, body: newPassword ? { ...body, password: await password(a, input) } : body };
   },
   render: describe,

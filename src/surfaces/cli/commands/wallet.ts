@@ -13,7 +13,8 @@ import { type Command, STRING, type WalletView } from './command.js';
 function amount(sign: 'positive' | 'nonzero') {
   return (text: string) => {
     const nanos = parseAmount(text);
-    if (sign === 'positive' && nanos <= 0n) throw new UsageError('--amount must be greater than 0 (use wallet adjust to take money out)');
+    if (sign === 'positive' && nanos <= 0n)
+      throw new UsageError('--amount must be greater than 0 (use wallet adjust to take money out)');
     if (nanos === 0n) throw new UsageError('--amount cannot be 0');
   };
 }

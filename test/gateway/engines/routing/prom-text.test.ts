@@ -44,37 +44,63 @@ function valueOf(text: string, name: string, labels: Record<string, string>): nu
 describe('the Prometheus text parser', () => {
   it("reads vLLM's metric names (colons included), labels and values", () => {
     const samples = parsePromText(VLLM_SAMPLE);
-    expect(samples.find((s) => s.name === 'vllm:kv_cache_usage_perc')).toEqual({ name: 'vllm:kv_cache_usage_perc', labels: { engine: '0', model_name: 'qwen-0.5b' }, value: 0.1875 });
-    expect(samples.find((s) => s.name === 'vllm:time_to_first_token_seconds_bucket' && s.labels.le === '+Inf')?.value).toBe(50);
+    expect(samples.find((s) => s.name === 'vllm:kv_cache_usage_perc')).toEqual({
+      name: 'vllm:kv_cache_usage_perc',
+      labels: { engine: '0', model_name: 'qwen-0.5b' },
+      value: 0.1875,
+    });
+    expect(
+      samples.find((s) => s.name === 'vllm:time_to_first_token_seconds_bucket' && s.labels.le === '+Inf')?.value,
+    ).toBe(50);
     const labels = { engine: '0', model_name: 'qwen-0.5b' };
     expect(valueOf(VLLM_SAMPLE, 'vllm:num_requests_running', labels)).toBe(3);
     expect(valueOf(VLLM_SAMPLE, 'vllm:prefix_cache_hits_total', labels)).toBe(40960);
     expect(valueOf(VLLM_SAMPLE, 'vllm:time_to_first_token_seconds_sum', labels)).toBe(4.25);
     expect(parsePromText(VLLM_SAMPLE)).toHaveLength(10);
     const load = loadFromSamples(samples, 'qwen-0.5b', null);
-    expect(load).toMatchObject({ running: 3, waiting: 0, kvCacheUsage: 0.1875, prefixQueries: 51234, prefixHits: 40960, kvBlocks: 27531, prefixHitRate: null });
+    expect(load).toMatchObject({
+      running: 3,
+      waiting: 0,
+      kvCacheUsage: 0.1875,
+      prefixQueries: 51234,
+      prefixHits: 40960,
+      kvBlocks: 27531,
+      prefixHitRate: null,
+    });
   });
 
   it("reads the loaded simulator's /metrics with the same parser", async () => {
-    sim = await startSimulator({ models: [{ name: 'sim-chat', task: 'chat' }], loaded: { numGpuBlocks: 300, decodeMsPerStep: 0 } });
+    sim = await startSimulator({
+      models: [{ name: 'sim-chat', task: 'chat' }],
+      loaded: { numGpuBlocks: 300, decodeMsPerStep: 0 },
+    });
     const content = Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ');
     for (let i = 0; i < 2; i++) {
-      const res = await fetch(`${sim.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'sim-chat', messages: [{ role: 'user', content }], max_tokens: 2 }) });
+      const res = await fetch(`${sim.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ model: 'sim-chat', messages: [{ role: 'user', content }], max_tokens: 2 }),
+      });
       expect(res.status).toBe(200);
     }
     const text = await (await fetch(`${sim.url}/metrics`)).text();
     const labels = { engine: '0', model_name: 'sim-chat' };
     expect(valueOf(text, 'vllm:generation_tokens_total', labels)).toBe(4);
-    expect(valueOf(text, 'vllm:request_success_total', { engine: '0', finished_reason: 'length', model_name: 'sim-chat' })).toBe(2);
+    expect(
+      valueOf(text, 'vllm:request_success_total', { engine: '0', finished_reason: 'length', model_name: 'sim-chat' }),
+    ).toBe(2);
     // Every non-comment line is a sample the parser reads.
-    expect(parsePromText(text)).toHaveLength(text.split('\n').filter((line) => line !== '' && !line.startsWith('#')).length);
+    expect(parsePromText(text)).toHaveLength(
+      text.split('\n').filter((line) => line !== '' && !line.startsWith('#')).length,
+    );
     const load = loadFromSamples(parsePromText(text), 'sim-chat', null);
     expect(load).toMatchObject({ running: 0, waiting: 0, kvCacheUsage: 0, kvBlocks: 300, prefixQueries: 2 * 86 });
     expect(load.prefixHits).toBe(80);
   });
 
   it('unescapes label values, reads special values and timestamps, and skips lines it cannot read', () => {
-    const samples = parsePromText('a{x="q\\"uo\\\\te\\nnl"} NaN\nb +Inf 1700000000000\nc -Inf\nd{broken 1\ne 1e3\n\n# comment\nf{} 2');
+    const samples = parsePromText(
+      'a{x="q\\"uo\\\\te\\nnl"} NaN\nb +Inf 1700000000000\nc -Inf\nd{broken 1\ne 1e3\n\n# comment\nf{} 2',
+    );
     expect(samples.map((s) => s.name)).toEqual(['a', 'b', 'c', 'e', 'f']);
     expect(samples[0]!.labels.x).toBe('q"uo\\te\nnl');
     expect(Number.isNaN(samples[0]!.value)).toBe(true);
@@ -82,9 +108,23 @@ describe('the Prometheus text parser', () => {
   });
 
   it('takes the hit rate over the growth of the counters since the previous scrape', () => {
-    const first = loadFromSamples(parsePromText('vllm:prefix_cache_queries_total 1000\nvllm:prefix_cache_hits_total 100'), 'm', null);
-    const second = loadFromSamples(parsePromText('vllm:prefix_cache_queries_total 2000\nvllm:prefix_cache_hits_total 900'), 'm', first);
+    const first = loadFromSamples(
+      parsePromText('vllm:prefix_cache_queries_total 1000\nvllm:prefix_cache_hits_total 100'),
+      'm',
+      null,
+    );
+    const second = loadFromSamples(
+      parsePromText('vllm:prefix_cache_queries_total 2000\nvllm:prefix_cache_hits_total 900'),
+      'm',
+      first,
+    );
     expect(second.prefixHitRate).toBe(0.8);
-    expect(loadFromSamples(parsePromText('vllm:prefix_cache_queries_total 2000\nvllm:prefix_cache_hits_total 900'), 'm', second).prefixHitRate).toBeNull();
+    expect(
+      loadFromSamples(
+        parsePromText('vllm:prefix_cache_queries_total 2000\nvllm:prefix_cache_hits_total 900'),
+        'm',
+        second,
+      ).prefixHitRate,
+    ).toBeNull();
   });
 });

@@ -18,7 +18,17 @@ const SETTINGS: RoutingSettings = {
 };
 
 function load(partial: Partial<ReplicaLoad> = {}): ReplicaLoad {
-  return { waiting: 0, running: 0, kvCacheUsage: 0, prefixHitRate: null, prefixQueries: 0, prefixHits: 0, kvBlocks: null, scrapedAt: Date.now(), ...partial };
+  return {
+    waiting: 0,
+    running: 0,
+    kvCacheUsage: 0,
+    prefixHitRate: null,
+    prefixQueries: 0,
+    prefixHits: 0,
+    kvBlocks: null,
+    scrapedAt: Date.now(),
+    ...partial,
+  };
 }
 
 /** Loads set by the test; sends counted as the scraper counts them. */
@@ -59,9 +69,15 @@ describe('the scoring router', () => {
   });
 
   it('without a prefix, prefers the shortest queue (waiting plus sent since the scrape), then the emptiest KV cache', () => {
-    const loads = loadsOf({ 'm/0': load({ waiting: 5, kvCacheUsage: 0.5 }), 'm/1': load({ waiting: 1, kvCacheUsage: 0.9 }), 'm/2': load({ waiting: 1, kvCacheUsage: 0.2 }) });
+    const loads = loadsOf({
+      'm/0': load({ waiting: 5, kvCacheUsage: 0.5 }),
+      'm/1': load({ waiting: 1, kvCacheUsage: 0.9 }),
+      'm/2': load({ waiting: 1, kvCacheUsage: 0.2 }),
+    });
     const router = new ReplicaRouter(SETTINGS, loads);
-    const decision = router.choose(candidates('m/0', 'm/1', 'm/2'), { body: { messages: [{ role: 'user', content: 'short' }] } });
+    const decision = router.choose(candidates('m/0', 'm/1', 'm/2'), {
+      body: { messages: [{ role: 'user', content: 'short' }] },
+    });
     expect(decision.replicaId).toBe('m/2');
     expect(decision.scores['m/0']!.queue).toBe(0);
     expect(loads.sent['m/2']).toBe(1);
@@ -93,10 +109,19 @@ describe('the scoring router', () => {
   });
 
   it('keeps a session on its replica when loads are equal and prompts share nothing', () => {
-    const router = new ReplicaRouter({ ...SETTINGS, prefixWeight: 0, queueWeight: 0 }, loadsOf({ 'm/0': load(), 'm/1': load(), 'm/2': load() }));
+    const router = new ReplicaRouter(
+      { ...SETTINGS, prefixWeight: 0, queueWeight: 0 },
+      loadsOf({ 'm/0': load(), 'm/1': load(), 'm/2': load() }),
+    );
     const first = router.choose(candidates('m/0', 'm/1', 'm/2'), { body: { messages: [], user: 'alice' } }).replicaId;
-    for (let i = 0; i < 4; i++) expect(router.choose(candidates('m/0', 'm/1', 'm/2'), { body: { messages: [], user: 'alice' } }).replicaId).toBe(first);
-    expect(router.choose(candidates('m/0', 'm/1', 'm/2'), { body: { messages: [] }, session: 'bob-header' }).scores[first]!.session).toBe(0);
+    for (let i = 0; i < 4; i++)
+      expect(router.choose(candidates('m/0', 'm/1', 'm/2'), { body: { messages: [], user: 'alice' } }).replicaId).toBe(
+        first,
+      );
+    expect(
+      router.choose(candidates('m/0', 'm/1', 'm/2'), { body: { messages: [] }, session: 'bob-header' }).scores[first]!
+        .session,
+    ).toBe(0);
   });
 
   it('round-robin takes turns and least-loaded takes the fewest in flight, whatever the metrics', () => {

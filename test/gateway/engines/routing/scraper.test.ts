@@ -14,19 +14,33 @@ afterEach(async () => {
 });
 
 async function loadedSim(): Promise<RunningSimulator> {
-  const sim = await startSimulator({ models: [{ name: 'served', task: 'chat' }], loaded: { numGpuBlocks: 512, maxNumSeqs: 1, decodeMsPerStep: 20 } });
+  const sim = await startSimulator({
+    models: [{ name: 'served', task: 'chat' }],
+    loaded: { numGpuBlocks: 512, maxNumSeqs: 1, decodeMsPerStep: 20 },
+  });
   sims.push(sim);
   return sim;
 }
 
 function chat(sim: RunningSimulator, content: string, maxTokens: number): Promise<Response> {
-  return fetch(`${sim.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'served', messages: [{ role: 'user', content }], max_tokens: maxTokens, ignore_eos: true }) });
+  return fetch(`${sim.url}/v1/chat/completions`, {
+    method: 'POST',
+    body: JSON.stringify({
+      model: 'served',
+      messages: [{ role: 'user', content }],
+      max_tokens: maxTokens,
+      ignore_eos: true,
+    }),
+  });
 }
 
 describe('the metrics scraper', () => {
   it("fills each replica's load from its /metrics, counts sends until the next scrape, and drops a replica that stops answering", async () => {
     const sim = await loadedSim();
-    const scraper = new LoadScraper({ periodMs: 50, targets: () => [{ id: 'm/0', url: sim.url, servedModel: 'served' }] });
+    const scraper = new LoadScraper({
+      periodMs: 50,
+      targets: () => [{ id: 'm/0', url: sim.url, servedModel: 'served' }],
+    });
     expect(scraper.loadOf('m/0')).toBeNull();
     const answers = [chat(sim, 'one', 500).catch(() => null), chat(sim, 'two', 500).catch(() => null)];
     await vi.waitFor(
@@ -60,10 +74,33 @@ describe("the Docker engine's replica choice with routing", () => {
     const replicas = new Map<number, Replica>(
       urls.map((url, index) => [
         index,
-        { index, containerId: `c${index}`, name: `c${index}`, spec: '', url, state: 'ready', startedAt: Date.now(), inFlight: 0, served: 0, failures: 0, host: 'local', gpus: [] },
+        {
+          index,
+          containerId: `c${index}`,
+          name: `c${index}`,
+          spec: '',
+          url,
+          state: 'ready',
+          startedAt: Date.now(),
+          inFlight: 0,
+          served: 0,
+          failures: 0,
+          host: 'local',
+          gpus: [],
+        },
       ]),
     );
-    const routing: RoutingSettings = { policy: 'scored', scrapeMs: 50, queueWeight: 1, kvWeight: 1, prefixWeight: 2, sessionWeight: 0, prefixBlockChars: 64, prefixEntries: 1000, prefixTtlMs: 60_000 };
+    const routing: RoutingSettings = {
+      policy: 'scored',
+      scrapeMs: 50,
+      queueWeight: 1,
+      kvWeight: 1,
+      prefixWeight: 2,
+      sessionWeight: 0,
+      prefixBlockChars: 64,
+      prefixEntries: 1000,
+      prefixTtlMs: 60_000,
+    };
     const state = {
       definition: { model: 'm', served_model_name: 'served', docker_host: 'unix:///var/run/docker.sock' },
       options: { log: createLogger('warn'), routing },
@@ -99,6 +136,11 @@ describe("the Docker engine's replica choice with routing", () => {
     other.release();
     expect(other.replicaId).not.toBe(first.replicaId);
 
-    expect(engineStatus(state).replicas[0]!.load).toEqual({ waiting: 0, running: 0, kvCacheUsage: 0, prefixHitRate: null });
+    expect(engineStatus(state).replicas[0]!.load).toEqual({
+      waiting: 0,
+      running: 0,
+      kvCacheUsage: 0,
+      prefixHitRate: null,
+    });
   });
 });

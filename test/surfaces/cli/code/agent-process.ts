@@ -21,8 +21,14 @@ export interface AgentRun {
  * expect(await run.exit).toBe(0);
  */
 export function agent(args: string[], env: Record<string, string>, cwd: string): AgentRun {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TOLLGATE_') && name !== 'NO_COLOR'));
-  const child = spawn(process.execPath, [path.join(repoRoot, 'bin/tollgate.mjs'), 'code', ...args], { cwd, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('TOLLGATE_') && name !== 'NO_COLOR'),
+  );
+  const child = spawn(process.execPath, [path.join(repoRoot, 'bin/tollgate.mjs'), 'code', ...args], {
+    cwd,
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const run: AgentRun = {
     stdout: '',
     stderr: '',

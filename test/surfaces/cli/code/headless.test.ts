@@ -21,7 +21,10 @@ describe('tollgate code -p through the gateway', () => {
   beforeAll(async () => {
     upstream = await startScriptedUpstream();
     tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-code-'));
-    await writeFile(path.join(tmp, 'engines.json'), JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: upstream.url }] }));
+    await writeFile(
+      path.join(tmp, 'engines.json'),
+      JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: upstream.url }] }),
+    );
     gateway = await startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: path.join(tmp, 'engines.json') });
     const { secret } = await gateway.tenant();
     env = { TOLLGATE_URL: gateway.url, TOLLGATE_API_KEY: secret, TOLLGATE_CONFIG_DIR: path.join(tmp, 'config') };
@@ -53,7 +56,10 @@ describe('tollgate code -p through the gateway', () => {
   const call = (name: string, args: Record<string, unknown>) => ({ name, arguments: JSON.stringify(args) });
 
   it('reads, searches, edits and runs a command; the files change as the script says; the costs printed are the usage records', async () => {
-    await newProject({ 'src/greet.ts': 'export const greeting = "hello";\nexport const name = "world";\n', 'AGENTS.md': 'Run tests with `cat src/greet.ts`.\n' });
+    await newProject({
+      'src/greet.ts': 'export const greeting = "hello";\nexport const name = "world";\n',
+      'AGENTS.md': 'Run tests with `cat src/greet.ts`.\n',
+    });
     upstream.push(
       { reasoning: 'Let me look.', toolCalls: [call('read_file', { path: 'src/greet.ts' })] },
       { toolCalls: [call('search', { pattern: 'greeting' })] },
@@ -64,7 +70,9 @@ describe('tollgate code -p through the gateway', () => {
     const run = start(['-p', 'change the greeting', '--approval', 'yolo', '--output-format', 'stream-json']);
     expect(await run.exit, run.stderr).toBe(0);
 
-    expect(await readFile(path.join(project, 'src/greet.ts'), 'utf8')).toBe('export const greeting = "goodbye";\nexport const name = "world";\n');
+    expect(await readFile(path.join(project, 'src/greet.ts'), 'utf8')).toBe(
+      'export const greeting = "goodbye";\nexport const name = "world";\n',
+    );
     expect(await readFile(path.join(project, 'seen.txt'), 'utf8')).toContain('"goodbye"');
     const sent = upstream.requests.slice(-5);
     const system = sent[0]!.messages[0]!.content as string;
@@ -82,7 +90,11 @@ describe('tollgate code -p through the gateway', () => {
     const turns = events.filter((e) => e.type === 'turn');
     expect(turns).toHaveLength(5);
     await gateway.charged();
-    const records = (await (await fetch(`${gateway.baseURL}/usage/requests?limit=500`, { headers: { authorization: `Bearer ${env.TOLLGATE_API_KEY}` } })).json()) as {
+    const records = (await (
+      await fetch(`${gateway.baseURL}/usage/requests?limit=500`, {
+        headers: { authorization: `Bearer ${env.TOLLGATE_API_KEY}` },
+      })
+    ).json()) as {
       data: Array<{ id: string; cost_nanos: string; prompt_tokens: number; completion_tokens: number }>;
     };
     for (const turn of turns) {
@@ -103,7 +115,13 @@ describe('tollgate code -p through the gateway', () => {
     await writeFile(path.join(tmp, 'secret.txt'), 'the secret');
     await symlink(tmp, path.join(project, 'up'));
     upstream.push(
-      { toolCalls: [call('edit_file', { path: 'twice.txt', old_string: 'x = 1', new_string: 'x = 2' }), call('read_file', { path: '../secret.txt' }), call('read_file', { path: 'up/secret.txt' })] },
+      {
+        toolCalls: [
+          call('edit_file', { path: 'twice.txt', old_string: 'x = 1', new_string: 'x = 2' }),
+          call('read_file', { path: '../secret.txt' }),
+          call('read_file', { path: 'up/secret.txt' }),
+        ],
+      },
       { toolCalls: [call('write_file', { path: 'up/planted.txt', content: 'planted' })] },
       { text: 'I could not.' },
     );
@@ -113,7 +131,9 @@ describe('tollgate code -p through the gateway', () => {
       .at(-2)!
       .messages.filter((m) => m.role === 'tool')
       .map((m) => m.content as string);
-    expect(answers[0]).toBe('refused: old_string occurs 2 times in twice.txt: include more surrounding lines so it is unique');
+    expect(answers[0]).toBe(
+      'refused: old_string occurs 2 times in twice.txt: include more surrounding lines so it is unique',
+    );
     expect(answers[1]).toMatch(/^refused: the user declined this call/);
     expect(answers[2]).toMatch(/^refused: the user declined this call/);
     expect(answers.join('\n')).not.toContain('the secret');
@@ -124,7 +144,15 @@ describe('tollgate code -p through the gateway', () => {
 
   it('in ask mode with -p declines an edit and a command, and says which mode allows them', async () => {
     await newProject({ 'a.txt': 'one\n' });
-    upstream.push({ toolCalls: [call('edit_file', { path: 'a.txt', old_string: 'one', new_string: 'two' }), call('run_command', { command: 'touch ran.txt' })] }, { text: 'ok' });
+    upstream.push(
+      {
+        toolCalls: [
+          call('edit_file', { path: 'a.txt', old_string: 'one', new_string: 'two' }),
+          call('run_command', { command: 'touch ran.txt' }),
+        ],
+      },
+      { text: 'ok' },
+    );
     const run = start(['-p', 'edit', '--output-format', 'text']);
     expect(await run.exit).toBe(0);
     expect(run.stdout).toBe('ok\n');
@@ -152,7 +180,9 @@ describe('tollgate code -p through the gateway', () => {
     );
     const run = start(['-p', 'read a.txt', '--approval', 'yolo', '--output-format', 'stream-json']);
     expect(await run.exit, run.stderr).toBe(0);
-    expect(run.events().filter((e) => e.type === 'notice')).toEqual([{ type: 'notice', text: expect.stringContaining('compacting the conversation') as unknown }]);
+    expect(run.events().filter((e) => e.type === 'notice')).toEqual([
+      { type: 'notice', text: expect.stringContaining('compacting the conversation') as unknown },
+    ]);
     const [summarise, after] = upstream.requests.slice(-2);
     expect(summarise!.tools).toBeUndefined();
     expect(summarise!.messages.at(-1)!.content).toMatch(/^Summarise this conversation/);
@@ -200,7 +230,13 @@ describe('tollgate code -p through the gateway', () => {
     expect(text.stdout).toBe('plain answer\n');
     const json = start(['-p', 'b', '--output-format', 'json']);
     expect(await json.exit).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'done', is_error: false, text: 'json answer', model: 'sim-chat', currency: 'USD' });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      status: 'done',
+      is_error: false,
+      text: 'json answer',
+      model: 'sim-chat',
+      currency: 'USD',
+    });
     const stream = start(['-p', 'c', '--output-format', 'stream-json']);
     expect(await stream.exit).toBe(0);
     const types = stream.events().map((e) => e.type);

@@ -28,26 +28,53 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
   let tmp: string;
   let project: string;
   const socket = `tollgate-code-${process.pid}`;
-  const tmux = (...args: string[]) => execFileSync(tmuxPath!, ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
-  const screen = (colours = false) => tmux('capture-pane', '-p', '-J', ...(colours ? ['-e'] : []), '-S', '-300', '-t', 'agent');
+  const tmux = (...args: string[]) =>
+    execFileSync(tmuxPath!, ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
+  const screen = (colours = false) =>
+    tmux('capture-pane', '-p', '-J', ...(colours ? ['-e'] : []), '-S', '-300', '-t', 'agent');
   const type = (text: string) => tmux('send-keys', '-t', 'agent', '-l', text);
   const press = (...keys: string[]) => tmux('send-keys', '-t', 'agent', ...keys);
   const shows = (what: string, text: string | RegExp, timeout = 15_000) =>
-    until(what, () => (typeof text === 'string' ? screen().includes(text) : text.test(screen())), { timeout, detail: () => screen() });
+    until(what, () => (typeof text === 'string' ? screen().includes(text) : text.test(screen())), {
+      timeout,
+      detail: () => screen(),
+    });
   const call = (name: string, args: Record<string, unknown>) => ({ name, arguments: JSON.stringify(args) });
 
   beforeAll(async () => {
     upstream = await startScriptedUpstream();
     tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-tmux-'));
-    await writeFile(path.join(tmp, 'engines.json'), JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: upstream.url }] }));
+    await writeFile(
+      path.join(tmp, 'engines.json'),
+      JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: upstream.url }] }),
+    );
     gateway = await startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: path.join(tmp, 'engines.json') });
     const { secret } = await gateway.tenant();
     project = path.join(tmp, 'project');
     await mkdir(project);
     await writeFile(path.join(project, 'hello.txt'), 'hello world\n');
-    const env = { TOLLGATE_URL: gateway.url, TOLLGATE_API_KEY: secret, TOLLGATE_CONFIG_DIR: path.join(tmp, 'config'), TERM: 'xterm-256color', PS1: '$ ' };
+    const env = {
+      TOLLGATE_URL: gateway.url,
+      TOLLGATE_API_KEY: secret,
+      TOLLGATE_CONFIG_DIR: path.join(tmp, 'config'),
+      TERM: 'xterm-256color',
+      PS1: '$ ',
+    };
     // A plain shell in a 120x50 terminal; the agent is typed into it, so its screen stays after it exits.
-    tmux('new-session', '-d', '-s', 'agent', '-x', '120', '-y', '50', '-c', project, ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]), 'bash --norc --noprofile');
+    tmux(
+      'new-session',
+      '-d',
+      '-s',
+      'agent',
+      '-x',
+      '120',
+      '-y',
+      '50',
+      '-c',
+      project,
+      ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
+      'bash --norc --noprofile',
+    );
   }, 60_000);
   afterAll(async () => {
     try {
@@ -68,7 +95,10 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     const sessionId = /session (\d{8}-\d{6}-[0-9a-f]{6})/.exec(screen())![1]!;
 
     upstream.push(
-      { text: 'I will edit the file.', toolCalls: [call('edit_file', { path: 'hello.txt', old_string: 'hello world', new_string: 'hello tollgate' })] },
+      {
+        text: 'I will edit the file.',
+        toolCalls: [call('edit_file', { path: 'hello.txt', old_string: 'hello world', new_string: 'hello tollgate' })],
+      },
       { toolCalls: [call('run_command', { command: 'touch denied.txt' })] },
       { text: 'Edited hello.txt; the command was declined.' },
     );
@@ -84,7 +114,10 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     expect(screen()).toContain('● $ touch denied.txt');
     type('n');
     press('Enter');
-    await shows('the final answer and the wallet', /Edited hello\.txt; the command was declined\.\n(.*\n)*wallet 4\.99\d* USD/);
+    await shows(
+      'the final answer and the wallet',
+      /Edited hello\.txt; the command was declined\.\n(.*\n)*wallet 4\.99\d* USD/,
+    );
     expect(await readFile(path.join(project, 'hello.txt'), 'utf8')).toBe('hello tollgate\n');
     await expect(readFile(path.join(project, 'denied.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
     expect(screen()).toMatch(/↳ \d+ in · \d+ out · 0\.\d+ USD · session 0\.\d+ USD/);
@@ -102,10 +135,15 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     upstream.push({ text: 'Resumed: I remember the greeting.' });
     type(`node ${bin} code --continue`);
     press('Enter');
-    await until('the resumed banner', () => screen().split(`session ${sessionId}`).length >= 4, { detail: () => screen() });
+    await until('the resumed banner', () => screen().split(`session ${sessionId}`).length >= 4, {
+      detail: () => screen(),
+    });
     type('/cost');
     press('Enter');
-    await shows('the session cost', /session \S+: 3 requests, \d+ tokens in, \d+ out, 0\.\d+ USD\nwallet: 4\.99\d* USD/);
+    await shows(
+      'the session cost',
+      /session \S+: 3 requests, \d+ tokens in, \d+ out, 0\.\d+ USD\nwallet: 4\.99\d* USD/,
+    );
     type('/model');
     press('Enter');
     await shows('the key’s models', '* sim-chat  (context 8192 tokens)');
@@ -114,12 +152,24 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     await shows('the mode switched', 'mode: plan');
     type('what did you change?');
     press('Enter');
-    await shows('the resumed answer and the prompt after it', /Resumed: I remember the greeting\.\n(.*\n)*wallet .*\n› $/m);
+    await shows(
+      'the resumed answer and the prompt after it',
+      /Resumed: I remember the greeting\.\n(.*\n)*wallet .*\n› $/m,
+    );
     const resumed = upstream.requests.at(-1)!.messages;
     // plan mode: the model is offered the reading tools only.
-    expect((upstream.requests.at(-1)!.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(['read_file', 'list_files', 'search']);
+    expect(
+      (upstream.requests.at(-1)!.tools as Array<{ function: { name: string } }>).map((t) => t.function.name),
+    ).toEqual(['read_file', 'list_files', 'search']);
     expect(resumed.some((m) => m.content === 'change the greeting')).toBe(true);
-    expect(resumed.some((m) => typeof m.content === 'string' && m.content.startsWith('A long answer that goes on') && m.content.endsWith('[cancelled by the user]'))).toBe(true);
+    expect(
+      resumed.some(
+        (m) =>
+          typeof m.content === 'string' &&
+          m.content.startsWith('A long answer that goes on') &&
+          m.content.endsWith('[cancelled by the user]'),
+      ),
+    ).toBe(true);
     type('/exit');
     press('Enter');
     await shows('the agent left again', /› \/exit\n\nsession \S+ kept: resume with tollgate code --continue\n/);

@@ -47,13 +47,17 @@ describe('rendering', () => {
   });
 
   it('cuts long text in the middle, saying how much and which limit', () => {
-    expect(cut('x'.repeat(30), 10, 'tool_output_chars')).toBe(`xxxxx\n[… 20 characters cut here: output is limited to 10 characters (tool_output_chars) …]\nxxxxx`);
+    expect(cut('x'.repeat(30), 10, 'tool_output_chars')).toBe(
+      `xxxxx\n[… 20 characters cut here: output is limited to 10 characters (tool_output_chars) …]\nxxxxx`,
+    );
   });
 
   it('shows a change as a coloured unified diff', () => {
     const diff = renderDiff(painter(true), 'a.txt', 'one\ntwo\n', 'one\n2\n');
     expect(diff).toContain('\u001b[31m-two\u001b[39m');
     expect(diff).toContain('\u001b[32m+2\u001b[39m');
-    expect(renderDiff(painter(false), 'a.txt', 'one\n', 'uno\n')).toBe('--- a.txt\n+++ a.txt\n@@ -1,1 +1,1 @@\n-one\n+uno');
+    expect(renderDiff(painter(false), 'a.txt', 'one\n', 'uno\n')).toBe(
+      '--- a.txt\n+++ a.txt\n@@ -1,1 +1,1 @@\n-one\n+uno',
+    );
   });
 });

@@ -61,14 +61,24 @@ export async function startScriptedUpstream(turns: ScriptedTurn[] = []): Promise
   return upstream;
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, queue: ScriptedTurn[], held: Set<() => void>, upstream: ScriptedUpstream): Promise<void> {
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  queue: ScriptedTurn[],
+  held: Set<() => void>,
+  upstream: ScriptedUpstream,
+): Promise<void> {
   if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
-    res.writeHead(req.url?.endsWith('/models') ? 200 : 404, { 'content-type': 'application/json' }).end('{"object":"list","data":[]}');
+    res
+      .writeHead(req.url?.endsWith('/models') ? 200 : 404, { 'content-type': 'application/json' })
+      .end('{"object":"list","data":[]}');
     return;
   }
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ScriptedUpstream['requests'][number] & { model: string };
+  const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ScriptedUpstream['requests'][number] & {
+    model: string;
+  };
   upstream.requests.push(body);
   const turn = queue.shift() ?? { text: 'the script has no more turns' };
   let open = true;
@@ -77,22 +87,45 @@ async function handle(req: IncomingMessage, res: ServerResponse, queue: Scripted
     open = false;
   });
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  const base = { id: `chatcmpl-${upstream.requests.length}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model };
+  const base = {
+    id: `chatcmpl-${upstream.requests.length}`,
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model: body.model,
+  };
   const send = (delta: Record<string, unknown>, finish: string | null = null) => {
-    if (open) res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`);
+    if (open)
+      res.write(
+        `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`,
+      );
   };
   send({ role: 'assistant', content: '' });
   for (const word of words(turn.reasoning)) send({ reasoning: word });
   for (const word of words(turn.text)) send({ content: word });
   (turn.toolCalls ?? []).forEach((call, index) => {
-    send({ tool_calls: [{ index, id: `chatcmpl-tool-${upstream.requests.length}${index}`, type: 'function', function: { name: call.name, arguments: '' } }] });
-    for (let at = 0; at < call.arguments.length; at += 16) send({ tool_calls: [{ index, function: { arguments: call.arguments.slice(at, at + 16) } }] });
+    send({
+      tool_calls: [
+        {
+          index,
+          id: `chatcmpl-tool-${upstream.requests.length}${index}`,
+          type: 'function',
+          function: { name: call.name, arguments: '' },
+        },
+      ],
+    });
+    for (let at = 0; at < call.arguments.length; at += 16)
+      send({ tool_calls: [{ index, function: { arguments: call.arguments.slice(at, at + 16) } }] });
   });
   if (turn.hold) await new Promise<void>((resolve) => (held.add(resolve), res.on('close', resolve)));
   if (!open) return;
   send({}, turn.finish ?? (turn.toolCalls?.length ? 'tool_calls' : 'stop'));
-  const usage = turn.usage ?? { prompt: Math.ceil(JSON.stringify(body.messages).length / 4), completion: 10 + Math.ceil(((turn.text ?? '').length + JSON.stringify(turn.toolCalls ?? []).length) / 4) };
-  res.write(`data: ${JSON.stringify({ ...base, choices: [], usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion } })}\n\n`);
+  const usage = turn.usage ?? {
+    prompt: Math.ceil(JSON.stringify(body.messages).length / 4),
+    completion: 10 + Math.ceil(((turn.text ?? '').length + JSON.stringify(turn.toolCalls ?? []).length) / 4),
+  };
+  res.write(
+    `data: ${JSON.stringify({ ...base, choices: [], usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion } })}\n\n`,
+  );
   res.end('data: [DONE]\n\n');
 }
 

@@ -10,7 +10,11 @@ import { agent, type AgentRun } from './agent-process.js';
 const SESSION = [
   { reasoning: 'Let me look.', tool_calls: [{ name: 'read_file', arguments: { path: 'src/greet.ts' } }] },
   { tool_calls: [{ name: 'search', arguments: { pattern: 'greeting' } }] },
-  { tool_calls: [{ name: 'edit_file', arguments: { path: 'src/greet.ts', old_string: '"hello"', new_string: '"goodbye"' } }] },
+  {
+    tool_calls: [
+      { name: 'edit_file', arguments: { path: 'src/greet.ts', old_string: '"hello"', new_string: '"goodbye"' } },
+    ],
+  },
   {
     tool_calls: [
       { name: 'edit_file', arguments: { path: 'twice.txt', old_string: 'x = 1', new_string: 'x = 2' } },
@@ -20,7 +24,9 @@ const SESSION = [
   { tool_calls: [{ name: 'run_command', arguments: { command: 'cat src/greet.ts > seen.txt && echo ran' } }] },
   { content: 'Changed the greeting.' },
 ];
-const CUT = [{ tool_calls: [{ name: 'write_file', arguments: '{"path": "cut.txt", "conte' }], finish_reason: 'length' }];
+const CUT = [
+  { tool_calls: [{ name: 'write_file', arguments: '{"path": "cut.txt", "conte' }], finish_reason: 'length' },
+];
 
 describe('tollgate code -p on the scripted simulator', () => {
   let gateway: TestGateway;
@@ -33,11 +39,24 @@ describe('tollgate code -p on the scripted simulator', () => {
     tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-code-sim-'));
     await writeFile(path.join(tmp, 'session.jsonl'), SESSION.map((turn) => JSON.stringify(turn)).join('\n'));
     await writeFile(path.join(tmp, 'cut.jsonl'), CUT.map((turn) => JSON.stringify(turn)).join('\n'));
-    const engines = ['session', 'cut'].map((name) => ({ kind: 'simulator', model: `agent-${name}`, task: 'chat', max_model_len: 8192, script: `${name}.jsonl` }));
+    const engines = ['session', 'cut'].map((name) => ({
+      kind: 'simulator',
+      model: `agent-${name}`,
+      task: 'chat',
+      max_model_len: 8192,
+      script: `${name}.jsonl`,
+    }));
     await writeFile(path.join(tmp, 'engines.json'), JSON.stringify({ engines }));
     gateway = await startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: path.join(tmp, 'engines.json') });
     for (const name of ['session', 'cut']) {
-      await gateway.services.catalog.add({ id: `agent-${name}`, displayName: `Agent ${name}`, hfRepoId: `tollgate-test/agent-${name}`, taskType: 'chat', contextLength: 8192, enabled: true });
+      await gateway.services.catalog.add({
+        id: `agent-${name}`,
+        displayName: `Agent ${name}`,
+        hfRepoId: `tollgate-test/agent-${name}`,
+        taskType: 'chat',
+        contextLength: 8192,
+        enabled: true,
+      });
       await gateway.services.catalog.setPrice(`agent-${name}`, 150n, 600n);
     }
     const { secret } = await gateway.tenant();
@@ -67,7 +86,16 @@ describe('tollgate code -p on the scripted simulator', () => {
 
   it('reads, searches, edits and runs a command as the script says, refuses a non-unique edit and a path outside, and prints the costs of the usage records', async () => {
     await newProject({ 'src/greet.ts': 'export const greeting = "hello";\n', 'twice.txt': 'x = 1\nx = 1\n' });
-    const run = start(['-p', 'change the greeting', '-m', 'agent-session', '--approval', 'yolo', '--output-format', 'stream-json']);
+    const run = start([
+      '-p',
+      'change the greeting',
+      '-m',
+      'agent-session',
+      '--approval',
+      'yolo',
+      '--output-format',
+      'stream-json',
+    ]);
     expect(await run.exit, run.stderr).toBe(0);
     expect(await readFile(path.join(project, 'src/greet.ts'), 'utf8')).toBe('export const greeting = "goodbye";\n');
     expect(await readFile(path.join(project, 'seen.txt'), 'utf8')).toBe('export const greeting = "goodbye";\n');
@@ -80,7 +108,11 @@ describe('tollgate code -p on the scripted simulator', () => {
       ['read_file', true, '1\texport const greeting = "hello";\n2\t'],
       ['search', true, expect.stringContaining('src/greet.ts:1:export const greeting = "hello";') as unknown],
       ['edit_file', true, 'edited src/greet.ts'],
-      ['edit_file', false, 'refused: old_string occurs 2 times in twice.txt: include more surrounding lines so it is unique'],
+      [
+        'edit_file',
+        false,
+        'refused: old_string occurs 2 times in twice.txt: include more surrounding lines so it is unique',
+      ],
       ['write_file', false, expect.stringMatching(/^refused: the user declined this call/) as unknown],
       ['run_command', true, 'ran\n[exit code 0]'],
     ]);
@@ -90,7 +122,11 @@ describe('tollgate code -p on the scripted simulator', () => {
     const turns = events.filter((e) => e.type === 'turn');
     expect(turns).toHaveLength(6);
     await gateway.charged();
-    const page = (await (await fetch(`${gateway.baseURL}/usage/requests?model=agent-session`, { headers: { authorization: `Bearer ${env.TOLLGATE_API_KEY}` } })).json()) as {
+    const page = (await (
+      await fetch(`${gateway.baseURL}/usage/requests?model=agent-session`, {
+        headers: { authorization: `Bearer ${env.TOLLGATE_API_KEY}` },
+      })
+    ).json()) as {
       data: Array<{ id: string; cost_nanos: string; prompt_tokens: number; completion_tokens: number }>;
     };
     const printed = turns.map((t) => [t.request_id, t.prompt_tokens, t.completion_tokens, t.cost_nanos]).sort();

@@ -11,7 +11,8 @@ import { prepareSearch } from '../../../../src/surfaces/cli/code/tools/search.js
 describe('the agent tools, on a temporary project', () => {
   let tmp: string;
   let ctx: ToolContext;
-  const run = async (name: string, args: Record<string, unknown>) => (await prepare(ctx, name, JSON.stringify(args))).run(new AbortController().signal);
+  const run = async (name: string, args: Record<string, unknown>) =>
+    (await prepare(ctx, name, JSON.stringify(args))).run(new AbortController().signal);
 
   beforeAll(async () => {
     tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-tools-'));
@@ -21,7 +22,11 @@ describe('the agent tools, on a temporary project', () => {
     await writeFile(path.join(root, 'src/b.md'), 'needle here\nnothing\n');
     await writeFile(path.join(tmp, 'outside.txt'), 'outside');
     await symlink(tmp, path.join(root, 'escape'));
-    ctx = { root, limits: { ...DEFAULT_LIMITS, tool_output_chars: 200, shell_timeout_seconds: 1 }, paint: painter(false) };
+    ctx = {
+      root,
+      limits: { ...DEFAULT_LIMITS, tool_output_chars: 200, shell_timeout_seconds: 1 },
+      paint: painter(false),
+    };
   });
   afterAll(() => rm(tmp, { recursive: true, force: true }));
 
@@ -40,16 +45,25 @@ describe('the agent tools, on a temporary project', () => {
     ['ripgrep', ripgrepPath()],
   ])('searches with the %s search', async (_name, rg) => {
     if (_name === 'ripgrep' && !rg) return console.warn('ripgrep is not on PATH: its search is not tested');
-    const search = async (args: Record<string, unknown>) => (await prepareSearch(ctx, args, rg)).run(new AbortController().signal);
+    const search = async (args: Record<string, unknown>) =>
+      (await prepareSearch(ctx, args, rg)).run(new AbortController().signal);
     expect(await search({ pattern: 'need.e', glob: '**/*.md' })).toBe('src/b.md:1:needle here');
     expect(await search({ pattern: 'needle', path: 'src' })).toBe('src/b.md:1:needle here');
     expect(await search({ pattern: 'absent-text' })).toBe('no matches');
   });
 
   it('refuses an edit whose string is absent or not unique, with the reason; applies a unique one and shows its diff', async () => {
-    await expect(prepare(ctx, 'edit_file', JSON.stringify({ path: 'src/a.ts', old_string: 'absent', new_string: 'x' }))).rejects.toThrow('old_string was not found in src/a.ts');
-    await expect(prepare(ctx, 'edit_file', JSON.stringify({ path: 'src/a.ts', old_string: 'line 1', new_string: 'x' }))).rejects.toThrow('old_string occurs 11 times in src/a.ts');
-    const edit = await prepare(ctx, 'edit_file', JSON.stringify({ path: 'src/a.ts', old_string: 'line 30', new_string: 'last line' }));
+    await expect(
+      prepare(ctx, 'edit_file', JSON.stringify({ path: 'src/a.ts', old_string: 'absent', new_string: 'x' })),
+    ).rejects.toThrow('old_string was not found in src/a.ts');
+    await expect(
+      prepare(ctx, 'edit_file', JSON.stringify({ path: 'src/a.ts', old_string: 'line 1', new_string: 'x' })),
+    ).rejects.toThrow('old_string occurs 11 times in src/a.ts');
+    const edit = await prepare(
+      ctx,
+      'edit_file',
+      JSON.stringify({ path: 'src/a.ts', old_string: 'line 30', new_string: 'last line' }),
+    );
     expect(edit.preview).toMatch(/^-line 30$/m);
     expect(edit.preview).toMatch(/^\+last line$/m);
     expect(await readFile(path.join(ctx.root, 'src/a.ts'), 'utf8')).toContain('line 30'); // not before it runs
@@ -61,8 +75,12 @@ describe('the agent tools, on a temporary project', () => {
     for (const where of ['../outside.txt', path.join(tmp, 'outside.txt'), 'escape/outside.txt']) {
       expect((await prepare(ctx, 'read_file', JSON.stringify({ path: where }))).outside, where).toHaveLength(1);
     }
-    expect((await prepare(ctx, 'write_file', JSON.stringify({ path: 'escape/new/deep.txt', content: 'x' }))).outside).toHaveLength(1);
-    expect((await prepare(ctx, 'write_file', JSON.stringify({ path: 'src/new.txt', content: 'x' }))).outside).toEqual([]);
+    expect(
+      (await prepare(ctx, 'write_file', JSON.stringify({ path: 'escape/new/deep.txt', content: 'x' }))).outside,
+    ).toHaveLength(1);
+    expect((await prepare(ctx, 'write_file', JSON.stringify({ path: 'src/new.txt', content: 'x' }))).outside).toEqual(
+      [],
+    );
   });
 
   it('runs a command in the project, cuts long output saying so, and stops one past its timeout', async () => {
@@ -70,7 +88,9 @@ describe('the agent tools, on a temporary project', () => {
     const long = await run('run_command', { command: 'seq 1 2000' });
     expect(long).toContain('characters cut here: output is limited to 200 characters (tool_output_chars)');
     expect(long.length).toBeLessThan(400);
-    expect(await run('run_command', { command: 'sleep 30' })).toContain('[stopped after 1 s (shell_timeout_seconds or timeout_seconds)]');
+    expect(await run('run_command', { command: 'sleep 30' })).toContain(
+      '[stopped after 1 s (shell_timeout_seconds or timeout_seconds)]',
+    );
   });
 
   it('refuses unknown tools and arguments that are not a JSON object', async () => {
@@ -82,7 +102,10 @@ describe('the agent tools, on a temporary project', () => {
 
 describe('approval modes', () => {
   it('ask: reads run, edits and commands ask; auto-edit: edits run; yolo: all run; plan: only reads', () => {
-    const table = (['ask', 'auto-edit', 'yolo', 'plan'] as const).map((mode) => [mode, ...(['read', 'edit', 'command'] as const).map((kind) => decide(mode, kind, []).outcome)]);
+    const table = (['ask', 'auto-edit', 'yolo', 'plan'] as const).map((mode) => [
+      mode,
+      ...(['read', 'edit', 'command'] as const).map((kind) => decide(mode, kind, []).outcome),
+    ]);
     expect(table).toEqual([
       ['ask', 'run', 'ask', 'ask'],
       ['auto-edit', 'run', 'run', 'ask'],
@@ -92,12 +115,17 @@ describe('approval modes', () => {
   });
 
   it('asks for a path outside the project in every mode, yolo included', () => {
-    expect(decide('yolo', 'read', ['/etc/passwd'])).toEqual({ outcome: 'ask', question: 'Allow access outside the project (/etc/passwd)?' });
+    expect(decide('yolo', 'read', ['/etc/passwd'])).toEqual({
+      outcome: 'ask',
+      question: 'Allow access outside the project (/etc/passwd)?',
+    });
   });
 
   it('reads limits from the config file, naming a bad one', () => {
     expect(limitsFrom({ tool_output_chars: 500 }).tool_output_chars).toBe(500);
-    expect(() => limitsFrom({ tool_output_chars: 0 })).toThrow('limits.tool_output_chars must be a whole number from 1 to');
+    expect(() => limitsFrom({ tool_output_chars: 0 })).toThrow(
+      'limits.tool_output_chars must be a whole number from 1 to',
+    );
     expect(() => limitsFrom({ nope: 1 })).toThrow('unknown limit "nope"');
   });
 });

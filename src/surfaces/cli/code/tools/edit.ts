@@ -16,8 +16,12 @@ export async function prepareEdit(ctx: ToolContext, args: Record<string, unknown
   if (oldString === '') throw new ToolRefusal('old_string is empty: use write_file to make a new file');
   const before = await readText(ctx, where.path, where.shown);
   const count = occurrences(before, oldString);
-  if (count === 0) throw new ToolRefusal(`old_string was not found in ${where.shown}: read the file and copy the text exactly`);
-  if (count > 1) throw new ToolRefusal(`old_string occurs ${count} times in ${where.shown}: include more surrounding lines so it is unique`);
+  if (count === 0)
+    throw new ToolRefusal(`old_string was not found in ${where.shown}: read the file and copy the text exactly`);
+  if (count > 1)
+    throw new ToolRefusal(
+      `old_string occurs ${count} times in ${where.shown}: include more surrounding lines so it is unique`,
+    );
   const at = before.indexOf(oldString);
   const after = before.slice(0, at) + newString + before.slice(at + oldString.length);
   return {
@@ -27,7 +31,8 @@ export async function prepareEdit(ctx: ToolContext, args: Record<string, unknown
     outside: where.inside ? [] : [where.path],
     async run() {
       // The file may have changed while the person looked at the diff.
-      if ((await readText(ctx, where.path, where.shown)) !== before) throw new ToolRefusal(`${where.shown} changed since the edit was prepared: read it again`);
+      if ((await readText(ctx, where.path, where.shown)) !== before)
+        throw new ToolRefusal(`${where.shown} changed since the edit was prepared: read it again`);
       await writeFile(where.path, after);
       return `edited ${where.shown}`;
     },

@@ -16,7 +16,10 @@ export async function readText(ctx: ToolContext, absolute: string, shown: string
     if (error instanceof ToolRefusal) throw error;
     throw new ToolRefusal(`${shown} does not exist`);
   }
-  if (size > ctx.limits.file_bytes) throw new ToolRefusal(`${shown} has ${size} bytes, more than the ${ctx.limits.file_bytes} the tools open (file_bytes)`);
+  if (size > ctx.limits.file_bytes)
+    throw new ToolRefusal(
+      `${shown} has ${size} bytes, more than the ${ctx.limits.file_bytes} the tools open (file_bytes)`,
+    );
   const bytes = await readFile(absolute);
   if (bytes.includes(0)) throw new ToolRefusal(`${shown} is not a text file`);
   return bytes.toString('utf8');
@@ -36,7 +39,10 @@ export async function prepareRead(ctx: ToolContext, args: Record<string, unknown
       const slice = lines.slice(offset - 1, offset - 1 + limit);
       const width = String(offset + slice.length).length;
       const body = slice.map((line, i) => `${String(offset + i).padStart(width)}\t${line}`).join('\n');
-      const more = offset - 1 + limit < lines.length ? `\n[${lines.length} lines in all; read on with offset ${offset + limit}]` : '';
+      const more =
+        offset - 1 + limit < lines.length
+          ? `\n[${lines.length} lines in all; read on with offset ${offset + limit}]`
+          : '';
       return cut(body, ctx.limits.tool_output_chars, 'tool_output_chars') + more;
     },
   };
@@ -53,7 +59,10 @@ export async function prepareList(ctx: ToolContext, args: Record<string, unknown
     async run() {
       const files = await listFiles(where.path, pattern, ctx.limits.tree_entries + 1);
       const shown = files.slice(0, ctx.limits.tree_entries);
-      const more = files.length > shown.length ? `\n[more entries not shown: listings are limited to ${ctx.limits.tree_entries} (tree_entries); narrow the pattern]` : '';
+      const more =
+        files.length > shown.length
+          ? `\n[more entries not shown: listings are limited to ${ctx.limits.tree_entries} (tree_entries); narrow the pattern]`
+          : '';
       return (shown.join('\n') || '(no files)') + more;
     },
   };
@@ -61,7 +70,13 @@ export async function prepareList(ctx: ToolContext, args: Record<string, unknown
 
 /** Files under `folder` matching `pattern`, without .git and node_modules, sorted, at most `max`. */
 export async function listFiles(folder: string, pattern: string, max: number): Promise<string[]> {
-  const found = await glob(pattern, { cwd: folder, dot: true, ignore: ['**/.git/**', '**/node_modules/**'], followSymbolicLinks: false, onlyFiles: false });
+  const found = await glob(pattern, {
+    cwd: folder,
+    dot: true,
+    ignore: ['**/.git/**', '**/node_modules/**'],
+    followSymbolicLinks: false,
+    onlyFiles: false,
+  });
   return found.sort().slice(0, max);
 }
 

@@ -9,7 +9,12 @@ import { type PreparedCall, type ToolContext, ToolRefusal } from './types.js';
 
 export { ToolRefusal, type PreparedCall, type ToolContext, type ToolKind } from './types.js';
 
-const fn = (name: string, description: string, properties: Record<string, unknown>, required: string[]): ChatCompletionFunctionTool => ({
+const fn = (
+  name: string,
+  description: string,
+  properties: Record<string, unknown>,
+  required: string[],
+): ChatCompletionFunctionTool => ({
   type: 'function',
   function: { name, description, parameters: { type: 'object', properties, required, additionalProperties: false } },
 });
@@ -33,7 +38,11 @@ export const TOOLS: ChatCompletionFunctionTool[] = [
   fn(
     'search',
     'Search file contents with a regular expression; answers file:line:text.',
-    { pattern: str('Regular expression'), path: str('Folder or file (default ".")'), glob: str('Only files matching this glob') },
+    {
+      pattern: str('Regular expression'),
+      path: str('Folder or file (default ".")'),
+      glob: str('Only files matching this glob'),
+    },
     ['pattern'],
   ),
   fn(
@@ -42,10 +51,18 @@ export const TOOLS: ChatCompletionFunctionTool[] = [
     { path: str('File'), old_string: str('Exact text to replace'), new_string: str('Replacement') },
     ['path', 'old_string', 'new_string'],
   ),
-  fn('write_file', 'Create or overwrite a file with the whole content given.', { path: str('File'), content: str('The whole new content') }, ['path', 'content']),
-  fn('run_command', 'Run a shell command in the project folder; answers its output and exit code.', { command: str('The command line'), timeout_seconds: int('Stop it after this many seconds') }, [
-    'command',
-  ]),
+  fn(
+    'write_file',
+    'Create or overwrite a file with the whole content given.',
+    { path: str('File'), content: str('The whole new content') },
+    ['path', 'content'],
+  ),
+  fn(
+    'run_command',
+    'Run a shell command in the project folder; answers its output and exit code.',
+    { command: str('The command line'), timeout_seconds: int('Stop it after this many seconds') },
+    ['command'],
+  ),
 ];
 
 const READ_ONLY = new Set(['read_file', 'list_files', 'search']);
@@ -69,7 +86,8 @@ export async function prepare(ctx: ToolContext, name: string, argumentsJson: str
   } catch {
     throw new ToolRefusal('the arguments are not valid JSON');
   }
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) throw new ToolRefusal('the arguments must be a JSON object');
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    throw new ToolRefusal('the arguments must be a JSON object');
   const given = args as Record<string, unknown>;
   switch (name) {
     case 'read_file':
@@ -85,7 +103,9 @@ export async function prepare(ctx: ToolContext, name: string, argumentsJson: str
     case 'run_command':
       return prepareShell(ctx, given);
     default:
-      throw new ToolRefusal(`there is no tool "${name}"; the tools are ${TOOLS.map((t) => t.function.name).join(', ')}`);
+      throw new ToolRefusal(
+        `there is no tool "${name}"; the tools are ${TOOLS.map((t) => t.function.name).join(', ')}`,
+      );
   }
 }
 

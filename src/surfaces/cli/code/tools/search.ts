@@ -11,7 +11,11 @@ import { type PreparedCall, text, type ToolContext, ToolRefusal } from './types.
  * ripgrep when it is on PATH (fast, and it honours .gitignore), else a
  * built-in search over the project's files. At most `search_matches` lines.
  */
-export async function prepareSearch(ctx: ToolContext, args: Record<string, unknown>, ripgrep: string | null): Promise<PreparedCall> {
+export async function prepareSearch(
+  ctx: ToolContext,
+  args: Record<string, unknown>,
+  ripgrep: string | null,
+): Promise<PreparedCall> {
   const pattern = text(args, 'pattern');
   const where = await locate(ctx.root, text(args, 'path', { optional: true }) || '.');
   const fileGlob = text(args, 'glob', { optional: true });
@@ -27,20 +31,48 @@ export async function prepareSearch(ctx: ToolContext, args: Record<string, unkno
     outside: where.inside ? [] : [where.path],
     async run(signal) {
       const max = ctx.limits.search_matches;
-      const lines = ripgrep ? await withRipgrep(ripgrep, ctx.root, pattern, where.path, fileGlob, max, signal) : await builtIn(ctx, regex, where.path, fileGlob, max);
-      const more = lines.length > max ? `\n[more matches not shown: a search answers at most ${max} lines (search_matches); narrow it]` : '';
-      return cut(lines.slice(0, max).join('\n') || 'no matches', ctx.limits.tool_output_chars, 'tool_output_chars') + more;
+      const lines = ripgrep
+        ? await withRipgrep(ripgrep, ctx.root, pattern, where.path, fileGlob, max, signal)
+        : await builtIn(ctx, regex, where.path, fileGlob, max);
+      const more =
+        lines.length > max
+          ? `\n[more matches not shown: a search answers at most ${max} lines (search_matches); narrow it]`
+          : '';
+      return (
+        cut(lines.slice(0, max).join('\n') || 'no matches', ctx.limits.tool_output_chars, 'tool_output_chars') + more
+      );
     },
   };
 }
 
-function withRipgrep(rg: string, root: string, pattern: string, target: string, fileGlob: string, max: number, signal: AbortSignal): Promise<string[]> {
+function withRipgrep(
+  rg: string,
+  root: string,
+  pattern: string,
+  target: string,
+  fileGlob: string,
+  max: number,
+  signal: AbortSignal,
+): Promise<string[]> {
   // Always a path: without one, ripgrep reads its standard input when that is not a terminal.
-  const args = ['--line-number', '--no-heading', '--color', 'never', '--max-columns', '400', ...(fileGlob ? ['--glob', fileGlob] : []), '--regexp', pattern, '--', path.relative(root, target) || '.'];
+  const args = [
+    '--line-number',
+    '--no-heading',
+    '--color',
+    'never',
+    '--max-columns',
+    '400',
+    ...(fileGlob ? ['--glob', fileGlob] : []),
+    '--regexp',
+    pattern,
+    '--',
+    path.relative(root, target) || '.',
+  ];
   return new Promise((resolve, reject) => {
     execFile(rg, args, { cwd: root, maxBuffer: 64 * 1024 * 1024, signal }, (error, stdout) => {
       // ripgrep exits 1 when nothing matched.
-      if (error && (error as { code?: unknown }).code !== 1) return reject(new ToolRefusal(`ripgrep failed: ${error.message.split('\n')[0]}`));
+      if (error && (error as { code?: unknown }).code !== 1)
+        return reject(new ToolRefusal(`ripgrep failed: ${error.message.split('\n')[0]}`));
       // `rg … .` names files `./src/a.ts`; the built-in search and the other tools say `src/a.ts`.
       const lines = stdout.split('\n').filter(Boolean);
       resolve(lines.slice(0, max + 1).map((line) => line.replace(/^\.\//, '')));
@@ -48,10 +80,20 @@ function withRipgrep(rg: string, root: string, pattern: string, target: string, 
   });
 }
 
-async function builtIn(ctx: ToolContext, regex: RegExp, target: string, fileGlob: string, max: number): Promise<string[]> {
+async function builtIn(
+  ctx: ToolContext,
+  regex: RegExp,
+  target: string,
+  fileGlob: string,
+  max: number,
+): Promise<string[]> {
   const info = await stat(target).catch(() => null);
   if (!info) throw new ToolRefusal(`${path.relative(ctx.root, target) || '.'} does not exist`);
-  const files = info.isDirectory() ? (await listFiles(target, fileGlob || '**/*', Number.MAX_SAFE_INTEGER)).filter((f) => !f.endsWith('/')).map((f) => path.join(target, f)) : [target];
+  const files = info.isDirectory()
+    ? (await listFiles(target, fileGlob || '**/*', Number.MAX_SAFE_INTEGER))
+        .filter((f) => !f.endsWith('/'))
+        .map((f) => path.join(target, f))
+    : [target];
   const matches: string[] = [];
   for (const file of files) {
     const size = (await stat(file).catch(() => null))?.size ?? Infinity;

@@ -22,7 +22,11 @@ export function prepareShell(ctx: ToolContext, args: Record<string, unknown>): P
 function runCommand(ctx: ToolContext, command: string, seconds: number, signal: AbortSignal): Promise<string> {
   const max = ctx.limits.tool_output_chars;
   return new Promise((resolve) => {
-    const child = spawn('/bin/sh', ['-c', command], { cwd: ctx.root, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', command], {
+      cwd: ctx.root,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     // Kept: the first `max` characters and a rolling last `max`; the middle is cut.
     let head = '';
     let tail = '';
@@ -44,7 +48,10 @@ function runCommand(ctx: ToolContext, command: string, seconds: number, signal: 
         // Already gone.
       }
     };
-    const timer = setTimeout(() => stop(`stopped after ${seconds} s (shell_timeout_seconds or timeout_seconds)`), seconds * 1000);
+    const timer = setTimeout(
+      () => stop(`stopped after ${seconds} s (shell_timeout_seconds or timeout_seconds)`),
+      seconds * 1000,
+    );
     const onAbort = () => stop('stopped: the person cancelled it');
     signal.addEventListener('abort', onAbort, { once: true });
     child.on('error', (error) => take(Buffer.from(`cannot start: ${error.message}\n`)));

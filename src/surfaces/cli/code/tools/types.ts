@@ -44,6 +44,7 @@ export function text(args: Record<string, unknown>, name: string, options: { opt
 export function whole(args: Record<string, unknown>, name: string, fallback: number): number {
   const value = args[name];
   if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new ToolRefusal(`"${name}" must be a whole number`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+    throw new ToolRefusal(`"${name}" must be a whole number`);
   return value;
 }
