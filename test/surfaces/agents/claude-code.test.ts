@@ -1,13 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
+import type { GatewayProcess } from '../../helpers/processes.js';
 import { skippedWithout } from '../../helpers/skips.js';
-import { until } from '../../helpers/wait.js';
-import { agentMissing } from '../../helpers/agents.js';
+import { agentMissing, type ScriptedGateway, startScriptedGateway } from '../../helpers/agents.js';
 
 /**
  * Claude Code, installed as its users install it (`npm install -g @anthropic-ai/claude-code`; CI pins
@@ -29,36 +27,17 @@ const turns = [
 const price = { input: 150n, output: 600n };
 
 describe.skipIf(missing !== null)('Claude Code through /v1/messages (claude -p)', () => {
+  let started: ScriptedGateway | undefined;
   let dir: string;
   let gateway: GatewayProcess;
   let key: string;
 
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-claude-code-'));
-    await writeFile(path.join(dir, 'turns.jsonl'), scriptFor(path.join(dir, 'work', 'made.txt')));
-    const engine = {
-      kind: 'simulator',
-      model: 'sim-chat',
-      task: 'chat',
-      tool_call_parser: 'hermes',
-      max_model_len: 131072,
-      script: 'turns.jsonl',
-    };
-    await writeFile(path.join(dir, 'engines.json'), JSON.stringify({ engines: [engine] }));
-    gateway = await startGatewayProcess('claude-code', {
-      TOLLGATE_DATA_DIR: path.join(dir, 'data'),
-      TOLLGATE_ENGINES_FILE: path.join(dir, 'engines.json'),
-      TOLLGATE_SEED_DEMO: 'true',
-      TOLLGATE_PASSWORD_COST: '10',
-    });
-    await until('the first start has printed the demo key', () => /sk-gw-\S+/.test(gateway.child.output()), {
-      detail: () => gateway.child.output(),
-    });
-    key = /sk-gw-\S+/.exec(gateway.child.output())![0];
+    started = await startScriptedGateway('claude-code', (dir) => scriptFor(path.join(dir, 'work', 'made.txt')));
+    ({ dir, gateway, key } = started);
   });
   afterAll(async () => {
-    await gateway?.child.stop('SIGTERM');
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await started?.stop();
   });
 
   it("writes a file with its Write tool, and each of its requests is billed as messages at the engine's usage", async () => {

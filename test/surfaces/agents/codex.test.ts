@@ -1,13 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentMissing } from '../../helpers/agents.js';
-import { type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
+import { agentMissing, type ScriptedGateway, startScriptedGateway } from '../../helpers/agents.js';
+import type { GatewayProcess } from '../../helpers/processes.js';
 import { skippedWithout } from '../../helpers/skips.js';
-import { until } from '../../helpers/wait.js';
 
 /**
  * Codex CLI, installed as its users install it (`npm install -g @openai/codex`; CI pins the version in
@@ -29,36 +27,17 @@ const turns = [
 const price = { input: 150n, output: 600n };
 
 describe.skipIf(missing !== null)('Codex CLI through /v1/responses (codex exec)', () => {
+  let started: ScriptedGateway | undefined;
   let dir: string;
   let gateway: GatewayProcess;
   let key: string;
 
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-codex-'));
-    await writeFile(path.join(dir, 'turns.jsonl'), script());
-    const engine = {
-      kind: 'simulator',
-      model: 'sim-chat',
-      task: 'chat',
-      tool_call_parser: 'hermes',
-      max_model_len: 131072,
-      script: 'turns.jsonl',
-    };
-    await writeFile(path.join(dir, 'engines.json'), JSON.stringify({ engines: [engine] }));
-    gateway = await startGatewayProcess('codex', {
-      TOLLGATE_DATA_DIR: path.join(dir, 'data'),
-      TOLLGATE_ENGINES_FILE: path.join(dir, 'engines.json'),
-      TOLLGATE_SEED_DEMO: 'true',
-      TOLLGATE_PASSWORD_COST: '10',
-    });
-    await until('the first start has printed the demo key', () => /sk-gw-\S+/.test(gateway.child.output()), {
-      detail: () => gateway.child.output(),
-    });
-    key = /sk-gw-\S+/.exec(gateway.child.output())![0];
+    started = await startScriptedGateway('codex', () => script());
+    ({ dir, gateway, key } = started);
   });
   afterAll(async () => {
-    await gateway?.child.stop('SIGTERM');
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await started?.stop();
   });
 
   it("runs a command with its exec_command tool, and each of its requests is billed as responses at the engine's usage", async () => {
