@@ -16,7 +16,11 @@ import { freePort, repoRoot } from '../helpers/processes.js';
  * one it printed; port 8080 and the simulator's 8001 are free ports of this machine.
  */
 
-const stopAll = (pids: string) => `for pid in $(cat "${pids}" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done`;
+// Stops each process the page started, then waits (up to 30 s each) until it has exited: a gateway still closing
+// its embedded database writes into the folder the clean-up is removing.
+const stopAll = (pids: string) =>
+  `for pid in $(cat "${pids}" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done; ` +
+  `for pid in $(cat "${pids}" 2>/dev/null); do for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; done`;
 
 function shims(repo: string, pids: string, log: string, port: number): string {
   return `
