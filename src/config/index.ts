@@ -113,6 +113,7 @@ function responsesConfig(s: Settings): Config['responses'] {
     orgMaxBytes: s.TOLLGATE_RESPONSES_ORG_MAX_BYTES,
     chainMaxTurns: s.TOLLGATE_RESPONSES_CHAIN_MAX_TURNS,
     chainMaxBytes: s.TOLLGATE_RESPONSES_CHAIN_MAX_BYTES,
+    waitMs: s.TOLLGATE_RESPONSES_SAVE_WAIT_MS,
   };
 }
 

@@ -95,6 +95,7 @@ export const settingsSchema = z.object({
     .int()
     .min(1024)
     .default(16 * 1024 * 1024),
+  TOLLGATE_RESPONSES_SAVE_WAIT_MS: z.coerce.number().int().min(0).max(1000).default(10),
   TOLLGATE_ENGINE_POLL_MS: z.coerce.number().int().min(100).default(2000),
   TOLLGATE_ENGINE_DNS_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
   TOLLGATE_ENGINES_ON_SHUTDOWN: z.enum(['leave', 'stop']).default('leave'),

@@ -87,6 +87,8 @@ export interface Config {
     chainMaxTurns: number;
     /** …and at most this many stored bytes (TOLLGATE_RESPONSES_CHAIN_MAX_BYTES). */
     chainMaxBytes: number;
+    /** How long a save may wait, on a busy gateway, for others to be written with it in one statement (TOLLGATE_RESPONSES_SAVE_WAIT_MS). */
+    waitMs: number;
   };
   /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
   billingEnabled: boolean;

@@ -1,6 +1,7 @@
 import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
 import { withoutNullFields } from './openai-shape.js';
 import { type TokenUsage, usageFrom } from './usage.js';
+import { readUsualChunk, type UsualChunk } from './usual-chunk.js';
 
 export interface ChatStreamOptions {
   /** The model as the client named it; every chunk says this. */
@@ -41,11 +42,8 @@ export function createChatChunkRewriter(options: ChatStreamOptions) {
   const tokensIn = options.carriesTokens ?? carriesTokens;
 
   const rewrite = (data: string): string | null => {
-    const usual = USUAL_CHUNK.exec(data);
-    if (usual) {
-      const rewritten = rewriteUsual(usual, state, options, clientModelJson);
-      if (rewritten !== null) return rewritten;
-    }
+    const usual = readUsualChunk(data);
+    if (usual) return rewriteUsual(usual, state, options, clientModelJson);
     let chunk: Record<string, unknown>;
     try {
       chunk = JSON.parse(data) as Record<string, unknown>;
@@ -84,48 +82,23 @@ export function createChatChunkRewriter(options: ChatStreamOptions) {
   return { rewrite, state };
 }
 
-/** A JSON string as JSON allows it (no raw control characters, only JSON's escapes), and a JSON integer of at most 16 digits. */
-const STRING = String.raw`"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`;
-const INTEGER = String.raw`(?:0|[1-9]\d{0,15})`;
-
 /**
- * vLLM's usual chunk, field for field, as its compact JSON reads: one
- * choice whose delta is one piece of text, no null OpenAI does not send, and
- * running usage or none. Nearly every chunk of a stream is one; the first
- * (with the role) and the last (with the finish reason) are not.
- */
-const USUAL_CHUNK = new RegExp(
-  `^\\{"id":(${STRING}),"object":"chat\\.completion\\.chunk","created":(${INTEGER}),"model":${STRING},` +
-    `"choices":\\[\\{"index":0,"delta":\\{"(content|reasoning|reasoning_content)":(${STRING})\\},"logprobs":null,"finish_reason":null\\}\\]` +
-    `(?:,"usage":\\{"prompt_tokens":(${INTEGER}),"total_tokens":(${INTEGER}),"completion_tokens":(${INTEGER})\\})?\\}$`,
-);
-
-/**
- * A usual chunk for the client, written from the pieces the pattern found,
- * without parsing and writing the whole chunk again (most of a stream's own
- * CPU, docs/benchmark.md#cpu-per-request). It gives what the general path
- * gives, byte for byte but for string escapes kept as the engine wrote them.
- * Null when the usage is not one this path can read exactly: the general path decides then.
+ * A usual chunk for the client, written from the pieces `readUsualChunk` found,
+ * without parsing and writing the whole chunk again. It gives what the general
+ * path gives, byte for byte but for string escapes kept as the engine wrote them.
  */
 function rewriteUsual(
-  match: RegExpExecArray,
+  usual: UsualChunk,
   state: ChatStreamState,
   options: ChatStreamOptions,
   clientModelJson: string,
-): string | null {
-  const [, id, created, key, text, prompt, total, completion] = match;
+): string {
+  const { id, created, key, text, usage } = usual;
   let usageText = '';
-  if (prompt !== undefined) {
-    const usage = { promptTokens: Number(prompt), completionTokens: Number(completion) };
-    if (
-      !Number.isSafeInteger(usage.promptTokens) ||
-      !Number.isSafeInteger(usage.completionTokens) ||
-      !Number.isSafeInteger(Number(total))
-    )
-      return null;
-    state.usage = usage;
+  if (usage) {
+    state.usage = { promptTokens: Number(usage.prompt), completionTokens: Number(usage.completion) };
     if (options.continuousUsage)
-      usageText = `,"usage":{"prompt_tokens":${prompt},"total_tokens":${total},"completion_tokens":${completion}}`;
+      usageText = `,"usage":{"prompt_tokens":${usage.prompt},"total_tokens":${usage.total},"completion_tokens":${usage.completion}}`;
   }
   if (text !== '""') {
     state.tokenChunks += 1;

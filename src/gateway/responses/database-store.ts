@@ -2,6 +2,7 @@ import { and, eq, gt, inArray, lte, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { storedResponses, storedResponseTotals } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
+import { GroupSave, rowsOf } from './group-save.js';
 import type { InputItemsPage, ResponseStore, StoredResponse } from './store.js';
 
 type Json = Record<string, unknown>;
@@ -13,6 +14,8 @@ export interface ResponseStoreSettings {
   orgMaxBytes: number;
   chainMaxTurns: number;
   chainMaxBytes: number;
+  /** How long a save may wait for others to be written with it (TOLLGATE_RESPONSES_SAVE_WAIT_MS). */
+  waitMs: number;
 }
 
 const DAY_MS = 86_400_000;
@@ -37,10 +40,15 @@ type Row = typeof storedResponses.$inferSelect;
  * const turns = await store.chain(orgId, 'resp_…'); // oldest first, or null
  */
 export class DatabaseResponseStore implements ResponseStore {
+  /** Where saves wait to be written together (`group-save.ts`). */
+  private readonly group: GroupSave;
+
   constructor(
     private readonly db: Database,
     private readonly settings: ResponseStoreSettings,
-  ) {}
+  ) {
+    this.group = new GroupSave(db, settings);
+  }
 
   async save(stored: StoredResponse): Promise<void> {
     const input = JSON.stringify(stored.input);
@@ -53,22 +61,9 @@ export class DatabaseResponseStore implements ResponseStore {
         `TOLLGATE_RESPONSES_MAX_BYTES=${maxBytes}`,
       );
     const expiresAt = new Date(stored.createdAt.getTime() + retentionDays * DAY_MS);
-    // One statement, so one commit: the organization's total moves only if it stays within the bound (its row's
-    // lock orders concurrent saves), and the response is inserted only if it moved. A transaction of two
-    // statements cost the embedded PGlite three times the CPU (docs/benchmark.md, the Responses stream).
-    const result = await this.db.execute(sql`
-      with total as (
-        insert into ${storedResponseTotals} (org_id, bytes) select ${stored.orgId}, ${bytes}::bigint where ${bytes}::bigint <= ${orgMaxBytes}::bigint
-        on conflict (org_id) do update set bytes = ${storedResponseTotals}.bytes + ${bytes}::bigint
-          where ${storedResponseTotals}.bytes + ${bytes}::bigint <= ${orgMaxBytes}::bigint
-        returning bytes
-      )
-      insert into ${storedResponses} (id, org_id, key_id, model, previous_response_id, input_json, response_json, bytes, created_at, expires_at)
-      select ${stored.id}, ${stored.orgId}, ${stored.keyId}, ${stored.model}, ${stored.previousResponseId}, ${input}, ${response}, ${bytes}::integer,
-        ${stored.createdAt.toISOString()}::timestamptz, ${expiresAt.toISOString()}::timestamptz
-      from total
-      returning id`);
-    if (rowsOf(result).length === 0) {
+    const { input: _input, response: _response, ...rest } = stored;
+    const outcome = await this.group.save({ ...rest, input, response, bytes, expiresAt });
+    if (outcome !== 'stored') {
       throw sizeRefusal(
         `Your organization's stored responses would be more than the gateway keeps for one organization`,
         `TOLLGATE_RESPONSES_ORG_MAX_BYTES=${orgMaxBytes}`,
@@ -234,9 +229,4 @@ function chainRefusal(what: string, setting: string): GatewayError {
       details: [{ field: 'previous_response_id', message: `the conversation is ${what}` }],
     },
   );
-}
-
-/** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
 }

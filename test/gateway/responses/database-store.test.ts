@@ -17,6 +17,7 @@ const SETTINGS: ResponseStoreSettings = {
   orgMaxBytes: 1024 * 1024 * 1024,
   chainMaxTurns: 50,
   chainMaxBytes: 256 * 1024,
+  waitMs: 10,
 };
 const DAY_MS = 86_400_000;
 

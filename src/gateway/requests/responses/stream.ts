@@ -1,18 +1,12 @@
 import type { ChatStreamState } from '../../proxy/chat-stream.js';
 import { usageFrom } from '../../proxy/usage.js';
+import { readUsualChunk, type UsualChunk } from '../../proxy/usual-chunk.js';
 import { callItem, finishOf, itemId, responseShell, responsesUsage } from './answer.js';
 import { stringOf } from './items.js';
+import { closeEvents, type EventWriter, type OpenItem } from './item-events.js';
 import type { ToolNames } from './translate.js';
 
 type Json = Record<string, unknown>;
-
-/** The item being written: its place in `output`, the item, and its text (or arguments) so far. */
-interface OpenItem {
-  key: string;
-  index: number;
-  item: Json;
-  text: string;
-}
 
 /** What a Responses stream is made from: the request (echoed in the response), its tools' names, the response's id and the client's model. */
 export interface ResponsesStreamSource {
@@ -69,6 +63,8 @@ export class ResponsesWriter implements EventWriter {
 
   /** One engine chunk as events, or null for none. */
   rewrite(data: string): string | null {
+    const usual = readUsualChunk(data);
+    if (usual) return this.usualEvents(usual);
     let chunk: Json;
     try {
       chunk = JSON.parse(data) as Json;
@@ -193,38 +189,54 @@ export class ResponsesWriter implements EventWriter {
   private deltaEvents(d: Json): string {
     let out = '';
     const reasoning = d.reasoning_content ?? d.reasoning;
-    if (typeof reasoning === 'string' && reasoning) {
-      const { out: opened, open } = this.item('reasoning', () => ({
-        id: itemId('rs'),
-        type: 'reasoning',
-        summary: [],
-      }));
-      open.text += reasoning;
-      out +=
-        opened +
-        this.event(
-          'response.reasoning_summary_text.delta',
-          `${this.at(open)},"summary_index":0,"delta":${JSON.stringify(reasoning)}`,
-        );
-    }
-    if (typeof d.content === 'string' && d.content) {
-      const { out: opened, open } = this.item('message', () => ({
-        id: itemId('msg'),
-        type: 'message',
-        role: 'assistant',
-        status: 'in_progress',
-        content: [],
-      }));
-      open.text += d.content;
-      out +=
-        opened +
-        this.event(
-          'response.output_text.delta',
-          `${this.at(open)},"content_index":0,"delta":${JSON.stringify(d.content)},"logprobs":[]`,
-        );
-    }
+    if (typeof reasoning === 'string' && reasoning)
+      out += this.textDelta('reasoning', JSON.stringify(reasoning), reasoning);
+    if (typeof d.content === 'string' && d.content)
+      out += this.textDelta('message', JSON.stringify(d.content), d.content);
     for (const call of (d.tool_calls as Json[] | undefined) ?? []) out += this.callEvents(call);
     return out;
+  }
+
+  /** A usual chunk's events, from its pieces as the engine wrote them: the chunk is not parsed (`readUsualChunk`). */
+  private usualEvents({ key, text, usage }: UsualChunk): string | null {
+    if (usage) {
+      const [prompt, total, completion] = [usage.prompt, usage.total, usage.completion].map(Number) as [
+        number,
+        number,
+        number,
+      ];
+      this.state.usage = { promptTokens: prompt, completionTokens: completion };
+      this.rawUsage = { prompt_tokens: prompt, total_tokens: total, completion_tokens: completion };
+    }
+    let out = this.start();
+    if (text !== '""') {
+      this.state.tokenChunks += 1;
+      this.state.firstTokenAt ??= performance.now();
+      out += this.textDelta(key === 'content' ? 'message' : 'reasoning', text, JSON.parse(text) as string);
+    }
+    return out || null;
+  }
+
+  /** A piece of the message's text, or of the reasoning's: `json` is it as a JSON string, written into the delta as it is. */
+  private textDelta(kind: 'message' | 'reasoning', json: string, text: string): string {
+    if (kind === 'reasoning') {
+      const { out, open } = this.item('reasoning', () => ({ id: itemId('rs'), type: 'reasoning', summary: [] }));
+      open.text += text;
+      return (
+        out + this.event('response.reasoning_summary_text.delta', `${this.at(open)},"summary_index":0,"delta":${json}`)
+      );
+    }
+    const { out, open } = this.item('message', () => ({
+      id: itemId('msg'),
+      type: 'message',
+      role: 'assistant',
+      status: 'in_progress',
+      content: [],
+    }));
+    open.text += text;
+    return (
+      out + this.event('response.output_text.delta', `${this.at(open)},"content_index":0,"delta":${json},"logprobs":[]`)
+    );
   }
 
   private callEvents(call: Json): string {
@@ -242,53 +254,4 @@ export class ResponsesWriter implements EventWriter {
       out + this.event('response.function_call_arguments.delta', `${this.at(open)},"delta":${JSON.stringify(args)}`)
     );
   }
-}
-
-interface EventWriter {
-  event(type: string, fields: string): string;
-  at(item: OpenItem): string;
-  whole(type: string, data: Json): string;
-}
-
-/** The events that close an item: its text or arguments done, its part done, the finished item. */
-function closeEvents(open: OpenItem, w: EventWriter, names: ToolNames): string {
-  const { item, text } = open;
-  let out = '';
-  if (item.type === 'message') {
-    const part = { type: 'output_text', text, annotations: [], logprobs: [] };
-    out += w.event(
-      'response.output_text.done',
-      `${w.at(open)},"content_index":0,"text":${JSON.stringify(text)},"logprobs":[]`,
-    );
-    out += w.event('response.content_part.done', `${w.at(open)},"content_index":0,"part":${JSON.stringify(part)}`);
-    Object.assign(item, { status: 'completed', content: [part] });
-  } else if (item.type === 'reasoning') {
-    const part = { type: 'summary_text', text };
-    out += w.event(
-      'response.reasoning_summary_text.done',
-      `${w.at(open)},"summary_index":0,"text":${JSON.stringify(text)}`,
-    );
-    out += w.event(
-      'response.reasoning_summary_part.done',
-      `${w.at(open)},"summary_index":0,"part":${JSON.stringify(part)}`,
-    );
-    item.summary = [part];
-  } else if (item.type === 'function_call') {
-    item.arguments = text || '{}';
-    item.status = 'completed';
-    out += w.event(
-      'response.function_call_arguments.done',
-      `${w.at(open)},"name":${JSON.stringify(item.name)},"arguments":${JSON.stringify(item.arguments)}`,
-    );
-  } else {
-    // A custom tool's input arrives as the function's JSON arguments: the client gets it unwrapped, whole.
-    const done = callItem(item.call_id, flatName(item), text || '{}', names);
-    Object.assign(item, { status: 'completed', input: done.input });
-    out += w.event('response.custom_tool_call_input.done', `${w.at(open)},"input":${JSON.stringify(item.input)}`);
-  }
-  return out + w.whole('response.output_item.done', { output_index: open.index, item });
-}
-
-function flatName(item: Json): string {
-  return typeof item.namespace === 'string' ? `${item.namespace}__${String(item.name)}` : String(item.name);
 }
