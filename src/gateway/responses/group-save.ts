@@ -87,19 +87,25 @@ export class GroupSave {
     this.writing = true;
     while (this.queue.length > 0) {
       const group = this.queue.splice(0, MAX_GROUP_ROWS);
-      try {
-        const stored = await this.insert(group.map((waiting) => waiting.row));
-        // An organization whose rows together would pass its bound: each row tried alone, in order, so those that fit are kept.
-        for (const waiting of group) {
-          if (stored.has(waiting.row.id)) waiting.done('stored');
-          else if (group.length === 1) waiting.done('over the organization bound');
-          else waiting.done((await this.insert([waiting.row])).size > 0 ? 'stored' : 'over the organization bound');
-        }
-      } catch (error) {
-        for (const waiting of group) waiting.done(error as Error);
+      const stored = await this.insert(group.map((waiting) => waiting.row)).catch((error: unknown) => error as Error);
+      // A row the group could not take (its organization's rows together pass the bound, or a row the database refused,
+      // say for a key deleted meanwhile) is tried alone, in order: one tenant's row never costs another's.
+      for (const waiting of group) {
+        if (stored instanceof Set && stored.has(waiting.row.id)) waiting.done('stored');
+        else if (group.length === 1 || (stored instanceof Error && !refusedARow(stored)))
+          waiting.done(stored instanceof Error ? stored : 'over the organization bound');
+        else waiting.done(await this.insertAlone(waiting.row));
       }
     }
     this.writing = false;
+  }
+
+  private async insertAlone(row: SaveRow): Promise<SaveOutcome | Error> {
+    try {
+      return (await this.insert([row])).size > 0 ? 'stored' : 'over the organization bound';
+    } catch (error) {
+      return error as Error;
+    }
   }
 
   /**
@@ -131,6 +137,15 @@ function valuesOf(row: SaveRow): SQL {
   return sql`(${row.id}::text, ${row.orgId}::text, ${row.keyId}::text, ${row.model}::text, ${row.previousResponseId}::text,
     ${row.input}::text, ${row.response}::text, ${row.bytes}::integer,
     ${row.createdAt.toISOString()}::timestamptz, ${row.expiresAt.toISOString()}::timestamptz)`;
+}
+
+/**
+ * The database refused a row's data (SQLSTATE class 22, data exception, or 23, integrity constraint violation), not
+ * the statement as a whole: the group's other rows may still go in. Drizzle puts the driver's error in `cause`.
+ */
+function refusedARow(error: Error): boolean {
+  const code = (error.cause as { code?: unknown } | undefined)?.code ?? (error as { code?: unknown }).code;
+  return typeof code === 'string' && /^2[23]/.test(code);
 }
 
 /** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */

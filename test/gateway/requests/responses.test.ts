@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { callItem, responseOf } from '../../../src/gateway/requests/responses/answer.js';
+import { readUsualChunk } from '../../../src/gateway/proxy/usual-chunk.js';
+import { ResponsesWriter } from '../../../src/gateway/requests/responses/stream.js';
 import { chatBodyOf, responsesRequestErrors, toolNamesOf } from '../../../src/gateway/requests/responses/translate.js';
 
 describe('the Responses request as chat completions', () => {
@@ -133,5 +135,56 @@ describe('the Responses request as chat completions', () => {
         tools: [{ type: 'web_search' }],
       }),
     ).toEqual([]);
+  });
+});
+
+describe('the Responses stream from the engine’s chunks', () => {
+  /** vLLM's chunk, compact (`usual`), or the same JSON with its fields in another order, which only the general path reads. */
+  function chunk(delta: Record<string, string>, usage: string, usual: boolean): string {
+    const choices = JSON.stringify([{ index: 0, delta, logprobs: null, finish_reason: null }]);
+    const head = '"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m"';
+    return usual ? `{${head},"choices":${choices}${usage}}` : `{"choices":${choices}${usage},${head}}`;
+  }
+
+  function events(usual: boolean): unknown[] {
+    const writer = new ResponsesWriter({
+      body: { model: 'm', input: 'hi' },
+      names: toolNamesOf({}),
+      id: 'resp_1',
+      model: 'm',
+    });
+    const texts = [
+      { reasoning_content: 'Think \\ "quoted"' },
+      { content: 'Hello, ' },
+      { content: 'wörld \u2028 🚀\n' },
+    ];
+    let out = '';
+    texts.forEach((delta, i) => {
+      const usage = `,"usage":{"prompt_tokens":5,"total_tokens":${6 + i},"completion_tokens":${1 + i}}`;
+      const data = chunk(delta, usage, usual);
+      expect(readUsualChunk(data) !== null).toBe(usual);
+      out += writer.rewrite(data) ?? '';
+    });
+    out += writer.finish();
+    // Item ids are new each time: compare everything else.
+    return out
+      .split('\n\n')
+      .filter(Boolean)
+      .map((event) => JSON.parse(event.split('data: ')[1]!.replace(/"(rs|msg)_[A-Za-z0-9]+"/g, '"$1_x"')) as unknown);
+  }
+
+  it('writes the same events for vLLM’s usual chunk, read without parsing, as for any other', () => {
+    const fast = events(true);
+    expect(fast).toEqual(events(false));
+    expect(fast.at(-1)).toMatchObject({
+      type: 'response.completed',
+      response: {
+        output: [
+          { type: 'reasoning', summary: [{ text: 'Think \\ "quoted"' }] },
+          { type: 'message', content: [{ text: 'Hello, wörld \u2028 🚀\n' }] },
+        ],
+        usage: { input_tokens: 5, output_tokens: 3, total_tokens: 8 },
+      },
+    });
   });
 });

@@ -1,0 +1,149 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GroupSave, type SaveRow } from '../../../src/gateway/responses/group-save.js';
+import { KeyService } from '../../../src/gateway/keys/service.js';
+import { OrgService } from '../../../src/platform/orgs/service.js';
+import type { Database } from '../../../src/shared/db/client.js';
+import { openStore, type Store } from '../../../src/shared/db/client.js';
+import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
+
+const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
+const ONE_GIB = 1024 * 1024 * 1024;
+
+/** The database, counting the statements sent through `execute` (each save's group is one). */
+function counting(db: Database): { db: Database; statements: () => number } {
+  let statements = 0;
+  const counted = new Proxy(db, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver) as unknown;
+      if (name !== 'execute' || typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        statements += 1;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { db: counted, statements: () => statements };
+}
+
+describe.each(stores)('stored responses written in groups (%s)', (kind) => {
+  let store: Store;
+  let cleanup = async () => {};
+  let orgs: OrgService;
+  let keys: KeyService;
+  let count = 0;
+
+  beforeAll(async () => {
+    if (kind === 'postgres') {
+      const database = await createTestDatabase();
+      cleanup = database.drop;
+      store = await openStore({ databaseUrl: database.url, dataDir: 'memory://' });
+    } else {
+      store = await openStore({ dataDir: 'memory://' });
+    }
+    orgs = new OrgService(store.db);
+    keys = new KeyService(store.db, 'sk-gw-');
+  });
+  afterAll(async () => {
+    await store?.close();
+    await cleanup();
+  });
+
+  async function tenant() {
+    const org = await orgs.create('t');
+    const { key } = await keys.create({ orgId: org.id, name: 'k' });
+    return { orgId: org.id, keyId: key.id };
+  }
+
+  function row(who: { orgId: string; keyId: string }, text = 'hello'): SaveRow {
+    count += 1;
+    const input = JSON.stringify([{ type: 'message', role: 'user', content: text }]);
+    const response = JSON.stringify({ id: `resp_group${String(count).padStart(6, '0')}`, output: [] });
+    return {
+      id: `resp_group${count}_${Math.random().toString(36).slice(2, 8)}`,
+      ...who,
+      model: 'sim-chat',
+      previousResponseId: null,
+      input,
+      response,
+      bytes: input.length + response.length,
+      createdAt: new Date(),
+      expiresAt: new Date(Date.now() + 86_400_000),
+    };
+  }
+
+  async function storedIds(ids: string[]): Promise<string[]> {
+    const result = await store.db.execute(
+      sql`select id from stored_responses where id in (${sql.join(
+        ids.map((id) => sql`${id}`),
+        sql`, `,
+      )}) order by id`,
+    );
+    const rows = Array.isArray(result) ? result : (result as { rows: unknown[] }).rows;
+    return (rows as Array<{ id: string }>).map((each) => each.id);
+  }
+
+  it('writes saves that arrive together in one statement, each resolving once its row is in', async () => {
+    const a = await tenant();
+    const b = await tenant();
+    const { db, statements } = counting(store.db);
+    const group = new GroupSave(db, { orgMaxBytes: ONE_GIB, waitMs: 50 });
+    const rows = Array.from({ length: 20 }, (_, i) => row(i % 2 ? a : b));
+    const outcomes = await Promise.all(rows.map((each) => group.save(each)));
+    expect(outcomes).toEqual(rows.map(() => 'stored'));
+    expect(await storedIds(rows.map((each) => each.id))).toEqual(rows.map((each) => each.id).sort());
+    // The first goes alone (nothing says others are coming); the 19 that came while it was written share the next.
+    expect(statements()).toBe(2);
+  });
+
+  it('writes a save at once on a quiet gateway: it waits for others only while saves come closer than the wait', async () => {
+    const a = await tenant();
+    const group = new GroupSave(store.db, { orgMaxBytes: ONE_GIB, waitMs: 2_000 });
+    await group.save(row(a));
+    // Saves a wait's length apart: no save is likely to share one, so none waits.
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    const startedAt = performance.now();
+    await group.save(row(a));
+    expect(performance.now() - startedAt).toBeLessThan(1_000);
+  });
+
+  it('gathers saves that come close together for at most the wait', async () => {
+    const a = await tenant();
+    const { db, statements } = counting(store.db);
+    const group = new GroupSave(db, { orgMaxBytes: ONE_GIB, waitMs: 100 });
+    const saves: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 8; i++) {
+      saves.push(group.save(row(a)));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const startedAt = performance.now();
+    await Promise.all(saves);
+    expect(performance.now() - startedAt).toBeLessThan(1_000);
+    // Eight saves 5 ms apart with a 100 ms wait: far fewer statements than saves.
+    expect(statements()).toBeLessThanOrEqual(3);
+  });
+
+  it('never lets one tenant’s refused row cost another tenant’s save in the same group', async () => {
+    const victim = await tenant();
+    const hostile = await tenant();
+    const group = new GroupSave(store.db, { orgMaxBytes: ONE_GIB, waitMs: 50 });
+    await group.save(row(victim));
+    // A row the database refuses (a key that is not there) in the middle of others' rows.
+    const rows = [row(victim), { ...row(hostile), keyId: 'key_missing' }, row(victim)];
+    const outcomes = await Promise.allSettled(rows.map((each) => group.save(each)));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(await storedIds(rows.map((each) => each.id))).toEqual([rows[0]!.id, rows[2]!.id].sort());
+  });
+
+  it('keeps each organization’s bound when their rows share a group: only the organization past it is refused', async () => {
+    const small = await tenant();
+    const other = await tenant();
+    const probe = row(small);
+    // Room for two of `small`'s rows (all of one size), and plenty for `other`.
+    const group = new GroupSave(store.db, { orgMaxBytes: 2 * probe.bytes + 5, waitMs: 50 });
+    await group.save(probe);
+    const rows = [row(small), row(other), row(small), row(other)];
+    const outcomes = await Promise.all(rows.map((each) => group.save(each)));
+    expect(outcomes).toEqual(['stored', 'stored', 'over the organization bound', 'stored']);
+  });
+});
