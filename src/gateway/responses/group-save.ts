@@ -1,4 +1,4 @@
-import { type SQL, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { storedResponses, storedResponseTotals } from '../../shared/db/schema.js';
 
@@ -115,9 +115,13 @@ export class GroupSave {
    */
   private async insert(rows: SaveRow[]): Promise<Set<string>> {
     const { orgMaxBytes } = this.settings;
+    // The rows as one JSON parameter: the statement's text is the same for any number of rows, and the embedded
+    // PGlite's cost goes with the parameters' count and bytes (ten parameters a row cost it a fifth more CPU).
+    const batch = JSON.stringify(rows.map(recordOf));
     const result = await this.db.execute(sql`
-      with batch (id, org_id, key_id, model, previous_response_id, input_json, response_json, bytes, created_at, expires_at) as (
-        values ${sql.join(rows.map(valuesOf), sql`, `)}
+      with batch as (
+        select * from json_to_recordset(${batch}::json) as b(id text, org_id text, key_id text, model text,
+          previous_response_id text, input_json text, response_json text, bytes integer, created_at timestamptz, expires_at timestamptz)
       ),
       sums as (select org_id, sum(bytes)::bigint as bytes from batch group by org_id),
       total as (
@@ -133,10 +137,20 @@ export class GroupSave {
   }
 }
 
-function valuesOf(row: SaveRow): SQL {
-  return sql`(${row.id}::text, ${row.orgId}::text, ${row.keyId}::text, ${row.model}::text, ${row.previousResponseId}::text,
-    ${row.input}::text, ${row.response}::text, ${row.bytes}::integer,
-    ${row.createdAt.toISOString()}::timestamptz, ${row.expiresAt.toISOString()}::timestamptz)`;
+/** A row as `json_to_recordset` reads it: the columns' names, the text already JSON (it holds no NUL: JSON escapes one). */
+function recordOf(row: SaveRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    org_id: row.orgId,
+    key_id: row.keyId,
+    model: row.model,
+    previous_response_id: row.previousResponseId,
+    input_json: row.input,
+    response_json: row.response,
+    bytes: row.bytes,
+    created_at: row.createdAt.toISOString(),
+    expires_at: row.expiresAt.toISOString(),
+  };
 }
 
 /**

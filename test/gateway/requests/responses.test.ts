@@ -153,7 +153,7 @@ describe('the Responses stream from the engine’s chunks', () => {
       id: 'resp_1',
       model: 'm',
     });
-    const texts = [
+    const texts: Array<Record<string, string>> = [
       { reasoning_content: 'Think \\ "quoted"' },
       { content: 'Hello, ' },
       { content: 'wörld \u2028 🚀\n' },
