@@ -19,8 +19,9 @@ export interface SaveRow {
 /** What `GroupSave.save` says of a row: stored, or refused because its organization's total would pass the bound. */
 export type SaveOutcome = 'stored' | 'over the organization bound';
 
-/** Rows written by one statement at most (ten parameters each, far inside PostgreSQL's 65,535). */
+/** Rows written by one statement at most, and their bytes at most (a row alone may pass it: TOLLGATE_RESPONSES_MAX_BYTES bounds that). */
 const MAX_GROUP_ROWS = 256;
+const MAX_GROUP_BYTES = 16 * 1024 * 1024;
 
 interface Waiting {
   row: SaveRow;
@@ -30,9 +31,9 @@ interface Waiting {
 /**
  * Writes stored responses in groups: one statement, so one commit, for the
  * responses that finish close together. A statement's fixed cost is most of
- * a save's (in the embedded PGlite about 0.4 ms of CPU for one row, 0.1 ms a
- * row for 32), so a busy gateway that wrote each alone spent twice a
- * Responses stream's CPU on it (docs/benchmark.md).
+ * a small save's (in the embedded PGlite about 1 ms of CPU for a row alone,
+ * 0.15 ms a row in a group of 32), so a busy gateway that wrote each alone
+ * spent more CPU on it than on the stream itself (docs/benchmark.md).
  *
  * A save resolves once its row is committed, so the response's last event
  * still follows its commit and any replica reads it at once. A save waits for
@@ -86,7 +87,7 @@ export class GroupSave {
     this.timer = null;
     this.writing = true;
     while (this.queue.length > 0) {
-      const group = this.queue.splice(0, MAX_GROUP_ROWS);
+      const group = this.queue.splice(0, this.groupLength());
       const stored = await this.insert(group.map((waiting) => waiting.row)).catch((error: unknown) => error as Error);
       // A row the group could not take (its organization's rows together pass the bound, or a row the database refused,
       // say for a key deleted meanwhile) is tried alone, in order: one tenant's row never costs another's.
@@ -98,6 +99,18 @@ export class GroupSave {
       }
     }
     this.writing = false;
+  }
+
+  /** How many of the waiting saves the next statement takes: at least one, then within both bounds. */
+  private groupLength(): number {
+    let bytes = this.queue[0]!.row.bytes;
+    let length = 1;
+    while (length < Math.min(this.queue.length, MAX_GROUP_ROWS)) {
+      bytes += this.queue[length]!.row.bytes;
+      if (bytes > MAX_GROUP_BYTES) break;
+      length += 1;
+    }
+    return length;
   }
 
   private async insertAlone(row: SaveRow): Promise<SaveOutcome | Error> {

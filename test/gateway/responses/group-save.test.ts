@@ -107,6 +107,16 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
     expect(performance.now() - startedAt).toBeLessThan(1_000);
   });
 
+  it('bounds a statement’s bytes: large responses that arrive together go out in more than one', async () => {
+    const a = await tenant();
+    const { db, statements } = counting(store.db);
+    const group = new GroupSave(db, { orgMaxBytes: ONE_GIB, waitMs: 50 });
+    // Counted as 9 MiB each (the column the bound reads), so no two share a statement of at most 16 MiB.
+    const rows = Array.from({ length: 4 }, () => ({ ...row(a), bytes: 9 * 1024 * 1024 }));
+    expect(await Promise.all(rows.map((each) => group.save(each)))).toEqual(rows.map(() => 'stored'));
+    expect(statements()).toBe(4);
+  });
+
   it('gathers saves that come close together for at most the wait', async () => {
     const a = await tenant();
     const { db, statements } = counting(store.db);
