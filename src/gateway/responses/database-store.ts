@@ -61,8 +61,9 @@ export class DatabaseResponseStore implements ResponseStore {
         `TOLLGATE_RESPONSES_MAX_BYTES=${maxBytes}`,
       );
     const expiresAt = new Date(stored.createdAt.getTime() + retentionDays * DAY_MS);
-    const { input: _input, response: _response, ...rest } = stored;
-    const outcome = await this.group.save({ ...rest, input, response, bytes, expiresAt });
+    const { id, orgId, keyId, model, previousResponseId, createdAt } = stored;
+    const row = { id, orgId, keyId, model, previousResponseId, input, response, bytes, createdAt, expiresAt };
+    const outcome = await this.group.save(row);
     if (outcome !== 'stored') {
       throw sizeRefusal(
         `Your organization's stored responses would be more than the gateway keeps for one organization`,

@@ -200,13 +200,14 @@ export class ResponsesWriter implements EventWriter {
   /** A usual chunk's events, from its pieces as the engine wrote them: the chunk is not parsed (`readUsualChunk`). */
   private usualEvents({ key, text, usage }: UsualChunk): string | null {
     if (usage) {
-      const [prompt, total, completion] = [usage.prompt, usage.total, usage.completion].map(Number) as [
-        number,
-        number,
-        number,
-      ];
-      this.state.usage = { promptTokens: prompt, completionTokens: completion };
-      this.rawUsage = { prompt_tokens: prompt, total_tokens: total, completion_tokens: completion };
+      const promptTokens = Number(usage.prompt);
+      const completionTokens = Number(usage.completion);
+      this.state.usage = { promptTokens, completionTokens };
+      this.rawUsage = {
+        prompt_tokens: promptTokens,
+        total_tokens: Number(usage.total),
+        completion_tokens: completionTokens,
+      };
     }
     let out = this.start();
     if (text !== '""') {
