@@ -129,7 +129,7 @@ export class GroupSave {
   private async insert(rows: SaveRow[]): Promise<Set<string>> {
     const { orgMaxBytes } = this.settings;
     // The rows as one JSON parameter: the statement's text is the same for any number of rows, and the embedded
-    // PGlite's cost goes with the parameters' count and bytes (ten parameters a row cost it a fifth more CPU).
+    // PGlite's cost goes with the parameters' count and bytes (ten parameters a row cost it a sixth more CPU).
     const batch = JSON.stringify(rows.map(recordOf));
     const result = await this.db.execute(sql`
       with batch as (
