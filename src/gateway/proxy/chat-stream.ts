@@ -1,6 +1,7 @@
 import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
 import { withoutNullFields } from './openai-shape.js';
-import { type TokenUsage, usageFrom } from './usage.js';
+import { newStreamState, type StreamState } from '../billing/settlement.js';
+import { usageFrom } from './usage.js';
 import { readUsualChunk, type UsualChunk } from './usual-chunk.js';
 
 export interface ChatStreamOptions {
@@ -14,18 +15,6 @@ export interface ChatStreamOptions {
   carriesTokens?: (choice: Record<string, unknown>) => boolean;
 }
 
-/** What the gateway learnt from a chat stream, read when it ends. */
-export interface ChatStreamState {
-  /** The engine's latest usage: final when `usageFinal`, else the running count of a cut stream. */
-  usage: TokenUsage | null;
-  usageFinal: boolean;
-  /** Chunks that carried generated text, the fallback count when no usage arrived at all. */
-  tokenChunks: number;
-  firstTokenAt: number | null;
-  /** The engine sent an error event inside the stream. */
-  failed: boolean;
-}
-
 /**
  * Rewrites one chat chunk for the client. The gateway always asks the engine
  * for usage (final and running) so it can bill any stream, even one cut short;
@@ -37,7 +26,7 @@ export interface ChatStreamState {
  * rewriter.state.usage; // { promptTokens: 3, completionTokens: 2 }
  */
 export function createChatChunkRewriter(options: ChatStreamOptions) {
-  const state: ChatStreamState = { usage: null, usageFinal: false, tokenChunks: 0, firstTokenAt: null, failed: false };
+  const state = newStreamState();
   const clientModelJson = JSON.stringify(options.clientModel);
   const tokensIn = options.carriesTokens ?? carriesTokens;
 
@@ -89,7 +78,7 @@ export function createChatChunkRewriter(options: ChatStreamOptions) {
  */
 function rewriteUsual(
   usual: UsualChunk,
-  state: ChatStreamState,
+  state: StreamState,
   options: ChatStreamOptions,
   clientModelJson: string,
 ): string {

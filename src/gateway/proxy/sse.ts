@@ -132,11 +132,9 @@ function dataOf(event: string): string | null {
   return data;
 }
 
+/** What every protocol's client is told when the engine's stream breaks off: its error event says this. */
+export const STREAM_CUT_MESSAGE = 'The model server stopped before finishing this response; the output is incomplete.';
+
 function midStreamError() {
-  return envelopeOf(
-    new GatewayError(
-      'upstream_error',
-      'The model server stopped before finishing this response; the output is incomplete.',
-    ),
-  );
+  return envelopeOf(new GatewayError('upstream_error', STREAM_CUT_MESSAGE));
 }

@@ -13,7 +13,7 @@ import { estimateRequestTokens } from '../limits/estimate.js';
 import type { Ticket } from '../limits/gate-keeper.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
 import { keyHeaderOf } from './auth.js';
-import type { BilledDeps, BilledEndpoint, EndpointName } from './endpoint.js';
+import type { BilledDeps, BilledEndpoint, EndpointName, ProtocolCall } from './endpoint.js';
 
 /** A request whose key, model, body, price and project are known good. */
 export interface AuthorizedRequest {
@@ -113,17 +113,19 @@ export async function authorize(
  * Takes what the request may use, in one step (`GateKeeper`, `limits/gate-keeper.ts`): a
  * hold on the wallet for the most it can cost (402 when nothing is
  * spendable) and its key's four limits (429). A request refused by any of
- * them takes nothing.
+ * them takes nothing. The bounds, the hold and the estimate are the body the
+ * engine is sent (`ProtocolCall`), with whatever the protocol added.
  */
 export async function reserve(
   c: Context<GatewayEnv>,
   services: BilledDeps,
   request: AuthorizedRequest,
-  endpoint: BilledEndpoint,
+  protocol: ProtocolCall,
 ): Promise<BilledCall> {
-  const bounded = endpoint.boundedFields ? endpoint.boundedFields(request.body) : request.body;
+  // From what the engine is sent, not the client's body alone: a Responses turn sends its stored conversation too.
+  const bounded = protocol.bounded;
   const { bounds, holdNanos } = holdFor(
-    { bodyBytes: request.bodyBytes, body: bounded, task: request.task, contextLength: request.model.contextLength },
+    { bodyBytes: protocol.sentBytes, body: bounded, task: request.task, contextLength: request.model.contextLength },
     request.price,
   );
   const admitting = services.gateKeeper.admit({

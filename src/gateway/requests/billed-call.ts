@@ -3,22 +3,13 @@ import { bodiesToStore } from '../billing/request-data.js';
 import type { ChargeRecord } from '../billing/wallet.js';
 import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
 import { describeError } from '../../shared/http/log.js';
-import type { TokenUsage, UsageSource } from '../proxy/usage.js';
+import type { Settlement } from '../billing/settlement.js';
 import type { BilledDeps } from './endpoint.js';
 import type { AuthorizedRequest, BilledCall } from './admission.js';
 
 export type { BilledCall } from './admission.js';
 
-/** How a call ended, as the gateway bills and records it. */
-export interface Settlement {
-  usage: TokenUsage;
-  usageSource: UsageSource;
-  status: number;
-  streamed: boolean;
-  firstTokenAt?: number | null;
-  /** The answer as the client received it: kept for keys that store request data, and cached for keys with the cache on. */
-  answer?: CachedResponse;
-}
+export type { Settlement } from '../billing/settlement.js';
 
 /**
  * Ends a call: makes its charge (exact cost and usage record) durable in the

@@ -7,24 +7,26 @@ import { readEngineAnswer } from '../proxy/upstream.js';
 import { usageFrom } from '../proxy/usage.js';
 import { authorize, reserve } from './admission.js';
 import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js';
+import { relayBilledStream } from './billed-stream.js';
 import { cachedAnswer } from './cached-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
 import type { BilledDeps, BilledEndpoint } from './endpoint.js';
 
-export type { BilledDeps, BilledEndpoint, StreamControls } from './endpoint.js';
+export type { BilledDeps, BilledEndpoint, ProtocolCall, StreamControls } from './endpoint.js';
 
 /**
  * The life of a billed request, as CONTRIBUTING.md's request path reads:
  *
- * 1. admit: key, body, model, price, project (`authorize`); a cached answer
- *    if the key has the cache on; then the wallet hold and the key's limits
- *    (`reserve`);
+ * 1. admit: key, body, model, price, project (`authorize`); the protocol's
+ *    call begun (`endpoint.begin`: what the engine is sent); a cached answer
+ *    if the key has the cache on; then the wallet hold and the key's limits,
+ *    from what the engine is sent (`reserve`);
  * 2. call: the engine, on a ready replica the router picks (by default scored
  *    on its load and the prompt's prefix, `engines/routing/`), failing over
  *    before the first byte (`postWithFailover`), aborted when the client
  *    leaves or the upstream timeout passes;
  * 3. relay: the JSON answer with the client's model name, or the stream
- *    event by event (`relayStream`);
+ *    event by event (`relayBilledStream`, the protocol's `StreamWriter`);
  * 4. settle: usage from the engine (held to the request's bounds), the
  *    charge, the limits settled, the hold given back (`settle`); or, when the
  *    call failed before using anything, everything given back (`abandon`).
@@ -38,13 +40,13 @@ export async function serveBilled(
   endpoint: BilledEndpoint,
 ): Promise<Response> {
   const request = await authorize(c, services, endpoint);
-  if (endpoint.prepare) await endpoint.prepare(request);
+  const protocol = await endpoint.begin(request);
   const cached = await cachedAnswer(c, services, request);
   if (cached) return cached;
-  const call = await reserve(c, services, request, endpoint);
+  const call = await reserve(c, services, request, protocol);
 
-  const stream = endpoint.streams(call.body);
-  const upstream = engineCallAbort(c, services.config.upstreamTimeoutMs, !stream);
+  const stream = protocol.stream;
+  const upstream = engineCallAbort(c, services.config.upstreamTimeoutMs, stream === null);
   const signal = upstream.signal;
   // A relayed stream gives back its replica when it ends; everything else gives it back here.
   let target: UpstreamTarget | undefined;
@@ -60,7 +62,7 @@ export async function serveBilled(
       acquire: (exclude) =>
         services.fleet.acquire(call.model.id, exclude, { body: call.body, session: headerOf(c, 'x-session-id') }),
       path: endpoint.path,
-      body: (t) => endpoint.upstreamBody(call, t),
+      body: (t) => protocol.bodyFor(t),
       headers: traceHeaders,
       clientModel: call.clientModel,
       signal,
@@ -72,23 +74,23 @@ export async function serveBilled(
       relaying = true;
       c.set('streaming', true);
       const relayed = target;
-      return endpoint.relayStream!(c, services, call, sent.response, {
-        abort: upstream.abort,
-        release: () => {
-          relayed.release();
-          upstream.clearTimer();
-        },
-      });
+      const release = () => {
+        relayed.release();
+        upstream.clearTimer();
+      };
+      const promptEstimate = () => protocol.estimate(null).promptTokens;
+      const controls = { abort: upstream.abort, release };
+      return relayBilledStream(c, services, call, sent.response, controls, stream(), promptEstimate);
     }
     const { answer, restore } = await readEngineAnswer(sent.response, endpoint.liftArrays);
     call.upstreamDoneAt = performance.now();
     answer.model = call.clientModel;
     endpoint.shapeAnswer?.(answer);
-    const answered = endpoint.answerOf ? await endpoint.answerOf(answer, call) : withoutNullFields(answer);
+    const answered = protocol.answerOf ? await protocol.answerOf(answer) : withoutNullFields(answer);
     // A string, or bytes when arrays were lifted (their bytes are the engine's, never decoded).
     const written = restore(JSON.stringify(answered));
     const reported = usageFrom(answer.usage);
-    const usage = reported ?? endpoint.estimate(call, answer);
+    const usage = reported ?? protocol.estimate(answer);
     await settle(services, call, {
       usage,
       usageSource: reported ? 'upstream' : 'estimated',
@@ -101,7 +103,7 @@ export async function serveBilled(
     return c.body(written, 200, { 'content-type': 'application/json' });
   } catch (error) {
     call.trace?.upstreamFailed(error);
-    if (upstream.clientLeft()) return settleClientGone(services, call, endpoint.estimate(call, null).promptTokens);
+    if (upstream.clientLeft()) return settleClientGone(services, call, protocol.estimate(null).promptTokens);
     await abandon(services, call);
     throw error;
   } finally {

@@ -1,6 +1,6 @@
 import { estimateCompletionTokens, estimateInputTokens } from '../proxy/usage.js';
 import { sequencesOf } from '../billing/token-bounds.js';
-import { openAiUpstreamBody, relayChunks } from './chat.js';
+import { openAiCall } from './chat.js';
 import type { BilledEndpoint } from './endpoint.js';
 import { promptsOf, validateCompletionsRequest } from './validate.js';
 
@@ -17,16 +17,13 @@ export const COMPLETIONS: BilledEndpoint = {
   task: 'chat',
   path: '/completions',
   validate: (body, config) => validateCompletionsRequest(body, config.maxChoices),
-  boundedFields: completionsBounds,
-  streams: (body) => body.stream === true,
-  upstreamBody: (call, target) => openAiUpstreamBody(call, target.servedModelName),
-  estimate: (call, answer) => ({
-    promptTokens: estimateInputTokens(call.body.prompt),
-    completionTokens: answer ? textTokens(answer.choices) : 0,
-  }),
-  relayStream: (c, deps, call, response, controls) =>
-    relayChunks(c, deps, call, response, controls, {
-      promptEstimate: () => estimateInputTokens(call.body.prompt),
+  begin: (request) =>
+    openAiCall(request, {
+      bounded: completionsBounds(request.body),
+      estimate: (answer) => ({
+        promptTokens: estimateInputTokens(request.body.prompt),
+        completionTokens: answer ? textTokens(answer.choices) : 0,
+      }),
       carriesTokens: (choice) => typeof choice.text === 'string' && choice.text !== '',
     }),
 };

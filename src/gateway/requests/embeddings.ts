@@ -11,13 +11,17 @@ export const EMBEDDINGS: BilledEndpoint = {
   task: 'embedding',
   path: '/embeddings',
   validate: (body) => validateEmbeddingsRequest(body),
-  streams: () => false,
   // 1,024 floats a vector: found, checked and relayed as text, never parsed into numbers and written back.
   liftArrays: 'embedding',
-  upstreamBody: (call, target) => ({ ...call.body, model: target.servedModelName }),
   shapeAnswer(answer) {
     // Clients index results by position: keep them in input order whatever order the engine used.
     if (Array.isArray(answer.data)) (answer.data as Array<{ index: number }>).sort((a, b) => a.index - b.index);
   },
-  estimate: (call) => ({ promptTokens: estimateInputTokens(call.body.input), completionTokens: 0 }),
+  begin: (request) => ({
+    bounded: request.body,
+    sentBytes: request.bodyBytes,
+    bodyFor: (target) => ({ ...request.body, model: target.servedModelName }),
+    estimate: () => ({ promptTokens: estimateInputTokens(request.body.input), completionTokens: 0 }),
+    stream: null,
+  }),
 };

@@ -1,9 +1,6 @@
-import type { Context } from 'hono';
 import type { Config } from '../../config/types.js';
 import type { TaskType } from '../../shared/db/schema.js';
-import type { GatewayEnv } from '../../shared/http/context.js';
 import type { UpstreamTarget } from '../engines/types.js';
-import type { EngineResponse } from '../proxy/upstream.js';
 import type { TokenUsage } from '../proxy/usage.js';
 import type { Logger } from '../../shared/http/log.js';
 import type { InFlight } from '../../shared/http/in-flight.js';
@@ -16,7 +13,9 @@ import type { RequestPathCache } from '../catalog/request-path-cache.js';
 import type { Fleet } from '../engines/fleet.js';
 import type { KeyService } from '../keys/service.js';
 import type { GateKeeper } from '../limits/gate-keeper.js';
-import type { AuthorizedRequest, BilledCall } from './admission.js';
+import type { AuthorizedRequest } from './admission.js';
+import type { StreamState } from '../billing/settlement.js';
+import type { RelayOutcome } from '../proxy/sse.js';
 
 /**
  * What the billed path uses of the gateway's services, and nothing more: a
@@ -47,12 +46,11 @@ export interface StreamControls {
 /** The protocols the gateway bills, as usage records name them (`usage_records.endpoint`) and the response cache keys them. */
 export type EndpointName = 'chat.completions' | 'embeddings' | 'completions' | 'messages' | 'responses';
 
+type Json = Record<string, unknown>;
+
 /**
- * One protocol, as DESIGN.md's "A billed request" reads: what it reads from a
- * request (its model's task, its checks, the fields its token bounds read),
- * what it sends the engine, how it finds usage in the engine's answer (JSON,
- * or its stream's own events), and how it answers its clients. Everything
- * else is `serveBilled`.
+ * One protocol: what it reads from a request (its model's task, its checks),
+ * and how it starts a call (`begin`). Everything else is `serveBilled`.
  */
 export interface BilledEndpoint {
   name: EndpointName;
@@ -63,39 +61,51 @@ export interface BilledEndpoint {
   /** The engine's path below its `/v1`. */
   path: string;
   /** Refuses a body the gateway cannot bill or relay (400 with details); every other field is the engine's to judge. */
-  validate(body: Record<string, unknown>, config: Config): void;
-  /**
-   * What the endpoint reads before the hold, once the request is authorized (the Responses API: the stored
-   * conversation `previous_response_id` continues); may refuse.
-   */
-  prepare?(request: AuthorizedRequest): Promise<void>;
-  /**
-   * The fields the token bounds and the token limits' estimate read, in chat's names
-   * (`messages`, `max_tokens`, `max_completion_tokens`, `n`, `best_of`; `prompt` for completions),
-   * when the protocol names them otherwise. Default: the body itself.
-   */
-  boundedFields?(body: Record<string, unknown>): Record<string, unknown>;
-  /** Whether this request is answered as a stream (then `relayStream` answers it). */
-  streams(body: Record<string, unknown>): boolean;
-  /** The body sent to one replica: the client's, naming the replica's served model, plus what the endpoint adds. */
-  upstreamBody(call: BilledCall, target: UpstreamTarget): Record<string, unknown>;
+  validate(body: Json, config: Config): void;
   /** Arrays of numbers under this key are relayed as the engine wrote them, never parsed (embeddings' vectors). */
   liftArrays?: string;
   /** Adjusts the engine's JSON answer for the client, in place (the model name is already the client's). */
-  shapeAnswer?(answer: Record<string, unknown>): void;
-  /** The answer's JSON for the client, when the protocol's answer is not the engine's (Messages, Responses); default: the engine's, shaped. */
-  answerOf?(
-    answer: Record<string, unknown>,
-    call: BilledCall,
-  ): Record<string, unknown> | Promise<Record<string, unknown>>;
+  shapeAnswer?(answer: Json): void;
+  /**
+   * Starts one request's call, once it is authorized: reads what it needs (the Responses API: the stored
+   * conversation `previous_response_id` continues; may refuse) and makes the body the engine is sent.
+   */
+  begin(request: AuthorizedRequest): ProtocolCall | Promise<ProtocolCall>;
+}
+
+/**
+ * One request of one protocol, made by `BilledEndpoint.begin`: what the engine is sent (the translation, for
+ * Messages and Responses, with the stored history), what the token bounds, the hold and the token limits'
+ * estimate read of it, and how its answer reaches the client.
+ */
+export interface ProtocolCall {
+  /**
+   * The fields the token bounds and the token limits' estimate read, in chat's names (`messages`, `tools`,
+   * `max_tokens`, `max_completion_tokens`, `n`, `best_of`), as the engine is sent them.
+   */
+  bounded: Json;
+  /** The size in bytes of the body the engine is sent: the prompt's bound (a text token is at least a byte). */
+  sentBytes: number;
+  /** The body sent to one replica: what is sent to every replica, naming the replica's served model. */
+  bodyFor(target: UpstreamTarget): Json;
   /** Usage when the engine reported none valid: from the request, and from the answer if there is one. */
-  estimate(call: BilledCall, answer: Record<string, unknown> | null): TokenUsage;
-  /** Relays a streamed answer and settles the call when the stream ends. */
-  relayStream?(
-    c: Context<GatewayEnv>,
-    deps: BilledDeps,
-    call: BilledCall,
-    response: EngineResponse,
-    controls: StreamControls,
-  ): Response;
+  estimate(answer: Json | null): TokenUsage;
+  /** The answer's JSON for the client, when the protocol's answer is not the engine's (Messages, Responses). */
+  answerOf?(answer: Json): Json | Promise<Json>;
+  /** How the answer's stream is written for the client; null when the request is answered as JSON. */
+  stream: (() => StreamWriter) | null;
+}
+
+/** One stream of one protocol, as `relayBilledStream` (`requests/billed-stream.ts`) relays it. */
+export interface StreamWriter {
+  /** What the stream learnt of the engine's usage, read when it ends. */
+  state: StreamState;
+  /** One engine event's data as the client's: `data:` payload, or whole events when `events` is set; null drops it. */
+  rewrite(data: string): string | null;
+  /** For a protocol whose events are not the engine's `data:` lines: its last events, and its error event. */
+  events?: { finish(): string; failure(): string };
+  /** Runs when the stream ends, before it is settled; returns events to keep beside the relayed ones (Responses). */
+  ended?(outcome: RelayOutcome): Promise<string | null>;
+  /** Whether its events may be cached: a replay is `data:` lines, which only the OpenAI-style streams' clients read. */
+  cacheable: boolean;
 }

@@ -5,7 +5,8 @@ import { readJsonObject } from '../../shared/http/request.js';
 import type { Services } from '../../services.js';
 import { requireKey } from '../../gateway/requests/auth.js';
 import { serveBilled } from '../../gateway/requests/billed-request.js';
-import { chatOf, MESSAGES } from '../../gateway/requests/messages/index.js';
+import { MESSAGES } from '../../gateway/requests/messages/index.js';
+import { chatBodyOf } from '../../gateway/requests/messages/translate.js';
 import { countTokens } from '../../gateway/requests/messages/count.js';
 
 /**
@@ -24,7 +25,7 @@ export function messagesRoutes(services: Services): Hono<GatewayEnv> {
   routes.post('/count_tokens', requireKey(services.keys, true), async (c) => {
     const { body } = await readJsonObject(c, services.config.maxBodyBytes, services.config.oversizeDrain);
     MESSAGES.validate({ max_tokens: 1, ...body }, services.config);
-    return c.json({ input_tokens: await countTokens(services, body, chatOf) });
+    return c.json({ input_tokens: await countTokens(services, body, chatBodyOf) });
   });
   return routes;
 }

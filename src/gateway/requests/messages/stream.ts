@@ -1,18 +1,29 @@
-import { type TokenUsage, usageFrom } from '../../proxy/usage.js';
+import { newStreamState } from '../../billing/settlement.js';
+import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
+import { usageFrom } from '../../proxy/usage.js';
+import type { StreamWriter } from '../endpoint.js';
 import { messageId, stopReasonOf } from './answer.js';
 
 type Json = Record<string, unknown>;
 
-/** What a Messages stream learnt of the engine's, read when it ends to bill it. */
-export interface MessagesStreamState {
-  usage: TokenUsage | null;
-  usageFinal: boolean;
-  tokenChunks: number;
-  firstTokenAt: number | null;
-  failed: boolean;
-}
-
 const event = (name: string, data: Json): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/**
+ * A Messages stream as `relayBilledStream` relays it: Anthropic's events in place of the engine's `data:` lines,
+ * kept but never cached (cached events replay as `data:` lines, which Anthropic's clients do not read).
+ */
+export function messagesStreamWriter(model: string): StreamWriter {
+  const writer = createMessagesWriter(model);
+  return {
+    state: writer.state,
+    rewrite: writer.rewrite,
+    events: {
+      finish: () => (writer.state.failed ? messagesStreamFailure() : writer.finish()),
+      failure: messagesStreamFailure,
+    },
+    cacheable: false,
+  };
+}
 
 /**
  * Turns the engine's chat chunks into Anthropic's event sequence:
@@ -26,13 +37,7 @@ const event = (name: string, data: Json): string => `event: ${name}\ndata: ${JSO
  * writer.rewrite('{"choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":{"prompt_tokens":5,"completion_tokens":1}}');
  */
 export function createMessagesWriter(model: string) {
-  const state: MessagesStreamState = {
-    usage: null,
-    usageFinal: false,
-    tokenChunks: 0,
-    firstTokenAt: null,
-    failed: false,
-  };
+  const state = newStreamState();
   const blocks = contentBlocks();
   let started = false;
   let stopReason = 'end_turn';
@@ -174,9 +179,6 @@ function deltaEvents(d: Json, w: BlockWriter): string {
 export function messagesStreamFailure(): string {
   return event('error', {
     type: 'error',
-    error: {
-      type: 'api_error',
-      message: 'The model server stopped before finishing this response; the output is incomplete.',
-    },
+    error: { type: 'api_error', message: STREAM_CUT_MESSAGE },
   });
 }

@@ -1,10 +1,10 @@
 import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError, type Logger } from '../../../shared/http/log.js';
+import { withinStoreTimeout } from '../../../shared/db/timeout.js';
 import type { ResponseStore } from '../../responses/store.js';
 import type { AuthorizedRequest } from '../admission.js';
 import { itemId } from './answer.js';
 import { inputItemsOf } from './items.js';
-import { chatBodyOf } from './translate.js';
 
 type Json = Record<string, unknown>;
 
@@ -16,44 +16,47 @@ export interface ConversationDeps {
 
 /**
  * The conversations of the Responses API: the one place the create path uses
- * the response store. Before the hold, `previous_response_id` is read (its
- * chain, in the caller's organization only); the request's chat translation
- * then carries the earlier turns; after the answer, the response is kept
- * unless `store: false`.
+ * the response store, each call within the store's timeout (a store that does
+ * not answer is a 503 before the hold, or a response answered unstored after
+ * it). Before the hold, `previous_response_id` is read (its chain, in the
+ * caller's organization only): its turns go to the engine before this one's;
+ * after the answer, the response is kept unless `store: false`.
  */
 export function createConversations({ store, log }: ConversationDeps) {
-  const earlierTurns = new WeakMap<Json, Json[]>();
-  const translations = new WeakMap<Json, Json>();
-
-  /** Reads the conversation `previous_response_id` continues: an unknown, expired or another organization's id is a 404, before any hold. */
-  const load = async (request: AuthorizedRequest): Promise<void> => {
+  /**
+   * The earlier turns `previous_response_id` continues, as items (none without it): an unknown, expired or another
+   * organization's id is a 404, before any hold.
+   */
+  const load = async (request: AuthorizedRequest): Promise<Json[] | undefined> => {
     const id = request.body.previous_response_id;
-    if (typeof id !== 'string') return;
-    const chain = store ? await store.chain(request.caller.orgId, id) : null;
+    if (typeof id !== 'string') return undefined;
+    const chain = store ? await readChain(store, request, id) : null;
     if (!chain)
       throw new GatewayError('previous_response_not_found', `Previous response with id '${id}' not found.`, {
         details: [{ field: 'previous_response_id', message: 'no stored response has this id' }],
       });
-    earlierTurns.set(
-      request.body,
-      chain.flatMap((turn) => [...turn.input, ...((turn.response.output as Json[] | undefined) ?? [])]),
-    );
+    return chain.flatMap((turn) => [...turn.input, ...((turn.response.output as Json[] | undefined) ?? [])]);
   };
 
-  /** The request as chat completions, made once: the bounds, the estimate and every replica tried read it. */
-  const chatOf = (body: Json): Json => {
-    let chat = translations.get(body);
-    if (!chat) {
-      chat = chatBodyOf(body, earlierTurns.get(body));
-      translations.set(body, chat);
+  const readChain = async (store: ResponseStore, request: AuthorizedRequest, id: string) => {
+    try {
+      return await withinStoreTimeout(store.chain(request.caller.orgId, id));
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      log.warn('a stored conversation could not be read', { requestId: request.requestId, ...describeError(error) });
+      throw new GatewayError(
+        'billing_unavailable',
+        'The gateway cannot read stored responses right now. Retry with backoff.',
+        { headers: { 'Retry-After': '2' }, cause: error },
+      );
     }
-    return chat;
   };
 
   /**
    * Keeps a finished response (completed or incomplete) with this turn's input items, unless the request said
-   * `store: false`. A response the store refuses (past its size bound) or cannot write is still answered, as
-   * `store: false`: its tokens were generated and are billed, and the client learns it cannot be continued.
+   * `store: false`. A response the store refuses (past its size bound), cannot write or does not write in time is
+   * still answered, as `store: false`: its tokens were generated and are billed, and the client learns it cannot be
+   * continued.
    */
   const keep = async (request: AuthorizedRequest, response: Json): Promise<void> => {
     if (!store || request.body.store === false) {
@@ -61,17 +64,19 @@ export function createConversations({ store, log }: ConversationDeps) {
       return;
     }
     try {
-      await store.save({
-        id: response.id as string,
-        orgId: request.caller.orgId,
-        keyId: request.caller.id,
-        model: request.clientModel,
-        createdAt: new Date((response.created_at as number) * 1000),
-        previousResponseId:
-          typeof request.body.previous_response_id === 'string' ? request.body.previous_response_id : null,
-        input: inputItemsOf(request.body.input).map(storedItem),
-        response,
-      });
+      await withinStoreTimeout(
+        store.save({
+          id: response.id as string,
+          orgId: request.caller.orgId,
+          keyId: request.caller.id,
+          model: request.clientModel,
+          createdAt: new Date((response.created_at as number) * 1000),
+          previousResponseId:
+            typeof request.body.previous_response_id === 'string' ? request.body.previous_response_id : null,
+          input: inputItemsOf(request.body.input).map(storedItem),
+          response,
+        }),
+      );
     } catch (error) {
       response.store = false;
       log.warn('a response was not stored: answered with store false', {
@@ -81,7 +86,7 @@ export function createConversations({ store, log }: ConversationDeps) {
     }
   };
 
-  return { load, chatOf, keep };
+  return { load, keep };
 }
 
 const ID_PREFIXES: Record<string, string> = {

@@ -1,19 +1,14 @@
-import type { Context } from 'hono';
-import type { GatewayEnv } from '../../../shared/http/context.js';
-import { relaySse } from '../../proxy/sse.js';
-import type { EngineResponse } from '../../proxy/upstream.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../../proxy/usage.js';
-import { type BilledCall, keepsAnswer } from '../billed-call.js';
-import { SSE_HEADERS } from '../cached-answer.js';
-import { settleStream } from '../chat.js';
-import type { BilledDeps, BilledEndpoint, StreamControls } from '../endpoint.js';
+import type { AuthorizedRequest } from '../admission.js';
+import type { BilledEndpoint, ProtocolCall, StreamWriter } from '../endpoint.js';
 import { invalid } from '../validate.js';
 import { itemId, responseOf } from './answer.js';
 import { type ConversationDeps, createConversations } from './conversation.js';
-import { ResponsesWriter } from './stream.js';
-import { responsesRequestErrors, toolNamesOf } from './translate.js';
+import { ResponsesWriter, type ResponsesStreamSource } from './stream.js';
+import { chatBodyOf, responsesRequestErrors, toolNamesOf } from './translate.js';
 
 type Json = Record<string, unknown>;
+type Conversations = ReturnType<typeof createConversations>;
 
 /**
  * OpenAI's Responses API (`POST /v1/responses`), JSON or SSE, translated to
@@ -35,76 +30,68 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
       const details = responsesRequestErrors(body);
       if (details.length > 0) throw invalid(details);
     },
-    prepare: (request) => conversations.load(request),
-    boundedFields: (body) => conversations.chatOf(body),
-    streams: (body) => body.stream === true,
-    upstreamBody(call, target) {
-      const chat = conversations.chatOf(call.body);
+    begin: async (request) => responsesCall(request, conversations, await conversations.load(request)),
+  };
+}
+
+/** One Responses request: its translation, with the earlier turns it continues, made once. */
+function responsesCall(request: AuthorizedRequest, conversations: Conversations, earlier?: Json[]): ProtocolCall {
+  const chat = chatBodyOf(request.body, earlier);
+  const streams = request.body.stream === true;
+  const source = (): ResponsesStreamSource => ({
+    body: request.body,
+    names: toolNamesOf(request.body),
+    id: itemId('resp'),
+    model: request.clientModel,
+  });
+  return {
+    bounded: chat,
+    sentBytes: request.bodyBytes,
+    bodyFor(target) {
       const body: Json = { ...chat, model: target.servedModelName };
       // As for Messages: a ceiling past the room the prompt leaves is not sent; the engine then stops at the context's end.
       if (
         typeof chat.max_tokens === 'number' &&
-        chat.max_tokens + estimatePromptTokens(chat.messages) >= call.model.contextLength
+        chat.max_tokens + estimatePromptTokens(chat.messages) >= request.model.contextLength
       )
         delete body.max_tokens;
-      if (call.body.stream === true) body.stream_options = { include_usage: true, continuous_usage_stats: true };
+      if (streams) body.stream_options = { include_usage: true, continuous_usage_stats: true };
       return body;
     },
-    async answerOf(answer, call) {
-      const response = responseOf(answer, call.body, toolNamesOf(call.body), itemId('resp'), call.clientModel);
-      await conversations.keep(call, response);
+    async answerOf(answer) {
+      const { body, names, id, model } = source();
+      const response = responseOf(answer, body, names, id, model);
+      await conversations.keep(request, response);
       return response;
     },
-    estimate: (call, answer) => ({
-      promptTokens: estimatePromptTokens(conversations.chatOf(call.body).messages),
+    estimate: (answer) => ({
+      promptTokens: estimatePromptTokens(chat.messages),
       completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
     }),
-    relayStream: (c, deps, call, response, controls) =>
-      relayResponses(c, deps, call, response, controls, conversations),
+    stream: streams ? () => responsesStreamWriter(source(), (response) => conversations.keep(request, response)) : null,
   };
 }
 
-function relayResponses(
-  c: Context<GatewayEnv>,
-  services: BilledDeps,
-  call: BilledCall,
-  response: EngineResponse,
-  controls: StreamControls,
-  conversations: ReturnType<typeof createConversations>,
-): Response {
-  const writer = new ResponsesWriter({
-    body: call.body,
-    names: toolNamesOf(call.body),
-    id: itemId('resp'),
-    model: call.clientModel,
-  });
-  const delivered: string[] | null = keepsAnswer(call) ? [] : null;
-  // The last events are written when the stream ends, before it is settled: the response is kept (or not) first.
+/**
+ * A Responses stream as `relayBilledStream` relays it. Its last events are written when the stream ends, before it
+ * is settled: the response is kept (or not) first, and `response.completed` says whether it was.
+ */
+function responsesStreamWriter(source: ResponsesStreamSource, keep: (response: Json) => Promise<void>): StreamWriter {
+  const writer = new ResponsesWriter(source);
   let last: string | null = null;
-  const relayed = relaySse({
-    upstream: response.body,
-    onData: (data) => {
-      const events = writer.rewrite(data);
-      if (events !== null) delivered?.push(events);
-      return events;
-    },
-    abortUpstream: controls.abort,
+  return {
+    state: writer.state,
+    rewrite: (data) => writer.rewrite(data),
     events: { finish: () => last ?? writer.failure(), failure: () => last ?? writer.failure() },
-    onEnd: async (outcome) => {
-      controls.release();
+    async ended(outcome) {
       if (outcome === 'done' && !writer.state.failed) {
         const closing = writer.closeItems();
-        await conversations.keep(call, writer.finalResponse());
+        await keep(writer.finalResponse());
         last = closing + writer.completed();
       } else if (outcome === 'upstream_failed' || writer.state.failed) last = writer.failure();
-      if (last !== null) delivered?.push(last);
-      await settleStream(services, call, {
-        state: writer.state,
-        outcome,
-        promptEstimate: () => estimatePromptTokens(conversations.chatOf(call.body).messages),
-        kept: delivered,
-      });
+      return last;
     },
-  });
-  return c.body(relayed, 200, SSE_HEADERS);
+    // A Response is never cached (`cachesAnswers`); its events are kept with the request data.
+    cacheable: true,
+  };
 }

@@ -1,4 +1,5 @@
-import type { ChatStreamState } from '../../proxy/chat-stream.js';
+import { newStreamState, streamedUsage } from '../../billing/settlement.js';
+import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
 import { usageFrom } from '../../proxy/usage.js';
 import { readUsualChunk, type UsualChunk } from '../../proxy/usual-chunk.js';
 import { callItem, finishOf, itemId, responseShell, responsesUsage } from './answer.js';
@@ -29,13 +30,7 @@ export interface ResponsesStreamSource {
  * writer.rewrite('{"choices":[{"index":0,"delta":{"content":"Hi"}}]}');
  */
 export class ResponsesWriter implements EventWriter {
-  readonly state: ChatStreamState = {
-    usage: null,
-    usageFinal: false,
-    tokenChunks: 0,
-    firstTokenAt: null,
-    failed: false,
-  };
+  readonly state = newStreamState();
   private readonly response: Json;
   private readonly output: Json[] = [];
   private sequence = 0;
@@ -102,13 +97,7 @@ export class ResponsesWriter implements EventWriter {
 
   /** The whole response as it ends (`completed` or `incomplete`), with the usage it is billed for. */
   finalResponse(): Json {
-    const { usage, usageFinal, tokenChunks } = this.state;
-    const counted = usage
-      ? {
-          promptTokens: usage.promptTokens,
-          completionTokens: Math.max(usage.completionTokens, usageFinal ? 0 : tokenChunks),
-        }
-      : null;
+    const counted = streamedUsage(this.state);
     return Object.assign(this.response, finishOf(this.finishReason), {
       output: this.output,
       usage: responsesUsage(this.rawUsage, counted),
@@ -131,10 +120,7 @@ export class ResponsesWriter implements EventWriter {
   /** The event that ends a stream the engine broke off: `response.failed`, with what was written so far. */
   failure(): string {
     const out = this.start() + this.close();
-    const error = {
-      code: 'server_error',
-      message: 'The model server stopped before finishing this response; the output is incomplete.',
-    };
+    const error = { code: 'server_error', message: STREAM_CUT_MESSAGE };
     return (
       out +
       this.whole('response.failed', {

@@ -1,0 +1,47 @@
+import type { Context } from 'hono';
+import type { GatewayEnv } from '../../shared/http/context.js';
+import { headersWithFirstChunk } from '../../shared/http/request.js';
+import { streamSettlement } from '../billing/settlement.js';
+import { relaySse } from '../proxy/sse.js';
+import type { EngineResponse } from '../proxy/upstream.js';
+import { type BilledCall, keepsAnswer, settle } from './billed-call.js';
+import { SSE_HEADERS } from './cached-answer.js';
+import type { BilledDeps, StreamControls, StreamWriter } from './endpoint.js';
+
+/**
+ * Relays a billed stream, whatever its protocol (the protocol's `StreamWriter` writes its events), and settles it
+ * when it ends: billed by `streamSettlement` (`billing/settlement.ts`), before the client reads its last byte.
+ */
+export function relayBilledStream(
+  c: Context<GatewayEnv>,
+  services: BilledDeps,
+  call: BilledCall,
+  response: EngineResponse,
+  controls: StreamControls,
+  writer: StreamWriter,
+  promptEstimate: () => number,
+): Response {
+  // The events as the client got them, only when the key keeps or caches answers (a stream that is not cacheable,
+  // only when the key keeps them and caches nothing: a kept stream is also cached).
+  const delivered: string[] | null = keepsAnswer(call) && (writer.cacheable || !call.caller.responseCache) ? [] : null;
+  const relayed = relaySse({
+    upstream: response.body,
+    onData: (data) => {
+      const forwarded = writer.rewrite(data);
+      if (forwarded !== null) delivered?.push(forwarded);
+      return forwarded;
+    },
+    abortUpstream: controls.abort,
+    events: writer.events,
+    onEnd: async (outcome) => {
+      controls.release();
+      const last = writer.ended ? await writer.ended(outcome) : null;
+      if (last !== null) delivered?.push(last);
+      await settle(services, call, streamSettlement(writer.state, outcome, promptEstimate, delivered));
+    },
+  });
+  // Under load the headers wait for the first chunk, one socket write fewer; alone, they leave at once, so the
+  // client reads them while the engine makes its first token (at one connection that is worth more than a write).
+  if (services.inFlight.size > 1) headersWithFirstChunk(c);
+  return c.body(relayed, 200, SSE_HEADERS);
+}
