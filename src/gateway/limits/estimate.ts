@@ -1,9 +1,10 @@
 import { sequencesOf } from '../billing/token-bounds.js';
-import { estimateInputTokens, estimatePromptTokens } from '../proxy/usage.js';
+import { estimateChatPromptTokens, estimateInputTokens } from '../proxy/usage.js';
 
 /**
  * Tokens a request may use, for the token limits' check before it runs: the
- * prompt (about four characters a token) plus the most it may generate
+ * prompt as the engine is sent it (about four characters a token, its tools
+ * included) plus the most it may generate
  * (`max_completion_tokens` or `max_tokens`, else `completionEstimate`) for
  * each sequence it asks for (`n`, `best_of`).
  * After the request the real usage replaces the estimate.
@@ -20,5 +21,5 @@ export function estimateRequestTokens(
   const cap = [body.max_completion_tokens, body.max_tokens].find(
     (v): v is number => Number.isSafeInteger(v) && (v as number) > 0,
   );
-  return estimatePromptTokens(body.messages) + (cap ?? completionEstimate) * sequencesOf(body);
+  return estimateChatPromptTokens(body) + (cap ?? completionEstimate) * sequencesOf(body);
 }

@@ -51,6 +51,15 @@ export function estimatePromptTokens(messages: unknown): number {
   return Math.ceil(characters / 4) + 4 * messages.length + 3;
 }
 
+/**
+ * A chat body's prompt as the engine's chat template renders it, estimated: its messages (system prompt included)
+ * as `estimatePromptTokens` counts them, and its tools' definitions at about four characters a token.
+ */
+export function estimateChatPromptTokens(body: Record<string, unknown>): number {
+  const tools = Array.isArray(body.tools) ? Math.ceil(JSON.stringify(body.tools).length / 4) : 0;
+  return estimatePromptTokens(body.messages) + tools;
+}
+
 /** Embedding inputs' tokens, about four characters a token (token-id arrays count one each). */
 export function estimateInputTokens(input: unknown): number {
   const items = Array.isArray(input) && !input.every((item) => typeof item === 'number') ? input : [input];

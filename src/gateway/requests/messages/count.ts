@@ -1,5 +1,5 @@
 import { pickModel, requestedModelName } from '../../catalog/service.js';
-import { estimatePromptTokens } from '../../proxy/usage.js';
+import { estimateChatPromptTokens } from '../../proxy/usage.js';
 import { GatewayError } from '../../../shared/http/errors.js';
 import type { BilledDeps } from '../endpoint.js';
 
@@ -22,7 +22,5 @@ export async function countTokens(
   const { model } = pickModel(await services.requestPathCache.modelMatches(name), name);
   if (model.taskType !== 'chat')
     throw new GatewayError('model_not_found', `The model \`${name}\` is an embedding model.`);
-  const chat = chatOf(body);
-  const tools = chat.tools === undefined ? 0 : Math.ceil(JSON.stringify(chat.tools).length / 4);
-  return estimatePromptTokens(chat.messages) + tools;
+  return estimateChatPromptTokens(chatOf(body));
 }

@@ -1,6 +1,7 @@
-import { estimateCompletionTokens, estimatePromptTokens } from '../../proxy/usage.js';
+import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/usage.js';
 import type { AuthorizedRequest } from '../admission.js';
 import type { BilledEndpoint, ProtocolCall, StreamWriter } from '../endpoint.js';
+import { keepCeilingWithinContext, sentBytesOf } from '../sent-body.js';
 import { invalid } from '../validate.js';
 import { itemId, responseOf } from './answer.js';
 import { type ConversationDeps, createConversations } from './conversation.js';
@@ -36,7 +37,9 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
 
 /** One Responses request: its translation, with the earlier turns it continues, made once. */
 function responsesCall(request: AuthorizedRequest, conversations: Conversations, earlier?: Json[]): ProtocolCall {
+  // Sent with every earlier turn: the bounds, the hold and the estimate are this body's, not the client's alone.
   const chat = chatBodyOf(request.body, earlier);
+  keepCeilingWithinContext(chat, request.model.contextLength);
   const streams = request.body.stream === true;
   const source = (): ResponsesStreamSource => ({
     body: request.body,
@@ -46,15 +49,9 @@ function responsesCall(request: AuthorizedRequest, conversations: Conversations,
   });
   return {
     bounded: chat,
-    sentBytes: request.bodyBytes,
+    sentBytes: sentBytesOf(chat),
     bodyFor(target) {
       const body: Json = { ...chat, model: target.servedModelName };
-      // As for Messages: a ceiling past the room the prompt leaves is not sent; the engine then stops at the context's end.
-      if (
-        typeof chat.max_tokens === 'number' &&
-        chat.max_tokens + estimatePromptTokens(chat.messages) >= request.model.contextLength
-      )
-        delete body.max_tokens;
       if (streams) body.stream_options = { include_usage: true, continuous_usage_stats: true };
       return body;
     },
@@ -65,7 +62,7 @@ function responsesCall(request: AuthorizedRequest, conversations: Conversations,
       return response;
     },
     estimate: (answer) => ({
-      promptTokens: estimatePromptTokens(chat.messages),
+      promptTokens: estimateChatPromptTokens(chat),
       completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
     }),
     stream: streams ? () => responsesStreamWriter(source(), (response) => conversations.keep(request, response)) : null,
