@@ -5,7 +5,7 @@ import { type RelayOutcome, relaySse } from '../proxy/sse.js';
 import type { EngineResponse } from '../proxy/upstream.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../proxy/usage.js';
 import { headersWithFirstChunk } from '../../shared/http/request.js';
-import { type BilledCall, keepsAnswer, settle } from './billed-call.js';
+import { type BilledCall, keepsAnswer, settle, streamCheckpoints } from './billed-call.js';
 import { SSE_HEADERS } from './cached-answer.js';
 import type { BilledDeps, BilledEndpoint, StreamControls } from './endpoint.js';
 import { validateChatRequest } from './validate.js';
@@ -116,10 +116,12 @@ export function relayChunks(
   });
   // The events as the client got them, only when the key keeps or caches answers.
   const delivered: string[] | null = keepsAnswer(call) ? [] : null;
+  const checkpoints = streamCheckpoints(services, call, kind.promptEstimate);
   const relayed = relaySse({
     upstream: response.body,
     onData: (data) => {
       const forwarded = rewriter.rewrite(data);
+      checkpoints.saw(rewriter.state);
       if (forwarded !== null) delivered?.push(forwarded);
       return forwarded;
     },

@@ -3,7 +3,7 @@ import type { GatewayEnv } from '../../../shared/http/context.js';
 import { relaySse } from '../../proxy/sse.js';
 import type { EngineResponse } from '../../proxy/upstream.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../../proxy/usage.js';
-import { type BilledCall, keepsAnswer } from '../billed-call.js';
+import { type BilledCall, keepsAnswer, streamCheckpoints } from '../billed-call.js';
 import { SSE_HEADERS } from '../cached-answer.js';
 import { settleStream } from '../chat.js';
 import type { BilledDeps, BilledEndpoint, StreamControls } from '../endpoint.js';
@@ -81,10 +81,14 @@ function relayResponses(
   const delivered: string[] | null = keepsAnswer(call) ? [] : null;
   // The last events are written when the stream ends, before it is settled: the response is kept (or not) first.
   let last: string | null = null;
+  const checkpoints = streamCheckpoints(services, call, () =>
+    estimatePromptTokens(conversations.chatOf(call.body).messages),
+  );
   const relayed = relaySse({
     upstream: response.body,
     onData: (data) => {
       const events = writer.rewrite(data);
+      checkpoints.saw(writer.state);
       if (events !== null) delivered?.push(events);
       return events;
     },

@@ -1,0 +1,81 @@
+import type { TokenUsage, UsageSource } from '../proxy/usage.js';
+import type { ChargeJournal } from './journal.js';
+import type { ChargeRecord } from './wallet.js';
+
+/** What a relay tracks of a running stream (every protocol's stream state has these). */
+export interface RunningStream {
+  /** The engine's latest count: running (vLLM's `continuous_usage_stats`), or final when `usageFinal`. */
+  usage: TokenUsage | null;
+  usageFinal: boolean;
+  /** Chunks that carried generated tokens: the count when the engine gives no running usage. */
+  tokenChunks: number;
+}
+
+/** How often a stream's usage is made durable (`config.streamCheckpoint`). */
+export interface CheckpointEvery {
+  everyTokens: number;
+  everyMs: number;
+}
+
+/** The charge a stream would get were it cut now: its usage so far, where it came from. */
+export type ChargeSoFar = (usage: TokenUsage, usageSource: UsageSource) => ChargeRecord;
+
+/**
+ * A running stream's checkpoints: its usage so far, appended to the charge
+ * journal as the charge it would get were the process to die now, at its
+ * first chunk (the engine has read the prompt) and then every `everyTokens`
+ * generated tokens or `everyMs`, whichever comes first. A SIGKILLed or
+ * out-of-memory process's next start charges each unfinished stream its last
+ * checkpoint (`readJournalText`); a stream that ends is charged by its own
+ * charge, which replaces its checkpoints. So what a crash loses is what was
+ * generated since the last checkpoint: fewer than `everyTokens` tokens, and
+ * about `everyMs` of generation at most.
+ *
+ * On the hot path it costs a comparison or two a chunk; a checkpoint is one
+ * short line sharing the journal's next write (no database, nothing waits).
+ * The usage is the one the stream's settle bills: the engine's running count
+ * (the larger of it and the chunks seen, as vLLM counts one choice), else the
+ * prompt's estimate and the token-carrying chunks.
+ *
+ * @example
+ * const checkpoints = new StreamCheckpoints(journal, { everyTokens: 100, everyMs: 1000 }, chargeSoFar, promptEstimate);
+ * onData: checkpoints.saw(writer.state);
+ */
+export class StreamCheckpoints {
+  /** The tokens counted at the last checkpoint; -1 before the first. */
+  private tokensAtLast = -1;
+  private lastAt = 0;
+  private promptEstimate: number | null = null;
+
+  constructor(
+    private readonly journal: ChargeJournal,
+    private readonly every: CheckpointEvery,
+    private readonly chargeSoFar: ChargeSoFar,
+    private readonly estimatePrompt: () => number,
+  ) {}
+
+  /** Called with the stream's state after each engine chunk the relay read; appends a checkpoint when one is due. */
+  saw(stream: RunningStream): void {
+    const tokens = stream.usage ? Math.max(stream.usage.completionTokens, stream.tokenChunks) : stream.tokenChunks;
+    if (tokens === this.tokensAtLast) return;
+    if (this.tokensAtLast >= 0 && tokens - this.tokensAtLast < this.every.everyTokens) {
+      if (performance.now() - this.lastAt < this.every.everyMs) return;
+    }
+    this.tokensAtLast = tokens;
+    this.lastAt = performance.now();
+    this.journal.checkpoint(this.chargeSoFar(this.usageOf(stream, tokens), stream.usage ? 'upstream' : 'estimated'));
+  }
+
+  private usageOf(stream: RunningStream, tokens: number): TokenUsage {
+    if (stream.usage) {
+      const completionTokens = stream.usageFinal ? stream.usage.completionTokens : tokens;
+      return { promptTokens: stream.usage.promptTokens, completionTokens };
+    }
+    // Estimated once: the prompt does not change while the stream runs.
+    this.promptEstimate ??= this.estimatePrompt();
+    return { promptTokens: this.promptEstimate, completionTokens: tokens };
+  }
+}
+
+/** Stands in for the checkpoints where there is nothing to charge (billing off). */
+export const NO_CHECKPOINTS = { saw: (_stream: RunningStream): void => {} };
