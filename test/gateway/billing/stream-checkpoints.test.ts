@@ -116,17 +116,17 @@ describe('StreamCheckpoints: when a running stream is checkpointed', () => {
     expect(made.every((m) => m.promptTokens === 9026 && m.source === 'upstream')).toBe(true);
   });
 
-  it('checkpoints after T ms even when fewer than N tokens came', () => {
+  it('checkpoints after T ms even when fewer than N tokens came (the clock read every eighth chunk)', () => {
     let now = 1_000;
     const clock = vi.spyOn(performance, 'now').mockImplementation(() => now);
     try {
       const checkpoints = new StreamCheckpoints(journal, { everyTokens: 1_000, everyMs: 500 }, chargeSoFar, () => 1);
-      for (let n = 0; n <= 10; n += 1) {
+      for (let n = 0; n <= 20; n += 1) {
         checkpoints.saw({ usage: { promptTokens: 5, completionTokens: n }, usageFinal: false, tokenChunks: n });
         now += 120;
       }
-      // At 0 tokens, then at the first chunk 500 ms or more after the last checkpoint.
-      expect(made.map((m) => m.completionTokens)).toEqual([0, 5, 10]);
+      // At 0 tokens, then at the eighth chunk after (960 ms later: over 500), and the eighth after that.
+      expect(made.map((m) => m.completionTokens)).toEqual([0, 8, 16]);
     } finally {
       clock.mockRestore();
     }
