@@ -16,7 +16,6 @@ const APPEND_DURABLY = constants.O_WRONLY | constants.O_APPEND | constants.O_CRE
 
 /** Appends made alone (see `append`) are written on the main thread only while the disk's syncs average within this: longer, and the event loop would stall. */
 const ALONE_WRITE_BUDGET_MS = 2;
-
 /** How long appends go through the thread pool again once alone writes went over their budget. */
 const ALONE_WRITE_PAUSE_MS = 5_000;
 
@@ -63,10 +62,11 @@ export class ChargeJournal {
   private appliedMarks: string[] = [];
   private reportedMarks: string[] = [];
   private markTimer: NodeJS.Timeout | null = null;
+  /** Streams the earlier run did not finish, charged at `open` from their last checkpoint (`readJournalText`). */
+  recoveredStreams = 0;
   /** Until when appends made alone go through the thread pool anyway (the disk was slow to sync). */
   private aloneWritesPausedUntil = 0;
-  /** The moving average of alone writes' durations, in ms. */
-  private aloneWriteMs = 0;
+  private aloneWriteMs = 0; // the moving average of alone writes' durations
 
   private constructor(
     private readonly file: string | null,
@@ -80,8 +80,8 @@ export class ChargeJournal {
       error.code === 'ENOENT' ? '' : Promise.reject(error),
     );
     const journal = new ChargeJournal(file, null);
-    // A stream the earlier run did not finish is charged here, from its last checkpoint (`readJournalText`).
-    const { charges, applied, reported } = readJournalText(text);
+    const { charges, applied, reported, recovered } = readJournalText(text);
+    journal.recoveredStreams = recovered;
     for (const charge of charges) {
       if (!applied.has(charge.id)) journal.unapplied.set(charge.id, charge);
       journal.newest = charge.id;

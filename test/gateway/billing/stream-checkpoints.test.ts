@@ -46,10 +46,12 @@ describe('the charge journal recovers the checkpoints of streams its process did
     const again = await ChargeJournal.open(file);
     expect(again.pending()).toEqual([expect.objectContaining({ id: 'req_cut', completionTokens: 40, cost: 140n })]);
     expect(again.unreportedCharges().map((c) => c.id)).toEqual(['req_cut']);
+    expect(again.recoveredStreams).toBe(1);
     // The file now holds it as a charge: a second crash before PostgreSQL took it still has it, once.
     const third = await ChargeJournal.open(file);
     expect(third.pending()).toHaveLength(1);
     expect(third.pending()[0]!.cost).toBe(140n);
+    expect(third.recoveredStreams).toBe(0);
     await Promise.all([journal.close(), again.close(), third.close()]);
   });
 
