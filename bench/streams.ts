@@ -3,6 +3,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { processCpuNs } from './cpu.js';
 import { freePort, rssMiB, startBuilt, waitForHealth, type Child } from './processes.js';
 import { provision } from './setup.js';
 
@@ -12,7 +13,8 @@ import { provision } from './setup.js';
  * at 1, 128, 1,000 and 5,000 streams at once, each stream's time to first
  * token straight to the simulator and through the gateway, how many
  * completed (every token and `[DONE]`), the gateway's memory per open
- * stream, and whether every stream was billed. A report, never a test.
+ * stream, its CPU per stream (all its threads, the journal's writes
+ * included), and whether every stream was billed. A report, never a test.
  * BENCH_DATABASE_URL / BENCH_REDIS_URL as for `npm run bench`.
  */
 
@@ -158,6 +160,10 @@ async function main(): Promise<void> {
         TOLLGATE_SEED_DEMO: 'false',
         TOLLGATE_LOG_LEVEL: 'warn',
         TOLLGATE_ENGINES_FILE: enginesFile,
+        // The checkpoints' cadence, to measure what they cost (docs/billing.md, "Streams cut by a crash").
+        ...Object.fromEntries(
+          Object.entries(process.env).filter(([name]) => name.startsWith('TOLLGATE_STREAM_CHECKPOINT_')),
+        ),
       },
     });
     children.push(gateway);
@@ -170,14 +176,18 @@ async function main(): Promise<void> {
       `streams of ${TOKENS} tokens, ${ITL_MS} ms apart; store ${databaseUrl ? 'postgres' : 'pglite'}, limits ${redisUrl ? 'redis' : 'memory'}; gateway RSS idle ${rssIdle.toFixed(0)} MiB`,
     );
     console.log(
-      '| streams | completed direct / gateway | TTFT p50 direct → gateway (added) | TTFT p99 direct → gateway | gateway RSS, all open | per stream |',
+      '| streams | completed direct / gateway | TTFT p50 direct → gateway (added) | TTFT p99 direct → gateway | gateway RSS, all open | per stream | gateway CPU per stream |',
     );
-    console.log('|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|');
     const billedIds: string[] = [];
     const failures: string[] = [];
     for (const n of LEVELS) {
       const direct = await level(n, simUrl, null, null);
+      const cpuBefore = await processCpuNs(gateway.pid);
       const through = await level(n, url, secret, gateway);
+      const cpuAfter = await processCpuNs(gateway.pid);
+      const cpuPerStream =
+        cpuBefore !== null && cpuAfter !== null ? `${((cpuAfter - cpuBefore) / n / 1000).toFixed(0)} µs` : 'n/a';
       for (const [side, result] of [
         ['direct', direct],
         ['gateway', through],
@@ -190,7 +200,7 @@ async function main(): Promise<void> {
       billedIds.push(...through.ids.filter((id): id is string => id !== null));
       const perStream = through.rssOpen > 0 ? `${(((through.rssOpen - rssIdle) * 1024) / n).toFixed(1)} KiB` : 'n/a';
       console.log(
-        `| ${n} | ${direct.completed} / ${through.completed} | ${direct.p50.toFixed(1)} → ${through.p50.toFixed(1)} ms (+${(through.p50 - direct.p50).toFixed(1)}) | ${direct.p99.toFixed(1)} → ${through.p99.toFixed(1)} ms | ${through.rssOpen.toFixed(0)} MiB | ${perStream} |`,
+        `| ${n} | ${direct.completed} / ${through.completed} | ${direct.p50.toFixed(1)} → ${through.p50.toFixed(1)} ms (+${(through.p50 - direct.p50).toFixed(1)}) | ${direct.p99.toFixed(1)} → ${through.p99.toFixed(1)} ms | ${through.rssOpen.toFixed(0)} MiB | ${perStream} | ${cpuPerStream} |`,
       );
     }
     // Every stream billed: the usage summary counts this organization's requests (it waits for the journal to be written).

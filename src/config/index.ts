@@ -75,6 +75,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           ? []
           : s.TOLLGATE_CORS_ORIGINS.split(',').map((origin) => origin.trim()),
     holdLeaseMs: s.TOLLGATE_HOLD_LEASE_MS,
+    streamCheckpoint: { everyTokens: s.TOLLGATE_STREAM_CHECKPOINT_TOKENS, everyMs: s.TOLLGATE_STREAM_CHECKPOINT_MS },
     catalogPollMs: s.TOLLGATE_CATALOG_POLL_MS,
     rebuildGraceMs: s.TOLLGATE_REBUILD_GRACE_MS,
     stackDownloads: {

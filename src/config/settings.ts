@@ -123,6 +123,8 @@ export const settingsSchema = z.object({
     .regex(/^[a-z0-9][a-z0-9-]{0,31}$/, 'TOLLGATE_DEPLOYMENT must be 1-32 lower-case letters, digits or "-"')
     .optional(),
   TOLLGATE_HOLD_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+  TOLLGATE_STREAM_CHECKPOINT_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  TOLLGATE_STREAM_CHECKPOINT_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
   TOLLGATE_CATALOG_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
   TOLLGATE_REBUILD_GRACE_MS: z.coerce.number().int().min(0).max(60_000).default(3_000),
   TOLLGATE_STACK_URL_ALLOW_HTTP: z.enum(['true', 'false']).default('false'),

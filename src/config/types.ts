@@ -104,6 +104,12 @@ export interface Config {
   /** A wallet hold expires this long after it was taken or last renewed; a dead process's holds are given back within two leases. */
   holdLeaseMs: number;
   /**
+   * A running stream's usage is appended to the charge journal after this many generated tokens or this long
+   * (whichever comes first), so that a replica killed mid-stream still bills it on its next start, up to the last
+   * checkpoint (`billing/stream-checkpoints.ts`).
+   */
+  streamCheckpoint: { everyTokens: number; everyMs: number };
+  /**
    * How often each replica reads the catalog version to drop its in-process cache of keys, models,
    * prices and projects (PostgreSQL only: an embedded store has no other writer). Bounds how long
    * a change made on another replica (a revoked key) takes to be seen.

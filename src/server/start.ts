@@ -98,7 +98,10 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       tracing,
     });
     if (journal.pendingCount > 0)
-      log.warn('charges from an earlier run are waiting to be written', { count: journal.pendingCount });
+      log.warn('charges from an earlier run are waiting to be written', {
+        count: journal.pendingCount,
+        streamsChargedFromCheckpoints: journal.recoveredStreams,
+      });
     await startLoops(services, log, closers);
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
     // The global stacks shipped in stacks/; a broken one is logged, never a reason not to serve.

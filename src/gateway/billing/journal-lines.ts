@@ -1,7 +1,8 @@
 import type { ChargeRecord } from './wallet.js';
 
 /** The charge journal's file format: one JSON object a line (see `ChargeJournal`). */
-type JournalLine = { charge: SerializedCharge } | { applied: string[] } | { reported: string[] };
+type JournalLine =
+  { charge: SerializedCharge } | { checkpoint: SerializedCharge } | { applied: string[] } | { reported: string[] };
 type SerializedCharge = Omit<ChargeRecord, 'cost' | 'createdAt'> & { cost: string; createdAt?: string };
 
 /**
@@ -9,15 +10,23 @@ type SerializedCharge = Omit<ChargeRecord, 'cost' | 'createdAt'> & { cost: strin
  * marked written to PostgreSQL (`applied`) and taken into the Redis wallet
  * (`reported`). A line cut by a crash mid-write is skipped: its charge was
  * never confirmed to anyone.
+ *
+ * A stream's checkpoints (`StreamCheckpoints`) are its charge so far, made while
+ * it ran: a stream whose own charge is in the file was settled, and its
+ * checkpoints say nothing more; one whose charge is not was cut by the
+ * process's death, and its last checkpoint becomes its charge (`recovered`,
+ * after the others). So a stream is charged once, whatever the order of its lines.
  */
 export function readJournalText(text: string): {
   charges: ChargeRecord[];
   applied: Set<string>;
   reported: Set<string>;
+  recovered: number;
 } {
   const applied = new Set<string>();
   const reported = new Set<string>();
   const charges: ChargeRecord[] = [];
+  const checkpoints = new Map<string, ChargeRecord>();
   for (const line of text.split('\n')) {
     if (!line) continue;
     let entry: JournalLine;
@@ -27,10 +36,32 @@ export function readJournalText(text: string): {
       continue;
     }
     if ('charge' in entry) charges.push(parseCharge(entry.charge));
+    else if ('checkpoint' in entry) checkpoints.set(entry.checkpoint.id, parseCharge(entry.checkpoint));
     else if ('applied' in entry) for (const id of entry.applied) applied.add(id);
     else if ('reported' in entry) for (const id of entry.reported) reported.add(id);
   }
-  return { charges, applied, reported };
+  for (const charge of charges) checkpoints.delete(charge.id);
+  charges.push(...checkpoints.values());
+  return { charges, applied, reported, recovered: checkpoints.size };
+}
+
+/**
+ * A whole journal, as a rewrite starts it afresh: the charges not yet written to PostgreSQL or not yet reported
+ * to the wallet, marked as they are, and the running streams' last checkpoints.
+ */
+export function journalText(
+  unapplied: Map<string, ChargeRecord>,
+  unreported: Map<string, ChargeRecord>,
+  checkpoints: Iterable<ChargeRecord>,
+): string {
+  const kept = new Map([...unapplied, ...unreported]);
+  const lines = [...kept.values()].map(chargeLine);
+  for (const record of checkpoints) lines.push(checkpointLine(record));
+  const applied = [...kept.keys()].filter((id) => !unapplied.has(id));
+  const reported = [...kept.keys()].filter((id) => !unreported.has(id));
+  if (applied.length) lines.push(JSON.stringify({ applied }));
+  if (reported.length) lines.push(JSON.stringify({ reported }));
+  return lines.map((line) => `${line}\n`).join('');
 }
 
 /**
@@ -39,12 +70,16 @@ export function readJournalText(text: string): {
  * replacer, which would put every value of every line on JSON.stringify's slow path.
  */
 export function chargeLine(record: ChargeRecord): string {
-  const serialized: SerializedCharge = {
-    ...record,
-    cost: record.cost.toString(),
-    createdAt: record.createdAt?.toISOString(),
-  };
-  return JSON.stringify({ charge: serialized });
+  return JSON.stringify({ charge: serialize(record) });
+}
+
+/** A running stream's charge so far as one journal line: what its charge would be, were the process to die now. */
+export function checkpointLine(record: ChargeRecord): string {
+  return JSON.stringify({ checkpoint: serialize(record) });
+}
+
+function serialize(record: ChargeRecord): SerializedCharge {
+  return { ...record, cost: record.cost.toString(), createdAt: record.createdAt?.toISOString() };
 }
 
 function parseCharge(raw: SerializedCharge): ChargeRecord {

@@ -1,7 +1,7 @@
 import { constants, writeSync } from 'node:fs';
 import { type FileHandle, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { chargeLine, readJournalText } from './journal-lines.js';
+import { chargeLine, checkpointLine, journalText, readJournalText } from './journal-lines.js';
 import type { ChargeRecord } from './wallet.js';
 
 /** Marks wait at most this long for a write to go out with. */
@@ -16,7 +16,6 @@ const APPEND_DURABLY = constants.O_WRONLY | constants.O_APPEND | constants.O_CRE
 
 /** Appends made alone (see `append`) are written on the main thread only while the disk's syncs average within this: longer, and the event loop would stall. */
 const ALONE_WRITE_BUDGET_MS = 2;
-
 /** How long appends go through the thread pool again once alone writes went over their budget. */
 const ALONE_WRITE_PAUSE_MS = 5_000;
 
@@ -35,7 +34,8 @@ const COMPACT_BYTES = 8 * 1024 * 1024;
  * marks them applied here.
  *
  * Each line is one JSON object: `{"charge":…}`, `{"applied":[ids]}` (written
- * to PostgreSQL), or `{"reported":[ids]}` (taken into the Redis wallet). No
+ * to PostgreSQL), `{"reported":[ids]}` (taken into the Redis wallet), or
+ * `{"checkpoint":…}`, a running stream's charge so far (`checkpoint`). No
  * one waits for a mark (marks go out with the next write, or after at most
  * 200 ms): a mark lost to a crash only makes the charge be
  * written again (PostgreSQL ignores a request id it holds) or its wallet be
@@ -51,6 +51,8 @@ export class ChargeJournal {
   private readonly unapplied = new Map<string, ChargeRecord>();
   /** Charges that cost something whose spendable amount in the gate was not yet told (`GateKeeper.release` marks them). */
   private readonly unreported = new Map<string, ChargeRecord>();
+  /** The last checkpoint of each stream still running (`checkpoint`), kept when the file is rewritten. */
+  private readonly checkpoints = new Map<string, ChargeRecord>();
   /** The charge appended last (`newestPending`). */
   private newest: string | null = null;
   private queue: Array<{ line: string; done: (error?: Error) => void }> = [];
@@ -60,10 +62,11 @@ export class ChargeJournal {
   private appliedMarks: string[] = [];
   private reportedMarks: string[] = [];
   private markTimer: NodeJS.Timeout | null = null;
+  /** Streams the earlier run did not finish, charged at `open` from their last checkpoint (`readJournalText`). */
+  recoveredStreams = 0;
   /** Until when appends made alone go through the thread pool anyway (the disk was slow to sync). */
   private aloneWritesPausedUntil = 0;
-  /** The moving average of alone writes' durations, in ms. */
-  private aloneWriteMs = 0;
+  private aloneWriteMs = 0; // the moving average of alone writes' durations
 
   private constructor(
     private readonly file: string | null,
@@ -77,7 +80,8 @@ export class ChargeJournal {
       error.code === 'ENOENT' ? '' : Promise.reject(error),
     );
     const journal = new ChargeJournal(file, null);
-    const { charges, applied, reported } = readJournalText(text);
+    const { charges, applied, reported, recovered } = readJournalText(text);
+    journal.recoveredStreams = recovered;
     for (const charge of charges) {
       if (!applied.has(charge.id)) journal.unapplied.set(charge.id, charge);
       journal.newest = charge.id;
@@ -97,6 +101,7 @@ export class ChargeJournal {
    * while the average sync stays within ALONE_WRITE_BUDGET_MS.
    */
   append(record: ChargeRecord, { alone = false } = {}): Promise<void> {
+    this.checkpoints.delete(record.id);
     this.unapplied.set(record.id, record);
     this.newest = record.id;
     // A charge of nothing (a cache hit, a free model) changes no spendable amount: nothing to report.
@@ -105,6 +110,18 @@ export class ChargeJournal {
     const outcome = alone ? this.writeAlone(line) : 'not written';
     if (outcome === 'written') return Promise.resolve();
     return this.write(outcome === 'partly written' ? `\n${line}` : line);
+  }
+
+  /**
+   * Makes a running stream's charge so far durable (`StreamCheckpoints`): should this process die before the
+   * stream's own charge is appended, the next `open` charges this. It shares the next write, as a charge
+   * does, but nothing waits for it, and the applier does not see it: the stream's charge replaces it.
+   */
+  checkpoint(record: ChargeRecord): void {
+    if (!this.file) return;
+    this.checkpoints.set(record.id, record);
+    // A checkpoint that cannot be written loses only itself: the charge, or the next checkpoint, comes after it.
+    void this.write(checkpointLine(record)).catch(() => {});
   }
 
   /** Charges still to be written to PostgreSQL (oldest first, at most `max`). */
@@ -262,13 +279,7 @@ export class ChargeJournal {
       // The sets already hold what waiting marks say: the new file states it, and the marks are dropped.
       this.appliedMarks = [];
       this.reportedMarks = [];
-      const kept = new Map([...this.unapplied, ...this.unreported]);
-      const lines = [...kept.values()].map(chargeLine);
-      const applied = [...kept.keys()].filter((id) => !this.unapplied.has(id));
-      const reported = [...kept.keys()].filter((id) => !this.unreported.has(id));
-      if (applied.length) lines.push(JSON.stringify({ applied }));
-      if (reported.length) lines.push(JSON.stringify({ reported }));
-      const text = lines.map((line) => `${line}\n`).join('');
+      const text = journalText(this.unapplied, this.unreported, this.checkpoints.values());
       const next = `${this.file}.next`;
       const handle = await open(next, 'w', 0o600);
       await handle.write(text);

@@ -38,7 +38,7 @@ export function newStreamState(): StreamState {
  * every choice's, so the larger of the two is taken.) Null when the engine
  * reported no count at all: then the prompt is the caller's estimate.
  */
-export function streamedUsage(state: StreamState): TokenUsage | null {
+export function streamedUsage(state: Pick<StreamState, 'usage' | 'usageFinal' | 'tokenChunks'>): TokenUsage | null {
   if (!state.usage) return null;
   return {
     promptTokens: state.usage.promptTokens,

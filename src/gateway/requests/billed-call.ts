@@ -1,5 +1,6 @@
 import { type Charge, chargeFor } from '../billing/holds.js';
 import { bodiesToStore } from '../billing/request-data.js';
+import { NO_CHECKPOINTS, StreamCheckpoints } from '../billing/stream-checkpoints.js';
 import type { ChargeRecord } from '../billing/wallet.js';
 import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
 import { describeError } from '../../shared/http/log.js';
@@ -125,6 +126,29 @@ export function keepsAnswer(request: AuthorizedRequest): boolean {
   return request.caller.responseCache || request.caller.storeRequestData;
 }
 
+/**
+ * A stream's checkpoints (`billing/stream-checkpoints.ts`): each is the charge this call would get were the process
+ * to die now, held to its bounds like any charge, with status 500 (the gateway failed it) and no bodies.
+ */
+export function streamCheckpoints(services: BilledDeps, call: BilledCall, promptEstimate: () => number) {
+  if (!services.config.billingEnabled) return NO_CHECKPOINTS;
+  return new StreamCheckpoints(
+    services.journal,
+    services.config.streamCheckpoint,
+    (reported, usageSource) => {
+      const { usage, excess, costNanos } = chargeFor(reported, call, call.price);
+      const settlement: Settlement = {
+        usage,
+        usageSource: excess ? 'clamped' : usageSource,
+        status: 500,
+        streamed: true,
+      };
+      return usageRecord(services, call, settlement, costNanos, false, false);
+    },
+    promptEstimate,
+  );
+}
+
 /** Records a cache hit: free, counted against no limit, but in the usage history like any request. */
 export async function recordCacheHit(
   services: BilledDeps,
@@ -151,6 +175,7 @@ function usageRecord(
   settlement: Settlement,
   cost: bigint,
   cacheHit: boolean,
+  withBodies = true,
 ): ChargeRecord {
   const record: ChargeRecord = {
     id: request.requestId,
@@ -171,7 +196,7 @@ function usageRecord(
     // Set here, not by the store: a charge written late (after an outage) keeps the time it was made.
     createdAt: new Date(),
   };
-  if (request.caller.storeRequestData) {
+  if (request.caller.storeRequestData && withBodies) {
     const response = settlement.answer ? answerText(settlement.answer) : '';
     record.requestData = bodiesToStore(JSON.stringify(request.body), response, services.config.requestData.maxBytes);
   }

@@ -4,7 +4,7 @@ import { headersWithFirstChunk } from '../../shared/http/request.js';
 import { streamSettlement } from '../billing/settlement.js';
 import { relaySse } from '../proxy/sse.js';
 import type { EngineResponse } from '../proxy/upstream.js';
-import { type BilledCall, keepsAnswer, settle } from './billed-call.js';
+import { type BilledCall, keepsAnswer, settle, streamCheckpoints } from './billed-call.js';
 import { SSE_HEADERS } from './cached-answer.js';
 import type { BilledDeps, StreamControls, StreamWriter } from './endpoint.js';
 
@@ -24,10 +24,13 @@ export function relayBilledStream(
   // The events as the client got them, only when the key keeps or caches answers (a stream that is not cacheable,
   // only when the key keeps them and caches nothing: a kept stream is also cached).
   const delivered: string[] | null = keepsAnswer(call) && (writer.cacheable || !call.caller.responseCache) ? [] : null;
+  // The running usage, appended to the charge journal as it grows: a replica killed mid-stream still bills it.
+  const checkpoints = streamCheckpoints(services, call, promptEstimate);
   const relayed = relaySse({
     upstream: response.body,
     onData: (data) => {
       const forwarded = writer.rewrite(data);
+      checkpoints.saw(writer.state);
       if (forwarded !== null) delivered?.push(forwarded);
       return forwarded;
     },
