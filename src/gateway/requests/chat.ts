@@ -28,7 +28,10 @@ export const CHAT: BilledEndpoint = {
     completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
   }),
   relayStream: (c, deps, call, response, controls) =>
-    relayChunks(c, deps, call, response, controls, { promptEstimate: () => estimatePromptTokens(call.body.messages) }),
+    relayChunks(c, deps, call, response, controls, {
+      // The engine's own count (template and tools included) when it reported none, else about 4 characters a token.
+      promptEstimate: async () => (await response.countPrompt?.()) ?? estimatePromptTokens(call.body.messages),
+    }),
 };
 
 function clientStreamOptions(call: BilledCall): Record<string, unknown> {
@@ -70,15 +73,16 @@ function streamedUsage(
 export interface EndedStream {
   state: ChatStreamState;
   outcome: RelayOutcome;
-  promptEstimate: () => number;
+  promptEstimate: () => number | Promise<number>;
   /** The events as the client got them, kept with the usage record or the cache; null when neither keeps them. */
   kept: string[] | null;
 }
 
 /** Settles a relayed stream, whatever its protocol: billed from `streamedUsage`, its status from how it ended. */
-export function settleStream(deps: BilledDeps, call: BilledCall, ended: EndedStream): Promise<void> {
+export async function settleStream(deps: BilledDeps, call: BilledCall, ended: EndedStream): Promise<void> {
   const { state, outcome } = ended;
-  const usage = streamedUsage(state, ended.promptEstimate);
+  const prompt = state.usage ? 0 : await ended.promptEstimate();
+  const usage = streamedUsage(state, () => prompt);
   return settle(deps, call, {
     usage,
     usageSource: state.usage ? 'upstream' : 'estimated',
@@ -91,7 +95,7 @@ export function settleStream(deps: BilledDeps, call: BilledCall, ended: EndedStr
 
 /** What differs between the OpenAI-style streams (chat and completions chunks) that `relayChunks` relays. */
 export interface ChunkStream {
-  promptEstimate: () => number;
+  promptEstimate: () => number | Promise<number>;
   carriesTokens?: (choice: Record<string, unknown>) => boolean;
 }
 
