@@ -23,7 +23,8 @@ version=3.21.1
 cache=${LLAMA_SERVER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tollgate/llama-server-$version}
 jobs=${LLAMA_SERVER_JOBS:-2}
 server=$cache/bin/llama-server
-model=$cache/models/tiny-llama-spm.gguf
+# Named for the script that writes it: a changed model script writes a new model.
+model=$cache/models/tiny-$(sha256sum scripts/llama-tiny-model.py | cut -c1-12).gguf
 
 if [ -x "$server" ] && [ -f "$model" ]; then
   echo "llama-server $version: cached"

@@ -6,6 +6,10 @@ The tokenizer (its tokens, scores, types and special ids) is copied from one of 
 files (models/ggml-vocab-*.gguf); the weights are seeded noise, so the text is noise but every protocol
 path (chat template, tools, grammars, embeddings, tokenize) is the engine's own. The chat template is
 ChatML with Hermes-style <tool_call> blocks, which llama.cpp's server recognises as a tool-calling format.
+Byte tokens are never sampled (see main). Known limit: llama.cpp (this build) starts a json_schema grammar with the generation prompt's text, and on this
+model every json_schema request is refused (400, "Failed to initialize samplers: std::exception"), also with
+<|im_start|> and <|im_end|> as control tokens; with an empty generation prompt json_schema works, but the
+server's output parser then fails on some noise (a 500, "does not match the expected peg-native format").
 """
 
 import sys
@@ -54,6 +58,7 @@ For each call, reply with <tool_call>
 
 EMBED, LAYERS, HEADS, FEED_FORWARD, CONTEXT = 64, 2, 4, 128, 4096
 TOKENIZER_KEYS = ("tokenizer.ggml.",)
+BYTE_TOKEN = 6  # llama.cpp's LLAMA_TOKEN_TYPE_BYTE
 
 
 def main(vocab_path: str, out_path: str) -> None:
@@ -86,9 +91,18 @@ def main(vocab_path: str, out_path: str) -> None:
     def noise(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) * 0.02).astype(np.float32)
 
-    writer.add_tensor("token_embd.weight", noise(vocab_size, EMBED))
+    # Noise would pick byte tokens (<0x..>) too, whose pieces of characters make invalid UTF-8, which llama.cpp's
+    # chat output parser refuses (a 500, "does not match the expected peg-native format", on some answers).
+    # So every token's embedding carries one large constant dimension, which stays the largest in the last
+    # hidden state, and the byte tokens' output rows weigh it strongly negative: they are never sampled.
+    token_embd = noise(vocab_size, EMBED)
+    token_embd[:, 0] = 1.0
+    output = noise(vocab_size, EMBED)
+    token_types = reader.fields["tokenizer.ggml.token_type"].contents()
+    output[[i for i, kind in enumerate(token_types) if kind == BYTE_TOKEN], 0] = -20.0
+    writer.add_tensor("token_embd.weight", token_embd)
     writer.add_tensor("output_norm.weight", np.ones(EMBED, dtype=np.float32))
-    writer.add_tensor("output.weight", noise(vocab_size, EMBED))
+    writer.add_tensor("output.weight", output)
     for layer in range(LAYERS):
         block = f"blk.{layer}"
         writer.add_tensor(f"{block}.attn_norm.weight", np.ones(EMBED, dtype=np.float32))

@@ -3,7 +3,7 @@ const REDACTED = '[redacted]';
 
 const PATTERNS: RegExp[] = [
   /\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, // URLs
-  /\[?[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}\]?(?::\d+)?/gi, // IPv6 (with port)
+  /(?<![\w:])\[?[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}\]?(?::\d+)?(?![\w:])/gi, // IPv6 (with port), not C++'s std::exception
   /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g, // IPv4 (with port)
   /(?:\/[\w.@+-]+){2,}/g, // absolute paths
   /\b[A-Za-z]:\\[^\s'"]+/g, // Windows paths

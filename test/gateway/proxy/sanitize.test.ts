@@ -19,6 +19,10 @@ describe('sanitizeUpstreamMessage', () => {
     expect(sanitizeUpstreamMessage('[json.exception.type_error.302] type must be string, but is array', names)).toBe(
       'type must be string, but is array',
     );
+    // Was 'Failed to initialize samplers: st[redacted]xception' (read as an IPv6 address).
+    expect(sanitizeUpstreamMessage('Failed to initialize samplers: std::exception', names)).toBe(
+      'Failed to initialize samplers: std::exception',
+    );
   });
 
   it('keeps what tells the client what to fix, naming the model as the client did', () => {
