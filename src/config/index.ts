@@ -152,6 +152,7 @@ function routingConfig(s: Settings): Config['routing'] {
     prefixBlockChars: s.TOLLGATE_ROUTING_PREFIX_BLOCK_CHARS,
     prefixEntries: s.TOLLGATE_ROUTING_PREFIX_ENTRIES,
     prefixTtlMs: s.TOLLGATE_ROUTING_PREFIX_TTL_MS,
+    affinitySlack: s.TOLLGATE_ROUTING_AFFINITY_SLACK,
   };
 }
 

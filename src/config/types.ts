@@ -12,6 +12,8 @@ export interface RoutingSettings {
   prefixBlockChars: number;
   prefixEntries: number;
   prefixTtlMs: number;
+  /** Requests in flight a replica may have beyond the least busy one and still win on prefix or session affinity (TOLLGATE_ROUTING_AFFINITY_SLACK, 2 when not given). */
+  affinitySlack?: number;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';

@@ -124,7 +124,9 @@ describe('the default address', () => {
       },
     );
     expect(output).toContain('No organizations yet (TOLLGATE_SEED_DEMO=false)');
-    expect(output).toMatch(/tollgate models add .*\n.*tollgate prices set/);
+    // Every command reaches this gateway, not the default 127.0.0.1:8080 (was: --url on the first only).
+    expect(output).toContain(`export TOLLGATE_URL=${gateway.url}`);
+    expect(output).toMatch(/export TOLLGATE_URL=.*\n.*tollgate models add .*\n.*tollgate prices set/);
     expect(output).toContain('tollgate keys create');
   });
 });

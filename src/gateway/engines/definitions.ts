@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { ENGINE_KINDS } from './kinds.js';
 
 // Engine definitions, the file operators edit (`engines/engines.json`, or the
 // path in TOLLGATE_ENGINES_FILE). One entry per catalog model.
@@ -41,6 +42,8 @@ const staticFields = z.object({
     .optional(),
   /** Name of an environment variable holding the engine's API key (vLLM's --api-key). */
   api_key_env: z.string().min(1).optional(),
+  /** Which server it is (docs/engines.md): vllm, llamacpp or openai-compatible; absent: found out from each server at start. */
+  engine: z.enum(ENGINE_KINDS).optional(),
 });
 const staticDefinition = staticFields.superRefine((d, context) => {
   const given = [d.url, d.urls, d.dns].filter((where) => where !== undefined).length;

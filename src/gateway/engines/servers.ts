@@ -4,6 +4,7 @@ import type { StaticDefinition } from './definitions.js';
 import type { RoutingSettings } from '../../config/types.js';
 import { ReplicaRouter } from './routing/router.js';
 import { LoadScraper } from './routing/scraper.js';
+import { engineKindProbe } from './kinds.js';
 import { staticHeaders } from './static.js';
 import type { Engine, EngineStatus, ReplicaState, UpstreamTarget } from './types.js';
 
@@ -42,6 +43,8 @@ interface Server {
   inFlight: number;
   served: number;
   since: number;
+  /** Which server it is: the definition's `engine`, or found out once it answers. */
+  kind: ReturnType<typeof engineKindProbe>;
 }
 
 const HEALTH_TIMEOUT_MS = 2_000;
@@ -72,7 +75,13 @@ export async function startServersEngine(definition: StaticDefinition, options: 
     : null;
   if (router && scraper) router.useLoads(scraper);
   const refresh = async () =>
-    syncServers(servers, definition, await serverUrls(definition, options.lookup ?? systemLookup), options.log);
+    syncServers(
+      servers,
+      definition,
+      await serverUrls(definition, options.lookup ?? systemLookup),
+      options.log,
+      headers,
+    );
   const check = () =>
     Promise.all([...servers.values()].map((server) => checkServer(server, definition.model, options)));
   await refresh().catch((error: unknown) =>
@@ -138,7 +147,13 @@ async function serverUrls(definition: StaticDefinition, lookup: LookupAll): Prom
 }
 
 /** Adds the addresses that appeared (not in rotation until their /health answers) and drops the ones that went. */
-function syncServers(servers: Map<string, Server>, definition: StaticDefinition, urls: string[], log: Logger): void {
+function syncServers(
+  servers: Map<string, Server>,
+  definition: StaticDefinition,
+  urls: string[],
+  log: Logger,
+  headers: Record<string, string>,
+): void {
   const wanted = new Set(urls.map((url) => `${definition.model}/${new URL(url).host}`));
   for (const [id] of servers) {
     if (wanted.has(id)) continue;
@@ -148,7 +163,8 @@ function syncServers(servers: Map<string, Server>, definition: StaticDefinition,
   for (const url of urls) {
     const id = `${definition.model}/${new URL(url).host}`;
     if (servers.has(id)) continue;
-    servers.set(id, { id, url, state: 'starting', failures: 0, inFlight: 0, served: 0, since: Date.now() });
+    const kind = engineKindProbe(url, headers, definition.engine);
+    servers.set(id, { id, url, state: 'starting', failures: 0, inFlight: 0, served: 0, since: Date.now(), kind });
     log.info('engine server found', { model: definition.model, replica: id });
   }
 }
@@ -164,6 +180,7 @@ async function checkServer(server: Server, model: string, options: ServersOption
   );
   if (healthy) {
     server.failures = 0;
+    server.kind.probe();
     if (server.state !== 'ready') {
       server.state = 'ready';
       server.since = Date.now();
@@ -191,6 +208,7 @@ function targetOf(
     baseUrl: `${server.url}/v1`,
     servedModelName,
     headers,
+    engineKind: server.kind.current(),
     replicaId: server.id,
     routing,
     release() {

@@ -1,3 +1,4 @@
+import type { EngineKind } from './kinds.js';
 import type { Engine, UpstreamTarget } from './types.js';
 
 export interface SingleTargetOptions {
@@ -6,6 +7,8 @@ export interface SingleTargetOptions {
   baseUrl: string;
   servedModelName: string;
   headers?: Record<string, string>;
+  /** Which server answers; read at each request (a static engine finds out after it starts). Absent: vLLM. */
+  engineKind?: () => EngineKind | undefined;
 }
 
 /**
@@ -33,6 +36,7 @@ export function singleTargetEngine(options: SingleTargetOptions): Engine {
         baseUrl: options.baseUrl,
         servedModelName: options.servedModelName,
         headers: options.headers ?? {},
+        engineKind: options.engineKind?.(),
         replicaId,
         release() {
           if (released) return;

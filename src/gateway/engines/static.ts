@@ -1,4 +1,5 @@
 import type { StaticDefinition } from './definitions.js';
+import { engineKindProbe } from './kinds.js';
 import { singleTargetEngine } from './single.js';
 import type { Engine } from './types.js';
 
@@ -15,12 +16,21 @@ export function createStaticEngine(
   definition: StaticDefinition & { url: string },
   env: Record<string, string | undefined>,
 ): Engine {
+  const baseUrl = normalizeBaseUrl(definition.url);
+  const headers = staticHeaders(definition, env);
+  // Not said: found out in the background (asked again at a request while the server never answered); until then it is taken for vLLM.
+  const kind = engineKindProbe(baseUrl.replace(/\/v1$/, ''), headers, definition.engine);
+  kind.probe();
   return singleTargetEngine({
     kind: 'static',
     modelId: definition.model,
-    baseUrl: normalizeBaseUrl(definition.url),
+    baseUrl,
     servedModelName: definition.served_model_name ?? definition.model,
-    headers: staticHeaders(definition, env),
+    headers,
+    engineKind: () => {
+      kind.probe();
+      return kind.current();
+    },
   });
 }
 

@@ -3,6 +3,7 @@
 // implements `Engine`, in a file named for its kind: `simulator.ts`,
 // `static.ts`, `docker/engine.ts`.
 
+import type { EngineKind } from './kinds.js';
 import type { ReplicaLoad } from './load.js';
 import type { RoutingHint } from './routing/prompt-blocks.js';
 import type { RoutingDecision } from './routing/router.js';
@@ -17,6 +18,8 @@ export interface UpstreamTarget {
   servedModelName: string;
   /** Extra headers for the upstream call, e.g. the engine's own API key. */
   headers: Record<string, string>;
+  /** Which server answers (docs/engines.md): what its usage counts, and how it counts a prompt. Absent: vLLM. */
+  engineKind?: EngineKind;
   /** Which replica this is, so a retry can go to another one. */
   replicaId: string;
   release(): void;

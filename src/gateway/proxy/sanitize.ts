@@ -3,12 +3,19 @@ const REDACTED = '[redacted]';
 
 const PATTERNS: RegExp[] = [
   /\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, // URLs
-  /\[?[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}\]?(?::\d+)?/gi, // IPv6 (with port)
+  /(?<![\w:])\[?[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}\]?(?::\d+)?(?![\w:])/gi, // IPv6 (with port), not C++'s std::exception
   /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g, // IPv4 (with port)
   /(?:\/[\w.@+-]+){2,}/g, // absolute paths
   /\b[A-Za-z]:\\[^\s'"]+/g, // Windows paths
   /\b(?=[a-z0-9-]*[a-z])[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}(?::\d+)?\b/gi, // host names
 ];
+
+/**
+ * The id that llama.cpp's JSON library (nlohmann/json) puts before its messages, such as
+ * `[json.exception.type_error.302] type must be string, but is array`: it reads as a host name to the
+ * rule above and would leave `[[redacted].type_error.302]`. Dropped; the message after it says what is wrong.
+ */
+const JSON_EXCEPTION_ID = /\[json\.exception\.[a-z_]+\.\d+\]\s*/g;
 
 export interface ModelNames {
   servedName: string;
@@ -28,7 +35,7 @@ export interface ModelNames {
  */
 export function sanitizeUpstreamMessage(message: string, names: ModelNames): string {
   let text = message.split(/Traceback \(most recent call last\)/)[0] ?? '';
-  text = text.replace(/\s+/g, ' ').trim();
+  text = text.replace(JSON_EXCEPTION_ID, '').replace(/\s+/g, ' ').trim();
   if (names.servedName && names.servedName !== names.clientName)
     text = text.split(names.servedName).join(names.clientName);
   // Model names like Qwen/Qwen2.5-7B look like paths; protect the client's own name from the path rule.

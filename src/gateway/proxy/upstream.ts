@@ -2,6 +2,8 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
 import { LRUCache } from 'lru-cache';
+import { ENGINE_TRAITS } from '../engines/kinds.js';
+import { countChatPrompt } from '../engines/prompt-count.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { checkJsonShape } from '../../shared/http/json-shape.js';
@@ -40,6 +42,8 @@ export interface EngineResponse {
   status: number;
   body: AsyncIterable<Uint8Array>;
   bytes(): Promise<Buffer>;
+  /** The chat prompt's tokens as the engine counts them (template included), for a stream cut before its usage; null when it cannot. */
+  countPrompt?(): Promise<number | null>;
 }
 
 /**
@@ -64,6 +68,7 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
  * const response = await postUpstream({ target, path: '/chat/completions', body, clientModel: 'qwen', signal });
  */
 export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> {
+  refuseUnbillableChoices(call);
   let response: IncomingMessage;
   try {
     response = await post(
@@ -86,12 +91,32 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
   }
   const status = response.statusCode ?? 0;
   if (status >= 200 && status < 300)
-    return { status, body: response, bytes: () => readBytes(response, Number.POSITIVE_INFINITY) };
+    return {
+      status,
+      body: response,
+      bytes: () => readBytes(response, Number.POSITIVE_INFINITY),
+      countPrompt: () => countChatPrompt(call.target, call.body),
+    };
   const text = await readBytes(response, MAX_ERROR_BODY_BYTES).then(
     (bytes) => bytes.toString('utf8'),
     () => '',
   );
   throw upstreamFailure(status, text, call);
+}
+
+/**
+ * An engine whose usage counts one choice's tokens (llama.cpp: 10 reported for
+ * 20 generated with `n: 2`) would have every other choice served free: such a
+ * request is refused before it is sent, naming the limit (docs/engines.md).
+ */
+function refuseUnbillableChoices(call: UpstreamCall): void {
+  const n = call.body.n;
+  if (typeof n !== 'number' || n <= 1) return;
+  if (ENGINE_TRAITS[call.target.engineKind ?? 'vllm'].usageCountsEveryChoice) return;
+  const message = `This model serves one choice per request: n must be 1 (got ${n}).`;
+  throw new GatewayError('invalid_request', message, {
+    details: [{ field: 'n', message: 'must be 1 for this model' }],
+  });
 }
 
 /** Engine URLs parsed once: a replica's few paths are asked for on every request. */
@@ -169,6 +194,15 @@ function upstreamFailure(status: number, body: string, call: UpstreamCall): Gate
     });
     return new GatewayError('invalid_request', message, { cause });
   }
+  // llama.cpp answers some refusals of the client's input with a 500 (an image to a text model) or a 501:
+  // the client's to fix, so a 400 with the engine's message, not a retry on another replica.
+  if ((status === 500 || status === 501) && refusesInput(body)) {
+    const message = sanitizeUpstreamMessage(upstreamErrorMessage(body), {
+      servedName: call.target.servedModelName,
+      clientName: call.clientModel,
+    });
+    return new GatewayError('invalid_request', message, { cause });
+  }
   if (status === 413)
     return new GatewayError('request_too_large', 'The request is too large for this model.', { cause });
   if (status === 429 || status === 503) {
@@ -181,6 +215,16 @@ function upstreamFailure(status: number, body: string, call: UpstreamCall): Gate
   if (status >= 500)
     return new UpstreamError('status', 'upstream_error', 'The model server failed to answer. Retry later.', { cause });
   return new GatewayError('upstream_error', 'The model server failed to answer. Retry later.', { cause });
+}
+
+/**
+ * llama.cpp's messages for input it cannot take: media a text model has no projector for ("image input is
+ * not supported"), a feature it lacks, a field of the wrong JSON type (its JSON library's exceptions).
+ */
+const INPUT_REFUSAL = /\bis not supported\b|^\[json\.exception\./;
+
+function refusesInput(body: string): boolean {
+  return INPUT_REFUSAL.test(upstreamErrorMessage(body)) || /"type"\s*:\s*"not_supported_error"/.test(body);
 }
 
 function isTimeout(reason: unknown): boolean {

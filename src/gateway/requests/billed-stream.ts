@@ -40,7 +40,11 @@ export function relayBilledStream(
       controls.release();
       const last = writer.ended ? await writer.ended(outcome) : null;
       if (last !== null) delivered?.push(last);
-      await settle(services, call, streamSettlement(writer.state, outcome, promptEstimate, delivered));
+      // With no count from the engine, its own count of the prompt it was sent (template and tools included) where
+      // it can give one (`engines/prompt-count.ts`), else the estimate.
+      const counted = writer.state.usage ? null : await response.countPrompt?.();
+      const prompt = typeof counted === 'number' ? () => counted : promptEstimate;
+      await settle(services, call, streamSettlement(writer.state, outcome, prompt, delivered));
     },
   });
   // Under load the headers wait for the first chunk, one socket write fewer; alone, they leave at once, so the

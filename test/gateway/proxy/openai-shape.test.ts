@@ -26,4 +26,11 @@ describe('withoutNullFields', () => {
     expect((copy as { polluted?: boolean }).polluted).toBeUndefined();
     expect(JSON.stringify(copy)).toBe('{"a":1}');
   });
+
+  it("drops what names the engine: llama.cpp's build string and timings", () => {
+    const answer = JSON.parse(
+      '{"id":"c1","system_fingerprint":"b1-5b4ebc5","choices":[],"usage":{"prompt_tokens":3},"timings":{"prompt_n":3,"predicted_per_second":480.1}}',
+    ) as Record<string, unknown>;
+    expect(withoutNullFields(answer)).toEqual({ id: 'c1', choices: [], usage: { prompt_tokens: 3 } });
+  });
 });

@@ -15,6 +15,16 @@ describe('sanitizeUpstreamMessage', () => {
     expect(sanitizeUpstreamMessage(message, names)).not.toContain(leak);
   });
 
+  it("leaves llama.cpp's JSON library messages readable (was '[[redacted].type_error.302] …')", () => {
+    expect(sanitizeUpstreamMessage('[json.exception.type_error.302] type must be string, but is array', names)).toBe(
+      'type must be string, but is array',
+    );
+    // Was 'Failed to initialize samplers: st[redacted]xception' (read as an IPv6 address).
+    expect(sanitizeUpstreamMessage('Failed to initialize samplers: std::exception', names)).toBe(
+      'Failed to initialize samplers: std::exception',
+    );
+  });
+
   it('keeps what tells the client what to fix, naming the model as the client did', () => {
     const message =
       "This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens. Please reduce the length of the input messages.";

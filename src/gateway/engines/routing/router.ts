@@ -113,13 +113,19 @@ export class ReplicaRouter {
     const least = Math.min(...queues);
     const most = Math.max(...queues);
     const matches = this.index.matches(hashes);
+    // Affinity yields to load: a replica already this much busier than the least busy one (by this gateway's own
+    // count, which a burst moves before any scrape can) wins on its queue and cache use only. Before, a burst of
+    // 10 requests sharing a system prompt went 10/0 to one llama.cpp replica.
+    const fewestInFlight = Math.min(...candidates.map((c) => c.inFlight));
+    const slack = this.settings.affinitySlack ?? 2;
     const scores: RoutingDecision['scores'] = {};
     let best: { candidate: Candidate; total: number } | null = null;
     candidates.forEach((candidate, i) => {
       const queue = most === least ? 1 : 1 - (queues[i]! - least) / (most - least);
       const kv = 1 - snapshot[i]!.kvCacheUsage;
-      const prefix = hashes.length === 0 ? 0 : (matches.get(candidate.id) ?? 0) / hashes.length;
-      const session = sessionReplica === candidate.id ? 1 : 0;
+      const affine = candidate.inFlight - fewestInFlight <= slack;
+      const prefix = hashes.length === 0 || !affine ? 0 : (matches.get(candidate.id) ?? 0) / hashes.length;
+      const session = sessionReplica === candidate.id && affine ? 1 : 0;
       const total = queueWeight * queue + kvWeight * kv + prefixWeight * prefix + sessionWeight * session;
       scores[candidate.id] = {
         total: round(total),

@@ -93,7 +93,10 @@ export class LoadScraper {
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       const samples = parsePromText(await res.text());
       const previous = this.scraped.get(target.id)?.load;
-      this.scraped.set(target.id, { load: loadFromSamples(samples, target.servedModel, previous), sentSince: 0 });
+      const load = loadFromSamples(samples, target.servedModel, previous);
+      // Metrics of no engine the gateway knows: the replica's load is unknown (never idle), as if not scraped.
+      if (load === null) throw new Error('no queue figures among its metrics (neither vllm:* nor llamacpp:*)');
+      this.scraped.set(target.id, { load, sentSince: 0 });
     } catch (error) {
       this.options.log?.debug('replica metrics scrape failed', {
         replica: target.id,
@@ -106,6 +109,28 @@ export class LoadScraper {
 }
 
 // vLLM reports its cache's size as a label of an info gauge.
+/**
+ * llama.cpp's server (`--metrics`): `llamacpp:requests_deferred` are the
+ * requests waiting for a slot, `llamacpp:requests_processing` the slots at
+ * work. It reports no cache use (0 here: the same for every replica, so the
+ * KV score does not tell them apart) and no prefix-cache counters.
+ */
+function llamaCppLoad(sum: (name: string) => number | null): ReplicaLoad | null {
+  const waiting = sum('llamacpp:requests_deferred');
+  const running = sum('llamacpp:requests_processing');
+  if (waiting === null || running === null) return null;
+  return {
+    waiting,
+    running,
+    kvCacheUsage: 0,
+    prefixHitRate: null,
+    prefixQueries: 0,
+    prefixHits: 0,
+    kvBlocks: null,
+    scrapedAt: Date.now(),
+  };
+}
+
 function kvBlocksOf(samples: readonly PromSample[]): number | null {
   const info = samples.find((s) => s.name === 'vllm:cache_config_info');
   const blocks = Number(info?.labels.num_gpu_blocks);
@@ -116,21 +141,24 @@ function kvBlocksOf(samples: readonly PromSample[]): number | null {
  * A replica's load from its metrics: the samples of its served model (all
  * samples of a name when none carries that `model_name`), summed over
  * engines. The prefix hit rate is over the counters' growth since `previous`.
+ * vLLM's `vllm:*` series, or llama.cpp's `llamacpp:*` (`llamaCppLoad`); null
+ * when neither is there: an unknown load, which the router never takes for idle.
  *
  * @example
- * loadFromSamples(parsePromText(text), 'qwen', null).waiting;
+ * loadFromSamples(parsePromText(text), 'qwen', null)?.waiting;
  */
 export function loadFromSamples(
   samples: readonly PromSample[],
   servedModel: string,
   previous: ReplicaLoad | null | undefined,
-): ReplicaLoad {
+): ReplicaLoad | null {
   const sum = (name: string): number | null => {
     const named = samples.filter((s) => s.name === name);
     if (named.length === 0) return null;
     const own = named.filter((s) => s.labels.model_name === servedModel);
     return (own.length > 0 ? own : named).reduce((total, s) => total + s.value, 0);
   };
+  if (!samples.some((s) => s.name.startsWith('vllm:'))) return llamaCppLoad(sum);
   const queries = sum('vllm:prefix_cache_queries_total') ?? 0;
   const hits = sum('vllm:prefix_cache_hits_total') ?? 0;
   let prefixHitRate: number | null = null;

@@ -94,7 +94,7 @@ describe('the Prometheus text parser', () => {
     );
     const load = loadFromSamples(parsePromText(text), 'sim-chat', null);
     expect(load).toMatchObject({ running: 0, waiting: 0, kvCacheUsage: 0, kvBlocks: 300, prefixQueries: 2 * 86 });
-    expect(load.prefixHits).toBe(80);
+    expect(load!.prefixHits).toBe(80);
   });
 
   it('unescapes label values, reads special values and timestamps, and skips lines it cannot read', () => {
@@ -118,13 +118,22 @@ describe('the Prometheus text parser', () => {
       'm',
       first,
     );
-    expect(second.prefixHitRate).toBe(0.8);
+    expect(second!.prefixHitRate).toBe(0.8);
     expect(
       loadFromSamples(
         parsePromText('vllm:prefix_cache_queries_total 2000\nvllm:prefix_cache_hits_total 900'),
         'm',
         second,
-      ).prefixHitRate,
+      )!.prefixHitRate,
     ).toBeNull();
+  });
+
+  it("reads llama.cpp's llamacpp:* series as real figures, and no known series as an unknown load", () => {
+    const llama = parsePromText(
+      '# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 4\nllamacpp:requests_deferred 6\nllamacpp:prompt_tokens_total 120',
+    );
+    expect(loadFromSamples(llama, 'm', null)).toMatchObject({ waiting: 6, running: 4, kvCacheUsage: 0 });
+    // Before: every such replica read as idle (waiting 0, running 0, KV 0), and the prefix score sent a burst to one.
+    expect(loadFromSamples(parsePromText('process_cpu_seconds_total 3'), 'm', null)).toBeNull();
   });
 });

@@ -55,6 +55,23 @@ const chat = (question: string, user?: string) => ({
 });
 
 describe('the scoring router', () => {
+  it('lets prefix affinity yield to load: a burst sharing one system prompt splits across two replicas', () => {
+    // Llama.cpp-like: metrics read (nothing waiting at the last scrape), the burst arrives before the next scrape.
+    const loads = loadsOf({ 'm/0': load(), 'm/1': load() });
+    const router = new ReplicaRouter({ ...SETTINGS, prefixWeight: 4 }, loads);
+    const inFlight: Record<string, number> = { 'm/0': 0, 'm/1': 0 };
+    for (let i = 0; i < 10; i++) {
+      const chosen = router.choose(
+        Object.entries(inFlight).map(([id, n]) => ({ id, inFlight: n })),
+        chat(`Long question ${i}`),
+      );
+      inFlight[chosen.replicaId]! += 1;
+    }
+    // Before the slack: 10/0.
+    expect(Math.max(...Object.values(inFlight))).toBeLessThanOrEqual(7);
+    expect(Math.min(...Object.values(inFlight))).toBeGreaterThanOrEqual(3);
+  });
+
   it('sends a prompt to the replica that served its prefix, and says why', () => {
     const loads = loadsOf({ 'm/0': load(), 'm/1': load(), 'm/2': load() });
     const router = new ReplicaRouter(SETTINGS, loads);
