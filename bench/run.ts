@@ -168,6 +168,8 @@ async function main(): Promise<number> {
       String(settings.itlMs),
     ];
     simArgs.push('--default-max-tokens', String(settings.tokens));
+    // Room for the 200,000-character prompt of chat-json-200k (about 44,000 of the simulator's tokens).
+    simArgs.push('--max-model-len', '65536');
     if (settings.dimensions !== null) simArgs.push('--embedding-dimensions', String(settings.dimensions));
     const sim = startBuilt('simulator', 'dist/sim/main.js', simArgs, { cwd: ROOT, env: cleanEnv() });
     children.push(sim);

@@ -34,8 +34,16 @@ export function allScenarios(tokens: number): Scenario[] {
     'Toll roads charge per use.',
     'Gateways meter every request.',
   ];
+  // An agent's turn: a prompt of 200,000 characters (issue 50: what the path costs per KB of body).
+  const longChat = {
+    model: 'sim-chat',
+    messages: [{ role: 'user', content: 'Toll roads charge per use. '.repeat(7_408) }],
+    max_tokens: tokens,
+    ignore_eos: true,
+  };
   return [
     { name: 'chat-json', path: '/v1/chat/completions', stream: false, body: chat },
+    { name: 'chat-json-200k', path: '/v1/chat/completions', stream: false, body: longChat },
     { name: 'chat-stream', path: '/v1/chat/completions', stream: true, body: { ...chat, stream: true } },
     { name: 'embeddings', path: '/v1/embeddings', stream: false, body: { model: 'sim-embed', input } },
     {

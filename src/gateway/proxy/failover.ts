@@ -6,8 +6,8 @@ export interface FailoverCall {
   /** A target not among `exclude`; throws when there is none (see Fleet.acquire). */
   acquire(exclude: ReadonlySet<string>): UpstreamTarget;
   path: string;
-  /** The upstream body for a target (it names the target's served model). */
-  body(target: UpstreamTarget): Record<string, unknown>;
+  /** The upstream body for a target (it names the target's served model), or its JSON. */
+  body(target: UpstreamTarget): Record<string, unknown> | string;
   /** Headers for every replica tried, besides the target's own (the trace's `traceparent`). */
   headers?: Record<string, string>;
   clientModel: string;

@@ -29,7 +29,8 @@ export interface UpstreamCall {
   target: UpstreamTarget;
   /** Path below the target's `/v1`, e.g. `/chat/completions`. */
   path: string;
-  body: Record<string, unknown>;
+  /** The body, or its JSON already written (a translated body, written once for every replica tried). */
+  body: Record<string, unknown> | string;
   /** Headers besides the target's own, e.g. the trace's `traceparent`. */
   headers?: Record<string, string>;
   /** The model name as the client wrote it, for messages. */
@@ -73,7 +74,7 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
   try {
     response = await post(
       call.target.baseUrl + call.path,
-      JSON.stringify(call.body),
+      typeof call.body === 'string' ? call.body : JSON.stringify(call.body),
       call.headers ? { ...call.target.headers, ...call.headers } : call.target.headers,
       call.signal,
     );

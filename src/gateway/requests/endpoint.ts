@@ -86,8 +86,8 @@ export interface ProtocolCall {
   bounded: Json;
   /** The size in bytes of the body the engine is sent: the prompt's bound (a text token is at least a byte). */
   sentBytes: number;
-  /** The body sent to one replica: what is sent to every replica, naming the replica's served model. */
-  bodyFor(target: UpstreamTarget): Json;
+  /** The body sent to one replica (or its JSON): what is sent to every replica, naming the replica's served model. */
+  bodyFor(target: UpstreamTarget): Json | string;
   /** Usage when the engine reported none valid: from the request, and from the answer if there is one. */
   estimate(answer: Json | null): TokenUsage;
   /** The answer's JSON for the client, when the protocol's answer is not the engine's (Messages, Responses). */

@@ -21,10 +21,31 @@ export function keepCeilingWithinContext(chat: Json, contextLength: number): voi
   if (asked > room) chat.max_tokens = Math.max(1, room);
 }
 
+/** A translated body as the engine is sent it, its JSON written once: its size, and its text for one replica. */
+export interface SentBody {
+  /** Its size in bytes: the prompt's bound (`billing/token-bounds.ts`: a text token is at least a byte). */
+  bytes: number;
+  /** Its JSON naming the replica's served model, and on streams asking for final and running usage. */
+  forModel(servedModelName: string): string;
+}
+
 /**
- * A translated body's size in bytes as the engine is sent it: the prompt's bound (`billing/token-bounds.ts`: a text
- * token is at least a byte), with every earlier turn, tool and system prompt the translation put in it.
+ * Writes a translated body's JSON once, with every earlier turn, tool and system prompt the translation put in it:
+ * its size is the prompt's bound, and each replica tried is sent it with its own model name put in front (the
+ * client's is left out), not the whole body written again.
+ *
+ * @example
+ * sentBody({ model: 'm', messages: [] }, false).forModel('served'); // '{"model":"served","messages":[]}'
  */
-export function sentBytesOf(chat: Json): number {
-  return Buffer.byteLength(JSON.stringify(chat), 'utf8');
+export function sentBody(chat: Json, streams: boolean): SentBody {
+  const rest: Json = Object.assign({}, chat);
+  delete rest.model;
+  const text = JSON.stringify(rest);
+  // Everything after the opening brace, after a comma when there is anything.
+  const tail = text === '{}' ? '}' : `,${text.slice(1)}`;
+  const usage = streams ? ',"stream_options":{"include_usage":true,"continuous_usage_stats":true}' : '';
+  return {
+    bytes: Buffer.byteLength(text, 'utf8'),
+    forModel: (servedModelName) => `{"model":${JSON.stringify(servedModelName)}${usage}${tail}`,
+  };
 }

@@ -1,12 +1,10 @@
 import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/usage.js';
 import type { BilledEndpoint } from '../endpoint.js';
-import { keepCeilingWithinContext, sentBytesOf } from '../sent-body.js';
+import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
 import { invalid } from '../validate.js';
 import { messageOf } from './answer.js';
 import { messagesStreamWriter } from './stream.js';
 import { chatBodyOf, messagesRequestErrors } from './translate.js';
-
-type Json = Record<string, unknown>;
 
 /**
  * Anthropic's Messages (`POST /v1/messages`), JSON or SSE, translated to the
@@ -30,14 +28,11 @@ export const MESSAGES: BilledEndpoint = {
     const chat = chatBodyOf(request.body);
     keepCeilingWithinContext(chat, request.model.contextLength);
     const streams = request.body.stream === true;
+    const sent = sentBody(chat, streams);
     return {
       bounded: chat,
-      sentBytes: sentBytesOf(chat),
-      bodyFor(target) {
-        const body: Json = { ...chat, model: target.servedModelName };
-        if (streams) body.stream_options = { include_usage: true, continuous_usage_stats: true };
-        return body;
-      },
+      sentBytes: sent.bytes,
+      bodyFor: (target) => sent.forModel(target.servedModelName),
       answerOf: (answer) => messageOf(answer, request.clientModel),
       estimate: (answer) => ({
         promptTokens: estimateChatPromptTokens(chat),

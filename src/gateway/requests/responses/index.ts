@@ -1,7 +1,7 @@
 import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/usage.js';
 import type { AuthorizedRequest } from '../admission.js';
 import type { BilledEndpoint, ProtocolCall, StreamWriter } from '../endpoint.js';
-import { keepCeilingWithinContext, sentBytesOf } from '../sent-body.js';
+import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
 import { invalid } from '../validate.js';
 import { itemId, responseOf } from './answer.js';
 import { type ConversationDeps, createConversations } from './conversation.js';
@@ -41,6 +41,7 @@ function responsesCall(request: AuthorizedRequest, conversations: Conversations,
   const chat = chatBodyOf(request.body, earlier);
   keepCeilingWithinContext(chat, request.model.contextLength);
   const streams = request.body.stream === true;
+  const sent = sentBody(chat, streams);
   const source = (): ResponsesStreamSource => ({
     body: request.body,
     names: toolNamesOf(request.body),
@@ -49,12 +50,8 @@ function responsesCall(request: AuthorizedRequest, conversations: Conversations,
   });
   return {
     bounded: chat,
-    sentBytes: sentBytesOf(chat),
-    bodyFor(target) {
-      const body: Json = { ...chat, model: target.servedModelName };
-      if (streams) body.stream_options = { include_usage: true, continuous_usage_stats: true };
-      return body;
-    },
+    sentBytes: sent.bytes,
+    bodyFor: (target) => sent.forModel(target.servedModelName),
     async answerOf(answer) {
       const { body, names, id, model } = source();
       const response = responseOf(answer, body, names, id, model);
