@@ -96,7 +96,9 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
       status,
       body: response,
       bytes: () => readBytes(response, Number.POSITIVE_INFINITY),
-      countPrompt: () => countChatPrompt(call.target, call.body),
+      // A written body is parsed again only here, for a stream cut before any usage: rare, and off the hot path.
+      countPrompt: () =>
+        countChatPrompt(call.target, typeof call.body === 'string' ? jsonObjectOf(call.body) : call.body),
     };
   const text = await readBytes(response, MAX_ERROR_BODY_BYTES).then(
     (bytes) => bytes.toString('utf8'),
@@ -111,6 +113,8 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
  * request is refused before it is sent, naming the limit (docs/engines.md).
  */
 function refuseUnbillableChoices(call: UpstreamCall): void {
+  // A written body is a translation (Messages, Responses), which never asks for more than one choice.
+  if (typeof call.body === 'string') return;
   const n = call.body.n;
   if (typeof n !== 'number' || n <= 1) return;
   if (ENGINE_TRAITS[call.target.engineKind ?? 'vllm'].usageCountsEveryChoice) return;
@@ -118,6 +122,11 @@ function refuseUnbillableChoices(call: UpstreamCall): void {
   throw new GatewayError('invalid_request', message, {
     details: [{ field: 'n', message: 'must be 1 for this model' }],
   });
+}
+
+function jsonObjectOf(text: string): Record<string, unknown> {
+  const parsed: unknown = JSON.parse(text);
+  return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
 }
 
 /** Engine URLs parsed once: a replica's few paths are asked for on every request. */
