@@ -218,7 +218,10 @@ type PlatformServices = Pick<
 function createPlatformServices(config: Config, db: Database, log: Logger): PlatformServices {
   const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
   const clusters = new ClusterService(db, { nodeAccess: config.nodeAccess, reservedHosts: reservedHostsOf(config) });
-  const stacks = new StackCatalog(db, { stacksPerUser: config.uploads.stacksPerUser });
+  const stacks = new StackCatalog(db, {
+    stacksPerUser: config.uploads.stacksPerUser,
+    stacksBytesPerUser: config.uploads.stacksBytesPerUser,
+  });
   const sandboxes = new SandboxChooser(config.runs, (message) => log.warn(`run sandbox: ${message}`));
   const runs = new RunService(db, clusters, stacks, async () => {
     requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath });

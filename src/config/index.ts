@@ -93,6 +93,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       inFlight: s.TOLLGATE_UPLOADS_IN_FLIGHT,
       inFlightPerUser: s.TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER,
       stacksPerUser: s.TOLLGATE_STACKS_PER_USER,
+      stacksBytesPerUser: s.TOLLGATE_STACKS_BYTES_PER_USER,
     },
     runs: runsConfig(s, present),
     observability: observabilityConfig(s),

@@ -133,6 +133,11 @@ export const settingsSchema = z.object({
   TOLLGATE_UPLOADS_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(4),
   TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(1000).default(2),
   TOLLGATE_STACKS_PER_USER: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  TOLLGATE_STACKS_BYTES_PER_USER: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(100 * 1024 * 1024),
   TOLLGATE_TOFU_BIN: z.string().min(1).optional(),
   TOLLGATE_RUN_WORKERS: z.coerce.number().int().min(0).max(64).default(2),
   TOLLGATE_RUN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(1800),

@@ -134,9 +134,10 @@ export interface Config {
   /**
    * Stack uploads (a .zip sent, or fetched by URL): each holds its package and what it unpacks (tens of MiB)
    * in memory while it is read, so this process reads at most `inFlight` at once, and at most
-   * `inFlightPerUser` for one user; a user keeps at most `stacksPerUser` private stacks.
+   * `inFlightPerUser` for one user; a user keeps at most `stacksPerUser` private stacks, of at most
+   * `stacksBytesPerUser` bytes in all.
    */
-  uploads: { inFlight: number; inFlightPerUser: number; stacksPerUser: number };
+  uploads: { inFlight: number; inFlightPerUser: number; stacksPerUser: number; stacksBytesPerUser: number };
   /** Applying stacks to clusters (`src/platform/runs/`). */
   runs: {
     /** The OpenTofu or Terraform command line: a path or a command name; unset: `tofu` on PATH, else `terraform`. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { and, asc, count, desc, eq, ilike, or, type SQL, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, ilike, or, type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { newId } from '../../shared/db/ids.js';
 import { stacks, users } from '../../shared/db/schema.js';
@@ -10,6 +10,8 @@ import type { StackPackage } from './package.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
 
 export type StackRow = typeof stacks.$inferSelect;
+
+const { package: _package, ...COLUMNS_BUT_PACKAGE } = getTableColumns(stacks);
 
 export const STACK_SORTS = ['name', 'title', 'created_at'] as const;
 export type StackSort = (typeof STACK_SORTS)[number] | `-${(typeof STACK_SORTS)[number]}`;
@@ -23,8 +25,9 @@ export type StackChange = Partial<
  * The template catalog, with the spec's permissions: a platform admin adding
  * a stack makes it global, a user makes it private (visible to them and to
  * platform admins only). Platform admins change and delete any; a user their
- * own private ones. A user keeps at most `stacksPerUser` private stacks
- * (platform admins, who curate the global catalog, are not bounded).
+ * own private ones. A user keeps at most `stacksPerUser` private stacks of
+ * at most `stacksBytesPerUser` bytes in all (platform admins, who curate the
+ * global catalog, are not bounded).
  *
  * Names: a global stack's is unique platform-wide; a private stack's only
  * within its organization, so adding one never tells a user what another
@@ -40,8 +43,40 @@ export type StackChange = Partial<
 export class StackCatalog {
   constructor(
     private readonly db: Database,
-    private readonly options: { stacksPerUser: number } = { stacksPerUser: Number.MAX_SAFE_INTEGER },
+    private readonly options: { stacksPerUser: number; stacksBytesPerUser: number } = {
+      stacksPerUser: Number.MAX_SAFE_INTEGER,
+      stacksBytesPerUser: Number.MAX_SAFE_INTEGER,
+    },
   ) {}
+
+  /**
+   * 409 when one more package of `bytes` would take the user past the stacks
+   * (TOLLGATE_STACKS_PER_USER) or the bytes (TOLLGATE_STACKS_BYTES_PER_USER)
+   * one user keeps. The user's row is locked, so two uploads at once (on any
+   * replica) are counted one after the other.
+   */
+  private async refuseOverUserBounds(tx: Transaction, userId: string, bytes: number): Promise<void> {
+    await tx.select({ id: users.id }).from(users).where(eq(users.id, userId)).for('update');
+    const [kept = { stacks: 0, bytes: 0 }] = await tx
+      .select({ stacks: count(), bytes: sql<string | number>`coalesce(sum(octet_length(${stacks.package})), 0)` })
+      .from(stacks)
+      .where(and(eq(stacks.ownerId, userId), eq(stacks.visibility, 'private')));
+    const { stacksPerUser, stacksBytesPerUser } = this.options;
+    const refuse = (message: string, detail: string) =>
+      new GatewayError('conflict', `${message}; delete one before adding another.`, {
+        details: [{ field: 'package', message: detail }],
+      });
+    if (kept.stacks >= stacksPerUser)
+      throw refuse(
+        `You keep ${kept.stacks} stacks, the most one user may (TOLLGATE_STACKS_PER_USER)`,
+        `At most ${stacksPerUser} stacks per user.`,
+      );
+    if (Number(kept.bytes) + bytes > stacksBytesPerUser)
+      throw refuse(
+        `Your stacks hold ${Number(kept.bytes)} bytes and this one ${bytes}: one user keeps at most ${stacksBytesPerUser} (TOLLGATE_STACKS_BYTES_PER_USER)`,
+        `At most ${stacksBytesPerUser} bytes of stacks per user.`,
+      );
+  }
 
   async add(actor: Actor, read: StackPackage, zip: Buffer): Promise<StackRow> {
     const { manifest } = read;
@@ -65,23 +100,7 @@ export class StackCatalog {
           )
           .limit(1);
         if (clash) throw taken();
-        if (!actor.platformAdmin) {
-          // The user's row is locked, so two uploads at once (on any replica) are counted one after the other.
-          await tx.select({ id: users.id }).from(users).where(eq(users.id, actor.userId)).for('update');
-          const [{ kept } = { kept: 0 }] = await tx
-            .select({ kept: count() })
-            .from(stacks)
-            .where(and(eq(stacks.ownerId, actor.userId), eq(stacks.visibility, 'private')));
-          if (kept >= this.options.stacksPerUser) {
-            throw new GatewayError(
-              'conflict',
-              `You keep ${kept} stacks, the most one user may (TOLLGATE_STACKS_PER_USER); delete one before adding another.`,
-              {
-                details: [{ field: 'package', message: `At most ${this.options.stacksPerUser} stacks per user.` }],
-              },
-            );
-          }
-        }
+        if (!actor.platformAdmin) await this.refuseOverUserBounds(tx, actor.userId, zip.length);
         const [row] = await tx
           .insert(stacks)
           .values({
@@ -90,8 +109,9 @@ export class StackCatalog {
             ownerId: actor.userId,
             orgId: visibility === 'global' ? null : actor.orgId,
           })
-          .returning();
-        return row!;
+          .returning(COLUMNS_BUT_PACKAGE);
+        // The package is the bytes just sent: not read back (a second copy of up to 10 MiB, decoded, per upload).
+        return Object.assign(row!, { package: zip });
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw taken();

@@ -10,10 +10,13 @@ const RETRY_AFTER_SECONDS = '5';
  * once run the gateway out of memory. A slot is taken before the body is
  * read and given back when the answer is made, whatever it is. Over a
  * user's share: 429 `rate_limit_exceeded`; over the process's: 503
- * `server_busy`; both with `Retry-After`.
+ * `server_busy`; both with `Retry-After`, and naming the setting. The
+ * routes read and discard a refused upload's body before they answer
+ * (`surfaces/api/upload-slot.ts`).
  *
  * @example
- * api.use('/stacks/*', (c, next) => slots.hold(c.get('actor').userId, next));
+ * const release = slots.take(userId); // throws the 429 or 503
+ * try { await readTheUpload(); } finally { release(); }
  */
 export class UploadSlots {
   private inUse = 0;
@@ -26,23 +29,13 @@ export class UploadSlots {
     return this.inUse;
   }
 
-  /** Runs `work` in a slot of `userId`'s (or throws at once), and gives the slot back when it ends, however it ends. */
-  async hold<T>(userId: string, work: () => Promise<T>): Promise<T> {
-    const release = this.take(userId);
-    try {
-      return await work();
-    } finally {
-      release();
-    }
-  }
-
   /** Takes a slot for `userId`, or throws; the function it returns gives the slot back (once). */
   take(userId: string): () => void {
     const mine = this.perUser.get(userId) ?? 0;
     if (mine >= this.limits.inFlightPerUser) {
       throw new GatewayError(
         'rate_limit_exceeded',
-        `At most ${this.limits.inFlightPerUser} of your stack uploads are read at once; wait for one to finish.`,
+        `At most ${this.limits.inFlightPerUser} of your stack uploads are read at once (TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER); wait for one to finish.`,
         {
           headers: { 'Retry-After': RETRY_AFTER_SECONDS },
         },
@@ -51,7 +44,7 @@ export class UploadSlots {
     if (this.inUse >= this.limits.inFlight) {
       throw new GatewayError(
         'server_busy',
-        'The gateway is reading as many stack uploads as it takes at once; retry shortly.',
+        'The gateway is reading as many stack uploads as it takes at once (TOLLGATE_UPLOADS_IN_FLIGHT); retry shortly.',
         { headers: { 'Retry-After': RETRY_AFTER_SECONDS } },
       );
     }

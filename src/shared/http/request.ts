@@ -4,6 +4,7 @@ import type { BodyDrain } from '../../config/index.js';
 import { newId } from '../db/ids.js';
 import type { GatewayEnv } from './context.js';
 import { GatewayError } from './errors.js';
+import { discardRest } from './drain.js';
 import { checkJsonShape } from './json-shape.js';
 
 /**
@@ -107,30 +108,6 @@ async function refuseDeclared(c: Context, declared: number, maxBytes: number, dr
   // A body longer than the drain would be cut anyway: the answer goes at once, and the client may not read it.
   if (declared <= drain.bytes && c.req.raw.body) await discardRest(c.req.raw.body.getReader(), drain);
   throw tooLarge(maxBytes);
-}
-
-/**
- * Reads and throws away what the client is still sending, up to
- * `drain.bytes` and for at most `drain.ms`, before the 413 is answered and
- * the connection closed. Real clients (Node's fetch and the SDKs over it,
- * curl) write the whole body before they read an answer: a socket closed
- * while they are still writing is an EPIPE or a reset for them, never the
- * 413 and its sentence.
- */
-async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, drain: BodyDrain): Promise<void> {
-  // Cancelling ends a read that waits on a client who stopped sending.
-  const deadline = setTimeout(() => void reader.cancel().catch(() => undefined), drain.ms);
-  try {
-    for (let discarded = 0; discarded <= drain.bytes;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      discarded += value.byteLength;
-    }
-  } catch {
-    // The client went away: there is no one left to answer.
-  } finally {
-    clearTimeout(deadline);
-  }
 }
 
 /** The largest body the management API (and the portal) takes: their requests are small forms and JSON objects. */

@@ -11,6 +11,7 @@ import { downloadPackage } from '../../platform/stacks/download.js';
 import { DEFAULT_PACKAGE_LIMITS, readStackPackage } from '../../platform/stacks/package.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
+import { inUploadSlot } from './upload-slot.js';
 
 const stacksQuery = z
   .object({ q: z.string().trim().max(200).optional(), category: z.enum(STACK_CATEGORIES).optional() })
@@ -63,10 +64,14 @@ export function stacksRoutes(services: Services, clientOf: ClientOf): Hono<Gatew
   // upload: any other method, which takes no slot, keeps the management limit, or many at once would all be read.
   const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, services.config.oversizeDrain);
   const managementLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain);
+  const upload = inUploadSlot(
+    services.uploads,
+    services.config.oversizeDrain,
+    (c) => c.get('actor').userId,
+    uploadLimit,
+  );
   const api = apiResource(services, clientOf, requireJsonBody({ multipart: true }), (c, next) =>
-    c.req.method === 'POST'
-      ? services.uploads.hold(c.get('actor').userId, () => uploadLimit(c, next))
-      : managementLimit(c, next),
+    c.req.method === 'POST' ? upload(c, next) : managementLimit(c, next),
   );
 
   api.get('/', async (c) => {

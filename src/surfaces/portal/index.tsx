@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type ErrorHandler, Hono, type MiddlewareHandler } from 'hono';
+import { type ErrorHandler, Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
@@ -8,6 +8,7 @@ import { limitBody, MANAGEMENT_MAX_BODY_BYTES, refuseNul } from '../../shared/ht
 import { DEFAULT_PACKAGE_LIMITS } from '../../platform/stacks/package.js';
 import type { Services } from '../../services.js';
 import type { ClientOf } from '../api/resource.js';
+import { inUploadSlot } from '../api/upload-slot.js';
 import { assetAt } from './assets.js';
 import { stackIconAt } from './stack-icons.js';
 import { clustersRoutes } from './clusters.js';
@@ -61,8 +62,12 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   // Room for the largest package and its multipart framing on the upload form; the other forms are small. Only a
   // signed-in user's upload is read, in one of the process's upload slots (taken before the body is read).
   const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, services.config.oversizeDrain);
-  const upload: MiddlewareHandler<GatewayEnv> = async (c, next) =>
-    services.uploads.hold((await deps.signedIn(c)).userId, () => uploadLimit(c, next));
+  const upload = inUploadSlot(
+    services.uploads,
+    services.config.oversizeDrain,
+    async (c) => (await deps.signedIn(c)).userId,
+    uploadLimit,
+  );
   portal.use(
     '*',
     refuseNul(),

@@ -71,18 +71,28 @@ export function formTokens(key: string) {
   };
 }
 
+/** What a portal request only reads: never refused for where it came from. */
+const READING_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /**
  * A form post, or any other change, is taken only when the browser says it
  * came from this portal: the gateway's one same-origin check
  * (`people/same-site.ts`), also used by the generic API and sign-out. Anything
- * else is 403. A request with neither `Sec-Fetch-Site` nor `Origin` did not
- * come from a browser, which no other site can direct; it still needs the
- * session's form token (`formTokens`) to change anything.
+ * else is 403, and so is a change with neither `Sec-Fetch-Site` nor `Origin`:
+ * every browser this portal serves sends one of them on a form post (OWASP's
+ * advice, and what `hono/csrf` did here before), so a post without both is a
+ * program holding a session cookie, which has the generic API (`/api`, with a
+ * key) for changes. The generic API and sign-out still take a request with
+ * neither header: they take keys, and programs use them.
  */
 export function sameOrigin(https: (c: Context) => boolean): MiddlewareHandler {
   return async (c, next) => {
+    const unsaid =
+      !READING_METHODS.has(c.req.method) &&
+      c.req.header('sec-fetch-site') === undefined &&
+      c.req.header('origin') === undefined;
     // The portal's error handler shows this exception as "This form did not come from this portal."
-    if (!sessionRequestFromThisSite(c, https(c))) throw new HTTPException(403);
+    if (unsaid || !sessionRequestFromThisSite(c, https(c))) throw new HTTPException(403);
     await next();
   };
 }

@@ -29,6 +29,11 @@ if (why) console.warn(`skipping the node maintenance test: ${why}`);
 function missing(): string | null {
   if (process.getuid?.() !== 0) return "it makes the nodes' accounts with useradd, as root";
   if (!existsSync('/usr/sbin/sshd')) return 'there is no /usr/sbin/sshd (Debian package openssh-server)';
+  // What the fake nodes are made with, found on PATH as execFileSync finds them.
+  const onPath = (name: string) =>
+    (process.env.PATH ?? '').split(':').some((folder) => folder !== '' && existsSync(`${folder}/${name}`));
+  for (const tool of ['ssh-keygen', 'useradd', 'chown'])
+    if (!onPath(tool)) return `there is no ${tool} on PATH (Debian packages openssh-client, passwd, coreutils)`;
   return null;
 }
 
@@ -78,7 +83,7 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
       await node.sshd.stop('SIGTERM');
       spawnSync('userdel', ['-f', node.user]);
     }
-    await rm(folder, { recursive: true, force: true });
+    if (folder) await rm(folder, { recursive: true, force: true });
   });
 
   /** A new cluster of both nodes, as a fresh organization's owner. */

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config/index.js';
+import { SandboxChooser } from '../../../src/platform/runs/sandbox/choose.js';
+import { GatewayError } from '../../../src/shared/http/errors.js';
 import { dockerAvailable, dockerSocket } from '../../helpers/docker.js';
-import { startTestGateway } from '../../helpers/gateway.js';
+import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { orgWithCluster, runScratch } from './harness.js';
 
 /**
@@ -9,6 +12,11 @@ import { orgWithCluster, runScratch } from './harness.js';
  * never none. Driven by settings alone: a PATH without bwrap, a runner
  * image no engine holds, an engine that is not there. The stand-in tool is
  * named by its path, so the tool is found whatever PATH says.
+ *
+ * One gateway, started before the tests (not in one: a start takes seconds
+ * on a busy machine), shows the refusal over HTTP and that nothing is
+ * queued; the reasons for each choice of settings are the chooser's, asked
+ * directly, which takes milliseconds.
  */
 
 const docker = await dockerAvailable();
@@ -16,36 +24,43 @@ const MISSING_IMAGE = 'tollgate-test/no-such-runner:missing';
 
 describe('applying without a sandbox answers 503 naming TOLLGATE_RUN_SANDBOX', () => {
   let scratch: Awaited<ReturnType<typeof runScratch>>;
+  let gateway: TestGateway;
   beforeAll(async () => {
     scratch = await runScratch();
+    gateway = await startTestGateway('pglite', {
+      TOLLGATE_PASSWORD_COST: '10',
+      ...scratch.env,
+      PATH: '/nonexistent',
+      TOLLGATE_RUN_SANDBOX: 'bubblewrap',
+    });
   });
-  afterAll(() => scratch?.remove());
+  afterAll(async () => {
+    await gateway?.close();
+    await scratch?.remove();
+  });
 
-  /** Starts a gateway with `env`, applies once: the refusal, and how many runs the cluster has after it. */
+  /** The 503 the chooser answers with these settings: its Retry-After and its message. */
   async function refusal(
     env: Record<string, string>,
-  ): Promise<{ status: number; retryAfter: string | null; message: string; runs: number }> {
-    const gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10', ...scratch.env, ...env });
-    try {
-      const { owner, cluster, stackName } = await orgWithCluster(gateway);
-      const refused = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x' } });
-      const runs = (await owner('GET', `/clusters/${cluster.id}/runs`)).body.pagination.total as number;
-      return {
-        status: refused.status,
-        retryAfter: refused.headers.get('retry-after'),
-        message: refused.body.error?.message ?? '',
-        runs,
-      };
-    } finally {
-      await gateway.close();
-    }
+  ): Promise<{ status: number; retryAfter?: string; message: string }> {
+    const chooser = new SandboxChooser(loadConfig({ ...scratch.env, ...env }).runs);
+    const error = await chooser.require().then(
+      () => null,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(GatewayError);
+    const refused = error as GatewayError;
+    return { status: refused.status, retryAfter: refused.headers?.['Retry-After'], message: refused.message };
   }
 
-  it('bubblewrap without bwrap on PATH', async () => {
-    const answer = await refusal({ PATH: '/nonexistent', TOLLGATE_RUN_SANDBOX: 'bubblewrap' });
-    expect(answer).toMatchObject({ status: 503, retryAfter: '60', runs: 0 });
-    expect(answer.message).toContain('bwrap (Debian package bubblewrap) is not installed');
-    expect(answer.message).toContain('TOLLGATE_RUN_SANDBOX');
+  it('bubblewrap without bwrap on PATH: 503 over HTTP, and no run queued', async () => {
+    const { owner, cluster, stackName } = await orgWithCluster(gateway);
+    const refused = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x' } });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('60');
+    expect(refused.body.error.message).toContain('bwrap (Debian package bubblewrap) is not installed');
+    expect(refused.body.error.message).toContain('TOLLGATE_RUN_SANDBOX');
+    expect((await owner('GET', `/clusters/${cluster.id}/runs`)).body.pagination.total).toBe(0);
   });
 
   it('auto (the default), when the engine lacks the runner image and bwrap is not on PATH: both reasons, and never none', async () => {
@@ -54,7 +69,7 @@ describe('applying without a sandbox answers 503 naming TOLLGATE_RUN_SANDBOX', (
       TOLLGATE_RUN_IMAGE: MISSING_IMAGE,
       TOLLGATE_RUN_DOCKER_HOST: `unix://${dockerSocket}`,
     });
-    expect(answer).toMatchObject({ status: 503, retryAfter: '60', runs: 0 });
+    expect(answer).toMatchObject({ status: 503, retryAfter: '60' });
     expect(answer.message).toContain('neither sandbox is available');
     expect(answer.message).toContain(
       docker ? `the runner image ${MISSING_IMAGE} is not on the Docker engine` : 'does not answer',
@@ -65,7 +80,7 @@ describe('applying without a sandbox answers 503 naming TOLLGATE_RUN_SANDBOX', (
 
   it('auto (the default), when no engine answers and bwrap is not on PATH', async () => {
     const answer = await refusal({ PATH: '/nonexistent', TOLLGATE_RUN_DOCKER_HOST: 'unix:///nonexistent/docker.sock' });
-    expect(answer).toMatchObject({ status: 503, retryAfter: '60', runs: 0 });
+    expect(answer).toMatchObject({ status: 503, retryAfter: '60' });
     expect(answer.message).toContain('the Docker engine at unix:///nonexistent/docker.sock does not answer');
     expect(answer.message).toContain('bwrap (Debian package bubblewrap) is not installed');
     expect(answer.message).toContain('TOLLGATE_RUN_SANDBOX');
@@ -80,7 +95,7 @@ describe('applying without a sandbox answers 503 naming TOLLGATE_RUN_SANDBOX', (
         TOLLGATE_RUN_IMAGE: MISSING_IMAGE,
         TOLLGATE_RUN_DOCKER_HOST: `unix://${dockerSocket}`,
       });
-      expect(answer).toMatchObject({ status: 503, retryAfter: '60', runs: 0 });
+      expect(answer).toMatchObject({ status: 503, retryAfter: '60' });
       expect(answer.message).toContain(
         `the runner image ${MISSING_IMAGE} is not on the Docker engine at unix://${dockerSocket}`,
       );

@@ -2,6 +2,7 @@ import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { skippedWithout } from '../../helpers/skips.js';
 import { orgWithCluster, runEnded, runScratch, sandboxKinds } from './harness.js';
 
 /**
@@ -11,6 +12,9 @@ import { orgWithCluster, runEnded, runScratch, sandboxKinds } from './harness.js
  */
 
 const kinds = await sandboxKinds();
+skippedWithout(
+  kinds.length === 0 ? 'a deep TOLLGATE_RUN_DIR: no run sandbox here (bubblewrap, or a Docker engine)' : null,
+);
 
 describe.each(kinds)('a deep TOLLGATE_RUN_DIR ($name)', (kind) => {
   let gateway: TestGateway;

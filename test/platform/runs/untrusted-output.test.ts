@@ -9,6 +9,7 @@ import { type GatewayProcess, startGatewayProcess } from '../../helpers/processe
 import { createTestDatabase, postgresAvailable, requireServices } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 import { zipOf } from '../../helpers/zip.js';
+import { skippedWithout } from '../../helpers/skips.js';
 import { OPERATOR, operatorCall, profileWithNodes, sandboxKinds, type SandboxKind } from './harness.js';
 
 /**
@@ -38,6 +39,7 @@ if (!tool && requireServices)
 if (!tool)
   console.warn('skipping the untrusted-output test: it needs the sandbox and a real tofu or terraform on PATH');
 if (tool) kinds.push({ name: 'none', env: { TOLLGATE_RUN_SANDBOX: 'none' } });
+skippedWithout(tool ? null : 'what a run leaves behind: it needs a run sandbox and a real tofu or terraform on PATH');
 
 const TIMEOUT_S = 15;
 const GRACE_MS = 2000;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { until } from '../../helpers/wait.js';
+import { sleep, until } from '../../helpers/wait.js';
 import { zipOf } from '../../helpers/zip.js';
 import { apiAs, orgWithUsers, signIn, type TestUser } from './harness.js';
 
@@ -117,6 +117,48 @@ describe.each(stores)('stack uploads are bounded (%s)', (store) => {
     // A refused package gives its slot back as well.
     expect((await upload(carol.key, await zipOf({ 'README.md': 'no module' }))).status).toBe(400);
     await reading(0);
+  });
+
+  it('answers a refused upload whose body is still arriving: its body is read and discarded first, the 429 closes the connection', async () => {
+    const held = await slowUpload(alice.key, await packageOf('alice-held'));
+    await reading(1);
+    const { body, type } = await multipart(await packageOf('alice-trickle'));
+    // The body arrives over about 2 s, as a large upload over a slow link does: the server must not close the
+    // socket under the client (Hono's node server drains an unread body for only 500 ms before it does).
+    const padded = Buffer.concat([body, Buffer.alloc(20 * 64 * 1024 - body.length)]);
+    let sent = 0;
+    const trickle = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (sent >= padded.length) return controller.close();
+        await sleep(100); // the subject: a body that arrives slowly
+        controller.enqueue(new Uint8Array(padded.subarray(sent, sent + 64 * 1024)));
+        sent += 64 * 1024;
+      },
+    });
+    const answer = await fetch(`${gateway.url}/api/v1/stacks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice.key}`, 'content-type': type },
+      body: trickle,
+      duplex: 'half',
+    }).then(
+      async (response) => ({
+        // Read whole before the answer: what was sent when it came.
+        sentWhenAnswered: sent,
+        status: response.status,
+        connection: response.headers.get('connection'),
+        message: ((await response.json()) as { error: { message: string } }).error.message,
+      }),
+      (error: Error) => ({
+        status: 0,
+        connection: null,
+        message: (error.cause as Error | undefined)?.message ?? error.message,
+      }),
+    );
+    expect(answer).toMatchObject({ status: 429, connection: 'close', sentWhenAnswered: padded.length });
+    expect(answer.message).toContain('TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER');
+    expect((await held.finish()).status).toBe(201);
+    await reading(0);
+    expect((await apiAs(gateway, alice.key)('DELETE', '/stacks/alice-held')).status).toBe(204);
   });
 
   it("takes the portal's upload form in the same slots", async () => {

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orgWithUsers } from '../api/harness.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { zipOf } from '../../helpers/zip.js';
-import { tollgate } from './harness.js';
+import { main } from '../../../src/surfaces/cli/main.js';
+import { type Run, tollgate } from './harness.js';
 
 const VARIABLES = `
 variable "partition" {
@@ -67,10 +68,30 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
 
   const as = (secret: string) => (args: string[]) =>
     tollgate(args, { TOLLGATE_URL: gateway.url, TOLLGATE_API_KEY: secret }, undefined, folder);
-  const user = (args: string[]) => as(key)(args);
+  /** `tollgate` as a program started in the test's folder: for commands that read or write a file there. */
+  const userInFolder = (args: string[]) => as(key)(args);
+  /**
+   * `tollgate` in this process (its `main`, with the gateway and key as flags): for every other command. A Node
+   * start per command took most of these tests' time, past 30 s on a busy machine.
+   */
+  const user = async (args: string[]): Promise<Run> => {
+    let stdout = '';
+    let stderr = '';
+    const code = await main([...args, '--url', gateway.url, '--api-key', key], {
+      stdout: (text) => (stdout += text),
+      stderr: (text) => (stderr += text),
+    });
+    let json: unknown;
+    try {
+      json = JSON.parse(stdout);
+    } catch {
+      json = undefined;
+    }
+    return { code, stdout, stderr, json };
+  };
 
   it('adds a .zip (private, named after its folder), lists it with the shipped ones, shows its inputs, and downloads the same bytes', async () => {
-    const added = await user(['stacks', 'add', 'batch.zip']);
+    const added = await userInFolder(['stacks', 'add', 'batch.zip']);
     expect(added).toMatchObject({ code: 0, stderr: '' });
     expect(added.stdout).toBe('Added stack batch (private): Batch. Inputs: gpu_model, nodes_per_job, partition.\n');
 
@@ -114,7 +135,7 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
       inputs: expect.arrayContaining([{ name: 'nodes_per_job', type: 'number', required: true }]),
     });
 
-    const saved = await user(['stacks', 'download', 'batch', '-o', 'copy.zip']);
+    const saved = await userInFolder(['stacks', 'download', 'batch', '-o', 'copy.zip']);
     expect(saved).toMatchObject({
       code: 0,
       stdout: `Saved stack batch to copy.zip (${zip.length} bytes, sha256 ${json.sha256}).\n`,
@@ -134,7 +155,7 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
     });
     expect((await user(['stacks', 'get', 'fetched'])).stdout).toMatch(/\nInputs: none\n$/);
     // Without -o: NAME.zip where it runs.
-    const saved = await user(['stacks', 'download', 'fetched', '--json']);
+    const saved = await userInFolder(['stacks', 'download', 'fetched', '--json']);
     expect(saved.json).toEqual({
       name: 'fetched',
       file: 'fetched.zip',
@@ -146,7 +167,7 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
 
   it("deletes a private stack; a global one is not a user's to delete", async () => {
     await writeFile(path.join(folder, 'doomed.zip'), await zipOf({ 'main.tf': '' }));
-    expect((await user(['stacks', 'add', 'doomed.zip'])).code).toBe(0);
+    expect((await userInFolder(['stacks', 'add', 'doomed.zip'])).code).toBe(0);
     expect(await user(['stacks', 'delete', 'doomed'])).toMatchObject({ code: 0, stdout: 'Deleted stack doomed.\n' });
     const gone = await user(['stacks', 'get', 'doomed']);
     expect(gone).toMatchObject({ code: 1, stdout: '' });
@@ -171,18 +192,18 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
       'an API key is required',
     );
 
-    const missing = await user(['stacks', 'add', 'nowhere.zip']);
+    const missing = await userInFolder(['stacks', 'add', 'nowhere.zip']);
     expect(missing).toMatchObject({ code: 1, stderr: 'error: cannot read nowhere.zip: no such file or folder\n' });
     await writeFile(path.join(folder, 'notes.zip'), await zipOf({ 'README.md': '# no module' }));
-    const refused = await user(['stacks', 'add', 'notes.zip']);
+    const refused = await userInFolder(['stacks', 'add', 'notes.zip']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('(VALIDATION_ERROR)\n  package: It holds no .tf file');
-    const taken = await user(['stacks', 'add', 'batch.zip']);
+    const taken = await userInFolder(['stacks', 'add', 'batch.zip']);
     expect(taken.code).toBe(1);
     expect(taken.stderr).toContain('(CONFLICT)');
 
     const before = await readFile(path.join(folder, 'batch.zip'));
-    const overwrite = await user(['stacks', 'download', 'batch']);
+    const overwrite = await userInFolder(['stacks', 'download', 'batch']);
     expect(overwrite).toMatchObject({
       code: 1,
       stderr: 'error: batch.zip exists already: remove it, or choose another file with -o FILE\n',
