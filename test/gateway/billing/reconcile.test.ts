@@ -104,6 +104,15 @@ describe.each(stores)('wallet verify and the ledger export (%s)', (store) => {
     expect(lines.some((l) => l.includes('invoice 3'))).toBe(true);
   });
 
+  it('opens a later window at the balance the earlier one closed with', async () => {
+    const from = new Date(Math.ceil(Date.now() / 1000) * 1000 + 1000).toISOString();
+    const to = new Date(Date.parse(from) + 3_600_000).toISOString();
+    const x = JSON.parse((await admin(`/orgs/${orgId}/wallet/ledger?from=${from}&to=${to}`)).text);
+    expect(x).toMatchObject({ entries: [], usage: [] });
+    expect(x.opening_balance_nanos).toBe((await verify()).balance_nanos);
+    expect(x.closing_balance_nanos).toBe(x.opening_balance_nanos);
+  });
+
   it('refuses a window that is not one with 400', async () => {
     const res = await admin(`/orgs/${orgId}/wallet/ledger?from=2026-11-02&to=2026-11-01`);
     expect(res.status).toBe(400);
