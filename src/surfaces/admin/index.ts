@@ -8,6 +8,7 @@ import { costsRoutes } from './costs.js';
 import { rateCardsRoutes } from './rate-cards.js';
 import { enginesRoutes } from './engines.js';
 import { keysRoutes } from './keys.js';
+import { ledgerRoutes } from './ledger.js';
 import { modelsRoutes } from './models.js';
 import { nodesRoutes } from './nodes.js';
 import { orgsRoutes } from './orgs.js';
@@ -34,6 +35,7 @@ export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
     limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain),
   );
   admin.route('/orgs', orgsRoutes(services));
+  admin.route('/orgs', ledgerRoutes(services));
   admin.route('/users', usersRoutes(services));
   admin.route('/keys', keysRoutes(services));
   admin.route('/models', modelsRoutes(services));

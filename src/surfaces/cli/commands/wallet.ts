@@ -1,10 +1,11 @@
 import { parseAmount } from '../../../gateway/billing/money.js';
-import { UsageError } from '../errors.js';
+import { CliError, UsageError } from '../errors.js';
 import { segment } from '../client.js';
 import { date, table } from '../output.js';
+import type { verificationView } from '../../admin/ledger.js';
 import { type Command, STRING, type WalletView } from './command.js';
 
-// `wallet topup|adjust|show`. Amounts are checked with the API's own parser
+// `wallet topup|adjust|show|verify`. Amounts are checked with the API's own parser
 // and sent as the decimal strings typed, never as numbers.
 //
 // @example
@@ -61,4 +62,32 @@ const show: Command<WalletView> = {
     `${balanceLine(w)}\n\n${table([['DATE', 'KIND', 'AMOUNT', 'BALANCE', 'NOTE'], ...w.ledger.map((e) => [date(e.created_at), e.kind, e.amount, e.balance_after, e.note ?? e.request_id ?? ''])])}`,
 };
 
-export const walletCommands = [topup, adjust, show];
+type Verification = ReturnType<typeof verificationView>;
+
+const differenceLines = (v: Verification) =>
+  v.differences.map(
+    (d) =>
+      `  ${d.kind}: entry ${d.ledger_entry_id ?? '-'}, request ${d.request_id ?? '-'}: expected ${d.expected_nanos}, found ${d.found_nanos} nano-units. ${d.message}`,
+  );
+
+const verify: Command<Verification> = {
+  name: 'wallet verify',
+  args: '--org ID',
+  summary:
+    'Recompute the balance from the ledger and the ledger from the usage records; exit 1 naming each difference.',
+  options: { org: STRING },
+  request: (a) => ({ method: 'GET', path: `/orgs/${segment(a.id('org', 'org'))}/wallet/verify` }),
+  // Books that differ are a failure (exit 1), so a script can run it; `--json` prints the report whatever it says.
+  async receive(body, a) {
+    const v = body as Verification;
+    if (!v.ok && !a.has('json'))
+      throw new CliError(
+        [`the books of ${v.org_id} differ in ${v.difference_count} place(s):`, ...differenceLines(v)].join('\n'),
+      );
+    return v;
+  },
+  render: (v) =>
+    `The books of ${v.org_id} agree: balance ${v.balance_nanos} nano-units = the sum of ${v.ledger_entries} ledger entries; ${v.usage_records} usage records, each charged exactly once.`,
+};
+
+export const walletCommands = [topup, adjust, show, verify];
