@@ -40,9 +40,10 @@ const IMAGE_DETAILS = new Set(['low', 'high', 'auto']);
 
 function keptMessage(item: Json): Json {
   const kept = withStrings(item, { type: 'message' }, ['id', 'role', 'status'], {});
-  const parts = typeof item.content === 'string' ? [{ type: 'input_text', text: item.content }] : item.content;
+  // Text as text: the create route has made it a part already, as `input_items` lists it.
+  if (typeof item.content === 'string') return Object.assign(kept, { content: item.content });
   const content: Json[] = [];
-  for (const part of Array.isArray(parts) ? (parts as unknown[]) : []) {
+  for (const part of Array.isArray(item.content) ? (item.content as unknown[]) : []) {
     if (!isObject(part)) continue;
     if (TEXT_PARTS.has(part.type as string)) {
       const text = withStrings(part, { type: part.type }, ['text', 'refusal'], {});

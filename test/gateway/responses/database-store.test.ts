@@ -139,6 +139,19 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     expect((await responses.chain(a.orgId, turns[3]!.id))?.map((t) => t.id)).toEqual([turns[2]!.id, turns[3]!.id]);
   });
 
+  it('reads a chain once for parallel continuations of it, and again for a later one', async () => {
+    const a = await tenant();
+    const turns = await conversation(a, ['one', 'two']);
+    const last = turns[1]!.id;
+    const parallel = await Promise.all(Array.from({ length: 30 }, () => responses.chain(a.orgId, last)));
+    // One read, shared: every continuation has the very same turns.
+    for (const each of parallel) expect(each).toBe(parallel[0]);
+    expect(parallel[0]?.map((t) => t.id)).toEqual([turns[0]!.id, last]);
+    // Nothing is cached past the read: a deletion is seen by the next one.
+    expect(await responses.delete(a.orgId, turns[0]!.id)).toBe(true);
+    expect((await responses.chain(a.orgId, last))?.map((t) => t.id)).toEqual([last]);
+  });
+
   it('refuses a conversation past its bounds with a 400 naming the setting', async () => {
     const a = await tenant();
     const narrow = new DatabaseResponseStore(store.db, { ...SETTINGS, chainMaxTurns: 3 });
