@@ -18,13 +18,18 @@ SELECT "response_id", "position",
   "item_json"
 FROM (
   SELECT r."id" AS "response_id", (e.n - 1)::integer AS "position", e.value::text AS "item_json",
-    CASE WHEN (e.value -> 'id')::text ~ '^"[A-Za-z0-9_-]{1,256}"$' THEN e.value ->> 'id'
-         ELSE 'item_' || md5(r."id" || ':' || (e.n - 1)) END AS "candidate"
+    -- PostgreSQL's `->` refuses a `\u0000` anywhere in the item (it unescapes the strings it meets): such an item
+    -- gets a new id without being looked into.
+    CASE WHEN strpos(e.value::text, '\u0000') > 0 THEN 'item_' || md5(r."id" || ':' || (e.n - 1))
+         ELSE CASE WHEN (e.value -> 'id')::text ~ '^"[A-Za-z0-9_-]+"$' AND length((e.value -> 'id')::text) <= 258
+                   THEN e.value ->> 'id'
+                   ELSE 'item_' || md5(r."id" || ':' || (e.n - 1)) END END AS "candidate"
   FROM "stored_responses" r, json_array_elements(r."input_json"::json) WITH ORDINALITY AS e(value, n)
 ) AS "items";--> statement-breakpoint
 CREATE UNIQUE INDEX "stored_response_input_items_id_idx" ON "stored_response_input_items" USING btree ("response_id","item_id");--> statement-breakpoint
 ALTER TABLE "stored_responses" ADD COLUMN "output_json" text;--> statement-breakpoint
--- Rows stored before keep their output in response_json too: a read puts output_json in its place either way.
-UPDATE "stored_responses" SET "output_json" = coalesce(("response_json"::json -> 'output')::text, '[]');--> statement-breakpoint
-ALTER TABLE "stored_responses" ALTER COLUMN "output_json" SET NOT NULL;--> statement-breakpoint
+-- Rows stored before keep their output in response_json too: a read puts output_json in its place either way. One
+-- whose text holds a `\u0000` (which `->` refuses) keeps output_json null: reads take the output from response_json.
+UPDATE "stored_responses" SET "output_json" = coalesce(("response_json"::json -> 'output')::text, '[]')
+  WHERE strpos("response_json", '\u0000') = 0;--> statement-breakpoint
 ALTER TABLE "stored_responses" DROP COLUMN "input_json";

@@ -42,7 +42,8 @@ export async function readChain(
   const rows = await db
     .select({
       id: storedResponses.id,
-      output: storedResponses.output,
+      // The response's text only for a row stored before output_json (see the schema), never for a later one.
+      output: sql<string>`coalesce(${storedResponses.output}, ${storedResponses.response})`,
       input: sql<string | null>`(select string_agg(${items.item}, ',' order by ${items.position}) from ${items}
         where ${items.responseId} = ${storedResponses.id})`,
     })
@@ -72,8 +73,13 @@ function turnOf(row: { id: string; output: string; input: string | null }): Conv
   return {
     id: row.id,
     input: JSON.parse(`[${row.input ?? ''}]`) as Json[],
-    response: { id: row.id, output: JSON.parse(row.output) as unknown },
+    response: { id: row.id, output: outputOf(JSON.parse(row.output)) },
   };
+}
+
+/** An output as stored: its own text, or (a row from before output_json) the whole response's. */
+function outputOf(stored: unknown): unknown {
+  return Array.isArray(stored) ? stored : ((stored as Json | null)?.output ?? []);
 }
 
 function chainRefusal(what: string, setting: string): GatewayError {

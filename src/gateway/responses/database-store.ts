@@ -96,7 +96,10 @@ export class DatabaseResponseStore implements ResponseStore {
         .where(live(orgId, id)),
     );
     if (!row) return null;
-    return Object.assign(JSON.parse(row.response) as Json, { output: JSON.parse(row.output) as unknown });
+    const response = JSON.parse(row.response) as Json;
+    // Null only for a response stored before output_json existed, whose output is still inside it (see the schema).
+    if (row.output !== null) response.output = JSON.parse(row.output) as unknown;
+    return response;
   }
 
   chain(orgId: string, id: string): Promise<ConversationTurn[] | null> {

@@ -273,7 +273,8 @@ export const storedResponses = pgTable(
     /** Not a foreign key: the turn it continues may be deleted or purged first; the chain then ends there. */
     previousResponseId: text('previous_response_id'),
     response: text('response_json').notNull(),
-    output: text('output_json').notNull(),
+    /** Null only for a response stored before migration 0018 whose text held a `\u0000`: its output is in `response`. */
+    output: text('output_json'),
     bytes: integer('bytes').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
