@@ -25,6 +25,8 @@ export interface TcpProxy {
    * heartbeat. Answers the count so far.
    */
   count(marker: string): () => number;
+  /** From now on, counts the bytes the target sends back (on every connection): what the client was given to read. */
+  replyBytes(): () => number;
 }
 
 /**
@@ -39,6 +41,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   let hung = false;
   const upstreams = new Set<net.Socket>();
   const counters: Array<{ marker: string; n: number }> = [];
+  const replyCounters: Array<{ n: number }> = [];
   const listen = () =>
     new Promise<void>((resolve, reject) => {
       server = net.createServer((client) => {
@@ -64,6 +67,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
           upstream.write(chunk);
         });
         upstream.on('data', (chunk: Buffer) => {
+          for (const counter of replyCounters) counter.n += chunk.length;
           if (!swallowing) client.write(chunk);
         });
         client.on('end', () => upstream.end());
@@ -100,6 +104,11 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     count(marker) {
       const counter = { marker, n: 0 };
       counters.push(counter);
+      return () => counter.n;
+    },
+    replyBytes() {
+      const counter = { n: 0 };
+      replyCounters.push(counter);
       return () => counter.n;
     },
   };

@@ -1,9 +1,14 @@
-import { and, eq, gt, inArray, lte, sql } from 'drizzle-orm';
+import { and, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { storedResponses, storedResponseTotals } from '../../shared/db/schema.js';
+import { STORE_TIMEOUT_MS, withinStoreTimeout } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { GroupSave, rowsOf } from './group-save.js';
-import type { InputItemsPage, ResponseStore, StoredResponse } from './store.js';
+import { readChain } from './chain.js';
+import { GroupSave, rowsOf, type SaveRow } from './group-save.js';
+import { malformedId, previousResponseNotFound, responseIdKind } from './ids.js';
+import { isItemId, itemRowsOf, readInputItemsPage } from './input-items.js';
+import { keptResponse } from './kept.js';
+import type { ConversationTurn, InputItemsPage, InputItemsQuery, ResponseStore, StoredResponse } from './store.js';
 
 type Json = Record<string, unknown>;
 
@@ -16,13 +21,17 @@ export interface ResponseStoreSettings {
   chainMaxBytes: number;
   /** How long a save may wait for others to be written with it (TOLLGATE_RESPONSES_SAVE_WAIT_MS). */
   waitMs: number;
+  /** How long a statement may take before the store answers 503 (STORE_TIMEOUT_MS unless a test says). */
+  timeoutMs?: number;
 }
 
 const DAY_MS = 86_400_000;
-/** Expired rows deleted per statement: a purge after a long pause never holds one long transaction. */
+/**
+ * Expired responses deleted per transaction, at most, and their bytes at most (their input items go with them): a purge
+ * after a long pause never holds one long transaction. One response past the bytes is still deleted alone.
+ */
 const PURGE_BATCH = 1000;
-
-type Row = typeof storedResponses.$inferSelect;
+const PURGE_BATCH_BYTES = 16 * 1024 * 1024;
 
 /**
  * Stored Responses in the gateway's database (PostgreSQL or PGlite), so that
@@ -42,18 +51,24 @@ type Row = typeof storedResponses.$inferSelect;
 export class DatabaseResponseStore implements ResponseStore {
   /** Where saves wait to be written together (`group-save.ts`). */
   private readonly group: GroupSave;
+  /** Chain reads under way, by organization and id: parallel continuations of one conversation share one read. */
+  private readonly chainsInFlight = new Map<string, Promise<ConversationTurn[] | null>>();
+  private readonly timeoutMs: number;
 
   constructor(
     private readonly db: Database,
     private readonly settings: ResponseStoreSettings,
   ) {
-    this.group = new GroupSave(db, settings);
+    this.timeoutMs = settings.timeoutMs ?? STORE_TIMEOUT_MS;
+    this.group = new GroupSave(db, {
+      orgMaxBytes: settings.orgMaxBytes,
+      waitMs: settings.waitMs,
+      timeoutMs: this.timeoutMs,
+    });
   }
 
   async save(stored: StoredResponse): Promise<void> {
-    const input = JSON.stringify(stored.input);
-    const response = JSON.stringify(stored.response);
-    const bytes = Buffer.byteLength(input) + Buffer.byteLength(response);
+    const { items, response, output, bytes } = storedForm(stored);
     const { maxBytes, orgMaxBytes, retentionDays } = this.settings;
     if (bytes > maxBytes)
       throw sizeRefusal(
@@ -62,8 +77,8 @@ export class DatabaseResponseStore implements ResponseStore {
       );
     const expiresAt = new Date(stored.createdAt.getTime() + retentionDays * DAY_MS);
     const { id, orgId, keyId, model, previousResponseId, createdAt } = stored;
-    const row = { id, orgId, keyId, model, previousResponseId, input, response, bytes, createdAt, expiresAt };
-    const outcome = await this.group.save(row);
+    const row = { id, orgId, keyId, model, previousResponseId, items, response, output, bytes, createdAt, expiresAt };
+    const outcome = await this.bounded(() => this.group.save(row));
     if (outcome !== 'stored') {
       throw sizeRefusal(
         `Your organization's stored responses would be more than the gateway keeps for one organization`,
@@ -72,112 +87,100 @@ export class DatabaseResponseStore implements ResponseStore {
     }
   }
 
-  async get(orgId: string, id: string): Promise<StoredResponse | null> {
-    const [row] = await this.db.select().from(storedResponses).where(live(orgId, id));
-    return row ? storedOf(row) : null;
+  async get(orgId: string, id: string): Promise<Json | null> {
+    if (!ours(id)) return null;
+    const [row] = await this.bounded(() =>
+      this.db
+        .select({ response: storedResponses.response, output: storedResponses.output })
+        .from(storedResponses)
+        .where(live(orgId, id)),
+    );
+    if (!row) return null;
+    const response = JSON.parse(row.response) as Json;
+    // Null only for a response stored before output_json existed, whose output is still inside it (see the schema).
+    if (row.output !== null) response.output = JSON.parse(row.output) as unknown;
+    return response;
   }
 
-  async chain(orgId: string, id: string): Promise<StoredResponse[] | null> {
-    const { chainMaxTurns, chainMaxBytes } = this.settings;
-    // Walks back from `id`, one turn past either bound at most, so a refusal never reads more than one turn too many.
-    const result = await this.db.execute(sql`
-      with recursive walk(id, previous_response_id, depth, total) as (
-        select id, previous_response_id, 1, bytes::bigint from ${storedResponses}
-         where id = ${id} and org_id = ${orgId} and expires_at > now()
-        union all
-        select r.id, r.previous_response_id, w.depth + 1, w.total + r.bytes
-          from walk w join ${storedResponses} r on r.id = w.previous_response_id
-         where r.org_id = ${orgId} and r.expires_at > now() and w.depth <= ${chainMaxTurns} and w.total <= ${chainMaxBytes}
-      )
-      select id, depth, total from walk order by depth desc`);
-    const walked = rowsOf<{ id: string; depth: number | string; total: number | string | bigint }>(result);
-    const [deepest] = walked;
-    if (!deepest) return null;
-    if (Number(deepest.depth) > chainMaxTurns)
-      throw chainRefusal(`more than ${chainMaxTurns} turns`, `TOLLGATE_RESPONSES_CHAIN_MAX_TURNS=${chainMaxTurns}`);
-    if (Number(deepest.total) > chainMaxBytes)
-      throw chainRefusal(`more than ${chainMaxBytes} bytes`, `TOLLGATE_RESPONSES_CHAIN_MAX_BYTES=${chainMaxBytes}`);
-    const rows = await this.db
-      .select()
-      .from(storedResponses)
-      .where(
-        and(
-          eq(storedResponses.orgId, orgId),
-          inArray(
-            storedResponses.id,
-            walked.map((turn) => turn.id),
-          ),
-        ),
-      );
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    // A turn deleted between the two reads ends the chain there, as if it had gone before.
-    const turns: StoredResponse[] = [];
-    for (const turn of walked) {
-      const row = byId.get(turn.id);
-      if (row) turns.push(storedOf(row));
-      else turns.length = 0;
+  chain(orgId: string, id: string): Promise<ConversationTurn[] | null> {
+    if (responseIdKind(id) === 'malformed') return Promise.reject(malformedId('previous_response_id'));
+    if (responseIdKind(id) === 'foreign') return Promise.reject(previousResponseNotFound(id));
+    const key = `${orgId}\n${id}`;
+    let reading = this.chainsInFlight.get(key);
+    if (!reading) {
+      reading = this.bounded(() => readChain(this.db, orgId, id, this.settings));
+      this.chainsInFlight.set(key, reading);
+      const forget = () => this.chainsInFlight.delete(key);
+      reading.then(forget, forget);
     }
-    return turns.at(-1)?.id === id ? turns : null;
+    return reading;
   }
 
   async delete(orgId: string, id: string): Promise<boolean> {
-    return this.db.transaction(async (tx) => {
-      const deleted = await tx
-        .delete(storedResponses)
-        .where(live(orgId, id))
-        .returning({ orgId: storedResponses.orgId, bytes: storedResponses.bytes });
-      await subtractTotals(tx, deleted);
-      return deleted.length > 0;
-    });
+    if (!ours(id)) return false;
+    return this.bounded(() =>
+      this.db.transaction(async (tx) => {
+        const deleted = await tx
+          .delete(storedResponses)
+          .where(live(orgId, id))
+          .returning({ orgId: storedResponses.orgId, bytes: storedResponses.bytes });
+        await subtractTotals(tx, deleted);
+        return deleted.length > 0;
+      }),
+    );
   }
 
-  async inputItems(
-    orgId: string,
-    id: string,
-    page: { after?: string; limit: number; order: 'asc' | 'desc' },
-  ): Promise<InputItemsPage | null> {
-    const [row] = await this.db.select({ input: storedResponses.input }).from(storedResponses).where(live(orgId, id));
-    if (!row) return null;
-    const items = JSON.parse(row.input) as Json[];
-    if (page.order === 'desc') items.reverse();
-    let start = 0;
-    if (page.after !== undefined) {
-      const at = items.findIndex((item) => item.id === page.after);
-      if (at < 0)
-        throw new GatewayError('invalid_request', `after: no input item \`${page.after}\` in this response.`, {
-          details: [{ field: 'after', message: 'not an input item of this response' }],
+  async inputItems(orgId: string, id: string, page: InputItemsQuery): Promise<InputItemsPage | null> {
+    if (!ours(id)) return null;
+    // A cursor no item can have names none: 400, as an unknown one.
+    for (const field of ['after', 'before'] as const) {
+      const cursor = page[field];
+      if (cursor !== undefined && !isItemId(cursor))
+        throw new GatewayError('invalid_request', `${field} must be the id of an input item.`, {
+          details: [{ field, message: 'not an input item id' }],
         });
-      start = at + 1;
     }
-    const data = items.slice(start, start + page.limit);
-    return {
-      data,
-      firstId: idOf(data[0]),
-      lastId: idOf(data[data.length - 1]),
-      hasMore: start + page.limit < items.length,
-    };
+    return this.bounded(() => readInputItemsPage(this.db, orgId, id, page));
   }
 
   async purgeExpired(now: Date): Promise<number> {
     let purged = 0;
     for (;;) {
-      const deleted = await this.db.transaction(async (tx) => {
-        const due = tx
-          .select({ id: storedResponses.id })
-          .from(storedResponses)
-          .where(lte(storedResponses.expiresAt, now))
-          .limit(PURGE_BATCH);
-        const rows = await tx
-          .delete(storedResponses)
-          .where(inArray(storedResponses.id, due))
-          .returning({ orgId: storedResponses.orgId, bytes: storedResponses.bytes });
-        await subtractTotals(tx, rows);
-        return rows.length;
-      });
+      const deleted = await this.bounded(() => purgeBatch(this.db, now));
       purged += deleted;
-      if (deleted < PURGE_BATCH) return purged;
+      if (deleted === 0) return purged;
     }
   }
+
+  /**
+   * `work` within the store's timeout; a failure of the database (or no answer) as a 503 the client can retry. The
+   * statement may still run on: what the store writes is one statement, done or not.
+   */
+  private async bounded<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await withinStoreTimeout(work(), this.timeoutMs);
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      throw new GatewayError(
+        'responses_unavailable',
+        'The gateway cannot read or write stored responses right now. Retry with backoff.',
+        { headers: { 'Retry-After': '2' }, cause: error },
+      );
+    }
+  }
+}
+
+/**
+ * A response as its rows hold it: the input items `kept.ts` keeps, the response without its output (`null` keeps the
+ * field's place) and the output apart, and their bytes, which every bound counts.
+ */
+export function storedForm(stored: StoredResponse): Pick<SaveRow, 'items' | 'response' | 'output' | 'bytes'> {
+  const items = itemRowsOf(stored.input);
+  const output = JSON.stringify(stored.response.output ?? []);
+  const response = JSON.stringify(Object.assign(keptResponse(stored.response), { output: null }));
+  let bytes = Buffer.byteLength(response) + Buffer.byteLength(output);
+  for (const item of items) bytes += Buffer.byteLength(item.json);
+  return { items, response, output, bytes };
 }
 
 /** The organization's response `id`, unless it has expired. */
@@ -185,21 +188,30 @@ function live(orgId: string, id: string) {
   return and(eq(storedResponses.id, id), eq(storedResponses.orgId, orgId), gt(storedResponses.expiresAt, sql`now()`));
 }
 
-function storedOf(row: Row): StoredResponse {
-  return {
-    id: row.id,
-    orgId: row.orgId,
-    keyId: row.keyId,
-    model: row.model,
-    createdAt: row.createdAt,
-    previousResponseId: row.previousResponseId,
-    input: JSON.parse(row.input) as Json[],
-    response: JSON.parse(row.response) as Json,
-  };
+/** Whether a path's response id may be stored: false for one the gateway cannot have made, a 400 for a malformed one. */
+function ours(id: string): boolean {
+  const kind = responseIdKind(id);
+  if (kind === 'malformed') throw malformedId('response_id');
+  return kind === 'ours';
 }
 
-function idOf(item: Json | undefined): string | null {
-  return typeof item?.id === 'string' ? item.id : null;
+/** Deletes one batch of expired responses (their input items by the foreign key's cascade); the number deleted. */
+async function purgeBatch(db: Database, now: Date): Promise<number> {
+  return db.transaction(async (tx) => {
+    const due = await tx.execute(sql`
+      select id from (
+        select id, bytes, sum(bytes) over (order by expires_at, id) as running from ${storedResponses}
+         where expires_at <= ${now.toISOString()}::timestamptz order by expires_at, id limit ${PURGE_BATCH}
+      ) due where running - bytes < ${PURGE_BATCH_BYTES}`);
+    const ids = rowsOf<{ id: string }>(due).map((row) => row.id);
+    if (ids.length === 0) return 0;
+    const rows = await tx
+      .delete(storedResponses)
+      .where(inArray(storedResponses.id, ids))
+      .returning({ orgId: storedResponses.orgId, bytes: storedResponses.bytes });
+    await subtractTotals(tx, rows);
+    return rows.length;
+  });
 }
 
 type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0];
@@ -220,14 +232,4 @@ function sizeRefusal(what: string, setting: string): GatewayError {
   return new GatewayError('invalid_request', `${what} (${setting}); send it with "store": false.`, {
     details: [{ field: 'store', message: `more than ${setting.split('=')[0]} allows` }],
   });
-}
-
-function chainRefusal(what: string, setting: string): GatewayError {
-  return new GatewayError(
-    'invalid_request',
-    `The conversation before \`previous_response_id\` is ${what}, more than the gateway continues (${setting}); start a new one.`,
-    {
-      details: [{ field: 'previous_response_id', message: `the conversation is ${what}` }],
-    },
-  );
 }

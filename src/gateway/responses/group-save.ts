@@ -1,16 +1,25 @@
 import { sql } from 'drizzle-orm';
+import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import type { Database } from '../../shared/db/client.js';
-import { storedResponses, storedResponseTotals } from '../../shared/db/schema.js';
+import { storedResponseInputItems, storedResponses, storedResponseTotals } from '../../shared/db/schema.js';
 
-/** A stored response as its row is written: its input and response already JSON text. */
+/** An input item as its row is written: its place in the input, its id (unique in its response), its JSON text. */
+export interface SaveItem {
+  position: number;
+  itemId: string;
+  json: string;
+}
+
+/** A stored response as its rows are written: its response (without `output`) and output already JSON text. */
 export interface SaveRow {
   id: string;
   orgId: string;
   keyId: string;
   model: string;
   previousResponseId: string | null;
-  input: string;
+  items: SaveItem[];
   response: string;
+  output: string;
   bytes: number;
   createdAt: Date;
   expiresAt: Date;
@@ -56,7 +65,7 @@ export class GroupSave {
 
   constructor(
     private readonly db: Database,
-    private readonly settings: { orgMaxBytes: number; waitMs: number },
+    private readonly settings: { orgMaxBytes: number; waitMs: number; timeoutMs?: number },
   ) {}
 
   save(row: SaveRow): Promise<SaveOutcome> {
@@ -130,11 +139,14 @@ export class GroupSave {
     const { orgMaxBytes } = this.settings;
     // The rows as one JSON parameter: the statement's text is the same for any number of rows, and the embedded
     // PGlite's cost goes with the parameters' count and bytes (ten parameters a row cost it a sixth more CPU).
+    // Each response's input items ride in it too, inserted only with their response.
     const batch = JSON.stringify(rows.map(recordOf));
-    const result = await this.db.execute(sql`
+    // Bounded in time: a statement the database never answers fails its saves and lets the next group go.
+    const writing = this.db.execute(sql`
       with batch as (
         select * from json_to_recordset(${batch}::json) as b(id text, org_id text, key_id text, model text,
-          previous_response_id text, input_json text, response_json text, bytes integer, created_at timestamptz, expires_at timestamptz)
+          previous_response_id text, response_json text, output_json text, bytes integer, created_at timestamptz,
+          expires_at timestamptz, items json)
       ),
       sums as (select org_id, sum(bytes)::bigint as bytes from batch group by org_id),
       total as (
@@ -142,10 +154,23 @@ export class GroupSave {
         on conflict (org_id) do update set bytes = ${storedResponseTotals}.bytes + excluded.bytes
           where ${storedResponseTotals}.bytes + excluded.bytes <= ${orgMaxBytes}::bigint
         returning org_id
+      ),
+      saved as (
+        insert into ${storedResponses} (id, org_id, key_id, model, previous_response_id, response_json, output_json, bytes,
+          created_at, expires_at)
+        select batch.id, batch.org_id, batch.key_id, batch.model, batch.previous_response_id, batch.response_json,
+          batch.output_json, batch.bytes, batch.created_at, batch.expires_at
+        from batch join total on total.org_id = batch.org_id
+        returning id
+      ),
+      items as (
+        insert into ${storedResponseInputItems} (response_id, position, item_id, item_json)
+        select saved.id, item.position, item.item_id, item.item_json
+        from saved join batch on batch.id = saved.id,
+          json_to_recordset(batch.items) as item(position integer, item_id text, item_json text)
       )
-      insert into ${storedResponses} (id, org_id, key_id, model, previous_response_id, input_json, response_json, bytes, created_at, expires_at)
-      select batch.* from batch join total on total.org_id = batch.org_id
-      returning id`);
+      select id from saved`);
+    const result = await withinStoreTimeout(writing, this.settings.timeoutMs);
     return new Set(rowsOf<{ id: string }>(result).map((row) => row.id));
   }
 }
@@ -158,11 +183,12 @@ function recordOf(row: SaveRow): Record<string, unknown> {
     key_id: row.keyId,
     model: row.model,
     previous_response_id: row.previousResponseId,
-    input_json: row.input,
     response_json: row.response,
+    output_json: row.output,
     bytes: row.bytes,
     created_at: row.createdAt.toISOString(),
     expires_at: row.expiresAt.toISOString(),
+    items: row.items.map((item) => ({ position: item.position, item_id: item.itemId, item_json: item.json })),
   };
 }
 

@@ -250,12 +250,14 @@ export const requestData = pgTable(
 /**
  * Stored Responses (`POST /v1/responses` with `store`), read back by their
  * organization only, and continued by `previous_response_id` from any gateway
- * process (`gateway/responses/database-store.ts`). Input and response are the
- * JSON text as the client sent and received it: `jsonb` would refuse a `\u0000`
- * in a tenant's text and reorder the object's keys. `bytes` is the two texts'
- * UTF-8 size, bounded by TOLLGATE_RESPONSES_MAX_BYTES; a row is gone for
- * reads once `expires_at` is past (TOLLGATE_RESPONSES_RETENTION_DAYS), and
- * purged soon after.
+ * process (`gateway/responses/database-store.ts`). The response is JSON text
+ * without its `output` (`"output": null`), which is `output_json` apart: a
+ * conversation's later turns read the outputs and the input items, never the
+ * rest. `jsonb` would refuse a `\u0000` in a tenant's text and reorder the
+ * object's keys. `bytes` is the texts' UTF-8 size, the input items' included,
+ * bounded by TOLLGATE_RESPONSES_MAX_BYTES; a row is gone for reads once
+ * `expires_at` is past (TOLLGATE_RESPONSES_RETENTION_DAYS), and purged soon
+ * after, its input items with it.
  */
 export const storedResponses = pgTable(
   'stored_responses',
@@ -270,8 +272,9 @@ export const storedResponses = pgTable(
     model: text('model').notNull(),
     /** Not a foreign key: the turn it continues may be deleted or purged first; the chain then ends there. */
     previousResponseId: text('previous_response_id'),
-    input: text('input_json').notNull(),
     response: text('response_json').notNull(),
+    /** Null only for a response stored before migration 0018 whose text held a `\u0000`: its output is in `response`. */
+    output: text('output_json'),
     bytes: integer('bytes').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
@@ -279,6 +282,28 @@ export const storedResponses = pgTable(
   (t) => [
     index('stored_responses_org_idx').on(t.orgId, t.createdAt),
     index('stored_responses_expiry_idx').on(t.expiresAt),
+  ],
+);
+
+/**
+ * A stored response's input items, one row each in the order given
+ * (`position` from 0), so `GET /v1/responses/{id}/input_items` reads a page,
+ * not the whole input. `item_id` is the item's `id`, unique in its response
+ * (the cursor of `after` and `before`).
+ */
+export const storedResponseInputItems = pgTable(
+  'stored_response_input_items',
+  {
+    responseId: text('response_id')
+      .notNull()
+      .references(() => storedResponses.id, { onDelete: 'cascade' }),
+    position: integer('position').notNull(),
+    itemId: text('item_id').notNull(),
+    item: text('item_json').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.responseId, t.position] }),
+    uniqueIndex('stored_response_input_items_id_idx').on(t.responseId, t.itemId),
   ],
 );
 

@@ -1,46 +1,42 @@
 import { type Context, Hono } from 'hono';
 import { requireKey } from '../../gateway/requests/auth.js';
+import { admittedByKeyLimits } from '../../gateway/responses/admission.js';
+import { echoedId } from '../../gateway/responses/ids.js';
+import type { InputItemsQuery } from '../../gateway/responses/store.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Services } from '../../services.js';
 
-/** Longer than any id the gateway makes: such a path names no response, without a query. */
-const MAX_ID_CHARS = 256;
-
 /**
  * The same answer for an id that is unknown, expired, deleted or another
- * organization's: nothing in it tells them apart.
+ * organization's: nothing in it tells them apart. A long id is repeated only
+ * in part (`echoedId`).
  */
 function notFound(id: string): GatewayError {
-  return new GatewayError('not_found', `No response with id \`${id.slice(0, MAX_ID_CHARS)}\` was found.`);
-}
-
-/** The path's response id, or a 404 when it cannot be one. */
-function idOf(c: Context<GatewayEnv>): string {
-  const id = c.req.param('id') ?? '';
-  if (id.length === 0 || id.length > MAX_ID_CHARS) throw notFound(id);
-  return id;
+  return new GatewayError('not_found', `No response with id \`${echoedId(id)}\` was found.`);
 }
 
 function invalid(field: string, message: string): GatewayError {
   return new GatewayError('invalid_request', `${field} ${message}.`, { details: [{ field, message }] });
 }
 
-/** `limit`, `order` and `after` of `GET …/input_items`, as OpenAI reads them (limit 1-100, default 20; order default desc). */
-function pageOf(c: Context<GatewayEnv>): { after?: string; limit: number; order: 'asc' | 'desc' } {
-  const { limit = '20', order = 'desc', after } = c.req.query();
+/**
+ * `limit`, `order`, `after` and `before` of `GET …/input_items`, as OpenAI reads them (limit 1-100, default 20;
+ * order default desc; `before`, of OpenAI's earlier lists, the page just before an item). The store checks the ids.
+ */
+function pageOf(c: Context<GatewayEnv>): InputItemsQuery {
+  const { limit = '20', order = 'desc', after, before } = c.req.query();
   if (!/^\d{1,3}$/.test(limit) || Number(limit) < 1 || Number(limit) > 100)
     throw invalid('limit', 'must be a whole number from 1 to 100');
   if (order !== 'asc' && order !== 'desc') throw invalid('order', 'must be asc or desc');
-  if (after !== undefined && (after.length === 0 || after.length > MAX_ID_CHARS))
-    throw invalid('after', 'must be the id of an input item');
-  return { after, limit: Number(limit), order };
+  return { after, before, limit: Number(limit), order };
 }
 
 /**
  * `GET /v1/responses/{id}`, `DELETE /v1/responses/{id}` and
  * `GET /v1/responses/{id}/input_items`: stored Responses read back and deleted
- * by a key of their organization (`gateway/responses/store.ts`). Created by
+ * by a key of their organization (`gateway/responses/store.ts`), each counted
+ * against the key's limits before the store is read. Created by
  * `POST /v1/responses`, in a file of its own.
  *
  * @example
@@ -49,22 +45,23 @@ function pageOf(c: Context<GatewayEnv>): { after?: string; limit: number; order:
 export function storedResponseRoutes(services: Services): Hono<GatewayEnv> {
   const routes = new Hono<GatewayEnv>();
   const auth = requireKey(services.keys);
+  const limits = admittedByKeyLimits(services.gateKeeper);
   const store = services.responseStore;
-  routes.get('/:id', auth, async (c) => {
-    const id = idOf(c);
+  routes.get('/:id', auth, limits, async (c) => {
+    const id = c.req.param('id');
     // Streaming a stored response back is for OpenAI's background responses, which the gateway does not run.
     if (c.req.query('stream') === 'true') throw invalid('stream', 'is not supported: a stored response is read whole');
-    const stored = await store.get(c.get('caller').orgId, id);
-    if (!stored) throw notFound(id);
-    return c.json(stored.response);
+    const response = await store.get(c.get('caller').orgId, id);
+    if (!response) throw notFound(id);
+    return c.json(response);
   });
-  routes.delete('/:id', auth, async (c) => {
-    const id = idOf(c);
+  routes.delete('/:id', auth, limits, async (c) => {
+    const id = c.req.param('id');
     if (!(await store.delete(c.get('caller').orgId, id))) throw notFound(id);
     return c.json({ id, object: 'response', deleted: true });
   });
-  routes.get('/:id/input_items', auth, async (c) => {
-    const id = idOf(c);
+  routes.get('/:id/input_items', auth, limits, async (c) => {
+    const id = c.req.param('id');
     const page = await store.inputItems(c.get('caller').orgId, id, pageOf(c));
     if (!page) throw notFound(id);
     return c.json({

@@ -2,7 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DatabaseResponseStore, type ResponseStoreSettings } from '../../../src/gateway/responses/database-store.js';
+import { itemId } from '../../../src/gateway/requests/responses/answer.js';
+import {
+  DatabaseResponseStore,
+  type ResponseStoreSettings,
+  storedForm,
+} from '../../../src/gateway/responses/database-store.js';
 import type { StoredResponse } from '../../../src/gateway/responses/store.js';
 import { KeyService } from '../../../src/gateway/keys/service.js';
 import { OrgService } from '../../../src/platform/orgs/service.js';
@@ -65,7 +70,7 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     ageDays = 0,
   ): StoredResponse {
     count += 1;
-    const id = `resp_test${count}_${Math.random().toString(36).slice(2, 8)}`;
+    const id = itemId('resp');
     return {
       id,
       orgId: who.orgId,
@@ -98,9 +103,10 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     const b = await tenant();
     const saved = turn(a, null, 'nul \u0000, quote " and \\, ünïcödé 🚀, \u202e bidi');
     await responses.save(saved);
-    expect(await responses.get(a.orgId, saved.id)).toEqual(saved);
+    expect(await responses.get(a.orgId, saved.id)).toEqual(saved.response);
+    expect((await responses.chain(a.orgId, saved.id))?.[0]?.input).toEqual(saved.input);
     expect(await responses.get(b.orgId, saved.id)).toBeNull();
-    expect(await responses.get(a.orgId, 'resp_unknown')).toBeNull();
+    expect(await responses.get(a.orgId, itemId('resp'))).toBeNull();
     // A second save of the same id is refused by the key, not a second row.
     await expect(responses.save(saved)).rejects.toThrow();
   });
@@ -129,8 +135,21 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     expect(await responses.delete(a.orgId, turns[1]!.id)).toBe(false);
     expect(await responses.get(a.orgId, turns[1]!.id)).toBeNull();
     expect(await responses.chain(a.orgId, turns[1]!.id)).toBeNull();
-    expect(await responses.get(a.orgId, turns[3]!.id)).toEqual(turns[3]);
+    expect(await responses.get(a.orgId, turns[3]!.id)).toEqual(turns[3]!.response);
     expect((await responses.chain(a.orgId, turns[3]!.id))?.map((t) => t.id)).toEqual([turns[2]!.id, turns[3]!.id]);
+  });
+
+  it('reads a chain once for parallel continuations of it, and again for a later one', async () => {
+    const a = await tenant();
+    const turns = await conversation(a, ['one', 'two']);
+    const last = turns[1]!.id;
+    const parallel = await Promise.all(Array.from({ length: 30 }, () => responses.chain(a.orgId, last)));
+    // One read, shared: every continuation has the very same turns.
+    for (const each of parallel) expect(each).toBe(parallel[0]);
+    expect(parallel[0]?.map((t) => t.id)).toEqual([turns[0]!.id, last]);
+    // Nothing is cached past the read: a deletion is seen by the next one.
+    expect(await responses.delete(a.orgId, turns[0]!.id)).toBe(true);
+    expect((await responses.chain(a.orgId, last))?.map((t) => t.id)).toEqual([last]);
   });
 
   it('refuses a conversation past its bounds with a 400 naming the setting', async () => {
@@ -145,8 +164,7 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
       code: 'invalid_request',
       message: expect.stringContaining('TOLLGATE_RESPONSES_CHAIN_MAX_TURNS=3') as unknown,
     });
-    const bytesOf = (t: StoredResponse) =>
-      Buffer.byteLength(JSON.stringify(t.input)) + Buffer.byteLength(JSON.stringify(t.response));
+    const bytesOf = (t: StoredResponse) => storedForm(t).bytes;
     // Exactly the first three turns' bytes: three are continued, four are one byte too many.
     const small = new DatabaseResponseStore(store.db, {
       ...SETTINGS,
@@ -172,7 +190,7 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     const a = await tenant();
     const b = await tenant();
     const first = turn(a, null, 'one');
-    const bytes = Buffer.byteLength(JSON.stringify(first.input)) + Buffer.byteLength(JSON.stringify(first.response));
+    const { bytes } = storedForm(first);
     // Room for two turns of this size (ids of the same length: the texts below are as long).
     const bounded = new DatabaseResponseStore(store.db, { ...SETTINGS, orgMaxBytes: 2 * bytes + 10 });
     const second = turn(a, first.id, 'two');
@@ -206,8 +224,7 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     const a = await tenant();
     const b = await tenant();
     const turns = ['t1', 't2', 't3', 't4', 't5'].map((text) => turn(a, null, text));
-    const bytes =
-      Buffer.byteLength(JSON.stringify(turns[0]!.input)) + Buffer.byteLength(JSON.stringify(turns[0]!.response));
+    const { bytes } = storedForm(turns[0]!);
     // Room for three of a's five, all saved at once (which three is the database's order).
     const bounded = new DatabaseResponseStore(store.db, { ...SETTINGS, orgMaxBytes: 3 * bytes + 10 });
     const others = [turn(b, null, 'b1'), turn(b, null, 'b2')];
@@ -234,7 +251,7 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     expect((await responses.chain(a.orgId, recent.id))?.map((t) => t.id)).toEqual([recent.id]);
     expect(await responses.purgeExpired(new Date())).toBeGreaterThanOrEqual(1);
     expect(await responses.purgeExpired(new Date())).toBe(0);
-    expect(await responses.get(a.orgId, recent.id)).toEqual(recent);
+    expect(await responses.get(a.orgId, recent.id)).toEqual(recent.response);
     // Tomorrow plus the retention, the recent one is due too.
     expect(
       await responses.purgeExpired(new Date(Date.now() + (SETTINGS.retentionDays + 1) * DAY_MS)),
@@ -299,6 +316,8 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
     responses = new DatabaseResponseStore(store.db, SETTINGS);
     orgs = new OrgService(store.db);
     keys = new KeyService(store.db, 'sk-gw-');
-    expect(await responses.chain(a.orgId, turns[1]!.id)).toEqual(turns);
+    expect(await responses.chain(a.orgId, turns[1]!.id)).toEqual(
+      turns.map((t) => ({ id: t.id, input: t.input, response: { id: t.id, output: t.response.output } })),
+    );
   });
 });

@@ -57,16 +57,17 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
 
   function row(who: { orgId: string; keyId: string }, text = 'hello'): SaveRow {
     count += 1;
-    const input = JSON.stringify([{ type: 'message', role: 'user', content: text }]);
-    const response = JSON.stringify({ id: `resp_group${String(count).padStart(6, '0')}`, output: [] });
+    const item = JSON.stringify({ id: `msg_${count}`, type: 'message', role: 'user', content: text });
+    const response = JSON.stringify({ id: `resp_group${String(count).padStart(6, '0')}`, output: null });
     return {
       id: `resp_group${count}_${Math.random().toString(36).slice(2, 8)}`,
       ...who,
       model: 'sim-chat',
       previousResponseId: null,
-      input,
+      items: [{ position: 0, itemId: `msg_${count}`, json: item }],
       response,
-      bytes: input.length + response.length,
+      output: '[]',
+      bytes: item.length + response.length + 2,
       createdAt: new Date(),
       expiresAt: new Date(Date.now() + 86_400_000),
     };

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { itemId } from '../../../src/gateway/requests/responses/answer.js';
 import type { StoredResponse } from '../../../src/gateway/responses/store.js';
 import { expectError } from '../../helpers/envelope.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
@@ -81,7 +82,7 @@ describe.each(stores)('GET, DELETE /v1/responses/{id} and its input_items (%s)',
     options: { previous?: string | null; items?: number; ageDays?: number } = {},
   ): Promise<StoredResponse> {
     count += 1;
-    const id = `resp_${kind}${count}${Math.random().toString(36).slice(2, 10)}`;
+    const id = itemId('resp');
     const previous = options.previous ?? null;
     const input = Array.from({ length: options.items ?? 1 }, (_, i) => ({
       id: `msg_${id}_${i + 1}`,
@@ -167,7 +168,7 @@ describe.each(stores)('GET, DELETE /v1/responses/{id} and its input_items (%s)',
 
   it('to another organization’s key, a response is unknown: 404 with the same body, and it is still there', async () => {
     const turn = await stored(a, { items: 3 });
-    const unknown = `resp_${kind}unknown${Math.random().toString(36).slice(2, 10)}`;
+    const unknown = itemId('resp');
     for (const [method, path] of [
       ['GET', ''],
       ['GET', '/input_items'],
