@@ -38,8 +38,8 @@ export const MESSAGES: BilledEndpoint = {
   task: 'chat',
   path: '/chat/completions',
   acceptsApiKeyHeader: true,
-  validate(body) {
-    const details = messagesRequestErrors(body);
+  validate(body, config) {
+    const details = messagesRequestErrors(body, config.translation);
     if (details.length > 0) throw invalid(details);
   },
   boundedFields: chatOf,

@@ -31,8 +31,8 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
     name: 'responses',
     task: 'chat',
     path: '/chat/completions',
-    validate(body) {
-      const details = responsesRequestErrors(body);
+    validate(body, config) {
+      const details = responsesRequestErrors(body, config.translation);
       if (details.length > 0) throw invalid(details);
     },
     prepare: (request) => conversations.load(request),
