@@ -10,7 +10,7 @@ import { type AuthenticatedKey, verifiedKey } from '../keys/service.js';
 import { isProjectId } from '../../shared/db/ids.js';
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import { estimateRequestTokens } from '../limits/estimate.js';
-import type { Ticket } from '../limits/gate-keeper.js';
+import type { RatePass, Ticket } from '../limits/gate-keeper.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
 import { keyHeaderOf } from './auth.js';
 import type { BilledDeps, BilledEndpoint, EndpointName } from './endpoint.js';
@@ -110,16 +110,18 @@ export async function authorize(
 }
 
 /**
- * Takes what the request may use, in one step (`GateKeeper`, `limits/gate-keeper.ts`): a
+ * Takes what the request may use (`GateKeeper`, `limits/gate-keeper.ts`): a
  * hold on the wallet for the most it can cost (402 when nothing is
- * spendable) and its key's four limits (429). A request refused by any of
- * them takes nothing.
+ * spendable) and its key's token limits (429), its requests per minute and
+ * concurrency having been taken by `rate` (`GateKeeper.admitRate`), which this
+ * takes over. A request refused here takes nothing (the caller gives `rate` back).
  */
 export async function reserve(
   c: Context<GatewayEnv>,
   services: BilledDeps,
   request: AuthorizedRequest,
   endpoint: BilledEndpoint,
+  rate?: RatePass,
 ): Promise<BilledCall> {
   const bounded = endpoint.boundedFields ? endpoint.boundedFields(request.body) : request.body;
   const { bounds, holdNanos } = holdFor(
@@ -131,6 +133,7 @@ export async function reserve(
     caller: request.caller,
     estimatedTokens: estimateRequestTokens(bounded, request.task, services.config.limits.completionEstimate),
     holdNanos,
+    rate,
   });
   const ticket = await withinStoreTimeout(admitting).catch((error: unknown) => {
     if (error instanceof GatewayError) throw error;

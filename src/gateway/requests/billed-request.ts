@@ -10,15 +10,17 @@ import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js
 import { cachedAnswer } from './cached-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
 import type { BilledDeps, BilledEndpoint } from './endpoint.js';
+import type { AuthorizedRequest, BilledCall } from './admission.js';
 
 export type { BilledDeps, BilledEndpoint, StreamControls } from './endpoint.js';
 
 /**
  * The life of a billed request, as CONTRIBUTING.md's request path reads:
  *
- * 1. admit: key, body, model, price, project (`authorize`); a cached answer
- *    if the key has the cache on; then the wallet hold and the key's limits
- *    (`reserve`);
+ * 1. admit: key, body, model, price, project (`authorize`); the key's
+ *    requests per minute and concurrency (`admitRate`); the stored conversation
+ *    (`prepare`); a cached answer if the key has the cache on; then the wallet
+ *    hold and the key's token limits (`reserve`);
  * 2. call: the engine, on a ready replica the router picks (by default scored
  *    on its load and the prompt's prefix, `engines/routing/`), failing over
  *    before the first byte (`postWithFailover`), aborted when the client
@@ -38,10 +40,8 @@ export async function serveBilled(
   endpoint: BilledEndpoint,
 ): Promise<Response> {
   const request = await authorize(c, services, endpoint);
-  if (endpoint.prepare) await endpoint.prepare(request);
-  const cached = await cachedAnswer(c, services, request);
-  if (cached) return cached;
-  const call = await reserve(c, services, request, endpoint);
+  const call = await admitCall(c, services, request, endpoint);
+  if (call instanceof Response) return call;
 
   const stream = endpoint.streams(call.body);
   const upstream = engineCallAbort(c, services.config.upstreamTimeoutMs, !stream);
@@ -110,6 +110,31 @@ export async function serveBilled(
       upstream.clearTimer();
     }
     upstream.stopWatchingClient();
+  }
+}
+
+/**
+ * The key's requests per minute and concurrency first (`admitRate`): what follows (a stored chain read, the
+ * translation, the hold) counts against them as the request does. Then the stored conversation, a cached answer
+ * (returned as it is), and the hold with the token limits (`reserve`). Whatever refuses the request before the
+ * hold is taken gives the first step back: no slot or count is left behind.
+ */
+async function admitCall(
+  c: Context<GatewayEnv>,
+  services: BilledDeps,
+  request: AuthorizedRequest,
+  endpoint: BilledEndpoint,
+): Promise<BilledCall | Response> {
+  const rate = await services.gateKeeper.admitRate(request);
+  try {
+    if (endpoint.prepare) await endpoint.prepare(request);
+    const cached = await cachedAnswer(c, services, request);
+    if (!cached) return await reserve(c, services, request, endpoint, rate);
+    await services.gateKeeper.giveBackRate(rate);
+    return cached;
+  } catch (error) {
+    await services.gateKeeper.giveBackRate(rate);
+    throw error;
   }
 }
 
