@@ -17,10 +17,10 @@ export type { BilledDeps, BilledEndpoint, StreamControls } from './endpoint.js';
 /**
  * The life of a billed request, as CONTRIBUTING.md's request path reads:
  *
- * 1. admit: key, body, model, price, project (`authorize`); the key's
- *    requests per minute and concurrency (`admitRate`); the stored conversation
- *    (`prepare`); a cached answer if the key has the cache on; then the wallet
- *    hold and the key's token limits (`reserve`);
+ * 1. admit: key, body, model, price, project (`authorize`); a cached answer
+ *    if the key has the cache on; the key's requests per minute and concurrency
+ *    (`admitRate`); the stored conversation (`prepare`); then the wallet hold
+ *    and the key's token limits (`reserve`);
  * 2. call: the engine, on a ready replica the router picks (by default scored
  *    on its load and the prompt's prefix, `engines/routing/`), failing over
  *    before the first byte (`postWithFailover`), aborted when the client
@@ -114,10 +114,11 @@ export async function serveBilled(
 }
 
 /**
- * The key's requests per minute and concurrency first (`admitRate`): what follows (a stored chain read, the
- * translation, the hold) counts against them as the request does. Then the stored conversation, a cached answer
- * (returned as it is), and the hold with the token limits (`reserve`). Whatever refuses the request before the
- * hold is taken gives the first step back: no slot or count is left behind.
+ * A cached answer first, if the key has the cache on (free, and counted against no limit; never for the
+ * Responses API, whose stored conversation comes next). Then the key's requests per minute and concurrency
+ * (`admitRate`): what follows (a stored chain read, the translation, the hold) counts against them as the
+ * request does. Then the stored conversation and the hold with the token limits (`reserve`). Whatever refuses
+ * the request before the hold is taken gives the first step back: no slot or count is left behind.
  */
 async function admitCall(
   c: Context<GatewayEnv>,
@@ -125,13 +126,12 @@ async function admitCall(
   request: AuthorizedRequest,
   endpoint: BilledEndpoint,
 ): Promise<BilledCall | Response> {
+  const cached = await cachedAnswer(c, services, request);
+  if (cached) return cached;
   const rate = await services.gateKeeper.admitRate(request);
   try {
     if (endpoint.prepare) await endpoint.prepare(request);
-    const cached = await cachedAnswer(c, services, request);
-    if (!cached) return await reserve(c, services, request, endpoint, rate);
-    await services.gateKeeper.giveBackRate(rate);
-    return cached;
+    return await reserve(c, services, request, endpoint, rate);
   } catch (error) {
     await services.gateKeeper.giveBackRate(rate);
     throw error;

@@ -64,7 +64,12 @@ describe('hostile bodies for the translations', () => {
     attacking = false;
     await chats;
     const grewMb = (process.memoryUsage().rss - rssBefore) / 2 ** 20;
-    return { answers, baseline, slowest: Math.max(0, ...during), grewMb };
+    const slowest = Math.max(0, ...during);
+    const figures = answers.map((a) => `${a.status} in ${Math.round(a.ms)} ms`).join(', ');
+    console.log(
+      `${figures}; neighbour's slowest chat ${Math.round(slowest)} ms (before: ${Math.round(baseline)}); RSS ${grewMb.toFixed(0)} MB`,
+    );
+    return { answers, baseline, slowest, grewMb };
   }
 
   const expectContained = (result: Awaited<ReturnType<typeof underAttack>>) => {
