@@ -128,6 +128,9 @@ async function admitCall(
 ): Promise<BilledCall | Response> {
   const cached = await cachedAnswer(c, services, request);
   if (cached) return cached;
+  // Chat, completions, embeddings: nothing that grows with the request runs between the two steps, so they are
+  // one (one Redis round trip on the hot path, as before the split).
+  if (!endpoint.prepare && !endpoint.boundedFields) return reserve(c, services, request, endpoint);
   const rate = await services.gateKeeper.admitRate(request);
   try {
     if (endpoint.prepare) await endpoint.prepare(request);
