@@ -45,6 +45,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     enginesFile: path.resolve(s.TOLLGATE_ENGINES_FILE),
     maxBodyBytes: s.TOLLGATE_MAX_BODY_BYTES,
     maxChoices: s.TOLLGATE_MAX_CHOICES,
+    translation: {
+      maxNameChars: s.TOLLGATE_TRANSLATION_MAX_NAME_CHARS,
+      maxItems: s.TOLLGATE_TRANSLATION_MAX_ITEMS,
+      maxTools: s.TOLLGATE_TRANSLATION_MAX_TOOLS,
+    },
     oversizeDrain: { bytes: s.TOLLGATE_OVERSIZE_DRAIN_BYTES, ms: s.TOLLGATE_OVERSIZE_DRAIN_MS },
     upstreamTimeoutMs: s.TOLLGATE_UPSTREAM_TIMEOUT_MS,
     seedDemo: s.TOLLGATE_SEED_DEMO,

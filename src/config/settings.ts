@@ -61,6 +61,9 @@ export const settingsSchema = z.object({
   TOLLGATE_CONCURRENCY_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
   TOLLGATE_COMPLETION_ESTIMATE: z.coerce.number().int().min(1).default(512),
   TOLLGATE_MAX_CHOICES: z.coerce.number().int().min(1).max(1024).default(128),
+  TOLLGATE_TRANSLATION_MAX_NAME_CHARS: z.coerce.number().int().min(16).max(4096).default(256),
+  TOLLGATE_TRANSLATION_MAX_ITEMS: z.coerce.number().int().min(1).max(1_000_000).default(20_000),
+  TOLLGATE_TRANSLATION_MAX_TOOLS: z.coerce.number().int().min(1).max(100_000).default(1024),
   TOLLGATE_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
   TOLLGATE_CACHE_MAX_ENTRY_BYTES: z.coerce
     .number()

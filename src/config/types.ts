@@ -45,6 +45,8 @@ export interface Config {
   maxBodyBytes: number;
   /** The most sequences one request may ask an engine to generate (`n`, `best_of`): each is billed, and each loads the engine. */
   maxChoices: number;
+  /** Bounds on what the Messages and Responses translations walk, checked before any work that grows with them. */
+  translation: TranslationBounds;
   /** What is read and discarded of a body refused as too large, so the client reads the 413 (`shared/http/request.ts`). */
   oversizeDrain: BodyDrain;
   upstreamTimeoutMs: number;
@@ -226,4 +228,17 @@ export interface Config {
     /** Completion tokens assumed for the pre-request token check when a request sets no max_tokens. */
     completionEstimate: number;
   };
+}
+
+/**
+ * The shape bounds of a Messages or Responses body (TOLLGATE_TRANSLATION_*): checked with the body's fields, before
+ * the key's limits are taken or anything is translated; a body past one is a 400 naming its setting.
+ */
+export interface TranslationBounds {
+  /** A tool's name, a namespace's name, and an item's or a call's id, at most this many characters. */
+  maxNameChars: number;
+  /** `messages` or `input` items, and content blocks or parts counted with them, at most this many. */
+  maxItems: number;
+  /** Tools, a namespace's functions each counted, at most this many. */
+  maxTools: number;
 }

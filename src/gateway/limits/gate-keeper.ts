@@ -4,6 +4,8 @@ import { describeError, type Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
 import type { LimitGate, LiveRequest, Reported } from './gate.js';
 import { type LimitHeaders, limitHeaders } from './headers.js';
+import { currentMonth, monthStart } from './month.js';
+import { admitRate, giveBackRate, type RatePass, type RateStepDeps } from './rate-step.js';
 import { billingUnavailable, insufficientFunds, rebuilding, refusal, limitsUnavailableOnFailure } from './refusals.js';
 
 /** How often each replica tells the gate it is alive (and learns whether Redis lost its state). */
@@ -21,6 +23,8 @@ export interface Ticket {
   tokensWindowEndsAt: number;
   released: boolean;
 }
+
+export type { RatePass } from './rate-step.js';
 
 export interface GateKeeperOptions {
   limitsEnabled: boolean;
@@ -51,6 +55,7 @@ export class GateKeeper {
   private retries: Array<{ ticket: Ticket; tokenDelta: number; cost: bigint | null }> = [];
   private timer: NodeJS.Timeout | null = null;
   private lastRenewal = 0;
+  private readonly rateStep: RateStepDeps;
 
   constructor(
     readonly gate: LimitGate,
@@ -58,7 +63,9 @@ export class GateKeeper {
     private readonly journal: ChargeJournal,
     private readonly log: Logger,
     private readonly options: GateKeeperOptions,
-  ) {}
+  ) {
+    this.rateStep = { gate, live: this.live, log, limitsEnabled: options.limitsEnabled };
+  }
 
   /**
    * Admits a request or throws its refusal: 402 `insufficient_funds`, 429 for
@@ -69,8 +76,11 @@ export class GateKeeper {
     caller: AuthenticatedKey;
     estimatedTokens: number;
     holdNanos: bigint | null;
+    /** The first step's pass (`admitRate`); without it, this one step takes all four limits and the hold. */
+    rate?: RatePass;
   }): Promise<Ticket> {
     const { caller } = request;
+    const rate = request.rate?.requests && !request.rate.done ? request.rate : null;
     const month = currentMonth();
     const holdNanos = this.options.billingEnabled ? request.holdNanos : null;
     const ask = {
@@ -81,12 +91,17 @@ export class GateKeeper {
       estimatedTokens: request.estimatedTokens,
       holdNanos,
       month,
+      rateTaken: rate !== null,
     };
     // At most one rebuild and one seed: the third answer is final.
     for (let attempt = 0; attempt < 4; attempt++) {
       const admission = await limitsUnavailableOnFailure(() => this.gate.admit(ask));
       switch (admission.outcome) {
         case 'admitted': {
+          if (rate) {
+            rate.done = true;
+            admission.requests = rate.requests!;
+          }
           if (holdNanos !== null || ask.limits)
             this.live.set(request.requestId, {
               requestId: request.requestId,
@@ -126,10 +141,21 @@ export class GateKeeper {
         case 'insufficient_funds':
           throw insufficientFunds();
         default:
+          if (rate) admission.requests = rate.requests!;
           throw refusal(admission, caller, request.estimatedTokens);
       }
     }
     throw billingUnavailable();
+  }
+
+  /** The first step, as soon as the key is known: its requests per minute and concurrency (`rate-step.ts`). */
+  admitRate(request: { requestId: string; caller: AuthenticatedKey }): Promise<RatePass> {
+    return admitRate(this.rateStep, request);
+  }
+
+  /** Gives back what `admitRate` took, unless `admit` took it over; once, and never throws. */
+  giveBackRate(pass: RatePass): Promise<void> {
+    return giveBackRate(this.rateStep, pass);
   }
 
   /**
@@ -251,10 +277,8 @@ export class GateKeeper {
   private async rebuildWallet(orgId: string): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const state = await this.gate.walletState(orgId);
-      const { balance, written } = await this.wallets.walletSnapshot(
-        orgId,
-        state.unwritten.map((c) => c.requestId),
-      );
+      const unwritten = state.unwritten.map((c) => c.requestId);
+      const { balance, written } = await this.wallets.walletSnapshot(orgId, unwritten);
       let spendable = balance;
       for (const hold of state.holds) spendable -= hold.amount;
       for (const charge of state.unwritten) if (!written.has(charge.requestId)) spendable -= charge.amount;
@@ -272,25 +296,4 @@ export class GateKeeper {
 
 function reportedOf(charge: { id: string; orgId: string; cost: bigint }): Reported {
   return { orgId: charge.orgId, requestId: charge.id, amount: charge.cost };
-}
-
-/** The current month, and the times (ms) it starts and ends: kept, since formatting a date every request showed in the profile. */
-let month = { name: '', startsAt: 0, endsAt: 0 };
-
-/** `YYYY-MM` of now, in UTC. */
-function currentMonth(): string {
-  const now = Date.now();
-  if (now < month.startsAt || now >= month.endsAt) {
-    const date = new Date(now);
-    month = {
-      name: date.toISOString().slice(0, 7),
-      startsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1),
-      endsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1),
-    };
-  }
-  return month.name;
-}
-
-function monthStart(month: string): Date {
-  return new Date(`${month}-01T00:00:00Z`);
 }

@@ -13,6 +13,32 @@ export interface AdmitRequest {
   holdNanos: bigint | null;
   /** The calendar month the request counts in, as `YYYY-MM` (UTC). */
   month: string;
+  /** Its request count and concurrency slot were taken already (`admitRate`): only the token limits and the hold are left. */
+  rateTaken: boolean;
+}
+
+/** What a request asks of its key's requests per minute and concurrency, before any work that grows with it. */
+export interface RateRequest {
+  requestId: string;
+  keyId: string;
+  limits: KeyLimits;
+}
+
+export type RateAdmission =
+  | {
+      outcome: 'admitted';
+      requests: Window;
+      /** When the minute its count went into ends (gate clock, ms). */ windowEndsAt: number;
+    }
+  | { outcome: 'rate_limit_exceeded'; requests: Window }
+  | { outcome: 'concurrency_limit_exceeded'; inFlight: number; requests: Window };
+
+/** What `admitRate` took, given back when the request goes no further than that (`giveBackRate`). */
+export interface RateTaken {
+  requestId: string;
+  keyId: string;
+  /** The count is given back only inside the minute it went into: after it, it would come out of the next one's. */
+  windowEndsAt: number;
 }
 
 /** A counting window as a response reports it. */
@@ -71,9 +97,11 @@ export interface WalletState {
 /**
  * The one place a request's admission is decided: its key's four limits
  * (requests per minute, concurrency, tokens per minute, monthly tokens) and
- * its organization's wallet (a hold on the spendable amount), checked and
- * taken together in ONE step, so a request refused by any of them takes
- * nothing from the others. In Redis (`redis-gate.ts`) that step is one
+ * its organization's wallet (a hold on the spendable amount). The billed path
+ * takes them in two steps: requests per minute and concurrency first
+ * (`admitRate`, before any work that grows with the request), then the token
+ * limits and the hold (`admit`); each step checks everything before it takes
+ * anything, and what the first took is given back when the second refuses. In Redis (`redis-gate.ts`) each step is one
  * script, one round trip, shared by every replica; in the embedded default
  * (`memory-gate.ts`) it is a function call.
  *
@@ -84,6 +112,15 @@ export interface WalletState {
  * gives back the hold less the cost, a top-up adds to it.
  */
 export interface LimitGate {
+  /**
+   * The first step, as soon as the key is known: its requests per minute and concurrency, checked and taken
+   * together (nothing taken when refused), so that work a request causes before its hold (a stored chain read, a
+   * translation) is bounded by the key's limits as the request is.
+   */
+  admitRate(request: RateRequest): Promise<RateAdmission>;
+  /** Gives back what `admitRate` took (its slot, and its count inside its minute), for a request refused before `admit` took it over. */
+  giveBackRate(taken: RateTaken): Promise<void>;
+  /** The second step (or, with `rateTaken` false, both in one): the token limits and the wallet's hold. */
   admit(request: AdmitRequest): Promise<Admission>;
   /** Ends a request: frees its concurrency slot, trues up its tokens, and turns its hold into its charge. */
   release(release: Release): Promise<void>;

@@ -1,4 +1,15 @@
-import type { Admission, LimitGate, AdmitRequest, LiveRequest, Release, Reported, WalletState } from './gate.js';
+import type {
+  Admission,
+  AdmitRequest,
+  LimitGate,
+  LiveRequest,
+  RateAdmission,
+  RateRequest,
+  RateTaken,
+  Release,
+  Reported,
+  WalletState,
+} from './gate.js';
 import type { KeyLimits } from '../keys/service.js';
 
 export interface MemoryGateOptions {
@@ -68,12 +79,11 @@ class MemoryGate implements LimitGate {
     const { limits } = request;
     if (limits) {
       // Everything is checked before anything is taken: a refused request takes nothing.
-      const rpm = this.read(`rpm:${request.keyId}`);
-      requests = { used: (rpm?.value ?? 0) + 1, resetMs: rpm ? rpm.expiresAt - this.now() : MINUTE_MS };
-      if (requests.used > limits.requestsPerMinute) return { outcome: 'rate_limit_exceeded', requests };
-      const held = this.slotsOf(request.keyId);
-      if (held.size >= limits.maxConcurrency)
-        return { outcome: 'concurrency_limit_exceeded', inFlight: held.size, requests };
+      if (!request.rateTaken) {
+        const rate = this.checkRate(request.keyId, limits);
+        if (rate.outcome !== 'admitted') return rate;
+        requests = rate.requests;
+      }
       if (limits.tokensPerMinute !== null) {
         const tpm = this.read(`tpm:${request.keyId}`);
         tokens = {
@@ -88,7 +98,8 @@ class MemoryGate implements LimitGate {
         if (month.value + request.estimatedTokens > limits.monthlyTokens)
           return { outcome: 'monthly_quota_exceeded', used: month.value, requests };
       }
-      this.takeLimits(request, limits, held);
+      if (!request.rateTaken) this.takeRate(request.keyId, request.requestId);
+      this.takeTokens(request, limits);
     }
     if (wallet && request.holdNanos !== null) {
       wallet.spendable! -= request.holdNanos;
@@ -99,6 +110,18 @@ class MemoryGate implements LimitGate {
       });
     }
     return { outcome: 'admitted', requests, tokens, tokensWindowEndsAt: this.now() + (tokens?.resetMs ?? 0) };
+  }
+
+  async admitRate(request: RateRequest): Promise<RateAdmission> {
+    const rate = this.checkRate(request.keyId, request.limits);
+    if (rate.outcome === 'admitted') this.takeRate(request.keyId, request.requestId);
+    return rate;
+  }
+
+  async giveBackRate(taken: RateTaken): Promise<void> {
+    this.slots.get(taken.keyId)?.delete(taken.requestId);
+    const rpm = this.read(`rpm:${taken.keyId}`);
+    if (rpm && rpm.value > 0 && this.now() < taken.windowEndsAt) rpm.value -= 1;
   }
 
   async release(release: Release): Promise<void> {
@@ -195,10 +218,25 @@ class MemoryGate implements LimitGate {
     }
   }
 
-  /** Takes an admitted request's share of its key's limits; called only once every check has passed. */
-  private takeLimits(request: AdmitRequest, limits: KeyLimits, held: Map<string, number>): void {
-    this.add(`rpm:${request.keyId}`, 1, MINUTE_MS);
-    held.set(request.requestId, this.now() + this.options.concurrencyLeaseMs);
+  /** A key's requests per minute and concurrency, checked (nothing taken). */
+  private checkRate(keyId: string, limits: KeyLimits): RateAdmission {
+    const rpm = this.read(`rpm:${keyId}`);
+    const requests = { used: (rpm?.value ?? 0) + 1, resetMs: rpm ? rpm.expiresAt - this.now() : MINUTE_MS };
+    if (requests.used > limits.requestsPerMinute) return { outcome: 'rate_limit_exceeded', requests };
+    const held = this.slotsOf(keyId);
+    if (held.size >= limits.maxConcurrency)
+      return { outcome: 'concurrency_limit_exceeded', inFlight: held.size, requests };
+    return { outcome: 'admitted', requests, windowEndsAt: this.now() + requests.resetMs };
+  }
+
+  /** Takes a request's count and concurrency slot; called only once every check has passed. */
+  private takeRate(keyId: string, requestId: string): void {
+    this.add(`rpm:${keyId}`, 1, MINUTE_MS);
+    this.slotsOf(keyId).set(requestId, this.now() + this.options.concurrencyLeaseMs);
+  }
+
+  /** Takes an admitted request's estimate from its key's token limits; called only once every check has passed. */
+  private takeTokens(request: AdmitRequest, limits: KeyLimits): void {
     if (limits.tokensPerMinute !== null) this.add(`tpm:${request.keyId}`, request.estimatedTokens, MINUTE_MS);
     if (limits.monthlyTokens !== null) this.add(`month:${request.keyId}:${request.month}`, request.estimatedTokens, 0);
   }

@@ -1,6 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Admission, LimitGate, AdmitRequest, LiveRequest, Release, Reported, WalletState } from './gate.js';
+import type {
+  Admission,
+  AdmitRequest,
+  LimitGate,
+  LiveRequest,
+  RateAdmission,
+  RateRequest,
+  RateTaken,
+  Release,
+  Reported,
+  WalletState,
+} from './gate.js';
+import { admissionFrom, flatReported, pairs, rateAdmissionFrom } from './redis-replies.js';
+import { ADMIT_RATE, GIVE_BACK_RATE } from './redis-rate-scripts.js';
 import {
   ADMIT,
   CREDIT,
@@ -34,7 +47,7 @@ const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
 
 /**
  * The limits gate in Redis: one Lua script per admission (four limits and
- * the wallet hold), one per release (`redis-scripts.ts`). Scripts run
+ * the wallet hold; or two, requests per minute and concurrency first, `redis-rate-scripts.ts`), one per release (`redis-scripts.ts`). Scripts run
  * atomically, so replicas sharing this Redis never pass two requests on the
  * same money or the same slot. Windows of requests and tokens per minute
  * start at a key's first request (as rate-limiter-flexible's fixed windows
@@ -56,6 +69,8 @@ class RedisGate implements LimitGate {
   /** The gate's key names under this deployment's prefix. */
   private readonly key: GateKeys;
   private readonly admitScript: Script;
+  private readonly admitRateScript: Script;
+  private readonly giveBackRateScript: Script;
   private readonly releaseScript: Script;
   private readonly heartbeatScript: Script;
   private readonly reportScript: Script;
@@ -71,12 +86,37 @@ class RedisGate implements LimitGate {
   ) {
     this.key = gateKeys(options.prefix);
     this.admitScript = defineScript(redis, ADMIT);
+    this.admitRateScript = defineScript(redis, ADMIT_RATE);
+    this.giveBackRateScript = defineScript(redis, GIVE_BACK_RATE);
     this.releaseScript = defineScript(redis, RELEASE);
     this.heartbeatScript = defineScript(redis, HEARTBEAT);
     this.reportScript = defineScript(redis, REPORT);
     this.walletStateScript = defineScript(redis, WALLET_STATE);
     this.setWalletScript = defineScript(redis, SET_WALLET);
     this.creditScript = defineScript(redis, CREDIT);
+  }
+
+  async admitRate(request: RateRequest): Promise<RateAdmission> {
+    const { limits } = request;
+    const reply = (await this.admitRateScript(
+      this.key.rpm(request.keyId),
+      this.key.conc(request.keyId),
+      limits.requestsPerMinute,
+      limits.maxConcurrency,
+      this.options.concurrencyLeaseMs,
+      request.requestId,
+      MINUTE_MS,
+    )) as Array<string | number>;
+    return rateAdmissionFrom(reply);
+  }
+
+  async giveBackRate(taken: RateTaken): Promise<void> {
+    await this.giveBackRateScript(
+      this.key.rpm(taken.keyId),
+      this.key.conc(taken.keyId),
+      taken.requestId,
+      taken.windowEndsAt,
+    );
   }
 
   async admit(request: AdmitRequest): Promise<Admission> {
@@ -106,6 +146,7 @@ class RedisGate implements LimitGate {
       options.rebuildGraceMs,
       MINUTE_MS,
       MONTH_TTL_MS,
+      request.rateTaken ? 1 : 0,
     )) as Array<string | number>;
     return admissionFrom(reply);
   }
@@ -250,46 +291,4 @@ function defineScript(redis: Redis, script: GateScript): Script {
   const { name } = script;
   if (!commands[name]) redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
   return (...args: Array<string | number>) => commands[name]!(...args);
-}
-
-/** (org, request, amount) triples, as the report script reads them. */
-function flatReported(items: Reported[]): string[] {
-  return items.flatMap((item) => [item.orgId, item.requestId, item.amount.toString()]);
-}
-
-/** A script's HGETALL reply (request, amount, request, amount, …) as an organization's holds or charges. */
-function pairs(orgId: string, flat: string[]): Reported[] {
-  const out: Reported[] = [];
-  for (let i = 0; i + 1 < flat.length; i += 2) out.push({ orgId, requestId: flat[i]!, amount: BigInt(flat[i + 1]!) });
-  return out;
-}
-
-/** The admit script's reply as an admission: which number means what depends on the outcome (see `ADMIT`'s returns). */
-function admissionFrom(reply: Array<string | number>): Admission {
-  const [outcome, a, b, c, d] = reply as [string, number, number, number, number];
-  switch (outcome) {
-    case 'admitted':
-      return {
-        outcome,
-        requests: { used: a, resetMs: b },
-        tokens: c >= 0 ? { used: c, resetMs: d } : null,
-        tokensWindowEndsAt: Number(reply[5]) + d,
-      };
-    case 'rate_limit_exceeded':
-      return { outcome, requests: { used: a, resetMs: b } };
-    case 'concurrency_limit_exceeded':
-      return { outcome, inFlight: a, requests: { used: b, resetMs: c } };
-    case 'tokens_limit_exceeded':
-      return { outcome, tokens: { used: a, resetMs: b }, requests: { used: c, resetMs: d } };
-    case 'monthly_quota_exceeded':
-      return { outcome, used: a, requests: { used: c, resetMs: d } };
-    case 'insufficient_funds':
-    case 'wallet_unknown':
-    case 'month_unknown':
-      return { outcome };
-    case 'rebuilding':
-      return { outcome, retryMs: a };
-    default:
-      throw new Error(`unexpected admission reply ${String(outcome)}`);
-  }
 }

@@ -25,14 +25,15 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
 /**
- * Admits a request: checks its key's four limits and its organization's
+ * Admits a request: checks its key's four limits (or, after `ADMIT_RATE`, the two token limits) and its organization's
  * wallet, then takes from all of them together. Everything is checked before
  * anything is taken: a refused request takes nothing. Refuses with
  * `rebuilding` while this Redis has no epoch or is inside its rebuild grace.
  *
  * KEYS: rpm, conc, tpm, month, wallet, held, hold-expiry, epoch.
  * ARGV: limits on, rpm limit, concurrency limit, slot lease ms, tpm limit (-1: none), estimate, monthly limit (-1: none),
- * hold, minus hold ('': billing off), request id, hold lease ms, hold member, rebuild grace ms, minute ms, month ttl ms.
+ * hold, minus hold ('': billing off), request id, hold lease ms, hold member, rebuild grace ms, minute ms, month ttl ms,
+ * rate taken ('1': the count and the slot were taken by `ADMIT_RATE`, and are neither checked nor taken again).
  * Returns {outcome, …}: `admissionFrom` in `redis-gate.ts` reads it.
  */
 export const ADMIT: GateScript = {
@@ -51,16 +52,19 @@ if billing then
   if avail == '0' or string.sub(avail, 1, 1) == '-' then return {'insufficient_funds'} end
 end
 local minute = tonumber(ARGV[14])
+local rateTaken = ARGV[16] == '1'
 local rpmUsed, rpmReset, tpmUsed, tpmReset = 0, 0, -1, 0
 if ARGV[1] == '1' then
   local est = tonumber(ARGV[6])
-  rpmUsed = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
-  rpmReset = redis.call('PTTL', KEYS[1])
-  if rpmReset < 0 then rpmReset = minute end
-  if rpmUsed > tonumber(ARGV[2]) then return {'rate_limit_exceeded', rpmUsed, rpmReset} end
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  local inFlight = redis.call('ZCARD', KEYS[2])
-  if inFlight >= tonumber(ARGV[3]) then return {'concurrency_limit_exceeded', inFlight, rpmUsed, rpmReset} end
+  if not rateTaken then
+    rpmUsed = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
+    rpmReset = redis.call('PTTL', KEYS[1])
+    if rpmReset < 0 then rpmReset = minute end
+    if rpmUsed > tonumber(ARGV[2]) then return {'rate_limit_exceeded', rpmUsed, rpmReset} end
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+    local inFlight = redis.call('ZCARD', KEYS[2])
+    if inFlight >= tonumber(ARGV[3]) then return {'concurrency_limit_exceeded', inFlight, rpmUsed, rpmReset} end
+  end
   if tonumber(ARGV[5]) >= 0 then
     tpmUsed = tonumber(redis.call('GET', KEYS[3]) or '0') + est
     tpmReset = redis.call('PTTL', KEYS[3])
@@ -72,10 +76,12 @@ if ARGV[1] == '1' then
     if not month then return {'month_unknown'} end
     if tonumber(month) + est > tonumber(ARGV[7]) then return {'monthly_quota_exceeded', tonumber(month), 0, rpmUsed, rpmReset} end
   end
-  redis.call('INCR', KEYS[1])
-  if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], minute) end
-  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[10])
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  if not rateTaken then
+    redis.call('INCR', KEYS[1])
+    if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], minute) end
+    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[10])
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  end
   if tonumber(ARGV[5]) >= 0 then
     redis.call('INCRBY', KEYS[3], est)
     if redis.call('PTTL', KEYS[3]) < 0 then redis.call('PEXPIRE', KEYS[3], minute) end

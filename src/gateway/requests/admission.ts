@@ -10,7 +10,7 @@ import { type AuthenticatedKey, verifiedKey } from '../keys/service.js';
 import { isProjectId } from '../../shared/db/ids.js';
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import { estimateRequestTokens } from '../limits/estimate.js';
-import type { Ticket } from '../limits/gate-keeper.js';
+import type { RatePass, Ticket } from '../limits/gate-keeper.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
 import { keyHeaderOf } from './auth.js';
 import type { BilledDeps, BilledEndpoint, EndpointName, ProtocolCall } from './endpoint.js';
@@ -110,10 +110,12 @@ export async function authorize(
 }
 
 /**
- * Takes what the request may use, in one step (`GateKeeper`, `limits/gate-keeper.ts`): a
+ * Takes what the request may use (`GateKeeper`, `limits/gate-keeper.ts`): a
  * hold on the wallet for the most it can cost (402 when nothing is
- * spendable) and its key's four limits (429). A request refused by any of
- * them takes nothing. The bounds, the hold and the estimate are the body the
+ * spendable) and its key's token limits (429), and its requests per minute
+ * and concurrency unless `rate` took them already (`GateKeeper.admitRate`),
+ * which this takes over. A request refused here takes nothing (the caller
+ * gives `rate` back). The bounds, the hold and the estimate are the body the
  * engine is sent (`ProtocolCall`), with whatever the protocol added.
  */
 export async function reserve(
@@ -121,6 +123,7 @@ export async function reserve(
   services: BilledDeps,
   request: AuthorizedRequest,
   protocol: ProtocolCall,
+  rate?: RatePass,
 ): Promise<BilledCall> {
   // From what the engine is sent, not the client's body alone: a Responses turn sends its stored conversation too.
   const bounded = protocol.bounded;
@@ -133,6 +136,7 @@ export async function reserve(
     caller: request.caller,
     estimatedTokens: estimateRequestTokens(bounded, request.task, services.config.limits.completionEstimate),
     holdNanos,
+    rate,
   });
   const ticket = await withinStoreTimeout(admitting).catch((error: unknown) => {
     if (error instanceof GatewayError) throw error;

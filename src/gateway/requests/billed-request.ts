@@ -10,17 +10,21 @@ import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js
 import { relayBilledStream } from './billed-stream.js';
 import { cachedAnswer } from './cached-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
-import type { BilledDeps, BilledEndpoint } from './endpoint.js';
+import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
+import type { AuthorizedRequest, BilledCall } from './admission.js';
 
 export type { BilledDeps, BilledEndpoint, ProtocolCall, StreamControls } from './endpoint.js';
 
 /**
  * The life of a billed request, as CONTRIBUTING.md's request path reads:
  *
- * 1. admit: key, body, model, price, project (`authorize`); the protocol's
- *    call begun (`endpoint.begin`: what the engine is sent); a cached answer
- *    if the key has the cache on; then the wallet hold and the key's limits,
- *    from what the engine is sent (`reserve`);
+ * 1. admit: key, body, model, price, project (`authorize`); a cached answer
+ *    if the key has the cache on; for a protocol whose call reads or
+ *    translates much (`admitsRateFirst`), the key's requests per minute and
+ *    concurrency first (`admitRate`); the protocol's call begun
+ *    (`endpoint.begin`: the stored conversation, what the engine is sent);
+ *    then the wallet hold and the key's limits, from what the engine is sent
+ *    (`reserve`);
  * 2. call: the engine, on a ready replica the router picks (by default scored
  *    on its load and the prompt's prefix, `engines/routing/`), failing over
  *    before the first byte (`postWithFailover`), aborted when the client
@@ -40,10 +44,9 @@ export async function serveBilled(
   endpoint: BilledEndpoint,
 ): Promise<Response> {
   const request = await authorize(c, services, endpoint);
-  const protocol = await endpoint.begin(request);
-  const cached = await cachedAnswer(c, services, request);
-  if (cached) return cached;
-  const call = await reserve(c, services, request, protocol);
+  const admitted = await admitCall(c, services, request, endpoint);
+  if (admitted instanceof Response) return admitted;
+  const { protocol, call } = admitted;
 
   const stream = protocol.stream;
   const upstream = engineCallAbort(c, services.config.upstreamTimeoutMs, stream === null);
@@ -112,6 +115,34 @@ export async function serveBilled(
       upstream.clearTimer();
     }
     upstream.stopWatchingClient();
+  }
+}
+
+/**
+ * A cached answer, or the call begun and admitted. A protocol whose `begin` does work that grows with the request
+ * (a stored conversation read, a translation) has the key's requests per minute and concurrency taken first, so a
+ * refused key costs nothing of that work; the other protocols take every limit in one step (one Redis round trip).
+ * Whatever fails after the first step gives it back.
+ */
+async function admitCall(
+  c: Context<GatewayEnv>,
+  services: BilledDeps,
+  request: AuthorizedRequest,
+  endpoint: BilledEndpoint,
+): Promise<{ protocol: ProtocolCall; call: BilledCall } | Response> {
+  const cached = await cachedAnswer(c, services, request);
+  if (cached) return cached;
+  if (!endpoint.admitsRateFirst) {
+    const protocol = await endpoint.begin(request);
+    return { protocol, call: await reserve(c, services, request, protocol) };
+  }
+  const rate = await services.gateKeeper.admitRate(request);
+  try {
+    const protocol = await endpoint.begin(request);
+    return { protocol, call: await reserve(c, services, request, protocol, rate) };
+  } catch (error) {
+    await services.gateKeeper.giveBackRate(rate);
+    throw error;
   }
 }
 

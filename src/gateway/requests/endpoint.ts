@@ -71,6 +71,11 @@ export interface BilledEndpoint {
    * conversation `previous_response_id` continues; may refuse) and makes the body the engine is sent.
    */
   begin(request: AuthorizedRequest): ProtocolCall | Promise<ProtocolCall>;
+  /**
+   * True when `begin` does work that grows with the request (a stored conversation read, a translation): the key's
+   * requests per minute and concurrency are then admitted before it (`serveBilled`), so a refused key costs none of it.
+   */
+  admitsRateFirst?: boolean;
 }
 
 /**

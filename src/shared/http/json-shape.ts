@@ -20,24 +20,47 @@ const MAX_JSON_DEPTH = 64;
  */
 export function checkJsonShape(body: unknown, options: { storable: boolean }): void {
   const nulFields: ErrorDetail[] = [];
-  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: body, path: '', depth: 0 }];
+  // Each node keeps its parent and key, not its path: a path is written only for a field refused (building one for
+  // every node of a 500 KB body of 20,000 items was about half of this walk's time).
+  const stack: ShapeNode[] = [{ value: body, parent: null, key: '', depth: 0 }];
   while (stack.length > 0) {
-    const { value, path, depth } = stack.pop()!;
+    const node = stack.pop()!;
+    const { value, depth } = node;
     if (typeof value === 'string') {
       if (options.storable && value.includes('\u0000'))
-        nulFields.push({ field: path || 'body', message: 'must not contain the NUL character (\\u0000)' });
+        nulFields.push({ field: pathOf(node) || 'body', message: 'must not contain the NUL character (\\u0000)' });
       continue;
     }
     if (typeof value !== 'object' || value === null) continue;
     if (depth >= MAX_JSON_DEPTH) {
       throw new GatewayError('invalid_request', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
     }
-    const entries: Array<[string, unknown]> = Array.isArray(value)
-      ? value.map((item, i) => [String(i), item])
-      : Object.entries(value);
-    for (const [key, item] of entries)
-      stack.push({ value: item, path: path ? `${path}.${key}` : key, depth: depth + 1 });
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) pushChild(stack, value[i], node, i, options.storable);
+    } else {
+      for (const key in value) pushChild(stack, (value as Record<string, unknown>)[key], node, key, options.storable);
+    }
   }
   if (nulFields.length > 0)
     throw new GatewayError('invalid_request', 'Invalid request body.', { details: nulFields.reverse() });
+}
+
+interface ShapeNode {
+  value: unknown;
+  parent: ShapeNode | null;
+  key: string | number;
+  depth: number;
+}
+
+/** Only what can nest, or hold a NUL, is walked further. */
+function pushChild(stack: ShapeNode[], value: unknown, parent: ShapeNode, key: string | number, storable: boolean) {
+  if ((typeof value === 'object' && value !== null) || (storable && typeof value === 'string'))
+    stack.push({ value, parent, key, depth: parent.depth + 1 });
+}
+
+/** A node's path as the details name it: `messages.0.content`. */
+function pathOf(node: ShapeNode): string {
+  const keys: string[] = [];
+  for (let at: ShapeNode | null = node; at?.parent; at = at.parent) keys.push(String(at.key));
+  return keys.reverse().join('.');
 }

@@ -137,6 +137,49 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     expect(await spendable(caller.orgId)).toBe(200n);
   });
 
+  it('takes requests per minute and concurrency first, once; gives them back when the second step refuses', async () => {
+    const base = await tenant(100n);
+    const caller = { ...base, requestsPerMinute: 2, maxConcurrency: 1, tokensPerMinute: 50 };
+    // First step, then the second takes it over: one count, one slot, whatever the two steps.
+    const pass = await gateKeeper.admitRate({ requestId: `r-${kind}-4a`, caller });
+    await expect(gateKeeper.admitRate({ requestId: `r-${kind}-4b`, caller })).rejects.toMatchObject({
+      code: 'concurrency_limit_exceeded',
+    });
+    const ticket = await gateKeeper.admit({
+      requestId: `r-${kind}-4a`,
+      caller,
+      estimatedTokens: 1,
+      holdNanos: 10n,
+      rate: pass,
+    });
+    expect(ticket.headers['X-RateLimit-Remaining']).toBe('1');
+    await gateKeeper.giveBackRate(pass); // taken over: nothing given back twice
+    await gateKeeper.release(ticket, { actualTokens: 0, cost: null });
+    // A second step refused (tokens per minute) gives the first back: its count and its slot.
+    for (let i = 0; i < 3; i++) {
+      const refused = await gateKeeper.admitRate({ requestId: `r-${kind}-4c${i}`, caller });
+      await expect(
+        gateKeeper.admit({
+          requestId: `r-${kind}-4c${i}`,
+          caller,
+          estimatedTokens: 100,
+          holdNanos: 1n,
+          rate: refused,
+        }),
+      ).rejects.toMatchObject({ code: 'tokens_limit_exceeded' });
+      await gateKeeper.giveBackRate(refused);
+      await gateKeeper.giveBackRate(refused);
+    }
+    // Its slot free (one allowed) and its count the second of two: the three refusals took nothing.
+    const last = await gateKeeper.admitRate({ requestId: `r-${kind}-4d`, caller });
+    expect(last.requests?.used).toBe(2);
+    await expect(gateKeeper.admitRate({ requestId: `r-${kind}-4e`, caller })).rejects.toMatchObject({
+      code: 'rate_limit_exceeded',
+    });
+    await gateKeeper.giveBackRate(last);
+    expect(await spendable(caller.orgId)).toBe(100n);
+  });
+
   it.runIf(kind === 'redis')(
     'rebuilds a wallet after Redis loses everything, without handing out money twice',
     async () => {

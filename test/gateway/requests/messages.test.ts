@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { messageOf } from '../../../src/gateway/requests/messages/answer.js';
 import { createMessagesWriter } from '../../../src/gateway/requests/messages/stream.js';
 import { chatBodyOf, messagesRequestErrors } from '../../../src/gateway/requests/messages/translate.js';
+import { loadConfig } from '../../../src/config/index.js';
+
+/** The default shape bounds (TOLLGATE_TRANSLATION_*). */
+const BOUNDS = loadConfig({}).translation;
 
 describe('Messages to chat completions', () => {
   it('translates system, content blocks, tool turns and tool_choice, dropping what the engine cannot run', () => {
@@ -91,7 +95,10 @@ describe('Messages to chat completions', () => {
   });
 
   it('refuses what it cannot translate, each field named', () => {
-    const details = messagesRequestErrors({ max_tokens: '5', messages: [{ role: 'tool', content: 7 }], stream: 'yes' });
+    const details = messagesRequestErrors(
+      { max_tokens: '5', messages: [{ role: 'tool', content: 7 }], stream: 'yes' },
+      BOUNDS,
+    );
     expect(details.map((d) => d.field)).toEqual(['max_tokens', 'messages[0].role', 'messages[0].content', 'stream']);
   });
 

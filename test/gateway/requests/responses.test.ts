@@ -3,6 +3,10 @@ import { callItem, responseOf } from '../../../src/gateway/requests/responses/an
 import { readUsualChunk } from '../../../src/gateway/proxy/usual-chunk.js';
 import { ResponsesWriter } from '../../../src/gateway/requests/responses/stream.js';
 import { chatBodyOf, responsesRequestErrors, toolNamesOf } from '../../../src/gateway/requests/responses/translate.js';
+import { loadConfig } from '../../../src/config/index.js';
+
+/** The default shape bounds (TOLLGATE_TRANSLATION_*). */
+const BOUNDS = loadConfig({}).translation;
 
 describe('the Responses request as chat completions', () => {
   it('puts instructions and developer text first, joins a function call to its assistant turn, and drops reasoning', () => {
@@ -120,20 +124,24 @@ describe('the Responses request as chat completions', () => {
   });
 
   it('refuses what it cannot translate, with the field named', () => {
-    expect(responsesRequestErrors({ input: 3 })).toEqual([
+    expect(responsesRequestErrors({ input: 3 }, BOUNDS)).toEqual([
       { field: 'input', message: 'must be a string or an array of input items' },
     ]);
     expect(
-      responsesRequestErrors({ input: [{ role: 'robot', content: 'x' }, 'x'], max_output_tokens: 0, store: 'yes' }).map(
-        (detail) => detail.field,
-      ),
+      responsesRequestErrors(
+        { input: [{ role: 'robot', content: 'x' }, 'x'], max_output_tokens: 0, store: 'yes' },
+        BOUNDS,
+      ).map((detail) => detail.field),
     ).toEqual(['input[0].role', 'input[1]', 'max_output_tokens', 'store']);
     expect(
-      responsesRequestErrors({
-        input: [{ type: 'web_search_call', id: 'ws' }],
-        store: false,
-        tools: [{ type: 'web_search' }],
-      }),
+      responsesRequestErrors(
+        {
+          input: [{ type: 'web_search_call', id: 'ws' }],
+          store: false,
+          tools: [{ type: 'web_search' }],
+        },
+        BOUNDS,
+      ),
     ).toEqual([]);
   });
 });
@@ -186,5 +194,43 @@ describe('the Responses stream from the engine’s chunks', () => {
         usage: { input_tokens: 5, output_tokens: 3, total_tokens: 8 },
       },
     });
+  });
+});
+
+describe('the translation in linear time', () => {
+  it('joins 100,000 function calls to one assistant turn in well under a second (each was a copy of the run before)', () => {
+    const items = Array.from({ length: 100_000 }, (_, i) => ({
+      type: 'function_call',
+      call_id: `c${i}`,
+      name: 'f',
+      arguments: '{}',
+    }));
+    const started = performance.now();
+    const chat = chatBodyOf({ model: 'm', input: [{ role: 'user', content: 'go' }, ...items] });
+    expect(performance.now() - started).toBeLessThan(500);
+    const messages = chat.messages as Array<{ tool_calls?: unknown[] }>;
+    expect(messages).toHaveLength(2);
+    expect(messages[1]!.tool_calls).toHaveLength(100_000);
+  });
+
+  it('refuses, naming the setting, a tool name, an id or a count past its bound, and nulls where objects go', () => {
+    const fields = (body: Record<string, unknown>) => responsesRequestErrors(body, BOUNDS).map((d) => d.field);
+    expect(fields({ input: 'x', tools: [null] })).toEqual(['tools[0]']);
+    expect(fields({ input: 'x', tools: [{ type: 'namespace', name: 'n', tools: [null] }] })).toEqual([
+      'tools[0].tools[0]',
+    ]);
+    expect(fields({ input: [null] })).toEqual(['input[0]']);
+    expect(fields({ input: [{ type: 'function_call', call_id: 'a\u0000b', name: 'f' }] })).toEqual([
+      'input[0].call_id',
+    ]);
+    const long = responsesRequestErrors(
+      { input: 'x', tools: [{ type: 'function', name: 'f'.repeat(10_000) }] },
+      BOUNDS,
+    );
+    expect(long[0]!.message).toContain('TOLLGATE_TRANSLATION_MAX_NAME_CHARS');
+    expect(JSON.stringify(long)).not.toContain('ffffffff');
+    const many = Array.from({ length: BOUNDS.maxTools }, (_, i) => ({ type: 'function', name: `f${i}` }));
+    expect(fields({ input: 'x', tools: [{ type: 'namespace', name: 'n', tools: many }] })).toEqual(['tools']);
+    expect(responsesRequestErrors({ input: 'x', tools: many }, BOUNDS)).toEqual([]);
   });
 });

@@ -19,8 +19,9 @@ export const MESSAGES: BilledEndpoint = {
   task: 'chat',
   path: '/chat/completions',
   acceptsApiKeyHeader: true,
-  validate(body) {
-    const details = messagesRequestErrors(body);
+  admitsRateFirst: true,
+  validate(body, config) {
+    const details = messagesRequestErrors(body, config.translation);
     if (details.length > 0) throw invalid(details);
   },
   begin(request) {

@@ -1,4 +1,4 @@
-import type { ErrorDetail } from '../../../shared/http/errors.js';
+export { messagesRequestErrors } from './validate.js';
 
 type Json = Record<string, unknown>;
 
@@ -30,7 +30,9 @@ export function chatBodyOf(body: Json): Json {
   };
   for (const field of ['temperature', 'top_p', 'top_k']) if (body[field] !== undefined) chat[field] = body[field];
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0) chat.stop = body.stop_sequences;
-  const tools = Array.isArray(body.tools) ? (body.tools as Json[]).filter((tool) => isObject(tool.input_schema)) : [];
+  const tools = Array.isArray(body.tools)
+    ? (body.tools as unknown[]).filter((tool): tool is Json => isObject(tool) && isObject(tool.input_schema))
+    : [];
   if (tools.length > 0) {
     chat.tools = tools.map((tool) => ({
       type: 'function',
@@ -114,54 +116,4 @@ function toolChoiceOf(choice: unknown): unknown {
 
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-const BLOCK_TYPES = new Set([
-  'text',
-  'image',
-  'tool_use',
-  'tool_result',
-  'thinking',
-  'redacted_thinking',
-  'document',
-  'search_result',
-  'server_tool_use',
-  'web_search_tool_result',
-]);
-
-/**
- * What the translation relies on: `max_tokens` a positive integer, `messages`
- * a non-empty array of user and assistant turns whose content is a string or
- * content blocks, `system` a string or blocks, `stream` a boolean. The rest
- * is the engine's to judge.
- */
-export function messagesRequestErrors(body: Json): ErrorDetail[] {
-  const details: ErrorDetail[] = [];
-  if (!Number.isSafeInteger(body.max_tokens) || (body.max_tokens as number) < 1)
-    details.push({ field: 'max_tokens', message: 'must be a positive integer' });
-  const { messages } = body;
-  if (!Array.isArray(messages) || messages.length === 0)
-    details.push({ field: 'messages', message: 'must be a non-empty array of messages' });
-  else messages.forEach((message: unknown, index) => details.push(...messageErrors(message, `messages[${index}]`)));
-  if (body.system !== undefined && typeof body.system !== 'string' && !isBlockList(body.system))
-    details.push({ field: 'system', message: 'must be a string or an array of text blocks' });
-  if (body.stream !== undefined && typeof body.stream !== 'boolean')
-    details.push({ field: 'stream', message: 'must be true or false' });
-  if (body.tools !== undefined && !Array.isArray(body.tools))
-    details.push({ field: 'tools', message: 'must be an array' });
-  return details;
-}
-
-function messageErrors(message: unknown, field: string): ErrorDetail[] {
-  if (!isObject(message)) return [{ field, message: 'must be an object with role and content' }];
-  const errors: ErrorDetail[] = [];
-  if (message.role !== 'user' && message.role !== 'assistant' && message.role !== 'system')
-    errors.push({ field: `${field}.role`, message: 'must be user, assistant or system' });
-  if (typeof message.content !== 'string' && !isBlockList(message.content))
-    errors.push({ field: `${field}.content`, message: 'must be a string or an array of content blocks' });
-  return errors;
-}
-
-function isBlockList(value: unknown): boolean {
-  return Array.isArray(value) && value.every((block) => isObject(block) && BLOCK_TYPES.has(block.type as string));
 }

@@ -27,8 +27,9 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
     name: 'responses',
     task: 'chat',
     path: '/chat/completions',
-    validate(body) {
-      const details = responsesRequestErrors(body);
+    admitsRateFirst: true,
+    validate(body, config) {
+      const details = responsesRequestErrors(body, config.translation);
       if (details.length > 0) throw invalid(details);
     },
     begin: async (request) => responsesCall(request, conversations, await conversations.load(request)),

@@ -67,8 +67,10 @@ function addToolCall(messages: Json[], callId: unknown, name: unknown, args: str
   const call = { id: callId, type: 'function', function: { name, arguments: args } };
   const last = messages.at(-1);
   if (last?.role === 'assistant') {
-    const calls = (last.tool_calls as Json[] | undefined) ?? [];
-    last.tool_calls = [...calls, call];
+    // Pushed, not copied: a run of 20,000 calls copied each time was 200 million copies (quadratic).
+    const calls = last.tool_calls as Json[] | undefined;
+    if (calls) calls.push(call);
+    else last.tool_calls = [call];
     return;
   }
   messages.push({ role: 'assistant', content: null, tool_calls: [call] });

@@ -1,5 +1,6 @@
-import type { ErrorDetail } from '../../../shared/http/errors.js';
 import { gatherItems, inputItemsOf } from './items.js';
+
+export { responsesRequestErrors } from './validate.js';
 
 type Json = Record<string, unknown>;
 
@@ -60,10 +61,12 @@ export function chatBodyOf(body: Json, earlier: Json[] = []): Json {
 function chatTools(tools: Json[]): Json[] {
   const out: Json[] = [];
   for (const tool of tools) {
+    if (!isObject(tool)) continue;
     if (tool.type === 'function') out.push(chatFunction(tool, tool.name));
     else if (tool.type === 'custom') out.push(customFunction(tool, tool.name));
     else if (tool.type === 'namespace' && Array.isArray(tool.tools)) {
-      for (const inner of tool.tools as Json[]) {
+      for (const inner of tool.tools as unknown[]) {
+        if (!isObject(inner)) continue;
         const name = `${String(tool.name)}__${String(inner.name)}`;
         if (inner.type === 'function') out.push(chatFunction(inner, name));
         else if (inner.type === 'custom') out.push(customFunction(inner, name));
@@ -100,10 +103,12 @@ export interface ToolNames {
 
 export function toolNamesOf(body: Json): ToolNames {
   const names: ToolNames = { custom: new Set(), namespaced: new Map() };
-  for (const tool of Array.isArray(body.tools) ? (body.tools as Json[]) : []) {
+  for (const tool of Array.isArray(body.tools) ? (body.tools as unknown[]) : []) {
+    if (!isObject(tool)) continue;
     if (tool.type === 'custom') names.custom.add(String(tool.name));
     if (tool.type !== 'namespace' || !Array.isArray(tool.tools)) continue;
-    for (const inner of tool.tools as Json[]) {
+    for (const inner of tool.tools as unknown[]) {
+      if (!isObject(inner)) continue;
       const flat = `${String(tool.name)}__${String(inner.name)}`;
       names.namespaced.set(flat, { namespace: String(tool.name), name: String(inner.name) });
       if (inner.type === 'custom') names.custom.add(flat);
@@ -132,51 +137,4 @@ function responseFormatOf(format: unknown): Json | undefined {
 
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * What the translation relies on: `input` a string or an array of items
- * (objects with a `type` or a `role`), `instructions` a string,
- * `max_output_tokens` a positive integer, `stream` and `store` booleans,
- * `tools` an array, `previous_response_id` a string. The rest is the engine's
- * to judge, and unknown fields are ignored, as OpenAI-compatible servers do.
- */
-export function responsesRequestErrors(body: Json): ErrorDetail[] {
-  const details: ErrorDetail[] = [];
-  const { input } = body;
-  if (typeof input !== 'string' && !Array.isArray(input))
-    details.push({ field: 'input', message: 'must be a string or an array of input items' });
-  else if (Array.isArray(input))
-    input.forEach((item: unknown, index) => details.push(...itemErrors(item, `input[${index}]`)));
-  if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string')
-    details.push({ field: 'instructions', message: 'must be a string' });
-  const max = body.max_output_tokens;
-  if (max !== undefined && max !== null && (!Number.isSafeInteger(max) || (max as number) < 1))
-    details.push({ field: 'max_output_tokens', message: 'must be a positive integer' });
-  for (const field of ['stream', 'store']) {
-    if (body[field] !== undefined && body[field] !== null && typeof body[field] !== 'boolean')
-      details.push({ field, message: 'must be true or false' });
-  }
-  if (body.tools !== undefined && body.tools !== null && !Array.isArray(body.tools))
-    details.push({ field: 'tools', message: 'must be an array' });
-  const previous = body.previous_response_id;
-  if (previous !== undefined && previous !== null && typeof previous !== 'string')
-    details.push({ field: 'previous_response_id', message: 'must be a string' });
-  return details;
-}
-
-const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
-
-function itemErrors(item: unknown, field: string): ErrorDetail[] {
-  if (!isObject(item)) return [{ field, message: 'must be an object' }];
-  if (item.type !== undefined && typeof item.type !== 'string')
-    return [{ field: `${field}.type`, message: 'must be a string' }];
-  if (item.type !== undefined && item.type !== 'message') return [];
-  const errors: ErrorDetail[] = [];
-  if (!ROLES.has(item.role as string))
-    errors.push({ field: `${field}.role`, message: 'must be user, assistant, system or developer' });
-  if (typeof item.content !== 'string' && !(Array.isArray(item.content) && item.content.every(isObject))) {
-    errors.push({ field: `${field}.content`, message: 'must be a string or an array of content parts' });
-  }
-  return errors;
 }
