@@ -217,7 +217,11 @@ type PlatformServices = Pick<
 /** The control plane's services: clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
 function createPlatformServices(config: Config, db: Database, log: Logger): PlatformServices {
   const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
-  const clusters = new ClusterService(db, { nodeAccess: config.nodeAccess, reservedHosts: reservedHostsOf(config) });
+  const clusters = new ClusterService(db, {
+    nodeAccess: config.nodeAccess,
+    reservedHosts: reservedHostsOf(config),
+    identity,
+  });
   const stacks = new StackCatalog(db, { stacksPerUser: config.uploads.stacksPerUser });
   const sandboxes = new SandboxChooser(config.runs, (message) => log.warn(`run sandbox: ${message}`));
   const runs = new RunService(db, clusters, stacks, async () => {

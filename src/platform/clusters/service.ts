@@ -28,6 +28,23 @@ export interface NewProfile {
   memoryGib?: number;
 }
 
+export interface NewCluster {
+  orgId: string;
+  name: string;
+  profile: string;
+  nodeCount: number;
+  publicDomain: string;
+  createdBy: string | null;
+}
+
+/** What a new cluster's key needs: `ClusterIdentity` fits it. */
+export interface ClusterKeyInstaller {
+  /** The cluster's key pair, made and kept the first time. */
+  keyOf(clusterId: string): Promise<unknown>;
+  /** Installs what is due now rather than at the next poll. */
+  poke(): void;
+}
+
 /**
  * Hardware profiles and nodes (the operator's), and organizations' clusters:
  * creating a cluster allocates free nodes of its profile, deleting it
@@ -44,6 +61,8 @@ export class ClusterService {
       nodeAccess: Config['nodeAccess'];
       /** The gateway's own host names: no cluster's public URLs may take one. */
       reservedHosts: string[];
+      /** Who puts a new cluster's key on its nodes (`identity.ts`); none in tests of the rules alone. */
+      identity?: ClusterKeyInstaller;
     } = { nodeAccess: { sshTimeoutMs: 10_000 }, reservedHosts: [] },
   ) {}
 
@@ -90,16 +109,21 @@ export class ClusterService {
    * Creates a cluster with `nodeCount` free nodes of its profile, in one
    * transaction: the free nodes are locked as they are taken (`FOR UPDATE
    * SKIP LOCKED`), so two clusters created at once never share a node, and a
-   * request for more nodes than are free takes none (409).
+   * request for more nodes than are free takes none (409). The cluster's
+   * key pair exists (kept sealed) before this returns, and its installation
+   * on the nodes starts now rather than at the next poll.
    */
-  async create(input: {
-    orgId: string;
-    name: string;
-    profile: string;
-    nodeCount: number;
-    publicDomain: string;
-    createdBy: string | null;
-  }): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
+  async create(input: NewCluster): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
+    const created = await this.allocate(input);
+    const { identity } = this.options;
+    if (identity) {
+      await identity.keyOf(created.cluster.id);
+      identity.poke();
+    }
+    return created;
+  }
+
+  private async allocate(input: NewCluster): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
     const publicDomain = input.publicDomain.toLowerCase();
     assertNotReserved(this.options.reservedHosts, publicDomain);
     await this.profile(input.profile);

@@ -112,9 +112,6 @@ export function clustersRoutes(services: Services, clientOf: ClientOf): Hono<Gat
       publicDomain: body.public_domain,
       createdBy: actor.userId,
     });
-    // The key pair exists (and is kept, with a sealing key) before the answer, and its installation starts now rather than at the next poll.
-    await identity.keyOf(created.cluster.id);
-    identity.poke();
     return c.json(await shown(created), 201);
   });
 

@@ -54,8 +54,6 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         publicDomain: body.public_domain,
         createdBy: actor.userId,
       });
-      await services.clusterIdentity.keyOf(created.cluster.id);
-      services.clusterIdentity.poke();
       return c.redirect(`/portal/clusters/${created.cluster.id}`, 303);
     } catch (error) {
       // A refusal the user can fix (no such profile, too few free nodes, a domain taken) is shown on the form.
