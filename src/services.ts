@@ -4,7 +4,8 @@ import type { Database } from './shared/db/client.js';
 import type { Fleet } from './gateway/engines/fleet.js';
 import type { Logger } from './shared/http/log.js';
 import { KeyService } from './gateway/keys/service.js';
-import { keyTokensSince } from './gateway/billing/usage.js';
+import { keyTokensSince } from './gateway/billing/monthly-tokens.js';
+import { UsageReports } from './gateway/billing/usage-reports.js';
 import type { Redis } from 'ioredis';
 import { createResponseCache, type ResponseCache } from './gateway/cache/response-cache.js';
 import { ChargeApplier } from './gateway/billing/charge-applier.js';
@@ -53,6 +54,8 @@ export interface Services {
   wallets: WalletService;
   /** Where a charge becomes durable before its response ends; see `billing/journal.ts`. */
   journal: ChargeJournal;
+  /** Usage reports: totals, groups, outcomes and records of usage (`billing/usage-reports.ts`). */
+  usageReports: UsageReports;
   /** Writes the journal's charges to PostgreSQL in group commits, off the request path. */
   applier: ChargeApplier;
   orgs: OrgService;
@@ -176,6 +179,7 @@ export function createServices(parts: ServiceParts): Services {
     requestPathCache,
     wallets,
     journal,
+    usageReports: new UsageReports(db),
     orgs: new OrgService(db, catalogChanged),
     projects: new ProjectService(db, catalogChanged),
     catalog: new CatalogService(db, catalogChanged),

@@ -5,7 +5,6 @@ import type { Services } from '../../services.js';
 import { projectView } from '../api/projects.js';
 import { userView } from '../api/users.js';
 import { keySettings } from './keys.js';
-import { orgsWithBalances } from './queries.js';
 import * as body from './schemas.js';
 import * as view from './views.js';
 
@@ -29,7 +28,7 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
     return c.json(view.orgView(await services.orgs.create(name), 0n, currency), 201);
   });
   orgs.get('/', async (c) => {
-    const rows = await orgsWithBalances(services.db);
+    const rows = await services.orgs.listWithBalances();
     return c.json(view.listOf(rows.map(({ org, balance }) => view.orgView(org, balance, currency))));
   });
   orgs.get('/:orgId', async (c) => c.json(await orgWithBalance(c.req.param('orgId'))));

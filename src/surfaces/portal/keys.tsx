@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { keysLastUsed } from '../../gateway/billing/reports.js';
 import type { KeyRow } from '../../gateway/keys/service.js';
 import { KEY_EXPIRIES, KEY_LIMIT_MAX, KEY_NAME_MAX } from '../../gateway/keys/bounds.js';
 import type { Services } from '../../services.js';
@@ -111,7 +110,7 @@ async function keysPage(deps: PortalDeps, actor: SignedInActor, extra: { notice?
     <KeysPage
       viewer={deps.viewerOf(actor)}
       keys={await manageableKeys(services, actor)}
-      lastUsed={await keysLastUsed(services.db, actor.orgId)}
+      lastUsed={await services.usageReports.keysLastUsed(actor.orgId)}
       allowance={allowanceOf(services, actor)}
       {...extra}
     />

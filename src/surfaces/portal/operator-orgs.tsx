@@ -3,9 +3,6 @@ import { currencies, currencyCode } from '../../platform/costs/currencies.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import type { Services } from '../../services.js';
-import { billingCurrencies } from '../../shared/db/schema.js';
-import { orgsWithBalances } from '../admin/queries.js';
 import { topupBody } from '../admin/schemas.js';
 import { OperatorOrgPage, OperatorOrgsPage } from './operator-orgs-pages.js';
 import { type PortalContext, type PortalDeps, problems } from './session.js';
@@ -34,7 +31,7 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   orgs.get('/', async (c) => {
     const actor = await operator(c);
-    const [rows, billing] = await Promise.all([orgsWithBalances(services.db), billingCurrenciesOf(services)]);
+    const [rows, billing] = await Promise.all([services.orgs.listWithBalances(), services.costs.billingCurrencies()]);
     return c.html(
       <OperatorOrgsPage
         viewer={deps.viewerOf(actor)}
@@ -127,12 +124,4 @@ async function renderOrg(
     />,
     extra.status ?? 200,
   );
-}
-
-/** Every organization's billing currency, by id, in one query. */
-async function billingCurrenciesOf(services: Services): Promise<Map<string, string>> {
-  const rows = await services.db
-    .select({ orgId: billingCurrencies.orgId, currency: billingCurrencies.currency })
-    .from(billingCurrencies);
-  return new Map(rows.map((row) => [row.orgId, row.currency]));
 }

@@ -1,5 +1,4 @@
 import { Hono } from 'hono';
-import { usageGroups } from '../../gateway/billing/reports.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { LEDGER_KINDS, type LedgerKind } from '../../shared/db/schema.js';
 import { dayValues } from './usage-pages.js';
@@ -42,7 +41,7 @@ export function walletRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         to: day ? new Date(day.getTime() + DAY_MS) : undefined,
       }),
       services.keys.list(orgId),
-      usageGroups(services.db, { orgId, from: month.from, to: month.to }, 'day'),
+      services.usageReports.groups({ orgId, from: month.from, to: month.to }, 'day'),
     ]);
     const query = (next: number) => new URLSearchParams({ ...filters, before: String(next) }).toString();
     return c.html(
