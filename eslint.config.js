@@ -114,6 +114,32 @@ export default defineConfig(
     },
   },
   {
+    // Handlers stay thin: a surface asks a service of gateway/ or platform/, it builds no query of its own.
+    files: ['src/surfaces/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'drizzle-orm', message: 'A surface builds no query: ask (or add) a service method.' }],
+          patterns: [
+            { group: ['drizzle-orm/*'], message: 'A surface builds no query: ask (or add) a service method.' },
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[property.name='db'][object.name=/^(services|deps)$/]",
+          message: 'A surface does not reach the store: ask (or add) a service method.',
+        },
+        {
+          selector: "VariableDeclarator[init.name=/^(services|deps)$/] > ObjectPattern > Property[key.name='db']",
+          message: 'A surface does not reach the store: ask (or add) a service method.',
+        },
+      ],
+    },
+  },
+  {
     // Tests and benchmarks read the gateway's JSON answers as `any` on purpose: the assertions that follow are the
     // check, and typing each answer first would only repeat them. They also pass malformed input `as any`.
     // The source keeps these rules: src/ has no `any`.
