@@ -1,5 +1,4 @@
-import { type Context, Hono, type Next } from 'hono';
-import { STORE_TIMEOUT_MS } from './shared/db/timeout.js';
+import { Hono } from 'hono';
 import { operatorAuth } from './surfaces/admin/auth.js';
 import { createAdminRoutes } from './surfaces/admin/index.js';
 import type { GatewayEnv } from './shared/http/context.js';
@@ -59,14 +58,6 @@ export function createApp(services: Services): Hono<GatewayEnv> {
       c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
     );
   }
-  // Read your writes: usage and balances read on a replica include every charge it had journaled when the read came
-  // (they wait, at most STORE_TIMEOUT_MS, for those charges to reach the database).
-  const chargesWritten = async (c: Context, next: Next) => {
-    if (c.req.method === 'GET') await services.applier.written(STORE_TIMEOUT_MS);
-    await next();
-  };
-  app.use('/v1/usage/*', chargesWritten);
-  app.use('/admin/v1/*', chargesWritten);
   const clientOf = clientInfo(services.config.people.trustedProxies);
   const api = createApiRoutes(services, clientOf);
   app.route('/api/v1', api);

@@ -6,6 +6,7 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { topupBody } from '../admin/schemas.js';
 import { OperatorOrgPage, OperatorOrgsPage } from './operator-orgs-pages.js';
 import { type PortalContext, type PortalDeps, problems } from './session.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 const DONE: Record<string, string> = {
   topup:
@@ -29,7 +30,7 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const { services } = deps;
   const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
 
-  orgs.get('/', async (c) => {
+  orgs.get('/', chargesWritten(services.applier), async (c) => {
     const actor = await operator(c);
     const [rows, billing] = await Promise.all([services.orgs.listWithBalances(), services.costs.billingCurrencies()]);
     return c.html(
@@ -46,7 +47,7 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     );
   });
 
-  orgs.get('/:orgId', async (c) => {
+  orgs.get('/:orgId', chargesWritten(services.applier), async (c) => {
     const actor = await operator(c);
     return renderOrg(c, deps, actor, c.req.param('orgId'), { notice: DONE[c.req.query('done') ?? ''] });
   });
@@ -103,7 +104,6 @@ async function renderOrg(
   extra: { notice?: string; error?: string; status?: 400 },
 ) {
   const { services } = deps;
-  await services.applier.settled(2_000);
   const org = await services.orgs.get(orgId);
   const [balance, billingCurrency, ledger] = await Promise.all([
     services.wallets.balance(org.id),

@@ -5,6 +5,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import { type NearestKey, OverviewPage } from './overview-pages.js';
 import type { PortalDeps } from './session.js';
 import { readWindow } from './window.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -21,9 +22,8 @@ const HOUR_MS = 3_600_000;
 export function overviewRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const overview = new Hono<GatewayEnv>();
   const { services } = deps;
-  overview.get('/', async (c) => {
+  overview.get('/', chargesWritten(services.applier), async (c) => {
     const actor = await deps.signedIn(c);
-    await services.applier.settled(2_000);
     const orgId = actor.orgId;
     const { window, error } = readWindow(c.req.query());
     const thisMonth = readWindow({ window: 'this-month' }).window;

@@ -8,6 +8,7 @@ import { describeError } from '../../shared/http/log.js';
 import { UsagePage } from './usage-pages.js';
 import { readWindow } from './window.js';
 import type { PortalDeps } from './session.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 /**
  * Usage (`/portal/usage`) and its CSV twin (`/portal/usage.csv`): totals,
@@ -21,10 +22,9 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const usage = new Hono<GatewayEnv>();
   const { services } = deps;
   const projects = services.projects;
-  usage.get('/usage', async (c) => {
+  usage.get('/usage', chargesWritten(services.applier), async (c) => {
     const actor = await deps.signedIn(c);
     // What the page shows includes this process's latest charges (they reach the database just after each answer).
-    await services.applier.settled(2_000);
     const { window, error } = readWindow(c.req.query());
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };
     const after = decodeCursor(c.req.query('after') ?? '') ?? undefined;
@@ -57,9 +57,8 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     );
   });
 
-  usage.get('/usage.csv', async (c) => {
+  usage.get('/usage.csv', chargesWritten(services.applier), async (c) => {
     const actor = await deps.signedIn(c);
-    await services.applier.settled(2_000);
     const { window } = readWindow(c.req.query());
     const keyNames = new Map((await services.keys.list(actor.orgId)).map((k) => [k.id, k.name]));
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };

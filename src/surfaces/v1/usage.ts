@@ -15,6 +15,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Services } from '../../services.js';
 import { requireKey } from '../../gateway/requests/auth.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 // Unknown parameters are ignored (z.object strips them); every known one is checked.
 const instant = z.string().transform((text, ctx) => {
@@ -183,7 +184,9 @@ function parseInstant(text: string): Date | null {
 export function usageRoutes(services: Services): Hono<GatewayEnv> {
   const usage = new Hono<GatewayEnv>();
   const auth = requireKey(services.keys);
-  usage.get('/summary', auth, (c) => usageSummary(c, services, c.get('caller').orgId));
-  usage.get('/requests', auth, (c) => usageRequestList(c, services));
+  usage.get('/summary', auth, chargesWritten(services.applier), (c) =>
+    usageSummary(c, services, c.get('caller').orgId),
+  );
+  usage.get('/requests', auth, chargesWritten(services.applier), (c) => usageRequestList(c, services));
   return usage;
 }
