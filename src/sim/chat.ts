@@ -9,8 +9,6 @@ import { findModel, type ResolvedModel, type SimState } from './state.js';
 import { countTokens, hashText } from './tokens.js';
 import { callsFor, readTools } from './tools.js';
 
-export { runChat } from './chat-answer.js';
-
 /** Reasoning models think for at most this many tokens before answering. */
 const MAX_REASONING_TOKENS = 4;
 

@@ -1,6 +1,5 @@
 import type { Scheduler } from './scheduler.js';
-import type { ResolvedModel } from './state.js';
-import type { SimStats } from './types.js';
+import type { ResolvedModel, SimStats } from './types.js';
 
 /** How a request ended, the `finished_reason` label of `vllm:request_success_total`. */
 export type FinishedReason = 'stop' | 'length' | 'abort' | 'error';

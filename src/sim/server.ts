@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { planChat, runChat } from './chat.js';
+import { planChat } from './chat.js';
+import { runChat } from './chat-answer.js';
 import { planCompletion } from './completions.js';
 import { runCompletion } from './completions-answer.js';
 import { planEmbeddings, runEmbeddings } from './embeddings.js';

@@ -5,7 +5,15 @@ import { runs } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Actor } from '../people/permissions.js';
 import type { StackCatalog, StackRow } from '../stacks/service.js';
-import type { RunRequest } from './service.js';
+
+/** What asking to apply a stack takes: the stack, the target (the whole cluster, or one of its nodes), and the inputs. */
+export interface RunRequest {
+  clusterId: string;
+  /** The stack's name, or its id. */
+  stackName: string;
+  nodeId?: string;
+  inputs: Record<string, unknown>;
+}
 
 /**
  * What a run may be queued against, or the error that says why not: a running cluster `actor` may see, with its key

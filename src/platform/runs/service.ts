@@ -7,7 +7,9 @@ import { GatewayError } from '../../shared/http/errors.js';
 import type { Actor } from '../people/permissions.js';
 import type { StackCatalog } from '../stacks/service.js';
 import { checkInputs } from './inputs.js';
-import { alreadyApplying, checkRunTarget } from './queue.js';
+import { alreadyApplying, checkRunTarget, type RunRequest } from './queue.js';
+
+export type { RunRequest } from './queue.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
 import { storable } from './untrusted.js';
 import { StackStates } from './stack-states.js';
@@ -27,15 +29,6 @@ export type RunRow = typeof runs.$inferSelect;
 
 /** The states a run ends in; it never leaves one. */
 export const FINAL_STATES: readonly RunState[] = ['APPLIED', 'FAILED', 'CANCELED'];
-
-/** What asking to apply a stack takes: the stack, the target (the whole cluster, or one of its nodes), and the inputs. */
-export interface RunRequest {
-  clusterId: string;
-  /** The stack's name, or its id. */
-  stackName: string;
-  nodeId?: string;
-  inputs: Record<string, unknown>;
-}
 
 export interface LogPiece {
   seq: number;

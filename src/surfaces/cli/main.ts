@@ -6,15 +6,10 @@ import packageJson from '../../../package.json' with { type: 'json' };
 import { CODE_USAGE, runCode } from './code/index.js';
 import { ApiError, CliError, UsageError } from './errors.js';
 import { keySettingsIfGiven, resolveKeySettings, resolveSettings } from './settings.js';
-import type { Input, Stdin } from './terminal.js';
-import { printable, printableJson } from './output.js';
+import type { Input, Io } from './terminal.js';
 
-export interface Io {
-  stdout(text: string): void;
-  stderr(text: string): void;
-  /** Where a password is read or asked (default: the process's stdin); touched only by commands that read one. */
-  stdin?: Stdin;
-}
+export type { Io } from './terminal.js';
+import { printable, printableJson } from './output.js';
 
 const processIo: Io = { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) };
 

@@ -1,7 +1,28 @@
 import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import type { BubblewrapOptions } from './bubblewrap.js';
 import { INSIDE, type RunFolder, SANDBOX_UID } from './inside.js';
+
+/** The programs the sandbox is built from, found on the gateway's PATH (Debian: bubblewrap, socat, util-linux). */
+export interface BubblewrapPrograms {
+  bwrap: string;
+  socat: string;
+  prlimit: string;
+  /** Only when the gateway is root: drops to the sandbox user before bwrap starts. */
+  setpriv: string | null;
+}
+
+export interface BubblewrapOptions {
+  programs: BubblewrapPrograms;
+  /** The host user the sandbox runs as; null: the gateway's own (it is not root). */
+  user: { uid: number; gid: number } | null;
+  cgroup: string;
+  bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
+  providerMirror?: string;
+  cliConfig?: string;
+  mounts: Array<{ host: string; sandbox: string; writable: boolean }>;
+  /** How often disk use and CPU time are checked against their bounds. */
+  checkEveryMs?: number;
+}
 
 /**
  * bwrap's arguments for one command of a run: new user, PID, network, IPC and UTS namespaces; user 65534 with no

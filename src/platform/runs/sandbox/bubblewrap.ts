@@ -1,7 +1,7 @@
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runTool, type ToolExit } from '../runner.js';
-import { bwrapArgs } from './bubblewrap-args.js';
+import { type BubblewrapOptions, type BubblewrapPrograms, bwrapArgs } from './bubblewrap-args.js';
 import { createRunCgroup, type RunCgroup } from './cgroup.js';
 import type { EgressProxy } from './egress.js';
 import {
@@ -18,27 +18,7 @@ import {
 } from './inside.js';
 import type { BoundName, RunSandbox, Sandbox, SandboxCommand, SandboxRequest } from './types.js';
 
-/** The programs the sandbox is built from, found on the gateway's PATH (Debian: bubblewrap, socat, util-linux). */
-export interface BubblewrapPrograms {
-  bwrap: string;
-  socat: string;
-  prlimit: string;
-  /** Only when the gateway is root: drops to the sandbox user before bwrap starts. */
-  setpriv: string | null;
-}
-
-export interface BubblewrapOptions {
-  programs: BubblewrapPrograms;
-  /** The host user the sandbox runs as; null: the gateway's own (it is not root). */
-  user: { uid: number; gid: number } | null;
-  cgroup: string;
-  bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
-  providerMirror?: string;
-  cliConfig?: string;
-  mounts: Array<{ host: string; sandbox: string; writable: boolean }>;
-  /** How often disk use and CPU time are checked against their bounds. */
-  checkEveryMs?: number;
-}
+export type { BubblewrapOptions, BubblewrapPrograms } from './bubblewrap-args.js';
 
 /**
  * Runs each command of a run with bubblewrap: new user, mount, PID, network,

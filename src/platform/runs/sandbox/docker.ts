@@ -3,7 +3,7 @@ import type Docker from 'dockerode';
 import type { ToolExit } from '../runner.js';
 import { cgroupOfProcess, type CgroupCounts } from './cgroup.js';
 import { exitOf, relayOutput } from './docker-exec.js';
-import { RUN_LABELS, runContainerSpec } from './docker-spec.js';
+import { type DockerSandboxOptions, RUN_LABELS, runContainerSpec } from './docker-spec.js';
 import type { EgressProxy } from './egress.js';
 import {
   bytesUsed,
@@ -17,26 +17,7 @@ import {
 } from './inside.js';
 import type { BoundName, RunSandbox, Sandbox, SandboxCommand, SandboxRequest } from './types.js';
 
-export interface DockerSandboxOptions {
-  /** The engine on this machine (a run's folder is bind-mounted: the engine must see the gateway's files). */
-  docker: Docker;
-  /** The runner image: the tool (`tofu` or `terraform`), a shell and coreutils, socat (compose/runner.Dockerfile). */
-  image: string;
-  /** The host user the container runs as: the sandbox user when the gateway is root, else the gateway's own (it owns `work/`). */
-  user: { uid: number; gid: number };
-  /** Whether `work/` is handed to `user` (the gateway is root). */
-  chown: boolean;
-  bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
-  providerMirror?: string;
-  cliConfig?: string;
-  mounts: Array<{ host: string; sandbox: string; writable: boolean }>;
-  /** A container outliving its gateway ends itself after this long (the run timeout and the kill grace, with room). */
-  lifetimeSeconds: number;
-  /** How often disk use and CPU time are checked against their bounds. */
-  checkEveryMs?: number;
-  /** The gateway's log: told once when the bounds the gateway enforces from a container's cgroup cannot be (BLIND_CGROUP). */
-  warn?: (message: string) => void;
-}
+export type { DockerSandboxOptions } from './docker-spec.js';
 
 export { RUN_LABELS };
 
