@@ -183,6 +183,25 @@ export default defineConfig(
     },
   },
   {
+    // The gateway's settings are read in config/ alone; the environment where a program starts, and by the CLI's own
+    // settings (a program of its own, on people's machines; PATH to find ripgrep). CONTRIBUTING.md, "Size".
+    files: ['src/**'],
+    ignores: [
+      'src/config/**',
+      'src/main.ts',
+      'src/sim/main.ts',
+      'src/surfaces/cli/settings.ts',
+      'src/surfaces/cli/code/settings.ts',
+      'src/surfaces/cli/code/tools/index.ts',
+    ],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Settings are read in src/config/ and passed in.' },
+      ],
+    },
+  },
+  {
     // Handlers stay thin: a surface asks a service of gateway/ or platform/, it builds no query of its own.
     files: ['src/surfaces/**'],
     rules: {
