@@ -140,7 +140,8 @@ export function createServices(parts: ServiceParts): Services {
         ...gateOptions,
       })
     : createMemoryGate(gateOptions);
-  // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to rebuild it.
+  // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to
+  // rebuild it.
   const wallets = new WalletService(db, (orgId, amount) => gateKeeper.credit(orgId, amount));
   const gateKeeper: GateKeeper = new GateKeeper(gate, wallets, journal, log, {
     limitsEnabled: config.limits.enabled,
@@ -149,7 +150,8 @@ export function createServices(parts: ServiceParts): Services {
     rebuildGraceMs: config.rebuildGraceMs,
     monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
   });
-  // An embedded store has no other writer: every change goes through this process, which drops the cache itself.
+  // An embedded store has no other writer: every change goes through this process, which drops the
+  // cache itself.
   const storeOutage = new OutageLog(
     log,
     'database',
@@ -158,7 +160,8 @@ export function createServices(parts: ServiceParts): Services {
   const requestPathCache = new RequestPathCache(db, storeOutage, {
     pollMs: config.databaseUrl ? config.catalogPollMs : 0,
   });
-  // A write through this process drops its cache at once; other replicas see the catalog version move.
+  // A write through this process drops its cache at once; other replicas see the catalog version
+  // move.
   const catalogChanged = () => requestPathCache.invalidate();
   const passwords = new Passwords(config.people.passwordCost);
   const inFlight = new InFlight();

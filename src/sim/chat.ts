@@ -87,7 +87,8 @@ export function planChat(state: SimState, body: JsonObject): ChatPlan {
 }
 
 /**
- * `stream` and `stream_options`. vLLM's StreamOptions: include_usage defaults to true, so `{}` asks for usage.
+ * `stream` and `stream_options`. vLLM's StreamOptions: include_usage defaults to true, so `{}` asks
+ * for usage.
  *
  * @example
  * readStream({ stream: true, stream_options: {} }); // { stream: true, includeUsage: true, continuousUsage: false }

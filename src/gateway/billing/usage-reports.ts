@@ -194,7 +194,8 @@ async function usageRequests(
 ): Promise<{ records: UsageRecord[]; hasMore: boolean; next: UsageCursor | null }> {
   const conditions = [scopeWhere(scope)];
   if (after) {
-    // The plain bound lets the (org_id, created_at) index stop the scan; the row comparison breaks ties by id.
+    // The plain bound lets the (org_id, created_at) index stop the scan; the row comparison breaks
+    // ties by id.
     conditions.push(
       lte(usageRecords.createdAt, sql`${after.createdAt}::timestamptz`),
       sql`(${usageRecords.createdAt}, ${usageRecords.id}) < (${after.createdAt}::timestamptz, ${after.id})`,
@@ -251,7 +252,8 @@ export function decodeCursor(text: string): UsageCursor | null {
   const createdAt = decoded.slice(0, comma);
   const id = decoded.slice(comma + 1);
   if (comma < 0 || !CURSOR_TIME.test(createdAt) || !/^[\x21-\x7e]{1,200}$/.test(id)) return null;
-  // Round-trip through Date so a forged cursor cannot name a day that does not exist (PostgreSQL would refuse it).
+  // Round-trip through Date so a forged cursor cannot name a day that does not exist (PostgreSQL
+  // would refuse it).
   const ms = Date.parse(createdAt);
   if (!(ms >= 0) || new Date(ms).toISOString().slice(0, 19) !== createdAt.slice(0, 19)) return null;
   return { createdAt, id };

@@ -212,8 +212,8 @@ export class KeyService {
   }
 
   /**
-   * Checks an `Authorization` header value. A lookup by the secret's hash (in
-   * the admission cache on the request path), then a constant-time comparison. Every failure is 401 `unauthorized`.
+   * Checks an `Authorization` header value. A lookup by the secret's hash (in the admission cache
+   * on the request path), then a constant-time comparison. Every failure is 401 `unauthorized`.
    */
   async authenticate(authorization: string | undefined): Promise<AuthenticatedKey> {
     const hash = this.secretHashOf(authorization);

@@ -158,7 +158,8 @@ export class GateKeeper {
   /** A top-up or adjustment committed in PostgreSQL: make it spendable. */
   async credit(orgId: string, amount: bigint): Promise<void> {
     await this.gate.credit(orgId, amount).catch(async (error: unknown) => {
-      // Not lost: the wallet is rebuilt from PostgreSQL (which holds the top-up) once the gate can be reached.
+      // Not lost: the wallet is rebuilt from PostgreSQL (which holds the top-up) once the gate can
+      // be reached.
       this.log.warn('top-up not passed to the limits store: the wallet is rebuilt from the ledger when it is back', {
         orgId,
         ...describeError(error),
@@ -179,7 +180,8 @@ export class GateKeeper {
    * PostgreSQL, and the charges not yet written there are reported.
    */
   async recover(): Promise<void> {
-    // A Redis first used (or just emptied): wait out the grace here, so clients do not see it as 503s.
+    // A Redis first used (or just emptied): wait out the grace here, so clients do not see it as
+    // 503s.
     if (await this.gate.heartbeat([])) await new Promise((resolve) => setTimeout(resolve, this.options.rebuildGraceMs));
     const unreported = this.journal.unreportedCharges();
     const unwritten = this.journal.pending().map(reportedOf);
@@ -206,7 +208,8 @@ export class GateKeeper {
       const fresh = await this.gate.heartbeat(renew ? [...this.live.values()] : []);
       if (renew) this.lastRenewal = Date.now();
       if (fresh) {
-        // Redis lost everything: what runs here and what is not yet in PostgreSQL is reported again, inside the rebuild grace.
+        // Redis lost everything: what runs here and what is not yet in PostgreSQL is reported
+        // again, inside the rebuild grace.
         const holds = [...this.live.values()]
           .filter((r) => r.holdNanos !== null)
           .map((r) => ({ orgId: r.orgId, requestId: r.requestId, amount: r.holdNanos! }));

@@ -170,7 +170,8 @@ export class ClusterService {
       const taken = await tx.update(nodes).set({ clusterId: id }).where(inArray(nodes.id, ids)).returning();
       const rows = installRows(id, taken);
       if (rows.length > 0) await tx.insert(clusterNodeKeys).values(rows);
-      // now() is the transaction's start: the same instant, to the microsecond, as the cluster's created_at.
+      // now() is the transaction's start: the same instant, to the microsecond, as the cluster's
+      // created_at.
       await tx
         .insert(nodeAllocations)
         .values(ids.map((nodeId) => ({ clusterId: id, nodeId, profile: input.profile, allocatedAt: sql`now()` })));
@@ -224,7 +225,8 @@ export class ClusterService {
         )
         .returning();
       if (!cluster) throw new GatewayError('not_found', `Cluster ${id} does not exist.`);
-      // A node with the cluster's key on it is not free until the key is removed (ClusterIdentity.removeNow).
+      // A node with the cluster's key on it is not free until the key is removed
+      // (ClusterIdentity.removeNow).
       const keyed = (
         await tx
           .select({ nodeId: clusterNodeKeys.nodeId })

@@ -39,7 +39,8 @@ export class RunClaims {
     const [row] = await this.db
       .update(runs)
       .set({ state: 'RUNNING', claimedBy: worker, startedAt: sql`now()`, leaseUntil: leaseEnd(leaseMs) })
-      // `= (subquery)`, evaluated once: with `IN (subquery)` the planner may run it again per row and take several runs.
+      // `= (subquery)`, evaluated once: with `IN (subquery)` the planner may run it again per row
+      // and take several runs.
       .where(and(eq(runs.id, sql`(${oldest})`), eq(runs.state, 'QUEUED')))
       .returning();
     return row ?? null;

@@ -94,7 +94,8 @@ export function runsRoutes(services: Services, clientOf: ClientOf): Hono<Gateway
 
   api.get('/:id', async (c) => c.json(runView(await runs.get(c.get('actor'), c.req.param('id')))));
 
-  // Signals the tool and waits for it to stop (SIGINT, then SIGKILL after the grace): 200 once the run has ended, 202 if it is still stopping.
+  // Signals the tool and waits for it to stop (SIGINT, then SIGKILL after the grace): 200 once the
+  // run has ended, 202 if it is still stopping.
   api.post('/:id/cancel', async (c) => {
     const { run, ended } = await runs.cancelAndWait(c.get('actor'), c.req.param('id'), runWorker);
     return c.json(runView(run), ended ? 200 : 202);

@@ -24,7 +24,8 @@ const processIo: Io = { stdout: (text) => process.stdout.write(text), stderr: (t
  */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) return print(io, packageJson.version);
-  // The coding agent has flags of its own (-p, -m) and no API request to render: it is its own program.
+  // The coding agent has flags of its own (-p, -m) and no API request to render: it is its own
+  // program.
   if (argv[0] === 'code') return runCode(argv.slice(1), io);
   const { words, rest } = splitCommandWords(argv);
   const [group, action] = words;
@@ -35,7 +36,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   }
   const command = findCommand(group, action);
   if (!command) {
-    // Two lines, whatever was typed: what was not understood, and the nearest command (its usage line).
+    // Two lines, whatever was typed: what was not understood, and the nearest command (its usage
+    // line).
     io.stderr(
       `error: unknown command "${words.join(' ')}"\ndid you mean: ${usageOf(closestCommand(words))}   (tollgate help lists every command)\n`,
     );

@@ -24,7 +24,8 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const projects = services.projects;
   usage.get('/usage', chargesWritten(services.applier), async (c) => {
     const actor = await deps.signedIn(c);
-    // What the page shows includes this process's latest charges (they reach the database just after each answer).
+    // What the page shows includes this process's latest charges (they reach the database just
+    // after each answer).
     const { window, error } = readWindow(c.req.query());
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };
     const after = decodeCursor(c.req.query('after') ?? '') ?? undefined;

@@ -52,7 +52,8 @@ export function storedResponseRoutes(services: Services): Hono<GatewayEnv> {
   const store = services.responseStore;
   routes.get('/:id', auth, async (c) => {
     const id = idOf(c);
-    // Streaming a stored response back is for OpenAI's background responses, which the gateway does not run.
+    // Streaming a stored response back is for OpenAI's background responses, which the gateway does
+    // not run.
     if (c.req.query('stream') === 'true') throw invalid('stream', 'is not supported: a stored response is read whole');
     const stored = await store.get(c.get('caller').orgId, id);
     if (!stored) throw notFound(id);

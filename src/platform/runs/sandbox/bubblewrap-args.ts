@@ -25,9 +25,10 @@ export interface BubblewrapOptions {
 }
 
 /**
- * bwrap's arguments for one command of a run: new user, PID, network, IPC and UTS namespaces; user 65534 with no
- * capabilities; `/usr` and a few files of `/etc` read-only; the run's `work/` (and its `tmp/`) the only writable
- * places; the tool and the egress socket bound in; then the root and `/dev` remounted read-only.
+ * bwrap's arguments for one command of a run: new user, PID, network, IPC and UTS namespaces; user
+ * 65534 with no capabilities; `/usr` and a few files of `/etc` read-only; the run's `work/` (and
+ * its `tmp/`) the only writable places; the tool and the egress socket bound in; then the root and
+ * `/dev` remounted read-only.
  */
 export function bwrapArgs(
   run: { folder: RunFolder; tool: string; toolInside: string; options: BubblewrapOptions },
@@ -80,8 +81,9 @@ export function bwrapArgs(
   if (run.options.providerMirror) args.push('--ro-bind', run.options.providerMirror, INSIDE.providers);
   if (run.folder.cliConfig) args.push('--ro-bind', run.folder.cliConfig, INSIDE.cliConfig);
   for (const mount of run.options.mounts) args.push(mount.writable ? '--bind' : '--ro-bind', mount.host, mount.sandbox);
-  // Last, once every mount point is made: the root bwrap builds (a tmpfs the sandbox user owns, holding /etc, /opt,
-  // /run) and its /dev become read-only (device files stay usable); the mounts on them keep their own modes.
+  // Last, once every mount point is made: the root bwrap builds (a tmpfs the sandbox user owns,
+  // holding /etc, /opt, /run) and its /dev become read-only (device files stay usable); the mounts
+  // on them keep their own modes.
   args.push('--remount-ro', '/dev', '--remount-ro', '/', '--chdir', cwd);
   return args;
 }

@@ -119,7 +119,8 @@ class BubblewrapRun implements RunSandbox {
       '--',
       ...inner,
     ];
-    // The first process joins the run's cgroup before anything else runs, so every process after it is counted.
+    // The first process joins the run's cgroup before anything else runs, so every process after it
+    // is counted.
     const join = `${this.cgroup.procsFiles.map((file) => `echo $$ > '${file}'`).join(' && ')} && exec "$@"`;
     return runTool({
       bin: '/bin/sh',
@@ -130,7 +131,8 @@ class BubblewrapRun implements RunSandbox {
       killGraceMs: command.killGraceMs,
       onOutput: command.onOutput,
       onStdout: command.onStdout,
-      // SIGINT to the run's processes as a terminal's Ctrl-C would, but not to bwrap's own: the outer one would die and take the namespace, and the tool, down at once.
+      // SIGINT to the run's processes as a terminal's Ctrl-C would, but not to bwrap's own: the
+      // outer one would die and take the namespace, and the tool, down at once.
       stop: {
         interrupt: () => this.cgroup.signalAll('SIGINT', (name) => name !== 'bwrap'),
         kill: () => this.cgroup.killAll(),
@@ -139,7 +141,8 @@ class BubblewrapRun implements RunSandbox {
   }
 
   async exceeded(): Promise<BoundName[]> {
-    // A periodic check under way may have measured before the tool's last write: wait for it, then measure again.
+    // A periodic check under way may have measured before the tool's last write: wait for it, then
+    // measure again.
     await this.checking;
     await this.check();
     const counts = await this.cgroup.counts();
@@ -173,7 +176,8 @@ class BubblewrapRun implements RunSandbox {
         this.diskExceeded = true;
       if (!this.cpuExceeded && (await this.cgroup.counts()).cpuSeconds >= this.options.bounds.cpuSeconds)
         this.cpuExceeded = true;
-      // Once, when first gone over: the short read of the state that follows is not killed in its turn.
+      // Once, when first gone over: the short read of the state that follows is not killed in its
+      // turn.
       if (!before && (this.diskExceeded || this.cpuExceeded)) await this.cgroup.killAll();
     } catch {
       // the folder is being removed

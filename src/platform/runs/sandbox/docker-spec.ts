@@ -83,7 +83,8 @@ export function runContainerSpec(
         { Name: 'fsize', Soft: options.bounds.diskBytes, Hard: options.bounds.diskBytes },
         { Name: 'core', Soft: 0, Hard: 0 },
       ],
-      // docker-init as PID 1: it reaps what a command leaves behind, and signals sent from inside cannot end it.
+      // docker-init as PID 1: it reaps what a command leaves behind, and signals sent from inside
+      // cannot end it.
       Init: true,
       AutoRemove: true,
       RestartPolicy: { Name: 'no' },

@@ -9,7 +9,8 @@ import { BOOLEAN, type Command, type KeyView, type List, STRING } from './comman
 // API's bounds (gateway/keys/bounds.ts); "unlimited" clears a token limit (null in the API).
 //
 // @example
-// tollgate keys create --org org_123 --name ci --user usr_456 --expiry 30d --rpm 120 --tpm unlimited
+// tollgate keys create --org org_123 --name ci --user usr_456 --expiry 30d --rpm 120 --tpm
+// unlimited
 
 const limitOptions = { name: STRING, rpm: STRING, concurrency: STRING, tpm: STRING, 'monthly-tokens': STRING };
 
