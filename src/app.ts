@@ -1,5 +1,4 @@
-import { type Context, Hono, type Next } from 'hono';
-import { STORE_TIMEOUT_MS } from './shared/db/timeout.js';
+import { Hono } from 'hono';
 import { operatorAuth } from './surfaces/admin/auth.js';
 import { createAdminRoutes } from './surfaces/admin/index.js';
 import type { GatewayEnv } from './shared/http/context.js';
@@ -30,9 +29,11 @@ import { tlsRoutes } from './surfaces/edge/tls.js';
 export function createApp(services: Services): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.use(requestId());
-  // A run's public URL (`https://<stack>.<cluster domain>`) is another service's: its requests go to the node.
+  // A run's public URL (`https://<stack>.<cluster domain>`) is another service's: its requests go
+  // to the node.
   app.use(runHostsProxy(services.publicHosts));
-  // Metrics and traces of every request (observability/observer.ts); not even installed when both are off.
+  // Metrics and traces of every request (observability/observer.ts); not even installed when both
+  // are off.
   if (services.observer.active) app.use(services.observer.middleware());
   // A draining gateway asks keep-alive clients to go elsewhere, and load balancers to stop sending.
   app.use(async (c, next) => {
@@ -40,33 +41,28 @@ export function createApp(services: Services): Hono<GatewayEnv> {
     if (services.inFlight.draining) c.header('connection', 'close');
   });
   app.route('/tls', tlsRoutes(services));
-  // Browsers ask the root for an icon (a JSON answer opened in a tab); portal pages link it themselves.
+  // Browsers ask the root for an icon (a JSON answer opened in a tab); portal pages link it
+  // themselves.
   app.get('/favicon.ico', (c) =>
     c.body(ASSETS.svg.body, 200, { 'content-type': ASSETS.svg.type, 'cache-control': 'public, max-age=86400' }),
   );
   app.get('/health', (c) =>
     services.inFlight.draining ? c.json({ status: 'draining' }, 503) : c.json({ status: 'ok' }),
   );
-  // Readiness for orchestrators: 503 while draining, or while the database, Redis or some model's engines are away.
+  // Readiness for orchestrators: 503 while draining, or while the database, Redis or some model's
+  // engines are away.
   app.get('/health/ready', async (c) => {
     const { ready, body } = await services.readiness();
     return c.json(body, ready ? 200 : 503);
   });
-  // On the main port to the operator token, unless TOLLGATE_METRICS_PORT serves it on a port of its own.
+  // On the main port to the operator token, unless TOLLGATE_METRICS_PORT serves it on a port of its
+  // own.
   const { metrics: metricsOn, metricsPort } = services.config.observability;
   if (metricsOn && metricsPort === null) {
     app.get('/metrics', operatorAuth(services.adminToken), async (c) =>
       c.body(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
     );
   }
-  // Read your writes: usage and balances read on a replica include every charge it had journaled when the read came
-  // (they wait, at most STORE_TIMEOUT_MS, for those charges to reach the database).
-  const chargesWritten = async (c: Context, next: Next) => {
-    if (c.req.method === 'GET') await services.applier.written(STORE_TIMEOUT_MS);
-    await next();
-  };
-  app.use('/v1/usage/*', chargesWritten);
-  app.use('/admin/v1/*', chargesWritten);
   const clientOf = clientInfo(services.config.people.trustedProxies);
   const api = createApiRoutes(services, clientOf);
   app.route('/api/v1', api);
@@ -77,11 +73,13 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   app.get('/', (c) =>
     c.req.header('accept')?.includes('text/html') ? c.redirect('/portal', 303) : renderNotFound(c, services.log),
   );
-  // The spec's sample request calls the generic API under /v1: its resources are served there too, beside the gateway's routes.
+  // The spec's sample request calls the generic API under /v1: its resources are served there too,
+  // beside the gateway's routes.
   app.route('/v1', api);
   app.route('/v1', createV1Routes(services));
   app.route('/admin/v1', createAdminRoutes(services));
-  // Each surface answers its own errors and unknown paths in its envelope; what is left is the gateway's.
+  // Each surface answers its own errors and unknown paths in its envelope; what is left is the
+  // gateway's.
   app.notFound((c) => renderNotFound(c, services.log));
   app.onError((error, c) => renderError(error, c, services.log));
   return app;

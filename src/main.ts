@@ -25,7 +25,8 @@ async function main(): Promise<void> {
     await gateway.close();
     process.exit(0);
   };
-  // A signal listener's return value is dropped: a failed drain or close is reported here and ends the process with 1.
+  // A signal listener's return value is dropped: a failed drain or close is reported here and ends
+  // the process with 1.
   const onSignal = () => {
     stop().catch((error: unknown) => {
       process.stderr.write(

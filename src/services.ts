@@ -4,7 +4,9 @@ import type { Database } from './shared/db/client.js';
 import type { Fleet } from './gateway/engines/fleet.js';
 import type { Logger } from './shared/http/log.js';
 import { KeyService } from './gateway/keys/service.js';
-import { keyTokensSince } from './gateway/billing/usage.js';
+import { keyTokensSince } from './gateway/billing/monthly-tokens.js';
+import { Books } from './gateway/billing/books.js';
+import { UsageReports } from './gateway/billing/usage-reports.js';
 import type { Redis } from 'ioredis';
 import { createResponseCache, type ResponseCache } from './gateway/cache/response-cache.js';
 import { ChargeApplier } from './gateway/billing/charge-applier.js';
@@ -53,6 +55,10 @@ export interface Services {
   wallets: WalletService;
   /** Where a charge becomes durable before its response ends; see `billing/journal.ts`. */
   journal: ChargeJournal;
+  /** Usage reports: totals, groups, outcomes and records of usage (`billing/usage-reports.ts`). */
+  usageReports: UsageReports;
+  /** An organization's books verified and exported (`billing/books.ts`). */
+  books: Books;
   /** Writes the journal's charges to PostgreSQL in group commits, off the request path. */
   applier: ChargeApplier;
   orgs: OrgService;
@@ -137,7 +143,8 @@ export function createServices(parts: ServiceParts): Services {
         ...gateOptions,
       })
     : createMemoryGate(gateOptions);
-  // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to rebuild it.
+  // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to
+  // rebuild it.
   const wallets = new WalletService(db, (orgId, amount) => gateKeeper.credit(orgId, amount));
   const gateKeeper: GateKeeper = new GateKeeper(gate, wallets, journal, log, {
     limitsEnabled: config.limits.enabled,
@@ -146,7 +153,8 @@ export function createServices(parts: ServiceParts): Services {
     rebuildGraceMs: config.rebuildGraceMs,
     monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
   });
-  // An embedded store has no other writer: every change goes through this process, which drops the cache itself.
+  // An embedded store has no other writer: every change goes through this process, which drops the
+  // cache itself.
   const storeOutage = new OutageLog(
     log,
     'database',
@@ -155,7 +163,8 @@ export function createServices(parts: ServiceParts): Services {
   const requestPathCache = new RequestPathCache(db, storeOutage, {
     pollMs: config.databaseUrl ? config.catalogPollMs : 0,
   });
-  // A write through this process drops its cache at once; other replicas see the catalog version move.
+  // A write through this process drops its cache at once; other replicas see the catalog version
+  // move.
   const catalogChanged = () => requestPathCache.invalidate();
   const passwords = new Passwords(config.people.passwordCost);
   const inFlight = new InFlight();
@@ -176,6 +185,8 @@ export function createServices(parts: ServiceParts): Services {
     requestPathCache,
     wallets,
     journal,
+    usageReports: new UsageReports(db),
+    books: new Books(db),
     orgs: new OrgService(db, catalogChanged),
     projects: new ProjectService(db, catalogChanged),
     catalog: new CatalogService(db, catalogChanged),
@@ -217,7 +228,11 @@ type PlatformServices = Pick<
 /** The control plane's services: clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
 function createPlatformServices(config: Config, db: Database, log: Logger): PlatformServices {
   const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
-  const clusters = new ClusterService(db, { nodeAccess: config.nodeAccess, reservedHosts: reservedHostsOf(config) });
+  const clusters = new ClusterService(db, {
+    nodeAccess: config.nodeAccess,
+    reservedHosts: reservedHostsOf(config),
+    identity,
+  });
   const stacks = new StackCatalog(db, {
     stacksPerUser: config.uploads.stacksPerUser,
     stacksBytesPerUser: config.uploads.stacksBytesPerUser,

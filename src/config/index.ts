@@ -138,7 +138,8 @@ function readSettings(env: Record<string, string | undefined>): {
   }
   const s = parsed.data;
   if (s.DATABASE_URL && !s.TOLLGATE_ADMIN_TOKEN) {
-    // Each process would make a token of its own: the operator API and the portal's form protection would answer 401 from all but one.
+    // Each process would make a token of its own: the operator API and the portal's form protection
+    // would answer 401 from all but one.
     throw new ConfigError(
       'TOLLGATE_ADMIN_TOKEN is not set: with DATABASE_URL every gateway process must share one operator token. Set TOLLGATE_ADMIN_TOKEN to the same secret of at least 16 characters on each process (openssl rand -base64 32 makes one).',
     );

@@ -97,8 +97,9 @@ export interface Config {
   /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
   billingEnabled: boolean;
   /**
-   * This deployment's name, on every container it runs, so that deployments sharing a Docker host leave each
-   * other's alone. Default: `d` + 8 hex digits of a hash of the database URL (password left out) or the data folder.
+   * This deployment's name, on every container it runs, so that deployments sharing a Docker host
+   * leave each other's alone. Default: `d` + 8 hex digits of a hash of the database URL (password
+   * left out) or the data folder.
    */
   deployment: string;
   /** Origins a browser may call /v1 from: '*' (any), [] (none), or a list. Never with credentials. */
@@ -120,8 +121,9 @@ export interface Config {
    */
   catalogPollMs: number;
   /**
-   * After Redis comes back empty (or on a Redis first used), admissions wait this long before wallets are
-   * rebuilt, so every live replica's heartbeat (every second) reports its holds first. Keep it above one second.
+   * After Redis comes back empty (or on a Redis first used), admissions wait this long before
+   * wallets are rebuilt, so every live replica's heartbeat (every second) reports its holds first.
+   * Keep it above one second.
    */
   rebuildGraceMs: number;
   /** Adding a stack by URL: whether http:// and private, loopback or link-local addresses are allowed (both off by default: server-side request forgery). */
@@ -161,8 +163,9 @@ export interface Config {
     /** The gateway's PATH: where `tofu` or `terraform` is looked for, and the tool's own PATH. */
     searchPath: string;
     /**
-     * What a run's tool runs in (`src/platform/runs/sandbox/`): docker (a container per run), bubblewrap, none (the loudly named
-     * opt-out), or auto: docker when the engine at `dockerHost` answers and holds `image`, else bubblewrap.
+     * What a run's tool runs in (`src/platform/runs/sandbox/`): docker (a container per run),
+     * bubblewrap, none (the loudly named opt-out), or auto: docker when the engine at `dockerHost`
+     * answers and holds `image`, else bubblewrap.
      */
     sandbox: 'auto' | 'docker' | 'bubblewrap' | 'none';
     /** The runner image of the docker sandbox (compose/runner.Dockerfile): the tool, a shell, coreutils, socat. */
@@ -176,9 +179,10 @@ export interface Config {
     /** Bounds on one run: exceeding one fails it with a sentence naming the bound. */
     bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
     /**
-     * Bounds on what a run hands back, each read from a stream with its bound: its log (past it the log is cut, saying
-     * so, and the run goes on), its state (past it the run fails and the state is not kept), each output and the
-     * outputs together (past either the run is applied without them, saying so).
+     * Bounds on what a run hands back, each read from a stream with its bound: its log (past it the
+     * log is cut, saying so, and the run goes on), its state (past it the run fails and the state
+     * is not kept), each output and the outputs together (past either the run is applied without
+     * them, saying so).
      */
     produced: { logBytes: number; stateBytes: number; outputBytes: number; outputsBytes: number };
     /** Where a run may connect: `host:port` names (registries, mirrors), and these ports on its cluster's nodes. */
@@ -194,17 +198,19 @@ export interface Config {
     /** false: no request metrics are recorded and `/metrics` is not served (benchmarks: the cost of metrics). */
     metrics: boolean;
     /**
-     * null: `/metrics` is served on the main port to the operator token. A port: served there, without a
-     * token, on `metricsHost` (and not on the main port), for a Prometheus that cannot send a token.
+     * null: `/metrics` is served on the main port to the operator token. A port: served there,
+     * without a token, on `metricsHost` (and not on the main port), for a Prometheus that cannot
+     * send a token.
      */
     metricsPort: number | null;
     metricsHost: string;
     /** Token and spend counters carry an `organization` label (one series per organization and model: keep it off with many tenants). */
     orgLabel: boolean;
     /**
-     * Traces, on when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set, unless OTEL_SDK_DISABLED=true or
-     * OTEL_TRACES_EXPORTER=none, sent to `url` (the traces endpoint, or the endpoint + `/v1/traces`). The OTLP
-     * exporter reads the other standard OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression) itself.
+     * Traces, on when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set, unless
+     * OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none, sent to `url` (the traces endpoint, or
+     * the endpoint + `/v1/traces`). The OTLP exporter reads the other standard OTEL_EXPORTER_OTLP_*
+     * variables (headers, timeout, compression) itself.
      */
     tracing: { url: string; serviceName: string; sampler: string; samplerRatio: number } | null;
   };

@@ -21,9 +21,9 @@ const DEMO_OWNER_EMAIL = 'demo@example.com';
 const DEMO_PRICES = { chat: { input: '0.15', output: '0.60' }, embedding: { input: '0.02', output: '0' } } as const;
 
 /**
- * On a first start with an empty store: a demo organization with credit, an
- * owner who can sign in, the simulator's models with prices, and one key (the owner's), so the first request works
- * without any set-up. Returns null when the store already has organizations.
+ * On a first start with an empty store: a demo organization with credit, an owner who can sign in,
+ * the simulator's models with prices, and one key (the owner's), so the first request works without
+ * any set-up. Returns null when the store already has organizations.
  */
 export async function seedDemo(services: Services, simulated: SimulatorDefinition[]): Promise<DemoSeed | null> {
   if (!(await storeIsEmpty(services))) return null;

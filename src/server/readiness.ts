@@ -56,7 +56,8 @@ async function check({ db, redis, fleet, inFlight }: ReadinessSources): Promise<
   ]);
   const engines: Record<string, 'ready' | 'unavailable'> = {};
   for (const engine of fleet.status()) {
-    // An engine that scales to zero serves its next request by starting a replica: ready without one.
+    // An engine that scales to zero serves its next request by starting a replica: ready without
+    // one.
     const scalesToZero = engine.minReplicas === 0 && engine.maxReplicas > 0;
     engines[engine.model] = scalesToZero || engine.replicas.some((r) => r.state === 'ready') ? 'ready' : 'unavailable';
   }

@@ -152,7 +152,8 @@ async function connectRedis(config: Config, log: Logger, closers: Array<() => Pr
       () => redis.disconnect(),
     ),
   );
-  // Start even if Redis is down (limits answer 503 until it is back), but not before giving it a moment.
+  // Start even if Redis is down (limits answer 503 until it is back), but not before giving it a
+  // moment.
   await redisReady(redis).catch((error: Error) =>
     log.error('redis not reachable at start-up', { detail: error.message }),
   );
@@ -179,7 +180,8 @@ async function startLoops(services: Services, log: Logger, closers: Array<() => 
   const { config } = services;
   services.applier.start();
   closers.unshift(async () => {
-    // What is journaled is written now if the store takes it; else it waits in the journal for the next start.
+    // What is journaled is written now if the store takes it; else it waits in the journal for the
+    // next start.
     await services.applier.settled(STORE_TIMEOUT_MS);
     await services.applier.stop();
   });
@@ -217,7 +219,8 @@ async function startLoops(services: Services, log: Logger, closers: Array<() => 
     .catch((error: unknown) =>
       log.warn('cluster keys stored in clear could not be sealed; the next start tries again', describeError(error)),
     );
-  // Clusters' keys on their nodes: installs and removals that are due, retried with backoff, by whichever process looks first.
+  // Clusters' keys on their nodes: installs and removals that are due, retried with backoff, by
+  // whichever process looks first.
   services.clusterIdentity.start();
   closers.unshift(() => services.clusterIdentity.stop());
   services.publicHosts.start();

@@ -115,7 +115,8 @@ async function streamChat(
   res.end('data: [DONE]\n\n');
 }
 
-// The engine's own reason (its metrics' label): a tool call is the parser's reading of a stopped sequence.
+// The engine's own reason (its metrics' label): a tool call is the parser's reading of a stopped
+// sequence.
 function engineFinish(choices: readonly ChoiceOutput[]): 'stop' | 'length' {
   return choices[0]?.finishReason === 'length' ? 'length' : 'stop';
 }

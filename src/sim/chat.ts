@@ -9,8 +9,6 @@ import { findModel, type ResolvedModel, type SimState } from './state.js';
 import { countTokens, hashText } from './tokens.js';
 import { callsFor, readTools } from './tools.js';
 
-export { runChat } from './chat-answer.js';
-
 /** Reasoning models think for at most this many tokens before answering. */
 const MAX_REASONING_TOKENS = 4;
 
@@ -89,7 +87,8 @@ export function planChat(state: SimState, body: JsonObject): ChatPlan {
 }
 
 /**
- * `stream` and `stream_options`. vLLM's StreamOptions: include_usage defaults to true, so `{}` asks for usage.
+ * `stream` and `stream_options`. vLLM's StreamOptions: include_usage defaults to true, so `{}` asks
+ * for usage.
  *
  * @example
  * readStream({ stream: true, stream_options: {} }); // { stream: true, includeUsage: true, continuousUsage: false }

@@ -135,7 +135,8 @@ function completionChoice(
     const piece = tokenText(words[i] ?? 0, i === 0 && echoed === '');
     const before = text.length;
     text += piece;
-    // A stop string ends the text where it starts, and is not part of it (vLLM's include_stop_str_in_output false).
+    // A stop string ends the text where it starts, and is not part of it (vLLM's
+    // include_stop_str_in_output false).
     for (const stop of stops) {
       const at = text.indexOf(stop, Math.max(0, before - stop.length + 1));
       if (at >= 0) {

@@ -59,7 +59,8 @@ export function invalidBody(loc: ReadonlyArray<string | number>, kind: string, m
  * throw modelNotFound('gpt-4');
  */
 export function modelNotFound(name: unknown): SimHttpError {
-  // A model that is not a string (an object, a list) is shown as it was sent, not as `[object Object]`.
+  // A model that is not a string (an object, a list) is shown as it was sent, not as `[object
+  // Object]`.
   return new SimHttpError(
     404,
     'NotFoundError',

@@ -39,7 +39,8 @@ export function readFault(req: IncomingMessage, body: JsonObject | null): FaultM
   const header = req.headers['x-sim-fail'];
   const raw = (Array.isArray(header) ? header[0] : header) ?? body?.sim_fail;
   if (raw === undefined || raw === null || raw === '') return null;
-  // A number names a mode too (`"sim_fail": 500`); an object or a list names none, and is shown as it was sent.
+  // A number names a mode too (`"sim_fail": 500`); an object or a list names none, and is shown as
+  // it was sent.
   const mode = typeof raw === 'string' || typeof raw === 'number' ? String(raw).trim().toLowerCase() : '';
   if (!MODES.has(mode)) {
     throw badRequest(

@@ -98,7 +98,8 @@ export class Job {
     if (this.aborted) return false;
     const scheduler = this.state.metrics.schedulers.get(this.counters.name);
     if (scheduler) {
-      // The loaded model paces tokens by its steps; a full socket buffer just queues in memory, as uvicorn's does.
+      // The loaded model paces tokens by its steps; a full socket buffer just queues in memory, as
+      // uvicorn's does.
       const emitted = await scheduler.submit({
         blockHashes: this.blockHashes,
         promptTokens: this.promptTokens,

@@ -1,6 +1,5 @@
 import type { Scheduler } from './scheduler.js';
-import type { ResolvedModel } from './state.js';
-import type { SimStats } from './types.js';
+import type { ResolvedModel, SimStats } from './types.js';
 
 /** How a request ended, the `finished_reason` label of `vllm:request_success_total`. */
 export type FinishedReason = 'stop' | 'length' | 'abort' | 'error';
@@ -149,7 +148,8 @@ export class SimMetrics {
   }
 }
 
-// vLLM's CacheConfig as labels (values as Python prints them); without a loaded model, the KV room the usage gauge assumes.
+// vLLM's CacheConfig as labels (values as Python prints them); without a loaded model, the KV room
+// the usage gauge assumes.
 function cacheConfigLabels(c: ModelCounters, scheduler: Scheduler | undefined): string {
   const blockSize = scheduler?.settings.blockSize ?? 16;
   const blocks = scheduler?.settings.numGpuBlocks ?? Math.ceil((c.maxModelLen * KV_CAPACITY_SEQUENCES) / blockSize);

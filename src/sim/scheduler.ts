@@ -74,7 +74,8 @@ export class Scheduler {
   }
 
   /**
-   * Queues a request; resolves true when its last token was emitted, false when it was aborted or the scheduler closed.
+   * Queues a request; resolves true when its last token was emitted, false when it was aborted or
+   * the scheduler closed.
    *
    * @example
    * const ok = await scheduler.submit({ blockHashes, promptTokens: 900, outputTokens: 64, emit: (i) => write(i), aborted: () => job.aborted });
@@ -103,7 +104,8 @@ export class Scheduler {
       this.dropAborted();
       const prefilled = this.admit();
       if (this.running.length === 0) {
-        // Waiting sequences that cannot fit even with nothing running are too large for the cache: they fail.
+        // Waiting sequences that cannot fit even with nothing running are too large for the cache:
+        // they fail.
         for (const seq of this.waiting.splice(0)) this.end(seq, false);
         break;
       }
@@ -117,7 +119,8 @@ export class Scheduler {
     this.looping = false;
   }
 
-  // Moves waiting sequences into the batch while both the batch and the cache have room (FIFO: the head blocks the rest).
+  // Moves waiting sequences into the batch while both the batch and the cache have room (FIFO: the
+  // head blocks the rest).
   private admit(): number {
     let prefilled = 0;
     const { maxNumSeqs, blockSize } = this.settings;
@@ -127,7 +130,8 @@ export class Scheduler {
       const lease = this.cache.allocate(seq.blockHashes, Math.max(0, totalBlocks - seq.blockHashes.length));
       if (!lease) break;
       this.waiting.shift();
-      // As vLLM, the last prompt token is always computed: a fully cached prompt still prefills one block.
+      // As vLLM, the last prompt token is always computed: a fully cached prompt still prefills one
+      // block.
       const hitTokens = Math.min(lease.hitBlocks, Math.floor((seq.promptTokens - 1) / blockSize)) * blockSize;
       this.queries += seq.promptTokens;
       this.hits += hitTokens;

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { planChat, runChat } from './chat.js';
+import { planChat } from './chat.js';
+import { runChat } from './chat-answer.js';
 import { planCompletion } from './completions.js';
 import { runCompletion } from './completions-answer.js';
 import { planEmbeddings, runEmbeddings } from './embeddings.js';
@@ -26,7 +27,8 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
   const state = createState(options);
   const host = options.host ?? '127.0.0.1';
   const server = createServer({ noDelay: true }, (req, res) => route(state, req, res));
-  // Outlive typical client keep-alive (undici: 4 s) so a reused socket is not closed under a request.
+  // Outlive typical client keep-alive (undici: 4 s) so a reused socket is not closed under a
+  // request.
   server.keepAliveTimeout = 65_000;
   await listen(server, host, options.port ?? 0);
   const port = (server.address() as AddressInfo).port;

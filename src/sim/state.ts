@@ -1,22 +1,10 @@
 import { badRequest, modelNotFound } from './errors.js';
-import type { Job } from './job.js';
 import { SimMetrics } from './metrics.js';
 import { Scheduler, type SchedulerSettings } from './scheduler.js';
 import { loadScript, parseScript, type ScriptTurn } from './script.js';
-import type { LoadedModelOptions, SimModel, SimulatorOptions } from './types.js';
+import type { LoadedModelOptions, ResolvedModel, SimModel, SimulatorOptions } from './types.js';
 
-/** A model with every default filled in. */
-export interface ResolvedModel {
-  name: string;
-  task: 'chat' | 'embedding';
-  maxModelLen: number;
-  reasoning: boolean;
-  embeddingDimensions: number;
-  /** The tool parser auto tool choice uses; null: "auto" with tools is refused, as vLLM does without it. */
-  toolParser: string | null;
-  /** Scripted mode's turns; null: generated answers. */
-  script: ScriptTurn[] | null;
-}
+export type { ResolvedModel } from './types.js';
 
 /** Everything a request handler needs, shared by one simulator instance. */
 export interface SimState {
@@ -30,7 +18,8 @@ export interface SimState {
   readyAt: number;
   metrics: SimMetrics;
   /** Requests generating right now, so close() can stop them. */
-  jobs: Set<Job>;
+  /** The requests under way, each cancelled when the simulator stops (`Job`). */
+  jobs: Set<{ cancel(): void }>;
 }
 
 const API_NAMES = { chat: 'Chat Completions API', embedding: 'Embeddings API' } as const;

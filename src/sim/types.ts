@@ -83,3 +83,16 @@ export interface RunningSimulator {
   close(): Promise<void>;
   stats(): SimStats;
 }
+
+/** A model with every default filled in. */
+export interface ResolvedModel {
+  name: string;
+  task: 'chat' | 'embedding';
+  maxModelLen: number;
+  reasoning: boolean;
+  embeddingDimensions: number;
+  /** The tool parser auto tool choice uses; null: "auto" with tools is refused, as vLLM does without it. */
+  toolParser: string | null;
+  /** Scripted mode's turns; null: generated answers. */
+  script: ScriptTurn[] | null;
+}

@@ -5,10 +5,10 @@ import type { ChargeJournal } from './journal.js';
 import type { ChargeRecord, WalletService } from './wallet.js';
 
 /**
- * How long charges gather before a transaction writes them. The charges are
- * durable in the journal already, so the wait only delays their showing in
- * PostgreSQL; at one connection 50 ms (against 10) cut PostgreSQL's CPU a
- * request by 60 % and the gateway's by 60 to 100 µs (CONTRIBUTING.md, "Measured on the request path").
+ * How long charges gather before a transaction writes them. The charges are durable in the journal
+ * already, so the wait only delays their showing in PostgreSQL; at one connection 50 ms (against
+ * 10) cut PostgreSQL's CPU a request by 60 % and the gateway's by 60 to 100 µs (CONTRIBUTING.md,
+ * "Measured on the request path").
  */
 const GATHER_MS = 50;
 
@@ -24,12 +24,11 @@ export interface ChargeApplierOptions {
 }
 
 /**
- * Writes the journal's charges to PostgreSQL, off the request path, by group
- * commit: charges gather for 50 ms, and whatever arrived while one
- * transaction ran goes into the next, so there is at most about one
- * transaction per 50 ms and round trip, whatever the request rate. A database that is down is retried every `retryMs`; the
- * charges wait in the journal meanwhile (and across a restart). Writes are
- * keyed by request id, so a charge written twice is charged once.
+ * Writes the journal's charges to PostgreSQL, off the request path, by group commit: charges gather
+ * for 50 ms, and whatever arrived while one transaction ran goes into the next, so there is at most
+ * about one transaction per 50 ms and round trip, whatever the request rate. A database that is
+ * down is retried every `retryMs`; the charges wait in the journal meanwhile (and across a
+ * restart). Writes are keyed by request id, so a charge written twice is charged once.
  *
  * @example
  * const applier = new ChargeApplier(journal, wallets, storeOutage, log);
@@ -117,8 +116,9 @@ export class ChargeApplier {
     while (!this.stopped) {
       await this.journal.whenAppended();
       if (this.stopped) break;
-      // Let a batch gather: one transaction for the charges of many milliseconds, not one per request,
-      // which at low concurrency would cost the event loop a round trip's CPU per request. Already durable: nothing waits.
+      // Let a batch gather: one transaction for the charges of many milliseconds, not one per
+      // request, which at low concurrency would cost the event loop a round trip's CPU per request.
+      // Already durable: nothing waits.
       if (this.journal.pendingCount < maxBatch && this.readersWaiting === 0)
         await this.gather(this.options.gatherMs ?? GATHER_MS);
       const batch = this.journal.pending(maxBatch);
@@ -169,7 +169,8 @@ export class ChargeApplier {
         written.push(record);
       } catch (error) {
         if (!isRecordError(error)) throw error;
-        // The database refuses this record itself (not an outage): retrying cannot help. The line carries what billing it by hand needs.
+        // The database refuses this record itself (not an outage): retrying cannot help. The line
+        // carries what billing it by hand needs.
         this.log.error('charge refused by the database: bill it by hand', {
           ...record,
           requestData: undefined,

@@ -1,5 +1,5 @@
 import { costOf } from './money.js';
-import type { TokenUsage } from '../proxy/usage.js';
+import type { TokenUsage } from './token-usage.js';
 import { type BoundedRequest, clampUsage, type TokenBounds, tokenBoundsOf } from './token-bounds.js';
 
 type Price = { inputPerToken: bigint; outputPerToken: bigint };

@@ -1,5 +1,5 @@
 import type { TaskType } from '../../shared/db/schema.js';
-import type { TokenUsage } from '../proxy/usage.js';
+import type { TokenUsage } from './token-usage.js';
 
 /** The most tokens a request can use: what its hold is computed from, and what a charge is clamped to. */
 export type TokenBounds = TokenUsage;

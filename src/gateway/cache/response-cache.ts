@@ -48,7 +48,8 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
       },
     };
   }
-  // In memory: an LRU bounded by the bytes its entries take (see sizeOf), so the cache never holds more than maxBytes.
+  // In memory: an LRU bounded by the bytes its entries take (see sizeOf), so the cache never holds
+  // more than maxBytes.
   const entries = new LRUCache<string, CachedResponse>({
     maxSize: options.maxBytes,
     sizeCalculation: (value) => sizeOf(value),

@@ -4,10 +4,7 @@ import { newId } from '../../shared/db/ids.js';
 import { apiKeys, organizations, projects, users } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { generateSecret, hashSecret, isWellFormedSecret, sameHash, secretHint } from './secrets.js';
-
-/** The spec's expiry choices. */
-export const KEY_EXPIRIES = ['never', '7d', '30d', '90d', '1y'] as const;
-export type KeyExpiry = (typeof KEY_EXPIRIES)[number];
+import type { KeyExpiry } from './bounds.js';
 
 /** The default of TOLLGATE_KEYS_PER_ACCOUNT: live (not revoked, not expired) keys one account holds. */
 export const DEFAULT_KEYS_PER_ACCOUNT = 5;
@@ -215,8 +212,8 @@ export class KeyService {
   }
 
   /**
-   * Checks an `Authorization` header value. A lookup by the secret's hash (in
-   * the admission cache on the request path), then a constant-time comparison. Every failure is 401 `unauthorized`.
+   * Checks an `Authorization` header value. A lookup by the secret's hash (in the admission cache
+   * on the request path), then a constant-time comparison. Every failure is 401 `unauthorized`.
    */
   async authenticate(authorization: string | undefined): Promise<AuthenticatedKey> {
     const hash = this.secretHashOf(authorization);

@@ -205,7 +205,8 @@ class MemoryGate implements LimitGate {
   }
 
   async report(holds: Reported[], unwritten: Reported[]): Promise<void> {
-    // Never needed for a loss (memory lives as long as the process), but kept to the same rules as Redis.
+    // Never needed for a loss (memory lives as long as the process), but kept to the same rules as
+    // Redis.
     for (const hold of holds) {
       const wallet = this.walletOf(hold.orgId);
       wallet.holds.set(hold.requestId, { amount: hold.amount, expiresAt: this.now() + this.options.holdLeaseMs });

@@ -106,8 +106,8 @@ return {'admitted', rpmUsed, rpmReset, tpmUsed, tpmReset, now}
  * hold into its charge. The hold comes back and the cost goes out; a hold
  * already gone (expired, or lost with a Redis restart) gives nothing back.
  *
- * KEYS: conc, tpm, month, wallet, held, hold-expiry, unwritten.
- * ARGV: request id, token delta, tpm window end (0: no tpm limit), monthly on, held, cost, minus cost ('': none), hold member.
+ * KEYS: conc, tpm, month, wallet, held, hold-expiry, unwritten. ARGV: request id, token delta, tpm
+ * window end (0: no tpm limit), monthly on, held, cost, minus cost ('': none), hold member.
  */
 export const RELEASE: GateScript = {
   name: 'tollgateRelease',
@@ -145,10 +145,9 @@ return 1
  * 1000 a call. The epoch is "<resume at ms>:<id>": each replica compares it
  * with the one it saw last, to learn that another replica began a new one.
  *
- * KEYS: epoch, hold-expiry; and, built from the prefix, `conc:K` of the
- * renewed slots and `held:O` and `wallet:O` of the expired holds.
- * ARGV: prefix, rebuild grace ms, hold lease ms, slot lease ms, number of holds, hold members…, then key id / request id pairs,
- * and last the new epoch's id.
+ * KEYS: epoch, hold-expiry; and, built from the prefix, `conc:K` of the renewed slots and `held:O`
+ * and `wallet:O` of the expired holds. ARGV: prefix, rebuild grace ms, hold lease ms, slot lease
+ * ms, number of holds, hold members…, then key id / request id pairs, and last the new epoch's id.
  * Returns {1 when this call started a new epoch, expired holds given back, the epoch}.
  */
 export const HEARTBEAT: GateScript = {
@@ -194,8 +193,9 @@ return {fresh, #expired, epoch}
  * the rebuild reads these; it moves each wallet's version, so a rebuild that
  * raced it is not kept.
  *
- * KEYS: hold-expiry; and, built from the prefix, `held:O`, `unwritten:O` and `wallet:O` of each organization reported.
- * ARGV: prefix, hold lease ms, number of holds, then (org, request, amount) triples: holds, then unwritten charges.
+ * KEYS: hold-expiry; and, built from the prefix, `held:O`, `unwritten:O` and `wallet:O` of each
+ * organization reported. ARGV: prefix, hold lease ms, number of holds, then (org, request, amount)
+ * triples: holds, then unwritten charges.
  */
 export const REPORT: GateScript = {
   name: 'tollgateReport',

@@ -1,16 +1,8 @@
-/** Token counts as the gateway bills them. */
-export interface TokenUsage {
-  promptTokens: number;
-  completionTokens: number;
-}
+import type { TokenUsage } from '../billing/token-usage.js';
 
-/**
- * 'upstream': the engine reported it; 'estimated': the engine reported no
- * valid count, so the gateway counted (see `estimate…` below); 'clamped': the
- * engine reported more than the request could use, and it was held to the
- * request's bounds (`billing/token-bounds.ts`).
- */
-export type UsageSource = 'upstream' | 'estimated' | 'clamped';
+// What billing counts is billing's (`billing/token-usage.ts`); named here too for the
+// request path's files that import it from this one.
+export type { TokenUsage, UsageSource } from '../billing/token-usage.js';
 
 /**
  * Reads an OpenAI/vLLM `usage` object. Returns null unless both counts are

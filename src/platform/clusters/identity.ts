@@ -147,7 +147,8 @@ export class ClusterIdentity {
           ),
         );
     await Promise.all((await pending()).map((row) => this.work(row)));
-    // A row another worker held (a retry of the install under way) is removed by that worker as soon as it is done: wait for it.
+    // A row another worker held (a retry of the install under way) is removed by that worker as
+    // soon as it is done: wait for it.
     const deadline = Date.now() + this.deps.config.sshTimeoutMs * 2 + 2_000;
     for (let rows = await pending(); rows.length > 0 && Date.now() < deadline; rows = await pending()) {
       await Promise.all(rows.map((row) => this.work(row)));
@@ -209,7 +210,8 @@ export class ClusterIdentity {
     if (!claimed) return false;
     try {
       await this.apply(claimed);
-      // Recorded done only if nobody changed the action meanwhile (a delete during an install): else it is due again.
+      // Recorded done only if nobody changed the action meanwhile (a delete during an install):
+      // else it is due again.
       const [done] = await db
         .update(clusterNodeKeys)
         .set({ state: 'done', error: null, claimedUntil: null, updatedAt: sql`now()` })
@@ -253,10 +255,12 @@ export class ClusterIdentity {
           claimedUntil: null,
           updatedAt: sql`now()`,
         })
-        // Not over a row an operator released meanwhile (done): its node is free, nothing is retried.
+        // Not over a row an operator released meanwhile (done): its node is free, nothing is
+        // retried.
         .where(and(where, eq(clusterNodeKeys.action, claimed.action), ne(clusterNodeKeys.state, 'done')))
         .returning();
-      // The action changed while this one ran (a delete during an install): released, and due at once for the new one.
+      // The action changed while this one ran (a delete during an install): released, and due at
+      // once for the new one.
       if (!failed)
         await db
           .update(clusterNodeKeys)

@@ -3,12 +3,13 @@ import type { Database } from '../../shared/db/client.js';
 import { clusters } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 
-// The rules a cluster's public domain keeps (its runs' URLs are `https://<stack>.<public domain>`): clear of the
-// gateway's own host names, and of every other live cluster's domain.
+// The rules a cluster's public domain keeps (its runs' URLs are `https://<stack>.<public domain>`):
+// clear of the gateway's own host names, and of every other live cluster's domain.
 
 /**
- * A public domain may not be one of the gateway's own host names, nor above one (a stack's URL would take it), nor
- * below one (a stack's answers could set cookies for the gateway's host, and its pages would pass for the gateway's).
+ * A public domain may not be one of the gateway's own host names, nor above one (a stack's URL
+ * would take it), nor below one (a stack's answers could set cookies for the gateway's host, and
+ * its pages would pass for the gateway's).
  */
 export function assertNotReserved(reservedHosts: string[], domain: string): void {
   const reserved = reservedHosts.find((host) => nested(host, domain));
@@ -25,10 +26,10 @@ function nested(a: string, b: string): boolean {
 }
 
 /**
- * Refuses a public domain that is another live cluster's, or above or below one: a stack under the one could set
- * cookies for the other's hosts (or serve a name the other's owner chose). The transaction waits for any other
- * cluster being created (a lock held to its end), so two nested domains created at once cannot both pass; the
- * unique index still catches an exact clash.
+ * Refuses a public domain that is another live cluster's, or above or below one: a stack under the
+ * one could set cookies for the other's hosts (or serve a name the other's owner chose). The
+ * transaction waits for any other cluster being created (a lock held to its end), so two nested
+ * domains created at once cannot both pass; the unique index still catches an exact clash.
  */
 export async function assertNotNested(tx: Pick<Database, 'execute' | 'select'>, domain: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext('tollgate:clusters:public_domain'))`);

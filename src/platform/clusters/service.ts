@@ -28,6 +28,23 @@ export interface NewProfile {
   memoryGib?: number;
 }
 
+export interface NewCluster {
+  orgId: string;
+  name: string;
+  profile: string;
+  nodeCount: number;
+  publicDomain: string;
+  createdBy: string | null;
+}
+
+/** What a new cluster's key needs: `ClusterIdentity` fits it. */
+export interface ClusterKeyInstaller {
+  /** The cluster's key pair, made and kept the first time. */
+  keyOf(clusterId: string): Promise<unknown>;
+  /** Installs what is due now rather than at the next poll. */
+  poke(): void;
+}
+
 /**
  * Hardware profiles and nodes (the operator's), and organizations' clusters:
  * creating a cluster allocates free nodes of its profile, deleting it
@@ -44,6 +61,8 @@ export class ClusterService {
       nodeAccess: Config['nodeAccess'];
       /** The gateway's own host names: no cluster's public URLs may take one. */
       reservedHosts: string[];
+      /** Who puts a new cluster's key on its nodes (`identity.ts`); none in tests of the rules alone. */
+      identity?: ClusterKeyInstaller;
     } = { nodeAccess: { sshTimeoutMs: 10_000 }, reservedHosts: [] },
   ) {}
 
@@ -90,16 +109,21 @@ export class ClusterService {
    * Creates a cluster with `nodeCount` free nodes of its profile, in one
    * transaction: the free nodes are locked as they are taken (`FOR UPDATE
    * SKIP LOCKED`), so two clusters created at once never share a node, and a
-   * request for more nodes than are free takes none (409).
+   * request for more nodes than are free takes none (409). The cluster's
+   * key pair exists (kept sealed) before this returns, and its installation
+   * on the nodes starts now rather than at the next poll.
    */
-  async create(input: {
-    orgId: string;
-    name: string;
-    profile: string;
-    nodeCount: number;
-    publicDomain: string;
-    createdBy: string | null;
-  }): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
+  async create(input: NewCluster): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
+    const created = await this.allocate(input);
+    const { identity } = this.options;
+    if (identity) {
+      await identity.keyOf(created.cluster.id);
+      identity.poke();
+    }
+    return created;
+  }
+
+  private async allocate(input: NewCluster): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
     const publicDomain = input.publicDomain.toLowerCase();
     assertNotReserved(this.options.reservedHosts, publicDomain);
     await this.profile(input.profile);
@@ -146,7 +170,8 @@ export class ClusterService {
       const taken = await tx.update(nodes).set({ clusterId: id }).where(inArray(nodes.id, ids)).returning();
       const rows = installRows(id, taken);
       if (rows.length > 0) await tx.insert(clusterNodeKeys).values(rows);
-      // now() is the transaction's start: the same instant, to the microsecond, as the cluster's created_at.
+      // now() is the transaction's start: the same instant, to the microsecond, as the cluster's
+      // created_at.
       await tx
         .insert(nodeAllocations)
         .values(ids.map((nodeId) => ({ clusterId: id, nodeId, profile: input.profile, allocatedAt: sql`now()` })));
@@ -200,7 +225,8 @@ export class ClusterService {
         )
         .returning();
       if (!cluster) throw new GatewayError('not_found', `Cluster ${id} does not exist.`);
-      // A node with the cluster's key on it is not free until the key is removed (ClusterIdentity.removeNow).
+      // A node with the cluster's key on it is not free until the key is removed
+      // (ClusterIdentity.removeNow).
       const keyed = (
         await tx
           .select({ nodeId: clusterNodeKeys.nodeId })

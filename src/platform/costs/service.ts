@@ -33,6 +33,14 @@ export class CostService {
     return row?.currency ?? null;
   }
 
+  /** Every organization's billing currency that is set, by organization id, in one query. */
+  async billingCurrencies(): Promise<Map<string, string>> {
+    const rows = await this.db
+      .select({ orgId: billingCurrencies.orgId, currency: billingCurrencies.currency })
+      .from(billingCurrencies);
+    return new Map(rows.map((row) => [row.orgId, row.currency]));
+  }
+
   /** Sets (a code the caller has checked) or clears (null) the billing currency; 404 for an unknown organization. */
   async setBillingCurrency(orgId: string, currency: string | null): Promise<string | null> {
     const [org] = await this.db.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, orgId));

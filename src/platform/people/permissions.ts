@@ -27,7 +27,8 @@ export interface Subject {
  * - Anyone may delete themselves.
  * - Nobody removes the organization's last owner (by a role change or a delete): the service checks that.
  *
- * Each check throws 404 for a user the actor may not see (their existence is not told) and 403 otherwise.
+ * Each check throws 404 for a user the actor may not see (their existence is not told) and 403
+ * otherwise.
  */
 export function assertCanSee(actor: Actor, subject: { orgId: string; id: string }): void {
   if (!actor.platformAdmin && actor.orgId !== subject.orgId)

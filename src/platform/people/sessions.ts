@@ -34,7 +34,8 @@ export class SessionStore {
     const id = randomBytes(32).toString('base64url');
     const expiresAt = new Date(Date.now() + this.settings.absoluteMs);
     await this.db.insert(sessions).values({ idHash: sessionHash(id), userId, expiresAt });
-    // Sessions that ran out are removed as new ones start: the table holds live ones and a few stale.
+    // Sessions that ran out are removed as new ones start: the table holds live ones and a few
+    // stale.
     await this.db
       .delete(sessions)
       .where(or(lt(sessions.expiresAt, sql`now()`), lt(sessions.lastSeenAt, idleCutoff(this.settings.idleMs))))

@@ -115,8 +115,8 @@ interface RunLog {
 }
 
 /**
- * The run in its open sandbox: `init`, then `apply` when it succeeded; the state read back and kept; the outputs read
- * when all went well; and the outcome, told in the log, its failure masked.
+ * The run in its open sandbox: `init`, then `apply` when it succeeded; the state read back and
+ * kept; the outputs read when all went well; and the outcome, told in the log, its failure masked.
  */
 async function applyInSandbox(
   job: RunJob,
@@ -145,7 +145,8 @@ async function applyInSandbox(
   });
   if (state.kind === 'bytes') await job.saveState(state.bytes);
   let lostState = stateFailure(state, job.produced);
-  // A run already stopped (a bound, a cancel) may leave no sandbox to read from: said in the log, not a second reason.
+  // A run already stopped (a bound, a cancel) may leave no sandbox to read from: said in the log,
+  // not a second reason.
   if (state.kind === 'failed' && (!succeeded(exit) || job.signal.aborted) && lostState) {
     say(lostState);
     lostState = null;

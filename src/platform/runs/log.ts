@@ -50,7 +50,8 @@ export class RunLogWriter {
    * less readable one, is what marking it sensitive asks for).
    */
   addSecrets(secrets: string[]): void {
-    // Each line of a multi-line secret (a private key) is masked on its own, without its surrounding blanks.
+    // Each line of a multi-line secret (a private key) is masked on its own, without its
+    // surrounding blanks.
     const lines = secrets.flatMap((secret) => secret.split(/\r?\n/)).map((line) => line.trim());
     this.secrets = [...new Set([...this.secrets, ...lines])]
       .filter((line) => line.length > 0)
@@ -100,7 +101,8 @@ export class RunLogWriter {
   private flush(all: boolean): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    // A secret split over two writes is masked only once whole: an unfinished line waits (unless it is huge).
+    // A secret split over two writes is masked only once whole: an unfinished line waits (unless it
+    // is huge).
     const end = all
       ? this.pending.length
       : this.pending.length >= MAX_PIECE_CHARS

@@ -5,12 +5,20 @@ import { runs } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Actor } from '../people/permissions.js';
 import type { StackCatalog, StackRow } from '../stacks/service.js';
-import type { RunRequest } from './service.js';
+
+/** What asking to apply a stack takes: the stack, the target (the whole cluster, or one of its nodes), and the inputs. */
+export interface RunRequest {
+  clusterId: string;
+  /** The stack's name, or its id. */
+  stackName: string;
+  nodeId?: string;
+  inputs: Record<string, unknown>;
+}
 
 /**
- * What a run may be queued against, or the error that says why not: a running cluster `actor` may see, with its key
- * on every node; a stack visible to `actor` in the cluster's organization that applies to the cluster's profile;
- * and, when one is named, a node of that cluster.
+ * What a run may be queued against, or the error that says why not: a running cluster `actor` may
+ * see, with its key on every node; a stack visible to `actor` in the cluster's organization that
+ * applies to the cluster's profile; and, when one is named, a node of that cluster.
  */
 export async function checkRunTarget(
   clusters: ClusterService,
@@ -33,7 +41,8 @@ export async function checkRunTarget(
       },
     );
   }
-  // Only a stack of the cluster's organization (or a global one): a platform admin applies no other organization's private stack here.
+  // Only a stack of the cluster's organization (or a global one): a platform admin applies no other
+  // organization's private stack here.
   const stack = await stacks.get(actor, request.stackName, { orgId: cluster.orgId });
   if (stack.applicableProfiles && !stack.applicableProfiles.includes(cluster.profile)) {
     throw new GatewayError('invalid_request', `Stack ${stack.name} does not apply to ${cluster.profile} clusters.`, {

@@ -1,41 +1,50 @@
-import { and, asc, count, desc, eq, gt, inArray, lt, ne, notInArray, or, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, sql } from 'drizzle-orm';
 import type { ClusterService } from '../clusters/service.js';
 import type { Database } from '../../shared/db/client.js';
 import { newId } from '../../shared/db/ids.js';
-import { type RunState, runLogChunks, runs, stackStates } from '../../shared/db/schema.js';
+import { type RunState, runLogChunks, runs } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Actor } from '../people/permissions.js';
 import type { StackCatalog } from '../stacks/service.js';
 import { checkInputs } from './inputs.js';
-import { alreadyApplying, checkRunTarget } from './queue.js';
+import { alreadyApplying, checkRunTarget, type RunRequest } from './queue.js';
+
+export type { RunRequest } from './queue.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
-import { storable, storableValue } from './untrusted.js';
+import { storable } from './untrusted.js';
+import { StackStates } from './stack-states.js';
+import { RunClaims } from './claims.js';
+
+export type { RunOutcome } from './claims.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Log pieces read at once (each at most 64 Ki characters): a reader of a long log is answered page by page. */
 const LOG_PAGE = 64;
+/** How often a followed log looks for new pieces (another process's worker may write them). */
+const FOLLOW_POLL_MS = 250;
+/** How often a cancel that waits looks whether the run has ended. */
+const CANCEL_POLL_MS = 100;
 
 export type RunRow = typeof runs.$inferSelect;
 
 /** The states a run ends in; it never leaves one. */
 export const FINAL_STATES: readonly RunState[] = ['APPLIED', 'FAILED', 'CANCELED'];
 
-/** What asking to apply a stack takes: the stack, the target (the whole cluster, or one of its nodes), and the inputs. */
-export interface RunRequest {
-  clusterId: string;
-  /** The stack's name, or its id. */
-  stackName: string;
-  nodeId?: string;
-  inputs: Record<string, unknown>;
+export interface LogPiece {
+  seq: number;
+  data: string;
 }
 
-/** How a claimed run ended, as its worker records it. */
-export interface RunOutcome {
-  state: Extract<RunState, 'APPLIED' | 'FAILED' | 'CANCELED'>;
-  exitCode: number | null;
-  failure: string | null;
-  outputs: Record<string, unknown> | null;
-  publicUrl: string | null;
-  webTarget: string | null;
+/** The last item of a followed log: the state the run ended in. */
+export interface RunEnd {
+  ended: RunState;
+}
+
+/** Who applies runs in this process (`RunWorker`): it stops one at once, and records it ended within a bound. */
+export interface RunStopper {
+  cancelHere(runId: string): unknown;
+  /** How long a stopped run may take to be recorded as ended (the kill grace, the record time, two polls). */
+  readonly endsWithinMs: number;
 }
 
 /**
@@ -54,7 +63,16 @@ export class RunService {
     private readonly stacks: StackCatalog,
     /** Throws (503) when there is no OpenTofu or Terraform to apply with, or no sandbox to apply in: nothing is queued then. */
     private readonly requireRunner: () => Promise<void>,
-  ) {}
+  ) {
+    this.stackStates = new StackStates(db);
+    this.claims = new RunClaims(db, (runId, text) => this.appendLog(runId, null, text));
+  }
+
+  /** What workers do with runs: claim, renew, record how they ended (`claims.ts`). */
+  readonly claims: RunClaims;
+
+  /** Each stack's OpenTofu state on each cluster, which a run reads and writes. */
+  readonly stackStates: StackStates;
 
   /** Checks the stack (visible to `actor`, applicable to the cluster's profile), the target and the inputs, then queues the run. */
   async queue(actor: Actor, request: RunRequest): Promise<RunRow> {
@@ -141,87 +159,22 @@ export class RunService {
     return marked ?? this.get(actor, id);
   }
 
-  /** Takes the oldest queued run for `worker`, or null. Two workers never take the same run (`FOR UPDATE SKIP LOCKED`). */
-  async claim(worker: string, leaseMs: number): Promise<RunRow | null> {
-    const oldest = this.db
-      .select({ id: runs.id })
-      .from(runs)
-      .where(eq(runs.state, 'QUEUED'))
-      .orderBy(asc(runs.createdAt), asc(runs.id))
-      .limit(1)
-      .for('update', { skipLocked: true });
-    const [row] = await this.db
-      .update(runs)
-      .set({ state: 'RUNNING', claimedBy: worker, startedAt: sql`now()`, leaseUntil: leaseEnd(leaseMs) })
-      // `= (subquery)`, evaluated once: with `IN (subquery)` the planner may run it again per row and take several runs.
-      .where(and(eq(runs.id, sql`(${oldest})`), eq(runs.state, 'QUEUED')))
-      .returning();
-    return row ?? null;
+  /** Asks for a run to stop (`requestCancel`), and stops it at once if `here` is applying it. */
+  async cancel(actor: Actor, id: string, here: RunStopper): Promise<RunRow> {
+    const run = await this.requestCancel(actor, id);
+    here.cancelHere(run.id);
+    return run;
   }
 
-  /** Renews `worker`'s claims; answers which of them were asked to cancel, and which it no longer holds. */
-  async renew(worker: string, ids: string[], leaseMs: number): Promise<{ cancel: string[]; lost: string[] }> {
-    if (ids.length === 0) return { cancel: [], lost: [] };
-    const held = await this.db
-      .update(runs)
-      .set({ leaseUntil: leaseEnd(leaseMs) })
-      .where(and(inArray(runs.id, ids), eq(runs.claimedBy, worker), eq(runs.state, 'RUNNING')))
-      .returning({ id: runs.id, cancelRequestedAt: runs.cancelRequestedAt });
-    const heldIds = new Set(held.map((row) => row.id));
-    return {
-      cancel: held.filter((row) => row.cancelRequestedAt !== null).map((row) => row.id),
-      lost: ids.filter((id) => !heldIds.has(id)),
-    };
-  }
-
-  /**
-   * Records how a claimed run ended; false when `worker` no longer held it
-   * (its claim had expired). Its text is stored escaped (`storable`); should
-   * the store still refuse the outcome, the run is recorded as FAILED without
-   * its outputs, saying so: it never stays RUNNING.
-   */
-  async finish(worker: string, id: string, outcome: RunOutcome): Promise<boolean> {
-    const record = (values: RunOutcome) =>
-      this.db
-        .update(runs)
-        .set({ ...values, finishedAt: sql`now()`, leaseUntil: null })
-        .where(and(eq(runs.id, id), eq(runs.claimedBy, worker), eq(runs.state, 'RUNNING')))
-        .returning({ id: runs.id });
-    const safe = {
-      ...outcome,
-      failure: outcome.failure === null ? null : storable(outcome.failure),
-      outputs: outcome.outputs && (storableValue(outcome.outputs) as Record<string, unknown>),
-    };
-    let rows;
-    try {
-      rows = await record(safe);
-    } catch {
-      const failure = `${safe.failure ?? `It ended ${safe.state}`}; its outcome could not be stored as it was, so it is recorded without its outputs.`;
-      rows = await record({ ...safe, state: 'FAILED', failure, outputs: null, publicUrl: null, webTarget: null });
+  /** `cancel`, then waits until the run has ended, or for as long as its worker may take to record it. */
+  async cancelAndWait(actor: Actor, id: string, here: RunStopper): Promise<{ run: RunRow; ended: boolean }> {
+    let run = await this.cancel(actor, id, here);
+    const deadline = Date.now() + here.endsWithinMs;
+    while (!FINAL_STATES.includes(run.state) && Date.now() < deadline) {
+      await sleep(CANCEL_POLL_MS);
+      run = await this.get(actor, id);
     }
-    return rows.length > 0;
-  }
-
-  /**
-   * Fails the runs whose claim expired: another worker's that died, or one of
-   * `self`'s own that it no longer applies (`active`: those it renews), such
-   * as a run whose outcome it could not record. Answers their ids.
-   */
-  async failAbandoned(self: string, active: string[] = []): Promise<string[]> {
-    const notOwnActive = active.length === 0 ? undefined : or(ne(runs.claimedBy, self), notInArray(runs.id, active));
-    const rows = await this.db
-      .update(runs)
-      .set({
-        state: 'FAILED',
-        failure: 'The worker applying it stopped (its claim expired); the cluster may be partly changed. Apply again.',
-        finishedAt: sql`now()`,
-        leaseUntil: null,
-      })
-      .where(and(eq(runs.state, 'RUNNING'), lt(runs.leaseUntil, sql`now()`), notOwnActive))
-      .returning({ id: runs.id });
-    for (const { id } of rows)
-      await this.appendLog(id, null, '\n[tollgate] The worker applying this run stopped; the run FAILED.\n');
-    return rows.map((row) => row.id);
+    return { run, ended: FINAL_STATES.includes(run.state) };
   }
 
   /** Appends a piece of a run's log at `seq` (null: after the last one). */
@@ -236,33 +189,44 @@ export class RunService {
     });
   }
 
+  /** The log's pieces after `afterSeq` (-1: from the start), page by page: a long log is never one string in memory. */
+  async *logPieces(runId: string, afterSeq = -1): AsyncGenerator<LogPiece> {
+    for (let last = afterSeq, pieces = await this.readLog(runId, last); pieces.length > 0;) {
+      yield* pieces;
+      last = pieces.at(-1)!.seq;
+      pieces = await this.readLog(runId, last);
+    }
+  }
+
+  /**
+   * A run's log after `afterSeq`, then each piece as it is stored (perhaps by
+   * another process's worker) until the run ends, said by a last `{ ended }`;
+   * it stops early when `signal` aborts (the reader left).
+   */
+  async *followLog(actor: Actor, id: string, afterSeq: number, signal: AbortSignal): AsyncGenerator<LogPiece | RunEnd> {
+    for (let last = afterSeq; !signal.aborted; await sleep(FOLLOW_POLL_MS, undefined, { signal }).catch(() => {})) {
+      // The state first: the pieces stored before it ended are all read below.
+      const { state } = await this.get(actor, id);
+      for await (const piece of this.logPieces(id, last)) {
+        if (signal.aborted) return;
+        yield piece;
+        last = piece.seq;
+      }
+      if (FINAL_STATES.includes(state)) {
+        yield { ended: state };
+        return;
+      }
+    }
+  }
+
   /** The log's pieces after `afterSeq` (-1: from the start), in order, at most `limit` of them. */
-  readLog(runId: string, afterSeq = -1, limit = LOG_PAGE): Promise<Array<{ seq: number; data: string }>> {
+  readLog(runId: string, afterSeq = -1, limit = LOG_PAGE): Promise<LogPiece[]> {
     return this.db
       .select({ seq: runLogChunks.seq, data: runLogChunks.data })
       .from(runLogChunks)
       .where(and(eq(runLogChunks.runId, runId), gt(runLogChunks.seq, afterSeq)))
       .orderBy(asc(runLogChunks.seq))
       .limit(limit);
-  }
-
-  /** The stack's (by id: not another stack that had its name) OpenTofu state on the cluster from its last run, or null. */
-  async loadState(clusterId: string, stackId: string): Promise<Buffer | null> {
-    const [row] = await this.db
-      .select({ state: stackStates.state })
-      .from(stackStates)
-      .where(and(eq(stackStates.clusterId, clusterId), eq(stackStates.stackId, stackId)));
-    return row ? Buffer.from(row.state) : null;
-  }
-
-  async saveState(clusterId: string, stackId: string, state: Buffer): Promise<void> {
-    await this.db
-      .insert(stackStates)
-      .values({ clusterId, stackId, state })
-      .onConflictDoUpdate({
-        target: [stackStates.clusterId, stackStates.stackId],
-        set: { state, updatedAt: sql`now()` },
-      });
   }
 
   /** Where the newest applied run with the public URL `https://<host>` sends its requests, or null. */
@@ -279,8 +243,4 @@ export class RunService {
 
 function scopeOf(actor: Actor): string | null {
   return actor.platformAdmin ? null : actor.orgId;
-}
-
-function leaseEnd(leaseMs: number) {
-  return sql`now() + make_interval(secs => ${leaseMs / 1000})`;
 }

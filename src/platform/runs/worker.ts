@@ -11,7 +11,7 @@ import { describeError, type Logger } from '../../shared/http/log.js';
 import { executeRun, type StopReason } from './execute.js';
 import type { SandboxChooser } from './sandbox/choose.js';
 import type { EgressPolicy } from './sandbox/egress.js';
-import type { RunOutcome, RunRow, RunService } from './service.js';
+import type { RunOutcome, RunRow, RunService, RunStopper } from './service.js';
 import { findTool } from './tool.js';
 import type { ClusterContext } from './workspace.js';
 
@@ -26,7 +26,7 @@ import type { ClusterContext } from './workspace.js';
  * worker.start();
  * await worker.stop();
  */
-export class RunWorker {
+export class RunWorker implements RunStopper {
   /** This process's name on its claims. */
   readonly id = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
@@ -59,6 +59,12 @@ export class RunWorker {
     if (this.timer && !this.stopped) void this.tick();
   }
 
+  /** How long a run asked to stop may take to be recorded as ended, whatever its tool does. */
+  get endsWithinMs(): number {
+    const { killGraceMs, pollMs } = this.deps.config;
+    return killGraceMs + RECORD_MS + 2 * pollMs + 1_000;
+  }
+
   /** Stops a run this process is applying at once; false when it is not applying it. */
   cancelHere(runId: string): boolean {
     const entry = this.active.get(runId);
@@ -86,13 +92,13 @@ export class RunWorker {
   private async work(): Promise<void> {
     const { runs, config } = this.deps;
     // Renew first: a stall of this process (a long GC) must not make it fail its own runs.
-    const { cancel, lost } = await runs.renew(this.id, [...this.active.keys()], config.leaseMs);
-    await runs.failAbandoned(this.id, [...this.active.keys()]);
+    const { cancel, lost } = await runs.claims.renew(this.id, [...this.active.keys()], config.leaseMs);
+    await runs.claims.failAbandoned(this.id, [...this.active.keys()]);
     for (const id of cancel) this.active.get(id)?.controller.abort('cancel' satisfies StopReason);
     for (const id of lost) this.active.get(id)?.controller.abort('lost' satisfies StopReason);
     const bin = findTool({ configured: config.tofuBin, pathList: config.searchPath });
     while (!this.stopped && bin && this.active.size < config.workers) {
-      const run = await runs.claim(this.id, config.leaseMs);
+      const run = await runs.claims.claim(this.id, config.leaseMs);
       if (!run) break;
       this.launch(run, bin);
     }
@@ -105,7 +111,7 @@ export class RunWorker {
     const deadline = stoppedWithin(controller.signal, this.deps.config.killGraceMs + RECORD_MS);
     const done = Promise.race([applied, deadline.outcome])
       .finally(() => deadline.cancel())
-      .then((outcome) => this.deps.runs.finish(this.id, run.id, outcome))
+      .then((outcome) => this.deps.runs.claims.finish(this.id, run.id, outcome))
       .then((recorded) => {
         if (!recorded)
           this.deps.log.warn('a run ended after its claim was lost; its outcome was not recorded', { runId: run.id });
@@ -171,7 +177,7 @@ export class RunWorker {
       zip: Buffer.from(stack.zip),
       root: stack.root,
       context: clusterContext(run, cluster, nodes, sandbox.sshProxy, key),
-      state: await runs.loadState(cluster.id, stackId),
+      state: await runs.stackStates.load(cluster.id, stackId),
       bin,
       workDir: config.workDir,
       env: toolEnvironment(config),
@@ -183,7 +189,7 @@ export class RunWorker {
       timeoutMs: config.timeoutMs,
       signal,
       storeLog: (seq, text) => runs.appendLog(run.id, seq, text),
-      saveState: (state) => runs.saveState(cluster.id, stackId, state),
+      saveState: (state) => runs.stackStates.save(cluster.id, stackId, state),
       log,
     });
   }

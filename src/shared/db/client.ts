@@ -109,7 +109,8 @@ const MIGRATION_LOCK_ID = 7_110_472_001;
  */
 export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenStoreOptions): Promise<Store> {
   if (databaseUrl) {
-    // A short connect timeout: an unreachable database must answer 503 quickly, not hold requests for 30 s.
+    // A short connect timeout: an unreachable database must answer 503 quickly, not hold requests
+    // for 30 s.
     const client = postgres(databaseUrl, { max: poolSize, connect_timeout: 3, onnotice: () => {} });
     const db = drizzlePostgres(client, { schema });
     try {
@@ -124,10 +125,11 @@ export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenSto
   if (location !== 'memory://') {
     const fresh = !existsSync(path.join(location, 'PG_VERSION'));
     await mkdir(location, { recursive: true });
-    // A new folder is a copy of the build's template (`pglite-template.ts`) when there is one. Otherwise: creating
-    // a database (initdb) and migrating it grow PGlite's WebAssembly memory to about 800 MB, and WebAssembly
-    // memory never shrinks: both run in a worker thread that then ends, taking that memory with it, and the
-    // gateway serves from an instance opened on the finished files.
+    // A new folder is a copy of the build's template (`pglite-template.ts`) when there is one.
+    // Otherwise: creating a database (initdb) and migrating it grow PGlite's WebAssembly memory to
+    // about 800 MB, and WebAssembly memory never shrinks: both run in a worker thread that then
+    // ends, taking that memory with it, and the gateway serves from an instance opened on the
+    // finished files.
     if (fresh) {
       const template = await templateFolder(migrationsFolder, path.resolve(migrationsFolder, '..', 'dist'));
       if (existsSync(path.join(template, 'PG_VERSION'))) await cp(template, location, { recursive: true });

@@ -30,8 +30,9 @@ export function openRedis(url: string, log: Logger): Redis {
     // Keep trying for ever, at most every 2 s: Redis coming back must not need a restart.
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
     lazyConnect: false,
-    // Commands issued in one turn of the event loop (the admits and settles of concurrent requests, the
-    // charge applier's writes) leave in one write instead of a syscall each; each still gets its own reply.
+    // Commands issued in one turn of the event loop (the admits and settles of concurrent requests,
+    // the charge applier's writes) leave in one write instead of a syscall each; each still gets
+    // its own reply.
     enableAutoPipelining: true,
   });
   let down = false;

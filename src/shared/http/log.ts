@@ -71,7 +71,8 @@ export function describeError(error: unknown): Record<string, unknown> {
       (database as unknown as Record<string, string | undefined>)[`${name}_name`] ??
       (database as unknown as Record<string, string | undefined>)[name];
     const code = database.code;
-    // A SQLSTATE means the server answered; without one the connection failed, and its message names no data.
+    // A SQLSTATE means the server answered; without one the connection failed, and its message
+    // names no data.
     const detail = code ? `the database refused the statement (SQLSTATE ${code})` : safeMessage(database.message);
     return {
       error: error.name,

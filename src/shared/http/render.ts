@@ -11,7 +11,8 @@ import { describeError, type Logger } from './log.js';
 export function renderError(error: unknown, c: Context, log: Logger): Response {
   const gatewayError = toGatewayError(error);
   if (gatewayError.status >= 500) {
-    // An unreachable store or Redis is logged once per outage where it is detected; each request refused meanwhile only at debug.
+    // An unreachable store or Redis is logged once per outage where it is detected; each request
+    // refused meanwhile only at debug.
     const level = OUTAGE_CODES.has(gatewayError.code) ? 'debug' : 'error';
     log[level]('request failed', {
       requestId: c.get('requestId'),

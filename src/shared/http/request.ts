@@ -16,8 +16,9 @@ export function requestId(): MiddlewareHandler<GatewayEnv> {
     const id = newId('req');
     c.set('requestId', id);
     c.header('x-request-id', id);
-    // Lines about a request name it themselves (a `requestId` field): an AsyncLocalStorage would bind it for
-    // them, but on Node 20 its promise hooks cost every request about a millisecond (measured with bench/).
+    // Lines about a request name it themselves (a `requestId` field): an AsyncLocalStorage would
+    // bind it for them, but on Node 20 its promise hooks cost every request about a millisecond
+    // (measured with bench/).
     await next();
   };
 }
@@ -40,8 +41,9 @@ export async function readJsonObject(
   if (Number.isFinite(declared) && declared > maxBytes) return refuseDeclared(c, declared, maxBytes, drain);
   let bytes: Buffer;
   if (Number.isFinite(declared)) {
-    // The usual case: the length is declared (and the HTTP parser holds the body to it), so the body is read
-    // whole, straight from the socket (@hono/node-server's fast path), without building a web Request and stream.
+    // The usual case: the length is declared (and the HTTP parser holds the body to it), so the
+    // body is read whole, straight from the socket (@hono/node-server's fast path), without
+    // building a web Request and stream.
     bytes = Buffer.from(await c.req.arrayBuffer());
   } else {
     const raw = c.req.raw.body;
@@ -59,7 +61,8 @@ export async function readJsonObject(
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new GatewayError('invalid_json', 'The request body must be a JSON object.');
   }
-  // Bodies go to the engine as they are (text with NUL included), but nothing may nest deep enough to overflow a stack.
+  // Bodies go to the engine as they are (text with NUL included), but nothing may nest deep enough
+  // to overflow a stack.
   checkJsonShape(parsed, { storable: false });
   return { body: parsed as Record<string, unknown>, bytes: size };
 }
@@ -105,7 +108,8 @@ async function readCapped(stream: ReadableStream<Uint8Array>, maxBytes: number, 
 
 /** The 413 of a body whose declared length is over `maxBytes`: its bytes are discarded first when the drain can take them all. */
 async function refuseDeclared(c: Context, declared: number, maxBytes: number, drain: BodyDrain): Promise<never> {
-  // A body longer than the drain would be cut anyway: the answer goes at once, and the client may not read it.
+  // A body longer than the drain would be cut anyway: the answer goes at once, and the client may
+  // not read it.
   if (declared <= drain.bytes && c.req.raw.body) await discardRest(c.req.raw.body.getReader(), drain);
   throw tooLarge(maxBytes);
 }
@@ -258,7 +262,8 @@ export function headersWithFirstChunk(c: Context): void {
   const outgoing = (c.env as NodeBindings | undefined)?.outgoing;
   if (!outgoing) return;
   const flushNow = outgoing.flushHeaders.bind(outgoing);
-  // `headersSent` is already true once `writeHead` stored them; Node's `_headerSent` says whether they left.
+  // `headersSent` is already true once `writeHead` stored them; Node's `_headerSent` says whether
+  // they left.
   const sent = outgoing as unknown as { _headerSent: boolean };
   outgoing.flushHeaders = () => {
     setTimeout(() => {

@@ -19,9 +19,9 @@ export interface RequestTrace {
   /** The W3C `traceparent` of the request's span: sent back to the client. */
   readonly traceparent: string;
   /**
-   * The call leaves for an engine: records the admission span (`admittedFrom`
-   * to `at`), starts the upstream span and returns the headers the engine gets
-   * (`traceparent`, and `tracestate` when the client sent one), naming the upstream span as their parent.
+   * The call leaves for an engine: records the admission span (`admittedFrom` to `at`), starts the
+   * upstream span and returns the headers the engine gets (`traceparent`, and `tracestate` when the
+   * client sent one), naming the upstream span as their parent.
    */
   startUpstream(admittedFrom: number, at: number, model: string): Record<string, string>;
   /** The engine answered (its status and headers) at `at`: the upstream span ends, naming the replica chosen and, when a router chose it, why. */
@@ -84,7 +84,8 @@ export async function startTracing(settings: TracingSettings, options: TracingOp
   const exporter =
     options.exporter ??
     new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({ url: settings.url });
-  // Batched for OTLP (one export every few seconds, off the request path); one by one for a test's exporter.
+  // Batched for OTLP (one export every few seconds, off the request path); one by one for a test's
+  // exporter.
   const processor = options.exporter
     ? new sdk.SimpleSpanProcessor({ exporter })
     : new sdk.BatchSpanProcessor({ exporter });
@@ -103,8 +104,9 @@ export async function startTracing(settings: TracingSettings, options: TracingOp
   });
   const tracer = provider.getTracer('tollgate');
   const propagator = new core.W3CTraceContextPropagator();
-  // Every span time is a performance.now() value turned into an HrTime on one clock; the SDK would anchor
-  // each span to Date.now() (whole milliseconds) on its own, so spans of one request could overlap.
+  // Every span time is a performance.now() value turned into an HrTime on one clock; the SDK would
+  // anchor each span to Date.now() (whole milliseconds) on its own, so spans of one request could
+  // overlap.
   const deps: TraceDeps = { api, tracer, propagator, attr: semconv, time: (at) => core.hrTime(at) };
   return {
     begin(method, path, traceparent, tracestate, at) {
@@ -126,7 +128,8 @@ export async function startTracing(settings: TracingSettings, options: TracingOp
       return new SpanTrace(deps, span, method);
     },
     async shutdown() {
-      // Spans still buffered go out now; a collector that does not answer holds a shutdown 2 s at most.
+      // Spans still buffered go out now; a collector that does not answer holds a shutdown 2 s at
+      // most.
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_TIMEOUT_MS)));
       await Promise.race([provider.shutdown().catch(() => {}), late]);
@@ -212,7 +215,8 @@ class SpanTrace implements RequestTrace {
   end(outcome: { route: string; status: number; errorType: string; model: string }, at: number): void {
     const { attr, api } = this.deps;
     const span = this.span;
-    // Named as HTTP server spans are: method and route (the route is known only once a handler matched).
+    // Named as HTTP server spans are: method and route (the route is known only once a handler
+    // matched).
     span.updateName(`${this.method} ${outcome.route}`);
     span.setAttribute(attr.ATTR_HTTP_ROUTE, outcome.route);
     span.setAttribute(attr.ATTR_HTTP_RESPONSE_STATUS_CODE, outcome.status);

@@ -46,7 +46,8 @@ export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
   admin.route('/rate-cards', rateCardsRoutes(services));
   admin.route('/conversion-rates', conversionRatesRoutes(services));
   admin.route('/usage', usageRoutes(services));
-  // The report and its CSV twin (`/costs`, `/costs.csv`): one resource whose two paths are siblings, not nested.
+  // The report and its CSV twin (`/costs`, `/costs.csv`): one resource whose two paths are
+  // siblings, not nested.
   admin.route('/', costsRoutes(services));
   return admin;
 }

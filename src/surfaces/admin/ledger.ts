@@ -1,7 +1,7 @@
 import { type Context, Hono } from 'hono';
 import { formatAmount } from '../../gateway/billing/money.js';
-import { exportLedger, type LedgerExport } from '../../gateway/billing/ledger-export.js';
-import { type Difference, verifyWallet, type Verification } from '../../gateway/billing/reconcile.js';
+import type { LedgerExport } from '../../gateway/billing/ledger-export.js';
+import type { Difference, Verification } from '../../gateway/billing/reconcile.js';
 import { parseWindow } from '../../platform/costs/window.js';
 import { csvText } from '../../shared/http/csv.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
@@ -27,13 +27,13 @@ export function ledgerRoutes(services: Services): Hono<GatewayEnv> {
     const org = await services.orgs.get(c.req.param('orgId')!);
     const window = parseWindow(c.req.query(), new Date());
     await services.applier.written(WRITTEN_WAIT_MS);
-    return exportLedger(services.db, org.id, window.from, window.to);
+    return services.books.exportLedger(org.id, window.from, window.to);
   };
 
   routes.get('/:orgId/wallet/verify', async (c) => {
     const org = await services.orgs.get(c.req.param('orgId'));
     await services.applier.written(WRITTEN_WAIT_MS);
-    return c.json(verificationView(await verifyWallet(services.db, org.id), currency));
+    return c.json(verificationView(await services.books.verify(org.id), currency));
   });
   routes.get('/:orgId/wallet/ledger', async (c) => c.json(ledgerExportView(await exportOf(c), currency)));
   routes.get('/:orgId/wallet/ledger.csv', async (c) => {

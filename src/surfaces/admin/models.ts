@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';
-import { asConflict } from './queries.js';
+import { asConflict } from './conflicts.js';
 import * as body from './schemas.js';
 import { definedOnly } from './schemas.js';
 import * as view from './views.js';

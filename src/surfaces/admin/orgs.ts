@@ -5,9 +5,9 @@ import type { Services } from '../../services.js';
 import { projectView } from '../api/projects.js';
 import { userView } from '../api/users.js';
 import { keySettings } from './keys.js';
-import { orgsWithBalances } from './queries.js';
 import * as body from './schemas.js';
 import * as view from './views.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 /**
  * Organizations for the operator (`/admin/v1/orgs`): create and list them,
@@ -21,6 +21,8 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
   const orgs = new Hono<GatewayEnv>();
   const { wallets } = services;
   const currency = services.config.currency;
+  // Balances and the ledger include this replica's charges journaled before the read.
+  const fresh = chargesWritten(services.applier);
   const orgWithBalance = async (orgId: string) =>
     view.orgView(await services.orgs.get(orgId), await wallets.balance(orgId), currency);
 
@@ -28,11 +30,11 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
     const { name } = await readBody(c, body.nameBody);
     return c.json(view.orgView(await services.orgs.create(name), 0n, currency), 201);
   });
-  orgs.get('/', async (c) => {
-    const rows = await orgsWithBalances(services.db);
+  orgs.get('/', fresh, async (c) => {
+    const rows = await services.orgs.listWithBalances();
     return c.json(view.listOf(rows.map(({ org, balance }) => view.orgView(org, balance, currency))));
   });
-  orgs.get('/:orgId', async (c) => c.json(await orgWithBalance(c.req.param('orgId'))));
+  orgs.get('/:orgId', fresh, async (c) => c.json(await orgWithBalance(c.req.param('orgId'))));
 
   orgs.post('/:orgId/projects', async (c) => {
     const { name } = await readBody(c, body.nameBody);
@@ -86,7 +88,7 @@ function addWalletRoutes(orgs: Hono<GatewayEnv>, services: Services): void {
     await wallets.credit(c.req.param('orgId'), 'adjustment', amount, note);
     return c.json(await wallet(c.req.param('orgId')), 201);
   });
-  orgs.get('/:orgId/wallet', async (c) => {
+  orgs.get('/:orgId/wallet', chargesWritten(services.applier), async (c) => {
     const { limit } = readQuery(c, body.ledgerQuery);
     return c.json(await wallet(c.req.param('orgId'), limit));
   });

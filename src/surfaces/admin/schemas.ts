@@ -3,7 +3,8 @@ import { MoneyFormatError, parseAmount, pricePerTokenFromMillion } from '../../g
 import { ROLES, TASK_TYPES } from '../../shared/db/schema.js';
 import { emailField } from '../../platform/people/email.js';
 import { passwordField } from '../../platform/people/passwords.js';
-import { KEY_EXPIRIES } from '../../gateway/keys/service.js';
+import { KEY_EXPIRIES } from '../../gateway/keys/bounds.js';
+import { keySettingsFields } from '../../gateway/keys/settings.js';
 import { currencyCode } from '../../platform/costs/currencies.js';
 import { EARLIEST_YEAR, wholeSecondInstant } from '../../platform/costs/window.js';
 
@@ -14,10 +15,6 @@ import { EARLIEST_YEAR, wholeSecondInstant } from '../../platform/costs/window.j
 const name = z.string().trim().min(1).max(200);
 const note = z.string().trim().min(1).max(500);
 const limit = (max: number) => z.int().min(1).max(max);
-const MAX_RATE = 1_000_000;
-// tokens_per_minute is an int4 column; monthly_tokens a bigint read as a JS number.
-const MAX_TPM = 2_147_483_647;
-const MAX_MONTHLY = Number.MAX_SAFE_INTEGER;
 
 /** A decimal string, never a JSON number: `"12.50"`, not `12.5`. */
 function decimal(parse: (text: string) => bigint) {
@@ -55,19 +52,9 @@ export const adjustmentBody = z.strictObject({
   note,
 });
 
-const keySettings = {
-  name,
-  requests_per_minute: limit(MAX_RATE),
-  max_concurrency: limit(MAX_RATE),
-  tokens_per_minute: limit(MAX_TPM).nullable(),
-  monthly_tokens: limit(MAX_MONTHLY).nullable(),
-  store_request_data: z.boolean(),
-  response_cache: z.boolean(),
-};
-
 export const createKeyBody = z.strictObject({
-  ...z.object(keySettings).partial().shape,
-  name,
+  ...z.object(keySettingsFields).partial().shape,
+  name: keySettingsFields.name,
   expiry: z.enum(KEY_EXPIRIES).optional(),
   project_id: z.string().min(1).max(100).optional(),
   user_id: z.string().min(1).max(100).optional(),
@@ -98,7 +85,7 @@ const EMPTY_PATCH = {
   when: (payload: { issues: unknown[] }) => payload.issues.length === 0,
 };
 
-export const updateKeyBody = z.strictObject(keySettings).partial().refine(atLeastOne, EMPTY_PATCH);
+export const updateKeyBody = z.strictObject(keySettingsFields).partial().refine(atLeastOne, EMPTY_PATCH);
 
 const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
 

@@ -4,6 +4,7 @@ import { readQuery } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';
 import { usageSummary } from '../v1/usage.js';
 import * as body from './schemas.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 /**
  * The operator's usage report: `GET /admin/v1/usage/summary`, the same
@@ -15,7 +16,7 @@ import * as body from './schemas.js';
  */
 export function usageRoutes(services: Services): Hono<GatewayEnv> {
   const usage = new Hono<GatewayEnv>();
-  usage.get('/summary', async (c) => {
+  usage.get('/summary', chargesWritten(services.applier), async (c) => {
     const { org_id: orgId } = readQuery(c, body.costsQuery);
     if (orgId) await services.orgs.get(orgId);
     return usageSummary(c, services, orgId ?? null);

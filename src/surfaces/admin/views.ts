@@ -137,7 +137,8 @@ export function engineView(engine: EngineStatus) {
       restarts: r.restarts,
       host: r.host,
       gpus: r.gpus,
-      // The replica's own report at the last /metrics scrape (Docker engines): its queue, batch, KV cache and prefix-cache hit rate.
+      // The replica's own report at the last /metrics scrape (Docker engines): its queue, batch, KV
+      // cache and prefix-cache hit rate.
       load: r.load
         ? {
             waiting: r.load.waiting,

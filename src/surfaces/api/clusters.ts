@@ -112,9 +112,6 @@ export function clustersRoutes(services: Services, clientOf: ClientOf): Hono<Gat
       publicDomain: body.public_domain,
       createdBy: actor.userId,
     });
-    // The key pair exists (and is kept, with a sealing key) before the answer, and its installation starts now rather than at the next poll.
-    await identity.keyOf(created.cluster.id);
-    identity.poke();
     return c.json(await shown(created), 201);
   });
 
@@ -125,7 +122,8 @@ export function clustersRoutes(services: Services, clientOf: ClientOf): Hono<Gat
     await clusters.get(c.req.param('id'), scope(actor));
     assertManages(actor);
     await clusters.delete(c.req.param('id'), scope(actor));
-    // Its public hosts stop routing here at once (other processes within their refresh, 5 s), and its key leaves its nodes before the answer.
+    // Its public hosts stop routing here at once (other processes within their refresh, 5 s), and
+    // its key leaves its nodes before the answer.
     await publicHosts.refresh();
     await identity.removeNow(c.req.param('id'));
     return c.body(null, 204);

@@ -7,8 +7,7 @@ import { apiResource, type ClientOf } from './resource.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
 import type { Services } from '../../services.js';
-import { FINAL_STATES, type RunRow } from '../../platform/runs/service.js';
-import { RECORD_MS } from '../../platform/runs/worker.js';
+import type { RunRow } from '../../platform/runs/service.js';
 
 const applyBody = z.strictObject({
   stack: z.string().min(1).max(63),
@@ -17,8 +16,6 @@ const applyBody = z.strictObject({
   inputs: z.record(z.string().max(64), z.unknown()).default({}),
 });
 const logQuery = z.object({ follow: z.enum(['true', 'false']).default('false') });
-/** How often a followed log looks for new pieces (they may be written by another process). */
-const FOLLOW_POLL_MS = 250;
 
 /** The cluster id of the mount path (`/clusters/:id/runs`). */
 function clusterIdOf(c: Context): string {
@@ -93,22 +90,15 @@ export function clusterRunsRoutes(services: Services, clientOf: ClientOf): Hono<
  */
 export function runsRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
   const api = apiResource(services, clientOf);
-  const { runs, runWorker, config } = services;
+  const { runs, runWorker } = services;
 
   api.get('/:id', async (c) => c.json(runView(await runs.get(c.get('actor'), c.req.param('id')))));
 
-  // Signals the tool and waits for it to stop (SIGINT, then SIGKILL after the grace): 200 once the run has ended, 202 if it is still stopping.
+  // Signals the tool and waits for it to stop (SIGINT, then SIGKILL after the grace): 200 once the
+  // run has ended, 202 if it is still stopping.
   api.post('/:id/cancel', async (c) => {
-    const actor = c.get('actor');
-    let run = await runs.requestCancel(actor, c.req.param('id'));
-    runWorker.cancelHere(run.id);
-    // The worker records a stopped run as ended within the grace and RECORD_MS, whatever its tool does.
-    const deadline = Date.now() + config.runs.killGraceMs + RECORD_MS + 2 * config.runs.pollMs + 1_000;
-    while (!FINAL_STATES.includes(run.state) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      run = await runs.get(actor, run.id);
-    }
-    return c.json(runView(run), FINAL_STATES.includes(run.state) ? 200 : 202);
+    const { run, ended } = await runs.cancelAndWait(c.get('actor'), c.req.param('id'), runWorker);
+    return c.json(runView(run), ended ? 200 : 202);
   });
 
   api.get('/:id/log', async (c) => {
@@ -116,43 +106,23 @@ export function runsRoutes(services: Services, clientOf: ClientOf): Hono<Gateway
     const run = await runs.get(actor, c.req.param('id'));
     const { follow } = readQuery(c, logQuery);
     if (follow === 'false') {
-      // Page by page from the store: a long log is never one string in memory.
       c.header('content-type', 'text/plain; charset=utf-8');
       c.header('cache-control', 'no-store');
       return stream(c, async (out) => {
-        for (
-          let last = -1, pieces = await runs.readLog(run.id, last);
-          pieces.length > 0 && !out.aborted;
-          pieces = await runs.readLog(run.id, last)
-        ) {
-          for (const piece of pieces) await out.write(piece.data);
-          last = pieces.at(-1)!.seq;
+        for await (const piece of runs.logPieces(run.id)) {
+          if (out.aborted) return;
+          await out.write(piece.data);
         }
       });
     }
     const resumeFrom = Number(c.req.header('last-event-id'));
+    const after = Number.isInteger(resumeFrom) && resumeFrom >= 0 ? resumeFrom : -1;
     return streamSSE(c, async (stream) => {
-      let last = Number.isInteger(resumeFrom) && resumeFrom >= 0 ? resumeFrom : -1;
-      let closed = false;
-      stream.onAbort(() => {
-        closed = true;
-      });
-      while (!closed) {
-        // Read the state first: pieces stored before it ended are all read below.
-        const state = (await runs.get(actor, run.id)).state;
-        for (
-          let pieces = await runs.readLog(run.id, last);
-          pieces.length > 0 && !closed;
-          pieces = await runs.readLog(run.id, last)
-        ) {
-          for (const piece of pieces) await stream.writeSSE({ event: 'log', id: String(piece.seq), data: piece.data });
-          last = pieces.at(-1)!.seq;
-        }
-        if (FINAL_STATES.includes(state)) {
-          await stream.writeSSE({ event: 'end', data: JSON.stringify({ state }) });
-          return;
-        }
-        await stream.sleep(FOLLOW_POLL_MS);
+      const reader = new AbortController();
+      stream.onAbort(() => reader.abort());
+      for await (const item of runs.followLog(actor, run.id, after, reader.signal)) {
+        if ('ended' in item) await stream.writeSSE({ event: 'end', data: JSON.stringify({ state: item.ended }) });
+        else await stream.writeSSE({ event: 'log', id: String(item.seq), data: item.data });
       }
     });
   });

@@ -96,8 +96,8 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
     const self = actor.userId === subject.id;
     const signInChanges = body.password !== undefined || (body.email !== undefined && body.email !== subject.email);
     if (self && signInChanges) {
-      // What you sign in with (password or email) changes only with your current password: a stolen session or key
-      // cannot lock you out, nor probe for other organizations' emails.
+      // What you sign in with (password or email) changes only with your current password: a stolen
+      // session or key cannot lock you out, nor probe for other organizations' emails.
       if (
         body.current_password === undefined ||
         !(await services.passwords.verify(body.current_password, subject.passwordHash))

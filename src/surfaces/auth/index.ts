@@ -78,7 +78,8 @@ export async function checkSignIn(
   password: string,
   address: string,
 ): Promise<UserRow> {
-  // The counter and the lookup take the same normalized email: no other spelling of it has a fresh count.
+  // The counter and the lookup take the same normalized email: no other spelling of it has a fresh
+  // count.
   const normalized = normalizeEmail(email);
   const counters = [`signin:email:${normalized}`, `signin:addr:${address}`];
   const [byEmail, byAddress] = await Promise.all(

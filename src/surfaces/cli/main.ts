@@ -6,15 +6,10 @@ import packageJson from '../../../package.json' with { type: 'json' };
 import { CODE_USAGE, runCode } from './code/index.js';
 import { ApiError, CliError, UsageError } from './errors.js';
 import { keySettingsIfGiven, resolveKeySettings, resolveSettings } from './settings.js';
-import type { Input, Stdin } from './terminal.js';
-import { printable, printableJson } from './output.js';
+import type { Input, Io } from './terminal.js';
 
-export interface Io {
-  stdout(text: string): void;
-  stderr(text: string): void;
-  /** Where a password is read or asked (default: the process's stdin); touched only by commands that read one. */
-  stdin?: Stdin;
-}
+export type { Io } from './terminal.js';
+import { printable, printableJson } from './output.js';
 
 const processIo: Io = { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) };
 
@@ -29,7 +24,8 @@ const processIo: Io = { stdout: (text) => process.stdout.write(text), stderr: (t
  */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) return print(io, packageJson.version);
-  // The coding agent has flags of its own (-p, -m) and no API request to render: it is its own program.
+  // The coding agent has flags of its own (-p, -m) and no API request to render: it is its own
+  // program.
   if (argv[0] === 'code') return runCode(argv.slice(1), io);
   const { words, rest } = splitCommandWords(argv);
   const [group, action] = words;
@@ -40,7 +36,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   }
   const command = findCommand(group, action);
   if (!command) {
-    // Two lines, whatever was typed: what was not understood, and the nearest command (its usage line).
+    // Two lines, whatever was typed: what was not understood, and the nearest command (its usage
+    // line).
     io.stderr(
       `error: unknown command "${words.join(' ')}"\ndid you mean: ${usageOf(closestCommand(words))}   (tollgate help lists every command)\n`,
     );

@@ -5,6 +5,14 @@ import { CliError } from './errors.js';
 /** Standard input as the CLI uses it: a stream, a terminal or not. */
 export type Stdin = NodeJS.ReadableStream & { isTTY?: boolean };
 
+/** Where a command writes, and reads a password from. */
+export interface Io {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  /** Where a password is read or asked (default: the process's stdin); touched only by commands that read one. */
+  stdin?: Stdin;
+}
+
 /**
  * What a command may read besides its flags: standard input, and stderr to
  * ask on (stdout stays for the answer, so `--json` output is never mixed with

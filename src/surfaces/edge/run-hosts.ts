@@ -26,8 +26,8 @@ const HOP_BY_HOP = new Set([
  */
 export function runHostsProxy(publicHosts: PublicHosts): MiddlewareHandler {
   return async (c, next) => {
-    // Every request of every surface passes here: the Host is read from Node's own headers, so that a request for
-    // the gateway itself does not build web Headers for this lookup.
+    // Every request of every surface passes here: the Host is read from Node's own headers, so that
+    // a request for the gateway itself does not build web Headers for this lookup.
     const host = headerOf(c, 'host')?.replace(/:\d+$/, '');
     const target = host ? publicHosts.targetOf(host) : undefined;
     if (!target) return next();
@@ -36,7 +36,8 @@ export function runHostsProxy(publicHosts: PublicHosts): MiddlewareHandler {
     for (const [name, value] of c.req.raw.headers) if (!HOP_BY_HOP.has(name)) headers.set(name, value);
     headers.set('x-forwarded-host', c.req.header('host')!);
     headers.set('x-forwarded-proto', 'https');
-    // fetch decodes the answer below, and Node 20's cannot decode zstd, which browsers offer: ask only what it decodes.
+    // fetch decodes the answer below, and Node 20's cannot decode zstd, which browsers offer: ask
+    // only what it decodes.
     if (headers.has('accept-encoding')) headers.set('accept-encoding', 'gzip, deflate, br');
     try {
       const answer = await fetch(`http://${target}${incoming.pathname}${incoming.search}`, {

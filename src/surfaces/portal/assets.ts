@@ -137,7 +137,8 @@ document.addEventListener('submit', (event) => {
   if (question && !window.confirm(question)) event.preventDefault();
 });
 document.querySelectorAll('[data-copy]').forEach((button) => { button.hidden = false; });
-// A run's log while it runs: <pre data-follow="URL"> is filled from URL's server-sent events; the page reloads when the run ends.
+// A run's log while it runs: <pre data-follow="URL"> is filled from URL's server-sent events; the
+// page reloads when the run ends.
 const followed = document.querySelector('pre[data-follow]');
 if (followed && window.EventSource) {
   const source = new EventSource(followed.dataset.follow);

@@ -26,7 +26,8 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   clusters.get('/', async (c) => listPage(c, await deps.signedIn(c)));
 
-  // Owners and admins create a cluster here with the same checks and service as `POST /api/v1/clusters`.
+  // Owners and admins create a cluster here with the same checks and service as `POST
+  // /api/v1/clusters`.
   clusters.post('/', async (c) => {
     const actor = await deps.signedIn(c);
     const form = await c.req.parseBody();
@@ -54,11 +55,10 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         publicDomain: body.public_domain,
         createdBy: actor.userId,
       });
-      await services.clusterIdentity.keyOf(created.cluster.id);
-      services.clusterIdentity.poke();
       return c.redirect(`/portal/clusters/${created.cluster.id}`, 303);
     } catch (error) {
-      // A refusal the user can fix (no such profile, too few free nodes, a domain taken) is shown on the form.
+      // A refusal the user can fix (no such profile, too few free nodes, a domain taken) is shown
+      // on the form.
       if (error instanceof GatewayError && error.status < 500)
         return listPage(c, actor, { error: error.message, form: fields, status: error.status === 409 ? 409 : 400 });
       throw error;

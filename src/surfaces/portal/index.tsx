@@ -59,8 +59,9 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   };
 
   const formLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain);
-  // Room for the largest package and its multipart framing on the upload form; the other forms are small. Only a
-  // signed-in user's upload is read, in one of the process's upload slots (taken before the body is read).
+  // Room for the largest package and its multipart framing on the upload form; the other forms are
+  // small. Only a signed-in user's upload is read, in one of the process's upload slots (taken
+  // before the body is read).
   const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, services.config.oversizeDrain);
   const upload = inUploadSlot(
     services.uploads,
@@ -108,7 +109,8 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   portal.route('/operator/rate-cards', operatorRateCardsRoutes(deps));
   portal.route('/operator/rates', operatorRatesRoutes(deps));
   portal.route('/', costsRoutes(deps));
-  // Last: any other address under /portal is the portal's own "Not found" page (through onError), not JSON.
+  // Last: any other address under /portal is the portal's own "Not found" page (through onError),
+  // not JSON.
   portal.all('*', () => {
     throw new GatewayError('not_found', 'There is no page at this address.');
   });
@@ -116,8 +118,9 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
 }
 
 /**
- * The portal's error pages: sign-in for a 401, a page for a form from elsewhere (403) or too large (413), and the
- * error's own message and status for any other `GatewayError`; anything else is logged and a 500 that says nothing more.
+ * The portal's error pages: sign-in for a 401, a page for a form from elsewhere (403) or too large
+ * (413), and the error's own message and status for any other `GatewayError`; anything else is
+ * logged and a 500 that says nothing more.
  */
 function portalError(services: Services): ErrorHandler<GatewayEnv> {
   return (error, c) => {

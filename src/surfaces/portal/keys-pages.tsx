@@ -1,4 +1,5 @@
-import { KEY_EXPIRIES, type KeyRow, keyStatus } from '../../gateway/keys/service.js';
+import { type KeyRow, keyStatus } from '../../gateway/keys/service.js';
+import { KEY_EXPIRIES } from '../../gateway/keys/bounds.js';
 import { Notice, Page, type Viewer, When } from './layout.js';
 
 const EXPIRY_LABELS: Record<(typeof KEY_EXPIRIES)[number], string> = {

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { keysLastUsed } from '../../gateway/billing/reports.js';
-import { KEY_EXPIRIES, type KeyRow } from '../../gateway/keys/service.js';
+import type { KeyRow } from '../../gateway/keys/service.js';
+import { KEY_EXPIRIES, KEY_LIMIT_MAX, KEY_NAME_MAX } from '../../gateway/keys/bounds.js';
 import type { Services } from '../../services.js';
 import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage } from './keys-pages.js';
 import { DONE_NOTICES, type PortalDeps, problems } from './session.js';
@@ -15,15 +15,15 @@ const whole = (max: number) =>
 const optionalWhole = (max: number) =>
   z.preprocess((value) => (value === '' || value === undefined ? null : value), whole(max).nullable());
 const keySettingsForm = z.object({
-  requests_per_minute: whole(1_000_000),
-  max_concurrency: whole(1_000_000),
-  tokens_per_minute: optionalWhole(2_147_483_647),
-  monthly_tokens: optionalWhole(Number.MAX_SAFE_INTEGER),
+  requests_per_minute: whole(KEY_LIMIT_MAX.requests_per_minute),
+  max_concurrency: whole(KEY_LIMIT_MAX.max_concurrency),
+  tokens_per_minute: optionalWhole(KEY_LIMIT_MAX.tokens_per_minute),
+  monthly_tokens: optionalWhole(KEY_LIMIT_MAX.monthly_tokens),
   store_request_data: z.literal('on').optional(),
   response_cache: z.literal('on').optional(),
 });
 const createKeyForm = keySettingsForm.extend({
-  name: z.string().trim().min(1, 'Give the key a name.').max(200),
+  name: z.string().trim().min(1, 'Give the key a name.').max(KEY_NAME_MAX),
   expiry: z.enum(KEY_EXPIRIES),
 });
 
@@ -110,7 +110,7 @@ async function keysPage(deps: PortalDeps, actor: SignedInActor, extra: { notice?
     <KeysPage
       viewer={deps.viewerOf(actor)}
       keys={await manageableKeys(services, actor)}
-      lastUsed={await keysLastUsed(services.db, actor.orgId)}
+      lastUsed={await services.usageReports.keysLastUsed(actor.orgId)}
       allowance={allowanceOf(services, actor)}
       {...extra}
     />

@@ -3,12 +3,10 @@ import { currencies, currencyCode } from '../../platform/costs/currencies.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import type { Services } from '../../services.js';
-import { billingCurrencies } from '../../shared/db/schema.js';
-import { orgsWithBalances } from '../admin/queries.js';
 import { topupBody } from '../admin/schemas.js';
 import { OperatorOrgPage, OperatorOrgsPage } from './operator-orgs-pages.js';
 import { type PortalContext, type PortalDeps, problems } from './session.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 const DONE: Record<string, string> = {
   topup:
@@ -32,9 +30,9 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const { services } = deps;
   const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
 
-  orgs.get('/', async (c) => {
+  orgs.get('/', chargesWritten(services.applier), async (c) => {
     const actor = await operator(c);
-    const [rows, billing] = await Promise.all([orgsWithBalances(services.db), billingCurrenciesOf(services)]);
+    const [rows, billing] = await Promise.all([services.orgs.listWithBalances(), services.costs.billingCurrencies()]);
     return c.html(
       <OperatorOrgsPage
         viewer={deps.viewerOf(actor)}
@@ -49,7 +47,7 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     );
   });
 
-  orgs.get('/:orgId', async (c) => {
+  orgs.get('/:orgId', chargesWritten(services.applier), async (c) => {
     const actor = await operator(c);
     return renderOrg(c, deps, actor, c.req.param('orgId'), { notice: DONE[c.req.query('done') ?? ''] });
   });
@@ -106,7 +104,6 @@ async function renderOrg(
   extra: { notice?: string; error?: string; status?: 400 },
 ) {
   const { services } = deps;
-  await services.applier.settled(2_000);
   const org = await services.orgs.get(orgId);
   const [balance, billingCurrency, ledger] = await Promise.all([
     services.wallets.balance(org.id),
@@ -127,12 +124,4 @@ async function renderOrg(
     />,
     extra.status ?? 200,
   );
-}
-
-/** Every organization's billing currency, by id, in one query. */
-async function billingCurrenciesOf(services: Services): Promise<Map<string, string>> {
-  const rows = await services.db
-    .select({ orgId: billingCurrencies.orgId, currency: billingCurrencies.currency })
-    .from(billingCurrencies);
-  return new Map(rows.map((row) => [row.orgId, row.currency]));
 }

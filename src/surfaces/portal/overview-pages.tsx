@@ -1,5 +1,5 @@
 import { formatAmount } from '../../gateway/billing/money.js';
-import type { UsageGroup, UsageTotals } from '../../gateway/billing/reports.js';
+import type { UsageGroup, UsageTotals } from '../../gateway/billing/usage-reports.js';
 import { DayChart } from './chart.js';
 import { Notice, Page } from './layout.js';
 import type { Viewer } from './layout.js';

@@ -1,10 +1,11 @@
 import { Hono } from 'hono';
 import { keyStatus, type KeyRow } from '../../gateway/keys/service.js';
-import { type UsageGroup, usageGroups, usageOutcomes, usageTotals } from '../../gateway/billing/reports.js';
+import type { UsageGroup } from '../../gateway/billing/usage-reports.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { type NearestKey, OverviewPage } from './overview-pages.js';
 import type { PortalDeps } from './session.js';
 import { readWindow } from './window.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -21,9 +22,8 @@ const HOUR_MS = 3_600_000;
 export function overviewRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const overview = new Hono<GatewayEnv>();
   const { services } = deps;
-  overview.get('/', async (c) => {
+  overview.get('/', chargesWritten(services.applier), async (c) => {
     const actor = await deps.signedIn(c);
-    await services.applier.settled(2_000);
     const orgId = actor.orgId;
     const { window, error } = readWindow(c.req.query());
     const thisMonth = readWindow({ window: 'this-month' }).window;
@@ -34,13 +34,13 @@ export function overviewRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const [balance, spentThisMonth, spentLastMonth, days, keysUsed, modelsUsed, lastHour, monthByKey, keys] =
       await Promise.all([
         services.wallets.balance(orgId),
-        usageTotals(services.db, { orgId, from: thisMonth.from, to: thisMonth.to }),
-        usageTotals(services.db, { orgId, from: lastMonth.from, to: lastMonth.to }),
-        usageGroups(services.db, { ...scope, ...show.scope }, 'day'),
-        usageGroups(services.db, scope, 'key'),
-        usageGroups(services.db, scope, 'model'),
-        usageOutcomes(services.db, { orgId, from: new Date(now - HOUR_MS), to: new Date(now + 1_000) }),
-        usageGroups(services.db, { orgId, from: thisMonth.from, to: thisMonth.to }, 'key'),
+        services.usageReports.totals({ orgId, from: thisMonth.from, to: thisMonth.to }),
+        services.usageReports.totals({ orgId, from: lastMonth.from, to: lastMonth.to }),
+        services.usageReports.groups({ ...scope, ...show.scope }, 'day'),
+        services.usageReports.groups(scope, 'key'),
+        services.usageReports.groups(scope, 'model'),
+        services.usageReports.outcomes({ orgId, from: new Date(now - HOUR_MS), to: new Date(now + 1_000) }),
+        services.usageReports.groups({ orgId, from: thisMonth.from, to: thisMonth.to }, 'key'),
         services.keys.list(orgId),
       ]);
     return c.html(

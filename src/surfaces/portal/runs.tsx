@@ -39,8 +39,7 @@ export function runsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   runs.post('/:id/cancel', async (c) => {
     const actor = await deps.signedIn(c);
     deps.checkToken(actor, (await c.req.parseBody())._csrf);
-    const run = await services.runs.requestCancel(actor, c.req.param('id'));
-    services.runWorker.cancelHere(run.id);
+    const run = await services.runs.cancel(actor, c.req.param('id'), services.runWorker);
     return c.redirect(`/portal/runs/${run.id}?done=canceled`, 303);
   });
   return runs;

@@ -26,7 +26,8 @@ export function signInRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<Gateway
     const form = await c.req.parseBody();
     const email = typeof form.email === 'string' ? form.email.trim().slice(0, 254) : '';
     const password = typeof form.password === 'string' ? form.password : '';
-    // No password is longer: refused before any hashing (never cut to length, which would let a longer one in).
+    // No password is longer: refused before any hashing (never cut to length, which would let a
+    // longer one in).
     if (password.length > PASSWORD_MAX)
       return c.html(<SignInPage error={`Passwords are at most ${PASSWORD_MAX} characters.`} email={email} />, 400);
     try {

@@ -1,5 +1,5 @@
 import { formatAmount } from '../../gateway/billing/money.js';
-import type { UsageGroup, UsageRecord, UsageTotals } from '../../gateway/billing/reports.js';
+import type { UsageGroup, UsageRecord, UsageTotals } from '../../gateway/billing/usage-reports.js';
 import { Notice, Page, When } from './layout.js';
 import type { Viewer } from './layout.js';
 import { DayChart, type DayValue } from './chart.js';

@@ -1,20 +1,14 @@
 import { Readable } from 'node:stream';
 import { Hono } from 'hono';
 import { formatAmount } from '../../gateway/billing/money.js';
-import {
-  decodeCursor,
-  encodeCursor,
-  type UsageCursor,
-  usageGroups,
-  usageRequests,
-  usageTotals,
-} from '../../gateway/billing/reports.js';
+import { decodeCursor, encodeCursor, type UsageCursor } from '../../gateway/billing/usage-reports.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { csvStream } from '../../shared/http/csv.js';
 import { describeError } from '../../shared/http/log.js';
 import { UsagePage } from './usage-pages.js';
 import { readWindow } from './window.js';
 import type { PortalDeps } from './session.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 /**
  * Usage (`/portal/usage`) and its CSV twin (`/portal/usage.csv`): totals,
@@ -28,20 +22,20 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const usage = new Hono<GatewayEnv>();
   const { services } = deps;
   const projects = services.projects;
-  usage.get('/usage', async (c) => {
+  usage.get('/usage', chargesWritten(services.applier), async (c) => {
     const actor = await deps.signedIn(c);
-    // What the page shows includes this process's latest charges (they reach the database just after each answer).
-    await services.applier.settled(2_000);
+    // What the page shows includes this process's latest charges (they reach the database just
+    // after each answer).
     const { window, error } = readWindow(c.req.query());
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };
     const after = decodeCursor(c.req.query('after') ?? '') ?? undefined;
     const [totals, days, byKey, byModel, byProject, page, keys, projectRows] = await Promise.all([
-      usageTotals(services.db, scope),
-      usageGroups(services.db, scope, 'day'),
-      usageGroups(services.db, scope, 'key'),
-      usageGroups(services.db, scope, 'model'),
-      usageGroups(services.db, scope, 'project'),
-      usageRequests(services.db, { ...scope, limit: 50, after }),
+      services.usageReports.totals(scope),
+      services.usageReports.groups(scope, 'day'),
+      services.usageReports.groups(scope, 'key'),
+      services.usageReports.groups(scope, 'model'),
+      services.usageReports.groups(scope, 'project'),
+      services.usageReports.requests({ ...scope, limit: 50, after }),
       services.keys.list(actor.orgId),
       projects.list(actor, { offset: 0, limit: 100, sort: 'name' }),
     ]);
@@ -64,9 +58,8 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     );
   });
 
-  usage.get('/usage.csv', async (c) => {
+  usage.get('/usage.csv', chargesWritten(services.applier), async (c) => {
     const actor = await deps.signedIn(c);
-    await services.applier.settled(2_000);
     const { window } = readWindow(c.req.query());
     const keyNames = new Map((await services.keys.list(actor.orgId)).map((k) => [k.id, k.name]));
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };
@@ -117,7 +110,7 @@ async function writeUsageCsv(
 ): Promise<void> {
   let after: UsageCursor | undefined;
   do {
-    const page = await usageRequests(services.db, { ...scope, limit: 1_000, after });
+    const page = await services.usageReports.requests({ ...scope, limit: 1_000, after });
     for (const r of page.records) {
       const row = [
         r.createdAt.toISOString(),

@@ -1,11 +1,11 @@
 import { Hono } from 'hono';
-import { usageGroups } from '../../gateway/billing/reports.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { LEDGER_KINDS, type LedgerKind } from '../../shared/db/schema.js';
 import { dayValues } from './usage-pages.js';
 import { type LedgerFilters, WalletPage } from './wallet-pages.js';
 import type { PortalDeps } from './session.js';
 import { dateOf, readWindow } from './window.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 const LEDGER_PAGE = 50;
 const DAY_MS = 86_400_000;
@@ -21,9 +21,8 @@ const DAY_MS = 86_400_000;
 export function walletRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   const wallet = new Hono<GatewayEnv>();
   const { services } = deps;
-  wallet.get('/', async (c) => {
+  wallet.get('/', chargesWritten(services.applier), async (c) => {
     const actor = await deps.signedIn(c);
-    await services.applier.settled(2_000);
     const orgId = actor.orgId;
     const { filters, error } = ledgerFilters(c.req.query());
     const before = /^\d{1,15}$/.test(c.req.query('before') ?? '') ? Number(c.req.query('before')) : undefined;
@@ -42,7 +41,7 @@ export function walletRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         to: day ? new Date(day.getTime() + DAY_MS) : undefined,
       }),
       services.keys.list(orgId),
-      usageGroups(services.db, { orgId, from: month.from, to: month.to }, 'day'),
+      services.usageReports.groups({ orgId, from: month.from, to: month.to }, 'day'),
     ]);
     const query = (next: number) => new URLSearchParams({ ...filters, before: String(next) }).toString();
     return c.html(

@@ -13,7 +13,8 @@ import { CHAT } from '../../gateway/requests/chat.js';
  */
 export function chatRoutes(services: Services): Hono<GatewayEnv> {
   const chat = new Hono<GatewayEnv>();
-  // Billed routes authenticate in authorize(), in the same read as the model and its price; the wallet is checked by reserve().
+  // Billed routes authenticate in authorize(), in the same read as the model and its price; the
+  // wallet is checked by reserve().
   chat.post('/completions', (c) => serveBilled(c, services, CHAT));
   return chat;
 }

@@ -36,10 +36,10 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
       exposeHeaders: EXPOSED_HEADERS,
       maxAge: 600,
     });
-    // A browser sends Origin with every cross-origin request, and no cache keeps a POST's answer: a POST
-    // without one (an SDK, a server) has no use for CORS headers. Hono's cors writes them before the route
-    // runs, which makes the route's answer be copied into a second, full Response: about 7 % of a chat
-    // request's CPU (docs/benchmark.md#cpu-per-request).
+    // A browser sends Origin with every cross-origin request, and no cache keeps a POST's answer: a
+    // POST without one (an SDK, a server) has no use for CORS headers. Hono's cors writes them
+    // before the route runs, which makes the route's answer be copied into a second, full Response:
+    // about 7 % of a chat request's CPU (docs/benchmark.md#cpu-per-request).
     v1.use((c, next) =>
       c.req.method === 'POST' && headerOf(c, 'origin') === undefined ? next() : corsHeaders(c, next),
     );

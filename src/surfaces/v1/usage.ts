@@ -10,14 +10,12 @@ import {
   type UsageRecord,
   type UsageScope,
   type UsageTotals,
-  usageGroups,
-  usageRequests,
-  usageTotals,
-} from '../../gateway/billing/reports.js';
+} from '../../gateway/billing/usage-reports.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Services } from '../../services.js';
 import { requireKey } from '../../gateway/requests/auth.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 // Unknown parameters are ignored (z.object strips them); every known one is checked.
 const instant = z.string().transform((text, ctx) => {
@@ -73,8 +71,8 @@ export async function usageSummary(
   const query = readQuery(c, summaryQuery);
   const scope = scopeOf(orgId, query);
   const [totals, groups] = await Promise.all([
-    usageTotals(services.db, scope),
-    query.group_by ? usageGroups(services.db, scope, query.group_by) : Promise.resolve([]),
+    services.usageReports.totals(scope),
+    query.group_by ? services.usageReports.groups(scope, query.group_by) : Promise.resolve([]),
   ]);
   return c.json({
     object: 'usage.summary',
@@ -90,7 +88,7 @@ export async function usageSummary(
 /** GET /v1/usage/requests: the caller's organization's usage records, newest first, a page at a time. */
 async function usageRequestList(c: Context<GatewayEnv>, services: Services): Promise<Response> {
   const query = readQuery(c, requestsQuery);
-  const page = await usageRequests(services.db, {
+  const page = await services.usageReports.requests({
     ...scopeOf(c.get('caller').orgId, query),
     limit: query.limit,
     after: query.after,
@@ -186,7 +184,9 @@ function parseInstant(text: string): Date | null {
 export function usageRoutes(services: Services): Hono<GatewayEnv> {
   const usage = new Hono<GatewayEnv>();
   const auth = requireKey(services.keys);
-  usage.get('/summary', auth, (c) => usageSummary(c, services, c.get('caller').orgId));
-  usage.get('/requests', auth, (c) => usageRequestList(c, services));
+  usage.get('/summary', auth, chargesWritten(services.applier), (c) =>
+    usageSummary(c, services, c.get('caller').orgId),
+  );
+  usage.get('/requests', auth, chargesWritten(services.applier), (c) => usageRequestList(c, services));
   return usage;
 }

@@ -3,6 +3,7 @@ import { formatAmount } from '../../gateway/billing/money.js';
 import { requireKey } from '../../gateway/requests/auth.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { Services } from '../../services.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 /**
  * `GET /v1/wallet`: the balance of the key's own organization (never
@@ -14,7 +15,7 @@ import type { Services } from '../../services.js';
  */
 export function walletRoutes(services: Services): Hono<GatewayEnv> {
   const wallet = new Hono<GatewayEnv>();
-  wallet.get('/', requireKey(services.keys), async (c) => {
+  wallet.get('/', requireKey(services.keys), chargesWritten(services.applier), async (c) => {
     const balance = await services.wallets.balance(c.get('caller').orgId);
     return c.json({
       object: 'wallet',

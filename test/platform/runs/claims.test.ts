@@ -58,14 +58,14 @@ describe.skipIf(!ready)("a run's outcome and its claim", () => {
     const { owner, cluster, stackName } = await orgWithCluster(api as TestGateway);
     const queued = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x' } });
     expect(queued.status).toBe(201);
-    const claimed = await api.services.runs.claim('worker-self', 1000);
+    const claimed = await api.services.runs.claims.claim('worker-self', 1000);
     expect(claimed?.id).toBe(queued.body.id);
     return { owner, id: queued.body.id as string };
   }
 
   it('an outcome with a NUL in an output and in the failure is stored, escaped', async () => {
     const { owner, id } = await claimedRun();
-    const recorded = await api.services.runs.finish('worker-self', id, {
+    const recorded = await api.services.runs.claims.finish('worker-self', id, {
       state: 'FAILED',
       exitCode: 1,
       failure: 'bad\u0000end',
@@ -84,7 +84,7 @@ describe.skipIf(!ready)("a run's outcome and its claim", () => {
     const { owner, id } = await claimedRun();
     await until(
       'the claim has expired',
-      async () => (await api.services.runs.failAbandoned('worker-self', ['run_other'])).includes(id),
+      async () => (await api.services.runs.claims.failAbandoned('worker-self', ['run_other'])).includes(id),
       { timeout: 5000, interval: 200 },
     );
     expect((await owner('GET', `/runs/${id}`)).body).toMatchObject({

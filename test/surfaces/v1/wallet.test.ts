@@ -25,6 +25,23 @@ describe('GET /v1/wallet', () => {
     expect(await (await wallet(theirs.secret)).json()).toMatchObject({ balance: '99.00' });
   });
 
+  it('includes the charge of a call that just ended: read your writes, declared on the route', async () => {
+    const tenant = await gateway.tenant({ credit: '10.00' });
+    const chat = await fetch(`${gateway.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-chat', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 8 }),
+    });
+    expect(chat.status).toBe(200);
+    await chat.json();
+    // At once, with no wait for the charge to be written: the route waits for this replica's journaled charges.
+    const atOnce = (await (await wallet(tenant.secret)).json()) as { balance_nanos: string };
+    await gateway.charged();
+    const settled = (await (await wallet(tenant.secret)).json()) as { balance_nanos: string };
+    expect(BigInt(settled.balance_nanos)).toBeLessThan(10_000_000_000n);
+    expect(atOnce.balance_nanos).toBe(settled.balance_nanos);
+  });
+
   it('needs a valid key', async () => {
     expect((await wallet('tg-not-a-key')).status).toBe(401);
   });

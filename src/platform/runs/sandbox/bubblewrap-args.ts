@@ -1,12 +1,34 @@
 import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import type { BubblewrapOptions } from './bubblewrap.js';
 import { INSIDE, type RunFolder, SANDBOX_UID } from './inside.js';
 
+/** The programs the sandbox is built from, found on the gateway's PATH (Debian: bubblewrap, socat, util-linux). */
+export interface BubblewrapPrograms {
+  bwrap: string;
+  socat: string;
+  prlimit: string;
+  /** Only when the gateway is root: drops to the sandbox user before bwrap starts. */
+  setpriv: string | null;
+}
+
+export interface BubblewrapOptions {
+  programs: BubblewrapPrograms;
+  /** The host user the sandbox runs as; null: the gateway's own (it is not root). */
+  user: { uid: number; gid: number } | null;
+  cgroup: string;
+  bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
+  providerMirror?: string;
+  cliConfig?: string;
+  mounts: Array<{ host: string; sandbox: string; writable: boolean }>;
+  /** How often disk use and CPU time are checked against their bounds. */
+  checkEveryMs?: number;
+}
+
 /**
- * bwrap's arguments for one command of a run: new user, PID, network, IPC and UTS namespaces; user 65534 with no
- * capabilities; `/usr` and a few files of `/etc` read-only; the run's `work/` (and its `tmp/`) the only writable
- * places; the tool and the egress socket bound in; then the root and `/dev` remounted read-only.
+ * bwrap's arguments for one command of a run: new user, PID, network, IPC and UTS namespaces; user
+ * 65534 with no capabilities; `/usr` and a few files of `/etc` read-only; the run's `work/` (and
+ * its `tmp/`) the only writable places; the tool and the egress socket bound in; then the root and
+ * `/dev` remounted read-only.
  */
 export function bwrapArgs(
   run: { folder: RunFolder; tool: string; toolInside: string; options: BubblewrapOptions },
@@ -59,8 +81,9 @@ export function bwrapArgs(
   if (run.options.providerMirror) args.push('--ro-bind', run.options.providerMirror, INSIDE.providers);
   if (run.folder.cliConfig) args.push('--ro-bind', run.folder.cliConfig, INSIDE.cliConfig);
   for (const mount of run.options.mounts) args.push(mount.writable ? '--bind' : '--ro-bind', mount.host, mount.sandbox);
-  // Last, once every mount point is made: the root bwrap builds (a tmpfs the sandbox user owns, holding /etc, /opt,
-  // /run) and its /dev become read-only (device files stay usable); the mounts on them keep their own modes.
+  // Last, once every mount point is made: the root bwrap builds (a tmpfs the sandbox user owns,
+  // holding /etc, /opt, /run) and its /dev become read-only (device files stay usable); the mounts
+  // on them keep their own modes.
   args.push('--remount-ro', '/dev', '--remount-ro', '/', '--chdir', cwd);
   return args;
 }

@@ -1,7 +1,7 @@
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runTool, type ToolExit } from '../runner.js';
-import { bwrapArgs } from './bubblewrap-args.js';
+import { type BubblewrapOptions, type BubblewrapPrograms, bwrapArgs } from './bubblewrap-args.js';
 import { createRunCgroup, type RunCgroup } from './cgroup.js';
 import type { EgressProxy } from './egress.js';
 import {
@@ -18,27 +18,7 @@ import {
 } from './inside.js';
 import type { BoundName, RunSandbox, Sandbox, SandboxCommand, SandboxRequest } from './types.js';
 
-/** The programs the sandbox is built from, found on the gateway's PATH (Debian: bubblewrap, socat, util-linux). */
-export interface BubblewrapPrograms {
-  bwrap: string;
-  socat: string;
-  prlimit: string;
-  /** Only when the gateway is root: drops to the sandbox user before bwrap starts. */
-  setpriv: string | null;
-}
-
-export interface BubblewrapOptions {
-  programs: BubblewrapPrograms;
-  /** The host user the sandbox runs as; null: the gateway's own (it is not root). */
-  user: { uid: number; gid: number } | null;
-  cgroup: string;
-  bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
-  providerMirror?: string;
-  cliConfig?: string;
-  mounts: Array<{ host: string; sandbox: string; writable: boolean }>;
-  /** How often disk use and CPU time are checked against their bounds. */
-  checkEveryMs?: number;
-}
+export type { BubblewrapOptions, BubblewrapPrograms } from './bubblewrap-args.js';
 
 /**
  * Runs each command of a run with bubblewrap: new user, mount, PID, network,
@@ -139,7 +119,8 @@ class BubblewrapRun implements RunSandbox {
       '--',
       ...inner,
     ];
-    // The first process joins the run's cgroup before anything else runs, so every process after it is counted.
+    // The first process joins the run's cgroup before anything else runs, so every process after it
+    // is counted.
     const join = `${this.cgroup.procsFiles.map((file) => `echo $$ > '${file}'`).join(' && ')} && exec "$@"`;
     return runTool({
       bin: '/bin/sh',
@@ -150,7 +131,8 @@ class BubblewrapRun implements RunSandbox {
       killGraceMs: command.killGraceMs,
       onOutput: command.onOutput,
       onStdout: command.onStdout,
-      // SIGINT to the run's processes as a terminal's Ctrl-C would, but not to bwrap's own: the outer one would die and take the namespace, and the tool, down at once.
+      // SIGINT to the run's processes as a terminal's Ctrl-C would, but not to bwrap's own: the
+      // outer one would die and take the namespace, and the tool, down at once.
       stop: {
         interrupt: () => this.cgroup.signalAll('SIGINT', (name) => name !== 'bwrap'),
         kill: () => this.cgroup.killAll(),
@@ -159,7 +141,8 @@ class BubblewrapRun implements RunSandbox {
   }
 
   async exceeded(): Promise<BoundName[]> {
-    // A periodic check under way may have measured before the tool's last write: wait for it, then measure again.
+    // A periodic check under way may have measured before the tool's last write: wait for it, then
+    // measure again.
     await this.checking;
     await this.check();
     const counts = await this.cgroup.counts();
@@ -193,7 +176,8 @@ class BubblewrapRun implements RunSandbox {
         this.diskExceeded = true;
       if (!this.cpuExceeded && (await this.cgroup.counts()).cpuSeconds >= this.options.bounds.cpuSeconds)
         this.cpuExceeded = true;
-      // Once, when first gone over: the short read of the state that follows is not killed in its turn.
+      // Once, when first gone over: the short read of the state that follows is not killed in its
+      // turn.
       if (!before && (this.diskExceeded || this.cpuExceeded)) await this.cgroup.killAll();
     } catch {
       // the folder is being removed

@@ -73,7 +73,8 @@ export class SandboxChooser {
     const why = await dockerReady(docker, config.image, config.dockerHost);
     if (why === null) return this.tried(this.dockerSandbox(docker));
     if (config.sandbox === 'docker') return why;
-    // auto: bubblewrap, and when it cannot be had either, both reasons (the operator may fix either).
+    // auto: bubblewrap, and when it cannot be had either, both reasons (the operator may fix
+    // either).
     const bubblewrap = await this.bubblewrap().catch(
       (error: unknown) =>
         `bubblewrap could not be set up (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`,

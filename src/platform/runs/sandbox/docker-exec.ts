@@ -5,11 +5,13 @@ import type Docker from 'dockerode';
 import type { ToolExit } from '../runner.js';
 import type { SandboxCommand } from './types.js';
 
-// One command's `docker exec` in a run's container, as the run sees it: its output, and how it ended.
+// One command's `docker exec` in a run's container, as the run sees it: its output, and how it
+// ended.
 
 /**
- * Relays an exec's output until its stream ends: Docker's multiplexed frames split into stdout and stderr, decoded as
- * UTF-8 across chunk boundaries into `onOutput`; stdout goes raw to `onStdout` instead when the command reads it.
+ * Relays an exec's output until its stream ends: Docker's multiplexed frames split into stdout and
+ * stderr, decoded as UTF-8 across chunk boundaries into `onOutput`; stdout goes raw to `onStdout`
+ * instead when the command reads it.
  */
 export async function relayOutput(
   modem: Docker['modem'],
@@ -41,7 +43,8 @@ export async function relayOutput(
 
 /** How an exec ended, from its exit code (null: unknown, as after a kill). */
 export function exitOf(code: number | null, stopped: boolean): ToolExit {
-  // A process ended by a signal exits 128 + its number; a stopped command's is told as the signal, as runTool does.
+  // A process ended by a signal exits 128 + its number; a stopped command's is told as the signal,
+  // as runTool does.
   if (code === null || (stopped && code > 128))
     return { code: null, signal: signalName(code === null ? constants.signals.SIGKILL : code - 128) };
   return { code, signal: null };

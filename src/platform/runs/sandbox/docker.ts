@@ -3,7 +3,7 @@ import type Docker from 'dockerode';
 import type { ToolExit } from '../runner.js';
 import { cgroupOfProcess, type CgroupCounts } from './cgroup.js';
 import { exitOf, relayOutput } from './docker-exec.js';
-import { RUN_LABELS, runContainerSpec } from './docker-spec.js';
+import { type DockerSandboxOptions, RUN_LABELS, runContainerSpec } from './docker-spec.js';
 import type { EgressProxy } from './egress.js';
 import {
   bytesUsed,
@@ -17,26 +17,7 @@ import {
 } from './inside.js';
 import type { BoundName, RunSandbox, Sandbox, SandboxCommand, SandboxRequest } from './types.js';
 
-export interface DockerSandboxOptions {
-  /** The engine on this machine (a run's folder is bind-mounted: the engine must see the gateway's files). */
-  docker: Docker;
-  /** The runner image: the tool (`tofu` or `terraform`), a shell and coreutils, socat (compose/runner.Dockerfile). */
-  image: string;
-  /** The host user the container runs as: the sandbox user when the gateway is root, else the gateway's own (it owns `work/`). */
-  user: { uid: number; gid: number };
-  /** Whether `work/` is handed to `user` (the gateway is root). */
-  chown: boolean;
-  bounds: { memoryBytes: number; processes: number; cpus: number; cpuSeconds: number; diskBytes: number };
-  providerMirror?: string;
-  cliConfig?: string;
-  mounts: Array<{ host: string; sandbox: string; writable: boolean }>;
-  /** A container outliving its gateway ends itself after this long (the run timeout and the kill grace, with room). */
-  lifetimeSeconds: number;
-  /** How often disk use and CPU time are checked against their bounds. */
-  checkEveryMs?: number;
-  /** The gateway's log: told once when the bounds the gateway enforces from a container's cgroup cannot be (BLIND_CGROUP). */
-  warn?: (message: string) => void;
-}
+export type { DockerSandboxOptions } from './docker-spec.js';
 
 export { RUN_LABELS };
 
@@ -102,7 +83,8 @@ export class DockerSandbox implements Sandbox {
     try {
       await handSocketTo(folder.socket, options.chown ? options.user : null);
       container = await options.docker.createContainer(runContainerSpec(options, request, folder));
-      // Attached before it starts: its main process ends when this stream closes (the gateway went away).
+      // Attached before it starts: its main process ends when this stream closes (the gateway went
+      // away).
       const stdin = await container.attach({ stream: true, stdin: true, stdout: false, stderr: false, hijack: true });
       await container.start();
       const info = await container.inspect();
@@ -151,7 +133,8 @@ class DockerRun implements RunSandbox {
 
   async exec(command: SandboxCommand): Promise<ToolExit> {
     if (command.signal.aborted) return { code: null, signal: 'SIGINT', error: 'stopped before it started' };
-    // Each command writes its shell's pid (the tool's, after exec) where a stop finds it: signals go from inside the container.
+    // Each command writes its shell's pid (the tool's, after exec) where a stop finds it: signals
+    // go from inside the container.
     const pidFile = `/tmp/.tollgate-command-${++this.commands}.pid`;
     const tool = path.basename(this.request.tool);
     let killTimer: NodeJS.Timeout | undefined;
@@ -161,7 +144,8 @@ class DockerRun implements RunSandbox {
     };
     try {
       const exec = await this.container.exec({
-        // Docker adds HOSTNAME to every process's environment: the tool gets the run's environment only, as in bubblewrap.
+        // Docker adds HOSTNAME to every process's environment: the tool gets the run's environment
+        // only, as in bubblewrap.
         Cmd: [
           'env',
           '-u',
@@ -196,7 +180,8 @@ class DockerRun implements RunSandbox {
   }
 
   async exceeded(): Promise<BoundName[]> {
-    // A periodic check under way may have measured before the tool's last write: wait for it, then measure again.
+    // A periodic check under way may have measured before the tool's last write: wait for it, then
+    // measure again.
     await this.checking;
     await this.check();
     const counts = await this.counts();
@@ -212,8 +197,9 @@ class DockerRun implements RunSandbox {
     clearInterval(this.checker);
     this.stdin.end();
     (this.stdin as NodeJS.ReadWriteStream & { destroy?(): void }).destroy?.();
-    // Gone when this answers. A refusal is waited out, asking again each second: a removal that met AutoRemove's
-    // failed ("Could not kill running container") and left it "Removal In Progress" until asked again.
+    // Gone when this answers. A refusal is waited out, asking again each second: a removal that met
+    // AutoRemove's failed ("Could not kill running container") and left it "Removal In Progress"
+    // until asked again.
     const removed = await this.container.remove({ force: true }).then(
       () => true,
       (error: { statusCode?: number }) => error.statusCode === 404,
@@ -239,7 +225,8 @@ class DockerRun implements RunSandbox {
 
   private async counts(): Promise<CgroupCounts> {
     if (!this.group) {
-      // The container's cgroup is not visible from here (the gateway in another PID namespace): Docker's own word on memory.
+      // The container's cgroup is not visible from here (the gateway in another PID namespace):
+      // Docker's own word on memory.
       const oom = await this.container.inspect().then(
         (info) => info.State.OOMKilled,
         () => false,

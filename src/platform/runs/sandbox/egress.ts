@@ -134,7 +134,8 @@ async function allowedAddress(target: { host: string; port: number }, policy: Eg
   const { address } = await lookup(target.host);
   const range = rangeOf(address);
   if (range === 'linkLocal' || range === 'unspecified') return null;
-  // A registry name that resolves to this host's loopback is refused; an operator's node on loopback is the operator's choice.
+  // A registry name that resolves to this host's loopback is refused; an operator's node on
+  // loopback is the operator's choice.
   if (!node && range === 'loopback' && !ipaddr.isValid(target.host)) return null;
   return address;
 }

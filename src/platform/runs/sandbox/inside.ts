@@ -110,7 +110,8 @@ export async function prepareRunFolder(
   }
   const inCtl = path.join(ctl, 'egress.sock');
   if (Buffer.byteLength(inCtl) <= SOCKET_PATH_BYTES) return { work, ctl, socket: inCtl, socketDir: null, cliConfig };
-  // 0711: bwrap, run as the sandbox user, reaches the socket to mount it, and no one lists the folder.
+  // 0711: bwrap, run as the sandbox user, reaches the socket to mount it, and no one lists the
+  // folder.
   const socketDir = await mkdtemp('/tmp/tollgate-');
   await chmod(socketDir, 0o711);
   return { work, ctl, socket: path.join(socketDir, 'egress.sock'), socketDir, cliConfig };
@@ -167,8 +168,9 @@ export async function bytesUsed(folder: string): Promise<number> {
       if (entry.isDirectory()) stack.push(child);
       else
         total += await lstat(child).then(
-          // The larger of what is allocated and the file's length: blocks just written may not be counted yet (delayed
-          // allocation), and a file cut at RLIMIT_FSIZE is exactly the bound long.
+          // The larger of what is allocated and the file's length: blocks just written may not be
+          // counted yet (delayed allocation), and a file cut at RLIMIT_FSIZE is exactly the bound
+          // long.
           (stat) => Math.max(stat.blocks * 512, stat.size),
           () => 0,
         );

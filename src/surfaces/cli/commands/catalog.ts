@@ -17,9 +17,9 @@ import {
 // tokens, as decimal strings.
 //
 // @example
-// tollgate models --api-key sk-gw-...
-// tollgate models add --id qwen-7b --name "Qwen 7B" --hf-repo Qwen/Qwen2.5-7B-Instruct --task chat --context-length 32768
-// tollgate prices set --model qwen-7b --input 0.15 --output 0.60
+// tollgate models --api-key sk-gw-... tollgate models add --id qwen-7b --name "Qwen 7B" --hf-repo
+// Qwen/Qwen2.5-7B-Instruct --task chat --context-length 32768 tollgate prices set --model qwen-7b
+// --input 0.15 --output 0.60
 
 const price = (m: ModelView) => (m.price ? `${m.price.input_per_million} / ${m.price.output_per_million}` : 'no price');
 

@@ -10,8 +10,9 @@ import { type Command, STRING } from './command.js';
 // $TOLLGATE_API_KEY); the operator's hardware is in `nodes.ts`.
 //
 // @example
-// tollgate clusters create --name training --profile a100x8 --nodes 2 --domain train.example.com --api-key sk-gw-...
-// tollgate runs apply cls_... --stack monitoring --inputs '{"retention_days": 30}'
+// tollgate clusters create --name training --profile a100x8 --nodes 2 --domain train.example.com
+// --api-key sk-gw-... tollgate runs apply cls_... --stack monitoring --inputs '{"retention_days":
+// 30}'
 
 type ClusterView = ReturnType<typeof clusterView>;
 type RunView = ReturnType<typeof runView>;

@@ -34,8 +34,9 @@ export interface Command<T = unknown> {
   /** How many positional arguments it takes (an id), 0 when absent. */
   positionals?: number;
   /**
-   * 'public': the gateway's `/v1` API with an API key (`--api-key`, TOLLGATE_API_KEY), not the operator token.
-   * 'key-or-operator': `/v1` when a key is given (`--api-key`, else TOLLGATE_API_KEY unless `--token` is), else `/admin/v1`; the path is the same under both.
+   * 'public': the gateway's `/v1` API with an API key (`--api-key`, TOLLGATE_API_KEY), not the
+   * operator token. 'key-or-operator': `/v1` when a key is given (`--api-key`, else
+   * TOLLGATE_API_KEY unless `--token` is), else `/admin/v1`; the path is the same under both.
    */
   api?: 'admin' | 'public' | 'key-or-operator';
   request(args: Args, input: Input): ApiRequest | ApiRequest[] | Promise<ApiRequest | ApiRequest[]>;

@@ -10,8 +10,8 @@ import { type Command, type List, STRING } from './command.js';
 // sent as the decimal strings typed; the gateway checks them.
 //
 // @example
-// tollgate rate-cards add --profile a100x8 --currency USD --node-hour 2.50 --gpu-hour 0.40 --from 2026-11-01
-// tollgate conversion-rates set --base USD --quote EUR --date 2026-11-01 --rate 0.92
+// tollgate rate-cards add --profile a100x8 --currency USD --node-hour 2.50 --gpu-hour 0.40 --from
+// 2026-11-01 tollgate conversion-rates set --base USD --quote EUR --date 2026-11-01 --rate 0.92
 // tollgate costs report --month 2026-11
 
 type RateCardView = ReturnType<typeof rateCardView>;

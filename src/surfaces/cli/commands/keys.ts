@@ -1,3 +1,4 @@
+import { KEY_LIMIT_MAX } from '../../../gateway/keys/bounds.js';
 import type { Args } from '../args.js';
 import { UsageError } from '../errors.js';
 import { segment } from '../client.js';
@@ -5,22 +6,20 @@ import { date, fields, limit, table } from '../output.js';
 import { BOOLEAN, type Command, type KeyView, type List, STRING } from './command.js';
 
 // `keys create|list|show|update|revoke`. Limits are checked here with the
-// API's bounds; "unlimited" clears a token limit (null in the API).
+// API's bounds (gateway/keys/bounds.ts); "unlimited" clears a token limit (null in the API).
 //
 // @example
-// tollgate keys create --org org_123 --name ci --user usr_456 --expiry 30d --rpm 120 --tpm unlimited
-
-const MAX_RATE = 1_000_000;
-const MAX_TPM = 2_147_483_647;
+// tollgate keys create --org org_123 --name ci --user usr_456 --expiry 30d --rpm 120 --tpm
+// unlimited
 
 const limitOptions = { name: STRING, rpm: STRING, concurrency: STRING, tpm: STRING, 'monthly-tokens': STRING };
 
 function limits(a: Args) {
   return {
-    requests_per_minute: a.int('rpm', 1, MAX_RATE),
-    max_concurrency: a.int('concurrency', 1, MAX_RATE),
-    tokens_per_minute: a.limit('tpm', MAX_TPM),
-    monthly_tokens: a.limit('monthly-tokens', Number.MAX_SAFE_INTEGER),
+    requests_per_minute: a.int('rpm', 1, KEY_LIMIT_MAX.requests_per_minute),
+    max_concurrency: a.int('concurrency', 1, KEY_LIMIT_MAX.max_concurrency),
+    tokens_per_minute: a.limit('tpm', KEY_LIMIT_MAX.tokens_per_minute),
+    monthly_tokens: a.limit('monthly-tokens', KEY_LIMIT_MAX.monthly_tokens),
   };
 }
 

@@ -4,8 +4,9 @@
 // echo off, twice.
 //
 // @example
-// printf '%s\n' "$PASSWORD" | tollgate users create --org org_123 --name Ada --email ada@example.com --password-stdin
-// tollgate users update usr_123 --role admin --platform-admin false
+// printf '%s\n' "$PASSWORD" | tollgate users create --org org_123 --name Ada --email
+// ada@example.com --password-stdin tollgate users update usr_123 --role admin --platform-admin
+// false
 import type { Role } from '../../../shared/db/schema.js';
 import type { Args } from '../args.js';
 import { segment } from '../client.js';

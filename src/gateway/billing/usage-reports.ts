@@ -2,7 +2,7 @@ import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { apiKeys, usageRecords } from '../../shared/db/schema.js';
 
-// Usage reports of one organization, read from its usage records. Every sum is
+// Usage reports of one organization (or every one), read from its usage records. Every sum is
 // taken in SQL and read back as text, so token counts and money (bigint nanos)
 // never pass through a float.
 
@@ -65,10 +65,10 @@ const utcMicros = sql<string>`to_char(${usageRecords.createdAt} at time zone 'UT
  * Request count, cache hits, tokens and cost of every record in scope, in one query.
  *
  * @example
- * const totals = await usageTotals(db, { orgId, from: new Date('2026-01-01'), to: new Date() });
+ * const totals = await reports.totals({ orgId, from: new Date('2026-01-01'), to: new Date() });
  * formatAmount(totals.cost); // '0.0123'
  */
-export async function usageTotals(db: Database, scope: UsageScope): Promise<UsageTotals> {
+async function usageTotals(db: Database, scope: UsageScope): Promise<UsageTotals> {
   const [row] = await db.select(totalsColumns).from(usageRecords).where(scopeWhere(scope));
   return toTotals(row!);
 }
@@ -78,10 +78,10 @@ export async function usageTotals(db: Database, scope: UsageScope): Promise<Usag
  * day, in one query. Days come in date order; the others by cost, largest first.
  *
  * @example
- * const groups = await usageGroups(db, { orgId, from, to }, 'key');
+ * const groups = await reports.groups({ orgId, from, to }, 'key');
  * // [{ by: 'key', keyId: 'key_…', keyName: 'ci', requests: 3, cost: 4500n, … }]
  */
-export async function usageGroups(db: Database, scope: UsageScope, grouping: UsageGrouping): Promise<UsageGroup[]> {
+async function usageGroups(db: Database, scope: UsageScope, grouping: UsageGrouping): Promise<UsageGroup[]> {
   const where = scopeWhere(scope);
   switch (grouping) {
     case 'model': {
@@ -146,9 +146,9 @@ export async function usageGroups(db: Database, scope: UsageScope, grouping: Usa
  * Refusals before a model was called (limits, an empty wallet) leave no record.
  *
  * @example
- * const lastHour = await usageOutcomes(db, { orgId, from: new Date(Date.now() - 3_600_000), to: new Date() });
+ * const lastHour = await reports.outcomes({ orgId, from: new Date(Date.now() - 3_600_000), to: new Date() });
  */
-export async function usageOutcomes(db: Database, scope: UsageScope): Promise<{ requests: number; errors: number }> {
+async function usageOutcomes(db: Database, scope: UsageScope): Promise<{ requests: number; errors: number }> {
   const [row] = await db
     .select({
       requests: sql<string>`count(*)::text`,
@@ -164,9 +164,9 @@ export async function usageOutcomes(db: Database, scope: UsageScope): Promise<{ 
  * one index lookup per key (`usage_key_time_idx`); keys never used are absent.
  *
  * @example
- * const lastUse = await keysLastUsed(db, orgId); // Map { 'key_…' => 2026-11-22T10:04:00Z }
+ * const lastUse = await reports.keysLastUsed(orgId); // Map { 'key_…' => 2026-11-22T10:04:00Z }
  */
-export async function keysLastUsed(db: Database, orgId: string): Promise<Map<string, Date>> {
+async function keysLastUsed(db: Database, orgId: string): Promise<Map<string, Date>> {
   const rows = await db
     // Qualified by hand: inside the subquery an unqualified "id" would be the usage record's.
     .select({
@@ -185,16 +185,17 @@ export async function keysLastUsed(db: Database, orgId: string): Promise<Map<str
  * `after` when given. Keyset pagination: a page costs the same however deep it is.
  *
  * @example
- * const first = await usageRequests(db, { orgId, from, to, limit: 50 });
- * const next = first.hasMore ? await usageRequests(db, { orgId, from, to, limit: 50, after: first.next! }) : null;
+ * const first = await reports.requests({ orgId, from, to, limit: 50 });
+ * const next = first.hasMore ? await reports.requests({ orgId, from, to, limit: 50, after: first.next! }) : null;
  */
-export async function usageRequests(
+async function usageRequests(
   db: Database,
   { limit, after, ...scope }: UsageScope & { limit: number; after?: UsageCursor },
 ): Promise<{ records: UsageRecord[]; hasMore: boolean; next: UsageCursor | null }> {
   const conditions = [scopeWhere(scope)];
   if (after) {
-    // The plain bound lets the (org_id, created_at) index stop the scan; the row comparison breaks ties by id.
+    // The plain bound lets the (org_id, created_at) index stop the scan; the row comparison breaks
+    // ties by id.
     conditions.push(
       lte(usageRecords.createdAt, sql`${after.createdAt}::timestamptz`),
       sql`(${usageRecords.createdAt}, ${usageRecords.id}) < (${after.createdAt}::timestamptz, ${after.id})`,
@@ -251,8 +252,40 @@ export function decodeCursor(text: string): UsageCursor | null {
   const createdAt = decoded.slice(0, comma);
   const id = decoded.slice(comma + 1);
   if (comma < 0 || !CURSOR_TIME.test(createdAt) || !/^[\x21-\x7e]{1,200}$/.test(id)) return null;
-  // Round-trip through Date so a forged cursor cannot name a day that does not exist (PostgreSQL would refuse it).
+  // Round-trip through Date so a forged cursor cannot name a day that does not exist (PostgreSQL
+  // would refuse it).
   const ms = Date.parse(createdAt);
   if (!(ms >= 0) || new Date(ms).toISOString().slice(0, 19) !== createdAt.slice(0, 19)) return null;
   return { createdAt, id };
+}
+
+/**
+ * Usage reports, the service the surfaces read them from (the API's and the
+ * operator's summaries, the portal's pages): each method is one query above.
+ *
+ * @example
+ * const totals = await services.usageReports.totals({ orgId, from, to });
+ */
+export class UsageReports {
+  constructor(private readonly db: Database) {}
+
+  totals(scope: UsageScope): Promise<UsageTotals> {
+    return usageTotals(this.db, scope);
+  }
+
+  groups(scope: UsageScope, grouping: UsageGrouping): Promise<UsageGroup[]> {
+    return usageGroups(this.db, scope, grouping);
+  }
+
+  outcomes(scope: UsageScope): Promise<{ requests: number; errors: number }> {
+    return usageOutcomes(this.db, scope);
+  }
+
+  keysLastUsed(orgId: string): Promise<Map<string, Date>> {
+    return keysLastUsed(this.db, orgId);
+  }
+
+  requests(page: UsageScope & { limit: number; after?: UsageCursor }): ReturnType<typeof usageRequests> {
+    return usageRequests(this.db, page);
+  }
 }
