@@ -1,3 +1,5 @@
+import { agentScenarios } from './agent-scenarios.js';
+
 /** One kind of request the benches send: a route, whether it streams, and its body. */
 export interface Scenario {
   name: string;
@@ -10,6 +12,8 @@ export interface Scenario {
    * the gateway makes of it. A relay that passes bytes through (the floor, Portkey) cannot run such a scenario.
    */
   direct?: { path: string; body: Record<string, unknown> };
+  /** Run only when `--scenarios` names it (or `agents`): the agent-sized bodies of bench/agent-scenarios.ts. */
+  onlyWhenNamed?: boolean;
 }
 
 /**
@@ -90,5 +94,6 @@ export function allScenarios(tokens: number): Scenario[] {
         },
       },
     },
+    ...agentScenarios(tokens),
   ];
 }
