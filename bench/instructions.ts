@@ -101,6 +101,9 @@ async function main(): Promise<void> {
       '0',
       '--default-max-tokens',
       '64',
+      // A context that holds the agent scenarios' 200 KB prompts (bench/agent-scenarios.ts).
+      '--max-model-len',
+      '262144',
     ];
     const sim = startBuilt(
       'simulator',

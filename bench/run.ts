@@ -21,6 +21,8 @@ import { provision } from './setup.js';
 import { startOtlpSink } from './otlp-sink.js';
 import { ADMIN_TOKEN, cleanEnv, gatewayEnv } from './gateway-env.js';
 import { allScenarios, type Scenario } from './scenarios.js';
+import { AGENT_SCENARIOS } from './agent-scenarios.js';
+import { formatAgentTable } from './agent-report.js';
 
 /**
  * `npm run bench`: the gateway's cost as a ratio against the same load sent
@@ -114,12 +116,14 @@ function readSettings(): Omit<Settings, 'store' | 'limits'> {
 /** The scenarios `--scenarios` names (all by default). */
 function scenarios(settings: Settings): Scenario[] {
   const all = allScenarios(settings.tokens);
-  const unknown = settings.only?.filter((name) => !all.some((scenario) => scenario.name === name)) ?? [];
+  // `agents` names the agent-sized scenarios (bench/agent-scenarios.ts), which run only when named.
+  const only = settings.only?.flatMap((name) => (name === 'agents' ? AGENT_SCENARIOS : [name])) ?? null;
+  const unknown = only?.filter((name) => !all.some((scenario) => scenario.name === name)) ?? [];
   if (unknown.length > 0)
     throw new Error(
       `--scenarios: unknown ${unknown.join(', ')} (known: ${all.map((scenario) => scenario.name).join(', ')})`,
     );
-  return all.filter((scenario) => settings.only === null || settings.only.includes(scenario.name));
+  return all.filter((scenario) => (only === null ? !scenario.onlyWhenNamed : only.includes(scenario.name)));
 }
 
 async function main(): Promise<number> {
@@ -168,8 +172,8 @@ async function main(): Promise<number> {
       String(settings.itlMs),
     ];
     simArgs.push('--default-max-tokens', String(settings.tokens));
-    // Room for the 200,000-character prompt of chat-json-200k (about 44,000 of the simulator's tokens).
-    simArgs.push('--max-model-len', '65536');
+    // A context that holds the agent scenarios' 200 KB prompts (the simulator's default is 4,096 tokens).
+    simArgs.push('--max-model-len', '262144');
     if (settings.dimensions !== null) simArgs.push('--embedding-dimensions', String(settings.dimensions));
     const sim = startBuilt('simulator', 'dist/sim/main.js', simArgs, { cwd: ROOT, env: cleanEnv() });
     children.push(sim);
@@ -386,6 +390,8 @@ async function main(): Promise<number> {
     }
     if (results.some((r) => r.cpu))
       process.stdout.write(`\n${formatCpuSummary(results, floorResults, portkeyResults, rulesResults)}\n`);
+    const agents = formatAgentTable(results, floorResults, settings.tokens);
+    if (agents) process.stdout.write(`\n${agents}\n`);
     const json = {
       date: new Date().toISOString(),
       node: process.version,

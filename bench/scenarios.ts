@@ -1,3 +1,5 @@
+import { agentScenarios } from './agent-scenarios.js';
+
 /** One kind of request the benches send: a route, whether it streams, and its body. */
 export interface Scenario {
   name: string;
@@ -10,6 +12,8 @@ export interface Scenario {
    * the gateway makes of it. A relay that passes bytes through (the floor, Portkey) cannot run such a scenario.
    */
   direct?: { path: string; body: Record<string, unknown> };
+  /** Run only when `--scenarios` names it (or `agents`): the agent-sized bodies of bench/agent-scenarios.ts. */
+  onlyWhenNamed?: boolean;
 }
 
 /**
@@ -34,16 +38,8 @@ export function allScenarios(tokens: number): Scenario[] {
     'Toll roads charge per use.',
     'Gateways meter every request.',
   ];
-  // An agent's turn: a prompt of 200,000 characters (issue 50: what the path costs per KB of body).
-  const longChat = {
-    model: 'sim-chat',
-    messages: [{ role: 'user', content: 'Toll roads charge per use. '.repeat(7_408) }],
-    max_tokens: tokens,
-    ignore_eos: true,
-  };
   return [
     { name: 'chat-json', path: '/v1/chat/completions', stream: false, body: chat },
-    { name: 'chat-json-200k', path: '/v1/chat/completions', stream: false, body: longChat },
     { name: 'chat-stream', path: '/v1/chat/completions', stream: true, body: { ...chat, stream: true } },
     { name: 'embeddings', path: '/v1/embeddings', stream: false, body: { model: 'sim-embed', input } },
     {
@@ -98,5 +94,6 @@ export function allScenarios(tokens: number): Scenario[] {
         },
       },
     },
+    ...agentScenarios(tokens),
   ];
 }
