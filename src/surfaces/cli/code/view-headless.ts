@@ -59,6 +59,8 @@ export function headlessView(
         cost_nanos: f.costNanos?.toString() ?? null,
         currency: f.currency,
         request_id: f.requestId,
+        max_tokens: f.maxTokens,
+        worst_case_nanos: f.worstNanos?.toString() ?? null,
       });
       say(figuresLine(f));
     },
