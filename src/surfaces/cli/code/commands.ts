@@ -3,16 +3,19 @@ import { isMode, MODES } from './approval.js';
 import { money } from './gateway.js';
 import type { Agent } from './loop.js';
 import { projectContext } from './context.js';
+import { clean } from './render.js';
 
 export const HELP = `Commands:
   /help              this list
   /model [ID]        list the models this key can call, or switch to one
   /mode [MODE]       show or switch the approval mode: ask, auto-edit, yolo, plan
   /cost              this session's tokens and cost (the key's usage records), and the wallet's balance
+  /expand [N]        the whole result of the last tool call (or the Nth last)
   /clear             start a new session (the old one stays on disk)
   /compact           summarise the conversation now, to free the model context
   /exit              leave (Ctrl-C twice, or Ctrl-D, also leaves)
-Ctrl-C cancels the answer or command under way.`;
+Ctrl-C cancels the answer or command under way. Ctrl-J or Alt-Enter: a new line; a paste stays one message.
+@path attaches a file of the project (Tab completes the path).`;
 
 /**
  * A slash command typed at the prompt. Answers 'exit' to leave; what it
@@ -50,6 +53,11 @@ export async function slashCommand(
       agent.session = store.create(tools.root, agent.model);
       agent.session.messages.push({ role: 'system', content: await projectContext(tools.root, tools.limits) });
       say(`new session ${agent.session.id}`);
+      return undefined;
+    }
+    case '/expand': {
+      const entry = agent.toolLog.at(-(Number(argument) || 1));
+      say(entry ? `● ${clean(entry.title)}\n${clean(entry.result)}` : 'no tool call to expand yet');
       return undefined;
     }
     case '/compact':

@@ -37,6 +37,8 @@ const CUT_CALL =
 export class Agent {
   /** Prompt tokens of the last call and how many messages it covered: the base of the context estimate. */
   private measured = { promptTokens: 0, messages: 0 };
+  /** The tool calls of this run and their results, for `/expand` (kept in memory only, the last 50). */
+  readonly toolLog: { title: string; result: string }[] = [];
 
   constructor(
     readonly deps: AgentDeps,
@@ -174,6 +176,8 @@ export class Agent {
       if (verdict.outcome === 'ask' && !(await view.ask(verdict.question, signal)))
         throw new ToolRefusal('the user declined this call');
       const result = await call.run(signal);
+      this.toolLog.push({ title: call.title, result });
+      if (this.toolLog.length > 50) this.toolLog.shift();
       view.toolResult(name, result, true);
       return result;
     } catch (error) {
