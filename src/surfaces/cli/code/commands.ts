@@ -1,17 +1,21 @@
+import { pricePerMillion } from '../../../gateway/billing/money.js';
 import { isMode, MODES } from './approval.js';
 import { money } from './gateway.js';
 import type { Agent } from './loop.js';
 import { projectContext } from './context.js';
+import { clean } from './render.js';
 
 export const HELP = `Commands:
   /help              this list
   /model [ID]        list the models this key can call, or switch to one
   /mode [MODE]       show or switch the approval mode: ask, auto-edit, yolo, plan
-  /cost              this session's tokens and cost, and the wallet's balance
+  /cost              this session's tokens and cost (the key's usage records), and the wallet's balance
+  /expand [N]        the whole result of the last tool call (or the Nth last)
   /clear             start a new session (the old one stays on disk)
   /compact           summarise the conversation now, to free the model context
   /exit              leave (Ctrl-C twice, or Ctrl-D, also leaves)
-Ctrl-C cancels the answer or command under way.`;
+Ctrl-C cancels the answer or command under way. Ctrl-J or Alt-Enter: a new line; a paste stays one message.
+@path attaches a file of the project (Tab completes the path).`;
 
 /**
  * A slash command typed at the prompt. Answers 'exit' to leave; what it
@@ -51,6 +55,11 @@ export async function slashCommand(
       say(`new session ${agent.session.id}`);
       return undefined;
     }
+    case '/expand': {
+      const entry = agent.toolLog.at(-(Number(argument) || 1));
+      say(entry ? `● ${clean(entry.title)}\n${clean(entry.result)}` : 'no tool call to expand yet');
+      return undefined;
+    }
     case '/compact':
       await agent.compact(signal);
       say('compacted');
@@ -77,7 +86,7 @@ async function switchModel(agent: Agent, argument: string): Promise<string> {
       models
         .map(
           (m) =>
-            `${m.id === agent.model ? '*' : ' '} ${m.id}${m.contextLength ? `  (context ${m.contextLength} tokens)` : ''}`,
+            `${m.id === agent.model ? '*' : ' '} ${m.id}${m.contextLength ? `  (context ${m.contextLength} tokens)` : ''}  ${priceOf(agent, m.id)}`,
         )
         .join('\n') || 'this key can call no chat model'
     );
@@ -87,12 +96,32 @@ async function switchModel(agent: Agent, argument: string): Promise<string> {
   return `model: ${argument}`;
 }
 
+function priceOf(agent: Agent, model: string): string {
+  const price = agent.deps.prices.get(model);
+  if (!price) return 'no price listed';
+  const { currency } = agent.deps;
+  return `${pricePerMillion(price.inputNanosPerToken)} ${currency} in / ${pricePerMillion(price.outputNanosPerToken)} ${currency} out per million tokens`;
+}
+
 async function costLines(agent: Agent): Promise<string> {
-  const { totals } = agent.session;
+  const { totals, requestIds = [], createdAt } = agent.session;
   const { currency, gateway } = agent.deps;
-  const balance = await gateway.balance();
-  return [
-    `session ${agent.session.id}: ${totals.requests} requests, ${totals.promptTokens} tokens in, ${totals.completionTokens} out, ${money(BigInt(totals.costNanos), currency)}`,
-    balance === null ? 'wallet: the gateway does not report it' : `wallet: ${money(balance, currency)}`,
-  ].join('\n');
+  const [balance, usage] = await Promise.all([
+    gateway.balance(),
+    gateway.usageOf(requestIds, createdAt).catch(() => null),
+  ]);
+  const lines = [
+    `session ${agent.session.id}: ${totals.requests} answers counted here, ${totals.promptTokens} tokens in, ${totals.completionTokens} out, ${money(BigInt(totals.costNanos), currency)}`,
+  ];
+  if (usage === null) lines.push('billed: the usage records cannot be read now');
+  else {
+    const billed = usage.records.reduce((sum, r) => sum + BigInt(r.cost_nanos), 0n);
+    const tokensIn = usage.records.reduce((sum, r) => sum + r.prompt_tokens, 0);
+    const tokensOut = usage.records.reduce((sum, r) => sum + r.completion_tokens, 0);
+    lines.push(
+      `billed: ${usage.records.length} requests, ${tokensIn} tokens in, ${tokensOut} out, ${money(billed, currency)} (the key's usage records${usage.missing ? `; ${usage.missing} not recorded yet` : ''})`,
+    );
+  }
+  lines.push(balance === null ? 'wallet: the gateway does not report it' : `wallet: ${money(balance, currency)}`);
+  return lines.join('\n');
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { AgentLimits } from './limits.js';
 import { cut } from './render.js';
 import { listFiles } from './tools/files.js';
+import { resolvesInside } from './tools/paths.js';
 
 const INSTRUCTIONS = `You are tollgate code, a coding agent working in the user's project folder through tools.
 - Read before you edit. Edit with edit_file: old_string must occur exactly once; include surrounding lines to make it unique. Use write_file for new files.
@@ -22,7 +23,7 @@ const INSTRUCTIONS = `You are tollgate code, a coding agent working in the user'
  */
 export async function projectContext(root: string, limits: AgentLimits): Promise<string> {
   const [agents, status, files] = await Promise.all([
-    readFile(path.join(root, 'AGENTS.md'), 'utf8').catch(() => null),
+    readAgentsFile(root),
     gitStatus(root),
     listFiles(root, '**/*', limits.tree_entries + 1),
   ]);
@@ -41,6 +42,13 @@ export async function projectContext(root: string, limits: AgentLimits): Promise
   );
   parts.push(`Files:\n${tree || '(none)'}`);
   return parts.join('\n\n');
+}
+
+/** The project's AGENTS.md, or null when there is none or it is a link leading out of the project. */
+async function readAgentsFile(root: string): Promise<string | null> {
+  const file = path.join(root, 'AGENTS.md');
+  if (!(await resolvesInside(root, file))) return null;
+  return readFile(file, 'utf8').catch(() => null);
 }
 
 function gitStatus(root: string): Promise<string | null> {

@@ -47,6 +47,27 @@ export function gatewayOf(settings: CliSettings) {
       );
       return { currency: body.currency, byModel };
     },
+    /**
+     * The key's usage records of the given request ids (`/v1/usage/requests`
+     * since `from`, newest first, at most `USAGE_PAGES` pages): what the
+     * gateway billed for them, cancelled calls included.
+     */
+    async usageOf(ids: string[], from: string): Promise<{ records: UsageRow[]; missing: number }> {
+      const wanted = new Set(ids);
+      const records: UsageRow[] = [];
+      let after: string | null = null;
+      for (let page = 0; page < USAGE_PAGES && records.length < wanted.size; page++) {
+        const query = new URLSearchParams({ from, limit: '500', ...(after ? { after } : {}) });
+        const body = (await api.send({ method: 'GET', path: `/usage/requests?${query.toString()}` })) as {
+          data: UsageRow[];
+          next_cursor: string | null;
+        };
+        records.push(...body.data.filter((row) => wanted.has(row.id)));
+        after = body.next_cursor;
+        if (!after) break;
+      }
+      return { records, missing: wanted.size - records.length };
+    },
     /** The balance in nanos, or null when the gateway does not say (an older gateway). */
     async balance(): Promise<bigint | null> {
       try {
@@ -60,6 +81,18 @@ export function gatewayOf(settings: CliSettings) {
 }
 
 export type Gateway = ReturnType<typeof gatewayOf>;
+
+/** A usage record as `/v1/usage/requests` lists it (the fields the agent reads). */
+export interface UsageRow {
+  id: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_nanos: string;
+  status: number;
+}
+
+/** Pages of usage records read for `/cost` (500 records a page). */
+const USAGE_PAGES = 20;
 
 /** A request's cost in nanos: the gateway's own formula over the usage it reported. */
 export function turnCost(

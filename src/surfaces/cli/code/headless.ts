@@ -1,6 +1,6 @@
 import { formatAmount } from '../../../gateway/billing/money.js';
 import type { Agent } from './loop.js';
-import type { OutputFormat } from './view-headless.js';
+import { jsonText, type OutputFormat } from './view-headless.js';
 
 /**
  * `tollgate code -p TASK`: runs the task to its end and answers the exit
@@ -41,8 +41,8 @@ export async function headless(
       cost_nanos: totals.costNanos,
       currency: agent.deps.currency,
     };
-    if (format === 'json') io.stdout(`${JSON.stringify(result, null, 2)}\n`);
-    if (format === 'stream-json') io.stdout(`${JSON.stringify({ type: 'result', ...result })}\n`);
+    if (format === 'json') io.stdout(`${jsonText(result, 2)}\n`);
+    if (format === 'stream-json') io.stdout(`${jsonText({ type: 'result', ...result })}\n`);
     if (format === 'text' && !ok)
       io.stderr(`error: ${outcome.stop?.message ?? `the task did not finish (${outcome.status})`}\n`);
     return ok ? 0 : 1;

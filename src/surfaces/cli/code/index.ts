@@ -6,6 +6,7 @@ import { projectContext } from './context.js';
 import { gatewayOf } from './gateway.js';
 import { headless } from './headless.js';
 import { interactive } from './interactive.js';
+import { WalletGuard } from './budget.js';
 import { Agent } from './loop.js';
 import { painter } from './render.js';
 import { SessionStore, type Session } from './sessions.js';
@@ -118,8 +119,19 @@ async function start(
   });
   const contextLengths = new Map(models.map((m) => [m.id, m.contextLength]));
   const tools = { root, limits: settings.limits, paint };
+  const wallet = new WalletGuard(gateway, settings.limits, settings.walletWarnNanos, pricing.currency);
   const agent = new Agent(
-    { openai, gateway, store, tools, view, prices: pricing.byModel, currency: pricing.currency, contextLengths },
+    {
+      openai,
+      gateway,
+      store,
+      tools,
+      view,
+      prices: pricing.byModel,
+      currency: pricing.currency,
+      contextLengths,
+      wallet,
+    },
     session,
     settings.approval,
   );

@@ -1,5 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { money } from './gateway.js';
+import { mentionCompleter, taskText, terminalInput } from './input.js';
+import { withMentions } from './mentions.js';
 import type { Agent } from './loop.js';
 import { slashCommand } from './commands.js';
 import type { Paint } from './render.js';
@@ -18,13 +20,23 @@ export async function interactive(
   paint: Paint,
   setAsk: (ask: (question: string, signal: AbortSignal) => Promise<boolean>) => void,
 ): Promise<number> {
-  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true, historySize: 200 });
+  const input = terminalInput(process.stdin, process.stdout);
+  const rl = createInterface({
+    input,
+    output: process.stdout,
+    terminal: true,
+    historySize: 200,
+    completer: mentionCompleter(agent.deps.tools.root),
+  });
   const say = (text: string) => process.stdout.write(`${text}\n`);
   let busy: AbortController | undefined;
   let armed = false;
   let leave: () => void = () => undefined;
   const left = new Promise<null>((resolve) => (leave = () => resolve(null)));
   rl.on('close', leave);
+  // A line typed while the agent works (no question pending) is the next task, not lost.
+  const typedAhead: string[] = [];
+  rl.on('line', (line) => typedAhead.push(line));
   rl.on('SIGINT', () => {
     if (busy) {
       busy.abort();
@@ -47,8 +59,9 @@ export async function interactive(
   say(banner(agent, paint));
   try {
     for (;;) {
-      const line = await Promise.race([rl.question(paint.bold('› ')), left]);
-      if (line === null) return 0;
+      const typed = typedAhead.shift() ?? (await Promise.race([rl.question(paint.bold('› ')), left]));
+      if (typed === null) return 0;
+      const line = taskText(typed);
       armed = false;
       if (line.trim() === '') continue;
       busy = new AbortController();
@@ -67,6 +80,7 @@ export async function interactive(
     }
   } finally {
     rl.close();
+    input.restore();
     say(`\n${paint.dim(`session ${agent.session.id} kept: resume with tollgate code --continue`)}`);
   }
 }
@@ -78,12 +92,26 @@ async function task(
   say: (text: string) => void,
   paint: Paint,
 ): Promise<void> {
-  const outcome = await agent.run(line, signal);
+  const { text, notes } = await withMentions(agent.deps.tools, line);
+  for (const note of notes) say(paint.dim(note));
+  const outcome = await agent.run(text, signal);
   if (outcome.status === 'cancelled')
     say(paint.yellow('cancelled (the gateway bills only what was generated); Ctrl-C again to leave'));
   else if (outcome.stop) say(paint.red(`stopped: ${outcome.stop.message}`));
-  const balance = await agent.deps.gateway.balance();
-  if (balance !== null) say(paint.dim(`wallet ${money(balance, agent.deps.currency)}`));
+  say(await statusLine(agent, paint));
+}
+
+/** `sim-chat · mode ask · session 0.0012 USD · wallet 4.99 USD`: under each task, above the prompt. */
+async function statusLine(agent: Agent, paint: Paint): Promise<string> {
+  const { currency, gateway } = agent.deps;
+  const balance = await gateway.balance();
+  const parts = [
+    agent.model,
+    `mode ${agent.mode}`,
+    `session ${money(BigInt(agent.session.totals.costNanos), currency)}`,
+    balance === null ? 'wallet not reported' : `wallet ${money(balance, currency)}`,
+  ];
+  return paint.dim(`─ ${parts.join(' · ')}`);
 }
 
 function banner(agent: Agent, paint: Paint): string {

@@ -24,6 +24,10 @@ export interface AgentLimits {
   max_steps: number;
   /** The share of the model's context (in percent) at which the session is compacted. */
   compact_percent: number;
+  /** The most tokens one answer may have (`max_tokens`); also held to the context left and to the wallet. */
+  max_output_tokens: number;
+  /** A call the wallet cannot pay this many output tokens of is not started. */
+  min_output_tokens: number;
 }
 
 export const DEFAULT_LIMITS: AgentLimits = {
@@ -35,6 +39,8 @@ export const DEFAULT_LIMITS: AgentLimits = {
   search_matches: 200,
   max_steps: 50,
   compact_percent: 80,
+  max_output_tokens: 8192,
+  min_output_tokens: 256,
 };
 
 const MAXIMA: AgentLimits = {
@@ -46,6 +52,8 @@ const MAXIMA: AgentLimits = {
   search_matches: 10_000,
   max_steps: 10_000,
   compact_percent: 95,
+  max_output_tokens: 1_000_000,
+  min_output_tokens: 100_000,
 };
 
 /** The limits of a config file's `limits` object over the defaults; a value out of range is an error naming its key. */

@@ -2,6 +2,7 @@ import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Mode } from './approval.js';
 import { decide } from './approval.js';
+import type { TurnPlan, WalletGuard } from './budget.js';
 import { type Gateway, type Price, turnCost } from './gateway.js';
 import { AgentStop, type ModelAnswer, streamAnswer } from './model.js';
 import type { Session, SessionStore } from './sessions.js';
@@ -15,6 +16,8 @@ export interface AgentDeps {
   tools: ToolContext;
   view: View;
   prices: Map<string, Price>;
+  /** Sizes each call's max_tokens to the wallet and stops a call it cannot pay (budget.ts). */
+  wallet: WalletGuard;
   currency: string;
   /** The model's context length, by model id, from `/v1/models`. */
   contextLengths: Map<string, number | null>;
@@ -34,6 +37,8 @@ const CUT_CALL =
 export class Agent {
   /** Prompt tokens of the last call and how many messages it covered: the base of the context estimate. */
   private measured = { promptTokens: 0, messages: 0 };
+  /** The tool calls of this run and their results, for `/expand` (kept in memory only, the last 50). */
+  readonly toolLog: { title: string; result: string }[] = [];
 
   constructor(
     readonly deps: AgentDeps,
@@ -77,17 +82,29 @@ export class Agent {
     }
   }
 
-  /** One streamed model call, its usage counted and shown, its answer appended to the conversation. */
+  /** One streamed model call, sized to the wallet, its usage counted and shown, its answer appended to the conversation. */
   private async call(signal: AbortSignal, withTools: boolean): Promise<ModelAnswer> {
     const { view } = this.deps;
+    const body = {
+      model: this.model,
+      messages: this.session.messages,
+      ...(withTools ? { tools: toolsFor(this.mode) } : {}),
+    };
+    const plan = await this.deps.wallet.plan(body, {
+      contextLength: this.deps.contextLengths.get(this.model) ?? null,
+      promptTokens: this.promptTokensAtMost(),
+      spentNanos: BigInt(this.session.totals.costNanos),
+      price: this.deps.prices.get(this.model),
+    });
     let partial = '';
     view.thinking(true);
     let answer: ModelAnswer;
     try {
       answer = await streamAnswer(
         this.deps.openai,
-        { model: this.model, messages: this.session.messages, ...(withTools ? { tools: toolsFor(this.mode) } : {}) },
+        { ...body, max_tokens: plan.maxTokens },
         {
+          started: (id) => (this.session.requestIds ??= []).push(id),
           text: (d) => ((partial += d), view.text(d)),
           reasoning: (d) => view.reasoning(d),
           waiting: (s, m) => view.waiting(s, m),
@@ -102,30 +119,39 @@ export class Agent {
       throw error;
     }
     view.answered();
-    this.count(answer);
+    this.count(answer, plan);
     if (withTools) this.session.messages.push(assistantMessage(answer));
     return answer;
   }
 
-  private count(answer: ModelAnswer): void {
+  private count(answer: ModelAnswer, plan: TurnPlan): void {
     if (!answer.usage) return;
+    // Held to the call's bounds as the gateway does when it charges (billing/token-bounds.ts): the figures are the bill's.
+    const usage = {
+      promptTokens: Math.min(answer.usage.promptTokens, plan.promptBound),
+      completionTokens: Math.min(answer.usage.completionTokens, plan.maxTokens),
+    };
     const totals = this.session.totals;
-    const cost = turnCost(answer.usage, this.deps.prices.get(this.model));
+    const cost = turnCost(usage, this.deps.prices.get(this.model));
     totals.requests += 1;
-    totals.promptTokens += answer.usage.promptTokens;
-    totals.completionTokens += answer.usage.completionTokens;
+    totals.promptTokens += usage.promptTokens;
+    totals.completionTokens += usage.completionTokens;
     totals.costNanos = (BigInt(totals.costNanos) + (cost ?? 0n)).toString();
     this.measured = {
-      promptTokens: answer.usage.promptTokens + answer.usage.completionTokens,
+      promptTokens: usage.promptTokens + usage.completionTokens,
       messages: this.session.messages.length + 1,
     };
     this.deps.view.turn({
-      ...answer.usage,
+      ...usage,
       costNanos: cost,
       sessionNanos: BigInt(totals.costNanos),
       currency: this.deps.currency,
       requestId: answer.requestId,
+      maxTokens: plan.maxTokens,
+      worstNanos: plan.worstNanos,
     });
+    const warning = this.deps.wallet.warning(plan.balanceNanos === null ? null : plan.balanceNanos - (cost ?? 0n));
+    if (warning) this.deps.view.notice(warning);
   }
 
   private async runTools(answer: ModelAnswer, signal: AbortSignal): Promise<void> {
@@ -150,6 +176,8 @@ export class Agent {
       if (verdict.outcome === 'ask' && !(await view.ask(verdict.question, signal)))
         throw new ToolRefusal('the user declined this call');
       const result = await call.run(signal);
+      this.toolLog.push({ title: call.title, result });
+      if (this.toolLog.length > 50) this.toolLog.shift();
       view.toolResult(name, result, true);
       return result;
     } catch (error) {
@@ -163,18 +191,33 @@ export class Agent {
     this.session.messages.push({ role: 'tool', tool_call_id: id, content });
   }
 
-  /** Whether the conversation nears `compact_percent` of the model's context: the last call's tokens plus about 4 characters a token since. */
+  /** Whether the conversation nears `compact_percent` of the model's context. */
   nearContextEnd(): boolean {
     const length = this.deps.contextLengths.get(this.model);
     if (!length) return false;
+    return this.contextTokens() >= (length * this.deps.tools.limits.compact_percent) / 100;
+  }
+
+  /**
+   * The prompt's tokens, over-estimated for max_tokens (an engine refuses a call whose prompt and max_tokens
+   * exceed the context): the last call's tokens plus 2 characters a token since, or null before any call.
+   */
+  private promptTokensAtMost(): number | null {
+    if (this.measured.messages === 0) return null;
     const since = this.session.messages
       .slice(this.measured.messages)
       .reduce((sum, m) => sum + JSON.stringify(m).length, 0);
-    const base =
-      this.measured.messages === 0
-        ? this.session.messages.reduce((sum, m) => sum + JSON.stringify(m).length, 0) / 4
-        : this.measured.promptTokens + since / 4;
-    return base >= (length * this.deps.tools.limits.compact_percent) / 100;
+    return Math.ceil(this.measured.promptTokens + since / 2);
+  }
+
+  /** The conversation's tokens, estimated: the last call's tokens plus about 4 characters a token since. */
+  private contextTokens(): number {
+    const since = this.session.messages
+      .slice(this.measured.messages)
+      .reduce((sum, m) => sum + JSON.stringify(m).length, 0);
+    return this.measured.messages === 0
+      ? this.session.messages.reduce((sum, m) => sum + JSON.stringify(m).length, 0) / 4
+      : this.measured.promptTokens + since / 4;
   }
 
   /** Replaces the conversation by the model's summary of it (the first system message kept). */

@@ -28,6 +28,8 @@ export class AgentStop extends Error {
 }
 
 export interface StreamHooks {
+  /** The gateway accepted the call: its request id, the id of the usage record it bills (a cancel included). */
+  started(requestId: string): void;
   text(delta: string): void;
   reasoning(delta: string): void;
   /** The gateway said wait (429 or 503 with Retry-After). */
@@ -47,7 +49,12 @@ const LONGEST_WAIT_SECONDS = 300;
  */
 export async function streamAnswer(
   openai: OpenAI,
-  request: { model: string; messages: ChatCompletionMessageParam[]; tools?: ChatCompletionFunctionTool[] },
+  request: {
+    model: string;
+    messages: ChatCompletionMessageParam[];
+    tools?: ChatCompletionFunctionTool[];
+    max_tokens?: number;
+  },
   hooks: StreamHooks,
   signal: AbortSignal,
 ): Promise<ModelAnswer> {
@@ -56,7 +63,9 @@ export async function streamAnswer(
       const { data: stream, response } = await openai.chat.completions
         .create({ ...request, stream: true, stream_options: { include_usage: true } }, { signal })
         .withResponse();
-      const answer = await collect(stream, hooks, response.headers.get('x-request-id'));
+      const requestId = response.headers.get('x-request-id');
+      if (requestId) hooks.started(requestId);
+      const answer = await collect(stream, hooks, requestId);
       // The SDK's stream ends quietly when aborted: what came is a cancelled answer, not a finished one.
       if (signal.aborted) throw new AgentStop('cancelled', 'cancelled');
       return answer;

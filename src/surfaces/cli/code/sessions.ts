@@ -15,6 +15,8 @@ export interface Session {
   title: string;
   messages: ChatCompletionMessageParam[];
   totals: { requests: number; promptTokens: number; completionTokens: number; costNanos: string };
+  /** The gateway's ids of every call of the session, a cancelled one too: `/cost` reads their usage records. */
+  requestIds?: string[];
 }
 
 const ID = /^\d{8}-\d{6}-[0-9a-f]{6}$/;

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { parseAmount } from '../../../gateway/billing/money.js';
 import { UsageError } from '../errors.js';
 import { resolveKeySettings, type CliSettings } from '../settings.js';
 import { isMode, type Mode } from './approval.js';
@@ -12,6 +13,8 @@ export interface AgentSettings extends CliSettings {
   model?: string;
   approval: Mode;
   limits: AgentLimits;
+  /** Below this balance (nanos) the agent warns once: `wallet_warn` in the config file, default 1.00. */
+  walletWarnNanos: bigint;
   configDir: string;
   sessionsDir: string;
 }
@@ -22,6 +25,7 @@ interface ConfigFile {
   model?: string;
   approval?: string;
   limits?: unknown;
+  wallet_warn?: unknown;
 }
 
 /**
@@ -52,15 +56,29 @@ export async function resolveAgentSettings(
   } catch (error) {
     throw new UsageError(`${path.join(configDir, 'config.json')}: ${(error as Error).message}`);
   }
+  const walletWarnNanos = walletWarnOf(file.wallet_warn, path.join(configDir, 'config.json'));
   const sessionsDir = flags.sessionsDir ?? env.TOLLGATE_SESSIONS_DIR ?? path.join(configDir, 'sessions');
   return {
     ...key,
     model: flags.model ?? file.model,
     approval,
     limits,
+    walletWarnNanos,
     configDir,
     sessionsDir: path.resolve(sessionsDir),
   };
+}
+
+function walletWarnOf(value: unknown, file: string): bigint {
+  if (value === undefined) return parseAmount('1');
+  try {
+    if (typeof value !== 'string') throw new Error('not a string');
+    const nanos = parseAmount(value);
+    if (nanos < 0n) throw new Error('negative');
+    return nanos;
+  } catch {
+    throw new UsageError(`${file}: wallet_warn must be an amount as a string, such as "0.50"`);
+  }
 }
 
 /** Whether colours are wanted: a terminal, and NO_COLOR not set (no-color.org). */

@@ -20,7 +20,7 @@ export function headlessView(
   io: { stdout(text: string): void; stderr(text: string): void },
 ): View {
   const event = (type: string, fields: Record<string, unknown>) => {
-    if (format === 'stream-json') io.stdout(`${JSON.stringify({ type, ...fields })}\n`);
+    if (format === 'stream-json') io.stdout(`${jsonText({ type, ...fields })}\n`);
   };
   const say = (text: string) => {
     if (format === 'text') io.stderr(`${clean(text)}\n`);
@@ -59,6 +59,8 @@ export function headlessView(
         cost_nanos: f.costNanos?.toString() ?? null,
         currency: f.currency,
         request_id: f.requestId,
+        max_tokens: f.maxTokens,
+        worst_case_nanos: f.worstNanos?.toString() ?? null,
       });
       say(figuresLine(f));
     },
@@ -73,4 +75,20 @@ export function headlessView(
       return Promise.resolve(false);
     },
   };
+}
+
+/**
+ * JSON with every control character escaped, C1 (U+0080-U+009F, such as the
+ * CSI U+009B) and DEL too, and the line and bidirectional separators:
+ * `JSON.stringify` escapes only C0, so a model's U+009B would reach a
+ * terminal that shows the output raw. Still valid JSON, the same value.
+ *
+ * @example
+ * jsonText({ text: '\u009b31m' }); // '{"text":"\\u009b31m"}'
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(
+    /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

@@ -1,9 +1,10 @@
 import { money } from './gateway.js';
+import { markdownStream } from './markdown.js';
 import { clean, type Paint, spinner } from './render.js';
 import type { TurnFigures, View } from './view.js';
 
-/** Lines of a tool's result shown on screen (the model gets all of it). */
-const RESULT_LINES = 6;
+/** Characters of a result's first line shown under its call (`/expand` shows all of it). */
+const RESULT_WIDTH = 160;
 
 /**
  * The interactive screen: text as it streams, reasoning dimmed, a spinner
@@ -15,6 +16,7 @@ const RESULT_LINES = 6;
  */
 export function terminalView(write: (text: string) => void, paint: Paint, isTty: boolean, ask: View['ask']): View {
   const spin = spinner(write, isTty);
+  const markdown = markdownStream((text) => put(text));
   let state: 'idle' | 'reasoning' | 'text' = 'idle';
   let atLineStart = true;
   const put = (text: string) => {
@@ -37,10 +39,12 @@ export function terminalView(write: (text: string) => void, paint: Paint, isTty:
     text(delta) {
       if (state === 'reasoning') put('\n');
       state = 'text';
-      put(clean(delta));
+      spin.stop();
+      markdown.push(clean(delta));
     },
     answered() {
       spin.stop();
+      markdown.end();
       if (!atLineStart) put('\n');
       state = 'idle';
     },
@@ -51,10 +55,11 @@ export function terminalView(write: (text: string) => void, paint: Paint, isTty:
       if (preview) line(preview);
     },
     toolResult(_name, result, ok) {
-      const lines = clean(result).split('\n');
-      const shown = lines.slice(0, RESULT_LINES).map((l) => `  ${l.slice(0, 200)}`);
-      if (lines.length > RESULT_LINES) shown.push(`  … ${lines.length - RESULT_LINES} more lines`);
-      line(ok ? paint.dim(shown.join('\n')) : paint.red(shown.join('\n')));
+      // One line under the call: its first line and how many more (the model gets all; /expand shows it).
+      const lines = clean(result).trimEnd().split('\n');
+      const more = lines.length > 1 ? paint.dim(` (+${lines.length - 1} lines, /expand)`) : '';
+      const first = `  ⎿ ${lines[0]!.slice(0, RESULT_WIDTH)}`;
+      line((ok ? paint.dim(first) : paint.red(first)) + more);
     },
     turn: (figures) => line(paint.dim(figuresLine(figures))),
     notice: (text) => line(paint.yellow(clean(text))),

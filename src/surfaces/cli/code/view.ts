@@ -9,6 +9,9 @@ export interface TurnFigures {
   sessionNanos: bigint;
   currency: string;
   requestId: string | null;
+  /** The call's max_tokens, and the most it could cost (the gateway's hold; null without a price). */
+  maxTokens: number;
+  worstNanos: bigint | null;
 }
 
 /** How a task ended. */

@@ -116,7 +116,7 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     press('Enter');
     await shows(
       'the final answer and the wallet',
-      /Edited hello\.txt; the command was declined\.\n(.*\n)*wallet 4\.99\d* USD/,
+      /Edited hello\.txt; the command was declined\.\n(.*\n)*.*wallet 4\.99\d* USD/,
     );
     expect(await readFile(path.join(project, 'hello.txt'), 'utf8')).toBe('hello tollgate\n');
     await expect(readFile(path.join(project, 'denied.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
@@ -142,7 +142,7 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     press('Enter');
     await shows(
       'the session cost',
-      /session \S+: 3 requests, \d+ tokens in, \d+ out, 0\.\d+ USD\nwallet: 4\.99\d* USD/,
+      /session \S+: 3 answers counted here, \d+ tokens in, \d+ out, 0\.\d+ USD\nbilled: 4 requests, \d+ tokens in, \d+ out, 0\.\d+ USD \(the key's usage records\)\nwallet: 4\.99\d* USD/,
     );
     type('/model');
     press('Enter');
@@ -154,7 +154,7 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     press('Enter');
     await shows(
       'the resumed answer and the prompt after it',
-      /Resumed: I remember the greeting\.\n(.*\n)*wallet .*\n› $/m,
+      /Resumed: I remember the greeting\.\n(.*\n)*.*wallet .*\n› $/m,
     );
     const resumed = upstream.requests.at(-1)!.messages;
     // plan mode: the model is offered the reading tools only.

@@ -30,6 +30,8 @@ export interface ScriptedUpstream {
   hungUp: number;
   push(...turns: ScriptedTurn[]): void;
   remaining(): number;
+  /** Drops the turns not asked for yet. */
+  clear(): void;
   release(): void;
   close(): Promise<void>;
 }
@@ -43,6 +45,7 @@ export async function startScriptedUpstream(turns: ScriptedTurn[] = []): Promise
     hungUp: 0,
     push: (...more) => queue.push(...more),
     remaining: () => queue.length,
+    clear: () => void queue.splice(0),
     release: () => {
       for (const go of held) go();
       held.clear();

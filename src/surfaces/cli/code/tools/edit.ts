@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { renderDiff } from '../render.js';
 import { readText } from './files.js';
-import { locate } from './paths.js';
+import { checkStillInside, locate } from './paths.js';
 import { type PreparedCall, text, type ToolContext, ToolRefusal } from './types.js';
 
 /**
@@ -33,6 +33,7 @@ export async function prepareEdit(ctx: ToolContext, args: Record<string, unknown
       // The file may have changed while the person looked at the diff.
       if ((await readText(ctx, where.path, where.shown)) !== before)
         throw new ToolRefusal(`${where.shown} changed since the edit was prepared: read it again`);
+      await checkStillInside(ctx.root, where);
       await writeFile(where.path, after);
       return `edited ${where.shown}`;
     },

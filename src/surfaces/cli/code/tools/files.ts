@@ -2,7 +2,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { glob } from 'tinyglobby';
 import { cut, renderDiff } from '../render.js';
-import { locate } from './paths.js';
+import { checkStillInside, locate } from './paths.js';
 import { type PreparedCall, text, type ToolContext, ToolRefusal, whole } from './types.js';
 
 /** Reads a text file the tools may open: refused when missing, a folder, or larger than `file_bytes`. */
@@ -96,6 +96,7 @@ export async function prepareWrite(ctx: ToolContext, args: Record<string, unknow
     preview: renderDiff(ctx.paint, where.shown, before, content),
     outside: where.inside ? [] : [where.path],
     async run() {
+      await checkStillInside(ctx.root, where);
       await mkdir(path.dirname(where.path), { recursive: true });
       await writeFile(where.path, content);
       return `wrote ${where.shown} (${content.split('\n').length} lines)`;

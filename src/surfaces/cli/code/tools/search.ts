@@ -3,7 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { cut } from '../render.js';
 import { listFiles } from './files.js';
-import { locate } from './paths.js';
+import { locate, resolvesInside } from './paths.js';
 import { type PreparedCall, text, type ToolContext, ToolRefusal } from './types.js';
 
 /**
@@ -45,7 +45,7 @@ export async function prepareSearch(
   };
 }
 
-function withRipgrep(
+async function withRipgrep(
   rg: string,
   root: string,
   pattern: string,
@@ -55,7 +55,10 @@ function withRipgrep(
   signal: AbortSignal,
 ): Promise<string[]> {
   // Always a path: without one, ripgrep reads its standard input when that is not a terminal.
+  // Ignore files are read only from inside the project: not from its parents, nor through a link leading out.
   const args = [
+    '--no-ignore-parent',
+    ...(await ignoreFilesLeadOut(root)),
     '--line-number',
     '--no-heading',
     '--color',
@@ -68,7 +71,7 @@ function withRipgrep(
     '--',
     path.relative(root, target) || '.',
   ];
-  return new Promise((resolve, reject) => {
+  return new Promise<string[]>((resolve, reject) => {
     execFile(rg, args, { cwd: root, maxBuffer: 64 * 1024 * 1024, signal }, (error, stdout) => {
       // ripgrep exits 1 when nothing matched.
       if (error && (error as { code?: unknown }).code !== 1)
@@ -96,6 +99,8 @@ async function builtIn(
     : [target];
   const matches: string[] = [];
   for (const file of files) {
+    // A link in the project that leads out is not searched (a read of it would ask).
+    if (!(await resolvesInside(ctx.root, file))) continue;
     const size = (await stat(file).catch(() => null))?.size ?? Infinity;
     if (size > ctx.limits.file_bytes) continue;
     const bytes = await readFile(file).catch(() => null);
@@ -107,4 +112,13 @@ async function builtIn(
     if (matches.length > max) break;
   }
   return matches;
+}
+
+/** ripgrep's flags to skip the project's own ignore files when one of them is a link leading out of it. */
+async function ignoreFilesLeadOut(root: string): Promise<string[]> {
+  const flags: string[] = [];
+  if (!(await resolvesInside(root, path.join(root, '.gitignore')))) flags.push('--no-ignore-vcs');
+  const dots = await Promise.all(['.ignore', '.rgignore'].map((name) => resolvesInside(root, path.join(root, name))));
+  if (dots.includes(false)) flags.push('--no-ignore-dot');
+  return flags;
 }
