@@ -1,8 +1,7 @@
 import type { Context } from 'hono';
 import { holdFor } from '../billing/holds.js';
 import type { TokenBounds } from '../billing/token-bounds.js';
-import { type ModelRow, pickModel, type PriceRow, requestedModelName } from '../catalog/service.js';
-import type { TaskType } from '../../shared/db/schema.js';
+import { pickModel, requestedModelName } from '../catalog/service.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { headerOf, readJsonObject } from '../../shared/http/request.js';
@@ -13,24 +12,10 @@ import { estimateRequestTokens } from '../limits/estimate.js';
 import type { RatePass, Ticket } from '../limits/gate-keeper.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
 import { keyHeaderOf } from './auth.js';
-import type { BilledDeps, BilledEndpoint, EndpointName, ProtocolCall } from './endpoint.js';
+import type { AuthorizedRequest } from './authorized-request.js';
+import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
 
-/** A request whose key, model, body, price and project are known good. */
-export interface AuthorizedRequest {
-  requestId: string;
-  task: TaskType;
-  /** The protocol it came by: its usage record and cache entry name it. */
-  endpoint: EndpointName;
-  caller: AuthenticatedKey;
-  model: ModelRow;
-  price: PriceRow;
-  /** The model as the client named it (id, display name or repo id); responses echo it. */
-  clientModel: string;
-  projectId: string | null;
-  body: Record<string, unknown>;
-  bodyBytes: number;
-  startedAt: number;
-}
+export type { AuthorizedRequest } from './authorized-request.js';
 
 /** A request that holds funds and limits and may go upstream; `settle` or `abandon` ends it. */
 export interface BilledCall extends AuthorizedRequest {

@@ -13,7 +13,7 @@ import type { RequestPathCache } from '../catalog/request-path-cache.js';
 import type { Fleet } from '../engines/fleet.js';
 import type { KeyService } from '../keys/service.js';
 import type { GateKeeper } from '../limits/gate-keeper.js';
-import type { AuthorizedRequest } from './admission.js';
+import type { AuthorizedRequest, EndpointName } from './authorized-request.js';
 import type { StreamState } from '../billing/settlement.js';
 import type { RelayOutcome } from '../proxy/sse.js';
 
@@ -43,8 +43,7 @@ export interface StreamControls {
   release: () => void;
 }
 
-/** The protocols the gateway bills, as usage records name them (`usage_records.endpoint`) and the response cache keys them. */
-export type EndpointName = 'chat.completions' | 'embeddings' | 'completions' | 'messages' | 'responses';
+export type { EndpointName } from './authorized-request.js';
 
 type Json = Record<string, unknown>;
 

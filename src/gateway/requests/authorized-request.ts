@@ -1,0 +1,23 @@
+import type { TaskType } from '../../shared/db/schema.js';
+import type { ModelRow, PriceRow } from '../catalog/service.js';
+import type { AuthenticatedKey } from '../keys/service.js';
+
+/** The protocols the gateway bills, as usage records name them (`usage_records.endpoint`) and the response cache keys them. */
+export type EndpointName = 'chat.completions' | 'embeddings' | 'completions' | 'messages' | 'responses';
+
+/** A request whose key, model, body, price and project are known good. */
+export interface AuthorizedRequest {
+  requestId: string;
+  task: TaskType;
+  /** The protocol it came by: its usage record and cache entry name it. */
+  endpoint: EndpointName;
+  caller: AuthenticatedKey;
+  model: ModelRow;
+  price: PriceRow;
+  /** The model as the client named it (id, display name or repo id); responses echo it. */
+  clientModel: string;
+  projectId: string | null;
+  body: Record<string, unknown>;
+  bodyBytes: number;
+  startedAt: number;
+}
