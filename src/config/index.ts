@@ -44,6 +44,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     keysPerAccount: s.TOLLGATE_KEYS_PER_ACCOUNT,
     enginesFile: path.resolve(s.TOLLGATE_ENGINES_FILE),
     maxBodyBytes: s.TOLLGATE_MAX_BODY_BYTES,
+    maxJsonDepth: s.TOLLGATE_MAX_JSON_DEPTH,
     maxChoices: s.TOLLGATE_MAX_CHOICES,
     translation: {
       maxNameChars: s.TOLLGATE_TRANSLATION_MAX_NAME_CHARS,
@@ -94,12 +95,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           : Buffer.from(s.TOLLGATE_NODE_CREDENTIALS_KEY, 'base64'),
       sshTimeoutMs: s.TOLLGATE_NODE_SSH_TIMEOUT_MS,
     },
-    uploads: {
-      inFlight: s.TOLLGATE_UPLOADS_IN_FLIGHT,
-      inFlightPerUser: s.TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER,
-      stacksPerUser: s.TOLLGATE_STACKS_PER_USER,
-      stacksBytesPerUser: s.TOLLGATE_STACKS_BYTES_PER_USER,
-    },
+    uploads: uploadsConfig(s),
     runs: runsConfig(s, present),
     observability: observabilityConfig(s),
     people: peopleConfig(s),
@@ -110,6 +106,16 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       completionEstimate: s.TOLLGATE_COMPLETION_ESTIMATE,
     },
   });
+}
+
+/** Stack uploads: how many one process and one user read at once, and how much one user keeps (TOLLGATE_UPLOADS_*, TOLLGATE_STACKS_*). */
+function uploadsConfig(s: Settings): Config['uploads'] {
+  return {
+    inFlight: s.TOLLGATE_UPLOADS_IN_FLIGHT,
+    inFlightPerUser: s.TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER,
+    stacksPerUser: s.TOLLGATE_STACKS_PER_USER,
+    stacksBytesPerUser: s.TOLLGATE_STACKS_BYTES_PER_USER,
+  };
 }
 
 /** Stored Responses: how long they are kept, how large one and a conversation may be (TOLLGATE_RESPONSES_*). */

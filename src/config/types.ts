@@ -43,6 +43,8 @@ export interface Config {
   keysPerAccount: number;
   enginesFile: string;
   maxBodyBytes: number;
+  /** TOLLGATE_MAX_JSON_DEPTH: how deep a billed request's JSON body may nest (400 past it, checked before any other work). */
+  maxJsonDepth: number;
   /** The most sequences one request may ask an engine to generate (`n`, `best_of`): each is billed, and each loads the engine. */
   maxChoices: number;
   /** Bounds on what the Messages and Responses translations walk, checked before any work that grows with them. */

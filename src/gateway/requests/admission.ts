@@ -51,12 +51,15 @@ export async function authorize(
   const authorization = keyHeaderOf(c, endpoint.acceptsApiKeyHeader);
   const hash = services.keys.secretHashOf(authorization);
   // A bad body from a bad key is a 401 first, as for every other route.
-  const { body, bytes } = await readJsonObject(c, services.config.maxBodyBytes, services.config.oversizeDrain).catch(
-    async (error: unknown) => {
-      await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
-      throw error;
-    },
-  );
+  const { body, bytes } = await readJsonObject(
+    c,
+    services.config.maxBodyBytes,
+    services.config.oversizeDrain,
+    services.config.maxJsonDepth,
+  ).catch(async (error: unknown) => {
+    await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
+    throw error;
+  });
   const modelName = await requestedModelNameAfterAuth(services, authorization, body.model);
   // Both from this process's cache in steady state: no database round trip.
   const [keyRow, matches] = await unavailableOnFailure(services, () =>

@@ -1,24 +1,24 @@
 import { type ErrorDetail, GatewayError } from './errors.js';
 
 /**
- * How deep a request body may nest. Far beyond any real request (chat
- * messages with tool calls and JSON schemas nest about a dozen levels), and
- * far below what would overflow the stack of the code that walks, copies or
- * serializes bodies afterwards.
+ * How deep a body may nest unless told otherwise (`/v1` bodies: TOLLGATE_MAX_JSON_DEPTH). Far beyond any real
+ * request (chat messages with tool calls and JSON schemas nest about a dozen levels), and far below what would
+ * overflow the stack of the code that walks, copies or serializes bodies afterwards.
  */
-const MAX_JSON_DEPTH = 64;
+export const DEFAULT_MAX_JSON_DEPTH = 64;
 
 /**
  * Checks a parsed JSON body before anything else touches it, without
  * recursion (a 100,000-deep body must not overflow the checker either):
- * 400 `invalid_request` when it nests deeper than MAX_JSON_DEPTH, and, with
+ * 400 `invalid_request` when it nests deeper than `maxDepth` (default 64), and, with
  * `storable`, when a string holds U+0000, which PostgreSQL cannot store
  * (every such field is named in `details`).
  *
  * @example
  * checkJsonShape(JSON.parse(text), { storable: true });
  */
-export function checkJsonShape(body: unknown, options: { storable: boolean }): void {
+export function checkJsonShape(body: unknown, options: { storable: boolean; maxDepth?: number }): void {
+  const maxDepth = options.maxDepth ?? DEFAULT_MAX_JSON_DEPTH;
   const nulFields: ErrorDetail[] = [];
   // Each node keeps its parent and key, not its path: a path is written only for a field refused (building one for
   // every node of a 500 KB body of 20,000 items was about half of this walk's time).
@@ -32,8 +32,9 @@ export function checkJsonShape(body: unknown, options: { storable: boolean }): v
       continue;
     }
     if (typeof value !== 'object' || value === null) continue;
-    if (depth >= MAX_JSON_DEPTH) {
-      throw new GatewayError('invalid_request', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+    if (depth >= maxDepth) {
+      const setting = options.maxDepth === undefined ? '' : ' (TOLLGATE_MAX_JSON_DEPTH)';
+      throw new GatewayError('invalid_request', `The request body nests deeper than ${maxDepth} levels${setting}.`);
     }
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) pushChild(stack, value[i], node, i, options.storable);

@@ -35,6 +35,7 @@ export async function readJsonObject(
   c: Context,
   maxBytes: number,
   drain: BodyDrain,
+  maxDepth?: number,
 ): Promise<{ body: Record<string, unknown>; bytes: number }> {
   const length = headerOf(c, 'content-length');
   const declared = length === undefined ? Number.NaN : Number(length);
@@ -63,7 +64,7 @@ export async function readJsonObject(
   }
   // Bodies go to the engine as they are (text with NUL included), but nothing may nest deep enough
   // to overflow a stack.
-  checkJsonShape(parsed, { storable: false });
+  checkJsonShape(parsed, { storable: false, maxDepth });
   return { body: parsed as Record<string, unknown>, bytes: size };
 }
 

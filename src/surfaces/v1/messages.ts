@@ -23,7 +23,12 @@ export function messagesRoutes(services: Services): Hono<GatewayEnv> {
   routes.onError((error, c) => anthropicError(error, c, services));
   routes.post('/', (c) => serveBilled(c, services, MESSAGES));
   routes.post('/count_tokens', requireKey(services.keys, true), async (c) => {
-    const { body } = await readJsonObject(c, services.config.maxBodyBytes, services.config.oversizeDrain);
+    const { body } = await readJsonObject(
+      c,
+      services.config.maxBodyBytes,
+      services.config.oversizeDrain,
+      services.config.maxJsonDepth,
+    );
     MESSAGES.validate({ max_tokens: 1, ...body }, services.config);
     return c.json({ input_tokens: await countTokens(services, body, chatBodyOf) });
   });

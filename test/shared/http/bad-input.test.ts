@@ -47,7 +47,7 @@ describe.each(stores)('bad input is a 4xx with the envelope, never a 5xx (%s)', 
         ],
       }),
     );
-    gateway = await startTestGateway(store, { TOLLGATE_ENGINES_FILE: enginesFile });
+    gateway = await startTestGateway(store, { TOLLGATE_ENGINES_FILE: enginesFile, TOLLGATE_MAX_JSON_DEPTH: '16' });
     ({ secret, orgId } = await gateway.tenant());
   });
   afterAll(async () => {
@@ -130,6 +130,25 @@ describe.each(stores)('bad input is a 4xx with the envelope, never a 5xx (%s)', 
       'invalid_request',
       'invalid_request_error',
     );
+  });
+
+  it('a body past TOLLGATE_MAX_JSON_DEPTH, on chat and on the translated routes: 400 naming the setting', async () => {
+    const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    for (const [route, start] of [
+      ['/chat/completions', '{"model":"sim-chat","messages":[{"role":"user","content":"hi"}]'],
+      ['/messages', '{"model":"sim-chat","max_tokens":5,"messages":[{"role":"user","content":"hi"}]'],
+      ['/messages/count_tokens', '{"model":"sim-chat","messages":[{"role":"user","content":"hi"}]'],
+      ['/responses', '{"model":"sim-chat","input":"hi"'],
+    ]) {
+      const refused = await post(route, `${start},"metadata":{"x":${nested(20)}}}`);
+      const error = await expectError(refused, 400, 'invalid_request', 'invalid_request_error');
+      expect(error.message).toContain('TOLLGATE_MAX_JSON_DEPTH');
+      // Within the bound, the depth is not what is refused.
+      const within = await post(route, `${start},"metadata":{"x":${nested(8)}}}`);
+      if (within.status === 400)
+        expect(((await within.json()) as { error: { message: string } }).error.message).not.toContain('nests deeper');
+      else await within.body?.cancel();
+    }
   });
 
   it('an engine answer that is not JSON: 502 with a fixed message, and the hold given back', async () => {
