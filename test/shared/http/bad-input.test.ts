@@ -134,12 +134,13 @@ describe.each(stores)('bad input is a 4xx with the envelope, never a 5xx (%s)', 
 
   it('a body past TOLLGATE_MAX_JSON_DEPTH, on chat and on the translated routes: 400 naming the setting', async () => {
     const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
-    for (const [route, start] of [
+    const routes: Array<[string, string]> = [
       ['/chat/completions', '{"model":"sim-chat","messages":[{"role":"user","content":"hi"}]'],
       ['/messages', '{"model":"sim-chat","max_tokens":5,"messages":[{"role":"user","content":"hi"}]'],
       ['/messages/count_tokens', '{"model":"sim-chat","messages":[{"role":"user","content":"hi"}]'],
       ['/responses', '{"model":"sim-chat","input":"hi"'],
-    ]) {
+    ];
+    for (const [route, start] of routes) {
       const refused = await post(route, `${start},"metadata":{"x":${nested(20)}}}`);
       const error = await expectError(refused, 400, 'invalid_request', 'invalid_request_error');
       expect(error.message).toContain('TOLLGATE_MAX_JSON_DEPTH');
