@@ -18,7 +18,13 @@ const WIDTH = 160;
  * say(transcript(session, paint));
  */
 export function transcript(session: Session, paint: Paint): string {
-  const lines = session.messages.flatMap((message) => linesOf(message, paint));
+  // A call the person declined (or that was refused) says so: its tool answer starts with "refused:".
+  const refused = new Set(
+    session.messages.flatMap((m) =>
+      m.role === 'tool' && typeof m.content === 'string' && m.content.startsWith('refused:') ? [m.tool_call_id] : [],
+    ),
+  );
+  const lines = session.messages.flatMap((message) => linesOf(message, paint, refused));
   const dropped = lines.length - TRANSCRIPT_LINES;
   const shown = dropped > 0 ? [paint.dim(`… ${dropped} earlier lines`), ...lines.slice(dropped)] : lines;
   return [paint.dim(`── earlier in this session (${session.title ? clean(session.title) : 'untitled'}) ──`), ...shown]
@@ -26,7 +32,7 @@ export function transcript(session: Session, paint: Paint): string {
     .join('\n');
 }
 
-function linesOf(message: ChatCompletionMessageParam, paint: Paint): string[] {
+function linesOf(message: ChatCompletionMessageParam, paint: Paint, refused: Set<string>): string[] {
   const content = typeof message.content === 'string' ? message.content : '';
   if (message.role === 'user') {
     if (content.startsWith('The conversation so far was compacted'))
@@ -42,7 +48,11 @@ function linesOf(message: ChatCompletionMessageParam, paint: Paint): string[] {
   if (first !== undefined) lines.push(`  ${short(first)}`);
   for (const call of message.tool_calls ?? [])
     if (call.type === 'function')
-      lines.push(paint.dim(`  ● ${short(callTitle(call.function.name, call.function.arguments))}`));
+      lines.push(
+        paint.dim(
+          `  ● ${short(callTitle(call.function.name, call.function.arguments))}${refused.has(call.id) ? ' (refused)' : ''}`,
+        ),
+      );
   return lines;
 }
 

@@ -157,7 +157,7 @@ describe.skipIf(tmuxMissing !== null)('tollgate code: approvals, undo and sessio
     const shown = term.screen();
     expect(shown).toContain('── earlier in this session (change the greeting) ──');
     expect(shown).toMatch(/› change the greeting\n {2}● edit hello\.txt\n {2}First edit done\./);
-    expect(shown).toContain('  ● $ sh test.sh && touch chained.txt');
+    expect(shown).toContain('  ● $ sh test.sh && touch chained.txt (refused)');
     expect(shown).toMatch(/› go on\n {2}Noted the undo\.\n── resumed ──/);
     await keep('continue');
 
