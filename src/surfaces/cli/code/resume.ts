@@ -42,6 +42,11 @@ export async function resumeCommand(
     ? sessions[Number(choice) - 1]
     : await store.load(choice).catch(() => undefined);
   if (!picked) return say(`no session "${choice}": /resume lists them`);
+  // Its tools would run here, on a conversation about another folder's files.
+  if (picked.cwd !== tools.root)
+    return say(
+      `session ${picked.id} was started in ${picked.cwd}: resume it there (tollgate code --session ${picked.id})`,
+    );
   resumeInto(agent, picked, say);
 }
 
