@@ -72,7 +72,7 @@ describe.skipIf(tmuxMissing !== null)('tollgate code: approvals, undo and sessio
     );
     term.type('a');
     term.press('Enter');
-    await term.shows('the first answer', 'First edit done.');
+    await term.shows('the first answer', /First edit done\.\n(.*\n)*─ sim-chat/);
 
     upstream.push(
       { toolCalls: [call('edit_file', { path: 'hello.txt', old_string: 'hello there', new_string: 'hello again' })] },
@@ -93,7 +93,7 @@ describe.skipIf(tmuxMissing !== null)('tollgate code: approvals, undo and sessio
     );
     term.type('a');
     term.press('Enter');
-    await term.shows('the command ran', 'Tests ran.');
+    await term.shows('the command ran', /Tests ran\.\n(.*\n)*─ sim-chat/);
     upstream.push(
       { toolCalls: [call('run_command', { command: 'sh test.sh --verbose' })] },
       { toolCalls: [call('run_command', { command: 'sh test.sh && touch chained.txt' })] },
@@ -105,7 +105,7 @@ describe.skipIf(tmuxMissing !== null)('tollgate code: approvals, undo and sessio
     expect(after('run them twice')).toMatch(/● \$ sh test\.sh --verbose\n {2}⎿ tests pass/);
     term.type('n');
     term.press('Enter');
-    await term.shows('the end of the commands', 'Done with commands.');
+    await term.shows('the end of the commands', /Done with commands\.\n(.*\n)*─ sim-chat/);
     await expect(file('chained.txt')).rejects.toThrow(/ENOENT/);
     await keep('approvals');
   }, 60_000);
@@ -127,7 +127,7 @@ describe.skipIf(tmuxMissing !== null)('tollgate code: approvals, undo and sessio
     });
     term.type('y');
     term.press('Enter');
-    await term.shows('the answer', 'Edited and created.');
+    await term.shows('the answer', /Edited and created\.\n(.*\n)*─ sim-chat/);
     expect(await file('hello.txt')).toBe('goodbye\n');
     expect(await file('notes/new.txt')).toBe('a new file\n');
 
