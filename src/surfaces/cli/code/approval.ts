@@ -31,3 +31,60 @@ export function decide(mode: Mode, kind: ToolKind, outside: string[]): Verdict {
 export function isMode(text: string): text is Mode {
   return (MODES as readonly string[]).includes(text);
 }
+
+/** The person's answer to a question: this once, for the rest of the session (the scope asked about), or not. */
+export type Answer = 'yes' | 'session' | 'no';
+
+/** What "yes for this session" covers: a tool (`edit_file`), or a command's prefix (`npm test`). */
+export interface Scope {
+  key: string;
+  /** As the question says it: `edit_file`, `commands starting with "npm test"`. */
+  label: string;
+}
+
+/** Characters that chain, redirect or substitute in `sh`: a command with one is never allowed by prefix. */
+const SHELL_CONTROL = /[;&|<>`$()\n\\]/;
+
+/**
+ * The scope a "yes for this session" would cover for a call, or null when
+ * none is offered: a command that chains or redirects (`npm test; rm -rf x`
+ * must not pass as `npm test`). A command's prefix is its first two words
+ * (`npm test`, `sh test.sh`), or its only word.
+ *
+ * @example
+ * scopeOf('run_command', 'npm test -- --watch'); // { key: 'command:npm test', label: 'commands starting with "npm test"' }
+ */
+export function scopeOf(tool: string, command: string | undefined): Scope | null {
+  if (command === undefined) return { key: `tool:${tool}`, label: tool };
+  if (SHELL_CONTROL.test(command)) return null;
+  const words = command.trim().split(/\s+/).filter(Boolean);
+  if (words.length === 0) return null;
+  const prefix = words.slice(0, 2).join(' ');
+  return { key: `command:${prefix}`, label: `commands starting with "${prefix}"` };
+}
+
+/**
+ * The scopes the person said "yes for this session" to. A command is
+ * allowed when it has no shell control character and its words start with
+ * an allowed prefix's words (`npm test` allows `npm test -- --watch`).
+ */
+export class SessionApprovals {
+  private readonly keys = new Set<string>();
+
+  allow(scope: Scope): void {
+    this.keys.add(scope.key);
+  }
+
+  allows(tool: string, command: string | undefined): boolean {
+    if (command === undefined) return this.keys.has(`tool:${tool}`);
+    if (SHELL_CONTROL.test(command)) return false;
+    const words = command.trim().split(/\s+/).filter(Boolean);
+    for (let n = 1; n <= Math.min(2, words.length); n++)
+      if (this.keys.has(`command:${words.slice(0, n).join(' ')}`)) return true;
+    return false;
+  }
+
+  clear(): void {
+    this.keys.clear();
+  }
+}

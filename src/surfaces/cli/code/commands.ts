@@ -4,6 +4,7 @@ import { money } from './gateway.js';
 import type { Agent } from './loop.js';
 import { projectContext } from './context.js';
 import { clean } from './render.js';
+import { type Question, resumeCommand } from './resume.js';
 
 export const HELP = `Commands:
   /help              this list
@@ -11,6 +12,8 @@ export const HELP = `Commands:
   /mode [MODE]       show or switch the approval mode: ask, auto-edit, yolo, plan
   /cost              this session's tokens and cost (the key's usage records), and the wallet's balance
   /expand [N]        the whole result of the last tool call (or the Nth last)
+  /undo              put back the files the last turn changed (or created) as they were before it
+  /resume [N|ID]     pick an earlier session of this folder (first task, date, cost) and go on with it
   /clear             start a new session (the old one stays on disk)
   /compact           summarise the conversation now, to free the model context
   /exit              leave (Ctrl-C twice, or Ctrl-D, also leaves)
@@ -22,13 +25,14 @@ Ctrl-C cancels the answer or command under way. Ctrl-J or Alt-Enter: a new line;
  * prints goes through `say` (already the agent's own text, not the model's).
  *
  * @example
- * if ((await slashCommand('/mode plan', agent, say, signal)) === 'exit') break;
+ * if ((await slashCommand('/mode plan', agent, say, signal, question)) === 'exit') break;
  */
 export async function slashCommand(
   line: string,
   agent: Agent,
   say: (text: string) => void,
   signal: AbortSignal,
+  question: Question,
 ): Promise<'exit' | undefined> {
   const [name, ...rest] = line.trim().split(/\s+/);
   const argument = rest.join(' ');
@@ -50,7 +54,7 @@ export async function slashCommand(
       return undefined;
     case '/clear': {
       const { store, tools } = agent.deps;
-      agent.session = store.create(tools.root, agent.model);
+      agent.switchTo(store.create(tools.root, agent.model));
       agent.session.messages.push({ role: 'system', content: await projectContext(tools.root, tools.limits) });
       say(`new session ${agent.session.id}`);
       return undefined;
@@ -60,6 +64,14 @@ export async function slashCommand(
       say(entry ? `● ${clean(entry.title)}\n${clean(entry.result)}` : 'no tool call to expand yet');
       return undefined;
     }
+    case '/undo': {
+      const done = await agent.undo();
+      say(done ? done.join('\n') : 'nothing to undo: no turn of this session changed a file');
+      return undefined;
+    }
+    case '/resume':
+      await resumeCommand(agent, argument, say, question, signal);
+      return undefined;
     case '/compact':
       await agent.compact(signal);
       say('compacted');

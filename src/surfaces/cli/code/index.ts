@@ -16,7 +16,7 @@ import { terminalView } from './view-terminal.js';
 import type { View } from './view.js';
 
 export const CODE_USAGE = `usage: tollgate code [-p TASK] [-m MODEL] [--approval ask|auto-edit|yolo|plan] [--output-format text|json|stream-json]
-                     [--continue | --session ID] [--list-sessions] [--sessions-dir DIR] [--url URL] [--api-key KEY]
+                     [--continue | --resume | --session ID] [--list-sessions] [--sessions-dir DIR] [--url URL] [--api-key KEY]
 
 The coding agent, on your API key: works in the current folder with tools (read, list, search, edit, write, run),
 asking before edits and commands (--approval). Without -p it is interactive (/help lists its commands).
@@ -29,6 +29,7 @@ const OPTIONS = {
   approval: { type: 'string' },
   'output-format': { type: 'string' },
   continue: { type: 'boolean', short: 'c' },
+  resume: { type: 'boolean', short: 'r' },
   session: { type: 'string' },
   'list-sessions': { type: 'boolean' },
   'sessions-dir': { type: 'string' },
@@ -50,7 +51,10 @@ export async function runCode(argv: string[], io: Io): Promise<number> {
     const format = (values['output-format'] ?? 'text') as OutputFormat;
     if (!OUTPUT_FORMATS.includes(format))
       throw new UsageError(`--output-format must be one of ${OUTPUT_FORMATS.join(', ')}, not "${format}"`);
-    if (values.continue && values.session) throw new UsageError('--continue and --session are alternatives: pass one');
+    if ([values.continue, values.resume, values.session].filter(Boolean).length > 1)
+      throw new UsageError('--continue, --resume and --session are alternatives: pass one');
+    if (values.resume && values.prompt !== undefined)
+      throw new UsageError('--resume asks which session: it is interactive (with -p, use --continue or --session ID)');
     const settings = await resolveAgentSettings({
       url: values.url,
       apiKey: values['api-key'],
@@ -102,13 +106,13 @@ async function start(
   if (!resumed) session.messages.push({ role: 'system', content: await projectContext(root, settings.limits) });
   const interactiveRun = values.prompt === undefined;
   const paint = painter(interactiveRun && wantsColour(Boolean(process.stdout.isTTY)));
-  let ask: View['ask'] = () => Promise.resolve(false);
+  let ask: View['ask'] = () => Promise.resolve('no' as const);
   const view = interactiveRun
     ? terminalView(
         (text) => process.stdout.write(text),
         paint,
         Boolean(process.stdout.isTTY),
-        (q, s) => ask(q, s),
+        (q, s, scope) => ask(q, s, scope),
       )
     : headlessView(format, io);
   const openai = new OpenAI({
@@ -136,7 +140,7 @@ async function start(
     settings.approval,
   );
   if (!interactiveRun) return headless(agent, values.prompt!, format, io);
-  return interactive(agent, paint, (fn) => (ask = fn));
+  return interactive(agent, paint, (fn) => (ask = fn), resumed ? 'resumed' : values.resume ? 'pick' : 'new');
 }
 
 async function listSessions(store: SessionStore, io: Io): Promise<number> {

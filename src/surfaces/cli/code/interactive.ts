@@ -4,7 +4,9 @@ import { mentionCompleter, taskText, terminalInput } from './input.js';
 import { withMentions } from './mentions.js';
 import type { Agent } from './loop.js';
 import { slashCommand } from './commands.js';
+import { type Question, resumeCommand, resumeInto } from './resume.js';
 import type { Paint } from './render.js';
+import type { View } from './view.js';
 
 /**
  * The interactive session: a prompt, a task or a /command per line. Ctrl-C
@@ -13,12 +15,13 @@ import type { Paint } from './render.js';
  * leaves. Ctrl-D leaves too. Answers the exit code.
  *
  * @example
- * process.exitCode = await interactive(agent, paint, setAsk);
+ * process.exitCode = await interactive(agent, paint, setAsk, 'resumed');
  */
 export async function interactive(
   agent: Agent,
   paint: Paint,
-  setAsk: (ask: (question: string, signal: AbortSignal) => Promise<boolean>) => void,
+  setAsk: (ask: View['ask']) => void,
+  start: 'new' | 'resumed' | 'pick' = 'new',
 ): Promise<number> {
   const input = terminalInput(process.stdin, process.stdout);
   const rl = createInterface({
@@ -48,15 +51,22 @@ export async function interactive(
     process.stdout.write(`\n${paint.dim('(Ctrl-C again, or /exit, to leave)')}\n`);
     rl.prompt();
   });
-  setAsk(async (question, signal) => {
+  setAsk(async (question, signal, scope) => {
+    const choices = scope
+      ? `y yes · a yes, and don't ask again this session for ${scope.label} · n no [y/a/N] `
+      : '[y/N] ';
     try {
-      const answer = await rl.question(paint.yellow(`${question} [y/N] `), { signal });
-      return /^y(es)?$/i.test(answer.trim());
+      const answer = (await rl.question(paint.yellow(`${question} ${choices}`), { signal })).trim();
+      if (/^y(es)?$/i.test(answer)) return 'yes';
+      return scope && /^a(lways)?$/i.test(answer) ? 'session' : 'no';
     } catch {
-      return false;
+      return 'no';
     }
   });
+  const question: Question = (prompt, signal) => rl.question(prompt, { signal });
   say(banner(agent, paint));
+  if (start === 'resumed') resumeInto(agent, agent.session, say);
+  if (start === 'pick') await resumeCommand(agent, '', say, question, new AbortController().signal);
   try {
     for (;;) {
       const typed = typedAhead.shift() ?? (await Promise.race([rl.question(paint.bold('› ')), left]));
@@ -67,7 +77,7 @@ export async function interactive(
       busy = new AbortController();
       try {
         if (line.trim().startsWith('/')) {
-          if ((await slashCommand(line, agent, say, busy.signal)) === 'exit') return 0;
+          if ((await slashCommand(line, agent, say, busy.signal, question)) === 'exit') return 0;
           continue;
         }
         await task(agent, line, busy.signal, say, paint);

@@ -1,12 +1,13 @@
 import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Mode } from './approval.js';
-import { decide } from './approval.js';
+import { decide, scopeOf, SessionApprovals } from './approval.js';
+import { Checkpoints } from './checkpoints.js';
 import type { TurnPlan, WalletGuard } from './budget.js';
 import { type Gateway, type Price, turnCost } from './gateway.js';
 import { AgentStop, type ModelAnswer, streamAnswer } from './model.js';
 import type { Session, SessionStore } from './sessions.js';
-import { prepare, type ToolContext, ToolRefusal, toolsFor } from './tools/index.js';
+import { type PreparedCall, prepare, type ToolContext, ToolRefusal, toolsFor } from './tools/index.js';
 import type { Outcome, View } from './view.js';
 
 export interface AgentDeps {
@@ -39,12 +40,36 @@ export class Agent {
   private measured = { promptTokens: 0, messages: 0 };
   /** The tool calls of this run and their results, for `/expand` (kept in memory only, the last 50). */
   readonly toolLog: { title: string; result: string }[] = [];
+  /** What the person said "yes for this session" to. */
+  readonly approvals = new SessionApprovals();
+  /** The files each turn changed, as they were before it (`/undo`). */
+  readonly checkpoints: Checkpoints;
+  /** Told to the model with the next task (an `/undo` it should know of). */
+  private noteForModel = '';
 
   constructor(
     readonly deps: AgentDeps,
     public session: Session,
     public mode: Mode,
-  ) {}
+  ) {
+    this.checkpoints = new Checkpoints(deps.tools.limits.file_bytes);
+  }
+
+  /** Another session (`/clear`, `/resume`): its approvals and checkpoints start empty. */
+  switchTo(session: Session): void {
+    this.session = session;
+    this.measured = { promptTokens: 0, messages: 0 };
+    this.approvals.clear();
+    this.checkpoints.clear();
+    this.noteForModel = '';
+  }
+
+  /** Restores the files of the latest turn that changed any; answers one line a file, or null when none. */
+  async undo(): Promise<string[] | null> {
+    const done = await this.checkpoints.undo(this.deps.tools.root);
+    if (done) this.noteForModel = `[The user undid the file changes of a turn: ${done.join('; ')}.]\n\n`;
+    return done;
+  }
 
   get model(): string {
     return this.session.model;
@@ -52,7 +77,9 @@ export class Agent {
 
   async run(task: string, signal: AbortSignal): Promise<Outcome> {
     if (this.session.title === '') this.session.title = task.slice(0, 80);
-    this.session.messages.push({ role: 'user', content: task });
+    this.session.messages.push({ role: 'user', content: this.noteForModel + task });
+    this.noteForModel = '';
+    this.checkpoints.begin();
     let last = '';
     try {
       for (let step = 0; step < this.deps.tools.limits.max_steps; step++) {
@@ -173,8 +200,8 @@ export class Agent {
       view.tool(name, call.title, call.preview);
       const verdict = decide(this.mode, call.kind, call.outside);
       if (verdict.outcome === 'refuse') throw new ToolRefusal(verdict.reason);
-      if (verdict.outcome === 'ask' && !(await view.ask(verdict.question, signal)))
-        throw new ToolRefusal('the user declined this call');
+      if (verdict.outcome === 'ask') await this.approve(name, call, verdict.question, signal);
+      if (call.writes) await this.checkpoints.keep(call.writes);
       const result = await call.run(signal);
       this.toolLog.push({ title: call.title, result });
       if (this.toolLog.length > 50) this.toolLog.shift();
@@ -185,6 +212,18 @@ export class Agent {
       view.toolResult(name, `refused: ${error.message}`, false);
       return `refused: ${error.message}`;
     }
+  }
+
+  /**
+   * Asks the person, unless they said "yes for this session" to the tool (or the command's prefix) already.
+   * A call outside the project is asked every time: a session's yes is about the project.
+   */
+  private async approve(name: string, call: PreparedCall, question: string, signal: AbortSignal): Promise<void> {
+    if (call.outside.length === 0 && this.approvals.allows(name, call.command)) return;
+    const scope = call.outside.length === 0 ? scopeOf(name, call.command) : null;
+    const answer = await this.deps.view.ask(question, signal, scope);
+    if (answer === 'no') throw new ToolRefusal('the user declined this call');
+    if (answer === 'session' && scope) this.approvals.allow(scope);
   }
 
   private toolAnswer(id: string, content: string): void {

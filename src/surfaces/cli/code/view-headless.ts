@@ -72,7 +72,7 @@ export function headlessView(
       const text = `${question} No: nobody to ask with -p; pass --approval auto-edit (edits) or yolo (edits and commands) to allow it.`;
       event('notice', { text });
       say(text);
-      return Promise.resolve(false);
+      return Promise.resolve('no' as const);
     },
   };
 }

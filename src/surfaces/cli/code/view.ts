@@ -1,3 +1,4 @@
+import type { Answer, Scope } from './approval.js';
 import type { AgentStop } from './model.js';
 
 /** One model call's figures, as shown after it and in stream-json. */
@@ -38,6 +39,9 @@ export interface View {
   toolResult(name: string, result: string, ok: boolean): void;
   turn(figures: TurnFigures): void;
   notice(text: string): void;
-  /** Asks the person; false when declined, cancelled, or no one can be asked. */
-  ask(question: string, signal: AbortSignal): Promise<boolean>;
+  /**
+   * Asks the person: yes, yes for this session (offered when `scope` is given: what it would cover), or no;
+   * 'no' when declined, cancelled, or no one can be asked.
+   */
+  ask(question: string, signal: AbortSignal, scope: Scope | null): Promise<Answer>;
 }

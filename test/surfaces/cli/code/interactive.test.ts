@@ -104,13 +104,16 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     );
     type('change the greeting');
     press('Enter');
-    await shows('the diff and its question', 'Apply this change? [y/N]');
+    await shows(
+      'the diff and its question',
+      "Apply this change? y yes · a yes, and don't ask again this session for edit_file · n no [y/a/N]",
+    );
     const diff = screen(true);
     expect(diff).toContain('\u001b[31m-hello world'); // the removed line red
     expect(diff).toContain('\u001b[32m+hello tollgate'); // the added line green
     type('y');
     press('Enter');
-    await shows('the command and its question', 'Run this command? [y/N]');
+    await shows('the command and its question', 'Run this command? y yes');
     expect(screen()).toContain('● $ touch denied.txt');
     type('n');
     press('Enter');

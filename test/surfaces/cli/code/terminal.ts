@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { requireServices } from '../../../helpers/services.js';
 import { until } from '../../../helpers/wait.js';
 
@@ -61,7 +62,10 @@ export function openTerminal(name: string, cwd: string, env: Record<string, stri
       }),
     close() {
       try {
+        // kill-server leaves the socket file behind: removed too.
+        const socketPath = tmux('display-message', '-p', '#{socket_path}').trim();
         tmux('kill-server');
+        rmSync(socketPath, { force: true });
       } catch {
         // Already gone.
       }

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decide } from '../../../../src/surfaces/cli/code/approval.js';
+import { decide, scopeOf, SessionApprovals } from '../../../../src/surfaces/cli/code/approval.js';
 import { DEFAULT_LIMITS, limitsFrom } from '../../../../src/surfaces/cli/code/limits.js';
 import { painter } from '../../../../src/surfaces/cli/code/render.js';
 import { prepare, ripgrepPath, type ToolContext } from '../../../../src/surfaces/cli/code/tools/index.js';
@@ -119,6 +119,27 @@ describe('approval modes', () => {
       outcome: 'ask',
       question: 'Allow access outside the project (/etc/passwd)?',
     });
+  });
+
+  it('"yes for this session" covers a tool, or a command\'s prefix but never a chained or redirected command', () => {
+    const approvals = new SessionApprovals();
+    approvals.allow(scopeOf('edit_file', undefined)!);
+    approvals.allow(scopeOf('run_command', 'npm test -- --watch')!);
+    expect(approvals.allows('edit_file', undefined)).toBe(true);
+    expect(approvals.allows('write_file', undefined)).toBe(false);
+    expect(approvals.allows('run_command', 'npm test')).toBe(true);
+    expect(approvals.allows('run_command', 'npm  test src/a.test.ts')).toBe(true);
+    expect(approvals.allows('run_command', 'npm install left-pad')).toBe(false);
+    for (const chained of [
+      'npm test; rm -rf x',
+      'npm test && curl x',
+      'npm test > out',
+      'npm test $(rm x)',
+      'npm test `x`',
+    ])
+      expect(approvals.allows('run_command', chained)).toBe(false);
+    expect(scopeOf('run_command', 'npm test | tee log')).toBeNull();
+    expect(scopeOf('run_command', 'sh test.sh')!.label).toBe('commands starting with "sh test.sh"');
   });
 
   it('reads limits from the config file, naming a bad one', () => {

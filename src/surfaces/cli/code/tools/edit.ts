@@ -29,6 +29,7 @@ export async function prepareEdit(ctx: ToolContext, args: Record<string, unknown
     title: `edit ${where.shown}`,
     preview: renderDiff(ctx.paint, where.shown, before, after),
     outside: where.inside ? [] : [where.path],
+    writes: [where.path],
     async run() {
       // The file may have changed while the person looked at the diff.
       if ((await readText(ctx, where.path, where.shown)) !== before)

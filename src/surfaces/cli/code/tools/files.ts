@@ -95,6 +95,7 @@ export async function prepareWrite(ctx: ToolContext, args: Record<string, unknow
     title: `write ${where.shown}`,
     preview: renderDiff(ctx.paint, where.shown, before, content),
     outside: where.inside ? [] : [where.path],
+    writes: [where.path],
     async run() {
       await checkStillInside(ctx.root, where);
       await mkdir(path.dirname(where.path), { recursive: true });

@@ -15,6 +15,7 @@ export function prepareShell(ctx: ToolContext, args: Record<string, unknown>): P
     kind: 'command',
     title: `$ ${command}`,
     outside: [],
+    command,
     run: (signal) => runCommand(ctx, command, seconds, signal),
   };
 }

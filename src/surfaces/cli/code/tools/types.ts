@@ -24,6 +24,10 @@ export interface PreparedCall {
   preview?: string;
   /** Paths outside the project the call touches (each needs the person's yes). */
   outside: string[];
+  /** A command's text (run_command): "yes for this session" covers its prefix, not the tool. */
+  command?: string;
+  /** The files the call changes (absolute): their content is kept before it runs, for `/undo`. */
+  writes?: string[];
   run(signal: AbortSignal): Promise<string>;
 }
 
