@@ -135,7 +135,7 @@ export const settingsSchema = z.object({
   TOLLGATE_STACK_URL_ALLOW_HTTP: z.enum(['true', 'false']).default('false'),
   TOLLGATE_STACK_URL_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   TOLLGATE_UPLOADS_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(4),
-  TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(1000).default(2),
+  TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(1000).default(1),
   TOLLGATE_STACKS_PER_USER: z.coerce.number().int().min(1).max(1_000_000).default(100),
   TOLLGATE_STACKS_BYTES_PER_USER: z.coerce
     .number()

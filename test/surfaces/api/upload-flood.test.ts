@@ -140,7 +140,7 @@ describe.each(stores)('twelve concurrent 10 MiB uploads by one user (%s)', (stor
       expect(refused.message).toMatch(/TOLLGATE_[A-Z_]+/);
       if (refused.status !== 409) expect(refused.retryAfter).toMatch(/^\d+$/);
     }
-    // The user's concurrency bound (TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER, 2 by default) refused the rest at once.
+    // The user's concurrency bound (TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER, 1 by default) refused the rest at once.
     expect(answers.some((answer) => answer.status === 429)).toBe(true);
     if (store === 'postgres') expect(peak - before).toBeLessThan(2 * sentMiB);
   }, 120_000);

@@ -29,8 +29,11 @@ export interface Terminal {
 
 export function openTerminal(name: string, cwd: string, env: Record<string, string>): Terminal {
   const socket = `tollgate-${name}-${process.pid}`;
+  // A person's terminal: without the CI variable of the run that tests it, which turns colours off (supports-color)
+  // where no user's terminal would. The server takes its environment from the command that starts it.
+  const { CI: _ci, ...personal } = process.env;
   const tmux = (...args: string[]) =>
-    execFileSync(tmuxPath!, ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
+    execFileSync(tmuxPath!, ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8', env: personal });
   tmux(
     'new-session',
     '-d',
