@@ -30,6 +30,8 @@ function startLyingEngine(): Promise<Server> {
     req.on('data', (chunk: Buffer) => (text += chunk.toString()));
     req.on('end', () => {
       if (req.url === '/health') return res.end('ok');
+      // Anything else it does not serve (the gateway asks an engine of unnamed kind for `/props` and `/version`): a 404, as vLLM answers.
+      if (req.method !== 'POST') return res.writeHead(404).end();
       const body = JSON.parse(text) as { lie: string; stream?: boolean; input?: unknown };
       const usage = LIES[body.lie];
       if (req.url === '/v1/embeddings') {

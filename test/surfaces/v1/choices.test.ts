@@ -28,6 +28,8 @@ function startChoicesEngine() {
     req.on('data', (chunk: Buffer) => (text += chunk.toString()));
     req.on('end', () => {
       if (req.url === '/health') return res.end('ok');
+      // Anything else it does not serve (the gateway asks an engine of unnamed kind for `/props` and `/version`): a 404, as vLLM answers.
+      if (req.method !== 'POST') return res.writeHead(404).end();
       const body = JSON.parse(text) as { n?: number; max_tokens: number; stream?: boolean };
       seen.push(body);
       const n = body.n ?? 1;

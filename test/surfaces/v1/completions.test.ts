@@ -36,6 +36,8 @@ function startCompletionsEngine() {
     req.on('data', (chunk: Buffer) => (text += chunk.toString()));
     req.on('end', () => {
       if (req.url === '/health') return res.end('ok');
+      // Anything else it does not serve (the gateway asks an engine of unnamed kind for `/props` and `/version`): a 404, as vLLM answers.
+      if (req.method !== 'POST') return res.writeHead(404).end();
       const body = JSON.parse(text) as CompletionsBody;
       seen.push(body);
       const prompts = Array.isArray(body.prompt) ? body.prompt : [body.prompt];
