@@ -11,9 +11,9 @@ import type { Redis } from 'ioredis';
 import { createResponseCache, type ResponseCache } from './gateway/cache/response-cache.js';
 import { ChargeApplier } from './gateway/billing/charge-applier.js';
 import type { ChargeJournal } from './gateway/billing/journal.js';
-import { GateKeeper } from './gateway/limits/gate-keeper.js';
-import { createMemoryGate } from './gateway/limits/memory-gate.js';
-import { createRedisGate } from './gateway/limits/redis-gate.js';
+import { GateKeeper } from './gateway/admission/gate-keeper.js';
+import { createMemoryGate } from './gateway/admission/memory-gate.js';
+import { createRedisGate } from './gateway/admission/redis-gate.js';
 import { WalletService } from './gateway/billing/wallet.js';
 import { OrgService } from './platform/orgs/service.js';
 import { ProjectService } from './platform/orgs/projects.js';
@@ -69,7 +69,7 @@ export interface Services {
   fleet: Fleet;
   /** The operator token that guards the management API. */
   adminToken: string;
-  /** The four per-key limits and the wallet hold, decided in one step; see `limits/gate-keeper.ts`. */
+  /** The four per-key limits and the wallet hold, decided in one step; see `admission/gate-keeper.ts`. */
   gateKeeper: GateKeeper;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;

@@ -22,7 +22,7 @@ import { serveMetrics } from '../shared/observability/metrics-server.js';
 import { startTracing } from '../shared/observability/tracing.js';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 
-/** How often stored request data and stored Responses past their retention are purged (expired holds are the limits gate's: `limits/gate-keeper.ts`). */
+/** How often stored request data and stored Responses past their retention are purged (expired holds are the limits gate's: `admission/gate-keeper.ts`). */
 const SWEEP_INTERVAL_MS = 60_000;
 
 export interface RunningGateway {

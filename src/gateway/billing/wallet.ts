@@ -18,7 +18,7 @@ export type UsageRecordInput = typeof usageRecords.$inferInsert;
 export class WalletService {
   constructor(
     private readonly db: Database,
-    /** Told of every committed top-up and adjustment, so the request path's spendable amount follows (`limits/gate-keeper.ts`). */
+    /** Told of every committed top-up and adjustment, so the request path's spendable amount follows (`admission/gate-keeper.ts`). */
     private readonly credited: (orgId: string, amount: bigint) => Promise<void> = async () => {},
   ) {}
 

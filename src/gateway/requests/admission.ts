@@ -8,8 +8,8 @@ import { headerOf, readJsonObject } from '../../shared/http/request.js';
 import { type AuthenticatedKey, verifiedKey } from '../keys/service.js';
 import { isProjectId } from '../../shared/db/ids.js';
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
-import { estimateRequestTokens } from '../limits/estimate.js';
-import type { RatePass, Ticket } from '../limits/gate-keeper.js';
+import { estimateRequestTokens } from '../admission/estimate.js';
+import type { RatePass, Ticket } from '../admission/gate-keeper.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
 import { keyHeaderOf } from './auth.js';
 import type { AuthorizedRequest } from './authorized-request.js';
@@ -98,7 +98,7 @@ export async function authorize(
 }
 
 /**
- * Takes what the request may use (`GateKeeper`, `limits/gate-keeper.ts`): a
+ * Takes what the request may use (`GateKeeper`, `admission/gate-keeper.ts`): a
  * hold on the wallet for the most it can cost (402 when nothing is
  * spendable) and its key's token limits (429), and its requests per minute
  * and concurrency unless `rate` took them already (`GateKeeper.admitRate`),

@@ -15,7 +15,7 @@ export type { Settlement } from '../billing/settlement.js';
 /**
  * Ends a call: makes its charge (exact cost and usage record) durable in the
  * journal, turns its hold into that charge and settles its limits to the
- * tokens really used (`GateKeeper.release`, `limits/gate-keeper.ts`), both before the response's last
+ * tokens really used (`GateKeeper.release`, `admission/gate-keeper.ts`), both before the response's last
  * byte, and keeps its answer in the cache when the key asks for it. The
  * charge reaches PostgreSQL shortly after, by group commit
  * (`billing/charge-applier.ts`): the answer never waits for the database.

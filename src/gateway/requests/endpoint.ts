@@ -12,7 +12,7 @@ import type { ResponseCache } from '../cache/response-cache.js';
 import type { RequestPathCache } from '../catalog/request-path-cache.js';
 import type { Fleet } from '../engines/fleet.js';
 import type { KeyService } from '../keys/service.js';
-import type { GateKeeper } from '../limits/gate-keeper.js';
+import type { GateKeeper } from '../admission/gate-keeper.js';
 import type { AuthorizedRequest, EndpointName } from './authorized-request.js';
 import type { StreamState } from '../billing/settlement.js';
 import type { RelayOutcome } from '../proxy/sse.js';

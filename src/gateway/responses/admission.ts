@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import type { GateKeeper } from '../limits/gate-keeper.js';
+import type { GateKeeper } from '../admission/gate-keeper.js';
 
 /**
  * The stored-response routes (`GET`, `DELETE`, `input_items`) count against

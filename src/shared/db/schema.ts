@@ -144,7 +144,7 @@ export const wallets = pgTable('wallets', {
   orgId: text('org_id')
     .primaryKey()
     .references(() => organizations.id),
-  /** The ledger's sum. Holds of requests in flight are kept by the limits gate, not here (`limits/gate.ts`). */
+  /** The ledger's sum. Holds of requests in flight are kept by the limits gate, not here (`admission/gate.ts`). */
   balance: money('balance_nanos')
     .notNull()
     .default(sql`0`),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chargeFor, holdFor } from '../../../src/gateway/billing/holds.js';
 import { clampUsage, sequencesOf, tokenBoundsOf } from '../../../src/gateway/billing/token-bounds.js';
-import { estimateRequestTokens } from '../../../src/gateway/limits/estimate.js';
+import { estimateRequestTokens } from '../../../src/gateway/admission/estimate.js';
 
 const price = { inputPerToken: 150n, outputPerToken: 600n };
 const chat = (body: Record<string, unknown>) => ({ bodyBytes: 120, body, task: 'chat' as const, contextLength: 8192 });
