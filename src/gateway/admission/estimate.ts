@@ -1,5 +1,5 @@
 import { sequencesOf } from '../billing/token-bounds.js';
-import { estimateChatPromptTokens, estimateInputTokens } from '../proxy/usage.js';
+import { estimateChatPromptTokens, estimateInputTokens } from '../proxy/token-counts.js';
 
 /**
  * Tokens a request may use, for the token limits' check before it runs: the

@@ -1,6 +1,6 @@
 import type { CachedResponse } from '../cache/response-cache.js';
 import type { RelayOutcome } from '../proxy/sse.js';
-import type { TokenUsage, UsageSource } from '../proxy/usage.js';
+import type { TokenUsage, UsageSource } from './token-usage.js';
 
 /** How a call ended, as the gateway bills and records it (`requests/billed-call.ts`'s `settle` makes it durable). */
 export interface Settlement {

@@ -1,4 +1,4 @@
-import type { TokenUsage, UsageSource } from '../proxy/usage.js';
+import type { TokenUsage, UsageSource } from './token-usage.js';
 import type { ChargeJournal } from './journal.js';
 import { type StreamState, streamedUsage } from './settlement.js';
 import type { ChargeRecord } from './wallet.js';

@@ -6,7 +6,7 @@ export interface TokenUsage {
 
 /**
  * 'upstream': the engine reported it; 'estimated': the engine reported no
- * valid count, so the gateway counted (`proxy/usage.ts`'s `estimate…`); 'clamped': the
+ * valid count, so the gateway counted (`proxy/token-counts.ts`'s `estimate…`); 'clamped': the
  * engine reported more than the request could use, and it was held to the
  * request's bounds (`token-bounds.ts`).
  */

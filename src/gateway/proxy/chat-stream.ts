@@ -1,7 +1,7 @@
 import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
 import { withoutNullFields } from './openai-shape.js';
 import { newStreamState, type StreamState } from '../billing/settlement.js';
-import { usageFrom } from './usage.js';
+import { usageFrom } from './token-counts.js';
 import { readUsualChunk, type UsualChunk } from './usual-chunk.js';
 
 export interface ChatStreamOptions {

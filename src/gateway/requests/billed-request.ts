@@ -4,7 +4,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import { postWithFailover } from '../proxy/failover.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
 import { readEngineAnswer } from '../proxy/upstream.js';
-import { usageFrom } from '../proxy/usage.js';
+import { usageFrom } from '../proxy/token-counts.js';
 import { authorize, reserve } from './admission.js';
 import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js';
 import { relayBilledStream } from './billed-stream.js';

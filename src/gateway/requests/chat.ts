@@ -1,5 +1,6 @@
 import { createChatChunkRewriter } from '../proxy/chat-stream.js';
-import { estimateCompletionTokens, estimatePromptTokens, type TokenUsage } from '../proxy/usage.js';
+import type { TokenUsage } from '../billing/token-usage.js';
+import { estimateCompletionTokens, estimatePromptTokens } from '../proxy/token-counts.js';
 import type { AuthorizedRequest } from './admission.js';
 import type { BilledEndpoint, ProtocolCall, StreamWriter } from './endpoint.js';
 import { validateChatRequest } from './validate.js';

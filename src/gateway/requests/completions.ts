@@ -1,4 +1,4 @@
-import { estimateCompletionTokens, estimateInputTokens } from '../proxy/usage.js';
+import { estimateCompletionTokens, estimateInputTokens } from '../proxy/token-counts.js';
 import { sequencesOf } from '../billing/token-bounds.js';
 import { openAiCall } from './chat.js';
 import type { BilledEndpoint } from './endpoint.js';

@@ -1,4 +1,4 @@
-import { estimateInputTokens } from '../proxy/usage.js';
+import { estimateInputTokens } from '../proxy/token-counts.js';
 import type { BilledEndpoint } from './endpoint.js';
 import { validateEmbeddingsRequest } from './validate.js';
 

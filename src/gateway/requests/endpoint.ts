@@ -1,7 +1,7 @@
 import type { Config } from '../../config/types.js';
 import type { TaskType } from '../../shared/db/schema.js';
 import type { UpstreamTarget } from '../engines/types.js';
-import type { TokenUsage } from '../proxy/usage.js';
+import type { TokenUsage } from '../billing/token-usage.js';
 import type { Logger } from '../../shared/http/log.js';
 import type { InFlight } from '../../shared/http/in-flight.js';
 import type { OutageLog } from '../../shared/http/outage.js';

@@ -1,4 +1,4 @@
-import { estimateChatPromptTokens } from '../proxy/usage.js';
+import { estimateChatPromptTokens } from '../proxy/token-counts.js';
 
 type Json = Record<string, unknown>;
 

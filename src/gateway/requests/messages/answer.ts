@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { usageFrom } from '../../proxy/usage.js';
+import { usageFrom } from '../../proxy/token-counts.js';
 
 type Json = Record<string, unknown>;
 

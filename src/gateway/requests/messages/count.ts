@@ -1,5 +1,5 @@
 import { pickModel, requestedModelName } from '../../catalog/service.js';
-import { estimateChatPromptTokens } from '../../proxy/usage.js';
+import { estimateChatPromptTokens } from '../../proxy/token-counts.js';
 import { GatewayError } from '../../../shared/http/errors.js';
 import type { BilledDeps } from '../endpoint.js';
 

@@ -1,4 +1,4 @@
-import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/usage.js';
+import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/token-counts.js';
 import type { BilledEndpoint } from '../endpoint.js';
 import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
 import { invalid } from '../validate.js';

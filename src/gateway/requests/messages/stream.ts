@@ -1,6 +1,6 @@
 import { newStreamState } from '../../billing/settlement.js';
 import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
-import { usageFrom } from '../../proxy/usage.js';
+import { usageFrom } from '../../proxy/token-counts.js';
 import type { StreamWriter } from '../endpoint.js';
 import { messageId, stopReasonOf } from './answer.js';
 

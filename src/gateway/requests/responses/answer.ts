@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type TokenUsage, usageFrom } from '../../proxy/usage.js';
+import type { TokenUsage } from '../../billing/token-usage.js';
+import { usageFrom } from '../../proxy/token-counts.js';
 import { stringOf } from './items.js';
 import type { ToolNames } from './translate.js';
 

@@ -1,6 +1,6 @@
 import { newStreamState, streamedUsage } from '../../billing/settlement.js';
 import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
-import { usageFrom } from '../../proxy/usage.js';
+import { usageFrom } from '../../proxy/token-counts.js';
 import { readUsualChunk, type UsualChunk } from '../../proxy/usual-chunk.js';
 import { callItem, finishOf, itemId, responseShell, responsesUsage } from './answer.js';
 import { stringOf } from './items.js';

@@ -1,9 +1,5 @@
 import type { TokenUsage } from '../billing/token-usage.js';
 
-// What billing counts is billing's (`billing/token-usage.ts`); named here too for the
-// request path's files that import it from this one.
-export type { TokenUsage, UsageSource } from '../billing/token-usage.js';
-
 /**
  * Reads an OpenAI/vLLM `usage` object. Returns null unless both counts are
  * non-negative integers: a malformed count must not become a charge.
