@@ -272,8 +272,12 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     expect(records.filter((r) => r.status === 499)).toHaveLength(CANCEL_DAYS.size);
     const cut = records.filter((r) => r.status === 500);
     expect(cut.map((r) => r.id).sort()).toEqual([...crashed.keys()].sort());
-    // Each charged from its checkpoints: at least what its client had read, less one checkpoint.
-    for (const r of cut) expect(r.completion_tokens).toBeGreaterThanOrEqual(crashed.get(r.id)! - EVERY_TOKENS);
+    // Each charged from its checkpoints: at least what its client had read, less a checkpoint's interval and the
+    // one being written when the process died (its client may be a few tokens past it at 2 ms a token).
+    for (const r of cut) {
+      expect(r.completion_tokens).toBeGreaterThan(0);
+      expect(r.completion_tokens).toBeGreaterThanOrEqual(crashed.get(r.id)! - 2 * EVERY_TOKENS);
+    }
     expect(records.filter((r) => r.cache_hit && r.cost === '0')).toHaveLength(CACHE_DAYS.size);
 
     // The built CLI, against either replica: the books agree.
