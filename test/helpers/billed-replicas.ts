@@ -203,3 +203,45 @@ export async function watchStream(
   })();
   return watched;
 }
+
+/** A request of one protocol, answered as JSON or streamed. */
+export type BilledCallKind = `${StreamProtocol} ${'json' | 'stream'}`;
+
+const jsonRequests: Record<StreamProtocol, { path: string; body: (max: number, prompt: string) => unknown }> = {
+  chat: {
+    path: '/v1/chat/completions',
+    body: (max, prompt) => ({ model: 'sim-chat', max_tokens: max, messages: [{ role: 'user', content: prompt }] }),
+  },
+  messages: {
+    path: '/v1/messages',
+    body: (max, prompt) => ({ model: 'sim-chat', max_tokens: max, messages: [{ role: 'user', content: prompt }] }),
+  },
+  responses: {
+    path: '/v1/responses',
+    body: (max, prompt) => ({ model: 'sim-chat', max_output_tokens: max, input: prompt }),
+  },
+};
+
+/** One short request (12 tokens asked for) answered to its end, JSON or streamed: its request id. */
+export async function billedCall(
+  gateway: GatewayProcess,
+  secret: string,
+  kind: BilledCallKind,
+  prompt: string,
+): Promise<string> {
+  const [protocol, form] = kind.split(' ') as [StreamProtocol, 'json' | 'stream'];
+  if (form === 'stream') {
+    const stream = await watchStream(gateway, secret, protocol, 12, prompt);
+    await stream.ended;
+    expect(stream.received, `${kind} ${stream.requestId}`).toBe(12);
+    return stream.requestId;
+  }
+  const response = await fetch(`${gateway.url}${jsonRequests[protocol].path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify(jsonRequests[protocol].body(12, prompt)),
+  });
+  expect(response.status, `${kind}: ${await response.clone().text()}`).toBe(200);
+  await response.arrayBuffer();
+  return response.headers.get('x-request-id')!;
+}

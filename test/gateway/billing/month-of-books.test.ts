@@ -2,11 +2,14 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
 import {
+  billedCall,
+  type BilledCallKind,
   billedReplicas,
   type BilledReplicas,
   type StreamProtocol,
   watchStream,
 } from '../../helpers/billed-replicas.js';
+import { expectCsvMatches, expectWindowsChain, type LedgerExport } from '../../helpers/ledger-exports.js';
 import { type GatewayProcess, repoRoot } from '../../helpers/processes.js';
 import { scrape } from '../../helpers/prometheus.js';
 import { postgresAvailable, redisAvailable } from '../../helpers/services.js';
@@ -56,10 +59,11 @@ const CANCEL_DAYS = new Map<number, StreamProtocol>([
   [DAYS.indexOf('2026-10-19'), 'messages'],
   [DAYS.indexOf('2026-10-31'), 'chat'],
 ]);
+/** The notes of the month's top-ups and its adjustment: each entry that is not a charge says its cause. */
+const CAUSES = /^(invoice \d{4}-\d\d-\d\d|credit note)$/;
 const CACHE_DAYS = new Set([DAYS.indexOf('2026-10-05'), DAYS.indexOf('2026-10-24')]);
 
-type Kind = `${StreamProtocol} ${'json' | 'stream'}`;
-const KINDS: Kind[] = [
+const KINDS: BilledCallKind[] = [
   'chat json',
   'chat stream',
   'messages json',
@@ -67,44 +71,6 @@ const KINDS: Kind[] = [
   'responses json',
   'responses stream',
 ];
-const JSON_REQUESTS: Record<StreamProtocol, { path: string; body: (prompt: string) => unknown }> = {
-  chat: {
-    path: '/v1/chat/completions',
-    body: (prompt) => ({ model: 'sim-chat', max_tokens: 12, messages: [{ role: 'user', content: prompt }] }),
-  },
-  messages: {
-    path: '/v1/messages',
-    body: (prompt) => ({ model: 'sim-chat', max_tokens: 12, messages: [{ role: 'user', content: prompt }] }),
-  },
-  responses: {
-    path: '/v1/responses',
-    body: (prompt) => ({ model: 'sim-chat', max_output_tokens: 12, input: prompt }),
-  },
-};
-
-interface ExportedEntry {
-  id: number;
-  created_at: string;
-  kind: string;
-  amount_nanos: string;
-  balance_after_nanos: string;
-  request_id: string | null;
-  note: string | null;
-}
-interface ExportedUsage {
-  request_id: string;
-  created_at: string;
-  endpoint: string;
-  cost_nanos: string;
-  status: number;
-  ledger_entry_id: number | null;
-}
-interface LedgerExport {
-  opening_balance_nanos: string;
-  closing_balance_nanos: string;
-  entries: ExportedEntry[];
-  usage: ExportedUsage[];
-}
 
 describe.skipIf(missing !== null)('a month of traffic on two replicas, reconciled', () => {
   let sim: RunningSimulator;
@@ -132,25 +98,6 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     await fleet?.close();
     await sim?.close().catch(() => {});
   }, 60_000);
-
-  /** One JSON call or one stream read to its end; its request id. */
-  async function call(gateway: GatewayProcess, secret: string, kind: Kind, prompt: string): Promise<string> {
-    const [protocol, form] = kind.split(' ') as [StreamProtocol, 'json' | 'stream'];
-    if (form === 'stream') {
-      const stream = await watchStream(gateway, secret, protocol, 12, prompt);
-      await stream.ended;
-      expect(stream.received, `${kind} ${stream.requestId}`).toBe(12);
-      return stream.requestId;
-    }
-    const response = await fetch(`${gateway.url}${JSON_REQUESTS[protocol].path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify(JSON_REQUESTS[protocol].body(prompt)),
-    });
-    expect(response.status, `${kind}: ${await response.clone().text()}`).toBe(200);
-    await response.arrayBuffer();
-    return response.headers.get('x-request-id')!;
-  }
 
   /** A stream its client abandons once it has read a few tokens. */
   async function cancelled(gateway: GatewayProcess, secret: string, protocol: StreamProtocol, prompt: string) {
@@ -222,15 +169,15 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
       if (d === DAYS.indexOf('2026-10-15'))
         await fleet.admin(two, 'POST', `/orgs/${org.id}/wallet/adjustments`, { amount: '-0.50', note: 'credit note' });
       const work: Array<Promise<string>> = KINDS.map((kind, i) =>
-        call(replica(i), agent.secret, kind, `${day}: ${kind} ${'some context '.repeat(i * 10)}`),
+        billedCall(replica(i), agent.secret, kind, `${day}: ${kind} ${'some context '.repeat(i * 10)}`),
       );
       const cancel = CANCEL_DAYS.get(d);
       if (cancel) work.push(cancelled(replica(1), agent.secret, cancel, `${day}: a question asked and dropped`));
       if (CACHE_DAYS.has(d)) {
         // The same question twice, through both replicas: the second answer is the cache's (Redis), free.
         const prompt = `${day}: a question asked twice`;
-        requestIds.push(await call(one, cached.secret, 'chat json', prompt));
-        work.push(call(two, cached.secret, 'chat json', prompt));
+        requestIds.push(await billedCall(one, cached.secret, 'chat json', prompt));
+        work.push(billedCall(two, cached.secret, 'chat json', prompt));
       }
       if (d === CRASH_DAY) {
         // Three long streams on replica one, cut by its SIGKILL, while replica two serves the day's other requests.
@@ -310,36 +257,11 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     const exported = async (month: string) =>
       (await fleet.admin(gateway, 'GET', `/orgs/${orgId}/wallet/ledger?month=${month}`)) as unknown as LedgerExport;
     const [before, month, after] = await Promise.all(['2026-09', MONTH, '2026-11'].map(exported));
-    expect(before!.opening_balance_nanos).toBe('0');
-    expect(month!.opening_balance_nanos).toBe(before!.closing_balance_nanos);
-    expect(after!.opening_balance_nanos).toBe(month!.closing_balance_nanos);
     const [wallet] = await fleet.sql<Array<{ balance: string }>>`
       select balance_nanos::text as balance from wallets where org_id = ${orgId}`;
     expect(after!.closing_balance_nanos).toBe(wallet!.balance);
 
-    for (const x of [before!, month!, after!]) {
-      let balance = BigInt(x.opening_balance_nanos);
-      const usageOf = new Map(x.usage.map((u) => [u.request_id, u]));
-      for (const entry of [...x.entries].sort((a, b) => a.id - b.id)) {
-        balance += BigInt(entry.amount_nanos);
-        expect(entry.balance_after_nanos, `entry ${entry.id}`).toBe(balance.toString());
-        if (entry.kind === 'charge') {
-          const usage = usageOf.get(entry.request_id!);
-          expect(usage, `charge ${entry.id} names its usage record`).toBeDefined();
-          expect(BigInt(entry.amount_nanos)).toBe(-BigInt(usage!.cost_nanos));
-          expect(usage!.ledger_entry_id).toBe(entry.id);
-        } else {
-          expect(['topup', 'adjustment']).toContain(entry.kind);
-          expect(entry.note).toMatch(/^(invoice \d{4}-\d\d-\d\d|credit note)$/);
-        }
-      }
-      expect(balance.toString()).toBe(x.closing_balance_nanos);
-      const entryIds = new Set(x.entries.map((e) => e.id));
-      for (const usage of x.usage)
-        if (usage.cost_nanos === '0') expect(usage.ledger_entry_id, usage.request_id).toBeNull();
-        else expect(entryIds.has(usage.ledger_entry_id!), `${usage.request_id} names its entry`).toBe(true);
-    }
-
+    expectWindowsChain([before!, month!, after!], CAUSES);
     // Every record and every entry is in exactly one of the three months, and the month's are dated in it.
     const all = <T>(pick: (x: LedgerExport) => T[]) => [before!, month!, after!].flatMap(pick);
     expect(new Set(all((x) => x.usage.map((u) => u.request_id))).size).toBe(recordCount);
@@ -360,21 +282,7 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
     });
     expect(response.status).toBe(200);
-    const [header, ...lines] = (await response.text()).trim().split('\r\n');
-    const columns = header!.split(',');
-    const rows = lines.map((line) => Object.fromEntries(line.split(',').map((cell, i) => [columns[i], cell])));
-    const free = month!.usage.filter((u) => u.ledger_entry_id === null);
-    expect(rows).toHaveLength(month!.entries.length + free.length);
-    for (const row of rows) {
-      if (row.kind === 'charge') {
-        expect(row.cost_nanos).toBe((-BigInt(row.amount_nanos)).toString());
-        expect(row.model).toBe('sim-chat');
-      } else if (row.kind) expect(row.note).toMatch(/^(invoice|credit note)/);
-      else expect([row.ledger_entry_id, row.cost_nanos]).toEqual(['', '0']);
-    }
-    expect(rows.filter((r) => r.kind === 'charge').map((r) => r.request_id)).toEqual(
-      month!.entries.filter((e) => e.kind === 'charge').map((e) => e.request_id),
-    );
+    expectCsvMatches(await response.text(), month!, 'sim-chat', CAUSES);
   }
 });
 
