@@ -71,8 +71,9 @@ interface Row {
  * it with its cause, and every usage record it charged, plus the usage
  * records of the window that cost nothing (and so have no entry). A charge
  * is in the window of its ledger entry (made when the charge reached
- * PostgreSQL, a few milliseconds after its request), so consecutive windows
- * hold every charge exactly once.
+ * PostgreSQL, a few milliseconds after its request, and dated in the ledger's
+ * order: `wallet.ts`), so consecutive windows hold every entry exactly once,
+ * and each opens at the balance the one before closed with.
  *
  * @example
  * const x = await exportLedger(db, 'org_1', new Date('2026-11-01'), new Date('2026-12-01'));

@@ -7,6 +7,14 @@ export type LedgerEntry = typeof ledgerEntries.$inferSelect;
 export type UsageRecordInput = typeof usageRecords.$inferInsert;
 
 /**
+ * A ledger entry's time: the clock when it is written, which is after its wallet's row is locked, not the
+ * transaction's start (`now()`, the column's default). Entries are made in the order of that lock (their
+ * ids, and each one's balance after it), so their times follow it too, and a window of the ledger by time
+ * is a run of it: one window closes at the balance the next opens with (`ledger-export.ts`).
+ */
+const LOCKED_NOW = sql`clock_timestamp()`;
+
+/**
  * The prepaid wallet: one balance per organization and an append-only ledger
  * whose amounts always sum to it. Every change of balance is one transaction
  * that updates the balance and appends the entry.
@@ -37,7 +45,9 @@ export class WalletService {
         .where(eq(wallets.orgId, orgId))
         .returning({ balance: wallets.balance });
       if (!row) throw new GatewayError('not_found', `Organization ${orgId} does not exist.`, { status: 404 });
-      await tx.insert(ledgerEntries).values({ orgId, kind, amount, balanceAfter: row.balance, note: note ?? null });
+      await tx
+        .insert(ledgerEntries)
+        .values({ orgId, kind, amount, balanceAfter: row.balance, note: note ?? null, createdAt: LOCKED_NOW });
       return row.balance;
     });
     await this.credited(orgId, amount);
@@ -162,11 +172,11 @@ export class WalletService {
       charged as (
         select i.ord, n.id, n.org_id, n.cost_nanos from new_usage n join input i on i.id = n.id where n.cost_nanos <> 0),
       ledger as (
-        insert into ${ledgerEntries} (org_id, kind, amount_nanos, balance_after_nanos, request_id)
+        insert into ${ledgerEntries} (org_id, kind, amount_nanos, balance_after_nanos, request_id, created_at)
         select c.org_id, 'charge', -c.cost_nanos,
           -- the balance right after this charge: the final balance plus the charges that follow it
           u.balance_nanos + coalesce(sum(c.cost_nanos) over (partition by c.org_id order by c.ord rows between 1 following and unbounded following), 0),
-          c.id
+          c.id, ${LOCKED_NOW}
         from charged c join updated u on u.org_id = c.org_id
         order by c.ord
         returning id),

@@ -1,20 +1,15 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
-import { adminCallTo, type GatewayProcess, startGatewayProcess } from '../../helpers/processes.js';
-import { scrape } from '../../helpers/prometheus.js';
 import {
-  createTestDatabase,
-  deleteRedisPrefix,
-  postgresAvailable,
-  redisAvailable,
-  redisHolds,
-  redisUrl,
-  uniqueRedisPrefix,
-} from '../../helpers/services.js';
+  billedReplicas,
+  type BilledReplicas,
+  type StreamProtocol,
+  watchStream,
+  type WatchedStream,
+} from '../../helpers/billed-replicas.js';
+import type { GatewayProcess } from '../../helpers/processes.js';
+import { scrape } from '../../helpers/prometheus.js';
+import { postgresAvailable, redisAvailable, redisHolds } from '../../helpers/services.js';
 import { skippedWithout } from '../../helpers/skips.js';
 import { until } from '../../helpers/wait.js';
 
@@ -36,44 +31,16 @@ const EVERY_TOKENS = 20;
 const CREDIT = 100_000_000_000n; // 100.00
 const PROMPT = 'a long agent prompt '.repeat(400);
 
-type Protocol = 'chat' | 'responses' | 'messages';
-
-interface Watched {
-  protocol: Protocol;
-  /** Generated tokens the client received (the text deltas it read). */
-  received: number;
-  /** The engine's prompt count, where the client saw it (a chat stream asking for running usage). */
-  promptSeen: number | null;
-  requestId: string;
-  ended: Promise<void>;
-}
-
 describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed from their checkpoints', () => {
   let sim: RunningSimulator;
-  let tmp: string;
-  let database: { url: string; drop(): Promise<void> };
-  let sql: postgres.Sql;
-  const prefix = uniqueRedisPrefix();
-  const running = new Set<GatewayProcess>();
+  let fleet: BilledReplicas;
+  let sql: BilledReplicas['sql'];
 
-  const start = async (name: string) => {
-    const gateway = await startGatewayProcess(name, {
-      DATABASE_URL: database.url,
-      REDIS_URL: redisUrl,
-      TOLLGATE_REDIS_PREFIX: prefix,
-      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
-      TOLLGATE_SEED_DEMO: 'false',
-      TOLLGATE_ENGINES_FILE: path.join(tmp, 'engines.json'),
-      TOLLGATE_DATA_DIR: path.join(tmp, `data-${name}`),
-      TOLLGATE_STREAM_CHECKPOINT_TOKENS: String(EVERY_TOKENS),
-      TOLLGATE_STREAM_CHECKPOINT_MS: '600000',
-      // The holds of the killed replica's streams expire within a lease and a second: a short one, so the test sees it.
-      TOLLGATE_HOLD_LEASE_MS: '2000',
-      TOLLGATE_LOG_LEVEL: 'error',
-    });
-    running.add(gateway);
-    return gateway;
-  };
+  const start = (name: string) => fleet.start(name);
+  const admin = <T>(gateway: GatewayProcess, method: string, route: string, body?: unknown) =>
+    fleet.admin<T>(gateway, method, route, body);
+  const watch = (gateway: GatewayProcess, secret: string, protocol: StreamProtocol, max: number) =>
+    watchStream(gateway, secret, protocol, max, PROMPT);
 
   beforeAll(async () => {
     // 10 ms a token, and answers as long as asked: a stream of 3,000 tokens runs for 30 s.
@@ -82,94 +49,23 @@ describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed fro
       itlMs: 10,
       defaultMaxTokens: 10_000,
     });
-    tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-crashed-streams-'));
-    await writeFile(
-      path.join(tmp, 'engines.json'),
-      JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }),
-    );
-    database = await createTestDatabase();
-    sql = postgres(database.url, { max: 2, onnotice: () => {} });
+    fleet = await billedReplicas({
+      adminToken: ADMIN_TOKEN,
+      simUrl: sim.url,
+      env: {
+        TOLLGATE_STREAM_CHECKPOINT_TOKENS: String(EVERY_TOKENS),
+        TOLLGATE_STREAM_CHECKPOINT_MS: '600000',
+        // The holds of the killed replica's streams expire within a lease and a second: a short one, so the test sees it.
+        TOLLGATE_HOLD_LEASE_MS: '2000',
+      },
+    });
+    sql = fleet.sql;
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.allSettled([...running].map((g) => g.child.stop('SIGKILL')));
-    await sql?.end().catch(() => {});
+    await fleet?.close();
     await sim?.close().catch(() => {});
-    await deleteRedisPrefix(prefix).catch(() => {});
-    await database?.drop().catch(() => {});
-    if (tmp) await rm(tmp, { recursive: true, force: true });
   }, 60_000);
-
-  const admin = <T>(gateway: GatewayProcess, method: string, route: string, body?: unknown) =>
-    adminCallTo<T>(gateway.url, ADMIN_TOKEN, method, route, body);
-
-  /** What each protocol's request looks like, and how its client counts the generated tokens it read. */
-  const requests: Record<Protocol, { path: string; body: (max: number) => unknown; delta: RegExp }> = {
-    chat: {
-      path: '/v1/chat/completions',
-      body: (max) => ({
-        model: 'sim-chat',
-        stream: true,
-        max_tokens: max,
-        ignore_eos: true,
-        stream_options: { include_usage: true, continuous_usage_stats: true },
-        messages: [{ role: 'user', content: PROMPT }],
-      }),
-      delta: /"delta":\{"content":"[^"]/g,
-    },
-    responses: {
-      path: '/v1/responses',
-      body: (max) => ({ model: 'sim-chat', stream: true, max_output_tokens: max, input: PROMPT }),
-      delta: /event: response\.output_text\.delta\n/g,
-    },
-    messages: {
-      path: '/v1/messages',
-      body: (max) => ({
-        model: 'sim-chat',
-        stream: true,
-        max_tokens: max,
-        messages: [{ role: 'user', content: PROMPT }],
-      }),
-      delta: /event: content_block_delta\n/g,
-    },
-  };
-
-  /** Opens a stream and reads it in the background, counting what its client received, until it ends or breaks. */
-  async function watch(gateway: GatewayProcess, secret: string, protocol: Protocol, max: number): Promise<Watched> {
-    const request = requests[protocol];
-    const response = await fetch(`${gateway.url}${request.path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify(request.body(max)),
-    });
-    expect(response.status).toBe(200);
-    const watched: Watched = {
-      protocol,
-      received: 0,
-      promptSeen: null,
-      requestId: response.headers.get('x-request-id')!,
-      ended: Promise.resolve(),
-    };
-    const decoder = new TextDecoder();
-    let pending = '';
-    watched.ended = (async () => {
-      try {
-        for await (const bytes of response.body!) {
-          pending += decoder.decode(bytes, { stream: true });
-          const cut = pending.lastIndexOf('\n\n');
-          if (cut < 0) continue;
-          const events = pending.slice(0, cut + 2);
-          pending = pending.slice(cut + 2);
-          watched.received += events.match(request.delta)?.length ?? 0;
-          const prompt = /"prompt_tokens":(\d+)/.exec(events);
-          if (prompt) watched.promptSeen = Number(prompt[1]);
-        }
-      } catch {
-        // The replica died: the stream breaks off here.
-      }
-    })();
-    return watched;
-  }
 
   const recordsOf = (orgId: string) =>
     sql<
@@ -179,14 +75,7 @@ describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed fro
   it('bills each cut stream at least what its client received, less one checkpoint; the wallet is the records; a normal end is charged once', async () => {
     const one = await start('one');
     const two = await start('two');
-    await admin(one, 'POST', '/models', {
-      id: 'sim-chat',
-      display_name: 'Sim Chat',
-      hf_repo_id: 'tollgate-test/Sim-Chat-1B',
-      task_type: 'chat',
-      context_length: 16_384,
-    });
-    await admin(one, 'PUT', '/prices/sim-chat', { input_per_million: '0.15', output_per_million: '0.60' });
+    await fleet.addSimChat(one);
     const org = await admin<{ id: string }>(one, 'POST', '/orgs', { name: 'crashed streams' });
     await admin(one, 'POST', `/orgs/${org.id}/wallet/topups`, { amount: '100' });
     const key = await admin<{ secret: string }>(one, 'POST', `/orgs/${org.id}/keys`, {
@@ -196,13 +85,13 @@ describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed fro
 
     // Streams that end normally, checkpointed on the way (60 tokens: three checkpoints and more), one per protocol
     // on each replica.
-    const finished: Watched[] = [];
+    const finished: WatchedStream[] = [];
     for (const protocol of ['chat', 'responses', 'messages'] as const)
       for (const gateway of [one, two]) finished.push(await watch(gateway, key.secret, protocol, 3 * EVERY_TOKENS));
     await Promise.all(finished.map((w) => w.ended));
 
     // Six long streams on replica one, cut by its SIGKILL once each client has read a good part.
-    const cut: Watched[] = [];
+    const cut: WatchedStream[] = [];
     for (const protocol of ['chat', 'chat', 'responses', 'responses', 'messages', 'messages'] as const)
       cut.push(await watch(one, key.secret, protocol, 3_000));
     await until(
@@ -213,8 +102,7 @@ describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed fro
         interval: 20,
       },
     );
-    await one.child.stop('SIGKILL');
-    running.delete(one);
+    await fleet.kill(one);
     await Promise.all(cut.map((w) => w.ended));
 
     // Replica one starts again on its data folder and charges what its journal holds.
@@ -254,7 +142,7 @@ describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed fro
       select balance_nanos::text as balance from wallets where org_id = ${org.id}`;
     expect(BigInt(wallet!.balance)).toBe(CREDIT - spent);
     // The killed streams' holds are given back (they expire), as for any dead process.
-    await until('no hold of the killed streams is left', async () => (await redisHolds(prefix, org.id)) === 0, {
+    await until('no hold of the killed streams is left', async () => (await redisHolds(fleet.prefix, org.id)) === 0, {
       timeout: 10_000,
       interval: 200,
     });
