@@ -5,7 +5,7 @@ import { withMentions } from './mentions.js';
 import type { Agent } from './loop.js';
 import { slashCommand } from './commands.js';
 import { type Question, resumeCommand, resumeInto } from './resume.js';
-import type { Paint } from './render.js';
+import { clean, type Paint } from './render.js';
 import type { View } from './view.js';
 
 /**
@@ -51,7 +51,7 @@ export async function interactive(
     process.stdout.write(`\n${paint.dim('(Ctrl-C again, or /exit, to leave)')}\n`);
     rl.prompt();
   });
-  setAsk(async (question, signal, scope) => {
+  const ask: View['ask'] = async (question, signal, scope) => {
     const choices = scope
       ? `y yes · a yes, and don't ask again this session for ${scope.label} · n no [y/a/N] `
       : '[y/N] ';
@@ -62,9 +62,12 @@ export async function interactive(
     } catch {
       return 'no';
     }
-  });
+  };
+  setAsk(ask);
   const question: Question = (prompt, signal) => rl.question(prompt, { signal });
   say(banner(agent, paint));
+  const notice = (text: string) => say(paint.yellow(clean(text)));
+  await agent.deps.tools.mcp?.start(notice, async (q) => (await ask(q, new AbortController().signal, null)) === 'yes');
   if (start === 'resumed') resumeInto(agent, agent.session, say);
   if (start === 'pick') await resumeCommand(agent, '', say, question, new AbortController().signal);
   try {
