@@ -8,6 +8,7 @@ import { repoRoot } from '../../../helpers/processes.js';
 import { until } from '../../../helpers/wait.js';
 import { agent, type AgentRun } from './agent-process.js';
 import { type ScriptedUpstream, startScriptedUpstream } from './scripted-upstream.js';
+import { openTerminal, tmuxMissing } from './terminal.js';
 
 const hash = (text: string) => createHash('sha256').update(text).digest('hex');
 const NOTES_SERVER = path.join(repoRoot, 'test/fixtures/mcp/notes-server.mjs');
@@ -229,4 +230,51 @@ describe('tollgate code: MCP servers', () => {
     expect(await changed.exit, changed.stderr).toBe(0);
     expect(changed.events().some((e) => e.type === 'notice' && /not trusted yet/.test(e.text as string))).toBe(true);
   }, 30_000);
+  it.skipIf(tmuxMissing !== null)(
+    "in a terminal: asks to trust the project's .mcp.json, then asks before its tool (yes for the session covers the tool)",
+    async () => {
+      await setUp({});
+      const pidFile = path.join(tmp, 'screen-notes.pid');
+      await writeFile(path.join(project, '.mcp.json'), JSON.stringify({ mcpServers: { notes: notes(pidFile) } }));
+      const term = openTerminal('mcp', project, { ...env, TOLLGATE_CONFIG_DIR: configDir });
+      try {
+        term.type(`node ${path.join(repoRoot, 'bin/tollgate.mjs')} code`);
+        term.press('Enter');
+        await term.shows('the trust question', /This project's \.mcp\.json starts MCP servers .*notes: /);
+        term.type('y');
+        term.press('Enter');
+        await term.shows('the prompt', /› $/m);
+        upstream.push(
+          { toolCalls: [call('mcp__notes__write_note', { file: 'one.txt', text: 'first' })] },
+          { toolCalls: [call('mcp__notes__write_note', { file: 'two.txt', text: 'second' })] },
+          { text: 'Both notes written.' },
+        );
+        term.type('write two notes');
+        term.press('Enter');
+        await term.shows(
+          'the question for the MCP tool',
+          "Call this MCP tool? y yes · a yes, and don't ask again this session for mcp__notes__write_note · n no [y/a/N]",
+        );
+        expect(term.screen()).toContain('● mcp__notes__write_note {"file":"one.txt","text":"first"}');
+        term.type('a');
+        term.press('Enter');
+        await term.shows('the answer', /Both notes written\.\n(.*\n)*─ sim-chat/);
+        expect(term.screen().match(/Call this MCP tool\?/g)).toHaveLength(1);
+        expect(await readFile(path.join(project, 'two.txt'), 'utf8')).toBe('second');
+        term.type('/mcp');
+        term.press('Enter');
+        await term.shows('/mcp', /notes: .*notes-server\.mjs · 3 tools/);
+        await writeFile(path.join(repoRoot, 'test-results', 'tollgate-code-mcp.txt'), term.screen()).catch(
+          () => undefined,
+        );
+        term.type('/exit');
+        term.press('Enter');
+        const pid = Number(await readFile(pidFile, 'utf8'));
+        await until('the server stopped with the agent', () => !alive(pid));
+      } finally {
+        term.close();
+      }
+    },
+    60_000,
+  );
 });

@@ -1,7 +1,8 @@
 import { clean, cut } from '../render.js';
 import type { PreparedCall, ToolContext } from './types.js';
 
-/** Characters of a call's arguments shown before asking (the model gets the call whole). */
+/** Characters of a call's arguments shown on its line, and at most before asking (the server gets them whole). */
+const TITLE_ARGUMENTS = 120;
 const SHOWN_ARGUMENTS = 2000;
 
 /**
@@ -14,11 +15,15 @@ const SHOWN_ARGUMENTS = 2000;
  * const call = prepareMcp(ctx, 'mcp__notes__write_note', { text: 'hi' });
  */
 export function prepareMcp(ctx: ToolContext, name: string, args: Record<string, unknown>): PreparedCall {
-  const shown = JSON.stringify(args, null, 2);
+  const compact = JSON.stringify(args);
+  // Arguments too long for the title's line are shown whole (up to SHOWN_ARGUMENTS) before the question.
   return {
     kind: 'mcp',
-    title: `${name} ${cut(JSON.stringify(args), 120, 'shown')}`.replace(/\n/g, ' '),
-    preview: shown === '{}' ? undefined : clean(cut(shown, SHOWN_ARGUMENTS, 'shown arguments')),
+    title: `${name} ${cut(compact, TITLE_ARGUMENTS, 'shown')}`.replace(/\n/g, ' '),
+    preview:
+      compact.length > TITLE_ARGUMENTS
+        ? clean(cut(JSON.stringify(args, null, 2), SHOWN_ARGUMENTS, 'shown arguments'))
+        : undefined,
     outside: [],
     run: (signal) => ctx.mcp!.call(name, args, signal),
   };
