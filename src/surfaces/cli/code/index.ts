@@ -22,7 +22,8 @@ export const CODE_USAGE = `usage: tollgate code [-p TASK] [-m MODEL] [--approval
 The coding agent, on your API key: works in the current folder with tools (read, list, search, edit, write, run),
 asking before edits and commands (--approval). Without -p it is interactive (/help lists its commands).
 Settings: flags, else TOLLGATE_URL / TOLLGATE_API_KEY, else $TOLLGATE_CONFIG_DIR/config.json
-(default ~/.config/tollgate/config.json: url, api_key, model, approval, limits). See docs/coding-agent.md.`;
+(default ~/.config/tollgate/config.json: url, api_key, model, approval, limits). MCP servers: mcp.json in that
+folder and the project's .mcp.json (asked before its servers first start). See docs/coding-agent.md.`;
 
 const OPTIONS = {
   prompt: { type: 'string', short: 'p' },

@@ -174,9 +174,10 @@ export class McpServers implements McpTools {
 
   private transportOf(config: McpServerConfig): { transport: Transport; stderr: () => string } {
     if (config.type === 'http') {
-      const transport = new StreamableHTTPClientTransport(new URL(config.url), {
+      // Past the bound the connection is closed, as the stdio transport does: the calls waiting on it end.
+      const transport: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(new URL(config.url), {
         requestInit: { headers: config.headers },
-        fetch: boundedFetch(this.limits.mcp_message_bytes),
+        fetch: boundedFetch(this.limits.mcp_message_bytes, () => void transport.close()),
       });
       return { transport, stderr: () => '' };
     }
@@ -232,8 +233,8 @@ export class McpServers implements McpTools {
   }
 }
 
-/** fetch, each answer's body cut off with an error past `max` bytes (`mcp_message_bytes`). */
-function boundedFetch(max: number) {
+/** fetch, each answer's body cut off with an error past `max` bytes (`mcp_message_bytes`), `overflow` then called. */
+function boundedFetch(max: number, overflow: () => void) {
   return async (url: string | URL, init?: RequestInit): Promise<Response> => {
     const response = await fetch(url, init);
     if (!response.body) return response;
@@ -242,8 +243,9 @@ function boundedFetch(max: number) {
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
           seen += chunk.byteLength;
-          if (seen > max) controller.error(new Error(`an answer larger than ${max} bytes (mcp_message_bytes)`));
-          else controller.enqueue(chunk);
+          if (seen <= max) return controller.enqueue(chunk);
+          controller.error(new Error(`an answer larger than ${max} bytes (mcp_message_bytes)`));
+          overflow();
         },
       }),
     );

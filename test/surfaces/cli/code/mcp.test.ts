@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.js';
 import { repoRoot } from '../../../helpers/processes.js';
@@ -149,6 +154,13 @@ describe('tollgate code: MCP servers', () => {
     expect(await text.exit, text.stderr).toBe(0);
     // eslint-disable-next-line no-control-regex
     expect(text.stderr + text.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+
+    // A message over mcp_message_bytes closes the server: the call answers an error, the task goes on.
+    await writeFile(path.join(configDir, 'config.json'), JSON.stringify({ limits: { mcp_message_bytes: 10_000 } }));
+    upstream.push({ toolCalls: [call('mcp__notes__long_answer', { size: 50_000 })] }, { text: 'too big' });
+    const big = start(['-p', 'big', '--approval', 'yolo', '--output-format', 'json']);
+    expect(await big.exit, big.stderr).toBe(0);
+    expect(upstream.requests.at(-1)!.messages.at(-1)!.content).toMatch(/^error: the MCP server "notes" failed: /);
   }, 30_000);
 
   it('asks before an MCP tool in ask mode (declined with -p), and does not offer them in plan mode', async () => {
@@ -230,6 +242,48 @@ describe('tollgate code: MCP servers', () => {
     expect(await changed.exit, changed.stderr).toBe(0);
     expect(changed.events().some((e) => e.type === 'notice' && /not trusted yet/.test(e.text as string))).toBe(true);
   }, 30_000);
+  it('reaches a server over streamable HTTP (its headers sent) and calls its tool', async () => {
+    const seen: string[] = [];
+    // A stateless MCP endpoint on 127.0.0.1: a server and a transport per request (the SDK's stateless shape).
+    const http = createServer((req, res) => {
+      seen.push(req.headers.authorization ?? '');
+      const server = new Server({ name: 'stamps', version: '1.0.0' }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, () => ({
+        tools: [{ name: 'stamp', description: 'Stamp a file.', inputSchema: { type: 'object', properties: {} } }],
+      }));
+      server.setRequestHandler(CallToolRequestSchema, async (request) => {
+        if (request.params.arguments?.big) return { content: [{ type: 'text', text: 'x'.repeat(50_000) }] };
+        await writeFile(path.join(project, 'stamped.txt'), 'stamped over HTTP');
+        return { content: [{ type: 'text', text: 'stamped' }] };
+      });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      res.on('close', () => void transport.close());
+      void server.connect(transport).then(() => transport.handleRequest(req, res));
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+      await setUp({ stamps: { type: 'http', url, headers: { authorization: 'Bearer mcp-token' } } });
+      upstream.push({ toolCalls: [call('mcp__stamps__stamp', {})] }, { text: 'stamped it' });
+      const run = start(['-p', 'stamp', '--approval', 'yolo', '--output-format', 'json']);
+      expect(await run.exit, run.stderr).toBe(0);
+      expect(await readFile(path.join(project, 'stamped.txt'), 'utf8')).toBe('stamped over HTTP');
+      expect(upstream.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: 'tool', content: 'stamped' });
+      expect(seen.length).toBeGreaterThan(0);
+      expect(new Set(seen)).toEqual(new Set(['Bearer mcp-token']));
+
+      // An answer over mcp_message_bytes is cut off: the call answers an error.
+      await writeFile(path.join(configDir, 'config.json'), JSON.stringify({ limits: { mcp_message_bytes: 10_000 } }));
+      upstream.push({ toolCalls: [call('mcp__stamps__stamp', { big: true })] }, { text: 'too big' });
+      const big = start(['-p', 'big', '--approval', 'yolo', '--output-format', 'json']);
+      expect(await big.exit, big.stderr).toBe(0);
+      expect(upstream.requests.at(-1)!.messages.at(-1)!.content).toMatch(/^error: the MCP server "stamps" failed: /);
+    } finally {
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    }
+  }, 30_000);
+
   it.skipIf(tmuxMissing !== null)(
     "in a terminal: asks to trust the project's .mcp.json, then asks before its tool (yes for the session covers the tool)",
     async () => {
