@@ -2,7 +2,7 @@ import type { ToolKind } from './tools/index.js';
 
 /**
  * Approval modes (Gemini CLI's names): `ask` reads run, every edit and
- * command asks; `auto-edit` edits apply, commands ask; `yolo` nothing in the
+ * command asks; `auto-edit` edits apply, commands (and MCP tools) ask; `yolo` nothing in the
  * project asks; `plan` read-only tools only. In every mode a path outside
  * the project asks: yolo is about the project, not the rest of the machine.
  */
@@ -25,7 +25,7 @@ export function decide(mode: Mode, kind: ToolKind, outside: string[]): Verdict {
   if (kind === 'read' || mode === 'yolo') return { outcome: 'run' };
   if (kind === 'edit')
     return mode === 'auto-edit' ? { outcome: 'run' } : { outcome: 'ask', question: 'Apply this change?' };
-  return { outcome: 'ask', question: 'Run this command?' };
+  return { outcome: 'ask', question: kind === 'mcp' ? 'Call this MCP tool?' : 'Run this command?' };
 }
 
 export function isMode(text: string): text is Mode {

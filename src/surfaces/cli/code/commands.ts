@@ -16,6 +16,7 @@ export const HELP = `Commands:
   /resume [N|ID]     pick an earlier session of this folder (first task, date, cost) and go on with it
   /clear             start a new session (the old one stays on disk)
   /compact           summarise the conversation now, to free the model context
+  /mcp               the MCP servers started and how many tools each offers
   /exit              leave (Ctrl-C twice, or Ctrl-D, also leaves)
 Ctrl-C cancels the answer or command under way. Ctrl-J or Alt-Enter: a new line; a paste stays one message.
 @path attaches a file of the project (Tab completes the path).`;
@@ -72,6 +73,11 @@ export async function slashCommand(
     case '/resume':
       await resumeCommand(agent, argument, say, question, signal);
       return undefined;
+    case '/mcp': {
+      const servers = agent.deps.tools.mcp?.summary() ?? [];
+      say(servers.length ? clean(servers.join('\n')) : 'no MCP server started (docs/coding-agent.md, "MCP servers")');
+      return undefined;
+    }
     case '/compact':
       await agent.compact(signal);
       say('compacted');

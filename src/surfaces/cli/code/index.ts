@@ -8,6 +8,7 @@ import { headless } from './headless.js';
 import { interactive } from './interactive.js';
 import { WalletGuard } from './budget.js';
 import { Agent } from './loop.js';
+import { McpServers } from './mcp.js';
 import { painter } from './render.js';
 import { SessionStore, type Session } from './sessions.js';
 import { type AgentSettings, resolveAgentSettings, wantsColour } from './settings.js';
@@ -21,7 +22,8 @@ export const CODE_USAGE = `usage: tollgate code [-p TASK] [-m MODEL] [--approval
 The coding agent, on your API key: works in the current folder with tools (read, list, search, edit, write, run),
 asking before edits and commands (--approval). Without -p it is interactive (/help lists its commands).
 Settings: flags, else TOLLGATE_URL / TOLLGATE_API_KEY, else $TOLLGATE_CONFIG_DIR/config.json
-(default ~/.config/tollgate/config.json: url, api_key, model, approval, limits). See docs/coding-agent.md.`;
+(default ~/.config/tollgate/config.json: url, api_key, model, approval, limits). MCP servers: mcp.json in that
+folder and the project's .mcp.json (asked before its servers first start). See docs/coding-agent.md.`;
 
 const OPTIONS = {
   prompt: { type: 'string', short: 'p' },
@@ -97,6 +99,11 @@ async function start(
       : undefined;
   if (values.continue && !resumed)
     throw new CliError(`no session to continue in ${root} (sessions are kept in ${store.folder})`);
+  // Its conversation is about that folder's files: here its tools would read and change this folder's.
+  if (resumed && resumed.cwd !== root)
+    throw new CliError(
+      `session ${resumed.id} was started in ${resumed.cwd}, not here: its tools would work on this folder's files. Resume it there: cd ${JSON.stringify(resumed.cwd)} && tollgate code --session ${resumed.id}`,
+    );
   const model = values.model ?? resumed?.model ?? settings.model ?? models[0]?.id;
   if (!model) throw new CliError('this key can call no chat model');
   if (!models.some((m) => m.id === model))
@@ -122,7 +129,8 @@ async function start(
     timeout: 10 * 60_000,
   });
   const contextLengths = new Map(models.map((m) => [m.id, m.contextLength]));
-  const tools = { root, limits: settings.limits, paint };
+  const mcp = new McpServers(root, settings.configDir, settings.limits);
+  const tools = { root, limits: settings.limits, paint, mcp };
   const wallet = new WalletGuard(gateway, settings.limits, settings.walletWarnNanos, pricing.currency);
   const agent = new Agent(
     {
@@ -139,8 +147,15 @@ async function start(
     session,
     settings.approval,
   );
-  if (!interactiveRun) return headless(agent, values.prompt!, format, io);
-  return interactive(agent, paint, (fn) => (ask = fn), resumed ? 'resumed' : values.resume ? 'pick' : 'new');
+  try {
+    if (interactiveRun)
+      return await interactive(agent, paint, (fn) => (ask = fn), resumed ? 'resumed' : values.resume ? 'pick' : 'new');
+    // Nobody to ask with -p: a project's servers start only if trusted before (mcp.ts).
+    await mcp.start((text) => view.notice(text), null);
+    return await headless(agent, values.prompt!, format, io);
+  } finally {
+    await mcp.close();
+  }
 }
 
 async function listSessions(store: SessionStore, io: Io): Promise<number> {

@@ -1,11 +1,11 @@
-import { createInterface } from 'node:readline/promises';
+import { createInterface, type Interface } from 'node:readline/promises';
 import { money } from './gateway.js';
 import { mentionCompleter, taskText, terminalInput } from './input.js';
 import { withMentions } from './mentions.js';
 import type { Agent } from './loop.js';
 import { slashCommand } from './commands.js';
 import { type Question, resumeCommand, resumeInto } from './resume.js';
-import type { Paint } from './render.js';
+import { clean, type Paint } from './render.js';
 import type { View } from './view.js';
 
 /**
@@ -51,20 +51,15 @@ export async function interactive(
     process.stdout.write(`\n${paint.dim('(Ctrl-C again, or /exit, to leave)')}\n`);
     rl.prompt();
   });
-  setAsk(async (question, signal, scope) => {
-    const choices = scope
-      ? `y yes · a yes, and don't ask again this session for ${scope.label} · n no [y/a/N] `
-      : '[y/N] ';
-    try {
-      const answer = (await rl.question(paint.yellow(`${question} ${choices}`), { signal })).trim();
-      if (/^y(es)?$/i.test(answer)) return 'yes';
-      return scope && /^a(lways)?$/i.test(answer) ? 'session' : 'no';
-    } catch {
-      return 'no';
-    }
-  });
+  const ask = askAt(rl, paint);
+  setAsk(ask);
   const question: Question = (prompt, signal) => rl.question(prompt, { signal });
   say(banner(agent, paint));
+  const notice = (text: string) => say(paint.yellow(clean(text)));
+  // Leaving (Ctrl-C twice, Ctrl-D) while the trust question of a project's servers is asked answers it no.
+  const starting = new AbortController();
+  void left.then(() => starting.abort());
+  await agent.deps.tools.mcp?.start(notice, async (q) => (await ask(q, starting.signal, null)) === 'yes');
   if (start === 'resumed') resumeInto(agent, agent.session, say);
   if (start === 'pick') await resumeCommand(agent, '', say, question, new AbortController().signal);
   try {
@@ -93,6 +88,22 @@ export async function interactive(
     input.restore();
     say(`\n${paint.dim(`session ${agent.session.id} kept: resume with tollgate code --continue`)}`);
   }
+}
+
+/** The approval question at the prompt: y, a (yes for the session, when a scope is offered) or no. */
+function askAt(rl: Interface, paint: Paint): View['ask'] {
+  return async (question, signal, scope) => {
+    const choices = scope
+      ? `y yes · a yes, and don't ask again this session for ${scope.label} · n no [y/a/N] `
+      : '[y/N] ';
+    try {
+      const answer = (await rl.question(paint.yellow(`${question} ${choices}`), { signal })).trim();
+      if (/^y(es)?$/i.test(answer)) return 'yes';
+      return scope && /^a(lways)?$/i.test(answer) ? 'session' : 'no';
+    } catch {
+      return 'no';
+    }
+  };
 }
 
 async function task(

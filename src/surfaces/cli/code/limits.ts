@@ -28,6 +28,14 @@ export interface AgentLimits {
   max_output_tokens: number;
   /** A call the wallet cannot pay this many output tokens of is not started. */
   min_output_tokens: number;
+  /** Seconds an MCP server has to start and list its tools before it is named as failed and left out. */
+  mcp_start_seconds: number;
+  /** Seconds one MCP tool call may take before it is given up. */
+  mcp_call_seconds: number;
+  /** The largest message read from an MCP server over stdio, in bytes (a larger one closes the server). */
+  mcp_message_bytes: number;
+  /** MCP tools offered to the model, all servers together (the rest are left out, and said). */
+  mcp_tools: number;
 }
 
 export const DEFAULT_LIMITS: AgentLimits = {
@@ -41,6 +49,10 @@ export const DEFAULT_LIMITS: AgentLimits = {
   compact_percent: 80,
   max_output_tokens: 8192,
   min_output_tokens: 256,
+  mcp_start_seconds: 30,
+  mcp_call_seconds: 120,
+  mcp_message_bytes: 4 * 1_048_576,
+  mcp_tools: 100,
 };
 
 const MAXIMA: AgentLimits = {
@@ -54,6 +66,10 @@ const MAXIMA: AgentLimits = {
   compact_percent: 95,
   max_output_tokens: 1_000_000,
   min_output_tokens: 100_000,
+  mcp_start_seconds: 600,
+  mcp_call_seconds: 86_400,
+  mcp_message_bytes: 64 * 1_048_576,
+  mcp_tools: 1000,
 };
 
 /** The limits of a config file's `limits` object over the defaults; a value out of range is an error naming its key. */

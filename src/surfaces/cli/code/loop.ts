@@ -115,7 +115,7 @@ export class Agent {
     const body = {
       model: this.model,
       messages: this.session.messages,
-      ...(withTools ? { tools: toolsFor(this.mode) } : {}),
+      ...(withTools ? { tools: toolsFor(this.mode, this.deps.tools.mcp) } : {}),
     };
     const plan = await this.deps.wallet.plan(body, {
       contextLength: this.deps.contextLengths.get(this.model) ?? null,

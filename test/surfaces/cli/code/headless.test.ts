@@ -224,6 +224,32 @@ describe('tollgate code -p through the gateway', () => {
     expect(wrong.stderr).toContain('wrong, expired or revoked');
   });
 
+  it("--session ID resumes that session (its conversation sent again); another folder's session is refused, saying where", async () => {
+    const first = await newProject({});
+    upstream.push({ text: 'first answer' }, { text: 'second answer' });
+    const run = start(['-p', 'remember the word kumquat', '--output-format', 'json']);
+    expect(await run.exit, run.stderr).toBe(0);
+    const id = (JSON.parse(run.stdout) as { session_id: string }).session_id;
+    const again = start(['-p', 'which word?', '--session', id, '--output-format', 'json']);
+    expect(await again.exit, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ session_id: id, text: 'second answer' });
+    const sent = upstream.requests.at(-1)!.messages.map((m) => [m.role, m.content]);
+    expect(sent.slice(1)).toEqual([
+      ['user', 'remember the word kumquat'],
+      ['assistant', 'first answer'],
+      ['user', 'which word?'],
+    ]);
+
+    const other = await mkdtemp(path.join(tmp, 'other-'));
+    const elsewhere = agent(['-p', 'go on', '--session', id], env, other);
+    runs.push(elsewhere);
+    expect(await elsewhere.exit).toBe(1);
+    expect(elsewhere.stderr).toContain(
+      `session ${id} was started in ${first}, not here: its tools would work on this folder's files. Resume it there: cd "${first}" && tollgate code --session ${id}`,
+    );
+    await rm(other, { recursive: true, force: true });
+  });
+
   it('-p prints text, JSON or stream-JSON, and exits 2 on a bad command line', async () => {
     await newProject({});
     upstream.push({ text: 'plain answer' }, { text: 'json answer' }, { reasoning: 'hmm', text: 'streamed answer' });

@@ -3,11 +3,12 @@ import path from 'node:path';
 import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
 import { prepareEdit } from './edit.js';
 import { prepareList, prepareRead, prepareWrite } from './files.js';
+import { prepareMcp } from './mcp-tools.js';
 import { prepareSearch } from './search.js';
 import { prepareShell } from './shell.js';
-import { type PreparedCall, type ToolContext, ToolRefusal } from './types.js';
+import { type McpTools, type PreparedCall, type ToolContext, ToolRefusal } from './types.js';
 
-export { ToolRefusal, type PreparedCall, type ToolContext, type ToolKind } from './types.js';
+export { ToolRefusal, type McpTools, type PreparedCall, type ToolContext, type ToolKind } from './types.js';
 
 const fn = (
   name: string,
@@ -21,7 +22,7 @@ const fn = (
 const str = (description: string) => ({ type: 'string', description });
 const int = (description: string) => ({ type: 'integer', description });
 
-/** The tools the model is offered; `plan` mode offers the read-only ones. */
+/** The agent's own tools; `toolsFor` adds the MCP servers'. */
 export const TOOLS: ChatCompletionFunctionTool[] = [
   fn(
     'read_file',
@@ -67,8 +68,10 @@ export const TOOLS: ChatCompletionFunctionTool[] = [
 
 const READ_ONLY = new Set(['read_file', 'list_files', 'search']);
 
-export function toolsFor(mode: string): ChatCompletionFunctionTool[] {
-  return mode === 'plan' ? TOOLS.filter((tool) => READ_ONLY.has(tool.function.name)) : TOOLS;
+/** The tools the model is offered: `plan` mode offers the read-only ones (no MCP tool: it may change anything). */
+export function toolsFor(mode: string, mcp?: McpTools): ChatCompletionFunctionTool[] {
+  if (mode === 'plan') return TOOLS.filter((tool) => READ_ONLY.has(tool.function.name));
+  return mcp ? [...TOOLS, ...mcp.tools()] : TOOLS;
 }
 
 /**
@@ -89,6 +92,7 @@ export async function prepare(ctx: ToolContext, name: string, argumentsJson: str
   if (typeof args !== 'object' || args === null || Array.isArray(args))
     throw new ToolRefusal('the arguments must be a JSON object');
   const given = args as Record<string, unknown>;
+  if (ctx.mcp?.has(name)) return prepareMcp(ctx, name, given);
   switch (name) {
     case 'read_file':
       return prepareRead(ctx, given);

@@ -1,14 +1,28 @@
+import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
 import type { AgentLimits } from '../limits.js';
 import type { Paint } from '../render.js';
 
-/** What a tool call does, which decides whether it asks (see approval.ts). */
-export type ToolKind = 'read' | 'edit' | 'command';
+/** What a tool call does, which decides whether it asks (see approval.ts); `mcp`: a tool of an MCP server. */
+export type ToolKind = 'read' | 'edit' | 'command' | 'mcp';
+
+/** The MCP servers (../mcp.ts), as the agent sees them. */
+export interface McpTools {
+  /** Starts the configured servers; `confirm` asks the person (null: no one to ask). */
+  start(notice: (text: string) => void, confirm: ((question: string) => Promise<boolean>) | null): Promise<void>;
+  /** One line a started server, for `/mcp`. */
+  summary(): string[];
+  tools(): ChatCompletionFunctionTool[];
+  has(name: string): boolean;
+  call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+}
 
 export interface ToolContext {
   /** The project folder: where paths start and commands run. */
   root: string;
   limits: AgentLimits;
   paint: Paint;
+  /** The MCP servers' tools, when any started. */
+  mcp?: McpTools;
 }
 
 /**
