@@ -63,7 +63,11 @@ const requestsQuery = z.object({
  * optionally grouped; the operator's `/admin/v1/usage/summary` answers the
  * same for one organization or all (`orgId` null).
  */
-export async function usageSummary(c: Context<GatewayEnv>, deps: V1Deps, orgId: string | null): Promise<Response> {
+export async function usageSummary(
+  c: Context<GatewayEnv>,
+  deps: Pick<V1Deps, 'usageReports' | 'config'>,
+  orgId: string | null,
+): Promise<Response> {
   const query = readQuery(c, summaryQuery);
   const scope = scopeOf(orgId, query);
   const [totals, groups] = await Promise.all([
