@@ -42,16 +42,16 @@ export async function sessionActor(
 ): Promise<SignedInActor | undefined> {
   const id = sessionCookieOf(c, https);
   if (!id) return undefined;
-  const session = await deps.sessions.user(id);
-  if (!session) return undefined;
-  const { user } = session;
+  const stored = await deps.sessions.user(id);
+  if (!stored) return undefined;
+  const { user } = stored;
   return {
     userId: user.id,
     orgId: user.orgId,
     role: user.role,
     platformAdmin: user.platformAdmin,
     user,
-    sessionHash: session.sessionHash,
+    sessionHash: stored.sessionHash,
   };
 }
 

@@ -1,4 +1,4 @@
-import { type Context, Hono } from 'hono';
+import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
@@ -6,7 +6,7 @@ import { downloadPackage } from '../../platform/stacks/download.js';
 import { STACK_CATEGORIES } from '../../platform/stacks/manifest.js';
 import { DEFAULT_PACKAGE_LIMITS, readStackPackage } from '../../platform/stacks/package.js';
 import { type ApplyTarget, StacksPage, StackPage } from './stacks-pages.js';
-import type { PortalSession } from './session.js';
+import type { PortalContext, PortalSession } from './session.js';
 import type { PortalDeps } from './deps.js';
 
 /** The path of the upload form, whose body may be a whole package (the portal's other forms are small). */
@@ -40,7 +40,7 @@ export function stacksRoutes(deps: PortalDeps, session: PortalSession): Hono<Gat
 async function catalogPage(
   deps: PortalDeps,
   session: PortalSession,
-  c: Context<GatewayEnv>,
+  c: PortalContext,
   actor: SignedInActor,
   extra: { error?: string; notice?: string } = {},
   status: 200 | 400 | 403 | 409 | 503 = 200,
@@ -61,7 +61,7 @@ async function catalogPage(
 }
 
 /** The upload form: a .zip, or the https:// address of one, added to the catalog. */
-async function uploadStack(deps: PortalDeps, session: PortalSession, c: Context<GatewayEnv>) {
+async function uploadStack(deps: PortalDeps, session: PortalSession, c: PortalContext) {
   const actor = await session.signedIn(c);
   const form = await c.req.parseBody();
   session.checkToken(actor, form._csrf);
@@ -88,7 +88,7 @@ async function uploadStack(deps: PortalDeps, session: PortalSession, c: Context<
 async function stackPage(
   deps: PortalDeps,
   session: PortalSession,
-  c: Context<GatewayEnv>,
+  c: PortalContext,
   actor: SignedInActor,
   extra: { values?: Record<string, string>; error?: string; details?: string[] } = {},
   status: 200 | 400 | 404 | 409 | 503 = 200,
@@ -112,7 +112,7 @@ async function stackPage(
 }
 
 /** The apply form: a run of the stack queued on the chosen cluster or node, with the inputs given. */
-async function applyStack(deps: PortalDeps, session: PortalSession, c: Context<GatewayEnv>) {
+async function applyStack(deps: PortalDeps, session: PortalSession, c: PortalContext) {
   const actor = await session.signedIn(c);
   const form = await c.req.parseBody();
   session.checkToken(actor, form._csrf);
