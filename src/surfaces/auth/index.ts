@@ -34,9 +34,9 @@ const signInBody = z.strictObject({
  * requests an hour per address without credentials.
  *
  * @example
- * app.route('/auth', createSignInRoutes(services, clientOf));
+ * app.route('/auth', createAuthRoutes(services, clientOf));
  */
-export function createSignInRoutes(
+export function createAuthRoutes(
   deps: AuthDeps,
   clientOf: (c: Context) => { address: string; https: boolean },
 ): Hono<GatewayEnv> {
