@@ -18,7 +18,8 @@ const TOP = ['src/server', 'src/app.ts', 'src/main.ts', 'src/services.ts'];
  * The layers of src/, each importing only from those below it (CONTRIBUTING.md, "The layers"):
  * config <- shared <- gateway | platform <- surfaces <- server, services.ts, app.ts, main.ts.
  * The gateway and the platform do not import each other; the simulator is a program of its own.
- * The surfaces may name the `Services` type of services.ts (a type import: nothing runs in that order).
+ * A surface names what it reads of the services in its own `deps.ts` (`V1Deps`, `PortalDeps`, …), never the
+ * whole `Services` of services.ts, which the app passes in and which fits each.
  */
 function layerZones() {
   const zone = (target, from, why) => ({ target, from, message: why });
@@ -45,8 +46,9 @@ function layerZones() {
     ),
     zone(
       'src/surfaces',
-      ['src/server', 'src/app.ts', 'src/main.ts'],
-      'surfaces/ are mounted by the app: they import nothing of the process above them.',
+      ['src/server', 'src/app.ts', 'src/main.ts', 'src/services.ts'],
+      'surfaces/ are mounted by the app: they import nothing of the process above them (not even the Services type:' +
+        ' a surface declares what it reads in its deps.ts).',
     ),
     zone(
       'src/sim',
@@ -223,6 +225,11 @@ export default defineConfig(
         {
           selector: "VariableDeclarator[init.name=/^(services|deps)$/] > ObjectPattern > Property[key.name='db']",
           message: 'A surface does not reach the store: ask (or add) a service method.',
+        },
+        {
+          // One name per concept: what a surface reads of the services is `deps: <Surface>Deps` (its deps.ts).
+          selector: "Identifier[name='services']",
+          message: "A surface's services are `deps`, typed by its deps.ts (`V1Deps`, `PortalDeps`, …).",
         },
       ],
     },

@@ -9,7 +9,7 @@ import { createV1Routes } from './surfaces/v1/index.js';
 import { createApiRoutes } from './surfaces/api/index.js';
 import { unknownApiPaths } from './surfaces/api/resource.js';
 import { clientInfo } from './shared/http/client-address.js';
-import { createSignInRoutes } from './surfaces/auth/index.js';
+import { createAuthRoutes } from './surfaces/auth/index.js';
 import { ASSETS } from './surfaces/portal/assets.js';
 import { createPortalRoutes } from './surfaces/portal/index.js';
 import { runHostsProxy } from './surfaces/edge/run-hosts.js';
@@ -67,7 +67,7 @@ export function createApp(services: Services): Hono<GatewayEnv> {
   const api = createApiRoutes(services, clientOf);
   app.route('/api/v1', api);
   app.route('/api/v1', unknownApiPaths(services, clientOf));
-  app.route('/auth', createSignInRoutes(services, clientOf));
+  app.route('/auth', createAuthRoutes(services, clientOf));
   app.route('/portal', createPortalRoutes(services, clientOf));
   // People arrive at the root with a browser: the portal is there. API clients get the usual 404.
   app.get('/', (c) =>

@@ -45,36 +45,18 @@ import type { ResponseStore } from './gateway/responses/store.js';
 
 /**
  * Everything the routes need, built once at start-up (see `server/start.ts`) and
- * passed in: no module reaches for a global.
+ * passed in: no module reaches for a global. Built in four groups; a surface names
+ * only what it reads (`surfaces/<surface>/deps.ts`), which this whole satisfies.
  */
-export interface Services {
+export interface Services extends ProcessServices, GatewayServices, PeopleServices, PlatformServices {}
+
+/** The process's own: settings, the store, the log, metrics and traces, readiness and drain. */
+export interface ProcessServices {
   config: Config;
   db: Database;
   log: Logger;
-  keys: KeyService;
-  wallets: WalletService;
-  /** Where a charge becomes durable before its response ends; see `billing/journal.ts`. */
-  journal: ChargeJournal;
-  /** Usage reports: totals, groups, outcomes and records of usage (`billing/usage-reports.ts`). */
-  usageReports: UsageReports;
-  /** An organization's books verified and exported (`billing/books.ts`). */
-  books: Books;
-  /** Writes the journal's charges to PostgreSQL in group commits, off the request path. */
-  applier: ChargeApplier;
-  orgs: OrgService;
-  projects: ProjectService;
-  catalog: CatalogService;
-  /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/request-path-cache.ts`. */
-  requestPathCache: RequestPathCache;
-  fleet: Fleet;
   /** The operator token that guards the management API. */
   adminToken: string;
-  /** The four per-key limits and the wallet hold, decided in one step; see `admission/gate-keeper.ts`. */
-  gateKeeper: GateKeeper;
-  /** The per-key response cache, in Redis or in memory. */
-  cache: ResponseCache;
-  /** Stored Responses (`/v1/responses` with `store`), in the database: any process continues a conversation. */
-  responseStore: ResponseStore;
   /** Prometheus metrics, served at GET /metrics (unless TOLLGATE_METRICS=off: then the request path records none). */
   metrics: Metrics;
   /** Records requests into the metrics and traces (`observability/observer.ts`). */
@@ -87,12 +69,46 @@ export interface Services {
   inFlight: InFlight;
   /** Logs a database outage once when it starts and once when it ends. */
   storeOutage: OutageLog;
+}
+
+/** The data plane (`gateway/`): keys, models, admission, the money of a billed call, caches, stored responses. */
+export interface GatewayServices {
+  keys: KeyService;
+  catalog: CatalogService;
+  /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/request-path-cache.ts`. */
+  requestPathCache: RequestPathCache;
+  fleet: Fleet;
+  /** The four per-key limits and the wallet hold, decided in one step; see `admission/gate-keeper.ts`. */
+  gateKeeper: GateKeeper;
+  wallets: WalletService;
+  /** Where a charge becomes durable before its response ends; see `billing/journal.ts`. */
+  journal: ChargeJournal;
+  /** Writes the journal's charges to PostgreSQL in group commits, off the request path. */
+  applier: ChargeApplier;
+  /** Usage reports: totals, groups, outcomes and records of usage (`billing/usage-reports.ts`). */
+  usageReports: UsageReports;
+  /** An organization's books verified and exported (`billing/books.ts`). */
+  books: Books;
+  /** The per-key response cache, in Redis or in memory. */
+  cache: ResponseCache;
+  /** Stored Responses (`/v1/responses` with `store`), in the database: any process continues a conversation. */
+  responseStore: ResponseStore;
+}
+
+/** People (`platform/people/`, `platform/orgs/`): users and sign-in, organizations and their projects. */
+export interface PeopleServices {
   users: UserService;
   passwords: Passwords;
   /** Portal sign-in sessions. */
   sessions: SessionStore;
   /** Hourly and sign-in counters of the generic API, in Redis or in memory. */
   windowCounter: WindowCounter;
+  orgs: OrgService;
+  projects: ProjectService;
+}
+
+/** The control plane's machines (`platform/`): clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
+export interface PlatformServices {
   /** Hardware profiles, nodes and organizations' clusters. */
   clusters: ClusterService;
   /** Node access changed after a node was added, and nodes a deleted cluster's key is stuck on, released. */
@@ -135,14 +151,54 @@ export interface ServiceParts {
  */
 export function createServices(parts: ServiceParts): Services {
   const { config, db, log, fleet, adminToken, redis = null, journal, tracing = null } = parts;
+  const storeOutage = new OutageLog(
+    log,
+    'database',
+    'known keys are still served; charges wait in the journal, and keys, models or wallets not yet cached answer 503, until it is back',
+  );
+  // An embedded store has no other writer: every change goes through this process, which drops the
+  // cache itself.
+  const requestPathCache = new RequestPathCache(db, storeOutage, {
+    pollMs: config.databaseUrl ? config.catalogPollMs : 0,
+  });
+  // A write through this process drops its cache at once; other replicas see the catalog version
+  // move.
+  const catalogChanged = () => requestPathCache.invalidate();
+  const inFlight = new InFlight();
+  const metricsOn = config.observability.metrics;
+  const metrics = createMetrics({ orgLabel: config.observability.orgLabel, processMetrics: metricsOn });
+  if (metricsOn) registerStateGauges(metrics, { journal, inFlight, fleet, storeOutage, redis });
+  const processServices: ProcessServices = {
+    config,
+    db,
+    log,
+    adminToken,
+    metrics,
+    observer: new Observer(metricsOn ? metrics : null, tracing, config.currency),
+    tracing,
+    readiness: createReadiness({ db, redis, fleet, inFlight }),
+    inFlight,
+    storeOutage,
+  };
+  return {
+    ...processServices,
+    ...createGatewayServices(parts, requestPathCache, storeOutage, catalogChanged),
+    ...createPeopleServices(config, db, redis, catalogChanged),
+    ...createPlatformServices(config, db, log),
+  };
+}
+
+/** The data plane's services: keys, models, admission and the wallets it holds, the charge path, caches. */
+function createGatewayServices(
+  parts: ServiceParts,
+  requestPathCache: RequestPathCache,
+  storeOutage: OutageLog,
+  catalogChanged: () => void,
+): GatewayServices {
+  const { config, db, log, fleet, redis = null, journal } = parts;
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
-  const gate = redis
-    ? createRedisGate(redis, {
-        prefix: config.limits.redisPrefix,
-        rebuildGraceMs: config.rebuildGraceMs,
-        ...gateOptions,
-      })
-    : createMemoryGate(gateOptions);
+  const redisOptions = { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions };
+  const gate = redis ? createRedisGate(redis, redisOptions) : createMemoryGate(gateOptions);
   // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to
   // rebuild it.
   const wallets = new WalletService(db, (orgId, amount) => gateKeeper.credit(orgId, amount));
@@ -153,77 +209,42 @@ export function createServices(parts: ServiceParts): Services {
     rebuildGraceMs: config.rebuildGraceMs,
     monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
   });
-  // An embedded store has no other writer: every change goes through this process, which drops the
-  // cache itself.
-  const storeOutage = new OutageLog(
-    log,
-    'database',
-    'known keys are still served; charges wait in the journal, and keys, models or wallets not yet cached answer 503, until it is back',
-  );
-  const requestPathCache = new RequestPathCache(db, storeOutage, {
-    pollMs: config.databaseUrl ? config.catalogPollMs : 0,
-  });
-  // A write through this process drops its cache at once; other replicas see the catalog version
-  // move.
-  const catalogChanged = () => requestPathCache.invalidate();
-  const passwords = new Passwords(config.people.passwordCost);
-  const inFlight = new InFlight();
-  const metricsOn = config.observability.metrics;
-  const metrics = createMetrics({ orgLabel: config.observability.orgLabel, processMetrics: metricsOn });
-  if (metricsOn) registerStateGauges(metrics, { journal, inFlight, fleet, storeOutage, redis });
+  const keyByHash = (hash: string) => requestPathCache.keyByHash(hash);
   return {
-    config,
-    db,
-    log,
-    keys: new KeyService(
-      db,
-      config.keyPrefix,
-      (hash) => requestPathCache.keyByHash(hash),
-      catalogChanged,
-      config.keysPerAccount,
-    ),
+    keys: new KeyService(db, config.keyPrefix, keyByHash, catalogChanged, config.keysPerAccount),
+    catalog: new CatalogService(db, catalogChanged),
     requestPathCache,
+    fleet,
+    gateKeeper,
     wallets,
     journal,
+    applier: new ChargeApplier(journal, wallets, storeOutage, log, {
+      applied: (records) => gateKeeper.written(records),
+    }),
     usageReports: new UsageReports(db),
     books: new Books(db),
-    orgs: new OrgService(db, catalogChanged),
-    projects: new ProjectService(db, catalogChanged),
-    catalog: new CatalogService(db, catalogChanged),
-    fleet,
-    adminToken,
-    gateKeeper,
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),
-    metrics,
-    observer: new Observer(metricsOn ? metrics : null, tracing, config.currency),
-    tracing,
-    readiness: createReadiness({ db, redis, fleet, inFlight }),
-    inFlight,
-    storeOutage,
+  };
+}
+
+/** People's services: users and their passwords, sign-in sessions and counters, organizations and projects. */
+function createPeopleServices(
+  config: Config,
+  db: Database,
+  redis: Redis | null,
+  catalogChanged: () => void,
+): PeopleServices {
+  const passwords = new Passwords(config.people.passwordCost);
+  return {
     users: new UserService(db, passwords, catalogChanged),
     passwords,
     sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
     windowCounter: createWindowCounter(redis, config.limits.redisPrefix),
-    ...createPlatformServices(config, db, log),
-    applier: new ChargeApplier(journal, wallets, storeOutage, log, {
-      applied: (records) => gateKeeper.written(records),
-    }),
+    orgs: new OrgService(db, catalogChanged),
+    projects: new ProjectService(db, catalogChanged),
   };
 }
-
-type PlatformServices = Pick<
-  Services,
-  | 'clusters'
-  | 'nodeMaintenance'
-  | 'stacks'
-  | 'uploads'
-  | 'costs'
-  | 'runs'
-  | 'clusterIdentity'
-  | 'runWorker'
-  | 'publicHosts'
->;
 
 /** The control plane's services: clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
 function createPlatformServices(config: Config, db: Database, log: Logger): PlatformServices {

@@ -6,7 +6,7 @@ import { STORE_TIMEOUT_MS } from '../shared/db/timeout.js';
 /**
  * Read your writes, declared on the route that reads charges (usage, a
  * balance, the ledger), in every surface the same way:
- * `wallet.get('/', chargesWritten(services.applier), handler)`. The read
+ * `wallet.get('/', chargesWritten(deps.applier), handler)`. The read
  * includes every charge this replica had journaled when it came: it waits, at
  * most STORE_TIMEOUT_MS, for those charges to reach the database
  * (`ChargeApplier.written`), and goes on either way.

@@ -8,7 +8,7 @@ import { GatewayError } from '../../shared/http/errors.js';
  * length; the token itself never reaches a log or an error message.
  *
  * @example
- * admin.use('*', operatorAuth(services.adminToken));
+ * admin.use('*', operatorAuth(deps.adminToken));
  */
 export function operatorAuth(adminToken: string): MiddlewareHandler {
   if (adminToken === '') throw new Error('the operator token must not be empty');

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { readBody, readQuery, toDetails } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import * as body from './schemas.js';
 import * as view from './views.js';
 
@@ -12,11 +12,11 @@ import * as view from './views.js';
  * card's currency into an organization's billing currency.
  *
  * @example
- * admin.route('/conversion-rates', conversionRatesRoutes(services));
+ * admin.route('/conversion-rates', conversionRatesRoutes(deps));
  */
-export function conversionRatesRoutes(services: Services): Hono<GatewayEnv> {
+export function conversionRatesRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const rates = new Hono<GatewayEnv>();
-  const { costs } = services;
+  const { costs } = deps;
 
   /** The pair and date in the path, checked like a body: each bad part named. */
   const rateKey = (params: Record<string, string>) => {

@@ -1,7 +1,7 @@
 import { type Context, Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readQuery } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import { costsCsv, csvFileName } from '../../platform/costs/csv.js';
 import { parseWindow } from '../../platform/costs/window.js';
 import * as body from './schemas.js';
@@ -11,15 +11,15 @@ import * as body from './schemas.js';
  * operator, as JSON (`/admin/v1/costs`) or CSV (`/admin/v1/costs.csv`).
  *
  * @example
- * admin.route('/', costsRoutes(services));
+ * admin.route('/', costsRoutes(deps));
  */
-export function costsRoutes(services: Services): Hono<GatewayEnv> {
+export function costsRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const report = new Hono<GatewayEnv>();
-  const { costs } = services;
+  const { costs } = deps;
 
   const reportOf = async (c: Context<GatewayEnv>) => {
     const { org_id: orgId } = readQuery(c, body.costsQuery);
-    if (orgId) await services.orgs.get(orgId);
+    if (orgId) await deps.orgs.get(orgId);
     const now = new Date();
     return costs.report({ orgId: orgId ?? null }, parseWindow(c.req.query(), now), now);
   };

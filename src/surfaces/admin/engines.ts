@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { readBody } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import * as body from './schemas.js';
 import * as view from './views.js';
 
@@ -11,12 +11,12 @@ import * as view from './views.js';
  * state; Docker engines scale and restart (rolling).
  *
  * @example
- * admin.route('/engines', enginesRoutes(services));
+ * admin.route('/engines', enginesRoutes(deps));
  */
-export function enginesRoutes(services: Services): Hono<GatewayEnv> {
+export function enginesRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const engines = new Hono<GatewayEnv>();
-  engines.get('/', (c) => c.json(view.listOf(services.fleet.status().map(view.engineView))));
-  const managedEngine = (model: string) => managedEngineOf(services, model);
+  engines.get('/', (c) => c.json(view.listOf(deps.fleet.status().map(view.engineView))));
+  const managedEngine = (model: string) => managedEngineOf(deps, model);
   engines.post('/:model{.+}/scale', async (c) => {
     const engine = managedEngine(c.req.param('model'));
     const { replicas } = await readBody(c, body.scaleEngineBody);
@@ -39,10 +39,10 @@ export function enginesRoutes(services: Services): Hono<GatewayEnv> {
  * through it.
  *
  * @example
- * await managedEngineOf(services, 'qwen-7b').scale(2);
+ * await managedEngineOf(deps, 'qwen-7b').scale(2);
  */
-export function managedEngineOf(services: Pick<Services, 'fleet'>, model: string) {
-  const engine = services.fleet.engines().find((e) => e.modelId === model);
+export function managedEngineOf(deps: Pick<AdminDeps, 'fleet'>, model: string) {
+  const engine = deps.fleet.engines().find((e) => e.modelId === model);
   if (!engine) throw new GatewayError('not_found', `No engine serves model ${model}.`, { status: 404 });
   if (!engine.scale || !engine.restart)
     throw new GatewayError(

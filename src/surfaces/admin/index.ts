@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES, refuseNul } from '../../shared/http/request.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import { operatorAuth } from './auth.js';
 import { conversionRatesRoutes } from './conversion-rates.js';
 import { costsRoutes } from './costs.js';
@@ -26,28 +26,28 @@ import { usersRoutes } from './users.js';
  * @example
  * app.route('/admin/v1', createAdminRoutes(services));
  */
-export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
+export function createAdminRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const admin = new Hono<GatewayEnv>();
   admin.use(
     '*',
     refuseNul(),
-    operatorAuth(services.adminToken),
-    limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain),
+    operatorAuth(deps.adminToken),
+    limitBody(MANAGEMENT_MAX_BODY_BYTES, deps.config.oversizeDrain),
   );
-  admin.route('/orgs', orgsRoutes(services));
-  admin.route('/orgs', ledgerRoutes(services));
-  admin.route('/users', usersRoutes(services));
-  admin.route('/keys', keysRoutes(services));
-  admin.route('/models', modelsRoutes(services));
-  admin.route('/prices', pricesRoutes(services));
-  admin.route('/engines', enginesRoutes(services));
-  admin.route('/profiles', profilesRoutes(services));
-  admin.route('/nodes', nodesRoutes(services));
-  admin.route('/rate-cards', rateCardsRoutes(services));
-  admin.route('/conversion-rates', conversionRatesRoutes(services));
-  admin.route('/usage', usageRoutes(services));
+  admin.route('/orgs', orgsRoutes(deps));
+  admin.route('/orgs', ledgerRoutes(deps));
+  admin.route('/users', usersRoutes(deps));
+  admin.route('/keys', keysRoutes(deps));
+  admin.route('/models', modelsRoutes(deps));
+  admin.route('/prices', pricesRoutes(deps));
+  admin.route('/engines', enginesRoutes(deps));
+  admin.route('/profiles', profilesRoutes(deps));
+  admin.route('/nodes', nodesRoutes(deps));
+  admin.route('/rate-cards', rateCardsRoutes(deps));
+  admin.route('/conversion-rates', conversionRatesRoutes(deps));
+  admin.route('/usage', usageRoutes(deps));
   // The report and its CSV twin (`/costs`, `/costs.csv`): one resource whose two paths are
   // siblings, not nested.
-  admin.route('/', costsRoutes(services));
+  admin.route('/', costsRoutes(deps));
   return admin;
 }

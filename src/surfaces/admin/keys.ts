@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { z } from 'zod';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import * as body from './schemas.js';
 import { definedOnly } from './schemas.js';
 import * as view from './views.js';
@@ -12,11 +12,11 @@ import * as view from './views.js';
  * settings, revoke. Keys are made in an organization: `orgs.ts`.
  *
  * @example
- * admin.route('/keys', keysRoutes(services));
+ * admin.route('/keys', keysRoutes(deps));
  */
-export function keysRoutes(services: Services): Hono<GatewayEnv> {
+export function keysRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const keys = new Hono<GatewayEnv>();
-  const service = services.keys;
+  const service = deps.keys;
   keys.get('/:keyId', async (c) => c.json(view.keyView(await service.get(c.req.param('keyId')))));
   keys.patch('/:keyId', async (c) => {
     const changes = keySettings(await readBody(c, body.updateKeyBody));

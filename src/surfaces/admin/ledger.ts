@@ -5,7 +5,7 @@ import type { Difference, Verification } from '../../gateway/billing/reconcile.j
 import { parseWindow } from '../../platform/costs/window.js';
 import { csvText } from '../../shared/http/csv.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 
 /** How long a verification or export waits for this process's journaled charges to reach PostgreSQL. */
 const WRITTEN_WAIT_MS = 5_000;
@@ -18,22 +18,22 @@ const WRITTEN_WAIT_MS = 5_000;
  * each charge is for.
  *
  * @example
- * admin.route('/orgs', ledgerRoutes(services));
+ * admin.route('/orgs', ledgerRoutes(deps));
  */
-export function ledgerRoutes(services: Services): Hono<GatewayEnv> {
+export function ledgerRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const routes = new Hono<GatewayEnv>();
-  const currency = services.config.currency;
+  const currency = deps.config.currency;
   const exportOf = async (c: Context<GatewayEnv>) => {
-    const org = await services.orgs.get(c.req.param('orgId')!);
+    const org = await deps.orgs.get(c.req.param('orgId')!);
     const window = parseWindow(c.req.query(), new Date());
-    await services.applier.written(WRITTEN_WAIT_MS);
-    return services.books.exportLedger(org.id, window.from, window.to);
+    await deps.applier.written(WRITTEN_WAIT_MS);
+    return deps.books.exportLedger(org.id, window.from, window.to);
   };
 
   routes.get('/:orgId/wallet/verify', async (c) => {
-    const org = await services.orgs.get(c.req.param('orgId'));
-    await services.applier.written(WRITTEN_WAIT_MS);
-    return c.json(verificationView(await services.books.verify(org.id), currency));
+    const org = await deps.orgs.get(c.req.param('orgId'));
+    await deps.applier.written(WRITTEN_WAIT_MS);
+    return c.json(verificationView(await deps.books.verify(org.id), currency));
   });
   routes.get('/:orgId/wallet/ledger', async (c) => c.json(ledgerExportView(await exportOf(c), currency)));
   routes.get('/:orgId/wallet/ledger.csv', async (c) => {

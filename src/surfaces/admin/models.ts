@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import { asConflict } from './conflicts.js';
 import * as body from './schemas.js';
 import { definedOnly } from './schemas.js';
@@ -12,11 +12,11 @@ import * as view from './views.js';
  * `include_disabled`), add, change. Prices are `prices.ts`.
  *
  * @example
- * admin.route('/models', modelsRoutes(services));
+ * admin.route('/models', modelsRoutes(deps));
  */
-export function modelsRoutes(services: Services): Hono<GatewayEnv> {
+export function modelsRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const models = new Hono<GatewayEnv>();
-  const { catalog } = services;
+  const { catalog } = deps;
   models.get('/', async (c) => {
     const { include_disabled } = readQuery(c, body.modelsQuery);
     const [models, prices] = await Promise.all([

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import * as body from './schemas.js';
 import * as view from './views.js';
 
@@ -13,9 +13,9 @@ import * as view from './views.js';
  * (`platform/clusters/node-maintenance.ts`).
  *
  * @example
- * admin.route('/nodes', nodesRoutes(services));
+ * admin.route('/nodes', nodesRoutes(deps));
  */
-export function nodesRoutes(services: Services): Hono<GatewayEnv> {
+export function nodesRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const nodes = new Hono<GatewayEnv>();
   nodes.post('/', async (c) => {
     const input = await readBody(c, body.createNodeBody);
@@ -28,12 +28,12 @@ export function nodesRoutes(services: Services): Hono<GatewayEnv> {
     };
     return c.json(
       view.nodeView(
-        await services.clusters.addNode({ profile: input.profile, address: input.address, access: input.access, ssh }),
+        await deps.clusters.addNode({ profile: input.profile, address: input.address, access: input.access, ssh }),
       ),
       201,
     );
   });
-  nodes.get('/', async (c) => c.json(view.listOf((await services.clusters.listNodes()).map(view.nodeView))));
+  nodes.get('/', async (c) => c.json(view.listOf((await deps.clusters.listNodes()).map(view.nodeView))));
   nodes.patch('/:id', async (c) => {
     const { ssh } = await readBody(c, body.updateNodeBody);
     const change = {
@@ -43,12 +43,12 @@ export function nodesRoutes(services: Services): Hono<GatewayEnv> {
       hostKeyFingerprint: ssh.host_key_fingerprint,
       runUser: ssh.run_user,
     };
-    return c.json(view.nodeView(await services.nodeMaintenance.changeAccess(c.req.param('id'), change)));
+    return c.json(view.nodeView(await deps.nodeMaintenance.changeAccess(c.req.param('id'), change)));
   });
   // The body is optional: none is `{"force": false}`.
   nodes.post('/:id/release', async (c) => {
     const { force } = (await c.req.text()).trim() ? await readBody(c, body.releaseNodeBody) : { force: false };
-    return c.json(view.nodeView(await services.nodeMaintenance.release(c.req.param('id'), { force })));
+    return c.json(view.nodeView(await deps.nodeMaintenance.release(c.req.param('id'), { force })));
   });
 
   return nodes;

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import { projectView } from '../api/projects.js';
 import { userView } from '../api/users.js';
 import { keySettings } from './keys.js';
@@ -15,23 +15,23 @@ import { chargesWritten } from '../fresh-charges.js';
  * ledger), keys and users made in it.
  *
  * @example
- * admin.route('/orgs', orgsRoutes(services));
+ * admin.route('/orgs', orgsRoutes(deps));
  */
-export function orgsRoutes(services: Services): Hono<GatewayEnv> {
+export function orgsRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const orgs = new Hono<GatewayEnv>();
-  const { wallets } = services;
-  const currency = services.config.currency;
+  const { wallets } = deps;
+  const currency = deps.config.currency;
   // Balances and the ledger include this replica's charges journaled before the read.
-  const fresh = chargesWritten(services.applier);
+  const fresh = chargesWritten(deps.applier);
   const orgWithBalance = async (orgId: string) =>
-    view.orgView(await services.orgs.get(orgId), await wallets.balance(orgId), currency);
+    view.orgView(await deps.orgs.get(orgId), await wallets.balance(orgId), currency);
 
   orgs.post('/', async (c) => {
     const { name } = await readBody(c, body.nameBody);
-    return c.json(view.orgView(await services.orgs.create(name), 0n, currency), 201);
+    return c.json(view.orgView(await deps.orgs.create(name), 0n, currency), 201);
   });
   orgs.get('/', fresh, async (c) => {
-    const rows = await services.orgs.listWithBalances();
+    const rows = await deps.orgs.listWithBalances();
     return c.json(view.listOf(rows.map(({ org, balance }) => view.orgView(org, balance, currency))));
   });
   orgs.get('/:orgId', fresh, async (c) => c.json(await orgWithBalance(c.req.param('orgId'))));
@@ -42,8 +42,8 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
       {
         object: 'project' as const,
         ...projectView(
-          await services.projects.create({
-            orgId: (await services.orgs.get(c.req.param('orgId'))).id,
+          await deps.projects.create({
+            orgId: (await deps.orgs.get(c.req.param('orgId'))).id,
             createdBy: null,
             name,
           }),
@@ -53,10 +53,10 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
     );
   });
   orgs.get('/:orgId/projects', async (c) => {
-    const org = await services.orgs.get(c.req.param('orgId'));
+    const org = await deps.orgs.get(c.req.param('orgId'));
     return c.json(
       view.listOf(
-        (await services.projects.listInOrg(org.id)).map((project) => ({
+        (await deps.projects.listInOrg(org.id)).map((project) => ({
           object: 'project' as const,
           ...projectView(project),
         })),
@@ -64,15 +64,15 @@ export function orgsRoutes(services: Services): Hono<GatewayEnv> {
     );
   });
 
-  addWalletRoutes(orgs, services);
-  addMemberRoutes(orgs, services);
+  addWalletRoutes(orgs, deps);
+  addMemberRoutes(orgs, deps);
   return orgs;
 }
 
 /** An organization's wallet: top-ups, adjustments, and the balance with its ledger. */
-function addWalletRoutes(orgs: Hono<GatewayEnv>, services: Services): void {
-  const { wallets } = services;
-  const currency = services.config.currency;
+function addWalletRoutes(orgs: Hono<GatewayEnv>, deps: AdminDeps): void {
+  const { wallets } = deps;
+  const currency = deps.config.currency;
   const wallet = async (orgId: string, limit = 50) => {
     const [balance, ledger] = await Promise.all([wallets.balance(orgId), wallets.ledger(orgId, limit)]);
     return view.walletView(orgId, currency, balance, ledger);
@@ -88,20 +88,20 @@ function addWalletRoutes(orgs: Hono<GatewayEnv>, services: Services): void {
     await wallets.credit(c.req.param('orgId'), 'adjustment', amount, note);
     return c.json(await wallet(c.req.param('orgId')), 201);
   });
-  orgs.get('/:orgId/wallet', chargesWritten(services.applier), async (c) => {
+  orgs.get('/:orgId/wallet', chargesWritten(deps.applier), async (c) => {
     const { limit } = readQuery(c, body.ledgerQuery);
     return c.json(await wallet(c.req.param('orgId'), limit));
   });
 }
 
 /** Keys and users made in an organization. */
-function addMemberRoutes(orgs: Hono<GatewayEnv>, services: Services): void {
-  const { keys } = services;
+function addMemberRoutes(orgs: Hono<GatewayEnv>, deps: AdminDeps): void {
+  const { keys } = deps;
   orgs.post('/:orgId/keys', async (c) => {
     const input = await readBody(c, body.createKeyBody);
     const orgId = c.req.param('orgId');
     // Every key acts as a person: the one named, or the organization's first owner.
-    const userId = input.user_id ?? (await services.users.firstOwner(orgId))?.id ?? null;
+    const userId = input.user_id ?? (await deps.users.firstOwner(orgId))?.id ?? null;
     const { key, secret } = await keys.create({
       ...keySettings(input),
       orgId,
@@ -114,13 +114,13 @@ function addMemberRoutes(orgs: Hono<GatewayEnv>, services: Services): void {
     return c.json({ ...view.keyView(key), secret }, 201);
   });
   orgs.get('/:orgId/keys', async (c) => {
-    const org = await services.orgs.get(c.req.param('orgId'));
+    const org = await deps.orgs.get(c.req.param('orgId'));
     const now = new Date();
     return c.json(view.listOf((await keys.list(org.id)).map((key) => view.keyView(key, now))));
   });
   orgs.post('/:orgId/users', async (c) => {
     const input = await readBody(c, body.operatorCreateUserBody);
-    const user = await services.users.create({
+    const user = await deps.users.create({
       orgId: c.req.param('orgId'),
       name: input.name,
       email: input.email,

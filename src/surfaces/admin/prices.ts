@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import * as body from './schemas.js';
 import * as view from './views.js';
 
@@ -10,12 +10,12 @@ import * as view from './views.js';
  * currency, kept exactly (`gateway/billing/money.ts`).
  *
  * @example
- * admin.route('/prices', pricesRoutes(services));
+ * admin.route('/prices', pricesRoutes(deps));
  */
-export function pricesRoutes(services: Services): Hono<GatewayEnv> {
+export function pricesRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const prices = new Hono<GatewayEnv>();
-  const { catalog } = services;
-  const currency = services.config.currency;
+  const { catalog } = deps;
+  const currency = deps.config.currency;
   prices.put('/:modelId{.+}', async (c) => {
     const input = await readBody(c, body.setPriceBody);
     const price = await catalog.setPrice(c.req.param('modelId'), input.input_per_million, input.output_per_million);

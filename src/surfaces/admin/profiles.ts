@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import * as body from './schemas.js';
 import * as view from './views.js';
 
@@ -10,13 +10,13 @@ import * as view from './views.js';
  * of (GPUs per node, GPU model, CPU, memory), which rate cards price.
  *
  * @example
- * admin.route('/profiles', profilesRoutes(services));
+ * admin.route('/profiles', profilesRoutes(deps));
  */
-export function profilesRoutes(services: Services): Hono<GatewayEnv> {
+export function profilesRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const profiles = new Hono<GatewayEnv>();
   profiles.post('/', async (c) => {
     const input = await readBody(c, body.createProfileBody);
-    const profile = await services.clusters.addProfile({
+    const profile = await deps.clusters.addProfile({
       name: input.name,
       gpusPerNode: input.gpus_per_node,
       gpuModel: input.gpu_model,
@@ -25,7 +25,7 @@ export function profilesRoutes(services: Services): Hono<GatewayEnv> {
     });
     return c.json(view.profileView(profile), 201);
   });
-  profiles.get('/', async (c) => c.json(view.listOf((await services.clusters.listProfiles()).map(view.profileView))));
+  profiles.get('/', async (c) => c.json(view.listOf((await deps.clusters.listProfiles()).map(view.profileView))));
 
   return profiles;
 }

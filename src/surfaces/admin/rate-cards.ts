@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import * as body from './schemas.js';
 import * as view from './views.js';
 
@@ -11,11 +11,11 @@ import * as view from './views.js';
  * allocations with them (`platform/costs/`).
  *
  * @example
- * admin.route('/rate-cards', rateCardsRoutes(services));
+ * admin.route('/rate-cards', rateCardsRoutes(deps));
  */
-export function rateCardsRoutes(services: Services): Hono<GatewayEnv> {
+export function rateCardsRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const cards = new Hono<GatewayEnv>();
-  const { costs } = services;
+  const { costs } = deps;
 
   cards.post('/', async (c) => {
     const input = await readBody(c, body.createRateCardBody);

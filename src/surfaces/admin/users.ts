@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AdminDeps } from './deps.js';
 import { userView } from '../api/users.js';
 import * as body from './schemas.js';
 import * as view from './views.js';
@@ -12,20 +12,20 @@ import * as view from './views.js';
  * too), delete. Users are made in an organization: `orgs.ts`.
  *
  * @example
- * admin.route('/users', usersRoutes(services));
+ * admin.route('/users', usersRoutes(deps));
  */
-export function usersRoutes(services: Services): Hono<GatewayEnv> {
+export function usersRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const users = new Hono<GatewayEnv>();
   users.get('/', async (c) => {
     const { org_id: orgId } = readQuery(c, body.operatorUsersQuery);
-    if (orgId) await services.orgs.get(orgId);
-    const { rows } = await services.users.list(orgId ?? null, { offset: 0, limit: 10_000, sort: 'created_at' });
+    if (orgId) await deps.orgs.get(orgId);
+    const { rows } = await deps.users.list(orgId ?? null, { offset: 0, limit: 10_000, sort: 'created_at' });
     return c.json(view.listOf(rows.map(userView)));
   });
-  users.get('/:id', async (c) => c.json(userView(await services.users.get(c.req.param('id')))));
+  users.get('/:id', async (c) => c.json(userView(await deps.users.get(c.req.param('id')))));
   users.patch('/:id', async (c) => {
     const input = await readBody(c, body.operatorUpdateUserBody);
-    const user = await services.users.update(c.req.param('id'), {
+    const user = await deps.users.update(c.req.param('id'), {
       name: input.name,
       email: input.email,
       password: input.password,
@@ -35,7 +35,7 @@ export function usersRoutes(services: Services): Hono<GatewayEnv> {
     return c.json(userView(user));
   });
   users.delete('/:id', async (c) => {
-    await services.users.delete(c.req.param('id'));
+    await deps.users.delete(c.req.param('id'));
     return c.body(null, 204);
   });
 

@@ -4,7 +4,7 @@ import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { sessionRequestFromThisSite } from '../../platform/people/same-site.js';
 import type { UserRow } from '../../platform/people/users.js';
-import type { Services } from '../../services.js';
+import type { ApiDeps } from './deps.js';
 import type { WindowCount } from '../../shared/db/window-counter.js';
 import { sessionCookieOf } from './session-cookie.js';
 
@@ -27,22 +27,22 @@ const HOUR_MS = 3_600_000;
  * (`people/same-site.ts`), whatever its body.
  *
  * @example
- * api.use('*', apiAccess(services, clientOf));
+ * api.use('*', apiAccess(deps, clientOf));
  */
 export function apiAccess(
-  services: Services,
+  deps: ApiDeps,
   clientOf: (c: Context) => { address: string; https: boolean },
 ): MiddlewareHandler<GatewayEnv> {
   return async (c, next) => {
     let actor: SignedInActor;
     try {
-      actor = await signedInActor(services, c, clientOf(c).https);
+      actor = await signedInActor(deps, c, clientOf(c).https);
     } catch (error) {
       if (!(error instanceof GatewayError) || !NOBODY_CODES.has(error.code)) throw error;
-      await countAgainst(services, c, `api:addr:${clientOf(c).address}`, ANONYMOUS_HOURLY_LIMIT);
+      await countAgainst(deps, c, `api:addr:${clientOf(c).address}`, ANONYMOUS_HOURLY_LIMIT);
       throw error;
     }
-    await countAgainst(services, c, actor.keyId ? `api:key:${actor.keyId}` : `api:user:${actor.userId}`, HOURLY_LIMIT);
+    await countAgainst(deps, c, actor.keyId ? `api:key:${actor.keyId}` : `api:user:${actor.userId}`, HOURLY_LIMIT);
     if (actor.sessionHash !== undefined && !sessionRequestFromThisSite(c, clientOf(c).https)) {
       throw new GatewayError('forbidden', 'A change made with a session must come from this site.');
     }
@@ -55,8 +55,13 @@ export function apiAccess(
 const NOBODY_CODES: ReadonlySet<string> = new Set(['unauthorized', 'forbidden']);
 
 /** Counts one request under `key`; sets the limit headers, and refuses with 429 past `limit`. */
-export async function countAgainst(services: Services, c: Context, key: string, limit: number): Promise<WindowCount> {
-  const window = await services.windowCounter.hit(key, HOUR_MS).catch((error: unknown) => {
+export async function countAgainst(
+  deps: Pick<ApiDeps, 'windowCounter'>,
+  c: Context,
+  key: string,
+  limit: number,
+): Promise<WindowCount> {
+  const window = await deps.windowCounter.hit(key, HOUR_MS).catch((error: unknown) => {
     throw new GatewayError('limits_unavailable', 'The rate-limit store cannot be reached right now. Retry shortly.', {
       headers: { 'Retry-After': '2' },
       cause: error,
@@ -75,23 +80,23 @@ export async function countAgainst(services: Services, c: Context, key: string, 
 }
 
 /** The user behind the request's API key or session cookie; 401 `unauthorized` when there is none, or it is not valid. */
-async function signedInActor(services: Services, c: Context, https: boolean): Promise<SignedInActor> {
+async function signedInActor(deps: ApiDeps, c: Context, https: boolean): Promise<SignedInActor> {
   const authorization = c.req.header('authorization');
   if (authorization !== undefined) {
-    const key = await services.keys.authenticate(authorization);
+    const key = await deps.keys.authenticate(authorization);
     if (key.userId === null)
       throw new GatewayError(
         'forbidden',
         'This API key acts as no user (it was made before its organization had one); create a key for a user.',
       );
-    const user = await services.users.get(key.userId).catch(() => {
+    const user = await deps.users.get(key.userId).catch(() => {
       throw new GatewayError('unauthorized', 'Invalid API key.');
     });
     return { ...actorOf(user), keyId: key.id };
   }
   const sessionId = sessionCookieOf(c, https);
   if (sessionId) {
-    const session = await services.sessions.user(sessionId);
+    const session = await deps.sessions.user(sessionId);
     if (session) return { ...actorOf(session.user), sessionHash: session.sessionHash };
     throw new GatewayError('unauthorized', 'Your session has ended. Sign in again.');
   }

@@ -1,7 +1,7 @@
 import type { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
-import type { Services } from '../../services.js';
+import type { ApiDeps } from './deps.js';
 import { costsCsv, csvFileName } from '../../platform/costs/csv.js';
 import { currencies } from '../../platform/costs/currencies.js';
 import { parseWindow } from '../../platform/costs/window.js';
@@ -15,11 +15,11 @@ import { apiResource, type ClientOf } from './resource.js';
  * `surfaces/admin/costs.ts`).
  *
  * @example
- * mountResource(api, '/billing', billingRoutes(services, clientOf));
+ * mountResource(api, '/billing', billingRoutes(deps, clientOf));
  */
-export function billingRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
-  const api = apiResource(services, clientOf);
-  const { costs } = services;
+export function billingRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
+  const api = apiResource(deps, clientOf);
+  const { costs } = deps;
   const scope = (actor: SignedInActor) => ({ orgId: actor.platformAdmin ? null : actor.orgId });
 
   api.get('/costs', async (c) => {

@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import { identityOf, type NodeKeyRow } from '../../platform/clusters/node-keys.js';
 import type { ClusterRow, NodeRow } from '../../platform/clusters/service.js';
-import type { Services } from '../../services.js';
+import type { ApiDeps } from './deps.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
@@ -70,11 +70,11 @@ export function clusterView({ cluster, nodes, keys }: { cluster: ClusterRow; nod
  * Platform admins see and manage every organization's.
  *
  * @example
- * mountResource(api, '/clusters', clustersRoutes(services, clientOf));
+ * mountResource(api, '/clusters', clustersRoutes(deps, clientOf));
  */
-export function clustersRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
-  const api = apiResource(services, clientOf);
-  const { clusters, clusterIdentity: identity, publicHosts } = services;
+export function clustersRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
+  const api = apiResource(deps, clientOf);
+  const { clusters, clusterIdentity: identity, publicHosts } = deps;
   const shown = async (found: { cluster: ClusterRow; nodes: NodeRow[] }) =>
     clusterView({ ...found, keys: await identity.rowsOf(found.cluster.id) });
   const scope = (actor: SignedInActor) => (actor.platformAdmin ? null : actor.orgId);

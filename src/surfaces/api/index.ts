@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import type { Services } from '../../services.js';
+import type { ApiDeps } from './deps.js';
 import { billingRoutes } from './billing.js';
 import { clustersRoutes } from './clusters.js';
 import { meRoutes } from './me.js';
@@ -21,17 +21,17 @@ import { usersRoutes } from './users.js';
  * @example
  * app.route('/api/v1', createApiRoutes(services, clientOf));
  */
-export function createApiRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
+export function createApiRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
   const api = new Hono<GatewayEnv>();
-  mountResource(api, '/me', meRoutes(services, clientOf));
-  mountResource(api, '/users', usersRoutes(services, clientOf));
-  mountResource(api, '/projects', projectsRoutes(services, clientOf));
-  mountResource(api, '/stacks', stacksRoutes(services, clientOf));
+  mountResource(api, '/me', meRoutes(deps, clientOf));
+  mountResource(api, '/users', usersRoutes(deps, clientOf));
+  mountResource(api, '/projects', projectsRoutes(deps, clientOf));
+  mountResource(api, '/stacks', stacksRoutes(deps, clientOf));
   // Before /clusters: a cluster's runs are a resource of their own under it.
-  mountResource(api, '/clusters/:id/runs', clusterRunsRoutes(services, clientOf));
-  mountResource(api, '/clusters', clustersRoutes(services, clientOf));
-  mountResource(api, '/runs', runsRoutes(services, clientOf));
-  mountResource(api, '/billing', billingRoutes(services, clientOf));
-  mountResource(api, '/orgs', orgsRoutes(services, clientOf));
+  mountResource(api, '/clusters/:id/runs', clusterRunsRoutes(deps, clientOf));
+  mountResource(api, '/clusters', clustersRoutes(deps, clientOf));
+  mountResource(api, '/runs', runsRoutes(deps, clientOf));
+  mountResource(api, '/billing', billingRoutes(deps, clientOf));
+  mountResource(api, '/orgs', orgsRoutes(deps, clientOf));
   return api;
 }

@@ -4,7 +4,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { readBody } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { ApiDeps } from './deps.js';
 import { currencyCode } from '../../platform/costs/currencies.js';
 import { apiResource, type ClientOf } from './resource.js';
 
@@ -16,11 +16,11 @@ const billingCurrencyBody = z.strictObject({ currency: currencyCode.nullable() }
  * it reads and its owners and admins (and platform admins) set.
  *
  * @example
- * mountResource(api, '/orgs', orgsRoutes(services, clientOf));
+ * mountResource(api, '/orgs', orgsRoutes(deps, clientOf));
  */
-export function orgsRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
-  const api = apiResource(services, clientOf);
-  const { costs } = services;
+export function orgsRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
+  const api = apiResource(deps, clientOf);
+  const { costs } = deps;
 
   api.get('/:id/billing-currency', async (c) => {
     const orgId = visibleOrg(c.get('actor'), c.req.param('id'));

@@ -7,7 +7,7 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
 import { canManageProject, canSeeProject } from '../../platform/people/permissions.js';
 import { PROJECT_SORTS, type ProjectRow, type ProjectService } from '../../platform/orgs/projects.js';
-import type { Services } from '../../services.js';
+import type { ApiDeps } from './deps.js';
 import { atLeastOne, name } from './fields.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
@@ -45,11 +45,11 @@ export function projectView(project: ProjectRow) {
  * organization's; the creator, owners and admins change them.
  *
  * @example
- * mountResource(api, '/projects', projectsRoutes(services, clientOf));
+ * mountResource(api, '/projects', projectsRoutes(deps, clientOf));
  */
-export function projectsRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
-  const projects = apiResource(services, clientOf);
-  const service = services.projects;
+export function projectsRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
+  const projects = apiResource(deps, clientOf);
+  const service = deps.projects;
   projects.get('/', async (c) => {
     const { page, limit, sort } = readQuery(c, projectsQuery);
     const { rows, total } = await service.list(c.get('actor'), { offset: offsetOf(page, limit), limit, sort });

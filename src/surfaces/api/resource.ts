@@ -3,7 +3,7 @@ import { every } from 'hono/combine';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES, refuseNul, requireJsonBody } from '../../shared/http/request.js';
-import type { Services } from '../../services.js';
+import type { ApiDeps } from './deps.js';
 import { apiAccess } from './access.js';
 import { renderApiError } from './errors.js';
 
@@ -21,21 +21,21 @@ export type ClientOf = (c: Context) => { address: string; https: boolean };
  * carries the limit headers, and no body is read for a stranger.
  *
  * @example
- * const users = apiResource(services, clientOf);
+ * const users = apiResource(deps, clientOf);
  * users.get('/:id', …);
  */
 export function apiResource(
-  services: Services,
+  deps: ApiDeps,
   clientOf: ClientOf,
   ...bodyRules: MiddlewareHandler<GatewayEnv>[]
 ): Hono<GatewayEnv> {
   const resource = new Hono<GatewayEnv>();
-  resource.onError((error, c) => renderApiError(error, c, services.log));
+  resource.onError((error, c) => renderApiError(error, c, deps.log));
   const rules =
     bodyRules.length > 0
       ? bodyRules
-      : [requireJsonBody(), limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain)];
-  resource.use('*', every(apiAccess(services, clientOf), refuseNul(), ...rules));
+      : [requireJsonBody(), limitBody(MANAGEMENT_MAX_BODY_BYTES, deps.config.oversizeDrain)];
+  resource.use('*', every(apiAccess(deps, clientOf), refuseNul(), ...rules));
   return resource;
 }
 
@@ -58,8 +58,8 @@ export function mountResource(api: Hono<GatewayEnv>, path: string, resource: Hon
  * @example
  * app.route('/api/v1', unknownApiPaths(services, clientOf));
  */
-export function unknownApiPaths(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
-  const unknown = apiResource(services, clientOf);
+export function unknownApiPaths(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
+  const unknown = apiResource(deps, clientOf);
   unknown.all('*', noRoute);
   return unknown;
 }

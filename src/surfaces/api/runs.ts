@@ -6,7 +6,7 @@ import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { ApiDeps } from './deps.js';
 import type { RunRow } from '../../platform/runs/service.js';
 
 const applyBody = z.strictObject({
@@ -51,11 +51,11 @@ export function runView(run: RunRow) {
  * what is `RunService.queue`.
  *
  * @example
- * mountResource(api, '/clusters/:id/runs', clusterRunsRoutes(services, clientOf));
+ * mountResource(api, '/clusters/:id/runs', clusterRunsRoutes(deps, clientOf));
  */
-export function clusterRunsRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
-  const api = apiResource(services, clientOf);
-  const { runs, runWorker } = services;
+export function clusterRunsRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
+  const api = apiResource(deps, clientOf);
+  const { runs, runWorker } = deps;
 
   api.post('/', async (c) => {
     const body = await readBody(c, applyBody);
@@ -86,11 +86,11 @@ export function clusterRunsRoutes(services: Services, clientOf: ClientOf): Hono<
  * `Last-Event-ID`). Another organization's run is 404.
  *
  * @example
- * mountResource(api, '/runs', runsRoutes(services, clientOf));
+ * mountResource(api, '/runs', runsRoutes(deps, clientOf));
  */
-export function runsRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
-  const api = apiResource(services, clientOf);
-  const { runs, runWorker } = services;
+export function runsRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
+  const api = apiResource(deps, clientOf);
+  const { runs, runWorker } = deps;
 
   api.get('/:id', async (c) => c.json(runView(await runs.get(c.get('actor'), c.req.param('id')))));
 

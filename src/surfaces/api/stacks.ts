@@ -4,7 +4,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES, requireJsonBody } from '../../shared/http/request.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { ApiDeps } from './deps.js';
 import { STACK_SORTS, type StackRow } from '../../platform/stacks/service.js';
 import { STACK_CATEGORIES, stackManifest } from '../../platform/stacks/manifest.js';
 import { downloadPackage } from '../../platform/stacks/download.js';
@@ -55,22 +55,17 @@ export function stackView(row: StackRow) {
  * with the spec's permissions (`stacks/service.ts`).
  *
  * @example
- * mountResource(api, '/stacks', stacksRoutes(services, clientOf));
+ * mountResource(api, '/stacks', stacksRoutes(deps, clientOf));
  */
-export function stacksRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
-  const catalog = services.stacks;
+export function stacksRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
+  const catalog = deps.stacks;
   // A session's upload from elsewhere is refused by apiAccess. An upload takes one of the process's upload slots
   // before its body is read; then the body has room for the largest package and its multipart framing. Only an
   // upload: any other method, which takes no slot, keeps the management limit, or many at once would all be read.
-  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, services.config.oversizeDrain);
-  const managementLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain);
-  const upload = inUploadSlot(
-    services.uploads,
-    services.config.oversizeDrain,
-    (c) => c.get('actor').userId,
-    uploadLimit,
-  );
-  const api = apiResource(services, clientOf, requireJsonBody({ multipart: true }), (c, next) =>
+  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, deps.config.oversizeDrain);
+  const managementLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES, deps.config.oversizeDrain);
+  const upload = inUploadSlot(deps.uploads, deps.config.oversizeDrain, (c) => c.get('actor').userId, uploadLimit);
+  const api = apiResource(deps, clientOf, requireJsonBody({ multipart: true }), (c, next) =>
     c.req.method === 'POST' ? upload(c, next) : managementLimit(c, next),
   );
 
@@ -103,7 +98,7 @@ export function stacksRoutes(services: Services, clientOf: ClientOf): Hono<Gatew
       // JSON: {"url": "https://…/stack.zip"}, fetched with the guards of `stacks/download.ts`.
       const { url } = await readBody(c, addByUrlBody);
       const { zip, fileName } = await downloadPackage(url, {
-        ...services.config.stackDownloads,
+        ...deps.config.stackDownloads,
         maxBytes: DEFAULT_PACKAGE_LIMITS.maxZipBytes,
         timeoutMs: DOWNLOAD_TIMEOUT_MS,
         maxRedirects: 3,

@@ -16,7 +16,7 @@ import { GatewayError } from '../../shared/http/errors.js';
  * a broken pipe, not the answer (Hono's node server drains for 500 ms only).
  *
  * @example
- * api.use('/stacks', inUploadSlot(services.uploads, config.oversizeDrain, (c) => c.get('actor').userId, uploadLimit));
+ * api.use('/stacks', inUploadSlot(deps.uploads, config.oversizeDrain, (c) => c.get('actor').userId, uploadLimit));
  */
 export function inUploadSlot(
   slots: UploadSlots,

@@ -9,7 +9,7 @@ import { emailField } from '../../platform/people/email.js';
 import { PASSWORD_MAX, passwordField } from '../../platform/people/passwords.js';
 import { assertCanCreate, assertCanDelete, assertCanSee, assertCanUpdate } from '../../platform/people/permissions.js';
 import { USER_SORTS, type UserRow } from '../../platform/people/users.js';
-import type { Services } from '../../services.js';
+import type { ApiDeps } from './deps.js';
 import { atLeastOne, name } from './fields.js';
 import { offsetOf, paged, pageQuery } from './pagination.js';
 import { apiResource, type ClientOf } from './resource.js';
@@ -55,14 +55,14 @@ export function userView(user: UserRow) {
  * and delete whom is `platform/people/permissions.ts`.
  *
  * @example
- * mountResource(api, '/users', usersRoutes(services, clientOf));
+ * mountResource(api, '/users', usersRoutes(deps, clientOf));
  */
-export function usersRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
-  const users = apiResource(services, clientOf);
+export function usersRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
+  const users = apiResource(deps, clientOf);
   users.get('/', async (c) => {
     const actor = c.get('actor');
     const { page, limit, sort } = readQuery(c, usersQuery);
-    const { rows, total } = await services.users.list(actor.platformAdmin ? null : actor.orgId, {
+    const { rows, total } = await deps.users.list(actor.platformAdmin ? null : actor.orgId, {
       offset: offsetOf(page, limit),
       limit,
       sort,
@@ -70,7 +70,7 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
     return c.json(paged(rows.map(userView), total, page, limit));
   });
 
-  users.get('/:id', async (c) => c.json(userView(await visibleUser(services, c.get('actor'), c.req.param('id')))));
+  users.get('/:id', async (c) => c.json(userView(await visibleUser(deps, c.get('actor'), c.req.param('id')))));
 
   users.post('/', async (c) => {
     const actor = c.get('actor');
@@ -78,7 +78,7 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
     const orgId = body.org_id ?? actor.orgId;
     const role = body.role ?? 'member';
     assertCanCreate(actor, orgId, role);
-    const user = await services.users.create({
+    const user = await deps.users.create({
       orgId,
       name: body.name,
       email: body.email,
@@ -90,7 +90,7 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
 
   users.put('/:id', async (c) => {
     const actor = c.get('actor');
-    const subject = await visibleUser(services, actor, c.req.param('id'));
+    const subject = await visibleUser(deps, actor, c.req.param('id'));
     const body = await readBody(c, updateUserBody);
     assertCanUpdate(actor, subject, { role: body.role });
     const self = actor.userId === subject.id;
@@ -100,7 +100,7 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
       // session or key cannot lock you out, nor probe for other organizations' emails.
       if (
         body.current_password === undefined ||
-        !(await services.passwords.verify(body.current_password, subject.passwordHash))
+        !(await deps.passwords.verify(body.current_password, subject.passwordHash))
       ) {
         throw new GatewayError('invalid_request', 'Invalid request body.', {
           details: [
@@ -109,7 +109,7 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
         });
       }
     }
-    const updated = await services.users.update(
+    const updated = await deps.users.update(
       subject.id,
       { name: body.name, email: body.email, password: body.password, role: body.role },
       self ? actor.sessionHash : undefined,
@@ -119,17 +119,17 @@ export function usersRoutes(services: Services, clientOf: ClientOf): Hono<Gatewa
 
   users.delete('/:id', async (c) => {
     const actor = c.get('actor');
-    const subject = await visibleUser(services, actor, c.req.param('id'));
+    const subject = await visibleUser(deps, actor, c.req.param('id'));
     assertCanDelete(actor, subject);
-    await services.users.delete(subject.id);
+    await deps.users.delete(subject.id);
     return c.body(null, 204);
   });
 
   return users;
 }
 
-async function visibleUser(services: Services, actor: SignedInActor, id: string): Promise<UserRow> {
-  const user = await services.users.get(id);
+async function visibleUser(deps: ApiDeps, actor: SignedInActor, id: string): Promise<UserRow> {
+  const user = await deps.users.get(id);
   assertCanSee(actor, user);
   return user;
 }

@@ -8,7 +8,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES, refuseNul, requireJsonBody } from '../../shared/http/request.js';
 import { readBody } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { AuthDeps } from './deps.js';
 import { EMAIL_MAX, normalizeEmail } from '../../platform/people/email.js';
 import { PASSWORD_MAX } from '../../platform/people/passwords.js';
 import { sessionRequestFromThisSite } from '../../platform/people/same-site.js';
@@ -34,22 +34,22 @@ const signInBody = z.strictObject({
  * requests an hour per address without credentials.
  *
  * @example
- * app.route('/auth', createSignInRoutes(services, clientOf));
+ * app.route('/auth', createAuthRoutes(services, clientOf));
  */
-export function createSignInRoutes(
-  services: Services,
+export function createAuthRoutes(
+  deps: AuthDeps,
   clientOf: (c: Context) => { address: string; https: boolean },
 ): Hono<GatewayEnv> {
   const auth = new Hono<GatewayEnv>();
-  auth.onError((error, c) => renderApiError(error, c, services.log));
-  auth.use('*', refuseNul(), limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain), requireJsonBody());
+  auth.onError((error, c) => renderApiError(error, c, deps.log));
+  auth.use('*', refuseNul(), limitBody(MANAGEMENT_MAX_BODY_BYTES, deps.config.oversizeDrain), requireJsonBody());
 
   auth.post('/sign-in', async (c) => {
     const client = clientOf(c);
-    await countAgainst(services, c, `api:addr:${client.address}`, ANONYMOUS_HOURLY_LIMIT);
+    await countAgainst(deps, c, `api:addr:${client.address}`, ANONYMOUS_HOURLY_LIMIT);
     const { email, password } = await readBody(c, signInBody);
-    const user = await checkSignIn(services, email, password, client.address);
-    await startSession(c, services, user.id, client.https);
+    const user = await checkSignIn(deps, email, password, client.address);
+    await startSession(c, deps, user.id, client.https);
     return c.json({ user: userView(user) });
   });
 
@@ -57,7 +57,7 @@ export function createSignInRoutes(
     // Another site could otherwise sign its visitors out.
     if (!sessionRequestFromThisSite(c, clientOf(c).https))
       throw new GatewayError('forbidden', 'Sign out from this site.');
-    await endSession(c, services, clientOf(c).https);
+    await endSession(c, deps, clientOf(c).https);
     return c.body(null, 204);
   });
   auth.all('*', (c) => {
@@ -72,18 +72,13 @@ export function createSignInRoutes(
  * 429 once the email or the address has failed too often. Shared by the JSON
  * sign-in and the portal's form.
  */
-export async function checkSignIn(
-  services: Services,
-  email: string,
-  password: string,
-  address: string,
-): Promise<UserRow> {
+export async function checkSignIn(deps: AuthDeps, email: string, password: string, address: string): Promise<UserRow> {
   // The counter and the lookup take the same normalized email: no other spelling of it has a fresh
   // count.
   const normalized = normalizeEmail(email);
   const counters = [`signin:email:${normalized}`, `signin:addr:${address}`];
   const [byEmail, byAddress] = await Promise.all(
-    counters.map((key) => services.windowCounter.peek(key, FAILURE_WINDOW_MS)),
+    counters.map((key) => deps.windowCounter.peek(key, FAILURE_WINDOW_MS)),
   );
   for (const [count, limit] of [
     [byEmail!, FAILURES_PER_EMAIL],
@@ -95,27 +90,27 @@ export async function checkSignIn(
       });
     }
   }
-  const user = await services.users.findByEmail(normalized);
+  const user = await deps.users.findByEmail(normalized);
   const valid = user
-    ? await services.passwords.verify(password, user.passwordHash)
-    : await services.passwords.verifyNobody(password);
+    ? await deps.passwords.verify(password, user.passwordHash)
+    : await deps.passwords.verifyNobody(password);
   if (!user || !valid) {
-    await Promise.all(counters.map((key) => services.windowCounter.hit(key, FAILURE_WINDOW_MS)));
+    await Promise.all(counters.map((key) => deps.windowCounter.hit(key, FAILURE_WINDOW_MS)));
     throw new GatewayError('unauthorized', 'The email or the password is wrong.');
   }
-  if (services.passwords.needsRehash(user.passwordHash)) await services.users.rehash(user.id, password);
+  if (deps.passwords.needsRehash(user.passwordHash)) await deps.users.rehash(user.id, password);
   return user;
 }
 
 /** Starts a session for `userId` and sets its cookie: host-only, HttpOnly, SameSite=Lax, `__Host-` and Secure over HTTPS. */
-export async function startSession(c: Context, services: Services, userId: string, https: boolean): Promise<void> {
-  const session = await services.sessions.start(userId);
+export async function startSession(c: Context, deps: AuthDeps, userId: string, https: boolean): Promise<void> {
+  const session = await deps.sessions.start(userId);
   setSessionCookie(c, session.id, session.expiresAt, https);
 }
 
 /** Ends the request's session, if any, and clears its cookie. */
-export async function endSession(c: Context, services: Services, https: boolean): Promise<void> {
+export async function endSession(c: Context, deps: AuthDeps, https: boolean): Promise<void> {
   const id = sessionCookieOf(c, https);
-  if (id) await services.sessions.end(id);
+  if (id) await deps.sessions.end(id);
   clearSessionCookie(c, https);
 }

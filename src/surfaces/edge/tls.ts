@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import type { Services } from '../../services.js';
+import type { EdgeDeps } from './deps.js';
 
 /**
  * For a TLS terminator that gets certificates on demand (Caddy's `ask`, see
@@ -11,14 +11,12 @@ import type { Services } from '../../services.js';
  * @example
  * app.route('/tls', tlsRoutes(services));
  */
-export function tlsRoutes(services: Services): Hono<GatewayEnv> {
+export function tlsRoutes(deps: EdgeDeps): Hono<GatewayEnv> {
   const tls = new Hono<GatewayEnv>();
-  const ownHost = services.config.publicUrl ? new URL(services.config.publicUrl).hostname : null;
+  const ownHost = deps.config.publicUrl ? new URL(deps.config.publicUrl).hostname : null;
   tls.get('/allowed', (c) => {
     const domain = (c.req.query('domain') ?? '').toLowerCase();
-    return domain && (domain === ownHost || services.publicHosts.serves(domain))
-      ? c.body(null, 200)
-      : c.body(null, 404);
+    return domain && (domain === ownHost || deps.publicHosts.serves(domain)) ? c.body(null, 200) : c.body(null, 404);
   });
   return tls;
 }

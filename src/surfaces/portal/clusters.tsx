@@ -4,7 +4,8 @@ import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { createClusterBody } from '../api/clusters.js';
 import { ClusterPage, ClustersPage } from './clusters-pages.js';
-import { type PortalContext, type PortalDeps, problems } from './session.js';
+import { type PortalSession, type PortalContext, problems } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 const manages = (actor: SignedInActor) => actor.platformAdmin || actor.role !== 'member';
 const scopeOf = (actor: SignedInActor) => (actor.platformAdmin ? null : actor.orgId);
@@ -15,23 +16,22 @@ const scopeOf = (actor: SignedInActor) => (actor.platformAdmin ? null : actor.or
  * nodes of a hardware profile.
  *
  * @example
- * portal.route('/clusters', clustersRoutes(deps));
+ * portal.route('/clusters', clustersRoutes(deps, session));
  */
-export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function clustersRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const clusters = new Hono<GatewayEnv>();
-  const { services } = deps;
 
   const listPage = (c: PortalContext, actor: SignedInActor, extra: ListExtra = {}) =>
-    clustersListPage(deps, c, actor, extra);
+    clustersListPage(deps, session, c, actor, extra);
 
-  clusters.get('/', async (c) => listPage(c, await deps.signedIn(c)));
+  clusters.get('/', async (c) => listPage(c, await session.signedIn(c)));
 
   // Owners and admins create a cluster here with the same checks and service as `POST
   // /api/v1/clusters`.
   clusters.post('/', async (c) => {
-    const actor = await deps.signedIn(c);
+    const actor = await session.signedIn(c);
     const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
+    session.checkToken(actor, form._csrf);
     if (!manages(actor)) throw new GatewayError('forbidden', 'Only owners and admins create clusters.');
     const text = (name: string) => (typeof form[name] === 'string' ? form[name] : '');
     const fields = {
@@ -47,7 +47,7 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     if (!parsed.success) return listPage(c, actor, { error: problems(parsed.error), form: fields, status: 400 });
     const body = parsed.data;
     try {
-      const created = await services.clusters.create({
+      const created = await deps.clusters.create({
         orgId: actor.orgId,
         name: body.name,
         profile: body.profile,
@@ -66,15 +66,15 @@ export function clustersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   });
 
   clusters.get('/:id', async (c) => {
-    const actor = await deps.signedIn(c);
-    const { cluster, nodes } = await services.clusters.get(c.req.param('id'), scopeOf(actor));
-    const { rows } = await services.runs.list(actor, cluster.id, { offset: 0, limit: 100 });
+    const actor = await session.signedIn(c);
+    const { cluster, nodes } = await deps.clusters.get(c.req.param('id'), scopeOf(actor));
+    const { rows } = await deps.runs.list(actor, cluster.id, { offset: 0, limit: 100 });
     return c.html(
       <ClusterPage
-        viewer={deps.viewerOf(actor)}
+        viewer={session.viewerOf(actor)}
         cluster={cluster}
         nodes={nodes}
-        keys={await services.clusterIdentity.rowsOf(cluster.id)}
+        keys={await deps.clusterIdentity.rowsOf(cluster.id)}
         runs={rows}
       />,
     );
@@ -90,12 +90,17 @@ interface ListExtra {
 }
 
 /** The clusters' page: the clusters `actor` sees with their node counts, and for owners and admins the form with each profile's free nodes. */
-async function clustersListPage(deps: PortalDeps, c: PortalContext, actor: SignedInActor, extra: ListExtra) {
-  const { services } = deps;
+async function clustersListPage(
+  deps: PortalDeps,
+  session: PortalSession,
+  c: PortalContext,
+  actor: SignedInActor,
+  extra: ListExtra,
+) {
   const [{ rows }, nodes, profiles] = await Promise.all([
-    services.clusters.list(scopeOf(actor), { offset: 0, limit: 100, includeDeleted: false }),
-    services.clusters.listNodes(),
-    services.clusters.listProfiles(),
+    deps.clusters.list(scopeOf(actor), { offset: 0, limit: 100, includeDeleted: false }),
+    deps.clusters.listNodes(),
+    deps.clusters.listProfiles(),
   ]);
   const counts = new Map<string, number>();
   const free = new Map<string, number>();
@@ -116,7 +121,7 @@ async function clustersListPage(deps: PortalDeps, c: PortalContext, actor: Signe
     : null;
   return c.html(
     <ClustersPage
-      viewer={deps.viewerOf(actor)}
+      viewer={session.viewerOf(actor)}
       clusters={rows.map((cluster) => ({ cluster, nodeCount: counts.get(cluster.id) ?? 0 }))}
       create={creatable}
       error={extra.error}

@@ -6,7 +6,8 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { type CostsPageWindow, CostsPage } from './costs-pages.js';
-import type { PortalDeps } from './session.js';
+import type { PortalSession } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 const DAY_MS = 86_400_000;
 
@@ -18,22 +19,21 @@ const DAY_MS = 86_400_000;
  * are siblings, not nested.
  *
  * @example
- * portal.route('/', costsRoutes(deps));
+ * portal.route('/', costsRoutes(deps, session));
  */
-export function costsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function costsRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const costs = new Hono<GatewayEnv>();
-  const { services } = deps;
   const reportOf = (actor: SignedInActor, window: CostWindow, now: Date) =>
-    services.costs.report({ orgId: actor.platformAdmin ? null : actor.orgId }, window, now);
+    deps.costs.report({ orgId: actor.platformAdmin ? null : actor.orgId }, window, now);
   const manages = (actor: SignedInActor) => actor.role !== 'member' || actor.platformAdmin;
 
   costs.get('/costs', async (c) => {
-    const actor = await deps.signedIn(c);
+    const actor = await session.signedIn(c);
     const now = new Date();
     const { window, page, error } = pageWindow(c.req.query(), now);
     const [report, billingCurrency] = await Promise.all([
       reportOf(actor, window, now),
-      services.costs.billingCurrency(actor.orgId),
+      deps.costs.billingCurrency(actor.orgId),
     ]);
     const notice =
       c.req.query('done') === 'currency'
@@ -43,7 +43,7 @@ export function costsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         : undefined;
     return c.html(
       <CostsPage
-        viewer={deps.viewerOf(actor)}
+        viewer={session.viewerOf(actor)}
         window={page}
         report={report}
         billingCurrency={billingCurrency}
@@ -57,7 +57,7 @@ export function costsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   });
 
   costs.get('/costs.csv', async (c) => {
-    const actor = await deps.signedIn(c);
+    const actor = await session.signedIn(c);
     const now = new Date();
     const report = await reportOf(actor, pageWindow(c.req.query(), now).window, now);
     return c.body(costsCsv(report), 200, {
@@ -67,15 +67,15 @@ export function costsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   });
 
   costs.post('/costs/currency', async (c) => {
-    const actor = await deps.signedIn(c);
+    const actor = await session.signedIn(c);
     const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
+    session.checkToken(actor, form._csrf);
     if (!manages(actor))
       throw new GatewayError('forbidden', "Only the organization's owners and admins set its billing currency.");
     const chosen = typeof form.currency === 'string' ? form.currency : '';
     const parsed = currencyCode.nullable().safeParse(chosen === '' ? null : chosen);
     if (!parsed.success) throw new GatewayError('invalid_request', 'Choose a currency from the list.');
-    await services.costs.setBillingCurrency(actor.orgId, parsed.data);
+    await deps.costs.setBillingCurrency(actor.orgId, parsed.data);
     const { page } = pageWindow(c.req.query(), new Date());
     return c.redirect(`/portal/costs?${page.query}&done=currency`, 303);
   });

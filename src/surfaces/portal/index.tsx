@@ -6,7 +6,7 @@ import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES, refuseNul } from '../../shared/http/request.js';
 import { DEFAULT_PACKAGE_LIMITS } from '../../platform/stacks/package.js';
-import type { Services } from '../../services.js';
+import type { PortalDeps } from './deps.js';
 import type { ClientOf } from '../api/resource.js';
 import { inUploadSlot } from '../api/upload-slot.js';
 import { assetAt } from './assets.js';
@@ -26,7 +26,7 @@ import { overviewRoutes } from './overview.js';
 import { projectsRoutes } from './projects.js';
 import { runsRoutes } from './runs.js';
 import { formTokens, sameOrigin, securityHeaders } from './security.js';
-import { type PortalDeps, sessionActor, signedIn } from './session.js';
+import { type PortalSession, sessionActor, signedIn } from './session.js';
 import { signInRoutes, signOutRoutes } from './sign-in.js';
 import { STACK_UPLOAD_PATH, stacksRoutes } from './stacks.js';
 import { usageRoutes } from './usage.js';
@@ -44,12 +44,11 @@ import { walletRoutes } from './wallet.js';
  * @example
  * app.route('/portal', createPortalRoutes(services, clientOf));
  */
-export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono<GatewayEnv> {
+export function createPortalRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<GatewayEnv> {
   const portal = new Hono<GatewayEnv>();
-  const tokens = formTokens(createHash('sha256').update(`tollgate-portal:${services.adminToken}`).digest('hex'));
-  const deps: PortalDeps = {
-    services,
-    signedIn: (c) => signedIn(services, c, clientOf(c).https),
+  const tokens = formTokens(createHash('sha256').update(`tollgate-portal:${deps.adminToken}`).digest('hex'));
+  const session: PortalSession = {
+    signedIn: (c) => signedIn(deps, c, clientOf(c).https),
     viewerOf: (actor: SignedInActor) => ({
       name: actor.user.name,
       csrf: tokens.of(actor.sessionHash!),
@@ -58,15 +57,15 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
     checkToken: (actor, token) => tokens.check(actor.sessionHash!, token),
   };
 
-  const formLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES, services.config.oversizeDrain);
+  const formLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES, deps.config.oversizeDrain);
   // Room for the largest package and its multipart framing on the upload form; the other forms are
   // small. Only a signed-in user's upload is read, in one of the process's upload slots (taken
   // before the body is read).
-  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, services.config.oversizeDrain);
+  const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, deps.config.oversizeDrain);
   const upload = inUploadSlot(
-    services.uploads,
-    services.config.oversizeDrain,
-    async (c) => (await deps.signedIn(c)).userId,
+    deps.uploads,
+    deps.config.oversizeDrain,
+    async (c) => (await session.signedIn(c)).userId,
     uploadLimit,
   );
   portal.use(
@@ -76,7 +75,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
     (c, next) => (c.req.path === STACK_UPLOAD_PATH && c.req.method === 'POST' ? upload(c, next) : formLimit(c, next)),
     sameOrigin((c) => clientOf(c).https),
   );
-  portal.onError(portalError(services));
+  portal.onError(portalError(deps));
 
   portal.get('/assets/:file', (c) => {
     const asset = assetAt(c.req.param('file')) ?? stackIconAt(c.req.param('file'));
@@ -88,27 +87,27 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   });
 
   portal.get('/', async (c) =>
-    c.redirect((await sessionActor(services, c, clientOf(c).https)) ? '/portal/overview' : '/portal/sign-in', 303),
+    c.redirect((await sessionActor(deps, c, clientOf(c).https)) ? '/portal/overview' : '/portal/sign-in', 303),
   );
   portal.route('/sign-in', signInRoutes(deps, clientOf));
-  portal.route('/sign-out', signOutRoutes(deps, clientOf));
-  portal.route('/overview', overviewRoutes(deps));
-  portal.route('/keys', keysRoutes(deps));
-  portal.route('/', usageRoutes(deps));
-  portal.route('/wallet', walletRoutes(deps));
-  portal.route('/models', modelsRoutes(deps));
-  portal.route('/projects', projectsRoutes(deps));
-  portal.route('/users', usersRoutes(deps));
-  portal.route('/stacks', stacksRoutes(deps));
-  portal.route('/clusters', clustersRoutes(deps));
-  portal.route('/runs', runsRoutes(deps));
-  portal.route('/operator/orgs', operatorOrgsRoutes(deps));
-  portal.route('/operator/models', operatorModelsRoutes(deps));
-  portal.route('/operator/engines', operatorEnginesRoutes(deps));
-  portal.route('/operator/nodes', operatorNodesRoutes(deps));
-  portal.route('/operator/rate-cards', operatorRateCardsRoutes(deps));
-  portal.route('/operator/rates', operatorRatesRoutes(deps));
-  portal.route('/', costsRoutes(deps));
+  portal.route('/sign-out', signOutRoutes(deps, session, clientOf));
+  portal.route('/overview', overviewRoutes(deps, session));
+  portal.route('/keys', keysRoutes(deps, session));
+  portal.route('/', usageRoutes(deps, session));
+  portal.route('/wallet', walletRoutes(deps, session));
+  portal.route('/models', modelsRoutes(deps, session));
+  portal.route('/projects', projectsRoutes(deps, session));
+  portal.route('/users', usersRoutes(deps, session));
+  portal.route('/stacks', stacksRoutes(deps, session));
+  portal.route('/clusters', clustersRoutes(deps, session));
+  portal.route('/runs', runsRoutes(deps, session));
+  portal.route('/operator/orgs', operatorOrgsRoutes(deps, session));
+  portal.route('/operator/models', operatorModelsRoutes(deps, session));
+  portal.route('/operator/engines', operatorEnginesRoutes(deps, session));
+  portal.route('/operator/nodes', operatorNodesRoutes(deps, session));
+  portal.route('/operator/rate-cards', operatorRateCardsRoutes(deps, session));
+  portal.route('/operator/rates', operatorRatesRoutes(deps, session));
+  portal.route('/', costsRoutes(deps, session));
   // Last: any other address under /portal is the portal's own "Not found" page (through onError),
   // not JSON.
   portal.all('*', () => {
@@ -122,7 +121,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
  * (413), and the error's own message and status for any other `GatewayError`; anything else is
  * logged and a 500 that says nothing more.
  */
-function portalError(services: Services): ErrorHandler<GatewayEnv> {
+function portalError(deps: Pick<PortalDeps, 'log'>): ErrorHandler<GatewayEnv> {
   return (error, c) => {
     if (error instanceof GatewayError && error.status === 401) return c.redirect('/portal/sign-in', 303);
     // `sameOrigin` refuses a form from elsewhere with this exception.
@@ -132,7 +131,7 @@ function portalError(services: Services): ErrorHandler<GatewayEnv> {
       return c.html(<ErrorPage status={413} message="That form is too large." />, 413);
     const status = error instanceof GatewayError ? error.status : 500;
     if (!(error instanceof GatewayError))
-      services.log.error('portal request failed', {
+      deps.log.error('portal request failed', {
         requestId: c.get('requestId'),
         path: c.req.path,
         error: error.name,

@@ -5,9 +5,9 @@ import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { KeyRow } from '../../gateway/keys/service.js';
 import { KEY_EXPIRIES, KEY_LIMIT_MAX, KEY_NAME_MAX } from '../../gateway/keys/bounds.js';
-import type { Services } from '../../services.js';
 import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage } from './keys-pages.js';
-import { DONE_NOTICES, type PortalDeps, problems } from './session.js';
+import { type PortalSession, DONE_NOTICES, problems } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 const whole = (max: number) =>
   z.coerce.number().int('Must be a whole number.').min(1, 'Must be at least 1.').max(max, `Must be at most ${max}.`);
@@ -33,25 +33,25 @@ const createKeyForm = keySettingsForm.extend({
  * manage every key of their organization; members their own.
  *
  * @example
- * portal.route('/keys', keysRoutes(deps));
+ * portal.route('/keys', keysRoutes(deps, session));
  */
-export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function keysRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const keys = new Hono<GatewayEnv>();
-  const { services } = deps;
   keys.get('/', async (c) => {
-    const actor = await deps.signedIn(c);
-    return c.html(await keysPage(deps, actor, { notice: DONE_NOTICES[c.req.query('done') ?? ''] }));
+    const actor = await session.signedIn(c);
+    return c.html(await keysPage(deps, session, actor, { notice: DONE_NOTICES[c.req.query('done') ?? ''] }));
   });
 
   keys.post('/', async (c) => {
-    const actor = await deps.signedIn(c);
+    const actor = await session.signedIn(c);
     const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
+    session.checkToken(actor, form._csrf);
     const parsed = createKeyForm.safeParse(form);
-    const again = async (error: string, status: 400 | 409) => c.html(await keysPage(deps, actor, { error }), status);
+    const again = async (error: string, status: 400 | 409) =>
+      c.html(await keysPage(deps, session, actor, { error }), status);
     if (!parsed.success) return again(problems(parsed.error), 400);
     try {
-      const { key, secret } = await services.keys.create({
+      const { key, secret } = await deps.keys.create({
         orgId: actor.orgId,
         userId: actor.userId,
         name: parsed.data.name,
@@ -59,7 +59,7 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         ...settingsOf(parsed.data),
       });
       c.header('Cache-Control', 'no-store');
-      return c.html(<KeyCreatedPage viewer={deps.viewerOf(actor)} apiKey={key} secret={secret} />, 201);
+      return c.html(<KeyCreatedPage viewer={session.viewerOf(actor)} apiKey={key} secret={secret} />, 201);
     } catch (error) {
       if (error instanceof GatewayError && error.code === 'key_limit_reached') return again(error.message, 409);
       throw error;
@@ -67,64 +67,68 @@ export function keysRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   });
 
   keys.get('/:id/edit', async (c) => {
-    const actor = await deps.signedIn(c);
+    const actor = await session.signedIn(c);
     return c.html(
-      <KeyEditPage viewer={deps.viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param('id'))} />,
+      <KeyEditPage viewer={session.viewerOf(actor)} apiKey={await manageableKey(deps, actor, c.req.param('id'))} />,
     );
   });
 
   keys.post('/:id', async (c) => {
-    const actor = await deps.signedIn(c);
-    const key = await manageableKey(services, actor, c.req.param('id'));
+    const actor = await session.signedIn(c);
+    const key = await manageableKey(deps, actor, c.req.param('id'));
     const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
+    session.checkToken(actor, form._csrf);
     const parsed = keySettingsForm.safeParse(form);
     if (!parsed.success)
-      return c.html(<KeyEditPage viewer={deps.viewerOf(actor)} apiKey={key} error={problems(parsed.error)} />, 400);
-    await services.keys.update(key.id, settingsOf(parsed.data));
+      return c.html(<KeyEditPage viewer={session.viewerOf(actor)} apiKey={key} error={problems(parsed.error)} />, 400);
+    await deps.keys.update(key.id, settingsOf(parsed.data));
     // Post, then redirect: reloading the page does not post again.
     return c.redirect('/portal/keys?done=saved', 303);
   });
 
   keys.get('/:id/delete', async (c) => {
-    const actor = await deps.signedIn(c);
+    const actor = await session.signedIn(c);
     return c.html(
-      <KeyDeletePage viewer={deps.viewerOf(actor)} apiKey={await manageableKey(services, actor, c.req.param('id'))} />,
+      <KeyDeletePage viewer={session.viewerOf(actor)} apiKey={await manageableKey(deps, actor, c.req.param('id'))} />,
     );
   });
 
   keys.post('/:id/delete', async (c) => {
-    const actor = await deps.signedIn(c);
-    const key = await manageableKey(services, actor, c.req.param('id'));
-    deps.checkToken(actor, (await c.req.parseBody())._csrf);
-    await services.keys.revoke(key.id);
+    const actor = await session.signedIn(c);
+    const key = await manageableKey(deps, actor, c.req.param('id'));
+    session.checkToken(actor, (await c.req.parseBody())._csrf);
+    await deps.keys.revoke(key.id);
     return c.redirect('/portal/keys?done=deleted', 303);
   });
   return keys;
 }
 
 /** The list of keys the actor manages, with a notice or the error of a form that was not taken. */
-async function keysPage(deps: PortalDeps, actor: SignedInActor, extra: { notice?: string; error?: string }) {
-  const { services } = deps;
+async function keysPage(
+  deps: PortalDeps,
+  session: PortalSession,
+  actor: SignedInActor,
+  extra: { notice?: string; error?: string },
+) {
   return (
     <KeysPage
-      viewer={deps.viewerOf(actor)}
-      keys={await manageableKeys(services, actor)}
-      lastUsed={await services.usageReports.keysLastUsed(actor.orgId)}
-      allowance={allowanceOf(services, actor)}
+      viewer={session.viewerOf(actor)}
+      keys={await manageableKeys(deps, actor)}
+      lastUsed={await deps.usageReports.keysLastUsed(actor.orgId)}
+      allowance={allowanceOf(deps, actor)}
       {...extra}
     />
   );
 }
 
 /** Owners and admins manage every key of their organization; members the keys that act as them. */
-async function manageableKeys(services: Services, actor: SignedInActor): Promise<KeyRow[]> {
-  const keys = await services.keys.list(actor.orgId);
+async function manageableKeys(deps: PortalDeps, actor: SignedInActor): Promise<KeyRow[]> {
+  const keys = await deps.keys.list(actor.orgId);
   return actor.role === 'member' && !actor.platformAdmin ? keys.filter((key) => key.userId === actor.userId) : keys;
 }
 
-async function manageableKey(services: Services, actor: SignedInActor, id: string): Promise<KeyRow> {
-  const key = (await manageableKeys(services, actor)).find((k) => k.id === id);
+async function manageableKey(deps: PortalDeps, actor: SignedInActor, id: string): Promise<KeyRow> {
+  const key = (await manageableKeys(deps, actor)).find((k) => k.id === id);
   if (!key) throw new GatewayError('not_found', 'There is no such key among yours.');
   return key;
 }
@@ -140,6 +144,6 @@ function settingsOf(form: z.output<typeof keySettingsForm>) {
   };
 }
 
-function allowanceOf(services: Services, actor: SignedInActor): { userId: string; perAccount: number } {
-  return { userId: actor.userId, perAccount: services.config.keysPerAccount };
+function allowanceOf(deps: PortalDeps, actor: SignedInActor): { userId: string; perAccount: number } {
+  return { userId: actor.userId, perAccount: deps.config.keysPerAccount };
 }

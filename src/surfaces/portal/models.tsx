@@ -1,30 +1,30 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { ModelsPage } from './models-pages.js';
-import type { PortalDeps } from './session.js';
+import type { PortalSession } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 /**
  * The models (`/portal/models`): each with its price and a first request to copy.
  *
  * @example
- * portal.route('/models', modelsRoutes(deps));
+ * portal.route('/models', modelsRoutes(deps, session));
  */
-export function modelsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function modelsRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const models = new Hono<GatewayEnv>();
-  const { services } = deps;
   models.get('/', async (c) => {
-    const actor = await deps.signedIn(c);
-    const priced = await services.catalog.listPriced();
+    const actor = await session.signedIn(c);
+    const priced = await deps.catalog.listPriced();
     const wanted = c.req.query('model');
     const chosen = priced.find(({ model }) => model.id === wanted)?.model ?? null;
-    const baseUrl = services.config.publicUrl ?? new URL(c.req.url).origin;
+    const baseUrl = deps.config.publicUrl ?? new URL(c.req.url).origin;
     return c.html(
       <ModelsPage
-        viewer={deps.viewerOf(actor)}
+        viewer={session.viewerOf(actor)}
         models={priced}
         chosen={chosen}
         baseUrl={baseUrl}
-        currency={services.config.currency}
+        currency={deps.config.currency}
       />,
     );
   });

@@ -6,7 +6,8 @@ import { managedEngineOf } from '../admin/engines.js';
 import { scaleEngineBody } from '../admin/schemas.js';
 import { OperatorEnginesPage } from './operator-engines-pages.js';
 import { operatorOnly } from './operator-orgs.js';
-import { type PortalContext, type PortalDeps, problems } from './session.js';
+import { type PortalSession, type PortalContext, problems } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 const DONE: Record<string, string> = {
   scaled: 'Scaled: replicas start or drain until the engine has the count asked for.',
@@ -31,23 +32,22 @@ interface Extra {
  * `restart`). 404 for anyone else.
  *
  * @example
- * portal.route('/operator/engines', operatorEnginesRoutes(deps));
+ * portal.route('/operator/engines', operatorEnginesRoutes(deps, session));
  */
-export function operatorEnginesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function operatorEnginesRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const engines = new Hono<GatewayEnv>();
-  const { services } = deps;
-  const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
+  const operator = async (c: PortalContext) => operatorOnly(await session.signedIn(c));
   const render = (c: PortalContext, actor: SignedInActor, extra: Extra = {}) => {
     const managed = new Set(
-      services.fleet
+      deps.fleet
         .engines()
         .filter((engine) => typeof engine.scale === 'function' && typeof engine.restart === 'function')
         .map((engine) => engine.modelId),
     );
     const page = (
       <OperatorEnginesPage
-        viewer={deps.viewerOf(actor)}
-        engines={services.fleet.status()}
+        viewer={session.viewerOf(actor)}
+        engines={deps.fleet.status()}
         managed={managed}
         notice={extra.notice}
         error={extra.error}
@@ -61,18 +61,18 @@ export function operatorEnginesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   engines.post('/scale', async (c) => {
     const actor = await operator(c);
-    const { model, text } = await readEngineForm(c, deps, actor);
+    const { model, text } = await readEngineForm(c, deps, session, actor);
     const replicas = text('replicas');
     const parsed = scaleEngineBody.safeParse({ replicas: /^\d{1,6}$/.test(replicas) ? Number(replicas) : replicas });
     if (!parsed.success) return render(c, actor, { error: problems(parsed.error), model, replicas, status: 400 });
     try {
-      await managedEngineOf(services, model).scale(parsed.data.replicas);
+      await managedEngineOf(deps, model).scale(parsed.data.replicas);
     } catch (error) {
       if (error instanceof GatewayError)
         return render(c, actor, { error: error.message, model, replicas, status: error.status });
       throw error;
     }
-    services.log.info('operator scaled an engine in the portal', {
+    deps.log.info('operator scaled an engine in the portal', {
       requestId: c.get('requestId'),
       model,
       replicas: parsed.data.replicas,
@@ -83,14 +83,14 @@ export function operatorEnginesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   engines.post('/restart', async (c) => {
     const actor = await operator(c);
-    const { model } = await readEngineForm(c, deps, actor);
+    const { model } = await readEngineForm(c, deps, session, actor);
     try {
-      await managedEngineOf(services, model).restart();
+      await managedEngineOf(deps, model).restart();
     } catch (error) {
       if (error instanceof GatewayError) return render(c, actor, { error: error.message, model, status: error.status });
       throw error;
     }
-    services.log.info('operator restarted an engine in the portal', {
+    deps.log.info('operator restarted an engine in the portal', {
       requestId: c.get('requestId'),
       model,
       by: actor.userId,
@@ -101,9 +101,9 @@ export function operatorEnginesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 }
 
 /** An engine form's model and fields as text, its token checked. */
-async function readEngineForm(c: PortalContext, deps: PortalDeps, actor: SignedInActor) {
+async function readEngineForm(c: PortalContext, deps: PortalDeps, session: PortalSession, actor: SignedInActor) {
   const body = await c.req.parseBody();
-  deps.checkToken(actor, body._csrf);
+  session.checkToken(actor, body._csrf);
   const text = (name: string) => (typeof body[name] === 'string' ? body[name].trim() : '');
   return { model: text('model'), text };
 }

@@ -5,7 +5,8 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { setPriceBody } from '../admin/schemas.js';
 import { OperatorModelsPage } from './operator-models-pages.js';
 import { operatorOnly } from './operator-orgs.js';
-import { type PortalContext, type PortalDeps, problems } from './session.js';
+import { type PortalSession, type PortalContext, problems } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 const DONE: Record<string, string> = {
   enabled: 'Enabled: clients can call it from their next request.',
@@ -22,26 +23,25 @@ const DONE: Record<string, string> = {
  * anyone but a platform admin.
  *
  * @example
- * portal.route('/operator/models', operatorModelsRoutes(deps));
+ * portal.route('/operator/models', operatorModelsRoutes(deps, session));
  */
-export function operatorModelsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function operatorModelsRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const models = new Hono<GatewayEnv>();
-  const { services } = deps;
-  const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
+  const operator = async (c: PortalContext) => operatorOnly(await session.signedIn(c));
 
   models.get('/', async (c) => {
     const actor = await operator(c);
-    return render(c, deps, actor, c.req.query('model') ?? null, { notice: DONE[c.req.query('done') ?? ''] });
+    return render(c, deps, session, actor, c.req.query('model') ?? null, { notice: DONE[c.req.query('done') ?? ''] });
   });
 
   models.post('/enabled', async (c) => {
     const actor = await operator(c);
     const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
+    session.checkToken(actor, form._csrf);
     const id = typeof form.model === 'string' ? form.model : '';
     const enabled = form.enabled === 'true';
-    await services.catalog.update(id, { enabled });
-    services.log.info('operator changed a model in the portal', {
+    await deps.catalog.update(id, { enabled });
+    deps.log.info('operator changed a model in the portal', {
       requestId: c.get('requestId'),
       model: id,
       enabled,
@@ -56,16 +56,16 @@ export function operatorModelsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   models.post('/price', async (c) => {
     const actor = await operator(c);
     const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
+    session.checkToken(actor, form._csrf);
     const id = typeof form.model === 'string' ? form.model : '';
     const text = (name: string) => (typeof form[name] === 'string' ? form[name] : '');
     const parsed = setPriceBody.safeParse({
       input_per_million: text('input_per_million'),
       output_per_million: text('output_per_million'),
     });
-    if (!parsed.success) return render(c, deps, actor, id, { error: problems(parsed.error), status: 400 });
-    await services.catalog.setPrice(id, parsed.data.input_per_million, parsed.data.output_per_million);
-    services.log.info('operator set a price in the portal', {
+    if (!parsed.success) return render(c, deps, session, actor, id, { error: problems(parsed.error), status: 400 });
+    await deps.catalog.setPrice(id, parsed.data.input_per_million, parsed.data.output_per_million);
+    deps.log.info('operator set a price in the portal', {
       requestId: c.get('requestId'),
       model: id,
       by: actor.userId,
@@ -78,25 +78,22 @@ export function operatorModelsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 async function render(
   c: PortalContext,
   deps: PortalDeps,
+  session: PortalSession,
   actor: SignedInActor,
   chosenId: string | null,
   extra: { notice?: string; error?: string; status?: 400 },
 ) {
-  const { services } = deps;
-  const [rows, prices] = await Promise.all([
-    services.catalog.list({ includeDisabled: true }),
-    services.catalog.listPrices(),
-  ]);
+  const [rows, prices] = await Promise.all([deps.catalog.list({ includeDisabled: true }), deps.catalog.listPrices()]);
   const chosen = chosenId === null ? null : (rows.find((row) => row.id === chosenId) ?? null);
   if (chosenId !== null && !chosen) throw new GatewayError('not_found', `Model ${chosenId} does not exist.`);
   return c.html(
     <OperatorModelsPage
-      viewer={deps.viewerOf(actor)}
+      viewer={session.viewerOf(actor)}
       models={rows}
       prices={new Map(prices.map((price) => [price.modelId, price]))}
-      engines={new Map(services.fleet.status().map((engine) => [engine.model, engine]))}
+      engines={new Map(deps.fleet.status().map((engine) => [engine.model, engine]))}
       chosen={chosen}
-      currency={services.config.currency}
+      currency={deps.config.currency}
       notice={extra.notice}
       error={extra.error}
     />,

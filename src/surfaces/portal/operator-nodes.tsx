@@ -7,7 +7,8 @@ import type { SignedInActor } from '../context.js';
 import { createNodeBody, createProfileBody, releaseNodeBody, updateNodeBody } from '../admin/schemas.js';
 import { type NodesForm, OperatorNodesPage } from './operator-nodes-pages.js';
 import { operatorOnly } from './operator-orgs.js';
-import { type PortalContext, type PortalDeps, problems } from './session.js';
+import { type PortalSession, type PortalContext, problems } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 const DONE: Record<string, string> = {
   profile: 'Profile added: give it nodes, and a rate card to price its hours.',
@@ -34,18 +35,17 @@ const whole = (text: string) => (text === '' ? undefined : /^\d{1,12}$/.test(tex
  * with what was typed (never the private key). 404 for anyone else.
  *
  * @example
- * portal.route('/operator/nodes', operatorNodesRoutes(deps));
+ * portal.route('/operator/nodes', operatorNodesRoutes(deps, session));
  */
-export function operatorNodesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function operatorNodesRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const nodes = new Hono<GatewayEnv>();
-  const { services } = deps;
-  const { operator, render, attempt, log } = nodePageTools(deps);
+  const { operator, render, attempt, log } = nodePageTools(deps, session);
 
   nodes.get('/', async (c) => render(c, await operator(c), { notice: DONE[c.req.query('done') ?? ''] }));
 
   nodes.post('/profiles', async (c) => {
     const actor = await operator(c);
-    const { text } = await readForm(c, deps, actor);
+    const { text } = await readForm(c, deps, session, actor);
     const form: NodesForm = {
       form: 'profile',
       ...Object.fromEntries(PROFILE_FIELDS.map((name) => [name, text(name)])),
@@ -61,7 +61,7 @@ export function operatorNodesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     if (!parsed.success) return render(c, actor, { error: problems(parsed.error), form, status: 400 });
     const p = parsed.data;
     return attempt(c, actor, form, async () => {
-      await services.clusters.addProfile({
+      await deps.clusters.addProfile({
         name: p.name,
         gpusPerNode: p.gpus_per_node,
         gpuModel: p.gpu_model,
@@ -75,7 +75,7 @@ export function operatorNodesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   nodes.post('/', async (c) => {
     const actor = await operator(c);
-    const { text, ssh } = await readForm(c, deps, actor);
+    const { text, ssh } = await readForm(c, deps, session, actor);
     const form: NodesForm = {
       form: 'node',
       profile: text('profile'),
@@ -92,7 +92,7 @@ export function operatorNodesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     if (!parsed.success) return render(c, actor, { error: problems(parsed.error), form, status: 400 });
     const input = parsed.data;
     return attempt(c, actor, form, async () => {
-      const node = await services.clusters.addNode({
+      const node = await deps.clusters.addNode({
         profile: input.profile,
         address: input.address,
         access: input.access,
@@ -103,18 +103,17 @@ export function operatorNodesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     });
   });
 
-  maintenanceRoutes(nodes, deps);
+  maintenanceRoutes(nodes, deps, session);
   return nodes;
 }
 
 /** A node's upkeep (`nodes update`, `nodes release`): its SSH access changed, and a node left releasing freed. */
-function maintenanceRoutes(nodes: Hono<GatewayEnv>, deps: PortalDeps): void {
-  const { services } = deps;
-  const { operator, render, attempt, log } = nodePageTools(deps);
+function maintenanceRoutes(nodes: Hono<GatewayEnv>, deps: PortalDeps, session: PortalSession): void {
+  const { operator, render, attempt, log } = nodePageTools(deps, session);
 
   nodes.post('/access', async (c) => {
     const actor = await operator(c);
-    const { text, ssh } = await readForm(c, deps, actor);
+    const { text, ssh } = await readForm(c, deps, session, actor);
     const form: NodesForm = { form: 'access', node: text('node'), ...sshTyped(text) };
     const parsed = updateNodeBody.safeParse({ ssh: ssh() ?? {} });
     if (!parsed.success) return render(c, actor, { error: problems(parsed.error), form, status: 400 });
@@ -122,7 +121,7 @@ function maintenanceRoutes(nodes: Hono<GatewayEnv>, deps: PortalDeps): void {
     if (Object.values(given).every((value) => value === undefined))
       return render(c, actor, { error: 'Give at least one of the SSH fields to change.', form, status: 400 });
     return attempt(c, actor, form, async () => {
-      await services.nodeMaintenance.changeAccess(form.node ?? '', accessOf(given));
+      await deps.nodeMaintenance.changeAccess(form.node ?? '', accessOf(given));
       log(c, actor, "changed a node's access", { nodeId: form.node });
       return 'access';
     });
@@ -130,10 +129,10 @@ function maintenanceRoutes(nodes: Hono<GatewayEnv>, deps: PortalDeps): void {
 
   nodes.post('/release', async (c) => {
     const actor = await operator(c);
-    const { text } = await readForm(c, deps, actor);
+    const { text } = await readForm(c, deps, session, actor);
     const { force } = releaseNodeBody.parse({ force: text('force') === 'true' });
     return attempt(c, actor, { form: 'release', node: text('node') }, async () => {
-      await services.nodeMaintenance.release(text('node'), { force });
+      await deps.nodeMaintenance.release(text('node'), { force });
       log(c, actor, 'released a node', { nodeId: text('node'), force });
       return 'released';
     });
@@ -141,18 +140,17 @@ function maintenanceRoutes(nodes: Hono<GatewayEnv>, deps: PortalDeps): void {
 }
 
 /** What every handler of the nodes page uses: the operator check, the page, a change whose refusal shows on the form, the log line. */
-function nodePageTools(deps: PortalDeps) {
-  const { services } = deps;
-  const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
+function nodePageTools(deps: PortalDeps, session: PortalSession) {
+  const operator = async (c: PortalContext) => operatorOnly(await session.signedIn(c));
   const render = async (
     c: PortalContext,
     actor: SignedInActor,
     extra: { notice?: string; error?: string; form?: NodesForm; status?: number } = {},
   ) => {
-    const [profiles, rows] = await Promise.all([services.clusters.listProfiles(), services.clusters.listNodes()]);
+    const [profiles, rows] = await Promise.all([deps.clusters.listProfiles(), deps.clusters.listNodes()]);
     const page = (
       <OperatorNodesPage
-        viewer={deps.viewerOf(actor)}
+        viewer={session.viewerOf(actor)}
         profiles={profiles}
         nodes={rows}
         notice={extra.notice}
@@ -172,14 +170,14 @@ function nodePageTools(deps: PortalDeps) {
     }
   };
   const log = (c: PortalContext, actor: SignedInActor, what: string, fields: Record<string, unknown>) =>
-    services.log.info(`operator ${what} in the portal`, { requestId: c.get('requestId'), ...fields, by: actor.userId });
+    deps.log.info(`operator ${what} in the portal`, { requestId: c.get('requestId'), ...fields, by: actor.userId });
   return { operator, render, attempt, log };
 }
 
 /** A form's fields as text, its token checked; and its SSH fields as the API's `ssh` object, or undefined when none was typed. */
-async function readForm(c: PortalContext, deps: PortalDeps, actor: SignedInActor) {
+async function readForm(c: PortalContext, deps: PortalDeps, session: PortalSession, actor: SignedInActor) {
   const body = await c.req.parseBody();
-  deps.checkToken(actor, body._csrf);
+  session.checkToken(actor, body._csrf);
   const text = (name: string) =>
     typeof body[name] === 'string' ? (name === 'ssh_private_key' ? body[name] : body[name].trim()) : '';
   const ssh = () => {

@@ -5,7 +5,8 @@ import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { topupBody } from '../admin/schemas.js';
 import { OperatorOrgPage, OperatorOrgsPage } from './operator-orgs-pages.js';
-import { type PortalContext, type PortalDeps, problems } from './session.js';
+import { type PortalSession, type PortalContext, problems } from './session.js';
+import type { PortalDeps } from './deps.js';
 import { chargesWritten } from '../fresh-charges.js';
 
 const DONE: Record<string, string> = {
@@ -23,45 +24,45 @@ const DONE: Record<string, string> = {
  * exist for them.
  *
  * @example
- * portal.route('/operator/orgs', operatorOrgsRoutes(deps));
+ * portal.route('/operator/orgs', operatorOrgsRoutes(deps, session));
  */
-export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function operatorOrgsRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const orgs = new Hono<GatewayEnv>();
-  const { services } = deps;
-  const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
+  const operator = async (c: PortalContext) => operatorOnly(await session.signedIn(c));
 
-  orgs.get('/', chargesWritten(services.applier), async (c) => {
+  orgs.get('/', chargesWritten(deps.applier), async (c) => {
     const actor = await operator(c);
-    const [rows, billing] = await Promise.all([services.orgs.listWithBalances(), services.costs.billingCurrencies()]);
+    const [rows, billing] = await Promise.all([deps.orgs.listWithBalances(), deps.costs.billingCurrencies()]);
     return c.html(
       <OperatorOrgsPage
-        viewer={deps.viewerOf(actor)}
+        viewer={session.viewerOf(actor)}
         orgs={rows.map(({ org, balance }) => ({
           id: org.id,
           name: org.name,
           balance,
           billingCurrency: billing.get(org.id) ?? null,
         }))}
-        currency={services.config.currency}
+        currency={deps.config.currency}
       />,
     );
   });
 
-  orgs.get('/:orgId', chargesWritten(services.applier), async (c) => {
+  orgs.get('/:orgId', chargesWritten(deps.applier), async (c) => {
     const actor = await operator(c);
-    return renderOrg(c, deps, actor, c.req.param('orgId'), { notice: DONE[c.req.query('done') ?? ''] });
+    return renderOrg(c, deps, session, actor, c.req.param('orgId'), { notice: DONE[c.req.query('done') ?? ''] });
   });
 
   orgs.post('/:orgId/topups', async (c) => {
     const actor = await operator(c);
     const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
-    const orgId = (await services.orgs.get(c.req.param('orgId'))).id;
+    session.checkToken(actor, form._csrf);
+    const orgId = (await deps.orgs.get(c.req.param('orgId'))).id;
     const note = typeof form.note === 'string' && form.note.trim() !== '' ? form.note : undefined;
     const parsed = topupBody.safeParse({ amount: typeof form.amount === 'string' ? form.amount : '', note });
-    if (!parsed.success) return renderOrg(c, deps, actor, orgId, { error: problems(parsed.error), status: 400 });
-    await services.wallets.credit(orgId, 'topup', parsed.data.amount, parsed.data.note);
-    services.log.info('operator topped up an organization in the portal', {
+    if (!parsed.success)
+      return renderOrg(c, deps, session, actor, orgId, { error: problems(parsed.error), status: 400 });
+    await deps.wallets.credit(orgId, 'topup', parsed.data.amount, parsed.data.note);
+    deps.log.info('operator topped up an organization in the portal', {
       requestId: c.get('requestId'),
       orgId,
       by: actor.userId,
@@ -72,14 +73,14 @@ export function operatorOrgsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   orgs.post('/:orgId/currency', async (c) => {
     const actor = await operator(c);
     const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
-    const orgId = (await services.orgs.get(c.req.param('orgId'))).id;
+    session.checkToken(actor, form._csrf);
+    const orgId = (await deps.orgs.get(c.req.param('orgId'))).id;
     const chosen = typeof form.currency === 'string' ? form.currency : '';
     const parsed = currencyCode.nullable().safeParse(chosen === '' ? null : chosen);
     if (!parsed.success)
-      return renderOrg(c, deps, actor, orgId, { error: 'Choose a currency from the list.', status: 400 });
-    await services.costs.setBillingCurrency(orgId, parsed.data);
-    services.log.info("operator set an organization's billing currency in the portal", {
+      return renderOrg(c, deps, session, actor, orgId, { error: 'Choose a currency from the list.', status: 400 });
+    await deps.costs.setBillingCurrency(orgId, parsed.data);
+    deps.log.info("operator set an organization's billing currency in the portal", {
       requestId: c.get('requestId'),
       orgId,
       currency: parsed.data,
@@ -99,25 +100,25 @@ export function operatorOnly(actor: SignedInActor): SignedInActor {
 async function renderOrg(
   c: PortalContext,
   deps: PortalDeps,
+  session: PortalSession,
   actor: SignedInActor,
   orgId: string,
   extra: { notice?: string; error?: string; status?: 400 },
 ) {
-  const { services } = deps;
-  const org = await services.orgs.get(orgId);
+  const org = await deps.orgs.get(orgId);
   const [balance, billingCurrency, ledger] = await Promise.all([
-    services.wallets.balance(org.id),
-    services.costs.billingCurrency(org.id),
-    services.wallets.ledgerPage(org.id, { limit: 10 }),
+    deps.wallets.balance(org.id),
+    deps.costs.billingCurrency(org.id),
+    deps.wallets.ledgerPage(org.id, { limit: 10 }),
   ]);
   return c.html(
     <OperatorOrgPage
-      viewer={deps.viewerOf(actor)}
+      viewer={session.viewerOf(actor)}
       org={{ id: org.id, name: org.name }}
       balance={balance}
       billingCurrency={billingCurrency}
       ledger={ledger.entries}
-      currency={services.config.currency}
+      currency={deps.config.currency}
       currencies={[...currencies().values()]}
       notice={extra.notice}
       error={extra.error}

@@ -5,7 +5,8 @@ import type { SignedInActor } from '../context.js';
 import { createRateCardBody, rateCardsQuery } from '../admin/schemas.js';
 import { OperatorRateCardsPage } from './operator-rate-cards-pages.js';
 import { operatorOnly } from './operator-orgs.js';
-import { type PortalContext, type PortalDeps, problems } from './session.js';
+import { type PortalSession, type PortalContext, problems } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 const DONE: Record<string, string> = {
   added: "Rate card added: cost reports price the profile's hours with it.",
@@ -28,13 +29,13 @@ interface Extra {
  * API's reason, on the form. 404 for anyone else.
  *
  * @example
- * portal.route('/operator/rate-cards', operatorRateCardsRoutes(deps));
+ * portal.route('/operator/rate-cards', operatorRateCardsRoutes(deps, session));
  */
-export function operatorRateCardsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function operatorRateCardsRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const cards = new Hono<GatewayEnv>();
-  const { services } = deps;
-  const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
-  const render = (c: PortalContext, actor: SignedInActor, extra: Extra = {}) => renderCards(c, deps, actor, extra);
+  const operator = async (c: PortalContext) => operatorOnly(await session.signedIn(c));
+  const render = (c: PortalContext, actor: SignedInActor, extra: Extra = {}) =>
+    renderCards(c, deps, session, actor, extra);
   const refused = (c: PortalContext, actor: SignedInActor, form: Record<string, string>, error: unknown) => {
     if (error instanceof GatewayError) return render(c, actor, { error: error.message, form, status: error.status });
     throw error;
@@ -44,11 +45,11 @@ export function operatorRateCardsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   cards.post('/', async (c) => {
     const actor = await operator(c);
-    const { form, parsed } = await readCardForm(c, deps, actor);
+    const { form, parsed } = await readCardForm(c, deps, session, actor);
     if (!parsed.success) return render(c, actor, { error: problems(parsed.error), form, status: 400 });
     const card = parsed.data;
     try {
-      const row = await services.costs.rateCards.add({
+      const row = await deps.costs.rateCards.add({
         profile: card.profile,
         currency: card.currency,
         nodeHourPrice: card.node_hour_price,
@@ -56,7 +57,7 @@ export function operatorRateCardsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         effectiveFrom: card.effective_from,
         effectiveTo: card.effective_to ?? null,
       });
-      services.log.info('operator added a rate card in the portal', {
+      deps.log.info('operator added a rate card in the portal', {
         requestId: c.get('requestId'),
         rateCardId: row.id,
         profile: row.profile,
@@ -71,11 +72,11 @@ export function operatorRateCardsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   cards.post('/delete', async (c) => {
     const actor = await operator(c);
     const body = await c.req.parseBody();
-    deps.checkToken(actor, body._csrf);
+    session.checkToken(actor, body._csrf);
     const id = typeof body.id === 'string' ? body.id : '';
     try {
-      await services.costs.rateCards.delete(id);
-      services.log.info('operator deleted a rate card in the portal', {
+      await deps.costs.rateCards.delete(id);
+      deps.log.info('operator deleted a rate card in the portal', {
         requestId: c.get('requestId'),
         rateCardId: id,
         by: actor.userId,
@@ -89,18 +90,20 @@ export function operatorRateCardsRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 }
 
 /** The rate cards page: the cards (all, or the `?profile=` one's), the profiles, and what a change said. */
-async function renderCards(c: PortalContext, deps: PortalDeps, actor: SignedInActor, extra: Extra) {
-  const { services } = deps;
+async function renderCards(
+  c: PortalContext,
+  deps: PortalDeps,
+  session: PortalSession,
+  actor: SignedInActor,
+  extra: Extra,
+) {
   const query = rateCardsQuery.safeParse(c.req.query());
   const profile = query.success && query.data.profile ? query.data.profile : undefined;
-  const [rows, profiles] = await Promise.all([
-    services.costs.rateCards.list(profile),
-    services.clusters.listProfiles(),
-  ]);
+  const [rows, profiles] = await Promise.all([deps.costs.rateCards.list(profile), deps.clusters.listProfiles()]);
   const names = profiles.map((p) => p.name);
   const page = (
     <OperatorRateCardsPage
-      viewer={deps.viewerOf(actor)}
+      viewer={session.viewerOf(actor)}
       cards={rows}
       profiles={names}
       profile={profile}
@@ -113,9 +116,9 @@ async function renderCards(c: PortalContext, deps: PortalDeps, actor: SignedInAc
 }
 
 /** The add form's fields as text (the currency upper-cased), its token checked, and parsed as `POST /admin/v1/rate-cards` parses its body. */
-async function readCardForm(c: PortalContext, deps: PortalDeps, actor: SignedInActor) {
+async function readCardForm(c: PortalContext, deps: PortalDeps, session: PortalSession, actor: SignedInActor) {
   const body = await c.req.parseBody();
-  deps.checkToken(actor, body._csrf);
+  session.checkToken(actor, body._csrf);
   const text = (name: string) => (typeof body[name] === 'string' ? body[name].trim() : '');
   const form = {
     profile: text('profile'),

@@ -4,7 +4,8 @@ import type { SignedInActor } from '../context.js';
 import { conversionRateKey, setConversionRateBody } from '../admin/schemas.js';
 import { OperatorRatesPage } from './operator-rates-pages.js';
 import { operatorOnly } from './operator-orgs.js';
-import { type PortalContext, type PortalDeps, problems } from './session.js';
+import { type PortalSession, type PortalContext, problems } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 /**
  * Conversion rates for platform admins (`/portal/operator/rates`): the
@@ -14,12 +15,12 @@ import { type PortalContext, type PortalDeps, problems } from './session.js';
  * anyone else.
  *
  * @example
- * portal.route('/operator/rates', operatorRatesRoutes(deps));
+ * portal.route('/operator/rates', operatorRatesRoutes(deps, session));
  */
-export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function operatorRatesRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const rates = new Hono<GatewayEnv>();
-  const { costs } = deps.services;
-  const operator = async (c: PortalContext) => operatorOnly(await deps.signedIn(c));
+  const { costs } = deps;
+  const operator = async (c: PortalContext) => operatorOnly(await session.signedIn(c));
   const render = async (
     c: PortalContext,
     actor: SignedInActor,
@@ -27,7 +28,7 @@ export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
   ) =>
     c.html(
       <OperatorRatesPage
-        viewer={deps.viewerOf(actor)}
+        viewer={session.viewerOf(actor)}
         rates={await costs.conversionRates.list()}
         notice={extra.notice}
         error={extra.error}
@@ -49,7 +50,7 @@ export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   rates.post('/', async (c) => {
     const actor = await operator(c);
-    const { form, key } = await readRateForm(c, deps, actor);
+    const { form, key } = await readRateForm(c, deps, session, actor);
     if (!key.success) return render(c, actor, { error: problems(key.error), form, status: 400 });
     const rate = setConversionRateBody.safeParse({ rate: form.rate });
     if (!rate.success) return render(c, actor, { error: problems(rate.error), form, status: 400 });
@@ -59,7 +60,7 @@ export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
       effectiveOn: key.data.date,
       rate: rate.data.rate,
     });
-    deps.services.log.info('operator set a conversion rate in the portal', {
+    deps.log.info('operator set a conversion rate in the portal', {
       requestId: c.get('requestId'),
       ...key.data,
       by: actor.userId,
@@ -69,10 +70,10 @@ export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 
   rates.post('/remove', async (c) => {
     const actor = await operator(c);
-    const { form, key } = await readRateForm(c, deps, actor);
+    const { form, key } = await readRateForm(c, deps, session, actor);
     if (!key.success) return render(c, actor, { error: problems(key.error), form, status: 400 });
     await costs.conversionRates.delete({ base: key.data.base, quote: key.data.quote, effectiveOn: key.data.date });
-    deps.services.log.info('operator removed a conversion rate in the portal', {
+    deps.log.info('operator removed a conversion rate in the portal', {
       requestId: c.get('requestId'),
       ...key.data,
       by: actor.userId,
@@ -83,9 +84,9 @@ export function operatorRatesRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 }
 
 /** A rate form's fields as text, its token checked, and its pair and day checked as the API checks its path. */
-async function readRateForm(c: PortalContext, deps: PortalDeps, actor: SignedInActor) {
+async function readRateForm(c: PortalContext, deps: PortalDeps, session: PortalSession, actor: SignedInActor) {
   const body = await c.req.parseBody();
-  deps.checkToken(actor, body._csrf);
+  session.checkToken(actor, body._csrf);
   const text = (name: string) => (typeof body[name] === 'string' ? body[name].trim() : '');
   const form = {
     base: text('base').toUpperCase(),

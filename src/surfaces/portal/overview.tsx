@@ -3,7 +3,8 @@ import { keyStatus, type KeyRow } from '../../gateway/keys/service.js';
 import type { UsageGroup } from '../../gateway/billing/usage-reports.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { type NearestKey, OverviewPage } from './overview-pages.js';
-import type { PortalDeps } from './session.js';
+import type { PortalSession } from './session.js';
+import type { PortalDeps } from './deps.js';
 import { readWindow } from './window.js';
 import { chargesWritten } from '../fresh-charges.js';
 
@@ -17,13 +18,12 @@ const HOUR_MS = 3_600_000;
  * usage reports the usage API answers with.
  *
  * @example
- * portal.route('/overview', overviewRoutes(deps));
+ * portal.route('/overview', overviewRoutes(deps, session));
  */
-export function overviewRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function overviewRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const overview = new Hono<GatewayEnv>();
-  const { services } = deps;
-  overview.get('/', chargesWritten(services.applier), async (c) => {
-    const actor = await deps.signedIn(c);
+  overview.get('/', chargesWritten(deps.applier), async (c) => {
+    const actor = await session.signedIn(c);
     const orgId = actor.orgId;
     const { window, error } = readWindow(c.req.query());
     const thisMonth = readWindow({ window: 'this-month' }).window;
@@ -33,19 +33,19 @@ export function overviewRoutes(deps: PortalDeps): Hono<GatewayEnv> {
     const scope = { orgId, from: window.from, to: window.to };
     const [balance, spentThisMonth, spentLastMonth, days, keysUsed, modelsUsed, lastHour, monthByKey, keys] =
       await Promise.all([
-        services.wallets.balance(orgId),
-        services.usageReports.totals({ orgId, from: thisMonth.from, to: thisMonth.to }),
-        services.usageReports.totals({ orgId, from: lastMonth.from, to: lastMonth.to }),
-        services.usageReports.groups({ ...scope, ...show.scope }, 'day'),
-        services.usageReports.groups(scope, 'key'),
-        services.usageReports.groups(scope, 'model'),
-        services.usageReports.outcomes({ orgId, from: new Date(now - HOUR_MS), to: new Date(now + 1_000) }),
-        services.usageReports.groups({ orgId, from: thisMonth.from, to: thisMonth.to }, 'key'),
-        services.keys.list(orgId),
+        deps.wallets.balance(orgId),
+        deps.usageReports.totals({ orgId, from: thisMonth.from, to: thisMonth.to }),
+        deps.usageReports.totals({ orgId, from: lastMonth.from, to: lastMonth.to }),
+        deps.usageReports.groups({ ...scope, ...show.scope }, 'day'),
+        deps.usageReports.groups(scope, 'key'),
+        deps.usageReports.groups(scope, 'model'),
+        deps.usageReports.outcomes({ orgId, from: new Date(now - HOUR_MS), to: new Date(now + 1_000) }),
+        deps.usageReports.groups({ orgId, from: thisMonth.from, to: thisMonth.to }, 'key'),
+        deps.keys.list(orgId),
       ]);
     return c.html(
       <OverviewPage
-        viewer={deps.viewerOf(actor)}
+        viewer={session.viewerOf(actor)}
         window={window}
         error={error}
         show={show.value}
@@ -57,7 +57,7 @@ export function overviewRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         modelChoices={modelsUsed.flatMap((g) => (g.by === 'model' ? [g.model] : []))}
         lastHour={lastHour}
         nearest={nearestKey(keys, monthByKey)}
-        currency={services.config.currency}
+        currency={deps.config.currency}
       />,
     );
   });

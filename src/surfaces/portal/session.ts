@@ -4,15 +4,17 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { toDetails } from '../../shared/http/validate.js';
-import type { Services } from '../../services.js';
+import type { PortalDeps } from './deps.js';
 import { sessionCookieOf } from '../api/session-cookie.js';
 import type { Viewer } from './layout.js';
 
 export type PortalContext = Context<GatewayEnv>;
 
-/** What every page of the portal needs: the services, who is signed in, and the session's form token. */
-export interface PortalDeps {
-  services: Services;
+/**
+ * The signed-in session's checks, which every page of the portal is given beside its `PortalDeps`: who is signed
+ * in, and the session's form token.
+ */
+export interface PortalSession {
   /** The signed-in user, or 401 (which the portal answers with the sign-in page). */
   signedIn(c: PortalContext): Promise<SignedInActor>;
   /** Who a page is for: the name it shows and the form token its forms carry. */
@@ -34,28 +36,32 @@ export const DONE_NOTICES: Record<string, string> = {
 
 /** The signed-in user of the session cookie (its name for the request's scheme, `https`), or undefined. */
 export async function sessionActor(
-  services: Services,
+  deps: Pick<PortalDeps, 'sessions'>,
   c: PortalContext,
   https: boolean,
 ): Promise<SignedInActor | undefined> {
   const id = sessionCookieOf(c, https);
   if (!id) return undefined;
-  const session = await services.sessions.user(id);
-  if (!session) return undefined;
-  const { user } = session;
+  const stored = await deps.sessions.user(id);
+  if (!stored) return undefined;
+  const { user } = stored;
   return {
     userId: user.id,
     orgId: user.orgId,
     role: user.role,
     platformAdmin: user.platformAdmin,
     user,
-    sessionHash: session.sessionHash,
+    sessionHash: stored.sessionHash,
   };
 }
 
 /** The signed-in user, or 401 (which the portal answers with the sign-in page). */
-export async function signedIn(services: Services, c: PortalContext, https: boolean): Promise<SignedInActor> {
-  const actor = await sessionActor(services, c, https);
+export async function signedIn(
+  deps: Pick<PortalDeps, 'sessions'>,
+  c: PortalContext,
+  https: boolean,
+): Promise<SignedInActor> {
+  const actor = await sessionActor(deps, c, https);
   if (!actor) throw new GatewayError('unauthorized', 'Sign in first.');
   return actor;
 }

@@ -6,7 +6,8 @@ import { ANONYMOUS_HOURLY_LIMIT, countAgainst } from '../api/access.js';
 import type { ClientOf } from '../api/resource.js';
 import { checkSignIn, endSession, startSession } from '../auth/index.js';
 import { SignInPage } from './sign-in-pages.js';
-import type { PortalDeps } from './session.js';
+import type { PortalSession } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 /**
  * The sign-in form (`/portal/sign-in`): counted against the client's address
@@ -18,11 +19,10 @@ import type { PortalDeps } from './session.js';
  */
 export function signInRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<GatewayEnv> {
   const signIn = new Hono<GatewayEnv>();
-  const { services } = deps;
   signIn.get('/', (c) => c.html(<SignInPage />));
   signIn.post('/', async (c) => {
     const client = clientOf(c);
-    await countAgainst(services, c, `api:addr:${client.address}`, ANONYMOUS_HOURLY_LIMIT);
+    await countAgainst(deps, c, `api:addr:${client.address}`, ANONYMOUS_HOURLY_LIMIT);
     const form = await c.req.parseBody();
     const email = typeof form.email === 'string' ? form.email.trim().slice(0, 254) : '';
     const password = typeof form.password === 'string' ? form.password : '';
@@ -31,8 +31,8 @@ export function signInRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<Gateway
     if (password.length > PASSWORD_MAX)
       return c.html(<SignInPage error={`Passwords are at most ${PASSWORD_MAX} characters.`} email={email} />, 400);
     try {
-      const user = await checkSignIn(services, email, password, client.address);
-      await startSession(c, services, user.id, client.https);
+      const user = await checkSignIn(deps, email, password, client.address);
+      await startSession(c, deps, user.id, client.https);
       return c.redirect('/portal/overview', 303);
     } catch (error) {
       if (!(error instanceof GatewayError) || (error.status !== 401 && error.status !== 429)) throw error;
@@ -46,15 +46,14 @@ export function signInRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<Gateway
  * Signing out (`POST /portal/sign-out`, with the form token): the session ends everywhere.
  *
  * @example
- * portal.route('/sign-out', signOutRoutes(deps, clientOf));
+ * portal.route('/sign-out', signOutRoutes(deps, session, clientOf));
  */
-export function signOutRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<GatewayEnv> {
+export function signOutRoutes(deps: PortalDeps, session: PortalSession, clientOf: ClientOf): Hono<GatewayEnv> {
   const signOut = new Hono<GatewayEnv>();
-  const { services } = deps;
   signOut.post('/', async (c) => {
-    const actor = await deps.signedIn(c);
-    deps.checkToken(actor, (await c.req.parseBody())._csrf);
-    await endSession(c, services, clientOf(c).https);
+    const actor = await session.signedIn(c);
+    session.checkToken(actor, (await c.req.parseBody())._csrf);
+    await endSession(c, deps, clientOf(c).https);
     return c.redirect('/portal/sign-in', 303);
   });
   return signOut;

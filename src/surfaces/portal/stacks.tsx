@@ -1,4 +1,4 @@
-import { type Context, Hono } from 'hono';
+import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
@@ -6,7 +6,8 @@ import { downloadPackage } from '../../platform/stacks/download.js';
 import { STACK_CATEGORIES } from '../../platform/stacks/manifest.js';
 import { DEFAULT_PACKAGE_LIMITS, readStackPackage } from '../../platform/stacks/package.js';
 import { type ApplyTarget, StacksPage, StackPage } from './stacks-pages.js';
-import type { PortalDeps } from './session.js';
+import type { PortalContext, PortalSession } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 /** The path of the upload form, whose body may be a whole package (the portal's other forms are small). */
 export const STACK_UPLOAD_PATH = '/portal/stacks/upload';
@@ -22,30 +23,31 @@ const DONE: Record<string, string> = { added: 'Stack added to the catalog.' };
  * services and permissions as the generic API.
  *
  * @example
- * portal.route('/stacks', stacksRoutes(deps));
+ * portal.route('/stacks', stacksRoutes(deps, session));
  */
-export function stacksRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function stacksRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const stacks = new Hono<GatewayEnv>();
   stacks.get('/', async (c) => {
-    const actor = await deps.signedIn(c);
-    return catalogPage(deps, c, actor, { notice: DONE[c.req.query('done') ?? ''] });
+    const actor = await session.signedIn(c);
+    return catalogPage(deps, session, c, actor, { notice: DONE[c.req.query('done') ?? ''] });
   });
-  stacks.post('/upload', async (c) => uploadStack(deps, c));
-  stacks.get('/:name', async (c) => stackPage(deps, c, await deps.signedIn(c)));
-  stacks.post('/:name/apply', async (c) => applyStack(deps, c));
+  stacks.post('/upload', async (c) => uploadStack(deps, session, c));
+  stacks.get('/:name', async (c) => stackPage(deps, session, c, await session.signedIn(c)));
+  stacks.post('/:name/apply', async (c) => applyStack(deps, session, c));
   return stacks;
 }
 
 async function catalogPage(
   deps: PortalDeps,
-  c: Context<GatewayEnv>,
+  session: PortalSession,
+  c: PortalContext,
   actor: SignedInActor,
   extra: { error?: string; notice?: string } = {},
   status: 200 | 400 | 403 | 409 | 503 = 200,
 ) {
   const q = (c.req.query('q') ?? '').trim().slice(0, 200);
   const category = STACK_CATEGORIES.find((name) => name === c.req.query('category')) ?? '';
-  const { rows, total } = await deps.services.stacks.list(actor, {
+  const { rows, total } = await deps.stacks.list(actor, {
     q: q || undefined,
     category: category || undefined,
     offset: 0,
@@ -53,17 +55,16 @@ async function catalogPage(
     sort: 'title',
   });
   return c.html(
-    <StacksPage viewer={deps.viewerOf(actor)} stacks={rows} total={total} q={q} category={category} {...extra} />,
+    <StacksPage viewer={session.viewerOf(actor)} stacks={rows} total={total} q={q} category={category} {...extra} />,
     status,
   );
 }
 
 /** The upload form: a .zip, or the https:// address of one, added to the catalog. */
-async function uploadStack(deps: PortalDeps, c: Context<GatewayEnv>) {
-  const { services } = deps;
-  const actor = await deps.signedIn(c);
+async function uploadStack(deps: PortalDeps, session: PortalSession, c: PortalContext) {
+  const actor = await session.signedIn(c);
   const form = await c.req.parseBody();
-  deps.checkToken(actor, form._csrf);
+  session.checkToken(actor, form._csrf);
   const file = form.package instanceof File && form.package.size > 0 ? form.package : null;
   const url = typeof form.url === 'string' ? form.url.trim() : '';
   try {
@@ -71,34 +72,34 @@ async function uploadStack(deps: PortalDeps, c: Context<GatewayEnv>) {
     const { zip, fileName } = file
       ? { zip: Buffer.from(await file.arrayBuffer()), fileName: file.name }
       : await downloadPackage(url, {
-          ...services.config.stackDownloads,
+          ...deps.config.stackDownloads,
           maxBytes: DEFAULT_PACKAGE_LIMITS.maxZipBytes,
           timeoutMs: DOWNLOAD_TIMEOUT_MS,
           maxRedirects: 3,
         });
-    const added = await services.stacks.add(actor, await readStackPackage(zip, { fileName }), zip);
+    const added = await deps.stacks.add(actor, await readStackPackage(zip, { fileName }), zip);
     return c.redirect(`/portal/stacks/${added.name}?done=added`, 303);
   } catch (error) {
     if (!(error instanceof GatewayError) || error.status >= 500) throw error;
-    return catalogPage(deps, c, actor, { error: sentenceOf(error) }, 400);
+    return catalogPage(deps, session, c, actor, { error: sentenceOf(error) }, 400);
   }
 }
 
 async function stackPage(
   deps: PortalDeps,
-  c: Context<GatewayEnv>,
+  session: PortalSession,
+  c: PortalContext,
   actor: SignedInActor,
   extra: { values?: Record<string, string>; error?: string; details?: string[] } = {},
   status: 200 | 400 | 404 | 409 | 503 = 200,
 ) {
-  const { services } = deps;
-  const stack = await services.stacks.get(actor, c.req.param('name')!);
+  const stack = await deps.stacks.get(actor, c.req.param('name')!);
   const scope = actor.platformAdmin ? null : actor.orgId;
-  const { rows } = await services.clusters.list(scope, { offset: 0, limit: 100, includeDeleted: false });
-  const targets: ApplyTarget[] = await Promise.all(rows.map((cluster) => services.clusters.get(cluster.id, null)));
+  const { rows } = await deps.clusters.list(scope, { offset: 0, limit: 100, includeDeleted: false });
+  const targets: ApplyTarget[] = await Promise.all(rows.map((cluster) => deps.clusters.get(cluster.id, null)));
   return c.html(
     <StackPage
-      viewer={deps.viewerOf(actor)}
+      viewer={session.viewerOf(actor)}
       stack={stack}
       targets={targets}
       error={extra.error}
@@ -111,29 +112,28 @@ async function stackPage(
 }
 
 /** The apply form: a run of the stack queued on the chosen cluster or node, with the inputs given. */
-async function applyStack(deps: PortalDeps, c: Context<GatewayEnv>) {
-  const { services } = deps;
-  const actor = await deps.signedIn(c);
+async function applyStack(deps: PortalDeps, session: PortalSession, c: PortalContext) {
+  const actor = await session.signedIn(c);
   const form = await c.req.parseBody();
-  deps.checkToken(actor, form._csrf);
+  session.checkToken(actor, form._csrf);
   const values = Object.fromEntries(
     Object.entries(form).filter(
       (entry): entry is [string, string] => typeof entry[1] === 'string' && entry[0] !== '_csrf',
     ),
   );
   try {
-    const stack = await services.stacks.get(actor, c.req.param('name')!);
+    const stack = await deps.stacks.get(actor, c.req.param('name')!);
     const [kind, clusterId, nodeId] = (values.target ?? '').split(':');
     if (!clusterId || (kind !== 'cluster' && kind !== 'node') || (kind === 'node' && !nodeId))
       throw new GatewayError('invalid_request', 'Choose a cluster or a node to apply the stack to.');
     const inputs = inputsOf(stack.inputs, values);
-    const run = await services.runs.queue(actor, {
+    const run = await deps.runs.queue(actor, {
       clusterId,
       stackName: stack.id,
       nodeId: kind === 'node' ? nodeId : undefined,
       inputs,
     });
-    services.runWorker.poke();
+    deps.runWorker.poke();
     return c.redirect(`/portal/runs/${run.id}`, 303);
   } catch (error) {
     if (
@@ -145,7 +145,7 @@ async function applyStack(deps: PortalDeps, c: Context<GatewayEnv>) {
     const details = (error.details ?? []).map(
       (detail) => `${detail.field.replace(/^inputs\./, '')}: ${detail.message}`,
     );
-    return stackPage(deps, c, actor, { values, error: error.message, details }, error.status as 400);
+    return stackPage(deps, session, c, actor, { values, error: error.message, details }, error.status as 400);
   }
 }
 

@@ -7,7 +7,8 @@ import { csvStream } from '../../shared/http/csv.js';
 import { describeError } from '../../shared/http/log.js';
 import { UsagePage } from './usage-pages.js';
 import { readWindow } from './window.js';
-import type { PortalDeps } from './session.js';
+import type { PortalSession } from './session.js';
+import type { PortalDeps } from './deps.js';
 import { chargesWritten } from '../fresh-charges.js';
 
 /**
@@ -16,32 +17,31 @@ import { chargesWritten } from '../fresh-charges.js';
  * window; mounted at `/` as its two paths are siblings.
  *
  * @example
- * portal.route('/', usageRoutes(deps));
+ * portal.route('/', usageRoutes(deps, session));
  */
-export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function usageRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const usage = new Hono<GatewayEnv>();
-  const { services } = deps;
-  const projects = services.projects;
-  usage.get('/usage', chargesWritten(services.applier), async (c) => {
-    const actor = await deps.signedIn(c);
+  const projects = deps.projects;
+  usage.get('/usage', chargesWritten(deps.applier), async (c) => {
+    const actor = await session.signedIn(c);
     // What the page shows includes this process's latest charges (they reach the database just
     // after each answer).
     const { window, error } = readWindow(c.req.query());
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };
     const after = decodeCursor(c.req.query('after') ?? '') ?? undefined;
     const [totals, days, byKey, byModel, byProject, page, keys, projectRows] = await Promise.all([
-      services.usageReports.totals(scope),
-      services.usageReports.groups(scope, 'day'),
-      services.usageReports.groups(scope, 'key'),
-      services.usageReports.groups(scope, 'model'),
-      services.usageReports.groups(scope, 'project'),
-      services.usageReports.requests({ ...scope, limit: 50, after }),
-      services.keys.list(actor.orgId),
+      deps.usageReports.totals(scope),
+      deps.usageReports.groups(scope, 'day'),
+      deps.usageReports.groups(scope, 'key'),
+      deps.usageReports.groups(scope, 'model'),
+      deps.usageReports.groups(scope, 'project'),
+      deps.usageReports.requests({ ...scope, limit: 50, after }),
+      deps.keys.list(actor.orgId),
       projects.list(actor, { offset: 0, limit: 100, sort: 'name' }),
     ]);
     return c.html(
       <UsagePage
-        viewer={deps.viewerOf(actor)}
+        viewer={session.viewerOf(actor)}
         window={window}
         error={error}
         totals={totals}
@@ -53,17 +53,17 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         keyNames={new Map(keys.map((k) => [k.id, k.name]))}
         projectNames={new Map(projectRows.rows.map((p) => [p.id, p.name]))}
         olderHref={page.next ? `/portal/usage?${window.query}&after=${encodeCursor(page.next)}` : null}
-        currency={services.config.currency}
+        currency={deps.config.currency}
       />,
     );
   });
 
-  usage.get('/usage.csv', chargesWritten(services.applier), async (c) => {
-    const actor = await deps.signedIn(c);
+  usage.get('/usage.csv', chargesWritten(deps.applier), async (c) => {
+    const actor = await session.signedIn(c);
     const { window } = readWindow(c.req.query());
-    const keyNames = new Map((await services.keys.list(actor.orgId)).map((k) => [k.id, k.name]));
+    const keyNames = new Map((await deps.keys.list(actor.orgId)).map((k) => [k.id, k.name]));
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };
-    const currency = services.config.currency;
+    const currency = deps.config.currency;
     const csv = csvStream([
       'time_utc',
       'request_id',
@@ -80,8 +80,8 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
       'cache_hit',
     ]);
     // Written page by page as the database gives them: a long window is never held whole in memory.
-    void writeUsageCsv(csv, { services, scope, keyNames, currency }).catch((error: unknown) => {
-      services.log.error('usage CSV failed', { requestId: c.get('requestId'), ...describeError(error) });
+    void writeUsageCsv(csv, { deps, scope, keyNames, currency }).catch((error: unknown) => {
+      deps.log.error('usage CSV failed', { requestId: c.get('requestId'), ...describeError(error) });
       csv.destroy(error as Error);
     });
     const name = `tollgate-usage-${window.from.toISOString().slice(0, 10)}-to-${new Date(window.to.getTime() - 86_400_000).toISOString().slice(0, 10)}.csv`;
@@ -97,12 +97,12 @@ export function usageRoutes(deps: PortalDeps): Hono<GatewayEnv> {
 async function writeUsageCsv(
   csv: ReturnType<typeof csvStream>,
   {
-    services,
+    deps,
     scope,
     keyNames,
     currency,
   }: {
-    services: PortalDeps['services'];
+    deps: Pick<PortalDeps, 'usageReports'>;
     scope: { orgId: string; from: Date; to: Date };
     keyNames: Map<string, string>;
     currency: string;
@@ -110,7 +110,7 @@ async function writeUsageCsv(
 ): Promise<void> {
   let after: UsageCursor | undefined;
   do {
-    const page = await services.usageReports.requests({ ...scope, limit: 1_000, after });
+    const page = await deps.usageReports.requests({ ...scope, limit: 1_000, after });
     for (const r of page.records) {
       const row = [
         r.createdAt.toISOString(),

@@ -8,7 +8,8 @@ import { emailField } from '../../platform/people/email.js';
 import { passwordField } from '../../platform/people/passwords.js';
 import { assertCanCreate, assertCanDelete, assertCanUpdate } from '../../platform/people/permissions.js';
 import { UsersPage } from './people-pages.js';
-import { DONE_NOTICES, type PortalContext, type PortalDeps, problems } from './session.js';
+import { type PortalSession, DONE_NOTICES, type PortalContext, problems } from './session.js';
+import type { PortalDeps } from './deps.js';
 
 const userForm = z.object({
   name: z.string().trim().min(1, 'Give a name.').max(200),
@@ -23,25 +24,24 @@ const userForm = z.object({
  * shown on the page).
  *
  * @example
- * portal.route('/users', usersRoutes(deps));
+ * portal.route('/users', usersRoutes(deps, session));
  */
-export function usersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function usersRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const users = new Hono<GatewayEnv>();
-  const { services } = deps;
   const usersPage = (c: PortalContext, actor: SignedInActor, extra: PageExtra = {}, status: PageStatus = 200) =>
-    usersPageOf(deps, c, actor, extra, status);
+    usersPageOf(deps, session, c, actor, extra, status);
   const changeUsers = (c: PortalContext, actor: SignedInActor, change: () => Promise<unknown>, done: string) =>
-    changeUsersOf(deps, c, actor, change, done);
+    changeUsersOf(deps, session, c, actor, change, done);
 
   users.get('/', async (c) => {
-    const actor = await deps.signedIn(c);
+    const actor = await session.signedIn(c);
     return usersPage(c, actor, { notice: DONE_NOTICES[c.req.query('done') ?? ''] });
   });
 
   users.post('/', async (c) => {
-    const actor = await deps.signedIn(c);
+    const actor = await session.signedIn(c);
     const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
+    session.checkToken(actor, form._csrf);
     const parsed = userForm.safeParse(form);
     if (!parsed.success) return usersPage(c, actor, { error: problems(parsed.error) }, 400);
     return changeUsers(
@@ -49,40 +49,40 @@ export function usersRoutes(deps: PortalDeps): Hono<GatewayEnv> {
       actor,
       async () => {
         assertCanCreate(actor, actor.orgId, parsed.data.role);
-        await services.users.create({ orgId: actor.orgId, ...parsed.data });
+        await deps.users.create({ orgId: actor.orgId, ...parsed.data });
       },
       'user-added',
     );
   });
 
   users.post('/:id/role', async (c) => {
-    const actor = await deps.signedIn(c);
+    const actor = await session.signedIn(c);
     const form = await c.req.parseBody();
-    deps.checkToken(actor, form._csrf);
+    session.checkToken(actor, form._csrf);
     const role = z.enum(ROLES).safeParse(form.role);
     if (!role.success) return usersPage(c, actor, { error: 'Choose a role: owner, admin or member.' }, 400);
-    const subject = await services.users.get(c.req.param('id'));
+    const subject = await deps.users.get(c.req.param('id'));
     return changeUsers(
       c,
       actor,
       async () => {
         assertCanUpdate(actor, subject, { role: role.data });
-        await services.users.update(subject.id, { role: role.data });
+        await deps.users.update(subject.id, { role: role.data });
       },
       'role-saved',
     );
   });
 
   users.post('/:id/delete', async (c) => {
-    const actor = await deps.signedIn(c);
-    deps.checkToken(actor, (await c.req.parseBody())._csrf);
-    const subject = await services.users.get(c.req.param('id'));
+    const actor = await session.signedIn(c);
+    session.checkToken(actor, (await c.req.parseBody())._csrf);
+    const subject = await deps.users.get(c.req.param('id'));
     return changeUsers(
       c,
       actor,
       async () => {
         assertCanDelete(actor, subject);
-        await services.users.delete(subject.id);
+        await deps.users.delete(subject.id);
       },
       'user-deleted',
     );
@@ -95,13 +95,14 @@ type PageStatus = 200 | 400 | 403 | 409;
 
 async function usersPageOf(
   deps: PortalDeps,
+  session: PortalSession,
   c: PortalContext,
   actor: SignedInActor,
   extra: PageExtra,
   status: PageStatus,
 ) {
-  const { rows } = await deps.services.users.list(actor.orgId, { offset: 0, limit: 100, sort: 'name' });
-  return c.html(<UsersPage viewer={deps.viewerOf(actor)} actor={actor} users={rows} {...extra} />, status);
+  const { rows } = await deps.users.list(actor.orgId, { offset: 0, limit: 100, sort: 'name' });
+  return c.html(<UsersPage viewer={session.viewerOf(actor)} actor={actor} users={rows} {...extra} />, status);
 }
 
 /**
@@ -111,6 +112,7 @@ async function usersPageOf(
  */
 async function changeUsersOf(
   deps: PortalDeps,
+  session: PortalSession,
   c: PortalContext,
   actor: SignedInActor,
   change: () => Promise<unknown>,
@@ -120,7 +122,7 @@ async function changeUsersOf(
     await change();
   } catch (error) {
     if (!(error instanceof GatewayError) || (error.status !== 403 && error.status !== 409)) throw error;
-    return usersPageOf(deps, c, actor, { error: error.message }, error.status);
+    return usersPageOf(deps, session, c, actor, { error: error.message }, error.status);
   }
   return c.redirect(`/portal/users?done=${done}`, 303);
 }

@@ -3,7 +3,8 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import { LEDGER_KINDS, type LedgerKind } from '../../shared/db/schema.js';
 import { dayValues } from './usage-pages.js';
 import { type LedgerFilters, WalletPage } from './wallet-pages.js';
-import type { PortalDeps } from './session.js';
+import type { PortalSession } from './session.js';
+import type { PortalDeps } from './deps.js';
 import { dateOf, readWindow } from './window.js';
 import { chargesWritten } from '../fresh-charges.js';
 
@@ -16,23 +17,22 @@ const DAY_MS = 86_400_000;
  * time (`before=<entry id>`), narrowed by key, kind or UTC day.
  *
  * @example
- * portal.route('/wallet', walletRoutes(deps));
+ * portal.route('/wallet', walletRoutes(deps, session));
  */
-export function walletRoutes(deps: PortalDeps): Hono<GatewayEnv> {
+export function walletRoutes(deps: PortalDeps, session: PortalSession): Hono<GatewayEnv> {
   const wallet = new Hono<GatewayEnv>();
-  const { services } = deps;
-  wallet.get('/', chargesWritten(services.applier), async (c) => {
-    const actor = await deps.signedIn(c);
+  wallet.get('/', chargesWritten(deps.applier), async (c) => {
+    const actor = await session.signedIn(c);
     const orgId = actor.orgId;
     const { filters, error } = ledgerFilters(c.req.query());
     const before = /^\d{1,15}$/.test(c.req.query('before') ?? '') ? Number(c.req.query('before')) : undefined;
     const day = dateOf(filters.day);
     const month = readWindow({ window: 'this-month' }).window;
     const [balance, state, topups, page, keys, days] = await Promise.all([
-      services.wallets.balance(orgId),
-      services.gateKeeper.gate.walletState(orgId),
-      services.wallets.ledgerPage(orgId, { limit: 5, kind: 'topup' }),
-      services.wallets.ledgerPage(orgId, {
+      deps.wallets.balance(orgId),
+      deps.gateKeeper.gate.walletState(orgId),
+      deps.wallets.ledgerPage(orgId, { limit: 5, kind: 'topup' }),
+      deps.wallets.ledgerPage(orgId, {
         limit: LEDGER_PAGE,
         before,
         keyId: filters.key || undefined,
@@ -40,13 +40,13 @@ export function walletRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         from: day ?? undefined,
         to: day ? new Date(day.getTime() + DAY_MS) : undefined,
       }),
-      services.keys.list(orgId),
-      services.usageReports.groups({ orgId, from: month.from, to: month.to }, 'day'),
+      deps.keys.list(orgId),
+      deps.usageReports.groups({ orgId, from: month.from, to: month.to }, 'day'),
     ]);
     const query = (next: number) => new URLSearchParams({ ...filters, before: String(next) }).toString();
     return c.html(
       <WalletPage
-        viewer={deps.viewerOf(actor)}
+        viewer={session.viewerOf(actor)}
         balance={balance}
         held={state.holds.reduce((sum, hold) => sum + hold.amount, 0n)}
         topups={topups.entries}
@@ -57,7 +57,7 @@ export function walletRoutes(deps: PortalDeps): Hono<GatewayEnv> {
         keys={keys.map((key) => ({ id: key.id, name: key.name }))}
         month={month}
         spendDays={dayValues(days, (g) => g.cost)}
-        currency={services.config.currency}
+        currency={deps.config.currency}
         error={error}
       />,
     );

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import type { Services } from '../../services.js';
+import type { V1Deps } from './deps.js';
 import { serveBilled } from '../../gateway/requests/billed-request.js';
 import { CHAT } from '../../gateway/requests/chat.js';
 
@@ -9,12 +9,12 @@ import { CHAT } from '../../gateway/requests/chat.js';
  * `gateway/requests/chat.ts`.
  *
  * @example
- * v1.route('/chat', chatRoutes(services));
+ * v1.route('/chat', chatRoutes(deps));
  */
-export function chatRoutes(services: Services): Hono<GatewayEnv> {
+export function chatRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const chat = new Hono<GatewayEnv>();
   // Billed routes authenticate in authorize(), in the same read as the model and its price; the
   // wallet is checked by reserve().
-  chat.post('/completions', (c) => serveBilled(c, services, CHAT));
+  chat.post('/completions', (c) => serveBilled(c, deps, CHAT));
   return chat;
 }

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import type { Services } from '../../services.js';
+import type { V1Deps } from './deps.js';
 import { serveBilled } from '../../gateway/requests/billed-request.js';
 import { COMPLETIONS } from '../../gateway/requests/completions.js';
 
@@ -9,10 +9,10 @@ import { COMPLETIONS } from '../../gateway/requests/completions.js';
  * `gateway/requests/completions.ts`.
  *
  * @example
- * v1.route('/completions', completionsRoutes(services));
+ * v1.route('/completions', completionsRoutes(deps));
  */
-export function completionsRoutes(services: Services): Hono<GatewayEnv> {
+export function completionsRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const routes = new Hono<GatewayEnv>();
-  routes.post('/', (c) => serveBilled(c, services, COMPLETIONS));
+  routes.post('/', (c) => serveBilled(c, deps, COMPLETIONS));
   return routes;
 }

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { cors } from 'hono/cors';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { headerOf, refuseNul } from '../../shared/http/request.js';
-import type { Services } from '../../services.js';
+import type { V1Deps } from './deps.js';
 import { audioRoutes } from './audio.js';
 import { chatRoutes } from './chat.js';
 import { completionsRoutes } from './completions.js';
@@ -23,12 +23,12 @@ import { walletRoutes } from './wallet.js';
  * @example
  * app.route('/v1', createV1Routes(services));
  */
-export function createV1Routes(services: Services): Hono<GatewayEnv> {
+export function createV1Routes(deps: V1Deps): Hono<GatewayEnv> {
   const v1 = new Hono<GatewayEnv>();
   v1.use('*', refuseNul());
   // Browsers may call /v1 from the allowed origins. Keys travel in Authorization, never in cookies,
   // so credentials are never allowed: a page can only use a key it was given.
-  const origins = services.config.corsOrigins;
+  const origins = deps.config.corsOrigins;
   if (origins === '*' || origins.length > 0) {
     const corsHeaders = cors({
       origin: origins,
@@ -44,17 +44,17 @@ export function createV1Routes(services: Services): Hono<GatewayEnv> {
       c.req.method === 'POST' && headerOf(c, 'origin') === undefined ? next() : corsHeaders(c, next),
     );
   }
-  v1.route('/pricing', pricingRoutes(services));
-  v1.route('/chat', chatRoutes(services));
-  v1.route('/completions', completionsRoutes(services));
-  v1.route('/embeddings', embeddingsRoutes(services));
-  v1.route('/messages', messagesRoutes(services));
-  v1.route('/responses', responsesRoutes(services));
-  v1.route('/responses', storedResponseRoutes(services));
-  v1.route('/models', modelsRoutes(services));
-  v1.route('/audio', audioRoutes(services));
-  v1.route('/usage', usageRoutes(services));
-  v1.route('/wallet', walletRoutes(services));
+  v1.route('/pricing', pricingRoutes(deps));
+  v1.route('/chat', chatRoutes(deps));
+  v1.route('/completions', completionsRoutes(deps));
+  v1.route('/embeddings', embeddingsRoutes(deps));
+  v1.route('/messages', messagesRoutes(deps));
+  v1.route('/responses', responsesRoutes(deps));
+  v1.route('/responses', storedResponseRoutes(deps));
+  v1.route('/models', modelsRoutes(deps));
+  v1.route('/audio', audioRoutes(deps));
+  v1.route('/usage', usageRoutes(deps));
+  v1.route('/wallet', walletRoutes(deps));
   return v1;
 }
 

@@ -2,7 +2,7 @@ import { type Context, Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { renderError } from '../../shared/http/render.js';
 import { readJsonObject } from '../../shared/http/request.js';
-import type { Services } from '../../services.js';
+import type { V1Deps } from './deps.js';
 import { requireKey } from '../../gateway/requests/auth.js';
 import { serveBilled } from '../../gateway/requests/billed-request.js';
 import { MESSAGES } from '../../gateway/requests/messages/index.js';
@@ -16,21 +16,21 @@ import { countTokens } from '../../gateway/requests/messages/count.js';
  * Anthropic's clients read them; the gateway's code stays in `error.code`.
  *
  * @example
- * v1.route('/messages', messagesRoutes(services));
+ * v1.route('/messages', messagesRoutes(deps));
  */
-export function messagesRoutes(services: Services): Hono<GatewayEnv> {
+export function messagesRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const routes = new Hono<GatewayEnv>();
-  routes.onError((error, c) => anthropicError(error, c, services));
-  routes.post('/', (c) => serveBilled(c, services, MESSAGES));
-  routes.post('/count_tokens', requireKey(services.keys, true), async (c) => {
+  routes.onError((error, c) => anthropicError(error, c, deps));
+  routes.post('/', (c) => serveBilled(c, deps, MESSAGES));
+  routes.post('/count_tokens', requireKey(deps.keys, true), async (c) => {
     const { body } = await readJsonObject(
       c,
-      services.config.maxBodyBytes,
-      services.config.oversizeDrain,
-      services.config.maxJsonDepth,
+      deps.config.maxBodyBytes,
+      deps.config.oversizeDrain,
+      deps.config.maxJsonDepth,
     );
-    MESSAGES.validate({ max_tokens: 1, ...body }, services.config);
-    return c.json({ input_tokens: await countTokens(services, body, chatBodyOf) });
+    MESSAGES.validate({ max_tokens: 1, ...body }, deps.config);
+    return c.json({ input_tokens: await countTokens(deps, body, chatBodyOf) });
   });
   return routes;
 }
@@ -51,8 +51,8 @@ function anthropicType(status: number): string {
 }
 
 /** The gateway's envelope (logged and headed as on every /v1 route), with `"type":"error"` beside it and Anthropic's `error.type`. */
-async function anthropicError(error: unknown, c: Context<GatewayEnv>, services: Services): Promise<Response> {
-  const rendered = renderError(error, c, services.log);
+async function anthropicError(error: unknown, c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> {
+  const rendered = renderError(error, c, deps.log);
   const envelope = (await rendered.json()) as { error: Record<string, unknown> };
   return c.json(
     { type: 'error', error: { ...envelope.error, type: anthropicType(rendered.status) } },

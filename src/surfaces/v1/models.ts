@@ -3,7 +3,7 @@ import type { ModelRow } from '../../gateway/catalog/service.js';
 import { TASK_TYPES, type TaskType } from '../../shared/db/schema.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import type { Services } from '../../services.js';
+import type { V1Deps } from './deps.js';
 import { requireKey } from '../../gateway/requests/auth.js';
 
 /** OpenAI's model object, plus the catalog's own fields. */
@@ -21,19 +21,19 @@ export function modelView(model: ModelRow) {
 }
 
 /** GET /v1/models, optionally `?task_type=embedding`. Disabled models are not listed. */
-async function listModels(c: Context<GatewayEnv>, services: Services): Promise<Response> {
+async function listModels(c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> {
   const taskType = c.req.query('task_type');
   if (taskType !== undefined && !TASK_TYPES.includes(taskType as TaskType)) {
     throw new GatewayError('invalid_request', `task_type must be one of ${TASK_TYPES.join(', ')}.`, {
       details: [{ field: 'task_type', message: `must be one of ${TASK_TYPES.join(', ')}` }],
     });
   }
-  const rows = await services.catalog.list({ taskType: taskType as TaskType | undefined });
+  const rows = await deps.catalog.list({ taskType: taskType as TaskType | undefined });
   return c.json({ object: 'list', data: rows.map(modelView) });
 }
 
 /** GET /v1/models/{id}: by any of the model's names; ids may contain slashes. */
-async function getModel(c: Context<GatewayEnv>, services: Services): Promise<Response> {
+async function getModel(c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> {
   // Hono has decoded the path already; an id that is not valid UTF-8 or holds NUL names no model.
   const name = c.req.param('id') ?? '';
   if (name.includes('\u0000') || name.includes('\uFFFD') || /%[0-9A-Fa-f]{2}/.test(name)) {
@@ -42,7 +42,7 @@ async function getModel(c: Context<GatewayEnv>, services: Services): Promise<Res
     });
   }
   try {
-    const { model } = await services.catalog.resolve(name);
+    const { model } = await deps.catalog.resolve(name);
     return c.json(modelView(model));
   } catch (error) {
     if (error instanceof GatewayError && error.code === 'model_not_found') {
@@ -58,12 +58,12 @@ async function getModel(c: Context<GatewayEnv>, services: Services): Promise<Res
  * `GET /v1/models` and `GET /v1/models/{id}` (an id may hold slashes), with a key.
  *
  * @example
- * v1.route('/models', modelsRoutes(services));
+ * v1.route('/models', modelsRoutes(deps));
  */
-export function modelsRoutes(services: Services): Hono<GatewayEnv> {
+export function modelsRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const models = new Hono<GatewayEnv>();
-  const auth = requireKey(services.keys);
-  models.get('/', auth, (c) => listModels(c, services));
-  models.get('/:id{.+}', auth, (c) => getModel(c, services));
+  const auth = requireKey(deps.keys);
+  models.get('/', auth, (c) => listModels(c, deps));
+  models.get('/:id{.+}', auth, (c) => getModel(c, deps));
   return models;
 }

@@ -1,17 +1,17 @@
 import { type Context, Hono } from 'hono';
 import { pricePerMillion } from '../../gateway/billing/money.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import type { Services } from '../../services.js';
+import type { V1Deps } from './deps.js';
 
 /**
  * GET /v1/pricing (public). Prices per million tokens as decimal strings, and
  * per token in nano-units (integers as strings), so nothing is lost to floats.
  */
-async function pricing(c: Context<GatewayEnv>, services: Services): Promise<Response> {
-  const rows = await services.catalog.listPriced();
+async function pricing(c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> {
+  const rows = await deps.catalog.listPriced();
   return c.json({
     object: 'list',
-    currency: services.config.currency,
+    currency: deps.config.currency,
     data: rows.map(({ model, price }) => ({
       object: 'model_price',
       model: model.id,
@@ -31,10 +31,10 @@ async function pricing(c: Context<GatewayEnv>, services: Services): Promise<Resp
  * `GET /v1/pricing`: public, no key.
  *
  * @example
- * v1.route('/pricing', pricingRoutes(services));
+ * v1.route('/pricing', pricingRoutes(deps));
  */
-export function pricingRoutes(services: Services): Hono<GatewayEnv> {
+export function pricingRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const routes = new Hono<GatewayEnv>();
-  routes.get('/', (c) => pricing(c, services));
+  routes.get('/', (c) => pricing(c, deps));
   return routes;
 }

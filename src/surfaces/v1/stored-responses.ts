@@ -5,7 +5,7 @@ import { echoedId } from '../../gateway/responses/ids.js';
 import type { InputItemsQuery } from '../../gateway/responses/store.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import type { Services } from '../../services.js';
+import type { V1Deps } from './deps.js';
 
 /**
  * The same answer for an id that is unknown, expired, deleted or another
@@ -40,13 +40,13 @@ function pageOf(c: Context<GatewayEnv>): InputItemsQuery {
  * `POST /v1/responses`, in a file of its own.
  *
  * @example
- * v1.route('/responses', storedResponseRoutes(services));
+ * v1.route('/responses', storedResponseRoutes(deps));
  */
-export function storedResponseRoutes(services: Services): Hono<GatewayEnv> {
+export function storedResponseRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const routes = new Hono<GatewayEnv>();
-  const auth = requireKey(services.keys);
-  const limits = admittedByKeyLimits(services.gateKeeper);
-  const store = services.responseStore;
+  const auth = requireKey(deps.keys);
+  const limits = admittedByKeyLimits(deps.gateKeeper);
+  const store = deps.responseStore;
   routes.get('/:id', auth, limits, async (c) => {
     const id = c.req.param('id');
     // Streaming a stored response back is for OpenAI's background responses, which the gateway does not run.

@@ -13,7 +13,7 @@ import {
 } from '../../gateway/billing/usage-reports.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import type { Services } from '../../services.js';
+import type { V1Deps } from './deps.js';
 import { requireKey } from '../../gateway/requests/auth.js';
 import { chargesWritten } from '../fresh-charges.js';
 
@@ -65,20 +65,20 @@ const requestsQuery = z.object({
  */
 export async function usageSummary(
   c: Context<GatewayEnv>,
-  services: Services,
+  deps: Pick<V1Deps, 'usageReports' | 'config'>,
   orgId: string | null,
 ): Promise<Response> {
   const query = readQuery(c, summaryQuery);
   const scope = scopeOf(orgId, query);
   const [totals, groups] = await Promise.all([
-    services.usageReports.totals(scope),
-    query.group_by ? services.usageReports.groups(scope, query.group_by) : Promise.resolve([]),
+    deps.usageReports.totals(scope),
+    query.group_by ? deps.usageReports.groups(scope, query.group_by) : Promise.resolve([]),
   ]);
   return c.json({
     object: 'usage.summary',
     from: scope.from.toISOString(),
     to: scope.to.toISOString(),
-    currency: services.config.currency,
+    currency: deps.config.currency,
     group_by: query.group_by ?? null,
     totals: totalsView(totals),
     data: groups.map(groupView),
@@ -86,9 +86,9 @@ export async function usageSummary(
 }
 
 /** GET /v1/usage/requests: the caller's organization's usage records, newest first, a page at a time. */
-async function usageRequestList(c: Context<GatewayEnv>, services: Services): Promise<Response> {
+async function usageRequestList(c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> {
   const query = readQuery(c, requestsQuery);
-  const page = await services.usageReports.requests({
+  const page = await deps.usageReports.requests({
     ...scopeOf(c.get('caller').orgId, query),
     limit: query.limit,
     after: query.after,
@@ -179,14 +179,12 @@ function parseInstant(text: string): Date | null {
  * The key's usage: `GET /v1/usage/summary` and `GET /v1/usage/requests`.
  *
  * @example
- * v1.route('/usage', usageRoutes(services));
+ * v1.route('/usage', usageRoutes(deps));
  */
-export function usageRoutes(services: Services): Hono<GatewayEnv> {
+export function usageRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const usage = new Hono<GatewayEnv>();
-  const auth = requireKey(services.keys);
-  usage.get('/summary', auth, chargesWritten(services.applier), (c) =>
-    usageSummary(c, services, c.get('caller').orgId),
-  );
-  usage.get('/requests', auth, chargesWritten(services.applier), (c) => usageRequestList(c, services));
+  const auth = requireKey(deps.keys);
+  usage.get('/summary', auth, chargesWritten(deps.applier), (c) => usageSummary(c, deps, c.get('caller').orgId));
+  usage.get('/requests', auth, chargesWritten(deps.applier), (c) => usageRequestList(c, deps));
   return usage;
 }

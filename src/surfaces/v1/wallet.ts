@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { formatAmount } from '../../gateway/billing/money.js';
 import { requireKey } from '../../gateway/requests/auth.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import type { Services } from '../../services.js';
+import type { V1Deps } from './deps.js';
 import { chargesWritten } from '../fresh-charges.js';
 
 /**
@@ -11,15 +11,15 @@ import { chargesWritten } from '../fresh-charges.js';
  * tool on the key (`tollgate code`) can show what is left.
  *
  * @example
- * v1.route('/wallet', walletRoutes(services));
+ * v1.route('/wallet', walletRoutes(deps));
  */
-export function walletRoutes(services: Services): Hono<GatewayEnv> {
+export function walletRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const wallet = new Hono<GatewayEnv>();
-  wallet.get('/', requireKey(services.keys), chargesWritten(services.applier), async (c) => {
-    const balance = await services.wallets.balance(c.get('caller').orgId);
+  wallet.get('/', requireKey(deps.keys), chargesWritten(deps.applier), async (c) => {
+    const balance = await deps.wallets.balance(c.get('caller').orgId);
     return c.json({
       object: 'wallet',
-      currency: services.config.currency,
+      currency: deps.config.currency,
       balance: formatAmount(balance),
       balance_nanos: balance.toString(),
     });

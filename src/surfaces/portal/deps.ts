@@ -1,0 +1,59 @@
+import type { Config } from '../../config/types.js';
+import type { GateKeeper } from '../../gateway/admission/gate-keeper.js';
+import type { ChargeApplier } from '../../gateway/billing/charge-applier.js';
+import type { UsageReports } from '../../gateway/billing/usage-reports.js';
+import type { WalletService } from '../../gateway/billing/wallet.js';
+import type { CatalogService } from '../../gateway/catalog/service.js';
+import type { Fleet } from '../../gateway/engines/fleet.js';
+import type { KeyService } from '../../gateway/keys/service.js';
+import type { ClusterIdentity } from '../../platform/clusters/identity.js';
+import type { NodeMaintenance } from '../../platform/clusters/node-maintenance.js';
+import type { ClusterService } from '../../platform/clusters/service.js';
+import type { CostService } from '../../platform/costs/service.js';
+import type { ProjectService } from '../../platform/orgs/projects.js';
+import type { OrgService } from '../../platform/orgs/service.js';
+import type { Passwords } from '../../platform/people/passwords.js';
+import type { SessionStore } from '../../platform/people/sessions.js';
+import type { UserService } from '../../platform/people/users.js';
+import type { RunService } from '../../platform/runs/service.js';
+import type { RunWorker } from '../../platform/runs/worker.js';
+import type { StackCatalog } from '../../platform/stacks/service.js';
+import type { UploadSlots } from '../../platform/stacks/upload-slots.js';
+import type { WindowCounter } from '../../shared/db/window-counter.js';
+import type { Logger } from '../../shared/http/log.js';
+
+/**
+ * What the portal (`/portal`) reads of the services. `createPortalRoutes(deps, clientOf)` takes this; the app
+ * passes its whole `Services`, which has all of it. Each page also gets the signed-in session's checks
+ * (`PortalSession`, `session.ts`).
+ */
+export interface PortalDeps {
+  config: Config;
+  log: Logger;
+  /** Seeds the forms' tokens (`security.ts`). */
+  adminToken: string;
+  /** Sign-in (`sign-in.tsx`, through `auth/`): who, their password, their session, the failed tries counted. */
+  users: UserService;
+  passwords: Passwords;
+  sessions: SessionStore;
+  windowCounter: WindowCounter;
+  orgs: OrgService;
+  projects: ProjectService;
+  keys: KeyService;
+  wallets: WalletService;
+  /** The wallet page shows the live hold (`gate.walletState`). */
+  gateKeeper: GateKeeper;
+  usageReports: UsageReports;
+  /** Waited on by the pages that read charges (`chargesWritten`). */
+  applier: ChargeApplier;
+  catalog: CatalogService;
+  fleet: Fleet;
+  costs: CostService;
+  clusters: ClusterService;
+  clusterIdentity: ClusterIdentity;
+  nodeMaintenance: NodeMaintenance;
+  stacks: StackCatalog;
+  uploads: UploadSlots;
+  runs: RunService;
+  runWorker: RunWorker;
+}
