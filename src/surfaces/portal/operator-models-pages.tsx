@@ -116,7 +116,9 @@ function ChosenModel({ view, model }: { view: OperatorModelsView; model: ModelRo
           />
         </div>
         <div>
-          <label for="cached_input_per_million">Cached input, {view.currency} per 1M tokens</label>
+          <label for="cached_input_per_million">
+            Cached input (from the prefix cache), {view.currency} per 1M tokens
+          </label>
           <input
             id="cached_input_per_million"
             name="cached_input_per_million"

@@ -87,14 +87,14 @@ describe('cached input, priced apart', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  type Record = typeof usageRecords.$inferSelect;
-  const recordsOf = async (): Promise<Record[]> =>
+  type UsageRow = typeof usageRecords.$inferSelect;
+  const recordsOf = async (): Promise<UsageRow[]> =>
     (await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId))).sort(
       (a, b) => a.createdAt.getTime() - b.createdAt.getTime(),
     );
 
   /** Runs `call`; returns what it returned, the engine's usage for it, and the usage record it left. */
-  async function billed<T>(call: () => Promise<T>): Promise<{ result: T; engine: EngineUsage; record: Record }> {
+  async function billed<T>(call: () => Promise<T>): Promise<{ result: T; engine: EngineUsage; record: UsageRow }> {
     const before = proxy.exchanges.length;
     const recordsBefore = (await recordsOf()).length;
     const result = await call();
@@ -107,7 +107,7 @@ describe('cached input, priced apart', () => {
   }
 
   /** The record keeps the engine's counts, and its cost is the cached-input rule's, exactly. */
-  function expectBilledAtCachedRate({ engine, record }: { engine: EngineUsage; record: Record }): number {
+  function expectBilledAtCachedRate({ engine, record }: { engine: EngineUsage; record: UsageRow }): number {
     const cached = engine.prompt_tokens_details?.cached_tokens ?? 0;
     expect(record.promptTokens).toBe(engine.prompt_tokens);
     expect(record.completionTokens).toBe(engine.completion_tokens);
@@ -266,5 +266,23 @@ describe('cached input, priced apart', () => {
       cache_read_input_tokens: streamedCached,
       output_tokens: streamed.engine.completion_tokens,
     });
+  });
+
+  it('reconciles: wallet verify finds no difference with cached charges, and the ledger export shows their parts', async () => {
+    const admin = (route: string) =>
+      fetch(`${gateway.url}/admin/v1/orgs/${orgId}/wallet/${route}`, {
+        headers: { authorization: 'Bearer test-operator-token-0123456789' },
+      }).then((res) => res.json() as Promise<Record<string, unknown>>);
+    const records = await recordsOf();
+    expect(await admin('verify')).toMatchObject({ ok: true, difference_count: 0, usage_records: records.length });
+    const from = new Date(Date.now() - 3_600_000).toISOString().slice(0, 19) + 'Z';
+    const to = new Date(Date.now() + 3_600_000).toISOString().slice(0, 19) + 'Z';
+    const exported = (await admin(`ledger?from=${from}&to=${to}`)) as {
+      usage: Array<{ request_id: string; cached_tokens: number; cost_nanos: string }>;
+    };
+    expect(exported.usage.map((u) => [u.request_id, u.cached_tokens, u.cost_nanos]).sort()).toEqual(
+      records.map((r) => [r.id, r.cachedTokens, r.cost.toString()]).sort(),
+    );
+    expect(records.filter((r) => r.cachedTokens > 0).length).toBeGreaterThanOrEqual(5);
   });
 });

@@ -132,7 +132,7 @@ function toggle(enabled: boolean): Command<ModelView> {
 
 const setPrice: Command<PriceView> = {
   name: 'prices set',
-  args: '--model ID --input 0.15 [--cached-input 0.015] --output 0.60',
+  args: '--model ID --input 0.15 --output 0.60 [--cached-input 0.015]',
   summary:
     "Set a model's price per million input, cached input (prompt tokens read from the engine's prefix cache; default: the input price) and output tokens.",
   options: { model: STRING, input: STRING, 'cached-input': STRING, output: STRING },
