@@ -109,8 +109,11 @@ async function streamChat(
   job.finish(engineFinish(choices));
   if (plan.includeUsage) {
     const totals = usageTotals(choices);
-    const details = plan.model.reasoning ? `,"completion_tokens_details":{"reasoning_tokens":${totals.reasoning}}` : '';
-    res.write(`${head}],${usage(totals.completion, details)}}\n\n`);
+    const reasoning = plan.model.reasoning
+      ? `,"completion_tokens_details":{"reasoning_tokens":${totals.reasoning}}`
+      : '';
+    const cached = job.cachedTokens === null ? '' : `,"prompt_tokens_details":{"cached_tokens":${job.cachedTokens}}`;
+    res.write(`${head}],${usage(totals.completion, cached + reasoning)}}\n\n`);
   }
   res.end('data: [DONE]\n\n');
 }
@@ -155,7 +158,7 @@ async function completeChat(
     prompt_tokens: plan.promptTokens,
     total_tokens: plan.promptTokens + totals.completion,
     completion_tokens: totals.completion,
-    prompt_tokens_details: null,
+    prompt_tokens_details: cachedDetails(job),
   };
   if (plan.model.reasoning) usage.completion_tokens_details = { reasoning_tokens: totals.reasoning };
   const body = {
@@ -172,6 +175,14 @@ async function completeChat(
     kv_transfer_params: null,
   };
   sendJson(res, 200, JSON.stringify(body));
+}
+
+/**
+ * A loaded model's prefix-cache hits, as vLLM reports them with `--enable-prompt-tokens-details`
+ * (`cached_tokens` counts within `prompt_tokens`); null without a prefix cache.
+ */
+function cachedDetails(job: Job): { cached_tokens: number } | null {
+  return job.cachedTokens === null ? null : { cached_tokens: job.cachedTokens };
 }
 
 function choiceJson(choice: ChoiceOutput, index: number): Record<string, unknown> {

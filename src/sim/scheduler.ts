@@ -23,6 +23,8 @@ export interface SequenceRequest {
   emit(index: number): void;
   /** True once the client left or the simulator closed: the sequence is dropped at the next step. */
   aborted(): boolean;
+  /** Called once at admission with the prompt tokens found in the prefix cache (what usage reports as cached). */
+  admitted?(cachedTokens: number): void;
 }
 
 interface Sequence extends SequenceRequest {
@@ -137,6 +139,7 @@ export class Scheduler {
       this.hits += hitTokens;
       seq.lease = lease;
       seq.prefill = seq.promptTokens - hitTokens;
+      seq.admitted?.(hitTokens);
       prefilled += seq.prefill;
       this.running.push(seq);
     }

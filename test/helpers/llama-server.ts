@@ -121,8 +121,15 @@ export async function recordingProxy(target: string): Promise<{ url: string; exc
   };
 }
 
+/** An engine's usage object: the counts, and the cached part of the prompt where the engine reports it. */
+export interface ReportedUsage {
+  prompt_tokens: number;
+  completion_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number } | null;
+}
+
 /** The usage an engine reported in a recorded answer: a JSON body's, or a stream's last chunk with one. */
-export function reportedUsage(exchange: Exchange): { prompt_tokens: number; completion_tokens?: number } | null {
+export function reportedUsage(exchange: Exchange): ReportedUsage | null {
   const texts = exchange.response.trimStart().startsWith('{')
     ? [exchange.response]
     : exchange.response
@@ -131,7 +138,7 @@ export function reportedUsage(exchange: Exchange): { prompt_tokens: number; comp
         .map((line) => line.slice(6));
   let usage = null;
   for (const text of texts) {
-    const parsed = JSON.parse(text) as { usage?: { prompt_tokens: number; completion_tokens?: number } };
+    const parsed = JSON.parse(text) as { usage?: ReportedUsage };
     if (parsed.usage) usage = parsed.usage;
   }
   return usage;

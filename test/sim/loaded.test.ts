@@ -124,6 +124,30 @@ describe('a loaded simulator', () => {
     expect(await metric(sim, 'vllm:prefix_cache_hits_total')).toBe(Math.floor((promptTokens - 1) / 16) * 16);
   });
 
+  it("reports the prefix cache's hits as usage.prompt_tokens_details.cached_tokens, in JSON and in the stream's last usage", async () => {
+    const sim = await loadedSim({ decodeMsPerStep: 0, prefillMsPerToken: 0 });
+    const prompt = words(100, 'c');
+    type Usage = { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } | null };
+    const first = ((await (await chat(sim, prompt, 2)).json()) as { usage: Usage }).usage;
+    expect(first.prompt_tokens_details).toEqual({ cached_tokens: 0 });
+    const second = ((await (await chat(sim, prompt, 2)).json()) as { usage: Usage }).usage;
+    const hits = Math.floor((first.prompt_tokens - 1) / 16) * 16;
+    expect(second.prompt_tokens_details).toEqual({ cached_tokens: hits });
+    const streamed = await post(sim, '/v1/chat/completions', {
+      model: 'sim-chat',
+      messages: [{ role: 'user', content: prompt }],
+      max_tokens: 2,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const last = (await streamed.text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => JSON.parse(line.slice(6)) as { usage?: Usage })
+      .at(-1);
+    expect(last?.usage?.prompt_tokens_details).toEqual({ cached_tokens: hits });
+  });
+
   it('skips the prefill of cached blocks: a repeated long prompt answers its first token sooner', async () => {
     // 1 ms a token: a 2,000-token prefill takes 2 s, a cached one a few ms.
     const sim = await loadedSim({ decodeMsPerStep: 1, prefillMsPerToken: 1 });

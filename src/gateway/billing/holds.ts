@@ -1,13 +1,14 @@
-import { costOf } from './money.js';
+import { costOf, type TokenPrice } from './money.js';
 import type { TokenUsage } from './token-usage.js';
 import { type BoundedRequest, clampUsage, type TokenBounds, tokenBoundsOf } from './token-bounds.js';
 
-type Price = { inputPerToken: bigint; outputPerToken: bigint };
+type Price = TokenPrice;
 
 /**
  * The most a request can cost, held on the wallet while it runs so that
  * concurrent requests cannot spend the same money: its token bounds (see
- * `token-bounds.ts`) at its model's prices. An upper bound, not a guess: the
+ * `token-bounds.ts`) at its model's prices, every prompt token at the
+ * uncached input price (no cached-input price is above it, `admin/schemas.ts`). An upper bound, not a guess: the
  * charge is clamped to the same bounds, so it never exceeds the hold. The
  * admission (`requests/admission.ts`) takes its hold from here.
  *

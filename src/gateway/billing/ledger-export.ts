@@ -28,6 +28,9 @@ export interface ExportedUsage {
   endpoint: string;
   promptTokens: number;
   completionTokens: number;
+  /** Of the prompt tokens, those read from the engine's prefix cache; of the completion, the reasoning's. */
+  cachedTokens: number;
+  reasoningTokens: number;
   cost: bigint;
   status: number;
   usageSource: string;
@@ -61,6 +64,8 @@ interface Row {
   endpoint: string | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
+  cached_tokens: number | null;
+  reasoning_tokens: number | null;
   cost: string | null;
   status: number | null;
   usage_source: string | null;
@@ -86,11 +91,12 @@ export async function exportLedger(db: Database, orgId: string, from: Date, to: 
         select e.id as entry_id, e.created_at as entry_at, e.kind, e.amount_nanos::text as amount,
           e.balance_after_nanos::text as balance_after, e.note, coalesce(u.id, e.request_id) as request_id,
           u.created_at as usage_at, u.key_id, u.project_id, u.model_id, u.endpoint, u.prompt_tokens, u.completion_tokens,
-          u.cost_nanos::text as cost, u.status, u.usage_source
+          u.cached_tokens, u.reasoning_tokens, u.cost_nanos::text as cost, u.status, u.usage_source
         from window_entries e left join ${usageRecords} u on u.id = e.request_id and u.org_id = e.org_id
         union all
         select null, null, null, null, null, null, u.id, u.created_at, u.key_id, u.project_id, u.model_id, u.endpoint,
-          u.prompt_tokens, u.completion_tokens, u.cost_nanos::text, u.status, u.usage_source
+          u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.reasoning_tokens, u.cost_nanos::text, u.status,
+          u.usage_source
         from ${usageRecords} u
         where u.org_id = ${orgId} and u.created_at >= ${from.toISOString()}::timestamptz and u.created_at < ${to.toISOString()}::timestamptz
           and not exists (select 1 from ${ledgerEntries} l where l.request_id = u.id and l.org_id = u.org_id))
@@ -147,6 +153,8 @@ function toUsage(r: Row): ExportedUsage {
     endpoint: r.endpoint!,
     promptTokens: Number(r.prompt_tokens),
     completionTokens: Number(r.completion_tokens),
+    cachedTokens: Number(r.cached_tokens),
+    reasoningTokens: Number(r.reasoning_tokens),
     cost: BigInt(r.cost!),
     status: Number(r.status),
     usageSource: r.usage_source!,

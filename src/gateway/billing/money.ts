@@ -58,10 +58,31 @@ export function pricePerMillion(nanosPerToken: bigint): string {
   return formatAmount(nanosPerToken * 1_000_000n);
 }
 
-/** The exact cost of a request: tokens times the per-token price, for input and output. */
+/** A model's per-token prices; a cached-input price of null (or none) is the input price. */
+export interface TokenPrice {
+  inputPerToken: bigint;
+  cachedInputPerToken?: bigint | null;
+  outputPerToken: bigint;
+}
+
+/**
+ * The exact cost of a request: its uncached prompt tokens at the input price,
+ * its cached ones (the engine read them from its prefix cache) at the
+ * cached-input price, and its completion at the output price.
+ *
+ * @example
+ * costOf({ promptTokens: 1000, cachedTokens: 800, completionTokens: 10 }, { inputPerToken: 150n, cachedInputPerToken: 15n, outputPerToken: 600n });
+ * // 200n * 150n + 800n * 15n + 10n * 600n = 48_000n
+ */
 export function costOf(
-  usage: { promptTokens: number; completionTokens: number },
-  price: { inputPerToken: bigint; outputPerToken: bigint },
+  usage: { promptTokens: number; completionTokens: number; cachedTokens?: number },
+  price: TokenPrice,
 ): bigint {
-  return BigInt(usage.promptTokens) * price.inputPerToken + BigInt(usage.completionTokens) * price.outputPerToken;
+  const cached = BigInt(Math.min(usage.cachedTokens ?? 0, usage.promptTokens));
+  const uncached = BigInt(usage.promptTokens) - cached;
+  return (
+    uncached * price.inputPerToken +
+    cached * (price.cachedInputPerToken ?? price.inputPerToken) +
+    BigInt(usage.completionTokens) * price.outputPerToken
+  );
 }

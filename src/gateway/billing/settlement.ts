@@ -41,7 +41,7 @@ export function newStreamState(): StreamState {
 export function streamedUsage(state: Pick<StreamState, 'usage' | 'usageFinal' | 'tokenChunks'>): TokenUsage | null {
   if (!state.usage) return null;
   return {
-    promptTokens: state.usage.promptTokens,
+    ...state.usage,
     completionTokens: Math.max(state.usage.completionTokens, state.usageFinal ? 0 : state.tokenChunks),
   };
 }

@@ -2,7 +2,7 @@ import type { TaskType } from '../../shared/db/schema.js';
 import type { TokenUsage } from './token-usage.js';
 
 /** The most tokens a request can use: what its hold is computed from, and what a charge is clamped to. */
-export type TokenBounds = TokenUsage;
+export type TokenBounds = Pick<TokenUsage, 'promptTokens' | 'completionTokens'>;
 
 /** What the hold and the clamp need to know of a request. */
 export interface BoundedRequest {
@@ -65,7 +65,8 @@ function positiveInteger(value: unknown): number | undefined {
  * Holds an engine's reported usage to the request's bounds. An engine that
  * reports more than the request could have used (a bug, or a hostile
  * engine) is charged for the bound, never more; `excess` says by how much it
- * was over, for the log and the metric.
+ * was over, for the log and the metric. The cached and reasoning counts stay
+ * within their (clamped) totals.
  *
  * @example
  * clampUsage({ promptTokens: 10, completionTokens: 1e9 }, { promptTokens: 200, completionTokens: 10 });
@@ -74,11 +75,13 @@ function positiveInteger(value: unknown): number | undefined {
 export function clampUsage(
   reported: TokenUsage,
   bounds: TokenBounds,
-): { usage: TokenUsage; excess: TokenUsage | null } {
-  const usage = {
+): { usage: TokenUsage; excess: TokenBounds | null } {
+  const usage: TokenUsage = {
     promptTokens: Math.min(reported.promptTokens, bounds.promptTokens),
     completionTokens: Math.min(reported.completionTokens, bounds.completionTokens),
   };
+  if (reported.cachedTokens) usage.cachedTokens = Math.min(reported.cachedTokens, usage.promptTokens);
+  if (reported.reasoningTokens) usage.reasoningTokens = Math.min(reported.reasoningTokens, usage.completionTokens);
   const excess = {
     promptTokens: reported.promptTokens - usage.promptTokens,
     completionTokens: reported.completionTokens - usage.completionTokens,

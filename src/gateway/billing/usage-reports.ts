@@ -22,6 +22,10 @@ export interface UsageTotals {
   cacheHits: number;
   promptTokens: number;
   completionTokens: number;
+  /** Of the prompt tokens, those read from the engine's prefix cache (billed at the cached-input price). */
+  cachedTokens: number;
+  /** Of the completion tokens, the reasoning's. */
+  reasoningTokens: number;
   /** nanos */
   cost: bigint;
 }
@@ -52,6 +56,8 @@ const totalsColumns = {
   cacheHits: sql<string>`(count(*) filter (where ${usageRecords.cacheHit}))::text`,
   promptTokens: sql<string>`coalesce(sum(${usageRecords.promptTokens}), 0)::text`,
   completionTokens: sql<string>`coalesce(sum(${usageRecords.completionTokens}), 0)::text`,
+  cachedTokens: sql<string>`coalesce(sum(${usageRecords.cachedTokens}), 0)::text`,
+  reasoningTokens: sql<string>`coalesce(sum(${usageRecords.reasoningTokens}), 0)::text`,
   cost: sql<string>`coalesce(sum(${usageRecords.cost}), 0)::text`,
 };
 type TotalsRow = { [K in keyof typeof totalsColumns]: string };
@@ -232,6 +238,8 @@ function toTotals(row: TotalsRow): UsageTotals {
     cacheHits: Number(row.cacheHits),
     promptTokens: Number(row.promptTokens),
     completionTokens: Number(row.completionTokens),
+    cachedTokens: Number(row.cachedTokens),
+    reasoningTokens: Number(row.reasoningTokens),
     cost: BigInt(row.cost),
   };
 }

@@ -154,14 +154,15 @@ export class WalletService {
     const firsts = records.filter((r) => !seen.has(r.id) && seen.add(r.id));
     const result = await this.db.execute(sql`with input as (
         select * from json_to_recordset(${JSON.stringify(firsts.map(chargeRow))}::json) as r(ord int, id text, org_id text, key_id text,
-          project_id text, model_id text, endpoint text, prompt_tokens int, completion_tokens int, cost_nanos bigint, status int,
+          project_id text, model_id text, endpoint text, prompt_tokens int, completion_tokens int, cached_tokens int,
+          reasoning_tokens int, cost_nanos bigint, status int,
           streamed boolean, usage_source text, latency_ms int, ttft_ms int, cache_hit boolean, created_at timestamptz,
           request_body text, response_body text)),
       new_usage as (
         insert into ${usageRecords} (id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
-          cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at)
+          cached_tokens, reasoning_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at)
         select id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
-          cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at from input
+          cached_tokens, reasoning_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at from input
         on conflict (id) do nothing
         returning id, org_id, cost_nanos),
       debits as (select org_id, sum(cost_nanos)::bigint as cost from new_usage group by org_id),
@@ -209,6 +210,9 @@ function chargeRow(r: ChargeRecord, ord: number) {
     endpoint: r.endpoint,
     prompt_tokens: r.promptTokens,
     completion_tokens: r.completionTokens,
+    // A journal line written before these counts existed has none.
+    cached_tokens: r.cachedTokens ?? 0,
+    reasoning_tokens: r.reasoningTokens ?? 0,
     cost_nanos: r.cost.toString(),
     status: r.status,
     streamed: r.streamed,

@@ -121,14 +121,24 @@ export class CatalogService {
     return row;
   }
 
-  async setPrice(modelId: string, inputPerToken: bigint, outputPerToken: bigint): Promise<PriceRow> {
+  /**
+   * Sets a model's whole price. A cached-input price of null (the default) is the input price: the prompt tokens
+   * the engine read from its prefix cache cost what the others do, until the operator says otherwise.
+   */
+  async setPrice(
+    modelId: string,
+    inputPerToken: bigint,
+    outputPerToken: bigint,
+    cachedInputPerToken: bigint | null = null,
+  ): Promise<PriceRow> {
     const [model] = await this.db.select({ id: models.id }).from(models).where(eq(models.id, modelId));
     if (!model) throw new GatewayError('not_found', `Model ${modelId} does not exist.`, { status: 404 });
     const now = new Date();
+    const set = { inputPerToken, cachedInputPerToken, outputPerToken, updatedAt: now };
     const [row] = await this.db
       .insert(prices)
-      .values({ modelId, inputPerToken, outputPerToken, updatedAt: now })
-      .onConflictDoUpdate({ target: prices.modelId, set: { inputPerToken, outputPerToken, updatedAt: now } })
+      .values({ modelId, ...set })
+      .onConflictDoUpdate({ target: prices.modelId, set })
       .returning();
     this.changed();
     return row!;

@@ -2,16 +2,36 @@ import type { TokenUsage } from '../billing/token-usage.js';
 
 /**
  * Reads an OpenAI/vLLM `usage` object. Returns null unless both counts are
- * non-negative integers: a malformed count must not become a charge.
+ * non-negative integers: a malformed count must not become a charge. The
+ * details vLLM (`--enable-prompt-tokens-details`) and llama.cpp report are
+ * read too: `prompt_tokens_details.cached_tokens` (inside `prompt_tokens`) and
+ * `completion_tokens_details.reasoning_tokens` (inside `completion_tokens`).
+ * A malformed detail counts as none (the prompt is then billed at the full
+ * input price), and a detail above its total is held to it.
  *
  * @example
  * usageFrom({ prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 }); // { promptTokens: 12, completionTokens: 8 }
+ * usageFrom({ prompt_tokens: 12, completion_tokens: 8, prompt_tokens_details: { cached_tokens: 10 } });
+ * // { promptTokens: 12, completionTokens: 8, cachedTokens: 10 }
  */
 export function usageFrom(value: unknown): TokenUsage | null {
   if (typeof value !== 'object' || value === null) return null;
-  const { prompt_tokens: prompt, completion_tokens: completion = 0 } = value as Record<string, unknown>;
+  const fields = value as Record<string, unknown>;
+  const { prompt_tokens: prompt, completion_tokens: completion = 0 } = fields;
   if (!isCount(prompt) || !isCount(completion)) return null;
-  return { promptTokens: prompt, completionTokens: completion };
+  const usage: TokenUsage = { promptTokens: prompt, completionTokens: completion };
+  const cached = detail(fields.prompt_tokens_details, 'cached_tokens');
+  if (cached) usage.cachedTokens = Math.min(cached, prompt);
+  const reasoning = detail(fields.completion_tokens_details, 'reasoning_tokens');
+  if (reasoning) usage.reasoningTokens = Math.min(reasoning, completion);
+  return usage;
+}
+
+// One count of a `…_details` object; 0 when the object or the count is absent or malformed.
+function detail(details: unknown, field: string): number {
+  if (typeof details !== 'object' || details === null) return 0;
+  const count = (details as Record<string, unknown>)[field];
+  return isCount(count) ? count : 0;
 }
 
 function isCount(value: unknown): value is number {

@@ -186,6 +186,8 @@ function usageRecord(
     endpoint: request.endpoint,
     promptTokens: settlement.usage.promptTokens,
     completionTokens: settlement.usage.completionTokens,
+    cachedTokens: settlement.usage.cachedTokens ?? 0,
+    reasoningTokens: settlement.usage.reasoningTokens ?? 0,
     cost,
     status: settlement.status,
     streamed: settlement.streamed,

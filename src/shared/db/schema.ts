@@ -198,6 +198,8 @@ export const prices = pgTable('prices', {
     .primaryKey()
     .references(() => models.id),
   inputPerToken: money('input_nanos_per_token').notNull(),
+  /** Prompt tokens the engine read from its prefix cache; null: the input price (`billing/money.ts`'s `costOf`). */
+  cachedInputPerToken: money('cached_input_nanos_per_token'),
   outputPerToken: money('output_nanos_per_token').notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
@@ -218,6 +220,10 @@ export const usageRecords = pgTable(
     endpoint: text('endpoint').notNull(),
     promptTokens: integer('prompt_tokens').notNull(),
     completionTokens: integer('completion_tokens').notNull(),
+    /** Of the prompt tokens, those the engine reported read from its prefix cache (billed at the cached-input price). */
+    cachedTokens: integer('cached_tokens').notNull().default(0),
+    /** Of the completion tokens, those the engine reported as reasoning (counted, billed as output). */
+    reasoningTokens: integer('reasoning_tokens').notNull().default(0),
     cost: money('cost_nanos').notNull(),
     /** HTTP status the client received (200 for a stream that started). */
     status: integer('status').notNull(),

@@ -106,6 +106,8 @@ function ledgerExportView(x: LedgerExport, currency: string) {
       endpoint: u.endpoint,
       prompt_tokens: u.promptTokens,
       completion_tokens: u.completionTokens,
+      cached_tokens: u.cachedTokens,
+      reasoning_tokens: u.reasoningTokens,
       cost_nanos: u.cost.toString(),
       status: u.status,
       usage_source: u.usageSource,
@@ -132,6 +134,9 @@ const CSV_COLUMNS = [
   'cost_nanos',
   'status',
   'usage_source',
+  // Last, so the earlier columns keep their places: of prompt_tokens, and of completion_tokens.
+  'cached_tokens',
+  'reasoning_tokens',
 ] as const;
 
 /** One row per ledger entry (with its charge's usage record), then one per usage record that cost nothing. Amounts as integers (bigint: never read as formulas). */
@@ -149,6 +154,8 @@ function ledgerCsv(x: LedgerExport): string {
     u.cost,
     u.status,
     u.usageSource,
+    u.cachedTokens,
+    u.reasoningTokens,
   ];
   const entryRows = x.entries.map((e) => {
     const usage = e.requestId ? usageOf.get(e.requestId) : undefined;

@@ -103,7 +103,21 @@ export const updateModelBody = z
   .partial()
   .refine(atLeastOne, EMPTY_PATCH);
 
-export const setPriceBody = z.strictObject({ input_per_million: pricePerMillion, output_per_million: pricePerMillion });
+/**
+ * A model's whole price. The cached-input price (prompt tokens the engine read from its prefix cache) is optional,
+ * null or absent meaning the input price, and never above it: a request's hold prices every prompt token at the
+ * input price, the most it can cost.
+ */
+export const setPriceBody = z
+  .strictObject({
+    input_per_million: pricePerMillion,
+    cached_input_per_million: pricePerMillion.nullable().optional(),
+    output_per_million: pricePerMillion,
+  })
+  .refine((price) => (price.cached_input_per_million ?? 0n) <= price.input_per_million, {
+    message: 'cached_input_per_million cannot be above input_per_million.',
+    path: ['cached_input_per_million'],
+  });
 
 // Query strings stay lenient about extra parameters (cache busters, tracing).
 export const ledgerQuery = z.object({ limit: z.coerce.number().pipe(limit(500)).default(50) });

@@ -95,6 +95,7 @@ export function operatorModelView(model: ModelRow, price: PriceRow | null) {
     price: price
       ? {
           input_per_million: pricePerMillion(price.inputPerToken),
+          cached_input_per_million: pricePerMillion(price.cachedInputPerToken ?? price.inputPerToken),
           output_per_million: pricePerMillion(price.outputPerToken),
         }
       : null,
@@ -107,8 +108,10 @@ export function priceView(price: PriceRow, currency: string) {
     model_id: price.modelId,
     currency,
     input_per_million: pricePerMillion(price.inputPerToken),
+    cached_input_per_million: pricePerMillion(price.cachedInputPerToken ?? price.inputPerToken),
     output_per_million: pricePerMillion(price.outputPerToken),
     input_nanos_per_token: price.inputPerToken.toString(),
+    cached_input_nanos_per_token: (price.cachedInputPerToken ?? price.inputPerToken).toString(),
     output_nanos_per_token: price.outputPerToken.toString(),
     updated_at: iso(price.updatedAt),
   };

@@ -116,6 +116,19 @@ function ChosenModel({ view, model }: { view: OperatorModelsView; model: ModelRo
           />
         </div>
         <div>
+          <label for="cached_input_per_million">
+            Cached input (from the prefix cache), {view.currency} per 1M tokens
+          </label>
+          <input
+            id="cached_input_per_million"
+            name="cached_input_per_million"
+            type="text"
+            inputmode="decimal"
+            placeholder="the input price"
+            value={price?.cachedInputPerToken != null ? pricePerMillion(price.cachedInputPerToken) : ''}
+          />
+        </div>
+        <div>
           <label for="output_per_million">Output, {view.currency} per 1M tokens</label>
           <input
             id="output_per_million"
@@ -131,7 +144,8 @@ function ChosenModel({ view, model }: { view: OperatorModelsView; model: ModelRo
         </div>
       </form>
       <p class="muted hint">
-        Prices are exact to 0.001 per million tokens; a request is charged at the price of the moment it ends.
+        Prices are exact to 0.001 per million tokens; a request is charged at the price of the moment it ends. Cached
+        input is the prompt tokens the engine read from its prefix cache (empty: the input price).
       </p>
       {engine ? (
         <EngineSection engine={engine} />

@@ -61,10 +61,13 @@ export function operatorModelsRoutes(deps: PortalDeps, session: PortalSession): 
     const text = (name: string) => (typeof form[name] === 'string' ? form[name] : '');
     const parsed = setPriceBody.safeParse({
       input_per_million: text('input_per_million'),
+      // Left empty: the input price.
+      cached_input_per_million: text('cached_input_per_million').trim() || null,
       output_per_million: text('output_per_million'),
     });
     if (!parsed.success) return render(c, deps, session, actor, id, { error: problems(parsed.error), status: 400 });
-    await deps.catalog.setPrice(id, parsed.data.input_per_million, parsed.data.output_per_million);
+    const { input_per_million: input, output_per_million: output, cached_input_per_million: cached } = parsed.data;
+    await deps.catalog.setPrice(id, input, output, cached ?? null);
     deps.log.info('operator set a price in the portal', {
       requestId: c.get('requestId'),
       model: id,

@@ -39,7 +39,10 @@ export function UsagePage(view: UsageView) {
           {day(window.from)} to {day(lastDay)}:
         </strong>{' '}
         {count(totals.requests)} {totals.requests === 1 ? 'request' : 'requests'},{' '}
-        {count(totals.promptTokens + totals.completionTokens)} tokens, {formatAmount(totals.cost)} {currency}.{' '}
+        {count(totals.promptTokens + totals.completionTokens)} tokens
+        {totals.cachedTokens > 0 &&
+          ` (${count(totals.cachedTokens)} of the prompts' read from the engines' cache)`}, {formatAmount(totals.cost)}{' '}
+        {currency}.{' '}
         <a href={`/portal/usage.csv?${window.query}`} download>
           Download the requests as CSV
         </a>
@@ -98,6 +101,9 @@ export function UsagePage(view: UsageView) {
               <th scope="col" class="num fold">
                 Prompt
               </th>
+              <th scope="col" class="num fold" title="Of the prompt, the tokens read from the engine's prefix cache">
+                Cached
+              </th>
               <th scope="col" class="num fold">
                 Completion
               </th>
@@ -122,6 +128,7 @@ export function UsagePage(view: UsageView) {
                 <td>{record.modelId}</td>
                 <td>{record.status}</td>
                 <td class="num fold">{count(record.promptTokens)}</td>
+                <td class="num fold">{count(record.cachedTokens)}</td>
                 <td class="num fold">{count(record.completionTokens)}</td>
                 <td class="num">{formatAmount(record.cost)}</td>
               </tr>
@@ -172,6 +179,9 @@ function GroupTable({
                 <th scope="col" class="num fold">
                   Prompt tokens
                 </th>
+                <th scope="col" class="num fold" title="Of the prompt, the tokens read from the engine's prefix cache">
+                  Cached
+                </th>
                 <th scope="col" class="num fold">
                   Completion tokens
                 </th>
@@ -186,6 +196,7 @@ function GroupTable({
                   <td>{label(group)}</td>
                   <td class="num">{count(group.requests)}</td>
                   <td class="num fold">{count(group.promptTokens)}</td>
+                  <td class="num fold">{count(group.cachedTokens)}</td>
                   <td class="num fold">{count(group.completionTokens)}</td>
                   <td class="num">{formatAmount(group.cost)}</td>
                 </tr>

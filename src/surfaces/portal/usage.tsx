@@ -78,6 +78,9 @@ export function usageRoutes(deps: PortalDeps, session: PortalSession): Hono<Gate
       'cost',
       'currency',
       'cache_hit',
+      // Added last, so the earlier columns keep their places: of prompt_tokens and of completion_tokens.
+      'cached_tokens',
+      'reasoning_tokens',
     ]);
     // Written page by page as the database gives them: a long window is never held whole in memory.
     void writeUsageCsv(csv, { deps, scope, keyNames, currency }).catch((error: unknown) => {
@@ -126,6 +129,8 @@ async function writeUsageCsv(
         formatAmount(r.cost),
         currency,
         r.cacheHit,
+        r.cachedTokens,
+        r.reasoningTokens,
       ];
       if (!csv.write(row)) await new Promise((resolve) => csv.once('drain', resolve));
     }

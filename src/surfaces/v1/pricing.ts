@@ -19,8 +19,11 @@ async function pricing(c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> 
       hf_repo_id: model.hfRepoId,
       task_type: model.taskType,
       input_per_million_tokens: pricePerMillion(price.inputPerToken),
+      // Prompt tokens the engine read from its prefix cache; the input price unless the operator set one.
+      cached_input_per_million_tokens: pricePerMillion(price.cachedInputPerToken ?? price.inputPerToken),
       output_per_million_tokens: pricePerMillion(price.outputPerToken),
       input_nanos_per_token: price.inputPerToken.toString(),
+      cached_input_nanos_per_token: (price.cachedInputPerToken ?? price.inputPerToken).toString(),
       output_nanos_per_token: price.outputPerToken.toString(),
       updated_at: price.updatedAt.toISOString(),
     })),

@@ -120,8 +120,20 @@ function totalsView(totals: UsageTotals) {
     prompt_tokens: totals.promptTokens,
     completion_tokens: totals.completionTokens,
     total_tokens: totals.promptTokens + totals.completionTokens,
+    ...tokenDetails(totals),
     cost: formatAmount(totals.cost),
     cost_nanos: totals.cost.toString(),
+  };
+}
+
+/**
+ * The parts of the counts, in OpenAI's convention: the cached prompt tokens (read from the engine's prefix cache,
+ * billed at the cached-input price) are inside `prompt_tokens`, the reasoning tokens inside `completion_tokens`.
+ */
+function tokenDetails(counts: { cachedTokens: number; reasoningTokens: number }) {
+  return {
+    prompt_tokens_details: { cached_tokens: counts.cachedTokens },
+    completion_tokens_details: { reasoning_tokens: counts.reasoningTokens },
   };
 }
 
@@ -152,6 +164,7 @@ function recordView(record: UsageRecord) {
     prompt_tokens: record.promptTokens,
     completion_tokens: record.completionTokens,
     total_tokens: record.promptTokens + record.completionTokens,
+    ...tokenDetails(record),
     cost: formatAmount(record.cost),
     cost_nanos: record.cost.toString(),
     status: record.status,

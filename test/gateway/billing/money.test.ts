@@ -43,4 +43,21 @@ describe('money', () => {
     ).toBe(parseAmount('0.75'));
     expect(costOf({ promptTokens: 3, completionTokens: 0 }, { inputPerToken: 7n, outputPerToken: 9n })).toBe(21n);
   });
+
+  it('costs cached prompt tokens at the cached-input price, the others at the input price, exactly', () => {
+    const price = { inputPerToken: 150n, cachedInputPerToken: 15n, outputPerToken: 600n };
+    expect(costOf({ promptTokens: 1000, cachedTokens: 800, completionTokens: 10 }, price)).toBe(
+      200n * 150n + 800n * 15n + 10n * 600n,
+    );
+    // No cached-input price: the input price, as before it existed.
+    const plain = { inputPerToken: 150n, outputPerToken: 600n };
+    expect(costOf({ promptTokens: 1000, cachedTokens: 800, completionTokens: 10 }, plain)).toBe(
+      costOf({ promptTokens: 1000, completionTokens: 10 }, plain),
+    );
+    expect(
+      costOf({ promptTokens: 1000, cachedTokens: 800, completionTokens: 10 }, { ...price, cachedInputPerToken: null }),
+    ).toBe(1000n * 150n + 10n * 600n);
+    // A cached count above the prompt is held to it: never a negative uncached count.
+    expect(costOf({ promptTokens: 10, cachedTokens: 50, completionTokens: 0 }, price)).toBe(10n * 15n);
+  });
 });

@@ -98,7 +98,7 @@ describe.skipIf(missing !== null)("llama.cpp's server behind the gateway", () =>
     expect(records).toHaveLength(recordsBefore + 1);
     return { exchange: fresh[0]!, record: records.at(-1)! };
   }
-  type Usage = { promptTokens: number; completionTokens: number; status: number };
+  type Usage = { promptTokens: number; completionTokens: number; cachedTokens: number; status: number };
   const recordsOf = async (): Promise<Usage[]> =>
     (await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId))).sort(
       (a, b) => a.createdAt.getTime() - b.createdAt.getTime(),
@@ -111,6 +111,8 @@ describe.skipIf(missing !== null)("llama.cpp's server behind the gateway", () =>
       // Embeddings report no completion tokens.
       completion: usage!.completion_tokens ?? 0,
     });
+    // llama.cpp's count of the prompt its slot already held: billed at the cached-input price.
+    expect(record.cachedTokens).toBe(usage!.prompt_tokens_details?.cached_tokens ?? 0);
   };
   const chatMessages: OpenAI.ChatCompletionMessageParam[] = [
     { role: 'system', content: 'You are a terse assistant.' },

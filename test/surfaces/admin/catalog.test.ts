@@ -110,20 +110,48 @@ describe('admin API: models and prices', () => {
       model_id: qwen.id,
       currency: 'USD',
       input_per_million: '0.15',
+      // No cached-input price given: the input price.
+      cached_input_per_million: '0.15',
       output_per_million: '0.60',
       input_nanos_per_token: '150',
+      cached_input_nanos_per_token: '150',
       output_nanos_per_token: '600',
       updated_at: expect.any(String),
     });
     expect((await h.call('GET', '/prices')).body.data).toContainEqual(res.body);
     const model = (await h.call('GET', '/models')).body.data.find((m: { id: string }) => m.id === qwen.id);
-    expect(model.price).toEqual({ input_per_million: '0.15', output_per_million: '0.60' });
+    expect(model.price).toEqual({
+      input_per_million: '0.15',
+      cached_input_per_million: '0.15',
+      output_per_million: '0.60',
+    });
     const again = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '1', output_per_million: '2.5' });
     expect(again.body).toMatchObject({
       input_per_million: '1.00',
       output_per_million: '2.50',
       input_nanos_per_token: '1000',
     });
+  });
+
+  it('sets a cached-input price, never above the input price; a price set again without one goes back to the input price', async () => {
+    const res = await h.call('PUT', `/prices/${qwen.id}`, {
+      input_per_million: '0.15',
+      cached_input_per_million: '0.015',
+      output_per_million: '0.60',
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ cached_input_per_million: '0.015', cached_input_nanos_per_token: '15' });
+    const above = await h.call('PUT', `/prices/${qwen.id}`, {
+      input_per_million: '0.15',
+      cached_input_per_million: '0.151',
+      output_per_million: '0.60',
+    });
+    expect(above.status).toBe(400);
+    expect(above.body.error.details).toEqual([
+      { field: 'cached_input_per_million', message: 'cached_input_per_million cannot be above input_per_million.' },
+    ]);
+    const again = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '0.20', output_per_million: '0.60' });
+    expect(again.body).toMatchObject({ cached_input_per_million: '0.20', cached_input_nanos_per_token: '200' });
   });
 
   it('refuses prices that are floats, negative or finer than 0.001 per million, naming the field', async () => {

@@ -177,10 +177,18 @@ describe('tollgate CLI against a running gateway', () => {
     expect((await gw.tollgate(['models', 'list', '--json'])).json.data).toEqual([]);
     const all = await gw.tollgate(['models', 'list', '--all', '--json']);
     expect(all.json.data).toEqual([
-      expect.objectContaining({ id, enabled: false, price: { input_per_million: '0.15', output_per_million: '0.60' } }),
+      expect.objectContaining({
+        id,
+        enabled: false,
+        price: { input_per_million: '0.15', cached_input_per_million: '0.15', output_per_million: '0.60' },
+      }),
     ]);
     expect((await gw.tollgate(['models', 'enable', id])).stdout).toBe(`Model ${id} is enabled.\n`);
     const prices = await gw.tollgate(['prices', 'list', '--json']);
     expect(prices.json.data).toEqual([priced.json]);
+    const cached = ['prices', 'set', '--model', id, '--input', '0.15', '--output', '0.60', '--cached-input', '0.015'];
+    expect((await gw.tollgate(cached)).stdout).toBe(
+      `Price of ${id}: input 0.15, cached input 0.015, output 0.60 USD per million tokens.\n`,
+    );
   }, 60_000);
 });

@@ -52,14 +52,14 @@ describe('tollgate usage', () => {
     const text = await run([], { TOLLGATE_API_KEY: acme.secret });
     const chatRow = json.data.find((g: { model: string }) => g.model === 'sim-chat');
     expect(text.stdout).toMatch(
-      /^Usage from \S+ to \S+:\nKEY\s+NAME\s+MODEL\s+REQUESTS\s+PROMPT\s+COMPLETION\s+TOTAL\s+COST \(USD\)\n/,
+      /^Usage from \S+ to \S+:\nKEY\s+NAME\s+MODEL\s+REQUESTS\s+PROMPT\s+CACHED\s+COMPLETION\s+REASONING\s+TOTAL\s+COST \(USD\)\n/,
     );
     expect(text.stdout).toMatch(
       new RegExp(
-        `${acme.keyId}\\s+test\\s+sim-chat\\s+2\\s+${chatRow.prompt_tokens}\\s+${chatRow.completion_tokens}\\s+${chatRow.total_tokens}\\s+${chatRow.cost.replace('.', '\\.')}\\n`,
+        `${acme.keyId}\\s+test\\s+sim-chat\\s+2\\s+${chatRow.prompt_tokens}\\s+${chatRow.prompt_tokens_details.cached_tokens}\\s+${chatRow.completion_tokens}\\s+${chatRow.completion_tokens_details.reasoning_tokens}\\s+${chatRow.total_tokens}\\s+${chatRow.cost.replace('.', '\\.')}\\n`,
       ),
     );
-    expect(text.stdout).toMatch(/\ntotal\s+3\s+\d+\s+\d+\s+\d+\s+\d+\.\d+\n$/);
+    expect(text.stdout).toMatch(/\ntotal\s+3\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+\.\d+\n$/);
   });
 
   it("hostile: a key never sees another organization's usage, whatever it asks for", async () => {

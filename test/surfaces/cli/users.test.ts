@@ -294,9 +294,9 @@ describe('tollgate CLI: users, keys acting as users, and models for an API key',
     const keyEnv = { TOLLGATE_ADMIN_TOKEN: 'wrong-token-wrong-token' };
     const text = await gw.tollgate(['models', '--api-key', key], keyEnv);
     expect(text).toMatchObject({ code: 0, stderr: '' });
-    expect(text.stdout.split('\n')[0]).toMatch(/^ID\s+TASK\s+INPUT \/ 1M\s+OUTPUT \/ 1M$/);
-    expect(text.stdout).toMatch(/Qwen\/Qwen2\.5-7B-Instruct\s+chat\s+0\.15 USD\s+0\.60 USD\n/);
-    expect(text.stdout).toMatch(/bge-small\s+embedding\s+no price\s+no price\n/);
+    expect(text.stdout.split('\n')[0]).toMatch(/^ID\s+TASK\s+INPUT \/ 1M\s+CACHED INPUT \/ 1M\s+OUTPUT \/ 1M$/);
+    expect(text.stdout).toMatch(/Qwen\/Qwen2\.5-7B-Instruct\s+chat\s+0\.15 USD\s+0\.15 USD\s+0\.60 USD\n/);
+    expect(text.stdout).toMatch(/bge-small\s+embedding\s+no price\s+no price\s+no price\n/);
     expect(text.stdout).not.toMatch(/^off\s/m);
 
     const json = await gw.tollgate(['--json', 'models', '--api-key', key], keyEnv);
@@ -308,7 +308,12 @@ describe('tollgate CLI: users, keys acting as users, and models for an API key',
           id: chat,
           object: 'model',
           task_type: 'chat',
-          price: { input_per_million_tokens: '0.15', output_per_million_tokens: '0.60', currency: 'USD' },
+          price: {
+            input_per_million_tokens: '0.15',
+            cached_input_per_million_tokens: '0.15',
+            output_per_million_tokens: '0.60',
+            currency: 'USD',
+          },
         }),
         expect.objectContaining({ id: 'bge-small', task_type: 'embedding', price: null }),
       ]),

@@ -174,11 +174,12 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     await lookAt(page, 'operator-models', axeSource);
     await page.getByRole('link', { name: 'sim-chat', exact: true }).click();
     await page.getByLabel('Input, USD per 1M tokens').fill('0.5');
+    await page.getByLabel('Cached input (from the prefix cache), USD per 1M tokens').fill('0.05');
     await page.getByLabel('Output, USD per 1M tokens').fill('1.25');
     await page.getByRole('button', { name: 'Save prices' }).click();
     expect(await text(page, '[role=status]')).toContain('Price saved');
     const price = (await gateway.services.catalog.listPrices()).find((p) => p.modelId === 'sim-chat')!;
-    expect([price.inputPerToken, price.outputPerToken]).toEqual([500n, 1250n]);
+    expect([price.inputPerToken, price.cachedInputPerToken, price.outputPerToken]).toEqual([500n, 50n, 1250n]);
     // A price the API refuses (not a whole number of nanos per token) is refused here too, with the API's reason.
     await page.getByLabel('Input, USD per 1M tokens').fill('0.0001');
     await page.getByRole('button', { name: 'Save prices' }).click();

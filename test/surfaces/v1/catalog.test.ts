@@ -71,8 +71,11 @@ describe.each(stores)('models and pricing (%s)', (store) => {
     const chat = body.data.find((p) => p.model === 'sim-chat');
     expect(chat).toMatchObject({
       input_per_million_tokens: '0.15',
+      // No cached-input price set: the input price.
+      cached_input_per_million_tokens: '0.15',
       output_per_million_tokens: '0.60',
       input_nanos_per_token: '150',
+      cached_input_nanos_per_token: '150',
       output_nanos_per_token: '600',
       task_type: 'chat',
     });

@@ -15,6 +15,8 @@ interface Totals {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
+  completion_tokens_details: { reasoning_tokens: number };
   cost: string;
   cost_nanos: string;
 }
@@ -45,6 +47,8 @@ function totalsOf(rows: Row[]): Totals {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: rows.reduce((sum, r) => sum + r.cachedTokens, 0) },
+    completion_tokens_details: { reasoning_tokens: rows.reduce((sum, r) => sum + r.reasoningTokens, 0) },
     cost: formatAmount(cost),
     cost_nanos: cost.toString(),
   };
@@ -312,6 +316,8 @@ describe.each(stores)('usage reports (%s)', (store) => {
       prompt_tokens: 1000,
       completion_tokens: 2000,
       total_tokens: 3000,
+      prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
       cost: '0.00135',
       cost_nanos: '1350000',
       status: 200,
@@ -355,6 +361,8 @@ describe.each(stores)('usage reports (%s)', (store) => {
       prompt_tokens: 0,
       completion_tokens: 0,
       total_tokens: 0,
+      prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
       cost: '0.00',
       cost_nanos: '0',
     };

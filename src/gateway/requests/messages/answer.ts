@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { TokenUsage } from '../../billing/token-usage.js';
 import { usageFrom } from '../../proxy/token-counts.js';
 
 type Json = Record<string, unknown>;
@@ -61,6 +62,25 @@ export function messageOf(answer: Json, model: string): Json {
       content.some((block) => block.type === 'tool_use'),
     ),
     stop_sequence: typeof choice.stop_reason === 'string' ? choice.stop_reason : null,
-    usage: { input_tokens: usage?.promptTokens ?? 0, output_tokens: usage?.completionTokens ?? 0 },
+    usage: messagesUsage(usage),
+  };
+}
+
+/**
+ * The billed usage as the Messages API's (Anthropic's convention): `input_tokens` EXCLUDES the prompt tokens read
+ * from the prefix cache, which are `cache_read_input_tokens`; the engine writes its cache unasked and unbilled, so
+ * `cache_creation_input_tokens` is 0. `output` stands in for a completion count the engine has not reported.
+ *
+ * @example
+ * messagesUsage({ promptTokens: 1000, cachedTokens: 800, completionTokens: 10 });
+ * // { input_tokens: 200, cache_creation_input_tokens: 0, cache_read_input_tokens: 800, output_tokens: 10 }
+ */
+export function messagesUsage(usage: TokenUsage | null, output = 0) {
+  const cached = usage?.cachedTokens ?? 0;
+  return {
+    input_tokens: (usage?.promptTokens ?? 0) - cached,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: cached,
+    output_tokens: usage?.completionTokens ?? output,
   };
 }

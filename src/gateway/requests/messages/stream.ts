@@ -2,7 +2,7 @@ import { newStreamState } from '../../billing/settlement.js';
 import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
 import { usageFrom } from '../../proxy/token-counts.js';
 import type { StreamWriter } from '../endpoint.js';
-import { messageId, stopReasonOf } from './answer.js';
+import { messagesUsage, messageId, stopReasonOf } from './answer.js';
 
 type Json = Record<string, unknown>;
 
@@ -47,7 +47,7 @@ export function createMessagesWriter(model: string) {
   const start = (): string => {
     if (started) return '';
     started = true;
-    return messageStart(model, state.usage?.promptTokens ?? 0);
+    return messageStart(model, messagesUsage(state.usage).input_tokens);
   };
 
   const rewrite = (data: string): string | null => {
@@ -87,11 +87,12 @@ export function createMessagesWriter(model: string) {
   /** The stream's last events: the open block closed, the stop reason and output tokens, `message_stop`. */
   const finish = (): string => {
     const out = start() + blocks.close();
-    const outputTokens = state.usage?.completionTokens ?? state.tokenChunks;
+    // Anthropic's last usage is the whole message's: the input's counts too, the cached read known only now.
+    const usage = state.usage ? messagesUsage(state.usage) : { output_tokens: state.tokenChunks };
     const end = { stop_reason: stopReason, stop_sequence: stopSequence };
     return (
       out +
-      event('message_delta', { type: 'message_delta', delta: end, usage: { output_tokens: outputTokens } }) +
+      event('message_delta', { type: 'message_delta', delta: end, usage }) +
       event('message_stop', { type: 'message_stop' })
     );
   };

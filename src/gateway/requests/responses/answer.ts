@@ -46,18 +46,18 @@ export function responseShell(body: Json, id: string, model: string, createdAt: 
   return shell;
 }
 
-/** Chat's usage as the Responses API's, cached and reasoning tokens included when the engine reports them. */
-export function responsesUsage(usage: unknown, counted: TokenUsage | null): Json {
-  const raw = (usage ?? {}) as Json;
+/**
+ * The billed usage as the Responses API's (OpenAI's convention): `input_tokens` counts the cached tokens too,
+ * `input_tokens_details.cached_tokens` says how many; `output_tokens` the reasoning too, with its own count.
+ */
+export function responsesUsage(counted: TokenUsage | null): Json {
   const input = counted?.promptTokens ?? 0;
   const output = counted?.completionTokens ?? 0;
-  const cached = (raw.prompt_tokens_details as Json | undefined)?.cached_tokens;
-  const reasoning = (raw.completion_tokens_details as Json | undefined)?.reasoning_tokens;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: typeof cached === 'number' ? cached : 0, cache_write_tokens: 0 },
+    input_tokens_details: { cached_tokens: counted?.cachedTokens ?? 0, cache_write_tokens: 0 },
     output_tokens: output,
-    output_tokens_details: { reasoning_tokens: typeof reasoning === 'number' ? reasoning : 0 },
+    output_tokens_details: { reasoning_tokens: counted?.reasoningTokens ?? 0 },
     total_tokens: input + output,
   };
 }
@@ -142,7 +142,7 @@ export function responseOf(answer: Json, body: Json, names: ToolNames, id: strin
   const response = responseShell(body, id, model, created);
   Object.assign(response, finishOf(choice.finish_reason), {
     output,
-    usage: responsesUsage(answer.usage, usageFrom(answer.usage)),
+    usage: responsesUsage(usageFrom(answer.usage)),
   });
   return response;
 }

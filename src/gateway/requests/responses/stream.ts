@@ -37,7 +37,6 @@ export class ResponsesWriter implements EventWriter {
   private open: OpenItem | null = null;
   private started = false;
   private finishReason: unknown = null;
-  private rawUsage: unknown = null;
 
   constructor(private readonly source: ResponsesStreamSource) {
     this.response = responseShell(source.body, source.id, source.model, Math.floor(Date.now() / 1000));
@@ -72,10 +71,7 @@ export class ResponsesWriter implements EventWriter {
     }
     const usage = usageFrom(chunk.usage);
     const choices = (chunk.choices as Json[] | undefined) ?? [];
-    if (usage) {
-      this.state.usage = usage;
-      this.rawUsage = chunk.usage;
-    }
+    if (usage) this.state.usage = usage;
     if (choices.length === 0 && usage) this.state.usageFinal = true;
     let out = this.start();
     for (const choice of choices) {
@@ -100,7 +96,7 @@ export class ResponsesWriter implements EventWriter {
     const counted = streamedUsage(this.state);
     return Object.assign(this.response, finishOf(this.finishReason), {
       output: this.output,
-      usage: responsesUsage(this.rawUsage, counted),
+      usage: responsesUsage(counted),
     });
   }
 
@@ -186,14 +182,7 @@ export class ResponsesWriter implements EventWriter {
   /** A usual chunk's events, from its pieces as the engine wrote them: the chunk is not parsed (`readUsualChunk`). */
   private usualEvents({ key, text, usage }: UsualChunk): string | null {
     if (usage) {
-      const promptTokens = Number(usage.prompt);
-      const completionTokens = Number(usage.completion);
-      this.state.usage = { promptTokens, completionTokens };
-      this.rawUsage = {
-        prompt_tokens: promptTokens,
-        total_tokens: Number(usage.total),
-        completion_tokens: completionTokens,
-      };
+      this.state.usage = { promptTokens: Number(usage.prompt), completionTokens: Number(usage.completion) };
     }
     let out = this.start();
     if (text !== '""') {

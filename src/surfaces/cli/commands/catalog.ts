@@ -25,7 +25,12 @@ const price = (m: ModelView) => (m.price ? `${m.price.input_per_million} / ${m.p
 
 /** A model from GET /v1/models with its price from GET /v1/pricing (null when it has none). */
 type PricedModel = PublicModelView & {
-  price: { input_per_million_tokens: string; output_per_million_tokens: string; currency: string } | null;
+  price: {
+    input_per_million_tokens: string;
+    cached_input_per_million_tokens: string;
+    output_per_million_tokens: string;
+    currency: string;
+  } | null;
 };
 
 const available: Command<List<PricedModel> & { currency: string }> = {
@@ -52,6 +57,7 @@ const available: Command<List<PricedModel> & { currency: string }> = {
           price: p
             ? {
                 input_per_million_tokens: p.input_per_million_tokens,
+                cached_input_per_million_tokens: p.cached_input_per_million_tokens,
                 output_per_million_tokens: p.output_per_million_tokens,
                 currency: pricing.currency,
               }
@@ -62,11 +68,12 @@ const available: Command<List<PricedModel> & { currency: string }> = {
   },
   render: ({ data }) =>
     table([
-      ['ID', 'TASK', 'INPUT / 1M', 'OUTPUT / 1M'],
+      ['ID', 'TASK', 'INPUT / 1M', 'CACHED INPUT / 1M', 'OUTPUT / 1M'],
       ...data.map((m) => [
         m.id,
         m.task_type ?? '-',
         m.price ? `${m.price.input_per_million_tokens} ${m.price.currency}` : 'no price',
+        m.price ? `${m.price.cached_input_per_million_tokens} ${m.price.currency}` : 'no price',
         m.price ? `${m.price.output_per_million_tokens} ${m.price.currency}` : 'no price',
       ]),
     ]),
@@ -125,19 +132,21 @@ function toggle(enabled: boolean): Command<ModelView> {
 
 const setPrice: Command<PriceView> = {
   name: 'prices set',
-  args: '--model ID --input 0.15 --output 0.60',
-  summary: "Set a model's price per million input and output tokens.",
-  options: { model: STRING, input: STRING, output: STRING },
+  args: '--model ID --input 0.15 --output 0.60 [--cached-input 0.015]',
+  summary:
+    "Set a model's price per million input, cached input (prompt tokens read from the engine's prefix cache; default: the input price) and output tokens.",
+  options: { model: STRING, input: STRING, 'cached-input': STRING, output: STRING },
   request: (a) => ({
     method: 'PUT',
     path: `/prices/${segment(a.id('model', 'model'))}`,
     body: {
       input_per_million: a.money('input', pricePerTokenFromMillion),
+      ...(a.has('cached-input') && { cached_input_per_million: a.money('cached-input', pricePerTokenFromMillion) }),
       output_per_million: a.money('output', pricePerTokenFromMillion),
     },
   }),
   render: (p) =>
-    `Price of ${p.model_id}: input ${p.input_per_million}, output ${p.output_per_million} ${p.currency} per million tokens.`,
+    `Price of ${p.model_id}: input ${p.input_per_million}, cached input ${p.cached_input_per_million}, output ${p.output_per_million} ${p.currency} per million tokens.`,
 };
 
 const listPrices: Command<List<PriceView>> = {
@@ -147,8 +156,14 @@ const listPrices: Command<List<PriceView>> = {
   request: () => ({ method: 'GET', path: '/prices' }),
   render: ({ data }) =>
     table([
-      ['MODEL', 'INPUT / 1M', 'OUTPUT / 1M', 'CURRENCY'],
-      ...data.map((p) => [p.model_id, p.input_per_million, p.output_per_million, p.currency]),
+      ['MODEL', 'INPUT / 1M', 'CACHED INPUT / 1M', 'OUTPUT / 1M', 'CURRENCY'],
+      ...data.map((p) => [
+        p.model_id,
+        p.input_per_million,
+        p.cached_input_per_million,
+        p.output_per_million,
+        p.currency,
+      ]),
     ]),
 };
 

@@ -62,7 +62,13 @@ export type PublicModelView = ReturnType<typeof publicModelView>;
 export interface PricingList {
   object: 'list';
   currency: string;
-  data: { model: string; task_type: string; input_per_million_tokens: string; output_per_million_tokens: string }[];
+  data: {
+    model: string;
+    task_type: string;
+    input_per_million_tokens: string;
+    cached_input_per_million_tokens: string;
+    output_per_million_tokens: string;
+  }[];
 }
 export interface List<T> {
   object: 'list';

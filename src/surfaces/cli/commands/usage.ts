@@ -18,6 +18,8 @@ interface UsageTotalsView {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
+  completion_tokens_details: { reasoning_tokens: number };
   cost_nanos: string;
 }
 
@@ -61,12 +63,16 @@ export const usageCommand: Command<UsageSummaryView> = {
       model,
       String(t.requests),
       String(t.prompt_tokens),
+      String(t.prompt_tokens_details.cached_tokens),
       String(t.completion_tokens),
+      String(t.completion_tokens_details.reasoning_tokens),
       String(t.total_tokens),
       cost(t.cost_nanos),
     ];
     const rows = usage.data.map((g) => row(g.key_id, g.key_name ?? '-', g.model, g));
-    const header = ['KEY', 'NAME', 'MODEL', 'REQUESTS', 'PROMPT', 'COMPLETION', 'TOTAL', `COST (${usage.currency})`];
+    // CACHED is of PROMPT (read from the engine's prefix cache), REASONING of COMPLETION.
+    const header = ['KEY', 'NAME', 'MODEL', 'REQUESTS', 'PROMPT', 'CACHED', 'COMPLETION', 'REASONING', 'TOTAL'];
+    header.push(`COST (${usage.currency})`);
     const body = rows.length > 0 ? [...rows, row('total', '', '', usage.totals)] : [];
     return `Usage from ${usage.from} to ${usage.to}:\n${table([header, ...body])}`;
   },
