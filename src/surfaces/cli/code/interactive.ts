@@ -1,11 +1,11 @@
 import { createInterface } from 'node:readline/promises';
-import { money } from './gateway.js';
 import { mentionCompleter, taskText, terminalInput } from './input.js';
 import { withMentions } from './mentions.js';
 import type { Agent } from './loop.js';
 import { slashCommand } from './commands.js';
 import { type Question, resumeCommand, resumeInto } from './resume.js';
 import type { Paint } from './render.js';
+import { statusLine } from './status-line.js';
 import type { View } from './view.js';
 
 /**
@@ -67,6 +67,8 @@ export async function interactive(
   say(banner(agent, paint));
   if (start === 'resumed') resumeInto(agent, agent.session, say);
   if (start === 'pick') await resumeCommand(agent, '', say, question, new AbortController().signal);
+  // The wallet from the start (read at most WALLET_WAIT_MS): the person sees what they have before the first task.
+  say(await statusLine(agent, paint));
   try {
     for (;;) {
       const typed = typedAhead.shift() ?? (await Promise.race([rl.question(paint.bold('› ')), left]));
@@ -109,19 +111,6 @@ async function task(
     say(paint.yellow('cancelled (the gateway bills only what was generated); Ctrl-C again to leave'));
   else if (outcome.stop) say(paint.red(`stopped: ${outcome.stop.message}`));
   say(await statusLine(agent, paint));
-}
-
-/** `sim-chat · mode ask · session 0.0012 USD · wallet 4.99 USD`: under each task, above the prompt. */
-async function statusLine(agent: Agent, paint: Paint): Promise<string> {
-  const { currency, gateway } = agent.deps;
-  const balance = await gateway.balance();
-  const parts = [
-    agent.model,
-    `mode ${agent.mode}`,
-    `session ${money(BigInt(agent.session.totals.costNanos), currency)}`,
-    balance === null ? 'wallet not reported' : `wallet ${money(balance, currency)}`,
-  ];
-  return paint.dim(`─ ${parts.join(' · ')}`);
 }
 
 function banner(agent: Agent, paint: Paint): string {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { money, turnCost } from '../../../../src/surfaces/cli/code/gateway.js';
 import { clean, cut, painter, renderDiff } from '../../../../src/surfaces/cli/code/render.js';
+import { withinTime } from '../../../../src/surfaces/cli/code/status-line.js';
 import { SessionStore } from '../../../../src/surfaces/cli/code/sessions.js';
 
 describe('sessions on disk', () => {
@@ -59,5 +60,10 @@ describe('rendering', () => {
     expect(renderDiff(painter(false), 'a.txt', 'one\n', 'uno\n')).toBe(
       '--- a.txt\n+++ a.txt\n@@ -1,1 +1,1 @@\n-one\n+uno',
     );
+  });
+
+  it('answers a value in time, and late when it does not come (the status line does not wait on the wallet)', async () => {
+    expect(await withinTime(Promise.resolve(5n), 1000)).toBe(5n);
+    expect(await withinTime(new Promise(() => undefined), 10)).toBe('late');
   });
 });

@@ -44,10 +44,22 @@ describe.skipIf(tmuxMissing !== null)('tollgate code’s screen, in tmux', () =>
     await term.shows('the banner', /tollgate code · model sim-chat/);
   }, 60_000);
   afterAll(async () => {
+    // What the tests saw, to read.
+    if (term)
+      await writeFile(path.join(repoRoot, 'test-results', 'tollgate-code-screen.txt'), term.screen()).catch(
+        () => undefined,
+      );
     term?.close();
     await gateway?.close();
     await upstream?.close();
     await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('shows the status line, with the wallet, from the start: before the first task', async () => {
+    await term.shows(
+      'the status line under the banner',
+      /Ctrl-C cancels\n─ sim-chat · mode ask · session 0\.00 USD · wallet 5\.00 USD\n› /,
+    );
   });
 
   it('renders the markdown of an answer: no raw **, ## or fences, the code block highlighted', async () => {
