@@ -108,9 +108,16 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
       'the diff and its question',
       "Apply this change? y yes · a yes, and don't ask again this session for edit_file · n no [y/a/N]",
     );
+    // The change as a person reads it: numbered old and new lines, - red, + green, no git headers.
+    expect(screen()).toMatch(
+      /● edit hello\.txt\n {2}hello\.txt \+1 -1\n {2}1 {3}- hello world\n {4}1 \+ hello tollgate\n/,
+    );
+    expect(screen()).not.toMatch(/^(---|\+\+\+|@@)/m);
     const diff = screen(true);
-    expect(diff).toContain('\u001b[31m-hello world'); // the removed line red
-    expect(diff).toContain('\u001b[32m+hello tollgate'); // the added line green
+    // tmux writes the colour then resets the background (49) before the text.
+    const colour = (code: number, text: string) => new RegExp(`\\[${code}m(${String.fromCharCode(27)}\\[49m)?${text}`);
+    expect(diff).toMatch(colour(31, ' {2}1 {3}- hello world')); // the removed line red
+    expect(diff).toMatch(colour(32, ' {4}1 \\+ hello tollgate')); // the added line green
     type('y');
     press('Enter');
     await shows('the command and its question', 'Run this command? y yes');

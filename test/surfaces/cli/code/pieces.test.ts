@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { money, turnCost } from '../../../../src/surfaces/cli/code/gateway.js';
-import { clean, cut, painter, renderDiff } from '../../../../src/surfaces/cli/code/render.js';
+import { renderDiff } from '../../../../src/surfaces/cli/code/diff.js';
+import { clean, cut, painter } from '../../../../src/surfaces/cli/code/render.js';
 import { withinTime } from '../../../../src/surfaces/cli/code/status-line.js';
 import { SessionStore } from '../../../../src/surfaces/cli/code/sessions.js';
 
@@ -53,13 +54,21 @@ describe('rendering', () => {
     );
   });
 
-  it('shows a change as a coloured unified diff', () => {
+  it('shows a change with numbered lines, - and + marks, coloured, and no git headers', () => {
     const diff = renderDiff(painter(true), 'a.txt', 'one\ntwo\n', 'one\n2\n');
-    expect(diff).toContain('\u001b[31m-two\u001b[39m');
-    expect(diff).toContain('\u001b[32m+2\u001b[39m');
-    expect(renderDiff(painter(false), 'a.txt', 'one\n', 'uno\n')).toBe(
-      '--- a.txt\n+++ a.txt\n@@ -1,1 +1,1 @@\n-one\n+uno',
-    );
+    expect(diff).toContain('\u001b[31m  2   - two\u001b[39m');
+    expect(diff).toContain('\u001b[32m    2 + 2\u001b[39m');
+    expect(renderDiff(painter(false), 'a.txt', 'one\n', 'uno\n')).toBe('  a.txt +1 -1\n  1   - one\n    1 + uno');
+    // Two changes far apart: each with three lines of context, a ⋮ between, the numbers aligned to the widest.
+    const long = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`);
+    const changed = long.map((l, i) => (i === 1 || i === 17 ? `${l}!` : l));
+    const shown = renderDiff(painter(false), 'b.txt', long.join('\n'), changed.join('\n')).split('\n');
+    expect(shown).toContain('   2    - line 2');
+    expect(shown).toContain('      2 + line 2!');
+    expect(shown).toContain('   5  5   line 5');
+    expect(shown).toContain('     ⋮');
+    expect(shown).toContain('     18 + line 18!');
+    expect(shown.join('\n')).not.toMatch(/^(---|\+\+\+|@@)/m);
   });
 
   it('answers a value in time, and late when it does not come (the status line does not wait on the wallet)', async () => {
