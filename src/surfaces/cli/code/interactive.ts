@@ -5,7 +5,7 @@ import type { Agent } from './loop.js';
 import { slashCommand } from './commands.js';
 import { type Question, resumeCommand, resumeInto } from './resume.js';
 import type { Paint } from './render.js';
-import { statusLine } from './status-line.js';
+import { statusLine, worked } from './status-line.js';
 import type { View } from './view.js';
 
 /**
@@ -106,7 +106,11 @@ async function task(
 ): Promise<void> {
   const { text, notes } = await withMentions(agent.deps.tools, line);
   for (const note of notes) say(paint.dim(note));
+  const started = performance.now();
+  const spentBefore = BigInt(agent.session.totals.costNanos);
   const outcome = await agent.run(text, signal);
+  const spent = BigInt(agent.session.totals.costNanos) - spentBefore;
+  say(paint.dim(worked(performance.now() - started, spent, agent.deps.currency)));
   if (outcome.status === 'cancelled')
     say(paint.yellow('cancelled (the gateway bills only what was generated); Ctrl-C again to leave'));
   else if (outcome.stop) say(paint.red(`stopped: ${outcome.stop.message}`));

@@ -39,3 +39,21 @@ export async function withinTime<T>(promise: Promise<T>, ms: number): Promise<T 
     clearTimeout(timer);
   }
 }
+
+/**
+ * `worked 2.1s · this task 0.0005532 USD`: under a task's last figures, how
+ * long it took (Claude Code and Codex say it too) and what it cost in all.
+ *
+ * @example
+ * worked(2140, 553200n, 'USD'); // 'worked 2.1s · this task 0.0005532 USD'
+ */
+export function worked(ms: number, taskNanos: bigint, currency: string): string {
+  return `worked ${duration(ms)} · this task ${money(taskNanos, currency)}`;
+}
+
+/** `0.4s`, `2.1s`, `59.9s`, `1m 05s`, `62m 00s`: tenths under a minute, whole seconds after. */
+export function duration(ms: number): string {
+  if (ms < 59_950) return `${(ms / 1000).toFixed(1)}s`;
+  const seconds = Math.round(ms / 1000);
+  return `${Math.floor(seconds / 60)}m ${String(seconds % 60).padStart(2, '0')}s`;
+}

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { money, turnCost } from '../../../../src/surfaces/cli/code/gateway.js';
 import { renderDiff } from '../../../../src/surfaces/cli/code/diff.js';
 import { clean, cut, painter } from '../../../../src/surfaces/cli/code/render.js';
-import { withinTime } from '../../../../src/surfaces/cli/code/status-line.js';
+import { duration, withinTime, worked } from '../../../../src/surfaces/cli/code/status-line.js';
 import { SessionStore } from '../../../../src/surfaces/cli/code/sessions.js';
 
 describe('sessions on disk', () => {
@@ -74,5 +74,17 @@ describe('rendering', () => {
   it('answers a value in time, and late when it does not come (the status line does not wait on the wallet)', async () => {
     expect(await withinTime(Promise.resolve(5n), 1000)).toBe(5n);
     expect(await withinTime(new Promise(() => undefined), 10)).toBe('late');
+  });
+
+  it('says how long a task took: tenths of a second under a minute, minutes and seconds after', () => {
+    expect([400, 2140, 59_900, 59_960, 65_000, 3_720_000].map(duration)).toEqual([
+      '0.4s',
+      '2.1s',
+      '59.9s',
+      '1m 00s',
+      '1m 05s',
+      '62m 00s',
+    ]);
+    expect(worked(2140, 553200n, 'USD')).toBe('worked 2.1s · this task 0.0005532 USD');
   });
 });

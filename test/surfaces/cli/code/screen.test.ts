@@ -72,6 +72,10 @@ describe.skipIf(tmuxMissing !== null)('tollgate code’s screen, in tmux', () =>
       'the answer and the status line',
       /second point\n(.*\n)*─ sim-chat · mode ask · session 0\.\d+ USD · wallet 4\.99\d* USD/,
     );
+    // The time the task took and what it cost, under its last figures, above the status line.
+    expect(term.screen()).toMatch(
+      /second point\n↳ \d+ in · \d+ out · (0\.\d+) USD · session \1 USD\nworked \d+\.\ds · this task \1 USD\n─ sim-chat/,
+    );
     const answer = term.screen().split('explain calc')[1]!;
     expect(answer).toContain('Summary');
     expect(answer).toContain('The sum is computed in add.');
