@@ -1,4 +1,5 @@
 import { createInterface } from 'node:readline/promises';
+import { terminalAsk } from './ask.js';
 import { mentionCompleter, taskText, terminalInput } from './input.js';
 import { withMentions } from './mentions.js';
 import type { Agent } from './loop.js';
@@ -51,18 +52,7 @@ export async function interactive(
     process.stdout.write(`\n${paint.dim('(Ctrl-C again, or /exit, to leave)')}\n`);
     rl.prompt();
   });
-  setAsk(async (question, signal, scope) => {
-    const choices = scope
-      ? `y yes · a yes, and don't ask again this session for ${scope.label} · n no [y/a/N] `
-      : '[y/N] ';
-    try {
-      const answer = (await rl.question(paint.yellow(`${question} ${choices}`), { signal })).trim();
-      if (/^y(es)?$/i.test(answer)) return 'yes';
-      return scope && /^a(lways)?$/i.test(answer) ? 'session' : 'no';
-    } catch {
-      return 'no';
-    }
-  });
+  setAsk(terminalAsk(rl, paint));
   const question: Question = (prompt, signal) => rl.question(prompt, { signal });
   say(banner(agent, paint));
   if (start === 'resumed') resumeInto(agent, agent.session, say);
@@ -110,9 +100,9 @@ async function task(
   const spentBefore = BigInt(agent.session.totals.costNanos);
   const outcome = await agent.run(text, signal);
   const spent = BigInt(agent.session.totals.costNanos) - spentBefore;
-  say(paint.dim(worked(performance.now() - started, spent, agent.deps.currency)));
-  if (outcome.status === 'cancelled')
-    say(paint.yellow('cancelled (the gateway bills only what was generated); Ctrl-C again to leave'));
+  const cancelled = outcome.status === 'cancelled';
+  say(paint.dim(worked(performance.now() - started, cancelled ? null : spent, agent.deps.currency)));
+  if (cancelled) say(paint.yellow('cancelled (the gateway bills only what was generated); Ctrl-C again to leave'));
   else if (outcome.stop) say(paint.red(`stopped: ${outcome.stop.message}`));
   say(await statusLine(agent, paint));
 }

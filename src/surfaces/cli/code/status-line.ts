@@ -42,13 +42,16 @@ export async function withinTime<T>(promise: Promise<T>, ms: number): Promise<T 
 
 /**
  * `worked 2.1s · this task 0.0005532 USD`: under a task's last figures, how
- * long it took (Claude Code and Codex say it too) and what it cost in all.
+ * long it took (Claude Code and Codex say it too) and what it cost in all;
+ * the time only (null) after a cancel, whose partial answer is billed but not counted here.
  *
  * @example
  * worked(2140, 553200n, 'USD'); // 'worked 2.1s · this task 0.0005532 USD'
  */
-export function worked(ms: number, taskNanos: bigint, currency: string): string {
-  return `worked ${duration(ms)} · this task ${money(taskNanos, currency)}`;
+export function worked(ms: number, taskNanos: bigint | null, currency: string): string {
+  return taskNanos === null
+    ? `worked ${duration(ms)}`
+    : `worked ${duration(ms)} · this task ${money(taskNanos, currency)}`;
 }
 
 /** `0.4s`, `2.1s`, `59.9s`, `1m 05s`, `62m 00s`: tenths under a minute, whole seconds after. */

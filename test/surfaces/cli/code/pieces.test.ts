@@ -86,5 +86,6 @@ describe('rendering', () => {
       '62m 00s',
     ]);
     expect(worked(2140, 553200n, 'USD')).toBe('worked 2.1s · this task 0.0005532 USD');
+    expect(worked(300, null, 'USD')).toBe('worked 0.3s');
   });
 });
