@@ -1,11 +1,12 @@
-import { createInterface, type Interface } from 'node:readline/promises';
-import { money } from './gateway.js';
+import { createInterface } from 'node:readline/promises';
+import { terminalAsk } from './ask.js';
 import { mentionCompleter, taskText, terminalInput } from './input.js';
 import { withMentions } from './mentions.js';
 import type { Agent } from './loop.js';
 import { slashCommand } from './commands.js';
 import { type Question, resumeCommand, resumeInto } from './resume.js';
 import { clean, type Paint } from './render.js';
+import { statusLine, worked } from './status-line.js';
 import type { View } from './view.js';
 
 /**
@@ -51,7 +52,7 @@ export async function interactive(
     process.stdout.write(`\n${paint.dim('(Ctrl-C again, or /exit, to leave)')}\n`);
     rl.prompt();
   });
-  const ask = askAt(rl, paint);
+  const ask = terminalAsk(rl, paint);
   setAsk(ask);
   const question: Question = (prompt, signal) => rl.question(prompt, { signal });
   say(banner(agent, paint));
@@ -59,9 +60,17 @@ export async function interactive(
   // Leaving (Ctrl-C twice, Ctrl-D) while the trust question of a project's servers is asked answers it no.
   const starting = new AbortController();
   void left.then(() => starting.abort());
-  await agent.deps.tools.mcp?.start(notice, async (q) => (await ask(q, starting.signal, null)) === 'yes');
+  // "No, and say what instead" (a thrown refusal) is a no here: there is no call to refuse.
+  const trusted = (q: string) =>
+    ask(q, starting.signal, null).then(
+      (a) => a === 'yes',
+      () => false,
+    );
+  await agent.deps.tools.mcp?.start(notice, trusted);
   if (start === 'resumed') resumeInto(agent, agent.session, say);
   if (start === 'pick') await resumeCommand(agent, '', say, question, new AbortController().signal);
+  // The wallet from the start (read at most WALLET_WAIT_MS): the person sees what they have before the first task.
+  say(await statusLine(agent, paint));
   try {
     for (;;) {
       const typed = typedAhead.shift() ?? (await Promise.race([rl.question(paint.bold('› ')), left]));
@@ -90,22 +99,6 @@ export async function interactive(
   }
 }
 
-/** The approval question at the prompt: y, a (yes for the session, when a scope is offered) or no. */
-function askAt(rl: Interface, paint: Paint): View['ask'] {
-  return async (question, signal, scope) => {
-    const choices = scope
-      ? `y yes · a yes, and don't ask again this session for ${scope.label} · n no [y/a/N] `
-      : '[y/N] ';
-    try {
-      const answer = (await rl.question(paint.yellow(`${question} ${choices}`), { signal })).trim();
-      if (/^y(es)?$/i.test(answer)) return 'yes';
-      return scope && /^a(lways)?$/i.test(answer) ? 'session' : 'no';
-    } catch {
-      return 'no';
-    }
-  };
-}
-
 async function task(
   agent: Agent,
   line: string,
@@ -115,24 +108,15 @@ async function task(
 ): Promise<void> {
   const { text, notes } = await withMentions(agent.deps.tools, line);
   for (const note of notes) say(paint.dim(note));
+  const started = performance.now();
+  const spentBefore = BigInt(agent.session.totals.costNanos);
   const outcome = await agent.run(text, signal);
-  if (outcome.status === 'cancelled')
-    say(paint.yellow('cancelled (the gateway bills only what was generated); Ctrl-C again to leave'));
+  const spent = BigInt(agent.session.totals.costNanos) - spentBefore;
+  const cancelled = outcome.status === 'cancelled';
+  say(paint.dim(worked(performance.now() - started, cancelled ? null : spent, agent.deps.currency)));
+  if (cancelled) say(paint.yellow('cancelled (the gateway bills only what was generated); Ctrl-C again to leave'));
   else if (outcome.stop) say(paint.red(`stopped: ${outcome.stop.message}`));
   say(await statusLine(agent, paint));
-}
-
-/** `sim-chat · mode ask · session 0.0012 USD · wallet 4.99 USD`: under each task, above the prompt. */
-async function statusLine(agent: Agent, paint: Paint): Promise<string> {
-  const { currency, gateway } = agent.deps;
-  const balance = await gateway.balance();
-  const parts = [
-    agent.model,
-    `mode ${agent.mode}`,
-    `session ${money(BigInt(agent.session.totals.costNanos), currency)}`,
-    balance === null ? 'wallet not reported' : `wallet ${money(balance, currency)}`,
-  ];
-  return paint.dim(`─ ${parts.join(' · ')}`);
 }
 
 function banner(agent: Agent, paint: Paint): string {

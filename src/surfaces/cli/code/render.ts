@@ -1,4 +1,3 @@
-import { structuredPatch } from 'diff';
 import { printable } from '../output.js';
 
 /**
@@ -38,20 +37,6 @@ export function painter(enabled: boolean): Paint {
     yellow: wrap(33, 39),
     cyan: wrap(36, 39),
   };
-}
-
-/** A unified diff of a file's change, coloured: removed lines red, added green, three lines of context. */
-export function renderDiff(paint: Paint, shown: string, before: string, after: string): string {
-  const patch = structuredPatch(shown, shown, before, after, '', '', { context: 3 });
-  const lines = [paint.bold(`--- ${clean(shown)}`), paint.bold(`+++ ${clean(shown)}`)];
-  for (const hunk of patch.hunks) {
-    lines.push(paint.cyan(`@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`));
-    for (const line of hunk.lines) {
-      const text = clean(line);
-      lines.push(line.startsWith('+') ? paint.green(text) : line.startsWith('-') ? paint.red(text) : text);
-    }
-  }
-  return lines.join('\n');
 }
 
 /** Cuts text to `max` characters, saying where and how much was cut (the model and the person both read it). */

@@ -41,7 +41,8 @@ export interface View {
   notice(text: string): void;
   /**
    * Asks the person: yes, yes for this session (offered when `scope` is given: what it would cover), or no;
-   * 'no' when declined, cancelled, or no one can be asked.
+   * 'no' when declined, cancelled, or no one can be asked. "No, and do this instead" throws `Instead` (ask.ts),
+   * a ToolRefusal carrying the person's words to the model.
    */
   ask(question: string, signal: AbortSignal, scope: Scope | null): Promise<Answer>;
 }

@@ -93,6 +93,7 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     press('Enter');
     await shows('the banner', /tollgate code · model sim-chat · mode ask · session \d{8}-\d{6}-[0-9a-f]{6}/);
     const sessionId = /session (\d{8}-\d{6}-[0-9a-f]{6})/.exec(screen())![1]!;
+    await shows('the status line from the start', /─ sim-chat · mode ask · session 0\.00 USD · wallet 5\.00 USD\n› $/m);
 
     upstream.push(
       {
@@ -106,16 +107,27 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     press('Enter');
     await shows(
       'the diff and its question',
-      "Apply this change? y yes · a yes, and don't ask again this session for edit_file · n no [y/a/N]",
+      "Apply this change? y yes · a yes, and don't ask again this session for edit_file · t no, and say what to do instead · n no [y/a/t/N]",
     );
+    // The change as a person reads it: numbered old and new lines, - red, + green, no git headers.
+    expect(screen()).toMatch(
+      /● edit hello\.txt\n {2}hello\.txt \+1 -1\n {2}1 {3}- hello world\n {4}1 \+ hello tollgate\n/,
+    );
+    expect(screen()).not.toMatch(/^(---|\+\+\+|@@)/m);
     const diff = screen(true);
-    expect(diff).toContain('\u001b[31m-hello world'); // the removed line red
-    expect(diff).toContain('\u001b[32m+hello tollgate'); // the added line green
+    // tmux writes the colour then resets the background (49) before the text.
+    const colour = (code: number, text: string) => new RegExp(`\\[${code}m(${String.fromCharCode(27)}\\[49m)?${text}`);
+    expect(diff).toMatch(colour(31, ' {2}1 {3}- hello world')); // the removed line red
+    expect(diff).toMatch(colour(32, ' {4}1 \\+ hello tollgate')); // the added line green
     type('y');
     press('Enter');
     await shows('the command and its question', 'Run this command? y yes');
     expect(screen()).toContain('● $ touch denied.txt');
-    type('n');
+    // No, and say what instead: the words reach the model as the call's result, in the same turn.
+    type('t');
+    press('Enter');
+    await shows('the question for what instead', /what should it do instead\? $/m);
+    type('do not create files, just say what you did');
     press('Enter');
     await shows(
       'the final answer and the wallet',
@@ -123,6 +135,14 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     );
     expect(await readFile(path.join(project, 'hello.txt'), 'utf8')).toBe('hello tollgate\n');
     await expect(readFile(path.join(project, 'denied.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
+    expect(upstream.requests.at(-1)!.messages.at(-1)).toMatchObject({
+      role: 'tool',
+      content:
+        'refused: the user declined this call and said what to do instead: do not create files, just say what you did',
+    });
+    expect(screen()).toContain(
+      '⎿ refused: the user declined this call and said what to do instead: do not create files',
+    );
     expect(screen()).toMatch(/↳ \d+ in · \d+ out · 0\.\d+ USD · session 0\.\d+ USD/);
 
     upstream.push({ text: 'A long answer that goes on', hold: true });
@@ -130,7 +150,7 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     press('Enter');
     await shows('the stream under way', 'A long answer that goes on');
     press('C-c');
-    await shows('the cancel', 'cancelled (the gateway bills only what was generated)');
+    await shows('the cancel', /worked \d+\.\ds\ncancelled \(the gateway bills only what was generated\)/);
     await until('the gateway saw the client leave', () => upstream.hungUp === 1);
     press('C-c');
     await shows('the agent left', `session ${sessionId} kept: resume with tollgate code --continue`);

@@ -3,7 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { money, turnCost } from '../../../../src/surfaces/cli/code/gateway.js';
-import { clean, cut, painter, renderDiff } from '../../../../src/surfaces/cli/code/render.js';
+import { renderDiff } from '../../../../src/surfaces/cli/code/diff.js';
+import { clean, cut, painter } from '../../../../src/surfaces/cli/code/render.js';
+import { duration, withinTime, worked } from '../../../../src/surfaces/cli/code/status-line.js';
 import { SessionStore } from '../../../../src/surfaces/cli/code/sessions.js';
 
 describe('sessions on disk', () => {
@@ -52,12 +54,38 @@ describe('rendering', () => {
     );
   });
 
-  it('shows a change as a coloured unified diff', () => {
+  it('shows a change with numbered lines, - and + marks, coloured, and no git headers', () => {
     const diff = renderDiff(painter(true), 'a.txt', 'one\ntwo\n', 'one\n2\n');
-    expect(diff).toContain('\u001b[31m-two\u001b[39m');
-    expect(diff).toContain('\u001b[32m+2\u001b[39m');
-    expect(renderDiff(painter(false), 'a.txt', 'one\n', 'uno\n')).toBe(
-      '--- a.txt\n+++ a.txt\n@@ -1,1 +1,1 @@\n-one\n+uno',
-    );
+    expect(diff).toContain('\u001b[31m  2   - two\u001b[39m');
+    expect(diff).toContain('\u001b[32m    2 + 2\u001b[39m');
+    expect(renderDiff(painter(false), 'a.txt', 'one\n', 'uno\n')).toBe('  a.txt +1 -1\n  1   - one\n    1 + uno');
+    // Two changes far apart: each with three lines of context, a ⋮ between, the numbers aligned to the widest.
+    const long = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`);
+    const changed = long.map((l, i) => (i === 1 || i === 17 ? `${l}!` : l));
+    const shown = renderDiff(painter(false), 'b.txt', long.join('\n'), changed.join('\n')).split('\n');
+    expect(shown).toContain('   2    - line 2');
+    expect(shown).toContain('      2 + line 2!');
+    expect(shown).toContain('   5  5   line 5');
+    expect(shown).toContain('     ⋮');
+    expect(shown).toContain('     18 + line 18!');
+    expect(shown.join('\n')).not.toMatch(/^(---|\+\+\+|@@)/m);
+  });
+
+  it('answers a value in time, and late when it does not come (the status line does not wait on the wallet)', async () => {
+    expect(await withinTime(Promise.resolve(5n), 1000)).toBe(5n);
+    expect(await withinTime(new Promise(() => undefined), 10)).toBe('late');
+  });
+
+  it('says how long a task took: tenths of a second under a minute, minutes and seconds after', () => {
+    expect([400, 2140, 59_900, 59_960, 65_000, 3_720_000].map(duration)).toEqual([
+      '0.4s',
+      '2.1s',
+      '59.9s',
+      '1m 00s',
+      '1m 05s',
+      '62m 00s',
+    ]);
+    expect(worked(2140, 553200n, 'USD')).toBe('worked 2.1s · this task 0.0005532 USD');
+    expect(worked(300, null, 'USD')).toBe('worked 0.3s');
   });
 });

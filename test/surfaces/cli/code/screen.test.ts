@@ -44,10 +44,22 @@ describe.skipIf(tmuxMissing !== null)('tollgate code’s screen, in tmux', () =>
     await term.shows('the banner', /tollgate code · model sim-chat/);
   }, 60_000);
   afterAll(async () => {
+    // What the tests saw, to read.
+    if (term)
+      await writeFile(path.join(repoRoot, 'test-results', 'tollgate-code-screen.txt'), term.screen()).catch(
+        () => undefined,
+      );
     term?.close();
     await gateway?.close();
     await upstream?.close();
     await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('shows the status line, with the wallet, from the start: before the first task', async () => {
+    await term.shows(
+      'the status line under the banner',
+      /Ctrl-C cancels\n─ sim-chat · mode ask · session 0\.00 USD · wallet 5\.00 USD\n› /,
+    );
   });
 
   it('renders the markdown of an answer: no raw **, ## or fences, the code block highlighted', async () => {
@@ -59,6 +71,10 @@ describe.skipIf(tmuxMissing !== null)('tollgate code’s screen, in tmux', () =>
     await term.shows(
       'the answer and the status line',
       /second point\n(.*\n)*─ sim-chat · mode ask · session 0\.\d+ USD · wallet 4\.99\d* USD/,
+    );
+    // The time the task took and what it cost, under its last figures, above the status line.
+    expect(term.screen()).toMatch(
+      /second point\n↳ \d+ in · \d+ out · (0\.\d+) USD · session \1 USD\nworked \d+\.\ds · this task \1 USD\n─ sim-chat/,
     );
     const answer = term.screen().split('explain calc')[1]!;
     expect(answer).toContain('Summary');

@@ -68,7 +68,7 @@ describe.skipIf(tmuxMissing !== null)('tollgate code: approvals, undo and sessio
     term.press('Enter');
     await term.shows(
       'the question with a yes for the session',
-      "Apply this change? y yes · a yes, and don't ask again this session for edit_file · n no [y/a/N]",
+      "Apply this change? y yes · a yes, and don't ask again this session for edit_file · t no, and say what to do instead · n no [y/a/t/N]",
     );
     term.type('a');
     term.press('Enter');
@@ -101,7 +101,10 @@ describe.skipIf(tmuxMissing !== null)('tollgate code: approvals, undo and sessio
     );
     term.type('run them twice');
     term.press('Enter');
-    await term.shows('the chained command asked, with no yes for the session', /Run this command\? \[y\/N\] $/m);
+    await term.shows(
+      'the chained command asked, with no yes for the session',
+      /Run this command\? y yes · t no, and say what to do instead · n no \[y\/t\/N\] $/m,
+    );
     expect(after('run them twice')).toMatch(/● \$ sh test\.sh --verbose\n {2}⎿ tests pass/);
     term.type('n');
     term.press('Enter');
@@ -122,9 +125,13 @@ describe.skipIf(tmuxMissing !== null)('tollgate code: approvals, undo and sessio
     );
     term.type('edit and create');
     term.press('Enter');
-    await until('the write’s question', () => after('edit and create').includes('for write_file · n no [y/a/N]'), {
-      detail: () => term.screen(),
-    });
+    await until(
+      'the write’s question',
+      () => after('edit and create').includes('for write_file · t no, and say what to do instead · n no [y/a/t/N]'),
+      {
+        detail: () => term.screen(),
+      },
+    );
     term.type('y');
     term.press('Enter');
     await term.shows('the answer', /Edited and created\.\n(.*\n)*─ sim-chat/);

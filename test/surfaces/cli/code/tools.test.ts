@@ -64,8 +64,8 @@ describe('the agent tools, on a temporary project', () => {
       'edit_file',
       JSON.stringify({ path: 'src/a.ts', old_string: 'line 30', new_string: 'last line' }),
     );
-    expect(edit.preview).toMatch(/^-line 30$/m);
-    expect(edit.preview).toMatch(/^\+last line$/m);
+    expect(edit.preview).toMatch(/^ {2}30 {4}- line 30$/m); // the old file's line 30 removed
+    expect(edit.preview).toMatch(/^ {5}30 \+ last line$/m); // the new file's line 30 added
     expect(await readFile(path.join(ctx.root, 'src/a.ts'), 'utf8')).toContain('line 30'); // not before it runs
     await edit.run(new AbortController().signal);
     expect(await readFile(path.join(ctx.root, 'src/a.ts'), 'utf8')).toMatch(/last line$/);

@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises';
-import { renderDiff } from '../render.js';
+import { renderDiff } from '../diff.js';
 import { readText } from './files.js';
 import { checkStillInside, locate } from './paths.js';
 import { type PreparedCall, text, type ToolContext, ToolRefusal } from './types.js';

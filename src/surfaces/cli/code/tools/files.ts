@@ -1,7 +1,8 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { glob } from 'tinyglobby';
-import { cut, renderDiff } from '../render.js';
+import { renderDiff } from '../diff.js';
+import { cut } from '../render.js';
 import { checkStillInside, locate } from './paths.js';
 import { type PreparedCall, text, type ToolContext, ToolRefusal, whole } from './types.js';
 
