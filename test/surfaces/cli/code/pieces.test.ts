@@ -18,6 +18,8 @@ describe('sessions on disk', () => {
     const first = store.create('/p/one', 'sim-chat');
     first.messages.push({ role: 'user', content: 'hi' });
     await store.save(first);
+    // Sessions are ordered by when they were saved, to the millisecond: two saves in one would tie.
+    await new Promise((resolve) => setTimeout(resolve, 5));
     const second = store.create('/p/two', 'sim-chat');
     await store.save(second);
     expect((await store.load(first.id)).messages).toEqual([{ role: 'user', content: 'hi' }]);
