@@ -307,7 +307,7 @@ describe('tollgate code: MCP servers', () => {
         term.press('Enter');
         await term.shows(
           'the question for the MCP tool',
-          "Call this MCP tool? y yes · a yes, and don't ask again this session for mcp__notes__write_note · n no [y/a/N]",
+          "Call this MCP tool? y yes · a yes, and don't ask again this session for mcp__notes__write_note · t no, and say what to do instead · n no [y/a/t/N]",
         );
         expect(term.screen()).toContain('● mcp__notes__write_note {"file":"one.txt","text":"first"}');
         term.type('a');
