@@ -157,6 +157,7 @@ export async function reserve(
     rawBody,
     bodyBytes,
     startedAt,
+    cacheKey,
   } = request;
   const trace = c.get('trace');
   return {
@@ -172,6 +173,7 @@ export async function reserve(
     rawBody,
     bodyBytes,
     startedAt,
+    cacheKey,
     ticket,
     bounds,
     holdNanos,

@@ -22,4 +22,6 @@ export interface AuthorizedRequest {
   rawBody: Buffer;
   bodyBytes: number;
   startedAt: number;
+  /** The response cache's key for the body, once computed (`requests/cached-answer.ts`): the lookup's, and the write's after. */
+  cacheKey?: string;
 }
