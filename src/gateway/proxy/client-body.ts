@@ -23,7 +23,8 @@ export class WrittenJson {
  * A chat or completions body for the engine, from the client's bytes: the same bytes when they already name the
  * replica's served model and (on a stream) ask for final and running usage, the usual case for a JSON request;
  * otherwise its members as written, but for `model` and, on a stream, `stream_options`, which are written anew in
- * front. Nothing is parsed or written again: the body costs a copy at most, however large the prompt.
+ * front. Nothing is parsed or written again: the body costs a copy at most, however large the prompt (measured:
+ * CONTRIBUTING, "Measured on the request path").
  *
  * The engine reads these bytes as `JSON.parse` read them for the gateway: a key written twice is read last-wins by
  * every engine it sends to (vLLM and SGLang's Python `json`, llama.cpp's nlohmann::json, Ollama's Go), as by the
