@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { topLevelMembers } from './json-members.js';
 
 type Json = Record<string, unknown>;
@@ -33,7 +34,9 @@ export class WrittenJson {
  * @example
  * clientBodyForEngine(raw, JSON.parse(raw.toString()), 'served-name').bytes; // {"model":"served-name",…the rest as sent}
  */
-export function clientBodyForEngine(raw: Buffer, body: Json, servedModelName: string): WrittenJson {
+export function clientBodyForEngine(client: Buffer, body: Json, servedModelName: string): WrittenJson {
+  // Bytes that are not UTF-8 were read with U+FFFD in their place: the engine is sent what the gateway read.
+  const raw = isUtf8(client) ? client : Buffer.from(JSON.stringify(body));
   const fields = { model: servedModelName, messages: body.messages, tools: body.tools, n: body.n };
   const streams = body.stream === true;
   const asked = (body.stream_options ?? {}) as Json;

@@ -53,6 +53,18 @@ describe("the client's chat body as the engine is sent it", () => {
     ).toHaveLength(2);
   });
 
+  it('sends what the gateway read of bytes that are not UTF-8, not the bytes', () => {
+    const raw = Buffer.concat([
+      Buffer.from('{"model":"m","messages":[{"role":"user","content":"a'),
+      Buffer.from([0xff]),
+      Buffer.from('"}]}'),
+    ]);
+    const body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
+    const written = clientBodyForEngine(raw, body, 'm').bytes;
+    expect(written.includes(0xff)).toBe(false);
+    expect(JSON.parse(written.toString('utf8'))).toEqual(body);
+  });
+
   it('finds top-level members however the values nest and escape', () => {
     const text = '{ "a" : [1,{"b":"]}\\\\"}], "c":"\\\\\\"", "d":-1.5e3 ,"e":null,"f":{"g":[[]]}}';
     const raw = Buffer.from(text);
