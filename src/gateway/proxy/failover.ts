@@ -1,5 +1,6 @@
 import type { UpstreamTarget } from '../engines/types.js';
 import { GatewayError } from '../../shared/http/errors.js';
+import type { WrittenJson } from './client-body.js';
 import { type EngineResponse, postUpstream, UpstreamError } from './upstream.js';
 
 export interface FailoverCall {
@@ -7,7 +8,7 @@ export interface FailoverCall {
   acquire(exclude: ReadonlySet<string>): UpstreamTarget;
   path: string;
   /** The upstream body for a target (it names the target's served model), or its JSON. */
-  body(target: UpstreamTarget): Record<string, unknown> | string;
+  body(target: UpstreamTarget): Record<string, unknown> | string | WrittenJson;
   /** Headers for every replica tried, besides the target's own (the trace's `traceparent`). */
   headers?: Record<string, string>;
   clientModel: string;

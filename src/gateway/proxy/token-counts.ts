@@ -64,8 +64,25 @@ export function estimatePromptTokens(messages: unknown): number {
  * as `estimatePromptTokens` counts them, and its tools' definitions at about four characters a token.
  */
 export function estimateChatPromptTokens(body: Record<string, unknown>): number {
-  const tools = Array.isArray(body.tools) ? Math.ceil(JSON.stringify(body.tools).length / 4) : 0;
+  const tools = Array.isArray(body.tools) ? Math.ceil(toolsJsonOf(body.tools).length / 4) : 0;
   return estimatePromptTokens(body.messages) + tools;
+}
+
+/** Each tools array's JSON, by the array: an agent's 60 KB of tools is written once for every estimate of a request. */
+const toolsJson = new WeakMap<unknown[], string>();
+
+/**
+ * A tools array's JSON, written once however often it is asked for: the estimates (the ceiling, the token limits,
+ * the fallback usage) read its length, and a translation's body is written with it (`requests/sent-body.ts`).
+ * Tools arrays are never changed once a request's body is read or translated, so the text stays theirs.
+ */
+export function toolsJsonOf(tools: unknown[]): string {
+  let text = toolsJson.get(tools);
+  if (text === undefined) {
+    text = JSON.stringify(tools);
+    toolsJson.set(tools, text);
+  }
+  return text;
 }
 
 /** Embedding inputs' tokens, about four characters a token (token-id arrays count one each). */

@@ -9,6 +9,7 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { checkJsonShape } from '../../shared/http/json-shape.js';
 import { sanitizeUpstreamMessage, upstreamErrorMessage } from './sanitize.js';
 import { liftNumberArrays } from './lifted-arrays.js';
+import { WrittenJson } from './client-body.js';
 
 /**
  * An engine that failed before sending anything the client could see. Only
@@ -29,8 +30,8 @@ export interface UpstreamCall {
   target: UpstreamTarget;
   /** Path below the target's `/v1`, e.g. `/chat/completions`. */
   path: string;
-  /** The body, or its JSON already written (a translated body, written once for every replica tried). */
-  body: Record<string, unknown> | string;
+  /** The body, or its JSON already written (the client's own bytes, or a translation written once). */
+  body: Record<string, unknown> | string | WrittenJson;
   /** Headers besides the target's own, e.g. the trace's `traceparent`. */
   headers?: Record<string, string>;
   /** The model name as the client wrote it, for messages. */
@@ -74,7 +75,7 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
   try {
     response = await post(
       call.target.baseUrl + call.path,
-      typeof call.body === 'string' ? call.body : JSON.stringify(call.body),
+      bodyText(call.body),
       call.headers ? { ...call.target.headers, ...call.headers } : call.target.headers,
       call.signal,
     );
@@ -96,9 +97,8 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
       status,
       body: response,
       bytes: () => readBytes(response, Number.POSITIVE_INFINITY),
-      // A written body is parsed again only here, for a stream cut before any usage: rare, and off the hot path.
-      countPrompt: () =>
-        countChatPrompt(call.target, typeof call.body === 'string' ? jsonObjectOf(call.body) : call.body),
+      // A body written as a string is parsed again only here, for a stream cut before any usage: rare.
+      countPrompt: () => countChatPrompt(call.target, fieldsOf(call.body)),
     };
   const text = await readBytes(response, MAX_ERROR_BODY_BYTES).then(
     (bytes) => bytes.toString('utf8'),
@@ -113,15 +113,25 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
  * request is refused before it is sent, naming the limit (docs/engines.md).
  */
 function refuseUnbillableChoices(call: UpstreamCall): void {
-  // A written body is a translation (Messages, Responses), which never asks for more than one choice.
+  // A body written as a string is a translation (Messages, Responses), which never asks for more than one choice.
   if (typeof call.body === 'string') return;
-  const n = call.body.n;
+  const n = fieldsOf(call.body).n;
   if (typeof n !== 'number' || n <= 1) return;
   if (ENGINE_TRAITS[call.target.engineKind ?? 'vllm'].usageCountsEveryChoice) return;
   const message = `This model serves one choice per request: n must be 1 (got ${n}).`;
   throw new GatewayError('invalid_request', message, {
     details: [{ field: 'n', message: 'must be 1 for this model' }],
   });
+}
+
+function bodyText(body: UpstreamCall['body']): string | Buffer {
+  if (typeof body === 'string') return body;
+  return body instanceof WrittenJson ? body.bytes : JSON.stringify(body);
+}
+
+function fieldsOf(body: UpstreamCall['body']): Record<string, unknown> {
+  if (typeof body === 'string') return jsonObjectOf(body);
+  return body instanceof WrittenJson ? body.fields : body;
 }
 
 function jsonObjectOf(text: string): Record<string, unknown> {
@@ -144,7 +154,7 @@ function requestOptionsOf(url: string): { https: boolean; options: http.RequestO
 
 function post(
   url: string,
-  body: string,
+  body: string | Buffer,
   headers: Record<string, string>,
   signal: AbortSignal,
 ): Promise<IncomingMessage> {

@@ -51,7 +51,7 @@ export async function authorize(
   const authorization = keyHeaderOf(c, endpoint.acceptsApiKeyHeader);
   const hash = services.keys.secretHashOf(authorization);
   // A bad body from a bad key is a 401 first, as for every other route.
-  const { body, bytes } = await readJsonObject(
+  const { body, bytes, raw } = await readJsonObject(
     c,
     services.config.maxBodyBytes,
     services.config.oversizeDrain,
@@ -92,6 +92,7 @@ export async function authorize(
     clientModel: modelName,
     projectId,
     body,
+    rawBody: raw,
     bodyBytes: bytes,
     startedAt,
   };
@@ -153,8 +154,10 @@ export async function reserve(
     clientModel,
     projectId,
     body,
+    rawBody,
     bodyBytes,
     startedAt,
+    cacheKey,
   } = request;
   const trace = c.get('trace');
   return {
@@ -167,8 +170,10 @@ export async function reserve(
     clientModel,
     projectId,
     body,
+    rawBody,
     bodyBytes,
     startedAt,
+    cacheKey,
     ticket,
     bounds,
     holdNanos,

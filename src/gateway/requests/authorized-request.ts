@@ -18,6 +18,10 @@ export interface AuthorizedRequest {
   clientModel: string;
   projectId: string | null;
   body: Record<string, unknown>;
+  /** The body as the client sent it: chat and completions send these bytes on where nothing in them changes. */
+  rawBody: Buffer;
   bodyBytes: number;
   startedAt: number;
+  /** The response cache's key for the body, once computed (`requests/cached-answer.ts`): the lookup's, and the write's after. */
+  cacheKey?: string;
 }

@@ -66,7 +66,7 @@ async function settleCall(
   await services.gateKeeper.release(call.ticket, { actualTokens: tokens, cost });
   if (cachesAnswers(call) && settlement.answer && settlement.status === 200) {
     await services.cache
-      .set(cacheKey(call.caller.orgId, call.endpoint, call.body), settlement.answer)
+      .set(call.cacheKey ?? cacheKey(call.caller.orgId, call.endpoint, call.body), settlement.answer)
       .catch((error: unknown) => {
         services.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
       });

@@ -24,15 +24,15 @@ export async function cachedAnswer(
   request: AuthorizedRequest,
 ): Promise<Response | null> {
   if (!cachesAnswers(request)) return null;
-  const hit = await services.cache
-    .get(cacheKey(request.caller.orgId, request.endpoint, request.body))
-    .catch((error: unknown) => {
-      services.log.warn('response cache read failed: treated as a miss', {
-        requestId: request.requestId,
-        ...describeError(error),
-      });
-      return null;
+  // Computed once: the answer is kept under the same key (`settle`), and the body is the size of the prompt.
+  request.cacheKey = cacheKey(request.caller.orgId, request.endpoint, request.body);
+  const hit = await services.cache.get(request.cacheKey).catch((error: unknown) => {
+    services.log.warn('response cache read failed: treated as a miss', {
+      requestId: request.requestId,
+      ...describeError(error),
     });
+    return null;
+  });
   c.header('X-Tollgate-Cache', hit ? 'hit' : 'miss');
   services.observer.cacheLookup(hit !== null);
   if (!hit) return null;

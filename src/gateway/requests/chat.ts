@@ -1,4 +1,5 @@
 import { createChatChunkRewriter } from '../proxy/chat-stream.js';
+import { clientBodyForEngine } from '../proxy/client-body.js';
 import type { TokenUsage } from '../billing/token-usage.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../proxy/token-counts.js';
 import type { AuthorizedRequest } from './admission.js';
@@ -38,8 +39,8 @@ export interface OpenAiKind {
 }
 
 /**
- * A call of an OpenAI-style protocol: the client's body goes to the engine as it came (its bytes are what the engine
- * is sent, but for the model's name and the usage options), and a stream's chunks are relayed one by one, showing the
+ * A call of an OpenAI-style protocol: the client's body goes to the engine as it came (its own bytes, but for the
+ * model's name and the usage options where they change: `clientBodyForEngine`), and a stream's chunks are relayed one by one, showing the
  * client usage only where it asked for it.
  */
 export function openAiCall(request: AuthorizedRequest, kind: OpenAiKind): ProtocolCall {
@@ -47,7 +48,7 @@ export function openAiCall(request: AuthorizedRequest, kind: OpenAiKind): Protoc
   return {
     bounded: kind.bounded,
     sentBytes: request.bodyBytes,
-    bodyFor: (target) => openAiUpstreamBody(body, target.servedModelName),
+    bodyFor: (target) => clientBodyForEngine(request.rawBody, body, target.servedModelName),
     estimate: kind.estimate,
     stream: body.stream === true ? () => chunkWriter(request, kind.carriesTokens) : null,
   };
@@ -55,18 +56,6 @@ export function openAiCall(request: AuthorizedRequest, kind: OpenAiKind): Protoc
 
 function clientStreamOptions(body: Json): Json {
   return (body.stream_options ?? {}) as Json;
-}
-
-/** The body for the engine: the client's, naming the replica's model, and on streams asking for final and running usage. */
-export function openAiUpstreamBody(client: Json, servedModelName: string): Json {
-  const body: Json = { ...client, model: servedModelName };
-  // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow (CONTRIBUTING, "Measured on the request path").
-  if (client.stream === true)
-    body.stream_options = Object.assign({}, clientStreamOptions(client), {
-      include_usage: true,
-      continuous_usage_stats: true,
-    });
-  return body;
 }
 
 function chunkWriter(request: AuthorizedRequest, carriesTokens: OpenAiKind['carriesTokens']): StreamWriter {

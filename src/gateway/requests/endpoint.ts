@@ -16,6 +16,7 @@ import type { GateKeeper } from '../admission/gate-keeper.js';
 import type { AuthorizedRequest, EndpointName } from './authorized-request.js';
 import type { StreamState } from '../billing/settlement.js';
 import type { RelayOutcome } from '../proxy/sse.js';
+import type { WrittenJson } from '../proxy/client-body.js';
 
 /**
  * What the billed path uses of the gateway's services, and nothing more: a
@@ -90,8 +91,8 @@ export interface ProtocolCall {
   bounded: Json;
   /** The size in bytes of the body the engine is sent: the prompt's bound (a text token is at least a byte). */
   sentBytes: number;
-  /** The body sent to one replica (or its JSON): what is sent to every replica, naming the replica's served model. */
-  bodyFor(target: UpstreamTarget): Json | string;
+  /** The body sent to one replica (or its JSON written): what every replica is sent, naming its served model. */
+  bodyFor(target: UpstreamTarget): Json | string | WrittenJson;
   /** Usage when the engine reported none valid: from the request, and from the answer if there is one. */
   estimate(answer: Json | null): TokenUsage;
   /** The answer's JSON for the client, when the protocol's answer is not the engine's (Messages, Responses). */

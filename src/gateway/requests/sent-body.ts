@@ -1,4 +1,5 @@
-import { estimateChatPromptTokens } from '../proxy/token-counts.js';
+import { estimateChatPromptTokens, toolsJsonOf } from '../proxy/token-counts.js';
+import { WrittenJson } from '../proxy/client-body.js';
 
 type Json = Record<string, unknown>;
 
@@ -21,18 +22,21 @@ export function keepCeilingWithinContext(chat: Json, contextLength: number): voi
   if (asked > room) chat.max_tokens = Math.max(1, room);
 }
 
-/** A translated body as the engine is sent it, its JSON written once: its size, and its text for one replica. */
+/** A translated body as the engine is sent it, its JSON written once: its size, and its bytes for one replica. */
 export interface SentBody {
   /** Its size in bytes: the prompt's bound (`billing/token-bounds.ts`: a text token is at least a byte). */
   bytes: number;
   /** Its JSON naming the replica's served model, and on streams asking for final and running usage. */
   forModel(servedModelName: string): string;
+  /** The same JSON as bytes, as the engine is sent it: not encoded again for the socket. */
+  writtenFor(servedModelName: string): WrittenJson;
 }
 
 /**
  * Writes a translated body's JSON once, with every earlier turn, tool and system prompt the translation put in it:
  * its size is the prompt's bound, and each replica tried is sent it with its own model name put in front (the
- * client's is left out), not the whole body written again.
+ * client's is left out), not the whole body written again. The tools' JSON is the one the estimates measured
+ * (`toolsJsonOf`), not written a second time.
  *
  * @example
  * sentBody({ model: 'm', messages: [] }, false).forModel('served'); // '{"model":"served","messages":[]}'
@@ -40,12 +44,25 @@ export interface SentBody {
 export function sentBody(chat: Json, streams: boolean): SentBody {
   const rest: Json = Object.assign({}, chat);
   delete rest.model;
-  const text = JSON.stringify(rest);
-  // Everything after the opening brace, after a comma when there is anything.
-  const tail = text === '{}' ? '}' : `,${text.slice(1)}`;
+  const tools = Array.isArray(rest.tools) ? rest.tools : null;
+  if (tools) delete rest.tools;
+  const others = JSON.stringify(rest);
+  // The members after the opening brace, the tools first when there are any: `{` + members is the whole body.
+  const members = tools
+    ? `"tools":${toolsJsonOf(tools)}${others === '{}' ? '}' : `,${others.slice(1)}`}`
+    : others.slice(1);
+  const written = Buffer.from(members);
   const usage = streams ? ',"stream_options":{"include_usage":true,"continuous_usage_stats":true}' : '';
+  const headOf = (servedModelName: string) =>
+    `{"model":${JSON.stringify(servedModelName)}${usage}${members === '}' ? '' : ','}`;
   return {
-    bytes: Buffer.byteLength(text, 'utf8'),
-    forModel: (servedModelName) => `{"model":${JSON.stringify(servedModelName)}${usage}${tail}`,
+    bytes: 1 + written.length,
+    forModel: (servedModelName) => headOf(servedModelName) + members,
+    writtenFor: (servedModelName) =>
+      new WrittenJson(Buffer.concat([Buffer.from(headOf(servedModelName)), written]), {
+        model: servedModelName,
+        messages: chat.messages,
+        tools: chat.tools,
+      }),
   };
 }

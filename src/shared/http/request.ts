@@ -26,7 +26,7 @@ export function requestId(): MiddlewareHandler<GatewayEnv> {
 /**
  * Reads the body as a JSON object, refusing more than `maxBytes` (413) and
  * anything that is not a JSON object (400), before any other work. Returns
- * the object and its size in bytes.
+ * the object, its size in bytes, and the bytes themselves (parsed once here).
  *
  * @example
  * const { body, bytes } = await readJsonObject(c, config.maxBodyBytes, config.oversizeDrain);
@@ -36,7 +36,7 @@ export async function readJsonObject(
   maxBytes: number,
   drain: BodyDrain,
   maxDepth?: number,
-): Promise<{ body: Record<string, unknown>; bytes: number }> {
+): Promise<{ body: Record<string, unknown>; bytes: number; raw: Buffer }> {
   const length = headerOf(c, 'content-length');
   const declared = length === undefined ? Number.NaN : Number(length);
   if (Number.isFinite(declared) && declared > maxBytes) return refuseDeclared(c, declared, maxBytes, drain);
@@ -65,7 +65,7 @@ export async function readJsonObject(
   // Bodies go to the engine as they are (text with NUL included), but nothing may nest deep enough
   // to overflow a stack.
   checkJsonShape(parsed, { storable: false, maxDepth });
-  return { body: parsed as Record<string, unknown>, bytes: size };
+  return { body: parsed as Record<string, unknown>, bytes: size, raw: bytes };
 }
 
 /**

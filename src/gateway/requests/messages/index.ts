@@ -33,7 +33,7 @@ export const MESSAGES: BilledEndpoint = {
     return {
       bounded: chat,
       sentBytes: sent.bytes,
-      bodyFor: (target) => sent.forModel(target.servedModelName),
+      bodyFor: (target) => sent.writtenFor(target.servedModelName),
       answerOf: (answer) => messageOf(answer, request.clientModel),
       estimate: (answer) => ({
         promptTokens: estimateChatPromptTokens(chat),

@@ -52,7 +52,7 @@ function responsesCall(request: AuthorizedRequest, conversations: Conversations,
   return {
     bounded: chat,
     sentBytes: sent.bytes,
-    bodyFor: (target) => sent.forModel(target.servedModelName),
+    bodyFor: (target) => sent.writtenFor(target.servedModelName),
     async answerOf(answer) {
       const { body, names, id, model } = source();
       const response = responseOf(answer, body, names, id, model);
