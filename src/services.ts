@@ -12,6 +12,7 @@ import { createResponseCache, type ResponseCache } from './gateway/cache/respons
 import { ChargeApplier } from './gateway/billing/charge-applier.js';
 import type { ChargeJournal } from './gateway/billing/journal.js';
 import { GateKeeper } from './gateway/admission/gate-keeper.js';
+import { budgetSpend } from './gateway/billing/budget-spend.js';
 import { createMemoryGate } from './gateway/admission/memory-gate.js';
 import { createRedisGate } from './gateway/admission/redis-gate.js';
 import { WalletService } from './gateway/billing/wallet.js';
@@ -152,6 +153,8 @@ export function createServices(parts: ServiceParts): Services {
     renewEveryMs: Math.min(config.limits.concurrencyLeaseMs, config.holdLeaseMs),
     rebuildGraceMs: config.rebuildGraceMs,
     monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
+    projectBudgets: (projectId) => requestPathCache.projectBudgets(projectId),
+    budgetSpend: (scope, subjectId, window, requestIds) => budgetSpend(db, scope, subjectId, window, requestIds),
   });
   // An embedded store has no other writer: every change goes through this process, which drops the
   // cache itself.
