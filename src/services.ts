@@ -13,6 +13,7 @@ import { ChargeApplier } from './gateway/billing/charge-applier.js';
 import type { ChargeJournal } from './gateway/billing/journal.js';
 import { GateKeeper } from './gateway/admission/gate-keeper.js';
 import { budgetSpend } from './gateway/billing/budget-spend.js';
+import { BudgetService } from './gateway/billing/budgets.js';
 import { createMemoryGate } from './gateway/admission/memory-gate.js';
 import { createRedisGate } from './gateway/admission/redis-gate.js';
 import { WalletService } from './gateway/billing/wallet.js';
@@ -64,6 +65,8 @@ export interface Services {
   applier: ChargeApplier;
   orgs: OrgService;
   projects: ProjectService;
+  /** Budgets per key and per project, read with their spend and set (`billing/budgets.ts`). */
+  budgets: BudgetService;
   catalog: CatalogService;
   /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/request-path-cache.ts`. */
   requestPathCache: RequestPathCache;
@@ -137,13 +140,8 @@ export interface ServiceParts {
 export function createServices(parts: ServiceParts): Services {
   const { config, db, log, fleet, adminToken, redis = null, journal, tracing = null } = parts;
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
-  const gate = redis
-    ? createRedisGate(redis, {
-        prefix: config.limits.redisPrefix,
-        rebuildGraceMs: config.rebuildGraceMs,
-        ...gateOptions,
-      })
-    : createMemoryGate(gateOptions);
+  const redisGate = { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions };
+  const gate = redis ? createRedisGate(redis, redisGate) : createMemoryGate(gateOptions);
   // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to
   // rebuild it.
   const wallets = new WalletService(db, (orgId, amount) => gateKeeper.credit(orgId, amount));
@@ -154,7 +152,7 @@ export function createServices(parts: ServiceParts): Services {
     rebuildGraceMs: config.rebuildGraceMs,
     monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
     projectBudgets: (projectId) => requestPathCache.projectBudgets(projectId),
-    budgetSpend: (scope, subjectId, window, requestIds) => budgetSpend(db, scope, subjectId, window, requestIds),
+    budgetSpend: (scope, subjectId, window, ids) => budgetSpend(db, scope, subjectId, window, ids),
   });
   // An embedded store has no other writer: every change goes through this process, which drops the
   // cache itself.
@@ -192,6 +190,7 @@ export function createServices(parts: ServiceParts): Services {
     books: new Books(db),
     orgs: new OrgService(db, catalogChanged),
     projects: new ProjectService(db, catalogChanged),
+    budgets: new BudgetService(db, catalogChanged),
     catalog: new CatalogService(db, catalogChanged),
     fleet,
     adminToken,

@@ -8,6 +8,7 @@ import { costsRoutes } from './costs.js';
 import { rateCardsRoutes } from './rate-cards.js';
 import { enginesRoutes } from './engines.js';
 import { keysRoutes } from './keys.js';
+import { projectsRoutes } from './projects.js';
 import { ledgerRoutes } from './ledger.js';
 import { modelsRoutes } from './models.js';
 import { nodesRoutes } from './nodes.js';
@@ -38,6 +39,7 @@ export function createAdminRoutes(services: Services): Hono<GatewayEnv> {
   admin.route('/orgs', ledgerRoutes(services));
   admin.route('/users', usersRoutes(services));
   admin.route('/keys', keysRoutes(services));
+  admin.route('/projects', projectsRoutes(services));
   admin.route('/models', modelsRoutes(services));
   admin.route('/prices', pricesRoutes(services));
   admin.route('/engines', enginesRoutes(services));

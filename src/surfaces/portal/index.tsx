@@ -15,6 +15,7 @@ import { clustersRoutes } from './clusters.js';
 import { costsRoutes } from './costs.js';
 import { ErrorPage, SignInOrErrorPage } from './error-pages.js';
 import { keysRoutes } from './keys.js';
+import { budgetsRoutes } from './budgets.js';
 import { modelsRoutes } from './models.js';
 import { operatorEnginesRoutes } from './operator-engines.js';
 import { operatorModelsRoutes } from './operator-models.js';
@@ -94,6 +95,7 @@ export function createPortalRoutes(services: Services, clientOf: ClientOf): Hono
   portal.route('/sign-out', signOutRoutes(deps, clientOf));
   portal.route('/overview', overviewRoutes(deps));
   portal.route('/keys', keysRoutes(deps));
+  portal.route('/budgets', budgetsRoutes(deps));
   portal.route('/', usageRoutes(deps));
   portal.route('/wallet', walletRoutes(deps));
   portal.route('/models', modelsRoutes(deps));
