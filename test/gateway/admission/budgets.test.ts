@@ -16,6 +16,7 @@ import { OrgService } from '../../../src/platform/orgs/service.js';
 import { ProjectService } from '../../../src/platform/orgs/projects.js';
 import { chargeRecord } from '../../helpers/charges.js';
 import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
+import { until } from '../../helpers/wait.js';
 
 /**
  * Budgets per key and per project, at the gate: a hold is admitted only if it fits in what is left of every budget
@@ -170,4 +171,31 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     await gateKeeper.release(running, { actualTokens: 1, cost: 100n });
     expect(await gate.budgetSpent(`budget:key:${caller.id}:${month}`)).toBe(1_100n);
   });
+
+  it.runIf(kind === 'redis')(
+    'rebuilds a budget after Redis loses everything from the holds and charges the replicas report again',
+    async () => {
+      const { caller } = await tenant({ monthly: 10_000n, daily: null });
+      const owner = { orgId: caller.orgId, keyId: caller.id };
+      // In flight when Redis is lost: a hold of 3,000; and a charge of 2,000 not yet written.
+      await admit(caller, 3_000n);
+      const finished = await admit(caller, 2_500n);
+      await journal.append(chargeRecord(finished.requestId, owner, 2_000n));
+      await gateKeeper.release(finished, { actualTokens: 1, cost: 2_000n });
+      await deleteRedisPrefix(prefix); // Redis restarts empty
+      await admit(caller, 1n).catch(() => {}); // refused: no epoch yet
+      await gateKeeper.heartbeat(); // reports the hold and the charge again, with their budget tags
+      // 10,000 − 3,000 held − 2,000 charged: once the grace is over, a hold of 5,000 fits, and then nothing does.
+      await until(
+        'the rebuild grace is over',
+        () =>
+          admit(caller, 5_000n).catch((error: unknown) => {
+            if ((error as { code?: string }).code === 'billing_unavailable') return null;
+            throw error;
+          }),
+        { timeout: 3_000, interval: 20 },
+      );
+      expect(await refusal(admit(caller, 1n))).toMatchObject({ code: 'budget_exceeded' });
+    },
+  );
 });
