@@ -13,7 +13,7 @@ import {
   refusal,
   limitsUnavailableOnFailure,
 } from './refusals.js';
-import { type BudgetLimit, type Budgets, budgetLimits, budgetTag } from './budgets.js';
+import { type BudgetLimit, type Budgets, budgetLimits, budgetTag, parseTag } from './budgets.js';
 import { type BudgetSpendReader, rebuildBudget, rebuildWallet } from './rebuild.js';
 import { type Ticket, ticketOf } from './ticket.js';
 
@@ -225,6 +225,9 @@ export class GateKeeper {
     const unwritten = this.journal.pending().map(reportedOf);
     if (unwritten.length > 0) await this.gate.report([], unwritten);
     for (const orgId of new Set(unreported.map((charge) => charge.orgId))) await this.gate.forgetWallet(orgId);
+    // Their budgets' counts too (their holds expired, their charges were never counted): rebuilt when next asked.
+    const counts = new Set(unreported.flatMap((charge) => parseTag(reportedOf(charge).tag!).map((t) => t.counter)));
+    for (const counter of counts) await this.gate.forgetBudget(counter);
     if (unreported.length > 0) await this.journal.markReported(unreported.map((charge) => charge.id));
   }
 

@@ -172,6 +172,8 @@ export interface LimitGate {
   setBudgetSpent(counter: string, spent: bigint, version: string, ttlMs: number): Promise<boolean>;
   /** A budget count's spend (charges and holds); null when the gate has none. */
   budgetSpent(counter: string): Promise<bigint | null>;
+  /** Forgets a budget count's spend: the next request under it rebuilds it from PostgreSQL. */
+  forgetBudget(counter: string): Promise<void>;
 }
 
 /** A request in flight on this replica, as the heartbeat renews it. */

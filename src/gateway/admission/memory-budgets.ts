@@ -100,6 +100,12 @@ export class MemoryBudgets {
     return true;
   }
 
+  forget(counter: string): void {
+    const count = this.read(counter);
+    if (count) count.spent = null;
+    this.moved(counter);
+  }
+
   spent(counter: string): bigint | null {
     return this.read(counter)?.spent ?? null;
   }

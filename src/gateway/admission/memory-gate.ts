@@ -18,8 +18,7 @@ import { MemoryCounters } from './memory-counters.js';
 export interface MemoryGateOptions {
   concurrencyLeaseMs: number;
   holdLeaseMs: number;
-  /** The clock, for tests. */
-  now?: () => number;
+  now?: () => number; // the clock, for tests
 }
 
 interface Wallet {
@@ -31,8 +30,7 @@ interface Wallet {
 }
 
 const MINUTE_MS = 60_000;
-/** A monthly count is kept this long: its expiry only bounds memory. */
-const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
+const MONTH_TTL_MS = 32 * 24 * 3600 * 1000; // a monthly count's expiry only bounds memory
 
 /**
  * The limits gate of the embedded default (no Redis): the same rules as `redis-gate.ts`, in this process's memory,
@@ -46,11 +44,10 @@ export function createMemoryGate(options: MemoryGateOptions): LimitGate {
 }
 
 /**
- * `createMemoryGate`'s gate. Its state mirrors the Redis gate's keys: counters
- * named `rpm:K`, `tpm:K`, `month:K:YYYY-MM`; each key's concurrency slots;
- * each organization's wallet (spendable amount, version, holds, unwritten
- * charges); budget counts (`memory-budgets.ts`). Methods are `async` without an `await`, so that a throw is a
- * rejection as in the Redis gate, and no other call can interleave.
+ * `createMemoryGate`'s gate. Its state mirrors the Redis gate's keys: counters named `rpm:K`, `tpm:K`,
+ * `month:K:YYYY-MM`; each key's concurrency slots; each organization's wallet (spendable amount, version, holds,
+ * unwritten charges); budget counts (`memory-budgets.ts`). Methods are `async` without an `await`, so that a
+ * throw is a rejection as in the Redis gate, and no other call can interleave.
  */
 class MemoryGate implements LimitGate {
   private readonly now: () => number;
@@ -234,6 +231,10 @@ class MemoryGate implements LimitGate {
 
   async setBudgetSpent(counter: string, spent: bigint, version: string, ttlMs: number): Promise<boolean> {
     return this.budgets.set(counter, spent, version, ttlMs);
+  }
+
+  async forgetBudget(counter: string): Promise<void> {
+    this.budgets.forget(counter);
   }
 
   async budgetSpent(counter: string): Promise<bigint | null> {

@@ -269,6 +269,12 @@ class RedisGate implements LimitGate {
     return (await this.setBudgetScript(this.key.prefixed(counter), spent.toString(), version, ttlMs)) === 1;
   }
 
+  async forgetBudget(counter: string): Promise<void> {
+    const count = this.key.prefixed(counter);
+    // The version moves too, so that a rebuild already under way is not kept.
+    await this.redis.multi().hdel(count, 'spent').hincrby(count, 'ver', 1).exec();
+  }
+
   async budgetSpent(counter: string): Promise<bigint | null> {
     const spent = await this.redis.hget(this.key.prefixed(counter), 'spent');
     return spent === null ? null : BigInt(spent);
