@@ -12,6 +12,8 @@ import { createResponseCache, type ResponseCache } from './gateway/cache/respons
 import { ChargeApplier } from './gateway/billing/charge-applier.js';
 import type { ChargeJournal } from './gateway/billing/journal.js';
 import { GateKeeper } from './gateway/admission/gate-keeper.js';
+import { budgetSpend } from './gateway/billing/budget-spend.js';
+import { BudgetService } from './gateway/billing/budgets.js';
 import { createMemoryGate } from './gateway/admission/memory-gate.js';
 import { createRedisGate } from './gateway/admission/redis-gate.js';
 import { WalletService } from './gateway/billing/wallet.js';
@@ -44,9 +46,8 @@ import { DatabaseResponseStore } from './gateway/responses/database-store.js';
 import type { ResponseStore } from './gateway/responses/store.js';
 
 /**
- * Everything the routes need, built once at start-up (see `server/start.ts`) and
- * passed in: no module reaches for a global. Built in four groups; a surface names
- * only what it reads (`surfaces/<surface>/deps.ts`), which this whole satisfies.
+ * Everything the routes need, built once at start-up (`server/start.ts`) and passed in: no module reaches for a
+ * global. Built in four groups; a surface names only what it reads (`surfaces/<surface>/deps.ts`).
  */
 export interface Services extends ProcessServices, GatewayServices, PeopleServices, PlatformServices {}
 
@@ -89,6 +90,8 @@ export interface GatewayServices {
   usageReports: UsageReports;
   /** An organization's books verified and exported (`billing/books.ts`). */
   books: Books;
+  /** Budgets per key and per project, read with their spend and set (`billing/budgets.ts`). */
+  budgets: BudgetService;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;
   /** Stored Responses (`/v1/responses` with `store`), in the database: any process continues a conversation. */
@@ -208,6 +211,8 @@ function createGatewayServices(
     renewEveryMs: Math.min(config.limits.concurrencyLeaseMs, config.holdLeaseMs),
     rebuildGraceMs: config.rebuildGraceMs,
     monthToDate: (keyId, monthStart) => keyTokensSince(db, keyId, monthStart),
+    projectBudgets: (projectId) => requestPathCache.projectBudgets(projectId),
+    budgetSpend: (scope, subjectId, window, ids) => budgetSpend(db, scope, subjectId, window, ids),
   });
   const keyByHash = (hash: string) => requestPathCache.keyByHash(hash);
   return {
@@ -223,6 +228,7 @@ function createGatewayServices(
     }),
     usageReports: new UsageReports(db),
     books: new Books(db),
+    budgets: new BudgetService(db, catalogChanged),
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),
   };

@@ -1,29 +1,26 @@
 import type { ChargeJournal } from '../billing/journal.js';
-import type { WalletService } from '../billing/wallet.js';
+import type { ChargeRecord, WalletService } from '../billing/wallet.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
 import type { LimitGate, LiveRequest, Reported } from './gate.js';
-import { type LimitHeaders, limitHeaders } from './headers.js';
 import { currentMonth, monthStart } from './month.js';
 import { admitRate, giveBackRate, type RatePass, type RateStepDeps } from './rate-step.js';
-import { billingUnavailable, insufficientFunds, rebuilding, refusal, limitsUnavailableOnFailure } from './refusals.js';
+import {
+  billingUnavailable,
+  budgetExceeded,
+  insufficientFunds,
+  rebuilding,
+  refusal,
+  limitsUnavailableOnFailure,
+} from './refusals.js';
+import { type BudgetLimit, type Budgets, budgetLimits, budgetTag, parseTag } from './budgets.js';
+import { type BudgetSpendReader, rebuildBudget, rebuildWallet } from './rebuild.js';
+import { type Ticket, ticketOf } from './ticket.js';
 
 /** How often each replica tells the gate it is alive (and learns whether Redis lost its state). */
 export const HEARTBEAT_MS = 1_000;
 
-/** What an admitted request holds until `release`. */
-export interface Ticket {
-  requestId: string;
-  caller: AuthenticatedKey;
-  /** X-RateLimit-* headers for the response. */
-  headers: LimitHeaders;
-  estimatedTokens: number;
-  holdNanos: bigint | null;
-  month: string;
-  tokensWindowEndsAt: number;
-  released: boolean;
-}
-
+export type { Ticket } from './ticket.js';
 export type { RatePass } from './rate-step.js';
 
 export interface GateKeeperOptions {
@@ -35,6 +32,10 @@ export interface GateKeeperOptions {
   rebuildGraceMs: number;
   /** A key's tokens so far this month from the usage records; read when its month's count is missing. */
   monthToDate(keyId: string, monthStart: Date): Promise<number>;
+  /** A project's budgets (from the request-path cache); undefined: no such project. */
+  projectBudgets(projectId: string): Promise<Budgets | undefined>;
+  /** A budget's window spend from the usage records, read when its count is missing. */
+  budgetSpend: BudgetSpendReader;
 }
 
 /**
@@ -78,11 +79,23 @@ export class GateKeeper {
     holdNanos: bigint | null;
     /** The first step's pass (`admitRate`); without it, this one step takes all four limits and the hold. */
     rate?: RatePass;
+    /** The project the request is booked to, whose budgets it falls under; null: none. */
+    projectId?: string | null;
   }): Promise<Ticket> {
     const { caller } = request;
     const rate = request.rate?.requests && !request.rate.done ? request.rate : null;
     const month = currentMonth();
     const holdNanos = this.options.billingEnabled ? request.holdNanos : null;
+    const projectId = request.projectId ?? null;
+    const key = { id: caller.id, budgets: caller.budgets };
+    // No await without a project: a project's budgets come from the request-path cache.
+    const budgets =
+      holdNanos === null
+        ? []
+        : projectId === null
+          ? budgetLimits(key, null)
+          : budgetLimits(key, await this.projectOf(projectId));
+    const tag = holdNanos === null ? '' : budgetTag(caller.id, projectId, budgets);
     const ask = {
       requestId: request.requestId,
       keyId: caller.id,
@@ -92,9 +105,11 @@ export class GateKeeper {
       holdNanos,
       month,
       rateTaken: rate !== null,
+      budgets,
+      budgetTag: tag,
     };
-    // At most one rebuild and one seed: the third answer is final.
-    for (let attempt = 0; attempt < 4; attempt++) {
+    // At most one rebuild of the wallet and of each budget, and one seed: the last answer is final.
+    for (let attempt = 0; attempt < 8; attempt++) {
       const admission = await limitsUnavailableOnFailure(() => this.gate.admit(ask));
       switch (admission.outcome) {
         case 'admitted': {
@@ -108,28 +123,12 @@ export class GateKeeper {
               keyId: caller.id,
               orgId: caller.orgId,
               holdNanos,
+              budgetTag: tag,
             });
-          const headers = ask.limits
-            ? limitHeaders(
-                { limit: caller.requestsPerMinute, ...admission.requests },
-                admission.tokens && caller.tokensPerMinute !== null
-                  ? { limit: caller.tokensPerMinute, ...admission.tokens }
-                  : undefined,
-              )
-            : {};
-          return {
-            requestId: request.requestId,
-            caller,
-            headers,
-            estimatedTokens: request.estimatedTokens,
-            holdNanos,
-            month,
-            tokensWindowEndsAt: admission.tokensWindowEndsAt,
-            released: false,
-          };
+          return ticketOf(ask, caller, admission);
         }
         case 'wallet_unknown':
-          await limitsUnavailableOnFailure(() => this.rebuildWallet(caller.orgId));
+          await limitsUnavailableOnFailure(() => rebuildWallet(this.gate, this.wallets, this.log, caller.orgId));
           continue;
         case 'month_unknown': {
           const tokens = await limitsUnavailableOnFailure(() => this.options.monthToDate(caller.id, monthStart(month)));
@@ -138,6 +137,11 @@ export class GateKeeper {
         }
         case 'rebuilding':
           throw rebuilding(admission.retryMs);
+        case 'budget_unknown':
+          await limitsUnavailableOnFailure(() => this.rebuildBudget(caller.orgId, budgets[admission.index]!));
+          continue;
+        case 'budget_exceeded':
+          throw budgetExceeded(budgets[admission.index]!, admission.spent, holdNanos!);
         case 'insufficient_funds':
           throw insufficientFunds();
         default:
@@ -146,6 +150,16 @@ export class GateKeeper {
       }
     }
     throw billingUnavailable();
+  }
+
+  private rebuildBudget(orgId: string, budget: BudgetLimit): Promise<void> {
+    return rebuildBudget(this.gate, this.options.budgetSpend, this.log, orgId, budget);
+  }
+
+  /** A project's budgets, for `budgetLimits`; null when it has none. */
+  private async projectOf(projectId: string): Promise<{ id: string; budgets: Budgets } | null> {
+    const budgets = await limitsUnavailableOnFailure(() => this.options.projectBudgets(projectId));
+    return budgets ? { id: projectId, budgets } : null;
   }
 
   /** The first step, as soon as the key is known: its requests per minute and concurrency (`rate-step.ts`). */
@@ -211,6 +225,9 @@ export class GateKeeper {
     const unwritten = this.journal.pending().map(reportedOf);
     if (unwritten.length > 0) await this.gate.report([], unwritten);
     for (const orgId of new Set(unreported.map((charge) => charge.orgId))) await this.gate.forgetWallet(orgId);
+    // Their budgets' counts too (their holds expired, their charges were never counted): rebuilt when next asked.
+    const counts = new Set(unreported.flatMap((charge) => parseTag(reportedOf(charge).tag!).map((t) => t.counter)));
+    for (const counter of counts) await this.gate.forgetBudget(counter);
     if (unreported.length > 0) await this.journal.markReported(unreported.map((charge) => charge.id));
   }
 
@@ -235,7 +252,7 @@ export class GateKeeper {
         // Redis lost everything: what runs here and what is not yet in PostgreSQL is reported again, inside the rebuild grace.
         const holds = [...this.live.values()]
           .filter((r) => r.holdNanos !== null)
-          .map((r) => ({ orgId: r.orgId, requestId: r.requestId, amount: r.holdNanos! }));
+          .map((r) => ({ orgId: r.orgId, requestId: r.requestId, amount: r.holdNanos!, tag: r.budgetTag }));
         await this.gate.report(holds, this.journal.pending().map(reportedOf));
         this.log.warn('limits store lost its state: holds and unwritten charges reported again', {
           holds: holds.length,
@@ -267,33 +284,11 @@ export class GateKeeper {
     });
     if (cost !== null) await this.journal.markReported([ticket.requestId]);
   }
-
-  /**
-   * An organization's spendable amount, from one PostgreSQL snapshot: its
-   * balance, less the charges the gate knows of that the balance does not yet
-   * hold, less the holds of requests in flight. Kept only if the gate's state
-   * did not change meanwhile; tried again otherwise.
-   */
-  private async rebuildWallet(orgId: string): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const state = await this.gate.walletState(orgId);
-      const unwritten = state.unwritten.map((c) => c.requestId);
-      const { balance, written } = await this.wallets.walletSnapshot(orgId, unwritten);
-      let spendable = balance;
-      for (const hold of state.holds) spendable -= hold.amount;
-      for (const charge of state.unwritten) if (!written.has(charge.requestId)) spendable -= charge.amount;
-      if (await this.gate.setWallet(orgId, spendable, state.version)) {
-        this.log.info('wallet spendable amount rebuilt from the ledger', {
-          orgId,
-          holds: state.holds.length,
-          unwritten: state.unwritten.length - written.size,
-        });
-        return;
-      }
-    }
-  }
 }
 
-function reportedOf(charge: { id: string; orgId: string; cost: bigint }): Reported {
-  return { orgId: charge.orgId, requestId: charge.id, amount: charge.cost };
+/** A charge not yet written, reported again: tagged with the budget counts of its key and project at its time. */
+function reportedOf(charge: ChargeRecord): Reported {
+  const at = charge.createdAt instanceof Date ? charge.createdAt.getTime() : Date.now();
+  const tag = budgetTag(charge.keyId, charge.projectId ?? null, [], at);
+  return { orgId: charge.orgId, requestId: charge.id, amount: charge.cost, tag };
 }

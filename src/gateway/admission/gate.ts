@@ -1,4 +1,5 @@
 import type { KeyLimits } from '../keys/service.js';
+import type { BudgetLimit } from './budgets.js';
 
 /** What one request asks of the gate when it is admitted. */
 export interface AdmitRequest {
@@ -15,6 +16,10 @@ export interface AdmitRequest {
   month: string;
   /** Its request count and concurrency slot were taken already (`admitRate`): only the token limits and the hold are left. */
   rateTaken: boolean;
+  /** The budgets the hold must fit in, with the wallet (`budgets.ts`); empty: none, or billing is off. */
+  budgets: BudgetLimit[];
+  /** The budget counts the request falls under (`budgetTag`), kept with its hold; '' when billing is off. */
+  budgetTag: string;
 }
 
 /** What a request asks of its key's requests per minute and concurrency, before any work that grows with it. */
@@ -54,6 +59,10 @@ export type Admission =
   | { outcome: 'tokens_limit_exceeded'; tokens: Window; requests: Window }
   | { outcome: 'monthly_quota_exceeded'; used: number; requests: Window }
   | { outcome: 'insufficient_funds' }
+  /** The hold does not fit in what is left of `budgets[index]`, which had `spent` (charges and holds) already. */
+  | { outcome: 'budget_exceeded'; index: number; spent: bigint }
+  /** The gate holds no count for `budgets[index]` yet: rebuild it from the usage records (`rebuild.ts`) and ask again. */
+  | { outcome: 'budget_unknown'; index: number }
   /** The gate holds no spendable amount for this organization yet: rebuild it (`rebuildWallet`) and ask again. */
   | { outcome: 'wallet_unknown' }
   /** The gate holds no count for this key's month yet: seed it from the usage records and ask again. */
@@ -83,6 +92,8 @@ export interface Reported {
   orgId: string;
   requestId: string;
   amount: bigint;
+  /** The budget counts it falls under (`budgetTag`); absent: none. */
+  tag?: string;
 }
 
 /** What a wallet's rebuild needs from the gate, read together. */
@@ -91,6 +102,16 @@ export interface WalletState {
   version: string;
   holds: Reported[];
   /** Charges made but not yet known to be in PostgreSQL. */
+  unwritten: Reported[];
+}
+
+/** What a budget count's rebuild needs from the gate, read together: the holds and unwritten charges tagged with it. */
+export interface BudgetState {
+  /** Moves on every change to the count's tagged holds and charges; the rebuild is kept only if it did not move meanwhile. */
+  version: string;
+  /** Holds taken from the count (given back to it when their requests end). */
+  holds: Reported[];
+  /** Charges counted in it but not yet known to be in PostgreSQL. */
   unwritten: Reported[];
 }
 
@@ -145,6 +166,14 @@ export interface LimitGate {
    */
   heartbeat(live: LiveRequest[]): Promise<boolean>;
   report(holds: Reported[], unwritten: Reported[]): Promise<void>;
+  /** The holds and unwritten charges of an organization tagged with a budget's count. */
+  budgetState(orgId: string, counter: string): Promise<BudgetState>;
+  /** Sets a rebuilt count if it still has none and its state is still `version`, kept `ttlMs`; false otherwise. */
+  setBudgetSpent(counter: string, spent: bigint, version: string, ttlMs: number): Promise<boolean>;
+  /** A budget count's spend (charges and holds); null when the gate has none. */
+  budgetSpent(counter: string): Promise<bigint | null>;
+  /** Forgets a budget count's spend: the next request under it rebuilds it from PostgreSQL. */
+  forgetBudget(counter: string): Promise<void>;
 }
 
 /** A request in flight on this replica, as the heartbeat renews it. */
@@ -153,4 +182,6 @@ export interface LiveRequest {
   keyId: string;
   orgId: string;
   holdNanos: bigint | null;
+  /** The budget counts its hold is tagged with (`budgetTag`); '' when it holds nothing. */
+  budgetTag: string;
 }

@@ -1,6 +1,7 @@
 import type {
   Admission,
   AdmitRequest,
+  BudgetState,
   LimitGate,
   LiveRequest,
   RateAdmission,
@@ -11,17 +12,13 @@ import type {
   WalletState,
 } from './gate.js';
 import type { KeyLimits } from '../keys/service.js';
+import { MemoryBudgets } from './memory-budgets.js';
+import { MemoryCounters } from './memory-counters.js';
 
 export interface MemoryGateOptions {
   concurrencyLeaseMs: number;
   holdLeaseMs: number;
-  /** The clock, for tests. */
-  now?: () => number;
-}
-
-interface Counter {
-  value: number;
-  expiresAt: number;
+  now?: () => number; // the clock, for tests
 }
 
 interface Wallet {
@@ -33,14 +30,11 @@ interface Wallet {
 }
 
 const MINUTE_MS = 60_000;
-/** A monthly count is kept this long: its expiry only bounds memory (0 would expire it at once). */
-const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
+const MONTH_TTL_MS = 32 * 24 * 3600 * 1000; // a monthly count's expiry only bounds memory
 
 /**
- * The limits gate of the embedded default (no Redis): the same rules as
- * `redis-gate.ts`, in this process's memory, for one gateway process. Each
- * call runs to completion before any other starts (no await inside), which
- * is what makes it atomic.
+ * The limits gate of the embedded default (no Redis): the same rules as `redis-gate.ts`, in this process's memory,
+ * for one gateway process. Each call runs to completion before any other starts (no await inside): atomic.
  *
  * @example
  * const gate = createMemoryGate({ concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000 });
@@ -50,22 +44,24 @@ export function createMemoryGate(options: MemoryGateOptions): LimitGate {
 }
 
 /**
- * `createMemoryGate`'s gate. Its state mirrors the Redis gate's keys: counters
- * named `rpm:K`, `tpm:K`, `month:K:YYYY-MM`; each key's concurrency slots;
- * each organization's wallet (spendable amount, version, holds, unwritten
- * charges). Methods are `async` without an `await`, so that a throw is a
- * rejection as in the Redis gate, and no other call can interleave.
+ * `createMemoryGate`'s gate. Its state mirrors the Redis gate's keys: counters named `rpm:K`, `tpm:K`,
+ * `month:K:YYYY-MM`; each key's concurrency slots; each organization's wallet (spendable amount, version, holds,
+ * unwritten charges); budget counts (`memory-budgets.ts`). Methods are `async` without an `await`, so that a
+ * throw is a rejection as in the Redis gate, and no other call can interleave.
  */
 class MemoryGate implements LimitGate {
   private readonly now: () => number;
   /** Counters by name; one read after its expiry is dropped, as Redis would have. */
-  private readonly counters = new Map<string, Counter>();
+  private readonly counters: MemoryCounters;
   /** Per key: the requests holding a concurrency slot, each with its slot's expiry. */
   private readonly slots = new Map<string, Map<string, number>>();
   private readonly wallets = new Map<string, Wallet>();
+  private readonly budgets: MemoryBudgets;
 
   constructor(private readonly options: MemoryGateOptions) {
     this.now = options.now ?? Date.now;
+    this.budgets = new MemoryBudgets(this.now);
+    this.counters = new MemoryCounters(this.now);
   }
 
   async admit(request: AdmitRequest): Promise<Admission> {
@@ -85,7 +81,7 @@ class MemoryGate implements LimitGate {
         requests = rate.requests;
       }
       if (limits.tokensPerMinute !== null) {
-        const tpm = this.read(`tpm:${request.keyId}`);
+        const tpm = this.counters.read(`tpm:${request.keyId}`);
         tokens = {
           used: (tpm?.value ?? 0) + request.estimatedTokens,
           resetMs: tpm ? tpm.expiresAt - this.now() : MINUTE_MS,
@@ -93,15 +89,22 @@ class MemoryGate implements LimitGate {
         if (tokens.used > limits.tokensPerMinute) return { outcome: 'tokens_limit_exceeded', tokens, requests };
       }
       if (limits.monthlyTokens !== null) {
-        const month = this.read(`month:${request.keyId}:${request.month}`);
+        const month = this.counters.read(`month:${request.keyId}:${request.month}`);
         if (!month) return { outcome: 'month_unknown' };
         if (month.value + request.estimatedTokens > limits.monthlyTokens)
           return { outcome: 'monthly_quota_exceeded', used: month.value, requests };
       }
+    }
+    if (wallet && request.holdNanos !== null) {
+      const overBudget = this.budgets.check(request.budgets, request.holdNanos);
+      if (overBudget) return overBudget;
+    }
+    if (limits) {
       if (!request.rateTaken) this.takeRate(request.keyId, request.requestId);
       this.takeTokens(request, limits);
     }
     if (wallet && request.holdNanos !== null) {
+      this.budgets.take(request.requestId, request.budgets, request.holdNanos, request.budgetTag);
       wallet.spendable! -= request.holdNanos;
       wallet.version += 1;
       wallet.holds.set(request.requestId, {
@@ -120,7 +123,7 @@ class MemoryGate implements LimitGate {
 
   async giveBackRate(taken: RateTaken): Promise<void> {
     this.slots.get(taken.keyId)?.delete(taken.requestId);
-    const rpm = this.read(`rpm:${taken.keyId}`);
+    const rpm = this.counters.read(`rpm:${taken.keyId}`);
     if (rpm && rpm.value > 0 && this.now() < taken.windowEndsAt) rpm.value -= 1;
   }
 
@@ -128,17 +131,20 @@ class MemoryGate implements LimitGate {
     this.slots.get(release.keyId)?.delete(release.requestId);
     const delta = release.tokenDelta;
     if (delta !== 0) {
-      const tpm = release.limits?.tokensPerMinute != null ? this.read(`tpm:${release.keyId}`) : undefined;
+      const tpm = release.limits?.tokensPerMinute != null ? this.counters.read(`tpm:${release.keyId}`) : undefined;
       // A refund after the estimate's window ended would come out of the next window's count.
       if (tpm && (delta > 0 || this.now() < release.tokensWindowEndsAt)) tpm.value += delta;
       const month =
-        release.limits?.monthlyTokens != null ? this.read(`month:${release.keyId}:${release.month}`) : undefined;
+        release.limits?.monthlyTokens != null
+          ? this.counters.read(`month:${release.keyId}:${release.month}`)
+          : undefined;
       if (month) month.value += delta;
     }
     if (!release.held && release.cost === null) return;
     const wallet = this.walletOf(release.orgId);
     // The hold comes back and the cost goes out; a hold already gone (expired) gives nothing back.
     const hold = wallet.holds.get(release.requestId);
+    this.budgets.release(release.requestId, hold?.amount ?? null, release.cost);
     if (hold) {
       wallet.holds.delete(release.requestId);
       if (wallet.spendable !== null) wallet.spendable += hold.amount;
@@ -151,8 +157,7 @@ class MemoryGate implements LimitGate {
   }
 
   async seedMonth(keyId: string, month: string, tokens: number): Promise<void> {
-    if (!this.read(`month:${keyId}:${month}`))
-      this.counters.set(`month:${keyId}:${month}`, { value: tokens, expiresAt: this.now() + MONTH_TTL_MS });
+    this.counters.seed(`month:${keyId}:${month}`, tokens, MONTH_TTL_MS);
   }
 
   async walletState(orgId: string): Promise<WalletState> {
@@ -188,6 +193,7 @@ class MemoryGate implements LimitGate {
   }
 
   async written(charges: Reported[]): Promise<void> {
+    this.budgets.written(charges);
     for (const charge of charges) this.wallets.get(charge.orgId)?.unwritten.delete(charge.requestId);
   }
 
@@ -205,8 +211,8 @@ class MemoryGate implements LimitGate {
   }
 
   async report(holds: Reported[], unwritten: Reported[]): Promise<void> {
-    // Never needed for a loss (memory lives as long as the process), but kept to the same rules as
-    // Redis.
+    // Never needed (memory lives as long as the process), but kept to the same rules as Redis.
+    this.budgets.report([...holds, ...unwritten]);
     for (const hold of holds) {
       const wallet = this.walletOf(hold.orgId);
       wallet.holds.set(hold.requestId, { amount: hold.amount, expiresAt: this.now() + this.options.holdLeaseMs });
@@ -219,9 +225,25 @@ class MemoryGate implements LimitGate {
     }
   }
 
+  async budgetState(orgId: string, counter: string): Promise<BudgetState> {
+    return this.budgets.state(orgId, counter, this.walletOf(orgId).holds, this.walletOf(orgId).unwritten);
+  }
+
+  async setBudgetSpent(counter: string, spent: bigint, version: string, ttlMs: number): Promise<boolean> {
+    return this.budgets.set(counter, spent, version, ttlMs);
+  }
+
+  async forgetBudget(counter: string): Promise<void> {
+    this.budgets.forget(counter);
+  }
+
+  async budgetSpent(counter: string): Promise<bigint | null> {
+    return this.budgets.spent(counter);
+  }
+
   /** A key's requests per minute and concurrency, checked (nothing taken). */
   private checkRate(keyId: string, limits: KeyLimits): RateAdmission {
-    const rpm = this.read(`rpm:${keyId}`);
+    const rpm = this.counters.read(`rpm:${keyId}`);
     const requests = { used: (rpm?.value ?? 0) + 1, resetMs: rpm ? rpm.expiresAt - this.now() : MINUTE_MS };
     if (requests.used > limits.requestsPerMinute) return { outcome: 'rate_limit_exceeded', requests };
     const held = this.slotsOf(keyId);
@@ -232,47 +254,28 @@ class MemoryGate implements LimitGate {
 
   /** Takes a request's count and concurrency slot; called only once every check has passed. */
   private takeRate(keyId: string, requestId: string): void {
-    this.add(`rpm:${keyId}`, 1, MINUTE_MS);
+    this.counters.add(`rpm:${keyId}`, 1, MINUTE_MS);
     this.slotsOf(keyId).set(requestId, this.now() + this.options.concurrencyLeaseMs);
   }
 
   /** Takes an admitted request's estimate from its key's token limits; called only once every check has passed. */
   private takeTokens(request: AdmitRequest, limits: KeyLimits): void {
-    if (limits.tokensPerMinute !== null) this.add(`tpm:${request.keyId}`, request.estimatedTokens, MINUTE_MS);
-    if (limits.monthlyTokens !== null) this.add(`month:${request.keyId}:${request.month}`, request.estimatedTokens, 0);
+    if (limits.tokensPerMinute !== null) this.counters.add(`tpm:${request.keyId}`, request.estimatedTokens, MINUTE_MS);
+    if (limits.monthlyTokens !== null)
+      this.counters.add(`month:${request.keyId}:${request.month}`, request.estimatedTokens, 0);
   }
 
-  /**
-   * Gives back holds whose lease ran out. Nothing in this process outlives
-   * it, so nothing expires here but what a bug forgot; give it back all the
-   * same, as the Redis gate does for a replica that died.
-   */
+  /** Gives back holds whose lease ran out: only what a bug forgot, here, but as the Redis gate does for a dead replica. */
   private giveBackExpiredHolds(at: number): void {
     for (const wallet of this.wallets.values()) {
       for (const [requestId, hold] of wallet.holds) {
         if (hold.expiresAt > at) continue;
         wallet.holds.delete(requestId);
+        this.budgets.expire(requestId, hold.amount);
         if (wallet.spendable !== null) wallet.spendable += hold.amount;
         wallet.version += 1;
       }
     }
-  }
-
-  /** A counter, or undefined once it expired (then it is dropped). */
-  private read(name: string): Counter | undefined {
-    const counter = this.counters.get(name);
-    if (counter && counter.expiresAt <= this.now()) {
-      this.counters.delete(name);
-      return undefined;
-    }
-    return counter;
-  }
-
-  /** Adds to a counter; a new one (none, or expired) expires `ttlMs` from now. */
-  private add(name: string, amount: number, ttlMs: number): void {
-    const counter = this.read(name);
-    if (counter) counter.value += amount;
-    else this.counters.set(name, { value: amount, expiresAt: this.now() + ttlMs });
   }
 
   private walletOf(orgId: string): Wallet {

@@ -5,6 +5,11 @@ let month = { name: '', startsAt: 0, endsAt: 0 };
 
 /** `YYYY-MM` of now, in UTC. */
 export function currentMonth(): string {
+  return currentMonthBounds().name;
+}
+
+/** The current month (UTC): its `YYYY-MM`, and when it starts and ends (ms). */
+export function currentMonthBounds(): { name: string; startsAt: number; endsAt: number } {
   const now = Date.now();
   if (now < month.startsAt || now >= month.endsAt) {
     const date = new Date(now);
@@ -14,7 +19,7 @@ export function currentMonth(): string {
       endsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1),
     };
   }
-  return month.name;
+  return month;
 }
 
 export function monthStart(month: string): Date {

@@ -55,7 +55,7 @@ export async function admitRate(
   });
   if (admission.outcome !== 'admitted') throw refusal(admission, caller, 0);
   // Renewed by the heartbeat while the request reads and translates, as it is once it holds funds.
-  deps.live.set(requestId, { requestId, keyId: caller.id, orgId: caller.orgId, holdNanos: null });
+  deps.live.set(requestId, { requestId, keyId: caller.id, orgId: caller.orgId, holdNanos: null, budgetTag: '' });
   return Object.assign(pass, { requests: admission.requests, windowEndsAt: admission.windowEndsAt });
 }
 

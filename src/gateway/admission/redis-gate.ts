@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type {
   Admission,
   AdmitRequest,
+  BudgetState,
   LimitGate,
   LiveRequest,
   RateAdmission,
@@ -14,16 +15,10 @@ import type {
 } from './gate.js';
 import { admissionFrom, flatReported, pairs, rateAdmissionFrom } from './redis-replies.js';
 import { ADMIT_RATE, GIVE_BACK_RATE } from './redis-rate-scripts.js';
-import {
-  ADMIT,
-  CREDIT,
-  type GateScript,
-  HEARTBEAT,
-  RELEASE,
-  REPORT,
-  SET_WALLET,
-  WALLET_STATE,
-} from './redis-scripts.js';
+import { ADMIT, HEARTBEAT, RELEASE, REPORT } from './redis-scripts.js';
+import { CREDIT, SET_WALLET, WALLET_STATE } from './redis-wallet-scripts.js';
+import { BUDGET_STATE, SET_BUDGET } from './redis-budget-scripts.js';
+import { defineScript, gateKeys, type GateKeys, holdMember, type Script } from './redis-keys.js';
 
 export interface RedisGateOptions {
   /** Prefix of every key, so deployments can share one Redis. */
@@ -40,8 +35,6 @@ export interface RedisGateOptions {
   rebuildGraceMs: number;
 }
 
-type Script = (...args: Array<string | number>) => Promise<unknown>;
-
 const MINUTE_MS = 60_000;
 const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
 
@@ -54,7 +47,7 @@ const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
  * do). The keys it keeps are listed at `gateKeys`.
  *
  * @example
- * const gate = createRedisGate(redis, { prefix: 'tollgate:', concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000, rebuildGraceMs: 3_000 });
+ * createRedisGate(redis, { prefix: 'tollgate:', concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000, rebuildGraceMs: 3_000 });
  */
 export function createRedisGate(redis: Redis, options: RedisGateOptions): LimitGate {
   return new RedisGate(redis, options);
@@ -77,6 +70,8 @@ class RedisGate implements LimitGate {
   private readonly walletStateScript: Script;
   private readonly setWalletScript: Script;
   private readonly creditScript: Script;
+  private readonly budgetStateScript: Script;
+  private readonly setBudgetScript: Script;
   /** The epoch this replica saw at its last heartbeat. */
   private lastEpoch: string | null = null;
 
@@ -94,6 +89,8 @@ class RedisGate implements LimitGate {
     this.walletStateScript = defineScript(redis, WALLET_STATE);
     this.setWalletScript = defineScript(redis, SET_WALLET);
     this.creditScript = defineScript(redis, CREDIT);
+    this.budgetStateScript = defineScript(redis, BUDGET_STATE);
+    this.setBudgetScript = defineScript(redis, SET_BUDGET);
   }
 
   async admitRate(request: RateRequest): Promise<RateAdmission> {
@@ -131,6 +128,7 @@ class RedisGate implements LimitGate {
       key.held(request.orgId),
       key.holdExpiry,
       key.epoch,
+      key.btag(request.orgId),
       limits ? 1 : 0,
       limits?.requestsPerMinute ?? 0,
       limits?.maxConcurrency ?? 0,
@@ -147,6 +145,9 @@ class RedisGate implements LimitGate {
       MINUTE_MS,
       MONTH_TTL_MS,
       request.rateTaken ? 1 : 0,
+      options.prefix,
+      request.budgetTag,
+      ...budgetArgs(request),
     )) as Array<string | number>;
     return admissionFrom(reply);
   }
@@ -161,6 +162,7 @@ class RedisGate implements LimitGate {
       key.held(release.orgId),
       key.holdExpiry,
       key.unwritten(release.orgId),
+      key.btag(release.orgId),
       release.requestId,
       release.tokenDelta,
       release.limits?.tokensPerMinute != null ? release.tokensWindowEndsAt : 0,
@@ -169,6 +171,7 @@ class RedisGate implements LimitGate {
       release.cost === null ? '' : release.cost.toString(),
       release.cost === null ? '' : (-release.cost).toString(),
       holdMember(release.orgId, release.requestId),
+      this.options.prefix,
     );
   }
 
@@ -208,7 +211,10 @@ class RedisGate implements LimitGate {
   async written(charges: Reported[]): Promise<void> {
     if (charges.length === 0) return;
     const pipeline = this.redis.pipeline();
-    for (const charge of charges) pipeline.hdel(this.key.unwritten(charge.orgId), charge.requestId);
+    for (const charge of charges) {
+      pipeline.hdel(this.key.unwritten(charge.orgId), charge.requestId);
+      pipeline.hdel(this.key.btag(charge.orgId), charge.requestId);
+    }
     await pipeline.exec();
   }
 
@@ -246,49 +252,38 @@ class RedisGate implements LimitGate {
       ...flatReported(unwritten),
     );
   }
+
+  async budgetState(orgId: string, counter: string): Promise<BudgetState> {
+    const { key } = this;
+    const [version, held, unwritten] = (await this.budgetStateScript(
+      key.prefixed(counter),
+      key.held(orgId),
+      key.unwritten(orgId),
+      key.btag(orgId),
+      counter,
+    )) as [string, string[], string[]];
+    return { version, holds: pairs(orgId, held), unwritten: pairs(orgId, unwritten) };
+  }
+
+  async setBudgetSpent(counter: string, spent: bigint, version: string, ttlMs: number): Promise<boolean> {
+    return (await this.setBudgetScript(this.key.prefixed(counter), spent.toString(), version, ttlMs)) === 1;
+  }
+
+  async forgetBudget(counter: string): Promise<void> {
+    const count = this.key.prefixed(counter);
+    // The version moves too, so that a rebuild already under way is not kept.
+    await this.redis.multi().hdel(count, 'spent').hincrby(count, 'ver', 1).exec();
+  }
+
+  async budgetSpent(counter: string): Promise<bigint | null> {
+    const spent = await this.redis.hget(this.key.prefixed(counter), 'spent');
+    return spent === null ? null : BigInt(spent);
+  }
 }
 
-/**
- * The gate's keys, each after the deployment's prefix (so deployments can
- * share one Redis): `rpm:K` and `tpm:K` (a key's requests and tokens this
- * minute), `conc:K` (a sorted set of its concurrency slots scored by
- * expiry), `month:K:YYYY-MM` (its tokens this month), `wallet:O` (a hash:
- * `avail`, the spendable amount; `ver`, moved by every change to the
- * wallet), `held:O` (request → hold), `unwritten:O` (request → charge not
- * yet known to be in PostgreSQL), `hold-expiry` (a sorted set of
- * `O|request`, scored by the hold's expiry), `epoch` (set when this Redis's
- * state began: its absence means a Redis that lost everything).
- *
- * Built once per gate; only the per-request names are made per call.
- */
-function gateKeys(prefix: string) {
-  return {
-    rpm: (keyId: string) => `${prefix}rpm:${keyId}`,
-    conc: (keyId: string) => `${prefix}conc:${keyId}`,
-    tpm: (keyId: string) => `${prefix}tpm:${keyId}`,
-    month: (keyId: string, month: string) => `${prefix}month:${keyId}:${month}`,
-    wallet: (orgId: string) => `${prefix}wallet:${orgId}`,
-    held: (orgId: string) => `${prefix}held:${orgId}`,
-    unwritten: (orgId: string) => `${prefix}unwritten:${orgId}`,
-    holdExpiry: `${prefix}hold-expiry`,
-    epoch: `${prefix}epoch`,
-  };
-}
-
-type GateKeys = ReturnType<typeof gateKeys>;
-
-/** A hold's member in `hold-expiry`: `O|request`, which the heartbeat splits at the bar to find the hold when it expires. */
-function holdMember(orgId: string, requestId: string): string {
-  return `${orgId}|${requestId}`;
-}
-
-/**
- * Defines a script as a command on the connection, once per connection:
- * ioredis then sends EVALSHA, not the script, on every call.
- */
-function defineScript(redis: Redis, script: GateScript): Script {
-  const commands = redis as unknown as Record<string, Script>;
-  const { name } = script;
-  if (!commands[name]) redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
-  return (...args: Array<string | number>) => commands[name]!(...args);
+/** The admit script's (budget count, limit) pairs. */
+function budgetArgs(request: AdmitRequest): string[] {
+  const args: string[] = [];
+  for (const budget of request.budgets) args.push(budget.counter, budget.limitNanos.toString());
+  return args;
 }

@@ -2,9 +2,9 @@ import type { Admission, RateAdmission, Reported } from './gate.js';
 
 /** How the Redis gate's scripts' replies are read (`redis-gate.ts`), and how it writes their lists. */
 
-/** (org, request, amount) triples, as the report script reads them. */
+/** (org, request, amount, budget tag) quadruples, as the report script reads them. */
 export function flatReported(items: Reported[]): string[] {
-  return items.flatMap((item) => [item.orgId, item.requestId, item.amount.toString()]);
+  return items.flatMap((item) => [item.orgId, item.requestId, item.amount.toString(), item.tag ?? '']);
 }
 
 /** A script's HGETALL reply (request, amount, request, amount, …) as an organization's holds or charges. */
@@ -33,6 +33,10 @@ export function admissionFrom(reply: Array<string | number>): Admission {
       return { outcome, tokens: { used: a, resetMs: b }, requests: { used: c, resetMs: d } };
     case 'monthly_quota_exceeded':
       return { outcome, used: a, requests: { used: c, resetMs: d } };
+    case 'budget_exceeded':
+      return { outcome, index: a, spent: BigInt(b) };
+    case 'budget_unknown':
+      return { outcome, index: a };
     case 'insufficient_funds':
     case 'wallet_unknown':
     case 'month_unknown':

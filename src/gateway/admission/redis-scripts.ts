@@ -1,3 +1,5 @@
+import { BUDGETS_END, EXCEEDS } from './redis-budget-scripts.js';
+
 /**
  * A Lua script of the Redis gate (`redis-gate.ts`), as ioredis defines it on
  * a connection (`defineCommand`): its first `numberOfKeys` arguments are
@@ -25,21 +27,22 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
 /**
- * Admits a request: checks its key's four limits (or, after `ADMIT_RATE`, the two token limits) and its organization's
- * wallet, then takes from all of them together. Everything is checked before
- * anything is taken: a refused request takes nothing. Refuses with
- * `rebuilding` while this Redis has no epoch or is inside its rebuild grace.
+ * Admits a request: checks its key's four limits (or, after `ADMIT_RATE`, the two token limits), its organization's
+ * wallet and its budgets, then takes from all of them together. Everything is checked before anything is kept: a
+ * refused request takes nothing. Refuses with `rebuilding` while this Redis has no epoch or is inside its rebuild
+ * grace. A budget's check takes the hold and gives it back if it does not fit (only a sum read back is exact).
  *
- * KEYS: rpm, conc, tpm, month, wallet, held, hold-expiry, epoch.
+ * KEYS: rpm, conc, tpm, month, wallet, held, hold-expiry, epoch, btag.
  * ARGV: limits on, rpm limit, concurrency limit, slot lease ms, tpm limit (-1: none), estimate, monthly limit (-1: none),
  * hold, minus hold ('': billing off), request id, hold lease ms, hold member, rebuild grace ms, minute ms, month ttl ms,
- * rate taken ('1': the count and the slot were taken by `ADMIT_RATE`, and are neither checked nor taken again).
- * Returns {outcome, …}: `admissionFrom` in `redis-gate.ts` reads it.
+ * rate taken ('1': the count and the slot were taken by `ADMIT_RATE`, and are neither checked nor taken again),
+ * prefix, tag, then (budget count, limit) pairs.
+ * Returns {outcome, …}: `admissionFrom` in `redis-replies.ts` reads it.
  */
 export const ADMIT: GateScript = {
   name: 'tollgateAdmit',
-  numberOfKeys: 8,
-  lua: `${NOW}
+  numberOfKeys: 9,
+  lua: `${NOW}${EXCEEDS}
 local billing = ARGV[8] ~= ''
 if billing then
   local epoch = redis.call('GET', KEYS[8])
@@ -53,9 +56,10 @@ if billing then
 end
 local minute = tonumber(ARGV[14])
 local rateTaken = ARGV[16] == '1'
+local limits = ARGV[1] == '1'
+local est = tonumber(ARGV[6])
 local rpmUsed, rpmReset, tpmUsed, tpmReset = 0, 0, -1, 0
-if ARGV[1] == '1' then
-  local est = tonumber(ARGV[6])
+if limits then
   if not rateTaken then
     rpmUsed = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
     rpmReset = redis.call('PTTL', KEYS[1])
@@ -76,6 +80,27 @@ if ARGV[1] == '1' then
     if not month then return {'month_unknown'} end
     if tonumber(month) + est > tonumber(ARGV[7]) then return {'monthly_quota_exceeded', tonumber(month), 0, rpmUsed, rpmReset} end
   end
+end
+if billing then
+  for i = 19, #ARGV - 1, 2 do
+    local count = ARGV[17] .. ARGV[i]
+    local spent = redis.call('HGET', count, 'spent')
+    local refusal = nil
+    if not spent then refusal = {'budget_unknown', (i - 19) / 2}
+    else
+      redis.call('HINCRBY', count, 'spent', ARGV[8])
+      if exceeds(redis.call('HGET', count, 'spent'), ARGV[i + 1]) then
+        redis.call('HINCRBY', count, 'spent', ARGV[9])
+        refusal = {'budget_exceeded', (i - 19) / 2, spent}
+      end
+    end
+    if refusal then
+      for j = 19, i - 2, 2 do redis.call('HINCRBY', ARGV[17] .. ARGV[j], 'spent', ARGV[9]) end
+      return refusal
+    end
+  end
+end
+if limits then
   if not rateTaken then
     redis.call('INCR', KEYS[1])
     if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], minute) end
@@ -96,6 +121,7 @@ if billing then
   redis.call('HINCRBY', KEYS[5], 'ver', 1)
   redis.call('HSET', KEYS[6], ARGV[10], ARGV[8])
   redis.call('ZADD', KEYS[7], now + tonumber(ARGV[11]), ARGV[12])
+  if ARGV[18] ~= '' then redis.call('HSET', KEYS[9], ARGV[10], ARGV[18]) end
 end
 return {'admitted', rpmUsed, rpmReset, tpmUsed, tpmReset, now}
 `,
@@ -106,13 +132,15 @@ return {'admitted', rpmUsed, rpmReset, tpmUsed, tpmReset, now}
  * hold into its charge. The hold comes back and the cost goes out; a hold
  * already gone (expired, or lost with a Redis restart) gives nothing back.
  *
- * KEYS: conc, tpm, month, wallet, held, hold-expiry, unwritten. ARGV: request id, token delta, tpm
- * window end (0: no tpm limit), monthly on, held, cost, minus cost ('': none), hold member.
+ * The counts of the request's budget tag see it too (`BUDGETS_END`); the tag is kept while its charge is unwritten.
+ *
+ * KEYS: conc, tpm, month, wallet, held, hold-expiry, unwritten, btag. ARGV: request id, token delta, tpm
+ * window end (0: no tpm limit), monthly on, held, cost, minus cost ('': none), hold member, prefix.
  */
 export const RELEASE: GateScript = {
   name: 'tollgateRelease',
-  numberOfKeys: 7,
-  lua: `${NOW}
+  numberOfKeys: 8,
+  lua: `${NOW}${BUDGETS_END}
 redis.call('ZREM', KEYS[1], ARGV[1])
 local delta = tonumber(ARGV[2])
 if delta ~= 0 then
@@ -123,6 +151,11 @@ end
 if ARGV[5] == '1' or ARGV[6] ~= '' then
   local known = redis.call('HEXISTS', KEYS[4], 'avail') == 1
   local held = redis.call('HGET', KEYS[5], ARGV[1])
+  local tag = redis.call('HGET', KEYS[8], ARGV[1])
+  if tag then
+    budgetsEnd(ARGV[9], tag, held, ARGV[6])
+    if ARGV[6] == '' then redis.call('HDEL', KEYS[8], ARGV[1]) end
+  end
   if held then
     redis.call('HDEL', KEYS[5], ARGV[1])
     redis.call('ZREM', KEYS[6], ARGV[8])
@@ -141,7 +174,7 @@ return 1
 /**
  * A replica's heartbeat: starts a new epoch if this Redis has none (it lost
  * its state), renews the holds and slots of the replica's requests still
- * running, and gives back expired holds (of a replica that died), at most
+ * running, and gives back expired holds (of a replica that died; to their budgets' counts too), at most
  * 1000 a call. The epoch is "<resume at ms>:<id>": each replica compares it
  * with the one it saw last, to learn that another replica began a new one.
  *
@@ -153,7 +186,7 @@ return 1
 export const HEARTBEAT: GateScript = {
   name: 'tollgateHeartbeat',
   numberOfKeys: 2,
-  lua: `${NOW}
+  lua: `${NOW}${BUDGETS_END}
 local fresh = 0
 local epoch = redis.call('GET', KEYS[1])
 if not epoch then
@@ -180,6 +213,11 @@ for _, member in ipairs(expired) do
     local wallet = ARGV[1] .. 'wallet:' .. org
     if redis.call('HEXISTS', wallet, 'avail') == 1 then redis.call('HINCRBY', wallet, 'avail', held) end
     redis.call('HINCRBY', wallet, 'ver', 1)
+    local tag = redis.call('HGET', ARGV[1] .. 'btag:' .. org, request)
+    if tag then
+      budgetsEnd(ARGV[1], tag, held, '')
+      redis.call('HDEL', ARGV[1] .. 'btag:' .. org, request)
+    end
   end
   redis.call('ZREM', KEYS[2], member)
 end
@@ -193,9 +231,9 @@ return {fresh, #expired, epoch}
  * the rebuild reads these; it moves each wallet's version, so a rebuild that
  * raced it is not kept.
  *
- * KEYS: hold-expiry; and, built from the prefix, `held:O`, `unwritten:O` and `wallet:O` of each
- * organization reported. ARGV: prefix, hold lease ms, number of holds, then (org, request, amount)
- * triples: holds, then unwritten charges.
+ * KEYS: hold-expiry; and, built from the prefix, `held:O`, `unwritten:O`, `btag:O` and `wallet:O` of each
+ * organization reported. ARGV: prefix, hold lease ms, number of holds, then (org, request, amount, budget tag)
+ * quadruples: holds, then unwritten charges.
  */
 export const REPORT: GateScript = {
   name: 'tollgateReport',
@@ -204,8 +242,16 @@ export const REPORT: GateScript = {
 local holds = tonumber(ARGV[3])
 local i = 4
 local n = 0
-while i + 2 <= #ARGV do
-  local org, request, amount = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+while i + 3 <= #ARGV do
+  local org, request, amount, tag = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  if tag ~= '' then
+    redis.call('HSET', ARGV[1] .. 'btag:' .. org, request, tag)
+    -- Only versions move: a count that has a spend already counted these.
+    for name in string.gmatch(tag, '[^~%s]+') do
+      local count = ARGV[1] .. name
+      if redis.call('HEXISTS', count, 'spent') == 0 and redis.call('HINCRBY', count, 'ver', 1) == 1 then redis.call('PEXPIRE', count, 3600000) end
+    end
+  end
   if n < holds then
     redis.call('HSET', ARGV[1] .. 'held:' .. org, request, amount)
     redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), org .. '|' .. request)
@@ -214,56 +260,8 @@ while i + 2 <= #ARGV do
   end
   redis.call('HINCRBY', ARGV[1] .. 'wallet:' .. org, 'ver', 1)
   n = n + 1
-  i = i + 3
+  i = i + 4
 end
 return n
-`,
-};
-
-/**
- * Reads what a wallet's rebuild needs, together: its version, its holds and its unwritten charges.
- *
- * KEYS: wallet, held, unwritten. Returns {version, held pairs, unwritten pairs}.
- */
-export const WALLET_STATE: GateScript = {
-  name: 'tollgateWalletState',
-  numberOfKeys: 3,
-  lua: `
-return {redis.call('HGET', KEYS[1], 'ver') or '0', redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
-`,
-};
-
-/**
- * Sets a rebuilt wallet's spendable amount: only into a wallet that has none,
- * unchanged since its state was read (else a hold or charge made meanwhile
- * would be counted wrong). Returns 1 when set, 0 otherwise.
- *
- * KEYS: wallet. ARGV: spendable, version.
- */
-export const SET_WALLET: GateScript = {
-  name: 'tollgateSetWallet',
-  numberOfKeys: 1,
-  lua: `
-if redis.call('HEXISTS', KEYS[1], 'avail') == 1 then return 0 end
-if (redis.call('HGET', KEYS[1], 'ver') or '0') ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], 'avail', ARGV[1])
-return 1
-`,
-};
-
-/**
- * A top-up or adjustment: added to the spendable amount if the wallet has
- * one (else the rebuild reads it from PostgreSQL), and the version moved so
- * that a rebuild racing it is not kept.
- *
- * KEYS: wallet. ARGV: amount (signed).
- */
-export const CREDIT: GateScript = {
-  name: 'tollgateCredit',
-  numberOfKeys: 1,
-  lua: `
-if redis.call('HEXISTS', KEYS[1], 'avail') == 1 then redis.call('HINCRBY', KEYS[1], 'avail', ARGV[1]) end
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
-return 1
 `,
 };

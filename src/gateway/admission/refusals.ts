@@ -1,6 +1,8 @@
 import { GatewayError } from '../../shared/http/errors.js';
 import type { AuthenticatedKey } from '../keys/service.js';
 import type { Admission } from './gate.js';
+import type { BudgetLimit } from './budgets.js';
+import { formatAmount } from '../billing/money.js';
 import { limitHeaders, secondsUntilNextMonth } from './headers.js';
 
 /** A Redis that came back empty, in its rebuild grace: 503 until every replica has reported its holds. */
@@ -19,6 +21,38 @@ export function insufficientFunds(): GatewayError {
   return new GatewayError(
     'insufficient_funds',
     'The wallet balance is zero or negative, or held by requests in flight. Top up the wallet to continue.',
+  );
+}
+
+/**
+ * 429 `budget_exceeded`: the request's hold does not fit in what is left of a budget of its key or its project
+ * this month (or day). It says which budget, and when its window resets (`X-Budget-Reset`, an ISO time, and
+ * `Retry-After`); a request asking for fewer tokens (`max_tokens`) holds less and may fit.
+ */
+export function budgetExceeded(budget: BudgetLimit, spent: bigint, hold: bigint): GatewayError {
+  const resetsAt = new Date(budget.endsAt).toISOString();
+  const left = budget.limitNanos > spent ? budget.limitNanos - spent : 0n;
+  const window = budget.window === 'month' ? 'monthly' : 'daily';
+  const retryAfter = Math.max(1, Math.ceil((budget.endsAt - Date.now()) / 1000));
+  return new GatewayError(
+    'budget_exceeded',
+    `This ${budget.scope}'s ${window} budget of ${formatAmount(budget.limitNanos)} has ${formatAmount(left)} left ` +
+      `(charges and requests in flight), and this request may cost up to ${formatAmount(hold)}. ` +
+      `It resets at ${resetsAt}; a request with a lower max_tokens holds less.`,
+    {
+      headers: {
+        'Retry-After': String(retryAfter),
+        'X-Budget-Scope': budget.scope,
+        'X-Budget-Window': budget.window,
+        'X-Budget-Reset': resetsAt,
+      },
+      details: [
+        { field: 'budget', message: `${budget.scope} ${budget.subjectId} ${budget.window}` },
+        { field: 'budget_limit', message: formatAmount(budget.limitNanos) },
+        { field: 'budget_remaining', message: formatAmount(left) },
+        { field: 'resets_at', message: resetsAt },
+      ],
+    },
   );
 }
 
@@ -50,7 +84,16 @@ export async function limitsUnavailableOnFailure<T>(step: () => Promise<T>): Pro
 export function refusal(
   admission: Exclude<
     Admission,
-    { outcome: 'admitted' | 'wallet_unknown' | 'month_unknown' | 'rebuilding' | 'insufficient_funds' }
+    {
+      outcome:
+        | 'admitted'
+        | 'wallet_unknown'
+        | 'month_unknown'
+        | 'rebuilding'
+        | 'insufficient_funds'
+        | 'budget_exceeded'
+        | 'budget_unknown';
+    }
   >,
   caller: AuthenticatedKey,
   estimate: number,

@@ -4,10 +4,17 @@ import type { Database } from '../../shared/db/client.js';
 import { apiKeys, catalogVersion, models, prices, projects } from '../../shared/db/schema.js';
 import type { OutageLog } from '../../shared/http/outage.js';
 import type { KeyRow } from '../keys/service.js';
+import type { Budgets } from '../admission/budgets.js';
 import type { ModelRow, PriceRow } from './service.js';
 
 /** The models matching one requested name (by id, display name or repo id), with their prices. */
 export type ModelMatches = Array<{ model: ModelRow; price: PriceRow | null }>;
+
+/** What the request path reads of a project: its organization and its budgets. */
+interface ProjectEntry {
+  orgId: string;
+  budgets: Budgets;
+}
 
 /** Marks a lookup that found nothing, so a flood of unknown keys or names costs one read each, not one per request. */
 const NONE = Symbol('none');
@@ -50,7 +57,7 @@ export interface RequestPathCacheOptions {
 export class RequestPathCache {
   private readonly keys: LRUCache<string, KeyRow | typeof NONE>;
   private readonly modelsByName: LRUCache<string, ModelMatches | typeof NONE>;
-  private readonly projectOrgs: LRUCache<string, string | typeof NONE>;
+  private readonly projects: LRUCache<string, ProjectEntry | typeof NONE>;
   /** Moves on every drop; a load started under an older generation is not stored. */
   private generation = 0;
   private version: bigint | null = null;
@@ -66,7 +73,7 @@ export class RequestPathCache {
     const max = options.maxEntries ?? 100_000;
     this.keys = new LRUCache({ max });
     this.modelsByName = new LRUCache({ max: Math.min(max, 10_000) });
-    this.projectOrgs = new LRUCache({ max });
+    this.projects = new LRUCache({ max });
   }
 
   /** The key whose secret hashes to `hash`, or undefined. The caller still compares the hash in constant time (`verifiedKey`). */
@@ -91,18 +98,23 @@ export class RequestPathCache {
   }
 
   /** The organization a project belongs to, or undefined when there is no such project. */
-  projectOrg(projectId: string): Promise<string | undefined> {
-    return this.through(
-      this.projectOrgs,
-      projectId,
-      async () =>
-        (
-          await this.db
-            .select({ orgId: projects.orgId })
-            .from(projects)
-            .where(and(eq(projects.id, projectId), isNull(projects.deletedAt)))
-        )[0]?.orgId,
-    );
+  async projectOrg(projectId: string): Promise<string | undefined> {
+    return (await this.project(projectId))?.orgId;
+  }
+
+  /** A live project's budgets (`admission/budgets.ts`); undefined when there is no such project. */
+  async projectBudgets(projectId: string): Promise<Budgets | undefined> {
+    return (await this.project(projectId))?.budgets;
+  }
+
+  private project(projectId: string): Promise<ProjectEntry | undefined> {
+    return this.through(this.projects, projectId, async () => {
+      const [row] = await this.db
+        .select({ orgId: projects.orgId, monthly: projects.monthlyBudget, daily: projects.dailyBudget })
+        .from(projects)
+        .where(and(eq(projects.id, projectId), isNull(projects.deletedAt)));
+      return row && { orgId: row.orgId, budgets: { monthly: row.monthly, daily: row.daily } };
+    });
   }
 
   /** From `cache`, or read and kept (nothing found is kept too) unless the cache was dropped while reading. */
@@ -125,7 +137,7 @@ export class RequestPathCache {
     this.generation += 1;
     this.keys.clear();
     this.modelsByName.clear();
-    this.projectOrgs.clear();
+    this.projects.clear();
   }
 
   /** Starts reading the catalog version every `pollMs` (nothing when 0). */

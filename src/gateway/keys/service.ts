@@ -5,6 +5,7 @@ import { apiKeys, organizations, projects, users } from '../../shared/db/schema.
 import { GatewayError } from '../../shared/http/errors.js';
 import { generateSecret, hashSecret, isWellFormedSecret, sameHash, secretHint } from './secrets.js';
 import type { KeyExpiry } from './bounds.js';
+import type { Budgets } from '../admission/budgets.js';
 
 /** The default of TOLLGATE_KEYS_PER_ACCOUNT: live (not revoked, not expired) keys one account holds. */
 export const DEFAULT_KEYS_PER_ACCOUNT = 5;
@@ -37,6 +38,8 @@ export interface AuthenticatedKey extends KeySettings {
   /** The person the key acts as; null for a key made before its organization had a user. */
   userId: string | null;
   projectId: string | null;
+  /** The key's budgets (`admission/budgets.ts`). */
+  budgets: Budgets;
 }
 
 export type KeyRow = typeof apiKeys.$inferSelect;
@@ -248,6 +251,7 @@ export function verifiedKey(row: KeyRow | undefined, hash: string): Authenticate
     monthlyTokens: row.monthlyTokens,
     storeRequestData: row.storeRequestData,
     responseCache: row.responseCache,
+    budgets: { monthly: row.monthlyBudget, daily: row.dailyBudget },
   };
 }
 

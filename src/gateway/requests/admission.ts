@@ -126,6 +126,7 @@ export async function reserve(
     estimatedTokens: estimateRequestTokens(bounded, request.task, services.config.limits.completionEstimate),
     holdNanos,
     rate,
+    projectId: request.projectId,
   });
   const ticket = await withinStoreTimeout(admitting).catch((error: unknown) => {
     if (error instanceof GatewayError) throw error;

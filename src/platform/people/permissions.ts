@@ -82,3 +82,8 @@ export function canSeeProject(
   if (actor.orgId !== project.orgId) return false;
   return project.visibility === 'public' || canManageProject(actor, project);
 }
+
+/** Budgets (of a key or a project) are set by the organization's owners (and platform admins); whoever sees one sees its budget. */
+export function canSetBudget(actor: Actor, orgId: string): boolean {
+  return actor.platformAdmin || (actor.orgId === orgId && actor.role === 'owner');
+}

@@ -100,6 +100,9 @@ export const projects = pgTable(
     /** Null for projects made by the operator. */
     createdBy: text('created_by').references(() => users.id),
     createdAt: createdAt(),
+    /** Budgets (nano-units of the billing currency) per calendar month and per day, UTC; null: none (`admission/budgets.ts`). */
+    monthlyBudget: money('monthly_budget_nanos'),
+    dailyBudget: money('daily_budget_nanos'),
     /** Deleted projects keep their row: usage records still name them. */
     deletedAt: timestamp('deleted_at', { withTimezone: true }),
   },
@@ -135,6 +138,9 @@ export const apiKeys = pgTable(
     monthlyTokens: bigint('monthly_tokens', { mode: 'number' }),
     storeRequestData: boolean('store_request_data').notNull().default(false),
     responseCache: boolean('response_cache').notNull().default(false),
+    /** Budgets (nano-units of the billing currency) per calendar month and per day, UTC; null: none (`admission/budgets.ts`). */
+    monthlyBudget: money('monthly_budget_nanos'),
+    dailyBudget: money('daily_budget_nanos'),
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex('api_keys_secret_hash_idx').on(t.secretHash), index('api_keys_org_idx').on(t.orgId)],
@@ -236,7 +242,12 @@ export const usageRecords = pgTable(
     cacheHit: boolean('cache_hit').notNull().default(false),
     createdAt: createdAt(),
   },
-  (t) => [index('usage_org_time_idx').on(t.orgId, t.createdAt), index('usage_key_time_idx').on(t.keyId, t.createdAt)],
+  (t) => [
+    index('usage_org_time_idx').on(t.orgId, t.createdAt),
+    index('usage_key_time_idx').on(t.keyId, t.createdAt),
+    // A project's spend this month or day, for its budget.
+    index('usage_project_time_idx').on(t.projectId, t.createdAt),
+  ],
 );
 
 /** Request and response bodies, kept only for keys with "store request data" on, for the retention period. */

@@ -29,6 +29,7 @@ const ERROR_CODES = {
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   conflict: { status: 409, type: 'invalid_request_error' },
   key_limit_reached: { status: 409, type: 'invalid_request_error' },
+  budget_exceeded: { status: 429, type: 'rate_limit_error' },
   request_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   forbidden: { status: 403, type: 'auth_error' },

@@ -1,5 +1,6 @@
 import type { Config } from '../../config/types.js';
 import type { Books } from '../../gateway/billing/books.js';
+import type { BudgetService } from '../../gateway/billing/budgets.js';
 import type { ChargeApplier } from '../../gateway/billing/charge-applier.js';
 import type { UsageReports } from '../../gateway/billing/usage-reports.js';
 import type { WalletService } from '../../gateway/billing/wallet.js';
@@ -33,6 +34,7 @@ export interface AdminDeps {
   costs: CostService;
   usageReports: UsageReports;
   books: Books;
+  budgets: BudgetService;
   /** Waited on by the routes that read charges (`chargesWritten`). */
   applier: ChargeApplier;
 }

@@ -8,6 +8,7 @@ import { costsRoutes } from './costs.js';
 import { rateCardsRoutes } from './rate-cards.js';
 import { enginesRoutes } from './engines.js';
 import { keysRoutes } from './keys.js';
+import { projectsRoutes } from './projects.js';
 import { ledgerRoutes } from './ledger.js';
 import { modelsRoutes } from './models.js';
 import { nodesRoutes } from './nodes.js';
@@ -24,7 +25,7 @@ import { usersRoutes } from './users.js';
  * error JSON itself. Each resource is a file of this folder mounted here.
  *
  * @example
- * app.route('/admin/v1', createAdminRoutes(services));
+ * app.route('/admin/v1', createAdminRoutes(deps));
  */
 export function createAdminRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const admin = new Hono<GatewayEnv>();
@@ -38,6 +39,7 @@ export function createAdminRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   admin.route('/orgs', ledgerRoutes(deps));
   admin.route('/users', usersRoutes(deps));
   admin.route('/keys', keysRoutes(deps));
+  admin.route('/projects', projectsRoutes(deps));
   admin.route('/models', modelsRoutes(deps));
   admin.route('/prices', pricesRoutes(deps));
   admin.route('/engines', enginesRoutes(deps));

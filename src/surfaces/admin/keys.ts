@@ -6,10 +6,12 @@ import type { AdminDeps } from './deps.js';
 import * as body from './schemas.js';
 import { definedOnly } from './schemas.js';
 import * as view from './views.js';
+import { budgetBody, budgetsOf, budgetView } from '../budgets.js';
+import { chargesWritten } from '../fresh-charges.js';
 
 /**
  * One API key by its id (`/admin/v1/keys/{id}`): read, change its limits and
- * settings, revoke. Keys are made in an organization: `orgs.ts`.
+ * settings, revoke; its budget (`/budget`: read with its spend, set). Keys are made in an organization: `orgs.ts`.
  *
  * @example
  * admin.route('/keys', keysRoutes(deps));
@@ -23,6 +25,14 @@ export function keysRoutes(deps: AdminDeps): Hono<GatewayEnv> {
     return c.json(view.keyView(await service.update(c.req.param('keyId'), changes)));
   });
   keys.post('/:keyId/revoke', async (c) => c.json(view.keyView(await service.revoke(c.req.param('keyId')))));
+  const currency = deps.config.currency;
+  keys.get('/:keyId/budget', chargesWritten(deps.applier), async (c) =>
+    c.json(budgetView(await deps.budgets.get('key', c.req.param('keyId')), currency)),
+  );
+  keys.put('/:keyId/budget', async (c) => {
+    const budgets = budgetsOf(await readBody(c, budgetBody));
+    return c.json(budgetView(await deps.budgets.set('key', c.req.param('keyId'), budgets), currency));
+  });
 
   return keys;
 }

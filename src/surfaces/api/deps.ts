@@ -1,4 +1,6 @@
 import type { Config } from '../../config/types.js';
+import type { BudgetService } from '../../gateway/billing/budgets.js';
+import type { ChargeApplier } from '../../gateway/billing/charge-applier.js';
 import type { KeyService } from '../../gateway/keys/service.js';
 import type { ClusterService } from '../../platform/clusters/service.js';
 import type { CostService } from '../../platform/costs/service.js';
@@ -30,6 +32,9 @@ export interface ApiDeps {
   /** The hourly limits (`access.ts`). */
   windowCounter: WindowCounter;
   projects: ProjectService;
+  /** A project's budget, read with its spend (after the charges are written: `applier`) and set. */
+  budgets: BudgetService;
+  applier: ChargeApplier;
   costs: CostService;
   clusters: ClusterService;
   clusterIdentity: ClusterIdentity;

@@ -5,7 +5,9 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
-import { canManageProject, canSeeProject } from '../../platform/people/permissions.js';
+import { canManageProject, canSeeProject, canSetBudget } from '../../platform/people/permissions.js';
+import { budgetBody, budgetsOf, budgetView } from '../budgets.js';
+import { chargesWritten } from '../fresh-charges.js';
 import { PROJECT_SORTS, type ProjectRow, type ProjectService } from '../../platform/orgs/projects.js';
 import type { ApiDeps } from './deps.js';
 import { atLeastOne, name } from './fields.js';
@@ -42,7 +44,8 @@ export function projectView(project: ProjectRow) {
 /**
  * Projects under the generic API (`/api/v1/projects`, `/v1/projects`):
  * members see public projects and their own, owners and admins all of their
- * organization's; the creator, owners and admins change them.
+ * organization's; the creator, owners and admins change them. A project's budget (`/{id}/budget`) is seen by
+ * whoever sees the project and set by the organization's owners.
  *
  * @example
  * mountResource(api, '/projects', projectsRoutes(deps, clientOf));
@@ -72,6 +75,19 @@ export function projectsRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayE
     const project = await managedProject(service, c.get('actor'), c.req.param('id'));
     const body = await readBody(c, updateProjectBody);
     return c.json(projectView(await service.update(project.id, body)));
+  });
+
+  projects.get('/:id/budget', chargesWritten(deps.applier), async (c) => {
+    const project = await visibleProject(service, c.get('actor'), c.req.param('id'));
+    return c.json(budgetView(await deps.budgets.get('project', project.id), deps.config.currency));
+  });
+
+  projects.put('/:id/budget', async (c) => {
+    const project = await visibleProject(service, c.get('actor'), c.req.param('id'));
+    if (!canSetBudget(c.get('actor'), project.orgId))
+      throw new GatewayError('forbidden', "Only the organization's owners set budgets.");
+    const budgets = budgetsOf(await readBody(c, budgetBody));
+    return c.json(budgetView(await deps.budgets.set('project', project.id, budgets), deps.config.currency));
   });
 
   projects.delete('/:id', async (c) => {

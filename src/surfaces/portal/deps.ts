@@ -1,5 +1,6 @@
 import type { Config } from '../../config/types.js';
 import type { GateKeeper } from '../../gateway/admission/gate-keeper.js';
+import type { BudgetService } from '../../gateway/billing/budgets.js';
 import type { ChargeApplier } from '../../gateway/billing/charge-applier.js';
 import type { UsageReports } from '../../gateway/billing/usage-reports.js';
 import type { WalletService } from '../../gateway/billing/wallet.js';
@@ -44,6 +45,8 @@ export interface PortalDeps {
   /** The wallet page shows the live hold (`gate.walletState`). */
   gateKeeper: GateKeeper;
   usageReports: UsageReports;
+  /** A key's or a project's budget with its spend (`budgets.tsx`). */
+  budgets: BudgetService;
   /** Waited on by the pages that read charges (`chargesWritten`). */
   applier: ChargeApplier;
   catalog: CatalogService;

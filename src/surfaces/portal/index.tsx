@@ -15,6 +15,7 @@ import { clustersRoutes } from './clusters.js';
 import { costsRoutes } from './costs.js';
 import { ErrorPage, SignInOrErrorPage } from './error-pages.js';
 import { keysRoutes } from './keys.js';
+import { budgetsRoutes } from './budgets.js';
 import { modelsRoutes } from './models.js';
 import { operatorEnginesRoutes } from './operator-engines.js';
 import { operatorModelsRoutes } from './operator-models.js';
@@ -93,6 +94,7 @@ export function createPortalRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<G
   portal.route('/sign-out', signOutRoutes(deps, session, clientOf));
   portal.route('/overview', overviewRoutes(deps, session));
   portal.route('/keys', keysRoutes(deps, session));
+  portal.route('/budgets', budgetsRoutes(deps, session));
   portal.route('/', usageRoutes(deps, session));
   portal.route('/wallet', walletRoutes(deps, session));
   portal.route('/models', modelsRoutes(deps, session));

@@ -237,6 +237,9 @@ export function KeyEditPage({ viewer, apiKey: key, error }: { viewer: Viewer; ap
           <a href="/portal/keys">Cancel</a>
         </div>
       </form>
+      <p>
+        <a href={`/portal/budgets/key/${key.id}`}>Budget and spend</a>
+      </p>
     </Page>
   );
 }

@@ -45,7 +45,9 @@ export function ProjectsPage({
           <tbody>
             {projects.map((project) => (
               <tr>
-                <td>{project.name}</td>
+                <td>
+                  {project.name} <a href={`/portal/budgets/project/${project.id}`}>budget</a>
+                </td>
                 <td>
                   <code>{project.id}</code>
                 </td>

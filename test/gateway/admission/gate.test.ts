@@ -48,6 +48,8 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
       renewEveryMs: 30_000,
       rebuildGraceMs: GRACE_MS,
       monthToDate: async () => 0,
+      projectBudgets: async () => undefined,
+      budgetSpend: async () => ({ spent: 0n, written: new Set() }),
     }));
     await gateKeeper.recover();
   });
@@ -79,6 +81,7 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
       monthlyTokens: null,
       storeRequestData: false,
       responseCache: false,
+      budgets: { monthly: null, daily: null },
     };
   }
 

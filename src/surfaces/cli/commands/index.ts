@@ -1,4 +1,5 @@
 import { closest } from 'fastest-levenshtein';
+import { budgetCommands } from './budgets.js';
 import { catalogCommands } from './catalog.js';
 import { clusterCommands } from './clusters.js';
 import { costCommands } from './costs.js';
@@ -18,6 +19,7 @@ export const COMMANDS: readonly Command[] = [
   ...userCommands,
   ...walletCommands,
   ...keyCommands,
+  ...budgetCommands,
   ...catalogCommands,
   ...engineCommands,
   ...nodeCommands,

@@ -1,0 +1,119 @@
+import { currentMonth, currentMonthBounds } from './month.js';
+
+/**
+ * Budgets: money a key or a project may spend per calendar month and per day (UTC), in nano-units of the
+ * organization's billing currency. The gate keeps each window's spend (charges plus the holds of requests in
+ * flight) as a count of its own, and admits a request only if its hold fits in what is left of every budget it
+ * falls under, together with the wallet's hold, in one step (`gate.ts`).
+ *
+ * Every billed request is tagged with the four counts it may fall under (its key's and its project's month and
+ * day), each marked as held on or not: its release moves every count that exists (the hold back where it was
+ * taken, the charge out everywhere), so a count stays exact whether or not a budget is set, and a count
+ * rebuilt from the usage records (`rebuild.ts`) finds the holds and the unwritten charges it must add.
+ */
+
+export type BudgetScope = 'key' | 'project';
+export type BudgetWindow = 'month' | 'day';
+
+/** A key's or a project's budgets, as stored; null: none. */
+export interface Budgets {
+  monthly: bigint | null;
+  daily: bigint | null;
+}
+
+/** One budget a request is admitted against. */
+export interface BudgetLimit {
+  /** The gate's name for this budget's window: `budget:key:K:2026-11`, `budget:project:P:2026-11-26`. */
+  counter: string;
+  scope: BudgetScope;
+  /** The key's or the project's id. */
+  subjectId: string;
+  window: BudgetWindow;
+  limitNanos: bigint;
+  /** When the window began and when it ends (ms, UTC). */
+  startsAt: number;
+  endsAt: number;
+}
+
+/** A budget's count, named in a request's tag: held on (the request's hold was taken from it) or only charged. */
+export interface TaggedCounter {
+  counter: string;
+  held: boolean;
+}
+
+/** Today, kept between requests as the month is (`month.ts`). */
+let day = { name: '', startsAt: 0, endsAt: 0 };
+
+export function currentDayBounds(): { name: string; startsAt: number; endsAt: number } {
+  const now = Date.now();
+  if (now < day.startsAt || now >= day.endsAt) {
+    const date = new Date(now);
+    const startsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate());
+    day = { name: date.toISOString().slice(0, 10), startsAt, endsAt: startsAt + 86_400_000 };
+  }
+  return day;
+}
+
+export function budgetCounter(scope: BudgetScope, subjectId: string, windowName: string): string {
+  return `budget:${scope}:${subjectId}:${windowName}`;
+}
+
+/** The budgets a request falls under now: its key's and its project's, each window that has one. */
+export function budgetLimits(
+  key: { id: string; budgets: Budgets },
+  project: { id: string; budgets: Budgets } | null,
+): BudgetLimit[] {
+  const limits: BudgetLimit[] = [];
+  for (const [scope, subject] of [
+    ['key', key],
+    ['project', project],
+  ] as const) {
+    if (!subject) continue;
+    if (subject.budgets.monthly !== null) {
+      const month = currentMonthBounds();
+      limits.push(limitOf(scope, subject.id, 'month', subject.budgets.monthly, month));
+    }
+    if (subject.budgets.daily !== null) {
+      limits.push(limitOf(scope, subject.id, 'day', subject.budgets.daily, currentDayBounds()));
+    }
+  }
+  return limits;
+}
+
+function limitOf(
+  scope: BudgetScope,
+  subjectId: string,
+  window: BudgetWindow,
+  limitNanos: bigint,
+  bounds: { name: string; startsAt: number; endsAt: number },
+): BudgetLimit {
+  const counter = budgetCounter(scope, subjectId, bounds.name);
+  return { counter, scope, subjectId, window, limitNanos, startsAt: bounds.startsAt, endsAt: bounds.endsAt };
+}
+
+/**
+ * A request's tag: the four counts it falls under, space-separated, each after `~` when its hold was not taken
+ * from it (no budget set there when it was admitted). `at` (ms) is when it was admitted; a charge reported again
+ * after a Redis loss is tagged from its own time, all `~`.
+ */
+export function budgetTag(keyId: string, projectId: string | null, held: BudgetLimit[], at?: number): string {
+  const month = at === undefined ? currentMonth() : new Date(at).toISOString().slice(0, 7);
+  const today = at === undefined ? currentDayBounds().name : new Date(at).toISOString().slice(0, 10);
+  const names = [budgetCounter('key', keyId, month), budgetCounter('key', keyId, today)];
+  if (projectId !== null)
+    names.push(budgetCounter('project', projectId, month), budgetCounter('project', projectId, today));
+  let tag = '';
+  for (const name of names) {
+    const isHeld = held.some((limit) => limit.counter === name);
+    tag += (tag === '' ? '' : ' ') + (isHeld ? name : `~${name}`);
+  }
+  return tag;
+}
+
+/** A tag read back. */
+export function parseTag(tag: string): TaggedCounter[] {
+  if (tag === '') return [];
+  return tag
+    .split(' ')
+    .map((name) => (name.startsWith('~') ? { counter: name.slice(1), held: false } : { counter: name, held: true }));
+}
