@@ -43,27 +43,27 @@ export interface BilledCall extends AuthorizedRequest {
  */
 export async function authorize(
   c: Context<GatewayEnv>,
-  services: BilledDeps,
+  deps: BilledDeps,
   endpoint: BilledEndpoint,
 ): Promise<AuthorizedRequest> {
   const { task } = endpoint;
   const startedAt = performance.now();
   const authorization = keyHeaderOf(c, endpoint.acceptsApiKeyHeader);
-  const hash = services.keys.secretHashOf(authorization);
+  const hash = deps.keys.secretHashOf(authorization);
   // A bad body from a bad key is a 401 first, as for every other route.
   const { body, bytes, raw } = await readJsonObject(
     c,
-    services.config.maxBodyBytes,
-    services.config.oversizeDrain,
-    services.config.maxJsonDepth,
+    deps.config.maxBodyBytes,
+    deps.config.oversizeDrain,
+    deps.config.maxJsonDepth,
   ).catch(async (error: unknown) => {
-    await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
+    await unavailableOnFailure(deps, () => deps.keys.authenticate(authorization));
     throw error;
   });
-  const modelName = await requestedModelNameAfterAuth(services, authorization, body.model);
+  const modelName = await requestedModelNameAfterAuth(deps, authorization, body.model);
   // Both from this process's cache in steady state: no database round trip.
-  const [keyRow, matches] = await unavailableOnFailure(services, () =>
-    Promise.all([services.requestPathCache.keyByHash(hash), services.requestPathCache.modelMatches(modelName)]),
+  const [keyRow, matches] = await unavailableOnFailure(deps, () =>
+    Promise.all([deps.requestPathCache.keyByHash(hash), deps.requestPathCache.modelMatches(modelName)]),
   );
   const caller = verifiedKey(keyRow, hash);
   c.set('caller', caller);
@@ -76,12 +76,12 @@ export async function authorize(
         : `The model \`${modelName}\` is an embedding model; use POST /v1/embeddings.`;
     throw new GatewayError('model_not_found', message);
   }
-  endpoint.validate(body, services.config);
+  endpoint.validate(body, deps.config);
   if (!price)
     throw new GatewayError('pricing_unavailable', 'This model has no price set, so it cannot be billed. Retry later.', {
       headers: { 'Retry-After': '30' },
     });
-  const projectId = await projectFor(c, services, caller);
+  const projectId = await projectFor(c, deps, caller);
   return {
     requestId: c.get('requestId'),
     task,
@@ -109,7 +109,7 @@ export async function authorize(
  */
 export async function reserve(
   c: Context<GatewayEnv>,
-  services: BilledDeps,
+  deps: BilledDeps,
   request: AuthorizedRequest,
   protocol: ProtocolCall,
   rate?: RatePass,
@@ -120,10 +120,10 @@ export async function reserve(
     { bodyBytes: protocol.sentBytes, body: bounded, task: request.task, contextLength: request.model.contextLength },
     request.price,
   );
-  const admitting = services.gateKeeper.admit({
+  const admitting = deps.gateKeeper.admit({
     requestId: request.requestId,
     caller: request.caller,
-    estimatedTokens: estimateRequestTokens(bounded, request.task, services.config.limits.completionEstimate),
+    estimatedTokens: estimateRequestTokens(bounded, request.task, deps.config.limits.completionEstimate),
     holdNanos,
     rate,
     projectId: request.projectId,
@@ -132,7 +132,7 @@ export async function reserve(
     if (error instanceof GatewayError) throw error;
     // Timed out: if the gate admits it after all, give everything back at once.
     admitting.then(
-      (late) => services.gateKeeper.release(late, { actualTokens: 0, cost: null }),
+      (late) => deps.gateKeeper.release(late, { actualTokens: 0, cost: null }),
       () => {},
     );
     throw new GatewayError(
@@ -142,7 +142,7 @@ export async function reserve(
     );
   });
   for (const [name, value] of Object.entries(ticket.headers)) c.header(name, value);
-  const finish = services.inFlight.begin();
+  const finish = deps.inFlight.begin();
   // Every field named, not `{ ...request, ticket, … }`: V8 (Node 20) takes a slow path for a spread followed by
   // properties its source lacks, about 15 µs a request here (CONTRIBUTING, "Measured on the request path").
   const {
@@ -188,14 +188,14 @@ export async function reserve(
 
 /** The model name, or, when the body names none, 401 for a bad key before 400 for the model. */
 async function requestedModelNameAfterAuth(
-  services: BilledDeps,
+  deps: BilledDeps,
   authorization: string | undefined,
   name: unknown,
 ): Promise<string> {
   try {
     return requestedModelName(name);
   } catch (error) {
-    await unavailableOnFailure(services, () => services.keys.authenticate(authorization));
+    await unavailableOnFailure(deps, () => deps.keys.authenticate(authorization));
     throw error;
   }
 }
@@ -207,11 +207,7 @@ async function requestedModelNameAfterAuth(
  * organization (403 `project_not_found` otherwise, as for an unknown id, so
  * other tenants' ids cannot be probed). Errors never echo the header back.
  */
-async function projectFor(
-  c: Context<GatewayEnv>,
-  services: BilledDeps,
-  caller: AuthenticatedKey,
-): Promise<string | null> {
+async function projectFor(c: Context<GatewayEnv>, deps: BilledDeps, caller: AuthenticatedKey): Promise<string | null> {
   const header = headerOf(c, 'x-project-id')?.trim();
   if (!header) return caller.projectId;
   if (caller.projectId !== null) {
@@ -223,21 +219,21 @@ async function projectFor(
   }
   if (!isProjectId(header))
     throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
-  const owner = await unavailableOnFailure(services, () => services.requestPathCache.projectOrg(header));
+  const owner = await unavailableOnFailure(deps, () => deps.requestPathCache.projectOrg(header));
   if (owner !== caller.orgId)
     throw new GatewayError('project_not_found', 'X-Project-ID does not name a project of this organization.');
   return header;
 }
 
 /** A store that cannot be read (or does not answer within STORE_TIMEOUT_MS) means billing cannot be checked: 503, retry later. */
-async function unavailableOnFailure<T>(services: BilledDeps, step: () => Promise<T>): Promise<T> {
+async function unavailableOnFailure<T>(deps: BilledDeps, step: () => Promise<T>): Promise<T> {
   const startedAt = Date.now();
   try {
     // Success is not logged here: most steps are answered from memory; the store's own readers say when it is back.
     return await withinStoreTimeout(step());
   } catch (error) {
     if (error instanceof GatewayError) throw error;
-    services.storeOutage.failed(error, startedAt);
+    deps.storeOutage.failed(error, startedAt);
     throw new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', {
       headers: { 'Retry-After': '2' },
       cause: error,

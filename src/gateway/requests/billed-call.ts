@@ -21,19 +21,19 @@ export type { Settlement } from '../billing/settlement.js';
  * (`billing/charge-applier.ts`): the answer never waits for the database.
  * Never throws: the response is already on its way.
  */
-export async function settle(services: BilledDeps, call: BilledCall, reported: Settlement): Promise<void> {
+export async function settle(deps: BilledDeps, call: BilledCall, reported: Settlement): Promise<void> {
   const chargeStartedAt = performance.now();
   let billed: { settlement: Settlement; cost: bigint | null } | null = null;
   try {
     const charge = chargeFor(reported.usage, call, call.price);
-    const settlement = withinBounds(services, call, reported, charge);
-    const cost = services.config.billingEnabled ? charge.costNanos : null;
+    const settlement = withinBounds(deps, call, reported, charge);
+    const cost = deps.config.billingEnabled ? charge.costNanos : null;
     billed = { settlement, cost };
-    await settleCall(services, call, settlement, cost);
+    await settleCall(deps, call, settlement, cost);
   } finally {
     call.finish();
     const charged = billed && { usage: billed.settlement.usage, cost: billed.cost };
-    services.observer.settled(
+    deps.observer.settled(
       call,
       { status: reported.status, streamed: reported.streamed, firstTokenAt: reported.firstTokenAt, billed: charged },
       chargeStartedAt,
@@ -42,7 +42,7 @@ export async function settle(services: BilledDeps, call: BilledCall, reported: S
 }
 
 async function settleCall(
-  services: BilledDeps,
+  deps: BilledDeps,
   call: BilledCall,
   settlement: Settlement,
   cost: bigint | null,
@@ -52,23 +52,21 @@ async function settleCall(
   // journal holds but the gate was never told of, which the next start finds unreported and rebuilds from.
   if (cost !== null) {
     // This call is still counted in flight: one means no other call's charge could share the write.
-    const alone = services.inFlight.size === 1;
-    await services.journal
-      .append(usageRecord(services, call, settlement, cost, false), { alone })
-      .catch((error: unknown) => {
-        // The data folder cannot be written (disk full?): the charge is kept in memory until the applier writes it.
-        services.log.error('charge journal write failed: the charge is kept in memory only', {
-          requestId: call.requestId,
-          ...describeError(error),
-        });
+    const alone = deps.inFlight.size === 1;
+    await deps.journal.append(usageRecord(deps, call, settlement, cost, false), { alone }).catch((error: unknown) => {
+      // The data folder cannot be written (disk full?): the charge is kept in memory until the applier writes it.
+      deps.log.error('charge journal write failed: the charge is kept in memory only', {
+        requestId: call.requestId,
+        ...describeError(error),
       });
+    });
   }
-  await services.gateKeeper.release(call.ticket, { actualTokens: tokens, cost });
+  await deps.gateKeeper.release(call.ticket, { actualTokens: tokens, cost });
   if (cachesAnswers(call) && settlement.answer && settlement.status === 200) {
-    await services.cache
+    await deps.cache
       .set(call.cacheKey ?? cacheKey(call.caller.orgId, call.endpoint, call.body), settlement.answer)
       .catch((error: unknown) => {
-        services.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
+        deps.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
       });
   }
 }
@@ -81,7 +79,7 @@ async function settleCall(
  * `tollgate_usage_estimated_total`, and held to the same bounds.
  */
 function withinBounds(
-  services: BilledDeps,
+  deps: BilledDeps,
   call: BilledCall,
   settlement: Settlement,
   { usage, excess }: Charge,
@@ -89,18 +87,18 @@ function withinBounds(
   const labels = { model: call.model.id };
   // A client that left (499) gave the engine no chance to report: that is no engine's fault.
   if (settlement.usageSource === 'estimated' && settlement.status !== 499) {
-    services.metrics.usageEstimated.inc(labels);
-    services.log.warn('engine reported no valid usage: billed from an estimate', {
+    deps.metrics.usageEstimated.inc(labels);
+    deps.log.warn('engine reported no valid usage: billed from an estimate', {
       requestId: call.requestId,
       model: call.model.id,
       status: settlement.status,
     });
   }
   if (!excess) return settlement;
-  services.metrics.usageOverBound.inc(labels);
-  services.metrics.tokensOverBound.inc({ ...labels, kind: 'prompt' }, excess.promptTokens);
-  services.metrics.tokensOverBound.inc({ ...labels, kind: 'completion' }, excess.completionTokens);
-  services.log.warn('engine reported more tokens than the request could use: charged at the bound', {
+  deps.metrics.usageOverBound.inc(labels);
+  deps.metrics.tokensOverBound.inc({ ...labels, kind: 'prompt' }, excess.promptTokens);
+  deps.metrics.tokensOverBound.inc({ ...labels, kind: 'completion' }, excess.completionTokens);
+  deps.log.warn('engine reported more tokens than the request could use: charged at the bound', {
     requestId: call.requestId,
     model: call.model.id,
     reported: settlement.usage,
@@ -130,11 +128,11 @@ export function keepsAnswer(request: AuthorizedRequest): boolean {
  * A stream's checkpoints (`billing/stream-checkpoints.ts`): each is the charge this call would get were the process
  * to die now, held to its bounds like any charge, with status 500 (the gateway failed it) and no bodies.
  */
-export function streamCheckpoints(services: BilledDeps, call: BilledCall, promptEstimate: () => number) {
-  if (!services.config.billingEnabled) return NO_CHECKPOINTS;
+export function streamCheckpoints(deps: BilledDeps, call: BilledCall, promptEstimate: () => number) {
+  if (!deps.config.billingEnabled) return NO_CHECKPOINTS;
   return new StreamCheckpoints(
-    services.journal,
-    services.config.streamCheckpoint,
+    deps.journal,
+    deps.config.streamCheckpoint,
     (reported, usageSource) => {
       const { usage, excess, costNanos } = chargeFor(reported, call, call.price);
       const settlement: Settlement = {
@@ -143,7 +141,7 @@ export function streamCheckpoints(services: BilledDeps, call: BilledCall, prompt
         status: 500,
         streamed: true,
       };
-      return usageRecord(services, call, settlement, costNanos, false, false);
+      return usageRecord(deps, call, settlement, costNanos, false, false);
     },
     promptEstimate,
   );
@@ -151,11 +149,11 @@ export function streamCheckpoints(services: BilledDeps, call: BilledCall, prompt
 
 /** Records a cache hit: free, counted against no limit, but in the usage history like any request. */
 export async function recordCacheHit(
-  services: BilledDeps,
+  deps: BilledDeps,
   request: AuthorizedRequest,
   answer: CachedResponse,
 ): Promise<void> {
-  if (!services.config.billingEnabled) return;
+  if (!deps.config.billingEnabled) return;
   const settlement: Settlement = {
     usage: { promptTokens: answer.promptTokens, completionTokens: answer.completionTokens },
     usageSource: 'upstream',
@@ -163,14 +161,14 @@ export async function recordCacheHit(
     streamed: answer.kind === 'sse',
     answer,
   };
-  const record = usageRecord(services, request, settlement, 0n, true);
-  await services.journal.append(record).catch((error: unknown) => {
-    services.log.error('recording a cache hit failed', { requestId: request.requestId, ...describeError(error) });
+  const record = usageRecord(deps, request, settlement, 0n, true);
+  await deps.journal.append(record).catch((error: unknown) => {
+    deps.log.error('recording a cache hit failed', { requestId: request.requestId, ...describeError(error) });
   });
 }
 
 function usageRecord(
-  services: BilledDeps,
+  deps: BilledDeps,
   request: AuthorizedRequest,
   settlement: Settlement,
   cost: bigint,
@@ -200,7 +198,7 @@ function usageRecord(
   };
   if (request.caller.storeRequestData && withBodies) {
     const response = settlement.answer ? answerText(settlement.answer) : '';
-    record.requestData = bodiesToStore(JSON.stringify(request.body), response, services.config.requestData.maxBytes);
+    record.requestData = bodiesToStore(JSON.stringify(request.body), response, deps.config.requestData.maxBytes);
   }
   return record;
 }
@@ -216,12 +214,8 @@ function answerText(answer: CachedResponse): string {
  * its prompt (the engine had read it), estimated, and no completion, as
  * status 499. The 499 "answer" goes to nobody.
  */
-export async function settleClientGone(
-  services: BilledDeps,
-  call: BilledCall,
-  promptTokens: number,
-): Promise<Response> {
-  await settle(services, call, {
+export async function settleClientGone(deps: BilledDeps, call: BilledCall, promptTokens: number): Promise<Response> {
+  await settle(deps, call, {
     usage: { promptTokens, completionTokens: 0 },
     usageSource: 'estimated',
     status: 499,
@@ -231,9 +225,9 @@ export async function settleClientGone(
 }
 
 /** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */
-export async function abandon(services: BilledDeps, call: BilledCall): Promise<void> {
+export async function abandon(deps: BilledDeps, call: BilledCall): Promise<void> {
   try {
-    await services.gateKeeper.release(call.ticket, { actualTokens: 0, cost: null });
+    await deps.gateKeeper.release(call.ticket, { actualTokens: 0, cost: null });
   } finally {
     call.finish();
   }

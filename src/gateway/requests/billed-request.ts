@@ -36,20 +36,20 @@ export type { BilledDeps, BilledEndpoint, ProtocolCall, StreamControls } from '.
  *    call failed before using anything, everything given back (`abandon`).
  *
  * @example
- * routes.post('/', (c) => serveBilled(c, services, EMBEDDINGS));
+ * routes.post('/', (c) => serveBilled(c, deps, EMBEDDINGS));
  */
 export async function serveBilled(
   c: Context<GatewayEnv>,
-  services: BilledDeps,
+  deps: BilledDeps,
   endpoint: BilledEndpoint,
 ): Promise<Response> {
-  const request = await authorize(c, services, endpoint);
-  const admitted = await admitCall(c, services, request, endpoint);
+  const request = await authorize(c, deps, endpoint);
+  const admitted = await admitCall(c, deps, request, endpoint);
   if (admitted instanceof Response) return admitted;
   const { protocol, call } = admitted;
 
   const stream = protocol.stream;
-  const upstream = engineCallAbort(c, services.config.upstreamTimeoutMs, stream === null);
+  const upstream = engineCallAbort(c, deps.config.upstreamTimeoutMs, stream === null);
   const signal = upstream.signal;
   // A relayed stream gives back its replica when it ends; everything else gives it back here.
   let target: UpstreamTarget | undefined;
@@ -59,11 +59,11 @@ export async function serveBilled(
   const traceHeaders = call.trace?.startUpstream(call.startedAt, call.upstreamAt, call.model.id);
   try {
     // An engine scaled to zero starts a replica for this request, which waits for it (bounded).
-    const cold = services.fleet.whenReady(call.model.id, signal);
+    const cold = deps.fleet.whenReady(call.model.id, signal);
     if (cold) await cold;
     const sent = await postWithFailover({
       acquire: (exclude) =>
-        services.fleet.acquire(call.model.id, exclude, { body: call.body, session: headerOf(c, 'x-session-id') }),
+        deps.fleet.acquire(call.model.id, exclude, { body: call.body, session: headerOf(c, 'x-session-id') }),
       path: endpoint.path,
       body: (t) => protocol.bodyFor(t),
       headers: traceHeaders,
@@ -83,7 +83,7 @@ export async function serveBilled(
       };
       const promptEstimate = () => protocol.estimate(null).promptTokens;
       const controls = { abort: upstream.abort, release };
-      return relayBilledStream(c, services, call, sent.response, controls, stream(), promptEstimate);
+      return relayBilledStream(c, deps, call, sent.response, controls, stream(), promptEstimate);
     }
     const { answer, restore } = await readEngineAnswer(sent.response, endpoint.liftArrays);
     call.upstreamDoneAt = performance.now();
@@ -94,7 +94,7 @@ export async function serveBilled(
     const written = restore(JSON.stringify(answered));
     const reported = usageFrom(answer.usage);
     const usage = reported ?? protocol.estimate(answer);
-    await settle(services, call, {
+    await settle(deps, call, {
       usage,
       usageSource: reported ? 'upstream' : 'estimated',
       status: 200,
@@ -106,8 +106,8 @@ export async function serveBilled(
     return c.body(written, 200, { 'content-type': 'application/json' });
   } catch (error) {
     call.trace?.upstreamFailed(error);
-    if (upstream.clientLeft()) return settleClientGone(services, call, protocol.estimate(null).promptTokens);
-    await abandon(services, call);
+    if (upstream.clientLeft()) return settleClientGone(deps, call, protocol.estimate(null).promptTokens);
+    await abandon(deps, call);
     throw error;
   } finally {
     if (!relaying) {
@@ -126,22 +126,22 @@ export async function serveBilled(
  */
 async function admitCall(
   c: Context<GatewayEnv>,
-  services: BilledDeps,
+  deps: BilledDeps,
   request: AuthorizedRequest,
   endpoint: BilledEndpoint,
 ): Promise<{ protocol: ProtocolCall; call: BilledCall } | Response> {
-  const cached = await cachedAnswer(c, services, request);
+  const cached = await cachedAnswer(c, deps, request);
   if (cached) return cached;
   if (!endpoint.admitsRateFirst) {
     const protocol = await endpoint.begin(request);
-    return { protocol, call: await reserve(c, services, request, protocol) };
+    return { protocol, call: await reserve(c, deps, request, protocol) };
   }
-  const rate = await services.gateKeeper.admitRate(request);
+  const rate = await deps.gateKeeper.admitRate(request);
   try {
     const protocol = await endpoint.begin(request);
-    return { protocol, call: await reserve(c, services, request, protocol, rate) };
+    return { protocol, call: await reserve(c, deps, request, protocol, rate) };
   } catch (error) {
-    await services.gateKeeper.giveBackRate(rate);
+    await deps.gateKeeper.giveBackRate(rate);
     throw error;
   }
 }

@@ -14,7 +14,7 @@ import type { BilledDeps, StreamControls, StreamWriter } from './endpoint.js';
  */
 export function relayBilledStream(
   c: Context<GatewayEnv>,
-  services: BilledDeps,
+  deps: BilledDeps,
   call: BilledCall,
   response: EngineResponse,
   controls: StreamControls,
@@ -25,7 +25,7 @@ export function relayBilledStream(
   // only when the key keeps them and caches nothing: a kept stream is also cached).
   const delivered: string[] | null = keepsAnswer(call) && (writer.cacheable || !call.caller.responseCache) ? [] : null;
   // The running usage, appended to the charge journal as it grows: a replica killed mid-stream still bills it.
-  const checkpoints = streamCheckpoints(services, call, promptEstimate);
+  const checkpoints = streamCheckpoints(deps, call, promptEstimate);
   const relayed = relaySse({
     upstream: response.body,
     onData: (data) => {
@@ -44,11 +44,11 @@ export function relayBilledStream(
       // it can give one (`engines/prompt-count.ts`), else the estimate.
       const counted = writer.state.usage ? null : await response.countPrompt?.();
       const prompt = typeof counted === 'number' ? () => counted : promptEstimate;
-      await settle(services, call, streamSettlement(writer.state, outcome, prompt, delivered));
+      await settle(deps, call, streamSettlement(writer.state, outcome, prompt, delivered));
     },
   });
   // Under load the headers wait for the first chunk, one socket write fewer; alone, they leave at once, so the
   // client reads them while the engine makes its first token (at one connection that is worth more than a write).
-  if (services.inFlight.size > 1) headersWithFirstChunk(c);
+  if (deps.inFlight.size > 1) headersWithFirstChunk(c);
   return c.body(relayed, 200, SSE_HEADERS);
 }

@@ -20,23 +20,23 @@ export const SSE_HEADERS = {
  */
 export async function cachedAnswer(
   c: Context<GatewayEnv>,
-  services: BilledDeps,
+  deps: BilledDeps,
   request: AuthorizedRequest,
 ): Promise<Response | null> {
   if (!cachesAnswers(request)) return null;
   // Computed once: the answer is kept under the same key (`settle`), and the body is the size of the prompt.
   request.cacheKey = cacheKey(request.caller.orgId, request.endpoint, request.body);
-  const hit = await services.cache.get(request.cacheKey).catch((error: unknown) => {
-    services.log.warn('response cache read failed: treated as a miss', {
+  const hit = await deps.cache.get(request.cacheKey).catch((error: unknown) => {
+    deps.log.warn('response cache read failed: treated as a miss', {
       requestId: request.requestId,
       ...describeError(error),
     });
     return null;
   });
   c.header('X-Tollgate-Cache', hit ? 'hit' : 'miss');
-  services.observer.cacheLookup(hit !== null);
+  deps.observer.cacheLookup(hit !== null);
   if (!hit) return null;
-  await recordCacheHit(services, request, hit);
+  await recordCacheHit(deps, request, hit);
   if (hit.kind === 'json') return c.body(hit.body, 200, { 'content-type': 'application/json' });
   return c.body(`${hit.events.map((event) => `data: ${event}\n\n`).join('')}data: [DONE]\n\n`, 200, SSE_HEADERS);
 }

@@ -14,12 +14,12 @@ type Json = Record<string, unknown>;
  * Free, and counted against no limit.
  */
 export async function countTokens(
-  services: Pick<BilledDeps, 'requestPathCache'>,
+  deps: Pick<BilledDeps, 'requestPathCache'>,
   body: Json,
   chatOf: (body: Json) => Json,
 ): Promise<number> {
   const name = requestedModelName(body.model);
-  const { model } = pickModel(await services.requestPathCache.modelMatches(name), name);
+  const { model } = pickModel(await deps.requestPathCache.modelMatches(name), name);
   if (model.taskType !== 'chat')
     throw new GatewayError('model_not_found', `The model \`${name}\` is an embedding model.`);
   return estimateChatPromptTokens(chatOf(body));

@@ -19,7 +19,7 @@ type Conversations = ReturnType<typeof createConversations>;
  * `previous_response_id` continues a kept one (`conversation.ts`).
  *
  * @example
- * routes.post('/', (c) => serveBilled(c, services, responsesEndpoint({ store: services.responseStore, log: services.log })));
+ * routes.post('/', (c) => serveBilled(c, deps, responsesEndpoint({ store: deps.responseStore, log: deps.log })));
  */
 export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
   const conversations = createConversations(deps);
