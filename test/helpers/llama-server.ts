@@ -91,16 +91,24 @@ export async function recordingProxy(target: string): Promise<{ url: string; exc
             responseChunks.push(chunk);
             res.write(chunk);
           });
+          // Recorded once, when the answer ends or when it is cut: the gateway may close its connection as soon
+          // as it has read a stream's last event, and then the answer closes without an 'end'.
+          let recorded = false;
+          const record = () => {
+            if (recorded || req.method !== 'POST') return;
+            recorded = true;
+            exchanges.push({
+              path: req.url ?? '',
+              status: answer.statusCode ?? 0,
+              request: Buffer.concat(requestChunks).toString('utf8'),
+              response: Buffer.concat(responseChunks).toString('utf8'),
+            });
+          };
           answer.on('end', () => {
-            if (req.method === 'POST')
-              exchanges.push({
-                path: req.url ?? '',
-                status: answer.statusCode ?? 0,
-                request: Buffer.concat(requestChunks).toString('utf8'),
-                response: Buffer.concat(responseChunks).toString('utf8'),
-              });
+            record();
             res.end();
           });
+          answer.on('close', record);
         },
       );
       upstream.on('error', () => res.destroy());

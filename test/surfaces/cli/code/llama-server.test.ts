@@ -96,7 +96,9 @@ describe.skipIf(missing !== null)('tollgate code -p against llama-server', () =>
         data: Array<{ id: string; cost_nanos: string; prompt_tokens: number; completion_tokens: number }>;
       }
     ).data;
-    const chats: Exchange[] = proxy.exchanges.filter((e) => e.path === '/v1/chat/completions');
+    const chatsOf = (): Exchange[] => proxy.exchanges.filter((e) => e.path === '/v1/chat/completions');
+    await until('the proxy has recorded every turn', () => chatsOf().length >= turns.length, { timeout: 5_000 });
+    const chats = chatsOf();
     expect(chats).toHaveLength(turns.length);
     expect(records).toHaveLength(turns.length);
     for (const [i, turn] of turns.entries()) {
