@@ -47,7 +47,13 @@ const OPENAI_CHAT = `
   await openai.chat.completions
     .create({ model: 'sim-chat', messages: [{ role: 'user', content: 'x'.repeat(Number(process.env.BYTES)) }] })
     .then(() => console.log(JSON.stringify({ status: 200 })))
-    .catch((e) => console.log(JSON.stringify(e instanceof OpenAI.APIError && e.status ? { status: e.status, body: JSON.stringify(e.error) } : { error: String(e.cause?.code ?? e.cause ?? e) })));`;
+    .catch((e) => {
+      if (e instanceof OpenAI.APIError && e.status) return console.log(JSON.stringify({ status: e.status, body: JSON.stringify(e.error) }));
+      // The socket's error is at the end of a chain (the SDK's error, fetch's TypeError, then undici's): every link is named.
+      const links = [];
+      for (let link = e; link; link = link.cause) links.push(String(link) + (link.code ? ' (' + link.code + ')' : ''));
+      console.log(JSON.stringify({ error: links.join(' <- ') }));
+    });`;
 
 /**
  * A client that sends a body over a limit reads the 413 and its sentence.
