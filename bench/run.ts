@@ -180,7 +180,10 @@ async function main(): Promise<number> {
     await waitForHealth(sim, `${simUrl}/health`, START_TIMEOUT_MS);
 
     const enginesFile = path.join(tempDir, 'engines.json');
-    const engines = ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, url: simUrl }));
+    // BENCH_ROUTED=1 serves the simulator as a list of one server (`urls`), so every request goes through the
+    // replica router (prefix hashes, load scores) as on a fleet; by default it is one fixed URL, which skips it.
+    const served = process.env.BENCH_ROUTED === '1' ? { urls: [simUrl] } : { url: simUrl };
+    const engines = ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, ...served }));
     await writeFile(enginesFile, JSON.stringify({ engines }));
     // BENCH_GATEWAY_NODE_ARGS adds node flags to the gateway only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
     const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];

@@ -14,7 +14,10 @@ export interface PrefixIndexOptions {
  * `num_gpu_blocks`, when known), so the picture forgets what the replica
  * itself has most likely evicted, as the Inference Extension's prefix plugin
  * does (`lruCapacityPerServer`). Bounded in memory by
- * `maxEntriesPerReplica` per replica, with expiry (lru-cache).
+ * `maxEntriesPerReplica` per replica, with expiry (lru-cache). Each hash
+ * keeps the time it was last recorded, compared when it is read: lru-cache's
+ * own expiry times every entry as it is set, which for an agent's 200 KB
+ * prompt (3,000 blocks) cost more than hashing the prompt.
  *
  * @example
  * const index = new PrefixIndex({ maxEntriesPerReplica: 50_000, ttlMs: 600_000 });
@@ -22,7 +25,8 @@ export interface PrefixIndexOptions {
  * index.matches(hashes); // Map { 'm/0' => hashes.length }
  */
 export class PrefixIndex {
-  private readonly replicas = new Map<string, LRUCache<string, true>>();
+  /** Per replica: block hash → `performance.now()` when a prompt holding it was last sent there. */
+  private readonly replicas = new Map<string, LRUCache<number, number>>();
 
   constructor(private readonly options: PrefixIndexOptions) {}
 
@@ -34,9 +38,10 @@ export class PrefixIndex {
   }
 
   /** A prompt with these block hashes went to `replicaId`, whose cache holds `kvBlocks` blocks (null: unknown). */
-  record(hashes: readonly string[], replicaId: string, kvBlocks: number | null): void {
+  record(hashes: readonly number[], replicaId: string, kvBlocks: number | null): void {
     const lru = this.lruOf(replicaId, Math.min(this.options.maxEntriesPerReplica, kvBlocks ?? Infinity));
-    for (const hash of hashes) lru.set(hash, true);
+    const now = performance.now();
+    for (const hash of hashes) lru.set(hash, now);
   }
 
   /** Forgets replicas not in `live` (gone, scaled down). */
@@ -51,22 +56,25 @@ export class PrefixIndex {
    * @example
    * index.matches(hashes); // Map { 'm/0' => 12, 'm/3' => 4 }
    */
-  matches(hashes: readonly string[]): Map<string, number> {
+  matches(hashes: readonly number[]): Map<string, number> {
     const matched = new Map<string, number>();
+    const oldest = performance.now() - this.options.ttlMs;
     for (const [id, lru] of this.replicas) {
       let count = 0;
-      while (count < hashes.length && lru.has(hashes[count]!)) count++;
+      while (count < hashes.length && (lru.peek(hashes[count]!) ?? -Infinity) >= oldest) count++;
       if (count > 0) matched.set(id, count);
     }
     return matched;
   }
 
   // The replica's LRU, remade (keeping its most recent entries) when its bound changed.
-  private lruOf(replicaId: string, max: number): LRUCache<string, true> {
+  private lruOf(replicaId: string, max: number): LRUCache<number, number> {
     const existing = this.replicas.get(replicaId);
     if (existing && existing.max === max) return existing;
-    const lru = new LRUCache<string, true>({ max, ttl: this.options.ttlMs, updateAgeOnGet: false });
-    if (existing) for (const key of [...existing.rkeys()].slice(-max)) lru.set(key, true);
+    const lru = new LRUCache<number, number>({ max });
+    if (existing)
+      for (const [key, recordedAt] of [...existing.rentries()].slice(-max))
+        if (key !== undefined && recordedAt !== undefined) lru.set(key, recordedAt);
     this.replicas.set(replicaId, lru);
     return lru;
   }

@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { RoutingSettings } from '../../../config/index.js';
 import type { LoadOf, ReplicaLoad } from '../load.js';
 import { PrefixIndex } from './prefix-index.js';
-import { prefixBlockHashes, renderPrompt, type RoutingHint, sessionOf } from './prompt-blocks.js';
+import { promptBlockHashes, type RoutingHint, sessionOf } from './prompt-blocks.js';
 
 /** A ready replica the router may choose. */
 export interface Candidate {
@@ -78,9 +78,7 @@ export class ReplicaRouter {
     if (policy === 'round-robin') return this.plain(candidates[this.rotation++ % candidates.length]!, 'round-robin');
     if (policy === 'least-loaded') return this.plain(this.leastLoaded(candidates), 'least-loaded');
     const hashes =
-      hint && this.settings.prefixWeight > 0
-        ? prefixBlockHashes(renderPrompt(hint.body), this.settings.prefixBlockChars)
-        : [];
+      hint && this.settings.prefixWeight > 0 ? promptBlockHashes(hint.body, this.settings.prefixBlockChars) : [];
     const session = hint ? sessionOf(hint) : null;
     const loads = this.loads;
     // One reading per candidate: a load can go stale between two readings.
@@ -105,7 +103,7 @@ export class ReplicaRouter {
     loads: LoadSource,
     candidates: readonly Candidate[],
     snapshot: readonly ReplicaLoad[],
-    hashes: readonly string[],
+    hashes: readonly number[],
     sessionReplica: string | undefined,
   ): RoutingDecision {
     const { queueWeight, kvWeight, prefixWeight, sessionWeight } = this.settings;

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { ReplicaLoad } from '../../../../src/gateway/engines/load.js';
 import { PrefixIndex } from '../../../../src/gateway/engines/routing/prefix-index.js';
-import { prefixBlockHashes, renderPrompt } from '../../../../src/gateway/engines/routing/prompt-blocks.js';
+import { prefixBlockHashes, promptBlockHashes } from '../../../../src/gateway/engines/routing/prompt-blocks.js';
 import type { RoutingSettings } from '../../../../src/config/index.js';
 import { type LoadSource, ReplicaRouter } from '../../../../src/gateway/engines/routing/router.js';
 
@@ -189,18 +189,24 @@ describe('the prefix index', () => {
     await vi.waitFor(() => expect(index.matches(hashes).size).toBe(0), { timeout: 2000, interval: 20 });
   });
 
-  it('renders chat messages as one string and hashes it in chained blocks', () => {
-    expect(
-      renderPrompt({
-        messages: [
-          { role: 'system', content: 'Be brief.' },
-          { role: 'user', content: [{ type: 'text', text: 'Hi' }, { type: 'image_url' }] },
-        ],
-      }),
-    ).toBe('<system>\nBe brief.\n<user>\nHi\n');
-    expect(renderPrompt({ prompt: 'plain' })).toBe('plain');
+  it('hashes chat messages as the one string a chat template makes of them, in chained blocks', () => {
+    const body = {
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: [{ type: 'text', text: 'Hi' }, { type: 'image_url' }] },
+      ],
+    };
+    const rendered = '<system>\nBe brief.\n<user>\nHi\n';
+    for (const blockChars of [1, 4, 7, 64])
+      expect(promptBlockHashes(body, blockChars)).toEqual(prefixBlockHashes(rendered, blockChars));
+    expect(promptBlockHashes(body, 4)).toHaveLength(Math.floor(rendered.length / 4));
+    expect(promptBlockHashes({ prompt: 'plain' }, 2)).toEqual(prefixBlockHashes('plain', 2));
+    expect(promptBlockHashes({ input: 'embed me' }, 2)).toEqual(prefixBlockHashes('embed me', 2));
+    expect(promptBlockHashes({}, 2)).toEqual([]);
     const [first] = prefixBlockHashes('x'.repeat(64), 64);
     const [, second] = prefixBlockHashes('y'.repeat(64) + 'x'.repeat(64), 64);
     expect(second).not.toBe(first);
+    // One number per block, exact in a double: a key the prefix index compares by value.
+    expect(Number.isSafeInteger(first)).toBe(true);
   });
 });
