@@ -1,6 +1,7 @@
 import { newStreamState } from '../../billing/settlement.js';
 import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
 import { usageFrom } from '../../proxy/token-counts.js';
+import { readUsualChunk, type UsualChunk } from '../../proxy/usual-chunk.js';
 import type { StreamWriter } from '../endpoint.js';
 import { messagesUsage, messageId, stopReasonOf } from './answer.js';
 
@@ -51,6 +52,10 @@ export function createMessagesWriter(model: string) {
   };
 
   const rewrite = (data: string): string | null => {
+    // Nearly every chunk is vLLM's usual one, more text of the block already open: its delta event is written from
+    // the engine's own JSON string, not parsed and written again (as chat's and Responses' streams do).
+    const usual = started ? readUsualChunk(data) : null;
+    if (usual && usual.text !== '""' && blocks.open() === BLOCK_OF[usual.key]) return usualDelta(usual);
     let chunk: Json;
     try {
       chunk = JSON.parse(data) as Json;
@@ -68,6 +73,16 @@ export function createMessagesWriter(model: string) {
     let out = start();
     for (const choice of choices) out += choiceEvents(choice);
     return out || null;
+  };
+
+  /** What the general path gives for a usual chunk into the open block, byte for byte but for the text's escapes. */
+  const usualDelta = ({ key, text, usage }: UsualChunk): string => {
+    if (usage) state.usage = { promptTokens: Number(usage.prompt), completionTokens: Number(usage.completion) };
+    state.tokenChunks += 1;
+    state.firstTokenAt ??= performance.now();
+    const delta =
+      key === 'content' ? `{"type":"text_delta","text":${text}}` : `{"type":"thinking_delta","thinking":${text}}`;
+    return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${blocks.index()},"delta":${delta}}\n\n`;
   };
 
   const choiceEvents = (choice: Json): string => {
@@ -99,6 +114,13 @@ export function createMessagesWriter(model: string) {
 
   return { rewrite, finish, state };
 }
+
+/** The content block each field of a usual chunk's delta goes to (`deltaEvents`). */
+const BLOCK_OF: Record<UsualChunk['key'], string> = {
+  content: 'text',
+  reasoning: 'thinking',
+  reasoning_content: 'thinking',
+};
 
 /** The stream's first events: the message, empty, with its input tokens (the engine's first running count), and a ping. */
 function messageStart(model: string, inputTokens: number): string {
