@@ -74,7 +74,7 @@ class BlockHasher {
   add(text: string): void {
     // The code units are read from their bytes, not with `charCodeAt`: on the gateway's request path
     // `charCodeAt` over a parsed body's strings took 12 ns a character (a 200 KB prompt 2.6 ms) where
-    // encoding them and reading the bytes takes 3 (measured with BENCH_ROUTED=1, docs/benchmark.md).
+    // encoding them and reading the bytes takes about 3 ns (measured with BENCH_ROUTED=1, docs/benchmark.md).
     const units = codeUnitsOf(text);
     let { low, high, filled } = this;
     const blockChars = this.blockChars;
@@ -93,7 +93,10 @@ class BlockHasher {
   }
 }
 
-/** A text's UTF-16 code units, as Node encodes them (little-endian, as every platform Node runs on reads them). */
+/**
+ * A text's UTF-16 code units, from Node's little-endian encoding read in the machine's own byte order: on a
+ * big-endian machine every unit reads swapped, the same way in every request, which is all the prefix index needs.
+ */
 function codeUnitsOf(text: string): Uint16Array {
   const bytes = Buffer.from(text, 'utf16le');
   // Node places a string's bytes 8-byte aligned (in its pool, or alone); copied should that ever change.
