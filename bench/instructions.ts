@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import { ADMIN_TOKEN, cleanEnv, gatewayEnv } from './gateway-env.js';
+import { ADMIN_TOKEN, cleanEnv, forgetGatewayKeys, gatewayEnv } from './gateway-env.js';
 import { createAgent, runSlice } from './load.js';
 import { type Child, freePort, startBuilt, startChild, waitForHealth } from './processes.js';
 import { allScenarios } from './scenarios.js';
@@ -186,6 +186,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
     await Promise.all(children.map((child) => child.stop()));
+    await forgetGatewayKeys(process.env.BENCH_REDIS_URL);
     await rm(tempDir, { recursive: true, force: true });
   }
 }

@@ -19,7 +19,7 @@ import { freePort, rssMiB, startBuilt, startChild, waitForHealth, type Child } f
 import { compare, formatCpuSummary, formatScenario, type ScenarioCpu, type ScenarioResult } from './report.js';
 import { provision } from './setup.js';
 import { startOtlpSink } from './otlp-sink.js';
-import { ADMIN_TOKEN, cleanEnv, gatewayEnv } from './gateway-env.js';
+import { ADMIN_TOKEN, cleanEnv, forgetGatewayKeys, gatewayEnv } from './gateway-env.js';
 import { allScenarios, type Scenario } from './scenarios.js';
 import { AGENT_SCENARIOS } from './agent-scenarios.js';
 import { formatAgentTable } from './agent-report.js';
@@ -136,6 +136,7 @@ async function main(): Promise<number> {
     (cleaning ??= (async () => {
       await Promise.all(children.map((child) => child.stop()));
       await Promise.all(cleanups.map((close) => close()));
+      await forgetGatewayKeys(process.env.BENCH_REDIS_URL);
       await rm(tempDir, { recursive: true, force: true });
     })());
   const interrupt = (signal: NodeJS.Signals) => {
