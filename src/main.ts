@@ -1,9 +1,11 @@
 import { ConfigError, loadConfig } from './config/index.js';
 import { EngineDefinitionError } from './gateway/engines/definitions.js';
+import { setHeapGrowth } from './server/heap-growth.js';
 import { startGateway, type RunningGateway } from './server/start.js';
 
 /** `npm start`: the gateway as a process, with a first-start banner on stdout. */
 async function main(): Promise<void> {
+  setHeapGrowth();
   let gateway: RunningGateway;
   try {
     const config = loadConfig(process.env);
