@@ -123,15 +123,18 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
     const { db, statements } = counting(store.db);
     const group = new GroupSave(db, { orgMaxBytes: ONE_GIB, waitMs: 100 });
     const saves: Array<Promise<unknown>> = [];
+    const firstAt = performance.now();
     for (let i = 0; i < 8; i++) {
       saves.push(group.save(row(a)));
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
+    // The 5 ms gaps stretch on a loaded machine: the bound is from the span the saves really took.
+    const spanMs = performance.now() - firstAt;
     const startedAt = performance.now();
     await Promise.all(saves);
     expect(performance.now() - startedAt).toBeLessThan(1_000);
-    // Eight saves 5 ms apart with a 100 ms wait: far fewer statements than saves.
-    expect(statements()).toBeLessThanOrEqual(3);
+    // Eight saves 5 ms apart with a 100 ms wait: one statement per wait they span (and one more), never one each.
+    expect(statements()).toBeLessThanOrEqual(Math.min(7, Math.ceil(spanMs / 100) + 1));
   });
 
   it('never lets one tenant’s refused row cost another tenant’s save in the same group', async () => {
