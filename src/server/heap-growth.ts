@@ -11,11 +11,11 @@ import v8 from 'node:v8';
  * picked 1.1 to 1.3, most of all after an idle spell, when its memory reducer
  * had shrunk the heap: the limit then sat within the young generation's size
  * of the live heap, so incremental marking started again as soon as a full
- * collection ended, one every 200 ms at one connection. Measured with
- * `npm run bench:agents` (docs/benchmark.md): a 200 KB chat request cost 2.6 to
- * 3.4 ms of CPU with 60 to 94 full collections a run, and 1.5 ms with 1 or 2
- * at this factor, for a heap of at most about four times the live one (the
- * gateway's is about 40 MB).
+ * collection ended, one every 200 ms at one connection. Measured with the
+ * bench's chat-json-200k at one connection (docs/benchmark.md, "What agents
+ * send"): 2.6 to 3.4 ms of CPU a request with 60 to 94 full collections a
+ * run, and 1.4 to 1.5 ms with 2 at this factor, for a heap of at most about
+ * four times the live one (the gateway's is about 40 MB).
  */
 export const HEAP_GROWING_PERCENT = 300;
 

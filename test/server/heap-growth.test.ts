@@ -8,7 +8,7 @@ describe('setHeapGrowth', () => {
     expect(setHeapGrowth(['--enable-source-maps'])).toBe(true);
   });
 
-  it("leaves a value given to node alone, in either spelling", () => {
+  it('leaves a value given to node alone, in either spelling', () => {
     expect(setHeapGrowth(['--heap-growing-percent=50'])).toBe(false);
     expect(setHeapGrowth(['--heap_growing_percent=50'])).toBe(false);
     expect(setHeapGrowth(['--heap-growing-percent', '50'])).toBe(false);
