@@ -85,6 +85,11 @@ export function toolsJsonOf(tools: unknown[]): string {
   return text;
 }
 
+/** Gives a tools array the JSON already written for tools that write alike (`requests/messages/tools-json.ts`). */
+export function primeToolsJson(tools: unknown[], text: string): void {
+  toolsJson.set(tools, text);
+}
+
 /** Embedding inputs' tokens, about four characters a token (token-id arrays count one each). */
 export function estimateInputTokens(input: unknown): number {
   const items = Array.isArray(input) && !input.every((item) => typeof item === 'number') ? input : [input];

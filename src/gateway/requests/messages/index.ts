@@ -4,7 +4,11 @@ import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
 import { invalid } from '../validate.js';
 import { messageOf } from './answer.js';
 import { messagesStreamWriter } from './stream.js';
+import { ToolsJsonCache } from './tools-json.js';
 import { chatBodyOf, messagesRequestErrors } from './translate.js';
+
+/** Each organization's last tools with their chat JSON: an agent sends the same ones every turn. */
+const toolsJson = new ToolsJsonCache();
 
 /**
  * Anthropic's Messages (`POST /v1/messages`), JSON or SSE, translated to the
@@ -27,6 +31,7 @@ export const MESSAGES: BilledEndpoint = {
   begin(request) {
     // The translation, made once: the bounds, the hold, the estimate and every replica tried read what it sends.
     const chat = chatBodyOf(request.body);
+    toolsJson.reuse(request.caller.orgId, request.body.tools, chat.tools);
     keepCeilingWithinContext(chat, request.model.contextLength);
     const streams = request.body.stream === true;
     const sent = sentBody(chat, streams);
