@@ -216,6 +216,29 @@ describe.skipIf(missing !== null)("llama.cpp's server behind the gateway", () =>
     );
   });
 
+  it("Messages with an agent's tools twice: the second turn reuses their JSON, the engine is sent the same, each billed as it reported", async () => {
+    const tools = Array.from({ length: 4 }, (_, i) => ({
+      name: `tool_${i}`,
+      description: `Tool ${i} reads a file.`,
+      input_schema: { type: 'object' as const, properties: { path: { type: 'string' } }, required: ['path'] },
+    }));
+    const turn = (text: string) =>
+      billed(() =>
+        anthropic.messages.create({
+          model: 'sim-chat',
+          max_tokens: 8,
+          tools,
+          messages: [{ role: 'user', content: text }],
+        }),
+      );
+    const first = await turn('Read a.txt.');
+    const second = await turn('Read b.txt.');
+    for (const each of [first, second]) expectBilledAsReported(each);
+    const toolsSent = (exchange: Exchange) => JSON.stringify(JSON.parse(exchange.request).tools);
+    expect(toolsSent(second.exchange)).toBe(toolsSent(first.exchange));
+    expect(JSON.parse(second.exchange.request).tools).toHaveLength(4);
+  });
+
   it('refuses n: 2 with a 400 naming the limit (the engine would bill one choice of two)', async () => {
     const error = await openai.chat.completions
       .create({ model: 'sim-chat', messages: chatMessages, max_tokens: 4, n: 2 })
