@@ -4,6 +4,9 @@ import { Redis } from 'ioredis';
 /** The operator token the bench's gateways are started with. */
 export const ADMIN_TOKEN = 'bench-operator-token-0123456789';
 
+/** What every Redis key of this bench run's gateways starts with (their `TOLLGATE_REDIS_PREFIX`, before the gateway's name). */
+const GATEWAY_KEY_PREFIX = `bench:${process.pid}:`;
+
 /**
  * The parent's environment without any setting that would change the processes under test, plus `overrides`.
  *
@@ -42,7 +45,7 @@ export function gatewayEnv(setup: GatewaySetup, extra: Record<string, string> = 
     TOLLGATE_DATA_DIR: path.join(setup.dataDir, setup.name),
     ...(setup.databaseUrl ? { DATABASE_URL: setup.databaseUrl } : {}),
     ...(setup.redisUrl
-      ? { REDIS_URL: setup.redisUrl, TOLLGATE_REDIS_PREFIX: `${gatewayKeyPrefix()}${setup.name}:` }
+      ? { REDIS_URL: setup.redisUrl, TOLLGATE_REDIS_PREFIX: `${GATEWAY_KEY_PREFIX}${setup.name}:` }
       : {}),
     TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
     TOLLGATE_SEED_DEMO: 'false',
@@ -50,11 +53,6 @@ export function gatewayEnv(setup: GatewaySetup, extra: Record<string, string> = 
     TOLLGATE_ENGINES_FILE: setup.enginesFile,
     ...extra,
   });
-}
-
-/** What every Redis key of this bench run's gateways starts with (their `TOLLGATE_REDIS_PREFIX`, before the gateway's name). */
-function gatewayKeyPrefix(): string {
-  return `bench:${process.pid}:`;
 }
 
 /**
@@ -69,7 +67,7 @@ export async function forgetGatewayKeys(redisUrl: string | undefined): Promise<v
   const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
-    for await (const keys of redis.scanStream({ match: `${gatewayKeyPrefix()}*`, count: 1000 }) as AsyncIterable<
+    for await (const keys of redis.scanStream({ match: `${GATEWAY_KEY_PREFIX}*`, count: 1000 }) as AsyncIterable<
       string[]
     >)
       if (keys.length > 0) await redis.del(...keys);

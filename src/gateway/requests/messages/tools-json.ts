@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { primeToolsJson, toolsJsonOf } from '../../proxy/token-counts.js';
 
 /** Organizations whose last tools are kept, the one least recently seen forgotten first. */
@@ -19,22 +20,18 @@ const MAX_KEPT_CHARS = 128 * 1024;
  * toolsJson.reuse(orgId, body.tools, chat.tools); // toolsJsonOf(chat.tools) is then the kept text when they match
  */
 export class ToolsJsonCache {
-  private readonly kept = new Map<string, { tools: unknown[]; json: string }>();
+  private readonly kept = new LRUCache<string, { tools: unknown[]; json: string }>({ max: ORGANIZATIONS_KEPT });
 
   reuse(orgId: string, clientTools: unknown, chatTools: unknown): void {
     if (!Array.isArray(clientTools) || !Array.isArray(chatTools) || chatTools.length === 0) return;
     const last = this.kept.get(orgId);
     if (last && sameJson(last.tools, clientTools)) {
       primeToolsJson(chatTools, last.json);
-      this.kept.delete(orgId);
-      this.kept.set(orgId, last); // the most recently seen last
       return;
     }
     const json = toolsJsonOf(chatTools);
-    this.kept.delete(orgId);
-    if (json.length > MAX_KEPT_CHARS) return;
-    this.kept.set(orgId, { tools: clientTools, json });
-    if (this.kept.size > ORGANIZATIONS_KEPT) this.kept.delete(this.kept.keys().next().value as string);
+    if (json.length <= MAX_KEPT_CHARS) this.kept.set(orgId, { tools: clientTools, json });
+    else this.kept.delete(orgId);
   }
 }
 
