@@ -85,7 +85,7 @@ export function toolsJsonOf(tools: unknown[]): string {
   return text;
 }
 
-/** Gives a tools array the JSON already written for tools that write alike (`requests/messages/tools-json.ts`). */
+/** Gives a tools array the JSON already written for tools that write alike (`requests/translation-json.ts`). */
 export function primeToolsJson(tools: unknown[], text: string): void {
   toolsJson.set(tools, text);
 }

@@ -32,25 +32,43 @@ export interface SentBody {
   writtenFor(servedModelName: string): WrittenJson;
 }
 
+/** Each chat message's JSON, by the message: kept from an organization's last translation (`translation-json.ts`). */
+const messageJson = new WeakMap<object, string>();
+
+/** A chat message's JSON, written once however often it is asked for. Messages are never changed once translated. */
+export function messageJsonOf(message: object): string {
+  let text = messageJson.get(message);
+  if (text === undefined) {
+    text = JSON.stringify(message);
+    messageJson.set(message, text);
+  }
+  return text;
+}
+
+/** Gives a message the JSON already written for a message that writes alike (`translation-json.ts`). */
+export function primeMessageJson(message: object, text: string): void {
+  messageJson.set(message, text);
+}
+
 /**
  * Writes a translated body's JSON once, with every earlier turn, tool and system prompt the translation put in it:
  * its size is the prompt's bound, and each replica tried is sent it with its own model name put in front (the
  * client's is left out), not the whole body written again. The tools' JSON is the one the estimates measured
- * (`toolsJsonOf`), not written a second time.
+ * (`toolsJsonOf`), and each message's its own (`messageJsonOf`): either may be the text kept from the
+ * organization's last turn (`translation-json.ts`), not written again.
  *
  * @example
  * sentBody({ model: 'm', messages: [] }, false).forModel('served'); // '{"model":"served","messages":[]}'
  */
 export function sentBody(chat: Json, streams: boolean): SentBody {
-  const rest: Json = Object.assign({}, chat);
-  delete rest.model;
-  const tools = Array.isArray(rest.tools) ? rest.tools : null;
-  if (tools) delete rest.tools;
-  const others = JSON.stringify(rest);
-  // The members after the opening brace, the tools first when there are any: `{` + members is the whole body.
-  const members = tools
-    ? `"tools":${toolsJsonOf(tools)}${others === '{}' ? '}' : `,${others.slice(1)}`}`
-    : others.slice(1);
+  // The members after the opening brace, in the body's own order: `{` + members is the whole body.
+  const parts: string[] = [];
+  for (const key of Object.keys(chat)) {
+    const value = chat[key];
+    if (key === 'model' || value === undefined) continue;
+    parts.push(`${JSON.stringify(key)}:${memberJson(key, value)}`);
+  }
+  const members = `${parts.join(',')}}`;
   const written = Buffer.from(members);
   const usage = streams ? ',"stream_options":{"include_usage":true,"continuous_usage_stats":true}' : '';
   const headOf = (servedModelName: string) =>
@@ -65,4 +83,16 @@ export function sentBody(chat: Json, streams: boolean): SentBody {
         tools: chat.tools,
       }),
   };
+}
+
+/** One member's JSON: the tools' and each message's from their own caches, the rest as `JSON.stringify` writes it. */
+function memberJson(key: string, value: unknown): string {
+  if (key === 'tools' && Array.isArray(value)) return toolsJsonOf(value);
+  if (key === 'messages' && Array.isArray(value))
+    return `[${value.map((message) => (isObject(message) ? messageJsonOf(message) : (JSON.stringify(message) ?? 'null'))).join(',')}]`;
+  return JSON.stringify(value);
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,14 +1,14 @@
 import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/token-counts.js';
 import type { BilledEndpoint } from '../endpoint.js';
 import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
+import { TranslationJsonCache } from '../translation-json.js';
 import { invalid } from '../validate.js';
 import { messageOf } from './answer.js';
 import { messagesStreamWriter } from './stream.js';
-import { ToolsJsonCache } from './tools-json.js';
 import { chatBodyOf, messagesRequestErrors } from './translate.js';
 
-/** Each organization's last tools with their chat JSON: an agent sends the same ones every turn. */
-const toolsJson = new ToolsJsonCache();
+/** Each organization's last conversations as the engine was sent them: an agent sends them again every turn. */
+const translations = new TranslationJsonCache();
 
 /**
  * Anthropic's Messages (`POST /v1/messages`), JSON or SSE, translated to the
@@ -31,10 +31,11 @@ export const MESSAGES: BilledEndpoint = {
   begin(request) {
     // The translation, made once: the bounds, the hold, the estimate and every replica tried read what it sends.
     const chat = chatBodyOf(request.body);
-    toolsJson.reuse(request.caller.orgId, request.body.tools, chat.tools);
+    const earlier = translations.reuse(request.caller.orgId, chat);
     keepCeilingWithinContext(chat, request.model.contextLength);
     const streams = request.body.stream === true;
     const sent = sentBody(chat, streams);
+    translations.keep(request.caller.orgId, chat, earlier);
     return {
       bounded: chat,
       sentBytes: sent.bytes,

@@ -2,6 +2,7 @@ import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/
 import type { AuthorizedRequest } from '../admission.js';
 import type { BilledEndpoint, ProtocolCall, StreamWriter } from '../endpoint.js';
 import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
+import { TranslationJsonCache } from '../translation-json.js';
 import { invalid } from '../validate.js';
 import { itemId, responseOf } from './answer.js';
 import { type ConversationDeps, createConversations } from './conversation.js';
@@ -23,6 +24,8 @@ type Conversations = ReturnType<typeof createConversations>;
  */
 export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
   const conversations = createConversations(deps);
+  // Each organization's last conversations as the engine was sent them: Codex sends its whole history every turn.
+  const translations = new TranslationJsonCache();
   return {
     name: 'responses',
     task: 'chat',
@@ -32,17 +35,24 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
       const details = responsesRequestErrors(body, config.translation);
       if (details.length > 0) throw invalid(details);
     },
-    begin: async (request) => responsesCall(request, conversations, await conversations.load(request)),
+    begin: async (request) => responsesCall(request, conversations, translations, await conversations.load(request)),
   };
 }
 
 /** One Responses request: its translation, with the earlier turns it continues, made once. */
-function responsesCall(request: AuthorizedRequest, conversations: Conversations, earlier?: Json[]): ProtocolCall {
+function responsesCall(
+  request: AuthorizedRequest,
+  conversations: Conversations,
+  translations: TranslationJsonCache,
+  earlier?: Json[],
+): ProtocolCall {
   // Sent with every earlier turn: the bounds, the hold and the estimate are this body's, not the client's alone.
   const chat = chatBodyOf(request.body, earlier);
+  const earlierTurn = translations.reuse(request.caller.orgId, chat);
   keepCeilingWithinContext(chat, request.model.contextLength);
   const streams = request.body.stream === true;
   const sent = sentBody(chat, streams);
+  translations.keep(request.caller.orgId, chat, earlierTurn);
   const source = (): ResponsesStreamSource => ({
     body: request.body,
     names: toolNamesOf(request.body),
