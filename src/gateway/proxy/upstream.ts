@@ -124,9 +124,9 @@ function refuseUnbillableChoices(call: UpstreamCall): void {
   });
 }
 
-function bodyText(body: UpstreamCall['body']): string | Buffer {
+function bodyText(body: UpstreamCall['body']): string | WrittenJson {
   if (typeof body === 'string') return body;
-  return body instanceof WrittenJson ? body.bytes : JSON.stringify(body);
+  return body instanceof WrittenJson ? body : JSON.stringify(body);
 }
 
 function fieldsOf(body: UpstreamCall['body']): Record<string, unknown> {
@@ -154,7 +154,7 @@ function requestOptionsOf(url: string): { https: boolean; options: http.RequestO
 
 function post(
   url: string,
-  body: string | Buffer,
+  body: string | WrittenJson,
   headers: Record<string, string>,
   signal: AbortSignal,
 ): Promise<IncomingMessage> {
@@ -176,7 +176,7 @@ function post(
         agent: target.https ? agents['https:'] : agents['http:'],
         headers: {
           'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
+          'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.length,
           accept: 'application/json, text/event-stream',
           ...headers,
         },
@@ -185,7 +185,12 @@ function post(
       resolve,
     );
     request.on('error', reject);
-    request.end(body);
+    if (typeof body === 'string') request.end(body);
+    else {
+      // Written before the socket is attached, the parts go out together in one `writev`.
+      for (const part of body.parts) request.write(part);
+      request.end();
+    }
   });
 }
 

@@ -1,4 +1,4 @@
-import { estimateChatPromptTokens, toolsJsonOf } from '../proxy/token-counts.js';
+import { estimateChatPromptTokens, primeToolsJson, toolsJsonOf } from '../proxy/token-counts.js';
 import { WrittenJson } from '../proxy/client-body.js';
 
 type Json = Record<string, unknown>;
@@ -32,65 +32,101 @@ export interface SentBody {
   writtenFor(servedModelName: string): WrittenJson;
 }
 
-/** Each chat message's JSON, by the message: kept from an organization's last translation (`translation-json.ts`). */
-const messageJson = new WeakMap<object, string>();
+/** Each chat message's JSON as bytes, by the message: kept from an organization's last translation (`translation-json.ts`). */
+const messageBytes = new WeakMap<object, Buffer>();
 
-/** A chat message's JSON, written once however often it is asked for. Messages are never changed once translated. */
-export function messageJsonOf(message: object): string {
-  let text = messageJson.get(message);
-  if (text === undefined) {
-    text = JSON.stringify(message);
-    messageJson.set(message, text);
+/** A chat message's JSON as UTF-8 bytes, written once however often it is asked for. Messages never change once translated. */
+export function messageBytesOf(message: object): Buffer {
+  let bytes = messageBytes.get(message);
+  if (bytes === undefined) {
+    bytes = Buffer.from(JSON.stringify(message));
+    messageBytes.set(message, bytes);
   }
-  return text;
+  return bytes;
 }
 
-/** Gives a message the JSON already written for a message that writes alike (`translation-json.ts`). */
-export function primeMessageJson(message: object, text: string): void {
-  messageJson.set(message, text);
+/** Gives a message the bytes already written for a message that writes alike (`translation-json.ts`). */
+export function primeMessageBytes(message: object, bytes: Buffer): void {
+  messageBytes.set(message, bytes);
 }
+
+/** Each tools array's JSON as bytes: the text `toolsJsonOf` wrote for the estimates, encoded once. */
+const toolsBytes = new WeakMap<unknown[], Buffer>();
+
+/** A tools array's JSON as UTF-8 bytes, encoded once from `toolsJsonOf`'s text. */
+export function toolsBytesOf(tools: unknown[]): Buffer {
+  let bytes = toolsBytes.get(tools);
+  if (bytes === undefined) {
+    bytes = Buffer.from(toolsJsonOf(tools));
+    toolsBytes.set(tools, bytes);
+  }
+  return bytes;
+}
+
+/** Gives a tools array the bytes (and so the text) already written for tools that write alike (`translation-json.ts`). */
+export function primeToolsBytes(tools: unknown[], text: string, bytes: Buffer): void {
+  primeToolsJson(tools, text);
+  toolsBytes.set(tools, bytes);
+}
+
+const COMMA = Buffer.from(',');
 
 /**
  * Writes a translated body's JSON once, with every earlier turn, tool and system prompt the translation put in it:
  * its size is the prompt's bound, and each replica tried is sent it with its own model name put in front (the
- * client's is left out), not the whole body written again. The tools' JSON is the one the estimates measured
- * (`toolsJsonOf`), and each message's its own (`messageJsonOf`): either may be the text kept from the
- * organization's last turn (`translation-json.ts`), not written again.
+ * client's is left out), not the whole body written again. It is kept in parts, never joined: the tools' JSON is the
+ * one the estimates measured (`toolsJsonOf`), and each message's is its own (`messageBytesOf`), either of which may
+ * be the bytes kept from the organization's last turn (`translation-json.ts`), not written or encoded again.
  *
  * @example
  * sentBody({ model: 'm', messages: [] }, false).forModel('served'); // '{"model":"served","messages":[]}'
  */
 export function sentBody(chat: Json, streams: boolean): SentBody {
   // The members after the opening brace, in the body's own order: `{` + members is the whole body.
-  const parts: string[] = [];
+  const members: Buffer[] = [];
+  // The small members between the large ones, gathered as text and encoded once each run.
+  let text = '';
+  const flushText = () => {
+    if (text) members.push(Buffer.from(text));
+    text = '';
+  };
   for (const key of Object.keys(chat)) {
     const value = chat[key];
     if (key === 'model' || value === undefined) continue;
-    parts.push(`${JSON.stringify(key)}:${memberJson(key, value)}`);
+    text += `${text || members.length > 0 ? ',' : ''}${JSON.stringify(key)}:`;
+    if (key === 'tools' && Array.isArray(value)) {
+      flushText();
+      members.push(toolsBytesOf(value));
+    } else if (key === 'messages' && Array.isArray(value)) {
+      text += '[';
+      value.forEach((message: unknown, i) => {
+        if (isObject(message)) {
+          flushText();
+          if (i > 0) members.push(COMMA);
+          members.push(messageBytesOf(message));
+        } else text += `${i > 0 ? ',' : ''}${JSON.stringify(message) ?? 'null'}`;
+      });
+      text += ']';
+    } else text += JSON.stringify(value);
   }
-  const members = `${parts.join(',')}}`;
-  const written = Buffer.from(members);
+  text += '}';
+  flushText();
+  let length = 0;
+  for (const member of members) length += member.length;
   const usage = streams ? ',"stream_options":{"include_usage":true,"continuous_usage_stats":true}' : '';
   const headOf = (servedModelName: string) =>
-    `{"model":${JSON.stringify(servedModelName)}${usage}${members === '}' ? '' : ','}`;
+    Buffer.from(`{"model":${JSON.stringify(servedModelName)}${usage}${length === 1 ? '' : ','}`);
+  const writtenFor = (servedModelName: string) =>
+    new WrittenJson([headOf(servedModelName), ...members], {
+      model: servedModelName,
+      messages: chat.messages,
+      tools: chat.tools,
+    });
   return {
-    bytes: 1 + written.length,
-    forModel: (servedModelName) => headOf(servedModelName) + members,
-    writtenFor: (servedModelName) =>
-      new WrittenJson(Buffer.concat([Buffer.from(headOf(servedModelName)), written]), {
-        model: servedModelName,
-        messages: chat.messages,
-        tools: chat.tools,
-      }),
+    bytes: 1 + length,
+    forModel: (servedModelName) => writtenFor(servedModelName).bytes.toString('utf8'),
+    writtenFor,
   };
-}
-
-/** One member's JSON: the tools' and each message's from their own caches, the rest as `JSON.stringify` writes it. */
-function memberJson(key: string, value: unknown): string {
-  if (key === 'tools' && Array.isArray(value)) return toolsJsonOf(value);
-  if (key === 'messages' && Array.isArray(value))
-    return `[${value.map((message) => (isObject(message) ? messageJsonOf(message) : (JSON.stringify(message) ?? 'null'))).join(',')}]`;
-  return JSON.stringify(value);
 }
 
 function isObject(value: unknown): value is object {

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { primeToolsJson, toolsJsonOf } from '../proxy/token-counts.js';
-import { messageJsonOf, primeMessageJson } from './sent-body.js';
+import { toolsJsonOf } from '../proxy/token-counts.js';
+import { messageBytesOf, primeMessageBytes, primeToolsBytes, toolsBytesOf } from './sent-body.js';
 
 type Json = Record<string, unknown>;
 
@@ -8,18 +8,19 @@ type Json = Record<string, unknown>;
 const ORGANIZATIONS_KEPT = 64;
 /** Conversations kept for each organization (its agents' sessions), the one least recently seen forgotten first. */
 const CONVERSATIONS_KEPT_EACH = 8;
-/** A translation whose tools and messages are written in more characters than this is not kept. */
-const MAX_KEPT_CHARS_EACH = 1024 * 1024;
-/** The characters kept for all organizations together: the organization least recently seen is forgotten first past it. */
-const MAX_KEPT_CHARS = 16 * 1024 * 1024;
+/** A translation whose tools and messages are written in more bytes than this is not kept. */
+const MAX_KEPT_BYTES_EACH = 1024 * 1024;
+/** The bytes kept for all organizations together: the organization least recently seen is forgotten first past it. */
+const MAX_KEPT_BYTES = 16 * 1024 * 1024;
 
-/** A translation kept: its tools and messages as the engine was sent them, with their JSON. */
+/** A translation kept: its tools and messages as the engine was sent them, with their JSON as text and bytes. */
 export interface KeptTranslation {
   tools: unknown[] | null;
   toolsJson: string;
+  toolsBytes: Buffer | null;
   messages: unknown[];
-  messageJsons: string[];
-  chars: number;
+  messageBytes: Buffer[];
+  bytes: number;
 }
 
 /**
@@ -28,13 +29,14 @@ export interface KeptTranslation {
  * body the engine is sent as JSON again each time (`sentBody`), though all but its last turn or two are what the
  * turn before sent. This keeps, per organization, the chat form of its last few conversations' translations with
  * the JSON written for them, and gives a new translation whose tools, or whose leading messages, are the same
- * member for member and in the same order the text already written: what `JSON.stringify` would write again.
+ * member for member and in the same order the bytes already written: what `JSON.stringify` would write again, and
+ * `Buffer.from` encode again.
  *
  * Compared on the chat side, after the translation: one cache serves both protocols, and what is compared is
  * exactly what is written. Kept per organization, so whether one organization's conversation or tools equal
  * another's never shows in its requests' timing. Bounded: at most `ORGANIZATIONS_KEPT` organizations,
- * `CONVERSATIONS_KEPT_EACH` conversations each, each translation at most `MAX_KEPT_CHARS_EACH` characters, and all
- * of them at most `MAX_KEPT_CHARS`.
+ * `CONVERSATIONS_KEPT_EACH` conversations each, each translation at most `MAX_KEPT_BYTES_EACH` bytes, and all of
+ * them at most `MAX_KEPT_BYTES`.
  *
  * @example
  * const chat = chatBodyOf(body);
@@ -45,11 +47,11 @@ export interface KeptTranslation {
 export class TranslationJsonCache {
   private readonly kept = new LRUCache<string, KeptTranslation[]>({
     max: ORGANIZATIONS_KEPT,
-    maxSize: MAX_KEPT_CHARS,
+    maxSize: MAX_KEPT_BYTES,
     sizeCalculation: (conversations) =>
       Math.max(
         1,
-        conversations.reduce((chars, kept) => chars + kept.chars, 0),
+        conversations.reduce((bytes, kept) => bytes + kept.bytes, 0),
       ),
   });
 
@@ -69,29 +71,37 @@ export class TranslationJsonCache {
       const shared = sharedMessages(kept.messages, messages);
       if (shared > bestShared) [best, bestShared] = [kept, shared];
     }
-    for (let i = 0; i < bestShared; i++) primeMessageJson(messages[i] as object, best!.messageJsons[i]!);
+    for (let i = 0; i < bestShared; i++) primeMessageBytes(messages[i] as object, best!.messageBytes[i]!);
     const tools = Array.isArray(chat.tools) ? chat.tools : null;
     const sameTools = tools && conversations.find((kept) => kept.tools && sameJson(kept.tools, tools));
-    if (tools && sameTools) primeToolsJson(tools, sameTools.toolsJson);
+    if (tools && sameTools?.toolsBytes) primeToolsBytes(tools, sameTools.toolsJson, sameTools.toolsBytes);
     return best && bestShared >= best.messages.length - 1 ? best : undefined;
   }
 
-  /** Keeps `chat`, with the JSON `sentBody` wrote for it, in place of `earlier` (what `reuse` returned for it). */
+  /** Keeps `chat`, with the bytes `sentBody` wrote for it, in place of `earlier` (what `reuse` returned for it). */
   keep(orgId: string, chat: Json, earlier: KeptTranslation | undefined): void {
     const tools = Array.isArray(chat.tools) ? chat.tools : null;
     const toolsJson = tools ? toolsJsonOf(tools) : '';
+    const toolsBytes = tools ? toolsBytesOf(tools) : null;
     const messages = Array.isArray(chat.messages) ? (chat.messages as unknown[]) : [];
-    let chars = toolsJson.length;
-    const messageJsons: string[] = [];
+    let bytes = toolsBytes?.length ?? 0;
+    const messageBytes: Buffer[] = [];
     for (const message of messages) {
       if (!isObject(message)) break;
-      const json = messageJsonOf(message);
-      chars += json.length;
-      messageJsons.push(json);
+      const written = messageBytesOf(message);
+      bytes += written.length;
+      messageBytes.push(written);
     }
     const others = (this.kept.get(orgId) ?? []).filter((kept) => kept !== earlier);
-    if (chars <= MAX_KEPT_CHARS_EACH) {
-      const kept = { tools, toolsJson, messages: messages.slice(0, messageJsons.length), messageJsons, chars };
+    if (bytes <= MAX_KEPT_BYTES_EACH) {
+      const kept = {
+        tools,
+        toolsJson,
+        toolsBytes,
+        messages: messages.slice(0, messageBytes.length),
+        messageBytes,
+        bytes,
+      };
       others.unshift(kept);
     }
     // Set again even when unchanged in length: the organization's size is counted when it is set.
