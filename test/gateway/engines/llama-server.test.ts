@@ -239,6 +239,56 @@ describe.skipIf(missing !== null)("llama.cpp's server behind the gateway", () =>
     expect(JSON.parse(second.exchange.request).tools).toHaveLength(4);
   });
 
+  it('conversations whose earlier turns the gateway reuses: the engine is sent every earlier turn as written, each turn billed as it reported', async () => {
+    const sentMessages = (exchange: Exchange) => JSON.parse(exchange.request).messages as unknown[];
+    /** The later exchange's messages begin with all of the earlier one's, as the engine received them. */
+    const continues = (later: Exchange, earlier: Exchange) => {
+      expect(sentMessages(later).length).toBeGreaterThan(sentMessages(earlier).length);
+      expect(sentMessages(later).slice(0, sentMessages(earlier).length)).toEqual(sentMessages(earlier));
+    };
+    // Responses: a stored turn, the turn continuing it from the store, then that history sent whole (`store: false`).
+    let stored: OpenAI.Responses.Response | undefined;
+    const first = await billed(async () => {
+      stored = await openai.responses.create({ model: 'sim-chat', input: 'Name a colour.', max_output_tokens: 8 });
+    });
+    const second = await billed(() =>
+      openai.responses.create({
+        model: 'sim-chat',
+        previous_response_id: stored!.id,
+        input: 'Another.',
+        max_output_tokens: 8,
+      }),
+    );
+    const history = sentMessages(second.exchange).map((message) => message as { role: string; content: string });
+    const third = await billed(() =>
+      openai.responses.create({
+        model: 'sim-chat',
+        store: false,
+        input: [
+          ...history.map((turn) => ({ role: turn.role as 'user' | 'assistant', content: turn.content })),
+          { role: 'user' as const, content: 'And one more.' },
+        ],
+        max_output_tokens: 8,
+      }),
+    );
+    continues(second.exchange, first.exchange);
+    continues(third.exchange, second.exchange);
+    // Messages: a conversation growing by a turn.
+    const opening: Anthropic.MessageParam[] = [{ role: 'user', content: 'Name a colour.' }];
+    const fourth = await billed(() =>
+      anthropic.messages.create({ model: 'sim-chat', max_tokens: 8, messages: opening }),
+    );
+    const fifth = await billed(() =>
+      anthropic.messages.create({
+        model: 'sim-chat',
+        max_tokens: 8,
+        messages: [...opening, { role: 'assistant', content: 'Blue.' }, { role: 'user', content: 'Another.' }],
+      }),
+    );
+    continues(fifth.exchange, fourth.exchange);
+    for (const each of [first, second, third, fourth, fifth]) expectBilledAsReported(each);
+  });
+
   it('refuses n: 2 with a 400 naming the limit (the engine would bill one choice of two)', async () => {
     const error = await openai.chat.completions
       .create({ model: 'sim-chat', messages: chatMessages, max_tokens: 4, n: 2 })
