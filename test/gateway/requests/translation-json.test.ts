@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { toolsJsonOf } from '../../../src/gateway/proxy/token-counts.js';
 import { sentBody } from '../../../src/gateway/requests/sent-body.js';
 import { TranslationJsonCache, sameJson } from '../../../src/gateway/requests/translation-json.js';
 import { chatBodyOf as chatOfMessages } from '../../../src/gateway/requests/messages/translate.js';
@@ -41,14 +40,17 @@ const messagesBody = (count: number, withTools: unknown[] = tools): Json =>
     messages: turns.slice(0, count),
   });
 
-/** What the engine is sent for a Messages body, through the cache as an endpoint uses it. */
-function sentFor(cache: TranslationJsonCache, orgId: string, body: Json): string {
-  const chat = chatOfMessages(body);
+/** What the engine is sent for a translation, through the cache as an endpoint uses it. */
+function sentChat(cache: TranslationJsonCache, orgId: string, chat: Json): string {
   const earlier = cache.reuse(orgId, chat);
   const text = sentBody(chat, false).forModel('served');
   cache.keep(orgId, chat, earlier);
   return text;
 }
+
+/** What the engine is sent for a Messages body, through the cache. */
+const sentFor = (cache: TranslationJsonCache, orgId: string, body: Json) =>
+  sentChat(cache, orgId, chatOfMessages(body));
 
 /** What the engine is sent for a body written afresh: the text the cache must give too. */
 function written(body: Json): string {
@@ -57,7 +59,7 @@ function written(body: Json): string {
 }
 
 /** The arguments JSON.stringify was called with while `step` ran. */
-function stringified(step: () => void): unknown[] {
+function stringified(step: () => unknown): unknown[] {
   const stringify = vi.spyOn(JSON, 'stringify');
   step();
   const calls = stringify.mock.calls.map(([value]) => value);
@@ -84,12 +86,7 @@ describe('an organization’s translations written once', () => {
     const cache = new TranslationJsonCache();
     sentFor(cache, 'org_a', messagesBody(2));
     const next = chatOfMessages(messagesBody(3));
-    const calls = stringified(() => {
-      const earlier = cache.reuse('org_a', next);
-      toolsJsonOf(next.tools as unknown[]);
-      sentBody(next, false);
-      cache.keep('org_a', next, earlier);
-    });
+    const calls = stringified(() => sentChat(cache, 'org_a', next));
     const messages = next.messages as Json[];
     // The system prompt, the user's first turn and the assistant's came from the kept text.
     expect(calls).not.toContain(next.tools);
@@ -126,11 +123,7 @@ describe('an organization’s translations written once', () => {
     sentFor(cache, 'org_a', a(2));
     sentFor(cache, 'org_a', b(2));
     const next = chatOfMessages(a(3));
-    const calls = stringified(() => {
-      const earlier = cache.reuse('org_a', next);
-      sentBody(next, false);
-      cache.keep('org_a', next, earlier);
-    });
+    const calls = stringified(() => sentChat(cache, 'org_a', next));
     expect(calls).not.toContain((next.messages as Json[])[1]);
     expect(JSON.parse(sentBody(next, false).forModel('served'))).toEqual(JSON.parse(written(a(3))));
   });
@@ -140,11 +133,7 @@ describe('an organization’s translations written once', () => {
     sentFor(cache, 'org_a', messagesBody(3));
     // The same conversation from another organization is written afresh: no timing tells it what org_a sends.
     const other = chatOfMessages(messagesBody(3));
-    const calls = stringified(() => {
-      const earlier = cache.reuse('org_b', other);
-      sentBody(other, false);
-      cache.keep('org_b', other, earlier);
-    });
+    const calls = stringified(() => sentChat(cache, 'org_b', other));
     expect(calls).toContain(other.tools);
     for (const message of other.messages as Json[]) expect(calls).toContain(message);
   });
@@ -159,14 +148,9 @@ describe('an organization’s translations written once', () => {
     const body = (count: number) =>
       parsed({ model: 'm', instructions: 'You are Codex.', store: false, input: input.slice(0, count) });
     const first = chatOfResponses(body(2));
-    cache.keep('org_a', first, cache.reuse('org_a', first));
-    sentBody(first, false);
+    sentChat(cache, 'org_a', first);
     const next = chatOfResponses(body(3));
-    const calls = stringified(() => {
-      const earlier = cache.reuse('org_a', next);
-      sentBody(next, false);
-      cache.keep('org_a', next, earlier);
-    });
+    const calls = stringified(() => sentChat(cache, 'org_a', next));
     expect(calls).not.toContain((next.messages as Json[])[0]);
     expect(sentBody(next, false).forModel('s')).toBe(sentBody(chatOfResponses(body(3)), false).forModel('s'));
   });
