@@ -1,18 +1,9 @@
-import { constants, writeSync } from 'node:fs';
-import { type FileHandle, open, readFile, rename } from 'node:fs/promises';
-import path from 'node:path';
+import { JournalFile, ROOM_BYTES } from './journal-file.js';
 import { chargeLine, checkpointLine, journalText, readJournalText } from './journal-lines.js';
 import type { ChargeRecord } from './wallet.js';
 
 /** Marks wait at most this long for a write to go out with. */
 const MARK_FLUSH_MS = 200;
-
-/**
- * The journal is opened for appending with O_DSYNC: each write returns once
- * its data is on the disk, as a write followed by `fdatasync` would, in one
- * system call and one trip through libuv's thread pool instead of two.
- */
-const APPEND_DURABLY = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC;
 
 /** Appends made alone (see `append`) are written on the main thread only while the disk's syncs average within this: longer, and the event loop would stall. */
 const ALONE_WRITE_BUDGET_MS = 2;
@@ -25,7 +16,8 @@ const COMPACT_BYTES = 8 * 1024 * 1024;
 /**
  * The charge journal: where a charge becomes durable before its response's
  * last byte, in this replica's data folder (`charges.journal`), so that the
- * answer never waits for PostgreSQL. Appends that arrive while a write is
+ * answer never waits for PostgreSQL. Lines go at the end of what is written,
+ * into room made ahead of them (`JournalFile`). Appends that arrive while a write is
  * under way share the next write, which is durable when it returns (O_DSYNC;
  * group commit: one sync per batch, about 0.2 to 0.5 ms on the development
  * machine's disk, whatever the batch's size); an append with no other billed
@@ -57,7 +49,6 @@ export class ChargeJournal {
   private newest: string | null = null;
   private queue: Array<{ line: string; done: (error?: Error) => void }> = [];
   private writing = false;
-  private bytes = 0;
   private waiters: Array<() => void> = [];
   private appliedMarks: string[] = [];
   private reportedMarks: string[] = [];
@@ -68,18 +59,22 @@ export class ChargeJournal {
   private aloneWritesPausedUntil = 0;
   private aloneWriteMs = 0; // the moving average of alone writes' durations
 
+  /** The file, once `open` started it afresh; null in memory. */
+  private disk: JournalFile | null = null;
+
   private constructor(
     private readonly file: string | null,
-    private handle: FileHandle | null,
+    private readonly roomBytes: number,
   ) {}
 
-  /** Opens the journal (a path, or null for memory only) and reads what an earlier run left. */
-  static async open(file: string | null): Promise<ChargeJournal> {
-    if (!file) return new ChargeJournal(null, null);
-    const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) =>
-      error.code === 'ENOENT' ? '' : Promise.reject(error),
-    );
-    const journal = new ChargeJournal(file, null);
+  /**
+   * Opens the journal (a path, or null for memory only) and reads what an earlier run left.
+   * `roomBytes`: the room made ahead of the lines at a time (`ROOM_BYTES`), smaller in tests.
+   */
+  static async open(file: string | null, { roomBytes = ROOM_BYTES } = {}): Promise<ChargeJournal> {
+    if (!file) return new ChargeJournal(null, roomBytes);
+    const text = await JournalFile.read(file);
+    const journal = new ChargeJournal(file, roomBytes);
     const { charges, applied, reported, recovered } = readJournalText(text);
     journal.recoveredStreams = recovered;
     for (const charge of charges) {
@@ -107,9 +102,8 @@ export class ChargeJournal {
     // A charge of nothing (a cache hit, a free model) changes no spendable amount: nothing to report.
     if (record.cost > 0n) this.unreported.set(record.id, record);
     const line = chargeLine(record);
-    const outcome = alone ? this.writeAlone(line) : 'not written';
-    if (outcome === 'written') return Promise.resolve();
-    return this.write(outcome === 'partly written' ? `\n${line}` : line);
+    if (alone && this.writeAlone(line)) return Promise.resolve();
+    return this.write(line);
   }
 
   /**
@@ -183,8 +177,7 @@ export class ChargeJournal {
     this.markTimer = null;
     if (this.file && this.appliedMarks.length + this.reportedMarks.length > 0) await this.write('').catch(() => {});
     while (this.writing || this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
-    await this.handle?.close();
-    this.handle = null;
+    await this.disk?.close();
   }
 
   /**
@@ -201,7 +194,8 @@ export class ChargeJournal {
       if (this.appliedMarks.length + this.reportedMarks.length > 0) void this.write('').catch(() => {});
     }, MARK_FLUSH_MS);
     this.markTimer.unref();
-    if (this.bytes > COMPACT_BYTES && this.unapplied.size + this.unreported.size < 10_000) await this.rewrite();
+    if (this.disk && this.disk.size > COMPACT_BYTES && this.unapplied.size + this.unreported.size < 10_000)
+      await this.rewrite();
   }
 
   /** The lines of the marks waiting to be written, taken out of the wait. */
@@ -213,24 +207,17 @@ export class ChargeJournal {
   }
 
   /**
-   * Writes a charge's line at once, on this thread, if no write is under
-   * way. 'not written' or 'partly written' (the disk failed mid-line):
-   * the caller queues the line, after a line break in the second case, so
-   * that the part written is a line of its own, which `open` skips.
+   * Writes a charge's line at once, on this thread, if no write is under way
+   * and the file's room holds it; false when not written (the caller queues
+   * the line, and the queued write gives it any error).
    */
-  private writeAlone(line: string): 'written' | 'not written' | 'partly written' {
+  private writeAlone(line: string): boolean {
+    const disk = this.disk;
     // A queued line means a write is under way (`flush` runs while the queue holds any): `writing` covers both.
-    if (!this.handle || this.writing || performance.now() < this.aloneWritesPausedUntil) return 'not written';
-    this.wake();
-    const bytes = Buffer.from(`${line}\n`);
+    if (!disk || this.writing || performance.now() < this.aloneWritesPausedUntil) return false;
     const startedAt = performance.now();
-    let written = 0;
-    try {
-      while (written < bytes.length) written += writeSync(this.handle.fd, bytes, written);
-    } catch {
-      // The queued path tries again and gives the caller the error.
-      return written === 0 ? 'not written' : 'partly written';
-    }
+    if (!disk.writeNow(Buffer.from(`${line}\n`))) return false;
+    this.wake();
     const endedAt = performance.now();
     // A moving average, so that one slow sync (a few in a thousand take 1 to 4 ms here) pauses nothing.
     this.aloneWriteMs = 0.9 * this.aloneWriteMs + 0.1 * (endedAt - startedAt);
@@ -238,8 +225,9 @@ export class ChargeJournal {
       this.aloneWritesPausedUntil = endedAt + ALONE_WRITE_PAUSE_MS;
       this.aloneWriteMs = 0;
     }
-    this.bytes += bytes.length;
-    return 'written';
+    // More room made now, by the queued path, before a line needs it.
+    if (disk.roomLow) void this.write('').catch(() => {});
+    return true;
   }
 
   /** Queues a line ('' for marks only) for the next write; a batch with a charge in it is synced. */
@@ -258,19 +246,19 @@ export class ChargeJournal {
       const batch = this.queue.splice(0);
       const text = this.takeMarks() + batch.map((item) => (item.line ? `${item.line}\n` : '')).join('');
       try {
-        this.handle ??= await open(this.file!, APPEND_DURABLY, 0o600);
         // One durable write for the whole batch: the group commit.
-        await this.handle.write(text);
-        this.bytes += Buffer.byteLength(text);
+        await this.disk!.write(text);
         for (const item of batch) item.done();
       } catch (error) {
         for (const item of batch) item.done(error as Error);
       }
+      // More room made while nothing waits for a write, if possible (a line queued meanwhile waits for it).
+      if (this.queue.length === 0 && this.disk!.roomLow) await this.disk!.makeRoom();
     }
     this.writing = false;
   }
 
-  /** Starts the file afresh with only what is still open (written to a new file, synced, then renamed over the old one, and the folder synced). */
+  /** Starts the file afresh with only what is still open (`JournalFile.start`: a crash leaves the old file or this one). */
   private async rewrite(): Promise<void> {
     if (!this.file) return;
     while (this.writing) await new Promise((resolve) => setTimeout(resolve, 1));
@@ -280,17 +268,9 @@ export class ChargeJournal {
       this.appliedMarks = [];
       this.reportedMarks = [];
       const text = journalText(this.unapplied, this.unreported, this.checkpoints.values());
-      const next = `${this.file}.next`;
-      const handle = await open(next, 'w', 0o600);
-      await handle.write(text);
-      await handle.datasync();
-      await handle.close();
-      await this.handle?.close();
-      await rename(next, this.file);
-      // The rename made durable too: else a crash could bring back the old file, without the charges appended to this one.
-      await open(path.dirname(this.file), 'r').then((folder) => folder.sync().finally(() => folder.close()));
-      this.handle = await open(this.file, APPEND_DURABLY, 0o600);
-      this.bytes = Buffer.byteLength(text);
+      const started = await JournalFile.start(this.file, text, this.roomBytes);
+      await this.disk?.close();
+      this.disk = started;
     } finally {
       this.writing = false;
       // Appends that came during the rewrite wait in the queue.
