@@ -13,6 +13,15 @@ export interface TcpProxy {
    */
   swallowRepliesAfter(marker: string): void;
   /**
+   * From the next client message that contains `marker` on, the target's
+   * replies on that connection wait until `resume` (the client's messages
+   * still reach the target, in order): the target did the work, and the
+   * client hears of it late. Once, for the first match.
+   */
+  holdRepliesAfter(marker: string): void;
+  /** Whether replies are being held (`holdRepliesAfter` matched, and no `resume` since). */
+  readonly holding: boolean;
+  /**
    * The target's replies wait, on every connection (new ones too), until
    * `resume`: connections are accepted and requests delivered, but nothing
    * answers (a hung service). On `resume` the held replies arrive in order.
@@ -38,6 +47,9 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   let server: net.Server | null = null;
   let port = 0;
   let swallowMarker: string | null = null;
+  let holdMarker: string | null = null;
+  /** The upstreams whose replies `holdRepliesAfter` holds. */
+  const held = new Set<net.Socket>();
   let hung = false;
   const upstreams = new Set<net.Socket>();
   const counters: Array<{ marker: string; n: number }> = [];
@@ -63,6 +75,11 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
           if (swallowMarker !== null && chunk.includes(swallowMarker)) {
             swallowMarker = null;
             swallowing = true;
+          }
+          if (holdMarker !== null && chunk.includes(holdMarker)) {
+            holdMarker = null;
+            held.add(upstream);
+            upstream.pause();
           }
           upstream.write(chunk);
         });
@@ -93,12 +110,19 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     swallowRepliesAfter(marker) {
       swallowMarker = marker;
     },
+    holdRepliesAfter(marker) {
+      holdMarker = marker;
+    },
+    get holding() {
+      return held.size > 0;
+    },
     hang() {
       hung = true;
       for (const upstream of upstreams) upstream.pause();
     },
     resume() {
       hung = false;
+      held.clear();
       for (const upstream of upstreams) upstream.resume();
     },
     count(marker) {

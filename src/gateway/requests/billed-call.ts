@@ -14,24 +14,29 @@ export type { Settlement } from '../billing/settlement.js';
 
 /**
  * Ends a call: makes its charge (exact cost and usage record) durable in the
- * journal, turns its hold into that charge and settles its limits to the
- * tokens really used (`GateKeeper.release`, `admission/gate-keeper.ts`), both before the response's last
- * byte, and keeps its answer in the cache when the key asks for it. The
- * charge reaches PostgreSQL shortly after, by group commit
- * (`billing/charge-applier.ts`): the answer never waits for the database.
- * Never throws: the response is already on its way.
+ * journal, and sends the gate the release that turns its hold into that
+ * charge and settles its limits to the tokens really used
+ * (`GateKeeper.release`, `admission/gate-keeper.ts`), both before the
+ * response's last byte; keeps its answer in the cache when the key asks for
+ * it. The charge reaches PostgreSQL shortly after, by group commit
+ * (`billing/charge-applier.ts`): the answer never waits for the database,
+ * nor for the gate's reply to the release. The call counts as in flight
+ * (`finish`) until that reply. Never throws: the response is already on its way.
  */
 export async function settle(deps: BilledDeps, call: BilledCall, reported: Settlement): Promise<void> {
   const chargeStartedAt = performance.now();
   let billed: { settlement: Settlement; cost: bigint | null } | null = null;
+  let released: Promise<void> | null = null;
   try {
     const charge = chargeFor(reported.usage, call, call.price);
     const settlement = withinBounds(deps, call, reported, charge);
     const cost = deps.config.billingEnabled ? charge.costNanos : null;
     billed = { settlement, cost };
-    await settleCall(deps, call, settlement, cost);
+    released = (await settleCall(deps, call, settlement, cost)).released;
   } finally {
-    call.finish();
+    // A draining gateway waits for the release too: the limits store hears of every call before it stops.
+    if (released) void released.finally(() => call.finish());
+    else call.finish();
     const charged = billed && { usage: billed.settlement.usage, cost: billed.cost };
     deps.observer.settled(
       call,
@@ -41,12 +46,13 @@ export async function settle(deps: BilledDeps, call: BilledCall, reported: Settl
   }
 }
 
+/** The charge made durable and the release sent; `released`, the gate's reply to it (it never rejects). */
 async function settleCall(
   deps: BilledDeps,
   call: BilledCall,
   settlement: Settlement,
   cost: bigint | null,
-): Promise<void> {
+): Promise<{ released: Promise<void> }> {
   const tokens = settlement.usage.promptTokens + settlement.usage.completionTokens;
   // The charge is durable before the gate hears of it: a replica that dies in between leaves a charge the
   // journal holds but the gate was never told of, which the next start finds unreported and rebuilds from.
@@ -61,7 +67,11 @@ async function settleCall(
       });
     });
   }
-  await deps.gateKeeper.release(call.ticket, { actualTokens: tokens, cost });
+  // Sent before the answer's last byte, and not waited for. Redis runs one connection's commands in order, so every
+  // later admission of this replica (the client's next request, say) comes after it; an admission on another replica
+  // that reaches Redis before it sees this call as still running, as if the two had overlapped by that moment.
+  const released = deps.gateKeeper.release(call.ticket, { actualTokens: tokens, cost });
+  await queuedCommandsWritten();
   if (cachesAnswers(call) && settlement.answer && settlement.status === 200) {
     await deps.cache
       .set(call.cacheKey ?? cacheKey(call.caller.orgId, call.endpoint, call.body), settlement.answer)
@@ -69,6 +79,16 @@ async function settleCall(
         deps.log.warn('response cache write failed', { requestId: call.requestId, ...describeError(error) });
       });
   }
+  return { released };
+}
+
+/**
+ * Resolves once the Redis commands issued so far are written to Redis's socket: ioredis's auto-pipelining writes
+ * them in a `setImmediate` queued before this one (`src/shared/db/redis.ts`), which would otherwise run after the
+ * answer's last byte is written.
+ */
+function queuedCommandsWritten(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**
