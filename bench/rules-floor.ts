@@ -9,7 +9,9 @@ import { Redis } from 'ioredis';
  * (`floor-proxy.ts`) plus, for every request, a key looked up by its SHA-256, one Redis script that admits
  * (requests a minute, concurrency, tokens a minute, the wallet), the engine's usage read from its answer (a
  * stream's running usage from its chunks), the charge appended durably (O_DSYNC; charges that wait for a write
- * share the next) and one Redis script that settles, both before the last byte. Nothing else: no answer checked
+ * share the next) before the last byte, and one Redis script that settles, written to Redis before the last byte
+ * and not waited for (Redis runs one connection's commands in order: the next admission comes after it, as in
+ * Tollgate's `requests/billed-call.ts`). Nothing else: no answer checked
  * or reshaped, no PostgreSQL, no metrics, logs, cache, timeouts or failover. `npm run bench` with
  * BENCH_RULES_FLOOR=1 (and BENCH_REDIS_URL) measures it beside Tollgate: what the rules cost on this machine
  * before any design choice.
@@ -68,7 +70,7 @@ const admitScript = (redis as unknown as { floorAdmit: ScriptCall }).floorAdmit.
 const settleScript = (redis as unknown as { floorSettle: ScriptCall }).floorSettle.bind(redis);
 
 /** What `/stats` shows: the bench prints it, so a run proves every answer was charged, with the engine's counts. */
-const stats = { answered: 0, charged: 0, completionTokens: 0, journalWrites: 0, refused: 0 };
+const stats = { answered: 0, charged: 0, completionTokens: 0, journalWrites: 0, refused: 0, settleFailed: 0 };
 
 /** Appends lines durably; a line that comes while a write is under way waits for the next, which carries all. */
 class DurableLog {
@@ -179,14 +181,16 @@ async function relay(
     );
     stats.charged++;
     stats.completionTokens += usage.completion;
-    await settleScript(
+    void settleScript(
       k('conc'),
       k('tpm'),
       `${PREFIX}${key.wallet}`,
       tokens - estimate,
       (hold - cappedCost).toString(),
       (-hold).toString(),
-    );
+    ).catch(() => stats.settleFailed++);
+    // Auto-pipelining writes the script in a setImmediate queued before this one: written before the last byte.
+    await new Promise((resolve) => setImmediate(resolve));
   };
   if (!body.stream) {
     const parts: Buffer[] = [];

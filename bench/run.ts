@@ -367,7 +367,7 @@ async function main(): Promise<number> {
       // Proof the rules floor did the rules' work: every answer charged, with the engine's own counts.
       const stats = (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as Record<string, number>;
       process.stderr.write(
-        `bench: the rules floor answered ${stats.answered}, charged ${stats.charged} (${stats.completionTokens} completion tokens) in ${stats.journalWrites} durable writes, refused ${stats.refused}\n`,
+        `bench: the rules floor answered ${stats.answered}, charged ${stats.charged} (${stats.completionTokens} completion tokens) in ${stats.journalWrites} durable writes, refused ${stats.refused}, settles failed ${stats.settleFailed}\n`,
       );
     }
 
