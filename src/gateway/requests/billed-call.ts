@@ -35,8 +35,9 @@ export async function settle(deps: BilledDeps, call: BilledCall, reported: Settl
     released = (await settleCall(deps, call, settlement, cost)).released;
   } finally {
     // A draining gateway waits for the release too: the limits store hears of every call before it stops.
-    if (released) void released.finally(() => call.finish());
-    else call.finish();
+    const finish = () => call.finish();
+    if (released) void released.then(finish, finish);
+    else finish();
     const charged = billed && { usage: billed.settlement.usage, cost: billed.cost };
     deps.observer.settled(
       call,
