@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { ChargeJournal } from '../src/gateway/billing/journal.js';
 import { chargeLine } from '../src/gateway/billing/journal-lines.js';
 import type { ChargeRecord } from '../src/gateway/billing/wallet.js';
+import { percentile } from './report.js';
 
 /**
  * `npx tsx bench/journal.ts`: how long a charge waits for the disk, the durable write on every billed request's path
@@ -54,14 +55,10 @@ function charge(i: number): ChargeRecord {
   };
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
-}
-
 function summary(name: string, µs: number[]): string {
   const sorted = [...µs].sort((a, b) => a - b);
   const mean = sorted.reduce((sum, x) => sum + x, 0) / sorted.length;
-  return `${name.padEnd(34)} p50 ${percentile(sorted, 0.5).toFixed(0).padStart(5)} µs   p90 ${percentile(sorted, 0.9)
+  return `${name.padEnd(34)} p50 ${percentile(sorted, 0.5)!.toFixed(0).padStart(5)} µs   p90 ${percentile(sorted, 0.9)!
     .toFixed(0)
     .padStart(5)} µs   mean ${mean.toFixed(0).padStart(5)} µs   (${sorted.length} writes)`;
 }

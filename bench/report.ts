@@ -228,7 +228,7 @@ function sorted(values: number[]): number[] {
 }
 
 /** Nearest-rank percentile of sorted values. */
-function percentile(values: number[], p: number): number | null {
+export function percentile(values: number[], p: number): number | null {
   if (values.length === 0) return null;
   return values[Math.min(values.length - 1, Math.max(0, Math.ceil(p * values.length) - 1))] ?? null;
 }

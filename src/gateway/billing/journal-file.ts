@@ -109,17 +109,14 @@ export class JournalFile {
   /** Writes `text` at the end, making room first if it does not fit; durable when it resolves. */
   async write(text: string): Promise<void> {
     if (!text) return;
-    this.handle ??= await open(this.file, WRITE_DURABLY, 0o600);
+    const handle = await this.opened();
     const bytes = Buffer.from(this.lineCut ? `\n${text}` : text);
     if (this.end + bytes.length > this.room) await this.makeRoom();
     const at = this.end;
     // Should the write fail, whatever part of it was written stays: the next starts past it.
     this.end += bytes.length;
     this.lineCut = true;
-    let written = 0;
-    while (written < bytes.length) {
-      written += (await this.handle.write(bytes, written, bytes.length - written, at + written)).bytesWritten;
-    }
+    await writeAllAt(handle, bytes, at);
     this.lineCut = false;
   }
 
@@ -129,23 +126,33 @@ export class JournalFile {
    */
   async makeRoom(): Promise<void> {
     if (performance.now() < this.roomPausedUntil) return;
-    this.handle ??= await open(this.file, WRITE_DURABLY, 0o600);
+    const handle = await this.opened();
     const at = Math.max(this.room, this.end);
-    const room = Buffer.alloc(this.roomBytes, 0x0a);
     try {
-      let written = 0;
-      while (written < room.length) {
-        written += (await this.handle.write(room, written, room.length - written, at + written)).bytesWritten;
-      }
-      this.room = at + room.length;
+      await writeAllAt(handle, Buffer.alloc(this.roomBytes, 0x0a), at);
+      this.room = at + this.roomBytes;
     } catch {
       this.roomPausedUntil = performance.now() + ROOM_PAUSE_MS;
     }
   }
 
+  /** The file's handle, opened again if `close` closed it. */
+  private async opened(): Promise<FileHandle> {
+    this.handle ??= await open(this.file, WRITE_DURABLY, 0o600);
+    return this.handle;
+  }
+
   async close(): Promise<void> {
     await this.handle?.close();
     this.handle = null;
+  }
+}
+
+/** Writes all of `bytes` at `at` (a write may take less than it was given). */
+async function writeAllAt(handle: FileHandle, bytes: Buffer, at: number): Promise<void> {
+  let written = 0;
+  while (written < bytes.length) {
+    written += (await handle.write(bytes, written, bytes.length - written, at + written)).bytesWritten;
   }
 }
 
