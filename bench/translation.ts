@@ -25,6 +25,8 @@ const { values } = parseArgs({
     protocol: { type: 'string', default: 'messages' },
     requests: { type: 'string', default: '4000' },
     warmup: { type: 'string', default: '2000' },
+    // Translations begun this many at a time before any is kept, as an agent's requests in flight together are.
+    'in-flight': { type: 'string', default: '1' },
   },
 });
 const protocol = values.protocol;
@@ -34,24 +36,40 @@ const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 if (!Number.isInteger(requests) || requests < 1) throw new Error('--requests must be a whole number > 0');
 if (!Number.isInteger(warmup) || warmup < 0) throw new Error('--warmup must be a whole number ≥ 0');
+const inFlight = Number(values['in-flight']);
+if (!Number.isInteger(inFlight) || inFlight < 1) throw new Error('--in-flight must be a whole number > 0');
 
 const text = JSON.stringify(protocol === 'messages' ? claudeCodeMessages(64) : codexResponses(64));
 const translations = new TranslationJsonCache();
 
-/** One request's translation, as its endpoint's `begin` makes it: the bytes' length is returned so nothing is skipped. */
+/**
+ * `inFlight` requests' translations, as their endpoint's `begin` makes them: each reuses what the organization kept
+ * before any of them is kept. The bytes' length is returned so nothing is skipped.
+ */
 function translate(): number {
-  const body = JSON.parse(text) as Record<string, unknown>;
-  const chat = protocol === 'messages' ? chatOfMessages(body) : chatOfResponses(body);
-  const earlier = translations.reuse('org_bench', chat);
-  keepCeilingWithinContext(chat, 262_144);
-  const sent = sentBody(chat, true);
-  translations.keep('org_bench', chat, earlier);
-  return sent.writtenFor('served').length;
+  const begun = [];
+  for (let i = 0; i < inFlight; i++) {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    const chat = protocol === 'messages' ? chatOfMessages(body) : chatOfResponses(body);
+    const earlier = translations.reuse('org_bench', chat);
+    keepCeilingWithinContext(chat, 262_144);
+    begun.push({ chat, earlier, sent: sentBody(chat, true) });
+  }
+  let length = 0;
+  for (const { chat, earlier, sent } of begun) {
+    translations.keep('org_bench', chat, earlier);
+    length += sent.writtenFor('served').length;
+  }
+  return length;
 }
 
-for (let i = 0; i < warmup; i++) translate();
+const rounds = (count: number) => Math.ceil(count / inFlight);
+for (let i = 0; i < rounds(warmup); i++) translate();
 const started = process.cpuUsage();
-for (let i = 0; i < requests; i++) translate();
+for (let i = 0; i < rounds(requests); i++) translate();
 const used = process.cpuUsage(started);
-const micros = (used.user + used.system) / requests;
-console.log(`${protocol}: ${micros.toFixed(1)} µs of CPU a translation (${requests} after ${warmup} of warm-up)`);
+const translated = rounds(requests) * inFlight;
+const micros = (used.user + used.system) / translated;
+console.log(
+  `${protocol}: ${micros.toFixed(1)} µs of CPU a translation (${translated} after ${rounds(warmup) * inFlight} of warm-up, ${inFlight} in flight at a time)`,
+);

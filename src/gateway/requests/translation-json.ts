@@ -92,7 +92,12 @@ export class TranslationJsonCache {
       bytes += written.length;
       messageBytes.push(written);
     }
-    const others = (this.kept.get(orgId) ?? []).filter((kept) => kept !== earlier);
+    // Also the turns this one continues that were kept after `reuse` ran: an agent's requests in flight together
+    // (or two replicas' answers) would otherwise each keep a copy of the same conversation, and every later turn
+    // would be compared with each copy.
+    const others = (this.kept.get(orgId) ?? []).filter(
+      (kept) => kept !== earlier && !continuesBytes(kept.messageBytes, messageBytes),
+    );
     if (bytes <= MAX_KEPT_BYTES_EACH) {
       const kept = {
         tools,
@@ -108,6 +113,19 @@ export class TranslationJsonCache {
     if (others.length > 0) this.kept.set(orgId, others.slice(0, CONVERSATIONS_KEPT_EACH));
     else this.kept.delete(orgId);
   }
+}
+
+/**
+ * True when `later` continues `kept` (every message of it but perhaps its last written alike, as `reuse` tells a
+ * turn it continues), told from the bytes
+ * written: the messages `reuse` matched share the very buffers, so most are told apart by identity alone.
+ */
+function continuesBytes(kept: Buffer[], later: Buffer[]): boolean {
+  // At least one message shared, as `reuse` asks: two conversations that share nothing are two sessions.
+  const shared = Math.max(1, kept.length - 1);
+  if (kept.length === 0 || later.length < shared) return false;
+  for (let i = 0; i < shared; i++) if (kept[i] !== later[i] && !kept[i]!.equals(later[i]!)) return false;
+  return true;
 }
 
 /** How many leading messages of two conversations write alike: a conversation grows at its end. */

@@ -128,6 +128,32 @@ describe('an organization’s translations written once', () => {
     expect(JSON.parse(sentBody(next, false).forModel('served'))).toEqual(JSON.parse(written(a(3))));
   });
 
+  it('keeps one copy of a conversation whose turns were in flight together: the other sessions stay kept', () => {
+    const cache = new TranslationJsonCache();
+    const session = (first: string) => (count: number) => {
+      const body = messagesBody(count);
+      (body.messages as Json[])[0]!.content = first;
+      return body;
+    };
+    const [a, b] = [session('Fix the failing test.'), session('Write the docs.')];
+    sentFor(cache, 'org_a', a(2));
+    sentFor(cache, 'org_a', b(2));
+    // Session b's agent sends nine requests at once (retries, sub-agents): each reuses the kept turn before any is kept.
+    const inFlight = Array.from({ length: 9 }, () => {
+      const chat = chatOfMessages(b(3));
+      return { chat, earlier: cache.reuse('org_a', chat) };
+    });
+    for (const { chat, earlier } of inFlight) {
+      sentBody(chat, false);
+      cache.keep('org_a', chat, earlier);
+    }
+    // Before: nine copies of b's conversation, and a's (of eight kept each) forgotten.
+    const next = chatOfMessages(a(3));
+    const calls = stringified(() => sentChat(cache, 'org_a', next));
+    expect(calls).not.toContain((next.messages as Json[])[1]);
+    expect(JSON.parse(sentBody(next, false).forModel('served'))).toEqual(JSON.parse(written(a(3))));
+  });
+
   it('never serves one organization’s request from another’s translation, even an equal one', () => {
     const cache = new TranslationJsonCache();
     sentFor(cache, 'org_a', messagesBody(3));
