@@ -197,6 +197,59 @@ describe('the Responses stream from the engine’s chunks', () => {
   });
 });
 
+describe('the Responses stream’s whole-response events', () => {
+  /** Each event's `data:` line, as text: the bytes the client reads. */
+  const dataLines = (out: string) =>
+    out
+      .split('\n\n')
+      .filter(Boolean)
+      .map((event) => event.split('data: ')[1]!);
+
+  const source = () => ({
+    body: {
+      model: 'm',
+      input: 'hi',
+      instructions: 'Be brief. \u2028 "quoted" \\ 🚀',
+      tools: [{ type: 'function', name: 'read', parameters: { type: 'object', properties: {} } }],
+      metadata: { session: 's1' },
+      store: false,
+    },
+    names: toolNamesOf({}),
+    id: 'resp_1',
+    model: 'm',
+  });
+  const textChunk = (text: string, finish: string | null) =>
+    JSON.stringify({ choices: [{ index: 0, delta: { content: text }, finish_reason: finish }] });
+
+  it('writes the response, its echo of the request written once, exactly as JSON.stringify writes it', () => {
+    for (const finish of ['stop', 'length']) {
+      const writer = new ResponsesWriter(source());
+      let out = writer.rewrite(textChunk('Hello', null)) ?? '';
+      out += writer.rewrite(textChunk(' there', finish)) ?? '';
+      out += writer.finish();
+      const lines = dataLines(out);
+      const [created, inProgress] = lines.slice(0, 2).map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines[0]).toBe(JSON.stringify(created));
+      expect(lines[1]).toBe(JSON.stringify(inProgress));
+      const last = lines.at(-1)!;
+      const final = writer.finalResponse();
+      const type = finish === 'length' ? 'response.incomplete' : 'response.completed';
+      expect(JSON.parse(last)).toMatchObject({ type, response: { status: final.status } });
+      expect(last).toBe(JSON.stringify({ type, sequence_number: lines.length - 1, response: final }));
+    }
+  });
+
+  it('writes a stream the engine broke off as response.failed, exactly as JSON.stringify writes it', () => {
+    const writer = new ResponsesWriter(source());
+    const out = (writer.rewrite(textChunk('Hel', null)) ?? '') + writer.failure();
+    const lines = dataLines(out);
+    const failed = JSON.parse(lines.at(-1)!) as { type: string; response: Record<string, unknown> };
+    expect(failed.type).toBe('response.failed');
+    expect(failed.response.instructions).toBe(source().body.instructions);
+    expect(lines.at(-1)).toBe(JSON.stringify(failed));
+  });
+});
+
 describe('the translation in linear time', () => {
   it('joins 100,000 function calls to one assistant turn in well under a second (each was a copy of the run before)', () => {
     const items = Array.from({ length: 100_000 }, (_, i) => ({

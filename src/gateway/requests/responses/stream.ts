@@ -9,6 +9,9 @@ import type { ToolNames } from './translate.js';
 
 type Json = Record<string, unknown>;
 
+/** The response's members that change while it streams; the others (its echo of the request) are written once. */
+const CHANGING_MEMBERS = new Set(['status', 'error', 'incomplete_details', 'output', 'usage']);
+
 /** What a Responses stream is made from: the request (echoed in the response), its tools' names, the response's id and the client's model. */
 export interface ResponsesStreamSource {
   body: Json;
@@ -37,6 +40,8 @@ export class ResponsesWriter implements EventWriter {
   private open: OpenItem | null = null;
   private started = false;
   private finishReason: unknown = null;
+  /** The JSON of each member that does not change (`CHANGING_MEMBERS`), written at the first whole-response event. */
+  private readonly echoJson = new Map<string, string>();
 
   constructor(private readonly source: ResponsesStreamSource) {
     this.response = responseShell(source.body, source.id, source.model, Math.floor(Date.now() / 1000));
@@ -53,6 +58,31 @@ export class ResponsesWriter implements EventWriter {
 
   whole(type: string, data: Json): string {
     return this.event(type, JSON.stringify(data).slice(1, -1));
+  }
+
+  /**
+   * An event carrying the whole response. Its echo of the request (Codex's 17 KB of instructions, its tools) is
+   * written once for the stream's three whole-response events, not again at each (`responseJson`).
+   */
+  private responseEvent(type: string, response: Json): string {
+    return this.event(type, `"response":${this.responseJson(response)}`);
+  }
+
+  /** The response as `JSON.stringify` writes it, each member that does not change written once. */
+  private responseJson(response: Json): string {
+    let out = '';
+    for (const key of Object.keys(response)) {
+      const value = response[key];
+      if (value === undefined) continue;
+      const changes = CHANGING_MEMBERS.has(key);
+      let json = changes ? undefined : this.echoJson.get(key);
+      if (json === undefined) {
+        json = JSON.stringify(value);
+        if (!changes) this.echoJson.set(key, json);
+      }
+      out += `${out ? ',' : ''}${JSON.stringify(key)}:${json}`;
+    }
+    return `{${out}}`;
   }
 
   /** One engine chunk as events, or null for none. */
@@ -103,9 +133,7 @@ export class ResponsesWriter implements EventWriter {
   /** The last event: `response.completed` (or `.incomplete`) with the whole response. */
   completed(): string {
     const final = this.finalResponse();
-    return this.whole(final.status === 'incomplete' ? 'response.incomplete' : 'response.completed', {
-      response: final,
-    });
+    return this.responseEvent(final.status === 'incomplete' ? 'response.incomplete' : 'response.completed', final);
   }
 
   /** The stream's last events: the open item closed, then the whole response. */
@@ -119,18 +147,21 @@ export class ResponsesWriter implements EventWriter {
     const error = { code: 'server_error', message: STREAM_CUT_MESSAGE };
     return (
       out +
-      this.whole('response.failed', {
-        response: Object.assign(this.response, { status: 'failed', output: this.output, error }),
-      })
+      this.responseEvent(
+        'response.failed',
+        Object.assign(this.response, { status: 'failed', output: this.output, error }),
+      )
     );
   }
 
   private start(): string {
     if (this.started) return '';
     this.started = true;
+    // The same response in both: written once.
+    const response = this.responseJson(this.response);
     return (
-      this.whole('response.created', { response: this.response }) +
-      this.whole('response.in_progress', { response: this.response })
+      this.event('response.created', `"response":${response}`) +
+      this.event('response.in_progress', `"response":${response}`)
     );
   }
 
