@@ -78,7 +78,10 @@ export class TranslationJsonCache {
     return best && bestShared >= best.messages.length - 1 ? best : undefined;
   }
 
-  /** Keeps `chat`, with the bytes `sentBody` wrote for it, in place of `earlier` (what `reuse` returned for it). */
+  /**
+   * Keeps `chat`, with the bytes `sentBody` wrote for it, in place of `earlier` (what `reuse` returned for it) and of
+   * every other kept turn it continues.
+   */
   keep(orgId: string, chat: Json, earlier: KeptTranslation | undefined): void {
     const tools = Array.isArray(chat.tools) ? chat.tools : null;
     const toolsJson = tools ? toolsJsonOf(tools) : '';
@@ -117,8 +120,8 @@ export class TranslationJsonCache {
 
 /**
  * True when `later` continues `kept` (every message of it but perhaps its last written alike, as `reuse` tells a
- * turn it continues), told from the bytes
- * written: the messages `reuse` matched share the very buffers, so most are told apart by identity alone.
+ * turn it continues), told from the bytes written: the messages `reuse` matched share the very buffers, so most
+ * are told alike by identity alone.
  */
 function continuesBytes(kept: Buffer[], later: Buffer[]): boolean {
   // At least one message shared, as `reuse` asks: two conversations that share nothing are two sessions.
