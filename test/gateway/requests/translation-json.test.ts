@@ -112,7 +112,8 @@ describe('an organization’s translations written once', () => {
     expect(sentFor(cache, 'org_a', edited)).toBe(sentBody(chatOfMessages(parsed(edited)), false).forModel('served'));
   });
 
-  it('keeps several conversations of one organization apart: each session reuses its own', () => {
+  /** Two sessions of one organization, their first turns kept: they differ from their first user message on. */
+  function twoSessionsKept() {
     const cache = new TranslationJsonCache();
     const session = (first: string) => (count: number) => {
       const body = messagesBody(count);
@@ -122,22 +123,24 @@ describe('an organization’s translations written once', () => {
     const [a, b] = [session('Fix the failing test.'), session('Write the docs.')];
     sentFor(cache, 'org_a', a(2));
     sentFor(cache, 'org_a', b(2));
+    return { cache, a, b };
+  }
+
+  /** Session `a`'s next turn reuses its own kept turn, and is sent exactly what a fresh writing gives. */
+  function expectReusesOwnTurn(cache: TranslationJsonCache, a: (count: number) => Json) {
     const next = chatOfMessages(a(3));
     const calls = stringified(() => sentChat(cache, 'org_a', next));
     expect(calls).not.toContain((next.messages as Json[])[1]);
     expect(JSON.parse(sentBody(next, false).forModel('served'))).toEqual(JSON.parse(written(a(3))));
+  }
+
+  it('keeps several conversations of one organization apart: each session reuses its own', () => {
+    const { cache, a } = twoSessionsKept();
+    expectReusesOwnTurn(cache, a);
   });
 
   it('keeps one copy of a conversation whose turns were in flight together: the other sessions stay kept', () => {
-    const cache = new TranslationJsonCache();
-    const session = (first: string) => (count: number) => {
-      const body = messagesBody(count);
-      (body.messages as Json[])[0]!.content = first;
-      return body;
-    };
-    const [a, b] = [session('Fix the failing test.'), session('Write the docs.')];
-    sentFor(cache, 'org_a', a(2));
-    sentFor(cache, 'org_a', b(2));
+    const { cache, a, b } = twoSessionsKept();
     // Session b's agent sends nine requests at once (retries, sub-agents): each reuses the kept turn before any is kept.
     const inFlight = Array.from({ length: 9 }, () => {
       const chat = chatOfMessages(b(3));
@@ -148,10 +151,7 @@ describe('an organization’s translations written once', () => {
       cache.keep('org_a', chat, earlier);
     }
     // Before: nine copies of b's conversation, and a's (of eight kept each) forgotten.
-    const next = chatOfMessages(a(3));
-    const calls = stringified(() => sentChat(cache, 'org_a', next));
-    expect(calls).not.toContain((next.messages as Json[])[1]);
-    expect(JSON.parse(sentBody(next, false).forModel('served'))).toEqual(JSON.parse(written(a(3))));
+    expectReusesOwnTurn(cache, a);
   });
 
   it('never serves one organization’s request from another’s translation, even an equal one', () => {
