@@ -1,5 +1,5 @@
 import { and, eq, isNotNull, isNull, lt, ne, or, sql } from 'drizzle-orm';
-import ssh2 from 'ssh2';
+import { readableKeyPair } from './key-pair.js';
 import type { Config } from '../../config/index.js';
 import type { Database } from '../../shared/db/client.js';
 import { clusterKeys, clusterNodeKeys, nodes } from '../../shared/db/schema.js';
@@ -65,7 +65,7 @@ export class ClusterIdentity {
     const stored = async () => (await db.select().from(clusterKeys).where(eq(clusterKeys.clusterId, clusterId)))[0];
     const existing = await stored();
     if (existing) return this.opened(existing);
-    const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: `tollgate ${clusterId}` });
+    const pair = readableKeyPair(`tollgate ${clusterId}`);
     if (!config.credentialsKey) return { publicKey: pair.public, privateKey: pair.private };
     await db
       .insert(clusterKeys)
