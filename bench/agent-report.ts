@@ -1,11 +1,5 @@
-import { agentScenarios } from './agent-scenarios.js';
+import { agentScenarios, SAME_BYTES } from './agent-scenarios.js';
 import { cpuPerRequestUs, type ScenarioResult } from './report.js';
-
-/** Each agent request and the chat request of the same bytes it is judged against (issue 50: within 1.25x). */
-const SAME_BYTES: Record<string, string> = {
-  'messages-claude-code': 'chat-stream-claude-code-bytes',
-  'responses-codex': 'chat-stream-codex-bytes',
-};
 
 const fixed = (value: number | null, digits: number) => (value === null ? '–' : value.toFixed(digits));
 const signed = (value: number | null) => (value === null ? '–' : `${value >= 0 ? '+' : ''}${value.toFixed(2)}`);

@@ -157,6 +157,15 @@ function directChat(chat: Record<string, unknown>, tokens: number) {
 }
 
 /** The agent scenarios' names, run by `--scenarios agents` (and each by its own name). */
+/**
+ * Each agent request and the chat request of the same bytes it is judged against (issue 50: within 1.25x). The
+ * bench measures the two in the same rounds (bench/measure.ts).
+ */
+export const SAME_BYTES: Record<string, string> = {
+  'messages-claude-code': 'chat-stream-claude-code-bytes',
+  'responses-codex': 'chat-stream-codex-bytes',
+};
+
 export const AGENT_SCENARIOS = [
   'chat-json-2k',
   'chat-json-50k',

@@ -3,25 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import {
-  activityBetween,
-  addActivity,
-  addSpent,
-  cpuBetween,
-  fixedProbe,
-  namedProbe,
-  processActivity,
-  readCpu,
-  type CpuProbe,
-} from './cpu.js';
-import { createAgent, runSlice, type Slice, type Target } from './load.js';
+import { fixedProbe, namedProbe, type CpuProbe } from './cpu.js';
+import { measureLanes, type Lane } from './measure.js';
 import { freePort, rssMiB, startBuilt, startChild, waitForHealth, type Child } from './processes.js';
-import { compare, formatCpuSummary, formatScenario, type ScenarioCpu, type ScenarioResult } from './report.js';
+import { formatCpuSummary, formatScenario, type ScenarioResult } from './report.js';
 import { provision } from './setup.js';
 import { startOtlpSink } from './otlp-sink.js';
 import { ADMIN_TOKEN, cleanEnv, forgetGatewayKeys, gatewayEnv } from './gateway-env.js';
 import { allScenarios, type Scenario } from './scenarios.js';
-import { AGENT_SCENARIOS } from './agent-scenarios.js';
+import { AGENT_SCENARIOS, SAME_BYTES } from './agent-scenarios.js';
 import { formatAgentTable } from './agent-report.js';
 
 /**
@@ -31,7 +21,6 @@ import { formatAgentTable } from './agent-report.js';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(BENCH_DIR, '..');
-const WARMUP_MS = 1000;
 const START_TIMEOUT_MS = 60_000;
 /**
  * Portkey 1.15.2 appends its own headers to the upstream's fetch Response, whose headers are immutable on Node 20's
@@ -226,68 +215,17 @@ async function main(): Promise<number> {
       ...services,
     ];
 
-    const results: ScenarioResult[] = [];
-    for (const scenario of scenarios(settings)) {
-      for (const concurrency of settings.concurrencies) {
-        process.stderr.write(`bench: ${scenario.name} × ${concurrency} …\n`);
-        const baselineTarget: Target = {
-          url: `${baseline.url}${settings.baseline === 'direct' ? (scenario.direct?.path ?? scenario.path) : scenario.path}`,
-          headers: baseline.secret ? { authorization: `Bearer ${baseline.secret}` } : {},
-        };
-        results.push(
-          await measure(
-            scenario,
-            concurrency,
-            settings,
-            baselineTarget,
-            {
-              url: `${gwUrl}${scenario.path}`,
-              headers: { authorization: `Bearer ${secret}` },
-            },
-            probesFor(gateway, baseline.child),
-          ),
-        );
-        if (gateway.exited()) throw new Error(`the gateway exited during the run:\n${gateway.output()}`);
-      }
-    }
-    const rssEnd = await rssMiB(gateway.pid);
-    // Proof the traced gateway really exported (its batches leave every few seconds).
-    if (sink)
-      process.stderr.write(
-        `bench: the OTLP sink received ${sink.stats().exports} exports, ${sink.stats().bytes} bytes\n`,
-      );
-
-    /** The same scenarios and connection counts through another process, each slice beside one straight to the simulator. */
-    const measureThrough = async (
-      label: string,
-      child: Child,
-      baseUrl: string,
-      headers: Record<string, string>,
-    ): Promise<ScenarioResult[]> => {
-      const measured: ScenarioResult[] = [];
-      // A relay passes the request through as it is: a scenario of the gateway's own protocol has nothing to reach.
-      for (const scenario of scenarios(settings).filter((s) => s.direct === undefined)) {
-        for (const concurrency of settings.concurrencies) {
-          process.stderr.write(`bench: ${label} ${scenario.name} × ${concurrency} …\n`);
-          const direct = { url: `${simUrl}${scenario.path}`, headers: {} };
-          measured.push(
-            await measure(
-              scenario,
-              concurrency,
-              { ...settings, baseline: 'direct' },
-              direct,
-              { url: `${baseUrl}${scenario.path}`, headers },
-              probesFor(child, sim),
-            ),
-          );
-        }
-      }
-      return measured;
-    };
+    // The relays are started before anything is measured: each scenario's slices through them are taken in the same
+    // rounds as the gateway's (bench/measure.ts), so the gateway / floor ratio is not moved by the machine's drift.
+    const relays: Array<{
+      who: 'portkey' | 'floor' | 'rules floor';
+      child: Child;
+      url: string;
+      headers: Record<string, string>;
+    }> = [];
 
     // BENCH_PORTKEY names Portkey's open gateway (node_modules/@portkey-ai/gateway/build/start-server.js of an
     // `npm install @portkey-ai/gateway`): the same scenarios through it, against the same simulator, for comparison.
-    let portkeyResults: ScenarioResult[] = [];
     const portkeyEntry = process.env.BENCH_PORTKEY;
     if (portkeyEntry) {
       const port = await freePort();
@@ -307,12 +245,11 @@ async function main(): Promise<number> {
         'x-portkey-provider': 'openai',
         'x-portkey-custom-host': `${simUrl}/v1`,
       };
-      portkeyResults = await measureThrough('portkey', portkey, `http://127.0.0.1:${port}`, headers);
+      relays.push({ who: 'portkey', child: portkey, url: `http://127.0.0.1:${port}`, headers });
     }
 
     // BENCH_FLOOR=1: the same scenarios through bench/floor-proxy.ts, a bare node:http relay (no parsing, auth, limits
     // or billing): what Node's HTTP stack alone costs on this machine, the floor under any Node.js gateway.
-    let floorResults: ScenarioResult[] = [];
     if (process.env.BENCH_FLOOR === '1') {
       const port = await freePort();
       const floor = startChild(
@@ -326,13 +263,13 @@ async function main(): Promise<number> {
       );
       children.push(floor);
       await waitForHealth(floor, `http://127.0.0.1:${port}/health`, START_TIMEOUT_MS);
-      floorResults = await measureThrough('floor', floor, `http://127.0.0.1:${port}`, {});
+      relays.push({ who: 'floor', child: floor, url: `http://127.0.0.1:${port}`, headers: {} });
     }
 
     // BENCH_RULES_FLOOR=1 (with BENCH_REDIS_URL): the same scenarios through bench/rules-floor.ts, the floor relay plus
     // the money rules' own work (a key, an admit and a settle in Redis, a durable charge): what any Node.js gateway
     // keeping those rules costs on this machine, before its design adds anything.
-    let rulesResults: ScenarioResult[] = [];
+    let rulesFloorUrl: string | null = null;
     if (process.env.BENCH_RULES_FLOOR === '1') {
       if (!redisUrl)
         throw new Error('BENCH_RULES_FLOOR=1 needs BENCH_REDIS_URL: the rules floor admits and settles in Redis');
@@ -360,17 +297,78 @@ async function main(): Promise<number> {
         },
       );
       children.push(rulesFloor);
-      await waitForHealth(rulesFloor, `http://127.0.0.1:${port}/health`, START_TIMEOUT_MS);
-      rulesResults = await measureThrough('rules floor', rulesFloor, `http://127.0.0.1:${port}`, {
-        authorization: `Bearer ${rulesKey}`,
+      rulesFloorUrl = `http://127.0.0.1:${port}`;
+      await waitForHealth(rulesFloor, `${rulesFloorUrl}/health`, START_TIMEOUT_MS);
+      relays.push({
+        who: 'rules floor',
+        child: rulesFloor,
+        url: rulesFloorUrl,
+        headers: { authorization: `Bearer ${rulesKey}` },
       });
+    }
+
+    /** The gateway's lane for a scenario, and one for each relay when the scenario is plain chat or embeddings. */
+    const lanesOf = (scenario: Scenario): Lane[] => [
+      {
+        who: 'gateway',
+        scenario,
+        direct: {
+          url: `${baseline.url}${settings.baseline === 'direct' ? (scenario.direct?.path ?? scenario.path) : scenario.path}`,
+          headers: baseline.secret ? { authorization: `Bearer ${baseline.secret}` } : {},
+        },
+        subject: { url: `${gwUrl}${scenario.path}`, headers: { authorization: `Bearer ${secret}` } },
+        baseline: settings.baseline,
+        directSendsEngineBody: settings.baseline === 'direct' && scenario.direct !== undefined,
+        probes: probesFor(gateway, baseline.child),
+      },
+      // A relay passes the request through as it is: a scenario of the gateway's own protocol has nothing to reach.
+      ...(scenario.direct !== undefined ? [] : relays).map((relay) => ({
+        who: relay.who,
+        scenario,
+        direct: { url: `${simUrl}${scenario.path}`, headers: {} },
+        subject: { url: `${relay.url}${scenario.path}`, headers: relay.headers },
+        baseline: 'direct',
+        directSendsEngineBody: false,
+        probes: probesFor(relay.child, sim),
+      })),
+    ];
+
+    const byWho = new Map<string, ScenarioResult[]>([
+      ['gateway', []],
+      ...relays.map((r) => [r.who, []] as [string, ScenarioResult[]]),
+    ]);
+    for (const group of measuredTogether(scenarios(settings))) {
+      for (const concurrency of settings.concurrencies) {
+        process.stderr.write(`bench: ${group.map((s) => s.name).join(' with ')} × ${concurrency} …\n`);
+        const lanes = group.flatMap(lanesOf);
+        const measured = await measureLanes(lanes, concurrency, settings);
+        lanes.forEach((lane, i) => byWho.get(lane.who)!.push(measured[i]!));
+        if (gateway.exited()) throw new Error(`the gateway exited during the run:\n${gateway.output()}`);
+      }
+    }
+    const order = scenarios(settings).map((s) => s.name);
+    const inOrder = (who: string) =>
+      byWho
+        .get(who)!
+        .sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario) || a.concurrency - b.concurrency);
+    const results = inOrder('gateway');
+    const relayed = (who: string) => (byWho.has(who) ? inOrder(who) : []);
+    const portkeyResults = relayed('portkey');
+    const floorResults = relayed('floor');
+    const rulesResults = relayed('rules floor');
+    const rssEnd = await rssMiB(gateway.pid);
+    // Proof the traced gateway really exported (its batches leave every few seconds).
+    if (sink)
+      process.stderr.write(
+        `bench: the OTLP sink received ${sink.stats().exports} exports, ${sink.stats().bytes} bytes\n`,
+      );
+    if (rulesFloorUrl) {
       // Proof the rules floor did the rules' work: every answer charged, with the engine's own counts.
-      const stats = (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as Record<string, number>;
+      const stats = (await (await fetch(`${rulesFloorUrl}/stats`)).json()) as Record<string, number>;
       process.stderr.write(
         `bench: the rules floor answered ${stats.answered}, charged ${stats.charged} (${stats.completionTokens} completion tokens) in ${stats.journalWrites} durable writes, refused ${stats.refused}, settles failed ${stats.settleFailed}\n`,
       );
     }
-
     // Portkey's failures are its own (shown in its rows); they do not void the gateway's figures.
     const totalErrors = results.reduce((sum, r) => sum + r.direct.errors + r.gateway.errors, 0);
     printReport(settings, results, rssStart, rssEnd, totalErrors);
@@ -417,56 +415,22 @@ async function main(): Promise<number> {
 }
 
 /**
- * Warm-up, then rounds of a direct slice followed by a gateway slice, so drift hits both alike. Every probe's CPU
- * is read before and after each measured slice (not during it), and summed per side.
+ * The scenarios in the groups measured together: an agent's request with the chat stream of its bytes (the ratio
+ * issue 50 judges it by), every other scenario alone. Relays join each group's rounds on their own.
  */
-async function measure(
-  scenario: Scenario,
-  concurrency: number,
-  settings: Settings,
-  direct: Target,
-  gateway: Target,
-  probes: CpuProbe[],
-): Promise<ScenarioResult> {
-  const agents = { direct: createAgent(concurrency), gateway: createAgent(concurrency) };
-  // Straight to the simulator, a scenario of the gateway's own protocol sends what the gateway would send it.
-  const toSimulator = settings.baseline === 'direct' && scenario.direct !== undefined;
-  const bodies = {
-    direct: JSON.stringify(toSimulator ? scenario.direct!.body : scenario.body),
-    gateway: JSON.stringify(scenario.body),
-  };
-  const slice = (side: 'direct' | 'gateway', target: Target, agent: typeof agents.direct, durationMs: number) =>
-    runSlice(target, agent, { body: bodies[side], stream: scenario.stream, concurrency, durationMs });
-  const cpu: ScenarioCpu = { direct: { ns: {}, wallMs: 0 }, gateway: { ns: {}, wallMs: 0 } };
-  const [subjectPid] = (await probes.find((probe) => probe.name === 'subject')?.pids()) ?? [];
-  const activityOfSubject = () => (subjectPid === undefined ? Promise.resolve(null) : processActivity(subjectPid));
-  const measured = async (side: 'direct' | 'gateway', target: Target, agent: typeof agents.direct): Promise<Slice> => {
-    const before = await readCpu(probes);
-    const activityBefore = await activityOfSubject();
-    const start = performance.now();
-    const result = await slice(side, target, agent, settings.seconds * 1000);
-    cpu[side].wallMs += performance.now() - start;
-    const activity = activityBetween(activityBefore, await activityOfSubject());
-    addSpent(cpu[side].ns, cpuBetween(before, await readCpu(probes)));
-    if (side === 'gateway') cpu.subjectActivity = addActivity(cpu.subjectActivity, activity);
-    return result;
-  };
-  try {
-    await slice('direct', direct, agents.direct, WARMUP_MS);
-    await slice('gateway', gateway, agents.gateway, WARMUP_MS);
-    const directSlices: Slice[] = [];
-    const gatewaySlices: Slice[] = [];
-    for (let round = 0; round < settings.rounds; round++) {
-      directSlices.push(await measured('direct', direct, agents.direct));
-      gatewaySlices.push(await measured('gateway', gateway, agents.gateway));
-    }
-    const result = compare(scenario.name, concurrency, directSlices, gatewaySlices, settings.baseline);
-    // Off Linux nothing is read: no CPU figures rather than zeros.
-    return process.platform === 'linux' ? { ...result, cpu } : result;
-  } finally {
-    agents.direct.destroy();
-    agents.gateway.destroy();
-  }
+function measuredTogether(list: Scenario[]): Scenario[][] {
+  const names = new Set(list.map((s) => s.name));
+  const partners = new Set(
+    Object.entries(SAME_BYTES)
+      .filter(([agent]) => names.has(agent))
+      .map(([, chat]) => chat),
+  );
+  return list
+    .filter((s) => !partners.has(s.name))
+    .map((s) => {
+      const partner = SAME_BYTES[s.name];
+      return partner !== undefined && names.has(partner) ? [s, list.find((o) => o.name === partner)!] : [s];
+    });
 }
 
 function printReport(
