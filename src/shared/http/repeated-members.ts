@@ -1,0 +1,149 @@
+import { randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+
+/** The top-level members an agent sends alike every turn, large enough to be worth not parsing again: its tools, its system prompt. */
+const MEMBERS = ['tools', 'system'];
+/** A member written in fewer bytes is parsed each time: finding and cutting it out would cost about what parsing does. */
+const MIN_MEMBER_BYTES = 2048;
+/** Senders (API keys) whose members are kept, the one least recently seen forgotten first. */
+const SENDERS_KEPT = 256;
+/** The bytes kept for all senders together (each member is kept as bytes and as its parsed value: counted twice). */
+const MAX_KEPT_BYTES = 16 * 1024 * 1024;
+/** A sender whose bytes are not `JSON.stringify`'s this many times (another client library's spacing) is not tried again. */
+const MISSES_BEFORE_GIVING_UP = 3;
+
+interface KeptMember {
+  bytes: Buffer;
+  value: unknown;
+}
+
+interface KeptSender {
+  members: Map<string, KeptMember>;
+  misses: number;
+}
+
+/** A body parsed, and the members taken as kept: their placeholders are in `body` until `fill` puts them in. */
+export interface ParsedBody {
+  body: unknown;
+  /** Puts the kept members in place of their placeholders (after the body's shape is checked: theirs was, when kept). */
+  fill(): void;
+}
+
+/**
+ * An agent sends the same tools (Claude Code: 17 tools, 61 KB) and system prompt every turn, and `JSON.parse` of
+ * them is most of a turn's parse: thousands of strings and objects built again from the same bytes. This keeps,
+ * per API key, those members' bytes and the value parsed from them. A later body of the same key that holds the
+ * same bytes has them cut out before the parse, replaced by a placeholder string no client can write (a random
+ * 128-bit name per process), and takes the kept value where the placeholder lands.
+ *
+ * The kept value is used only when its placeholder lands where the member is: the body's own top-level member of
+ * that name. Anywhere else (the same bytes nested in a message, a later member of the same name, a body that is not
+ * valid JSON once cut) the body is parsed whole, as it would be without this. Since the placeholder stands where a
+ * value was parsed, the bytes it replaced were that member's whole value, and they parse to what was kept. Kept
+ * values are frozen: every request of the key shares them, so none may change them.
+ *
+ * Kept per key, and only after the key was verified: a key's requests never see another key's values, and never
+ * learn from their timing whether another key sends the same tools. Bounded by `SENDERS_KEPT` and `MAX_KEPT_BYTES`.
+ *
+ * @example
+ * const parsed = members.parse(keyHash, raw);
+ * checkJsonShape(parsed.body, { storable: false });
+ * parsed.fill();
+ * members.keep(keyHash, raw, parsed.body); // after the key is verified
+ */
+export class RepeatedMembers {
+  private readonly placeholder = `tollgate-kept-member:${randomBytes(16).toString('hex')}:`;
+  private readonly kept = new LRUCache<string, KeptSender>({
+    max: SENDERS_KEPT,
+    maxSize: MAX_KEPT_BYTES,
+    sizeCalculation: (sender) => {
+      let size = 1;
+      for (const member of sender.members.values()) size += 2 * member.bytes.length;
+      return size;
+    },
+  });
+
+  /** Parses `raw` as `JSON.parse` would (and throws as it does), taking `sender`'s kept members where the bytes are theirs. */
+  parse(sender: string, raw: Buffer): ParsedBody {
+    const members = this.kept.get(sender)?.members;
+    const found = members ? foundIn(raw, members) : [];
+    if (found.length === 0) return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
+    let text = '';
+    let from = 0;
+    for (const { name, at, member } of found) {
+      text += `${raw.toString('utf8', from, at)}"${this.placeholder}${name}"`;
+      from = at + member.bytes.length;
+    }
+    text += raw.toString('utf8', from);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
+    }
+    const landed =
+      typeof body === 'object' &&
+      body !== null &&
+      found.every(({ name }) => (body as Record<string, unknown>)[name] === `${this.placeholder}${name}`);
+    if (!landed) return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
+    const object = body as Record<string, unknown>;
+    return { body, fill: () => found.forEach(({ name, member }) => (object[name] = member.value)) };
+  }
+
+  /**
+   * Keeps `body`'s large members for `sender`'s later requests, when `raw` holds them as `JSON.stringify` writes
+   * them (the JavaScript SDKs' bytes). Call it only once the sender is known to be a real key.
+   */
+  keep(sender: string, raw: Buffer, body: Record<string, unknown>): void {
+    let kept = this.kept.get(sender);
+    let changed = false;
+    for (const name of MEMBERS) {
+      const value = body[name];
+      if (typeof value !== 'object' || value === null || kept?.members.get(name)?.value === value) continue;
+      if ((kept?.misses ?? 0) >= MISSES_BEFORE_GIVING_UP) break;
+      const text = JSON.stringify(value);
+      if (text.length < MIN_MEMBER_BYTES) continue;
+      kept ??= { members: new Map(), misses: 0 };
+      changed = true;
+      const bytes = Buffer.from(text);
+      if (raw.indexOf(bytes) < 0) {
+        kept.misses += 1;
+        continue;
+      }
+      kept.members.set(name, { bytes, value: deepFreeze(value) });
+    }
+    // Set again when changed: the sender's size is counted when it is set.
+    if (kept && changed) this.kept.set(sender, kept);
+  }
+}
+
+/** The kept members whose bytes `raw` holds, in the order they appear, none overlapping another. */
+function foundIn(
+  raw: Buffer,
+  members: Map<string, KeptMember>,
+): Array<{ name: string; at: number; member: KeptMember }> {
+  const found = [...members]
+    .map(([name, member]) => ({ name, at: raw.indexOf(member.bytes), member }))
+    .filter(({ at }) => at >= 0)
+    .sort((a, b) => a.at - b.at);
+  const apart: typeof found = [];
+  let end = 0;
+  for (const entry of found) {
+    if (entry.at < end) continue;
+    apart.push(entry);
+    end = entry.at + entry.member.bytes.length;
+  }
+  return apart;
+}
+
+/** Freezes a parsed JSON value and everything in it (a parsed value has no cycles). */
+function deepFreeze(value: unknown): unknown {
+  const stack = [value];
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if (typeof next !== 'object' || next === null || Object.isFrozen(next)) continue;
+    Object.freeze(next);
+    for (const child of Object.values(next)) stack.push(child);
+  }
+  return value;
+}

@@ -1,0 +1,124 @@
+import { describe, expect, it } from 'vitest';
+import { RepeatedMembers } from '../../../src/shared/http/repeated-members.js';
+
+type Json = Record<string, unknown>;
+
+/** Tools large enough to be kept (about 6 KB), as an agent sends them every turn. */
+const tools = Array.from({ length: 6 }, (_, i) => ({
+  name: `Tool${i}`,
+  description: `${'Reads and edits files in the working tree. '.repeat(20)}${i}`,
+  input_schema: { type: 'object', properties: { path: { type: 'string', description: 'a path' } }, required: ['path'] },
+}));
+const system = [{ type: 'text', text: 'You are a coding agent. '.repeat(120) }];
+
+const bodyOf = (turn: string, extra: Json = {}): Json => ({
+  model: 'm',
+  max_tokens: 64,
+  system,
+  tools,
+  messages: [{ role: 'user', content: turn }],
+  ...extra,
+});
+const bytesOf = (body: unknown) => Buffer.from(JSON.stringify(body));
+
+/** A body parsed as the gateway reads one: placeholders filled, then kept for the sender. */
+function read(members: RepeatedMembers, sender: string, raw: Buffer): Json {
+  const parsed = members.parse(sender, raw);
+  parsed.fill();
+  members.keep(sender, raw, parsed.body as Json);
+  return parsed.body as Json;
+}
+
+describe('RepeatedMembers', () => {
+  it("takes a key's tools and system prompt as kept when its next body holds the same bytes", () => {
+    const members = new RepeatedMembers();
+    const first = read(members, 'key-a', bytesOf(bodyOf('Fix the test.')));
+    const raw = bytesOf(bodyOf('Now run it.'));
+    const second = read(members, 'key-a', raw);
+    expect(second).toEqual(JSON.parse(raw.toString()));
+    // Not parsed again: the very values the first body parsed to.
+    expect(second.tools).toBe(first.tools);
+    expect(second.system).toBe(first.system);
+    expect(Object.keys(second)).toEqual(Object.keys(JSON.parse(raw.toString())));
+  });
+
+  it("never gives one key another key's values (each key's are its own)", () => {
+    const members = new RepeatedMembers();
+    const first = read(members, 'key-a', bytesOf(bodyOf('Fix the test.')));
+    const other = read(members, 'key-b', bytesOf(bodyOf('Fix the test.')));
+    expect(other.tools).toEqual(first.tools);
+    expect(other.tools).not.toBe(first.tools);
+  });
+
+  it('parses the body whole when the kept bytes stand anywhere but the top-level member', () => {
+    const members = new RepeatedMembers();
+    read(members, 'key-a', bytesOf(bodyOf('Fix the test.')));
+    // The same bytes inside a message's tool input, and other tools at the top: a hostile body, parsed as it is.
+    const otherTools = [{ name: 'Only', description: 'x', input_schema: { type: 'object' } }];
+    const nested = bodyOf('', {
+      messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'Only', input: { tools } }] }],
+      tools: otherTools,
+    });
+    for (const raw of [
+      bytesOf(nested),
+      // The same member twice: the last one counts, as JSON.parse has it.
+      Buffer.from(`{"tools":${JSON.stringify(tools)},"model":"m","tools":${JSON.stringify(otherTools)}}`),
+      // Inside a string, escaped: not the bytes at all, and any cut there would not parse.
+      bytesOf({ model: 'm', note: JSON.stringify(tools), tools: otherTools }),
+    ]) {
+      const body = read(members, 'key-a', raw);
+      expect(body).toEqual(JSON.parse(raw.toString()));
+    }
+  });
+
+  it('throws for a body that is not JSON, as JSON.parse does', () => {
+    const members = new RepeatedMembers();
+    read(members, 'key-a', bytesOf(bodyOf('Fix the test.')));
+    const broken = Buffer.from(`{"tools":${JSON.stringify(tools)},"model":`);
+    expect(() => members.parse('key-a', broken)).toThrow(SyntaxError);
+  });
+
+  it('freezes what it keeps: a change to a shared value fails instead of reaching the next request', () => {
+    const members = new RepeatedMembers();
+    const first = read(members, 'key-a', bytesOf(bodyOf('Fix the test.')));
+    const tool = (first.tools as Json[])[0]!;
+    expect(() => {
+      tool.name = 'changed';
+    }).toThrow(TypeError);
+    expect(() => (first.tools as Json[]).push({})).toThrow(TypeError);
+    expect(() => delete ((tool.input_schema as Json).properties as Json).path).toThrow(TypeError);
+  });
+
+  it('keeps nothing small, nothing written with other spacing, and a made-up value never', () => {
+    const members = new RepeatedMembers();
+    const small = { model: 'm', tools: [{ name: 'a' }] };
+    const first = read(members, 'key-a', bytesOf(small));
+    expect(read(members, 'key-a', bytesOf(small)).tools).not.toBe(first.tools);
+    // Python's json.dumps writes ", " and ": ": not JSON.stringify's bytes, so nothing is kept (and not tried forever).
+    const spaced = Buffer.from(JSON.stringify(bodyOf('x'), null, 1));
+    const once = read(members, 'key-c', spaced);
+    expect(read(members, 'key-c', spaced).tools).not.toBe(once.tools);
+    expect(Object.isFrozen(once.tools)).toBe(false);
+  });
+
+  it('parses every body of a random mix exactly as JSON.parse does', () => {
+    const members = new RepeatedMembers();
+    let seed = 7;
+    const next = () => (seed = (Math.imul(seed, 1_664_525) + 1_013_904_223) >>> 0);
+    const variants = [tools, tools.slice(1), [...tools].reverse()];
+    for (let i = 0; i < 300; i++) {
+      const chosen = variants[next() % variants.length];
+      const members_ = [
+        ['model', 'm'],
+        ['tools', chosen],
+        ['system', next() % 2 === 0 ? system : 'short'],
+        ['messages', [{ role: 'user', content: next() % 3 === 0 ? { tools: chosen } : `turn ${i}` }]],
+      ];
+      // Members in any order, now and then one twice.
+      members_.sort(() => (next() % 2 === 0 ? 1 : -1));
+      if (next() % 5 === 0) members_.push(['tools', variants[next() % variants.length]]);
+      const raw = Buffer.from(`{${members_.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`);
+      expect(read(members, `key-${next() % 2}`, raw)).toEqual(JSON.parse(raw.toString()));
+    }
+  });
+});
