@@ -19,8 +19,8 @@ export type { BilledDeps, BilledEndpoint, ProtocolCall, StreamControls } from '.
  * The life of a billed request, as CONTRIBUTING.md's request path reads:
  *
  * 1. admit: key, body, model, price, project (`authorize`); a cached answer
- *    if the key has the cache on; for a protocol whose call reads or
- *    translates much (`admitsRateFirst`), the key's requests per minute and
+ *    if the key has the cache on; for a call that reads the store first
+ *    (`admitsRateFirst`), the key's requests per minute and
  *    concurrency first (`admitRate`); the protocol's call begun
  *    (`endpoint.begin`: the stored conversation, what the engine is sent);
  *    then the wallet hold and the key's limits, from what the engine is sent
@@ -132,7 +132,7 @@ async function admitCall(
 ): Promise<{ protocol: ProtocolCall; call: BilledCall } | Response> {
   const cached = await cachedAnswer(c, deps, request);
   if (cached) return cached;
-  if (!endpoint.admitsRateFirst) {
+  if (!endpoint.admitsRateFirst?.(request)) {
     const protocol = await endpoint.begin(request);
     return { protocol, call: await reserve(c, deps, request, protocol) };
   }

@@ -72,10 +72,13 @@ export interface BilledEndpoint {
    */
   begin(request: AuthorizedRequest): ProtocolCall | Promise<ProtocolCall>;
   /**
-   * True when `begin` does work that grows with the request (a stored conversation read, a translation): the key's
-   * requests per minute and concurrency are then admitted before it (`serveBilled`), so a refused key costs none of it.
+   * True for a request whose `begin` reads the store (a stored conversation `previous_response_id` continues): the
+   * key's requests per minute and concurrency are then admitted before it (`serveBilled`), so a refused key costs no
+   * store read. Otherwise they are taken in the one admission step with the rest: a translation alone costs less
+   * than the parse every protocol does before any limit, and less than the Redis round trip a step of its own costs
+   * every admitted request.
    */
-  admitsRateFirst?: boolean;
+  admitsRateFirst?(request: AuthorizedRequest): boolean;
 }
 
 /**

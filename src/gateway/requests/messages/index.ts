@@ -23,7 +23,6 @@ export const MESSAGES: BilledEndpoint = {
   task: 'chat',
   path: '/chat/completions',
   acceptsApiKeyHeader: true,
-  admitsRateFirst: true,
   validate(body, config) {
     const details = messagesRequestErrors(body, config.translation);
     if (details.length > 0) throw invalid(details);

@@ -30,7 +30,7 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
     name: 'responses',
     task: 'chat',
     path: '/chat/completions',
-    admitsRateFirst: true,
+    admitsRateFirst: (request) => request.body.previous_response_id !== undefined,
     validate(body, config) {
       const details = responsesRequestErrors(body, config.translation);
       if (details.length > 0) throw invalid(details);
