@@ -79,13 +79,17 @@ export class RepeatedMembers {
     try {
       body = JSON.parse(text);
     } catch {
-      return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
+      body = undefined;
     }
     const landed =
       typeof body === 'object' &&
       body !== null &&
       found.every(({ name }) => (body as Record<string, unknown>)[name] === `${this.placeholder}${name}`);
-    if (!landed) return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
+    if (!landed) {
+      // Parsed again whole; what was kept is dropped, so a sender's bodies are not parsed twice each.
+      this.kept.delete(sender);
+      return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
+    }
     const object = body as Record<string, unknown>;
     return { body, fill: () => found.forEach(({ name, member }) => (object[name] = member.value)) };
   }

@@ -52,7 +52,6 @@ describe('RepeatedMembers', () => {
 
   it('parses the body whole when the kept bytes stand anywhere but the top-level member', () => {
     const members = new RepeatedMembers();
-    read(members, 'key-a', bytesOf(bodyOf('Fix the test.')));
     // The same bytes inside a message's tool input, and other tools at the top: a hostile body, parsed as it is.
     const otherTools = [{ name: 'Only', description: 'x', input_schema: { type: 'object' } }];
     const nested = bodyOf('', {
@@ -66,9 +65,22 @@ describe('RepeatedMembers', () => {
       // Inside a string, escaped: not the bytes at all, and any cut there would not parse.
       bytesOf({ model: 'm', note: JSON.stringify(tools), tools: otherTools }),
     ]) {
+      // Kept again before each: a body whose placeholder lands elsewhere drops what was kept.
+      read(members, 'key-a', bytesOf(bodyOf('Fix the test.')));
       const body = read(members, 'key-a', raw);
       expect(body).toEqual(JSON.parse(raw.toString()));
     }
+  });
+
+  it('drops what it kept when a body had to be parsed twice, so the next is parsed once', () => {
+    const members = new RepeatedMembers();
+    const first = read(members, 'key-a', bytesOf(bodyOf('Fix the test.')));
+    const nested = bytesOf({ model: 'm', metadata: { tools }, tools: [] });
+    expect(read(members, 'key-a', nested).tools).toEqual([]);
+    // Nothing kept now: parsed whole (and kept again), then taken as kept.
+    const again = read(members, 'key-a', bytesOf(bodyOf('Next.')));
+    expect(again.tools).not.toBe(first.tools);
+    expect(read(members, 'key-a', bytesOf(bodyOf('And next.'))).tools).toBe(again.tools);
   });
 
   it('throws for a body that is not JSON, as JSON.parse does', () => {
