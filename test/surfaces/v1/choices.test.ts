@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { holdFor } from '../../../src/gateway/billing/holds.js';
 import { usageRecords } from '../../../src/shared/db/schema.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { engineStub } from '../../helpers/engine-stub.js';
 import { until } from '../../helpers/wait.js';
 
 const stores = await availableStores();
@@ -23,43 +24,36 @@ const PROMPT_TOKENS = 9;
 function startChoicesEngine() {
   let answering: Array<() => void> = [];
   const seen: Array<Record<string, unknown>> = [];
-  const server: Server = createServer((req, res) => {
-    let text = '';
-    req.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    req.on('end', () => {
-      if (req.url === '/health') return res.end('ok');
-      // Anything else it does not serve (the gateway asks an engine of unnamed kind for `/props` and `/version`): a 404, as vLLM answers.
-      if (req.method !== 'POST') return res.writeHead(404).end();
-      const body = JSON.parse(text) as { n?: number; max_tokens: number; stream?: boolean };
-      seen.push(body);
-      const n = body.n ?? 1;
-      const usage = {
-        prompt_tokens: PROMPT_TOKENS,
-        completion_tokens: n * body.max_tokens,
-        total_tokens: PROMPT_TOKENS + n * body.max_tokens,
-      };
-      answering.push(() => {
-        const head = { id: 'c1', created: 1, model: 'engine' };
-        if (!body.stream) {
-          res.setHeader('content-type', 'application/json');
-          const choices = Array.from({ length: n }, (_, index) => ({
-            index,
-            message: { role: 'assistant', content: 'tok '.repeat(body.max_tokens) },
-            finish_reason: 'length',
-          }));
-          return res.end(JSON.stringify({ ...head, object: 'chat.completion', choices, usage }));
-        }
-        res.setHeader('content-type', 'text/event-stream');
-        const chunk = (fields: object) =>
-          res.write(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', ...fields })}\n\n`);
-        for (let index = 0; index < n; index++) {
-          for (let t = 0; t < body.max_tokens; t++)
-            chunk({ choices: [{ index, delta: { content: 'tok ' }, logprobs: null, finish_reason: null }] });
-          chunk({ choices: [{ index, delta: {}, logprobs: null, finish_reason: 'length' }] });
-        }
-        chunk({ choices: [], usage });
-        res.end('data: [DONE]\n\n');
-      });
+  const server: Server = engineStub((text, res) => {
+    const body = JSON.parse(text) as { n?: number; max_tokens: number; stream?: boolean };
+    seen.push(body);
+    const n = body.n ?? 1;
+    const usage = {
+      prompt_tokens: PROMPT_TOKENS,
+      completion_tokens: n * body.max_tokens,
+      total_tokens: PROMPT_TOKENS + n * body.max_tokens,
+    };
+    answering.push(() => {
+      const head = { id: 'c1', created: 1, model: 'engine' };
+      if (!body.stream) {
+        res.setHeader('content-type', 'application/json');
+        const choices = Array.from({ length: n }, (_, index) => ({
+          index,
+          message: { role: 'assistant', content: 'tok '.repeat(body.max_tokens) },
+          finish_reason: 'length',
+        }));
+        return res.end(JSON.stringify({ ...head, object: 'chat.completion', choices, usage }));
+      }
+      res.setHeader('content-type', 'text/event-stream');
+      const chunk = (fields: object) =>
+        res.write(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', ...fields })}\n\n`);
+      for (let index = 0; index < n; index++) {
+        for (let t = 0; t < body.max_tokens; t++)
+          chunk({ choices: [{ index, delta: { content: 'tok ' }, logprobs: null, finish_reason: null }] });
+        chunk({ choices: [{ index, delta: {}, logprobs: null, finish_reason: 'length' }] });
+      }
+      chunk({ choices: [], usage });
+      res.end('data: [DONE]\n\n');
     });
   });
   const release = () => {

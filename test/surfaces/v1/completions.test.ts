@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords } from '../../../src/shared/db/schema.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { engineStub } from '../../helpers/engine-stub.js';
 import { until } from '../../helpers/wait.js';
 
 const stores = await availableStores();
@@ -31,55 +32,48 @@ interface CompletionsBody {
  */
 function startCompletionsEngine() {
   const seen: CompletionsBody[] = [];
-  const server: Server = createServer((req, res) => {
-    let text = '';
-    req.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    req.on('end', () => {
-      if (req.url === '/health') return res.end('ok');
-      // Anything else it does not serve (the gateway asks an engine of unnamed kind for `/props` and `/version`): a 404, as vLLM answers.
-      if (req.method !== 'POST') return res.writeHead(404).end();
-      const body = JSON.parse(text) as CompletionsBody;
-      seen.push(body);
-      const prompts = Array.isArray(body.prompt) ? body.prompt : [body.prompt];
-      const n = body.n ?? 1;
-      const each = body.max_tokens ?? 16;
-      const promptTokens = prompts.reduce((sum, p) => sum + p.split(' ').length, 0);
-      const usage = (completion: number) => ({
-        prompt_tokens: promptTokens,
-        completion_tokens: completion,
-        total_tokens: promptTokens + completion,
-      });
-      const head = { id: 'cmpl-1', object: 'text_completion', created: 1, model: 'engine' };
-      const choices = prompts.flatMap((prompt, p) =>
-        Array.from({ length: n }, (_, i) => ({
-          index: p * n + i,
-          text: `${body.echo ? prompt : ''}${' tok'.repeat(each)}`,
-          logprobs: null,
-          finish_reason: 'length',
-        })),
-      );
-      if (!body.stream) {
-        res.setHeader('content-type', 'application/json');
-        return res.end(JSON.stringify({ ...head, choices, usage: usage(choices.length * each) }));
-      }
-      res.setHeader('content-type', 'text/event-stream');
-      const chunk = (fields: object) => res.write(`data: ${JSON.stringify({ ...head, ...fields })}\n\n`);
-      let sent = 0;
-      for (const choice of choices) {
-        for (let t = 0; t < (body.hang ? 3 : each); t++)
-          chunk({
-            choices: [{ index: choice.index, text: ' tok', logprobs: null, finish_reason: null }],
-            usage: usage(++sent),
-          });
-        if (body.hang) return; // the client leaves; the socket closes with it
-        chunk({
-          choices: [{ index: choice.index, text: '', logprobs: null, finish_reason: 'length' }],
-          usage: usage(sent),
-        });
-      }
-      chunk({ choices: [], usage: usage(sent) });
-      res.end('data: [DONE]\n\n');
+  const server: Server = engineStub((text, res) => {
+    const body = JSON.parse(text) as CompletionsBody;
+    seen.push(body);
+    const prompts = Array.isArray(body.prompt) ? body.prompt : [body.prompt];
+    const n = body.n ?? 1;
+    const each = body.max_tokens ?? 16;
+    const promptTokens = prompts.reduce((sum, p) => sum + p.split(' ').length, 0);
+    const usage = (completion: number) => ({
+      prompt_tokens: promptTokens,
+      completion_tokens: completion,
+      total_tokens: promptTokens + completion,
     });
+    const head = { id: 'cmpl-1', object: 'text_completion', created: 1, model: 'engine' };
+    const choices = prompts.flatMap((prompt, p) =>
+      Array.from({ length: n }, (_, i) => ({
+        index: p * n + i,
+        text: `${body.echo ? prompt : ''}${' tok'.repeat(each)}`,
+        logprobs: null,
+        finish_reason: 'length',
+      })),
+    );
+    if (!body.stream) {
+      res.setHeader('content-type', 'application/json');
+      return res.end(JSON.stringify({ ...head, choices, usage: usage(choices.length * each) }));
+    }
+    res.setHeader('content-type', 'text/event-stream');
+    const chunk = (fields: object) => res.write(`data: ${JSON.stringify({ ...head, ...fields })}\n\n`);
+    let sent = 0;
+    for (const choice of choices) {
+      for (let t = 0; t < (body.hang ? 3 : each); t++)
+        chunk({
+          choices: [{ index: choice.index, text: ' tok', logprobs: null, finish_reason: null }],
+          usage: usage(++sent),
+        });
+      if (body.hang) return; // the client leaves; the socket closes with it
+      chunk({
+        choices: [{ index: choice.index, text: '', logprobs: null, finish_reason: 'length' }],
+        usage: usage(sent),
+      });
+    }
+    chunk({ choices: [], usage: usage(sent) });
+    res.end('data: [DONE]\n\n');
   });
   return { server, seen };
 }

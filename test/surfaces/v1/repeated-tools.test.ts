@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,6 +7,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords } from '../../../src/shared/db/schema.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { engineStub } from '../../helpers/engine-stub.js';
 
 // A key's tools and system prompt, sent alike every turn, are not parsed again (shared/http/repeated-members.ts):
 // its later turns take the values its first turn parsed to, shared and frozen. Every protocol must then send the
@@ -19,29 +20,23 @@ const PROMPT_TOKENS = 321;
 /** A chat engine that keeps every body it is sent as text and answers a word, with usage of its own count. */
 function startRecordingEngine() {
   const seen: string[] = [];
-  const server: Server = createServer((req, res) => {
-    let text = '';
-    req.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    req.on('end', () => {
-      if (req.url === '/health') return res.end('ok');
-      if (req.method !== 'POST') return res.writeHead(404).end();
-      seen.push(text);
-      const usage = { prompt_tokens: PROMPT_TOKENS, completion_tokens: 2, total_tokens: PROMPT_TOKENS + 2 };
-      const head = { id: 'c1', object: 'chat.completion', created: 1, model: 'engine' };
-      const stream = (JSON.parse(text) as { stream?: boolean }).stream === true;
-      if (!stream) {
-        res.setHeader('content-type', 'application/json');
-        const message = { role: 'assistant', content: 'ok ok' };
-        return res.end(JSON.stringify({ ...head, choices: [{ index: 0, message, finish_reason: 'stop' }], usage }));
-      }
-      res.setHeader('content-type', 'text/event-stream');
-      const chunk = (fields: object) =>
-        res.write(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', ...fields })}\n\n`);
-      chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'ok' }, finish_reason: null }] });
-      chunk({ choices: [{ index: 0, delta: { content: ' ok' }, finish_reason: 'stop' }] });
-      chunk({ choices: [], usage });
-      res.end('data: [DONE]\n\n');
-    });
+  const server: Server = engineStub((text, res) => {
+    seen.push(text);
+    const usage = { prompt_tokens: PROMPT_TOKENS, completion_tokens: 2, total_tokens: PROMPT_TOKENS + 2 };
+    const head = { id: 'c1', object: 'chat.completion', created: 1, model: 'engine' };
+    const stream = (JSON.parse(text) as { stream?: boolean }).stream === true;
+    if (!stream) {
+      res.setHeader('content-type', 'application/json');
+      const message = { role: 'assistant', content: 'ok ok' };
+      return res.end(JSON.stringify({ ...head, choices: [{ index: 0, message, finish_reason: 'stop' }], usage }));
+    }
+    res.setHeader('content-type', 'text/event-stream');
+    const chunk = (fields: object) =>
+      res.write(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', ...fields })}\n\n`);
+    chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'ok' }, finish_reason: null }] });
+    chunk({ choices: [{ index: 0, delta: { content: ' ok' }, finish_reason: 'stop' }] });
+    chunk({ choices: [], usage });
+    res.end('data: [DONE]\n\n');
   });
   return { server, seen };
 }
