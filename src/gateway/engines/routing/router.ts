@@ -117,7 +117,7 @@ export class ReplicaRouter {
     const fewestInFlight = Math.min(...candidates.map((c) => c.inFlight));
     const slack = this.settings.affinitySlack ?? 2;
     const scores: RoutingDecision['scores'] = {};
-    let best: { candidate: Candidate; total: number } | null = null;
+    const totals: number[] = [];
     candidates.forEach((candidate, i) => {
       const queue = most === least ? 1 : 1 - (queues[i]! - least) / (most - least);
       const kv = 1 - snapshot[i]!.kvCacheUsage;
@@ -132,14 +132,13 @@ export class ReplicaRouter {
         prefix: round(prefix),
         session,
       };
-      if (
-        !best ||
-        total > best.total + 1e-9 ||
-        (Math.abs(total - best.total) <= 1e-9 && candidate.inFlight < best.candidate.inFlight)
-      )
-        best = { candidate, total };
+      totals.push(total);
     });
-    const chosen = (best as { candidate: Candidate } | null)!.candidate;
+    // The highest total; among equals the fewest in flight; among those, in turn. Taking the first of a tie sent
+    // every request of a quiet gateway, whose scrapes zero what it sent, to the first replica.
+    const top = Math.max(...totals);
+    const atTop = candidates.filter((_, i) => totals[i]! >= top - 1e-9);
+    const chosen = this.leastLoaded(atTop);
     loads.noteSent(chosen.id);
     return {
       replicaId: chosen.id,

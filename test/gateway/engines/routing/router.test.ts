@@ -103,6 +103,27 @@ describe('the scoring router', () => {
     expect(router.choose(candidates('m/0', 'm/1', 'm/2')).replicaId).toBe('m/1');
   });
 
+  it('takes turns among replicas that tie on score and in flight, as when every scrape comes between two requests', () => {
+    // A quiet gateway: each request's scrape zeroes what was sent since the last one, so every request sees three
+    // equal replicas. Taking the first of a tie sent them all to one replica (a fleet test's 10 / 5 / 0 of 15).
+    const loads = loadsOf({ 'm/0': load(), 'm/1': load(), 'm/2': load() });
+    const router = new ReplicaRouter(SETTINGS, loads);
+    const chosen: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      for (const id of Object.keys(loads.sent)) delete loads.sent[id];
+      chosen.push(router.choose(candidates('m/0', 'm/1', 'm/2')).replicaId);
+    }
+    expect(chosen).toEqual(['m/0', 'm/1', 'm/2', 'm/0', 'm/1', 'm/2']);
+    // The fewest in flight still goes first among equal scores.
+    const busy = [
+      { id: 'm/0', inFlight: 1 },
+      { id: 'm/1', inFlight: 0 },
+      { id: 'm/2', inFlight: 1 },
+    ];
+    for (const id of Object.keys(loads.sent)) delete loads.sent[id];
+    expect(router.choose(busy).replicaId).toBe('m/1');
+  });
+
   it('leaves the replica holding a short shared prefix when its queue and KV cache are full', () => {
     const loads: Record<string, ReplicaLoad | null> = { 'm/0': load(), 'm/1': load() };
     const router = new ReplicaRouter(SETTINGS, loadsOf(loads));
