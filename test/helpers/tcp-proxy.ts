@@ -19,6 +19,12 @@ export interface TcpProxy {
    * client hears of it late. Once, for the first match.
    */
   holdRepliesAfter(marker: string): void;
+  /**
+   * The next client message that contains `marker` never reaches the target:
+   * that connection is reset there (a database restarted under a
+   * connection). Once, for the first match.
+   */
+  cutAt(marker: string): void;
   /** Whether replies are being held (`holdRepliesAfter` matched, and no `resume` since). */
   readonly holding: boolean;
   /**
@@ -48,6 +54,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   let port = 0;
   let swallowMarker: string | null = null;
   let holdMarker: string | null = null;
+  let cutMarker: string | null = null;
   /** The upstreams whose replies `holdRepliesAfter` holds. */
   const held = new Set<net.Socket>();
   let hung = false;
@@ -75,6 +82,12 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
           if (swallowMarker !== null && chunk.includes(swallowMarker)) {
             swallowMarker = null;
             swallowing = true;
+          }
+          if (cutMarker !== null && chunk.includes(cutMarker)) {
+            cutMarker = null;
+            client.resetAndDestroy();
+            upstream.destroy();
+            return;
           }
           if (holdMarker !== null && chunk.includes(holdMarker)) {
             holdMarker = null;
@@ -109,6 +122,9 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     start: listen,
     swallowRepliesAfter(marker) {
       swallowMarker = marker;
+    },
+    cutAt(marker) {
+      cutMarker = marker;
     },
     holdRepliesAfter(marker) {
       holdMarker = marker;

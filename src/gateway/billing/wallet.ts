@@ -232,7 +232,10 @@ export type ChargeRecord = UsageRecordInput & {
   requestData?: { requestBody: string; responseBody: string };
 };
 
-/** A text[] as postgres.js (an array) or PGlite (an array, or its `{a,b}` text form) returns it. */
+/**
+ * A text[] as PGlite (an array, or its `{a,b}` text form) or postgres.js (its text form: the store
+ * reads no array types, see `openStore`) returns it. The ids are the gateway's own: no comma or quote.
+ */
 function parseTextArray(value: string[] | string): string[] {
   if (Array.isArray(value)) return value;
   const inner = value.replace(/^\{|\}$/g, '');

@@ -110,8 +110,16 @@ const MIGRATION_LOCK_ID = 7_110_472_001;
 export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenStoreOptions): Promise<Store> {
   if (databaseUrl) {
     // A short connect timeout: an unreachable database must answer 503 quickly, not hold requests
-    // for 30 s.
-    const client = postgres(databaseUrl, { max: poolSize, connect_timeout: 3, onnotice: () => {} });
+    // for 30 s. No `fetch_types`: postgres.js reads the array types on each new connection in a
+    // promise nobody awaits, so a connection cut then (a restart, a failover) is an unhandled
+    // rejection that ends the process (porsager/postgres#1192). The one array the store reads,
+    // `walletSnapshot`'s, is parsed from its text form.
+    const client = postgres(databaseUrl, {
+      max: poolSize,
+      connect_timeout: 3,
+      fetch_types: false,
+      onnotice: () => {},
+    });
     const db = drizzlePostgres(client, { schema });
     try {
       await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`);
