@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clusterNodeKeys } from '../../../src/shared/db/schema.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { requireServices } from '../../helpers/services.js';
@@ -229,6 +231,12 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
     });
     expect((await operatorCall(gateway, 'POST', '/nodes/node_nope/release')).status).toBe(404);
 
+    // The background retry would free the node too, once it answers: it is put off past this test, so the release
+    // below is the one that frees it (on a slow machine, it sometimes came between the node's start and the CLI).
+    await gateway.services.db
+      .update(clusterNodeKeys)
+      .set({ nextAttemptAt: sql`now() + interval '1 hour'` })
+      .where(and(eq(clusterNodeKeys.clusterId, id), eq(clusterNodeKeys.nodeId, ids[1]!)));
     nodeB.sshd = await startSshd(nodeB);
     const released = await cli(['nodes', 'release', ids[1]!]);
     expect(released.code, released.stderr).toBe(0);
