@@ -10,20 +10,31 @@ import { createTestDatabase, postgresAvailable } from '../../helpers/services.js
 const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
 const ONE_GIB = 1024 * 1024 * 1024;
 
-/** The database, counting the statements sent through `execute` (each save's group is one). */
-function counting(db: Database): { db: Database; statements: () => number } {
+/**
+ * The database, counting the statements sent through `execute` (each save's group is one), and how many began as
+ * the one before ended: those took the saves that came while it ran, with no wait of their own.
+ */
+function counting(db: Database): { db: Database; statements: () => number; backToBack: () => number } {
   let statements = 0;
+  let backToBack = 0;
+  let lastEndedAt = Number.NEGATIVE_INFINITY;
   const counted = new Proxy(db, {
     get(target, name, receiver) {
       const value = Reflect.get(target, name, receiver) as unknown;
       if (name !== 'execute' || typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
+      return async (...args: unknown[]) => {
         statements += 1;
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (performance.now() - lastEndedAt < 2) backToBack += 1;
+        try {
+          // Awaited once here: drizzle runs a query each time its result is awaited.
+          return await ((value as (...a: unknown[]) => unknown).apply(target, args) as Promise<unknown>);
+        } finally {
+          lastEndedAt = performance.now();
+        }
       };
     },
   });
-  return { db: counted, statements: () => statements };
+  return { db: counted, statements: () => statements, backToBack: () => backToBack };
 }
 
 describe.each(stores)('stored responses written in groups (%s)', (kind) => {
@@ -120,7 +131,7 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
 
   it('gathers saves that come close together for at most the wait', async () => {
     const a = await tenant();
-    const { db, statements } = counting(store.db);
+    const { db, statements, backToBack } = counting(store.db);
     const group = new GroupSave(db, { orgMaxBytes: ONE_GIB, waitMs: 100 });
     const saves: Array<Promise<unknown>> = [];
     const firstAt = performance.now();
@@ -134,7 +145,9 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
     await Promise.all(saves);
     expect(performance.now() - startedAt).toBeLessThan(1_000);
     // Eight saves 5 ms apart with a 100 ms wait: one statement per wait they span (and one more), never one each.
-    expect(statements()).toBeLessThanOrEqual(Math.min(7, Math.ceil(spanMs / 100) + 1));
+    // A statement that took longer than the gaps (a loaded machine's commit) is followed at once by one with the
+    // saves that came meanwhile: those are gathered by the statement, not the wait, and are not counted against it.
+    expect(statements() - backToBack()).toBeLessThanOrEqual(Math.min(7, Math.ceil(spanMs / 100) + 1));
   });
 
   it('never lets one tenant’s refused row cost another tenant’s save in the same group', async () => {
