@@ -67,7 +67,7 @@ export class RepeatedMembers {
   parse(sender: string, raw: Buffer): ParsedBody {
     const members = this.kept.get(sender)?.members;
     const found = members ? foundIn(raw, members) : [];
-    if (found.length === 0) return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
+    if (found.length === 0) return parsedWhole(raw);
     let text = '';
     let from = 0;
     for (const { name, at, member } of found) {
@@ -88,7 +88,7 @@ export class RepeatedMembers {
     if (!landed) {
       // Parsed again whole; what was kept is dropped, so a sender's bodies are not parsed twice each.
       this.kept.delete(sender);
-      return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
+      return parsedWhole(raw);
     }
     const object = body as Record<string, unknown>;
     return { body, fill: () => found.forEach(({ name, member }) => (object[name] = member.value)) };
@@ -99,6 +99,8 @@ export class RepeatedMembers {
    * them (the JavaScript SDKs' bytes). Call it only once the sender is known to be a real key.
    */
   keep(sender: string, raw: Buffer, body: Record<string, unknown>): void {
+    // No member of a smaller body can be large enough: not even measured.
+    if (raw.length < MIN_MEMBER_BYTES) return;
     let kept = this.kept.get(sender);
     let changed = false;
     for (const name of MEMBERS) {
@@ -119,6 +121,11 @@ export class RepeatedMembers {
     // Set again when changed: the sender's size is counted when it is set.
     if (kept && changed) this.kept.set(sender, kept);
   }
+}
+
+/** `raw` parsed as it is, with nothing kept to put in. */
+function parsedWhole(raw: Buffer): ParsedBody {
+  return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
 }
 
 /** The kept members whose bytes `raw` holds, in the order they appear, none overlapping another. */
