@@ -122,10 +122,16 @@ export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenSto
     });
     const db = drizzlePostgres(client, { schema });
     try {
-      await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`);
-      await migratePostgres(db, { migrationsFolder });
-    } finally {
-      await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`).catch(() => {});
+      try {
+        await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`);
+        await migratePostgres(db, { migrationsFolder });
+      } finally {
+        await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`).catch(() => {});
+      }
+    } catch (error) {
+      // A store that could not open leaves no connection behind.
+      await client.end({ timeout: 1 }).catch(() => {});
+      throw error;
     }
     return { db: db as unknown as Database, driver: 'postgres', close: () => client.end({ timeout: 5 }) };
   }
