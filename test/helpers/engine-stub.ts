@@ -10,9 +10,11 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
  */
 export function engineStub(answer: (body: string, res: ServerResponse) => void): Server {
   return createServer((req, res) => {
-    let text = '';
-    req.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    // Decoded once whole: a character split across two chunks would be mangled chunk by chunk.
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
       if (req.url === '/health') return res.end('ok');
       if (req.method !== 'POST') return res.writeHead(404).end();
       answer(text, res);
