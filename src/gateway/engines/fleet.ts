@@ -33,7 +33,7 @@ export interface Fleet {
   /** A target for the model, not among `exclude` (replica ids); 503 with Retry-After when none is ready. `hint` carries the prompt to the engine's router. */
   acquire(modelId: string, exclude?: ReadonlySet<string>, hint?: RoutingHint): UpstreamTarget;
   /** For a model whose engine scales to zero and has no replica ready: settles once one is (or the bounded wait is over); else null. */
-  whenReady(modelId: string, signal?: AbortSignal): Promise<void> | null;
+  whenReady(modelId: string, call?: { readonly aborted: boolean }): Promise<void> | null;
   engines(): Engine[];
   status(): EngineStatus[];
   /** The built-in simulator's address, when one runs (for logs and tests). */
@@ -108,7 +108,7 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
       }
       return target;
     },
-    whenReady: (modelId, signal) => byModel.get(modelId)?.whenReady?.(signal) ?? null,
+    whenReady: (modelId, call) => byModel.get(modelId)?.whenReady?.(call) ?? null,
     engines: () => all,
     status: () => all.map((engine) => engine.status()),
     simulatorUrl: simulator?.url ?? null,

@@ -70,8 +70,8 @@ export interface Engine {
   readonly modelId: string;
   /** A target for one request, not among `exclude` (replica ids), or null when no replica is ready. `hint` (the request's prompt) lets an engine with several replicas route on prefixes. */
   acquire(exclude?: ReadonlySet<string>, hint?: RoutingHint): UpstreamTarget | null;
-  /** Engines that scale to zero: a promise that settles when a replica is ready (or the wait is over); null when there is no need to wait. */
-  whenReady?(signal?: AbortSignal): Promise<void> | null;
+  /** Engines that scale to zero: a promise that settles when a replica is ready, the call is aborted (`call.aborted`, an AbortSignal or the request path's `CallAbort`) or the wait is over; null when there is no need to wait. */
+  whenReady?(call?: { readonly aborted: boolean }): Promise<void> | null;
   status(): EngineStatus;
   /** Docker engines only: change the number of replicas (scaling down drains first), or replace every replica, one at a time, in the background. */
   scale?(replicas: number): Promise<void>;

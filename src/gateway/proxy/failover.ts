@@ -1,5 +1,6 @@
 import type { UpstreamTarget } from '../engines/types.js';
 import { GatewayError } from '../../shared/http/errors.js';
+import type { CallAbort } from './call-abort.js';
 import type { WrittenJson } from './client-body.js';
 import { type EngineResponse, postUpstream, UpstreamError } from './upstream.js';
 
@@ -12,7 +13,7 @@ export interface FailoverCall {
   /** Headers for every replica tried, besides the target's own (the trace's `traceparent`). */
   headers?: Record<string, string>;
   clientModel: string;
-  signal: AbortSignal;
+  abort: CallAbort;
 }
 
 /**
@@ -22,7 +23,7 @@ export interface FailoverCall {
  * answered is returned to the caller, who releases it when the request ends.
  *
  * @example
- * const { response, target } = await postWithFailover({ acquire: (x) => fleet.acquire(model, x), path: '/embeddings', body: () => body, clientModel, signal });
+ * const { response, target } = await postWithFailover({ acquire: (x) => fleet.acquire(model, x), path: '/embeddings', body: () => body, clientModel, abort });
  */
 export async function postWithFailover(
   call: FailoverCall,
@@ -45,12 +46,12 @@ export async function postWithFailover(
         body: call.body(target),
         headers: call.headers,
         clientModel: call.clientModel,
-        signal: call.signal,
+        abort: call.abort,
       });
       return { response, target };
     } catch (error) {
       target.release();
-      if (!(error instanceof UpstreamError) || call.signal.aborted) throw error;
+      if (!(error instanceof UpstreamError) || call.abort.aborted) throw error;
       if (error.failure === 'unreachable') target.markFailed();
       tried.add(target.replicaId);
       lastFailure = error;

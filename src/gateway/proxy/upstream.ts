@@ -9,6 +9,7 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { checkJsonShape } from '../../shared/http/json-shape.js';
 import { sanitizeUpstreamMessage, upstreamErrorMessage } from './sanitize.js';
 import { liftNumberArrays } from './lifted-arrays.js';
+import type { CallAbort } from './call-abort.js';
 import { WrittenJson } from './client-body.js';
 
 /**
@@ -36,7 +37,8 @@ export interface UpstreamCall {
   headers?: Record<string, string>;
   /** The model name as the client wrote it, for messages. */
   clientModel: string;
-  signal: AbortSignal;
+  /** Ends the request early: its timeout, its client gone. */
+  abort: CallAbort;
 }
 
 /** An engine's successful answer: its body as it arrives (chunks for a stream), or whole. */
@@ -67,7 +69,7 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
  * runs, what it is, or what it printed, beyond a sanitized 4xx message.
  *
  * @example
- * const response = await postUpstream({ target, path: '/chat/completions', body, clientModel: 'qwen', signal });
+ * const response = await postUpstream({ target, path: '/chat/completions', body, clientModel: 'qwen', abort });
  */
 export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> {
   refuseUnbillableChoices(call);
@@ -77,16 +79,16 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
       call.target.baseUrl + call.path,
       bodyText(call.body),
       call.headers ? { ...call.target.headers, ...call.headers } : call.target.headers,
-      call.signal,
+      call.abort,
     );
   } catch (error) {
-    if (call.signal.aborted && isTimeout(call.signal.reason)) {
+    if (call.abort.aborted && isTimeout(call.abort.reason)) {
       throw new GatewayError('upstream_error', 'The model server did not answer in time. Retry later.', {
         status: 504,
         cause: error,
       });
     }
-    if (call.signal.aborted) throw error;
+    if (call.abort.aborted) throw error;
     throw new UpstreamError('unreachable', 'upstream_error', 'The model server could not be reached. Retry later.', {
       cause: error,
     });
@@ -156,7 +158,7 @@ function post(
   url: string,
   body: string | WrittenJson,
   headers: Record<string, string>,
-  signal: AbortSignal,
+  abort: CallAbort,
 ): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const target = requestOptionsOf(url);
@@ -180,11 +182,12 @@ function post(
           accept: 'application/json, text/event-stream',
           ...headers,
         },
-        signal,
       },
       resolve,
     );
     request.on('error', reject);
+    // Destroyed, the request fails (before its answer) or ends its answer's body with the error (after).
+    abort.onAbort((error) => request.destroy(error));
     if (typeof body === 'string') request.end(body);
     else {
       // Written before the socket is attached, the parts go out together in one `writev`.

@@ -13,13 +13,13 @@ const LOOK_EVERY_MS = 100;
  * ready or the engine never scales to zero.
  *
  * @example
- * const waiting = engine.whenReady?.(signal);
+ * const waiting = engine.whenReady?.(abort);
  * if (waiting) await waiting;
  */
 export function waitForReplica(
   state: EngineState,
   reconcileNow: () => Promise<void>,
-  signal?: AbortSignal,
+  call?: { readonly aborted: boolean },
 ): Promise<void> | null {
   if (state.bounds.min > 0 || state.bounds.max === 0) return null;
   const ready = () => [...state.replicas.values()].some((r) => r.state === 'ready');
@@ -30,7 +30,7 @@ export function waitForReplica(
   reconcileNow().catch(() => {});
   return (async () => {
     try {
-      while (!ready() && !state.closed && !signal?.aborted && Date.now() < deadline) {
+      while (!ready() && !state.closed && !call?.aborted && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, LOOK_EVERY_MS));
       }
     } finally {

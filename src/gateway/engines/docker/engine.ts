@@ -63,7 +63,7 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
     kind: 'docker',
     modelId: definition.model,
     acquire: (exclude, hint) => acquireReplica(state, exclude, hint),
-    whenReady: (signal) => waitForReplica(state, reconcileNow, signal),
+    whenReady: (call) => waitForReplica(state, reconcileNow, call),
     status: () => engineStatus(state),
     async scale(count) {
       await state.scaleStore.set(count);

@@ -1,0 +1,110 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { usageRecords, wallets } from '../../../src/shared/db/schema.js';
+import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
+import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { until } from '../../helpers/wait.js';
+
+const stores = await availableStores();
+const TIMEOUT_MS = 1_000;
+// 40 tokens 100 ms apart: four seconds of work, cut by the timeout after about ten.
+const ITL_MS = 100;
+const MAX_TOKENS = 40;
+const STARTING_BALANCE = 5_000_000_000n;
+
+/** `TOLLGATE_UPSTREAM_TIMEOUT_MS` ends an engine call at once, before its answer or in the middle of its stream. */
+describe.each(stores)('the upstream timeout (%s)', (store) => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    sim = await startSimulator({ models: [{ name: 'sim-chat', task: 'chat' }], ttftMs: 0, itlMs: ITL_MS });
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-upstream-timeout-'));
+    const enginesFile = path.join(dir, 'engines.json');
+    await writeFile(enginesFile, JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }));
+    gateway = await startTestGateway(store, {
+      TOLLGATE_ENGINES_FILE: enginesFile,
+      TOLLGATE_UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS),
+    });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await sim?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const chat = (secret: string, stream: boolean) =>
+    fetch(`${gateway.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'sim-chat',
+        max_tokens: MAX_TOKENS,
+        stream,
+        messages: [{ role: 'user', content: 'sixteen letters!' }],
+      }),
+    });
+
+  it('answers a JSON call the engine has not finished 504, stops the engine, and charges nothing', async () => {
+    const tenant = await gateway.tenant();
+    const abortedBefore = sim.stats().aborted;
+    const sentAt = performance.now();
+    const response = await chat(tenant.secret, false);
+    const waited = performance.now() - sentAt;
+    expect(response.status).toBe(504);
+    expect(await response.json()).toMatchObject({
+      error: { type: 'upstream_error', message: 'The model server did not answer in time. Retry later.' },
+    });
+    expect(waited).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect(waited).toBeLessThan(MAX_TOKENS * ITL_MS);
+    await until('the engine counts the request aborted', () => sim.stats().aborted === abortedBefore + 1, {
+      timeout: 2_000,
+      interval: 10,
+    });
+
+    // Given back whole: no charge, no hold, the balance as it was.
+    await gateway.charged();
+    const records = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, tenant.orgId));
+    expect(records).toEqual([]);
+    expect((await gateway.services.gateKeeper.gate.walletState(tenant.orgId)).holds).toEqual([]);
+    const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
+    expect(wallet!.balance).toBe(STARTING_BALANCE);
+  });
+
+  it('ends a stream at the timeout with an error event, stops the engine, and bills what it produced', async () => {
+    const tenant = await gateway.tenant();
+    const abortedBefore = sim.stats().aborted;
+    const sentAt = performance.now();
+    const response = await chat(tenant.secret, true);
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    const waited = performance.now() - sentAt;
+    expect(waited).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect(waited).toBeLessThan(MAX_TOKENS * ITL_MS);
+    expect(text).toContain('The model server stopped before finishing this response; the output is incomplete.');
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    const relayed = text.split('\n\n').filter((event) => event.includes('"delta":{"content"')).length;
+    expect(relayed).toBeGreaterThan(0);
+    expect(relayed).toBeLessThan(MAX_TOKENS);
+    await until('the engine counts the request aborted', () => sim.stats().aborted === abortedBefore + 1, {
+      timeout: 2_000,
+      interval: 10,
+    });
+
+    // Billed for the tokens the engine produced before the cut (its running count), and nothing held.
+    await gateway.charged();
+    const records = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, tenant.orgId));
+    expect(records).toHaveLength(1);
+    expect(records[0]!.streamed).toBe(true);
+    expect(records[0]!.completionTokens).toBeGreaterThanOrEqual(relayed);
+    expect(records[0]!.completionTokens).toBeLessThan(MAX_TOKENS);
+    expect((await gateway.services.gateKeeper.gate.walletState(tenant.orgId)).holds).toEqual([]);
+    const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
+    expect(wallet!.balance).toBe(STARTING_BALANCE - records[0]!.cost);
+    expect(records[0]!.cost).toBeGreaterThan(0n);
+  });
+});
