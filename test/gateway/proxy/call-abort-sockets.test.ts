@@ -1,0 +1,69 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { UpstreamTarget } from '../../../src/gateway/engines/types.js';
+import { CallAbort } from '../../../src/gateway/proxy/call-abort.js';
+import { postUpstream } from '../../../src/gateway/proxy/upstream.js';
+
+/**
+ * A `CallAbort` destroys its call's engine request. A call's connection goes back to the keep-alive pool when its
+ * answer ends, and the next call may take it: an abort that comes late must not cut that next call.
+ */
+describe('an engine call aborted over a kept-alive connection', () => {
+  let server: http.Server;
+  let target: UpstreamTarget;
+  const connections = new Set<number>();
+  // The second call's answer waits for this, so that the first call's late abort comes while it is open.
+  let releaseSecond: () => void = () => {};
+
+  beforeAll(async () => {
+    server = http.createServer((request, response) => {
+      connections.add(request.socket.remotePort ?? 0);
+      request.resume();
+      request.on('end', () => {
+        const answer = () => response.end(JSON.stringify({ ok: true }));
+        if (request.url === '/v1/slow') releaseSecond = answer;
+        else answer();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    target = {
+      baseUrl: `http://127.0.0.1:${port}/v1`,
+      servedModelName: 'm',
+      headers: {},
+      replicaId: 'r1',
+      release: () => {},
+      markFailed: () => {},
+    };
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  const call = (path: string, abort: CallAbort) =>
+    postUpstream({ target, path, body: { model: 'm', messages: [] }, clientModel: 'm', abort });
+
+  it('leaves the next call on the same connection alone', async () => {
+    const first = new CallAbort();
+    const answered = await call('/fast', first);
+    expect(JSON.parse((await answered.bytes()).toString())).toEqual({ ok: true });
+
+    const second = call('/slow', new CallAbort());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(connections.size).toBe(1);
+    first.abort(new DOMException('upstream timeout', 'TimeoutError'));
+    releaseSecond();
+    const response = await second;
+    expect(JSON.parse((await response.bytes()).toString())).toEqual({ ok: true });
+  });
+
+  it('cuts its own call while the answer is awaited', async () => {
+    const abort = new CallAbort();
+    const pending = call('/slow', abort).catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    abort.abort(new DOMException('the client closed the connection', 'AbortError'));
+    expect(await pending).toMatchObject({ name: 'AbortError' });
+  });
+});
