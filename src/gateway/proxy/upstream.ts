@@ -186,9 +186,8 @@ function post(
       resolve,
     );
     request.on('error', reject);
-    // Destroyed, the request fails (before its answer) or ends its answer's body with the error (after). Once its
-    // answer has ended Node marks it destroyed, so a late abort does nothing to the connection, which may carry
-    // another call by then.
+    // Destroyed, the request fails (before its answer) or ends its answer's body with the error (after); once its
+    // answer has ended Node has marked it destroyed, so a late abort leaves its connection (another call's by then).
     abort.onAbort((error) => request.destroy(error));
     if (typeof body === 'string') request.end(body);
     else {
