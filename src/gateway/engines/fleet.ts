@@ -18,7 +18,7 @@ import type { LoadOf } from './load.js';
 import { startSimulatorEngines } from './simulator.js';
 import { type LookupAll, startServersEngine } from './servers.js';
 import { createStaticEngine } from './static.js';
-import type { Engine, EngineStatus, RoutingHint, UpstreamTarget } from './types.js';
+import type { AbortFlag, Engine, EngineStatus, RoutingHint, UpstreamTarget } from './types.js';
 
 /**
  * All engines, by catalog model id. The request path asks it for a target and
@@ -33,7 +33,7 @@ export interface Fleet {
   /** A target for the model, not among `exclude` (replica ids); 503 with Retry-After when none is ready. `hint` carries the prompt to the engine's router. */
   acquire(modelId: string, exclude?: ReadonlySet<string>, hint?: RoutingHint): UpstreamTarget;
   /** For a model whose engine scales to zero and has no replica ready: settles once one is (or the bounded wait is over); else null. */
-  whenReady(modelId: string, call?: { readonly aborted: boolean }): Promise<void> | null;
+  whenReady(modelId: string, call?: AbortFlag): Promise<void> | null;
   engines(): Engine[];
   status(): EngineStatus[];
   /** The built-in simulator's address, when one runs (for logs and tests). */

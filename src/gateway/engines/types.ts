@@ -64,14 +64,19 @@ export interface EngineStatus {
   replicas: ReplicaStatus[];
 }
 
+/** What a cold start's wait reads to stop early: an AbortSignal, or the request path's `CallAbort`. */
+export interface AbortFlag {
+  readonly aborted: boolean;
+}
+
 export interface Engine {
   readonly kind: 'simulator' | 'static' | 'docker';
   /** The catalog id this engine serves. */
   readonly modelId: string;
   /** A target for one request, not among `exclude` (replica ids), or null when no replica is ready. `hint` (the request's prompt) lets an engine with several replicas route on prefixes. */
   acquire(exclude?: ReadonlySet<string>, hint?: RoutingHint): UpstreamTarget | null;
-  /** Engines that scale to zero: a promise that settles when a replica is ready, the call is aborted (`call.aborted`, an AbortSignal or the request path's `CallAbort`) or the wait is over; null when there is no need to wait. */
-  whenReady?(call?: { readonly aborted: boolean }): Promise<void> | null;
+  /** Engines that scale to zero: a promise that settles when a replica is ready, the call is aborted or the wait is over; null when there is no need to wait. */
+  whenReady?(call?: AbortFlag): Promise<void> | null;
   status(): EngineStatus;
   /** Docker engines only: change the number of replicas (scaling down drains first), or replace every replica, one at a time, in the background. */
   scale?(replicas: number): Promise<void>;

@@ -51,7 +51,7 @@ export async function serveBilled(
 
   const stream = protocol.stream;
   const upstream = engineCallAbort(c, deps.config.upstreamTimeoutMs, stream === null);
-  const abort = upstream.controller;
+  const abort = upstream.callAbort;
   // A relayed stream gives back its replica when it ends; everything else gives it back here.
   let target: UpstreamTarget | undefined;
   let relaying = false;
@@ -154,19 +154,19 @@ async function admitCall(
  * nor an AbortController: each signal costs the hot path CPU (`proxy/call-abort.ts`).
  */
 function engineCallAbort(c: Context<GatewayEnv>, timeoutMs: number, watchClient: boolean) {
-  const controller = new CallAbort();
-  const timeout = setTimeout(() => controller.abort(new DOMException('upstream timeout', 'TimeoutError')), timeoutMs);
+  const callAbort = new CallAbort();
+  const timeout = setTimeout(() => callAbort.abort(new DOMException('upstream timeout', 'TimeoutError')), timeoutMs);
   timeout.unref();
   let clientLeft = false;
   const stopWatchingClient = watchClient
     ? whenClientLeaves(c, () => {
         clientLeft = true;
-        controller.abort(new DOMException('the client closed the connection', 'AbortError'));
+        callAbort.abort(new DOMException('the client closed the connection', 'AbortError'));
       })
     : () => {};
   return {
-    controller,
-    abort: () => controller.abort(),
+    callAbort,
+    abort: () => callAbort.abort(),
     clientLeft: () => clientLeft,
     clearTimer: () => clearTimeout(timeout),
     stopWatchingClient,

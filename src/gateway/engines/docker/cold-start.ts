@@ -1,3 +1,4 @@
+import type { AbortFlag } from '../types.js';
 import type { EngineState } from './state.js';
 
 /** How often a request waiting for a first replica looks again. */
@@ -13,13 +14,13 @@ const LOOK_EVERY_MS = 100;
  * ready or the engine never scales to zero.
  *
  * @example
- * const waiting = engine.whenReady?.(abort);
+ * const waiting = engine.whenReady?.(call);
  * if (waiting) await waiting;
  */
 export function waitForReplica(
   state: EngineState,
   reconcileNow: () => Promise<void>,
-  call?: { readonly aborted: boolean },
+  call?: AbortFlag,
 ): Promise<void> | null {
   if (state.bounds.min > 0 || state.bounds.max === 0) return null;
   const ready = () => [...state.replicas.values()].some((r) => r.state === 'ready');
