@@ -4,6 +4,7 @@ import type { BodyDrain } from '../../config/index.js';
 import { newId } from '../db/ids.js';
 import type { GatewayEnv } from './context.js';
 import { GatewayError } from './errors.js';
+import { readDeclared } from './declared-body.js';
 import { discardRest } from './drain.js';
 import { checkJsonShape } from './json-shape.js';
 import type { ParsedBody, RepeatedMembers } from './repeated-members.js';
@@ -47,9 +48,9 @@ export async function readJsonObject(
   let bytes: Buffer;
   if (Number.isFinite(declared)) {
     // The usual case: the length is declared (and the HTTP parser holds the body to it), so the
-    // body is read whole, straight from the socket (@hono/node-server's fast path), without
-    // building a web Request and stream.
-    bytes = Buffer.from(await c.req.arrayBuffer());
+    // body is read whole, straight from Node's request, without building a web Request and stream.
+    const incoming = (c.env as NodeBindings | undefined)?.incoming;
+    bytes = incoming ? await readDeclared(incoming, declared) : Buffer.from(await c.req.arrayBuffer());
   } else {
     const raw = c.req.raw.body;
     if (!raw) throw new GatewayError('invalid_json', 'The request body is empty; send a JSON object.');
