@@ -53,15 +53,14 @@ describe.skipIf(!hasRedis)("a call's release in Redis", () => {
     await gateway.charged();
 
     proxy.holdRepliesAfter(RELEASE_SHA);
-    const startedAt = performance.now();
     const first = await chat(secret);
     expect(first.status).toBe(200);
     await first.text();
-    // Waiting for the reply would take the connection's command timeout (1 s, src/shared/db/redis.ts) to give up.
-    expect(performance.now() - startedAt).toBeLessThan(1_000);
-    // The release went out (its reply is what is held), and the answer came without it.
+    // The release went out (its reply is what is held), and the answer came without it: the call still counts as
+    // under way, which it does until Redis has replied (a draining gateway waits for it). An answer that waited
+    // would have come only once the reply or the connection's command timeout (1 s, src/shared/db/redis.ts) ended
+    // the release, with nothing left in flight. Told by that count, not by the time taken: a busy machine is slow.
     expect(proxy.holding).toBe(true);
-    // The call still counts as under way until Redis has replied: a draining gateway waits for it.
     expect(gateway.services.inFlight.size).toBe(1);
 
     // With a concurrency of one: the next admission is sent after the release on the same connection, so Redis
