@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import OpenAI from 'openai';
 import { afterAll, beforeAll } from 'vitest';
@@ -72,13 +75,22 @@ export const TEST_MODELS = {
  * Starts the real gateway on a loopback port, on a store of its own: an
  * in-memory PGlite, or a fresh PostgreSQL database dropped on close. Silent
  * unless `options.log` is given (to capture what the gateway logs).
+ * `options.engines` (model id → URL) serves those models from static engines
+ * at those URLs (a simulator of the test's own), through an engines file made
+ * for it and removed on close.
  */
 export async function startTestGateway(
   store: StoreKind,
   env: Record<string, string> = {},
-  options: { log?: Logger; spanExporter?: SpanExporter } = {},
+  options: { log?: Logger; spanExporter?: SpanExporter; engines?: Record<string, string> } = {},
 ): Promise<TestGateway> {
   const database = store === 'postgres' ? await createTestDatabase() : null;
+  const enginesDir = options.engines ? await mkdtemp(path.join(os.tmpdir(), 'tollgate-test-engines-')) : null;
+  if (enginesDir) {
+    const engines = Object.entries(options.engines!).map(([model, url]) => ({ kind: 'static', model, url }));
+    await writeFile(path.join(enginesDir, 'engines.json'), JSON.stringify({ engines }));
+    env = { TOLLGATE_ENGINES_FILE: path.join(enginesDir, 'engines.json'), ...env };
+  }
   const config = loadConfig({
     PORT: '0',
     TOLLGATE_HOST: '127.0.0.1',
@@ -90,9 +102,14 @@ export async function startTestGateway(
     DATABASE_URL: database?.url,
     ...env,
   });
+  // A gateway that fails to start leaves nothing behind: its database and engines file go with it.
   const gateway = await startGateway(config, {
     log: options.log ?? createLogger('silent'),
     spanExporter: options.spanExporter,
+  }).catch(async (error: unknown) => {
+    await database?.drop();
+    if (enginesDir) await rm(enginesDir, { recursive: true, force: true });
+    throw error;
   });
   const { catalog, orgs, wallets, keys } = gateway.services;
   for (const [task, model] of Object.entries(TEST_MODELS)) {
@@ -125,6 +142,7 @@ export async function startTestGateway(
     async close() {
       await gateway.close();
       await database?.drop();
+      if (enginesDir) await rm(enginesDir, { recursive: true, force: true });
     },
   };
 }

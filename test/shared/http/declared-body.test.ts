@@ -1,7 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords, wallets } from '../../../src/shared/db/schema.js';
@@ -57,7 +54,6 @@ function rawRequest(
  */
 describe('a request body of declared length', () => {
   let sim: RunningSimulator;
-  let dir: string;
   let gateway: TestGateway;
 
   beforeAll(async () => {
@@ -66,15 +62,11 @@ describe('a request body of declared length', () => {
       ttftMs: 0,
       itlMs: 0,
     });
-    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-declared-body-'));
-    const enginesFile = path.join(dir, 'engines.json');
-    await writeFile(enginesFile, JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }));
-    gateway = await startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: enginesFile });
+    gateway = await startTestGateway('pglite', {}, { engines: { 'sim-chat': sim.url } });
   });
   afterAll(async () => {
     await gateway?.close();
     await sim?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   const body = (content: string) =>

@@ -1,6 +1,3 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords, wallets } from '../../../src/shared/db/schema.js';
@@ -14,7 +11,6 @@ const TTFT_MS = 3_000;
 /** A JSON client that leaves stops the engine's work at once, and is billed for its prompt (status 499). */
 describe.each(stores)('a JSON client that disconnects (%s)', (store) => {
   let sim: RunningSimulator;
-  let dir: string;
   let gateway: TestGateway;
 
   beforeAll(async () => {
@@ -26,23 +22,11 @@ describe.each(stores)('a JSON client that disconnects (%s)', (store) => {
       ],
       ttftMs: TTFT_MS,
     });
-    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-client-gone-'));
-    const enginesFile = path.join(dir, 'engines.json');
-    await writeFile(
-      enginesFile,
-      JSON.stringify({
-        engines: [
-          { kind: 'static', model: 'sim-chat', url: sim.url },
-          { kind: 'static', model: 'sim-embed', url: sim.url },
-        ],
-      }),
-    );
-    gateway = await startTestGateway(store, { TOLLGATE_ENGINES_FILE: enginesFile });
+    gateway = await startTestGateway(store, {}, { engines: { 'sim-chat': sim.url, 'sim-embed': sim.url } });
   });
   afterAll(async () => {
     await gateway?.close();
     await sim?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it.each([

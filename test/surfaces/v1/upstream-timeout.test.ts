@@ -1,6 +1,3 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords, wallets } from '../../../src/shared/db/schema.js';
@@ -18,23 +15,19 @@ const STARTING_BALANCE = 5_000_000_000n;
 /** `TOLLGATE_UPSTREAM_TIMEOUT_MS` ends an engine call at once, before its answer or in the middle of its stream. */
 describe.each(stores)('the upstream timeout (%s)', (store) => {
   let sim: RunningSimulator;
-  let dir: string;
   let gateway: TestGateway;
 
   beforeAll(async () => {
     sim = await startSimulator({ models: [{ name: 'sim-chat', task: 'chat' }], ttftMs: 0, itlMs: ITL_MS });
-    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-upstream-timeout-'));
-    const enginesFile = path.join(dir, 'engines.json');
-    await writeFile(enginesFile, JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }));
-    gateway = await startTestGateway(store, {
-      TOLLGATE_ENGINES_FILE: enginesFile,
-      TOLLGATE_UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS),
-    });
+    gateway = await startTestGateway(
+      store,
+      { TOLLGATE_UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS) },
+      { engines: { 'sim-chat': sim.url } },
+    );
   });
   afterAll(async () => {
     await gateway?.close();
     await sim?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   const chat = (secret: string, stream: boolean) =>
