@@ -1,5 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import {
+  deepFreeze,
+  historyCut,
+  historyIn,
+  historyKept,
+  indexOfLong,
+  type Cut,
+  type HistoryMatch,
+  type KeptHistory,
+} from './repeated-history.js';
 
 /** The top-level members an agent sends alike every turn, large enough to be worth not parsing again: its tools, its system prompt. */
 const MEMBERS = ['tools', 'system'];
@@ -19,7 +29,11 @@ interface KeptMember {
 
 interface KeptSender {
   members: Map<string, KeptMember>;
+  history: KeptHistory | null;
+  /** Members not found as `JSON.stringify` writes them (another client library's bytes): keeping them stops at three. */
   misses: number;
+  /** The same for the history, counted apart: a client may write its tools as `JSON.stringify` does and not its turns. */
+  historyMisses: number;
 }
 
 /** A body parsed, and the members taken as kept: their placeholders are in `body` until `fill` puts them in. */
@@ -42,6 +56,13 @@ export interface ParsedBody {
  * value was parsed, the bytes it replaced were that member's whole value, and they parse to what was kept. Kept
  * values are frozen: every request of the key shares them, so none may change them.
  *
+ * An agent also sends its whole conversation again every turn (`messages`, or a Responses `input`), the last turn's
+ * items first, as they were written then, and one or two new ones at the end. The items a key's last body held are
+ * kept too, each one's bytes and value: a later body whose history array begins with the same bytes, item after
+ * item, has that run cut out the same way, the placeholder then standing as the array's first item. A 200 KB
+ * conversation is then parsed as its few new items, which also spares the gateway a string over V8's 128 KiB
+ * largest regular object (allocated on fresh pages, about 50 page faults each time).
+ *
  * Kept per key, and only after the key was verified: a key's requests never see another key's values, and never
  * learn from their timing whether another key sends the same tools. Bounded by `SENDERS_KEPT` and `MAX_KEPT_BYTES`.
  *
@@ -53,26 +74,31 @@ export interface ParsedBody {
  */
 export class RepeatedMembers {
   private readonly placeholder = `tollgate-kept-member:${randomBytes(16).toString('hex')}:`;
+  /** The kept history a parsed body began with, for `keep` to extend without comparing those items again. */
+  private readonly matches = new WeakMap<object, HistoryMatch>();
   private readonly kept = new LRUCache<string, KeptSender>({
     max: SENDERS_KEPT,
     maxSize: MAX_KEPT_BYTES,
     sizeCalculation: (sender) => {
       let size = 1;
       for (const member of sender.members.values()) size += 2 * member.bytes.length;
+      for (const item of sender.history?.items ?? []) size += 2 * item.length;
       return size;
     },
   });
 
   /** Parses `raw` as `JSON.parse` would (and throws as it does), taking `sender`'s kept members where the bytes are theirs. */
   parse(sender: string, raw: Buffer): ParsedBody {
-    const members = this.kept.get(sender)?.members;
-    const found = members ? foundIn(raw, members) : [];
-    if (found.length === 0) return parsedWhole(raw);
+    const kept = this.kept.get(sender);
+    if (!kept) return parsedWhole(raw);
+    const historyMatch = kept.history ? historyIn(raw, kept.history) : null;
+    const cuts = apart([...memberCuts(raw, kept.members), ...(historyMatch ? [historyCut(historyMatch)] : [])]);
+    if (cuts.length === 0) return parsedWhole(raw);
     let text = '';
     let from = 0;
-    for (const { name, at, member } of found) {
-      text += `${raw.toString('utf8', from, at)}"${this.placeholder}${name}"`;
-      from = at + member.bytes.length;
+    for (const cut of cuts) {
+      text += `${raw.toString('utf8', from, cut.at)}"${this.placeholder}${cut.name}"`;
+      from = cut.end;
     }
     text += raw.toString('utf8', from);
     let body: unknown;
@@ -81,17 +107,19 @@ export class RepeatedMembers {
     } catch {
       body = undefined;
     }
+    const object = body as Record<string, unknown>;
     const landed =
       typeof body === 'object' &&
       body !== null &&
-      found.every(({ name }) => (body as Record<string, unknown>)[name] === `${this.placeholder}${name}`);
+      cuts.every((cut) => cut.landed(object, `${this.placeholder}${cut.name}`));
     if (!landed) {
       // Parsed again whole; what was kept is dropped, so a sender's bodies are not parsed twice each.
       this.kept.delete(sender);
       return parsedWhole(raw);
     }
-    const object = body as Record<string, unknown>;
-    return { body, fill: () => found.forEach(({ name, member }) => (object[name] = member.value)) };
+    if (historyMatch && cuts.some((cut) => cut.name === historyMatch.history.name))
+      this.matches.set(object, historyMatch);
+    return { body, fill: () => cuts.forEach((cut) => cut.fill(object)) };
   }
 
   /**
@@ -109,18 +137,41 @@ export class RepeatedMembers {
       if ((kept?.misses ?? 0) >= MISSES_BEFORE_GIVING_UP) break;
       const text = JSON.stringify(value);
       if (text.length < MIN_MEMBER_BYTES) continue;
-      kept ??= { members: new Map(), misses: 0 };
+      kept ??= { members: new Map(), history: null, misses: 0, historyMisses: 0 };
       changed = true;
       const bytes = Buffer.from(text);
-      if (raw.indexOf(bytes) < 0) {
+      if (indexOfLong(raw, bytes) < 0) {
         kept.misses += 1;
         continue;
       }
       kept.members.set(name, { bytes, value: deepFreeze(value) });
     }
+    if ((kept?.historyMisses ?? 0) < MISSES_BEFORE_GIVING_UP) {
+      const history = historyKept(raw, body, this.matches.get(body));
+      if (history) {
+        kept ??= { members: new Map(), history: null, misses: 0, historyMisses: 0 };
+        if (history === 'miss') kept.historyMisses += 1;
+        else kept.history = history;
+        changed = true;
+      }
+    }
     // Set again when changed: the sender's size is counted when it is set.
     if (kept && changed) this.kept.set(sender, kept);
   }
+}
+
+/** The cuts of the kept members whose bytes `raw` holds; each must be parsed as the body's own member of its name. */
+function memberCuts(raw: Buffer, members: Map<string, KeptMember>): Cut[] {
+  return [...members]
+    .map(([name, member]) => ({ name, member, at: indexOfLong(raw, member.bytes) }))
+    .filter(({ at }) => at >= 0)
+    .map(({ name, member, at }) => ({
+      at,
+      end: at + member.bytes.length,
+      name,
+      landed: (body, mark) => body[name] === mark,
+      fill: (body) => (body[name] = member.value),
+    }));
 }
 
 /** `raw` parsed as it is, with nothing kept to put in. */
@@ -128,33 +179,15 @@ function parsedWhole(raw: Buffer): ParsedBody {
   return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
 }
 
-/** The kept members whose bytes `raw` holds, in the order they appear, none overlapping another. */
-function foundIn(
-  raw: Buffer,
-  members: Map<string, KeptMember>,
-): Array<{ name: string; at: number; member: KeptMember }> {
-  const found = [...members]
-    .map(([name, member]) => ({ name, at: raw.indexOf(member.bytes), member }))
-    .filter(({ at }) => at >= 0)
-    .sort((a, b) => a.at - b.at);
-  const apart: typeof found = [];
+/** The cuts in the order they appear, none overlapping another. */
+function apart(cuts: Cut[]): Cut[] {
+  const sorted = cuts.sort((a, b) => a.at - b.at);
+  const kept: Cut[] = [];
   let end = 0;
-  for (const entry of found) {
-    if (entry.at < end) continue;
-    apart.push(entry);
-    end = entry.at + entry.member.bytes.length;
+  for (const cut of sorted) {
+    if (cut.at < end) continue;
+    kept.push(cut);
+    end = cut.end;
   }
-  return apart;
-}
-
-/** Freezes a parsed JSON value and everything in it (a parsed value has no cycles). */
-function deepFreeze(value: unknown): unknown {
-  const stack = [value];
-  while (stack.length > 0) {
-    const next = stack.pop();
-    if (typeof next !== 'object' || next === null || Object.isFrozen(next)) continue;
-    Object.freeze(next);
-    for (const child of Object.values(next)) stack.push(child);
-  }
-  return value;
+  return kept;
 }

@@ -133,4 +133,134 @@ describe('RepeatedMembers', () => {
       expect(read(members, `key-${next() % 2}`, raw)).toEqual(JSON.parse(raw.toString()));
     }
   });
+
+  describe('a conversation sent again every turn', () => {
+    /** A turn of an agent's conversation: about 1 KB, so that twenty of them are worth keeping. */
+    const turn = (i: number): Json =>
+      i % 2 === 0
+        ? {
+            role: 'user',
+            content: [{ type: 'text', text: `Step ${i}: ${'run the tests and read the output. '.repeat(30)}` }],
+          }
+        : { role: 'assistant', content: `Done ${i}. ${'The tests pass; the next step edits the module. '.repeat(20)}` };
+    const conversation = (turns: number) => Array.from({ length: turns }, (_, i) => turn(i));
+    const chatOf = (messages: Json[], extra: Json = {}): Json => ({ model: 'm', max_tokens: 64, messages, ...extra });
+
+    it("takes the items a key's last body began with as kept, and parses only the new ones", () => {
+      const members = new RepeatedMembers();
+      let previous = read(members, 'key-a', bytesOf(chatOf(conversation(20))));
+      for (const turns of [22, 24, 25]) {
+        const raw = bytesOf(chatOf(conversation(turns)));
+        const body = read(members, 'key-a', raw);
+        expect(body).toEqual(JSON.parse(raw.toString()));
+        const earlier = previous.messages as Json[];
+        // The very values the earlier turn's body held: not parsed again.
+        earlier.forEach((message, i) => expect((body.messages as Json[])[i]).toBe(message));
+        previous = body;
+      }
+    });
+
+    it('takes the items up to the first that changed (a cache mark moved to the newest turn)', () => {
+      const members = new RepeatedMembers();
+      const marked = (turns: number) => {
+        const messages = conversation(turns);
+        messages[turns - 1] = { ...messages[turns - 1], cache_control: { type: 'ephemeral' } };
+        return chatOf(messages);
+      };
+      const first = read(members, 'key-a', bytesOf(marked(20)));
+      const raw = bytesOf(marked(22));
+      const second = read(members, 'key-a', raw);
+      expect(second).toEqual(JSON.parse(raw.toString()));
+      expect((second.messages as Json[])[18]).toBe((first.messages as Json[])[18]);
+      expect((second.messages as Json[])[19]).not.toBe((first.messages as Json[])[19]);
+      expect((second.messages as Json[])[19]).toEqual(turn(19));
+    });
+
+    it("keeps a Responses request's input the same way, and never gives one key another key's", () => {
+      const members = new RepeatedMembers();
+      const responsesOf = (turns: number) => ({ model: 'm', store: false, input: conversation(turns) });
+      const first = read(members, 'key-a', bytesOf(responsesOf(20)));
+      const second = read(members, 'key-a', bytesOf(responsesOf(21)));
+      expect((second.input as Json[])[5]).toBe((first.input as Json[])[5]);
+      const other = read(members, 'key-b', bytesOf(responsesOf(21)));
+      expect(other).toEqual(second);
+      expect((other.input as Json[])[5]).not.toBe((first.input as Json[])[5]);
+    });
+
+    it('parses a body whole when the kept items stand anywhere but the start of its own top-level array', () => {
+      const members = new RepeatedMembers();
+      const items = conversation(20);
+      const hostile = [
+        // The same items under another member first, and other messages at the top.
+        bytesOf({ model: 'm', metadata: { messages: items }, messages: [{ role: 'user', content: 'hi' }] }),
+        // The array twice: the last one counts, as JSON.parse has it.
+        Buffer.from(`{"messages":${JSON.stringify(items)},"model":"m","messages":[{"role":"user","content":"x"}]}`),
+        // Inside a string, escaped.
+        bytesOf({ model: 'm', note: JSON.stringify({ messages: items }), messages: [] }),
+        // The items inside a nested array of the top-level one.
+        Buffer.from(`{"model":"m","messages":[${JSON.stringify(items)}]}`),
+        // Followed by a number that would extend the last kept item, were it one.
+        Buffer.from(`{"model":"m","messages":[${items.map((item) => JSON.stringify(item)).join(',')}1]}`),
+      ];
+      for (const raw of hostile) {
+        read(members, 'key-a', bytesOf(chatOf(items)));
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(raw.toString());
+        } catch (error) {
+          expect(() => members.parse('key-a', raw)).toThrow(SyntaxError);
+          expect(error).toBeInstanceOf(SyntaxError);
+          continue;
+        }
+        expect(read(members, 'key-a', raw)).toEqual(parsed);
+      }
+    });
+
+    it('freezes the kept items, and fills a fresh array the request may change', () => {
+      const members = new RepeatedMembers();
+      read(members, 'key-a', bytesOf(chatOf(conversation(20))));
+      const body = read(members, 'key-a', bytesOf(chatOf(conversation(21))));
+      const messages = body.messages as Json[];
+      expect(() => {
+        messages[0]!.role = 'system';
+      }).toThrow(TypeError);
+      messages.push({ role: 'user', content: 'one more' });
+      expect(read(members, 'key-a', bytesOf(chatOf(conversation(21)))).messages).toHaveLength(21);
+    });
+
+    it('reads bodies of one key parsed in any order before either is kept (requests in flight together)', () => {
+      const members = new RepeatedMembers();
+      read(members, 'key-a', bytesOf(chatOf(conversation(20))));
+      const raws = [21, 23, 22].map((turns) => bytesOf(chatOf(conversation(turns))));
+      const parsed = raws.map((raw) => members.parse('key-a', raw));
+      parsed.forEach((body, i) => {
+        body.fill();
+        members.keep('key-a', raws[i]!, body.body as Json);
+        expect(body.body).toEqual(JSON.parse(raws[i]!.toString()));
+      });
+      expect(read(members, 'key-a', raws[0]!)).toEqual(JSON.parse(raws[0]!.toString()));
+    });
+
+    it('parses every body of conversations that share, change and nest their turns exactly as JSON.parse does', () => {
+      const members = new RepeatedMembers();
+      let seed = 11;
+      const next = () => (seed = (Math.imul(seed, 1_664_525) + 1_013_904_223) >>> 0);
+      const histories = [conversation(24), conversation(24).reverse(), [...conversation(12), turn(99)]];
+      for (let i = 0; i < 300; i++) {
+        const history = histories[next() % histories.length]!.slice(0, 1 + (next() % 24));
+        if (next() % 4 === 0) history[next() % history.length] = { role: 'user', content: `changed ${i}` };
+        const name = next() % 3 === 0 ? 'input' : 'messages';
+        const parts: Array<[string, unknown]> = [
+          ['model', 'm'],
+          [name, next() % 7 === 0 ? [history] : history],
+          ['tools', next() % 2 === 0 ? tools : []],
+        ];
+        if (next() % 5 === 0) parts.push(['metadata', { [name]: history }]);
+        if (next() % 6 === 0) parts.push([name, history.slice(1)]);
+        parts.sort(() => (next() % 2 === 0 ? 1 : -1));
+        const raw = Buffer.from(`{${parts.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`);
+        expect(read(members, `key-${next() % 2}`, raw)).toEqual(JSON.parse(raw.toString()));
+      }
+    });
+  });
 });
