@@ -48,6 +48,28 @@ export function chatOfBytes(bytes: number, tokens: number, stream: boolean, seed
   return body(fillerText(Math.max(0, bytes - empty), seed));
 }
 
+/**
+ * An agent's turn as a chat body of about `bytes`: a conversation of about 5 KB messages, the same every turn, then
+ * the turn's own last message (1 KB, from `turn`'s seed). The `…-turns` scenarios send 32 such turns in rotation, so
+ * that what the gateway keeps of a key's last body (its history) is what an agent's next turn would find, not the
+ * whole body (`src/shared/http/repeated-members.ts`).
+ */
+export function chatTurnOfBytes(bytes: number, tokens: number, stream: boolean, turn: number): Record<string, unknown> {
+  const history: Record<string, unknown>[] = [{ role: 'system', content: 'You are a coding agent.' }];
+  for (let i = 0; JSON.stringify(history).length < bytes - 6_000; i++)
+    history.push({ role: i % 2 === 0 ? 'user' : 'assistant', content: fillerText(5_000, 9_000 + i) });
+  return {
+    model: 'sim-chat',
+    messages: [...history, { role: 'user', content: fillerText(1_000, 10_000 + turn) }],
+    max_tokens: tokens,
+    ignore_eos: true,
+    ...(stream ? { stream: true } : {}),
+  };
+}
+
+/** How many different turns the `…-turns` scenarios send in rotation. */
+const TURNS = 32;
+
 /** A JSON schema of `properties` described string fields, about 250 bytes each. */
 function schemaOf(seed: number, properties: number): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
@@ -171,6 +193,8 @@ export const AGENT_SCENARIOS = [
   'chat-json-50k',
   'chat-json-200k',
   'chat-stream-200k',
+  'chat-json-200k-turns',
+  'chat-stream-200k-turns',
   'messages-claude-code',
   'chat-stream-claude-code-bytes',
   'responses-codex',
@@ -195,6 +219,8 @@ export function agentScenarios(tokens: number): Scenario[] {
     { name: 'chat-json-50k', path: chat, stream: false, body: chatOfBytes(50_000, tokens, false) },
     { name: 'chat-json-200k', path: chat, stream: false, body: chatOfBytes(200_000, tokens, false) },
     { name: 'chat-stream-200k', path: chat, stream: true, body: chatOfBytes(200_000, tokens, true) },
+    turnsScenario('chat-json-200k-turns', tokens, false),
+    turnsScenario('chat-stream-200k-turns', tokens, true),
     {
       name: 'messages-claude-code',
       path: '/v1/messages',
@@ -213,4 +239,10 @@ export function agentScenarios(tokens: number): Scenario[] {
     { name: 'chat-stream-codex-bytes', path: chat, stream: true, body: chatOfBytes(responsesBytes, tokens, true) },
   ];
   return scenarios.map((scenario) => Object.assign(scenario, { onlyWhenNamed: true }));
+}
+
+/** 200 KB agent turns sent in rotation (`chatTurnOfBytes`): the same history, a new last message each request. */
+function turnsScenario(name: string, tokens: number, stream: boolean): Scenario {
+  const bodies = Array.from({ length: TURNS }, (_, turn) => chatTurnOfBytes(200_000, tokens, stream, turn));
+  return { name, path: '/v1/chat/completions', stream, body: bodies[0]!, bodies };
 }

@@ -33,6 +33,8 @@ export function processCpuNs(pid: number): Promise<number | null> {
 /** Fields of `/proc/PID/task/TID/schedstat`: time on a CPU in ns, time waiting for one, times put on one. */
 const SCHEDSTAT_RUNTIME_NS = 0;
 const SCHEDSTAT_RUNS = 2;
+/** `minflt` among the fields of `/proc/PID/stat` after the process's name: the tenth field, the third's index 0. */
+const MINFLT_AFTER_NAME = 7;
 
 /** One field of `schedstat` summed over a process's threads; null once the process has exited. */
 async function schedstatSum(pid: number, field: number): Promise<number | null> {
@@ -58,14 +60,16 @@ async function schedstatSum(pid: number, field: number): Promise<number | null> 
  * What a process asked of the kernel so far: read-like and write-like system
  * calls (`syscr`, `syscw` of `/proc/PID/io`: reads and writes on sockets, pipes
  * and files) and how many times its threads were put on a CPU (`/proc/PID/task/TID/schedstat`,
- * third field: each is a wake-up, or a return after being preempted). Counts,
- * not times: they barely move with the machine's load, so they show a change
+ * third field: each is a wake-up, or a return after being preempted) and its minor page faults
+ * (`minflt`, tenth field of `/proc/PID/stat`: memory the kernel had to map in, as each fresh page of a string over
+ * V8's 128 KiB largest regular object is). Counts, not times: they barely move with the machine's load, so they show a change
  * in syscalls or wake-ups that CPU time on a shared VM hides in its noise.
  */
 export interface ProcessActivity {
   readCalls: number;
   writeCalls: number;
   threadRuns: number;
+  pageFaults: number;
 }
 
 /**
@@ -83,7 +87,21 @@ export async function processActivity(pid: number): Promise<ProcessActivity | nu
   }
   const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? Number.NaN);
   const threadRuns = await schedstatSum(pid, SCHEDSTAT_RUNS);
-  return threadRuns === null ? null : { readCalls: field('syscr'), writeCalls: field('syscw'), threadRuns };
+  const pageFaults = await minorPageFaults(pid);
+  if (threadRuns === null || pageFaults === null) return null;
+  return { readCalls: field('syscr'), writeCalls: field('syscw'), threadRuns, pageFaults };
+}
+
+/** A process's minor page faults so far, all threads; null once it has exited. */
+async function minorPageFaults(pid: number): Promise<number | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // The name (second field) may hold spaces: the fields after it are counted from its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[MINFLT_AFTER_NAME]);
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -98,6 +116,7 @@ export function activityBetween(before: ProcessActivity | null, after: ProcessAc
     readCalls: after.readCalls - before.readCalls,
     writeCalls: after.writeCalls - before.writeCalls,
     threadRuns: after.threadRuns - before.threadRuns,
+    pageFaults: after.pageFaults - before.pageFaults,
   };
 }
 
@@ -117,6 +136,7 @@ export function addActivity(
     readCalls: into.readCalls + more.readCalls,
     writeCalls: into.writeCalls + more.writeCalls,
     threadRuns: into.threadRuns + more.threadRuns,
+    pageFaults: into.pageFaults + more.pageFaults,
   };
 }
 

@@ -43,15 +43,25 @@ export function createAgent(concurrency: number): http.Agent {
 export async function runSlice(
   target: Target,
   agent: http.Agent,
-  options: { body: string; stream: boolean; concurrency: number; durationMs: number },
+  options: { body: string | string[]; stream: boolean; concurrency: number; durationMs: number },
 ): Promise<Slice> {
-  const payload = Buffer.from(options.body);
-  const headers = { ...target.headers, 'content-type': 'application/json', 'content-length': String(payload.length) };
+  // Several bodies are sent in rotation, one a request, by all workers together.
+  const payloads = (Array.isArray(options.body) ? options.body : [options.body]).map((body) => {
+    const payload = Buffer.from(body);
+    return {
+      payload,
+      headers: { ...target.headers, 'content-type': 'application/json', 'content-length': String(payload.length) },
+    };
+  });
+  let sentCount = 0;
   const samples: Sample[] = [];
   const start = performance.now();
   const deadline = start + options.durationMs;
   const worker = async () => {
-    while (performance.now() < deadline) samples.push(await send(target.url, agent, headers, payload, options.stream));
+    while (performance.now() < deadline) {
+      const { payload, headers } = payloads[sentCount++ % payloads.length]!;
+      samples.push(await send(target.url, agent, headers, payload, options.stream));
+    }
   };
   await Promise.all(Array.from({ length: options.concurrency }, worker));
   return { samples, elapsedMs: performance.now() - start };

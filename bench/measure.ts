@@ -57,9 +57,10 @@ export async function measureLanes(
 
 async function laneRun(lane: Lane, concurrency: number, durationMs: number) {
   const agents = { direct: createAgent(concurrency), gateway: createAgent(concurrency) };
+  const sent = (lane.scenario.bodies ?? [lane.scenario.body]).map((body) => JSON.stringify(body));
   const bodies = {
-    direct: JSON.stringify(lane.directSendsEngineBody ? lane.scenario.direct!.body : lane.scenario.body),
-    gateway: JSON.stringify(lane.scenario.body),
+    direct: lane.directSendsEngineBody ? [JSON.stringify(lane.scenario.direct!.body)] : sent,
+    gateway: sent,
   };
   const targets = { direct: lane.direct, gateway: lane.subject };
   const slice = (side: 'direct' | 'gateway', ms: number) =>

@@ -44,15 +44,15 @@ export interface ScenarioResult {
 export interface ScenarioCpu {
   direct: { ns: CpuSpent; wallMs: number };
   gateway: { ns: CpuSpent; wallMs: number };
-  /** The subject's system calls and thread runs over the gateway slices (null: /proc/PID/io unreadable). */
+  /** The subject's system calls, thread runs and page faults over the gateway slices (null: /proc/PID/io unreadable). */
   subjectActivity?: ProcessActivity | null;
 }
 
 /**
- * The subject's read and write system calls and thread runs per answered gateway request; null when not read.
+ * The subject's read and write system calls, thread runs and page faults per answered gateway request; null when not read.
  *
  * @example
- * const perRequest = activityPerRequest(result); // { readCalls: 4.1, writeCalls: 3.2, threadRuns: 5.7 }
+ * const perRequest = activityPerRequest(result); // { readCalls: 4.1, writeCalls: 3.2, threadRuns: 5.7, pageFaults: 0.4 }
  */
 export function activityPerRequest(r: ScenarioResult): ProcessActivity | null {
   const activity = r.cpu?.subjectActivity;
@@ -62,6 +62,7 @@ export function activityPerRequest(r: ScenarioResult): ProcessActivity | null {
     readCalls: activity.readCalls / answered,
     writeCalls: activity.writeCalls / answered,
     threadRuns: activity.threadRuns / answered,
+    pageFaults: activity.pageFaults / answered,
   };
 }
 
@@ -209,13 +210,13 @@ function formatOthersCpu(r: ScenarioResult): string[] {
   return [`  CPU per gateway request, other processes: ${parts.join(', ')}`];
 }
 
-/** The subject's system calls and thread runs per request, the counts behind its CPU time. */
+/** The subject's system calls, thread runs and page faults per request, the counts behind its CPU time. */
 function formatActivity(r: ScenarioResult): string[] {
   const perRequest = activityPerRequest(r);
   if (!perRequest) return [];
-  const { readCalls, writeCalls, threadRuns } = perRequest;
+  const { readCalls, writeCalls, threadRuns, pageFaults } = perRequest;
   return [
-    `  per gateway request: ${readCalls.toFixed(2)} read and ${writeCalls.toFixed(2)} write system calls, ${threadRuns.toFixed(2)} thread runs`,
+    `  per gateway request: ${readCalls.toFixed(2)} read and ${writeCalls.toFixed(2)} write system calls, ${threadRuns.toFixed(2)} thread runs, ${pageFaults.toFixed(2)} page faults`,
   ];
 }
 
@@ -298,7 +299,7 @@ export function formatCpuSummary(
       const perRequest = o ? activityPerRequest(o) : null;
       return perRequest ? perRequest[field].toFixed(1) : '–';
     };
-    const calls = `   writes ${all.map((o) => count(o, 'writeCalls')).join(' / ')}, thread runs ${all.map((o) => count(o, 'threadRuns')).join(' / ')} per req`;
+    const calls = `   writes ${all.map((o) => count(o, 'writeCalls')).join(' / ')}, thread runs ${all.map((o) => count(o, 'threadRuns')).join(' / ')}, page faults ${all.map((o) => count(o, 'pageFaults')).join(' / ')} per req`;
     return `  ${`${r.scenario} × ${r.concurrency}`.padEnd(17)} CPU ${cpu} µs/req   ${rps} req/s   ${what} ${p50} ms${versus}${extra}${calls}`;
   });
   return [

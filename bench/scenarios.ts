@@ -6,6 +6,8 @@ export interface Scenario {
   path: string;
   stream: boolean;
   body: Record<string, unknown>;
+  /** Several bodies sent in rotation, one a request, to the gateway and straight alike (`body` is the first). */
+  bodies?: Record<string, unknown>[];
   /**
    * What the simulator is sent for the same work when the load goes straight to it, when that differs: the
    * Messages route is the gateway's own (translated to chat completions), so its direct side is the chat request
