@@ -15,6 +15,8 @@ import {
 const MEMBERS = ['tools', 'system'];
 /** A member written in fewer bytes is parsed each time: finding and cutting it out would cost about what parsing does. */
 const MIN_MEMBER_BYTES = 2048;
+/** Conversations kept per sender: its last bodies' that continue none of the others (sessions, sub-agents). */
+const HISTORIES_KEPT = 4;
 /** Senders (API keys) whose members are kept, the one least recently seen forgotten first. */
 const SENDERS_KEPT = 256;
 /** The bytes kept for all senders together (each member is kept as bytes and as its parsed value: counted twice). */
@@ -29,7 +31,8 @@ interface KeptMember {
 
 interface KeptSender {
   members: Map<string, KeptMember>;
-  history: KeptHistory | null;
+  /** The conversations of its last bodies, the latest first: a key may run several sessions (or sub-agents) at once. */
+  histories: KeptHistory[];
   /** Members not found as `JSON.stringify` writes them (another client library's bytes): keeping them stops at three. */
   misses: number;
   /** The same for the history, counted apart: a client may write its tools as `JSON.stringify` does and not its turns. */
@@ -57,8 +60,9 @@ export interface ParsedBody {
  * values are frozen: every request of the key shares them, so none may change them.
  *
  * An agent also sends its whole conversation again every turn (`messages`, or a Responses `input`), the last turn's
- * items first, as they were written then, and one or two new ones at the end. The items a key's last body held are
- * kept too, each one's bytes and value: a later body whose history array begins with the same bytes, item after
+ * items first, as they were written then, and one or two new ones at the end. The items of a key's last bodies are
+ * kept too (its last `HISTORIES_KEPT` conversations: sessions and sub-agents share a key), each one's bytes and value:
+ * a later body whose history array begins with the same bytes, item after
  * item, has that run cut out the same way, the placeholder then standing as the array's first item. A 200 KB
  * conversation is then parsed as its few new items, which also spares the gateway a string over V8's 128 KiB
  * largest regular object (allocated on fresh pages, about 50 page faults each time).
@@ -82,7 +86,7 @@ export class RepeatedMembers {
     sizeCalculation: (sender) => {
       let size = 1;
       for (const member of sender.members.values()) size += 2 * member.bytes.length;
-      for (const item of sender.history?.items ?? []) size += 2 * item.length;
+      for (const history of sender.histories) for (const item of history.items) size += 2 * item.length;
       return size;
     },
   });
@@ -91,7 +95,7 @@ export class RepeatedMembers {
   parse(sender: string, raw: Buffer): ParsedBody {
     const kept = this.kept.get(sender);
     if (!kept) return parsedWhole(raw);
-    const historyMatch = kept.history ? historyIn(raw, kept.history) : null;
+    const historyMatch = longestMatch(raw, kept.histories);
     const cuts = apart([...memberCuts(raw, kept.members), ...(historyMatch ? [historyCut(historyMatch)] : [])]);
     if (cuts.length === 0) return parsedWhole(raw);
     let text = '';
@@ -137,7 +141,7 @@ export class RepeatedMembers {
       if ((kept?.misses ?? 0) >= MISSES_BEFORE_GIVING_UP) break;
       const text = JSON.stringify(value);
       if (text.length < MIN_MEMBER_BYTES) continue;
-      kept ??= { members: new Map(), history: null, misses: 0, historyMisses: 0 };
+      kept ??= { members: new Map(), histories: [], misses: 0, historyMisses: 0 };
       changed = true;
       const bytes = Buffer.from(text);
       if (indexOfLong(raw, bytes) < 0) {
@@ -147,11 +151,16 @@ export class RepeatedMembers {
       kept.members.set(name, { bytes, value: deepFreeze(value) });
     }
     if ((kept?.historyMisses ?? 0) < MISSES_BEFORE_GIVING_UP) {
-      const history = historyKept(raw, body, this.matches.get(body));
+      const match = this.matches.get(body);
+      const history = historyKept(raw, body, match);
       if (history) {
-        kept ??= { members: new Map(), history: null, misses: 0, historyMisses: 0 };
+        kept ??= { members: new Map(), histories: [], misses: 0, historyMisses: 0 };
         if (history === 'miss') kept.historyMisses += 1;
-        else kept.history = history;
+        else {
+          // The conversation it continues gives way to it; otherwise the least recent one, past HISTORIES_KEPT.
+          const others = kept.histories.filter((earlier) => earlier !== match?.history);
+          kept.histories = [history, ...others].slice(0, HISTORIES_KEPT);
+        }
         changed = true;
       }
     }
@@ -177,6 +186,16 @@ function memberCuts(raw: Buffer, members: Map<string, KeptMember>): Cut[] {
 /** `raw` parsed as it is, with nothing kept to put in. */
 function parsedWhole(raw: Buffer): ParsedBody {
   return { body: JSON.parse(raw.toString('utf8')), fill: () => {} };
+}
+
+/** The kept conversation `raw`'s history array begins with the most items of, or null. */
+function longestMatch(raw: Buffer, histories: KeptHistory[]): HistoryMatch | null {
+  let longest: HistoryMatch | null = null;
+  for (const history of histories) {
+    const match = historyIn(raw, history);
+    if (match && match.count > (longest?.count ?? 0)) longest = match;
+  }
+  return longest;
 }
 
 /** The cuts in the order they appear, none overlapping another. */

@@ -160,6 +160,22 @@ describe('RepeatedMembers', () => {
       }
     });
 
+    it("keeps a key's last conversations apart: sessions that take turns each find theirs", () => {
+      const members = new RepeatedMembers();
+      const session = (name: string, turns: number) =>
+        chatOf(conversation(turns).map((message) => ({ ...message, content: `${name}: ${String(message.content)}` })));
+      const first = {
+        a: read(members, 'key-a', bytesOf(session('a', 20))),
+        b: read(members, 'key-a', bytesOf(session('b', 20))),
+      };
+      const raw = { a: bytesOf(session('a', 22)), b: bytesOf(session('b', 22)) };
+      const next = { a: read(members, 'key-a', raw.a), b: read(members, 'key-a', raw.b) };
+      for (const name of ['a', 'b'] as const) {
+        expect(next[name]).toEqual(JSON.parse(raw[name].toString()));
+        expect((next[name].messages as Json[])[19]).toBe((first[name].messages as Json[])[19]);
+      }
+    });
+
     it('takes the items up to the first that changed (a cache mark moved to the newest turn)', () => {
       const members = new RepeatedMembers();
       const marked = (turns: number) => {
