@@ -9,6 +9,13 @@ const HISTORIES = ['messages', 'input'];
 /** How each history array opens in `JSON.stringify`'s bytes: where its kept items are looked for. */
 const OPENINGS = new Map(HISTORIES.map((name) => [name, Buffer.from(`${JSON.stringify(name)}:[`)]));
 const COMMA = 0x2c;
+/**
+ * A history of smaller items on average is not kept: comparing an item (about 150 ns a call) would then cost more than
+ * parsing it, so a body of many tiny items (a hostile one) cannot make each request slower than a whole parse.
+ */
+const MIN_AVERAGE_ITEM_BYTES = 256;
+/** At most this many items are kept of one history, the rest parsed every time: a request compares at most these. */
+const MAX_ITEMS_KEPT = 2048;
 /** How many of a kept value's first bytes are looked for before the rest is compared (`indexOfLong`). */
 const PROBE_BYTES = 64;
 
@@ -39,7 +46,8 @@ export interface Cut {
 
 /**
  * The history `body` begins with, as bytes and frozen values: the items its parse took as kept, then each further
- * item whose `JSON.stringify` bytes follow in `raw`. Null when there is nothing new to keep; 'miss' when not even the
+ * item whose `JSON.stringify` bytes follow in `raw`. Null when there is nothing new to keep, or its items are too small
+ * to be worth it (`MIN_AVERAGE_ITEM_BYTES`); 'miss' when not even the
  * first item is written as `JSON.stringify` writes it (another client library's spacing or escapes).
  */
 export function historyKept(
@@ -50,21 +58,28 @@ export function historyKept(
   const name = HISTORIES.find((candidate) => Array.isArray(body[candidate]));
   if (!name) return null;
   const items = body[name] as unknown[];
+  // Items that could not average MIN_AVERAGE_ITEM_BYTES were they the whole body: not even written to find out.
+  if (raw.length < items.length * MIN_AVERAGE_ITEM_BYTES) return null;
   const taken = match?.history.name === name ? match : undefined;
-  // A body that only repeats what was kept changes nothing.
-  if (taken && taken.count === items.length && taken.count === taken.history.items.length) return null;
+  // A body that only repeats what was kept (or all that may be kept) changes nothing.
+  const whole = taken && taken.count === taken.history.items.length;
+  if (whole && (taken.count === items.length || taken.count >= MAX_ITEMS_KEPT)) return null;
   let end = taken?.end ?? openingEnd(raw, name);
   if (end < 0) return null;
   const bytes = taken?.history.items.slice(0, taken.count) ?? [];
   const values = taken?.history.values.slice(0, taken.count) ?? [];
-  for (let i = bytes.length; i < items.length; i++) {
+  for (let i = bytes.length; i < Math.min(items.length, MAX_ITEMS_KEPT); i++) {
     const item = Buffer.from(JSON.stringify(items[i]));
     end = nextItemEnd(raw, item, end, i === 0);
     if (end < 0) break;
     bytes.push(item);
-    values.push(deepFreeze(items[i]));
+    values.push(items[i]);
   }
   if (bytes.length === 0) return items.length === 0 ? null : 'miss';
+  const size = bytes.reduce((sum, item) => sum + item.length, 0);
+  if (size < bytes.length * MIN_AVERAGE_ITEM_BYTES) return null;
+  // Frozen once kept: every later request of the key shares them.
+  for (let i = taken?.count ?? 0; i < values.length; i++) deepFreeze(values[i]);
   return { name, items: bytes, values };
 }
 

@@ -232,6 +232,21 @@ describe('RepeatedMembers', () => {
       }
     });
 
+    it('keeps no history of tiny items, and at most 2,048 items of one: no body makes a request compare more than it would parse', () => {
+      const members = new RepeatedMembers();
+      const tiny = chatOf(Array.from({ length: 5_000 }, () => ({ role: 'user', content: 'ok' })));
+      const first = read(members, 'key-a', bytesOf(tiny));
+      expect((read(members, 'key-a', bytesOf(tiny)).messages as Json[])[0]).not.toBe((first.messages as Json[])[0]);
+      expect(Object.isFrozen((first.messages as Json[])[0])).toBe(false);
+
+      const many = chatOf(Array.from({ length: 3_000 }, (_, i) => turn(i)));
+      const kept = read(members, 'key-b', bytesOf(many));
+      const again = read(members, 'key-b', bytesOf(many));
+      expect(again).toEqual(JSON.parse(bytesOf(many).toString()));
+      expect((again.messages as Json[])[2_047]).toBe((kept.messages as Json[])[2_047]);
+      expect((again.messages as Json[])[2_048]).not.toBe((kept.messages as Json[])[2_048]);
+    });
+
     it('freezes the kept items, and fills a fresh array the request may change', () => {
       const members = new RepeatedMembers();
       read(members, 'key-a', bytesOf(chatOf(conversation(20))));
