@@ -145,6 +145,11 @@ export interface LimitGate {
   admit(request: AdmitRequest): Promise<Admission>;
   /** Ends a request: frees its concurrency slot, trues up its tokens, and turns its hold into its charge. */
   release(release: Release): Promise<void>;
+  /**
+   * Whether commands issued so far wait to be written (a `setImmediate` away, with the Redis gate's
+   * auto-pipelining) rather than written when issued; absent where nothing is written (the memory gate).
+   */
+  readonly writesQueued?: boolean;
   /** Seeds a key's monthly count (from the usage records) if it has none. */
   seedMonth(keyId: string, month: string, tokens: number): Promise<void>;
   walletState(orgId: string): Promise<WalletState>;

@@ -42,13 +42,47 @@ export function holdMember(orgId: string, requestId: string): string {
   return `${orgId}|${requestId}`;
 }
 
+/** Per connection: the gate's script calls sent and not yet answered (`defineScript`). */
+const awaitingReplies = new WeakMap<Redis, { count: number }>();
+
 /**
  * Defines a script as a command on the connection, once per connection:
  * ioredis then sends EVALSHA, not the script, on every call.
+ *
+ * Each script is defined twice, under the same SHA: once for ioredis's
+ * auto-pipelining, which gathers the commands of one turn of the event loop
+ * into one write in a `setImmediate` (requests that run together share it),
+ * and once written at once (`autoPipeliningIgnoredCommands`). A call is
+ * written at once when nothing is queued for the next write and no script of
+ * the gate awaits its reply: no other request's command could have shared
+ * the write, so waiting for the turn to end would only delay this one (at one
+ * connection, each request's admission and release). The order of the
+ * connection's commands is kept: with nothing queued, the write at once goes
+ * after every command already written.
  */
 export function defineScript(redis: Redis, script: GateScript): Script {
   const commands = redis as unknown as Record<string, Script>;
   const { name } = script;
-  if (!commands[name]) redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
-  return (...args: Array<string | number>) => commands[name]!(...args);
+  const atOnce = `${name}AtOnce`;
+  if (!commands[name]) {
+    redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+    redis.defineCommand(atOnce, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+    redis.options.autoPipeliningIgnoredCommands = [...(redis.options.autoPipeliningIgnoredCommands ?? []), atOnce];
+  }
+  let awaiting = awaitingReplies.get(redis);
+  if (!awaiting) awaitingReplies.set(redis, (awaiting = { count: 0 }));
+  const counted = awaiting;
+  const settled = () => void counted.count--;
+  return (...args: Array<string | number>) => {
+    const alone = counted.count === 0 && redis.autoPipelineQueueSize === 0;
+    counted.count++;
+    const reply = commands[alone ? atOnce : name]!(...args);
+    reply.then(settled, settled);
+    return reply;
+  };
+}
+
+/** Whether commands issued on the connection wait for auto-pipelining's next write (in a `setImmediate`). */
+export function writesQueued(redis: Redis): boolean {
+  return redis.autoPipelineQueueSize > 0;
 }

@@ -72,7 +72,7 @@ async function settleCall(
   // later admission of this replica (the client's next request, say) comes after it; an admission on another replica
   // that reaches Redis before it sees this call as still running, as if the two had overlapped by that moment.
   const released = deps.gateKeeper.release(call.ticket, { actualTokens: tokens, cost });
-  await queuedCommandsWritten();
+  if (deps.gateKeeper.gate.writesQueued) await queuedCommandsWritten();
   if (cachesAnswers(call) && settlement.answer && settlement.status === 200) {
     await deps.cache
       .set(call.cacheKey ?? cacheKey(call.caller.orgId, call.endpoint, call.body), settlement.answer)
@@ -86,7 +86,7 @@ async function settleCall(
 /**
  * Resolves once the Redis commands issued so far are written to Redis's socket: ioredis's auto-pipelining writes
  * them in a `setImmediate` queued before this one (`src/shared/db/redis.ts`), which would otherwise run after the
- * answer's last byte is written.
+ * answer's last byte is written. A release written at once (`defineScript`, `admission/redis-keys.ts`) needs no wait.
  */
 function queuedCommandsWritten(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
