@@ -38,6 +38,19 @@ export interface GateKeeperOptions {
   budgetSpend: BudgetSpendReader;
 }
 
+/** What a request asks of `GateKeeper.admit`. */
+export interface AdmissionAsk {
+  requestId: string;
+  caller: AuthenticatedKey;
+  estimatedTokens: number;
+  holdNanos: bigint | null;
+  /** The first step's pass (`admitRate`); without it, this one step takes all four limits and the hold. */
+  rate?: RatePass;
+  /** The project the request is booked to, whose budgets it falls under; null: none. */
+  projectId?: string | null;
+  alone?: boolean; // no other billed call under way on this replica (`LimitGate`'s `alone`)
+}
+
 /**
  * Admits requests through the gate (`gate.ts`) and ends them, and keeps the
  * gate whole: it rebuilds an organization's spendable amount from PostgreSQL
@@ -72,16 +85,7 @@ export class GateKeeper {
    * Admits a request or throws its refusal: 402 `insufficient_funds`, 429 for
    * a limit, 503 when the gate cannot be reached or is rebuilding.
    */
-  async admit(request: {
-    requestId: string;
-    caller: AuthenticatedKey;
-    estimatedTokens: number;
-    holdNanos: bigint | null;
-    /** The first step's pass (`admitRate`); without it, this one step takes all four limits and the hold. */
-    rate?: RatePass;
-    /** The project the request is booked to, whose budgets it falls under; null: none. */
-    projectId?: string | null;
-  }): Promise<Ticket> {
+  async admit(request: AdmissionAsk): Promise<Ticket> {
     const { caller } = request;
     const rate = request.rate?.requests && !request.rate.done ? request.rate : null;
     const month = currentMonth();
@@ -107,6 +111,7 @@ export class GateKeeper {
       rateTaken: rate !== null,
       budgets,
       budgetTag: tag,
+      alone: request.alone,
     };
     // At most one rebuild of the wallet and of each budget, and one seed: the last answer is final.
     for (let attempt = 0; attempt < 8; attempt++) {
@@ -163,7 +168,7 @@ export class GateKeeper {
   }
 
   /** The first step, as soon as the key is known: its requests per minute and concurrency (`rate-step.ts`). */
-  admitRate(request: { requestId: string; caller: AuthenticatedKey }): Promise<RatePass> {
+  admitRate(request: { requestId: string; caller: AuthenticatedKey; alone?: boolean }): Promise<RatePass> {
     return admitRate(this.rateStep, request);
   }
 
@@ -178,14 +183,14 @@ export class GateKeeper {
    * the charge must already be in the journal). Never throws: a gate that
    * cannot take it now gets it on a later heartbeat.
    */
-  async release(ticket: Ticket, end: { actualTokens: number; cost: bigint | null }): Promise<void> {
+  async release(ticket: Ticket, end: { actualTokens: number; cost: bigint | null; alone?: boolean }): Promise<void> {
     if (ticket.released) return;
     ticket.released = true;
     this.live.delete(ticket.requestId);
     const tokenDelta = end.actualTokens - ticket.estimatedTokens;
     const cost = this.options.billingEnabled ? end.cost : null;
     try {
-      await this.releaseInGate(ticket, tokenDelta, cost);
+      await this.releaseInGate(ticket, tokenDelta, cost, end.alone);
     } catch (error) {
       this.log.debug('release not taken by the gate: retried on the next heartbeat', {
         requestId: ticket.requestId,
@@ -269,7 +274,7 @@ export class GateKeeper {
     }
   }
 
-  private async releaseInGate(ticket: Ticket, tokenDelta: number, cost: bigint | null): Promise<void> {
+  private async releaseInGate(ticket: Ticket, tokenDelta: number, cost: bigint | null, alone = false): Promise<void> {
     const { caller } = ticket;
     await this.gate.release({
       requestId: ticket.requestId,
@@ -281,6 +286,7 @@ export class GateKeeper {
       tokensWindowEndsAt: ticket.tokensWindowEndsAt,
       held: ticket.holdNanos !== null,
       cost,
+      alone,
     });
     if (cost !== null) await this.journal.markReported([ticket.requestId]);
   }

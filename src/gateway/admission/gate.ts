@@ -20,6 +20,8 @@ export interface AdmitRequest {
   budgets: BudgetLimit[];
   /** The budget counts the request falls under (`budgetTag`), kept with its hold; '' when billing is off. */
   budgetTag: string;
+  /** No other billed call is under way on this replica: nothing could share its write to the gate (`defineScript`). */
+  alone?: boolean;
 }
 
 /** What a request asks of its key's requests per minute and concurrency, before any work that grows with it. */
@@ -27,6 +29,8 @@ export interface RateRequest {
   requestId: string;
   keyId: string;
   limits: KeyLimits;
+  /** No other billed call is under way on this replica: nothing could share its write to the gate (`defineScript`). */
+  alone?: boolean;
 }
 
 export type RateAdmission =
@@ -85,6 +89,8 @@ export interface Release {
   held: boolean;
   /** The charge (nano-units), already durable in the journal; null: nothing charged. */
   cost: bigint | null;
+  /** No other billed call is under way on this replica: nothing could share its write to the gate (`defineScript`). */
+  alone?: boolean;
 }
 
 /** A hold or a charge a replica reports again to a gate that lost them (a Redis restart). */

@@ -35,12 +35,12 @@ export interface RateStepDeps {
 /** 429 when refused, 503 when the gate cannot answer within the store's timeout. */
 export async function admitRate(
   deps: RateStepDeps,
-  request: { requestId: string; caller: AuthenticatedKey },
+  request: { requestId: string; caller: AuthenticatedKey; alone?: boolean },
 ): Promise<RatePass> {
   const { requestId, caller } = request;
   const pass: RatePass = { requestId, caller, requests: null, windowEndsAt: 0, done: false };
   if (!deps.limitsEnabled) return pass;
-  const asking = deps.gate.admitRate({ requestId, keyId: caller.id, limits: caller });
+  const asking = deps.gate.admitRate({ requestId, keyId: caller.id, limits: caller, alone: request.alone });
   const admission = await limitsUnavailableOnFailure(() => withinStoreTimeout(asking)).catch((error: unknown) => {
     // Timed out: if the gate takes it after all, it is given back at once.
     asking.then(

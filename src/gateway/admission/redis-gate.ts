@@ -99,7 +99,8 @@ class RedisGate implements LimitGate {
 
   async admitRate(request: RateRequest): Promise<RateAdmission> {
     const { limits } = request;
-    const reply = (await this.admitRateScript(
+    const admitRate = request.alone ? this.admitRateScript.alone : this.admitRateScript;
+    const reply = (await admitRate(
       this.key.rpm(request.keyId),
       this.key.conc(request.keyId),
       limits.requestsPerMinute,
@@ -123,7 +124,8 @@ class RedisGate implements LimitGate {
   async admit(request: AdmitRequest): Promise<Admission> {
     const { key, options } = this;
     const { limits } = request;
-    const reply = (await this.admitScript(
+    const admit = request.alone ? this.admitScript.alone : this.admitScript;
+    const reply = (await admit(
       key.rpm(request.keyId),
       key.conc(request.keyId),
       key.tpm(request.keyId),
@@ -158,7 +160,8 @@ class RedisGate implements LimitGate {
 
   async release(release: Release): Promise<void> {
     const { key } = this;
-    await this.releaseScript(
+    const releaseScript = release.alone ? this.releaseScript.alone : this.releaseScript;
+    await releaseScript(
       key.conc(release.keyId),
       key.tpm(release.keyId),
       key.month(release.keyId, release.month),

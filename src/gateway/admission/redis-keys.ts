@@ -1,8 +1,14 @@
 import type { Redis } from 'ioredis';
 import type { GateScript } from './redis-scripts.js';
 
-/** A script defined on the connection (`defineScript`), called with its keys, then its arguments. */
-export type Script = (...args: Array<string | number>) => Promise<unknown>;
+/**
+ * A script defined on the connection (`defineScript`), called with its keys, then its arguments; `alone`, the same
+ * call made by a request with no other under way on this replica.
+ */
+export interface Script {
+  (...args: Array<string | number>): Promise<unknown>;
+  alone: (...args: Array<string | number>) => Promise<unknown>;
+}
 
 /**
  * The gate's keys, each after the deployment's prefix (so deployments can
@@ -49,43 +55,45 @@ const awaitingReplies = new WeakMap<Redis, { count: number }>();
  * Defines a script as a command on the connection, once per connection:
  * ioredis then sends EVALSHA, not the script, on every call.
  *
- * With auto-pipelining on (`openRedis`), a call is written at once when nothing
- * is queued for auto-pipelining's next write and no script of the gate awaits
- * its reply: no other request's command could share that write, a
- * `setImmediate` away, so waiting for it would only delay this one (at one
- * connection, each request's admission and release). The connection's order
- * is kept: with nothing queued, the write at once goes after every command
- * called before it. ioredis reads `enableAutoPipelining` on each call, so the
- * call is made with it off; a second definition of each script, left out of
- * auto-pipelining, would have doubled the cost of every `Pipeline`, which
- * copies every script of the connection onto itself (6.7 µs with the gate's
- * eleven, 13 to 17 µs with twice as many).
+ * Calls go through ioredis's auto-pipelining (`openRedis`), which gathers the
+ * commands of one turn of the event loop into one write, a `setImmediate`
+ * away. A call made `alone` (no other billed call under way on the replica:
+ * at one connection, each request's admission and release) is written at once
+ * instead, when nothing is queued for that write and no script of the gate
+ * awaits its reply: nothing could share the write, so waiting for it would only
+ * delay this one. The connection's order is kept: with nothing queued, the
+ * write at once goes after every command called before it. ioredis reads
+ * `enableAutoPipelining` on each call, so the call is made with it off; a
+ * second definition of each script, left out of auto-pipelining, would have
+ * doubled the cost of every `Pipeline`, which copies every script of the
+ * connection onto itself (6.7 µs with the gate's eleven, 13 to 17 µs with
+ * twice as many).
  */
 export function defineScript(redis: Redis, script: GateScript): Script {
-  const commands = redis as unknown as Record<string, Script>;
+  const commands = redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>;
   const { name } = script;
   if (!commands[name]) redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
   let awaiting = awaitingReplies.get(redis);
   if (!awaiting) awaitingReplies.set(redis, (awaiting = { count: 0 }));
   const counted = awaiting;
   const answered = () => void counted.count--;
-  return (...args: Array<string | number>) => {
-    const pipelining = redis.options.enableAutoPipelining;
-    const alone = counted.count === 0 && redis.autoPipelineQueueSize === 0;
-    let reply: Promise<unknown>;
-    if (!pipelining || !alone) reply = commands[name]!(...args);
-    else {
-      redis.options.enableAutoPipelining = false;
-      try {
-        reply = commands[name]!(...args);
-      } finally {
-        redis.options.enableAutoPipelining = pipelining;
-      }
-    }
+  const counting = (reply: Promise<unknown>) => {
     counted.count++;
     reply.then(answered, answered);
     return reply;
   };
+  const call = (...args: Array<string | number>) => counting(commands[name]!(...args));
+  const alone = (...args: Array<string | number>) => {
+    const pipelining = redis.options.enableAutoPipelining;
+    if (!pipelining || counted.count > 0 || redis.autoPipelineQueueSize > 0) return call(...args);
+    redis.options.enableAutoPipelining = false;
+    try {
+      return counting(commands[name]!(...args));
+    } finally {
+      redis.options.enableAutoPipelining = pipelining;
+    }
+  };
+  return Object.assign(call, { alone });
 }
 
 /** Whether commands issued on the connection wait for auto-pipelining's next write (in a `setImmediate`). */

@@ -134,6 +134,8 @@ export async function reserve(
     holdNanos,
     rate,
     projectId: request.projectId,
+    // Not yet counted in flight itself: none in flight means no other call could share its write to the gate.
+    alone: deps.inFlight.size === 0,
   });
   const ticket = await withinStoreTimeout(admitting).catch((error: unknown) => {
     if (error instanceof GatewayError) throw error;

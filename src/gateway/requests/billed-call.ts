@@ -55,11 +55,11 @@ async function settleCall(
   cost: bigint | null,
 ): Promise<{ released: Promise<void> }> {
   const tokens = settlement.usage.promptTokens + settlement.usage.completionTokens;
+  // This call is still counted in flight: one means no other call's charge or release could share the write.
+  const alone = deps.inFlight.size === 1;
   // The charge is durable before the gate hears of it: a replica that dies in between leaves a charge the
   // journal holds but the gate was never told of, which the next start finds unreported and rebuilds from.
   if (cost !== null) {
-    // This call is still counted in flight: one means no other call's charge could share the write.
-    const alone = deps.inFlight.size === 1;
     await deps.journal.append(usageRecord(deps, call, settlement, cost, false), { alone }).catch((error: unknown) => {
       // The data folder cannot be written (disk full?): the charge is kept in memory until the applier writes it.
       deps.log.error('charge journal write failed: the charge is kept in memory only', {
@@ -71,7 +71,7 @@ async function settleCall(
   // Sent before the answer's last byte, and not waited for. Redis runs one connection's commands in order, so every
   // later admission of this replica (the client's next request, say) comes after it; an admission on another replica
   // that reaches Redis before it sees this call as still running, as if the two had overlapped by that moment.
-  const released = deps.gateKeeper.release(call.ticket, { actualTokens: tokens, cost });
+  const released = deps.gateKeeper.release(call.ticket, { actualTokens: tokens, cost, alone });
   if (deps.gateKeeper.gate.writesQueued) await queuedCommandsWritten();
   if (cachesAnswers(call) && settlement.answer && settlement.status === 200) {
     await deps.cache

@@ -137,7 +137,11 @@ async function admitCall(
     const protocol = await endpoint.begin(request);
     return { protocol, call: await reserve(c, deps, request, protocol) };
   }
-  const rate = await deps.gateKeeper.admitRate(request);
+  const rate = await deps.gateKeeper.admitRate({
+    requestId: request.requestId,
+    caller: request.caller,
+    alone: deps.inFlight.size === 0,
+  });
   try {
     const protocol = await endpoint.begin(request);
     return { protocol, call: await reserve(c, deps, request, protocol, rate) };

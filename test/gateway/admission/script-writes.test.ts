@@ -7,10 +7,10 @@ import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '
 
 /**
  * The gate's scripts (`defineScript`, `admission/redis-keys.ts`) on the gateway's own connection (`openRedis`, with
- * auto-pipelining): a script called while no other awaits its reply and nothing is queued is written at once (at one
- * connection, a request's admission does not wait for the turn of the event loop to end); calls made while others
- * are under way share auto-pipelining's next write. Either way, Redis runs them in the order they were called: the
- * release a call sends before its answer's last byte comes before the next admission.
+ * auto-pipelining): a call made `alone` (no other billed call under way) while no other script awaits its reply and
+ * nothing is queued is written at once (at one connection, a request's admission does not wait for the turn of the
+ * event loop to end); every other call shares auto-pipelining's next write. Either way, Redis runs them in the order
+ * they were called: the release a call sends before its answer's last byte comes before the next admission.
  */
 
 const hasRedis = await redisAvailable();
@@ -39,20 +39,23 @@ describe.skipIf(!hasRedis)("the gate's scripts on one connection", () => {
 
   const order = () => redis.lrange(list, 0, -1);
 
-  it('writes a call alone at once, and queues calls made while one awaits its reply', async () => {
+  it('writes a call alone at once, and queues the others', async () => {
     await redis.del(list);
-    const first = append(list, 'a');
+    const first = append.alone(list, 'a');
     expect(redis.autoPipelineQueueSize).toBe(0);
-    const second = append(list, 'b');
+    // Made alone, but a script awaits its reply: it waits for auto-pipelining's write, a `setImmediate` away.
+    const second = append.alone(list, 'b');
     const third = append(list, 'c');
-    // Both wait for auto-pipelining's write, a `setImmediate` away.
     expect(redis.autoPipelineQueueSize).toBe(2);
     expect(await Promise.all([first, second, third])).toEqual([1, 2, 3]);
-    // Nothing awaits a reply now: the next is written at once again.
-    const fourth = append(list, 'd');
+    // Nothing awaits a reply now: a call alone is written at once again, one among others is not.
+    const fourth = append.alone(list, 'd');
     expect(redis.autoPipelineQueueSize).toBe(0);
     await fourth;
-    expect(await order()).toEqual(['a', 'b', 'c', 'd']);
+    const fifth = append(list, 'e');
+    expect(redis.autoPipelineQueueSize).toBe(1);
+    await fifth;
+    expect(await order()).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
   it('is never written ahead of a command queued before it', async () => {
@@ -60,7 +63,7 @@ describe.skipIf(!hasRedis)("the gate's scripts on one connection", () => {
     // A command of another part of the gateway (the response cache, say), queued for the next write.
     const queued = redis.rpush(list, 'queued');
     expect(redis.autoPipelineQueueSize).toBe(1);
-    const script = append(list, 'script');
+    const script = append.alone(list, 'script');
     expect(redis.autoPipelineQueueSize).toBe(2);
     await Promise.all([queued, script]);
     expect(await order()).toEqual(['queued', 'script']);
@@ -77,7 +80,7 @@ describe.skipIf(!hasRedis)("the gate's scripts on one connection", () => {
       for (let i = 0; i < together; i++) {
         const value = `${round}.${i}`;
         called.push(value);
-        replies.push(append(list, value));
+        replies.push(random() < 0.5 ? append.alone(list, value) : append(list, value));
       }
       // Sometimes the next round is called before this one's replies are in.
       if (random() < 0.6) await Promise.all(replies);
