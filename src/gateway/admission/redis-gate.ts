@@ -18,7 +18,7 @@ import { ADMIT_RATE, GIVE_BACK_RATE } from './redis-rate-scripts.js';
 import { ADMIT, HEARTBEAT, RELEASE, REPORT } from './redis-scripts.js';
 import { CREDIT, SET_WALLET, WALLET_STATE } from './redis-wallet-scripts.js';
 import { BUDGET_STATE, SET_BUDGET } from './redis-budget-scripts.js';
-import { defineScript, gateKeys, type GateKeys, holdMember, type Script, writesQueued } from './redis-keys.js';
+import { defineScript, gateKeys, type GateKeys, holdMember, type Script } from './redis-keys.js';
 
 export interface RedisGateOptions {
   /** Prefix of every key, so deployments can share one Redis. */
@@ -93,8 +93,9 @@ class RedisGate implements LimitGate {
     this.setBudgetScript = defineScript(redis, SET_BUDGET);
   }
 
+  /** Commands wait for auto-pipelining's next write, a `setImmediate` away. */
   get writesQueued(): boolean {
-    return writesQueued(this.redis);
+    return this.redis.autoPipelineQueueSize > 0;
   }
 
   async admitRate(request: RateRequest): Promise<RateAdmission> {

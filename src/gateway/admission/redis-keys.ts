@@ -88,15 +88,10 @@ export function defineScript(redis: Redis, script: GateScript): Script {
     if (!pipelining || counted.count > 0 || redis.autoPipelineQueueSize > 0) return call(...args);
     redis.options.enableAutoPipelining = false;
     try {
-      return counting(commands[name]!(...args));
+      return call(...args);
     } finally {
       redis.options.enableAutoPipelining = pipelining;
     }
   };
   return Object.assign(call, { alone });
-}
-
-/** Whether commands issued on the connection wait for auto-pipelining's next write (in a `setImmediate`). */
-export function writesQueued(redis: Redis): boolean {
-  return redis.autoPipelineQueueSize > 0;
 }
