@@ -89,8 +89,12 @@ async function signedInActor(deps: ApiDeps, c: Context, https: boolean): Promise
         'forbidden',
         'This API key acts as no user (it was made before its organization had one); create a key for a user.',
       );
-    const user = await deps.users.get(key.userId).catch(() => {
-      throw new GatewayError('unauthorized', 'Invalid API key.');
+    // A key whose user was deleted is no longer valid; any other failure (the store unreachable) stays what it is.
+    const user = await deps.users.get(key.userId).catch((error: unknown) => {
+      if (error instanceof GatewayError && error.code === 'not_found') {
+        throw new GatewayError('unauthorized', 'Invalid API key.');
+      }
+      throw error;
     });
     return { ...actorOf(user), keyId: key.id };
   }

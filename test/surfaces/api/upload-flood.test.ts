@@ -78,16 +78,26 @@ describe.each(stores)('twelve concurrent 10 MiB uploads by one user (%s)', (stor
       TOLLGATE_PASSWORD_COST: '10',
       TOLLGATE_STACKS_BYTES_PER_USER: String(STORED_BYTES_BOUND),
     });
-    const org = await operatorCall(gateway, 'POST', '/orgs', { name: 'flooding org' });
-    const user = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/users`, {
+    const org = await made('POST', '/orgs', { name: 'flooding org' });
+    const user = await made('POST', `/orgs/${org.id}/users`, {
       name: 'Mallory',
       email: 'mallory@example.com',
       password: 'correct horse battery',
       role: 'member',
     });
-    key = (await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/keys`, { name: 'm', user_id: user.body.id })).body
-      .secret;
+    key = (await made('POST', `/orgs/${org.id}/keys`, { name: 'm', user_id: user.id })).secret;
   });
+
+  /** An operator call that must answer 201; else the test stops here, with the answer and the gateway's log. */
+  async function made(method: string, route: string, body: unknown): Promise<any> {
+    const answer = await operatorCall(gateway, method, route, body);
+    if (answer.status !== 201) {
+      throw new Error(
+        `${method} ${route} answered ${answer.status} ${JSON.stringify(answer.body)}\n${gateway.child.output()}`,
+      );
+    }
+    return answer.body;
+  }
   afterAll(async () => {
     await gateway?.child.stop('SIGTERM');
     await database?.drop();
@@ -130,6 +140,7 @@ describe.each(stores)('twelve concurrent 10 MiB uploads by one user (%s)', (stor
 
     console.log(
       `${UPLOADS} uploads (${sentMiB.toFixed(0)} MiB): ${answers.map((a) => a.status).join(' ')}; ` +
+        `${[...new Set(answers.map((a) => a.message ?? a.dropped).filter(Boolean))].join(' | ')}; ` +
         `gateway RSS ${before.toFixed(0)} → ${peak.toFixed(0)} MiB at most`,
     );
     expect(answers.filter((answer) => answer.status === 0)).toEqual([]);

@@ -1,5 +1,5 @@
 import type { ApiErrorEnvelope } from '../../../src/surfaces/api/errors.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { apiAs, orgWithUsers, signIn, withCookie } from './harness.js';
 
@@ -237,6 +237,21 @@ describe.each(stores)('generic API: users (%s)', (store) => {
     expect((await apiAs(gateway, member.key)('GET', '/me')).status).toBe(401);
     expect((await apiAs(gateway, owner.key)('GET', `/users/${member.id}`)).status).toBe(404);
     expect((await signIn(gateway, member.email, member.password)).status).toBe(401);
+  });
+
+  it("answers a store failure while finding a key's user as a server error, never as an invalid key", async () => {
+    const { users } = await orgWithUsers(gateway, ['owner']);
+    const api = apiAs(gateway, users[0]!.key);
+    const lookup = vi.spyOn(gateway.services.users, 'get').mockRejectedValueOnce(new Error('connection terminated'));
+    try {
+      const failed = await api('GET', '/me');
+      expect(failed.status).toBe(500);
+      expect(failed.body.error.code).not.toBe('UNAUTHORIZED');
+      expect(JSON.stringify(failed.body)).not.toContain('connection terminated');
+    } finally {
+      lookup.mockRestore();
+    }
+    expect((await api('GET', '/me')).status).toBe(200);
   });
 
   it("a password change needs the current one, and ends the user's other sessions", async () => {
