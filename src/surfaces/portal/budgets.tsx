@@ -67,7 +67,11 @@ async function visibleSubject(
     return { scope, id, name: key.name, back: `/portal/keys/${id}/edit` };
   }
   if (scope === 'project') {
-    const project = await deps.projects.get(id).catch(() => null);
+    // No such project is a 404; a store that failed stays an error of its own, not a page saying there is none.
+    const project = await deps.projects.get(id).catch((error: unknown) => {
+      if (error instanceof GatewayError && error.code === 'not_found') return null;
+      throw error;
+    });
     if (!project || !canSeeProject(actor, project)) throw new GatewayError('not_found', 'There is no such project.');
     return { scope, id, name: project.name, back: '/portal/projects' };
   }

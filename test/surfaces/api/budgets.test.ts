@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { apiAs, orgWithUsers, signIn, type TestUser } from './harness.js';
 
@@ -75,6 +75,25 @@ describe.each(stores)('budgets in the API and the portal (%s)', (store) => {
     const budget = await gateway.services.budgets.get('project', projectId);
     expect(budget.budgets.monthly).toBe(25_000_000_000n);
     expect((await gateway.services.budgets.get('key', keyId)).budgets.monthly).toBeNull();
+  });
+
+  it('answers a store failure while finding the project as an error, not as a page saying there is no such project', async () => {
+    const { cookie } = await signIn(gateway, owner.email, owner.password);
+    const lookup = vi.spyOn(gateway.services.projects, 'get').mockRejectedValueOnce(new Error('connection terminated'));
+    try {
+      const failed = await fetch(`${gateway.url}/portal/budgets/project/${projectId}`, {
+        headers: { cookie: cookie! },
+      });
+      expect(failed.status).toBe(500);
+      const text = await failed.text();
+      expect(text).not.toContain('There is no such project');
+      expect(text).not.toContain('connection terminated');
+    } finally {
+      lookup.mockRestore();
+    }
+    expect(
+      (await fetch(`${gateway.url}/portal/budgets/project/${projectId}`, { headers: { cookie: cookie! } })).status,
+    ).toBe(200);
   });
 
   it("lets an owner set a key's budget in the portal, and a member only see it", async () => {
