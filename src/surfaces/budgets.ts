@@ -18,7 +18,7 @@ export const budgetAmount = z
     try {
       const nanos = parseAmount(text);
       if (nanos >= 0n && nanos <= MAX_BUDGET_NANOS) return nanos;
-      ctx.addIssue({ code: 'custom', message: 'A budget is from 0 to 1000000000 units of the billing currency.' });
+      ctx.addIssue({ code: 'custom', message: 'A budget is from 0 to 1,000,000,000 units of the billing currency.' });
     } catch (error) {
       if (!(error instanceof MoneyFormatError)) throw error;
       ctx.addIssue({ code: 'custom', message: error.message });

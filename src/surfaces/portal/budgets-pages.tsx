@@ -33,45 +33,54 @@ export function BudgetPage(props: {
         A request is admitted only if the most it can cost fits in what is left of this {subject.scope}'s budget, with
         the requests in flight. Amounts in {currency}; spend is the charges written so far.
       </p>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">window</th>
-            <th scope="col">budget</th>
-            <th scope="col">spent</th>
-            <th scope="col">resets (UTC)</th>
-          </tr>
-        </thead>
-        <tbody>
-          <tr>
-            <td>this month</td>
-            <td>{amount(report.budgets.monthly) || 'none'}</td>
-            <td>{formatAmount(report.month.spent)}</td>
-            <td>
-              <When at={report.month.resetsAt} />
-            </td>
-          </tr>
-          <tr>
-            <td>today</td>
-            <td>{amount(report.budgets.daily) || 'none'}</td>
-            <td>{formatAmount(report.day.spent)}</td>
-            <td>
-              <When at={report.day.resetsAt} />
-            </td>
-          </tr>
-        </tbody>
-      </table>
+      <div
+        class="table-wrap"
+        tabindex={0}
+        role="region"
+        aria-label="Budget and spend (scrolls sideways on a narrow screen)"
+      >
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">window</th>
+              <th scope="col">budget</th>
+              <th scope="col">spent</th>
+              <th scope="col">resets (UTC)</th>
+            </tr>
+          </thead>
+          <tbody>
+            <tr>
+              <td>this month</td>
+              <td>{amount(report.budgets.monthly) || 'none'}</td>
+              <td>{formatAmount(report.month.spent)}</td>
+              <td>
+                <When at={report.month.resetsAt} />
+              </td>
+            </tr>
+            <tr>
+              <td>today</td>
+              <td>{amount(report.budgets.daily) || 'none'}</td>
+              <td>{formatAmount(report.day.spent)}</td>
+              <td>
+                <When at={report.day.resetsAt} />
+              </td>
+            </tr>
+          </tbody>
+        </table>
+      </div>
       {props.canSet ? (
         <form method="post" action={`/portal/budgets/${subject.scope}/${subject.id}`} class="panel">
           <input type="hidden" name="_csrf" value={viewer.csrf} />
-          <label>
-            Monthly budget ({currency}, empty for none)
-            <input name="monthly" inputmode="decimal" value={amount(report.budgets.monthly)} />
-          </label>
-          <label>
-            Daily budget ({currency}, empty for none)
-            <input name="daily" inputmode="decimal" value={amount(report.budgets.daily)} />
-          </label>
+          <div class="grid">
+            <div>
+              <label for="monthly">Monthly budget ({currency}, empty for none)</label>
+              <input id="monthly" name="monthly" inputmode="decimal" value={amount(report.budgets.monthly)} />
+            </div>
+            <div>
+              <label for="daily">Daily budget ({currency}, empty for none)</label>
+              <input id="daily" name="daily" inputmode="decimal" value={amount(report.budgets.daily)} />
+            </div>
+          </div>
           <div class="actions">
             <button type="submit">Save budget</button>
             <a href={subject.back}>Back</a>
