@@ -5,7 +5,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatAmount } from '../../../src/gateway/billing/money.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { chromiumAvailable, chromiumPath, lookAt, SHOTS } from './browser.js';
+import { chromiumAvailable, chromiumPath, lookAt, SHOTS, signedInPage } from './browser.js';
 
 const require = createRequire(import.meta.url);
 const ready = chromiumAvailable();
@@ -21,16 +21,7 @@ describe.skipIf(!ready)("the portal's budget pages in Chromium", () => {
   const member = { email: 'budget-member@example.com', password: 'budget-member-password' };
   const pages: Record<'owner' | 'member', Page> = {} as never;
 
-  async function signIn(who: { email: string; password: string }): Promise<Page> {
-    // bypassCSP only so the test can inject axe-core; the pages' own CSP is checked in security.test.ts.
-    const page = await (await browser.newContext({ bypassCSP: true })).newPage();
-    await page.goto(`${gateway.url}/portal/sign-in`);
-    await page.getByLabel('Email').fill(who.email);
-    await page.getByLabel('Password').fill(who.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/portal/overview');
-    return page;
-  }
+  const signIn = (who: { email: string; password: string }) => signedInPage(browser, gateway.url, who);
 
   beforeAll(async () => {
     gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { until } from '../../helpers/wait.js';
 import { profileWithNodes } from '../../platform/runs/harness.js';
-import { chromiumAvailable, chromiumPath, lookAt, SHOTS } from './browser.js';
+import { chromiumAvailable, chromiumPath, lookAt, SHOTS, signedInPage } from './browser.js';
 
 const require = createRequire(import.meta.url);
 const ready = chromiumAvailable();
@@ -20,15 +20,7 @@ describe.skipIf(!ready)('creating a cluster in the portal', () => {
   const owner = { email: 'cluster-owner@example.com', password: 'cluster-owner-password' };
   const member = { email: 'cluster-member@example.com', password: 'cluster-member-password' };
 
-  async function signIn(who: { email: string; password: string }): Promise<Page> {
-    const page = await (await browser.newContext({ bypassCSP: true })).newPage();
-    await page.goto(`${gateway.url}/portal/sign-in`);
-    await page.getByLabel('Email').fill(who.email);
-    await page.getByLabel('Password').fill(who.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/portal/overview');
-    return page;
-  }
+  const signIn = (who: { email: string; password: string }) => signedInPage(browser, gateway.url, who);
 
   beforeAll(async () => {
     gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' });

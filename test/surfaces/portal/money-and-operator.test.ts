@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatAmount } from '../../../src/gateway/billing/money.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { profileWithNodes } from '../../platform/runs/harness.js';
-import { chromiumAvailable, chromiumPath, lookAt, SHOTS } from './browser.js';
+import { chromiumAvailable, chromiumPath, lookAt, SHOTS, signedInPage, textOf } from './browser.js';
 
 const require = createRequire(import.meta.url);
 const ready = chromiumAvailable();
@@ -26,16 +26,7 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
   /** More ledger entries than one page holds (50), the oldest first. */
   const EXTRA_TOPUPS = 55;
 
-  async function signIn(who: { email: string; password: string }): Promise<Page> {
-    // bypassCSP only so the test can inject axe-core; the pages' own CSP is checked in security.test.ts.
-    const page = await (await browser.newContext({ bypassCSP: true })).newPage();
-    await page.goto(`${gateway.url}/portal/sign-in`);
-    await page.getByLabel('Email').fill(who.email);
-    await page.getByLabel('Password').fill(who.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/portal/overview');
-    return page;
-  }
+  const signIn = (who: { email: string; password: string }) => signedInPage(browser, gateway.url, who);
 
   beforeAll(async () => {
     gateway = await startTestGateway('pglite', { TOLLGATE_PASSWORD_COST: '10' });
@@ -93,8 +84,7 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     await gateway?.close();
   });
 
-  const text = async (page: Page, selector: string) =>
-    ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim();
+  const text = textOf;
 
   it("lands on the overview, whose figures are the usage API's, with a chart per key or model", async () => {
     const page = pages.owner;
