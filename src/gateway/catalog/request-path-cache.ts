@@ -1,9 +1,9 @@
 import { and, eq, isNull, or } from 'drizzle-orm';
 import { LRUCache } from 'lru-cache';
 import type { Database } from '../../shared/db/client.js';
-import { apiKeys, catalogVersion, models, prices, projects } from '../../shared/db/schema.js';
+import { catalogVersion, models, prices, projects } from '../../shared/db/schema.js';
 import type { OutageLog } from '../../shared/http/outage.js';
-import type { KeyRow } from '../keys/service.js';
+import { type CallerKeyRow, callerKeyByHash } from '../keys/service.js';
 import type { Budgets } from '../admission/budgets.js';
 import type { ModelRow, PriceRow } from './service.js';
 
@@ -55,7 +55,7 @@ export interface RequestPathCacheOptions {
  * const row = await cache.keyByHash(hash);
  */
 export class RequestPathCache {
-  private readonly keys: LRUCache<string, KeyRow | typeof NONE>;
+  private readonly keys: LRUCache<string, CallerKeyRow | typeof NONE>;
   private readonly modelsByName: LRUCache<string, ModelMatches | typeof NONE>;
   private readonly projects: LRUCache<string, ProjectEntry | typeof NONE>;
   /** Moves on every drop; a load started under an older generation is not stored. */
@@ -77,12 +77,8 @@ export class RequestPathCache {
   }
 
   /** The key whose secret hashes to `hash`, or undefined. The caller still compares the hash in constant time (`verifiedKey`). */
-  keyByHash(hash: string): Promise<KeyRow | undefined> {
-    return this.through(
-      this.keys,
-      hash,
-      async () => (await this.db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash)))[0],
-    );
+  keyByHash(hash: string): Promise<CallerKeyRow | undefined> {
+    return this.through(this.keys, hash, () => callerKeyByHash(this.db, hash));
   }
 
   /** The models `name` matches by id, display name or repo id, with their prices (`pickModel` chooses). */

@@ -3,21 +3,33 @@ import type { Database } from '../../shared/db/client.js';
 import { newId } from '../../shared/db/ids.js';
 import { apiKeys, organizations, projects, users } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { generateSecret, hashSecret, isWellFormedSecret, sameHash, secretHint } from './secrets.js';
+import { generateSecret, hashSecret, isWellFormedSecret, secretHint } from './secrets.js';
+import {
+  type AuthenticatedKey,
+  type CallerKeyRow,
+  callerKeyByHash,
+  type KeyLimits,
+  type KeyRow,
+  type KeySettings,
+  unauthorized,
+  verifiedKey,
+} from './caller.js';
 import type { KeyExpiry } from './bounds.js';
-import type { Budgets } from '../admission/budgets.js';
+
+export {
+  type AuthenticatedKey,
+  type CallerKeyRow,
+  callerKeyByHash,
+  type KeyLimits,
+  type KeyRow,
+  type KeySettings,
+  type KeyStatus,
+  keyStatus,
+  verifiedKey,
+} from './caller.js';
 
 /** The default of TOLLGATE_KEYS_PER_ACCOUNT: live (not revoked, not expired) keys one account holds. */
 export const DEFAULT_KEYS_PER_ACCOUNT = 5;
-
-export interface KeyLimits {
-  requestsPerMinute: number;
-  maxConcurrency: number;
-  /** null = unlimited */
-  tokensPerMinute: number | null;
-  /** null = unlimited */
-  monthlyTokens: number | null;
-}
 
 const DEFAULT_LIMITS: KeyLimits = {
   requestsPerMinute: 60,
@@ -25,31 +37,6 @@ const DEFAULT_LIMITS: KeyLimits = {
   tokensPerMinute: null,
   monthlyTokens: null,
 };
-
-export interface KeySettings extends KeyLimits {
-  storeRequestData: boolean;
-  responseCache: boolean;
-}
-
-/** What the request path knows about the caller after authentication. */
-export interface AuthenticatedKey extends KeySettings {
-  id: string;
-  orgId: string;
-  /** The person the key acts as; null for a key made before its organization had a user. */
-  userId: string | null;
-  projectId: string | null;
-  /** The key's budgets (`admission/budgets.ts`). */
-  budgets: Budgets;
-}
-
-export type KeyRow = typeof apiKeys.$inferSelect;
-export type KeyStatus = 'active' | 'expired' | 'revoked';
-
-export function keyStatus(row: Pick<KeyRow, 'revokedAt' | 'expiresAt'>, now = new Date()): KeyStatus {
-  if (row.revokedAt) return 'revoked';
-  if (row.expiresAt && row.expiresAt.getTime() <= now.getTime()) return 'expired';
-  return 'active';
-}
 
 export function expiryDate(expiry: KeyExpiry, from = new Date()): Date | null {
   const at = new Date(from);
@@ -89,10 +76,8 @@ export class KeyService {
     private readonly db: Database,
     private readonly prefix: string,
     /** Finds a key by its secret's hash; the request path passes its in-process cache (`catalog/request-path-cache.ts`). */
-    private readonly keyByHash: (hash: string) => Promise<KeyRow | undefined> = async (hash) => {
-      const [row] = await db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash));
-      return row;
-    },
+    private readonly keyByHash: (hash: string) => Promise<CallerKeyRow | undefined> = (hash) =>
+      callerKeyByHash(db, hash),
     /** Called after every write, so the request path's cache drops what it holds (`catalog/request-path-cache.ts`). */
     private readonly changed: () => void = () => {},
     /**
@@ -165,6 +150,7 @@ export class KeyService {
             'monthlyTokens',
             'storeRequestData',
             'responseCache',
+            'band',
           ]),
         })
         .returning();
@@ -194,6 +180,7 @@ export class KeyService {
       'monthlyTokens',
       'storeRequestData',
       'responseCache',
+      'band',
     ]);
     if (Object.keys(values).length === 0) return this.get(id);
     const [row] = await this.db.update(apiKeys).set(values).where(eq(apiKeys.id, id)).returning();
@@ -231,30 +218,6 @@ export class KeyService {
   }
 }
 
-/**
- * The caller, from the row found by `hash` (or undefined when none was):
- * 401 unless it is the same hash and the key is neither revoked nor expired.
- */
-export function verifiedKey(row: KeyRow | undefined, hash: string): AuthenticatedKey {
-  if (!row || !sameHash(row.secretHash, hash)) throw unauthorized('Invalid API key.');
-  const status = keyStatus(row);
-  if (status === 'revoked') throw unauthorized('This API key has been revoked.');
-  if (status === 'expired') throw unauthorized('This API key has expired.');
-  return {
-    id: row.id,
-    orgId: row.orgId,
-    userId: row.userId,
-    projectId: row.projectId,
-    requestsPerMinute: row.requestsPerMinute,
-    maxConcurrency: row.maxConcurrency,
-    tokensPerMinute: row.tokensPerMinute,
-    monthlyTokens: row.monthlyTokens,
-    storeRequestData: row.storeRequestData,
-    responseCache: row.responseCache,
-    budgets: { monthly: row.monthlyBudget, daily: row.dailyBudget },
-  };
-}
-
 function bearerToken(authorization: string | undefined): string {
   if (authorization === undefined || authorization.trim() === '') {
     throw unauthorized('Missing API key. Send it as "Authorization: Bearer <key>".');
@@ -263,10 +226,6 @@ function bearerToken(authorization: string | undefined): string {
   if (!match) throw unauthorized('Only the Bearer scheme is accepted: "Authorization: Bearer <key>".');
   if (!match[1]) throw unauthorized('Missing API key. Send it as "Authorization: Bearer <key>".');
   return match[1];
-}
-
-function unauthorized(message: string): GatewayError {
-  return new GatewayError('unauthorized', message);
 }
 
 type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];

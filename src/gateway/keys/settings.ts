@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { KEY_LIMIT_MAX, KEY_NAME_MAX } from './bounds.js';
+import { BANDS } from '../flow/bands.js';
 
 const limit = (max: number) => z.int().min(1).max(max);
 
@@ -15,4 +16,5 @@ export const keySettingsFields = {
   monthly_tokens: limit(KEY_LIMIT_MAX.monthly_tokens).nullable(),
   store_request_data: z.boolean(),
   response_cache: z.boolean(),
+  band: z.enum(BANDS),
 };

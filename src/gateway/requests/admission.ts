@@ -13,6 +13,7 @@ import { estimateRequestTokens } from '../admission/estimate.js';
 import type { RatePass, Ticket } from '../admission/gate-keeper.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
 import { keyHeaderOf } from './auth.js';
+import { BAND_HEADER, requestedBand } from '../flow/bands.js';
 import type { AuthorizedRequest } from './authorized-request.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
 
@@ -89,6 +90,7 @@ export async function authorize(
       headers: { 'Retry-After': '30' },
     });
   const projectId = await projectFor(c, deps, caller);
+  const band = requestedBand(headerOf(c, BAND_HEADER), caller.band);
   return {
     requestId: c.get('requestId'),
     task,
@@ -98,6 +100,7 @@ export async function authorize(
     price,
     clientModel: modelName,
     projectId,
+    band,
     body,
     rawBody: raw,
     bodyBytes: bytes,
@@ -154,21 +157,8 @@ export async function reserve(
   const finish = deps.inFlight.begin();
   // Every field named, not `{ ...request, ticket, … }`: V8 (Node 20) takes a slow path for a spread followed by
   // properties its source lacks, about 15 µs a request here (CONTRIBUTING, "Measured on the request path").
-  const {
-    requestId,
-    task,
-    endpoint: name,
-    caller,
-    model,
-    price,
-    clientModel,
-    projectId,
-    body,
-    rawBody,
-    bodyBytes,
-    startedAt,
-    cacheKey,
-  } = request;
+  const { requestId, task, endpoint: name, caller, model, price, clientModel, projectId, band } = request;
+  const { body, rawBody, bodyBytes, startedAt, cacheKey } = request;
   const trace = c.get('trace');
   return {
     requestId,
@@ -179,6 +169,7 @@ export async function reserve(
     price,
     clientModel,
     projectId,
+    band,
     body,
     rawBody,
     bodyBytes,

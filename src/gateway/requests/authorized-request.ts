@@ -1,6 +1,7 @@
 import type { TaskType } from '../../shared/db/schema.js';
 import type { ModelRow, PriceRow } from '../catalog/service.js';
 import type { AuthenticatedKey } from '../keys/service.js';
+import type { Band } from '../flow/bands.js';
 
 /** The protocols the gateway bills, as usage records name them (`usage_records.endpoint`) and the response cache keys them. */
 export type EndpointName = 'chat.completions' | 'embeddings' | 'completions' | 'messages' | 'responses';
@@ -17,6 +18,8 @@ export interface AuthorizedRequest {
   /** The model as the client named it (id, display name or repo id); responses echo it. */
   clientModel: string;
   projectId: string | null;
+  /** Its priority band in the fleet's flow control: the key's, or a lower one the request asked for (`flow/bands.ts`). */
+  band: Band;
   body: Record<string, unknown>;
   /** The body as the client sent it: chat and completions send these bytes on where nothing in them changes. */
   rawBody: Buffer;

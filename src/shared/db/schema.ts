@@ -24,11 +24,20 @@ const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull(
 const money = (name: string) => bigint(name, { mode: 'bigint' });
 
 /** The spec's "account": owns keys, projects, a wallet and usage. */
-export const organizations = pgTable('organizations', {
-  id: text('id').primaryKey(),
-  name: text('name').notNull(),
-  createdAt: createdAt(),
-});
+export const organizations = pgTable(
+  'organizations',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    /** Its weight in the fleet's fair share (`gateway/flow/`): 2 is served twice the tokens of 1 when both wait. */
+    shareWeight: integer('share_weight').notNull().default(1),
+    createdAt: createdAt(),
+  },
+  (t) => [check('organizations_share_weight_check', sql`${t.shareWeight} between 1 and 1000`)],
+);
+
+/** The fleet's priority bands, highest first (`gateway/flow/bands.ts` says what each means). */
+export const BANDS = ['interactive', 'default', 'background', 'batch'] as const;
 
 /** The roles a user has in their organization; see `people/permissions.ts` for what each may do. */
 export const ROLES = ['owner', 'admin', 'member'] as const;
@@ -141,9 +150,15 @@ export const apiKeys = pgTable(
     /** Budgets (nano-units of the billing currency) per calendar month and per day, UTC; null: none (`admission/budgets.ts`). */
     monthlyBudget: money('monthly_budget_nanos'),
     dailyBudget: money('daily_budget_nanos'),
+    /** The highest priority band its requests may use, and theirs when they name none (`gateway/flow/bands.ts`). */
+    band: text('band', { enum: BANDS }).notNull().default('default'),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex('api_keys_secret_hash_idx').on(t.secretHash), index('api_keys_org_idx').on(t.orgId)],
+  (t) => [
+    uniqueIndex('api_keys_secret_hash_idx').on(t.secretHash),
+    index('api_keys_org_idx').on(t.orgId),
+    check('api_keys_band_check', sql`${t.band} in ('interactive', 'default', 'background', 'batch')`),
+  ],
 );
 
 export const wallets = pgTable('wallets', {

@@ -49,5 +49,6 @@ export function keySettings(input: KeyFields) {
     monthlyTokens: input.monthly_tokens,
     storeRequestData: input.store_request_data,
     responseCache: input.response_cache,
+    band: input.band,
   });
 }

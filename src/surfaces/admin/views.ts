@@ -79,6 +79,7 @@ export function keyView(key: KeyRow, now = new Date()) {
     monthly_tokens: key.monthlyTokens,
     store_request_data: key.storeRequestData,
     response_cache: key.responseCache,
+    band: key.band,
   };
 }
 

@@ -82,6 +82,8 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
       monthlyTokens: null,
       storeRequestData: false,
       responseCache: false,
+      band: 'default',
+      orgShareWeight: 1,
       budgets,
     };
     return { caller, projectId: project.id };

@@ -81,6 +81,8 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
       monthlyTokens: null,
       storeRequestData: false,
       responseCache: false,
+      band: 'default',
+      orgShareWeight: 1,
       budgets: { monthly: null, daily: null },
     };
   }

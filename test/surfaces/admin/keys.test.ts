@@ -33,6 +33,7 @@ describe('admin API: keys', () => {
       monthly_tokens: null,
       store_request_data: false,
       response_cache: false,
+      band: 'default',
       secret: expect.stringMatching(/^sk-gw-[A-Za-z0-9_-]{43}$/),
     });
     expect(created.body.hint.slice(-4)).toBe(created.body.secret.slice(-4));

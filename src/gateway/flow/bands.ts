@@ -1,0 +1,48 @@
+import { BANDS } from '../../shared/db/schema.js';
+import { GatewayError } from '../../shared/http/errors.js';
+
+// The priority bands of the fleet's flow control (docs/fair-sharing.md): a
+// waiting request of a higher band is always dispatched before a lower one;
+// within a band, organizations share fairly by the tokens they are served.
+
+/** Highest first: the order a saturated fleet serves them in, and vLLM's `priority` (lower is served first). */
+export { BANDS };
+export type Band = (typeof BANDS)[number];
+
+/** A key's band when nobody set one. */
+export const DEFAULT_BAND: Band = 'default';
+
+/** The header a request names a band in (no higher than its key's). */
+export const BAND_HEADER = 'x-tollgate-band';
+
+/** 0 for `interactive` to 3 for `batch`: the engine's priority, and the queue's order. */
+export function bandRank(band: Band): number {
+  return BANDS.indexOf(band);
+}
+
+export function isBand(value: unknown): value is Band {
+  return typeof value === 'string' && (BANDS as readonly string[]).includes(value);
+}
+
+/**
+ * The band a request runs in: the one its `X-Tollgate-Band` header names, at or below its key's; the key's when it
+ * names none. A band above the key's is a 403 (asking does not raise a key), an unknown one a 400.
+ */
+export function requestedBand(asked: string | undefined, keyBand: Band): Band {
+  if (asked === undefined || asked === '') return keyBand;
+  const band = asked.trim().toLowerCase();
+  if (!isBand(band))
+    throw new GatewayError(
+      'invalid_request',
+      `${BAND_HEADER} must be one of ${BANDS.join(', ')}; got "${asked.slice(0, 40)}".`,
+      {
+        details: [{ field: BAND_HEADER, message: `one of ${BANDS.join(', ')}` }],
+      },
+    );
+  if (bandRank(band) < bandRank(keyBand))
+    throw new GatewayError(
+      'forbidden',
+      `This key may use the ${keyBand} band or a lower one (${BANDS.slice(bandRank(keyBand)).join(', ')}); it asked for ${band}. An owner or the operator sets a key's band.`,
+    );
+  return band;
+}
