@@ -152,9 +152,17 @@ export class FlowControl {
     return orgId === undefined ? this.waitingTotal : (this.waitingPerOrg.get(orgId) ?? 0);
   }
 
+  /** Refuses every waiting request (the gateway is stopping) and stops looking for room. */
   close(): void {
     if (this.poller) clearInterval(this.poller);
     this.poller = null;
+    for (const flow of this.models.values()) {
+      for (let waiter = flow.queue.pop(); waiter; waiter = flow.queue.pop()) {
+        clearTimeout(waiter.timer);
+        this.counted(waiter.orgId, -1);
+        waiter.reject(overloaded('The gateway is stopping. Retry on another replica.'));
+      }
+    }
   }
 
   private flowOf(modelId: string): ModelFlow {
