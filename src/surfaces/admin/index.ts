@@ -7,6 +7,7 @@ import { conversionRatesRoutes } from './conversion-rates.js';
 import { costsRoutes } from './costs.js';
 import { rateCardsRoutes } from './rate-cards.js';
 import { enginesRoutes } from './engines.js';
+import { flowRoutes } from './flow.js';
 import { keysRoutes } from './keys.js';
 import { projectsRoutes } from './projects.js';
 import { ledgerRoutes } from './ledger.js';
@@ -43,6 +44,7 @@ export function createAdminRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   admin.route('/models', modelsRoutes(deps));
   admin.route('/prices', pricesRoutes(deps));
   admin.route('/engines', enginesRoutes(deps));
+  admin.route('/flow', flowRoutes(deps));
   admin.route('/profiles', profilesRoutes(deps));
   admin.route('/nodes', nodesRoutes(deps));
   admin.route('/rate-cards', rateCardsRoutes(deps));

@@ -18,6 +18,7 @@ import { keysRoutes } from './keys.js';
 import { budgetsRoutes } from './budgets.js';
 import { modelsRoutes } from './models.js';
 import { operatorEnginesRoutes } from './operator-engines.js';
+import { operatorFairShareRoutes } from './operator-fair-share.js';
 import { operatorModelsRoutes } from './operator-models.js';
 import { operatorNodesRoutes } from './operator-nodes.js';
 import { operatorOrgsRoutes } from './operator-orgs.js';
@@ -106,6 +107,7 @@ export function createPortalRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<G
   portal.route('/operator/orgs', operatorOrgsRoutes(deps, session));
   portal.route('/operator/models', operatorModelsRoutes(deps, session));
   portal.route('/operator/engines', operatorEnginesRoutes(deps, session));
+  portal.route('/operator/fair-share', operatorFairShareRoutes(deps, session));
   portal.route('/operator/nodes', operatorNodesRoutes(deps, session));
   portal.route('/operator/rate-cards', operatorRateCardsRoutes(deps, session));
   portal.route('/operator/rates', operatorRatesRoutes(deps, session));
