@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +27,33 @@ describe('sessions on disk', () => {
     expect((await store.latest('/p/one'))?.id).toBe(first.id);
     expect((await stat(path.join(folder, `${first.id}.json`))).mode & 0o777).toBe(0o600);
     expect((await readdir(folder)).every((name) => name.endsWith('.json'))).toBe(true);
+  });
+
+  it('refuses a malformed session file, naming the file and what is wrong', async () => {
+    const store = new SessionStore(folder);
+    const file = (id: string) => path.join(folder, `${id}.json`);
+    await writeFile(file('20260131-120000-aaaaaa'), '{}');
+    await expect(store.load('20260131-120000-aaaaaa')).rejects.toThrow(
+      `${file('20260131-120000-aaaaaa')} is not a session tollgate code can resume: id: missing`,
+    );
+    await writeFile(file('20260131-120000-bbbbbb'), '{"id": "20260131-120000-bbbbbb", "cwd": 7');
+    await expect(store.load('20260131-120000-bbbbbb')).rejects.toThrow(
+      `${file('20260131-120000-bbbbbb')} is not a session tollgate code can resume: not JSON`,
+    );
+    const session = store.create('/p/three', 'sim-chat');
+    await store.save(session);
+    const whole = JSON.parse(await readFile(file(session.id), 'utf8')) as Record<string, unknown>;
+    await writeFile(file(session.id), JSON.stringify({ ...whole, cwd: 7 }));
+    await expect(store.load(session.id)).rejects.toThrow(/is not a session tollgate code can resume: cwd: /);
+    await writeFile(file(session.id), JSON.stringify({ ...whole, id: '20260131-120000-cccccc' }));
+    await expect(store.load(session.id)).rejects.toThrow(
+      `is not a session tollgate code can resume: id: it says 20260131-120000-cccccc, its file name ${session.id}`,
+    );
+    // A listing skips it rather than failing: the others are still there to resume.
+    expect((await store.list()).map((s) => s.id)).not.toContain(session.id);
+    await rm(file(session.id));
+    await rm(file('20260131-120000-aaaaaa'));
+    await rm(file('20260131-120000-bbbbbb'));
   });
 
   it('refuses a session id that is not one (a path)', async () => {
