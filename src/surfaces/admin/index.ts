@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import { limitBody, MANAGEMENT_MAX_BODY_BYTES, refuseNul } from '../../shared/http/request.js';
+import { limitBody, MANAGEMENT_MAX_BODY_BYTES } from '../../shared/http/request.js';
+import { refuseNul } from '../../shared/http/refuse-nul.js';
 import type { AdminDeps } from './deps.js';
 import { operatorAuth } from './auth.js';
 import { conversionRatesRoutes } from './conversion-rates.js';
