@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBuilt } from '../../../bench/processes.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { freePort, repoRoot, type TestChild, waitForHealth } from '../../helpers/processes.js';
-import { until } from '../../helpers/wait.js';
+import { sleep, until } from '../../helpers/wait.js';
 
 /**
  * Issue 67: one organization's flood, within its own limits, must not starve
@@ -109,7 +109,7 @@ describe("a tenant's flood on a saturated fleet", () => {
     for (let i = 0; i < B_REQUESTS; i++) {
       times.push(await stream(b.secret, 20));
       // B's pace: a trickle, the subject of the test.
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await sleep(300);
     }
     const inFlight = gateway.services.flow.snapshot().models[0]!.inFlight;
     flooding = false;
