@@ -18,8 +18,6 @@ import { BudgetService } from './gateway/billing/budgets.js';
 import { createMemoryGate } from './gateway/admission/memory-gate.js';
 import { createRedisGate } from './gateway/admission/redis-gate.js';
 import { WalletService } from './gateway/billing/wallet.js';
-import { OrgService } from './platform/orgs/service.js';
-import { ProjectService } from './platform/orgs/projects.js';
 import { createMetrics, type Metrics } from './shared/observability/metrics.js';
 import { Observer } from './shared/observability/observer.js';
 import { createReadiness, type Readiness } from './server/readiness.js';
@@ -28,23 +26,18 @@ import type { Tracing } from './shared/observability/tracing.js';
 import { InFlight } from './shared/http/in-flight.js';
 import { OutageLog } from './shared/http/outage.js';
 import { RequestPathCache } from './gateway/catalog/request-path-cache.js';
-import { Passwords } from './platform/people/passwords.js';
-import { SessionStore } from './platform/people/sessions.js';
-import { UserService } from './platform/people/users.js';
-import { createWindowCounter, type WindowCounter } from './shared/db/window-counter.js';
-import { ClusterService } from './platform/clusters/service.js';
-import { NodeMaintenance } from './platform/clusters/node-maintenance.js';
-import { StackCatalog } from './platform/stacks/service.js';
-import { UploadSlots } from './platform/stacks/upload-slots.js';
-import { RunService } from './platform/runs/service.js';
-import { RunWorker } from './platform/runs/worker.js';
-import { PublicHosts } from './platform/runs/public-hosts.js';
-import { SandboxChooser } from './platform/runs/sandbox/choose.js';
-import { ClusterIdentity } from './platform/clusters/identity.js';
-import { requireTool } from './platform/runs/tool.js';
-import { CostService } from './platform/costs/service.js';
 import { DatabaseResponseStore } from './gateway/responses/database-store.js';
 import type { ResponseStore } from './gateway/responses/store.js';
+import {
+  createPeopleServices,
+  createPlatformServices,
+  type PeopleServices,
+  type PlatformServices,
+} from './control-plane-services.js';
+import { FlowControl } from './gateway/flow/flow-control.js';
+import { flowMetrics } from './gateway/flow/flow-metrics.js';
+
+export type { PeopleServices, PlatformServices } from './control-plane-services.js';
 
 /**
  * Everything the routes need, built once at start-up (`server/start.ts`) and passed in: no module reaches for a
@@ -98,40 +91,8 @@ export interface GatewayServices {
   cache: ResponseCache;
   /** Stored Responses (`/v1/responses` with `store`), in the database: any process continues a conversation. */
   responseStore: ResponseStore;
-}
-
-/** People (`platform/people/`, `platform/orgs/`): users and sign-in, organizations and their projects. */
-export interface PeopleServices {
-  users: UserService;
-  passwords: Passwords;
-  /** Portal sign-in sessions. */
-  sessions: SessionStore;
-  /** Hourly and sign-in counters of the generic API, in Redis or in memory. */
-  windowCounter: WindowCounter;
-  orgs: OrgService;
-  projects: ProjectService;
-}
-
-/** The control plane's machines (`platform/`): clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
-export interface PlatformServices {
-  /** Hardware profiles, nodes and organizations' clusters. */
-  clusters: ClusterService;
-  /** Node access changed after a node was added, and nodes a deleted cluster's key is stuck on, released. */
-  nodeMaintenance: NodeMaintenance;
-  /** The template (stack) catalog. */
-  stacks: StackCatalog;
-  /** Stack uploads this process reads at once, in all and per user. */
-  uploads: UploadSlots;
-  /** Rate cards, conversion rates, billing currencies and cost reports. */
-  costs: CostService;
-  /** Stacks applied to clusters: the queue, states and logs. */
-  runs: RunService;
-  /** Applies queued runs in this process (started by `server/start.ts`). */
-  runWorker: RunWorker;
-  /** Each cluster's SSH key on its nodes: installed, sealed, removed (`clusters/identity.ts`). */
-  clusterIdentity: ClusterIdentity;
-  /** Runs' public URLs and where each goes (`runs/public-hosts.ts`; served by `surfaces/edge/`). */
-  publicHosts: PublicHosts;
+  /** Where requests wait when the fleet is full, and in what order (`flow/flow-control.ts`). */
+  flow: FlowControl;
 }
 
 export interface ServiceParts {
@@ -185,7 +146,7 @@ export function createServices(parts: ServiceParts): Services {
   };
   return {
     ...processServices,
-    ...createGatewayServices(parts, requestPathCache, storeOutage, catalogChanged),
+    ...createGatewayServices(parts, requestPathCache, storeOutage, catalogChanged, metricsOn ? metrics : null),
     ...createPeopleServices(config, db, redis, catalogChanged),
     ...createPlatformServices(config, db, log),
   };
@@ -197,6 +158,7 @@ function createGatewayServices(
   requestPathCache: RequestPathCache,
   storeOutage: OutageLog,
   catalogChanged: () => void,
+  metrics: Metrics | null,
 ): GatewayServices {
   const { config, db, log, fleet, adminToken, redis = null, journal } = parts;
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
@@ -214,6 +176,9 @@ function createGatewayServices(
     budgetSpend: (scope, subjectId, window, ids) => budgetSpend(db, scope, subjectId, window, ids),
   });
   const keyByHash = (hash: string) => requestPathCache.keyByHash(hash);
+  const flowEvents =
+    metrics && flowMetrics(metrics.registry, (): FlowControl => flow, { orgLabel: config.observability.orgLabel });
+  const flow: FlowControl = new FlowControl(config.flow, fleet, flowEvents ?? undefined);
   return {
     keys: new KeyService(db, config.keyPrefix, keyByHash, catalogChanged, config.keysPerAccount),
     catalog: new CatalogService(db, catalogChanged),
@@ -231,70 +196,6 @@ function createGatewayServices(
     budgets: new BudgetService(db, catalogChanged),
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),
+    flow,
   };
-}
-
-/** People's services: users and their passwords, sign-in sessions and counters, organizations and projects. */
-function createPeopleServices(
-  config: Config,
-  db: Database,
-  redis: Redis | null,
-  catalogChanged: () => void,
-): PeopleServices {
-  const passwords = new Passwords(config.people.passwordCost);
-  return {
-    users: new UserService(db, passwords, catalogChanged),
-    passwords,
-    sessions: new SessionStore(db, { idleMs: config.people.sessionIdleMs, absoluteMs: config.people.sessionMaxMs }),
-    windowCounter: createWindowCounter(redis, config.limits.redisPrefix),
-    orgs: new OrgService(db, catalogChanged),
-    projects: new ProjectService(db, catalogChanged),
-  };
-}
-
-/** The control plane's services: clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
-function createPlatformServices(config: Config, db: Database, log: Logger): PlatformServices {
-  const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
-  const clusters = new ClusterService(db, {
-    nodeAccess: config.nodeAccess,
-    reservedHosts: reservedHostsOf(config),
-    identity,
-  });
-  const stacks = new StackCatalog(db, {
-    stacksPerUser: config.uploads.stacksPerUser,
-    stacksBytesPerUser: config.uploads.stacksBytesPerUser,
-  });
-  const sandboxes = new SandboxChooser(config.runs, (message) => log.warn(`run sandbox: ${message}`));
-  const runs = new RunService(db, clusters, stacks, async () => {
-    requireTool({ configured: config.runs.tofuBin, pathList: config.runs.searchPath });
-    await sandboxes.require();
-  });
-  const publicHosts = new PublicHosts(db, log);
-  return {
-    clusters,
-    nodeMaintenance: new NodeMaintenance({ db, config: config.nodeAccess, identity, log }),
-    stacks,
-    uploads: new UploadSlots(config.uploads),
-    costs: new CostService(db),
-    runs,
-    clusterIdentity: identity,
-    runWorker: new RunWorker({
-      db,
-      runs,
-      clusters,
-      identity,
-      sandboxes,
-      config: config.runs,
-      log,
-      onEnded: () => void publicHosts.refresh(),
-    }),
-    publicHosts,
-  };
-}
-
-/** The gateway's own host names, which no cluster's public URLs may take: its public URL's, and localhost. */
-function reservedHostsOf(config: Config): string[] {
-  const hosts = ['localhost'];
-  if (config.publicUrl) hosts.push(new URL(config.publicUrl).hostname.toLowerCase());
-  return hosts;
 }

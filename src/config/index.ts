@@ -64,6 +64,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       onShutdown: s.TOLLGATE_ENGINES_ON_SHUTDOWN,
     },
     routing: routingConfig(s),
+    flow: flowConfig(s),
     cache: {
       ttlSeconds: s.TOLLGATE_CACHE_TTL_SECONDS,
       maxEntryBytes: s.TOLLGATE_CACHE_MAX_ENTRY_BYTES,
@@ -151,6 +152,19 @@ function readSettings(env: Record<string, string | undefined>): {
     );
   }
   return { settings: s, present };
+}
+
+/** How requests wait when the fleet is full (TOLLGATE_FLOW_*, docs/fair-sharing.md). */
+function flowConfig(s: Settings): Config['flow'] {
+  return {
+    enabled: s.TOLLGATE_FLOW_CONTROL === 'on',
+    queuePerOrg: s.TOLLGATE_FLOW_QUEUE_PER_ORG,
+    queueTotal: s.TOLLGATE_FLOW_QUEUE_TOTAL,
+    maxWaitMs: s.TOLLGATE_FLOW_MAX_WAIT_MS,
+    inputWeight: s.TOLLGATE_FLOW_INPUT_WEIGHT,
+    outputWeight: s.TOLLGATE_FLOW_OUTPUT_WEIGHT,
+    pollMs: s.TOLLGATE_FLOW_POLL_MS,
+  };
 }
 
 /** How Docker engines choose a replica, and how often they scrape replicas' metrics (TOLLGATE_ROUTING_*). */

@@ -16,6 +16,23 @@ export interface RoutingSettings {
   affinitySlack?: number;
 }
 
+/** TOLLGATE_FLOW_*: how requests wait when the fleet is full (docs/fair-sharing.md). */
+export interface FlowSettings {
+  /** Off: every request goes to the engines at once, as before flow control (TOLLGATE_FLOW_CONTROL=off). */
+  enabled: boolean;
+  /** Requests one organization may have waiting, over every model and band (TOLLGATE_FLOW_QUEUE_PER_ORG). */
+  queuePerOrg: number;
+  /** Requests waiting in all (TOLLGATE_FLOW_QUEUE_TOTAL). */
+  queueTotal: number;
+  /** The longest a request waits before it is refused as overloaded (TOLLGATE_FLOW_MAX_WAIT_MS). */
+  maxWaitMs: number;
+  /** What a prompt token and a generated token weigh in the fair share (TOLLGATE_FLOW_INPUT_WEIGHT, _OUTPUT_WEIGHT). */
+  inputWeight: number;
+  outputWeight: number;
+  /** How often a model with waiting requests looks for room it was not told of (TOLLGATE_FLOW_POLL_MS). */
+  pollMs: number;
+}
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
 /**
@@ -60,6 +77,8 @@ export interface Config {
   simulator: { ttftMs: number; itlMs: number };
   /** How Docker engines choose a replica for a request, and how often they scrape replicas' metrics. */
   routing: RoutingSettings;
+  /** Flow control: how requests wait when the fleet is full (docs/fair-sharing.md). */
+  flow: FlowSettings;
   engines: {
     /** How often Docker engines reconcile their containers and health-check replicas (and `urls`/`dns` engines check their servers). */
     pollMs: number;

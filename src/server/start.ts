@@ -103,6 +103,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         streamsChargedFromCheckpoints: journal.recoveredStreams,
       });
     await startLoops(services, log, closers);
+    closers.unshift(async () => services.flow.close());
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
     // The global stacks shipped in stacks/; a broken one is logged, never a reason not to serve.
     await loadShippedStacks(services.stacks, log).catch((error: unknown) =>
@@ -241,6 +242,8 @@ async function drain(server: ServerType, services: Services): Promise<void> {
   const { inFlight, log, config } = services;
   if (inFlight.draining) return;
   inFlight.draining = true;
+  // Requests waiting for room in the fleet are refused now (503, Retry-After): their clients retry another replica.
+  services.flow.close();
   log.info('draining: no new connections; requests in flight may finish', {
     inFlight: inFlight.size,
     graceMs: config.shutdownGraceMs,

@@ -144,6 +144,23 @@ export class CatalogService {
     return row!;
   }
 
+  /** A model's price; 404 naming what is missing, the model or its price. */
+  async getPrice(modelId: string): Promise<PriceRow> {
+    const [row] = await this.db
+      .select({ modelId: models.id, price: prices })
+      .from(models)
+      .leftJoin(prices, eq(prices.modelId, models.id))
+      .where(eq(models.id, modelId));
+    if (!row) throw new GatewayError('not_found', `Model ${modelId} does not exist.`, { status: 404 });
+    if (!row.price)
+      throw new GatewayError(
+        'not_found',
+        `Model ${modelId} has no price: set one with PUT /admin/v1/prices/${modelId}.`,
+        { status: 404 },
+      );
+    return row.price;
+  }
+
   listPrices(): Promise<PriceRow[]> {
     return this.db.select().from(prices).orderBy(prices.modelId);
   }

@@ -57,6 +57,11 @@ const staticFields = z.object({
   api_key_env: z.string().min(1).optional(),
   /** Which server it is (docs/engines.md): vllm, llamacpp or openai-compatible; absent: found out from each server at start. */
   engine: z.enum(ENGINE_KINDS).optional(),
+  /**
+   * Requests one server runs at once (vLLM's --max-num-seqs, llama.cpp's --parallel): past it, requests wait in the
+   * gateway's fair queue (docs/fair-sharing.md). Absent: learnt when a server's metrics first show requests waiting.
+   */
+  max_num_seqs: z.number().int().min(1).max(100_000).optional(),
   cache_sharing: cacheSharing,
   /** `priority` only for a vLLM started with `--scheduling-policy priority` (vLLM refuses a priority otherwise). */
   scheduling_policy: schedulingPolicy,

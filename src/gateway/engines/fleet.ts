@@ -34,6 +34,8 @@ export interface Fleet {
   acquire(modelId: string, exclude?: ReadonlySet<string>, hint?: RoutingHint): UpstreamTarget;
   /** For a model whose engine scales to zero and has no replica ready: settles once one is (or the bounded wait is over); else null. */
   whenReady(modelId: string, call?: AbortFlag): Promise<void> | null;
+  /** Sequences the model's engine can take now beyond other gateways' (`Engine.freeSlots`); null when unknown. */
+  freeSlots(modelId: string): number | null;
   engines(): Engine[];
   status(): EngineStatus[];
   /** The built-in simulator's address, when one runs (for logs and tests). */
@@ -109,6 +111,7 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
       return target;
     },
     whenReady: (modelId, call) => byModel.get(modelId)?.whenReady?.(call) ?? null,
+    freeSlots: (modelId) => byModel.get(modelId)?.freeSlots?.() ?? null,
     engines: () => all,
     status: () => all.map((engine) => engine.status()),
     simulatorUrl: simulator?.url ?? null,

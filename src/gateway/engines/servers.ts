@@ -4,6 +4,7 @@ import { type StaticDefinition, tenancyOf } from './definitions.js';
 import type { RoutingSettings } from '../../config/types.js';
 import { ReplicaRouter } from './routing/router.js';
 import { LoadScraper } from './routing/scraper.js';
+import { slotsFor, withRoom } from './routing/room.js';
 import { engineKindProbe } from './kinds.js';
 import { staticHeaders } from './static.js';
 import type { Engine, EngineStatus, EngineTenancy, ReplicaState, UpstreamTarget } from './types.js';
@@ -62,18 +63,9 @@ export async function startServersEngine(definition: StaticDefinition, options: 
   const headers = staticHeaders(definition, options.env);
   const router = options.routing ? new ReplicaRouter(options.routing, null, definition.cache_sharing) : null;
   const ready = () => [...servers.values()].filter((s) => s.state === 'ready');
-  const scraper = options.routing
-    ? new LoadScraper({
-        periodMs: options.routing.scrapeMs,
-        targets: () => {
-          const targets = ready().map((s) => ({ id: s.id, url: s.url, servedModel }));
-          router!.retain(new Set(targets.map((t) => t.id)));
-          return targets;
-        },
-        log: options.log,
-      })
-    : null;
+  const scraper = router && serversScraper(servers, router, servedModel, options);
   if (router && scraper) router.useLoads(scraper);
+  const capacity = definition.max_num_seqs;
   const refresh = async () =>
     syncServers(
       servers,
@@ -111,7 +103,11 @@ export async function startServersEngine(definition: StaticDefinition, options: 
     kind: 'static',
     modelId: definition.model,
     acquire(exclude, hint) {
-      const candidates = ready().filter((s) => !exclude?.has(s.id));
+      const candidates = withRoom(
+        ready().filter((s) => !exclude?.has(s.id)),
+        capacity,
+        scraper,
+      );
       if (candidates.length === 0) return null;
       let routing: UpstreamTarget['routing'];
       let server: Server;
@@ -128,12 +124,34 @@ export async function startServersEngine(definition: StaticDefinition, options: 
       }
       return targetOf(server, servedModel, headers, routing, tenancyOf(definition));
     },
+    freeSlots: () => slotsFor(ready(), capacity, scraper),
     status: () => serversStatus(definition.model, servers, scraper),
     async close() {
       for (const timer of timers) clearInterval(timer);
       scraper?.stop();
     },
   };
+}
+
+/** Scrapes the ready servers' metrics for the router and for flow control's room (`routing/room.ts`). */
+function serversScraper(
+  servers: Map<string, Server>,
+  router: ReplicaRouter,
+  servedModel: string,
+  options: ServersOptions,
+): LoadScraper {
+  return new LoadScraper({
+    periodMs: options.routing!.scrapeMs,
+    targets: () => {
+      const targets = [...servers.values()]
+        .filter((s) => s.state === 'ready')
+        .map((s) => ({ id: s.id, url: s.url, servedModel }));
+      router.retain(new Set(targets.map((t) => t.id)));
+      return targets;
+    },
+    log: options.log,
+    inFlightOf: (id) => servers.get(id)?.inFlight ?? 0,
+  });
 }
 
 /** The replicas' base URLs: the list as given, or one per address the name resolves to. */

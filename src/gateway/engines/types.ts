@@ -89,6 +89,11 @@ export interface Engine {
   /** Engines that scale to zero: a promise that settles when a replica is ready, the call is aborted or the wait is over; null when there is no need to wait. */
   whenReady?(call?: AbortFlag): Promise<void> | null;
   status(): EngineStatus;
+  /**
+   * Sequences its ready replicas can take now beyond what other gateways run on them (`routing/room.ts`): what
+   * flow control dispatches against. Null, or absent, when unknown: nothing waits in the gateway for it.
+   */
+  freeSlots?(): number | null;
   /** Docker engines only: change the number of replicas (scaling down drains first), or replace every replica, one at a time, in the background. */
   scale?(replicas: number): Promise<void>;
   restart?(): Promise<void>;

@@ -14,6 +14,7 @@ import type { RatePass, Ticket } from '../admission/gate-keeper.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
 import { keyHeaderOf } from './auth.js';
 import { BAND_HEADER, requestedBand } from '../flow/bands.js';
+import type { FlowPass } from '../flow/flow-control.js';
 import type { AuthorizedRequest } from './authorized-request.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
 
@@ -34,6 +35,8 @@ export interface BilledCall extends AuthorizedRequest {
   finish(): void;
   /** The request's spans when tracing is on (`observability/tracing.ts`). */
   trace: RequestTrace | undefined;
+  /** Its place on the engines once flow control dispatched it (`flow/flow-control.ts`); given back when it is settled. */
+  flowPass: FlowPass | null;
   /** `performance.now()` when the call left for an engine, when the engine's answer began, and when its last byte came (0: not yet). */
   upstreamAt: number;
   answeredAt: number;
@@ -180,6 +183,7 @@ export async function reserve(
     holdNanos,
     finish,
     trace,
+    flowPass: null,
     upstreamAt: 0,
     answeredAt: 0,
     upstreamDoneAt: 0,

@@ -34,6 +34,8 @@ export async function settle(deps: BilledDeps, call: BilledCall, reported: Settl
     billed = { settlement, cost };
     released = (await settleCall(deps, call, settlement, cost)).released;
   } finally {
+    // The engine's slot is free: flow control dispatches the next waiting request, and counts what this one used.
+    call.flowPass?.done(billed?.settlement.usage ?? reported.usage);
     // A draining gateway waits for the release too: the limits store hears of every call before it stops.
     const finish = () => call.finish();
     if (released) void released.then(finish, finish);
@@ -247,6 +249,7 @@ export async function settleClientGone(deps: BilledDeps, call: BilledCall, promp
 
 /** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */
 export async function abandon(deps: BilledDeps, call: BilledCall): Promise<void> {
+  call.flowPass?.done({ promptTokens: 0, completionTokens: 0 });
   try {
     await deps.gateKeeper.release(call.ticket, { actualTokens: 0, cost: null });
   } finally {

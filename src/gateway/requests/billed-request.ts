@@ -50,11 +50,12 @@ export async function serveBilled(
   const admitted = await admitCall(c, deps, request, endpoint);
   if (admitted instanceof Response) return admitted;
   const { protocol, call } = admitted;
-
+  const refused = await waitForRoom(c, deps, call, protocol);
+  if (refused) return refused;
   const stream = protocol.stream;
   const upstream = engineCallAbort(c, deps.config.upstreamTimeoutMs, stream === null);
   const abort = upstream.callAbort;
-  // A relayed stream gives back its replica when it ends; everything else gives it back here.
+  // A relayed stream gives back its replica when it ends; everything else here.
   let target: UpstreamTarget | undefined;
   let relaying = false;
   // Timing points for the overhead histogram and the spans (observability/observer.ts); the engine gets the trace's traceparent.
@@ -150,6 +151,45 @@ async function admitCall(
   } catch (error) {
     await deps.gateKeeper.giveBackRate(rate);
     throw error;
+  }
+}
+
+/**
+ * Flow control (`flow/flow-control.ts`): at once when the model's engines have room, else the call waits in the
+ * gateway's fair queue for its turn. A call refused there (a queue bound, the longest wait) or whose client leaves
+ * while it waits gives everything back and is billed nothing: the error, or a 499 that goes to nobody. Its headers
+ * leave only once it is dispatched.
+ */
+async function waitForRoom(
+  c: Context<GatewayEnv>,
+  deps: BilledDeps,
+  call: BilledCall,
+  protocol: ProtocolCall,
+): Promise<Response | null> {
+  let stopWatching = () => {};
+  try {
+    const request = {
+      modelId: call.model.id,
+      orgId: call.caller.orgId,
+      band: call.band,
+      weight: call.caller.orgShareWeight,
+      // About four bytes a token: what fairness counts until the engine's own count replaces it.
+      promptTokens: Math.ceil(protocol.sentBytes / 4),
+      completionBound: call.bounds.completionTokens,
+    };
+    const entered = deps.flow.enter(request, {
+      onLeave: (leave) => {
+        stopWatching = whenClientLeaves(c, leave);
+      },
+    });
+    call.flowPass = entered instanceof Promise ? await entered : entered;
+    return null;
+  } catch (error) {
+    await abandon(deps, call);
+    if (error instanceof DOMException && error.name === 'AbortError') return new Response(null, { status: 499 });
+    throw error;
+  } finally {
+    stopWatching();
   }
 }
 

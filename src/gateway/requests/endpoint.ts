@@ -14,6 +14,7 @@ import type { CacheSalts } from '../engines/cache-salts.js';
 import type { Fleet } from '../engines/fleet.js';
 import type { KeyService } from '../keys/service.js';
 import type { GateKeeper } from '../admission/gate-keeper.js';
+import type { FlowControl } from '../flow/flow-control.js';
 import type { AuthorizedRequest, EndpointName } from './authorized-request.js';
 import type { StreamState } from '../billing/settlement.js';
 import type { RelayOutcome } from '../proxy/sse.js';
@@ -39,6 +40,7 @@ export interface BilledDeps {
   observer: Observer;
   inFlight: InFlight;
   storeOutage: OutageLog;
+  flow: FlowControl;
 }
 
 /** How a relayed stream controls its call: stop the engine's work, and give back the replica when it ends. */

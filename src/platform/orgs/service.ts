@@ -51,6 +51,14 @@ export class OrgService {
     return rows.map((row) => ({ org: row.org, balance: row.balance ?? 0n }));
   }
 
+  /** Sets its weight in the fleet's fair share (1 to 1000); every replica's request path reads it with the key. */
+  async setShareWeight(id: string, shareWeight: number): Promise<Organization> {
+    const [org] = await this.db.update(organizations).set({ shareWeight }).where(eq(organizations.id, id)).returning();
+    this.changed();
+    if (!org) throw new GatewayError('not_found', `Organization ${id} does not exist.`, { status: 404 });
+    return org;
+  }
+
   async get(id: string): Promise<Organization> {
     const [org] = await this.db.select().from(organizations).where(eq(organizations.id, id));
     if (!org) throw new GatewayError('not_found', `Organization ${id} does not exist.`, { status: 404 });

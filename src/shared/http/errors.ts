@@ -38,6 +38,7 @@ const ERROR_CODES = {
   runner_unavailable: { status: 503, type: 'server_error' },
   node_access_unavailable: { status: 503, type: 'server_error' },
   server_busy: { status: 503, type: 'server_error' },
+  overloaded: { status: 503, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },
 } as const satisfies Record<string, { status: number; type: ErrorType }>;
 

@@ -184,19 +184,6 @@ export function requireJsonBody(options: { multipart?: boolean } = {}): Middlewa
   };
 }
 
-/**
- * 404 for a path holding a NUL character: no route, id or name holds one
- * (nor can PostgreSQL look one up). The first middleware of every surface,
- * so that the answer is in the surface's envelope; on the generic API it
- * follows the access check, so that the 404 is counted like any answer.
- */
-export function refuseNul(): MiddlewareHandler<GatewayEnv> {
-  return async (c, next) => {
-    if (c.req.raw.url.includes('%00')) throw new GatewayError('not_found', 'There is no such route or resource.');
-    await next();
-  };
-}
-
 /** What @hono/node-server passes a handler as `c.env`: Node's own request and response. Absent under `app.request` (tests). */
 interface NodeBindings {
   incoming?: IncomingMessage;

@@ -6,6 +6,7 @@ import type { UsageReports } from '../../gateway/billing/usage-reports.js';
 import type { WalletService } from '../../gateway/billing/wallet.js';
 import type { CatalogService } from '../../gateway/catalog/service.js';
 import type { Fleet } from '../../gateway/engines/fleet.js';
+import type { FlowControl } from '../../gateway/flow/flow-control.js';
 import type { KeyService } from '../../gateway/keys/service.js';
 import type { ClusterService } from '../../platform/clusters/service.js';
 import type { NodeMaintenance } from '../../platform/clusters/node-maintenance.js';
@@ -29,6 +30,8 @@ export interface AdminDeps {
   wallets: WalletService;
   catalog: CatalogService;
   fleet: Fleet;
+  /** Who waits for the fleet, and what each organization was served (`/admin/v1/flow`). */
+  flow: FlowControl;
   clusters: ClusterService;
   nodeMaintenance: NodeMaintenance;
   costs: CostService;

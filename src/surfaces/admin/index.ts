@@ -1,12 +1,14 @@
 import { Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import { limitBody, MANAGEMENT_MAX_BODY_BYTES, refuseNul } from '../../shared/http/request.js';
+import { limitBody, MANAGEMENT_MAX_BODY_BYTES } from '../../shared/http/request.js';
+import { refuseNul } from '../../shared/http/refuse-nul.js';
 import type { AdminDeps } from './deps.js';
 import { operatorAuth } from './auth.js';
 import { conversionRatesRoutes } from './conversion-rates.js';
 import { costsRoutes } from './costs.js';
 import { rateCardsRoutes } from './rate-cards.js';
 import { enginesRoutes } from './engines.js';
+import { flowRoutes } from './flow.js';
 import { keysRoutes } from './keys.js';
 import { projectsRoutes } from './projects.js';
 import { ledgerRoutes } from './ledger.js';
@@ -43,6 +45,7 @@ export function createAdminRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   admin.route('/models', modelsRoutes(deps));
   admin.route('/prices', pricesRoutes(deps));
   admin.route('/engines', enginesRoutes(deps));
+  admin.route('/flow', flowRoutes(deps));
   admin.route('/profiles', profilesRoutes(deps));
   admin.route('/nodes', nodesRoutes(deps));
   admin.route('/rate-cards', rateCardsRoutes(deps));

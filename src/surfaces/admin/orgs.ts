@@ -35,6 +35,11 @@ export function orgsRoutes(deps: AdminDeps): Hono<GatewayEnv> {
     return c.json(view.listOf(rows.map(({ org, balance }) => view.orgView(org, balance, currency))));
   });
   orgs.get('/:orgId', fresh, async (c) => c.json(await orgWithBalance(c.req.param('orgId'))));
+  orgs.patch('/:orgId', fresh, async (c) => {
+    const { share_weight } = await readBody(c, body.orgUpdateBody);
+    const org = await deps.orgs.setShareWeight(c.req.param('orgId'), share_weight);
+    return c.json(view.orgView(org, await wallets.balance(org.id), currency));
+  });
 
   orgs.post('/:orgId/projects', async (c) => {
     const { name } = await readBody(c, body.nameBody);

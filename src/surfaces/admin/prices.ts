@@ -26,6 +26,9 @@ export function pricesRoutes(deps: AdminDeps): Hono<GatewayEnv> {
     );
     return c.json(view.priceView(price, currency));
   });
+  prices.get('/:modelId{.+}', async (c) =>
+    c.json(view.priceView(await catalog.getPrice(c.req.param('modelId')), currency)),
+  );
   prices.get('/', async (c) =>
     c.json(view.listOf((await catalog.listPrices()).map((p) => view.priceView(p, currency)))),
   );

@@ -39,6 +39,9 @@ function decimal(parse: (text: string) => bigint) {
 const amount = decimal(parseAmount);
 const pricePerMillion = decimal(pricePerTokenFromMillion);
 
+/** An organization's weight in the fleet's fair share (docs/fair-sharing.md). */
+export const orgUpdateBody = z.strictObject({ share_weight: z.int().min(1).max(1000) });
+
 /** Creating an organization or a project: a name. */
 export const nameBody = z.strictObject({ name });
 

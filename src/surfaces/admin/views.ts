@@ -28,6 +28,7 @@ export function orgView(org: Organization, balance: bigint, currency: string) {
     id: org.id,
     object: 'organization' as const,
     name: org.name,
+    share_weight: org.shareWeight,
     created_at: iso(org.createdAt),
     currency,
     balance: formatAmount(balance),

@@ -60,8 +60,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     const bodies = await Promise.all(requests.map((request) => client.send(request)));
     const answer = command.combine ? command.combine(bodies) : bodies[0];
     const body = command.receive ? await command.receive(answer, args) : answer;
-    if (values.json === true) return body === null ? 0 : print(io, printableJson(JSON.stringify(body, null, 2)));
-    return print(io, printable(command.render(body, args)));
+    const failure = command.failure?.(body) ?? null;
+    if (values.json === true && body !== null) print(io, printableJson(JSON.stringify(body, null, 2)));
+    // The exit code says the same with and without --json: a script may read either.
+    if (failure !== null) throw new CliError(failure);
+    return values.json === true ? 0 : print(io, printable(command.render(body, args)));
   } catch (error) {
     return report(error, io, command);
   }

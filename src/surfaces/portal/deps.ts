@@ -6,6 +6,7 @@ import type { UsageReports } from '../../gateway/billing/usage-reports.js';
 import type { WalletService } from '../../gateway/billing/wallet.js';
 import type { CatalogService } from '../../gateway/catalog/service.js';
 import type { Fleet } from '../../gateway/engines/fleet.js';
+import type { FlowControl } from '../../gateway/flow/flow-control.js';
 import type { KeyService } from '../../gateway/keys/service.js';
 import type { ClusterIdentity } from '../../platform/clusters/identity.js';
 import type { NodeMaintenance } from '../../platform/clusters/node-maintenance.js';
@@ -51,6 +52,8 @@ export interface PortalDeps {
   applier: ChargeApplier;
   catalog: CatalogService;
   fleet: Fleet;
+  /** Who waits for the fleet and each organization's share of it (`operator-fair-share.tsx`). */
+  flow: FlowControl;
   costs: CostService;
   clusters: ClusterService;
   clusterIdentity: ClusterIdentity;

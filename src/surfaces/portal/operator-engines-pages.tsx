@@ -176,6 +176,7 @@ const OPERATOR_PAGES = [
   { id: 'orgs', href: '/portal/operator/orgs', label: 'Organizations' },
   { id: 'models', href: '/portal/operator/models', label: 'Models and prices' },
   { id: 'engines', href: '/portal/operator/engines', label: 'Engines' },
+  { id: 'fair-share', href: '/portal/operator/fair-share', label: 'Fair share' },
   { id: 'nodes', href: '/portal/operator/nodes', label: 'Nodes and profiles' },
   { id: 'rate-cards', href: '/portal/operator/rate-cards', label: 'Rate cards' },
   { id: 'rates', href: '/portal/operator/rates', label: 'Conversion rates' },

@@ -1,7 +1,8 @@
 import { Hono } from 'hono';
 import { cors } from 'hono/cors';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import { headerOf, refuseNul } from '../../shared/http/request.js';
+import { headerOf } from '../../shared/http/request.js';
+import { refuseNul } from '../../shared/http/refuse-nul.js';
 import type { V1Deps } from './deps.js';
 import { audioRoutes } from './audio.js';
 import { chatRoutes } from './chat.js';

@@ -1,6 +1,7 @@
 import { type Context, Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { renderError } from '../../shared/http/render.js';
+import { GatewayError } from '../../shared/http/errors.js';
 import { readJsonObject } from '../../shared/http/request.js';
 import type { V1Deps } from './deps.js';
 import { requireKey } from '../../gateway/requests/auth.js';
@@ -54,8 +55,8 @@ function anthropicType(status: number): string {
 async function anthropicError(error: unknown, c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> {
   const rendered = renderError(error, c, deps.log);
   const envelope = (await rendered.json()) as { error: Record<string, unknown> };
-  return c.json(
-    { type: 'error', error: { ...envelope.error, type: anthropicType(rendered.status) } },
-    rendered.status as 400,
-  );
+  // A saturated fleet is Anthropic's 529 overloaded_error, which its clients retry.
+  const status = error instanceof GatewayError && error.code === 'overloaded' ? 529 : rendered.status;
+  const type = status === 529 ? 'overloaded_error' : anthropicType(status);
+  return c.json({ type: 'error', error: { ...envelope.error, type } }, status as 400);
 }

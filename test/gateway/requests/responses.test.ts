@@ -283,7 +283,31 @@ describe('the translation in linear time', () => {
     expect(long[0]!.message).toContain('TOLLGATE_TRANSLATION_MAX_NAME_CHARS');
     expect(JSON.stringify(long)).not.toContain('ffffffff');
     const many = Array.from({ length: BOUNDS.maxTools }, (_, i) => ({ type: 'function', name: `f${i}` }));
-    expect(fields({ input: 'x', tools: [{ type: 'namespace', name: 'n', tools: many }] })).toEqual(['tools']);
     expect(responsesRequestErrors({ input: 'x', tools: many }, BOUNDS)).toEqual([]);
+  });
+
+  it('counts what its errors say: a namespace as its functions, a name in characters (an emoji is one)', () => {
+    const functions = (n: number) => Array.from({ length: n }, (_, i) => ({ type: 'function', name: `f${i}` }));
+    const namespace = (n: number) => ({ type: 'namespace', name: 'n', tools: functions(n) });
+    // A namespace of 1,024 functions is 1,024 tools, not 1,025.
+    expect(responsesRequestErrors({ input: 'x', tools: [namespace(BOUNDS.maxTools)] }, BOUNDS)).toEqual([]);
+    expect(responsesRequestErrors({ input: 'x', tools: [namespace(1000), ...functions(24)] }, BOUNDS)).toEqual([]);
+    expect(responsesRequestErrors({ input: 'x', tools: [namespace(BOUNDS.maxTools + 1)] }, BOUNDS)).toEqual([
+      {
+        field: 'tools',
+        message: `must hold at most ${BOUNDS.maxTools} tools, each function of a namespace counted (TOLLGATE_TRANSLATION_MAX_TOOLS); it holds ${BOUNDS.maxTools + 1}`,
+      },
+    ]);
+    // An empty namespace is still one: a body of them is not a body of no tools.
+    const empty = Array.from({ length: BOUNDS.maxTools + 1 }, () => namespace(0));
+    expect(responsesRequestErrors({ input: 'x', tools: empty }, BOUNDS).map((d) => d.field)).toEqual(['tools']);
+    const named = (name: string) => responsesRequestErrors({ input: 'x', tools: [{ type: 'function', name }] }, BOUNDS);
+    expect(named('🔧'.repeat(BOUNDS.maxNameChars))).toEqual([]);
+    expect(named('🔧'.repeat(BOUNDS.maxNameChars + 1))).toEqual([
+      {
+        field: 'tools[0].name',
+        message: `must be at most ${BOUNDS.maxNameChars} characters (TOLLGATE_TRANSLATION_MAX_NAME_CHARS); it holds ${BOUNDS.maxNameChars + 1}`,
+      },
+    ]);
   });
 });

@@ -12,6 +12,7 @@ import { requireServices } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 import { zipOf } from '../../helpers/zip.js';
 import { OPERATOR, operatorCall, profileWithNodes, runEnded, sandboxKinds } from './harness.js';
+import { toolAndSandboxMissing } from './tool-and-sandbox.js';
 
 /**
  * A hostile member of an organization applies a private stack of one
@@ -29,12 +30,11 @@ import { OPERATOR, operatorCall, profileWithNodes, runEnded, sandboxKinds } from
  */
 
 const kinds = await sandboxKinds();
-const tool = kinds.length > 0 ? findTool({ pathList: process.env.PATH }) : null;
-if (!tool && requireServices)
-  throw new Error(
-    'REQUIRE_SERVICES=1 but the hostile-stack test cannot run: it needs a sandbox and a real tofu or terraform on PATH',
-  );
-if (!tool) console.warn('skipping the hostile-stack test: it needs the sandbox and a real tofu or terraform on PATH');
+const found = findTool({ pathList: process.env.PATH });
+const missing = toolAndSandboxMissing(found, kinds.length);
+const tool = missing === null ? found : null;
+if (missing && requireServices) throw new Error(`REQUIRE_SERVICES=1 but the hostile-stack test cannot run: ${missing}`);
+if (missing) console.warn(`skipping the hostile-stack test: ${missing}`);
 
 /** A line the script printed (not the command echoed) saying an attempt got through. */
 const LEAKED = /\(local-exec\): LEAK/;

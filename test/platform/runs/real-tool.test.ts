@@ -7,6 +7,7 @@ import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { requireServices } from '../../helpers/services.js';
 import { zipOf } from '../../helpers/zip.js';
 import { orgWithCluster, runEnded, runScratch, sandboxKinds } from './harness.js';
+import { toolAndSandboxMissing } from './tool-and-sandbox.js';
 
 /**
  * The same contract with the real OpenTofu or Terraform when this machine
@@ -17,12 +18,14 @@ import { orgWithCluster, runEnded, runScratch, sandboxKinds } from './harness.js
  */
 
 const kinds = await sandboxKinds();
-const tool = kinds.length > 0 ? findTool({ pathList: process.env.PATH }) : null;
-if (!tool && requireServices)
+const found = findTool({ pathList: process.env.PATH });
+const missing = toolAndSandboxMissing(found, kinds.length);
+const tool = missing === null ? found : null;
+if (missing && requireServices)
   throw new Error(
-    'REQUIRE_SERVICES=1 but neither tofu nor terraform is on PATH: the run tests with the real tool cannot run (neither is in Debian or on npm; install one, see CONTRIBUTING.md)',
+    `REQUIRE_SERVICES=1 but ${missing}: the run tests with the real tool cannot run (neither tool is in Debian or on npm; see CONTRIBUTING.md)`,
   );
-if (!tool) console.warn('skipping the run test with the real tool: neither tofu nor terraform is on PATH');
+if (missing) console.warn(`skipping the run test with the real tool: ${missing}`);
 
 const MODULE = {
   'manifest.json': JSON.stringify({

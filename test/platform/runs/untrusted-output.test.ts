@@ -11,6 +11,7 @@ import { until } from '../../helpers/wait.js';
 import { zipOf } from '../../helpers/zip.js';
 import { skippedWithout } from '../../helpers/skips.js';
 import { OPERATOR, operatorCall, profileWithNodes, sandboxKinds, type SandboxKind } from './harness.js';
+import { toolAndSandboxMissing } from './tool-and-sandbox.js';
 
 /**
  * What a run leaves behind is untrusted: a member's stack, applied with the
@@ -31,15 +32,14 @@ import { OPERATOR, operatorCall, profileWithNodes, sandboxKinds, type SandboxKin
  */
 
 const kinds: Array<SandboxKind | { name: 'none'; env: Record<string, string> }> = await sandboxKinds();
-const tool = kinds.length > 0 ? findTool({ pathList: process.env.PATH }) : null;
-if (!tool && requireServices)
-  throw new Error(
-    'REQUIRE_SERVICES=1 but the untrusted-output test cannot run: it needs a sandbox and a real tofu or terraform on PATH',
-  );
-if (!tool)
-  console.warn('skipping the untrusted-output test: it needs the sandbox and a real tofu or terraform on PATH');
+const found = findTool({ pathList: process.env.PATH });
+const missing = toolAndSandboxMissing(found, kinds.length);
+const tool = missing === null ? found : null;
+if (missing && requireServices)
+  throw new Error(`REQUIRE_SERVICES=1 but the untrusted-output test cannot run: ${missing}`);
+if (missing) console.warn(`skipping the untrusted-output test: ${missing}`);
 if (tool) kinds.push({ name: 'none', env: { TOLLGATE_RUN_SANDBOX: 'none' } });
-skippedWithout(tool ? null : 'what a run leaves behind: it needs a run sandbox and a real tofu or terraform on PATH');
+skippedWithout(missing === null ? null : `what a run leaves behind: ${missing}`);
 
 const TIMEOUT_S = 15;
 const GRACE_MS = 2000;

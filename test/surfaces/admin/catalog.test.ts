@@ -133,6 +133,28 @@ describe('admin API: models and prices', () => {
     });
   });
 
+  it('reads one price by a slashed id (operator token required); 404 for an unknown model or one without a price', async () => {
+    const set = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '0.15', output_per_million: '0.60' });
+    const one = await h.call('GET', `/prices/${qwen.id}`);
+    expect(one).toMatchObject({ status: 200, body: set.body });
+    expect((await h.call('GET', `/prices/${encodeURIComponent(qwen.id)}`)).body).toEqual(set.body);
+
+    const unknown = await h.call('GET', '/prices/no/such/model');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error).toMatchObject({ code: 'not_found', message: 'Model no/such/model does not exist.' });
+    await h.call('POST', '/models', { ...qwen, id: 'unpriced', display_name: 'unpriced', hf_repo_id: 'x/unpriced' });
+    const unpriced = await h.call('GET', '/prices/unpriced');
+    expect(unpriced.status).toBe(404);
+    expect(unpriced.body.error.message).toBe(
+      'Model unpriced has no price: set one with PUT /admin/v1/prices/unpriced.',
+    );
+
+    const anonymous = await h.app.request(`/admin/v1/prices/${qwen.id}`);
+    expect(anonymous.status).toBe(401);
+    const member = await h.app.request(`/admin/v1/prices/${qwen.id}`, { headers: { authorization: 'Bearer tg-x' } });
+    expect(member.status).toBe(401);
+  });
+
   it('sets a cached-input price, never above the input price; a price set again without one goes back to the input price', async () => {
     const res = await h.call('PUT', `/prices/${qwen.id}`, {
       input_per_million: '0.15',

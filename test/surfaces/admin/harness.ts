@@ -29,6 +29,7 @@ export async function startAdmin(
       throw new Error('unused');
     },
     whenReady: () => null,
+    freeSlots: () => null,
     engines: () => [],
     status: () => [],
     simulatorUrl: null,

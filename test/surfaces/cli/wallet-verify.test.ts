@@ -34,7 +34,7 @@ describe('tollgate wallet verify', () => {
   });
   afterAll(() => gw.close());
 
-  it('says the books agree (exit 0), and names a hand-edited row (exit 1)', async () => {
+  it('says the books agree (exit 0), and names a hand-edited row (exit 1, with --json too)', async () => {
     const clean = await tollgate('wallet', 'verify', '--org', orgId);
     expect(clean).toMatchObject({ code: 0, stderr: '' });
     expect(clean.stdout).toContain('agree');
@@ -46,8 +46,15 @@ describe('tollgate wallet verify', () => {
     expect(edited.stderr).toContain('differ in 1 place');
     expect(edited.stderr).toMatch(/charge_differs: entry \d+, request req_b: expected 778, found 777/);
 
+    // A script reads the report on stdout and the verdict in the exit code, as without --json.
     const json = await tollgate('wallet', 'verify', '--org', orgId, '--json');
-    expect(json.code).toBe(0);
+    expect(json.code).toBe(1);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, difference_count: 1 });
+    expect(json.stderr).toContain('differ in 1 place');
+
+    await gw.admin.services.db.execute(sql`update usage_records set cost_nanos = 777 where id = 'req_b'`);
+    const mended = await tollgate('wallet', 'verify', '--org', orgId, '--json');
+    expect(mended).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(mended.stdout)).toMatchObject({ ok: true, difference_count: 0 });
   });
 });

@@ -146,6 +146,15 @@ describe.each(stores)('GET, DELETE /v1/responses/{id} and its input_items (%s)',
       );
       expect(error.message).toMatch(/limit|order|after/);
     }
+    // A NUL in a cursor is the cursor's 400 (it was the 404 "no such route" of a NUL in the path).
+    for (const field of ['after', 'before']) {
+      for (const value of ['%00', 'msg_%00x']) {
+        const response = await call(a.secret, 'GET', `${turn.id}/input_items?${field}=${value}`);
+        const error = await expectError(response, 400, 'invalid_request', 'invalid_request_error');
+        expect(error.details).toEqual([{ field, message: expect.any(String) }]);
+        expect(error.message).toContain(field);
+      }
+    }
   });
 
   it('deletes a response as OpenAI does; the turns after it stay readable', async () => {

@@ -409,6 +409,9 @@ describe.each(stores)('usage reports (%s)', (store) => {
       ['/usage/requests', { after: badCursor }, 'after'],
       ['/usage/requests', { after: impossibleDay }, 'after'],
       ['/usage/requests', { from: 'now' }, 'from'],
+      // A NUL in a parameter is that parameter's 400, not the "no such route" of a NUL in the path.
+      ['/usage/requests', { after: '\u0000' }, 'after'],
+      ['/usage/summary', { key_id: 'key_\u0000' }, 'key_id'],
     ];
     for (const [path, query, field] of cases) {
       const error = await expectError(await get(path, query), 400, 'invalid_request', 'invalid_request_error');

@@ -8,7 +8,7 @@ import { ensureImages } from './containers.js';
 import { hostsOf } from './hosts.js';
 import { reconcile } from './reconcile.js';
 import { rollingRestart } from './restart.js';
-import { acquireReplica, engineStatus, startRouting } from './routing.js';
+import { acquireReplica, engineStatus, freeSlotsOf, startRouting } from './routing.js';
 import { memoryScaleStore } from './scale-store.js';
 import { specHash } from './spec.js';
 import type { DockerEngineOptions, EngineState } from './state.js';
@@ -64,6 +64,7 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
     modelId: definition.model,
     acquire: (exclude, hint) => acquireReplica(state, exclude, hint),
     whenReady: (call) => waitForReplica(state, reconcileNow, call),
+    freeSlots: () => freeSlotsOf(state),
     status: () => engineStatus(state),
     async scale(count) {
       await state.scaleStore.set(count);

@@ -1,6 +1,7 @@
 import { tenancyOf } from '../definitions.js';
 import { ReplicaRouter } from '../routing/router.js';
 import { LoadScraper } from '../routing/scraper.js';
+import { slotsFor, withRoom } from '../routing/room.js';
 import type { EngineStatus, RoutingHint, UpstreamTarget } from '../types.js';
 import { type EngineState, type Replica, replicaId } from './state.js';
 
@@ -26,11 +27,33 @@ export function startRouting(state: EngineState): void {
       return ready;
     },
     log: state.options.log,
+    inFlightOf: (id) => [...state.replicas.values()].find((r) => replicaId(state, r) === id)?.inFlight ?? 0,
   });
   router.useLoads(scraper);
   state.scraper = scraper;
   state.router = router;
   state.scraper.start();
+}
+
+/** The ready replicas with their ids and this gateway's requests in flight on each (`routing/room.ts`). */
+function readyReplicas(state: EngineState): Array<{ id: string; inFlight: number; replica: Replica }> {
+  return [...state.replicas.values()]
+    .filter((r) => r.state === 'ready')
+    .map((replica) => ({ id: replicaId(state, replica), inFlight: replica.inFlight, replica }));
+}
+
+/** vLLM's --max-num-seqs as the definition's arguments give it; undefined: learnt from the replicas' metrics. */
+function batchSizeOf(state: EngineState): number | undefined {
+  const args = state.definition.args;
+  const at = args.findIndex((arg) => arg === '--max-num-seqs' || arg.startsWith('--max-num-seqs='));
+  if (at < 0) return undefined;
+  const value = Number(args[at]!.includes('=') ? args[at]!.split('=')[1] : args[at + 1]);
+  return Number.isInteger(value) && value > 0 ? value : undefined;
+}
+
+/** Sequences the engine's ready replicas can take beyond other gateways' requests (`Engine.freeSlots`). */
+export function freeSlotsOf(state: EngineState): number | null {
+  return slotsFor(readyReplicas(state), batchSizeOf(state), state.scraper ?? null);
 }
 
 /**
@@ -44,7 +67,11 @@ export function acquireReplica(
   exclude?: ReadonlySet<string>,
   hint?: RoutingHint,
 ): UpstreamTarget | null {
-  const ready = [...state.replicas.values()].filter((r) => r.state === 'ready' && !exclude?.has(replicaId(state, r)));
+  const ready = withRoom(
+    readyReplicas(state).filter((r) => !exclude?.has(r.id)),
+    batchSizeOf(state),
+    state.scraper ?? null,
+  ).map((r) => r.replica);
   if (ready.length === 0) return null;
   let replica: Replica;
   let routing: UpstreamTarget['routing'];

@@ -14,12 +14,16 @@ export interface ScraperOptions {
   /** The replicas to scrape now (read at every round: replicas come and go). */
   targets: () => ScrapeTarget[];
   log?: Logger;
+  /** This gateway's requests in flight on a replica: read when its scrape answers, to tell its load from others'. */
+  inFlightOf?: (replicaId: string) => number;
 }
 
 interface Scraped {
   load: ReplicaLoad;
   /** Requests this gateway sent to the replica since the scrape: the scrape could not see them yet. */
   sentSince: number;
+  /** This gateway's requests in flight on it when the scrape answered. */
+  ownAtScrape: number;
 }
 
 /**
@@ -37,6 +41,8 @@ interface Scraped {
 export class LoadScraper {
   private readonly scraped = new Map<string, Scraped>();
   private readonly busy = new Set<string>();
+  /** Per replica, the most requests it ran while others waited: its batch's size, as the engine showed it. */
+  private readonly learned = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: ScraperOptions) {}
@@ -47,6 +53,24 @@ export class LoadScraper {
     if (!entry || Date.now() - entry.load.scrapedAt > this.staleMs) return null;
     return entry.load;
   };
+
+  /**
+   * The replica's batch size as its engine showed it: the most requests it ran while requests waited (vLLM's
+   * running and waiting, llama.cpp's processing and deferred); null until it was seen saturated.
+   */
+  learnedCapacity(replicaId: string): number | null {
+    return this.learned.get(replicaId) ?? null;
+  }
+
+  /**
+   * Requests on the replica that are not this gateway's (other gateway replicas'), running or waiting, at its last
+   * fresh scrape; 0 when not scraped.
+   */
+  othersOf(replicaId: string): number {
+    const entry = this.scraped.get(replicaId);
+    if (!entry || Date.now() - entry.load.scrapedAt > this.staleMs) return 0;
+    return Math.max(0, entry.load.running + entry.load.waiting - entry.ownAtScrape);
+  }
 
   /** Requests sent to the replica since its last scrape (0 when never scraped). */
   sentSinceScrape(replicaId: string): number {
@@ -76,6 +100,7 @@ export class LoadScraper {
     const targets = this.options.targets();
     const live = new Set(targets.map((t) => t.id));
     for (const id of this.scraped.keys()) if (!live.has(id)) this.scraped.delete(id);
+    for (const id of this.learned.keys()) if (!live.has(id)) this.learned.delete(id);
     await Promise.all(targets.map((target) => this.scrape(target)));
   }
 
@@ -96,7 +121,9 @@ export class LoadScraper {
       const load = loadFromSamples(samples, target.servedModel, previous);
       // Metrics of no engine the gateway knows: the replica's load is unknown (never idle), as if not scraped.
       if (load === null) throw new Error('no queue figures among its metrics (neither vllm:* nor llamacpp:*)');
-      this.scraped.set(target.id, { load, sentSince: 0 });
+      this.scraped.set(target.id, { load, sentSince: 0, ownAtScrape: this.options.inFlightOf?.(target.id) ?? 0 });
+      if (load.waiting > 0 && load.running > (this.learned.get(target.id) ?? 0))
+        this.learned.set(target.id, load.running);
     } catch (error) {
       this.options.log?.debug('replica metrics scrape failed', {
         replica: target.id,

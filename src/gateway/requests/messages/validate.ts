@@ -88,7 +88,7 @@ function blockErrors(block: Json, field: string, bounds: TranslationBounds): Err
 function toolErrors(tools: unknown, bounds: TranslationBounds): ErrorDetail[] {
   if (tools === undefined || tools === null) return [];
   if (!Array.isArray(tools)) return [{ field: 'tools', message: 'must be an array' }];
-  const tooMany = countError('tools', tools.length, bounds.maxTools, 'TOLLGATE_TRANSLATION_MAX_TOOLS');
+  const tooMany = countError('tools', tools.length, bounds.maxTools, 'TOLLGATE_TRANSLATION_MAX_TOOLS', 'tools');
   if (tooMany.length > 0) return tooMany;
   const details: ErrorDetail[] = [];
   tools.forEach((tool: unknown, index) => {

@@ -125,7 +125,7 @@ export function finishOf(finishReason: unknown): { status: string; incomplete_de
  * The engine's chat completion as a Response: reasoning as a `reasoning` item
  * (its text as the summary), the text as a `message`, each tool call as a
  * `function_call`; the usage the engine reported (the gateway bills the same
- * numbers).
+ * numbers). `created_at` is the gateway's time, as a stream's is.
  */
 export function responseOf(answer: Json, body: Json, names: ToolNames, id: string, model: string): Json {
   const choice = ((answer.choices as Json[] | undefined) ?? [])[0] ?? {};
@@ -138,8 +138,8 @@ export function responseOf(answer: Json, body: Json, names: ToolNames, id: strin
     const fn = (call.function ?? {}) as Json;
     output.push(callItem(call.id, stringOf(fn.name), typeof fn.arguments === 'string' ? fn.arguments : '{}', names));
   }
-  const created = typeof answer.created === 'number' ? answer.created : Math.floor(Date.now() / 1000);
-  const response = responseShell(body, id, model, created);
+  // The gateway's clock, never the engine's `created`: the store dates and expires the response by it.
+  const response = responseShell(body, id, model, Math.floor(Date.now() / 1000));
   Object.assign(response, finishOf(choice.finish_reason), {
     output,
     usage: responsesUsage(usageFrom(answer.usage)),

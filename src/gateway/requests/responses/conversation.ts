@@ -70,7 +70,8 @@ export function createConversations({ store, log }: ConversationDeps) {
           orgId: request.caller.orgId,
           keyId: request.caller.id,
           model: request.clientModel,
-          createdAt: new Date((response.created_at as number) * 1000),
+          // The gateway's clock: a response's life (TOLLGATE_RESPONSES_RETENTION_DAYS) never comes from an engine.
+          createdAt: new Date(),
           previousResponseId:
             typeof request.body.previous_response_id === 'string' ? request.body.previous_response_id : null,
           input: inputItemsOf(request.body.input).map(storedItem),

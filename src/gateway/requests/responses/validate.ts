@@ -70,16 +70,22 @@ function itemErrors(item: unknown, field: string, bounds: TranslationBounds): Er
   return errors;
 }
 
+const NAMESPACED_TOOLS = 'tools, each function of a namespace counted';
+
 /**
- * Tools: an array of objects, at most `maxTools` with each function of a `namespace` counted; a function's,
- * a custom tool's and a namespace's names are bounded (a namespace's is copied into each of its functions' names).
+ * Tools: an array of objects, at most `maxTools` with each function of a `namespace` counted (the namespace itself
+ * not); a function's, a custom tool's and a namespace's names are bounded (a namespace's is copied into each of its
+ * functions' names).
  */
 function toolErrors(tools: unknown, bounds: TranslationBounds): ErrorDetail[] {
   if (tools === undefined || tools === null) return [];
   if (!Array.isArray(tools)) return [{ field: 'tools', message: 'must be an array' }];
-  let count = tools.length;
-  for (const tool of tools) if (isObject(tool) && Array.isArray(tool.tools)) count += tool.tools.length;
-  const tooMany = countError('tools', count, bounds.maxTools, 'TOLLGATE_TRANSLATION_MAX_TOOLS');
+  // A namespace counts as its functions (what the engine is sent), not as one more; an empty one as one.
+  let count = 0;
+  for (const tool of tools)
+    count +=
+      isObject(tool) && tool.type === 'namespace' && Array.isArray(tool.tools) ? Math.max(1, tool.tools.length) : 1;
+  const tooMany = countError('tools', count, bounds.maxTools, 'TOLLGATE_TRANSLATION_MAX_TOOLS', NAMESPACED_TOOLS);
   if (tooMany.length > 0) return tooMany;
   const details: ErrorDetail[] = [];
   tools.forEach((tool: unknown, index) => details.push(...toolDefinitionErrors(tool, `tools[${index}]`, bounds)));

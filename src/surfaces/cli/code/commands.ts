@@ -1,6 +1,6 @@
 import { pricePerMillion } from '../../../gateway/billing/money.js';
 import { isMode, MODES } from './approval.js';
-import { money } from './gateway.js';
+import { money, type UsageRow } from './gateway.js';
 import type { Agent } from './loop.js';
 import { projectContext } from './context.js';
 import { clean } from './render.js';
@@ -10,7 +10,7 @@ export const HELP = `Commands:
   /help              this list
   /model [ID]        list the models this key can call, or switch to one
   /mode [MODE]       show or switch the approval mode: ask, auto-edit, yolo, plan
-  /cost              this session's tokens and cost (the key's usage records), and the wallet's balance
+  /cost              this session's billed cost and tokens (the key's usage records), and the wallet's balance
   /expand [N]        the whole result of the last tool call (or the Nth last)
   /undo              put back the files the last turn changed (or created) as they were before it
   /resume [N|ID]     pick an earlier session of this folder (first task, date, cost) and go on with it
@@ -118,9 +118,17 @@ function priceOf(agent: Agent, model: string): string {
   const price = agent.deps.prices.get(model);
   if (!price) return 'no price listed';
   const { currency } = agent.deps;
-  return `${pricePerMillion(price.inputNanosPerToken)} ${currency} in / ${pricePerMillion(price.outputNanosPerToken)} ${currency} out per million tokens`;
+  const cached =
+    price.cachedInputNanosPerToken === price.inputNanosPerToken
+      ? ''
+      : ` (${pricePerMillion(price.cachedInputNanosPerToken)} cached)`;
+  return `${pricePerMillion(price.inputNanosPerToken)} ${currency} in${cached} / ${pricePerMillion(price.outputNanosPerToken)} ${currency} out per million tokens`;
 }
 
+/**
+ * One session cost, the billed one: the key's usage records of the session's requests (a cancelled one included,
+ * which no answer counted). Only when they cannot be read, what the agent counted from each answer, said so.
+ */
 async function costLines(agent: Agent): Promise<string> {
   const { totals, requestIds = [], createdAt } = agent.session;
   const { currency, gateway } = agent.deps;
@@ -128,16 +136,17 @@ async function costLines(agent: Agent): Promise<string> {
     gateway.balance(),
     gateway.usageOf(requestIds, createdAt).catch(() => null),
   ]);
-  const lines = [
-    `session ${agent.session.id}: ${totals.requests} answers counted here, ${totals.promptTokens} tokens in, ${totals.completionTokens} out, ${money(BigInt(totals.costNanos), currency)}`,
-  ];
-  if (usage === null) lines.push('billed: the usage records cannot be read now');
-  else {
-    const billed = usage.records.reduce((sum, r) => sum + BigInt(r.cost_nanos), 0n);
-    const tokensIn = usage.records.reduce((sum, r) => sum + r.prompt_tokens, 0);
-    const tokensOut = usage.records.reduce((sum, r) => sum + r.completion_tokens, 0);
+  const lines: string[] = [];
+  if (usage === null)
     lines.push(
-      `billed: ${usage.records.length} requests, ${tokensIn} tokens in, ${tokensOut} out, ${money(billed, currency)} (the key's usage records${usage.missing ? `; ${usage.missing} not recorded yet` : ''})`,
+      `session ${agent.session.id}: ${money(BigInt(totals.costNanos), currency)} as counted here from ${totals.requests} answers (the usage records cannot be read now: the bill may differ, a cancelled request's included)`,
+    );
+  else {
+    const sum = (of: (r: UsageRow) => number) => usage.records.reduce((total, r) => total + of(r), 0);
+    const billed = usage.records.reduce((total, r) => total + BigInt(r.cost_nanos), 0n);
+    const cached = sum((r) => r.prompt_tokens_details?.cached_tokens ?? 0);
+    lines.push(
+      `session ${agent.session.id}: ${money(billed, currency)} billed for ${usage.records.length} requests, ${sum((r) => r.prompt_tokens)} tokens in${cached ? ` (${cached} cached)` : ''}, ${sum((r) => r.completion_tokens)} out (the key's usage records${usage.missing ? `; ${usage.missing} not recorded yet` : ''})`,
     );
   }
   lines.push(balance === null ? 'wallet: the gateway does not report it' : `wallet: ${money(balance, currency)}`);

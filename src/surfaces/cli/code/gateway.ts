@@ -1,4 +1,7 @@
-import { costOf, formatAmount } from '../../../gateway/billing/money.js';
+import { type Charge, chargeFor } from '../../../gateway/billing/holds.js';
+import { formatAmount, type TokenPrice } from '../../../gateway/billing/money.js';
+import type { TokenBounds } from '../../../gateway/billing/token-bounds.js';
+import type { TokenUsage } from '../../../gateway/billing/token-usage.js';
 import { createClient } from '../client.js';
 import type { CliSettings } from '../settings.js';
 
@@ -10,6 +13,8 @@ export interface ModelInfo {
 
 export interface Price {
   inputNanosPerToken: bigint;
+  /** A prompt token the engine read from its prefix cache (the input price where the operator set none). */
+  cachedInputNanosPerToken: bigint;
   outputNanosPerToken: bigint;
 }
 
@@ -34,13 +39,20 @@ export function gatewayOf(settings: CliSettings) {
     async prices(): Promise<{ currency: string; byModel: Map<string, Price> }> {
       const body = (await api.send({ method: 'GET', path: '/pricing' })) as {
         currency: string;
-        data: { model: string; input_nanos_per_token: string; output_nanos_per_token: string }[];
+        data: {
+          model: string;
+          input_nanos_per_token: string;
+          cached_input_nanos_per_token?: string;
+          output_nanos_per_token: string;
+        }[];
       };
       const byModel = new Map(
         body.data.map((row) => [
           row.model,
           {
             inputNanosPerToken: BigInt(row.input_nanos_per_token),
+            // An older gateway lists no cached price: it bills every prompt token at the input price.
+            cachedInputNanosPerToken: BigInt(row.cached_input_nanos_per_token ?? row.input_nanos_per_token),
             outputNanosPerToken: BigInt(row.output_nanos_per_token),
           },
         ]),
@@ -86,6 +98,8 @@ export type Gateway = ReturnType<typeof gatewayOf>;
 export interface UsageRow {
   id: string;
   prompt_tokens: number;
+  /** Of `prompt_tokens`, those read from the engine's prefix cache (absent from an older gateway). */
+  prompt_tokens_details?: { cached_tokens: number };
   completion_tokens: number;
   cost_nanos: string;
   status: number;
@@ -94,13 +108,27 @@ export interface UsageRow {
 /** Pages of usage records read for `/cost` (500 records a page). */
 const USAGE_PAGES = 20;
 
-/** A request's cost in nanos: the gateway's own formula over the usage it reported. */
-export function turnCost(
-  usage: { promptTokens: number; completionTokens: number },
+/**
+ * A call's charge by the gateway's own rule (`billing/holds.ts`'s `chargeFor`): the engine's usage held to the call's
+ * bounds (the body's bytes, its `max_tokens`), cached prompt tokens at the cached-input price, reasoning as output,
+ * never above the hold. Null when the gateway lists no price for the model.
+ */
+export function turnCharge(
+  reported: TokenUsage,
+  call: { bounds: TokenBounds; holdNanos: bigint | null },
   price: Price | undefined,
-): bigint | null {
-  if (!price) return null;
-  return costOf(usage, { inputPerToken: price.inputNanosPerToken, outputPerToken: price.outputNanosPerToken });
+): Charge | null {
+  if (!price || call.holdNanos === null) return null;
+  return chargeFor(reported, { bounds: call.bounds, holdNanos: call.holdNanos }, tokenPriceOf(price));
+}
+
+/** The price as the gateway's billing reads it. */
+export function tokenPriceOf(price: Price): TokenPrice {
+  return {
+    inputPerToken: price.inputNanosPerToken,
+    cachedInputPerToken: price.cachedInputNanosPerToken,
+    outputPerToken: price.outputNanosPerToken,
+  };
 }
 
 /** `1234567n` → `0.001234567 USD`. */

@@ -1,10 +1,11 @@
 import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { clampUsage } from '../../../gateway/billing/token-bounds.js';
 import type { Mode } from './approval.js';
 import { decide, scopeOf, SessionApprovals } from './approval.js';
 import { Checkpoints } from './checkpoints.js';
 import type { TurnPlan, WalletGuard } from './budget.js';
-import { type Gateway, type Price, turnCost } from './gateway.js';
+import { type Gateway, type Price, turnCharge } from './gateway.js';
 import { AgentStop, type ModelAnswer, streamAnswer } from './model.js';
 import type { Session, SessionStore } from './sessions.js';
 import { type PreparedCall, prepare, type ToolContext, ToolRefusal, toolsFor } from './tools/index.js';
@@ -153,13 +154,12 @@ export class Agent {
 
   private count(answer: ModelAnswer, plan: TurnPlan): void {
     if (!answer.usage) return;
-    // Held to the call's bounds as the gateway does when it charges (billing/token-bounds.ts): the figures are the bill's.
-    const usage = {
-      promptTokens: Math.min(answer.usage.promptTokens, plan.promptBound),
-      completionTokens: Math.min(answer.usage.completionTokens, plan.maxTokens),
-    };
+    // The gateway's own rule (billing/holds.ts's chargeFor): held to the call's bounds, cached tokens at their price.
+    const bounds = { promptTokens: plan.promptBound, completionTokens: plan.maxTokens };
+    const charge = turnCharge(answer.usage, { bounds, holdNanos: plan.worstNanos }, this.deps.prices.get(this.model));
+    const usage = charge?.usage ?? clampUsage(answer.usage, bounds).usage;
+    const cost = charge?.costNanos ?? null;
     const totals = this.session.totals;
-    const cost = turnCost(usage, this.deps.prices.get(this.model));
     totals.requests += 1;
     totals.promptTokens += usage.promptTokens;
     totals.completionTokens += usage.completionTokens;
@@ -169,7 +169,9 @@ export class Agent {
       messages: this.session.messages.length + 1,
     };
     this.deps.view.turn({
-      ...usage,
+      promptTokens: usage.promptTokens,
+      cachedTokens: usage.cachedTokens ?? 0,
+      completionTokens: usage.completionTokens,
       costNanos: cost,
       sessionNanos: BigInt(totals.costNanos),
       currency: this.deps.currency,

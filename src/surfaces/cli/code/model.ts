@@ -4,6 +4,8 @@ import type {
   ChatCompletionFunctionTool,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
+import type { TokenUsage } from '../../../gateway/billing/token-usage.js';
+import { usageFrom } from '../../../gateway/proxy/token-counts.js';
 
 /** What one model call answered, streamed to the end (or to a cancel). */
 export interface ModelAnswer {
@@ -11,7 +13,7 @@ export interface ModelAnswer {
   reasoning: string;
   toolCalls: { id: string; name: string; arguments: string }[];
   finishReason: string | null;
-  usage: { promptTokens: number; completionTokens: number } | null;
+  usage: TokenUsage | null;
   /** The gateway's request id: the id of the usage record it billed. */
   requestId: string | null;
 }
@@ -83,8 +85,8 @@ async function collect(
 ): Promise<ModelAnswer> {
   const answer: ModelAnswer = { text: '', reasoning: '', toolCalls: [], finishReason: null, usage: null, requestId };
   for await (const chunk of stream) {
-    if (chunk.usage)
-      answer.usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
+    // Read as the gateway reads an engine's usage when it bills (its cached and reasoning parts too).
+    if (chunk.usage) answer.usage = usageFrom(chunk.usage) ?? answer.usage;
     const choice = chunk.choices[0];
     if (!choice) continue;
     const delta = choice.delta as ChatCompletionChunk.Choice.Delta & { reasoning?: string; reasoning_content?: string };

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { z } from 'zod';
 
 /** A conversation kept on disk, one JSON file per session, so it can be resumed. */
 export interface Session {
@@ -20,6 +21,25 @@ export interface Session {
 }
 
 const ID = /^\d{8}-\d{6}-[0-9a-f]{6}$/;
+
+const count = z.number().int().nonnegative();
+/** What a session file must hold to be resumed: its messages are the model's, its totals the agent's (checked loosely). */
+const sessionFile = z.object({
+  id: z.string().regex(ID),
+  cwd: z.string().min(1),
+  model: z.string().min(1),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  title: z.string(),
+  messages: z.array(z.object({ role: z.string() }).loose()),
+  totals: z.object({
+    requests: count,
+    promptTokens: count,
+    completionTokens: count,
+    costNanos: z.string().regex(/^\d+$/),
+  }),
+  requestIds: z.array(z.string()).optional(),
+});
 
 /**
  * The sessions folder. Files are written whole (a temporary file renamed
@@ -62,11 +82,24 @@ export class SessionStore {
   async load(id: string): Promise<Session> {
     if (!ID.test(id))
       throw new Error(`"${id}" is not a session id (they look like 20260131-120000-a1b2c3; see --list-sessions)`);
+    const file = this.fileOf(id);
+    let text: string;
     try {
-      return JSON.parse(await readFile(this.fileOf(id), 'utf8')) as Session;
+      text = await readFile(file, 'utf8');
     } catch {
       throw new Error(`no session ${id} in ${this.folder}`);
     }
+    const malformed = (what: string) => new Error(`${file} is not a session tollgate code can resume: ${what}`);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw malformed('not JSON');
+    }
+    const read = sessionFile.safeParse(json);
+    if (!read.success) throw malformed(problemOf(read.error));
+    if (read.data.id !== id) throw malformed(`id: it says ${read.data.id}, its file name ${id}`);
+    return read.data as Session;
   }
 
   /** Every session, the latest first. */
@@ -92,4 +125,13 @@ export class SessionStore {
   private fileOf(id: string): string {
     return path.join(this.folder, `${id}.json`);
   }
+}
+
+/** The first problem of a session file, as `field: what` (`id: missing`). */
+function problemOf(error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  const where = issue.path.join('.') || 'the file';
+  return issue.code === 'invalid_type' && issue.input === undefined
+    ? `${where}: missing`
+    : `${where}: ${issue.message}`;
 }

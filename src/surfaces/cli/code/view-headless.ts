@@ -54,6 +54,7 @@ export function headlessView(
     turn(f) {
       event('turn', {
         prompt_tokens: f.promptTokens,
+        cached_tokens: f.cachedTokens,
         completion_tokens: f.completionTokens,
         cost: f.costNanos === null ? null : formatAmount(f.costNanos),
         cost_nanos: f.costNanos?.toString() ?? null,

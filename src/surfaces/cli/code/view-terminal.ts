@@ -67,8 +67,9 @@ export function terminalView(write: (text: string) => void, paint: Paint, isTty:
   };
 }
 
-/** `↳ 1200 in · 56 out · 0.0002136 USD · session 0.00064 USD` */
+/** `↳ 1200 in (1024 cached) · 56 out · 0.0002136 USD · session 0.00064 USD` */
 export function figuresLine(f: TurnFigures): string {
   const cost = f.costNanos === null ? 'no price listed' : money(f.costNanos, f.currency);
-  return `↳ ${f.promptTokens} in · ${f.completionTokens} out · ${cost} · session ${money(f.sessionNanos, f.currency)}`;
+  const cached = f.cachedTokens > 0 ? ` (${f.cachedTokens} cached)` : '';
+  return `↳ ${f.promptTokens} in${cached} · ${f.completionTokens} out · ${cost} · session ${money(f.sessionNanos, f.currency)}`;
 }

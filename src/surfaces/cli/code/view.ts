@@ -4,6 +4,8 @@ import type { AgentStop } from './model.js';
 /** One model call's figures, as shown after it and in stream-json. */
 export interface TurnFigures {
   promptTokens: number;
+  /** Of `promptTokens`, those the engine read from its prefix cache (billed at the cached-input price). */
+  cachedTokens: number;
   completionTokens: number;
   /** Null when the gateway lists no price for the model. */
   costNanos: bigint | null;

@@ -43,6 +43,11 @@ export interface Command<T = unknown> {
   combine?(bodies: unknown[]): T;
   /** Does what the answer is for before it is shown (a download writes its file) and answers what `render` and `--json` show. */
   receive?(body: unknown, args: Args): Promise<T>;
+  /**
+   * Why an answer is a failure (exit 1) though the request succeeded (books that differ), or null. With `--json`
+   * the body is printed and the reason goes to stderr; without, only the reason: the exit code is the same.
+   */
+  failure?(body: T): string | null;
   /** The body (null for 204 No Content) as text; `args` for what the body does not say. */
   render(body: T, args: Args): string;
 }

@@ -1,5 +1,5 @@
 import { parseAmount } from '../../../gateway/billing/money.js';
-import { CliError, UsageError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { segment } from '../client.js';
 import { date, table } from '../output.js';
 import type { verificationView } from '../../admin/ledger.js';
@@ -77,15 +77,11 @@ const verify: Command<Verification> = {
     'Recompute the balance from the ledger and the ledger from the usage records; exit 1 naming each difference.',
   options: { org: STRING },
   request: (a) => ({ method: 'GET', path: `/orgs/${segment(a.id('org', 'org'))}/wallet/verify` }),
-  // Books that differ are a failure (exit 1), so a script can run it; `--json` prints the report whatever it says.
-  async receive(body, a) {
-    const v = body as Verification;
-    if (!v.ok && !a.has('json'))
-      throw new CliError(
-        [`the books of ${v.org_id} differ in ${v.difference_count} place(s):`, ...differenceLines(v)].join('\n'),
-      );
-    return v;
-  },
+  // Books that differ are a failure (exit 1), so a script can run it; `--json` prints the report too.
+  failure: (v) =>
+    v.ok
+      ? null
+      : [`the books of ${v.org_id} differ in ${v.difference_count} place(s):`, ...differenceLines(v)].join('\n'),
   render: (v) =>
     `The books of ${v.org_id} agree: balance ${v.balance_nanos} nano-units = the sum of ${v.ledger_entries} ledger entries; ${v.usage_records} usage records, each charged exactly once.`,
 };

@@ -165,7 +165,7 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
     press('Enter');
     await shows(
       'the session cost',
-      /session \S+: 3 answers counted here, \d+ tokens in, \d+ out, 0\.\d+ USD\nbilled: 4 requests, \d+ tokens in, \d+ out, 0\.\d+ USD \(the key's usage records\)\nwallet: 4\.99\d* USD/,
+      /session \S+: 0\.\d+ USD billed for 4 requests, \d+ tokens in, \d+ out \(the key's usage records\)\nwallet: 4\.99\d* USD/,
     );
     type('/model');
     press('Enter');

@@ -1,8 +1,8 @@
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { money, turnCost } from '../../../../src/surfaces/cli/code/gateway.js';
+import { money, turnCharge } from '../../../../src/surfaces/cli/code/gateway.js';
 import { renderDiff } from '../../../../src/surfaces/cli/code/diff.js';
 import { clean, cut, painter } from '../../../../src/surfaces/cli/code/render.js';
 import { duration, withinTime, worked } from '../../../../src/surfaces/cli/code/status-line.js';
@@ -29,16 +29,51 @@ describe('sessions on disk', () => {
     expect((await readdir(folder)).every((name) => name.endsWith('.json'))).toBe(true);
   });
 
+  it('refuses a malformed session file, naming the file and what is wrong', async () => {
+    const store = new SessionStore(folder);
+    const file = (id: string) => path.join(folder, `${id}.json`);
+    await writeFile(file('20260131-120000-aaaaaa'), '{}');
+    await expect(store.load('20260131-120000-aaaaaa')).rejects.toThrow(
+      `${file('20260131-120000-aaaaaa')} is not a session tollgate code can resume: id: missing`,
+    );
+    await writeFile(file('20260131-120000-bbbbbb'), '{"id": "20260131-120000-bbbbbb", "cwd": 7');
+    await expect(store.load('20260131-120000-bbbbbb')).rejects.toThrow(
+      `${file('20260131-120000-bbbbbb')} is not a session tollgate code can resume: not JSON`,
+    );
+    const session = store.create('/p/three', 'sim-chat');
+    await store.save(session);
+    const whole = JSON.parse(await readFile(file(session.id), 'utf8')) as Record<string, unknown>;
+    await writeFile(file(session.id), JSON.stringify({ ...whole, cwd: 7 }));
+    await expect(store.load(session.id)).rejects.toThrow(/is not a session tollgate code can resume: cwd: /);
+    await writeFile(file(session.id), JSON.stringify({ ...whole, id: '20260131-120000-cccccc' }));
+    await expect(store.load(session.id)).rejects.toThrow(
+      `is not a session tollgate code can resume: id: it says 20260131-120000-cccccc, its file name ${session.id}`,
+    );
+    // A listing skips it rather than failing: the others are still there to resume.
+    expect((await store.list()).map((s) => s.id)).not.toContain(session.id);
+    await rm(file(session.id));
+    await rm(file('20260131-120000-aaaaaa'));
+    await rm(file('20260131-120000-bbbbbb'));
+  });
+
   it('refuses a session id that is not one (a path)', async () => {
     await expect(new SessionStore(folder).load('../../etc/passwd')).rejects.toThrow('is not a session id');
   });
 });
 
 describe('costs, in nano-units', () => {
-  it('is the gateway formula: tokens times the per-token prices, exactly', () => {
-    const price = { inputNanosPerToken: 150n, outputNanosPerToken: 600n };
-    expect(turnCost({ promptTokens: 1234, completionTokens: 56 }, price)).toBe(1234n * 150n + 56n * 600n);
-    expect(turnCost({ promptTokens: 1, completionTokens: 1 }, undefined)).toBeNull();
+  it('is the gateway formula: tokens times the per-token prices, cached ones at theirs, held to the bounds, exactly', () => {
+    const price = { inputNanosPerToken: 150n, cachedInputNanosPerToken: 15n, outputNanosPerToken: 600n };
+    const call = { bounds: { promptTokens: 5000, completionTokens: 100 }, holdNanos: 5000n * 150n + 100n * 600n };
+    const cost = (usage: { promptTokens: number; completionTokens: number; cachedTokens?: number }) =>
+      turnCharge(usage, call, price)?.costNanos;
+    expect(cost({ promptTokens: 1234, completionTokens: 56 })).toBe(1234n * 150n + 56n * 600n);
+    expect(cost({ promptTokens: 1234, cachedTokens: 1024, completionTokens: 56 })).toBe(
+      210n * 150n + 1024n * 15n + 56n * 600n,
+    );
+    // An engine's count above the call's bounds is billed at the bound, as the gateway bills it.
+    expect(cost({ promptTokens: 1, completionTokens: 1_000_000 })).toBe(150n + 100n * 600n);
+    expect(turnCharge({ promptTokens: 1, completionTokens: 1 }, call, undefined)).toBeNull();
     expect(money(218_700n, 'USD')).toBe('0.0002187 USD');
     // Past 2^53 nanos a float would lose the last unit.
     expect(money(9_007_199_254_740_993n, 'USD')).toBe('9007199.254740993 USD');

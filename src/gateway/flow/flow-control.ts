@@ -1,0 +1,298 @@
+import { GatewayError } from '../../shared/http/errors.js';
+import { BANDS, type Band, bandRank } from './bands.js';
+import { FairQueue, type Queued } from './fair-queue.js';
+import type { FlowSettings } from '../../config/types.js';
+
+export type { FlowSettings } from '../../config/types.js';
+
+/** Where room comes from: the sequences a model's replicas can take now from this gateway; null when unknown. */
+export interface RoomSource {
+  freeSlots(modelId: string): number | null;
+}
+
+/** One request asking to go to a model's engines. */
+export interface FlowRequest {
+  modelId: string;
+  orgId: string;
+  band: Band;
+  /** The organization's share weight (1 to 1000). */
+  weight: number;
+  /** Prompt tokens (an estimate) and the most it can generate: what it is expected to be served. */
+  promptTokens: number;
+  completionBound: number;
+}
+
+/** A request's place on the engines; `done` once it ends (exactly once; later calls do nothing). */
+export interface FlowPass {
+  /** Whether it waited in the queue, and how long (ms). */
+  readonly waitedMs: number;
+  done(used: { promptTokens: number; completionTokens: number }): void;
+}
+
+/** What the operator's page and the metrics read. */
+export interface FlowSnapshot {
+  models: Array<{
+    model: string;
+    inFlight: number;
+    freeSlots: number | null;
+    waiting: Array<{ band: Band; orgId: string; requests: number }>;
+  }>;
+  /** Tokens served since the gateway started, per organization (prompt and generated). */
+  served: Array<{ orgId: string; promptTokens: number; completionTokens: number }>;
+}
+
+interface Waiter extends Queued {
+  request: FlowRequest;
+  enqueuedAt: number;
+  resolve(pass: FlowPass): void;
+  reject(error: unknown): void;
+  timer: NodeJS.Timeout;
+}
+
+interface ModelFlow {
+  queue: FairQueue<Waiter>;
+  /** Requests this gateway dispatched to the model that have not ended. */
+  inFlight: number;
+  /** Completion tokens an organization's requests generated lately, per band: what the next is expected to. */
+  expected: Map<string, number>;
+}
+
+/** What each outcome of a wait reports to metrics. */
+export interface FlowEvents {
+  dispatched(request: FlowRequest, waitedMs: number): void;
+  refused(request: FlowRequest, reason: 'queue_full' | 'waited_too_long'): void;
+  left(request: FlowRequest): void;
+  served(request: FlowRequest, used: { promptTokens: number; completionTokens: number }): void;
+}
+
+const NO_EVENTS: FlowEvents = { dispatched() {}, refused() {}, left() {}, served() {} };
+
+/**
+ * Flow control between admission and the engines: a request that has passed
+ * its key's limits and hold goes to its model's engines at once when they have
+ * room; when they are full it waits here, not in an engine's
+ * first-come-first-served queue, and is dispatched when room appears (a
+ * request of this gateway ends, or the engines' metrics show room): the
+ * highest band first, and within a band the organization served the fewest
+ * weighted tokens (`FairQueue`). Work-conserving: nothing waits while a
+ * replica has room. Waits are bounded (per organization, in all, in time),
+ * with an overloaded refusal that names the setting.
+ *
+ * @example
+ * const pass = await flow.enter({ modelId, orgId, band: 'default', weight: 1, promptTokens: 20, completionBound: 64 }, signal);
+ * // ... the engine call ...
+ * pass.done({ promptTokens: 20, completionTokens: 12 });
+ */
+export class FlowControl {
+  private readonly models = new Map<string, ModelFlow>();
+  private readonly waitingPerOrg = new Map<string, number>();
+  private waitingTotal = 0;
+  private readonly servedTokens = new Map<string, { promptTokens: number; completionTokens: number }>();
+  private poller: NodeJS.Timeout | null = null;
+
+  constructor(
+    readonly settings: FlowSettings,
+    private readonly room: RoomSource,
+    private readonly events: FlowEvents = NO_EVENTS,
+  ) {}
+
+  /**
+   * A pass for the request: at once when its model has room and nobody waits before it, else once it is its turn.
+   * Throws an overloaded `GatewayError` when it cannot wait (a bound reached) or waited `maxWaitMs`; `left` (the
+   * client went away) takes it out of the queue and rejects with its reason.
+   */
+  enter(request: FlowRequest, left?: { onLeave(leave: () => void): void }): FlowPass | Promise<FlowPass> {
+    const flow = this.flowOf(request.modelId);
+    if (!this.settings.enabled || (flow.queue.size === 0 && this.free(request.modelId, flow) > 0)) {
+      return this.dispatch(flow, request, 0);
+    }
+    this.refuseWhenFull(request);
+    return new Promise<FlowPass>((resolve, reject) => {
+      const waiter: Waiter = {
+        orgId: request.orgId,
+        band: bandRank(request.band),
+        request,
+        enqueuedAt: performance.now(),
+        resolve,
+        reject,
+        timer: setTimeout(() => this.giveUp(flow, waiter), this.settings.maxWaitMs),
+      };
+      waiter.timer.unref();
+      flow.queue.push(waiter);
+      this.counted(request.orgId, 1);
+      left?.onLeave(() => {
+        if (!this.takeOut(flow, waiter)) return;
+        this.events.left(request);
+        reject(new DOMException('the client closed the connection while its request waited', 'AbortError'));
+      });
+      this.startPolling();
+    });
+  }
+
+  /** Dispatches what fits on every model with waiting requests (the metrics may show room nobody ended). */
+  pump(): void {
+    for (const [modelId, flow] of this.models) this.pumpModel(modelId, flow);
+  }
+
+  snapshot(): FlowSnapshot {
+    const models = [...this.models].map(([model, flow]) => ({
+      model,
+      inFlight: flow.inFlight,
+      freeSlots: this.room.freeSlots(model),
+      waiting: flow.queue
+        .waitingByBand()
+        .flatMap((orgs, rank) => [...orgs].map(([orgId, requests]) => ({ band: BANDS[rank]!, orgId, requests }))),
+    }));
+    const served = [...this.servedTokens].map(([orgId, tokens]) => ({ orgId, ...tokens }));
+    return { models, served };
+  }
+
+  /** Requests waiting in all, and one organization's. */
+  waiting(orgId?: string): number {
+    return orgId === undefined ? this.waitingTotal : (this.waitingPerOrg.get(orgId) ?? 0);
+  }
+
+  /** Refuses every waiting request (the gateway is stopping) and stops looking for room. */
+  close(): void {
+    if (this.poller) clearInterval(this.poller);
+    this.poller = null;
+    for (const flow of this.models.values()) {
+      for (let waiter = flow.queue.pop(); waiter; waiter = flow.queue.pop()) {
+        clearTimeout(waiter.timer);
+        this.counted(waiter.orgId, -1);
+        waiter.reject(overloaded('The gateway is stopping. Retry on another replica.'));
+      }
+    }
+  }
+
+  private flowOf(modelId: string): ModelFlow {
+    let flow = this.models.get(modelId);
+    if (!flow) {
+      flow = { queue: new FairQueue<Waiter>(), inFlight: 0, expected: new Map() };
+      this.models.set(modelId, flow);
+    }
+    return flow;
+  }
+
+  private free(modelId: string, flow: ModelFlow): number {
+    const slots = this.room.freeSlots(modelId);
+    return slots === null ? Infinity : slots - flow.inFlight;
+  }
+
+  private refuseWhenFull(request: FlowRequest): void {
+    const { queuePerOrg, queueTotal } = this.settings;
+    const own = this.waitingPerOrg.get(request.orgId) ?? 0;
+    if (own < queuePerOrg && this.waitingTotal < queueTotal) return;
+    this.events.refused(request, 'queue_full');
+    const which =
+      own >= queuePerOrg
+        ? `this organization already has ${own} requests waiting (TOLLGATE_FLOW_QUEUE_PER_ORG=${queuePerOrg})`
+        : `${this.waitingTotal} requests are waiting (TOLLGATE_FLOW_QUEUE_TOTAL=${queueTotal})`;
+    throw overloaded(`The model's engines are saturated and ${which}. Retry after a moment.`);
+  }
+
+  private dispatch(flow: ModelFlow, request: FlowRequest, waitedMs: number): FlowPass {
+    flow.inFlight++;
+    const expectedCompletion = Math.min(request.completionBound, this.expectedOf(flow, request));
+    const band = bandRank(request.band);
+    const { inputWeight, outputWeight } = this.settings;
+    const queue = flow.queue;
+    queue.serve(
+      request.orgId,
+      band,
+      (request.promptTokens * inputWeight + expectedCompletion * outputWeight) / request.weight,
+    );
+    this.events.dispatched(request, waitedMs);
+    let ended = false;
+    return {
+      waitedMs,
+      done: (used) => {
+        if (ended) return;
+        ended = true;
+        flow.inFlight--;
+        const correction =
+          (used.promptTokens - request.promptTokens) * inputWeight +
+          (used.completionTokens - expectedCompletion) * outputWeight;
+        queue.serve(request.orgId, band, correction / request.weight);
+        this.learn(flow, request, used.completionTokens);
+        this.count(request.orgId, used);
+        this.events.served(request, used);
+        if (queue.size > 0) this.pumpModel(request.modelId, flow);
+      },
+    };
+  }
+
+  private pumpModel(modelId: string, flow: ModelFlow): void {
+    let free = this.free(modelId, flow);
+    while (free > 0 && flow.queue.size > 0) {
+      const waiter = flow.queue.pop()!;
+      this.counted(waiter.orgId, -1);
+      clearTimeout(waiter.timer);
+      waiter.resolve(this.dispatch(flow, waiter.request, performance.now() - waiter.enqueuedAt));
+      free--;
+    }
+    if (flow.queue.size === 0) flow.queue.prune();
+  }
+
+  private giveUp(flow: ModelFlow, waiter: Waiter): void {
+    if (!this.takeOut(flow, waiter)) return;
+    this.events.refused(waiter.request, 'waited_too_long');
+    waiter.reject(
+      overloaded(
+        `The model's engines stayed saturated for the longest a request waits (TOLLGATE_FLOW_MAX_WAIT_MS=${this.settings.maxWaitMs}). Retry after a moment.`,
+      ),
+    );
+  }
+
+  private takeOut(flow: ModelFlow, waiter: Waiter): boolean {
+    if (!flow.queue.remove(waiter)) return false;
+    clearTimeout(waiter.timer);
+    this.counted(waiter.orgId, -1);
+    return true;
+  }
+
+  private counted(orgId: string, change: number): void {
+    this.waitingTotal += change;
+    const now = (this.waitingPerOrg.get(orgId) ?? 0) + change;
+    if (now <= 0) this.waitingPerOrg.delete(orgId);
+    else this.waitingPerOrg.set(orgId, now);
+  }
+
+  /** What an organization's next request in a band is expected to generate: the average of its last ones. */
+  private expectedOf(flow: ModelFlow, request: FlowRequest): number {
+    return flow.expected.get(`${request.orgId} ${request.band}`) ?? 0;
+  }
+
+  private learn(flow: ModelFlow, request: FlowRequest, completionTokens: number): void {
+    const key = `${request.orgId} ${request.band}`;
+    const before = flow.expected.get(key);
+    // A moving average over about the last eight requests; bounded by the organizations active lately.
+    flow.expected.set(key, before === undefined ? completionTokens : before + (completionTokens - before) / 8);
+    if (flow.expected.size > 10_000) flow.expected.delete(flow.expected.keys().next().value!);
+  }
+
+  private count(orgId: string, used: { promptTokens: number; completionTokens: number }): void {
+    const total = this.servedTokens.get(orgId) ?? { promptTokens: 0, completionTokens: 0 };
+    total.promptTokens += used.promptTokens;
+    total.completionTokens += used.completionTokens;
+    this.servedTokens.set(orgId, total);
+    if (this.servedTokens.size > 10_000) this.servedTokens.delete(this.servedTokens.keys().next().value!);
+  }
+
+  private startPolling(): void {
+    if (this.poller) return;
+    this.poller = setInterval(() => {
+      this.pump();
+      if (this.waitingTotal === 0 && this.poller) {
+        clearInterval(this.poller);
+        this.poller = null;
+      }
+    }, this.settings.pollMs);
+    this.poller.unref();
+  }
+}
+
+/** The refusal of a request that cannot wait for the fleet: 503 (529 on the Anthropic routes), with Retry-After. */
+export function overloaded(message: string): GatewayError {
+  return new GatewayError('overloaded', message, { headers: { 'Retry-After': '2' } });
+}
