@@ -1,6 +1,7 @@
 import { CatalogService } from './gateway/catalog/service.js';
 import type { Config } from './config/index.js';
 import type { Database } from './shared/db/client.js';
+import { CacheSalts } from './gateway/engines/cache-salts.js';
 import type { Fleet } from './gateway/engines/fleet.js';
 import type { Logger } from './shared/http/log.js';
 import { KeyService } from './gateway/keys/service.js';
@@ -72,6 +73,7 @@ export interface GatewayServices {
   /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/request-path-cache.ts`. */
   requestPathCache: RequestPathCache;
   fleet: Fleet;
+  cacheSalts: CacheSalts;
   /** The four per-key limits and the wallet hold, decided in one step; see `admission/gate-keeper.ts`. */
   gateKeeper: GateKeeper;
   wallets: WalletService;
@@ -120,13 +122,11 @@ export function createServices(parts: ServiceParts): Services {
     'database',
     'known keys are still served; charges wait in the journal, and keys, models or wallets not yet cached answer 503, until it is back',
   );
-  // An embedded store has no other writer: every change goes through this process, which drops the
-  // cache itself.
+  // An embedded store has no other writer: every change goes through this process, which drops the cache itself.
   const requestPathCache = new RequestPathCache(db, storeOutage, {
     pollMs: config.databaseUrl ? config.catalogPollMs : 0,
   });
-  // A write through this process drops its cache at once; other replicas see the catalog version
-  // move.
+  // A write through this process drops its cache at once; other replicas see the catalog version move.
   const catalogChanged = () => requestPathCache.invalidate();
   const inFlight = new InFlight();
   const metricsOn = config.observability.metrics;
@@ -160,12 +160,11 @@ function createGatewayServices(
   catalogChanged: () => void,
   metrics: Metrics | null,
 ): GatewayServices {
-  const { config, db, log, fleet, redis = null, journal } = parts;
+  const { config, db, log, fleet, adminToken, redis = null, journal } = parts;
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
   const redisOptions = { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions };
   const gate = redis ? createRedisGate(redis, redisOptions) : createMemoryGate(gateOptions);
-  // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to
-  // rebuild it.
+  // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to rebuild it.
   const wallets = new WalletService(db, (orgId, amount) => gateKeeper.credit(orgId, amount));
   const gateKeeper: GateKeeper = new GateKeeper(gate, wallets, journal, log, {
     limitsEnabled: config.limits.enabled,
@@ -185,6 +184,7 @@ function createGatewayServices(
     catalog: new CatalogService(db, catalogChanged),
     requestPathCache,
     fleet,
+    cacheSalts: new CacheSalts(adminToken),
     gateKeeper,
     wallets,
     journal,

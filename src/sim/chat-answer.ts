@@ -26,7 +26,7 @@ export async function runChat(
   res: ServerResponse,
   fault: StreamFault | null,
 ): Promise<void> {
-  const job = new Job(state, plan.model.name, res, plan.promptTokens, plan.blockHashes);
+  const job = new Job(state, plan.model.name, res, plan.promptTokens, plan.blockHashes, plan.priority);
   const ttftMs = state.ttftMs;
   const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
   const created = Math.floor(Date.now() / 1000);

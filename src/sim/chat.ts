@@ -1,6 +1,6 @@
 import { badRequest, invalidBody } from './errors.js';
 import { buildChoices, readResponseFormat } from './choices.js';
-import { isObject, optionalBoolean, optionalInt, type JsonObject } from './fields.js';
+import { isObject, optionalBoolean, optionalInt, readCacheSalt, readPriority, type JsonObject } from './fields.js';
 import { promptBlockHashes } from './kv-cache.js';
 import type { ChoiceOutput } from './pieces.js';
 import { measureMessages, promptTokenStrings } from './prompt.js';
@@ -24,8 +24,10 @@ export interface ChatPlan {
   stream: boolean;
   includeUsage: boolean;
   continuousUsage: boolean;
-  /** A loaded model's prompt block hashes (its prefix cache's keys); empty otherwise. */
+  /** A loaded model's prompt block hashes (its prefix cache's keys, salted by `cache_salt`); empty otherwise. */
   blockHashes: string[];
+  /** The request's `priority` (0 unless the engine schedules by priority): lower is served first. */
+  priority: number;
 }
 
 export interface StreamSettings {
@@ -52,13 +54,17 @@ export function planChat(state: SimState, body: JsonObject): ChatPlan {
   const tools = readTools(body, model.toolParser);
   const format = readResponseFormat(body);
   const hideReasoning = optionalBoolean(body, 'include_reasoning') === false;
+  const cacheSalt = readCacheSalt(body);
+  const priority = readPriority(body, state.schedulingPolicy);
   const prompt = measureMessages(messages);
   // The chat template renders the tool definitions into the prompt.
   const promptTokens = prompt.tokens + (Array.isArray(body.tools) ? countTokens(JSON.stringify(body.tools)) : 0);
   const length = plannedLength(state, model, body, promptTokens);
 
   const scheduler = state.metrics.schedulers.get(model.name);
-  const blockHashes = scheduler ? promptBlockHashes(promptTokenStrings(messages), scheduler.settings.blockSize) : [];
+  const blockHashes = scheduler
+    ? promptBlockHashes(promptTokenStrings(messages), scheduler.settings.blockSize, cacheSalt)
+    : [];
   if (
     scheduler &&
     Math.ceil((promptTokens + length.total) / scheduler.settings.blockSize) > scheduler.settings.numGpuBlocks
@@ -83,7 +89,7 @@ export function planChat(state: SimState, body: JsonObject): ChatPlan {
     hideReasoning,
     turn,
   });
-  return { model, promptTokens: turn?.prompt_tokens ?? promptTokens, choices, ...streaming, blockHashes };
+  return { model, promptTokens: turn?.prompt_tokens ?? promptTokens, choices, ...streaming, blockHashes, priority };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SimCliError } from './errors-cli.js';
-import { LOADED_SIM_FLAGS, loadedOptions } from './loaded-args.js';
+import { LOADED_SIM_FLAGS, loadedOptions, schedulingPolicyOf } from './loaded-args.js';
 import type { SimModel, SimulatorOptions } from './types.js';
 import { type SplitArgs, splitVllmArgs, VLLM_ENGINE_FLAGS } from './vllm-args.js';
 
@@ -141,7 +141,12 @@ export function parseSimArgs(argv: string[], env: Record<string, string | undefi
   if (startupDelayMs !== undefined) options.startupDelayMs = startupDelayMs;
   if (defaultMaxTokens !== undefined) options.defaultMaxTokens = defaultMaxTokens;
   const loaded = loadedOptions(split.engineValues, values);
-  let ignored = split.ignored.filter((flag) => flag !== '--enable-auto-tool-choice');
+  const policy = schedulingPolicyOf(split.engineValues);
+  if (policy) options.schedulingPolicy = policy;
+  let ignored = withoutFlag(
+    split.ignored.filter((flag) => flag !== '--enable-auto-tool-choice'),
+    '--scheduling-policy',
+  );
   if (loaded) {
     options.loaded = loaded;
     ignored = withoutEngineFlags(ignored);
@@ -170,6 +175,12 @@ function chatExtras(
     if (toolParser !== undefined) model.toolCallParser = toolParser;
     if (script !== undefined) model.script = script;
   }
+}
+
+// The ignored list without one value flag the simulator reads whether loaded or not.
+function withoutFlag(ignored: string[], flag: string): string[] {
+  const at = ignored.indexOf(flag);
+  return at < 0 ? ignored : [...ignored.slice(0, at), ...ignored.slice(at + 2)];
 }
 
 // The ignored list without the engine flags a loaded model reads (each followed by its value).

@@ -1,6 +1,6 @@
 import { MAX_CHOICES, plannedLength, readChoiceCount, readStream, type StreamSettings } from './chat.js';
 import { badRequest, invalidBody } from './errors.js';
-import { optionalBoolean, optionalInt, type JsonObject } from './fields.js';
+import { optionalBoolean, optionalInt, readCacheSalt, readPriority, type JsonObject } from './fields.js';
 import { findModel, type ResolvedModel, type SimState } from './state.js';
 import { countTokens, hashText, HASH_START, pickWords, splitTokens, tokenText } from './tokens.js';
 
@@ -74,6 +74,9 @@ export function planCompletion(state: SimState, body: JsonObject): CompletionPla
     );
   }
   const model = findModel(state, body.model, 'chat');
+  // Checked as vLLM checks them; completions run unscheduled here, so neither changes the answer.
+  readCacheSalt(body);
+  readPriority(body, state.schedulingPolicy);
   const seed = optionalInt(body, 'seed');
   const choices: CompletionChoice[] = [];
   let promptTokens = 0;

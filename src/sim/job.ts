@@ -29,6 +29,8 @@ export class Job {
     private readonly promptTokens: number,
     /** A loaded model's prompt block hashes (see Scheduler). */
     private readonly blockHashes: readonly string[] = [],
+    /** Its `priority` (lower first), for a scheduler that orders by it. */
+    private readonly priority = 0,
   ) {
     this.counters = state.metrics.counters(modelName);
     this.counters.running++;
@@ -104,6 +106,7 @@ export class Job {
       // uvicorn's does.
       const emitted = await scheduler.submit({
         blockHashes: this.blockHashes,
+        priority: this.priority,
         promptTokens: this.promptTokens,
         outputTokens: count,
         emit: (i) => {

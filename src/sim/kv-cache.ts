@@ -106,21 +106,30 @@ export class KvCache {
 /**
  * The chained hashes of a token sequence's full blocks: block i's hash covers
  * its own tokens and block i-1's hash, so equal hashes mean equal prefixes
- * (vLLM's `hash_block_tokens`, with sha256 truncated to 64 bits).
+ * (vLLM's `hash_block_tokens`, with sha256 truncated to 64 bits). A cache salt
+ * (the request's `cache_salt`) is one of the first block's extra keys, as in
+ * vLLM: it changes that hash and so every hash chained on it, and two prompts
+ * share cached blocks only when their prefix and their salt both match.
  *
  * @example
  * promptBlockHashes(['a', 'b', 'c'], 2); // one hash: the partial block ['c'] has none
+ * promptBlockHashes(['a', 'b'], 2, 'org-salt'); // another hash than without the salt
  */
-export function promptBlockHashes(tokens: readonly string[], blockSize: number): string[] {
+export function promptBlockHashes(
+  tokens: readonly string[],
+  blockSize: number,
+  cacheSalt: string | null = null,
+): string[] {
   const hashes: string[] = [];
   let parent = '';
   for (let start = 0; start + blockSize <= tokens.length; start += blockSize) {
-    parent = createHash('sha256')
+    const hash = createHash('sha256')
       .update(parent)
       .update('\u0000')
-      .update(tokens.slice(start, start + blockSize).join('\u0001'))
-      .digest('hex')
-      .slice(0, 16);
+      .update(tokens.slice(start, start + blockSize).join('\u0001'));
+    // The extra keys: only the first block's carry the salt (vLLM's generate_block_hash_extra_keys).
+    if (start === 0 && cacheSalt !== null) hash.update('\u0002').update(cacheSalt);
+    parent = hash.digest('hex').slice(0, 16);
     hashes.push(parent);
   }
   return hashes;

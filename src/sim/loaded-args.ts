@@ -21,7 +21,31 @@ given; otherwise every request runs at once with --ttft-ms/--itl-ms:
   --decode-ms-per-step X       a decode step's fixed time (default 10)
   --decode-ms-per-seq X        a decode step's time per running sequence (default 0.25)
   --time-scale X               multiplies every simulated time (default 1; 0.1 = ten times faster)
+  --scheduling-policy P        fcfs (vLLM's default: a request's non-zero "priority" is a 400) or
+                               priority (the waiting queue by priority, lower first, then arrival; a
+                               better waiting request preempts the worst running one when the batch
+                               or the cache is full, which later prefills again and goes on)
+Requests' "cache_salt" (a non-empty string) salts the first prompt block's hash, as vLLM does: two
+prompts share cached blocks only when prefix and salt both match.
 `;
+
+/** vLLM's `--scheduling-policy` choices. */
+const SCHEDULING_POLICIES = ['fcfs', 'priority'] as const;
+
+/**
+ * vLLM's `--scheduling-policy`, refused as argparse refuses a choice it does not know; undefined when not given.
+ *
+ * @example
+ * schedulingPolicyOf(new Map([['scheduling-policy', 'priority']])); // 'priority'
+ */
+export function schedulingPolicyOf(engine: ReadonlyMap<string, string>): 'fcfs' | 'priority' | undefined {
+  const given = engine.get('scheduling-policy');
+  if (given === undefined) return undefined;
+  const policy = SCHEDULING_POLICIES.find((choice) => choice === given);
+  if (!policy)
+    throw new SimCliError(`argument --scheduling-policy: invalid choice: '${given}' (choose from 'fcfs', 'priority')`);
+  return policy;
+}
 
 /**
  * The loaded model's options from the command line, or undefined when it is

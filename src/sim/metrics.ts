@@ -127,6 +127,12 @@ export class SimMetrics {
         'Prefix cache hits, in terms of number of cached tokens.',
         (c) => loaded(c)?.hits ?? 0,
       ) +
+      family(
+        'vllm:num_preemptions_total',
+        'counter',
+        'Cumulative number of preemption from the engine.',
+        (c) => loaded(c)?.preemptions ?? 0,
+      ) +
       family('vllm:prompt_tokens_total', 'counter', 'Number of prefill tokens processed.', (c) => c.promptTokens) +
       family(
         'vllm:generation_tokens_total',

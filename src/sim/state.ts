@@ -1,4 +1,5 @@
 import { badRequest, modelNotFound } from './errors.js';
+import type { SchedulingPolicy } from './fields.js';
 import { SimMetrics } from './metrics.js';
 import { Scheduler, type SchedulerSettings } from './scheduler.js';
 import { loadScript, parseScript, type ScriptTurn } from './script.js';
@@ -17,6 +18,8 @@ export interface SimState {
   /** Date.now() from which the simulator answers; a comparison, not a timer. */
   readyAt: number;
   metrics: SimMetrics;
+  /** vLLM's `--scheduling-policy`: what a request's `priority` may be, and how a loaded model orders its queue. */
+  schedulingPolicy: SchedulingPolicy;
   /** Requests generating right now, so close() can stop them. */
   /** The requests under way, each cancelled when the simulator stops (`Job`). */
   jobs: Set<{ cancel(): void }>;
@@ -43,8 +46,11 @@ export function createState(options: SimulatorOptions): SimState {
   const failureRate = options.failureRate ?? 0;
   if (!(failureRate >= 0 && failureRate <= 1)) throw new RangeError('startSimulator: failureRate must be within 0..1');
   const metrics = new SimMetrics(modelList);
+  const schedulingPolicy = options.schedulingPolicy ?? 'fcfs';
+  if (schedulingPolicy !== 'fcfs' && schedulingPolicy !== 'priority')
+    throw new TypeError(`startSimulator: schedulingPolicy must be 'fcfs' or 'priority'`);
   if (options.loaded) {
-    const settings = schedulerSettings(options.loaded);
+    const settings = schedulerSettings(options.loaded, schedulingPolicy);
     for (const model of modelList)
       if (model.task === 'chat') metrics.schedulers.set(model.name, new Scheduler(settings));
   }
@@ -57,6 +63,7 @@ export function createState(options: SimulatorOptions): SimState {
     defaultMaxTokens: positiveInt('defaultMaxTokens', options.defaultMaxTokens ?? 16),
     readyAt: Date.now() + nonNegative('startupDelayMs', options.startupDelayMs ?? 0),
     metrics,
+    schedulingPolicy,
     jobs: new Set(),
   };
 }
@@ -84,7 +91,7 @@ export function findModel(state: SimState, requested: unknown, task: ResolvedMod
 }
 
 /** A loaded model's settings with defaults (see LoadedModelOptions), checked. */
-function schedulerSettings(loaded: LoadedModelOptions): SchedulerSettings {
+function schedulerSettings(loaded: LoadedModelOptions, policy: SchedulingPolicy): SchedulerSettings {
   const timeScale = loaded.timeScale ?? 1;
   if (!(Number.isFinite(timeScale) && timeScale > 0))
     throw new RangeError('startSimulator: loaded.timeScale must be a number > 0');
@@ -96,6 +103,7 @@ function schedulerSettings(loaded: LoadedModelOptions): SchedulerSettings {
     decodeMsPerStep: nonNegative('loaded.decodeMsPerStep', loaded.decodeMsPerStep ?? 10),
     decodeMsPerSeq: nonNegative('loaded.decodeMsPerSeq', loaded.decodeMsPerSeq ?? 0.25),
     timeScale,
+    policy,
   };
 }
 

@@ -37,6 +37,11 @@ export interface SimulatorOptions {
   startupDelayMs?: number;
   /** Completion length when the request sets none, default 16. */
   defaultMaxTokens?: number;
+  /**
+   * vLLM's `--scheduling-policy`: 'fcfs' (default) refuses a request's non-zero `priority`; 'priority' accepts it,
+   * and a loaded model serves its waiting queue by (priority, arrival), preempting lower-priority running requests.
+   */
+  schedulingPolicy?: 'fcfs' | 'priority';
   /** Chat models behave like a loaded vLLM (batch, queue, KV cache, prefix caching, GPU timings); absent: every request runs at once with ttftMs/itlMs. */
   loaded?: LoadedModelOptions;
 }

@@ -75,6 +75,7 @@ export const VLLM_ENGINE_FLAGS: ReadonlySet<string> = new Set([
   'max-num-seqs',
   'block-size',
   'num-gpu-blocks-override',
+  'scheduling-policy',
 ]);
 
 /** vLLM's short spellings of value flags (`-tp 2`), ignored. */

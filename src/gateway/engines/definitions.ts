@@ -2,9 +2,21 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ENGINE_KINDS } from './kinds.js';
+import type { EngineTenancy } from './types.js';
 
 // Engine definitions, the file operators edit (`engines/engines.json`, or the
 // path in TOLLGATE_ENGINES_FILE). One entry per catalog model.
+
+/**
+ * Whose prompts an engine's prefix cache may share (docs/engines.md, "Tenants in a shared engine"):
+ * absent or `per-organization` keeps each organization's cache apart (vLLM: the organization's
+ * `cache_salt`; llama.cpp: no prompt cache reuse); `shared` lets every organization reuse every cached prefix,
+ * which lets one organization learn, from cached counts and timing, what prefixes another sent.
+ */
+const cacheSharing = z.enum(['per-organization', 'shared']).optional();
+
+/** vLLM's `--scheduling-policy` of the engine (absent: `fcfs`): `priority` gets each request's band as its `priority`. */
+const schedulingPolicy = z.enum(['fcfs', 'priority']).optional();
 
 const simulatorDefinition = z.object({
   kind: z.literal('simulator'),
@@ -20,6 +32,7 @@ const simulatorDefinition = z.object({
   /** Scripted mode: a file of turns the model answers with (docs/tool-calling.md), relative to this file's folder. */
   script: z.string().min(1).optional(),
   max_model_len: z.number().int().positive().default(8192),
+  cache_sharing: cacheSharing,
 });
 
 const staticFields = z.object({
@@ -49,6 +62,9 @@ const staticFields = z.object({
    * gateway's fair queue (docs/fair-sharing.md). Absent: learnt when a server's metrics first show requests waiting.
    */
   max_num_seqs: z.number().int().min(1).max(100_000).optional(),
+  cache_sharing: cacheSharing,
+  /** `priority` only for a vLLM started with `--scheduling-policy priority` (vLLM refuses a priority otherwise). */
+  scheduling_policy: schedulingPolicy,
 });
 const staticDefinition = staticFields.superRefine((d, context) => {
   const given = [d.url, d.urls, d.dns].filter((where) => where !== undefined).length;
@@ -131,6 +147,9 @@ const dockerDefinition = z.object({
   pull: z.enum(['missing', 'never']).default('missing'),
   /** How long a replica may take to answer /health 200 (vLLM loads models for minutes) before it is replaced. */
   startup_timeout_s: z.number().int().positive().default(1800),
+  cache_sharing: cacheSharing,
+  /** `priority` adds `--scheduling-policy priority` to vLLM's command line, and sends each request's band as its priority. */
+  scheduling_policy: schedulingPolicy,
 });
 
 /** `replicas` alone, `min_replicas`/`max_replicas`, or neither (1); with `hosts`, `gpus` is the count each replica gets. */
@@ -179,6 +198,22 @@ export function replicaBounds(d: Pick<DockerDefinition, 'replicas' | 'min_replic
   const min = d.min_replicas ?? Math.min(1, d.max_replicas ?? 1);
   return { min, max: Math.max(min, d.max_replicas ?? Math.max(min, 1)) };
 }
+/**
+ * An engine definition's tenancy.
+ *
+ * @example
+ * tenancyOf({ cache_sharing: 'shared' }); // { cacheSharing: 'shared', schedulingPolicy: 'fcfs' }
+ */
+export function tenancyOf(definition: {
+  cache_sharing?: EngineTenancy['cacheSharing'];
+  scheduling_policy?: EngineTenancy['schedulingPolicy'];
+}): EngineTenancy {
+  return {
+    cacheSharing: definition.cache_sharing ?? 'per-organization',
+    schedulingPolicy: definition.scheduling_policy ?? 'fcfs',
+  };
+}
+
 export type EngineDefinition = SimulatorDefinition | StaticDefinition | DockerDefinition;
 
 export class EngineDefinitionError extends Error {

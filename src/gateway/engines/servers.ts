@@ -1,13 +1,13 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { Logger } from '../../shared/http/log.js';
-import type { StaticDefinition } from './definitions.js';
+import { type StaticDefinition, tenancyOf } from './definitions.js';
 import type { RoutingSettings } from '../../config/types.js';
 import { ReplicaRouter } from './routing/router.js';
 import { LoadScraper } from './routing/scraper.js';
 import { slotsFor, withRoom } from './routing/room.js';
 import { engineKindProbe } from './kinds.js';
 import { staticHeaders } from './static.js';
-import type { Engine, EngineStatus, ReplicaState, UpstreamTarget } from './types.js';
+import type { Engine, EngineStatus, EngineTenancy, ReplicaState, UpstreamTarget } from './types.js';
 
 // The operator's own vLLM servers as one engine's replicas: a list of URLs,
 // or a DNS name whose addresses are the replicas (a Kubernetes headless
@@ -61,7 +61,7 @@ export async function startServersEngine(definition: StaticDefinition, options: 
   const servers = new Map<string, Server>();
   const servedModel = definition.served_model_name ?? definition.model;
   const headers = staticHeaders(definition, options.env);
-  const router = options.routing ? new ReplicaRouter(options.routing, null) : null;
+  const router = options.routing ? new ReplicaRouter(options.routing, null, definition.cache_sharing) : null;
   const ready = () => [...servers.values()].filter((s) => s.state === 'ready');
   const scraper = router && serversScraper(servers, router, servedModel, options);
   if (router && scraper) router.useLoads(scraper);
@@ -122,7 +122,7 @@ export async function startServersEngine(definition: StaticDefinition, options: 
         const tied = candidates.filter((s) => s.inFlight === fewest);
         server = tied[rotation++ % tied.length]!;
       }
-      return targetOf(server, servedModel, headers, routing);
+      return targetOf(server, servedModel, headers, routing, tenancyOf(definition));
     },
     freeSlots: () => slotsFor(ready(), capacity, scraper),
     status: () => serversStatus(definition.model, servers, scraper),
@@ -218,6 +218,7 @@ function targetOf(
   servedModelName: string,
   headers: Record<string, string>,
   routing: UpstreamTarget['routing'],
+  tenancy: EngineTenancy,
 ): UpstreamTarget {
   server.inFlight += 1;
   server.served += 1;
@@ -227,6 +228,7 @@ function targetOf(
     servedModelName,
     headers,
     engineKind: server.kind.current(),
+    tenancy,
     replicaId: server.id,
     routing,
     release() {

@@ -1,6 +1,6 @@
 import type { RunningSimulator, SimModel } from '../../sim/index.js';
 import { startSimulator } from '../../sim/index.js';
-import type { SimulatorDefinition } from './definitions.js';
+import { type SimulatorDefinition, tenancyOf } from './definitions.js';
 import { singleTargetEngine } from './single.js';
 import type { Engine } from './types.js';
 
@@ -37,6 +37,7 @@ export async function startSimulatorEngines(
       modelId: d.model,
       baseUrl: `${simulator.url}/v1`,
       servedModelName: d.served_model_name ?? d.model,
+      tenancy: tenancyOf(d),
     }),
   );
   return { engines, simulator };

@@ -1,5 +1,5 @@
 import type { EngineKind } from './kinds.js';
-import type { Engine, UpstreamTarget } from './types.js';
+import type { Engine, EngineTenancy, UpstreamTarget } from './types.js';
 
 export interface SingleTargetOptions {
   kind: 'simulator' | 'static';
@@ -9,6 +9,8 @@ export interface SingleTargetOptions {
   headers?: Record<string, string>;
   /** Which server answers; read at each request (a static engine finds out after it starts). Absent: vLLM. */
   engineKind?: () => EngineKind | undefined;
+  /** How it treats the tenants that share it (the definition's `cache_sharing` and `scheduling_policy`). */
+  tenancy?: EngineTenancy;
 }
 
 /**
@@ -37,6 +39,7 @@ export function singleTargetEngine(options: SingleTargetOptions): Engine {
         servedModelName: options.servedModelName,
         headers: options.headers ?? {},
         engineKind: options.engineKind?.(),
+        tenancy: options.tenancy,
         replicaId,
         release() {
           if (released) return;

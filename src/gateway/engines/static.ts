@@ -1,4 +1,4 @@
-import type { StaticDefinition } from './definitions.js';
+import { type StaticDefinition, tenancyOf } from './definitions.js';
 import { engineKindProbe } from './kinds.js';
 import { singleTargetEngine } from './single.js';
 import type { Engine } from './types.js';
@@ -27,6 +27,7 @@ export function createStaticEngine(
     baseUrl,
     servedModelName: definition.served_model_name ?? definition.model,
     headers,
+    tenancy: tenancyOf(definition),
     engineKind: () => {
       kind.probe();
       return kind.current();

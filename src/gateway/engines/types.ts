@@ -10,6 +10,15 @@ import type { RoutingDecision } from './routing/router.js';
 
 export type { RoutingHint } from './routing/prompt-blocks.js';
 
+/**
+ * How an engine treats the tenants that share it, from its definition: whose cached prompts a request may reuse, and
+ * whether it schedules by priority. What the gateway sends beside each body follows (`proxy/engine-fields.ts`).
+ */
+export interface EngineTenancy {
+  cacheSharing: 'per-organization' | 'shared';
+  schedulingPolicy: 'fcfs' | 'priority';
+}
+
 /** Where one request goes. `release` is called exactly once when the request ends. */
 export interface UpstreamTarget {
   /** Base URL ending in `/v1`, e.g. `http://127.0.0.1:8000/v1`. Never shown to clients. */
@@ -20,6 +29,8 @@ export interface UpstreamTarget {
   headers: Record<string, string>;
   /** Which server answers (docs/engines.md): what its usage counts, and how it counts a prompt. Absent: vLLM. */
   engineKind?: EngineKind;
+  /** How its engine treats the tenants that share it; absent: each organization's cache apart, first come first served. */
+  tenancy?: EngineTenancy;
   /** Which replica this is, so a retry can go to another one. */
   replicaId: string;
   release(): void;

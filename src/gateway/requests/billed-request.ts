@@ -2,7 +2,9 @@ import type { Context } from 'hono';
 import type { UpstreamTarget } from '../engines/types.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { CallAbort } from '../proxy/call-abort.js';
+import { engineMembersFor, withEngineFields } from '../proxy/engine-fields.js';
 import { postWithFailover } from '../proxy/failover.js';
+import { bandRank } from '../flow/bands.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
 import { readEngineAnswer } from '../proxy/upstream.js';
 import { usageFrom } from '../proxy/token-counts.js';
@@ -63,11 +65,11 @@ export async function serveBilled(
     // An engine scaled to zero starts a replica for this request, which waits for it (bounded).
     const cold = deps.fleet.whenReady(call.model.id, abort);
     if (cold) await cold;
+    const { acquire, body } = fleetCall(c, deps, call, protocol);
     const sent = await postWithFailover({
-      acquire: (exclude) =>
-        deps.fleet.acquire(call.model.id, exclude, { body: call.body, session: headerOf(c, 'x-session-id') }),
+      acquire,
       path: endpoint.path,
-      body: (t) => protocol.bodyFor(t),
+      body,
       headers: traceHeaders,
       clientModel: call.clientModel,
       abort,
@@ -214,5 +216,20 @@ function engineCallAbort(c: Context<GatewayEnv>, timeoutMs: number, watchClient:
     clientLeft: () => clientLeft,
     clearTimer: () => clearTimeout(timeout),
     stopWatchingClient,
+  };
+}
+
+/**
+ * How the fleet is asked for a replica (the routing hint, with the organization whose prompts the prefix index keeps
+ * apart) and what each replica tried is sent: the protocol's body with the engine's own fields, the organization's
+ * cache salt and the band as priority where the engine takes them (`proxy/engine-fields.ts`).
+ */
+function fleetCall(c: Context<GatewayEnv>, deps: BilledDeps, call: BilledCall, protocol: ProtocolCall) {
+  const hint = { body: call.body, session: headerOf(c, 'x-session-id'), organization: call.caller.orgId };
+  const fields = { salt: () => deps.cacheSalts.of(call.caller.orgId), priority: bandRank(call.band) };
+  return {
+    acquire: (exclude: ReadonlySet<string>) => deps.fleet.acquire(call.model.id, exclude, hint),
+    body: (target: UpstreamTarget) =>
+      withEngineFields(protocol.bodyFor(target), engineMembersFor(target, fields), call.body),
   };
 }

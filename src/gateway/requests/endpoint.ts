@@ -10,6 +10,7 @@ import type { Observer } from '../../shared/observability/observer.js';
 import type { ChargeJournal } from '../billing/journal.js';
 import type { ResponseCache } from '../cache/response-cache.js';
 import type { RequestPathCache } from '../catalog/request-path-cache.js';
+import type { CacheSalts } from '../engines/cache-salts.js';
 import type { Fleet } from '../engines/fleet.js';
 import type { KeyService } from '../keys/service.js';
 import type { GateKeeper } from '../admission/gate-keeper.js';
@@ -31,6 +32,8 @@ export interface BilledDeps {
   requestPathCache: RequestPathCache;
   gateKeeper: GateKeeper;
   fleet: Fleet;
+  /** Each organization's cache salt, sent to the engines that keep organizations' caches apart. */
+  cacheSalts: CacheSalts;
   journal: ChargeJournal;
   cache: ResponseCache;
   metrics: Metrics;

@@ -1,3 +1,4 @@
+import { tenancyOf } from '../definitions.js';
 import { ReplicaRouter } from '../routing/router.js';
 import { LoadScraper } from '../routing/scraper.js';
 import { slotsFor, withRoom } from '../routing/room.js';
@@ -14,7 +15,7 @@ export function startRouting(state: EngineState): void {
   const settings = state.options.routing;
   if (!settings) return;
   const servedModel = state.definition.served_model_name ?? state.definition.model;
-  const router = new ReplicaRouter(settings, null);
+  const router = new ReplicaRouter(settings, null, state.definition.cache_sharing);
   const scraper = new LoadScraper({
     periodMs: settings.scrapeMs,
     targets: () => {
@@ -99,6 +100,7 @@ export function acquireReplica(
     baseUrl: `${replica.url}/v1`,
     servedModelName: state.definition.served_model_name ?? state.definition.model,
     headers: {},
+    tenancy: tenancyOf(state.definition),
     replicaId: replicaId(state, replica),
     routing,
     release() {

@@ -170,13 +170,19 @@ function bytesOf(size: string): number {
 }
 
 /**
- * vLLM's flags for the model family's tool calls and reasoning, from the definition's parsers.
+ * vLLM's flags for the model family's tool calls and reasoning, from the definition's parsers, and its scheduling
+ * policy when the definition asks for priority scheduling (unless its own `args` already say).
  *
  * @example
  * parserArgs({ tool_call_parser: 'hermes' }); // ['--enable-auto-tool-choice', '--tool-call-parser', 'hermes']
  */
-export function parserArgs(definition: Pick<DockerDefinition, 'tool_call_parser' | 'reasoning_parser'>): string[] {
+export function parserArgs(
+  definition: Pick<DockerDefinition, 'tool_call_parser' | 'reasoning_parser'> &
+    Partial<Pick<DockerDefinition, 'scheduling_policy' | 'args'>>,
+): string[] {
   const args: string[] = [];
+  if (definition.scheduling_policy === 'priority' && !definition.args?.includes('--scheduling-policy'))
+    args.push('--scheduling-policy', 'priority');
   if (definition.tool_call_parser)
     args.push('--enable-auto-tool-choice', '--tool-call-parser', definition.tool_call_parser);
   if (definition.reasoning_parser) args.push('--reasoning-parser', definition.reasoning_parser);

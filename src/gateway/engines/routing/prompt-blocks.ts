@@ -2,6 +2,11 @@
 export interface RoutingHint {
   /** The client's request body: chat `messages`, completions' `prompt`, embeddings' `input`, the OpenAI `user`. Read only by a router that routes on prefixes. */
   body: Record<string, unknown>;
+  /**
+   * The organization it is for: its prompts are hashed apart from every other organization's (the first block
+   * seeded by it), as an engine salted per organization caches them, so affinity goes where its own blocks are.
+   */
+  organization?: string;
   /** A session key the client sent (the `x-session-id` header), preferred to `user`. */
   session?: string;
 }
@@ -11,13 +16,17 @@ export interface RoutingHint {
  * prompt read the way a chat template joins it (role, then text, message after
  * message; non-text parts left out), with no string of the whole prompt made:
  * an agent's 200 KB prompt is walked once, where rendering it and hashing the
- * rendering cost 3 ms. Empty when the body has no prompt.
+ * rendering cost 3 ms. Empty when the body has no prompt. A `seed` (the
+ * organization) goes into the first block's hash, and so into every hash
+ * chained on it, as vLLM's `cache_salt` does: two organizations' equal prompts
+ * hash apart.
  *
  * @example
  * promptBlockHashes({ messages: [{ role: 'system', content: 'Be brief.' }] }, 64); // the hashes of '<system>\nBe brief.\n'
  */
-export function promptBlockHashes(body: Record<string, unknown>, blockChars: number): number[] {
+export function promptBlockHashes(body: Record<string, unknown>, blockChars: number, seed?: string): number[] {
   const hasher = new BlockHasher(blockChars);
+  if (seed !== undefined) hasher.seed(seed);
   const { messages, prompt, input } = body;
   if (Array.isArray(messages)) {
     for (const message of messages as unknown[]) {
@@ -70,6 +79,18 @@ class BlockHasher {
   private filled = 0;
 
   constructor(private readonly blockChars: number) {}
+
+  /** Mixes `text` into the running hash without filling a block: what follows hashes apart from the same without it. */
+  seed(text: string): void {
+    const units = codeUnitsOf(`${text}\u0000`);
+    let { low, high } = this;
+    for (let i = 0; i < units.length; i++) {
+      low = Math.imul(low ^ units[i]!, 0x01000193);
+      high = Math.imul(high ^ units[i]!, 0x01000193 + 2);
+    }
+    this.low = low;
+    this.high = high;
+  }
 
   add(text: string): void {
     // The code units are read from their bytes, not with `charCodeAt`: on the gateway's request path

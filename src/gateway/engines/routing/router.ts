@@ -52,6 +52,8 @@ export class ReplicaRouter {
   constructor(
     readonly settings: RoutingSettings,
     private loads: LoadSource | null,
+    /** The engine's `cache_sharing`: unless `shared`, the index keys prompts by organization, as the engine's cache. */
+    private readonly cacheSharing: 'per-organization' | 'shared' = 'per-organization',
   ) {
     this.index = new PrefixIndex({ maxEntriesPerReplica: settings.prefixEntries, ttlMs: settings.prefixTtlMs });
     this.sessions = new LRUCache<string, string>({ max: SESSIONS_KEPT, ttl: settings.prefixTtlMs });
@@ -78,7 +80,13 @@ export class ReplicaRouter {
     if (policy === 'round-robin') return this.plain(candidates[this.rotation++ % candidates.length]!, 'round-robin');
     if (policy === 'least-loaded') return this.plain(this.leastLoaded(candidates), 'least-loaded');
     const hashes =
-      hint && this.settings.prefixWeight > 0 ? promptBlockHashes(hint.body, this.settings.prefixBlockChars) : [];
+      hint && this.settings.prefixWeight > 0
+        ? promptBlockHashes(
+            hint.body,
+            this.settings.prefixBlockChars,
+            this.cacheSharing === 'shared' ? undefined : hint.organization,
+          )
+        : [];
     const session = hint ? sessionOf(hint) : null;
     const loads = this.loads;
     // One reading per candidate: a load can go stale between two readings.

@@ -85,6 +85,22 @@ describe('the scoring router', () => {
     }
   });
 
+  it("keys its prefix index by organization, as a salted engine caches: another organization's equal prompt finds none of it, unless the engine shares its cache", () => {
+    const ofOrg = (organization: string, question: string) => ({ ...chat(question), organization });
+    const router = new ReplicaRouter(SETTINGS, loadsOf({ 'm/0': load(), 'm/1': load() }));
+    const first = router.choose(candidates('m/0', 'm/1'), ofOrg('org-a', 'first'));
+    expect(router.choose(candidates('m/0', 'm/1'), ofOrg('org-a', 'second')).prefixBlocks.matched).toBeGreaterThan(10);
+    const other = router.choose(candidates('m/0', 'm/1'), ofOrg('org-b', 'first'));
+    expect(other.prefixBlocks.matched).toBe(0);
+    expect(other.scores[first.replicaId]!.prefix).toBe(0);
+    const shared = new ReplicaRouter(SETTINGS, loadsOf({ 'm/0': load(), 'm/1': load() }), 'shared');
+    shared.choose(candidates('m/0', 'm/1'), ofOrg('org-a', 'first'));
+    expect(shared.choose(candidates('m/0', 'm/1'), ofOrg('org-b', 'first')).prefixBlocks.matched).toBeGreaterThan(10);
+    const body = chat('q').body;
+    expect(promptBlockHashes(body, 64, 'org-a')[0]).not.toBe(promptBlockHashes(body, 64)[0]);
+    expect(promptBlockHashes(body, 64, 'org-a')).toHaveLength(promptBlockHashes(body, 64).length);
+  });
+
   it('without a prefix, prefers the shortest queue (waiting plus sent since the scrape), then the emptiest KV cache', () => {
     const loads = loadsOf({
       'm/0': load({ waiting: 5, kvCacheUsage: 0.5 }),

@@ -1,0 +1,87 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import {
+  type Exchange,
+  llamaServerMissing,
+  type LlamaServer,
+  recordingProxy,
+  startLlamaServer,
+} from '../../helpers/llama-server.js';
+import { skippedWithout } from '../../helpers/skips.js';
+
+/**
+ * llama.cpp's server cannot salt its prompt cache: a slot reuses the prompt it last held, whoever sent it. Behind
+ * the gateway (docs/engines.md, "Tenants in a shared engine"), organization B repeating organization A's exact
+ * prompt on the same slot gets no cached tokens (the engine is sent `cache_prompt: false`, and says `cache_n` 0);
+ * an engine defined with `cache_sharing: "shared"` reuses it, which is what sharing costs.
+ */
+
+const missing = llamaServerMissing();
+skippedWithout(missing);
+
+type EngineAnswer = { usage?: { prompt_tokens_details?: { cached_tokens?: number } }; timings?: { cache_n?: number } };
+
+describe.skipIf(missing !== null)("llama.cpp's server shared by two organizations", () => {
+  let server: LlamaServer;
+  let proxy: Awaited<ReturnType<typeof recordingProxy>>;
+  let dir: string;
+  let gateway: TestGateway;
+  const secrets: Record<'a' | 'b', string> = { a: '', b: '' };
+
+  beforeAll(async () => {
+    // One slot: every request lands where the last prompt is held.
+    server = await startLlamaServer('llama-tenancy', ['--parallel', '1']);
+    proxy = await recordingProxy(server.url);
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-llama-tenancy-'));
+    const file = path.join(dir, 'engines.json');
+    const engines = [
+      { kind: 'static', model: 'sim-chat', engine: 'llamacpp', url: proxy.url },
+      { kind: 'static', model: 'sim-reasoner', engine: 'llamacpp', url: proxy.url, cache_sharing: 'shared' },
+    ];
+    await writeFile(file, JSON.stringify({ engines }));
+    gateway = await startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: file });
+    secrets.a = (await gateway.tenant({ credit: '10.00' })).secret;
+    secrets.b = (await gateway.tenant({ credit: '10.00' })).secret;
+  }, 120_000);
+  afterAll(async () => {
+    await gateway?.close();
+    proxy?.close();
+    await server?.child.stop('SIGTERM');
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const PROMPT = `The vault code is 4417. ${Array.from({ length: 150 }, (_, i) => `clause ${i}`).join(', ')}.`;
+
+  /** One chat as `who` on `model`; what the engine was sent and what it answered. */
+  async function ask(who: 'a' | 'b', model: string): Promise<{ sent: Record<string, unknown>; answer: EngineAnswer }> {
+    const before = proxy.exchanges.length;
+    const res = await fetch(`${gateway.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secrets[who]}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: PROMPT }], max_tokens: 2, cache_prompt: true }),
+    });
+    expect(res.status).toBe(200);
+    await res.json();
+    await gateway.charged(10_000);
+    const exchange = proxy.exchanges.slice(before).find((e: Exchange) => e.path === '/v1/chat/completions')!;
+    return { sent: JSON.parse(exchange.request) as Record<string, unknown>, answer: JSON.parse(exchange.response) };
+  }
+
+  it("B repeating A's exact prompt on A's slot gets no cached tokens; a client's cache_prompt is overridden", async () => {
+    await ask('a', 'sim-chat');
+    const stolen = await ask('b', 'sim-chat');
+    expect(stolen.sent.cache_prompt).toBe(false);
+    expect(stolen.answer.timings?.cache_n ?? 0).toBe(0);
+    expect(stolen.answer.usage?.prompt_tokens_details?.cached_tokens ?? 0).toBe(0);
+  }, 60_000);
+
+  it('an engine shared on purpose reuses the prompt across organizations: what sharing costs', async () => {
+    await ask('a', 'sim-reasoner');
+    const shared = await ask('b', 'sim-reasoner');
+    expect(shared.sent).not.toHaveProperty('cache_prompt');
+    expect(shared.answer.timings?.cache_n ?? 0).toBeGreaterThan(100);
+  }, 60_000);
+});
