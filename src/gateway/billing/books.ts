@@ -1,5 +1,5 @@
 import type { Database } from '../../shared/db/client.js';
-import { exportLedger, type LedgerExport } from './ledger-export.js';
+import { exportLedger, type LedgerExport, type LedgerStream, openLedgerExport } from './ledger-export.js';
 import { verifyWallet, type Verification } from './reconcile.js';
 
 /**
@@ -19,5 +19,10 @@ export class Books {
 
   exportLedger(orgId: string, from: Date, to: Date): Promise<LedgerExport> {
     return exportLedger(this.db, orgId, from, to);
+  }
+
+  /** A window of the ledger to write out as it is read: no cap, a page in memory at a time. */
+  openLedgerExport(orgId: string, from: Date, to: Date): Promise<LedgerStream> {
+    return openLedgerExport(this.db, orgId, from, to);
   }
 }
