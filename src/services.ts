@@ -96,7 +96,8 @@ export interface GatewayServices {
 export interface ServiceParts {
   config: Config;
   db: Database;
-  reportsDb?: Database; // reports' and exports' own connections (`Store.reports`); default `db`
+  /** Reports' and exports' own connections (`Store.reports`); default: `db`. */
+  reportsDb?: Database;
   log: Logger;
   fleet: Fleet;
   adminToken: string;
@@ -110,7 +111,9 @@ export interface ServiceParts {
 
 /**
  * Builds every service over one store; reports and exports on its own connections (`reportsDb`) when given.
- * @example const services = createServices({ config, db: store.db, reportsDb: store.reports, log, fleet, adminToken });
+ *
+ * @example
+ * const services = createServices({ config, db: store.db, reportsDb: store.reports, log, fleet, adminToken });
  */
 export function createServices(parts: ServiceParts): Services {
   const { config, db, log, fleet, adminToken, redis = null, journal, tracing = null } = parts;
