@@ -1,5 +1,7 @@
 import { and, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
+import { isStatementTimeout } from '../../shared/db/errors.js';
+import { GatewayError } from '../../shared/http/errors.js';
 import { apiKeys, usageRecords } from '../../shared/db/schema.js';
 import { rowsOf } from './reconcile.js';
 import { TOTALS_SELECT, type UsageScope, usageSource } from './usage-source.js';
@@ -254,22 +256,32 @@ export class UsageReports {
   constructor(private readonly db: Database) {}
 
   totals(scope: UsageScope): Promise<UsageTotals> {
-    return usageTotals(this.db, scope);
+    return usageTotals(this.db, scope).catch(reportFailed);
   }
 
   groups(scope: UsageScope, grouping: UsageGrouping): Promise<UsageGroup[]> {
-    return usageGroups(this.db, scope, grouping);
+    return usageGroups(this.db, scope, grouping).catch(reportFailed);
   }
 
   outcomes(scope: UsageScope): Promise<{ requests: number; errors: number }> {
-    return usageOutcomes(this.db, scope);
+    return usageOutcomes(this.db, scope).catch(reportFailed);
   }
 
   keysLastUsed(orgId: string): Promise<Map<string, Date>> {
-    return keysLastUsed(this.db, orgId);
+    return keysLastUsed(this.db, orgId).catch(reportFailed);
   }
 
   requests(page: UsageScope & { limit: number; after?: UsageCursor }): ReturnType<typeof usageRequests> {
-    return usageRequests(this.db, page);
+    return usageRequests(this.db, page).catch(reportFailed);
   }
+}
+
+/** A report past its statement timeout is a clear 503 that names the setting; anything else goes on as it was. */
+export function reportFailed(error: unknown): never {
+  if (!isStatementTimeout(error)) throw error;
+  throw new GatewayError(
+    'server_busy',
+    'The report ran longer than TOLLGATE_REPORTS_STATEMENT_TIMEOUT_MS allows. Ask for a shorter window, or retry later.',
+    { headers: { 'Retry-After': '30' }, cause: error },
+  );
 }

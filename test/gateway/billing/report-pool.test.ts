@@ -93,3 +93,43 @@ describe.skipIf(missing !== null)('reports on their own connections (postgres)',
     await gateway.charged();
   });
 });
+
+describe.skipIf(missing !== null)('a report past its statement timeout (postgres)', () => {
+  let gateway: TestGateway;
+  let locker: postgres.Sql;
+
+  beforeAll(async () => {
+    gateway = await startTestGateway('postgres', { TOLLGATE_REPORTS_STATEMENT_TIMEOUT_MS: '300' });
+    locker = postgres(gateway.services.config.databaseUrl!, { max: 1, onnotice: () => {} });
+  });
+  afterAll(async () => {
+    await locker?.end();
+    await gateway?.close();
+  });
+
+  it('is a 503 naming TOLLGATE_REPORTS_STATEMENT_TIMEOUT_MS, ended by the database', async () => {
+    const tenant = await gateway.tenant();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const held = locker.begin(async (tx) => {
+      await tx`lock table usage_daily in access exclusive mode`;
+      locked();
+      await released;
+    });
+    await isLocked;
+    try {
+      const res = await fetch(`${gateway.baseURL}/usage/summary`, {
+        headers: { authorization: `Bearer ${tenant.secret}` },
+      });
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('server_busy');
+      expect(body.error.message).toContain('TOLLGATE_REPORTS_STATEMENT_TIMEOUT_MS');
+    } finally {
+      release();
+      await held;
+    }
+  });
+});
