@@ -98,6 +98,8 @@ export interface GatewayServices {
 export interface ServiceParts {
   config: Config;
   db: Database;
+  /** Reports' and exports' own connections (`Store.reports`); default: `db`. */
+  reportsDb?: Database;
   log: Logger;
   fleet: Fleet;
   adminToken: string;
@@ -110,10 +112,10 @@ export interface ServiceParts {
 }
 
 /**
- * Builds every service over one store.
+ * Builds every service over one store; reports and exports on its own connections (`reportsDb`) when given.
  *
  * @example
- * const services = createServices({ config, db: store.db, log, fleet, adminToken });
+ * const services = createServices({ config, db: store.db, reportsDb: store.reports, log, fleet, adminToken });
  */
 export function createServices(parts: ServiceParts): Services {
   const { config, db, log, fleet, adminToken, redis = null, journal, tracing = null } = parts;
@@ -191,8 +193,8 @@ function createGatewayServices(
     applier: new ChargeApplier(journal, wallets, storeOutage, log, {
       applied: (records) => gateKeeper.written(records),
     }),
-    usageReports: new UsageReports(db),
-    books: new Books(db),
+    usageReports: new UsageReports(parts.reportsDb ?? db),
+    books: new Books(parts.reportsDb ?? db),
     budgets: new BudgetService(db, catalogChanged),
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),

@@ -39,6 +39,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     databaseUrl: s.DATABASE_URL,
     redisUrl: s.REDIS_URL,
     dataDir: s.TOLLGATE_DATA_DIR === 'memory://' ? s.TOLLGATE_DATA_DIR : path.resolve(s.TOLLGATE_DATA_DIR),
+    reports: { poolSize: s.TOLLGATE_REPORTS_POOL_SIZE, statementTimeoutMs: s.TOLLGATE_REPORTS_STATEMENT_TIMEOUT_MS },
     adminToken: s.TOLLGATE_ADMIN_TOKEN,
     keyPrefix: s.TOLLGATE_KEY_PREFIX,
     keysPerAccount: s.TOLLGATE_KEYS_PER_ACCOUNT,

@@ -29,6 +29,18 @@ export const settingsSchema = z.object({
   DATABASE_URL: z.string().url().optional(),
   REDIS_URL: z.string().url().optional(),
   TOLLGATE_DATA_DIR: z.string().min(1).default('.tollgate'),
+  TOLLGATE_REPORTS_POOL_SIZE: z.coerce
+    .number()
+    .int()
+    .min(1, 'TOLLGATE_REPORTS_POOL_SIZE must be 1 to 100 connections')
+    .max(100, 'TOLLGATE_REPORTS_POOL_SIZE must be 1 to 100 connections')
+    .default(4),
+  TOLLGATE_REPORTS_STATEMENT_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100, 'TOLLGATE_REPORTS_STATEMENT_TIMEOUT_MS must be 100 to 3600000 milliseconds')
+    .max(3_600_000, 'TOLLGATE_REPORTS_STATEMENT_TIMEOUT_MS must be 100 to 3600000 milliseconds')
+    .default(30_000),
   TOLLGATE_ADMIN_TOKEN: z.string().min(16, 'TOLLGATE_ADMIN_TOKEN must be at least 16 characters').optional(),
   TOLLGATE_KEY_PREFIX: z
     .string()

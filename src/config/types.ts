@@ -54,6 +54,8 @@ export interface Config {
   redisUrl?: string;
   /** Folder for PGlite's files and the generated operator token. `memory://` keeps PGlite in memory. */
   dataDir: string;
+  /** PostgreSQL's connections for reports and exports, apart from the request path's, and their statement timeout. */
+  reports: { poolSize: number; statementTimeoutMs: number };
   adminToken?: string;
   keyPrefix: string;
   /** TOLLGATE_KEYS_PER_ACCOUNT: live keys one user (or an organization's service account, for keys made for no user) may hold. */

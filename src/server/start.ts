@@ -69,7 +69,7 @@ export interface StartOptions {
 export async function startGateway(config: Config, options: StartOptions = {}): Promise<RunningGateway> {
   const log = options.log ?? createLogger(config.logLevel);
   const definitions = await readEngineDefinitions(config.enginesFile);
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, reports: config.reports });
   const closers: Array<() => Promise<void>> = [() => store.close()];
   try {
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
@@ -90,6 +90,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const services = createServices({
       config,
       db: store.db,
+      reportsDb: store.reports,
       log,
       fleet,
       adminToken: adminToken.token,

@@ -1,6 +1,7 @@
 import type { Database } from '../../shared/db/client.js';
-import { exportLedger, type LedgerExport } from './ledger-export.js';
+import { exportLedger, type LedgerExport, type LedgerStream, openLedgerExport } from './ledger-export.js';
 import { verifyWallet, type Verification } from './reconcile.js';
+import { reportFailed } from './usage-reports.js';
 
 /**
  * An organization's books, for whoever reconciles them: the wallet verified against its ledger and the ledger
@@ -14,10 +15,15 @@ export class Books {
   constructor(private readonly db: Database) {}
 
   verify(orgId: string): Promise<Verification> {
-    return verifyWallet(this.db, orgId);
+    return verifyWallet(this.db, orgId).catch(reportFailed);
   }
 
   exportLedger(orgId: string, from: Date, to: Date): Promise<LedgerExport> {
-    return exportLedger(this.db, orgId, from, to);
+    return exportLedger(this.db, orgId, from, to).catch(reportFailed);
+  }
+
+  /** A window of the ledger to write out as it is read: no cap, a page in memory at a time. */
+  openLedgerExport(orgId: string, from: Date, to: Date): Promise<LedgerStream> {
+    return openLedgerExport(this.db, orgId, from, to).catch(reportFailed);
   }
 }

@@ -1,15 +1,13 @@
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { ledgerEntries, type LedgerKind, usageRecords } from '../../shared/db/schema.js';
-import { GatewayError } from '../../shared/http/errors.js';
 import { rowsOf } from './reconcile.js';
-
-/** The most rows (ledger entries and free usage records) one export holds: a longer window is refused, not truncated. */
-export const LEDGER_EXPORT_MAX_ROWS = 100_000;
 
 /** One ledger entry and what caused it: a top-up, refund or adjustment (with its note), or a charge (with its request's usage). */
 export interface ExportedEntry {
   id: number;
+  /** Its time to the microsecond, `YYYY-MM-DDTHH:MM:SS.ffffffZ` (an export's order). */
+  key: string;
   createdAt: Date;
   kind: LedgerKind;
   amount: bigint;
@@ -21,6 +19,8 @@ export interface ExportedEntry {
 /** One usage record and the ledger entry that charged it (null when it cost nothing: a response-cache hit, a free model). */
 export interface ExportedUsage {
   requestId: string;
+  /** Its time to the microsecond, `YYYY-MM-DDTHH:MM:SS.ffffffZ` (an export's order). */
+  key: string;
   createdAt: Date;
   keyId: string;
   projectId: string | null;
@@ -49,15 +49,49 @@ export interface LedgerExport {
   usage: ExportedUsage[];
 }
 
+/** One row of an export, in its order: a ledger entry with its charge's usage record, or a usage record that cost nothing. */
+export type ExportRow = { entry: ExportedEntry; usage: ExportedUsage | null } | { entry: null; usage: ExportedUsage };
+
+/**
+ * A window of an organization's ledger [`from`, `to`), read as it is written out: its balances at once, its rows
+ * a page at a time. Every entry made in it comes with its cause and the usage record it charged, and the usage
+ * records of the window that cost nothing (and so have no entry) come too. A charge is in the window of its ledger
+ * entry (made when the charge reached PostgreSQL, a few milliseconds after its request, and dated in the ledger's
+ * order: `wallet.ts`), so consecutive windows hold every entry exactly once, and each opens at the balance the one
+ * before closed with. No cap: a year is read 1,000 rows at a time, each page one statement on the ledger's
+ * (org_id, created_at, id) index (or the usage records' (org_id, created_at)), so memory stays flat and the first
+ * row goes out at once.
+ */
+export interface LedgerStream {
+  orgId: string;
+  from: Date;
+  to: Date;
+  /** The balance right before the window's first entry (the last earlier entry's `balance_after`, or 0). */
+  openingBalance: bigint;
+  /** The balance after the window's last entry. */
+  closingBalance: bigint;
+  /** The entries in ledger order, each with its charge's usage record. */
+  entries(): AsyncGenerator<{ entry: ExportedEntry; usage: ExportedUsage | null }>;
+  /** The usage records that cost nothing, in time order. */
+  freeUsage(): AsyncGenerator<ExportedUsage>;
+  /** Both, merged by time (an entry before a free record at the same instant). */
+  rows(): AsyncGenerator<ExportRow>;
+}
+
+/** Rows a page: one statement each, so none runs long and memory holds a page. */
+const PAGE_ROWS = 1_000;
+/** A row's place, its time to the microsecond as fixed-width text (so text order is time order), then its id. */
+const UTC_MICROS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
+
 interface Row {
   entry_id: string | null;
-  entry_at: string | Date | null;
+  entry_key: string | null;
   kind: LedgerKind | null;
   amount: string | null;
   balance_after: string | null;
   note: string | null;
   request_id: string | null;
-  usage_at: string | Date | null;
+  usage_key: string | null;
   key_id: string | null;
   project_id: string | null;
   model_id: string | null;
@@ -71,62 +105,118 @@ interface Row {
   usage_source: string | null;
 }
 
+const USAGE_COLUMNS = sql.raw(`to_char(u.created_at at time zone 'UTC', ${UTC_MICROS}) as usage_key, u.key_id,
+  u.project_id, u.model_id, u.endpoint, u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.reasoning_tokens,
+  u.cost_nanos::text as cost, u.status, u.usage_source`);
+
 /**
- * An organization's ledger for a window [`from`, `to`): every entry made in
- * it with its cause, and every usage record it charged, plus the usage
- * records of the window that cost nothing (and so have no entry). A charge
- * is in the window of its ledger entry (made when the charge reached
- * PostgreSQL, a few milliseconds after its request, and dated in the ledger's
- * order: `wallet.ts`), so consecutive windows hold every entry exactly once,
- * and each opens at the balance the one before closed with.
+ * Opens a window of the ledger for export.
  *
  * @example
- * const x = await exportLedger(db, 'org_1', new Date('2026-11-01'), new Date('2026-12-01'));
+ * const x = await openLedgerExport(db, 'org_1', new Date('2026-11-01'), new Date('2026-12-01'));
+ * for await (const row of x.rows()) write(row);
  */
-export async function exportLedger(db: Database, orgId: string, from: Date, to: Date): Promise<LedgerExport> {
-  const rows = rowsOf<Row>(
-    await db.execute(sql`with window_entries as (
-        select * from ${ledgerEntries} where org_id = ${orgId} and created_at >= ${from.toISOString()}::timestamptz and created_at < ${to.toISOString()}::timestamptz),
-      rows as (
-        select e.id as entry_id, e.created_at as entry_at, e.kind, e.amount_nanos::text as amount,
-          e.balance_after_nanos::text as balance_after, e.note, coalesce(u.id, e.request_id) as request_id,
-          u.created_at as usage_at, u.key_id, u.project_id, u.model_id, u.endpoint, u.prompt_tokens, u.completion_tokens,
-          u.cached_tokens, u.reasoning_tokens, u.cost_nanos::text as cost, u.status, u.usage_source
-        from window_entries e left join ${usageRecords} u on u.id = e.request_id and u.org_id = e.org_id
-        union all
-        select null, null, null, null, null, null, u.id, u.created_at, u.key_id, u.project_id, u.model_id, u.endpoint,
-          u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.reasoning_tokens, u.cost_nanos::text, u.status,
-          u.usage_source
-        from ${usageRecords} u
-        where u.org_id = ${orgId} and u.created_at >= ${from.toISOString()}::timestamptz and u.created_at < ${to.toISOString()}::timestamptz
-          and not exists (select 1 from ${ledgerEntries} l where l.request_id = u.id and l.org_id = u.org_id))
-      select * from rows order by coalesce(entry_at, usage_at), entry_id nulls last, request_id
-      limit ${LEDGER_EXPORT_MAX_ROWS + 1}`),
-  );
-  if (rows.length > LEDGER_EXPORT_MAX_ROWS)
-    throw new GatewayError(
-      'invalid_request',
-      `The window holds more than ${LEDGER_EXPORT_MAX_ROWS} rows; export a shorter window.`,
-      { details: [{ field: 'to', message: 'Too long a window for one export.' }] },
-    );
-  const entries = rows.filter((r) => r.entry_id !== null).map(toEntry);
-  const opening = await openingBalance(db, orgId, from);
+export async function openLedgerExport(db: Database, orgId: string, from: Date, to: Date): Promise<LedgerStream> {
+  const [openingBalance, closingBalance] = await Promise.all([
+    balanceBefore(db, orgId, from),
+    balanceBefore(db, orgId, to),
+  ]);
+  const window = { orgId, from: from.toISOString(), to: to.toISOString() };
+  const entries = () => entryPages(db, window);
+  const freeUsage = () => freeUsagePages(db, window);
   return {
     orgId,
     from,
     to,
-    openingBalance: opening,
-    closingBalance: entries.reduce((last, e) => (e.id > last.id ? e : last), { id: -1, balanceAfter: opening })
-      .balanceAfter,
+    openingBalance,
+    closingBalance,
     entries,
-    usage: rows.filter((r) => r.usage_at !== null).map(toUsage),
+    freeUsage,
+    rows: () => merged(entries(), freeUsage()),
   };
 }
 
-async function openingBalance(db: Database, orgId: string, from: Date): Promise<bigint> {
+/** A whole window in memory (tests, and small windows): `openLedgerExport` read to its end. */
+export async function exportLedger(db: Database, orgId: string, from: Date, to: Date): Promise<LedgerExport> {
+  const stream = await openLedgerExport(db, orgId, from, to);
+  const entries: ExportedEntry[] = [];
+  const usage: ExportedUsage[] = [];
+  for await (const row of stream.rows()) {
+    if (row.entry) entries.push(row.entry);
+    if (row.usage) usage.push(row.usage);
+  }
+  const { openingBalance, closingBalance } = stream;
+  return { orgId, from, to, openingBalance, closingBalance, entries, usage };
+}
+
+type Window = { orgId: string; from: string; to: string };
+
+async function* entryPages(
+  db: Database,
+  w: Window,
+): AsyncGenerator<{ entry: ExportedEntry; usage: ExportedUsage | null }> {
+  let after: { key: string; id: string } | null = null;
+  do {
+    const next: SQL = after
+      ? sql`and e.created_at >= ${after.key}::timestamptz and (e.created_at, e.id) > (${after.key}::timestamptz, ${after.id}::bigint)`
+      : sql``;
+    const rows = rowsOf<Row>(
+      await db.execute(sql`select e.id::text as entry_id, to_char(e.created_at at time zone 'UTC', ${sql.raw(UTC_MICROS)}) as entry_key,
+          e.kind, e.amount_nanos::text as amount, e.balance_after_nanos::text as balance_after, e.note,
+          coalesce(u.id, e.request_id) as request_id, ${USAGE_COLUMNS}
+        from ${ledgerEntries} e left join ${usageRecords} u on u.id = e.request_id and u.org_id = e.org_id
+        where e.org_id = ${w.orgId} and e.created_at >= ${w.from}::timestamptz and e.created_at < ${w.to}::timestamptz ${next}
+        order by e.created_at, e.id limit ${PAGE_ROWS}`),
+    );
+    for (const row of rows) yield { entry: toEntry(row), usage: row.usage_key === null ? null : toUsage(row) };
+    const last = rows.at(-1);
+    after = rows.length === PAGE_ROWS && last ? { key: last.entry_key!, id: last.entry_id! } : null;
+  } while (after);
+}
+
+async function* freeUsagePages(db: Database, w: Window): AsyncGenerator<ExportedUsage> {
+  let after: { key: string; id: string } | null = null;
+  do {
+    const next: SQL = after
+      ? sql`and u.created_at >= ${after.key}::timestamptz and (u.created_at, u.id) > (${after.key}::timestamptz, ${after.id})`
+      : sql``;
+    const rows = rowsOf<Row>(
+      await db.execute(sql`select null as entry_id, u.id as request_id, ${USAGE_COLUMNS}
+        from ${usageRecords} u
+        where u.org_id = ${w.orgId} and u.created_at >= ${w.from}::timestamptz and u.created_at < ${w.to}::timestamptz ${next}
+          and not exists (select 1 from ${ledgerEntries} l where l.request_id = u.id and l.org_id = u.org_id)
+        order by u.created_at, u.id limit ${PAGE_ROWS}`),
+    );
+    for (const row of rows) yield toUsage(row);
+    const last = rows.at(-1);
+    after = rows.length === PAGE_ROWS && last ? { key: last.usage_key!, id: last.request_id! } : null;
+  } while (after);
+}
+
+/** The two streams in one time order: by instant, an entry before a free record, then by id. */
+async function* merged(
+  entries: AsyncGenerator<{ entry: ExportedEntry; usage: ExportedUsage | null }>,
+  free: AsyncGenerator<ExportedUsage>,
+): AsyncGenerator<ExportRow> {
+  let entry = await entries.next();
+  let usage = await free.next();
+  while (!entry.done || !usage.done) {
+    const takeEntry = usage.done || (!entry.done && entry.value.entry.key <= usage.value.key);
+    if (takeEntry) {
+      yield entry.value;
+      entry = await entries.next();
+    } else {
+      yield { entry: null, usage: usage.value as ExportedUsage };
+      usage = await free.next();
+    }
+  }
+}
+
+/** The balance after the last entry made before `at` (0 before the first), on the (org_id, created_at, id) index. */
+async function balanceBefore(db: Database, orgId: string, at: Date): Promise<bigint> {
   const [row] = rowsOf<{ balance: string }>(
     await db.execute(sql`select balance_after_nanos::text as balance from ${ledgerEntries}
-      where org_id = ${orgId} and created_at < ${from.toISOString()}::timestamptz order by id desc limit 1`),
+      where org_id = ${orgId} and created_at < ${at.toISOString()}::timestamptz order by created_at desc, id desc limit 1`),
   );
   return row ? BigInt(row.balance) : 0n;
 }
@@ -134,7 +224,8 @@ async function openingBalance(db: Database, orgId: string, from: Date): Promise<
 function toEntry(r: Row): ExportedEntry {
   return {
     id: Number(r.entry_id),
-    createdAt: new Date(r.entry_at!),
+    key: r.entry_key!,
+    createdAt: new Date(r.entry_key!),
     kind: r.kind!,
     amount: BigInt(r.amount!),
     balanceAfter: BigInt(r.balance_after!),
@@ -146,7 +237,8 @@ function toEntry(r: Row): ExportedEntry {
 function toUsage(r: Row): ExportedUsage {
   return {
     requestId: r.request_id!,
-    createdAt: new Date(r.usage_at!),
+    key: r.usage_key!,
+    createdAt: new Date(r.usage_key!),
     keyId: r.key_id!,
     projectId: r.project_id,
     modelId: r.model_id!,

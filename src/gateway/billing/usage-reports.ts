@@ -1,21 +1,17 @@
-import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
+import { isStatementTimeout } from '../../shared/db/errors.js';
+import { GatewayError } from '../../shared/http/errors.js';
 import { apiKeys, usageRecords } from '../../shared/db/schema.js';
+import { rowsOf } from './reconcile.js';
+import { TOTALS_SELECT, type UsageScope, usageSource } from './usage-source.js';
 
-// Usage reports of one organization (or every one), read from its usage records. Every sum is
-// taken in SQL and read back as text, so token counts and money (bigint nanos)
-// never pass through a float.
+// Usage reports of one organization (or every one). The sums read the daily rollups (`usage-source.ts`: the
+// window's whole days from `usage_daily`, its partial days from the usage records), never the history's requests;
+// only the list of requests reads the records, a page at a time. Every sum is taken in SQL and read back as text,
+// so token counts and money (bigint nanos) never pass through a float.
 
-/** Which records a report covers: one organization (every one: null, the operator's view), `from <= created_at < to`, optionally narrowed. */
-export interface UsageScope {
-  orgId: string | null;
-  from: Date;
-  to: Date;
-  keyId?: string;
-  projectId?: string;
-  /** The catalog id the usage was recorded under. */
-  model?: string;
-}
+export type { UsageScope } from './usage-source.js';
 
 export interface UsageTotals {
   requests: number;
@@ -51,20 +47,8 @@ export interface UsageCursor {
   id: string;
 }
 
-const totalsColumns = {
-  requests: sql<string>`count(*)::text`,
-  cacheHits: sql<string>`(count(*) filter (where ${usageRecords.cacheHit}))::text`,
-  promptTokens: sql<string>`coalesce(sum(${usageRecords.promptTokens}), 0)::text`,
-  completionTokens: sql<string>`coalesce(sum(${usageRecords.completionTokens}), 0)::text`,
-  cachedTokens: sql<string>`coalesce(sum(${usageRecords.cachedTokens}), 0)::text`,
-  reasoningTokens: sql<string>`coalesce(sum(${usageRecords.reasoningTokens}), 0)::text`,
-  cost: sql<string>`coalesce(sum(${usageRecords.cost}), 0)::text`,
-};
-type TotalsRow = { [K in keyof typeof totalsColumns]: string };
+type TotalsRow = Record<keyof UsageTotals, string>;
 
-const costDesc = sql`sum(${usageRecords.cost}) desc`;
-// Literal SQL (no bound parameters), so the GROUP BY expression is the selected one.
-const utcDay = sql<string>`to_char(${usageRecords.createdAt} at time zone 'UTC', 'YYYY-MM-DD')`;
 const utcMicros = sql<string>`to_char(${usageRecords.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
@@ -75,7 +59,7 @@ const utcMicros = sql<string>`to_char(${usageRecords.createdAt} at time zone 'UT
  * formatAmount(totals.cost); // '0.0123'
  */
 async function usageTotals(db: Database, scope: UsageScope): Promise<UsageTotals> {
-  const [row] = await db.select(totalsColumns).from(usageRecords).where(scopeWhere(scope));
+  const [row] = rowsOf<TotalsRow>(await db.execute(sql`select ${TOTALS_SELECT} from ${usageSource(scope)}`));
   return toTotals(row!);
 }
 
@@ -88,66 +72,61 @@ async function usageTotals(db: Database, scope: UsageScope): Promise<UsageTotals
  * // [{ by: 'key', keyId: 'key_…', keyName: 'ci', requests: 3, cost: 4500n, … }]
  */
 async function usageGroups(db: Database, scope: UsageScope, grouping: UsageGrouping): Promise<UsageGroup[]> {
-  const where = scopeWhere(scope);
-  switch (grouping) {
-    case 'model': {
-      const rows = await db
-        .select({ model: usageRecords.modelId, ...totalsColumns })
-        .from(usageRecords)
-        .where(where)
-        .groupBy(usageRecords.modelId)
-        .orderBy(costDesc, asc(usageRecords.modelId));
-      return rows.map((row) => ({ by: 'model', model: row.model, ...toTotals(row) }));
-    }
-    case 'key': {
-      const rows = await db
-        .select({ keyId: usageRecords.keyId, keyName: apiKeys.name, ...totalsColumns })
-        .from(usageRecords)
-        .leftJoin(apiKeys, eq(apiKeys.id, usageRecords.keyId))
-        .where(where)
-        .groupBy(usageRecords.keyId, apiKeys.name)
-        .orderBy(costDesc, asc(usageRecords.keyId));
-      return rows.map((row) => ({ by: 'key', keyId: row.keyId, keyName: row.keyName, ...toTotals(row) }));
-    }
-    case 'key_model': {
-      const rows = await db
-        .select({ keyId: usageRecords.keyId, keyName: apiKeys.name, model: usageRecords.modelId, ...totalsColumns })
-        .from(usageRecords)
-        .leftJoin(apiKeys, eq(apiKeys.id, usageRecords.keyId))
-        .where(where)
-        .groupBy(usageRecords.keyId, apiKeys.name, usageRecords.modelId)
-        .orderBy(costDesc, asc(usageRecords.keyId), asc(usageRecords.modelId));
-      return rows.map((row) => ({
-        by: 'key_model',
-        keyId: row.keyId,
-        keyName: row.keyName,
-        model: row.model,
-        ...toTotals(row),
-      }));
-    }
-    case 'project': {
-      const rows = await db
-        .select({ projectId: usageRecords.projectId, ...totalsColumns })
-        .from(usageRecords)
-        .where(where)
-        .groupBy(usageRecords.projectId)
-        .orderBy(costDesc, sql`${usageRecords.projectId} asc nulls last`);
-      return rows.map((row) => ({ by: 'project', projectId: row.projectId, ...toTotals(row) }));
-    }
-    case 'day': {
-      const rows = await db
-        .select({ date: utcDay, ...totalsColumns })
-        .from(usageRecords)
-        .where(where)
-        .groupBy(utcDay)
-        .orderBy(asc(utcDay));
-      return rows.map((row) => ({ by: 'day', date: row.date, ...toTotals(row) }));
-    }
-  }
+  const query = GROUP_QUERIES[grouping];
+  const rows = rowsOf<TotalsRow & Record<string, string | null>>(
+    await db.execute(sql`select ${query.columns}, ${TOTALS_SELECT} from ${usageSource(scope)}${query.join}
+      group by ${query.columns} order by ${query.order}`),
+  );
+  return rows.map((row) => query.group(row, toTotals(row)));
 }
 
+type GroupRow = Record<string, string | null>;
+
+/** Per grouping: its columns (selected and grouped by), a join for names, its order, and the group it makes. */
+const GROUP_QUERIES: Record<
+  UsageGrouping,
+  { columns: SQL; join: SQL; order: SQL; group: (row: GroupRow, totals: UsageTotals) => UsageGroup }
+> = {
+  model: {
+    columns: sql`u.model_id`,
+    join: sql``,
+    order: sql`sum(u.cost_nanos) desc, u.model_id asc`,
+    group: (row, totals) => ({ by: 'model', model: row.model_id!, ...totals }),
+  },
+  key: {
+    columns: sql`u.key_id, k.name`,
+    join: sql` left join api_keys k on k.id = u.key_id`,
+    order: sql`sum(u.cost_nanos) desc, u.key_id asc`,
+    group: (row, totals) => ({ by: 'key', keyId: row.key_id!, keyName: row.name ?? null, ...totals }),
+  },
+  key_model: {
+    columns: sql`u.key_id, k.name, u.model_id`,
+    join: sql` left join api_keys k on k.id = u.key_id`,
+    order: sql`sum(u.cost_nanos) desc, u.key_id asc, u.model_id asc`,
+    group: (row, totals) => ({
+      by: 'key_model',
+      keyId: row.key_id!,
+      keyName: row.name ?? null,
+      model: row.model_id!,
+      ...totals,
+    }),
+  },
+  project: {
+    columns: sql`u.project_id`,
+    join: sql``,
+    order: sql`sum(u.cost_nanos) desc, u.project_id asc nulls last`,
+    group: (row, totals) => ({ by: 'project', projectId: row.project_id ?? null, ...totals }),
+  },
+  day: {
+    columns: sql`u.day`,
+    join: sql``,
+    order: sql`u.day asc`,
+    group: (row, totals) => ({ by: 'day', date: row.day!, ...totals }),
+  },
+};
+
 /**
- * How many records in scope there are, and how many of them ended in an
+ * How many requests in scope there are, and how many of them ended in an
  * error (a status of 400 or more: the engine failed, or the client went away).
  * Refusals before a model was called (limits, an empty wallet) leave no record.
  *
@@ -155,13 +134,12 @@ async function usageGroups(db: Database, scope: UsageScope, grouping: UsageGroup
  * const lastHour = await reports.outcomes({ orgId, from: new Date(Date.now() - 3_600_000), to: new Date() });
  */
 async function usageOutcomes(db: Database, scope: UsageScope): Promise<{ requests: number; errors: number }> {
-  const [row] = await db
-    .select({
-      requests: sql<string>`count(*)::text`,
-      errors: sql<string>`(count(*) filter (where ${usageRecords.status} >= 400))::text`,
-    })
-    .from(usageRecords)
-    .where(scopeWhere(scope));
+  const [row] = rowsOf<{ requests: string; errors: string }>(
+    await db.execute(
+      sql`select coalesce(sum(u.requests), 0)::text as requests, coalesce(sum(u.errors), 0)::text as errors
+        from ${usageSource(scope)}`,
+    ),
+  );
   return { requests: Number(row!.requests), errors: Number(row!.errors) };
 }
 
@@ -278,22 +256,32 @@ export class UsageReports {
   constructor(private readonly db: Database) {}
 
   totals(scope: UsageScope): Promise<UsageTotals> {
-    return usageTotals(this.db, scope);
+    return usageTotals(this.db, scope).catch(reportFailed);
   }
 
   groups(scope: UsageScope, grouping: UsageGrouping): Promise<UsageGroup[]> {
-    return usageGroups(this.db, scope, grouping);
+    return usageGroups(this.db, scope, grouping).catch(reportFailed);
   }
 
   outcomes(scope: UsageScope): Promise<{ requests: number; errors: number }> {
-    return usageOutcomes(this.db, scope);
+    return usageOutcomes(this.db, scope).catch(reportFailed);
   }
 
   keysLastUsed(orgId: string): Promise<Map<string, Date>> {
-    return keysLastUsed(this.db, orgId);
+    return keysLastUsed(this.db, orgId).catch(reportFailed);
   }
 
   requests(page: UsageScope & { limit: number; after?: UsageCursor }): ReturnType<typeof usageRequests> {
-    return usageRequests(this.db, page);
+    return usageRequests(this.db, page).catch(reportFailed);
   }
+}
+
+/** A report past its statement timeout is a clear 503 that names the setting; anything else goes on as it was. */
+export function reportFailed(error: unknown): never {
+  if (!isStatementTimeout(error)) throw error;
+  throw new GatewayError(
+    'server_busy',
+    'The report ran longer than TOLLGATE_REPORTS_STATEMENT_TIMEOUT_MS allows. Ask for a shorter window, or retry later.',
+    { headers: { 'Retry-After': '30' }, cause: error },
+  );
 }

@@ -1,6 +1,13 @@
 import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
-import { ledgerEntries, type LedgerKind, requestData, usageRecords, wallets } from '../../shared/db/schema.js';
+import {
+  ledgerEntries,
+  type LedgerKind,
+  requestData,
+  usageDaily,
+  usageRecords,
+  wallets,
+} from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 
 export type LedgerEntry = typeof ledgerEntries.$inferSelect;
@@ -13,6 +20,31 @@ export type UsageRecordInput = typeof usageRecords.$inferInsert;
  * is a run of it: one window closes at the balance the next opens with (`ledger-export.ts`).
  */
 const LOCKED_NOW = sql`clock_timestamp()`;
+
+/**
+ * The rollup's part of `chargeMany`: the day's sums of the usage records the statement inserted (`new_usage`),
+ * and only those, so a charge replayed from the journal adds nothing; upserted in key order, so two gateways'
+ * batches lock the same rows in the same order.
+ */
+const ROLLUP_UPSERT = sql`
+        insert into ${usageDaily} (org_id, day, key_id, project_id, model_id, batch, requests, cache_hits, errors,
+          prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cache_hit_tokens, cost_nanos)
+        select org_id, (created_at at time zone 'UTC')::date, key_id, project_id, model_id, false, count(*),
+          count(*) filter (where cache_hit), count(*) filter (where status >= 400), sum(prompt_tokens),
+          sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens),
+          coalesce(sum(prompt_tokens + completion_tokens) filter (where cache_hit), 0), sum(cost_nanos)
+        from new_usage group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
+        on conflict (org_id, day, key_id, project_id, model_id, batch) do update set
+          requests = usage_daily.requests + excluded.requests,
+          cache_hits = usage_daily.cache_hits + excluded.cache_hits,
+          errors = usage_daily.errors + excluded.errors,
+          prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
+          completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
+          cached_tokens = usage_daily.cached_tokens + excluded.cached_tokens,
+          reasoning_tokens = usage_daily.reasoning_tokens + excluded.reasoning_tokens,
+          cache_hit_tokens = usage_daily.cache_hit_tokens + excluded.cache_hit_tokens,
+          cost_nanos = usage_daily.cost_nanos + excluded.cost_nanos
+        returning 1`;
 
 /**
  * The prepaid wallet: one balance per organization and an append-only ledger
@@ -140,7 +172,8 @@ export class WalletService {
    * `ChargeApplier` write a batch of requests at once. A usage record's id is
    * its request id, so a request written twice inserts nothing and charges
    * nothing the second time. Each charge's ledger entry carries the balance
-   * right after it, in request order. Returns, per record, whether it was new.
+   * right after it, in request order; each new record is added to its day's
+   * rollup (`usage_daily`) in the same statement. Returns, per record, whether it was new.
    *
    * The batch goes as one JSON parameter, so the statement's text is the
    * same for every batch: PostgreSQL and the driver prepare it once per
@@ -164,7 +197,9 @@ export class WalletService {
         select id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
           cached_tokens, reasoning_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at from input
         on conflict (id) do nothing
-        returning id, org_id, cost_nanos),
+        returning id, org_id, key_id, project_id, model_id, prompt_tokens, completion_tokens, cached_tokens,
+          reasoning_tokens, cost_nanos, status, cache_hit, created_at),
+      rollup as (${ROLLUP_UPSERT}),
       debits as (select org_id, sum(cost_nanos)::bigint as cost from new_usage group by org_id),
       updated as (
         update ${wallets} set balance_nanos = ${wallets.balance} - debits.cost, updated_at = now()

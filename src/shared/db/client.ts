@@ -19,6 +19,11 @@ export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
 
 export interface Store {
   db: Database;
+  /**
+   * Reports' and exports' own connections (`reports`): a report that is slow or stuck waits for these, never for the
+   * request path's. On PGlite, the same one connection as `db`.
+   */
+  reports: Database;
   /** 'postgres' or 'pglite', for the start-up line. */
   driver: 'postgres' | 'pglite';
   close(): Promise<void>;
@@ -31,6 +36,8 @@ export interface OpenStoreOptions {
   dataDir: string;
   /** Connections in the postgres.js pool. */
   poolSize?: number;
+  /** On PostgreSQL, the reports' pool: its connections and each statement's longest run (default 4 and 30 s). */
+  reports?: { poolSize: number; statementTimeoutMs: number };
 }
 
 /** The committed migrations: `drizzle/` at the package root, found from `src/shared/db/` (tsx) or from the bundle in `dist/`. */
@@ -107,7 +114,12 @@ const MIGRATION_LOCK_ID = 7_110_472_001;
  * const store = await openStore({ databaseUrl: process.env.DATABASE_URL, dataDir: '.tollgate' });
  * await store.close();
  */
-export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenStoreOptions): Promise<Store> {
+export async function openStore({
+  databaseUrl,
+  dataDir,
+  poolSize = 10,
+  reports = { poolSize: 4, statementTimeoutMs: 30_000 },
+}: OpenStoreOptions): Promise<Store> {
   if (databaseUrl) {
     // A short connect timeout: an unreachable database must answer 503 quickly, not hold requests
     // for 30 s. No `fetch_types`: postgres.js reads the array types on each new connection in a
@@ -133,7 +145,24 @@ export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenSto
       await client.end({ timeout: 1 }).catch(() => {});
       throw error;
     }
-    return { db: db as unknown as Database, driver: 'postgres', close: () => client.end({ timeout: 5 }) };
+    // Opened only now: it runs no migration. Its statement timeout is set at connection (PostgreSQL's own), so a
+    // report past it ends in the database too, not only in the gateway's wait.
+    const reportsClient = postgres(databaseUrl, {
+      max: reports.poolSize,
+      connect_timeout: 3,
+      fetch_types: false,
+      onnotice: () => {},
+      connection: { statement_timeout: reports.statementTimeoutMs, application_name: 'tollgate-reports' },
+    });
+    const reportsDb = drizzlePostgres(reportsClient, { schema }) as unknown as Database;
+    return {
+      db: db as unknown as Database,
+      reports: reportsDb,
+      driver: 'postgres',
+      close: async () => {
+        await Promise.all([client.end({ timeout: 5 }), reportsClient.end({ timeout: 5 })]);
+      },
+    };
   }
   const location = dataDir === 'memory://' ? 'memory://' : path.join(dataDir, 'pglite');
   if (location !== 'memory://') {
@@ -153,5 +182,12 @@ export async function openStore({ databaseUrl, dataDir, poolSize = 10 }: OpenSto
   const client = new PGlite(location, { startParams: PGLITE_START_PARAMS });
   const db = drizzlePglite(client, { schema });
   await migratePglite(db, { migrationsFolder });
-  return { db: db as unknown as Database, driver: 'pglite', close: () => client.close() };
+  // PGlite is one connection in this process: reports share it, and wait their turn with the request path's
+  // statements (no statement timeout applies). A deployment whose reports are heavy runs on PostgreSQL.
+  return {
+    db: db as unknown as Database,
+    reports: db as unknown as Database,
+    driver: 'pglite',
+    close: () => client.close(),
+  };
 }

@@ -13,3 +13,18 @@ export function isUniqueViolation(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * Whether a database error is a statement ended by its timeout (PostgreSQL's `statement_timeout`, code 57014: the
+ * reports' connections set it, `client.ts`), followed down a few causes as `isUniqueViolation` does.
+ *
+ * @example
+ * if (isStatementTimeout(error)) throw new GatewayError('server_busy', 'The report took too long.');
+ */
+export function isStatementTimeout(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Object && depth < 5; depth++) {
+    if ((current as { code?: unknown }).code === '57014') return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}

@@ -14,6 +14,7 @@ import {
   primaryKey,
   text,
   timestamp,
+  unique,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
 
@@ -192,7 +193,12 @@ export const ledgerEntries = pgTable(
     note: text('note'),
     createdAt: createdAt(),
   },
-  (t) => [index('ledger_org_idx').on(t.orgId, t.id), uniqueIndex('ledger_request_idx').on(t.requestId)],
+  (t) => [
+    index('ledger_org_idx').on(t.orgId, t.id),
+    uniqueIndex('ledger_request_idx').on(t.requestId),
+    // A window of one organization's ledger, read in order for its export (`ledger-export.ts`).
+    index('ledger_org_time_idx').on(t.orgId, t.createdAt, t.id),
+  ],
 );
 
 export const TASK_TYPES = ['chat', 'embedding'] as const;
@@ -262,6 +268,47 @@ export const usageRecords = pgTable(
     index('usage_key_time_idx').on(t.keyId, t.createdAt),
     // A project's spend this month or day, for its budget.
     index('usage_project_time_idx').on(t.projectId, t.createdAt),
+  ],
+);
+
+/**
+ * Usage summed per organization, UTC day, key, project and model (and batch or not): what every report
+ * reads (`billing/usage-reports.ts`), so a report's cost follows the days it covers, not the requests.
+ * Written in the same statement as the usage records it sums (`WalletService.chargeMany`), only for
+ * records actually inserted, so it always equals them to the nano-unit. A null project is one group.
+ */
+export const usageDaily = pgTable(
+  'usage_daily',
+  {
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    day: date('day', { mode: 'string' }).notNull(),
+    keyId: text('key_id')
+      .notNull()
+      .references(() => apiKeys.id),
+    projectId: text('project_id').references(() => projects.id),
+    modelId: text('model_id').notNull(),
+    /** Usage of a batch (none yet: batches come later). */
+    batch: boolean('batch').notNull().default(false),
+    requests: bigint('requests', { mode: 'number' }).notNull(),
+    /** Requests answered from the response cache. */
+    cacheHits: bigint('cache_hits', { mode: 'number' }).notNull(),
+    /** Requests that ended with a status of 400 or more. */
+    errors: bigint('errors', { mode: 'number' }).notNull(),
+    promptTokens: bigint('prompt_tokens', { mode: 'number' }).notNull(),
+    completionTokens: bigint('completion_tokens', { mode: 'number' }).notNull(),
+    cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull(),
+    reasoningTokens: bigint('reasoning_tokens', { mode: 'number' }).notNull(),
+    /** Prompt and completion tokens of the cache hits, which count against no limit (`monthly-tokens.ts`). */
+    cacheHitTokens: bigint('cache_hit_tokens', { mode: 'number' }).notNull(),
+    cost: money('cost_nanos').notNull(),
+  },
+  (t) => [
+    unique('usage_daily_group').on(t.orgId, t.day, t.keyId, t.projectId, t.modelId, t.batch).nullsNotDistinct(),
+    // A key's or a project's days, for budgets and the monthly quota.
+    index('usage_daily_key_idx').on(t.keyId, t.day),
+    index('usage_daily_project_idx').on(t.projectId, t.day),
   ],
 );
 

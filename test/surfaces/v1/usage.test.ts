@@ -117,7 +117,9 @@ describe.each(stores)('usage reports (%s)', (store) => {
       latencyMs: 5,
       ttftMs: null,
     };
-    await gateway.services.db.insert(usageRecords).values([
+    // Written as the charge writes them (with their daily rollups, which the reports read).
+    const cachedAt = new Date();
+    await gateway.services.wallets.chargeMany([
       // Last month: outside the default window.
       {
         ...record,
@@ -128,7 +130,7 @@ describe.each(stores)('usage reports (%s)', (store) => {
         cost: 1_350_000n,
         createdAt: lastMonthMid(),
       },
-      // Free answers from the response cache, this month: one statement, so all three share created_at to the microsecond.
+      // Free answers from the response cache, this month: all three share created_at to the microsecond.
       ...[1, 2, 3].map((n) => ({
         ...record,
         id: `req_usage_test_cache_${n}`,
@@ -137,6 +139,7 @@ describe.each(stores)('usage reports (%s)', (store) => {
         completionTokens: n,
         cost: 0n,
         cacheHit: true,
+        createdAt: cachedAt,
       })),
     ]);
     // Charges land as each response completes: once all are written, this org has its 11 records.

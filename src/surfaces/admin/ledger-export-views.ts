@@ -1,0 +1,153 @@
+import { Readable } from 'node:stream';
+import type { ExportedEntry, ExportedUsage, LedgerStream } from '../../gateway/billing/ledger-export.js';
+import { formatAmount } from '../../gateway/billing/money.js';
+import { csvStream } from '../../shared/http/csv.js';
+
+/** How much text a chunk of a streamed export gathers before it is sent. */
+const CHUNK_CHARS = 64 * 1024;
+
+/**
+ * Text made by `parts`, sent as it is made, a chunk at a time and only as fast as the client reads (the stream
+ * pulls): memory holds a chunk and a page of the export, whatever the window. A failure past the first byte cuts
+ * the body short (the status is sent already), which a JSON reader sees as invalid.
+ */
+export function textStream(parts: AsyncGenerator<string>): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk = '';
+      while (chunk.length < CHUNK_CHARS) {
+        const next = await parts.next();
+        if (next.done) {
+          if (chunk) controller.enqueue(encoder.encode(chunk));
+          controller.close();
+          return;
+        }
+        chunk += next.value;
+      }
+      controller.enqueue(encoder.encode(chunk));
+    },
+    async cancel() {
+      await parts.return(undefined);
+    },
+  });
+}
+
+/** The JSON export, `wallet.ledger_export`, written as its rows are read: its balances first, then `entries`, then `usage`. */
+export async function* ledgerJson(x: LedgerStream, currency: string): AsyncGenerator<string> {
+  const head = {
+    object: 'wallet.ledger_export' as const,
+    org_id: x.orgId,
+    currency,
+    from: x.from.toISOString(),
+    to: x.to.toISOString(),
+    opening_balance: formatAmount(x.openingBalance),
+    opening_balance_nanos: x.openingBalance.toString(),
+    closing_balance: formatAmount(x.closingBalance),
+    closing_balance_nanos: x.closingBalance.toString(),
+  };
+  yield `${JSON.stringify(head).slice(0, -1)},"entries":[`;
+  let first = true;
+  for await (const { entry } of x.entries()) {
+    yield `${first ? '' : ','}${JSON.stringify(entryView(entry))}`;
+    first = false;
+  }
+  yield '],"usage":[';
+  first = true;
+  for await (const row of x.rows()) {
+    if (!row.usage) continue;
+    yield `${first ? '' : ','}${JSON.stringify(usageView(row.usage))}`;
+    first = false;
+  }
+  yield ']}';
+}
+
+function entryView(e: ExportedEntry) {
+  return {
+    id: e.id,
+    created_at: e.createdAt.toISOString(),
+    kind: e.kind,
+    amount_nanos: e.amount.toString(),
+    balance_after_nanos: e.balanceAfter.toString(),
+    request_id: e.requestId,
+    note: e.note,
+  };
+}
+
+function usageView(u: ExportedUsage) {
+  return {
+    request_id: u.requestId,
+    created_at: u.createdAt.toISOString(),
+    key_id: u.keyId,
+    project_id: u.projectId,
+    model: u.modelId,
+    endpoint: u.endpoint,
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    cached_tokens: u.cachedTokens,
+    reasoning_tokens: u.reasoningTokens,
+    cost_nanos: u.cost.toString(),
+    status: u.status,
+    usage_source: u.usageSource,
+    ledger_entry_id: u.ledgerEntryId,
+  };
+}
+
+const CSV_COLUMNS = [
+  'ledger_entry_id',
+  'entry_time_utc',
+  'kind',
+  'amount_nanos',
+  'balance_after_nanos',
+  'note',
+  'request_id',
+  'usage_time_utc',
+  'key_id',
+  'project_id',
+  'model',
+  'endpoint',
+  'prompt_tokens',
+  'completion_tokens',
+  'cost_nanos',
+  'status',
+  'usage_source',
+  // Last, so the earlier columns keep their places: of prompt_tokens, and of completion_tokens.
+  'cached_tokens',
+  'reasoning_tokens',
+] as const;
+
+const usageCells = (u: ExportedUsage): unknown[] => [
+  u.requestId,
+  u.createdAt.toISOString(),
+  u.keyId,
+  u.projectId,
+  u.modelId,
+  u.endpoint,
+  u.promptTokens,
+  u.completionTokens,
+  u.cost,
+  u.status,
+  u.usageSource,
+  u.cachedTokens,
+  u.reasoningTokens,
+];
+
+/**
+ * The CSV export, written as its rows are read: one row per ledger entry (with its charge's usage record), then one
+ * per usage record that cost nothing. Amounts as integers (bigint: never read as formulas).
+ */
+export function ledgerCsv(x: LedgerStream): ReadableStream {
+  const csv = csvStream(CSV_COLUMNS);
+  const write = async (row: unknown[]) => {
+    if (!csv.write(row)) await new Promise((resolve) => csv.once('drain', resolve));
+  };
+  void (async () => {
+    for await (const { entry: e, usage } of x.entries()) {
+      const head = [e.id, e.createdAt.toISOString(), e.kind, e.amount, e.balanceAfter, e.note];
+      await write(usage ? [...head, ...usageCells(usage)] : [...head, e.requestId]);
+    }
+    for await (const u of x.freeUsage()) await write([null, null, null, null, null, null, ...usageCells(u)]);
+    csv.end();
+  })().catch((error: unknown) => csv.destroy(error as Error));
+  return Readable.toWeb(csv) as ReadableStream;
+}
