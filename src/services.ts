@@ -228,7 +228,7 @@ function createGatewayServices(
     }),
     usageReports: new UsageReports(db),
     books: new Books(db),
-    budgets: new BudgetService(db, catalogChanged),
+    budgets: new BudgetService(db, catalogChanged, gateKeeper.gate),
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),
   };
