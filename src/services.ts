@@ -195,7 +195,7 @@ function createGatewayServices(
     }),
     usageReports: new UsageReports(parts.reportsDb ?? db),
     books: new Books(parts.reportsDb ?? db),
-    budgets: new BudgetService(db, catalogChanged),
+    budgets: new BudgetService(db, catalogChanged, gateKeeper.gate),
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),
     flow,

@@ -45,6 +45,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     keysPerAccount: s.TOLLGATE_KEYS_PER_ACCOUNT,
     enginesFile: path.resolve(s.TOLLGATE_ENGINES_FILE),
     maxBodyBytes: s.TOLLGATE_MAX_BODY_BYTES,
+    countTokensMaxBodyBytes: s.TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES,
     maxJsonDepth: s.TOLLGATE_MAX_JSON_DEPTH,
     maxChoices: s.TOLLGATE_MAX_CHOICES,
     translation: {

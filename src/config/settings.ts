@@ -53,6 +53,11 @@ export const settingsSchema = z.object({
     .int()
     .min(1024)
     .default(4 * 1024 * 1024),
+  TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
   TOLLGATE_MAX_JSON_DEPTH: z.coerce.number().int().min(8).max(256).default(64),
   TOLLGATE_OVERSIZE_DRAIN_BYTES: z.coerce
     .number()

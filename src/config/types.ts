@@ -62,6 +62,8 @@ export interface Config {
   keysPerAccount: number;
   enginesFile: string;
   maxBodyBytes: number;
+  /** TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES: the largest body `/v1/messages/count_tokens` reads (413 naming it above). */
+  countTokensMaxBodyBytes: number;
   /** TOLLGATE_MAX_JSON_DEPTH: how deep a billed request's JSON body may nest (400 past it, checked before any other work). */
   maxJsonDepth: number;
   /** The most sequences one request may ask an engine to generate (`n`, `best_of`): each is billed, and each loads the engine. */

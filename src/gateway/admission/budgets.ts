@@ -13,6 +13,13 @@ import { currentMonth, currentMonthBounds } from './month.js';
  */
 
 export type BudgetScope = 'key' | 'project';
+
+/**
+ * How long the gate keeps a budget as set (`LimitGate.setBudgets`), read in place of what the replicas'
+ * request-path caches hold: far longer than any cache takes to read a change (`TOLLGATE_CATALOG_POLL_MS`, at most a
+ * minute, plus one read).
+ */
+export const BUDGETS_SET_TTL_MS = 600_000;
 export type BudgetWindow = 'month' | 'day';
 
 /** A key's or a project's budgets, as stored; null: none. */
@@ -21,7 +28,7 @@ export interface Budgets {
   daily: bigint | null;
 }
 
-/** One budget a request is admitted against. */
+/** One budget window a request falls under, and the limit this replica knows for it. */
 export interface BudgetLimit {
   /** The gate's name for this budget's window: `budget:key:K:2026-11`, `budget:project:P:2026-11-26`. */
   counter: string;
@@ -29,7 +36,13 @@ export interface BudgetLimit {
   /** The key's or the project's id. */
   subjectId: string;
   window: BudgetWindow;
-  limitNanos: bigint;
+  /**
+   * The limit as this replica's request-path cache read it; null: none. The gate reads a limit set since
+   * (`LimitGate.setBudgets`) in its place, in the admission's one step: a change binds from its answer on.
+   */
+  limitNanos: bigint | null;
+  /** The gate's name for this budget's limit as last set (`budgetLimitName`). */
+  limitName: string;
   /** When the window began and when it ends (ms, UTC). */
   startsAt: number;
   endsAt: number;
@@ -58,7 +71,16 @@ export function budgetCounter(scope: BudgetScope, subjectId: string, windowName:
   return `budget:${scope}:${subjectId}:${windowName}`;
 }
 
-/** The budgets a request falls under now: its key's and its project's, each window that has one. */
+/** The gate's name for a budget's limit as last set: `blimit:key:K:month`. */
+export function budgetLimitName(scope: BudgetScope, subjectId: string, window: BudgetWindow): string {
+  return `blimit:${scope}:${subjectId}:${window}`;
+}
+
+/**
+ * The budget windows a request falls under now, in its tag's order (`budgetTag`): its key's month and day, and its
+ * project's, each with the limit this replica knows (null: none). The gate checks those with a limit, or with one
+ * set since.
+ */
 export function budgetLimits(
   key: { id: string; budgets: Budgets },
   project: { id: string; budgets: Budgets } | null,
@@ -69,13 +91,8 @@ export function budgetLimits(
     ['project', project],
   ] as const) {
     if (!subject) continue;
-    if (subject.budgets.monthly !== null) {
-      const month = currentMonthBounds();
-      limits.push(limitOf(scope, subject.id, 'month', subject.budgets.monthly, month));
-    }
-    if (subject.budgets.daily !== null) {
-      limits.push(limitOf(scope, subject.id, 'day', subject.budgets.daily, currentDayBounds()));
-    }
+    limits.push(limitOf(scope, subject.id, 'month', subject.budgets.monthly, currentMonthBounds()));
+    limits.push(limitOf(scope, subject.id, 'day', subject.budgets.daily, currentDayBounds()));
   }
   return limits;
 }
@@ -84,11 +101,23 @@ function limitOf(
   scope: BudgetScope,
   subjectId: string,
   window: BudgetWindow,
-  limitNanos: bigint,
+  limitNanos: bigint | null,
   bounds: { name: string; startsAt: number; endsAt: number },
 ): BudgetLimit {
   const counter = budgetCounter(scope, subjectId, bounds.name);
-  return { counter, scope, subjectId, window, limitNanos, startsAt: bounds.startsAt, endsAt: bounds.endsAt };
+  const limitName = budgetLimitName(scope, subjectId, window);
+  return { counter, scope, subjectId, window, limitNanos, limitName, startsAt: bounds.startsAt, endsAt: bounds.endsAt };
+}
+
+/**
+ * A request's tag from the windows it falls under (`budgetLimits`, in order) and which of them its hold was taken
+ * from: `~` before the others.
+ */
+export function heldTag(budgets: BudgetLimit[], held: (index: number) => boolean): string {
+  let tag = '';
+  for (let index = 0; index < budgets.length; index++)
+    tag += (index === 0 ? '' : ' ') + (held(index) ? '' : '~') + budgets[index]!.counter;
+  return tag;
 }
 
 /**

@@ -99,7 +99,6 @@ export class GateKeeper {
         : projectId === null
           ? budgetLimits(key, null)
           : budgetLimits(key, await this.projectOf(projectId));
-    const tag = holdNanos === null ? '' : budgetTag(caller.id, projectId, budgets);
     const ask = {
       requestId: request.requestId,
       keyId: caller.id,
@@ -110,7 +109,6 @@ export class GateKeeper {
       month,
       rateTaken: rate !== null,
       budgets,
-      budgetTag: tag,
       alone: request.alone,
     };
     // At most one rebuild of the wallet and of each budget, and one seed: the last answer is final.
@@ -128,7 +126,7 @@ export class GateKeeper {
               keyId: caller.id,
               orgId: caller.orgId,
               holdNanos,
-              budgetTag: tag,
+              budgetTag: admission.budgetTag,
             });
           return ticketOf(ask, caller, admission);
         }
@@ -146,7 +144,7 @@ export class GateKeeper {
           await limitsUnavailableOnFailure(() => this.rebuildBudget(caller.orgId, budgets[admission.index]!));
           continue;
         case 'budget_exceeded':
-          throw budgetExceeded(budgets[admission.index]!, admission.spent, holdNanos!);
+          throw budgetExceeded(budgets[admission.index]!, admission.spent, holdNanos!, admission.limit);
         case 'insufficient_funds':
           throw insufficientFunds();
         default:

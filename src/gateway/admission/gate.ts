@@ -1,5 +1,5 @@
 import type { KeyLimits } from '../keys/service.js';
-import type { BudgetLimit } from './budgets.js';
+import type { BudgetLimit, BudgetScope, Budgets } from './budgets.js';
 
 /** What one request asks of the gate when it is admitted. */
 export interface AdmitRequest {
@@ -16,10 +16,12 @@ export interface AdmitRequest {
   month: string;
   /** Its request count and concurrency slot were taken already (`admitRate`): only the token limits and the hold are left. */
   rateTaken: boolean;
-  /** The budgets the hold must fit in, with the wallet (`budgets.ts`); empty: none, or billing is off. */
+  /**
+   * The budget windows the request falls under (`budgetLimits`, in its tag's order), each with the limit this replica
+   * knows; the gate reads one set since in its place (`setBudgets`), and the hold must fit in every window that has
+   * a limit, with the wallet. Empty when billing is off.
+   */
   budgets: BudgetLimit[];
-  /** The budget counts the request falls under (`budgetTag`), kept with its hold; '' when billing is off. */
-  budgetTag: string;
   /** No other billed call is under way on this replica: nothing could share its write to the gate (`defineScript`). */
   alone?: boolean;
 }
@@ -57,14 +59,21 @@ export interface Window {
 }
 
 export type Admission =
-  | { outcome: 'admitted'; requests: Window; tokens: Window | null; tokensWindowEndsAt: number }
+  | {
+      outcome: 'admitted';
+      requests: Window;
+      tokens: Window | null;
+      tokensWindowEndsAt: number;
+      /** The budget counts its hold was taken from, and those only charged (`~`): its tag (`heldTag`); '' with no hold. */
+      budgetTag: string;
+    }
   | { outcome: 'rate_limit_exceeded'; requests: Window }
   | { outcome: 'concurrency_limit_exceeded'; inFlight: number; requests: Window }
   | { outcome: 'tokens_limit_exceeded'; tokens: Window; requests: Window }
   | { outcome: 'monthly_quota_exceeded'; used: number; requests: Window }
   | { outcome: 'insufficient_funds' }
-  /** The hold does not fit in what is left of `budgets[index]`, which had `spent` (charges and holds) already. */
-  | { outcome: 'budget_exceeded'; index: number; spent: bigint }
+  /** The hold does not fit in what is left of `budgets[index]` (its limit `limit`), which had `spent` already. */
+  | { outcome: 'budget_exceeded'; index: number; spent: bigint; limit: bigint }
   /** The gate holds no count for `budgets[index]` yet: rebuild it from the usage records (`rebuild.ts`) and ask again. */
   | { outcome: 'budget_unknown'; index: number }
   /** The gate holds no spendable amount for this organization yet: rebuild it (`rebuildWallet`) and ask again. */
@@ -185,6 +194,11 @@ export interface LimitGate {
   budgetSpent(counter: string): Promise<bigint | null>;
   /** Forgets a budget count's spend: the next request under it rebuilds it from PostgreSQL. */
   forgetBudget(counter: string): Promise<void>;
+  /**
+   * A key's or a project's budgets as just set: every admission under them reads these, in place of what its
+   * replica's request-path cache holds, for `ttlMs` (long after every replica's cache has read the change).
+   */
+  setBudgets(scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number): Promise<void>;
 }
 
 /** A request in flight on this replica, as the heartbeat renews it. */

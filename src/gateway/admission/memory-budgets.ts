@@ -1,6 +1,6 @@
 import type { Admission, BudgetState, Reported } from './gate.js';
-import type { BudgetLimit } from './budgets.js';
-import { parseTag } from './budgets.js';
+import type { BudgetLimit, BudgetScope, Budgets } from './budgets.js';
+import { budgetLimitName, heldTag, parseTag } from './budgets.js';
 
 /** A count not yet rebuilt is kept this long for its version only: far longer than a rebuild takes. */
 const VERSION_TTL_MS = 3_600_000;
@@ -21,24 +21,49 @@ export class MemoryBudgets {
   private readonly counts = new Map<string, Count>();
   /** Request → its tag, from admission until its charge is written (or its hold expires with no charge). */
   private readonly tags = new Map<string, string>();
+  /** Budgets as last set (`setLimits`), by `budgetLimitName`: null is none. */
+  private readonly limits = new Map<string, { value: bigint | null; expiresAt: number }>();
 
   constructor(private readonly now: () => number) {}
 
-  /** Checks that `hold` fits in every budget; null when it does (nothing taken yet), else the refusal. */
+  /** Checks that `hold` fits in every budget that has a limit; null when it does (nothing taken yet), else the refusal. */
   check(budgets: BudgetLimit[], hold: bigint): Admission | null {
     for (let index = 0; index < budgets.length; index++) {
       const budget = budgets[index]!;
+      const limit = this.limitOf(budget);
+      if (limit === null) continue;
       const count = this.read(budget.counter);
       if (!count || count.spent === null) return { outcome: 'budget_unknown', index };
-      if (count.spent + hold > budget.limitNanos) return { outcome: 'budget_exceeded', index, spent: count.spent };
+      if (count.spent + hold > limit) return { outcome: 'budget_exceeded', index, spent: count.spent, limit };
     }
     return null;
   }
 
-  /** Takes `hold` from every budget and keeps the request's tag; called once every check has passed. */
-  take(requestId: string, budgets: BudgetLimit[], hold: bigint, tag: string): void {
-    for (const budget of budgets) this.read(budget.counter)!.spent! += hold;
+  /**
+   * Takes `hold` from every budget that has a limit and keeps the request's tag (returned); called once every check
+   * has passed, in the same step.
+   */
+  take(requestId: string, budgets: BudgetLimit[], hold: bigint): string {
+    const held = budgets.map((budget) => this.limitOf(budget) !== null);
+    budgets.forEach((budget, index) => {
+      if (held[index]) this.read(budget.counter)!.spent! += hold;
+    });
+    const tag = heldTag(budgets, (index) => held[index]!);
     if (tag !== '') this.tags.set(requestId, tag);
+    return tag;
+  }
+
+  /** A key's or a project's budgets as just set, read in place of the replica's for `ttlMs` (`LimitGate.setBudgets`). */
+  setLimits(scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number): void {
+    const expiresAt = this.now() + ttlMs;
+    this.limits.set(budgetLimitName(scope, subjectId, 'month'), { value: budgets.monthly, expiresAt });
+    this.limits.set(budgetLimitName(scope, subjectId, 'day'), { value: budgets.daily, expiresAt });
+  }
+
+  /** A budget's limit: as last set, while that is kept, else as the request's replica knows it. */
+  private limitOf(budget: BudgetLimit): bigint | null {
+    const set = this.limits.get(budget.limitName);
+    return set && set.expiresAt > this.now() ? set.value : budget.limitNanos;
   }
 
   /** A request ended: its hold (if still held) back to the counts it was taken from, its cost out of every count. */

@@ -12,6 +12,7 @@ import type {
   WalletState,
 } from './gate.js';
 import type { KeyLimits } from '../keys/service.js';
+import type { BudgetScope, Budgets } from './budgets.js';
 import { MemoryBudgets } from './memory-budgets.js';
 import { MemoryCounters } from './memory-counters.js';
 
@@ -72,6 +73,7 @@ class MemoryGate implements LimitGate {
     }
     let requests = { used: 0, resetMs: 0 };
     let tokens: { used: number; resetMs: number } | null = null;
+    let budgetTag = '';
     const { limits } = request;
     if (limits) {
       // Everything is checked before anything is taken: a refused request takes nothing.
@@ -104,7 +106,7 @@ class MemoryGate implements LimitGate {
       this.takeTokens(request, limits);
     }
     if (wallet && request.holdNanos !== null) {
-      this.budgets.take(request.requestId, request.budgets, request.holdNanos, request.budgetTag);
+      budgetTag = this.budgets.take(request.requestId, request.budgets, request.holdNanos);
       wallet.spendable! -= request.holdNanos;
       wallet.version += 1;
       wallet.holds.set(request.requestId, {
@@ -112,7 +114,8 @@ class MemoryGate implements LimitGate {
         expiresAt: this.now() + this.options.holdLeaseMs,
       });
     }
-    return { outcome: 'admitted', requests, tokens, tokensWindowEndsAt: this.now() + (tokens?.resetMs ?? 0) };
+    const tokensWindowEndsAt = this.now() + (tokens?.resetMs ?? 0);
+    return { outcome: 'admitted', requests, tokens, tokensWindowEndsAt, budgetTag };
   }
 
   async admitRate(request: RateRequest): Promise<RateAdmission> {
@@ -206,8 +209,7 @@ class MemoryGate implements LimitGate {
       if (slot?.has(request.requestId)) slot.set(request.requestId, at + this.options.concurrencyLeaseMs);
     }
     this.giveBackExpiredHolds(at);
-    // Memory is never lost while the process lives.
-    return false;
+    return false; // memory is never lost while the process lives
   }
 
   async report(holds: Reported[], unwritten: Reported[]): Promise<void> {
@@ -235,6 +237,10 @@ class MemoryGate implements LimitGate {
 
   async forgetBudget(counter: string): Promise<void> {
     this.budgets.forget(counter);
+  }
+
+  async setBudgets(scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number) {
+    this.budgets.setLimits(scope, subjectId, budgets, ttlMs);
   }
 
   async budgetSpent(counter: string): Promise<bigint | null> {
@@ -279,21 +285,15 @@ class MemoryGate implements LimitGate {
   }
 
   private walletOf(orgId: string): Wallet {
-    let wallet = this.wallets.get(orgId);
-    if (!wallet) {
-      wallet = { spendable: null, version: 0, holds: new Map(), unwritten: new Map() };
-      this.wallets.set(orgId, wallet);
-    }
+    const wallet = this.wallets.get(orgId) ?? { spendable: null, version: 0, holds: new Map(), unwritten: new Map() };
+    this.wallets.set(orgId, wallet);
     return wallet;
   }
 
   /** A key's slots still leased (expired ones are dropped first). */
   private slotsOf(keyId: string): Map<string, number> {
-    let held = this.slots.get(keyId);
-    if (!held) {
-      held = new Map();
-      this.slots.set(keyId, held);
-    }
+    const held = this.slots.get(keyId) ?? new Map<string, number>();
+    this.slots.set(keyId, held);
     for (const [id, expiresAt] of held) if (expiresAt <= this.now()) held.delete(id);
     return held;
   }

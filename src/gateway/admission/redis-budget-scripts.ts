@@ -1,3 +1,5 @@
+import type { AdmitRequest } from './gate.js';
+
 /** A script as `redis-scripts.ts`'s `GateScript` is (named here too, so the two files do not import each other). */
 interface Script {
   name: string;
@@ -85,3 +87,11 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 `,
 };
+
+/** The admit script's (budget count, limit or '' for none, limit's name) triples, in the request's tag's order. */
+export function budgetArgs(request: AdmitRequest): string[] {
+  const args: string[] = [];
+  for (const budget of request.budgets)
+    args.push(budget.counter, budget.limitNanos === null ? '' : budget.limitNanos.toString(), budget.limitName);
+  return args;
+}

@@ -17,7 +17,8 @@ import { admissionFrom, flatReported, pairs, rateAdmissionFrom } from './redis-r
 import { ADMIT_RATE, GIVE_BACK_RATE } from './redis-rate-scripts.js';
 import { ADMIT, HEARTBEAT, RELEASE, REPORT } from './redis-scripts.js';
 import { CREDIT, SET_WALLET, WALLET_STATE } from './redis-wallet-scripts.js';
-import { BUDGET_STATE, SET_BUDGET } from './redis-budget-scripts.js';
+import { BUDGET_STATE, budgetArgs, SET_BUDGET } from './redis-budget-scripts.js';
+import { budgetLimitName, type BudgetScope, type Budgets } from './budgets.js';
 import { defineScript, gateKeys, type GateKeys, holdMember, type Script } from './redis-keys.js';
 
 export interface RedisGateOptions {
@@ -153,7 +154,6 @@ class RedisGate implements LimitGate {
       MONTH_TTL_MS,
       request.rateTaken ? 1 : 0,
       options.prefix,
-      request.budgetTag,
       ...budgetArgs(request),
     )) as Array<string | number>;
     return admissionFrom(reply);
@@ -283,15 +283,17 @@ class RedisGate implements LimitGate {
     await this.redis.multi().hdel(count, 'spent').hincrby(count, 'ver', 1).exec();
   }
 
+  async setBudgets(scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number): Promise<void> {
+    const limit = (value: bigint | null) => (value === null ? 'none' : value.toString());
+    await this.redis
+      .multi()
+      .set(this.key.prefixed(budgetLimitName(scope, subjectId, 'month')), limit(budgets.monthly), 'PX', ttlMs)
+      .set(this.key.prefixed(budgetLimitName(scope, subjectId, 'day')), limit(budgets.daily), 'PX', ttlMs)
+      .exec();
+  }
+
   async budgetSpent(counter: string): Promise<bigint | null> {
     const spent = await this.redis.hget(this.key.prefixed(counter), 'spent');
     return spent === null ? null : BigInt(spent);
   }
-}
-
-/** The admit script's (budget count, limit) pairs. */
-function budgetArgs(request: AdmitRequest): string[] {
-  const args: string[] = [];
-  for (const budget of request.budgets) args.push(budget.counter, budget.limitNanos.toString());
-  return args;
 }

@@ -24,6 +24,7 @@ export function admissionFrom(reply: Array<string | number>): Admission {
         requests: { used: a, resetMs: b },
         tokens: c >= 0 ? { used: c, resetMs: d } : null,
         tokensWindowEndsAt: Number(reply[5]) + d,
+        budgetTag: String(reply[6] ?? ''),
       };
     case 'rate_limit_exceeded':
       return { outcome, requests: { used: a, resetMs: b } };
@@ -34,7 +35,7 @@ export function admissionFrom(reply: Array<string | number>): Admission {
     case 'monthly_quota_exceeded':
       return { outcome, used: a, requests: { used: c, resetMs: d } };
     case 'budget_exceeded':
-      return { outcome, index: a, spent: BigInt(b) };
+      return { outcome, index: a, spent: BigInt(b), limit: BigInt(c) };
     case 'budget_unknown':
       return { outcome, index: a };
     case 'insufficient_funds':

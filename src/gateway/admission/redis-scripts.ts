@@ -30,14 +30,16 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
  * Admits a request: checks its key's four limits (or, after `ADMIT_RATE`, the two token limits), its organization's
  * wallet and its budgets, then takes from all of them together. Everything is checked before anything is kept: a
  * refused request takes nothing. Refuses with `rebuilding` while this Redis has no epoch or is inside its rebuild
- * grace. A budget's check takes the hold and gives it back if it does not fit (only a sum read back is exact).
+ * grace. A budget's check takes the hold and gives it back if it does not fit (only a sum read back is exact). A
+ * budget's limit is the one last set (`blimit:…`, written by the change before it answered: `setBudgets`) while it is
+ * kept, else the replica's; a window with neither is only tagged (`~`), not held on.
  *
  * KEYS: rpm, conc, tpm, month, wallet, held, hold-expiry, epoch, btag.
  * ARGV: limits on, rpm limit, concurrency limit, slot lease ms, tpm limit (-1: none), estimate, monthly limit (-1: none),
  * hold, minus hold ('': billing off), request id, hold lease ms, hold member, rebuild grace ms, minute ms, month ttl ms,
  * rate taken ('1': the count and the slot were taken by `ADMIT_RATE`, and are neither checked nor taken again),
- * prefix, tag, then (budget count, limit) pairs.
- * Returns {outcome, …}: `admissionFrom` in `redis-replies.ts` reads it.
+ * prefix, then (budget count, limit ('': none), limit's name) triples, in the tag's order.
+ * Returns {outcome, …}: `admissionFrom` in `redis-replies.ts` reads it; admitted, the request's budget tag last.
  */
 export const ADMIT: GateScript = {
   name: 'tollgateAdmit',
@@ -81,23 +83,29 @@ if limits then
     if tonumber(month) + est > tonumber(ARGV[7]) then return {'monthly_quota_exceeded', tonumber(month), 0, rpmUsed, rpmReset} end
   end
 end
+local held, tag = {}, ''
 if billing then
-  for i = 19, #ARGV - 1, 2 do
-    local count = ARGV[17] .. ARGV[i]
-    local spent = redis.call('HGET', count, 'spent')
-    local refusal = nil
-    if not spent then refusal = {'budget_unknown', (i - 19) / 2}
-    else
-      redis.call('HINCRBY', count, 'spent', ARGV[8])
-      if exceeds(redis.call('HGET', count, 'spent'), ARGV[i + 1]) then
-        redis.call('HINCRBY', count, 'spent', ARGV[9])
-        refusal = {'budget_exceeded', (i - 19) / 2, spent}
+  for i = 18, #ARGV - 2, 3 do
+    local limit = redis.call('GET', ARGV[17] .. ARGV[i + 2]) or ARGV[i + 1]
+    if limit ~= '' and limit ~= 'none' then
+      local count = ARGV[17] .. ARGV[i]
+      local spent = redis.call('HGET', count, 'spent')
+      local refusal = nil
+      if not spent then refusal = {'budget_unknown', (i - 18) / 3}
+      else
+        redis.call('HINCRBY', count, 'spent', ARGV[8])
+        if exceeds(redis.call('HGET', count, 'spent'), limit) then
+          redis.call('HINCRBY', count, 'spent', ARGV[9])
+          refusal = {'budget_exceeded', (i - 18) / 3, spent, limit}
+        end
       end
+      if refusal then
+        for j in pairs(held) do redis.call('HINCRBY', ARGV[17] .. ARGV[j], 'spent', ARGV[9]) end
+        return refusal
+      end
+      held[i] = true
     end
-    if refusal then
-      for j = 19, i - 2, 2 do redis.call('HINCRBY', ARGV[17] .. ARGV[j], 'spent', ARGV[9]) end
-      return refusal
-    end
+    tag = tag .. (tag == '' and '' or ' ') .. (held[i] and '' or '~') .. ARGV[i]
   end
 end
 if limits then
@@ -121,9 +129,9 @@ if billing then
   redis.call('HINCRBY', KEYS[5], 'ver', 1)
   redis.call('HSET', KEYS[6], ARGV[10], ARGV[8])
   redis.call('ZADD', KEYS[7], now + tonumber(ARGV[11]), ARGV[12])
-  if ARGV[18] ~= '' then redis.call('HSET', KEYS[9], ARGV[10], ARGV[18]) end
+  if tag ~= '' then redis.call('HSET', KEYS[9], ARGV[10], tag) end
 end
-return {'admitted', rpmUsed, rpmReset, tpmUsed, tpmReset, now}
+return {'admitted', rpmUsed, rpmReset, tpmUsed, tpmReset, now, tag}
 `,
 };
 

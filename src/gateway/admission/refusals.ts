@@ -27,16 +27,17 @@ export function insufficientFunds(): GatewayError {
 /**
  * 429 `budget_exceeded`: the request's hold does not fit in what is left of a budget of its key or its project
  * this month (or day). It says which budget, and when its window resets (`X-Budget-Reset`, an ISO time, and
- * `Retry-After`); a request asking for fewer tokens (`max_tokens`) holds less and may fit.
+ * `Retry-After`); a request asking for fewer tokens (`max_tokens`) holds less and may fit. `limit` is the budget's
+ * limit as the gate read it (the one last set, which this replica may not know yet).
  */
-export function budgetExceeded(budget: BudgetLimit, spent: bigint, hold: bigint): GatewayError {
+export function budgetExceeded(budget: BudgetLimit, spent: bigint, hold: bigint, limit: bigint): GatewayError {
   const resetsAt = new Date(budget.endsAt).toISOString();
-  const left = budget.limitNanos > spent ? budget.limitNanos - spent : 0n;
+  const left = limit > spent ? limit - spent : 0n;
   const window = budget.window === 'month' ? 'monthly' : 'daily';
   const retryAfter = Math.max(1, Math.ceil((budget.endsAt - Date.now()) / 1000));
   return new GatewayError(
     'budget_exceeded',
-    `This ${budget.scope}'s ${window} budget of ${formatAmount(budget.limitNanos)} has ${formatAmount(left)} left ` +
+    `This ${budget.scope}'s ${window} budget of ${formatAmount(limit)} has ${formatAmount(left)} left ` +
       `(charges and requests in flight), and this request may cost up to ${formatAmount(hold)}. ` +
       `It resets at ${resetsAt}; a request with a lower max_tokens holds less.`,
     {
@@ -48,7 +49,7 @@ export function budgetExceeded(budget: BudgetLimit, spent: bigint, hold: bigint)
       },
       details: [
         { field: 'budget', message: `${budget.scope} ${budget.subjectId} ${budget.window}` },
-        { field: 'budget_limit', message: formatAmount(budget.limitNanos) },
+        { field: 'budget_limit', message: formatAmount(limit) },
         { field: 'budget_remaining', message: formatAmount(left) },
         { field: 'resets_at', message: resetsAt },
       ],

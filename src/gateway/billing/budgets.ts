@@ -2,7 +2,8 @@ import { and, eq, isNull } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { apiKeys, projects } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { type Budgets, currentDayBounds } from '../admission/budgets.js';
+import { type Budgets, BUDGETS_SET_TTL_MS, currentDayBounds } from '../admission/budgets.js';
+import type { LimitGate } from '../admission/gate.js';
 import { currentMonthBounds } from '../admission/month.js';
 import { budgetSpend } from './budget-spend.js';
 
@@ -18,7 +19,9 @@ export interface BudgetReport {
 /**
  * Budgets per key and per project (`admission/budgets.ts`): read with their spend, and set. The gate reads them
  * from the request-path cache, which every change here drops (`onChange`, and `catalog_version` for the other
- * replicas). Spend shown here is the usage records': the charges written, not the holds of requests in flight.
+ * replicas, within TOLLGATE_CATALOG_POLL_MS); so that a change binds every replica from its answer on, it is also
+ * written to the gate before it is answered (`LimitGate.setBudgets`), which every admission reads in place
+ * of its replica's copy. Spend shown here is the usage records': the charges written, not the holds in flight.
  *
  * @example
  * await budgets.set('key', 'key_1', { monthly: 10_000_000n, daily: null });
@@ -27,6 +30,8 @@ export class BudgetService {
   constructor(
     private readonly db: Database,
     private readonly onChange: () => void = () => {},
+    /** The limits gate, told of each change before it is answered (none: a gate that reads only the cache). */
+    private readonly gate: Pick<LimitGate, 'setBudgets'> | null = null,
   ) {}
 
   /** A key's or a live project's budgets and spend; 404 when there is none. */
@@ -63,16 +68,27 @@ export class BudgetService {
   /** Sets a key's or a project's budgets (null: none; undefined: unchanged); the caller has checked who may. */
   async set(scope: 'key' | 'project', id: string, budgets: Partial<Budgets>): Promise<BudgetReport> {
     const values = { monthlyBudget: budgets.monthly, dailyBudget: budgets.daily };
-    const updated =
+    const [updated] =
       scope === 'key'
-        ? await this.db.update(apiKeys).set(values).where(eq(apiKeys.id, id)).returning({ id: apiKeys.id })
+        ? await this.db
+            .update(apiKeys)
+            .set(values)
+            .where(eq(apiKeys.id, id))
+            .returning({ monthly: apiKeys.monthlyBudget, daily: apiKeys.dailyBudget })
         : await this.db
             .update(projects)
             .set(values)
             .where(and(eq(projects.id, id), isNull(projects.deletedAt)))
-            .returning({ id: projects.id });
-    if (updated.length === 0) throw new GatewayError('not_found', `The ${scope} ${id} does not exist.`);
+            .returning({ monthly: projects.monthlyBudget, daily: projects.dailyBudget });
+    if (!updated) throw new GatewayError('not_found', `The ${scope} ${id} does not exist.`);
     this.onChange();
+    await this.gate?.setBudgets(scope, id, updated, BUDGETS_SET_TTL_MS).catch((error: unknown) => {
+      throw new GatewayError(
+        'limits_unavailable',
+        `The ${scope}'s budget is saved, but the gateway could not pass it to its limits store; send the change again.`,
+        { headers: { 'Retry-After': '1' }, cause: error },
+      );
+    });
     return this.get(scope, id);
   }
 }

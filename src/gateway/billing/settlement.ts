@@ -1,5 +1,6 @@
 import type { CachedResponse } from '../cache/response-cache.js';
 import type { RelayOutcome } from '../proxy/sse.js';
+import { clampUsage, type TokenBounds } from './token-bounds.js';
 import type { TokenUsage, UsageSource } from './token-usage.js';
 
 /** How a call ended, as the gateway bills and records it (`requests/billed-call.ts`'s `settle` makes it durable). */
@@ -44,6 +45,18 @@ export function streamedUsage(state: Pick<StreamState, 'usage' | 'usageFinal' | 
     ...state.usage,
     completionTokens: Math.max(state.usage.completionTokens, state.usageFinal ? 0 : state.tokenChunks),
   };
+}
+
+/**
+ * A stream's usage as its client is shown it: `streamedUsage` held to the call's bounds, as `chargeFor` bills it (the
+ * same clamp). Null when the engine reported no count.
+ */
+export function shownStreamUsage(
+  state: Pick<StreamState, 'usage' | 'usageFinal' | 'tokenChunks'>,
+  bounds: TokenBounds,
+): TokenUsage | null {
+  const counted = streamedUsage(state);
+  return counted && clampUsage(counted, bounds).usage;
 }
 
 /**

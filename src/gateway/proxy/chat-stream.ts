@@ -1,6 +1,8 @@
 import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
 import { withoutNullFields } from './openai-shape.js';
-import { newStreamState, type StreamState } from '../billing/settlement.js';
+import { newStreamState, shownStreamUsage, type StreamState } from '../billing/settlement.js';
+import { clampUsage, type TokenBounds } from '../billing/token-bounds.js';
+import { shownUsage } from './shown-usage.js';
 import { usageFrom } from './token-counts.js';
 import { readUsualChunk, type UsualChunk } from './usual-chunk.js';
 
@@ -13,6 +15,8 @@ export interface ChatStreamOptions {
   continuousUsage: boolean;
   /** Whether a choice of a chunk carries generated tokens; default: chat's delta (completions' chunks carry `text`). */
   carriesTokens?: (choice: Record<string, unknown>) => boolean;
+  /** The call's token bounds: usage is shown held to them, as it is billed (absent: shown as the engine counted). */
+  bounds?: TokenBounds;
 }
 
 /**
@@ -62,8 +66,10 @@ export function createChatChunkRewriter(options: ChatStreamOptions) {
         state.tokenChunks += 1;
         state.firstTokenAt ??= performance.now();
       }
-      if (!options.continuousUsage) hidden = 'usage';
+      // A count that is not one (a string, a negative) is never shown: it is not what is billed.
+      if (!options.continuousUsage || !usage) hidden = 'usage';
     }
+    if (usage && hidden === undefined) showBilled(chunk, state, options.bounds);
     chunk.model = options.clientModel;
     return JSON.stringify(withoutNullFields(chunk, hidden));
   };
@@ -86,14 +92,25 @@ function rewriteUsual(
   let usageText = '';
   if (usage) {
     state.usage = { promptTokens: Number(usage.prompt), completionTokens: Number(usage.completion) };
-    if (options.continuousUsage)
-      usageText = `,"usage":{"prompt_tokens":${usage.prompt},"total_tokens":${usage.total},"completion_tokens":${usage.completion}}`;
+    if (options.continuousUsage) {
+      // The running count as it would be billed now: held to the call's bounds.
+      const shown = options.bounds ? clampUsage(state.usage, options.bounds).usage : state.usage;
+      const { promptTokens: prompt, completionTokens: completion } = shown;
+      usageText = `,"usage":{"prompt_tokens":${prompt},"total_tokens":${prompt + completion},"completion_tokens":${completion}}`;
+    }
   }
   if (text !== '""') {
     state.tokenChunks += 1;
     state.firstTokenAt ??= performance.now();
   }
   return `{"id":${id},"object":"chat.completion.chunk","created":${created},"model":${clientModelJson},"choices":[{"index":0,"delta":{"${key}":${text}},"logprobs":null,"finish_reason":null}]${usageText}}`;
+}
+
+/** A chunk's usage as its client is shown it: what the stream would be billed were it to end here. */
+function showBilled(chunk: Record<string, unknown>, state: StreamState, bounds: TokenBounds | undefined): void {
+  const billed = bounds ? shownStreamUsage(state, bounds) : state.usage;
+  const shown = billed && shownUsage(chunk.usage, billed);
+  if (shown) chunk.usage = shown;
 }
 
 function carriesTokens(choice: Record<string, unknown>): boolean {

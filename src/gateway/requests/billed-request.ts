@@ -8,6 +8,9 @@ import { bandRank } from '../flow/bands.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
 import { readEngineAnswer } from '../proxy/upstream.js';
 import { usageFrom } from '../proxy/token-counts.js';
+import { shownUsage } from '../proxy/shown-usage.js';
+import { clampUsage } from '../billing/token-bounds.js';
+import type { TokenUsage } from '../billing/token-usage.js';
 import { authorize, reserve } from './admission.js';
 import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js';
 import { relayBilledStream } from './billed-stream.js';
@@ -87,17 +90,16 @@ export async function serveBilled(
       };
       const promptEstimate = () => protocol.estimate(null).promptTokens;
       const controls = { abort: upstream.abort, release };
-      return relayBilledStream(c, deps, call, sent.response, controls, stream(), promptEstimate);
+      return relayBilledStream(c, deps, call, sent.response, controls, stream(call.bounds), promptEstimate);
     }
     const { answer, restore } = await readEngineAnswer(sent.response, endpoint.liftArrays);
     call.upstreamDoneAt = performance.now();
     answer.model = call.clientModel;
     endpoint.shapeAnswer?.(answer);
+    const { usage, reported } = usageShownAsBilled(answer, protocol, call);
     const answered = protocol.answerOf ? await protocol.answerOf(answer) : withoutNullFields(answer);
     // A string, or bytes when arrays were lifted (their bytes are the engine's, never decoded).
     const written = restore(JSON.stringify(answered));
-    const reported = usageFrom(answer.usage);
-    const usage = reported ?? protocol.estimate(answer);
     await settle(deps, call, {
       usage,
       usageSource: reported ? 'upstream' : 'estimated',
@@ -120,6 +122,23 @@ export async function serveBilled(
     }
     upstream.stopWatchingClient();
   }
+}
+
+/**
+ * A JSON answer's usage: the engine's, or the estimate when it reported none valid. The client is shown what it is
+ * billed for (held to the request's bounds, as `chargeFor` holds it), on every protocol: the answer's usage member is
+ * rewritten only where the engine's says anything else.
+ */
+function usageShownAsBilled(
+  answer: Record<string, unknown>,
+  protocol: ProtocolCall,
+  call: BilledCall,
+): { usage: TokenUsage; reported: boolean } {
+  const reported = usageFrom(answer.usage);
+  const usage = reported ?? protocol.estimate(answer);
+  const shown = shownUsage(answer.usage, clampUsage(usage, call.bounds).usage);
+  if (shown) answer.usage = shown;
+  return { usage, reported: reported !== null };
 }
 
 /**

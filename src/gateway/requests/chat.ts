@@ -1,6 +1,7 @@
 import { createChatChunkRewriter } from '../proxy/chat-stream.js';
 import { clientBodyForEngine } from '../proxy/client-body.js';
 import type { TokenUsage } from '../billing/token-usage.js';
+import type { TokenBounds } from '../billing/token-bounds.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../proxy/token-counts.js';
 import type { AuthorizedRequest } from './admission.js';
 import type { BilledEndpoint, ProtocolCall, StreamWriter } from './endpoint.js';
@@ -50,7 +51,7 @@ export function openAiCall(request: AuthorizedRequest, kind: OpenAiKind): Protoc
     sentBytes: request.bodyBytes,
     bodyFor: (target) => clientBodyForEngine(request.rawBody, body, target.servedModelName),
     estimate: kind.estimate,
-    stream: body.stream === true ? () => chunkWriter(request, kind.carriesTokens) : null,
+    stream: body.stream === true ? (bounds) => chunkWriter(request, kind.carriesTokens, bounds) : null,
   };
 }
 
@@ -58,13 +59,18 @@ function clientStreamOptions(body: Json): Json {
   return (body.stream_options ?? {}) as Json;
 }
 
-function chunkWriter(request: AuthorizedRequest, carriesTokens: OpenAiKind['carriesTokens']): StreamWriter {
+function chunkWriter(
+  request: AuthorizedRequest,
+  carriesTokens: OpenAiKind['carriesTokens'],
+  bounds: TokenBounds,
+): StreamWriter {
   const asked = clientStreamOptions(request.body);
   const rewriter = createChatChunkRewriter({
     clientModel: request.clientModel,
     includeUsage: asked.include_usage === true,
     continuousUsage: asked.continuous_usage_stats === true,
     carriesTokens,
+    bounds,
   });
   return { state: rewriter.state, rewrite: rewriter.rewrite, cacheable: true };
 }

@@ -2,6 +2,7 @@ import type { Config } from '../../config/types.js';
 import type { TaskType } from '../../shared/db/schema.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import type { TokenUsage } from '../billing/token-usage.js';
+import type { TokenBounds } from '../billing/token-bounds.js';
 import type { Logger } from '../../shared/http/log.js';
 import type { InFlight } from '../../shared/http/in-flight.js';
 import type { OutageLog } from '../../shared/http/outage.js';
@@ -105,8 +106,11 @@ export interface ProtocolCall {
   estimate(answer: Json | null): TokenUsage;
   /** The answer's JSON for the client, when the protocol's answer is not the engine's (Messages, Responses). */
   answerOf?(answer: Json): Json | Promise<Json>;
-  /** How the answer's stream is written for the client; null when the request is answered as JSON. */
-  stream: (() => StreamWriter) | null;
+  /**
+   * How the answer's stream is written for the client, its usage shown held to the call's `bounds` as it is billed;
+   * null when the request is answered as JSON.
+   */
+  stream: ((bounds: TokenBounds) => StreamWriter) | null;
 }
 
 /** One stream of one protocol, as `relayBilledStream` (`requests/billed-stream.ts`) relays it. */

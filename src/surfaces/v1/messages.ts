@@ -9,6 +9,7 @@ import { serveBilled } from '../../gateway/requests/billed-request.js';
 import { MESSAGES } from '../../gateway/requests/messages/index.js';
 import { chatBodyOf } from '../../gateway/requests/messages/translate.js';
 import { countTokens } from '../../gateway/requests/messages/count.js';
+import { admittedByKeyLimits } from '../../gateway/requests/key-limits.js';
 
 /**
  * `POST /v1/messages` (Anthropic's Messages, a billed request whose endpoint is
@@ -23,17 +24,27 @@ export function messagesRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const routes = new Hono<GatewayEnv>();
   routes.onError((error, c) => anthropicError(error, c, deps));
   routes.post('/', (c) => serveBilled(c, deps, MESSAGES));
-  routes.post('/count_tokens', requireKey(deps.keys, true), async (c) => {
-    const { body } = await readJsonObject(
-      c,
-      deps.config.maxBodyBytes,
-      deps.config.oversizeDrain,
-      deps.config.maxJsonDepth,
+  // Counted against the key's requests per minute and concurrency before its body is read, and its body bounded.
+  routes.post('/count_tokens', requireKey(deps.keys, true), admittedByKeyLimits(deps.gateKeeper), async (c) => {
+    const maxBytes = Math.min(deps.config.countTokensMaxBodyBytes, deps.config.maxBodyBytes);
+    const { body } = await readJsonObject(c, maxBytes, deps.config.oversizeDrain, deps.config.maxJsonDepth).catch(
+      (error: unknown) => {
+        if (error instanceof GatewayError && error.code === 'request_too_large') throw countTooLarge(maxBytes);
+        throw error;
+      },
     );
     MESSAGES.validate({ max_tokens: 1, ...body }, deps.config);
     return c.json({ input_tokens: await countTokens(deps, body, chatBodyOf) });
   });
   return routes;
+}
+
+function countTooLarge(maxBytes: number): GatewayError {
+  return new GatewayError(
+    'request_too_large',
+    `The request body is larger than the ${maxBytes}-byte limit of count_tokens (TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES).`,
+    { headers: { connection: 'close' } },
+  );
 }
 
 /** Anthropic's error types, by status. */

@@ -1,6 +1,6 @@
 import { type Context, Hono } from 'hono';
 import { requireKey } from '../../gateway/requests/auth.js';
-import { admittedByKeyLimits } from '../../gateway/responses/admission.js';
+import { admittedByKeyLimits } from '../../gateway/requests/key-limits.js';
 import { echoedId } from '../../gateway/responses/ids.js';
 import type { InputItemsQuery } from '../../gateway/responses/store.js';
 import type { GatewayEnv } from '../../shared/http/context.js';

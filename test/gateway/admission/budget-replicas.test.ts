@@ -113,7 +113,7 @@ describe.skipIf(missing !== null)('budgets across two replicas', () => {
     const nextMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
     expect(refused.length).toBeGreaterThan(0);
     for (const { response, body } of refused) {
-      expect(response.status).toBe(429);
+      expect(response.status, JSON.stringify(body)).toBe(429);
       expect(body.error.code).toBe('budget_exceeded');
       expect(response.headers.get('x-budget-scope')).toBe(scope);
       expect(response.headers.get('x-budget-reset')).toBe(nextMonth);
@@ -174,6 +174,43 @@ describe.skipIf(missing !== null)('budgets across two replicas', () => {
     expect((await spentOf()).spent).toBeLessThanOrEqual(BUDGET_NANOS);
     const last = await ask(replicas[0]!, key.secret);
     expect(((await last.json()) as { error: { code: string } }).error.code).toBe('budget_exceeded');
+  });
+  it('a budget lowered on one replica mid-burst on the other binds every request sent after the answer', async () => {
+    // Issue 68: before, the other replica's request-path cache kept the old budget until its next catalog poll
+    // (TOLLGATE_CATALOG_POLL_MS, 250 ms), and admitted requests sent up to 115 ms after the answer.
+    const key = await admin<{ id: string; secret: string }>('POST', `/orgs/${orgId}/keys`, {
+      name: 'lowered mid-burst',
+      max_concurrency: 500,
+      requests_per_minute: 5000,
+    });
+    await admin('PUT', `/keys/${key.id}/budget`, { monthly: '1.00' });
+    const sent: Array<{ at: number; status: number; code?: string }> = [];
+    let running = true;
+    const worker = async () => {
+      while (running) {
+        const at = performance.now();
+        const response = await ask(replicas[1]!, key.secret);
+        const body = (await response.json()) as { error?: { code: string } };
+        sent.push({ at, status: response.status, code: body.error?.code });
+      }
+    };
+    const workers = Array.from({ length: 8 }, worker);
+    try {
+      await until('the burst is under way', () => sent.filter((s) => s.status === 200).length >= 10);
+      await admin('PUT', `/keys/${key.id}/budget`, { monthly: '0' });
+      const answeredAt = performance.now();
+      // On past the other replica's next catalog poll (250 ms) by far: the window the change had before.
+      await until('requests sent for 600 ms past the answer', () => sent.some((s) => s.at > answeredAt + 600));
+      running = false;
+      await Promise.all(workers);
+      const after = sent.filter((s) => s.at > answeredAt);
+      expect(after.length).toBeGreaterThan(0);
+      expect(after.filter((s) => s.status === 200)).toEqual([]);
+      for (const refused of after) expect(refused).toMatchObject({ status: 429, code: 'budget_exceeded' });
+    } finally {
+      running = false;
+      await Promise.all(workers);
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createChatChunkRewriter, type ChatStreamOptions } from '../../../src/gateway/proxy/chat-stream.js';
 import { withoutNullFields } from '../../../src/gateway/proxy/openai-shape.js';
+import { usageFrom } from '../../../src/gateway/proxy/token-counts.js';
 
 const HEAD =
   '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732363200,"model":"Qwen/Qwen2.5-7B-Instruct","choices":[';
@@ -47,7 +48,9 @@ function rebuilt(data: string, options: ChatStreamOptions): unknown {
   const choices = chunk.choices as unknown[];
   if (choices.length === 0 && chunk.usage)
     return options.includeUsage ? withoutNullFields({ ...chunk, model: options.clientModel }) : null;
-  return withoutNullFields({ ...chunk, model: options.clientModel }, options.continuousUsage ? undefined : 'usage');
+  // Usage whose counts are not counts (a 2^53, a string) is never shown: it is not what is billed.
+  const shown = options.continuousUsage && usageFrom(chunk.usage) !== null;
+  return withoutNullFields({ ...chunk, model: options.clientModel }, shown ? undefined : 'usage');
 }
 
 describe('the chat stream rewriter', () => {

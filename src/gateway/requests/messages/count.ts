@@ -11,7 +11,8 @@ type Json = Record<string, unknown>;
  * tools' definitions at four characters a token), for a chat model of the
  * catalog. An estimate, not the engine's tokenizer: clients use it to decide
  * when to compact a conversation, and the bill always uses the engine's count.
- * Free, and counted against no limit.
+ * Free (no budget refuses it), but counted against the key's requests per minute and concurrency, and its body
+ * bounded (`surfaces/v1/messages.ts`).
  */
 export async function countTokens(
   deps: Pick<BilledDeps, 'requestPathCache'>,

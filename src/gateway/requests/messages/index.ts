@@ -44,7 +44,7 @@ export const MESSAGES: BilledEndpoint = {
         promptTokens: estimateChatPromptTokens(chat),
         completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
       }),
-      stream: streams ? () => messagesStreamWriter(request.clientModel) : null,
+      stream: streams ? (bounds) => messagesStreamWriter(request.clientModel, bounds) : null,
     };
   },
 };

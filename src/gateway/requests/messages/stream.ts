@@ -1,4 +1,5 @@
-import { newStreamState } from '../../billing/settlement.js';
+import { newStreamState, shownStreamUsage } from '../../billing/settlement.js';
+import { clampUsage, type TokenBounds } from '../../billing/token-bounds.js';
 import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
 import { usageFrom } from '../../proxy/token-counts.js';
 import { readUsualChunk, type UsualChunk } from '../../proxy/usual-chunk.js';
@@ -13,8 +14,8 @@ const event = (name: string, data: Json): string => `event: ${name}\ndata: ${JSO
  * A Messages stream as `relayBilledStream` relays it: Anthropic's events in place of the engine's `data:` lines,
  * kept but never cached (cached events replay as `data:` lines, which Anthropic's clients do not read).
  */
-export function messagesStreamWriter(model: string): StreamWriter {
-  const writer = createMessagesWriter(model);
+export function messagesStreamWriter(model: string, bounds: TokenBounds): StreamWriter {
+  const writer = createMessagesWriter(model, bounds);
   return {
     state: writer.state,
     rewrite: writer.rewrite,
@@ -31,13 +32,14 @@ export function messagesStreamWriter(model: string): StreamWriter {
  * `message_start`, `ping`, then for each content block (thinking, text, each
  * tool call) `content_block_start`, its deltas and `content_block_stop`, and
  * at the end `message_delta` (stop reason and output tokens) and
- * `message_stop`. Usage comes from the engine's own counts, as for chat.
+ * `message_stop`. Usage comes from the engine's own counts, as for chat, held to the call's `bounds` as it is billed
+ * (absent: shown as the engine counted).
  *
  * @example
  * const writer = createMessagesWriter('claude-ish');
  * writer.rewrite('{"choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":{"prompt_tokens":5,"completion_tokens":1}}');
  */
-export function createMessagesWriter(model: string) {
+export function createMessagesWriter(model: string, bounds?: TokenBounds) {
   const state = newStreamState();
   const blocks = contentBlocks();
   let started = false;
@@ -48,7 +50,8 @@ export function createMessagesWriter(model: string) {
   const start = (): string => {
     if (started) return '';
     started = true;
-    return messageStart(model, messagesUsage(state.usage).input_tokens);
+    const running = state.usage && bounds ? clampUsage(state.usage, bounds).usage : state.usage;
+    return messageStart(model, messagesUsage(running).input_tokens);
   };
 
   const rewrite = (data: string): string | null => {
@@ -103,7 +106,8 @@ export function createMessagesWriter(model: string) {
   const finish = (): string => {
     const out = start() + blocks.close();
     // Anthropic's last usage is the whole message's: the input's counts too, the cached read known only now.
-    const usage = state.usage ? messagesUsage(state.usage) : { output_tokens: state.tokenChunks };
+    const billed = bounds ? shownStreamUsage(state, bounds) : state.usage;
+    const usage = billed ? messagesUsage(billed) : { output_tokens: state.tokenChunks };
     const end = { stop_reason: stopReason, stop_sequence: stopSequence };
     return (
       out +

@@ -1,3 +1,4 @@
+import type { TokenBounds } from '../../billing/token-bounds.js';
 import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/token-counts.js';
 import type { AuthorizedRequest } from '../admission.js';
 import type { BilledEndpoint, ProtocolCall, StreamWriter } from '../endpoint.js';
@@ -73,7 +74,9 @@ function responsesCall(
       promptTokens: estimateChatPromptTokens(chat),
       completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
     }),
-    stream: streams ? () => responsesStreamWriter(source(), (response) => conversations.keep(request, response)) : null,
+    stream: streams
+      ? (bounds) => responsesStreamWriter(source(), bounds, (response) => conversations.keep(request, response))
+      : null,
   };
 }
 
@@ -81,8 +84,12 @@ function responsesCall(
  * A Responses stream as `relayBilledStream` relays it. Its last events are written when the stream ends, before it
  * is settled: the response is kept (or not) first, and `response.completed` says whether it was.
  */
-function responsesStreamWriter(source: ResponsesStreamSource, keep: (response: Json) => Promise<void>): StreamWriter {
-  const writer = new ResponsesWriter(source);
+function responsesStreamWriter(
+  source: ResponsesStreamSource,
+  bounds: TokenBounds,
+  keep: (response: Json) => Promise<void>,
+): StreamWriter {
+  const writer = new ResponsesWriter(source, bounds);
   let last: string | null = null;
   return {
     state: writer.state,

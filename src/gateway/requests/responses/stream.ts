@@ -1,4 +1,5 @@
-import { newStreamState, streamedUsage } from '../../billing/settlement.js';
+import { newStreamState, shownStreamUsage, streamedUsage } from '../../billing/settlement.js';
+import type { TokenBounds } from '../../billing/token-bounds.js';
 import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
 import { usageFrom } from '../../proxy/token-counts.js';
 import { readUsualChunk, type UsualChunk } from '../../proxy/usual-chunk.js';
@@ -43,7 +44,11 @@ export class ResponsesWriter implements EventWriter {
   /** The JSON of each member that does not change (`CHANGING_MEMBERS`), written at the first whole-response event. */
   private readonly echoJson = new Map<string, string>();
 
-  constructor(private readonly source: ResponsesStreamSource) {
+  constructor(
+    private readonly source: ResponsesStreamSource,
+    /** The call's token bounds: the usage shown is held to them, as it is billed (absent: as the engine counted). */
+    private readonly bounds?: TokenBounds,
+  ) {
     this.response = responseShell(source.body, source.id, source.model, Math.floor(Date.now() / 1000));
   }
 
@@ -123,7 +128,7 @@ export class ResponsesWriter implements EventWriter {
 
   /** The whole response as it ends (`completed` or `incomplete`), with the usage it is billed for. */
   finalResponse(): Json {
-    const counted = streamedUsage(this.state);
+    const counted = this.bounds ? shownStreamUsage(this.state, this.bounds) : streamedUsage(this.state);
     return Object.assign(this.response, finishOf(this.finishReason), {
       output: this.output,
       usage: responsesUsage(counted),
