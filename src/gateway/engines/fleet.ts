@@ -36,6 +36,8 @@ export interface Fleet {
   whenReady(modelId: string, call?: AbortFlag): Promise<void> | null;
   /** Sequences the model's engine can take now beyond other gateways' (`Engine.freeSlots`); null when unknown. */
   freeSlots(modelId: string): number | null;
+  /** Tells the model's engine how many requests wait in this gateway for its room (`Engine.waitingInGateway`). */
+  waitingInGateway(modelId: string, count: number): void;
   engines(): Engine[];
   status(): EngineStatus[];
   /** The built-in simulator's address, when one runs (for logs and tests). */
@@ -112,6 +114,7 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
     },
     whenReady: (modelId, call) => byModel.get(modelId)?.whenReady?.(call) ?? null,
     freeSlots: (modelId) => byModel.get(modelId)?.freeSlots?.() ?? null,
+    waitingInGateway: (modelId, count) => byModel.get(modelId)?.waitingInGateway?.(count),
     engines: () => all,
     status: () => all.map((engine) => engine.status()),
     simulatorUrl: simulator?.url ?? null,

@@ -94,6 +94,8 @@ export interface Engine {
    * flow control dispatches against. Null, or absent, when unknown: nothing waits in the gateway for it.
    */
   freeSlots?(): number | null;
+  /** Requests this gateway holds for the model because its replicas are full: an autoscaler counts them as waiting. */
+  waitingInGateway?(count: number): void;
   /** Docker engines only: change the number of replicas (scaling down drains first), or replace every replica, one at a time, in the background. */
   scale?(replicas: number): Promise<void>;
   restart?(): Promise<void>;

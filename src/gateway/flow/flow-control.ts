@@ -1,6 +1,6 @@
-import { GatewayError } from '../../shared/http/errors.js';
 import { BANDS, type Band, bandRank } from './bands.js';
 import { FairQueue, type Queued } from './fair-queue.js';
+import { overloaded } from './refusals.js';
 import type { FlowSettings } from '../../config/types.js';
 
 export type { FlowSettings } from '../../config/types.js';
@@ -8,6 +8,8 @@ export type { FlowSettings } from '../../config/types.js';
 /** Where room comes from: the sequences a model's replicas can take now from this gateway; null when unknown. */
 export interface RoomSource {
   freeSlots(modelId: string): number | null;
+  /** Told how many requests wait for the model whenever that changes (an autoscaler counts them as waiting). */
+  waitingInGateway?(modelId: string, count: number): void;
 }
 
 /** One request asking to go to a model's engines. */
@@ -120,6 +122,7 @@ export class FlowControl {
       waiter.timer.unref();
       flow.queue.push(waiter);
       this.counted(request.orgId, 1);
+      this.room.waitingInGateway?.(request.modelId, flow.queue.size);
       left?.onLeave(() => {
         if (!this.takeOut(flow, waiter)) return;
         this.events.left(request);
@@ -230,6 +233,7 @@ export class FlowControl {
       clearTimeout(waiter.timer);
       waiter.resolve(this.dispatch(flow, waiter.request, performance.now() - waiter.enqueuedAt));
       free--;
+      this.room.waitingInGateway?.(modelId, flow.queue.size);
     }
     if (flow.queue.size === 0) flow.queue.prune();
   }
@@ -248,6 +252,7 @@ export class FlowControl {
     if (!flow.queue.remove(waiter)) return false;
     clearTimeout(waiter.timer);
     this.counted(waiter.orgId, -1);
+    this.room.waitingInGateway?.(waiter.request.modelId, flow.queue.size);
     return true;
   }
 
@@ -290,9 +295,4 @@ export class FlowControl {
     }, this.settings.pollMs);
     this.poller.unref();
   }
-}
-
-/** The refusal of a request that cannot wait for the fleet: 503 (529 on the Anthropic routes), with Retry-After. */
-export function overloaded(message: string): GatewayError {
-  return new GatewayError('overloaded', message, { headers: { 'Retry-After': '2' } });
 }

@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { eq } from 'drizzle-orm';
+import { setMaxListeners } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -167,6 +168,8 @@ describe('a client that queues thousands of requests and leaves', () => {
     const hostile = await gateway.tenant({ key: { maxConcurrency: 5000, requestsPerMinute: 100_000 } });
     const balance = await gateway.services.wallets.balance(hostile.orgId);
     const abort = new AbortController();
+    // One signal for every request of the flood: Node warns past 1,500 listeners on one signal.
+    setMaxListeners(QUEUED + 100, abort.signal);
     const answered: number[] = [];
     const sent = Array.from({ length: QUEUED }, () =>
       chat(gateway, hostile.secret, { max_tokens: 2, stream: true }, { signal: abort.signal }).then(

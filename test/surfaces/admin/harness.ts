@@ -30,6 +30,7 @@ export async function startAdmin(
     },
     whenReady: () => null,
     freeSlots: () => null,
+    waitingInGateway: () => {},
     engines: () => [],
     status: () => [],
     simulatorUrl: null,

@@ -46,7 +46,8 @@ function decide(state: EngineState, now: number): number | null {
   if (desired === 0) return memory.coldWaiters > 0 && bounds.max > 0 ? 1 : null;
   const ready = [...state.replicas.values()].filter((r) => r.state === 'ready');
   const load = ready.map((r) => loadOf(state, r));
-  const waiting = load.reduce((sum, l) => sum + l.waiting, 0);
+  // With flow control, a full fleet's extra requests wait in the gateway, not in the engines' queues.
+  const waiting = load.reduce((sum, l) => sum + l.waiting, 0) + memory.gatewayWaiting;
   const running = load.reduce((sum, l) => sum + l.running, 0);
   const perReplica = ready.length > 0 ? waiting / ready.length : memory.coldWaiters;
   memory.busySince = perReplica > settings.waiting_per_replica ? (memory.busySince ?? now) : null;

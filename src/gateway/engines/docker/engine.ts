@@ -65,6 +65,9 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
     acquire: (exclude, hint) => acquireReplica(state, exclude, hint),
     whenReady: (call) => waitForReplica(state, reconcileNow, call),
     freeSlots: () => freeSlotsOf(state),
+    waitingInGateway: (count) => {
+      state.autoscale.gatewayWaiting = count;
+    },
     status: () => engineStatus(state),
     async scale(count) {
       await state.scaleStore.set(count);
@@ -110,7 +113,14 @@ async function initialState(definition: DockerDefinition, options: DockerEngineO
     hosts,
     scaleStore,
     holder: randomUUID(),
-    autoscale: { busySince: null, idleSince: null, step: null, coldWaiters: 0, seenDesired: desired },
+    autoscale: {
+      busySince: null,
+      idleSince: null,
+      step: null,
+      coldWaiters: 0,
+      gatewayWaiting: 0,
+      seenDesired: desired,
+    },
     replicas: new Map(),
     restarts: new Map(),
     replaced: new Map(),

@@ -66,6 +66,8 @@ export interface AutoscaleState {
   seenDesired: number;
   /** Requests waiting for a first replica (min_replicas 0). */
   coldWaiters: number;
+  /** Requests this gateway holds in its fair queue because the ready replicas are full (`flow/`): waiting too. */
+  gatewayWaiting: number;
 }
 
 /**
