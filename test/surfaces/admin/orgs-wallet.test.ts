@@ -17,6 +17,7 @@ describe('admin API: organizations, projects, wallet', () => {
       id: expect.stringMatching(/^org_/),
       object: 'organization',
       name: 'Acme',
+      share_weight: 1,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
       currency: 'USD',
       balance: '0.00',
@@ -26,6 +27,19 @@ describe('admin API: organizations, projects, wallet', () => {
     expect(listed.body.object).toBe('list');
     expect(listed.body.data).toContainEqual(created.body);
     expect((await h.call('GET', `/orgs/${created.body.id}`)).body).toEqual(created.body);
+  });
+
+  it("sets an organization's share weight in the fleet's fair share, within 1 to 1000", async () => {
+    const created = await h.call('POST', '/orgs', { name: 'Weighted' });
+    const set = await h.call('PATCH', `/orgs/${created.body.id}`, { share_weight: 3 });
+    expect(set.status).toBe(200);
+    expect(set.body.share_weight).toBe(3);
+    expect((await h.call('GET', `/orgs/${created.body.id}`)).body.share_weight).toBe(3);
+    for (const share_weight of [0, 1001, 1.5, '2']) {
+      const refused = await h.call('PATCH', `/orgs/${created.body.id}`, { share_weight });
+      expect(refused.status, String(share_weight)).toBe(400);
+    }
+    expect((await h.call('PATCH', '/orgs/org_missing', { share_weight: 2 })).status).toBe(404);
   });
 
   it('answers 404 not_found for an unknown organization', async () => {
