@@ -115,7 +115,9 @@ describe("a tenant's flood on a saturated fleet", () => {
     flooding = false;
     await Promise.all(flood);
     const figures = `B's first token ms: ${times.map((t) => t.toFixed(0)).join(', ')}`;
-    expect(percentile(times, 0.9), figures).toBeLessThan(1_500);
+    // Without flow control B waits behind A's whole queue (about 8 s); with it, a slot's turn. The bound leaves room
+    // for a CI machine running two suites at once.
+    expect(percentile(times, 0.9), figures).toBeLessThan(4_000);
     // Work-conserving: the fleet's 8 sequences were all A's or B's while A flooded, never more.
     expect(inFlight).toBeLessThanOrEqual(8);
     await gateway.charged(15_000);

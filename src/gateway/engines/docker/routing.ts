@@ -44,10 +44,13 @@ function readyReplicas(state: EngineState): Array<{ id: string; inFlight: number
 
 /** vLLM's --max-num-seqs as the definition's arguments give it; undefined: learnt from the replicas' metrics. */
 function batchSizeOf(state: EngineState): number | undefined {
-  const args = state.definition.args;
-  const at = args.findIndex((arg) => arg === '--max-num-seqs' || arg.startsWith('--max-num-seqs='));
+  const args: unknown = state.definition.args;
+  // A definition made in code (tests, a bench) may leave out the arguments the file's schema defaults.
+  if (!Array.isArray(args)) return undefined;
+  const at = (args as string[]).findIndex((arg) => arg === '--max-num-seqs' || arg.startsWith('--max-num-seqs='));
   if (at < 0) return undefined;
-  const value = Number(args[at]!.includes('=') ? args[at]!.split('=')[1] : args[at + 1]);
+  const flag = (args as string[])[at]!;
+  const value = Number(flag.includes('=') ? flag.split('=')[1] : (args as string[])[at + 1]);
   return Number.isInteger(value) && value > 0 ? value : undefined;
 }
 
