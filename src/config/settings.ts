@@ -155,7 +155,7 @@ export const settingsSchema = z.object({
   TOLLGATE_STREAM_CHECKPOINT_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(100),
   TOLLGATE_STREAM_CHECKPOINT_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
   TOLLGATE_CATALOG_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
-  TOLLGATE_REBUILD_GRACE_MS: z.coerce.number().int().min(0).max(60_000).default(3_000),
+  TOLLGATE_REBUILD_GRACE_MS: z.coerce.number().int().min(0).max(60_000).default(0),
   TOLLGATE_STACK_URL_ALLOW_HTTP: z.enum(['true', 'false']).default('false'),
   TOLLGATE_STACK_URL_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   TOLLGATE_UPLOADS_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(4),

@@ -148,7 +148,8 @@ export interface Config {
   /**
    * After Redis comes back empty (or on a Redis first used), admissions wait this long before
    * wallets are rebuilt, so every live replica's heartbeat (every second) reports its holds first.
-   * Keep it above one second.
+   * 0 (the default): they do not wait; each count is rebuilt when first asked, and again when a
+   * replica reports a hold it did not count (docs/production.md). Else keep it above one second.
    */
   rebuildGraceMs: number;
   /** Adding a stack by URL: whether http:// and private, loopback or link-local addresses are allowed (both off by default: server-side request forgery). */

@@ -97,8 +97,6 @@ export async function startTestGateway(
     TOLLGATE_DATA_DIR: 'memory://',
     TOLLGATE_SEED_DEMO: 'false',
     TOLLGATE_ADMIN_TOKEN: 'test-operator-token-0123456789',
-    // Just above one heartbeat: a fresh Redis prefix per test would otherwise hold each start for 3 s.
-    TOLLGATE_REBUILD_GRACE_MS: '1100',
     DATABASE_URL: database?.url,
     ...env,
   });

@@ -48,7 +48,6 @@ export async function startGatewayProcess(
       TOLLGATE_HOST: '127.0.0.1',
       TOLLGATE_LOG_LEVEL: 'warn',
       TOLLGATE_SEED_DEMO: 'false',
-      TOLLGATE_REBUILD_GRACE_MS: '1100',
       ...env,
       PORT: String(port),
     },

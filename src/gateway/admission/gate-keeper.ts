@@ -13,8 +13,8 @@ import {
   refusal,
   limitsUnavailableOnFailure,
 } from './refusals.js';
-import { type BudgetLimit, type Budgets, budgetLimits, budgetTag, parseTag } from './budgets.js';
-import { type BudgetSpendReader, rebuildBudget, rebuildWallet } from './rebuild.js';
+import { type Budgets, budgetLimits, budgetTag, parseTag } from './budgets.js';
+import { Rebuilds, type RebuildSources } from './rebuild.js';
 import { type Ticket, ticketOf } from './ticket.js';
 
 /** How often each replica tells the gate it is alive (and learns whether Redis lost its state). */
@@ -23,19 +23,16 @@ export const HEARTBEAT_MS = 1_000;
 export type { Ticket } from './ticket.js';
 export type { RatePass } from './rate-step.js';
 
-export interface GateKeeperOptions {
+/** `monthToDate` and `budgetSpend`: what a missing month's count and a missing budget's count are read from. */
+export interface GateKeeperOptions extends Pick<RebuildSources, 'monthToDate' | 'budgetSpend'> {
   limitsEnabled: boolean;
   billingEnabled: boolean;
   /** The shorter of the hold and slot leases: what is running is renewed every third of it. */
   renewEveryMs: number;
   /** See `Config.rebuildGraceMs`. */
   rebuildGraceMs: number;
-  /** A key's tokens so far this month from the usage records; read when its month's count is missing. */
-  monthToDate(keyId: string, monthStart: Date): Promise<number>;
   /** A project's budgets (from the request-path cache); undefined: no such project. */
   projectBudgets(projectId: string): Promise<Budgets | undefined>;
-  /** A budget's window spend from the usage records, read when its count is missing. */
-  budgetSpend: BudgetSpendReader;
 }
 
 /** What a request asks of `GateKeeper.admit`. */
@@ -52,12 +49,10 @@ export interface AdmissionAsk {
 }
 
 /**
- * Admits requests through the gate (`gate.ts`) and ends them, and keeps the
- * gate whole: it rebuilds an organization's spendable amount from PostgreSQL
- * when the gate has none, seeds a key's monthly count from the usage
- * records, renews the holds and slots of requests running here, and, when
- * Redis comes back empty, reports them and the charges not yet in
- * PostgreSQL again before any wallet is rebuilt.
+ * Admits requests through the gate (`gate.ts`) and ends them, and keeps the gate whole: it rebuilds what the gate
+ * lacks (a spendable amount, a budget's count, a month's tokens) from PostgreSQL (`rebuild.ts`), renews the holds
+ * and slots of requests running here, and, when Redis comes back empty, reports them and the charges not yet in
+ * PostgreSQL again (at once, before this replica rebuilds anything).
  *
  * @example
  * const ticket = await gateKeeper.admit({ requestId, caller, estimatedTokens: 600, holdNanos: 42_000n });
@@ -69,16 +64,21 @@ export class GateKeeper {
   private retries: Array<{ ticket: Ticket; tokenDelta: number; cost: bigint | null }> = [];
   private timer: NodeJS.Timeout | null = null;
   private lastRenewal = 0;
+  /** The heartbeat under way: a rebuild's, or the timer's; one at a time. */
+  private beating: Promise<void> | null = null;
   private readonly rateStep: RateStepDeps;
+  private readonly rebuilds: Rebuilds;
 
   constructor(
     readonly gate: LimitGate,
-    private readonly wallets: WalletService,
+    wallets: WalletService,
     private readonly journal: ChargeJournal,
     private readonly log: Logger,
     private readonly options: GateKeeperOptions,
   ) {
     this.rateStep = { gate, live: this.live, log, limitsEnabled: options.limitsEnabled };
+    const { budgetSpend, monthToDate } = options;
+    this.rebuilds = new Rebuilds({ gate, wallets, log, budgetSpend, monthToDate, reported: () => this.heartbeat() });
   }
 
   /**
@@ -111,8 +111,9 @@ export class GateKeeper {
       budgets,
       alone: request.alone,
     };
-    // At most one rebuild of the wallet and of each budget, and one seed: the last answer is final.
-    for (let attempt = 0; attempt < 8; attempt++) {
+    // A rebuild of the wallet and of each budget (four), one seed, and two again after another replica's late
+    // report (`REPORT`): the last answer is final.
+    for (let attempt = 0; attempt < 10; attempt++) {
       const admission = await limitsUnavailableOnFailure(() => this.gate.admit(ask));
       switch (admission.outcome) {
         case 'admitted': {
@@ -131,17 +132,15 @@ export class GateKeeper {
           return ticketOf(ask, caller, admission);
         }
         case 'wallet_unknown':
-          await limitsUnavailableOnFailure(() => rebuildWallet(this.gate, this.wallets, this.log, caller.orgId));
+          await limitsUnavailableOnFailure(() => this.rebuilds.wallet(caller.orgId));
           continue;
-        case 'month_unknown': {
-          const tokens = await limitsUnavailableOnFailure(() => this.options.monthToDate(caller.id, monthStart(month)));
-          await limitsUnavailableOnFailure(() => this.gate.seedMonth(caller.id, month, tokens));
+        case 'month_unknown':
+          await limitsUnavailableOnFailure(() => this.rebuilds.month(caller.id, month, monthStart(month)));
           continue;
-        }
         case 'rebuilding':
           throw rebuilding(admission.retryMs);
         case 'budget_unknown':
-          await limitsUnavailableOnFailure(() => this.rebuildBudget(caller.orgId, budgets[admission.index]!));
+          await limitsUnavailableOnFailure(() => this.rebuilds.budget(caller.orgId, budgets[admission.index]!));
           continue;
         case 'budget_exceeded':
           throw budgetExceeded(budgets[admission.index]!, admission.spent, holdNanos!, admission.limit);
@@ -153,10 +152,6 @@ export class GateKeeper {
       }
     }
     throw billingUnavailable();
-  }
-
-  private rebuildBudget(orgId: string, budget: BudgetLimit): Promise<void> {
-    return rebuildBudget(this.gate, this.options.budgetSpend, this.log, orgId, budget);
   }
 
   /** A project's budgets, for `budgetLimits`; null when it has none. */
@@ -245,8 +240,12 @@ export class GateKeeper {
     this.timer = null;
   }
 
-  /** One heartbeat; exposed for tests. */
-  async heartbeat(): Promise<void> {
+  /** One heartbeat, or the one under way; exposed for tests. */
+  heartbeat(): Promise<void> {
+    return (this.beating ??= this.beat().finally(() => (this.beating = null)));
+  }
+
+  private async beat(): Promise<void> {
     try {
       const renew = Date.now() - this.lastRenewal >= this.options.renewEveryMs / 3;
       const fresh = await this.gate.heartbeat(renew ? [...this.live.values()] : []);

@@ -27,6 +27,8 @@ export async function rebuildWallet(
   orgId: string,
 ): Promise<void> {
   for (let attempt = 0; attempt < 5; attempt++) {
+    // A rebuild not kept: another replica's may have been.
+    if (attempt > 0 && (await gate.spendable(orgId)) !== null) return;
     const state = await gate.walletState(orgId);
     const unwritten = state.unwritten.map((c) => c.requestId);
     const { balance, written } = await wallets.walletSnapshot(orgId, unwritten);
@@ -58,6 +60,7 @@ export async function rebuildBudget(
 ): Promise<void> {
   const window = { from: new Date(budget.startsAt), to: new Date(budget.endsAt) };
   for (let attempt = 0; attempt < 5; attempt++) {
+    if (attempt > 0 && (await gate.budgetSpent(budget.counter)) !== null) return;
     const state = await gate.budgetState(orgId, budget.counter);
     const unwritten = state.unwritten.map((c) => c.requestId);
     const { spent: recorded, written } = await read(budget.scope, budget.subjectId, window, unwritten);
@@ -69,5 +72,63 @@ export async function rebuildBudget(
       log.info('budget spend rebuilt from the usage records', { counter: budget.counter, holds: state.holds.length });
       return;
     }
+  }
+}
+
+/** What `Rebuilds` reads from: the gate, the books, and this replica's report of what it holds. */
+export interface RebuildSources {
+  gate: LimitGate;
+  wallets: WalletService;
+  log: Logger;
+  budgetSpend: BudgetSpendReader;
+  /** A key's tokens this month from the usage records. */
+  monthToDate(keyId: string, monthStart: Date): Promise<number>;
+  /** A heartbeat now: if the gate lost its state, this replica's holds and unwritten charges are in it after. */
+  reported(): Promise<void>;
+}
+
+/**
+ * The gate's counts an admission found missing, rebuilt from PostgreSQL: one rebuild per subject at a time (an
+ * organization's wallet, a budget's count, a key's month), which every admission that finds it missing waits on,
+ * so a Redis that lost everything costs one read of the books per subject, not one per request.
+ *
+ * @example
+ * await rebuilds.wallet('org_1');
+ */
+export class Rebuilds {
+  private readonly running = new Map<string, Promise<void>>();
+
+  constructor(private readonly from: RebuildSources) {}
+
+  wallet(orgId: string): Promise<void> {
+    const { gate, wallets, log } = this.from;
+    return this.once(`wallet:${orgId}`, async () => {
+      // This replica's holds first: a wallet rebuilt without them would hand their money out again.
+      await this.from.reported();
+      await rebuildWallet(gate, wallets, log, orgId);
+    });
+  }
+
+  budget(orgId: string, budget: BudgetLimit): Promise<void> {
+    const { gate, budgetSpend, log } = this.from;
+    return this.once(budget.counter, async () => {
+      await this.from.reported();
+      await rebuildBudget(gate, budgetSpend, log, orgId, budget);
+    });
+  }
+
+  month(keyId: string, month: string, since: Date): Promise<void> {
+    return this.once(`month:${keyId}:${month}`, async () => {
+      await this.from.gate.seedMonth(keyId, month, await this.from.monthToDate(keyId, since));
+    });
+  }
+
+  private once(subject: string, rebuild: () => Promise<void>): Promise<void> {
+    let running = this.running.get(subject);
+    if (!running) {
+      running = rebuild().finally(() => this.running.delete(subject));
+      this.running.set(subject, running);
+    }
+    return running;
   }
 }

@@ -30,7 +30,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
  * Admits a request: checks its key's four limits (or, after `ADMIT_RATE`, the two token limits), its organization's
  * wallet and its budgets, then takes from all of them together. Everything is checked before anything is kept: a
  * refused request takes nothing. Refuses with `rebuilding` while this Redis has no epoch or is inside its rebuild
- * grace. A budget's check takes the hold and gives it back if it does not fit (only a sum read back is exact). A
+ * grace (none by default: it admits at once, and each wallet and budget count is rebuilt when an admission finds
+ * it missing). A budget's check takes the hold and gives it back if it does not fit (only a sum read back is exact). A
  * budget's limit is the one last set (`blimit:…`, written by the change before it answered: `setBudgets`) while it is
  * kept, else the replica's; a window with neither is only tagged (`~`), not held on.
  *
@@ -48,10 +49,12 @@ export const ADMIT: GateScript = {
 local billing = ARGV[8] ~= ''
 if billing then
   local epoch = redis.call('GET', KEYS[8])
-  -- No epoch: this Redis lost its state and no heartbeat has seen it yet (heartbeats start the grace).
-  if not epoch then return {'rebuilding', tonumber(ARGV[13])} end
-  local resume = tonumber(string.match(epoch, '^(%d+)'))
-  if now < resume then return {'rebuilding', resume - now} end
+  -- No epoch: this Redis lost its state and no heartbeat has seen it yet (heartbeats start the grace, if any).
+  if not epoch then
+    if tonumber(ARGV[13]) > 0 then return {'rebuilding', tonumber(ARGV[13])} end
+  elseif now < tonumber(string.match(epoch, '^(%d+)')) then
+    return {'rebuilding', tonumber(string.match(epoch, '^(%d+)')) - now}
+  end
   local avail = redis.call('HGET', KEYS[5], 'avail')
   if not avail then return {'wallet_unknown'} end
   if avail == '0' or string.sub(avail, 1, 1) == '-' then return {'insufficient_funds'} end
@@ -234,10 +237,10 @@ return {fresh, #expired, epoch}
 };
 
 /**
- * Reports again, to a Redis that lost them, a replica's holds and its
- * charges not yet in PostgreSQL. Reporting never moves a spendable amount:
- * the rebuild reads these; it moves each wallet's version, so a rebuild that
- * raced it is not kept.
+ * Reports again, to a Redis that lost them, a replica's holds and its charges not yet in PostgreSQL. A hold or a
+ * charge the gate did not have yet was counted by no spendable amount or budget count rebuilt before it came: those
+ * it falls under are forgotten (the next admission rebuilds them, with it). Every wallet it names has its version
+ * moved, so a rebuild that raced it is not kept.
  *
  * KEYS: hold-expiry; and, built from the prefix, `held:O`, `unwritten:O`, `btag:O` and `wallet:O` of each
  * organization reported. ARGV: prefix, hold lease ms, number of holds, then (org, request, amount, budget tag)
@@ -252,21 +255,26 @@ local i = 4
 local n = 0
 while i + 3 <= #ARGV do
   local org, request, amount, tag = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  if tag ~= '' then
-    redis.call('HSET', ARGV[1] .. 'btag:' .. org, request, tag)
-    -- Only versions move: a count that has a spend already counted these.
-    for name in string.gmatch(tag, '[^~%s]+') do
-      local count = ARGV[1] .. name
-      if redis.call('HEXISTS', count, 'spent') == 0 and redis.call('HINCRBY', count, 'ver', 1) == 1 then redis.call('PEXPIRE', count, 3600000) end
-    end
-  end
+  local new
   if n < holds then
-    redis.call('HSET', ARGV[1] .. 'held:' .. org, request, amount)
+    new = redis.call('HSETNX', ARGV[1] .. 'held:' .. org, request, amount) == 1
     redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), org .. '|' .. request)
   else
-    redis.call('HSET', ARGV[1] .. 'unwritten:' .. org, request, amount)
+    new = redis.call('HSETNX', ARGV[1] .. 'unwritten:' .. org, request, amount) == 1
   end
-  redis.call('HINCRBY', ARGV[1] .. 'wallet:' .. org, 'ver', 1)
+  local wallet = ARGV[1] .. 'wallet:' .. org
+  if new then redis.call('HDEL', wallet, 'avail') end
+  redis.call('HINCRBY', wallet, 'ver', 1)
+  if tag ~= '' then
+    redis.call('HSET', ARGV[1] .. 'btag:' .. org, request, tag)
+    for name in string.gmatch(tag, '[^~%s]+') do
+      local count = ARGV[1] .. name
+      if new then redis.call('HDEL', count, 'spent') end
+      if redis.call('HINCRBY', count, 'ver', 1) == 1 and redis.call('PTTL', count) < 0 then
+        redis.call('PEXPIRE', count, 3600000)
+      end
+    end
+  end
   n = n + 1
   i = i + 4
 end
