@@ -152,7 +152,7 @@ describe.skipIf(!canRun)('per-key limits while Redis is down', () => {
         const result = await timed(secret);
         expect(result.ms).toBeLessThan(1_500);
         if (result.response.status === 200) return true;
-        // Redis came back empty: until every replica has reported its holds (TOLLGATE_REBUILD_GRACE_MS), wallets wait.
+        // Redis came back empty: with TOLLGATE_REBUILD_GRACE_MS set, wallets would wait for every replica's report.
         if (result.text.includes('billing_unavailable'))
           expect(result.response.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
         else expectLimitsUnavailable(result);
