@@ -46,3 +46,22 @@ export function requestedBand(asked: string | undefined, keyBand: Band): Band {
     );
   return band;
 }
+
+/**
+ * The bands an organization's owners and admins may give a key: `default` and below. A higher band is served before
+ * every other organization's `default`, so `interactive` is the operator's to grant (the operator API, a platform
+ * admin); an owner may keep it on a key that has it, or lower it, but not give it. Throws 403 naming who may.
+ */
+export function assertOwnerMayGive(band: Band, current: Band): void {
+  if (bandsOwnersGive(current).includes(band)) return;
+  throw new GatewayError(
+    'forbidden',
+    `An organization's owners and admins set a key's band to ${BANDS.slice(bandRank(DEFAULT_BAND)).join(', ')}; ` +
+      `only the operator grants ${band}.`,
+  );
+}
+
+/** The bands an owner or admin may choose for a key now in `current`, highest first (`assertOwnerMayGive`'s rule). */
+export function bandsOwnersGive(current: Band): Band[] {
+  return BANDS.filter((band) => band === current || bandRank(band) >= bandRank(DEFAULT_BAND));
+}

@@ -3,6 +3,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import type { ApiDeps } from './deps.js';
 import { billingRoutes } from './billing.js';
 import { clustersRoutes } from './clusters.js';
+import { keysRoutes } from './keys.js';
 import { meRoutes } from './me.js';
 import { orgsRoutes } from './orgs.js';
 import { projectsRoutes } from './projects.js';
@@ -13,7 +14,7 @@ import { usersRoutes } from './users.js';
 
 /**
  * The generic management API (the second spec's users, projects, stacks,
- * clusters, runs and costs), mounted at `/api/v1` and at `/v1`. Each
+ * clusters, runs, costs and keys), mounted at `/api/v1` and at `/v1`. Each
  * resource is a file of this folder whose sub-app is mounted here; its
  * access checks and its error envelope (upper-case codes, `errors.ts`) come
  * with it (`resource.ts`). Who may do what is `platform/people/permissions.ts`.
@@ -33,5 +34,6 @@ export function createApiRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<Gateway
   mountResource(api, '/runs', runsRoutes(deps, clientOf));
   mountResource(api, '/billing', billingRoutes(deps, clientOf));
   mountResource(api, '/orgs', orgsRoutes(deps, clientOf));
+  mountResource(api, '/keys', keysRoutes(deps, clientOf));
   return api;
 }

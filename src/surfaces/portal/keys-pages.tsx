@@ -1,5 +1,7 @@
 import { type KeyRow, keyStatus } from '../../gateway/keys/service.js';
 import { KEY_EXPIRIES } from '../../gateway/keys/bounds.js';
+import type { Band } from '../../gateway/flow/bands.js';
+import { BandField, KeySettingsFields } from './keys-fields.js';
 import { Notice, Page, type Viewer, When } from './layout.js';
 
 const EXPIRY_LABELS: Record<(typeof KEY_EXPIRIES)[number], string> = {
@@ -10,78 +12,6 @@ const EXPIRY_LABELS: Record<(typeof KEY_EXPIRIES)[number], string> = {
   '1y': '1 year',
 };
 const limit = (value: number | null) => (value === null ? 'unlimited' : value.toLocaleString('en-US'));
-
-/** The limit and toggle inputs of the create and edit forms, filled with `key`'s values when editing. */
-function KeySettingsFields({ row }: { row?: KeyRow }) {
-  return (
-    <>
-      <div class="grid">
-        <div>
-          <label for="requests_per_minute">Requests per minute</label>
-          <input
-            id="requests_per_minute"
-            name="requests_per_minute"
-            type="number"
-            min="1"
-            required
-            value={String(row?.requestsPerMinute ?? 60)}
-          />
-        </div>
-        <div>
-          <label for="max_concurrency">Requests at once</label>
-          <input
-            id="max_concurrency"
-            name="max_concurrency"
-            type="number"
-            min="1"
-            required
-            value={String(row?.maxConcurrency ?? 10)}
-          />
-        </div>
-        <div>
-          <label for="tokens_per_minute">Tokens per minute (empty: unlimited)</label>
-          <input
-            id="tokens_per_minute"
-            name="tokens_per_minute"
-            type="number"
-            min="1"
-            value={row?.tokensPerMinute === null || row === undefined ? '' : String(row.tokensPerMinute)}
-          />
-        </div>
-        <div>
-          <label for="monthly_tokens">Tokens per month (empty: unlimited)</label>
-          <input
-            id="monthly_tokens"
-            name="monthly_tokens"
-            type="number"
-            min="1"
-            value={row?.monthlyTokens === null || row === undefined ? '' : String(row.monthlyTokens)}
-          />
-        </div>
-      </div>
-      <p class="check">
-        <input
-          id="store_request_data"
-          name="store_request_data"
-          type="checkbox"
-          value="on"
-          checked={row?.storeRequestData ?? false}
-        />{' '}
-        <label for="store_request_data">Store request and response data</label>
-      </p>
-      <p class="check">
-        <input
-          id="response_cache"
-          name="response_cache"
-          type="checkbox"
-          value="on"
-          checked={row?.responseCache ?? false}
-        />{' '}
-        <label for="response_cache">Cache responses</label>
-      </p>
-    </>
-  );
-}
 
 export function KeysPage({
   viewer,
@@ -168,7 +98,11 @@ export function KeysPage({
                     {limit(key.tokensPerMinute)} a minute, {limit(key.monthlyTokens)} a month
                   </td>
                   <td class="wrap">
-                    {[key.storeRequestData ? 'stores data' : null, key.responseCache ? 'cache on' : null]
+                    {[
+                      key.storeRequestData ? 'stores data' : null,
+                      key.responseCache ? 'cache on' : null,
+                      key.band === 'default' ? null : `${key.band} band`,
+                    ]
                       .filter(Boolean)
                       .join(', ') || '—'}
                   </td>
@@ -224,7 +158,18 @@ export function KeyCreatedPage({ viewer, apiKey: key, secret }: { viewer: Viewer
   );
 }
 
-export function KeyEditPage({ viewer, apiKey: key, error }: { viewer: Viewer; apiKey: KeyRow; error?: string }) {
+export function KeyEditPage({
+  viewer,
+  apiKey: key,
+  bands,
+  error,
+}: {
+  viewer: Viewer;
+  apiKey: KeyRow;
+  /** The bands the viewer may choose for this key; null when the viewer does not set bands. */
+  bands: readonly Band[] | null;
+  error?: string;
+}) {
   return (
     <Page title={`Edit ${key.name}`} user={viewer} current="keys">
       <h1>Edit “{key.name}”</h1>
@@ -232,6 +177,7 @@ export function KeyEditPage({ viewer, apiKey: key, error }: { viewer: Viewer; ap
       <form method="post" action={`/portal/keys/${key.id}`} class="panel">
         <input type="hidden" name="_csrf" value={viewer.csrf} />
         <KeySettingsFields row={key} />
+        <BandField band={key.band} bands={bands} />
         <div class="actions">
           <button type="submit">Save</button>
           <a href="/portal/keys">Cancel</a>

@@ -4,6 +4,7 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import type { SignedInActor } from '../context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { KeyRow } from '../../gateway/keys/service.js';
+import { assertOwnerMayGive, BANDS, type Band, bandsOwnersGive } from '../../gateway/flow/bands.js';
 import { KEY_EXPIRIES, KEY_LIMIT_MAX, KEY_NAME_MAX } from '../../gateway/keys/bounds.js';
 import { KeyCreatedPage, KeyDeletePage, KeyEditPage, KeysPage } from './keys-pages.js';
 import { type PortalSession, DONE_NOTICES, problems } from './session.js';
@@ -22,6 +23,8 @@ const keySettingsForm = z.object({
   store_request_data: z.literal('on').optional(),
   response_cache: z.literal('on').optional(),
 });
+/** The edit form: the band comes only from the owners' and admins' form (`bandsFor`). */
+const editKeyForm = keySettingsForm.extend({ band: z.enum(BANDS).optional() });
 const createKeyForm = keySettingsForm.extend({
   name: z.string().trim().min(1, 'Give the key a name.').max(KEY_NAME_MAX),
   expiry: z.enum(KEY_EXPIRIES),
@@ -68,9 +71,8 @@ export function keysRoutes(deps: PortalDeps, session: PortalSession): Hono<Gatew
 
   keys.get('/:id/edit', async (c) => {
     const actor = await session.signedIn(c);
-    return c.html(
-      <KeyEditPage viewer={session.viewerOf(actor)} apiKey={await manageableKey(deps, actor, c.req.param('id'))} />,
-    );
+    const key = await manageableKey(deps, actor, c.req.param('id'));
+    return c.html(<KeyEditPage viewer={session.viewerOf(actor)} apiKey={key} bands={bandsFor(actor, key)} />);
   });
 
   keys.post('/:id', async (c) => {
@@ -78,10 +80,15 @@ export function keysRoutes(deps: PortalDeps, session: PortalSession): Hono<Gatew
     const key = await manageableKey(deps, actor, c.req.param('id'));
     const form = await c.req.parseBody();
     session.checkToken(actor, form._csrf);
-    const parsed = keySettingsForm.safeParse(form);
-    if (!parsed.success)
-      return c.html(<KeyEditPage viewer={session.viewerOf(actor)} apiKey={key} error={problems(parsed.error)} />, 400);
-    await deps.keys.update(key.id, settingsOf(parsed.data));
+    const parsed = editKeyForm.safeParse(form);
+    if (!parsed.success) {
+      const viewer = session.viewerOf(actor);
+      const error = problems(parsed.error);
+      return c.html(<KeyEditPage viewer={viewer} apiKey={key} bands={bandsFor(actor, key)} error={error} />, 400);
+    }
+    const { band } = parsed.data;
+    if (band !== undefined) assertMayGive(actor, key, band);
+    await deps.keys.update(key.id, { ...settingsOf(parsed.data), band });
     // Post, then redirect: reloading the page does not post again.
     return c.redirect('/portal/keys?done=saved', 303);
   });
@@ -131,6 +138,19 @@ async function manageableKey(deps: PortalDeps, actor: SignedInActor, id: string)
   const key = (await manageableKeys(deps, actor)).find((k) => k.id === id);
   if (!key) throw new GatewayError('not_found', 'There is no such key among yours.');
   return key;
+}
+
+/** The bands the actor may choose for `key` (docs/fair-sharing.md); null for a member, who sets none. */
+function bandsFor(actor: SignedInActor, key: KeyRow): readonly Band[] | null {
+  if (actor.platformAdmin) return BANDS;
+  return actor.role === 'member' ? null : bandsOwnersGive(key.band);
+}
+
+function assertMayGive(actor: SignedInActor, key: KeyRow, band: Band): void {
+  if (actor.platformAdmin || band === key.band) return;
+  if (actor.role === 'member')
+    throw new GatewayError('forbidden', "Only the organization's owners and admins set a key's band.");
+  assertOwnerMayGive(band, key.band);
 }
 
 function settingsOf(form: z.output<typeof keySettingsForm>) {

@@ -151,6 +151,55 @@ describe('hostile tenants at the fleet queue', () => {
     expect(statuses.at(-1)).toBe(200);
     expect((await busy).status).toBe(200);
   });
+
+  it("answers 529 at once while the organization's queue is full; the SDK retries into room and one charge is made", async () => {
+    const holder = await gateway.tenant({ key: { maxConcurrency: 100 } });
+    const stop = await occupy(gateway, holder.secret);
+    const org = await gateway.tenant({ key: { maxConcurrency: 100, requestsPerMinute: 1000 } });
+    const sdkKey = await gateway.services.keys.create({ orgId: org.orgId, name: 'sdk', maxConcurrency: 10 });
+    const balance = await gateway.services.wallets.balance(org.orgId);
+    // The organization's other key fills its queue (TOLLGATE_FLOW_QUEUE_PER_ORG=3); they give up after 400 ms.
+    const waiting = [1, 2, 3].map(() => chat(gateway, org.secret, { max_tokens: 2 }));
+    await until('three requests wait', () => gateway.services.flow.waiting(org.orgId) === 3);
+    const answers: Array<{ status: number; body: string }> = [];
+    const anthropic = new Anthropic({
+      apiKey: sdkKey.secret,
+      baseURL: gateway.url,
+      maxRetries: 8,
+      fetch: async (input, init) => {
+        const response = await fetch(input, init);
+        answers.push({ status: response.status, body: await response.clone().text() });
+        // Room appears once the SDK has been refused and the queue has given up: the replica's one sequence is freed.
+        if (response.status === 529) void Promise.all(waiting).then(stop);
+        return response;
+      },
+    });
+    const message = await anthropic.messages.create({
+      model: 'sim-chat',
+      max_tokens: 4,
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    expect(message.type).toBe('message');
+    expect(answers[0]!.status).toBe(529);
+    expect(JSON.parse(answers[0]!.body)).toMatchObject({
+      type: 'error',
+      error: { type: 'overloaded_error', message: expect.stringMatching(/TOLLGATE_FLOW_QUEUE_PER_ORG=3/) },
+    });
+    expect(answers.at(-1)!.status).toBe(200);
+    for (const answer of await Promise.all(waiting)) expect(answer.status).toBe(503);
+    await stop();
+    await gateway.charged(10_000);
+    // One record, the success's, at the engine's count; the refused tries and the queue's give-ups cost nothing.
+    const records = await recordsOf(gateway, org.orgId);
+    const prompt = message.usage.input_tokens + (message.usage.cache_read_input_tokens ?? 0);
+    const cost = BigInt(prompt) * 150n + BigInt(message.usage.output_tokens) * 600n;
+    expect(records.map((r) => [r.keyId, r.endpoint, r.status, r.promptTokens, r.completionTokens, r.cost])).toEqual([
+      [sdkKey.key.id, 'messages', 200, prompt, message.usage.output_tokens, cost],
+    ]);
+    expect(await gateway.services.wallets.balance(org.orgId)).toBe(balance - cost);
+    const charges = (await gateway.services.wallets.ledger(org.orgId)).filter((entry) => entry.kind === 'charge');
+    expect(charges.map((entry) => [entry.requestId, entry.amount])).toEqual([[records[0]!.id, -cost]]);
+  });
 });
 
 const QUEUED = 2000;
