@@ -19,29 +19,25 @@ export interface Checkpoint {
   madeAt: Date;
 }
 
-/** The fields of a ledger entry the digest covers, as the page reads them (amounts and ids as text). */
-export interface DigestedEntry {
-  id: string;
-  kind: string;
-  amount: string;
-  balance_after: string;
-  request_id: string | null;
-  note: string | null;
-  /** Its time to the microsecond, UTC. */
-  at: string;
-}
-
 /** The digest before any entry. */
 export const EMPTY_DIGEST = '';
 
 /**
- * The digest after one more entry: SHA-256 of the one before and the entry's fields as a JSON array (so no
- * field's text can run into the next). Any edit of an entry covered, or one removed or added among them,
- * changes every digest after it.
+ * The digest after more entries: for each, SHA-256 of the digest before it and the entry's own SHA-256 (its
+ * fields as a JSON array, hashed in the database: `reconcile-pages.ts`). Any edit of an entry covered, or one
+ * removed or added among them, changes every digest after it.
+ *
+ * @example
+ * const digest = chainDigest(checkpoint.digest, page.hashes);
  */
-export function chainDigest(previous: string, e: DigestedEntry): string {
-  const fields = JSON.stringify([e.id, e.kind, e.amount, e.balance_after, e.request_id, e.note, e.at]);
-  return createHash('sha256').update(previous).update(fields).digest('hex');
+export function chainDigest(previous: string, hashes: string): string {
+  let digest = Buffer.from(previous, 'hex');
+  for (let at = 0; at < hashes.length; at += 64)
+    digest = createHash('sha256')
+      .update(digest)
+      .update(Buffer.from(hashes.slice(at, at + 64), 'hex'))
+      .digest();
+  return digest.toString('hex');
 }
 
 export async function readCheckpoint(db: Database, orgId: string): Promise<Checkpoint | null> {

@@ -1,7 +1,7 @@
 import type { Database } from '../../shared/db/client.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { type Checkpoint, chainDigest, EMPTY_DIGEST, readCheckpoint, saveCheckpoint } from './ledger-checkpoints.js';
-import { booksNow, type EntryRow, entryPages, usagePages, type UsageRow } from './reconcile-pages.js';
+import { booksNow, type EntryPage, entryPages, usagePages } from './reconcile-pages.js';
 
 /** The most differences one verification lists (all are counted): a broken ledger is read from its first ones. */
 export const MAX_DIFFERENCES_LISTED = 100;
@@ -97,22 +97,20 @@ class LedgerPass {
     this.compared = checked === null;
   }
 
-  take(e: EntryRow): void {
-    const id = Number(e.id);
-    if (!this.compared && id > this.checked!.lastEntryId) this.compare();
-    const amount = BigInt(e.amount);
-    const after = BigInt(e.balance_after);
-    if (after !== this.balance + amount)
-      this.chain.add('entry_balance_differs', id, e.request_id, this.balance + amount, after);
-    if (e.kind === 'charge') {
-      if (e.usage_id === null) this.charges.add('charge_without_usage', id, e.request_id, 0n, -amount);
-      else if (BigInt(e.cost!) !== -amount)
-        this.charges.add('charge_differs', id, e.usage_id, BigInt(e.cost!), -amount);
+  take(page: EntryPage): void {
+    for (const [id, kind, requestId, usageId, expected, balanceAfter, amount, cost] of page.bad) {
+      const entryId = Number(id);
+      if (BigInt(balanceAfter) !== BigInt(expected))
+        this.chain.add('entry_balance_differs', entryId, requestId, BigInt(expected), BigInt(balanceAfter));
+      if (kind !== 'charge') continue;
+      if (usageId === null) this.charges.add('charge_without_usage', entryId, requestId, 0n, -BigInt(amount));
+      else if (BigInt(cost!) !== -BigInt(amount))
+        this.charges.add('charge_differs', entryId, usageId, BigInt(cost!), -BigInt(amount));
     }
-    this.balance = after;
-    this.sum += amount;
-    this.digest = chainDigest(this.digest, e);
-    this.read++;
+    this.balance = page.lastBalance;
+    this.sum += page.sum;
+    this.digest = chainDigest(this.digest, page.hashes);
+    this.read += page.n;
   }
 
   /** A full read past the checkpoint's last entry (or to its end): the same count, balance and digest, or history changed. */
@@ -148,12 +146,17 @@ export async function* verifyBooks(
   const start = full ? null : checkpoint;
   const pass = new LedgerPass(start, full ? checkpoint : null);
   const after = start?.lastEntryId ?? 0;
-  for await (const page of entryPages(db, orgId, after, now.lastId)) {
-    for (const row of page) pass.take(row);
-    const span = Math.max(1, now.lastId - after);
-    yield { phase: 'ledger', read: pass.read, fraction: (Number(page.at(-1)!.id) - after) / span };
+  // A full read stops at the checkpoint's last entry to compare, then goes on.
+  const stops = full && checkpoint ? [Math.min(checkpoint.lastEntryId, now.lastId), now.lastId] : [now.lastId];
+  let from = after;
+  for (const upTo of stops) {
+    for await (const page of entryPages(db, orgId, from, upTo, () => pass.balance)) {
+      pass.take(page);
+      yield { phase: 'ledger', read: pass.read, fraction: (page.lastId - after) / Math.max(1, now.lastId - after) };
+    }
+    pass.compare();
+    from = upTo;
   }
-  pass.compare();
   // Entries removed from the end of what the checkpoint covered: none reads past it, the balance says nothing.
   if (start && now.lastId < start.lastEntryId)
     pass.history.add('checkpoint_differs', start.lastEntryId, null, start.balance, pass.sum);
@@ -162,11 +165,11 @@ export async function* verifyBooks(
   const since = start?.usageFrom ?? null;
   let first: number | null = since?.getTime() ?? null;
   for await (const page of usagePages(db, orgId, since)) {
-    for (const row of page) checkUsage(row, usage);
-    usageRead += page.length;
-    first ??= Date.parse(page[0]!.key);
+    for (const [id, cost] of page.uncharged) usage.add('usage_without_charge', null, id, BigInt(cost), 0n);
+    usageRead += page.n;
+    first ??= Date.parse(page.lastKey);
     const span = Math.max(1, now.now.getTime() - first);
-    yield { phase: 'usage', read: usageRead, fraction: Math.min(1, (Date.parse(page.at(-1)!.key) - first) / span) };
+    yield { phase: 'usage', read: usageRead, fraction: Math.min(1, (Date.parse(page.lastKey) - first) / span) };
   }
   const balance = new Found();
   if (now.balance !== pass.sum) balance.add('balance_differs', null, null, pass.sum, now.balance);
@@ -194,12 +197,6 @@ export async function* verifyBooks(
     differences: found.flatMap((f) => f.listed).slice(0, MAX_DIFFERENCES_LISTED),
     differenceCount,
   };
-}
-
-/** A usage record with a cost is charged once, by a charge of its organization (its amount is the charge's check). */
-function checkUsage(row: UsageRow, usage: Found): void {
-  const cost = BigInt(row.cost);
-  if (cost !== 0n && !row.charged) usage.add('usage_without_charge', null, row.id, cost, 0n);
 }
 
 /** `verifyBooks` read to its end, its progress unseen. */

@@ -31,23 +31,24 @@ describe.each(stores)('wallet verify from its checkpoint (%s)', (store) => {
     gateway = await startTestGateway(store);
     const tenant = await gateway.tenant({ credit: '1.00' });
     owner = { orgId: tenant.orgId, keyId: tenant.keyId };
-    await grow(300, 5);
+    // More than a page (2,000 entries): a page's first entry follows the one before it.
+    await grow(2500, 5);
   });
   afterAll(() => gateway?.close());
 
   it('reads only the entries and usage records since the checkpoint the last one left', async () => {
     const first = (await verify()).body;
-    // No checkpoint yet: the first verification reads everything (the credit, 300 top-ups, 5 charges).
-    expect(first).toMatchObject({ ok: true, mode: 'full', checkpoint: null, ledger_entries: 306, entries_read: 306 });
+    // No checkpoint yet: the first verification reads everything (the credit, 2,500 top-ups, 5 charges).
+    expect(first).toMatchObject({ ok: true, mode: 'full', checkpoint: null, ledger_entries: 2506, entries_read: 2506 });
     expect(first.usage_records).toBe(5);
     await grow(40, 3);
     const next = (await verify()).body;
-    expect(next).toMatchObject({ ok: true, mode: 'incremental', ledger_entries: 349, entries_read: 43 });
+    expect(next).toMatchObject({ ok: true, mode: 'incremental', ledger_entries: 2549, entries_read: 43 });
     expect(next.usage_records).toBe(3);
     expect(next.balance_nanos).toBe(next.ledger_sum_nanos);
     expect(next.checkpoint.last_entry_id).toBeGreaterThan(0);
     const idle = (await verify()).body;
-    expect(idle).toMatchObject({ ok: true, mode: 'incremental', ledger_entries: 349, entries_read: 0 });
+    expect(idle).toMatchObject({ ok: true, mode: 'incremental', ledger_entries: 2549, entries_read: 0 });
     expect(idle.checkpoint.last_entry_id).toBeGreaterThan(next.checkpoint.last_entry_id);
   });
 
@@ -66,7 +67,23 @@ describe.each(stores)('wallet verify from its checkpoint (%s)', (store) => {
     // Books that differ leave the checkpoint where it was: the next full verification fails the same way.
     expect((await verify('?full=true')).body.differences[0].kind).toBe('checkpoint_differs');
     await execute(sql`update ledger_entries set note = 'bulk 7' where note = 'bulk 7 (edited)'`);
-    expect((await verify('?full=true')).body).toMatchObject({ ok: true, mode: 'full', entries_read: 349 });
+    expect((await verify('?full=true')).body).toMatchObject({ ok: true, mode: 'full', entries_read: 2549 });
+  });
+
+  it("names an entry's balance edited at a page's end, and the next page's first entry that follows it", async () => {
+    const [entry] = rows<{ id: string }>(
+      await execute(sql`select id::text as id from ledger_entries where org_id = ${owner.orgId}
+        order by id offset 1999 limit 1`),
+    );
+    const id = Number(entry!.id);
+    await execute(sql`update ledger_entries set balance_after_nanos = balance_after_nanos + 5 where id = ${id}`);
+    const full = (await verify('?full=true')).body;
+    const chain = full.differences.filter((d: { kind: string }) => d.kind === 'entry_balance_differs');
+    expect(chain.map((d: { ledger_entry_id: number }) => d.ledger_entry_id)).toEqual([id, id + 1]);
+    expect(BigInt(chain[0].found_nanos) - BigInt(chain[0].expected_nanos)).toBe(5n);
+    expect(BigInt(chain[1].expected_nanos) - BigInt(chain[1].found_nanos)).toBe(5n);
+    await execute(sql`update ledger_entries set balance_after_nanos = balance_after_nanos - 5 where id = ${id}`);
+    expect((await verify('?full=true')).body).toMatchObject({ ok: true });
   });
 
   it('names a checkpoint whose last entries were removed, without reading the history', async () => {
