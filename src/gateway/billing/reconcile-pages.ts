@@ -12,9 +12,9 @@ export const PAGE_ROWS = 2_000;
 const UTC_MICROS = sql.raw(`'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`);
 
 /**
- * A page's bounds written into its statement, not sent as parameters: a prepared statement's generic plan, which
- * postgres.js's gets after five runs, knows no bound and reads the organization's whole history for each page
- * (a million entries took 196 s, not 45). Only integers and times of the fixed form below are written so.
+ * A page's bounds written into its statement, not sent as parameters: a prepared statement's generic plan (which
+ * postgres.js's gets after five runs) knows no bound to plan a page by. Only integers and times of the fixed form
+ * below are written so.
  */
 const literal = (n: number | bigint) => sql.raw(BigInt(n).toString());
 function time(text: string): SQL {
