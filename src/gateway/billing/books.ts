@@ -1,6 +1,6 @@
 import type { Database } from '../../shared/db/client.js';
 import { exportLedger, type LedgerExport, type LedgerStream, openLedgerExport } from './ledger-export.js';
-import { verifyWallet, type Verification } from './reconcile.js';
+import { verifyBooks, verifyWallet, type Verification, type VerifyProgress } from './reconcile.js';
 import { reportFailed } from './usage-reports.js';
 
 /**
@@ -14,8 +14,18 @@ import { reportFailed } from './usage-reports.js';
 export class Books {
   constructor(private readonly db: Database) {}
 
-  verify(orgId: string): Promise<Verification> {
-    return verifyWallet(this.db, orgId).catch(reportFailed);
+  /** From the last checkpoint, or everything (`full`): `reconcile.ts`. */
+  verify(orgId: string, options: { full?: boolean } = {}): Promise<Verification> {
+    return verifyWallet(this.db, orgId, options).catch(reportFailed);
+  }
+
+  /** The same, saying how far it has read after each page; its failures are `reportFailed`'s. */
+  async *verifying(orgId: string, options: { full?: boolean } = {}): AsyncGenerator<VerifyProgress, Verification> {
+    try {
+      return yield* verifyBooks(this.db, orgId, options);
+    } catch (error) {
+      return reportFailed(error);
+    }
   }
 
   exportLedger(orgId: string, from: Date, to: Date): Promise<LedgerExport> {

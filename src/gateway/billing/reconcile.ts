@@ -1,7 +1,7 @@
-import { sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
-import { ledgerEntries, usageRecords, wallets } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
+import { type Checkpoint, chainDigest, EMPTY_DIGEST, readCheckpoint, saveCheckpoint } from './ledger-checkpoints.js';
+import { booksNow, type EntryPage, entryPages, usagePages } from './reconcile-pages.js';
 
 /** The most differences one verification lists (all are counted): a broken ledger is read from its first ones. */
 export const MAX_DIFFERENCES_LISTED = 100;
@@ -17,7 +17,9 @@ export type DifferenceKind =
   /** A usage record with a cost has no charge in the ledger. */
   | 'usage_without_charge'
   /** A charge names no usage record of the organization. */
-  | 'charge_without_usage';
+  | 'charge_without_usage'
+  /** The entries up to the last checkpoint are no longer the ones it verified: history was edited. */
+  | 'checkpoint_differs';
 
 /** One place where the books disagree, named by the ledger entry and the request it concerns. */
 export interface Difference {
@@ -32,116 +34,176 @@ export interface Difference {
 
 export interface Verification {
   orgId: string;
+  /** 'full': every entry and usage record read; 'incremental': those after the last checkpoint. */
+  mode: 'full' | 'incremental';
   /** The wallet's balance column. */
   walletBalance: bigint;
-  /** The ledger's amounts summed. */
+  /** The ledger's amounts summed (incremental: the checkpoint's balance plus the new amounts). */
   ledgerSum: bigint;
+  /** The ledger's entries up to the last one verified (incremental: the checkpoint's count plus those read). */
   ledgerEntries: number;
+  /** The usage records checked (incremental: those dated since the checkpoint). */
   usageRecords: number;
+  /** The checkpoint started from (incremental) or checked against (full); null when there was none. */
+  checkpoint: { lastEntryId: number; madeAt: Date } | null;
+  /** The ledger entries this verification read. */
+  entriesRead: number;
   differences: Difference[];
   /** All differences found (only the first `MAX_DIFFERENCES_LISTED` are listed). */
   differenceCount: number;
 }
 
+/** How far a verification has read: a phase, its rows so far, and the share of it done (0 to 1). */
+export interface VerifyProgress {
+  phase: 'ledger' | 'usage';
+  read: number;
+  fraction: number;
+}
+
+/** Differences of one kind of check: the first ones kept, all counted. */
+class Found {
+  readonly listed: Difference[] = [];
+  count = 0;
+  add(kind: DifferenceKind, ledgerEntryId: number | null, requestId: string | null, expected: bigint, found: bigint) {
+    this.count++;
+    if (this.listed.length < MAX_DIFFERENCES_LISTED)
+      this.listed.push({ kind, ledgerEntryId, requestId, expected, found });
+  }
+}
+
 /**
- * Recomputes an organization's books from the bottom up, in PostgreSQL
- * (three aggregate statements, whatever the history's length): the ledger
- * from the usage records (each record with a cost has exactly one charge of
- * minus that cost, keyed by its request id), each entry's running balance
- * from the one before, and the wallet's balance from the ledger's sum.
- * Usage record, charge and balance are written in one transaction
- * (`WalletService.chargeMany`), so any difference is a row changed after
- * the fact, and it is named.
+ * The ledger read in id order: each entry's balance from the one before, each charge against its usage record,
+ * the digest chained on; in a full read, the checkpoint compared with what the entries it covered now say.
+ */
+class LedgerPass {
+  readonly chain = new Found();
+  readonly charges = new Found();
+  readonly history = new Found();
+  /** The last entry's `balance_after`, which the next entry's follows. */
+  balance: bigint;
+  /** The amounts summed (from the checkpoint's balance, incremental). */
+  sum: bigint;
+  digest: string;
+  read = 0;
+  private compared: boolean;
+
+  constructor(
+    start: Checkpoint | null,
+    private readonly checked: Checkpoint | null,
+  ) {
+    this.balance = start?.balance ?? 0n;
+    this.sum = this.balance;
+    this.digest = start?.digest ?? EMPTY_DIGEST;
+    this.compared = checked === null;
+  }
+
+  take(page: EntryPage): void {
+    for (const [id, kind, requestId, usageId, expected, balanceAfter, amount, cost] of page.bad) {
+      const entryId = Number(id);
+      if (BigInt(balanceAfter) !== BigInt(expected))
+        this.chain.add('entry_balance_differs', entryId, requestId, BigInt(expected), BigInt(balanceAfter));
+      if (kind !== 'charge') continue;
+      if (usageId === null) this.charges.add('charge_without_usage', entryId, requestId, 0n, -BigInt(amount));
+      else if (BigInt(cost!) !== -BigInt(amount))
+        this.charges.add('charge_differs', entryId, usageId, BigInt(cost!), -BigInt(amount));
+    }
+    this.balance = page.lastBalance;
+    this.sum += page.sum;
+    this.digest = chainDigest(this.digest, page.hashes);
+    this.read += page.n;
+  }
+
+  /** A full read past the checkpoint's last entry (or to its end): the same count, balance and digest, or history changed. */
+  compare(): void {
+    if (this.compared) return;
+    this.compared = true;
+    const c = this.checked!;
+    if (this.read !== c.entries || this.sum !== c.balance || this.digest !== c.digest)
+      this.history.add('checkpoint_differs', c.lastEntryId, null, c.balance, this.sum);
+  }
+}
+
+/**
+ * Verifies an organization's books, reading them a page at a time and saying how far it has got. By default
+ * from the last checkpoint (`ledger-checkpoints.ts`): the entries after it (each entry's running balance, each
+ * charge against its usage record, the wallet's balance against the last) and the usage records dated since
+ * (each with a cost has its charge), so its time follows the new entries, not the history. `full` (and the first
+ * verification) reads everything, and finds an entry edited behind the checkpoint by its digest. Books that
+ * agree move the checkpoint to the last entry read. Usage record, charge and balance are written in one
+ * transaction (`WalletService.chargeMany`), so any difference is a row changed after the fact, and it is named.
  *
  * @example
- * const v = await verifyWallet(db, 'org_1'); // v.differences: [] when the books agree
+ * const verification = await verifyWallet(db, 'org_1'); // .differences: [] when the books agree
  */
-export async function verifyWallet(db: Database, orgId: string): Promise<Verification> {
-  const [totals] = rowsOf<{ balance: string; ledger_sum: string; entries: string; usage: string }>(
-    await db.execute(sql`select ${wallets.balance}::text as balance,
-        (select coalesce(sum(amount_nanos), 0)::text from ${ledgerEntries} where org_id = ${orgId}) as ledger_sum,
-        (select count(*)::text from ${ledgerEntries} where org_id = ${orgId}) as entries,
-        (select count(*)::text from ${usageRecords} where org_id = ${orgId}) as usage
-      from ${wallets} where ${wallets.orgId} = ${orgId}`),
-  );
-  if (!totals) throw new GatewayError('not_found', `Organization ${orgId} has no wallet.`, { status: 404 });
-  const walletBalance = BigInt(totals.balance);
-  const ledgerSum = BigInt(totals.ledger_sum);
-  const differences: Difference[] =
-    walletBalance === ledgerSum
-      ? []
-      : [{ kind: 'balance_differs', ledgerEntryId: null, requestId: null, expected: ledgerSum, found: walletBalance }];
-  const chain = await runningBalanceDifferences(db, orgId);
-  const charges = await chargeDifferences(db, orgId);
-  const found = [...chain, ...charges];
+export async function* verifyBooks(
+  db: Database,
+  orgId: string,
+  { full = false }: { full?: boolean } = {},
+): AsyncGenerator<VerifyProgress, Verification> {
+  const checkpoint = await readCheckpoint(db, orgId);
+  const now = await booksNow(db, orgId);
+  if (!now) throw new GatewayError('not_found', `Organization ${orgId} has no wallet.`, { status: 404 });
+  const start = full ? null : checkpoint;
+  const pass = new LedgerPass(start, full ? checkpoint : null);
+  const after = start?.lastEntryId ?? 0;
+  // A full read stops at the checkpoint's last entry to compare, then goes on.
+  const stops = full && checkpoint ? [Math.min(checkpoint.lastEntryId, now.lastId), now.lastId] : [now.lastId];
+  let from = after;
+  for (const upTo of stops) {
+    for await (const page of entryPages(db, orgId, from, upTo, () => pass.balance)) {
+      pass.take(page);
+      yield { phase: 'ledger', read: pass.read, fraction: (page.lastId - after) / Math.max(1, now.lastId - after) };
+    }
+    pass.compare();
+    from = upTo;
+  }
+  // Entries removed from the end of what the checkpoint covered: none reads past it, the balance says nothing.
+  if (start && now.lastId < start.lastEntryId)
+    pass.history.add('checkpoint_differs', start.lastEntryId, null, start.balance, pass.sum);
+  const usage = new Found();
+  let usageRead = 0;
+  const since = start?.usageFrom ?? null;
+  let first: number | null = since?.getTime() ?? null;
+  for await (const page of usagePages(db, orgId, since)) {
+    for (const [id, cost] of page.uncharged) usage.add('usage_without_charge', null, id, BigInt(cost), 0n);
+    usageRead += page.n;
+    first ??= Date.parse(page.lastKey);
+    const span = Math.max(1, now.now.getTime() - first);
+    yield { phase: 'usage', read: usageRead, fraction: Math.min(1, (Date.parse(page.lastKey) - first) / span) };
+  }
+  const balance = new Found();
+  if (now.balance !== pass.sum) balance.add('balance_differs', null, null, pass.sum, now.balance);
+  const found = [balance, pass.history, pass.chain, usage, pass.charges];
+  const differenceCount = found.reduce((n, f) => n + f.count, 0);
+  const entries = (start?.entries ?? 0) + pass.read;
+  if (differenceCount === 0 && now.lastId > 0)
+    await saveCheckpoint(db, {
+      orgId,
+      lastEntryId: now.lastId,
+      entries,
+      balance: pass.sum,
+      digest: pass.digest,
+      usageFrom: now.now,
+    });
   return {
     orgId,
-    walletBalance,
-    ledgerSum,
-    ledgerEntries: Number(totals.entries),
-    usageRecords: Number(totals.usage),
-    differences: [...differences, ...found.map(toDifference)].slice(0, MAX_DIFFERENCES_LISTED),
-    differenceCount: differences.length + totalOf(chain) + totalOf(charges),
+    mode: start ? 'incremental' : 'full',
+    walletBalance: now.balance,
+    ledgerSum: pass.sum,
+    ledgerEntries: entries,
+    usageRecords: usageRead,
+    checkpoint: checkpoint && { lastEntryId: checkpoint.lastEntryId, madeAt: checkpoint.madeAt },
+    entriesRead: pass.read,
+    differences: found.flatMap((f) => f.listed).slice(0, MAX_DIFFERENCES_LISTED),
+    differenceCount,
   };
 }
 
-interface DifferenceRow {
-  kind: DifferenceKind;
-  entry_id: string | null;
-  request_id: string | null;
-  expected: string;
-  found: string;
-  total: string;
-}
-
-/** Entries whose `balance_after` is not the previous entry's plus their amount (in id order: the order of the wallet's lock). */
-async function runningBalanceDifferences(db: Database, orgId: string): Promise<DifferenceRow[]> {
-  return rowsOf<DifferenceRow>(
-    await db.execute(sql`with chain as (
-        select id, request_id, balance_after_nanos,
-          coalesce(lag(balance_after_nanos) over (order by id), 0) + amount_nanos as expected
-        from ${ledgerEntries} where org_id = ${orgId}),
-      bad as (select * from chain where balance_after_nanos <> expected)
-      select 'entry_balance_differs' as kind, id::text as entry_id, request_id, expected::text as expected,
-        balance_after_nanos::text as found, count(*) over ()::text as total
-      from bad order by id limit ${MAX_DIFFERENCES_LISTED}`),
-  );
-}
-
-/** Usage records against charges, joined by request id: a cost with no charge, a charge with no record, or amounts that differ. */
-async function chargeDifferences(db: Database, orgId: string): Promise<DifferenceRow[]> {
-  return rowsOf<DifferenceRow>(
-    await db.execute(sql`with usage as (
-        select id, cost_nanos from ${usageRecords} where org_id = ${orgId}),
-      charges as (
-        select id, request_id, -amount_nanos as charged from ${ledgerEntries} where org_id = ${orgId} and kind = 'charge'),
-      paired as (
-        select c.id as entry_id, coalesce(u.id, c.request_id) as request_id, u.cost_nanos, c.charged,
-          case when c.id is null then 'usage_without_charge'
-               when u.id is null then 'charge_without_usage'
-               else 'charge_differs' end as kind
-        from usage u full join charges c on c.request_id = u.id
-        where (c.id is null and u.cost_nanos <> 0) or u.id is null or u.cost_nanos <> c.charged)
-      select kind, entry_id::text as entry_id, request_id, coalesce(cost_nanos, 0)::text as expected,
-        coalesce(charged, 0)::text as found, count(*) over ()::text as total
-      from paired order by entry_id nulls first, request_id limit ${MAX_DIFFERENCES_LISTED}`),
-  );
-}
-
-/** Every row carries the count of all its statement's differences (`count(*) over ()`, before the limit). */
-const totalOf = (rows: DifferenceRow[]) => (rows[0] ? Number(rows[0].total) : 0);
-
-function toDifference(row: DifferenceRow): Difference {
-  return {
-    kind: row.kind,
-    ledgerEntryId: row.entry_id === null ? null : Number(row.entry_id),
-    requestId: row.request_id,
-    expected: BigInt(row.expected),
-    found: BigInt(row.found),
-  };
-}
-
-/** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
-export function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
+/** `verifyBooks` read to its end, its progress unseen. */
+export async function verifyWallet(db: Database, orgId: string, options: { full?: boolean } = {}) {
+  const steps = verifyBooks(db, orgId, options);
+  for (;;) {
+    const step = await steps.next();
+    if (step.done) return step.value;
+  }
 }

@@ -201,6 +201,25 @@ export const ledgerEntries = pgTable(
   ],
 );
 
+/**
+ * The last point up to which an organization's books were verified (`billing/reconcile.ts`): the ledger's entries
+ * up to `last_entry_id`, how many, the balance after them and a SHA-256 chained over them, so the next
+ * `wallet verify` reads only what came after, and a full one finds an entry edited behind it.
+ */
+export const ledgerCheckpoints = pgTable('ledger_checkpoints', {
+  orgId: text('org_id')
+    .primaryKey()
+    .references(() => organizations.id),
+  lastEntryId: bigint('last_entry_id', { mode: 'number' }).notNull(),
+  entries: bigint('entries', { mode: 'number' }).notNull(),
+  balance: money('balance_nanos').notNull(),
+  /** Hex SHA-256 chained over the entries covered, in id order (`ledger-checkpoints.ts`). */
+  digest: text('digest').notNull(),
+  /** The usage records dated from here on are the next verification's to read. */
+  usageFrom: timestamp('usage_from', { withTimezone: true }).notNull(),
+  madeAt: timestamp('made_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
 export const TASK_TYPES = ['chat', 'embedding'] as const;
 export type TaskType = (typeof TASK_TYPES)[number];
 

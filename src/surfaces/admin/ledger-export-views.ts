@@ -9,14 +9,15 @@ const CHUNK_CHARS = 64 * 1024;
 /**
  * Text made by `parts`, sent as it is made, a chunk at a time and only as fast as the client reads (the stream
  * pulls): memory holds a chunk and a page of the export, whatever the window. A failure past the first byte cuts
- * the body short (the status is sent already), which a JSON reader sees as invalid.
+ * the body short (the status is sent already), which a JSON reader sees as invalid. A `chunkChars` of 1 sends
+ * each part as it comes (a progress line).
  */
-export function textStream(parts: AsyncGenerator<string>): ReadableStream<Uint8Array> {
+export function textStream(parts: AsyncGenerator<string>, chunkChars = CHUNK_CHARS): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let chunk = '';
-      while (chunk.length < CHUNK_CHARS) {
+      while (chunk.length < chunkChars) {
         const next = await parts.next();
         if (next.done) {
           if (chunk) controller.enqueue(encoder.encode(chunk));

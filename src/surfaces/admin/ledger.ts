@@ -1,9 +1,10 @@
 import { type Context, Hono } from 'hono';
-import type { Difference, Verification } from '../../gateway/billing/reconcile.js';
 import { parseWindow } from '../../platform/costs/window.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
+import { GatewayError } from '../../shared/http/errors.js';
 import type { AdminDeps } from './deps.js';
 import { ledgerCsv, ledgerJson, textStream } from './ledger-export-views.js';
+import { verificationLines, verificationView } from './wallet-verify.js';
 
 /** How long a verification or export waits for this process's journaled charges to reach PostgreSQL. */
 const WRITTEN_WAIT_MS = 5_000;
@@ -28,10 +29,23 @@ export function ledgerRoutes(deps: AdminDeps): Hono<GatewayEnv> {
     return deps.books.openLedgerExport(org.id, window.from, window.to);
   };
 
+  // From the last checkpoint, or all of it (`full=true`); as NDJSON with progress lines when asked for.
   routes.get('/:orgId/wallet/verify', async (c) => {
     const org = await deps.orgs.get(c.req.param('orgId'));
+    const full = c.req.query('full');
+    if (full !== undefined && full !== 'true' && full !== 'false')
+      throw new GatewayError('invalid_request', 'full must be true or false.');
     await deps.applier.written(WRITTEN_WAIT_MS);
-    return c.json(verificationView(await deps.books.verify(org.id), currency));
+    const steps = deps.books.verifying(org.id, { full: full === 'true' });
+    // The first page is read before the status is sent: an unknown wallet is a 404, a timeout a 503.
+    const first = await steps.next();
+    if (!c.req.header('accept')?.includes('application/x-ndjson')) {
+      let step = first;
+      while (!step.done) step = await steps.next();
+      return c.json(verificationView(step.value, currency));
+    }
+    const body = textStream(verificationLines(steps, first, currency), 1);
+    return c.body(body, 200, { 'content-type': 'application/x-ndjson; charset=utf-8' });
   });
   // Both written as they are read, a page at a time: a year's window is never held in memory.
   routes.get('/:orgId/wallet/ledger', async (c) => {
@@ -47,34 +61,4 @@ export function ledgerRoutes(deps: AdminDeps): Hono<GatewayEnv> {
     });
   });
   return routes;
-}
-
-const DIFFERENCE_TEXT: Record<Difference['kind'], string> = {
-  balance_differs: "The wallet's balance is not the sum of its ledger.",
-  entry_balance_differs: "This entry's balance_after is not the previous entry's plus its amount.",
-  charge_differs: "This charge is not minus its usage record's cost.",
-  usage_without_charge: 'This usage record has a cost but no charge in the ledger.',
-  charge_without_usage: 'This charge names no usage record of the organization.',
-};
-
-export function verificationView(v: Verification, currency: string) {
-  return {
-    object: 'wallet.verification' as const,
-    org_id: v.orgId,
-    currency,
-    ok: v.differenceCount === 0,
-    balance_nanos: v.walletBalance.toString(),
-    ledger_sum_nanos: v.ledgerSum.toString(),
-    ledger_entries: v.ledgerEntries,
-    usage_records: v.usageRecords,
-    difference_count: v.differenceCount,
-    differences: v.differences.map((d) => ({
-      kind: d.kind,
-      message: DIFFERENCE_TEXT[d.kind],
-      ledger_entry_id: d.ledgerEntryId,
-      request_id: d.requestId,
-      expected_nanos: d.expected.toString(),
-      found_nanos: d.found.toString(),
-    })),
-  };
 }

@@ -10,6 +10,11 @@ export interface ApiRequest {
   form?: FormData;
   /** Answer a 2xx body's bytes as they came (a download) rather than parsed JSON. */
   binary?: boolean;
+  /**
+   * Ask for NDJSON: each line but the last goes here as it arrives (progress), the last is the answer. The
+   * timeout is then the longest wait for a line, not for the whole answer.
+   */
+  lines?: (line: unknown) => void;
 }
 
 export interface ClientOptions {
@@ -36,24 +41,28 @@ export function createClient({ url, token, base = '/admin/v1', timeoutMs = 30_00
   send(request: ApiRequest): Promise<unknown>;
 } {
   return {
-    async send({ method, path, body, form, binary }) {
+    async send({ method, path, body, form, binary, lines }) {
       let response: Response;
       let bytes: Buffer;
+      const idle = new IdleTimeout(timeoutMs);
       try {
         response = await fetch(`${url}${base}${path}`, {
           method,
           headers: {
             authorization: `Bearer ${token}`,
-            accept: 'application/json',
+            accept: lines ? 'application/x-ndjson, application/json' : 'application/json',
             ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           },
           body: form ?? (body === undefined ? undefined : JSON.stringify(body)),
-          signal: AbortSignal.timeout(timeoutMs),
+          signal: lines ? idle.signal : AbortSignal.timeout(timeoutMs),
         });
         // Inside the timeout: a body that stops arriving fails like a server that does not answer.
-        bytes = Buffer.from(await response.arrayBuffer());
+        bytes =
+          lines && response.ok ? await readLines(response, lines, idle) : Buffer.from(await response.arrayBuffer());
       } catch (error) {
         throw unreachable(url, error, timeoutMs);
+      } finally {
+        idle.clear();
       }
       if (response.status === 204) return null;
       if (response.ok && binary) return bytes;
@@ -61,7 +70,9 @@ export function createClient({ url, token, base = '/admin/v1', timeoutMs = 30_00
       // A run's log is plain text.
       if (response.ok && response.headers.get('content-type')?.startsWith('text/plain')) return text;
       const parsed = parseJson(text);
-      if (response.ok && parsed !== undefined) return parsed;
+      // A streamed answer that failed part-way ends with the error's envelope, under a 200 sent before it.
+      const failedLate = lines !== undefined && (parsed as { error?: unknown } | undefined)?.error !== undefined;
+      if (response.ok && parsed !== undefined && !failedLate) return parsed;
       const envelope = (parsed as { error?: { message?: unknown; code?: unknown; details?: unknown } } | undefined)
         ?.error;
       if (typeof envelope?.message === 'string' && typeof envelope.code === 'string') {
@@ -80,6 +91,46 @@ export function createClient({ url, token, base = '/admin/v1', timeoutMs = 30_00
       );
     },
   };
+}
+
+/** An abort after `ms` without news, pushed back by each `alive()`. */
+class IdleTimeout {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout;
+  readonly signal = this.controller.signal;
+  constructor(private readonly ms: number) {
+    this.timer = this.arm();
+  }
+  private arm() {
+    return setTimeout(() => this.controller.abort(new DOMException('no answer', 'TimeoutError')), this.ms);
+  }
+  alive() {
+    clearTimeout(this.timer);
+    this.timer = this.arm();
+  }
+  clear() {
+    clearTimeout(this.timer);
+  }
+}
+
+/** An NDJSON body read as it comes: each whole line but the last handed on, the last answered as the body. */
+async function readLines(response: Response, onLine: (line: unknown) => void, idle: IdleTimeout): Promise<Buffer> {
+  const decoder = new TextDecoder();
+  let pending = '';
+  let last = '';
+  for await (const chunk of response.body ?? []) {
+    idle.alive();
+    pending += decoder.decode(chunk as Uint8Array, { stream: true });
+    let end: number;
+    while ((end = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, end);
+      pending = pending.slice(end + 1);
+      if (!line.trim()) continue;
+      if (last) onLine(parseJson(last));
+      last = line;
+    }
+  }
+  return Buffer.from(`${last}${pending}`, 'utf8');
 }
 
 /** Encodes an id for a path; model ids keep their slashes, which the API's routes accept. */

@@ -11,7 +11,11 @@ import type { Input, Io } from './terminal.js';
 export type { Io } from './terminal.js';
 import { printable, printableJson } from './output.js';
 
-const processIo: Io = { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) };
+const processIo: Io = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  stderrIsTerminal: process.stderr.isTTY === true,
+};
 
 /**
  * Runs one `tollgate` command line and answers its exit code: 0 done, 1 the
@@ -57,7 +61,10 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     const built = await command.request(args, input);
     const requests = Array.isArray(built) ? built : [built];
     const client = createClient(await clientOptions(command, args));
-    const bodies = await Promise.all(requests.map((request) => client.send(request)));
+    const shown = progressLine(command, io);
+    const bodies = await Promise.all(
+      requests.map((request) => client.send(shown ? { ...request, lines: shown.show } : request)),
+    ).finally(() => shown?.clear());
     const answer = command.combine ? command.combine(bodies) : bodies[0];
     const body = command.receive ? await command.receive(answer, args) : answer;
     const failure = command.failure?.(body) ?? null;
@@ -68,6 +75,20 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   } catch (error) {
     return report(error, io, command);
   }
+}
+
+/** A command's progress, one line on stderr rewritten in place when it is a terminal (else nothing shown). */
+function progressLine(command: Command, io: Io) {
+  if (!command.progress) return null;
+  let shown = false;
+  return {
+    show: (event: unknown) => {
+      if (!io.stderrIsTerminal) return;
+      io.stderr(`\r${printable(command.progress!(event))}\x1b[K`);
+      shown = true;
+    },
+    clear: () => shown && io.stderr('\r\x1b[K'),
+  };
 }
 
 /** Where a command's requests go, with which credential. */

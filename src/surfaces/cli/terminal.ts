@@ -9,6 +9,8 @@ export type Stdin = NodeJS.ReadableStream & { isTTY?: boolean };
 export interface Io {
   stdout(text: string): void;
   stderr(text: string): void;
+  /** Whether stderr is a terminal, where progress is shown (the process's: `process.stderr.isTTY`). */
+  stderrIsTerminal?: boolean;
   /** Where a password is read or asked (default: the process's stdin); touched only by commands that read one. */
   stdin?: Stdin;
 }

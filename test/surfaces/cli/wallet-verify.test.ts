@@ -7,12 +7,14 @@ import { startGateway } from './harness.js';
 describe('tollgate wallet verify', () => {
   let gw: Awaited<ReturnType<typeof startGateway>>;
   let orgId: string;
+  let terminal = false;
   const tollgate = async (...args: string[]) => {
     let stdout = '';
     let stderr = '';
     const code = await main([...args, '--url', gw.url, '--token', ADMIN_TOKEN], {
       stdout: (text) => (stdout += text),
       stderr: (text) => (stderr += text),
+      stderrIsTerminal: terminal,
     });
     return { code, stdout, stderr };
   };
@@ -41,20 +43,38 @@ describe('tollgate wallet verify', () => {
     expect(clean.stdout).toContain('3 usage records');
 
     await gw.admin.services.db.execute(sql`update usage_records set cost_nanos = 778 where id = 'req_b'`);
-    const edited = await tollgate('wallet', 'verify', '--org', orgId);
+    // The edit is behind the checkpoint the first verification left: only a full one reads that far back.
+    expect((await tollgate('wallet', 'verify', '--org', orgId)).stdout).toContain('0 of them new since');
+    const edited = await tollgate('wallet', 'verify', '--org', orgId, '--full');
     expect(edited.code).toBe(1);
     expect(edited.stderr).toContain('differ in 1 place');
     expect(edited.stderr).toMatch(/charge_differs: entry \d+, request req_b: expected 778, found 777/);
 
     // A script reads the report on stdout and the verdict in the exit code, as without --json.
-    const json = await tollgate('wallet', 'verify', '--org', orgId, '--json');
+    const json = await tollgate('wallet', 'verify', '--org', orgId, '--full', '--json');
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, difference_count: 1 });
     expect(json.stderr).toContain('differ in 1 place');
 
     await gw.admin.services.db.execute(sql`update usage_records set cost_nanos = 777 where id = 'req_b'`);
-    const mended = await tollgate('wallet', 'verify', '--org', orgId, '--json');
+    const mended = await tollgate('wallet', 'verify', '--org', orgId, '--full', '--json');
     expect(mended).toMatchObject({ code: 0, stderr: '' });
-    expect(JSON.parse(mended.stdout)).toMatchObject({ ok: true, difference_count: 0 });
+    expect(JSON.parse(mended.stdout)).toMatchObject({ ok: true, difference_count: 0, mode: 'full' });
+  });
+
+  it('shows how far it has read on a terminal, and nothing of it elsewhere', async () => {
+    const quiet = await tollgate('wallet', 'verify', '--org', orgId, '--full');
+    expect(quiet).toMatchObject({ code: 0, stderr: '' });
+    terminal = true;
+    try {
+      const shown = await tollgate('wallet', 'verify', '--org', orgId, '--full');
+      expect(shown.code).toBe(0);
+      expect(shown.stderr).toMatch(/\rverifying: \d+ (ledger entries|usage records) read \(\d+%\)/);
+      // The line is cleared before the answer, which goes to stdout alone.
+      expect(shown.stderr.endsWith('\r\x1b[K')).toBe(true);
+      expect(shown.stdout).toContain('agree');
+    } finally {
+      terminal = false;
+    }
   });
 });

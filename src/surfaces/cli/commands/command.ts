@@ -48,6 +48,11 @@ export interface Command<T = unknown> {
    * the body is printed and the reason goes to stderr; without, only the reason: the exit code is the same.
    */
   failure?(body: T): string | null;
+  /**
+   * A line of how far it has got, for each progress line of a streamed answer (NDJSON: the command's requests are
+   * sent asking for it). Shown on stderr when it is a terminal, one line rewritten in place.
+   */
+  progress?(event: unknown): string;
   /** The body (null for 204 No Content) as text; `args` for what the body does not say. */
   render(body: T, args: Args): string;
 }

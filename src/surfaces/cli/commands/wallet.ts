@@ -2,8 +2,8 @@ import { parseAmount } from '../../../gateway/billing/money.js';
 import { UsageError } from '../errors.js';
 import { segment } from '../client.js';
 import { date, table } from '../output.js';
-import type { verificationView } from '../../admin/ledger.js';
-import { type Command, STRING, type WalletView } from './command.js';
+import type { progressView, verificationView } from '../../admin/wallet-verify.js';
+import { BOOLEAN, type Command, STRING, type WalletView } from './command.js';
 
 // `wallet topup|adjust|show|verify`. Amounts are checked with the API's own parser
 // and sent as the decimal strings typed, never as numbers.
@@ -70,20 +70,37 @@ const differenceLines = (v: Verification) =>
       `  ${d.kind}: entry ${d.ledger_entry_id ?? '-'}, request ${d.request_id ?? '-'}: expected ${d.expected_nanos}, found ${d.found_nanos} nano-units. ${d.message}`,
   );
 
+type Progress = ReturnType<typeof progressView>;
+
+const agreed = (v: Verification) => {
+  const usage = `${v.usage_records} usage records${v.mode === 'incremental' ? ' since then' : ''}, each charged exactly once.`;
+  if (v.mode === 'full' || !v.checkpoint)
+    return `The books of ${v.org_id} agree: balance ${v.balance_nanos} nano-units = the sum of ${v.ledger_entries} ledger entries; ${usage}`;
+  const since = `entry ${v.checkpoint.last_entry_id}, verified ${date(v.checkpoint.made_at)}`;
+  return `The books of ${v.org_id} agree: balance ${v.balance_nanos} nano-units = the sum of ${v.ledger_entries} ledger entries, ${v.entries_read} of them new since the checkpoint at ${since}; ${usage} (--full reads them all.)`;
+};
+
 const verify: Command<Verification> = {
   name: 'wallet verify',
-  args: '--org ID',
+  args: '--org ID [--full]',
   summary:
-    'Recompute the balance from the ledger and the ledger from the usage records; exit 1 naming each difference.',
-  options: { org: STRING },
-  request: (a) => ({ method: 'GET', path: `/orgs/${segment(a.id('org', 'org'))}/wallet/verify` }),
+    'Check the ledger written since the last verified point (--full: all of it) against the balance and the usage records; exit 1 naming each difference.',
+  options: { org: STRING, full: BOOLEAN },
+  request: (a) => ({
+    method: 'GET',
+    path: `/orgs/${segment(a.id('org', 'org'))}/wallet/verify${a.flag('full') ? '?full=true' : ''}`,
+  }),
+  progress: (event) => {
+    const p = event as Progress;
+    const what = p.phase === 'ledger' ? 'ledger entries' : 'usage records';
+    return `verifying: ${p.read} ${what} read (${Math.floor(p.fraction * 100)}%)`;
+  },
   // Books that differ are a failure (exit 1), so a script can run it; `--json` prints the report too.
   failure: (v) =>
     v.ok
       ? null
       : [`the books of ${v.org_id} differ in ${v.difference_count} place(s):`, ...differenceLines(v)].join('\n'),
-  render: (v) =>
-    `The books of ${v.org_id} agree: balance ${v.balance_nanos} nano-units = the sum of ${v.ledger_entries} ledger entries; ${v.usage_records} usage records, each charged exactly once.`,
+  render: agreed,
 };
 
 export const walletCommands = [topup, adjust, show, verify];
