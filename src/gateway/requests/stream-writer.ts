@@ -19,14 +19,14 @@ export interface ChunkWriter {
    * vLLM's usual chunk (`readUsualChunk`), written from its pieces without a parse; its usage is in `state`
    * already. Undefined declines it: the chunk is then parsed and given to `parsed`.
    */
-  usual(chunk: UsualChunk): string | null | undefined;
+  usual: (chunk: UsualChunk) => string | null | undefined;
   /**
    * Any other chunk, parsed: its `choices` (always an array) and its usage, valid or null (in `state` already, with
    * the chunk's tokens counted). Null drops it.
    */
-  parsed(chunk: Json, choices: Json[], usage: TokenUsage | null): string | null;
+  parsed: (chunk: Json, choices: Json[], usage: TokenUsage | null) => string | null;
   /** The engine's error event inside the stream (`state.failed` is set): what the client is sent now, or null. */
-  engineError(): string | null;
+  engineError: () => string | null;
 }
 
 /** One protocol's stream as `relayBilledStream` (`billed-stream.ts`) relays it: its chunks, and its end. */
