@@ -11,7 +11,7 @@
  *   npx tsx bench/sse-relay.ts
  */
 import { PassThrough, type Readable } from 'node:stream';
-import { createChatChunkRewriter } from '../src/gateway/proxy/chat-stream.js';
+import { createChatChunkRewriter } from '../src/gateway/requests/chat-stream.js';
 import { relaySse } from '../src/gateway/proxy/sse.js';
 
 const TOKENS = 64;

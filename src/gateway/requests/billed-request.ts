@@ -90,7 +90,8 @@ export async function serveBilled(
       };
       const promptEstimate = () => protocol.estimate(null).promptTokens;
       const controls = { abort: upstream.abort, release };
-      return relayBilledStream(c, deps, call, sent.response, controls, stream(call.bounds), promptEstimate);
+      const writer = stream(call.bounds);
+      return relayBilledStream({ c, deps, call, response: sent.response, controls, writer, promptEstimate });
     }
     const { answer, restore } = await readEngineAnswer(sent.response, endpoint.liftArrays);
     call.upstreamDoneAt = performance.now();

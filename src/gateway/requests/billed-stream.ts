@@ -6,30 +6,40 @@ import { relaySse } from '../proxy/sse.js';
 import type { EngineResponse } from '../proxy/upstream.js';
 import { type BilledCall, keepsAnswer, settle, streamCheckpoints } from './billed-call.js';
 import { SSE_HEADERS } from './cached-answer.js';
-import type { BilledDeps, StreamControls, StreamWriter } from './endpoint.js';
+import type { BilledDeps, StreamControls } from './endpoint.js';
+import { readEngineChunks, type StreamWriter } from './stream-writer.js';
+
+/** What `relayBilledStream` relays: one billed call's engine stream, and the protocol's writer of it. */
+export interface BilledStream {
+  c: Context<GatewayEnv>;
+  deps: BilledDeps;
+  call: BilledCall;
+  /** The engine's answer: its SSE body, and its own count of the prompt where it can give one. */
+  response: EngineResponse;
+  controls: StreamControls;
+  /** The protocol's writer (`stream-writer.ts`): it writes the events; the relay reads, counts and bills. */
+  writer: StreamWriter;
+  /** The prompt's estimate, for a stream the engine reported no usage for. */
+  promptEstimate: () => number;
+}
 
 /**
- * Relays a billed stream, whatever its protocol (the protocol's `StreamWriter` writes its events), and settles it
- * when it ends: billed by `streamSettlement` (`billing/settlement.ts`), before the client reads its last byte.
+ * Relays a billed stream, whatever its protocol (its `StreamWriter` writes its events, `readEngineChunks` reads the
+ * engine's chunks), and settles it when it ends: billed by `streamSettlement` (`billing/settlement.ts`), before the
+ * client reads its last byte.
  */
-export function relayBilledStream(
-  c: Context<GatewayEnv>,
-  deps: BilledDeps,
-  call: BilledCall,
-  response: EngineResponse,
-  controls: StreamControls,
-  writer: StreamWriter,
-  promptEstimate: () => number,
-): Response {
+export function relayBilledStream(stream: BilledStream): Response {
+  const { c, deps, call, response, controls, writer, promptEstimate } = stream;
   // The events as the client got them, only when the key keeps or caches answers (a stream that is not cacheable,
   // only when the key keeps them and caches nothing: a kept stream is also cached).
   const delivered: string[] | null = keepsAnswer(call) && (writer.cacheable || !call.caller.responseCache) ? [] : null;
   // The running usage, appended to the charge journal as it grows: a replica killed mid-stream still bills it.
   const checkpoints = streamCheckpoints(deps, call, promptEstimate);
+  const rewrite = readEngineChunks(writer);
   const relayed = relaySse({
     upstream: response.body,
     onData: (data) => {
-      const forwarded = writer.rewrite(data);
+      const forwarded = rewrite(data);
       checkpoints.saw(writer.state);
       if (forwarded !== null) delivered?.push(forwarded);
       return forwarded;

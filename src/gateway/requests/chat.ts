@@ -1,10 +1,11 @@
-import { createChatChunkRewriter } from '../proxy/chat-stream.js';
 import { clientBodyForEngine } from '../proxy/client-body.js';
 import type { TokenUsage } from '../billing/token-usage.js';
 import type { TokenBounds } from '../billing/token-bounds.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../proxy/token-counts.js';
 import type { AuthorizedRequest } from './admission.js';
-import type { BilledEndpoint, ProtocolCall, StreamWriter } from './endpoint.js';
+import { chatStreamWriter } from './chat-stream.js';
+import type { BilledEndpoint, ProtocolCall } from './endpoint.js';
+import type { StreamWriter } from './stream-writer.js';
 import { validateChatRequest } from './validate.js';
 
 type Json = Record<string, unknown>;
@@ -35,8 +36,6 @@ export interface OpenAiKind {
   /** What the token bounds read of the body (chat: the body itself). */
   bounded: Json;
   estimate: (answer: Json | null) => TokenUsage;
-  /** Whether a choice of a stream's chunk carries generated tokens; default: chat's delta. */
-  carriesTokens?: (choice: Json) => boolean;
 }
 
 /**
@@ -51,7 +50,7 @@ export function openAiCall(request: AuthorizedRequest, kind: OpenAiKind): Protoc
     sentBytes: request.bodyBytes,
     bodyFor: (target) => clientBodyForEngine(request.rawBody, body, target.servedModelName),
     estimate: kind.estimate,
-    stream: body.stream === true ? (bounds) => chunkWriter(request, kind.carriesTokens, bounds) : null,
+    stream: body.stream === true ? (bounds) => chunkWriter(request, bounds) : null,
   };
 }
 
@@ -59,18 +58,12 @@ function clientStreamOptions(body: Json): Json {
   return (body.stream_options ?? {}) as Json;
 }
 
-function chunkWriter(
-  request: AuthorizedRequest,
-  carriesTokens: OpenAiKind['carriesTokens'],
-  bounds: TokenBounds,
-): StreamWriter {
+function chunkWriter(request: AuthorizedRequest, bounds: TokenBounds): StreamWriter {
   const asked = clientStreamOptions(request.body);
-  const rewriter = createChatChunkRewriter({
+  return chatStreamWriter({
     clientModel: request.clientModel,
     includeUsage: asked.include_usage === true,
     continuousUsage: asked.continuous_usage_stats === true,
-    carriesTokens,
     bounds,
   });
-  return { state: rewriter.state, rewrite: rewriter.rewrite, cacheable: true };
 }

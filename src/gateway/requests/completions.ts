@@ -24,7 +24,6 @@ export const COMPLETIONS: BilledEndpoint = {
         promptTokens: estimateInputTokens(request.body.prompt),
         completionTokens: answer ? textTokens(answer.choices) : 0,
       }),
-      carriesTokens: (choice) => typeof choice.text === 'string' && choice.text !== '',
     }),
 };
 

@@ -17,8 +17,7 @@ import type { KeyService } from '../keys/service.js';
 import type { GateKeeper } from '../admission/gate-keeper.js';
 import type { FlowControl } from '../flow/flow-control.js';
 import type { AuthorizedRequest, EndpointName } from './authorized-request.js';
-import type { StreamState } from '../billing/settlement.js';
-import type { RelayOutcome } from '../proxy/sse.js';
+import type { StreamWriter } from './stream-writer.js';
 import type { WrittenJson } from '../proxy/client-body.js';
 
 /**
@@ -111,18 +110,4 @@ export interface ProtocolCall {
    * null when the request is answered as JSON.
    */
   stream: ((bounds: TokenBounds) => StreamWriter) | null;
-}
-
-/** One stream of one protocol, as `relayBilledStream` (`requests/billed-stream.ts`) relays it. */
-export interface StreamWriter {
-  /** What the stream learnt of the engine's usage, read when it ends. */
-  state: StreamState;
-  /** One engine event's data as the client's: `data:` payload, or whole events when `events` is set; null drops it. */
-  rewrite(data: string): string | null;
-  /** For a protocol whose events are not the engine's `data:` lines: its last events, and its error event. */
-  events?: { finish(): string; failure(): string };
-  /** Runs when the stream ends, before it is settled; returns events to keep beside the relayed ones (Responses). */
-  ended?(outcome: RelayOutcome): Promise<string | null>;
-  /** Whether its events may be cached: a replay is `data:` lines, which only the OpenAI-style streams' clients read. */
-  cacheable: boolean;
 }

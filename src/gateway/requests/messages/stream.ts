@@ -1,9 +1,8 @@
 import { newStreamState, shownStreamUsage } from '../../billing/settlement.js';
 import { clampUsage, type TokenBounds } from '../../billing/token-bounds.js';
 import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
-import { usageFrom } from '../../proxy/token-counts.js';
-import { readUsualChunk, type UsualChunk } from '../../proxy/usual-chunk.js';
-import type { StreamWriter } from '../endpoint.js';
+import type { UsualChunk } from '../../proxy/usual-chunk.js';
+import { type ChunkWriter, readEngineChunks, type StreamWriter } from '../stream-writer.js';
 import { messagesUsage, messageId, stopReasonOf } from './answer.js';
 
 type Json = Record<string, unknown>;
@@ -15,12 +14,15 @@ const event = (name: string, data: Json): string => `event: ${name}\ndata: ${JSO
  * kept but never cached (cached events replay as `data:` lines, which Anthropic's clients do not read).
  */
 export function messagesStreamWriter(model: string, bounds: TokenBounds): StreamWriter {
-  const writer = createMessagesWriter(model, bounds);
+  const { writer, finish } = messagesChunks(model, bounds);
+  // Named, not spread: the relay reads these for every chunk (CONTRIBUTING, "Measured on the request path").
   return {
     state: writer.state,
-    rewrite: writer.rewrite,
+    usual: writer.usual,
+    parsed: writer.parsed,
+    engineError: writer.engineError,
     events: {
-      finish: () => (writer.state.failed ? messagesStreamFailure() : writer.finish()),
+      finish: () => (writer.state.failed ? messagesStreamFailure() : finish()),
       failure: messagesStreamFailure,
     },
     cacheable: false,
@@ -40,6 +42,12 @@ export function messagesStreamWriter(model: string, bounds: TokenBounds): Stream
  * writer.rewrite('{"choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":{"prompt_tokens":5,"completion_tokens":1}}');
  */
 export function createMessagesWriter(model: string, bounds?: TokenBounds) {
+  const { writer, finish } = messagesChunks(model, bounds);
+  return { state: writer.state, rewrite: readEngineChunks(writer), finish };
+}
+
+/** A Messages stream's chunk writer, and its last events (`createMessagesWriter`). */
+function messagesChunks(model: string, bounds?: TokenBounds): { writer: ChunkWriter; finish: () => string } {
   const state = newStreamState();
   const blocks = contentBlocks();
   let started = false;
@@ -54,35 +62,23 @@ export function createMessagesWriter(model: string, bounds?: TokenBounds) {
     return messageStart(model, messagesUsage(running).input_tokens);
   };
 
-  const rewrite = (data: string): string | null => {
+  const writer: ChunkWriter = {
+    state,
     // Nearly every chunk is vLLM's usual one, more text of the block already open: its delta event is written from
-    // the engine's own JSON string, not parsed and written again (as chat's and Responses' streams do).
-    const usual = started ? readUsualChunk(data) : null;
-    if (usual && usual.text !== '""' && blocks.open() === BLOCK_OF[usual.key]) return usualDelta(usual);
-    let chunk: Json;
-    try {
-      chunk = JSON.parse(data) as Json;
-    } catch {
-      return null;
-    }
-    if (chunk.error !== undefined) {
-      state.failed = true;
-      return null;
-    }
-    const usage = usageFrom(chunk.usage);
-    const choices = (chunk.choices as Json[] | undefined) ?? [];
-    if (usage) state.usage = usage;
-    if (choices.length === 0 && usage) state.usageFinal = true;
-    let out = start();
-    for (const choice of choices) out += choiceEvents(choice);
-    return out || null;
+    // the engine's own JSON string, not parsed and written again. Any other is declined: it is parsed.
+    usual: ({ key, text }) =>
+      started && text !== '""' && blocks.open() === BLOCK_OF[key] ? usualDelta(key, text) : undefined,
+    parsed: (_chunk, choices) => {
+      let out = start();
+      for (const choice of choices) out += choiceEvents(choice);
+      return out || null;
+    },
+    // The error event is written at the end (`events.failure`).
+    engineError: () => null,
   };
 
   /** What the general path gives for a usual chunk into the open block, byte for byte but for the text's escapes. */
-  const usualDelta = ({ key, text, usage }: UsualChunk): string => {
-    if (usage) state.usage = { promptTokens: Number(usage.prompt), completionTokens: Number(usage.completion) };
-    state.tokenChunks += 1;
-    state.firstTokenAt ??= performance.now();
+  const usualDelta = (key: UsualChunk['key'], text: string): string => {
     const delta =
       key === 'content' ? `{"type":"text_delta","text":${text}}` : `{"type":"thinking_delta","thinking":${text}}`;
     return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${blocks.index()},"delta":${delta}}\n\n`;
@@ -91,10 +87,6 @@ export function createMessagesWriter(model: string, bounds?: TokenBounds) {
   const choiceEvents = (choice: Json): string => {
     calledTools ||= Array.isArray((choice.delta as Json | undefined)?.tool_calls);
     const out = deltaEvents((choice.delta ?? {}) as Json, blocks);
-    if (out) {
-      state.tokenChunks += 1;
-      state.firstTokenAt ??= performance.now();
-    }
     if (choice.finish_reason) {
       stopReason = stopReasonOf(choice.finish_reason, choice.stop_reason, calledTools);
       stopSequence = typeof choice.stop_reason === 'string' ? choice.stop_reason : null;
@@ -116,7 +108,7 @@ export function createMessagesWriter(model: string, bounds?: TokenBounds) {
     );
   };
 
-  return { rewrite, finish, state };
+  return { writer, finish };
 }
 
 /** The content block each field of a usual chunk's delta goes to (`deltaEvents`). */

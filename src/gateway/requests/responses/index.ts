@@ -1,7 +1,8 @@
 import type { TokenBounds } from '../../billing/token-bounds.js';
 import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/token-counts.js';
 import type { AuthorizedRequest } from '../admission.js';
-import type { BilledEndpoint, ProtocolCall, StreamWriter } from '../endpoint.js';
+import type { BilledEndpoint, ProtocolCall } from '../endpoint.js';
+import type { StreamWriter } from '../stream-writer.js';
 import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
 import { TranslationJsonCache } from '../translation-json.js';
 import { invalid } from '../validate.js';
@@ -93,7 +94,9 @@ function responsesStreamWriter(
   let last: string | null = null;
   return {
     state: writer.state,
-    rewrite: (data) => writer.rewrite(data),
+    usual: (chunk) => writer.usual(chunk),
+    parsed: (chunk, choices) => writer.parsed(chunk, choices),
+    engineError: () => null,
     events: { finish: () => last ?? writer.failure(), failure: () => last ?? writer.failure() },
     async ended(outcome) {
       if (outcome === 'done' && !writer.state.failed) {

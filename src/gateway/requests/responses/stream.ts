@@ -1,8 +1,8 @@
 import { newStreamState, shownStreamUsage, streamedUsage } from '../../billing/settlement.js';
 import type { TokenBounds } from '../../billing/token-bounds.js';
 import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
-import { usageFrom } from '../../proxy/token-counts.js';
-import { readUsualChunk, type UsualChunk } from '../../proxy/usual-chunk.js';
+import type { UsualChunk } from '../../proxy/usual-chunk.js';
+import { type ChunkWriter, readEngineChunks } from '../stream-writer.js';
 import { callItem, finishOf, itemId, responseShell, responsesUsage } from './answer.js';
 import { stringOf } from './items.js';
 import { closeEvents, type EventWriter, type OpenItem } from './item-events.js';
@@ -33,8 +33,10 @@ export interface ResponsesStreamSource {
  * const writer = new ResponsesWriter({ body, names: toolNamesOf(body), id: itemId('resp'), model: 'm' });
  * writer.rewrite('{"choices":[{"index":0,"delta":{"content":"Hi"}}]}');
  */
-export class ResponsesWriter implements EventWriter {
+export class ResponsesWriter implements EventWriter, ChunkWriter {
   readonly state = newStreamState();
+  /** One engine chunk as events, or null for none. */
+  readonly rewrite = readEngineChunks(this);
   private readonly response: Json;
   private readonly output: Json[] = [];
   private sequence = 0;
@@ -90,35 +92,27 @@ export class ResponsesWriter implements EventWriter {
     return `{${out}}`;
   }
 
-  /** One engine chunk as events, or null for none. */
-  rewrite(data: string): string | null {
-    const usual = readUsualChunk(data);
-    if (usual) return this.usualEvents(usual);
-    let chunk: Json;
-    try {
-      chunk = JSON.parse(data) as Json;
-    } catch {
-      return null;
-    }
-    if (chunk.error !== undefined) {
-      this.state.failed = true;
-      return null;
-    }
-    const usage = usageFrom(chunk.usage);
-    const choices = (chunk.choices as Json[] | undefined) ?? [];
-    if (usage) this.state.usage = usage;
-    if (choices.length === 0 && usage) this.state.usageFinal = true;
+  /** A usual chunk's events, from its pieces as the engine wrote them: the chunk is not parsed (`readUsualChunk`). */
+  usual({ key, text }: UsualChunk): string | null {
+    let out = this.start();
+    if (text !== '""')
+      out += this.textDelta(key === 'content' ? 'message' : 'reasoning', text, JSON.parse(text) as string);
+    return out || null;
+  }
+
+  /** Any other chunk's events: each choice's delta. */
+  parsed(_chunk: Json, choices: Json[]): string | null {
     let out = this.start();
     for (const choice of choices) {
-      const events = this.deltaEvents((choice.delta ?? {}) as Json);
-      if (events) {
-        this.state.tokenChunks += 1;
-        this.state.firstTokenAt ??= performance.now();
-        out += events;
-      }
+      out += this.deltaEvents((choice.delta ?? {}) as Json);
       if (choice.finish_reason) this.finishReason = choice.finish_reason;
     }
     return out || null;
+  }
+
+  /** The engine's error: nothing now, `failure` ends the stream. */
+  engineError(): null {
+    return null;
   }
 
   /** Closes the open item: its last events. After it, `finalResponse` is whole. */
@@ -213,20 +207,6 @@ export class ResponsesWriter implements EventWriter {
       out += this.textDelta('message', JSON.stringify(d.content), d.content);
     for (const call of (d.tool_calls as Json[] | undefined) ?? []) out += this.callEvents(call);
     return out;
-  }
-
-  /** A usual chunk's events, from its pieces as the engine wrote them: the chunk is not parsed (`readUsualChunk`). */
-  private usualEvents({ key, text, usage }: UsualChunk): string | null {
-    if (usage) {
-      this.state.usage = { promptTokens: Number(usage.prompt), completionTokens: Number(usage.completion) };
-    }
-    let out = this.start();
-    if (text !== '""') {
-      this.state.tokenChunks += 1;
-      this.state.firstTokenAt ??= performance.now();
-      out += this.textDelta(key === 'content' ? 'message' : 'reasoning', text, JSON.parse(text) as string);
-    }
-    return out || null;
   }
 
   /** A piece of the message's text, or of the reasoning's: `json` is it as a JSON string, written into the delta as it is. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createChatChunkRewriter, type ChatStreamOptions } from '../../../src/gateway/proxy/chat-stream.js';
+import { createChatChunkRewriter, type ChatStreamOptions } from '../../../src/gateway/requests/chat-stream.js';
 import { withoutNullFields } from '../../../src/gateway/proxy/openai-shape.js';
 import { usageFrom } from '../../../src/gateway/proxy/token-counts.js';
 
