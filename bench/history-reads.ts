@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { rssMiB } from './processes.js';
 
 /** The middle of three (or more) timings. */
@@ -100,9 +101,25 @@ export function timedVerify(
   });
 }
 
+/** A process's CPU time so far (user + system), in ms, from /proc/PID/stat (100 clock ticks a second). */
+async function cpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+interface ChatPhase {
+  p50: number;
+  p99: number;
+  requests: number;
+  refused503: number;
+  /** The gateway's CPU time over the phase's wall time: 1 is one core busy all along. */
+  gatewayCores: number;
+}
+
 export interface Contention {
-  alone: { p50: number; p99: number; requests: number; refused503: number };
-  during: { p50: number; p99: number; requests: number; refused503: number };
+  alone: ChatPhase;
+  during: ChatPhase;
   views: { count: number; p50: number; max: number; refused503: number; other: number };
 }
 
@@ -115,12 +132,14 @@ export async function contention(
   chatKey: string,
   views: Array<{ url: string; headers: Record<string, string> }>,
   seconds: number,
+  gatewayPid: number,
   clients = 4,
 ): Promise<Contention> {
   const headers = { authorization: `Bearer ${chatKey}`, 'content-type': 'application/json' };
   const body = JSON.stringify({ model: 'sim-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 });
   const phase = async (withViews: boolean) => {
-    const until = performance.now() + seconds * 1000;
+    const [cpuBefore, startedAt] = [await cpuMs(gatewayPid), performance.now()];
+    const until = startedAt + seconds * 1000;
     const times: number[] = [];
     let refused503 = 0;
     const chat = async () => {
@@ -150,7 +169,14 @@ export async function contention(
       ...Array.from({ length: clients }, chat),
       ...(withViews ? Array.from({ length: 10 }, (_, i) => view(i)) : []),
     ]);
-    const summary = { p50: percentile(times, 50), p99: percentile(times, 99), requests: times.length, refused503 };
+    const gatewayCores = ((await cpuMs(gatewayPid)) - cpuBefore) / (performance.now() - startedAt);
+    const summary = {
+      p50: percentile(times, 50),
+      p99: percentile(times, 99),
+      requests: times.length,
+      refused503,
+      gatewayCores,
+    };
     return { summary, viewTimes, viewStatus };
   };
   const alone = await phase(false);

@@ -163,7 +163,7 @@ async function main(): Promise<void> {
       max_concurrency: 1_000,
     });
     const views = pages.map(([, page]) => ({ url: `${url}${page}`, headers: cookie }));
-    const c = await contention(url, chatKey.secret as string, views, CONTENTION_SECONDS);
+    const c = await contention(url, chatKey.secret as string, views, CONTENTION_SECONDS, gateway.pid);
     const added = c.during.p99 - c.alone.p99;
     log(
       `  another organization's chat, 4 clients, ${CONTENTION_SECONDS} s each: alone p50 ${ms(c.alone.p50)} p99 ` +
@@ -173,7 +173,8 @@ async function main(): Promise<void> {
     );
     log(
       `    the views: ${c.views.count} pages, p50 ${ms(c.views.p50)}, slowest ${ms(c.views.max)}, ` +
-        `${c.views.refused503} answered 503, ${c.views.other} another status`,
+        `${c.views.refused503} answered 503, ${c.views.other} another status; the gateway's CPU ` +
+        `${c.alone.gatewayCores.toFixed(2)} cores alone, ${c.during.gatewayCores.toFixed(2)} during`,
     );
   } finally {
     for (const child of children.reverse()) await child.stop();
