@@ -198,6 +198,11 @@ export const ledgerEntries = pgTable(
     uniqueIndex('ledger_request_idx').on(t.requestId),
     // A window of one organization's ledger, read in order for its export (`ledger-export.ts`).
     index('ledger_org_time_idx').on(t.orgId, t.createdAt, t.id),
+    // The few entries that are not charges (top-ups, refunds, adjustments), newest first: the wallet page's
+    // top-ups, read without walking past a year of charges.
+    index('ledger_org_kind_idx')
+      .on(t.orgId, t.kind, t.id)
+      .where(sql`${t.kind} <> 'charge'`),
   ],
 );
 
