@@ -128,7 +128,7 @@ describe.skipIf(!hasRedis)('admission after Redis lost everything (no rebuild gr
     await expect(admit(a.keeper, caller, 1n)).rejects.toMatchObject({ code: 'budget_exceeded' });
   });
 
-  it('reads the books once per wallet, budget and month however many requests find them missing', async () => {
+  it('reads the books once or twice per wallet, budget and month however many requests find them missing', async () => {
     const caller = await tenant(1_000_000n, 1_000_000n);
     await admit(a.keeper, caller, 1n);
     await deleteRedisPrefix(prefix);
@@ -136,11 +136,15 @@ describe.skipIf(!hasRedis)('admission after Redis lost everything (no rebuild gr
     const before = { ...reads };
     const admitted = await Promise.all(Array.from({ length: 50 }, () => admit(a.keeper, caller, 10n)));
     expect(admitted).toHaveLength(50);
-    expect(snapshots).toHaveBeenCalledTimes(1);
-    expect({ month: reads.month - before.month, budget: reads.budget - before.budget }).toEqual({
-      month: 1,
-      budget: 1,
-    });
+    // Once; twice when the budget's rebuild reported this replica's holds (which moves the wallet's version) while
+    // the wallet's was between its read and its write, so that write was not kept and the read was made again.
+    expect(snapshots.mock.calls.length).toBeGreaterThanOrEqual(1);
+    expect(snapshots.mock.calls.length).toBeLessThanOrEqual(2);
+    // Likewise: an admission told the count was missing just before the one rebuild landed starts one more read.
+    for (const count of [reads.month - before.month, reads.budget - before.budget]) {
+      expect(count).toBeGreaterThanOrEqual(1);
+      expect(count).toBeLessThanOrEqual(2);
+    }
     snapshots.mockRestore();
     expect(await a.gate.spendable(caller.orgId)).toBe(1_000_000n - 1n - 500n);
   });
