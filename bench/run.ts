@@ -42,7 +42,7 @@ interface Settings {
   /** The scenarios run (`--scenarios`, all by default) and the connection counts (`--concurrency`, 1 and 32). */
   only: string[] | null;
   concurrencies: number[];
-  /** 'direct': the simulator itself; 'limits-off' / 'billing-off' / 'metrics-off': a second gateway with TOLLGATE_LIMITS=off / TOLLGATE_BILLING=off / TOLLGATE_METRICS=off. */
+  /** 'direct': the simulator itself; 'limits-off' / 'billing-off' / 'metrics-off' / 'flow-off': a second gateway with TOLLGATE_LIMITS / TOLLGATE_BILLING / TOLLGATE_METRICS / TOLLGATE_FLOW_CONTROL off. */
   baseline: Baseline;
   /** The measured gateway sends traces (to a stand-in OTLP collector); the baseline never does. */
   tracing: boolean;
@@ -56,6 +56,7 @@ const BASELINES = {
   'limits-off': { TOLLGATE_LIMITS: 'off' },
   'billing-off': { TOLLGATE_BILLING: 'off' },
   'metrics-off': { TOLLGATE_METRICS: 'off' },
+  'flow-off': { TOLLGATE_FLOW_CONTROL: 'off' },
 } as const;
 type Baseline = keyof typeof BASELINES;
 
@@ -448,6 +449,8 @@ function printReport(
       'limits-off': 'Cost of per-key limits (gateway / the same gateway with TOLLGATE_LIMITS=off)',
       'billing-off':
         'Cost of billing: holds, charges, usage records (gateway / the same gateway with TOLLGATE_BILLING=off)',
+      'flow-off':
+        'Cost of flow control, unsaturated (gateway / the same gateway with TOLLGATE_FLOW_CONTROL=off)',
       'metrics-off': `Cost of metrics${settings.tracing ? ' and tracing' : ''} (gateway${settings.tracing ? ' sending traces' : ''} / the same gateway with TOLLGATE_METRICS=off and no tracing)`,
     }[settings.baseline],
     `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, embeddings of ${settings.dimensions ?? 64} floats, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}, limits ${settings.limits}, tracing ${settings.tracing ? 'on (OTLP to a local sink)' : 'off'}`,
