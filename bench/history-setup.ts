@@ -51,11 +51,16 @@ export async function addModels(call: AdminCall): Promise<void> {
 /**
  * The organizations of a history of `records` requests, made through the operator API: one big organization
  * (half the records, an owner, 5 projects and 20 keys, 4 of them on no project) and `others` with a key each
- * sharing the rest, over the 365 days before now.
+ * sharing the rest, over the `days` before now (a year by default).
  */
-export async function makeOrganizations(call: AdminCall, records: number, others: number): Promise<HistoryPlan> {
+export async function makeOrganizations(
+  call: AdminCall,
+  records: number,
+  others: number,
+  days = 365,
+): Promise<HistoryPlan> {
   const end = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
-  const start = new Date(end.getTime() - 365 * DAY_MS);
+  const start = new Date(end.getTime() - days * DAY_MS);
   const big = await call('POST', '/orgs', { name: 'big history' });
   const bigId = big.id as string;
   await call('POST', `/orgs/${bigId}/users`, { name: 'Owner', ...OWNER, role: 'owner' });

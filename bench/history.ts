@@ -20,6 +20,8 @@ import { freePort, startBuilt, waitForHealth, type Child } from './processes.js'
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RECORDS = Number(process.env.RECORDS ?? 10_000_000);
 const OTHER_ORGS = Number(process.env.OTHER_ORGS ?? 200);
+/** The history's span: fewer days put more of the big organization's records in last month's export. */
+const HISTORY_DAYS = Number(process.env.HISTORY_DAYS ?? 365);
 const KEEP = process.env.KEEP === '1';
 const SERVER_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB_NAME = process.env.BENCH_HISTORY_DB ?? 'tollgate_bench_history';
@@ -74,7 +76,7 @@ async function main(): Promise<void> {
       children.push(first.child);
       const call = setup.adminClient(first.url, ADMIN_TOKEN);
       await setup.addModels(call);
-      plan = await setup.makeOrganizations(call, RECORDS, OTHER_ORGS);
+      plan = await setup.makeOrganizations(call, RECORDS, OTHER_ORGS, HISTORY_DAYS);
       await first.child.stop();
       await forgetGatewayKeys(REDIS_URL);
       log(`loading ${RECORDS.toLocaleString('en')} records into ${DB_NAME}`);
