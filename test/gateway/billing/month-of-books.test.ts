@@ -24,8 +24,9 @@ import { until } from '../../helpers/wait.js';
  * SIGKILLed mid-stream and started again, its streams charged from their
  * checkpoints), then the built CLI's `tollgate wallet verify` finds no
  * difference, the month's export (JSON and CSV) ties every usage record to
- * its charge and every entry to its cause, and a usage record's cost and a
- * ledger amount edited by hand are each named.
+ * its charge and every entry to its cause, the daily rollups every report
+ * reads equal the usage records to the nano-unit, and a usage record's cost
+ * and a ledger amount edited by hand are each named.
  *
  * How the month is made: the requests are real and run now, one "day" after
  * another (the day before the month, its 31 days, the day after), each day
@@ -209,6 +210,7 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
         return row!.n === requestIds.length;
       });
     }
+    await expectRollupsEqualRecords(org.id);
     await redate(org.id, starts);
 
     // What the month holds, as written: every protocol and form, cancelled streams (499), the crash's (500), cache hits.
@@ -253,6 +255,31 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     expect(edited.stderr).toMatch(new RegExp(`entry_balance_differs: entry ${invoice!.id}, request -: `));
     expect(edited.stderr).toMatch(new RegExp(`charge_differs: entry ${charge!.id}, request ${firstCut}: `));
   }, 120_000);
+
+  /**
+   * The daily rollups (written in each charge's statement, read by every report) equal the usage records they sum,
+   * to the nano-unit, group by group: before `redate`, which moves the records but not the rollups (a rollup is
+   * dated by the day its records were written).
+   */
+  async function expectRollupsEqualRecords(orgId: string) {
+    const sums = `count(*)::text as requests, count(*) filter (where cache_hit)::text as cache_hits,
+      count(*) filter (where status >= 400)::text as errors, sum(prompt_tokens)::text as prompt,
+      sum(completion_tokens)::text as completion, sum(cached_tokens)::text as cached,
+      sum(reasoning_tokens)::text as reasoning, sum(cost_nanos)::text as cost`;
+    const fromRecords = await fleet.sql.unsafe(
+      `select (created_at at time zone 'UTC')::date::text as day, key_id, project_id, model_id, ${sums}
+       from usage_records where org_id = $1 group by 1, 2, 3, 4 order by 1, 2, 3, 4`,
+      [orgId],
+    );
+    const fromRollups = await fleet.sql`
+      select day::text as day, key_id, project_id, model_id, requests::text as requests,
+        cache_hits::text as cache_hits, errors::text as errors, prompt_tokens::text as prompt,
+        completion_tokens::text as completion, cached_tokens::text as cached, reasoning_tokens::text as reasoning,
+        cost_nanos::text as cost
+      from usage_daily where org_id = ${orgId} and not batch order by 1, 2, 3, 4`;
+    expect(fromRecords.length).toBeGreaterThan(0);
+    expect([...fromRollups]).toEqual([...fromRecords]);
+  }
 
   /** The month's export and the months either side: each record and entry in exactly one, each tied to its cause. */
   async function checkExports(gateway: GatewayProcess, orgId: string, recordCount: number) {
