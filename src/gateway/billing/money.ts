@@ -65,6 +65,30 @@ export interface TokenPrice {
   outputPerToken: bigint;
 }
 
+/** What a prompt token the engine read from its prefix cache costs: the cached-input price, else the input price. */
+export function cachedInputPrice(price: TokenPrice): bigint {
+  return price.cachedInputPerToken ?? price.inputPerToken;
+}
+
+/**
+ * A model's prices as every surface shows them: per million tokens as decimal strings, and per token in nano-units
+ * (integers as strings), so nothing is lost to floats; the cached-input price filled in as it is billed.
+ *
+ * @example
+ * shownPrice({ inputPerToken: 150n, outputPerToken: 600n }).cachedInputPerMillion; // "0.15"
+ */
+export function shownPrice(price: TokenPrice) {
+  const cached = cachedInputPrice(price);
+  return {
+    inputPerMillion: pricePerMillion(price.inputPerToken),
+    cachedInputPerMillion: pricePerMillion(cached),
+    outputPerMillion: pricePerMillion(price.outputPerToken),
+    inputNanosPerToken: price.inputPerToken.toString(),
+    cachedInputNanosPerToken: cached.toString(),
+    outputNanosPerToken: price.outputPerToken.toString(),
+  };
+}
+
 /**
  * The exact cost of a request: its uncached prompt tokens at the input price,
  * its cached ones (the engine read them from its prefix cache) at the
@@ -82,7 +106,7 @@ export function costOf(
   const uncached = BigInt(usage.promptTokens) - cached;
   return (
     uncached * price.inputPerToken +
-    cached * (price.cachedInputPerToken ?? price.inputPerToken) +
+    cached * cachedInputPrice(price) +
     BigInt(usage.completionTokens) * price.outputPerToken
   );
 }

@@ -8,7 +8,7 @@
  */
 import type { NodeRow, ProfileRow } from '../../platform/clusters/service.js';
 import type { EngineStatus } from '../../gateway/engines/types.js';
-import { formatAmount, pricePerMillion } from '../../gateway/billing/money.js';
+import { formatAmount, shownPrice } from '../../gateway/billing/money.js';
 import type { LedgerEntry } from '../../gateway/billing/wallet.js';
 import type { ModelRow, PriceRow } from '../../gateway/catalog/service.js';
 import { keyStatus, type KeyRow } from '../../gateway/keys/service.js';
@@ -84,6 +84,13 @@ export function keyView(key: KeyRow, now = new Date()) {
   };
 }
 
+/** A price's per-million fields as the operator API names them. */
+const perMillion = (shown: ReturnType<typeof shownPrice>) => ({
+  input_per_million: shown.inputPerMillion,
+  cached_input_per_million: shown.cachedInputPerMillion,
+  output_per_million: shown.outputPerMillion,
+});
+
 export function operatorModelView(model: ModelRow, price: PriceRow | null) {
   return {
     id: model.id,
@@ -94,27 +101,20 @@ export function operatorModelView(model: ModelRow, price: PriceRow | null) {
     context_length: model.contextLength,
     enabled: model.enabled,
     created_at: iso(model.createdAt),
-    price: price
-      ? {
-          input_per_million: pricePerMillion(price.inputPerToken),
-          cached_input_per_million: pricePerMillion(price.cachedInputPerToken ?? price.inputPerToken),
-          output_per_million: pricePerMillion(price.outputPerToken),
-        }
-      : null,
+    price: price ? perMillion(shownPrice(price)) : null,
   };
 }
 
 export function priceView(price: PriceRow, currency: string) {
+  const shown = shownPrice(price);
   return {
     object: 'price' as const,
     model_id: price.modelId,
     currency,
-    input_per_million: pricePerMillion(price.inputPerToken),
-    cached_input_per_million: pricePerMillion(price.cachedInputPerToken ?? price.inputPerToken),
-    output_per_million: pricePerMillion(price.outputPerToken),
-    input_nanos_per_token: price.inputPerToken.toString(),
-    cached_input_nanos_per_token: (price.cachedInputPerToken ?? price.inputPerToken).toString(),
-    output_nanos_per_token: price.outputPerToken.toString(),
+    ...perMillion(shown),
+    input_nanos_per_token: shown.inputNanosPerToken,
+    cached_input_nanos_per_token: shown.cachedInputNanosPerToken,
+    output_nanos_per_token: shown.outputNanosPerToken,
     updated_at: iso(price.updatedAt),
   };
 }

@@ -1,5 +1,5 @@
 import { type Context, Hono } from 'hono';
-import { pricePerMillion } from '../../gateway/billing/money.js';
+import { shownPrice } from '../../gateway/billing/money.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import type { V1Deps } from './deps.js';
 
@@ -12,21 +12,24 @@ async function pricing(c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> 
   return c.json({
     object: 'list',
     currency: deps.config.currency,
-    data: rows.map(({ model, price }) => ({
-      object: 'model_price',
-      model: model.id,
-      display_name: model.displayName,
-      hf_repo_id: model.hfRepoId,
-      task_type: model.taskType,
-      input_per_million_tokens: pricePerMillion(price.inputPerToken),
-      // Prompt tokens the engine read from its prefix cache; the input price unless the operator set one.
-      cached_input_per_million_tokens: pricePerMillion(price.cachedInputPerToken ?? price.inputPerToken),
-      output_per_million_tokens: pricePerMillion(price.outputPerToken),
-      input_nanos_per_token: price.inputPerToken.toString(),
-      cached_input_nanos_per_token: (price.cachedInputPerToken ?? price.inputPerToken).toString(),
-      output_nanos_per_token: price.outputPerToken.toString(),
-      updated_at: price.updatedAt.toISOString(),
-    })),
+    data: rows.map(({ model, price }) => {
+      const shown = shownPrice(price);
+      return {
+        object: 'model_price',
+        model: model.id,
+        display_name: model.displayName,
+        hf_repo_id: model.hfRepoId,
+        task_type: model.taskType,
+        input_per_million_tokens: shown.inputPerMillion,
+        // Prompt tokens the engine read from its prefix cache; the input price unless the operator set one.
+        cached_input_per_million_tokens: shown.cachedInputPerMillion,
+        output_per_million_tokens: shown.outputPerMillion,
+        input_nanos_per_token: shown.inputNanosPerToken,
+        cached_input_nanos_per_token: shown.cachedInputNanosPerToken,
+        output_nanos_per_token: shown.outputNanosPerToken,
+        updated_at: price.updatedAt.toISOString(),
+      };
+    }),
   });
 }
 
