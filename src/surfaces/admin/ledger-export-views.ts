@@ -1,38 +1,7 @@
-import { Readable } from 'node:stream';
 import type { ExportedEntry, ExportedUsage, LedgerStream } from '../../gateway/billing/ledger-export.js';
 import { formatAmount } from '../../gateway/billing/money.js';
-import { csvStream } from '../../shared/http/csv.js';
-
-/** How much text a chunk of a streamed export gathers before it is sent. */
-const CHUNK_CHARS = 64 * 1024;
-
-/**
- * Text made by `parts`, sent as it is made, a chunk at a time and only as fast as the client reads (the stream
- * pulls): memory holds a chunk and a page of the export, whatever the window. A failure past the first byte cuts
- * the body short (the status is sent already), which a JSON reader sees as invalid. A `chunkChars` of 1 sends
- * each part as it comes (a progress line).
- */
-export function textStream(parts: AsyncGenerator<string>, chunkChars = CHUNK_CHARS): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let chunk = '';
-      while (chunk.length < chunkChars) {
-        const next = await parts.next();
-        if (next.done) {
-          if (chunk) controller.enqueue(encoder.encode(chunk));
-          controller.close();
-          return;
-        }
-        chunk += next.value;
-      }
-      controller.enqueue(encoder.encode(chunk));
-    },
-    async cancel() {
-      await parts.return(undefined);
-    },
-  });
-}
+import { csvLines } from '../../shared/http/csv.js';
+import { textStream } from '../../shared/http/text-stream.js';
 
 /** The JSON export, `wallet.ledger_export`, written as its rows are read: its balances first, then `entries`, then `usage`. */
 export async function* ledgerJson(x: LedgerStream, currency: string): AsyncGenerator<string> {
@@ -134,21 +103,18 @@ const usageCells = (u: ExportedUsage): unknown[] => [
 ];
 
 /**
- * The CSV export, written as its rows are read: one row per ledger entry (with its charge's usage record), then one
- * per usage record that cost nothing. Amounts as integers (bigint: never read as formulas).
+ * The CSV export, written as its rows are read and only as fast as the client reads them: one row per ledger
+ * entry (with its charge's usage record), then one per usage record that cost nothing. Amounts as integers
+ * (bigint: never read as formulas).
  */
-export function ledgerCsv(x: LedgerStream): ReadableStream {
-  const csv = csvStream(CSV_COLUMNS);
-  const write = async (row: unknown[]) => {
-    if (!csv.write(row)) await new Promise((resolve) => csv.once('drain', resolve));
-  };
-  void (async () => {
-    for await (const { entry: e, usage } of x.entries()) {
-      const head = [e.id, e.createdAt.toISOString(), e.kind, e.amount, e.balanceAfter, e.note];
-      await write(usage ? [...head, ...usageCells(usage)] : [...head, e.requestId]);
-    }
-    for await (const u of x.freeUsage()) await write([null, null, null, null, null, null, ...usageCells(u)]);
-    csv.end();
-  })().catch((error: unknown) => csv.destroy(error as Error));
-  return Readable.toWeb(csv) as ReadableStream;
+export function ledgerCsv(x: LedgerStream): ReadableStream<Uint8Array> {
+  return textStream(csvLines(CSV_COLUMNS, ledgerCsvRows(x)));
+}
+
+async function* ledgerCsvRows(x: LedgerStream): AsyncGenerator<unknown[]> {
+  for await (const { entry: e, usage } of x.entries()) {
+    const head = [e.id, e.createdAt.toISOString(), e.kind, e.amount, e.balanceAfter, e.note];
+    yield usage ? [...head, ...usageCells(usage)] : [...head, e.requestId];
+  }
+  for await (const u of x.freeUsage()) yield [null, null, null, null, null, null, ...usageCells(u)];
 }

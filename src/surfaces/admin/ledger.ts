@@ -3,7 +3,8 @@ import { parseWindow } from '../../platform/costs/window.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { AdminDeps } from './deps.js';
-import { ledgerCsv, ledgerJson, textStream } from './ledger-export-views.js';
+import { textStream } from '../../shared/http/text-stream.js';
+import { ledgerCsv, ledgerJson } from './ledger-export-views.js';
 import { verificationLines, verificationView } from './wallet-verify.js';
 
 /** How long a verification or export waits for this process's journaled charges to reach PostgreSQL. */

@@ -1,10 +1,10 @@
-import { Readable } from 'node:stream';
 import { Hono } from 'hono';
 import { formatAmount } from '../../gateway/billing/money.js';
 import { decodeCursor, encodeCursor, type UsageCursor } from '../../gateway/billing/usage-reports.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
-import { csvStream } from '../../shared/http/csv.js';
+import { csvLines } from '../../shared/http/csv.js';
 import { describeError } from '../../shared/http/log.js';
+import { textStream } from '../../shared/http/text-stream.js';
 import { UsagePage } from './usage-pages.js';
 import { readWindow } from './window.js';
 import type { PortalSession } from './session.js';
@@ -64,7 +64,7 @@ export function usageRoutes(deps: PortalDeps, session: PortalSession): Hono<Gate
     const keyNames = new Map((await deps.keys.list(actor.orgId)).map((k) => [k.id, k.name]));
     const scope = { orgId: actor.orgId, from: window.from, to: window.to };
     const currency = deps.config.currency;
-    const csv = csvStream([
+    const columns = [
       'time_utc',
       'request_id',
       'key_id',
@@ -81,14 +81,13 @@ export function usageRoutes(deps: PortalDeps, session: PortalSession): Hono<Gate
       // Added last, so the earlier columns keep their places: of prompt_tokens and of completion_tokens.
       'cached_tokens',
       'reasoning_tokens',
-    ]);
-    // Written page by page as the database gives them: a long window is never held whole in memory.
-    void writeUsageCsv(csv, { deps, scope, keyNames, currency }).catch((error: unknown) => {
-      deps.log.error('usage CSV failed', { requestId: c.get('requestId'), ...describeError(error) });
-      csv.destroy(error as Error);
-    });
+    ];
+    // Read page by page as the client reads: a long window is never held whole in memory.
+    const rows = usageCsvRows({ deps, scope, keyNames, currency }, (error) =>
+      deps.log.error('usage CSV failed', { requestId: c.get('requestId'), ...describeError(error) }),
+    );
     const name = `tollgate-usage-${window.from.toISOString().slice(0, 10)}-to-${new Date(window.to.getTime() - 86_400_000).toISOString().slice(0, 10)}.csv`;
-    return c.body(Readable.toWeb(csv) as ReadableStream, 200, {
+    return c.body(textStream(csvLines(columns, rows)), 200, {
       'content-type': 'text/csv; charset=utf-8',
       'content-disposition': `attachment; filename="${name}"`,
     });
@@ -96,9 +95,11 @@ export function usageRoutes(deps: PortalDeps, session: PortalSession): Hono<Gate
   return usage;
 }
 
-/** Writes the window's requests into `csv` a thousand at a time, waiting for the reader when it is behind; ends it. */
-async function writeUsageCsv(
-  csv: ReturnType<typeof csvStream>,
+/**
+ * The window's requests as CSV rows, a thousand read at a time as they are asked for. A failure is logged (the
+ * answer's status is sent already) and ends the download short.
+ */
+async function* usageCsvRows(
   {
     deps,
     scope,
@@ -110,31 +111,35 @@ async function writeUsageCsv(
     keyNames: Map<string, string>;
     currency: string;
   },
-): Promise<void> {
+  failed: (error: unknown) => void,
+): AsyncGenerator<unknown[]> {
   let after: UsageCursor | undefined;
-  do {
-    const page = await deps.usageReports.requests({ ...scope, limit: 1_000, after });
-    for (const r of page.records) {
-      const row = [
-        r.createdAt.toISOString(),
-        r.id,
-        r.keyId,
-        keyNames.get(r.keyId) ?? '',
-        r.projectId ?? '',
-        r.modelId,
-        r.endpoint,
-        r.status,
-        r.promptTokens,
-        r.completionTokens,
-        formatAmount(r.cost),
-        currency,
-        r.cacheHit,
-        r.cachedTokens,
-        r.reasoningTokens,
-      ];
-      if (!csv.write(row)) await new Promise((resolve) => csv.once('drain', resolve));
-    }
-    after = page.next ?? undefined;
-  } while (after);
-  csv.end();
+  try {
+    do {
+      const page = await deps.usageReports.requests({ ...scope, limit: 1_000, after });
+      for (const r of page.records) {
+        yield [
+          r.createdAt.toISOString(),
+          r.id,
+          r.keyId,
+          keyNames.get(r.keyId) ?? '',
+          r.projectId ?? '',
+          r.modelId,
+          r.endpoint,
+          r.status,
+          r.promptTokens,
+          r.completionTokens,
+          formatAmount(r.cost),
+          currency,
+          r.cacheHit,
+          r.cachedTokens,
+          r.reasoningTokens,
+        ];
+      }
+      after = page.next ?? undefined;
+    } while (after);
+  } catch (error) {
+    failed(error);
+    throw error;
+  }
 }
