@@ -1,4 +1,4 @@
-import { printable } from '../output.js';
+import { printable } from '../surfaces/cli/output.js';
 
 /**
  * What the terminal shows. The model's text is untrusted for a terminal (an

@@ -1,4 +1,4 @@
-import { pricePerMillion } from '../../../gateway/billing/money.js';
+import { pricePerMillion } from '../gateway/billing/money.js';
 import { isMode, MODES } from './approval.js';
 import { money, type UsageRow } from './gateway.js';
 import type { Agent } from './loop.js';

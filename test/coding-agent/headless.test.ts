@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../../../helpers/gateway.js';
-import { until } from '../../../helpers/wait.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { until } from '../helpers/wait.js';
 import { agent, type AgentRun } from './agent-process.js';
 import { type ScriptedUpstream, startScriptedUpstream } from './scripted-upstream.js';
 

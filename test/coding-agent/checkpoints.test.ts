@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Checkpoints } from '../../../../src/surfaces/cli/code/checkpoints.js';
+import { Checkpoints } from '../../src/coding-agent/checkpoints.js';
 
 // /undo's checkpoints: one per turn that changed files, each file as it was before the turn's first change.
 describe('checkpoints for /undo', () => {

@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../../../src/sim/index.js';
-import { startTestGateway, type TestGateway } from '../../../helpers/gateway.js';
+import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { agent, type AgentRun } from './agent-process.js';
 
 // A turn's cost as the agent prints it is the gateway's charge to the nano-unit, its prompt's cached tokens (the

@@ -2,9 +2,9 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decide } from '../../../../src/surfaces/cli/code/approval.js';
-import { McpTrust, readMcpConfig } from '../../../../src/surfaces/cli/code/mcp-config.js';
-import { mcpAnswer } from '../../../../src/surfaces/cli/code/tools/mcp-tools.js';
+import { decide } from '../../src/coding-agent/approval.js';
+import { McpTrust, readMcpConfig } from '../../src/coding-agent/mcp-config.js';
+import { mcpAnswer } from '../../src/coding-agent/tools/mcp-tools.js';
 
 describe('MCP pieces', () => {
   let folder: string;

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { repoRoot } from '../../../helpers/processes.js';
+import { repoRoot } from '../helpers/processes.js';
 
 /** A running `tollgate code`, its output as it arrives. */
 export interface AgentRun {

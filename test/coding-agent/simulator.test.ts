@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../../../helpers/gateway.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { agent, type AgentRun } from './agent-process.js';
 
 // `tollgate code -p` through the real gateway on the simulator in its scripted

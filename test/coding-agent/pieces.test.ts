@@ -2,11 +2,11 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { money, turnCharge } from '../../../../src/surfaces/cli/code/gateway.js';
-import { renderDiff } from '../../../../src/surfaces/cli/code/diff.js';
-import { clean, cut, painter } from '../../../../src/surfaces/cli/code/render.js';
-import { duration, withinTime, worked } from '../../../../src/surfaces/cli/code/status-line.js';
-import { SessionStore } from '../../../../src/surfaces/cli/code/sessions.js';
+import { money, turnCharge } from '../../src/coding-agent/gateway.js';
+import { renderDiff } from '../../src/coding-agent/diff.js';
+import { clean, cut, painter } from '../../src/coding-agent/render.js';
+import { duration, withinTime, worked } from '../../src/coding-agent/status-line.js';
+import { SessionStore } from '../../src/coding-agent/sessions.js';
 
 describe('sessions on disk', () => {
   let folder: string;

@@ -2,11 +2,11 @@ import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decide, scopeOf, SessionApprovals } from '../../../../src/surfaces/cli/code/approval.js';
-import { DEFAULT_LIMITS, limitsFrom } from '../../../../src/surfaces/cli/code/limits.js';
-import { painter } from '../../../../src/surfaces/cli/code/render.js';
-import { prepare, ripgrepPath, type ToolContext } from '../../../../src/surfaces/cli/code/tools/index.js';
-import { prepareSearch } from '../../../../src/surfaces/cli/code/tools/search.js';
+import { decide, scopeOf, SessionApprovals } from '../../src/coding-agent/approval.js';
+import { DEFAULT_LIMITS, limitsFrom } from '../../src/coding-agent/limits.js';
+import { painter } from '../../src/coding-agent/render.js';
+import { prepare, ripgrepPath, type ToolContext } from '../../src/coding-agent/tools/index.js';
+import { prepareSearch } from '../../src/coding-agent/tools/search.js';
 
 describe('the agent tools, on a temporary project', () => {
   let tmp: string;

@@ -3,10 +3,10 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../../../helpers/gateway.js';
-import { repoRoot } from '../../../helpers/processes.js';
-import { requireServices } from '../../../helpers/services.js';
-import { until } from '../../../helpers/wait.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { repoRoot } from '../helpers/processes.js';
+import { requireServices } from '../helpers/services.js';
+import { until } from '../helpers/wait.js';
 import { type ScriptedUpstream, startScriptedUpstream } from './scripted-upstream.js';
 
 const tmuxPath = ['/usr/bin/tmux', '/usr/local/bin/tmux'].find((file) => {

@@ -1,9 +1,9 @@
-import { type Charge, chargeFor } from '../../../gateway/billing/holds.js';
-import { formatAmount, type TokenPrice } from '../../../gateway/billing/money.js';
-import type { TokenBounds } from '../../../gateway/billing/token-bounds.js';
-import type { TokenUsage } from '../../../gateway/billing/token-usage.js';
-import { createClient } from '../client.js';
-import type { CliSettings } from '../settings.js';
+import { type Charge, chargeFor } from '../gateway/billing/holds.js';
+import { formatAmount, type TokenPrice } from '../gateway/billing/money.js';
+import type { TokenBounds } from '../gateway/billing/token-bounds.js';
+import type { TokenUsage } from '../gateway/billing/token-usage.js';
+import { createClient } from '../surfaces/cli/client.js';
+import type { CliSettings } from '../surfaces/cli/settings.js';
 
 export interface ModelInfo {
   id: string;

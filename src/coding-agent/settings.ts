@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseAmount } from '../../../gateway/billing/money.js';
-import { UsageError } from '../errors.js';
-import { resolveKeySettings, type CliSettings } from '../settings.js';
+import { parseAmount } from '../gateway/billing/money.js';
+import { UsageError } from '../surfaces/cli/errors.js';
+import { resolveKeySettings, type CliSettings } from '../surfaces/cli/settings.js';
 import { isMode, type Mode } from './approval.js';
 import { type AgentLimits, limitsFrom } from './limits.js';
 

@@ -1,4 +1,4 @@
-import { formatAmount } from '../../../gateway/billing/money.js';
+import { formatAmount } from '../gateway/billing/money.js';
 import type { Agent } from './loop.js';
 import { jsonText, type OutputFormat } from './view-headless.js';
 

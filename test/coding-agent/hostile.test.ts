@@ -2,10 +2,10 @@ import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { prepare } from '../../../../src/surfaces/cli/code/tools/index.js';
-import { DEFAULT_LIMITS } from '../../../../src/surfaces/cli/code/limits.js';
-import { painter } from '../../../../src/surfaces/cli/code/render.js';
-import { startTestGateway, type TestGateway } from '../../../helpers/gateway.js';
+import { prepare } from '../../src/coding-agent/tools/index.js';
+import { DEFAULT_LIMITS } from '../../src/coding-agent/limits.js';
+import { painter } from '../../src/coding-agent/render.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { agent, type AgentRun } from './agent-process.js';
 import { type ScriptedUpstream, startScriptedUpstream } from './scripted-upstream.js';
 

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { parseArgs } from 'node:util';
-import { ApiError, CliError, UsageError } from '../errors.js';
-import type { Io } from '../terminal.js';
+import { ApiError, CliError, UsageError } from '../surfaces/cli/errors.js';
+import type { Io } from '../surfaces/cli/terminal.js';
 import { projectContext } from './context.js';
 import { gatewayOf } from './gateway.js';
 import { headless } from './headless.js';

@@ -4,8 +4,8 @@ import type {
   ChatCompletionFunctionTool,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
-import type { TokenUsage } from '../../../gateway/billing/token-usage.js';
-import { usageFrom } from '../../../gateway/proxy/token-counts.js';
+import type { TokenUsage } from '../gateway/billing/token-usage.js';
+import { usageFrom } from '../gateway/proxy/token-counts.js';
 
 /** What one model call answered, streamed to the end (or to a cancel). */
 export interface ModelAnswer {

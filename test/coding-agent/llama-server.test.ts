@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../../../helpers/gateway.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import {
   type Exchange,
   llamaServerMissing,
@@ -10,10 +10,10 @@ import {
   recordingProxy,
   reportedUsage,
   startLlamaServer,
-} from '../../../helpers/llama-server.js';
-import { repoRoot } from '../../../helpers/processes.js';
-import { skippedWithout } from '../../../helpers/skips.js';
-import { until } from '../../../helpers/wait.js';
+} from '../helpers/llama-server.js';
+import { repoRoot } from '../helpers/processes.js';
+import { skippedWithout } from '../helpers/skips.js';
+import { until } from '../helpers/wait.js';
 import { agent } from './agent-process.js';
 
 /**

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { requireServices } from '../../../helpers/services.js';
-import { until } from '../../../helpers/wait.js';
+import { requireServices } from '../helpers/services.js';
+import { until } from '../helpers/wait.js';
 
 /** tmux's path, or null when it is not installed (the tmux tests skip, and fail under REQUIRE_SERVICES=1). */
 export const tmuxPath =

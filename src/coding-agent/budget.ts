@@ -1,4 +1,4 @@
-import { costOf, pricePerMillion } from '../../../gateway/billing/money.js';
+import { costOf, pricePerMillion } from '../gateway/billing/money.js';
 import { type Gateway, money, type Price } from './gateway.js';
 import type { AgentLimits } from './limits.js';
 import { AgentStop } from './model.js';

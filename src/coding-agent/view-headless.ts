@@ -1,4 +1,4 @@
-import { formatAmount } from '../../../gateway/billing/money.js';
+import { formatAmount } from '../gateway/billing/money.js';
 import { figuresLine } from './view-terminal.js';
 import { clean } from './render.js';
 import type { View } from './view.js';

@@ -1,6 +1,6 @@
 import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { clampUsage } from '../../../gateway/billing/token-bounds.js';
+import { clampUsage } from '../gateway/billing/token-bounds.js';
 import type { Mode } from './approval.js';
 import { decide, scopeOf, SessionApprovals } from './approval.js';
 import { Checkpoints } from './checkpoints.js';
