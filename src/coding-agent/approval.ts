@@ -1,4 +1,5 @@
 import type { ToolKind } from './tools/index.js';
+import { type PreparedCall, ToolRefusal } from './tools/types.js';
 
 /**
  * Approval modes (Gemini CLI's names): `ask` reads run, every edit and
@@ -87,4 +88,31 @@ export class SessionApprovals {
   clear(): void {
     this.keys.clear();
   }
+}
+
+/** A question to the person (the view's `ask`): `scope` is what a "yes for this session" would cover. */
+export type Ask = (question: string, signal: AbortSignal, scope: Scope | null) => Promise<Answer>;
+
+/**
+ * A prepared call through its mode: run, refused (a `ToolRefusal`, its reason the model's answer), or asked,
+ * unless the person said "yes for this session" to the tool (or the command's prefix) already. A call outside the
+ * project is asked every time: a session's yes is about the project.
+ *
+ * @example
+ * await approveCall({ mode: 'ask', approvals, ask: view.ask }, 'run_command', call, signal);
+ */
+export async function approveCall(
+  by: { mode: Mode; approvals: SessionApprovals; ask: Ask },
+  name: string,
+  call: Pick<PreparedCall, 'kind' | 'outside' | 'command'>,
+  signal: AbortSignal,
+): Promise<void> {
+  const verdict = decide(by.mode, call.kind, call.outside);
+  if (verdict.outcome === 'refuse') throw new ToolRefusal(verdict.reason);
+  if (verdict.outcome === 'run') return;
+  if (call.outside.length === 0 && by.approvals.allows(name, call.command)) return;
+  const scope = call.outside.length === 0 ? scopeOf(name, call.command) : null;
+  const answer = await by.ask(verdict.question, signal, scope);
+  if (answer === 'no') throw new ToolRefusal('the user declined this call');
+  if (answer === 'session' && scope) by.approvals.allow(scope);
 }

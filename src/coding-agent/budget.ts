@@ -1,5 +1,6 @@
 import { costOf, pricePerMillion } from '../gateway/billing/money.js';
-import { type Gateway, money, type Price } from './gateway.js';
+import { money } from './cost.js';
+import type { Gateway, Price } from './gateway.js';
 import type { AgentLimits } from './limits.js';
 import { AgentStop } from './model.js';
 

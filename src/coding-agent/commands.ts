@@ -1,6 +1,7 @@
 import { pricePerMillion } from '../gateway/billing/money.js';
 import { isMode, MODES } from './approval.js';
-import { money, type UsageRow } from './gateway.js';
+import { money } from './cost.js';
+import type { UsageRow } from './gateway.js';
 import type { Agent } from './loop.js';
 import { projectContext } from './context.js';
 import { clean } from './render.js';

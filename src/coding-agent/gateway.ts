@@ -1,7 +1,3 @@
-import { type Charge, chargeFor } from '../gateway/billing/holds.js';
-import { formatAmount, type TokenPrice } from '../gateway/billing/money.js';
-import type { TokenBounds } from '../gateway/billing/token-bounds.js';
-import type { TokenUsage } from '../gateway/billing/token-usage.js';
 import { createClient } from '../surfaces/cli/client.js';
 import type { CliSettings } from '../surfaces/cli/settings.js';
 
@@ -107,31 +103,3 @@ export interface UsageRow {
 
 /** Pages of usage records read for `/cost` (500 records a page). */
 const USAGE_PAGES = 20;
-
-/**
- * A call's charge by the gateway's own rule (`billing/holds.ts`'s `chargeFor`): the engine's usage held to the call's
- * bounds (the body's bytes, its `max_tokens`), cached prompt tokens at the cached-input price, reasoning as output,
- * never above the hold. Null when the gateway lists no price for the model.
- */
-export function turnCharge(
-  reported: TokenUsage,
-  call: { bounds: TokenBounds; holdNanos: bigint | null },
-  price: Price | undefined,
-): Charge | null {
-  if (!price || call.holdNanos === null) return null;
-  return chargeFor(reported, { bounds: call.bounds, holdNanos: call.holdNanos }, tokenPriceOf(price));
-}
-
-/** The price as the gateway's billing reads it. */
-export function tokenPriceOf(price: Price): TokenPrice {
-  return {
-    inputPerToken: price.inputNanosPerToken,
-    cachedInputPerToken: price.cachedInputNanosPerToken,
-    outputPerToken: price.outputNanosPerToken,
-  };
-}
-
-/** `1234567n` → `0.001234567 USD`. */
-export function money(nanos: bigint, currency: string): string {
-  return `${formatAmount(nanos)} ${currency}`;
-}

@@ -1,4 +1,4 @@
-import { money } from './gateway.js';
+import { money } from './cost.js';
 import type { Agent } from './loop.js';
 import type { Paint } from './render.js';
 

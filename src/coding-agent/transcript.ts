@@ -1,5 +1,5 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { money } from './gateway.js';
+import { money } from './cost.js';
 import { clean, type Paint } from './render.js';
 import type { Session } from './sessions.js';
 

@@ -1,4 +1,4 @@
-import { money } from './gateway.js';
+import { money } from './cost.js';
 import { markdownStream } from './markdown.js';
 import { clean, type Paint, spinner } from './render.js';
 import type { TurnFigures, View } from './view.js';

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { money, turnCharge } from '../../src/coding-agent/gateway.js';
+import { money, turnCharge } from '../../src/coding-agent/cost.js';
 import { renderDiff } from '../../src/coding-agent/diff.js';
 import { clean, cut, painter } from '../../src/coding-agent/render.js';
 import { duration, withinTime, worked } from '../../src/coding-agent/status-line.js';
