@@ -5,7 +5,7 @@ import type { Io } from '../surfaces/cli/terminal.js';
 import { projectContext } from './context.js';
 import { gatewayOf } from './gateway.js';
 import { headless } from './headless.js';
-import { interactive } from './interactive.js';
+import { interactive, openPrompt } from './interactive.js';
 import { WalletGuard } from './budget.js';
 import { Agent } from './loop.js';
 import { McpServers } from './mcp.js';
@@ -14,7 +14,6 @@ import { SessionStore, type Session } from './sessions.js';
 import { type AgentSettings, resolveAgentSettings, wantsColour } from './settings.js';
 import { headlessView, OUTPUT_FORMATS, type OutputFormat } from './view-headless.js';
 import { terminalView } from './view-terminal.js';
-import type { View } from './view.js';
 
 export const CODE_USAGE = `usage: tollgate code [-p TASK] [-m MODEL] [--approval ask|auto-edit|yolo|plan] [--output-format text|json|stream-json]
                      [--continue | --resume | --session ID] [--list-sessions] [--sessions-dir DIR] [--url URL] [--api-key KEY]
@@ -113,15 +112,6 @@ async function start(
   if (!resumed) session.messages.push({ role: 'system', content: await projectContext(root, settings.limits) });
   const interactiveRun = values.prompt === undefined;
   const paint = painter(interactiveRun && wantsColour(Boolean(process.stdout.isTTY)));
-  let ask: View['ask'] = () => Promise.resolve('no' as const);
-  const view = interactiveRun
-    ? terminalView(
-        (text) => process.stdout.write(text),
-        paint,
-        Boolean(process.stdout.isTTY),
-        (q, s, scope) => ask(q, s, scope),
-      )
-    : headlessView(format, io);
   const openai = new OpenAI({
     baseURL: `${settings.url}/v1`,
     apiKey: settings.token,
@@ -132,6 +122,11 @@ async function start(
   const mcp = new McpServers(root, settings.configDir, settings.limits);
   const tools = { root, limits: settings.limits, paint, mcp };
   const wallet = new WalletGuard(gateway, settings.limits, settings.walletWarnNanos, pricing.currency);
+  // Made in order: the prompt, the view that asks its approvals on it, the agent that shows on the view.
+  const prompt = interactiveRun ? openPrompt(root, paint) : null;
+  const view = prompt
+    ? terminalView((text) => process.stdout.write(text), paint, Boolean(process.stdout.isTTY), prompt.ask)
+    : headlessView(format, io);
   const agent = new Agent(
     {
       openai,
@@ -148,12 +143,12 @@ async function start(
     settings.approval,
   );
   try {
-    if (interactiveRun)
-      return await interactive(agent, paint, (fn) => (ask = fn), resumed ? 'resumed' : values.resume ? 'pick' : 'new');
+    if (prompt) return await interactive(agent, paint, prompt, resumed ? 'resumed' : values.resume ? 'pick' : 'new');
     // Nobody to ask with -p: a project's servers start only if trusted before (mcp.ts).
     await mcp.start((text) => view.notice(text), null);
     return await headless(agent, values.prompt!, format, io);
   } finally {
+    prompt?.close();
     await mcp.close();
   }
 }

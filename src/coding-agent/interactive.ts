@@ -1,4 +1,4 @@
-import { createInterface } from 'node:readline/promises';
+import { createInterface, type Interface } from 'node:readline/promises';
 import { terminalAsk } from './ask.js';
 import { mentionCompleter, taskText, terminalInput } from './input.js';
 import { withMentions } from './mentions.js';
@@ -9,6 +9,41 @@ import { clean, type Paint } from './render.js';
 import { statusLine, worked } from './status-line.js';
 import type { View } from './view.js';
 
+/** The person's terminal: the prompt's line editor, and its question for an approval (ask.ts). */
+export interface Prompt {
+  rl: Interface;
+  ask: View['ask'];
+  /** Closes the line editor and puts the terminal back (bracketed paste off, input.ts); once. */
+  close(): void;
+}
+
+/**
+ * Opens the prompt on this process's terminal, before the view that asks on
+ * it and the agent: `@path` completion in `root`.
+ *
+ * @example
+ * const prompt = openPrompt(root, paint);
+ * const view = terminalView(write, paint, true, prompt.ask);
+ */
+export function openPrompt(root: string, paint: Paint): Prompt {
+  const input = terminalInput(process.stdin, process.stdout);
+  const rl = createInterface({
+    input,
+    output: process.stdout,
+    terminal: true,
+    historySize: 200,
+    completer: mentionCompleter(root),
+  });
+  let open = true;
+  const close = () => {
+    if (!open) return;
+    open = false;
+    rl.close();
+    input.restore();
+  };
+  return { rl, ask: terminalAsk(rl, paint), close };
+}
+
 /**
  * The interactive session: a prompt, a task or a /command per line. Ctrl-C
  * while the agent works cancels the request (or command) in flight and
@@ -16,22 +51,15 @@ import type { View } from './view.js';
  * leaves. Ctrl-D leaves too. Answers the exit code.
  *
  * @example
- * process.exitCode = await interactive(agent, paint, setAsk, 'resumed');
+ * process.exitCode = await interactive(agent, paint, prompt, 'resumed');
  */
 export async function interactive(
   agent: Agent,
   paint: Paint,
-  setAsk: (ask: View['ask']) => void,
+  prompt: Prompt,
   start: 'new' | 'resumed' | 'pick' = 'new',
 ): Promise<number> {
-  const input = terminalInput(process.stdin, process.stdout);
-  const rl = createInterface({
-    input,
-    output: process.stdout,
-    terminal: true,
-    historySize: 200,
-    completer: mentionCompleter(agent.deps.tools.root),
-  });
+  const { rl, ask } = prompt;
   const say = (text: string) => process.stdout.write(`${text}\n`);
   let busy: AbortController | undefined;
   let armed = false;
@@ -52,8 +80,6 @@ export async function interactive(
     process.stdout.write(`\n${paint.dim('(Ctrl-C again, or /exit, to leave)')}\n`);
     rl.prompt();
   });
-  const ask = terminalAsk(rl, paint);
-  setAsk(ask);
   const question: Question = (prompt, signal) => rl.question(prompt, { signal });
   say(banner(agent, paint));
   const notice = (text: string) => say(paint.yellow(clean(text)));
@@ -93,8 +119,7 @@ export async function interactive(
       }
     }
   } finally {
-    rl.close();
-    input.restore();
+    prompt.close();
     say(`\n${paint.dim(`session ${agent.session.id} kept: resume with tollgate code --continue`)}`);
   }
 }
