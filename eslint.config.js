@@ -14,6 +14,16 @@ import path from 'node:path';
 /** The process at the top: every long-lived service made (`services.ts`), the app, the entry point. */
 const TOP = ['src/server', 'src/app.ts', 'src/main.ts', 'src/services.ts'];
 
+/** The coding agent, a program of its own that `tollgate code` (surfaces/cli/main.ts) starts. */
+const AGENT = 'src/coding-agent';
+/** The surfaces that serve routes: the coding agent calls them over HTTP, it imports none. */
+const SERVED_SURFACES = ['v1', 'api', 'auth', 'admin', 'portal', 'edge'].map((s) => `src/surfaces/${s}`);
+/** The CLI's files besides its dispatch: the plumbing the coding agent sits on, and the operator's commands. */
+const CLI_PLUMBING = ['args', 'client', 'errors', 'output', 'settings', 'terminal'].map(
+  (f) => `src/surfaces/cli/${f}.ts`,
+);
+const CLI_COMMANDS = ['src/surfaces/cli/commands', 'src/surfaces/cli/main.ts'];
+
 /**
  * The layers of src/, each importing only from those below it (CONTRIBUTING.md, "The layers"):
  * config <- shared <- gateway | platform <- surfaces <- server, services.ts, app.ts, main.ts.
@@ -26,22 +36,22 @@ function layerZones() {
   return [
     zone(
       'src/config',
-      ['src/shared', 'src/gateway', 'src/platform', 'src/surfaces', 'src/sim', ...TOP],
+      ['src/shared', 'src/gateway', 'src/platform', 'src/surfaces', 'src/sim', AGENT, ...TOP],
       'config/ is the bottom layer: it imports nothing else from src/.',
     ),
     zone(
       'src/shared',
-      ['src/gateway', 'src/platform', 'src/surfaces', 'src/sim', ...TOP],
+      ['src/gateway', 'src/platform', 'src/surfaces', 'src/sim', AGENT, ...TOP],
       'shared/ is plumbing: it imports only config/.',
     ),
     zone(
       'src/gateway',
-      ['src/platform', 'src/surfaces', ...TOP],
+      ['src/platform', 'src/surfaces', AGENT, ...TOP],
       'gateway/ imports only config/, shared/ and the simulator.',
     ),
     zone(
       'src/platform',
-      ['src/gateway', 'src/surfaces', 'src/sim', ...TOP],
+      ['src/gateway', 'src/surfaces', 'src/sim', AGENT, ...TOP],
       'platform/ imports only config/ and shared/.',
     ),
     zone(
@@ -52,8 +62,19 @@ function layerZones() {
     ),
     zone(
       'src/sim',
-      ['src/config', 'src/shared', 'src/gateway', 'src/platform', 'src/surfaces', ...TOP],
+      ['src/config', 'src/shared', 'src/gateway', 'src/platform', 'src/surfaces', AGENT, ...TOP],
       'sim/ is a program of its own: it imports nothing else from src/.',
+    ),
+    zone(
+      AGENT,
+      ['src/config', 'src/platform', 'src/sim', ...TOP, ...SERVED_SURFACES, ...CLI_COMMANDS],
+      "coding-agent/ is a program of its own on a key: it imports the gateway's price rule (gateway/billing/) and" +
+        " usage read (gateway/proxy/token-counts.ts), and the CLI's plumbing (client, errors, settings, terminal).",
+    ),
+    zone(
+      [...SERVED_SURFACES, 'src/surfaces/cli/commands', ...CLI_PLUMBING],
+      AGENT,
+      "Only the CLI's dispatch (surfaces/cli/main.ts) starts the coding agent; the agent sits on the CLI's plumbing.",
     ),
   ];
 }
@@ -179,6 +200,7 @@ export default defineConfig(
     rules: {
       'import-x/no-restricted-paths': ['error', { zones: layerZones() }],
       'import-x/no-cycle': 'error',
+      // Circles of any kind, type-only imports counted (importCircles, above).
       'tollgate/import-circles': 'error',
     },
   },
@@ -191,8 +213,8 @@ export default defineConfig(
       'src/main.ts',
       'src/sim/main.ts',
       'src/surfaces/cli/settings.ts',
-      'src/surfaces/cli/code/settings.ts',
-      'src/surfaces/cli/code/tools/index.ts',
+      'src/coding-agent/settings.ts',
+      'src/coding-agent/tools/index.ts',
     ],
     rules: {
       'no-restricted-properties': [

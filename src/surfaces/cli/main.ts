@@ -3,7 +3,7 @@ import { type ClientOptions, createClient } from './client.js';
 import type { Command } from './commands/command.js';
 import { closestCommand, COMMANDS, findCommand, usageOf } from './commands/index.js';
 import packageJson from '../../../package.json' with { type: 'json' };
-import { CODE_USAGE, runCode } from './code/index.js';
+import { CODE_USAGE, runCode } from '../../coding-agent/index.js';
 import { ApiError, CliError, UsageError } from './errors.js';
 import { keySettingsIfGiven, resolveKeySettings, resolveSettings } from './settings.js';
 import type { Input, Io } from './terminal.js';
