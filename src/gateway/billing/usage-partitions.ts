@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
+import type { Logger } from '../../shared/http/log.js';
 
 /**
  * Usage records are partitioned by month of `created_at`, UTC (migration 0025): `usage_records_y2026m11` holds
@@ -16,6 +17,9 @@ const PARTITIONS_LOCK_ID = 7_110_472_069;
 export const MONTHS_AHEAD = 2;
 /** A drop waits this long for the table's lock, then gives up until the next run, rather than queue writers behind it. */
 const DROP_LOCK_TIMEOUT = '5s';
+
+/** How often a gateway keeps the months: the next ones created, those past retention dropped. */
+const KEEP_INTERVAL_MS = 86_400_000;
 
 const PARTITION_NAME = /^usage_records_y(\d{4})m(\d{2})$/;
 
@@ -50,13 +54,13 @@ export async function usagePartitions(db: Database): Promise<Array<{ name: strin
 export async function ensureUsagePartitions(db: Database, now = new Date()): Promise<string[]> {
   return db.transaction(async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(${PARTITIONS_LOCK_ID})`);
-    const existing = new Set((await usagePartitions(tx as unknown as Database)).map((p) => p.name));
+    const existing = new Set((await usagePartitions(tx)).map((p) => p.name));
     const created: string[] = [];
     for (let i = 0; i <= MONTHS_AHEAD; i++) {
       const from = monthStart(now, i);
       const name = partitionName(from);
       if (existing.has(name)) continue;
-      await createMonth(tx as unknown as Database, name, from, monthStart(from, 1));
+      await createMonth(tx, name, from, monthStart(from, 1));
       created.push(name);
     }
     return created;
@@ -100,7 +104,9 @@ export async function dropExpiredUsageDetail(db: Database, retentionMonths: numb
       await tx.execute(sql.raw(`set local lock_timeout = '${DROP_LOCK_TIMEOUT}'`));
       const table = sql.identifier(partition.name);
       // Another replica dropped it meanwhile.
-      const [there] = rowsOf<{ ok: boolean }>(await tx.execute(sql`select to_regclass(${partition.name}) is not null as ok`));
+      const [there] = rowsOf<{ ok: boolean }>(
+        await tx.execute(sql`select to_regclass(${partition.name}) is not null as ok`),
+      );
       if (!there?.ok) return false;
       await tx.execute(sql`insert into usage_detail_horizon (id, kept_from, through_entry_id)
         select 1, ${end.toISOString()}::timestamptz, coalesce(max(l.id), 0)
@@ -114,6 +120,26 @@ export async function dropExpiredUsageDetail(db: Database, retentionMonths: numb
     if (done) dropped.push(partition.name);
   }
   return dropped;
+}
+
+/**
+ * Keeps the months now and then daily (a failure is logged and tried again the next day: the months ahead leave
+ * weeks to spare). Returns what stops it.
+ */
+export async function keepUsageMonths(db: Database, retentionMonths: number, log: Logger) {
+  const keep = async () => {
+    try {
+      await ensureUsagePartitions(db);
+      const dropped = await dropExpiredUsageDetail(db, retentionMonths);
+      if (dropped.length > 0) log.info('usage records past retention dropped', { partitions: dropped.join(' ') });
+    } catch (error) {
+      log.warn('keeping the usage records by month failed', { detail: (error as Error).message });
+    }
+  };
+  await keep();
+  const timer = setInterval(() => void keep(), KEEP_INTERVAL_MS);
+  timer.unref();
+  return async () => clearInterval(timer);
 }
 
 /** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
