@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportLedger } from '../../../src/gateway/billing/ledger-export.js';
 import { verifyWallet } from '../../../src/gateway/billing/reconcile.js';
 import {
   dropExpiredUsageDetail,
@@ -114,6 +115,11 @@ describe.each(stores)('usage records kept in months (%s)', (kind) => {
     expect(await reports.totals({ orgId, ...HALF_YEAR })).toEqual(totalsBefore);
     expect(await reports.groups({ orgId, ...HALF_YEAR }, 'day')).toEqual(daysBefore);
     expect(await new WalletService(store.db).ledgerPage(orgId, { limit: 100 })).toEqual(entriesBefore);
+
+    // The charges are in the ledger's window of their entries (made now); January's lost their usage detail.
+    const books = await exportLedger(store.db, orgId, new Date(Date.now() - 86_400_000), new Date(Date.now() + 60_000));
+    expect(books.entries).toHaveLength(31);
+    expect(books.usage.map((u) => u.requestId).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `may-${i}`));
 
     const full = await verifyWallet(store.db, orgId, { full: true });
     expect(full.differences).toEqual([]);
