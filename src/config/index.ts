@@ -73,6 +73,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxBytes: s.TOLLGATE_CACHE_MAX_BYTES,
     },
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
+    usageDetailRetentionMonths: s.TOLLGATE_USAGE_DETAIL_RETENTION_MONTHS,
     responses: responsesConfig(s),
     billingEnabled: s.TOLLGATE_BILLING === 'on',
     shutdownGraceMs: s.TOLLGATE_SHUTDOWN_GRACE_MS,

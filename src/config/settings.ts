@@ -94,6 +94,8 @@ export const settingsSchema = z.object({
     .min(1024)
     .default(64 * 1024 * 1024),
   TOLLGATE_REQUEST_DATA_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
+  // Whole months of per-request usage records kept past the current one; 0 keeps them all.
+  TOLLGATE_USAGE_DETAIL_RETENTION_MONTHS: z.coerce.number().int().min(0).max(1200).default(0),
   TOLLGATE_REQUEST_DATA_MAX_BYTES: z.coerce
     .number()
     .int()

@@ -104,6 +104,11 @@ export interface Config {
     /** Each stored body is cut to this many bytes. */
     maxBytes: number;
   };
+  /**
+   * Months of per-request usage records kept before the current one; older months are dropped whole, their
+   * rollups and the ledger kept (`billing/usage-partitions.ts`). 0: never dropped.
+   */
+  usageDetailRetentionMonths: number;
   /** Stored Responses (`gateway/responses/store.ts`): how long they are kept, and how large they and a conversation may grow. */
   responses: {
     /** A stored response is gone this many days after it was made (TOLLGATE_RESPONSES_RETENTION_DAYS). */

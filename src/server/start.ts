@@ -8,6 +8,7 @@ import { createApp } from '../app.js';
 import type { Config } from '../config/index.js';
 import { ChargeJournal } from '../gateway/billing/journal.js';
 import { purgeRequestData } from '../gateway/billing/request-data.js';
+import { keepUsageMonths } from '../gateway/billing/usage-partitions.js';
 import { openStore } from '../shared/db/client.js';
 import { openRedis, redisReady } from '../shared/db/redis.js';
 import { readEngineDefinitions, type SimulatorDefinition } from '../gateway/engines/definitions.js';
@@ -209,6 +210,8 @@ async function startLoops(services: Services, log: Logger, closers: Array<() => 
   }, SWEEP_INTERVAL_MS);
   sweeper.unref();
   closers.unshift(async () => clearInterval(sweeper));
+  // The usage records' months: at start and daily; any replica may, they take turns.
+  closers.unshift(await keepUsageMonths(services.db, config.usageDetailRetentionMonths, log));
   if (config.runs.sandbox === 'none') {
     log.warn(
       "TOLLGATE_RUN_SANDBOX=none: stacks run unsandboxed, as this gateway's user on this host; any user who can add a stack can read its files and secrets and reach its network",

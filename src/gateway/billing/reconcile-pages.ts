@@ -46,7 +46,8 @@ const ENTRY_TEXT = sql.raw(`json_build_array(id::text, kind, amount_nanos::text,
 /**
  * The organization's ledger entries with `after < id <= upTo`, in id order (the order of the wallet's lock, so
  * each one's balance follows the one before, `balanceBefore()` for a page's first), on the (org_id, id) index.
- * The checks run in the database and only a page's sums, its hashes and its bad rows come back.
+ * The checks run in the database and only a page's sums, its hashes and its bad rows come back. A charge up to
+ * `usage_detail_horizon.through_entry_id` may name a record of a month dropped past retention (`usage-partitions.ts`).
  */
 export async function* entryPages(
   db: Database,
@@ -82,7 +83,8 @@ export async function* entryPages(
           coalesce(json_agg(json_build_array(id::text, kind, request_id, usage_id, expected::text,
             balance_after_nanos::text, amount_nanos::text, cost_nanos::text) order by id)
             filter (where balance_after_nanos <> expected
-              or (kind = 'charge' and (usage_id is null or cost_nanos <> -amount_nanos))), '[]')::text as bad
+              or (kind = 'charge' and ((usage_id is null and id > (select coalesce(max(through_entry_id), 0)
+                from usage_detail_horizon)) or cost_nanos <> -amount_nanos))), '[]')::text as bad
         from checked`),
     );
     if (!row || row.n === 0) return;

@@ -195,8 +195,12 @@ export class WalletService {
         insert into ${usageRecords} (id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
           cached_tokens, reasoning_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at)
         select id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
-          cached_tokens, reasoning_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at from input
-        on conflict (id) do nothing
+          cached_tokens, reasoning_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at
+        from input i
+        -- The key is (id, created_at) (partitioned by month): a repeat dated otherwise is found by its id alone,
+        -- a probe of each month's index per record (a subquery with a limit: never an anti-join over the table).
+        where (select 1 from ${usageRecords} u where u.id = i.id limit 1) is null
+        on conflict (id, created_at) do nothing
         returning id, org_id, key_id, project_id, model_id, prompt_tokens, completion_tokens, cached_tokens,
           reasoning_tokens, cost_nanos, status, cache_hit, created_at),
       rollup as (${ROLLUP_UPSERT}),

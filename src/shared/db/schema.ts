@@ -255,11 +255,15 @@ export const prices = pgTable('prices', {
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
 
-/** One row per billed request; its id is the request id. */
+/**
+ * One row per billed request; its id is the request id. Partitioned by month of `created_at` (migration 0025,
+ * `billing/usage-partitions.ts`), so its key is (id, created_at): a month past the detail's retention is dropped
+ * whole, its rollups (`usage_daily`) and the ledger kept.
+ */
 export const usageRecords = pgTable(
   'usage_records',
   {
-    id: text('id').primaryKey(),
+    id: text('id').notNull(),
     orgId: text('org_id')
       .notNull()
       .references(() => organizations.id),
@@ -288,12 +292,24 @@ export const usageRecords = pgTable(
     createdAt: createdAt(),
   },
   (t) => [
+    primaryKey({ columns: [t.id, t.createdAt] }),
     index('usage_org_time_idx').on(t.orgId, t.createdAt),
     index('usage_key_time_idx').on(t.keyId, t.createdAt),
     // A project's spend this month or day, for its budget.
     index('usage_project_time_idx').on(t.projectId, t.createdAt),
   ],
 );
+
+/**
+ * How far per-request usage detail has been dropped (`billing/usage-partitions.ts`): one row. The months before
+ * `kept_from` have rollups only; a charge up to `through_entry_id` may name a usage record no longer there, which
+ * `wallet verify` accepts (`reconcile-pages.ts`).
+ */
+export const usageDetailHorizon = pgTable('usage_detail_horizon', {
+  id: integer('id').primaryKey().default(1),
+  keptFrom: timestamp('kept_from', { withTimezone: true }).notNull(),
+  throughEntryId: bigint('through_entry_id', { mode: 'number' }).notNull(),
+});
 
 /**
  * Usage summed per organization, UTC day, key, project and model (and batch or not): what every report
@@ -336,13 +352,14 @@ export const usageDaily = pgTable(
   ],
 );
 
-/** Request and response bodies, kept only for keys with "store request data" on, for the retention period. */
+/**
+ * Request and response bodies, kept only for keys with "store request data" on, for the retention period. The
+ * usage record's id, without a foreign key: a partitioned table's key includes its partition column.
+ */
 export const requestData = pgTable(
   'request_data',
   {
-    requestId: text('request_id')
-      .primaryKey()
-      .references(() => usageRecords.id, { onDelete: 'cascade' }),
+    requestId: text('request_id').primaryKey(),
     requestBody: text('request_body').notNull(),
     responseBody: text('response_body').notNull(),
     createdAt: createdAt(),
