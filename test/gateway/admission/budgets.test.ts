@@ -144,27 +144,27 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     const { caller, projectId } = await tenant({ monthly: 1_000_000n, daily: null });
     const month = `budget:key:${caller.id}:${new Date().toISOString().slice(0, 7)}`;
     const held = await admit(caller, 100n);
-    await gate.setBudgets('key', caller.id, { monthly: 150n, daily: null }, 60_000);
+    await gate.setBudgets(caller.orgId, 'key', caller.id, { monthly: 150n, daily: null }, 60_000);
     const lowered = await refusal(admit(caller, 100n));
     expect(lowered.code).toBe('budget_exceeded');
     expect(lowered.details).toContainEqual({ field: 'budget_limit', message: '0.00000015' });
-    expect(await gate.budgetSpent(month)).toBe(100n);
+    expect(await gate.budgetSpent(caller.orgId, month)).toBe(100n);
     await admit(caller, 50n);
     // Set where the replica knows none: its windows are held on from the next admission, rebuilt first.
     projectBudgets.set(projectId, { monthly: null, daily: null });
-    await gate.setBudgets('project', projectId, { monthly: null, daily: 120n }, 60_000);
+    await gate.setBudgets(caller.orgId, 'project', projectId, { monthly: null, daily: 120n }, 60_000);
     await admit(caller, 0n, projectId);
     const { caller: other } = await tenant();
     const sameProject = { ...other, orgId: caller.orgId };
     expect(await refusal(admit(sameProject, 121n, projectId))).toMatchObject({ code: 'budget_exceeded' });
     await admit(sameProject, 120n, projectId);
     // Removed: a limit the replica still knows no longer binds.
-    await gate.setBudgets('key', caller.id, { monthly: null, daily: null }, 60_000);
+    await gate.setBudgets(caller.orgId, 'key', caller.id, { monthly: null, daily: null }, 60_000);
     await journal.append(chargeRecord(held.requestId, { orgId: caller.orgId, keyId: caller.id }, 100n));
     await gateKeeper.release(held, { actualTokens: 1, cost: 100n });
     await admit(caller, 10_000n);
     // The first request's charge took its hold's place; the last one is not held on the removed budget.
-    expect(await gate.budgetSpent(month)).toBe(150n);
+    expect(await gate.budgetSpent(caller.orgId, month)).toBe(150n);
   });
 
   it('admits exactly what fits when 200 requests ask at once', async () => {
@@ -172,7 +172,7 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     projectBudgets.set(projectId, { monthly: 5_000n, daily: null });
     const outcomes = await Promise.allSettled(Array.from({ length: 200 }, () => admit(caller, 100n, projectId)));
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(50);
-    expect(await gate.budgetSpent(`budget:project:${projectId}:${new Date().toISOString().slice(0, 7)}`)).toBe(5_000n);
+    expect(await gate.budgetSpent(caller.orgId, `budget:project:${projectId}:${new Date().toISOString().slice(0, 7)}`)).toBe(5_000n);
   });
 
   it('rebuilds a budget set later from the usage records, the holds in flight and the charges not yet written', async () => {
@@ -196,10 +196,10 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     await admit(budgeted, 550n);
     expect(await refusal(admit(budgeted, 1n))).toMatchObject({ code: 'budget_exceeded' });
     const month = new Date().toISOString().slice(0, 7);
-    expect(await gate.budgetSpent(`budget:key:${caller.id}:${month}`)).toBe(1_000n);
+    expect(await gate.budgetSpent(caller.orgId, `budget:key:${caller.id}:${month}`)).toBe(1_000n);
     await journal.append(chargeRecord(running.requestId, owner, 100n));
     await gateKeeper.release(running, { actualTokens: 1, cost: 100n });
-    expect(await gate.budgetSpent(`budget:key:${caller.id}:${month}`)).toBe(1_100n);
+    expect(await gate.budgetSpent(caller.orgId, `budget:key:${caller.id}:${month}`)).toBe(1_100n);
   });
 
   it.runIf(kind === 'redis')(
