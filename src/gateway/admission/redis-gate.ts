@@ -13,7 +13,7 @@ import type {
   Reported,
   WalletState,
 } from './gate.js';
-import { admissionFrom, flatReported, pairs, rateAdmissionFrom } from './redis-replies.js';
+import { admissionFrom, pairs, rateAdmissionFrom } from './redis-replies.js';
 import { ADMIT_RATE, GIVE_BACK_RATE } from './redis-rate-scripts.js';
 import { ADMIT, EPOCH, RELEASE } from './redis-scripts.js';
 import { CREDIT, SET_WALLET, WALLET_STATE } from './redis-wallet-scripts.js';
