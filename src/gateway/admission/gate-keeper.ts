@@ -135,7 +135,7 @@ export class GateKeeper {
           await limitsUnavailableOnFailure(() => this.rebuilds.wallet(caller.orgId));
           continue;
         case 'month_unknown':
-          await limitsUnavailableOnFailure(() => this.rebuilds.month(caller.orgId, caller.id, month, monthStart(month)));
+          await limitsUnavailableOnFailure(() => this.rebuilds.month(caller, month, monthStart(month)));
           continue;
         case 'rebuilding':
           throw rebuilding(admission.retryMs);

@@ -231,7 +231,7 @@ class MemoryGate implements LimitGate {
     return this.budgets.state(orgId, counter, this.walletOf(orgId).holds, this.walletOf(orgId).unwritten);
   }
 
-  async setBudgetSpent(_orgId: string, counter: string, spent: bigint, version: string, ttlMs: number): Promise<boolean> {
+  async setBudgetSpent(_orgId: string, counter: string, spent: bigint, version: string, ttlMs: number) {
     return this.budgets.set(counter, spent, version, ttlMs);
   }
 

@@ -117,9 +117,10 @@ export class Rebuilds {
     });
   }
 
-  month(orgId: string, keyId: string, month: string, since: Date): Promise<void> {
-    return this.once(`month:${keyId}:${month}`, async () => {
-      await this.from.gate.seedMonth(orgId, keyId, month, await this.from.monthToDate(keyId, since));
+  /** A key's tokens this month (`key`: its id and its organization's). */
+  month(key: { id: string; orgId: string }, month: string, since: Date): Promise<void> {
+    return this.once(`month:${key.id}:${month}`, async () => {
+      await this.from.gate.seedMonth(key.orgId, key.id, month, await this.from.monthToDate(key.id, since));
     });
   }
 

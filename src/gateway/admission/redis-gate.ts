@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../shared/db/redis.js';
 import type {
   Admission,
   AdmitRequest,
@@ -51,7 +51,7 @@ const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
  * @example
  * createRedisGate(redis, { prefix: 'tollgate:', concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000, rebuildGraceMs: 3_000 });
  */
-export function createRedisGate(redis: Redis, options: RedisGateOptions): LimitGate {
+export function createRedisGate(redis: RedisClient, options: RedisGateOptions): LimitGate {
   return new RedisGate(redis, options);
 }
 
@@ -81,7 +81,7 @@ class RedisGate implements LimitGate {
   private resumeAt = 0;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: RedisGateOptions,
   ) {
     this.key = gateKeys(options.prefix);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../shared/db/redis.js';
 import type { GateScript } from './redis-scripts.js';
 
 /**
@@ -54,7 +54,7 @@ export function holdMember(orgId: string, requestId: string): string {
 }
 
 /** Per connection: the gate's script calls sent and not yet answered (`defineScript`). */
-const awaitingReplies = new WeakMap<Redis, { count: number }>();
+const awaitingReplies = new WeakMap<RedisClient, { count: number }>();
 
 /**
  * Defines a script as a command on the connection, once per connection:
@@ -74,7 +74,7 @@ const awaitingReplies = new WeakMap<Redis, { count: number }>();
  * connection onto itself (6.7 µs with the gate's eleven, 13 to 17 µs with
  * twice as many).
  */
-export function defineScript(redis: Redis, script: GateScript): Script {
+export function defineScript(redis: RedisClient, script: GateScript): Script {
   const commands = redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>;
   const { name } = script;
   if (!commands[name]) redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });

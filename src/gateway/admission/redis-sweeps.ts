@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../shared/db/redis.js';
 import type { LiveRequest, Reported } from './gate.js';
 import { defineScript, type GateKeys, holdMember, type Script } from './redis-keys.js';
 import { REPORT, SWEEP } from './redis-scripts.js';
@@ -19,7 +19,7 @@ export class HoldSweeps {
   private lastFullSweep = 0;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly key: GateKeys,
     private readonly options: { holdLeaseMs: number; concurrencyLeaseMs: number },
   ) {

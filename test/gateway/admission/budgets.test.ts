@@ -172,7 +172,9 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     projectBudgets.set(projectId, { monthly: 5_000n, daily: null });
     const outcomes = await Promise.allSettled(Array.from({ length: 200 }, () => admit(caller, 100n, projectId)));
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(50);
-    expect(await gate.budgetSpent(caller.orgId, `budget:project:${projectId}:${new Date().toISOString().slice(0, 7)}`)).toBe(5_000n);
+    expect(
+      await gate.budgetSpent(caller.orgId, `budget:project:${projectId}:${new Date().toISOString().slice(0, 7)}`),
+    ).toBe(5_000n);
   });
 
   it('rebuilds a budget set later from the usage records, the holds in flight and the charges not yet written', async () => {
