@@ -285,6 +285,7 @@ export class GateKeeper {
       tokensWindowEndsAt: ticket.tokensWindowEndsAt,
       held: ticket.holdNanos !== null,
       cost,
+      budgetTag: ticket.budgetTag,
       alone,
     });
     if (cost !== null) await this.journal.markReported([ticket.requestId]);

@@ -101,6 +101,8 @@ export interface Release {
   held: boolean;
   /** The charge (nano-units), already durable in the journal; null: nothing charged. */
   cost: bigint | null;
+  /** The budget tag it was admitted with (`budgetTag`): its charge's counts, should the gate have lost its tag. */
+  budgetTag?: string;
   /** No other billed call is under way on this replica: nothing could share its write to the gate (`defineScript`). */
   alone?: boolean;
 }

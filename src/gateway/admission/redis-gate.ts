@@ -21,6 +21,7 @@ import { BUDGET_STATE, budgetArgs, SET_BUDGET } from './redis-budget-scripts.js'
 import { budgetLimitName, type BudgetScope, type Budgets } from './budgets.js';
 import { defineScript, gateKeys, type GateKeys, holdMember, type Script } from './redis-keys.js';
 import { HoldSweeps } from './redis-sweeps.js';
+import { FailoverWatch } from './redis-failover.js';
 
 export interface RedisGateOptions {
   /** Prefix of every key, so deployments can share one Redis. */
@@ -77,6 +78,8 @@ class RedisGate implements LimitGate {
   private readonly setBudgetScript: Script;
   /** The epoch this replica saw at its last heartbeat. */
   private lastEpoch: string | null = null;
+  /** Sees a failover that lost the last writes (`redis-failover.ts`). */
+  private readonly failovers: FailoverWatch;
   /** When that epoch's rebuild grace ends (Redis clock, ms; 0 before the first heartbeat). */
   private resumeAt = 0;
 
@@ -91,6 +94,7 @@ class RedisGate implements LimitGate {
     this.releaseScript = defineScript(redis, RELEASE);
     this.epochScript = defineScript(redis, EPOCH);
     this.sweeps = new HoldSweeps(redis, this.key, options);
+    this.failovers = new FailoverWatch(redis, options.prefix);
     this.walletStateScript = defineScript(redis, WALLET_STATE);
     this.setWalletScript = defineScript(redis, SET_WALLET);
     this.creditScript = defineScript(redis, CREDIT);
@@ -104,6 +108,7 @@ class RedisGate implements LimitGate {
   }
 
   async admitRate(request: RateRequest): Promise<RateAdmission> {
+    if (this.failovers.checking) await this.failovers.checking.catch(() => {});
     const { limits } = request;
     const admitRate = request.alone ? this.admitRateScript.alone : this.admitRateScript;
     const reply = (await admitRate(
@@ -130,6 +135,7 @@ class RedisGate implements LimitGate {
   async admit(request: AdmitRequest): Promise<Admission> {
     const { key, options } = this;
     const { limits } = request;
+    if (this.failovers.checking) await this.failovers.checking.catch(() => {});
     const { orgId, keyId } = request;
     if (request.holdNanos !== null) this.sweeps.register(orgId);
     const admit = request.alone ? this.admitScript.alone : this.admitScript;
@@ -186,6 +192,7 @@ class RedisGate implements LimitGate {
       release.cost === null ? '' : (-release.cost).toString(),
       holdMember(orgId, release.requestId),
       key.org(orgId),
+      release.budgetTag ?? '',
     );
   }
 
@@ -234,12 +241,13 @@ class RedisGate implements LimitGate {
   }
 
   async heartbeat(live: LiveRequest[]): Promise<boolean> {
-    const [created, epoch] = (await this.epochScript(this.key.epoch, this.options.rebuildGraceMs, randomUUID())) as [
-      number,
-      string,
-    ];
-    // Lost: this call began a new epoch, or another replica's did since this one last looked.
-    const lost = created === 1 || (this.lastEpoch !== null && epoch !== this.lastEpoch);
+    const [[created, epoch]] = await Promise.all([
+      this.epochScript(this.key.epoch, this.options.rebuildGraceMs, randomUUID()) as Promise<[number, string]>,
+      this.failovers.check().catch(() => {}),
+    ]);
+    // Lost: this call began a new epoch, or another replica's did since this one last looked, or a failover lost
+    // the old master's last writes (what they counted is forgotten, and rebuilt).
+    const lost = created === 1 || (this.lastEpoch !== null && epoch !== this.lastEpoch) || this.failovers.takeLoss();
     this.lastEpoch = epoch;
     this.resumeAt = Number(epoch.slice(0, epoch.indexOf(':')));
     if (lost) this.sweeps.forgetRegistered();

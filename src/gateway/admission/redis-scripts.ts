@@ -142,7 +142,7 @@ return {'admitted', rpmUsed, rpmReset, tpmUsed, tpmReset, now, tag}
  *
  * KEYS (the organization's): conc, tpm, month, wallet, held, hold-expiry, unwritten, btag. ARGV: request id, token
  * delta, tpm window end (0: no tpm limit), monthly on, held, cost, minus cost ('': none), hold member, the
- * organization's key prefix.
+ * organization's key prefix, the budget tag it was admitted with ('': none; used when the gate has none).
  */
 export const RELEASE: GateScript = {
   name: 'tollgateRelease',
@@ -159,6 +159,11 @@ if ARGV[5] == '1' or ARGV[6] ~= '' then
   local known = redis.call('HEXISTS', KEYS[4], 'avail') == 1
   local held = redis.call('HGET', KEYS[5], ARGV[1])
   local tag = redis.call('HGET', KEYS[8], ARGV[1])
+  if not tag and ARGV[10] ~= '' and ARGV[6] ~= '' then
+    -- Its hold is gone (expired, or lost with a failover's last writes): its cost still goes to its budgets.
+    tag = ARGV[10]
+    redis.call('HSET', KEYS[8], ARGV[1], tag)
+  end
   if tag then
     budgetsEnd(ARGV[9], tag, held, ARGV[6])
     if ARGV[6] == '' then redis.call('HDEL', KEYS[8], ARGV[1]) end
