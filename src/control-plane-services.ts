@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './shared/db/redis.js';
 import type { Config } from './config/index.js';
 import type { Database } from './shared/db/client.js';
 import type { Logger } from './shared/http/log.js';
@@ -60,7 +60,7 @@ export interface PlatformServices {
 export function createPeopleServices(
   config: Config,
   db: Database,
-  redis: Redis | null,
+  redis: RedisClient | null,
   catalogChanged: () => void,
 ): PeopleServices {
   const passwords = new Passwords(config.people.passwordCost);

@@ -8,7 +8,7 @@ import { KeyService } from './gateway/keys/service.js';
 import { keyTokensSince } from './gateway/billing/monthly-tokens.js';
 import { Books } from './gateway/billing/books.js';
 import { UsageReports } from './gateway/billing/usage-reports.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './shared/db/redis.js';
 import { createResponseCache, type ResponseCache } from './gateway/cache/response-cache.js';
 import { ChargeApplier } from './gateway/billing/charge-applier.js';
 import type { ChargeJournal } from './gateway/billing/journal.js';
@@ -104,7 +104,7 @@ export interface ServiceParts {
   fleet: Fleet;
   adminToken: string;
   /** Where limits and spendable amounts are kept; null: in this process (the embedded default). */
-  redis?: Redis | null;
+  redis?: RedisClient | null;
   /** Opened by the caller (it reads the data folder): `ChargeJournal.open`. */
   journal: ChargeJournal;
   /** Started by the caller when tracing is configured (`observability/tracing.ts`). */

@@ -35,3 +35,24 @@ describe('settings of the people layer', () => {
     expect(() => loadConfig({ TOLLGATE_SESSION_IDLE_MINUTES: '0' })).toThrow(/TOLLGATE_SESSION_IDLE_MINUTES/);
   });
 });
+
+describe('settings of Redis (issue 69)', () => {
+  it('reads a Redis Cluster’s nodes, or sentinels with their master’s name; neither: REDIS_URL or none', () => {
+    expect(loadConfig({}).redis).toBeUndefined();
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).redis?.url).toBe('redis://127.0.0.1:6379');
+    const cluster = loadConfig({ TOLLGATE_REDIS_CLUSTER_NODES: 'a:7000,10.0.0.2:7001' }).redis;
+    expect(cluster?.clusterNodes).toEqual([
+      { host: 'a', port: 7000 },
+      { host: '10.0.0.2', port: 7001 },
+    ]);
+    const sentinel = loadConfig({ TOLLGATE_REDIS_SENTINELS: 's1:26379', TOLLGATE_REDIS_SENTINEL_NAME: 'main' }).redis;
+    expect(sentinel).toMatchObject({ sentinels: [{ host: 's1', port: 26379 }], sentinelName: 'main' });
+  });
+
+  it('refuses a list that is not host:port pairs, and both kinds at once, naming the settings', () => {
+    expect(() => loadConfig({ TOLLGATE_REDIS_CLUSTER_NODES: 'a:7000, b' })).toThrow(/TOLLGATE_REDIS_CLUSTER_NODES/);
+    expect(() => loadConfig({ TOLLGATE_REDIS_CLUSTER_NODES: 'a:1', TOLLGATE_REDIS_SENTINELS: 'b:2' })).toThrow(
+      /not both/,
+    );
+  });
+});

@@ -37,7 +37,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     port: s.PORT,
     host: s.TOLLGATE_HOST,
     databaseUrl: s.DATABASE_URL,
-    redisUrl: s.REDIS_URL,
+    redis: redisTarget(s),
     dataDir: s.TOLLGATE_DATA_DIR === 'memory://' ? s.TOLLGATE_DATA_DIR : path.resolve(s.TOLLGATE_DATA_DIR),
     reports: { poolSize: s.TOLLGATE_REPORTS_POOL_SIZE, statementTimeoutMs: s.TOLLGATE_REPORTS_STATEMENT_TIMEOUT_MS },
     adminToken: s.TOLLGATE_ADMIN_TOKEN,
@@ -147,6 +147,8 @@ function readSettings(env: Record<string, string | undefined>): {
     throw new ConfigError(`Invalid settings:\n${lines.join('\n')}`);
   }
   const s = parsed.data;
+  if (s.TOLLGATE_REDIS_CLUSTER_NODES && s.TOLLGATE_REDIS_SENTINELS)
+    throw new ConfigError('Set TOLLGATE_REDIS_CLUSTER_NODES or TOLLGATE_REDIS_SENTINELS, not both.');
   if (s.DATABASE_URL && !s.TOLLGATE_ADMIN_TOKEN) {
     // Each process would make a token of its own: the operator API and the portal's form protection
     // would answer 401 from all but one.
@@ -155,6 +157,18 @@ function readSettings(env: Record<string, string | undefined>): {
     );
   }
   return { settings: s, present };
+}
+
+/** The Redis the gateway uses (REDIS_URL, TOLLGATE_REDIS_CLUSTER_NODES or TOLLGATE_REDIS_SENTINELS); none: undefined. */
+function redisTarget(s: Settings): Config['redis'] {
+  if (!s.REDIS_URL && !s.TOLLGATE_REDIS_CLUSTER_NODES && !s.TOLLGATE_REDIS_SENTINELS) return undefined;
+  return {
+    url: s.REDIS_URL,
+    clusterNodes: s.TOLLGATE_REDIS_CLUSTER_NODES,
+    sentinels: s.TOLLGATE_REDIS_SENTINELS,
+    sentinelName: s.TOLLGATE_REDIS_SENTINEL_NAME,
+    sentinelPassword: s.TOLLGATE_REDIS_SENTINEL_PASSWORD,
+  };
 }
 
 /** How requests wait when the fleet is full (TOLLGATE_FLOW_*, docs/fair-sharing.md). */

@@ -1,5 +1,6 @@
 import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
+import { hostPortList } from './host-ports.js';
 
 const booleanSetting = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -74,6 +75,10 @@ export const settingsSchema = z.object({
   TOLLGATE_PUBLIC_URL: z.string().url().optional(),
   TOLLGATE_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   TOLLGATE_REDIS_PREFIX: z.string().max(64).default('tollgate:'),
+  TOLLGATE_REDIS_CLUSTER_NODES: hostPortList('TOLLGATE_REDIS_CLUSTER_NODES').optional(),
+  TOLLGATE_REDIS_SENTINELS: hostPortList('TOLLGATE_REDIS_SENTINELS').optional(),
+  TOLLGATE_REDIS_SENTINEL_NAME: z.string().min(1).max(200).default('mymaster'),
+  TOLLGATE_REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
   TOLLGATE_LIMITS: z.enum(['on', 'off']).default('on'),
   TOLLGATE_BILLING: z.enum(['on', 'off']).default('on'),
   TOLLGATE_CONCURRENCY_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),

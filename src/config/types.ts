@@ -51,7 +51,11 @@ export interface Config {
   host: string;
   /** PostgreSQL connection string; when absent the gateway uses PGlite in `dataDir`. */
   databaseUrl?: string;
-  redisUrl?: string;
+  /**
+   * How to reach Redis, when it is used (REDIS_URL, or a cluster's nodes, or sentinels): ioredis's own Cluster or
+   * Sentinel client; `url` then gives only the credentials, TLS and database.
+   */
+  redis?: RedisTarget;
   /** Folder for PGlite's files and the generated operator token. `memory://` keeps PGlite in memory. */
   dataDir: string;
   /** PostgreSQL's connections for reports and exports, apart from the request path's, and their statement timeout. */
@@ -278,4 +282,15 @@ export interface TranslationBounds {
   maxItems: number;
   /** Tools, a namespace's functions each counted, at most this many. */
   maxTools: number;
+}
+
+/** A Redis to connect to: one server (`url`), a Redis Cluster (`clusterNodes`) or one found by Sentinel (`sentinels`). */
+export interface RedisTarget {
+  url?: string;
+  /** Startup nodes of a Redis Cluster: ioredis learns the rest of the cluster from them. */
+  clusterNodes?: Array<{ host: string; port: number }>;
+  /** Sentinels that name the master of `sentinelName`; the client follows a failover to the new master. */
+  sentinels?: Array<{ host: string; port: number }>;
+  sentinelName: string;
+  sentinelPassword?: string;
 }

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../shared/db/redis.js';
 import type { Database } from '../shared/db/client.js';
 import { withinStoreTimeout } from '../shared/db/timeout.js';
 import type { Fleet } from '../gateway/engines/fleet.js';
@@ -11,7 +11,7 @@ const READINESS_CHECK_TIMEOUT_MS = 2_000;
 export interface ReadinessSources {
   db: Database;
   /** null: no REDIS_URL, nothing to check. */
-  redis: Redis | null;
+  redis: RedisClient | null;
   fleet: Fleet;
   inFlight: InFlight;
 }

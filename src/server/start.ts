@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../shared/db/redis.js';
 import { resolveAdminToken, type AdminToken } from './admin-token.js';
 import { createApp } from '../app.js';
 import type { Config } from '../config/index.js';
@@ -145,10 +145,17 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   }
 }
 
-/** Redis when REDIS_URL is set (its quit among `closers`), given a moment to answer; else null (the memory gate). */
-async function connectRedis(config: Config, log: Logger, closers: Array<() => Promise<void>>): Promise<Redis | null> {
-  if (!config.redisUrl) return null;
-  const redis = openRedis(config.redisUrl, log);
+/**
+ * Redis when one is set (REDIS_URL, a cluster's nodes or sentinels; its quit among `closers`), given a moment to
+ * answer; else null (the memory gate).
+ */
+async function connectRedis(
+  config: Config,
+  log: Logger,
+  closers: Array<() => Promise<void>>,
+): Promise<RedisClient | null> {
+  if (!config.redis) return null;
+  const redis = openRedis(config.redis, log);
   closers.unshift(() =>
     redis.quit().then(
       () => {},

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../shared/db/redis.js';
 import { Gauge } from 'prom-client';
 import type { ChargeJournal } from '../gateway/billing/journal.js';
 import { redisAnswers } from '../shared/db/redis.js';
@@ -15,7 +15,7 @@ export interface StateSources {
   fleet: Fleet;
   storeOutage: OutageLog;
   /** null: no REDIS_URL (limits and cache in this process); the gauge then says nothing about Redis. */
-  redis: Redis | null;
+  redis: RedisClient | null;
 }
 
 const REPLICA_STATES: readonly ReplicaState[] = ['starting', 'ready', 'unhealthy', 'draining'];

@@ -194,14 +194,14 @@ export async function redisWindowCount(prefix: string, key: string): Promise<num
   }
 }
 
-/** Wallet holds left in Redis under `prefix` (the admission gate's `held:<org>` hashes), for an org or all. */
+/** Wallet holds left in Redis under `prefix` (the admission gate's `{org:<org>}:held` hashes), for an org or all. */
 export async function redisHolds(prefix: string, orgId?: string): Promise<number> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   try {
     let count = 0;
     let cursor = '0';
     do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}held:${orgId ?? '*'}`, 'COUNT', 500);
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}{org:${orgId ?? '*'}}:held`, 'COUNT', 500);
       cursor = next;
       for (const key of keys) count += await redis.hlen(key);
     } while (cursor !== '0');

@@ -135,7 +135,7 @@ export class GateKeeper {
           await limitsUnavailableOnFailure(() => this.rebuilds.wallet(caller.orgId));
           continue;
         case 'month_unknown':
-          await limitsUnavailableOnFailure(() => this.rebuilds.month(caller.id, month, monthStart(month)));
+          await limitsUnavailableOnFailure(() => this.rebuilds.month(caller, month, monthStart(month)));
           continue;
         case 'rebuilding':
           throw rebuilding(admission.retryMs);
@@ -224,8 +224,10 @@ export class GateKeeper {
     if (unwritten.length > 0) await this.gate.report([], unwritten);
     for (const orgId of new Set(unreported.map((charge) => charge.orgId))) await this.gate.forgetWallet(orgId);
     // Their budgets' counts too (their holds expired, their charges were never counted): rebuilt when next asked.
-    const counts = new Set(unreported.flatMap((charge) => parseTag(reportedOf(charge).tag!).map((t) => t.counter)));
-    for (const counter of counts) await this.gate.forgetBudget(counter);
+    const counts = new Map<string, string>();
+    for (const charge of unreported)
+      for (const { counter } of parseTag(reportedOf(charge).tag!)) counts.set(counter, charge.orgId);
+    for (const [counter, orgId] of counts) await this.gate.forgetBudget(orgId, counter);
     if (unreported.length > 0) await this.journal.markReported(unreported.map((charge) => charge.id));
   }
 
@@ -283,6 +285,7 @@ export class GateKeeper {
       tokensWindowEndsAt: ticket.tokensWindowEndsAt,
       held: ticket.holdNanos !== null,
       cost,
+      budgetTag: ticket.budgetTag,
       alone,
     });
     if (cost !== null) await this.journal.markReported([ticket.requestId]);

@@ -30,6 +30,8 @@ export interface AdmitRequest {
 export interface RateRequest {
   requestId: string;
   keyId: string;
+  /** The key's organization: in Redis, every key of an admission is kept in its organization's slot. */
+  orgId: string;
   limits: KeyLimits;
   /** No other billed call is under way on this replica: nothing could share its write to the gate (`defineScript`). */
   alone?: boolean;
@@ -48,6 +50,7 @@ export type RateAdmission =
 export interface RateTaken {
   requestId: string;
   keyId: string;
+  orgId: string;
   /** The count is given back only inside the minute it went into: after it, it would come out of the next one's. */
   windowEndsAt: number;
 }
@@ -98,6 +101,8 @@ export interface Release {
   held: boolean;
   /** The charge (nano-units), already durable in the journal; null: nothing charged. */
   cost: bigint | null;
+  /** The budget tag it was admitted with (`budgetTag`): its charge's counts, should the gate have lost its tag. */
+  budgetTag?: string;
   /** No other billed call is under way on this replica: nothing could share its write to the gate (`defineScript`). */
   alone?: boolean;
 }
@@ -166,7 +171,7 @@ export interface LimitGate {
    */
   readonly writesQueued?: boolean;
   /** Seeds a key's monthly count (from the usage records) if it has none. */
-  seedMonth(keyId: string, month: string, tokens: number): Promise<void>;
+  seedMonth(orgId: string, keyId: string, month: string, tokens: number): Promise<void>;
   walletState(orgId: string): Promise<WalletState>;
   /** The spendable amount the gate holds for an organization; null until it is rebuilt. */
   spendable(orgId: string): Promise<bigint | null>;
@@ -189,16 +194,16 @@ export interface LimitGate {
   /** The holds and unwritten charges of an organization tagged with a budget's count. */
   budgetState(orgId: string, counter: string): Promise<BudgetState>;
   /** Sets a rebuilt count if it still has none and its state is still `version`, kept `ttlMs`; false otherwise. */
-  setBudgetSpent(counter: string, spent: bigint, version: string, ttlMs: number): Promise<boolean>;
+  setBudgetSpent(orgId: string, counter: string, spent: bigint, version: string, ttlMs: number): Promise<boolean>;
   /** A budget count's spend (charges and holds); null when the gate has none. */
-  budgetSpent(counter: string): Promise<bigint | null>;
+  budgetSpent(orgId: string, counter: string): Promise<bigint | null>;
   /** Forgets a budget count's spend: the next request under it rebuilds it from PostgreSQL. */
-  forgetBudget(counter: string): Promise<void>;
+  forgetBudget(orgId: string, counter: string): Promise<void>;
   /**
-   * A key's or a project's budgets as just set: every admission under them reads these, in place of what its
+   * A key's or a project's budgets (of organization `orgId`) as just set: every admission under them reads these, in place of what its
    * replica's request-path cache holds, for `ttlMs` (long after every replica's cache has read the change).
    */
-  setBudgets(scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number): Promise<void>;
+  setBudgets(orgId: string, scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number): Promise<void>;
 }
 
 /** A request in flight on this replica, as the heartbeat renews it. */

@@ -159,7 +159,7 @@ class MemoryGate implements LimitGate {
     wallet.version += 1;
   }
 
-  async seedMonth(keyId: string, month: string, tokens: number): Promise<void> {
+  async seedMonth(_orgId: string, keyId: string, month: string, tokens: number): Promise<void> {
     this.counters.seed(`month:${keyId}:${month}`, tokens, MONTH_TTL_MS);
   }
 
@@ -231,19 +231,19 @@ class MemoryGate implements LimitGate {
     return this.budgets.state(orgId, counter, this.walletOf(orgId).holds, this.walletOf(orgId).unwritten);
   }
 
-  async setBudgetSpent(counter: string, spent: bigint, version: string, ttlMs: number): Promise<boolean> {
+  async setBudgetSpent(_orgId: string, counter: string, spent: bigint, version: string, ttlMs: number) {
     return this.budgets.set(counter, spent, version, ttlMs);
   }
 
-  async forgetBudget(counter: string): Promise<void> {
+  async forgetBudget(_orgId: string, counter: string): Promise<void> {
     this.budgets.forget(counter);
   }
 
-  async setBudgets(scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number) {
+  async setBudgets(_orgId: string, scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number) {
     this.budgets.setLimits(scope, subjectId, budgets, ttlMs);
   }
 
-  async budgetSpent(counter: string): Promise<bigint | null> {
+  async budgetSpent(_orgId: string, counter: string): Promise<bigint | null> {
     return this.budgets.spent(counter);
   }
 

@@ -40,7 +40,13 @@ export async function admitRate(
   const { requestId, caller } = request;
   const pass: RatePass = { requestId, caller, requests: null, windowEndsAt: 0, done: false };
   if (!deps.limitsEnabled) return pass;
-  const asking = deps.gate.admitRate({ requestId, keyId: caller.id, limits: caller, alone: request.alone });
+  const asking = deps.gate.admitRate({
+    requestId,
+    keyId: caller.id,
+    orgId: caller.orgId,
+    limits: caller,
+    alone: request.alone,
+  });
   const admission = await limitsUnavailableOnFailure(() => withinStoreTimeout(asking)).catch((error: unknown) => {
     // Timed out: if the gate takes it after all, it is given back at once.
     asking.then(
@@ -64,7 +70,12 @@ export async function giveBackRate(deps: RateStepDeps, pass: RatePass): Promise<
   if (pass.done || pass.requests === null) return;
   pass.done = true;
   deps.live.delete(pass.requestId);
-  const taken = { requestId: pass.requestId, keyId: pass.caller.id, windowEndsAt: pass.windowEndsAt };
+  const taken = {
+    requestId: pass.requestId,
+    keyId: pass.caller.id,
+    orgId: pass.caller.orgId,
+    windowEndsAt: pass.windowEndsAt,
+  };
   await deps.gate.giveBackRate(taken).catch((error: unknown) => {
     deps.log.debug('rate step not given back: its slot expires with its lease', {
       requestId: pass.requestId,

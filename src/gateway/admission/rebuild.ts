@@ -60,7 +60,7 @@ export async function rebuildBudget(
 ): Promise<void> {
   const window = { from: new Date(budget.startsAt), to: new Date(budget.endsAt) };
   for (let attempt = 0; attempt < 5; attempt++) {
-    if (attempt > 0 && (await gate.budgetSpent(budget.counter)) !== null) return;
+    if (attempt > 0 && (await gate.budgetSpent(orgId, budget.counter)) !== null) return;
     const state = await gate.budgetState(orgId, budget.counter);
     const unwritten = state.unwritten.map((c) => c.requestId);
     const { spent: recorded, written } = await read(budget.scope, budget.subjectId, window, unwritten);
@@ -68,7 +68,7 @@ export async function rebuildBudget(
     for (const hold of state.holds) spent += hold.amount;
     for (const charge of state.unwritten) if (!written.has(charge.requestId)) spent += charge.amount;
     const ttlMs = budget.endsAt - Date.now() + BUDGET_TTL_MARGIN_MS;
-    if (await gate.setBudgetSpent(budget.counter, spent, state.version, ttlMs)) {
+    if (await gate.setBudgetSpent(orgId, budget.counter, spent, state.version, ttlMs)) {
       log.info('budget spend rebuilt from the usage records', { counter: budget.counter, holds: state.holds.length });
       return;
     }
@@ -117,9 +117,10 @@ export class Rebuilds {
     });
   }
 
-  month(keyId: string, month: string, since: Date): Promise<void> {
-    return this.once(`month:${keyId}:${month}`, async () => {
-      await this.from.gate.seedMonth(keyId, month, await this.from.monthToDate(keyId, since));
+  /** A key's tokens this month (`key`: its id and its organization's). */
+  month(key: { id: string; orgId: string }, month: string, since: Date): Promise<void> {
+    return this.once(`month:${key.id}:${month}`, async () => {
+      await this.from.gate.seedMonth(key.orgId, key.id, month, await this.from.monthToDate(key.id, since));
     });
   }
 

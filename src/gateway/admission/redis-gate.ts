@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../shared/db/redis.js';
 import type {
   Admission,
   AdmitRequest,
@@ -13,13 +13,15 @@ import type {
   Reported,
   WalletState,
 } from './gate.js';
-import { admissionFrom, flatReported, pairs, rateAdmissionFrom } from './redis-replies.js';
+import { admissionFrom, pairs, rateAdmissionFrom } from './redis-replies.js';
 import { ADMIT_RATE, GIVE_BACK_RATE } from './redis-rate-scripts.js';
-import { ADMIT, HEARTBEAT, RELEASE, REPORT } from './redis-scripts.js';
+import { ADMIT, EPOCH, RELEASE } from './redis-scripts.js';
 import { CREDIT, SET_WALLET, WALLET_STATE } from './redis-wallet-scripts.js';
 import { BUDGET_STATE, budgetArgs, SET_BUDGET } from './redis-budget-scripts.js';
 import { budgetLimitName, type BudgetScope, type Budgets } from './budgets.js';
 import { defineScript, gateKeys, type GateKeys, holdMember, type Script } from './redis-keys.js';
+import { HoldSweeps } from './redis-sweeps.js';
+import { FailoverWatch } from './redis-failover.js';
 
 export interface RedisGateOptions {
   /** Prefix of every key, so deployments can share one Redis. */
@@ -50,7 +52,7 @@ const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
  * @example
  * createRedisGate(redis, { prefix: 'tollgate:', concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000, rebuildGraceMs: 3_000 });
  */
-export function createRedisGate(redis: Redis, options: RedisGateOptions): LimitGate {
+export function createRedisGate(redis: RedisClient, options: RedisGateOptions): LimitGate {
   return new RedisGate(redis, options);
 }
 
@@ -66,8 +68,9 @@ class RedisGate implements LimitGate {
   private readonly admitRateScript: Script;
   private readonly giveBackRateScript: Script;
   private readonly releaseScript: Script;
-  private readonly heartbeatScript: Script;
-  private readonly reportScript: Script;
+  private readonly epochScript: Script;
+  /** The heartbeat's per-organization work and the report (`redis-sweeps.ts`). */
+  private readonly sweeps: HoldSweeps;
   private readonly walletStateScript: Script;
   private readonly setWalletScript: Script;
   private readonly creditScript: Script;
@@ -75,9 +78,13 @@ class RedisGate implements LimitGate {
   private readonly setBudgetScript: Script;
   /** The epoch this replica saw at its last heartbeat. */
   private lastEpoch: string | null = null;
+  /** Sees a failover that lost the last writes (`redis-failover.ts`). */
+  private readonly failovers: FailoverWatch;
+  /** When that epoch's rebuild grace ends (Redis clock, ms; 0 before the first heartbeat). */
+  private resumeAt = 0;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: RedisGateOptions,
   ) {
     this.key = gateKeys(options.prefix);
@@ -85,8 +92,9 @@ class RedisGate implements LimitGate {
     this.admitRateScript = defineScript(redis, ADMIT_RATE);
     this.giveBackRateScript = defineScript(redis, GIVE_BACK_RATE);
     this.releaseScript = defineScript(redis, RELEASE);
-    this.heartbeatScript = defineScript(redis, HEARTBEAT);
-    this.reportScript = defineScript(redis, REPORT);
+    this.epochScript = defineScript(redis, EPOCH);
+    this.sweeps = new HoldSweeps(redis, this.key, options);
+    this.failovers = new FailoverWatch(redis, options.prefix);
     this.walletStateScript = defineScript(redis, WALLET_STATE);
     this.setWalletScript = defineScript(redis, SET_WALLET);
     this.creditScript = defineScript(redis, CREDIT);
@@ -100,11 +108,12 @@ class RedisGate implements LimitGate {
   }
 
   async admitRate(request: RateRequest): Promise<RateAdmission> {
+    if (this.failovers.checking) await this.failovers.checking.catch(() => {});
     const { limits } = request;
     const admitRate = request.alone ? this.admitRateScript.alone : this.admitRateScript;
     const reply = (await admitRate(
-      this.key.rpm(request.keyId),
-      this.key.conc(request.keyId),
+      this.key.rpm(request.orgId, request.keyId),
+      this.key.conc(request.orgId, request.keyId),
       limits.requestsPerMinute,
       limits.maxConcurrency,
       this.options.concurrencyLeaseMs,
@@ -116,8 +125,8 @@ class RedisGate implements LimitGate {
 
   async giveBackRate(taken: RateTaken): Promise<void> {
     await this.giveBackRateScript(
-      this.key.rpm(taken.keyId),
-      this.key.conc(taken.keyId),
+      this.key.rpm(taken.orgId, taken.keyId),
+      this.key.conc(taken.orgId, taken.keyId),
       taken.requestId,
       taken.windowEndsAt,
     );
@@ -126,17 +135,19 @@ class RedisGate implements LimitGate {
   async admit(request: AdmitRequest): Promise<Admission> {
     const { key, options } = this;
     const { limits } = request;
+    if (this.failovers.checking) await this.failovers.checking.catch(() => {});
+    const { orgId, keyId } = request;
+    if (request.holdNanos !== null) this.sweeps.register(orgId);
     const admit = request.alone ? this.admitScript.alone : this.admitScript;
     const reply = (await admit(
-      key.rpm(request.keyId),
-      key.conc(request.keyId),
-      key.tpm(request.keyId),
-      key.month(request.keyId, request.month),
-      key.wallet(request.orgId),
-      key.held(request.orgId),
-      key.holdExpiry,
-      key.epoch,
-      key.btag(request.orgId),
+      key.rpm(orgId, keyId),
+      key.conc(orgId, keyId),
+      key.tpm(orgId, keyId),
+      key.month(orgId, keyId, request.month),
+      key.wallet(orgId),
+      key.held(orgId),
+      key.holdExpiry(orgId),
+      key.btag(orgId),
       limits ? 1 : 0,
       limits?.requestsPerMinute ?? 0,
       limits?.maxConcurrency ?? 0,
@@ -148,12 +159,12 @@ class RedisGate implements LimitGate {
       request.holdNanos === null ? '' : (-request.holdNanos).toString(),
       request.requestId,
       options.holdLeaseMs,
-      holdMember(request.orgId, request.requestId),
-      options.rebuildGraceMs,
+      holdMember(orgId, request.requestId),
+      this.resumeAt,
       MINUTE_MS,
       MONTH_TTL_MS,
       request.rateTaken ? 1 : 0,
-      options.prefix,
+      key.org(orgId),
       ...budgetArgs(request),
     )) as Array<string | number>;
     return admissionFrom(reply);
@@ -161,16 +172,17 @@ class RedisGate implements LimitGate {
 
   async release(release: Release): Promise<void> {
     const { key } = this;
+    const { orgId, keyId } = release;
     const releaseScript = release.alone ? this.releaseScript.alone : this.releaseScript;
     await releaseScript(
-      key.conc(release.keyId),
-      key.tpm(release.keyId),
-      key.month(release.keyId, release.month),
-      key.wallet(release.orgId),
-      key.held(release.orgId),
-      key.holdExpiry,
-      key.unwritten(release.orgId),
-      key.btag(release.orgId),
+      key.conc(orgId, keyId),
+      key.tpm(orgId, keyId),
+      key.month(orgId, keyId, release.month),
+      key.wallet(orgId),
+      key.held(orgId),
+      key.holdExpiry(orgId),
+      key.unwritten(orgId),
+      key.btag(orgId),
       release.requestId,
       release.tokenDelta,
       release.limits?.tokensPerMinute != null ? release.tokensWindowEndsAt : 0,
@@ -178,14 +190,15 @@ class RedisGate implements LimitGate {
       release.held ? 1 : 0,
       release.cost === null ? '' : release.cost.toString(),
       release.cost === null ? '' : (-release.cost).toString(),
-      holdMember(release.orgId, release.requestId),
-      this.options.prefix,
+      holdMember(orgId, release.requestId),
+      key.org(orgId),
+      release.budgetTag ?? '',
     );
   }
 
-  async seedMonth(keyId: string, month: string, tokens: number): Promise<void> {
+  async seedMonth(orgId: string, keyId: string, month: string, tokens: number): Promise<void> {
     // NX: a count already there (another replica seeded it, or requests already counted) is kept.
-    await this.redis.set(this.key.month(keyId, month), String(tokens), 'PX', MONTH_TTL_MS, 'NX');
+    await this.redis.set(this.key.month(orgId, keyId, month), String(tokens), 'PX', MONTH_TTL_MS, 'NX');
   }
 
   async walletState(orgId: string): Promise<WalletState> {
@@ -217,54 +230,39 @@ class RedisGate implements LimitGate {
   }
 
   async written(charges: Reported[]): Promise<void> {
-    if (charges.length === 0) return;
-    const pipeline = this.redis.pipeline();
-    for (const charge of charges) {
-      pipeline.hdel(this.key.unwritten(charge.orgId), charge.requestId);
-      pipeline.hdel(this.key.btag(charge.orgId), charge.requestId);
-    }
-    await pipeline.exec();
+    // Command by command, not one pipeline (a Redis Cluster's pipeline must stay on one node): auto-pipelining
+    // still sends those issued together in one write per node.
+    await Promise.all(
+      charges.flatMap((charge) => [
+        this.redis.hdel(this.key.unwritten(charge.orgId), charge.requestId),
+        this.redis.hdel(this.key.btag(charge.orgId), charge.requestId),
+      ]),
+    );
   }
 
   async heartbeat(live: LiveRequest[]): Promise<boolean> {
-    const { options } = this;
-    const holds = live
-      .filter((request) => request.holdNanos !== null)
-      .map((request) => holdMember(request.orgId, request.requestId));
-    const slots = live.flatMap((request) => [request.keyId, request.requestId]);
-    const [created, , epoch] = (await this.heartbeatScript(
-      this.key.epoch,
-      this.key.holdExpiry,
-      options.prefix,
-      options.rebuildGraceMs,
-      options.holdLeaseMs,
-      options.concurrencyLeaseMs,
-      holds.length,
-      ...holds,
-      ...slots,
-      randomUUID(),
-    )) as [number, number, string];
-    // Lost: this call began a new epoch, or another replica's did since this one last looked.
-    const lost = created === 1 || (this.lastEpoch !== null && epoch !== this.lastEpoch);
+    const [[created, epoch]] = await Promise.all([
+      this.epochScript(this.key.epoch, this.options.rebuildGraceMs, randomUUID()) as Promise<[number, string]>,
+      this.failovers.check().catch(() => {}),
+    ]);
+    // Lost: this call began a new epoch, or another replica's did since this one last looked, or a failover lost
+    // the old master's last writes (what they counted is forgotten, and rebuilt).
+    const lost = created === 1 || (this.lastEpoch !== null && epoch !== this.lastEpoch) || this.failovers.takeLoss();
     this.lastEpoch = epoch;
+    this.resumeAt = Number(epoch.slice(0, epoch.indexOf(':')));
+    if (lost) this.sweeps.forgetRegistered();
+    await this.sweeps.sweep(live);
     return lost;
   }
 
-  async report(holds: Reported[], unwritten: Reported[]): Promise<void> {
-    await this.reportScript(
-      this.key.holdExpiry,
-      this.options.prefix,
-      this.options.holdLeaseMs,
-      holds.length,
-      ...flatReported(holds),
-      ...flatReported(unwritten),
-    );
+  report(holds: Reported[], unwritten: Reported[]): Promise<void> {
+    return this.sweeps.report(holds, unwritten);
   }
 
   async budgetState(orgId: string, counter: string): Promise<BudgetState> {
     const { key } = this;
     const [version, held, unwritten] = (await this.budgetStateScript(
-      key.prefixed(counter),
+      key.counter(orgId, counter),
       key.held(orgId),
       key.unwritten(orgId),
       key.btag(orgId),
@@ -273,27 +271,28 @@ class RedisGate implements LimitGate {
     return { version, holds: pairs(orgId, held), unwritten: pairs(orgId, unwritten) };
   }
 
-  async setBudgetSpent(counter: string, spent: bigint, version: string, ttlMs: number): Promise<boolean> {
-    return (await this.setBudgetScript(this.key.prefixed(counter), spent.toString(), version, ttlMs)) === 1;
+  async setBudgetSpent(orgId: string, counter: string, spent: bigint, version: string, ttlMs: number) {
+    return (await this.setBudgetScript(this.key.counter(orgId, counter), spent.toString(), version, ttlMs)) === 1;
   }
 
-  async forgetBudget(counter: string): Promise<void> {
-    const count = this.key.prefixed(counter);
+  async forgetBudget(orgId: string, counter: string): Promise<void> {
+    const count = this.key.counter(orgId, counter);
     // The version moves too, so that a rebuild already under way is not kept.
     await this.redis.multi().hdel(count, 'spent').hincrby(count, 'ver', 1).exec();
   }
 
-  async setBudgets(scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number): Promise<void> {
+  async setBudgets(orgId: string, scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number) {
     const limit = (value: bigint | null) => (value === null ? 'none' : value.toString());
+    const name = (window: 'month' | 'day') => this.key.counter(orgId, budgetLimitName(scope, subjectId, window));
     await this.redis
       .multi()
-      .set(this.key.prefixed(budgetLimitName(scope, subjectId, 'month')), limit(budgets.monthly), 'PX', ttlMs)
-      .set(this.key.prefixed(budgetLimitName(scope, subjectId, 'day')), limit(budgets.daily), 'PX', ttlMs)
+      .set(name('month'), limit(budgets.monthly), 'PX', ttlMs)
+      .set(name('day'), limit(budgets.daily), 'PX', ttlMs)
       .exec();
   }
 
-  async budgetSpent(counter: string): Promise<bigint | null> {
-    const spent = await this.redis.hget(this.key.prefixed(counter), 'spent');
+  async budgetSpent(orgId: string, counter: string): Promise<bigint | null> {
+    const spent = await this.redis.hget(this.key.counter(orgId, counter), 'spent');
     return spent === null ? null : BigInt(spent);
   }
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../shared/db/redis.js';
 import type { GateScript } from './redis-scripts.js';
 
 /**
@@ -11,33 +11,38 @@ export interface Script {
 }
 
 /**
- * The gate's keys, each after the deployment's prefix (so deployments can
- * share one Redis): `rpm:K` and `tpm:K` (a key's requests and tokens this
- * minute), `conc:K` (a sorted set of its concurrency slots scored by
- * expiry), `month:K:YYYY-MM` (its tokens this month), `wallet:O` (a hash:
- * `avail`, the spendable amount; `ver`, moved by every change to the
- * wallet), `held:O` (request → hold), `unwritten:O` (request → charge not
- * yet known to be in PostgreSQL), `btag:O` (request → its budget tag) and `budget:…` (each budget count's spend,
- * `redis-budget-scripts.ts`), `hold-expiry` (a sorted set of
- * `O|request`, scored by the hold's expiry), `epoch` (set when this Redis's
- * state began: its absence means a Redis that lost everything).
+ * The gate's keys, each after the deployment's prefix (so deployments can share one Redis). Every key an
+ * admission, a release or a rebuild touches is its organization's, under `{org:O}:` (a Redis Cluster hash tag:
+ * one slot per organization, so one script never spans two slots, `CROSSSLOT`): `rpm:K` and `tpm:K` (a key's
+ * requests and tokens this minute), `conc:K` (a sorted set of its concurrency slots scored by expiry),
+ * `month:K:YYYY-MM` (its tokens this month), `wallet` (a hash: `avail`, the spendable amount; `ver`, moved by
+ * every change to the wallet), `held` (request → hold), `unwritten` (request → charge not yet known to be in
+ * PostgreSQL), `btag` (request → its budget tag), `budget:…` and `blimit:…` (each budget count's spend and
+ * limit, `redis-budget-scripts.ts`), `hold-expiry` (a sorted set of `O|request`, scored by the hold's expiry).
+ * Outside any organization, under `{gate}:`: `epoch` (set when this Redis's state began: its absence means a Redis that lost
+ * everything) and `hold-orgs` (the organizations whose holds a heartbeat sweeps for expiry), each touched alone.
  *
  * Built once per gate; only the per-request names are made per call.
  */
 export function gateKeys(prefix: string) {
+  const org = (orgId: string) => `${prefix}{org:${orgId}}:`;
   return {
-    rpm: (keyId: string) => `${prefix}rpm:${keyId}`,
-    conc: (keyId: string) => `${prefix}conc:${keyId}`,
-    tpm: (keyId: string) => `${prefix}tpm:${keyId}`,
-    month: (keyId: string, month: string) => `${prefix}month:${keyId}:${month}`,
-    wallet: (orgId: string) => `${prefix}wallet:${orgId}`,
-    held: (orgId: string) => `${prefix}held:${orgId}`,
-    unwritten: (orgId: string) => `${prefix}unwritten:${orgId}`,
-    btag: (orgId: string) => `${prefix}btag:${orgId}`,
-    /** A budget's count (`budget:key:K:2026-11`, `budgets.ts`). */
-    prefixed: (counter: string) => `${prefix}${counter}`,
-    holdExpiry: `${prefix}hold-expiry`,
-    epoch: `${prefix}epoch`,
+    /** The prefix of an organization's keys: the scripts that build names add to it. */
+    org,
+    rpm: (orgId: string, keyId: string) => `${org(orgId)}rpm:${keyId}`,
+    conc: (orgId: string, keyId: string) => `${org(orgId)}conc:${keyId}`,
+    tpm: (orgId: string, keyId: string) => `${org(orgId)}tpm:${keyId}`,
+    month: (orgId: string, keyId: string, month: string) => `${org(orgId)}month:${keyId}:${month}`,
+    wallet: (orgId: string) => `${org(orgId)}wallet`,
+    held: (orgId: string) => `${org(orgId)}held`,
+    unwritten: (orgId: string) => `${org(orgId)}unwritten`,
+    btag: (orgId: string) => `${org(orgId)}btag`,
+    holdExpiry: (orgId: string) => `${org(orgId)}hold-expiry`,
+    /** A budget's count or limit (`budget:key:K:2026-11`, `blimit:key:K:month`: `budgets.ts`). */
+    counter: (orgId: string, counter: string) => `${org(orgId)}${counter}`,
+    /** In one slot (`{gate}`), so that a Redis Cluster shard losing one loses both. */
+    holdOrgs: `${prefix}{gate}:hold-orgs`,
+    epoch: `${prefix}{gate}:epoch`,
   };
 }
 
@@ -49,7 +54,7 @@ export function holdMember(orgId: string, requestId: string): string {
 }
 
 /** Per connection: the gate's script calls sent and not yet answered (`defineScript`). */
-const awaitingReplies = new WeakMap<Redis, { count: number }>();
+const awaitingReplies = new WeakMap<RedisClient, { count: number }>();
 
 /**
  * Defines a script as a command on the connection, once per connection:
@@ -69,7 +74,7 @@ const awaitingReplies = new WeakMap<Redis, { count: number }>();
  * connection onto itself (6.7 µs with the gate's eleven, 13 to 17 µs with
  * twice as many).
  */
-export function defineScript(redis: Redis, script: GateScript): Script {
+export function defineScript(redis: RedisClient, script: GateScript): Script {
   const commands = redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>;
   const { name } = script;
   if (!commands[name]) redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });

@@ -2,11 +2,6 @@ import type { Admission, RateAdmission, Reported } from './gate.js';
 
 /** How the Redis gate's scripts' replies are read (`redis-gate.ts`), and how it writes their lists. */
 
-/** (org, request, amount, budget tag) quadruples, as the report script reads them. */
-export function flatReported(items: Reported[]): string[] {
-  return items.flatMap((item) => [item.orgId, item.requestId, item.amount.toString(), item.tag ?? '']);
-}
-
 /** A script's HGETALL reply (request, amount, request, amount, …) as an organization's holds or charges. */
 export function pairs(orgId: string, flat: string[]): Reported[] {
   const out: Reported[] = [];

@@ -5,9 +5,8 @@ import { BUDGETS_END, EXCEEDS } from './redis-budget-scripts.js';
  * a connection (`defineCommand`): its first `numberOfKeys` arguments are
  * KEYS, the rest ARGV. A script runs atomically, so each operation that must
  * see and change several keys at once is one script, one round trip. The
- * keys' names are `gateKeys` in `redis-gate.ts`; the heartbeat and the report
- * also build some themselves from the prefix (they touch wallets they are not
- * given), so a name is changed in both places.
+ * keys' names are `gateKeys` in `redis-keys.ts`; the scripts also build some themselves from the
+ * organization's key prefix (they touch counts they are not given), so a name is changed in both places.
  *
  * Times are the Redis server's clock (`TIME`), so replicas' clocks do not
  * matter. Money crosses as decimal strings and is added by HINCRBY (64-bit
@@ -35,26 +34,22 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
  * budget's limit is the one last set (`blimit:…`, written by the change before it answered: `setBudgets`) while it is
  * kept, else the replica's; a window with neither is only tagged (`~`), not held on.
  *
- * KEYS: rpm, conc, tpm, month, wallet, held, hold-expiry, epoch, btag.
+ * KEYS (all the organization's, one slot): rpm, conc, tpm, month, wallet, held, hold-expiry, btag.
  * ARGV: limits on, rpm limit, concurrency limit, slot lease ms, tpm limit (-1: none), estimate, monthly limit (-1: none),
- * hold, minus hold ('': billing off), request id, hold lease ms, hold member, rebuild grace ms, minute ms, month ttl ms,
- * rate taken ('1': the count and the slot were taken by `ADMIT_RATE`, and are neither checked nor taken again),
- * prefix, then (budget count, limit ('': none), limit's name) triples, in the tag's order.
+ * hold, minus hold ('': billing off), request id, hold lease ms, hold member, grace's end (Redis clock ms, 0: none),
+ * minute ms, month ttl ms, rate taken ('1': the count and the slot were taken by `ADMIT_RATE`, and are neither
+ * checked nor taken again), the organization's key prefix, then (budget count, limit ('': none), limit's name) triples, in the tag's order.
  * Returns {outcome, …}: `admissionFrom` in `redis-replies.ts` reads it; admitted, the request's budget tag last.
  */
 export const ADMIT: GateScript = {
   name: 'tollgateAdmit',
-  numberOfKeys: 9,
+  numberOfKeys: 8,
   lua: `${NOW}${EXCEEDS}
 local billing = ARGV[8] ~= ''
 if billing then
-  local epoch = redis.call('GET', KEYS[8])
-  -- No epoch: this Redis lost its state and no heartbeat has seen it yet (heartbeats start the grace, if any).
-  if not epoch then
-    if tonumber(ARGV[13]) > 0 then return {'rebuilding', tonumber(ARGV[13])} end
-  elseif now < tonumber(string.match(epoch, '^(%d+)')) then
-    return {'rebuilding', tonumber(string.match(epoch, '^(%d+)')) - now}
-  end
+  -- Inside the rebuild grace of the epoch this replica's heartbeat last saw (the epoch is not one of this
+  -- organization's keys, so the replica passes when its grace ends).
+  if now < tonumber(ARGV[13]) then return {'rebuilding', tonumber(ARGV[13]) - now} end
   local avail = redis.call('HGET', KEYS[5], 'avail')
   if not avail then return {'wallet_unknown'} end
   if avail == '0' or string.sub(avail, 1, 1) == '-' then return {'insufficient_funds'} end
@@ -132,7 +127,7 @@ if billing then
   redis.call('HINCRBY', KEYS[5], 'ver', 1)
   redis.call('HSET', KEYS[6], ARGV[10], ARGV[8])
   redis.call('ZADD', KEYS[7], now + tonumber(ARGV[11]), ARGV[12])
-  if tag ~= '' then redis.call('HSET', KEYS[9], ARGV[10], tag) end
+  if tag ~= '' then redis.call('HSET', KEYS[8], ARGV[10], tag) end
 end
 return {'admitted', rpmUsed, rpmReset, tpmUsed, tpmReset, now, tag}
 `,
@@ -145,8 +140,9 @@ return {'admitted', rpmUsed, rpmReset, tpmUsed, tpmReset, now, tag}
  *
  * The counts of the request's budget tag see it too (`BUDGETS_END`); the tag is kept while its charge is unwritten.
  *
- * KEYS: conc, tpm, month, wallet, held, hold-expiry, unwritten, btag. ARGV: request id, token delta, tpm
- * window end (0: no tpm limit), monthly on, held, cost, minus cost ('': none), hold member, prefix.
+ * KEYS (the organization's): conc, tpm, month, wallet, held, hold-expiry, unwritten, btag. ARGV: request id, token
+ * delta, tpm window end (0: no tpm limit), monthly on, held, cost, minus cost ('': none), hold member, the
+ * organization's key prefix, the budget tag it was admitted with ('': none; used when the gate has none).
  */
 export const RELEASE: GateScript = {
   name: 'tollgateRelease',
@@ -163,6 +159,11 @@ if ARGV[5] == '1' or ARGV[6] ~= '' then
   local known = redis.call('HEXISTS', KEYS[4], 'avail') == 1
   local held = redis.call('HGET', KEYS[5], ARGV[1])
   local tag = redis.call('HGET', KEYS[8], ARGV[1])
+  if not tag and ARGV[10] ~= '' and ARGV[6] ~= '' then
+    -- Its hold is gone (expired, or lost with a failover's last writes): its cost still goes to its budgets.
+    tag = ARGV[10]
+    redis.call('HSET', KEYS[8], ARGV[1], tag)
+  end
   if tag then
     budgetsEnd(ARGV[9], tag, held, ARGV[6])
     if ARGV[6] == '' then redis.call('HDEL', KEYS[8], ARGV[1]) end
@@ -183,92 +184,101 @@ return 1
 };
 
 /**
- * A replica's heartbeat: starts a new epoch if this Redis has none (it lost
- * its state), renews the holds and slots of the replica's requests still
- * running, and gives back expired holds (of a replica that died; to their budgets' counts too), at most
- * 1000 a call. The epoch is "<resume at ms>:<id>": each replica compares it
- * with the one it saw last, to learn that another replica began a new one.
+ * The first part of a replica's heartbeat: starts a new epoch if this Redis has none (it lost its state). The
+ * epoch is "<resume at ms>:<id>": each replica compares it with the one it saw last, to learn that another
+ * replica began a new one, and passes its resume time to `ADMIT`.
  *
- * KEYS: epoch, hold-expiry; and, built from the prefix, `conc:K` of the renewed slots and `held:O`
- * and `wallet:O` of the expired holds. ARGV: prefix, rebuild grace ms, hold lease ms, slot lease
- * ms, number of holds, hold members…, then key id / request id pairs, and last the new epoch's id.
- * Returns {1 when this call started a new epoch, expired holds given back, the epoch}.
+ * KEYS: epoch. ARGV: rebuild grace ms, the new epoch's id. Returns {1 when this call started a new epoch, the epoch}.
  */
-export const HEARTBEAT: GateScript = {
-  name: 'tollgateHeartbeat',
-  numberOfKeys: 2,
-  lua: `${NOW}${BUDGETS_END}
-local fresh = 0
+export const EPOCH: GateScript = {
+  name: 'tollgateEpoch',
+  numberOfKeys: 1,
+  lua: `${NOW}
 local epoch = redis.call('GET', KEYS[1])
-if not epoch then
-  epoch = (now + tonumber(ARGV[2])) .. ':' .. ARGV[#ARGV]
-  redis.call('SET', KEYS[1], epoch)
-  fresh = 1
-end
-local holds = tonumber(ARGV[5])
-for i = 1, holds do redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[3]), ARGV[5 + i]) end
-local i = 6 + holds
-while i + 1 < #ARGV do
-  local slots = ARGV[1] .. 'conc:' .. ARGV[i]
-  if redis.call('ZADD', slots, 'XX', 'CH', now + tonumber(ARGV[4]), ARGV[i + 1]) == 1 then redis.call('PEXPIRE', slots, ARGV[4]) end
-  i = i + 2
-end
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1000)
-for _, member in ipairs(expired) do
-  local bar = string.find(member, '|', 1, true)
-  local org = string.sub(member, 1, bar - 1)
-  local request = string.sub(member, bar + 1)
-  local held = redis.call('HGET', ARGV[1] .. 'held:' .. org, request)
-  if held then
-    redis.call('HDEL', ARGV[1] .. 'held:' .. org, request)
-    local wallet = ARGV[1] .. 'wallet:' .. org
-    if redis.call('HEXISTS', wallet, 'avail') == 1 then redis.call('HINCRBY', wallet, 'avail', held) end
-    redis.call('HINCRBY', wallet, 'ver', 1)
-    local tag = redis.call('HGET', ARGV[1] .. 'btag:' .. org, request)
-    if tag then
-      budgetsEnd(ARGV[1], tag, held, '')
-      redis.call('HDEL', ARGV[1] .. 'btag:' .. org, request)
-    end
-  end
-  redis.call('ZREM', KEYS[2], member)
-end
-return {fresh, #expired, epoch}
+if epoch then return {0, epoch} end
+epoch = (now + tonumber(ARGV[1])) .. ':' .. ARGV[2]
+redis.call('SET', KEYS[1], epoch)
+return {1, epoch}
 `,
 };
 
 /**
- * Reports again, to a Redis that lost them, a replica's holds and its charges not yet in PostgreSQL. A hold or a
- * charge the gate did not have yet was counted by no spendable amount or budget count rebuilt before it came: those
- * it falls under are forgotten (the next admission rebuilds them, with it). Every wallet it names has its version
- * moved, so a rebuild that raced it is not kept.
+ * The rest of a heartbeat, once per organization (its keys are in one slot): renews the holds and slots of the
+ * replica's requests still running, and gives back expired holds (of a replica that died; to their budgets'
+ * counts too), at most 1000 a call.
  *
- * KEYS: hold-expiry; and, built from the prefix, `held:O`, `unwritten:O`, `btag:O` and `wallet:O` of each
- * organization reported. ARGV: prefix, hold lease ms, number of holds, then (org, request, amount, budget tag)
- * quadruples: holds, then unwritten charges.
+ * KEYS: hold-expiry; and, built from the organization's prefix, `conc:K` of the renewed slots, its `held`,
+ * `wallet`, `btag` and budget counts. ARGV: the organization's key prefix, hold lease ms, slot lease ms, number
+ * of holds, hold members…, then key id / request id pairs. Returns {expired holds given back, holds left}.
+ */
+export const SWEEP: GateScript = {
+  name: 'tollgateSweep',
+  numberOfKeys: 1,
+  lua: `${NOW}${BUDGETS_END}
+local org = ARGV[1]
+local holds = tonumber(ARGV[4])
+for i = 1, holds do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[4 + i]) end
+local i = 5 + holds
+while i + 1 <= #ARGV do
+  local slots = org .. 'conc:' .. ARGV[i]
+  if redis.call('ZADD', slots, 'XX', 'CH', now + tonumber(ARGV[3]), ARGV[i + 1]) == 1 then redis.call('PEXPIRE', slots, ARGV[3]) end
+  i = i + 2
+end
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1000)
+for _, member in ipairs(expired) do
+  local request = string.sub(member, string.find(member, '|', 1, true) + 1)
+  local held = redis.call('HGET', org .. 'held', request)
+  if held then
+    redis.call('HDEL', org .. 'held', request)
+    local wallet = org .. 'wallet'
+    if redis.call('HEXISTS', wallet, 'avail') == 1 then redis.call('HINCRBY', wallet, 'avail', held) end
+    redis.call('HINCRBY', wallet, 'ver', 1)
+    local tag = redis.call('HGET', org .. 'btag', request)
+    if tag then
+      budgetsEnd(org, tag, held, '')
+      redis.call('HDEL', org .. 'btag', request)
+    end
+  end
+  redis.call('ZREM', KEYS[1], member)
+end
+return {#expired, redis.call('ZCARD', KEYS[1])}
+`,
+};
+
+/**
+ * Reports again, to a Redis that lost them, a replica's holds and its charges not yet in PostgreSQL, of one
+ * organization. A hold or a charge the gate did not have yet was counted by no spendable amount or budget count
+ * rebuilt before it came: those it falls under are forgotten (the next admission rebuilds them, with it). The
+ * wallet has its version moved, so a rebuild that raced it is not kept.
+ *
+ * KEYS: hold-expiry; and, built from the organization's prefix, its `held`, `unwritten`, `btag`, `wallet` and
+ * budget counts. ARGV: the organization's key prefix, hold lease ms, number of holds, organization id, then
+ * (request, amount, budget tag) triples: holds, then unwritten charges.
  */
 export const REPORT: GateScript = {
   name: 'tollgateReport',
   numberOfKeys: 1,
   lua: `${NOW}
+local org = ARGV[1]
 local holds = tonumber(ARGV[3])
-local i = 4
+local i = 5
 local n = 0
-while i + 3 <= #ARGV do
-  local org, request, amount, tag = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+while i + 2 <= #ARGV do
+  local request, amount, tag = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local new
   if n < holds then
-    new = redis.call('HSETNX', ARGV[1] .. 'held:' .. org, request, amount) == 1
-    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), org .. '|' .. request)
+    new = redis.call('HSETNX', org .. 'held', request, amount) == 1
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[4] .. '|' .. request)
   else
-    new = redis.call('HSETNX', ARGV[1] .. 'unwritten:' .. org, request, amount) == 1
+    new = redis.call('HSETNX', org .. 'unwritten', request, amount) == 1
   end
-  local wallet = ARGV[1] .. 'wallet:' .. org
+  local wallet = org .. 'wallet'
   if new then redis.call('HDEL', wallet, 'avail') end
   redis.call('HINCRBY', wallet, 'ver', 1)
   if tag ~= '' then
-    redis.call('HSET', ARGV[1] .. 'btag:' .. org, request, tag)
+    redis.call('HSET', org .. 'btag', request, tag)
     for name in string.gmatch(tag, '[^~%s]+') do
-      local count = ARGV[1] .. name
+      local count = org .. name
       if new then redis.call('HDEL', count, 'spent') end
       if redis.call('HINCRBY', count, 'ver', 1) == 1 and redis.call('PTTL', count) < 0 then
         redis.call('PEXPIRE', count, 3600000)
@@ -276,7 +286,7 @@ while i + 3 <= #ARGV do
     end
   end
   n = n + 1
-  i = i + 4
+  i = i + 3
 end
 return n
 `,

@@ -12,6 +12,8 @@ export interface Ticket {
   holdNanos: bigint | null;
   month: string;
   tokensWindowEndsAt: number;
+  /** The budget counts it was admitted under (`budgetTag`); '' when none. */
+  budgetTag: string;
   released: boolean;
 }
 
@@ -37,6 +39,7 @@ export function ticketOf(
     holdNanos: ask.holdNanos,
     month: ask.month,
     tokensWindowEndsAt: admission.tokensWindowEndsAt,
+    budgetTag: admission.budgetTag,
     released: false,
   };
 }

@@ -74,15 +74,16 @@ export class BudgetService {
             .update(apiKeys)
             .set(values)
             .where(eq(apiKeys.id, id))
-            .returning({ monthly: apiKeys.monthlyBudget, daily: apiKeys.dailyBudget })
+            .returning({ orgId: apiKeys.orgId, monthly: apiKeys.monthlyBudget, daily: apiKeys.dailyBudget })
         : await this.db
             .update(projects)
             .set(values)
             .where(and(eq(projects.id, id), isNull(projects.deletedAt)))
-            .returning({ monthly: projects.monthlyBudget, daily: projects.dailyBudget });
+            .returning({ orgId: projects.orgId, monthly: projects.monthlyBudget, daily: projects.dailyBudget });
     if (!updated) throw new GatewayError('not_found', `The ${scope} ${id} does not exist.`);
     this.onChange();
-    await this.gate?.setBudgets(scope, id, updated, BUDGETS_SET_TTL_MS).catch((error: unknown) => {
+    const set = { monthly: updated.monthly, daily: updated.daily };
+    await this.gate?.setBudgets(updated.orgId, scope, id, set, BUDGETS_SET_TTL_MS).catch((error: unknown) => {
       throw new GatewayError(
         'limits_unavailable',
         `The ${scope}'s budget is saved, but the gateway could not pass it to its limits store; send the change again.`,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../shared/db/redis.js';
 import { LRUCache } from 'lru-cache';
 
 /** A whole answer as the client received it: a JSON body, or the data of every SSE event before [DONE]. */
@@ -16,7 +16,7 @@ export interface ResponseCache {
 
 export interface ResponseCacheOptions {
   /** null: in this process (the embedded default). */
-  redis: Redis | null;
+  redis: RedisClient | null;
   prefix: string;
   ttlSeconds: number;
   /** Larger answers are not kept. */

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import {
   type RateLimiterAbstract,
   RateLimiterMemory,
@@ -35,7 +35,7 @@ export interface WindowCounter {
 /** Never reached: the limit is the caller's; the limiter only counts. */
 const UNBOUNDED_POINTS = Number.MAX_SAFE_INTEGER;
 
-export function createWindowCounter(redis: Redis | null, prefix: string): WindowCounter {
+export function createWindowCounter(redis: RedisClient | null, prefix: string): WindowCounter {
   // Keys are `<prefix>window:<key>`, as the hand-written counter before this one named them.
   const keyPrefix = `${prefix}window`;
   const limiters = new Map<number, RateLimiterAbstract>();

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { ChargeJournal } from '../../../src/gateway/billing/journal.js';
 import { WalletService } from '../../../src/gateway/billing/wallet.js';
 import { budgetSpend } from '../../../src/gateway/billing/budget-spend.js';
@@ -15,7 +14,8 @@ import { createRedisGate } from '../../../src/gateway/admission/redis-gate.js';
 import { OrgService } from '../../../src/platform/orgs/service.js';
 import { ProjectService } from '../../../src/platform/orgs/projects.js';
 import { chargeRecord } from '../../helpers/charges.js';
-import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
+import { uniqueRedisPrefix } from '../../helpers/services.js';
+import { gateKinds, gateRedis, type GateRedis } from '../../helpers/gate-redis.js';
 import { until } from '../../helpers/wait.js';
 
 /**
@@ -25,12 +25,11 @@ import { until } from '../../helpers/wait.js';
  * with it. On the memory gate and on the Redis gate.
  */
 
-const hasRedis = await redisAvailable();
-const kinds = hasRedis ? (['memory', 'redis'] as const) : (['memory'] as const);
+const kinds = await gateKinds();
 
 describe.each(kinds)('budgets at the gate (%s)', (kind) => {
   let store: Store;
-  let redis: Redis | null = null;
+  let redis: GateRedis | null = null;
   const prefix = uniqueRedisPrefix();
   let wallets: WalletService;
   let journal: ChargeJournal;
@@ -43,8 +42,10 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
   beforeAll(async () => {
     store = await openStore({ dataDir: 'memory://' });
     const options = { concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000 };
-    if (kind === 'redis') redis = new Redis(redisUrl, { lazyConnect: false });
-    gate = redis ? createRedisGate(redis, { prefix, rebuildGraceMs: 100, ...options }) : createMemoryGate(options);
+    if (kind !== 'memory') redis = await gateRedis(kind, prefix);
+    gate = redis
+      ? createRedisGate(redis.redis, { prefix, rebuildGraceMs: 100, ...options })
+      : createMemoryGate(options);
     journal = await ChargeJournal.open(null);
     wallets = new WalletService(store.db, (orgId, amount) => self.credit(orgId, amount));
     const self = (gateKeeper = new GateKeeper(gate, wallets, journal, createLogger('silent'), {
@@ -60,10 +61,7 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
   });
   afterAll(async () => {
     await store?.close();
-    if (redis) {
-      redis.disconnect();
-      await deleteRedisPrefix(prefix);
-    }
+    await redis?.close();
   });
 
   async function tenant(budgets: Budgets = { monthly: null, daily: null }) {
@@ -144,27 +142,27 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     const { caller, projectId } = await tenant({ monthly: 1_000_000n, daily: null });
     const month = `budget:key:${caller.id}:${new Date().toISOString().slice(0, 7)}`;
     const held = await admit(caller, 100n);
-    await gate.setBudgets('key', caller.id, { monthly: 150n, daily: null }, 60_000);
+    await gate.setBudgets(caller.orgId, 'key', caller.id, { monthly: 150n, daily: null }, 60_000);
     const lowered = await refusal(admit(caller, 100n));
     expect(lowered.code).toBe('budget_exceeded');
     expect(lowered.details).toContainEqual({ field: 'budget_limit', message: '0.00000015' });
-    expect(await gate.budgetSpent(month)).toBe(100n);
+    expect(await gate.budgetSpent(caller.orgId, month)).toBe(100n);
     await admit(caller, 50n);
     // Set where the replica knows none: its windows are held on from the next admission, rebuilt first.
     projectBudgets.set(projectId, { monthly: null, daily: null });
-    await gate.setBudgets('project', projectId, { monthly: null, daily: 120n }, 60_000);
+    await gate.setBudgets(caller.orgId, 'project', projectId, { monthly: null, daily: 120n }, 60_000);
     await admit(caller, 0n, projectId);
     const { caller: other } = await tenant();
     const sameProject = { ...other, orgId: caller.orgId };
     expect(await refusal(admit(sameProject, 121n, projectId))).toMatchObject({ code: 'budget_exceeded' });
     await admit(sameProject, 120n, projectId);
     // Removed: a limit the replica still knows no longer binds.
-    await gate.setBudgets('key', caller.id, { monthly: null, daily: null }, 60_000);
+    await gate.setBudgets(caller.orgId, 'key', caller.id, { monthly: null, daily: null }, 60_000);
     await journal.append(chargeRecord(held.requestId, { orgId: caller.orgId, keyId: caller.id }, 100n));
     await gateKeeper.release(held, { actualTokens: 1, cost: 100n });
     await admit(caller, 10_000n);
     // The first request's charge took its hold's place; the last one is not held on the removed budget.
-    expect(await gate.budgetSpent(month)).toBe(150n);
+    expect(await gate.budgetSpent(caller.orgId, month)).toBe(150n);
   });
 
   it('admits exactly what fits when 200 requests ask at once', async () => {
@@ -172,7 +170,9 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     projectBudgets.set(projectId, { monthly: 5_000n, daily: null });
     const outcomes = await Promise.allSettled(Array.from({ length: 200 }, () => admit(caller, 100n, projectId)));
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(50);
-    expect(await gate.budgetSpent(`budget:project:${projectId}:${new Date().toISOString().slice(0, 7)}`)).toBe(5_000n);
+    expect(
+      await gate.budgetSpent(caller.orgId, `budget:project:${projectId}:${new Date().toISOString().slice(0, 7)}`),
+    ).toBe(5_000n);
   });
 
   it('rebuilds a budget set later from the usage records, the holds in flight and the charges not yet written', async () => {
@@ -196,13 +196,13 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     await admit(budgeted, 550n);
     expect(await refusal(admit(budgeted, 1n))).toMatchObject({ code: 'budget_exceeded' });
     const month = new Date().toISOString().slice(0, 7);
-    expect(await gate.budgetSpent(`budget:key:${caller.id}:${month}`)).toBe(1_000n);
+    expect(await gate.budgetSpent(caller.orgId, `budget:key:${caller.id}:${month}`)).toBe(1_000n);
     await journal.append(chargeRecord(running.requestId, owner, 100n));
     await gateKeeper.release(running, { actualTokens: 1, cost: 100n });
-    expect(await gate.budgetSpent(`budget:key:${caller.id}:${month}`)).toBe(1_100n);
+    expect(await gate.budgetSpent(caller.orgId, `budget:key:${caller.id}:${month}`)).toBe(1_100n);
   });
 
-  it.runIf(kind === 'redis')(
+  it.runIf(kind !== 'memory')(
     'rebuilds a budget after Redis loses everything from the holds and charges the replicas report again',
     async () => {
       const { caller } = await tenant({ monthly: 10_000n, daily: null });
@@ -212,7 +212,7 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
       const finished = await admit(caller, 2_500n);
       await journal.append(chargeRecord(finished.requestId, owner, 2_000n));
       await gateKeeper.release(finished, { actualTokens: 1, cost: 2_000n });
-      await deleteRedisPrefix(prefix); // Redis restarts empty
+      await redis!.loseEverything(); // Redis restarts empty
       await admit(caller, 1n).catch(() => {}); // refused: no epoch yet
       await gateKeeper.heartbeat(); // reports the hold and the charge again, with their budget tags
       // 10,000 − 3,000 held − 2,000 charged: once the grace is over, a hold of 5,000 fits, and then nothing does.

@@ -120,11 +120,11 @@ describe.skipIf(!hasRedis)('admission after Redis lost everything (no rebuild gr
     await admit(b.keeper, caller, 4_000n);
     await deleteRedisPrefix(prefix);
     await admit(a.keeper, caller, 1_000n);
-    expect(await a.gate.budgetSpent(month)).toBe(1_000n);
+    expect(await a.gate.budgetSpent(caller.orgId, month)).toBe(1_000n);
     await b.keeper.heartbeat();
     // 1,000 + B's 4,000 + 5,000 fill the budget; nothing more fits.
     await admit(a.keeper, caller, 5_000n);
-    expect(await a.gate.budgetSpent(month)).toBe(10_000n);
+    expect(await a.gate.budgetSpent(caller.orgId, month)).toBe(10_000n);
     await expect(admit(a.keeper, caller, 1n)).rejects.toMatchObject({ code: 'budget_exceeded' });
   });
 

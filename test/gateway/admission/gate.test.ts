@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { ChargeJournal } from '../../../src/gateway/billing/journal.js';
 import { WalletService } from '../../../src/gateway/billing/wallet.js';
 import { openStore, type Store } from '../../../src/shared/db/client.js';
@@ -11,7 +10,8 @@ import { createMemoryGate } from '../../../src/gateway/admission/memory-gate.js'
 import { createRedisGate } from '../../../src/gateway/admission/redis-gate.js';
 import { OrgService } from '../../../src/platform/orgs/service.js';
 import { chargeRecord } from '../../helpers/charges.js';
-import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
+import { uniqueRedisPrefix } from '../../helpers/services.js';
+import { gateKinds, gateRedis, type GateRedis } from '../../helpers/gate-redis.js';
 import { until } from '../../helpers/wait.js';
 
 /**
@@ -22,13 +22,12 @@ import { until } from '../../helpers/wait.js';
  * rebuilt without losing money or handing it out twice.
  */
 
-const hasRedis = await redisAvailable();
-const kinds = hasRedis ? (['memory', 'redis'] as const) : (['memory'] as const);
+const kinds = await gateKinds();
 const GRACE_MS = 300;
 
 describe.each(kinds)('admission gate (%s)', (kind) => {
   let store: Store;
-  let redis: Redis | null = null;
+  let redis: GateRedis | null = null;
   const prefix = uniqueRedisPrefix();
   let wallets: WalletService;
   let journal: ChargeJournal;
@@ -38,8 +37,10 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
   beforeAll(async () => {
     store = await openStore({ dataDir: 'memory://' });
     const options = { concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000 };
-    if (kind === 'redis') redis = new Redis(redisUrl, { lazyConnect: false });
-    gate = redis ? createRedisGate(redis, { prefix, rebuildGraceMs: GRACE_MS, ...options }) : createMemoryGate(options);
+    if (kind !== 'memory') redis = await gateRedis(kind, prefix);
+    gate = redis
+      ? createRedisGate(redis.redis, { prefix, rebuildGraceMs: GRACE_MS, ...options })
+      : createMemoryGate(options);
     journal = await ChargeJournal.open(null);
     wallets = new WalletService(store.db, (orgId, amount) => self.credit(orgId, amount));
     const self = (gateKeeper = new GateKeeper(gate, wallets, journal, createLogger('silent'), {
@@ -55,10 +56,7 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
   });
   afterAll(async () => {
     await store?.close();
-    if (redis) {
-      redis.disconnect();
-      await deleteRedisPrefix(prefix);
-    }
+    await redis?.close();
   });
 
   async function tenant(credit: bigint): Promise<AuthenticatedKey> {
@@ -185,7 +183,7 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     expect(await spendable(caller.orgId)).toBe(100n);
   });
 
-  it.runIf(kind === 'redis')(
+  it.runIf(kind !== 'memory')(
     'rebuilds a wallet after Redis loses everything, without handing out money twice',
     async () => {
       const caller = await tenant(10_000n);
@@ -205,7 +203,7 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
       await journal.append(charge('r-redis-3b', caller, 2_000n));
       await gateKeeper.release(finished, { actualTokens: 1, cost: 2_000n });
 
-      await deleteRedisPrefix(prefix); // Redis restarts empty
+      await redis!.loseEverything(); // Redis restarts empty
       // Admissions wait while replicas report (the rebuild grace); this replica's heartbeat reports its hold and its unwritten charge.
       await expect(
         gateKeeper.admit({ requestId: 'r-redis-3c', caller, estimatedTokens: 1, holdNanos: 1n }),

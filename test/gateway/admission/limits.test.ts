@@ -4,22 +4,38 @@ import { expectError } from '../../helpers/envelope.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
+import { redisTopologiesMissing, startRedisCluster, type Topology } from '../../helpers/redis-topologies.js';
+import { skippedWithout } from '../../helpers/skips.js';
 
-const limitStores = (await redisAvailable()) ? (['memory', 'redis'] as const) : (['memory'] as const);
+// Issue 69: the same limits on a three-master Redis Cluster of its own (TOLLGATE_REDIS_CLUSTER_NODES).
+const clusterMissing = redisTopologiesMissing();
+skippedWithout(clusterMissing && `a Redis Cluster (${clusterMissing})`);
+const limitStores = [
+  'memory' as const,
+  ...((await redisAvailable()) ? ['redis' as const] : []),
+  ...(clusterMissing ? [] : ['redis-cluster' as const]),
+];
 
 describe.each(limitStores)('per-key limits (%s)', (limitStore) => {
   let gateway: TestGateway;
   const prefix = uniqueRedisPrefix();
+  let cluster: (Topology & { nodes: Array<{ host: string; port: number }> }) | null = null;
 
   beforeAll(async () => {
     // Streams of 30 tokens at 20 ms each stay in flight for about 0.6 s.
     const env: Record<string, string> = { TOLLGATE_SIM_ITL_MS: '20' };
     if (limitStore === 'redis') Object.assign(env, { REDIS_URL: redisUrl, TOLLGATE_REDIS_PREFIX: prefix });
+    if (limitStore === 'redis-cluster') {
+      cluster = await startRedisCluster();
+      const nodes = cluster.nodes.map((node) => `${node.host}:${node.port}`).join(',');
+      Object.assign(env, { TOLLGATE_REDIS_CLUSTER_NODES: nodes });
+    }
     gateway = await startTestGateway('pglite', env);
-  });
+  }, 60_000);
   afterAll(async () => {
     await gateway?.close();
     if (limitStore === 'redis') await deleteRedisPrefix(prefix);
+    await cluster?.stop();
   });
 
   const chat = (secret: string, extra: Record<string, unknown> = {}, signal?: AbortSignal) =>

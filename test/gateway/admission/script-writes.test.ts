@@ -23,7 +23,7 @@ describe.skipIf(!hasRedis)("the gate's scripts on one connection", () => {
   let append: Script;
 
   beforeAll(async () => {
-    redis = openRedis(redisUrl, createLogger('error'));
+    redis = openRedis(redisUrl, createLogger('error')) as Redis;
     append = defineScript(redis, {
       name: 'testAppendInOrder',
       numberOfKeys: 1,
