@@ -49,7 +49,7 @@ const { values } = parseArgs({
     'kv-weight': { type: 'string', default: '1' },
     'prefix-weight': { type: 'string', default: '4' },
     'affinity-slack': { type: 'string', default: '2' },
-    'affinity-slack-share': { type: 'string', default: '0.25' },
+    'affinity-slack-share': { type: 'string', default: '0.5' },
   },
 });
 const TIME_SCALE = Number(values['time-scale']);

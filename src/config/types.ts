@@ -16,7 +16,7 @@ export interface RoutingSettings {
   affinitySlack?: number;
   /**
    * Or this share of the least busy candidate's requests in flight, when larger: at saturation every replica runs
-   * dozens and a fixed slack turned affinity off on noise (TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE, 0.25 when not given).
+   * dozens and a fixed slack turned affinity off on noise (TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE, 0.5 when not given).
    */
   affinitySlackShare?: number;
 }

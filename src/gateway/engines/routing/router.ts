@@ -127,7 +127,7 @@ export class ReplicaRouter {
     const fewestInFlight = Math.min(...candidates.map((c) => c.inFlight));
     const slack = Math.max(
       this.settings.affinitySlack ?? 2,
-      Math.floor(fewestInFlight * (this.settings.affinitySlackShare ?? 0.25)),
+      Math.floor(fewestInFlight * (this.settings.affinitySlackShare ?? 0.5)),
     );
     const scores: RoutingDecision['scores'] = {};
     const totals: number[] = [];

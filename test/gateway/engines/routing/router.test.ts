@@ -75,7 +75,10 @@ describe('the scoring router', () => {
   it("keeps affinity through the noise of a saturated fleet: the slack grows to a share of the least busy's in flight", () => {
     // Issue 67: dozens in flight on every replica; a fixed slack of 2 gave the prefix to no one (76 % hits, not 93 %).
     const loads = loadsOf({ 'm/0': load(), 'm/1': load() });
-    const router = new ReplicaRouter({ ...SETTINGS, prefixWeight: 4, affinitySlack: 2, affinitySlackShare: 0.25 }, loads);
+    const router = new ReplicaRouter(
+      { ...SETTINGS, prefixWeight: 4, affinitySlack: 2, affinitySlackShare: 0.25 },
+      loads,
+    );
     const holder = router.choose(candidates('m/0', 'm/1'), chat('first')).replicaId;
     const other = holder === 'm/0' ? 'm/1' : 'm/0';
     const inFlight = (held: number, rest: number) => [
