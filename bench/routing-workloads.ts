@@ -1,6 +1,8 @@
 // The workloads and the simulated engine of `npm run bench:routing` (bench/routing.ts).
 
-export type Workload = 'shared-prefix' | 'unrelated';
+export type Workload = 'shared-prefix' | 'unrelated' | 'agents-rag';
+/** Who sends a turn: what the mixed workload reports its first tokens by. */
+export type UserClass = 'agent' | 'rag' | 'user';
 export type Policy = 'round-robin' | 'least-loaded' | 'scored';
 
 /**
@@ -46,6 +48,18 @@ const QUESTION_WORDS = 60;
 const OUTPUT_TOKENS = 64;
 /** Unrelated prompts: 1,000 tokens each, nothing shared. */
 const UNRELATED_WORDS = 1000;
+/**
+ * Agents beside RAG users: every other client is an agent, the rest RAG users. Agents share one
+ * 3,000-token system prompt (instructions and tool definitions) and run 8-step tasks, each step
+ * sending the whole task so far plus a 500-token tool result (a file read, a command's output);
+ * RAG users send 2,000 tokens of
+ * retrieved passages (four of 500 tokens, shared with no one) and a 30-token question.
+ */
+const AGENT_STEPS = 8;
+const TOOL_RESULT_WORDS = 500;
+const RAG_PASSAGES = 4;
+const PASSAGE_WORDS = 500;
+const RAG_QUESTION_WORDS = 30;
 
 /**
  * A user reads and types between turns: on average 2 s of the GPU's time
@@ -56,6 +70,7 @@ const UNRELATED_WORDS = 1000;
 export const THINK_MEAN_S = 1;
 
 export interface Turn {
+  userClass: UserClass;
   messages: Array<{ role: string; content: string }>;
   maxTokens: number;
 }
@@ -80,6 +95,12 @@ function text(seed: number, count: number): string {
   return words.join(' ');
 }
 
+const agentPrompt = `You are a coding agent with these tools. ${text(999, SYSTEM_PROMPT_WORDS)}`;
+
+/** The class of the workload's `user`th client. */
+export const userClassOf = (workload: Workload, user: number): UserClass =>
+  workload !== 'agents-rag' ? 'user' : user % 2 === 0 ? 'agent' : 'rag';
+
 const systemPrompts = Array.from(
   { length: TENANTS },
   (_, tenant) => `You are the assistant of tenant ${tenant}. ${text(1_000 + tenant, SYSTEM_PROMPT_WORDS)}`,
@@ -89,21 +110,32 @@ const systemPrompts = Array.from(
  * The turns of a user's `n`th conversation. Shared prefix: the user's
  * tenant's system prompt, then TURNS questions, each turn sending the whole
  * conversation so far (earlier answers included), as a chat client does.
- * Unrelated: one turn with a prompt no other request shares.
+ * Unrelated: one turn with a prompt no other request shares. Agents beside
+ * RAG users: an agent's task (the shared agent prompt, then AGENT_STEPS tool
+ * results, the whole task sent each step) or a RAG user's one question over
+ * passages of its own.
  *
  * @example
  * for (const turn of conversation('shared-prefix', 3, 0)) send(turn.messages);
  */
 export function* conversation(workload: Workload, user: number, n: number): Generator<Turn> {
   const seed = user * 100_003 + n * 7_919;
-  if (workload === 'unrelated') {
-    yield { messages: [{ role: 'user', content: text(seed, UNRELATED_WORDS) }], maxTokens: OUTPUT_TOKENS };
+  const userClass = userClassOf(workload, user);
+  if (workload === 'unrelated' || userClass === 'rag') {
+    const content =
+      userClass === 'rag'
+        ? Array.from({ length: RAG_PASSAGES }, (_, p) => `Passage ${p + 1}: ${text(seed + p * 13, PASSAGE_WORDS)}`)
+            .concat(`Question: ${text(seed + 7, RAG_QUESTION_WORDS)}`)
+            .join('\n\n')
+        : text(seed, UNRELATED_WORDS);
+    yield { userClass, messages: [{ role: 'user', content }], maxTokens: OUTPUT_TOKENS };
     return;
   }
-  const messages = [{ role: 'system', content: systemPrompts[user % TENANTS]! }];
-  for (let turn = 0; turn < TURNS; turn++) {
-    messages.push({ role: 'user', content: text(seed + turn * 31, QUESTION_WORDS) });
-    yield { messages: [...messages], maxTokens: OUTPUT_TOKENS };
+  const agent = userClass === 'agent';
+  const messages = [{ role: 'system', content: agent ? agentPrompt : systemPrompts[user % TENANTS]! }];
+  for (let turn = 0; turn < (agent ? AGENT_STEPS : TURNS); turn++) {
+    messages.push({ role: 'user', content: text(seed + turn * 31, agent ? TOOL_RESULT_WORDS : QUESTION_WORDS) });
+    yield { userClass, messages: [...messages], maxTokens: OUTPUT_TOKENS };
     // The answer goes back in the next turn: a stand-in of the same length (the simulator's prefix cache keys on the prompt only).
     messages.push({ role: 'assistant', content: text(seed + turn * 31 + 17, OUTPUT_TOKENS) });
   }

@@ -1,4 +1,5 @@
-// npm run bench:routing [-- --replicas 4,8 --seconds 10 --warmup 4 --users 48 --time-scale 0.5 --prefix-weight 4]
+// npm run bench:routing [-- --replicas 4,8 --workloads shared-prefix,unrelated,agents-rag --seconds 10 --warmup 4
+//   --users 48 --time-scale 0.5 --prefix-weight 4 --out /tmp/routing.jsonl]
 //
 // Routing across replicas of a loaded vLLM: real simulator processes (the
 // loaded model, time-scaled) on 127.0.0.1, driven through the Docker
@@ -9,6 +10,8 @@
 // policy) is not measured. Per replica count and workload, each policy gets
 // fresh replicas (cold caches) and the same closed-loop clients.
 import http from 'node:http';
+import { appendFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { acquireReplica, startRouting } from '../src/gateway/engines/docker/routing.js';
@@ -17,6 +20,7 @@ import type { RoutingSettings } from '../src/config/index.js';
 import { parsePromText } from '../src/gateway/engines/routing/prom-text.js';
 import { createLogger } from '../src/shared/http/log.js';
 import { type Child, freePort, startBuilt, waitForHealth } from './processes.js';
+import { report, type RunResult } from './routing-report.js';
 import {
   DEFAULT_TIME_SCALE,
   type Policy,
@@ -35,13 +39,17 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '4' },
     users: { type: 'string', default: '48' },
-    workloads: { type: 'string', default: 'shared-prefix,unrelated' },
+    workloads: { type: 'string', default: 'shared-prefix,unrelated,agents-rag' },
+    // Each result appended to this file as it comes (one JSON a line, with the load average): a killed run keeps them.
+    out: { type: 'string' },
     policies: { type: 'string', default: 'round-robin,least-loaded,scored' },
     'time-scale': { type: 'string', default: String(DEFAULT_TIME_SCALE) },
     // The scored policy's weights; the defaults are the gateway's (TOLLGATE_ROUTING_*_WEIGHT).
     'queue-weight': { type: 'string', default: '1' },
     'kv-weight': { type: 'string', default: '1' },
     'prefix-weight': { type: 'string', default: '4' },
+    'affinity-slack': { type: 'string', default: '2' },
+    'affinity-slack-share': { type: 'string', default: '0.5' },
   },
 });
 const TIME_SCALE = Number(values['time-scale']);
@@ -63,22 +71,9 @@ function settings(policy: Policy): RoutingSettings {
     prefixBlockChars: 64,
     prefixEntries: 50_000,
     prefixTtlMs: 600_000,
+    affinitySlack: Number(values['affinity-slack']),
+    affinitySlackShare: Number(values['affinity-slack-share']),
   };
-}
-
-interface RunResult {
-  replicas: number;
-  workload: Workload;
-  policy: Policy;
-  /** In the simulated GPU's time (wall time / TIME_SCALE). */
-  outputTokensPerSecond: number;
-  ttftMeanS: number;
-  ttftP99S: number;
-  prefixHitRate: number;
-  requests: number;
-  failed: number;
-  /** Scored choices made least-loaded because a replica's metrics were stale (a starved event loop scrapes late). */
-  fallbacks: number;
 }
 
 async function startReplicas(count: number): Promise<{ children: Child[]; urls: string[] }> {
@@ -119,7 +114,8 @@ function engineOver(urls: string[], policy: Policy): EngineState {
     ]),
   );
   const state = {
-    definition: { model: MODEL, served_model_name: MODEL },
+    // The replicas' own flags, as a Docker engine's definition gives them: its batch size (--max-num-seqs) is read there.
+    definition: { model: MODEL, served_model_name: MODEL, args: SIM_FLAGS },
     // Least-loaded is today's choice: the engine without routing settings.
     options: { log: createLogger('warn'), routing: policy === 'least-loaded' ? undefined : settings(policy) },
     replicas,
@@ -207,6 +203,8 @@ async function runOnce(replicaCount: number, workload: Workload, policy: Policy)
   const measureFrom = started + warmupMs;
   const stopAt = measureFrom + measureMs;
   const ttfts: number[] = [];
+  const classTtfts = { agent: [] as number[], rag: [] as number[], user: [] as number[] };
+  const perReplica = urls.map(() => 0);
   let requests = 0;
   let failed = 0;
   let fallbacks = 0;
@@ -238,9 +236,13 @@ async function runOnce(replicaCount: number, workload: Workload, policy: Policy)
         target.release();
         if (sentAt < measureFrom) continue;
         requests++;
+        perReplica[Number(target.replicaId.split('/').pop())]! += 1;
         // Every request sent in the window counts, however long it waited: leaving out the slow ones would flatter a queue.
         if (!answer) failed++;
-        else ttfts.push(answer.ttftMs);
+        else {
+          ttfts.push(answer.ttftMs);
+          classTtfts[turn.userClass].push(answer.ttftMs);
+        }
       }
     }
   };
@@ -250,75 +252,22 @@ async function runOnce(replicaCount: number, workload: Workload, policy: Policy)
   await Promise.all(children.map((child) => child.stop()));
   ttfts.sort((a, b) => a - b);
   const toSimS = (ms: number): number => ms / 1000 / TIME_SCALE;
+  const meanS = (values: number[]): number => toSimS(values.reduce((a, b) => a + b, 0) / Math.max(1, values.length));
   return {
     replicas: replicaCount,
     workload,
     policy,
     outputTokensPerSecond: (to.tokens - from.tokens) / ((to.at - from.at) / 1000 / TIME_SCALE),
-    ttftMeanS: toSimS(ttfts.reduce((a, b) => a + b, 0) / Math.max(1, ttfts.length)),
+    ttftMeanS: meanS(ttfts),
     ttftP99S: toSimS(ttfts[Math.min(ttfts.length - 1, Math.floor(ttfts.length * 0.99))] ?? 0),
+    agentsTtftMeanS: workload === 'agents-rag' ? meanS(classTtfts.agent) : null,
+    ragTtftMeanS: workload === 'agents-rag' ? meanS(classTtfts.rag) : null,
     prefixHitRate: to.queries > from.queries ? (to.hits - from.hits) / (to.queries - from.queries) : 0,
     requests,
+    perReplica,
     failed,
     fallbacks,
   };
-}
-
-function report(results: RunResult[]): void {
-  const rows = [
-    [
-      'replicas',
-      'workload',
-      'policy',
-      'output tok/s',
-      'TTFT mean (s)',
-      'TTFT p99 (s)',
-      'prefix hit rate',
-      'requests',
-      'failed',
-      'fallbacks',
-    ],
-  ];
-  for (const r of results) {
-    rows.push([
-      String(r.replicas),
-      r.workload,
-      r.policy,
-      r.outputTokensPerSecond.toFixed(0),
-      r.ttftMeanS.toFixed(2),
-      r.ttftP99S.toFixed(2),
-      `${(r.prefixHitRate * 100).toFixed(1)} %`,
-      String(r.requests),
-      String(r.failed),
-      String(r.fallbacks),
-    ]);
-  }
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const line = (row: string[]): string => `| ${row.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')} |`;
-  process.stdout.write(
-    `${line(rows[0]!)}\n| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |\n${rows.slice(1).map(line).join('\n')}\n\n`,
-  );
-  for (const replicas of new Set(results.map((r) => r.replicas))) {
-    const of = (workload: Workload, policy: Policy) =>
-      results.find((r) => r.replicas === replicas && r.workload === workload && r.policy === policy);
-    const [rr, ll, scored] = [
-      of('shared-prefix', 'round-robin'),
-      of('shared-prefix', 'least-loaded'),
-      of('shared-prefix', 'scored'),
-    ];
-    if (rr && ll && scored) {
-      process.stdout.write(
-        `${replicas} replicas, shared prefix: scored/round-robin throughput ${(scored.outputTokensPerSecond / rr.outputTokensPerSecond).toFixed(2)}x (target >= 2), ` +
-          `TTFT ${(scored.ttftMeanS / rr.ttftMeanS).toFixed(3)} of round-robin's (target <= 0.2), scored/least-loaded throughput ${(scored.outputTokensPerSecond / ll.outputTokensPerSecond).toFixed(2)}x (target >= 1.3)\n`,
-      );
-    }
-    const [ull, uscored] = [of('unrelated', 'least-loaded'), of('unrelated', 'scored')];
-    if (ull && uscored) {
-      process.stdout.write(
-        `${replicas} replicas, unrelated: scored/least-loaded throughput ${(uscored.outputTokensPerSecond / ull.outputTokensPerSecond).toFixed(3)} (target within 0.95..1.05)\n`,
-      );
-    }
-  }
 }
 
 async function main(): Promise<void> {
@@ -328,12 +277,14 @@ async function main(): Promise<void> {
     for (const workload of values.workloads.split(',') as Workload[]) {
       for (const policy of values.policies.split(',') as Policy[]) {
         const result = await runOnce(replicas, workload, policy);
-        process.stderr.write(`${JSON.stringify(result)}\n`);
+        const line = `${JSON.stringify({ ...result, loadAverage: os.loadavg().map((l) => Number(l.toFixed(2))) })}\n`;
+        process.stderr.write(line);
+        if (values.out) appendFileSync(values.out, line);
         results.push(result);
       }
     }
   }
-  report(results);
+  process.stdout.write(report(results));
 }
 
 main().then(

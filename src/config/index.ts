@@ -197,6 +197,7 @@ function routingConfig(s: Settings): Config['routing'] {
     prefixEntries: s.TOLLGATE_ROUTING_PREFIX_ENTRIES,
     prefixTtlMs: s.TOLLGATE_ROUTING_PREFIX_TTL_MS,
     affinitySlack: s.TOLLGATE_ROUTING_AFFINITY_SLACK,
+    affinitySlackShare: s.TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE,
   };
 }
 

@@ -14,6 +14,11 @@ export interface RoutingSettings {
   prefixTtlMs: number;
   /** Requests in flight a replica may have beyond the least busy one and still win on prefix or session affinity (TOLLGATE_ROUTING_AFFINITY_SLACK, 2 when not given). */
   affinitySlack?: number;
+  /**
+   * Or this share of the least busy candidate's requests in flight, when larger: at saturation every replica runs
+   * dozens and a fixed slack turned affinity off on noise (TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE, 0.5 when not given).
+   */
+  affinitySlackShare?: number;
 }
 
 /** TOLLGATE_FLOW_*: how requests wait when the fleet is full (docs/fair-sharing.md). */

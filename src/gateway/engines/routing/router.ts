@@ -122,8 +122,13 @@ export class ReplicaRouter {
     // Affinity yields to load: a replica already this much busier than the least busy one (by this gateway's own
     // count, which a burst moves before any scrape can) wins on its queue and cache use only. Before, a burst of
     // 10 requests sharing a system prompt went 10/0 to one llama.cpp replica.
+    // The slack grows with the load: at saturation (dozens in flight on every replica) a difference of a few is noise,
+    // and a fixed slack of 2 turned affinity off on it (shared-prefix bench: 76 % hits instead of 93 %).
     const fewestInFlight = Math.min(...candidates.map((c) => c.inFlight));
-    const slack = this.settings.affinitySlack ?? 2;
+    const slack = Math.max(
+      this.settings.affinitySlack ?? 2,
+      Math.floor(fewestInFlight * (this.settings.affinitySlackShare ?? 0.5)),
+    );
     const scores: RoutingDecision['scores'] = {};
     const totals: number[] = [];
     candidates.forEach((candidate, i) => {

@@ -27,6 +27,13 @@ interface Scraped {
 }
 
 /**
+ * KV-cache use from which a replica's queue may be waiting on its cache rather than its batch: its running count is
+ * then not learnt as its capacity. Half: a batch-bound vLLM with a cache sized for it runs well below this, and
+ * a capacity not learnt only leaves the choice to the router (and flow control unbounded, as without it).
+ */
+const KV_BOUND = 0.5;
+
+/**
  * Reads every replica's vLLM `/metrics` every `periodMs` and keeps its latest
  * `ReplicaLoad`. A replica whose last answered scrape is older than four
  * periods (at least 2 s: a busy event loop delays scrapes) has no load (`loadOf` answers null): the router then falls back to
@@ -41,8 +48,13 @@ interface Scraped {
 export class LoadScraper {
   private readonly scraped = new Map<string, Scraped>();
   private readonly busy = new Set<string>();
-  /** Per replica, the most requests it ran while others waited: its batch's size, as the engine showed it. */
+  /**
+   * Per replica, the most requests it ran while others waited with its KV cache not full: its batch's size, as the
+   * engine showed it.
+   */
   private readonly learned = new Map<string, number>();
+  /** Per replica, its running count at the last scrape if requests waited then with its cache not full, else null. */
+  private readonly saturated = new Map<string, number | null>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: ScraperOptions) {}
@@ -55,8 +67,8 @@ export class LoadScraper {
   };
 
   /**
-   * The replica's batch size as its engine showed it: the most requests it ran while requests waited (vLLM's
-   * running and waiting, llama.cpp's processing and deferred); null until it was seen saturated.
+   * The replica's batch size as its engine showed it: the most requests it ran while requests waited and its KV
+   * cache was not full (vLLM's running and waiting, llama.cpp's processing and deferred); null until it was seen so.
    */
   learnedCapacity(replicaId: string): number | null {
     return this.learned.get(replicaId) ?? null;
@@ -101,6 +113,7 @@ export class LoadScraper {
     const live = new Set(targets.map((t) => t.id));
     for (const id of this.scraped.keys()) if (!live.has(id)) this.scraped.delete(id);
     for (const id of this.learned.keys()) if (!live.has(id)) this.learned.delete(id);
+    for (const id of this.saturated.keys()) if (!live.has(id)) this.saturated.delete(id);
     await Promise.all(targets.map((target) => this.scrape(target)));
   }
 
@@ -122,8 +135,16 @@ export class LoadScraper {
       // Metrics of no engine the gateway knows: the replica's load is unknown (never idle), as if not scraped.
       if (load === null) throw new Error('no queue figures among its metrics (neither vllm:* nor llamacpp:*)');
       this.scraped.set(target.id, { load, sentSince: 0, ownAtScrape: this.options.inFlightOf?.(target.id) ?? 0 });
-      if (load.waiting > 0 && load.running > (this.learned.get(target.id) ?? 0))
-        this.learned.set(target.id, load.running);
+      // A queue behind a full KV cache says nothing of the batch's size: there the running count is how many
+      // sequences the cache holds (20 to 40 of a 128-sequence batch in the routing bench), and taken as the
+      // capacity it made every replica holding a prefix "full", so affinity lost to whichever had room.
+      // Seen on two scrapes in a row, the fewer of the two: a burst that arrived within one engine step (every
+      // request of a cold start) waits a moment behind a running count that is no batch's size.
+      const before = this.saturated.get(target.id) ?? null;
+      const now = load.waiting > 0 && load.kvCacheUsage < KV_BOUND ? load.running : null;
+      this.saturated.set(target.id, now);
+      if (now !== null && before !== null && Math.min(now, before) > (this.learned.get(target.id) ?? 0))
+        this.learned.set(target.id, Math.min(now, before));
     } catch (error) {
       this.options.log?.debug('replica metrics scrape failed', {
         replica: target.id,

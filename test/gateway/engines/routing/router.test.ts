@@ -72,6 +72,41 @@ describe('the scoring router', () => {
     expect(Math.min(...Object.values(inFlight))).toBeGreaterThanOrEqual(3);
   });
 
+  it("keeps affinity through the noise of a saturated fleet: the slack grows to a share of the least busy's in flight", () => {
+    // Issue 67: dozens in flight on every replica; a fixed slack of 2 gave the prefix to no one (76 % hits, not 93 %).
+    const loads = loadsOf({ 'm/0': load(), 'm/1': load() });
+    const router = new ReplicaRouter(
+      { ...SETTINGS, prefixWeight: 4, affinitySlack: 2, affinitySlackShare: 0.25 },
+      loads,
+    );
+    const holder = router.choose(candidates('m/0', 'm/1'), chat('first')).replicaId;
+    const other = holder === 'm/0' ? 'm/1' : 'm/0';
+    const inFlight = (held: number, rest: number) => [
+      { id: holder, inFlight: held },
+      { id: other, inFlight: rest },
+    ];
+    // 10 more than the least busy's 40 is within a quarter of it: the prefix wins.
+    expect(router.choose(inFlight(50, 40), chat('second')).replicaId).toBe(holder);
+    // 11 more is not: a hot prefix spills over, and the replica it spills to holds it from then on.
+    const spilled = router.choose(inFlight(51, 40), chat('third'));
+    expect(spilled.replicaId).toBe(other);
+    expect(spilled.scores[holder]!.prefix).toBe(0);
+    // At a light load the fixed slack decides, as before.
+    expect(router.choose(inFlight(5, 2), chat('fourth')).scores[holder]!.prefix).toBe(0);
+    // With no share, the fixed slack alone (the behaviour before).
+    const fixed = new ReplicaRouter({ ...SETTINGS, prefixWeight: 4, affinitySlack: 2, affinitySlackShare: 0 }, loads);
+    const fixedHolder = fixed.choose(candidates('m/0', 'm/1'), chat('first')).replicaId;
+    const fixedOther = fixedHolder === 'm/0' ? 'm/1' : 'm/0';
+    const decision = fixed.choose(
+      [
+        { id: fixedHolder, inFlight: 45 },
+        { id: fixedOther, inFlight: 40 },
+      ],
+      chat('second'),
+    );
+    expect(decision.replicaId).toBe(fixedOther);
+  });
+
   it('sends a prompt to the replica that served its prefix, and says why', () => {
     const loads = loadsOf({ 'm/0': load(), 'm/1': load(), 'm/2': load() });
     const router = new ReplicaRouter(SETTINGS, loads);

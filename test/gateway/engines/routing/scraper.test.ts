@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { acquireReplica, engineStatus, startRouting } from '../../../../src/gateway/engines/docker/routing.js';
 import type { EngineState, Replica } from '../../../../src/gateway/engines/docker/state.js';
@@ -66,6 +68,37 @@ describe('the metrics scraper', () => {
       { timeout: 8000, interval: 100 },
     );
   }, 20_000);
+});
+
+describe("the scraper's learnt batch size", () => {
+  it('is the running count of a queue seen on two scrapes in a row with the KV cache under half full, never of a burst or a full cache', async () => {
+    // Issue 67: a cold start's burst (1 running, 4 waiting for one scrape) was learnt as a batch of 1, and a queue
+    // behind a full cache (20 running of 128) as a batch of 20: replicas holding a prefix counted as full.
+    let figures = { running: 1, waiting: 4, kv: 0.1 };
+    const server = http.createServer((_, res) => {
+      res.end(
+        `vllm:num_requests_running{model_name="served"} ${figures.running}\n` +
+          `vllm:num_requests_waiting{model_name="served"} ${figures.waiting}\n` +
+          `vllm:kv_cache_usage_perc{model_name="served"} ${figures.kv}\n`,
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => server.close());
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const scraper = new LoadScraper({ periodMs: 1000, targets: () => [{ id: 'm/0', url, servedModel: 'served' }] });
+    await scraper.scrapeAll();
+    expect(scraper.loadOf('m/0')).toMatchObject({ running: 1, waiting: 4 });
+    figures = { running: 20, waiting: 10, kv: 0.99 };
+    await scraper.scrapeAll();
+    await scraper.scrapeAll();
+    expect(scraper.learnedCapacity('m/0')).toBeNull();
+    figures = { running: 8, waiting: 3, kv: 0.3 };
+    await scraper.scrapeAll();
+    expect(scraper.learnedCapacity('m/0')).toBeNull();
+    figures = { running: 9, waiting: 1, kv: 0.32 };
+    await scraper.scrapeAll();
+    expect(scraper.learnedCapacity('m/0')).toBe(8);
+  });
 });
 
 describe("the Docker engine's replica choice with routing", () => {
