@@ -4,7 +4,8 @@ import path from 'node:path';
 import { settingsSchema, type Settings } from './settings.js';
 import type { Config } from './types.js';
 
-export type { BodyDrain, Config, LogLevel, RoutingSettings } from './types.js';
+export type { BodyDrain, Config, LogLevel } from './types.js';
+export type { FlowSettings, RoutingSettings } from './fleet-types.js';
 
 /** The same store means the same deployment: replicas sharing a database share their engines' containers. */
 function defaultDeployment(databaseUrl: string | undefined, dataDir: string): string {

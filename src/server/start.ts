@@ -7,8 +7,6 @@ import { resolveAdminToken, type AdminToken } from './admin-token.js';
 import { createApp } from '../app.js';
 import type { Config } from '../config/index.js';
 import { ChargeJournal } from '../gateway/billing/journal.js';
-import { purgeRequestData } from '../gateway/billing/request-data.js';
-import { keepUsageMonths } from '../gateway/billing/usage-partitions.js';
 import { openStore } from '../shared/db/client.js';
 import { openRedis, redisReady } from '../shared/db/redis.js';
 import { readEngineDefinitions, type SimulatorDefinition } from '../gateway/engines/definitions.js';
@@ -19,12 +17,10 @@ import { createLogger, describeError, type Logger } from '../shared/http/log.js'
 import { type DemoSeed, seedDemo, storeIsEmpty } from './demo-seed.js';
 import { loadShippedStacks } from '../platform/stacks/shipped.js';
 import { createServices, type Services } from '../services.js';
+import { startLoops } from './loops.js';
 import { serveMetrics } from '../shared/observability/metrics-server.js';
 import { startTracing } from '../shared/observability/tracing.js';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
-
-/** How often stored request data and stored Responses past their retention are purged (expired holds are the limits gate's: `admission/gate-keeper.ts`). */
-const SWEEP_INTERVAL_MS = 60_000;
 
 export interface RunningGateway {
   /** `http://127.0.0.1:PORT`, for clients on this machine. */
@@ -178,65 +174,6 @@ async function openJournal(config: Config, closers: Array<() => Promise<void>>):
   );
   closers.unshift(() => journal.close());
   return journal;
-}
-
-/**
- * Starts what runs beside the requests, each with its stop in `closers`
- * (stopped in reverse): the charge writer, the limits' upkeep, the catalog
- * poll, the sweeper of request data and stored Responses, the run workers, the clusters' keys on
- * their nodes, the public hosts' refresh.
- */
-async function startLoops(services: Services, log: Logger, closers: Array<() => Promise<void>>): Promise<void> {
-  const { config } = services;
-  services.applier.start();
-  closers.unshift(async () => {
-    // What is journaled is written now if the store takes it; else it waits in the journal for the
-    // next start.
-    await services.applier.settled(STORE_TIMEOUT_MS);
-    await services.applier.stop();
-  });
-  await services.gateKeeper
-    .recover()
-    .catch((error: Error) =>
-      log.error('could not report earlier charges to the limits store', { detail: error.message }),
-    );
-  services.gateKeeper.start();
-  closers.unshift(async () => services.gateKeeper.stop());
-  services.requestPathCache.start();
-  closers.unshift(async () => services.requestPathCache.stop());
-  // Stored bodies and stored Responses outlive their retention; any replica may clean up.
-  const sweeper = setInterval(() => {
-    purgeRequestData(services.db, config.requestData.retentionDays).catch((error: unknown) =>
-      log.warn('purging old request data failed', { detail: (error as Error).message }),
-    );
-    services.responseStore
-      .purgeExpired(new Date())
-      .catch((error: unknown) =>
-        log.warn('purging expired stored responses failed', { detail: (error as Error).message }),
-      );
-  }, SWEEP_INTERVAL_MS);
-  sweeper.unref();
-  closers.unshift(async () => clearInterval(sweeper));
-  // The usage records' months: at start and daily; any replica may, they take turns.
-  closers.unshift(await keepUsageMonths(services.db, config.usageDetailRetentionMonths, log));
-  if (config.runs.sandbox === 'none') {
-    log.warn(
-      "TOLLGATE_RUN_SANDBOX=none: stacks run unsandboxed, as this gateway's user on this host; any user who can add a stack can read its files and secrets and reach its network",
-    );
-  }
-  services.runWorker.start();
-  closers.unshift(() => services.runWorker.stop());
-  await services.clusterIdentity
-    .sealClearKeys()
-    .catch((error: unknown) =>
-      log.warn('cluster keys stored in clear could not be sealed; the next start tries again', describeError(error)),
-    );
-  // Clusters' keys on their nodes: installs and removals that are due, retried with backoff, by
-  // whichever process looks first.
-  services.clusterIdentity.start();
-  closers.unshift(() => services.clusterIdentity.stop());
-  services.publicHosts.start();
-  closers.unshift(async () => services.publicHosts.stop());
 }
 
 function listen(fetch: Parameters<typeof serve>[0]['fetch'], config: Config): Promise<ServerType> {

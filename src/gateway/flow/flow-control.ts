@@ -1,9 +1,9 @@
 import { BANDS, type Band, bandRank } from './bands.js';
 import { FairQueue, type Queued } from './fair-queue.js';
 import { overloaded } from './refusals.js';
-import type { FlowSettings } from '../../config/types.js';
+import type { FlowSettings } from '../../config/fleet-types.js';
 
-export type { FlowSettings } from '../../config/types.js';
+export type { FlowSettings } from '../../config/fleet-types.js';
 
 /** Where room comes from: the sequences a model's replicas can take now from this gateway; null when unknown. */
 export interface RoomSource {

@@ -37,7 +37,7 @@ const PURGE_BATCH_BYTES = 16 * 1024 * 1024;
  * Stored Responses in the gateway's database (PostgreSQL or PGlite), so that
  * every gateway process reads what any of them stored. A row past its
  * `expires_at` is gone for every read at once; `purgeExpired` (a loop of
- * `server/start.ts`) frees its space later.
+ * `server/loops.ts`) frees its space later.
  *
  * A conversation is its turns linked by `previous_response_id`, each turn
  * holding its own input and output. Deleting a turn (or its expiry) leaves the

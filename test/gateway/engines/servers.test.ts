@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBuilt } from '../../../bench/processes.js';
 import type { StaticDefinition } from '../../../src/gateway/engines/definitions.js';
 import { startServersEngine } from '../../../src/gateway/engines/servers.js';
-import type { RoutingSettings } from '../../../src/config/types.js';
+import type { RoutingSettings } from '../../../src/config/fleet-types.js';
 import type { Engine } from '../../../src/gateway/engines/types.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';

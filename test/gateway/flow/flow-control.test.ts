@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { FlowSettings } from '../../../src/config/types.js';
+import type { FlowSettings } from '../../../src/config/fleet-types.js';
 import { FlowControl, type FlowPass, type FlowRequest } from '../../../src/gateway/flow/flow-control.js';
 import { GatewayError } from '../../../src/shared/http/errors.js';
 
