@@ -449,8 +449,7 @@ function printReport(
       'limits-off': 'Cost of per-key limits (gateway / the same gateway with TOLLGATE_LIMITS=off)',
       'billing-off':
         'Cost of billing: holds, charges, usage records (gateway / the same gateway with TOLLGATE_BILLING=off)',
-      'flow-off':
-        'Cost of flow control, unsaturated (gateway / the same gateway with TOLLGATE_FLOW_CONTROL=off)',
+      'flow-off': 'Cost of flow control, unsaturated (gateway / the same gateway with TOLLGATE_FLOW_CONTROL=off)',
       'metrics-off': `Cost of metrics${settings.tracing ? ' and tracing' : ''} (gateway${settings.tracing ? ' sending traces' : ''} / the same gateway with TOLLGATE_METRICS=off and no tracing)`,
     }[settings.baseline],
     `settings: ttft ${settings.ttftMs} ms, itl ${settings.itlMs} ms, ${settings.tokens} tokens per chat, embeddings of ${settings.dimensions ?? 64} floats, ${settings.seconds} s per slice, ${settings.rounds} rounds, store ${settings.store}, limits ${settings.limits}, tracing ${settings.tracing ? 'on (OTLP to a local sink)' : 'off'}`,
