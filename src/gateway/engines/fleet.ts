@@ -2,13 +2,8 @@ import type { Config } from '../../config/index.js';
 import type { Database } from '../../shared/db/client.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Logger } from '../../shared/http/log.js';
-import type {
-  DockerDefinition,
-  DockerHostDefinition,
-  EngineDefinition,
-  SimulatorDefinition,
-  StaticDefinition,
-} from './definitions.js';
+import type { EngineDefinition, SimulatorDefinition, StaticDefinition } from './definitions.js';
+import type { DockerDefinition, DockerHostDefinition } from './docker-definition.js';
 import { dockerClientFor } from '../../shared/docker/client.js';
 import { removeEngineContainers, startDockerEngine } from './docker/engine.js';
 import { hostsOf } from './docker/hosts.js';

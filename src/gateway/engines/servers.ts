@@ -1,6 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { Logger } from '../../shared/http/log.js';
-import { type StaticDefinition, tenancyOf } from './definitions.js';
+import { tenancyOf } from './definition-fields.js';
+import type { StaticDefinition } from './definitions.js';
 import type { RoutingSettings } from '../../config/fleet-types.js';
 import { ReplicaRouter } from './routing/router.js';
 import { LoadScraper } from './routing/scraper.js';

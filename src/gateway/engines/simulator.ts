@@ -1,6 +1,7 @@
 import type { RunningSimulator, SimModel } from '../../sim/index.js';
 import { startSimulator } from '../../sim/index.js';
-import { type SimulatorDefinition, tenancyOf } from './definitions.js';
+import { tenancyOf } from './definition-fields.js';
+import type { SimulatorDefinition } from './definitions.js';
 import { singleTargetEngine } from './single.js';
 import type { Engine } from './types.js';
 

@@ -1,4 +1,5 @@
-import { type StaticDefinition, tenancyOf } from './definitions.js';
+import { tenancyOf } from './definition-fields.js';
+import type { StaticDefinition } from './definitions.js';
 import { engineKindProbe } from './kinds.js';
 import { singleTargetEngine } from './single.js';
 import type { Engine } from './types.js';

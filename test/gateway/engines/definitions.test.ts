@@ -3,12 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  type DockerDefinition,
   parseEngineDefinitions,
   readEngineDefinitions,
-  replicaBounds,
   type SimulatorDefinition,
 } from '../../../src/gateway/engines/definitions.js';
+import { type DockerDefinition, replicaBounds } from '../../../src/gateway/engines/docker-definition.js';
 import { startSimulatorEngines } from '../../../src/gateway/engines/simulator.js';
 import { containerSpec } from '../../../src/gateway/engines/docker/spec.js';
 

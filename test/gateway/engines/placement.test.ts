@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEngineDefinitions, type DockerDefinition } from '../../../src/gateway/engines/definitions.js';
+import type { DockerDefinition } from '../../../src/gateway/engines/docker-definition.js';
+import { parseEngineDefinitions } from '../../../src/gateway/engines/definitions.js';
 import { removeEngineContainers, startDockerEngine } from '../../../src/gateway/engines/docker/engine.js';
 import { ownContainers } from '../../../src/gateway/engines/docker/spec.js';
 import type { Engine } from '../../../src/gateway/engines/types.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type DockerDefinition, replicaBounds } from '../definitions.js';
+import { type DockerDefinition, replicaBounds } from '../docker-definition.js';
 import type { Engine } from '../types.js';
 import { autoscale } from './autoscale.js';
 import { dockerClientFor } from '../../../shared/docker/client.js';

@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import type { DockerDefinition, DockerHostDefinition } from '../definitions.js';
+import type { DockerDefinition, DockerHostDefinition } from '../docker-definition.js';
 import { LABELS } from './spec.js';
 
 /** A listing that takes longer than this counts as the host not answering (a TCP host that hangs). */

@@ -1,4 +1,4 @@
-import { tenancyOf } from '../definitions.js';
+import { tenancyOf } from '../definition-fields.js';
 import { ReplicaRouter } from '../routing/router.js';
 import { LoadScraper } from '../routing/scraper.js';
 import { slotsFor, withRoom } from '../routing/room.js';

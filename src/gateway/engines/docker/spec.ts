@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ContainerCreateOptions } from 'dockerode';
-import type { DockerDefinition, DockerHostDefinition } from '../definitions.js';
+import type { DockerDefinition, DockerHostDefinition } from '../docker-definition.js';
 
 /** Labels that mark a container as ours (this deployment's), and which engine and replica it is. */
 export const LABELS = {

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import type { Logger } from '../../../shared/http/log.js';
-import type { DockerDefinition, DockerHostDefinition } from '../definitions.js';
+import type { DockerDefinition, DockerHostDefinition } from '../docker-definition.js';
 import type { LoadOf, ReplicaLoad } from '../load.js';
 import type { LoadScraper } from '../routing/scraper.js';
 import type { RoutingSettings } from '../../../config/index.js';
