@@ -1,47 +1,8 @@
-import { BANDS, type Band, bandRank } from './bands.js';
+import { BANDS, bandRank } from './bands.js';
 import { FairQueue, type Queued } from './fair-queue.js';
 import { overloaded } from './refusals.js';
 import type { FlowSettings } from '../../config/fleet-types.js';
-
-export type { FlowSettings } from '../../config/fleet-types.js';
-
-/** Where room comes from: the sequences a model's replicas can take now from this gateway; null when unknown. */
-export interface RoomSource {
-  freeSlots(modelId: string): number | null;
-  /** Told how many requests wait for the model whenever that changes (an autoscaler counts them as waiting). */
-  waitingInGateway?(modelId: string, count: number): void;
-}
-
-/** One request asking to go to a model's engines. */
-export interface FlowRequest {
-  modelId: string;
-  orgId: string;
-  band: Band;
-  /** The organization's share weight (1 to 1000). */
-  weight: number;
-  /** Prompt tokens (an estimate) and the most it can generate: what it is expected to be served. */
-  promptTokens: number;
-  completionBound: number;
-}
-
-/** A request's place on the engines; `done` once it ends (exactly once; later calls do nothing). */
-export interface FlowPass {
-  /** Whether it waited in the queue, and how long (ms). */
-  readonly waitedMs: number;
-  done(used: { promptTokens: number; completionTokens: number }): void;
-}
-
-/** What the operator's page and the metrics read. */
-export interface FlowSnapshot {
-  models: Array<{
-    model: string;
-    inFlight: number;
-    freeSlots: number | null;
-    waiting: Array<{ band: Band; orgId: string; requests: number }>;
-  }>;
-  /** Tokens served since the gateway started, per organization (prompt and generated). */
-  served: Array<{ orgId: string; promptTokens: number; completionTokens: number }>;
-}
+import type { FlowEvents, FlowPass, FlowRequest, FlowSnapshot, RoomSource } from './flow-types.js';
 
 interface Waiter extends Queued {
   request: FlowRequest;
@@ -57,14 +18,6 @@ interface ModelFlow {
   inFlight: number;
   /** Completion tokens an organization's requests generated lately, per band: what the next is expected to. */
   expected: Map<string, number>;
-}
-
-/** What each outcome of a wait reports to metrics. */
-export interface FlowEvents {
-  dispatched(request: FlowRequest, waitedMs: number): void;
-  refused(request: FlowRequest, reason: 'queue_full' | 'waited_too_long'): void;
-  left(request: FlowRequest): void;
-  served(request: FlowRequest, used: { promptTokens: number; completionTokens: number }): void;
 }
 
 const NO_EVENTS: FlowEvents = { dispatched() {}, refused() {}, left() {}, served() {} };

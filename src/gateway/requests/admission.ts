@@ -14,7 +14,7 @@ import type { RatePass, Ticket } from '../admission/gate-keeper.js';
 import type { RequestTrace } from '../../shared/observability/tracing.js';
 import { keyHeaderOf } from './auth.js';
 import { BAND_HEADER, requestedBand } from '../flow/bands.js';
-import type { FlowPass } from '../flow/flow-control.js';
+import type { FlowPass } from '../flow/flow-types.js';
 import type { AuthorizedRequest } from './authorized-request.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
 

@@ -1,4 +1,4 @@
-import type { FlowSnapshot } from '../../gateway/flow/flow-control.js';
+import type { FlowSnapshot } from '../../gateway/flow/flow-types.js';
 import { Page } from './layout.js';
 import type { Viewer } from './layout.js';
 import { OperatorNav } from './operator-engines-pages.js';

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FlowSettings } from '../../../src/config/fleet-types.js';
-import { FlowControl, type FlowPass, type FlowRequest } from '../../../src/gateway/flow/flow-control.js';
+import { FlowControl } from '../../../src/gateway/flow/flow-control.js';
+import type { FlowPass, FlowRequest } from '../../../src/gateway/flow/flow-types.js';
 import { GatewayError } from '../../../src/shared/http/errors.js';
 
 const SETTINGS: FlowSettings = {
