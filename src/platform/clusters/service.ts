@@ -2,23 +2,15 @@ import { and, asc, count, desc, eq, inArray, isNull, ne, sql } from 'drizzle-orm
 import type { Config } from '../../config/index.js';
 import type { Database } from '../../shared/db/client.js';
 import { newId } from '../../shared/db/ids.js';
-import {
-  clusterNodeKeys,
-  clusters,
-  hardwareProfiles,
-  nodeAllocations,
-  nodes,
-  organizations,
-} from '../../shared/db/schema.js';
+import { clusterNodeKeys, clusters, hardwareProfiles, nodeAllocations, nodes } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { installRows } from './node-keys.js';
 import { type NewNodeAccess, verifiedAccess } from './node-access.js';
-import { assertNotNested, assertNotReserved } from './public-domains.js';
-import { isUniqueViolation } from '../../shared/db/errors.js';
+import { assertNotReserved } from './public-domains.js';
+import { allocateCluster, type ClusterRow, conflictOn, type NewCluster, type NodeRow } from './allocation.js';
+
+export type { ClusterRow, NewCluster, NodeRow } from './allocation.js';
 
 export type ProfileRow = typeof hardwareProfiles.$inferSelect;
-export type NodeRow = typeof nodes.$inferSelect;
-export type ClusterRow = typeof clusters.$inferSelect;
 
 export interface NewProfile {
   name: string;
@@ -26,15 +18,6 @@ export interface NewProfile {
   gpuModel?: string;
   cpuCores?: number;
   memoryGib?: number;
-}
-
-export interface NewCluster {
-  orgId: string;
-  name: string;
-  profile: string;
-  nodeCount: number;
-  publicDomain: string;
-  createdBy: string | null;
 }
 
 /** What a new cluster's key needs: `ClusterIdentity` fits it. */
@@ -114,69 +97,15 @@ export class ClusterService {
    * on the nodes starts now rather than at the next poll.
    */
   async create(input: NewCluster): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
-    const created = await this.allocate(input);
+    assertNotReserved(this.options.reservedHosts, input.publicDomain.toLowerCase());
+    await this.profile(input.profile);
+    const created = await allocateCluster(this.db, input);
     const { identity } = this.options;
     if (identity) {
       await identity.keyOf(created.cluster.id);
       identity.poke();
     }
     return created;
-  }
-
-  private async allocate(input: NewCluster): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
-    const publicDomain = input.publicDomain.toLowerCase();
-    assertNotReserved(this.options.reservedHosts, publicDomain);
-    await this.profile(input.profile);
-    return this.db.transaction(async (tx) => {
-      const [org] = await tx
-        .select({ id: organizations.id })
-        .from(organizations)
-        .where(eq(organizations.id, input.orgId));
-      if (!org) throw new GatewayError('not_found', `Organization ${input.orgId} does not exist.`);
-      await assertNotNested(tx, publicDomain);
-      const free = await tx
-        .select()
-        .from(nodes)
-        .where(and(eq(nodes.profile, input.profile), isNull(nodes.clusterId), isNull(nodes.releasingClusterId)))
-        .orderBy(asc(nodes.address))
-        .limit(input.nodeCount)
-        .for('update', { skipLocked: true });
-      if (free.length < input.nodeCount) {
-        throw new GatewayError(
-          'conflict',
-          `Only ${free.length} free ${input.profile} nodes; the cluster needs ${input.nodeCount}.`,
-          {
-            details: [{ field: 'nodes', message: `At most ${free.length} are free.` }],
-          },
-        );
-      }
-      const id = newId('cls');
-      const [cluster] = await tx
-        .insert(clusters)
-        .values({
-          id,
-          orgId: input.orgId,
-          name: input.name,
-          profile: input.profile,
-          publicDomain,
-          createdBy: input.createdBy,
-        })
-        .returning()
-        .catch((error: unknown) => {
-          // Said the same whoever holds it: the answer tells nothing of another organization.
-          throw conflictOn(error, 'public_domain', `The public domain ${publicDomain} is taken; choose another.`);
-        });
-      const ids = free.map((node) => node.id);
-      const taken = await tx.update(nodes).set({ clusterId: id }).where(inArray(nodes.id, ids)).returning();
-      const rows = installRows(id, taken);
-      if (rows.length > 0) await tx.insert(clusterNodeKeys).values(rows);
-      // now() is the transaction's start: the same instant, to the microsecond, as the cluster's
-      // created_at.
-      await tx
-        .insert(nodeAllocations)
-        .values(ids.map((nodeId) => ({ clusterId: id, nodeId, profile: input.profile, allocatedAt: sql`now()` })));
-      return { cluster: cluster!, nodes: taken.sort((a, b) => a.address.localeCompare(b.address)) };
-    });
   }
 
   /** A running or deleted cluster, with its nodes (none once deleted); 404 when `orgId` is given and it is another's. */
@@ -290,8 +219,4 @@ export class ClusterService {
       });
     return row;
   }
-}
-
-function conflictOn(error: unknown, field: string, message: string): unknown {
-  return isUniqueViolation(error) ? new GatewayError('conflict', message, { details: [{ field, message }] }) : error;
 }
