@@ -3,17 +3,16 @@ import { hostname } from 'node:os';
 import { eq } from 'drizzle-orm';
 import type { ClusterIdentity } from '../clusters/identity.js';
 import { NodeAccessError } from '../clusters/node-access.js';
-import type { ClusterRow, ClusterService, NodeRow } from '../clusters/service.js';
+import type { ClusterService } from '../clusters/service.js';
 import type { Config } from '../../config/index.js';
 import type { Database } from '../../shared/db/client.js';
 import { stacks } from '../../shared/db/schema.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import { executeRun, type StopReason } from './execute.js';
 import type { SandboxChooser } from './sandbox/choose.js';
-import type { EgressPolicy } from './sandbox/egress.js';
 import type { RunOutcome, RunRow, RunService, RunStopper } from './service.js';
 import { findTool } from './tool.js';
-import type { ClusterContext } from './workspace.js';
+import { clusterContext, egressPolicy, toolEnvironment } from './run-context.js';
 
 /**
  * Applies queued runs in this process: up to `TOLLGATE_RUN_WORKERS` at once,
@@ -195,45 +194,6 @@ export class RunWorker implements RunStopper {
   }
 }
 
-/** What the run's module is told of its cluster (`workspace.ts`): the cluster, its nodes, the target, and the key to reach them. */
-function clusterContext(
-  run: RunRow,
-  cluster: ClusterRow,
-  nodes: NodeRow[],
-  sshProxy: ClusterContext['sshProxy'],
-  key: { publicKey: string; privateKey: string },
-): ClusterContext {
-  return {
-    runId: run.id,
-    clusterId: cluster.id,
-    clusterName: cluster.name,
-    publicDomain: cluster.publicDomain,
-    nodeAddresses: nodes.map((node) => node.address),
-    targetNode: nodes.find((node) => node.id === run.nodeId)?.address ?? '',
-    nodes: nodes.map((node) => ({
-      id: node.id,
-      address: node.address,
-      sshUser: node.runUser ?? '',
-      sshPort: node.sshPort ?? 22,
-      hostKey: node.hostKey ?? '',
-    })),
-    sshProxy,
-    sshPublicKey: key.publicKey,
-    sshPrivateKey: key.privateKey,
-  };
-}
-
-/** Where a run may connect: its cluster's nodes, each on the operator's node ports and its SSH port, and the operator's allowed hosts. */
-function egressPolicy(nodes: NodeRow[], egress: Config['runs']['egress']): EgressPolicy {
-  return {
-    nodes: nodes.map((node) => ({
-      address: node.address,
-      ports: [...new Set([...egress.nodePorts, node.sshPort ?? 22])],
-    })),
-    hosts: egress.hosts,
-  };
-}
-
 /** After the kill grace, how long a stopped run has to release its sandbox and record how it ended. */
 export const RECORD_MS = 5000;
 
@@ -281,17 +241,4 @@ function stoppedReason(reason: StopReason, withinMs: number): string {
     lost: 'Its worker lost its claim on it',
   }[reason];
   return `${why} and did not stop within ${Math.round(withinMs / 1000)} s after being stopped; it is recorded as ended, and the cluster may be partly changed.`;
-}
-
-/** The tool's whole environment: never the gateway's own (it holds database URLs and tokens), only what OpenTofu needs and what the operator passes. */
-function toolEnvironment(config: Config['runs']): Record<string, string> {
-  return {
-    PATH: config.searchPath,
-    HOME: config.workDir,
-    LANG: 'C.UTF-8',
-    TF_IN_AUTOMATION: '1',
-    TF_INPUT: '0',
-    CHECKPOINT_DISABLE: '1',
-    ...config.passEnv,
-  };
 }
