@@ -75,6 +75,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
     usageDetailRetentionMonths: s.TOLLGATE_USAGE_DETAIL_RETENTION_MONTHS,
     responses: responsesConfig(s),
+    conversations: {
+      retentionDays: s.TOLLGATE_CONVERSATIONS_RETENTION_DAYS,
+      orgMax: s.TOLLGATE_CONVERSATIONS_ORG_MAX,
+      maxItems: s.TOLLGATE_CONVERSATIONS_MAX_ITEMS,
+      maxBytes: s.TOLLGATE_CONVERSATIONS_MAX_BYTES,
+    },
     billingEnabled: s.TOLLGATE_BILLING === 'on',
     shutdownGraceMs: s.TOLLGATE_SHUTDOWN_GRACE_MS,
     deployment: s.TOLLGATE_DEPLOYMENT ?? defaultDeployment(s.DATABASE_URL, s.TOLLGATE_DATA_DIR),
