@@ -207,6 +207,11 @@ async function startLoops(services: Services, log: Logger, closers: Array<() => 
       .catch((error: unknown) =>
         log.warn('purging expired stored responses failed', { detail: (error as Error).message }),
       );
+    services.conversationStore
+      .purgeExpired(new Date())
+      .catch((error: unknown) =>
+        log.warn('purging expired conversations failed', { detail: (error as Error).message }),
+      );
   }, SWEEP_INTERVAL_MS);
   sweeper.unref();
   closers.unshift(async () => clearInterval(sweeper));
