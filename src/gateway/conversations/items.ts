@@ -30,6 +30,9 @@ export function conversationItemOf(item: Json): Json | null {
     const part = kept.role === 'assistant' ? { type: 'output_text', annotations: [] } : { type: 'input_text' };
     kept.content = [{ ...part, text: kept.content }];
   }
+  // An assistant's text as OpenAI's `Message` has it: `annotations` (kept) and `logprobs`.
+  if (kept.type === 'message' && Array.isArray(kept.content))
+    for (const part of kept.content as Json[]) if (part.type === 'output_text') part.logprobs ??= [];
   const id =
     typeof kept.id === 'string' && isItemId(kept.id) ? kept.id : newId(ID_PREFIXES[kept.type as string] ?? 'item');
   return Object.assign({ id }, kept, { id, status: typeof kept.status === 'string' ? kept.status : 'completed' });
