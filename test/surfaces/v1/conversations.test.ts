@@ -1,6 +1,8 @@
 import fc from 'fast-check';
+import { eq } from 'drizzle-orm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { usageRecords } from '../../../src/shared/db/schema.js';
 import { allItems, conversationTurns } from '../../helpers/conversation-turns.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { openApiErrors } from '../../helpers/openapi.js';
@@ -11,12 +13,13 @@ describe.each(stores)('/v1/conversations (%s)', (kind) => {
   let gateway: TestGateway;
   let client: OpenAI;
   let secret: string;
+  let orgId: string;
 
   beforeAll(async () => {
     // Compiling OpenAI's spec holds this process for seconds: before the gateway's connections could idle out.
     openApiErrors('ConversationResource', {});
     gateway = await startTestGateway(kind);
-    ({ secret } = await gateway.tenant({
+    ({ secret, orgId } = await gateway.tenant({
       credit: '100.00',
       key: { requestsPerMinute: 1_000_000, maxConcurrency: 1_000 },
     }));
@@ -87,6 +90,13 @@ describe.each(stores)('/v1/conversations (%s)', (kind) => {
   it('20 turns with `conversation`: each prompt is the conversation written out; a deleted item is gone next turn', async () => {
     const { id } = await client.conversations.create({ items: [{ role: 'developer', content: 'Be brief.' }] });
     const counts = await conversationTurns([client], id, 20);
+    // What the usage records billed: the engine's own count, the same numbers.
+    await gateway.charged();
+    const billed = await gateway.services.db
+      .select({ prompt: usageRecords.promptTokens, source: usageRecords.usageSource })
+      .from(usageRecords)
+      .where(eq(usageRecords.orgId, orgId));
+    for (const count of counts) expect(billed).toContainEqual({ prompt: count, source: 'upstream' });
     // The prompt grows with every turn: each one carried the whole conversation.
     for (let turn = 1; turn < counts.length; turn++) expect(counts[turn]).toBeGreaterThan(counts[turn - 1]!);
     const before = await allItems(client, id);
