@@ -22,7 +22,7 @@ export async function conversationTurns(clients: OpenAI[], conversation: string,
     expect(inConversation.status).not.toBe('failed');
     const writtenOut = await client.responses.create({
       model: 'sim-chat',
-      input: [...(before as OpenAI.Responses.ResponseInputItem[]), { role: 'user', content: input }],
+      input: [...(before as unknown as OpenAI.Responses.ResponseInputItem[]), { role: 'user', content: input }],
       max_output_tokens: 8,
       store: false,
     });

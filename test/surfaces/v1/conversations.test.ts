@@ -34,7 +34,7 @@ describe.each(stores)('/v1/conversations (%s)', (kind) => {
       metadata: { topic: 'demo' },
       items: [
         { type: 'message', role: 'user', content: 'Hello!' },
-        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hi there.' }] },
+        { type: 'message', role: 'assistant', content: 'Hi there.' },
       ],
     });
     expect(openApiErrors('ConversationResource', created)).toEqual([]);
@@ -50,7 +50,7 @@ describe.each(stores)('/v1/conversations (%s)', (kind) => {
     expect(openApiErrors('ConversationItemList', listed)).toEqual([]);
     expect(list.data).toMatchObject([
       { type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'Hello!' }] },
-      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hi there.' }] },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hi there.', annotations: [] }] },
     ]);
     const added = await client.conversations.items.create(created.id, {
       items: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'And you?' }] }],
