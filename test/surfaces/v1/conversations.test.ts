@@ -107,6 +107,18 @@ describe.each(stores)('/v1/conversations (%s)', (kind) => {
     expect(next[0]!).toBeLessThan(counts.at(-1)! + (counts.at(-1)! - counts.at(-2)!));
   }, 120_000);
 
+  it('appends a streamed turn as a JSON one, and says its conversation in the response', async () => {
+    const { id } = await client.conversations.create();
+    const streamed = await client.responses
+      .stream({ model: 'sim-chat', conversation: { id }, input: 'Stream this.', max_output_tokens: 8 })
+      .finalResponse();
+    expect(streamed).toMatchObject({ conversation: { id } });
+    expect(streamed.status).not.toBe('failed');
+    const items = await allItems(client, id);
+    expect(items[0]).toMatchObject({ type: 'message', role: 'user', content: [{ text: 'Stream this.' }] });
+    expect(items.slice(1).map((item) => item.id)).toEqual(streamed.output.map((item) => item.id));
+  });
+
   it('refuses `conversation` with `previous_response_id`, as OpenAI does, and an unknown conversation is a 404', async () => {
     const { id } = await client.conversations.create();
     const first = await client.responses.create({ model: 'sim-chat', input: 'Hi', max_output_tokens: 4 });
