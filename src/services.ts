@@ -28,6 +28,8 @@ import { OutageLog } from './shared/http/outage.js';
 import { RequestPathCache } from './gateway/catalog/request-path-cache.js';
 import { DatabaseResponseStore } from './gateway/responses/database-store.js';
 import type { ResponseStore } from './gateway/responses/store.js';
+import { DatabaseConversationStore } from './gateway/conversations/database-store.js';
+import type { ConversationStore } from './gateway/conversations/store.js';
 import {
   createPeopleServices,
   createPlatformServices,
@@ -91,6 +93,8 @@ export interface GatewayServices {
   cache: ResponseCache;
   /** Stored Responses (`/v1/responses` with `store`), in the database: any process continues a conversation. */
   responseStore: ResponseStore;
+  /** Conversations (`/v1/conversations`, `conversation` on `/v1/responses`), in the database: any process appends. */
+  conversationStore: ConversationStore;
   /** Where requests wait when the fleet is full, and in what order (`flow/flow-control.ts`). */
   flow: FlowControl;
 }
@@ -198,6 +202,7 @@ function createGatewayServices(
     budgets: new BudgetService(db, catalogChanged, gateKeeper.gate),
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),
+    conversationStore: new DatabaseConversationStore(db, config.conversations),
     flow,
   };
 }

@@ -75,7 +75,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     requestData: { retentionDays: s.TOLLGATE_REQUEST_DATA_RETENTION_DAYS, maxBytes: s.TOLLGATE_REQUEST_DATA_MAX_BYTES },
     usageDetailRetentionMonths: s.TOLLGATE_USAGE_DETAIL_RETENTION_MONTHS,
-    responses: responsesConfig(s),
+    ...storedConfig(s),
     billingEnabled: s.TOLLGATE_BILLING === 'on',
     shutdownGraceMs: s.TOLLGATE_SHUTDOWN_GRACE_MS,
     deployment: s.TOLLGATE_DEPLOYMENT ?? defaultDeployment(s.DATABASE_URL, s.TOLLGATE_DATA_DIR),
@@ -114,6 +114,20 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 }
 
 /** Stored Responses: how long they are kept, how large one and a conversation may be (TOLLGATE_RESPONSES_*). */
+/** What the gateway keeps for its clients: stored Responses and conversations. */
+function storedConfig(s: Settings): Pick<Config, 'responses' | 'conversations'> {
+  return { responses: responsesConfig(s), conversations: conversationsConfig(s) };
+}
+
+function conversationsConfig(s: Settings): Config['conversations'] {
+  return {
+    retentionDays: s.TOLLGATE_CONVERSATIONS_RETENTION_DAYS,
+    orgMax: s.TOLLGATE_CONVERSATIONS_ORG_MAX,
+    maxItems: s.TOLLGATE_CONVERSATIONS_MAX_ITEMS,
+    maxBytes: s.TOLLGATE_CONVERSATIONS_MAX_BYTES,
+  };
+}
+
 function responsesConfig(s: Settings): Config['responses'] {
   return {
     retentionDays: s.TOLLGATE_RESPONSES_RETENTION_DAYS,

@@ -98,6 +98,17 @@ export interface Config {
     /** How long a save may wait, on a busy gateway, for others to be written with it in one statement (TOLLGATE_RESPONSES_SAVE_WAIT_MS). */
     waitMs: number;
   };
+  /** Conversations (`gateway/conversations/store.ts`): how long they are kept and how large they may grow. */
+  conversations: {
+    /** A conversation is gone this many days after its last change (TOLLGATE_CONVERSATIONS_RETENTION_DAYS). */
+    retentionDays: number;
+    /** Live conversations one organization may have (TOLLGATE_CONVERSATIONS_ORG_MAX). */
+    orgMax: number;
+    /** Items one conversation may hold (TOLLGATE_CONVERSATIONS_MAX_ITEMS). */
+    maxItems: number;
+    /** Bytes of JSON its items may hold together (TOLLGATE_CONVERSATIONS_MAX_BYTES). */
+    maxBytes: number;
+  };
   /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
   billingEnabled: boolean;
   /**

@@ -34,7 +34,7 @@ export async function startLoops(services: Services, log: Logger, closers: Array
   closers.unshift(async () => services.gateKeeper.stop());
   services.requestPathCache.start();
   closers.unshift(async () => services.requestPathCache.stop());
-  // Stored bodies and stored Responses outlive their retention; any replica may clean up.
+  // Stored bodies, stored Responses and conversations outlive their retention; any replica may clean up.
   const sweeper = setInterval(() => {
     purgeRequestData(services.db, config.requestData.retentionDays).catch((error: unknown) =>
       log.warn('purging old request data failed', { detail: (error as Error).message }),
@@ -43,6 +43,11 @@ export async function startLoops(services: Services, log: Logger, closers: Array
       .purgeExpired(new Date())
       .catch((error: unknown) =>
         log.warn('purging expired stored responses failed', { detail: (error as Error).message }),
+      );
+    services.conversationStore
+      .purgeExpired(new Date())
+      .catch((error: unknown) =>
+        log.warn('purging expired conversations failed', { detail: (error as Error).message }),
       );
   }, SWEEP_INTERVAL_MS);
   sweeper.unref();

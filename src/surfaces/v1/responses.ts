@@ -15,7 +15,11 @@ import { responsesEndpoint } from '../../gateway/requests/responses/index.js';
  */
 export function responsesRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const routes = new Hono<GatewayEnv>();
-  const endpoint = responsesEndpoint({ store: deps.responseStore, log: deps.log });
+  const endpoint = responsesEndpoint({
+    store: deps.responseStore,
+    conversations: deps.conversationStore,
+    log: deps.log,
+  });
   routes.post('/', (c) => serveBilled(c, deps, endpoint));
   return routes;
 }

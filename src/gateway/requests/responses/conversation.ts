@@ -2,8 +2,10 @@ import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError, type Logger } from '../../../shared/http/log.js';
 import { withinStoreTimeout } from '../../../shared/db/timeout.js';
 import type { ResponseStore } from '../../responses/store.js';
+import type { ConversationStore } from '../../conversations/store.js';
 import type { AuthorizedRequest } from '../admission.js';
 import { itemId } from './answer.js';
+import { conversationIdOf, conversationTurns } from './conversation-turns.js';
 import { inputItemsOf } from './items.js';
 
 type Json = Record<string, unknown>;
@@ -11,6 +13,8 @@ type Json = Record<string, unknown>;
 /** Where a conversation is kept, and where a store that fails is told of. */
 export interface ConversationDeps {
   store: ResponseStore | null;
+  /** Where `conversation` (`/v1/conversations`) is kept; absent, a request naming one is a 404. */
+  conversations?: ConversationStore | null;
   log: Logger;
 }
 
@@ -22,12 +26,15 @@ export interface ConversationDeps {
  * caller's organization only): its turns go to the engine before this one's;
  * after the answer, the response is kept unless `store: false`.
  */
-export function createConversations({ store, log }: ConversationDeps) {
+export function createConversations({ store, conversations, log }: ConversationDeps) {
+  const { loadConversation, append } = conversationTurns(conversations ?? null, log);
   /**
    * The earlier turns `previous_response_id` continues, as items (none without it): an unknown, expired or another
    * organization's id is a 404, before any hold.
    */
   const load = async (request: AuthorizedRequest): Promise<Json[] | undefined> => {
+    const conversation = conversationIdOf(request.body.conversation);
+    if (conversation !== undefined) return loadConversation(request, conversation);
     const id = request.body.previous_response_id;
     if (typeof id !== 'string') return undefined;
     const chain = store ? await readChain(store, request, id) : null;
@@ -59,6 +66,7 @@ export function createConversations({ store, log }: ConversationDeps) {
    * continued.
    */
   const keep = async (request: AuthorizedRequest, response: Json): Promise<void> => {
+    await append(request, response);
     if (!store || request.body.store === false) {
       response.store = false;
       return;

@@ -32,7 +32,8 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
     name: 'responses',
     task: 'chat',
     path: '/chat/completions',
-    admitsRateFirst: (request) => request.body.previous_response_id !== undefined,
+    admitsRateFirst: (request) =>
+      request.body.previous_response_id !== undefined || request.body.conversation !== undefined,
     validate(body, config) {
       const details = responsesRequestErrors(body, config.translation);
       if (details.length > 0) throw invalid(details);

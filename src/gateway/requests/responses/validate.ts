@@ -30,6 +30,7 @@ export function responsesRequestErrors(body: Json, bounds: TranslationBounds): E
   const previous = body.previous_response_id;
   if (previous !== undefined && previous !== null && typeof previous !== 'string')
     details.push({ field: 'previous_response_id', message: 'must be a string' });
+  details.push(...conversationErrors(body));
   return details;
 }
 
@@ -105,4 +106,24 @@ function toolDefinitionErrors(tool: unknown, field: string, bounds: TranslationB
       errors.push(...nameErrors(inner.name, `${innerField}.name`, bounds));
   });
   return errors;
+}
+
+/**
+ * `conversation`: an id, or an object with an `id` (OpenAI's `ConversationParam`); never with
+ * `previous_response_id`, which OpenAI answers with a 400 too.
+ */
+function conversationErrors(body: Json): ErrorDetail[] {
+  const conversation = body.conversation;
+  if (conversation === undefined || conversation === null) return [];
+  if (typeof conversation !== 'string' && !(isObject(conversation) && typeof conversation.id === 'string'))
+    return [{ field: 'conversation', message: 'must be a conversation id or an object with an id' }];
+  if (body.previous_response_id !== undefined && body.previous_response_id !== null)
+    return [
+      {
+        field: 'conversation',
+        message:
+          "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'",
+      },
+    ];
+  return [];
 }
