@@ -50,19 +50,23 @@ describe.skipIf(missing !== null)('ledger windows (postgres)', () => {
 
     // Another session inserts the charge's request id and holds it uncommitted: the charge's statement, begun
     // now, waits on it before it reaches the wallet, as a long batch or a slow disk keeps a statement there.
+    // Dated alike, as a request's usage record is wherever its charge is written: the usage records' key is
+    // (id, created_at) since they are partitioned by month, so only the same instant makes the charge wait.
+    const createdAt = new Date();
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const holding = other
       .begin(async (tx) => {
         await tx`insert into usage_records (id, org_id, key_id, model_id, endpoint, prompt_tokens, completion_tokens,
-          cost_nanos, status, streamed, usage_source, latency_ms)
-          values ('req_slow', ${orgId}, ${key.id}, 'm', 'chat.completions', 1, 1, 100, 200, false, 'upstream', 1)`;
+          cost_nanos, status, streamed, usage_source, latency_ms, created_at)
+          values ('req_slow', ${orgId}, ${key.id}, 'm', 'chat.completions', 1, 1, 100, 200, false, 'upstream', 1,
+            ${createdAt})`;
         await released;
         throw new Error('rolled back');
       })
       .catch(() => {});
     await until('the other session holds the request id', async () => (await waiting()) === 0 && (await held()));
-    const charging = wallets.chargeMany([chargeRecord('req_slow', { orgId, keyId: key.id }, 100n)]);
+    const charging = wallets.chargeMany([chargeRecord('req_slow', { orgId, keyId: key.id }, 100n, { createdAt })]);
     await until('the charge waits on the other session', async () => (await waiting()) === 1);
 
     // A top-up begun after the charge commits before it.
