@@ -1,8 +1,7 @@
 import type { Admission, BudgetState, Reported } from './gate.js';
 import type { BudgetLimit, BudgetScope, Budgets } from './budgets.js';
-import { budgetLimitName, heldTag, parseTag } from './budgets.js';
+import { budgetLimitName, heldTag, parseTag, VERSION_TTL_MS } from './budgets.js';
 import { budgetRefusal } from '../billing/budget-rule.js';
-import { VERSION_TTL_MS } from './redis-lua.js';
 
 interface Count {
   /** Charges and holds; null until rebuilt (or once its window's time to live ran out). */

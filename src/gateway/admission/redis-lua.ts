@@ -1,12 +1,11 @@
+import { VERSION_TTL_MS } from './budgets.js';
+
 /**
  * The Lua the Redis gate's scripts share (`redis-scripts.ts`, `redis-rate-scripts.ts`, `redis-budget-scripts.ts`),
  * each written once here and put in the scripts that use it. Times are the Redis server's clock (`TIME`), so
  * replicas' clocks do not matter. Money crosses as decimal strings and is added by HINCRBY (64-bit integers),
  * never as a Lua number.
  */
-
-/** A budget count not yet rebuilt is kept this long for its version only: far longer than a rebuild takes. */
-export const VERSION_TTL_MS = 3_600_000;
 
 /** Sets the Lua local `now`: the Redis server's clock, in milliseconds. */
 export const NOW = `
