@@ -2,7 +2,7 @@ import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError, type Logger } from '../../../shared/http/log.js';
 import { withinStoreTimeout } from '../../../shared/db/timeout.js';
 import type { ResponseStore } from '../../responses/store.js';
-import type { AuthorizedRequest } from '../admission.js';
+import type { AuthorizedRequest } from '../authorize.js';
 import { itemId } from './answer.js';
 import { inputItemsOf } from './items.js';
 
