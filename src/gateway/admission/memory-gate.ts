@@ -4,7 +4,7 @@ import type {
   BudgetState,
   LimitGate,
   LiveRequest,
-  RateAdmission,
+  RateAnswer,
   RateRequest,
   RateTaken,
   Release,
@@ -107,7 +107,7 @@ class MemoryGate implements LimitGate {
     return { outcome: 'admitted', requests, tokens, tokensWindowEndsAt, budgetTag };
   }
 
-  async admitRate(request: RateRequest): Promise<RateAdmission> {
+  async admitRate(request: RateRequest): Promise<RateAnswer> {
     const rate = this.checkRate(request.keyId, request.limits);
     if (rate.outcome === 'admitted') this.takeRate(request.keyId, request.requestId);
     return rate;
@@ -207,7 +207,7 @@ class MemoryGate implements LimitGate {
   }
 
   /** A key's requests per minute and concurrency, checked (nothing taken). */
-  private checkRate(keyId: string, limits: KeyLimits): RateAdmission {
+  private checkRate(keyId: string, limits: KeyLimits): RateAnswer {
     const rpm = this.counters.read(`rpm:${keyId}`);
     const requests = { used: (rpm?.value ?? 0) + 1, resetMs: rpm ? rpm.expiresAt - this.now() : MINUTE_MS };
     if (requests.used > limits.requestsPerMinute) return { outcome: 'rate_limit_exceeded', requests };

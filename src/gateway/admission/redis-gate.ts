@@ -6,14 +6,14 @@ import type {
   BudgetState,
   LimitGate,
   LiveRequest,
-  RateAdmission,
+  RateAnswer,
   RateRequest,
   RateTaken,
   Release,
   Reported,
   WalletState,
 } from './gate.js';
-import { admissionFrom, pairs, rateAdmissionFrom } from './redis-replies.js';
+import { admissionFrom, pairs, rateAnswerFrom } from './redis-replies.js';
 import { ADMIT_RATE, GIVE_BACK_RATE } from './redis-rate-scripts.js';
 import { EPOCH } from './redis-scripts.js';
 import { CREDIT, SET_WALLET, WALLET_STATE } from './redis-wallet-scripts.js';
@@ -88,7 +88,7 @@ class RedisGate implements LimitGate {
     return this.redis.autoPipelineQueueSize > 0;
   }
 
-  async admitRate(request: RateRequest): Promise<RateAdmission> {
+  async admitRate(request: RateRequest): Promise<RateAnswer> {
     if (this.failovers.checking) await this.failovers.checking.catch(() => {});
     const { limits } = request;
     const admitRate = request.alone ? this.scripts.admitRate.alone : this.scripts.admitRate;
@@ -104,7 +104,7 @@ class RedisGate implements LimitGate {
         },
       ),
     )) as Array<string | number>;
-    return rateAdmissionFrom(reply);
+    return rateAnswerFrom(reply);
   }
 
   async giveBackRate(taken: RateTaken): Promise<void> {
