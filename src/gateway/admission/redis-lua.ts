@@ -1,7 +1,7 @@
 import { VERSION_TTL_MS } from './budgets.js';
 
 /**
- * The Lua the Redis gate's scripts share (`redis-scripts.ts`, `redis-rate-scripts.ts`, `redis-budget-scripts.ts`),
+ * The Lua the Redis gate's scripts share (`redis-scripts.ts`, `redis-rate-scripts.ts`, `redis-sweep-scripts.ts`),
  * each written once here and put in the scripts that use it. Times are the Redis server's clock (`TIME`), so
  * replicas' clocks do not matter. Money crosses as decimal strings and is added by HINCRBY (64-bit integers),
  * never as a Lua number.
