@@ -16,7 +16,7 @@ export interface ScriptSource {
 export type ScriptValue = string | number;
 
 /**
- * A gate script whose keys and arguments are named once (`gateScript`): its Lua reads them as `KEY.name` and
+ * A gate script whose keys and arguments are named once (`gateScript`): its body reads them as `KEY.name` and
  * `ARG.name`, and `argv` writes a call's array in the same order, so neither side counts positions.
  */
 export interface GateScript<K extends string = string, A extends string = string> extends ScriptSource {
@@ -25,9 +25,11 @@ export interface GateScript<K extends string = string, A extends string = string
 }
 
 /**
- * Defines a gate script from its keys' and arguments' names and its body. The Lua begins with `KEY` and `ARG`,
- * tables of the named values; `REST`, the list of the arguments after them, when `rest` is set; and `now`, the
- * Redis server's clock (`NOW`), when `clock` is set. Bodies never read `KEYS[n]` or `ARGV[n]` themselves.
+ * Defines a gate script from its keys' and arguments' names and its body. The body reads them as `KEY.name` and
+ * `ARG.name`, and the arguments after the named ones as `REST[i]` and `#REST`, when `rest` is set; each is written
+ * into the Lua as its position (`KEYS[n]`, `ARGV[n]`) here, once, so a call costs no table, and a name not
+ * declared fails at start-up, not as a nil in Redis. The Lua begins with `now`, the Redis server's clock
+ * (`NOW`), when `clock` is set. Bodies never read `KEYS[n]` or `ARGV[n]` themselves.
  *
  * @example
  * gateScript({ name: 'tollgateCredit', keys: ['wallet'], args: ['amount'], body: "redis.call('HINCRBY', …)" });
@@ -41,17 +43,20 @@ export function gateScript<const K extends string, const A extends string>(spec:
   body: string;
 }): GateScript<K, A> {
   const { keys, args } = spec;
-  const table = (names: readonly string[], from: string, offset = 0) =>
-    names.map((name, index) => `${name} = ${from}[${index + 1 + offset}]`).join(', ');
-  const prologue = [
-    `local KEY = {${table(keys, 'KEYS')}}`,
-    `local ARG = {${table(args, 'ARGV')}}`,
-    ...(spec.rest ? [`local REST = {}`, `for i = ${args.length + 1}, #ARGV do REST[#REST + 1] = ARGV[i] end`] : []),
-  ].join('\n');
+  const position = (names: readonly string[], from: string) => (_: string, name: string) => {
+    const index = names.indexOf(name);
+    if (index < 0) throw new Error(`${spec.name}: ${from} has no argument named ${name}`);
+    return `${from}[${index + 1}]`;
+  };
+  let body = spec.body
+    .replace(/\bKEY\.(\w+)/g, position(keys, 'KEYS'))
+    .replace(/\bARG\.(\w+)/g, position(args, 'ARGV'));
+  if (spec.rest) body = body.replaceAll('#REST', `(#ARGV - ${args.length})`).replaceAll('REST[', `ARGV[${args.length} + `);
+  else if (/\bREST\b/.test(body)) throw new Error(`${spec.name}: REST read without rest arguments`);
   return {
     name: spec.name,
     numberOfKeys: keys.length,
-    lua: `${spec.clock ? NOW : ''}\n${prologue}\n${spec.body}`,
+    lua: `${spec.clock ? NOW : ''}${body}`,
     argv(keyValues, argValues, rest = []) {
       const out: ScriptValue[] = [];
       for (const name of keys) out.push(keyValues[name]);
