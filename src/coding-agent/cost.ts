@@ -41,7 +41,7 @@ export function turnCost(reported: TokenUsage, sent: SentCall, price: Price | un
     : { usage: clampUsage(reported, hold.bounds).usage, costNanos: null, holdNanos: null };
 }
 
-/** The bounds and the hold of a sent call, as the gateway's admission computes them (`requests/admission.ts`). */
+/** The bounds and the hold of a sent call, as the gateway's billed request computes them (`requests/authorize.ts`'s `reserve`). */
 export function callHold(sent: SentCall, price: Price | undefined): { bounds: TokenBounds; holdNanos: bigint | null } {
   const request = {
     bodyBytes: sent.bodyBytes,

@@ -4,7 +4,7 @@ import { STORE_TIMEOUT_MS } from '../shared/db/timeout.js';
 import { describeError, type Logger } from '../shared/http/log.js';
 import type { Services } from '../services.js';
 
-/** How often stored request data and stored Responses past their retention are purged (expired holds are the limits gate's: `admission/gate-keeper.ts`). */
+/** How often stored request data and stored Responses past their retention are purged (expired holds are the limits gate's: `admission/gate-upkeep.ts`). */
 const SWEEP_INTERVAL_MS = 60_000;
 
 /**

@@ -2,9 +2,7 @@ import { z } from 'zod';
 import { formatAmount, MoneyFormatError, parseAmount } from '../gateway/billing/money.js';
 import type { Budgets } from '../gateway/admission/budgets.js';
 import type { BudgetReport } from '../gateway/billing/budgets.js';
-
-/** The largest budget: a billion units of the currency, so a count plus its holds stays far inside Redis's 64 bits. */
-const MAX_BUDGET_NANOS = 1_000_000_000n * 1_000_000_000n;
+import { MAX_BUDGET_NANOS } from '../gateway/billing/budget-rule.js';
 
 /** A budget: a decimal string in the billing currency (`"25.00"`), or null for none. Never a JSON number. */
 export const budgetAmount = z

@@ -20,6 +20,8 @@ export type BudgetScope = 'key' | 'project';
  * minute, plus one read).
  */
 export const BUDGETS_SET_TTL_MS = 600_000;
+/** A budget count not yet rebuilt is kept this long for its version only: far longer than a rebuild takes. */
+export const VERSION_TTL_MS = 3_600_000;
 export type BudgetWindow = 'month' | 'day';
 
 /** A key's or a project's budgets, as stored; null: none. */

@@ -1,8 +1,8 @@
 import type { ChargeJournal } from '../billing/journal.js';
-import type { ChargeRecord, WalletService } from '../billing/wallet.js';
+import type { WalletService } from '../billing/wallet.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
-import type { LimitGate, LiveRequest, Reported } from './gate.js';
+import type { LimitGate, LiveRequest } from './gate.js';
 import { currentMonth, monthStart } from './month.js';
 import { admitRate, giveBackRate, type RatePass, type RateStepDeps } from './rate-step.js';
 import {
@@ -13,12 +13,10 @@ import {
   refusal,
   limitsUnavailableOnFailure,
 } from './refusals.js';
-import { type Budgets, budgetLimits, budgetTag, parseTag } from './budgets.js';
+import { type Budgets, budgetLimits } from './budgets.js';
+import { GateUpkeep } from './gate-upkeep.js';
 import { Rebuilds, type RebuildSources } from './rebuild.js';
 import { type Ticket, ticketOf } from './ticket.js';
-
-/** How often each replica tells the gate it is alive (and learns whether Redis lost its state). */
-export const HEARTBEAT_MS = 1_000;
 
 export type { Ticket } from './ticket.js';
 export type { RatePass } from './rate-step.js';
@@ -50,33 +48,31 @@ export interface AdmissionAsk {
 
 /**
  * Admits requests through the gate (`gate.ts`) and ends them, and keeps the gate whole: it rebuilds what the gate
- * lacks (a spendable amount, a budget's count, a month's tokens) from PostgreSQL (`rebuild.ts`), renews the holds
- * and slots of requests running here, and, when Redis comes back empty, reports them and the charges not yet in
- * PostgreSQL again (at once, before this replica rebuilds anything).
+ * lacks (a spendable amount, a budget's count, a month's tokens) from PostgreSQL (`rebuild.ts`); its upkeep
+ * (`gate-upkeep.ts`) renews the holds and slots of requests running here, and, when Redis comes back empty,
+ * reports them and the charges not yet in PostgreSQL again (at once, before this replica rebuilds anything).
  *
  * @example
  * const ticket = await gateKeeper.admit({ requestId, caller, estimatedTokens: 600, holdNanos: 42_000n });
  * await gateKeeper.release(ticket, { actualTokens: 412, cost: 31_000n });
  */
 export class GateKeeper {
+  /** The requests admitted here and not yet ended, renewed by each heartbeat. */
   private readonly live = new Map<string, LiveRequest>();
-  /** Releases the gate could not take (Redis down): tried again on every heartbeat. */
-  private retries: Array<{ ticket: Ticket; tokenDelta: number; cost: bigint | null }> = [];
-  private timer: NodeJS.Timeout | null = null;
-  private lastRenewal = 0;
-  /** The heartbeat under way: a rebuild's, or the timer's; one at a time. */
-  private beating: Promise<void> | null = null;
   private readonly rateStep: RateStepDeps;
   private readonly rebuilds: Rebuilds;
+  /** Releases, heartbeats and recovery (`gate-upkeep.ts`). */
+  private readonly upkeep: GateUpkeep;
 
   constructor(
     readonly gate: LimitGate,
     wallets: WalletService,
-    private readonly journal: ChargeJournal,
+    journal: ChargeJournal,
     private readonly log: Logger,
     private readonly options: GateKeeperOptions,
   ) {
     this.rateStep = { gate, live: this.live, log, limitsEnabled: options.limitsEnabled };
+    this.upkeep = new GateUpkeep(gate, journal, log, options, this.live);
     const { budgetSpend, monthToDate } = options;
     this.rebuilds = new Rebuilds({ gate, wallets, log, budgetSpend, monthToDate, reported: () => this.heartbeat() });
   }
@@ -182,15 +178,7 @@ export class GateKeeper {
     this.live.delete(ticket.requestId);
     const tokenDelta = end.actualTokens - ticket.estimatedTokens;
     const cost = this.options.billingEnabled ? end.cost : null;
-    try {
-      await this.releaseInGate(ticket, tokenDelta, cost, end.alone);
-    } catch (error) {
-      this.log.debug('release not taken by the gate: retried on the next heartbeat', {
-        requestId: ticket.requestId,
-        ...describeError(error),
-      });
-      this.retries.push({ ticket, tokenDelta, cost });
-    }
+    await this.upkeep.release(ticket, tokenDelta, cost, end.alone);
   }
 
   /** A top-up or adjustment committed in PostgreSQL: make it spendable. */
@@ -210,91 +198,21 @@ export class GateKeeper {
     await this.gate.written(charges.map((c) => ({ orgId: c.orgId, requestId: c.id, amount: c.cost })));
   }
 
-  /**
-   * At start-up: charges an earlier run of this replica journaled but never
-   * reported to the gate (it died, or the gate was down) leave their
-   * wallets' spendable amounts unknown: those wallets are rebuilt from
-   * PostgreSQL, and the charges not yet written there are reported.
-   */
-  async recover(): Promise<void> {
-    // A Redis first used (or just emptied): wait out the grace here, so clients do not see it as 503s.
-    if (await this.gate.heartbeat([])) await new Promise((resolve) => setTimeout(resolve, this.options.rebuildGraceMs));
-    const unreported = this.journal.unreportedCharges();
-    const unwritten = this.journal.pending().map(reportedOf);
-    if (unwritten.length > 0) await this.gate.report([], unwritten);
-    for (const orgId of new Set(unreported.map((charge) => charge.orgId))) await this.gate.forgetWallet(orgId);
-    // Their budgets' counts too (their holds expired, their charges were never counted): rebuilt when next asked.
-    const counts = new Map<string, string>();
-    for (const charge of unreported)
-      for (const { counter } of parseTag(reportedOf(charge).tag!)) counts.set(counter, charge.orgId);
-    for (const [counter, orgId] of counts) await this.gate.forgetBudget(orgId, counter);
-    if (unreported.length > 0) await this.journal.markReported(unreported.map((charge) => charge.id));
+  /** At start-up: what an earlier run of this replica left unreported is reported (`GateUpkeep.recover`). */
+  recover(): Promise<void> {
+    return this.upkeep.recover();
   }
 
   start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.heartbeat(), HEARTBEAT_MS);
-    this.timer.unref();
+    this.upkeep.start();
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.upkeep.stop();
   }
 
   /** One heartbeat, or the one under way; exposed for tests. */
   heartbeat(): Promise<void> {
-    return (this.beating ??= this.beat().finally(() => (this.beating = null)));
+    return this.upkeep.heartbeat();
   }
-
-  private async beat(): Promise<void> {
-    try {
-      const renew = Date.now() - this.lastRenewal >= this.options.renewEveryMs / 3;
-      const fresh = await this.gate.heartbeat(renew ? [...this.live.values()] : []);
-      if (renew) this.lastRenewal = Date.now();
-      if (fresh) {
-        // Redis lost everything: what runs here and what is not yet in PostgreSQL is reported again, inside the rebuild grace.
-        const holds = [...this.live.values()]
-          .filter((r) => r.holdNanos !== null)
-          .map((r) => ({ orgId: r.orgId, requestId: r.requestId, amount: r.holdNanos!, tag: r.budgetTag }));
-        await this.gate.report(holds, this.journal.pending().map(reportedOf));
-        this.log.warn('limits store lost its state: holds and unwritten charges reported again', {
-          holds: holds.length,
-        });
-        const dropped = this.retries.splice(0);
-        await this.journal.markReported(dropped.filter((r) => r.cost !== null).map((r) => r.ticket.requestId));
-        return;
-      }
-      for (const retry of this.retries.splice(0)) {
-        await this.releaseInGate(retry.ticket, retry.tokenDelta, retry.cost).catch(() => this.retries.push(retry));
-      }
-    } catch (error) {
-      this.log.debug('heartbeat failed', describeError(error));
-    }
-  }
-
-  private async releaseInGate(ticket: Ticket, tokenDelta: number, cost: bigint | null, alone = false): Promise<void> {
-    const { caller } = ticket;
-    await this.gate.release({
-      requestId: ticket.requestId,
-      keyId: caller.id,
-      orgId: caller.orgId,
-      limits: this.options.limitsEnabled ? caller : null,
-      month: ticket.month,
-      tokenDelta,
-      tokensWindowEndsAt: ticket.tokensWindowEndsAt,
-      held: ticket.holdNanos !== null,
-      cost,
-      budgetTag: ticket.budgetTag,
-      alone,
-    });
-    if (cost !== null) await this.journal.markReported([ticket.requestId]);
-  }
-}
-
-/** A charge not yet written, reported again: tagged with the budget counts of its key and project at its time. */
-function reportedOf(charge: ChargeRecord): Reported {
-  const at = charge.createdAt instanceof Date ? charge.createdAt.getTime() : Date.now();
-  const tag = budgetTag(charge.keyId, charge.projectId ?? null, [], at);
-  return { orgId: charge.orgId, requestId: charge.id, amount: charge.cost, tag };
 }

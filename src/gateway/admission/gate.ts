@@ -37,7 +37,8 @@ export interface RateRequest {
   alone?: boolean;
 }
 
-export type RateAdmission =
+/** The gate's answer to the rate step (`admitRate`: requests per minute and concurrency only), before the admission. */
+export type RateAnswer =
   | {
       outcome: 'admitted';
       requests: Window;
@@ -61,6 +62,11 @@ export interface Window {
   resetMs: number;
 }
 
+/**
+ * An admission: the gate's one atomic step that checks and takes together a request's key limits, its wallet's
+ * hold and its budgets (`LimitGate.admit`), and its answer. "Admission" names this step only: the checks before it
+ * are `requests/authorize.ts`'s, the step before it the rate step (`RateAnswer`).
+ */
 export type Admission =
   | {
       outcome: 'admitted';
@@ -158,7 +164,7 @@ export interface LimitGate {
    * together (nothing taken when refused), so that work a request causes before its hold (a stored chain read, a
    * translation) is bounded by the key's limits as the request is.
    */
-  admitRate(request: RateRequest): Promise<RateAdmission>;
+  admitRate(request: RateRequest): Promise<RateAnswer>;
   /** Gives back what `admitRate` took (its slot, and its count inside its minute), for a request refused before `admit` took it over. */
   giveBackRate(taken: RateTaken): Promise<void>;
   /** The second step (or, with `rateTaken` false, both in one): the token limits and the wallet's hold. */

@@ -1,9 +1,7 @@
 import type { Admission, BudgetState, Reported } from './gate.js';
 import type { BudgetLimit, BudgetScope, Budgets } from './budgets.js';
-import { budgetLimitName, heldTag, parseTag } from './budgets.js';
-
-/** A count not yet rebuilt is kept this long for its version only: far longer than a rebuild takes. */
-const VERSION_TTL_MS = 3_600_000;
+import { budgetLimitName, heldTag, parseTag, VERSION_TTL_MS } from './budgets.js';
+import { budgetRefusal } from '../billing/budget-rule.js';
 
 interface Count {
   /** Charges and holds; null until rebuilt (or once its window's time to live ran out). */
@@ -32,9 +30,8 @@ export class MemoryBudgets {
       const budget = budgets[index]!;
       const limit = this.limitOf(budget);
       if (limit === null) continue;
-      const count = this.read(budget.counter);
-      if (!count || count.spent === null) return { outcome: 'budget_unknown', index };
-      if (count.spent + hold > limit) return { outcome: 'budget_exceeded', index, spent: count.spent, limit };
+      const refusal = budgetRefusal(this.read(budget.counter)?.spent ?? null, hold, limit);
+      if (refusal) return { ...refusal, index };
     }
     return null;
   }

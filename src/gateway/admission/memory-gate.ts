@@ -4,7 +4,7 @@ import type {
   BudgetState,
   LimitGate,
   LiveRequest,
-  RateAdmission,
+  RateAnswer,
   RateRequest,
   RateTaken,
   Release,
@@ -15,19 +15,12 @@ import type { KeyLimits } from '../keys/service.js';
 import type { BudgetScope, Budgets } from './budgets.js';
 import { MemoryBudgets } from './memory-budgets.js';
 import { MemoryCounters } from './memory-counters.js';
+import { MemoryWallets } from './memory-wallets.js';
 
 export interface MemoryGateOptions {
   concurrencyLeaseMs: number;
   holdLeaseMs: number;
   now?: () => number; // the clock, for tests
-}
-
-interface Wallet {
-  /** The spendable amount; null until rebuilt from PostgreSQL. */
-  spendable: bigint | null;
-  version: number;
-  holds: Map<string, { amount: bigint; expiresAt: number }>;
-  unwritten: Map<string, bigint>;
 }
 
 const MINUTE_MS = 60_000;
@@ -56,17 +49,18 @@ class MemoryGate implements LimitGate {
   private readonly counters: MemoryCounters;
   /** Per key: the requests holding a concurrency slot, each with its slot's expiry. */
   private readonly slots = new Map<string, Map<string, number>>();
-  private readonly wallets = new Map<string, Wallet>();
+  private readonly wallets: MemoryWallets;
   private readonly budgets: MemoryBudgets;
 
   constructor(private readonly options: MemoryGateOptions) {
     this.now = options.now ?? Date.now;
     this.budgets = new MemoryBudgets(this.now);
     this.counters = new MemoryCounters(this.now);
+    this.wallets = new MemoryWallets(this.now, options.holdLeaseMs);
   }
 
   async admit(request: AdmitRequest): Promise<Admission> {
-    const wallet = request.holdNanos === null ? null : this.walletOf(request.orgId);
+    const wallet = request.holdNanos === null ? null : this.wallets.of(request.orgId);
     if (wallet) {
       if (wallet.spendable === null) return { outcome: 'wallet_unknown' };
       if (wallet.spendable <= 0n) return { outcome: 'insufficient_funds' };
@@ -107,18 +101,13 @@ class MemoryGate implements LimitGate {
     }
     if (wallet && request.holdNanos !== null) {
       budgetTag = this.budgets.take(request.requestId, request.budgets, request.holdNanos);
-      wallet.spendable! -= request.holdNanos;
-      wallet.version += 1;
-      wallet.holds.set(request.requestId, {
-        amount: request.holdNanos,
-        expiresAt: this.now() + this.options.holdLeaseMs,
-      });
+      this.wallets.hold(wallet, request.requestId, request.holdNanos);
     }
     const tokensWindowEndsAt = this.now() + (tokens?.resetMs ?? 0);
     return { outcome: 'admitted', requests, tokens, tokensWindowEndsAt, budgetTag };
   }
 
-  async admitRate(request: RateRequest): Promise<RateAdmission> {
+  async admitRate(request: RateRequest): Promise<RateAnswer> {
     const rate = this.checkRate(request.keyId, request.limits);
     if (rate.outcome === 'admitted') this.takeRate(request.keyId, request.requestId);
     return rate;
@@ -144,19 +133,9 @@ class MemoryGate implements LimitGate {
       if (month) month.value += delta;
     }
     if (!release.held && release.cost === null) return;
-    const wallet = this.walletOf(release.orgId);
     // The hold comes back and the cost goes out; a hold already gone (expired) gives nothing back.
-    const hold = wallet.holds.get(release.requestId);
-    this.budgets.release(release.requestId, hold?.amount ?? null, release.cost);
-    if (hold) {
-      wallet.holds.delete(release.requestId);
-      if (wallet.spendable !== null) wallet.spendable += hold.amount;
-    }
-    if (release.cost !== null) {
-      if (wallet.spendable !== null) wallet.spendable -= release.cost;
-      wallet.unwritten.set(release.requestId, release.cost);
-    }
-    wallet.version += 1;
+    const hold = this.wallets.release(release.orgId, release.requestId, release.cost);
+    this.budgets.release(release.requestId, hold, release.cost);
   }
 
   async seedMonth(_orgId: string, keyId: string, month: string, tokens: number): Promise<void> {
@@ -164,71 +143,51 @@ class MemoryGate implements LimitGate {
   }
 
   async walletState(orgId: string): Promise<WalletState> {
-    const wallet = this.walletOf(orgId);
-    return {
-      version: String(wallet.version),
-      holds: [...wallet.holds].map(([requestId, hold]) => ({ orgId, requestId, amount: hold.amount })),
-      unwritten: [...wallet.unwritten].map(([requestId, amount]) => ({ orgId, requestId, amount })),
-    };
+    return this.wallets.state(orgId);
   }
 
   async spendable(orgId: string): Promise<bigint | null> {
-    return this.wallets.get(orgId)?.spendable ?? null;
+    return this.wallets.spendable(orgId);
   }
 
   async setWallet(orgId: string, spendable: bigint, version: string): Promise<boolean> {
-    const wallet = this.walletOf(orgId);
-    if (wallet.spendable !== null || String(wallet.version) !== version) return false;
-    wallet.spendable = spendable;
-    return true;
+    return this.wallets.set(orgId, spendable, version);
   }
 
   async credit(orgId: string, amount: bigint): Promise<void> {
-    const wallet = this.walletOf(orgId);
-    if (wallet.spendable !== null) wallet.spendable += amount;
-    wallet.version += 1;
+    this.wallets.credit(orgId, amount);
   }
 
   async forgetWallet(orgId: string): Promise<void> {
-    const wallet = this.walletOf(orgId);
-    wallet.spendable = null;
-    wallet.version += 1;
+    this.wallets.forget(orgId);
   }
 
   async written(charges: Reported[]): Promise<void> {
     this.budgets.written(charges);
-    for (const charge of charges) this.wallets.get(charge.orgId)?.unwritten.delete(charge.requestId);
+    this.wallets.written(charges);
   }
 
   async heartbeat(live: LiveRequest[]): Promise<boolean> {
     const at = this.now();
     for (const request of live) {
-      const hold = this.wallets.get(request.orgId)?.holds.get(request.requestId);
-      if (hold) hold.expiresAt = at + this.options.holdLeaseMs;
+      this.wallets.renew(request.orgId, request.requestId, at);
       const slot = this.slots.get(request.keyId);
       if (slot?.has(request.requestId)) slot.set(request.requestId, at + this.options.concurrencyLeaseMs);
     }
-    this.giveBackExpiredHolds(at);
+    // Holds whose lease ran out: only what a bug forgot, here, but as the Redis gate does for a dead replica.
+    this.wallets.giveBackExpired(at, (requestId, amount) => this.budgets.expire(requestId, amount));
     return false; // memory is never lost while the process lives
   }
 
   async report(holds: Reported[], unwritten: Reported[]): Promise<void> {
     // Never needed (memory lives as long as the process), but kept to the same rules as Redis.
     this.budgets.report([...holds, ...unwritten]);
-    for (const hold of holds) {
-      const wallet = this.walletOf(hold.orgId);
-      wallet.holds.set(hold.requestId, { amount: hold.amount, expiresAt: this.now() + this.options.holdLeaseMs });
-      wallet.version += 1;
-    }
-    for (const charge of unwritten) {
-      const wallet = this.walletOf(charge.orgId);
-      wallet.unwritten.set(charge.requestId, charge.amount);
-      wallet.version += 1;
-    }
+    this.wallets.report(holds, unwritten);
   }
 
   async budgetState(orgId: string, counter: string): Promise<BudgetState> {
-    return this.budgets.state(orgId, counter, this.walletOf(orgId).holds, this.walletOf(orgId).unwritten);
+    const wallet = this.wallets.of(orgId);
+    return this.budgets.state(orgId, counter, wallet.holds, wallet.unwritten);
   }
 
   async setBudgetSpent(_orgId: string, counter: string, spent: bigint, version: string, ttlMs: number) {
@@ -248,7 +207,7 @@ class MemoryGate implements LimitGate {
   }
 
   /** A key's requests per minute and concurrency, checked (nothing taken). */
-  private checkRate(keyId: string, limits: KeyLimits): RateAdmission {
+  private checkRate(keyId: string, limits: KeyLimits): RateAnswer {
     const rpm = this.counters.read(`rpm:${keyId}`);
     const requests = { used: (rpm?.value ?? 0) + 1, resetMs: rpm ? rpm.expiresAt - this.now() : MINUTE_MS };
     if (requests.used > limits.requestsPerMinute) return { outcome: 'rate_limit_exceeded', requests };
@@ -269,25 +228,6 @@ class MemoryGate implements LimitGate {
     if (limits.tokensPerMinute !== null) this.counters.add(`tpm:${request.keyId}`, request.estimatedTokens, MINUTE_MS);
     if (limits.monthlyTokens !== null)
       this.counters.add(`month:${request.keyId}:${request.month}`, request.estimatedTokens, 0);
-  }
-
-  /** Gives back holds whose lease ran out: only what a bug forgot, here, but as the Redis gate does for a dead replica. */
-  private giveBackExpiredHolds(at: number): void {
-    for (const wallet of this.wallets.values()) {
-      for (const [requestId, hold] of wallet.holds) {
-        if (hold.expiresAt > at) continue;
-        wallet.holds.delete(requestId);
-        this.budgets.expire(requestId, hold.amount);
-        if (wallet.spendable !== null) wallet.spendable += hold.amount;
-        wallet.version += 1;
-      }
-    }
-  }
-
-  private walletOf(orgId: string): Wallet {
-    const wallet = this.wallets.get(orgId) ?? { spendable: null, version: 0, holds: new Map(), unwritten: new Map() };
-    this.wallets.set(orgId, wallet);
-    return wallet;
   }
 
   /** A key's slots still leased (expired ones are dropped first). */

@@ -6,20 +6,21 @@ import type {
   BudgetState,
   LimitGate,
   LiveRequest,
-  RateAdmission,
+  RateAnswer,
   RateRequest,
   RateTaken,
   Release,
   Reported,
   WalletState,
 } from './gate.js';
-import { admissionFrom, pairs, rateAdmissionFrom } from './redis-replies.js';
+import { admissionFrom, pairs, rateAnswerFrom } from './redis-replies.js';
 import { ADMIT_RATE, GIVE_BACK_RATE } from './redis-rate-scripts.js';
-import { ADMIT, EPOCH, RELEASE } from './redis-scripts.js';
+import { EPOCH } from './redis-scripts.js';
 import { CREDIT, SET_WALLET, WALLET_STATE } from './redis-wallet-scripts.js';
-import { BUDGET_STATE, budgetArgs, SET_BUDGET } from './redis-budget-scripts.js';
+import { BUDGET_STATE, SET_BUDGET } from './redis-budget-scripts.js';
 import { budgetLimitName, type BudgetScope, type Budgets } from './budgets.js';
-import { defineScript, gateKeys, type GateKeys, holdMember, type Script } from './redis-keys.js';
+import { gateKeys, type GateKeys } from './redis-keys.js';
+import { admitArgv, defineGateScripts, MINUTE_MS, MONTH_TTL_MS, releaseArgv } from './redis-gate-calls.js';
 import { HoldSweeps } from './redis-sweeps.js';
 import { FailoverWatch } from './redis-failover.js';
 
@@ -37,9 +38,6 @@ export interface RedisGateOptions {
    */
   rebuildGraceMs: number;
 }
-
-const MINUTE_MS = 60_000;
-const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
 
 /**
  * The limits gate in Redis: one Lua script per admission (four limits and
@@ -64,18 +62,10 @@ export function createRedisGate(redis: RedisClient, options: RedisGateOptions): 
 class RedisGate implements LimitGate {
   /** The gate's key names under this deployment's prefix. */
   private readonly key: GateKeys;
-  private readonly admitScript: Script;
-  private readonly admitRateScript: Script;
-  private readonly giveBackRateScript: Script;
-  private readonly releaseScript: Script;
-  private readonly epochScript: Script;
+  /** The gate's scripts, defined on this connection. */
+  private readonly scripts: ReturnType<typeof defineGateScripts>;
   /** The heartbeat's per-organization work and the report (`redis-sweeps.ts`). */
   private readonly sweeps: HoldSweeps;
-  private readonly walletStateScript: Script;
-  private readonly setWalletScript: Script;
-  private readonly creditScript: Script;
-  private readonly budgetStateScript: Script;
-  private readonly setBudgetScript: Script;
   /** The epoch this replica saw at its last heartbeat. */
   private lastEpoch: string | null = null;
   /** Sees a failover that lost the last writes (`redis-failover.ts`). */
@@ -88,18 +78,9 @@ class RedisGate implements LimitGate {
     private readonly options: RedisGateOptions,
   ) {
     this.key = gateKeys(options.prefix);
-    this.admitScript = defineScript(redis, ADMIT);
-    this.admitRateScript = defineScript(redis, ADMIT_RATE);
-    this.giveBackRateScript = defineScript(redis, GIVE_BACK_RATE);
-    this.releaseScript = defineScript(redis, RELEASE);
-    this.epochScript = defineScript(redis, EPOCH);
+    this.scripts = defineGateScripts(redis);
     this.sweeps = new HoldSweeps(redis, this.key, options);
     this.failovers = new FailoverWatch(redis, options.prefix);
-    this.walletStateScript = defineScript(redis, WALLET_STATE);
-    this.setWalletScript = defineScript(redis, SET_WALLET);
-    this.creditScript = defineScript(redis, CREDIT);
-    this.budgetStateScript = defineScript(redis, BUDGET_STATE);
-    this.setBudgetScript = defineScript(redis, SET_BUDGET);
   }
 
   /** Commands wait for auto-pipelining's next write, a `setImmediate` away. */
@@ -107,93 +88,46 @@ class RedisGate implements LimitGate {
     return this.redis.autoPipelineQueueSize > 0;
   }
 
-  async admitRate(request: RateRequest): Promise<RateAdmission> {
+  async admitRate(request: RateRequest): Promise<RateAnswer> {
     if (this.failovers.checking) await this.failovers.checking.catch(() => {});
     const { limits } = request;
-    const admitRate = request.alone ? this.admitRateScript.alone : this.admitRateScript;
+    const admitRate = request.alone ? this.scripts.admitRate.alone : this.scripts.admitRate;
     const reply = (await admitRate(
-      this.key.rpm(request.orgId, request.keyId),
-      this.key.conc(request.orgId, request.keyId),
-      limits.requestsPerMinute,
-      limits.maxConcurrency,
-      this.options.concurrencyLeaseMs,
-      request.requestId,
-      MINUTE_MS,
+      ...ADMIT_RATE.argv(
+        { rpm: this.key.rpm(request.orgId, request.keyId), conc: this.key.conc(request.orgId, request.keyId) },
+        {
+          rpmLimit: limits.requestsPerMinute,
+          concLimit: limits.maxConcurrency,
+          slotLeaseMs: this.options.concurrencyLeaseMs,
+          requestId: request.requestId,
+          minuteMs: MINUTE_MS,
+        },
+      ),
     )) as Array<string | number>;
-    return rateAdmissionFrom(reply);
+    return rateAnswerFrom(reply);
   }
 
   async giveBackRate(taken: RateTaken): Promise<void> {
-    await this.giveBackRateScript(
-      this.key.rpm(taken.orgId, taken.keyId),
-      this.key.conc(taken.orgId, taken.keyId),
-      taken.requestId,
-      taken.windowEndsAt,
+    await this.scripts.giveBackRate(
+      ...GIVE_BACK_RATE.argv(
+        { rpm: this.key.rpm(taken.orgId, taken.keyId), conc: this.key.conc(taken.orgId, taken.keyId) },
+        { requestId: taken.requestId, windowEnd: taken.windowEndsAt },
+      ),
     );
   }
 
   async admit(request: AdmitRequest): Promise<Admission> {
-    const { key, options } = this;
-    const { limits } = request;
     if (this.failovers.checking) await this.failovers.checking.catch(() => {});
-    const { orgId, keyId } = request;
-    if (request.holdNanos !== null) this.sweeps.register(orgId);
-    const admit = request.alone ? this.admitScript.alone : this.admitScript;
-    const reply = (await admit(
-      key.rpm(orgId, keyId),
-      key.conc(orgId, keyId),
-      key.tpm(orgId, keyId),
-      key.month(orgId, keyId, request.month),
-      key.wallet(orgId),
-      key.held(orgId),
-      key.holdExpiry(orgId),
-      key.btag(orgId),
-      limits ? 1 : 0,
-      limits?.requestsPerMinute ?? 0,
-      limits?.maxConcurrency ?? 0,
-      options.concurrencyLeaseMs,
-      limits?.tokensPerMinute ?? -1,
-      request.estimatedTokens,
-      limits?.monthlyTokens ?? -1,
-      request.holdNanos === null ? '' : request.holdNanos.toString(),
-      request.holdNanos === null ? '' : (-request.holdNanos).toString(),
-      request.requestId,
-      options.holdLeaseMs,
-      holdMember(orgId, request.requestId),
-      this.resumeAt,
-      MINUTE_MS,
-      MONTH_TTL_MS,
-      request.rateTaken ? 1 : 0,
-      key.org(orgId),
-      ...budgetArgs(request),
-    )) as Array<string | number>;
+    if (request.holdNanos !== null) this.sweeps.register(request.orgId);
+    const admit = request.alone ? this.scripts.admit.alone : this.scripts.admit;
+    const argv = admitArgv(this.key, this.options, this.resumeAt, request);
+    const reply = (await admit(...argv)) as Array<string | number>;
     return admissionFrom(reply);
   }
 
   async release(release: Release): Promise<void> {
-    const { key } = this;
-    const { orgId, keyId } = release;
-    const releaseScript = release.alone ? this.releaseScript.alone : this.releaseScript;
-    await releaseScript(
-      key.conc(orgId, keyId),
-      key.tpm(orgId, keyId),
-      key.month(orgId, keyId, release.month),
-      key.wallet(orgId),
-      key.held(orgId),
-      key.holdExpiry(orgId),
-      key.unwritten(orgId),
-      key.btag(orgId),
-      release.requestId,
-      release.tokenDelta,
-      release.limits?.tokensPerMinute != null ? release.tokensWindowEndsAt : 0,
-      release.limits?.monthlyTokens != null ? 1 : 0,
-      release.held ? 1 : 0,
-      release.cost === null ? '' : release.cost.toString(),
-      release.cost === null ? '' : (-release.cost).toString(),
-      holdMember(orgId, release.requestId),
-      key.org(orgId),
-      release.budgetTag ?? '',
-    );
+    const releaseScript = release.alone ? this.scripts.release.alone : this.scripts.release;
+    await releaseScript(...releaseArgv(this.key, release));
   }
 
   async seedMonth(orgId: string, keyId: string, month: string, tokens: number): Promise<void> {
@@ -203,11 +137,12 @@ class RedisGate implements LimitGate {
 
   async walletState(orgId: string): Promise<WalletState> {
     const { key } = this;
-    const [version, held, unwritten] = (await this.walletStateScript(
-      key.wallet(orgId),
-      key.held(orgId),
-      key.unwritten(orgId),
-    )) as [string, string[], string[]];
+    const keys = { wallet: key.wallet(orgId), held: key.held(orgId), unwritten: key.unwritten(orgId) };
+    const [version, held, unwritten] = (await this.scripts.walletState(...WALLET_STATE.argv(keys, {}))) as [
+      string,
+      string[],
+      string[],
+    ];
     return { version, holds: pairs(orgId, held), unwritten: pairs(orgId, unwritten) };
   }
 
@@ -217,11 +152,12 @@ class RedisGate implements LimitGate {
   }
 
   async setWallet(orgId: string, spendable: bigint, version: string): Promise<boolean> {
-    return (await this.setWalletScript(this.key.wallet(orgId), spendable.toString(), version)) === 1;
+    const args = { spendable: spendable.toString(), version };
+    return (await this.scripts.setWallet(...SET_WALLET.argv({ wallet: this.key.wallet(orgId) }, args))) === 1;
   }
 
   async credit(orgId: string, amount: bigint): Promise<void> {
-    await this.creditScript(this.key.wallet(orgId), amount.toString());
+    await this.scripts.credit(...CREDIT.argv({ wallet: this.key.wallet(orgId) }, { amount: amount.toString() }));
   }
 
   async forgetWallet(orgId: string): Promise<void> {
@@ -242,7 +178,9 @@ class RedisGate implements LimitGate {
 
   async heartbeat(live: LiveRequest[]): Promise<boolean> {
     const [[created, epoch]] = await Promise.all([
-      this.epochScript(this.key.epoch, this.options.rebuildGraceMs, randomUUID()) as Promise<[number, string]>,
+      this.scripts.epoch(
+        ...EPOCH.argv({ epoch: this.key.epoch }, { graceMs: this.options.rebuildGraceMs, epochId: randomUUID() }),
+      ) as Promise<[number, string]>,
       this.failovers.check().catch(() => {}),
     ]);
     // Lost: this call began a new epoch, or another replica's did since this one last looked, or a failover lost
@@ -261,18 +199,23 @@ class RedisGate implements LimitGate {
 
   async budgetState(orgId: string, counter: string): Promise<BudgetState> {
     const { key } = this;
-    const [version, held, unwritten] = (await this.budgetStateScript(
-      key.counter(orgId, counter),
-      key.held(orgId),
-      key.unwritten(orgId),
-      key.btag(orgId),
-      counter,
-    )) as [string, string[], string[]];
+    const keys = {
+      count: key.counter(orgId, counter),
+      held: key.held(orgId),
+      unwritten: key.unwritten(orgId),
+      btag: key.btag(orgId),
+    };
+    const [version, held, unwritten] = (await this.scripts.budgetState(...BUDGET_STATE.argv(keys, { counter }))) as [
+      string,
+      string[],
+      string[],
+    ];
     return { version, holds: pairs(orgId, held), unwritten: pairs(orgId, unwritten) };
   }
 
   async setBudgetSpent(orgId: string, counter: string, spent: bigint, version: string, ttlMs: number) {
-    return (await this.setBudgetScript(this.key.counter(orgId, counter), spent.toString(), version, ttlMs)) === 1;
+    const args = { spent: spent.toString(), version, ttlMs };
+    return (await this.scripts.setBudget(...SET_BUDGET.argv({ count: this.key.counter(orgId, counter) }, args))) === 1;
   }
 
   async forgetBudget(orgId: string, counter: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../../shared/db/redis.js';
-import type { GateScript } from './redis-scripts.js';
+import type { ScriptSource } from './redis-script.js';
 
 /**
  * A script defined on the connection (`defineScript`), called with its keys, then its arguments; `alone`, the same
@@ -74,7 +74,7 @@ const awaitingReplies = new WeakMap<RedisClient, { count: number }>();
  * connection onto itself (6.7 µs with the gate's eleven, 13 to 17 µs with
  * twice as many).
  */
-export function defineScript(redis: RedisClient, script: GateScript): Script {
+export function defineScript(redis: RedisClient, script: ScriptSource): Script {
   const commands = redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>;
   const { name } = script;
   if (!commands[name]) redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });

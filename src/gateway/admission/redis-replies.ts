@@ -1,4 +1,4 @@
-import type { Admission, RateAdmission, Reported } from './gate.js';
+import type { Admission, RateAnswer, Reported } from './gate.js';
 
 /** How the Redis gate's scripts' replies are read (`redis-gate.ts`), and how it writes their lists. */
 
@@ -45,7 +45,7 @@ export function admissionFrom(reply: Array<string | number>): Admission {
 }
 
 /** The rate script's reply (`ADMIT_RATE`): admitted, with the minute's count and when it ends, or one of its two refusals. */
-export function rateAdmissionFrom(reply: Array<string | number>): RateAdmission {
+export function rateAnswerFrom(reply: Array<string | number>): RateAnswer {
   const [outcome, a, b, c] = reply as [string, number, number, number];
   switch (outcome) {
     case 'admitted':

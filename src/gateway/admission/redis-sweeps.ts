@@ -1,7 +1,7 @@
 import type { RedisClient } from '../../shared/db/redis.js';
 import type { LiveRequest, Reported } from './gate.js';
 import { defineScript, type GateKeys, holdMember, type Script } from './redis-keys.js';
-import { REPORT, SWEEP } from './redis-scripts.js';
+import { REPORT, SWEEP } from './redis-sweep-scripts.js';
 
 /**
  * The Redis gate's heartbeat work and its report, organization by organization: each organization's keys are in
@@ -62,13 +62,11 @@ export class HoldSweeps {
     await Promise.all(
       [...byOrg].map(([orgId, { holds, slots }]) =>
         this.sweepScript(
-          this.key.holdExpiry(orgId),
-          this.key.org(orgId),
-          holdLeaseMs,
-          concurrencyLeaseMs,
-          holds.length,
-          ...holds,
-          ...slots,
+          ...SWEEP.argv(
+            { holdExpiry: this.key.holdExpiry(orgId) },
+            { orgPrefix: this.key.org(orgId), holdLeaseMs, slotLeaseMs: concurrencyLeaseMs, holds: holds.length },
+            [...holds, ...slots],
+          ),
         ),
       ),
     );
@@ -88,15 +86,14 @@ export class HoldSweeps {
     await Promise.all(
       [...byOrg].map(([orgId, reported]) => {
         if (reported.holds.length > 0) this.register(orgId);
-        return this.reportScript(
-          this.key.holdExpiry(orgId),
-          this.key.org(orgId),
-          this.options.holdLeaseMs,
-          reported.holds.length,
+        const args = {
+          orgPrefix: this.key.org(orgId),
+          holdLeaseMs: this.options.holdLeaseMs,
+          holds: reported.holds.length,
           orgId,
-          ...triples(reported.holds),
-          ...triples(reported.unwritten),
-        );
+        };
+        const rest = [...triples(reported.holds), ...triples(reported.unwritten)];
+        return this.reportScript(...REPORT.argv({ holdExpiry: this.key.holdExpiry(orgId) }, args, rest));
       }),
     );
   }

@@ -64,7 +64,7 @@ export function billingUnavailable(): GatewayError {
   });
 }
 
-/** A gate or store that fails or does not answer: 503 `limits_unavailable`, retry later (the billed path's own `unavailableOnFailure` in `requests/admission.ts` raises `billing_unavailable`). */
+/** A gate or store that fails or does not answer: 503 `limits_unavailable`, retry later (the billed path's own `unavailableOnFailure` in `requests/authorize.ts` raises `billing_unavailable`). */
 export async function limitsUnavailableOnFailure<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step();

@@ -10,7 +10,7 @@ type Price = TokenPrice;
  * `token-bounds.ts`) at its model's prices, every prompt token at the
  * uncached input price (no cached-input price is above it, `admin/schemas.ts`). An upper bound, not a guess: the
  * charge is clamped to the same bounds, so it never exceeds the hold. The
- * admission (`requests/admission.ts`) takes its hold from here.
+ * reservation (`reserve`, `requests/authorize.ts`) takes its hold from here.
  *
  * @example
  * holdFor({ bodyBytes: 120, body: { max_tokens: 50 }, task: 'chat', contextLength: 8192 }, { inputPerToken: 150n, outputPerToken: 600n }).holdNanos;

@@ -6,9 +6,9 @@ import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
 import { describeError } from '../../shared/http/log.js';
 import type { Settlement } from '../billing/settlement.js';
 import type { BilledDeps } from './endpoint.js';
-import type { AuthorizedRequest, BilledCall } from './admission.js';
+import type { AuthorizedRequest, BilledCall } from './authorize.js';
 
-export type { BilledCall } from './admission.js';
+export type { BilledCall } from './authorize.js';
 
 export type { Settlement } from '../billing/settlement.js';
 

@@ -11,13 +11,13 @@ import { usageFrom } from '../proxy/token-counts.js';
 import { shownUsage } from '../proxy/shown-usage.js';
 import { clampUsage } from '../billing/token-bounds.js';
 import type { TokenUsage } from '../billing/token-usage.js';
-import { authorize, reserve } from './admission.js';
+import { authorize, reserve } from './authorize.js';
 import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js';
 import { relayBilledStream } from './billed-stream.js';
 import { cachedAnswer } from './cached-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
-import type { AuthorizedRequest, BilledCall } from './admission.js';
+import type { AuthorizedRequest, BilledCall } from './authorize.js';
 
 export type { BilledDeps, BilledEndpoint, ProtocolCall, StreamControls } from './endpoint.js';
 

@@ -3,7 +3,7 @@ import { cacheKey } from '../cache/response-cache.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { describeError } from '../../shared/http/log.js';
 import type { BilledDeps } from './endpoint.js';
-import type { AuthorizedRequest } from './admission.js';
+import type { AuthorizedRequest } from './authorize.js';
 import { cachesAnswers, recordCacheHit } from './billed-call.js';
 
 export const SSE_HEADERS = {

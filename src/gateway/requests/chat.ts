@@ -2,7 +2,7 @@ import { clientBodyForEngine } from '../proxy/client-body.js';
 import type { TokenUsage } from '../billing/token-usage.js';
 import type { TokenBounds } from '../billing/token-bounds.js';
 import { estimateCompletionTokens, estimatePromptTokens } from '../proxy/token-counts.js';
-import type { AuthorizedRequest } from './admission.js';
+import type { AuthorizedRequest } from './authorize.js';
 import { chatStreamWriter } from './chat-stream.js';
 import type { BilledEndpoint, ProtocolCall } from './endpoint.js';
 import type { StreamWriter } from './stream-writer.js';

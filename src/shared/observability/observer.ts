@@ -7,7 +7,7 @@ import { Children } from './children.js';
 import type { Metrics } from './metrics.js';
 import type { RequestTrace, Tracing } from './tracing.js';
 
-/** What the observer reads of a billed call (`requests/admission.ts` BilledCall has it all). */
+/** What the observer reads of a billed call (`requests/authorize.ts` BilledCall has it all). */
 export interface ObservedCall {
   task: string;
   model: { id: string };

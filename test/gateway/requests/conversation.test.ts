@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { AuthorizedRequest } from '../../../src/gateway/requests/admission.js';
+import type { AuthorizedRequest } from '../../../src/gateway/requests/authorize.js';
 import { createConversations } from '../../../src/gateway/requests/responses/conversation.js';
 import type { ResponseStore } from '../../../src/gateway/responses/store.js';
 import { STORE_TIMEOUT_MS } from '../../../src/shared/db/timeout.js';

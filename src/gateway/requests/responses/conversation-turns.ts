@@ -3,7 +3,7 @@ import { describeError, type Logger } from '../../../shared/http/log.js';
 import { conversationItemsOf } from '../../conversations/items.js';
 import type { ConversationStore } from '../../conversations/store.js';
 import { echoedId } from '../../responses/ids.js';
-import type { AuthorizedRequest } from '../admission.js';
+import type { AuthorizedRequest } from '../authorize.js';
 import { inputItemsOf } from './items.js';
 
 type Json = Record<string, unknown>;

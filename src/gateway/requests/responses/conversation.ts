@@ -3,7 +3,7 @@ import { describeError, type Logger } from '../../../shared/http/log.js';
 import { withinStoreTimeout } from '../../../shared/db/timeout.js';
 import type { ResponseStore } from '../../responses/store.js';
 import type { ConversationStore } from '../../conversations/store.js';
-import type { AuthorizedRequest } from '../admission.js';
+import type { AuthorizedRequest } from '../authorize.js';
 import { itemId } from './answer.js';
 import { conversationIdOf, conversationTurns } from './conversation-turns.js';
 import { inputItemsOf } from './items.js';

@@ -1,6 +1,6 @@
 import type { TokenBounds } from '../../billing/token-bounds.js';
 import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/token-counts.js';
-import type { AuthorizedRequest } from '../admission.js';
+import type { AuthorizedRequest } from '../authorize.js';
 import type { BilledEndpoint, ProtocolCall } from '../endpoint.js';
 import type { StreamWriter } from '../stream-writer.js';
 import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
