@@ -126,7 +126,6 @@ export class GateUpkeep {
   }
 }
 
-
 /** A charge not yet written, reported again: tagged with the budget counts of its key and project at its time. */
 function reportedOf(charge: ChargeRecord): Reported {
   const at = charge.createdAt instanceof Date ? charge.createdAt.getTime() : Date.now();

@@ -51,7 +51,8 @@ export function gateScript<const K extends string, const A extends string>(spec:
   let body = spec.body
     .replace(/\bKEY\.(\w+)/g, position(keys, 'KEYS'))
     .replace(/\bARG\.(\w+)/g, position(args, 'ARGV'));
-  if (spec.rest) body = body.replaceAll('#REST', `(#ARGV - ${args.length})`).replaceAll('REST[', `ARGV[${args.length} + `);
+  if (spec.rest)
+    body = body.replaceAll('#REST', `(#ARGV - ${args.length})`).replaceAll('REST[', `ARGV[${args.length} + `);
   else if (/\bREST\b/.test(body)) throw new Error(`${spec.name}: REST read without rest arguments`);
   return {
     name: spec.name,

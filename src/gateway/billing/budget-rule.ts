@@ -14,7 +14,8 @@
 export const MAX_BUDGET_NANOS = 1_000_000_000n * 1_000_000_000n;
 
 /** Why a hold does not fit in a budget; null: it fits. */
-export type BudgetRefusal = { outcome: 'budget_unknown' } | { outcome: 'budget_exceeded'; spent: bigint; limit: bigint };
+export type BudgetRefusal =
+  { outcome: 'budget_unknown' } | { outcome: 'budget_exceeded'; spent: bigint; limit: bigint };
 
 /** The rule for one budget with a limit: `spent` is its spend so far (null: not known yet), `hold` the request's. */
 export function budgetRefusal(spent: bigint | null, hold: bigint, limit: bigint): BudgetRefusal | null {
