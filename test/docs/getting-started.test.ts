@@ -65,8 +65,9 @@ describe('docs/getting-started.md', () => {
     const script = blocks
       .join('\n')
       .replaceAll('sk-gw-…', `$(grep -o 'sk-gw-[A-Za-z0-9_-]*' "${log}" | head -1)`)
-      .replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`)
-      .replaceAll('8001', String(simPort));
+      // The simulator's port first: the gateway's free port may itself hold the digits 8001 (38001 did).
+      .replaceAll(/\b8001\b/g, String(simPort))
+      .replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
     const work = path.join(folder, 'work');
     const run = spawnSync(
       'bash',
