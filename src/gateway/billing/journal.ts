@@ -1,14 +1,7 @@
 import { JournalFile, ROOM_BYTES } from './journal-file.js';
+import { JournalWriter } from './journal-writer.js';
 import { chargeLine, checkpointLine, journalText, readJournalText } from './journal-lines.js';
 import type { ChargeRecord } from './wallet.js';
-
-/** Marks wait at most this long for a write to go out with. */
-const MARK_FLUSH_MS = 200;
-
-/** Appends made alone (see `append`) are written on the main thread only while the disk's syncs average within this: longer, and the event loop would stall. */
-const ALONE_WRITE_BUDGET_MS = 2;
-/** How long appends go through the thread pool again once alone writes went over their budget. */
-const ALONE_WRITE_PAUSE_MS = 5_000;
 
 /** Rewrite the file once it is this big and most of what it holds is done. */
 const COMPACT_BYTES = 8 * 1024 * 1024;
@@ -47,25 +40,15 @@ export class ChargeJournal {
   private readonly checkpoints = new Map<string, ChargeRecord>();
   /** The charge appended last (`newestPending`). */
   private newest: string | null = null;
-  private queue: Array<{ line: string; done: (error?: Error) => void }> = [];
-  private writing = false;
   private waiters: Array<() => void> = [];
-  private appliedMarks: string[] = [];
-  private reportedMarks: string[] = [];
-  private markTimer: NodeJS.Timeout | null = null;
   /** Streams the earlier run did not finish, charged at `open` from their last checkpoint (`readJournalText`). */
   recoveredStreams = 0;
-  /** Until when appends made alone go through the thread pool anyway (the disk was slow to sync). */
-  private aloneWritesPausedUntil = 0;
-  private aloneWriteMs = 0; // the moving average of alone writes' durations
+  /** How lines reach the file (group commit, marks); null in memory. */
+  private readonly writer: JournalWriter | null;
 
-  /** The file, once `open` started it afresh; null in memory. */
-  private disk: JournalFile | null = null;
-
-  private constructor(
-    private readonly file: string | null,
-    private readonly roomBytes: number,
-  ) {}
+  private constructor(file: string | null, roomBytes: number) {
+    this.writer = file ? new JournalWriter(file, roomBytes, () => this.wake()) : null;
+  }
 
   /**
    * Opens the journal (a path, or null for memory only) and reads what an earlier run left.
@@ -102,7 +85,7 @@ export class ChargeJournal {
     // A charge of nothing (a cache hit, a free model) changes no spendable amount: nothing to report.
     if (record.cost > 0n) this.unreported.set(record.id, record);
     const line = chargeLine(record);
-    if (alone && this.writeAlone(line)) return Promise.resolve();
+    if (alone && this.writer?.writeAlone(line)) return Promise.resolve();
     return this.write(line);
   }
 
@@ -112,7 +95,7 @@ export class ChargeJournal {
    * does, but nothing waits for it, and the applier does not see it: the stream's charge replaces it.
    */
   checkpoint(record: ChargeRecord): void {
-    if (!this.file) return;
+    if (!this.writer) return;
     this.checkpoints.set(record.id, record);
     // A checkpoint that cannot be written loses only itself: the charge, or the next checkpoint, comes after it.
     void this.write(checkpointLine(record)).catch(() => {});
@@ -173,108 +156,27 @@ export class ChargeJournal {
   }
 
   async close(): Promise<void> {
-    if (this.markTimer) clearTimeout(this.markTimer);
-    this.markTimer = null;
-    if (this.file && this.appliedMarks.length + this.reportedMarks.length > 0) await this.write('').catch(() => {});
-    while (this.writing || this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
-    await this.disk?.close();
+    await this.writer?.close();
   }
 
   /**
-   * Marks are not synced (see the class comment) and need no write of their
-   * own: they wait in memory, and go out with the next write or within
-   * MARK_FLUSH_MS. A mark lost to a crash costs only a repeated, harmless step.
+   * Marks are not synced (see the class comment) and need no write of their own (`JournalWriter.addMarks`).
+   * A mark lost to a crash costs only a repeated, harmless step.
    */
   private async mark(entry: { applied: string[] } | { reported: string[] }): Promise<void> {
-    if (!this.file) return;
-    if ('applied' in entry) this.appliedMarks.push(...entry.applied);
-    else this.reportedMarks.push(...entry.reported);
-    this.markTimer ??= setTimeout(() => {
-      this.markTimer = null;
-      if (this.appliedMarks.length + this.reportedMarks.length > 0) void this.write('').catch(() => {});
-    }, MARK_FLUSH_MS);
-    this.markTimer.unref();
-    if (this.disk && this.disk.size > COMPACT_BYTES && this.unapplied.size + this.unreported.size < 10_000)
-      await this.rewrite();
+    if (!this.writer) return;
+    this.writer.addMarks(entry);
+    if (this.writer.size > COMPACT_BYTES && this.unapplied.size + this.unreported.size < 10_000) await this.rewrite();
   }
 
-  /** The lines of the marks waiting to be written, taken out of the wait. */
-  private takeMarks(): string {
-    let text = '';
-    if (this.appliedMarks.length > 0) text += `${JSON.stringify({ applied: this.appliedMarks.splice(0) })}\n`;
-    if (this.reportedMarks.length > 0) text += `${JSON.stringify({ reported: this.reportedMarks.splice(0) })}\n`;
-    return text;
-  }
-
-  /**
-   * Writes a charge's line at once, on this thread, if no write is under way
-   * and the file's room holds it; false when not written (the caller queues
-   * the line, and the queued write gives it any error).
-   */
-  private writeAlone(line: string): boolean {
-    const disk = this.disk;
-    // A queued line means a write is under way (`flush` runs while the queue holds any): `writing` covers both.
-    if (!disk || this.writing || performance.now() < this.aloneWritesPausedUntil) return false;
-    const startedAt = performance.now();
-    if (!disk.writeNow(Buffer.from(`${line}\n`))) return false;
-    this.wake();
-    const endedAt = performance.now();
-    // A moving average, so that one slow sync (a few in a thousand take 1 to 4 ms here) pauses nothing.
-    this.aloneWriteMs = 0.9 * this.aloneWriteMs + 0.1 * (endedAt - startedAt);
-    if (this.aloneWriteMs > ALONE_WRITE_BUDGET_MS) {
-      this.aloneWritesPausedUntil = endedAt + ALONE_WRITE_PAUSE_MS;
-      this.aloneWriteMs = 0;
-    }
-    // More room made now, by the queued path, before a line needs it.
-    if (disk.roomLow) void this.write('').catch(() => {});
-    return true;
-  }
-
-  /** Queues a line ('' for marks only) for the next write; a batch with a charge in it is synced. */
+  /** Queues a line for the next write (a charge wakes the applier); resolves once it is durable. */
   private write(line: string): Promise<void> {
     if (line.startsWith('{"charge"')) this.wake();
-    if (!this.file) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      this.queue.push({ line, done: (error) => (error ? reject(error) : resolve()) });
-      if (!this.writing) void this.flush();
-    });
+    return this.writer ? this.writer.write(line) : Promise.resolve();
   }
 
-  private async flush(): Promise<void> {
-    this.writing = true;
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0);
-      const text = this.takeMarks() + batch.map((item) => (item.line ? `${item.line}\n` : '')).join('');
-      try {
-        // One durable write for the whole batch: the group commit.
-        await this.disk!.write(text);
-        for (const item of batch) item.done();
-      } catch (error) {
-        for (const item of batch) item.done(error as Error);
-      }
-      // More room made while nothing waits for a write, if possible (a line queued meanwhile waits for it).
-      if (this.queue.length === 0 && this.disk!.roomLow) await this.disk!.makeRoom();
-    }
-    this.writing = false;
-  }
-
-  /** Starts the file afresh with only what is still open (`JournalFile.start`: a crash leaves the old file or this one). */
+  /** Starts the file afresh with only what is still open (a crash leaves the old file or this one). */
   private async rewrite(): Promise<void> {
-    if (!this.file) return;
-    while (this.writing) await new Promise((resolve) => setTimeout(resolve, 1));
-    this.writing = true;
-    try {
-      // The sets already hold what waiting marks say: the new file states it, and the marks are dropped.
-      this.appliedMarks = [];
-      this.reportedMarks = [];
-      const text = journalText(this.unapplied, this.unreported, this.checkpoints.values());
-      const started = await JournalFile.start(this.file, text, this.roomBytes);
-      await this.disk?.close();
-      this.disk = started;
-    } finally {
-      this.writing = false;
-      // Appends that came during the rewrite wait in the queue.
-      if (this.queue.length > 0) void this.flush();
-    }
+    await this.writer?.replaceFile(() => journalText(this.unapplied, this.unreported, this.checkpoints.values()));
   }
 }
