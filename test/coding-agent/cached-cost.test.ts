@@ -47,7 +47,7 @@ describe('tollgate code prices a turn with cached tokens as the gateway bills it
       enabled: true,
     });
     // A cached price far below the input price: a turn priced at the input rate alone is visibly wrong.
-    await gateway.services.catalog.setPrice('agent-cached', 150n, 600n, 15n);
+    await gateway.services.catalog.setPrice('agent-cached', 150n, 600n, { cachedInputPerToken: 15n });
     await mkdir(path.join(tmp, 'project'));
     await writeFile(path.join(tmp, 'project', 'notes.txt'), 'remember the milk\n'.repeat(40));
   }, 60_000);

@@ -58,16 +58,39 @@ export function pricePerMillion(nanosPerToken: bigint): string {
   return formatAmount(nanosPerToken * 1_000_000n);
 }
 
-/** A model's per-token prices; a cached-input price of null (or none) is the input price. */
+/**
+ * A model's per-token prices; a cached-input price of null (or none) is the input price, and a batch price of null
+ * (or none) the price of the same token outside a batch.
+ */
 export interface TokenPrice {
   inputPerToken: bigint;
   cachedInputPerToken?: bigint | null;
   outputPerToken: bigint;
+  batchInputPerToken?: bigint | null;
+  batchOutputPerToken?: bigint | null;
 }
 
 /** What a prompt token the engine read from its prefix cache costs: the cached-input price, else the input price. */
 export function cachedInputPrice(price: TokenPrice): bigint {
   return price.cachedInputPerToken ?? price.inputPerToken;
+}
+
+/**
+ * The prices a batch line is billed at: the batch input and output prices, each the usual one when unset; a cached
+ * prompt token at the cached-input price, but never above the batch input price (a batch never makes a cached token
+ * dearer than an uncached one).
+ *
+ * @example
+ * batchPrice({ inputPerToken: 150n, outputPerToken: 600n, batchInputPerToken: 75n }); // input 75, cached 75, output 600
+ */
+export function batchPrice(price: TokenPrice): TokenPrice {
+  const input = price.batchInputPerToken ?? price.inputPerToken;
+  const cached = cachedInputPrice(price);
+  return {
+    inputPerToken: input,
+    cachedInputPerToken: cached < input ? cached : input,
+    outputPerToken: price.batchOutputPerToken ?? price.outputPerToken,
+  };
 }
 
 /**
@@ -79,13 +102,18 @@ export function cachedInputPrice(price: TokenPrice): bigint {
  */
 export function shownPrice(price: TokenPrice) {
   const cached = cachedInputPrice(price);
+  const batch = batchPrice(price);
   return {
     inputPerMillion: pricePerMillion(price.inputPerToken),
     cachedInputPerMillion: pricePerMillion(cached),
     outputPerMillion: pricePerMillion(price.outputPerToken),
+    batchInputPerMillion: pricePerMillion(batch.inputPerToken),
+    batchOutputPerMillion: pricePerMillion(batch.outputPerToken),
     inputNanosPerToken: price.inputPerToken.toString(),
     cachedInputNanosPerToken: cached.toString(),
     outputNanosPerToken: price.outputPerToken.toString(),
+    batchInputNanosPerToken: batch.inputPerToken.toString(),
+    batchOutputNanosPerToken: batch.outputPerToken.toString(),
   };
 }
 

@@ -123,18 +123,30 @@ export class CatalogService {
 
   /**
    * Sets a model's whole price. A cached-input price of null (the default) is the input price: the prompt tokens
-   * the engine read from its prefix cache cost what the others do, until the operator says otherwise.
+   * the engine read from its prefix cache cost what the others do, until the operator says otherwise. Batch prices
+   * of null (the default) are the input and output prices (`money.ts`'s `batchPrice`).
    */
   async setPrice(
     modelId: string,
     inputPerToken: bigint,
     outputPerToken: bigint,
-    cachedInputPerToken: bigint | null = null,
+    {
+      cachedInputPerToken = null,
+      batchInputPerToken = null,
+      batchOutputPerToken = null,
+    }: Partial<Pick<PriceRow, 'cachedInputPerToken' | 'batchInputPerToken' | 'batchOutputPerToken'>> = {},
   ): Promise<PriceRow> {
     const [model] = await this.db.select({ id: models.id }).from(models).where(eq(models.id, modelId));
     if (!model) throw new GatewayError('not_found', `Model ${modelId} does not exist.`, { status: 404 });
     const now = new Date();
-    const set = { inputPerToken, cachedInputPerToken, outputPerToken, updatedAt: now };
+    const set = {
+      inputPerToken,
+      cachedInputPerToken,
+      outputPerToken,
+      batchInputPerToken,
+      batchOutputPerToken,
+      updatedAt: now,
+    };
     const [row] = await this.db
       .insert(prices)
       .values({ modelId, ...set })

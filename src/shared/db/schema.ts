@@ -252,6 +252,9 @@ export const prices = pgTable('prices', {
   /** Prompt tokens the engine read from its prefix cache; null: the input price (`billing/money.ts`'s `costOf`). */
   cachedInputPerToken: money('cached_input_nanos_per_token'),
   outputPerToken: money('output_nanos_per_token').notNull(),
+  /** A batch line's input and output tokens (issue 72); null: the input and output prices (`money.ts`'s `batchPrice`). */
+  batchInputPerToken: money('batch_input_nanos_per_token'),
+  batchOutputPerToken: money('batch_output_nanos_per_token'),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
 

@@ -18,12 +18,11 @@ export function pricesRoutes(deps: AdminDeps): Hono<GatewayEnv> {
   const currency = deps.config.currency;
   prices.put('/:modelId{.+}', async (c) => {
     const input = await readBody(c, body.setPriceBody);
-    const price = await catalog.setPrice(
-      c.req.param('modelId'),
-      input.input_per_million,
-      input.output_per_million,
-      input.cached_input_per_million ?? null,
-    );
+    const price = await catalog.setPrice(c.req.param('modelId'), input.input_per_million, input.output_per_million, {
+      cachedInputPerToken: input.cached_input_per_million ?? null,
+      batchInputPerToken: input.batch_input_per_million ?? null,
+      batchOutputPerToken: input.batch_output_per_million ?? null,
+    });
     return c.json(view.priceView(price, currency));
   });
   prices.get('/:modelId{.+}', async (c) =>

@@ -109,17 +109,28 @@ export const updateModelBody = z
 /**
  * A model's whole price. The cached-input price (prompt tokens the engine read from its prefix cache) is optional,
  * null or absent meaning the input price, and never above it: a request's hold prices every prompt token at the
- * input price, the most it can cost.
+ * input price, the most it can cost. The batch prices (a batch line's tokens) are optional too, null or absent
+ * meaning the input and output prices, and never above them: a batch runs on room nobody else wants.
  */
 export const setPriceBody = z
   .strictObject({
     input_per_million: pricePerMillion,
     cached_input_per_million: pricePerMillion.nullable().optional(),
     output_per_million: pricePerMillion,
+    batch_input_per_million: pricePerMillion.nullable().optional(),
+    batch_output_per_million: pricePerMillion.nullable().optional(),
   })
   .refine((price) => (price.cached_input_per_million ?? 0n) <= price.input_per_million, {
     message: 'cached_input_per_million cannot be above input_per_million.',
     path: ['cached_input_per_million'],
+  })
+  .refine((price) => (price.batch_input_per_million ?? 0n) <= price.input_per_million, {
+    message: 'batch_input_per_million cannot be above input_per_million.',
+    path: ['batch_input_per_million'],
+  })
+  .refine((price) => (price.batch_output_per_million ?? 0n) <= price.output_per_million, {
+    message: 'batch_output_per_million cannot be above output_per_million.',
+    path: ['batch_output_per_million'],
   });
 
 // Query strings stay lenient about extra parameters (cache busters, tracing).

@@ -89,6 +89,8 @@ const perMillion = (shown: ReturnType<typeof shownPrice>) => ({
   input_per_million: shown.inputPerMillion,
   cached_input_per_million: shown.cachedInputPerMillion,
   output_per_million: shown.outputPerMillion,
+  batch_input_per_million: shown.batchInputPerMillion,
+  batch_output_per_million: shown.batchOutputPerMillion,
 });
 
 export function operatorModelView(model: ModelRow, price: PriceRow | null) {
@@ -115,6 +117,8 @@ export function priceView(price: PriceRow, currency: string) {
     input_nanos_per_token: shown.inputNanosPerToken,
     cached_input_nanos_per_token: shown.cachedInputNanosPerToken,
     output_nanos_per_token: shown.outputNanosPerToken,
+    batch_input_nanos_per_token: shown.batchInputNanosPerToken,
+    batch_output_nanos_per_token: shown.batchOutputNanosPerToken,
     updated_at: iso(price.updatedAt),
   };
 }

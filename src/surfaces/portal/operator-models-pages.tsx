@@ -104,48 +104,37 @@ function ChosenModel({ view, model }: { view: OperatorModelsView; model: ModelRo
       <form method="post" action="/portal/operator/models/price" class="panel actions filters">
         <input type="hidden" name="_csrf" value={view.viewer.csrf} />
         <input type="hidden" name="model" value={model.id} />
-        <div>
-          <label for="input_per_million">Input, {view.currency} per 1M tokens</label>
-          <input
-            id="input_per_million"
-            name="input_per_million"
-            type="text"
-            inputmode="decimal"
-            required
-            value={price ? pricePerMillion(price.inputPerToken) : ''}
-          />
-        </div>
-        <div>
-          <label for="cached_input_per_million">
-            Cached input (from the prefix cache), {view.currency} per 1M tokens
-          </label>
-          <input
-            id="cached_input_per_million"
-            name="cached_input_per_million"
-            type="text"
-            inputmode="decimal"
-            placeholder="the input price"
-            value={price?.cachedInputPerToken != null ? pricePerMillion(price.cachedInputPerToken) : ''}
-          />
-        </div>
-        <div>
-          <label for="output_per_million">Output, {view.currency} per 1M tokens</label>
-          <input
-            id="output_per_million"
-            name="output_per_million"
-            type="text"
-            inputmode="decimal"
-            required
-            value={price ? pricePerMillion(price.outputPerToken) : ''}
-          />
-        </div>
+        <PriceField name="input_per_million" label="Input" currency={view.currency} value={price?.inputPerToken} />
+        <PriceField
+          name="cached_input_per_million"
+          label="Cached input (from the prefix cache)"
+          currency={view.currency}
+          value={price?.cachedInputPerToken}
+          unset="the input price"
+        />
+        <PriceField name="output_per_million" label="Output" currency={view.currency} value={price?.outputPerToken} />
+        <PriceField
+          name="batch_input_per_million"
+          label="Batch input"
+          currency={view.currency}
+          value={price?.batchInputPerToken}
+          unset="the input price"
+        />
+        <PriceField
+          name="batch_output_per_million"
+          label="Batch output"
+          currency={view.currency}
+          value={price?.batchOutputPerToken}
+          unset="the output price"
+        />
         <div>
           <button type="submit">Save prices</button>
         </div>
       </form>
       <p class="muted hint">
         Prices are exact to 0.001 per million tokens; a request is charged at the price of the moment it ends. Cached
-        input is the prompt tokens the engine read from its prefix cache (empty: the input price).
+        input is the prompt tokens the engine read from its prefix cache (empty: the input price); batch prices are a
+        batch line's (empty: the input and output prices).
       </p>
       {engine ? (
         <EngineSection engine={engine} />
@@ -153,5 +142,34 @@ function ChosenModel({ view, model }: { view: OperatorModelsView; model: ModelRo
         <p class="muted">No engine serves this model: requests for it fail until one is configured.</p>
       )}
     </section>
+  );
+}
+
+/**
+ * One price of the price form, per million tokens. `unset`: what an empty field means (the field is optional);
+ * without it the field is required.
+ */
+function PriceField(props: {
+  name: string;
+  label: string;
+  currency: string;
+  value: bigint | null | undefined;
+  unset?: string;
+}) {
+  return (
+    <div>
+      <label for={props.name}>
+        {props.label}, {props.currency} per 1M tokens
+      </label>
+      <input
+        id={props.name}
+        name={props.name}
+        type="text"
+        inputmode="decimal"
+        required={props.unset === undefined}
+        placeholder={props.unset}
+        value={props.value != null ? pricePerMillion(props.value) : ''}
+      />
+    </div>
   );
 }

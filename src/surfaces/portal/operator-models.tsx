@@ -64,10 +64,17 @@ export function operatorModelsRoutes(deps: PortalDeps, session: PortalSession): 
       // Left empty: the input price.
       cached_input_per_million: text('cached_input_per_million').trim() || null,
       output_per_million: text('output_per_million'),
+      // Left empty: the input and the output price.
+      batch_input_per_million: text('batch_input_per_million').trim() || null,
+      batch_output_per_million: text('batch_output_per_million').trim() || null,
     });
     if (!parsed.success) return render(c, deps, session, actor, id, { error: problems(parsed.error), status: 400 });
-    const { input_per_million: input, output_per_million: output, cached_input_per_million: cached } = parsed.data;
-    await deps.catalog.setPrice(id, input, output, cached ?? null);
+    const price = parsed.data;
+    await deps.catalog.setPrice(id, price.input_per_million, price.output_per_million, {
+      cachedInputPerToken: price.cached_input_per_million ?? null,
+      batchInputPerToken: price.batch_input_per_million ?? null,
+      batchOutputPerToken: price.batch_output_per_million ?? null,
+    });
     deps.log.info('operator set a price in the portal', {
       requestId: c.get('requestId'),
       model: id,

@@ -27,6 +27,11 @@ async function pricing(c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> 
         input_nanos_per_token: shown.inputNanosPerToken,
         cached_input_nanos_per_token: shown.cachedInputNanosPerToken,
         output_nanos_per_token: shown.outputNanosPerToken,
+        // A batch line's tokens (/v1/batches); the input and output prices unless the operator set others.
+        batch_input_per_million_tokens: shown.batchInputPerMillion,
+        batch_output_per_million_tokens: shown.batchOutputPerMillion,
+        batch_input_nanos_per_token: shown.batchInputNanosPerToken,
+        batch_output_nanos_per_token: shown.batchOutputNanosPerToken,
         updated_at: price.updatedAt.toISOString(),
       };
     }),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  batchPrice,
   costOf,
   formatAmount,
   MoneyFormatError,
@@ -59,5 +60,33 @@ describe('money', () => {
     ).toBe(1000n * 150n + 10n * 600n);
     // A cached count above the prompt is held to it: never a negative uncached count.
     expect(costOf({ promptTokens: 10, cachedTokens: 50, completionTokens: 0 }, price)).toBe(10n * 15n);
+  });
+});
+
+describe('batchPrice', () => {
+  it('is the batch rates where set, else the usual ones; a cached token never dearer than a batch input token', () => {
+    const usual = { inputPerToken: 150n, cachedInputPerToken: 100n, outputPerToken: 600n };
+    expect(batchPrice(usual)).toEqual({ inputPerToken: 150n, cachedInputPerToken: 100n, outputPerToken: 600n });
+    expect(batchPrice({ ...usual, batchInputPerToken: 75n, batchOutputPerToken: 300n })).toEqual({
+      inputPerToken: 75n,
+      cachedInputPerToken: 75n,
+      outputPerToken: 300n,
+    });
+    expect(batchPrice({ inputPerToken: 150n, outputPerToken: 600n, batchOutputPerToken: null })).toEqual({
+      inputPerToken: 150n,
+      cachedInputPerToken: 150n,
+      outputPerToken: 600n,
+    });
+    // A batch line of 1,000 prompt tokens (800 cached) and 10 completion tokens, at half price.
+    const half = batchPrice({
+      inputPerToken: 150n,
+      cachedInputPerToken: 15n,
+      outputPerToken: 600n,
+      batchInputPerToken: 75n,
+      batchOutputPerToken: 300n,
+    });
+    expect(costOf({ promptTokens: 1000, cachedTokens: 800, completionTokens: 10 }, half)).toBe(
+      200n * 75n + 800n * 15n + 10n * 300n,
+    );
   });
 });

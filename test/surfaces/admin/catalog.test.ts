@@ -116,6 +116,11 @@ describe('admin API: models and prices', () => {
       input_nanos_per_token: '150',
       cached_input_nanos_per_token: '150',
       output_nanos_per_token: '600',
+      // No batch prices given: the input and output prices.
+      batch_input_per_million: '0.15',
+      batch_output_per_million: '0.60',
+      batch_input_nanos_per_token: '150',
+      batch_output_nanos_per_token: '600',
       updated_at: expect.any(String),
     });
     expect((await h.call('GET', '/prices')).body.data).toContainEqual(res.body);
@@ -124,6 +129,8 @@ describe('admin API: models and prices', () => {
       input_per_million: '0.15',
       cached_input_per_million: '0.15',
       output_per_million: '0.60',
+      batch_input_per_million: '0.15',
+      batch_output_per_million: '0.60',
     });
     const again = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '1', output_per_million: '2.5' });
     expect(again.body).toMatchObject({
@@ -174,6 +181,46 @@ describe('admin API: models and prices', () => {
     ]);
     const again = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '0.20', output_per_million: '0.60' });
     expect(again.body).toMatchObject({ cached_input_per_million: '0.20', cached_input_nanos_per_token: '200' });
+  });
+
+  it('sets batch prices, never above the input and output prices; shown in /v1/pricing; unset again, the usual prices', async () => {
+    const res = await h.call('PUT', `/prices/${qwen.id}`, {
+      input_per_million: '0.15',
+      cached_input_per_million: '0.100',
+      output_per_million: '0.60',
+      batch_input_per_million: '0.075',
+      batch_output_per_million: '0.30',
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      batch_input_per_million: '0.075',
+      batch_output_per_million: '0.30',
+      batch_input_nanos_per_token: '75',
+      batch_output_nanos_per_token: '300',
+    });
+    const pricing = await h.app.request('/v1/pricing');
+    const shown = ((await pricing.json()) as { data: Array<Record<string, string>> }).data.find(
+      (p) => p.model === qwen.id,
+    );
+    expect(shown).toMatchObject({
+      batch_input_per_million_tokens: '0.075',
+      batch_output_per_million_tokens: '0.30',
+      batch_input_nanos_per_token: '75',
+      batch_output_nanos_per_token: '300',
+    });
+    const above = await h.call('PUT', `/prices/${qwen.id}`, {
+      input_per_million: '0.15',
+      output_per_million: '0.60',
+      batch_input_per_million: '0.151',
+      batch_output_per_million: '0.601',
+    });
+    expect(above.status).toBe(400);
+    expect(above.body.error.details).toEqual([
+      { field: 'batch_input_per_million', message: 'batch_input_per_million cannot be above input_per_million.' },
+      { field: 'batch_output_per_million', message: 'batch_output_per_million cannot be above output_per_million.' },
+    ]);
+    const again = await h.call('PUT', `/prices/${qwen.id}`, { input_per_million: '0.20', output_per_million: '0.70' });
+    expect(again.body).toMatchObject({ batch_input_per_million: '0.20', batch_output_per_million: '0.70' });
   });
 
   it('refuses prices that are floats, negative or finer than 0.001 per million, naming the field', async () => {

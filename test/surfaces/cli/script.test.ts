@@ -180,7 +180,13 @@ describe('tollgate CLI against a running gateway', () => {
       expect.objectContaining({
         id,
         enabled: false,
-        price: { input_per_million: '0.15', cached_input_per_million: '0.15', output_per_million: '0.60' },
+        price: {
+          input_per_million: '0.15',
+          cached_input_per_million: '0.15',
+          output_per_million: '0.60',
+          batch_input_per_million: '0.15',
+          batch_output_per_million: '0.60',
+        },
       }),
     ]);
     expect((await gw.tollgate(['models', 'enable', id])).stdout).toBe(`Model ${id} is enabled.\n`);
@@ -188,7 +194,11 @@ describe('tollgate CLI against a running gateway', () => {
     expect(prices.json.data).toEqual([priced.json]);
     const cached = ['prices', 'set', '--model', id, '--input', '0.15', '--output', '0.60', '--cached-input', '0.015'];
     expect((await gw.tollgate(cached)).stdout).toBe(
-      `Price of ${id}: input 0.15, cached input 0.015, output 0.60 USD per million tokens.\n`,
+      `Price of ${id}: input 0.15, cached input 0.015, output 0.60, batch input 0.15, batch output 0.60 USD per million tokens.\n`,
+    );
+    const batch = [...cached, '--batch-input', '0.075', '--batch-output', '0.30'];
+    expect((await gw.tollgate(batch)).stdout).toBe(
+      `Price of ${id}: input 0.15, cached input 0.015, output 0.60, batch input 0.075, batch output 0.30 USD per million tokens.\n`,
     );
   }, 60_000);
 });

@@ -163,15 +163,19 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     await page.waitForURL('**/portal/operator/models');
     await lookAt(page, 'operator-models', axeSource);
     await page.getByRole('link', { name: 'sim-chat', exact: true }).click();
-    await page.getByLabel('Input, USD per 1M tokens').fill('0.5');
+    await page.getByLabel('Input, USD per 1M tokens', { exact: true }).fill('0.5');
     await page.getByLabel('Cached input (from the prefix cache), USD per 1M tokens').fill('0.05');
-    await page.getByLabel('Output, USD per 1M tokens').fill('1.25');
+    await page.getByLabel('Output, USD per 1M tokens', { exact: true }).fill('1.25');
+    await page.getByLabel('Batch input, USD per 1M tokens').fill('0.25');
+    await page.getByLabel('Batch output, USD per 1M tokens').fill('0.625');
     await page.getByRole('button', { name: 'Save prices' }).click();
     expect(await text(page, '[role=status]')).toContain('Price saved');
+    await lookAt(page, 'operator-model-prices', axeSource);
     const price = (await gateway.services.catalog.listPrices()).find((p) => p.modelId === 'sim-chat')!;
     expect([price.inputPerToken, price.cachedInputPerToken, price.outputPerToken]).toEqual([500n, 50n, 1250n]);
+    expect([price.batchInputPerToken, price.batchOutputPerToken]).toEqual([250n, 625n]);
     // A price the API refuses (not a whole number of nanos per token) is refused here too, with the API's reason.
-    await page.getByLabel('Input, USD per 1M tokens').fill('0.0001');
+    await page.getByLabel('Input, USD per 1M tokens', { exact: true }).fill('0.0001');
     await page.getByRole('button', { name: 'Save prices' }).click();
     expect(await text(page, '[role=alert]')).toContain('more than 3 decimal places');
     await page.goto(`${gateway.url}/portal/operator/models?model=sim-chat`);

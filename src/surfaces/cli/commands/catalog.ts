@@ -132,10 +132,17 @@ function toggle(enabled: boolean): Command<ModelView> {
 
 const setPrice: Command<PriceView> = {
   name: 'prices set',
-  args: '--model ID --input 0.15 --output 0.60 [--cached-input 0.015]',
+  args: '--model ID --input 0.15 --output 0.60 [--cached-input 0.015] [--batch-input 0.075] [--batch-output 0.30]',
   summary:
-    "Set a model's price per million input, cached input (prompt tokens read from the engine's prefix cache; default: the input price) and output tokens.",
-  options: { model: STRING, input: STRING, 'cached-input': STRING, output: STRING },
+    "Set a model's price per million input, cached input (prompt tokens read from the engine's prefix cache; default: the input price) and output tokens, and a batch line's input and output (default: the input and output prices).",
+  options: {
+    model: STRING,
+    input: STRING,
+    'cached-input': STRING,
+    output: STRING,
+    'batch-input': STRING,
+    'batch-output': STRING,
+  },
   request: (a) => ({
     method: 'PUT',
     path: `/prices/${segment(a.id('model', 'model'))}`,
@@ -143,10 +150,13 @@ const setPrice: Command<PriceView> = {
       input_per_million: a.money('input', pricePerTokenFromMillion),
       ...(a.has('cached-input') && { cached_input_per_million: a.money('cached-input', pricePerTokenFromMillion) }),
       output_per_million: a.money('output', pricePerTokenFromMillion),
+      ...(a.has('batch-input') && { batch_input_per_million: a.money('batch-input', pricePerTokenFromMillion) }),
+      ...(a.has('batch-output') && { batch_output_per_million: a.money('batch-output', pricePerTokenFromMillion) }),
     },
   }),
   render: (p) =>
-    `Price of ${p.model_id}: input ${p.input_per_million}, cached input ${p.cached_input_per_million}, output ${p.output_per_million} ${p.currency} per million tokens.`,
+    `Price of ${p.model_id}: input ${p.input_per_million}, cached input ${p.cached_input_per_million}, output ${p.output_per_million}, ` +
+    `batch input ${p.batch_input_per_million}, batch output ${p.batch_output_per_million} ${p.currency} per million tokens.`,
 };
 
 const listPrices: Command<List<PriceView>> = {
@@ -156,12 +166,14 @@ const listPrices: Command<List<PriceView>> = {
   request: () => ({ method: 'GET', path: '/prices' }),
   render: ({ data }) =>
     table([
-      ['MODEL', 'INPUT / 1M', 'CACHED INPUT / 1M', 'OUTPUT / 1M', 'CURRENCY'],
+      ['MODEL', 'INPUT / 1M', 'CACHED INPUT / 1M', 'OUTPUT / 1M', 'BATCH IN / 1M', 'BATCH OUT / 1M', 'CURRENCY'],
       ...data.map((p) => [
         p.model_id,
         p.input_per_million,
         p.cached_input_per_million,
         p.output_per_million,
+        p.batch_input_per_million,
+        p.batch_output_per_million,
         p.currency,
       ]),
     ]),
