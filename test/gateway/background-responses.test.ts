@@ -175,4 +175,52 @@ describe('background responses on one gateway', () => {
     expect((await client.responses.cancel(id)).status).toBe('cancelled');
     await reader.cancel();
   }, 30_000);
+
+  it('a stream whose client left is resumed after its last event, none lost or repeated', async () => {
+    const answer = await post(tenant.secret, '/responses', {
+      model: 'sim-chat',
+      input: 'Write at length.',
+      background: true,
+      stream: true,
+    });
+    expect(answer.headers.get('content-type')).toContain('text/event-stream');
+    const reader = answer.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (sequencesOf(text).length < 10) text += decoder.decode((await reader.read()).value, { stream: true });
+    // The client leaves after ten events or so; the response runs on.
+    await reader.cancel();
+    const seen = sequencesOf(text);
+    const last = seen[seen.length - 1]!;
+    const id = /"id":"(resp_[0-9a-f]+)"/.exec(text)![1]!;
+    const resumed = await post(tenant.secret, `/responses/${id}?stream=true&starting_after=${last}`);
+    expect(resumed.status).toBe(200);
+    const rest = await resumed.text();
+    const after = sequencesOf(rest);
+    expect(after[0]).toBe(last + 1);
+    const all = [...seen, ...after];
+    expect(all).toEqual(all.map((_, index) => index));
+    expect(rest).toContain('event: response.completed');
+    const done = await client.responses.retrieve(id);
+    expect(done.status).toBe('completed');
+    expect(done.usage?.output_tokens).toBe(ANSWER_TOKENS);
+  }, 30_000);
+
+  it('starting_after that is not a number is a 400; a response made without stream is not streamed', async () => {
+    const answer = await post(tenant.secret, '/responses', {
+      model: 'sim-chat',
+      input: 'Hi',
+      background: true,
+      max_output_tokens: 4,
+    });
+    const { id } = (await answer.json()) as { id: string };
+    expect((await post(tenant.secret, `/responses/${id}?stream=true&starting_after=x`)).status).toBe(400);
+    expect((await post(tenant.secret, `/responses/${id}?stream=true`)).status).toBe(400);
+  });
 });
+
+/** The `sequence_number` of each whole event in `text`, in order. */
+function sequencesOf(text: string): number[] {
+  const whole = text.slice(0, text.lastIndexOf('\n\n') + 2);
+  return [...whole.matchAll(/^data: \{"type":"[^"]+","sequence_number":(\d+)/gm)].map((match) => Number(match[1]));
+}
