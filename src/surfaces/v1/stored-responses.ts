@@ -89,6 +89,9 @@ export function storedResponseRoutes(deps: V1Deps): Hono<GatewayEnv> {
   routes.delete('/:id', auth, limits, async (c) => {
     const id = c.req.param('id');
     const orgId = c.get('caller').orgId;
+    // A running one is stopped first (billed what it generated), so nothing of it is kept after.
+    const running = await background.store.get(orgId, id);
+    if (running?.status === 'queued' || running?.status === 'in_progress') await background.cancel(orgId, id);
     const job = await background.store.delete(orgId, id);
     if (!(await store.delete(orgId, id)) && !job) throw notFound(id);
     return c.json({ id, object: 'response', deleted: true });
