@@ -76,7 +76,7 @@ export class BackgroundStore {
       createdAt: now,
       expiresAt: new Date(now.getTime() + retentionDays * DAY_MS),
     };
-    const inserted = await withinStoreTimeout(
+    const inserted = await bounded(
       this.db.execute(sql`
         insert into background_responses
           (id, org_id, key_id, key_hash, request_id, request_json, status, response_json, streamed,
@@ -101,7 +101,7 @@ export class BackgroundStore {
   /** The organization's job, or null (unknown, expired or another organization's). */
   async get(orgId: string, id: string): Promise<BackgroundRow | null> {
     if (responseIdKind(id) !== 'ours') return null;
-    const [row] = await withinStoreTimeout(
+    const [row] = await bounded(
       this.db
         .select()
         .from(backgroundResponses)
@@ -118,7 +118,7 @@ export class BackgroundStore {
 
   /** How many of the organization's jobs are queued or running. */
   async active(orgId: string): Promise<number> {
-    const [row] = await withinStoreTimeout(
+    const [row] = await bounded(
       this.db
         .select({ n: count() })
         .from(backgroundResponses)
@@ -129,7 +129,7 @@ export class BackgroundStore {
 
   /** Marks a job as sent to the engine (`in_progress`): from now on it is never run again, only billed. */
   async reachedEngine(id: string, replica: string, response: Json, promptTokens: number): Promise<boolean> {
-    const rows = await withinStoreTimeout(
+    const rows = await bounded(
       this.db
         .update(backgroundResponses)
         .set({ status: 'in_progress', reachedEngine: true, response: JSON.stringify(response), promptTokens })
@@ -141,7 +141,7 @@ export class BackgroundStore {
 
   /** What it generated so far (the engine's chunks counted), for a replica that bills it after this one died. */
   async generated(id: string, replica: string, tokens: number): Promise<void> {
-    await withinStoreTimeout(
+    await bounded(
       this.db
         .update(backgroundResponses)
         .set({ generatedTokens: tokens })
@@ -152,7 +152,7 @@ export class BackgroundStore {
   /** Renews `replica`'s leases; answers which of them were asked to cancel. */
   async renew(replica: string, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
-    const rows = await withinStoreTimeout(
+    const rows = await bounded(
       this.db
         .update(backgroundResponses)
         .set({ leaseUntil: new Date(Date.now() + this.settings.backgroundLeaseMs) })
@@ -174,7 +174,7 @@ export class BackgroundStore {
    */
   async claimExpired(replica: string, limit = 20): Promise<BackgroundRow[]> {
     const now = new Date();
-    const expired = await withinStoreTimeout(
+    const expired = await bounded(
       this.db
         .select({ id: backgroundResponses.id })
         .from(backgroundResponses)
@@ -184,7 +184,7 @@ export class BackgroundStore {
     );
     const claimed: BackgroundRow[] = [];
     for (const { id } of expired) {
-      const [row] = await withinStoreTimeout(
+      const [row] = await bounded(
         this.db
           .update(backgroundResponses)
           .set({ claimedBy: replica, leaseUntil: new Date(Date.now() + this.settings.backgroundLeaseMs) })
@@ -204,7 +204,7 @@ export class BackgroundStore {
 
   /** Records how a job ended; false when `replica` no longer held it. */
   async finish(id: string, replica: string, status: BackgroundStatus, response: Json): Promise<boolean> {
-    const rows = await withinStoreTimeout(
+    const rows = await bounded(
       this.db
         .update(backgroundResponses)
         .set({ status, response: JSON.stringify(response), leaseUntil: null })
@@ -222,7 +222,7 @@ export class BackgroundStore {
 
   /** Asks the replica running it to stop (it reads this when it renews its lease). */
   async requestCancel(orgId: string, id: string): Promise<void> {
-    await withinStoreTimeout(
+    await bounded(
       this.db
         .update(backgroundResponses)
         .set({ cancelRequested: true })
@@ -241,12 +241,12 @@ export class BackgroundStore {
     const kept = events.filter(([sequence]) => sequence < this.settings.backgroundMaxEvents);
     if (kept.length === 0) return;
     const rows = kept.map(([sequenceNumber, event]) => ({ responseId: id, sequenceNumber, event }));
-    await withinStoreTimeout(this.db.insert(backgroundResponseEvents).values(rows).onConflictDoNothing());
+    await bounded(this.db.insert(backgroundResponseEvents).values(rows).onConflictDoNothing());
   }
 
   /** A job's kept events after `after` (its `sequence_number`), at most `limit`, in order. */
   async eventsAfter(id: string, after: number, limit = 500): Promise<Array<{ sequence: number; event: string }>> {
-    const rows = await withinStoreTimeout(
+    const rows = await bounded(
       this.db
         .select({ sequence: backgroundResponseEvents.sequenceNumber, event: backgroundResponseEvents.event })
         .from(backgroundResponseEvents)
@@ -260,7 +260,7 @@ export class BackgroundStore {
   /** Deletes a job (`DELETE /v1/responses/{id}`), its events with it. */
   async delete(orgId: string, id: string): Promise<boolean> {
     if (responseIdKind(id) !== 'ours') return false;
-    const rows = await withinStoreTimeout(
+    const rows = await bounded(
       this.db
         .delete(backgroundResponses)
         .where(and(eq(backgroundResponses.id, id), eq(backgroundResponses.orgId, orgId)))
@@ -271,12 +271,29 @@ export class BackgroundStore {
 
   /** Deletes the finished jobs past the retention; the number deleted. */
   async purgeExpired(now: Date): Promise<number> {
-    const rows = await withinStoreTimeout(
+    const rows = await bounded(
       this.db
         .delete(backgroundResponses)
         .where(and(lt(backgroundResponses.expiresAt, now), sql`status not in ('queued', 'in_progress')`))
         .returning({ id: backgroundResponses.id }),
     );
     return rows.length;
+  }
+}
+
+/** Within the store's timeout; a database that fails or does not answer is a 503 `responses_unavailable`. */
+async function bounded<T>(work: PromiseLike<T>): Promise<T> {
+  try {
+    return await withinStoreTimeout(Promise.resolve(work));
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    throw new GatewayError(
+      'responses_unavailable',
+      'The gateway cannot read or write responses now. Retry with backoff.',
+      {
+        headers: { 'Retry-After': '2' },
+        cause: error,
+      },
+    );
   }
 }
