@@ -224,3 +224,50 @@ function sequencesOf(text: string): number[] {
   const whole = text.slice(0, text.lastIndexOf('\n\n') + 2);
   return [...whole.matchAll(/^data: \{"type":"[^"]+","sequence_number":(\d+)/gm)].map((match) => Number(match[1]));
 }
+
+describe('background responses bounded per organization', () => {
+  let sim: RunningSimulator;
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    // Slow: the first response is still running when the second is asked.
+    sim = await startSimulator({ models: [{ name: 'sim-chat', task: 'chat' }], itlMs: 50, defaultMaxTokens: 200 });
+    const env = { TOLLGATE_RESPONSES_MAX_BACKGROUND: '1' };
+    gateway = await startTestGateway('pglite', env, { engines: { 'sim-chat': sim.url } });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await sim?.close();
+  });
+
+  it('one more than TOLLGATE_RESPONSES_MAX_BACKGROUND is a 429 naming it, holding nothing; others are not counted', async () => {
+    const key = { requestsPerMinute: 1_000_000, maxConcurrency: 1_000 };
+    const [first, second] = [await gateway.tenant({ key }), await gateway.tenant({ key })];
+    const body = JSON.stringify({ model: 'sim-chat', input: 'Hi', background: true, max_output_tokens: 200 });
+    const post = (secret: string) =>
+      fetch(`${gateway.baseURL}/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body,
+      });
+    const running = (await (await post(first.secret)).json()) as { id: string };
+    const store = gateway.services.backgroundResponses.store;
+    const refused = await post(first.secret);
+    expect(refused.status).toBe(429);
+    expect(JSON.stringify(await refused.json())).toContain('TOLLGATE_RESPONSES_MAX_BACKGROUND');
+    expect(await store.active(first.orgId)).toBe(1);
+    // Another organization is not counted against it.
+    const other = (await (await post(second.secret)).json()) as { id: string };
+    for (const [tenant, id] of [
+      [first, running.id],
+      [second, other.id],
+    ] as const) {
+      const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: tenant.secret, maxRetries: 0 });
+      expect((await client.responses.cancel(id)).status).toBe('cancelled');
+    }
+    // Cancelled, it is no longer counted.
+    expect((await post(first.secret)).status).toBe(200);
+    await gateway.charged(20_000);
+    expect((await gateway.services.gateKeeper.gate.walletState(first.orgId)).holds).toEqual([]);
+  }, 30_000);
+});
