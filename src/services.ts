@@ -28,6 +28,8 @@ import { OutageLog } from './shared/http/outage.js';
 import { RequestPathCache } from './gateway/catalog/request-path-cache.js';
 import { DatabaseResponseStore } from './gateway/responses/database-store.js';
 import type { ResponseStore } from './gateway/responses/store.js';
+import { BackgroundStore } from './gateway/responses/background-store.js';
+import { BackgroundResponses } from './gateway/requests/responses/background.js';
 import { DatabaseConversationStore } from './gateway/conversations/database-store.js';
 import type { ConversationStore } from './gateway/conversations/store.js';
 import {
@@ -95,6 +97,8 @@ export interface GatewayServices {
   responseStore: ResponseStore;
   /** Conversations (`/v1/conversations`, `conversation` on `/v1/responses`), in the database: any process appends. */
   conversationStore: ConversationStore;
+  /** Background responses (`background: true`): queued, run, their leases kept and taken over. */
+  backgroundResponses: BackgroundResponses;
   /** Where requests wait when the fleet is full, and in what order (`flow/flow-control.ts`). */
   flow: FlowControl;
 }
@@ -203,6 +207,7 @@ function createGatewayServices(
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),
     conversationStore: new DatabaseConversationStore(db, config.conversations),
+    backgroundResponses: new BackgroundResponses(new BackgroundStore(db, config.responses), log),
     flow,
   };
 }

@@ -136,6 +136,9 @@ function responsesConfig(s: Settings): Config['responses'] {
     chainMaxTurns: s.TOLLGATE_RESPONSES_CHAIN_MAX_TURNS,
     chainMaxBytes: s.TOLLGATE_RESPONSES_CHAIN_MAX_BYTES,
     waitMs: s.TOLLGATE_RESPONSES_SAVE_WAIT_MS,
+    maxBackground: s.TOLLGATE_RESPONSES_MAX_BACKGROUND,
+    backgroundMaxEvents: s.TOLLGATE_RESPONSES_BACKGROUND_MAX_EVENTS,
+    backgroundLeaseMs: s.TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS,
   };
 }
 

@@ -6,6 +6,9 @@ const booleanSetting = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((value) => value === 'true' || value === '1' || value === 'yes');
 
+/** A size in bytes, at least a KiB. */
+const bytesSetting = (fallback: number) => z.coerce.number().int().min(1024).default(fallback);
+
 /**
  * Where a run may open HTTPS connections besides its cluster's nodes: the
  * OpenTofu and Terraform registries and the hosts their providers download from.
@@ -107,23 +110,14 @@ export const settingsSchema = z.object({
     .min(1024)
     .default(1024 * 1024),
   TOLLGATE_RESPONSES_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-  TOLLGATE_RESPONSES_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(8 * 1024 * 1024),
-  TOLLGATE_RESPONSES_ORG_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(1024 * 1024 * 1024),
+  TOLLGATE_RESPONSES_MAX_BYTES: bytesSetting(8 * 1024 * 1024),
+  TOLLGATE_RESPONSES_ORG_MAX_BYTES: bytesSetting(1024 * 1024 * 1024),
   TOLLGATE_RESPONSES_CHAIN_MAX_TURNS: z.coerce.number().int().min(1).max(100_000).default(1000),
-  TOLLGATE_RESPONSES_CHAIN_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(16 * 1024 * 1024),
+  TOLLGATE_RESPONSES_CHAIN_MAX_BYTES: bytesSetting(16 * 1024 * 1024),
   TOLLGATE_RESPONSES_SAVE_WAIT_MS: z.coerce.number().int().min(0).max(1000).default(10),
+  TOLLGATE_RESPONSES_MAX_BACKGROUND: z.coerce.number().int().min(1).max(100_000).default(100),
+  TOLLGATE_RESPONSES_BACKGROUND_MAX_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(50_000),
+  TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
   TOLLGATE_CONVERSATIONS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   TOLLGATE_CONVERSATIONS_ORG_MAX: z.coerce.number().int().min(1).default(10_000),
   TOLLGATE_CONVERSATIONS_MAX_ITEMS: z.coerce.number().int().min(20).max(1_000_000).default(10_000),

@@ -97,6 +97,12 @@ export interface Config {
     chainMaxBytes: number;
     /** How long a save may wait, on a busy gateway, for others to be written with it in one statement (TOLLGATE_RESPONSES_SAVE_WAIT_MS). */
     waitMs: number;
+    /** Background responses (`background: true`): one organization's queued and running at most (TOLLGATE_RESPONSES_MAX_BACKGROUND)… */
+    maxBackground: number;
+    /** …the events kept of each streamed one, for `starting_after` (TOLLGATE_RESPONSES_BACKGROUND_MAX_EVENTS)… */
+    backgroundMaxEvents: number;
+    /** …and how long a replica's claim on one lasts unless renewed (TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS). */
+    backgroundLeaseMs: number;
   };
   /** Conversations (`gateway/conversations/store.ts`): how long they are kept and how large they may grow. */
   conversations: {

@@ -1,5 +1,6 @@
 import { purgeRequestData } from '../gateway/billing/request-data.js';
 import { keepUsageMonths } from '../gateway/billing/usage-partitions.js';
+import { responsesEndpoint } from '../gateway/requests/responses/index.js';
 import { STORE_TIMEOUT_MS } from '../shared/db/timeout.js';
 import { describeError, type Logger } from '../shared/http/log.js';
 import type { Services } from '../services.js';
@@ -44,6 +45,11 @@ export async function startLoops(services: Services, log: Logger, closers: Array
       .catch((error: unknown) =>
         log.warn('purging expired stored responses failed', { detail: (error as Error).message }),
       );
+    services.backgroundResponses.store
+      .purgeExpired(new Date())
+      .catch((error: unknown) =>
+        log.warn('purging expired background responses failed', { detail: (error as Error).message }),
+      );
     services.conversationStore
       .purgeExpired(new Date())
       .catch((error: unknown) =>
@@ -59,6 +65,14 @@ export async function startLoops(services: Services, log: Logger, closers: Array
       "TOLLGATE_RUN_SANDBOX=none: stacks run unsandboxed, as this gateway's user on this host; any user who can add a stack can read its files and secrets and reach its network",
     );
   }
+  // Background responses: this replica's leases renewed, and the jobs of a replica that died taken over.
+  const responses = responsesEndpoint({
+    store: services.responseStore,
+    conversations: services.conversationStore,
+    log: services.log,
+  });
+  services.backgroundResponses.start(services, responses);
+  closers.unshift(() => services.backgroundResponses.stop());
   services.runWorker.start();
   closers.unshift(() => services.runWorker.stop());
   await services.clusterIdentity

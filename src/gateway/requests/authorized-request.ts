@@ -27,4 +27,6 @@ export interface AuthorizedRequest {
   startedAt: number;
   /** The response cache's key for the body, once computed (`requests/cached-answer.ts`): the lookup's, and the write's after. */
   cacheKey?: string;
+  /** A Responses turn's id when it is known before the call (a background response run again by another replica). */
+  responseId?: string;
 }

@@ -18,6 +18,7 @@ import { cachedAnswer } from './cached-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
 import type { AuthorizedRequest, BilledCall } from './authorize.js';
+import type { BackgroundQueue } from './background-queue.js';
 
 export type { BilledDeps, BilledEndpoint, ProtocolCall, StreamControls } from './endpoint.js';
 
@@ -48,8 +49,20 @@ export async function serveBilled(
   c: Context<GatewayEnv>,
   deps: BilledDeps,
   endpoint: BilledEndpoint,
+  background?: BackgroundQueue,
 ): Promise<Response> {
   const request = await authorize(c, deps, endpoint);
+  if (background?.wants(request)) return serveQueued(c, deps, request, endpoint, background);
+  return serveAuthorized(c, deps, request, endpoint);
+}
+
+/** An authorized request's call, from its admission to its settlement (`serveBilled`'s steps 1 to 4). */
+async function serveAuthorized(
+  c: Context<GatewayEnv>,
+  deps: BilledDeps,
+  request: AuthorizedRequest,
+  endpoint: BilledEndpoint,
+): Promise<Response> {
   const admitted = await admitCall(c, deps, request, endpoint);
   if (admitted instanceof Response) return admitted;
   const { protocol, call } = admitted;
@@ -68,7 +81,7 @@ export async function serveBilled(
     // An engine scaled to zero starts a replica for this request, which waits for it (bounded).
     const cold = deps.fleet.whenReady(call.model.id, abort);
     if (cold) await cold;
-    const { acquire, body } = fleetCall(c, deps, call, protocol);
+    const { acquire, body } = fleetCall(deps, call, protocol, headerOf(c, 'x-session-id'));
     const sent = await postWithFailover({
       acquire,
       path: endpoint.path,
@@ -123,6 +136,25 @@ export async function serveBilled(
     }
     upstream.stopWatchingClient();
   }
+}
+
+/**
+ * A request that runs after its answer (`background: true`): admitted as any call, its hold taken, then queued and
+ * answered at once (`responses/background.ts`). Streamed from the engine whatever its client asked: its events are
+ * kept as they come.
+ */
+async function serveQueued(
+  c: Context<GatewayEnv>,
+  deps: BilledDeps,
+  request: AuthorizedRequest,
+  endpoint: BilledEndpoint,
+  background: BackgroundQueue,
+): Promise<Response> {
+  const streamed = request.body.stream === true;
+  request.body.stream = true;
+  const admitted = await admitCall(c, deps, request, endpoint);
+  if (admitted instanceof Response) return admitted;
+  return background.queue(c, deps, admitted.call, admitted.protocol, streamed);
 }
 
 /**
@@ -244,8 +276,8 @@ function engineCallAbort(c: Context<GatewayEnv>, timeoutMs: number, watchClient:
  * apart) and what each replica tried is sent: the protocol's body with the engine's own fields, the organization's
  * cache salt and the band as priority where the engine takes them (`proxy/engine-fields.ts`).
  */
-function fleetCall(c: Context<GatewayEnv>, deps: BilledDeps, call: BilledCall, protocol: ProtocolCall) {
-  const hint = { body: call.body, session: headerOf(c, 'x-session-id'), organization: call.caller.orgId };
+export function fleetCall(deps: BilledDeps, call: BilledCall, protocol: ProtocolCall, session: string | undefined) {
+  const hint = { body: call.body, session, organization: call.caller.orgId };
   const fields = { salt: () => deps.cacheSalts.of(call.caller.orgId), priority: bandRank(call.band) };
   return {
     acquire: (exclude: ReadonlySet<string>) => deps.fleet.acquire(call.model.id, exclude, hint),

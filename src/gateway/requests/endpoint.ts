@@ -92,6 +92,8 @@ export interface BilledEndpoint {
  * estimate read of it, and how its answer reaches the client.
  */
 export interface ProtocolCall {
+  /** The Responses API's response id, made once per call (a background response is answered with it first). */
+  responseId?: string;
   /**
    * The fields the token bounds and the token limits' estimate read, in chat's names (`messages`, `tools`,
    * `max_tokens`, `max_completion_tokens`, `n`, `best_of`), as the engine is sent them.

@@ -35,6 +35,8 @@ export interface StreamWriter extends ChunkWriter {
   events?: { finish(): string; failure(): string };
   /** Runs when the stream ends, before it is settled; returns events to keep beside the relayed ones (Responses). */
   ended?(outcome: RelayOutcome): Promise<string | null>;
+  /** The answer so far, its open item closed (Responses: a background response cancelled or cut off). */
+  snapshot?(): Json;
   /** Whether its events may be cached: a replay is `data:` lines, which only the OpenAI-style streams' clients read. */
   cacheable: boolean;
 }

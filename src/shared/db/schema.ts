@@ -444,6 +444,65 @@ export const storedResponseTotals = pgTable('stored_response_totals', {
 });
 
 /**
+ * Background Responses (`background: true` on `/v1/responses`), each organization's own: the job
+ * of a turn that runs after its answer (`queued`), claimed by one gateway replica with a lease
+ * (`claimed_by`, `lease_until`) renewed while it runs, so a replica that starts finds the jobs of
+ * one that died (`gateway/requests/responses/background-runner.ts`). `request_json` is what a
+ * replica needs to run it again (the body, the model as named, the project, the band); `key_hash`
+ * finds its key as the request path does. `reached_engine` says whether the engine was sent it:
+ * such a job is never run twice, and `generated_tokens` is what it is billed when its replica died.
+ * `response_json` is the response as `GET` shows it until it is stored whole (`stored_responses`).
+ */
+export const backgroundResponses = pgTable(
+  'background_responses',
+  {
+    id: text('id').primaryKey(),
+    orgId: text('org_id')
+      .notNull()
+      .references(() => organizations.id),
+    keyId: text('key_id')
+      .notNull()
+      .references(() => apiKeys.id),
+    keyHash: text('key_hash').notNull(),
+    /** The billed request's id: a job run again or billed by another replica keeps it (one charge). */
+    requestId: text('request_id').notNull(),
+    request: text('request_json').notNull(),
+    status: text('status', {
+      enum: ['queued', 'in_progress', 'completed', 'incomplete', 'failed', 'cancelled'],
+    }).notNull(),
+    response: text('response_json').notNull(),
+    /** Whether its client asked for a stream: its events are kept (`background_response_events`). */
+    streamed: boolean('streamed').notNull(),
+    reachedEngine: boolean('reached_engine').notNull().default(false),
+    promptTokens: integer('prompt_tokens').notNull().default(0),
+    generatedTokens: integer('generated_tokens').notNull().default(0),
+    cancelRequested: boolean('cancel_requested').notNull().default(false),
+    claimedBy: text('claimed_by'),
+    leaseUntil: timestamp('lease_until', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    index('background_responses_org_idx').on(t.orgId, t.status),
+    index('background_responses_lease_idx').on(t.status, t.leaseUntil),
+    index('background_responses_expiry_idx').on(t.expiresAt),
+  ],
+);
+
+/** A streamed background response's events in order, for `starting_after` on any replica. */
+export const backgroundResponseEvents = pgTable(
+  'background_response_events',
+  {
+    responseId: text('response_id')
+      .notNull()
+      .references(() => backgroundResponses.id, { onDelete: 'cascade' }),
+    sequenceNumber: integer('sequence_number').notNull(),
+    event: text('event_text').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.responseId, t.sequenceNumber] })],
+);
+
+/**
  * Conversations (`/v1/conversations`, and `conversation` on `/v1/responses`), each
  * organization's own. `next_position` is where the next item goes: an append moves it
  * in the one `update` that also checks the bounds, so two turns appended at once on

@@ -1,6 +1,7 @@
 import type { BilledDeps } from '../../gateway/requests/endpoint.js';
 import type { CatalogService } from '../../gateway/catalog/service.js';
 import type { ResponseStore } from '../../gateway/responses/store.js';
+import type { BackgroundResponses } from '../../gateway/requests/responses/background.js';
 import type { ConversationStore } from '../../gateway/conversations/store.js';
 import type { UsageReports } from '../../gateway/billing/usage-reports.js';
 import type { ChargeApplier } from '../../gateway/billing/charge-applier.js';
@@ -15,6 +16,7 @@ export interface V1Deps extends BilledDeps {
   catalog: CatalogService;
   responseStore: ResponseStore;
   conversationStore: ConversationStore;
+  backgroundResponses: BackgroundResponses;
   usageReports: UsageReports;
   /** Waited on by the routes that read charges (`chargesWritten`). */
   applier: ChargeApplier;

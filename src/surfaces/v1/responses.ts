@@ -20,6 +20,7 @@ export function responsesRoutes(deps: V1Deps): Hono<GatewayEnv> {
     conversations: deps.conversationStore,
     log: deps.log,
   });
-  routes.post('/', (c) => serveBilled(c, deps, endpoint));
+  // `background: true` is queued and answered at once (`gateway/requests/responses/background.ts`).
+  routes.post('/', (c) => serveBilled(c, deps, endpoint, deps.backgroundResponses));
   return routes;
 }

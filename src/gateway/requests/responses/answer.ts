@@ -23,7 +23,7 @@ export function responseShell(body: Json, id: string, model: string, createdAt: 
     object: 'response',
     created_at: createdAt,
     status: 'in_progress',
-    background: false,
+    background: body.background === true,
     error: null,
     incomplete_details: null,
     instructions: body.instructions ?? null,

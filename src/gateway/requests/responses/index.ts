@@ -56,13 +56,15 @@ function responsesCall(
   const streams = request.body.stream === true;
   const sent = sentBody(chat, streams);
   translations.keep(request.caller.orgId, chat, earlierTurn);
+  const responseId = request.responseId ?? itemId('resp');
   const source = (): ResponsesStreamSource => ({
     body: request.body,
     names: toolNamesOf(request.body),
-    id: itemId('resp'),
+    id: responseId,
     model: request.clientModel,
   });
   return {
+    responseId,
     bounded: chat,
     sentBytes: sent.bytes,
     bodyFor: (target) => sent.writtenFor(target.servedModelName),
@@ -106,6 +108,10 @@ function responsesStreamWriter(
         last = closing + writer.completed();
       } else if (outcome === 'upstream_failed' || writer.state.failed) last = writer.failure();
       return last;
+    },
+    snapshot() {
+      writer.closeItems();
+      return writer.finalResponse();
     },
     // A Response is never cached (`cachesAnswers`); its events are kept with the request data.
     cacheable: true,

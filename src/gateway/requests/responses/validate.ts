@@ -20,10 +20,13 @@ export function responsesRequestErrors(body: Json, bounds: TranslationBounds): E
   const max = body.max_output_tokens;
   if (max !== undefined && max !== null && (!Number.isSafeInteger(max) || (max as number) < 1))
     details.push({ field: 'max_output_tokens', message: 'must be a positive integer' });
-  for (const field of ['stream', 'store']) {
+  for (const field of ['stream', 'store', 'background']) {
     if (body[field] !== undefined && body[field] !== null && typeof body[field] !== 'boolean')
       details.push({ field, message: 'must be true or false' });
   }
+  // A background response is read back by its id: it is stored, as OpenAI requires.
+  if (body.background === true && body.store === false)
+    details.push({ field: 'background', message: 'requires store: a background response is stored to be read back' });
   details.push(...toolErrors(body.tools, bounds));
   if (isObject(body.tool_choice))
     details.push(...optionalNameErrors(body.tool_choice.name, 'tool_choice.name', bounds));

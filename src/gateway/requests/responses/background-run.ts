@@ -1,0 +1,285 @@
+import { streamSettlement } from '../../billing/settlement.js';
+import { bandRank } from '../../flow/bands.js';
+import { CallAbort } from '../../proxy/call-abort.js';
+import { postWithFailover } from '../../proxy/failover.js';
+import { relaySse, type RelayOutcome } from '../../proxy/sse.js';
+import type { EngineResponse } from '../../proxy/upstream.js';
+import type { UpstreamTarget } from '../../engines/types.js';
+import type { BackgroundStatus, BackgroundStore } from '../../responses/background-store.js';
+import { GatewayError } from '../../../shared/http/errors.js';
+import { describeError } from '../../../shared/http/log.js';
+import type { BilledCall } from '../authorize.js';
+import { abandon, settle, streamCheckpoints } from '../billed-call.js';
+import { fleetCall } from '../billed-request.js';
+import type { BilledDeps, ProtocolCall } from '../endpoint.js';
+import { readEngineChunks, type StreamWriter } from '../stream-writer.js';
+import { responseShell } from './answer.js';
+
+type Json = Record<string, unknown>;
+
+/** One background response, admitted (its hold taken) and claimed by this replica. */
+export interface BackgroundJob {
+  id: string;
+  call: BilledCall;
+  protocol: ProtocolCall;
+  /** Whether its client asked for a stream: its events are kept for `GET …?stream=true`. */
+  streamed: boolean;
+}
+
+/** What a job runs with: the billed path's services, where jobs are kept, and who this replica is. */
+export interface JobContext {
+  deps: BilledDeps;
+  store: BackgroundStore;
+  replica: string;
+}
+
+/** How often a running job's events and its count of generated tokens are written to the store. */
+const FLUSH_MS = 250;
+/** How long a job waits before asking flow control again when the engines stayed saturated too long. */
+const REQUEUE_MS = 1_000;
+
+/** The response as `GET` shows it before the engine's answer: the request's echo, in `status`. */
+export function responseIn(job: Pick<BackgroundJob, 'id' | 'call'>, status: BackgroundStatus): Json {
+  const { call } = job;
+  return { ...responseShell(call.body, job.id, call.clientModel, Math.floor(Date.now() / 1000)), status };
+}
+
+/**
+ * Runs one background response to its end, as `serveBilled` runs a stream, with no client: it waits
+ * in flow control's background band (or its key's, when lower), goes to the engine (marked as sent
+ * first, so no replica ever sends it twice), keeps its events and its count as they come, and is
+ * billed by `settle` exactly as a foreground stream, or given everything back when nothing was used.
+ * `cancel` (given to `running` at once) stops it wherever it is: the engine's request is aborted.
+ */
+export async function runJob(ctx: JobContext, job: BackgroundJob, running: (cancel: () => void) => void) {
+  const run = new JobRun(ctx, job);
+  running(() => run.cancel());
+  await run.run();
+}
+
+/** One job's run: its abort, whether it was cancelled, and how to stop it wherever it is. */
+class JobRun {
+  private readonly abort = new CallAbort();
+  private cancelled = false;
+  private leave: (() => void) | null = null;
+  private stopRelay: (() => Promise<void>) | null = null;
+  private readonly promptEstimate: () => number;
+
+  constructor(
+    private readonly ctx: JobContext,
+    private readonly job: BackgroundJob,
+  ) {
+    this.promptEstimate = () => job.protocol.estimate(null).promptTokens;
+  }
+
+  cancel(): void {
+    this.cancelled = true;
+    this.leave?.();
+    this.abort.abort();
+    void this.stopRelay?.();
+  }
+
+  async run(): Promise<void> {
+    const { deps, store, replica } = this.ctx;
+    const { call, protocol, id } = this.job;
+    if (bandRank(call.band) < bandRank('background')) call.band = 'background';
+    call.trace = undefined;
+    const cancelled = () => this.cancelled;
+    if (!(await waitForEngines(deps, call, protocol, cancelled, (leave) => (this.leave = leave)))) {
+      await abandon(deps, call);
+      await store.finish(id, replica, 'cancelled', responseIn(this.job, 'cancelled'));
+      return;
+    }
+    if (!(await store.reachedEngine(id, replica, responseIn(this.job, 'in_progress'), this.promptEstimate()))) {
+      // Another replica took it over (this one's lease ran out): it is that one's now.
+      await abandon(deps, call);
+      return;
+    }
+    const timeout = setTimeout(
+      () => this.abort.abort(new DOMException('upstream timeout', 'TimeoutError')),
+      deps.config.upstreamTimeoutMs,
+    );
+    timeout.unref();
+    try {
+      const sent = await this.send();
+      if (sent) await this.relay(sent, timeout);
+    } finally {
+      clearTimeout(timeout);
+    }
+  }
+
+  /** The engine's answer, or null when it failed before one (billed and recorded here). */
+  private async send(): Promise<{ response: EngineResponse; target: UpstreamTarget } | null> {
+    const { deps, store, replica } = this.ctx;
+    const { call, protocol, id } = this.job;
+    const { acquire, body } = fleetCall(deps, call, protocol, undefined);
+    try {
+      call.upstreamAt = performance.now();
+      const path = '/chat/completions';
+      return await postWithFailover({ acquire, path, body, clientModel: call.clientModel, abort: this.abort });
+    } catch {
+      if (this.cancelled) {
+        // The engine may have read the prompt: billed for it, as a client that leaves is.
+        const usage = { promptTokens: this.promptEstimate(), completionTokens: 0 };
+        await settle(deps, call, { usage, usageSource: 'estimated', status: 499, streamed: true });
+        await store.finish(id, replica, 'cancelled', responseIn(this.job, 'cancelled'));
+      } else {
+        await abandon(deps, call);
+        await store.finish(id, replica, 'failed', failedResponse(responseIn(this.job, 'failed')));
+      }
+      return null;
+    }
+  }
+
+  /** Relays the engine's stream into the store, settles it as `relayBilledStream` does, and records how it ended. */
+  private async relay(sent: { response: EngineResponse; target: UpstreamTarget }, timeout: NodeJS.Timeout) {
+    const { deps, store, replica } = this.ctx;
+    const { call, protocol, id } = this.job;
+    call.answeredAt = performance.now();
+    const writer = protocol.stream!(call.bounds);
+    const keeper = new EventKeeper(this.ctx, this.job, writer);
+    let outcome: RelayOutcome = 'upstream_failed';
+    const checkpoints = streamCheckpoints(deps, call, this.promptEstimate);
+    const rewrite = readEngineChunks(writer);
+    const relayed = relaySse({
+      upstream: sent.response.body,
+      onData: (data) => {
+        const forwarded = rewrite(data);
+        checkpoints.saw(writer.state);
+        return forwarded;
+      },
+      abortUpstream: () => this.abort.abort(),
+      events: writer.events,
+      onEnd: async (ended) => {
+        outcome = ended;
+        sent.target.release();
+        clearTimeout(timeout);
+        if (writer.ended) await writer.ended(this.cancelled ? 'client_closed' : ended);
+        const counted = writer.state.usage ? null : await sent.response.countPrompt?.();
+        const prompt = typeof counted === 'number' ? () => counted : this.promptEstimate;
+        await settle(deps, call, streamSettlement(writer.state, ended, prompt, null));
+      },
+    });
+    const reader = relayed.getReader();
+    this.stopRelay = () => reader.cancel();
+    if (this.cancelled) await reader.cancel();
+    try {
+      await keeper.read(reader);
+    } catch (error) {
+      deps.log.warn('a background response stopped reading its stream', { id, ...describeError(error) });
+      await reader.cancel().catch(() => {});
+    }
+    await keeper.flush();
+    const { status, response } = ending(writer, outcome, this.cancelled);
+    await store.finish(id, replica, status, response);
+  }
+}
+
+/**
+ * Waits for flow control to let the call go to its model's engines; asks again after a refusal
+ * (the engines stayed saturated for the longest wait): a background response waits as long as it
+ * must. False once it is cancelled.
+ */
+async function waitForEngines(
+  deps: BilledDeps,
+  call: BilledCall,
+  protocol: ProtocolCall,
+  cancelled: () => boolean,
+  onLeave: (leave: () => void) => void,
+): Promise<boolean> {
+  const request = {
+    modelId: call.model.id,
+    orgId: call.caller.orgId,
+    band: call.band,
+    weight: call.caller.orgShareWeight,
+    promptTokens: Math.ceil(protocol.sentBytes / 4),
+    completionBound: call.bounds.completionTokens,
+  };
+  while (!cancelled()) {
+    try {
+      call.flowPass = await deps.flow.enter(request, { onLeave });
+      if (!cancelled()) return true;
+      call.flowPass.done({ promptTokens: 0, completionTokens: 0 });
+      call.flowPass = null;
+      return false;
+    } catch (error) {
+      if (!(error instanceof GatewayError) && !(error instanceof DOMException)) throw error;
+      if (!cancelled()) await new Promise((resolve) => setTimeout(resolve, REQUEUE_MS));
+    }
+  }
+  return false;
+}
+
+/** How a job that reached the engine ended, and its response as `GET` shows it from now on. */
+function ending(
+  writer: StreamWriter,
+  outcome: RelayOutcome,
+  cancelled: boolean,
+): { status: BackgroundStatus; response: Json } {
+  const response = writer.snapshot!();
+  if (cancelled) return { status: 'cancelled', response: { ...response, status: 'cancelled' } };
+  if (outcome === 'done' && !writer.state.failed) {
+    const status: BackgroundStatus = response.status === 'incomplete' ? 'incomplete' : 'completed';
+    return { status, response };
+  }
+  return { status: 'failed', response: failedResponse(response) };
+}
+
+/** A response the engine broke off, or a replica died running: `failed`, with the output written so far. */
+export function failedResponse(response: Json): Json {
+  const error = { code: 'server_error', message: 'The model server stopped before finishing this response.' };
+  return { ...response, status: 'failed', error };
+}
+
+/**
+ * Reads a job's events as the relay writes them: each kept with its `sequence_number` when its
+ * client asked for a stream (written every FLUSH_MS), and the tokens generated so far written
+ * beside them, for a replica that bills the job should this one die.
+ */
+class EventKeeper {
+  private pending: Array<[number, string]> = [];
+  private writing: Promise<void> = Promise.resolve();
+  private lastFlush = 0;
+
+  constructor(
+    private readonly ctx: JobContext,
+    private readonly job: BackgroundJob,
+    private readonly writer: StreamWriter,
+  ) {}
+
+  async read(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+    const decoder = new TextDecoder();
+    let text = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      text += decoder.decode(value, { stream: true });
+      let boundary: number;
+      while ((boundary = text.indexOf('\n\n')) !== -1) {
+        const event = text.slice(0, boundary + 2);
+        text = text.slice(boundary + 2);
+        const sequence = /"sequence_number":(\d+)/.exec(event);
+        if (sequence && this.job.streamed) this.pending.push([Number(sequence[1]), event]);
+      }
+      if (performance.now() - this.lastFlush >= FLUSH_MS) void this.flush();
+    }
+  }
+
+  /** Writes what is pending; one write at a time, in order. */
+  flush(): Promise<void> {
+    this.lastFlush = performance.now();
+    const events = this.pending;
+    this.pending = [];
+    const tokens = this.writer.state.tokenChunks;
+    const { store, replica, deps } = this.ctx;
+    this.writing = this.writing.then(async () => {
+      try {
+        if (events.length > 0) await store.appendEvents(this.job.id, events);
+        await store.generated(this.job.id, replica, tokens);
+      } catch (error) {
+        deps.log.warn('a background response could not keep its events', { id: this.job.id, ...describeError(error) });
+      }
+    });
+    return this.writing;
+  }
+}

@@ -1,0 +1,299 @@
+import { and, asc, count, eq, gt, inArray, lt, sql } from 'drizzle-orm';
+import type { Database } from '../../shared/db/client.js';
+import { backgroundResponseEvents, backgroundResponses } from '../../shared/db/schema.js';
+import { withinStoreTimeout } from '../../shared/db/timeout.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import { rowsOf } from './group-save.js';
+import { responseIdKind } from './ids.js';
+
+type Json = Record<string, unknown>;
+
+export type BackgroundStatus = (typeof backgroundResponses.$inferSelect)['status'];
+export type BackgroundRow = typeof backgroundResponses.$inferSelect;
+
+/** What a replica needs to run a background job again: the request as it was authorized. */
+export interface BackgroundRequest {
+  body: Json;
+  clientModel: string;
+  projectId: string | null;
+  band: string;
+}
+
+/** A job as it is queued (`POST /v1/responses` with `background: true`). */
+export interface QueuedJob {
+  id: string;
+  orgId: string;
+  keyId: string;
+  keyHash: string;
+  requestId: string;
+  request: BackgroundRequest;
+  response: Json;
+  streamed: boolean;
+}
+
+/** What bounds the jobs: `config.responses` (TOLLGATE_RESPONSES_*). */
+export interface BackgroundSettings {
+  retentionDays: number;
+  maxBackground: number;
+  backgroundMaxEvents: number;
+  backgroundLeaseMs: number;
+}
+
+const DAY_MS = 86_400_000;
+const RUNNING: BackgroundStatus[] = ['queued', 'in_progress'];
+
+/**
+ * Background responses in the gateway's database, so that any replica reads, cancels and resumes
+ * them, and takes over a job whose replica died: a job is claimed with a lease (`claimed_by`,
+ * `lease_until`) its replica renews while it runs, as the platform's runs are (`platform/runs/claims.ts`).
+ * Every read by a client names the organization: another organization's job is `null`.
+ */
+export class BackgroundStore {
+  constructor(
+    private readonly db: Database,
+    readonly settings: BackgroundSettings,
+  ) {}
+
+  /**
+   * Queues a job claimed by `replica`, unless its organization has TOLLGATE_RESPONSES_MAX_BACKGROUND
+   * queued or running already (a 429 naming the setting). The count and the insert are one statement.
+   */
+  async enqueue(job: QueuedJob, replica: string): Promise<void> {
+    const { maxBackground, retentionDays, backgroundLeaseMs } = this.settings;
+    const now = new Date();
+    const values = {
+      id: job.id,
+      orgId: job.orgId,
+      keyId: job.keyId,
+      keyHash: job.keyHash,
+      requestId: job.requestId,
+      request: JSON.stringify(job.request),
+      status: 'queued' as const,
+      response: JSON.stringify(job.response),
+      streamed: job.streamed,
+      claimedBy: replica,
+      leaseUntil: new Date(now.getTime() + backgroundLeaseMs),
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + retentionDays * DAY_MS),
+    };
+    const inserted = await bounded(
+      this.db.execute(sql`
+        insert into background_responses
+          (id, org_id, key_id, key_hash, request_id, request_json, status, response_json, streamed,
+           claimed_by, lease_until, created_at, expires_at)
+        select ${values.id}, ${values.orgId}, ${values.keyId}, ${values.keyHash}, ${values.requestId},
+          ${values.request}, 'queued', ${values.response}, ${values.streamed}, ${values.claimedBy},
+          ${values.leaseUntil.toISOString()}::timestamptz, ${values.createdAt.toISOString()}::timestamptz,
+          ${values.expiresAt.toISOString()}::timestamptz
+        where (select count(*) from background_responses
+               where org_id = ${values.orgId} and status in ('queued', 'in_progress')) < ${maxBackground}
+        returning id`),
+    );
+    if (rowsOf(inserted).length === 0)
+      throw new GatewayError(
+        'rate_limit_exceeded',
+        `Your organization has ${maxBackground} background responses queued or running, the most the gateway ` +
+          `runs at once for one organization (TOLLGATE_RESPONSES_MAX_BACKGROUND). Retry once one has finished.`,
+        { headers: { 'Retry-After': '5' } },
+      );
+  }
+
+  /** The organization's job, or null (unknown, expired or another organization's). */
+  async get(orgId: string, id: string): Promise<BackgroundRow | null> {
+    if (responseIdKind(id) !== 'ours') return null;
+    const [row] = await bounded(
+      this.db
+        .select()
+        .from(backgroundResponses)
+        .where(
+          and(
+            eq(backgroundResponses.id, id),
+            eq(backgroundResponses.orgId, orgId),
+            gt(backgroundResponses.expiresAt, new Date()),
+          ),
+        ),
+    );
+    return row ?? null;
+  }
+
+  /** How many of the organization's jobs are queued or running. */
+  async active(orgId: string): Promise<number> {
+    const [row] = await bounded(
+      this.db
+        .select({ n: count() })
+        .from(backgroundResponses)
+        .where(and(eq(backgroundResponses.orgId, orgId), inArray(backgroundResponses.status, RUNNING))),
+    );
+    return row?.n ?? 0;
+  }
+
+  /** Marks a job as sent to the engine (`in_progress`): from now on it is never run again, only billed. */
+  async reachedEngine(id: string, replica: string, response: Json, promptTokens: number): Promise<boolean> {
+    const rows = await bounded(
+      this.db
+        .update(backgroundResponses)
+        .set({ status: 'in_progress', reachedEngine: true, response: JSON.stringify(response), promptTokens })
+        .where(and(eq(backgroundResponses.id, id), eq(backgroundResponses.claimedBy, replica)))
+        .returning({ id: backgroundResponses.id }),
+    );
+    return rows.length > 0;
+  }
+
+  /** What it generated so far (the engine's chunks counted), for a replica that bills it after this one died. */
+  async generated(id: string, replica: string, tokens: number): Promise<void> {
+    await bounded(
+      this.db
+        .update(backgroundResponses)
+        .set({ generatedTokens: tokens })
+        .where(and(eq(backgroundResponses.id, id), eq(backgroundResponses.claimedBy, replica))),
+    );
+  }
+
+  /** Renews `replica`'s leases; answers which of them were asked to cancel. */
+  async renew(replica: string, ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await bounded(
+      this.db
+        .update(backgroundResponses)
+        .set({ leaseUntil: new Date(Date.now() + this.settings.backgroundLeaseMs) })
+        .where(
+          and(
+            inArray(backgroundResponses.id, ids),
+            eq(backgroundResponses.claimedBy, replica),
+            inArray(backgroundResponses.status, RUNNING),
+          ),
+        )
+        .returning({ id: backgroundResponses.id, cancel: backgroundResponses.cancelRequested }),
+    );
+    return rows.filter((row) => row.cancel).map((row) => row.id);
+  }
+
+  /**
+   * Claims for `replica` the jobs whose replica's lease ran out (it died, or stopped without
+   * finishing them): one replica takes each, the lease checked again in the update.
+   */
+  async claimExpired(replica: string, limit = 20): Promise<BackgroundRow[]> {
+    const now = new Date();
+    const expired = await bounded(
+      this.db
+        .select({ id: backgroundResponses.id })
+        .from(backgroundResponses)
+        .where(and(inArray(backgroundResponses.status, RUNNING), lt(backgroundResponses.leaseUntil, now)))
+        .orderBy(asc(backgroundResponses.createdAt))
+        .limit(limit),
+    );
+    const claimed: BackgroundRow[] = [];
+    for (const { id } of expired) {
+      const [row] = await bounded(
+        this.db
+          .update(backgroundResponses)
+          .set({ claimedBy: replica, leaseUntil: new Date(Date.now() + this.settings.backgroundLeaseMs) })
+          .where(
+            and(
+              eq(backgroundResponses.id, id),
+              inArray(backgroundResponses.status, RUNNING),
+              lt(backgroundResponses.leaseUntil, now),
+            ),
+          )
+          .returning(),
+      );
+      if (row) claimed.push(row);
+    }
+    return claimed;
+  }
+
+  /** Records how a job ended; false when `replica` no longer held it. */
+  async finish(id: string, replica: string, status: BackgroundStatus, response: Json): Promise<boolean> {
+    const rows = await bounded(
+      this.db
+        .update(backgroundResponses)
+        .set({ status, response: JSON.stringify(response), leaseUntil: null })
+        .where(
+          and(
+            eq(backgroundResponses.id, id),
+            eq(backgroundResponses.claimedBy, replica),
+            inArray(backgroundResponses.status, RUNNING),
+          ),
+        )
+        .returning({ id: backgroundResponses.id }),
+    );
+    return rows.length > 0;
+  }
+
+  /** Asks the replica running it to stop (it reads this when it renews its lease). */
+  async requestCancel(orgId: string, id: string): Promise<void> {
+    await bounded(
+      this.db
+        .update(backgroundResponses)
+        .set({ cancelRequested: true })
+        .where(
+          and(
+            eq(backgroundResponses.id, id),
+            eq(backgroundResponses.orgId, orgId),
+            inArray(backgroundResponses.status, RUNNING),
+          ),
+        ),
+    );
+  }
+
+  /** Keeps a streamed job's events (each `[sequence_number, event]`), up to TOLLGATE_RESPONSES_BACKGROUND_MAX_EVENTS. */
+  async appendEvents(id: string, events: Array<[number, string]>): Promise<void> {
+    const kept = events.filter(([sequence]) => sequence < this.settings.backgroundMaxEvents);
+    if (kept.length === 0) return;
+    const rows = kept.map(([sequenceNumber, event]) => ({ responseId: id, sequenceNumber, event }));
+    await bounded(this.db.insert(backgroundResponseEvents).values(rows).onConflictDoNothing());
+  }
+
+  /** A job's kept events after `after` (its `sequence_number`), at most `limit`, in order. */
+  async eventsAfter(id: string, after: number, limit = 500): Promise<Array<{ sequence: number; event: string }>> {
+    const rows = await bounded(
+      this.db
+        .select({ sequence: backgroundResponseEvents.sequenceNumber, event: backgroundResponseEvents.event })
+        .from(backgroundResponseEvents)
+        .where(and(eq(backgroundResponseEvents.responseId, id), gt(backgroundResponseEvents.sequenceNumber, after)))
+        .orderBy(asc(backgroundResponseEvents.sequenceNumber))
+        .limit(limit),
+    );
+    return rows;
+  }
+
+  /** Deletes a job (`DELETE /v1/responses/{id}`), its events with it. */
+  async delete(orgId: string, id: string): Promise<boolean> {
+    if (responseIdKind(id) !== 'ours') return false;
+    const rows = await bounded(
+      this.db
+        .delete(backgroundResponses)
+        .where(and(eq(backgroundResponses.id, id), eq(backgroundResponses.orgId, orgId)))
+        .returning({ id: backgroundResponses.id }),
+    );
+    return rows.length > 0;
+  }
+
+  /** Deletes the finished jobs past the retention; the number deleted. */
+  async purgeExpired(now: Date): Promise<number> {
+    const rows = await bounded(
+      this.db
+        .delete(backgroundResponses)
+        .where(and(lt(backgroundResponses.expiresAt, now), sql`status not in ('queued', 'in_progress')`))
+        .returning({ id: backgroundResponses.id }),
+    );
+    return rows.length;
+  }
+}
+
+/** Within the store's timeout; a database that fails or does not answer is a 503 `responses_unavailable`. */
+async function bounded<T>(work: PromiseLike<T>): Promise<T> {
+  try {
+    return await withinStoreTimeout(Promise.resolve(work));
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    throw new GatewayError(
+      'responses_unavailable',
+      'The gateway cannot read or write responses now. Retry with backoff.',
+      {
+        headers: { 'Retry-After': '2' },
+        cause: error,
+      },
+    );
+  }
+}
