@@ -136,6 +136,7 @@ function responsesConfig(s: Settings): Config['responses'] {
     chainMaxTurns: s.TOLLGATE_RESPONSES_CHAIN_MAX_TURNS,
     chainMaxBytes: s.TOLLGATE_RESPONSES_CHAIN_MAX_BYTES,
     waitMs: s.TOLLGATE_RESPONSES_SAVE_WAIT_MS,
+    maxReferences: s.TOLLGATE_RESPONSES_MAX_REFERENCES,
   };
 }
 

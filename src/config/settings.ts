@@ -101,11 +101,7 @@ export const settingsSchema = z.object({
   TOLLGATE_REQUEST_DATA_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
   // Whole months of per-request usage records kept past the current one; 0 keeps them all.
   TOLLGATE_USAGE_DETAIL_RETENTION_MONTHS: z.coerce.number().int().min(0).max(1200).default(0),
-  TOLLGATE_REQUEST_DATA_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(1024 * 1024),
+  TOLLGATE_REQUEST_DATA_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
   TOLLGATE_RESPONSES_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   TOLLGATE_RESPONSES_MAX_BYTES: z.coerce
     .number()
@@ -124,6 +120,7 @@ export const settingsSchema = z.object({
     .min(1024)
     .default(16 * 1024 * 1024),
   TOLLGATE_RESPONSES_SAVE_WAIT_MS: z.coerce.number().int().min(0).max(1000).default(10),
+  TOLLGATE_RESPONSES_MAX_REFERENCES: z.coerce.number().int().min(0).max(100_000).default(1000),
   TOLLGATE_CONVERSATIONS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   TOLLGATE_CONVERSATIONS_ORG_MAX: z.coerce.number().int().min(1).default(10_000),
   TOLLGATE_CONVERSATIONS_MAX_ITEMS: z.coerce.number().int().min(20).max(1_000_000).default(10_000),

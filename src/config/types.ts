@@ -97,6 +97,8 @@ export interface Config {
     chainMaxBytes: number;
     /** How long a save may wait, on a busy gateway, for others to be written with it in one statement (TOLLGATE_RESPONSES_SAVE_WAIT_MS). */
     waitMs: number;
+    /** One request's `input` holds at most this many `item_reference`s (TOLLGATE_RESPONSES_MAX_REFERENCES). */
+    maxReferences: number;
   };
   /** Conversations (`gateway/conversations/store.ts`): how long they are kept and how large they may grow. */
   conversations: {
