@@ -21,7 +21,7 @@ export function conversationIdOf(value: unknown): string | undefined {
  */
 export function conversationTurns(conversations: ConversationStore | null, log: Logger) {
   /** A `conversation`'s items, the start of this turn's input: another organization's id is a 404, before any hold. */
-  const loadConversation = async (request: AuthorizedRequest, id: string): Promise<Json[]> => {
+  const loadConversation = async (request: Pick<AuthorizedRequest, 'caller'>, id: string): Promise<Json[]> => {
     const items = conversations ? await conversations.turnItems(request.caller.orgId, id) : null;
     if (!items)
       throw new GatewayError('not_found', `Conversation with id '${echoedId(id)}' not found.`, {

@@ -11,6 +11,9 @@ import { resolvedInput } from './references.js';
 
 type Json = Record<string, unknown>;
 
+/** What reading a turn's input needs of its request: the billed path's, or a count's (`input-tokens.ts`). */
+export type TurnRequest = Pick<AuthorizedRequest, 'requestId' | 'caller' | 'body'>;
+
 /** A turn's input items, references resolved, and the earlier turns it continues (undefined: none). */
 export interface TurnInput {
   input: Json[];
@@ -40,12 +43,12 @@ export function createConversations({ store, conversations, log }: ConversationD
    * earlier turns its `conversation` or `previous_response_id` continues, as items (none without either). An unknown,
    * expired or another organization's id is a 404, an unknown reference a 400, before any hold.
    */
-  const load = async (request: AuthorizedRequest): Promise<TurnInput> => {
+  const load = async (request: TurnRequest): Promise<TurnInput> => {
     const input = await resolvedInput(store, request.caller.orgId, inputItemsOf(request.body.input));
     return { input, earlier: await loadEarlier(request) };
   };
 
-  const loadEarlier = async (request: AuthorizedRequest): Promise<Json[] | undefined> => {
+  const loadEarlier = async (request: TurnRequest): Promise<Json[] | undefined> => {
     const conversation = conversationIdOf(request.body.conversation);
     if (conversation !== undefined) return loadConversation(request, conversation);
     const id = request.body.previous_response_id;
@@ -58,7 +61,7 @@ export function createConversations({ store, conversations, log }: ConversationD
     return chain.flatMap((turn) => [...turn.input, ...((turn.response.output as Json[] | undefined) ?? [])]);
   };
 
-  const readChain = async (store: ResponseStore, request: AuthorizedRequest, id: string) => {
+  const readChain = async (store: ResponseStore, request: TurnRequest, id: string) => {
     try {
       return await withinStoreTimeout(store.chain(request.caller.orgId, id));
     } catch (error) {
