@@ -129,7 +129,17 @@ describe.each(stores)('item_reference in /v1/responses (%s)', (store) => {
   it('the same reference twice is the item twice; more than TOLLGATE_RESPONSES_MAX_REFERENCES is a 400', async () => {
     const first = await create(secret, { input: 'Count to three.' });
     const answer = messageOf(first);
+    // Every reference of a request in one read of the store, whatever their number.
+    const store = gateway.services.responseStore;
+    const read = store.referencedItems.bind(store);
+    const reads: string[][] = [];
+    store.referencedItems = (orgId, ids) => {
+      reads.push(ids);
+      return read(orgId, ids);
+    };
     const twice = await create(secret, { input: [reference(answer.id), reference(answer.id), user('Again.')] });
+    store.referencedItems = read;
+    expect(reads).toEqual([[answer.id]]);
     const assistant = { role: 'assistant', content: [{ type: 'output_text', text: answer.content[0].text }] };
     const writtenOut = await create(secret, { input: [assistant, assistant, user('Again.')] });
     expect(twice.usage.input_tokens).toBe(writtenOut.usage.input_tokens);
