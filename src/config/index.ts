@@ -139,6 +139,7 @@ function responsesConfig(s: Settings): Config['responses'] {
     maxBackground: s.TOLLGATE_RESPONSES_MAX_BACKGROUND,
     backgroundMaxEvents: s.TOLLGATE_RESPONSES_BACKGROUND_MAX_EVENTS,
     backgroundLeaseMs: s.TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS,
+    maxReferences: s.TOLLGATE_RESPONSES_MAX_REFERENCES,
   };
 }
 

@@ -104,11 +104,7 @@ export const settingsSchema = z.object({
   TOLLGATE_REQUEST_DATA_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
   // Whole months of per-request usage records kept past the current one; 0 keeps them all.
   TOLLGATE_USAGE_DETAIL_RETENTION_MONTHS: z.coerce.number().int().min(0).max(1200).default(0),
-  TOLLGATE_REQUEST_DATA_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(1024 * 1024),
+  TOLLGATE_REQUEST_DATA_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
   TOLLGATE_RESPONSES_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   TOLLGATE_RESPONSES_MAX_BYTES: bytesSetting(8 * 1024 * 1024),
   TOLLGATE_RESPONSES_ORG_MAX_BYTES: bytesSetting(1024 * 1024 * 1024),
@@ -118,6 +114,7 @@ export const settingsSchema = z.object({
   TOLLGATE_RESPONSES_MAX_BACKGROUND: z.coerce.number().int().min(1).max(100_000).default(100),
   TOLLGATE_RESPONSES_BACKGROUND_MAX_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(50_000),
   TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
+  TOLLGATE_RESPONSES_MAX_REFERENCES: z.coerce.number().int().min(0).max(100_000).default(1000),
   TOLLGATE_CONVERSATIONS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   TOLLGATE_CONVERSATIONS_ORG_MAX: z.coerce.number().int().min(1).default(10_000),
   TOLLGATE_CONVERSATIONS_MAX_ITEMS: z.coerce.number().int().min(20).max(1_000_000).default(10_000),

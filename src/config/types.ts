@@ -103,6 +103,8 @@ export interface Config {
     backgroundMaxEvents: number;
     /** …and how long a replica's claim on one lasts unless renewed (TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS). */
     backgroundLeaseMs: number;
+    /** One request's `input` holds at most this many `item_reference`s (TOLLGATE_RESPONSES_MAX_REFERENCES). */
+    maxReferences: number;
   };
   /** Conversations (`gateway/conversations/store.ts`): how long they are kept and how large they may grow. */
   conversations: {

@@ -49,7 +49,7 @@ export function modelsJson(state: SimState): string {
 }
 
 /**
- * The body of `POST /tokenize` for `{model?, prompt}` or `{model?, messages}`.
+ * The body of `POST /tokenize` for `{model?, prompt}` or `{model?, messages, tools?}`.
  * Counts agree with what chat requests report as prompt_tokens.
  *
  * @example
@@ -81,6 +81,9 @@ export function tokenizeJson(state: SimState, body: JsonObject): string {
     push(IM_START, '<|im_start|>');
     push(tokenId('assistant'), 'assistant');
     push(NEWLINE, '\n');
+    // The tools' definitions, as chat counts them (vLLM's template writes them into the prompt too).
+    if (Array.isArray(body.tools))
+      for (const token of splitTokens(JSON.stringify(body.tools))) push(tokenId(token), token);
   } else {
     throw invalidBody(['prompt'], 'missing', 'Field required');
   }

@@ -8,6 +8,7 @@ import { GroupSave, rowsOf, type SaveRow } from './group-save.js';
 import { malformedId, previousResponseNotFound, responseIdKind } from './ids.js';
 import { isItemId, itemRowsOf, readInputItemsPage } from './input-items.js';
 import { keptResponse } from './kept.js';
+import { readReferencedItems } from './references.js';
 import type { ConversationTurn, InputItemsPage, InputItemsQuery, ResponseStore, StoredResponse } from './store.js';
 
 type Json = Record<string, unknown>;
@@ -114,6 +115,10 @@ export class DatabaseResponseStore implements ResponseStore {
       reading.then(forget, forget);
     }
     return reading;
+  }
+
+  referencedItems(orgId: string, ids: string[]): Promise<Map<string, Json>> {
+    return this.bounded(() => readReferencedItems(this.db, orgId, ids));
   }
 
   async delete(orgId: string, id: string): Promise<boolean> {

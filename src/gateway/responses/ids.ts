@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../../shared/http/errors.js';
 
 /** The ids the gateway gives its responses (`itemId('resp')` of `requests/responses/answer.ts`): no other is stored. */
@@ -23,10 +24,12 @@ export function responseIdKind(id: string): 'ours' | 'foreign' | 'malformed' {
   return id.length > 0 && ID_CHARACTERS.test(id) ? 'foreign' : 'malformed';
 }
 
-/** An id as an error message may repeat it: its first characters, and only when it is made of id characters. */
-export function echoedId(id: string): string {
+/**
+ * An id as an error message may repeat it: its first `chars` characters, and only when it is made of id characters.
+ */
+export function echoedId(id: string, chars = ECHOED_CHARS): string {
   if (responseIdKind(id) === 'malformed') return '';
-  return id.length > ECHOED_CHARS ? `${id.slice(0, ECHOED_CHARS)}…` : id;
+  return id.length > chars ? `${id.slice(0, chars)}…` : id;
 }
 
 /** The 400 for a malformed id in `field`; the id itself is not repeated. */
@@ -43,4 +46,26 @@ export function previousResponseNotFound(id: string): GatewayError {
   return new GatewayError('previous_response_not_found', `Previous response with id '${echoedId(id)}' not found.`, {
     details: [{ field: 'previous_response_id', message: 'no stored response has this id' }],
   });
+}
+
+/** An item id the gateway made for a response: its prefix, the response's 48 hex digits, 16 random ones. */
+const OWNED_ITEM_ID = /^[a-z]+_([0-9a-f]{48})[0-9a-f]{16}$/;
+
+/**
+ * An id for an item of response `responseId` (an output item, or an input item without an id of its own) that
+ * names the response it belongs to, so an `item_reference` finds its response by its id alone, in one lookup
+ * (`responseIdOfItem`). A response id the gateway did not make gives an id that names no stored response.
+ *
+ * @example
+ * ownedItemId('msg', 'resp_' + 'ab'.repeat(24)); // 'msg_abab…ab' + 16 random hex digits
+ */
+export function ownedItemId(prefix: string, responseId: string): string {
+  const hex = RESPONSE_ID.test(responseId) ? responseId.slice('resp_'.length) : randomBytes(24).toString('hex');
+  return `${prefix}_${hex}${randomBytes(8).toString('hex')}`;
+}
+
+/** The response an item id made by `ownedItemId` belongs to; null for any other id (the client's own, an old one). */
+export function responseIdOfItem(itemId: string): string | null {
+  const hex = OWNED_ITEM_ID.exec(itemId)?.[1];
+  return hex ? `resp_${hex}` : null;
 }

@@ -67,6 +67,12 @@ export interface ResponseStore {
    * be shared with parallel readers of the same chain: read them, never change them.
    */
   chain(orgId: string, id: string): Promise<ConversationTurn[] | null>;
+  /**
+   * The items `ids` name (a request's `item_reference`s): input and output items of the organization's live stored
+   * responses, by id, read in one statement whatever their number. An id found nowhere (unknown, expired, deleted,
+   * another organization's) is absent from the map, and nothing tells those apart.
+   */
+  referencedItems(orgId: string, ids: string[]): Promise<Map<string, Json>>;
   /** Deletes it; false when `get` would have said null. */
   delete(orgId: string, id: string): Promise<boolean>;
   /** The input items of a response, as OpenAI's `GET /v1/responses/{id}/input_items` pages them; null as for `get`. */

@@ -2,7 +2,7 @@ import { type Context, Hono } from 'hono';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { renderError } from '../../shared/http/render.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { readJsonObject } from '../../shared/http/request.js';
+import { readCountBody } from './count-body.js';
 import type { V1Deps } from './deps.js';
 import { requireKey } from '../../gateway/requests/auth.js';
 import { serveBilled } from '../../gateway/requests/billed-request.js';
@@ -26,25 +26,11 @@ export function messagesRoutes(deps: V1Deps): Hono<GatewayEnv> {
   routes.post('/', (c) => serveBilled(c, deps, MESSAGES));
   // Counted against the key's requests per minute and concurrency before its body is read, and its body bounded.
   routes.post('/count_tokens', requireKey(deps.keys, true), admittedByKeyLimits(deps.gateKeeper), async (c) => {
-    const maxBytes = Math.min(deps.config.countTokensMaxBodyBytes, deps.config.maxBodyBytes);
-    const { body } = await readJsonObject(c, maxBytes, deps.config.oversizeDrain, deps.config.maxJsonDepth).catch(
-      (error: unknown) => {
-        if (error instanceof GatewayError && error.code === 'request_too_large') throw countTooLarge(maxBytes);
-        throw error;
-      },
-    );
+    const body = await readCountBody(c, deps);
     MESSAGES.validate({ max_tokens: 1, ...body }, deps.config);
     return c.json({ input_tokens: await countTokens(deps, body, chatBodyOf) });
   });
   return routes;
-}
-
-function countTooLarge(maxBytes: number): GatewayError {
-  return new GatewayError(
-    'request_too_large',
-    `The request body is larger than the ${maxBytes}-byte limit of count_tokens (TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES).`,
-    { headers: { connection: 'close' } },
-  );
 }
 
 /** Anthropic's error types, by status. */

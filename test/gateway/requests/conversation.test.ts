@@ -40,7 +40,7 @@ describe('the Responses path on a store that stops answering', () => {
     try {
       const conversations = createConversations({ store: silentStore, log: createLogger('silent') });
       const response: Record<string, unknown> = { id: 'resp_2', created_at: 1, store: true };
-      const keeping = conversations.keep(request, response);
+      const keeping = conversations.keep(request, [{ type: 'message', role: 'user', content: 'Hi' }], response);
       await vi.advanceTimersByTimeAsync(STORE_TIMEOUT_MS + 1);
       await keeping;
       expect(response.store).toBe(false);

@@ -6,14 +6,17 @@ import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { until } from '../../helpers/wait.js';
 
 /**
- * Issue 48, item 4: bodies generated from the shapes of `/v1/messages`, `/v1/messages/count_tokens` and
- * `/v1/responses` (each field valid, null, another type, nested deep, or an id with a NUL, an unpaired surrogate
- * or a thousand characters), sent one after another by a key allowed one request in flight. Never a 5xx; never a
- * hold, a slot or a charge left behind by a refusal: the key is never refused for concurrency, the wallet's holds
- * are empty and its spendable amount is the ledger's balance at the end, and the usage records are as many as the
- * requests served. Before, `tools: [null]` was a 500 on all three routes.
+ * Issue 48, item 4: bodies generated from the shapes of `/v1/messages`, `/v1/messages/count_tokens`,
+ * `/v1/responses` and (issue 71) `/v1/responses/input_tokens`, item references included (each field valid, null,
+ * another type, nested deep, or an id with a NUL, an unpaired surrogate or a thousand characters), sent one after
+ * another by a key allowed one request in flight. Never a 5xx; never a hold, a slot or a charge left behind by a
+ * refusal: the key is never refused for concurrency, the wallet's holds are empty and its spendable amount is the
+ * ledger's balance at the end, and the usage records are as many as the requests served. Before, `tools: [null]`
+ * was a 500 on all three routes.
  */
 const SEED = 20_261_126;
+/** The routes that count and bill nothing: no usage record. */
+const COUNTS = new Set(['/messages/count_tokens', '/responses/input_tokens']);
 const RUNS = 60;
 
 const anything = fc.jsonValue({ maxDepth: 3 });
@@ -75,7 +78,16 @@ const messagesBody = fc.record(
 );
 
 const responsesItem = fc.record({
-  type: field(fc.constantFrom('message', 'function_call', 'function_call_output', 'custom_tool_call', 'reasoning')),
+  type: field(
+    fc.constantFrom(
+      'message',
+      'function_call',
+      'function_call_output',
+      'custom_tool_call',
+      'reasoning',
+      'item_reference',
+    ),
+  ),
   role: field(fc.constantFrom('user', 'assistant', 'system', 'developer')),
   content: field(
     fc.oneof(fc.string({ maxLength: 20 }), fc.array(fc.record({ type: fc.constant('input_text'), text: fc.string() }))),
@@ -150,7 +162,7 @@ describe('generated bodies on the agents’ routes', () => {
     expect(text).not.toContain('concurrency_limit_exceeded');
     // An id is never echoed whole.
     expect(text).not.toContain('i'.repeat(100));
-    if (response.status === 200 && path !== '/messages/count_tokens') served += 1;
+    if (response.status === 200 && !COUNTS.has(path)) served += 1;
   }
 
   it('never answers 5xx and leaves no hold, slot or charge behind its refusals', async () => {
@@ -162,6 +174,7 @@ describe('generated bodies on the agents’ routes', () => {
     await property('/messages', messagesBody);
     await property('/messages/count_tokens', messagesBody);
     await property('/responses', responsesBody);
+    await property('/responses/input_tokens', responsesBody);
     await send('/messages', { model: 'sim-chat', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] });
     expect(served).toBeGreaterThan(0);
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TokenUsage } from '../../billing/token-usage.js';
 import { usageFrom } from '../../proxy/token-counts.js';
+import { ownedItemId } from '../../responses/ids.js';
 import { stringOf } from './items.js';
 import type { ToolNames } from './translate.js';
 
@@ -63,13 +64,20 @@ export function responsesUsage(counted: TokenUsage | null): Json {
 }
 
 /** A tool call as its output item: a function call, or a custom tool's call (its input unwrapped), named as the client named it. */
-export function callItem(id: unknown, name: string, args: string, names: ToolNames, status = 'completed'): Json {
+export function callItem(
+  id: unknown,
+  name: string,
+  args: string,
+  names: ToolNames,
+  status = 'completed',
+  responseId = '',
+): Json {
   const namespaced = names.namespaced.get(name);
   const clientName = namespaced?.name ?? name;
   const callId = typeof id === 'string' && id ? id : itemId('call');
   if (names.custom.has(name)) {
     const item: Json = {
-      id: itemId('ctc'),
+      id: ownedItemId('ctc', responseId),
       type: 'custom_tool_call',
       status,
       call_id: callId,
@@ -80,7 +88,7 @@ export function callItem(id: unknown, name: string, args: string, names: ToolNam
     return item;
   }
   const item: Json = {
-    id: itemId('fc'),
+    id: ownedItemId('fc', responseId),
     type: 'function_call',
     status,
     call_id: callId,
@@ -100,13 +108,13 @@ function customInput(args: string): string {
   }
 }
 
-export function reasoningItem(text: string): Json {
-  return { id: itemId('rs'), type: 'reasoning', summary: [{ type: 'summary_text', text }] };
+export function reasoningItem(text: string, responseId: string): Json {
+  return { id: ownedItemId('rs', responseId), type: 'reasoning', summary: [{ type: 'summary_text', text }] };
 }
 
-export function messageItem(text: string, status = 'completed'): Json {
+export function messageItem(text: string, responseId: string, status = 'completed'): Json {
   return {
-    id: itemId('msg'),
+    id: ownedItemId('msg', responseId),
     type: 'message',
     role: 'assistant',
     status,
@@ -132,11 +140,12 @@ export function responseOf(answer: Json, body: Json, names: ToolNames, id: strin
   const message = (choice.message ?? {}) as Json;
   const output: Json[] = [];
   const reasoning = message.reasoning_content ?? message.reasoning;
-  if (typeof reasoning === 'string' && reasoning) output.push(reasoningItem(reasoning));
-  if (typeof message.content === 'string' && message.content) output.push(messageItem(message.content));
+  if (typeof reasoning === 'string' && reasoning) output.push(reasoningItem(reasoning, id));
+  if (typeof message.content === 'string' && message.content) output.push(messageItem(message.content, id));
   for (const call of (message.tool_calls as Json[] | undefined) ?? []) {
     const fn = (call.function ?? {}) as Json;
-    output.push(callItem(call.id, stringOf(fn.name), typeof fn.arguments === 'string' ? fn.arguments : '{}', names));
+    const args = typeof fn.arguments === 'string' ? fn.arguments : '{}';
+    output.push(callItem(call.id, stringOf(fn.name), args, names, 'completed', id));
   }
   // The gateway's clock, never the engine's `created`: the store dates and expires the response by it.
   const response = responseShell(body, id, model, Math.floor(Date.now() / 1000));

@@ -4,7 +4,6 @@ import { conversationItemsOf } from '../../conversations/items.js';
 import type { ConversationStore } from '../../conversations/store.js';
 import { echoedId } from '../../responses/ids.js';
 import type { AuthorizedRequest } from '../authorize.js';
-import { inputItemsOf } from './items.js';
 
 type Json = Record<string, unknown>;
 
@@ -22,7 +21,7 @@ export function conversationIdOf(value: unknown): string | undefined {
  */
 export function conversationTurns(conversations: ConversationStore | null, log: Logger) {
   /** A `conversation`'s items, the start of this turn's input: another organization's id is a 404, before any hold. */
-  const loadConversation = async (request: AuthorizedRequest, id: string): Promise<Json[]> => {
+  const loadConversation = async (request: Pick<AuthorizedRequest, 'caller'>, id: string): Promise<Json[]> => {
     const items = conversations ? await conversations.turnItems(request.caller.orgId, id) : null;
     if (!items)
       throw new GatewayError('not_found', `Conversation with id '${echoedId(id)}' not found.`, {
@@ -32,18 +31,15 @@ export function conversationTurns(conversations: ConversationStore | null, log: 
   };
 
   /**
-   * A finished turn's input and output appended to its `conversation` (as `/v1/conversations` keeps items), whether
+   * A finished turn's input (its references resolved) and output appended to its `conversation` (as `/v1/conversations` keeps items), whether
    * or not the response is stored. A failed or cancelled turn never comes here: it appends nothing. An append that
    * fails (the conversation deleted meanwhile, the database down) leaves the answer as it is, and is logged.
    */
-  const append = async (request: AuthorizedRequest, response: Json): Promise<void> => {
+  const append = async (request: AuthorizedRequest, input: Json[], response: Json): Promise<void> => {
     const id = conversationIdOf(request.body.conversation);
     if (id === undefined || !conversations) return;
     response.conversation = { id };
-    const items = conversationItemsOf([
-      ...inputItemsOf(request.body.input),
-      ...((response.output as Json[] | undefined) ?? []),
-    ]);
+    const items = conversationItemsOf([...input, ...((response.output as Json[] | undefined) ?? [])]);
     try {
       if (!(await conversations.appendTurn(request.caller.orgId, id, items)))
         log.warn('a turn was not appended: its conversation has gone', { requestId: request.requestId });

@@ -4,11 +4,21 @@ import { withinStoreTimeout } from '../../../shared/db/timeout.js';
 import type { ResponseStore } from '../../responses/store.js';
 import type { ConversationStore } from '../../conversations/store.js';
 import type { AuthorizedRequest } from '../authorize.js';
-import { itemId } from './answer.js';
+import { ownedItemId } from '../../responses/ids.js';
 import { conversationIdOf, conversationTurns } from './conversation-turns.js';
 import { inputItemsOf } from './items.js';
+import { resolvedInput } from './references.js';
 
 type Json = Record<string, unknown>;
+
+/** What reading a turn's input needs of its request: the billed path's, or a count's (`input-tokens.ts`). */
+export type TurnRequest = Pick<AuthorizedRequest, 'requestId' | 'caller' | 'body'>;
+
+/** A turn's input items, references resolved, and the earlier turns it continues (undefined: none). */
+export interface TurnInput {
+  input: Json[];
+  earlier?: Json[];
+}
 
 /** Where a conversation is kept, and where a store that fails is told of. */
 export interface ConversationDeps {
@@ -29,10 +39,16 @@ export interface ConversationDeps {
 export function createConversations({ store, conversations, log }: ConversationDeps) {
   const { loadConversation, append } = conversationTurns(conversations ?? null, log);
   /**
-   * The earlier turns `previous_response_id` continues, as items (none without it): an unknown, expired or another
-   * organization's id is a 404, before any hold.
+   * What a turn reads before the hold: its input items, each `item_reference` resolved (`references.ts`), and the
+   * earlier turns its `conversation` or `previous_response_id` continues, as items (none without either). An unknown,
+   * expired or another organization's id is a 404, an unknown reference a 400, before any hold.
    */
-  const load = async (request: AuthorizedRequest): Promise<Json[] | undefined> => {
+  const load = async (request: TurnRequest): Promise<TurnInput> => {
+    const input = await resolvedInput(store, request.caller.orgId, inputItemsOf(request.body.input));
+    return { input, earlier: await loadEarlier(request) };
+  };
+
+  const loadEarlier = async (request: TurnRequest): Promise<Json[] | undefined> => {
     const conversation = conversationIdOf(request.body.conversation);
     if (conversation !== undefined) return loadConversation(request, conversation);
     const id = request.body.previous_response_id;
@@ -45,7 +61,7 @@ export function createConversations({ store, conversations, log }: ConversationD
     return chain.flatMap((turn) => [...turn.input, ...((turn.response.output as Json[] | undefined) ?? [])]);
   };
 
-  const readChain = async (store: ResponseStore, request: AuthorizedRequest, id: string) => {
+  const readChain = async (store: ResponseStore, request: TurnRequest, id: string) => {
     try {
       return await withinStoreTimeout(store.chain(request.caller.orgId, id));
     } catch (error) {
@@ -65,8 +81,8 @@ export function createConversations({ store, conversations, log }: ConversationD
    * still answered, as `store: false`: its tokens were generated and are billed, and the client learns it cannot be
    * continued.
    */
-  const keep = async (request: AuthorizedRequest, response: Json): Promise<void> => {
-    await append(request, response);
+  const keep = async (request: AuthorizedRequest, input: Json[], response: Json): Promise<void> => {
+    await append(request, input, response);
     if (!store || request.body.store === false) {
       response.store = false;
       return;
@@ -82,7 +98,7 @@ export function createConversations({ store, conversations, log }: ConversationD
           createdAt: new Date(),
           previousResponseId:
             typeof request.body.previous_response_id === 'string' ? request.body.previous_response_id : null,
-          input: inputItemsOf(request.body.input).map(storedItem),
+          input: input.map((item) => storedItem(item, response.id as string)),
           response,
         }),
       );
@@ -108,11 +124,11 @@ const ID_PREFIXES: Record<string, string> = {
 };
 
 /** An input item as OpenAI lists it back (`input_items`): with an id, its own or a new one, and a message's text as a part. */
-function storedItem(item: Json): Json {
+function storedItem(item: Json, responseId: string): Json {
   const stored =
     typeof item.id === 'string'
       ? item
-      : Object.assign({ id: itemId(ID_PREFIXES[item.type as string] ?? 'item') }, item);
+      : Object.assign({ id: ownedItemId(ID_PREFIXES[item.type as string] ?? 'item', responseId) }, item);
   if (stored.type !== 'message' || typeof stored.content !== 'string') return stored;
   const part = { type: stored.role === 'assistant' ? 'output_text' : 'input_text', text: stored.content };
   return Object.assign({}, stored, { content: [part] });

@@ -7,7 +7,8 @@ import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
 import { TranslationJsonCache } from '../translation-json.js';
 import { invalid } from '../validate.js';
 import { itemId, responseOf } from './answer.js';
-import { type ConversationDeps, createConversations } from './conversation.js';
+import { type ConversationDeps, createConversations, type TurnInput } from './conversation.js';
+import { hasReferences, referenceCountErrors } from './references.js';
 import { ResponsesWriter, type ResponsesStreamSource } from './stream.js';
 import { chatBodyOf, responsesRequestErrors, toolNamesOf } from './translate.js';
 
@@ -33,9 +34,12 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
     task: 'chat',
     path: '/chat/completions',
     admitsRateFirst: (request) =>
-      request.body.previous_response_id !== undefined || request.body.conversation !== undefined,
+      request.body.previous_response_id !== undefined ||
+      request.body.conversation !== undefined ||
+      hasReferences(request.body.input),
     validate(body, config) {
       const details = responsesRequestErrors(body, config.translation);
+      if (details.length === 0) details.push(...referenceCountErrors(body.input, config.responses.maxReferences));
       if (details.length > 0) throw invalid(details);
     },
     begin: async (request) => responsesCall(request, conversations, translations, await conversations.load(request)),
@@ -47,10 +51,10 @@ function responsesCall(
   request: AuthorizedRequest,
   conversations: Conversations,
   translations: TranslationJsonCache,
-  earlier?: Json[],
+  { input, earlier }: TurnInput,
 ): ProtocolCall {
   // Sent with every earlier turn: the bounds, the hold and the estimate are this body's, not the client's alone.
-  const chat = chatBodyOf(request.body, earlier);
+  const chat = chatBodyOf(request.body, earlier, input);
   const earlierTurn = translations.reuse(request.caller.orgId, chat);
   keepCeilingWithinContext(chat, request.model.contextLength);
   const streams = request.body.stream === true;
@@ -71,7 +75,7 @@ function responsesCall(
     async answerOf(answer) {
       const { body, names, id, model } = source();
       const response = responseOf(answer, body, names, id, model);
-      await conversations.keep(request, response);
+      await conversations.keep(request, input, response);
       return response;
     },
     estimate: (answer) => ({
@@ -79,7 +83,7 @@ function responsesCall(
       completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
     }),
     stream: streams
-      ? (bounds) => responsesStreamWriter(source(), bounds, (response) => conversations.keep(request, response))
+      ? (bounds) => responsesStreamWriter(source(), bounds, (response) => conversations.keep(request, input, response))
       : null,
   };
 }

@@ -3,7 +3,8 @@ import type { TokenBounds } from '../../billing/token-bounds.js';
 import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
 import type { UsualChunk } from '../../proxy/usual-chunk.js';
 import { type ChunkWriter, readEngineChunks } from '../stream-writer.js';
-import { callItem, finishOf, itemId, responseShell, responsesUsage } from './answer.js';
+import { ownedItemId } from '../../responses/ids.js';
+import { callItem, finishOf, responseShell, responsesUsage } from './answer.js';
 import { stringOf } from './items.js';
 import { closeEvents, type EventWriter, type OpenItem } from './item-events.js';
 import type { ToolNames } from './translate.js';
@@ -212,14 +213,18 @@ export class ResponsesWriter implements EventWriter, ChunkWriter {
   /** A piece of the message's text, or of the reasoning's: `json` is it as a JSON string, written into the delta as it is. */
   private textDelta(kind: 'message' | 'reasoning', json: string, text: string): string {
     if (kind === 'reasoning') {
-      const { out, open } = this.item('reasoning', () => ({ id: itemId('rs'), type: 'reasoning', summary: [] }));
+      const { out, open } = this.item('reasoning', () => ({
+        id: ownedItemId('rs', this.source.id),
+        type: 'reasoning',
+        summary: [],
+      }));
       open.text += text;
       return (
         out + this.event('response.reasoning_summary_text.delta', `${this.at(open)},"summary_index":0,"delta":${json}`)
       );
     }
     const { out, open } = this.item('message', () => ({
-      id: itemId('msg'),
+      id: ownedItemId('msg', this.source.id),
       type: 'message',
       role: 'assistant',
       status: 'in_progress',
@@ -235,7 +240,7 @@ export class ResponsesWriter implements EventWriter, ChunkWriter {
     const fn = (call.function ?? {}) as Json;
     const key = `tool:${typeof call.index === 'number' ? call.index : 0}`;
     const { out, open } = this.item(key, () =>
-      callItem(call.id, stringOf(fn.name), '', this.source.names, 'in_progress'),
+      callItem(call.id, stringOf(fn.name), '', this.source.names, 'in_progress', this.source.id),
     );
     const args = stringOf(fn.arguments);
     if (!args) return out;

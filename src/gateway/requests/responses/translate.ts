@@ -14,7 +14,8 @@ type Json = Record<string, unknown>;
  *
  * `earlier` is the conversation before this turn (`previous_response_id`'s
  * chain: each turn's input items, then its output items); earlier turns'
- * `instructions` are not carried, as OpenAI's are not.
+ * `instructions` are not carried, as OpenAI's are not. `input` is this turn's
+ * items with their `item_reference`s resolved (`references.ts`), when it had any.
  *
  * What has no chat equivalent is dropped, never refused: reasoning items of
  * earlier turns, built-in tools (`web_search`, `file_search`, MCP, …: the
@@ -25,10 +26,10 @@ type Json = Record<string, unknown>;
  * chatBodyOf({ model: 'm', instructions: 'Be brief.', input: 'Hi' });
  * // { model: 'm', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }] }
  */
-export function chatBodyOf(body: Json, earlier: Json[] = []): Json {
+export function chatBodyOf(body: Json, earlier: Json[] = [], input: Json[] = inputItemsOf(body.input)): Json {
   const conversation = { system: [] as string[], messages: [] as Json[] };
   gatherItems(earlier, conversation);
-  gatherItems(inputItemsOf(body.input), conversation);
+  gatherItems(input, conversation);
   const system = [typeof body.instructions === 'string' ? body.instructions : '', ...conversation.system]
     .filter(Boolean)
     .join('\n\n');

@@ -58,7 +58,11 @@ function itemErrors(item: unknown, field: string, bounds: TranslationBounds): Er
   if (!isObject(item)) return [{ field, message: 'must be an object' }];
   if (item.type !== undefined && typeof item.type !== 'string')
     return [{ field: `${field}.type`, message: 'must be a string' }];
-  const errors = optionalNameErrors(item.id, `${field}.id`, bounds);
+  // A reference is its id: resolved from the stored responses (`references.ts`).
+  const errors =
+    item.type === 'item_reference'
+      ? nameErrors(item.id, `${field}.id`, bounds)
+      : optionalNameErrors(item.id, `${field}.id`, bounds);
   if (CALLS.has(item.type as string)) {
     errors.push(...nameErrors(item.call_id, `${field}.call_id`, bounds));
     errors.push(...nameErrors(item.name, `${field}.name`, bounds));
