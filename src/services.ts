@@ -38,6 +38,8 @@ import {
 } from './control-plane-services.js';
 import { FlowControl } from './gateway/flow/flow-control.js';
 import { flowMetrics } from './gateway/flow/flow-metrics.js';
+import { RepeatedMembers } from './shared/http/repeated-members.js';
+import { TranslationJsonCache } from './gateway/requests/translation-json.js';
 
 export type { PeopleServices, PlatformServices } from './control-plane-services.js';
 
@@ -97,6 +99,19 @@ export interface GatewayServices {
   conversationStore: ConversationStore;
   /** Where requests wait when the fleet is full, and in what order (`flow/flow-control.ts`). */
   flow: FlowControl;
+  /**
+   * The billed routes' bodies read without parsing again what a key sent alike last time (its tools, its system
+   * prompt, its conversation). Keyed by the API key's hash, and only once the key is verified; bounded by
+   * `SENDERS_KEPT` keys (the least recently seen forgotten first), `HISTORIES_KEPT` conversations each and
+   * `MAX_KEPT_BYTES` in all (`shared/http/repeated-members.ts`).
+   */
+  repeatedMembers: RepeatedMembers;
+  /**
+   * Messages' and Responses' translations, their JSON written once for the turns that follow. Keyed by
+   * organization; bounded by `ORGANIZATIONS_KEPT` organizations, `CONVERSATIONS_KEPT_EACH` conversations each,
+   * `MAX_KEPT_BYTES_EACH` a conversation and `MAX_KEPT_BYTES` in all (`requests/translation-json.ts`).
+   */
+  translations: TranslationJsonCache;
 }
 
 export interface ServiceParts {
@@ -204,5 +219,7 @@ function createGatewayServices(
     responseStore: new DatabaseResponseStore(db, config.responses),
     conversationStore: new DatabaseConversationStore(db, config.conversations),
     flow,
+    repeatedMembers: new RepeatedMembers(),
+    translations: new TranslationJsonCache(),
   };
 }

@@ -157,7 +157,7 @@ async function admitCall(
   const cached = await cachedAnswer(c, deps, request);
   if (cached) return cached;
   if (!endpoint.admitsRateFirst?.(request)) {
-    const protocol = await endpoint.begin(request);
+    const protocol = await endpoint.begin(request, deps);
     return { protocol, call: await reserve(c, deps, request, protocol) };
   }
   const rate = await deps.gateKeeper.admitRate({
@@ -166,7 +166,7 @@ async function admitCall(
     alone: deps.inFlight.size === 0,
   });
   try {
-    const protocol = await endpoint.begin(request);
+    const protocol = await endpoint.begin(request, deps);
     return { protocol, call: await reserve(c, deps, request, protocol, rate) };
   } catch (error) {
     await deps.gateKeeper.giveBackRate(rate);

@@ -1,14 +1,10 @@
 import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/token-counts.js';
 import type { BilledEndpoint } from '../endpoint.js';
 import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
-import { TranslationJsonCache } from '../translation-json.js';
 import { invalid } from '../validate.js';
 import { messageOf } from './answer.js';
 import { messagesStreamWriter } from './stream.js';
 import { chatBodyOf, messagesRequestErrors } from './translate.js';
-
-/** Each organization's last conversations as the engine was sent them: an agent sends them again every turn. */
-const translations = new TranslationJsonCache();
 
 /**
  * Anthropic's Messages (`POST /v1/messages`), JSON or SSE, translated to the
@@ -27,7 +23,7 @@ export const MESSAGES: BilledEndpoint = {
     const details = messagesRequestErrors(body, config.translation);
     if (details.length > 0) throw invalid(details);
   },
-  begin(request) {
+  begin(request, { translations }) {
     // The translation, made once: the bounds, the hold, the estimate and every replica tried read what it sends.
     const chat = chatBodyOf(request.body);
     const earlier = translations.reuse(request.caller.orgId, chat);

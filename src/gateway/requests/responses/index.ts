@@ -4,7 +4,7 @@ import type { AuthorizedRequest } from '../authorize.js';
 import type { BilledEndpoint, ProtocolCall } from '../endpoint.js';
 import type { StreamWriter } from '../stream-writer.js';
 import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
-import { TranslationJsonCache } from '../translation-json.js';
+import type { TranslationJsonCache } from '../translation-json.js';
 import { invalid } from '../validate.js';
 import { itemId, responseOf } from './answer.js';
 import { type ConversationDeps, createConversations } from './conversation.js';
@@ -26,8 +26,6 @@ type Conversations = ReturnType<typeof createConversations>;
  */
 export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
   const conversations = createConversations(deps);
-  // Each organization's last conversations as the engine was sent them: Codex sends its whole history every turn.
-  const translations = new TranslationJsonCache();
   return {
     name: 'responses',
     task: 'chat',
@@ -38,7 +36,8 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
       const details = responsesRequestErrors(body, config.translation);
       if (details.length > 0) throw invalid(details);
     },
-    begin: async (request) => responsesCall(request, conversations, translations, await conversations.load(request)),
+    begin: async (request, { translations }) =>
+      responsesCall(request, conversations, translations, await conversations.load(request)),
   };
 }
 
