@@ -38,6 +38,7 @@ import {
 } from './control-plane-services.js';
 import { FlowControl } from './gateway/flow/flow-control.js';
 import { flowMetrics } from './gateway/flow/flow-metrics.js';
+import { EngineAgents } from './gateway/proxy/engine-agents.js';
 import { RepeatedMembers } from './shared/http/repeated-members.js';
 import { TranslationJsonCache } from './gateway/requests/translation-json.js';
 
@@ -78,6 +79,12 @@ export interface GatewayServices {
   requestPathCache: RequestPathCache;
   fleet: Fleet;
   cacheSalts: CacheSalts;
+  /**
+   * Keep-alive connections to the engines, reused by every call (keyed by the engine's address, bounded by
+   * `IDLE_CONNECTIONS_PER_ENGINE` idle connections each), and the engines' URLs parsed once (keyed by URL,
+   * bounded by `PARSED_URLS_KEPT`): `proxy/engine-agents.ts`.
+   */
+  engineAgents: EngineAgents;
   /** The four per-key limits and the wallet hold, decided in one step; see `admission/gate-keeper.ts`. */
   gateKeeper: GateKeeper;
   wallets: WalletService;
@@ -206,6 +213,7 @@ function createGatewayServices(
     requestPathCache,
     fleet,
     cacheSalts: new CacheSalts(adminToken),
+    engineAgents: new EngineAgents(),
     gateKeeper,
     wallets,
     journal,

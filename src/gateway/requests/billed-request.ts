@@ -76,6 +76,7 @@ export async function serveBilled(
       headers: traceHeaders,
       clientModel: call.clientModel,
       abort,
+      agents: deps.engineAgents,
     });
     target = sent.target;
     call.answeredAt = performance.now();

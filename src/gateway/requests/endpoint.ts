@@ -19,6 +19,7 @@ import type { FlowControl } from '../flow/flow-control.js';
 import type { AuthorizedRequest, EndpointName } from './authorized-request.js';
 import type { StreamWriter } from './stream-writer.js';
 import type { WrittenJson } from '../proxy/client-body.js';
+import type { EngineAgents } from '../proxy/engine-agents.js';
 import type { RepeatedMembers } from '../../shared/http/repeated-members.js';
 import type { TranslationJsonCache } from './translation-json.js';
 
@@ -36,6 +37,8 @@ export interface BilledDeps {
   fleet: Fleet;
   /** Each organization's cache salt, sent to the engines that keep organizations' caches apart. */
   cacheSalts: CacheSalts;
+  /** Keep-alive connections to the engines, one pool per process (`proxy/engine-agents.ts`). */
+  engineAgents: EngineAgents;
   journal: ChargeJournal;
   cache: ResponseCache;
   metrics: Metrics;
