@@ -132,7 +132,13 @@ export async function reserve(
   const admitting = deps.gateKeeper.admit({
     requestId: request.requestId,
     caller: request.caller,
-    estimatedTokens: estimateRequestTokens(bounded, request.task, deps.config.limits.completionEstimate),
+    estimatedTokens: estimateRequestTokens(
+      bounded,
+      request.task,
+      deps.config.limits.completionEstimate,
+      // A translation's tools were written for the ceiling already (`sent-body.ts`): not written again here.
+      deps.translations.json,
+    ),
     holdNanos,
     rate,
     projectId: request.projectId,

@@ -27,9 +27,9 @@ export const MESSAGES: BilledEndpoint = {
     // The translation, made once: the bounds, the hold, the estimate and every replica tried read what it sends.
     const chat = chatBodyOf(request.body);
     const earlier = translations.reuse(request.caller.orgId, chat);
-    keepCeilingWithinContext(chat, request.model.contextLength);
+    keepCeilingWithinContext(chat, request.model.contextLength, translations.json);
     const streams = request.body.stream === true;
-    const sent = sentBody(chat, streams);
+    const sent = sentBody(chat, streams, translations.json);
     translations.keep(request.caller.orgId, chat, earlier);
     return {
       bounded: chat,
@@ -37,7 +37,7 @@ export const MESSAGES: BilledEndpoint = {
       bodyFor: (target) => sent.writtenFor(target.servedModelName),
       answerOf: (answer) => messageOf(answer, request.clientModel),
       estimate: (answer) => ({
-        promptTokens: estimateChatPromptTokens(chat),
+        promptTokens: estimateChatPromptTokens(chat, translations.json),
         completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
       }),
       stream: streams ? (bounds) => messagesStreamWriter(request.clientModel, bounds) : null,

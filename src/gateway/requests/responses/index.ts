@@ -51,9 +51,9 @@ function responsesCall(
   // Sent with every earlier turn: the bounds, the hold and the estimate are this body's, not the client's alone.
   const chat = chatBodyOf(request.body, earlier);
   const earlierTurn = translations.reuse(request.caller.orgId, chat);
-  keepCeilingWithinContext(chat, request.model.contextLength);
+  keepCeilingWithinContext(chat, request.model.contextLength, translations.json);
   const streams = request.body.stream === true;
-  const sent = sentBody(chat, streams);
+  const sent = sentBody(chat, streams, translations.json);
   translations.keep(request.caller.orgId, chat, earlierTurn);
   const source = (): ResponsesStreamSource => ({
     body: request.body,
@@ -72,7 +72,7 @@ function responsesCall(
       return response;
     },
     estimate: (answer) => ({
-      promptTokens: estimateChatPromptTokens(chat),
+      promptTokens: estimateChatPromptTokens(chat, translations.json),
       completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
     }),
     stream: streams
