@@ -146,8 +146,8 @@ function circlesOfSrc(root) {
 }
 
 /**
- * The project's own rules: import circles in src/, comment width (eslint-rules/comment-width.js) and no state kept
- * in a module of the gateway (eslint-rules/module-state.js).
+ * The project's own rules: import circles in src/, comment width (eslint-rules/comment-width.js)
+ * and no state kept in a module of the gateway (eslint-rules/module-state.js).
  */
 const tollgatePlugin = {
   rules: { 'import-circles': importCircles, 'comment-width': commentWidth, 'no-module-state': noModuleState },
@@ -217,8 +217,9 @@ export default defineConfig(
     },
   },
   {
-    // What the gateway remembers between requests is a service's, made in services.ts with its bound and its key:
-    // no module of the gateway keeps state of its own (a `let`, a Map, a cache, an agent at its top level).
+    // What the gateway remembers between requests is a service's, made in services.ts with its
+    // bound and its key: no module of the gateway keeps state of its own (a `let`, a Map, a cache,
+    // an agent at its top level). eslint-rules/module-state.js; test/ci/module-state.test.ts.
     files: ['src/gateway/**'],
     plugins: { tollgate: tollgatePlugin },
     rules: { 'tollgate/no-module-state': 'error' },

@@ -1,21 +1,24 @@
 // @ts-check
 /**
- * `tollgate/no-module-state`: no state kept in a module between requests. What a process remembers (a memo, a
- * pool of connections, a count) belongs to a service made once in `src/services.ts` and passed in, which says
- * its bound and its key; a module holds only constants. Reported at a module's top level:
+ * `tollgate/no-module-state`: no state kept in a module between requests. What a process
+ * remembers (a memo, a pool of connections, a count) belongs to a service made once in
+ * `src/services.ts` and passed in, which says its bound and its key; a module holds only
+ * constants. Reported at a module's top level:
  *
  * - a `let` or a `var`;
- * - a `const` made with `new` (a Map, a Set, a WeakMap, an LRU cache, a class's instance, an HTTP agent), also
- *   inside an object or array literal, unless it is a value that does not change (`RegExp`, `TextEncoder`,
- *   `TextDecoder`) or is typed read-only (`const ROLES: ReadonlySet<string> = new Set([...])`);
- * - a `const` object or array literal that the module changes (a member assigned or deleted, `push`, `set`, …);
+ * - a `const` made with `new` (a Map, a Set, a WeakMap, an LRU cache, a class's instance, an
+ *   HTTP agent), also inside an object or array literal, unless it is a value that does not
+ *   change (`RegExp`, `TextEncoder`, `TextDecoder`) or is typed read-only
+ *   (`const ROLES: ReadonlySet<string> = new Set([...])`);
+ * - a `const` object or array literal that the module changes (a member assigned or deleted,
+ *   `push`, `set`, …);
  * - a `const` made by a function called at once (`(() => { const memo = new Map(); … })()`);
  * - a class's `static` field that is not `readonly`, or is made with `new`.
  */
 
 /** Classes whose instances do not change once made. */
 const UNCHANGING = new Set(['RegExp', 'TextEncoder', 'TextDecoder']);
-/** The read-only views TypeScript checks: a value declared as one is never changed through its name. */
+/** Read-only views TypeScript checks: a value declared as one is not changed through its name. */
 const READ_ONLY_TYPES = new Set(['ReadonlySet', 'ReadonlyMap', 'ReadonlyArray']);
 /** Methods that change the array, Map or Set they are called on. */
 const CHANGING_METHODS = new Set([
@@ -57,8 +60,8 @@ function typedReadOnly(declarator) {
 }
 
 /**
- * The `new` expressions of a value, looked for through object and array literals (not into functions: what a
- * function makes is made per call).
+ * The `new` expressions of a value, looked for through object and array literals (not into
+ * functions: what a function makes is made per call).
  *
  * @param {any} node
  * @returns {any[]}
@@ -76,8 +79,8 @@ function madeWithNew(node) {
 }
 
 /**
- * True when a reference to a module's constant changes what it names: `X.a = 1`, `X[k]++`, `delete X.a`,
- * `X.push(…)`, `X.a.b = 1`.
+ * True when a reference to a module's constant changes what it names: `X.a = 1`, `X[k]++`,
+ * `delete X.a`, `X.push(…)`, `X.a.b = 1`.
  *
  * @param {any} identifier
  */

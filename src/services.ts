@@ -80,9 +80,9 @@ export interface GatewayServices {
   fleet: Fleet;
   cacheSalts: CacheSalts;
   /**
-   * Keep-alive connections to the engines, reused by every call (keyed by the engine's address, bounded by
-   * `IDLE_CONNECTIONS_PER_ENGINE` idle connections each), and the engines' URLs parsed once (keyed by URL,
-   * bounded by `PARSED_URLS_KEPT`): `proxy/engine-agents.ts`.
+   * Keep-alive connections to the engines, reused by every call (keyed by the engine's address,
+   * bounded by `IDLE_CONNECTIONS_PER_ENGINE` idle connections each), and the engines' URLs parsed
+   * once (keyed by URL, bounded by `PARSED_URLS_KEPT`): `proxy/engine-agents.ts`.
    */
   engineAgents: EngineAgents;
   /** The four per-key limits and the wallet hold, decided in one step; see `admission/gate-keeper.ts`. */
@@ -107,16 +107,18 @@ export interface GatewayServices {
   /** Where requests wait when the fleet is full, and in what order (`flow/flow-control.ts`). */
   flow: FlowControl;
   /**
-   * The billed routes' bodies read without parsing again what a key sent alike last time (its tools, its system
-   * prompt, its conversation). Keyed by the API key's hash, and only once the key is verified; bounded by
-   * `SENDERS_KEPT` keys (the least recently seen forgotten first), `HISTORIES_KEPT` conversations each and
-   * `MAX_KEPT_BYTES` in all (`shared/http/repeated-members.ts`).
+   * The billed routes' bodies read without parsing again what a key sent alike last time (its
+   * tools, its system prompt, its conversation). Keyed by the API key's hash, and only once the key
+   * is verified; bounded by `SENDERS_KEPT` keys (the least recently seen forgotten first),
+   * `HISTORIES_KEPT` conversations each and `MAX_KEPT_BYTES` in all
+   * (`shared/http/repeated-members.ts`).
    */
   repeatedMembers: RepeatedMembers;
   /**
-   * Messages' and Responses' translations, their JSON written once for the turns that follow. Keyed by
-   * organization; bounded by `ORGANIZATIONS_KEPT` organizations, `CONVERSATIONS_KEPT_EACH` conversations each,
-   * `MAX_KEPT_BYTES_EACH` a conversation and `MAX_KEPT_BYTES` in all (`requests/translation-json.ts`).
+   * Messages' and Responses' translations, their JSON written once for the turns that follow. Keyed
+   * by organization; bounded by `ORGANIZATIONS_KEPT` organizations, `CONVERSATIONS_KEPT_EACH`
+   * conversations each, `MAX_KEPT_BYTES_EACH` a conversation and `MAX_KEPT_BYTES` in all
+   * (`requests/translation-json.ts`).
    */
   translations: TranslationJsonCache;
 }

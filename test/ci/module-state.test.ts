@@ -7,10 +7,10 @@ import { noModuleState } from '../../eslint-rules/module-state.js';
 import { repoRoot } from '../helpers/processes.js';
 
 /**
- * `tollgate/no-module-state` (eslint-rules/module-state.js, on for src/gateway in eslint.config.js): no module of
- * the gateway keeps state between requests; a memo, an agent or a count is a service's, made in services.ts. The
- * rule alone here, without the type-aware configuration: it reads syntax only, and the whole gateway is linted
- * in seconds.
+ * `tollgate/no-module-state` (eslint-rules/module-state.js, on for src/gateway in
+ * eslint.config.js): no module of the gateway keeps state between requests; a memo, an agent or a
+ * count is a service's, made in services.ts. The rule alone here, without the type-aware
+ * configuration: it reads syntax only, and the whole gateway is linted in seconds.
  */
 function linter(): ESLint {
   return new ESLint({

@@ -63,7 +63,10 @@ export class GateKeeper {
   private readonly rebuilds: Rebuilds;
   /** Releases, heartbeats and recovery (`gate-upkeep.ts`). */
   private readonly upkeep: GateUpkeep;
-  /** The month and the day requests count in now, kept until the clock passes their end (`month.ts`). */
+  /**
+   * The month and the day requests count in now, kept until the clock passes their end
+   * (`month.ts`).
+   */
   private readonly calendar = new Calendar();
 
   constructor(

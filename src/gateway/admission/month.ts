@@ -1,4 +1,7 @@
-/** A calendar month or day (UTC): its name (`YYYY-MM`, `YYYY-MM-DD`), and when it starts and ends (ms). */
+/**
+ * A calendar month or day (UTC): its name (`YYYY-MM`, `YYYY-MM-DD`), and when it starts and ends
+ * (ms).
+ */
 export interface CalendarWindow {
   name: string;
   startsAt: number;
@@ -28,9 +31,9 @@ export function currentDayBounds(now = Date.now()): CalendarWindow {
 }
 
 /**
- * The month and the day a request's tokens and budgets count in, worked out again only once the clock passes
- * their end: working them out costs about 10 k instructions each (callgrind), three a request. The gate keeper's
- * (`GateKeeper`, made in services.ts); two windows kept, no key.
+ * The month and the day a request's tokens and budgets count in, worked out again only once the
+ * clock passes their end: working them out costs about 10 k instructions each (callgrind), three a
+ * request. The gate keeper's (`GateKeeper`, made in services.ts); two windows kept, no key.
  */
 export class Calendar {
   private month: CalendarWindow = { name: '', startsAt: 0, endsAt: 0 };

@@ -10,7 +10,10 @@ import { CREDIT, SET_WALLET, WALLET_STATE } from './redis-wallet-scripts.js';
 export const MINUTE_MS = 60_000;
 export const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
 
-/** The Redis gate's scripts, each defined on `redis` once (`defineScript`), their replies counted in `awaited`. */
+/**
+ * The Redis gate's scripts, each defined on `redis` once (`defineScript`), their replies counted in
+ * `awaited`.
+ */
 export function defineGateScripts(redis: RedisClient, awaited: AwaitedReplies) {
   return {
     admit: defineScript(redis, ADMIT, awaited),

@@ -78,7 +78,8 @@ class RedisGate implements LimitGate {
     private readonly options: RedisGateOptions,
   ) {
     this.key = gateKeys(options.prefix);
-    // One count of replies awaited for every script on the connection: a call is written alone only when none is.
+    // One count of replies awaited for every script on the connection: a call is written alone only
+    // when none is.
     const awaited = { count: 0 };
     this.scripts = defineGateScripts(redis, awaited);
     this.sweeps = new HoldSweeps(redis, this.key, options, awaited);

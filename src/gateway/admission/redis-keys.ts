@@ -54,8 +54,8 @@ export function holdMember(orgId: string, requestId: string): string {
 }
 
 /**
- * A connection's gate script calls sent and not yet answered: one count for every script defined on it
- * (`defineScript`), made with the gate that owns the connection (`RedisGate`).
+ * A connection's gate script calls sent and not yet answered: one count for every script defined on
+ * it (`defineScript`), made with the gate that owns the connection (`RedisGate`).
  */
 export interface AwaitedReplies {
   count: number;

@@ -61,7 +61,8 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
   await removeUndefinedContainers(dockerized, deployment, options.log);
   const { db, log, env } = options;
   const { loadOf } = options;
-  // The fleet's engines reconcile apart on shared hosts: what one is placing, the others must not take.
+  // The fleet's engines reconcile apart on shared hosts: what one is placing, the others must not
+  // take.
   const placing = new GpusBeingPlaced();
   const dockerEngines = await Promise.all(
     dockerized.map((d) => {

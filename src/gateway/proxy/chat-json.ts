@@ -1,17 +1,22 @@
 /**
- * The JSON of a chat body's large parts, written once however often it is asked for: a tools array's text (the
- * estimates read its length) and bytes, and each message's bytes (`requests/sent-body.ts` sends them as they are).
- * A translation's parts may be given the bytes kept from the organization's last turn (`prime…`), so they are not
- * written at all. Keyed by the array or message object, weakly: an entry lives as long as its request's body, or
- * the translation kept (`TranslationJsonCache`, which owns this one, made in services.ts), and is bounded by them.
- * Tools arrays and messages are never changed once a body is read or translated, so the JSON stays theirs.
+ * The JSON of a chat body's large parts, written once however often it is asked for: a tools
+ * array's text (the estimates read its length) and bytes, and each message's bytes
+ * (`requests/sent-body.ts` sends them as they are). A translation's parts may be given the bytes
+ * kept from the organization's last turn (`prime…`), so they are not written at all. Keyed by the
+ * array or message object, weakly: an entry lives as long as its request's body, or the translation
+ * kept (`TranslationJsonCache`, which owns this one, made in services.ts), and is bounded by them.
+ * Tools arrays and messages are never changed once a body is read or translated, so the JSON stays
+ * theirs.
  */
 export class ChatJsonMemo {
   private readonly toolsText = new WeakMap<unknown[], string>();
   private readonly toolsBytes = new WeakMap<unknown[], Buffer>();
   private readonly messageBytes = new WeakMap<object, Buffer>();
 
-  /** A tools array's JSON: an agent's 60 KB of tools is written once for every estimate of a request. */
+  /**
+   * A tools array's JSON: an agent's 60 KB of tools is written once for every estimate of a
+   * request.
+   */
   toolsJsonOf(tools: unknown[]): string {
     let text = this.toolsText.get(tools);
     if (text === undefined) {

@@ -136,7 +136,8 @@ export async function reserve(
       bounded,
       request.task,
       deps.config.limits.completionEstimate,
-      // A translation's tools were written for the ceiling already (`sent-body.ts`): not written again here.
+      // A translation's tools were written for the ceiling already (`sent-body.ts`): not written
+      // again here.
       deps.translations.json,
     ),
     holdNanos,

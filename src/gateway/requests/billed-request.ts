@@ -57,7 +57,6 @@ export async function serveBilled(
   if (refused) return refused;
   const stream = protocol.stream;
   const upstream = engineCallAbort(c, deps.config.upstreamTimeoutMs, stream === null);
-  const abort = upstream.callAbort;
   // A relayed stream gives back its replica when it ends; everything else here.
   let target: UpstreamTarget | undefined;
   let relaying = false;
@@ -66,7 +65,7 @@ export async function serveBilled(
   const traceHeaders = call.trace?.startUpstream(call.startedAt, call.upstreamAt, call.model.id);
   try {
     // An engine scaled to zero starts a replica for this request, which waits for it (bounded).
-    const cold = deps.fleet.whenReady(call.model.id, abort);
+    const cold = deps.fleet.whenReady(call.model.id, upstream.callAbort);
     if (cold) await cold;
     const { acquire, body } = fleetCall(c, deps, call, protocol);
     const sent = await postWithFailover({
@@ -75,7 +74,7 @@ export async function serveBilled(
       body,
       headers: traceHeaders,
       clientModel: call.clientModel,
-      abort,
+      abort: upstream.callAbort,
       agents: deps.engineAgents,
     });
     target = sent.target;

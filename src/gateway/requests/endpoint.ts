@@ -46,9 +46,15 @@ export interface BilledDeps {
   inFlight: InFlight;
   storeOutage: OutageLog;
   flow: FlowControl;
-  /** Each key's tools, system prompt and conversations as last sent, not parsed again (`RepeatedMembers`). */
+  /**
+   * Each key's tools, system prompt and conversations as last sent, not parsed again
+   * (`RepeatedMembers`).
+   */
   repeatedMembers: RepeatedMembers;
-  /** Each organization's last translations' JSON, written once for its next turns (`translation-json.ts`). */
+  /**
+   * Each organization's last translations' JSON, written once for its next turns
+   * (`translation-json.ts`).
+   */
   translations: TranslationJsonCache;
 }
 

@@ -36,11 +36,12 @@ export interface SentBody {
 const COMMA = Buffer.from(',');
 
 /**
- * Writes a translated body's JSON once, with every earlier turn, tool and system prompt the translation put in it:
- * its size is the prompt's bound, and each replica tried is sent it with its own model name put in front (the
- * client's is left out), not the whole body written again. It is kept in parts, never joined: the tools' JSON is the
- * one the estimates measured (`json`, a `ChatJsonMemo`), and each message's is its own, either of which may
- * be the bytes kept from the organization's last turn (`translation-json.ts`), not written or encoded again.
+ * Writes a translated body's JSON once, with every earlier turn, tool and system prompt the
+ * translation put in it: its size is the prompt's bound, and each replica tried is sent it with its
+ * own model name put in front (the client's is left out), not the whole body written again. It is
+ * kept in parts, never joined: the tools' JSON is the one the estimates measured (`json`, a
+ * `ChatJsonMemo`), and each message's is its own, either of which may be the bytes kept from the
+ * organization's last turn (`translation-json.ts`), not written or encoded again.
  *
  * @example
  * sentBody({ model: 'm', messages: [] }, false).forModel('served'); // '{"model":"served","messages":[]}'

@@ -44,7 +44,9 @@ export interface KeptTranslation {
  * translations.keep(orgId, chat, earlier); // kept in place of the turn it continues
  */
 export class TranslationJsonCache {
-  /** The JSON written for each request's tools and messages, which `reuse` gives the kept bytes to. */
+  /**
+   * The JSON written for each request's tools and messages, which `reuse` gives the kept bytes to.
+   */
   readonly json = new ChatJsonMemo();
   private readonly kept = new LRUCache<string, KeptTranslation[]>({
     max: ORGANIZATIONS_KEPT,

@@ -30,7 +30,10 @@ export class GpusBeingPlaced {
     for (const id of gpus) this.byHost.get(host)?.delete(id);
   }
 
-  /** What a listing shows taken, plus what is still being placed there (less what it shows, or expired). */
+  /**
+   * What a listing shows taken, plus what is still being placed there (less what it shows, or
+   * expired).
+   */
   takenOn(host: string, listed: Set<string>): Set<string> {
     const taken = this.byHost.get(host);
     if (!taken) return listed;

@@ -31,7 +31,10 @@ export interface DockerEngineOptions {
   listTimeoutMs?: number;
   /** How replicas are chosen (TOLLGATE_ROUTING_*); absent: least-loaded, no metrics scraped. */
   routing?: RoutingSettings;
-  /** GPUs being placed, shared by the fleet's Docker engines (`startFleet`); default: this engine's own. */
+  /**
+   * GPUs being placed, shared by the fleet's Docker engines (`startFleet`); default: this engine's
+   * own.
+   */
   placing?: GpusBeingPlaced;
 }
 
