@@ -11,6 +11,7 @@ import tseslint from 'typescript-eslint';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { commentWidth } from './eslint-rules/comment-width.js';
+import { noModuleState } from './eslint-rules/module-state.js';
 
 /** The process at the top: every long-lived service made (`services.ts`), the app, the entry point. */
 const TOP = ['src/server', 'src/app.ts', 'src/main.ts', 'src/services.ts'];
@@ -144,8 +145,13 @@ function circlesOfSrc(root) {
   return circlesCache;
 }
 
-/** The project's own rules: import circles in src/, and comment width (eslint-rules/comment-width.js). */
-const tollgatePlugin = { rules: { 'import-circles': importCircles, 'comment-width': commentWidth } };
+/**
+ * The project's own rules: import circles in src/, comment width (eslint-rules/comment-width.js)
+ * and no state kept in a module of the gateway (eslint-rules/module-state.js).
+ */
+const tollgatePlugin = {
+  rules: { 'import-circles': importCircles, 'comment-width': commentWidth, 'no-module-state': noModuleState },
+};
 
 /** The rules that check what flows out of an `any`. */
 const unsafeAny = {
@@ -209,6 +215,14 @@ export default defineConfig(
       // Circles of any kind, type-only imports counted (importCircles, above).
       'tollgate/import-circles': 'error',
     },
+  },
+  {
+    // What the gateway remembers between requests is a service's, made in services.ts with its
+    // bound and its key: no module of the gateway keeps state of its own (a `let`, a Map, a cache,
+    // an agent at its top level). eslint-rules/module-state.js; test/ci/module-state.test.ts.
+    files: ['src/gateway/**'],
+    plugins: { tollgate: tollgatePlugin },
+    rules: { 'tollgate/no-module-state': 'error' },
   },
   {
     // The gateway's settings are read in config/ alone; the environment where a program starts, and by the CLI's own

@@ -52,8 +52,8 @@ function translate(): number {
     const body = JSON.parse(text) as Record<string, unknown>;
     const chat = protocol === 'messages' ? chatOfMessages(body) : chatOfResponses(body);
     const earlier = translations.reuse('org_bench', chat);
-    keepCeilingWithinContext(chat, 262_144);
-    begun.push({ chat, earlier, sent: sentBody(chat, true) });
+    keepCeilingWithinContext(chat, 262_144, translations.json);
+    begun.push({ chat, earlier, sent: sentBody(chat, true, translations.json) });
   }
   let length = 0;
   for (const { chat, earlier, sent } of begun) {

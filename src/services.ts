@@ -40,6 +40,9 @@ import {
 } from './control-plane-services.js';
 import { FlowControl } from './gateway/flow/flow-control.js';
 import { flowMetrics } from './gateway/flow/flow-metrics.js';
+import { EngineAgents } from './gateway/proxy/engine-agents.js';
+import { RepeatedMembers } from './shared/http/repeated-members.js';
+import { TranslationJsonCache } from './gateway/requests/translation-json.js';
 
 export type { PeopleServices, PlatformServices } from './control-plane-services.js';
 
@@ -78,6 +81,12 @@ export interface GatewayServices {
   requestPathCache: RequestPathCache;
   fleet: Fleet;
   cacheSalts: CacheSalts;
+  /**
+   * Keep-alive connections to the engines, reused by every call (keyed by the engine's address,
+   * bounded by `IDLE_CONNECTIONS_PER_ENGINE` idle connections each), and the engines' URLs parsed
+   * once (keyed by URL, bounded by `PARSED_URLS_KEPT`): `proxy/engine-agents.ts`.
+   */
+  engineAgents: EngineAgents;
   /** The four per-key limits and the wallet hold, decided in one step; see `admission/gate-keeper.ts`. */
   gateKeeper: GateKeeper;
   wallets: WalletService;
@@ -101,6 +110,21 @@ export interface GatewayServices {
   backgroundResponses: BackgroundResponses;
   /** Where requests wait when the fleet is full, and in what order (`flow/flow-control.ts`). */
   flow: FlowControl;
+  /**
+   * The billed routes' bodies read without parsing again what a key sent alike last time (its
+   * tools, its system prompt, its conversation). Keyed by the API key's hash, and only once the key
+   * is verified; bounded by `SENDERS_KEPT` keys (the least recently seen forgotten first),
+   * `HISTORIES_KEPT` conversations each and `MAX_KEPT_BYTES` in all
+   * (`shared/http/repeated-members.ts`).
+   */
+  repeatedMembers: RepeatedMembers;
+  /**
+   * Messages' and Responses' translations, their JSON written once for the turns that follow. Keyed
+   * by organization; bounded by `ORGANIZATIONS_KEPT` organizations, `CONVERSATIONS_KEPT_EACH`
+   * conversations each, `MAX_KEPT_BYTES_EACH` a conversation and `MAX_KEPT_BYTES` in all
+   * (`requests/translation-json.ts`).
+   */
+  translations: TranslationJsonCache;
 }
 
 export interface ServiceParts {
@@ -195,6 +219,7 @@ function createGatewayServices(
     requestPathCache,
     fleet,
     cacheSalts: new CacheSalts(adminToken),
+    engineAgents: new EngineAgents(),
     gateKeeper,
     wallets,
     journal,
@@ -209,5 +234,7 @@ function createGatewayServices(
     conversationStore: new DatabaseConversationStore(db, config.conversations),
     backgroundResponses: new BackgroundResponses(new BackgroundStore(db, config.responses), log),
     flow,
+    repeatedMembers: new RepeatedMembers(),
+    translations: new TranslationJsonCache(),
   };
 }

@@ -1,4 +1,4 @@
-import { currentMonth, currentMonthBounds } from './month.js';
+import { type CalendarWindow, currentDayBounds, currentMonth } from './month.js';
 
 /**
  * Budgets: money a key or a project may spend per calendar month and per day (UTC), in nano-units of the
@@ -56,19 +56,6 @@ export interface TaggedCounter {
   held: boolean;
 }
 
-/** Today, kept between requests as the month is (`month.ts`). */
-let day = { name: '', startsAt: 0, endsAt: 0 };
-
-export function currentDayBounds(): { name: string; startsAt: number; endsAt: number } {
-  const now = Date.now();
-  if (now < day.startsAt || now >= day.endsAt) {
-    const date = new Date(now);
-    const startsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate());
-    day = { name: date.toISOString().slice(0, 10), startsAt, endsAt: startsAt + 86_400_000 };
-  }
-  return day;
-}
-
 export function budgetCounter(scope: BudgetScope, subjectId: string, windowName: string): string {
   return `budget:${scope}:${subjectId}:${windowName}`;
 }
@@ -86,6 +73,8 @@ export function budgetLimitName(scope: BudgetScope, subjectId: string, window: B
 export function budgetLimits(
   key: { id: string; budgets: Budgets },
   project: { id: string; budgets: Budgets } | null,
+  month: CalendarWindow,
+  day: CalendarWindow,
 ): BudgetLimit[] {
   const limits: BudgetLimit[] = [];
   for (const [scope, subject] of [
@@ -93,8 +82,8 @@ export function budgetLimits(
     ['project', project],
   ] as const) {
     if (!subject) continue;
-    limits.push(limitOf(scope, subject.id, 'month', subject.budgets.monthly, currentMonthBounds()));
-    limits.push(limitOf(scope, subject.id, 'day', subject.budgets.daily, currentDayBounds()));
+    limits.push(limitOf(scope, subject.id, 'month', subject.budgets.monthly, month));
+    limits.push(limitOf(scope, subject.id, 'day', subject.budgets.daily, day));
   }
   return limits;
 }
@@ -104,7 +93,7 @@ function limitOf(
   subjectId: string,
   window: BudgetWindow,
   limitNanos: bigint | null,
-  bounds: { name: string; startsAt: number; endsAt: number },
+  bounds: CalendarWindow,
 ): BudgetLimit {
   const counter = budgetCounter(scope, subjectId, bounds.name);
   const limitName = budgetLimitName(scope, subjectId, window);

@@ -1,4 +1,5 @@
 import { sequencesOf } from '../billing/token-bounds.js';
+import type { ChatJsonMemo } from '../proxy/chat-json.js';
 import { estimateChatPromptTokens, estimateInputTokens } from '../proxy/token-counts.js';
 
 /**
@@ -16,10 +17,11 @@ export function estimateRequestTokens(
   body: Record<string, unknown>,
   task: 'chat' | 'embedding',
   completionEstimate: number,
+  json?: ChatJsonMemo,
 ): number {
   if (task === 'embedding') return estimateInputTokens(body.input);
   const cap = [body.max_completion_tokens, body.max_tokens].find(
     (v): v is number => Number.isSafeInteger(v) && (v as number) > 0,
   );
-  return estimateChatPromptTokens(body) + (cap ?? completionEstimate) * sequencesOf(body);
+  return estimateChatPromptTokens(body, json) + (cap ?? completionEstimate) * sequencesOf(body);
 }

@@ -3,7 +3,7 @@ import type { WalletService } from '../billing/wallet.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
 import type { LimitGate, LiveRequest } from './gate.js';
-import { currentMonth, monthStart } from './month.js';
+import { Calendar, monthStart } from './month.js';
 import { admitRate, giveBackRate, type RatePass, type RateStepDeps } from './rate-step.js';
 import {
   billingUnavailable,
@@ -63,6 +63,11 @@ export class GateKeeper {
   private readonly rebuilds: Rebuilds;
   /** Releases, heartbeats and recovery (`gate-upkeep.ts`). */
   private readonly upkeep: GateUpkeep;
+  /**
+   * The month and the day requests count in now, kept until the clock passes their end
+   * (`month.ts`).
+   */
+  private readonly calendar = new Calendar();
 
   constructor(
     readonly gate: LimitGate,
@@ -84,7 +89,10 @@ export class GateKeeper {
   async admit(request: AdmissionAsk): Promise<Ticket> {
     const { caller } = request;
     const rate = request.rate?.requests && !request.rate.done ? request.rate : null;
-    const month = currentMonth();
+    // One reading of the clock: a request at midnight falls in one day and in that day's month.
+    const now = Date.now();
+    const monthWindow = this.calendar.monthOf(now);
+    const month = monthWindow.name;
     const holdNanos = this.options.billingEnabled ? request.holdNanos : null;
     const projectId = request.projectId ?? null;
     const key = { id: caller.id, budgets: caller.budgets };
@@ -93,8 +101,8 @@ export class GateKeeper {
       holdNanos === null
         ? []
         : projectId === null
-          ? budgetLimits(key, null)
-          : budgetLimits(key, await this.projectOf(projectId));
+          ? budgetLimits(key, null, monthWindow, this.calendar.dayOf(now))
+          : budgetLimits(key, await this.projectOf(projectId), monthWindow, this.calendar.dayOf(now));
     const ask = {
       requestId: request.requestId,
       keyId: caller.id,

@@ -1,7 +1,7 @@
 import type { RedisClient } from '../../shared/db/redis.js';
 import type { AdmitRequest, Release } from './gate.js';
 import { BUDGET_STATE, budgetArgs, SET_BUDGET } from './redis-budget-scripts.js';
-import { defineScript, type GateKeys, holdMember } from './redis-keys.js';
+import { type AwaitedReplies, defineScript, type GateKeys, holdMember } from './redis-keys.js';
 import { ADMIT_RATE, GIVE_BACK_RATE } from './redis-rate-scripts.js';
 import type { ScriptValue } from './redis-script.js';
 import { ADMIT, EPOCH, RELEASE } from './redis-scripts.js';
@@ -10,19 +10,22 @@ import { CREDIT, SET_WALLET, WALLET_STATE } from './redis-wallet-scripts.js';
 export const MINUTE_MS = 60_000;
 export const MONTH_TTL_MS = 32 * 24 * 3600 * 1000;
 
-/** The Redis gate's scripts, each defined on `redis` once (`defineScript`). */
-export function defineGateScripts(redis: RedisClient) {
+/**
+ * The Redis gate's scripts, each defined on `redis` once (`defineScript`), their replies counted in
+ * `awaited`.
+ */
+export function defineGateScripts(redis: RedisClient, awaited: AwaitedReplies) {
   return {
-    admit: defineScript(redis, ADMIT),
-    admitRate: defineScript(redis, ADMIT_RATE),
-    giveBackRate: defineScript(redis, GIVE_BACK_RATE),
-    release: defineScript(redis, RELEASE),
-    epoch: defineScript(redis, EPOCH),
-    walletState: defineScript(redis, WALLET_STATE),
-    setWallet: defineScript(redis, SET_WALLET),
-    credit: defineScript(redis, CREDIT),
-    budgetState: defineScript(redis, BUDGET_STATE),
-    setBudget: defineScript(redis, SET_BUDGET),
+    admit: defineScript(redis, ADMIT, awaited),
+    admitRate: defineScript(redis, ADMIT_RATE, awaited),
+    giveBackRate: defineScript(redis, GIVE_BACK_RATE, awaited),
+    release: defineScript(redis, RELEASE, awaited),
+    epoch: defineScript(redis, EPOCH, awaited),
+    walletState: defineScript(redis, WALLET_STATE, awaited),
+    setWallet: defineScript(redis, SET_WALLET, awaited),
+    credit: defineScript(redis, CREDIT, awaited),
+    budgetState: defineScript(redis, BUDGET_STATE, awaited),
+    setBudget: defineScript(redis, SET_BUDGET, awaited),
   };
 }
 

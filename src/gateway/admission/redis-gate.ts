@@ -78,8 +78,11 @@ class RedisGate implements LimitGate {
     private readonly options: RedisGateOptions,
   ) {
     this.key = gateKeys(options.prefix);
-    this.scripts = defineGateScripts(redis);
-    this.sweeps = new HoldSweeps(redis, this.key, options);
+    // One count of replies awaited for every script on the connection: a call is written alone only
+    // when none is.
+    const awaited = { count: 0 };
+    this.scripts = defineGateScripts(redis, awaited);
+    this.sweeps = new HoldSweeps(redis, this.key, options, awaited);
     this.failovers = new FailoverWatch(redis, options.prefix);
   }
 

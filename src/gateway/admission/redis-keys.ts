@@ -53,8 +53,13 @@ export function holdMember(orgId: string, requestId: string): string {
   return `${orgId}|${requestId}`;
 }
 
-/** Per connection: the gate's script calls sent and not yet answered (`defineScript`). */
-const awaitingReplies = new WeakMap<RedisClient, { count: number }>();
+/**
+ * A connection's gate script calls sent and not yet answered: one count for every script defined on
+ * it (`defineScript`), made with the gate that owns the connection (`RedisGate`).
+ */
+export interface AwaitedReplies {
+  count: number;
+}
 
 /**
  * Defines a script as a command on the connection, once per connection:
@@ -74,13 +79,11 @@ const awaitingReplies = new WeakMap<RedisClient, { count: number }>();
  * connection onto itself (6.7 µs with the gate's eleven, 13 to 17 µs with
  * twice as many).
  */
-export function defineScript(redis: RedisClient, script: ScriptSource): Script {
+export function defineScript(redis: RedisClient, script: ScriptSource, awaited: AwaitedReplies): Script {
   const commands = redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>;
   const { name } = script;
   if (!commands[name]) redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
-  let awaiting = awaitingReplies.get(redis);
-  if (!awaiting) awaitingReplies.set(redis, (awaiting = { count: 0 }));
-  const counted = awaiting;
+  const counted = awaited;
   const answered = () => void counted.count--;
   const counting = (reply: Promise<unknown>) => {
     counted.count++;

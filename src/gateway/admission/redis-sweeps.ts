@@ -1,6 +1,6 @@
 import type { RedisClient } from '../../shared/db/redis.js';
 import type { LiveRequest, Reported } from './gate.js';
-import { defineScript, type GateKeys, holdMember, type Script } from './redis-keys.js';
+import { type AwaitedReplies, defineScript, type GateKeys, holdMember, type Script } from './redis-keys.js';
 import { REPORT, SWEEP } from './redis-sweep-scripts.js';
 
 /**
@@ -22,9 +22,10 @@ export class HoldSweeps {
     private readonly redis: RedisClient,
     private readonly key: GateKeys,
     private readonly options: { holdLeaseMs: number; concurrencyLeaseMs: number },
+    awaited: AwaitedReplies,
   ) {
-    this.sweepScript = defineScript(redis, SWEEP);
-    this.reportScript = defineScript(redis, REPORT);
+    this.sweepScript = defineScript(redis, SWEEP, awaited);
+    this.reportScript = defineScript(redis, REPORT, awaited);
   }
 
   /** Adds an organization to `hold-orgs` once; sent before its hold's admission on the same connection. */

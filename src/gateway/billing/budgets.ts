@@ -2,9 +2,9 @@ import { and, eq, isNull } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { apiKeys, projects } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { type Budgets, BUDGETS_SET_TTL_MS, currentDayBounds } from '../admission/budgets.js';
+import { type Budgets, BUDGETS_SET_TTL_MS } from '../admission/budgets.js';
 import type { LimitGate } from '../admission/gate.js';
-import { currentMonthBounds } from '../admission/month.js';
+import { currentDayBounds, currentMonthBounds } from '../admission/month.js';
 import { budgetSpend } from './budget-spend.js';
 
 /** A key's or a project's budgets, and what it spent in each window so far (its charges in the usage records). */

@@ -94,7 +94,7 @@ function completionCap(body: Record<string, unknown>, contextLength: number): nu
   return Math.min(asked ?? contextLength, contextLength);
 }
 
-const MEDIA_PARTS = new Set(['image_url', 'input_image', 'input_audio', 'audio_url', 'video_url']);
+const MEDIA_PARTS: ReadonlySet<string> = new Set(['image_url', 'input_image', 'input_audio', 'audio_url', 'video_url']);
 
 /** True when a message has a content part that is not text (its tokens are not bounded by its bytes). */
 function carriesMedia(messages: unknown): boolean {

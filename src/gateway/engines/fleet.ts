@@ -6,7 +6,7 @@ import type { EngineDefinition, SimulatorDefinition, StaticDefinition } from './
 import type { DockerDefinition, DockerHostDefinition } from './docker-definition.js';
 import { dockerClientFor } from '../../shared/docker/client.js';
 import { removeEngineContainers, startDockerEngine } from './docker/engine.js';
-import { hostsOf } from './docker/hosts.js';
+import { GpusBeingPlaced, hostsOf } from './docker/hosts.js';
 import { memoryScaleStore, pgScaleStore } from './docker/scale-store.js';
 import { LABELS, ownContainers } from './docker/spec.js';
 import type { LoadOf } from './load.js';
@@ -61,6 +61,9 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
   await removeUndefinedContainers(dockerized, deployment, options.log);
   const { db, log, env } = options;
   const { loadOf } = options;
+  // The fleet's engines reconcile apart on shared hosts: what one is placing, the others must not
+  // take.
+  const placing = new GpusBeingPlaced();
   const dockerEngines = await Promise.all(
     dockerized.map((d) => {
       const scaleStore = db ? pgScaleStore(db, deployment, d.model) : memoryScaleStore();
@@ -73,6 +76,7 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
         scaleStore,
         loadOf,
         routing: options.config.routing,
+        placing,
       });
     }),
   );

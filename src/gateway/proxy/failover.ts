@@ -2,6 +2,7 @@ import type { UpstreamTarget } from '../engines/types.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { CallAbort } from './call-abort.js';
 import type { WrittenJson } from './client-body.js';
+import type { EngineAgents } from './engine-agents.js';
 import { type EngineResponse, postUpstream, UpstreamError } from './upstream.js';
 
 export interface FailoverCall {
@@ -14,6 +15,8 @@ export interface FailoverCall {
   headers?: Record<string, string>;
   clientModel: string;
   abort: CallAbort;
+  /** The process's keep-alive connections to the engines. */
+  agents: EngineAgents;
 }
 
 /**
@@ -47,6 +50,7 @@ export async function postWithFailover(
         headers: call.headers,
         clientModel: call.clientModel,
         abort: call.abort,
+        agents: call.agents,
       });
       return { response, target };
     } catch (error) {

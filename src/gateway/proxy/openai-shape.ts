@@ -1,4 +1,4 @@
-const NULLABLE_IN_OPENAI = new Set(['content', 'refusal', 'logprobs', 'finish_reason']);
+const NULLABLE_IN_OPENAI: ReadonlySet<string> = new Set(['content', 'refusal', 'logprobs', 'finish_reason']);
 
 /**
  * Fields that say which engine answered, never shown to clients: `system_fingerprint` (vLLM's null,
@@ -6,7 +6,7 @@ const NULLABLE_IN_OPENAI = new Set(['content', 'refusal', 'logprobs', 'finish_re
  * `timings` (its prompt and generation speeds). Dropped wherever they appear: no OpenAI answer nests a
  * field of these names, and tool arguments and contents are strings.
  */
-const ENGINE_ONLY = new Set(['system_fingerprint', 'timings']);
+const ENGINE_ONLY: ReadonlySet<string> = new Set(['system_fingerprint', 'timings']);
 
 /**
  * vLLM answers with every optional field present, many as null

@@ -31,7 +31,7 @@ export function shownUsage(engine: unknown, billed: TokenUsage): Json | null {
   return usage;
 }
 
-const MEMBERS = new Set([
+const MEMBERS: ReadonlySet<string> = new Set([
   'prompt_tokens',
   'completion_tokens',
   'total_tokens',

@@ -1,3 +1,4 @@
+import type { ChatJsonMemo } from './chat-json.js';
 import type { TokenUsage } from '../billing/token-usage.js';
 
 /**
@@ -63,31 +64,10 @@ export function estimatePromptTokens(messages: unknown): number {
  * A chat body's prompt as the engine's chat template renders it, estimated: its messages (system prompt included)
  * as `estimatePromptTokens` counts them, and its tools' definitions at about four characters a token.
  */
-export function estimateChatPromptTokens(body: Record<string, unknown>): number {
-  const tools = Array.isArray(body.tools) ? Math.ceil(toolsJsonOf(body.tools).length / 4) : 0;
+export function estimateChatPromptTokens(body: Record<string, unknown>, json?: ChatJsonMemo): number {
+  const text = !Array.isArray(body.tools) ? '' : json ? json.toolsJsonOf(body.tools) : JSON.stringify(body.tools);
+  const tools = Math.ceil(text.length / 4);
   return estimatePromptTokens(body.messages) + tools;
-}
-
-/** Each tools array's JSON, by the array: an agent's 60 KB of tools is written once for every estimate of a request. */
-const toolsJson = new WeakMap<unknown[], string>();
-
-/**
- * A tools array's JSON, written once however often it is asked for: the estimates (the ceiling, the token limits,
- * the fallback usage) read its length, and a translation's body is written with it (`requests/sent-body.ts`).
- * Tools arrays are never changed once a request's body is read or translated, so the text stays theirs.
- */
-export function toolsJsonOf(tools: unknown[]): string {
-  let text = toolsJson.get(tools);
-  if (text === undefined) {
-    text = JSON.stringify(tools);
-    toolsJson.set(tools, text);
-  }
-  return text;
-}
-
-/** Gives a tools array the JSON already written for tools that write alike (`requests/translation-json.ts`). */
-export function primeToolsJson(tools: unknown[], text: string): void {
-  toolsJson.set(tools, text);
 }
 
 /** Embedding inputs' tokens, about four characters a token (token-id arrays count one each). */

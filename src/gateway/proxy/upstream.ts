@@ -1,7 +1,5 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { urlToHttpOptions } from 'node:url';
-import { LRUCache } from 'lru-cache';
 import { ENGINE_TRAITS } from '../engines/kinds.js';
 import { countChatPrompt } from '../engines/prompt-count.js';
 import type { UpstreamTarget } from '../engines/types.js';
@@ -11,6 +9,7 @@ import { sanitizeUpstreamMessage, upstreamErrorMessage } from './sanitize.js';
 import { liftNumberArrays } from './lifted-arrays.js';
 import type { CallAbort } from './call-abort.js';
 import { WrittenJson } from './client-body.js';
+import type { EngineAgents } from './engine-agents.js';
 
 /**
  * An engine that failed before sending anything the client could see. Only
@@ -39,6 +38,8 @@ export interface UpstreamCall {
   clientModel: string;
   /** Ends the request early: its timeout, its client gone. */
   abort: CallAbort;
+  /** The process's keep-alive connections to the engines (`engine-agents.ts`). */
+  agents: EngineAgents;
 }
 
 /** An engine's successful answer: its body as it arrives (chunks for a stream), or whole. */
@@ -49,16 +50,6 @@ export interface EngineResponse {
   /** The chat prompt's tokens as the engine counts them (template included), for a stream cut before its usage; null when it cannot. */
   countPrompt?(): Promise<number | null>;
 }
-
-/**
- * Keep-alive connections to the engines, reused across requests. node:http
- * rather than fetch: fetch's WHATWG streams and per-request objects cost the
- * gateway more CPU per request than all of its own work.
- */
-const agents = {
-  'http:': new http.Agent({ keepAlive: true, maxFreeSockets: 256 }),
-  'https:': new https.Agent({ keepAlive: true, maxFreeSockets: 256 }),
-};
 
 /** An engine's error answer is read up to this size: enough for any message worth passing on. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
@@ -80,6 +71,7 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
       bodyText(call.body),
       call.headers ? { ...call.target.headers, ...call.headers } : call.target.headers,
       call.abort,
+      call.agents,
     );
   } catch (error) {
     if (call.abort.aborted && isTimeout(call.abort.reason)) {
@@ -141,27 +133,15 @@ function jsonObjectOf(text: string): Record<string, unknown> {
   return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
 }
 
-/** Engine URLs parsed once: a replica's few paths are asked for on every request. */
-const parsedUrls = new LRUCache<string, { https: boolean; options: http.RequestOptions }>({ max: 1_000 });
-
-function requestOptionsOf(url: string): { https: boolean; options: http.RequestOptions } {
-  let parsed = parsedUrls.get(url);
-  if (!parsed) {
-    const target = new URL(url);
-    parsed = { https: target.protocol === 'https:', options: urlToHttpOptions(target) };
-    parsedUrls.set(url, parsed);
-  }
-  return parsed;
-}
-
 function post(
   url: string,
   body: string | WrittenJson,
   headers: Record<string, string>,
   abort: CallAbort,
+  agents: EngineAgents,
 ): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const target = requestOptionsOf(url);
+    const target = agents.parsed(url);
     const client = target.https ? https : http;
     // The URL's parts named, not `{ ...target.options, method, … }`: V8 (Node 20) takes a slow path, about 2 µs, for
     // a spread followed by properties its source lacks, and Object.assign from URL options was not much faster
@@ -175,7 +155,7 @@ function post(
         path,
         auth,
         method: 'POST',
-        agent: target.https ? agents['https:'] : agents['http:'],
+        agent: target.https ? agents.https : agents.http,
         headers: {
           'content-type': 'application/json',
           'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.length,

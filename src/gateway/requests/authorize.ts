@@ -5,7 +5,6 @@ import { pickModel, requestedModelName } from '../catalog/service.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { headerOf, readJsonObject } from '../../shared/http/request.js';
-import { RepeatedMembers } from '../../shared/http/repeated-members.js';
 import { type AuthenticatedKey, verifiedKey } from '../keys/service.js';
 import { isProjectId } from '../../shared/db/ids.js';
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
@@ -19,9 +18,6 @@ import type { AuthorizedRequest } from './authorized-request.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
 
 export type { AuthorizedRequest } from './authorized-request.js';
-
-/** Each key's tools and system prompt as last sent, not parsed again while they come alike (one per process). */
-const repeatedMembers = new RepeatedMembers();
 
 /** A request that holds funds and limits and may go upstream; `settle` or `abandon` ends it. */
 export interface BilledCall extends AuthorizedRequest {
@@ -64,7 +60,7 @@ export async function authorize(
     deps.config.maxBodyBytes,
     deps.config.oversizeDrain,
     deps.config.maxJsonDepth,
-    { members: repeatedMembers, sender: hash },
+    { members: deps.repeatedMembers, sender: hash },
   ).catch(async (error: unknown) => {
     await unavailableOnFailure(deps, () => deps.keys.authenticate(authorization));
     throw error;
@@ -76,7 +72,7 @@ export async function authorize(
   );
   const caller = verifiedKey(keyRow, hash);
   // Kept only for a real key: a made-up one fills nothing.
-  repeatedMembers.keep(hash, raw, body);
+  deps.repeatedMembers.keep(hash, raw, body);
   c.set('caller', caller);
   const { model, price } = pickModel(matches, modelName);
   c.set('model', model.id);
@@ -136,7 +132,14 @@ export async function reserve(
   const admitting = deps.gateKeeper.admit({
     requestId: request.requestId,
     caller: request.caller,
-    estimatedTokens: estimateRequestTokens(bounded, request.task, deps.config.limits.completionEstimate),
+    estimatedTokens: estimateRequestTokens(
+      bounded,
+      request.task,
+      deps.config.limits.completionEstimate,
+      // A translation's tools were written for the ceiling already (`sent-body.ts`): not written
+      // again here.
+      deps.translations.json,
+    ),
     holdNanos,
     rate,
     projectId: request.projectId,

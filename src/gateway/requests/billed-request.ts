@@ -70,7 +70,6 @@ async function serveAuthorized(
   if (refused) return refused;
   const stream = protocol.stream;
   const upstream = engineCallAbort(c, deps.config.upstreamTimeoutMs, stream === null);
-  const abort = upstream.callAbort;
   // A relayed stream gives back its replica when it ends; everything else here.
   let target: UpstreamTarget | undefined;
   let relaying = false;
@@ -79,7 +78,7 @@ async function serveAuthorized(
   const traceHeaders = call.trace?.startUpstream(call.startedAt, call.upstreamAt, call.model.id);
   try {
     // An engine scaled to zero starts a replica for this request, which waits for it (bounded).
-    const cold = deps.fleet.whenReady(call.model.id, abort);
+    const cold = deps.fleet.whenReady(call.model.id, upstream.callAbort);
     if (cold) await cold;
     const { acquire, body } = fleetCall(deps, call, protocol, headerOf(c, 'x-session-id'));
     const sent = await postWithFailover({
@@ -88,7 +87,8 @@ async function serveAuthorized(
       body,
       headers: traceHeaders,
       clientModel: call.clientModel,
-      abort,
+      abort: upstream.callAbort,
+      agents: deps.engineAgents,
     });
     target = sent.target;
     call.answeredAt = performance.now();
@@ -189,7 +189,7 @@ async function admitCall(
   const cached = await cachedAnswer(c, deps, request);
   if (cached) return cached;
   if (!endpoint.admitsRateFirst?.(request)) {
-    const protocol = await endpoint.begin(request);
+    const protocol = await endpoint.begin(request, deps);
     return { protocol, call: await reserve(c, deps, request, protocol) };
   }
   const rate = await deps.gateKeeper.admitRate({
@@ -198,7 +198,7 @@ async function admitCall(
     alone: deps.inFlight.size === 0,
   });
   try {
-    const protocol = await endpoint.begin(request);
+    const protocol = await endpoint.begin(request, deps);
     return { protocol, call: await reserve(c, deps, request, protocol, rate) };
   } catch (error) {
     await deps.gateKeeper.giveBackRate(rate);

@@ -19,6 +19,9 @@ import type { FlowControl } from '../flow/flow-control.js';
 import type { AuthorizedRequest, EndpointName } from './authorized-request.js';
 import type { StreamWriter } from './stream-writer.js';
 import type { WrittenJson } from '../proxy/client-body.js';
+import type { EngineAgents } from '../proxy/engine-agents.js';
+import type { RepeatedMembers } from '../../shared/http/repeated-members.js';
+import type { TranslationJsonCache } from './translation-json.js';
 
 /**
  * What the billed path uses of the gateway's services, and nothing more: a
@@ -34,6 +37,8 @@ export interface BilledDeps {
   fleet: Fleet;
   /** Each organization's cache salt, sent to the engines that keep organizations' caches apart. */
   cacheSalts: CacheSalts;
+  /** Keep-alive connections to the engines, one pool per process (`proxy/engine-agents.ts`). */
+  engineAgents: EngineAgents;
   journal: ChargeJournal;
   cache: ResponseCache;
   metrics: Metrics;
@@ -41,6 +46,16 @@ export interface BilledDeps {
   inFlight: InFlight;
   storeOutage: OutageLog;
   flow: FlowControl;
+  /**
+   * Each key's tools, system prompt and conversations as last sent, not parsed again
+   * (`RepeatedMembers`).
+   */
+  repeatedMembers: RepeatedMembers;
+  /**
+   * Each organization's last translations' JSON, written once for its next turns
+   * (`translation-json.ts`).
+   */
+  translations: TranslationJsonCache;
 }
 
 /** How a relayed stream controls its call: stop the engine's work, and give back the replica when it ends. */
@@ -75,7 +90,7 @@ export interface BilledEndpoint {
    * Starts one request's call, once it is authorized: reads what it needs (the Responses API: the stored
    * conversation `previous_response_id` continues; may refuse) and makes the body the engine is sent.
    */
-  begin(request: AuthorizedRequest): ProtocolCall | Promise<ProtocolCall>;
+  begin(request: AuthorizedRequest, deps: BilledDeps): ProtocolCall | Promise<ProtocolCall>;
   /**
    * True for a request whose `begin` reads the store (a stored conversation `previous_response_id` continues): the
    * key's requests per minute and concurrency are then admitted before it (`serveBilled`), so a refused key costs no

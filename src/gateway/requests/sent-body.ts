@@ -1,4 +1,5 @@
-import { estimateChatPromptTokens, primeToolsJson, toolsJsonOf } from '../proxy/token-counts.js';
+import { estimateChatPromptTokens } from '../proxy/token-counts.js';
+import { ChatJsonMemo } from '../proxy/chat-json.js';
 import { WrittenJson } from '../proxy/client-body.js';
 
 type Json = Record<string, unknown>;
@@ -15,10 +16,10 @@ type Json = Record<string, unknown>;
  * const chat = { messages: [{ role: 'user', content: 'x'.repeat(4000) }], max_tokens: 32000 };
  * keepCeilingWithinContext(chat, 8192); // chat.max_tokens: 8192 - 1007 = 7185
  */
-export function keepCeilingWithinContext(chat: Json, contextLength: number): void {
+export function keepCeilingWithinContext(chat: Json, contextLength: number, json?: ChatJsonMemo): void {
   const asked = chat.max_tokens;
   if (typeof asked !== 'number') return;
-  const room = contextLength - estimateChatPromptTokens(chat);
+  const room = contextLength - estimateChatPromptTokens(chat, json);
   if (asked > room) chat.max_tokens = Math.max(1, room);
 }
 
@@ -32,56 +33,20 @@ export interface SentBody {
   writtenFor(servedModelName: string): WrittenJson;
 }
 
-/** Each chat message's JSON as bytes, by the message: kept from an organization's last translation (`translation-json.ts`). */
-const messageBytes = new WeakMap<object, Buffer>();
-
-/** A chat message's JSON as UTF-8 bytes, written once however often it is asked for. Messages never change once translated. */
-export function messageBytesOf(message: object): Buffer {
-  let bytes = messageBytes.get(message);
-  if (bytes === undefined) {
-    bytes = Buffer.from(JSON.stringify(message));
-    messageBytes.set(message, bytes);
-  }
-  return bytes;
-}
-
-/** Gives a message the bytes already written for a message that writes alike (`translation-json.ts`). */
-export function primeMessageBytes(message: object, bytes: Buffer): void {
-  messageBytes.set(message, bytes);
-}
-
-/** Each tools array's JSON as bytes: the text `toolsJsonOf` wrote for the estimates, encoded once. */
-const toolsBytes = new WeakMap<unknown[], Buffer>();
-
-/** A tools array's JSON as UTF-8 bytes, encoded once from `toolsJsonOf`'s text. */
-export function toolsBytesOf(tools: unknown[]): Buffer {
-  let bytes = toolsBytes.get(tools);
-  if (bytes === undefined) {
-    bytes = Buffer.from(toolsJsonOf(tools));
-    toolsBytes.set(tools, bytes);
-  }
-  return bytes;
-}
-
-/** Gives a tools array the bytes (and so the text) already written for tools that write alike (`translation-json.ts`). */
-export function primeToolsBytes(tools: unknown[], text: string, bytes: Buffer): void {
-  primeToolsJson(tools, text);
-  toolsBytes.set(tools, bytes);
-}
-
 const COMMA = Buffer.from(',');
 
 /**
- * Writes a translated body's JSON once, with every earlier turn, tool and system prompt the translation put in it:
- * its size is the prompt's bound, and each replica tried is sent it with its own model name put in front (the
- * client's is left out), not the whole body written again. It is kept in parts, never joined: the tools' JSON is the
- * one the estimates measured (`toolsJsonOf`), and each message's is its own (`messageBytesOf`), either of which may
- * be the bytes kept from the organization's last turn (`translation-json.ts`), not written or encoded again.
+ * Writes a translated body's JSON once, with every earlier turn, tool and system prompt the
+ * translation put in it: its size is the prompt's bound, and each replica tried is sent it with its
+ * own model name put in front (the client's is left out), not the whole body written again. It is
+ * kept in parts, never joined: the tools' JSON is the one the estimates measured (`json`, a
+ * `ChatJsonMemo`), and each message's is its own, either of which may be the bytes kept from the
+ * organization's last turn (`translation-json.ts`), not written or encoded again.
  *
  * @example
  * sentBody({ model: 'm', messages: [] }, false).forModel('served'); // '{"model":"served","messages":[]}'
  */
-export function sentBody(chat: Json, streams: boolean): SentBody {
+export function sentBody(chat: Json, streams: boolean, json = new ChatJsonMemo()): SentBody {
   // The members after the opening brace, in the body's own order: `{` + members is the whole body.
   const members: Buffer[] = [];
   // The small members between the large ones, gathered as text and encoded once each run.
@@ -96,14 +61,14 @@ export function sentBody(chat: Json, streams: boolean): SentBody {
     text += `${text || members.length > 0 ? ',' : ''}${JSON.stringify(key)}:`;
     if (key === 'tools' && Array.isArray(value)) {
       flushText();
-      members.push(toolsBytesOf(value));
+      members.push(json.toolsBytesOf(value));
     } else if (key === 'messages' && Array.isArray(value)) {
       text += '[';
       value.forEach((message: unknown, i) => {
         if (isObject(message)) {
           flushText();
           if (i > 0) members.push(COMMA);
-          members.push(messageBytesOf(message));
+          members.push(json.messageBytesOf(message));
         } else text += `${i > 0 ? ',' : ''}${JSON.stringify(message) ?? 'null'}`;
       });
       text += ']';

@@ -1,6 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { toolsJsonOf } from '../proxy/token-counts.js';
-import { messageBytesOf, primeMessageBytes, primeToolsBytes, toolsBytesOf } from './sent-body.js';
+import { ChatJsonMemo } from '../proxy/chat-json.js';
 
 type Json = Record<string, unknown>;
 
@@ -45,6 +44,10 @@ export interface KeptTranslation {
  * translations.keep(orgId, chat, earlier); // kept in place of the turn it continues
  */
 export class TranslationJsonCache {
+  /**
+   * The JSON written for each request's tools and messages, which `reuse` gives the kept bytes to.
+   */
+  readonly json = new ChatJsonMemo();
   private readonly kept = new LRUCache<string, KeptTranslation[]>({
     max: ORGANIZATIONS_KEPT,
     maxSize: MAX_KEPT_BYTES,
@@ -71,10 +74,10 @@ export class TranslationJsonCache {
       const shared = sharedMessages(kept.messages, messages);
       if (shared > bestShared) [best, bestShared] = [kept, shared];
     }
-    for (let i = 0; i < bestShared; i++) primeMessageBytes(messages[i] as object, best!.messageBytes[i]!);
+    for (let i = 0; i < bestShared; i++) this.json.primeMessage(messages[i] as object, best!.messageBytes[i]!);
     const tools = Array.isArray(chat.tools) ? chat.tools : null;
     const sameTools = tools && conversations.find((kept) => kept.tools && sameJson(kept.tools, tools));
-    if (tools && sameTools?.toolsBytes) primeToolsBytes(tools, sameTools.toolsJson, sameTools.toolsBytes);
+    if (tools && sameTools?.toolsBytes) this.json.primeTools(tools, sameTools.toolsJson, sameTools.toolsBytes);
     return best && bestShared >= best.messages.length - 1 ? best : undefined;
   }
 
@@ -84,14 +87,14 @@ export class TranslationJsonCache {
    */
   keep(orgId: string, chat: Json, earlier: KeptTranslation | undefined): void {
     const tools = Array.isArray(chat.tools) ? chat.tools : null;
-    const toolsJson = tools ? toolsJsonOf(tools) : '';
-    const toolsBytes = tools ? toolsBytesOf(tools) : null;
+    const toolsJson = tools ? this.json.toolsJsonOf(tools) : '';
+    const toolsBytes = tools ? this.json.toolsBytesOf(tools) : null;
     const messages = Array.isArray(chat.messages) ? (chat.messages as unknown[]) : [];
     let bytes = toolsBytes?.length ?? 0;
     const messageBytes: Buffer[] = [];
     for (const message of messages) {
       if (!isObject(message)) break;
-      const written = messageBytesOf(message);
+      const written = this.json.messageBytesOf(message);
       bytes += written.length;
       messageBytes.push(written);
     }

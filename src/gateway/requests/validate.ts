@@ -1,6 +1,6 @@
 import { type ErrorDetail, GatewayError } from '../../shared/http/errors.js';
 
-const MESSAGE_ROLES = new Set(['system', 'user', 'assistant', 'tool', 'developer', 'function']);
+const MESSAGE_ROLES: ReadonlySet<string> = new Set(['system', 'user', 'assistant', 'tool', 'developer', 'function']);
 
 /**
  * Checks what the gateway itself relies on in a chat request: `messages`,

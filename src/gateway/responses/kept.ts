@@ -35,8 +35,8 @@ export function keptInputItem(item: Json): Json | null {
   }
 }
 
-const TEXT_PARTS = new Set(['input_text', 'output_text', 'text', 'summary_text', 'refusal']);
-const IMAGE_DETAILS = new Set(['low', 'high', 'auto']);
+const TEXT_PARTS: ReadonlySet<string> = new Set(['input_text', 'output_text', 'text', 'summary_text', 'refusal']);
+const IMAGE_DETAILS: ReadonlySet<string> = new Set(['low', 'high', 'auto']);
 
 function keptMessage(item: Json): Json {
   const kept = withStrings(item, { type: 'message' }, ['id', 'role', 'status'], {});
@@ -74,8 +74,8 @@ export function keptResponse(response: Json): Json {
 }
 
 const numberOrNull = (value: unknown) => (typeof value === 'number' ? value : null);
-const REASONING_EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']);
-const REASONING_SUMMARIES = new Set(['auto', 'concise', 'detailed']);
+const REASONING_EFFORTS: ReadonlySet<string> = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']);
+const REASONING_SUMMARIES: ReadonlySet<string> = new Set(['auto', 'concise', 'detailed']);
 
 /** The request's fields a response repeats, each as it is kept. */
 const ECHOED: Record<string, (value: unknown) => unknown> = {

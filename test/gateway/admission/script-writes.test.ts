@@ -24,11 +24,15 @@ describe.skipIf(!hasRedis)("the gate's scripts on one connection", () => {
 
   beforeAll(async () => {
     redis = openRedis(redisUrl, createLogger('error')) as Redis;
-    append = defineScript(redis, {
-      name: 'testAppendInOrder',
-      numberOfKeys: 1,
-      lua: "return redis.call('RPUSH', KEYS[1], ARGV[1])",
-    });
+    append = defineScript(
+      redis,
+      {
+        name: 'testAppendInOrder',
+        numberOfKeys: 1,
+        lua: "return redis.call('RPUSH', KEYS[1], ARGV[1])",
+      },
+      { count: 0 },
+    );
     await redisReady(redis);
   });
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UpstreamTarget } from '../../../src/gateway/engines/types.js';
 import { CallAbort } from '../../../src/gateway/proxy/call-abort.js';
 import { postUpstream } from '../../../src/gateway/proxy/upstream.js';
+import { EngineAgents } from '../../../src/gateway/proxy/engine-agents.js';
 
 /**
  * A `CallAbort` destroys its call's engine request. A call's connection goes back to the keep-alive pool when its
@@ -42,8 +43,9 @@ describe('an engine call aborted over a kept-alive connection', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
+  const agents = new EngineAgents();
   const call = (path: string, abort: CallAbort) =>
-    postUpstream({ target, path, body: { model: 'm', messages: [] }, clientModel: 'm', abort });
+    postUpstream({ target, path, body: { model: 'm', messages: [] }, clientModel: 'm', abort, agents });
 
   it('leaves the next call on the same connection alone', async () => {
     const first = new CallAbort();

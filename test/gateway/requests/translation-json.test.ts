@@ -43,7 +43,7 @@ const messagesBody = (count: number, withTools: unknown[] = tools): Json =>
 /** What the engine is sent for a translation, through the cache as an endpoint uses it. */
 function sentChat(cache: TranslationJsonCache, orgId: string, chat: Json): string {
   const earlier = cache.reuse(orgId, chat);
-  const text = sentBody(chat, false).forModel('served');
+  const text = sentBody(chat, false, cache.json).forModel('served');
   cache.keep(orgId, chat, earlier);
   return text;
 }
@@ -147,7 +147,7 @@ describe('an organization’s translations written once', () => {
       return { chat, earlier: cache.reuse('org_a', chat) };
     });
     for (const { chat, earlier } of inFlight) {
-      sentBody(chat, false);
+      sentBody(chat, false, cache.json);
       cache.keep('org_a', chat, earlier);
     }
     // Before: nine copies of b's conversation, and a's (of eight kept each) forgotten.

@@ -5,7 +5,7 @@ import { autoscale } from './autoscale.js';
 import { dockerClientFor } from '../../../shared/docker/client.js';
 import { waitForReplica } from './cold-start.js';
 import { ensureImages } from './containers.js';
-import { hostsOf } from './hosts.js';
+import { GpusBeingPlaced, hostsOf } from './hosts.js';
 import { reconcile } from './reconcile.js';
 import { rollingRestart } from './restart.js';
 import { acquireReplica, engineStatus, freeSlotsOf, startRouting } from './routing.js';
@@ -111,6 +111,7 @@ async function initialState(definition: DockerDefinition, options: DockerEngineO
     desired,
     bounds,
     hosts,
+    placing: options.placing ?? new GpusBeingPlaced(),
     scaleStore,
     holder: randomUUID(),
     autoscale: {

@@ -11,31 +11,38 @@ const PLACING_MS = 60_000;
 /**
  * GPUs this process has placed a replica on and no listing has shown yet,
  * by host: engines reconcile apart, and another engine's pass that lists
- * the host before the container exists must not take them too.
+ * the host before the container exists must not take them too. One per
+ * fleet (`startFleet`), shared by its Docker engines; keyed by host, bounded
+ * by the hosts' GPUs, each kept until a listing shows it or `PLACING_MS` passes.
  */
-const placing = new Map<string, Map<string, number>>();
+export class GpusBeingPlaced {
+  private readonly byHost = new Map<string, Map<string, number>>();
 
-/** Marks GPUs of a host as taken by a replica being created. */
-export function reserveGpus(host: string, gpus: string[]): void {
-  const taken = placing.get(host) ?? new Map<string, number>();
-  for (const id of gpus) taken.set(id, Date.now() + PLACING_MS);
-  placing.set(host, taken);
-}
-
-/** Gives back GPUs whose replica could not be created. */
-export function releaseGpus(host: string, gpus: string[]): void {
-  for (const id of gpus) placing.get(host)?.delete(id);
-}
-
-/** What a listing shows taken, plus what this process is still placing there (dropping what the listing now shows, or what expired). */
-function takenOn(host: string, listed: Set<string>): Set<string> {
-  const taken = placing.get(host);
-  if (!taken) return listed;
-  for (const [id, until] of taken) {
-    if (listed.has(id) || until < Date.now()) taken.delete(id);
-    else listed.add(id);
+  /** Marks GPUs of a host as taken by a replica being created. */
+  reserve(host: string, gpus: string[]): void {
+    const taken = this.byHost.get(host) ?? new Map<string, number>();
+    for (const id of gpus) taken.set(id, Date.now() + PLACING_MS);
+    this.byHost.set(host, taken);
   }
-  return listed;
+
+  /** Gives back GPUs whose replica could not be created. */
+  release(host: string, gpus: string[]): void {
+    for (const id of gpus) this.byHost.get(host)?.delete(id);
+  }
+
+  /**
+   * What a listing shows taken, plus what is still being placed there (less what it shows, or
+   * expired).
+   */
+  takenOn(host: string, listed: Set<string>): Set<string> {
+    const taken = this.byHost.get(host);
+    if (!taken) return listed;
+    for (const [id, until] of taken) {
+      if (listed.has(id) || until < Date.now()) taken.delete(id);
+      else listed.add(id);
+    }
+    return listed;
+  }
 }
 
 /** One Docker engine of an engine, as one reconcile pass sees it. */
@@ -92,6 +99,7 @@ export function gpusOfLabels(labels: Record<string, string>): string[] {
 export async function listHost(
   host: HostState,
   unhealthyAfter: number,
+  placing: GpusBeingPlaced,
   timeoutMs = LIST_TIMEOUT_MS,
 ): Promise<Docker.ContainerInfo[] | null> {
   let timer: NodeJS.Timeout | undefined;
@@ -105,7 +113,10 @@ export async function listHost(
     ]);
     host.failures = 0;
     host.down = false;
-    host.usedGpus = takenOn(host.definition.docker_host, new Set(containers.flatMap((c) => gpusOfLabels(c.Labels))));
+    host.usedGpus = placing.takenOn(
+      host.definition.docker_host,
+      new Set(containers.flatMap((c) => gpusOfLabels(c.Labels))),
+    );
     return containers;
   } catch {
     host.failures += 1;

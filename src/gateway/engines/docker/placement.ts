@@ -1,4 +1,4 @@
-import { gpusPerReplica, reserveGpus } from './hosts.js';
+import { gpusPerReplica } from './hosts.js';
 import type { Placement } from './spec.js';
 import type { EngineState } from './state.js';
 
@@ -27,7 +27,7 @@ export function placeReplica(state: EngineState): Placement | null {
   const chosen = candidates[0]!;
   const gpus = chosen.free.slice(0, needed);
   for (const id of gpus) chosen.host.usedGpus.add(id);
-  reserveGpus(chosen.host.definition.docker_host, gpus);
+  state.placing.reserve(chosen.host.definition.docker_host, gpus);
   return { host: chosen.host.definition, gpus };
 }
 

@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
 import { createContainer, removeContainer } from './containers.js';
 import { checkHealth } from './health.js';
-import { gpusOfLabels, type HostState, listHost, releaseGpus } from './hosts.js';
+import { gpusOfLabels, type HostState, listHost } from './hosts.js';
 import { placeReplica } from './placement.js';
 import { LABELS } from './spec.js';
 import { type EngineState, loadsScraped, type Replica, scrapedLoad, trackReplica } from './state.js';
@@ -28,7 +28,7 @@ interface Listed {
 export async function reconcile(state: EngineState): Promise<void> {
   const { definition, options } = state;
   const listings = await Promise.all(
-    state.hosts.map((host) => listHost(host, options.unhealthyAfter ?? 3, options.listTimeoutMs)),
+    state.hosts.map((host) => listHost(host, options.unhealthyAfter ?? 3, state.placing, options.listTimeoutMs)),
   );
   // Read after listing: a container another gateway made after raising the count is never taken for an extra one.
   // The database away: keep the count and go on checking replicas' health.
@@ -178,7 +178,7 @@ async function createMissing(state: EngineState, seen: Set<number>): Promise<voi
     const track = (id: string) =>
       trackReplica(state, index, { id, startedAt: Date.now(), host: placement.host, gpus: placement.gpus });
     await createContainer(state, index, placement, track).catch((error: Error & { statusCode?: number }) => {
-      releaseGpus(placement.host.docker_host, placement.gpus);
+      state.placing.release(placement.host.docker_host, placement.gpus);
       // 409: another gateway sharing this engine created it first; the next pass adopts it.
       if (error.statusCode !== 409)
         options.log.error('engine replica could not start', {

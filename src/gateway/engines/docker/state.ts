@@ -6,7 +6,7 @@ import type { LoadScraper } from '../routing/scraper.js';
 import type { RoutingSettings } from '../../../config/index.js';
 import type { ReplicaRouter } from '../routing/router.js';
 import type { ReplicaState } from '../types.js';
-import type { HostState } from './hosts.js';
+import type { GpusBeingPlaced, HostState } from './hosts.js';
 import type { ScaleStore } from './scale-store.js';
 import { containerName, replicaAddress } from './spec.js';
 
@@ -31,6 +31,11 @@ export interface DockerEngineOptions {
   listTimeoutMs?: number;
   /** How replicas are chosen (TOLLGATE_ROUTING_*); absent: least-loaded, no metrics scraped. */
   routing?: RoutingSettings;
+  /**
+   * GPUs being placed, shared by the fleet's Docker engines (`startFleet`); default: this engine's
+   * own.
+   */
+  placing?: GpusBeingPlaced;
 }
 
 /** One container of the engine, as this process tracks it. */
@@ -85,6 +90,8 @@ export interface EngineState {
   /** Autoscaling bounds (min = max: fixed). */
   bounds: { min: number; max: number };
   hosts: HostState[];
+  /** GPUs placed and not yet listed, the fleet's (`DockerEngineOptions.placing`). */
+  placing: GpusBeingPlaced;
   scaleStore: ScaleStore;
   /** This process's name as a lease holder. */
   holder: string;

@@ -1,14 +1,10 @@
 import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/token-counts.js';
 import type { BilledEndpoint } from '../endpoint.js';
 import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
-import { TranslationJsonCache } from '../translation-json.js';
 import { invalid } from '../validate.js';
 import { messageOf } from './answer.js';
 import { messagesStreamWriter } from './stream.js';
 import { chatBodyOf, messagesRequestErrors } from './translate.js';
-
-/** Each organization's last conversations as the engine was sent them: an agent sends them again every turn. */
-const translations = new TranslationJsonCache();
 
 /**
  * Anthropic's Messages (`POST /v1/messages`), JSON or SSE, translated to the
@@ -27,13 +23,13 @@ export const MESSAGES: BilledEndpoint = {
     const details = messagesRequestErrors(body, config.translation);
     if (details.length > 0) throw invalid(details);
   },
-  begin(request) {
+  begin(request, { translations }) {
     // The translation, made once: the bounds, the hold, the estimate and every replica tried read what it sends.
     const chat = chatBodyOf(request.body);
     const earlier = translations.reuse(request.caller.orgId, chat);
-    keepCeilingWithinContext(chat, request.model.contextLength);
+    keepCeilingWithinContext(chat, request.model.contextLength, translations.json);
     const streams = request.body.stream === true;
-    const sent = sentBody(chat, streams);
+    const sent = sentBody(chat, streams, translations.json);
     translations.keep(request.caller.orgId, chat, earlier);
     return {
       bounded: chat,
@@ -41,7 +37,7 @@ export const MESSAGES: BilledEndpoint = {
       bodyFor: (target) => sent.writtenFor(target.servedModelName),
       answerOf: (answer) => messageOf(answer, request.clientModel),
       estimate: (answer) => ({
-        promptTokens: estimateChatPromptTokens(chat),
+        promptTokens: estimateChatPromptTokens(chat, translations.json),
         completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
       }),
       stream: streams ? (bounds) => messagesStreamWriter(request.clientModel, bounds) : null,

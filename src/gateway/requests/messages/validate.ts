@@ -4,7 +4,7 @@ import { countError, isObject, nameErrors, optionalNameErrors } from '../transla
 
 type Json = Record<string, unknown>;
 
-const BLOCK_TYPES = new Set([
+const BLOCK_TYPES: ReadonlySet<string> = new Set([
   'text',
   'image',
   'tool_use',

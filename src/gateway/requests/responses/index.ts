@@ -4,7 +4,7 @@ import type { AuthorizedRequest } from '../authorize.js';
 import type { BilledEndpoint, ProtocolCall } from '../endpoint.js';
 import type { StreamWriter } from '../stream-writer.js';
 import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
-import { TranslationJsonCache } from '../translation-json.js';
+import type { TranslationJsonCache } from '../translation-json.js';
 import { invalid } from '../validate.js';
 import { itemId, responseOf } from './answer.js';
 import { type ConversationDeps, createConversations, type TurnInput } from './conversation.js';
@@ -27,8 +27,6 @@ type Conversations = ReturnType<typeof createConversations>;
  */
 export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
   const conversations = createConversations(deps);
-  // Each organization's last conversations as the engine was sent them: Codex sends its whole history every turn.
-  const translations = new TranslationJsonCache();
   return {
     name: 'responses',
     task: 'chat',
@@ -42,7 +40,8 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
       if (details.length === 0) details.push(...referenceCountErrors(body.input, config.responses.maxReferences));
       if (details.length > 0) throw invalid(details);
     },
-    begin: async (request) => responsesCall(request, conversations, translations, await conversations.load(request)),
+    begin: async (request, { translations }) =>
+      responsesCall(request, conversations, translations, await conversations.load(request)),
   };
 }
 
@@ -56,9 +55,9 @@ function responsesCall(
   // Sent with every earlier turn: the bounds, the hold and the estimate are this body's, not the client's alone.
   const chat = chatBodyOf(request.body, earlier, input);
   const earlierTurn = translations.reuse(request.caller.orgId, chat);
-  keepCeilingWithinContext(chat, request.model.contextLength);
+  keepCeilingWithinContext(chat, request.model.contextLength, translations.json);
   const streams = request.body.stream === true;
-  const sent = sentBody(chat, streams);
+  const sent = sentBody(chat, streams, translations.json);
   translations.keep(request.caller.orgId, chat, earlierTurn);
   const responseId = request.responseId ?? itemId('resp');
   const source = (): ResponsesStreamSource => ({
@@ -79,7 +78,7 @@ function responsesCall(
       return response;
     },
     estimate: (answer) => ({
-      promptTokens: estimateChatPromptTokens(chat),
+      promptTokens: estimateChatPromptTokens(chat, translations.json),
       completionTokens: answer ? estimateCompletionTokens(answer.choices) : 0,
     }),
     stream: streams

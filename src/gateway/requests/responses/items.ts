@@ -88,7 +88,7 @@ function outputText(output: unknown): string {
   return textOf(output);
 }
 
-const TEXT_PARTS = new Set(['input_text', 'output_text', 'text', 'summary_text', 'refusal']);
+const TEXT_PARTS: ReadonlySet<string> = new Set(['input_text', 'output_text', 'text', 'summary_text', 'refusal']);
 
 /** The text of a message's content: a string, or its text parts joined. */
 export function textOf(content: unknown): string {

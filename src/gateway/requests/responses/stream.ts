@@ -12,7 +12,7 @@ import type { ToolNames } from './translate.js';
 type Json = Record<string, unknown>;
 
 /** The response's members that change while it streams; the others (its echo of the request) are written once. */
-const CHANGING_MEMBERS = new Set(['status', 'error', 'incomplete_details', 'output', 'usage']);
+const CHANGING_MEMBERS: ReadonlySet<string> = new Set(['status', 'error', 'incomplete_details', 'output', 'usage']);
 
 /** What a Responses stream is made from: the request (echoed in the response), its tools' names, the response's id and the client's model. */
 export interface ResponsesStreamSource {

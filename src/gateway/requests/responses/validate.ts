@@ -50,9 +50,9 @@ function inputErrors(input: unknown, bounds: TranslationBounds): ErrorDetail[] {
   return details;
 }
 
-const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
-const CALLS = new Set(['function_call', 'custom_tool_call']);
-const OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output']);
+const ROLES: ReadonlySet<string> = new Set(['user', 'assistant', 'system', 'developer']);
+const CALLS: ReadonlySet<string> = new Set(['function_call', 'custom_tool_call']);
+const OUTPUTS: ReadonlySet<string> = new Set(['function_call_output', 'custom_tool_call_output']);
 
 function itemErrors(item: unknown, field: string, bounds: TranslationBounds): ErrorDetail[] {
   if (!isObject(item)) return [{ field, message: 'must be an object' }];
