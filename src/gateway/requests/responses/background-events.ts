@@ -5,7 +5,7 @@ import { SSE_HEADERS } from '../cached-answer.js';
 
 /** How often a reader looks for a running job's next events. */
 const POLL_MS = 100;
-const FINISHED = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
+const FINISHED: ReadonlySet<string> = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
 
 /**
  * A background response's events after `after` (a `sequence_number`; -1 for all), as SSE, read from

@@ -116,7 +116,14 @@ class JobRun {
     try {
       call.upstreamAt = performance.now();
       const path = '/chat/completions';
-      return await postWithFailover({ acquire, path, body, clientModel: call.clientModel, abort: this.abort });
+      return await postWithFailover({
+        acquire,
+        path,
+        body,
+        clientModel: call.clientModel,
+        abort: this.abort,
+        agents: deps.engineAgents,
+      });
     } catch {
       if (this.cancelled) {
         // The engine may have read the prompt: billed for it, as a client that leaves is.

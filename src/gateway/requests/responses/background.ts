@@ -19,7 +19,7 @@ import { streamFromStore } from './background-events.js';
 type Json = Record<string, unknown>;
 
 /** The statuses a background response ends in: cancelling one of them changes nothing. */
-const FINISHED = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
+const FINISHED: ReadonlySet<string> = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
 /** How often a cancel looks whether the job has stopped. */
 const CANCEL_POLL_MS = 100;
 
@@ -161,7 +161,7 @@ export class BackgroundResponses implements BackgroundQueue {
     let protocol: ProtocolCall;
     try {
       const request = await reauthorized(deps, row);
-      protocol = await endpoint.begin(request);
+      protocol = await endpoint.begin(request, deps);
       call = await reserve(DETACHED, deps, request, protocol);
     } catch (error) {
       const passing = error instanceof GatewayError && (error.status === 429 || error.status >= 500);
