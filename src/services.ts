@@ -30,6 +30,10 @@ import { DatabaseResponseStore } from './gateway/responses/database-store.js';
 import type { ResponseStore } from './gateway/responses/store.js';
 import { DatabaseConversationStore } from './gateway/conversations/database-store.js';
 import type { ConversationStore } from './gateway/conversations/store.js';
+import { DatabaseFileStore } from './gateway/files/database-store.js';
+import type { FileStore } from './gateway/files/store.js';
+import type { BlobStore } from './shared/blobs/blob-store.js';
+import { FolderBlobStore } from './shared/blobs/folder-store.js';
 import {
   createPeopleServices,
   createPlatformServices,
@@ -95,6 +99,10 @@ export interface GatewayServices {
   responseStore: ResponseStore;
   /** Conversations (`/v1/conversations`, `conversation` on `/v1/responses`), in the database: any process appends. */
   conversationStore: ConversationStore;
+  /** Uploaded files (`/v1/files`): their rows in the database, their bytes in `blobs`. */
+  fileStore: FileStore;
+  /** Large bytes outside the database's heap (`shared/blobs/`): a folder embedded, PostgreSQL in chunks otherwise. */
+  blobs: BlobStore;
   /** Where requests wait when the fleet is full, and in what order (`flow/flow-control.ts`). */
   flow: FlowControl;
 }
@@ -111,6 +119,8 @@ export interface ServiceParts {
   redis?: RedisClient | null;
   /** Opened by the caller (it reads the data folder): `ChargeJournal.open`. */
   journal: ChargeJournal;
+  /** Opened by the caller (`shared/blobs/open.ts`), which closes it; default: a temporary folder. */
+  blobs?: BlobStore;
   /** Started by the caller when tracing is configured (`observability/tracing.ts`). */
   tracing?: Tracing | null;
 }
@@ -166,7 +176,7 @@ function createGatewayServices(
   catalogChanged: () => void,
   metrics: Metrics | null,
 ): GatewayServices {
-  const { config, db, log, fleet, adminToken, redis = null, journal } = parts;
+  const { config, db, log, fleet, adminToken, redis = null, journal, blobs = new FolderBlobStore(null) } = parts;
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
   const redisOptions = { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions };
   const gate = redis ? createRedisGate(redis, redisOptions) : createMemoryGate(gateOptions);
@@ -203,6 +213,8 @@ function createGatewayServices(
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),
     conversationStore: new DatabaseConversationStore(db, config.conversations),
+    fileStore: new DatabaseFileStore(db, blobs, config.files),
+    blobs,
     flow,
   };
 }

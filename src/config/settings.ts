@@ -1,6 +1,7 @@
 import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 import { hostPortList } from './host-ports.js';
+import { storedSettings } from './stored-settings.js';
 
 const booleanSetting = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -106,32 +107,7 @@ export const settingsSchema = z.object({
     .int()
     .min(1024)
     .default(1024 * 1024),
-  TOLLGATE_RESPONSES_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-  TOLLGATE_RESPONSES_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(8 * 1024 * 1024),
-  TOLLGATE_RESPONSES_ORG_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(1024 * 1024 * 1024),
-  TOLLGATE_RESPONSES_CHAIN_MAX_TURNS: z.coerce.number().int().min(1).max(100_000).default(1000),
-  TOLLGATE_RESPONSES_CHAIN_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(16 * 1024 * 1024),
-  TOLLGATE_RESPONSES_SAVE_WAIT_MS: z.coerce.number().int().min(0).max(1000).default(10),
-  TOLLGATE_CONVERSATIONS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-  TOLLGATE_CONVERSATIONS_ORG_MAX: z.coerce.number().int().min(1).default(10_000),
-  TOLLGATE_CONVERSATIONS_MAX_ITEMS: z.coerce.number().int().min(20).max(1_000_000).default(10_000),
-  TOLLGATE_CONVERSATIONS_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(16 * 1024 * 1024),
+  ...storedSettings,
   TOLLGATE_ENGINE_POLL_MS: z.coerce.number().int().min(100).default(2000),
   TOLLGATE_ENGINE_DNS_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
   TOLLGATE_ENGINES_ON_SHUTDOWN: z.enum(['leave', 'stop']).default('leave'),
