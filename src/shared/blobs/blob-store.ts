@@ -25,6 +25,8 @@ export interface BlobStore {
   get(id: string): Promise<Readable | null>;
   /** Deletes it; an unknown id is no error. */
   delete(id: string): Promise<void>;
+  /** Deletes what puts began before `before` and never finished (their process died); how many. */
+  sweepUnfinished(before: Date): Promise<number>;
   /** Ends what the store holds open (a temporary folder is removed). */
   close(): Promise<void>;
 }

@@ -13,7 +13,7 @@ export const CHUNK_BYTES = 1024 * 1024;
  * row is made first and marked complete last; its chunks are written one
  * statement each as the bytes arrive (no transaction held open for an
  * upload's length), and a put that fails deletes what it wrote. A put that
- * died with its process is swept by `sweepIncomplete` after a day. Reads
+ * died with its process is swept by `sweepUnfinished`. Reads
  * fetch one chunk at a time as the reader asks. Not for PGlite: its heap never
  * shrinks (`folder-store.ts` there).
  *
@@ -82,7 +82,7 @@ export class DatabaseBlobStore implements BlobStore {
   }
 
   /** Deletes blobs begun before `before` and never completed (a put whose process died); how many. */
-  async sweepIncomplete(before: Date): Promise<number> {
+  async sweepUnfinished(before: Date): Promise<number> {
     const gone = await this.db
       .delete(blobs)
       .where(and(eq(blobs.complete, false), lt(blobs.createdAt, before)))

@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, open, rename, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -48,6 +48,27 @@ export class FolderBlobStore implements BlobStore {
   async delete(id: string): Promise<void> {
     if (!isBlobId(id)) return;
     await rm(await this.pathOf(id, false), { force: true });
+  }
+
+  async sweepUnfinished(before: Date): Promise<number> {
+    // A fixed folder may hold what an earlier process left; a temporary one only this process's.
+    const root = this.folder ?? (this.made ? await this.made : null);
+    if (root === null) return 0;
+    let swept = 0;
+    const entries = await readdir(root, { recursive: true }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [];
+      throw error;
+    });
+    for (const entry of entries) {
+      if (!entry.endsWith('.part')) continue;
+      const file = path.join(root, entry);
+      const written = await stat(file).catch(() => null);
+      if (written && written.mtime < before) {
+        await rm(file, { force: true });
+        swept++;
+      }
+    }
+    return swept;
   }
 
   async close(): Promise<void> {

@@ -115,6 +115,27 @@ describe.each(cases)('blob store: $name', ({ open }) => {
     expect(await opened.leftovers()).toBe(0);
   });
 
+  it('sweeps a put that never finished, and only that', async () => {
+    const kept = await opened.blobs.put(chunks(2, 700), 10_000);
+    let release = () => {};
+    const stalled = new Promise<void>((resolve) => (release = resolve));
+    async function* hanging(): AsyncGenerator<Uint8Array> {
+      yield Buffer.alloc(1500, 1);
+      await stalled;
+      yield Buffer.alloc(10, 1);
+    }
+    const put = opened.blobs.put(hanging(), 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Nothing is a day old: nothing is swept.
+    expect(await opened.blobs.sweepUnfinished(new Date(Date.now() - 86_400_000))).toBe(0);
+    expect(await opened.blobs.sweepUnfinished(new Date(Date.now() + 60_000))).toBe(1);
+    release();
+    await expect(put).rejects.toThrow();
+    expect((await readAll((await opened.blobs.get(kept.id))!)).length).toBe(1400);
+    await opened.blobs.delete(kept.id);
+    expect(await opened.leftovers()).toBe(0);
+  });
+
   it('answers null for an id it never made, a malformed one included', async () => {
     expect(await opened.blobs.get('blob_' + '0'.repeat(48))).toBeNull();
     expect(await opened.blobs.get('../../etc/passwd')).toBeNull();
