@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { BlobTooLarge, type BlobStore } from '../../../src/shared/blobs/blob-store.js';
 import { DatabaseBlobStore } from '../../../src/shared/blobs/database-store.js';
 import { FolderBlobStore } from '../../../src/shared/blobs/folder-store.js';
@@ -146,6 +146,7 @@ describe.each(cases)('blob store: $name', ({ open }) => {
 describe('folder blob store without a folder (memory://)', () => {
   it('keeps blobs in a temporary folder of its own, removed on close', async () => {
     const blobs = new FolderBlobStore(null);
+    onTestFinished(() => blobs.close());
     const stored = await blobs.put(chunks(3, 10), 100);
     const temporary = (await readdir(os.tmpdir())).filter((name) => name.startsWith('tollgate-blobs-'));
     const holding: string[] = [];
