@@ -32,6 +32,10 @@ import { BackgroundStore } from './gateway/responses/background-store.js';
 import { BackgroundResponses } from './gateway/requests/responses/background.js';
 import { DatabaseConversationStore } from './gateway/conversations/database-store.js';
 import type { ConversationStore } from './gateway/conversations/store.js';
+import { DatabaseFileStore } from './gateway/files/database-store.js';
+import type { FileStore } from './gateway/files/store.js';
+import type { BlobStore } from './shared/blobs/blob-store.js';
+import { FolderBlobStore } from './shared/blobs/folder-store.js';
 import {
   createPeopleServices,
   createPlatformServices,
@@ -108,6 +112,10 @@ export interface GatewayServices {
   conversationStore: ConversationStore;
   /** Background responses (`background: true`): queued, run, their leases kept and taken over. */
   backgroundResponses: BackgroundResponses;
+  /** Uploaded files (`/v1/files`): their rows in the database, their bytes in `blobs`. */
+  fileStore: FileStore;
+  /** Large bytes outside the database's heap (`shared/blobs/`): a folder embedded, PostgreSQL in chunks otherwise. */
+  blobs: BlobStore;
   /** Where requests wait when the fleet is full, and in what order (`flow/flow-control.ts`). */
   flow: FlowControl;
   /**
@@ -139,6 +147,8 @@ export interface ServiceParts {
   redis?: RedisClient | null;
   /** Opened by the caller (it reads the data folder): `ChargeJournal.open`. */
   journal: ChargeJournal;
+  /** Opened by the caller (`shared/blobs/open.ts`), which closes it; default: a temporary folder. */
+  blobs?: BlobStore;
   /** Started by the caller when tracing is configured (`observability/tracing.ts`). */
   tracing?: Tracing | null;
 }
@@ -194,7 +204,7 @@ function createGatewayServices(
   catalogChanged: () => void,
   metrics: Metrics | null,
 ): GatewayServices {
-  const { config, db, log, fleet, adminToken, redis = null, journal } = parts;
+  const { config, db, log, fleet, adminToken, redis = null, journal, blobs = new FolderBlobStore(null) } = parts;
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
   const redisOptions = { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions };
   const gate = redis ? createRedisGate(redis, redisOptions) : createMemoryGate(gateOptions);
@@ -233,6 +243,8 @@ function createGatewayServices(
     responseStore: new DatabaseResponseStore(db, config.responses),
     conversationStore: new DatabaseConversationStore(db, config.conversations),
     backgroundResponses: new BackgroundResponses(new BackgroundStore(db, config.responses), log),
+    fileStore: new DatabaseFileStore(db, blobs, config.files),
+    blobs,
     flow,
     repeatedMembers: new RepeatedMembers(),
     translations: new TranslationJsonCache(),

@@ -113,10 +113,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   });
 }
 
-/** Stored Responses: how long they are kept, how large one and a conversation may be (TOLLGATE_RESPONSES_*). */
-/** What the gateway keeps for its clients: stored Responses and conversations. */
-function storedConfig(s: Settings): Pick<Config, 'responses' | 'conversations'> {
-  return { responses: responsesConfig(s), conversations: conversationsConfig(s) };
+/** What the gateway keeps for its clients: stored Responses, conversations and files. */
+function storedConfig(s: Settings): Pick<Config, 'responses' | 'conversations' | 'files'> {
+  return {
+    responses: responsesConfig(s),
+    conversations: conversationsConfig(s),
+    files: {
+      maxBytes: s.TOLLGATE_FILES_MAX_BYTES,
+      maxLines: s.TOLLGATE_FILES_MAX_LINES,
+      orgMax: s.TOLLGATE_FILES_ORG_MAX,
+      orgMaxBytes: s.TOLLGATE_FILES_ORG_MAX_BYTES,
+    },
+  };
 }
 
 function conversationsConfig(s: Settings): Config['conversations'] {

@@ -1,13 +1,11 @@
 import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 import { hostPortList } from './host-ports.js';
+import { storedSettings } from './stored-settings.js';
 
 const booleanSetting = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((value) => value === 'true' || value === '1' || value === 'yes');
-
-/** A size in bytes, at least a KiB. */
-const bytesSetting = (fallback: number) => z.coerce.number().int().min(1024).default(fallback);
 
 /**
  * Where a run may open HTTPS connections besides its cluster's nodes: the
@@ -104,25 +102,12 @@ export const settingsSchema = z.object({
   TOLLGATE_REQUEST_DATA_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
   // Whole months of per-request usage records kept past the current one; 0 keeps them all.
   TOLLGATE_USAGE_DETAIL_RETENTION_MONTHS: z.coerce.number().int().min(0).max(1200).default(0),
-  TOLLGATE_REQUEST_DATA_MAX_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
-  TOLLGATE_RESPONSES_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-  TOLLGATE_RESPONSES_MAX_BYTES: bytesSetting(8 * 1024 * 1024),
-  TOLLGATE_RESPONSES_ORG_MAX_BYTES: bytesSetting(1024 * 1024 * 1024),
-  TOLLGATE_RESPONSES_CHAIN_MAX_TURNS: z.coerce.number().int().min(1).max(100_000).default(1000),
-  TOLLGATE_RESPONSES_CHAIN_MAX_BYTES: bytesSetting(16 * 1024 * 1024),
-  TOLLGATE_RESPONSES_SAVE_WAIT_MS: z.coerce.number().int().min(0).max(1000).default(10),
-  TOLLGATE_RESPONSES_MAX_BACKGROUND: z.coerce.number().int().min(1).max(100_000).default(100),
-  TOLLGATE_RESPONSES_BACKGROUND_MAX_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(50_000),
-  TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
-  TOLLGATE_RESPONSES_MAX_REFERENCES: z.coerce.number().int().min(0).max(100_000).default(1000),
-  TOLLGATE_CONVERSATIONS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-  TOLLGATE_CONVERSATIONS_ORG_MAX: z.coerce.number().int().min(1).default(10_000),
-  TOLLGATE_CONVERSATIONS_MAX_ITEMS: z.coerce.number().int().min(20).max(1_000_000).default(10_000),
-  TOLLGATE_CONVERSATIONS_MAX_BYTES: z.coerce
+  TOLLGATE_REQUEST_DATA_MAX_BYTES: z.coerce
     .number()
     .int()
     .min(1024)
-    .default(16 * 1024 * 1024),
+    .default(1024 * 1024),
+  ...storedSettings,
   TOLLGATE_ENGINE_POLL_MS: z.coerce.number().int().min(100).default(2000),
   TOLLGATE_ENGINE_DNS_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
   TOLLGATE_ENGINES_ON_SHUTDOWN: z.enum(['leave', 'stop']).default('leave'),

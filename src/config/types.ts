@@ -117,6 +117,17 @@ export interface Config {
     /** Bytes of JSON its items may hold together (TOLLGATE_CONVERSATIONS_MAX_BYTES). */
     maxBytes: number;
   };
+  /** Uploaded files (`/v1/files`, `gateway/files/`): how large one may be, and how many an organization keeps. */
+  files: {
+    /** One file, at most this many bytes (TOLLGATE_FILES_MAX_BYTES). */
+    maxBytes: number;
+    /** A batch file, at most this many requests (TOLLGATE_FILES_MAX_LINES). */
+    maxLines: number;
+    /** Files one organization may keep (TOLLGATE_FILES_ORG_MAX)… */
+    orgMax: number;
+    /** …and their bytes together (TOLLGATE_FILES_ORG_MAX_BYTES). */
+    orgMaxBytes: number;
+  };
   /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
   billingEnabled: boolean;
   /**

@@ -55,6 +55,10 @@ export async function startLoops(services: Services, log: Logger, closers: Array
       .catch((error: unknown) =>
         log.warn('purging expired conversations failed', { detail: (error as Error).message }),
       );
+    // An upload whose process died mid-file left part of a blob: gone a day later (no upload lasts that long).
+    services.blobs
+      .sweepUnfinished(new Date(Date.now() - 24 * 3_600_000))
+      .catch((error: unknown) => log.warn('sweeping unfinished blobs failed', { detail: (error as Error).message }));
   }, SWEEP_INTERVAL_MS);
   sweeper.unref();
   closers.unshift(async () => clearInterval(sweeper));

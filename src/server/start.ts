@@ -16,6 +16,7 @@ import { STORE_TIMEOUT_MS } from '../shared/db/timeout.js';
 import { createLogger, describeError, type Logger } from '../shared/http/log.js';
 import { type DemoSeed, seedDemo, storeIsEmpty } from './demo-seed.js';
 import { loadShippedStacks } from '../platform/stacks/shipped.js';
+import { openBlobStore } from '../shared/blobs/open.js';
 import { createServices, type Services } from '../services.js';
 import { startLoops } from './loops.js';
 import { serveMetrics } from '../shared/observability/metrics-server.js';
@@ -80,6 +81,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     closers.unshift(() => fleet.close());
     const redis = await connectRedis(config, log, closers);
     const journal = await openJournal(config, closers);
+    const blobs = openBlobStore(config, store.db);
+    closers.unshift(() => blobs.close());
     // Only when configured: a gateway without tracing never loads the SDK.
     const tracingSettings = config.observability.tracing;
     const tracing = tracingSettings ? await startTracing(tracingSettings, { exporter: options.spanExporter }) : null;
@@ -93,6 +96,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       adminToken: adminToken.token,
       redis,
       journal,
+      blobs,
       tracing,
     });
     if (journal.pendingCount > 0)

@@ -4,7 +4,6 @@ import {
   bigserial,
   boolean,
   check,
-  customType,
   date,
   index,
   integer,
@@ -17,6 +16,7 @@ import {
   unique,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
+import { bytea } from './bytea.js';
 
 // The store. Money columns hold integer nano-units of the gateway's currency
 // (1 USD = 1_000_000_000), as bigint: never floats. See `src/gateway/billing/money.ts`.
@@ -572,12 +572,6 @@ export const catalogVersion = pgTable(
   },
   (t) => [check('catalog_version_single_row', sql`${t.id} = 1`)],
 );
-
-/** Binary data (a stack's .zip), as bytea. */
-const bytea = customType<{ data: Buffer; driverData: Buffer | Uint8Array }>({
-  dataType: () => 'bytea',
-  fromDriver: (value) => Buffer.from(value),
-});
 
 export const STACK_VISIBILITIES = ['global', 'private'] as const;
 

@@ -6,6 +6,8 @@ import type { ConversationStore } from '../../gateway/conversations/store.js';
 import type { UsageReports } from '../../gateway/billing/usage-reports.js';
 import type { ChargeApplier } from '../../gateway/billing/charge-applier.js';
 import type { WalletService } from '../../gateway/billing/wallet.js';
+import type { FileStore } from '../../gateway/files/store.js';
+import type { BlobStore } from '../../shared/blobs/blob-store.js';
 
 /**
  * What the `/v1` surface reads of the services: the billed path's (`BilledDeps`), and what its unbilled routes
@@ -17,6 +19,10 @@ export interface V1Deps extends BilledDeps {
   responseStore: ResponseStore;
   conversationStore: ConversationStore;
   backgroundResponses: BackgroundResponses;
+  /** Uploaded files' rows (`/v1/files`)… */
+  fileStore: FileStore;
+  /** …and where their bytes are. */
+  blobs: BlobStore;
   usageReports: UsageReports;
   /** Waited on by the routes that read charges (`chargesWritten`). */
   applier: ChargeApplier;

@@ -14,6 +14,7 @@ import { pricingRoutes } from './pricing.js';
 import { responsesRoutes } from './responses.js';
 import { storedResponseRoutes } from './stored-responses.js';
 import { conversationRoutes } from './conversations.js';
+import { filesRoutes } from './files.js';
 import { usageRoutes } from './usage.js';
 import { walletRoutes } from './wallet.js';
 
@@ -54,6 +55,7 @@ export function createV1Routes(deps: V1Deps): Hono<GatewayEnv> {
   v1.route('/responses', responsesRoutes(deps));
   v1.route('/responses', storedResponseRoutes(deps));
   v1.route('/conversations', conversationRoutes(deps));
+  v1.route('/files', filesRoutes(deps));
   v1.route('/models', modelsRoutes(deps));
   v1.route('/audio', audioRoutes(deps));
   v1.route('/usage', usageRoutes(deps));
