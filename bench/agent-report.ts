@@ -9,10 +9,11 @@ const cpu = (r: ScenarioResult | undefined) => (r ? cpuPerRequestUs(r, 'subject'
 const over = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? null : a / b);
 
 /**
- * The agent scenarios as one Markdown table (docs/benchmark.md takes it as it is): per scenario and connection
- * count, the body's bytes, Tollgate's and the floor's CPU a request and their ratio, the added p50 and the added
- * first token of each (over the same load sent straight to the simulator), and for a Messages or Responses request
- * its CPU over that of the chat request of the same bytes. Then how Tollgate's CPU grows per KB of chat JSON.
+ * The agent scenarios as one Markdown table (docs/benchmark.md takes it as it is): per scenario and
+ * connection count, the body's bytes, Tollgate's and the floor's CPU a request and their ratio, the
+ * added p50 and the added first token of each (over the same load sent straight to the simulator),
+ * and for a Messages or Responses request its CPU over that of the chat request of the same bytes.
+ * Then how Tollgate's CPU grows per KB of chat JSON.
  *
  * @example
  * process.stdout.write(formatAgentTable(results, floorResults, 64));

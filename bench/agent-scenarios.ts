@@ -3,14 +3,16 @@ import { chatBodyOf as chatOfResponses } from '../src/gateway/requests/responses
 import type { Scenario } from './scenarios.js';
 
 /**
- * What agents send (issue 50): chat bodies of 2 KB, 50 KB and 200 KB, a Claude-Code-sized Messages request (a long
- * system prompt, about 60 KB of tools, a conversation of 20 turns with tool calls and their results) and a
- * Codex-sized Responses request (about 17 KB of instructions, the whole history, `store: false`), each beside a
- * chat request of the same bytes. Every body is made here from a fixed seed: the same bytes on every run and
- * machine, nothing downloaded. `npm run bench:agents` runs them (docs/benchmark.md).
+ * What agents send (issue 50): chat bodies of 2 KB, 50 KB and 200 KB, a Claude-Code-sized Messages
+ * request (a long system prompt, about 60 KB of tools, a conversation of 20 turns with tool calls
+ * and their results) and a Codex-sized Responses request (about 17 KB of instructions, the whole
+ * history, `store: false`), each beside a chat request of the same bytes. Every body is made here
+ * from a fixed seed: the same bytes on every run and machine, nothing downloaded. `npm run
+ * bench:agents` runs them (docs/benchmark.md).
  *
- * The tools are offered with `tool_choice` none: the simulator then answers text, as the other scenarios do (with
- * "auto" it needs a tool parser and would answer tool calls, which carry no first token to time).
+ * The tools are offered with `tool_choice` none: the simulator then answers text, as the other
+ * scenarios do (with "auto" it needs a tool parser and would answer tool calls, which carry no
+ * first token to time).
  */
 
 const WORDS = (
@@ -18,7 +20,10 @@ const WORDS = (
   'what changed in the module and why the request path parses each body once with its limits tokens cache keys'
 ).split(' ');
 
-/** Deterministic filler text of exactly `length` characters, from a small linear congruential generator. */
+/**
+ * Deterministic filler text of exactly `length` characters, from a small linear congruential
+ * generator.
+ */
 export function fillerText(length: number, seed: number): string {
   let state = seed >>> 0 || 1;
   const parts: string[] = [];
@@ -49,10 +54,11 @@ export function chatOfBytes(bytes: number, tokens: number, stream: boolean, seed
 }
 
 /**
- * An agent's turn as a chat body of about `bytes`: a conversation of about 5 KB messages, the same every turn, then
- * the turn's own last message (1 KB, from `turn`'s seed). The `…-turns` scenarios send 32 such turns in rotation, so
- * that what the gateway keeps of a key's last body (its history) is what an agent's next turn would find, not the
- * whole body (`src/shared/http/repeated-members.ts`).
+ * An agent's turn as a chat body of about `bytes`: a conversation of about 5 KB messages, the same
+ * every turn, then the turn's own last message (1 KB, from `turn`'s seed). The `…-turns` scenarios
+ * send 32 such turns in rotation, so that what the gateway keeps of a key's last body (its history)
+ * is what an agent's next turn would find, not the whole body
+ * (`src/shared/http/repeated-members.ts`).
  */
 export function chatTurnOfBytes(bytes: number, tokens: number, stream: boolean, turn: number): Record<string, unknown> {
   const history: Record<string, unknown>[] = [{ role: 'system', content: 'You are a coding agent.' }];
@@ -78,7 +84,10 @@ function schemaOf(seed: number, properties: number): Record<string, unknown> {
   return { type: 'object', properties: fields, required: ['field_0'], additionalProperties: false };
 }
 
-/** Claude Code's shape: 17 tools of about 3.6 KB (61 KB), a 12 KB system prompt, 20 turns with tool calls. */
+/**
+ * Claude Code's shape: 17 tools of about 3.6 KB (61 KB), a 12 KB system prompt, 20 turns with tool
+ * calls.
+ */
 export function claudeCodeMessages(tokens: number): Record<string, unknown> {
   const tools = Array.from({ length: 17 }, (_, i) => ({
     name: `Tool${i}`,
@@ -125,7 +134,10 @@ export function claudeCodeMessages(tokens: number): Record<string, unknown> {
   };
 }
 
-/** Codex's shape: 17 KB of instructions, three function tools, a history of 20 items with calls, `store: false`. */
+/**
+ * Codex's shape: 17 KB of instructions, three function tools, a history of 20 items with calls,
+ * `store: false`.
+ */
 export function codexResponses(tokens: number): Record<string, unknown> {
   const tools = ['shell', 'apply_patch', 'update_plan'].map((name, i) => ({
     type: 'function',
@@ -165,7 +177,10 @@ export function codexResponses(tokens: number): Record<string, unknown> {
   };
 }
 
-/** The chat stream the gateway sends the engine for a translated body: the direct side of the scenario. */
+/**
+ * The chat stream the gateway sends the engine for a translated body: the direct side of the
+ * scenario.
+ */
 function directChat(chat: Record<string, unknown>, tokens: number) {
   return {
     path: '/v1/chat/completions',
@@ -180,8 +195,8 @@ function directChat(chat: Record<string, unknown>, tokens: number) {
 
 /** The agent scenarios' names, run by `--scenarios agents` (and each by its own name). */
 /**
- * Each agent request and the chat request of the same bytes it is judged against (issue 50: within 1.25x). The
- * bench measures the two in the same rounds (bench/measure.ts).
+ * Each agent request and the chat request of the same bytes it is judged against (issue 50: within
+ * 1.25x). The bench measures the two in the same rounds (bench/measure.ts).
  */
 export const SAME_BYTES: Record<string, string> = {
   'messages-claude-code': 'chat-stream-claude-code-bytes',
@@ -202,8 +217,9 @@ export const AGENT_SCENARIOS = [
 ];
 
 /**
- * The agent scenarios. Each `chat-…-bytes` is a chat stream of exactly the bytes of the agent's request before it,
- * which the floor and Portkey can relay (they cannot translate Messages or Responses).
+ * The agent scenarios. Each `chat-…-bytes` is a chat stream of exactly the bytes of the agent's
+ * request before it, which the floor and Portkey can relay (they cannot translate Messages or
+ * Responses).
  *
  * @example
  * const byName = new Map(agentScenarios(64).map((s) => [s.name, s]));
@@ -241,7 +257,10 @@ export function agentScenarios(tokens: number): Scenario[] {
   return scenarios.map((scenario) => Object.assign(scenario, { onlyWhenNamed: true }));
 }
 
-/** 200 KB agent turns sent in rotation (`chatTurnOfBytes`): the same history, a new last message each request. */
+/**
+ * 200 KB agent turns sent in rotation (`chatTurnOfBytes`): the same history, a new last message
+ * each request.
+ */
 function turnsScenario(name: string, tokens: number, stream: boolean): Scenario {
   const bodies = Array.from({ length: TURNS }, (_, turn) => chatTurnOfBytes(200_000, tokens, stream, turn));
   return { name, path: '/v1/chat/completions', stream, body: bodies[0]!, bodies };

@@ -4,11 +4,12 @@ import path from 'node:path';
 import { freePort, startBuilt, startChild } from './processes.js';
 
 /**
- * Issue 68, item 1: what a flood of `/v1/messages/count_tokens` on one organization's key does to another
- * organization's chat. One gateway (`dist/main.js`, the embedded default: PGlite, the in-process simulator at 0 ms
- * a token); 16 clients send 3.66 MB count bodies as fast as they are answered on the first organization's key (its
- * default limits: 60 a minute, 10 at once), while the second organization sends one 1-token chat at a time. Prints
- * the chat's latency (p50, p99, max) alone and under the flood, and what the flood got.
+ * Issue 68, item 1: what a flood of `/v1/messages/count_tokens` on one organization's key does to
+ * another organization's chat. One gateway (`dist/main.js`, the embedded default: PGlite, the
+ * in-process simulator at 0 ms a token); 16 clients send 3.66 MB count bodies as fast as they are
+ * answered on the first organization's key (its default limits: 60 a minute, 10 at once), while the
+ * second organization sends one 1-token chat at a time. Prints the chat's latency (p50, p99, max)
+ * alone and under the flood, and what the flood got.
  *
  * @example
  * npm run build && npx tsx bench/count-tokens-flood.ts
@@ -37,7 +38,8 @@ async function main(): Promise<void> {
     const flooder = await tenant(url, 'flooder');
     const victim = await tenant(url, 'victim', { requests_per_minute: 100_000 });
     const alone = await chatLatencies(url, victim, 3);
-    // The flood runs in a process of its own, so its uploads do not slow the measuring client's event loop.
+    // The flood runs in a process of its own, so its uploads do not slow the measuring client's
+    // event loop.
     const args = ['--import', 'tsx', 'bench/count-tokens-flood.ts', '--flood', url, flooder];
     const flood = startChild('flood', process.execPath, args, { cwd: process.cwd(), env: process.env });
     const flooded = await chatLatencies(url, victim, SECONDS);
@@ -103,7 +105,10 @@ async function chatLatencies(url: string, secret: string, seconds: number): Prom
   return latencies;
 }
 
-/** The flood: 16 clients sending 3.66 MB count bodies on `secret`'s key until interrupted; prints their statuses. */
+/**
+ * The flood: 16 clients sending 3.66 MB count bodies on `secret`'s key until interrupted; prints
+ * their statuses.
+ */
 async function floodOf(url: string, secret: string): Promise<void> {
   const body = JSON.stringify({ model: 'sim-chat', messages: [{ role: 'user', content: 'x'.repeat(3_660_000) }] });
   let running = true;

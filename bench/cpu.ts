@@ -8,7 +8,10 @@ import { readdir, readFile } from 'node:fs/promises';
  * alike, to the nanosecond rather than the clock tick of `/proc/PID/stat`.
  */
 
-/** Something whose CPU the bench reads: a fixed process, or processes found again at each reading (PostgreSQL's backends come and go). */
+/**
+ * Something whose CPU the bench reads: a fixed process, or processes found again at each reading
+ * (PostgreSQL's backends come and go).
+ */
 export interface CpuProbe {
   name: string;
   pids: () => Promise<number[]>;
@@ -30,10 +33,16 @@ export function processCpuNs(pid: number): Promise<number | null> {
   return schedstatSum(pid, SCHEDSTAT_RUNTIME_NS);
 }
 
-/** Fields of `/proc/PID/task/TID/schedstat`: time on a CPU in ns, time waiting for one, times put on one. */
+/**
+ * Fields of `/proc/PID/task/TID/schedstat`: time on a CPU in ns, time waiting for one, times put on
+ * one.
+ */
 const SCHEDSTAT_RUNTIME_NS = 0;
 const SCHEDSTAT_RUNS = 2;
-/** `minflt` among the fields of `/proc/PID/stat` after the process's name: the tenth field, the third's index 0. */
+/**
+ * `minflt` among the fields of `/proc/PID/stat` after the process's name: the tenth field, the
+ * third's index 0.
+ */
 const MINFLT_AFTER_NAME = 7;
 
 /** One field of `schedstat` summed over a process's threads; null once the process has exited. */
@@ -57,13 +66,13 @@ async function schedstatSum(pid: number, field: number): Promise<number | null> 
 }
 
 /**
- * What a process asked of the kernel so far: read-like and write-like system
- * calls (`syscr`, `syscw` of `/proc/PID/io`: reads and writes on sockets, pipes
- * and files) and how many times its threads were put on a CPU (`/proc/PID/task/TID/schedstat`,
- * third field: each is a wake-up, or a return after being preempted) and its minor page faults
- * (`minflt`, tenth field of `/proc/PID/stat`: memory the kernel had to map in, as each fresh page of a string over
- * V8's 128 KiB largest regular object is). Counts, not times: they barely move with the machine's load, so they show a change
- * in syscalls or wake-ups that CPU time on a shared VM hides in its noise.
+ * What a process asked of the kernel so far: read-like and write-like system calls (`syscr`,
+ * `syscw` of `/proc/PID/io`: reads and writes on sockets, pipes and files) and how many times its
+ * threads were put on a CPU (`/proc/PID/task/TID/schedstat`, third field: each is a wake-up, or a
+ * return after being preempted) and its minor page faults (`minflt`, tenth field of
+ * `/proc/PID/stat`: memory the kernel had to map in, as each fresh page of a string over V8's 128
+ * KiB largest regular object is). Counts, not times: they barely move with the machine's load, so
+ * they show a change in syscalls or wake-ups that CPU time on a shared VM hides in its noise.
  */
 export interface ProcessActivity {
   readCalls: number;
@@ -73,7 +82,8 @@ export interface ProcessActivity {
 }
 
 /**
- * `ProcessActivity` so far of a process; null once it has exited, or where /proc/PID/io cannot be read.
+ * `ProcessActivity` so far of a process; null once it has exited, or where /proc/PID/io cannot be
+ * read.
  *
  * @example
  * const before = await processActivity(gateway.pid);
@@ -96,7 +106,8 @@ export async function processActivity(pid: number): Promise<ProcessActivity | nu
 async function minorPageFaults(pid: number): Promise<number | null> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // The name (second field) may hold spaces: the fields after it are counted from its closing parenthesis.
+    // The name (second field) may hold spaces: the fields after it are counted from its closing
+    // parenthesis.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return Number(fields[MINFLT_AFTER_NAME]);
   } catch {
@@ -121,7 +132,8 @@ export function activityBetween(before: ProcessActivity | null, after: ProcessAc
 }
 
 /**
- * The sum of two spans' activity; null once either is unknown (a span not read must not look like a quiet one).
+ * The sum of two spans' activity; null once either is unknown (a span not read must not look like a
+ * quiet one).
  *
  * @example
  * total = addActivity(total, activityBetween(before, after));

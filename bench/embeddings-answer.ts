@@ -1,10 +1,12 @@
 /**
- * Micro-benchmark of an embeddings answer's own JavaScript in the gateway (docs/benchmark-history.md, tenth round): the
- * engine's answer of 4 vectors of 1,024 floats (spelt as the simulator and vLLM spell float32 values), in the
- * 64 KB pieces Node's HTTP client hands over, read, its vectors lifted and checked against JSON's number grammar,
- * the envelope parsed, renamed, ordered and written, and the vectors put back: the bytes `c.body` is given. It
- * prints µs an answer, so what a change saves shows without the full bench's run-to-run spread. No sockets, no
- * Redis, no journal; a lower bound, as bench/sse-relay.ts says of itself (`npm run bench` is the judge).
+ * Micro-benchmark of an embeddings answer's own JavaScript in the gateway
+ * (docs/benchmark-history.md, tenth round): the engine's answer of 4 vectors of 1,024 floats (spelt
+ * as the simulator and vLLM spell float32 values), in the 64 KB pieces Node's HTTP client hands
+ * over, read, its vectors lifted and checked against JSON's number grammar, the envelope parsed,
+ * renamed, ordered and written, and the vectors put back: the bytes `c.body` is given. It prints µs
+ * an answer, so what a change saves shows without the full bench's run-to-run spread. No sockets,
+ * no Redis, no journal; a lower bound, as bench/sse-relay.ts says of itself (`npm run bench` is the
+ * judge).
  *
  *   npx tsx bench/embeddings-answer.ts
  */

@@ -6,12 +6,13 @@ import { FLOW_BENCH_ADMIN, admin, healthy, key, org, sleep, spread, stream } fro
 import { freePort, startBuilt, type Child } from './processes.js';
 
 /**
- * Issue 67: two organizations kept backlogged on a saturated fleet get the weighted tokens their share weights
- * say. Two loaded-simulator replicas of 8 sequences; organization L sends long prompts (about `LONG_PROMPT` tokens)
- * for short answers (16 tokens), organization S short prompts for long answers (`LONG_ANSWER` tokens); each keeps
- * `BACKLOG` streams in flight, so both always wait. For `SECONDS` after a warm-up, the tokens the gateway served
- * each (`GET /admin/v1/flow`, input weighted 1 and output 2, as flow control weighs them) are compared: with equal
- * weights they should be within 10 % of each other; with L's weight 2, within 10 % of 2:1. Weights 1:1 and 2:1
+ * Issue 67: two organizations kept backlogged on a saturated fleet get the weighted tokens their
+ * share weights say. Two loaded-simulator replicas of 8 sequences; organization L sends long
+ * prompts (about `LONG_PROMPT` tokens) for short answers (16 tokens), organization S short prompts
+ * for long answers (`LONG_ANSWER` tokens); each keeps `BACKLOG` streams in flight, so both always
+ * wait. For `SECONDS` after a warm-up, the tokens the gateway served each (`GET /admin/v1/flow`,
+ * input weighted 1 and output 2, as flow control weighs them) are compared: with equal weights they
+ * should be within 10 % of each other; with L's weight 2, within 10 % of 2:1. Weights 1:1 and 2:1
  * in turn for `SITTINGS` sittings.
  *
  * @example
@@ -57,7 +58,10 @@ async function main(): Promise<void> {
   }
 }
 
-/** One gateway, L with `weightL` and S with 1, both backlogged: L's weighted tokens over S's in the window. */
+/**
+ * One gateway, L with `weightL` and S with 1, both backlogged: L's weighted tokens over S's in the
+ * window.
+ */
 async function sitting(urls: string[], weightL: number): Promise<number> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-fair-shares-'));
   const engines = path.join(dir, 'engines.json');

@@ -8,12 +8,13 @@ import { FLOW_BENCH_ADMIN, admin, healthy, key, org, sleep, spread, stream } fro
 import { freePort, startBuilt, type Child } from './processes.js';
 
 /**
- * Issue 67: the flood on a saturated fleet, as the issue measured it. Two loaded-simulator replicas of 8 sequences
- * (10 ms a decode step); organization A keeps `FLOOD` streams of about `A_TOKENS` tokens (uniform, ±50 %) in flight
- * over 4 keys of concurrency 32; organization B sends one 20-token stream every 500 ms. One gateway on the embedded
- * default (or `GATEWAYS` on PostgreSQL and Redis), with flow control on, off (TOLLGATE_FLOW_CONTROL=off), and on
- * with A alone, in turn for `SITTINGS` sittings. Prints B's first token (p50, p90, p99) and A's generated tokens a
- * second per sitting, then their medians with their spread, and A's tokens beside B over A's alone.
+ * Issue 67: the flood on a saturated fleet, as the issue measured it. Two loaded-simulator replicas
+ * of 8 sequences (10 ms a decode step); organization A keeps `FLOOD` streams of about `A_TOKENS`
+ * tokens (uniform, ±50 %) in flight over 4 keys of concurrency 32; organization B sends one
+ * 20-token stream every 500 ms. One gateway on the embedded default (or `GATEWAYS` on PostgreSQL
+ * and Redis), with flow control on, off (TOLLGATE_FLOW_CONTROL=off), and on with A alone, in turn
+ * for `SITTINGS` sittings. Prints B's first token (p50, p90, p99) and A's generated tokens a second
+ * per sitting, then their medians with their spread, and A's tokens beside B over A's alone.
  *
  * @example
  * npm run build && SECONDS_EACH=30 SITTINGS=5 npx tsx bench/fairness.ts
@@ -34,7 +35,10 @@ interface Sitting {
   aTokensPerSecond: number;
 }
 
-/** The store and limits two gateway replicas share (GATEWAYS > 1): a database made for this run, and Redis. */
+/**
+ * The store and limits two gateway replicas share (GATEWAYS > 1): a database made for this run, and
+ * Redis.
+ */
 let shared: { databaseUrl: string; redisUrl: string } | null = null;
 /** Sittings run on the shared store: the model is created in the first. */
 let sittingsRun = 0;
@@ -128,8 +132,9 @@ async function sitting(urls: string[], flow: Sitting['flow']): Promise<Sitting> 
   const engines = path.join(dir, 'engines.json');
   const engine = { kind: 'static', model: 'sim-chat', engine: 'vllm', urls, max_num_seqs: 8 };
   await writeFile(engines, JSON.stringify({ engines: [engine] }));
-  // GATEWAYS=2 (with BENCH_DATABASE_URL and BENCH_REDIS_URL): two gateway replicas sharing the store, the limits
-  // and the engines, each with its own flow control; A's and B's requests alternate between them.
+  // GATEWAYS=2 (with BENCH_DATABASE_URL and BENCH_REDIS_URL): two gateway replicas sharing the
+  // store, the limits and the engines, each with its own flow control; A's and B's requests
+  // alternate between them.
   const gateways: Child[] = [];
   const gatewayUrls: string[] = [];
   for (let g = 0; g < GATEWAYS; g++) {
@@ -171,17 +176,20 @@ async function sitting(urls: string[], flow: Sitting['flow']): Promise<Sitting> 
     await admin(url, 'PUT', '/prices/sim-chat', { input_per_million: '0.15', output_per_million: '0.60' });
     const aOrg = await org(url, 'A');
     const aKeys = await Promise.all([0, 1, 2, 3].map(() => key(url, aOrg, 32)));
-    // B's key allows all its trickle in flight: a wait is measured as a wait, not turned into a 429.
+    // B's key allows all its trickle in flight: a wait is measured as a wait, not turned into a
+    // 429.
     const bKey = await key(url, await org(url, 'B'), 100);
     let running = true;
     let aTokens = 0;
     const flood = Array.from({ length: FLOOD }, async (_, i) => {
-      // About A_TOKENS each (uniform, ±50 %): streams of one length end in lockstep, and the fleet frees in waves no real flood makes.
-      // A flood's streams arrive over a few seconds, not in one instant.
+      // About A_TOKENS each (uniform, ±50 %): streams of one length end in lockstep, and the fleet
+      // frees in waves no real flood makes. A flood's streams arrive over a few seconds, not in one
+      // instant.
       await sleep(Math.random() * 5_000);
       while (running) {
         const { tokens } = await stream(via(i), aKeys[i % 4]!, Math.round(A_TOKENS * (0.5 + Math.random())));
-        // Added after the await: `aTokens += await …` would add to the total read before it, losing other streams'.
+        // Added after the await: `aTokens += await …` would add to the total read before it, losing
+        // other streams'.
         aTokens += tokens;
       }
     });

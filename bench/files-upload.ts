@@ -1,6 +1,7 @@
-// A 200 MB, 50,000-line batch file uploaded to a built gateway (`npm run build` first), in a process of its
-// own, and read back: the gateway's resident memory sampled throughout. Embedded by default (blobs in the
-// data folder); BENCH_DATABASE_URL=postgres://… runs it on PostgreSQL (blobs in chunks there).
+// A 200 MB, 50,000-line batch file uploaded to a built gateway (`npm run build` first), in a
+// process of its own, and read back: the gateway's resident memory sampled throughout. Embedded by
+// default (blobs in the data folder); BENCH_DATABASE_URL=postgres://… runs it on PostgreSQL (blobs
+// in chunks there).
 //
 //   npm run build && npx tsx bench/files-upload.ts [megabytes]
 //

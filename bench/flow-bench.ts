@@ -1,6 +1,6 @@
 /**
- * What the flow-control benches (`fairness.ts`, `fair-shares.ts`) share: the operator calls that set up an
- * organization and its keys, one streamed chat measured, and the figures' medians.
+ * What the flow-control benches (`fairness.ts`, `fair-shares.ts`) share: the operator calls that
+ * set up an organization and its keys, one streamed chat measured, and the figures' medians.
  */
 
 /** The operator token the flow benches' gateways are started with. */

@@ -4,11 +4,15 @@ import { Redis } from 'ioredis';
 /** The operator token the bench's gateways are started with. */
 export const ADMIN_TOKEN = 'bench-operator-token-0123456789';
 
-/** What every Redis key of this bench run's gateways starts with (their `TOLLGATE_REDIS_PREFIX`, before the gateway's name). */
+/**
+ * What every Redis key of this bench run's gateways starts with (their `TOLLGATE_REDIS_PREFIX`,
+ * before the gateway's name).
+ */
 const GATEWAY_KEY_PREFIX = `bench:${process.pid}:`;
 
 /**
- * The parent's environment without any setting that would change the processes under test, plus `overrides`.
+ * The parent's environment without any setting that would change the processes under test, plus
+ * `overrides`.
  *
  * @example
  * const env = cleanEnv({ PORT: '8080' });
@@ -32,8 +36,9 @@ export interface GatewaySetup {
 }
 
 /**
- * A bench gateway's environment: loopback only, no demo data, warnings only in its log, PostgreSQL and Redis
- * when the bench was given them (`BENCH_DATABASE_URL`, `BENCH_REDIS_URL`), and `extra` on top.
+ * A bench gateway's environment: loopback only, no demo data, warnings only in its log, PostgreSQL
+ * and Redis when the bench was given them (`BENCH_DATABASE_URL`, `BENCH_REDIS_URL`), and `extra` on
+ * top.
  *
  * @example
  * const env = gatewayEnv({ port, name: 'gateway', dataDir, enginesFile }, { TOLLGATE_LIMITS: 'off' });
@@ -56,8 +61,8 @@ export function gatewayEnv(setup: GatewaySetup, extra: Record<string, string> = 
 }
 
 /**
- * Deletes this bench run's gateways' Redis keys (limits, wallets, holds), once they have stopped: a run leaves
- * nothing in the Redis it was given. Before, each run left a few hundred keys behind.
+ * Deletes this bench run's gateways' Redis keys (limits, wallets, holds), once they have stopped: a
+ * run leaves nothing in the Redis it was given. Before, each run left a few hundred keys behind.
  *
  * @example
  * await forgetGatewayKeys(process.env.BENCH_REDIS_URL);

@@ -1,7 +1,10 @@
 import postgres from 'postgres';
 import { monthStart, partitionName } from '../src/gateway/billing/usage-partitions.js';
 
-/** One organization's share of the history: its keys (each with its project, or none) and how many records. */
+/**
+ * One organization's share of the history: its keys (each with its project, or none) and how many
+ * records.
+ */
 export interface HistoryOrg {
   id: string;
   keys: Array<{ id: string; projectId: string | null }>;
@@ -15,7 +18,10 @@ export interface HistoryPlan {
   orgs: HistoryOrg[];
 }
 
-/** Each organization's top-up, before its first charge: a million USD in nano-units, more than any history spends. */
+/**
+ * Each organization's top-up, before its first charge: a million USD in nano-units, more than any
+ * history spends.
+ */
 const TOPUP_NANOS = 1_000_000n * 1_000_000_000n;
 /** Records written a statement: a window function's sort of them fits in the session's work_mem. */
 const CHUNK_RECORDS = 500_000;
@@ -24,15 +30,17 @@ export const PRICES = { chatInput: 150, chatOutput: 600, embedInput: 20 } as con
 const TABLES = ['usage_records', 'ledger_entries', 'usage_daily'];
 
 /**
- * Writes a year of history with SQL, as `WalletService.chargeMany` would have written it request by request:
- * each organization's top-up, then per request a usage record and (when it cost anything) a charge in the ledger
- * a few ms later, whose balance_after is the running balance in id order; the daily rollups summed from the
- * records by the charge's own grouping (migration 0022's backfill); each wallet's balance the ledger's sum. Rows
- * go in time order across organizations, a slice of the year at a time, and a ledger entry's id follows its time
- * (its millisecond, then its organization), so tables and indexes are laid out as traffic lays them out. Field
- * values come from a hash of the record's number: 90 % chat, 10 % embeddings, 1 % response-cache hits (free: no
- * ledger entry), streams, cached prompt tokens. The three tables' indexes are dropped and built again after, and
- * foreign keys are not checked row by row (`session_replication_role`): the rows are consistent by construction.
+ * Writes a year of history with SQL, as `WalletService.chargeMany` would have written it request by
+ * request: each organization's top-up, then per request a usage record and (when it cost anything)
+ * a charge in the ledger a few ms later, whose balance_after is the running balance in id order;
+ * the daily rollups summed from the records by the charge's own grouping (migration 0022's
+ * backfill); each wallet's balance the ledger's sum. Rows go in time order across organizations, a
+ * slice of the year at a time, and a ledger entry's id follows its time (its millisecond, then its
+ * organization), so tables and indexes are laid out as traffic lays them out. Field values come
+ * from a hash of the record's number: 90 % chat, 10 % embeddings, 1 % response-cache hits (free: no
+ * ledger entry), streams, cached prompt tokens. The three tables' indexes are dropped and built
+ * again after, and foreign keys are not checked row by row (`session_replication_role`): the rows
+ * are consistent by construction.
  *
  * @example
  * await loadHistory('postgres://postgres@127.0.0.1/tollgate_bench_history', plan, console.log);
@@ -102,7 +110,10 @@ export async function loadHistory(url: string, plan: HistoryPlan, log: (line: st
   }
 }
 
-/** A ledger entry's id: the millisecond of its time since `base`, then its organization's number (3 digits). */
+/**
+ * A ledger entry's id: the millisecond of its time since `base`, then its organization's number (3
+ * digits).
+ */
 function ledgerId(sql: postgres.Sql, base: Date, at: postgres.PendingQuery<postgres.Row[]>) {
   return sql`floor(extract(epoch from ${at} - ${base.toISOString()}::timestamptz) * 1000)::bigint * 1000 + ord`;
 }
@@ -119,7 +130,10 @@ interface Range {
   opening: string;
 }
 
-/** One slice of the year: every organization's records in it, with their charges, in time order; what each cost. */
+/**
+ * One slice of the year: every organization's records in it, with their charges, in time order;
+ * what each cost.
+ */
 async function loadSlice(
   sql: postgres.Sql,
   start: Date,
@@ -173,8 +187,9 @@ async function loadSlice(
 }
 
 /**
- * The usage records' month partitions the history falls in (migration 0025 made those from this month on; the
- * gateway's own maintenance makes only the months ahead), so no record goes to the default partition.
+ * The usage records' month partitions the history falls in (migration 0025 made those from this
+ * month on; the gateway's own maintenance makes only the months ahead), so no record goes to the
+ * default partition.
  */
 async function createMonths(sql: postgres.Sql, start: Date, end: Date): Promise<void> {
   for (let month = monthStart(start); month < end; month = monthStart(month, 1))
@@ -185,8 +200,8 @@ async function createMonths(sql: postgres.Sql, start: Date, end: Date): Promise<
 }
 
 /**
- * Drops the three tables' indexes and unique constraints (and the foreign keys that lean on them) and returns
- * the statements that make them again, as the migrations made them.
+ * Drops the three tables' indexes and unique constraints (and the foreign keys that lean on them)
+ * and returns the statements that make them again, as the migrations made them.
  */
 async function dropIndexes(sql: postgres.Sql): Promise<string[]> {
   const constraints = await sql<Array<{ table: string; name: string; def: string; type: string }>>`
@@ -205,7 +220,8 @@ async function dropIndexes(sql: postgres.Sql): Promise<string[]> {
   const foreign = constraints.filter((c) => c.type === 'f');
   return [
     ...keys.map((c) => `alter table ${c.table} add constraint "${c.name}" ${c.def}`),
-    // A partitioned table's index reads `on only`: made that way it would cover none of the partitions.
+    // A partitioned table's index reads `on only`: made that way it would cover none of the
+    // partitions.
     ...indexes.map((index) => index.def.replace(' ON ONLY ', ' ON ')),
     ...foreign.map((c) => `alter table ${c.table} add constraint "${c.name}" ${c.def}`),
   ];
@@ -216,7 +232,8 @@ function rate(count: number, since: number): string {
 }
 
 /**
- * Sizes of the tables a history fills, each with its indexes and TOAST (`pg_total_relation_size`), and rows.
+ * Sizes of the tables a history fills, each with its indexes and TOAST (`pg_total_relation_size`),
+ * and rows.
  *
  * @example
  * const sizes = await tableSizes(url); // [{ table: 'usage_records', rows: 1000000, bytes: 412000000 }, ...]

@@ -29,7 +29,10 @@ export async function coldAndMedian(read: () => Promise<number>): Promise<{ cold
   return { cold, median: median(times) };
 }
 
-/** The portal's session cookie of a signed-in user (`POST /auth/sign-in`, as the portal's form does). */
+/**
+ * The portal's session cookie of a signed-in user (`POST /auth/sign-in`, as the portal's form
+ * does).
+ */
 export async function signIn(base: string, email: string, password: string): Promise<string> {
   const response = await fetch(`${base}/auth/sign-in`, {
     method: 'POST',
@@ -53,8 +56,9 @@ export interface ExportRun {
 }
 
 /**
- * A ledger export read whole as it streams: time to its first row (the line after the header), the rows and
- * bytes, and the gateway's resident memory before, at its highest (sampled every 50 ms) and after.
+ * A ledger export read whole as it streams: time to its first row (the line after the header), the
+ * rows and bytes, and the gateway's resident memory before, at its highest (sampled every 50 ms)
+ * and after.
  */
 export async function streamExport(url: string, headers: Record<string, string>, pid: number): Promise<ExportRun> {
   const rssBeforeMiB = (await rssMiB(pid)) ?? NaN;
@@ -101,7 +105,10 @@ export function timedVerify(
   });
 }
 
-/** A process's CPU time so far (user + system), in ms, from /proc/PID/stat (100 clock ticks a second). */
+/**
+ * A process's CPU time so far (user + system), in ms, from /proc/PID/stat (100 clock ticks a
+ * second).
+ */
 async function cpuMs(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -124,8 +131,9 @@ export interface Contention {
 }
 
 /**
- * Another organization's chat requests (`clients` loops on its new key), first alone for `seconds`, then as long
- * again while ten of the big organization's portal views run at once, round after round.
+ * Another organization's chat requests (`clients` loops on its new key), first alone for `seconds`,
+ * then as long again while ten of the big organization's portal views run at once, round after
+ * round.
  */
 export async function contention(
   base: string,

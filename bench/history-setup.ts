@@ -8,7 +8,10 @@ const BIG_KEYS = 20;
 const BIG_PROJECTS = 5;
 const DAY_MS = 86_400_000;
 
-/** An operator API client: `call(method, path, body)` answers the parsed body, or throws naming the status. */
+/**
+ * An operator API client: `call(method, path, body)` answers the parsed body, or throws naming the
+ * status.
+ */
 export type AdminCall = (method: string, path: string, body?: unknown) => Promise<Record<string, unknown>>;
 
 export function adminClient(base: string, token: string): AdminCall {
@@ -49,9 +52,9 @@ export async function addModels(call: AdminCall): Promise<void> {
 }
 
 /**
- * The organizations of a history of `records` requests, made through the operator API: one big organization
- * (half the records, an owner, 5 projects and 20 keys, 4 of them on no project) and `others` with a key each
- * sharing the rest, over the `days` before now (a year by default).
+ * The organizations of a history of `records` requests, made through the operator API: one big
+ * organization (half the records, an owner, 5 projects and 20 keys, 4 of them on no project) and
+ * `others` with a key each sharing the rest, over the `days` before now (a year by default).
  */
 export async function makeOrganizations(
   call: AdminCall,
@@ -88,7 +91,10 @@ export async function makeOrganizations(
   return { start, end, orgs };
 }
 
-/** The plan is kept in the bench's database, so a kept one (KEEP=1) is measured again without loading. */
+/**
+ * The plan is kept in the bench's database, so a kept one (KEEP=1) is measured again without
+ * loading.
+ */
 export async function savePlan(url: string, plan: HistoryPlan): Promise<void> {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   try {
@@ -114,7 +120,10 @@ export async function savedPlan(url: string): Promise<HistoryPlan | null> {
   }
 }
 
-/** Creates the bench's database (`reuse`: keeps it when it is there) and answers whether it was there. */
+/**
+ * Creates the bench's database (`reuse`: keeps it when it is there) and answers whether it was
+ * there.
+ */
 export async function createDatabase(serverUrl: string, name: string, reuse: boolean): Promise<boolean> {
   const sql = postgres(serverUrl, { max: 1, onnotice: () => {} });
   try {

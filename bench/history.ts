@@ -9,12 +9,13 @@ import * as setup from './history-setup.js';
 import { freePort, startBuilt, waitForHealth, type Child } from './processes.js';
 
 /**
- * `npm run bench:history` (docs/benchmark.md, "A year of history"): every read of a long history, timed on
- * PostgreSQL. Makes its own database (BENCH_HISTORY_DB, dropped at the end unless KEEP=1; a kept one is measured
- * again without loading), starts the built gateway on it to make the organizations through the operator API, stops
- * it, loads RECORDS usage records with their charges and rollups in SQL (`history-load.ts`), starts it again, and
- * times the big organization's portal pages, its usage summary for a year, a month's ledger export, `wallet
- * verify`, and another organization's chat requests alone and while ten portal views run at once.
+ * `npm run bench:history` (docs/benchmark.md, "A year of history"): every read of a long history,
+ * timed on PostgreSQL. Makes its own database (BENCH_HISTORY_DB, dropped at the end unless KEEP=1;
+ * a kept one is measured again without loading), starts the built gateway on it to make the
+ * organizations through the operator API, stops it, loads RECORDS usage records with their charges
+ * and rollups in SQL (`history-load.ts`), starts it again, and times the big organization's portal
+ * pages, its usage summary for a year, a month's ledger export, `wallet verify`, and another
+ * organization's chat requests alone and while ten portal views run at once.
  */
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -11,18 +11,20 @@ import { allScenarios } from './scenarios.js';
 import { provision } from './setup.js';
 
 /**
- * `npm run bench:instructions`: the gateway's machine instructions per request, counted by valgrind's callgrind.
- * CPU time on a shared VM moves by a third from run to run; an instruction count moves by a few per cent, so a
- * change of 5 % shows here when `npm run bench` cannot see it. It counts user space only: the kernel's side of
- * each system call is what `npm run bench`'s system-call counts are for (under valgrind they are not the
- * gateway's own: valgrind's thread lock is a pipe). The gateway runs about 50 times slower under valgrind (some
- * 30 requests a second), so its latencies mean nothing here, and work that is batched at full load (Redis
- * pipelines, charges written together) is done about once per request: the count is that of a lightly loaded
- * gateway, a measure to compare two builds by, not a CPU figure.
+ * `npm run bench:instructions`: the gateway's machine instructions per request, counted by
+ * valgrind's callgrind. CPU time on a shared VM moves by a third from run to run; an instruction
+ * count moves by a few per cent, so a change of 5 % shows here when `npm run bench` cannot see it.
+ * It counts user space only: the kernel's side of each system call is what `npm run bench`'s
+ * system-call counts are for (under valgrind they are not the gateway's own: valgrind's thread lock
+ * is a pipe). The gateway runs about 50 times slower under valgrind (some 30 requests a second), so
+ * its latencies mean nothing here, and work that is batched at full load (Redis pipelines, charges
+ * written together) is done about once per request: the count is that of a lightly loaded gateway,
+ * a measure to compare two builds by, not a CPU figure.
  *
- * For each scenario: a warm-up (the JIT settles), then `--rounds` windows of `--seconds`, each zeroed and dumped
- * with `callgrind_control`, reported as instructions per answered request. Same settings as `npm run bench`
- * (PostgreSQL with BENCH_DATABASE_URL, Redis with BENCH_REDIS_URL, otherwise PGlite and in-memory limits).
+ * For each scenario: a warm-up (the JIT settles), then `--rounds` windows of `--seconds`, each
+ * zeroed and dumped with `callgrind_control`, reported as instructions per answered request. Same
+ * settings as `npm run bench` (PostgreSQL with BENCH_DATABASE_URL, Redis with BENCH_REDIS_URL,
+ * otherwise PGlite and in-memory limits).
  */
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -62,7 +64,10 @@ function readSettings() {
   };
 }
 
-/** Instructions callgrind counted since its last dump (which it zeroes): the newest dump file's `summary:` line. */
+/**
+ * Instructions callgrind counted since its last dump (which it zeroes): the newest dump file's
+ * `summary:` line.
+ */
 async function dumpInstructions(pid: number, dir: string): Promise<number> {
   const before = new Set(await readdir(dir));
   await run('callgrind_control', ['--dump', String(pid)]);
@@ -87,7 +92,8 @@ async function main(): Promise<void> {
   try {
     const simPort = await freePort();
     const simUrl = `http://127.0.0.1:${simPort}`;
-    // --default-max-tokens: the Messages scenario's request has no ignore_eos; it is answered 64 tokens too.
+    // --default-max-tokens: the Messages scenario's request has no ignore_eos; it is answered 64
+    // tokens too.
     const simArgs = [
       '--port',
       String(simPort),
@@ -176,7 +182,8 @@ async function main(): Promise<void> {
         );
       }
       agent.destroy();
-      // A window that caught a major collection or a recompilation counts more; the lowest is the steadiest reading.
+      // A window that caught a major collection or a recompilation counts more; the lowest is the
+      // steadiest reading.
       lines.push(
         '',
         `  ${name}: lowest ${(Math.min(...perRequest) / 1000).toFixed(0)} k instructions per request`,

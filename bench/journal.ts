@@ -9,10 +9,11 @@ import type { ChargeRecord } from '../src/gateway/billing/wallet.js';
 import { percentile } from './report.js';
 
 /**
- * `npx tsx bench/journal.ts`: how long a charge waits for the disk, the durable write on every billed request's path
- * (`billing/journal.ts`), beside a plain append of the same line to a file opened with O_APPEND | O_DSYNC, in the
- * same run, in alternating blocks so that both see the disk alike. The journal's charges are written alone, as at
- * one connection (`append(record, { alone: true })`, one synchronous write on the main thread).
+ * `npx tsx bench/journal.ts`: how long a charge waits for the disk, the durable write on every
+ * billed request's path (`billing/journal.ts`), beside a plain append of the same line to a file
+ * opened with O_APPEND | O_DSYNC, in the same run, in alternating blocks so that both see the disk
+ * alike. The journal's charges are written alone, as at one connection (`append(record, { alone:
+ * true })`, one synchronous write on the main thread).
  *
  * What it measures is the disk's wait, not CPU: run it on the disk the gateway's data folder is on
  * (`--dir`, by default the system's temporary folder).

@@ -101,7 +101,10 @@ function send(
   });
 }
 
-/** Feeds SSE bytes; answers true once a `data:` event has non-empty delta content (chat), delta text (Messages) or a text delta (Responses). */
+/**
+ * Feeds SSE bytes; answers true once a `data:` event has non-empty delta content (chat), delta text
+ * (Messages) or a text delta (Responses).
+ */
 function firstContentWatcher(): (chunk: Buffer) => boolean {
   let pending = '';
   return (chunk) => {
@@ -113,7 +116,8 @@ function firstContentWatcher(): (chunk: Buffer) => boolean {
       const data = line.slice(5).trim();
       if (data === '[DONE]') continue;
       try {
-        // Chat's delta.content, a Messages content_block_delta's delta.text, or a Responses output_text.delta's delta.
+        // Chat's delta.content, a Messages content_block_delta's delta.text, or a Responses
+        // output_text.delta's delta.
         const event = JSON.parse(data) as {
           choices?: { delta?: { content?: unknown } }[];
           delta?: { text?: unknown } | string;

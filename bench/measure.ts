@@ -6,17 +6,29 @@ import type { Scenario } from './scenarios.js';
 
 const WARMUP_MS = 1000;
 
-/** One process measured on one scenario: its slices, each beside a slice of the same load sent to `direct`. */
+/**
+ * One process measured on one scenario: its slices, each beside a slice of the same load sent to
+ * `direct`.
+ */
 export interface Lane {
-  /** Whose result this is: 'gateway' (Tollgate) or a relay's name ('floor', 'portkey', 'rules floor'). */
+  /**
+   * Whose result this is: 'gateway' (Tollgate) or a relay's name ('floor', 'portkey', 'rules
+   * floor').
+   */
   who: string;
   scenario: Scenario;
-  /** What the subject is compared against: the simulator, or a second gateway for a `--baseline` other than direct. */
+  /**
+   * What the subject is compared against: the simulator, or a second gateway for a `--baseline`
+   * other than direct.
+   */
   direct: Target;
   subject: Target;
   /** The baseline's name in the result ('direct', 'limits-off', …). */
   baseline: string;
-  /** The direct side sends `scenario.direct`'s body (the chat request a translating gateway makes of the engine). */
+  /**
+   * The direct side sends `scenario.direct`'s body (the chat request a translating gateway makes of
+   * the engine).
+   */
   directSendsEngineBody: boolean;
   /** CPU read around every slice; the one named 'subject' is the process measured. */
   probes: CpuProbe[];
@@ -28,11 +40,12 @@ export interface MeasureSettings {
 }
 
 /**
- * Warm-up, then rounds: in each round every lane runs a direct slice followed by its subject's slice. Lanes measured
- * together take their slices seconds apart, so a ratio between them (Tollgate over the floor at the same bytes, a
- * Messages request over the chat stream of its bytes) is not moved by the machine's drift over a run; measured one
- * after the other they were minutes apart, and the machine moved more than the targets' margins. Every probe's CPU
- * is read before and after each measured slice (not during it), and summed per side.
+ * Warm-up, then rounds: in each round every lane runs a direct slice followed by its subject's
+ * slice. Lanes measured together take their slices seconds apart, so a ratio between them (Tollgate
+ * over the floor at the same bytes, a Messages request over the chat stream of its bytes) is not
+ * moved by the machine's drift over a run; measured one after the other they were minutes apart,
+ * and the machine moved more than the targets' margins. Every probe's CPU is read before and after
+ * each measured slice (not during it), and summed per side.
  *
  * @example
  * const [gateway, floor] = await measureLanes([gatewayLane, floorLane], 8, { seconds: 3, rounds: 3 });

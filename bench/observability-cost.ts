@@ -27,7 +27,8 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '3' },
     concurrency: { type: 'string', default: '8' },
-    // Off: no holds, charges or usage records, whose group commits into PGlite make CPU per request swing with batch sizes.
+    // Off: no holds, charges or usage records, whose group commits into PGlite make CPU per request
+    // swing with batch sizes.
     billing: { type: 'string', default: 'on' },
   },
 });
@@ -39,7 +40,8 @@ const concurrency = Number(values.concurrency);
 /** A process's CPU time so far (user + system), in ms, from /proc/PID/stat. */
 async function cpuMs(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start after the last ')'; utime and stime are the 12th and 13th of them.
+  // Fields after the command name (which may hold spaces) start after the last ')'; utime and stime
+  // are the 12th and 13th of them.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
 }
@@ -167,7 +169,8 @@ async function main(): Promise<void> {
       lines.push(scenario.name);
       for (const [i, gateway] of gateways.entries()) {
         const ratio = perRequest[i]! / perRequest[0]!;
-        // The same ratio round by round: its spread says how much the machine disturbed the measurement.
+        // The same ratio round by round: its spread says how much the machine disturbed the
+        // measurement.
         const rounds = totals[i]!.perRound.map((cpu, round) => (cpu / totals[0]!.perRound[round]!).toFixed(2)).join(
           ' ',
         );

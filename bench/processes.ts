@@ -88,7 +88,8 @@ export function startChild(
     log = (log + chunk.toString('utf8')).slice(-MAX_LOG_CHARS);
   };
   child.stdout?.on('data', keep);
-  // BENCH_CHILD_LOG=/tmp/out: every child's whole stdout in /tmp/out.<name> too (e.g. the gateway's `--trace-gc`).
+  // BENCH_CHILD_LOG=/tmp/out: every child's whole stdout in /tmp/out.<name> too (e.g. the gateway's
+  // `--trace-gc`).
   const copyTo = process.env.BENCH_CHILD_LOG;
   if (copyTo) child.stdout?.on('data', (chunk: Buffer) => appendFileSync(`${copyTo}.${name}`, chunk));
   child.stderr?.on('data', keep);

@@ -5,14 +5,15 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 /**
- * `npx tsx bench/profile-summary.ts [--top 25] PROFILE_OR_DIR...`: where a CPU profile's time goes, from the
- * `.cpuprofile` files node writes with `--cpu-prof` (e.g. `BENCH_GATEWAY_NODE_ARGS="--cpu-prof
- * --cpu-prof-dir=/tmp/prof" npm run bench`). Prints the top functions by self time and by total (inclusive) time,
- * each with its file:line (mapped back to src/ through dist/'s source maps), and self time summed by area: a
- * package, a part of Node, a folder of src/, the garbage collector. Several files are summed. `--callers writev`
- * splits a function's self time by the nearest package or gateway frame above it (which socket writes are whose);
- * `--timeline` prints how busy each second was, and `--from S --to S` keep only those seconds (the load, not the
- * start-up).
+ * `npx tsx bench/profile-summary.ts [--top 25] PROFILE_OR_DIR...`: where a CPU profile's time goes,
+ * from the `.cpuprofile` files node writes with `--cpu-prof` (e.g.
+ * `BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench`). Prints the top
+ * functions by self time and by total (inclusive) time, each with its file:line (mapped back to
+ * src/ through dist/'s source maps), and self time summed by area: a package, a part of Node, a
+ * folder of src/, the garbage collector. Several files are summed. `--callers writev` splits a
+ * function's self time by the nearest package or gateway frame above it (which socket writes are
+ * whose); `--timeline` prints how busy each second was, and `--from S --to S` keep only those
+ * seconds (the load, not the start-up).
  */
 
 interface CallFrame {
@@ -62,13 +63,17 @@ async function sourceMapOf(url: string): Promise<SourceMap | null> {
   return maps.get(url) ?? null;
 }
 
-/** A frame's name, its file:line (through dist/'s source maps for the gateway's own bundle), and its area. */
+/**
+ * A frame's name, its file:line (through dist/'s source maps for the gateway's own bundle), and its
+ * area.
+ */
 async function describe(frame: CallFrame): Promise<Frame> {
   const name = frame.functionName || '(anonymous)';
   if (!frame.url) return { name, where: '', area: name.startsWith('(') ? name : '(native)' };
   let file = frame.url.startsWith('file://') ? fileURLToPath(frame.url) : frame.url;
   let line = frame.lineNumber;
-  // Packages keep their own file names: their maps point into sources they do not ship (drizzle's `src/…`).
+  // Packages keep their own file names: their maps point into sources they do not ship (drizzle's
+  // `src/…`).
   const map = file.startsWith(path.join(ROOT, 'dist') + path.sep) ? await sourceMapOf(frame.url) : null;
   const entry = map?.findEntry(frame.lineNumber, frame.columnNumber);
   if (entry && 'originalSource' in entry && entry.originalSource) {
@@ -81,7 +86,10 @@ async function describe(frame: CallFrame): Promise<Frame> {
   return { name, where: `${relative}:${line + 1}`, area: areaOf(relative) };
 }
 
-/** A package (`node_modules/<name>`), a part of Node (`node:http`), a folder of src/, or the file itself. */
+/**
+ * A package (`node_modules/<name>`), a part of Node (`node:http`), a folder of src/, or the file
+ * itself.
+ */
 function areaOf(file: string): string {
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file);
   if (pkg) return pkg[1]!;
@@ -95,8 +103,9 @@ function areaOf(file: string): string {
 const isUserCode = (frame: Frame) => !frame.area.startsWith('node:') && !frame.area.startsWith('(');
 
 /**
- * Self and total time per function (a recursive function's total counted once per sample), self time per area,
- * and for `--callers NAME` the self time of functions called NAME, by the nearest package or gateway frame that led there.
+ * Self and total time per function (a recursive function's total counted once per sample), self
+ * time per area, and for `--callers NAME` the self time of functions called NAME, by the nearest
+ * package or gateway frame that led there.
  */
 async function summarize(profiles: Profile[], callersOf: string | undefined, window: Window) {
   const byKey = new Map<string, Totals>();

@@ -32,24 +32,32 @@ export interface ScenarioResult {
   addedP50Ms: number | null;
   /** Throughput ratio of each round on its own, to show the noise. */
   roundThroughputRatios: (number | null)[];
-  /** CPU (from /proc) of the processes read, over the direct slices and over the gateway slices; absent off Linux. */
+  /**
+   * CPU (from /proc) of the processes read, over the direct slices and over the gateway slices;
+   * absent off Linux.
+   */
   cpu?: ScenarioCpu;
 }
 
 /**
- * CPU in ns per probe, summed over a side's slices, with the wall time it was read over. Probes: `subject` the
- * process measured (Tollgate, Portkey or the floor relay), `baseline` what the direct slices went to (the simulator,
- * or a second gateway), `simulator`, and `redis` / `postgres` when the bench uses them.
+ * CPU in ns per probe, summed over a side's slices, with the wall time it was read over. Probes:
+ * `subject` the process measured (Tollgate, Portkey or the floor relay), `baseline` what the direct
+ * slices went to (the simulator, or a second gateway), `simulator`, and `redis` / `postgres` when
+ * the bench uses them.
  */
 export interface ScenarioCpu {
   direct: { ns: CpuSpent; wallMs: number };
   gateway: { ns: CpuSpent; wallMs: number };
-  /** The subject's system calls, thread runs and page faults over the gateway slices (null: /proc/PID/io unreadable). */
+  /**
+   * The subject's system calls, thread runs and page faults over the gateway slices (null:
+   * /proc/PID/io unreadable).
+   */
   subjectActivity?: ProcessActivity | null;
 }
 
 /**
- * The subject's read and write system calls, thread runs and page faults per answered gateway request; null when not read.
+ * The subject's read and write system calls, thread runs and page faults per answered gateway
+ * request; null when not read.
  *
  * @example
  * const perRequest = activityPerRequest(result); // { readCalls: 4.1, writeCalls: 3.2, threadRuns: 5.7, pageFaults: 0.4 }
@@ -67,7 +75,8 @@ export function activityPerRequest(r: ScenarioResult): ProcessActivity | null {
 }
 
 /**
- * CPU per answered request in µs: of `probe` during the gateway slices (default), or the direct ones.
+ * CPU per answered request in µs: of `probe` during the gateway slices (default), or the direct
+ * ones.
  *
  * @example
  * const us = cpuPerRequestUs(result, 'subject'); // the gateway's own CPU per request
@@ -83,8 +92,9 @@ export function cpuPerRequestUs(
 }
 
 /**
- * What a probe would have spent per gateway request at the rate it ran while the load went direct: the part of its
- * CPU per request that is not the gateway's doing (other clients of a shared Redis or PostgreSQL, their own timers).
+ * What a probe would have spent per gateway request at the rate it ran while the load went direct:
+ * the part of its CPU per request that is not the gateway's doing (other clients of a shared Redis
+ * or PostgreSQL, their own timers).
  */
 export function restingCpuPerRequestUs(r: ScenarioResult, probe: string): number | null {
   const cpu = r.cpu;
@@ -200,7 +210,10 @@ export function formatScenario(r: ScenarioResult): string {
   ].join('\n');
 }
 
-/** The CPU per gateway request of the other processes read (simulator, Redis, PostgreSQL), each with its resting share. */
+/**
+ * The CPU per gateway request of the other processes read (simulator, Redis, PostgreSQL), each with
+ * its resting share.
+ */
 function formatOthersCpu(r: ScenarioResult): string[] {
   const others = Object.keys(r.cpu?.gateway.ns ?? {}).filter((probe) => probe !== 'subject' && probe !== 'baseline');
   if (others.length === 0) return [];
@@ -210,7 +223,10 @@ function formatOthersCpu(r: ScenarioResult): string[] {
   return [`  CPU per gateway request, other processes: ${parts.join(', ')}`];
 }
 
-/** The subject's system calls, thread runs and page faults per request, the counts behind its CPU time. */
+/**
+ * The subject's system calls, thread runs and page faults per request, the counts behind its CPU
+ * time.
+ */
 function formatActivity(r: ScenarioResult): string[] {
   const perRequest = activityPerRequest(r);
   if (!perRequest) return [];
@@ -256,10 +272,11 @@ function errors(s: Stats): string {
 }
 
 /**
- * One line per scenario and concurrency: CPU per request of Tollgate, the floor relay, Portkey and the rules floor
- * (each process's own), their throughput and added p50 (time to first token for streams), Redis's and PostgreSQL's
- * CPU per Tollgate request (and Redis's per rules floor request), and each process's write system calls and thread
- * runs per request. Runs without the floor, Portkey or the rules floor show '–' in their place.
+ * One line per scenario and concurrency: CPU per request of Tollgate, the floor relay, Portkey and
+ * the rules floor (each process's own), their throughput and added p50 (time to first token for
+ * streams), Redis's and PostgreSQL's CPU per Tollgate request (and Redis's per rules floor
+ * request), and each process's write system calls and thread runs per request. Runs without the
+ * floor, Portkey or the rules floor show '–' in their place.
  *
  * @example
  * console.log(formatCpuSummary(results, floorResults, portkeyResults, rulesFloorResults));

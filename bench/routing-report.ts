@@ -9,15 +9,24 @@ export interface RunResult {
   outputTokensPerSecond: number;
   ttftMeanS: number;
   ttftP99S: number;
-  /** The mixed workload's classes: agents' and RAG users' mean first token (null for the other workloads). */
+  /**
+   * The mixed workload's classes: agents' and RAG users' mean first token (null for the other
+   * workloads).
+   */
   agentsTtftMeanS: number | null;
   ragTtftMeanS: number | null;
   prefixHitRate: number;
   requests: number;
-  /** Requests sent in the window per replica, in replica order: a hot spot shows as one far above the rest. */
+  /**
+   * Requests sent in the window per replica, in replica order: a hot spot shows as one far above
+   * the rest.
+   */
   perReplica: number[];
   failed: number;
-  /** Scored choices made least-loaded because a replica's metrics were stale (a starved event loop scrapes late). */
+  /**
+   * Scored choices made least-loaded because a replica's metrics were stale (a starved event loop
+   * scrapes late).
+   */
   fallbacks: number;
 }
 

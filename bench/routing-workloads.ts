@@ -136,7 +136,8 @@ export function* conversation(workload: Workload, user: number, n: number): Gene
   for (let turn = 0; turn < (agent ? AGENT_STEPS : TURNS); turn++) {
     messages.push({ role: 'user', content: text(seed + turn * 31, agent ? TOOL_RESULT_WORDS : QUESTION_WORDS) });
     yield { userClass, messages: [...messages], maxTokens: OUTPUT_TOKENS };
-    // The answer goes back in the next turn: a stand-in of the same length (the simulator's prefix cache keys on the prompt only).
+    // The answer goes back in the next turn: a stand-in of the same length (the simulator's prefix
+    // cache keys on the prompt only).
     messages.push({ role: 'assistant', content: text(seed + turn * 31 + 17, OUTPUT_TOKENS) });
   }
 }

@@ -1,4 +1,5 @@
-// npm run bench:routing [-- --replicas 4,8 --workloads shared-prefix,unrelated,agents-rag --seconds 10 --warmup 4
+// npm run bench:routing [-- --replicas 4,8 --workloads shared-prefix,unrelated,agents-rag --seconds
+// 10 --warmup 4
 //   --users 48 --time-scale 0.5 --prefix-weight 4 --out /tmp/routing.jsonl]
 //
 // Routing across replicas of a loaded vLLM: real simulator processes (the
@@ -40,7 +41,8 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '4' },
     users: { type: 'string', default: '48' },
     workloads: { type: 'string', default: 'shared-prefix,unrelated,agents-rag' },
-    // Each result appended to this file as it comes (one JSON a line, with the load average): a killed run keeps them.
+    // Each result appended to this file as it comes (one JSON a line, with the load average): a
+    // killed run keeps them.
     out: { type: 'string' },
     policies: { type: 'string', default: 'round-robin,least-loaded,scored' },
     'time-scale': { type: 'string', default: String(DEFAULT_TIME_SCALE) },
@@ -92,7 +94,10 @@ async function startReplicas(count: number): Promise<{ children: Child[]; urls: 
   return { children, urls };
 }
 
-/** An engine state as the Docker engine keeps it, over already running replicas: what acquireReplica reads. */
+/**
+ * An engine state as the Docker engine keeps it, over already running replicas: what acquireReplica
+ * reads.
+ */
 function engineOver(urls: string[], policy: Policy): EngineState {
   const replicas = new Map<number, Replica>(
     urls.map((url, index) => [
@@ -114,7 +119,8 @@ function engineOver(urls: string[], policy: Policy): EngineState {
     ]),
   );
   const state = {
-    // The replicas' own flags, as a Docker engine's definition gives them: its batch size (--max-num-seqs) is read there.
+    // The replicas' own flags, as a Docker engine's definition gives them: its batch size
+    // (--max-num-seqs) is read there.
     definition: { model: MODEL, served_model_name: MODEL, args: SIM_FLAGS },
     // Least-loaded is today's choice: the engine without routing settings.
     options: { log: createLogger('warn'), routing: policy === 'least-loaded' ? undefined : settings(policy) },
@@ -146,7 +152,10 @@ function seeded(seed: number): () => number {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
 
-/** One streamed chat request: resolves with its time to first token (ms) and output tokens, or null on failure. */
+/**
+ * One streamed chat request: resolves with its time to first token (ms) and output tokens, or null
+ * on failure.
+ */
 function streamChat(
   url: string,
   messages: Array<{ role: string; content: string }>,
@@ -208,7 +217,8 @@ async function runOnce(replicaCount: number, workload: Workload, policy: Policy)
   let requests = 0;
   let failed = 0;
   let fallbacks = 0;
-  // The replicas' counters at the start and the end of the measured window: steady state, without warm-up or drain.
+  // The replicas' counters at the start and the end of the measured window: steady state, without
+  // warm-up or drain.
   const counters = async () => {
     const [tokens, hits, queries] = await Promise.all(
       ['vllm:generation_tokens_total', 'vllm:prefix_cache_hits_total', 'vllm:prefix_cache_queries_total'].map((name) =>
@@ -237,7 +247,8 @@ async function runOnce(replicaCount: number, workload: Workload, policy: Policy)
         if (sentAt < measureFrom) continue;
         requests++;
         perReplica[Number(target.replicaId.split('/').pop())]! += 1;
-        // Every request sent in the window counts, however long it waited: leaving out the slow ones would flatter a queue.
+        // Every request sent in the window counts, however long it waited: leaving out the slow
+        // ones would flatter a queue.
         if (!answer) failed++;
         else {
           ttfts.push(answer.ttftMs);

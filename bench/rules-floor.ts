@@ -6,15 +6,16 @@ import { Redis } from 'ioredis';
 
 /**
  * About the least a Node.js gateway can do and still keep Tollgate's money rules: the floor relay
- * (`floor-proxy.ts`) plus, for every request, a key looked up by its SHA-256, one Redis script that admits
- * (requests a minute, concurrency, tokens a minute, the wallet), the engine's usage read from its answer (a
- * stream's running usage from its chunks), the charge appended durably (O_DSYNC; charges that wait for a write
- * share the next) before the last byte, and one Redis script that settles, written to Redis before the last byte
- * and not waited for (Redis runs one connection's commands in order: the next admission comes after it, as in
- * Tollgate's `requests/billed-call.ts`). Nothing else: no answer checked
- * or reshaped, no PostgreSQL, no metrics, logs, cache, timeouts or failover. `npm run bench` with
- * BENCH_RULES_FLOOR=1 (and BENCH_REDIS_URL) measures it beside Tollgate: what the rules cost on this machine
- * before any design choice.
+ * (`floor-proxy.ts`) plus, for every request, a key looked up by its SHA-256, one Redis script that
+ * admits (requests a minute, concurrency, tokens a minute, the wallet), the engine's usage read
+ * from its answer (a stream's running usage from its chunks), the charge appended durably (O_DSYNC;
+ * charges that wait for a write share the next) before the last byte, and one Redis script that
+ * settles, written to Redis before the last byte and not waited for (Redis runs one connection's
+ * commands in order: the next admission comes after it, as in Tollgate's
+ * `requests/billed-call.ts`). Nothing else: no answer checked or reshaped, no PostgreSQL, no
+ * metrics, logs, cache, timeouts or failover. `npm run bench` with BENCH_RULES_FLOOR=1 (and
+ * BENCH_REDIS_URL) measures it beside Tollgate: what the rules cost on this machine before any
+ * design choice.
  *
  * @example
  * node --import tsx bench/rules-floor.ts --port 8091 --upstream http://127.0.0.1:8000 \
@@ -35,10 +36,10 @@ const PRICE_NANOS = 1_000n;
 const LIMITS = { rpm: 1_000_000, concurrency: 10_000, tpm: 1_000_000_000 };
 
 /**
- * KEYS: rpm, conc, tpm, wallet. ARGV: rpm limit, concurrency limit, tpm limit, token estimate, hold, minus the hold
- * (nanos, computed exactly in JavaScript).
- * Checks everything before taking anything, as Tollgate's admit does; returns 1 (admitted) or 0. Money stays
- * an integer string that only HINCRBY adds to: the wallet admits while what it has left is above zero.
+ * KEYS: rpm, conc, tpm, wallet. ARGV: rpm limit, concurrency limit, tpm limit, token estimate,
+ * hold, minus the hold (nanos, computed exactly in JavaScript). Checks everything before taking
+ * anything, as Tollgate's admit does; returns 1 (admitted) or 0. Money stays an integer string that
+ * only HINCRBY adds to: the wallet admits while what it has left is above zero.
  */
 const ADMIT = `
 local rpm = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -54,8 +55,8 @@ redis.call('HINCRBY', KEYS[4], 'avail', ARGV[6])
 redis.call('HINCRBY', KEYS[4], 'held', ARGV[5])
 return 1`;
 /**
- * KEYS: conc, tpm, wallet. ARGV: tokens used minus the estimate, the hold less the cost (back to the wallet), minus
- * the hold (nanos).
+ * KEYS: conc, tpm, wallet. ARGV: tokens used minus the estimate, the hold less the cost (back to
+ * the wallet), minus the hold (nanos).
  */
 const SETTLE = `
 redis.call('DECR', KEYS[1])
@@ -69,10 +70,16 @@ type ScriptCall = (...args: Array<string | number>) => Promise<number>;
 const admitScript = (redis as unknown as { floorAdmit: ScriptCall }).floorAdmit.bind(redis);
 const settleScript = (redis as unknown as { floorSettle: ScriptCall }).floorSettle.bind(redis);
 
-/** What `/stats` shows: the bench prints it, so a run proves every answer was charged, with the engine's counts. */
+/**
+ * What `/stats` shows: the bench prints it, so a run proves every answer was charged, with the
+ * engine's counts.
+ */
 const stats = { answered: 0, charged: 0, completionTokens: 0, journalWrites: 0, refused: 0, settleFailed: 0 };
 
-/** Appends lines durably; a line that comes while a write is under way waits for the next, which carries all. */
+/**
+ * Appends lines durably; a line that comes while a write is under way waits for the next, which
+ * carries all.
+ */
 class DurableLog {
   private waiting: Array<{ line: string; done: () => void; failed: (error: unknown) => void }> = [];
   private writing = false;
@@ -146,7 +153,8 @@ async function relay(
     messages?: unknown;
     input?: unknown;
   };
-  // The hold covers the most the request can cost: its prompt (about 4 characters a token) and its answer.
+  // The hold covers the most the request can cost: its prompt (about 4 characters a token) and its
+  // answer.
   const promptTokens = Math.ceil(JSON.stringify(body.messages ?? body.input ?? '').length / 4);
   const estimate = promptTokens + (body.max_tokens ?? 0);
   const hold = BigInt(estimate) * PRICE_NANOS;
@@ -167,8 +175,8 @@ async function relay(
     stats.refused++;
     return answer(response, 429, '{"error":{"message":"limit"}}');
   }
-  // A stream's usage arrives only when asked for; running usage on every chunk, as Tollgate asks, so that a
-  // stream cut short is still billed the engine's own count.
+  // A stream's usage arrives only when asked for; running usage on every chunk, as Tollgate asks,
+  // so that a stream cut short is still billed the engine's own count.
   if (body.stream) body.stream_options = { include_usage: true, continuous_usage_stats: true };
   const sent = body.stream ? JSON.stringify(body) : raw;
   const engine = await post(request.url ?? '/', sent);
@@ -189,7 +197,8 @@ async function relay(
       (hold - cappedCost).toString(),
       (-hold).toString(),
     ).catch(() => stats.settleFailed++);
-    // Auto-pipelining writes the script in a setImmediate queued before this one: written before the last byte.
+    // Auto-pipelining writes the script in a setImmediate queued before this one: written before
+    // the last byte.
     await new Promise((resolve) => setImmediate(resolve));
   };
   if (!body.stream) {
@@ -224,7 +233,10 @@ interface Usage {
   completion: number;
 }
 
-/** The engine's usage, from the text that holds its last `usage` object; null when it holds none (or `null`). */
+/**
+ * The engine's usage, from the text that holds its last `usage` object; null when it holds none (or
+ * `null`).
+ */
 function usageIn(bytes: Buffer): Usage | null {
   const text = bytes.toString('latin1');
   const from = text.lastIndexOf('"usage"');

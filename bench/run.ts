@@ -23,10 +23,10 @@ const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(BENCH_DIR, '..');
 const START_TIMEOUT_MS = 60_000;
 /**
- * Portkey 1.15.2 appends its own headers to the upstream's fetch Response, whose headers are immutable on Node 20's
- * undici: every stream and embedding answered 500 (`TypeError: immutable`). Loaded into Portkey's process only, this
- * wraps each answer of `fetch` in a new Response with a copy of its headers (a few µs a request), so all three
- * scenarios run through Portkey.
+ * Portkey 1.15.2 appends its own headers to the upstream's fetch Response, whose headers are
+ * immutable on Node 20's undici: every stream and embedding answered 500 (`TypeError: immutable`).
+ * Loaded into Portkey's process only, this wraps each answer of `fetch` in a new Response with a
+ * copy of its headers (a few µs a request), so all three scenarios run through Portkey.
  */
 const PORTKEY_FETCH_SHIM =
   'data:text/javascript,const f=globalThis.fetch;globalThis.fetch=async(...a)=>{const r=await f(...a);return new Response(r.body,{status:r.status,statusText:r.statusText,headers:r.headers})}';
@@ -39,10 +39,17 @@ interface Settings {
   dimensions: number | null;
   seconds: number;
   rounds: number;
-  /** The scenarios run (`--scenarios`, all by default) and the connection counts (`--concurrency`, 1 and 32). */
+  /**
+   * The scenarios run (`--scenarios`, all by default) and the connection counts (`--concurrency`, 1
+   * and 32).
+   */
   only: string[] | null;
   concurrencies: number[];
-  /** 'direct': the simulator itself; 'limits-off' / 'billing-off' / 'metrics-off' / 'flow-off': a second gateway with TOLLGATE_LIMITS / TOLLGATE_BILLING / TOLLGATE_METRICS / TOLLGATE_FLOW_CONTROL off. */
+  /**
+   * 'direct': the simulator itself; 'limits-off' / 'billing-off' / 'metrics-off' / 'flow-off': a
+   * second gateway with TOLLGATE_LIMITS / TOLLGATE_BILLING / TOLLGATE_METRICS /
+   * TOLLGATE_FLOW_CONTROL off.
+   */
   baseline: Baseline;
   /** The measured gateway sends traces (to a stand-in OTLP collector); the baseline never does. */
   tracing: boolean;
@@ -149,7 +156,8 @@ async function main(): Promise<number> {
 
     const simPort = await freePort();
     const simUrl = `http://127.0.0.1:${simPort}`;
-    // --default-max-tokens: a request without ignore_eos (the Messages scenario's) is answered `tokens` tokens too.
+    // --default-max-tokens: a request without ignore_eos (the Messages scenario's) is answered
+    // `tokens` tokens too.
     const simArgs = [
       '--port',
       String(simPort),
@@ -163,7 +171,8 @@ async function main(): Promise<number> {
       String(settings.itlMs),
     ];
     simArgs.push('--default-max-tokens', String(settings.tokens));
-    // A context that holds the agent scenarios' 200 KB prompts (the simulator's default is 4,096 tokens).
+    // A context that holds the agent scenarios' 200 KB prompts (the simulator's default is 4,096
+    // tokens).
     simArgs.push('--max-model-len', '262144');
     if (settings.dimensions !== null) simArgs.push('--embedding-dimensions', String(settings.dimensions));
     const sim = startBuilt('simulator', 'dist/sim/main.js', simArgs, { cwd: ROOT, env: cleanEnv() });
@@ -171,12 +180,14 @@ async function main(): Promise<number> {
     await waitForHealth(sim, `${simUrl}/health`, START_TIMEOUT_MS);
 
     const enginesFile = path.join(tempDir, 'engines.json');
-    // BENCH_ROUTED=1 serves the simulator as a list of one server (`urls`), so every request goes through the
-    // replica router (prefix hashes, load scores) as on a fleet; by default it is one fixed URL, which skips it.
+    // BENCH_ROUTED=1 serves the simulator as a list of one server (`urls`), so every request goes
+    // through the replica router (prefix hashes, load scores) as on a fleet; by default it is one
+    // fixed URL, which skips it.
     const served = process.env.BENCH_ROUTED === '1' ? { urls: [simUrl] } : { url: simUrl };
     const engines = ['sim-chat', 'sim-embed'].map((model) => ({ kind: 'static', model, ...served }));
     await writeFile(enginesFile, JSON.stringify({ engines }));
-    // BENCH_GATEWAY_NODE_ARGS adds node flags to the gateway only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+    // BENCH_GATEWAY_NODE_ARGS adds node flags to the gateway only, e.g. "--cpu-prof
+    // --cpu-prof-dir=/tmp/prof".
     const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
     const startGateway = async (name: string, extra: Record<string, string>) => {
       const port = await freePort();
@@ -203,8 +214,9 @@ async function main(): Promise<number> {
     const baseline = baselineEnv
       ? await startGateway(`gateway-${settings.baseline}`, { ...baselineEnv })
       : { url: simUrl, secret: null, child: sim };
-    // CPU read around every slice: the process measured, what the direct slices went to, the simulator, and the
-    // servers the gateway uses when they are this machine's (every redis-server, every postgres process).
+    // CPU read around every slice: the process measured, what the direct slices went to, the
+    // simulator, and the servers the gateway uses when they are this machine's (every redis-server,
+    // every postgres process).
     const services = [
       ...(redisUrl ? [namedProbe('redis', 'redis-server')] : []),
       ...(databaseUrl ? [namedProbe('postgres', 'postgres')] : []),
@@ -216,8 +228,9 @@ async function main(): Promise<number> {
       ...services,
     ];
 
-    // The relays are started before anything is measured: each scenario's slices through them are taken in the same
-    // rounds as the gateway's (bench/measure.ts), so the gateway / floor ratio is not moved by the machine's drift.
+    // The relays are started before anything is measured: each scenario's slices through them are
+    // taken in the same rounds as the gateway's (bench/measure.ts), so the gateway / floor ratio is
+    // not moved by the machine's drift.
     const relays: Array<{
       who: 'portkey' | 'floor' | 'rules floor';
       child: Child;
@@ -225,8 +238,10 @@ async function main(): Promise<number> {
       headers: Record<string, string>;
     }> = [];
 
-    // BENCH_PORTKEY names Portkey's open gateway (node_modules/@portkey-ai/gateway/build/start-server.js of an
-    // `npm install @portkey-ai/gateway`): the same scenarios through it, against the same simulator, for comparison.
+    // BENCH_PORTKEY names Portkey's open gateway
+    // (node_modules/@portkey-ai/gateway/build/start-server.js of an `npm install
+    // @portkey-ai/gateway`): the same scenarios through it, against the same simulator, for
+    // comparison.
     const portkeyEntry = process.env.BENCH_PORTKEY;
     if (portkeyEntry) {
       const port = await freePort();
@@ -249,8 +264,9 @@ async function main(): Promise<number> {
       relays.push({ who: 'portkey', child: portkey, url: `http://127.0.0.1:${port}`, headers });
     }
 
-    // BENCH_FLOOR=1: the same scenarios through bench/floor-proxy.ts, a bare node:http relay (no parsing, auth, limits
-    // or billing): what Node's HTTP stack alone costs on this machine, the floor under any Node.js gateway.
+    // BENCH_FLOOR=1: the same scenarios through bench/floor-proxy.ts, a bare node:http relay (no
+    // parsing, auth, limits or billing): what Node's HTTP stack alone costs on this machine, the
+    // floor under any Node.js gateway.
     if (process.env.BENCH_FLOOR === '1') {
       const port = await freePort();
       const floor = startChild(
@@ -267,9 +283,10 @@ async function main(): Promise<number> {
       relays.push({ who: 'floor', child: floor, url: `http://127.0.0.1:${port}`, headers: {} });
     }
 
-    // BENCH_RULES_FLOOR=1 (with BENCH_REDIS_URL): the same scenarios through bench/rules-floor.ts, the floor relay plus
-    // the money rules' own work (a key, an admit and a settle in Redis, a durable charge): what any Node.js gateway
-    // keeping those rules costs on this machine, before its design adds anything.
+    // BENCH_RULES_FLOOR=1 (with BENCH_REDIS_URL): the same scenarios through bench/rules-floor.ts,
+    // the floor relay plus the money rules' own work (a key, an admit and a settle in Redis, a
+    // durable charge): what any Node.js gateway keeping those rules costs on this machine, before
+    // its design adds anything.
     let rulesFloorUrl: string | null = null;
     if (process.env.BENCH_RULES_FLOOR === '1') {
       if (!redisUrl)
@@ -308,7 +325,10 @@ async function main(): Promise<number> {
       });
     }
 
-    /** The gateway's lane for a scenario, and one for each relay when the scenario is plain chat or embeddings. */
+    /**
+     * The gateway's lane for a scenario, and one for each relay when the scenario is plain chat or
+     * embeddings.
+     */
     const lanesOf = (scenario: Scenario): Lane[] => [
       {
         who: 'gateway',
@@ -322,7 +342,8 @@ async function main(): Promise<number> {
         directSendsEngineBody: settings.baseline === 'direct' && scenario.direct !== undefined,
         probes: probesFor(gateway, baseline.child),
       },
-      // A relay passes the request through as it is: a scenario of the gateway's own protocol has nothing to reach.
+      // A relay passes the request through as it is: a scenario of the gateway's own protocol has
+      // nothing to reach.
       ...(scenario.direct !== undefined ? [] : relays).map((relay) => ({
         who: relay.who,
         scenario,
@@ -364,7 +385,8 @@ async function main(): Promise<number> {
         `bench: the OTLP sink received ${sink.stats().exports} exports, ${sink.stats().bytes} bytes\n`,
       );
     if (rulesFloorUrl) {
-      // Proof the rules floor did the rules' work: every answer charged, with the engine's own counts.
+      // Proof the rules floor did the rules' work: every answer charged, with the engine's own
+      // counts.
       const stats = (await (await fetch(`${rulesFloorUrl}/stats`)).json()) as Record<string, number>;
       process.stderr.write(
         `bench: the rules floor answered ${stats.answered}, charged ${stats.charged} (${stats.completionTokens} completion tokens) in ${stats.journalWrites} durable writes, refused ${stats.refused}, settles failed ${stats.settleFailed}\n`,
@@ -416,8 +438,9 @@ async function main(): Promise<number> {
 }
 
 /**
- * The scenarios in the groups measured together: an agent's request with the chat stream of its bytes (the ratio
- * issue 50 judges it by), every other scenario alone. Relays join each group's rounds on their own.
+ * The scenarios in the groups measured together: an agent's request with the chat stream of its
+ * bytes (the ratio issue 50 judges it by), every other scenario alone. Relays join each group's
+ * rounds on their own.
  */
 function measuredTogether(list: Scenario[]): Scenario[][] {
   const names = new Set(list.map((s) => s.name));

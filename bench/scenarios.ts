@@ -6,22 +6,29 @@ export interface Scenario {
   path: string;
   stream: boolean;
   body: Record<string, unknown>;
-  /** Several bodies sent in rotation, one a request, to the gateway and straight alike (`body` is the first). */
+  /**
+   * Several bodies sent in rotation, one a request, to the gateway and straight alike (`body` is
+   * the first).
+   */
   bodies?: Record<string, unknown>[];
   /**
-   * What the simulator is sent for the same work when the load goes straight to it, when that differs: the
-   * Messages route is the gateway's own (translated to chat completions), so its direct side is the chat request
-   * the gateway makes of it. A relay that passes bytes through (the floor, Portkey) cannot run such a scenario.
+   * What the simulator is sent for the same work when the load goes straight to it, when that
+   * differs: the Messages route is the gateway's own (translated to chat completions), so its
+   * direct side is the chat request the gateway makes of it. A relay that passes bytes through (the
+   * floor, Portkey) cannot run such a scenario.
    */
   direct?: { path: string; body: Record<string, unknown> };
-  /** Run only when `--scenarios` names it (or `agents`): the agent-sized bodies of bench/agent-scenarios.ts. */
+  /**
+   * Run only when `--scenarios` names it (or `agents`): the agent-sized bodies of
+   * bench/agent-scenarios.ts.
+   */
   onlyWhenNamed?: boolean;
 }
 
 /**
- * The benches' scenarios: chat JSON and chat stream of `tokens` tokens, embeddings of four inputs, and a
- * Messages stream and a Responses stream of `tokens` tokens (the simulator must answer `tokens` tokens by
- * default: neither request has `ignore_eos`; `--default-max-tokens`).
+ * The benches' scenarios: chat JSON and chat stream of `tokens` tokens, embeddings of four inputs,
+ * and a Messages stream and a Responses stream of `tokens` tokens (the simulator must answer
+ * `tokens` tokens by default: neither request has `ignore_eos`; `--default-max-tokens`).
  *
  * @example
  * const [chatJson] = allScenarios(64);
@@ -49,7 +56,8 @@ export function allScenarios(tokens: number): Scenario[] {
       path: '/v1/messages',
       stream: true,
       body: { model: 'sim-chat', max_tokens: tokens, messages: chat.messages, stream: true },
-      // What the gateway sends the engine for it (requests/messages/): a chat stream with usage in every chunk.
+      // What the gateway sends the engine for it (requests/messages/): a chat stream with usage in
+      // every chunk.
       direct: {
         path: '/v1/chat/completions',
         body: {
@@ -65,9 +73,11 @@ export function allScenarios(tokens: number): Scenario[] {
       name: 'responses-stream',
       path: '/v1/responses',
       stream: true,
-      // store: false, as Codex sends it: a stored response adds a database write (docs/benchmark.md gives both).
+      // store: false, as Codex sends it: a stored response adds a database write (docs/benchmark.md
+      // gives both).
       body: { model: 'sim-chat', max_output_tokens: tokens, input: chat.messages, stream: true, store: false },
-      // What the gateway sends the engine for it (requests/responses/): the same chat stream as for Messages.
+      // What the gateway sends the engine for it (requests/responses/): the same chat stream as for
+      // Messages.
       direct: {
         path: '/v1/chat/completions',
         body: {
@@ -83,7 +93,8 @@ export function allScenarios(tokens: number): Scenario[] {
       name: 'responses-stored-stream',
       path: '/v1/responses',
       stream: true,
-      // The API's default, store: true: the response and its input are written to the gateway's database before the last event.
+      // The API's default, store: true: the response and its input are written to the gateway's
+      // database before the last event.
       body: { model: 'sim-chat', max_output_tokens: tokens, input: chat.messages, stream: true },
       direct: {
         path: '/v1/chat/completions',

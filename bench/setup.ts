@@ -25,8 +25,8 @@ export async function provision(gatewayUrl: string, adminToken: string): Promise
   await call('PUT', '/prices/sim-embed', { input_per_million: '0.02', output_per_million: '0' });
   const org = (await call('POST', '/orgs', { name: 'bench' })) as { id: string };
   await call('POST', `/orgs/${org.id}/wallet/topups`, { amount: '1000000' });
-  // BENCH_BUDGETS=1: the key is a project's, and both have budgets far above the load (monthly and daily), so the
-  // bench measures what budgets cost a request, never their refusals.
+  // BENCH_BUDGETS=1: the key is a project's, and both have budgets far above the load (monthly and
+  // daily), so the bench measures what budgets cost a request, never their refusals.
   const budgets = process.env.BENCH_BUDGETS === '1';
   const project = budgets
     ? ((await call('POST', `/orgs/${org.id}/projects`, { name: 'bench' })) as { id: string })

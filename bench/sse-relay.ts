@@ -1,12 +1,14 @@
 /**
- * Micro-benchmark of a chat stream's own JavaScript in the gateway (docs/benchmark-history.md, eighth round): one stream of
- * 64 token chunks as vLLM writes them (running usage on each, a first chunk with the role, a final usage chunk and
- * `[DONE]`), pushed as Node's HTTP client pushes an engine's response (one push an event, over three turns of the
- * event loop), through `relaySse` and the chat rewriter, and read as @hono/node-server reads a body. It prints µs a
- * stream for the whole relay, for the relay with events forwarded unchanged, and for the rewriter alone, so what a
- * change to either saves shows without the full bench's run-to-run spread. No sockets, no Redis, no journal: only
- * this code. Its figures are a lower bound: under load, with cold caches and the collector busy, the same code
- * costs more (`npm run bench` is the judge; a change that won here lost there, docs/benchmark.md).
+ * Micro-benchmark of a chat stream's own JavaScript in the gateway (docs/benchmark-history.md,
+ * eighth round): one stream of 64 token chunks as vLLM writes them (running usage on each, a first
+ * chunk with the role, a final usage chunk and `[DONE]`), pushed as Node's HTTP client pushes an
+ * engine's response (one push an event, over three turns of the event loop), through `relaySse` and
+ * the chat rewriter, and read as @hono/node-server reads a body. It prints µs a stream for the
+ * whole relay, for the relay with events forwarded unchanged, and for the rewriter alone, so what a
+ * change to either saves shows without the full bench's run-to-run spread. No sockets, no Redis, no
+ * journal: only this code. Its figures are a lower bound: under load, with cold caches and the
+ * collector busy, the same code costs more (`npm run bench` is the judge; a change that won here
+ * lost there, docs/benchmark.md).
  *
  *   npx tsx bench/sse-relay.ts
  */
@@ -35,8 +37,9 @@ const events = [...chunks.map((data) => Buffer.from(`data: ${data}\n\n`)), Buffe
 const bodyBytes = events.reduce((sum, event) => sum + event.length, 0);
 
 /**
- * The engine's response as Node's HTTP client gives it: one push for each event (each is an HTTP chunk), over
- * three turns of the event loop, as the bench's gateway sees a stream of 64 chunks from a zero-latency engine.
+ * The engine's response as Node's HTTP client gives it: one push for each event (each is an HTTP
+ * chunk), over three turns of the event loop, as the bench's gateway sees a stream of 64 chunks
+ * from a zero-latency engine.
  */
 function engineResponse(): Readable {
   const response = new PassThrough();

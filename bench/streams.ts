@@ -88,7 +88,10 @@ function openStream(
   });
 }
 
-/** N streams at once; the gateway's RSS is sampled once all have their first token (all open at once). */
+/**
+ * N streams at once; the gateway's RSS is sampled once all have their first token (all open at
+ * once).
+ */
 async function level(n: number, url: string, secret: string | null, gateway: Child | null) {
   const agent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
   let firsts = 0;
@@ -160,7 +163,8 @@ async function main(): Promise<void> {
         TOLLGATE_SEED_DEMO: 'false',
         TOLLGATE_LOG_LEVEL: 'warn',
         TOLLGATE_ENGINES_FILE: enginesFile,
-        // The checkpoints' cadence, to measure what they cost (docs/billing.md, "Streams cut by a crash").
+        // The checkpoints' cadence, to measure what they cost (docs/billing.md, "Streams cut by a
+        // crash").
         ...Object.fromEntries(
           Object.entries(process.env).filter(([name]) => name.startsWith('TOLLGATE_STREAM_CHECKPOINT_')),
         ),
@@ -169,7 +173,8 @@ async function main(): Promise<void> {
     children.push(gateway);
     await waitForHealth(gateway, `${url}/health`, 60_000);
     const secret = await provision(url, ADMIN_TOKEN);
-    // One stream first: the first request of a key fills the gateway's caches (key, model, wallet), not what is measured.
+    // One stream first: the first request of a key fills the gateway's caches (key, model, wallet),
+    // not what is measured.
     await level(1, url, secret, null);
     const rssIdle = (await rssMiB(gateway.pid)) ?? 0;
     console.log(
@@ -203,7 +208,8 @@ async function main(): Promise<void> {
         `| ${n} | ${direct.completed} / ${through.completed} | ${direct.p50.toFixed(1)} → ${through.p50.toFixed(1)} ms (+${(through.p50 - direct.p50).toFixed(1)}) | ${direct.p99.toFixed(1)} → ${through.p99.toFixed(1)} ms | ${through.rssOpen.toFixed(0)} MiB | ${perStream} | ${cpuPerStream} |`,
       );
     }
-    // Every stream billed: the usage summary counts this organization's requests (it waits for the journal to be written).
+    // Every stream billed: the usage summary counts this organization's requests (it waits for the
+    // journal to be written).
     const usage = await fetch(`${url}/v1/usage/summary`, { headers: { authorization: `Bearer ${secret}` } });
     const summary = (await usage.json()) as { totals?: { requests?: number } };
     console.log(

@@ -6,14 +6,14 @@ import { chatBodyOf as chatOfMessages } from '../src/gateway/requests/messages/t
 import { chatBodyOf as chatOfResponses } from '../src/gateway/requests/responses/translate.js';
 
 /**
- * `npx tsx bench/translation.ts`: what a Messages or Responses request's translation costs alone, the part of its
- * path a chat request of the same bytes does not have: the body parsed, translated to chat, checked against the
- * organization's kept conversations and written for the engine (`requests/translation-json.ts`,
- * `requests/sent-body.ts`). The bodies are the agents' bench's (Claude Code's 115 KB, Codex's 47 KB), sent again
- * each time, as an agent's earlier turns are.
+ * `npx tsx bench/translation.ts`: what a Messages or Responses request's translation costs alone,
+ * the part of its path a chat request of the same bytes does not have: the body parsed, translated
+ * to chat, checked against the organization's kept conversations and written for the engine
+ * (`requests/translation-json.ts`, `requests/sent-body.ts`). The bodies are the agents' bench's
+ * (Claude Code's 115 KB, Codex's 47 KB), sent again each time, as an agent's earlier turns are.
  *
- * It prints CPU µs a translation, which moves with the machine's load. For a count that does not, run it under
- * callgrind at two sizes and take the difference, which leaves out node's start:
+ * It prints CPU µs a translation, which moves with the machine's load. For a count that does not,
+ * run it under callgrind at two sizes and take the difference, which leaves out node's start:
  *
  *   valgrind --tool=callgrind node --import tsx bench/translation.ts --protocol messages --requests 100 --warmup 0
  *   valgrind --tool=callgrind node --import tsx bench/translation.ts --protocol messages --requests 900 --warmup 0
@@ -25,7 +25,8 @@ const { values } = parseArgs({
     protocol: { type: 'string', default: 'messages' },
     requests: { type: 'string', default: '4000' },
     warmup: { type: 'string', default: '2000' },
-    // Translations begun this many at a time before any is kept, as an agent's requests in flight together are.
+    // Translations begun this many at a time before any is kept, as an agent's requests in flight
+    // together are.
     'in-flight': { type: 'string', default: '1' },
   },
 });
@@ -43,8 +44,9 @@ const text = JSON.stringify(protocol === 'messages' ? claudeCodeMessages(64) : c
 const translations = new TranslationJsonCache();
 
 /**
- * `inFlight` requests' translations, as their endpoint's `begin` makes them: each reuses what the organization kept
- * before any of them is kept. The bytes' length is returned so nothing is skipped.
+ * `inFlight` requests' translations, as their endpoint's `begin` makes them: each reuses what the
+ * organization kept before any of them is kept. The bytes' length is returned so nothing is
+ * skipped.
  */
 function translate(): number {
   const begun = [];

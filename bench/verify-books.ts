@@ -1,14 +1,16 @@
 /**
- * How long `tollgate wallet verify` takes on a long ledger (docs/billing.md, "Reconciling"): an organization with
- * ENTRIES charges (each a usage record and its ledger entry, loaded with generate_series), then a full verify, then
- * NEW more charges and the incremental verify that reads only them. Both go through the CLI and the operator
- * API, as an operator runs them. Meanwhile a probe reads the wallet on the billed path's connections every 5 ms:
- * its slowest read says whether the verification held them.
+ * How long `tollgate wallet verify` takes on a long ledger (docs/billing.md, "Reconciling"): an
+ * organization with ENTRIES charges (each a usage record and its ledger entry, loaded with
+ * generate_series), then a full verify, then NEW more charges and the incremental verify that reads
+ * only them. Both go through the CLI and the operator API, as an operator runs them. Meanwhile a
+ * probe reads the wallet on the billed path's connections every 5 ms: its slowest read says whether
+ * the verification held them.
  *
  *   npx tsx bench/verify-books.ts [--store pglite|postgres] [--entries 1000000] [--new 10000]
  *
- * PostgreSQL: a database of its own on DATABASE_URL's server (default postgres://postgres@127.0.0.1:5432/postgres),
- * dropped at the end. PGlite: a data folder under the system's temp folder, removed at the end.
+ * PostgreSQL: a database of its own on DATABASE_URL's server (default
+ * postgres://postgres@127.0.0.1:5432/postgres), dropped at the end. PGlite: a data folder under the
+ * system's temp folder, removed at the end.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';

@@ -20,9 +20,13 @@ import { ClusterIdentity } from './platform/clusters/identity.js';
 import { requireTool } from './platform/runs/tool.js';
 import { CostService } from './platform/costs/service.js';
 
-// The control plane's two groups of `Services` (`services.ts`): people, and the platform's machines.
+// The control plane's two groups of `Services` (`services.ts`): people, and the platform's
+// machines.
 
-/** People (`platform/people/`, `platform/orgs/`): users and sign-in, organizations and their projects. */
+/**
+ * People (`platform/people/`, `platform/orgs/`): users and sign-in, organizations and their
+ * projects.
+ */
 export interface PeopleServices {
   users: UserService;
   passwords: Passwords;
@@ -34,11 +38,17 @@ export interface PeopleServices {
   projects: ProjectService;
 }
 
-/** The control plane's machines (`platform/`): clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
+/**
+ * The control plane's machines (`platform/`): clusters and their nodes' keys, stacks, costs, and
+ * the runs that apply stacks.
+ */
 export interface PlatformServices {
   /** Hardware profiles, nodes and organizations' clusters. */
   clusters: ClusterService;
-  /** Node access changed after a node was added, and nodes a deleted cluster's key is stuck on, released. */
+  /**
+   * Node access changed after a node was added, and nodes a deleted cluster's key is stuck on,
+   * released.
+   */
   nodeMaintenance: NodeMaintenance;
   /** The template (stack) catalog. */
   stacks: StackCatalog;
@@ -56,7 +66,10 @@ export interface PlatformServices {
   publicHosts: PublicHosts;
 }
 
-/** People's services: users and their passwords, sign-in sessions and counters, organizations and projects. */
+/**
+ * People's services: users and their passwords, sign-in sessions and counters, organizations and
+ * projects.
+ */
 export function createPeopleServices(
   config: Config,
   db: Database,
@@ -74,7 +87,10 @@ export function createPeopleServices(
   };
 }
 
-/** The control plane's services: clusters and their nodes' keys, stacks, costs, and the runs that apply stacks. */
+/**
+ * The control plane's services: clusters and their nodes' keys, stacks, costs, and the runs that
+ * apply stacks.
+ */
 export function createPlatformServices(config: Config, db: Database, log: Logger): PlatformServices {
   const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
   const clusters = new ClusterService(db, {
@@ -114,7 +130,10 @@ export function createPlatformServices(config: Config, db: Database, log: Logger
   };
 }
 
-/** The gateway's own host names, which no cluster's public URLs may take: its public URL's, and localhost. */
+/**
+ * The gateway's own host names, which no cluster's public URLs may take: its public URL's, and
+ * localhost.
+ */
 function reservedHostsOf(config: Config): string[] {
   const hosts = ['localhost'];
   if (config.publicUrl) hosts.push(new URL(config.publicUrl).hostname.toLowerCase());

@@ -85,7 +85,8 @@ function nextSteps(base: string, tokenFromEnvironment: boolean): string[] {
     : 'the operator token above (TOLLGATE_ADMIN_TOKEN, or TOLLGATE_DATA_DIR for the CLI to read it)';
   return [
     'No organizations yet (TOLLGATE_SEED_DEMO=false). Next, with the tollgate CLI and ' + token + ':',
-    // One export for every command below: a --url on the first only left the others on 127.0.0.1:8080.
+    // One export for every command below: a --url on the first only left the others on
+    // 127.0.0.1:8080.
     `  export TOLLGATE_URL=${base}`,
     '  tollgate models add --id MODEL --name "NAME" --hf-repo ORG/REPO --task chat --context-length 32768',
     '  tollgate prices set --model MODEL --input 0.15 --output 0.60',

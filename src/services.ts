@@ -51,8 +51,9 @@ import { TranslationJsonCache } from './gateway/requests/translation-json.js';
 export type { PeopleServices, PlatformServices } from './control-plane-services.js';
 
 /**
- * Everything the routes need, built once at start-up (`server/start.ts`) and passed in: no module reaches for a
- * global. Built in four groups; a surface names only what it reads (`surfaces/<surface>/deps.ts`).
+ * Everything the routes need, built once at start-up (`server/start.ts`) and passed in: no module
+ * reaches for a global. Built in four groups; a surface names only what it reads
+ * (`surfaces/<surface>/deps.ts`).
  */
 export interface Services extends ProcessServices, GatewayServices, PeopleServices, PlatformServices {}
 
@@ -63,7 +64,10 @@ export interface ProcessServices {
   log: Logger;
   /** The operator token that guards the management API. */
   adminToken: string;
-  /** Prometheus metrics, served at GET /metrics (unless TOLLGATE_METRICS=off: then the request path records none). */
+  /**
+   * Prometheus metrics, served at GET /metrics (unless TOLLGATE_METRICS=off: then the request path
+   * records none).
+   */
   metrics: Metrics;
   /** Records requests into the metrics and traces (`observability/observer.ts`). */
   observer: Observer;
@@ -77,11 +81,17 @@ export interface ProcessServices {
   storeOutage: OutageLog;
 }
 
-/** The data plane (`gateway/`): keys, models, admission, the money of a billed call, caches, stored responses. */
+/**
+ * The data plane (`gateway/`): keys, models, admission, the money of a billed call, caches, stored
+ * responses.
+ */
 export interface GatewayServices {
   keys: KeyService;
   catalog: CatalogService;
-  /** Keys, models, prices and projects as the request path reads them, kept in this process; see `catalog/request-path-cache.ts`. */
+  /**
+   * Keys, models, prices and projects as the request path reads them, kept in this process; see
+   * `catalog/request-path-cache.ts`.
+   */
   requestPathCache: RequestPathCache;
   fleet: Fleet;
   cacheSalts: CacheSalts;
@@ -91,7 +101,10 @@ export interface GatewayServices {
    * once (keyed by URL, bounded by `PARSED_URLS_KEPT`): `proxy/engine-agents.ts`.
    */
   engineAgents: EngineAgents;
-  /** The four per-key limits and the wallet hold, decided in one step; see `admission/gate-keeper.ts`. */
+  /**
+   * The four per-key limits and the wallet hold, decided in one step; see
+   * `admission/gate-keeper.ts`.
+   */
   gateKeeper: GateKeeper;
   wallets: WalletService;
   /** Where a charge becomes durable before its response ends; see `billing/journal.ts`. */
@@ -106,15 +119,24 @@ export interface GatewayServices {
   budgets: BudgetService;
   /** The per-key response cache, in Redis or in memory. */
   cache: ResponseCache;
-  /** Stored Responses (`/v1/responses` with `store`), in the database: any process continues a conversation. */
+  /**
+   * Stored Responses (`/v1/responses` with `store`), in the database: any process continues a
+   * conversation.
+   */
   responseStore: ResponseStore;
-  /** Conversations (`/v1/conversations`, `conversation` on `/v1/responses`), in the database: any process appends. */
+  /**
+   * Conversations (`/v1/conversations`, `conversation` on `/v1/responses`), in the database: any
+   * process appends.
+   */
   conversationStore: ConversationStore;
   /** Background responses (`background: true`): queued, run, their leases kept and taken over. */
   backgroundResponses: BackgroundResponses;
   /** Uploaded files (`/v1/files`): their rows in the database, their bytes in `blobs`. */
   fileStore: FileStore;
-  /** Large bytes outside the database's heap (`shared/blobs/`): a folder embedded, PostgreSQL in chunks otherwise. */
+  /**
+   * Large bytes outside the database's heap (`shared/blobs/`): a folder embedded, PostgreSQL in
+   * chunks otherwise.
+   */
   blobs: BlobStore;
   /** Where requests wait when the fleet is full, and in what order (`flow/flow-control.ts`). */
   flow: FlowControl;
@@ -154,7 +176,8 @@ export interface ServiceParts {
 }
 
 /**
- * Builds every service over one store; reports and exports on its own connections (`reportsDb`) when given.
+ * Builds every service over one store; reports and exports on its own connections (`reportsDb`)
+ * when given.
  *
  * @example
  * const services = createServices({ config, db: store.db, reportsDb: store.reports, log, fleet, adminToken });
@@ -166,11 +189,13 @@ export function createServices(parts: ServiceParts): Services {
     'database',
     'known keys are still served; charges wait in the journal, and keys, models or wallets not yet cached answer 503, until it is back',
   );
-  // An embedded store has no other writer: every change goes through this process, which drops the cache itself.
+  // An embedded store has no other writer: every change goes through this process, which drops the
+  // cache itself.
   const requestPathCache = new RequestPathCache(db, storeOutage, {
     pollMs: config.databaseUrl ? config.catalogPollMs : 0,
   });
-  // A write through this process drops its cache at once; other replicas see the catalog version move.
+  // A write through this process drops its cache at once; other replicas see the catalog version
+  // move.
   const catalogChanged = () => requestPathCache.invalidate();
   const inFlight = new InFlight();
   const metricsOn = config.observability.metrics;
@@ -196,7 +221,10 @@ export function createServices(parts: ServiceParts): Services {
   };
 }
 
-/** The data plane's services: keys, models, admission and the wallets it holds, the charge path, caches. */
+/**
+ * The data plane's services: keys, models, admission and the wallets it holds, the charge path,
+ * caches.
+ */
 function createGatewayServices(
   parts: ServiceParts,
   requestPathCache: RequestPathCache,
@@ -208,7 +236,8 @@ function createGatewayServices(
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
   const redisOptions = { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions };
   const gate = redis ? createRedisGate(redis, redisOptions) : createMemoryGate(gateOptions);
-  // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to rebuild it.
+  // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to
+  // rebuild it.
   const wallets = new WalletService(db, (orgId, amount) => gateKeeper.credit(orgId, amount));
   const gateKeeper: GateKeeper = new GateKeeper(gate, wallets, journal, log, {
     limitsEnabled: config.limits.enabled,

@@ -33,7 +33,10 @@ export function isMode(text: string): text is Mode {
   return (MODES as readonly string[]).includes(text);
 }
 
-/** The person's answer to a question: this once, for the rest of the session (the scope asked about), or not. */
+/**
+ * The person's answer to a question: this once, for the rest of the session (the scope asked
+ * about), or not.
+ */
 export type Answer = 'yes' | 'session' | 'no';
 
 /** What "yes for this session" covers: a tool (`edit_file`), or a command's prefix (`npm test`). */
@@ -43,7 +46,10 @@ export interface Scope {
   label: string;
 }
 
-/** Characters that chain, redirect or substitute in `sh`: a command with one is never allowed by prefix. */
+/**
+ * Characters that chain, redirect or substitute in `sh`: a command with one is never allowed by
+ * prefix.
+ */
 const SHELL_CONTROL = /[;&|<>`$()\n\\]/;
 
 /**
@@ -90,13 +96,16 @@ export class SessionApprovals {
   }
 }
 
-/** A question to the person (the view's `ask`): `scope` is what a "yes for this session" would cover. */
+/**
+ * A question to the person (the view's `ask`): `scope` is what a "yes for this session" would
+ * cover.
+ */
 export type Ask = (question: string, signal: AbortSignal, scope: Scope | null) => Promise<Answer>;
 
 /**
- * A prepared call through its mode: run, refused (a `ToolRefusal`, its reason the model's answer), or asked,
- * unless the person said "yes for this session" to the tool (or the command's prefix) already. A call outside the
- * project is asked every time: a session's yes is about the project.
+ * A prepared call through its mode: run, refused (a `ToolRefusal`, its reason the model's answer),
+ * or asked, unless the person said "yes for this session" to the tool (or the command's prefix)
+ * already. A call outside the project is asked every time: a session's yes is about the project.
  *
  * @example
  * await approveCall({ mode: 'ask', approvals, ask: view.ask }, 'run_command', call, signal);

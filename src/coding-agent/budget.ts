@@ -7,7 +7,10 @@ import { AgentStop } from './model.js';
 /** What one model call may use: its `max_tokens`, and the most it can cost (the gateway's hold). */
 export interface TurnPlan {
   maxTokens: number;
-  /** The most prompt tokens the gateway counts for it: the body's bytes (its charge is clamped to both). */
+  /**
+   * The most prompt tokens the gateway counts for it: the body's bytes (its charge is clamped to
+   * both).
+   */
   promptBound: number;
   /** Null when the gateway lists no price for the model. */
   worstNanos: bigint | null;
@@ -18,7 +21,10 @@ export interface TurnPlan {
 /** `max_tokens` written with this many digits at most: the body's bytes are measured with it in. */
 const MAX_TOKENS_PLACEHOLDER = 9_999_999;
 
-/** The bytes of the body as model.ts sends it (the SDK writes it with JSON.stringify): the gateway's prompt bound. */
+/**
+ * The bytes of the body as model.ts sends it (the SDK writes it with JSON.stringify): the gateway's
+ * prompt bound.
+ */
 function bodyBytes(body: Record<string, unknown>, maxTokens: number): number {
   return Buffer.byteLength(
     JSON.stringify({ ...body, max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } }),
@@ -41,7 +47,10 @@ function bodyBytes(body: Record<string, unknown>, maxTokens: number): number {
  * body.max_tokens = plan.maxTokens;
  */
 export class WalletGuard {
-  /** The last balance the gateway reported, and the one planned with then, at what the session had spent. */
+  /**
+   * The last balance the gateway reported, and the one planned with then, at what the session had
+   * spent.
+   */
   private last: { reported: bigint; planned: bigint; spent: bigint } | null = null;
   private warned = false;
 
@@ -58,8 +67,9 @@ export class WalletGuard {
   ): Promise<TurnPlan> {
     const bytes = bodyBytes(body, MAX_TOKENS_PLACEHOLDER);
     const floor = Math.min(this.limits.min_output_tokens, this.limits.max_output_tokens);
-    // What is left of the context, but never under the floor: a full context is compaction's business.
-    // Before a call measured the prompt, 2 bytes a token: more tokens than text of any usual kind makes.
+    // What is left of the context, but never under the floor: a full context is compaction's
+    // business. Before a call measured the prompt, 2 bytes a token: more tokens than text of any
+    // usual kind makes.
     const promptTokens = call.promptTokens ?? Math.ceil(bytes / 2);
     const contextLeft = call.contextLength === null ? Infinity : call.contextLength - promptTokens;
     let maxTokens = Math.min(this.limits.max_output_tokens, Math.max(floor, contextLeft));

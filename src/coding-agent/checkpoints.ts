@@ -5,7 +5,10 @@ import { resolvesInside } from './tools/paths.js';
 /** Turns whose file changes `/undo` can take back, the latest kept (older checkpoints are dropped). */
 export const UNDO_TURNS = 20;
 
-/** A file as it was before a turn changed it: its bytes, absent (the turn created it), or too large to keep. */
+/**
+ * A file as it was before a turn changed it: its bytes, absent (the turn created it), or too large
+ * to keep.
+ */
 type Before = { kind: 'content'; bytes: Buffer } | { kind: 'absent' } | { kind: 'too-large'; size: number };
 
 /**

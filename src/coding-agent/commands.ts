@@ -127,8 +127,9 @@ function priceOf(agent: Agent, model: string): string {
 }
 
 /**
- * One session cost, the billed one: the key's usage records of the session's requests (a cancelled one included,
- * which no answer counted). Only when they cannot be read, what the agent counted from each answer, said so.
+ * One session cost, the billed one: the key's usage records of the session's requests (a cancelled
+ * one included, which no answer counted). Only when they cannot be read, what the agent counted
+ * from each answer, said so.
  */
 async function costLines(agent: Agent): Promise<string> {
   const { totals, requestIds = [], createdAt } = agent.session;

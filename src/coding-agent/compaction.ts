@@ -18,7 +18,10 @@ export function summaryRequest(messages: readonly ChatCompletionMessageParam[]):
   return [...messages, { role: 'user', content: SUMMARY_REQUEST }];
 }
 
-/** The conversation replaced by the model's summary of it (the first system message kept), as a user message. */
+/**
+ * The conversation replaced by the model's summary of it (the first system message kept), as a user
+ * message.
+ */
 export function compacted(
   messages: readonly ChatCompletionMessageParam[],
   summary: string,

@@ -11,11 +11,17 @@ export interface SentCall {
   body: Record<string, unknown>;
   /** Its bytes as sent (budget.ts's `promptBound`): the gateway's prompt bound. */
   bodyBytes: number;
-  /** The model's context length from `/v1/models`, the catalog's, which the gateway bounds by (null: unknown). */
+  /**
+   * The model's context length from `/v1/models`, the catalog's, which the gateway bounds by (null:
+   * unknown).
+   */
   contextLength: number | null;
 }
 
-/** What a call cost: its usage held to its bounds, and its charge (null when the gateway lists no price). */
+/**
+ * What a call cost: its usage held to its bounds, and its charge (null when the gateway lists no
+ * price).
+ */
 export interface TurnCost {
   usage: TokenUsage;
   costNanos: bigint | null;
@@ -41,22 +47,27 @@ export function turnCost(reported: TokenUsage, sent: SentCall, price: Price | un
     : { usage: clampUsage(reported, hold.bounds).usage, costNanos: null, holdNanos: null };
 }
 
-/** The bounds and the hold of a sent call, as the gateway's billed request computes them (`requests/authorize.ts`'s `reserve`). */
+/**
+ * The bounds and the hold of a sent call, as the gateway's billed request computes them
+ * (`requests/authorize.ts`'s `reserve`).
+ */
 export function callHold(sent: SentCall, price: Price | undefined): { bounds: TokenBounds; holdNanos: bigint | null } {
   const request = {
     bodyBytes: sent.bodyBytes,
     body: sent.body,
     task: 'chat' as const,
-    // Unknown here, the catalog's bound is the gateway's; the agent always sends max_tokens, the tighter one.
+    // Unknown here, the catalog's bound is the gateway's; the agent always sends max_tokens, the
+    // tighter one.
     contextLength: sent.contextLength ?? Number.MAX_SAFE_INTEGER,
   };
   return price ? holdFor(request, tokenPriceOf(price)) : { bounds: tokenBoundsOf(request), holdNanos: null };
 }
 
 /**
- * A call's charge by the gateway's own rule (`billing/holds.ts`'s `chargeFor`): the engine's usage held to the call's
- * bounds (the body's bytes, its `max_tokens`), cached prompt tokens at the cached-input price, reasoning as output,
- * never above the hold. Null when the gateway lists no price for the model.
+ * A call's charge by the gateway's own rule (`billing/holds.ts`'s `chargeFor`): the engine's usage
+ * held to the call's bounds (the body's bytes, its `max_tokens`), cached prompt tokens at the
+ * cached-input price, reasoning as output, never above the hold. Null when the gateway lists no
+ * price for the model.
  */
 export function turnCharge(
   reported: TokenUsage,

@@ -9,7 +9,10 @@ export interface ModelInfo {
 
 export interface Price {
   inputNanosPerToken: bigint;
-  /** A prompt token the engine read from its prefix cache (the input price where the operator set none). */
+  /**
+   * A prompt token the engine read from its prefix cache (the input price where the operator set
+   * none).
+   */
   cachedInputNanosPerToken: bigint;
   outputNanosPerToken: bigint;
 }
@@ -47,7 +50,8 @@ export function gatewayOf(settings: CliSettings) {
           row.model,
           {
             inputNanosPerToken: BigInt(row.input_nanos_per_token),
-            // An older gateway lists no cached price: it bills every prompt token at the input price.
+            // An older gateway lists no cached price: it bills every prompt token at the input
+            // price.
             cachedInputNanosPerToken: BigInt(row.cached_input_nanos_per_token ?? row.input_nanos_per_token),
             outputNanosPerToken: BigInt(row.output_nanos_per_token),
           },

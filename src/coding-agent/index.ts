@@ -98,7 +98,8 @@ async function start(
       : undefined;
   if (values.continue && !resumed)
     throw new CliError(`no session to continue in ${root} (sessions are kept in ${store.folder})`);
-  // Its conversation is about that folder's files: here its tools would read and change this folder's.
+  // Its conversation is about that folder's files: here its tools would read and change this
+  // folder's.
   if (resumed && resumed.cwd !== root)
     throw new CliError(
       `session ${resumed.id} was started in ${resumed.cwd}, not here: its tools would work on this folder's files. Resume it there: cd ${JSON.stringify(resumed.cwd)} && tollgate code --session ${resumed.id}`,
@@ -122,7 +123,8 @@ async function start(
   const mcp = new McpServers(root, settings.configDir, settings.limits);
   const tools = { root, limits: settings.limits, paint, mcp };
   const wallet = new WalletGuard(gateway, settings.limits, settings.walletWarnNanos, pricing.currency);
-  // Made in order: the prompt, the view that asks its approvals on it, the agent that shows on the view.
+  // Made in order: the prompt, the view that asks its approvals on it, the agent that shows on the
+  // view.
   const prompt = interactiveRun ? openPrompt(root, paint) : null;
   const view = prompt
     ? terminalView((text) => process.stdout.write(text), paint, Boolean(process.stdout.isTTY), prompt.ask)

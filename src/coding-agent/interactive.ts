@@ -83,7 +83,8 @@ export async function interactive(
   const question: Question = (prompt, signal) => rl.question(prompt, { signal });
   say(banner(agent, paint));
   const notice = (text: string) => say(paint.yellow(clean(text)));
-  // Leaving (Ctrl-C twice, Ctrl-D) while the trust question of a project's servers is asked answers it no.
+  // Leaving (Ctrl-C twice, Ctrl-D) while the trust question of a project's servers is asked answers
+  // it no.
   const starting = new AbortController();
   void left.then(() => starting.abort());
   // "No, and say what instead" (a thrown refusal) is a no here: there is no call to refuse.
@@ -95,7 +96,8 @@ export async function interactive(
   await agent.deps.tools.mcp?.start(notice, trusted);
   if (start === 'resumed') resumeInto(agent, agent.session, say);
   if (start === 'pick') await resumeCommand(agent, '', say, question, new AbortController().signal);
-  // The wallet from the start (read at most WALLET_WAIT_MS): the person sees what they have before the first task.
+  // The wallet from the start (read at most WALLET_WAIT_MS): the person sees what they have before
+  // the first task.
   say(await statusLine(agent, paint));
   try {
     for (;;) {

@@ -12,7 +12,10 @@ export interface AgentLimits {
   read_lines: number;
   /** The largest file the read, edit and search tools open, in bytes. */
   file_bytes: number;
-  /** Characters of a tool's answer (a command's output, a listing) kept; the rest is cut, and the cut said. */
+  /**
+   * Characters of a tool's answer (a command's output, a listing) kept; the rest is cut, and the
+   * cut said.
+   */
   tool_output_chars: number;
   /** Seconds a command may run before it is stopped. */
   shell_timeout_seconds: number;
@@ -24,15 +27,24 @@ export interface AgentLimits {
   max_steps: number;
   /** The share of the model's context (in percent) at which the session is compacted. */
   compact_percent: number;
-  /** The most tokens one answer may have (`max_tokens`); also held to the context left and to the wallet. */
+  /**
+   * The most tokens one answer may have (`max_tokens`); also held to the context left and to the
+   * wallet.
+   */
   max_output_tokens: number;
   /** A call the wallet cannot pay this many output tokens of is not started. */
   min_output_tokens: number;
-  /** Seconds an MCP server has to start and list its tools before it is named as failed and left out. */
+  /**
+   * Seconds an MCP server has to start and list its tools before it is named as failed and left
+   * out.
+   */
   mcp_start_seconds: number;
   /** Seconds one MCP tool call may take before it is given up. */
   mcp_call_seconds: number;
-  /** The largest message read from an MCP server over stdio, in bytes (a larger one closes the server). */
+  /**
+   * The largest message read from an MCP server over stdio, in bytes (a larger one closes the
+   * server).
+   */
   mcp_message_bytes: number;
   /** MCP tools offered to the model, all servers together (the rest are left out, and said). */
   mcp_tools: number;
@@ -72,7 +84,10 @@ const MAXIMA: AgentLimits = {
   mcp_tools: 1000,
 };
 
-/** The limits of a config file's `limits` object over the defaults; a value out of range is an error naming its key. */
+/**
+ * The limits of a config file's `limits` object over the defaults; a value out of range is an error
+ * naming its key.
+ */
 export function limitsFrom(value: unknown): AgentLimits {
   const limits = { ...DEFAULT_LIMITS };
   if (value === undefined) return limits;

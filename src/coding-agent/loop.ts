@@ -69,7 +69,10 @@ export class Agent {
     this.noteForModel = '';
   }
 
-  /** Restores the files of the latest turn that changed any; answers one line a file, or null when none. */
+  /**
+   * Restores the files of the latest turn that changed any; answers one line a file, or null when
+   * none.
+   */
   async undo(): Promise<string[] | null> {
     const done = await this.checkpoints.undo(this.deps.tools.root);
     if (done) this.noteForModel = `[The user undid the file changes of a turn: ${done.join('; ')}.]\n\n`;
@@ -114,7 +117,10 @@ export class Agent {
     }
   }
 
-  /** One streamed model call, sized to the wallet, its usage counted and shown, its answer appended to the conversation. */
+  /**
+   * One streamed model call, sized to the wallet, its usage counted and shown, its answer appended
+   * to the conversation.
+   */
   private async call(
     signal: AbortSignal,
     messages: ChatCompletionMessageParam[],
@@ -150,7 +156,8 @@ export class Agent {
       );
     } catch (error) {
       view.answered();
-      // What was streamed before a cancel stays in the conversation, so the model knows what it said.
+      // What was streamed before a cancel stays in the conversation, so the model knows what it
+      // said.
       if (withTools && partial !== '')
         this.session.messages.push({ role: 'assistant', content: `${partial}\n[cancelled by the user]` });
       throw error;

@@ -8,7 +8,10 @@ export type McpServerConfig =
   | { name: string; type: 'stdio'; command: string; args: string[]; env: Record<string, string> }
   | { name: string; type: 'http'; url: string; headers: Record<string, string> };
 
-/** A config file read: its servers, what was wrong in it (each entry left out, said), its text's hash. */
+/**
+ * A config file read: its servers, what was wrong in it (each entry left out, said), its text's
+ * hash.
+ */
 export interface McpConfigFile {
   file: string;
   servers: McpServerConfig[];
@@ -16,15 +19,19 @@ export interface McpConfigFile {
   hash: string;
 }
 
-/** The project's file (Claude Code's name and shape, so a project set up for it works here) and the user's. */
+/**
+ * The project's file (Claude Code's name and shape, so a project set up for it works here) and the
+ * user's.
+ */
 export const PROJECT_MCP_FILE = '.mcp.json';
 export const USER_MCP_FILE = 'mcp.json';
 const TRUST_FILE = 'mcp-trusted.json';
 const NAME = /^[A-Za-z0-9_-]{1,40}$/;
 
 /**
- * Reads `{"mcpServers": {"name": {"command", "args", "env"} | {"type": "http", "url", "headers"}}}`;
- * null when the file does not exist. A file that is not JSON is one problem and no servers.
+ * Reads `{"mcpServers": {"name": {"command", "args", "env"} | {"type": "http", "url",
+ * "headers"}}}`; null when the file does not exist. A file that is not JSON is one problem and no
+ * servers.
  *
  * @example
  * const config = await readMcpConfig('/home/me/.config/tollgate/mcp.json');
@@ -95,8 +102,8 @@ export async function readProjectMcpConfig(root: string): Promise<McpConfigFile 
 }
 
 /**
- * Which projects' `.mcp.json` the person said yes to, each by the hash of the file's text: a changed
- * file asks again. Kept in the config folder, readable only by its owner.
+ * Which projects' `.mcp.json` the person said yes to, each by the hash of the file's text: a
+ * changed file asks again. Kept in the config folder, readable only by its owner.
  */
 export class McpTrust {
   constructor(private readonly configDir: string) {}

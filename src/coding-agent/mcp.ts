@@ -59,9 +59,9 @@ export class McpServers implements McpTools {
   ) {}
 
   /**
-   * Reads both files and starts their servers. A project's servers start only once the person said yes to
-   * its `.mcp.json` as it is now (`confirm`, remembered by the file's hash); without anyone to ask (`-p`),
-   * an untrusted project file is named and its servers not started.
+   * Reads both files and starts their servers. A project's servers start only once the person said
+   * yes to its `.mcp.json` as it is now (`confirm`, remembered by the file's hash); without anyone
+   * to ask (`-p`), an untrusted project file is named and its servers not started.
    */
   async start(notice: (text: string) => void, confirm: ((question: string) => Promise<boolean>) | null): Promise<void> {
     const servers = new Map<string, McpServerConfig>();
@@ -146,7 +146,10 @@ export class McpServers implements McpTools {
     return tools;
   }
 
-  /** Names each server's tools `mcp__SERVER__TOOL` (characters the model's API refuses become `_`), up to `mcp_tools`. */
+  /**
+   * Names each server's tools `mcp__SERVER__TOOL` (characters the model's API refuses become `_`),
+   * up to `mcp_tools`.
+   */
   private offer(notice: (text: string) => void): void {
     let left = 0;
     for (const { server, name, description, schema } of this.candidates) {
@@ -174,15 +177,17 @@ export class McpServers implements McpTools {
 
   private transportOf(config: McpServerConfig): { transport: Transport; stderr: () => string } {
     if (config.type === 'http') {
-      // Past the bound the connection is closed, as the stdio transport does: the calls waiting on it end.
+      // Past the bound the connection is closed, as the stdio transport does: the calls waiting on
+      // it end.
       const transport: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(new URL(config.url), {
         requestInit: { headers: config.headers },
         fetch: boundedFetch(this.limits.mcp_message_bytes, () => void transport.close()),
       });
       return { transport, stderr: () => '' };
     }
-    // Its environment: the SDK's few safe variables (HOME, PATH, SHELL, TERM, USER, LOGNAME) and the config's
-    // `env`: not the agent's own (TOLLGATE_API_KEY stays here). Its stderr is kept (the tail), never shown raw.
+    // Its environment: the SDK's few safe variables (HOME, PATH, SHELL, TERM, USER, LOGNAME) and
+    // the config's `env`: not the agent's own (TOLLGATE_API_KEY stays here). Its stderr is kept
+    // (the tail), never shown raw.
     const transport = new StdioClientTransport({
       command: config.command,
       args: config.args,
@@ -212,7 +217,10 @@ export class McpServers implements McpTools {
     });
   }
 
-  /** Calls a tool; answers its text for the model (errors too: a failed call is the model's to read, not fatal). */
+  /**
+   * Calls a tool; answers its text for the model (errors too: a failed call is the model's to read,
+   * not fatal).
+   */
   async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string> {
     const offered = this.offered.get(name)!;
     try {
@@ -233,7 +241,10 @@ export class McpServers implements McpTools {
   }
 }
 
-/** fetch, each answer's body cut off with an error past `max` bytes (`mcp_message_bytes`), `overflow` then called. */
+/**
+ * fetch, each answer's body cut off with an error past `max` bytes (`mcp_message_bytes`),
+ * `overflow` then called.
+ */
 function boundedFetch(max: number, overflow: () => void) {
   return async (url: string | URL, init?: RequestInit): Promise<Response> => {
     const response = await fetch(url, init);

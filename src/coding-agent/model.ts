@@ -30,7 +30,10 @@ export class AgentStop extends Error {
 }
 
 export interface StreamHooks {
-  /** The gateway accepted the call: its request id, the id of the usage record it bills (a cancel included). */
+  /**
+   * The gateway accepted the call: its request id, the id of the usage record it bills (a cancel
+   * included).
+   */
   started(requestId: string): void;
   text(delta: string): void;
   reasoning(delta: string): void;
@@ -68,7 +71,8 @@ export async function streamAnswer(
       const requestId = response.headers.get('x-request-id');
       if (requestId) hooks.started(requestId);
       const answer = await collect(stream, hooks, requestId);
-      // The SDK's stream ends quietly when aborted: what came is a cancelled answer, not a finished one.
+      // The SDK's stream ends quietly when aborted: what came is a cancelled answer, not a finished
+      // one.
       if (signal.aborted) throw new AgentStop('cancelled', 'cancelled');
       return answer;
     } catch (error) {
@@ -85,7 +89,8 @@ async function collect(
 ): Promise<ModelAnswer> {
   const answer: ModelAnswer = { text: '', reasoning: '', toolCalls: [], finishReason: null, usage: null, requestId };
   for await (const chunk of stream) {
-    // Read as the gateway reads an engine's usage when it bills (its cached and reasoning parts too).
+    // Read as the gateway reads an engine's usage when it bills (its cached and reasoning parts
+    // too).
     if (chunk.usage) answer.usage = usageFrom(chunk.usage) ?? answer.usage;
     const choice = chunk.choices[0];
     if (!choice) continue;

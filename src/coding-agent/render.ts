@@ -11,8 +11,8 @@ import { printable } from '../surfaces/cli/output.js';
  * out.write(paint.dim(clean(reasoningDelta)));
  */
 export function clean(text: string): string {
-  // The CLI's one rule for untrusted text (whole escape sequences, C0 but tab and newline, DEL, C1), and the
-  // bidirectional overrides, which could make a shown diff read other than it applies.
+  // The CLI's one rule for untrusted text (whole escape sequences, C0 but tab and newline, DEL,
+  // C1), and the bidirectional overrides, which could make a shown diff read other than it applies.
   return printable(text).replace(/[\u202a-\u202e\u2066-\u2069]/g, '');
 }
 
@@ -39,7 +39,10 @@ export function painter(enabled: boolean): Paint {
   };
 }
 
-/** Cuts text to `max` characters, saying where and how much was cut (the model and the person both read it). */
+/**
+ * Cuts text to `max` characters, saying where and how much was cut (the model and the person both
+ * read it).
+ */
 export function cut(text: string, max: number, limitName: string): string {
   if (text.length <= max) return text;
   const head = Math.floor(max / 2);

@@ -16,14 +16,20 @@ export interface Session {
   title: string;
   messages: ChatCompletionMessageParam[];
   totals: { requests: number; promptTokens: number; completionTokens: number; costNanos: string };
-  /** The gateway's ids of every call of the session, a cancelled one too: `/cost` reads their usage records. */
+  /**
+   * The gateway's ids of every call of the session, a cancelled one too: `/cost` reads their usage
+   * records.
+   */
   requestIds?: string[];
 }
 
 const ID = /^\d{8}-\d{6}-[0-9a-f]{6}$/;
 
 const count = z.number().int().nonnegative();
-/** What a session file must hold to be resumed: its messages are the model's, its totals the agent's (checked loosely). */
+/**
+ * What a session file must hold to be resumed: its messages are the model's, its totals the agent's
+ * (checked loosely).
+ */
 const sessionFile = z.object({
   id: z.string().regex(ID),
   cwd: z.string().min(1),

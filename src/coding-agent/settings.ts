@@ -13,7 +13,10 @@ export interface AgentSettings extends CliSettings {
   model?: string;
   approval: Mode;
   limits: AgentLimits;
-  /** Below this balance (nanos) the agent warns once: `wallet_warn` in the config file, default 1.00. */
+  /**
+   * Below this balance (nanos) the agent warns once: `wallet_warn` in the config file, default
+   * 1.00.
+   */
   walletWarnNanos: bigint;
   configDir: string;
   sessionsDir: string;

@@ -2,7 +2,10 @@ import { money } from './cost.js';
 import type { Agent } from './loop.js';
 import type { Paint } from './render.js';
 
-/** How long the status line waits for the wallet before saying it was not read: the prompt never waits longer. */
+/**
+ * How long the status line waits for the wallet before saying it was not read: the prompt never
+ * waits longer.
+ */
 export const WALLET_WAIT_MS = 3000;
 
 /**

@@ -3,7 +3,10 @@ import type { Checkpoints } from './checkpoints.js';
 import { prepare, type ToolContext, ToolRefusal } from './tools/index.js';
 import type { View } from './view.js';
 
-/** What a tool call of a turn runs with: the loop's (loop.ts) tools, view, mode, approvals, checkpoints and log. */
+/**
+ * What a tool call of a turn runs with: the loop's (loop.ts) tools, view, mode, approvals,
+ * checkpoints and log.
+ */
 export interface ToolTurn {
   tools: ToolContext;
   view: View;

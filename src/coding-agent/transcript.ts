@@ -18,7 +18,8 @@ const WIDTH = 160;
  * say(transcript(session, paint));
  */
 export function transcript(session: Session, paint: Paint): string {
-  // A call the person declined (or that was refused) says so: its tool answer starts with "refused:".
+  // A call the person declined (or that was refused) says so: its tool answer starts with
+  // "refused:".
   const refused = new Set(
     session.messages.flatMap((m) =>
       m.role === 'tool' && typeof m.content === 'string' && m.content.startsWith('refused:') ? [m.tool_call_id] : [],

@@ -55,7 +55,8 @@ export function terminalView(write: (text: string) => void, paint: Paint, isTty:
       if (preview) line(preview);
     },
     toolResult(_name, result, ok) {
-      // One line under the call: its first line and how many more (the model gets all; /expand shows it).
+      // One line under the call: its first line and how many more (the model gets all; /expand
+      // shows it).
       const lines = clean(result).trimEnd().split('\n');
       const more = lines.length > 1 ? paint.dim(` (+${lines.length - 1} lines, /expand)`) : '';
       const first = `  ⎿ ${lines[0]!.slice(0, RESULT_WIDTH)}`;

@@ -4,7 +4,10 @@ import type { AgentStop } from './model.js';
 /** One model call's figures, as shown after it and in stream-json. */
 export interface TurnFigures {
   promptTokens: number;
-  /** Of `promptTokens`, those the engine read from its prefix cache (billed at the cached-input price). */
+  /**
+   * Of `promptTokens`, those the engine read from its prefix cache (billed at the cached-input
+   * price).
+   */
   cachedTokens: number;
   completionTokens: number;
   /** Null when the gateway lists no price for the model. */
@@ -42,9 +45,9 @@ export interface View {
   turn(figures: TurnFigures): void;
   notice(text: string): void;
   /**
-   * Asks the person: yes, yes for this session (offered when `scope` is given: what it would cover), or no;
-   * 'no' when declined, cancelled, or no one can be asked. "No, and do this instead" throws `Instead` (ask.ts),
-   * a ToolRefusal carrying the person's words to the model.
+   * Asks the person: yes, yes for this session (offered when `scope` is given: what it would
+   * cover), or no; 'no' when declined, cancelled, or no one can be asked. "No, and do this instead"
+   * throws `Instead` (ask.ts), a ToolRefusal carrying the person's words to the model.
    */
   ask(question: string, signal: AbortSignal, scope: Scope | null): Promise<Answer>;
 }

@@ -1,8 +1,14 @@
-/** The settings of how the fleet is shared: which replica a request goes to, and how it waits when all are full. */
+/**
+ * The settings of how the fleet is shared: which replica a request goes to, and how it waits when
+ * all are full.
+ */
 
 /** How replicas are chosen (TOLLGATE_ROUTING_*; see docs/settings.md). */
 export interface RoutingSettings {
-  /** scored: metrics and prefix affinity; least-loaded: fewest in flight from this gateway; round-robin: in turn. */
+  /**
+   * scored: metrics and prefix affinity; least-loaded: fewest in flight from this gateway;
+   * round-robin: in turn.
+   */
   policy: 'scored' | 'least-loaded' | 'round-robin';
   scrapeMs: number;
   queueWeight: number;
@@ -12,28 +18,44 @@ export interface RoutingSettings {
   prefixBlockChars: number;
   prefixEntries: number;
   prefixTtlMs: number;
-  /** Requests in flight a replica may have beyond the least busy one and still win on prefix or session affinity (TOLLGATE_ROUTING_AFFINITY_SLACK, 2 when not given). */
+  /**
+   * Requests in flight a replica may have beyond the least busy one and still win on prefix or
+   * session affinity (TOLLGATE_ROUTING_AFFINITY_SLACK, 2 when not given).
+   */
   affinitySlack?: number;
   /**
-   * Or this share of the least busy candidate's requests in flight, when larger: at saturation every replica runs
-   * dozens and a fixed slack turned affinity off on noise (TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE, 0.5 when not given).
+   * Or this share of the least busy candidate's requests in flight, when larger: at saturation
+   * every replica runs dozens and a fixed slack turned affinity off on noise
+   * (TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE, 0.5 when not given).
    */
   affinitySlackShare?: number;
 }
 
 /** TOLLGATE_FLOW_*: how requests wait when the fleet is full (docs/fair-sharing.md). */
 export interface FlowSettings {
-  /** Off: every request goes to the engines at once, as before flow control (TOLLGATE_FLOW_CONTROL=off). */
+  /**
+   * Off: every request goes to the engines at once, as before flow control
+   * (TOLLGATE_FLOW_CONTROL=off).
+   */
   enabled: boolean;
-  /** Requests one organization may have waiting, over every model and band (TOLLGATE_FLOW_QUEUE_PER_ORG). */
+  /**
+   * Requests one organization may have waiting, over every model and band
+   * (TOLLGATE_FLOW_QUEUE_PER_ORG).
+   */
   queuePerOrg: number;
   /** Requests waiting in all (TOLLGATE_FLOW_QUEUE_TOTAL). */
   queueTotal: number;
   /** The longest a request waits before it is refused as overloaded (TOLLGATE_FLOW_MAX_WAIT_MS). */
   maxWaitMs: number;
-  /** What a prompt token and a generated token weigh in the fair share (TOLLGATE_FLOW_INPUT_WEIGHT, _OUTPUT_WEIGHT). */
+  /**
+   * What a prompt token and a generated token weigh in the fair share (TOLLGATE_FLOW_INPUT_WEIGHT,
+   * _OUTPUT_WEIGHT).
+   */
   inputWeight: number;
   outputWeight: number;
-  /** How often a model with waiting requests looks for room it was not told of (TOLLGATE_FLOW_POLL_MS). */
+  /**
+   * How often a model with waiting requests looks for room it was not told of
+   * (TOLLGATE_FLOW_POLL_MS).
+   */
   pollMs: number;
 }

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
-/** A comma-separated list of `host:port` (a name or an IPv4 address), as ioredis's startup nodes and sentinels. */
+/**
+ * A comma-separated list of `host:port` (a name or an IPv4 address), as ioredis's startup nodes and
+ * sentinels.
+ */
 export function hostPortList(name: string) {
   return z
     .string()

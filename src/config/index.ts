@@ -7,7 +7,10 @@ import { peopleConfig, runsConfig, uploadsConfig } from './platform-config.js';
 export type { BodyDrain, Config, LogLevel } from './types.js';
 export type { FlowSettings, RoutingSettings } from './fleet-types.js';
 
-/** The same store means the same deployment: replicas sharing a database share their engines' containers. */
+/**
+ * The same store means the same deployment: replicas sharing a database share their engines'
+ * containers.
+ */
 function defaultDeployment(databaseUrl: string | undefined, dataDir: string): string {
   let identity: string;
   if (databaseUrl) {
@@ -151,7 +154,10 @@ function responsesConfig(s: Settings): Config['responses'] {
   };
 }
 
-/** The environment's settings, validated (each problem named), with what is set in it (an empty string is unset). */
+/**
+ * The environment's settings, validated (each problem named), with what is set in it (an empty
+ * string is unset).
+ */
 function readSettings(env: Record<string, string | undefined>): {
   settings: Settings;
   present: Record<string, string | undefined>;
@@ -176,7 +182,10 @@ function readSettings(env: Record<string, string | undefined>): {
   return { settings: s, present };
 }
 
-/** The Redis the gateway uses (REDIS_URL, TOLLGATE_REDIS_CLUSTER_NODES or TOLLGATE_REDIS_SENTINELS); none: undefined. */
+/**
+ * The Redis the gateway uses (REDIS_URL, TOLLGATE_REDIS_CLUSTER_NODES or TOLLGATE_REDIS_SENTINELS);
+ * none: undefined.
+ */
 function redisTarget(s: Settings): Config['redis'] {
   if (!s.REDIS_URL && !s.TOLLGATE_REDIS_CLUSTER_NODES && !s.TOLLGATE_REDIS_SENTINELS) return undefined;
   return {
@@ -201,7 +210,10 @@ function flowConfig(s: Settings): Config['flow'] {
   };
 }
 
-/** How Docker engines choose a replica, and how often they scrape replicas' metrics (TOLLGATE_ROUTING_*). */
+/**
+ * How Docker engines choose a replica, and how often they scrape replicas' metrics
+ * (TOLLGATE_ROUTING_*).
+ */
 function routingConfig(s: Settings): Config['routing'] {
   return {
     policy: s.TOLLGATE_ROUTING_POLICY,

@@ -5,7 +5,10 @@ import type { Config } from './types.js';
 
 /** The platform's settings as `loadConfig` makes them: uploads, people's sessions, and runs. */
 
-/** Stack uploads: how many one process and one user read at once, and how much one user keeps (TOLLGATE_UPLOADS_*, TOLLGATE_STACKS_*). */
+/**
+ * Stack uploads: how many one process and one user read at once, and how much one user keeps
+ * (TOLLGATE_UPLOADS_*, TOLLGATE_STACKS_*).
+ */
 export function uploadsConfig(s: Settings): Config['uploads'] {
   return {
     inFlight: s.TOLLGATE_UPLOADS_IN_FLIGHT,
@@ -27,7 +30,10 @@ export function peopleConfig(s: Settings): Config['people'] {
   };
 }
 
-/** The runs' settings: the tool, the workers, and the sandbox a run executes in with its bounds and egress. */
+/**
+ * The runs' settings: the tool, the workers, and the sandbox a run executes in with its bounds and
+ * egress.
+ */
 export function runsConfig(s: Settings, present: Record<string, string | undefined>): Config['runs'] {
   return {
     tofuBin: s.TOLLGATE_TOFU_BIN,

@@ -1,7 +1,11 @@
-/** Every setting as the gateway uses it, made by `loadConfig` (`index.ts`) from the environment (`settings.ts`). */
+/**
+ * Every setting as the gateway uses it, made by `loadConfig` (`index.ts`) from the environment
+ * (`settings.ts`).
+ */
 
 import type { FlowSettings, RoutingSettings } from './fleet-types.js';
 import type { NodeAccessSettings, PeopleSettings, RunSettings } from './platform-types.js';
+import type { ConversationsSettings, FilesSettings, ResponsesSettings } from './stored-types.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -22,29 +26,50 @@ export interface Config {
   /** PostgreSQL connection string; when absent the gateway uses PGlite in `dataDir`. */
   databaseUrl?: string;
   /**
-   * How to reach Redis, when it is used (REDIS_URL, or a cluster's nodes, or sentinels): ioredis's own Cluster or
-   * Sentinel client; `url` then gives only the credentials, TLS and database.
+   * How to reach Redis, when it is used (REDIS_URL, or a cluster's nodes, or sentinels): ioredis's
+   * own Cluster or Sentinel client; `url` then gives only the credentials, TLS and database.
    */
   redis?: RedisTarget;
   /** Folder for PGlite's files and the generated operator token. `memory://` keeps PGlite in memory. */
   dataDir: string;
-  /** PostgreSQL's connections for reports and exports, apart from the request path's, and their statement timeout. */
+  /**
+   * PostgreSQL's connections for reports and exports, apart from the request path's, and their
+   * statement timeout.
+   */
   reports: { poolSize: number; statementTimeoutMs: number };
   adminToken?: string;
   keyPrefix: string;
-  /** TOLLGATE_KEYS_PER_ACCOUNT: live keys one user (or an organization's service account, for keys made for no user) may hold. */
+  /**
+   * TOLLGATE_KEYS_PER_ACCOUNT: live keys one user (or an organization's service account, for keys
+   * made for no user) may hold.
+   */
   keysPerAccount: number;
   enginesFile: string;
   maxBodyBytes: number;
-  /** TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES: the largest body `/v1/messages/count_tokens` reads (413 naming it above). */
+  /**
+   * TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES: the largest body `/v1/messages/count_tokens` reads (413
+   * naming it above).
+   */
   countTokensMaxBodyBytes: number;
-  /** TOLLGATE_MAX_JSON_DEPTH: how deep a billed request's JSON body may nest (400 past it, checked before any other work). */
+  /**
+   * TOLLGATE_MAX_JSON_DEPTH: how deep a billed request's JSON body may nest (400 past it, checked
+   * before any other work).
+   */
   maxJsonDepth: number;
-  /** The most sequences one request may ask an engine to generate (`n`, `best_of`): each is billed, and each loads the engine. */
+  /**
+   * The most sequences one request may ask an engine to generate (`n`, `best_of`): each is billed,
+   * and each loads the engine.
+   */
   maxChoices: number;
-  /** Bounds on what the Messages and Responses translations walk, checked before any work that grows with them. */
+  /**
+   * Bounds on what the Messages and Responses translations walk, checked before any work that grows
+   * with them.
+   */
   translation: TranslationBounds;
-  /** What is read and discarded of a body refused as too large, so the client reads the 413 (`shared/http/request.ts`). */
+  /**
+   * What is read and discarded of a body refused as too large, so the client reads the 413
+   * (`shared/http/request.ts`).
+   */
   oversizeDrain: BodyDrain;
   upstreamTimeoutMs: number;
   seedDemo: boolean;
@@ -58,7 +83,10 @@ export interface Config {
   /** Flow control: how requests wait when the fleet is full (docs/fair-sharing.md). */
   flow: FlowSettings;
   engines: {
-    /** How often Docker engines reconcile their containers and health-check replicas (and `urls`/`dns` engines check their servers). */
+    /**
+     * How often Docker engines reconcile their containers and health-check replicas (and
+     * `urls`/`dns` engines check their servers).
+     */
     pollMs: number;
     /** How often a `dns` engine resolves its name again: replicas appear and go within this. */
     dnsRefreshMs: number;
@@ -69,7 +97,10 @@ export interface Config {
     ttlSeconds: number;
     /** Answers larger than this are not cached. */
     maxEntryBytes: number;
-    /** The in-memory cache (no Redis) holds at most this many bytes; the least recently used go first. */
+    /**
+     * The in-memory cache (no Redis) holds at most this many bytes; the least recently used go
+     * first.
+     */
     maxBytes: number;
   };
   requestData: {
@@ -79,56 +110,29 @@ export interface Config {
     maxBytes: number;
   };
   /**
-   * Months of per-request usage records kept before the current one; older months are dropped whole, their
-   * rollups and the ledger kept (`billing/usage-partitions.ts`). 0: never dropped.
+   * Months of per-request usage records kept before the current one; older months are dropped
+   * whole, their rollups and the ledger kept (`billing/usage-partitions.ts`). 0: never dropped.
    */
   usageDetailRetentionMonths: number;
-  /** Stored Responses (`gateway/responses/store.ts`): how long they are kept, and how large they and a conversation may grow. */
-  responses: {
-    /** A stored response is gone this many days after it was made (TOLLGATE_RESPONSES_RETENTION_DAYS). */
-    retentionDays: number;
-    /** One stored response, its input and output as JSON text, at most this many bytes (TOLLGATE_RESPONSES_MAX_BYTES). */
-    maxBytes: number;
-    /** One organization's stored responses together, at most this many bytes (TOLLGATE_RESPONSES_ORG_MAX_BYTES). */
-    orgMaxBytes: number;
-    /** A conversation continued by `previous_response_id` reaches back at most this many turns (TOLLGATE_RESPONSES_CHAIN_MAX_TURNS)… */
-    chainMaxTurns: number;
-    /** …and at most this many stored bytes (TOLLGATE_RESPONSES_CHAIN_MAX_BYTES). */
-    chainMaxBytes: number;
-    /** How long a save may wait, on a busy gateway, for others to be written with it in one statement (TOLLGATE_RESPONSES_SAVE_WAIT_MS). */
-    waitMs: number;
-    /** Background responses (`background: true`): one organization's queued and running at most (TOLLGATE_RESPONSES_MAX_BACKGROUND)… */
-    maxBackground: number;
-    /** …the events kept of each streamed one, for `starting_after` (TOLLGATE_RESPONSES_BACKGROUND_MAX_EVENTS)… */
-    backgroundMaxEvents: number;
-    /** …and how long a replica's claim on one lasts unless renewed (TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS). */
-    backgroundLeaseMs: number;
-    /** One request's `input` holds at most this many `item_reference`s (TOLLGATE_RESPONSES_MAX_REFERENCES). */
-    maxReferences: number;
-  };
-  /** Conversations (`gateway/conversations/store.ts`): how long they are kept and how large they may grow. */
-  conversations: {
-    /** A conversation is gone this many days after its last change (TOLLGATE_CONVERSATIONS_RETENTION_DAYS). */
-    retentionDays: number;
-    /** Live conversations one organization may have (TOLLGATE_CONVERSATIONS_ORG_MAX). */
-    orgMax: number;
-    /** Items one conversation may hold (TOLLGATE_CONVERSATIONS_MAX_ITEMS). */
-    maxItems: number;
-    /** Bytes of JSON its items may hold together (TOLLGATE_CONVERSATIONS_MAX_BYTES). */
-    maxBytes: number;
-  };
-  /** Uploaded files (`/v1/files`, `gateway/files/`): how large one may be, and how many an organization keeps. */
-  files: {
-    /** One file, at most this many bytes (TOLLGATE_FILES_MAX_BYTES). */
-    maxBytes: number;
-    /** A batch file, at most this many requests (TOLLGATE_FILES_MAX_LINES). */
-    maxLines: number;
-    /** Files one organization may keep (TOLLGATE_FILES_ORG_MAX)… */
-    orgMax: number;
-    /** …and their bytes together (TOLLGATE_FILES_ORG_MAX_BYTES). */
-    orgMaxBytes: number;
-  };
-  /** false: no wallet holds, charges or usage records (benchmarks only: requests are served unbilled). */
+  /**
+   * Stored Responses (`gateway/responses/store.ts`): how long they are kept, and how large they and
+   * a conversation may grow.
+   */
+  responses: ResponsesSettings;
+  /**
+   * Conversations (`gateway/conversations/store.ts`): how long they are kept and how large they may
+   * grow.
+   */
+  conversations: ConversationsSettings;
+  /**
+   * Uploaded files (`/v1/files`, `gateway/files/`): how large one may be, and how many an
+   * organization keeps.
+   */
+  files: FilesSettings;
+  /**
+   * false: no wallet holds, charges or usage records (benchmarks only: requests are served
+   * unbilled).
+   */
   billingEnabled: boolean;
   /**
    * This deployment's name, on every container it runs, so that deployments sharing a Docker host
@@ -138,14 +142,20 @@ export interface Config {
   deployment: string;
   /** Origins a browser may call /v1 from: '*' (any), [] (none), or a list. Never with credentials. */
   corsOrigins: '*' | string[];
-  /** On SIGTERM, how long requests in flight may run on before they are cut (and billed for what they used). */
+  /**
+   * On SIGTERM, how long requests in flight may run on before they are cut (and billed for what
+   * they used).
+   */
   shutdownGraceMs: number;
-  /** A wallet hold expires this long after it was taken or last renewed; a dead process's holds are given back within two leases. */
+  /**
+   * A wallet hold expires this long after it was taken or last renewed; a dead process's holds are
+   * given back within two leases.
+   */
   holdLeaseMs: number;
   /**
-   * A running stream's usage is appended to the charge journal after this many generated tokens or this long
-   * (whichever comes first), so that a replica killed mid-stream still bills it on its next start, up to the last
-   * checkpoint (`billing/stream-checkpoints.ts`).
+   * A running stream's usage is appended to the charge journal after this many generated tokens or
+   * this long (whichever comes first), so that a replica killed mid-stream still bills it on its
+   * next start, up to the last checkpoint (`billing/stream-checkpoints.ts`).
    */
   streamCheckpoint: { everyTokens: number; everyMs: number };
   /**
@@ -161,21 +171,27 @@ export interface Config {
    * replica reports a hold it did not count (docs/production.md). Else keep it above one second.
    */
   rebuildGraceMs: number;
-  /** Adding a stack by URL: whether http:// and private, loopback or link-local addresses are allowed (both off by default: server-side request forgery). */
+  /**
+   * Adding a stack by URL: whether http:// and private, loopback or link-local addresses are
+   * allowed (both off by default: server-side request forgery).
+   */
   stackDownloads: { allowHttp: boolean; allowPrivate: boolean };
   /** How the platform reaches nodes (`src/platform/clusters/node-access.ts`). */
   nodeAccess: NodeAccessSettings;
   /**
-   * Stack uploads (a .zip sent, or fetched by URL): each holds its package and what it unpacks (tens of MiB)
-   * in memory while it is read, so this process reads at most `inFlight` at once, and at most
-   * `inFlightPerUser` for one user; a user keeps at most `stacksPerUser` private stacks, of at most
-   * `stacksBytesPerUser` bytes in all.
+   * Stack uploads (a .zip sent, or fetched by URL): each holds its package and what it unpacks
+   * (tens of MiB) in memory while it is read, so this process reads at most `inFlight` at once, and
+   * at most `inFlightPerUser` for one user; a user keeps at most `stacksPerUser` private stacks, of
+   * at most `stacksBytesPerUser` bytes in all.
    */
   uploads: { inFlight: number; inFlightPerUser: number; stacksPerUser: number; stacksBytesPerUser: number };
   /** Applying stacks to clusters (`src/platform/runs/`). */
   runs: RunSettings;
   observability: {
-    /** false: no request metrics are recorded and `/metrics` is not served (benchmarks: the cost of metrics). */
+    /**
+     * false: no request metrics are recorded and `/metrics` is not served (benchmarks: the cost of
+     * metrics).
+     */
     metrics: boolean;
     /**
      * null: `/metrics` is served on the main port to the operator token. A port: served there,
@@ -184,7 +200,10 @@ export interface Config {
      */
     metricsPort: number | null;
     metricsHost: string;
-    /** Token and spend counters carry an `organization` label (one series per organization and model: keep it off with many tenants). */
+    /**
+     * Token and spend counters carry an `organization` label (one series per organization and
+     * model: keep it off with many tenants).
+     */
     orgLabel: boolean;
     /**
      * Traces, on when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set, unless
@@ -208,8 +227,9 @@ export interface Config {
 }
 
 /**
- * The shape bounds of a Messages or Responses body (TOLLGATE_TRANSLATION_*): checked with the body's fields, before
- * the key's limits are taken or anything is translated; a body past one is a 400 naming its setting.
+ * The shape bounds of a Messages or Responses body (TOLLGATE_TRANSLATION_*): checked with the
+ * body's fields, before the key's limits are taken or anything is translated; a body past one is a
+ * 400 naming its setting.
  */
 export interface TranslationBounds {
   /** A tool's name, a namespace's name, and an item's or a call's id, at most this many characters. */
@@ -220,12 +240,18 @@ export interface TranslationBounds {
   maxTools: number;
 }
 
-/** A Redis to connect to: one server (`url`), a Redis Cluster (`clusterNodes`) or one found by Sentinel (`sentinels`). */
+/**
+ * A Redis to connect to: one server (`url`), a Redis Cluster (`clusterNodes`) or one found by
+ * Sentinel (`sentinels`).
+ */
 export interface RedisTarget {
   url?: string;
   /** Startup nodes of a Redis Cluster: ioredis learns the rest of the cluster from them. */
   clusterNodes?: Array<{ host: string; port: number }>;
-  /** Sentinels that name the master of `sentinelName`; the client follows a failover to the new master. */
+  /**
+   * Sentinels that name the master of `sentinelName`; the client follows a failover to the new
+   * master.
+   */
   sentinels?: Array<{ host: string; port: number }>;
   sentinelName: string;
   sentinelPassword?: string;

@@ -5,7 +5,10 @@ import { STORE_TIMEOUT_MS } from '../shared/db/timeout.js';
 import { describeError, type Logger } from '../shared/http/log.js';
 import type { Services } from '../services.js';
 
-/** How often stored request data and stored Responses past their retention are purged (expired holds are the limits gate's: `admission/gate-upkeep.ts`). */
+/**
+ * How often stored request data and stored Responses past their retention are purged (expired holds
+ * are the limits gate's: `admission/gate-upkeep.ts`).
+ */
 const SWEEP_INTERVAL_MS = 60_000;
 
 /**
@@ -35,7 +38,8 @@ export async function startLoops(services: Services, log: Logger, closers: Array
   closers.unshift(async () => services.gateKeeper.stop());
   services.requestPathCache.start();
   closers.unshift(async () => services.requestPathCache.stop());
-  // Stored bodies, stored Responses and conversations outlive their retention; any replica may clean up.
+  // Stored bodies, stored Responses and conversations outlive their retention; any replica may
+  // clean up.
   const sweeper = setInterval(() => {
     purgeRequestData(services.db, config.requestData.retentionDays).catch((error: unknown) =>
       log.warn('purging old request data failed', { detail: (error as Error).message }),
@@ -55,7 +59,8 @@ export async function startLoops(services: Services, log: Logger, closers: Array
       .catch((error: unknown) =>
         log.warn('purging expired conversations failed', { detail: (error as Error).message }),
       );
-    // An upload whose process died mid-file left part of a blob: gone a day later (no upload lasts that long).
+    // An upload whose process died mid-file left part of a blob: gone a day later (no upload lasts
+    // that long).
     services.blobs
       .sweepUnfinished(new Date(Date.now() - 24 * 3_600_000))
       .catch((error: unknown) => log.warn('sweeping unfinished blobs failed', { detail: (error as Error).message }));
@@ -69,7 +74,8 @@ export async function startLoops(services: Services, log: Logger, closers: Array
       "TOLLGATE_RUN_SANDBOX=none: stacks run unsandboxed, as this gateway's user on this host; any user who can add a stack can read its files and secrets and reach its network",
     );
   }
-  // Background responses: this replica's leases renewed, and the jobs of a replica that died taken over.
+  // Background responses: this replica's leases renewed, and the jobs of a replica that died taken
+  // over.
   const responses = responsesEndpoint({
     store: services.responseStore,
     conversations: services.conversationStore,

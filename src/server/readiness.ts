@@ -5,7 +5,10 @@ import { withinStoreTimeout } from '../shared/db/timeout.js';
 import type { Fleet } from '../gateway/engines/fleet.js';
 import type { InFlight } from '../shared/http/in-flight.js';
 
-/** A probe's own checks answer within this long, under Kubernetes' usual probe timeout of a few seconds. */
+/**
+ * A probe's own checks answer within this long, under Kubernetes' usual probe timeout of a few
+ * seconds.
+ */
 const READINESS_CHECK_TIMEOUT_MS = 2_000;
 
 export interface ReadinessSources {

@@ -29,11 +29,17 @@ export interface RunningGateway {
   port: number;
   services: Services;
   adminToken: AdminToken;
-  /** `http://127.0.0.1:PORT/metrics` when TOLLGATE_METRICS_PORT serves metrics on a port of their own; else null. */
+  /**
+   * `http://127.0.0.1:PORT/metrics` when TOLLGATE_METRICS_PORT serves metrics on a port of their
+   * own; else null.
+   */
   metricsUrl: string | null;
   /** Set on the first start with an empty store (and TOLLGATE_SEED_DEMO on). */
   demo: DemoSeed | null;
-  /** The store had no organization when this process started (with the demo off, the start says what to do next). */
+  /**
+   * The store had no organization when this process started (with the demo off, the start says what
+   * to do next).
+   */
   firstStart: boolean;
   /**
    * Shuts down without losing work (SIGTERM): stops accepting connections,
@@ -50,7 +56,10 @@ export interface StartOptions {
   /** The environment, for engine definitions that name their API key's variable. */
   env?: Record<string, string | undefined>;
   log?: Logger;
-  /** With tracing configured, spans go here instead of to OTLP (tests: the SDK's InMemorySpanExporter). */
+  /**
+   * With tracing configured, spans go here instead of to OTLP (tests: the SDK's
+   * InMemorySpanExporter).
+   */
   spanExporter?: SpanExporter;
   /** How `dns` engines resolve their names (tests: a resolver of their own). */
   lookup?: LookupAll;
@@ -146,8 +155,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
 }
 
 /**
- * Redis when one is set (REDIS_URL, a cluster's nodes or sentinels; its quit among `closers`), given a moment to
- * answer; else null (the memory gate).
+ * Redis when one is set (REDIS_URL, a cluster's nodes or sentinels; its quit among `closers`),
+ * given a moment to answer; else null (the memory gate).
  */
 async function connectRedis(
   config: Config,
@@ -170,7 +179,10 @@ async function connectRedis(
   return redis;
 }
 
-/** The charge journal, in the data folder (made if missing; none on disk for `memory://`), its close among `closers`. */
+/**
+ * The charge journal, in the data folder (made if missing; none on disk for `memory://`), its close
+ * among `closers`.
+ */
 async function openJournal(config: Config, closers: Array<() => Promise<void>>): Promise<ChargeJournal> {
   if (config.dataDir !== 'memory://') await mkdir(config.dataDir, { recursive: true });
   const journal = await ChargeJournal.open(
@@ -194,7 +206,8 @@ async function drain(server: ServerType, services: Services): Promise<void> {
   const { inFlight, log, config } = services;
   if (inFlight.draining) return;
   inFlight.draining = true;
-  // Requests waiting for room in the fleet are refused now (503, Retry-After): their clients retry another replica.
+  // Requests waiting for room in the fleet are refused now (503, Retry-After): their clients retry
+  // another replica.
   services.flow.close();
   log.info('draining: no new connections; requests in flight may finish', {
     inFlight: inFlight.size,

@@ -45,7 +45,10 @@ function usageTotals(choices: readonly ChoiceOutput[]): { completion: number; re
   return { completion, reasoning };
 }
 
-/** The generation steps: the longest choice (the choices are generated side by side, as vLLM's n sequences are). */
+/**
+ * The generation steps: the longest choice (the choices are generated side by side, as vLLM's n
+ * sequences are).
+ */
 function stepCount(choices: readonly ChoiceOutput[]): number {
   let steps = 0;
   for (const choice of choices) if (choice.pieces.length > steps) steps = choice.pieces.length;

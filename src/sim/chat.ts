@@ -12,7 +12,10 @@ import { callsFor, readTools } from './tools.js';
 /** Reasoning models think for at most this many tokens before answering. */
 const MAX_REASONING_TOKENS = 4;
 
-/** Choices one request may ask for (`n`): the simulator's own bound, so one request cannot fill its memory. */
+/**
+ * Choices one request may ask for (`n`): the simulator's own bound, so one request cannot fill its
+ * memory.
+ */
 export const MAX_CHOICES = 128;
 
 /** A validated chat request, ready to generate. */
@@ -24,7 +27,10 @@ export interface ChatPlan {
   stream: boolean;
   includeUsage: boolean;
   continuousUsage: boolean;
-  /** A loaded model's prompt block hashes (its prefix cache's keys, salted by `cache_salt`); empty otherwise. */
+  /**
+   * A loaded model's prompt block hashes (its prefix cache's keys, salted by `cache_salt`); empty
+   * otherwise.
+   */
   blockHashes: string[];
   /** The request's `priority` (0 unless the engine schedules by priority): lower is served first. */
   priority: number;

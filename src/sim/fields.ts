@@ -42,12 +42,15 @@ export function optionalBoolean(body: JsonObject, field: string, loc: string[] =
   return value;
 }
 
-/** vLLM's `--scheduling-policy`: first come first served, or by each request's `priority` (lower first). */
+/**
+ * vLLM's `--scheduling-policy`: first come first served, or by each request's `priority` (lower
+ * first).
+ */
 export type SchedulingPolicy = 'fcfs' | 'priority';
 
 /**
- * `cache_salt`, checked as vLLM's protocol checks it: absent or null is no salt; anything else must be a
- * non-empty string (its `check_cache_salt_support`).
+ * `cache_salt`, checked as vLLM's protocol checks it: absent or null is no salt; anything else must
+ * be a non-empty string (its `check_cache_salt_support`).
  *
  * @example
  * readCacheSalt({ cache_salt: 'tenant-a' }); // 'tenant-a'
@@ -61,8 +64,8 @@ export function readCacheSalt(body: JsonObject): string | null {
 }
 
 /**
- * `priority` (an integer, default 0; lower is served first), refused when not 0 and the engine schedules first
- * come first served, as vLLM's engine refuses it.
+ * `priority` (an integer, default 0; lower is served first), refused when not 0 and the engine
+ * schedules first come first served, as vLLM's engine refuses it.
  *
  * @example
  * readPriority({ priority: 3 }, 'priority'); // 3

@@ -81,7 +81,8 @@ export function tokenizeJson(state: SimState, body: JsonObject): string {
     push(IM_START, '<|im_start|>');
     push(tokenId('assistant'), 'assistant');
     push(NEWLINE, '\n');
-    // The tools' definitions, as chat counts them (vLLM's template writes them into the prompt too).
+    // The tools' definitions, as chat counts them (vLLM's template writes them into the prompt
+    // too).
     if (Array.isArray(body.tools))
       for (const token of splitTokens(JSON.stringify(body.tools))) push(tokenId(token), token);
   } else {

@@ -12,7 +12,10 @@ const TOKENS_PER_TURN = 64;
 export class Job {
   /** Set when the client left or the simulator closed: generation must stop. */
   aborted = false;
-  /** Prompt tokens a loaded model found in its prefix cache (null: no prefix cache, nothing to report). */
+  /**
+   * Prompt tokens a loaded model found in its prefix cache (null: no prefix cache, nothing to
+   * report).
+   */
   cachedTokens: number | null = null;
   private done = false;
   private generated = 0;

@@ -36,7 +36,10 @@ export class KvCache {
     this.empty = numBlocks;
   }
 
-  /** Blocks referenced by running sequences: what `vllm:kv_cache_usage_perc` reports, over `numBlocks`. */
+  /**
+   * Blocks referenced by running sequences: what `vllm:kv_cache_usage_perc` reports, over
+   * `numBlocks`.
+   */
   get usedBlocks(): number {
     return this.numBlocks - this.empty - this.evictable.size;
   }
@@ -127,7 +130,8 @@ export function promptBlockHashes(
       .update(parent)
       .update('\u0000')
       .update(tokens.slice(start, start + blockSize).join('\u0001'));
-    // The extra keys: only the first block's carry the salt (vLLM's generate_block_hash_extra_keys).
+    // The extra keys: only the first block's carry the salt (vLLM's
+    // generate_block_hash_extra_keys).
     if (start === 0 && cacheSalt !== null) hash.update('\u0002').update(cacheSalt);
     parent = hash.digest('hex').slice(0, 16);
     hashes.push(parent);

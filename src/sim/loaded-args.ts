@@ -33,7 +33,8 @@ prompts share cached blocks only when prefix and salt both match.
 const SCHEDULING_POLICIES = ['fcfs', 'priority'] as const;
 
 /**
- * vLLM's `--scheduling-policy`, refused as argparse refuses a choice it does not know; undefined when not given.
+ * vLLM's `--scheduling-policy`, refused as argparse refuses a choice it does not know; undefined
+ * when not given.
  *
  * @example
  * schedulingPolicyOf(new Map([['scheduling-policy', 'priority']])); // 'priority'

@@ -9,7 +9,10 @@ export interface ModelCounters {
   name: string;
   maxModelLen: number;
   running: number;
-  /** Without a loaded model no queue is simulated: every admitted request runs at once (the scheduler's counts replace these). */
+  /**
+   * Without a loaded model no queue is simulated: every admitted request runs at once (the
+   * scheduler's counts replace these).
+   */
   waiting: number;
   /** Prompt plus generated tokens of running requests, for the KV-cache gauge. */
   kvTokens: number;
@@ -27,7 +30,10 @@ const FINISHED_REASONS: readonly FinishedReason[] = ['stop', 'length', 'abort', 
 /** Counters per model, rendered as vLLM's Prometheus metrics. */
 export class SimMetrics {
   private readonly byModel = new Map<string, ModelCounters>();
-  /** Loaded models' schedulers: their batch, queue, KV cache and prefix cache are what the gauges report. */
+  /**
+   * Loaded models' schedulers: their batch, queue, KV cache and prefix cache are what the gauges
+   * report.
+   */
   readonly schedulers = new Map<string, Scheduler>();
 
   constructor(models: readonly ResolvedModel[]) {

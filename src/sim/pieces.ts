@@ -12,7 +12,10 @@ export type Piece =
   | { kind: 'call'; call: number; id: string; name: string }
   | { kind: 'args'; call: number; text: string };
 
-/** What a choice finished with; `tool_calls` is vLLM's substitution when the tool parser found calls. */
+/**
+ * What a choice finished with; `tool_calls` is vLLM's substitution when the tool parser found
+ * calls.
+ */
 export type FinishReason = 'stop' | 'length' | 'tool_calls';
 
 /** One choice, ready to stream or to join. */

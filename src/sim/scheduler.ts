@@ -1,6 +1,9 @@
 import { type BlockLease, KvCache } from './kv-cache.js';
 
-/** How a loaded engine behaves: vLLM's scheduler limits and a GPU's speed (see `LoadedModelOptions` for defaults). */
+/**
+ * How a loaded engine behaves: vLLM's scheduler limits and a GPU's speed (see `LoadedModelOptions`
+ * for defaults).
+ */
 export interface SchedulerSettings {
   maxNumSeqs: number;
   blockSize: number;
@@ -8,9 +11,15 @@ export interface SchedulerSettings {
   prefillMsPerToken: number;
   decodeMsPerStep: number;
   decodeMsPerSeq: number;
-  /** Every simulated duration is multiplied by this (0.1: ten times faster than the GPU it stands for). */
+  /**
+   * Every simulated duration is multiplied by this (0.1: ten times faster than the GPU it stands
+   * for).
+   */
   timeScale: number;
-  /** vLLM's `--scheduling-policy`: 'fcfs', or 'priority' (by each request's priority, preempting lower ones). */
+  /**
+   * vLLM's `--scheduling-policy`: 'fcfs', or 'priority' (by each request's priority, preempting
+   * lower ones).
+   */
   policy: 'fcfs' | 'priority';
 }
 
@@ -27,7 +36,10 @@ export interface SequenceRequest {
   emit(index: number): void;
   /** True once the client left or the simulator closed: the sequence is dropped at the next step. */
   aborted(): boolean;
-  /** Called once at admission with the prompt tokens found in the prefix cache (what usage reports as cached). */
+  /**
+   * Called once at admission with the prompt tokens found in the prefix cache (what usage reports
+   * as cached).
+   */
   admitted?(cachedTokens: number): void;
 }
 
@@ -145,8 +157,9 @@ export class Scheduler {
     this.looping = false;
   }
 
-  // Moves waiting sequences into the batch while both the batch and the cache have room (in queue order: the
-  // head blocks the rest), preempting worse running sequences for a better head under the priority policy.
+  // Moves waiting sequences into the batch while both the batch and the cache have room (in queue
+  // order: the head blocks the rest), preempting worse running sequences for a better head under
+  // the priority policy.
   private admit(): number {
     let prefilled = 0;
     const { maxNumSeqs, blockSize } = this.settings;
@@ -178,8 +191,8 @@ export class Scheduler {
     return prefilled;
   }
 
-  // Under the priority policy: preempts the worst running sequence (highest priority value, latest arrival)
-  // when `head` is strictly better; true when one was preempted.
+  // Under the priority policy: preempts the worst running sequence (highest priority value, latest
+  // arrival) when `head` is strictly better; true when one was preempted.
   private preemptFor(head: Sequence): boolean {
     if (this.settings.policy !== 'priority' || this.running.length === 0) return false;
     let victim = 0;
@@ -194,7 +207,8 @@ export class Scheduler {
     return true;
   }
 
-  // Into the waiting queue: at the end under fcfs, in (priority, arrival) order under the priority policy.
+  // Into the waiting queue: at the end under fcfs, in (priority, arrival) order under the priority
+  // policy.
   private enqueue(seq: Sequence): void {
     if (this.settings.policy !== 'priority') {
       this.waiting.push(seq);

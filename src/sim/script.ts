@@ -12,7 +12,10 @@ import { pushToolCall, splitPieces, type ChoiceOutput, type FinishReason, type P
 export interface ScriptTurn {
   content?: string;
   reasoning?: string;
-  /** `arguments` is an object (sent as its JSON) or a string sent as is (a cut one, with finish_reason "length"). */
+  /**
+   * `arguments` is an object (sent as its JSON) or a string sent as is (a cut one, with
+   * finish_reason "length").
+   */
   tool_calls?: Array<{ name: string; arguments: unknown; id?: string }>;
   /** Default: "tool_calls" when the turn calls tools, "stop" otherwise. */
   finish_reason?: FinishReason;

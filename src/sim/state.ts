@@ -18,7 +18,10 @@ export interface SimState {
   /** Date.now() from which the simulator answers; a comparison, not a timer. */
   readyAt: number;
   metrics: SimMetrics;
-  /** vLLM's `--scheduling-policy`: what a request's `priority` may be, and how a loaded model orders its queue. */
+  /**
+   * vLLM's `--scheduling-policy`: what a request's `priority` may be, and how a loaded model orders
+   * its queue.
+   */
   schedulingPolicy: SchedulingPolicy;
   /** Requests generating right now, so close() can stop them. */
   /** The requests under way, each cancelled when the simulator stops (`Job`). */

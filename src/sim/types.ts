@@ -38,11 +38,15 @@ export interface SimulatorOptions {
   /** Completion length when the request sets none, default 16. */
   defaultMaxTokens?: number;
   /**
-   * vLLM's `--scheduling-policy`: 'fcfs' (default) refuses a request's non-zero `priority`; 'priority' accepts it,
-   * and a loaded model serves its waiting queue by (priority, arrival), preempting lower-priority running requests.
+   * vLLM's `--scheduling-policy`: 'fcfs' (default) refuses a request's non-zero `priority`;
+   * 'priority' accepts it, and a loaded model serves its waiting queue by (priority, arrival),
+   * preempting lower-priority running requests.
    */
   schedulingPolicy?: 'fcfs' | 'priority';
-  /** Chat models behave like a loaded vLLM (batch, queue, KV cache, prefix caching, GPU timings); absent: every request runs at once with ttftMs/itlMs. */
+  /**
+   * Chat models behave like a loaded vLLM (batch, queue, KV cache, prefix caching, GPU timings);
+   * absent: every request runs at once with ttftMs/itlMs.
+   */
   loaded?: LoadedModelOptions;
 }
 
@@ -96,7 +100,10 @@ export interface ResolvedModel {
   maxModelLen: number;
   reasoning: boolean;
   embeddingDimensions: number;
-  /** The tool parser auto tool choice uses; null: "auto" with tools is refused, as vLLM does without it. */
+  /**
+   * The tool parser auto tool choice uses; null: "auto" with tools is refused, as vLLM does without
+   * it.
+   */
   toolParser: string | null;
   /** Scripted mode's turns; null: generated answers. */
   script: ScriptTurn[] | null;

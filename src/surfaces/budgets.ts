@@ -4,7 +4,10 @@ import type { Budgets } from '../gateway/admission/budgets.js';
 import type { BudgetReport } from '../gateway/billing/budgets.js';
 import { MAX_BUDGET_NANOS } from '../gateway/billing/budget-rule.js';
 
-/** A budget: a decimal string in the billing currency (`"25.00"`), or null for none. Never a JSON number. */
+/**
+ * A budget: a decimal string in the billing currency (`"25.00"`), or null for none. Never a JSON
+ * number.
+ */
 export const budgetAmount = z
   .string({
     error: (issue) =>
@@ -25,7 +28,10 @@ export const budgetAmount = z
   })
   .nullable();
 
-/** `PUT …/budget`: the monthly and the daily budget; null removes one, a field left out stays as it is. */
+/**
+ * `PUT …/budget`: the monthly and the daily budget; null removes one, a field left out stays as it
+ * is.
+ */
 export const budgetBody = z
   .strictObject({ monthly: budgetAmount.optional(), daily: budgetAmount.optional() })
   .refine((body) => body.monthly !== undefined || body.daily !== undefined, {

@@ -203,7 +203,8 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
       for (let i = 0; Date.now() < loadEnds; i++) {
         const up = (['a', 'b'] as const).map((name) => gateways[name]).filter((g): g is GatewayProcess => g !== null);
         if (up.length === 0) {
-          // No gateway is up (both restarting): the load pauses a moment, it waits for nothing it checks.
+          // No gateway is up (both restarting): the load pauses a moment, it waits for nothing it
+          // checks.
           await sleep(50);
           continue;
         }
@@ -233,7 +234,8 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
       await sleep(ms); // how long the store stays away, under load: the fault itself
       await proxy.start();
     };
-    // The schedule of faults: each sleep is how long the load runs between two faults (or a fault lasts), not a wait for anything.
+    // The schedule of faults: each sleep is how long the load runs between two faults (or a fault
+    // lasts), not a wait for anything.
     const chaos = async () => {
       await sleep(2_000);
       await cut(pgProxy, 'PostgreSQL', 2_500);
@@ -244,20 +246,23 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
       await sleep(500 + Math.random() * 1_000);
       await restart('b', 'SIGKILL');
       await sleep(500 + Math.random() * 1_000);
-      // Both at once: PostgreSQL away while a gateway is killed (its charges can only be in its journal).
+      // Both at once: PostgreSQL away while a gateway is killed (its charges can only be in its
+      // journal).
       await pgProxy.stop();
       events.push('cut PostgreSQL');
       await sleep(500);
       await stop('a', 'SIGKILL');
-      // A gateway does not start without its database (an orchestrator restarts it): bring it back first.
+      // A gateway does not start without its database (an orchestrator restarts it): bring it back
+      // first.
       await pgProxy.start();
       await startReplica('a');
     };
     await Promise.all([chaos(), ...Array.from({ length: WORKERS }, (_, n) => worker(n))]);
 
-    // The journals write what the outage left (retried every second). The books are read once no call is under way on
-    // either gateway and both journals are empty (a killed gateway's journal is read again by its restart): from then
-    // on no charge can land, so a late or second one is in what is read, not after it.
+    // The journals write what the outage left (retried every second). The books are read once no
+    // call is under way on either gateway and both journals are empty (a killed gateway's journal
+    // is read again by its restart): from then on no charge can land, so a late or second one is in
+    // what is read, not after it.
     const running = Object.values(gateways).filter((g): g is GatewayProcess => g !== null);
     const pending = async () =>
       Promise.all(
@@ -279,7 +284,8 @@ describe.skipIf(!ready)('chaos: money holds while stores fail and gateways are s
         detail: pending,
       },
     );
-    // Holds of killed processes expire within two leases (the next heartbeat of a replica gives them back).
+    // Holds of killed processes expire within two leases (the next heartbeat of a replica gives
+    // them back).
     const holdsLeft = await until('no hold is left', async () => (await redisHolds(prefix)) === 0, {
       timeout: 2 * HOLD_LEASE_MS + 1_000,
       interval: 250,

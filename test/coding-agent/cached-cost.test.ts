@@ -6,8 +6,9 @@ import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { agent, type AgentRun } from './agent-process.js';
 
-// A turn's cost as the agent prints it is the gateway's charge to the nano-unit, its prompt's cached tokens (the
-// simulator's prefix cache holds the conversation's start from the turn before) at the cached-input price.
+// A turn's cost as the agent prints it is the gateway's charge to the nano-unit, its prompt's
+// cached tokens (the simulator's prefix cache holds the conversation's start from the turn before)
+// at the cached-input price.
 const SCRIPT = [
   { tool_calls: [{ name: 'read_file', arguments: { path: 'notes.txt' } }] },
   { tool_calls: [{ name: 'read_file', arguments: { path: 'notes.txt' } }] },
@@ -46,7 +47,8 @@ describe('tollgate code prices a turn with cached tokens as the gateway bills it
       contextLength: 8192,
       enabled: true,
     });
-    // A cached price far below the input price: a turn priced at the input rate alone is visibly wrong.
+    // A cached price far below the input price: a turn priced at the input rate alone is visibly
+    // wrong.
     await gateway.services.catalog.setPrice('agent-cached', 150n, 600n, { cachedInputPerToken: 15n });
     await mkdir(path.join(tmp, 'project'));
     await writeFile(path.join(tmp, 'project', 'notes.txt'), 'remember the milk\n'.repeat(40));
@@ -81,7 +83,8 @@ describe('tollgate code prices a turn with cached tokens as the gateway bills it
       .map((r) => [r.id, r.prompt_tokens, r.prompt_tokens_details.cached_tokens, r.cost_nanos])
       .sort();
     expect(printed).toEqual(recorded);
-    // The later turns repeat the conversation's start: the engine read it from its cache, and billed it so.
+    // The later turns repeat the conversation's start: the engine read it from its cache, and
+    // billed it so.
     expect(page.data.filter((r) => r.prompt_tokens_details.cached_tokens > 0).length).toBeGreaterThanOrEqual(2);
     const billed = page.data.reduce((sum, r) => sum + BigInt(r.cost_nanos), 0n);
     expect(events.at(-1)).toMatchObject({ type: 'result', cost_nanos: billed.toString() });

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoints } from '../../src/coding-agent/checkpoints.js';
 
-// /undo's checkpoints: one per turn that changed files, each file as it was before the turn's first change.
+// /undo's checkpoints: one per turn that changed files, each file as it was before the turn's first
+// change.
 describe('checkpoints for /undo', () => {
   let tmp: string;
   let root: string;

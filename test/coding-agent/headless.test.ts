@@ -174,7 +174,8 @@ describe('tollgate code -p through the gateway', () => {
   it('compacts the conversation before it reaches the model context (sim-chat: 8192 tokens, compact_percent 80)', async () => {
     await newProject({ 'a.txt': 'alpha\n' });
     upstream.push(
-      // Reported usage is held to the call's bounds (prompt: its bytes; completion: max_tokens), as the gateway does.
+      // Reported usage is held to the call's bounds (prompt: its bytes; completion: max_tokens), as
+      // the gateway does.
       { toolCalls: [call('read_file', { path: 'a.txt' })], usage: { prompt: 100, completion: 6600 } },
       { text: 'Task: read a.txt. Done: read it (alpha).' },
       { text: 'finished after compaction' },
@@ -216,7 +217,8 @@ describe('tollgate code -p through the gateway', () => {
     const { secret } = await gateway.tenant({ credit: '0' });
     const broke = start(['-p', 'go'], { TOLLGATE_API_KEY: secret });
     expect(await broke.exit).toBe(1);
-    // Money first: the call the wallet cannot pay is not started (an empty wallet's 402 is not reached).
+    // Money first: the call the wallet cannot pay is not started (an empty wallet's 402 is not
+    // reached).
     expect(broke.stderr).toContain('not started: the wallet cannot pay for this turn');
     expect(broke.stderr).toContain('and the wallet has 0.00 USD. Top up');
     const wrong = start(['-p', 'go'], { TOLLGATE_API_KEY: 'tg-not-a-key' });

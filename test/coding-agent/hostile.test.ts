@@ -9,8 +9,9 @@ import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { agent, type AgentRun } from './agent-process.js';
 import { type ScriptedUpstream, startScriptedUpstream } from './scripted-upstream.js';
 
-// Hostile project files and a hostile model: nothing outside the project is written or sent, even through a link,
-// and no output format prints a control character raw. Each case failed on the agent before these checks.
+// Hostile project files and a hostile model: nothing outside the project is written or sent, even
+// through a link, and no output format prints a control character raw. Each case failed on the
+// agent before these checks.
 describe('tollgate code against hostile project files', () => {
   let upstream: ScriptedUpstream;
   let gateway: TestGateway;

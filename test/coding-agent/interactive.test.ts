@@ -60,7 +60,8 @@ describe.skipIf(why !== null)('tollgate code, interactive, in tmux', () => {
       TERM: 'xterm-256color',
       PS1: '$ ',
     };
-    // A plain shell in a 120x50 terminal; the agent is typed into it, so its screen stays after it exits.
+    // A plain shell in a 120x50 terminal; the agent is typed into it, so its screen stays after it
+    // exits.
     tmux(
       'new-session',
       '-d',

@@ -64,7 +64,8 @@ describe.skipIf(missing !== null)('tollgate code -p against llama-server', () =>
     const project = path.join(tmp, 'project');
     await mkdir(project);
     await writeFile(path.join(project, 'calc.js'), 'export const add = (a, b) => a - b;\n');
-    // Short answers (the noise is not worth more), and few turns should the noise parse as tool calls.
+    // Short answers (the noise is not worth more), and few turns should the noise parse as tool
+    // calls.
     await mkdir(path.join(tmp, 'config'));
     await writeFile(
       path.join(tmp, 'config/config.json'),

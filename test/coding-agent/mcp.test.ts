@@ -28,8 +28,8 @@ function alive(pid: number): boolean {
   }
 }
 
-// MCP servers in `tollgate code -p`: the real gateway before a scripted upstream, the agent a child process,
-// the servers real programs over stdio (the official SDK on both sides).
+// MCP servers in `tollgate code -p`: the real gateway before a scripted upstream, the agent a child
+// process, the servers real programs over stdio (the official SDK on both sides).
 describe('tollgate code: MCP servers', () => {
   let upstream: ScriptedUpstream;
   let gateway: TestGateway;
@@ -155,7 +155,8 @@ describe('tollgate code: MCP servers', () => {
     // eslint-disable-next-line no-control-regex
     expect(text.stderr + text.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
 
-    // A message over mcp_message_bytes closes the server: the call answers an error, the task goes on.
+    // A message over mcp_message_bytes closes the server: the call answers an error, the task goes
+    // on.
     await writeFile(path.join(configDir, 'config.json'), JSON.stringify({ limits: { mcp_message_bytes: 10_000 } }));
     upstream.push({ toolCalls: [call('mcp__notes__long_answer', { size: 50_000 })] }, { text: 'too big' });
     const big = start(['-p', 'big', '--approval', 'yolo', '--output-format', 'json']);
@@ -244,7 +245,8 @@ describe('tollgate code: MCP servers', () => {
   }, 30_000);
   it('reaches a server over streamable HTTP (its headers sent) and calls its tool', async () => {
     const seen: string[] = [];
-    // A stateless MCP endpoint on 127.0.0.1: a server and a transport per request (the SDK's stateless shape).
+    // A stateless MCP endpoint on 127.0.0.1: a server and a transport per request (the SDK's
+    // stateless shape).
     const http = createServer((req, res) => {
       seen.push(req.headers.authorization ?? '');
       const server = new Server({ name: 'stamps', version: '1.0.0' }, { capabilities: { tools: {} } });

@@ -8,8 +8,9 @@ import { until } from '../helpers/wait.js';
 import { type ScriptedUpstream, startScriptedUpstream } from './scripted-upstream.js';
 import { openTerminal, type Terminal, tmuxMissing } from './terminal.js';
 
-// Money first, in a terminal: each call's max_tokens sized so its hold fits the wallet, a call the wallet cannot
-// pay not started (the screen says why, with the numbers), /cost read back from the key's usage records.
+// Money first, in a terminal: each call's max_tokens sized so its hold fits the wallet, a call the
+// wallet cannot pay not started (the screen says why, with the numbers), /cost read back from the
+// key's usage records.
 describe.skipIf(tmuxMissing !== null)('tollgate code and the wallet, in tmux', () => {
   let upstream: ScriptedUpstream;
   let gateway: TestGateway;
@@ -69,9 +70,9 @@ describe.skipIf(tmuxMissing !== null)('tollgate code and the wallet, in tmux', (
   });
 
   it('a wallet for about two turns never goes below zero: each max_tokens fits the wallet, and the turn it cannot pay is not started, with the numbers', async () => {
-    // sim-chat: 0.15 in, 0.60 out per million tokens; max_output_tokens 2000: a call holds about 0.0018 USD. An
-    // engine that reports far more output than asked is charged all of max_tokens (the gateway clamps usage to
-    // it): the most expensive calls there can be.
+    // sim-chat: 0.15 in, 0.60 out per million tokens; max_output_tokens 2000: a call holds about
+    // 0.0018 USD. An engine that reports far more output than asked is charged all of max_tokens
+    // (the gateway clamps usage to it): the most expensive calls there can be.
     await mkdir(path.join(tmp, 'config'), { recursive: true });
     await writeFile(path.join(tmp, 'config/config.json'), JSON.stringify({ limits: { max_output_tokens: 2000 } }));
     const { secret } = await gateway.tenant({ credit: '0.0036' });
@@ -90,7 +91,8 @@ describe.skipIf(tmuxMissing !== null)('tollgate code and the wallet, in tmux', (
     expect(shown).toMatch(/and the wallet has 0\.\d+ USD\. Top up in the portal \(Wallet\)/);
     expect(shown).toContain('the wallet is low:');
     await gateway.charged();
-    // The first calls with max_tokens 2000, the last held to what the wallet could still pay, then none.
+    // The first calls with max_tokens 2000, the last held to what the wallet could still pay, then
+    // none.
     const maxTokens = upstream.requests.map((body) => (body as { max_tokens?: number }).max_tokens!);
     expect(maxTokens.length).toBeGreaterThanOrEqual(2);
     expect(maxTokens[0]).toBe(2000);

@@ -96,7 +96,8 @@ describe('rendering', () => {
     expect(diff).toContain('\u001b[31m  2   - two\u001b[39m');
     expect(diff).toContain('\u001b[32m    2 + 2\u001b[39m');
     expect(renderDiff(painter(false), 'a.txt', 'one\n', 'uno\n')).toBe('  a.txt +1 -1\n  1   - one\n    1 + uno');
-    // Two changes far apart: each with three lines of context, a ⋮ between, the numbers aligned to the widest.
+    // Two changes far apart: each with three lines of context, a ⋮ between, the numbers aligned to
+    // the widest.
     const long = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`);
     const changed = long.map((l, i) => (i === 1 || i === 17 ? `${l}!` : l));
     const shown = renderDiff(painter(false), 'b.txt', long.join('\n'), changed.join('\n')).split('\n');

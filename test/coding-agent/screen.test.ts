@@ -7,8 +7,8 @@ import { repoRoot } from '../helpers/processes.js';
 import { type ScriptedUpstream, startScriptedUpstream } from './scripted-upstream.js';
 import { openTerminal, type Terminal, tmuxMissing } from './terminal.js';
 
-// What a person sees, in a 200x50 terminal: markdown rendered, a paste as one message, @path attached, a tool call
-// as one line (expanded on demand), and the status line.
+// What a person sees, in a 200x50 terminal: markdown rendered, a paste as one message, @path
+// attached, a tool call as one line (expanded on demand), and the status line.
 describe.skipIf(tmuxMissing !== null)('tollgate code’s screen, in tmux', () => {
   let upstream: ScriptedUpstream;
   let gateway: TestGateway;

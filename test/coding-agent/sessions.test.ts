@@ -8,8 +8,9 @@ import { until } from '../helpers/wait.js';
 import { type ScriptedUpstream, startScriptedUpstream } from './scripted-upstream.js';
 import { openTerminal, type Terminal, tmuxMissing } from './terminal.js';
 
-// Approvals remembered for the session, /undo of a turn's files, and sessions shown again on resuming, in a
-// 200x50 terminal against the gateway (its engine a scripted upstream), the screens read.
+// Approvals remembered for the session, /undo of a turn's files, and sessions shown again on
+// resuming, in a 200x50 terminal against the gateway (its engine a scripted upstream), the screens
+// read.
 describe.skipIf(tmuxMissing !== null)('tollgate code: approvals, undo and sessions, in tmux', () => {
   let upstream: ScriptedUpstream;
   let gateway: TestGateway;
@@ -83,7 +84,8 @@ describe.skipIf(tmuxMissing !== null)('tollgate code: approvals, undo and sessio
     expect(after('change it again')).not.toContain('Apply this change?');
     expect(await file('hello.txt')).toBe('hello again\n');
 
-    // A command: yes for its prefix `sh test.sh`; the same prefix then runs, a chained command asks again.
+    // A command: yes for its prefix `sh test.sh`; the same prefix then runs, a chained command asks
+    // again.
     upstream.push({ toolCalls: [call('run_command', { command: 'sh test.sh' })] }, { text: 'Tests ran.' });
     term.type('run the tests');
     term.press('Enter');

@@ -3,7 +3,10 @@ import { rmSync } from 'node:fs';
 import { requireServices } from '../helpers/services.js';
 import { until } from '../helpers/wait.js';
 
-/** tmux's path, or null when it is not installed (the tmux tests skip, and fail under REQUIRE_SERVICES=1). */
+/**
+ * tmux's path, or null when it is not installed (the tmux tests skip, and fail under
+ * REQUIRE_SERVICES=1).
+ */
 export const tmuxPath =
   ['/usr/bin/tmux', '/usr/local/bin/tmux'].find((file) => {
     try {
@@ -29,8 +32,9 @@ export interface Terminal {
 
 export function openTerminal(name: string, cwd: string, env: Record<string, string>): Terminal {
   const socket = `tollgate-${name}-${process.pid}`;
-  // A person's terminal: without the CI variable of the run that tests it, which turns colours off (supports-color)
-  // where no user's terminal would. The server takes its environment from the command that starts it.
+  // A person's terminal: without the CI variable of the run that tests it, which turns colours off
+  // (supports-color) where no user's terminal would. The server takes its environment from the
+  // command that starts it.
   const { CI: _ci, ...personal } = process.env;
   const tmux = (...args: string[]) =>
     execFileSync(tmuxPath!, ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8', env: personal });

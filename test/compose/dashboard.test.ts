@@ -8,10 +8,14 @@ import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { repoRoot } from '../helpers/processes.js';
 import { scrape } from '../helpers/prometheus.js';
 
-// compose/grafana/dashboards/tollgate.json: every query is valid PromQL (parsed with Prometheus' own
-// lezer grammar), and every metric it reads is one the gateway serves at /metrics or one vLLM exports.
+// compose/grafana/dashboards/tollgate.json: every query is valid PromQL (parsed with Prometheus'
+// own lezer grammar), and every metric it reads is one the gateway serves at /metrics or one vLLM
+// exports.
 
-/** vLLM's metrics (V1 engine, vLLM 0.10 and later), as its production-metrics documentation lists them. */
+/**
+ * vLLM's metrics (V1 engine, vLLM 0.10 and later), as its production-metrics documentation lists
+ * them.
+ */
 const VLLM_METRICS = new Set([
   'vllm:num_requests_running',
   'vllm:num_requests_waiting',
@@ -58,7 +62,10 @@ queries.push(
   })),
 );
 
-/** Grafana's variables, replaced by values PromQL accepts, so the query parses as Prometheus will see it. */
+/**
+ * Grafana's variables, replaced by values PromQL accepts, so the query parses as Prometheus will
+ * see it.
+ */
 function asPromql(expr: string): string {
   return expr.replaceAll('$__rate_interval', '5m').replaceAll('$model', '.*');
 }
@@ -128,7 +135,8 @@ describe('the Grafana dashboard', () => {
       }
     }
     expect(unknown).toEqual([]);
-    // It shows traffic, latency, tokens, spend and the fleet: each from the gateway, and vLLM's side too.
+    // It shows traffic, latency, tokens, spend and the fleet: each from the gateway, and vLLM's
+    // side too.
     for (const name of [
       'tollgate_requests_total',
       'tollgate_request_duration_seconds_bucket',

@@ -34,7 +34,10 @@ async function manifests(): Promise<Manifest[]> {
   });
 }
 
-/** kubernetes-models' module for an apiVersion and kind: `apps/v1` + Deployment → `kubernetes-models/apps/v1/Deployment`. */
+/**
+ * kubernetes-models' module for an apiVersion and kind: `apps/v1` + Deployment →
+ * `kubernetes-models/apps/v1/Deployment`.
+ */
 async function validatorOf(manifest: Manifest): Promise<(value: unknown) => void> {
   const module = (await import(`kubernetes-models/${manifest.apiVersion}/${manifest.kind}`)) as Record<
     string,

@@ -7,17 +7,17 @@ import { parseEngineDefinitions } from '../../src/gateway/engines/definitions.js
 import { freePort, repoRoot } from '../helpers/processes.js';
 
 /**
- * The getting-started page's commands run as written: every `sh` block marked
- * `<!-- getting-started-script -->` in docs/getting-started.md, in order, as one script, in bash with
- * `-e` and `pipefail`, in a fresh folder, as a newcomer would type them. What a reader does by hand is
- * done by small stand-ins, and only that: `npm ci` is already done by this checkout; `npm start`, which
- * a reader runs in a terminal of its own and stops with Ctrl-C before starting again, runs in the
- * background and stops the one before it; the key the reader copies from the start's output is the
- * one it printed; port 8080 and the simulator's 8001 are free ports of this machine.
+ * The getting-started page's commands run as written: every `sh` block marked `<!--
+ * getting-started-script -->` in docs/getting-started.md, in order, as one script, in bash with
+ * `-e` and `pipefail`, in a fresh folder, as a newcomer would type them. What a reader does by hand
+ * is done by small stand-ins, and only that: `npm ci` is already done by this checkout; `npm
+ * start`, which a reader runs in a terminal of its own and stops with Ctrl-C before starting again,
+ * runs in the background and stops the one before it; the key the reader copies from the start's
+ * output is the one it printed; port 8080 and the simulator's 8001 are free ports of this machine.
  */
 
-// Stops each process the page started, then waits (up to 30 s each) until it has exited: a gateway still closing
-// its embedded database writes into the folder the clean-up is removing.
+// Stops each process the page started, then waits (up to 30 s each) until it has exited: a gateway
+// still closing its embedded database writes into the folder the clean-up is removing.
 const stopAll = (pids: string) =>
   `for pid in $(cat "${pids}" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done; ` +
   `for pid in $(cat "${pids}" 2>/dev/null); do for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; done`;
@@ -65,7 +65,8 @@ describe('docs/getting-started.md', () => {
     const script = blocks
       .join('\n')
       .replaceAll('sk-gw-…', `$(grep -o 'sk-gw-[A-Za-z0-9_-]*' "${log}" | head -1)`)
-      // The simulator's port first: the gateway's free port may itself hold the digits 8001 (38001 did).
+      // The simulator's port first: the gateway's free port may itself hold the digits 8001 (38001
+      // did).
       .replaceAll(/\b8001\b/g, String(simPort))
       .replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
     const work = path.join(folder, 'work');
@@ -96,7 +97,8 @@ describe('docs/getting-started.md', () => {
     expect(run.stdout).toMatch(/"usage":\{"prompt_tokens":\d+/);
   }, 180_000);
 
-  // A GPU is needed to run them: the engines the page shows as JSON are at least ones the gateway accepts.
+  // A GPU is needed to run them: the engines the page shows as JSON are at least ones the gateway
+  // accepts.
   it('every engine it shows is one the gateway accepts', async () => {
     const page = await readFile(path.join(repoRoot, 'docs/getting-started.md'), 'utf8');
     const shown = [...page.matchAll(/```json\n([\s\S]*?)```/g)].map((match) => match[1]!);

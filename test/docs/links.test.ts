@@ -4,8 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../helpers/processes.js';
 
 /**
- * Every relative link of README.md, CONTRIBUTING.md and docs/*.md resolves: the file exists and, for a
- * `#fragment` into a Markdown page, a heading of that page has that anchor as GitHub makes it.
+ * Every relative link of README.md, CONTRIBUTING.md and docs/*.md resolves: the file exists and,
+ * for a `#fragment` into a Markdown page, a heading of that page has that anchor as GitHub makes
+ * it.
  */
 
 const pages = [
@@ -16,7 +17,10 @@ const pages = [
     .map((name) => `docs/${name}`),
 ];
 
-/** GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`, repeats numbered. */
+/**
+ * GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`,
+ * repeats numbered.
+ */
 function anchorsOf(markdown: string): Set<string> {
   const anchors = new Set<string>();
   const seen = new Map<string, number>();

@@ -16,8 +16,8 @@ if (!hasPostgres) console.warn('skipping background responses taken over: they n
 
 /**
  * A replica that dies leaves its background responses claimed with a lease that runs out; another
- * replica on the same database takes them over: one the engine never had is run again, one it had is
- * failed and billed what it generated, under the request id it was queued with.
+ * replica on the same database takes them over: one the engine never had is run again, one it had
+ * is failed and billed what it generated, under the request id it was queued with.
  */
 describe.skipIf(!hasPostgres)('background responses of a replica that died', () => {
   let database: { url: string; drop(): Promise<void> };

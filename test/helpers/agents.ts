@@ -21,7 +21,10 @@ export function agentMissing(command: string, name: string): string | null {
   return `${why}; install it with npm install -g (see .ci/run)`;
 }
 
-/** A gateway process on its embedded default whose one chat model answers from a script, and its demo key. */
+/**
+ * A gateway process on its embedded default whose one chat model answers from a script, and its
+ * demo key.
+ */
 export interface ScriptedGateway {
   /** The temporary folder holding the script, the engines file and the data; removed by `stop`. */
   dir: string;
@@ -31,8 +34,8 @@ export interface ScriptedGateway {
 }
 
 /**
- * Starts `dist/main.js` on the embedded default with the demo data, its simulator's `sim-chat` answering
- * from `script` (JSON lines, `src/sim/script.ts`), as the agents' tests drive it.
+ * Starts `dist/main.js` on the embedded default with the demo data, its simulator's `sim-chat`
+ * answering from `script` (JSON lines, `src/sim/script.ts`), as the agents' tests drive it.
  *
  * @example
  * const { gateway, key, stop } = await startScriptedGateway('codex', turnsJsonl);

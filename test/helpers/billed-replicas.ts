@@ -23,7 +23,10 @@ export interface BilledReplicas {
   /** The test's own database, for reading (and editing) the books directly. */
   sql: postgres.Sql;
   prefix: string;
-  /** Starts a replica (again, after a kill, under the same name: same data folder). `env` adds to the fleet's settings. */
+  /**
+   * Starts a replica (again, after a kill, under the same name: same data folder). `env` adds to
+   * the fleet's settings.
+   */
   start(name: string, env?: Record<string, string>): Promise<GatewayProcess>;
   /** SIGKILLs a replica: no drain, no flush, as an out-of-memory kill. */
   kill(gateway: GatewayProcess): Promise<void>;
@@ -124,7 +127,10 @@ export interface WatchedStream {
   abort(): void;
 }
 
-/** What each protocol's streamed request looks like, and how its client counts the generated tokens it read. */
+/**
+ * What each protocol's streamed request looks like, and how its client counts the generated tokens
+ * it read.
+ */
 export const streamRequests: Record<
   StreamProtocol,
   { path: string; body: (max: number, prompt: string) => unknown; delta: RegExp }
@@ -158,7 +164,10 @@ export const streamRequests: Record<
   },
 };
 
-/** Opens a stream and reads it in the background, counting what its client received, until it ends, breaks or is aborted. */
+/**
+ * Opens a stream and reads it in the background, counting what its client received, until it ends,
+ * breaks or is aborted.
+ */
 export async function watchStream(
   gateway: GatewayProcess,
   secret: string,

@@ -2,10 +2,11 @@ import type OpenAI from 'openai';
 import { expect } from 'vitest';
 
 /**
- * `turns` turns of one conversation through `conversation`, each sent through the next client of `clients` in turn
- * (two replicas alternate), and each compared with the same conversation written out: its items listed before the
- * turn, plus the turn's input, sent as `input` alone. The engine's prompt count (`usage.input_tokens`, what the usage
- * record bills) must be the same for both. Returns the prompt counts.
+ * `turns` turns of one conversation through `conversation`, each sent through the next client of
+ * `clients` in turn (two replicas alternate), and each compared with the same conversation written
+ * out: its items listed before the turn, plus the turn's input, sent as `input` alone. The engine's
+ * prompt count (`usage.input_tokens`, what the usage record bills) must be the same for both.
+ * Returns the prompt counts.
  */
 export async function conversationTurns(clients: OpenAI[], conversation: string, turns: number): Promise<number[]> {
   const counts: number[] = [];

@@ -9,15 +9,24 @@ import { until } from './wait.js';
 
 const run = promisify(execFile);
 
-/** A second Docker engine of a test's own: its socket, a client, and `stop`, which leaves nothing behind. */
+/**
+ * A second Docker engine of a test's own: its socket, a client, and `stop`, which leaves nothing
+ * behind.
+ */
 export interface SecondDockerd {
   /** `unix:///tmp/tollgate-dockerd-…/docker.sock`, engines.json's `docker_host` syntax. */
   host: string;
   docker: Docker;
-  /** Freezes the daemon (SIGSTOP): it stops answering, and its containers run on, as on a host cut off. */
+  /**
+   * Freezes the daemon (SIGSTOP): it stops answering, and its containers run on, as on a host cut
+   * off.
+   */
   pause(): void;
   resume(): void;
-  /** Stops the daemon (its containers stop with it), unmounts what it left mounted and removes its folder. */
+  /**
+   * Stops the daemon (its containers stop with it), unmounts what it left mounted and removes its
+   * folder.
+   */
   stop(): Promise<void>;
 }
 
@@ -115,7 +124,8 @@ async function stopDockerd(child: ChildProcess, dir: string, log: { close(): Pro
     clearTimeout(timer);
   }
   await log.close().catch(() => {});
-  // Left mounted after it exits: the exec root's network namespace (and overlays of a daemon that was killed).
+  // Left mounted after it exits: the exec root's network namespace (and overlays of a daemon that
+  // was killed).
   const mounts = (await readFile('/proc/mounts', 'utf8'))
     .split('\n')
     .map((line) => line.split(' ')[1] ?? '')

@@ -1,9 +1,9 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 
 /**
- * An engine for tests, on node:http: `/health` answers ok, anything but a POST a 404 (as vLLM answers the `/props`
- * and `/version` the gateway asks an engine of unnamed kind), and each POST's body, read whole as text, goes to
- * `answer`.
+ * An engine for tests, on node:http: `/health` answers ok, anything but a POST a 404 (as vLLM
+ * answers the `/props` and `/version` the gateway asks an engine of unnamed kind), and each POST's
+ * body, read whole as text, goes to `answer`.
  *
  * @example
  * const server = engineStub((body, res) => res.end(JSON.stringify(answerTo(JSON.parse(body)))));

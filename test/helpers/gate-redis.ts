@@ -3,13 +3,16 @@ import type { RedisClient } from '../../src/shared/db/redis.js';
 import { redisTopologiesMissing, startRedisCluster } from './redis-topologies.js';
 import { deleteRedisPrefix, redisAvailable, redisUrl } from './services.js';
 
-/** Where a gate test keeps its counts: in the process, in the shared Redis, or on a Redis Cluster of its own. */
+/**
+ * Where a gate test keeps its counts: in the process, in the shared Redis, or on a Redis Cluster of
+ * its own.
+ */
 export type GateKind = 'memory' | 'redis' | 'redis-cluster';
 
 /**
- * The kinds a gate test runs on here: the memory gate always; the shared Redis when it answers; a private
- * three-master Redis Cluster (issue 69) when redis-server and redis-cli can be run. Each missing one is said (or
- * fails the run under REQUIRE_SERVICES=1).
+ * The kinds a gate test runs on here: the memory gate always; the shared Redis when it answers; a
+ * private three-master Redis Cluster (issue 69) when redis-server and redis-cli can be run. Each
+ * missing one is said (or fails the run under REQUIRE_SERVICES=1).
  */
 export async function gateKinds(): Promise<GateKind[]> {
   const missing = redisTopologiesMissing();

@@ -13,12 +13,18 @@ import { createTestDatabase, postgresAvailable, redisAvailable, redisUrl } from 
 
 export type StoreKind = 'pglite' | 'postgres';
 
-/** Which stores this run can test: PGlite always, PostgreSQL when it answers (or REQUIRE_SERVICES=1). */
+/**
+ * Which stores this run can test: PGlite always, PostgreSQL when it answers (or
+ * REQUIRE_SERVICES=1).
+ */
 export async function availableStores(): Promise<StoreKind[]> {
   return (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
 }
 
-/** Where the hourly and sign-in limits count: in the process, or in Redis (one count for every replica). */
+/**
+ * Where the hourly and sign-in limits count: in the process, or in Redis (one count for every
+ * replica).
+ */
 export type LimitsKind = 'memory' | 'redis';
 
 /**
@@ -32,7 +38,10 @@ export async function storesAndLimits(): Promise<Array<{ store: StoreKind; limit
   return [...stores.map((store) => ({ store, limits: 'memory' as const })), ...inRedis];
 }
 
-/** The settings that make a test gateway count its limits in Redis under `prefix` (a `uniqueRedisPrefix()`), or none. */
+/**
+ * The settings that make a test gateway count its limits in Redis under `prefix` (a
+ * `uniqueRedisPrefix()`), or none.
+ */
 export function limitsEnv(limits: LimitsKind, prefix: string): Record<string, string> {
   return limits === 'redis' ? { REDIS_URL: redisUrl, TOLLGATE_REDIS_PREFIX: prefix } : {};
 }

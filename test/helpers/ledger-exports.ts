@@ -63,7 +63,10 @@ export function expectWindowTies(x: LedgerExport, note: RegExp): void {
     else expect(entryIds.has(usage.ledger_entry_id!), `${usage.request_id} names its entry`).toBe(true);
 }
 
-/** Consecutive windows: the first opens at 0, each opens where the one before closed, and each ties (`expectWindowTies`). */
+/**
+ * Consecutive windows: the first opens at 0, each opens where the one before closed, and each ties
+ * (`expectWindowTies`).
+ */
 export function expectWindowsChain(windows: LedgerExport[], note: RegExp): void {
   expect(windows[0]!.opening_balance_nanos).toBe('0');
   for (let i = 1; i < windows.length; i++)

@@ -7,8 +7,9 @@ import path from 'node:path';
 import { freePort, repoRoot, startChild, type TestChild, waitForHealth } from './processes.js';
 import { requireServices } from './services.js';
 
-// llama.cpp's own server as a test engine: built by scripts/llama-server.sh (.ci/run runs it before the
-// tests) into a cache folder, with a tiny random-weight model. Its text is noise; its protocol is real.
+// llama.cpp's own server as a test engine: built by scripts/llama-server.sh (.ci/run runs it before
+// the tests) into a cache folder, with a tiny random-weight model. Its text is noise; its protocol
+// is real.
 
 const script = path.join(repoRoot, 'scripts/llama-server.sh');
 
@@ -30,7 +31,8 @@ export const llamaTinyModel = () => {
 
 /**
  * Why llama-server cannot run here, or null when it can. Not built is an error under
- * REQUIRE_SERVICES=1 (CI builds it before the tests); tests never build it themselves (minutes of compiling).
+ * REQUIRE_SERVICES=1 (CI builds it before the tests); tests never build it themselves (minutes of
+ * compiling).
  */
 export function llamaServerMissing(): string | null {
   if (existsSync(llamaServerBinary()) && existsSync(llamaTinyModel())) return null;
@@ -47,7 +49,10 @@ export interface LlamaServer {
   child: TestChild;
 }
 
-/** Starts llama-server on the tiny model on a free loopback port, one thread, with `--metrics`, plus `args`. */
+/**
+ * Starts llama-server on the tiny model on a free loopback port, one thread, with `--metrics`, plus
+ * `args`.
+ */
 export async function startLlamaServer(name: string, args: string[] = []): Promise<LlamaServer> {
   const port = await freePort();
   const child = startChild(
@@ -91,8 +96,9 @@ export async function recordingProxy(target: string): Promise<{ url: string; exc
             responseChunks.push(chunk);
             res.write(chunk);
           });
-          // Recorded once, when the answer ends or when it is cut: the gateway may close its connection as soon
-          // as it has read a stream's last event, and then the answer closes without an 'end'.
+          // Recorded once, when the answer ends or when it is cut: the gateway may close its
+          // connection as soon as it has read a stream's last event, and then the answer closes
+          // without an 'end'.
           let recorded = false;
           const record = () => {
             if (recorded || req.method !== 'POST') return;
@@ -129,14 +135,20 @@ export async function recordingProxy(target: string): Promise<{ url: string; exc
   };
 }
 
-/** An engine's usage object: the counts, and the cached part of the prompt where the engine reports it. */
+/**
+ * An engine's usage object: the counts, and the cached part of the prompt where the engine reports
+ * it.
+ */
 export interface ReportedUsage {
   prompt_tokens: number;
   completion_tokens?: number;
   prompt_tokens_details?: { cached_tokens?: number } | null;
 }
 
-/** The usage an engine reported in a recorded answer: a JSON body's, or a stream's last chunk with one. */
+/**
+ * The usage an engine reported in a recorded answer: a JSON body's, or a stream's last chunk with
+ * one.
+ */
 export function reportedUsage(exchange: Exchange): ReportedUsage | null {
   const texts = exchange.response.trimStart().startsWith('{')
     ? [exchange.response]

@@ -35,7 +35,10 @@ function withoutNullable(node: unknown): unknown {
   return out;
 }
 
-/** The errors of `body` against `components.schemas[name]`, as readable lines; empty when it conforms. */
+/**
+ * The errors of `body` against `components.schemas[name]`, as readable lines; empty when it
+ * conforms.
+ */
 export function openApiErrors(name: string, body: unknown): string[] {
   const validate = validator().getSchema(`openai#/components/schemas/${name}`);
   if (!validate) throw new Error(`no schema ${name} in the OpenAI spec`);

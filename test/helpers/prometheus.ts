@@ -18,8 +18,9 @@ export class Scrape {
   ) {}
 
   static async parse(text: string): Promise<Scrape> {
-    // prom-client writes NaN as `Nan` (Node's event-loop lag before its first sample), which Prometheus
-    // reads but this parser refuses: those samples are left out, everything else is parsed as it came.
+    // prom-client writes NaN as `Nan` (Node's event-loop lag before its first sample), which
+    // Prometheus reads but this parser refuses: those samples are left out, everything else is
+    // parsed as it came.
     const lines = text.split('\n').filter((line) => !line.endsWith(' Nan'));
     return new Scrape(text, await getMetricsFromIterator(lines[Symbol.iterator]()));
   }
@@ -42,7 +43,10 @@ export class Scrape {
       (PromData & Partial<PromHistogramData>) | undefined;
   }
 
-  /** A counter's or gauge's value (0 when the series is not there yet: a counter not yet incremented). */
+  /**
+   * A counter's or gauge's value (0 when the series is not there yet: a counter not yet
+   * incremented).
+   */
   value(name: string, labels: Record<string, string> = {}): number {
     return this.sample(name, labels)?.value ?? 0;
   }

@@ -9,16 +9,20 @@ import { requireServices } from './services.js';
 import { until } from './wait.js';
 
 /**
- * Private Redis topologies for tests, from Debian's `redis-server` and `redis-cli`: a three-master Redis Cluster
- * and a master with a replica watched by three sentinels, on free loopback ports (never the shared 6379), their
- * files in a temporary folder. `stop` ends each process by its pid and removes the folder.
+ * Private Redis topologies for tests, from Debian's `redis-server` and `redis-cli`: a three-master
+ * Redis Cluster and a master with a replica watched by three sentinels, on free loopback ports
+ * (never the shared 6379), their files in a temporary folder. `stop` ends each process by its pid
+ * and removes the folder.
  */
 
 export interface Topology {
   stop(): Promise<void>;
 }
 
-/** What is missing to start the topologies here (null: nothing); under REQUIRE_SERVICES=1 an error instead. */
+/**
+ * What is missing to start the topologies here (null: nothing); under REQUIRE_SERVICES=1 an error
+ * instead.
+ */
 export function redisTopologiesMissing(): string | null {
   for (const binary of ['redis-server', 'redis-cli']) {
     const probe = spawnSync(binary, ['--version'], { stdio: 'ignore', timeout: 5_000 });
@@ -78,7 +82,10 @@ function stopper(children: TestChild[], dir: string): () => Promise<void> {
   };
 }
 
-/** A three-master Redis Cluster (no replicas), every slot assigned and `cluster_state:ok` on each node. */
+/**
+ * A three-master Redis Cluster (no replicas), every slot assigned and `cluster_state:ok` on each
+ * node.
+ */
 export async function startRedisCluster(
   masters = 3,
 ): Promise<Topology & { nodes: Array<{ host: string; port: number }> }> {
@@ -128,7 +135,10 @@ export interface SentinelTopology extends Topology {
   failover(): Promise<void>;
 }
 
-/** A master, its replica and three sentinels watching them (quorum 2), the master's name `tollgate-test`. */
+/**
+ * A master, its replica and three sentinels watching them (quorum 2), the master's name
+ * `tollgate-test`.
+ */
 export async function startRedisSentinel(): Promise<SentinelTopology> {
   const name = 'tollgate-test';
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-redis-sentinel-'));

@@ -1,8 +1,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../../src/shared/db/client.js';
 
-// The usage records summed as the rollup sums them, and the rollup itself, each as sorted text lines: equal to
-// the nano-unit or not at all.
+// The usage records summed as the rollup sums them, and the rollup itself, each as sorted text
+// lines: equal to the nano-unit or not at all.
 export const FROM_RECORDS = sql`select org_id, to_char((created_at at time zone 'UTC')::date, 'YYYY-MM-DD') as day, key_id,
     coalesce(project_id, '-') as project_id, model_id, count(*)::text as requests,
     (count(*) filter (where cache_hit))::text as cache_hits, (count(*) filter (where status >= 400))::text as errors,
@@ -18,7 +18,8 @@ export const FROM_ROLLUPS = sql`select org_id, to_char(day, 'YYYY-MM-DD') as day
   from usage_daily`;
 
 /**
- * The rows of `FROM_RECORDS` or `FROM_ROLLUPS`, each a line of text, sorted: two lists equal only when every sum is.
+ * The rows of `FROM_RECORDS` or `FROM_ROLLUPS`, each a line of text, sorted: two lists equal only
+ * when every sum is.
  *
  * @example
  * expect(await rollupLines(db, FROM_ROLLUPS)).toEqual(await rollupLines(db, FROM_RECORDS));

@@ -49,7 +49,8 @@ async function librariesOf(binary: string): Promise<string[]> {
   if (/statically linked/.test(stdout)) return [];
   const libraries: string[] = [];
   for (const line of stdout.split('\n')) {
-    // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or "/lib64/ld-linux-x86-64.so.2 (0x...)"
+    // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or "/lib64/ld-linux-x86-64.so.2
+    // (0x...)"
     const match = /(?:=>\s*)?(\/\S+)\s+\(0x[0-9a-f]+\)/.exec(line);
     if (match?.[1]) libraries.push(match[1]);
     else if (/not found/.test(line)) throw new Error(`ldd ${binary}: ${line.trim()}`);

@@ -21,7 +21,10 @@ export const RUNNER_IMAGE_REPO = 'tollgate-test/runner';
 /** Bump when the image's layout changes, so old tags are not reused. */
 const RECIPE = 'runner-image-v1';
 
-/** Commands the sandbox itself needs (sh, socat, grep, sleep, cat, head, timeout, kill is sh's) and those the hostile tests' scripts run. */
+/**
+ * Commands the sandbox itself needs (sh, socat, grep, sleep, cat, head, timeout, kill is sh's) and
+ * those the hostile tests' scripts run.
+ */
 const COMMANDS = [
   'sh',
   'bash',

@@ -84,7 +84,10 @@ async function dropDatabase(name: string): Promise<void> {
   }
 }
 
-/** The test file that called into this module, as `a-z0-9` (at most 24 characters), for a database's name. */
+/**
+ * The test file that called into this module, as `a-z0-9` (at most 24 characters), for a database's
+ * name.
+ */
 function callerSlug(): string {
   const file =
     (new Error().stack ?? '')
@@ -184,7 +187,10 @@ export async function deleteRedisPrefix(prefix: string): Promise<void> {
   }
 }
 
-/** A fixed window's count as the gateway keeps it in Redis under `prefix` (`shared/db/window-counter.ts`), 0 when there is none. */
+/**
+ * A fixed window's count as the gateway keeps it in Redis under `prefix`
+ * (`shared/db/window-counter.ts`), 0 when there is none.
+ */
 export async function redisWindowCount(prefix: string, key: string): Promise<number> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   try {
@@ -194,7 +200,10 @@ export async function redisWindowCount(prefix: string, key: string): Promise<num
   }
 }
 
-/** Wallet holds left in Redis under `prefix` (the admission gate's `{org:<org>}:held` hashes), for an org or all. */
+/**
+ * Wallet holds left in Redis under `prefix` (the admission gate's `{org:<org>}:held` hashes), for
+ * an org or all.
+ */
 export async function redisHolds(prefix: string, orgId?: string): Promise<number> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   try {

@@ -1,7 +1,8 @@
 /**
- * Steady traffic from several tenants through one gateway, each request's status and times kept: for tests of what
- * clients see while something happens underneath (a Redis flushed, restarted). Each tenant runs `concurrency` loops
- * of one chat completion after another until `stop` says so; `pauseAfter` successes, its loops wait for `resume`.
+ * Steady traffic from several tenants through one gateway, each request's status and times kept:
+ * for tests of what clients see while something happens underneath (a Redis flushed, restarted).
+ * Each tenant runs `concurrency` loops of one chat completion after another until `stop` says so;
+ * `pauseAfter` successes, its loops wait for `resume`.
  */
 
 export interface Outcome {
@@ -75,14 +76,17 @@ export function steadyTraffic(baseURL: string, tenants: TrafficTenant[]): Steady
   };
 }
 
-/** A request refused for no limit of its tenant's: the gate could not answer (503), or a rate limit it did not pass. */
+/**
+ * A request refused for no limit of its tenant's: the gate could not answer (503), or a rate limit
+ * it did not pass.
+ */
 export function refusedForNothing(outcome: Outcome): boolean {
   return outcome.status === 503 || (outcome.status === 429 && outcome.code !== 'budget_exceeded');
 }
 
 /**
- * Per tenant, the longest run of consecutive requests refused for nothing (`refusedForNothing`), from the first's
- * sending to the last's answer; and how many such refusals there were in all.
+ * Per tenant, the longest run of consecutive requests refused for nothing (`refusedForNothing`),
+ * from the first's sending to the last's answer; and how many such refusals there were in all.
  */
 export function refusalSpans(outcomes: Outcome[]): {
   longestMs: number;

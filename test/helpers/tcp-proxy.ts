@@ -40,7 +40,10 @@ export interface TcpProxy {
    * heartbeat. Answers the count so far.
    */
   count(marker: string): () => number;
-  /** From now on, counts the bytes the target sends back (on every connection): what the client was given to read. */
+  /**
+   * From now on, counts the bytes the target sends back (on every connection): what the client was
+   * given to read.
+   */
   replyBytes(): () => number;
 }
 

@@ -52,7 +52,10 @@ export async function until<T>(
   }
 }
 
-/** Lets `ms` pass. Only for time the test is about (see above): never to wait for something it then checks. */
+/**
+ * Lets `ms` pass. Only for time the test is about (see above): never to wait for something it then
+ * checks.
+ */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

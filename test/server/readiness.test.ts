@@ -107,7 +107,8 @@ describe('/health/ready', () => {
     });
     engines = [{ ...engines[0]!, replicas: [replica('ready'), replica('starting')] }, engines[1]!];
     expect((await readiness()).ready).toBe(true);
-    // Scaled to zero (min_replicas 0): its next request starts a replica, so it is ready without one; fixed at zero is not.
+    // Scaled to zero (min_replicas 0): its next request starts a replica, so it is ready without
+    // one; fixed at zero is not.
     engines = [{ ...engines[1]!, model: 'cold', desiredReplicas: 0, minReplicas: 0, maxReplicas: 2, replicas: [] }];
     expect((await readiness()).body.checks.engines).toEqual({ cold: 'ready' });
     engines = [{ ...engines[0]!, maxReplicas: 0 }];
@@ -245,7 +246,8 @@ describe.skipIf(!redis)('a hanging Redis: connections accepted, nothing answered
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('limits_unavailable');
     await until('the gauge says Redis is down', async () => (await redisUp()) === 0, { timeout: 5_000, interval: 100 });
     expect(logged('redis unreachable')).toBe(1);
-    // Still hanging: a further heartbeat PING fails (the next one is sent only once it has), still down, and not logged again.
+    // Still hanging: a further heartbeat PING fails (the next one is sent only once it has), still
+    // down, and not logged again.
     const pings = proxy.count('\r\nping\r\n');
     await until('two more heartbeats are sent', () => pings() >= 2, { timeout: 5_000 });
     expect(await redisUp()).toBe(0);

@@ -5,7 +5,10 @@ import { jsonOf } from './helpers.js';
 import { repoRoot } from '../helpers/processes.js';
 
 const root = repoRoot;
-/** The built simulator (the test run's global setup builds dist/), run by node itself: one process, so a kill leaves nothing behind. */
+/**
+ * The built simulator (the test run's global setup builds dist/), run by node itself: one process,
+ * so a kill leaves nothing behind.
+ */
 const simulator = (args: string[]) => spawn(process.execPath, ['dist/sim/main.js', ...args], { cwd: root });
 
 describe('parseSimArgs', () => {

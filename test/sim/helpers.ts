@@ -1,6 +1,9 @@
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../../src/sim/index.js';
 
-/** How the simulator's tests wait for its counters to move (`vi.waitFor`): it runs in this process, so 2 s is plenty. */
+/**
+ * How the simulator's tests wait for its counters to move (`vi.waitFor`): it runs in this process,
+ * so 2 s is plenty.
+ */
 export const SIM_WAIT = { timeout: 2_000, interval: 10 };
 
 /** The models most suites use. */

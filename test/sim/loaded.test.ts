@@ -34,7 +34,10 @@ function chat(sim: RunningSimulator, content: string, maxTokens: number): Promis
   });
 }
 
-/** A prompt of `words` distinct words starting at `from`: no two such prompts share a block unless their ranges overlap at the start. */
+/**
+ * A prompt of `words` distinct words starting at `from`: no two such prompts share a block unless
+ * their ranges overlap at the start.
+ */
 function words(count: number, tag: string): string {
   return Array.from({ length: count }, (_, i) => `${tag}${i}`).join(' ');
 }
@@ -163,12 +166,14 @@ describe('a loaded simulator', () => {
   });
 
   it('evicts unreferenced blocks when the cache is full, and queues a request no block can be freed for', async () => {
-    // 30 blocks of 16 tokens; a 406-token prompt has 25 full blocks, 26 with 4 tokens of output.
-    // 30 ms steps: the two 60-token generations below take 1.8 s each, long enough to see the second wait.
+    // 30 blocks of 16 tokens; a 406-token prompt has 25 full blocks, 26 with 4 tokens of output. 30
+    // ms steps: the two 60-token generations below take 1.8 s each, long enough to see the second
+    // wait.
     const sim = await loadedSim({ numGpuBlocks: 30, decodeMsPerStep: 30 });
     const a = words(400, 'a');
     await chat(sim, a, 4);
-    // b takes the 5 empty blocks, then evicts a's 21 last blocks (tail first): a's first 4 stay cached.
+    // b takes the 5 empty blocks, then evicts a's 21 last blocks (tail first): a's first 4 stay
+    // cached.
     await chat(sim, words(400, 'b'), 4);
     const hitsBefore = await metric(sim, 'vllm:prefix_cache_hits_total');
     await chat(sim, a, 4);

@@ -195,8 +195,8 @@ describe('client disconnect', () => {
       await vi.waitFor(() => expect(slow.stats()).toMatchObject({ running: 0, aborted: 1, completed: 0 }), SIM_WAIT);
       const generated = slow.stats().generationTokens;
       expect(generated).toBeLessThan(100);
-      // Nothing more is generated for it: another request of 6 tokens at 10 ms each runs past where 6 more of the
-      // abandoned one would have come, and the count grows by its 6 only.
+      // Nothing more is generated for it: another request of 6 tokens at 10 ms each runs past where
+      // 6 more of the abandoned one would have come, and the count grows by its 6 only.
       const after = await jsonOf(
         post(slow, '/v1/chat/completions', {
           model: 'sim-chat',

@@ -6,8 +6,9 @@ import { startSimulator } from '../../src/sim/index.js';
 import { until } from '../helpers/wait.js';
 import { post } from './helpers.js';
 
-// What tenants sharing one engine get of it: vLLM's `cache_salt` (a prefix cache shared only by requests of one
-// salt) and `--scheduling-policy priority` (a better request preempts a worse one already running).
+// What tenants sharing one engine get of it: vLLM's `cache_salt` (a prefix cache shared only by
+// requests of one salt) and `--scheduling-policy priority` (a better request preempts a worse one
+// already running).
 
 const opened: RunningSimulator[] = [];
 afterEach(async () => {
@@ -110,7 +111,8 @@ describe('priority scheduling', () => {
   });
 
   it('runs a priority-0 request within a step or two of a batch-priority flood filling the batch, preempting it; the flood still streams each token once', async () => {
-    // 4 ms a step, 2 sequences at once: the flood of 6 × 150 tokens holds the batch for about 1.8 s.
+    // 4 ms a step, 2 sequences at once: the flood of 6 × 150 tokens holds the batch for about 1.8
+    // s.
     const s = await sim({ schedulingPolicy: 'priority', loaded: { maxNumSeqs: 2, decodeMsPerStep: 4 } });
     const stream = (priority: number, maxTokens: number) =>
       post(s, '/v1/chat/completions', {

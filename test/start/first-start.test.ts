@@ -124,7 +124,8 @@ describe('the default address', () => {
       },
     );
     expect(output).toContain('No organizations yet (TOLLGATE_SEED_DEMO=false)');
-    // Every command reaches this gateway, not the default 127.0.0.1:8080 (was: --url on the first only).
+    // Every command reaches this gateway, not the default 127.0.0.1:8080 (was: --url on the first
+    // only).
     expect(output).toContain(`export TOLLGATE_URL=${gateway.url}`);
     expect(output).toMatch(/export TOLLGATE_URL=.*\n.*tollgate models add .*\n.*tollgate prices set/);
     expect(output).toContain('tollgate keys create');
@@ -136,7 +137,8 @@ describe('a production start', () => {
     const env = Object.fromEntries(
       Object.entries(process.env).filter(([key]) => !/^(TOLLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(key)),
     );
-    // The check comes before any connection: the database is never reached, so its address does not matter.
+    // The check comes before any connection: the database is never reached, so its address does not
+    // matter.
     const run = spawnSync(process.execPath, ['dist/main.js'], {
       cwd: repoRoot,
       env: { ...env, DATABASE_URL: 'postgres://tollgate@127.0.0.1:1/tollgate', PORT: '0' },

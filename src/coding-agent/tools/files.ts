@@ -6,7 +6,10 @@ import { cut } from '../render.js';
 import { checkStillInside, locate } from './paths.js';
 import { type PreparedCall, text, type ToolContext, ToolRefusal, whole } from './types.js';
 
-/** Reads a text file the tools may open: refused when missing, a folder, or larger than `file_bytes`. */
+/**
+ * Reads a text file the tools may open: refused when missing, a folder, or larger than
+ * `file_bytes`.
+ */
 export async function readText(ctx: ToolContext, absolute: string, shown: string): Promise<string> {
   let size: number;
   try {
@@ -49,7 +52,10 @@ export async function prepareRead(ctx: ToolContext, args: Record<string, unknown
   };
 }
 
-/** list_files: files under a folder of the project, optionally matching a glob, at most `tree_entries`. */
+/**
+ * list_files: files under a folder of the project, optionally matching a glob, at most
+ * `tree_entries`.
+ */
 export async function prepareList(ctx: ToolContext, args: Record<string, unknown>): Promise<PreparedCall> {
   const where = await locate(ctx.root, text(args, 'path', { optional: true }) || '.');
   const pattern = text(args, 'pattern', { optional: true }) || '**/*';

@@ -68,7 +68,10 @@ export const TOOLS: ChatCompletionFunctionTool[] = [
 
 const READ_ONLY = new Set(['read_file', 'list_files', 'search']);
 
-/** The tools the model is offered: `plan` mode offers the read-only ones (no MCP tool: it may change anything). */
+/**
+ * The tools the model is offered: `plan` mode offers the read-only ones (no MCP tool: it may change
+ * anything).
+ */
 export function toolsFor(mode: string, mcp?: McpTools): ChatCompletionFunctionTool[] {
   if (mode === 'plan') return TOOLS.filter((tool) => READ_ONLY.has(tool.function.name));
   return mcp ? [...TOOLS, ...mcp.tools()] : TOOLS;

@@ -1,7 +1,10 @@
 import { clean, cut } from '../render.js';
 import type { PreparedCall, ToolContext } from './types.js';
 
-/** Characters of a call's arguments shown on its line, and at most before asking (the server gets them whole). */
+/**
+ * Characters of a call's arguments shown on its line, and at most before asking (the server gets
+ * them whole).
+ */
 const TITLE_ARGUMENTS = 120;
 const SHOWN_ARGUMENTS = 2000;
 
@@ -16,7 +19,8 @@ const SHOWN_ARGUMENTS = 2000;
  */
 export function prepareMcp(ctx: ToolContext, name: string, args: Record<string, unknown>): PreparedCall {
   const compact = JSON.stringify(args);
-  // Arguments too long for the title's line are shown whole (up to SHOWN_ARGUMENTS) before the question.
+  // Arguments too long for the title's line are shown whole (up to SHOWN_ARGUMENTS) before the
+  // question.
   return {
     kind: 'mcp',
     title: `${name} ${cut(compact, TITLE_ARGUMENTS, 'shown')}`.replace(/\n/g, ' '),

@@ -27,7 +27,10 @@ export async function locate(root: string, requested: string): Promise<Located> 
   return { path: absolute, shown: inside ? path.relative(root, absolute) || '.' : absolute, inside };
 }
 
-/** Whether `file` (a project file the agent reads on its own, such as AGENTS.md) resolves inside `root`. */
+/**
+ * Whether `file` (a project file the agent reads on its own, such as AGENTS.md) resolves inside
+ * `root`.
+ */
 export async function resolvesInside(root: string, file: string): Promise<boolean> {
   try {
     const [realRoot, real] = await Promise.all([realpath(root), finalPath(file)]);
@@ -37,7 +40,10 @@ export async function resolvesInside(root: string, file: string): Promise<boolea
   }
 }
 
-/** Refuses a write prepared as inside the project whose path has since come to lead out (a link swapped in). */
+/**
+ * Refuses a write prepared as inside the project whose path has since come to lead out (a link
+ * swapped in).
+ */
 export async function checkStillInside(root: string, where: Located): Promise<void> {
   if (where.inside && !(await resolvesInside(root, where.path)))
     throw new ToolRefusal(`${where.shown} now leads outside the project (a symbolic link): not written`);

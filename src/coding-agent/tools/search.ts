@@ -55,7 +55,8 @@ async function withRipgrep(
   signal: AbortSignal,
 ): Promise<string[]> {
   // Always a path: without one, ripgrep reads its standard input when that is not a terminal.
-  // Ignore files are read only from inside the project: not from its parents, nor through a link leading out.
+  // Ignore files are read only from inside the project: not from its parents, nor through a link
+  // leading out.
   const args = [
     '--no-ignore-parent',
     ...(await ignoreFilesLeadOut(root)),
@@ -114,7 +115,10 @@ async function builtIn(
   return matches;
 }
 
-/** ripgrep's flags to skip the project's own ignore files when one of them is a link leading out of it. */
+/**
+ * ripgrep's flags to skip the project's own ignore files when one of them is a link leading out of
+ * it.
+ */
 async function ignoreFilesLeadOut(root: string): Promise<string[]> {
   const flags: string[] = [];
   if (!(await resolvesInside(root, path.join(root, '.gitignore')))) flags.push('--no-ignore-vcs');

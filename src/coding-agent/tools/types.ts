@@ -2,7 +2,10 @@ import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completio
 import type { AgentLimits } from '../limits.js';
 import type { Paint } from '../render.js';
 
-/** What a tool call does, which decides whether it asks (see approval.ts); `mcp`: a tool of an MCP server. */
+/**
+ * What a tool call does, which decides whether it asks (see approval.ts); `mcp`: a tool of an MCP
+ * server.
+ */
 export type ToolKind = 'read' | 'edit' | 'command' | 'mcp';
 
 /** The MCP servers (../mcp.ts), as the agent sees them. */

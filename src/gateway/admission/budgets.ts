@@ -1,26 +1,31 @@
 import { type CalendarWindow, currentDayBounds, currentMonth } from './month.js';
 
 /**
- * Budgets: money a key or a project may spend per calendar month and per day (UTC), in nano-units of the
- * organization's billing currency. The gate keeps each window's spend (charges plus the holds of requests in
- * flight) as a count of its own, and admits a request only if its hold fits in what is left of every budget it
- * falls under, together with the wallet's hold, in one step (`gate.ts`).
+ * Budgets: money a key or a project may spend per calendar month and per day (UTC), in nano-units
+ * of the organization's billing currency. The gate keeps each window's spend (charges plus the
+ * holds of requests in flight) as a count of its own, and admits a request only if its hold fits in
+ * what is left of every budget it falls under, together with the wallet's hold, in one step
+ * (`gate.ts`).
  *
- * Every billed request is tagged with the four counts it may fall under (its key's and its project's month and
- * day), each marked as held on or not: its release moves every count that exists (the hold back where it was
- * taken, the charge out everywhere), so a count stays exact whether or not a budget is set, and a count
- * rebuilt from the usage records (`rebuild.ts`) finds the holds and the unwritten charges it must add.
+ * Every billed request is tagged with the four counts it may fall under (its key's and its
+ * project's month and day), each marked as held on or not: its release moves every count that
+ * exists (the hold back where it was taken, the charge out everywhere), so a count stays exact
+ * whether or not a budget is set, and a count rebuilt from the usage records (`rebuild.ts`) finds
+ * the holds and the unwritten charges it must add.
  */
 
 export type BudgetScope = 'key' | 'project';
 
 /**
- * How long the gate keeps a budget as set (`LimitGate.setBudgets`), read in place of what the replicas'
- * request-path caches hold: far longer than any cache takes to read a change (`TOLLGATE_CATALOG_POLL_MS`, at most a
- * minute, plus one read).
+ * How long the gate keeps a budget as set (`LimitGate.setBudgets`), read in place of what the
+ * replicas' request-path caches hold: far longer than any cache takes to read a change
+ * (`TOLLGATE_CATALOG_POLL_MS`, at most a minute, plus one read).
  */
 export const BUDGETS_SET_TTL_MS = 600_000;
-/** A budget count not yet rebuilt is kept this long for its version only: far longer than a rebuild takes. */
+/**
+ * A budget count not yet rebuilt is kept this long for its version only: far longer than a rebuild
+ * takes.
+ */
 export const VERSION_TTL_MS = 3_600_000;
 export type BudgetWindow = 'month' | 'day';
 
@@ -32,15 +37,19 @@ export interface Budgets {
 
 /** One budget window a request falls under, and the limit this replica knows for it. */
 export interface BudgetLimit {
-  /** The gate's name for this budget's window: `budget:key:K:2026-11`, `budget:project:P:2026-11-26`. */
+  /**
+   * The gate's name for this budget's window: `budget:key:K:2026-11`,
+   * `budget:project:P:2026-11-26`.
+   */
   counter: string;
   scope: BudgetScope;
   /** The key's or the project's id. */
   subjectId: string;
   window: BudgetWindow;
   /**
-   * The limit as this replica's request-path cache read it; null: none. The gate reads a limit set since
-   * (`LimitGate.setBudgets`) in its place, in the admission's one step: a change binds from its answer on.
+   * The limit as this replica's request-path cache read it; null: none. The gate reads a limit set
+   * since (`LimitGate.setBudgets`) in its place, in the admission's one step: a change binds from
+   * its answer on.
    */
   limitNanos: bigint | null;
   /** The gate's name for this budget's limit as last set (`budgetLimitName`). */
@@ -50,7 +59,10 @@ export interface BudgetLimit {
   endsAt: number;
 }
 
-/** A budget's count, named in a request's tag: held on (the request's hold was taken from it) or only charged. */
+/**
+ * A budget's count, named in a request's tag: held on (the request's hold was taken from it) or
+ * only charged.
+ */
 export interface TaggedCounter {
   counter: string;
   held: boolean;
@@ -66,9 +78,9 @@ export function budgetLimitName(scope: BudgetScope, subjectId: string, window: B
 }
 
 /**
- * The budget windows a request falls under now, in its tag's order (`budgetTag`): its key's month and day, and its
- * project's, each with the limit this replica knows (null: none). The gate checks those with a limit, or with one
- * set since.
+ * The budget windows a request falls under now, in its tag's order (`budgetTag`): its key's month
+ * and day, and its project's, each with the limit this replica knows (null: none). The gate checks
+ * those with a limit, or with one set since.
  */
 export function budgetLimits(
   key: { id: string; budgets: Budgets },
@@ -101,8 +113,8 @@ function limitOf(
 }
 
 /**
- * A request's tag from the windows it falls under (`budgetLimits`, in order) and which of them its hold was taken
- * from: `~` before the others.
+ * A request's tag from the windows it falls under (`budgetLimits`, in order) and which of them its
+ * hold was taken from: `~` before the others.
  */
 export function heldTag(budgets: BudgetLimit[], held: (index: number) => boolean): string {
   let tag = '';
@@ -112,9 +124,9 @@ export function heldTag(budgets: BudgetLimit[], held: (index: number) => boolean
 }
 
 /**
- * A request's tag: the four counts it falls under, space-separated, each after `~` when its hold was not taken
- * from it (no budget set there when it was admitted). `at` (ms) is when it was admitted; a charge reported again
- * after a Redis loss is tagged from its own time, all `~`.
+ * A request's tag: the four counts it falls under, space-separated, each after `~` when its hold
+ * was not taken from it (no budget set there when it was admitted). `at` (ms) is when it was
+ * admitted; a charge reported again after a Redis loss is tagged from its own time, all `~`.
  */
 export function budgetTag(keyId: string, projectId: string | null, held: BudgetLimit[], at?: number): string {
   const month = at === undefined ? currentMonth() : new Date(at).toISOString().slice(0, 7);

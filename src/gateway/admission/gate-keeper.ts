@@ -21,7 +21,10 @@ import { type Ticket, ticketOf } from './ticket.js';
 export type { Ticket } from './ticket.js';
 export type { RatePass } from './rate-step.js';
 
-/** `monthToDate` and `budgetSpend`: what a missing month's count and a missing budget's count are read from. */
+/**
+ * `monthToDate` and `budgetSpend`: what a missing month's count and a missing budget's count are
+ * read from.
+ */
 export interface GateKeeperOptions extends Pick<RebuildSources, 'monthToDate' | 'budgetSpend'> {
   limitsEnabled: boolean;
   billingEnabled: boolean;
@@ -39,7 +42,10 @@ export interface AdmissionAsk {
   caller: AuthenticatedKey;
   estimatedTokens: number;
   holdNanos: bigint | null;
-  /** The first step's pass (`admitRate`); without it, this one step takes all four limits and the hold. */
+  /**
+   * The first step's pass (`admitRate`); without it, this one step takes all four limits and the
+   * hold.
+   */
   rate?: RatePass;
   /** The project the request is booked to, whose budgets it falls under; null: none. */
   projectId?: string | null;
@@ -47,10 +53,11 @@ export interface AdmissionAsk {
 }
 
 /**
- * Admits requests through the gate (`gate.ts`) and ends them, and keeps the gate whole: it rebuilds what the gate
- * lacks (a spendable amount, a budget's count, a month's tokens) from PostgreSQL (`rebuild.ts`); its upkeep
- * (`gate-upkeep.ts`) renews the holds and slots of requests running here, and, when Redis comes back empty,
- * reports them and the charges not yet in PostgreSQL again (at once, before this replica rebuilds anything).
+ * Admits requests through the gate (`gate.ts`) and ends them, and keeps the gate whole: it rebuilds
+ * what the gate lacks (a spendable amount, a budget's count, a month's tokens) from PostgreSQL
+ * (`rebuild.ts`); its upkeep (`gate-upkeep.ts`) renews the holds and slots of requests running
+ * here, and, when Redis comes back empty, reports them and the charges not yet in PostgreSQL again
+ * (at once, before this replica rebuilds anything).
  *
  * @example
  * const ticket = await gateKeeper.admit({ requestId, caller, estimatedTokens: 600, holdNanos: 42_000n });
@@ -115,8 +122,8 @@ export class GateKeeper {
       budgets,
       alone: request.alone,
     };
-    // A rebuild of the wallet and of each budget (four), one seed, and two again after another replica's late
-    // report (`REPORT`): the last answer is final.
+    // A rebuild of the wallet and of each budget (four), one seed, and two again after another
+    // replica's late report (`REPORT`): the last answer is final.
     for (let attempt = 0; attempt < 10; attempt++) {
       const admission = await limitsUnavailableOnFailure(() => this.gate.admit(ask));
       switch (admission.outcome) {
@@ -164,7 +171,10 @@ export class GateKeeper {
     return budgets ? { id: projectId, budgets } : null;
   }
 
-  /** The first step, as soon as the key is known: its requests per minute and concurrency (`rate-step.ts`). */
+  /**
+   * The first step, as soon as the key is known: its requests per minute and concurrency
+   * (`rate-step.ts`).
+   */
   admitRate(request: { requestId: string; caller: AuthenticatedKey; alone?: boolean }): Promise<RatePass> {
     return admitRate(this.rateStep, request);
   }
@@ -192,7 +202,8 @@ export class GateKeeper {
   /** A top-up or adjustment committed in PostgreSQL: make it spendable. */
   async credit(orgId: string, amount: bigint): Promise<void> {
     await this.gate.credit(orgId, amount).catch(async (error: unknown) => {
-      // Not lost: the wallet is rebuilt from PostgreSQL (which holds the top-up) once the gate can be reached.
+      // Not lost: the wallet is rebuilt from PostgreSQL (which holds the top-up) once the gate can
+      // be reached.
       this.log.warn('top-up not passed to the limits store: the wallet is rebuilt from the ledger when it is back', {
         orgId,
         ...describeError(error),
@@ -206,7 +217,10 @@ export class GateKeeper {
     await this.gate.written(charges.map((c) => ({ orgId: c.orgId, requestId: c.id, amount: c.cost })));
   }
 
-  /** At start-up: what an earlier run of this replica left unreported is reported (`GateUpkeep.recover`). */
+  /**
+   * At start-up: what an earlier run of this replica left unreported is reported
+   * (`GateUpkeep.recover`).
+   */
   recover(): Promise<void> {
     return this.upkeep.recover();
   }

@@ -9,10 +9,11 @@ import type { Ticket } from './ticket.js';
 export const HEARTBEAT_MS = 1_000;
 
 /**
- * What keeps the gate whole for a `GateKeeper` (`gate-keeper.ts`): requests' ends passed to the gate, and tried
- * again while it cannot take them; the heartbeat, which renews the holds and slots of requests running here and,
- * when Redis comes back empty, reports them and the charges not yet in PostgreSQL again; and the recovery at
- * start-up of what an earlier run of this replica left unreported.
+ * What keeps the gate whole for a `GateKeeper` (`gate-keeper.ts`): requests' ends passed to the
+ * gate, and tried again while it cannot take them; the heartbeat, which renews the holds and slots
+ * of requests running here and, when Redis comes back empty, reports them and the charges not yet
+ * in PostgreSQL again; and the recovery at start-up of what an earlier run of this replica left
+ * unreported.
  */
 export class GateUpkeep {
   /** Releases the gate could not take (Redis down): tried again on every heartbeat. */
@@ -38,13 +39,15 @@ export class GateUpkeep {
    * PostgreSQL, and the charges not yet written there are reported.
    */
   async recover(): Promise<void> {
-    // A Redis first used (or just emptied): wait out the grace here, so clients do not see it as 503s.
+    // A Redis first used (or just emptied): wait out the grace here, so clients do not see it as
+    // 503s.
     if (await this.gate.heartbeat([])) await new Promise((resolve) => setTimeout(resolve, this.options.rebuildGraceMs));
     const unreported = this.journal.unreportedCharges();
     const unwritten = this.journal.pending().map(reportedOf);
     if (unwritten.length > 0) await this.gate.report([], unwritten);
     for (const orgId of new Set(unreported.map((charge) => charge.orgId))) await this.gate.forgetWallet(orgId);
-    // Their budgets' counts too (their holds expired, their charges were never counted): rebuilt when next asked.
+    // Their budgets' counts too (their holds expired, their charges were never counted): rebuilt
+    // when next asked.
     const counts = new Map<string, string>();
     for (const charge of unreported)
       for (const { counter } of parseTag(reportedOf(charge).tag!)) counts.set(counter, charge.orgId);
@@ -52,7 +55,10 @@ export class GateUpkeep {
     if (unreported.length > 0) await this.journal.markReported(unreported.map((charge) => charge.id));
   }
 
-  /** Passes a request's end to the gate; one the gate cannot take now is tried again on each heartbeat. */
+  /**
+   * Passes a request's end to the gate; one the gate cannot take now is tried again on each
+   * heartbeat.
+   */
   async release(ticket: Ticket, tokenDelta: number, cost: bigint | null, alone?: boolean): Promise<void> {
     try {
       await this.releaseInGate(ticket, tokenDelta, cost, alone);
@@ -87,7 +93,8 @@ export class GateUpkeep {
       const fresh = await this.gate.heartbeat(renew ? [...this.live.values()] : []);
       if (renew) this.lastRenewal = Date.now();
       if (fresh) {
-        // Redis lost everything: what runs here and what is not yet in PostgreSQL is reported again, inside the rebuild grace.
+        // Redis lost everything: what runs here and what is not yet in PostgreSQL is reported
+        // again, inside the rebuild grace.
         const holds = [...this.live.values()]
           .filter((r) => r.holdNanos !== null)
           .map((r) => ({ orgId: r.orgId, requestId: r.requestId, amount: r.holdNanos!, tag: r.budgetTag }));
@@ -126,7 +133,10 @@ export class GateUpkeep {
   }
 }
 
-/** A charge not yet written, reported again: tagged with the budget counts of its key and project at its time. */
+/**
+ * A charge not yet written, reported again: tagged with the budget counts of its key and project at
+ * its time.
+ */
 function reportedOf(charge: ChargeRecord): Reported {
   const at = charge.createdAt instanceof Date ? charge.createdAt.getTime() : Date.now();
   const tag = budgetTag(charge.keyId, charge.projectId ?? null, [], at);

@@ -11,20 +11,27 @@ interface Count {
 }
 
 /**
- * The memory gate's budget counts (`memory-gate.ts`), by the same rules as the Redis gate's scripts: a count
- * exists once rebuilt, a hold is taken from every budget a request is admitted against, and a request's tag,
- * kept from its admission until its charge is written, says which counts its end moves.
+ * The memory gate's budget counts (`memory-gate.ts`), by the same rules as the Redis gate's
+ * scripts: a count exists once rebuilt, a hold is taken from every budget a request is admitted
+ * against, and a request's tag, kept from its admission until its charge is written, says which
+ * counts its end moves.
  */
 export class MemoryBudgets {
   private readonly counts = new Map<string, Count>();
-  /** Request → its tag, from admission until its charge is written (or its hold expires with no charge). */
+  /**
+   * Request → its tag, from admission until its charge is written (or its hold expires with no
+   * charge).
+   */
   private readonly tags = new Map<string, string>();
   /** Budgets as last set (`setLimits`), by `budgetLimitName`: null is none. */
   private readonly limits = new Map<string, { value: bigint | null; expiresAt: number }>();
 
   constructor(private readonly now: () => number) {}
 
-  /** Checks that `hold` fits in every budget that has a limit; null when it does (nothing taken yet), else the refusal. */
+  /**
+   * Checks that `hold` fits in every budget that has a limit; null when it does (nothing taken
+   * yet), else the refusal.
+   */
   check(budgets: BudgetLimit[], hold: bigint): Admission | null {
     for (let index = 0; index < budgets.length; index++) {
       const budget = budgets[index]!;
@@ -37,8 +44,8 @@ export class MemoryBudgets {
   }
 
   /**
-   * Takes `hold` from every budget that has a limit and keeps the request's tag (returned); called once every check
-   * has passed, in the same step.
+   * Takes `hold` from every budget that has a limit and keeps the request's tag (returned); called
+   * once every check has passed, in the same step.
    */
   take(requestId: string, budgets: BudgetLimit[], hold: bigint): string {
     const held = budgets.map((budget) => this.limitOf(budget) !== null);
@@ -50,7 +57,10 @@ export class MemoryBudgets {
     return tag;
   }
 
-  /** A key's or a project's budgets as just set, read in place of the replica's for `ttlMs` (`LimitGate.setBudgets`). */
+  /**
+   * A key's or a project's budgets as just set, read in place of the replica's for `ttlMs`
+   * (`LimitGate.setBudgets`).
+   */
   setLimits(scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number): void {
     const expiresAt = this.now() + ttlMs;
     this.limits.set(budgetLimitName(scope, subjectId, 'month'), { value: budgets.monthly, expiresAt });
@@ -63,7 +73,10 @@ export class MemoryBudgets {
     return set && set.expiresAt > this.now() ? set.value : budget.limitNanos;
   }
 
-  /** A request ended: its hold (if still held) back to the counts it was taken from, its cost out of every count. */
+  /**
+   * A request ended: its hold (if still held) back to the counts it was taken from, its cost out of
+   * every count.
+   */
   release(requestId: string, hold: bigint | null, cost: bigint | null): void {
     const tag = this.tags.get(requestId);
     if (tag === undefined) return;
@@ -78,7 +91,10 @@ export class MemoryBudgets {
     if (cost === null) this.tags.delete(requestId);
   }
 
-  /** A hold that expired (its replica died): back to the counts it was taken from; no charge follows. */
+  /**
+   * A hold that expired (its replica died): back to the counts it was taken from; no charge
+   * follows.
+   */
   expire(requestId: string, hold: bigint): void {
     this.release(requestId, hold, null);
   }
@@ -132,7 +148,10 @@ export class MemoryBudgets {
     return this.read(counter)?.spent ?? null;
   }
 
-  /** A count not yet rebuilt changed under a rebuild that may be reading it: its version moves, so that rebuild is not kept. */
+  /**
+   * A count not yet rebuilt changed under a rebuild that may be reading it: its version moves, so
+   * that rebuild is not kept.
+   */
   private moved(counter: string): void {
     const count = this.read(counter);
     if (count) count.version += 1;

@@ -3,7 +3,10 @@ interface Counter {
   expiresAt: number;
 }
 
-/** The memory gate's counters (`memory-gate.ts`), each with an expiry, as Redis keeps them: one read after its expiry drops it. */
+/**
+ * The memory gate's counters (`memory-gate.ts`), each with an expiry, as Redis keeps them: one read
+ * after its expiry drops it.
+ */
 export class MemoryCounters {
   private readonly counters = new Map<string, Counter>();
 

@@ -27,8 +27,9 @@ const MINUTE_MS = 60_000;
 const MONTH_TTL_MS = 32 * 24 * 3600 * 1000; // a monthly count's expiry only bounds memory
 
 /**
- * The limits gate of the embedded default (no Redis): the same rules as `redis-gate.ts`, in this process's memory,
- * for one gateway process. Each call runs to completion before any other starts (no await inside): atomic.
+ * The limits gate of the embedded default (no Redis): the same rules as `redis-gate.ts`, in this
+ * process's memory, for one gateway process. Each call runs to completion before any other starts
+ * (no await inside): atomic.
  *
  * @example
  * const gate = createMemoryGate({ concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000 });
@@ -38,10 +39,11 @@ export function createMemoryGate(options: MemoryGateOptions): LimitGate {
 }
 
 /**
- * `createMemoryGate`'s gate. Its state mirrors the Redis gate's keys: counters named `rpm:K`, `tpm:K`,
- * `month:K:YYYY-MM`; each key's concurrency slots; each organization's wallet (spendable amount, version, holds,
- * unwritten charges); budget counts (`memory-budgets.ts`). Methods are `async` without an `await`, so that a
- * throw is a rejection as in the Redis gate, and no other call can interleave.
+ * `createMemoryGate`'s gate. Its state mirrors the Redis gate's keys: counters named `rpm:K`,
+ * `tpm:K`, `month:K:YYYY-MM`; each key's concurrency slots; each organization's wallet (spendable
+ * amount, version, holds, unwritten charges); budget counts (`memory-budgets.ts`). Methods are
+ * `async` without an `await`, so that a throw is a rejection as in the Redis gate, and no other
+ * call can interleave.
  */
 class MemoryGate implements LimitGate {
   private readonly now: () => number;
@@ -174,7 +176,8 @@ class MemoryGate implements LimitGate {
       const slot = this.slots.get(request.keyId);
       if (slot?.has(request.requestId)) slot.set(request.requestId, at + this.options.concurrencyLeaseMs);
     }
-    // Holds whose lease ran out: only what a bug forgot, here, but as the Redis gate does for a dead replica.
+    // Holds whose lease ran out: only what a bug forgot, here, but as the Redis gate does for a
+    // dead replica.
     this.wallets.giveBackExpired(at, (requestId, amount) => this.budgets.expire(requestId, amount));
     return false; // memory is never lost while the process lives
   }
@@ -223,7 +226,10 @@ class MemoryGate implements LimitGate {
     this.slotsOf(keyId).set(requestId, this.now() + this.options.concurrencyLeaseMs);
   }
 
-  /** Takes an admitted request's estimate from its key's token limits; called only once every check has passed. */
+  /**
+   * Takes an admitted request's estimate from its key's token limits; called only once every check
+   * has passed.
+   */
   private takeTokens(request: AdmitRequest, limits: KeyLimits): void {
     if (limits.tokensPerMinute !== null) this.counters.add(`tpm:${request.keyId}`, request.estimatedTokens, MINUTE_MS);
     if (limits.monthlyTokens !== null)

@@ -11,9 +11,9 @@ export interface Wallet {
 }
 
 /**
- * The memory gate's wallets (`memory-gate.ts`), by the same rules as the Redis gate's `wallet`, `held` and
- * `unwritten` keys: a spendable amount once rebuilt, the holds of requests in flight with their leases' expiry,
- * and the charges not yet known to be in PostgreSQL.
+ * The memory gate's wallets (`memory-gate.ts`), by the same rules as the Redis gate's `wallet`,
+ * `held` and `unwritten` keys: a spendable amount once rebuilt, the holds of requests in flight
+ * with their leases' expiry, and the charges not yet known to be in PostgreSQL.
  */
 export class MemoryWallets {
   private readonly wallets = new Map<string, Wallet>();
@@ -36,7 +36,10 @@ export class MemoryWallets {
     wallet.holds.set(requestId, { amount, expiresAt: this.now() + this.holdLeaseMs });
   }
 
-  /** A request ended: its hold (if still held, returned) comes back and its cost (null: none) goes out. */
+  /**
+   * A request ended: its hold (if still held, returned) comes back and its cost (null: none) goes
+   * out.
+   */
   release(orgId: string, requestId: string, cost: bigint | null): bigint | null {
     const wallet = this.of(orgId);
     const hold = wallet.holds.get(requestId);

@@ -5,18 +5,22 @@ import type { LimitGate, LiveRequest, Window } from './gate.js';
 import { limitsUnavailableOnFailure, refusal } from './refusals.js';
 
 /**
- * The first step of a billed request's admission (`GateKeeper.admitRate`): its key's requests per minute and
- * concurrency, taken as soon as the key is known, so that what a request makes the gateway do before its hold (a
- * stored conversation read, a translation) counts against the key as the request does. `admit` takes the pass
- * over (then the request's release frees the slot); a request refused before that gives it back
- * (`giveBackRate`): its slot, and its count inside its minute, so a refused request takes nothing.
+ * The first step of a billed request's admission (`GateKeeper.admitRate`): its key's requests per
+ * minute and concurrency, taken as soon as the key is known, so that what a request makes the
+ * gateway do before its hold (a stored conversation read, a translation) counts against the key as
+ * the request does. `admit` takes the pass over (then the request's release frees the slot); a
+ * request refused before that gives it back (`giveBackRate`): its slot, and its count inside its
+ * minute, so a refused request takes nothing.
  */
 
 /** What the first step took: handed to `GateKeeper.admit`, which takes it over, or given back. */
 export interface RatePass {
   requestId: string;
   caller: AuthenticatedKey;
-  /** The minute's count as the first step saw it, for the headers; null: limits are off and nothing was taken. */
+  /**
+   * The minute's count as the first step saw it, for the headers; null: limits are off and nothing
+   * was taken.
+   */
   requests: Window | null;
   /** When that minute ends (the gate's clock): the count is given back only before. */
   windowEndsAt: number;
@@ -24,7 +28,10 @@ export interface RatePass {
   done: boolean;
 }
 
-/** What the step uses of the `GateKeeper`: its gate, the requests it renews, its log, whether limits are on. */
+/**
+ * What the step uses of the `GateKeeper`: its gate, the requests it renews, its log, whether limits
+ * are on.
+ */
 export interface RateStepDeps {
   gate: LimitGate;
   live: Map<string, LiveRequest>;
@@ -65,7 +72,10 @@ export async function admitRate(
   return Object.assign(pass, { requests: admission.requests, windowEndsAt: admission.windowEndsAt });
 }
 
-/** Gives back what `admitRate` took, unless `admit` took it over; once. Never throws: a slot left behind expires with its lease. */
+/**
+ * Gives back what `admitRate` took, unless `admit` took it over; once. Never throws: a slot left
+ * behind expires with its lease.
+ */
 export async function giveBackRate(deps: RateStepDeps, pass: RatePass): Promise<void> {
   if (pass.done || pass.requests === null) return;
   pass.done = true;

@@ -3,7 +3,10 @@ import type { Logger } from '../../shared/http/log.js';
 import type { BudgetLimit, BudgetScope } from './budgets.js';
 import type { LimitGate } from './gate.js';
 
-/** A budget's window, read from the usage records: the charges written in it, and which of `requestIds` are written. */
+/**
+ * A budget's window, read from the usage records: the charges written in it, and which of
+ * `requestIds` are written.
+ */
 export type BudgetSpendReader = (
   scope: BudgetScope,
   subjectId: string,
@@ -11,7 +14,10 @@ export type BudgetSpendReader = (
   requestIds: string[],
 ) => Promise<{ spent: bigint; written: Set<string> }>;
 
-/** A budget count is kept a day past its window, so a request that ends just after it still finds it. */
+/**
+ * A budget count is kept a day past its window, so a request that ends just after it still finds
+ * it.
+ */
 const BUDGET_TTL_MARGIN_MS = 86_400_000;
 
 /**
@@ -47,9 +53,9 @@ export async function rebuildWallet(
 }
 
 /**
- * A budget's count for its window, as the wallet's is rebuilt: the charges in the usage records since the
- * window began, plus the holds taken from it, plus its charges not yet written there. Kept only if the gate's
- * state for it did not change meanwhile; tried again otherwise.
+ * A budget's count for its window, as the wallet's is rebuilt: the charges in the usage records
+ * since the window began, plus the holds taken from it, plus its charges not yet written there.
+ * Kept only if the gate's state for it did not change meanwhile; tried again otherwise.
  */
 export async function rebuildBudget(
   gate: LimitGate,
@@ -83,14 +89,18 @@ export interface RebuildSources {
   budgetSpend: BudgetSpendReader;
   /** A key's tokens this month from the usage records. */
   monthToDate(keyId: string, monthStart: Date): Promise<number>;
-  /** A heartbeat now: if the gate lost its state, this replica's holds and unwritten charges are in it after. */
+  /**
+   * A heartbeat now: if the gate lost its state, this replica's holds and unwritten charges are in
+   * it after.
+   */
   reported(): Promise<void>;
 }
 
 /**
- * The gate's counts an admission found missing, rebuilt from PostgreSQL: one rebuild per subject at a time (an
- * organization's wallet, a budget's count, a key's month), which every admission that finds it missing waits on,
- * so a Redis that lost everything costs one read of the books per subject, not one per request.
+ * The gate's counts an admission found missing, rebuilt from PostgreSQL: one rebuild per subject at
+ * a time (an organization's wallet, a budget's count, a key's month), which every admission that
+ * finds it missing waits on, so a Redis that lost everything costs one read of the books per
+ * subject, not one per request.
  *
  * @example
  * await rebuilds.wallet('org_1');

@@ -2,16 +2,16 @@ import type { AdmitRequest } from './gate.js';
 import { gateScript, type ScriptValue } from './redis-script.js';
 
 /**
- * The Redis gate's budget counts (`budgets.ts`), in Lua: the two scripts a count's rebuild uses (the admit
- * script's check is the rule of `billing/budget-rule.ts`). A count is the hash
- * `budget:<scope>:<id>:<window>`: `spent` (charges and holds, nano-units) once rebuilt, and `ver`, moved by what
- * changes a count not yet rebuilt (so a rebuild racing it is not kept). A request's tag is in `btag:O`
- * (request → tag), from its admission until its charge is written.
+ * The Redis gate's budget counts (`budgets.ts`), in Lua: the two scripts a count's rebuild uses
+ * (the admit script's check is the rule of `billing/budget-rule.ts`). A count is the hash
+ * `budget:<scope>:<id>:<window>`: `spent` (charges and holds, nano-units) once rebuilt, and `ver`,
+ * moved by what changes a count not yet rebuilt (so a rebuild racing it is not kept). A request's
+ * tag is in `btag:O` (request → tag), from its admission until its charge is written.
  */
 
 /**
- * Reads what a count's rebuild needs: its version, and the holds taken from it and the unwritten charges counted
- * in it, of one organization.
+ * Reads what a count's rebuild needs: its version, and the holds taken from it and the unwritten
+ * charges counted in it, of one organization.
  *
  * Returns {version, held pairs, unwritten pairs}.
  */
@@ -37,7 +37,8 @@ return {redis.call('HGET', KEY.count, 'ver') or '0', holds, unwritten}
 });
 
 /**
- * Sets a rebuilt count: only one that has none, unchanged since its state was read. Returns 1 when set.
+ * Sets a rebuilt count: only one that has none, unchanged since its state was read. Returns 1 when
+ * set.
  */
 export const SET_BUDGET = gateScript({
   name: 'tollgateSetBudget',
@@ -52,7 +53,10 @@ return 1
 `,
 });
 
-/** The admit script's (budget count, limit or '' for none, limit's name) triples, in the request's tag's order. */
+/**
+ * The admit script's (budget count, limit or '' for none, limit's name) triples, in the request's
+ * tag's order.
+ */
 export function budgetArgs(request: AdmitRequest): ScriptValue[] {
   const args: ScriptValue[] = [];
   for (const budget of request.budgets)

@@ -2,15 +2,19 @@ import { Cluster } from 'ioredis';
 import type { RedisClient } from '../../shared/db/redis.js';
 
 /**
- * A Redis failover (Sentinel promoting a replica, or a Redis Cluster's replica taking over a slot range) keeps the
- * keys the replica had: the epoch survives, but the last writes the old master acknowledged and had not yet sent
- * its replica are lost, a few holds, releases or charges. The gate learns of it from the masters' replication IDs
- * (`master_replid`, new on every promotion and every restart), and then does what a Redis that lost everything
- * makes it do: it reports its holds and unwritten charges again (`REPORT`), and forgets every spendable amount and
- * budget count (`forgetCounts`), which the next admission rebuilds from PostgreSQL.
+ * A Redis failover (Sentinel promoting a replica, or a Redis Cluster's replica taking over a slot
+ * range) keeps the keys the replica had: the epoch survives, but the last writes the old master
+ * acknowledged and had not yet sent its replica are lost, a few holds, releases or charges. The
+ * gate learns of it from the masters' replication IDs (`master_replid`, new on every promotion and
+ * every restart), and then does what a Redis that lost everything makes it do: it reports its holds
+ * and unwritten charges again (`REPORT`), and forgets every spendable amount and budget count
+ * (`forgetCounts`), which the next admission rebuilds from PostgreSQL.
  */
 
-/** The replication IDs of the masters the client talks to, as one string: it changes with a failover or restart. */
+/**
+ * The replication IDs of the masters the client talks to, as one string: it changes with a failover
+ * or restart.
+ */
 export async function masterIds(redis: RedisClient): Promise<string> {
   const masters = redis instanceof Cluster ? redis.nodes('master') : [redis];
   const ids = await Promise.all(
@@ -20,8 +24,8 @@ export async function masterIds(redis: RedisClient): Promise<string> {
 }
 
 /**
- * Forgets every spendable amount and budget count under `prefix` (on each master of a cluster): each moves its
- * version too, so a rebuild under way when it ran is not kept.
+ * Forgets every spendable amount and budget count under `prefix` (on each master of a cluster):
+ * each moves its version too, so a rebuild under way when it ran is not kept.
  */
 export async function forgetCounts(redis: RedisClient, prefix: string): Promise<number> {
   const masters = redis instanceof Cluster ? redis.nodes('master') : [redis];
@@ -48,9 +52,10 @@ function globEscape(text: string): string {
 }
 
 /**
- * Watches the masters for a failover: at each heartbeat, and at once when the connection is ready again after
- * losing it (ioredis reconnects to the master the sentinels now name). Until that check is done the gate's calls
- * wait for it, so no admission is decided on counts the failover left short.
+ * Watches the masters for a failover: at each heartbeat, and at once when the connection is ready
+ * again after losing it (ioredis reconnects to the master the sentinels now name). Until that check
+ * is done the gate's calls wait for it, so no admission is decided on counts the failover left
+ * short.
  */
 export class FailoverWatch {
   /** The masters' IDs at the last check; null before the first. */
@@ -76,7 +81,10 @@ export class FailoverWatch {
     return (this.checking ??= this.run().finally(() => (this.checking = null)));
   }
 
-  /** Whether a failover was seen since the last call: the replica then reports again as after a loss. */
+  /**
+   * Whether a failover was seen since the last call: the replica then reports again as after a
+   * loss.
+   */
   takeLoss(): boolean {
     const lost = this.lost;
     this.lost = false;

@@ -40,12 +40,12 @@ export interface RedisGateOptions {
 }
 
 /**
- * The limits gate in Redis: one Lua script per admission (four limits and
- * the wallet hold; or two, requests per minute and concurrency first, `redis-rate-scripts.ts`), one per release (`redis-scripts.ts`). Scripts run
- * atomically, so replicas sharing this Redis never pass two requests on the
- * same money or the same slot. Windows of requests and tokens per minute
- * start at a key's first request (as rate-limiter-flexible's fixed windows
- * do). The keys it keeps are listed at `gateKeys`.
+ * The limits gate in Redis: one Lua script per admission (four limits and the wallet hold; or two,
+ * requests per minute and concurrency first, `redis-rate-scripts.ts`), one per release
+ * (`redis-scripts.ts`). Scripts run atomically, so replicas sharing this Redis never pass two
+ * requests on the same money or the same slot. Windows of requests and tokens per minute start at a
+ * key's first request (as rate-limiter-flexible's fixed windows do). The keys it keeps are listed
+ * at `gateKeys`.
  *
  * @example
  * createRedisGate(redis, { prefix: 'tollgate:', concurrencyLeaseMs: 30_000, holdLeaseMs: 60_000, rebuildGraceMs: 3_000 });
@@ -169,8 +169,8 @@ class RedisGate implements LimitGate {
   }
 
   async written(charges: Reported[]): Promise<void> {
-    // Command by command, not one pipeline (a Redis Cluster's pipeline must stay on one node): auto-pipelining
-    // still sends those issued together in one write per node.
+    // Command by command, not one pipeline (a Redis Cluster's pipeline must stay on one node):
+    // auto-pipelining still sends those issued together in one write per node.
     await Promise.all(
       charges.flatMap((charge) => [
         this.redis.hdel(this.key.unwritten(charge.orgId), charge.requestId),
@@ -186,8 +186,8 @@ class RedisGate implements LimitGate {
       ) as Promise<[number, string]>,
       this.failovers.check().catch(() => {}),
     ]);
-    // Lost: this call began a new epoch, or another replica's did since this one last looked, or a failover lost
-    // the old master's last writes (what they counted is forgotten, and rebuilt).
+    // Lost: this call began a new epoch, or another replica's did since this one last looked, or a
+    // failover lost the old master's last writes (what they counted is forgotten, and rebuilt).
     const lost = created === 1 || (this.lastEpoch !== null && epoch !== this.lastEpoch) || this.failovers.takeLoss();
     this.lastEpoch = epoch;
     this.resumeAt = Number(epoch.slice(0, epoch.indexOf(':')));

@@ -2,8 +2,8 @@ import type { RedisClient } from '../../shared/db/redis.js';
 import type { ScriptSource } from './redis-script.js';
 
 /**
- * A script defined on the connection (`defineScript`), called with its keys, then its arguments; `alone`, the same
- * call made by a request with no other under way on this replica.
+ * A script defined on the connection (`defineScript`), called with its keys, then its arguments;
+ * `alone`, the same call made by a request with no other under way on this replica.
  */
 export interface Script {
   (...args: Array<string | number>): Promise<unknown>;
@@ -11,16 +11,18 @@ export interface Script {
 }
 
 /**
- * The gate's keys, each after the deployment's prefix (so deployments can share one Redis). Every key an
- * admission, a release or a rebuild touches is its organization's, under `{org:O}:` (a Redis Cluster hash tag:
- * one slot per organization, so one script never spans two slots, `CROSSSLOT`): `rpm:K` and `tpm:K` (a key's
- * requests and tokens this minute), `conc:K` (a sorted set of its concurrency slots scored by expiry),
- * `month:K:YYYY-MM` (its tokens this month), `wallet` (a hash: `avail`, the spendable amount; `ver`, moved by
- * every change to the wallet), `held` (request → hold), `unwritten` (request → charge not yet known to be in
- * PostgreSQL), `btag` (request → its budget tag), `budget:…` and `blimit:…` (each budget count's spend and
- * limit, `redis-budget-scripts.ts`), `hold-expiry` (a sorted set of `O|request`, scored by the hold's expiry).
- * Outside any organization, under `{gate}:`: `epoch` (set when this Redis's state began: its absence means a Redis that lost
- * everything) and `hold-orgs` (the organizations whose holds a heartbeat sweeps for expiry), each touched alone.
+ * The gate's keys, each after the deployment's prefix (so deployments can share one Redis). Every
+ * key an admission, a release or a rebuild touches is its organization's, under `{org:O}:` (a Redis
+ * Cluster hash tag: one slot per organization, so one script never spans two slots, `CROSSSLOT`):
+ * `rpm:K` and `tpm:K` (a key's requests and tokens this minute), `conc:K` (a sorted set of its
+ * concurrency slots scored by expiry), `month:K:YYYY-MM` (its tokens this month), `wallet` (a hash:
+ * `avail`, the spendable amount; `ver`, moved by every change to the wallet), `held` (request →
+ * hold), `unwritten` (request → charge not yet known to be in PostgreSQL), `btag` (request → its
+ * budget tag), `budget:…` and `blimit:…` (each budget count's spend and limit,
+ * `redis-budget-scripts.ts`), `hold-expiry` (a sorted set of `O|request`, scored by the hold's
+ * expiry). Outside any organization, under `{gate}:`: `epoch` (set when this Redis's state began:
+ * its absence means a Redis that lost everything) and `hold-orgs` (the organizations whose holds a
+ * heartbeat sweeps for expiry), each touched alone.
  *
  * Built once per gate; only the per-request names are made per call.
  */
@@ -48,7 +50,10 @@ export function gateKeys(prefix: string) {
 
 export type GateKeys = ReturnType<typeof gateKeys>;
 
-/** A hold's member in `hold-expiry`: `O|request`, which the heartbeat splits at the bar to find the hold when it expires. */
+/**
+ * A hold's member in `hold-expiry`: `O|request`, which the heartbeat splits at the bar to find the
+ * hold when it expires.
+ */
 export function holdMember(orgId: string, requestId: string): string {
   return `${orgId}|${requestId}`;
 }

@@ -1,10 +1,10 @@
 import { VERSION_TTL_MS } from './budgets.js';
 
 /**
- * The Lua the Redis gate's scripts share (`redis-scripts.ts`, `redis-rate-scripts.ts`, `redis-sweep-scripts.ts`),
- * each written once here and put in the scripts that use it. Times are the Redis server's clock (`TIME`), so
- * replicas' clocks do not matter. Money crosses as decimal strings and is added by HINCRBY (64-bit integers),
- * never as a Lua number.
+ * The Lua the Redis gate's scripts share (`redis-scripts.ts`, `redis-rate-scripts.ts`,
+ * `redis-sweep-scripts.ts`), each written once here and put in the scripts that use it. Times are
+ * the Redis server's clock (`TIME`), so replicas' clocks do not matter. Money crosses as decimal
+ * strings and is added by HINCRBY (64-bit integers), never as a Lua number.
  */
 
 /** Sets the Lua local `now`: the Redis server's clock, in milliseconds. */
@@ -15,8 +15,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 /**
  * Lua: a fixed window's counts (requests or tokens per minute, starting at a key's first request):
- * `windowed(key, add, minute)`, the count with `add` more and the ms until the window resets (a minute when it
- * has not begun); `addToWindow(key, add, minute)`, the count taken, the window begun if it had not.
+ * `windowed(key, add, minute)`, the count with `add` more and the ms until the window resets (a
+ * minute when it has not begun); `addToWindow(key, add, minute)`, the count taken, the window begun
+ * if it had not.
  */
 const WINDOWS = `
 local function windowed(key, add, minute)
@@ -32,10 +33,11 @@ end
 `;
 
 /**
- * Lua (with the windows): a key's requests per minute and concurrency, for `ADMIT_RATE` and `ADMIT`.
- * `checkRate(rpmKey, concKey, rpmLimit, concLimit, minute)` (after `now`) checks both, taking nothing: it returns
- * the refusal, or nil and the minute's count and reset. `takeRate(rpmKey, concKey, minute, leaseMs, requestId)`
- * takes the request's count and its concurrency slot, once every check has passed.
+ * Lua (with the windows): a key's requests per minute and concurrency, for `ADMIT_RATE` and
+ * `ADMIT`. `checkRate(rpmKey, concKey, rpmLimit, concLimit, minute)` (after `now`) checks both,
+ * taking nothing: it returns the refusal, or nil and the minute's count and reset.
+ * `takeRate(rpmKey, concKey, minute, leaseMs, requestId)` takes the request's count and its
+ * concurrency slot, once every check has passed.
  */
 export const RATE = `${WINDOWS}
 local function checkRate(rpmKey, concKey, rpmLimit, concLimit, minute)
@@ -54,8 +56,9 @@ end
 `;
 
 /**
- * Lua: `moveVersion(count)`, a budget count not yet rebuilt changed under a rebuild that may be reading it: its
- * version moves, so that rebuild is not kept; a count that had no version lives `VERSION_TTL_MS` for it.
+ * Lua: `moveVersion(count)`, a budget count not yet rebuilt changed under a rebuild that may be
+ * reading it: its version moves, so that rebuild is not kept; a count that had no version lives
+ * `VERSION_TTL_MS` for it.
  */
 export const MOVE_VERSION = `
 local function moveVersion(count)
@@ -66,9 +69,9 @@ end
 `;
 
 /**
- * Lua: `budgetsEnd(prefix, tag, held, cost)`: a request's end seen by the counts of its tag. Where its hold was
- * taken (`held`, a string amount, or false: none) it comes back; its cost (a string, or '') goes out of every
- * count; a count not yet rebuilt has its version moved instead.
+ * Lua: `budgetsEnd(prefix, tag, held, cost)`: a request's end seen by the counts of its tag. Where
+ * its hold was taken (`held`, a string amount, or false: none) it comes back; its cost (a string,
+ * or '') goes out of every count; a count not yet rebuilt has its version moved instead.
  */
 export const BUDGETS_END = `${MOVE_VERSION}
 local function budgetsEnd(prefix, tag, held, cost)

@@ -2,9 +2,10 @@ import { RATE } from './redis-lua.js';
 import { gateScript } from './redis-script.js';
 
 /**
- * The first step of an admission (`LimitGate.admitRate`): a key's requests per minute and concurrency, checked
- * before either is taken, by the same Lua as `ADMIT`'s (`RATE`), which then takes only the token limits and the
- * hold. Returns {'admitted', used, reset ms, now} or `ADMIT`'s two rate refusals.
+ * The first step of an admission (`LimitGate.admitRate`): a key's requests per minute and
+ * concurrency, checked before either is taken, by the same Lua as `ADMIT`'s (`RATE`), which then
+ * takes only the token limits and the hold. Returns {'admitted', used, reset ms, now} or `ADMIT`'s
+ * two rate refusals.
  */
 export const ADMIT_RATE = gateScript({
   name: 'tollgateAdmitRate',
@@ -21,9 +22,9 @@ return {'admitted', used, reset, now}
 });
 
 /**
- * Gives back what `ADMIT_RATE` took, for a request refused before `ADMIT` took it over: its slot, and its count
- * if its minute has not ended (`windowEnd`, Redis clock ms; after it, the count would come out of the next
- * minute's).
+ * Gives back what `ADMIT_RATE` took, for a request refused before `ADMIT` took it over: its slot,
+ * and its count if its minute has not ended (`windowEnd`, Redis clock ms; after it, the count would
+ * come out of the next minute's).
  */
 export const GIVE_BACK_RATE = gateScript({
   name: 'tollgateGiveBackRate',

@@ -2,14 +2,20 @@ import type { Admission, RateAnswer, Reported } from './gate.js';
 
 /** How the Redis gate's scripts' replies are read (`redis-gate.ts`), and how it writes their lists. */
 
-/** A script's HGETALL reply (request, amount, request, amount, …) as an organization's holds or charges. */
+/**
+ * A script's HGETALL reply (request, amount, request, amount, …) as an organization's holds or
+ * charges.
+ */
 export function pairs(orgId: string, flat: string[]): Reported[] {
   const out: Reported[] = [];
   for (let i = 0; i + 1 < flat.length; i += 2) out.push({ orgId, requestId: flat[i]!, amount: BigInt(flat[i + 1]!) });
   return out;
 }
 
-/** The admit script's reply as an admission: which number means what depends on the outcome (see `ADMIT`'s returns). */
+/**
+ * The admit script's reply as an admission: which number means what depends on the outcome (see
+ * `ADMIT`'s returns).
+ */
 export function admissionFrom(reply: Array<string | number>): Admission {
   const [outcome, a, b, c, d] = reply as [string, number, number, number, number];
   switch (outcome) {
@@ -44,7 +50,10 @@ export function admissionFrom(reply: Array<string | number>): Admission {
   }
 }
 
-/** The rate script's reply (`ADMIT_RATE`): admitted, with the minute's count and when it ends, or one of its two refusals. */
+/**
+ * The rate script's reply (`ADMIT_RATE`): admitted, with the minute's count and when it ends, or
+ * one of its two refusals.
+ */
 export function rateAnswerFrom(reply: Array<string | number>): RateAnswer {
   const [outcome, a, b, c] = reply as [string, number, number, number];
   switch (outcome) {

@@ -1,9 +1,10 @@
 import { NOW } from './redis-lua.js';
 
 /**
- * A Lua script of the Redis gate (`redis-gate.ts`), as ioredis defines it on a connection (`defineCommand`): its
- * first `numberOfKeys` arguments are KEYS, the rest ARGV. A script runs atomically, so each operation that must
- * see and change several keys at once is one script, one round trip.
+ * A Lua script of the Redis gate (`redis-gate.ts`), as ioredis defines it on a connection
+ * (`defineCommand`): its first `numberOfKeys` arguments are KEYS, the rest ARGV. A script runs
+ * atomically, so each operation that must see and change several keys at once is one script, one
+ * round trip.
  */
 export interface ScriptSource {
   /** The command's name on the connection. */
@@ -16,20 +17,25 @@ export interface ScriptSource {
 export type ScriptValue = string | number;
 
 /**
- * A gate script whose keys and arguments are named once (`gateScript`): its body reads them as `KEY.name` and
- * `ARG.name`, and `argv` writes a call's array in the same order, so neither side counts positions.
+ * A gate script whose keys and arguments are named once (`gateScript`): its body reads them as
+ * `KEY.name` and `ARG.name`, and `argv` writes a call's array in the same order, so neither side
+ * counts positions.
  */
 export interface GateScript<K extends string = string, A extends string = string> extends ScriptSource {
-  /** The call's arguments, keys first, from named values; `rest` after them (the script's `REST` list). */
+  /**
+   * The call's arguments, keys first, from named values; `rest` after them (the script's `REST`
+   * list).
+   */
   argv(keys: Record<K, string>, args: Record<A, ScriptValue>, rest?: readonly ScriptValue[]): ScriptValue[];
 }
 
 /**
- * Defines a gate script from its keys' and arguments' names and its body. The body reads them as `KEY.name` and
- * `ARG.name`, and the arguments after the named ones as `REST[i]` and `#REST`, when `rest` is set; each is written
- * into the Lua as its position (`KEYS[n]`, `ARGV[n]`) here, once, so a call costs no table, and a name not
- * declared fails at start-up, not as a nil in Redis. The Lua begins with `now`, the Redis server's clock
- * (`NOW`), when `clock` is set. Bodies never read `KEYS[n]` or `ARGV[n]` themselves.
+ * Defines a gate script from its keys' and arguments' names and its body. The body reads them as
+ * `KEY.name` and `ARG.name`, and the arguments after the named ones as `REST[i]` and `#REST`, when
+ * `rest` is set; each is written into the Lua as its position (`KEYS[n]`, `ARGV[n]`) here, once, so
+ * a call costs no table, and a name not declared fails at start-up, not as a nil in Redis. The Lua
+ * begins with `now`, the Redis server's clock (`NOW`), when `clock` is set. Bodies never read
+ * `KEYS[n]` or `ARGV[n]` themselves.
  *
  * @example
  * gateScript({ name: 'tollgateCredit', keys: ['wallet'], args: ['amount'], body: "redis.call('HINCRBY', …)" });

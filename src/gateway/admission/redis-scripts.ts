@@ -3,27 +3,30 @@ import { gateScript } from './redis-script.js';
 import { BUDGET_RULE_LUA } from '../billing/budget-rule.js';
 
 /**
- * The Redis gate's scripts for an admission, a release and a heartbeat's epoch (`redis-gate.ts`); a heartbeat's
- * sweep and the report are in `redis-sweep-scripts.ts`, a wallet's and a budget's rebuild in
- * `redis-wallet-scripts.ts` and `redis-budget-scripts.ts`, the Lua they share in `redis-lua.ts`. The keys' names
- * are `gateKeys` in `redis-keys.ts`; the scripts also build some themselves from the organization's key prefix
- * (they touch counts they are not given), so a name is changed in both places.
+ * The Redis gate's scripts for an admission, a release and a heartbeat's epoch (`redis-gate.ts`); a
+ * heartbeat's sweep and the report are in `redis-sweep-scripts.ts`, a wallet's and a budget's
+ * rebuild in `redis-wallet-scripts.ts` and `redis-budget-scripts.ts`, the Lua they share in
+ * `redis-lua.ts`. The keys' names are `gateKeys` in `redis-keys.ts`; the scripts also build some
+ * themselves from the organization's key prefix (they touch counts they are not given), so a name
+ * is changed in both places.
  */
 
 /**
- * Admits a request: checks its key's four limits (or, after `ADMIT_RATE`, the two token limits), its organization's
- * wallet and its budgets, then takes from all of them together. Everything is checked before anything is kept: a
- * refused request takes nothing. Refuses with `rebuilding` while this Redis has no epoch or is inside its rebuild
- * grace (none by default: it admits at once, and each wallet and budget count is rebuilt when an admission finds
- * it missing). A budget's check is the rule of `billing/budget-rule.ts` (`BUDGET_RULE_LUA`). A
- * budget's limit is the one last set (`blimit:…`, written by the change before it answered: `setBudgets`) while it is
- * kept, else the replica's; a window with neither is only tagged (`~`), not held on.
+ * Admits a request: checks its key's four limits (or, after `ADMIT_RATE`, the two token limits),
+ * its organization's wallet and its budgets, then takes from all of them together. Everything is
+ * checked before anything is kept: a refused request takes nothing. Refuses with `rebuilding` while
+ * this Redis has no epoch or is inside its rebuild grace (none by default: it admits at once, and
+ * each wallet and budget count is rebuilt when an admission finds it missing). A budget's check is
+ * the rule of `billing/budget-rule.ts` (`BUDGET_RULE_LUA`). A budget's limit is the one last set
+ * (`blimit:…`, written by the change before it answered: `setBudgets`) while it is kept, else the
+ * replica's; a window with neither is only tagged (`~`), not held on.
  *
- * Keys and arguments are named in the definition (`gateScript`); `REST` is the request's budgets, (budget count,
- * limit ('': none), limit's name) triples in the tag's order (`budgetArgs`). A hold of '' is billing off; a limit
- * of -1 none; `resumeAt` the grace's end (Redis clock ms, 0: none); `rateTaken` '1' when the count and the slot
- * were taken by `ADMIT_RATE`, and are neither checked nor taken again.
- * Returns {outcome, …}: `admissionFrom` in `redis-replies.ts` reads it; admitted, the request's budget tag last.
+ * Keys and arguments are named in the definition (`gateScript`); `REST` is the request's budgets,
+ * (budget count, limit ('': none), limit's name) triples in the tag's order (`budgetArgs`). A hold
+ * of '' is billing off; a limit of -1 none; `resumeAt` the grace's end (Redis clock ms, 0: none);
+ * `rateTaken` '1' when the count and the slot were taken by `ADMIT_RATE`, and are neither checked
+ * nor taken again. Returns {outcome, …}: `admissionFrom` in `redis-replies.ts` reads it; admitted,
+ * the request's budget tag last.
  */
 export const ADMIT = gateScript({
   name: 'tollgateAdmit',
@@ -121,10 +124,11 @@ return {'admitted', rpmUsed, rpmReset, tpmUsed, tpmReset, now, tag}
  * hold into its charge. The hold comes back and the cost goes out; a hold
  * already gone (expired, or lost with a Redis restart) gives nothing back.
  *
- * The counts of the request's budget tag see it too (`BUDGETS_END`); the tag is kept while its charge is unwritten.
+ * The counts of the request's budget tag see it too (`BUDGETS_END`); the tag is kept while its
+ * charge is unwritten.
  *
- * `tokensWindowEnd` is 0 with no tpm limit; `cost` '' when there is none; `budgetTag` the tag the request was
- * admitted with ('': none; used when the gate has none).
+ * `tokensWindowEnd` is 0 with no tpm limit; `cost` '' when there is none; `budgetTag` the tag the
+ * request was admitted with ('': none; used when the gate has none).
  */
 export const RELEASE = gateScript({
   name: 'tollgateRelease',
@@ -179,10 +183,10 @@ return 1
 });
 
 /**
- * The first part of a replica's heartbeat: starts a new epoch if this Redis has none (it lost its state). The
- * epoch is "<resume at ms>:<id>": each replica compares it with the one it saw last, to learn that another
- * replica began a new one, and passes its resume time to `ADMIT`. Returns {1 when this call started a new epoch,
- * the epoch}.
+ * The first part of a replica's heartbeat: starts a new epoch if this Redis has none (it lost its
+ * state). The epoch is "<resume at ms>:<id>": each replica compares it with the one it saw last, to
+ * learn that another replica began a new one, and passes its resume time to `ADMIT`. Returns {1
+ * when this call started a new epoch, the epoch}.
  */
 export const EPOCH = gateScript({
   name: 'tollgateEpoch',

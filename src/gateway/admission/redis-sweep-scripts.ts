@@ -1,16 +1,19 @@
 import { BUDGETS_END, MOVE_VERSION } from './redis-lua.js';
 import { gateScript } from './redis-script.js';
 
-/** The Redis gate's scripts for a heartbeat's work per organization and for a report (`redis-sweeps.ts`). */
+/**
+ * The Redis gate's scripts for a heartbeat's work per organization and for a report
+ * (`redis-sweeps.ts`).
+ */
 
 /**
- * The rest of a heartbeat, once per organization (its keys are in one slot): renews the holds and slots of the
- * replica's requests still running, and gives back expired holds (of a replica that died; to their budgets'
- * counts too), at most 1000 a call.
+ * The rest of a heartbeat, once per organization (its keys are in one slot): renews the holds and
+ * slots of the replica's requests still running, and gives back expired holds (of a replica that
+ * died; to their budgets' counts too), at most 1000 a call.
  *
- * Builds from the organization's prefix `conc:K` of the renewed slots, its `held`, `wallet`, `btag` and budget
- * counts. `REST`: the `holds` hold members, then key id / request id pairs. Returns {expired holds given back,
- * holds left}.
+ * Builds from the organization's prefix `conc:K` of the renewed slots, its `held`, `wallet`, `btag`
+ * and budget counts. `REST`: the `holds` hold members, then key id / request id pairs. Returns
+ * {expired holds given back, holds left}.
  */
 export const SWEEP = gateScript({
   name: 'tollgateSweep',
@@ -50,13 +53,15 @@ return {#expired, redis.call('ZCARD', KEY.holdExpiry)}
 });
 
 /**
- * Reports again, to a Redis that lost them, a replica's holds and its charges not yet in PostgreSQL, of one
- * organization. A hold or a charge the gate did not have yet was counted by no spendable amount or budget count
- * rebuilt before it came: those it falls under are forgotten (the next admission rebuilds them, with it). The
- * wallet has its version moved, so a rebuild that raced it is not kept.
+ * Reports again, to a Redis that lost them, a replica's holds and its charges not yet in
+ * PostgreSQL, of one organization. A hold or a charge the gate did not have yet was counted by no
+ * spendable amount or budget count rebuilt before it came: those it falls under are forgotten (the
+ * next admission rebuilds them, with it). The wallet has its version moved, so a rebuild that raced
+ * it is not kept.
  *
- * Builds from the organization's prefix its `held`, `unwritten`, `btag`, `wallet` and budget counts. `REST`:
- * (request, amount, budget tag) triples, the `holds` holds first, then unwritten charges.
+ * Builds from the organization's prefix its `held`, `unwritten`, `btag`, `wallet` and budget
+ * counts. `REST`: (request, amount, budget tag) triples, the `holds` holds first, then unwritten
+ * charges.
  */
 export const REPORT = gateScript({
   name: 'tollgateReport',

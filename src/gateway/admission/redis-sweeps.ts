@@ -4,11 +4,12 @@ import { type AwaitedReplies, defineScript, type GateKeys, holdMember, type Scri
 import { REPORT, SWEEP } from './redis-sweep-scripts.js';
 
 /**
- * The Redis gate's heartbeat work and its report, organization by organization: each organization's keys are in
- * one slot of a Redis Cluster (`gateKeys`), and one script touches one slot only. The organizations whose expired
- * holds a heartbeat gives back are those with requests running on this replica, and every few seconds those of
- * `hold-orgs`: every organization a hold was taken for (each replica adds one the first time it holds for it),
- * so the holds of a replica that died are given back by another.
+ * The Redis gate's heartbeat work and its report, organization by organization: each organization's
+ * keys are in one slot of a Redis Cluster (`gateKeys`), and one script touches one slot only. The
+ * organizations whose expired holds a heartbeat gives back are those with requests running on this
+ * replica, and every few seconds those of `hold-orgs`: every organization a hold was taken for
+ * (each replica adds one the first time it holds for it), so the holds of a replica that died are
+ * given back by another.
  */
 export class HoldSweeps {
   private readonly sweepScript: Script;
@@ -28,7 +29,10 @@ export class HoldSweeps {
     this.reportScript = defineScript(redis, REPORT, awaited);
   }
 
-  /** Adds an organization to `hold-orgs` once; sent before its hold's admission on the same connection. */
+  /**
+   * Adds an organization to `hold-orgs` once; sent before its hold's admission on the same
+   * connection.
+   */
   register(orgId: string): void {
     if (this.registered.has(orgId)) return;
     this.registered.add(orgId);
@@ -54,7 +58,8 @@ export class HoldSweeps {
       if (request.holdNanos !== null) entry.holds.push(holdMember(request.orgId, request.requestId));
       entry.slots.push(request.keyId, request.requestId);
     }
-    // Expired holds are given back within a quarter of their lease of expiring: no need to look every second.
+    // Expired holds are given back within a quarter of their lease of expiring: no need to look
+    // every second.
     if (Date.now() - this.lastFullSweep >= this.options.holdLeaseMs / 4) {
       for (const orgId of await this.redis.smembers(this.key.holdOrgs)) of(orgId);
       this.lastFullSweep = Date.now();

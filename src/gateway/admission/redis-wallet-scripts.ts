@@ -1,8 +1,14 @@
 import { gateScript } from './redis-script.js';
 
-/** The Redis gate's scripts for a wallet's rebuild and its top-ups (`redis-gate.ts`); the rest are in `redis-scripts.ts`. */
+/**
+ * The Redis gate's scripts for a wallet's rebuild and its top-ups (`redis-gate.ts`); the rest are
+ * in `redis-scripts.ts`.
+ */
 
-/** Reads what a wallet's rebuild needs, together: its version, its holds and its unwritten charges. Returns {version, held pairs, unwritten pairs}. */
+/**
+ * Reads what a wallet's rebuild needs, together: its version, its holds and its unwritten charges.
+ * Returns {version, held pairs, unwritten pairs}.
+ */
 export const WALLET_STATE = gateScript({
   name: 'tollgateWalletState',
   keys: ['wallet', 'held', 'unwritten'],

@@ -5,7 +5,10 @@ import type { BudgetLimit } from './budgets.js';
 import { formatAmount } from '../billing/money.js';
 import { limitHeaders, secondsUntilNextMonth } from './headers.js';
 
-/** A Redis that came back empty, in its rebuild grace: 503 until every replica has reported its holds. */
+/**
+ * A Redis that came back empty, in its rebuild grace: 503 until every replica has reported its
+ * holds.
+ */
 export function rebuilding(retryMs: number): GatewayError {
   return new GatewayError(
     'billing_unavailable',
@@ -25,10 +28,11 @@ export function insufficientFunds(): GatewayError {
 }
 
 /**
- * 429 `budget_exceeded`: the request's hold does not fit in what is left of a budget of its key or its project
- * this month (or day). It says which budget, and when its window resets (`X-Budget-Reset`, an ISO time, and
- * `Retry-After`); a request asking for fewer tokens (`max_tokens`) holds less and may fit. `limit` is the budget's
- * limit as the gate read it (the one last set, which this replica may not know yet).
+ * 429 `budget_exceeded`: the request's hold does not fit in what is left of a budget of its key or
+ * its project this month (or day). It says which budget, and when its window resets
+ * (`X-Budget-Reset`, an ISO time, and `Retry-After`); a request asking for fewer tokens
+ * (`max_tokens`) holds less and may fit. `limit` is the budget's limit as the gate read it (the one
+ * last set, which this replica may not know yet).
  */
 export function budgetExceeded(budget: BudgetLimit, spent: bigint, hold: bigint, limit: bigint): GatewayError {
   const resetsAt = new Date(budget.endsAt).toISOString();
@@ -57,14 +61,20 @@ export function budgetExceeded(budget: BudgetLimit, spent: bigint, hold: bigint,
   );
 }
 
-/** The gate still answers `wallet_unknown` or `month_unknown` after the rebuild and the seed `admit` tries: 503, retry later. */
+/**
+ * The gate still answers `wallet_unknown` or `month_unknown` after the rebuild and the seed `admit`
+ * tries: 503, retry later.
+ */
 export function billingUnavailable(): GatewayError {
   return new GatewayError('billing_unavailable', 'The gateway cannot check billing right now. Retry with backoff.', {
     headers: { 'Retry-After': '1' },
   });
 }
 
-/** A gate or store that fails or does not answer: 503 `limits_unavailable`, retry later (the billed path's own `unavailableOnFailure` in `requests/authorize.ts` raises `billing_unavailable`). */
+/**
+ * A gate or store that fails or does not answer: 503 `limits_unavailable`, retry later (the billed
+ * path's own `unavailableOnFailure` in `requests/authorize.ts` raises `billing_unavailable`).
+ */
 export async function limitsUnavailableOnFailure<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step();
@@ -81,7 +91,10 @@ export async function limitsUnavailableOnFailure<T>(step: () => Promise<T>): Pro
   }
 }
 
-/** The 429 of the limit an admission was refused by, with that limit's X-RateLimit-* headers and Retry-After. */
+/**
+ * The 429 of the limit an admission was refused by, with that limit's X-RateLimit-* headers and
+ * Retry-After.
+ */
 export function refusal(
   admission: Exclude<
     Admission,
@@ -144,7 +157,10 @@ export function refusal(
   }
 }
 
-/** A 429: the request window's headers, with X-RateLimit-Limit and -Remaining those of the limit that was `exceeded`. */
+/**
+ * A 429: the request window's headers, with X-RateLimit-Limit and -Remaining those of the limit
+ * that was `exceeded`.
+ */
 function tooMany(
   code: 'rate_limit_exceeded' | 'concurrency_limit_exceeded' | 'tokens_limit_exceeded' | 'monthly_quota_exceeded',
   message: string,

@@ -4,9 +4,10 @@ import { verifyBooks, verifyWallet, type Verification, type VerifyProgress } fro
 import { reportFailed } from './usage-reports.js';
 
 /**
- * An organization's books, for whoever reconciles them: the wallet verified against its ledger and the ledger
- * against the usage records (`reconcile.ts`), and a window of the ledger exported with each entry's cause
- * (`ledger-export.ts`). A service, so the surfaces that show them never reach the database themselves.
+ * An organization's books, for whoever reconciles them: the wallet verified against its ledger and
+ * the ledger against the usage records (`reconcile.ts`), and a window of the ledger exported with
+ * each entry's cause (`ledger-export.ts`). A service, so the surfaces that show them never reach
+ * the database themselves.
  *
  * @example
  * const verification = await services.books.verify(org.id);

@@ -5,11 +5,11 @@ import { rowsOf } from './rows.js';
 import { usageSource } from './usage-source.js';
 
 /**
- * What a key or a project spent in a window: the sum of its charges (nano-units), from the daily rollups (a
- * budget's windows are whole UTC days, a month or one), and which of `requestIds` are written already (a budget's
- * rebuild adds only those that are not, `admission/rebuild.ts`). The rollups are written in the statement that
- * writes the records, so the two agree. Two reads, each on an index (`usage_daily_key_idx` or
- * `usage_daily_project_idx`; the records' primary key).
+ * What a key or a project spent in a window: the sum of its charges (nano-units), from the daily
+ * rollups (a budget's windows are whole UTC days, a month or one), and which of `requestIds` are
+ * written already (a budget's rebuild adds only those that are not, `admission/rebuild.ts`). The
+ * rollups are written in the statement that writes the records, so the two agree. Two reads, each
+ * on an index (`usage_daily_key_idx` or `usage_daily_project_idx`; the records' primary key).
  *
  * @example
  * await budgetSpend(db, 'key', 'key_1', { from: new Date('2026-11-01Z'), to: new Date('2026-12-01Z') }, []);

@@ -7,7 +7,10 @@ import type { LimitGate } from '../admission/gate.js';
 import { currentDayBounds, currentMonthBounds } from '../admission/month.js';
 import { budgetSpend } from './budget-spend.js';
 
-/** A key's or a project's budgets, and what it spent in each window so far (its charges in the usage records). */
+/**
+ * A key's or a project's budgets, and what it spent in each window so far (its charges in the usage
+ * records).
+ */
 export interface BudgetReport {
   /** The organization that owns the key or the project: the surfaces check the actor against it. */
   orgId: string;
@@ -17,11 +20,12 @@ export interface BudgetReport {
 }
 
 /**
- * Budgets per key and per project (`admission/budgets.ts`): read with their spend, and set. The gate reads them
- * from the request-path cache, which every change here drops (`onChange`, and `catalog_version` for the other
- * replicas, within TOLLGATE_CATALOG_POLL_MS); so that a change binds every replica from its answer on, it is also
- * written to the gate before it is answered (`LimitGate.setBudgets`), which every admission reads in place
- * of its replica's copy. Spend shown here is the usage records': the charges written, not the holds in flight.
+ * Budgets per key and per project (`admission/budgets.ts`): read with their spend, and set. The
+ * gate reads them from the request-path cache, which every change here drops (`onChange`, and
+ * `catalog_version` for the other replicas, within TOLLGATE_CATALOG_POLL_MS); so that a change
+ * binds every replica from its answer on, it is also written to the gate before it is answered
+ * (`LimitGate.setBudgets`), which every admission reads in place of its replica's copy. Spend shown
+ * here is the usage records': the charges written, not the holds in flight.
  *
  * @example
  * await budgets.set('key', 'key_1', { monthly: 10_000_000n, daily: null });
@@ -30,7 +34,10 @@ export class BudgetService {
   constructor(
     private readonly db: Database,
     private readonly onChange: () => void = () => {},
-    /** The limits gate, told of each change before it is answered (none: a gate that reads only the cache). */
+    /**
+     * The limits gate, told of each change before it is answered (none: a gate that reads only the
+     * cache).
+     */
     private readonly gate: Pick<LimitGate, 'setBudgets'> | null = null,
   ) {}
 
@@ -65,7 +72,10 @@ export class BudgetService {
     };
   }
 
-  /** Sets a key's or a project's budgets (null: none; undefined: unchanged); the caller has checked who may. */
+  /**
+   * Sets a key's or a project's budgets (null: none; undefined: unchanged); the caller has checked
+   * who may.
+   */
   async set(scope: 'key' | 'project', id: string, budgets: Partial<Budgets>): Promise<BudgetReport> {
     const values = { monthlyBudget: budgets.monthly, dailyBudget: budgets.daily };
     const [updated] =

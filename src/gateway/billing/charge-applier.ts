@@ -70,7 +70,10 @@ export class ChargeApplier {
     this.running = false;
   }
 
-  /** Waits until every journaled charge is in PostgreSQL, for at most `timeoutMs`; false if some are still waiting. At shutdown. */
+  /**
+   * Waits until every journaled charge is in PostgreSQL, for at most `timeoutMs`; false if some are
+   * still waiting. At shutdown.
+   */
   async settled(timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     this.endGather?.();
@@ -185,7 +188,10 @@ export class ChargeApplier {
   }
 }
 
-/** An error about the data (SQLSTATE classes 22 and 23: bad value, broken constraint), not about reaching the database. */
+/**
+ * An error about the data (SQLSTATE classes 22 and 23: bad value, broken constraint), not about
+ * reaching the database.
+ */
 function isRecordError(error: unknown): boolean {
   const code =
     (error as { code?: unknown; cause?: { code?: unknown } }).code ??

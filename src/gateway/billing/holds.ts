@@ -5,12 +5,11 @@ import { type BoundedRequest, clampUsage, type TokenBounds, tokenBoundsOf } from
 type Price = TokenPrice;
 
 /**
- * The most a request can cost, held on the wallet while it runs so that
- * concurrent requests cannot spend the same money: its token bounds (see
- * `token-bounds.ts`) at its model's prices, every prompt token at the
- * uncached input price (no cached-input price is above it, `admin/schemas.ts`). An upper bound, not a guess: the
- * charge is clamped to the same bounds, so it never exceeds the hold. The
- * reservation (`reserve`, `requests/authorize.ts`) takes its hold from here.
+ * The most a request can cost, held on the wallet while it runs so that concurrent requests cannot
+ * spend the same money: its token bounds (see `token-bounds.ts`) at its model's prices, every
+ * prompt token at the uncached input price (no cached-input price is above it, `admin/schemas.ts`).
+ * An upper bound, not a guess: the charge is clamped to the same bounds, so it never exceeds the
+ * hold. The reservation (`reserve`, `requests/authorize.ts`) takes its hold from here.
  *
  * @example
  * holdFor({ bodyBytes: 120, body: { max_tokens: 50 }, task: 'chat', contextLength: 8192 }, { inputPerToken: 150n, outputPerToken: 600n }).holdNanos;

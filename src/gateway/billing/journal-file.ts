@@ -17,7 +17,10 @@ const WRITE_DURABLY = constants.O_WRONLY | constants.O_CREAT | constants.O_DSYNC
  */
 export const ROOM_BYTES = 1024 * 1024;
 
-/** Room is not tried again for this long after it failed (the disk is full?); lines meanwhile grow the file. */
+/**
+ * Room is not tried again for this long after it failed (the disk is full?); lines meanwhile grow
+ * the file.
+ */
 const ROOM_PAUSE_MS = 5_000;
 
 /**
@@ -54,8 +57,9 @@ export class JournalFile {
   }
 
   /**
-   * Starts the file afresh with `text` and room after it: written to a new file, synced, then renamed over the old
-   * one, and the folder synced, so that a crash leaves either the old file or this one whole.
+   * Starts the file afresh with `text` and room after it: written to a new file, synced, then
+   * renamed over the old one, and the folder synced, so that a crash leaves either the old file or
+   * this one whole.
    */
   static async start(file: string, text: string, roomBytes = ROOM_BYTES): Promise<JournalFile> {
     const lines = Buffer.from(text);
@@ -68,7 +72,8 @@ export class JournalFile {
       await handle.close();
     }
     await rename(next, file);
-    // The rename made durable too: else a crash could bring back the old file, without the lines written to this one.
+    // The rename made durable too: else a crash could bring back the old file, without the lines
+    // written to this one.
     await open(path.dirname(file), 'r').then((folder) => folder.sync().finally(() => folder.close()));
     const opened = await open(file, WRITE_DURABLY, 0o600);
     return new JournalFile(file, opened, lines.length, lines.length + roomBytes, roomBytes);
@@ -85,8 +90,9 @@ export class JournalFile {
   }
 
   /**
-   * Writes `bytes` at once, on this thread, in one synchronous write, if the room holds them and no failed write
-   * must be stepped past first. False when nothing was written in full: the caller writes them with `write`.
+   * Writes `bytes` at once, on this thread, in one synchronous write, if the room holds them and no
+   * failed write must be stepped past first. False when nothing was written in full: the caller
+   * writes them with `write`.
    */
   writeNow(bytes: Buffer): boolean {
     if (!this.handle || this.lineCut || this.end + bytes.length > this.room) return false;
@@ -121,8 +127,9 @@ export class JournalFile {
   }
 
   /**
-   * Writes `roomBytes` of line breaks past the end, synced, so that the next lines' writes do not grow the file.
-   * When that fails, lines grow the file as they are written, and room is not tried again for a while.
+   * Writes `roomBytes` of line breaks past the end, synced, so that the next lines' writes do not
+   * grow the file. When that fails, lines grow the file as they are written, and room is not tried
+   * again for a while.
    */
   async makeRoom(): Promise<void> {
     if (performance.now() < this.roomPausedUntil) return;
@@ -156,7 +163,10 @@ async function writeAllAt(handle: FileHandle, bytes: Buffer, at: number): Promis
   }
 }
 
-/** A journal's text without the room after its lines (line breaks, or zeros where a failed write left a hole). */
+/**
+ * A journal's text without the room after its lines (line breaks, or zeros where a failed write
+ * left a hole).
+ */
 function withoutRoom(text: string): string {
   let end = text.length;
   while (end > 0 && (text.charCodeAt(end - 1) === 0x0a || text.charCodeAt(end - 1) === 0)) end--;

@@ -46,8 +46,8 @@ export function readJournalText(text: string): {
 }
 
 /**
- * A whole journal, as a rewrite starts it afresh: the charges not yet written to PostgreSQL or not yet reported
- * to the wallet, marked as they are, and the running streams' last checkpoints.
+ * A whole journal, as a rewrite starts it afresh: the charges not yet written to PostgreSQL or not
+ * yet reported to the wallet, marked as they are, and the running streams' last checkpoints.
  */
 export function journalText(
   unapplied: Map<string, ChargeRecord>,
@@ -73,7 +73,10 @@ export function chargeLine(record: ChargeRecord): string {
   return JSON.stringify({ charge: serialize(record) });
 }
 
-/** A running stream's charge so far as one journal line: what its charge would be, were the process to die now. */
+/**
+ * A running stream's charge so far as one journal line: what its charge would be, were the process
+ * to die now.
+ */
 export function checkpointLine(record: ChargeRecord): string {
   return JSON.stringify({ checkpoint: serialize(record) });
 }

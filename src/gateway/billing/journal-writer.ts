@@ -3,18 +3,22 @@ import { JournalFile } from './journal-file.js';
 /** Marks wait at most this long for a write to go out with. */
 const MARK_FLUSH_MS = 200;
 
-/** Appends made alone (see `writeAlone`) are written on the main thread only while the disk's syncs average within this: longer, and the event loop would stall. */
+/**
+ * Appends made alone (see `writeAlone`) are written on the main thread only while the disk's syncs
+ * average within this: longer, and the event loop would stall.
+ */
 const ALONE_WRITE_BUDGET_MS = 2;
 /** How long appends go through the thread pool again once alone writes went over their budget. */
 const ALONE_WRITE_PAUSE_MS = 5_000;
 
 /**
- * How the charge journal's lines reach its file (`ChargeJournal` decides which lines): appends that arrive
- * while a write is under way share the next write, which is durable when it returns (O_DSYNC; group commit:
- * one sync per batch, about 0.2 to 0.5 ms on the development machine's disk, whatever the batch's size); a
- * line with no write under way may be written at once, on the main thread (`writeAlone`). Marks are not
- * synced and need no write of their own: they wait here and go out with the next write or within
- * MARK_FLUSH_MS. One write at a time: `replaceFile` waits for the one under way.
+ * How the charge journal's lines reach its file (`ChargeJournal` decides which lines): appends that
+ * arrive while a write is under way share the next write, which is durable when it returns
+ * (O_DSYNC; group commit: one sync per batch, about 0.2 to 0.5 ms on the development machine's
+ * disk, whatever the batch's size); a line with no write under way may be written at once, on the
+ * main thread (`writeAlone`). Marks are not synced and need no write of their own: they wait here
+ * and go out with the next write or within MARK_FLUSH_MS. One write at a time: `replaceFile` waits
+ * for the one under way.
  */
 export class JournalWriter {
   private queue: Array<{ line: string; done: (error?: Error) => void }> = [];
@@ -41,18 +45,20 @@ export class JournalWriter {
   }
 
   /**
-   * Writes a line at once, on this thread, if no write is under way and the file's room holds it; false
-   * when not written (the caller queues the line, and the queued write gives it any error).
+   * Writes a line at once, on this thread, if no write is under way and the file's room holds it;
+   * false when not written (the caller queues the line, and the queued write gives it any error).
    */
   writeAlone(line: string): boolean {
     const disk = this.disk;
-    // A queued line means a write is under way (`flush` runs while the queue holds any): `writing` covers both.
+    // A queued line means a write is under way (`flush` runs while the queue holds any): `writing`
+    // covers both.
     if (!disk || this.writing || performance.now() < this.aloneWritesPausedUntil) return false;
     const startedAt = performance.now();
     if (!disk.writeNow(Buffer.from(`${line}\n`))) return false;
     this.onWritten();
     const endedAt = performance.now();
-    // A moving average, so that one slow sync (a few in a thousand take 1 to 4 ms here) pauses nothing.
+    // A moving average, so that one slow sync (a few in a thousand take 1 to 4 ms here) pauses
+    // nothing.
     this.aloneWriteMs = 0.9 * this.aloneWriteMs + 0.1 * (endedAt - startedAt);
     if (this.aloneWriteMs > ALONE_WRITE_BUDGET_MS) {
       this.aloneWritesPausedUntil = endedAt + ALONE_WRITE_PAUSE_MS;
@@ -83,8 +89,8 @@ export class JournalWriter {
   }
 
   /**
-   * Starts the file afresh with `text()` (`JournalFile.start`: a crash leaves the old file or this one),
-   * once no write is under way. Waiting marks are dropped: what they say is in the text.
+   * Starts the file afresh with `text()` (`JournalFile.start`: a crash leaves the old file or this
+   * one), once no write is under way. Waiting marks are dropped: what they say is in the text.
    */
   async replaceFile(text: () => string): Promise<void> {
     while (this.writing) await new Promise((resolve) => setTimeout(resolve, 1));
@@ -134,7 +140,8 @@ export class JournalWriter {
       } catch (error) {
         for (const item of batch) item.done(error as Error);
       }
-      // More room made while nothing waits for a write, if possible (a line queued meanwhile waits for it).
+      // More room made while nothing waits for a write, if possible (a line queued meanwhile waits
+      // for it).
       if (this.queue.length === 0 && this.disk!.roomLow) await this.disk!.makeRoom();
     }
     this.writing = false;

@@ -34,14 +34,23 @@ const COMPACT_BYTES = 8 * 1024 * 1024;
 export class ChargeJournal {
   /** Charges not yet written to PostgreSQL, in order. */
   private readonly unapplied = new Map<string, ChargeRecord>();
-  /** Charges that cost something whose spendable amount in the gate was not yet told (`GateKeeper.release` marks them). */
+  /**
+   * Charges that cost something whose spendable amount in the gate was not yet told
+   * (`GateKeeper.release` marks them).
+   */
   private readonly unreported = new Map<string, ChargeRecord>();
-  /** The last checkpoint of each stream still running (`checkpoint`), kept when the file is rewritten. */
+  /**
+   * The last checkpoint of each stream still running (`checkpoint`), kept when the file is
+   * rewritten.
+   */
   private readonly checkpoints = new Map<string, ChargeRecord>();
   /** The charge appended last (`newestPending`). */
   private newest: string | null = null;
   private waiters: Array<() => void> = [];
-  /** Streams the earlier run did not finish, charged at `open` from their last checkpoint (`readJournalText`). */
+  /**
+   * Streams the earlier run did not finish, charged at `open` from their last checkpoint
+   * (`readJournalText`).
+   */
   recoveredStreams = 0;
   /** How lines reach the file (group commit, marks); null in memory. */
   private readonly writer: JournalWriter | null;
@@ -82,7 +91,8 @@ export class ChargeJournal {
     this.checkpoints.delete(record.id);
     this.unapplied.set(record.id, record);
     this.newest = record.id;
-    // A charge of nothing (a cache hit, a free model) changes no spendable amount: nothing to report.
+    // A charge of nothing (a cache hit, a free model) changes no spendable amount: nothing to
+    // report.
     if (record.cost > 0n) this.unreported.set(record.id, record);
     const line = chargeLine(record);
     if (alone && this.writer?.writeAlone(line)) return Promise.resolve();
@@ -90,14 +100,16 @@ export class ChargeJournal {
   }
 
   /**
-   * Makes a running stream's charge so far durable (`StreamCheckpoints`): should this process die before the
-   * stream's own charge is appended, the next `open` charges this. It shares the next write, as a charge
-   * does, but nothing waits for it, and the applier does not see it: the stream's charge replaces it.
+   * Makes a running stream's charge so far durable (`StreamCheckpoints`): should this process die
+   * before the stream's own charge is appended, the next `open` charges this. It shares the next
+   * write, as a charge does, but nothing waits for it, and the applier does not see it: the
+   * stream's charge replaces it.
    */
   checkpoint(record: ChargeRecord): void {
     if (!this.writer) return;
     this.checkpoints.set(record.id, record);
-    // A checkpoint that cannot be written loses only itself: the charge, or the next checkpoint, comes after it.
+    // A checkpoint that cannot be written loses only itself: the charge, or the next checkpoint,
+    // comes after it.
     void this.write(checkpointLine(record)).catch(() => {});
   }
 
@@ -128,7 +140,10 @@ export class ChargeJournal {
     return this.unapplied.has(id);
   }
 
-  /** Charges whose wallet in Redis may not know of them (a settle that failed, or a run that died before it). */
+  /**
+   * Charges whose wallet in Redis may not know of them (a settle that failed, or a run that died
+   * before it).
+   */
   unreportedCharges(): ChargeRecord[] {
     return [...this.unreported.values()];
   }
@@ -160,8 +175,8 @@ export class ChargeJournal {
   }
 
   /**
-   * Marks are not synced (see the class comment) and need no write of their own (`JournalWriter.addMarks`).
-   * A mark lost to a crash costs only a repeated, harmless step.
+   * Marks are not synced (see the class comment) and need no write of their own
+   * (`JournalWriter.addMarks`). A mark lost to a crash costs only a repeated, harmless step.
    */
   private async mark(entry: { applied: string[] } | { reported: string[] }): Promise<void> {
     if (!this.writer) return;

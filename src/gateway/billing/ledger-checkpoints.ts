@@ -23,9 +23,9 @@ export interface Checkpoint {
 export const EMPTY_DIGEST = '';
 
 /**
- * The digest after more entries: for each, SHA-256 of the digest before it and the entry's own SHA-256 (its
- * fields as a JSON array, hashed in the database: `reconcile-pages.ts`). Any edit of an entry covered, or one
- * removed or added among them, changes every digest after it.
+ * The digest after more entries: for each, SHA-256 of the digest before it and the entry's own
+ * SHA-256 (its fields as a JSON array, hashed in the database: `reconcile-pages.ts`). Any edit of
+ * an entry covered, or one removed or added among them, changes every digest after it.
  *
  * @example
  * const digest = chainDigest(checkpoint.digest, page.hashes);
@@ -46,8 +46,8 @@ export async function readCheckpoint(db: Database, orgId: string): Promise<Check
 }
 
 /**
- * Keeps a verified point. Never moves one back: of two verifications that end together, the one that covered
- * more entries stays.
+ * Keeps a verified point. Never moves one back: of two verifications that end together, the one
+ * that covered more entries stays.
  */
 export async function saveCheckpoint(db: Database, c: Omit<Checkpoint, 'madeAt'>): Promise<void> {
   await db

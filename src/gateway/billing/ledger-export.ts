@@ -3,7 +3,10 @@ import type { Database } from '../../shared/db/client.js';
 import { ledgerEntries, type LedgerKind, usageRecords } from '../../shared/db/schema.js';
 import { rowsOf } from './rows.js';
 
-/** One ledger entry and what caused it: a top-up, refund or adjustment (with its note), or a charge (with its request's usage). */
+/**
+ * One ledger entry and what caused it: a top-up, refund or adjustment (with its note), or a charge
+ * (with its request's usage).
+ */
 export interface ExportedEntry {
   id: number;
   /** Its time to the microsecond, `YYYY-MM-DDTHH:MM:SS.ffffffZ` (an export's order). */
@@ -16,7 +19,10 @@ export interface ExportedEntry {
   requestId: string | null;
 }
 
-/** One usage record and the ledger entry that charged it (null when it cost nothing: a response-cache hit, a free model). */
+/**
+ * One usage record and the ledger entry that charged it (null when it cost nothing: a
+ * response-cache hit, a free model).
+ */
 export interface ExportedUsage {
   requestId: string;
   /** Its time to the microsecond, `YYYY-MM-DDTHH:MM:SS.ffffffZ` (an export's order). */
@@ -28,7 +34,10 @@ export interface ExportedUsage {
   endpoint: string;
   promptTokens: number;
   completionTokens: number;
-  /** Of the prompt tokens, those read from the engine's prefix cache; of the completion, the reasoning's. */
+  /**
+   * Of the prompt tokens, those read from the engine's prefix cache; of the completion, the
+   * reasoning's.
+   */
   cachedTokens: number;
   reasoningTokens: number;
   cost: bigint;
@@ -41,7 +50,10 @@ export interface LedgerExport {
   orgId: string;
   from: Date;
   to: Date;
-  /** The balance right before the window's first entry (the last earlier entry's `balance_after`, or 0). */
+  /**
+   * The balance right before the window's first entry (the last earlier entry's `balance_after`, or
+   * 0).
+   */
   openingBalance: bigint;
   /** The balance after the window's last entry. */
   closingBalance: bigint;
@@ -49,24 +61,31 @@ export interface LedgerExport {
   usage: ExportedUsage[];
 }
 
-/** One row of an export, in its order: a ledger entry with its charge's usage record, or a usage record that cost nothing. */
+/**
+ * One row of an export, in its order: a ledger entry with its charge's usage record, or a usage
+ * record that cost nothing.
+ */
 export type ExportRow = { entry: ExportedEntry; usage: ExportedUsage | null } | { entry: null; usage: ExportedUsage };
 
 /**
- * A window of an organization's ledger [`from`, `to`), read as it is written out: its balances at once, its rows
- * a page at a time. Every entry made in it comes with its cause and the usage record it charged, and the usage
- * records of the window that cost nothing (and so have no entry) come too. A charge is in the window of its ledger
- * entry (made when the charge reached PostgreSQL, a few milliseconds after its request, and dated in the ledger's
- * order: `wallet.ts`), so consecutive windows hold every entry exactly once, and each opens at the balance the one
- * before closed with. No cap: a year is read 1,000 rows at a time, each page one statement on the ledger's
- * (org_id, created_at, id) index (or the usage records' (org_id, created_at)), so memory stays flat and the first
- * row goes out at once.
+ * A window of an organization's ledger [`from`, `to`), read as it is written out: its balances at
+ * once, its rows a page at a time. Every entry made in it comes with its cause and the usage record
+ * it charged, and the usage records of the window that cost nothing (and so have no entry) come
+ * too. A charge is in the window of its ledger entry (made when the charge reached PostgreSQL, a
+ * few milliseconds after its request, and dated in the ledger's order: `wallet.ts`), so consecutive
+ * windows hold every entry exactly once, and each opens at the balance the one before closed with.
+ * No cap: a year is read 1,000 rows at a time, each page one statement on the ledger's (org_id,
+ * created_at, id) index (or the usage records' (org_id, created_at)), so memory stays flat and the
+ * first row goes out at once.
  */
 export interface LedgerStream {
   orgId: string;
   from: Date;
   to: Date;
-  /** The balance right before the window's first entry (the last earlier entry's `balance_after`, or 0). */
+  /**
+   * The balance right before the window's first entry (the last earlier entry's `balance_after`, or
+   * 0).
+   */
   openingBalance: bigint;
   /** The balance after the window's last entry. */
   closingBalance: bigint;
@@ -80,7 +99,10 @@ export interface LedgerStream {
 
 /** Rows a page: one statement each, so none runs long and memory holds a page. */
 const PAGE_ROWS = 1_000;
-/** A row's place, its time to the microsecond as fixed-width text (so text order is time order), then its id. */
+/**
+ * A row's place, its time to the microsecond as fixed-width text (so text order is time order),
+ * then its id.
+ */
 const UTC_MICROS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 
 interface Row {
@@ -212,7 +234,10 @@ async function* merged(
   }
 }
 
-/** The balance after the last entry made before `at` (0 before the first), on the (org_id, created_at, id) index. */
+/**
+ * The balance after the last entry made before `at` (0 before the first), on the (org_id,
+ * created_at, id) index.
+ */
 async function balanceBefore(db: Database, orgId: string, at: Date): Promise<bigint> {
   const [row] = rowsOf<{ balance: string }>(
     await db.execute(sql`select balance_after_nanos::text as balance from ${ledgerEntries}

@@ -24,7 +24,10 @@ export function parseAmount(text: string): bigint {
   return sign ? -nanos : nanos;
 }
 
-/** Formats nanos as a decimal string with at least two decimal places and no trailing zeros past them. */
+/**
+ * Formats nanos as a decimal string with at least two decimal places and no trailing zeros past
+ * them.
+ */
 export function formatAmount(nanos: bigint): string {
   const negative = nanos < 0n;
   const magnitude = negative ? -nanos : nanos;
@@ -59,8 +62,8 @@ export function pricePerMillion(nanosPerToken: bigint): string {
 }
 
 /**
- * A model's per-token prices; a cached-input price of null (or none) is the input price, and a batch price of null
- * (or none) the price of the same token outside a batch.
+ * A model's per-token prices; a cached-input price of null (or none) is the input price, and a
+ * batch price of null (or none) the price of the same token outside a batch.
  */
 export interface TokenPrice {
   inputPerToken: bigint;
@@ -70,15 +73,18 @@ export interface TokenPrice {
   batchOutputPerToken?: bigint | null;
 }
 
-/** What a prompt token the engine read from its prefix cache costs: the cached-input price, else the input price. */
+/**
+ * What a prompt token the engine read from its prefix cache costs: the cached-input price, else the
+ * input price.
+ */
 export function cachedInputPrice(price: TokenPrice): bigint {
   return price.cachedInputPerToken ?? price.inputPerToken;
 }
 
 /**
- * The prices a batch line is billed at: the batch input and output prices, each the usual one when unset; a cached
- * prompt token at the cached-input price, but never above the batch input price (a batch never makes a cached token
- * dearer than an uncached one).
+ * The prices a batch line is billed at: the batch input and output prices, each the usual one when
+ * unset; a cached prompt token at the cached-input price, but never above the batch input price (a
+ * batch never makes a cached token dearer than an uncached one).
  *
  * @example
  * batchPrice({ inputPerToken: 150n, outputPerToken: 600n, batchInputPerToken: 75n }); // input 75, cached 75, output 600
@@ -94,8 +100,9 @@ export function batchPrice(price: TokenPrice): TokenPrice {
 }
 
 /**
- * A model's prices as every surface shows them: per million tokens as decimal strings, and per token in nano-units
- * (integers as strings), so nothing is lost to floats; the cached-input price filled in as it is billed.
+ * A model's prices as every surface shows them: per million tokens as decimal strings, and per
+ * token in nano-units (integers as strings), so nothing is lost to floats; the cached-input price
+ * filled in as it is billed.
  *
  * @example
  * shownPrice({ inputPerToken: 150n, outputPerToken: 600n }).cachedInputPerMillion; // "0.15"

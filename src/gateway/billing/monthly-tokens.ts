@@ -4,9 +4,10 @@ import { rowsOf } from './rows.js';
 import { usageSource } from './usage-source.js';
 
 /**
- * Tokens (prompt and completion) a key has used since `since`, cache hits left out (they count against no limit);
- * the monthly quota starts its count from this. From the key's daily rollups (`usage_daily_key_idx`), and the
- * records of a partial first day, if `since` is not midnight (UTC).
+ * Tokens (prompt and completion) a key has used since `since`, cache hits left out (they count
+ * against no limit); the monthly quota starts its count from this. From the key's daily rollups
+ * (`usage_daily_key_idx`), and the records of a partial first day, if `since` is not midnight
+ * (UTC).
  *
  * @example
  * await keyTokensSince(db, 'key_1', new Date(Date.UTC(2026, 10, 1)));

@@ -4,17 +4,17 @@ import { ledgerEntries, usageRecords } from '../../shared/db/schema.js';
 import { rowsOf } from './rows.js';
 
 /**
- * The rows a verification reads, a page per statement: none runs long (the reports pool's statement timeout),
- * memory holds one page, and on PGlite, whose one connection the billed path shares, a charge waits at most a
- * page's read.
+ * The rows a verification reads, a page per statement: none runs long (the reports pool's statement
+ * timeout), memory holds one page, and on PGlite, whose one connection the billed path shares, a
+ * charge waits at most a page's read.
  */
 export const PAGE_ROWS = 2_000;
 const UTC_MICROS = sql.raw(`'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`);
 
 /**
- * A page's bounds written into its statement, not sent as parameters: a prepared statement's generic plan (which
- * postgres.js's gets after five runs) knows no bound to plan a page by. Only integers and times of the fixed form
- * below are written so.
+ * A page's bounds written into its statement, not sent as parameters: a prepared statement's
+ * generic plan (which postgres.js's gets after five runs) knows no bound to plan a page by. Only
+ * integers and times of the fixed form below are written so.
  */
 const literal = (n: number | bigint) => sql.raw(BigInt(n).toString());
 function time(text: string): SQL {
@@ -22,10 +22,16 @@ function time(text: string): SQL {
   return sql.raw(`'${text}'::timestamptz`);
 }
 
-/** An entry whose running balance or charge is wrong: id, kind, request, usage record, its expected balance, its balance, amount, cost. */
+/**
+ * An entry whose running balance or charge is wrong: id, kind, request, usage record, its expected
+ * balance, its balance, amount, cost.
+ */
 export type BadEntry = [string, string, string | null, string | null, string, string, string, string | null];
 
-/** A page of the ledger, summed up in PostgreSQL: its count, last entry, amounts' sum, last balance, rows' hashes, and bad rows. */
+/**
+ * A page of the ledger, summed up in PostgreSQL: its count, last entry, amounts' sum, last balance,
+ * rows' hashes, and bad rows.
+ */
 export interface EntryPage {
   n: number;
   lastId: number;
@@ -37,17 +43,18 @@ export interface EntryPage {
 }
 
 /**
- * An entry's fields as the digest covers them: a JSON array, so no field's text runs into the next; its time to
- * the microsecond in UTC.
+ * An entry's fields as the digest covers them: a JSON array, so no field's text runs into the next;
+ * its time to the microsecond in UTC.
  */
 const ENTRY_TEXT = sql.raw(`json_build_array(id::text, kind, amount_nanos::text, balance_after_nanos::text,
   request_id, note, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text`);
 
 /**
- * The organization's ledger entries with `after < id <= upTo`, in id order (the order of the wallet's lock, so
- * each one's balance follows the one before, `balanceBefore()` for a page's first), on the (org_id, id) index.
- * The checks run in the database and only a page's sums, its hashes and its bad rows come back. A charge up to
- * `usage_detail_horizon.through_entry_id` may name a record of a month dropped past retention (`usage-partitions.ts`).
+ * The organization's ledger entries with `after < id <= upTo`, in id order (the order of the
+ * wallet's lock, so each one's balance follows the one before, `balanceBefore()` for a page's
+ * first), on the (org_id, id) index. The checks run in the database and only a page's sums, its
+ * hashes and its bad rows come back. A charge up to `usage_detail_horizon.through_entry_id` may
+ * name a record of a month dropped past retention (`usage-partitions.ts`).
  */
 export async function* entryPages(
   db: Database,
@@ -102,7 +109,10 @@ export async function* entryPages(
   }
 }
 
-/** A page of usage records: how many, the last one's place, and those with a cost that no charge names (id, cost). */
+/**
+ * A page of usage records: how many, the last one's place, and those with a cost that no charge
+ * names (id, cost).
+ */
 export interface UsagePage {
   n: number;
   lastKey: string;
@@ -110,8 +120,9 @@ export interface UsagePage {
 }
 
 /**
- * The organization's usage records dated from `since` (all: null), in time order, on the (org_id, created_at)
- * index; each with a cost looked up among its organization's charges by request id (the ledger's unique index).
+ * The organization's usage records dated from `since` (all: null), in time order, on the (org_id,
+ * created_at) index; each with a cost looked up among its organization's charges by request id (the
+ * ledger's unique index).
  */
 export async function* usagePages(db: Database, orgId: string, since: Date | null): AsyncGenerator<UsagePage> {
   let after: { key: string; id: string } | null = null;
@@ -142,9 +153,10 @@ export async function* usagePages(db: Database, orgId: string, since: Date | nul
 }
 
 /**
- * Where the books stand, in one statement (one snapshot): the wallet's balance, the organization's last entry
- * (a verification reads up to it: later charges are the next one's) and the database's clock. Entries are made
- * under the wallet's lock, so every entry up to the last one seen here is committed.
+ * Where the books stand, in one statement (one snapshot): the wallet's balance, the organization's
+ * last entry (a verification reads up to it: later charges are the next one's) and the database's
+ * clock. Entries are made under the wallet's lock, so every entry up to the last one seen here is
+ * committed.
  */
 export async function booksNow(db: Database, orgId: string) {
   const [row] = rowsOf<{ balance: string; last_id: string | null; now: string }>(

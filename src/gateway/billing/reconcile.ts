@@ -3,7 +3,10 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { type Checkpoint, chainDigest, EMPTY_DIGEST, readCheckpoint, saveCheckpoint } from './ledger-checkpoints.js';
 import { booksNow, type EntryPage, entryPages, usagePages } from './reconcile-pages.js';
 
-/** The most differences one verification lists (all are counted): a broken ledger is read from its first ones. */
+/**
+ * The most differences one verification lists (all are counted): a broken ledger is read from its
+ * first ones.
+ */
 export const MAX_DIFFERENCES_LISTED = 100;
 
 /** What kind of disagreement a difference is. */
@@ -40,7 +43,10 @@ export interface Verification {
   walletBalance: bigint;
   /** The ledger's amounts summed (incremental: the checkpoint's balance plus the new amounts). */
   ledgerSum: bigint;
-  /** The ledger's entries up to the last one verified (incremental: the checkpoint's count plus those read). */
+  /**
+   * The ledger's entries up to the last one verified (incremental: the checkpoint's count plus
+   * those read).
+   */
   ledgerEntries: number;
   /** The usage records checked (incremental: those dated since the checkpoint). */
   usageRecords: number;
@@ -72,8 +78,9 @@ class Found {
 }
 
 /**
- * The ledger read in id order: each entry's balance from the one before, each charge against its usage record,
- * the digest chained on; in a full read, the checkpoint compared with what the entries it covered now say.
+ * The ledger read in id order: each entry's balance from the one before, each charge against its
+ * usage record, the digest chained on; in a full read, the checkpoint compared with what the
+ * entries it covered now say.
  */
 class LedgerPass {
   readonly chain = new Found();
@@ -113,7 +120,10 @@ class LedgerPass {
     this.read += page.n;
   }
 
-  /** A full read past the checkpoint's last entry (or to its end): the same count, balance and digest, or history changed. */
+  /**
+   * A full read past the checkpoint's last entry (or to its end): the same count, balance and
+   * digest, or history changed.
+   */
   compare(): void {
     if (this.compared) return;
     this.compared = true;
@@ -124,13 +134,14 @@ class LedgerPass {
 }
 
 /**
- * Verifies an organization's books, reading them a page at a time and saying how far it has got. By default
- * from the last checkpoint (`ledger-checkpoints.ts`): the entries after it (each entry's running balance, each
- * charge against its usage record, the wallet's balance against the last) and the usage records dated since
- * (each with a cost has its charge), so its time follows the new entries, not the history. `full` (and the first
- * verification) reads everything, and finds an entry edited behind the checkpoint by its digest. Books that
- * agree move the checkpoint to the last entry read. Usage record, charge and balance are written in one
- * transaction (`WalletService.chargeMany`), so any difference is a row changed after the fact, and it is named.
+ * Verifies an organization's books, reading them a page at a time and saying how far it has got. By
+ * default from the last checkpoint (`ledger-checkpoints.ts`): the entries after it (each entry's
+ * running balance, each charge against its usage record, the wallet's balance against the last) and
+ * the usage records dated since (each with a cost has its charge), so its time follows the new
+ * entries, not the history. `full` (and the first verification) reads everything, and finds an
+ * entry edited behind the checkpoint by its digest. Books that agree move the checkpoint to the
+ * last entry read. Usage record, charge and balance are written in one transaction
+ * (`WalletService.chargeMany`), so any difference is a row changed after the fact, and it is named.
  *
  * @example
  * const verification = await verifyWallet(db, 'org_1'); // .differences: [] when the books agree
@@ -157,7 +168,8 @@ export async function* verifyBooks(
     pass.compare();
     from = upTo;
   }
-  // Entries removed from the end of what the checkpoint covered: none reads past it, the balance says nothing.
+  // Entries removed from the end of what the checkpoint covered: none reads past it, the balance
+  // says nothing.
   if (start && now.lastId < start.lastEntryId)
     pass.history.add('checkpoint_differs', start.lastEntryId, null, start.balance, pass.sum);
   const usage = new Found();

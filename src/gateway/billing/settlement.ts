@@ -3,18 +3,27 @@ import type { RelayOutcome } from '../proxy/sse.js';
 import { clampUsage, type TokenBounds } from './token-bounds.js';
 import type { TokenUsage, UsageSource } from './token-usage.js';
 
-/** How a call ended, as the gateway bills and records it (`requests/billed-call.ts`'s `settle` makes it durable). */
+/**
+ * How a call ended, as the gateway bills and records it (`requests/billed-call.ts`'s `settle` makes
+ * it durable).
+ */
 export interface Settlement {
   usage: TokenUsage;
   usageSource: UsageSource;
   status: number;
   streamed: boolean;
   firstTokenAt?: number | null;
-  /** The answer as the client received it: kept for keys that store request data, and cached for keys with the cache on. */
+  /**
+   * The answer as the client received it: kept for keys that store request data, and cached for
+   * keys with the cache on.
+   */
   answer?: CachedResponse;
 }
 
-/** What a relayed stream learnt of the engine's, whatever its protocol: read when it ends, to bill it. */
+/**
+ * What a relayed stream learnt of the engine's, whatever its protocol: read when it ends, to bill
+ * it.
+ */
 export interface StreamState {
   /** The engine's latest usage: final when `usageFinal`, else the running count of a cut stream. */
   usage: TokenUsage | null;
@@ -48,8 +57,8 @@ export function streamedUsage(state: Pick<StreamState, 'usage' | 'usageFinal' | 
 }
 
 /**
- * A stream's usage as its client is shown it: `streamedUsage` held to the call's bounds, as `chargeFor` bills it (the
- * same clamp). Null when the engine reported no count.
+ * A stream's usage as its client is shown it: `streamedUsage` held to the call's bounds, as
+ * `chargeFor` bills it (the same clamp). Null when the engine reported no count.
  */
 export function shownStreamUsage(
   state: Pick<StreamState, 'usage' | 'usageFinal' | 'tokenChunks'>,
@@ -60,9 +69,10 @@ export function shownStreamUsage(
 }
 
 /**
- * The settlement of a stream, whatever its protocol: billed from `streamedUsage` (or, with no count from the
- * engine, the prompt's estimate and the chunks seen), its status from how it ended, and the events the client got
- * when they are kept (null: neither the cache nor the request data keeps them).
+ * The settlement of a stream, whatever its protocol: billed from `streamedUsage` (or, with no count
+ * from the engine, the prompt's estimate and the chunks seen), its status from how it ended, and
+ * the events the client got when they are kept (null: neither the cache nor the request data keeps
+ * them).
  */
 export function streamSettlement(
   state: StreamState,

@@ -7,8 +7,9 @@ import type { ChargeRecord } from './wallet.js';
 export type RunningStream = Pick<StreamState, 'usage' | 'usageFinal' | 'tokenChunks'>;
 
 /**
- * The clock is read at every this many chunks only, not at each: a read costs about 200 ns on the development
- * machine (`performance.now` and `Date.now` alike), as much as the rest of a chunk's checkpoint work ten times over.
+ * The clock is read at every this many chunks only, not at each: a read costs about 200 ns on the
+ * development machine (`performance.now` and `Date.now` alike), as much as the rest of a chunk's
+ * checkpoint work ten times over.
  */
 const CLOCK_EVERY_CHUNKS = 8;
 
@@ -22,15 +23,13 @@ export interface CheckpointEvery {
 export type ChargeSoFar = (usage: TokenUsage, usageSource: UsageSource) => ChargeRecord;
 
 /**
- * A running stream's checkpoints: its usage so far, appended to the charge
- * journal as the charge it would get were the process to die now, at its
- * first chunk (the engine has read the prompt) and then every `everyTokens`
- * generated tokens or `everyMs` (looked at every eighth chunk), whichever comes first. A SIGKILLed or
- * out-of-memory process's next start charges each unfinished stream its last
- * checkpoint (`readJournalText`); a stream that ends is charged by its own
- * charge, which replaces its checkpoints. So what a crash loses is what was
- * generated since the last checkpoint: fewer than `everyTokens` tokens, and
- * about `everyMs` of generation at most.
+ * A running stream's checkpoints: its usage so far, appended to the charge journal as the charge it
+ * would get were the process to die now, at its first chunk (the engine has read the prompt) and
+ * then every `everyTokens` generated tokens or `everyMs` (looked at every eighth chunk), whichever
+ * comes first. A SIGKILLed or out-of-memory process's next start charges each unfinished stream its
+ * last checkpoint (`readJournalText`); a stream that ends is charged by its own charge, which
+ * replaces its checkpoints. So what a crash loses is what was generated since the last checkpoint:
+ * fewer than `everyTokens` tokens, and about `everyMs` of generation at most.
  *
  * On the hot path it costs a few comparisons a chunk; a checkpoint is one
  * short line sharing the journal's next write (no database, nothing waits).
@@ -56,7 +55,10 @@ export class StreamCheckpoints {
     private readonly estimatePrompt: () => number,
   ) {}
 
-  /** Called with the stream's state after each engine chunk the relay read; appends a checkpoint when one is due. */
+  /**
+   * Called with the stream's state after each engine chunk the relay read; appends a checkpoint
+   * when one is due.
+   */
   saw(stream: RunningStream): void {
     const tokens = stream.usage ? Math.max(stream.usage.completionTokens, stream.tokenChunks) : stream.tokenChunks;
     if (tokens === this.tokensAtLast) return;
@@ -71,7 +73,10 @@ export class StreamCheckpoints {
     this.journal.checkpoint(this.chargeSoFar(this.usageOf(stream), stream.usage ? 'upstream' : 'estimated'));
   }
 
-  /** What the stream would be billed now: the one rule of `settlement.ts`, the prompt estimated once if need be. */
+  /**
+   * What the stream would be billed now: the one rule of `settlement.ts`, the prompt estimated once
+   * if need be.
+   */
   private usageOf(stream: RunningStream): TokenUsage {
     const counted = streamedUsage(stream);
     if (counted) return counted;

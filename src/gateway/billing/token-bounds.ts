@@ -1,7 +1,10 @@
 import type { TaskType } from '../../shared/db/schema.js';
 import type { TokenUsage } from './token-usage.js';
 
-/** The most tokens a request can use: what its hold is computed from, and what a charge is clamped to. */
+/**
+ * The most tokens a request can use: what its hold is computed from, and what a charge is clamped
+ * to.
+ */
 export type TokenBounds = Pick<TokenUsage, 'promptTokens' | 'completionTokens'>;
 
 /** What the hold and the clamp need to know of a request. */
@@ -96,7 +99,10 @@ function completionCap(body: Record<string, unknown>, contextLength: number): nu
 
 const MEDIA_PARTS: ReadonlySet<string> = new Set(['image_url', 'input_image', 'input_audio', 'audio_url', 'video_url']);
 
-/** True when a message has a content part that is not text (its tokens are not bounded by its bytes). */
+/**
+ * True when a message has a content part that is not text (its tokens are not bounded by its
+ * bytes).
+ */
 function carriesMedia(messages: unknown): boolean {
   if (!Array.isArray(messages)) return false;
   return messages.some((message) => {

@@ -3,8 +3,8 @@ export interface TokenUsage {
   promptTokens: number;
   completionTokens: number;
   /**
-   * Of `promptTokens`, those the engine reported read from its prefix cache (OpenAI's convention: counted
-   * inside the prompt), billed at the model's cached-input price; absent: none.
+   * Of `promptTokens`, those the engine reported read from its prefix cache (OpenAI's convention:
+   * counted inside the prompt), billed at the model's cached-input price; absent: none.
    */
   cachedTokens?: number;
   /** Of `completionTokens`, those the engine reported as reasoning: shown, and billed as output. */

@@ -3,19 +3,27 @@ import type { Database } from '../../shared/db/client.js';
 import type { Logger } from '../../shared/http/log.js';
 
 /**
- * Usage records are partitioned by month of `created_at`, UTC (migration 0025): `usage_records_y2026m11` holds
- * November 2026, `usage_records_default` whatever falls in no month's partition. The gateway creates the months
- * ahead (`ensureUsagePartitions`) and drops whole months past the detail's retention (`dropExpiredUsageDetail`):
- * a partition dropped is a file removed, not a long DELETE that bloats the table and holds its locks. The daily
- * rollups (`usage_daily`) and the ledger are other tables, kept. Any replica may run either, at any time: each
- * runs in one transaction under an advisory lock, and does nothing when there is nothing to do.
+ * Usage records are partitioned by month of `created_at`, UTC (migration 0025):
+ * `usage_records_y2026m11` holds November 2026, `usage_records_default` whatever falls in no
+ * month's partition. The gateway creates the months ahead (`ensureUsagePartitions`) and drops whole
+ * months past the detail's retention (`dropExpiredUsageDetail`): a partition dropped is a file
+ * removed, not a long DELETE that bloats the table and holds its locks. The daily rollups
+ * (`usage_daily`) and the ledger are other tables, kept. Any replica may run either, at any time:
+ * each runs in one transaction under an advisory lock, and does nothing when there is nothing to
+ * do.
  */
 
 /** Any fixed number: replicas take turns creating and dropping partitions. */
 const PARTITIONS_LOCK_ID = 7_110_472_069;
-/** Months created ahead of the current one: a gateway that stops its maintenance for weeks still writes to its month. */
+/**
+ * Months created ahead of the current one: a gateway that stops its maintenance for weeks still
+ * writes to its month.
+ */
 export const MONTHS_AHEAD = 2;
-/** A drop waits this long for the table's lock, then gives up until the next run, rather than queue writers behind it. */
+/**
+ * A drop waits this long for the table's lock, then gives up until the next run, rather than queue
+ * writers behind it.
+ */
 const DROP_LOCK_TIMEOUT = '5s';
 
 /** How often a gateway keeps the months: the next ones created, those past retention dropped. */
@@ -47,9 +55,9 @@ export async function usagePartitions(db: Database): Promise<Array<{ name: strin
 }
 
 /**
- * Creates the partitions of `now`'s month and the `MONTHS_AHEAD` after it that are missing. Rows already written
- * to the default partition for such a month (the maintenance stopped longer than that) move into the new one.
- * Returns the partitions created.
+ * Creates the partitions of `now`'s month and the `MONTHS_AHEAD` after it that are missing. Rows
+ * already written to the default partition for such a month (the maintenance stopped longer than
+ * that) move into the new one. Returns the partitions created.
  */
 export async function ensureUsagePartitions(db: Database, now = new Date()): Promise<string[]> {
   return db.transaction(async (tx) => {
@@ -86,11 +94,12 @@ async function createMonth(db: Database, name: string, from: Date, to: Date): Pr
 }
 
 /**
- * Drops the months of usage records that ended more than `retentionMonths` months before `now`'s month began
- * (0: none), oldest first: with 12, on any day of November 2026 the months up to October 2025 go. Before each
- * drop, `usage_detail_horizon` moves past it: from then on a charge up to the last one of the month's records
- * may name a record no longer there (`wallet verify` accepts it), and reports read the month from its rollups.
- * Bodies still stored for the month's requests go with it. Returns the partitions dropped.
+ * Drops the months of usage records that ended more than `retentionMonths` months before `now`'s
+ * month began (0: none), oldest first: with 12, on any day of November 2026 the months up to
+ * October 2025 go. Before each drop, `usage_detail_horizon` moves past it: from then on a charge up
+ * to the last one of the month's records may name a record no longer there (`wallet verify` accepts
+ * it), and reports read the month from its rollups. Bodies still stored for the month's requests go
+ * with it. Returns the partitions dropped.
  */
 export async function dropExpiredUsageDetail(db: Database, retentionMonths: number, now = new Date()) {
   if (retentionMonths <= 0) return [];
@@ -123,8 +132,8 @@ export async function dropExpiredUsageDetail(db: Database, retentionMonths: numb
 }
 
 /**
- * Keeps the months now and then daily (a failure is logged and tried again the next day: the months ahead leave
- * weeks to spare). Returns what stops it.
+ * Keeps the months now and then daily (a failure is logged and tried again the next day: the months
+ * ahead leave weeks to spare). Returns what stops it.
  */
 export async function keepUsageMonths(db: Database, retentionMonths: number, log: Logger) {
   const keep = async () => {

@@ -6,10 +6,11 @@ import { apiKeys, usageRecords } from '../../shared/db/schema.js';
 import { rowsOf } from './rows.js';
 import { TOTALS_SELECT, type UsageScope, usageSource } from './usage-source.js';
 
-// Usage reports of one organization (or every one). The sums read the daily rollups (`usage-source.ts`: the
-// window's whole days from `usage_daily`, its partial days from the usage records), never the history's requests;
-// only the list of requests reads the records, a page at a time. Every sum is taken in SQL and read back as text,
-// so token counts and money (bigint nanos) never pass through a float.
+// Usage reports of one organization (or every one). The sums read the daily rollups
+// (`usage-source.ts`: the window's whole days from `usage_daily`, its partial days from the usage
+// records), never the history's requests; only the list of requests reads the records, a page at a
+// time. Every sum is taken in SQL and read back as text, so token counts and money (bigint nanos)
+// never pass through a float.
 
 export type { UsageScope } from './usage-source.js';
 
@@ -18,7 +19,10 @@ export interface UsageTotals {
   cacheHits: number;
   promptTokens: number;
   completionTokens: number;
-  /** Of the prompt tokens, those read from the engine's prefix cache (billed at the cached-input price). */
+  /**
+   * Of the prompt tokens, those read from the engine's prefix cache (billed at the cached-input
+   * price).
+   */
   cachedTokens: number;
   /** Of the completion tokens, the reasoning's. */
   reasoningTokens: number;
@@ -41,7 +45,10 @@ export type UsageGroup = UsageTotals &
 
 export type UsageRecord = typeof usageRecords.$inferSelect;
 
-/** A position in the newest-first list: the last record seen. `createdAt` keeps PostgreSQL's microseconds. */
+/**
+ * A position in the newest-first list: the last record seen. `createdAt` keeps PostgreSQL's
+ * microseconds.
+ */
 export interface UsageCursor {
   createdAt: string;
   id: string;
@@ -82,7 +89,10 @@ async function usageGroups(db: Database, scope: UsageScope, grouping: UsageGroup
 
 type GroupRow = Record<string, string | null>;
 
-/** Per grouping: its columns (selected and grouped by), a join for names, its order, and the group it makes. */
+/**
+ * Per grouping: its columns (selected and grouped by), a join for names, its order, and the group
+ * it makes.
+ */
 const GROUP_QUERIES: Record<
   UsageGrouping,
   { columns: SQL; join: SQL; order: SQL; group: (row: GroupRow, totals: UsageTotals) => UsageGroup }
@@ -276,7 +286,10 @@ export class UsageReports {
   }
 }
 
-/** A report past its statement timeout is a clear 503 that names the setting; anything else goes on as it was. */
+/**
+ * A report past its statement timeout is a clear 503 that names the setting; anything else goes on
+ * as it was.
+ */
 export function reportFailed(error: unknown): never {
   if (!isStatementTimeout(error)) throw error;
   throw new GatewayError(

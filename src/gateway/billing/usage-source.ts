@@ -1,17 +1,22 @@
 import { type SQL, sql } from 'drizzle-orm';
 
 /**
- * What a usage report sums, as one subquery `u` with a row per rollup (or per record) and the same columns either
- * way: org_id, day (`YYYY-MM-DD`, UTC), key_id, project_id, model_id, requests, cache_hits, errors, prompt_tokens,
- * completion_tokens, cached_tokens, reasoning_tokens, cache_hit_tokens, cost_nanos.
+ * What a usage report sums, as one subquery `u` with a row per rollup (or per record) and the same
+ * columns either way: org_id, day (`YYYY-MM-DD`, UTC), key_id, project_id, model_id, requests,
+ * cache_hits, errors, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
+ * cache_hit_tokens, cost_nanos.
  *
- * The whole UTC days of the window come from the daily rollups (`usage_daily`), so a year costs 365 rows a group,
- * not a year of requests. A window that starts or ends inside a day (the summary's default ends now; the overview's
- * last hour) takes those partial days from the usage records themselves: at most a day at each edge, read on the
- * (org_id, created_at) index, so their cost is bounded by a day's traffic, not the history's.
+ * The whole UTC days of the window come from the daily rollups (`usage_daily`), so a year costs 365
+ * rows a group, not a year of requests. A window that starts or ends inside a day (the summary's
+ * default ends now; the overview's last hour) takes those partial days from the usage records
+ * themselves: at most a day at each edge, read on the (org_id, created_at) index, so their cost is
+ * bounded by a day's traffic, not the history's.
  */
 
-/** Which records a report covers: one organization (every one: null, the operator's view), `from <= created_at < to`, optionally narrowed. */
+/**
+ * Which records a report covers: one organization (every one: null, the operator's view), `from <=
+ * created_at < to`, optionally narrowed.
+ */
 export interface UsageScope {
   orgId: string | null;
   from: Date;
@@ -65,7 +70,10 @@ function recordRows(scope: UsageScope, edges: Array<[number, number]>): SQL {
     where (${sql.join(windows, sql` or `)})${narrowing(scope)}`;
 }
 
-/** The scope's organization, key, project and model, as conditions on either table (the same column names). */
+/**
+ * The scope's organization, key, project and model, as conditions on either table (the same column
+ * names).
+ */
 function narrowing({ orgId, keyId, projectId, model }: UsageScope): SQL {
   const conditions: SQL[] = [];
   if (orgId !== null) conditions.push(sql` and org_id = ${orgId}`);

@@ -14,17 +14,18 @@ export type LedgerEntry = typeof ledgerEntries.$inferSelect;
 export type UsageRecordInput = typeof usageRecords.$inferInsert;
 
 /**
- * A ledger entry's time: the clock when it is written, which is after its wallet's row is locked, not the
- * transaction's start (`now()`, the column's default). Entries are made in the order of that lock (their
- * ids, and each one's balance after it), so their times follow it too, and a window of the ledger by time
- * is a run of it: one window closes at the balance the next opens with (`ledger-export.ts`).
+ * A ledger entry's time: the clock when it is written, which is after its wallet's row is locked,
+ * not the transaction's start (`now()`, the column's default). Entries are made in the order of
+ * that lock (their ids, and each one's balance after it), so their times follow it too, and a
+ * window of the ledger by time is a run of it: one window closes at the balance the next opens with
+ * (`ledger-export.ts`).
  */
 const LOCKED_NOW = sql`clock_timestamp()`;
 
 /**
- * The rollup's part of `chargeMany`: the day's sums of the usage records the statement inserted (`new_usage`),
- * and only those, so a charge replayed from the journal adds nothing; upserted in key order, so two gateways'
- * batches lock the same rows in the same order.
+ * The rollup's part of `chargeMany`: the day's sums of the usage records the statement inserted
+ * (`new_usage`), and only those, so a charge replayed from the journal adds nothing; upserted in
+ * key order, so two gateways' batches lock the same rows in the same order.
  */
 const ROLLUP_UPSERT = sql`
         insert into ${usageDaily} (org_id, day, key_id, project_id, model_id, batch, requests, cache_hits, errors,
@@ -58,7 +59,10 @@ const ROLLUP_UPSERT = sql`
 export class WalletService {
   constructor(
     private readonly db: Database,
-    /** Told of every committed top-up and adjustment, so the request path's spendable amount follows (`admission/gate-keeper.ts`). */
+    /**
+     * Told of every committed top-up and adjustment, so the request path's spendable amount follows
+     * (`admission/gate-keeper.ts`).
+     */
     private readonly credited: (orgId: string, amount: bigint) => Promise<void> = async () => {},
   ) {}
 
@@ -273,7 +277,8 @@ export type ChargeRecord = UsageRecordInput & {
 
 /**
  * A text[] as PGlite (an array, or its `{a,b}` text form) or postgres.js (its text form: the store
- * reads no array types, see `openStore`) returns it. The ids are the gateway's own: no comma or quote.
+ * reads no array types, see `openStore`) returns it. The ids are the gateway's own: no comma or
+ * quote.
  */
 function parseTextArray(value: string[] | string): string[] {
   if (Array.isArray(value)) return value;

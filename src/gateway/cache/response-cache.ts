@@ -2,7 +2,10 @@ import { createHash } from 'node:crypto';
 import type { RedisClient } from '../../shared/db/redis.js';
 import { LRUCache } from 'lru-cache';
 
-/** A whole answer as the client received it: a JSON body, or the data of every SSE event before [DONE]. */
+/**
+ * A whole answer as the client received it: a JSON body, or the data of every SSE event before
+ * [DONE].
+ */
 export type CachedResponse =
   | { kind: 'json'; body: string; promptTokens: number; completionTokens: number }
   | { kind: 'sse'; events: string[]; promptTokens: number; completionTokens: number };
@@ -70,7 +73,10 @@ export function createResponseCache(options: ResponseCacheOptions): ResponseCach
   };
 }
 
-/** Bytes an entry takes in memory: its text at two bytes a character (the most a JavaScript string takes), plus a little for the object. */
+/**
+ * Bytes an entry takes in memory: its text at two bytes a character (the most a JavaScript string
+ * takes), plus a little for the object.
+ */
 function sizeOf(value: CachedResponse): number {
   const text = value.kind === 'json' ? value.body.length : value.events.reduce((sum, event) => sum + event.length, 0);
   return 2 * text + 64;

@@ -16,7 +16,10 @@ interface ProjectEntry {
   budgets: Budgets;
 }
 
-/** Marks a lookup that found nothing, so a flood of unknown keys or names costs one read each, not one per request. */
+/**
+ * Marks a lookup that found nothing, so a flood of unknown keys or names costs one read each, not
+ * one per request.
+ */
 const NONE = Symbol('none');
 
 export interface RequestPathCacheOptions {
@@ -66,7 +69,10 @@ export class RequestPathCache {
 
   constructor(
     private readonly db: Database,
-    /** Told of every read's outcome, so a database outage is logged once when it starts and once when it ends. */
+    /**
+     * Told of every read's outcome, so a database outage is logged once when it starts and once
+     * when it ends.
+     */
     private readonly storeOutage: OutageLog,
     private readonly options: RequestPathCacheOptions,
   ) {
@@ -76,12 +82,18 @@ export class RequestPathCache {
     this.projects = new LRUCache({ max });
   }
 
-  /** The key whose secret hashes to `hash`, or undefined. The caller still compares the hash in constant time (`verifiedKey`). */
+  /**
+   * The key whose secret hashes to `hash`, or undefined. The caller still compares the hash in
+   * constant time (`verifiedKey`).
+   */
   keyByHash(hash: string): Promise<CallerKeyRow | undefined> {
     return this.through(this.keys, hash, () => callerKeyByHash(this.db, hash));
   }
 
-  /** The models `name` matches by id, display name or repo id, with their prices (`pickModel` chooses). */
+  /**
+   * The models `name` matches by id, display name or repo id, with their prices (`pickModel`
+   * chooses).
+   */
   async modelMatches(name: string): Promise<ModelMatches> {
     const rows = await this.through(this.modelsByName, name, () =>
       this.db
@@ -113,7 +125,10 @@ export class RequestPathCache {
     });
   }
 
-  /** From `cache`, or read and kept (nothing found is kept too) unless the cache was dropped while reading. */
+  /**
+   * From `cache`, or read and kept (nothing found is kept too) unless the cache was dropped while
+   * reading.
+   */
   private async through<V extends NonNullable<unknown>>(
     cache: LRUCache<string, V | typeof NONE>,
     key: string,
@@ -128,7 +143,10 @@ export class RequestPathCache {
     return value;
   }
 
-  /** Drops everything: the next request reads afresh. Called after every management write in this process. */
+  /**
+   * Drops everything: the next request reads afresh. Called after every management write in this
+   * process.
+   */
   invalidate(): void {
     this.generation += 1;
     this.keys.clear();

@@ -54,7 +54,10 @@ export function pickModel(
 export class CatalogService {
   constructor(
     private readonly db: Database,
-    /** Called after every write, so the request path's cache drops what it holds (`catalog/request-path-cache.ts`). */
+    /**
+     * Called after every write, so the request path's cache drops what it holds
+     * (`catalog/request-path-cache.ts`).
+     */
     private readonly changed: () => void = () => {},
   ) {}
 
@@ -122,9 +125,10 @@ export class CatalogService {
   }
 
   /**
-   * Sets a model's whole price. A cached-input price of null (the default) is the input price: the prompt tokens
-   * the engine read from its prefix cache cost what the others do, until the operator says otherwise. Batch prices
-   * of null (the default) are the input and output prices (`money.ts`'s `batchPrice`).
+   * Sets a model's whole price. A cached-input price of null (the default) is the input price: the
+   * prompt tokens the engine read from its prefix cache cost what the others do, until the operator
+   * says otherwise. Batch prices of null (the default) are the input and output prices
+   * (`money.ts`'s `batchPrice`).
    */
   async setPrice(
     modelId: string,

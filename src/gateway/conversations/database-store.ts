@@ -1,4 +1,4 @@
-import { and, eq, gt, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { conversationItems, conversations, conversationTotals } from '../../shared/db/schema.js';
 import { STORE_TIMEOUT_MS, withinStoreTimeout } from '../../shared/db/timeout.js';
@@ -6,6 +6,7 @@ import { GatewayError } from '../../shared/http/errors.js';
 import { rowsOf } from '../responses/group-save.js';
 import { checkedItemId, conversationIdKind, newId } from './ids.js';
 import { readItemsPage, unknownAfter } from './items-page.js';
+import { live, objectOf, refusal, uncount } from './database-rows.js';
 import type { ConversationItemsPage, ConversationItemsQuery, ConversationObject, ConversationStore } from './store.js';
 
 type Json = Record<string, unknown>;
@@ -17,11 +18,17 @@ export interface ConversationStoreSettings {
   orgMax: number;
   maxItems: number;
   maxBytes: number;
-  /** How long a statement may take before the store answers 503 (STORE_TIMEOUT_MS unless a test says). */
+  /**
+   * How long a statement may take before the store answers 503 (STORE_TIMEOUT_MS unless a test
+   * says).
+   */
   timeoutMs?: number;
 }
 
-/** Expired conversations deleted per transaction, at most (their items go with them by the foreign key). */
+/**
+ * Expired conversations deleted per transaction, at most (their items go with them by the foreign
+ * key).
+ */
 const PURGE_BATCH = 200;
 
 /**
@@ -202,8 +209,9 @@ export class DatabaseConversationStore implements ConversationStore {
   }
 
   /**
-   * Appends `items` in one `update` (its row lock orders appends from every replica) and one insert; false when the
-   * conversation is not there for `orgId`. `bounded`: refused past TOLLGATE_CONVERSATIONS_MAX_ITEMS or _MAX_BYTES.
+   * Appends `items` in one `update` (its row lock orders appends from every replica) and one
+   * insert; false when the conversation is not there for `orgId`. `bounded`: refused past
+   * TOLLGATE_CONVERSATIONS_MAX_ITEMS or _MAX_BYTES.
    */
   private async append(tx: Transaction, orgId: string, id: string, items: Json[], bounded: boolean) {
     const texts = items.map((item) => JSON.stringify(item));
@@ -250,7 +258,10 @@ export class DatabaseConversationStore implements ConversationStore {
     return new Date(Date.now() + this.settings.retentionDays * 86_400_000);
   }
 
-  /** `work` within the store's timeout; a failure of the database (or no answer) as a 503 the client can retry. */
+  /**
+   * `work` within the store's timeout; a failure of the database (or no answer) as a 503 the client
+   * can retry.
+   */
   private async bounded<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await withinStoreTimeout(work(), this.timeoutMs);
@@ -263,36 +274,4 @@ export class DatabaseConversationStore implements ConversationStore {
       );
     }
   }
-}
-
-function live(orgId: string, id: string) {
-  return and(eq(conversations.id, id), eq(conversations.orgId, orgId), gt(conversations.expiresAt, sql`now()`));
-}
-
-function objectOf(row: typeof conversations.$inferSelect): ConversationObject {
-  return {
-    id: row.id,
-    object: 'conversation',
-    created_at: Math.floor(row.createdAt.getTime() / 1000),
-    metadata: JSON.parse(row.metadata) as Record<string, string>,
-  };
-}
-
-/** Takes deleted conversations off their organizations' counts, one update per organization. */
-async function uncount(tx: Transaction, deleted: Array<{ orgId: string }>): Promise<void> {
-  const byOrg = new Map<string, number>();
-  for (const row of deleted) byOrg.set(row.orgId, (byOrg.get(row.orgId) ?? 0) + 1);
-  for (const [orgId, count] of byOrg) {
-    await tx
-      .update(conversationTotals)
-      .set({ conversations: sql`greatest(${conversationTotals.conversations} - ${count}, 0)` })
-      .where(eq(conversationTotals.orgId, orgId));
-  }
-}
-
-/** A bound reached: a 400 naming the setting, as the stored responses' bounds are. */
-function refusal(what: string, setting: string): GatewayError {
-  return new GatewayError('invalid_request', `${what}, the most the gateway keeps (${setting}).`, {
-    details: [{ field: 'conversation', message: `more than ${setting.split('=')[0]} allows` }],
-  });
 }

@@ -4,7 +4,10 @@ import { responseIdKind } from '../responses/ids.js';
 
 /** The ids the gateway gives its conversations: no other is stored. */
 const CONVERSATION_ID = /^conv_[0-9a-f]{48}$/;
-/** An item id the store keeps as the client gave it: what ids are made of, no longer than the routes take. */
+/**
+ * An item id the store keeps as the client gave it: what ids are made of, no longer than the routes
+ * take.
+ */
 const ITEM_ID = /^[A-Za-z0-9_-]{1,256}$/;
 
 /** A new id with this prefix: 48 hex digits, as the gateway's response ids. */
@@ -13,8 +16,8 @@ export function newId(prefix: string): string {
 }
 
 /**
- * What a conversation id from a client is, before any database call: `ours` may be stored, `foreign` cannot be
- * (null, a 404), and one holding a character no id has is a 400 naming `field`.
+ * What a conversation id from a client is, before any database call: `ours` may be stored,
+ * `foreign` cannot be (null, a 404), and one holding a character no id has is a 400 naming `field`.
  */
 export function conversationIdKind(id: string, field = 'conversation_id'): 'ours' | 'foreign' {
   if (CONVERSATION_ID.test(id)) return 'ours';
@@ -22,7 +25,10 @@ export function conversationIdKind(id: string, field = 'conversation_id'): 'ours
   return 'foreign';
 }
 
-/** Whether an item id may be stored as given (else the item is given a new one); a 400 for a malformed one in a path. */
+/**
+ * Whether an item id may be stored as given (else the item is given a new one); a 400 for a
+ * malformed one in a path.
+ */
 export function isItemId(id: string): boolean {
   return ITEM_ID.test(id);
 }

@@ -38,8 +38,8 @@ export interface ConversationItemsPage {
 
 export interface ConversationStore {
   /**
-   * A new conversation with its first items (already in the form `items.ts` keeps); a 400 naming the setting past
-   * TOLLGATE_CONVERSATIONS_ORG_MAX, _MAX_ITEMS or _MAX_BYTES.
+   * A new conversation with its first items (already in the form `items.ts` keeps); a 400 naming
+   * the setting past TOLLGATE_CONVERSATIONS_ORG_MAX, _MAX_ITEMS or _MAX_BYTES.
    */
   create(orgId: string, metadata: Record<string, string>, items: Json[]): Promise<ConversationObject>;
   get(orgId: string, id: string): Promise<ConversationObject | null>;
@@ -47,7 +47,10 @@ export interface ConversationStore {
   update(orgId: string, id: string, metadata: Record<string, string>): Promise<ConversationObject | null>;
   /** Deletes it and its items; false when `get` would have said null. */
   delete(orgId: string, id: string): Promise<boolean>;
-  /** Appends items at its end, refused (a 400 naming the setting) past its bounds; the items as stored. */
+  /**
+   * Appends items at its end, refused (a 400 naming the setting) past its bounds; the items as
+   * stored.
+   */
   addItems(orgId: string, id: string, items: Json[]): Promise<Json[] | null>;
   listItems(orgId: string, id: string, query: ConversationItemsQuery): Promise<ConversationItemsPage | null>;
   /** The item with this id (the latest, if the client sent the id twice); null for no such item too. */
@@ -55,14 +58,15 @@ export interface ConversationStore {
   /** Deletes every item with this id; the conversation after it, or null when there was none. */
   deleteItem(orgId: string, id: string, itemId: string): Promise<ConversationObject | null>;
   /**
-   * Every item, oldest first, for a turn of `POST /v1/responses`: refused (a 400 naming the setting) when the
-   * conversation is already at a bound, so a turn never starts that could not be appended.
+   * Every item, oldest first, for a turn of `POST /v1/responses`: refused (a 400 naming the
+   * setting) when the conversation is already at a bound, so a turn never starts that could not be
+   * appended.
    */
   turnItems(orgId: string, id: string): Promise<Json[] | null>;
   /**
-   * Appends a finished turn's items. Not bounded: the turn was admitted by `turnItems` and its tokens are billed, so
-   * it is kept whole (a conversation may pass its bounds by one turn; the next turn is refused). False when the
-   * conversation has gone meanwhile.
+   * Appends a finished turn's items. Not bounded: the turn was admitted by `turnItems` and its
+   * tokens are billed, so it is kept whole (a conversation may pass its bounds by one turn; the
+   * next turn is refused). False when the conversation has gone meanwhile.
    */
   appendTurn(orgId: string, id: string, items: Json[]): Promise<boolean>;
   /** Deletes what is past the retention; the number of conversations deleted. */

@@ -4,12 +4,13 @@ import { createHash, createHmac } from 'node:crypto';
 const SALTS_KEPT = 10_000;
 
 /**
- * Each organization's cache salt, the `cache_salt` a vLLM engine is sent with every request of that organization
- * (docs/engines.md, "Tenants in a shared engine"): an HMAC-SHA256 of the organization's id under a key derived from
- * the operator token, written base64url (43 characters, 256 bits, as vLLM asks of a salt). Every gateway replica
- * shares the operator token, so each sends an organization the same salt and its cache stays whole across replicas;
- * the salt says nothing of the organization, and nobody without the operator token can compute another's. Computed
- * once per organization and kept (at most SALTS_KEPT).
+ * Each organization's cache salt, the `cache_salt` a vLLM engine is sent with every request of that
+ * organization (docs/engines.md, "Tenants in a shared engine"): an HMAC-SHA256 of the
+ * organization's id under a key derived from the operator token, written base64url (43 characters,
+ * 256 bits, as vLLM asks of a salt). Every gateway replica shares the operator token, so each sends
+ * an organization the same salt and its cache stays whole across replicas; the salt says nothing of
+ * the organization, and nobody without the operator token can compute another's. Computed once per
+ * organization and kept (at most SALTS_KEPT).
  *
  * @example
  * const salts = new CacheSalts(adminToken);
@@ -20,7 +21,8 @@ export class CacheSalts {
   private readonly kept = new Map<string, string>();
 
   constructor(operatorToken: string) {
-    // A key of its own, so the salt is no other use of the operator token (the portal's form tokens derive theirs alike).
+    // A key of its own, so the salt is no other use of the operator token (the portal's form tokens
+    // derive theirs alike).
     this.key = createHash('sha256').update(`tollgate-cache-salt:${operatorToken}`).digest();
   }
 

@@ -6,12 +6,16 @@ import type { EngineTenancy } from './types.js';
 /**
  * Whose prompts an engine's prefix cache may share (docs/engines.md, "Tenants in a shared engine"):
  * absent or `per-organization` keeps each organization's cache apart (vLLM: the organization's
- * `cache_salt`; llama.cpp: no prompt cache reuse); `shared` lets every organization reuse every cached prefix,
- * which lets one organization learn, from cached counts and timing, what prefixes another sent.
+ * `cache_salt`; llama.cpp: no prompt cache reuse); `shared` lets every organization reuse every
+ * cached prefix, which lets one organization learn, from cached counts and timing, what prefixes
+ * another sent.
  */
 export const cacheSharing = z.enum(['per-organization', 'shared']).optional();
 
-/** vLLM's `--scheduling-policy` of the engine (absent: `fcfs`): `priority` gets each request's band as its `priority`. */
+/**
+ * vLLM's `--scheduling-policy` of the engine (absent: `fcfs`): `priority` gets each request's band
+ * as its `priority`.
+ */
 export const schedulingPolicy = z.enum(['fcfs', 'priority']).optional();
 
 /**

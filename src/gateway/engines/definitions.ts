@@ -15,12 +15,21 @@ const simulatorDefinition = z.object({
   served_model_name: z.string().min(1).optional(),
   /** What the simulated engine runs, like vLLM's `--runner pooling` for embeddings. */
   task: z.enum(['chat', 'embedding']).default('chat'),
-  /** Emits reasoning before content, as vLLM does with a `--reasoning-parser` (`reasoning_parser` says the same). */
+  /**
+   * Emits reasoning before content, as vLLM does with a `--reasoning-parser` (`reasoning_parser`
+   * says the same).
+   */
   reasoning: z.boolean().default(false),
   reasoning_parser: z.string().min(1).optional(),
-  /** vLLM's `--tool-call-parser` with `--enable-auto-tool-choice`: `tool_choice` "auto" may call tools; null refuses "auto" with tools, as vLLM without the flags. */
+  /**
+   * vLLM's `--tool-call-parser` with `--enable-auto-tool-choice`: `tool_choice` "auto" may call
+   * tools; null refuses "auto" with tools, as vLLM without the flags.
+   */
   tool_call_parser: z.string().min(1).nullable().default('hermes'),
-  /** Scripted mode: a file of turns the model answers with (docs/tool-calling.md), relative to this file's folder. */
+  /**
+   * Scripted mode: a file of turns the model answers with (docs/tool-calling.md), relative to this
+   * file's folder.
+   */
   script: z.string().min(1).optional(),
   max_model_len: z.number().int().positive().default(8192),
   cache_sharing: cacheSharing,
@@ -34,7 +43,10 @@ const staticFields = z.object({
   url: z.string().url().optional(),
   /** Several servers: replicas with health checks, metrics, routing and failover. */
   urls: z.array(z.string().url()).min(1).max(256).optional(),
-  /** A name whose addresses are the replicas (a Kubernetes headless Service), resolved again every TOLLGATE_ENGINE_DNS_REFRESH_MS. */
+  /**
+   * A name whose addresses are the replicas (a Kubernetes headless Service), resolved again every
+   * TOLLGATE_ENGINE_DNS_REFRESH_MS.
+   */
   dns: z
     .object({
       name: z
@@ -46,15 +58,22 @@ const staticFields = z.object({
     .optional(),
   /** Name of an environment variable holding the engine's API key (vLLM's --api-key). */
   api_key_env: z.string().min(1).optional(),
-  /** Which server it is (docs/engines.md): vllm, llamacpp or openai-compatible; absent: found out from each server at start. */
+  /**
+   * Which server it is (docs/engines.md): vllm, llamacpp or openai-compatible; absent: found out
+   * from each server at start.
+   */
   engine: z.enum(ENGINE_KINDS).optional(),
   /**
-   * Requests one server runs at once (vLLM's --max-num-seqs, llama.cpp's --parallel): past it, requests wait in the
-   * gateway's fair queue (docs/fair-sharing.md). Absent: learnt when a server's metrics first show requests waiting.
+   * Requests one server runs at once (vLLM's --max-num-seqs, llama.cpp's --parallel): past it,
+   * requests wait in the gateway's fair queue (docs/fair-sharing.md). Absent: learnt when a
+   * server's metrics first show requests waiting.
    */
   max_num_seqs: z.number().int().min(1).max(100_000).optional(),
   cache_sharing: cacheSharing,
-  /** `priority` only for a vLLM started with `--scheduling-policy priority` (vLLM refuses a priority otherwise). */
+  /**
+   * `priority` only for a vLLM started with `--scheduling-policy priority` (vLLM refuses a priority
+   * otherwise).
+   */
   scheduling_policy: schedulingPolicy,
 });
 const staticDefinition = staticFields.superRefine((d, context) => {

@@ -25,13 +25,25 @@ import type { AbortFlag, Engine, EngineStatus, RoutingHint, UpstreamTarget } fro
  * const target = fleet.acquire('sim-chat');
  */
 export interface Fleet {
-  /** A target for the model, not among `exclude` (replica ids); 503 with Retry-After when none is ready. `hint` carries the prompt to the engine's router. */
+  /**
+   * A target for the model, not among `exclude` (replica ids); 503 with Retry-After when none is
+   * ready. `hint` carries the prompt to the engine's router.
+   */
   acquire(modelId: string, exclude?: ReadonlySet<string>, hint?: RoutingHint): UpstreamTarget;
-  /** For a model whose engine scales to zero and has no replica ready: settles once one is (or the bounded wait is over); else null. */
+  /**
+   * For a model whose engine scales to zero and has no replica ready: settles once one is (or the
+   * bounded wait is over); else null.
+   */
   whenReady(modelId: string, call?: AbortFlag): Promise<void> | null;
-  /** Sequences the model's engine can take now beyond other gateways' (`Engine.freeSlots`); null when unknown. */
+  /**
+   * Sequences the model's engine can take now beyond other gateways' (`Engine.freeSlots`); null
+   * when unknown.
+   */
   freeSlots(modelId: string): number | null;
-  /** Tells the model's engine how many requests wait in this gateway for its room (`Engine.waitingInGateway`). */
+  /**
+   * Tells the model's engine how many requests wait in this gateway for its room
+   * (`Engine.waitingInGateway`).
+   */
   waitingInGateway(modelId: string, count: number): void;
   engines(): Engine[];
   status(): EngineStatus[];
@@ -44,11 +56,21 @@ export interface FleetOptions {
   env: Record<string, string | undefined>;
   config: Pick<Config, 'simulator' | 'engines' | 'deployment'> & Partial<Pick<Config, 'routing'>>;
   log: Logger;
-  /** The store the Docker engines' replica counts and scaling leases are shared through; without one, each process keeps its own. */
+  /**
+   * The store the Docker engines' replica counts and scaling leases are shared through; without
+   * one, each process keeps its own.
+   */
   db?: Database;
-  /** Replicas' vLLM load from elsewhere, for tests; each Docker engine otherwise scrapes its replicas itself (TOLLGATE_ROUTING_*), and without a reading the autoscaler counts this gateway's own requests (`docker/autoscale.ts`). */
+  /**
+   * Replicas' vLLM load from elsewhere, for tests; each Docker engine otherwise scrapes its
+   * replicas itself (TOLLGATE_ROUTING_*), and without a reading the autoscaler counts this
+   * gateway's own requests (`docker/autoscale.ts`).
+   */
   loadOf?: LoadOf;
-  /** How `dns` engines resolve their names (tests: a resolver of their own); the system's getaddrinfo otherwise. */
+  /**
+   * How `dns` engines resolve their names (tests: a resolver of their own); the system's
+   * getaddrinfo otherwise.
+   */
   lookup?: LookupAll;
 }
 
@@ -102,8 +124,8 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
     acquire(modelId, exclude, hint) {
       const target = byModel.get(modelId)?.acquire(exclude, hint);
       if (!target) {
-        // The model is in the catalog but nothing serves it right now (a replica is loading, or none is defined):
-        // retryable, and says nothing about hosts.
+        // The model is in the catalog but nothing serves it right now (a replica is loading, or
+        // none is defined): retryable, and says nothing about hosts.
         throw new GatewayError('upstream_error', 'No engine is ready to serve this model right now. Retry later.', {
           status: 503,
           headers: { 'Retry-After': '5' },

@@ -9,38 +9,50 @@ export type EngineKind = 'vllm' | 'llamacpp' | 'openai-compatible';
 export const ENGINE_KINDS = ['vllm', 'llamacpp', 'openai-compatible'] as const;
 
 /**
- * Request fields an engine may accept yet not act on: `response_format: {type: "json_object"}` (JSON mode),
- * vLLM's `guided_json` (a JSON schema as a body field) and a named `tool_choice` (call this function).
+ * Request fields an engine may accept yet not act on: `response_format: {type: "json_object"}`
+ * (JSON mode), vLLM's `guided_json` (a JSON schema as a body field) and a named `tool_choice` (call
+ * this function).
  */
 export const CONTROL_FIELDS = ['json_object', 'guided_json', 'named_tool_choice'] as const;
 export type ControlField = (typeof CONTROL_FIELDS)[number];
 
 export interface EngineTraits {
-  /** Its usage counts the completion tokens of every choice (vLLM), or of one only (llama.cpp: `n: 2` reports half). */
+  /**
+   * Its usage counts the completion tokens of every choice (vLLM), or of one only (llama.cpp: `n:
+   * 2` reports half).
+   */
   usageCountsEveryChoice: boolean;
-  /** Whether its stream reports running usage (vLLM's `continuous_usage_stats`), so a stream cut short is billed from its count. */
+  /**
+   * Whether its stream reports running usage (vLLM's `continuous_usage_stats`), so a stream cut
+   * short is billed from its count.
+   */
   runningUsage: boolean;
-  /** How it counts a chat prompt with its chat template applied, for a stream that ends before any usage; null: it cannot. */
+  /**
+   * How it counts a chat prompt with its chat template applied, for a stream that ends before any
+   * usage; null: it cannot.
+   */
   promptCount: 'vllm-tokenize' | 'llamacpp-tokenize' | null;
   /**
-   * Of `CONTROL_FIELDS`, those it is known to accept (answers 200) without acting on them: the gateway passes
-   * them on and docs/engines.md's table says so (test/gateway/engines/kinds.test.ts holds the two together).
-   * Not refused: the answer is still a normal answer, and a refusal would break clients that work today.
+   * Of `CONTROL_FIELDS`, those it is known to accept (answers 200) without acting on them: the
+   * gateway passes them on and docs/engines.md's table says so (test/gateway/engines/kinds.test.ts
+   * holds the two together). Not refused: the answer is still a normal answer, and a refusal would
+   * break clients that work today.
    */
   ignores: readonly ControlField[];
 }
 
 export const ENGINE_TRAITS: Record<EngineKind, EngineTraits> = {
   vllm: { usageCountsEveryChoice: true, runningUsage: true, promptCount: 'vllm-tokenize', ignores: [] },
-  // Issue 51's trial: json_object and guided_json were not enforced (answered 200, output unconstrained); a
-  // named tool_choice was answered as auto.
+  // Issue 51's trial: json_object and guided_json were not enforced (answered 200, output
+  // unconstrained); a named tool_choice was answered as auto.
   llamacpp: {
     usageCountsEveryChoice: false,
     runningUsage: false,
     promptCount: 'llamacpp-tokenize',
     ignores: ['json_object', 'guided_json', 'named_tool_choice'],
   },
-  // Nothing known: bill what it reports, estimate what it does not; what it honours was not measured.
+  // Nothing known: bill what it reports, estimate what it does not; what it honours was not
+  // measured.
   'openai-compatible': { usageCountsEveryChoice: true, runningUsage: false, promptCount: null, ignores: [] },
 };
 

@@ -8,7 +8,10 @@ export interface CountingTarget {
   engineKind?: EngineKind;
 }
 
-/** Counting is one or two small calls to a replica that just served the request; past this, the estimate stands. */
+/**
+ * Counting is one or two small calls to a replica that just served the request; past this, the
+ * estimate stands.
+ */
 const COUNT_TIMEOUT_MS = 2_000;
 
 /**

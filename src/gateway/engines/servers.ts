@@ -17,7 +17,10 @@ import type { Engine, EngineStatus, EngineTenancy, ReplicaState, UpstreamTarget 
 // before it takes traffic and after it fails, its /metrics scraped, the
 // router's scores and prefix affinity, and failover to another replica.
 
-/** Every address a name resolves to now (dns.lookup with `all`, as getaddrinfo answers: /etc/hosts, then DNS). Tests pass their own. */
+/**
+ * Every address a name resolves to now (dns.lookup with `all`, as getaddrinfo answers: /etc/hosts,
+ * then DNS). Tests pass their own.
+ */
 export type LookupAll = (name: string) => Promise<string[]>;
 
 export const systemLookup: LookupAll = async (name) =>
@@ -84,7 +87,8 @@ export async function startServersEngine(definition: StaticDefinition, options: 
   scraper?.start();
   const timers = [setInterval(() => void check(), options.pollMs)];
   if (definition.dns) {
-    // A name that does not resolve for a while keeps the replicas it had: a DNS outage is not a fleet outage.
+    // A name that does not resolve for a while keeps the replicas it had: a DNS outage is not a
+    // fleet outage.
     timers.push(
       setInterval(
         () =>
@@ -134,7 +138,10 @@ export async function startServersEngine(definition: StaticDefinition, options: 
   };
 }
 
-/** Scrapes the ready servers' metrics for the router and for flow control's room (`routing/room.ts`). */
+/**
+ * Scrapes the ready servers' metrics for the router and for flow control's room
+ * (`routing/room.ts`).
+ */
 function serversScraper(
   servers: Map<string, Server>,
   router: ReplicaRouter,
@@ -165,7 +172,10 @@ async function serverUrls(definition: StaticDefinition, lookup: LookupAll): Prom
     .map((address) => `${dns.scheme}://${address.includes(':') ? `[${address}]` : address}:${dns.port}`);
 }
 
-/** Adds the addresses that appeared (not in rotation until their /health answers) and drops the ones that went. */
+/**
+ * Adds the addresses that appeared (not in rotation until their /health answers) and drops the ones
+ * that went.
+ */
 function syncServers(
   servers: Map<string, Server>,
   definition: StaticDefinition,
@@ -188,7 +198,10 @@ function syncServers(
   }
 }
 
-/** A starting or unhealthy server enters rotation on a 200 from /health; a ready one leaves it after `unhealthyAfter` failures in a row. */
+/**
+ * A starting or unhealthy server enters rotation on a 200 from /health; a ready one leaves it after
+ * `unhealthyAfter` failures in a row.
+ */
 async function checkServer(server: Server, model: string, options: ServersOptions): Promise<void> {
   const healthy = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) }).then(
     async (response) => {

@@ -7,9 +7,15 @@ export interface SingleTargetOptions {
   baseUrl: string;
   servedModelName: string;
   headers?: Record<string, string>;
-  /** Which server answers; read at each request (a static engine finds out after it starts). Absent: vLLM. */
+  /**
+   * Which server answers; read at each request (a static engine finds out after it starts). Absent:
+   * vLLM.
+   */
   engineKind?: () => EngineKind | undefined;
-  /** How it treats the tenants that share it (the definition's `cache_sharing` and `scheduling_policy`). */
+  /**
+   * How it treats the tenants that share it (the definition's `cache_sharing` and
+   * `scheduling_policy`).
+   */
   tenancy?: EngineTenancy;
 }
 

@@ -19,7 +19,8 @@ export function createStaticEngine(
 ): Engine {
   const baseUrl = normalizeBaseUrl(definition.url);
   const headers = staticHeaders(definition, env);
-  // Not said: found out in the background (asked again at a request while the server never answered); until then it is taken for vLLM.
+  // Not said: found out in the background (asked again at a request while the server never
+  // answered); until then it is taken for vLLM.
   const kind = engineKindProbe(baseUrl.replace(/\/v1$/, ''), headers, definition.engine);
   kind.probe();
   return singleTargetEngine({
@@ -48,7 +49,10 @@ export function staticHeaders(
   return { authorization: `Bearer ${apiKey}` };
 }
 
-/** Accepts `http://host:8000`, `http://host:8000/` or `http://host:8000/v1` and returns the `/v1` form. */
+/**
+ * Accepts `http://host:8000`, `http://host:8000/` or `http://host:8000/v1` and returns the `/v1`
+ * form.
+ */
 function normalizeBaseUrl(url: string): string {
   const trimmed = url.replace(/\/+$/, '');
   return trimmed.endsWith('/v1') ? trimmed : `${trimmed}/v1`;

@@ -145,7 +145,8 @@ export class DatabaseFileStore implements FileStore {
       }),
     );
     if (!gone) return false;
-    // After the row: a file is gone for its owner even if its bytes outlive it (a blob store that failed).
+    // After the row: a file is gone for its owner even if its bytes outlive it (a blob store that
+    // failed).
     await this.blobs.delete(gone.blobId);
     return true;
   }

@@ -40,9 +40,15 @@ export interface FileListQuery {
 }
 
 export interface FileStore {
-  /** A 400 naming the setting when the organization is already at TOLLGATE_FILES_ORG_MAX or _ORG_MAX_BYTES. */
+  /**
+   * A 400 naming the setting when the organization is already at TOLLGATE_FILES_ORG_MAX or
+   * _ORG_MAX_BYTES.
+   */
   checkRoom(orgId: string): Promise<void>;
-  /** Keeps a stored blob as the owner's file; refused (a 400 naming the setting, the blob deleted) past the bounds. */
+  /**
+   * Keeps a stored blob as the owner's file; refused (a 400 naming the setting, the blob deleted)
+   * past the bounds.
+   */
   record(
     owner: FileOwner,
     file: { filename: string; purpose: FilePurpose; blob: StoredBlob; lines: number | null },

@@ -4,14 +4,20 @@ import type { MultipartReader } from '../../shared/http/multipart.js';
 import { BatchLineCheck, type LineProblem } from './batch-lines.js';
 import { FILE_PURPOSES, type FileObject, type FileOwner, type FilePurpose, type FileStore } from './store.js';
 
-/** What bounds an upload: `config.files` (TOLLGATE_FILES_*), and the longest request a batch line may be. */
+/**
+ * What bounds an upload: `config.files` (TOLLGATE_FILES_*), and the longest request a batch line
+ * may be.
+ */
 export interface UploadSettings {
   maxBytes: number;
   maxLines: number;
   maxLineBytes: number;
 }
 
-/** The parts a form may have: `file`, `purpose`, and a few the gateway reads past (`expires_after[…]`). */
+/**
+ * The parts a form may have: `file`, `purpose`, and a few the gateway reads past
+ * (`expires_after[…]`).
+ */
 const MAX_PARTS = 8;
 /** A form field other than the file: a short text. */
 const MAX_FIELD_BYTES = 1024;
@@ -81,7 +87,10 @@ export async function receiveUpload(
   }
 }
 
-/** The file's bytes, each line checked on the way; past `maxLines` requests (a batch file), stopped at once. */
+/**
+ * The file's bytes, each line checked on the way; past `maxLines` requests (a batch file), stopped
+ * at once.
+ */
 async function* checked(
   body: AsyncIterable<Buffer>,
   check: BatchLineCheck | null,
@@ -105,7 +114,10 @@ async function fieldOf(form: MultipartReader, name: string): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').trim();
 }
 
-/** The name the client gave, without a folder, control characters or excess; "file" when it gave none. */
+/**
+ * The name the client gave, without a folder, control characters or excess; "file" when it gave
+ * none.
+ */
 function filenameOf(given: string | null): string {
   const base = (given ?? '').split(/[\\/]/).pop()!;
   const name = [...base]

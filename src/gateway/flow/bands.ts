@@ -5,7 +5,10 @@ import { GatewayError } from '../../shared/http/errors.js';
 // waiting request of a higher band is always dispatched before a lower one;
 // within a band, organizations share fairly by the tokens they are served.
 
-/** Highest first: the order a saturated fleet serves them in, and vLLM's `priority` (lower is served first). */
+/**
+ * Highest first: the order a saturated fleet serves them in, and vLLM's `priority` (lower is served
+ * first).
+ */
 export { BANDS };
 export type Band = (typeof BANDS)[number];
 
@@ -25,8 +28,9 @@ export function isBand(value: unknown): value is Band {
 }
 
 /**
- * The band a request runs in: the one its `X-Tollgate-Band` header names, at or below its key's; the key's when it
- * names none. A band above the key's is a 403 (asking does not raise a key), an unknown one a 400.
+ * The band a request runs in: the one its `X-Tollgate-Band` header names, at or below its key's;
+ * the key's when it names none. A band above the key's is a 403 (asking does not raise a key), an
+ * unknown one a 400.
  */
 export function requestedBand(asked: string | undefined, keyBand: Band): Band {
   if (asked === undefined || asked === '') return keyBand;
@@ -48,9 +52,10 @@ export function requestedBand(asked: string | undefined, keyBand: Band): Band {
 }
 
 /**
- * The bands an organization's owners and admins may give a key: `default` and below. A higher band is served before
- * every other organization's `default`, so `interactive` is the operator's to grant (the operator API, a platform
- * admin); an owner may keep it on a key that has it, or lower it, but not give it. Throws 403 naming who may.
+ * The bands an organization's owners and admins may give a key: `default` and below. A higher band
+ * is served before every other organization's `default`, so `interactive` is the operator's to
+ * grant (the operator API, a platform admin); an owner may keep it on a key that has it, or lower
+ * it, but not give it. Throws 403 naming who may.
  */
 export function assertOwnerMayGive(band: Band, current: Band): void {
   if (bandsOwnersGive(current).includes(band)) return;
@@ -61,7 +66,10 @@ export function assertOwnerMayGive(band: Band, current: Band): void {
   );
 }
 
-/** The bands an owner or admin may choose for a key now in `current`, highest first (`assertOwnerMayGive`'s rule). */
+/**
+ * The bands an owner or admin may choose for a key now in `current`, highest first
+ * (`assertOwnerMayGive`'s rule).
+ */
 export function bandsOwnersGive(current: Band): Band[] {
   return BANDS.filter((band) => band === current || bandRank(band) >= bandRank(DEFAULT_BAND));
 }

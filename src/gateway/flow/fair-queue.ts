@@ -7,12 +7,21 @@ export interface Queued {
   band: number;
 }
 
-/** One organization in one band: its waiting requests (oldest first) and the tokens it was served, over its weight. */
+/**
+ * One organization in one band: its waiting requests (oldest first) and the tokens it was served,
+ * over its weight.
+ */
 interface Flow<T> {
   waiting: T[];
-  /** Index of the oldest request still waiting (the array is compacted now and then, not shifted each pop). */
+  /**
+   * Index of the oldest request still waiting (the array is compacted now and then, not shifted
+   * each pop).
+   */
   head: number;
-  /** Virtual tokens served: weighted tokens over the organization's share weight (the Virtual Token Counter). */
+  /**
+   * Virtual tokens served: weighted tokens over the organization's share weight (the Virtual Token
+   * Counter).
+   */
   served: number;
 }
 
@@ -36,7 +45,10 @@ interface Flow<T> {
  */
 export class FairQueue<T extends Queued> {
   private readonly bands: Array<Map<string, Flow<T>>> = BANDS.map(() => new Map<string, Flow<T>>());
-  /** Per band, the counter of the last organization served: where a flow that starts waiting is lifted to. */
+  /**
+   * Per band, the counter of the last organization served: where a flow that starts waiting is
+   * lifted to.
+   */
   private readonly floors: number[] = BANDS.map(() => 0);
   private count = 0;
   private readonly perOrg = new Map<string, number>();
@@ -88,7 +100,10 @@ export class FairQueue<T extends Queued> {
     return undefined;
   }
 
-  /** Takes a waiting request out (its client left, or it waited too long); false when it was not waiting. */
+  /**
+   * Takes a waiting request out (its client left, or it waited too long); false when it was not
+   * waiting.
+   */
   remove(item: T): boolean {
     const flow = this.bands[item.band]!.get(item.orgId);
     if (!flow) return false;
@@ -100,8 +115,9 @@ export class FairQueue<T extends Queued> {
   }
 
   /**
-   * Counts tokens served to an organization in a band: `virtualTokens` is the weighted tokens over its share
-   * weight. Called when a request is dispatched (its expected tokens) and when it ends (the difference).
+   * Counts tokens served to an organization in a band: `virtualTokens` is the weighted tokens over
+   * its share weight. Called when a request is dispatched (its expected tokens) and when it ends
+   * (the difference).
    */
   serve(orgId: string, band: number, virtualTokens: number): void {
     const flows = this.bands[band]!;
@@ -128,9 +144,9 @@ export class FairQueue<T extends Queued> {
   }
 
   /**
-   * Forgets organizations that wait for nothing and were served no more than their band's floor: were they to
-   * wait again, they would be lifted to the floor anyway, so nothing is lost. Keeps the maps bounded by the
-   * organizations active lately.
+   * Forgets organizations that wait for nothing and were served no more than their band's floor:
+   * were they to wait again, they would be lifted to the floor anyway, so nothing is lost. Keeps
+   * the maps bounded by the organizations active lately.
    */
   prune(): void {
     this.bands.forEach((flows, band) => {

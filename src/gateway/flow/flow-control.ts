@@ -16,7 +16,10 @@ interface ModelFlow {
   queue: FairQueue<Waiter>;
   /** Requests this gateway dispatched to the model that have not ended. */
   inFlight: number;
-  /** Completion tokens an organization's requests generated lately, per band: what the next is expected to. */
+  /**
+   * Completion tokens an organization's requests generated lately, per band: what the next is
+   * expected to.
+   */
   expected: Map<string, number>;
 }
 
@@ -52,9 +55,10 @@ export class FlowControl {
   ) {}
 
   /**
-   * A pass for the request: at once when its model has room and nobody waits before it, else once it is its turn.
-   * Throws an overloaded `GatewayError` when it cannot wait (a bound reached) or waited `maxWaitMs`; `left` (the
-   * client went away) takes it out of the queue and rejects with its reason.
+   * A pass for the request: at once when its model has room and nobody waits before it, else once
+   * it is its turn. Throws an overloaded `GatewayError` when it cannot wait (a bound reached) or
+   * waited `maxWaitMs`; `left` (the client went away) takes it out of the queue and rejects with
+   * its reason.
    */
   enter(request: FlowRequest, left?: { onLeave(leave: () => void): void }): FlowPass | Promise<FlowPass> {
     const flow = this.flowOf(request.modelId);
@@ -85,7 +89,10 @@ export class FlowControl {
     });
   }
 
-  /** Dispatches what fits on every model with waiting requests (the metrics may show room nobody ended). */
+  /**
+   * Dispatches what fits on every model with waiting requests (the metrics may show room nobody
+   * ended).
+   */
   pump(): void {
     for (const [modelId, flow] of this.models) this.pumpModel(modelId, flow);
   }
@@ -216,7 +223,10 @@ export class FlowControl {
     else this.waitingPerOrg.set(orgId, now);
   }
 
-  /** What an organization's next request in a band is expected to generate: the average of its last ones. */
+  /**
+   * What an organization's next request in a band is expected to generate: the average of its last
+   * ones.
+   */
   private expectedOf(flow: ModelFlow, request: FlowRequest): number {
     return flow.expected.get(`${request.orgId} ${request.band}`) ?? 0;
   }
@@ -224,7 +234,8 @@ export class FlowControl {
   private learn(flow: ModelFlow, request: FlowRequest, completionTokens: number): void {
     const key = `${request.orgId} ${request.band}`;
     const before = flow.expected.get(key);
-    // A moving average over about the last eight requests; bounded by the organizations active lately.
+    // A moving average over about the last eight requests; bounded by the organizations active
+    // lately.
     flow.expected.set(key, before === undefined ? completionTokens : before + (completionTokens - before) / 8);
     if (flow.expected.size > 10_000) flow.expected.delete(flow.expected.keys().next().value!);
   }

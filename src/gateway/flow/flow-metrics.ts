@@ -2,7 +2,10 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { FlowControl } from './flow-control.js';
 import type { FlowEvents } from './flow-types.js';
 
-/** Waits in the gateway's queue, in seconds: from a step of an engine to the longest a request may wait. */
+/**
+ * Waits in the gateway's queue, in seconds: from a step of an engine to the longest a request may
+ * wait.
+ */
 const WAIT_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 /**

@@ -1,11 +1,20 @@
 import type { Band } from './bands.js';
 
-/** What goes in and out of flow control (`flow-control.ts`): a request, its pass, room, what is reported. */
+/**
+ * What goes in and out of flow control (`flow-control.ts`): a request, its pass, room, what is
+ * reported.
+ */
 
-/** Where room comes from: the sequences a model's replicas can take now from this gateway; null when unknown. */
+/**
+ * Where room comes from: the sequences a model's replicas can take now from this gateway; null when
+ * unknown.
+ */
 export interface RoomSource {
   freeSlots(modelId: string): number | null;
-  /** Told how many requests wait for the model whenever that changes (an autoscaler counts them as waiting). */
+  /**
+   * Told how many requests wait for the model whenever that changes (an autoscaler counts them as
+   * waiting).
+   */
   waitingInGateway?(modelId: string, count: number): void;
 }
 

@@ -9,7 +9,10 @@ export type KeyExpiry = (typeof KEY_EXPIRIES)[number];
 /** The longest name a key may have. */
 export const KEY_NAME_MAX = 200;
 
-/** The highest value of each limit (every limit is at least 1; a token limit may also be null, unlimited). */
+/**
+ * The highest value of each limit (every limit is at least 1; a token limit may also be null,
+ * unlimited).
+ */
 export const KEY_LIMIT_MAX = {
   requests_per_minute: 1_000_000,
   max_concurrency: 1_000_000,

@@ -21,7 +21,10 @@ export interface KeyLimits {
 export interface KeySettings extends KeyLimits {
   storeRequestData: boolean;
   responseCache: boolean;
-  /** The highest priority band its requests may use, and theirs when they name none (`flow/bands.ts`). */
+  /**
+   * The highest priority band its requests may use, and theirs when they name none
+   * (`flow/bands.ts`).
+   */
   band: Band;
 }
 

@@ -75,10 +75,16 @@ export class KeyService {
   constructor(
     private readonly db: Database,
     private readonly prefix: string,
-    /** Finds a key by its secret's hash; the request path passes its in-process cache (`catalog/request-path-cache.ts`). */
+    /**
+     * Finds a key by its secret's hash; the request path passes its in-process cache
+     * (`catalog/request-path-cache.ts`).
+     */
     private readonly keyByHash: (hash: string) => Promise<CallerKeyRow | undefined> = (hash) =>
       callerKeyByHash(db, hash),
-    /** Called after every write, so the request path's cache drops what it holds (`catalog/request-path-cache.ts`). */
+    /**
+     * Called after every write, so the request path's cache drops what it holds
+     * (`catalog/request-path-cache.ts`).
+     */
     private readonly changed: () => void = () => {},
     /**
      * TOLLGATE_KEYS_PER_ACCOUNT: live keys a user holds; keys the operator
@@ -170,7 +176,10 @@ export class KeyService {
     return row;
   }
 
-  /** Edits limits and toggles; every replica sees them within the request-path cache's bound (`catalog/request-path-cache.ts`). */
+  /**
+   * Edits limits and toggles; every replica sees them within the request-path cache's bound
+   * (`catalog/request-path-cache.ts`).
+   */
   async update(id: string, changes: Partial<KeySettings> & { name?: string }): Promise<KeyRow> {
     const values = definedOnly(changes, [
       'name',
@@ -210,7 +219,10 @@ export class KeyService {
     return verifiedKey(await this.keyByHash(hash), hash);
   }
 
-  /** The hash to look a key up by; 401 for a header that cannot hold one of our keys (no store read needed). */
+  /**
+   * The hash to look a key up by; 401 for a header that cannot hold one of our keys (no store read
+   * needed).
+   */
   secretHashOf(authorization: string | undefined): string {
     const secret = bearerToken(authorization);
     if (!isWellFormedSecret(secret, this.prefix)) throw unauthorized('Invalid API key.');

@@ -26,8 +26,9 @@ export class CallAbort {
   }
 
   /**
-   * Calls `listener` with an `AbortError` (its cause, the reason) when the call is aborted, at once if it was. One
-   * listener at a time: a call has one engine request open, so a request sent after a failover replaces the last one's.
+   * Calls `listener` with an `AbortError` (its cause, the reason) when the call is aborted, at once
+   * if it was. One listener at a time: a call has one engine request open, so a request sent after
+   * a failover replaces the last one's.
    */
   onAbort(listener: (error: Error) => void): void {
     if (this.aborted) listener(abortedError(this.reason));
@@ -35,7 +36,10 @@ export class CallAbort {
   }
 }
 
-/** The error an aborted request fails with: as node's own for an aborted signal (name `AbortError`, code `ABORT_ERR`). */
+/**
+ * The error an aborted request fails with: as node's own for an aborted signal (name `AbortError`,
+ * code `ABORT_ERR`).
+ */
 function abortedError(reason: unknown): Error {
   return Object.assign(new Error('The operation was aborted', { cause: reason }), {
     name: 'AbortError',

@@ -9,12 +9,16 @@ const OPEN_BRACE = 0x7b;
 const USAGE_ASKED = { include_usage: true, continuous_usage_stats: true };
 
 /**
- * A body's JSON already written as bytes (the client's own where the gateway changes nothing, or a translation
- * written once), in one part or several, with the fields read of it here: `n` (`refuseUnbillableChoices`), and the model, messages and
- * tools a prompt count sends. Bytes, not a string: they go to the socket as they are, not encoded again.
+ * A body's JSON already written as bytes (the client's own where the gateway changes nothing, or a
+ * translation written once), in one part or several, with the fields read of it here: `n`
+ * (`refuseUnbillableChoices`), and the model, messages and tools a prompt count sends. Bytes, not a
+ * string: they go to the socket as they are, not encoded again.
  */
 export class WrittenJson {
-  /** The body's bytes in order, sent to the socket part after part (one `writev`): never joined into a copy. */
+  /**
+   * The body's bytes in order, sent to the socket part after part (one `writev`): never joined into
+   * a copy.
+   */
   readonly parts: readonly Buffer[];
   /** Its size in bytes. */
   readonly length: number;
@@ -29,28 +33,34 @@ export class WrittenJson {
     this.length = length;
   }
 
-  /** The whole body as one buffer: a copy when it is in parts, for a reader that needs it whole (never the socket). */
+  /**
+   * The whole body as one buffer: a copy when it is in parts, for a reader that needs it whole
+   * (never the socket).
+   */
   get bytes(): Buffer {
     return this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.length);
   }
 }
 
 /**
- * A chat or completions body for the engine, from the client's bytes: the same bytes when they already name the
- * replica's served model and (on a stream) ask for final and running usage, the usual case for a JSON request;
- * otherwise its members as written, but for `model` and, on a stream, `stream_options`, which are written anew in
- * front. Nothing is parsed or written again: the body costs a copy at most, however large the prompt (measured:
- * CONTRIBUTING, "Measured on the request path").
+ * A chat or completions body for the engine, from the client's bytes: the same bytes when they
+ * already name the replica's served model and (on a stream) ask for final and running usage, the
+ * usual case for a JSON request; otherwise its members as written, but for `model` and, on a
+ * stream, `stream_options`, which are written anew in front. Nothing is parsed or written again:
+ * the body costs a copy at most, however large the prompt (measured: CONTRIBUTING, "Measured on the
+ * request path").
  *
- * The engine reads these bytes as `JSON.parse` read them for the gateway: a key written twice is read last-wins by
- * every engine it sends to (vLLM and SGLang's Python `json`, llama.cpp's nlohmann::json, Ollama's Go), as by the
- * gateway's bounds, and the two members changed here are dropped however often and however escaped they are written.
+ * The engine reads these bytes as `JSON.parse` read them for the gateway: a key written twice is
+ * read last-wins by every engine it sends to (vLLM and SGLang's Python `json`, llama.cpp's
+ * nlohmann::json, Ollama's Go), as by the gateway's bounds, and the two members changed here are
+ * dropped however often and however escaped they are written.
  *
  * @example
  * clientBodyForEngine(raw, JSON.parse(raw.toString()), 'served-name').bytes; // {"model":"served-name",…the rest as sent}
  */
 export function clientBodyForEngine(client: Buffer, body: Json, servedModelName: string): WrittenJson {
-  // Bytes that are not UTF-8 were read with U+FFFD in their place: the engine is sent what the gateway read.
+  // Bytes that are not UTF-8 were read with U+FFFD in their place: the engine is sent what the
+  // gateway read.
   const raw = isUtf8(client) ? client : Buffer.from(JSON.stringify(body));
   const fields = { model: servedModelName, messages: body.messages, tools: body.tools, n: body.n };
   const streams = body.stream === true;
@@ -58,14 +68,16 @@ export function clientBodyForEngine(client: Buffer, body: Json, servedModelName:
   const usageAsked = asked.include_usage === true && asked.continuous_usage_stats === true;
   if (body.model === servedModelName && (!streams || usageAsked)) return new WrittenJson(raw, fields);
   if (body.model === servedModelName && !Object.hasOwn(body, 'stream_options')) {
-    // Only the usage asked for is added, in front: only whitespace comes before the object's opening brace.
+    // Only the usage asked for is added, in front: only whitespace comes before the object's
+    // opening brace.
     const rest = raw.subarray(raw.indexOf(OPEN_BRACE) + 1);
     const head = Buffer.from(`{"stream_options":${JSON.stringify(USAGE_ASKED)},`);
     // Two parts, not a copy of the whole prompt: the socket is handed both at once.
     return new WrittenJson([head, rest], fields);
   }
   let head = `{"model":${JSON.stringify(servedModelName)}`;
-  // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow (CONTRIBUTING).
+  // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow
+  // (CONTRIBUTING).
   if (streams) head += `,"stream_options":${JSON.stringify(Object.assign({}, asked, USAGE_ASKED))}`;
   const parts: Buffer[] = [Buffer.from(head)];
   const comma = Buffer.from(',');

@@ -5,9 +5,9 @@ import { topLevelMembers } from './json-members.js';
 type Json = Record<string, unknown>;
 
 /**
- * The request fields the gateway alone sets on what an engine is sent: a client's own are dropped, whatever it
- * wrote, so no client picks another organization's cache salt, turns llama.cpp's prompt cache back on, or jumps an
- * engine's priority queue.
+ * The request fields the gateway alone sets on what an engine is sent: a client's own are dropped,
+ * whatever it wrote, so no client picks another organization's cache salt, turns llama.cpp's prompt
+ * cache back on, or jumps an engine's priority queue.
  */
 export const ENGINE_OWNED_FIELDS = ['cache_salt', 'priority', 'cache_prompt'] as const;
 
@@ -17,18 +17,22 @@ const OPEN_BRACE = 0x7b;
 
 /** What one request is, for the fields its engine is sent. */
 export interface EngineFieldsCall {
-  /** Its organization's cache salt (`engines/cache-salts.ts`), asked for only when the engine takes one. */
+  /**
+   * Its organization's cache salt (`engines/cache-salts.ts`), asked for only when the engine takes
+   * one.
+   */
   salt: () => string;
   /** Its band's rank, 0 (interactive) to 3 (batch): vLLM's `priority`, lower served first. */
   priority: number;
 }
 
 /**
- * The JSON members (`"key":value,…`, no braces) a request's engine is sent beside its body, by what the engine is
- * (docs/engines.md, "Tenants in a shared engine"): a vLLM engine (and the simulator), its organization's
- * `cache_salt` unless the engine shares its cache, and the band as `priority` when it schedules by priority; a
- * llama.cpp server, which cannot salt, `cache_prompt: false` unless it shares its cache (no prompt reused across
- * requests); another server, nothing. '' when nothing is sent.
+ * The JSON members (`"key":value,…`, no braces) a request's engine is sent beside its body, by what
+ * the engine is (docs/engines.md, "Tenants in a shared engine"): a vLLM engine (and the simulator),
+ * its organization's `cache_salt` unless the engine shares its cache, and the band as `priority`
+ * when it schedules by priority; a llama.cpp server, which cannot salt, `cache_prompt: false`
+ * unless it shares its cache (no prompt reused across requests); another server, nothing. '' when
+ * nothing is sent.
  *
  * @example
  * engineMembersFor(target, { salt: () => salts.of(orgId), priority: 3 }); // '"cache_salt":"f3Q…","priority":3'
@@ -46,11 +50,12 @@ export function engineMembersFor(target: UpstreamTarget, call: EngineFieldsCall)
 }
 
 /**
- * The body an engine is sent, with `members` (`engineMembersFor`) set and the client's own engine-owned fields
- * (`ENGINE_OWNED_FIELDS`) dropped. For bytes (the client's own, or a translation written once), the members go in
- * front of the rest, in a part of their own: nothing is copied or parsed again unless the client's body held one
- * of those fields (`clientBody`, the body as parsed, says), which only then are its members read to drop them. A
- * JSON object (embeddings) is copied with the fields set.
+ * The body an engine is sent, with `members` (`engineMembersFor`) set and the client's own
+ * engine-owned fields (`ENGINE_OWNED_FIELDS`) dropped. For bytes (the client's own, or a
+ * translation written once), the members go in front of the rest, in a part of their own: nothing
+ * is copied or parsed again unless the client's body held one of those fields (`clientBody`, the
+ * body as parsed, says), which only then are its members read to drop them. A JSON object
+ * (embeddings) is copied with the fields set.
  *
  * @example
  * withEngineFields(clientBodyForEngine(raw, body, 'served'), '"cache_salt":"f3Q…"', body); // {"cache_salt":"f3Q…","model":"served",…}
@@ -69,15 +74,16 @@ export function withEngineFields(
   return typeof body === 'string' ? JSON.stringify(object) : object;
 }
 
-// The members in front: only whitespace comes before the object's opening brace, and every body sent has a member
-// (its model), so a comma follows.
+// The members in front: only whitespace comes before the object's opening brace, and every body
+// sent has a member (its model), so a comma follows.
 function writtenWith(body: WrittenJson, members: string): WrittenJson {
   const first = body.parts[0]!;
   const rest = first.subarray(first.indexOf(OPEN_BRACE) + 1);
   return new WrittenJson([Buffer.from(`{${members},`), rest, ...body.parts.slice(1)], body.fields);
 }
 
-// The body's members again, but for every engine-owned one however written (escaped, repeated), after `members`.
+// The body's members again, but for every engine-owned one however written (escaped, repeated),
+// after `members`.
 function writtenWithout(body: WrittenJson, members: string): WrittenJson {
   const bytes = body.bytes;
   const parts: Buffer[] = [Buffer.from(`{${members}`)];

@@ -1,4 +1,7 @@
-/** One member of a JSON object as written: its key, and where `"key": value` starts and ends in the bytes. */
+/**
+ * One member of a JSON object as written: its key, and where `"key": value` starts and ends in the
+ * bytes.
+ */
 export interface JsonMember {
   key: string;
   start: number;
@@ -14,11 +17,12 @@ const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 
 /**
- * The top-level members of a JSON object's bytes, in the order written (duplicates included), without parsing the
- * values: strings are skipped by their closing quote (`Buffer.indexOf`, native, for long ones), nested values by
- * their brackets. The bytes must be JSON already known valid (`JSON.parse` accepted them) and an object: what
- * this reads of anything else is undefined. UTF-8's multi-byte characters never hold a quote, bracket or
- * backslash byte, so offsets are byte offsets and no character is decoded but the keys.
+ * The top-level members of a JSON object's bytes, in the order written (duplicates included),
+ * without parsing the values: strings are skipped by their closing quote (`Buffer.indexOf`, native,
+ * for long ones), nested values by their brackets. The bytes must be JSON already known valid
+ * (`JSON.parse` accepted them) and an object: what this reads of anything else is undefined.
+ * UTF-8's multi-byte characters never hold a quote, bracket or backslash byte, so offsets are byte
+ * offsets and no character is decoded but the keys.
  *
  * @example
  * topLevelMembers(Buffer.from('{"model":"m","n":2}')); // [{ key: 'model', start: 1, end: 12 }, { key: 'n', start: 13, end: 18 }]
@@ -57,7 +61,8 @@ function skipSpace(buffer: Buffer, at: number): number {
 /** The offset just past the string that opens at `at`. */
 function stringEnd(buffer: Buffer, at: number): number {
   let next = at + 1;
-  // Short strings (keys, roles, schema words) in a loop here; long ones by indexOf, which is native.
+  // Short strings (keys, roles, schema words) in a loop here; long ones by indexOf, which is
+  // native.
   for (let left = 48; left > 0 && next < buffer.length; left--) {
     const byte = buffer[next]!;
     if (byte === QUOTE) return next + 1;

@@ -2,11 +2,17 @@ import { randomBytes } from 'node:crypto';
 
 /** One JSON number, exactly as the grammar has it (RFC 8259). */
 const NUMBER = String.raw`-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?`;
-/** JSON's whitespace: not `\s`, which also takes a vertical tab or a no-break space that JSON refuses. */
+/**
+ * JSON's whitespace: not `\s`, which also takes a vertical tab or a no-break space that JSON
+ * refuses.
+ */
 const SPACE = String.raw`[ \t\n\r]*`;
 /** The inside of an array of numbers only (possibly empty), whitespace allowed where JSON allows it. */
 const NUMBERS = new RegExp(String.raw`^${SPACE}(?:${NUMBER}(?:${SPACE},${SPACE}${NUMBER})*)?${SPACE}$`);
-/** Marks a lifted array in the text parsed and written; the random part keeps any engine's text from forging one. */
+/**
+ * Marks a lifted array in the text parsed and written; the random part keeps any engine's text from
+ * forging one.
+ */
 const NONCE = randomBytes(8).toString('hex');
 /** The markers in a written answer, each with its array's index. */
 const MARKERS = new RegExp(`"${marker(String.raw`(\d+)`)}"`, 'g');
@@ -20,16 +26,18 @@ export interface LiftedAnswer {
 }
 
 /**
- * Takes the arrays of numbers under `key` (an embedding's `"embedding": [...]`) out of an engine's JSON answer,
- * so that parsing and writing it back costs the envelope (ids, order, usage) and not 1,024 floats a vector: each
- * is checked against JSON's number grammar here and relayed byte for byte, never decoded into a string nor
- * encoded again (CONTRIBUTING, "Measured on the request path"). The key cannot match inside a JSON string (its quotes would be
- * escaped there); an array that is not numbers only is left in place, and an answer that already holds a marker
- * is left whole.
+ * Takes the arrays of numbers under `key` (an embedding's `"embedding": [...]`) out of an engine's
+ * JSON answer, so that parsing and writing it back costs the envelope (ids, order, usage) and not
+ * 1,024 floats a vector: each is checked against JSON's number grammar here and relayed byte for
+ * byte, never decoded into a string nor encoded again (CONTRIBUTING, "Measured on the request
+ * path"). The key cannot match inside a JSON string (its quotes would be escaped there); an array
+ * that is not numbers only is left in place, and an answer that already holds a marker is left
+ * whole.
  *
- * The search runs on a latin1 view of the bytes (one character a byte, so its offsets are the bytes'): UTF-8
- * writes every character beyond ASCII with bytes above 0x7f only, so an ASCII match there is the same match in
- * the UTF-8 text, and an array holding anything else fails the number check and stays in the envelope.
+ * The search runs on a latin1 view of the bytes (one character a byte, so its offsets are the
+ * bytes'): UTF-8 writes every character beyond ASCII with bytes above 0x7f only, so an ASCII match
+ * there is the same match in the UTF-8 text, and an array holding anything else fails the number
+ * check and stays in the envelope.
  *
  * @example
  * const lifted = liftNumberArrays(bytes, 'embedding');
@@ -48,7 +56,8 @@ export function liftNumberArrays(bytes: Buffer, key: string): LiftedAnswer {
     const end = view.indexOf(']', start);
     if (end < 0) break;
     if (!NUMBERS.test(view.slice(start, end))) continue;
-    // Both ends are ASCII (the key's opening quote, the array's closing bracket): no character is cut in two.
+    // Both ends are ASCII (the key's opening quote, the array's closing bracket): no character is
+    // cut in two.
     text += `${bytes.toString('utf8', from, start - 1)}"${marker(arrays.length)}"`;
     arrays.push(bytes.subarray(start - 1, end + 1));
     from = end + 1;
@@ -63,7 +72,10 @@ function whole(bytes: Buffer): LiftedAnswer {
   return { text: bytes.toString('utf8'), restore: (written) => Buffer.from(written, 'utf8') };
 }
 
-/** The written envelope's pieces between markers, each encoded, with the arrays' own bytes between them: one copy. */
+/**
+ * The written envelope's pieces between markers, each encoded, with the arrays' own bytes between
+ * them: one copy.
+ */
 function restored(written: string, arrays: Buffer[]): Buffer<ArrayBuffer> {
   const pieces: Buffer[] = [];
   let from = 0;

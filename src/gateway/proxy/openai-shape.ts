@@ -3,8 +3,8 @@ const NULLABLE_IN_OPENAI: ReadonlySet<string> = new Set(['content', 'refusal', '
 /**
  * Fields that say which engine answered, never shown to clients: `system_fingerprint` (vLLM's null,
  * llama.cpp's build string such as "b1-5b4ebc5"; the gateway sends none of its own) and llama.cpp's
- * `timings` (its prompt and generation speeds). Dropped wherever they appear: no OpenAI answer nests a
- * field of these names, and tool arguments and contents are strings.
+ * `timings` (its prompt and generation speeds). Dropped wherever they appear: no OpenAI answer
+ * nests a field of these names, and tool arguments and contents are strings.
  */
 const ENGINE_ONLY: ReadonlySet<string> = new Set(['system_fingerprint', 'timings']);
 

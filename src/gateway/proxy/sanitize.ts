@@ -12,8 +12,9 @@ const PATTERNS: RegExp[] = [
 
 /**
  * The id that llama.cpp's JSON library (nlohmann/json) puts before its messages, such as
- * `[json.exception.type_error.302] type must be string, but is array`: it reads as a host name to the
- * rule above and would leave `[[redacted].type_error.302]`. Dropped; the message after it says what is wrong.
+ * `[json.exception.type_error.302] type must be string, but is array`: it reads as a host name to
+ * the rule above and would leave `[[redacted].type_error.302]`. Dropped; the message after it says
+ * what is wrong.
  */
 const JSON_EXCEPTION_ID = /\[json\.exception\.[a-z_]+\.\d+\]\s*/g;
 
@@ -38,7 +39,8 @@ export function sanitizeUpstreamMessage(message: string, names: ModelNames): str
   text = text.replace(JSON_EXCEPTION_ID, '').replace(/\s+/g, ' ').trim();
   if (names.servedName && names.servedName !== names.clientName)
     text = text.split(names.servedName).join(names.clientName);
-  // Model names like Qwen/Qwen2.5-7B look like paths; protect the client's own name from the path rule.
+  // Model names like Qwen/Qwen2.5-7B look like paths; protect the client's own name from the path
+  // rule.
   const placeholder = '\u0000model\u0000';
   text = text.split(names.clientName).join(placeholder);
   for (const pattern of PATTERNS) text = text.replace(pattern, REDACTED);
@@ -47,7 +49,10 @@ export function sanitizeUpstreamMessage(message: string, names: ModelNames): str
   return text || 'The model server rejected the request.';
 }
 
-/** Pulls a message out of whatever error body an engine sent (vLLM's nested or legacy flat shape, or text). */
+/**
+ * Pulls a message out of whatever error body an engine sent (vLLM's nested or legacy flat shape, or
+ * text).
+ */
 export function upstreamErrorMessage(body: string): string {
   try {
     const parsed = JSON.parse(body) as { error?: unknown; message?: unknown; detail?: unknown };

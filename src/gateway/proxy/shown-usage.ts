@@ -3,12 +3,14 @@ import type { TokenUsage } from '../billing/token-usage.js';
 type Json = Record<string, unknown>;
 
 /**
- * The usage an OpenAI-style answer shows its client, when the engine's object says anything but what the call is
- * billed for (`billed`: the engine's counts held to the request's bounds, `billing/token-bounds.ts`'s `clampUsage`,
- * or the gateway's estimate when the engine reported none valid): then the billed counts in OpenAI's shape
- * (`prompt_tokens`, `total_tokens`, `completion_tokens`, and `prompt_tokens_details.cached_tokens` and
- * `completion_tokens_details.reasoning_tokens` where the engine gave details or the count is not 0). Null when the
- * engine's object is already exactly that, the usual case: the answer is relayed as the engine wrote it.
+ * The usage an OpenAI-style answer shows its client, when the engine's object says anything but
+ * what the call is billed for (`billed`: the engine's counts held to the request's bounds,
+ * `billing/token-bounds.ts`'s `clampUsage`, or the gateway's estimate when the engine reported none
+ * valid): then the billed counts in OpenAI's shape (`prompt_tokens`, `total_tokens`,
+ * `completion_tokens`, and `prompt_tokens_details.cached_tokens` and
+ * `completion_tokens_details.reasoning_tokens` where the engine gave details or the count is not
+ * 0). Null when the engine's object is already exactly that, the usual case: the answer is relayed
+ * as the engine wrote it.
  *
  * @example
  * shownUsage({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 }, { promptTokens: 5, completionTokens: 2 }); // null
@@ -39,7 +41,10 @@ const MEMBERS: ReadonlySet<string> = new Set([
   'completion_tokens_details',
 ]);
 
-/** Whether an engine's usage says the billed counts and nothing else (an absent or null detail is a 0). */
+/**
+ * Whether an engine's usage says the billed counts and nothing else (an absent or null detail is a
+ * 0).
+ */
 function saysBilled(fields: Json, billed: TokenUsage): boolean {
   for (const name in fields) if (!MEMBERS.has(name)) return false;
   const completion = fields.completion_tokens ?? 0;

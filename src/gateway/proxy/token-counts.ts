@@ -61,8 +61,9 @@ export function estimatePromptTokens(messages: unknown): number {
 }
 
 /**
- * A chat body's prompt as the engine's chat template renders it, estimated: its messages (system prompt included)
- * as `estimatePromptTokens` counts them, and its tools' definitions at about four characters a token.
+ * A chat body's prompt as the engine's chat template renders it, estimated: its messages (system
+ * prompt included) as `estimatePromptTokens` counts them, and its tools' definitions at about four
+ * characters a token.
  */
 export function estimateChatPromptTokens(body: Record<string, unknown>, json?: ChatJsonMemo): number {
   const text = !Array.isArray(body.tools) ? '' : json ? json.toolsJsonOf(body.tools) : JSON.stringify(body.tools);
@@ -81,7 +82,10 @@ export function estimateInputTokens(input: unknown): number {
   return Math.max(1, tokens);
 }
 
-/** A JSON chat answer's completion tokens, about four characters a token, for an engine that reported none. */
+/**
+ * A JSON chat answer's completion tokens, about four characters a token, for an engine that
+ * reported none.
+ */
 export function estimateCompletionTokens(choices: unknown): number {
   if (!Array.isArray(choices)) return 0;
   let characters = 0;

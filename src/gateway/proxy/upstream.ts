@@ -47,7 +47,10 @@ export interface EngineResponse {
   status: number;
   body: AsyncIterable<Uint8Array>;
   bytes(): Promise<Buffer>;
-  /** The chat prompt's tokens as the engine counts them (template included), for a stream cut before its usage; null when it cannot. */
+  /**
+   * The chat prompt's tokens as the engine counts them (template included), for a stream cut before
+   * its usage; null when it cannot.
+   */
   countPrompt?(): Promise<number | null>;
 }
 
@@ -91,7 +94,8 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
       status,
       body: response,
       bytes: () => readBytes(response, Number.POSITIVE_INFINITY),
-      // A body written as a string is parsed again only here, for a stream cut before any usage: rare.
+      // A body written as a string is parsed again only here, for a stream cut before any usage:
+      // rare.
       countPrompt: () => countChatPrompt(call.target, fieldsOf(call.body)),
     };
   const text = await readBytes(response, MAX_ERROR_BODY_BYTES).then(
@@ -107,7 +111,8 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
  * request is refused before it is sent, naming the limit (docs/engines.md).
  */
 function refuseUnbillableChoices(call: UpstreamCall): void {
-  // A body written as a string is a translation (Messages, Responses), which never asks for more than one choice.
+  // A body written as a string is a translation (Messages, Responses), which never asks for more
+  // than one choice.
   if (typeof call.body === 'string') return;
   const n = fieldsOf(call.body).n;
   if (typeof n !== 'number' || n <= 1) return;
@@ -143,9 +148,9 @@ function post(
   return new Promise((resolve, reject) => {
     const target = agents.parsed(url);
     const client = target.https ? https : http;
-    // The URL's parts named, not `{ ...target.options, method, … }`: V8 (Node 20) takes a slow path, about 2 µs, for
-    // a spread followed by properties its source lacks, and Object.assign from URL options was not much faster
-    // (CONTRIBUTING, "Measured on the request path").
+    // The URL's parts named, not `{ ...target.options, method, … }`: V8 (Node 20) takes a slow
+    // path, about 2 µs, for a spread followed by properties its source lacks, and Object.assign
+    // from URL options was not much faster (CONTRIBUTING, "Measured on the request path").
     const { protocol, hostname, port, path, auth } = target.options;
     const request = client.request(
       {
@@ -166,8 +171,9 @@ function post(
       resolve,
     );
     request.on('error', reject);
-    // Destroyed, the request fails (before its answer) or ends its answer's body with the error (after); once its
-    // answer has ended Node has marked it destroyed, so a late abort leaves its connection (another call's by then).
+    // Destroyed, the request fails (before its answer) or ends its answer's body with the error
+    // (after); once its answer has ended Node has marked it destroyed, so a late abort leaves its
+    // connection (another call's by then).
     abort.onAbort((error) => request.destroy(error));
     if (typeof body === 'string') request.end(body);
     else {
@@ -203,8 +209,8 @@ function upstreamFailure(status: number, body: string, call: UpstreamCall): Gate
     });
     return new GatewayError('invalid_request', message, { cause });
   }
-  // llama.cpp answers some refusals of the client's input with a 500 (an image to a text model) or a 501:
-  // the client's to fix, so a 400 with the engine's message, not a retry on another replica.
+  // llama.cpp answers some refusals of the client's input with a 500 (an image to a text model) or
+  // a 501: the client's to fix, so a 400 with the engine's message, not a retry on another replica.
   if ((status === 500 || status === 501) && refusesInput(body)) {
     const message = sanitizeUpstreamMessage(upstreamErrorMessage(body), {
       servedName: call.target.servedModelName,
@@ -227,8 +233,9 @@ function upstreamFailure(status: number, body: string, call: UpstreamCall): Gate
 }
 
 /**
- * llama.cpp's messages for input it cannot take: media a text model has no projector for ("image input is
- * not supported"), a feature it lacks, a field of the wrong JSON type (its JSON library's exceptions).
+ * llama.cpp's messages for input it cannot take: media a text model has no projector for ("image
+ * input is not supported"), a feature it lacks, a field of the wrong JSON type (its JSON library's
+ * exceptions).
  */
 const INPUT_REFUSAL = /\bis not supported\b|^\[json\.exception\./;
 

@@ -1,4 +1,7 @@
-/** A JSON string as JSON allows it (no raw control characters, only JSON's escapes), and a JSON integer of at most 16 digits. */
+/**
+ * A JSON string as JSON allows it (no raw control characters, only JSON's escapes), and a JSON
+ * integer of at most 16 digits.
+ */
 const STRING = String.raw`"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`;
 const INTEGER = String.raw`(?:0|[1-9]\d{0,15})`;
 

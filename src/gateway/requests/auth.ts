@@ -19,9 +19,9 @@ export function keyHeaderOf(c: Context<GatewayEnv>, acceptsApiKeyHeader = false)
 
 /**
  * Requires a live API key (`Authorization: Bearer <key>`; `x-api-key` too when
- * `acceptsApiKeyHeader`, see `keyHeaderOf`). Keys come from the request-path cache (`catalog/request-path-cache.ts`),
- * not the store: a write through this process drops it at once, and other
- * replicas see the catalog version move within `TOLLGATE_CATALOG_POLL_MS`, so a
+ * `acceptsApiKeyHeader`, see `keyHeaderOf`). Keys come from the request-path cache
+ * (`catalog/request-path-cache.ts`), not the store: a write through this process drops it at once,
+ * and other replicas see the catalog version move within `TOLLGATE_CATALOG_POLL_MS`, so a
  * revocation or a limit edit applies everywhere within that poll.
  */
 export function requireKey(keys: KeyService, acceptsApiKeyHeader = false): MiddlewareHandler<GatewayEnv> {

@@ -21,29 +21,44 @@ export type { AuthorizedRequest } from './authorized-request.js';
 
 /** A request that holds funds and limits and may go upstream; `settle` or `abandon` ends it. */
 export interface BilledCall extends AuthorizedRequest {
-  /** What the request took from its key's limits and its wallet; given back when it ends (`GateKeeper.release`). */
+  /**
+   * What the request took from its key's limits and its wallet; given back when it ends
+   * (`GateKeeper.release`).
+   */
   ticket: Ticket;
   /** The most tokens the request can use; its charge is clamped to them. */
   bounds: TokenBounds;
-  /** The hold on the wallet: the bounds at the model's prices, and so the most the request is charged. */
+  /**
+   * The hold on the wallet: the bounds at the model's prices, and so the most the request is
+   * charged.
+   */
   holdNanos: bigint;
-  /** Marks the call as ended for a draining gateway; `settle` and `abandon` call it once billing is done. */
+  /**
+   * Marks the call as ended for a draining gateway; `settle` and `abandon` call it once billing is
+   * done.
+   */
   finish(): void;
   /** The request's spans when tracing is on (`observability/tracing.ts`). */
   trace: RequestTrace | undefined;
-  /** Its place on the engines once flow control dispatched it (`flow/flow-control.ts`); given back when it is settled. */
+  /**
+   * Its place on the engines once flow control dispatched it (`flow/flow-control.ts`); given back
+   * when it is settled.
+   */
   flowPass: FlowPass | null;
-  /** `performance.now()` when the call left for an engine, when the engine's answer began, and when its last byte came (0: not yet). */
+  /**
+   * `performance.now()` when the call left for an engine, when the engine's answer began, and when
+   * its last byte came (0: not yet).
+   */
   upstreamAt: number;
   answeredAt: number;
   upstreamDoneAt: number;
 }
 
 /**
- * The checks every billed /v1 request shares, in the order of the request
- * path: key, body, model, task, parameters, price, project. Key, model, price
- * and project come from this process's request-path cache (`catalog/request-path-cache.ts`). Takes nothing: a
- * request refused here costs nothing and counts against no limit.
+ * The checks every billed /v1 request shares, in the order of the request path: key, body, model,
+ * task, parameters, price, project. Key, model, price and project come from this process's
+ * request-path cache (`catalog/request-path-cache.ts`). Takes nothing: a request refused here costs
+ * nothing and counts against no limit.
  */
 export async function authorize(
   c: Context<GatewayEnv>,
@@ -123,7 +138,8 @@ export async function reserve(
   protocol: ProtocolCall,
   rate?: RatePass,
 ): Promise<BilledCall> {
-  // From what the engine is sent, not the client's body alone: a Responses turn sends its stored conversation too.
+  // From what the engine is sent, not the client's body alone: a Responses turn sends its stored
+  // conversation too.
   const bounded = protocol.bounded;
   const { bounds, holdNanos } = holdFor(
     { bodyBytes: protocol.sentBytes, body: bounded, task: request.task, contextLength: request.model.contextLength },
@@ -143,7 +159,8 @@ export async function reserve(
     holdNanos,
     rate,
     projectId: request.projectId,
-    // Not yet counted in flight itself: none in flight means no other call could share its write to the gate.
+    // Not yet counted in flight itself: none in flight means no other call could share its write to
+    // the gate.
     alone: deps.inFlight.size === 0,
   });
   const ticket = await withinStoreTimeout(admitting).catch((error: unknown) => {
@@ -161,8 +178,9 @@ export async function reserve(
   });
   for (const [name, value] of Object.entries(ticket.headers)) c.header(name, value);
   const finish = deps.inFlight.begin();
-  // Every field named, not `{ ...request, ticket, … }`: V8 (Node 20) takes a slow path for a spread followed by
-  // properties its source lacks, about 15 µs a request here (CONTRIBUTING, "Measured on the request path").
+  // Every field named, not `{ ...request, ticket, … }`: V8 (Node 20) takes a slow path for a spread
+  // followed by properties its source lacks, about 15 µs a request here (CONTRIBUTING, "Measured on
+  // the request path").
   const { requestId, task, endpoint: name, caller, model, price, clientModel, projectId, band } = request;
   const { body, rawBody, bodyBytes, startedAt, cacheKey } = request;
   const trace = c.get('trace');
@@ -232,11 +250,15 @@ async function projectFor(c: Context<GatewayEnv>, deps: BilledDeps, caller: Auth
   return header;
 }
 
-/** A store that cannot be read (or does not answer within STORE_TIMEOUT_MS) means billing cannot be checked: 503, retry later. */
+/**
+ * A store that cannot be read (or does not answer within STORE_TIMEOUT_MS) means billing cannot be
+ * checked: 503, retry later.
+ */
 async function unavailableOnFailure<T>(deps: BilledDeps, step: () => Promise<T>): Promise<T> {
   const startedAt = Date.now();
   try {
-    // Success is not logged here: most steps are answered from memory; the store's own readers say when it is back.
+    // Success is not logged here: most steps are answered from memory; the store's own readers say
+    // when it is back.
     return await withinStoreTimeout(step());
   } catch (error) {
     if (error instanceof GatewayError) throw error;

@@ -4,13 +4,17 @@ import type { AuthorizedRequest, BilledCall } from './authorize.js';
 import type { BilledDeps, ProtocolCall } from './endpoint.js';
 
 /**
- * Where `serveBilled` hands a request that runs after its answer (the Responses API's `background: true`): admitted
- * as any call, its hold taken, then queued and answered at once (`responses/background.ts` implements it).
+ * Where `serveBilled` hands a request that runs after its answer (the Responses API's `background:
+ * true`): admitted as any call, its hold taken, then queued and answered at once
+ * (`responses/background.ts` implements it).
  */
 export interface BackgroundQueue {
   /** Whether this request runs in the background. */
   wants(request: AuthorizedRequest): boolean;
-  /** Queues the admitted call and answers its client; `streamed` says whether the client asked for a stream. */
+  /**
+   * Queues the admitted call and answers its client; `streamed` says whether the client asked for a
+   * stream.
+   */
   queue(
     c: Context<GatewayEnv>,
     deps: BilledDeps,

@@ -34,9 +34,11 @@ export async function settle(deps: BilledDeps, call: BilledCall, reported: Settl
     billed = { settlement, cost };
     released = (await settleCall(deps, call, settlement, cost)).released;
   } finally {
-    // The engine's slot is free: flow control dispatches the next waiting request, and counts what this one used.
+    // The engine's slot is free: flow control dispatches the next waiting request, and counts what
+    // this one used.
     call.flowPass?.done(billed?.settlement.usage ?? reported.usage);
-    // A draining gateway waits for the release too: the limits store hears of every call before it stops.
+    // A draining gateway waits for the release too: the limits store hears of every call before it
+    // stops.
     const finish = () => call.finish();
     if (released) void released.then(finish, finish);
     else finish();
@@ -49,7 +51,10 @@ export async function settle(deps: BilledDeps, call: BilledCall, reported: Settl
   }
 }
 
-/** The charge made durable and the release sent; `released`, the gate's reply to it (it never rejects). */
+/**
+ * The charge made durable and the release sent; `released`, the gate's reply to it (it never
+ * rejects).
+ */
 async function settleCall(
   deps: BilledDeps,
   call: BilledCall,
@@ -57,22 +62,26 @@ async function settleCall(
   cost: bigint | null,
 ): Promise<{ released: Promise<void> }> {
   const tokens = settlement.usage.promptTokens + settlement.usage.completionTokens;
-  // This call is still counted in flight: one means no other call's charge or release could share the write.
+  // This call is still counted in flight: one means no other call's charge or release could share
+  // the write.
   const alone = deps.inFlight.size === 1;
-  // The charge is durable before the gate hears of it: a replica that dies in between leaves a charge the
-  // journal holds but the gate was never told of, which the next start finds unreported and rebuilds from.
+  // The charge is durable before the gate hears of it: a replica that dies in between leaves a
+  // charge the journal holds but the gate was never told of, which the next start finds unreported
+  // and rebuilds from.
   if (cost !== null) {
     await deps.journal.append(usageRecord(deps, call, settlement, cost, false), { alone }).catch((error: unknown) => {
-      // The data folder cannot be written (disk full?): the charge is kept in memory until the applier writes it.
+      // The data folder cannot be written (disk full?): the charge is kept in memory until the
+      // applier writes it.
       deps.log.error('charge journal write failed: the charge is kept in memory only', {
         requestId: call.requestId,
         ...describeError(error),
       });
     });
   }
-  // Sent before the answer's last byte, and not waited for. Redis runs one connection's commands in order, so every
-  // later admission of this replica (the client's next request, say) comes after it; an admission on another replica
-  // that reaches Redis before it sees this call as still running, as if the two had overlapped by that moment.
+  // Sent before the answer's last byte, and not waited for. Redis runs one connection's commands in
+  // order, so every later admission of this replica (the client's next request, say) comes after
+  // it; an admission on another replica that reaches Redis before it sees this call as still
+  // running, as if the two had overlapped by that moment.
   const released = deps.gateKeeper.release(call.ticket, { actualTokens: tokens, cost, alone });
   if (deps.gateKeeper.gate.writesQueued) await queuedCommandsWritten();
   if (cachesAnswers(call) && settlement.answer && settlement.status === 200) {
@@ -86,9 +95,10 @@ async function settleCall(
 }
 
 /**
- * Resolves once the Redis commands issued so far are written to Redis's socket: ioredis's auto-pipelining writes
- * them in a `setImmediate` queued before this one (`src/shared/db/redis.ts`), which would otherwise run after the
- * answer's last byte is written. A release written at once (`defineScript`, `admission/redis-keys.ts`) needs no wait.
+ * Resolves once the Redis commands issued so far are written to Redis's socket: ioredis's
+ * auto-pipelining writes them in a `setImmediate` queued before this one
+ * (`src/shared/db/redis.ts`), which would otherwise run after the answer's last byte is written. A
+ * release written at once (`defineScript`, `admission/redis-keys.ts`) needs no wait.
  */
 function queuedCommandsWritten(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
@@ -135,21 +145,26 @@ function withinBounds(
 }
 
 /**
- * Whether the key's response cache answers this request. A Response (`/v1/responses`) never comes from the cache:
- * it is a turn of a conversation, with an id of its own that a stored response and its continuations name.
+ * Whether the key's response cache answers this request. A Response (`/v1/responses`) never comes
+ * from the cache: it is a turn of a conversation, with an id of its own that a stored response and
+ * its continuations name.
  */
 export function cachesAnswers(request: AuthorizedRequest): boolean {
   return request.caller.responseCache && request.endpoint !== 'responses';
 }
 
-/** Whether a call's answer outlives its response: cached (the key's response cache) or stored (its request data). */
+/**
+ * Whether a call's answer outlives its response: cached (the key's response cache) or stored (its
+ * request data).
+ */
 export function keepsAnswer(request: AuthorizedRequest): boolean {
   return request.caller.responseCache || request.caller.storeRequestData;
 }
 
 /**
- * A stream's checkpoints (`billing/stream-checkpoints.ts`): each is the charge this call would get were the process
- * to die now, held to its bounds like any charge, with status 500 (the gateway failed it) and no bodies.
+ * A stream's checkpoints (`billing/stream-checkpoints.ts`): each is the charge this call would get
+ * were the process to die now, held to its bounds like any charge, with status 500 (the gateway
+ * failed it) and no bodies.
  */
 export function streamCheckpoints(deps: BilledDeps, call: BilledCall, promptEstimate: () => number) {
   if (!deps.config.billingEnabled) return NO_CHECKPOINTS;
@@ -216,7 +231,8 @@ function usageRecord(
     latencyMs: Math.round(performance.now() - request.startedAt),
     ttftMs: settlement.firstTokenAt ? Math.round(settlement.firstTokenAt - request.startedAt) : null,
     cacheHit,
-    // Set here, not by the store: a charge written late (after an outage) keeps the time it was made.
+    // Set here, not by the store: a charge written late (after an outage) keeps the time it was
+    // made.
     createdAt: new Date(),
   };
   if (request.caller.storeRequestData && withBodies) {
@@ -247,7 +263,10 @@ export async function settleClientGone(deps: BilledDeps, call: BilledCall, promp
   return new Response(null, { status: 499 });
 }
 
-/** Ends a call that failed before it used anything: gives back its hold, its token estimate and its concurrency slot. */
+/**
+ * Ends a call that failed before it used anything: gives back its hold, its token estimate and its
+ * concurrency slot.
+ */
 export async function abandon(deps: BilledDeps, call: BilledCall): Promise<void> {
   call.flowPass?.done({ promptTokens: 0, completionTokens: 0 });
   try {

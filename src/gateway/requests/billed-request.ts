@@ -56,7 +56,10 @@ export async function serveBilled(
   return serveAuthorized(c, deps, request, endpoint);
 }
 
-/** An authorized request's call, from its admission to its settlement (`serveBilled`'s steps 1 to 4). */
+/**
+ * An authorized request's call, from its admission to its settlement (`serveBilled`'s steps 1 to
+ * 4).
+ */
 async function serveAuthorized(
   c: Context<GatewayEnv>,
   deps: BilledDeps,
@@ -73,7 +76,7 @@ async function serveAuthorized(
   // A relayed stream gives back its replica when it ends; everything else here.
   let target: UpstreamTarget | undefined;
   let relaying = false;
-  // Timing points for the overhead histogram and the spans (observability/observer.ts); the engine gets the trace's traceparent.
+  // Timing for the overhead histogram and spans (observability/observer.ts); traceparent to send.
   call.upstreamAt = performance.now();
   const traceHeaders = call.trace?.startUpstream(call.startedAt, call.upstreamAt, call.model.id);
   try {
@@ -139,9 +142,9 @@ async function serveAuthorized(
 }
 
 /**
- * A request that runs after its answer (`background: true`): admitted as any call, its hold taken, then queued and
- * answered at once (`responses/background.ts`). Streamed from the engine whatever its client asked: its events are
- * kept as they come.
+ * A request that runs after its answer (`background: true`): admitted as any call, its hold taken,
+ * then queued and answered at once (`responses/background.ts`). Streamed from the engine whatever
+ * its client asked: its events are kept as they come.
  */
 async function serveQueued(
   c: Context<GatewayEnv>,
@@ -158,9 +161,9 @@ async function serveQueued(
 }
 
 /**
- * A JSON answer's usage: the engine's, or the estimate when it reported none valid. The client is shown what it is
- * billed for (held to the request's bounds, as `chargeFor` holds it), on every protocol: the answer's usage member is
- * rewritten only where the engine's says anything else.
+ * A JSON answer's usage: the engine's, or the estimate when it reported none valid. The client is
+ * shown what it is billed for (held to the request's bounds, as `chargeFor` holds it), on every
+ * protocol: the answer's usage member is rewritten only where the engine's says anything else.
  */
 function usageShownAsBilled(
   answer: Record<string, unknown>,
@@ -175,10 +178,11 @@ function usageShownAsBilled(
 }
 
 /**
- * A cached answer, or the call begun and admitted. A protocol whose `begin` does work that grows with the request
- * (a stored conversation read, a translation) has the key's requests per minute and concurrency taken first, so a
- * refused key costs nothing of that work; the other protocols take every limit in one step (one Redis round trip).
- * Whatever fails after the first step gives it back.
+ * A cached answer, or the call begun and admitted. A protocol whose `begin` does work that grows
+ * with the request (a stored conversation read, a translation) has the key's requests per minute
+ * and concurrency taken first, so a refused key costs nothing of that work; the other protocols
+ * take every limit in one step (one Redis round trip). Whatever fails after the first step gives it
+ * back.
  */
 async function admitCall(
   c: Context<GatewayEnv>,
@@ -207,10 +211,10 @@ async function admitCall(
 }
 
 /**
- * Flow control (`flow/flow-control.ts`): at once when the model's engines have room, else the call waits in the
- * gateway's fair queue for its turn. A call refused there (a queue bound, the longest wait) or whose client leaves
- * while it waits gives everything back and is billed nothing: the error, or a 499 that goes to nobody. Its headers
- * leave only once it is dispatched.
+ * Flow control (`flow/flow-control.ts`): at once when the model's engines have room, else the call
+ * waits in the gateway's fair queue for its turn. A call refused there (a queue bound, the longest
+ * wait) or whose client leaves while it waits gives everything back and is billed nothing: the
+ * error, or a 499 that goes to nobody. Its headers leave only once it is dispatched.
  */
 async function waitForRoom(
   c: Context<GatewayEnv>,
@@ -272,9 +276,10 @@ function engineCallAbort(c: Context<GatewayEnv>, timeoutMs: number, watchClient:
 }
 
 /**
- * How the fleet is asked for a replica (the routing hint, with the organization whose prompts the prefix index keeps
- * apart) and what each replica tried is sent: the protocol's body with the engine's own fields, the organization's
- * cache salt and the band as priority where the engine takes them (`proxy/engine-fields.ts`).
+ * How the fleet is asked for a replica (the routing hint, with the organization whose prompts the
+ * prefix index keeps apart) and what each replica tried is sent: the protocol's body with the
+ * engine's own fields, the organization's cache salt and the band as priority where the engine
+ * takes them (`proxy/engine-fields.ts`).
  */
 export function fleetCall(deps: BilledDeps, call: BilledCall, protocol: ProtocolCall, session: string | undefined) {
   const hint = { body: call.body, session, organization: call.caller.orgId };

@@ -24,7 +24,8 @@ export async function cachedAnswer(
   request: AuthorizedRequest,
 ): Promise<Response | null> {
   if (!cachesAnswers(request)) return null;
-  // Computed once: the answer is kept under the same key (`settle`), and the body is the size of the prompt.
+  // Computed once: the answer is kept under the same key (`settle`), and the body is the size of
+  // the prompt.
   request.cacheKey = cacheKey(request.caller.orgId, request.endpoint, request.body);
   const hit = await deps.cache.get(request.cacheKey).catch((error: unknown) => {
     deps.log.warn('response cache read failed: treated as a miss', {

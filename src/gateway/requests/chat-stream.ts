@@ -13,14 +13,18 @@ export interface ChatStreamOptions {
   includeUsage: boolean;
   /** The client asked for usage on every chunk (`stream_options.continuous_usage_stats: true`). */
   continuousUsage: boolean;
-  /** The call's token bounds: usage is shown held to them, as it is billed (absent: shown as the engine counted). */
+  /**
+   * The call's token bounds: usage is shown held to them, as it is billed (absent: shown as the
+   * engine counted).
+   */
   bounds?: TokenBounds;
 }
 
 /**
- * The stream of an OpenAI-style protocol (chat, and completions' chunks): the engine's chunks, each for the client.
- * The gateway always asks the engine for usage (final and running) so it can bill any stream, even one cut short;
- * the client sees usage only where it asked for it. Cacheable: a replay is the same `data:` lines.
+ * The stream of an OpenAI-style protocol (chat, and completions' chunks): the engine's chunks, each
+ * for the client. The gateway always asks the engine for usage (final and running) so it can bill
+ * any stream, even one cut short; the client sees usage only where it asked for it. Cacheable: a
+ * replay is the same `data:` lines.
  */
 export function chatStreamWriter(options: ChatStreamOptions): StreamWriter {
   const state = newStreamState();

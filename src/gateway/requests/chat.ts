@@ -39,9 +39,10 @@ export interface OpenAiKind {
 }
 
 /**
- * A call of an OpenAI-style protocol: the client's body goes to the engine as it came (its own bytes, but for the
- * model's name and the usage options where they change: `clientBodyForEngine`), and a stream's chunks are relayed one by one, showing the
- * client usage only where it asked for it.
+ * A call of an OpenAI-style protocol: the client's body goes to the engine as it came (its own
+ * bytes, but for the model's name and the usage options where they change: `clientBodyForEngine`),
+ * and a stream's chunks are relayed one by one, showing the client usage only where it asked for
+ * it.
  */
 export function openAiCall(request: AuthorizedRequest, kind: OpenAiKind): ProtocolCall {
   const body = request.body;

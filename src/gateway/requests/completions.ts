@@ -42,7 +42,10 @@ function completionsBounds(body: Record<string, unknown>): Record<string, unknow
   };
 }
 
-/** A completions answer's generated text, about four characters a token, for an engine that reported no usage. */
+/**
+ * A completions answer's generated text, about four characters a token, for an engine that reported
+ * no usage.
+ */
 function textTokens(choices: unknown): number {
   if (!Array.isArray(choices)) return 0;
   return estimateCompletionTokens(

@@ -11,7 +11,8 @@ export const EMBEDDINGS: BilledEndpoint = {
   task: 'embedding',
   path: '/embeddings',
   validate: (body) => validateEmbeddingsRequest(body),
-  // 1,024 floats a vector: found, checked and relayed as text, never parsed into numbers and written back.
+  // 1,024 floats a vector: found, checked and relayed as text, never parsed into numbers and
+  // written back.
   liftArrays: 'embedding',
   shapeAnswer(answer) {
     // Clients index results by position: keep them in input order whatever order the engine used.

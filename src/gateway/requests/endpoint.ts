@@ -58,7 +58,10 @@ export interface BilledDeps {
   translations: TranslationJsonCache;
 }
 
-/** How a relayed stream controls its call: stop the engine's work, and give back the replica when it ends. */
+/**
+ * How a relayed stream controls its call: stop the engine's work, and give back the replica when it
+ * ends.
+ */
 export interface StreamControls {
   abort: () => void;
   release: () => void;
@@ -80,51 +83,77 @@ export interface BilledEndpoint {
   acceptsApiKeyHeader?: boolean;
   /** The engine's path below its `/v1`. */
   path: string;
-  /** Refuses a body the gateway cannot bill or relay (400 with details); every other field is the engine's to judge. */
+  /**
+   * Refuses a body the gateway cannot bill or relay (400 with details); every other field is the
+   * engine's to judge.
+   */
   validate(body: Json, config: Config): void;
-  /** Arrays of numbers under this key are relayed as the engine wrote them, never parsed (embeddings' vectors). */
+  /**
+   * Arrays of numbers under this key are relayed as the engine wrote them, never parsed
+   * (embeddings' vectors).
+   */
   liftArrays?: string;
-  /** Adjusts the engine's JSON answer for the client, in place (the model name is already the client's). */
+  /**
+   * Adjusts the engine's JSON answer for the client, in place (the model name is already the
+   * client's).
+   */
   shapeAnswer?(answer: Json): void;
   /**
-   * Starts one request's call, once it is authorized: reads what it needs (the Responses API: the stored
-   * conversation `previous_response_id` continues; may refuse) and makes the body the engine is sent.
+   * Starts one request's call, once it is authorized: reads what it needs (the Responses API: the
+   * stored conversation `previous_response_id` continues; may refuse) and makes the body the engine
+   * is sent.
    */
   begin(request: AuthorizedRequest, deps: BilledDeps): ProtocolCall | Promise<ProtocolCall>;
   /**
-   * True for a request whose `begin` reads the store (a stored conversation `previous_response_id` continues): the
-   * key's requests per minute and concurrency are then admitted before it (`serveBilled`), so a refused key costs no
-   * store read. Otherwise they are taken in the one admission step with the rest: a translation alone costs less
-   * than the parse every protocol does before any limit, and less than the Redis round trip a step of its own costs
-   * every admitted request.
+   * True for a request whose `begin` reads the store (a stored conversation `previous_response_id`
+   * continues): the key's requests per minute and concurrency are then admitted before it
+   * (`serveBilled`), so a refused key costs no store read. Otherwise they are taken in the one
+   * admission step with the rest: a translation alone costs less than the parse every protocol does
+   * before any limit, and less than the Redis round trip a step of its own costs every admitted
+   * request.
    */
   admitsRateFirst?(request: AuthorizedRequest): boolean;
 }
 
 /**
- * One request of one protocol, made by `BilledEndpoint.begin`: what the engine is sent (the translation, for
- * Messages and Responses, with the stored history), what the token bounds, the hold and the token limits'
- * estimate read of it, and how its answer reaches the client.
+ * One request of one protocol, made by `BilledEndpoint.begin`: what the engine is sent (the
+ * translation, for Messages and Responses, with the stored history), what the token bounds, the
+ * hold and the token limits' estimate read of it, and how its answer reaches the client.
  */
 export interface ProtocolCall {
-  /** The Responses API's response id, made once per call (a background response is answered with it first). */
+  /**
+   * The Responses API's response id, made once per call (a background response is answered with it
+   * first).
+   */
   responseId?: string;
   /**
-   * The fields the token bounds and the token limits' estimate read, in chat's names (`messages`, `tools`,
-   * `max_tokens`, `max_completion_tokens`, `n`, `best_of`), as the engine is sent them.
+   * The fields the token bounds and the token limits' estimate read, in chat's names (`messages`,
+   * `tools`, `max_tokens`, `max_completion_tokens`, `n`, `best_of`), as the engine is sent them.
    */
   bounded: Json;
-  /** The size in bytes of the body the engine is sent: the prompt's bound (a text token is at least a byte). */
+  /**
+   * The size in bytes of the body the engine is sent: the prompt's bound (a text token is at least
+   * a byte).
+   */
   sentBytes: number;
-  /** The body sent to one replica (or its JSON written): what every replica is sent, naming its served model. */
+  /**
+   * The body sent to one replica (or its JSON written): what every replica is sent, naming its
+   * served model.
+   */
   bodyFor(target: UpstreamTarget): Json | string | WrittenJson;
-  /** Usage when the engine reported none valid: from the request, and from the answer if there is one. */
+  /**
+   * Usage when the engine reported none valid: from the request, and from the answer if there is
+   * one.
+   */
   estimate(answer: Json | null): TokenUsage;
-  /** The answer's JSON for the client, when the protocol's answer is not the engine's (Messages, Responses). */
+  /**
+   * The answer's JSON for the client, when the protocol's answer is not the engine's (Messages,
+   * Responses).
+   */
   answerOf?(answer: Json): Json | Promise<Json>;
   /**
-   * How the answer's stream is written for the client, its usage shown held to the call's `bounds` as it is billed;
-   * null when the request is answered as JSON.
+   * How the answer's stream is written for the client, its usage shown held to the call's `bounds`
+   * as it is billed; null when the request is answered as JSON.
    */
   stream: ((bounds: TokenBounds) => StreamWriter) | null;
 }

@@ -5,11 +5,11 @@ import { GatewayError } from '../../shared/http/errors.js';
 import type { GateKeeper } from '../admission/gate-keeper.js';
 
 /**
- * The routes that are not billed but read a body or the store (`POST /v1/messages/count_tokens`, the stored-response
- * routes: `GET`, `DELETE`, `input_items`) count against the key's limits as every request does: admitted through the
- * gate like a billed request (requests per minute, concurrency; no tokens, no hold, so no budget either: they cost
- * nothing) before the body or the store is read, released when the answer is made. A 429 costs the database and the
- * parser nothing.
+ * The routes that are not billed but read a body or the store (`POST /v1/messages/count_tokens`,
+ * the stored-response routes: `GET`, `DELETE`, `input_items`) count against the key's limits as
+ * every request does: admitted through the gate like a billed request (requests per minute,
+ * concurrency; no tokens, no hold, so no budget either: they cost nothing) before the body or the
+ * store is read, released when the answer is made. A 429 costs the database and the parser nothing.
  *
  * @example
  * routes.get('/:id', requireKey(keys), admittedByKeyLimits(gateKeeper), handler);

@@ -5,12 +5,14 @@ import { WrittenJson } from '../proxy/client-body.js';
 type Json = Record<string, unknown>;
 
 /**
- * Keeps the ceiling the client asked for (Messages' `max_tokens`, Responses' `max_output_tokens`, as the translated
- * chat body's `max_tokens`) within the room the prompt leaves in the context, in place. Agents ask a ceiling
- * whatever the model (Claude Code asks 32,000), and vLLM refuses one the context cannot hold beside the prompt; so a
- * ceiling past the room the prompt's estimate leaves is lowered to that room, never removed: without one, the engine
- * generates to the context's end, past what the client asked and was held for. When the estimate leaves no room, 1
- * is sent: the engine, which counts the prompt exactly, answers or refuses (a 400 naming its context length).
+ * Keeps the ceiling the client asked for (Messages' `max_tokens`, Responses' `max_output_tokens`,
+ * as the translated chat body's `max_tokens`) within the room the prompt leaves in the context, in
+ * place. Agents ask a ceiling whatever the model (Claude Code asks 32,000), and vLLM refuses one
+ * the context cannot hold beside the prompt; so a ceiling past the room the prompt's estimate
+ * leaves is lowered to that room, never removed: without one, the engine generates to the context's
+ * end, past what the client asked and was held for. When the estimate leaves no room, 1 is sent:
+ * the engine, which counts the prompt exactly, answers or refuses (a 400 naming its context
+ * length).
  *
  * @example
  * const chat = { messages: [{ role: 'user', content: 'x'.repeat(4000) }], max_tokens: 32000 };
@@ -23,9 +25,15 @@ export function keepCeilingWithinContext(chat: Json, contextLength: number, json
   if (asked > room) chat.max_tokens = Math.max(1, room);
 }
 
-/** A translated body as the engine is sent it, its JSON written once: its size, and its bytes for one replica. */
+/**
+ * A translated body as the engine is sent it, its JSON written once: its size, and its bytes for
+ * one replica.
+ */
 export interface SentBody {
-  /** Its size in bytes: the prompt's bound (`billing/token-bounds.ts`: a text token is at least a byte). */
+  /**
+   * Its size in bytes: the prompt's bound (`billing/token-bounds.ts`: a text token is at least a
+   * byte).
+   */
   bytes: number;
   /** Its JSON naming the replica's served model, and on streams asking for final and running usage. */
   forModel(servedModelName: string): string;

@@ -7,44 +7,66 @@ import { readUsualChunk, type UsualChunk } from '../proxy/usual-chunk.js';
 type Json = Record<string, unknown>;
 
 /**
- * How one protocol writes the engine's chat chunks for its client (chat's `chat-stream.ts`, `messages/stream.ts`,
- * `responses/stream.ts`). It only writes: `readEngineChunks` reads each chunk, and keeps in `state` the engine's
- * usage, the chunks that carried tokens (the one rule, `carriesTokens`) and the first token's time, so every
- * protocol's stream is billed alike.
+ * How one protocol writes the engine's chat chunks for its client (chat's `chat-stream.ts`,
+ * `messages/stream.ts`, `responses/stream.ts`). It only writes: `readEngineChunks` reads each
+ * chunk, and keeps in `state` the engine's usage, the chunks that carried tokens (the one rule,
+ * `carriesTokens`) and the first token's time, so every protocol's stream is billed alike.
  */
 export interface ChunkWriter {
-  /** What the stream learnt of the engine's: `readEngineChunks` writes it, the writer reads it, billing reads it last. */
+  /**
+   * What the stream learnt of the engine's: `readEngineChunks` writes it, the writer reads it,
+   * billing reads it last.
+   */
   readonly state: StreamState;
   /**
-   * vLLM's usual chunk (`readUsualChunk`), written from its pieces without a parse; its usage is in `state`
-   * already. Undefined declines it: the chunk is then parsed and given to `parsed`.
+   * vLLM's usual chunk (`readUsualChunk`), written from its pieces without a parse; its usage is in
+   * `state` already. Undefined declines it: the chunk is then parsed and given to `parsed`.
    */
   usual: (chunk: UsualChunk) => string | null | undefined;
   /**
-   * Any other chunk, parsed: its `choices` (always an array) and its usage, valid or null (in `state` already, with
-   * the chunk's tokens counted). Null drops it.
+   * Any other chunk, parsed: its `choices` (always an array) and its usage, valid or null (in
+   * `state` already, with the chunk's tokens counted). Null drops it.
    */
   parsed: (chunk: Json, choices: Json[], usage: TokenUsage | null) => string | null;
-  /** The engine's error event inside the stream (`state.failed` is set): what the client is sent now, or null. */
+  /**
+   * The engine's error event inside the stream (`state.failed` is set): what the client is sent
+   * now, or null.
+   */
   engineError: () => string | null;
 }
 
-/** One protocol's stream as `relayBilledStream` (`billed-stream.ts`) relays it: its chunks, and its end. */
+/**
+ * One protocol's stream as `relayBilledStream` (`billed-stream.ts`) relays it: its chunks, and its
+ * end.
+ */
 export interface StreamWriter extends ChunkWriter {
-  /** For a protocol whose events are not the engine's `data:` lines: its last events, and its error event. */
+  /**
+   * For a protocol whose events are not the engine's `data:` lines: its last events, and its error
+   * event.
+   */
   events?: { finish(): string; failure(): string };
-  /** Runs when the stream ends, before it is settled; returns events to keep beside the relayed ones (Responses). */
+  /**
+   * Runs when the stream ends, before it is settled; returns events to keep beside the relayed ones
+   * (Responses).
+   */
   ended?(outcome: RelayOutcome): Promise<string | null>;
-  /** The answer so far, its open item closed (Responses: a background response cancelled or cut off). */
+  /**
+   * The answer so far, its open item closed (Responses: a background response cancelled or cut
+   * off).
+   */
   snapshot?(): Json;
-  /** Whether its events may be cached: a replay is `data:` lines, which only the OpenAI-style streams' clients read. */
+  /**
+   * Whether its events may be cached: a replay is `data:` lines, which only the OpenAI-style
+   * streams' clients read.
+   */
   cacheable: boolean;
 }
 
 /**
- * The billed-chunk rule, one for every protocol: a choice carries tokens when its delta has text, reasoning or a
- * tool call (a completions choice: text). A stream cut before the engine's count is billed from these chunks
- * (`streamedUsage`), so they are the engine's, whatever the protocol writes of them.
+ * The billed-chunk rule, one for every protocol: a choice carries tokens when its delta has text,
+ * reasoning or a tool call (a completions choice: text). A stream cut before the engine's count is
+ * billed from these chunks (`streamedUsage`), so they are the engine's, whatever the protocol
+ * writes of them.
  */
 export function carriesTokens(choice: Json): boolean {
   const delta = choice.delta as Json | undefined;
@@ -53,8 +75,9 @@ export function carriesTokens(choice: Json): boolean {
 }
 
 /**
- * One engine chunk's `data` as the client's, for any protocol: the usual chunk's fast path, else the parse, the
- * engine's error, the usage and the billed-chunk count with the first token's time, then the writer's own events.
+ * One engine chunk's `data` as the client's, for any protocol: the usual chunk's fast path, else
+ * the parse, the engine's error, the usage and the billed-chunk count with the first token's time,
+ * then the writer's own events.
  *
  * @example
  * const rewrite = readEngineChunks(createChatWriter(options));
@@ -69,7 +92,8 @@ export function readEngineChunks(writer: ChunkWriter): (data: string) => string 
   return (data) => {
     const usual = readUsualChunk(data);
     if (usual) {
-      // Kept before the writer reads it (chat shows it); a declined chunk's parse keeps the same count.
+      // Kept before the writer reads it (chat shows it); a declined chunk's parse keeps the same
+      // count.
       const { usage } = usual;
       if (usage) state.usage = { promptTokens: Number(usage.prompt), completionTokens: Number(usage.completion) };
       const out = writer.usual(usual);

@@ -5,14 +5,23 @@ type Json = Record<string, unknown>;
 
 /** Organizations whose translations are kept, the one least recently seen forgotten first. */
 const ORGANIZATIONS_KEPT = 64;
-/** Conversations kept for each organization (its agents' sessions), the one least recently seen forgotten first. */
+/**
+ * Conversations kept for each organization (its agents' sessions), the one least recently seen
+ * forgotten first.
+ */
 const CONVERSATIONS_KEPT_EACH = 8;
 /** A translation whose tools and messages are written in more bytes than this is not kept. */
 const MAX_KEPT_BYTES_EACH = 1024 * 1024;
-/** The bytes kept for all organizations together: the organization least recently seen is forgotten first past it. */
+/**
+ * The bytes kept for all organizations together: the organization least recently seen is forgotten
+ * first past it.
+ */
 const MAX_KEPT_BYTES = 16 * 1024 * 1024;
 
-/** A translation kept: its tools and messages as the engine was sent them, with their JSON as text and bytes. */
+/**
+ * A translation kept: its tools and messages as the engine was sent them, with their JSON as text
+ * and bytes.
+ */
 export interface KeptTranslation {
   tools: unknown[] | null;
   toolsJson: string;
@@ -23,19 +32,20 @@ export interface KeptTranslation {
 }
 
 /**
- * An agent sends its whole conversation and the same tools every turn (Claude Code: 17 tools, 61 KB, and every
- * earlier turn; Codex, with `store: false`, its whole history). A Messages or Responses translation writes the chat
- * body the engine is sent as JSON again each time (`sentBody`), though all but its last turn or two are what the
- * turn before sent. This keeps, per organization, the chat form of its last few conversations' translations with
- * the JSON written for them, and gives a new translation whose tools, or whose leading messages, are the same
- * member for member and in the same order the bytes already written: what `JSON.stringify` would write again, and
- * `Buffer.from` encode again.
+ * An agent sends its whole conversation and the same tools every turn (Claude Code: 17 tools, 61
+ * KB, and every earlier turn; Codex, with `store: false`, its whole history). A Messages or
+ * Responses translation writes the chat body the engine is sent as JSON again each time
+ * (`sentBody`), though all but its last turn or two are what the turn before sent. This keeps, per
+ * organization, the chat form of its last few conversations' translations with the JSON written for
+ * them, and gives a new translation whose tools, or whose leading messages, are the same member for
+ * member and in the same order the bytes already written: what `JSON.stringify` would write again,
+ * and `Buffer.from` encode again.
  *
- * Compared on the chat side, after the translation: one cache serves both protocols, and what is compared is
- * exactly what is written. Kept per organization, so whether one organization's conversation or tools equal
- * another's never shows in its requests' timing. Bounded: at most `ORGANIZATIONS_KEPT` organizations,
- * `CONVERSATIONS_KEPT_EACH` conversations each, each translation at most `MAX_KEPT_BYTES_EACH` bytes, and all of
- * them at most `MAX_KEPT_BYTES`.
+ * Compared on the chat side, after the translation: one cache serves both protocols, and what is
+ * compared is exactly what is written. Kept per organization, so whether one organization's
+ * conversation or tools equal another's never shows in its requests' timing. Bounded: at most
+ * `ORGANIZATIONS_KEPT` organizations, `CONVERSATIONS_KEPT_EACH` conversations each, each
+ * translation at most `MAX_KEPT_BYTES_EACH` bytes, and all of them at most `MAX_KEPT_BYTES`.
  *
  * @example
  * const chat = chatBodyOf(body);
@@ -59,10 +69,11 @@ export class TranslationJsonCache {
   });
 
   /**
-   * Gives `chat`'s tools and its leading messages the JSON kept for them, from the organization's kept translation
-   * whose messages match it longest. Returns that translation when `chat` continues it (every message of it but
-   * perhaps its last is `chat`'s too: an earlier turn of the same conversation), which `keep` then replaces; a
-   * conversation that shares only a beginning (the system prompt, a first message) is another session's.
+   * Gives `chat`'s tools and its leading messages the JSON kept for them, from the organization's
+   * kept translation whose messages match it longest. Returns that translation when `chat`
+   * continues it (every message of it but perhaps its last is `chat`'s too: an earlier turn of the
+   * same conversation), which `keep` then replaces; a conversation that shares only a beginning
+   * (the system prompt, a first message) is another session's.
    */
   reuse(orgId: string, chat: Json): KeptTranslation | undefined {
     const conversations = this.kept.get(orgId);
@@ -82,8 +93,8 @@ export class TranslationJsonCache {
   }
 
   /**
-   * Keeps `chat`, with the bytes `sentBody` wrote for it, in place of `earlier` (what `reuse` returned for it) and of
-   * every other kept turn it continues.
+   * Keeps `chat`, with the bytes `sentBody` wrote for it, in place of `earlier` (what `reuse`
+   * returned for it) and of every other kept turn it continues.
    */
   keep(orgId: string, chat: Json, earlier: KeptTranslation | undefined): void {
     const tools = Array.isArray(chat.tools) ? chat.tools : null;
@@ -98,9 +109,9 @@ export class TranslationJsonCache {
       bytes += written.length;
       messageBytes.push(written);
     }
-    // Also the turns this one continues that were kept after `reuse` ran: an agent's requests in flight together
-    // (or two replicas' answers) would otherwise each keep a copy of the same conversation, and every later turn
-    // would be compared with each copy.
+    // Also the turns this one continues that were kept after `reuse` ran: an agent's requests in
+    // flight together (or two replicas' answers) would otherwise each keep a copy of the same
+    // conversation, and every later turn would be compared with each copy.
     const others = (this.kept.get(orgId) ?? []).filter(
       (kept) => kept !== earlier && !continuesBytes(kept.messageBytes, messageBytes),
     );
@@ -122,12 +133,13 @@ export class TranslationJsonCache {
 }
 
 /**
- * True when `later` continues `kept` (every message of it but perhaps its last written alike, as `reuse` tells a
- * turn it continues), told from the bytes written: the messages `reuse` matched share the very buffers, so most
- * are told alike by identity alone.
+ * True when `later` continues `kept` (every message of it but perhaps its last written alike, as
+ * `reuse` tells a turn it continues), told from the bytes written: the messages `reuse` matched
+ * share the very buffers, so most are told alike by identity alone.
  */
 function continuesBytes(kept: Buffer[], later: Buffer[]): boolean {
-  // At least one message shared, as `reuse` asks: two conversations that share nothing are two sessions.
+  // At least one message shared, as `reuse` asks: two conversations that share nothing are two
+  // sessions.
   const shared = Math.max(1, kept.length - 1);
   if (kept.length === 0 || later.length < shared) return false;
   for (let i = 0; i < shared; i++) if (kept[i] !== later[i] && !kept[i]!.equals(later[i]!)) return false;
@@ -143,10 +155,10 @@ function sharedMessages(kept: unknown[], messages: unknown[]): number {
 }
 
 /**
- * True when two parsed JSON values would be written alike by `JSON.stringify`: the same members in the same order
- * (an object's keys are written in `Object.keys` order), the same strings, numbers and literals. The bodies it
- * compares were held to the gateway's depth bound when they were read. `util.isDeepStrictEqual` would not do: it
- * ignores member order, which the JSON written does not.
+ * True when two parsed JSON values would be written alike by `JSON.stringify`: the same members in
+ * the same order (an object's keys are written in `Object.keys` order), the same strings, numbers
+ * and literals. The bodies it compares were held to the gateway's depth bound when they were read.
+ * `util.isDeepStrictEqual` would not do: it ignores member order, which the JSON written does not.
  */
 export function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;

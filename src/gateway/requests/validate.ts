@@ -92,7 +92,10 @@ export function promptsOf(prompt: unknown): Array<string | number[]> | null {
   return null;
 }
 
-/** `input` is a string, an array of strings, or token ids (an array of integers, or of arrays of them). */
+/**
+ * `input` is a string, an array of strings, or token ids (an array of integers, or of arrays of
+ * them).
+ */
 export function validateEmbeddingsRequest(body: Record<string, unknown>): void {
   const { input } = body;
   const isTokens = (value: unknown) =>

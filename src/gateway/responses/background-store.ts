@@ -4,40 +4,18 @@ import { backgroundResponseEvents, backgroundResponses } from '../../shared/db/s
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { rowsOf } from './group-save.js';
+import type { BackgroundRow, BackgroundSettings, BackgroundStatus, QueuedJob } from './background-types.js';
 import { responseIdKind } from './ids.js';
 
 type Json = Record<string, unknown>;
 
-export type BackgroundStatus = (typeof backgroundResponses.$inferSelect)['status'];
-export type BackgroundRow = typeof backgroundResponses.$inferSelect;
-
-/** What a replica needs to run a background job again: the request as it was authorized. */
-export interface BackgroundRequest {
-  body: Json;
-  clientModel: string;
-  projectId: string | null;
-  band: string;
-}
-
-/** A job as it is queued (`POST /v1/responses` with `background: true`). */
-export interface QueuedJob {
-  id: string;
-  orgId: string;
-  keyId: string;
-  keyHash: string;
-  requestId: string;
-  request: BackgroundRequest;
-  response: Json;
-  streamed: boolean;
-}
-
-/** What bounds the jobs: `config.responses` (TOLLGATE_RESPONSES_*). */
-export interface BackgroundSettings {
-  retentionDays: number;
-  maxBackground: number;
-  backgroundMaxEvents: number;
-  backgroundLeaseMs: number;
-}
+export type {
+  BackgroundRequest,
+  BackgroundRow,
+  BackgroundSettings,
+  BackgroundStatus,
+  QueuedJob,
+} from './background-types.js';
 
 const DAY_MS = 86_400_000;
 const RUNNING: BackgroundStatus[] = ['queued', 'in_progress'];
@@ -45,8 +23,9 @@ const RUNNING: BackgroundStatus[] = ['queued', 'in_progress'];
 /**
  * Background responses in the gateway's database, so that any replica reads, cancels and resumes
  * them, and takes over a job whose replica died: a job is claimed with a lease (`claimed_by`,
- * `lease_until`) its replica renews while it runs, as the platform's runs are (`platform/runs/claims.ts`).
- * Every read by a client names the organization: another organization's job is `null`.
+ * `lease_until`) its replica renews while it runs, as the platform's runs are
+ * (`platform/runs/claims.ts`). Every read by a client names the organization: another
+ * organization's job is `null`.
  */
 export class BackgroundStore {
   constructor(
@@ -55,8 +34,9 @@ export class BackgroundStore {
   ) {}
 
   /**
-   * Queues a job claimed by `replica`, unless its organization has TOLLGATE_RESPONSES_MAX_BACKGROUND
-   * queued or running already (a 429 naming the setting). The count and the insert are one statement.
+   * Queues a job claimed by `replica`, unless its organization has
+   * TOLLGATE_RESPONSES_MAX_BACKGROUND queued or running already (a 429 naming the setting). The
+   * count and the insert are one statement.
    */
   async enqueue(job: QueuedJob, replica: string): Promise<void> {
     const { maxBackground, retentionDays, backgroundLeaseMs } = this.settings;
@@ -127,7 +107,10 @@ export class BackgroundStore {
     return row?.n ?? 0;
   }
 
-  /** Marks a job as sent to the engine (`in_progress`): from now on it is never run again, only billed. */
+  /**
+   * Marks a job as sent to the engine (`in_progress`): from now on it is never run again, only
+   * billed.
+   */
   async reachedEngine(id: string, replica: string, response: Json, promptTokens: number): Promise<boolean> {
     const rows = await bounded(
       this.db
@@ -139,7 +122,10 @@ export class BackgroundStore {
     return rows.length > 0;
   }
 
-  /** What it generated so far (the engine's chunks counted), for a replica that bills it after this one died. */
+  /**
+   * What it generated so far (the engine's chunks counted), for a replica that bills it after this
+   * one died.
+   */
   async generated(id: string, replica: string, tokens: number): Promise<void> {
     await bounded(
       this.db
@@ -236,7 +222,10 @@ export class BackgroundStore {
     );
   }
 
-  /** Keeps a streamed job's events (each `[sequence_number, event]`), up to TOLLGATE_RESPONSES_BACKGROUND_MAX_EVENTS. */
+  /**
+   * Keeps a streamed job's events (each `[sequence_number, event]`), up to
+   * TOLLGATE_RESPONSES_BACKGROUND_MAX_EVENTS.
+   */
   async appendEvents(id: string, events: Array<[number, string]>): Promise<void> {
     const kept = events.filter(([sequence]) => sequence < this.settings.backgroundMaxEvents);
     if (kept.length === 0) return;
@@ -281,7 +270,10 @@ export class BackgroundStore {
   }
 }
 
-/** Within the store's timeout; a database that fails or does not answer is a 503 `responses_unavailable`. */
+/**
+ * Within the store's timeout; a database that fails or does not answer is a 503
+ * `responses_unavailable`.
+ */
 async function bounded<T>(work: PromiseLike<T>): Promise<T> {
   try {
     return await withinStoreTimeout(Promise.resolve(work));

@@ -42,7 +42,8 @@ export async function readChain(
   const rows = await db
     .select({
       id: storedResponses.id,
-      // The response's text only for a row stored before output_json (see the schema), never for a later one.
+      // The response's text only for a row stored before output_json (see the schema), never for a
+      // later one.
       output: sql<string>`coalesce(${storedResponses.output}, ${storedResponses.response})`,
       input: sql<string | null>`(select string_agg(${items.item}, ',' order by ${items.position}) from ${items}
         where ${items.responseId} = ${storedResponses.id})`,
@@ -68,7 +69,10 @@ export async function readChain(
   return turns.at(-1)?.id === id ? turns : null;
 }
 
-/** A turn as a conversation reads it: its input items and its response's id and output; the rest is not read. */
+/**
+ * A turn as a conversation reads it: its input items and its response's id and output; the rest is
+ * not read.
+ */
 function turnOf(row: { id: string; output: string; input: string | null }): ConversationTurn {
   return {
     id: row.id,

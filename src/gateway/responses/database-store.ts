@@ -22,14 +22,18 @@ export interface ResponseStoreSettings {
   chainMaxBytes: number;
   /** How long a save may wait for others to be written with it (TOLLGATE_RESPONSES_SAVE_WAIT_MS). */
   waitMs: number;
-  /** How long a statement may take before the store answers 503 (STORE_TIMEOUT_MS unless a test says). */
+  /**
+   * How long a statement may take before the store answers 503 (STORE_TIMEOUT_MS unless a test
+   * says).
+   */
   timeoutMs?: number;
 }
 
 const DAY_MS = 86_400_000;
 /**
- * Expired responses deleted per transaction, at most, and their bytes at most (their input items go with them): a purge
- * after a long pause never holds one long transaction. One response past the bytes is still deleted alone.
+ * Expired responses deleted per transaction, at most, and their bytes at most (their input items go
+ * with them): a purge after a long pause never holds one long transaction. One response past the
+ * bytes is still deleted alone.
  */
 const PURGE_BATCH = 1000;
 const PURGE_BATCH_BYTES = 16 * 1024 * 1024;
@@ -52,7 +56,10 @@ const PURGE_BATCH_BYTES = 16 * 1024 * 1024;
 export class DatabaseResponseStore implements ResponseStore {
   /** Where saves wait to be written together (`group-save.ts`). */
   private readonly group: GroupSave;
-  /** Chain reads under way, by organization and id: parallel continuations of one conversation share one read. */
+  /**
+   * Chain reads under way, by organization and id: parallel continuations of one conversation share
+   * one read.
+   */
   private readonly chainsInFlight = new Map<string, Promise<ConversationTurn[] | null>>();
   private readonly timeoutMs: number;
 
@@ -98,7 +105,8 @@ export class DatabaseResponseStore implements ResponseStore {
     );
     if (!row) return null;
     const response = JSON.parse(row.response) as Json;
-    // Null only for a response stored before output_json existed, whose output is still inside it (see the schema).
+    // Null only for a response stored before output_json existed, whose output is still inside it
+    // (see the schema).
     if (row.output !== null) response.output = JSON.parse(row.output) as unknown;
     return response;
   }
@@ -158,8 +166,8 @@ export class DatabaseResponseStore implements ResponseStore {
   }
 
   /**
-   * `work` within the store's timeout; a failure of the database (or no answer) as a 503 the client can retry. The
-   * statement may still run on: what the store writes is one statement, done or not.
+   * `work` within the store's timeout; a failure of the database (or no answer) as a 503 the client
+   * can retry. The statement may still run on: what the store writes is one statement, done or not.
    */
   private async bounded<T>(work: () => Promise<T>): Promise<T> {
     try {
@@ -176,8 +184,8 @@ export class DatabaseResponseStore implements ResponseStore {
 }
 
 /**
- * A response as its rows hold it: the input items `kept.ts` keeps, the response without its output (`null` keeps the
- * field's place) and the output apart, and their bytes, which every bound counts.
+ * A response as its rows hold it: the input items `kept.ts` keeps, the response without its output
+ * (`null` keeps the field's place) and the output apart, and their bytes, which every bound counts.
  */
 export function storedForm(stored: StoredResponse): Pick<SaveRow, 'items' | 'response' | 'output' | 'bytes'> {
   const items = itemRowsOf(stored.input);
@@ -193,14 +201,20 @@ function live(orgId: string, id: string) {
   return and(eq(storedResponses.id, id), eq(storedResponses.orgId, orgId), gt(storedResponses.expiresAt, sql`now()`));
 }
 
-/** Whether a path's response id may be stored: false for one the gateway cannot have made, a 400 for a malformed one. */
+/**
+ * Whether a path's response id may be stored: false for one the gateway cannot have made, a 400 for
+ * a malformed one.
+ */
 function ours(id: string): boolean {
   const kind = responseIdKind(id);
   if (kind === 'malformed') throw malformedId('response_id');
   return kind === 'ours';
 }
 
-/** Deletes one batch of expired responses (their input items by the foreign key's cascade); the number deleted. */
+/**
+ * Deletes one batch of expired responses (their input items by the foreign key's cascade); the
+ * number deleted.
+ */
 async function purgeBatch(db: Database, now: Date): Promise<number> {
   return db.transaction(async (tx) => {
     const due = await tx.execute(sql`

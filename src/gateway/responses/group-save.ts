@@ -3,14 +3,20 @@ import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import type { Database } from '../../shared/db/client.js';
 import { storedResponseInputItems, storedResponses, storedResponseTotals } from '../../shared/db/schema.js';
 
-/** An input item as its row is written: its place in the input, its id (unique in its response), its JSON text. */
+/**
+ * An input item as its row is written: its place in the input, its id (unique in its response), its
+ * JSON text.
+ */
 export interface SaveItem {
   position: number;
   itemId: string;
   json: string;
 }
 
-/** A stored response as its rows are written: its response (without `output`) and output already JSON text. */
+/**
+ * A stored response as its rows are written: its response (without `output`) and output already
+ * JSON text.
+ */
 export interface SaveRow {
   id: string;
   orgId: string;
@@ -25,10 +31,16 @@ export interface SaveRow {
   expiresAt: Date;
 }
 
-/** What `GroupSave.save` says of a row: stored, or refused because its organization's total would pass the bound. */
+/**
+ * What `GroupSave.save` says of a row: stored, or refused because its organization's total would
+ * pass the bound.
+ */
 export type SaveOutcome = 'stored' | 'over the organization bound';
 
-/** Rows written by one statement at most, and their bytes at most (a row alone may pass it: TOLLGATE_RESPONSES_MAX_BYTES bounds that). */
+/**
+ * Rows written by one statement at most, and their bytes at most (a row alone may pass it:
+ * TOLLGATE_RESPONSES_MAX_BYTES bounds that).
+ */
 const MAX_GROUP_ROWS = 256;
 const MAX_GROUP_BYTES = 16 * 1024 * 1024;
 
@@ -82,7 +94,8 @@ export class GroupSave {
   private schedule(): void {
     // A statement under way takes what waits when it ends.
     if (this.writing) return;
-    // Wait only when at least two more saves are likely within the wait: else it would cost latency for nothing.
+    // Wait only when at least two more saves are likely within the wait: else it would cost latency
+    // for nothing.
     const othersLikely = this.settings.waitMs > 0 && this.gapMs * 2 < this.settings.waitMs;
     if (this.queue.length < MAX_GROUP_ROWS && othersLikely) {
       this.timer ??= setTimeout(() => void this.flush(), this.settings.waitMs);
@@ -98,8 +111,9 @@ export class GroupSave {
     while (this.queue.length > 0) {
       const group = this.queue.splice(0, this.groupLength());
       const stored = await this.insert(group.map((waiting) => waiting.row)).catch((error: unknown) => error as Error);
-      // A row the group could not take (its organization's rows together pass the bound, or a row the database refused,
-      // say for a key deleted meanwhile) is tried alone, in order: one tenant's row never costs another's.
+      // A row the group could not take (its organization's rows together pass the bound, or a row
+      // the database refused, say for a key deleted meanwhile) is tried alone, in order: one
+      // tenant's row never costs another's.
       for (const waiting of group) {
         if (stored instanceof Set && stored.has(waiting.row.id)) waiting.done('stored');
         else if (group.length === 1 || (stored instanceof Error && !refusedARow(stored)))
@@ -131,17 +145,19 @@ export class GroupSave {
   }
 
   /**
-   * One statement: each organization's total moves by its rows' bytes only if it stays within the bound (its row's
-   * lock orders concurrent writers, on every replica), and an organization's rows are inserted only if it moved.
-   * The ids inserted.
+   * One statement: each organization's total moves by its rows' bytes only if it stays within the
+   * bound (its row's lock orders concurrent writers, on every replica), and an organization's rows
+   * are inserted only if it moved. The ids inserted.
    */
   private async insert(rows: SaveRow[]): Promise<Set<string>> {
     const { orgMaxBytes } = this.settings;
-    // The rows as one JSON parameter: the statement's text is the same for any number of rows, and the embedded
-    // PGlite's cost goes with the parameters' count and bytes (ten parameters a row cost it a sixth more CPU).
-    // Each response's input items ride in it too, inserted only with their response.
+    // The rows as one JSON parameter: the statement's text is the same for any number of rows, and
+    // the embedded PGlite's cost goes with the parameters' count and bytes (ten parameters a row
+    // cost it a sixth more CPU). Each response's input items ride in it too, inserted only with
+    // their response.
     const batch = JSON.stringify(rows.map(recordOf));
-    // Bounded in time: a statement the database never answers fails its saves and lets the next group go.
+    // Bounded in time: a statement the database never answers fails its saves and lets the next
+    // group go.
     const writing = this.db.execute(sql`
       with batch as (
         select * from json_to_recordset(${batch}::json) as b(id text, org_id text, key_id text, model text,
@@ -175,7 +191,10 @@ export class GroupSave {
   }
 }
 
-/** A row as `json_to_recordset` reads it: the columns' names, the text already JSON (it holds no NUL: JSON escapes one). */
+/**
+ * A row as `json_to_recordset` reads it: the columns' names, the text already JSON (it holds no
+ * NUL: JSON escapes one).
+ */
 function recordOf(row: SaveRow): Record<string, unknown> {
   return {
     id: row.id,
@@ -193,8 +212,9 @@ function recordOf(row: SaveRow): Record<string, unknown> {
 }
 
 /**
- * The database refused a row's data (SQLSTATE class 22, data exception, or 23, integrity constraint violation), not
- * the statement as a whole: the group's other rows may still go in. Drizzle puts the driver's error in `cause`.
+ * The database refused a row's data (SQLSTATE class 22, data exception, or 23, integrity constraint
+ * violation), not the statement as a whole: the group's other rows may still go in. Drizzle puts
+ * the driver's error in `cause`.
  */
 function refusedARow(error: Error): boolean {
   const code = (error.cause as { code?: unknown } | undefined)?.code ?? (error as { code?: unknown }).code;

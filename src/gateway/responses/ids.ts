@@ -1,11 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../../shared/http/errors.js';
 
-/** The ids the gateway gives its responses (`itemId('resp')` of `requests/responses/answer.ts`): no other is stored. */
+/**
+ * The ids the gateway gives its responses (`itemId('resp')` of `requests/responses/answer.ts`): no
+ * other is stored.
+ */
 const RESPONSE_ID = /^resp_[0-9a-f]{48}$/;
-/** Characters an id may hold at all: what OpenAI's ids and the gateway's are made of. Anything else is a 400. */
+/**
+ * Characters an id may hold at all: what OpenAI's ids and the gateway's are made of. Anything else
+ * is a 400.
+ */
 const ID_CHARACTERS = /^[A-Za-z0-9_-]+$/;
-/** The most of an unknown id an error message repeats: a client's megabyte of id is not sent back to it. */
+/**
+ * The most of an unknown id an error message repeats: a client's megabyte of id is not sent back to
+ * it.
+ */
 const ECHOED_CHARS = 64;
 
 /**
@@ -25,7 +34,8 @@ export function responseIdKind(id: string): 'ours' | 'foreign' | 'malformed' {
 }
 
 /**
- * An id as an error message may repeat it: its first `chars` characters, and only when it is made of id characters.
+ * An id as an error message may repeat it: its first `chars` characters, and only when it is made
+ * of id characters.
  */
 export function echoedId(id: string, chars = ECHOED_CHARS): string {
   if (responseIdKind(id) === 'malformed') return '';
@@ -41,20 +51,27 @@ export function malformedId(field: string): GatewayError {
   );
 }
 
-/** The 404 of `previous_response_id` for an id no stored response has: the id repeated only as `echoedId` allows. */
+/**
+ * The 404 of `previous_response_id` for an id no stored response has: the id repeated only as
+ * `echoedId` allows.
+ */
 export function previousResponseNotFound(id: string): GatewayError {
   return new GatewayError('previous_response_not_found', `Previous response with id '${echoedId(id)}' not found.`, {
     details: [{ field: 'previous_response_id', message: 'no stored response has this id' }],
   });
 }
 
-/** An item id the gateway made for a response: its prefix, the response's 48 hex digits, 16 random ones. */
+/**
+ * An item id the gateway made for a response: its prefix, the response's 48 hex digits, 16 random
+ * ones.
+ */
 const OWNED_ITEM_ID = /^[a-z]+_([0-9a-f]{48})[0-9a-f]{16}$/;
 
 /**
- * An id for an item of response `responseId` (an output item, or an input item without an id of its own) that
- * names the response it belongs to, so an `item_reference` finds its response by its id alone, in one lookup
- * (`responseIdOfItem`). A response id the gateway did not make gives an id that names no stored response.
+ * An id for an item of response `responseId` (an output item, or an input item without an id of its
+ * own) that names the response it belongs to, so an `item_reference` finds its response by its id
+ * alone, in one lookup (`responseIdOfItem`). A response id the gateway did not make gives an id
+ * that names no stored response.
  *
  * @example
  * ownedItemId('msg', 'resp_' + 'ab'.repeat(24)); // 'msg_abab…ab' + 16 random hex digits
@@ -64,7 +81,10 @@ export function ownedItemId(prefix: string, responseId: string): string {
   return `${prefix}_${hex}${randomBytes(8).toString('hex')}`;
 }
 
-/** The response an item id made by `ownedItemId` belongs to; null for any other id (the client's own, an old one). */
+/**
+ * The response an item id made by `ownedItemId` belongs to; null for any other id (the client's
+ * own, an old one).
+ */
 export function responseIdOfItem(itemId: string): string | null {
   const hex = OWNED_ITEM_ID.exec(itemId)?.[1];
   return hex ? `resp_${hex}` : null;

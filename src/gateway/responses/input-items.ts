@@ -10,7 +10,10 @@ import type { InputItemsPage, InputItemsQuery } from './store.js';
 
 type Json = Record<string, unknown>;
 
-/** An item id the store keeps as the client gave it: what ids are made of, no longer than the routes take. */
+/**
+ * An item id the store keeps as the client gave it: what ids are made of, no longer than the routes
+ * take.
+ */
 const ITEM_ID = /^[A-Za-z0-9_-]{1,256}$/;
 
 /**
@@ -55,7 +58,8 @@ export async function readInputItemsPage(
   const items = storedResponseInputItems;
   const positionOf = (itemId: string) =>
     sql`(select c.position from ${items} c where c.response_id = r.id and c.item_id = ${itemId})`;
-  // `before` alone reads backwards from its cursor, then the page is turned back into the list's order.
+  // `before` alone reads backwards from its cursor, then the page is turned back into the list's
+  // order.
   const backwards = query.before !== undefined && query.after === undefined;
   const ascending = (query.order === 'asc') !== backwards;
   const bounds: SQL[] = [sql`i.response_id = r.id`];
@@ -63,7 +67,8 @@ export async function readInputItemsPage(
   if (query.after !== undefined) bounds.push(sql`i.position ${forward} ${positionOf(query.after)}`);
   if (query.before !== undefined) bounds.push(sql`i.position ${backward} ${positionOf(query.before)}`);
   const direction = ascending ? sql`asc` : sql`desc`;
-  // The page's rows only: the inner `limit` stops the index scan; the row past the page says `has_more`, its text unread.
+  // The page's rows only: the inner `limit` stops the index scan; the row past the page says
+  // `has_more`, its text unread.
   const result = await db.execute(sql`
     select r.id as found,
       ${query.after === undefined ? sql`0` : positionOf(query.after)} as after_position,

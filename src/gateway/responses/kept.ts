@@ -131,7 +131,10 @@ function keptFormat(format: unknown): Json {
   return kept;
 }
 
-/** The tools the engine was given (functions, custom tools, namespaces of them), with the fields it read. */
+/**
+ * The tools the engine was given (functions, custom tools, namespaces of them), with the fields it
+ * read.
+ */
 function keptTools(tools: unknown[]): Json[] {
   const kept: Json[] = [];
   for (const tool of tools) {
@@ -163,7 +166,10 @@ function argumentsText(args: unknown): string {
   return JSON.stringify(args ?? {});
 }
 
-/** A call's output as `items.ts` reads it: a string as it is, content parts' text parts, anything else as JSON. */
+/**
+ * A call's output as `items.ts` reads it: a string as it is, content parts' text parts, anything
+ * else as JSON.
+ */
 function outputOf(output: unknown): unknown {
   if (typeof output === 'string') return output;
   if (output === undefined || output === null) return '';

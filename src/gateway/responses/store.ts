@@ -25,22 +25,32 @@ export interface StoredResponse {
   createdAt: Date;
   previousResponseId: string | null;
   /**
-   * This turn's input, as items (a string input becomes one user message item), each with its `id`. Saved as
-   * `kept.ts` keeps them: only what a later turn sends to the engine or `input_items` gives back.
+   * This turn's input, as items (a string input becomes one user message item), each with its `id`.
+   * Saved as `kept.ts` keeps them: only what a later turn sends to the engine or `input_items`
+   * gives back.
    */
   input: Json[];
-  /** The response object as the client received it (`status`, `output`, `usage`, …); saved as `kept.ts` keeps it. */
+  /**
+   * The response object as the client received it (`status`, `output`, `usage`, …); saved as
+   * `kept.ts` keeps it.
+   */
   response: Json;
 }
 
-/** A turn of a conversation as `chain` reads it: its input items, and of its response `id` and `output` only. */
+/**
+ * A turn of a conversation as `chain` reads it: its input items, and of its response `id` and
+ * `output` only.
+ */
 export interface ConversationTurn {
   id: string;
   input: Json[];
   response: Json;
 }
 
-/** Where a page of input items starts and ends, as OpenAI's list routes page: ids of items, and the order. */
+/**
+ * Where a page of input items starts and ends, as OpenAI's list routes page: ids of items, and the
+ * order.
+ */
 export interface InputItemsQuery {
   after?: string;
   before?: string;
@@ -58,24 +68,32 @@ export interface InputItemsPage {
 export interface ResponseStore {
   /** Keeps a response; refuses (a 400 naming the setting) one past the stored-size bound. */
   save(stored: StoredResponse): Promise<void>;
-  /** The response object as stored, or null when it is unknown, expired, deleted or another organization's. */
+  /**
+   * The response object as stored, or null when it is unknown, expired, deleted or another
+   * organization's.
+   */
   get(orgId: string, id: string): Promise<Json | null>;
   /**
-   * The conversation that ends with `id` (`previous_response_id`), oldest turn first, for continuing it: each turn's
-   * input items and, of its response, `id` and `output` only. Null as for `get`; a 404 `previous_response_not_found`
-   * for an id the gateway cannot have made. Refuses (a 400 naming the setting) a chain past its bound. The turns may
-   * be shared with parallel readers of the same chain: read them, never change them.
+   * The conversation that ends with `id` (`previous_response_id`), oldest turn first, for
+   * continuing it: each turn's input items and, of its response, `id` and `output` only. Null as
+   * for `get`; a 404 `previous_response_not_found` for an id the gateway cannot have made. Refuses
+   * (a 400 naming the setting) a chain past its bound. The turns may be shared with parallel
+   * readers of the same chain: read them, never change them.
    */
   chain(orgId: string, id: string): Promise<ConversationTurn[] | null>;
   /**
-   * The items `ids` name (a request's `item_reference`s): input and output items of the organization's live stored
-   * responses, by id, read in one statement whatever their number. An id found nowhere (unknown, expired, deleted,
-   * another organization's) is absent from the map, and nothing tells those apart.
+   * The items `ids` name (a request's `item_reference`s): input and output items of the
+   * organization's live stored responses, by id, read in one statement whatever their number. An id
+   * found nowhere (unknown, expired, deleted, another organization's) is absent from the map, and
+   * nothing tells those apart.
    */
   referencedItems(orgId: string, ids: string[]): Promise<Map<string, Json>>;
   /** Deletes it; false when `get` would have said null. */
   delete(orgId: string, id: string): Promise<boolean>;
-  /** The input items of a response, as OpenAI's `GET /v1/responses/{id}/input_items` pages them; null as for `get`. */
+  /**
+   * The input items of a response, as OpenAI's `GET /v1/responses/{id}/input_items` pages them;
+   * null as for `get`.
+   */
   inputItems(orgId: string, id: string, page: InputItemsQuery): Promise<InputItemsPage | null>;
   /** Deletes what is past the retention; the number deleted. */
   purgeExpired(now: Date): Promise<number>;

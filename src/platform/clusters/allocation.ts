@@ -20,10 +20,11 @@ export interface NewCluster {
 }
 
 /**
- * A cluster made and its nodes taken, in one transaction: the free nodes of its profile are locked as they are
- * taken (`FOR UPDATE SKIP LOCKED`), so two clusters made at once never share a node, and a request for more nodes
- * than are free takes none (409). Its public domain is checked against every live cluster's (the gateway's own
- * hosts are the caller's to check, before anything is read).
+ * A cluster made and its nodes taken, in one transaction: the free nodes of its profile are locked
+ * as they are taken (`FOR UPDATE SKIP LOCKED`), so two clusters made at once never share a node,
+ * and a request for more nodes than are free takes none (409). Its public domain is checked against
+ * every live cluster's (the gateway's own hosts are the caller's to check, before anything is
+ * read).
  *
  * @example
  * const { cluster, nodes } = await allocateCluster(db, input);

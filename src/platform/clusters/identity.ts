@@ -192,7 +192,10 @@ export class ClusterIdentity {
     return current();
   }
 
-  /** Claims one row, does what it asks on its node, and records how it went; false when another process holds it. */
+  /**
+   * Claims one row, does what it asks on its node, and records how it went; false when another
+   * process holds it.
+   */
   private async work(row: NodeKeyRow): Promise<boolean> {
     const { db, log } = this.deps;
     const where = and(eq(clusterNodeKeys.clusterId, row.clusterId), eq(clusterNodeKeys.nodeId, row.nodeId));

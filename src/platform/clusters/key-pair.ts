@@ -4,9 +4,9 @@ import ssh2 from 'ssh2';
 const KEY_PAIR_TRIES = 8;
 
 /**
- * An ed25519 key pair that ssh2 (and OpenSSH) can read back. ssh2's `generateKeyPairSync` writes a public key whose
- * first byte is zero in 31 bytes, not 32 (about one pair in 256): its private key file is then malformed, and no
- * node could be reached with it. Such a pair is made again.
+ * An ed25519 key pair that ssh2 (and OpenSSH) can read back. ssh2's `generateKeyPairSync` writes a
+ * public key whose first byte is zero in 31 bytes, not 32 (about one pair in 256): its private key
+ * file is then malformed, and no node could be reached with it. Such a pair is made again.
  */
 export function readableKeyPair(comment: string): { public: string; private: string } {
   for (let attempt = 0; attempt < KEY_PAIR_TRIES; attempt++) {

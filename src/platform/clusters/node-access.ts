@@ -13,7 +13,10 @@ export interface NodeAccess {
   hostKeyFingerprint: string;
 }
 
-/** How the platform reaches a node over SSH, as an operator gives it: the account, key and the node's host key fingerprint. */
+/**
+ * How the platform reaches a node over SSH, as an operator gives it: the account, key and the
+ * node's host key fingerprint.
+ */
 export interface NewNodeAccess {
   user: string;
   port: number;
@@ -49,7 +52,10 @@ export function sealCredential(key: Buffer, boundTo: string, secret: string): st
   return `${SEALED_PREFIX}${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64')}`;
 }
 
-/** Opens what `sealCredential` sealed; throws when the key or the id is not the one it was sealed with. */
+/**
+ * Opens what `sealCredential` sealed; throws when the key or the id is not the one it was sealed
+ * with.
+ */
 export function openCredential(key: Buffer, boundTo: string, sealed: string): string {
   if (!sealed.startsWith(SEALED_PREFIX)) throw new Error('not a sealed credential');
   const raw = Buffer.from(sealed.slice(SEALED_PREFIX.length), 'base64');
@@ -214,7 +220,10 @@ export function runOnNode(
   });
 }
 
-/** The operator's private key as ssh2 takes it; null when ssh2 cannot read it (not a key, or encrypted). */
+/**
+ * The operator's private key as ssh2 takes it; null when ssh2 cannot read it (not a key, or
+ * encrypted).
+ */
 function operatorKeyOf(text: string): Buffer | null {
   try {
     const key = Buffer.from(text);
@@ -263,7 +272,10 @@ export function keysScript(
   ].join('\n');
 }
 
-/** The command the script is fed to: as the operator when it is root or the run user, else through `sudo -n`. */
+/**
+ * The command the script is fed to: as the operator when it is root or the run user, else through
+ * `sudo -n`.
+ */
 export function keysCommand(runUser: string): string {
   const user = shellQuote(runUser);
   return `if [ "$(id -u)" = 0 ] || [ "$(id -un)" = ${user} ]; then sh -s; else sudo -n sh -s; fi`;

@@ -1,6 +1,9 @@
 import type { clusterNodeKeys } from '../../shared/db/schema.js';
 
-/** A cluster's key on one node: to install or to remove, and how far it got (`identity.ts` works through them). */
+/**
+ * A cluster's key on one node: to install or to remove, and how far it got (`identity.ts` works
+ * through them).
+ */
 export type NodeKeyRow = typeof clusterNodeKeys.$inferSelect;
 
 /** The rows a new cluster needs: one install per node the platform can reach. */
@@ -13,7 +16,10 @@ export function installRows(
     .map((node) => ({ clusterId, nodeId: node.id, action: 'install' as const }));
 }
 
-/** How the cluster's key stands on one node: `unmanaged` where the platform has no access to install it. */
+/**
+ * How the cluster's key stands on one node: `unmanaged` where the platform has no access to install
+ * it.
+ */
 export interface NodeIdentity {
   state: 'installing' | 'installed' | 'failed' | 'unmanaged';
   error: string | null;

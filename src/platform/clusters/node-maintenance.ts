@@ -128,7 +128,10 @@ export class NodeMaintenance {
   }
 }
 
-/** The node's access with the change applied: what is not given is kept; a node without access must be given all of it. */
+/**
+ * The node's access with the change applied: what is not given is kept; a node without access must
+ * be given all of it.
+ */
 function merged(node: NodeRow, change: Partial<NewNodeAccess>, key: Buffer): NewNodeAccess {
   const user = change.user ?? node.sshUser;
   const privateKey = change.privateKey ?? (node.sshCredential ? storedKey(node.id, node.sshCredential, key) : null);

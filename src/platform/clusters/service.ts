@@ -44,7 +44,10 @@ export class ClusterService {
       nodeAccess: Config['nodeAccess'];
       /** The gateway's own host names: no cluster's public URLs may take one. */
       reservedHosts: string[];
-      /** Who puts a new cluster's key on its nodes (`identity.ts`); none in tests of the rules alone. */
+      /**
+       * Who puts a new cluster's key on its nodes (`identity.ts`); none in tests of the rules
+       * alone.
+       */
       identity?: ClusterKeyInstaller;
     } = { nodeAccess: { sshTimeoutMs: 10_000 }, reservedHosts: [] },
   ) {}
@@ -108,7 +111,10 @@ export class ClusterService {
     return created;
   }
 
-  /** A running or deleted cluster, with its nodes (none once deleted); 404 when `orgId` is given and it is another's. */
+  /**
+   * A running or deleted cluster, with its nodes (none once deleted); 404 when `orgId` is given and
+   * it is another's.
+   */
   async get(id: string, orgId: string | null): Promise<{ cluster: ClusterRow; nodes: NodeRow[] }> {
     const [cluster] = await this.db
       .select()
@@ -119,7 +125,10 @@ export class ClusterService {
     return { cluster, nodes: held };
   }
 
-  /** One page of clusters, of one organization or (null) all, newest first; deleted ones only when asked. */
+  /**
+   * One page of clusters, of one organization or (null) all, newest first; deleted ones only when
+   * asked.
+   */
   async list(
     orgId: string | null,
     page: { offset: number; limit: number; includeDeleted: boolean },
@@ -139,7 +148,10 @@ export class ClusterService {
     return { rows, total };
   }
 
-  /** Deletes a cluster: its nodes are free again and their allocations closed at this instant, in one transaction. Deleting twice is 404. */
+  /**
+   * Deletes a cluster: its nodes are free again and their allocations closed at this instant, in
+   * one transaction. Deleting twice is 404.
+   */
   async delete(id: string, orgId: string | null): Promise<ClusterRow> {
     return this.db.transaction(async (tx) => {
       const [cluster] = await tx
@@ -188,7 +200,10 @@ export class ClusterService {
     });
   }
 
-  /** The nodes whose copy of the cluster's key is not installed yet, with why (the last failure), for a 409 that says so. */
+  /**
+   * The nodes whose copy of the cluster's key is not installed yet, with why (the last failure),
+   * for a 409 that says so.
+   */
   async keysPending(clusterId: string): Promise<Array<{ nodeId: string; error: string | null }>> {
     return this.db
       .select({ nodeId: clusterNodeKeys.nodeId, error: clusterNodeKeys.error })

@@ -72,7 +72,10 @@ export class ConversionRates {
       throw new GatewayError('not_found', `There is no ${key.base}/${key.quote} rate for ${key.effectiveOn}.`);
   }
 
-  /** Every rate in force on or before `date` (YYYY-MM-DD), oldest first: what a report's conversions choose from. */
+  /**
+   * Every rate in force on or before `date` (YYYY-MM-DD), oldest first: what a report's conversions
+   * choose from.
+   */
   upTo(date: string): Promise<ConversionRateRow[]> {
     return this.db
       .select()

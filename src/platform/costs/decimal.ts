@@ -26,7 +26,10 @@ export function parseDecimal(text: string): bigint {
   return BigInt(match[1]!) * RATE_ONE + BigInt((match[2] ?? '').padEnd(RATE_SCALE, '0'));
 }
 
-/** A scaled value as the shortest exact decimal string: `2_500_000_000_000n` → "2.5", `RATE_ONE * 3n` → "3". */
+/**
+ * A scaled value as the shortest exact decimal string: `2_500_000_000_000n` → "2.5", `RATE_ONE *
+ * 3n` → "3".
+ */
 export function formatDecimal(value: bigint, scale = RATE_SCALE): string {
   const text = formatScaled(value, scale);
   return text.includes('.') ? text.replace(/\.?0+$/, '') : text;
@@ -41,7 +44,10 @@ export function formatScaled(value: bigint, scale: number): string {
   return `${negative ? '-' : ''}${whole}${scale > 0 ? `.${fraction}` : ''}`;
 }
 
-/** An amount in minor units as the currency writes it: JPY (0) "1235", USD (2) "12.35", KWD (3) "1.235". */
+/**
+ * An amount in minor units as the currency writes it: JPY (0) "1235", USD (2) "12.35", KWD (3)
+ * "1.235".
+ */
 export const formatMinor = formatScaled;
 
 /**

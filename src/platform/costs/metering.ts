@@ -75,7 +75,10 @@ export function clip(allocation: Pick<MeteredAllocation, 'start' | 'end'>, windo
   return end > start ? { start, end } : null;
 }
 
-/** A span cut where rate cards start and end: each part with the card in force over it, or null (unrated). */
+/**
+ * A span cut where rate cards start and end: each part with the card in force over it, or null
+ * (unrated).
+ */
 export function splitByCards<C extends Span>(span: Span, cards: readonly C[]): { span: Span; card: C | null }[] {
   const covered = cards
     .map((card) => ({ card, start: Math.max(card.start, span.start), end: Math.min(card.end, span.end) }))

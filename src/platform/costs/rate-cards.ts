@@ -86,7 +86,10 @@ export class RateCards {
     if (deleted.length === 0) throw new GatewayError('not_found', `Rate card ${id} does not exist.`);
   }
 
-  /** The cards in force at some instant of `[from, to)`, with their spans in whole seconds (open-ended: to infinity). */
+  /**
+   * The cards in force at some instant of `[from, to)`, with their spans in whole seconds
+   * (open-ended: to infinity).
+   */
   async inWindow(window: { from: Date; to: Date }): Promise<(RateCardRow & { start: number; end: number })[]> {
     const rows = await this.db
       .select()

@@ -23,7 +23,10 @@ export interface ReportInput {
   allocations: readonly MeteredAllocation[];
   cards: readonly (RateCardRow & Span)[];
   conversionRates: readonly ConversionRateRow[];
-  /** The organizations shown, in order; every allocation's organization must be among them (others are left out). */
+  /**
+   * The organizations shown, in order; every allocation's organization must be among them (others
+   * are left out).
+   */
   orgs: readonly ReportOrg[];
 }
 

@@ -41,7 +41,10 @@ export class CostService {
     return new Map(rows.map((row) => [row.orgId, row.currency]));
   }
 
-  /** Sets (a code the caller has checked) or clears (null) the billing currency; 404 for an unknown organization. */
+  /**
+   * Sets (a code the caller has checked) or clears (null) the billing currency; 404 for an unknown
+   * organization.
+   */
   async setBillingCurrency(orgId: string, currency: string | null): Promise<string | null> {
     const [org] = await this.db.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, orgId));
     if (!org) throw new GatewayError('not_found', `Organization ${orgId} does not exist.`);

@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { GatewayError } from '../../shared/http/errors.js';
 import { toDetails } from '../../shared/http/validate.js';
 
-/** A report's window: whole seconds, `from` inclusive, `to` exclusive (FOCUS's charge periods are the same). */
+/**
+ * A report's window: whole seconds, `from` inclusive, `to` exclusive (FOCUS's charge periods are
+ * the same).
+ */
 export interface CostWindow {
   from: Date;
   to: Date;

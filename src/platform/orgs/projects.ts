@@ -32,7 +32,10 @@ export class ProjectService {
     private readonly changed: () => void = () => {},
   ) {}
 
-  /** A project of `orgId`; `createdBy` is null when an operator made it. The organization must exist (its foreign key says so). */
+  /**
+   * A project of `orgId`; `createdBy` is null when an operator made it. The organization must exist
+   * (its foreign key says so).
+   */
   async create(input: {
     orgId: string;
     createdBy: string | null;
@@ -65,7 +68,10 @@ export class ProjectService {
     return row;
   }
 
-  /** One page of the live projects `actor` can see: their organization's public ones and the private ones they may manage; platform admins see all. */
+  /**
+   * One page of the live projects `actor` can see: their organization's public ones and the private
+   * ones they may manage; platform admins see all.
+   */
   async list(
     actor: Actor,
     page: { offset: number; limit: number; sort: ProjectSort },

@@ -17,7 +17,10 @@ export type Organization = typeof organizations.$inferSelect;
 export class OrgService {
   constructor(
     private readonly db: Database,
-    /** Called after every write, so the request path's cache drops what it holds (`catalog/request-path-cache.ts`). */
+    /**
+     * Called after every write, so the request path's cache drops what it holds
+     * (`catalog/request-path-cache.ts`).
+     */
     private readonly changed: () => void = () => {},
   ) {}
 
@@ -51,7 +54,10 @@ export class OrgService {
     return rows.map((row) => ({ org: row.org, balance: row.balance ?? 0n }));
   }
 
-  /** Sets its weight in the fleet's fair share (1 to 1000); every replica's request path reads it with the key. */
+  /**
+   * Sets its weight in the fleet's fair share (1 to 1000); every replica's request path reads it
+   * with the key.
+   */
   async setShareWeight(id: string, shareWeight: number): Promise<Organization> {
     const [org] = await this.db.update(organizations).set({ shareWeight }).where(eq(organizations.id, id)).returning();
     this.changed();

@@ -1,11 +1,17 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { z } from 'zod';
 
-/** Passwords are 8 to 128 characters: long enough to mean something, short enough that hashing one is never a denial of service. */
+/**
+ * Passwords are 8 to 128 characters: long enough to mean something, short enough that hashing one
+ * is never a denial of service.
+ */
 const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 128;
 
-/** A new password as every surface checks it (the API, the operator API, the portal's forms), with the same messages. */
+/**
+ * A new password as every surface checks it (the API, the operator API, the portal's forms), with
+ * the same messages.
+ */
 export const passwordField = z
   .string()
   .min(PASSWORD_MIN, `Must be at least ${PASSWORD_MIN} characters.`)
@@ -33,7 +39,10 @@ const MAX_CONCURRENT_HASHES = 2;
 export class Passwords {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
-  /** A hash of nothing anyone knows, verified against when there is no user, so a wrong email costs the same time as a wrong password. */
+  /**
+   * A hash of nothing anyone knows, verified against when there is no user, so a wrong email costs
+   * the same time as a wrong password.
+   */
   private decoy: Promise<string> | undefined;
 
   constructor(private readonly cost: number = DEFAULT_PASSWORD_COST) {

@@ -22,10 +22,12 @@ export interface Subject {
  * - Platform admins may do anything to anyone.
  * - Everyone sees the users of their own organization, and no other's.
  * - Owners add, edit and delete any user of their organization, and give any role.
- * - Admins add, edit and delete members and admins, and give those two roles; they cannot touch owners.
+ * - Admins add, edit and delete members and admins, and give those two roles; they cannot touch
+ *   owners.
  * - Members edit only themselves (name, email, password; never a role) and add nobody.
  * - Anyone may delete themselves.
- * - Nobody removes the organization's last owner (by a role change or a delete): the service checks that.
+ * - Nobody removes the organization's last owner (by a role change or a delete): the service checks
+ *   that.
  *
  * Each check throws 404 for a user the actor may not see (their existence is not told) and 403
  * otherwise.
@@ -66,14 +68,20 @@ export function assertCanDelete(actor: Actor, subject: Subject): void {
     throw new GatewayError('forbidden', 'Admins cannot delete owners.');
 }
 
-/** Owners and admins (and platform admins) manage every project of their organization; members their own. */
+/**
+ * Owners and admins (and platform admins) manage every project of their organization; members their
+ * own.
+ */
 export function canManageProject(actor: Actor, project: { orgId: string; createdBy: string | null }): boolean {
   if (actor.platformAdmin) return true;
   if (actor.orgId !== project.orgId) return false;
   return actor.role !== 'member' || project.createdBy === actor.userId;
 }
 
-/** Public projects are seen by every user of their organization; private ones by their creator, owners and admins. */
+/**
+ * Public projects are seen by every user of their organization; private ones by their creator,
+ * owners and admins.
+ */
 export function canSeeProject(
   actor: Actor,
   project: { orgId: string; createdBy: string | null; visibility: string },
@@ -83,7 +91,10 @@ export function canSeeProject(
   return project.visibility === 'public' || canManageProject(actor, project);
 }
 
-/** Budgets (of a key or a project) are set by the organization's owners (and platform admins); whoever sees one sees its budget. */
+/**
+ * Budgets (of a key or a project) are set by the organization's owners (and platform admins);
+ * whoever sees one sees its budget.
+ */
 export function canSetBudget(actor: Actor, orgId: string): boolean {
   return actor.platformAdmin || (actor.orgId === orgId && actor.role === 'owner');
 }

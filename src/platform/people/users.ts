@@ -46,7 +46,10 @@ export class UserService {
   constructor(
     private readonly db: Database,
     private readonly passwords: Passwords,
-    /** Called after a write that changed keys (a delete revokes them), so the admission cache drops what it holds. */
+    /**
+     * Called after a write that changed keys (a delete revokes them), so the admission cache drops
+     * what it holds.
+     */
     private readonly keysChanged: () => void = () => {},
   ) {}
 
@@ -156,7 +159,10 @@ export class UserService {
     }
   }
 
-  /** Stores a password's hash at today's cost (after a sign-in with a hash made at a lower one); sessions are untouched. */
+  /**
+   * Stores a password's hash at today's cost (after a sign-in with a hash made at a lower one);
+   * sessions are untouched.
+   */
   async rehash(id: string, password: string): Promise<void> {
     await this.db
       .update(users)

@@ -27,7 +27,10 @@ export class RunClaims {
     private readonly appendNote: (runId: string, text: string) => Promise<void>,
   ) {}
 
-  /** Takes the oldest queued run for `worker`, or null. Two workers never take the same run (`FOR UPDATE SKIP LOCKED`). */
+  /**
+   * Takes the oldest queued run for `worker`, or null. Two workers never take the same run (`FOR
+   * UPDATE SKIP LOCKED`).
+   */
   async claim(worker: string, leaseMs: number): Promise<RunRow | null> {
     const oldest = this.db
       .select({ id: runs.id })
@@ -46,7 +49,10 @@ export class RunClaims {
     return row ?? null;
   }
 
-  /** Renews `worker`'s claims; answers which of them were asked to cancel, and which it no longer holds. */
+  /**
+   * Renews `worker`'s claims; answers which of them were asked to cancel, and which it no longer
+   * holds.
+   */
   async renew(worker: string, ids: string[], leaseMs: number): Promise<{ cancel: string[]; lost: string[] }> {
     if (ids.length === 0) return { cancel: [], lost: [] };
     const held = await this.db

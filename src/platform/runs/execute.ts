@@ -108,7 +108,10 @@ export async function executeRun(job: RunJob): Promise<RunOutcome> {
   }
 }
 
-/** What a run writes to its log: the tool's output (masked) through `writer`, and Tollgate's own lines through `say`. */
+/**
+ * What a run writes to its log: the tool's output (masked) through `writer`, and Tollgate's own
+ * lines through `say`.
+ */
 interface RunLog {
   writer: RunLogWriter;
   say: (line: string) => void;
@@ -238,7 +241,10 @@ function succeeded(exit: ToolExit): boolean {
   return exit.code === 0 && !exit.error;
 }
 
-/** A state that could not be kept fails an applied run, and is told after any other reason a run failed. */
+/**
+ * A state that could not be kept fails an applied run, and is told after any other reason a run
+ * failed.
+ */
 function withLostState(outcome: RunOutcome, lostState: string | null): RunOutcome {
   if (lostState === null) return outcome;
   if (outcome.state === 'APPLIED')

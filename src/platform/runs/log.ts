@@ -26,7 +26,10 @@ export class RunLogWriter {
   private timer: NodeJS.Timeout | null = null;
   private chain: Promise<void> = Promise.resolve();
   private secrets: string[] = [];
-  /** Every secret, longest first, in one pattern: one pass masks them all, never a mask inside a mask. */
+  /**
+   * Every secret, longest first, in one pattern: one pass masks them all, never a mask inside a
+   * mask.
+   */
   private pattern: RegExp | null = null;
 
   /** Bytes of the tool's output taken so far; past `maxBytes` the rest is dropped. */

@@ -10,7 +10,10 @@ import {
 } from './untrusted.js';
 import type { Workspace } from './workspace.js';
 
-/** The bounds on what a run hands back (TOLLGATE_RUN_STATE_MB, TOLLGATE_RUN_OUTPUT_KB, TOLLGATE_RUN_OUTPUTS_KB, TOLLGATE_RUN_LOG_MB). */
+/**
+ * The bounds on what a run hands back (TOLLGATE_RUN_STATE_MB, TOLLGATE_RUN_OUTPUT_KB,
+ * TOLLGATE_RUN_OUTPUTS_KB, TOLLGATE_RUN_LOG_MB).
+ */
 export type ProducedBounds = Config['runs']['produced'];
 
 const STATE_FILE = 'terraform.tfstate';
@@ -60,7 +63,10 @@ export async function readRunState(options: {
   return producedByScript(exit.code, sink, bounds.stateBytes);
 }
 
-/** The sentence a state that cannot be kept fails the run with; null when it is kept (or there is none). */
+/**
+ * The sentence a state that cannot be kept fails the run with; null when it is kept (or there is
+ * none).
+ */
 export function stateFailure(state: Produced, bounds: ProducedBounds): string | null {
   const lost = 'it was not kept, and the cluster may be partly changed';
   if (state.kind === 'not-regular')

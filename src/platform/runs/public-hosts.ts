@@ -28,7 +28,10 @@ export class PublicHosts {
     private readonly log: Logger,
     private readonly options: {
       refreshMs?: number;
-      /** What a refresh reads (host → `address:port`); the store's applied runs unless a test gives its own. */
+      /**
+       * What a refresh reads (host → `address:port`); the store's applied runs unless a test gives
+       * its own.
+       */
       read?: () => Promise<Map<string, string>>;
     } = {},
   ) {}
@@ -44,7 +47,10 @@ export class PublicHosts {
     this.timer = null;
   }
 
-  /** Reads the applied runs' public URLs again, of live clusters only; kept unless a read started later was kept first. */
+  /**
+   * Reads the applied runs' public URLs again, of live clusters only; kept unless a read started
+   * later was kept first.
+   */
   async refresh(): Promise<void> {
     const generation = ++this.started;
     try {
@@ -80,7 +86,10 @@ export class PublicHosts {
     return targets;
   }
 
-  /** Whether `host` is a run's public host (a TLS terminator asks before it gets a certificate for a name). */
+  /**
+   * Whether `host` is a run's public host (a TLS terminator asks before it gets a certificate for a
+   * name).
+   */
   serves(host: string): boolean {
     return this.targets.has(host.toLowerCase());
   }

@@ -6,7 +6,10 @@ import { GatewayError } from '../../shared/http/errors.js';
 import type { Actor } from '../people/permissions.js';
 import type { StackCatalog, StackRow } from '../stacks/service.js';
 
-/** What asking to apply a stack takes: the stack, the target (the whole cluster, or one of its nodes), and the inputs. */
+/**
+ * What asking to apply a stack takes: the stack, the target (the whole cluster, or one of its
+ * nodes), and the inputs.
+ */
 export interface RunRequest {
   clusterId: string;
   /** The stack's name, or its id. */
@@ -62,7 +65,10 @@ export async function checkRunTarget(
   return { cluster, stack };
 }
 
-/** The 409 for a second run of a stack on a cluster while one is queued or running (the partial unique index refused it), naming that run. */
+/**
+ * The 409 for a second run of a stack on a cluster while one is queued or running (the partial
+ * unique index refused it), naming that run.
+ */
 export async function alreadyApplying(db: Database, clusterId: string, stackName: string): Promise<GatewayError> {
   const [active] = await db
     .select({ id: runs.id, state: runs.state })

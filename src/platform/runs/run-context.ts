@@ -4,9 +4,15 @@ import type { RunRow } from './service.js';
 import type { EgressPolicy } from './sandbox/egress.js';
 import type { ClusterContext } from './workspace.js';
 
-/** What a run is given: its cluster and the key to reach it, where it may connect, and its tool's environment. */
+/**
+ * What a run is given: its cluster and the key to reach it, where it may connect, and its tool's
+ * environment.
+ */
 
-/** What the run's module is told of its cluster (`workspace.ts`): the cluster, its nodes, the target, and the key to reach them. */
+/**
+ * What the run's module is told of its cluster (`workspace.ts`): the cluster, its nodes, the
+ * target, and the key to reach them.
+ */
 export function clusterContext(
   run: RunRow,
   cluster: ClusterRow,
@@ -34,7 +40,10 @@ export function clusterContext(
   };
 }
 
-/** Where a run may connect: its cluster's nodes, each on the operator's node ports and its SSH port, and the operator's allowed hosts. */
+/**
+ * Where a run may connect: its cluster's nodes, each on the operator's node ports and its SSH port,
+ * and the operator's allowed hosts.
+ */
 export function egressPolicy(nodes: NodeRow[], egress: Config['runs']['egress']): EgressPolicy {
   return {
     nodes: nodes.map((node) => ({
@@ -45,7 +54,10 @@ export function egressPolicy(nodes: NodeRow[], egress: Config['runs']['egress'])
   };
 }
 
-/** The tool's whole environment: never the gateway's own (it holds database URLs and tokens), only what OpenTofu needs and what the operator passes. */
+/**
+ * The tool's whole environment: never the gateway's own (it holds database URLs and tokens), only
+ * what OpenTofu needs and what the operator passes.
+ */
 export function toolEnvironment(config: Config['runs']): Record<string, string> {
   return {
     PATH: config.searchPath,

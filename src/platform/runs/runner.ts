@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process';
 
-/** How a command of a run ended: its exit code, or the signal that ended it; `error` when it could not start. */
+/**
+ * How a command of a run ended: its exit code, or the signal that ended it; `error` when it could
+ * not start.
+ */
 export interface ToolExit {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -11,12 +14,21 @@ export interface ToolCommand {
   bin: string;
   args: string[];
   cwd: string;
-  /** The whole environment the tool sees (never the gateway's own: it holds database URLs and tokens). */
+  /**
+   * The whole environment the tool sees (never the gateway's own: it holds database URLs and
+   * tokens).
+   */
   env: Record<string, string>;
-  /** Aborting stops the tool: SIGINT to its process group (OpenTofu stops cleanly and releases its lock), SIGKILL after `killGraceMs`. */
+  /**
+   * Aborting stops the tool: SIGINT to its process group (OpenTofu stops cleanly and releases its
+   * lock), SIGKILL after `killGraceMs`.
+   */
   signal: AbortSignal;
   killGraceMs: number;
-  /** Each piece of output as it arrives, stdout and stderr interleaved as they come (stderr only, with `onStdout`). */
+  /**
+   * Each piece of output as it arrives, stdout and stderr interleaved as they come (stderr only,
+   * with `onStdout`).
+   */
   onOutput: (text: string) => void;
   /** Standard output as bytes, apart from the log. */
   onStdout?: (chunk: Buffer) => void;

@@ -18,7 +18,10 @@ import { RunClaims } from './claims.js';
 export type { RunOutcome } from './claims.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** Log pieces read at once (each at most 64 Ki characters): a reader of a long log is answered page by page. */
+/**
+ * Log pieces read at once (each at most 64 Ki characters): a reader of a long log is answered page
+ * by page.
+ */
 const LOG_PAGE = 64;
 /** How often a followed log looks for new pieces (another process's worker may write them). */
 const FOLLOW_POLL_MS = 250;
@@ -40,10 +43,16 @@ export interface RunEnd {
   ended: RunState;
 }
 
-/** Who applies runs in this process (`RunWorker`): it stops one at once, and records it ended within a bound. */
+/**
+ * Who applies runs in this process (`RunWorker`): it stops one at once, and records it ended within
+ * a bound.
+ */
 export interface RunStopper {
   cancelHere(runId: string): unknown;
-  /** How long a stopped run may take to be recorded as ended (the kill grace, the record time, two polls). */
+  /**
+   * How long a stopped run may take to be recorded as ended (the kill grace, the record time, two
+   * polls).
+   */
   readonly endsWithinMs: number;
 }
 
@@ -61,7 +70,10 @@ export class RunService {
     private readonly db: Database,
     private readonly clusters: ClusterService,
     private readonly stacks: StackCatalog,
-    /** Throws (503) when there is no OpenTofu or Terraform to apply with, or no sandbox to apply in: nothing is queued then. */
+    /**
+     * Throws (503) when there is no OpenTofu or Terraform to apply with, or no sandbox to apply in:
+     * nothing is queued then.
+     */
     private readonly requireRunner: () => Promise<void>,
   ) {
     this.stackStates = new StackStates(db);
@@ -74,7 +86,10 @@ export class RunService {
   /** Each stack's OpenTofu state on each cluster, which a run reads and writes. */
   readonly stackStates: StackStates;
 
-  /** Checks the stack (visible to `actor`, applicable to the cluster's profile), the target and the inputs, then queues the run. */
+  /**
+   * Checks the stack (visible to `actor`, applicable to the cluster's profile), the target and the
+   * inputs, then queues the run.
+   */
   async queue(actor: Actor, request: RunRequest): Promise<RunRow> {
     await this.requireRunner();
     const { cluster, stack } = await checkRunTarget(this.clusters, this.stacks, actor, request);
@@ -166,7 +181,10 @@ export class RunService {
     return run;
   }
 
-  /** `cancel`, then waits until the run has ended, or for as long as its worker may take to record it. */
+  /**
+   * `cancel`, then waits until the run has ended, or for as long as its worker may take to record
+   * it.
+   */
   async cancelAndWait(actor: Actor, id: string, here: RunStopper): Promise<{ run: RunRow; ended: boolean }> {
     let run = await this.cancel(actor, id, here);
     const deadline = Date.now() + here.endsWithinMs;
@@ -189,7 +207,10 @@ export class RunService {
     });
   }
 
-  /** The log's pieces after `afterSeq` (-1: from the start), page by page: a long log is never one string in memory. */
+  /**
+   * The log's pieces after `afterSeq` (-1: from the start), page by page: a long log is never one
+   * string in memory.
+   */
   async *logPieces(runId: string, afterSeq = -1): AsyncGenerator<LogPiece> {
     for (let last = afterSeq, pieces = await this.readLog(runId, last); pieces.length > 0;) {
       yield* pieces;

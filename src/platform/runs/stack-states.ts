@@ -6,7 +6,10 @@ import { stackStates } from '../../shared/db/schema.js';
 export class StackStates {
   constructor(private readonly db: Database) {}
 
-  /** The stack's (by id: not another stack that had its name) state on the cluster from its last run, or null. */
+  /**
+   * The stack's (by id: not another stack that had its name) state on the cluster from its last
+   * run, or null.
+   */
   async load(clusterId: string, stackId: string): Promise<Buffer | null> {
     const [row] = await this.db
       .select({ state: stackStates.state })

@@ -6,7 +6,10 @@ import path from 'node:path';
 // shape: read only as a bounded stream of bytes, never as a path the gateway
 // follows, and stored only as text PostgreSQL accepts.
 
-/** How reading what a run left ended: its bytes, nothing there, something that is not a regular file, or more than the bound. */
+/**
+ * How reading what a run left ended: its bytes, nothing there, something that is not a regular
+ * file, or more than the bound.
+ */
 export type Produced =
   | { kind: 'bytes'; bytes: Buffer }
   | { kind: 'absent' }

@@ -71,7 +71,10 @@ export class RunWorker implements RunStopper {
     return entry !== undefined;
   }
 
-  /** Takes no more runs, stops the ones under way (they end FAILED: the gateway shut down), and waits for them. */
+  /**
+   * Takes no more runs, stops the ones under way (they end FAILED: the gateway shut down), and
+   * waits for them.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);

@@ -3,7 +3,10 @@ import path from 'node:path';
 import { extractStackPackage, parseHcl } from '../stacks/package.js';
 import type { RunInputs } from './inputs.js';
 
-/** What the platform tells every run about its target, as `tollgate_*` variables (those the module declares). */
+/**
+ * What the platform tells every run about its target, as `tollgate_*` variables (those the module
+ * declares).
+ */
 export interface ClusterContext {
   runId: string;
   clusterId: string;
@@ -12,7 +15,10 @@ export interface ClusterContext {
   nodeAddresses: string[];
   /** The targeted node's address; '' when the run targets the whole cluster. */
   targetNode: string;
-  /** Every node with the account and port the cluster's key is installed for, and its pinned host key ('' when none). */
+  /**
+   * Every node with the account and port the cluster's key is installed for, and its pinned host
+   * key ('' when none).
+   */
   nodes: Array<{ id: string; address: string; sshUser: string; sshPort: number; hostKey: string }>;
   /** How the run's SSH reaches the nodes (the sandbox's proxy), or null. */
   sshProxy: { scheme: string; host: string; port: number } | null;
@@ -28,7 +34,10 @@ export interface Workspace {
   moduleDir: string;
   /** The module as the tool sees it, where the tool runs. */
   visibleModuleDir: string;
-  /** The file holding the cluster's private key (mode 0600), outside the module, as the tool sees it. */
+  /**
+   * The file holding the cluster's private key (mode 0600), outside the module, as the tool sees
+   * it.
+   */
   keyFile: string;
   /** What the module's `manifest.json` says of a web port to expose, if anything. */
   manifestWebPort: number | null;
@@ -37,7 +46,10 @@ export interface Workspace {
   remove(): Promise<void>;
 }
 
-/** The file of inputs and platform variables; OpenTofu reads every `*.auto.tfvars.json` in the module. */
+/**
+ * The file of inputs and platform variables; OpenTofu reads every `*.auto.tfvars.json` in the
+ * module.
+ */
 const TFVARS_FILE = 'tollgate.auto.tfvars.json';
 
 /**
@@ -126,7 +138,10 @@ export async function prepareWorkspace(options: {
   }
 }
 
-/** The names of the module's variables, and which it marks `sensitive = true`, from its top folder's `.tf` files. */
+/**
+ * The names of the module's variables, and which it marks `sensitive = true`, from its top folder's
+ * `.tf` files.
+ */
 async function declaredVariables(moduleDir: string): Promise<{ names: Set<string>; sensitive: Set<string> }> {
   const names = new Set<string>();
   const sensitive = new Set<string>();

@@ -110,7 +110,10 @@ function get(url: URL, rules: DownloadRules, signal: AbortSignal): Promise<Incom
   });
 }
 
-/** A DNS lookup whose answers must all be public addresses (unless allowed): the connection uses exactly what was checked. */
+/**
+ * A DNS lookup whose answers must all be public addresses (unless allowed): the connection uses
+ * exactly what was checked.
+ */
 function checkedLookup(rules: DownloadRules): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {

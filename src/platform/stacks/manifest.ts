@@ -47,7 +47,10 @@ export const stackManifest = z.strictObject({
   icon: icon.optional(),
   /** Hardware profiles it applies to; absent: all. */
   applicable_profiles: z.array(z.string().min(1).max(100)).max(100).optional(),
-  /** A web port the module serves on its node: each run gets a public URL `https://<stack>.<cluster's public domain>` routed to it. */
+  /**
+   * A web port the module serves on its node: each run gets a public URL
+   * `https://<stack>.<cluster's public domain>` routed to it.
+   */
   web_port: z.int().min(1).max(65535).optional(),
   inputs: z
     .array(input)

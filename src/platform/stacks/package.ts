@@ -29,7 +29,10 @@ export async function parseHcl(fileName: string, text: string): Promise<unknown>
   return parse(fileName, text);
 }
 
-/** Variables named so are injected by the platform on every run (`tollgate_cluster_id`, ...), not inputs. */
+/**
+ * Variables named so are injected by the platform on every run (`tollgate_cluster_id`, ...), not
+ * inputs.
+ */
 const PLATFORM_VARIABLE_PREFIX = 'tollgate_';
 
 /**
@@ -141,7 +144,10 @@ export async function extractStackPackage(
   return written;
 }
 
-/** Inputs from `variable` blocks: name, type (number, else string), default, description; required without a `default` (`default = null` is optional). */
+/**
+ * Inputs from `variable` blocks: name, type (number, else string), default, description; required
+ * without a `default` (`default = null` is optional).
+ */
 async function inputsOf(files: Map<string, Buffer>, tfPaths: string[]): Promise<StackInput[]> {
   const inputs: StackInput[] = [];
   for (const path of tfPaths.sort()) {
@@ -152,7 +158,8 @@ async function inputsOf(files: Map<string, Buffer>, tfPaths: string[]): Promise<
       throw refusal(path, `It is not valid HCL (${readableReason(error)}).`);
     }
     for (const [name, [block = {}] = []] of Object.entries(parsed.variable ?? {})) {
-      // The platform's own variables (see src/platform/runs/workspace.ts) are set on every run, never asked for.
+      // The platform's own variables (see src/platform/runs/workspace.ts) are set on every run,
+      // never asked for.
       if (name.startsWith(PLATFORM_VARIABLE_PREFIX)) continue;
       const type =
         typeof block.type === 'string' && block.type.replace(/^\$\{|\}$/g, '') === 'number' ? 'number' : 'string';
@@ -168,7 +175,8 @@ async function inputsOf(files: Map<string, Buffer>, tfPaths: string[]): Promise<
       inputs.push({
         name,
         type: type === 'number' && defaultValue !== undefined && typeof defaultValue !== 'number' ? 'string' : type,
-        // `default = null` makes a variable optional in Terraform (its value is null): listed without a default.
+        // `default = null` makes a variable optional in Terraform (its value is null): listed
+        // without a default.
         required: !('default' in block),
         ...(defaultValue === undefined ? {} : { default: defaultValue }),
         ...(typeof block.description === 'string' ? { description: block.description } : {}),
@@ -182,14 +190,20 @@ const basename = (path: string) => path.slice(path.lastIndexOf('/') + 1);
 const dirname = (path: string) => path.slice(0, path.lastIndexOf('/') + 1);
 const depth = (path: string) => path.split('/').length - 1;
 
-/** A name from the zip's one top folder, or else the uploaded file's name; null when neither makes a valid one. */
+/**
+ * A name from the zip's one top folder, or else the uploaded file's name; null when neither makes a
+ * valid one.
+ */
 function derivedName(paths: string[], fileName = 'stack'): string | null {
   const root = commonTopFolder(paths);
   const name = slug(root ? root.slice(0, -1) : fileName.replace(/\.zip$/i, ''));
   return STACK_NAME.test(name) ? name : null;
 }
 
-/** The one folder every file is in (`stack/`), or '' when the files sit at the top or in several folders. */
+/**
+ * The one folder every file is in (`stack/`), or '' when the files sit at the top or in several
+ * folders.
+ */
 function commonTopFolder(paths: string[]): string {
   const tops = new Set(paths.map((path) => (path.includes('/') ? path.slice(0, path.indexOf('/') + 1) : '')));
   return tops.size === 1 ? [...tops][0]! : '';

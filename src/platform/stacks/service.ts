@@ -88,7 +88,8 @@ export class StackCatalog {
     try {
       return await this.db.transaction(async (tx) => {
         await lockName(tx, manifest.name);
-        // A private name collides with a global stack (which its adder sees) or one of its own organization; a global name with any stack.
+        // A private name collides with a global stack (which its adder sees) or one of its own
+        // organization; a global name with any stack.
         const [clash] = await tx
           .select({ id: stacks.id })
           .from(stacks)
@@ -110,7 +111,8 @@ export class StackCatalog {
             orgId: visibility === 'global' ? null : actor.orgId,
           })
           .returning(COLUMNS_BUT_PACKAGE);
-        // The package is the bytes just sent: not read back (a second copy of up to 10 MiB, decoded, per upload).
+        // The package is the bytes just sent: not read back (a second copy of up to 10 MiB,
+        // decoded, per upload).
         return Object.assign(row!, { package: zip });
       });
     } catch (error) {
@@ -119,7 +121,10 @@ export class StackCatalog {
     }
   }
 
-  /** Adds a shipped global stack (owned by no user) unless a stack of its name, global or private, exists; true when added. */
+  /**
+   * Adds a shipped global stack (owned by no user) unless a stack of its name, global or private,
+   * exists; true when added.
+   */
   async addShipped(read: StackPackage, zip: Buffer): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       await lockName(tx, read.manifest.name);
@@ -168,7 +173,10 @@ export class StackCatalog {
     return chosen;
   }
 
-  /** One page of the stacks `actor` sees; `q` searches name, title and description; `category` filters. */
+  /**
+   * One page of the stacks `actor` sees; `q` searches name, title and description; `category`
+   * filters.
+   */
   async list(
     actor: Actor,
     query: { q?: string; category?: string; offset: number; limit: number; sort: StackSort },
@@ -222,7 +230,10 @@ export class StackCatalog {
     await this.db.delete(stacks).where(eq(stacks.id, row.id));
   }
 
-  /** Platform admins manage every stack; a user their own private ones (403 for a global one they can see). */
+  /**
+   * Platform admins manage every stack; a user their own private ones (403 for a global one they
+   * can see).
+   */
   private async managed(actor: Actor, name: string): Promise<StackRow> {
     const row = await this.get(actor, name);
     if (!actor.platformAdmin && !(row.visibility === 'private' && row.ownerId === actor.userId)) {
@@ -262,7 +273,10 @@ async function lockName(tx: Transaction, name: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`tollgate:stack:${name}`}))`);
 }
 
-/** True for a string shaped like a stack id (`stk_` and 32 hex digits); names are `a-z 0-9 -` only, so never one. */
+/**
+ * True for a string shaped like a stack id (`stk_` and 32 hex digits); names are `a-z 0-9 -` only,
+ * so never one.
+ */
 function isStackId(value: string): boolean {
   return /^stk_[0-9a-f]{32}$/.test(value);
 }

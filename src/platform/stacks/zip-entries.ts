@@ -19,7 +19,10 @@ export const DEFAULT_PACKAGE_LIMITS: PackageLimits = {
   maxRatio: 100,
 };
 
-/** Entries smaller than this are not held to the ratio: a small text file of repeats compresses well and is harmless. */
+/**
+ * Entries smaller than this are not held to the ratio: a small text file of repeats compresses well
+ * and is harmless.
+ */
 const RATIO_FLOOR_BYTES = 1024 * 1024;
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
@@ -67,7 +70,8 @@ export async function readEntries(
           `It is compressed ${Math.round(entry.uncompressedSize / Math.max(1, entry.compressedSize))} times; at most ${limits.maxRatio} is taken (a zip bomb?).`,
         );
       }
-      // Every entry is read through (yauzl checks its real size against the declared one); only the few the catalog needs are kept.
+      // Every entry is read through (yauzl checks its real size against the declared one); only the
+      // few the catalog needs are kept.
       const content = await readEntry(archive, entry);
       if (keep(name)) kept.set(name, content);
     }
@@ -120,7 +124,10 @@ export function readableReason(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').slice(0, 200);
 }
 
-/** yauzl names the entry in its own errors about names ("absolute path: /x", "invalid relative path: ../x"). */
+/**
+ * yauzl names the entry in its own errors about names ("absolute path: /x", "invalid relative path:
+ * ../x").
+ */
 function entryNameIn(error: unknown): string | null {
   const match = /^(?:absolute path|invalid relative path|invalid characters in fileName): (.+)$/.exec(
     error instanceof Error ? error.message : '',

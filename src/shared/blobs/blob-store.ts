@@ -17,8 +17,8 @@ export interface StoredBlob {
  */
 export interface BlobStore {
   /**
-   * Stores `source` as it arrives. Past `maxBytes` it stops reading and throws `BlobTooLarge`; a source that
-   * throws is rethrown. Either way nothing is kept.
+   * Stores `source` as it arrives. Past `maxBytes` it stops reading and throws `BlobTooLarge`; a
+   * source that throws is rethrown. Either way nothing is kept.
    */
   put(source: AsyncIterable<Uint8Array>, maxBytes: number): Promise<StoredBlob>;
   /** The blob's bytes, read as they are consumed; null when there is no such blob. */
@@ -51,8 +51,8 @@ export function isBlobId(id: string): boolean {
 }
 
 /**
- * `source` passed through, counted and hashed on the way: `BlobTooLarge` as soon as it passes `maxBytes`, and,
- * once read to its end, `result()` its size and SHA-256.
+ * `source` passed through, counted and hashed on the way: `BlobTooLarge` as soon as it passes
+ * `maxBytes`, and, once read to its end, `result()` its size and SHA-256.
  */
 export function measured(
   source: AsyncIterable<Uint8Array>,
@@ -80,8 +80,8 @@ export function measured(
 }
 
 /**
- * A web stream of `source`, pulled one chunk at a time as the reader asks (no read ahead): a slow client holds
- * one chunk in memory, not the blob.
+ * A web stream of `source`, pulled one chunk at a time as the reader asks (no read ahead): a slow
+ * client holds one chunk in memory, not the blob.
  */
 export function webStreamOf(source: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
   const iterator: AsyncIterator<Uint8Array, unknown> = source[Symbol.asyncIterator]();

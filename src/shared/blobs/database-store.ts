@@ -4,7 +4,10 @@ import { blobChunks, blobs } from '../db/blob-schema.js';
 import type { Database } from '../db/client.js';
 import { type BlobStore, isBlobId, measured, newBlobId, type StoredBlob } from './blob-store.js';
 
-/** A chunk's size: large enough that a 200 MB file is 200 rows, small enough to hold one in memory per stream. */
+/**
+ * A chunk's size: large enough that a 200 MB file is 200 rows, small enough to hold one in memory
+ * per stream.
+ */
 export const CHUNK_BYTES = 1024 * 1024;
 
 /**

@@ -7,9 +7,9 @@ import { pipeline } from 'node:stream/promises';
 import { type BlobStore, isBlobId, measured, newBlobId, type StoredBlob } from './blob-store.js';
 
 /**
- * Blobs as files in a folder (`<data folder>/blobs` for the embedded default): each written as `<id>.part` and
- * renamed when whole, so a reader never sees half a blob. A `memory://` data folder keeps them in a temporary
- * folder of its own, removed on close (memory stays flat either way).
+ * Blobs as files in a folder (`<data folder>/blobs` for the embedded default): each written as
+ * `<id>.part` and renamed when whole, so a reader never sees half a blob. A `memory://` data folder
+ * keeps them in a temporary folder of its own, removed on close (memory stays flat either way).
  *
  * @example
  * const blobs = new FolderBlobStore(path.join(config.dataDir, 'blobs'));

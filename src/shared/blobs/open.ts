@@ -5,8 +5,9 @@ import { DatabaseBlobStore } from './database-store.js';
 import { FolderBlobStore } from './folder-store.js';
 
 /**
- * The blob store of this deployment: on PostgreSQL, PostgreSQL in chunks (every replica reaches it); embedded,
- * `<data folder>/blobs` (a temporary folder for `memory://`), never PGlite's heap, which never shrinks.
+ * The blob store of this deployment: on PostgreSQL, PostgreSQL in chunks (every replica reaches
+ * it); embedded, `<data folder>/blobs` (a temporary folder for `memory://`), never PGlite's heap,
+ * which never shrinks.
  *
  * @example
  * const blobs = openBlobStore(config, store.db);

@@ -2,8 +2,9 @@ import { bigint, boolean, integer, pgTable, primaryKey, text, timestamp } from '
 import { bytea } from './bytea.js';
 
 /**
- * A blob of the PostgreSQL blob store (`shared/blobs/database-store.ts`): written as chunks, then marked
- * `complete` with its size and hash. One not complete a day after it began is an upload that died: swept.
+ * A blob of the PostgreSQL blob store (`shared/blobs/database-store.ts`): written as chunks, then
+ * marked `complete` with its size and hash. One not complete a day after it began is an upload that
+ * died: swept.
  */
 export const blobs = pgTable('blobs', {
   id: text('id').primaryKey(),

@@ -20,8 +20,8 @@ export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
 export interface Store {
   db: Database;
   /**
-   * Reports' and exports' own connections (`reports`): a report that is slow or stuck waits for these, never for the
-   * request path's. On PGlite, the same one connection as `db`.
+   * Reports' and exports' own connections (`reports`): a report that is slow or stuck waits for
+   * these, never for the request path's. On PGlite, the same one connection as `db`.
    */
   reports: Database;
   /** 'postgres' or 'pglite', for the start-up line. */
@@ -36,11 +36,17 @@ export interface OpenStoreOptions {
   dataDir: string;
   /** Connections in the postgres.js pool. */
   poolSize?: number;
-  /** On PostgreSQL, the reports' pool: its connections and each statement's longest run (default 4 and 30 s). */
+  /**
+   * On PostgreSQL, the reports' pool: its connections and each statement's longest run (default 4
+   * and 30 s).
+   */
   reports?: { poolSize: number; statementTimeoutMs: number };
 }
 
-/** The committed migrations: `drizzle/` at the package root, found from `src/shared/db/` (tsx) or from the bundle in `dist/`. */
+/**
+ * The committed migrations: `drizzle/` at the package root, found from `src/shared/db/` (tsx) or
+ * from the bundle in `dist/`.
+ */
 const migrationsFolder = findPackageFolder('drizzle', path.dirname(fileURLToPath(import.meta.url)));
 
 function findPackageFolder(name: string, from: string): string {
@@ -145,8 +151,9 @@ export async function openStore({
       await client.end({ timeout: 1 }).catch(() => {});
       throw error;
     }
-    // Opened only now: it runs no migration. Its statement timeout is set at connection (PostgreSQL's own), so a
-    // report past it ends in the database too, not only in the gateway's wait.
+    // Opened only now: it runs no migration. Its statement timeout is set at connection
+    // (PostgreSQL's own), so a report past it ends in the database too, not only in the gateway's
+    // wait.
     const reportsClient = postgres(databaseUrl, {
       max: reports.poolSize,
       connect_timeout: 3,
@@ -182,8 +189,9 @@ export async function openStore({
   const client = new PGlite(location, { startParams: PGLITE_START_PARAMS });
   const db = drizzlePglite(client, { schema });
   await migratePglite(db, { migrationsFolder });
-  // PGlite is one connection in this process: reports share it, and wait their turn with the request path's
-  // statements (no statement timeout applies). A deployment whose reports are heavy runs on PostgreSQL.
+  // PGlite is one connection in this process: reports share it, and wait their turn with the
+  // request path's statements (no statement timeout applies). A deployment whose reports are heavy
+  // runs on PostgreSQL.
   return {
     db: db as unknown as Database,
     reports: db as unknown as Database,

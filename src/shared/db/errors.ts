@@ -15,8 +15,9 @@ export function isUniqueViolation(error: unknown): boolean {
 }
 
 /**
- * Whether a database error is a statement ended by its timeout (PostgreSQL's `statement_timeout`, code 57014: the
- * reports' connections set it, `client.ts`), followed down a few causes as `isUniqueViolation` does.
+ * Whether a database error is a statement ended by its timeout (PostgreSQL's `statement_timeout`,
+ * code 57014: the reports' connections set it, `client.ts`), followed down a few causes as
+ * `isUniqueViolation` does.
  *
  * @example
  * if (isStatementTimeout(error)) throw new GatewayError('server_busy', 'The report took too long.');

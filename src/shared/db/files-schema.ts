@@ -2,8 +2,8 @@ import { bigint, index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg
 import { organizations } from './schema.js';
 
 /**
- * An uploaded file (`/v1/files`): its bytes are a blob of the blob store (`blob_id`), never in this row. It
- * belongs to its organization and the key's project (null: a key of no project).
+ * An uploaded file (`/v1/files`): its bytes are a blob of the blob store (`blob_id`), never in this
+ * row. It belongs to its organization and the key's project (null: a key of no project).
  */
 export const files = pgTable(
   'files',
@@ -25,7 +25,10 @@ export const files = pgTable(
   (t) => [index('files_org_created_idx').on(t.orgId, t.createdAt, t.id)],
 );
 
-/** An organization's stored files and their bytes, bounded by TOLLGATE_FILES_ORG_MAX and _ORG_MAX_BYTES. */
+/**
+ * An organization's stored files and their bytes, bounded by TOLLGATE_FILES_ORG_MAX and
+ * _ORG_MAX_BYTES.
+ */
 export const fileTotals = pgTable('file_totals', {
   orgId: text('org_id')
     .primaryKey()

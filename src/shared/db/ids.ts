@@ -1,6 +1,9 @@
 import { randomFillSync } from 'node:crypto';
 
-/** Random bytes drawn 4 KiB at a time (256 ids): one `randomBytes` a request was about 1 % of a chat request's CPU. */
+/**
+ * Random bytes drawn 4 KiB at a time (256 ids): one `randomBytes` a request was about 1 % of a chat
+ * request's CPU.
+ */
 const POOL_BYTES = 4096;
 let pool = Buffer.alloc(0);
 let used = POOL_BYTES;
@@ -28,7 +31,10 @@ export function newId(
   return `${prefix}_${randomHex16()}`;
 }
 
-/** True for a string shaped like a project id (`proj_` and 32 hex digits): anything else is no project, without a query. */
+/**
+ * True for a string shaped like a project id (`proj_` and 32 hex digits): anything else is no
+ * project, without a query.
+ */
 export function isProjectId(value: string): boolean {
   return /^proj_[0-9a-f]{32}$/.test(value);
 }

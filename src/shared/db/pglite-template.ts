@@ -25,7 +25,10 @@ export async function templateFolder(migrationsFolder: string, distFolder: strin
   return path.join(distFolder, 'pglite-template', hash.digest('hex').slice(0, 16));
 }
 
-/** Makes the template for the current migrations unless it exists (`made`: false); older templates are removed. */
+/**
+ * Makes the template for the current migrations unless it exists (`made`: false); older templates
+ * are removed.
+ */
 export async function ensureTemplate(
   migrationsFolder: string,
   distFolder: string,

@@ -2,7 +2,10 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { RedisTarget } from '../../config/types.js';
 import type { Logger } from '../http/log.js';
 
-/** A connection to one Redis (perhaps found through Sentinel) or to a Redis Cluster: ioredis's own clients. */
+/**
+ * A connection to one Redis (perhaps found through Sentinel) or to a Redis Cluster: ioredis's own
+ * clients.
+ */
 export type RedisClient = Redis | Cluster;
 
 /** How often the connection is asked whether Redis still answers (a PING, with the command timeout). */
@@ -21,10 +24,11 @@ const answering = new WeakMap<RedisClient, () => boolean>();
  * so that outage too is logged once when it starts and once when it ends,
  * and `redisAnswers` (the `tollgate_dependency_up` gauge) says so.
  *
- * A Redis Cluster (`clusterNodes`) is reached through ioredis's `Cluster`, which sends each command to the master
- * of its key's slot and follows the cluster's changes; a Redis behind Sentinel (`sentinels`) through its Sentinel
- * connector, which asks the sentinels for the master and reconnects to the new one after a failover (told at
- * once by their `+switch-master`). A `url` given with either gives only the credentials, TLS and database.
+ * A Redis Cluster (`clusterNodes`) is reached through ioredis's `Cluster`, which sends each command
+ * to the master of its key's slot and follows the cluster's changes; a Redis behind Sentinel
+ * (`sentinels`) through its Sentinel connector, which asks the sentinels for the master and
+ * reconnects to the new one after a failover (told at once by their `+switch-master`). A `url`
+ * given with either gives only the credentials, TLS and database.
  *
  * @example
  * const redis = openRedis('redis://127.0.0.1:6379', log);
@@ -102,7 +106,10 @@ function connect(target: RedisTarget): RedisClient {
   return new Redis(target.url!, { ...common, ...server, retryStrategy: retry, lazyConnect: false });
 }
 
-/** What a `redis://` or `rediss://` URL says besides its address, for a Cluster's or Sentinel's connections. */
+/**
+ * What a `redis://` or `rediss://` URL says besides its address, for a Cluster's or Sentinel's
+ * connections.
+ */
 function credentialsOf(url: string | undefined): RedisOptions {
   if (!url) return {};
   const parsed = new URL(url);
@@ -115,12 +122,18 @@ function credentialsOf(url: string | undefined): RedisOptions {
   };
 }
 
-/** Whether Redis answers: connected, and its last PING answered in time (for a client not opened by `openRedis`: connected). */
+/**
+ * Whether Redis answers: connected, and its last PING answered in time (for a client not opened by
+ * `openRedis`: connected).
+ */
 export function redisAnswers(redis: RedisClient): boolean {
   return answering.get(redis)?.() ?? redis.status === 'ready';
 }
 
-/** Resolves once the client is ready (or throws after `timeoutMs`), so start-up fails loudly on a wrong REDIS_URL. */
+/**
+ * Resolves once the client is ready (or throws after `timeoutMs`), so start-up fails loudly on a
+ * wrong REDIS_URL.
+ */
 export function redisReady(redis: RedisClient, timeoutMs = 5_000): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {

@@ -30,7 +30,10 @@ export const organizations = pgTable(
   {
     id: text('id').primaryKey(),
     name: text('name').notNull(),
-    /** Its weight in the fleet's fair share (`gateway/flow/`): 2 is served twice the tokens of 1 when both wait. */
+    /**
+     * Its weight in the fleet's fair share (`gateway/flow/`): 2 is served twice the tokens of 1
+     * when both wait.
+     */
     shareWeight: integer('share_weight').notNull().default(1),
     createdAt: createdAt(),
   },
@@ -110,7 +113,10 @@ export const projects = pgTable(
     /** Null for projects made by the operator. */
     createdBy: text('created_by').references(() => users.id),
     createdAt: createdAt(),
-    /** Budgets (nano-units of the billing currency) per calendar month and per day, UTC; null: none (`admission/budgets.ts`). */
+    /**
+     * Budgets (nano-units of the billing currency) per calendar month and per day, UTC; null: none
+     * (`admission/budgets.ts`).
+     */
     monthlyBudget: money('monthly_budget_nanos'),
     dailyBudget: money('daily_budget_nanos'),
     /** Deleted projects keep their row: usage records still name them. */
@@ -148,10 +154,16 @@ export const apiKeys = pgTable(
     monthlyTokens: bigint('monthly_tokens', { mode: 'number' }),
     storeRequestData: boolean('store_request_data').notNull().default(false),
     responseCache: boolean('response_cache').notNull().default(false),
-    /** Budgets (nano-units of the billing currency) per calendar month and per day, UTC; null: none (`admission/budgets.ts`). */
+    /**
+     * Budgets (nano-units of the billing currency) per calendar month and per day, UTC; null: none
+     * (`admission/budgets.ts`).
+     */
     monthlyBudget: money('monthly_budget_nanos'),
     dailyBudget: money('daily_budget_nanos'),
-    /** The highest priority band its requests may use, and theirs when they name none (`gateway/flow/bands.ts`). */
+    /**
+     * The highest priority band its requests may use, and theirs when they name none
+     * (`gateway/flow/bands.ts`).
+     */
     band: text('band', { enum: BANDS }).notNull().default('default'),
     createdAt: createdAt(),
   },
@@ -166,7 +178,10 @@ export const wallets = pgTable('wallets', {
   orgId: text('org_id')
     .primaryKey()
     .references(() => organizations.id),
-  /** The ledger's sum. Holds of requests in flight are kept by the limits gate, not here (`admission/gate.ts`). */
+  /**
+   * The ledger's sum. Holds of requests in flight are kept by the limits gate, not here
+   * (`admission/gate.ts`).
+   */
   balance: money('balance_nanos')
     .notNull()
     .default(sql`0`),
@@ -176,7 +191,10 @@ export const wallets = pgTable('wallets', {
 export const LEDGER_KINDS = ['topup', 'charge', 'refund', 'adjustment'] as const;
 export type LedgerKind = (typeof LEDGER_KINDS)[number];
 
-/** Append-only: rows are inserted, never updated or deleted. Their amounts sum to the wallet's balance. */
+/**
+ * Append-only: rows are inserted, never updated or deleted. Their amounts sum to the wallet's
+ * balance.
+ */
 export const ledgerEntries = pgTable(
   'ledger_entries',
   {
@@ -198,8 +216,8 @@ export const ledgerEntries = pgTable(
     uniqueIndex('ledger_request_idx').on(t.requestId),
     // A window of one organization's ledger, read in order for its export (`ledger-export.ts`).
     index('ledger_org_time_idx').on(t.orgId, t.createdAt, t.id),
-    // The few entries that are not charges (top-ups, refunds, adjustments), newest first: the wallet page's
-    // top-ups, read without walking past a year of charges.
+    // The few entries that are not charges (top-ups, refunds, adjustments), newest first: the
+    // wallet page's top-ups, read without walking past a year of charges.
     index('ledger_org_kind_idx')
       .on(t.orgId, t.kind, t.id)
       .where(sql`${t.kind} <> 'charge'`),
@@ -207,9 +225,10 @@ export const ledgerEntries = pgTable(
 );
 
 /**
- * The last point up to which an organization's books were verified (`billing/reconcile.ts`): the ledger's entries
- * up to `last_entry_id`, how many, the balance after them and a SHA-256 chained over them, so the next
- * `wallet verify` reads only what came after, and a full one finds an entry edited behind it.
+ * The last point up to which an organization's books were verified (`billing/reconcile.ts`): the
+ * ledger's entries up to `last_entry_id`, how many, the balance after them and a SHA-256 chained
+ * over them, so the next `wallet verify` reads only what came after, and a full one finds an entry
+ * edited behind it.
  */
 export const ledgerCheckpoints = pgTable('ledger_checkpoints', {
   orgId: text('org_id')
@@ -249,19 +268,25 @@ export const prices = pgTable('prices', {
     .primaryKey()
     .references(() => models.id),
   inputPerToken: money('input_nanos_per_token').notNull(),
-  /** Prompt tokens the engine read from its prefix cache; null: the input price (`billing/money.ts`'s `costOf`). */
+  /**
+   * Prompt tokens the engine read from its prefix cache; null: the input price
+   * (`billing/money.ts`'s `costOf`).
+   */
   cachedInputPerToken: money('cached_input_nanos_per_token'),
   outputPerToken: money('output_nanos_per_token').notNull(),
-  /** A batch line's input and output tokens (issue 72); null: the input and output prices (`money.ts`'s `batchPrice`). */
+  /**
+   * A batch line's input and output tokens (issue 72); null: the input and output prices
+   * (`money.ts`'s `batchPrice`).
+   */
   batchInputPerToken: money('batch_input_nanos_per_token'),
   batchOutputPerToken: money('batch_output_nanos_per_token'),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
 
 /**
- * One row per billed request; its id is the request id. Partitioned by month of `created_at` (migration 0025,
- * `billing/usage-partitions.ts`), so its key is (id, created_at): a month past the detail's retention is dropped
- * whole, its rollups (`usage_daily`) and the ledger kept.
+ * One row per billed request; its id is the request id. Partitioned by month of `created_at`
+ * (migration 0025, `billing/usage-partitions.ts`), so its key is (id, created_at): a month past the
+ * detail's retention is dropped whole, its rollups (`usage_daily`) and the ledger kept.
  */
 export const usageRecords = pgTable(
   'usage_records',
@@ -278,7 +303,10 @@ export const usageRecords = pgTable(
     endpoint: text('endpoint').notNull(),
     promptTokens: integer('prompt_tokens').notNull(),
     completionTokens: integer('completion_tokens').notNull(),
-    /** Of the prompt tokens, those the engine reported read from its prefix cache (billed at the cached-input price). */
+    /**
+     * Of the prompt tokens, those the engine reported read from its prefix cache (billed at the
+     * cached-input price).
+     */
     cachedTokens: integer('cached_tokens').notNull().default(0),
     /** Of the completion tokens, those the engine reported as reasoning (counted, billed as output). */
     reasoningTokens: integer('reasoning_tokens').notNull().default(0),
@@ -304,9 +332,9 @@ export const usageRecords = pgTable(
 );
 
 /**
- * How far per-request usage detail has been dropped (`billing/usage-partitions.ts`): one row. The months before
- * `kept_from` have rollups only; a charge up to `through_entry_id` may name a usage record no longer there, which
- * `wallet verify` accepts (`reconcile-pages.ts`).
+ * How far per-request usage detail has been dropped (`billing/usage-partitions.ts`): one row. The
+ * months before `kept_from` have rollups only; a charge up to `through_entry_id` may name a usage
+ * record no longer there, which `wallet verify` accepts (`reconcile-pages.ts`).
  */
 export const usageDetailHorizon = pgTable('usage_detail_horizon', {
   id: integer('id').primaryKey().default(1),
@@ -315,10 +343,11 @@ export const usageDetailHorizon = pgTable('usage_detail_horizon', {
 });
 
 /**
- * Usage summed per organization, UTC day, key, project and model (and batch or not): what every report
- * reads (`billing/usage-reports.ts`), so a report's cost follows the days it covers, not the requests.
- * Written in the same statement as the usage records it sums (`WalletService.chargeMany`), only for
- * records actually inserted, so it always equals them to the nano-unit. A null project is one group.
+ * Usage summed per organization, UTC day, key, project and model (and batch or not): what every
+ * report reads (`billing/usage-reports.ts`), so a report's cost follows the days it covers, not the
+ * requests. Written in the same statement as the usage records it sums
+ * (`WalletService.chargeMany`), only for records actually inserted, so it always equals them to the
+ * nano-unit. A null project is one group.
  */
 export const usageDaily = pgTable(
   'usage_daily',
@@ -343,7 +372,10 @@ export const usageDaily = pgTable(
     completionTokens: bigint('completion_tokens', { mode: 'number' }).notNull(),
     cachedTokens: bigint('cached_tokens', { mode: 'number' }).notNull(),
     reasoningTokens: bigint('reasoning_tokens', { mode: 'number' }).notNull(),
-    /** Prompt and completion tokens of the cache hits, which count against no limit (`monthly-tokens.ts`). */
+    /**
+     * Prompt and completion tokens of the cache hits, which count against no limit
+     * (`monthly-tokens.ts`).
+     */
     cacheHitTokens: bigint('cache_hit_tokens', { mode: 'number' }).notNull(),
     cost: money('cost_nanos').notNull(),
   },
@@ -356,8 +388,9 @@ export const usageDaily = pgTable(
 );
 
 /**
- * Request and response bodies, kept only for keys with "store request data" on, for the retention period. The
- * usage record's id, without a foreign key: a partitioned table's key includes its partition column.
+ * Request and response bodies, kept only for keys with "store request data" on, for the retention
+ * period. The usage record's id, without a foreign key: a partitioned table's key includes its
+ * partition column.
  */
 export const requestData = pgTable(
   'request_data',
@@ -393,10 +426,16 @@ export const storedResponses = pgTable(
       .notNull()
       .references(() => apiKeys.id),
     model: text('model').notNull(),
-    /** Not a foreign key: the turn it continues may be deleted or purged first; the chain then ends there. */
+    /**
+     * Not a foreign key: the turn it continues may be deleted or purged first; the chain then ends
+     * there.
+     */
     previousResponseId: text('previous_response_id'),
     response: text('response_json').notNull(),
-    /** Null only for a response stored before migration 0018 whose text held a `\u0000`: its output is in `response`. */
+    /**
+     * Null only for a response stored before migration 0018 whose text held a `\u0000`: its output
+     * is in `response`.
+     */
     output: text('output_json'),
     bytes: integer('bytes').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
@@ -549,7 +588,10 @@ export const conversationItems = pgTable(
   ],
 );
 
-/** How many live conversations each organization has (TOLLGATE_CONVERSATIONS_ORG_MAX), moved with its rows. */
+/**
+ * How many live conversations each organization has (TOLLGATE_CONVERSATIONS_ORG_MAX), moved with
+ * its rows.
+ */
 export const conversationTotals = pgTable('conversation_totals', {
   orgId: text('org_id')
     .primaryKey()
@@ -586,13 +628,22 @@ export const STACK_VISIBILITIES = ['global', 'private'] as const;
 export const stacks = pgTable(
   'stacks',
   {
-    /** The stack's own identity (`stk_…`): what its runs and states belong to, so a stack added later under the same name is another stack. */
+    /**
+     * The stack's own identity (`stk_…`): what its runs and states belong to, so a stack added
+     * later under the same name is another stack.
+     */
     id: text('id').primaryKey(),
     name: text('name').notNull(),
     visibility: text('visibility', { enum: STACK_VISIBILITIES }).notNull(),
-    /** Who added it: the owner of a private stack; null for the global stacks shipped with Tollgate (`stacks/`). */
+    /**
+     * Who added it: the owner of a private stack; null for the global stacks shipped with Tollgate
+     * (`stacks/`).
+     */
     ownerId: text('owner_id').references(() => users.id),
-    /** The organization of a private stack (its owner's): the scope its name is unique in; null for a global one. */
+    /**
+     * The organization of a private stack (its owner's): the scope its name is unique in; null for
+     * a global one.
+     */
     orgId: text('org_id').references(() => organizations.id),
     title: text('title').notNull(),
     description: text('description').notNull().default(''),
@@ -631,7 +682,10 @@ export const stacks = pgTable(
   ],
 );
 
-/** A kind of machine the operator offers: what a cluster is made of, and what the cost reports price. */
+/**
+ * A kind of machine the operator offers: what a cluster is made of, and what the cost reports
+ * price.
+ */
 export const hardwareProfiles = pgTable(
   'hardware_profiles',
   {
@@ -656,16 +710,28 @@ export const nodes = pgTable(
       .references(() => hardwareProfiles.name),
     /** Where it is reached (host name or address), unique. */
     address: text('address').notNull(),
-    /** How the platform reaches it, e.g. `ssh://ops@10.0.0.5:22` (a note; `ssh_*` below is what it uses). */
+    /**
+     * How the platform reaches it, e.g. `ssh://ops@10.0.0.5:22` (a note; `ssh_*` below is what it
+     * uses).
+     */
     access: text('access').notNull().default(''),
-    /** The operator's account the platform logs in as to install and remove clusters' keys; null: the platform has no access. */
+    /**
+     * The operator's account the platform logs in as to install and remove clusters' keys; null:
+     * the platform has no access.
+     */
     sshUser: text('ssh_user'),
     sshPort: integer('ssh_port'),
     /** The account runs log in as, whose `authorized_keys` gets each cluster's key. */
     runUser: text('run_user'),
-    /** The operator's private key for `ssh_user`, sealed with TOLLGATE_NODE_CREDENTIALS_KEY (AES-256-GCM); never returned or logged. */
+    /**
+     * The operator's private key for `ssh_user`, sealed with TOLLGATE_NODE_CREDENTIALS_KEY
+     * (AES-256-GCM); never returned or logged.
+     */
     sshCredential: text('ssh_credential'),
-    /** The node's SSH host key (`ssh-ed25519 AAAA…`) as pinned when the node was added, and its SHA256 fingerprint. */
+    /**
+     * The node's SSH host key (`ssh-ed25519 AAAA…`) as pinned when the node was added, and its
+     * SHA256 fingerprint.
+     */
     hostKey: text('host_key'),
     hostKeyFingerprint: text('host_key_fingerprint'),
     /** The cluster it is allocated to; null: free. */
@@ -780,7 +846,10 @@ export const runs = pgTable(
     clusterId: text('cluster_id')
       .notNull()
       .references(() => clusters.id),
-    /** The stack by name, as it was queued (no foreign key: a run outlives its stack's deletion), its id, and the package it was queued with. */
+    /**
+     * The stack by name, as it was queued (no foreign key: a run outlives its stack's deletion),
+     * its id, and the package it was queued with.
+     */
     stackName: text('stack_name').notNull(),
     /** Null only for runs queued before stacks had ids whose stack had gone by then. */
     stackId: text('stack_id'),
@@ -794,7 +863,10 @@ export const runs = pgTable(
     createdAt: createdAt(),
     startedAt: timestamp('started_at', { withTimezone: true }),
     finishedAt: timestamp('finished_at', { withTimezone: true }),
-    /** The worker applying it, and until when its claim holds unless renewed (a dead worker's run fails after it). */
+    /**
+     * The worker applying it, and until when its claim holds unless renewed (a dead worker's run
+     * fails after it).
+     */
     claimedBy: text('claimed_by'),
     leaseUntil: timestamp('lease_until', { withTimezone: true }),
     cancelRequestedAt: timestamp('cancel_requested_at', { withTimezone: true }),
@@ -803,7 +875,10 @@ export const runs = pgTable(
     failure: text('failure'),
     outputs: jsonb('outputs').$type<Record<string, unknown>>(),
     publicUrl: text('public_url'),
-    /** Where requests for the public URL's host go: the node's address and the exposed port (`10.0.0.5:3000`). */
+    /**
+     * Where requests for the public URL's host go: the node's address and the exposed port
+     * (`10.0.0.5:3000`).
+     */
     webTarget: text('web_target'),
   },
   (t) => [
@@ -840,9 +915,15 @@ export const clusterKeys = pgTable('cluster_keys', {
     .primaryKey()
     .references(() => clusters.id),
   publicKey: text('public_key').notNull(),
-  /** The private key sealed with TOLLGATE_NODE_CREDENTIALS_KEY (AES-256-GCM), bound to the cluster's id; never returned or logged. */
+  /**
+   * The private key sealed with TOLLGATE_NODE_CREDENTIALS_KEY (AES-256-GCM), bound to the cluster's
+   * id; never returned or logged.
+   */
   sealedPrivateKey: text('sealed_private_key'),
-  /** A private key in clear, as gateways kept them before they were sealed: sealed (and this emptied) at the first start with the key. */
+  /**
+   * A private key in clear, as gateways kept them before they were sealed: sealed (and this
+   * emptied) at the first start with the key.
+   */
   privateKey: text('private_key'),
   createdAt: createdAt(),
 });
@@ -858,7 +939,10 @@ export const stackStates = pgTable(
     clusterId: text('cluster_id')
       .notNull()
       .references(() => clusters.id),
-    /** No foreign key: the state of a deleted stack is kept (what it made may still run on the cluster). */
+    /**
+     * No foreign key: the state of a deleted stack is kept (what it made may still run on the
+     * cluster).
+     */
     stackId: text('stack_id').notNull(),
     state: bytea('state').notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),

@@ -1,4 +1,7 @@
-/** Longest the gateway waits on the store for one statement: a dead network can hang a query for minutes. */
+/**
+ * Longest the gateway waits on the store for one statement: a dead network can hang a query for
+ * minutes.
+ */
 export const STORE_TIMEOUT_MS = 5_000;
 
 /** The store did not answer in time; what was sent may or may not have been done. */

@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs';
 import Docker from 'dockerode';
 
-/** Where a Docker engine listens (an engine definition's `docker_host` and `tls`, or a run sandbox's socket). */
+/**
+ * Where a Docker engine listens (an engine definition's `docker_host` and `tls`, or a run sandbox's
+ * socket).
+ */
 export interface DockerAddress {
   /** `unix:///var/run/docker.sock` or `tcp://host:port`. */
   docker_host: string;

@@ -13,7 +13,10 @@ export interface RequestVariables {
   model: string | undefined;
   /** The request's spans, when tracing is on (`observability/observer.ts`). */
   trace: RequestTrace | undefined;
-  /** Set when a billed call's answer is a live stream: it is recorded when it ends, not when its headers leave. */
+  /**
+   * Set when a billed call's answer is a live stream: it is recorded when it ends, not when its
+   * headers leave.
+   */
   streaming: boolean | undefined;
 }
 

@@ -1,12 +1,13 @@
 /**
- * How every CSV the gateway serves is written: RFC 4180 (CRLF, a header row, a cell with a comma, a quote or a
- * line break quoted), booleans as `true`/`false`, and a cell a spreadsheet would run as a formula (starting with
- * `=`, `+`, `-`, `@`, tab or CR, or their full-width forms: a key or cluster named `=HYPERLINK(…)`) prefixed with
- * `'`, so it opens as text; a number's minus sign is left alone. These are csv-stringify's rules with the options
- * the gateway used, and test/shared/http/csv.test.ts holds the two to the same bytes. Written here rather than
- * through the library because an export writes hundreds of thousands of rows: csv-stringify made about 5 KB of
- * garbage a row, which grew the gateway's heap by over 100 MB during a month's ledger export (docs/benchmark.md,
- * "A year of history").
+ * How every CSV the gateway serves is written: RFC 4180 (CRLF, a header row, a cell with a comma, a
+ * quote or a line break quoted), booleans as `true`/`false`, and a cell a spreadsheet would run as
+ * a formula (starting with `=`, `+`, `-`, `@`, tab or CR, or their full-width forms: a key or
+ * cluster named `=HYPERLINK(…)`) prefixed with `'`, so it opens as text; a number's minus sign is
+ * left alone. These are csv-stringify's rules with the options the gateway used, and
+ * test/shared/http/csv.test.ts holds the two to the same bytes. Written here rather than through
+ * the library because an export writes hundreds of thousands of rows: csv-stringify made about 5 KB
+ * of garbage a row, which grew the gateway's heap by over 100 MB during a month's ledger export
+ * (docs/benchmark.md, "A year of history").
  */
 
 const FORMULA_START = /^[=+@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
@@ -26,8 +27,8 @@ function csvCell(field: unknown): string {
 }
 
 /**
- * One record, its line break included. A row shorter than the header is written as it is (its missing cells are
- * absent, not empty), as csv-stringify writes it.
+ * One record, its line break included. A row shorter than the header is written as it is (its
+ * missing cells are absent, not empty), as csv-stringify writes it.
  *
  * @example
  * csvLine(['=1+1', 2n, null, true]); // "'=1+1,2,,true\r\n"
@@ -51,8 +52,8 @@ export function csvText(columns: readonly string[], rows: readonly (readonly unk
 }
 
 /**
- * A CSV made as its rows come, a line at a time, for downloads too long to hold in memory: give it to
- * `textStream` (`text-stream.ts`), which pulls only as fast as the client reads.
+ * A CSV made as its rows come, a line at a time, for downloads too long to hold in memory: give it
+ * to `textStream` (`text-stream.ts`), which pulls only as fast as the client reads.
  *
  * @example
  * return c.body(textStream(csvLines(['time_utc', 'request_id'], rows)), 200, { 'content-type': 'text/csv' });

@@ -1,10 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 
 /**
- * A body of a declared length, read from Node's request as its chunks arrive: one chunk (a small body) is the
- * body itself, more are joined once. `c.req.arrayBuffer()` (@hono/node-server) joins them, then copies the whole
- * body again into an ArrayBuffer: a copy of every body, and for an agent's 200 KB a fresh allocation of its size
- * (docs/benchmark-history.md, twentieth round). Rejects, as that does, when the client leaves before the end.
+ * A body of a declared length, read from Node's request as its chunks arrive: one chunk (a small
+ * body) is the body itself, more are joined once. `c.req.arrayBuffer()` (@hono/node-server) joins
+ * them, then copies the whole body again into an ArrayBuffer: a copy of every body, and for an
+ * agent's 200 KB a fresh allocation of its size (docs/benchmark-history.md, twentieth round).
+ * Rejects, as that does, when the client leaves before the end.
  */
 export function readDeclared(incoming: IncomingMessage, length: number): Promise<Buffer> {
   if (incoming.readableDidRead) return Promise.reject(new TypeError('The request body was already read.'));
@@ -17,7 +18,8 @@ export function readDeclared(incoming: IncomingMessage, length: number): Promise
     };
     const onEnd = () => {
       stop();
-      // The HTTP parser holds a body to its declared length; fewer bytes means the client left mid-body.
+      // The HTTP parser holds a body to its declared length; fewer bytes means the client left
+      // mid-body.
       if (received !== length) reject(new Error('Client connection prematurely closed.'));
       else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
     };

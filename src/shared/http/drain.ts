@@ -39,14 +39,18 @@ export async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array
 export async function discardBody(c: Context, drain: BodyDrain): Promise<void> {
   const length = c.req.header('content-length');
   if (length !== undefined && Number(length) > drain.bytes) return;
-  // Straight from Node's request when the body was not touched yet: no web stream is made only to be thrown away.
+  // Straight from Node's request when the body was not touched yet: no web stream is made only to
+  // be thrown away.
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   if (incoming) return discardIncoming(incoming, drain);
   const body = c.req.raw.body;
   if (body) await discardRest(body.getReader(), drain);
 }
 
-/** `discardRest` for Node's request: reads it in flowing mode, counting, until its end or the drain's bounds. */
+/**
+ * `discardRest` for Node's request: reads it in flowing mode, counting, until its end or the
+ * drain's bounds.
+ */
 function discardIncoming(incoming: IncomingMessage, drain: BodyDrain): Promise<void> {
   if (incoming.readableEnded || incoming.destroyed) return Promise.resolve();
   return new Promise((resolve) => {

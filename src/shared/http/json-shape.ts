@@ -1,9 +1,10 @@
 import { type ErrorDetail, GatewayError } from './errors.js';
 
 /**
- * How deep a body may nest unless told otherwise (`/v1` bodies: TOLLGATE_MAX_JSON_DEPTH). Far beyond any real
- * request (chat messages with tool calls and JSON schemas nest about a dozen levels), and far below what would
- * overflow the stack of the code that walks, copies or serializes bodies afterwards.
+ * How deep a body may nest unless told otherwise (`/v1` bodies: TOLLGATE_MAX_JSON_DEPTH). Far
+ * beyond any real request (chat messages with tool calls and JSON schemas nest about a dozen
+ * levels), and far below what would overflow the stack of the code that walks, copies or serializes
+ * bodies afterwards.
  */
 export const DEFAULT_MAX_JSON_DEPTH = 64;
 
@@ -20,8 +21,9 @@ export const DEFAULT_MAX_JSON_DEPTH = 64;
 export function checkJsonShape(body: unknown, options: { storable: boolean; maxDepth?: number }): void {
   const maxDepth = options.maxDepth ?? DEFAULT_MAX_JSON_DEPTH;
   const nulFields: ErrorDetail[] = [];
-  // Each node keeps its parent and key, not its path: a path is written only for a field refused (building one for
-  // every node of a 500 KB body of 20,000 items was about half of this walk's time).
+  // Each node keeps its parent and key, not its path: a path is written only for a field refused
+  // (building one for every node of a 500 KB body of 20,000 items was about half of this walk's
+  // time).
   const stack: ShapeNode[] = [{ value: body, parent: null, key: '', depth: 0 }];
   while (stack.length > 0) {
     const node = stack.pop()!;

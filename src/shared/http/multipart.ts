@@ -31,7 +31,8 @@ export class MultipartReader {
     boundary: string,
   ) {
     this.delimiter = Buffer.from(`\r\n--${boundary}`, 'latin1');
-    // The first boundary has no line break before it: one is put there, so every boundary reads alike.
+    // The first boundary has no line break before it: one is put there, so every boundary reads
+    // alike.
     this.buffer = Buffer.from('\r\n', 'latin1');
   }
 
@@ -42,7 +43,10 @@ export class MultipartReader {
     return match ? (match[1] ?? match[2]!) : null;
   }
 
-  /** The next part's headers, what is left of the current part read and dropped first; null after the last. */
+  /**
+   * The next part's headers, what is left of the current part read and dropped first; null after
+   * the last.
+   */
   async next(): Promise<PartHead | null> {
     if (this.state === 'body') for await (const _ of this.body());
     if (this.state === 'end') return null;
@@ -60,7 +64,10 @@ export class MultipartReader {
     return headOf(head.toString('utf8'));
   }
 
-  /** The current part's bytes as they arrive (each chunk is the reader's until the next is asked for). */
+  /**
+   * The current part's bytes as they arrive (each chunk is the reader's until the next is asked
+   * for).
+   */
   async *body(): AsyncGenerator<Buffer> {
     if (this.state !== 'body') return;
     const keep = this.delimiter.length - 1;
@@ -82,7 +89,10 @@ export class MultipartReader {
     }
   }
 
-  /** Reads up to and past `marker`, at most `max` bytes before it; what came before it (a part's headers). */
+  /**
+   * Reads up to and past `marker`, at most `max` bytes before it; what came before it (a part's
+   * headers).
+   */
   private async consumeThrough(marker: Buffer, max: number, problem: string): Promise<Buffer> {
     for (let from = 0; ;) {
       const at = this.buffer.indexOf(marker, from);
@@ -116,7 +126,10 @@ export class MultipartReader {
   }
 }
 
-/** A part's name and file name, from its Content-Disposition (`form-data; name="file"; filename="a.jsonl"`). */
+/**
+ * A part's name and file name, from its Content-Disposition (`form-data; name="file";
+ * filename="a.jsonl"`).
+ */
 function headOf(head: string): PartHead {
   let disposition: string | undefined;
   for (const line of head.split('\r\n')) {

@@ -23,7 +23,10 @@ export function refuseNul(): MiddlewareHandler<GatewayEnv> {
   };
 }
 
-/** The 400 for the first query parameter whose name or value holds a NUL; a name that holds one is not repeated. */
+/**
+ * The 400 for the first query parameter whose name or value holds a NUL; a name that holds one is
+ * not repeated.
+ */
 function nulParameter(query: string): GatewayError {
   let field = 'query';
   for (const [name, value] of new URLSearchParams(query)) {

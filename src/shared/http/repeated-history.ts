@@ -1,32 +1,48 @@
 /**
- * The conversation half of `RepeatedMembers` (`repeated-members.ts`, which says why a cut is exact): finding the
- * items a key's last body began its history array with at the start of the next body's, and keeping the next
- * body's. Also the helpers both halves share.
+ * The conversation half of `RepeatedMembers` (`repeated-members.ts`, which says why a cut is
+ * exact): finding the items a key's last body began its history array with at the start of the next
+ * body's, and keeping the next body's. Also the helpers both halves share.
  */
 
-/** The top-level arrays an agent sends again every turn with new items at the end: its conversation (chat and Messages, Responses). */
+/**
+ * The top-level arrays an agent sends again every turn with new items at the end: its conversation
+ * (chat and Messages, Responses).
+ */
 const HISTORIES = ['messages', 'input'];
 /** How each history array opens in `JSON.stringify`'s bytes: where its kept items are looked for. */
 const OPENINGS = new Map(HISTORIES.map((name) => [name, Buffer.from(`${JSON.stringify(name)}:[`)]));
 const COMMA = 0x2c;
 /**
- * A history of smaller items on average is not kept: comparing an item (about 150 ns a call) would then cost more than
- * parsing it, so a body of many tiny items (a hostile one) cannot make each request slower than a whole parse.
+ * A history of smaller items on average is not kept: comparing an item (about 150 ns a call) would
+ * then cost more than parsing it, so a body of many tiny items (a hostile one) cannot make each
+ * request slower than a whole parse.
  */
 const MIN_AVERAGE_ITEM_BYTES = 256;
-/** At most this many items are kept of one history, the rest parsed every time: a request compares at most these. */
+/**
+ * At most this many items are kept of one history, the rest parsed every time: a request compares
+ * at most these.
+ */
 const MAX_ITEMS_KEPT = 2048;
-/** How many of a kept value's first bytes are looked for before the rest is compared (`indexOfLong`). */
+/**
+ * How many of a kept value's first bytes are looked for before the rest is compared
+ * (`indexOfLong`).
+ */
 const PROBE_BYTES = 64;
 
-/** The items a sender's last body began its conversation with: each one's bytes and its value, in order. */
+/**
+ * The items a sender's last body began its conversation with: each one's bytes and its value, in
+ * order.
+ */
 export interface KeptHistory {
   name: string;
   items: readonly Buffer[];
   values: readonly unknown[];
 }
 
-/** Where a body's history array began with `count` kept items: from `at` (just after its `[`) to `end`. */
+/**
+ * Where a body's history array began with `count` kept items: from `at` (just after its `[`) to
+ * `end`.
+ */
 export interface HistoryMatch {
   history: KeptHistory;
   count: number;
@@ -34,21 +50,28 @@ export interface HistoryMatch {
   end: number;
 }
 
-/** A run of a body's bytes taken as kept: replaced by a placeholder before the parse, filled in after. */
+/**
+ * A run of a body's bytes taken as kept: replaced by a placeholder before the parse, filled in
+ * after.
+ */
 export interface Cut {
   at: number;
   end: number;
   name: string;
-  /** Whether the placeholder was parsed where the kept bytes must stand: otherwise the body is parsed whole. */
+  /**
+   * Whether the placeholder was parsed where the kept bytes must stand: otherwise the body is
+   * parsed whole.
+   */
   landed(body: Record<string, unknown>, mark: string): boolean;
   fill(body: Record<string, unknown>): void;
 }
 
 /**
- * The history `body` begins with, as bytes and frozen values: the items its parse took as kept, then each further
- * item whose `JSON.stringify` bytes follow in `raw`. Null when there is nothing new to keep, or its items are too small
- * to be worth it (`MIN_AVERAGE_ITEM_BYTES`); 'miss' when not even the
- * first item is written as `JSON.stringify` writes it (another client library's spacing or escapes).
+ * The history `body` begins with, as bytes and frozen values: the items its parse took as kept,
+ * then each further item whose `JSON.stringify` bytes follow in `raw`. Null when there is nothing
+ * new to keep, or its items are too small to be worth it (`MIN_AVERAGE_ITEM_BYTES`); 'miss' when
+ * not even the first item is written as `JSON.stringify` writes it (another client library's
+ * spacing or escapes).
  */
 export function historyKept(
   raw: Buffer,
@@ -58,7 +81,8 @@ export function historyKept(
   const name = HISTORIES.find((candidate) => Array.isArray(body[candidate]));
   if (!name) return null;
   const items = body[name] as unknown[];
-  // Items that could not average MIN_AVERAGE_ITEM_BYTES were they the whole body: not even written to find out.
+  // Items that could not average MIN_AVERAGE_ITEM_BYTES were they the whole body: not even written
+  // to find out.
   if (raw.length < items.length * MIN_AVERAGE_ITEM_BYTES) return null;
   const taken = match?.history.name === name ? match : undefined;
   // A body that only repeats what was kept (or all that may be kept) changes nothing.
@@ -83,9 +107,13 @@ export function historyKept(
   return { name, items: bytes, values };
 }
 
-/** How far `raw`'s history array begins with the items of `history`, compared byte for byte; null when not at all. */
+/**
+ * How far `raw`'s history array begins with the items of `history`, compared byte for byte; null
+ * when not at all.
+ */
 export function historyIn(raw: Buffer, history: KeptHistory): HistoryMatch | null {
-  // Looked for with its first item's first bytes: `"messages":[` alone is slow to find after 70 KB of tools.
+  // Looked for with its first item's first bytes: `"messages":[` alone is slow to find after 70 KB
+  // of tools.
   const opening = OPENINGS.get(history.name)!;
   const found = raw.indexOf(Buffer.concat([opening, history.items[0]!.subarray(0, PROBE_BYTES)]));
   if (found < 0) return null;
@@ -109,8 +137,9 @@ function openingEnd(raw: Buffer, name: string): number {
 }
 
 /**
- * `raw.indexOf(bytes)`, quicker for a long `bytes`: Node's search prepares a table as long as what it looks for
- * (27 µs for Claude Code's 61 KB of tools, 2 µs to find their first bytes and compare the rest).
+ * `raw.indexOf(bytes)`, quicker for a long `bytes`: Node's search prepares a table as long as what
+ * it looks for (27 µs for Claude Code's 61 KB of tools, 2 µs to find their first bytes and compare
+ * the rest).
  */
 export function indexOfLong(raw: Buffer, bytes: Buffer): number {
   if (bytes.length <= PROBE_BYTES) return raw.indexOf(bytes);
@@ -122,7 +151,10 @@ export function indexOfLong(raw: Buffer, bytes: Buffer): number {
   return -1;
 }
 
-/** Where `item` ends in `raw` when its bytes are the array's next item after `end` (its first when `first`); else -1. */
+/**
+ * Where `item` ends in `raw` when its bytes are the array's next item after `end` (its first when
+ * `first`); else -1.
+ */
 function nextItemEnd(raw: Buffer, item: Buffer, end: number, first: boolean): number {
   if (!first && raw[end] !== COMMA) return -1;
   const from = first ? end : end + 1;
@@ -131,8 +163,9 @@ function nextItemEnd(raw: Buffer, item: Buffer, end: number, first: boolean): nu
 }
 
 /**
- * The cut of a history's kept items. Its placeholder must be parsed as the first item of the body's own top-level
- * array of that name: the bytes it replaced, kept items with commas between, were then that array's first items.
+ * The cut of a history's kept items. Its placeholder must be parsed as the first item of the body's
+ * own top-level array of that name: the bytes it replaced, kept items with commas between, were
+ * then that array's first items.
  */
 export function historyCut(match: HistoryMatch): Cut {
   const { name, values } = match.history;

@@ -11,17 +11,32 @@ import {
   type KeptHistory,
 } from './repeated-history.js';
 
-/** The top-level members an agent sends alike every turn, large enough to be worth not parsing again: its tools, its system prompt. */
+/**
+ * The top-level members an agent sends alike every turn, large enough to be worth not parsing
+ * again: its tools, its system prompt.
+ */
 const MEMBERS = ['tools', 'system'];
-/** A member written in fewer bytes is parsed each time: finding and cutting it out would cost about what parsing does. */
+/**
+ * A member written in fewer bytes is parsed each time: finding and cutting it out would cost about
+ * what parsing does.
+ */
 const MIN_MEMBER_BYTES = 2048;
-/** Conversations kept per sender: its last bodies' that continue none of the others (sessions, sub-agents). */
+/**
+ * Conversations kept per sender: its last bodies' that continue none of the others (sessions,
+ * sub-agents).
+ */
 const HISTORIES_KEPT = 4;
 /** Senders (API keys) whose members are kept, the one least recently seen forgotten first. */
 const SENDERS_KEPT = 256;
-/** The bytes kept for all senders together (each member is kept as bytes and as its parsed value: counted twice). */
+/**
+ * The bytes kept for all senders together (each member is kept as bytes and as its parsed value:
+ * counted twice).
+ */
 const MAX_KEPT_BYTES = 16 * 1024 * 1024;
-/** A sender whose bytes are not `JSON.stringify`'s this many times (another client library's spacing) is not tried again. */
+/**
+ * A sender whose bytes are not `JSON.stringify`'s this many times (another client library's
+ * spacing) is not tried again.
+ */
 const MISSES_BEFORE_GIVING_UP = 3;
 
 interface KeptMember {
@@ -31,44 +46,63 @@ interface KeptMember {
 
 interface KeptSender {
   members: Map<string, KeptMember>;
-  /** The conversations of its last bodies, the latest first: a key may run several sessions (or sub-agents) at once. */
+  /**
+   * The conversations of its last bodies, the latest first: a key may run several sessions (or
+   * sub-agents) at once.
+   */
   histories: KeptHistory[];
-  /** Members not found as `JSON.stringify` writes them (another client library's bytes): keeping them stops at three. */
+  /**
+   * Members not found as `JSON.stringify` writes them (another client library's bytes): keeping
+   * them stops at three.
+   */
   misses: number;
-  /** The same for the history, counted apart: a client may write its tools as `JSON.stringify` does and not its turns. */
+  /**
+   * The same for the history, counted apart: a client may write its tools as `JSON.stringify` does
+   * and not its turns.
+   */
   historyMisses: number;
 }
 
-/** A body parsed, and the members taken as kept: their placeholders are in `body` until `fill` puts them in. */
+/**
+ * A body parsed, and the members taken as kept: their placeholders are in `body` until `fill` puts
+ * them in.
+ */
 export interface ParsedBody {
   body: unknown;
-  /** Puts the kept members in place of their placeholders (after the body's shape is checked: theirs was, when kept). */
+  /**
+   * Puts the kept members in place of their placeholders (after the body's shape is checked: theirs
+   * was, when kept).
+   */
   fill(): void;
 }
 
 /**
- * An agent sends the same tools (Claude Code: 17 tools, 61 KB) and system prompt every turn, and `JSON.parse` of
- * them is most of a turn's parse: thousands of strings and objects built again from the same bytes. This keeps,
- * per API key, those members' bytes and the value parsed from them. A later body of the same key that holds the
- * same bytes has them cut out before the parse, replaced by a placeholder string no client can write (a random
- * 128-bit name per process), and takes the kept value where the placeholder lands.
+ * An agent sends the same tools (Claude Code: 17 tools, 61 KB) and system prompt every turn, and
+ * `JSON.parse` of them is most of a turn's parse: thousands of strings and objects built again from
+ * the same bytes. This keeps, per API key, those members' bytes and the value parsed from them. A
+ * later body of the same key that holds the same bytes has them cut out before the parse, replaced
+ * by a placeholder string no client can write (a random 128-bit name per process), and takes the
+ * kept value where the placeholder lands.
  *
- * The kept value is used only when its placeholder lands where the member is: the body's own top-level member of
- * that name. Anywhere else (the same bytes nested in a message, a later member of the same name, a body that is not
- * valid JSON once cut) the body is parsed whole, as it would be without this. Since the placeholder stands where a
- * value was parsed, the bytes it replaced were that member's whole value, and they parse to what was kept. Kept
- * values are frozen: every request of the key shares them, so none may change them.
+ * The kept value is used only when its placeholder lands where the member is: the body's own
+ * top-level member of that name. Anywhere else (the same bytes nested in a message, a later member
+ * of the same name, a body that is not valid JSON once cut) the body is parsed whole, as it would
+ * be without this. Since the placeholder stands where a value was parsed, the bytes it replaced
+ * were that member's whole value, and they parse to what was kept. Kept values are frozen: every
+ * request of the key shares them, so none may change them.
  *
- * An agent also sends its whole conversation again every turn (`messages`, or a Responses `input`), the last turn's
- * items first, as they were written then, and one or two new ones at the end. The items of a key's last bodies are
- * kept too (its last `HISTORIES_KEPT` conversations: sessions and sub-agents share a key), each one's bytes and value:
- * a later body whose history array begins with the same bytes, item after
- * item, has that run cut out the same way, the placeholder then standing as the array's first item. A 200 KB
- * conversation is then parsed as its few new items, which also spares the gateway a string over V8's 128 KiB
- * largest regular object (allocated on fresh pages, about 50 page faults each time).
+ * An agent also sends its whole conversation again every turn (`messages`, or a Responses `input`),
+ * the last turn's items first, as they were written then, and one or two new ones at the end. The
+ * items of a key's last bodies are kept too (its last `HISTORIES_KEPT` conversations: sessions and
+ * sub-agents share a key), each one's bytes and value: a later body whose history array begins with
+ * the same bytes, item after item, has that run cut out the same way, the placeholder then standing
+ * as the array's first item. A 200 KB conversation is then parsed as its few new items, which also
+ * spares the gateway a string over V8's 128 KiB largest regular object (allocated on fresh pages,
+ * about 50 page faults each time).
  *
- * Kept per key, and only after the key was verified: a key's requests never see another key's values, and never
- * learn from their timing whether another key sends the same tools. Bounded by `SENDERS_KEPT` and `MAX_KEPT_BYTES`.
+ * Kept per key, and only after the key was verified: a key's requests never see another key's
+ * values, and never learn from their timing whether another key sends the same tools. Bounded by
+ * `SENDERS_KEPT` and `MAX_KEPT_BYTES`.
  *
  * @example
  * const parsed = members.parse(keyHash, raw);
@@ -78,7 +112,10 @@ export interface ParsedBody {
  */
 export class RepeatedMembers {
   private readonly placeholder = `tollgate-kept-member:${randomBytes(16).toString('hex')}:`;
-  /** The kept history a parsed body began with, for `keep` to extend without comparing those items again. */
+  /**
+   * The kept history a parsed body began with, for `keep` to extend without comparing those items
+   * again.
+   */
   private readonly matches = new WeakMap<object, HistoryMatch>();
   private readonly kept = new LRUCache<string, KeptSender>({
     max: SENDERS_KEPT,
@@ -91,7 +128,10 @@ export class RepeatedMembers {
     },
   });
 
-  /** Parses `raw` as `JSON.parse` would (and throws as it does), taking `sender`'s kept members where the bytes are theirs. */
+  /**
+   * Parses `raw` as `JSON.parse` would (and throws as it does), taking `sender`'s kept members
+   * where the bytes are theirs.
+   */
   parse(sender: string, raw: Buffer): ParsedBody {
     const kept = this.kept.get(sender);
     if (!kept) return parsedWhole(raw);
@@ -117,7 +157,8 @@ export class RepeatedMembers {
       body !== null &&
       cuts.every((cut) => cut.landed(object, `${this.placeholder}${cut.name}`));
     if (!landed) {
-      // Parsed again whole; what was kept is dropped, so a sender's bodies are not parsed twice each.
+      // Parsed again whole; what was kept is dropped, so a sender's bodies are not parsed twice
+      // each.
       this.kept.delete(sender);
       return parsedWhole(raw);
     }
@@ -127,8 +168,9 @@ export class RepeatedMembers {
   }
 
   /**
-   * Keeps `body`'s large members for `sender`'s later requests, when `raw` holds them as `JSON.stringify` writes
-   * them (the JavaScript SDKs' bytes). Call it only once the sender is known to be a real key.
+   * Keeps `body`'s large members for `sender`'s later requests, when `raw` holds them as
+   * `JSON.stringify` writes them (the JavaScript SDKs' bytes). Call it only once the sender is
+   * known to be a real key.
    */
   keep(sender: string, raw: Buffer, body: Record<string, unknown>): void {
     // No member of a smaller body can be large enough: not even measured.
@@ -157,7 +199,8 @@ export class RepeatedMembers {
         kept ??= { members: new Map(), histories: [], misses: 0, historyMisses: 0 };
         if (history === 'miss') kept.historyMisses += 1;
         else {
-          // The conversation it continues gives way to it; otherwise the least recent one, past HISTORIES_KEPT.
+          // The conversation it continues gives way to it; otherwise the least recent one, past
+          // HISTORIES_KEPT.
           const others = kept.histories.filter((earlier) => earlier !== match?.history);
           kept.histories = [history, ...others].slice(0, HISTORIES_KEPT);
         }
@@ -169,7 +212,10 @@ export class RepeatedMembers {
   }
 }
 
-/** The cuts of the kept members whose bytes `raw` holds; each must be parsed as the body's own member of its name. */
+/**
+ * The cuts of the kept members whose bytes `raw` holds; each must be parsed as the body's own
+ * member of its name.
+ */
 function memberCuts(raw: Buffer, members: Map<string, KeptMember>): Cut[] {
   return [...members]
     .map(([name, member]) => ({ name, member, at: indexOfLong(raw, member.bytes) }))

@@ -30,8 +30,9 @@ export function bodyChunks(c: Context): AsyncIterator<Uint8Array, unknown> {
 }
 
 /**
- * Reads and drops what the client still sends of `chunks`, within `drain`, before a refusal is answered: a
- * client still writing its body reads the answer rather than a reset. Past the drain, the body is closed.
+ * Reads and drops what the client still sends of `chunks`, within `drain`, before a refusal is
+ * answered: a client still writing its body reads the answer rather than a reset. Past the drain,
+ * the body is closed.
  */
 export async function discardChunks(chunks: AsyncIterator<Uint8Array, unknown>, drain: BodyDrain): Promise<void> {
   let timedOut = false;

@@ -71,7 +71,8 @@ export async function readJsonObject(
     throw new GatewayError('invalid_json', 'The request body must be a JSON object.');
   }
   // Bodies go to the engine as they are (text with NUL included), but nothing may nest deep enough
-  // to overflow a stack. Members kept from the sender's earlier bodies were checked then, in the same place.
+  // to overflow a stack. Members kept from the sender's earlier bodies were checked then, in the
+  // same place.
   checkJsonShape(body, { storable: false, maxDepth });
   parsed.fill();
   return { body: body as Record<string, unknown>, bytes: size, raw: bytes };
@@ -116,7 +117,10 @@ async function readCapped(stream: ReadableStream<Uint8Array>, maxBytes: number, 
   }
 }
 
-/** The 413 of a body whose declared length is over `maxBytes`: its bytes are discarded first when the drain can take them all. */
+/**
+ * The 413 of a body whose declared length is over `maxBytes`: its bytes are discarded first when
+ * the drain can take them all.
+ */
 async function refuseDeclared(c: Context, declared: number, maxBytes: number, drain: BodyDrain): Promise<never> {
   // A body longer than the drain would be cut anyway: the answer goes at once, and the client may
   // not read it.
@@ -124,7 +128,10 @@ async function refuseDeclared(c: Context, declared: number, maxBytes: number, dr
   throw tooLarge(maxBytes);
 }
 
-/** The largest body the management API (and the portal) takes: their requests are small forms and JSON objects. */
+/**
+ * The largest body the management API (and the portal) takes: their requests are small forms and
+ * JSON objects.
+ */
 export const MANAGEMENT_MAX_BODY_BYTES = 256 * 1024;
 
 /**
@@ -184,7 +191,10 @@ export function requireJsonBody(options: { multipart?: boolean } = {}): Middlewa
   };
 }
 
-/** What @hono/node-server passes a handler as `c.env`: Node's own request and response. Absent under `app.request` (tests). */
+/**
+ * What @hono/node-server passes a handler as `c.env`: Node's own request and response. Absent under
+ * `app.request` (tests).
+ */
 interface NodeBindings {
   incoming?: IncomingMessage;
   outgoing?: ServerResponse;
@@ -239,7 +249,10 @@ export function whenClientLeaves(c: Context, onLeave: () => void): () => void {
   return () => outgoing.off('close', onClose);
 }
 
-/** How long a stream's headers wait for its first chunk to leave with it: longer than a short prefill takes, shorter than any client's patience for headers. */
+/**
+ * How long a stream's headers wait for its first chunk to leave with it: longer than a short
+ * prefill takes, shorter than any client's patience for headers.
+ */
 export const STREAM_HEADERS_WAIT_MS = 50;
 
 /**

@@ -2,10 +2,11 @@
 const CHUNK_CHARS = 64 * 1024;
 
 /**
- * Text made by `parts`, sent as it is made, a chunk at a time and only as fast as the client reads (the stream
- * pulls): memory holds a chunk and what `parts` holds, whatever the download's length. A failure past the first
- * byte cuts the body short (the status is sent already), which a CSV or JSON reader sees as incomplete. A
- * `chunkChars` of 1 sends each part as it comes (a progress line).
+ * Text made by `parts`, sent as it is made, a chunk at a time and only as fast as the client reads
+ * (the stream pulls): memory holds a chunk and what `parts` holds, whatever the download's length.
+ * A failure past the first byte cuts the body short (the status is sent already), which a CSV or
+ * JSON reader sees as incomplete. A `chunkChars` of 1 sends each part as it comes (a progress
+ * line).
  *
  * @example
  * return c.body(textStream(csvLines(columns, rows)), 200, { 'content-type': 'text/csv; charset=utf-8' });

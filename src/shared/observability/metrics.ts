@@ -8,7 +8,10 @@ import { DeferredCounts } from './deferred-counts.js';
 const DURATION_BUCKETS = [
   0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
 ];
-/** Time to first token, in seconds: a loaded engine answers in tens of milliseconds, a busy one in seconds. */
+/**
+ * Time to first token, in seconds: a loaded engine answers in tens of milliseconds, a busy one in
+ * seconds.
+ */
 const TTFT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** The gateway's own time on a request, in seconds: tens of microseconds when all is well. */
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];

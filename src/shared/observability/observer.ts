@@ -14,7 +14,10 @@ export interface ObservedCall {
   caller: { orgId: string };
   /** When admission began (`performance.now()`). */
   startedAt: number;
-  /** When the call left for an engine, when its answer began, and when its last byte came (0: not yet). */
+  /**
+   * When the call left for an engine, when its answer began, and when its last byte came (0: not
+   * yet).
+   */
   upstreamAt: number;
   answeredAt: number;
   upstreamDoneAt: number;
@@ -26,11 +29,17 @@ export interface ObservedSettlement {
   status: number;
   streamed: boolean;
   firstTokenAt?: number | null;
-  /** The usage and cost charged; null when the charge could not be made (an error, logged where it happened). */
+  /**
+   * The usage and cost charged; null when the charge could not be made (an error, logged where it
+   * happened).
+   */
   billed: { usage: { promptTokens: number; completionTokens: number }; cost: bigint | null } | null;
 }
 
-/** The route label of a billed call, for what is recorded when it settles rather than when it is answered. */
+/**
+ * The route label of a billed call, for what is recorded when it settles rather than when it is
+ * answered.
+ */
 const ROUTE_OF_TASK: Record<string, string> = { chat: '/v1/chat/completions', embedding: '/v1/embeddings' };
 /** The `limit` label of a 429, by error code. */
 const LIMIT_OF_CODE: Record<string, string> = {

@@ -2,7 +2,10 @@ import type { Context as TraceContext, HrTime, Span, TextMapPropagator, Tracer }
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Config } from '../../config/index.js';
 
-/** What a span records of a router's choice (`engines/routing/router.ts` RoutingDecision has it all). */
+/**
+ * What a span records of a router's choice (`engines/routing/router.ts` RoutingDecision has it
+ * all).
+ */
 export interface TracedRouting {
   policy: string;
   scores: Record<string, unknown>;
@@ -24,9 +27,15 @@ export interface RequestTrace {
    * client sent one), naming the upstream span as their parent.
    */
   startUpstream(admittedFrom: number, at: number, model: string): Record<string, string>;
-  /** The engine answered (its status and headers) at `at`: the upstream span ends, naming the replica chosen and, when a router chose it, why. */
+  /**
+   * The engine answered (its status and headers) at `at`: the upstream span ends, naming the
+   * replica chosen and, when a router chose it, why.
+   */
   upstreamAnswered(replicaId: string, servedModel: string, at: number, routing?: TracedRouting): void;
-  /** The upstream call failed (on every replica tried): the upstream span, if still open, ends as an error. */
+  /**
+   * The upstream call failed (on every replica tried): the upstream span, if still open, ends as an
+   * error.
+   */
   upstreamFailed(error: unknown): void;
   /** A child span of the request that ran from `startedAt` to `endedAt`, recorded once it is over. */
   record(

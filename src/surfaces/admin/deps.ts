@@ -16,8 +16,8 @@ import type { OrgService } from '../../platform/orgs/service.js';
 import type { UserService } from '../../platform/people/users.js';
 
 /**
- * What the operator API (`/admin/v1`) reads of the services. `createAdminRoutes(deps)` takes this; the app
- * passes its whole `Services`, which has all of it.
+ * What the operator API (`/admin/v1`) reads of the services. `createAdminRoutes(deps)` takes this;
+ * the app passes its whole `Services`, which has all of it.
  */
 export interface AdminDeps {
   config: Config;

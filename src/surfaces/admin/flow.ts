@@ -3,9 +3,9 @@ import type { GatewayEnv } from '../../shared/http/context.js';
 import type { AdminDeps } from './deps.js';
 
 /**
- * The fleet's flow control as this gateway replica sees it (`/admin/v1/flow`): per model, the requests it has on the
- * engines, the slots free beyond other gateways' requests, and who waits in which band; the tokens each
- * organization was served since it started (docs/fair-sharing.md).
+ * The fleet's flow control as this gateway replica sees it (`/admin/v1/flow`): per model, the
+ * requests it has on the engines, the slots free beyond other gateways' requests, and who waits in
+ * which band; the tokens each organization was served since it started (docs/fair-sharing.md).
  *
  * @example
  * admin.route('/flow', flowRoutes(deps));

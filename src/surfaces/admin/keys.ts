@@ -10,8 +10,8 @@ import { budgetBody, budgetsOf, budgetView } from '../budgets.js';
 import { chargesWritten } from '../fresh-charges.js';
 
 /**
- * One API key by its id (`/admin/v1/keys/{id}`): read, change its limits and
- * settings, revoke; its budget (`/budget`: read with its spend, set). Keys are made in an organization: `orgs.ts`.
+ * One API key by its id (`/admin/v1/keys/{id}`): read, change its limits and settings, revoke; its
+ * budget (`/budget`: read with its spend, set). Keys are made in an organization: `orgs.ts`.
  *
  * @example
  * admin.route('/keys', keysRoutes(deps));

@@ -3,7 +3,10 @@ import { formatAmount } from '../../gateway/billing/money.js';
 import { csvLines } from '../../shared/http/csv.js';
 import { textStream } from '../../shared/http/text-stream.js';
 
-/** The JSON export, `wallet.ledger_export`, written as its rows are read: its balances first, then `entries`, then `usage`. */
+/**
+ * The JSON export, `wallet.ledger_export`, written as its rows are read: its balances first, then
+ * `entries`, then `usage`.
+ */
 export async function* ledgerJson(x: LedgerStream, currency: string): AsyncGenerator<string> {
   const head = {
     object: 'wallet.ledger_export' as const,
@@ -103,9 +106,9 @@ const usageCells = (u: ExportedUsage): unknown[] => [
 ];
 
 /**
- * The CSV export, written as its rows are read and only as fast as the client reads them: one row per ledger
- * entry (with its charge's usage record), then one per usage record that cost nothing. Amounts as integers
- * (bigint: never read as formulas).
+ * The CSV export, written as its rows are read and only as fast as the client reads them: one row
+ * per ledger entry (with its charge's usage record), then one per usage record that cost nothing.
+ * Amounts as integers (bigint: never read as formulas).
  */
 export function ledgerCsv(x: LedgerStream): ReadableStream<Uint8Array> {
   return textStream(csvLines(CSV_COLUMNS, ledgerCsvRows(x)));

@@ -30,7 +30,8 @@ export function ledgerRoutes(deps: AdminDeps): Hono<GatewayEnv> {
     return deps.books.openLedgerExport(org.id, window.from, window.to);
   };
 
-  // From the last checkpoint, or all of it (`full=true`); as NDJSON with progress lines when asked for.
+  // From the last checkpoint, or all of it (`full=true`); as NDJSON with progress lines when asked
+  // for.
   routes.get('/:orgId/wallet/verify', async (c) => {
     const org = await deps.orgs.get(c.req.param('orgId'));
     const full = c.req.query('full');
@@ -38,7 +39,8 @@ export function ledgerRoutes(deps: AdminDeps): Hono<GatewayEnv> {
       throw new GatewayError('invalid_request', 'full must be true or false.');
     await deps.applier.written(WRITTEN_WAIT_MS);
     const steps = deps.books.verifying(org.id, { full: full === 'true' });
-    // The first page is read before the status is sent: an unknown wallet is a 404, a timeout a 503.
+    // The first page is read before the status is sent: an unknown wallet is a 404, a timeout a
+    // 503.
     const first = await steps.next();
     if (!c.req.header('accept')?.includes('application/x-ndjson')) {
       let step = first;

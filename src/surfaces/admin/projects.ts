@@ -6,8 +6,8 @@ import { budgetBody, budgetsOf, budgetView } from '../budgets.js';
 import { chargesWritten } from '../fresh-charges.js';
 
 /**
- * One project by its id (`/admin/v1/projects/{id}`): its budget (`/budget`: read with its spend, set). Projects
- * are made and listed in their organization: `orgs.ts`.
+ * One project by its id (`/admin/v1/projects/{id}`): its budget (`/budget`: read with its spend,
+ * set). Projects are made and listed in their organization: `orgs.ts`.
  *
  * @example
  * admin.route('/projects', projectsRoutes(deps));

@@ -107,10 +107,11 @@ export const updateModelBody = z
   .refine(atLeastOne, EMPTY_PATCH);
 
 /**
- * A model's whole price. The cached-input price (prompt tokens the engine read from its prefix cache) is optional,
- * null or absent meaning the input price, and never above it: a request's hold prices every prompt token at the
- * input price, the most it can cost. The batch prices (a batch line's tokens) are optional too, null or absent
- * meaning the input and output prices, and never above them: a batch runs on room nobody else wants.
+ * A model's whole price. The cached-input price (prompt tokens the engine read from its prefix
+ * cache) is optional, null or absent meaning the input price, and never above it: a request's hold
+ * prices every prompt token at the input price, the most it can cost. The batch prices (a batch
+ * line's tokens) are optional too, null or absent meaning the input and output prices, and never
+ * above them: a batch runs on room nobody else wants.
  */
 export const setPriceBody = z
   .strictObject({
@@ -168,7 +169,10 @@ export const createNodeBody = z.strictObject({
     .max(253)
     .regex(/^[A-Za-z0-9.:_-]+$/, 'A host name or an IP address.'),
   access: z.string().trim().max(500).optional(),
-  /** How the platform reaches the node over SSH to install clusters' keys: checked once before the node is added. */
+  /**
+   * How the platform reaches the node over SSH to install clusters' keys: checked once before the
+   * node is added.
+   */
   ssh: z
     .strictObject({
       user: unixUser,
@@ -179,7 +183,10 @@ export const createNodeBody = z.strictObject({
     })
     .optional(),
 });
-/** New SSH access for a node: what is not given is kept; checked by connecting once before it is stored. */
+/**
+ * New SSH access for a node: what is not given is kept; checked by connecting once before it is
+ * stored.
+ */
 export const updateNodeBody = z.strictObject({
   ssh: z.strictObject({
     user: unixUser.optional(),
@@ -191,7 +198,10 @@ export const updateNodeBody = z.strictObject({
 });
 export const releaseNodeBody = z.strictObject({ force: z.boolean().default(false) });
 
-/** A non-negative decimal string with at most 12 decimal places (prices and conversion rates are exact to 10^-12). */
+/**
+ * A non-negative decimal string with at most 12 decimal places (prices and conversion rates are
+ * exact to 10^-12).
+ */
 const exactDecimal = z
   .string({
     error: (issue) =>

@@ -171,7 +171,10 @@ export function profileView(profile: ProfileRow) {
   };
 }
 
-/** A node as operators see it: never its credential. `state` is `releasing` while a deleted cluster's key is still on it. */
+/**
+ * A node as operators see it: never its credential. `state` is `releasing` while a deleted
+ * cluster's key is still on it.
+ */
 export function nodeView(node: NodeRow) {
   return {
     id: node.id,

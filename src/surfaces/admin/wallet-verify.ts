@@ -54,9 +54,10 @@ export function progressView(p: VerifyProgress) {
 type Steps = AsyncGenerator<VerifyProgress, Verification>;
 
 /**
- * A verification as NDJSON (`Accept: application/x-ndjson`): a progress line every 200 ms at most, then the
- * verification; a failure past the first line is a last line `{"error": …}` (the status is sent already). It
- * reads a page when the client has taken the line before: a client that goes away stops it.
+ * A verification as NDJSON (`Accept: application/x-ndjson`): a progress line every 200 ms at most,
+ * then the verification; a failure past the first line is a last line `{"error": …}` (the status is
+ * sent already). It reads a page when the client has taken the line before: a client that goes away
+ * stops it.
  */
 export async function* verificationLines(
   steps: Steps,

@@ -8,7 +8,10 @@ import type { ApiDeps } from './deps.js';
 import type { WindowCount } from '../../shared/db/window-counter.js';
 import { sessionCookieOf } from './session-cookie.js';
 
-/** The spec's limits of the generic API: per authenticated caller, and per client address without credentials. */
+/**
+ * The spec's limits of the generic API: per authenticated caller, and per client address without
+ * credentials.
+ */
 const HOURLY_LIMIT = 1_000;
 export const ANONYMOUS_HOURLY_LIMIT = 100;
 const HOUR_MS = 3_600_000;
@@ -51,7 +54,10 @@ export function apiAccess(
   };
 }
 
-/** What `signedInActor` throws for a caller who is nobody: no or bad credentials, an ended session, a key that acts as no user. */
+/**
+ * What `signedInActor` throws for a caller who is nobody: no or bad credentials, an ended session,
+ * a key that acts as no user.
+ */
 const NOBODY_CODES: ReadonlySet<string> = new Set(['unauthorized', 'forbidden']);
 
 /** Counts one request under `key`; sets the limit headers, and refuses with 429 past `limit`. */
@@ -79,7 +85,10 @@ export async function countAgainst(
   return window;
 }
 
-/** The user behind the request's API key or session cookie; 401 `unauthorized` when there is none, or it is not valid. */
+/**
+ * The user behind the request's API key or session cookie; 401 `unauthorized` when there is none,
+ * or it is not valid.
+ */
 async function signedInActor(deps: ApiDeps, c: Context, https: boolean): Promise<SignedInActor> {
   const authorization = c.req.header('authorization');
   if (authorization !== undefined) {
@@ -89,7 +98,8 @@ async function signedInActor(deps: ApiDeps, c: Context, https: boolean): Promise
         'forbidden',
         'This API key acts as no user (it was made before its organization had one); create a key for a user.',
       );
-    // A key whose user was deleted is no longer valid; any other failure (the store unreachable) stays what it is.
+    // A key whose user was deleted is no longer valid; any other failure (the store unreachable)
+    // stays what it is.
     const user = await deps.users.get(key.userId).catch((error: unknown) => {
       if (error instanceof GatewayError && error.code === 'not_found') {
         throw new GatewayError('unauthorized', 'Invalid API key.');

@@ -18,8 +18,8 @@ import type { Logger } from '../../shared/http/log.js';
 import type { WindowCounter } from '../../shared/db/window-counter.js';
 
 /**
- * What the generic API (`/api/v1`, also at `/v1`) reads of the services. `createApiRoutes(deps, clientOf)` takes
- * this; the app passes its whole `Services`, which has all of it.
+ * What the generic API (`/api/v1`, also at `/v1`) reads of the services. `createApiRoutes(deps,
+ * clientOf)` takes this; the app passes its whole `Services`, which has all of it.
  */
 export interface ApiDeps {
   config: Config;

@@ -3,7 +3,10 @@ import { HTTPException } from 'hono/http-exception';
 import { type ErrorCode, type ErrorDetail, GatewayError } from '../../shared/http/errors.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 
-/** The generic API's codes (the second spec's envelope), upper-case; `/v1`'s gateway routes keep their own. */
+/**
+ * The generic API's codes (the second spec's envelope), upper-case; `/v1`'s gateway routes keep
+ * their own.
+ */
 export type ApiErrorCode =
   | 'VALIDATION_ERROR'
   | 'UNAUTHORIZED'

@@ -29,9 +29,10 @@ export function apiKeyView(key: KeyRow, now = new Date()) {
 }
 
 /**
- * API keys under the generic API (`/api/v1/keys/{id}`, `/v1/keys/{id}`): owners and admins see every key of their
- * organization, members the keys that act as them (as in the portal); another organization's key is 404. Owners and
- * admins set a key's priority band (docs/fair-sharing.md), within what `assertOwnerMayGive` lets them give.
+ * API keys under the generic API (`/api/v1/keys/{id}`, `/v1/keys/{id}`): owners and admins see
+ * every key of their organization, members the keys that act as them (as in the portal); another
+ * organization's key is 404. Owners and admins set a key's priority band (docs/fair-sharing.md),
+ * within what `assertOwnerMayGive` lets them give.
  *
  * @example
  * mountResource(api, '/keys', keysRoutes(deps, clientOf));
@@ -54,7 +55,10 @@ export function keysRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> 
   return keys;
 }
 
-/** The key, if the actor may see it; 404 otherwise, so that other organizations' ids are not confirmed. */
+/**
+ * The key, if the actor may see it; 404 otherwise, so that other organizations' ids are not
+ * confirmed.
+ */
 async function visibleKey(deps: ApiDeps, actor: SignedInActor, id: string): Promise<KeyRow> {
   const key = await deps.keys.get(id).catch((error: unknown) => {
     if (error instanceof GatewayError && error.code === 'not_found') return null;

@@ -39,7 +39,10 @@ export function orgsRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> 
   return api;
 }
 
-/** Another organization's id is 404 (not 403), so ids of others are not confirmed; platform admins see all. */
+/**
+ * Another organization's id is 404 (not 403), so ids of others are not confirmed; platform admins
+ * see all.
+ */
 function visibleOrg(actor: SignedInActor, orgId: string): string {
   if (!actor.platformAdmin && actor.orgId !== orgId)
     throw new GatewayError('not_found', `Organization ${orgId} does not exist.`);

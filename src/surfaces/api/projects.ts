@@ -42,10 +42,10 @@ export function projectView(project: ProjectRow) {
 }
 
 /**
- * Projects under the generic API (`/api/v1/projects`, `/v1/projects`):
- * members see public projects and their own, owners and admins all of their
- * organization's; the creator, owners and admins change them. A project's budget (`/{id}/budget`) is seen by
- * whoever sees the project and set by the organization's owners.
+ * Projects under the generic API (`/api/v1/projects`, `/v1/projects`): members see public projects
+ * and their own, owners and admins all of their organization's; the creator, owners and admins
+ * change them. A project's budget (`/{id}/budget`) is seen by whoever sees the project and set by
+ * the organization's owners.
  *
  * @example
  * mountResource(api, '/projects', projectsRoutes(deps, clientOf));

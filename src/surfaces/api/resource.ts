@@ -8,7 +8,10 @@ import type { ApiDeps } from './deps.js';
 import { apiAccess } from './access.js';
 import { renderApiError } from './errors.js';
 
-/** The client's address and whether it came over HTTPS, as the trusted proxies tell it (`shared/http/client-address.ts`). */
+/**
+ * The client's address and whether it came over HTTPS, as the trusted proxies tell it
+ * (`shared/http/client-address.ts`).
+ */
 export type ClientOf = (c: Context) => { address: string; https: boolean };
 
 /**

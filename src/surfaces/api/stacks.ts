@@ -59,9 +59,10 @@ export function stackView(row: StackRow) {
  */
 export function stacksRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv> {
   const catalog = deps.stacks;
-  // A session's upload from elsewhere is refused by apiAccess. An upload takes one of the process's upload slots
-  // before its body is read; then the body has room for the largest package and its multipart framing. Only an
-  // upload: any other method, which takes no slot, keeps the management limit, or many at once would all be read.
+  // A session's upload from elsewhere is refused by apiAccess. An upload takes one of the process's
+  // upload slots before its body is read; then the body has room for the largest package and its
+  // multipart framing. Only an upload: any other method, which takes no slot, keeps the management
+  // limit, or many at once would all be read.
   const uploadLimit = limitBody(DEFAULT_PACKAGE_LIMITS.maxZipBytes + 64 * 1024, deps.config.oversizeDrain);
   const managementLimit = limitBody(MANAGEMENT_MAX_BODY_BYTES, deps.config.oversizeDrain);
   const upload = inUploadSlot(deps.uploads, deps.config.oversizeDrain, (c) => c.get('actor').userId, uploadLimit);

@@ -7,7 +7,8 @@ import type { Logger } from '../../shared/http/log.js';
 
 /**
  * What sign-in and sign-out (`/auth`) read of the services; the portal's sign-in form has them too.
- * `createAuthRoutes(deps, clientOf)` takes this; the app passes its whole `Services`, which has all of it.
+ * `createAuthRoutes(deps, clientOf)` takes this; the app passes its whole `Services`, which has all
+ * of it.
  */
 export interface AuthDeps {
   config: Config;

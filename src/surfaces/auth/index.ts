@@ -103,7 +103,10 @@ export async function checkSignIn(deps: AuthDeps, email: string, password: strin
   return user;
 }
 
-/** Starts a session for `userId` and sets its cookie: host-only, HttpOnly, SameSite=Lax, `__Host-` and Secure over HTTPS. */
+/**
+ * Starts a session for `userId` and sets its cookie: host-only, HttpOnly, SameSite=Lax, `__Host-`
+ * and Secure over HTTPS.
+ */
 export async function startSession(c: Context, deps: AuthDeps, userId: string, https: boolean): Promise<void> {
   const session = await deps.sessions.start(userId);
   setSessionCookie(c, session.id, session.expiresAt, https);

@@ -2,7 +2,10 @@ import { ApiError, CliError } from './errors.js';
 
 export interface ApiRequest {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
-  /** Under the client's base (`/admin/v1`, or `/v1` for the public API), already encoded (see `segment`). */
+  /**
+   * Under the client's base (`/admin/v1`, or `/v1` for the public API), already encoded (see
+   * `segment`).
+   */
   path: string;
   /** Sent as JSON. */
   body?: unknown;
@@ -11,8 +14,8 @@ export interface ApiRequest {
   /** Answer a 2xx body's bytes as they came (a download) rather than parsed JSON. */
   binary?: boolean;
   /**
-   * Ask for NDJSON: each line but the last goes here as it arrives (progress), the last is the answer. The
-   * timeout is then the longest wait for a line, not for the whole answer.
+   * Ask for NDJSON: each line but the last goes here as it arrives (progress), the last is the
+   * answer. The timeout is then the longest wait for a line, not for the whole answer.
    */
   lines?: (line: unknown) => void;
 }
@@ -70,7 +73,8 @@ export function createClient({ url, token, base = '/admin/v1', timeoutMs = 30_00
       // A run's log is plain text.
       if (response.ok && response.headers.get('content-type')?.startsWith('text/plain')) return text;
       const parsed = parseJson(text);
-      // A streamed answer that failed part-way ends with the error's envelope, under a 200 sent before it.
+      // A streamed answer that failed part-way ends with the error's envelope, under a 200 sent
+      // before it.
       const failedLate = lines !== undefined && (parsed as { error?: unknown } | undefined)?.error !== undefined;
       if (response.ok && parsed !== undefined && !failedLate) return parsed;
       const envelope = (parsed as { error?: { message?: unknown; code?: unknown; details?: unknown } } | undefined)
@@ -113,7 +117,10 @@ class IdleTimeout {
   }
 }
 
-/** An NDJSON body read as it comes: each whole line but the last handed on, the last answered as the body. */
+/**
+ * An NDJSON body read as it comes: each whole line but the last handed on, the last answered as the
+ * body.
+ */
 async function readLines(response: Response, onLine: (line: unknown) => void, idle: IdleTimeout): Promise<Buffer> {
   const decoder = new TextDecoder();
   let pending = '';

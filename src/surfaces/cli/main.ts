@@ -77,7 +77,10 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   }
 }
 
-/** A command's progress, one line on stderr rewritten in place when it is a terminal (else nothing shown). */
+/**
+ * A command's progress, one line on stderr rewritten in place when it is a terminal (else nothing
+ * shown).
+ */
 function progressLine(command: Command, io: Io) {
   if (!command.progress) return null;
   let shown = false;

@@ -58,7 +58,10 @@ export function printable(text: string): string {
   return text.replace(CONTROLS, '');
 }
 
-/** JSON for a terminal: C1 controls (which JSON leaves raw, and some terminals obey) written as `\u` escapes. */
+/**
+ * JSON for a terminal: C1 controls (which JSON leaves raw, and some terminals obey) written as `\u`
+ * escapes.
+ */
 export function printableJson(json: string): string {
   return json.replace(/[\u0080-\u009f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -11,7 +11,10 @@ export interface Io {
   stderr(text: string): void;
   /** Whether stderr is a terminal, where progress is shown (the process's: `process.stderr.isTTY`). */
   stderrIsTerminal?: boolean;
-  /** Where a password is read or asked (default: the process's stdin); touched only by commands that read one. */
+  /**
+   * Where a password is read or asked (default: the process's stdin); touched only by commands that
+   * read one.
+   */
   stdin?: Stdin;
 }
 

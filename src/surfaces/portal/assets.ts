@@ -153,7 +153,10 @@ if (followed && window.EventSource) {
 }
 `;
 
-/** The portal's icon: a toll barrier in the accent colour, drawn as SVG (every current browser takes an SVG icon). */
+/**
+ * The portal's icon: a toll barrier in the accent colour, drawn as SVG (every current browser takes
+ * an SVG icon).
+ */
 const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1f5fbf"/><path d="M7 11h18M16 11v15" stroke="#fff" stroke-width="4" stroke-linecap="round"/><circle cx="7" cy="11" r="3.5" fill="#f0b429"/></svg>
 `;
 

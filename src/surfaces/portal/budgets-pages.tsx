@@ -12,7 +12,10 @@ export interface BudgetSubject {
 
 const amount = (nanos: bigint | null) => (nanos === null ? '' : formatAmount(nanos));
 
-/** A key's or a project's budget: each window's budget, what it spent and when it resets; owners get the form. */
+/**
+ * A key's or a project's budget: each window's budget, what it spent and when it resets; owners get
+ * the form.
+ */
 export function BudgetPage(props: {
   viewer: Viewer;
   subject: BudgetSubject;

@@ -15,8 +15,9 @@ const field = z.preprocess((value) => (value === '' || value === undefined ? nul
 const budgetForm = z.object({ monthly: field, daily: field });
 
 /**
- * Budgets (`/portal/budgets/key/{id}`, `/portal/budgets/project/{id}`): a key's or a project's budget per month
- * and per day, with its spend; whoever sees the key or the project sees it, the organization's owners set it.
+ * Budgets (`/portal/budgets/key/{id}`, `/portal/budgets/project/{id}`): a key's or a project's
+ * budget per month and per day, with its spend; whoever sees the key or the project sees it, the
+ * organization's owners set it.
  *
  * @example
  * portal.route('/budgets', budgetsRoutes(deps, session));
@@ -53,7 +54,10 @@ export function budgetsRoutes(deps: PortalDeps, session: PortalSession): Hono<Ga
   return budgets;
 }
 
-/** The key (one of the actor's, as on the keys page) or the project (one the actor sees); 404 otherwise. */
+/**
+ * The key (one of the actor's, as on the keys page) or the project (one the actor sees); 404
+ * otherwise.
+ */
 async function visibleSubject(
   deps: Pick<PortalDeps, 'keys' | 'projects'>,
   actor: SignedInActor,
@@ -67,7 +71,8 @@ async function visibleSubject(
     return { scope, id, name: key.name, back: `/portal/keys/${id}/edit` };
   }
   if (scope === 'project') {
-    // No such project is a 404; a store that failed stays an error of its own, not a page saying there is none.
+    // No such project is a 404; a store that failed stays an error of its own, not a page saying
+    // there is none.
     const project = await deps.projects.get(id).catch((error: unknown) => {
       if (error instanceof GatewayError && error.code === 'not_found') return null;
       throw error;

@@ -68,7 +68,10 @@ export interface ClusterCreation {
   form: Record<string, string>;
 }
 
-/** A new cluster: a name, free nodes of one hardware profile, and the public domain its runs' URLs live under, with that domain's rules. */
+/**
+ * A new cluster: a name, free nodes of one hardware profile, and the public domain its runs' URLs
+ * live under, with that domain's rules.
+ */
 function CreateClusterForm({ viewer, create }: { viewer: Viewer; create: ClusterCreation }) {
   const { form } = create;
   return (

@@ -82,14 +82,20 @@ export function clustersRoutes(deps: PortalDeps, session: PortalSession): Hono<G
   return clusters;
 }
 
-/** What the clusters' page shows besides the list after a refused form: the error, the form as filled, and the status. */
+/**
+ * What the clusters' page shows besides the list after a refused form: the error, the form as
+ * filled, and the status.
+ */
 interface ListExtra {
   error?: string;
   form?: Record<string, string>;
   status?: 400 | 409;
 }
 
-/** The clusters' page: the clusters `actor` sees with their node counts, and for owners and admins the form with each profile's free nodes. */
+/**
+ * The clusters' page: the clusters `actor` sees with their node counts, and for owners and admins
+ * the form with each profile's free nodes.
+ */
 async function clustersListPage(
   deps: PortalDeps,
   session: PortalSession,

@@ -18,7 +18,10 @@ export interface CostsView {
   viewer: Viewer;
   window: CostsPageWindow;
   report: CostReport;
-  /** The viewer's organization's billing currency, and whether they may change it (owners and admins). */
+  /**
+   * The viewer's organization's billing currency, and whether they may change it (owners and
+   * admins).
+   */
   billingCurrency: string | null;
   canSetCurrency: boolean;
   currencies: readonly CurrencyInfo[];
@@ -205,7 +208,10 @@ function LineRow({ item }: { item: CostLineItem }) {
   );
 }
 
-/** The billing-currency choice (`name="currency"`): the costs page's own and the operator's organization page share it. */
+/**
+ * The billing-currency choice (`name="currency"`): the costs page's own and the operator's
+ * organization page share it.
+ */
 export function BillingCurrencySelect({
   billingCurrency,
   currencies,

@@ -25,16 +25,19 @@ import type { WindowCounter } from '../../shared/db/window-counter.js';
 import type { Logger } from '../../shared/http/log.js';
 
 /**
- * What the portal (`/portal`) reads of the services. `createPortalRoutes(deps, clientOf)` takes this; the app
- * passes its whole `Services`, which has all of it. Each page also gets the signed-in session's checks
- * (`PortalSession`, `session.ts`).
+ * What the portal (`/portal`) reads of the services. `createPortalRoutes(deps, clientOf)` takes
+ * this; the app passes its whole `Services`, which has all of it. Each page also gets the signed-in
+ * session's checks (`PortalSession`, `session.ts`).
  */
 export interface PortalDeps {
   config: Config;
   log: Logger;
   /** Seeds the forms' tokens (`security.ts`). */
   adminToken: string;
-  /** Sign-in (`sign-in.tsx`, through `auth/`): who, their password, their session, the failed tries counted. */
+  /**
+   * Sign-in (`sign-in.tsx`, through `auth/`): who, their password, their session, the failed tries
+   * counted.
+   */
   users: UserService;
   passwords: Passwords;
   sessions: SessionStore;

@@ -3,7 +3,10 @@ import type { KeyRow } from '../../gateway/keys/service.js';
 
 // The fields of the key forms (`keys-pages.tsx`): its limits and toggles, and its priority band.
 
-/** The limit and toggle inputs of the create and edit forms, filled with `key`'s values when editing. */
+/**
+ * The limit and toggle inputs of the create and edit forms, filled with `key`'s values when
+ * editing.
+ */
 export function KeySettingsFields({ row }: { row?: KeyRow }) {
   return (
     <>
@@ -76,8 +79,8 @@ export function KeySettingsFields({ row }: { row?: KeyRow }) {
 }
 
 /**
- * The key's priority band (docs/fair-sharing.md): a choice among `bands` for those who may set it, else its name.
- * `interactive` is among them only where the viewer may keep or give it.
+ * The key's priority band (docs/fair-sharing.md): a choice among `bands` for those who may set it,
+ * else its name. `interactive` is among them only where the viewer may keep or give it.
  */
 export function BandField({ band, bands }: { band: Band; bands: readonly Band[] | null }) {
   if (bands === null)

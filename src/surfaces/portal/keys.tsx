@@ -140,7 +140,10 @@ async function manageableKey(deps: PortalDeps, actor: SignedInActor, id: string)
   return key;
 }
 
-/** The bands the actor may choose for `key` (docs/fair-sharing.md); null for a member, who sets none. */
+/**
+ * The bands the actor may choose for `key` (docs/fair-sharing.md); null for a member, who sets
+ * none.
+ */
 function bandsFor(actor: SignedInActor, key: KeyRow): readonly Band[] | null {
   if (actor.platformAdmin) return BANDS;
   return actor.role === 'member' ? null : bandsOwnersGive(key.band);

@@ -58,7 +58,10 @@ export function Document({ title, children }: { title: string; children: Child }
   );
 }
 
-/** Every portal page: its title, the navigation, a sign-out button, and our stylesheet and script (files, never inline). */
+/**
+ * Every portal page: its title, the navigation, a sign-out button, and our stylesheet and script
+ * (files, never inline).
+ */
 export function Page({ title, user, current, children }: PageFrame) {
   return (
     <Document title={title}>
@@ -101,7 +104,10 @@ export function Notice({ kind, children }: { kind: 'error' | 'ok'; children: Chi
   );
 }
 
-/** A UTC time as `YYYY-MM-DD HH:MM` (`:SS` with `seconds`), which wraps in a narrow column between the day and the time only; a dash for none. */
+/**
+ * A UTC time as `YYYY-MM-DD HH:MM` (`:SS` with `seconds`), which wraps in a narrow column between
+ * the day and the time only; a dash for none.
+ */
 export function When({ at, seconds }: { at: Date | null; seconds?: boolean }) {
   if (!at) return <>—</>;
   const iso = at.toISOString();

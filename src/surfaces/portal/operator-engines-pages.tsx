@@ -18,7 +18,10 @@ interface EnginesView {
   form: { model?: string; replicas?: string };
 }
 
-/** Every engine with its replicas, as `/admin/v1/engines` has them, and the scale and restart forms of the engines the gateway runs. */
+/**
+ * Every engine with its replicas, as `/admin/v1/engines` has them, and the scale and restart forms
+ * of the engines the gateway runs.
+ */
 export function OperatorEnginesPage({ viewer, engines, managed, notice, error, form }: EnginesView) {
   return (
     <Page title="Engines" user={viewer} current="operator">

@@ -6,9 +6,9 @@ import type { PortalSession } from './session.js';
 import type { PortalDeps } from './deps.js';
 
 /**
- * The fleet's fair share for platform admins (`/portal/operator/fair-share`): each organization's share of the
- * tokens served now, and who waits for room in which band, as this gateway replica sees it (what
- * `GET /admin/v1/flow` answers). 404 for anyone else.
+ * The fleet's fair share for platform admins (`/portal/operator/fair-share`): each organization's
+ * share of the tokens served now, and who waits for room in which band, as this gateway replica
+ * sees it (what `GET /admin/v1/flow` answers). 404 for anyone else.
  *
  * @example
  * portal.route('/operator/fair-share', operatorFairShareRoutes(deps, session));

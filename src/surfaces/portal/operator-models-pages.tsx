@@ -146,8 +146,8 @@ function ChosenModel({ view, model }: { view: OperatorModelsView; model: ModelRo
 }
 
 /**
- * One price of the price form, per million tokens. `unset`: what an empty field means (the field is optional);
- * without it the field is required.
+ * One price of the price form, per million tokens. `unset`: what an empty field means (the field is
+ * optional); without it the field is required.
  */
 function PriceField(props: {
   name: string;

@@ -5,7 +5,10 @@ import { OperatorNav } from './operator-engines-pages.js';
 const SCROLLS = '(scrolls sideways on a narrow screen)';
 const nodeState = (node: NodeRow) => (node.clusterId ? 'allocated' : node.releasingClusterId ? 'releasing' : 'free');
 
-/** What a refused form had typed, to show again (never a private key); `form` names which form it was. */
+/**
+ * What a refused form had typed, to show again (never a private key); `form` names which form it
+ * was.
+ */
 export type NodesForm = Partial<Record<string, string>>;
 
 interface NodesView {
@@ -274,7 +277,10 @@ function AccessForm({ csrf, nodes, form }: { csrf: string; nodes: NodeRow[]; for
   );
 }
 
-/** Free a node a deleted cluster's key is still on: retry the removal, or with force free it without removing the key. */
+/**
+ * Free a node a deleted cluster's key is still on: retry the removal, or with force free it without
+ * removing the key.
+ */
 function ReleaseForm({ csrf, node }: { csrf: string; node: NodeRow }) {
   return (
     <form method="post" action="/portal/operator/nodes/release" class="actions">

@@ -22,7 +22,10 @@ type SshChange = z.infer<typeof updateNodeBody>['ssh'];
 
 const PROFILE_FIELDS = ['name', 'gpus', 'gpu_model', 'cpus', 'memory_gib'] as const;
 
-/** A whole number typed in a form, as the API's JSON would carry it; anything else stays text for the schema to refuse. */
+/**
+ * A whole number typed in a form, as the API's JSON would carry it; anything else stays text for
+ * the schema to refuse.
+ */
 const whole = (text: string) => (text === '' ? undefined : /^\d{1,12}$/.test(text) ? Number(text) : text);
 
 /**
@@ -107,7 +110,10 @@ export function operatorNodesRoutes(deps: PortalDeps, session: PortalSession): H
   return nodes;
 }
 
-/** A node's upkeep (`nodes update`, `nodes release`): its SSH access changed, and a node left releasing freed. */
+/**
+ * A node's upkeep (`nodes update`, `nodes release`): its SSH access changed, and a node left
+ * releasing freed.
+ */
 function maintenanceRoutes(nodes: Hono<GatewayEnv>, deps: PortalDeps, session: PortalSession): void {
   const { operator, render, attempt, log } = nodePageTools(deps, session);
 
@@ -139,7 +145,10 @@ function maintenanceRoutes(nodes: Hono<GatewayEnv>, deps: PortalDeps, session: P
   });
 }
 
-/** What every handler of the nodes page uses: the operator check, the page, a change whose refusal shows on the form, the log line. */
+/**
+ * What every handler of the nodes page uses: the operator check, the page, a change whose refusal
+ * shows on the form, the log line.
+ */
 function nodePageTools(deps: PortalDeps, session: PortalSession) {
   const operator = async (c: PortalContext) => operatorOnly(await session.signedIn(c));
   const render = async (
@@ -160,7 +169,10 @@ function nodePageTools(deps: PortalDeps, session: PortalSession) {
     );
     return c.html(page, (extra.status ?? 200) as 200);
   };
-  /** Runs a change; its refusal (the service's own words, for the operator) is shown on the form they used, with its status. */
+  /**
+   * Runs a change; its refusal (the service's own words, for the operator) is shown on the form
+   * they used, with its status.
+   */
   const attempt = async (c: PortalContext, actor: SignedInActor, form: NodesForm, change: () => Promise<string>) => {
     try {
       return c.redirect(`/portal/operator/nodes?done=${await change()}`, 303);
@@ -174,7 +186,10 @@ function nodePageTools(deps: PortalDeps, session: PortalSession) {
   return { operator, render, attempt, log };
 }
 
-/** A form's fields as text, its token checked; and its SSH fields as the API's `ssh` object, or undefined when none was typed. */
+/**
+ * A form's fields as text, its token checked; and its SSH fields as the API's `ssh` object, or
+ * undefined when none was typed.
+ */
 async function readForm(c: PortalContext, deps: PortalDeps, session: PortalSession, actor: SignedInActor) {
   const body = await c.req.parseBody();
   session.checkToken(actor, body._csrf);
@@ -193,7 +208,10 @@ async function readForm(c: PortalContext, deps: PortalDeps, session: PortalSessi
   return { text, ssh };
 }
 
-/** The API's `ssh` object in the clusters service's terms: whole to add a node, partial to change one's access. */
+/**
+ * The API's `ssh` object in the clusters service's terms: whole to add a node, partial to change
+ * one's access.
+ */
 function accessOf(ssh: NewSsh): NewNodeAccess;
 function accessOf(ssh: SshChange): Partial<NewNodeAccess>;
 function accessOf(ssh: SshChange): Partial<NewNodeAccess> {

@@ -74,7 +74,10 @@ export interface OperatorOrgView {
   error?: string;
 }
 
-/** One organization for the operator: its balance, a top-up with a note, its billing currency, and its latest ledger entries. */
+/**
+ * One organization for the operator: its balance, a top-up with a note, its billing currency, and
+ * its latest ledger entries.
+ */
 export function OperatorOrgPage(view: OperatorOrgView) {
   const { org, currency } = view;
   const action = `/portal/operator/orgs/${encodeURIComponent(org.id)}`;

@@ -91,7 +91,10 @@ export function operatorOrgsRoutes(deps: PortalDeps, session: PortalSession): Ho
   return orgs;
 }
 
-/** The signed-in platform admin, or the portal's 404 for anyone else (the page does not exist for them). */
+/**
+ * The signed-in platform admin, or the portal's 404 for anyone else (the page does not exist for
+ * them).
+ */
 export function operatorOnly(actor: SignedInActor): SignedInActor {
   if (!actor.platformAdmin) throw new GatewayError('not_found', 'There is no page at this address.');
   return actor;

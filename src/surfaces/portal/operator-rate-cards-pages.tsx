@@ -18,7 +18,10 @@ interface RateCardsView {
 const day = (at: Date | null) =>
   at ? at.toISOString().replace('T00:00:00.000Z', '').replace('.000Z', 'Z').replace('T', ' ') : 'further notice';
 
-/** The rate cards by profile and start, a filter by profile, a form to add one and a delete button on each: as `tollgate rate-cards` has them. */
+/**
+ * The rate cards by profile and start, a filter by profile, a form to add one and a delete button
+ * on each: as `tollgate rate-cards` has them.
+ */
 export function OperatorRateCardsPage({ viewer, cards, profiles, profile, notice, error, form }: RateCardsView) {
   return (
     <Page title="Rate cards" user={viewer} current="operator">

@@ -89,7 +89,10 @@ export function operatorRateCardsRoutes(deps: PortalDeps, session: PortalSession
   return cards;
 }
 
-/** The rate cards page: the cards (all, or the `?profile=` one's), the profiles, and what a change said. */
+/**
+ * The rate cards page: the cards (all, or the `?profile=` one's), the profiles, and what a change
+ * said.
+ */
 async function renderCards(
   c: PortalContext,
   deps: PortalDeps,
@@ -115,7 +118,10 @@ async function renderCards(
   return c.html(page, (extra.status ?? 200) as 200);
 }
 
-/** The add form's fields as text (the currency upper-cased), its token checked, and parsed as `POST /admin/v1/rate-cards` parses its body. */
+/**
+ * The add form's fields as text (the currency upper-cased), its token checked, and parsed as `POST
+ * /admin/v1/rate-cards` parses its body.
+ */
 async function readCardForm(c: PortalContext, deps: PortalDeps, session: PortalSession, actor: SignedInActor) {
   const body = await c.req.parseBody();
   session.checkToken(actor, body._csrf);

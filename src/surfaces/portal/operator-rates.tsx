@@ -83,7 +83,10 @@ export function operatorRatesRoutes(deps: PortalDeps, session: PortalSession): H
   return rates;
 }
 
-/** A rate form's fields as text, its token checked, and its pair and day checked as the API checks its path. */
+/**
+ * A rate form's fields as text, its token checked, and its pair and day checked as the API checks
+ * its path.
+ */
 async function readRateForm(c: PortalContext, deps: PortalDeps, session: PortalSession, actor: SignedInActor) {
   const body = await c.req.parseBody();
   session.checkToken(actor, body._csrf);

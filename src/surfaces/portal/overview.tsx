@@ -64,14 +64,20 @@ export function overviewRoutes(deps: PortalDeps, session: PortalSession): Hono<G
   return overview;
 }
 
-/** The chart's selector: everything (empty), `key:<id>` or `model:<id>`; anything else is everything. */
+/**
+ * The chart's selector: everything (empty), `key:<id>` or `model:<id>`; anything else is
+ * everything.
+ */
 function chartFilter(text: string | undefined): { value: string; scope: { keyId?: string; model?: string } } {
   const match = /^(key|model):([\x21-\x7e]{1,200})$/.exec(text ?? '');
   if (!match) return { value: '', scope: {} };
   return { value: text!, scope: match[1] === 'key' ? { keyId: match[2] } : { model: match[2] } };
 }
 
-/** Of the live keys with a monthly token limit, the one that has used the largest share of it this month. */
+/**
+ * Of the live keys with a monthly token limit, the one that has used the largest share of it this
+ * month.
+ */
 function nearestKey(keys: KeyRow[], monthByKey: UsageGroup[]): NearestKey | null {
   const used = new Map(monthByKey.map((g) => [g.by === 'key' ? g.keyId : '', g.promptTokens + g.completionTokens]));
   let nearest: NearestKey | null = null;

@@ -8,7 +8,10 @@ import type { Viewer } from './layout.js';
 
 const date = (at: Date) => at.toISOString().slice(0, 10);
 
-/** The projects the viewer sees; anyone adds one, creators, owners and admins change or delete theirs. */
+/**
+ * The projects the viewer sees; anyone adds one, creators, owners and admins change or delete
+ * theirs.
+ */
 export function ProjectsPage({
   viewer,
   actor,
@@ -99,7 +102,10 @@ export function ProjectsPage({
   );
 }
 
-/** The organization's users; owners and admins add, change and delete them (the rules of `people/permissions.ts`). */
+/**
+ * The organization's users; owners and admins add, change and delete them (the rules of
+ * `people/permissions.ts`).
+ */
 export function UsersPage({
   viewer,
   actor,

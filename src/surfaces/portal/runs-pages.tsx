@@ -11,7 +11,10 @@ export function RunState({ state }: { state: RunRow['state'] }) {
   return <span class={`run-state run-${state.toLowerCase()}`}>{state}</span>;
 }
 
-/** A run: its state, timings, outcome and log; the log follows live (the portal's script) while the run is queued or running. */
+/**
+ * A run: its state, timings, outcome and log; the log follows live (the portal's script) while the
+ * run is queued or running.
+ */
 export function RunPage({
   viewer,
   run,

@@ -11,8 +11,8 @@ import type { Viewer } from './layout.js';
 export type PortalContext = Context<GatewayEnv>;
 
 /**
- * The signed-in session's checks, which every page of the portal is given beside its `PortalDeps`: who is signed
- * in, and the session's form token.
+ * The signed-in session's checks, which every page of the portal is given beside its `PortalDeps`:
+ * who is signed in, and the session's form token.
  */
 export interface PortalSession {
   /** The signed-in user, or 401 (which the portal answers with the sign-in page). */
@@ -34,7 +34,10 @@ export const DONE_NOTICES: Record<string, string> = {
   'user-deleted': 'User deleted: their sessions ended and their keys stopped working.',
 };
 
-/** The signed-in user of the session cookie (its name for the request's scheme, `https`), or undefined. */
+/**
+ * The signed-in user of the session cookie (its name for the request's scheme, `https`), or
+ * undefined.
+ */
 export async function sessionActor(
   deps: Pick<PortalDeps, 'sessions'>,
   c: PortalContext,
@@ -73,7 +76,10 @@ export function problems(error: z.ZodError): string {
     .join(' ');
 }
 
-/** Zod's words for a JSON value of the wrong type, as they read on a form: a field left empty, or not a number. */
+/**
+ * Zod's words for a JSON value of the wrong type, as they read on a form: a field left empty, or
+ * not a number.
+ */
 function formWords(message: string): string {
   if (/^Invalid input: expected \w+, received undefined$/.test(message)) return 'Required.';
   if (message === 'Invalid input: expected number, received string') return 'Must be a whole number.';

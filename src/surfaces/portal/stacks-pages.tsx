@@ -11,7 +11,10 @@ export interface ApplyTarget {
   nodes: NodeRow[];
 }
 
-/** A stack's icon in a fixed square: an image fitted whole (never cropped), or our drawing of its emoji (a neutral mark for any other, or none): no emoji font needed. */
+/**
+ * A stack's icon in a fixed square: an image fitted whole (never cropped), or our drawing of its
+ * emoji (a neutral mark for any other, or none): no emoji font needed.
+ */
 function StackIcon({ icon, large }: { icon: string | null; large?: boolean }) {
   const size = large ? 'stack-icon large' : 'stack-icon';
   if (icon?.startsWith('https://')) {
@@ -28,7 +31,10 @@ function StackIcon({ icon, large }: { icon: string | null; large?: boolean }) {
   );
 }
 
-/** The catalog as cards, with search on name, title and description and a category filter; and the upload form. */
+/**
+ * The catalog as cards, with search on name, title and description and a category filter; and the
+ * upload form.
+ */
 export function StacksPage({
   viewer,
   stacks,
@@ -118,7 +124,10 @@ export function StacksPage({
   );
 }
 
-/** One stack: what it is, its inputs, a download where allowed, and the apply form made from its declared inputs. */
+/**
+ * One stack: what it is, its inputs, a download where allowed, and the apply form made from its
+ * declared inputs.
+ */
 export function StackPage({
   viewer,
   stack,

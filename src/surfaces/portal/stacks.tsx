@@ -9,11 +9,17 @@ import { type ApplyTarget, StacksPage, StackPage } from './stacks-pages.js';
 import type { PortalContext, PortalSession } from './session.js';
 import type { PortalDeps } from './deps.js';
 
-/** The path of the upload form, whose body may be a whole package (the portal's other forms are small). */
+/**
+ * The path of the upload form, whose body may be a whole package (the portal's other forms are
+ * small).
+ */
 export const STACK_UPLOAD_PATH = '/portal/stacks/upload';
 /** How long adding a stack by URL may take. */
 const DOWNLOAD_TIMEOUT_MS = 30_000;
-/** What the catalog and a stack's page say after a change (`?done=`): fixed texts, never the query's. */
+/**
+ * What the catalog and a stack's page say after a change (`?done=`): fixed texts, never the
+ * query's.
+ */
 const DONE: Record<string, string> = { added: 'Stack added to the catalog.' };
 
 /**
@@ -149,7 +155,10 @@ async function applyStack(deps: PortalDeps, session: PortalSession, c: PortalCon
   }
 }
 
-/** The form sends text: a number input becomes a number (or NaN, which the checks refuse); an empty one is left out. */
+/**
+ * The form sends text: a number input becomes a number (or NaN, which the checks refuse); an empty
+ * one is left out.
+ */
 function inputsOf(
   declared: ReadonlyArray<{ name: string; type: string }>,
   values: Record<string, string>,

@@ -25,7 +25,10 @@ export interface UsageView {
 const day = (at: Date) => at.toISOString().slice(0, 10);
 const count = (n: number) => n.toLocaleString('en-US');
 
-/** Usage of a window: a chart by day, tables by key, model and project, and the requests, newest first. */
+/**
+ * Usage of a window: a chart by day, tables by key, model and project, and the requests, newest
+ * first.
+ */
 export function UsagePage(view: UsageView) {
   const { viewer, window, totals, currency } = view;
   const lastDay = new Date(window.to.getTime() - 86_400_000);

@@ -78,7 +78,8 @@ export function usageRoutes(deps: PortalDeps, session: PortalSession): Hono<Gate
       'cost',
       'currency',
       'cache_hit',
-      // Added last, so the earlier columns keep their places: of prompt_tokens and of completion_tokens.
+      // Added last, so the earlier columns keep their places: of prompt_tokens and of
+      // completion_tokens.
       'cached_tokens',
       'reasoning_tokens',
     ];
@@ -96,8 +97,8 @@ export function usageRoutes(deps: PortalDeps, session: PortalSession): Hono<Gate
 }
 
 /**
- * The window's requests as CSV rows, a thousand read at a time as they are asked for. A failure is logged (the
- * answer's status is sent already) and ends the download short.
+ * The window's requests as CSV rows, a thousand read at a time as they are asked for. A failure is
+ * logged (the answer's status is sent already) and ends the download short.
  */
 async function* usageCsvRows(
   {

@@ -37,7 +37,10 @@ const KIND_LABELS: Record<LedgerKind, string> = {
   adjustment: 'Adjustment',
 };
 
-/** Balance, held amount, the top-ups, this month's spend by day, and the ledger a page at a time with filters. */
+/**
+ * Balance, held amount, the top-ups, this month's spend by day, and the ledger a page at a time
+ * with filters.
+ */
 export function WalletPage(view: WalletView) {
   const { currency, filters } = view;
   return (
@@ -131,7 +134,10 @@ export function WalletPage(view: WalletView) {
   );
 }
 
-/** Ledger entries: time, kind and amount always; the balance after and the request or note fold away on a narrow screen. */
+/**
+ * Ledger entries: time, kind and amount always; the balance after and the request or note fold away
+ * on a narrow screen.
+ */
 export function LedgerTable({ entries, currency, label }: { entries: LedgerEntry[]; currency: string; label: string }) {
   return (
     <div class="table-wrap" tabindex={0} role="region" aria-label={`${label} (scrolls sideways on a narrow screen)`}>

@@ -46,7 +46,10 @@ export function dateOf(text: string | undefined): Date | null {
   return Number.isNaN(at.getTime()) || day(at) !== text ? null : at;
 }
 
-/** What the form shows: the window's kind, its first and last day, and its month on a page that picks months (costs). */
+/**
+ * What the form shows: the window's kind, its first and last day, and its month on a page that
+ * picks months (costs).
+ */
 export interface WindowFields {
   kind: string;
   /** `YYYY-MM-DD` (UTC), both included. */

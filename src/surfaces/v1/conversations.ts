@@ -95,7 +95,10 @@ async function bodyOf(c: Context<GatewayEnv>, deps: V1Deps, mayBeEmpty: boolean)
   return body;
 }
 
-/** OpenAI's metadata: at most 16 pairs, keys of at most 64 characters, values strings of at most 512. */
+/**
+ * OpenAI's metadata: at most 16 pairs, keys of at most 64 characters, values strings of at most
+ * 512.
+ */
 function metadataOf(value: unknown): Record<string, string> {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw invalid('metadata', 'must be an object of at most 16 string values');
@@ -109,7 +112,10 @@ function metadataOf(value: unknown): Record<string, string> {
   return Object.fromEntries(entries) as Record<string, string>;
 }
 
-/** Items as `POST /v1/responses` takes them in `input` (checked the same way), at most 20, as a conversation keeps them. */
+/**
+ * Items as `POST /v1/responses` takes them in `input` (checked the same way), at most 20, as a
+ * conversation keeps them.
+ */
 function itemsOf(value: unknown, deps: V1Deps): Json[] {
   if (!Array.isArray(value)) throw invalid('items', 'must be an array of input items');
   if (value.length > MAX_ITEMS_AT_A_TIME) throw invalid('items', `must hold at most ${MAX_ITEMS_AT_A_TIME} items`);
@@ -122,7 +128,10 @@ function itemsOf(value: unknown, deps: V1Deps): Json[] {
   return conversationItemsOf(value as Json[]);
 }
 
-/** `limit` (1-100, default 20), `order` (default desc) and `after` of an items list, as OpenAI reads them. */
+/**
+ * `limit` (1-100, default 20), `order` (default desc) and `after` of an items list, as OpenAI reads
+ * them.
+ */
 function pageOf(c: Context<GatewayEnv>): ConversationItemsQuery {
   const { limit = '20', order = 'desc', after } = c.req.query();
   if (!/^\d{1,3}$/.test(limit) || Number(limit) < 1 || Number(limit) > 100)

@@ -8,7 +8,8 @@ type Json = Record<string, unknown>;
 
 /**
  * The body of a count (`/v1/messages/count_tokens`, `/v1/responses/input_tokens`): at most
- * TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES (and the gateway's body bound), a larger one a 413 naming the setting.
+ * TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES (and the gateway's body bound), a larger one a 413 naming
+ * the setting.
  */
 export async function readCountBody(c: Context<GatewayEnv>, deps: V1Deps): Promise<Json> {
   const maxBytes = Math.min(deps.config.countTokensMaxBodyBytes, deps.config.maxBodyBytes);

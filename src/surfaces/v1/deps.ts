@@ -10,9 +10,9 @@ import type { FileStore } from '../../gateway/files/store.js';
 import type { BlobStore } from '../../shared/blobs/blob-store.js';
 
 /**
- * What the `/v1` surface reads of the services: the billed path's (`BilledDeps`), and what its unbilled routes
- * ask (models, stored responses, usage, the wallet). `createV1Routes(deps)` takes this; the app passes its
- * whole `Services`, which has all of it.
+ * What the `/v1` surface reads of the services: the billed path's (`BilledDeps`), and what its
+ * unbilled routes ask (models, stored responses, usage, the wallet). `createV1Routes(deps)` takes
+ * this; the app passes its whole `Services`, which has all of it.
  */
 export interface V1Deps extends BilledDeps {
   catalog: CatalogService;

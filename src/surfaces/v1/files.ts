@@ -96,7 +96,10 @@ function ownerOf(c: Context<GatewayEnv>): FileOwner {
   return { orgId: caller.orgId, projectId: caller.projectId };
 }
 
-/** `purpose`, `limit` (1-10000, default 10000), `order` (default desc) and `after`, as OpenAI reads them. */
+/**
+ * `purpose`, `limit` (1-10000, default 10000), `order` (default desc) and `after`, as OpenAI reads
+ * them.
+ */
 function pageOf(c: Context<GatewayEnv>): FileListQuery {
   const { purpose, limit = '10000', order = 'desc', after } = c.req.query();
   if (!/^\d{1,5}$/.test(limit) || Number(limit) < 1 || Number(limit) > 10_000)

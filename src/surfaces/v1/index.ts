@@ -63,7 +63,10 @@ export function createV1Routes(deps: V1Deps): Hono<GatewayEnv> {
   return v1;
 }
 
-/** Response headers a browser client may read: the request id, limits, retry hints and the cache's verdict. */
+/**
+ * Response headers a browser client may read: the request id, limits, retry hints and the cache's
+ * verdict.
+ */
 const EXPOSED_HEADERS = [
   'x-request-id',
   'retry-after',

@@ -24,7 +24,8 @@ export function messagesRoutes(deps: V1Deps): Hono<GatewayEnv> {
   const routes = new Hono<GatewayEnv>();
   routes.onError((error, c) => anthropicError(error, c, deps));
   routes.post('/', (c) => serveBilled(c, deps, MESSAGES));
-  // Counted against the key's requests per minute and concurrency before its body is read, and its body bounded.
+  // Counted against the key's requests per minute and concurrency before its body is read, and its
+  // body bounded.
   routes.post('/count_tokens', requireKey(deps.keys, true), admittedByKeyLimits(deps.gateKeeper), async (c) => {
     const body = await readCountBody(c, deps);
     MESSAGES.validate({ max_tokens: 1, ...body }, deps.config);
@@ -48,7 +49,10 @@ function anthropicType(status: number): string {
   return types[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
 }
 
-/** The gateway's envelope (logged and headed as on every /v1 route), with `"type":"error"` beside it and Anthropic's `error.type`. */
+/**
+ * The gateway's envelope (logged and headed as on every /v1 route), with `"type":"error"` beside it
+ * and Anthropic's `error.type`.
+ */
 async function anthropicError(error: unknown, c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> {
   const rendered = renderError(error, c, deps.log);
   const envelope = (await rendered.json()) as { error: Record<string, unknown> };

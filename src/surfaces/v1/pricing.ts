@@ -21,13 +21,15 @@ async function pricing(c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> 
         hf_repo_id: model.hfRepoId,
         task_type: model.taskType,
         input_per_million_tokens: shown.inputPerMillion,
-        // Prompt tokens the engine read from its prefix cache; the input price unless the operator set one.
+        // Prompt tokens the engine read from its prefix cache; the input price unless the operator
+        // set one.
         cached_input_per_million_tokens: shown.cachedInputPerMillion,
         output_per_million_tokens: shown.outputPerMillion,
         input_nanos_per_token: shown.inputNanosPerToken,
         cached_input_nanos_per_token: shown.cachedInputNanosPerToken,
         output_nanos_per_token: shown.outputNanosPerToken,
-        // A batch line's tokens (/v1/batches); the input and output prices unless the operator set others.
+        // A batch line's tokens (/v1/batches); the input and output prices unless the operator set
+        // others.
         batch_input_per_million_tokens: shown.batchInputPerMillion,
         batch_output_per_million_tokens: shown.batchOutputPerMillion,
         batch_input_nanos_per_token: shown.batchInputNanosPerToken,

@@ -35,7 +35,8 @@ export function responsesRoutes(deps: V1Deps): Hono<GatewayEnv> {
     requestPathCache: deps.requestPathCache,
     fleet: deps.fleet,
   });
-  // Counted against the key's requests per minute and concurrency before its body is read, and its body bounded.
+  // Counted against the key's requests per minute and concurrency before its body is read, and its
+  // body bounded.
   routes.post('/input_tokens', requireKey(deps.keys), admittedByKeyLimits(deps.gateKeeper), async (c) => {
     const body = await readCountBody(c, deps);
     const tokens = await countInput({ requestId: c.get('requestId'), caller: c.get('caller'), body });

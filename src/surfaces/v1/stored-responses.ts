@@ -22,8 +22,9 @@ function invalid(field: string, message: string): GatewayError {
 }
 
 /**
- * `limit`, `order`, `after` and `before` of `GET …/input_items`, as OpenAI reads them (limit 1-100, default 20;
- * order default desc; `before`, of OpenAI's earlier lists, the page just before an item). The store checks the ids.
+ * `limit`, `order`, `after` and `before` of `GET …/input_items`, as OpenAI reads them (limit 1-100,
+ * default 20; order default desc; `before`, of OpenAI's earlier lists, the page just before an
+ * item). The store checks the ids.
  */
 function pageOf(c: Context<GatewayEnv>): InputItemsQuery {
   const { limit = '20', order = 'desc', after, before } = c.req.query();
@@ -33,7 +34,10 @@ function pageOf(c: Context<GatewayEnv>): InputItemsQuery {
   return { after, before, limit: Number(limit), order };
 }
 
-/** `starting_after` of a stream read again: the last `sequence_number` the client has (default: none). */
+/**
+ * `starting_after` of a stream read again: the last `sequence_number` the client has (default:
+ * none).
+ */
 function startingAfter(c: Context<GatewayEnv>): number {
   const after = c.req.query('starting_after');
   if (after === undefined) return -1;
@@ -71,7 +75,8 @@ export function storedResponseRoutes(deps: V1Deps): Hono<GatewayEnv> {
       if (!job.streamed) throw invalid('stream', 'is only for a background response made with stream');
       return streamFromStore(c, background.store, { orgId, id }, startingAfter(c));
     }
-    // A background response's own row, until it is deleted: its status as it runs, then as it ended.
+    // A background response's own row, until it is deleted: its status as it runs, then as it
+    // ended.
     if (job) return c.json(JSON.parse(job.response) as unknown);
     const response = await store.get(orgId, id);
     if (!response) throw notFound(id);

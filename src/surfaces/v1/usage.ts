@@ -85,7 +85,10 @@ export async function usageSummary(
   });
 }
 
-/** GET /v1/usage/requests: the caller's organization's usage records, newest first, a page at a time. */
+/**
+ * GET /v1/usage/requests: the caller's organization's usage records, newest first, a page at a
+ * time.
+ */
 async function usageRequestList(c: Context<GatewayEnv>, deps: V1Deps): Promise<Response> {
   const query = readQuery(c, requestsQuery);
   const page = await deps.usageReports.requests({
@@ -101,7 +104,10 @@ async function usageRequestList(c: Context<GatewayEnv>, deps: V1Deps): Promise<R
   });
 }
 
-/** The caller's organization, always (the operator's: the one asked for, or all); the window defaults to this calendar month (UTC) so far. */
+/**
+ * The caller's organization, always (the operator's: the one asked for, or all); the window
+ * defaults to this calendar month (UTC) so far.
+ */
 function scopeOf(orgId: string | null, query: z.output<typeof summaryQuery | typeof requestsQuery>): UsageScope {
   const now = new Date();
   const from = query.from ?? new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
@@ -127,8 +133,9 @@ function totalsView(totals: UsageTotals) {
 }
 
 /**
- * The parts of the counts, in OpenAI's convention: the cached prompt tokens (read from the engine's prefix cache,
- * billed at the cached-input price) are inside `prompt_tokens`, the reasoning tokens inside `completion_tokens`.
+ * The parts of the counts, in OpenAI's convention: the cached prompt tokens (read from the engine's
+ * prefix cache, billed at the cached-input price) are inside `prompt_tokens`, the reasoning tokens
+ * inside `completion_tokens`.
  */
 function tokenDetails(counts: { cachedTokens: number; reasoningTokens: number }) {
   return {

@@ -16,11 +16,12 @@ import {
 import { until } from '../../helpers/wait.js';
 
 /**
- * Budgets hold across replicas: two gateways on one PostgreSQL and one Redis, a budget of 0.01 USD on a project
- * (then on a key), 200 requests at once split between them. What is charged never passes the budget (the gate
- * admits a hold only where it fits: at most one hold past is the bound, none is what it gives), every refusal is
- * 429 `budget_exceeded` naming the budget and when its window resets, and once the requests in flight end, the
- * budget's spend is what the usage records hold.
+ * Budgets hold across replicas: two gateways on one PostgreSQL and one Redis, a budget of 0.01 USD
+ * on a project (then on a key), 200 requests at once split between them. What is charged never
+ * passes the budget (the gate admits a hold only where it fits: at most one hold past is the bound,
+ * none is what it gives), every refusal is 429 `budget_exceeded` naming the budget and when its
+ * window resets, and once the requests in flight end, the budget's spend is what the usage records
+ * hold.
  */
 
 const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
@@ -71,7 +72,8 @@ describe.skipIf(missing !== null)('budgets across two replicas', () => {
       task_type: 'chat',
       context_length: 4096,
     });
-    // 10 USD a million tokens: a request of about 30 tokens costs about 0.0003, and holds a little more.
+    // 10 USD a million tokens: a request of about 30 tokens costs about 0.0003, and holds a little
+    // more.
     await admin('PUT', '/prices/sim-chat', { input_per_million: '10', output_per_million: '10' });
     orgId = (await admin<{ id: string }>('POST', '/orgs', { name: 'budgets' })).id;
     await admin('POST', `/orgs/${orgId}/wallet/topups`, { amount: '100' });
@@ -93,7 +95,10 @@ describe.skipIf(missing !== null)('budgets across two replicas', () => {
       body: JSON.stringify({ model: 'sim-chat', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
     });
 
-  /** 200 requests at once, half on each replica; then the charged spend, once every admitted one is written. */
+  /**
+   * 200 requests at once, half on each replica; then the charged spend, once every admitted one is
+   * written.
+   */
   async function burst(secret: string, spentOf: () => Promise<{ spent: bigint; records: number }>) {
     const responses = await Promise.all(Array.from({ length: 200 }, (_, i) => ask(replicas[i % 2]!, secret)));
     const bodies = await Promise.all(responses.map((r) => r.json() as Promise<Record<string, any>>));
@@ -176,8 +181,9 @@ describe.skipIf(missing !== null)('budgets across two replicas', () => {
     expect(((await last.json()) as { error: { code: string } }).error.code).toBe('budget_exceeded');
   });
   it('a budget lowered on one replica mid-burst on the other binds every request sent after the answer', async () => {
-    // Issue 68: before, the other replica's request-path cache kept the old budget until its next catalog poll
-    // (TOLLGATE_CATALOG_POLL_MS, 250 ms), and admitted requests sent up to 115 ms after the answer.
+    // Issue 68: before, the other replica's request-path cache kept the old budget until its next
+    // catalog poll (TOLLGATE_CATALOG_POLL_MS, 250 ms), and admitted requests sent up to 115 ms
+    // after the answer.
     const key = await admin<{ id: string; secret: string }>('POST', `/orgs/${orgId}/keys`, {
       name: 'lowered mid-burst',
       max_concurrency: 500,
@@ -199,7 +205,8 @@ describe.skipIf(missing !== null)('budgets across two replicas', () => {
       await until('the burst is under way', () => sent.filter((s) => s.status === 200).length >= 10);
       await admin('PUT', `/keys/${key.id}/budget`, { monthly: '0' });
       const answeredAt = performance.now();
-      // On past the other replica's next catalog poll (250 ms) by far: the window the change had before.
+      // On past the other replica's next catalog poll (250 ms) by far: the window the change had
+      // before.
       await until('requests sent for 600 ms past the answer', () => sent.some((s) => s.at > answeredAt + 600));
       running = false;
       await Promise.all(workers);
@@ -214,7 +221,10 @@ describe.skipIf(missing !== null)('budgets across two replicas', () => {
   });
 });
 
-/** Nanos as the API writes amounts (`formatAmount`): two decimals at least, no trailing zeros past them. */
+/**
+ * Nanos as the API writes amounts (`formatAmount`): two decimals at least, no trailing zeros past
+ * them.
+ */
 function formatNanos(nanos: bigint): string {
   const fraction = (nanos % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '').padEnd(2, '0');
   return `${nanos / 1_000_000_000n}.${fraction}`;

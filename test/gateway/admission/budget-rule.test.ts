@@ -9,9 +9,10 @@ import { uniqueRedisPrefix } from '../../helpers/services.js';
 import { gateKinds, gateRedis, type GateRedis } from '../../helpers/gate-redis.js';
 
 /**
- * A budget's rule is written once in TypeScript (`budgetRefusal`, which the memory gate calls) and once in Lua
- * (`BUDGET_RULE_LUA`, in the Redis gate's admit script), both in `billing/budget-rule.ts`: one table of cases runs
- * through the function and through each gate, which must agree on every case, and take the hold only when it fits.
+ * A budget's rule is written once in TypeScript (`budgetRefusal`, which the memory gate calls) and
+ * once in Lua (`BUDGET_RULE_LUA`, in the Redis gate's admit script), both in
+ * `billing/budget-rule.ts`: one table of cases runs through the function and through each gate,
+ * which must agree on every case, and take the hold only when it fits.
  */
 
 const TWO_53 = 2n ** 53n;

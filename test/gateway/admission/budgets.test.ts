@@ -19,10 +19,11 @@ import { gateKinds, gateRedis, type GateRedis } from '../../helpers/gate-redis.j
 import { until } from '../../helpers/wait.js';
 
 /**
- * Budgets per key and per project, at the gate: a hold is admitted only if it fits in what is left of every budget
- * the request falls under, taken with the wallet's in one step; the end of a request gives back the hold and takes
- * the charge; a count the gate lacks is rebuilt from the usage records plus the holds and unwritten charges tagged
- * with it. On the memory gate and on the Redis gate.
+ * Budgets per key and per project, at the gate: a hold is admitted only if it fits in what is left
+ * of every budget the request falls under, taken with the wallet's in one step; the end of a
+ * request gives back the hold and takes the charge; a count the gate lacks is rebuilt from the
+ * usage records plus the holds and unwritten charges tagged with it. On the memory gate and on the
+ * Redis gate.
  */
 
 const kinds = await gateKinds();
@@ -112,7 +113,8 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     expect(refused.headers?.['X-Budget-Scope']).toBe('key');
     expect(refused.details).toContainEqual({ field: 'resets_at', message: nextMonth });
     expect(Number(refused.headers?.['Retry-After'])).toBeGreaterThan(0);
-    // The first request costs 100 of its 400: 300 come back, and a third hold of 400 fits (100 + 400 + 400).
+    // The first request costs 100 of its 400: 300 come back, and a third hold of 400 fits (100 +
+    // 400 + 400).
     await journal.append(chargeRecord(first.requestId, { orgId: caller.orgId, keyId: caller.id }, 100n));
     await gateKeeper.release(first, { actualTokens: 1, cost: 100n });
     await admit(caller, 400n);
@@ -138,7 +140,8 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
   });
 
   it('a budget set through the gate binds an admission that still carries the old one (another replica)', async () => {
-    // Issue 68: a replica's request-path cache still holds the budgets as they were; the gate reads them as set.
+    // Issue 68: a replica's request-path cache still holds the budgets as they were; the gate reads
+    // them as set.
     const { caller, projectId } = await tenant({ monthly: 1_000_000n, daily: null });
     const month = `budget:key:${caller.id}:${new Date().toISOString().slice(0, 7)}`;
     const held = await admit(caller, 100n);
@@ -148,7 +151,8 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     expect(lowered.details).toContainEqual({ field: 'budget_limit', message: '0.00000015' });
     expect(await gate.budgetSpent(caller.orgId, month)).toBe(100n);
     await admit(caller, 50n);
-    // Set where the replica knows none: its windows are held on from the next admission, rebuilt first.
+    // Set where the replica knows none: its windows are held on from the next admission, rebuilt
+    // first.
     projectBudgets.set(projectId, { monthly: null, daily: null });
     await gate.setBudgets(caller.orgId, 'project', projectId, { monthly: null, daily: 120n }, 60_000);
     await admit(caller, 0n, projectId);
@@ -161,7 +165,8 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     await journal.append(chargeRecord(held.requestId, { orgId: caller.orgId, keyId: caller.id }, 100n));
     await gateKeeper.release(held, { actualTokens: 1, cost: 100n });
     await admit(caller, 10_000n);
-    // The first request's charge took its hold's place; the last one is not held on the removed budget.
+    // The first request's charge took its hold's place; the last one is not held on the removed
+    // budget.
     expect(await gate.budgetSpent(caller.orgId, month)).toBe(150n);
   });
 
@@ -190,8 +195,9 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
     await journal.append(chargeRecord(unwritten.requestId, owner, 200n));
     await gateKeeper.release(unwritten, { actualTokens: 1, cost: 200n });
     const running = await admit(caller, 300n);
-    // The budget is set now: 250 written + 200 unwritten are spent, so 750 are left. The running request was
-    // admitted before the budget: its hold was not taken from it, and its charge will be.
+    // The budget is set now: 250 written + 200 unwritten are spent, so 750 are left. The running
+    // request was admitted before the budget: its hold was not taken from it, and its charge will
+    // be.
     const budgeted = { ...caller, budgets: { monthly: 1_000n, daily: null } };
     await admit(budgeted, 550n);
     expect(await refusal(admit(budgeted, 1n))).toMatchObject({ code: 'budget_exceeded' });
@@ -215,7 +221,8 @@ describe.each(kinds)('budgets at the gate (%s)', (kind) => {
       await redis!.loseEverything(); // Redis restarts empty
       await admit(caller, 1n).catch(() => {}); // refused: no epoch yet
       await gateKeeper.heartbeat(); // reports the hold and the charge again, with their budget tags
-      // 10,000 − 3,000 held − 2,000 charged: once the grace is over, a hold of 5,000 fits, and then nothing does.
+      // 10,000 − 3,000 held − 2,000 charged: once the grace is over, a hold of 5,000 fits, and then
+      // nothing does.
       await until(
         'the rebuild grace is over',
         () =>

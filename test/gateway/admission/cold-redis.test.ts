@@ -15,11 +15,12 @@ import { skippedWithout } from '../../helpers/skips.js';
 import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
 
 /**
- * Issue 69: a Redis that lost everything (flushed, or restarted empty) is not an outage. With no rebuild grace (the
- * default), the next admission rebuilds what it needs from PostgreSQL at once, once per wallet and per budget
- * however many requests ask together, after this replica has reported its own holds; a hold another replica
- * reports later makes what it falls under be rebuilt again, so a limit is passed by no more than that hold.
- * Two gate keepers on one Redis prefix are two replicas.
+ * Issue 69: a Redis that lost everything (flushed, or restarted empty) is not an outage. With no
+ * rebuild grace (the default), the next admission rebuilds what it needs from PostgreSQL at once,
+ * once per wallet and per budget however many requests ask together, after this replica has
+ * reported its own holds; a hold another replica reports later makes what it falls under be rebuilt
+ * again, so a limit is passed by no more than that hold. Two gate keepers on one Redis prefix are
+ * two replicas.
  */
 
 const hasRedis = await redisAvailable();
@@ -136,11 +137,13 @@ describe.skipIf(!hasRedis)('admission after Redis lost everything (no rebuild gr
     const before = { ...reads };
     const admitted = await Promise.all(Array.from({ length: 50 }, () => admit(a.keeper, caller, 10n)));
     expect(admitted).toHaveLength(50);
-    // Once; twice when the budget's rebuild reported this replica's holds (which moves the wallet's version) while
-    // the wallet's was between its read and its write, so that write was not kept and the read was made again.
+    // Once; twice when the budget's rebuild reported this replica's holds (which moves the wallet's
+    // version) while the wallet's was between its read and its write, so that write was not kept
+    // and the read was made again.
     expect(snapshots.mock.calls.length).toBeGreaterThanOrEqual(1);
     expect(snapshots.mock.calls.length).toBeLessThanOrEqual(2);
-    // Likewise: an admission told the count was missing just before the one rebuild landed starts one more read.
+    // Likewise: an admission told the count was missing just before the one rebuild landed starts
+    // one more read.
     for (const count of [reads.month - before.month, reads.budget - before.budget]) {
       expect(count).toBeGreaterThanOrEqual(1);
       expect(count).toBeLessThanOrEqual(2);

@@ -187,7 +187,8 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
     'rebuilds a wallet after Redis loses everything, without handing out money twice',
     async () => {
       const caller = await tenant(10_000n);
-      // In flight when Redis is lost: one request holding 3,000; one finished with a charge of 2,000 not yet written.
+      // In flight when Redis is lost: one request holding 3,000; one finished with a charge of
+      // 2,000 not yet written.
       const running = await gateKeeper.admit({
         requestId: 'r-redis-3a',
         caller,
@@ -204,7 +205,8 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
       await gateKeeper.release(finished, { actualTokens: 1, cost: 2_000n });
 
       await redis!.loseEverything(); // Redis restarts empty
-      // Admissions wait while replicas report (the rebuild grace); this replica's heartbeat reports its hold and its unwritten charge.
+      // Admissions wait while replicas report (the rebuild grace); this replica's heartbeat reports
+      // its hold and its unwritten charge.
       await expect(
         gateKeeper.admit({ requestId: 'r-redis-3c', caller, estimatedTokens: 1, holdNanos: 1n }),
       ).rejects.toMatchObject({ code: 'billing_unavailable' });
@@ -213,7 +215,8 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
       expect(state.holds.map((h) => [h.requestId, h.amount])).toEqual([['r-redis-3a', 3_000n]]);
       expect(state.unwritten.map((c) => [c.requestId, c.amount])).toContainEqual(['r-redis-3b', 2_000n]);
 
-      // 10,000 − 3,000 held − 2,000 charged = 5,000: once the grace is over, a request holding 5,000 passes, and then nothing is left.
+      // 10,000 − 3,000 held − 2,000 charged = 5,000: once the grace is over, a request holding
+      // 5,000 passes, and then nothing is left.
       const big = await until(
         'the rebuild grace is over',
         () =>
@@ -228,7 +231,8 @@ describe.each(kinds)('admission gate (%s)', (kind) => {
       await expect(
         gateKeeper.admit({ requestId: 'r-redis-3e', caller, estimatedTokens: 1, holdNanos: 1n }),
       ).rejects.toMatchObject({ code: 'insufficient_funds' });
-      // The charge reaches the ledger; the running request ends costing 1,000; nothing is counted twice.
+      // The charge reaches the ledger; the running request ends costing 1,000; nothing is counted
+      // twice.
       await wallets.chargeMany(journal.pending());
       await gateKeeper.written(journal.pending());
       await journal.markApplied(journal.pending().map((r) => r.id));

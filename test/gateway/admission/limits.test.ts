@@ -7,7 +7,8 @@ import { until } from '../../helpers/wait.js';
 import { redisTopologiesMissing, startRedisCluster, type Topology } from '../../helpers/redis-topologies.js';
 import { skippedWithout } from '../../helpers/skips.js';
 
-// Issue 69: the same limits on a three-master Redis Cluster of its own (TOLLGATE_REDIS_CLUSTER_NODES).
+// Issue 69: the same limits on a three-master Redis Cluster of its own
+// (TOLLGATE_REDIS_CLUSTER_NODES).
 const clusterMissing = redisTopologiesMissing();
 skippedWithout(clusterMissing && `a Redis Cluster (${clusterMissing})`);
 const limitStores = [

@@ -10,17 +10,21 @@ import { refusalSpans, steadyTraffic, type TrafficTenant } from '../../helpers/s
 import { until } from '../../helpers/wait.js';
 
 /**
- * Issue 69: a cold Redis is not an outage. Steady traffic from five tenants (each two requests at a time) runs
- * through a gateway on PostgreSQL and a Redis of the test's own; midway, that Redis loses everything (FLUSHALL; and,
- * as a restart would, its scripts too). No tenant may be refused for more than 0.5 s, and the limits still hold: a
- * wallet and a budget spent more than half before the loss end no further past their limit than the holds of the
- * requests in flight. Prints each run's figures (`npx vitest run test/gateway/admission/redis-flush.test.ts`).
+ * Issue 69: a cold Redis is not an outage. Steady traffic from five tenants (each two requests at a
+ * time) runs through a gateway on PostgreSQL and a Redis of the test's own; midway, that Redis
+ * loses everything (FLUSHALL; and, as a restart would, its scripts too). No tenant may be refused
+ * for more than 0.5 s, and the limits still hold: a wallet and a budget spent more than half before
+ * the loss end no further past their limit than the holds of the requests in flight. Prints each
+ * run's figures (`npx vitest run test/gateway/admission/redis-flush.test.ts`).
  */
 
 const ready = redisServerAvailable() && (await postgresAvailable());
 if (!ready) console.warn('skipping the flushed-Redis test: it needs PostgreSQL and redis-server');
 
-/** The body every request sends; its hold is its bytes at the input price and its two tokens at the output price. */
+/**
+ * The body every request sends; its hold is its bytes at the input price and its two tokens at the
+ * output price.
+ */
 const BODY = JSON.stringify({
   model: 'sim-chat',
   max_tokens: 2,
@@ -99,7 +103,8 @@ describe.skipIf(!ready)('a flushed Redis under steady traffic', () => {
     await lose(client!);
     const lostAt = performance.now();
     traffic.resume();
-    // Time is the subject: traffic runs on for five seconds after the loss (the old rebuild grace was three).
+    // Time is the subject: traffic runs on for five seconds after the loss (the old rebuild grace
+    // was three).
     await until('five seconds after the loss', () => performance.now() - lostAt >= 5_000, { timeout: 10_000 });
     await traffic.stop();
     await gateway!.charged();
@@ -122,7 +127,8 @@ describe.skipIf(!ready)('a flushed Redis under steady traffic', () => {
     // Limits hold: past them by no more than the holds in flight at the loss and at the end.
     expect(balance).toBeGreaterThanOrEqual(-2n * CONCURRENCY_N * HOLD);
     expect(spent).toBeLessThanOrEqual(limit + CONCURRENCY_N * HOLD);
-    // And neither was refused early: each spent its limit, less what one request in flight may hold.
+    // And neither was refused early: each spent its limit, less what one request in flight may
+    // hold.
     expect(balance).toBeLessThanOrEqual(CONCURRENCY_N * HOLD);
     expect(spent).toBeGreaterThanOrEqual(limit - 2n * CONCURRENCY_N * HOLD);
   }

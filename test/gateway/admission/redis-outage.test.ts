@@ -41,7 +41,10 @@ describe.skipIf(!canRun)('per-key limits while Redis is down', () => {
     if (redisDir) await rm(redisDir, { recursive: true, force: true });
   });
 
-  /** The balance once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  /**
+   * The balance once this gateway's charges are written (they reach PostgreSQL just after each
+   * answer).
+   */
   const balanceAfterCharges = async (orgId: string) => {
     await gateway!.services.applier.settled(5_000);
     return gateway!.services.wallets.balance(orgId);
@@ -152,7 +155,8 @@ describe.skipIf(!canRun)('per-key limits while Redis is down', () => {
         const result = await timed(secret);
         expect(result.ms).toBeLessThan(1_500);
         if (result.response.status === 200) return true;
-        // Redis came back empty: with TOLLGATE_REBUILD_GRACE_MS set, wallets would wait for every replica's report.
+        // Redis came back empty: with TOLLGATE_REBUILD_GRACE_MS set, wallets would wait for every
+        // replica's report.
         if (result.text.includes('billing_unavailable'))
           expect(result.response.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
         else expectLimitsUnavailable(result);

@@ -18,12 +18,13 @@ import { skippedWithout } from '../../helpers/skips.js';
 import { until } from '../../helpers/wait.js';
 
 /**
- * Issue 69: a Redis behind Sentinel fails over while 200 requests ask at once on one budget. The gate follows the
- * sentinels to the new master (ioredis's Sentinel client); the writes the old master acknowledged and had not
- * passed on are lost, and each replica, seeing the masters' replication ID change at its heartbeat, reports its
- * holds and unwritten charges again and forgets every spendable amount and budget count, rebuilt from the store as
- * after a cold Redis. The budget is passed by no more than the requests in flight at the failover, and the books
- * verify clean after. Two gate keepers, each with its own connection through the sentinels, are two replicas.
+ * Issue 69: a Redis behind Sentinel fails over while 200 requests ask at once on one budget. The
+ * gate follows the sentinels to the new master (ioredis's Sentinel client); the writes the old
+ * master acknowledged and had not passed on are lost, and each replica, seeing the masters'
+ * replication ID change at its heartbeat, reports its holds and unwritten charges again and forgets
+ * every spendable amount and budget count, rebuilt from the store as after a cold Redis. The budget
+ * is passed by no more than the requests in flight at the failover, and the books verify clean
+ * after. Two gate keepers, each with its own connection through the sentinels, are two replicas.
  */
 
 const missing = redisTopologiesMissing();
@@ -106,7 +107,8 @@ describe.skipIf(missing !== null)('a Sentinel failover during 200 concurrent req
     };
 
     let inFlight = 0;
-    // The most requests in flight from the failover's start until each replica's heartbeat has seen it.
+    // The most requests in flight from the failover's start until each replica's heartbeat has seen
+    // it.
     let inFlightAtFailover = 0;
     let watching = false;
     let admitted = 0;
@@ -121,7 +123,8 @@ describe.skipIf(missing !== null)('a Sentinel failover during 200 concurrent req
       if (watching) inFlightAtFailover = Math.max(inFlightAtFailover, inFlight);
       try {
         let ticket: Ticket | null = null;
-        // A client retrying its 503s (the gate unreachable during the failover, or a count rebuilding).
+        // A client retrying its 503s (the gate unreachable during the failover, or a count
+        // rebuilding).
         await until(
           `request ${i} admitted or refused`,
           async () => {
@@ -160,7 +163,8 @@ describe.skipIf(missing !== null)('a Sentinel failover during 200 concurrent req
     })();
     await Promise.all([all, failover]);
     clearInterval(applier);
-    // Each replica's heartbeat has seen the new master (reports done, counts forgotten), then the last charges.
+    // Each replica's heartbeat has seen the new master (reports done, counts forgotten), then the
+    // last charges.
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     await applyCharges();
 
@@ -172,7 +176,8 @@ describe.skipIf(missing !== null)('a Sentinel failover during 200 concurrent req
     expect(admitted).toBeGreaterThanOrEqual(100); // the budget is spent to its end
     expect(over).toBeLessThanOrEqual(inFlightAtFailover);
 
-    // The books: the ledger and the usage records agree, and the gate's view is the ledger's once rebuilt.
+    // The books: the ledger and the usage records agree, and the gate's view is the ledger's once
+    // rebuilt.
     const verification = await verifyWallet(store.db, org.id, { full: true });
     expect(verification.differenceCount).toBe(0);
     const balance = await wallets.balance(org.id);

@@ -48,7 +48,8 @@ describe.skipIf(!hasRedis)("a call's release in Redis", () => {
 
   it("answers without waiting for Redis's reply to the release, and the key's next request is admitted after it", async () => {
     const { secret } = await gateway.tenant({ key: { maxConcurrency: 1 } });
-    // Warm: the key and its wallet known to the gateway, and the scripts to Redis (the first release is sent whole).
+    // Warm: the key and its wallet known to the gateway, and the scripts to Redis (the first
+    // release is sent whole).
     for (let i = 0; i < 2; i++) expect((await chat(secret)).status).toBe(200);
     await gateway.charged();
 
@@ -56,15 +57,17 @@ describe.skipIf(!hasRedis)("a call's release in Redis", () => {
     const first = await chat(secret);
     expect(first.status).toBe(200);
     await first.text();
-    // The release went out (its reply is what is held), and the answer came without it: the call still counts as
-    // under way, which it does until Redis has replied (a draining gateway waits for it). An answer that waited
-    // would have come only once the reply or the connection's command timeout (1 s, src/shared/db/redis.ts) ended
-    // the release, with nothing left in flight. Told by that count, not by the time taken: a busy machine is slow.
+    // The release went out (its reply is what is held), and the answer came without it: the call
+    // still counts as under way, which it does until Redis has replied (a draining gateway waits
+    // for it). An answer that waited would have come only once the reply or the connection's
+    // command timeout (1 s, src/shared/db/redis.ts) ended the release, with nothing left in flight.
+    // Told by that count, not by the time taken: a busy machine is slow.
     expect(proxy.holding).toBe(true);
     expect(gateway.services.inFlight.size).toBe(1);
 
-    // With a concurrency of one: the next admission is sent after the release on the same connection, so Redis
-    // frees the slot before it looks, and it is admitted once the held replies arrive.
+    // With a concurrency of one: the next admission is sent after the release on the same
+    // connection, so Redis frees the slot before it looks, and it is admitted once the held replies
+    // arrive.
     const second = chat(secret);
     await new Promise((resolve) => setTimeout(resolve, 200));
     proxy.resume();

@@ -131,7 +131,8 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
     // Concurrency far above the batch size, so only the per-minute limit can refuse.
     const key = await createKey({ requests_per_minute: n, max_concurrency: 100 });
     const results: Array<{ status: number; code: string | null; via: string }> = [];
-    // Batches of 12 alternating between A and B: the limit falls inside a batch, where requests race.
+    // Batches of 12 alternating between A and B: the limit falls inside a batch, where requests
+    // race.
     for (let start = 0; start < 3 * n; start += 12) {
       const batch = Array.from({ length: Math.min(12, 3 * n - start) }, (_, i) =>
         chat((start + i) % 2 === 0 ? a : b, key).then(outcome),
@@ -194,7 +195,8 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
     expect((await outcome(await chat(b, key))).status).toBe(200);
     await expectError(await chat(b, key), 429, 'rate_limit_exceeded', 'rate_limit_error');
 
-    // B reads the catalog version every TOLLGATE_CATALOG_POLL_MS (250 ms): wait until it has dropped what it read before the edit.
+    // B reads the catalog version every TOLLGATE_CATALOG_POLL_MS (250 ms): wait until it has
+    // dropped what it read before the edit.
     const seen = () => catalogSeenBy(b, a, ADMIN_TOKEN);
     await adminCall('PATCH', `/keys/${key.id}`, { requests_per_minute: 3 });
     await seen();
@@ -244,7 +246,8 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
         },
         { timeout: 8_000, interval: 250 },
       );
-      // C renewed its lease every second until it died, so it lasted at least ~2 s more, and at most the lease.
+      // C renewed its lease every second until it died, so it lasted at least ~2 s more, and at
+      // most the lease.
       expect(freedAfter).toBeGreaterThanOrEqual(1_000);
       expect(freedAfter).toBeLessThanOrEqual(leaseMs + 1_500);
     } finally {

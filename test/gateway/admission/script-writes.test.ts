@@ -6,11 +6,12 @@ import { createLogger } from '../../../src/shared/http/log.js';
 import { deleteRedisPrefix, redisAvailable, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
 
 /**
- * The gate's scripts (`defineScript`, `admission/redis-keys.ts`) on the gateway's own connection (`openRedis`, with
- * auto-pipelining): a call made `alone` (no other billed call under way) while no other script awaits its reply and
- * nothing is queued is written at once (at one connection, a request's admission does not wait for the turn of the
- * event loop to end); every other call shares auto-pipelining's next write. Either way, Redis runs them in the order
- * they were called: the release a call sends before its answer's last byte comes before the next admission.
+ * The gate's scripts (`defineScript`, `admission/redis-keys.ts`) on the gateway's own connection
+ * (`openRedis`, with auto-pipelining): a call made `alone` (no other billed call under way) while
+ * no other script awaits its reply and nothing is queued is written at once (at one connection, a
+ * request's admission does not wait for the turn of the event loop to end); every other call shares
+ * auto-pipelining's next write. Either way, Redis runs them in the order they were called: the
+ * release a call sends before its answer's last byte comes before the next admission.
  */
 
 const hasRedis = await redisAvailable();
@@ -47,7 +48,8 @@ describe.skipIf(!hasRedis)("the gate's scripts on one connection", () => {
     await redis.del(list);
     const first = append.alone(list, 'a');
     expect(redis.autoPipelineQueueSize).toBe(0);
-    // Made alone, but a script awaits its reply: it waits for auto-pipelining's write, a `setImmediate` away.
+    // Made alone, but a script awaits its reply: it waits for auto-pipelining's write, a
+    // `setImmediate` away.
     const second = append.alone(list, 'b');
     const third = append(list, 'c');
     expect(redis.autoPipelineQueueSize).toBe(2);
@@ -64,7 +66,8 @@ describe.skipIf(!hasRedis)("the gate's scripts on one connection", () => {
 
   it('is never written ahead of a command queued before it', async () => {
     await redis.del(list);
-    // A command of another part of the gateway (the response cache, say), queued for the next write.
+    // A command of another part of the gateway (the response cache, say), queued for the next
+    // write.
     const queued = redis.rpush(list, 'queued');
     expect(redis.autoPipelineQueueSize).toBe(1);
     const script = append.alone(list, 'script');

@@ -55,7 +55,8 @@ describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed fro
       env: {
         TOLLGATE_STREAM_CHECKPOINT_TOKENS: String(EVERY_TOKENS),
         TOLLGATE_STREAM_CHECKPOINT_MS: '600000',
-        // The holds of the killed replica's streams expire within a lease and a second: a short one, so the test sees it.
+        // The holds of the killed replica's streams expire within a lease and a second: a short
+        // one, so the test sees it.
         TOLLGATE_HOLD_LEASE_MS: '2000',
       },
     });
@@ -83,8 +84,8 @@ describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed fro
       max_concurrency: 50,
     });
 
-    // Streams that end normally, checkpointed on the way (60 tokens: three checkpoints and more), one per protocol
-    // on each replica.
+    // Streams that end normally, checkpointed on the way (60 tokens: three checkpoints and more),
+    // one per protocol on each replica.
     const finished: WatchedStream[] = [];
     for (const protocol of ['chat', 'responses', 'messages'] as const)
       for (const gateway of [one, two]) finished.push(await watch(gateway, key.secret, protocol, 3 * EVERY_TOKENS));
@@ -118,8 +119,9 @@ describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed fro
       const record = records.get(stream.requestId);
       expect(record, `${stream.protocol} stream ${stream.requestId} is billed`).toBeDefined();
       expect(record!.status).toBe(500);
-      // At least what the client had, less the interval since the last checkpoint on disk and, if the process died
-      // while writing one, the interval before it (docs/billing.md, "What a crash loses of a stream").
+      // At least what the client had, less the interval since the last checkpoint on disk and, if
+      // the process died while writing one, the interval before it (docs/billing.md, "What a crash
+      // loses of a stream").
       expect(record!.completion_tokens).toBeGreaterThanOrEqual(stream.received - 2 * EVERY_TOKENS);
       expect(record!.prompt_tokens).toBeGreaterThan(1_000);
       if (stream.promptSeen !== null) expect(record!.prompt_tokens).toBe(stream.promptSeen);

@@ -120,9 +120,10 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
 
   it('writes, after a restart, the charges of answers delivered just before a SIGKILL that PostgreSQL never got', async () => {
     await sql`select 1`;
-    // The writes below move the catalog version, so the gateway's catalog poll would drop, once, the cache the first
-    // request warms: after PostgreSQL is gone, that would make the key unknown. This test is about the journal, not
-    // the poll: its first read comes after a minute, long after the test, instead of being waited out.
+    // The writes below move the catalog version, so the gateway's catalog poll would drop, once,
+    // the cache the first request warms: after PostgreSQL is gone, that would make the key unknown.
+    // This test is about the journal, not the poll: its first read comes after a minute, long after
+    // the test, instead of being waited out.
     const gateway = await start('killed', { TOLLGATE_CATALOG_POLL_MS: '60000' });
     await admin(gateway, 'POST', '/models', {
       id: 'sim-chat',
@@ -153,7 +154,8 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
 
     // The same data folder: the restarted gateway finds its journal and writes every charge, once.
     const again = await start('killed');
-    // Read once its journal is empty: every charge it held is written by then, and none can come later.
+    // Read once its journal is empty: every charge it held is written by then, and none can come
+    // later.
     await until(
       'the restarted gateway has written its journal',
       async () => (await scrape(`${again.url}/metrics`, ADMIN_TOKEN)).value('tollgate_charge_spool_depth') === 0,
@@ -168,13 +170,15 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
     expect(records).toHaveLength(6);
     const spent = records.reduce((sum, r) => sum + BigInt(r.cost_nanos), 0n);
     expect(await balanceOf(t.orgId)).toBe(1_000_000_000n - spent);
-    // And the wallet the gate rebuilt for this org agrees: a request still passes, and is billed like the others.
+    // And the wallet the gate rebuilt for this org agrees: a request still passes, and is billed
+    // like the others.
     expect((await chat(again, t.secret)).status).toBe(200);
   }, 90_000);
 
   it('holds the overdraft bound across two replicas sharing Redis: at most one hold below zero', async () => {
     const [a, b] = [await start('a'), await start('b')];
-    // B and A read keys, models and prices afresh (B has never seen them; A's own writes drop its cache): no catalog poll to wait for.
+    // B and A read keys, models and prices afresh (B has never seen them; A's own writes drop its
+    // cache): no catalog poll to wait for.
     const probe = await tenant(a, '1.00');
     const probeResponse = await chat(a, probe.secret);
     expect(probeResponse.status).toBe(200);
@@ -201,7 +205,8 @@ describe.skipIf(!ready)('charges across SIGKILL, and the overdraft bound across 
     expect(served).toBeGreaterThan(0);
     expect(statuses.filter((s) => s === 402).length).toBeGreaterThan(0);
 
-    // Read once both journals are empty (every response above was read to its end): no charge can land later.
+    // Read once both journals are empty (every response above was read to its end): no charge can
+    // land later.
     await until('both replicas have written their journals', async () => {
       const depths = await Promise.all(
         [a, b].map(async (g) => (await scrape(`${g.url}/metrics`, ADMIN_TOKEN)).value('tollgate_charge_spool_depth')),

@@ -18,7 +18,10 @@ async function journalFile(): Promise<string> {
   return path.join(folder, 'charges.journal');
 }
 
-/** The open flags of this process's descriptor for `file`, as Linux reports them in /proc/self/fdinfo. */
+/**
+ * The open flags of this process's descriptor for `file`, as Linux reports them in
+ * /proc/self/fdinfo.
+ */
 async function openFlagsOf(file: string): Promise<number> {
   for (const fd of await readdir('/proc/self/fd')) {
     const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
@@ -47,7 +50,8 @@ describe.skipIf(process.platform !== 'linux')('the charge journal on disk', () =
     const journal = await ChargeJournal.open(file);
     const appended = journal.append(chargeRecord('req_alone', { orgId: 'org_1', keyId: 'key_1' }, 5n), { alone: true });
     expect(readFileSync(file, 'utf8')).toContain('"id":"req_alone"');
-    // Resolved already: a write through the thread pool could not be done before the next turn of the event loop.
+    // Resolved already: a write through the thread pool could not be done before the next turn of
+    // the event loop.
     let resolved = false;
     void appended.then(() => (resolved = true));
     await Promise.resolve();
@@ -92,7 +96,8 @@ describe.skipIf(process.platform !== 'linux')('the charge journal on disk', () =
 
   it('makes room again as lines fill it: every charge kept, in order, over many rooms', async () => {
     const file = await journalFile();
-    // Room for about three lines at a time, so that the 120 charges cross it many times, alone and in batches.
+    // Room for about three lines at a time, so that the 120 charges cross it many times, alone and
+    // in batches.
     const journal = await ChargeJournal.open(file, { roomBytes: 512 });
     const owner = { orgId: 'org_1', keyId: 'key_1' };
     const ids: string[] = [];
@@ -118,8 +123,8 @@ describe.skipIf(process.platform !== 'linux')('the charge journal on disk', () =
     await first.append(chargeRecord('req_before', owner, 3n));
     await first.close();
     const before = (await readFile(file, 'utf8')).trimEnd();
-    // A charge's line cut mid-write, a hole where a write past the file's end never landed, then the next line on
-    // a line of its own, and room.
+    // A charge's line cut mid-write, a hole where a write past the file's end never landed, then
+    // the next line on a line of its own, and room.
     const cut = before.slice(0, 30);
     const after = before.replace('req_before', 'req_after');
     await writeFile(file, `${before}\n${cut}${'\0'.repeat(64)}\n${after}\n${'\n'.repeat(4096)}`);

@@ -5,11 +5,11 @@ import { postgresAvailable } from '../../helpers/services.js';
 import { skippedWithout } from '../../helpers/skips.js';
 
 /**
- * A window of the ledger longer than the export once held (100,000 rows, refused with 400 past it) comes whole,
- * streamed: the CSV's rows are counted as they arrive, never held, and the JSON chains from its opening balance to
- * its closing one. History of that size is written by SQL (as a busy day would leave it, a year before the
- * organization's top-up), consistent: each charge minus its usage record's cost, each balance the one before less it,
- * and every 100th request free.
+ * A window of the ledger longer than the export once held (100,000 rows, refused with 400 past it)
+ * comes whole, streamed: the CSV's rows are counted as they arrive, never held, and the JSON chains
+ * from its opening balance to its closing one. History of that size is written by SQL (as a busy
+ * day would leave it, a year before the organization's top-up), consistent: each charge minus its
+ * usage record's cost, each balance the one before less it, and every 100th request free.
  */
 
 const missing = (await postgresAvailable()) ? null : 'the streamed export test needs PostgreSQL (120,000 rows)';

@@ -48,10 +48,11 @@ describe.skipIf(missing !== null)('ledger windows (postgres)', () => {
     const { key } = await new KeyService(store.db, 'sk-gw-').create({ orgId, name: 'k' });
     await wallets.credit(orgId, 'topup', 1_000n, 'opening');
 
-    // Another session inserts the charge's request id and holds it uncommitted: the charge's statement, begun
-    // now, waits on it before it reaches the wallet, as a long batch or a slow disk keeps a statement there.
-    // Dated alike, as a request's usage record is wherever its charge is written: the usage records' key is
-    // (id, created_at) since they are partitioned by month, so only the same instant makes the charge wait.
+    // Another session inserts the charge's request id and holds it uncommitted: the charge's
+    // statement, begun now, waits on it before it reaches the wallet, as a long batch or a slow
+    // disk keeps a statement there. Dated alike, as a request's usage record is wherever its charge
+    // is written: the usage records' key is (id, created_at) since they are partitioned by month,
+    // so only the same instant makes the charge wait.
     const createdAt = new Date();
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -84,7 +85,8 @@ describe.skipIf(missing !== null)('ledger windows (postgres)', () => {
         entries[i - 1]!.created_at.getTime(),
       );
 
-    // Windows cut at the later top-up: the first closes where the second opens, and each sums to its closing.
+    // Windows cut at the later top-up: the first closes where the second opens, and each sums to
+    // its closing.
     const cut = entries[1]!.created_at;
     const first = await books.exportLedger(orgId, new Date(0), cut);
     const second = await books.exportLedger(orgId, cut, new Date(Date.now() + 3_600_000));

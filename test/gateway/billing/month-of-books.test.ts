@@ -47,7 +47,10 @@ const ADMIN_TOKEN = 'month-of-books-operator-token-0123';
 /** The checkpoint interval of a running stream: what the SIGKILL may lose of each. */
 const EVERY_TOKENS = 20;
 const MONTH = '2026-10';
-/** The day before the month, its 31 days, and the day after: the exports either side must not hold the month's rows. */
+/**
+ * The day before the month, its 31 days, and the day after: the exports either side must not hold
+ * the month's rows.
+ */
 const DAYS = [
   '2026-09-30',
   ...Array.from({ length: 31 }, (_, i) => `2026-10-${String(i + 1).padStart(2, '0')}`),
@@ -60,7 +63,10 @@ const CANCEL_DAYS = new Map<number, StreamProtocol>([
   [DAYS.indexOf('2026-10-19'), 'messages'],
   [DAYS.indexOf('2026-10-31'), 'chat'],
 ]);
-/** The notes of the month's top-ups and its adjustment: each entry that is not a charge says its cause. */
+/**
+ * The notes of the month's top-ups and its adjustment: each entry that is not a charge says its
+ * cause.
+ */
 const CAUSES = /^(invoice \d{4}-\d\d-\d\d|credit note)$/;
 const CACHE_DAYS = new Set([DAYS.indexOf('2026-10-05'), DAYS.indexOf('2026-10-24')]);
 
@@ -78,7 +84,8 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
   let fleet: BilledReplicas;
 
   beforeAll(async () => {
-    // 2 ms a token: a day's short answers take tens of milliseconds, a long stream of 3,000 tokens 6 s.
+    // 2 ms a token: a day's short answers take tens of milliseconds, a long stream of 3,000 tokens
+    // 6 s.
     sim = await startSimulator({
       models: [{ name: 'sim-chat', task: 'chat', maxModelLen: 16_384 }],
       itlMs: 2,
@@ -111,7 +118,10 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
 
   const now = async () => (await fleet.sql<Array<{ t: string }>>`select clock_timestamp()::text as t`)[0]!.t;
 
-  /** Moves the organization's rows of each day's stretch of real time onto that day of the calendar (see the top). */
+  /**
+   * Moves the organization's rows of each day's stretch of real time onto that day of the calendar
+   * (see the top).
+   */
   async function redate(orgId: string, starts: string[]) {
     const days = DAYS.map((day, i) => ({ real_from: starts[i], real_to: starts[i + 1] ?? 'infinity', day }));
     for (const table of ['usage_records', 'ledger_entries'])
@@ -120,7 +130,10 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
         where r.org_id = ${orgId} and r.created_at >= d.real_from and r.created_at < d.real_to`;
   }
 
-  /** The `tollgate` command (`bin/tollgate.mjs`, which runs the built `dist/cli/main.js`), as an operator runs it. */
+  /**
+   * The `tollgate` command (`bin/tollgate.mjs`, which runs the built `dist/cli/main.js`), as an
+   * operator runs it.
+   */
   function tollgate(gateway: GatewayProcess, ...args: string[]) {
     return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
       const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TOLLGATE_')));
@@ -164,7 +177,8 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     for (let d = 0; d < DAYS.length; d++) {
       if (d > 0) starts.push(await now());
       const day = DAYS[d]!;
-      // Requests alternate between the replicas; on the crash day replica two takes them all (one is about to die).
+      // Requests alternate between the replicas; on the crash day replica two takes them all (one
+      // is about to die).
       const replica = (i: number) => (d !== CRASH_DAY && (d + i) % 2 === 0 ? one : two);
       if (d % 7 === 0) await topup(replica(0), '5.00', `invoice ${day}`);
       if (d === DAYS.indexOf('2026-10-15'))
@@ -175,13 +189,15 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
       const cancel = CANCEL_DAYS.get(d);
       if (cancel) work.push(cancelled(replica(1), agent.secret, cancel, `${day}: a question asked and dropped`));
       if (CACHE_DAYS.has(d)) {
-        // The same question twice, through both replicas: the second answer is the cache's (Redis), free.
+        // The same question twice, through both replicas: the second answer is the cache's (Redis),
+        // free.
         const prompt = `${day}: a question asked twice`;
         requestIds.push(await billedCall(one, cached.secret, 'chat json', prompt));
         work.push(billedCall(two, cached.secret, 'chat json', prompt));
       }
       if (d === CRASH_DAY) {
-        // Three long streams on replica one, cut by its SIGKILL, while replica two serves the day's other requests.
+        // Three long streams on replica one, cut by its SIGKILL, while replica two serves the day's
+        // other requests.
         const cut = await Promise.all(
           (['chat', 'responses', 'messages'] as const).map((p) =>
             watchStream(one, agent.secret, p, 3_000, `${day}: a long task `.repeat(100)),
@@ -203,7 +219,8 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
         );
       }
       requestIds.push(...(await Promise.all(work)), ...(d === CRASH_DAY ? crashed.keys() : []));
-      // The day ends once all its requests are in the books (a cancelled stream is settled after its client left).
+      // The day ends once all its requests are in the books (a cancelled stream is settled after
+      // its client left).
       await until(`the requests of ${day} are all recorded`, async () => {
         const [row] = await fleet.sql<Array<{ n: number }>>`
           select count(*)::int as n from usage_records where id = any(${requestIds})`;
@@ -213,7 +230,8 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     await expectRollupsEqualRecords(org.id);
     await redate(org.id, starts);
 
-    // What the month holds, as written: every protocol and form, cancelled streams (499), the crash's (500), cache hits.
+    // What the month holds, as written: every protocol and form, cancelled streams (499), the
+    // crash's (500), cache hits.
     const records = await fleet.sql<
       Array<{ id: string; status: number; cost: string; cache_hit: boolean; completion_tokens: number }>
     >`select id, status, cost_nanos::text as cost, cache_hit, completion_tokens from usage_records where org_id = ${org.id}`;
@@ -221,8 +239,9 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     expect(records.filter((r) => r.status === 499)).toHaveLength(CANCEL_DAYS.size);
     const cut = records.filter((r) => r.status === 500);
     expect(cut.map((r) => r.id).sort()).toEqual([...crashed.keys()].sort());
-    // Each charged from its checkpoints: at least what its client had read, less a checkpoint's interval and the
-    // one being written when the process died (its client may be a few tokens past it at 2 ms a token).
+    // Each charged from its checkpoints: at least what its client had read, less a checkpoint's
+    // interval and the one being written when the process died (its client may be a few tokens past
+    // it at 2 ms a token).
     for (const r of cut) {
       expect(r.completion_tokens).toBeGreaterThan(0);
       expect(r.completion_tokens).toBeGreaterThanOrEqual(crashed.get(r.id)! - 2 * EVERY_TOKENS);
@@ -238,7 +257,8 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     await checkExports(one, org.id, records.length);
 
     const firstCut = [...crashed.keys()][0]!;
-    // A usage record's cost (a crashed stream's) and a top-up's amount, edited by hand: each is named.
+    // A usage record's cost (a crashed stream's) and a top-up's amount, edited by hand: each is
+    // named.
     const [charge] = await fleet.sql<
       Array<{ id: number }>
     >`select id from ledger_entries where request_id = ${firstCut}`;
@@ -257,9 +277,9 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
   }, 120_000);
 
   /**
-   * The daily rollups (written in each charge's statement, read by every report) equal the usage records they sum,
-   * to the nano-unit, group by group: before `redate`, which moves the records but not the rollups (a rollup is
-   * dated by the day its records were written).
+   * The daily rollups (written in each charge's statement, read by every report) equal the usage
+   * records they sum, to the nano-unit, group by group: before `redate`, which moves the records
+   * but not the rollups (a rollup is dated by the day its records were written).
    */
   async function expectRollupsEqualRecords(orgId: string) {
     const sums = `count(*)::text as requests, count(*) filter (where cache_hit)::text as cache_hits,
@@ -281,7 +301,10 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     expect([...fromRollups]).toEqual([...fromRecords]);
   }
 
-  /** The month's export and the months either side: each record and entry in exactly one, each tied to its cause. */
+  /**
+   * The month's export and the months either side: each record and entry in exactly one, each tied
+   * to its cause.
+   */
   async function checkExports(gateway: GatewayProcess, orgId: string, recordCount: number) {
     const exported = async (month: string) =>
       (await fleet.admin(gateway, 'GET', `/orgs/${orgId}/wallet/ledger?month=${month}`)) as unknown as LedgerExport;
@@ -291,7 +314,8 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     expect(after!.closing_balance_nanos).toBe(wallet!.balance);
 
     expectWindowsChain([before!, month!, after!], CAUSES);
-    // Every record and every entry is in exactly one of the three months, and the month's are dated in it.
+    // Every record and every entry is in exactly one of the three months, and the month's are dated
+    // in it.
     const all = <T>(pick: (x: LedgerExport) => T[]) => [before!, month!, after!].flatMap(pick);
     expect(new Set(all((x) => x.usage.map((u) => u.request_id))).size).toBe(recordCount);
     expect(all((x) => x.usage)).toHaveLength(recordCount);
@@ -306,7 +330,8 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     );
     expect(new Set(month!.usage.map((u) => u.status))).toEqual(new Set([200, 499, 500]));
 
-    // The CSV of the month: one row per entry, then one per free record, each charge with its usage beside it.
+    // The CSV of the month: one row per entry, then one per free record, each charge with its usage
+    // beside it.
     const response = await fetch(`${gateway.url}/admin/v1/orgs/${orgId}/wallet/ledger.csv?month=${MONTH}`, {
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
     });

@@ -15,7 +15,8 @@ describe.each(stores)('wallet verify and the ledger export (%s)', (store) => {
     return { status: res.status, text: await res.text(), type: res.headers.get('content-type') };
   };
   const verify = async () => JSON.parse((await admin(`/orgs/${orgId}/wallet/verify`)).text);
-  // A row edited by hand is history: the default verification reads from its last checkpoint on, a full one all.
+  // A row edited by hand is history: the default verification reads from its last checkpoint on, a
+  // full one all.
   const verifyAll = async () => JSON.parse((await admin(`/orgs/${orgId}/wallet/verify?full=true`)).text);
   const execute = (statement: ReturnType<typeof sql>) => gateway.services.db.execute(statement);
 
@@ -24,7 +25,8 @@ describe.each(stores)('wallet verify and the ledger export (%s)', (store) => {
     const tenant = await gateway.tenant({ credit: '1.00' });
     orgId = tenant.orgId;
     const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: tenant.secret, maxRetries: 0 });
-    // Generated traffic: charges (JSON and streamed), top-ups and an adjustment between them, and a cancelled stream.
+    // Generated traffic: charges (JSON and streamed), top-ups and an adjustment between them, and a
+    // cancelled stream.
     for (let i = 0; i < 4; i++) {
       await client.chat.completions.create({ model: 'sim-chat', messages: [{ role: 'user', content: `turn ${i}` }] });
       const topup = await admin(`/orgs/${orgId}/wallet/topups`, {

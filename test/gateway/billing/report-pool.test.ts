@@ -7,9 +7,10 @@ import { skippedWithout } from '../../helpers/skips.js';
 import { until } from '../../helpers/wait.js';
 
 /**
- * A heavy tenant's reports cannot take the billed path's connections: with every report connection stuck (here:
- * waiting on a lock of the rollups, as a report over a long history waits on the disk), another organization's
- * new key answers its first billed request, which reads its key and wallet from the store.
+ * A heavy tenant's reports cannot take the billed path's connections: with every report connection
+ * stuck (here: waiting on a lock of the rollups, as a report over a long history waits on the
+ * disk), another organization's new key answers its first billed request, which reads its key and
+ * wallet from the store.
  */
 
 const missing = (await postgresAvailable()) ? null : 'the report pool test needs PostgreSQL (its own connections)';
@@ -76,7 +77,8 @@ describe.skipIf(missing !== null)('reports on their own connections (postgres)',
           messages: [{ role: 'user', content: 'still billed' }],
         });
       };
-      // Alone it takes milliseconds; waiting for a report connection, it would wait for the lock (a 503 after 5 s).
+      // Alone it takes milliseconds; waiting for a report connection, it would wait for the lock (a
+      // 503 after 5 s).
       const answer = await Promise.race([
         newKeyAnswers(),
         new Promise<never>((_, reject) =>

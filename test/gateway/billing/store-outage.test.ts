@@ -21,10 +21,11 @@ describe.runIf(available)('PostgreSQL unreachable (through a TCP proxy the test 
     const url = new URL(database.url);
     url.port = String(proxy.port);
     url.hostname = '127.0.0.1';
-    // The test gateway's own store goes through the proxy: createTestDatabase made it, startTestGateway uses DATABASE_URL.
-    // Each test's writes move the catalog version, so the catalog poll would drop, once, the cache a test warms before
-    // it cuts the database, and a known key would turn unknown. These tests are about the journal, not the poll: its
-    // first read comes after a minute, after the tests, instead of being waited out.
+    // The test gateway's own store goes through the proxy: createTestDatabase made it,
+    // startTestGateway uses DATABASE_URL. Each test's writes move the catalog version, so the
+    // catalog poll would drop, once, the cache a test warms before it cuts the database, and a
+    // known key would turn unknown. These tests are about the journal, not the poll: its first read
+    // comes after a minute, after the tests, instead of being waited out.
     gateway = await startTestGateway('pglite', {
       DATABASE_URL: url.toString(),
       TOLLGATE_SIM_ITL_MS: '20',
@@ -49,7 +50,8 @@ describe.runIf(available)('PostgreSQL unreachable (through a TCP proxy the test 
     const stranger = await gateway.tenant({ credit: '1.00' });
     expect((await chat(tenant.secret)).status).toBe(200);
     await proxy.stop();
-    // Known key, model and wallet: nothing on the request path needs the database; the charges wait in the journal.
+    // Known key, model and wallet: nothing on the request path needs the database; the charges wait
+    // in the journal.
     for (let i = 0; i < 3; i++) {
       const response = await chat(tenant.secret);
       expect(response.status).toBe(200);

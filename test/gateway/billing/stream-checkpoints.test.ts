@@ -47,7 +47,8 @@ describe('the charge journal recovers the checkpoints of streams its process did
     expect(again.pending()).toEqual([expect.objectContaining({ id: 'req_cut', completionTokens: 40, cost: 140n })]);
     expect(again.unreportedCharges().map((c) => c.id)).toEqual(['req_cut']);
     expect(again.recoveredStreams).toBe(1);
-    // The file now holds it as a charge: a second crash before PostgreSQL took it still has it, once.
+    // The file now holds it as a charge: a second crash before PostgreSQL took it still has it,
+    // once.
     const third = await ChargeJournal.open(file);
     expect(third.pending()).toHaveLength(1);
     expect(third.pending()[0]!.cost).toBe(140n);
@@ -61,7 +62,8 @@ describe('the charge journal recovers the checkpoints of streams its process did
     journal.checkpoint(checkpoint('req_done', 10, 110n));
     await journal.append(chargeRecord('req_done', owner, 175n, { completionTokens: 75, streamed: true }));
     await journal.close();
-    // A charge line written before a checkpoint of the same stream (as a crash between two writes could leave).
+    // A charge line written before a checkpoint of the same stream (as a crash between two writes
+    // could leave).
     await writeFile(
       file,
       `${chargeLine(chargeRecord('req_other', owner, 50n))}\n${checkpointLine(checkpoint('req_other', 5, 30n))}\n`,
@@ -127,7 +129,8 @@ describe('StreamCheckpoints: when a running stream is checkpointed', () => {
         checkpoints.saw({ usage: { promptTokens: 5, completionTokens: n }, usageFinal: false, tokenChunks: n });
         now += 120;
       }
-      // At 0 tokens, then at the eighth chunk after (960 ms later: over 500), and the eighth after that.
+      // At 0 tokens, then at the eighth chunk after (960 ms later: over 500), and the eighth after
+      // that.
       expect(made.map((m) => m.completionTokens)).toEqual([0, 8, 16]);
     } finally {
       clock.mockRestore();

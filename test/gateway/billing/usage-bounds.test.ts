@@ -23,14 +23,18 @@ const LIES: Record<string, unknown> = {
   missing: undefined,
 };
 
-/** An engine on 127.0.0.1 that answers well-formed chat and embeddings with the usage the request asks it to lie about. */
+/**
+ * An engine on 127.0.0.1 that answers well-formed chat and embeddings with the usage the request
+ * asks it to lie about.
+ */
 function startLyingEngine(): Promise<Server> {
   const server = createServer((req, res) => {
     let text = '';
     req.on('data', (chunk: Buffer) => (text += chunk.toString()));
     req.on('end', () => {
       if (req.url === '/health') return res.end('ok');
-      // Anything else it does not serve (the gateway asks an engine of unnamed kind for `/props` and `/version`): a 404, as vLLM answers.
+      // Anything else it does not serve (the gateway asks an engine of unnamed kind for `/props`
+      // and `/version`): a 404, as vLLM answers.
       if (req.method !== 'POST') return res.writeHead(404).end();
       const body = JSON.parse(text) as { lie: string; stream?: boolean; input?: unknown };
       const usage = LIES[body.lie];
@@ -183,7 +187,8 @@ describe.each(stores)('usage an engine reports is held to what the request could
     async (lie) => {
       const tenant = await gateway.tenant();
       const { record } = await call(tenant.secret, '/chat/completions', chat(lie));
-      // 'hello there' is 11 characters: 3 tokens, plus 4 per message and 3 for the template; 'twelve chars' is 3 tokens.
+      // 'hello there' is 11 characters: 3 tokens, plus 4 per message and 3 for the template;
+      // 'twelve chars' is 3 tokens.
       expect(record).toMatchObject({
         promptTokens: 10,
         completionTokens: 3,

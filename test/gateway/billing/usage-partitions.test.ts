@@ -43,7 +43,8 @@ describe.each(stores)('usage records kept in months (%s)', (kind) => {
     keyId = (await new KeyService(store.db, 'sk-gw-').create({ orgId, name: 'k' })).key.id;
     const wallets = new WalletService(store.db);
     await wallets.credit(orgId, 'topup', 1_000_000_000n);
-    // January's and May's requests, charged as the request path charges them; January's before its partition.
+    // January's and May's requests, charged as the request path charges them; January's before its
+    // partition.
     const owner = { orgId, keyId };
     await wallets.chargeMany(
       Array.from({ length: 20 }, (_, i) =>
@@ -83,7 +84,8 @@ describe.each(stores)('usage records kept in months (%s)', (kind) => {
     const indexes = await store.db.execute(sql`select tablename, count(*)::int as n from pg_indexes
       where tablename in ('usage_records_y2026m01', 'usage_records_y2026m02') group by 1 order by 1`);
     expect(rowsOf<{ n: number }>(indexes).map((r) => Number(r.n))).toEqual([4, 4]);
-    // A moved month keeps the key: the same request charged again (dated otherwise) is no new record.
+    // A moved month keeps the key: the same request charged again (dated otherwise) is no new
+    // record.
     const again = await new WalletService(store.db).chargeMany([
       chargeRecord('jan-3', { orgId, keyId }, 1003n, { createdAt: MAY(20, 0) }),
       chargeRecord('jan-4', { orgId, keyId }, 1004n, { createdAt: JANUARY(5, 4) }),
@@ -116,7 +118,8 @@ describe.each(stores)('usage records kept in months (%s)', (kind) => {
     expect(await reports.groups({ orgId, ...HALF_YEAR }, 'day')).toEqual(daysBefore);
     expect(await new WalletService(store.db).ledgerPage(orgId, { limit: 100 })).toEqual(entriesBefore);
 
-    // The charges are in the ledger's window of their entries (made now); January's lost their usage detail.
+    // The charges are in the ledger's window of their entries (made now); January's lost their
+    // usage detail.
     const books = await exportLedger(store.db, orgId, new Date(Date.now() - 86_400_000), new Date(Date.now() + 60_000));
     expect(books.entries).toHaveLength(31);
     expect(books.usage.map((u) => u.requestId).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `may-${i}`));

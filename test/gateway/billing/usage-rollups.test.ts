@@ -104,7 +104,8 @@ describe.each(stores)('usage rollups written with the charge (%s)', (kind) => {
     const log = createLogger('silent');
     const before = await ChargeJournal.open(file);
     for (const record of records) await before.append(record);
-    // The transaction committed, and the gateway died before the journal marked the charges applied.
+    // The transaction committed, and the gateway died before the journal marked the charges
+    // applied.
     await wallets.chargeMany(records.slice(0, 40));
     await before.close();
     const journal = await ChargeJournal.open(file);

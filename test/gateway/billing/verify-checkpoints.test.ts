@@ -16,7 +16,10 @@ describe.each(stores)('wallet verify from its checkpoint (%s)', (store) => {
     const res = await fetch(`${gateway.url}/admin/v1/orgs/${owner.orgId}/wallet/verify${query}`, { headers: ADMIN });
     return { status: res.status, body: JSON.parse(await res.text()) };
   };
-  /** `n` top-ups written straight into the ledger (as `WalletService.credit` would), and `c` charges. */
+  /**
+   * `n` top-ups written straight into the ledger (as `WalletService.credit` would), and `c`
+   * charges.
+   */
   const grow = async (n: number, c: number) => {
     await execute(sql`with w as (select balance_nanos from wallets where org_id = ${owner.orgId} for update)
       insert into ledger_entries (org_id, kind, amount_nanos, balance_after_nanos, note, created_at)
@@ -38,7 +41,8 @@ describe.each(stores)('wallet verify from its checkpoint (%s)', (store) => {
 
   it('reads only the entries and usage records since the checkpoint the last one left', async () => {
     const first = (await verify()).body;
-    // No checkpoint yet: the first verification reads everything (the credit, 2,500 top-ups, 5 charges).
+    // No checkpoint yet: the first verification reads everything (the credit, 2,500 top-ups, 5
+    // charges).
     expect(first).toMatchObject({ ok: true, mode: 'full', checkpoint: null, ledger_entries: 2506, entries_read: 2506 });
     expect(first.usage_records).toBe(5);
     await grow(40, 3);
@@ -64,7 +68,8 @@ describe.each(stores)('wallet verify from its checkpoint (%s)', (store) => {
       ledger_entry_id: full.checkpoint.last_entry_id,
     });
     expect(full.differences[0].expected_nanos).toBe(full.differences[0].found_nanos);
-    // Books that differ leave the checkpoint where it was: the next full verification fails the same way.
+    // Books that differ leave the checkpoint where it was: the next full verification fails the
+    // same way.
     expect((await verify('?full=true')).body.differences[0].kind).toBe('checkpoint_differs');
     await execute(sql`update ledger_entries set note = 'bulk 7' where note = 'bulk 7 (edited)'`);
     expect((await verify('?full=true')).body).toMatchObject({ ok: true, mode: 'full', entries_read: 2549 });

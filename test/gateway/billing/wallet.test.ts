@@ -196,7 +196,8 @@ describe.each(stores)('wallet ledger (%s)', (kind) => {
       releaseFirst();
       expect(await read).toBe(true);
       expect(await wallets.balance(a.orgId)).toBe(990n);
-      // The charge journaled after the read began waits for its own gather, and the read did not wait for it.
+      // The charge journaled after the read began waits for its own gather, and the read did not
+      // wait for it.
       expect(journal.isPending('after-read')).toBe(true);
       expect(await applier.written(10_000)).toBe(true);
       expect(await wallets.balance(a.orgId)).toBe(970n);

@@ -27,7 +27,10 @@ if (!ready) console.warn('skipping admission cache tests across replicas: they n
 
 const ADMIN_TOKEN = 'cache-operator-token-0123456789';
 const POLL_MS = 100;
-/** The stated bound: one poll interval plus one read; the test allows the read 400 ms on a loaded machine. */
+/**
+ * The stated bound: one poll interval plus one read; the test allows the read 400 ms on a loaded
+ * machine.
+ */
 const BOUND_MS = POLL_MS + 400;
 
 describe.skipIf(!ready)('admission cache across gateway replicas', () => {
@@ -97,7 +100,10 @@ describe.skipIf(!ready)('admission cache across gateway replicas', () => {
       signal: AbortSignal.timeout(20_000),
     });
 
-  /** Sends requests to `gateway` until one answers `status`; the time from `since` to that answer, in ms. */
+  /**
+   * Sends requests to `gateway` until one answers `status`; the time from `since` to that answer,
+   * in ms.
+   */
   function msUntil(
     gateway: GatewayProcess,
     secret: string,
@@ -144,7 +150,10 @@ describe.skipIf(!ready)('admission cache across gateway replicas', () => {
     expect(await msUntil(b, key.secret, 200, enabledAt)).toBeLessThan(BOUND_MS);
   }, 60_000);
 
-  /** Waits until each request's usage record (named by its x-request-id) is in the history: its charge is written by then. */
+  /**
+   * Waits until each request's usage record (named by its x-request-id) is in the history: its
+   * charge is written by then.
+   */
   async function recorded(secret: string, requestIds: string[]): Promise<void> {
     await until(
       `requests ${requestIds.join(', ')} are recorded`,
@@ -164,7 +173,8 @@ describe.skipIf(!ready)('admission cache across gateway replicas', () => {
     const priced = await chat(b, key.secret);
     expect(priced.status).toBe(200);
     await recorded(key.secret, [priced.headers.get('x-request-id')!]);
-    // A price of zero makes the new price visible in the wallet: nothing more is charged once B sees it.
+    // A price of zero makes the new price visible in the wallet: nothing more is charged once B
+    // sees it.
     await adminCall('PUT', '/prices/sim-chat', { input_per_million: '0', output_per_million: '0' });
     await catalogSeenBy(b, a, ADMIN_TOKEN);
     const keyRow = await adminCall<{ org_id: string }>('GET', `/keys/${key.id}`);

@@ -66,7 +66,8 @@ describe.runIf(available)('Docker engine autoscaling', () => {
       entrypoint: [...SIM_IMAGE_COMMAND],
       hf_repo: `tollgate/${model}`,
       served_model_name: model,
-      // A loaded vLLM: at most 2 sequences running, the rest waiting; a decode step of 20 ms (25 tokens in about 0.5 s).
+      // A loaded vLLM: at most 2 sequences running, the rest waiting; a decode step of 20 ms (25
+      // tokens in about 0.5 s).
       args: ['--num-gpu-blocks-override', '512', '--max-num-seqs', '2', '--decode-ms-per-step', '20'],
       port: await freePortRange(3),
       pull: 'never',

@@ -48,7 +48,10 @@ describe.runIf(available)('Docker engine fleet', () => {
       body: JSON.stringify({ model: MODEL, max_tokens: 8, messages: [{ role: 'user', content: 'hello' }], ...extra }),
     });
 
-  /** How long to wait for the fleet (up to a minute: containers start), and what to show if it never comes. */
+  /**
+   * How long to wait for the fleet (up to a minute: containers start), and what to show if it never
+   * comes.
+   */
   const fleetWait = { timeout: 60_000, interval: 100, detail: () => status() };
   const ready = () => status().replicas.filter((r) => r.state === 'ready').length;
 
@@ -98,7 +101,8 @@ describe.runIf(available)('Docker engine fleet', () => {
   it('leaves its replicas to it when another deployment starts on the same Docker host', async () => {
     const before = (await ourContainers()).map((c) => c.Id).sort();
     expect(before).toHaveLength(2);
-    // Another deployment, whose engines file names another model on the same host (and so, to it, ours is "undefined").
+    // Another deployment, whose engines file names another model on the same host (and so, to it,
+    // ours is "undefined").
     const otherFile = path.join(dir, 'other-engines.json');
     const port = await freePort();
     await writeFile(
@@ -133,8 +137,8 @@ describe.runIf(available)('Docker engine fleet', () => {
           .find((e) => e.model === 'sim-other')!
           .replicas.some((r) => r.state === 'ready');
       await until('the other deployment ready', otherReady, fleetWait);
-      // Two more reconcile passes of the other gateway (scaling to the same count runs one at once, after any under way):
-      // ours are still the same, running, and serving.
+      // Two more reconcile passes of the other gateway (scaling to the same count runs one at once,
+      // after any under way): ours are still the same, running, and serving.
       const otherEngine = other.services.fleet.engines().find((e) => e.modelId === 'sim-other')!;
       for (let pass = 0; pass < 2; pass++) await otherEngine.scale!(1);
       expect(
@@ -176,7 +180,8 @@ describe.runIf(available)('Docker engine fleet', () => {
     );
     await docker.getContainer(victim).kill();
     const statuses = await Promise.all(load);
-    // No request that had not started streaming failed: JSON answers were retried on the other replica.
+    // No request that had not started streaming failed: JSON answers were retried on the other
+    // replica.
     expect(statuses).toEqual(Array(24).fill(200));
     await until(
       'the killed replica replaced and ready',

@@ -86,7 +86,10 @@ describe.skipIf(missing !== null)("llama.cpp's server behind the gateway", () =>
   });
 
   const allExchanges = () => proxies.flatMap((proxy) => proxy.exchanges);
-  /** Runs `call`, and returns the one exchange it caused at an engine and the one usage record it left. */
+  /**
+   * Runs `call`, and returns the one exchange it caused at an engine and the one usage record it
+   * left.
+   */
   async function billed(call: () => Promise<unknown>): Promise<{ exchange: Exchange; record: Usage }> {
     const before = new Set(allExchanges());
     const recordsBefore = (await recordsOf()).length;
@@ -173,8 +176,9 @@ describe.skipIf(missing !== null)("llama.cpp's server behind the gateway", () =>
         openai.chat.completions.create({ model: 'sim-chat', messages: chatMessages, tools, max_tokens: 8 }),
       ),
     );
-    // This build refuses json_schema on the tiny model (scripts/llama-tiny-model.py says why): a 400 with the
-    // engine's words, readable (was 'Failed to initialize samplers: st[redacted]xception'), and billed nothing.
+    // This build refuses json_schema on the tiny model (scripts/llama-tiny-model.py says why): a
+    // 400 with the engine's words, readable (was 'Failed to initialize samplers:
+    // st[redacted]xception'), and billed nothing.
     const recordsBefore = (await recordsOf()).length;
     const refusal = await openai.chat.completions
       .create({
@@ -241,12 +245,16 @@ describe.skipIf(missing !== null)("llama.cpp's server behind the gateway", () =>
 
   it('conversations whose earlier turns the gateway reuses: the engine is sent every earlier turn as written, each turn billed as it reported', async () => {
     const sentMessages = (exchange: Exchange) => JSON.parse(exchange.request).messages as unknown[];
-    /** The later exchange's messages begin with all of the earlier one's, as the engine received them. */
+    /**
+     * The later exchange's messages begin with all of the earlier one's, as the engine received
+     * them.
+     */
     const continues = (later: Exchange, earlier: Exchange) => {
       expect(sentMessages(later).length).toBeGreaterThan(sentMessages(earlier).length);
       expect(sentMessages(later).slice(0, sentMessages(earlier).length)).toEqual(sentMessages(earlier));
     };
-    // Responses: a stored turn, the turn continuing it from the store, then that history sent whole (`store: false`).
+    // Responses: a stored turn, the turn continuing it from the store, then that history sent whole
+    // (`store: false`).
     let stored: OpenAI.Responses.Response | undefined;
     const first = await billed(async () => {
       stored = await openai.responses.create({ model: 'sim-chat', input: 'Name a colour.', max_output_tokens: 8 });

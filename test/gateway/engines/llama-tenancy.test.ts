@@ -13,10 +13,11 @@ import {
 import { skippedWithout } from '../../helpers/skips.js';
 
 /**
- * llama.cpp's server cannot salt its prompt cache: a slot reuses the prompt it last held, whoever sent it. Behind
- * the gateway (docs/engines.md, "Tenants in a shared engine"), organization B repeating organization A's exact
- * prompt on the same slot gets no cached tokens (the engine is sent `cache_prompt: false`, and says `cache_n` 0);
- * an engine defined with `cache_sharing: "shared"` reuses it, which is what sharing costs.
+ * llama.cpp's server cannot salt its prompt cache: a slot reuses the prompt it last held, whoever
+ * sent it. Behind the gateway (docs/engines.md, "Tenants in a shared engine"), organization B
+ * repeating organization A's exact prompt on the same slot gets no cached tokens (the engine is
+ * sent `cache_prompt: false`, and says `cache_n` 0); an engine defined with `cache_sharing:
+ * "shared"` reuses it, which is what sharing costs.
  */
 
 const missing = llamaServerMissing();

@@ -78,7 +78,10 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/** Milliseconds from sending a streamed chat request to the first chunk with content; reads the stream to its end. */
+/**
+ * Milliseconds from sending a streamed chat request to the first chunk with content; reads the
+ * stream to its end.
+ */
 async function timeToFirstToken(secret: string, messages: unknown): Promise<number> {
   const started = performance.now();
   const response = await fetch(`${gateway.baseURL}/chat/completions`, {

@@ -102,7 +102,8 @@ describe.runIf(available)('placement across Docker hosts and GPUs', () => {
 
   it('places replicas on distinct GPUs, spread across both engines', async () => {
     await expect.poll(() => [readyOn(FIRST), readyOn(second!.host)], { timeout: 60_000 }).toEqual([2, 1]);
-    // Spread: the second replica goes to the host with none; the third to the one with more GPUs free.
+    // Spread: the second replica goes to the host with none; the third to the one with more GPUs
+    // free.
     expect(await placed(docker)).toEqual([
       { replica: '0', gpus: '0', devices: [] },
       { replica: '2', gpus: '1', devices: [] },
@@ -116,7 +117,8 @@ describe.runIf(available)('placement across Docker hosts and GPUs', () => {
   }, 90_000);
 
   it('places the replica of an engine that stops answering on the other, on a GPU still free, and removes its copy when it answers again', async () => {
-    // The host is cut off: its daemon stops answering, and its replica is gone (killed here, or its port would be taken on this one machine).
+    // The host is cut off: its daemon stops answering, and its replica is gone (killed here, or its
+    // port would be taken on this one machine).
     const [cutOff] = await second!.docker.listContainers({ filters: { label: ownContainers(DEPLOYMENT, MODEL) } });
     const pid = (await second!.docker.getContainer(cutOff!.Id).inspect()).State.Pid;
     second!.pause();
@@ -149,7 +151,8 @@ describe.runIf(available)('placement across Docker hosts and GPUs', () => {
 
   it('forgets the replicas of an engine that is stopped; with no GPU free elsewhere, they wait', async () => {
     await engine!.scale!(4);
-    // The fourth goes to the second engine, the one with GPUs free; then that engine stops, and the replica has nowhere to go.
+    // The fourth goes to the second engine, the one with GPUs free; then that engine stops, and the
+    // replica has nowhere to go.
     await expect.poll(() => readyOn(second!.host), { timeout: 60_000 }).toBe(1);
     expect(await placed(second!.docker)).toEqual([{ replica: '3', gpus: '0', devices: [] }]);
     await second!.stop();

@@ -75,10 +75,11 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
   });
 
   it('two gateway processes that both see a queue scale the engine by one step, not two', async () => {
-    // Each replica takes 8 s to load (the simulator's --startup-delay-ms, as a model's weights do). The
-    // queue is made once: the clients stop at the first step and what they sent drains in about 5 s,
-    // before the new replica is ready. Without the lease, the other process, which still sees the queue
-    // on its one ready replica, would take a second step (2 -> 3) while the first one's replica loads.
+    // Each replica takes 8 s to load (the simulator's --startup-delay-ms, as a model's weights do).
+    // The queue is made once: the clients stop at the first step and what they sent drains in about
+    // 5 s, before the new replica is ready. Without the lease, the other process, which still sees
+    // the queue on its one ready replica, would take a second step (2 -> 3) while the first one's
+    // replica loads.
 
     const image = await buildSimulatorImage();
     await writeFile(
@@ -92,7 +93,8 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
             entrypoint: [...SIM_IMAGE_COMMAND],
             hf_repo: 'tollgate/sim-lease',
             served_model_name: MODEL,
-            // A loaded vLLM that runs one sequence at a time: every other request waits, and both gateways scrape that queue.
+            // A loaded vLLM that runs one sequence at a time: every other request waits, and both
+            // gateways scrape that queue.
             args: [
               '--num-gpu-blocks-override',
               '512',
@@ -131,7 +133,8 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
       timeout: 60_000,
     });
 
-    // Eight clients on each gateway, one replica that runs one at a time: both see the queue, both windows run out within a scrape of each other.
+    // Eight clients on each gateway, one replica that runs one at a time: both see the queue, both
+    // windows run out within a scrape of each other.
     let loading = true;
     const statuses: number[] = [];
     const clients = gateways.flatMap((gateway) =>
@@ -165,7 +168,8 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
         logs: gateways.map((g) => g.child.output().slice(-3000)),
       }),
     });
-    // The step is over once its holder gives the lease back: past that point, a second step would have been logged already.
+    // The step is over once its holder gives the lease back: past that point, a second step would
+    // have been logged already.
     await until('the lease is given back', async () => (await lease()) === null, { timeout: 10_000 });
     const steps = gateways.flatMap((g) =>
       g.child
@@ -183,7 +187,10 @@ describe.runIf(available)('the scaling lease across gateway processes', () => {
   }, 180_000);
 });
 
-/** Adds the model, its price and a funded organization with a key, through the operator API of one gateway (they share the database). */
+/**
+ * Adds the model, its price and a funded organization with a key, through the operator API of one
+ * gateway (they share the database).
+ */
 async function tenantOn(url: string): Promise<string> {
   const admin = <T = Record<string, unknown>>(method: string, route: string, body?: unknown) =>
     adminCallTo<T>(url, ADMIN_TOKEN, method, route, body);

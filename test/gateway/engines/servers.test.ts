@@ -137,8 +137,9 @@ describe('an engine behind a DNS name', () => {
     await until('the added address is ready', () => replicas().find((r) => r.id === gone)?.state === 'ready', {
       timeout: 5_000,
     });
-    // Three calls held at once: with every replica idle the router breaks ties by calls in flight, so the third
-    // goes to the replica no call holds yet; the added one must be among them, and answer.
+    // Three calls held at once: with every replica idle the router breaks ties by calls in flight,
+    // so the third goes to the replica no call holds yet; the added one must be among them, and
+    // answer.
     let n = 3000;
     const added = await until('the added address is chosen', () => {
       const held = [0, 1, 2].map(() => engine.acquire(undefined, { body: chatBody(n++) })!);

@@ -9,12 +9,13 @@ import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { type Exchange, recordingProxy } from '../../helpers/llama-server.js';
 
 /**
- * Tenants sharing one engine, as hostile tenants try it: organization B sends organization A's exact ~620-token
- * prefix (a secret in A's system prompt) to the loaded simulator (a vLLM with a prefix cache) behind the real
- * gateway. With the organization's cache salt on every request, B finds none of A's blocks: `cached_tokens` 0,
- * billed at the input rate, and its first token no sooner than for a random prefix of that length. Within A the
- * cache still hits. A client's own `cache_salt` is replaced; the band reaches the engine as `priority` only where
- * the engine definition schedules by priority.
+ * Tenants sharing one engine, as hostile tenants try it: organization B sends organization A's
+ * exact ~620-token prefix (a secret in A's system prompt) to the loaded simulator (a vLLM with a
+ * prefix cache) behind the real gateway. With the organization's cache salt on every request, B
+ * finds none of A's blocks: `cached_tokens` 0, billed at the input rate, and its first token no
+ * sooner than for a random prefix of that length. Within A the cache still hits. A client's own
+ * `cache_salt` is replaced; the band reaches the engine as `priority` only where the engine
+ * definition schedules by priority.
  */
 
 const INPUT = 150n; // nano-units a token: 0.15 a million
@@ -77,7 +78,10 @@ describe('tenants isolated in the engines they share', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** Sends a streamed chat as `who`; its time to the first event, its last usage, and what the engine was sent. */
+  /**
+   * Sends a streamed chat as `who`; its time to the first event, its last usage, and what the
+   * engine was sent.
+   */
   async function send(
     who: 'a' | 'b',
     system: string,

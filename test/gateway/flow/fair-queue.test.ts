@@ -50,7 +50,8 @@ describe('FairQueue', () => {
     queue.serve('busy', 1, 10_000);
     for (let i = 1; i < 4; i++) queue.push(entry('busy', 1, i));
     queue.pop();
-    // A newcomer is lifted to the floor (the busy org's counter when last dispatched), so the two alternate.
+    // A newcomer is lifted to the floor (the busy org's counter when last dispatched), so the two
+    // alternate.
     queue.push(entry('new', 1, 99));
     queue.push(entry('new', 1, 100));
     const order = [queue.pop()!.orgId];

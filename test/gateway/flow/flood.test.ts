@@ -60,7 +60,10 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/** Sends one streamed chat; resolves with the ms to its first content chunk once the stream has ended. */
+/**
+ * Sends one streamed chat; resolves with the ms to its first content chunk once the stream has
+ * ended.
+ */
 async function stream(secret: string, maxTokens: number): Promise<number> {
   const started = performance.now();
   const response = await fetch(`${gateway.baseURL}/chat/completions`, {
@@ -70,7 +73,8 @@ async function stream(secret: string, maxTokens: number): Promise<number> {
       model: 'sim-chat',
       messages: [{ role: 'user', content: 'Say something.' }],
       max_tokens: maxTokens,
-      // The simulator's answers end on their own after a few tokens; a flood's run their whole length.
+      // The simulator's answers end on their own after a few tokens; a flood's run their whole
+      // length.
       ignore_eos: true,
       stream: true,
     }),
@@ -88,8 +92,9 @@ const percentile = (values: number[], p: number) =>
   [...values].sort((a, b) => a - b)[Math.ceil(p * values.length) - 1]!;
 
 /**
- * A keeps FLOOD streams in flight over its two keys while B sends B_REQUESTS short ones at its pace; answers B's
- * first-token times, the fleet's requests in flight while A flooded, and who waited in which band.
+ * A keeps FLOOD streams in flight over its two keys while B sends B_REQUESTS short ones at its
+ * pace; answers B's first-token times, the fleet's requests in flight while A flooded, and who
+ * waited in which band.
  */
 async function floodWith(a: { orgId: string; secrets: string[] }, bSecret: string) {
   let flooding = true;
@@ -127,8 +132,8 @@ describe("a tenant's flood on a saturated fleet", () => {
     const b = await gateway.tenant({ key: { maxConcurrency: 4, requestsPerMinute: 1_000 } });
     const { times, inFlight, figures } = await floodWith(a, b.secret);
     console.info(`default-band flood: ${figures}`);
-    // Without flow control B waits behind A's whole queue (about 8 s); with it, a slot's turn. The bound leaves room
-    // for a CI machine running two suites at once.
+    // Without flow control B waits behind A's whole queue (about 8 s); with it, a slot's turn. The
+    // bound leaves room for a CI machine running two suites at once.
     expect(percentile(times, 0.9), figures).toBeLessThan(4_000);
     // Work-conserving: the fleet's 8 sequences were all A's or B's while A flooded, never more.
     expect(inFlight).toBeLessThanOrEqual(8);

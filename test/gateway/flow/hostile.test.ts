@@ -158,7 +158,8 @@ describe('hostile tenants at the fleet queue', () => {
     const org = await gateway.tenant({ key: { maxConcurrency: 100, requestsPerMinute: 1000 } });
     const sdkKey = await gateway.services.keys.create({ orgId: org.orgId, name: 'sdk', maxConcurrency: 10 });
     const balance = await gateway.services.wallets.balance(org.orgId);
-    // The organization's other key fills its queue (TOLLGATE_FLOW_QUEUE_PER_ORG=3); they give up after 400 ms.
+    // The organization's other key fills its queue (TOLLGATE_FLOW_QUEUE_PER_ORG=3); they give up
+    // after 400 ms.
     const waiting = [1, 2, 3].map(() => chat(gateway, org.secret, { max_tokens: 2 }));
     await until('three requests wait', () => gateway.services.flow.waiting(org.orgId) === 3);
     const answers: Array<{ status: number; body: string }> = [];
@@ -169,7 +170,8 @@ describe('hostile tenants at the fleet queue', () => {
       fetch: async (input, init) => {
         const response = await fetch(input, init);
         answers.push({ status: response.status, body: await response.clone().text() });
-        // Room appears once the SDK has been refused and the queue has given up: the replica's one sequence is freed.
+        // Room appears once the SDK has been refused and the queue has given up: the replica's one
+        // sequence is freed.
         if (response.status === 529) void Promise.all(waiting).then(stop);
         return response;
       },
@@ -189,7 +191,8 @@ describe('hostile tenants at the fleet queue', () => {
     for (const answer of await Promise.all(waiting)) expect(answer.status).toBe(503);
     await stop();
     await gateway.charged(10_000);
-    // One record, the success's, at the engine's count; the refused tries and the queue's give-ups cost nothing.
+    // One record, the success's, at the engine's count; the refused tries and the queue's give-ups
+    // cost nothing.
     const records = await recordsOf(gateway, org.orgId);
     const prompt = message.usage.input_tokens + (message.usage.cache_read_input_tokens ?? 0);
     const cost = BigInt(prompt) * 150n + BigInt(message.usage.output_tokens) * 600n;

@@ -7,14 +7,16 @@ import { postUpstream } from '../../../src/gateway/proxy/upstream.js';
 import { EngineAgents } from '../../../src/gateway/proxy/engine-agents.js';
 
 /**
- * A `CallAbort` destroys its call's engine request. A call's connection goes back to the keep-alive pool when its
- * answer ends, and the next call may take it: an abort that comes late must not cut that next call.
+ * A `CallAbort` destroys its call's engine request. A call's connection goes back to the keep-alive
+ * pool when its answer ends, and the next call may take it: an abort that comes late must not cut
+ * that next call.
  */
 describe('an engine call aborted over a kept-alive connection', () => {
   let server: http.Server;
   let target: UpstreamTarget;
   const connections = new Set<number>();
-  // The second call's answer waits for this, so that the first call's late abort comes while it is open.
+  // The second call's answer waits for this, so that the first call's late abort comes while it is
+  // open.
   let releaseSecond: () => void = () => {};
 
   beforeAll(async () => {

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { liftNumberArrays } from '../../../src/gateway/proxy/lifted-arrays.js';
 
-/** What the gateway does with an answer: parse, change the envelope, write, and put the lifted arrays back. */
+/**
+ * What the gateway does with an answer: parse, change the envelope, write, and put the lifted
+ * arrays back.
+ */
 function relay(text: string | Buffer, change: (answer: any) => void = () => {}): { parsed: any; written: string } {
   const lifted = liftNumberArrays(Buffer.isBuffer(text) ? text : Buffer.from(text), 'embedding');
   const parsed = JSON.parse(lifted.text);
@@ -64,7 +67,8 @@ describe('liftNumberArrays', () => {
       '{"embedding":[1,]}',
       '{"embedding":[,1]}',
     ];
-    // Whitespace that JSON does not allow (vertical tab, no-break space) inside an array or before it.
+    // Whitespace that JSON does not allow (vertical tab, no-break space) inside an array or before
+    // it.
     invalid.push('{"embedding":[1,\u000b2]}', '{"embedding":[1,\u00a02]}', '{"embedding":\u00a0[1,2]}');
     for (const text of invalid) {
       expect(() => JSON.parse(liftNumberArrays(Buffer.from(text), 'embedding').text), text).toThrow(SyntaxError);

@@ -7,7 +7,10 @@ const HEAD =
   '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732363200,"model":"Qwen/Qwen2.5-7B-Instruct","choices":[';
 const USAGE = '"usage":{"prompt_tokens":12,"total_tokens":20,"completion_tokens":8}';
 
-/** Chunks as vLLM and the simulator write them, and unusual ones: spaced, usage first, nulls OpenAI never sends, the model named in the text. */
+/**
+ * Chunks as vLLM and the simulator write them, and unusual ones: spaced, usage first, nulls OpenAI
+ * never sends, the model named in the text.
+ */
 const CHUNKS = {
   first: `${HEAD}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],${USAGE}}`,
   token: `${HEAD}{"index":0,"delta":{"content":" word"},"logprobs":null,"finish_reason":null}],${USAGE}}`,
@@ -36,7 +39,10 @@ const OPTIONS: ChatStreamOptions[] = [
   { clientModel: 'Qwen "7B" é', includeUsage: true, continuousUsage: true },
 ];
 
-/** What the client must get, from the parsed chunk: the client model, nulls OpenAI never sends dropped, usage where asked for. */
+/**
+ * What the client must get, from the parsed chunk: the client model, nulls OpenAI never sends
+ * dropped, usage where asked for.
+ */
 function rebuilt(data: string, options: ChatStreamOptions): unknown {
   let chunk: Record<string, unknown>;
   try {

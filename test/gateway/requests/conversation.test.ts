@@ -6,9 +6,9 @@ import { STORE_TIMEOUT_MS } from '../../../src/shared/db/timeout.js';
 import { GatewayError } from '../../../src/shared/http/errors.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 
-// A database that stops answering: every store call of the Responses path waits at most the store's timeout, then
-// the request is a 503 (reading the chain, before any hold) or answered unstored (saving it, after the answer).
-// Before, both waited for ever.
+// A database that stops answering: every store call of the Responses path waits at most the store's
+// timeout, then the request is a 503 (reading the chain, before any hold) or answered unstored
+// (saving it, after the answer). Before, both waited for ever.
 
 const never = () => new Promise<never>(() => {});
 const silentStore = { chain: never, save: never } as unknown as ResponseStore;

@@ -6,7 +6,10 @@ import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
 type Json = Record<string, unknown>;
 
-/** A turn of about 1 KB, so that a conversation of a few is kept (`shared/http/repeated-members.ts`). */
+/**
+ * A turn of about 1 KB, so that a conversation of a few is kept
+ * (`shared/http/repeated-members.ts`).
+ */
 const turn = (i: number, role: 'user' | 'assistant') => ({
   role,
   content: `Turn ${i}: ${'the agent reads the file, edits the function and runs the tests again. '.repeat(14)}`,
@@ -14,7 +17,10 @@ const turn = (i: number, role: 'user' | 'assistant') => ({
 const conversation = (turns: number) =>
   Array.from({ length: turns }, (_, i) => turn(i, i % 2 === 0 ? 'user' : 'assistant'));
 
-/** Each protocol's body for a conversation of `turns` items: what an agent sends again, longer, every turn. */
+/**
+ * Each protocol's body for a conversation of `turns` items: what an agent sends again, longer,
+ * every turn.
+ */
 const PROTOCOLS: Record<string, { path: string; body: (turns: number) => Json }> = {
   chat: {
     path: 'chat/completions',
@@ -36,10 +42,11 @@ const PROTOCOLS: Record<string, { path: string; body: (turns: number) => Json }>
 };
 
 /**
- * An agent's conversation, sent again longer every turn, is parsed as its new items only: the earlier ones are taken
- * as the key kept them. What the engine is sent and what is billed must be what a body parsed whole gives: for
- * Messages and Responses the engine is sent a translation of the parsed body (checked to fail when the kept items are
- * filled in one short); a chat engine is sent the client's own bytes.
+ * An agent's conversation, sent again longer every turn, is parsed as its new items only: the
+ * earlier ones are taken as the key kept them. What the engine is sent and what is billed must be
+ * what a body parsed whole gives: for Messages and Responses the engine is sent a translation of
+ * the parsed body (checked to fail when the kept items are filled in one short); a chat engine is
+ * sent the client's own bytes.
  */
 describe('a conversation sent again every turn', () => {
   let sim: RunningSimulator;
@@ -54,7 +61,10 @@ describe('a conversation sent again every turn', () => {
     await sim?.close();
   });
 
-  /** Sends one body as the SDKs do (`JSON.stringify`); returns the engine's counts for it, and the answer's. */
+  /**
+   * Sends one body as the SDKs do (`JSON.stringify`); returns the engine's counts for it, and the
+   * answer's.
+   */
   async function send(secret: string, path: string, body: Json) {
     const before = sim.stats();
     const response = await fetch(`${gateway.baseURL}/${path}`, {
@@ -82,7 +92,8 @@ describe('a conversation sent again every turn', () => {
         const sent = await send(agent.secret, path, body(turns));
         expect(sent.status).toBe(200);
         engineCounts.push(sent.engine);
-        // A new key has kept nothing: its body of the same bytes is parsed whole, and the engine counts the same.
+        // A new key has kept nothing: its body of the same bytes is parsed whole, and the engine
+        // counts the same.
         const whole = await send((await gateway.tenant()).secret, path, body(turns));
         expect(whole.status).toBe(200);
         expect(sent.engine).toEqual(whole.engine);

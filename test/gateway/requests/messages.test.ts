@@ -166,7 +166,10 @@ describe('Messages to chat completions', () => {
   });
 
   it("writes vLLM's usual chunks as the general path would, byte for byte, usage and token count included", () => {
-    /** vLLM's usual chunk as it writes it; with a second key in front of the delta, the same chunk the fast path skips. */
+    /**
+     * vLLM's usual chunk as it writes it; with a second key in front of the delta, the same chunk
+     * the fast path skips.
+     */
     const usual = (key: string, text: string, completion: number, unusual = false) =>
       `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,` +
       `"delta":{${unusual ? '"role":"assistant",' : ''}"${key}":${JSON.stringify(text)}},"logprobs":null,` +

@@ -147,7 +147,10 @@ describe('the Responses request as chat completions', () => {
 });
 
 describe('the Responses stream from the engine’s chunks', () => {
-  /** vLLM's chunk, compact (`usual`), or the same JSON with its fields in another order, which only the general path reads. */
+  /**
+   * vLLM's chunk, compact (`usual`), or the same JSON with its fields in another order, which only
+   * the general path reads.
+   */
   function chunk(delta: Record<string, string>, usage: string, usual: boolean): string {
     const choices = JSON.stringify([{ index: 0, delta, logprobs: null, finish_reason: null }]);
     const head = '"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m"';

@@ -9,7 +9,10 @@ const chunk = (delta: object, finish: string | null = null) =>
   JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
 const args = (text: string) => chunk({ tool_calls: [{ index: 0, function: { arguments: text } }] });
 
-/** An engine stream with no usage at all (billed from its token chunks), and whether each chunk carries tokens. */
+/**
+ * An engine stream with no usage at all (billed from its token chunks), and whether each chunk
+ * carries tokens.
+ */
 const STREAM: Array<[string, boolean]> = [
   [chunk({ role: 'assistant', content: '' }), false],
   [chunk({ content: 'Patching.' }), true],
@@ -38,12 +41,14 @@ describe('the billed-chunk rule, one for every protocol', () => {
         const out = writer.rewrite(data);
         if (carries) expected += 1;
         expect(writer.state.tokenChunks, `${name}: ${data}`).toBe(expected);
-        // The first chunk writes Messages' message_start and ping, and Responses' response.created: no tokens yet.
+        // The first chunk writes Messages' message_start and ping, and Responses' response.created:
+        // no tokens yet.
         if (expected === 0) expect([name, writer.state.firstTokenAt]).toEqual([name, null]);
         if (data === STREAM[0]![0] && name !== 'chat') expect(out, name).not.toBeNull();
       }
-      // A client that leaves here is billed the five chunks, whichever protocol it reads (Responses billed two: a
-      // custom tool's input is written when the call is done, and its chunks counted no event).
+      // A client that leaves here is billed the five chunks, whichever protocol it reads (Responses
+      // billed two: a custom tool's input is written when the call is done, and its chunks counted
+      // no event).
       const billed = streamSettlement(writer.state, 'client_closed', () => 9, null);
       expect([name, billed.usage]).toEqual([name, { promptTokens: 9, completionTokens: 5 }]);
       expect(writer.state.firstTokenAt, name).toBeGreaterThan(0);

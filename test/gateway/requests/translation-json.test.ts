@@ -112,7 +112,10 @@ describe('an organization’s translations written once', () => {
     expect(sentFor(cache, 'org_a', edited)).toBe(sentBody(chatOfMessages(parsed(edited)), false).forModel('served'));
   });
 
-  /** Two sessions of one organization, their first turns kept: they differ from their first user message on. */
+  /**
+   * Two sessions of one organization, their first turns kept: they differ from their first user
+   * message on.
+   */
   function twoSessionsKept() {
     const cache = new TranslationJsonCache();
     const session = (first: string) => (count: number) => {
@@ -126,7 +129,10 @@ describe('an organization’s translations written once', () => {
     return { cache, a, b };
   }
 
-  /** Session `a`'s next turn reuses its own kept turn, and is sent exactly what a fresh writing gives. */
+  /**
+   * Session `a`'s next turn reuses its own kept turn, and is sent exactly what a fresh writing
+   * gives.
+   */
   function expectReusesOwnTurn(cache: TranslationJsonCache, a: (count: number) => Json) {
     const next = chatOfMessages(a(3));
     const calls = stringified(() => sentChat(cache, 'org_a', next));
@@ -141,7 +147,8 @@ describe('an organization’s translations written once', () => {
 
   it('keeps one copy of a conversation whose turns were in flight together: the other sessions stay kept', () => {
     const { cache, a, b } = twoSessionsKept();
-    // Session b's agent sends nine requests at once (retries, sub-agents): each reuses the kept turn before any is kept.
+    // Session b's agent sends nine requests at once (retries, sub-agents): each reuses the kept
+    // turn before any is kept.
     const inFlight = Array.from({ length: 9 }, () => {
       const chat = chatOfMessages(b(3));
       return { chat, earlier: cache.reuse('org_a', chat) };
@@ -157,7 +164,8 @@ describe('an organization’s translations written once', () => {
   it('never serves one organization’s request from another’s translation, even an equal one', () => {
     const cache = new TranslationJsonCache();
     sentFor(cache, 'org_a', messagesBody(3));
-    // The same conversation from another organization is written afresh: no timing tells it what org_a sends.
+    // The same conversation from another organization is written afresh: no timing tells it what
+    // org_a sends.
     const other = chatOfMessages(messagesBody(3));
     const calls = stringified(() => sentChat(cache, 'org_b', other));
     expect(calls).toContain(other.tools);

@@ -300,7 +300,8 @@ describe.each(stores)('stored Responses in the database (%s)', (kind) => {
   it('continues a conversation from another process on the same database, and after a restart', async () => {
     const a = await tenant();
     const turns = await conversation(a, ['before the restart', 'still before']);
-    // Another process (PostgreSQL: a second pool; PGlite: the same files, once this one has closed them).
+    // Another process (PostgreSQL: a second pool; PGlite: the same files, once this one has closed
+    // them).
     if (kind === 'postgres') {
       const other = await reopen();
       try {

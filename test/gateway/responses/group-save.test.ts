@@ -11,8 +11,9 @@ const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite']
 const ONE_GIB = 1024 * 1024 * 1024;
 
 /**
- * The database, counting the statements sent through `execute` (each save's group is one), and how many began as
- * the one before ended: those took the saves that came while it ran, with no wait of their own.
+ * The database, counting the statements sent through `execute` (each save's group is one), and how
+ * many began as the one before ended: those took the saves that came while it ran, with no wait of
+ * their own.
  */
 function counting(db: Database): { db: Database; statements: () => number; backToBack: () => number } {
   let statements = 0;
@@ -104,7 +105,8 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
     const outcomes = await Promise.all(rows.map((each) => group.save(each)));
     expect(outcomes).toEqual(rows.map(() => 'stored'));
     expect(await storedIds(rows.map((each) => each.id))).toEqual(rows.map((each) => each.id).sort());
-    // The first goes alone (nothing says others are coming); the 19 that came while it was written share the next.
+    // The first goes alone (nothing says others are coming); the 19 that came while it was written
+    // share the next.
     expect(statements()).toBe(2);
   });
 
@@ -123,7 +125,8 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
     const a = await tenant();
     const { db, statements } = counting(store.db);
     const group = new GroupSave(db, { orgMaxBytes: ONE_GIB, waitMs: 50 });
-    // Counted as 9 MiB each (the column the bound reads), so no two share a statement of at most 16 MiB.
+    // Counted as 9 MiB each (the column the bound reads), so no two share a statement of at most 16
+    // MiB.
     const rows = Array.from({ length: 4 }, () => ({ ...row(a), bytes: 9 * 1024 * 1024 }));
     expect(await Promise.all(rows.map((each) => group.save(each)))).toEqual(rows.map(() => 'stored'));
     expect(statements()).toBe(4);
@@ -144,9 +147,10 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
     const startedAt = performance.now();
     await Promise.all(saves);
     expect(performance.now() - startedAt).toBeLessThan(1_000);
-    // Eight saves 5 ms apart with a 100 ms wait: one statement per wait they span (and one more), never one each.
-    // A statement that took longer than the gaps (a loaded machine's commit) is followed at once by one with the
-    // saves that came meanwhile: those are gathered by the statement, not the wait, and are not counted against it.
+    // Eight saves 5 ms apart with a 100 ms wait: one statement per wait they span (and one more),
+    // never one each. A statement that took longer than the gaps (a loaded machine's commit) is
+    // followed at once by one with the saves that came meanwhile: those are gathered by the
+    // statement, not the wait, and are not counted against it.
     expect(statements() - backToBack()).toBeLessThanOrEqual(Math.min(7, Math.ceil(spanMs / 100) + 1));
   });
 

@@ -31,7 +31,10 @@ export function secretMarkers(privateKey: string): string[] {
   return markers;
 }
 
-/** Every row of every table of the database, each as PostgreSQL's text of the row (a `bytea` as `\x` and hex). */
+/**
+ * Every row of every table of the database, each as PostgreSQL's text of the row (a `bytea` as `\x`
+ * and hex).
+ */
 export async function dumpDatabase(db: Database): Promise<string> {
   const rowsOf = (result: unknown) =>
     (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<Record<string, string>>;

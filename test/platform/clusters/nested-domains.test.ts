@@ -6,9 +6,10 @@ import { profileWithNodes } from '../runs/harness.js';
 const stores = await availableStores();
 
 /**
- * A stack under one cluster's domain answers for `<stack>.<domain>`: were another tenant's domain above or below it
- * (or the gateway's own host), that stack could set cookies for the other's hosts. So nesting is refused as an exact
- * clash is, whoever holds the other name, and the name is free again once its cluster is deleted.
+ * A stack under one cluster's domain answers for `<stack>.<domain>`: were another tenant's domain
+ * above or below it (or the gateway's own host), that stack could set cookies for the other's
+ * hosts. So nesting is refused as an exact clash is, whoever holds the other name, and the name is
+ * free again once its cluster is deleted.
  */
 describe.each(stores)('public domains nested in one another (%s)', (store) => {
   let gateway: TestGateway;

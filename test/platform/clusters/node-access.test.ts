@@ -78,7 +78,10 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
   const credentialsKey = randomBytes(32);
   const nodes: FakeNode[] = [];
   const logLines: string[] = [];
-  /** Every answer of the API the test saw (the operator's and users'), and every run's log: checked for the credentials at the end. */
+  /**
+   * Every answer of the API the test saw (the operator's and users'), and every run's log: checked
+   * for the credentials at the end.
+   */
   const answers: string[] = [];
   const runLogs: string[] = [];
 
@@ -91,7 +94,8 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
     const { TOLLGATE_TOFU_BIN: _fake, ...env } = scratch.env;
     gateway = await startTestGateway(
       'pglite',
-      // Bubblewrap, never `auto`: with a Docker engine that holds the runner image, auto would choose docker, and the run must go through this sandbox.
+      // Bubblewrap, never `auto`: with a Docker engine that holds the runner image, auto would
+      // choose docker, and the run must go through this sandbox.
       {
         ...env,
         TOLLGATE_RUN_SANDBOX: 'bubblewrap',
@@ -206,7 +210,8 @@ describe.skipIf(why !== null)("node access: the cluster's identity installed, us
     const clusterKey = openCredential(credentialsKey, clusterId, stored!.sealedPrivateKey!);
     for (const node of nodes) expect(await sshWorks(node, clusterKey)).toBe(true);
 
-    // Another organization sees nothing of this cluster, and its own run cannot reach these nodes, directly or through its proxy.
+    // Another organization sees nothing of this cluster, and its own run cannot reach these nodes,
+    // directly or through its proxy.
     const stranger = (await orgWithUsers(gateway, ['owner'])).users[0]!;
     const strangerCalls = userApi(stranger.key);
     expect((await strangerCalls('GET', `/clusters/${clusterId}`)).status).toBe(404);
@@ -367,7 +372,8 @@ EOT
     expect(queued.body.error.message).toContain('is still provisioning');
     expect(queued.body.error.details).toContainEqual({ field: `nodes.${refused.id}`, message: refused.identity.error });
 
-    // Deleted, the cluster's key cannot be taken off the refused node: it stays releasing, and no cluster gets it.
+    // Deleted, the cluster's key cannot be taken off the refused node: it stays releasing, and no
+    // cluster gets it.
     expect((await owner('DELETE', `/clusters/${created.body.id}`)).status).toBe(204);
     const stateOf = async (address: string) =>
       (await operator('GET', '/nodes')).body.data.find((n: { address: string }) => n.address === address).state;
@@ -394,7 +400,8 @@ EOT
 
   it("neither the operator's credential nor a cluster's key appears in an API answer, a log line, a run's log or the database in clear", async () => {
     const stored = await gateway.services.db.select().from(clusterKeys);
-    // The ssh-marker cluster, the stranger's, the moved one, and the refused one's attempt (none: 409 took no nodes).
+    // The ssh-marker cluster, the stranger's, the moved one, and the refused one's attempt (none:
+    // 409 took no nodes).
     expect(stored.length).toBeGreaterThanOrEqual(3);
     const secrets = [{ what: "the operator's key", markers: secretMarkers(operatorKey) }];
     for (const row of stored) {
@@ -420,7 +427,8 @@ EOT
       }
       expect(text).not.toContain('PRIVATE KEY');
     }
-    // The dump is the whole database: the nodes' and the clusters' sealed keys, and the runs' logs, are in it.
+    // The dump is the whole database: the nodes' and the clusters' sealed keys, and the runs' logs,
+    // are in it.
     expect(dump).toMatch(/^-- public\.nodes: [1-9]/m);
     expect(dump).toMatch(/^-- public\.cluster_keys: [1-9]/m);
     expect(dump).toContain(',v1:');

@@ -101,7 +101,10 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
     return { owner, id: created.body.id as string };
   }
 
-  /** A ready cluster of both nodes, deleted while the second node's sshd is down: its key stays there, and the node releasing. */
+  /**
+   * A ready cluster of both nodes, deleted while the second node's sshd is down: its key stays
+   * there, and the node releasing.
+   */
   async function clusterLeftReleasing(name: string): Promise<string> {
     const { owner, id } = await cluster(name);
     await until('the cluster is ready', async () => (await owner('GET', `/clusters/${id}`)).body.status === 'ready', {
@@ -149,7 +152,8 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
       { field: 'ssh.run_user', message: expect.stringContaining('change the run user when the node is free') },
     ]);
 
-    // The CLI re-pins it, keeping the stored key and account; the install waiting for it is retried.
+    // The CLI re-pins it, keeping the stored key and account; the install waiting for it is
+    // retried.
     const updated = await cli(['nodes', 'update', ids[0]!, '--host-key-fingerprint', nodeA!.fingerprint, '--json']);
     expect(updated.code, updated.stderr).toBe(0);
     expect(updated.json).toMatchObject({
@@ -231,8 +235,9 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
     });
     expect((await operatorCall(gateway, 'POST', '/nodes/node_nope/release')).status).toBe(404);
 
-    // The background retry would free the node too, once it answers: it is put off past this test, so the release
-    // below is the one that frees it (on a slow machine, it sometimes came between the node's start and the CLI).
+    // The background retry would free the node too, once it answers: it is put off past this test,
+    // so the release below is the one that frees it (on a slow machine, it sometimes came between
+    // the node's start and the CLI).
     await gateway.services.db
       .update(clusterNodeKeys)
       .set({ nextAttemptAt: sql`now() + interval '1 hour'` })
@@ -258,7 +263,8 @@ describe.skipIf(why !== null)('node maintenance: re-pinning a node and releasing
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .find((line) => String(line.message).startsWith('a node was released without removing'));
     expect(warning).toMatchObject({ level: 'warn', nodeId: ids[1], clusterId: id, address: nodeB.address });
-    // Nothing retries the removal: the line stays until the operator takes it off, and the node is allocatable.
+    // Nothing retries the removal: the line stays until the operator takes it off, and the node is
+    // allocatable.
     nodeB.sshd = await startSshd(nodeB);
     const after = await cluster('after');
     await until(

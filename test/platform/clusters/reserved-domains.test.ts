@@ -3,8 +3,9 @@ import { ClusterService } from '../../../src/platform/clusters/service.js';
 import type { Database } from '../../../src/shared/db/client.js';
 
 /**
- * A cluster's public domain may not reach the gateway's own host names: above one, `<stack>.<domain>` would be the
- * gateway; below one, a stack's answers could set cookies for the gateway's host.
+ * A cluster's public domain may not reach the gateway's own host names: above one,
+ * `<stack>.<domain>` would be the gateway; below one, a stack's answers could set cookies for the
+ * gateway's host.
  */
 describe("public domains and the gateway's own host names", () => {
   // Refused before the store is asked: no database is needed.

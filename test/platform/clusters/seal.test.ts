@@ -70,7 +70,8 @@ describe('adding a node with SSH access on a gateway without TOLLGATE_NODE_CREDE
 
   it('is 503 node_access_unavailable before any connection, and stores nothing; a node without SSH is added', async () => {
     expect((await operatorCall(gateway, 'POST', '/profiles', { name: 'nokey', gpus_per_node: 1 })).status).toBe(201);
-    // Nothing listens on the port: had the gateway tried to connect, the answer would be a 400 saying so.
+    // Nothing listens on the port: had the gateway tried to connect, the answer would be a 400
+    // saying so.
     const ssh = {
       user: 'ops',
       port: await freePort(),

@@ -62,7 +62,10 @@ export async function startNode(folder: string, user: string, address: string): 
   return node;
 }
 
-/** Starts (again) the node's sshd with the host key in its file, and takes the fingerprint it has now. */
+/**
+ * Starts (again) the node's sshd with the host key in its file, and takes the fingerprint it has
+ * now.
+ */
 export async function startSshd(node: Omit<FakeNode, 'sshd'>): Promise<TestChild> {
   node.fingerprint = execFileSync('ssh-keygen', ['-lf', `${node.hostKeyFile}.pub`])
     .toString()
@@ -123,7 +126,10 @@ export function sshWorks(node: FakeNode, privateKey: string): Promise<boolean> {
   });
 }
 
-/** Gives the node a new host key (as a reinstalled machine has): its sshd is restarted with it, and `fingerprint` is the new one. */
+/**
+ * Gives the node a new host key (as a reinstalled machine has): its sshd is restarted with it, and
+ * `fingerprint` is the new one.
+ */
 export async function newHostKey(node: FakeNode): Promise<void> {
   await node.sshd.stop('SIGTERM');
   await rm(node.hostKeyFile);

@@ -33,7 +33,10 @@ describe.each(stores)('cost reports (%s)', (store) => {
     const text = await response.text();
     return { status: response.status, body: text ? JSON.parse(text) : null, headers: response.headers };
   };
-  /** Sets a cluster's allocations to these instants (ISO strings, microseconds allowed; `null`: still running). */
+  /**
+   * Sets a cluster's allocations to these instants (ISO strings, microseconds allowed; `null`:
+   * still running).
+   */
   const allocate = (clusterId: string, from: string, to: string | null) =>
     gateway.services.db.execute(
       sql`update node_allocations set allocated_at = ${from}::timestamptz, released_at = ${to}::timestamptz where cluster_id = ${clusterId}`,
@@ -61,8 +64,8 @@ describe.each(stores)('cost reports (%s)', (store) => {
             .status,
         ).toBe(201);
     }
-    // Rate cards: p8 in USD with a price change on 15 February at noon (the new open-ended card ends the old one),
-    // p1 in JPY, pk in KWD; px has none (unrated).
+    // Rate cards: p8 in USD with a price change on 15 February at noon (the new open-ended card
+    // ends the old one), p1 in JPY, pk in KWD; px has none (unrated).
     const cards = [
       { profile: 'p8', currency: 'USD', node_hour_price: '2.50', gpu_hour_price: '0.40', effective_from: '2025-01-01' },
       {
@@ -112,7 +115,8 @@ describe.each(stores)('cost reports (%s)', (store) => {
       cluster[name] = created.body.id;
       return created.body.id as string;
     };
-    // a-train: two p8 nodes from 31 January 22:00 across the month's end, past the price change, deleted on 20 February.
+    // a-train: two p8 nodes from 31 January 22:00 across the month's end, past the price change,
+    // deleted on 20 February.
     await make(a.users[0]!, 'a-train', 'p8', 2);
     expect((await apiAs(gateway, a.users[0]!.key)('DELETE', `/clusters/${cluster['a-train']}`)).status).toBe(204);
     await allocate(cluster['a-train']!, '2025-01-31T22:00:00.400123Z', '2025-02-20T10:00:07.900001Z');
@@ -206,7 +210,8 @@ describe.each(stores)('cost reports (%s)', (store) => {
       item.conversion_skipped,
     ]);
     expect(lines).toEqual([
-      // 48 h 20 min 34 s, 1 node: 174,034 s at 175.75 JPY an hour = 8496.24… → 8496 JPY; × 0.0061 = 51.827… → 51.83 EUR.
+      // 48 h 20 min 34 s, 1 node: 174,034 s at 175.75 JPY an hour = 8496.24… → 8496 JPY; × 0.0061 =
+      // 51.827… → 51.83 EUR.
       [
         'a-jp',
         'deleted',
@@ -220,9 +225,11 @@ describe.each(stores)('cost reports (%s)', (store) => {
         { rate: '0.0061', effective_on: '2025-02-01' },
         false,
       ],
-      // 30 h 30 s at 0.1235 KWD an hour = 3.706029… → 3.706 KWD; no KWD→EUR rate: kept in KWD, flagged.
+      // 30 h 30 s at 0.1235 KWD an hour = 3.706029… → 3.706 KWD; no KWD→EUR rate: kept in KWD,
+      // flagged.
       ['a-kw', 'deleted', 108_030, 0, 0, '3.706', 'KWD', '3.706', 'KWD', null, true],
-      // 1 Feb 00:00 to 15 Feb 12:00, 2 nodes: 696 node-hours at 5.70 USD = 3967.20 USD; × 0.92 (the rate of 1 Feb) = 3649.824 → 3649.82 EUR.
+      // 1 Feb 00:00 to 15 Feb 12:00, 2 nodes: 696 node-hours at 5.70 USD = 3967.20 USD; × 0.92 (the
+      // rate of 1 Feb) = 3649.824 → 3649.82 EUR.
       [
         'a-train',
         'deleted',
@@ -236,7 +243,8 @@ describe.each(stores)('cost reports (%s)', (store) => {
         { rate: '0.92', effective_on: '2025-02-01' },
         false,
       ],
-      // 15 Feb 12:00 to 20 Feb 10:00:07 (the .9 s truncated), 2 nodes: 849,614 node-seconds at 7.00 USD an hour = 1652.0272… → 1652.03 USD; × 0.95 (rate of the 18th) → 1569.43 EUR.
+      // 15 Feb 12:00 to 20 Feb 10:00:07 (the .9 s truncated), 2 nodes: 849,614 node-seconds at 7.00
+      // USD an hour = 1652.0272… → 1652.03 USD; × 0.95 (rate of the 18th) → 1569.43 EUR.
       [
         'a-train',
         'deleted',
@@ -305,7 +313,8 @@ describe.each(stores)('cost reports (%s)', (store) => {
       '/billing/costs?from=2025-01-01&to=2025-02-01',
     );
     expect(january.window).toEqual({ from: '2025-01-01T00:00:00Z', to: '2025-02-01T00:00:00Z', month: null });
-    // 22:00:00 (the .400123 s truncated) to midnight, 2 nodes: 4 node-hours at 5.70 USD = 22.80 USD; × 0.90 (the rate of 1 January) = 20.52 EUR.
+    // 22:00:00 (the .400123 s truncated) to midnight, 2 nodes: 4 node-hours at 5.70 USD = 22.80
+    // USD; × 0.90 (the rate of 1 January) = 20.52 EUR.
     expect(january.organizations[0].line_items).toEqual([
       expect.objectContaining({
         cluster_name: 'a-train',
@@ -318,7 +327,8 @@ describe.each(stores)('cost reports (%s)', (store) => {
         currency: 'EUR',
       }),
     ]);
-    // Both months together hold exactly the whole allocation: 31 Jan 22:00:00 to 20 Feb 10:00:07, times 2 nodes.
+    // Both months together hold exactly the whole allocation: 31 Jan 22:00:00 to 20 Feb 10:00:07,
+    // times 2 nodes.
     const { body: both } = await apiAs(gateway, a.users[0]!.key)(
       'GET',
       '/billing/costs?from=2025-01-01T00:00:00Z&to=2025-03-01T00:00:00%2B00:00',
@@ -358,7 +368,8 @@ describe.each(stores)('cost reports (%s)', (store) => {
 
     const { body: all } = await apiAs(gateway, root.users[0]!.key)('GET', '/billing/costs?month=2025-02');
     expect(all.organizations.map((org: any) => org.org_id).sort()).toEqual([a.orgId, b.orgId, c.orgId].sort());
-    // c-one: 3601 s at 7.00 USD an hour = 7.0019… → 7.00 USD; in JPY at 151.234: 1058.932… → 1059 JPY (no minor units).
+    // c-one: 3601 s at 7.00 USD an hour = 7.0019… → 7.00 USD; in JPY at 151.234: 1058.932… → 1059
+    // JPY (no minor units).
     const ofC = all.organizations.find((org: any) => org.org_id === c.orgId);
     expect(ofC.line_items).toEqual([
       expect.objectContaining({
@@ -579,7 +590,8 @@ describe.each(stores)('cost reports (%s)', (store) => {
   });
 
   it('leaves rate cards and conversion rates to operators', async () => {
-    // A platform admin's key is not the operator token, and the generic API has no route to set them.
+    // A platform admin's key is not the operator token, and the generic API has no route to set
+    // them.
     const key = root.users[0]!.key;
     for (const [method, path] of [
       ['POST', '/admin/v1/rate-cards'],

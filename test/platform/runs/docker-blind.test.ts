@@ -62,7 +62,8 @@ describe.skipIf(!docker || !root)(
 
     afterAll(async () => {
       if (gateway) {
-        // The gateway is the wrapper's child: it gets the SIGTERM (a graceful stop), and the wrapper ends with it.
+        // The gateway is the wrapper's child: it gets the SIGTERM (a graceful stop), and the
+        // wrapper ends with it.
         const children = await readFile(`/proc/${gateway.child.pid}/task/${gateway.child.pid}/children`, 'utf8').catch(
           () => '',
         );
@@ -123,7 +124,8 @@ describe.skipIf(!docker || !root)(
         ).text();
         expect(log).toContain(`[tollgate] Warning: ${BLIND_CGROUP}`);
       }
-      // Once in the gateway's own log, when it set the sandbox up (the first apply's probe), not once per run.
+      // Once in the gateway's own log, when it set the sandbox up (the first apply's probe), not
+      // once per run.
       const warnings = gateway.child
         .output()
         .split('\n')

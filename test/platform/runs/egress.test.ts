@@ -42,7 +42,10 @@ describe('the egress proxy of a run', () => {
     await rm(folder, { recursive: true, force: true });
   });
 
-  /** Sends a request head through the proxy's socket; answers its status line and, when tunnelled, what the echo sent back. */
+  /**
+   * Sends a request head through the proxy's socket; answers its status line and, when tunnelled,
+   * what the echo sent back.
+   */
   function through(head: string, payload = 'ping'): Promise<{ status: string; echoed: string }> {
     return new Promise((resolve, reject) => {
       const client = net.connect(socket);

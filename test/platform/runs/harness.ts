@@ -61,7 +61,10 @@ export interface ToolRecord {
   stateSerial: number | null;
 }
 
-/** Where the stand-in writes its records inside the sandbox (a folder of the test's, mounted there by TOLLGATE_RUN_MOUNTS). */
+/**
+ * Where the stand-in writes its records inside the sandbox (a folder of the test's, mounted there
+ * by TOLLGATE_RUN_MOUNTS).
+ */
 const RECORDS_INSIDE = '/tollgate-test-records';
 
 /**
@@ -143,7 +146,10 @@ export async function profileWithNodes(gateway: { url: string }, count: number, 
   return name;
 }
 
-/** An organization (owner, member) with a cluster of `nodes` nodes, and a `fake` stack: the owner's private one, or a global one (the owner is then a platform admin). */
+/**
+ * An organization (owner, member) with a cluster of `nodes` nodes, and a `fake` stack: the owner's
+ * private one, or a global one (the owner is then a platform admin).
+ */
 export async function orgWithCluster(
   gateway: TestGateway,
   options: { nodes?: number; addresses?: string[]; stackName?: string; globalStack?: boolean } = {},
@@ -183,7 +189,10 @@ export async function orgWithCluster(
   };
 }
 
-/** Polls a run until it has ended and answers it; throws, with the run as last seen, after `timeoutMs`. */
+/**
+ * Polls a run until it has ended and answers it; throws, with the run as last seen, after
+ * `timeoutMs`.
+ */
 export async function runEnded(call: ReturnType<typeof apiAs>, runId: string, timeoutMs = 15_000): Promise<any> {
   let run: any;
   return until(
@@ -192,12 +201,16 @@ export async function runEnded(call: ReturnType<typeof apiAs>, runId: string, ti
       run = (await call('GET', `/runs/${runId}`)).body;
       return ['APPLIED', 'FAILED', 'CANCELED'].includes(run.state) && run;
     },
-    // Every 200 ms: a caller's 1,000 requests an hour would run out in under a minute at the default 50.
+    // Every 200 ms: a caller's 1,000 requests an hour would run out in under a minute at the
+    // default 50.
     { timeout: timeoutMs, interval: 200, detail: () => run },
   );
 }
 
-/** Whether the run's cgroup is still there (it is removed only once its last process is gone), on cgroup v2 or v1. */
+/**
+ * Whether the run's cgroup is still there (it is removed only once its last process is gone), on
+ * cgroup v2 or v1.
+ */
 export function runCgroupExists(runId: string, parent = 'tollgate-runs'): boolean {
   return [`/sys/fs/cgroup/${parent}/run-${runId}`, `/sys/fs/cgroup/pids/${parent}/run-${runId}`].some((dir) =>
     existsSync(dir),
@@ -278,7 +291,10 @@ export async function sandboxKinds(): Promise<SandboxKind[]> {
   return kinds;
 }
 
-/** Whether a process of a run is still running: one in its cgroup (bubblewrap; the group of a gateway that died stays, empty), its container (docker). */
+/**
+ * Whether a process of a run is still running: one in its cgroup (bubblewrap; the group of a
+ * gateway that died stays, empty), its container (docker).
+ */
 export async function runSandboxRunning(kind: SandboxKind['name'], runId: string): Promise<boolean> {
   if (kind === 'docker') return runSandboxExists(kind, runId);
   const files = [
@@ -296,7 +312,10 @@ export async function runSandboxExists(kind: SandboxKind['name'], runId: string)
   return containers.length > 0;
 }
 
-/** A GET with its own Host header, as a browser reaching the public URL through a TLS terminator sends (fetch cannot set Host). */
+/**
+ * A GET with its own Host header, as a browser reaching the public URL through a TLS terminator
+ * sends (fetch cannot set Host).
+ */
 export function getWithHost(url: string, host: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     http

@@ -42,16 +42,28 @@ const LEAKED = /\(local-exec\): LEAK/;
 /** The bounds the gateway under attack is given: small, so a bounded attempt is quick. */
 const BOUNDS = { TOLLGATE_RUN_MEMORY_MB: '256', TOLLGATE_RUN_PROCESSES: '100', TOLLGATE_RUN_DISK_MB: '64' };
 
-/** How long a /v1 request polled during the attacks may take: the gateway must keep answering (a loaded 2-core CI machine answers in far less). */
+/**
+ * How long a /v1 request polled during the attacks may take: the gateway must keep answering (a
+ * loaded 2-core CI machine answers in far less).
+ */
 const ANSWER_WITHIN_MS = 10_000;
 
-/** How often /v1 is polled during the attacks: often enough that the shortest attack (a few hundred ms) is polled inside. */
+/**
+ * How often /v1 is polled during the attacks: often enough that the shortest attack (a few hundred
+ * ms) is polled inside.
+ */
 const SAMPLE_EVERY_MS = 100;
 
-/** More processes than a run's sandbox holds (its init, the relay, the tool, the provisioner's shell and what that starts): seeing more is seeing the host's. */
+/**
+ * More processes than a run's sandbox holds (its init, the relay, the tool, the provisioner's shell
+ * and what that starts): seeing more is seeing the host's.
+ */
 const HANDFUL = 20;
 
-/** The system folders the probe tries to write in, by the name on its line (`/<name>`, and `root` for `/`); `/tmp` is the run's own. */
+/**
+ * The system folders the probe tries to write in, by the name on its line (`/<name>`, and `root`
+ * for `/`); `/tmp` is the run's own.
+ */
 const SYSTEM_FOLDERS: Record<string, string> = {
   root: '/',
   etc: '/etc',
@@ -80,7 +92,10 @@ const PROBED = [
   ...Object.keys(SYSTEM_FOLDERS).map((name) => `write-${name}`),
 ];
 
-/** Each attempt prints `BLOCKED <what>` or `LEAK <what>`; the test reads them from the run's log. A bounded one says when it starts. */
+/**
+ * Each attempt prints `BLOCKED <what>` or `LEAK <what>`; the test reads them from the run's log. A
+ * bounded one says when it starts.
+ */
 const ATTACKS: Record<string, string> = {
   // SIGNAL is TERM in the sandbox, 0 in the unsandboxed control (whose gateway must live on).
   probe: String.raw`
@@ -171,7 +186,10 @@ EOT
 }
 `;
 
-/** A gateway process with an organization, a member's key, the owner's cluster and the member's hostile stacks. */
+/**
+ * A gateway process with an organization, a member's key, the owner's cluster and the member's
+ * hostile stacks.
+ */
 interface Target {
   gateway: GatewayProcess;
   key: string;
@@ -187,7 +205,8 @@ interface Target {
 async function startTarget(env: Record<string, string>, attacks: string[]): Promise<Target> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-hostile-data-'));
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-hostile-runs-'));
-  // The data folder is readable by anyone here, and the token file too: only the sandbox keeps them out of reach.
+  // The data folder is readable by anyone here, and the token file too: only the sandbox keeps them
+  // out of reach.
   await chmod(dataDir, 0o755);
   await chmod(workDir, 0o755);
   await writeFile(path.join(dataDir, 'admin-token'), `${OPERATOR}\n`, { mode: 0o644 });
@@ -205,7 +224,8 @@ async function startTarget(env: Record<string, string>, attacks: string[]): Prom
     await rm(workDir, { recursive: true, force: true });
   };
   try {
-    // An organization with a member and the member's key, made through the operator API (the gateway is another process).
+    // An organization with a member and the member's key, made through the operator API (the
+    // gateway is another process).
     const org = await operatorCall(gateway, 'POST', '/orgs', { name: 'hostile org' });
     const member = await operatorCall(gateway, 'POST', `/orgs/${org.body.id}/users`, {
       name: 'Mallory',
@@ -289,7 +309,10 @@ async function startTarget(env: Record<string, string>, attacks: string[]): Prom
   }
 }
 
-/** Whether something accepts TCP connections on the host's loopback at `port`, as seen from this test process. */
+/**
+ * Whether something accepts TCP connections on the host's loopback at `port`, as seen from this
+ * test process.
+ */
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port, timeout: 2000 });
@@ -316,15 +339,24 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
   let target: Target;
   /** The gateway's resident memory, sampled while the runs go on. */
   const rss: number[] = [];
-  /** Each /v1 request polled while the runs go on: when it was sent (ms into the attacks), its status (0: no answer within ANSWER_WITHIN_MS, or an error) and how long it took. */
+  /**
+   * Each /v1 request polled while the runs go on: when it was sent (ms into the attacks), its
+   * status (0: no answer within ANSWER_WITHIN_MS, or an error) and how long it took.
+   */
   const answers: Array<{ at: number; status: number; ms: number; error?: string }> = [];
-  /** When each attack went on (ms into the attacks, from its POST to the end of its run): /v1 must have been polled inside each. */
+  /**
+   * When each attack went on (ms into the attacks, from its POST to the end of its run): /v1 must
+   * have been polled inside each.
+   */
   const windows: Array<{ name: string; from: number; to: number }> = [];
   let sent = 0;
   let sampler: NodeJS.Timeout;
   let started = 0;
 
-  /** `target.attack`, its window noted: a run in the sandbox is quick (a bounded attack can end in well under a second), so the check is per window, not a count. */
+  /**
+   * `target.attack`, its window noted: a run in the sandbox is quick (a bounded attack can end in
+   * well under a second), so the check is per window, not a count.
+   */
   async function attack(name: string) {
     const from = Date.now() - started;
     const ended = await target.attack(name);
@@ -358,7 +390,8 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
   });
 
   it('reads no gateway file or environment, sees and signals no gateway process, reaches none of its ports, writes nothing of the system', async () => {
-    // What the probe is kept from must be there to be reached: PostgreSQL and Redis listen on the host's loopback.
+    // What the probe is kept from must be there to be reached: PostgreSQL and Redis listen on the
+    // host's loopback.
     for (const port of [5432, 6379, target.port])
       expect(await listening(port), `something listens on 127.0.0.1:${port} on the host`).toBe(true);
     const { run, log } = await attack('probe');
@@ -407,7 +440,8 @@ describe.each(tool ? kinds : [])('a hostile stack in the run sandbox ($name)', (
 
   it('the gateway answered /v1 throughout, each request in time, in its usual memory', async () => {
     clearInterval(sampler);
-    // Every request sent has its answer, or its timeout, by now: a stalled gateway cannot pass by never answering.
+    // Every request sent has its answer, or its timeout, by now: a stalled gateway cannot pass by
+    // never answering.
     await until('every /v1 request sent has settled', () => answers.length === sent, {
       timeout: ANSWER_WITHIN_MS + 5000,
     });
@@ -466,7 +500,8 @@ describe.skipIf(!tool)(
         'direct-6379',
         `direct-${target.port}`,
       ];
-      // This test's own view of the host: what the gateway's user can do unsandboxed, the probe must find.
+      // This test's own view of the host: what the gateway's user can do unsandboxed, the probe
+      // must find.
       if ((await readdir('/proc')).filter((name) => /^\d+$/.test(name)).length > HANDFUL + 10)
         leaks.push('process-count');
       const status = await readFile('/proc/self/status', 'utf8');

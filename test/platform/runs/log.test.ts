@@ -28,7 +28,8 @@ describe('run log masking', () => {
     const secret = 'hunter2-very-secret-value';
     for (const offset of [1, 5, secret.length - 1]) {
       const { log, pieces, text } = writer([secret]);
-      // One line with no end, the secret starting `offset` characters before the 64 KiB mark, arriving 4 KiB at a time.
+      // One line with no end, the secret starting `offset` characters before the 64 KiB mark,
+      // arriving 4 KiB at a time.
       const line = `${'a'.repeat(64 * 1024 - offset)}${secret}${'b'.repeat(70 * 1024)}`;
       for (let at = 0; at < line.length; at += 4096) log.write(line.slice(at, at + 4096));
       await log.close();

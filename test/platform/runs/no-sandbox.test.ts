@@ -89,7 +89,8 @@ describe('applying without a sandbox answers 503 naming TOLLGATE_RUN_SANDBOX', (
   it.skipIf(!docker)(
     'docker, when the engine lacks the runner image: 503 even where bubblewrap would work',
     async () => {
-      // PATH as it is: bubblewrap works here (the run tests use it), and docker must not fall back to it.
+      // PATH as it is: bubblewrap works here (the run tests use it), and docker must not fall back
+      // to it.
       const answer = await refusal({
         TOLLGATE_RUN_SANDBOX: 'docker',
         TOLLGATE_RUN_IMAGE: MISSING_IMAGE,

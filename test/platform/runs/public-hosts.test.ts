@@ -14,13 +14,17 @@ import { createTestDatabase, postgresAvailable } from '../../helpers/services.js
 import { until } from '../../helpers/wait.js';
 import { getWithHost, OPERATOR, orgWithCluster, runEnded, runScratch, sandboxAvailable } from './harness.js';
 
-/** How long another gateway process may keep routing a deleted cluster's hosts (docs/stacks-and-runs.md: its refresh, 5 s). */
+/**
+ * How long another gateway process may keep routing a deleted cluster's hosts
+ * (docs/stacks-and-runs.md: its refresh, 5 s).
+ */
 const OTHER_PROCESS_BOUND_MS = 5_000;
 
 describe('public hosts: reads that overlap', () => {
   it('a read started before another was kept does not bring back a host the later one no longer had', async () => {
     const reads: Array<(targets: Map<string, string>) => void> = [];
-    // Only the reads' order is under test: they are the test's, resolved in the order a slow store might.
+    // Only the reads' order is under test: they are the test's, resolved in the order a slow store
+    // might.
     const hosts = new PublicHosts(null as unknown as Database, createLogger('silent'), {
       read: () => new Promise((resolve) => reads.push(resolve)),
     });

@@ -135,7 +135,8 @@ describe.skipIf(!tool)("provider downloads from an operator's mirror, mounted re
 
   beforeAll(async () => {
     scratch = await runScratch();
-    // The filesystem-mirror layout: HOST/NAMESPACE/TYPE/VERSION/OS_ARCH/terraform-provider-TYPE_vVERSION.
+    // The filesystem-mirror layout:
+    // HOST/NAMESPACE/TYPE/VERSION/OS_ARCH/terraform-provider-TYPE_vVERSION.
     mirror = await mkdtemp(path.join(os.tmpdir(), 'tollgate-mirror-'));
     await chmod(mirror, 0o755);
     const target = path.join(mirror, 'example.test/tollgate/fake/1.0.0/linux_amd64');
@@ -182,7 +183,8 @@ describe.skipIf(!tool)("provider downloads from an operator's mirror, mounted re
     const log = await (
       await fetch(`${gateway.url}/api/v1/runs/${run.id}/log`, { headers: { authorization: `Bearer ${users[0]!.key}` } })
     ).text();
-    // init succeeded from the mirror; apply then fails because the stand-in provider is no real plugin.
+    // init succeeded from the mirror; apply then fails because the stand-in provider is no real
+    // plugin.
     expect(log).toContain('Installed example.test/tollgate/fake v1.0.0');
     expect(log).toContain('has been successfully initialized');
     expect(run.failure).toContain('apply exited with 1');

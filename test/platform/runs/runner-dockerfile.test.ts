@@ -49,7 +49,10 @@ function foldersMade(): Set<string> {
   return made;
 }
 
-/** A run's container as the sandbox makes it, with a provider mirror and a CLI configuration so that every mount is there. */
+/**
+ * A run's container as the sandbox makes it, with a provider mirror and a CLI configuration so that
+ * every mount is there.
+ */
 function runContainer() {
   return runContainerSpec(
     {

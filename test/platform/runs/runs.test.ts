@@ -44,7 +44,8 @@ describe.each(cases)(
     });
 
     it('applies: init, apply and output in a fresh folder with the inputs, the platform variables and the key file; APPLIED with outputs', async () => {
-      // A global stack (its owner is a platform admin): any member of the organization may apply it.
+      // A global stack (its owner is a platform admin): any member of the organization may apply
+      // it.
       const { member, users, cluster, stackName } = await orgWithCluster(gateway, { globalStack: true });
       const queued = await member('POST', `/clusters/${cluster.id}/runs`, {
         stack: stackName,
@@ -77,7 +78,8 @@ describe.each(cases)(
       const apply = calls[1]!;
       // The tool sees its own folder at /workspace (the sandbox), nothing of the host's paths.
       expect(apply.cwd).toBe('/workspace/module');
-      // The inputs, and the platform variables the module declares (not those it does not: tollgate_public_domain).
+      // The inputs, and the platform variables the module declares (not those it does not:
+      // tollgate_public_domain).
       expect(apply.vars).toEqual({
         mode: 'ok',
         count: 3,
@@ -92,7 +94,8 @@ describe.each(cases)(
       expect(apply.keyFileMode).toBe('600');
       expect(apply.keyFileStart).toBe('-----BEGIN OPENSSH PRIVATE KEY-----');
       expect(path.relative(apply.cwd, apply.vars.tollgate_ssh_private_key_file as string).startsWith('..')).toBe(true);
-      // The tool's environment is the allow-list, what TOLLGATE_RUN_ENV passes and the sandbox's own: none of the gateway's settings.
+      // The tool's environment is the allow-list, what TOLLGATE_RUN_ENV passes and the sandbox's
+      // own: none of the gateway's settings.
       expect(Object.keys(apply.env).sort()).toEqual([
         'CHECKPOINT_DISABLE',
         'FAKE_TOFU_RECORDS',
@@ -128,7 +131,8 @@ describe.each(cases)(
       expect(text).toContain('fake: step 3 of 3');
       expect(text).toContain('Apply complete!');
       expect(text.indexOf('Initializing the backend')).toBeLessThan(text.indexOf('fake: step 1'));
-      // This gateway reads the run's cgroup (docker: the container's), so every bound is enforced: no warning (see docker-blind.test.ts).
+      // This gateway reads the run's cgroup (docker: the container's), so every bound is enforced:
+      // no warning (see docker-blind.test.ts).
       expect(text).not.toContain('Warning:');
     });
 
@@ -166,7 +170,8 @@ describe.each(cases)(
       const first = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'a' } });
       expect((await runEnded(owner, first.body.id)).state).toBe('APPLIED');
       expect((await owner('DELETE', `/stacks/${stackName}`)).status).toBe(204);
-      // Another member of the organization adds a stack of that name, and applies it to the same cluster.
+      // Another member of the organization adds a stack of that name, and applies it to the same
+      // cluster.
       const form = new FormData();
       form.set(
         'package',
@@ -324,7 +329,8 @@ describe.each(cases)(
           state: 'CANCELED',
           failure: 'Canceled while it ran; the cluster may be partly changed.',
         });
-        // Every process of the run is gone: its cgroup is removed only once it is empty; its container is removed.
+        // Every process of the run is gone: its cgroup is removed only once it is empty; its
+        // container is removed.
         expect(await runSandboxExists(kind.name, queued.body.id)).toBe(false);
         if (mode === 'hang') expect(await textLog(users[0]!.key, queued.body.id)).toContain('Interrupt received');
         expect((await owner('POST', `/runs/${queued.body.id}/cancel`)).status).toBe(409);
@@ -343,7 +349,8 @@ describe.each(cases)(
       expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
       const events = await readSse(response);
       const logEvents = events.filter((event) => event.event === 'log');
-      // Live: the pieces came one after another as the tool printed (10 lines, 100 ms apart), not as one at the end.
+      // Live: the pieces came one after another as the tool printed (10 lines, 100 ms apart), not
+      // as one at the end.
       expect(logEvents.length).toBeGreaterThan(3);
       expect(logEvents.map((event) => Number(event.id))).toEqual(logEvents.map((_, index) => index));
       const followed = logEvents.map((event) => event.data).join('\n');
@@ -426,7 +433,8 @@ describe.each(cases)(
           outputs: { web_port: port },
         });
         const host = `${stackName}.${cluster.public_domain}`;
-        // fetch cannot set Host: node:http can, as a browser reaching the public URL through a TLS terminator would.
+        // fetch cannot set Host: node:http can, as a browser reaching the public URL through a TLS
+        // terminator would.
         await until(
           'the public host routes to the node',
           async () => (await getWithHost(`${gateway.url}/dashboards?x=1`, host)).status === 200,
@@ -436,7 +444,8 @@ describe.each(cases)(
           body: `grafana says hi to /dashboards?x=1 via ${host}`,
         });
         expect((await getWithHost(`${gateway.url}/dashboards`, `other.${cluster.public_domain}`)).status).toBe(404);
-        // A TLS terminator asks before getting a certificate for a name: yes for this one, no for others.
+        // A TLS terminator asks before getting a certificate for a name: yes for this one, no for
+        // others.
         expect((await fetch(`${gateway.url}/tls/allowed?domain=${host}`)).status).toBe(200);
         expect((await fetch(`${gateway.url}/tls/allowed?domain=other.${cluster.public_domain}`)).status).toBe(404);
         // Any other host is the gateway itself.
@@ -469,7 +478,8 @@ describe.each(cases)(
           async () => (await getWithHost(`${gateway.url}/`, host)).status === 200,
         );
 
-        // Another organization asks for the same domain (in capitals too): 409, said as it would be for any taken name.
+        // Another organization asks for the same domain (in capitals too): 409, said as it would be
+        // for any taken name.
         const { users } = await orgWithUsers(gateway, ['owner']);
         const other = apiAs(gateway, users[0]!.key);
         const free = await profileWithNodes(gateway, 1);
@@ -488,7 +498,8 @@ describe.each(cases)(
         }
 
         expect((await owner('DELETE', `/clusters/${cluster.id}`)).status).toBe(204);
-        // At once on this replica: the host is the gateway's own again, and no certificate is allowed for it.
+        // At once on this replica: the host is the gateway's own again, and no certificate is
+        // allowed for it.
         expect((await getWithHost(`${gateway.url}/`, host)).body).not.toBe('node says hi');
         expect((await fetch(`${gateway.url}/tls/allowed?domain=${host}`)).status).toBe(404);
         // The domain is free again.
@@ -630,7 +641,8 @@ describe.each(kinds)('runs: timeouts, queued cancels, and no tool ($name sandbox
   }, 120_000);
 
   it('a run that writes past TOLLGATE_RUN_DISK_MB in several smaller files is stopped by the periodic check and FAILED naming the bound', async () => {
-    // 4 MiB files against a 16 MiB bound: no file reaches the per-file limit (RLIMIT_FSIZE); only the check of the folder's total can stop the run, which would otherwise never end.
+    // 4 MiB files against a 16 MiB bound: no file reaches the per-file limit (RLIMIT_FSIZE); only
+    // the check of the folder's total can stop the run, which would otherwise never end.
     const gateway = await startTestGateway('pglite', {
       TOLLGATE_PASSWORD_COST: '10',
       ...scratch.env,
@@ -661,7 +673,8 @@ describe.each(kinds)('runs: timeouts, queued cancels, and no tool ($name sandbox
         })
       ).text();
       const written = [...log.matchAll(/fake: wrote file (\d+) of 40/g)].map((match) => Number(match[1]));
-      // Four files make the bound; the check runs every 500 ms (five files), so it stops the writer within a few more.
+      // Four files make the bound; the check runs every 500 ms (five files), so it stops the writer
+      // within a few more.
       expect(Math.max(...written)).toBeGreaterThanOrEqual(4);
       expect(Math.max(...written)).toBeLessThan(20);
       expect(log).not.toContain('all files written');
@@ -680,8 +693,9 @@ describe.each(kinds)('runs: timeouts, queued cancels, and no tool ($name sandbox
     try {
       const { owner, cluster, stackName } = await orgWithCluster(gateway);
       const queued = await owner('POST', `/clusters/${cluster.id}/runs`, { stack: stackName, inputs: { name: 'x' } });
-      // Queueing pokes this process's worker, which would claim the run in that pass. Stopping the worker waits for
-      // any pass under way and ends a run it took (FAILED), so a run still QUEUED after it was taken by no worker here.
+      // Queueing pokes this process's worker, which would claim the run in that pass. Stopping the
+      // worker waits for any pass under way and ends a run it took (FAILED), so a run still QUEUED
+      // after it was taken by no worker here.
       await gateway.services.runWorker.stop();
       expect((await owner('GET', `/runs/${queued.body.id}`)).body.state).toBe('QUEUED');
       const canceled = await owner('POST', `/runs/${queued.body.id}/cancel`);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { toolAndSandboxMissing } from './tool-and-sandbox.js';
 
-// The skip line of the run tests with the real tool names what is missing: with terraform there and no sandbox it
-// said "neither tofu nor terraform is on PATH".
+// The skip line of the run tests with the real tool names what is missing: with terraform there and
+// no sandbox it said "neither tofu nor terraform is on PATH".
 describe('what the real-tool run tests lack, said as it is', () => {
   it('names the sandbox when the tool is there, the tool when the sandbox is, both when both are missing', () => {
     expect(toolAndSandboxMissing('/usr/local/bin/terraform', 0)).toBe(

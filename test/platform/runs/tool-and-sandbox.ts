@@ -1,7 +1,7 @@
 /**
- * What a test of the real OpenTofu or Terraform in a run sandbox lacks on this machine, said as it is (the tool,
- * the sandbox, or both), or null when it has both: a newcomer with terraform and no bubblewrap is told to get
- * bubblewrap, not terraform.
+ * What a test of the real OpenTofu or Terraform in a run sandbox lacks on this machine, said as it
+ * is (the tool, the sandbox, or both), or null when it has both: a newcomer with terraform and no
+ * bubblewrap is told to get bubblewrap, not terraform.
  *
  * @example
  * toolAndSandboxMissing('/usr/local/bin/terraform', 0);

@@ -43,7 +43,10 @@ skippedWithout(missing === null ? null : `what a run leaves behind: ${missing}`)
 
 const TIMEOUT_S = 15;
 const GRACE_MS = 2000;
-/** A run is final within its timeout, the kill grace and 5 s to record it (the worker's bound), plus the test's own polling. */
+/**
+ * A run is final within its timeout, the kill grace and 5 s to record it (the worker's bound), plus
+ * the test's own polling.
+ */
 const FINAL_WITHIN_MS = TIMEOUT_S * 1000 + GRACE_MS + 5000 + 2000;
 const SETTINGS = {
   TOLLGATE_RUN_TIMEOUT_SECONDS: String(TIMEOUT_S),
@@ -95,7 +98,10 @@ interface Target {
   gateway: GatewayProcess;
   /** The owner's key: /v1 is sampled with it (the member's polls its runs, within its hourly limit). */
   ownerKey: string;
-  /** Applies the case's stack; the run once final (or as last seen at the bound), how long it took, its log, and every answer read. */
+  /**
+   * Applies the case's stack; the run once final (or as last seen at the bound), how long it took,
+   * its log, and every answer read.
+   */
   apply(stack: string, attack?: string): Promise<{ run: any; ms: number; log: string; answers: string }>;
   close(): Promise<void>;
 }
@@ -185,7 +191,8 @@ async function startTarget(env: Record<string, string>): Promise<Target> {
             run = (await call('GET', `/runs/${queued.body.id}`)).body;
             return ['APPLIED', 'FAILED', 'CANCELED'].includes(run.state);
           },
-          // Polled every 250 ms: the key's 1,000 requests an hour are shared by every run of this file.
+          // Polled every 250 ms: the key's 1,000 requests an hour are shared by every run of this
+          // file.
           { timeout: FINAL_WITHIN_MS, interval: 250, detail: () => run },
         ).catch(() => {});
         const ms = Date.now() - from;
@@ -273,7 +280,8 @@ describe.each(tool ? kinds : [])('what a run leaves behind is untrusted ($name)'
     expect(run.state, run.failure).toBe('APPLIED');
     expect(run.outputs).toBeNull();
     expect(log).toContain('TOLLGATE_RUN_OUTPUTS_KB');
-    // The run and the runs list hold no output past the bound (the log, cut at its own bound, shows what apply printed).
+    // The run and the runs list hold no output past the bound (the log, cut at its own bound, shows
+    // what apply printed).
     expect(JSON.stringify(run).length).toBeLessThan(16 * 1024);
   }, 60_000);
 

@@ -109,7 +109,8 @@ describe.each(hasPostgres ? kinds : [])('run workers in two gateway processes ($
     expect(new Set(await claimantPids(ended.map((run) => run.id)))).toEqual(
       new Set(workers.map((worker) => worker.child.pid)),
     );
-    // Four at a time (two processes, two workers each) in three waves of Docker sandboxes: a loaded CI machine needed more than 45 s.
+    // Four at a time (two processes, two workers each) in three waves of Docker sandboxes: a loaded
+    // CI machine needed more than 45 s.
   }, 180_000);
 
   it('the run of a worker that is killed fails once its claim has expired, on the other worker', async () => {
@@ -125,7 +126,8 @@ describe.each(hasPostgres ? kinds : [])('run workers in two gateway processes ($
     );
     const [claimantPid] = await claimantPids([queued.body.id]);
     const claimant = workers.find((worker) => worker.child.pid === claimantPid)!;
-    // The sandbox dies with the gateway that started it (bwrap --die-with-parent; the container's stdin closes): nothing is left running.
+    // The sandbox dies with the gateway that started it (bwrap --die-with-parent; the container's
+    // stdin closes): nothing is left running.
     await claimant.child.stop('SIGKILL');
     const killedAt = Date.now();
     const run = await runEnded(owner, queued.body.id, 10_000);

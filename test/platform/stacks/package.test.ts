@@ -28,7 +28,10 @@ function zipOf(files: FileSpec[]): Promise<Buffer> {
   });
 }
 
-/** Replaces every occurrence of an entry name's bytes (same length), in local and central headers: names yazl would refuse to write. */
+/**
+ * Replaces every occurrence of an entry name's bytes (same length), in local and central headers:
+ * names yazl would refuse to write.
+ */
 function renamed(zip: Buffer, from: string, to: string): Buffer {
   expect(to.length).toBe(from.length);
   const out = Buffer.from(zip);

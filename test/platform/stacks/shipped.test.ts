@@ -4,7 +4,8 @@ import { readStackPackage } from '../../../src/platform/stacks/package.js';
 import { loadShippedStacks } from '../../../src/platform/stacks/shipped.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
-// By a name TypeScript does not follow: the parser's typings would pull the DOM's into the project (see src/platform/stacks/package.ts).
+// By a name TypeScript does not follow: the parser's typings would pull the DOM's into the project
+// (see src/platform/stacks/package.ts).
 const HCL_PARSER = '@cdktn/hcl2json';
 const parseHcl = async (name: string, text: string) =>
   ((await import(HCL_PARSER)) as { parse(n: string, t: string): Promise<unknown> }).parse(name, text);
@@ -97,7 +98,8 @@ describe('the stacks shipped in stacks/', () => {
         for (const variable of Object.keys(parsed.variable ?? {})) variables.add(variable);
       }
       for (const input of row.inputs) expect(variables, `${row.name}: ${input.name}`).toContain(input.name);
-      // Every declared variable that is not the platform's is an input of the manifest, so the catalog shows it.
+      // Every declared variable that is not the platform's is an input of the manifest, so the
+      // catalog shows it.
       for (const variable of variables)
         if (!variable.startsWith('tollgate_'))
           expect(

@@ -6,8 +6,9 @@ import { startTcpProxy, type TcpProxy } from '../../helpers/tcp-proxy.js';
 
 const available = await postgresAvailable();
 
-// A database restarted or failed over cuts connections the gateway is still opening. What its driver does then must
-// reach the caller as an error: an unhandled rejection ends a Node process, and with it every stream it serves.
+// A database restarted or failed over cuts connections the gateway is still opening. What its
+// driver does then must reach the caller as an error: an unhandled rejection ends a Node process,
+// and with it every stream it serves.
 describe.runIf(available)('a PostgreSQL connection cut at its first statement', () => {
   let proxy: TcpProxy;
   let url: string;
@@ -32,7 +33,8 @@ describe.runIf(available)('a PostgreSQL connection cut at its first statement', 
   });
 
   it('fails the statement that needed it, with an error its caller catches, and nothing else', async () => {
-    // Every statement the driver sends on a new connection holds "select": the first one seen is cut.
+    // Every statement the driver sends on a new connection holds "select": the first one seen is
+    // cut.
     proxy.cutAt('select');
     await expect(openStore({ databaseUrl: url, dataDir: 'memory://', poolSize: 1 })).rejects.toThrow();
     const store = await openStore({ databaseUrl: url, dataDir: 'memory://', poolSize: 1 });

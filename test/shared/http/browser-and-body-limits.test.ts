@@ -117,7 +117,8 @@ describe('TOLLGATE_CORS_ORIGINS=none', () => {
 
 describe('management request bodies are bounded', () => {
   let gateway: TestGateway;
-  // Nothing of a refused body is read to let the client finish (oversized-bodies.test.ts has the drain): what is read is only what counts.
+  // Nothing of a refused body is read to let the client finish (oversized-bodies.test.ts has the
+  // drain): what is read is only what counts.
   beforeAll(async () => (gateway = await startTestGateway('pglite', { TOLLGATE_OVERSIZE_DRAIN_BYTES: '0' })));
   afterAll(() => gateway?.close());
 
@@ -211,7 +212,8 @@ describe('a 413 leaves a keep-alive client able to go on', () => {
           );
         },
       );
-      // The gateway answers before the client has sent the whole body; what it does with the rest is the point.
+      // The gateway answers before the client has sent the whole body; what it does with the rest
+      // is the point.
       request.on('error', (error: NodeJS.ErrnoException) =>
         error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error),
       );
@@ -237,7 +239,8 @@ describe('a 413 leaves a keep-alive client able to go on', () => {
       expect(refused.status).toBe(413);
       const next = await send(agent, '/health', {});
       expect(next.status).toBe(200);
-      // Announcing keep-alive and then closing is what broke clients (UND_ERR_SOCKET on their next request).
+      // Announcing keep-alive and then closing is what broke clients (UND_ERR_SOCKET on their next
+      // request).
       if (refused.connection !== 'close') expect(next.socket).toBe(refused.socket);
     } finally {
       agent.destroy();

@@ -3,18 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { csvLine, csvLines, csvText } from '../../../src/shared/http/csv.js';
 
 /**
- * The gateway writes CSV itself (src/shared/http/csv.ts: csv-stringify made kilobytes of garbage a row); these
- * hold it to csv-stringify's bytes with the options the gateway used, over every kind of cell and the strings a
- * hostile tenant names things with (formulas, quotes, line breaks, full-width signs).
+ * The gateway writes CSV itself (src/shared/http/csv.ts: csv-stringify made kilobytes of garbage a
+ * row); these hold it to csv-stringify's bytes with the options the gateway used, over every kind
+ * of cell and the strings a hostile tenant names things with (formulas, quotes, line breaks,
+ * full-width signs).
  */
 const LIBRARY_OPTIONS = {
   header: true,
   record_delimiter: 'windows',
   escape_formulas: true,
   cast: { boolean: (value: boolean) => String(value) },
-  // With a record delimiter set, csv-stringify quotes only that exact sequence: a lone line feed or carriage
-  // return in a cell went out bare, and a reader took it as a new row (a key named "x\n=cmd" wrote a row of its
-  // own, past the formula guard). The gateway quotes both, as RFC 4180 asks.
+  // With a record delimiter set, csv-stringify quotes only that exact sequence: a lone line feed or
+  // carriage return in a cell went out bare, and a reader took it as a new row (a key named
+  // "x\n=cmd" wrote a row of its own, past the formula guard). The gateway quotes both, as RFC 4180
+  // asks.
   quote_record_delimiter: true,
 } as const;
 

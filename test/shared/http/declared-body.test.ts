@@ -9,10 +9,10 @@ import { until } from '../../helpers/wait.js';
 const STARTING_BALANCE = 5_000_000_000n;
 
 /**
- * Writes one HTTP/1.1 request by hand on its own connection: the head, then the body in `pieces` with a pause
- * between them (a slow client, or a body larger than one socket read), or only its first `cutAfter` bytes before the
- * connection closes (a client that leaves mid-body). Resolves with what came back: nothing when the connection closed
- * first.
+ * Writes one HTTP/1.1 request by hand on its own connection: the head, then the body in `pieces`
+ * with a pause between them (a slow client, or a body larger than one socket read), or only its
+ * first `cutAfter` bytes before the connection closes (a client that leaves mid-body). Resolves
+ * with what came back: nothing when the connection closed first.
  */
 function rawRequest(
   url: URL,
@@ -49,8 +49,9 @@ function rawRequest(
 }
 
 /**
- * The body of a request with a declared length is read straight from Node's request (`readJsonObject`): whole
- * however it arrives, and a client that leaves before its end leaves nothing behind.
+ * The body of a request with a declared length is read straight from Node's request
+ * (`readJsonObject`): whole however it arrives, and a client that leaves before its end leaves
+ * nothing behind.
  */
 describe('a request body of declared length', () => {
   let sim: RunningSimulator;

@@ -55,7 +55,8 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
       const error = (
         JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown; details?: unknown } }
       ).error;
-      // The generic API (and /auth) answer in the second spec's envelope: an upper-case code and details, no type.
+      // The generic API (and /auth) answer in the second spec's envelope: an upper-case code and
+      // details, no type.
       const generic = /^\/(api\/v1|auth)\/|^\/v1\/(users|projects|me|stacks|clusters)(\/|$|\?)/.test(path);
       const shaped = generic
         ? typeof error?.message === 'string' &&
@@ -286,7 +287,8 @@ describe.each(stores)('fuzzing every route (%s)', (store) => {
           if (who === 'owner') headers.authorization = `Bearer ${ownerKey}`;
           if (who === 'keyWithoutUser') headers.authorization = `Bearer ${secret}`;
           if (who === 'cookie') headers.cookie = `tollgate_session=${id}`;
-          // Never the owner's own id: a generated body must not delete or demote the caller mid-run.
+          // Never the owner's own id: a generated body must not delete or demote the caller
+          // mid-run.
           const path = route.replace('ID', id === userId ? 'x' : id);
           await expectNo5xx(
             method,

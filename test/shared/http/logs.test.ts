@@ -30,7 +30,10 @@ const outageLines = (lines: Line[]) =>
     (l) => (l.level === 'error' || l.level === 'warn') && /unreachable|reachable again|request failed/.test(l.message),
   );
 
-/** The outage lines are one when `what` became unreachable and one when it came back; a failure shows the lines (which error opened each outage). */
+/**
+ * The outage lines are one when `what` became unreachable and one when it came back; a failure
+ * shows the lines (which error opened each outage).
+ */
 function expectOneOutage(lines: Line[], what: string): void {
   const outage = outageLines(lines);
   expect(
@@ -39,7 +42,10 @@ function expectOneOutage(lines: Line[], what: string): void {
   ).toEqual([expect.stringMatching(new RegExp(`^${what} unreachable`)), `${what} reachable again`]);
 }
 
-/** Sends a request every 20 ms for `ms` and returns the statuses seen: the steady traffic an outage meets is the subject, not a wait. */
+/**
+ * Sends a request every 20 ms for `ms` and returns the statuses seen: the steady traffic an outage
+ * meets is the subject, not a wait.
+ */
 async function trickle(send: () => Promise<Response>, ms: number): Promise<number[]> {
   const statuses: number[] = [];
   const ends = Date.now() + ms;
@@ -123,7 +129,8 @@ describe.runIf(hasPostgres && hasRedis)('logs: once per outage, no secrets or qu
     const statuses = await trickle(chat, 3_000);
     await pgProxy.start();
     await untilOk(chat);
-    // The request path reads no database in steady state: a key it knows is served, its charges journaled.
+    // The request path reads no database in steady state: a key it knows is served, its charges
+    // journaled.
     expect(statuses.length).toBeGreaterThan(5);
     expect(statuses.every((s) => s === 200)).toBe(true);
     // The cut is seen by the catalog poll and the charge writer, and logged once each way.
@@ -132,9 +139,10 @@ describe.runIf(hasPostgres && hasRedis)('logs: once per outage, no secrets or qu
   }, 30_000);
 
   it('no line carries a key, its hash, or a query and its parameters', async () => {
-    // The database outage above logged a failed admission read, whose parameters are the key's hash; and here a
-    // statement the server refuses with the hash in its error message, logged as the gateway logs errors. (The `x` in
-    // front: a hash that starts with ten digits would be "out of range", not "invalid syntax".)
+    // The database outage above logged a failed admission read, whose parameters are the key's
+    // hash; and here a statement the server refuses with the hash in its error message, logged as
+    // the gateway logs errors. (The `x` in front: a hash that starts with ten digits would be "out
+    // of range", not "invalid syntax".)
     const hash = createHash('sha256').update(secret).digest('hex');
     const refused = await gateway.services.db
       .execute(sql`select ('x' || ${hash}::text)::int`)

@@ -132,7 +132,8 @@ describe('past TOLLGATE_OVERSIZE_DRAIN_BYTES the gateway stops reading', () => {
 
   it('closes without reading a body longer than the drain, and goes on serving', async () => {
     const outcome = await client(OPENAI_CHAT, { URL: gateway.baseURL, KEY: secret, BYTES: String(8 * 1024 * 1024) });
-    // The client may or may not get to read the 413 before the socket closes under it; either way it is not left waiting.
+    // The client may or may not get to read the 413 before the socket closes under it; either way
+    // it is not left waiting.
     if (outcome.status !== undefined) expect(outcome.status).toBe(413);
     else expect(outcome.error).toMatch(/EPIPE|ECONNRESET|other side closed|SocketError/);
     expect((await fetch(`${gateway.url}/health`)).status).toBe(200);

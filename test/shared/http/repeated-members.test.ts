@@ -52,7 +52,8 @@ describe('RepeatedMembers', () => {
 
   it('parses the body whole when the kept bytes stand anywhere but the top-level member', () => {
     const members = new RepeatedMembers();
-    // The same bytes inside a message's tool input, and other tools at the top: a hostile body, parsed as it is.
+    // The same bytes inside a message's tool input, and other tools at the top: a hostile body,
+    // parsed as it is.
     const otherTools = [{ name: 'Only', description: 'x', input_schema: { type: 'object' } }];
     const nested = bodyOf('', {
       messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'Only', input: { tools } }] }],
@@ -106,7 +107,8 @@ describe('RepeatedMembers', () => {
     const small = { model: 'm', tools: [{ name: 'a' }] };
     const first = read(members, 'key-a', bytesOf(small));
     expect(read(members, 'key-a', bytesOf(small)).tools).not.toBe(first.tools);
-    // Python's json.dumps writes ", " and ": ": not JSON.stringify's bytes, so nothing is kept (and not tried forever).
+    // Python's json.dumps writes ", " and ": ": not JSON.stringify's bytes, so nothing is kept (and
+    // not tried forever).
     const spaced = Buffer.from(JSON.stringify(bodyOf('x'), null, 1));
     const once = read(members, 'key-c', spaced);
     expect(read(members, 'key-c', spaced).tools).not.toBe(once.tools);

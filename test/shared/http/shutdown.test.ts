@@ -32,7 +32,8 @@ describe.skipIf(!ready)('SIGTERM drains the gateway without losing or leaving un
   let database: { url: string; drop(): Promise<void> };
   let sql: postgres.Sql;
   let gateway: GatewayProcess | undefined;
-  // Holds live in Redis, where a gateway that exits would leave them: the test checks that it gave them back.
+  // Holds live in Redis, where a gateway that exits would leave them: the test checks that it gave
+  // them back.
   const prefix = uniqueRedisPrefix();
 
   beforeAll(async () => {
@@ -96,7 +97,10 @@ describe.skipIf(!ready)('SIGTERM drains the gateway without losing or leaving un
     return { gateway, secret: key.secret, orgId: org.id };
   }
 
-  /** A raw HTTP/1.1 connection: one streamed chat request, and later a pipelined GET /health on the same connection. */
+  /**
+   * A raw HTTP/1.1 connection: one streamed chat request, and later a pipelined GET /health on the
+   * same connection.
+   */
   function rawStream(url: string, secret: string, maxTokens: number) {
     const { port } = new URL(url);
     const socket = net.connect(Number(port), '127.0.0.1');
@@ -155,7 +159,8 @@ describe.skipIf(!ready)('SIGTERM drains the gateway without losing or leaving un
     const streams = Array.from({ length: 8 }, () => rawStream(g.url, secret, 40));
     await Promise.all(streams.map((s) => s.firstChunk));
     const json = Array.from({ length: 4 }, () => chatJson(g.url, secret));
-    // All twelve are at the engine (the streams run for about 0.8 s): in flight when the signal comes.
+    // All twelve are at the engine (the streams run for about 0.8 s): in flight when the signal
+    // comes.
     await until('the 8 streams and 4 JSON requests run at the engine', () => sim.stats().running === 12, {
       timeout: 5_000,
       interval: 5,

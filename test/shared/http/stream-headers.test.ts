@@ -6,7 +6,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { headersWithFirstChunk, STREAM_HEADERS_WAIT_MS } from '../../../src/shared/http/request.js';
 import { until } from '../../helpers/wait.js';
 
-/** A stream like a relayed engine's: its first chunk ready as soon as it is asked for, the next one `laterMs` later. */
+/**
+ * A stream like a relayed engine's: its first chunk ready as soon as it is asked for, the next one
+ * `laterMs` later.
+ */
 function engineLikeStream(firstAfterMs: number, laterMs = 30): ReadableStream<Uint8Array> {
   const chunks = ['data: first\n\n', 'data: second\n\n'];
   const encoder = new TextEncoder();
@@ -121,11 +124,13 @@ describe('a stream’s headers leave with its first chunk (headersWithFirstChunk
     const closed = new Promise<void>((resolve) => request.on('close', () => resolve()));
     request.on('error', () => {});
     await until('the server is handling the request', () => handled() === 1, { interval: 1 });
-    // Gone before the deferred flush is due (in the usual case); the server must not throw on its destroyed response.
+    // Gone before the deferred flush is due (in the usual case); the server must not throw on its
+    // destroyed response.
     request.destroy();
     await closed;
-    // A later request's answer ends after the first one's flush was due (its first chunk comes 100 ms after it began):
-    // the marker that the flush has run. The server still answers whole, and a throw in the flush would fail the file.
+    // A later request's answer ends after the first one's flush was due (its first chunk comes 100
+    // ms after it began): the marker that the flush has run. The server still answers whole, and a
+    // throw in the flush would fail the file.
     const { body } = await fetchTimed(port);
     expect(body).toBe('data: first\n\ndata: second\n\n');
     expect(handled()).toBe(2);

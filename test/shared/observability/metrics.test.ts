@@ -74,7 +74,8 @@ describe('GET /metrics after known traffic', () => {
     const countDelta = (name: string, labels: Record<string, string>) =>
       after.count(name, labels) - before.count(name, labels);
 
-    // Requests: 5 chat answers (JSON, stream, the limited key's first, the miss and the hit), 1 embedding, one 429, one 402.
+    // Requests: 5 chat answers (JSON, stream, the limited key's first, the miss and the hit), 1
+    // embedding, one 429, one 402.
     const requests = (route: string, model: string, status: string, code = '') =>
       delta('tollgate_requests_total', { route, model, status, code });
     expect(requests(CHAT, 'sim-chat', '200')).toBe(5);
@@ -86,14 +87,16 @@ describe('GET /metrics after known traffic', () => {
     expect(delta('tollgate_cache_lookups_total', { result: 'hit' })).toBe(1);
     expect(delta('tollgate_cache_lookups_total', { result: 'miss' })).toBe(1);
 
-    // Histograms: one duration per request, one time-to-first-token (the stream), one overhead per call that reached an engine.
+    // Histograms: one duration per request, one time-to-first-token (the stream), one overhead per
+    // call that reached an engine.
     expect(countDelta('tollgate_request_duration_seconds', { route: CHAT, model: 'sim-chat' })).toBe(7);
     expect(countDelta('tollgate_request_duration_seconds', { route: EMBED, model: 'sim-embed' })).toBe(1);
     expect(countDelta('tollgate_time_to_first_token_seconds', { model: 'sim-chat' })).toBe(1);
     expect(countDelta('tollgate_gateway_overhead_seconds', { route: CHAT })).toBe(4);
     expect(countDelta('tollgate_gateway_overhead_seconds', { route: EMBED })).toBe(1);
 
-    // Tokens as the engine reported them to the clients (a cache hit is free and not counted); spend as the wallets saw it.
+    // Tokens as the engine reported them to the clients (a cache hit is free and not counted);
+    // spend as the wallets saw it.
     const chatUsages = [usages[0]!, usages[1]!, usages[3]!, usages[4]!];
     expect(delta('tollgate_tokens_total', { model: 'sim-chat', kind: 'prompt' })).toBe(
       chatUsages.reduce((sum, u) => sum + u.prompt_tokens, 0),

@@ -11,8 +11,9 @@ import { startSimulator } from '../../../src/sim/server.js';
 import type { RunningSimulator } from '../../../src/sim/types.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
-// Traces with the SDK's in-memory exporter: one span per request, children for admission, the upstream
-// call, the relay and the charge, and the W3C traceparent the engine received naming the upstream span.
+// Traces with the SDK's in-memory exporter: one span per request, children for admission, the
+// upstream call, the relay and the charge, and the W3C traceparent the engine received naming the
+// upstream span.
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 
@@ -210,7 +211,8 @@ describe('traces off (no OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
         .create({ model: 'sim-embed', input: 'x' })
         .withResponse();
       expect(response.headers.get('traceparent')).toBeNull();
-      // No global context manager: the API's default (no-op) one has no AsyncLocalStorage behind it.
+      // No global context manager: the API's default (no-op) one has no AsyncLocalStorage behind
+      // it.
       const { context } = await import('@opentelemetry/api');
       expect((context as unknown as { _getContextManager(): object })._getContextManager().constructor.name).toBe(
         'NoopContextManager',
@@ -259,7 +261,8 @@ describe('traces over OTLP/HTTP', () => {
       expect(
         received.every((r) => r.method === 'POST' && r.path === '/v1/traces' && r.type === 'application/x-protobuf'),
       ).toBe(true);
-      // Protobuf keeps strings as UTF-8 bytes: the service and the request's span name are in the export.
+      // Protobuf keeps strings as UTF-8 bytes: the service and the request's span name are in the
+      // export.
       expect(body.includes(Buffer.from('tollgate-otlp-test'))).toBe(true);
       expect(body.includes(Buffer.from('POST /v1/embeddings'))).toBe(true);
       expect(body.includes(Buffer.from('tollgate.upstream'))).toBe(true);

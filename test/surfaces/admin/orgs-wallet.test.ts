@@ -83,7 +83,8 @@ describe('admin API: organizations, projects, wallet', () => {
     const orgId = await newOrg();
     const created = await h.call('POST', `/orgs/${orgId}/projects`, { name: 'search' });
     expect(created.status).toBe(201);
-    // The project as the generic API shows it (one view for both surfaces), marked as a project; an operator's has no creator.
+    // The project as the generic API shows it (one view for both surfaces), marked as a project; an
+    // operator's has no creator.
     expect(created.body).toEqual({
       id: expect.stringMatching(/^proj_/),
       object: 'project',

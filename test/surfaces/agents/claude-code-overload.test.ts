@@ -19,16 +19,17 @@ import { skippedWithout } from '../../helpers/skips.js';
 import { until } from '../../helpers/wait.js';
 
 /**
- * Claude Code on a full fleet (docs/fair-sharing.md): one engine replica that runs one sequence, held by another
- * client's long stream; Claude Code's request waits TOLLGATE_FLOW_MAX_WAIT_MS and is answered 529
- * `overloaded_error`. Claude Code retries by itself; once the fleet has room (the stream ends) it gets its answer,
- * and only that request is billed.
+ * Claude Code on a full fleet (docs/fair-sharing.md): one engine replica that runs one sequence,
+ * held by another client's long stream; Claude Code's request waits TOLLGATE_FLOW_MAX_WAIT_MS and
+ * is answered 529 `overloaded_error`. Claude Code retries by itself; once the fleet has room (the
+ * stream ends) it gets its answer, and only that request is billed.
  */
 const missing = agentMissing('claude', 'Claude Code');
 skippedWithout(missing);
 const run = promisify(execFile);
 const ADMIN_TOKEN = 'claude-overload-operator-token-0123456789';
-// What the engine reports for Claude Code's one turn (the script fixes it), and the price set below.
+// What the engine reports for Claude Code's one turn (the script fixes it), and the price set
+// below.
 const turn = { prompt: 2345, completion: 7 };
 const price = { input: 150n, output: 600n };
 
@@ -42,7 +43,8 @@ describe.skipIf(missing !== null)('Claude Code answered 529 on a full fleet (cla
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-claude-overload-'));
-    // Turn 0 is Claude Code's; turn 2 (two answers in its history) the holder's, long enough to outlast a slow start.
+    // Turn 0 is Claude Code's; turn 2 (two answers in its history) the holder's, long enough to
+    // outlast a slow start.
     const turns = [
       { content: 'Through the queue at last.', prompt_tokens: turn.prompt, completion_tokens: turn.completion },
       { content: 'unused' },
@@ -101,7 +103,10 @@ describe.skipIf(missing !== null)('Claude Code answered 529 on a full fleet (cla
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** What the gateway answered at once on /v1/messages (streams aside): each status's count (`tollgate_requests_total`). */
+  /**
+   * What the gateway answered at once on /v1/messages (streams aside): each status's count
+   * (`tollgate_requests_total`).
+   */
   const messagesAnswered = async () => {
     const text = await (
       await fetch(`${gateway!.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
@@ -154,7 +159,8 @@ describe.skipIf(missing !== null)('Claude Code answered 529 on a full fleet (cla
         ANTHROPIC_SMALL_FAST_MODEL: 'sim-chat',
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
       },
-      // Not a timing check: a bound on a child that should end on its own, so a hung agent fails the test.
+      // Not a timing check: a bound on a child that should end on its own, so a hung agent fails
+      // the test.
       timeout: 90_000,
     });
     // The overload is brief: the fleet frees as soon as Claude Code has been refused once.
@@ -168,13 +174,15 @@ describe.skipIf(missing !== null)('Claude Code answered 529 on a full fleet (cla
       throw e;
     });
     expect(stdout).toContain('Through the queue at last.');
-    // Answered at once on /v1/messages only with 529s (a stream is counted as it ends, under its task's route).
+    // Answered at once on /v1/messages only with 529s (a stream is counted as it ends, under its
+    // task's route).
     expect(Object.keys(await messagesAnswered())).toEqual(['529']);
 
     const response = await fetch(`${gateway!.url}/v1/usage/requests`, { headers: { authorization: `Bearer ${key}` } });
     const { data } = (await response.json()) as { data: UsageRow[] };
     const messages = data.filter((r) => r.endpoint === 'messages');
-    // Its one request, tried until it got through: one answer billed, at the engine's count; the 529s cost nothing.
+    // Its one request, tried until it got through: one answer billed, at the engine's count; the
+    // 529s cost nothing.
     expect(messages.map((r) => [r.status, r.prompt_tokens, r.completion_tokens, r.cost_nanos])).toEqual([
       [
         200,

@@ -8,17 +8,18 @@ import { skippedWithout } from '../../helpers/skips.js';
 import { agentMissing, type ScriptedGateway, startScriptedGateway } from '../../helpers/agents.js';
 
 /**
- * Claude Code, installed as its users install it (`npm install -g @anthropic-ai/claude-code`; CI pins
- * the version in `.ci/run`), pointed at the gateway as docs/agents.md says: `claude -p` on the embedded
- * default, whose simulator answers from a script. The first turn calls Claude Code's Write tool, the
- * second says it is done; Claude Code writes the file, and both of its requests are billed as
- * `messages` at exactly the usage the engine reported.
+ * Claude Code, installed as its users install it (`npm install -g @anthropic-ai/claude-code`; CI
+ * pins the version in `.ci/run`), pointed at the gateway as docs/agents.md says: `claude -p` on the
+ * embedded default, whose simulator answers from a script. The first turn calls Claude Code's Write
+ * tool, the second says it is done; Claude Code writes the file, and both of its requests are
+ * billed as `messages` at exactly the usage the engine reported.
  */
 const missing = agentMissing('claude', 'Claude Code');
 skippedWithout(missing);
 const run = promisify(execFile);
 
-// The engine's usage for each turn: the script fixes it, so the usage records can be checked to the token.
+// The engine's usage for each turn: the script fixes it, so the usage records can be checked to the
+// token.
 const turns = [
   { prompt: 1234, completion: 21 },
   { prompt: 1300, completion: 5 },
@@ -47,7 +48,8 @@ describe.skipIf(missing !== null)('Claude Code through /v1/messages (claude -p)'
     const { stdout } = await run('claude', ['-p', 'Write the file made.txt', '--allowedTools', 'Write'], {
       cwd: work,
       env: claudeEnv(gateway.url, key, path.join(dir, 'home')),
-      // Not a timing check: a bound on a child that should end on its own, so a hung agent fails the test.
+      // Not a timing check: a bound on a child that should end on its own, so a hung agent fails
+      // the test.
       timeout: 120_000,
     });
     expect(stdout).toContain('The file is written.');
@@ -92,7 +94,10 @@ interface UsageRow {
   cost_nanos: string;
 }
 
-/** The simulator's script: turn 0 calls Write on `file`, turn 1 (after the tool's result) answers in text. */
+/**
+ * The simulator's script: turn 0 calls Write on `file`, turn 1 (after the tool's result) answers in
+ * text.
+ */
 function scriptFor(file: string): string {
   const write = { name: 'Write', arguments: { file_path: file, content: 'written by the gateway test\n' } };
   return [
@@ -105,8 +110,8 @@ function scriptFor(file: string): string {
 
 /**
  * docs/agents.md's settings, and nothing of this process's environment but PATH: no key of the
- * machine's own reaches Claude Code, its HOME and temporary folder are the test's, and it calls nothing
- * but the gateway.
+ * machine's own reaches Claude Code, its HOME and temporary folder are the test's, and it calls
+ * nothing but the gateway.
  */
 function claudeEnv(url: string, key: string, home: string): NodeJS.ProcessEnv {
   return {

@@ -8,17 +8,19 @@ import type { GatewayProcess } from '../../helpers/processes.js';
 import { skippedWithout } from '../../helpers/skips.js';
 
 /**
- * Codex CLI, installed as its users install it (`npm install -g @openai/codex`; CI pins the version in
- * `.ci/run`), pointed at the gateway as docs/agents.md says: a `[model_providers.tollgate]` block with
- * `wire_api = "responses"`, and `codex exec` on the embedded default, whose simulator answers from a
- * script. The first turn calls Codex's `exec_command` tool, the second says it is done; Codex runs the
- * command, and both of its requests are billed as `responses` at exactly the usage the engine reported.
+ * Codex CLI, installed as its users install it (`npm install -g @openai/codex`; CI pins the version
+ * in `.ci/run`), pointed at the gateway as docs/agents.md says: a `[model_providers.tollgate]`
+ * block with `wire_api = "responses"`, and `codex exec` on the embedded default, whose simulator
+ * answers from a script. The first turn calls Codex's `exec_command` tool, the second says it is
+ * done; Codex runs the command, and both of its requests are billed as `responses` at exactly the
+ * usage the engine reported.
  */
 const missing = agentMissing('codex', 'Codex CLI');
 skippedWithout(missing);
 const run = promisify(execFile);
 
-// The engine's usage for each turn: the script fixes it, so the usage records can be checked to the token.
+// The engine's usage for each turn: the script fixes it, so the usage records can be checked to the
+// token.
 const turns = [
   { prompt: 9876, completion: 17 },
   { prompt: 9950, completion: 4 },
@@ -52,7 +54,8 @@ describe.skipIf(missing !== null)('Codex CLI through /v1/responses (codex exec)'
       {
         cwd: work,
         env: { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, TMPDIR: home, TOLLGATE_API_KEY: key },
-        // Not a timing check: a bound on a child that should end on its own, so a hung agent fails the test.
+        // Not a timing check: a bound on a child that should end on its own, so a hung agent fails
+        // the test.
         timeout: 120_000,
       },
     );
@@ -98,7 +101,10 @@ interface UsageRow {
   cost_nanos: string;
 }
 
-/** docs/agents.md's `~/.codex/config.toml`, with the update check and analytics off so Codex calls only the gateway. */
+/**
+ * docs/agents.md's `~/.codex/config.toml`, with the update check and analytics off so Codex calls
+ * only the gateway.
+ */
 function codexConfig(url: string): string {
   return [
     'model = "sim-chat"',
@@ -117,7 +123,10 @@ function codexConfig(url: string): string {
   ].join('\n');
 }
 
-/** The simulator's script: turn 0 calls exec_command, turn 1 (after the command's output) answers in text. */
+/**
+ * The simulator's script: turn 0 calls exec_command, turn 1 (after the command's output) answers in
+ * text.
+ */
 function script(): string {
   const command = { name: 'exec_command', arguments: { cmd: 'echo made by codex > made.txt' } };
   return [

@@ -5,9 +5,10 @@ import { apiAs, orgWithUsers, signIn, type TestUser } from './harness.js';
 const stores = await availableStores();
 
 /**
- * Budgets where people set them: a project's in the generic API (`/api/v1/projects/{id}/budget`), a key's or a
- * project's in the portal (`/portal/budgets/...`). Owners set them; members see them; a user of another
- * organization can neither read nor set them (404, as for anything of another tenant's).
+ * Budgets where people set them: a project's in the generic API (`/api/v1/projects/{id}/budget`), a
+ * key's or a project's in the portal (`/portal/budgets/...`). Owners set them; members see them; a
+ * user of another organization can neither read nor set them (404, as for anything of another
+ * tenant's).
  */
 describe.each(stores)('budgets in the API and the portal (%s)', (store) => {
   let gateway: TestGateway;

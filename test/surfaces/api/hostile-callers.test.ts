@@ -19,7 +19,8 @@ describe.each(cases)('generic API under a hostile caller ($store, limits in $lim
   const prefix = uniqueRedisPrefix();
 
   beforeAll(async () => {
-    // 127.0.0.1 is a trusted proxy here: each test counts under an X-Forwarded-For address of its own.
+    // 127.0.0.1 is a trusted proxy here: each test counts under an X-Forwarded-For address of its
+    // own.
     gateway = await startTestGateway(store, {
       TOLLGATE_PASSWORD_COST: '10',
       TOLLGATE_TRUSTED_PROXIES: 'loopback',
@@ -33,7 +34,10 @@ describe.each(cases)('generic API under a hostile caller ($store, limits in $lim
     if (limits === 'redis') await deleteRedisPrefix(prefix);
   });
 
-  /** With the limits in Redis, checks that Redis holds `count` under `key`: the headers came from there, not from this process. */
+  /**
+   * With the limits in Redis, checks that Redis holds `count` under `key`: the headers came from
+   * there, not from this process.
+   */
   const expectCountInRedis = async (key: string, count: number) => {
     if (limits === 'redis') expect(await redisWindowCount(prefix, key), key).toBe(count);
   };
@@ -101,7 +105,8 @@ describe.each(cases)('generic API under a hostile caller ($store, limits in $lim
     // Signing out is a change too: another site cannot end the session.
     expect((await send('POST', '/auth/sign-out', { origin: 'https://evil.example' })).status).toBe(403);
     expect((await send('GET', '/api/v1/me', {})).status).toBe(200);
-    // The portal's own pages (same origin, or the browser saying so) and non-browser clients still may.
+    // The portal's own pages (same origin, or the browser saying so) and non-browser clients still
+    // may.
     expect(
       (await send('POST', '/api/v1/projects', { origin: gateway.url }, JSON.stringify({ name: 'from here' }))).status,
     ).toBe(201);

@@ -6,9 +6,10 @@ import { apiAs, orgWithUsers, type TestUser } from './harness.js';
 const stores = await availableStores();
 
 /**
- * A key's priority band set by its organization (`PATCH /api/v1/keys/{id}`, docs/fair-sharing.md): owners and admins
- * choose `default`, `background` or `batch`; `interactive`, served before every other organization's requests, is the
- * operator's to grant. A member is refused (403), another organization's user finds no such key (404).
+ * A key's priority band set by its organization (`PATCH /api/v1/keys/{id}`, docs/fair-sharing.md):
+ * owners and admins choose `default`, `background` or `batch`; `interactive`, served before every
+ * other organization's requests, is the operator's to grant. A member is refused (403), another
+ * organization's user finds no such key (404).
  */
 describe.each(stores)("a key's band through the generic API (%s)", (store) => {
   let gateway: TestGateway;

@@ -59,7 +59,10 @@ describe.skipIf(!ready)('generic API rate limits across two replicas sharing Red
     if (tmp) await rm(tmp, { recursive: true, force: true });
   }, 60_000);
 
-  /** `count` requests spread over both replicas, `parallel` at a time; answers their statuses and the last response. */
+  /**
+   * `count` requests spread over both replicas, `parallel` at a time; answers their statuses and
+   * the last response.
+   */
   async function spread(count: number, path: string, headers: Record<string, string>): Promise<number[]> {
     const statuses: number[] = [];
     for (let sent = 0; sent < count; sent += 50) {

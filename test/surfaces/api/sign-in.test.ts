@@ -13,7 +13,8 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
   const prefix = uniqueRedisPrefix();
 
   beforeAll(async () => {
-    // A real (if low) scrypt cost, so an unknown email's decoy check costs measurable time; 127.0.0.1 is a trusted proxy here.
+    // A real (if low) scrypt cost, so an unknown email's decoy check costs measurable time;
+    // 127.0.0.1 is a trusted proxy here.
     const env = { TOLLGATE_PASSWORD_COST: '13', TOLLGATE_TRUSTED_PROXIES: '127.0.0.1', ...limitsEnv(limits, prefix) };
     gateway = await startTestGateway(store, env, { log: createLogger('debug', (line) => logLines.push(line)) });
   });
@@ -22,7 +23,10 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
     if (limits === 'redis') await deleteRedisPrefix(prefix);
   });
 
-  /** With the limits in Redis, checks that Redis holds `count` under `key`: the lock came from there, not from this process. */
+  /**
+   * With the limits in Redis, checks that Redis holds `count` under `key`: the lock came from
+   * there, not from this process.
+   */
   const expectCountInRedis = async (key: string, count: number) => {
     if (limits === 'redis') expect(await redisWindowCount(prefix, key), key).toBe(count);
   };
@@ -50,7 +54,8 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
     expect((await withCookie(gateway, plain.cookie!, 'GET', '/api/v1/me')).body.id).toBe(users[0]!.id);
     const me = (cookie: string) => fetch(`${gateway.url}/api/v1/me`, { headers: { cookie, ...https } });
     expect((await me(proxied.cookie!)).status).toBe(200);
-    // Over HTTPS only the __Host- name is read: a plain-named cookie (which another host may set for a parent domain) is nobody.
+    // Over HTTPS only the __Host- name is read: a plain-named cookie (which another host may set
+    // for a parent domain) is nobody.
     expect((await me(plain.cookie!)).status).toBe(401);
   });
 
@@ -74,7 +79,8 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
         error: { code: 'UNAUTHORIZED', message: 'The email or the password is wrong.', details: [] },
       });
     }
-    // Both check a password hash: an unknown email is not answered faster (medians, with room for noise).
+    // Both check a password hash: an unknown email is not answered faster (medians, with room for
+    // noise).
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
     expect(median(unknown.map((a) => a.ms))).toBeGreaterThan(median(wrong.map((a) => a.ms)) * 0.4);
   });
@@ -107,11 +113,13 @@ describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, l
     // Its own client address, so the per-address count of other tests does not interfere.
     const from = { 'x-forwarded-for': '203.0.113.20' };
     for (let i = 0; i < 5; i++) expect((await signIn(gateway, email, 'wrong-password-here', from)).status).toBe(401);
-    // Spellings that normalize to the same address share its counter: locked, even with the right password.
+    // Spellings that normalize to the same address share its counter: locked, even with the right
+    // password.
     for (const spelling of [email.toUpperCase(), `\uFF4D${email.slice(1)}`, ` ${email.replace('mini', 'MINI')} `]) {
       expect((await signIn(gateway, spelling, password, from)).status).toBe(429);
     }
-    // U+0130 (İ) lower-cases to i + a combining dot: another address, which is nobody's, whatever the store's locale.
+    // U+0130 (İ) lower-cases to i + a combining dot: another address, which is nobody's, whatever
+    // the store's locale.
     const dotted = await signIn(gateway, email.replace('mini', 'm\u0130ni'), password, from);
     expect(dotted.status).toBe(401);
     expect(dotted.cookie).toBeNull();

@@ -222,7 +222,8 @@ describe.each(stores)('generic API: the stack catalog (%s)', (store) => {
     const zip = async (name: string, description: string) =>
       zipOf({ 'manifest.json': manifest(name, { description }), 'main.tf': '' });
     const name = `scoped-${Math.random().toString(36).slice(2, 8)}`;
-    // Alice's organization has a private stack of this name; another organization may add one too: a 409 would tell it that Alice's exists.
+    // Alice's organization has a private stack of this name; another organization may add one too:
+    // a 409 would tell it that Alice's exists.
     expect((await upload(alice.key, await zip(name, 'alice'))).status).toBe(201);
     const theirs = await upload(other.key, await zip(name, 'theirs'));
     expect(theirs.status).toBe(201);
@@ -238,14 +239,16 @@ describe.each(stores)('generic API: the stack catalog (%s)', (store) => {
     expect((await apiAs(gateway, other.key)('GET', `/stacks/${name}`)).body.description).toBe('theirs');
     // Within an organization a name is one stack: Bob (Alice's organization) may not add another.
     expect((await upload(bob.key, await zip(name, 'bob'))).status).toBe(409);
-    // A platform admin sees both: the name is ambiguous to them (409 naming the ids), the id is not.
+    // A platform admin sees both: the name is ambiguous to them (409 naming the ids), the id is
+    // not.
     const ambiguous = await apiAs(gateway, admin.key)('GET', `/stacks/${name}`);
     expect(ambiguous.status).toBe(409);
     expect(ambiguous.body.error.details[0].message).toContain(theirs.body.id);
     expect((await apiAs(gateway, admin.key)('GET', `/stacks/${theirs.body.id}`)).body.description).toBe('theirs');
     // Another user reaches a private stack by its id no more than by its name.
     expect((await apiAs(gateway, alice.key)('GET', `/stacks/${theirs.body.id}`)).status).toBe(404);
-    // A global name is everyone's: no private stack takes it, and no global stack takes a name a private one has.
+    // A global name is everyone's: no private stack takes it, and no global stack takes a name a
+    // private one has.
     expect((await upload(other.key, await zip('observability', 'mine'))).status).toBe(409);
     expect((await upload(admin.key, await zip(name, 'global'))).status).toBe(409);
     // Deleting one organization's stack leaves the other's.

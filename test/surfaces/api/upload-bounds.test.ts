@@ -123,8 +123,9 @@ describe.each(stores)('stack uploads are bounded (%s)', (store) => {
     const held = await slowUpload(alice.key, await packageOf('alice-held'));
     await reading(1);
     const { body, type } = await multipart(await packageOf('alice-trickle'));
-    // The body arrives over about 2 s, as a large upload over a slow link does: the server must not close the
-    // socket under the client (Hono's node server drains an unread body for only 500 ms before it does).
+    // The body arrives over about 2 s, as a large upload over a slow link does: the server must not
+    // close the socket under the client (Hono's node server drains an unread body for only 500 ms
+    // before it does).
     const padded = Buffer.concat([body, Buffer.alloc(20 * 64 * 1024 - body.length)]);
     let sent = 0;
     const trickle = new ReadableStream<Uint8Array>({

@@ -33,7 +33,10 @@ const stores = await availableStores();
 const UPLOADS = 12;
 const STORED_BYTES_BOUND = 25 * 1024 * 1024;
 
-/** A valid stack package just under the 10 MiB limit: a module, and random bytes that do not compress. */
+/**
+ * A valid stack package just under the 10 MiB limit: a module, and random bytes that do not
+ * compress.
+ */
 async function tenMiBPackage(name: string): Promise<Buffer> {
   const zip = await zipOf({
     'manifest.json': JSON.stringify({ name, title: `The ${name} stack` }),
@@ -88,7 +91,10 @@ describe.each(stores)('twelve concurrent 10 MiB uploads by one user (%s)', (stor
     key = (await made('POST', `/orgs/${org.id}/keys`, { name: 'm', user_id: user.id })).secret;
   });
 
-  /** An operator call that must answer 201; else the test stops here, with the answer and the gateway's log. */
+  /**
+   * An operator call that must answer 201; else the test stops here, with the answer and the
+   * gateway's log.
+   */
   async function made(method: string, route: string, body: unknown): Promise<any> {
     const answer = await operatorCall(gateway, method, route, body);
     if (answer.status !== 201) {
@@ -151,7 +157,8 @@ describe.each(stores)('twelve concurrent 10 MiB uploads by one user (%s)', (stor
       expect(refused.message).toMatch(/TOLLGATE_[A-Z_]+/);
       if (refused.status !== 409) expect(refused.retryAfter).toMatch(/^\d+$/);
     }
-    // The user's concurrency bound (TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER, 1 by default) refused the rest at once.
+    // The user's concurrency bound (TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER, 1 by default) refused the
+    // rest at once.
     expect(answers.some((answer) => answer.status === 429)).toBe(true);
     if (store === 'postgres') expect(peak - before).toBeLessThan(2 * sentMiB);
   }, 120_000);

@@ -307,7 +307,8 @@ describe.each(stores)('generic API: users (%s)', (store) => {
     const taken = a.users[0]!.email;
     const asOwnerB = apiAs(gateway, ownerB.key);
     const asMemberB = apiAs(gateway, memberB.key);
-    // The same 409 another organization's GET answers 404 for: it says the address has an account, nothing more.
+    // The same 409 another organization's GET answers 404 for: it says the address has an account,
+    // nothing more.
     expect((await asOwnerB('GET', `/users/${a.users[0]!.id}`)).status).toBe(404);
     for (const answer of [
       await asOwnerB('POST', '/users', { name: 'Probe', email: taken.toUpperCase(), password: 'a-long-password' }),
@@ -321,7 +322,8 @@ describe.each(stores)('generic API: users (%s)', (store) => {
       expect(JSON.stringify(answer.body)).not.toContain(a.orgId);
       expect(JSON.stringify(answer.body)).not.toContain(a.users[0]!.id);
     }
-    // A member cannot add users at all, and without the password cannot try their own email: 403 and 400 whether taken or not.
+    // A member cannot add users at all, and without the password cannot try their own email: 403
+    // and 400 whether taken or not.
     for (const email of [taken, `free-${Date.now()}@example.com`]) {
       expect((await asMemberB('POST', '/users', { name: 'Probe', email, password: 'a-long-password' })).status).toBe(
         403,

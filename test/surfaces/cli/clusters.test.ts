@@ -41,7 +41,8 @@ describe.skipIf(!sandboxed)('tollgate CLI: profiles, nodes, clusters and runs', 
   const asOperator = (args: string[]) => tollgate(args, { TOLLGATE_URL: gateway.url, TOLLGATE_ADMIN_TOKEN: OPERATOR });
   const asUser = (args: string[]) => tollgate(args, { TOLLGATE_URL: gateway.url, TOLLGATE_API_KEY: key });
 
-  // About twenty CLI processes, each a node start: 60 s, since on a loaded machine they took longer than the default 30.
+  // About twenty CLI processes, each a node start: 60 s, since on a loaded machine they took longer
+  // than the default 30.
   it('an operator registers a profile and nodes; a user creates a cluster, applies a stack, reads the run and its log, and deletes the cluster', async () => {
     expect((await asOperator(['profiles', 'add', '--name', 'l4x2', '--gpus', '2', '--gpu-model', 'L4'])).stdout).toBe(
       'Added profile l4x2: 2 GPUs per node (L4).\n',

@@ -201,7 +201,8 @@ describe('tollgate CLI: rate cards, conversion rates and cost reports', () => {
   });
 
   it("reports every organization's costs for a month", async () => {
-    // 12:00 to midnight at the deleted card's price is now unrated (12 h); midnight to 12:30 (12.5 h) at 5 + 8 × 1.5 = 17 USD an hour = 212.50 USD.
+    // 12:00 to midnight at the deleted card's price is now unrated (12 h); midnight to 12:30 (12.5
+    // h) at 5 + 8 × 1.5 = 17 USD an hour = 212.50 USD.
     const june = await tollgate('costs', 'report', '--month', '2025-06', '--json');
     expectSumsAddUp(june.json);
     expect(june.json.totals).toMatchObject({

@@ -41,7 +41,11 @@ export async function startGateway() {
   };
 }
 
-/** Runs `node bin/tollgate.mjs` with only the given TOLLGATE_* settings; `input`, when given, is piped to its standard input (a pipe: never a terminal); `cwd` is where it runs (the repository unless told). */
+/**
+ * Runs `node bin/tollgate.mjs` with only the given TOLLGATE_* settings; `input`, when given, is
+ * piped to its standard input (a pipe: never a terminal); `cwd` is where it runs (the repository
+ * unless told).
+ */
 export function tollgate(args: string[], env: Record<string, string>, input?: string, cwd = root): Promise<Run> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TOLLGATE_')));
   return new Promise((resolve) => {

@@ -18,7 +18,8 @@ import { repoRoot } from '../../helpers/processes.js';
 const run = promisify(execFile);
 const INSTALL_TIMEOUT_MS = 180_000;
 
-// npx sets npm_config_* (prefix, global, cache folder of this run): the install must see none of them.
+// npx sets npm_config_* (prefix, global, cache folder of this run): the install must see none of
+// them.
 const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
 
 describe('npm pack then npm install -g of the tarball', () => {

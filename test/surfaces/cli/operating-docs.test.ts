@@ -58,12 +58,14 @@ describe.skipIf(!hasZip)('docs/operating.md', () => {
     expect(blocks.length).toBeGreaterThanOrEqual(4);
     const script = blocks.join('\n');
     const commands = script.split('\n').filter((line) => line.includes('npx tollgate'));
-    // Every command the guide shows is in a marked block: what else names one is prose or the options table.
+    // Every command the guide shows is in a marked block: what else names one is prose or the
+    // options table.
     expect(guide.split('\n').filter((line) => line.includes('npx tollgate'))).toHaveLength(commands.length);
     expect(commands.length).toBeGreaterThan(30);
     expect(script, 'a placeholder in a runnable block').not.toMatch(/…|\[--/);
-    // -x prints each command as it runs: a failure's output names the one that failed.
-    // `npx tollgate` runs this package's bin/tollgate.mjs; called straight, each command saves npx's second of start-up.
+    // -x prints each command as it runs: a failure's output names the one that failed. `npx
+    // tollgate` runs this package's bin/tollgate.mjs; called straight, each command saves npx's
+    // second of start-up.
     const npx =
       'npx() { if [ "$1" = tollgate ]; then shift; node bin/tollgate.mjs "$@"; else command npx "$@"; fi; }\n';
     const run = spawnSync('bash', ['-euxo', 'pipefail', '-c', npx + script], {

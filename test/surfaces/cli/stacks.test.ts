@@ -38,7 +38,8 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
   let zip: Buffer;
 
   beforeAll(async () => {
-    // The gateway fetches packages by URL from this test's own server on 127.0.0.1 over http: both allowances on.
+    // The gateway fetches packages by URL from this test's own server on 127.0.0.1 over http: both
+    // allowances on.
     gateway = await startTestGateway('pglite', {
       TOLLGATE_PASSWORD_COST: '10',
       TOLLGATE_STACK_URL_ALLOW_HTTP: 'true',
@@ -68,11 +69,14 @@ describe('tollgate CLI: stacks list, get, add, download and delete with an API k
 
   const as = (secret: string) => (args: string[]) =>
     tollgate(args, { TOLLGATE_URL: gateway.url, TOLLGATE_API_KEY: secret }, undefined, folder);
-  /** `tollgate` as a program started in the test's folder: for commands that read or write a file there. */
+  /**
+   * `tollgate` as a program started in the test's folder: for commands that read or write a file
+   * there.
+   */
   const userInFolder = (args: string[]) => as(key)(args);
   /**
-   * `tollgate` in this process (its `main`, with the gateway and key as flags): for every other command. A Node
-   * start per command took most of these tests' time, past 30 s on a busy machine.
+   * `tollgate` in this process (its `main`, with the gateway and key as flags): for every other
+   * command. A Node start per command took most of these tests' time, past 30 s on a busy machine.
    */
   const user = async (args: string[]): Promise<Run> => {
     let stdout = '';

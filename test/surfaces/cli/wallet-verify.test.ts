@@ -43,7 +43,8 @@ describe('tollgate wallet verify', () => {
     expect(clean.stdout).toContain('3 usage records');
 
     await gw.admin.services.db.execute(sql`update usage_records set cost_nanos = 778 where id = 'req_b'`);
-    // The edit is behind the checkpoint the first verification left: only a full one reads that far back.
+    // The edit is behind the checkpoint the first verification left: only a full one reads that far
+    // back.
     expect((await tollgate('wallet', 'verify', '--org', orgId)).stdout).toContain('0 of them new since');
     const edited = await tollgate('wallet', 'verify', '--org', orgId, '--full');
     expect(edited.code).toBe(1);

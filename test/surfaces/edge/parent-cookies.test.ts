@@ -46,7 +46,8 @@ describe.skipIf(!ready)("a stack's cookies for a parent domain, in Chromium", ()
     expect(cluster.status).toBe(201);
     const attackerSession = (await signIn(gateway, users[0]!.email, users[0]!.password)).cookie!.split('=')[1]!;
 
-    // The attacker's node: a cookie for the whole parent domain, on a longer path so the browser sends it first.
+    // The attacker's node: a cookie for the whole parent domain, on a longer path so the browser
+    // sends it first.
     node = http.createServer((req, res) => {
       nodeSaw.push(req.headers['accept-encoding']);
       res.setHeader('set-cookie', [

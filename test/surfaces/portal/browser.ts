@@ -24,14 +24,17 @@ export function chromiumAvailable(): boolean {
   return false;
 }
 
-/** Where the browser tests write a screenshot of every page, at 1280 and 360 px wide (CONTRIBUTING.md names it). */
+/**
+ * Where the browser tests write a screenshot of every page, at 1280 and 360 px wide
+ * (CONTRIBUTING.md names it).
+ */
 export const SHOTS = path.join(repoRoot, 'test-results/portal');
 const WIDTHS = [1280, 360] as const;
 
 /**
- * Screenshots of the page at each width (`test-results/portal/<name>-<width>.png`),
- * that the page does not scroll sideways at either, and an axe-core check: no serious or critical violation. The page's context
- * must bypass CSP so axe-core can be added.
+ * Screenshots of the page at each width (`test-results/portal/<name>-<width>.png`), that the page
+ * does not scroll sideways at either, and an axe-core check: no serious or critical violation. The
+ * page's context must bypass CSP so axe-core can be added.
  *
  * @example
  * await lookAt(page, 'stacks', axeSource);
@@ -51,7 +54,8 @@ export async function lookAt(page: Page, name: string, axeSource: string): Promi
         }),
     );
     await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
-    // The page itself never scrolls sideways: a wide table scrolls inside its own box (.table-wrap).
+    // The page itself never scrolls sideways: a wide table scrolls inside its own box
+    // (.table-wrap).
     const overflow = await page.evaluate(() => {
       const root = (
         globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
@@ -61,7 +65,8 @@ export async function lookAt(page: Page, name: string, axeSource: string): Promi
     expect(overflow, `${name} at ${width} px scrolls sideways by ${overflow} px`).toBeLessThanOrEqual(0);
   }
   await page.setViewportSize({ width: 1280, height: 900 });
-  // Standards mode: the page starts with <!DOCTYPE html> (quirks mode lays out tables, heights and fonts otherwise).
+  // Standards mode: the page starts with <!DOCTYPE html> (quirks mode lays out tables, heights and
+  // fonts otherwise).
   expect(
     await page.evaluate(() => (globalThis as unknown as { document: { compatMode: string } }).document.compatMode),
     name,

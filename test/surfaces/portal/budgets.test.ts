@@ -10,7 +10,8 @@ import { chromiumAvailable, chromiumPath, lookAt, SHOTS, signedInPage } from './
 const require = createRequire(import.meta.url);
 const ready = chromiumAvailable();
 
-// The budget pages as people reach them: from a key's edit page and from the projects list; an owner sets, a member sees.
+// The budget pages as people reach them: from a key's edit page and from the projects list; an
+// owner sets, a member sees.
 describe.skipIf(!ready)("the portal's budget pages in Chromium", () => {
   let gateway: TestGateway;
   let browser: Browser;

@@ -10,7 +10,8 @@ import { chromiumAvailable, chromiumPath, lookAt, SHOTS, signedInPage } from './
 const require = createRequire(import.meta.url);
 const ready = chromiumAvailable();
 
-// Creating a cluster in the portal: the generic API's checks and service, its refusals shown on the form.
+// Creating a cluster in the portal: the generic API's checks and service, its refusals shown on the
+// form.
 describe.skipIf(!ready)('creating a cluster in the portal', () => {
   let gateway: TestGateway;
   let browser: Browser;

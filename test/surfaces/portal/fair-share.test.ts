@@ -13,9 +13,10 @@ import { chromiumAvailable, chromiumPath, lookAt, SHOTS, signedInPage, textOf } 
 const require = createRequire(import.meta.url);
 const ready = chromiumAvailable();
 
-// The operator's Fair share page in Chromium: one loaded replica running one sequence, held by one organization's
-// long stream while another's requests wait in the gateway. The operator sees who waits, in which band, and each
-// organization's share; a member of another organization gets the portal's 404.
+// The operator's Fair share page in Chromium: one loaded replica running one sequence, held by one
+// organization's long stream while another's requests wait in the gateway. The operator sees who
+// waits, in which band, and each organization's share; a member of another organization gets the
+// portal's 404.
 describe.skipIf(!ready)("the operator's fair share page in Chromium", () => {
   let gateway: TestGateway;
   let browser: Browser;

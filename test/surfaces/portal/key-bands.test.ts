@@ -9,9 +9,10 @@ const require = createRequire(import.meta.url);
 const ready = chromiumAvailable();
 
 /**
- * A key's priority band on its portal edit page (docs/fair-sharing.md): an owner chooses default, background or batch;
- * interactive is the operator's to give, so a form edited to send it is refused (403) and nothing changes; a member
- * sees the band without the choice, and a band slipped into their form is refused too.
+ * A key's priority band on its portal edit page (docs/fair-sharing.md): an owner chooses default,
+ * background or batch; interactive is the operator's to give, so a form edited to send it is
+ * refused (403) and nothing changes; a member sees the band without the choice, and a band slipped
+ * into their form is refused too.
  */
 describe.skipIf(!ready)("a key's band on the portal in Chromium", () => {
   let gateway: TestGateway;

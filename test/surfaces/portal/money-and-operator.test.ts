@@ -11,7 +11,8 @@ import { chromiumAvailable, chromiumPath, lookAt, SHOTS, signedInPage, textOf } 
 const require = createRequire(import.meta.url);
 const ready = chromiumAvailable();
 
-// The overview, the wallet's whole ledger, and the operator's organizations, as an owner, a member and a platform admin see them.
+// The overview, the wallet's whole ledger, and the operator's organizations, as an owner, a member
+// and a platform admin see them.
 describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium", () => {
   let gateway: TestGateway;
   let browser: Browser;
@@ -174,7 +175,8 @@ describe.skipIf(!ready)("the portal's money pages and operator pages in Chromium
     const price = (await gateway.services.catalog.listPrices()).find((p) => p.modelId === 'sim-chat')!;
     expect([price.inputPerToken, price.cachedInputPerToken, price.outputPerToken]).toEqual([500n, 50n, 1250n]);
     expect([price.batchInputPerToken, price.batchOutputPerToken]).toEqual([250n, 625n]);
-    // A price the API refuses (not a whole number of nanos per token) is refused here too, with the API's reason.
+    // A price the API refuses (not a whole number of nanos per token) is refused here too, with the
+    // API's reason.
     await page.getByLabel('Input, USD per 1M tokens', { exact: true }).fill('0.0001');
     await page.getByRole('button', { name: 'Save prices' }).click();
     expect(await text(page, '[role=alert]')).toContain('more than 3 decimal places');

@@ -21,9 +21,10 @@ const MODEL = 'sim-chat';
 const DEPLOYMENT = `t${process.pid}portal`;
 const ready = chromiumAvailable() && (await dockerAvailable());
 
-// The operator's engines page on a real Docker engine (replicas of the simulator's image, host networking on
-// 127.0.0.1): scale and restart at both widths, the effect seen on the page and in the fleet; an engine the
-// operator runs (the simulator) refused with the API's reason; another organization's owner and member get 404.
+// The operator's engines page on a real Docker engine (replicas of the simulator's image, host
+// networking on 127.0.0.1): scale and restart at both widths, the effect seen on the page and in
+// the fleet; an engine the operator runs (the simulator) refused with the API's reason; another
+// organization's owner and member get 404.
 describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", () => {
   let gateway: TestGateway;
   let browser: Browser;
@@ -43,7 +44,10 @@ describe.skipIf(!ready)("the operator's engine forms in Chromium, on Docker", ()
       .replicas.filter((r) => r.state === 'ready')
       .map((r) => r.container?.id ?? '')
       .sort();
-  /** Containers start in seconds; a minute is the most this waits for the fleet, showing its state if it never comes. */
+  /**
+   * Containers start in seconds; a minute is the most this waits for the fleet, showing its state
+   * if it never comes.
+   */
   const fleetWait = { timeout: 60_000, interval: 100, detail: () => status() };
   const replicaRows = () =>
     operator.getByRole('region', { name: new RegExp(`^Replicas of ${MODEL} `) }).locator('tbody tr');

@@ -18,8 +18,9 @@ interface Listed {
   data: Array<{ id: string; name?: string; address?: string; profile?: string; state?: string }>;
 }
 
-// The operator's nodes page: add a profile, add a node, change a node's access, release a node, at both widths; and the
-// member and owner of another organization, who get the portal's 404 on every one of its forms.
+// The operator's nodes page: add a profile, add a node, change a node's access, release a node, at
+// both widths; and the member and owner of another organization, who get the portal's 404 on every
+// one of its forms.
 describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", () => {
   let gateway: TestGateway;
   let browser: Browser;
@@ -36,7 +37,8 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
   const admin = async (route: string) => (await operatorCall(gateway, 'GET', route)).body as Listed;
 
   beforeAll(async () => {
-    // A key to seal node credentials with, so an access change gets as far as the service's own checks.
+    // A key to seal node credentials with, so an access change gets as far as the service's own
+    // checks.
     const env = { TOLLGATE_PASSWORD_COST: '10', TOLLGATE_NODE_CREDENTIALS_KEY: randomBytes(32).toString('base64') };
     gateway = await startTestGateway('pglite', env, { log: createLogger('info', (line) => lines.push(line)) });
     const { services } = gateway;
@@ -160,7 +162,8 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
     await access.getByRole('button', { name: 'Save access' }).click();
     // A node added without SSH access must be given all of it: the service's reason, on the form.
     expect(await textOf(operator, '[role=alert]')).toContain(`Node ${node!.id} has no SSH access yet: give all of it.`);
-    // A node a deleted cluster's key is still on (its removal failed) is `releasing`: the operator frees it here.
+    // A node a deleted cluster's key is still on (its removal failed) is `releasing`: the operator
+    // frees it here.
     const { services } = gateway;
     const made = await services.clusters.create({
       orgId: tenantOrg,
@@ -171,7 +174,8 @@ describe.skipIf(!ready)("the operator's nodes and profiles forms in Chromium", (
       createdBy: null,
     });
     await services.clusters.delete(made.cluster.id, tenantOrg);
-    // At 1280 px released without removing the key (force), at 360 px by removing it (nothing to remove: no SSH access).
+    // At 1280 px released without removing the key (force), at 360 px by removing it (nothing to
+    // remove: no SSH access).
     for (const width of WIDTHS) {
       await services.db.update(nodes).set({ releasingClusterId: made.cluster.id }).where(eq(nodes.id, node!.id));
       await operator.setViewportSize({ width, height: 900 });

@@ -21,8 +21,9 @@ interface Card {
   effective_to: string | null;
 }
 
-// The operator's rate cards page: list (all, or a profile's), add and delete at both widths, each refusal of the API
-// shown on the form; and the member and owner of another organization, who get the portal's 404 there.
+// The operator's rate cards page: list (all, or a profile's), add and delete at both widths, each
+// refusal of the API shown on the form; and the member and owner of another organization, who get
+// the portal's 404 there.
 describe.skipIf(!ready)("the operator's rate cards page in Chromium", () => {
   let gateway: TestGateway;
   let browser: Browser;

@@ -10,7 +10,10 @@ import { chromiumAvailable, chromiumPath, lookAt, SHOTS } from './browser.js';
 const require = createRequire(import.meta.url);
 const ready = chromiumAvailable() && (await sandboxAvailable());
 
-/** A wide image, to see it fitted whole into the square icon slot (served by the test, not the network). */
+/**
+ * A wide image, to see it fitted whole into the square icon slot (served by the test, not the
+ * network).
+ */
 const WIDE_ICON =
   '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="50"><rect width="200" height="50" fill="#1f5fbf"/><circle cx="25" cy="25" r="20" fill="#f0b429"/><circle cx="175" cy="25" r="20" fill="#f0b429"/></svg>';
 
@@ -144,7 +147,8 @@ describe.skipIf(!ready)("the portal's stacks, clusters and runs in Chromium", ()
     await page.getByLabel('count').fill('15');
     await page.getByRole('button', { name: 'Apply Fake lab' }).click();
     await page.waitForURL('**/portal/runs/run_*');
-    // Live: lines arrive while the run is running (15 lines, 100 ms apart), before the page reloads at its end.
+    // Live: lines arrive while the run is running (15 lines, 100 ms apart), before the page reloads
+    // at its end.
     await page.locator('#run-log', { hasText: 'fake: step 3 of 15' }).waitFor();
     const midway = await page.locator('#run-log').textContent();
     expect(midway).not.toContain('fake: step 15 of 15');

@@ -51,7 +51,10 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     return ((await locator.first().textContent()) ?? '').trim();
   }
 
-  /** Screenshots of the current page at each width, and an axe-core check (`browser.ts`); the page joins the list checked at the end. */
+  /**
+   * Screenshots of the current page at each width, and an axe-core check (`browser.ts`); the page
+   * joins the list checked at the end.
+   */
   async function look(name: string): Promise<void> {
     visited.push(name);
     await lookAt(page, name, axeSource);
@@ -71,7 +74,8 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     await page.getByRole('navigation', { name: 'Portal' }).getByRole('link', { name: 'API keys' }).first().click();
     await page.waitForURL('**/portal/keys');
     await look('keys-empty');
-    // The limit is the signed-in person's own (TOLLGATE_KEYS_PER_ACCOUNT), whatever others in the organization hold.
+    // The limit is the signed-in person's own (TOLLGATE_KEYS_PER_ACCOUNT), whatever others in the
+    // organization hold.
     expect(await textOf(page.locator('caption'))).toContain('Your own live keys: 0 of 5.');
 
     // Create a key; its secret is shown once.

@@ -90,7 +90,8 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
   it('refuses a post with neither Origin nor Sec-Fetch-Site, with its session and token; either header alone passes', async () => {
     const token = await tokenOf('/portal/keys');
     const fields = { _csrf: token, name: 'unsaid', expiry: 'never', requests_per_minute: '60', max_concurrency: '10' };
-    // fetch sends no Origin and no Sec-Fetch-Site unless told: a program holding the cookie, not a browser.
+    // fetch sends no Origin and no Sec-Fetch-Site unless told: a program holding the cookie, not a
+    // browser.
     const post = (path: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
       fetch(`${gateway.url}${path}`, {
         method: 'POST',
@@ -104,8 +105,8 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
     expect((await post('/portal/sign-in', { email: owner.email, password: owner.password })).status).toBe(403);
     const names = async () => (await gateway.services.keys.list(orgId)).map((key) => key.name);
     expect(await names()).not.toContain('unsaid');
-    // Either header alone, as browsers send them, is enough. (The generic API, which takes keys, is not a portal
-    // post: its tests post without either header, as programs do.)
+    // Either header alone, as browsers send them, is enough. (The generic API, which takes keys, is
+    // not a portal post: its tests post without either header, as programs do.)
     expect((await post('/portal/keys', fields, { cookie, 'sec-fetch-site': 'same-origin' })).status).toBe(201);
     expect(await names()).toContain('unsaid');
   });
@@ -184,7 +185,8 @@ describe.each(stores)("the portal's defences (%s)", (store) => {
       const csv = await page(`/portal/costs.csv?${query}`);
       expect(csv.headers.get('content-disposition'), query).toContain(`_${thisMonth.replace('-', '')}01T000000Z_`);
     }
-    // The form's fields say where the reports start, so a browser refuses earlier ones before sending.
+    // The form's fields say where the reports start, so a browser refuses earlier ones before
+    // sending.
     const form = await (await page('/portal/costs')).text();
     expect(form).toMatch(/<input id="month" name="month" type="month" min="1970-01"/);
     expect(form).toMatch(/<input id="from" name="from" type="date" min="1970-01-01"/);

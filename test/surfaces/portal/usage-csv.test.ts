@@ -4,7 +4,10 @@ import { signIn } from '../api/harness.js';
 
 const stores = await availableStores();
 
-/** Names a spreadsheet would run as formulas (none has a comma or quote, so a cell is the text between commas). */
+/**
+ * Names a spreadsheet would run as formulas (none has a comma or quote, so a cell is the text
+ * between commas).
+ */
 const FORMULAS = ['=HYPERLINK(0)', '+cmd|/C calc!A0', '-2+3', '@SUM(A1)'];
 
 describe.each(stores)("the portal's usage CSV (%s)", (store) => {
@@ -61,7 +64,8 @@ describe.each(stores)("the portal's usage CSV (%s)", (store) => {
   });
 
   it('keeps a key name with a line break in its one cell: a member cannot write a row, or a formula, of its own', async () => {
-    // Before, a cell's bare line feed went out unquoted: a spreadsheet read a new row there, starting with `=`.
+    // Before, a cell's bare line feed went out unquoted: a spreadsheet read a new row there,
+    // starting with `=`.
     const name = 'report\n=cmd|/C calc!A0';
     const { orgs, keys } = gateway.services;
     const org = (await orgs.list()).find((o) => o.name === 'csv org')!;
@@ -83,7 +87,10 @@ describe.each(stores)("the portal's usage CSV (%s)", (store) => {
   });
 });
 
-/** CSV read as a spreadsheet reads it (RFC 4180): a quoted cell may hold commas, quotes and line breaks. */
+/**
+ * CSV read as a spreadsheet reads it (RFC 4180): a quoted cell may hold commas, quotes and line
+ * breaks.
+ */
 function parseCsv(text: string): string[][] {
   const rows: string[][] = [];
   let row: string[] = [];

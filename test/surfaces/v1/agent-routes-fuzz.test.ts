@@ -6,13 +6,14 @@ import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { until } from '../../helpers/wait.js';
 
 /**
- * Issue 48, item 4: bodies generated from the shapes of `/v1/messages`, `/v1/messages/count_tokens`,
- * `/v1/responses` and (issue 71) `/v1/responses/input_tokens`, item references included (each field valid, null,
- * another type, nested deep, or an id with a NUL, an unpaired surrogate or a thousand characters), sent one after
- * another by a key allowed one request in flight. Never a 5xx; never a hold, a slot or a charge left behind by a
- * refusal: the key is never refused for concurrency, the wallet's holds are empty and its spendable amount is the
- * ledger's balance at the end, and the usage records are as many as the requests served. Before, `tools: [null]`
- * was a 500 on all three routes.
+ * Issue 48, item 4: bodies generated from the shapes of `/v1/messages`,
+ * `/v1/messages/count_tokens`, `/v1/responses` and (issue 71) `/v1/responses/input_tokens`, item
+ * references included (each field valid, null, another type, nested deep, or an id with a NUL, an
+ * unpaired surrogate or a thousand characters), sent one after another by a key allowed one request
+ * in flight. Never a 5xx; never a hold, a slot or a charge left behind by a refusal: the key is
+ * never refused for concurrency, the wallet's holds are empty and its spendable amount is the
+ * ledger's balance at the end, and the usage records are as many as the requests served. Before,
+ * `tools: [null]` was a 500 on all three routes.
  */
 const SEED = 20_261_126;
 /** The routes that count and bill nothing: no usage record. */
@@ -158,7 +159,8 @@ describe('generated bodies on the agents’ routes', () => {
     const key = `${path} ${response.status}`;
     statuses.set(key, (statuses.get(key) ?? 0) + 1);
     expect(response.status, `${key}: ${text.slice(0, 300)}`).toBeLessThan(500);
-    // One request at a time on a key allowed one in flight: a refusal for concurrency is a slot left behind.
+    // One request at a time on a key allowed one in flight: a refusal for concurrency is a slot
+    // left behind.
     expect(text).not.toContain('concurrency_limit_exceeded');
     // An id is never echoed whole.
     expect(text).not.toContain('i'.repeat(100));

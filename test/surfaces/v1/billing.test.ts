@@ -16,13 +16,19 @@ describe.each(stores)('wallet charges (%s)', (store) => {
   });
   afterAll(() => gateway?.close());
 
-  /** The balance once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  /**
+   * The balance once this gateway's charges are written (they reach PostgreSQL just after each
+   * answer).
+   */
   const balanceAfterCharges = async (orgId: string) => {
     await gateway.services.applier.settled(5_000);
     return gateway.services.wallets.balance(orgId);
   };
 
-  /** The org's usage records once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  /**
+   * The org's usage records once this gateway's charges are written (they reach PostgreSQL just
+   * after each answer).
+   */
   const recordsOf = async (orgId: string) => {
     await gateway.services.applier.settled(5_000);
     return gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId));
@@ -63,7 +69,8 @@ describe.each(stores)('wallet charges (%s)', (store) => {
     const balance = await balanceAfterCharges(tenant.orgId);
     expect(balance).toBe(parseAmount('1.00') - spent);
 
-    // Each record is priced exactly from its tokens (sim-chat 150/600, sim-reasoner 300/1200, sim-embed 20/0 nanos per token).
+    // Each record is priced exactly from its tokens (sim-chat 150/600, sim-reasoner 300/1200,
+    // sim-embed 20/0 nanos per token).
     const perToken: Record<string, [bigint, bigint]> = {
       'sim-chat': [150n, 600n],
       'sim-reasoner': [300n, 1200n],

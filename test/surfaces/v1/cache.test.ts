@@ -26,7 +26,10 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     if (cacheStore === 'redis') await deleteRedisPrefix(prefix);
   });
 
-  /** The balance once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  /**
+   * The balance once this gateway's charges are written (they reach PostgreSQL just after each
+   * answer).
+   */
   const balanceAfterCharges = async (orgId: string) => {
     await gateway.services.applier.settled(5_000);
     return gateway.services.wallets.balance(orgId);
@@ -50,14 +53,20 @@ describe.each(cacheStores)('response cache (%s)', (cacheStore) => {
     messages: [{ role: 'user', content }],
     ...extra,
   });
-  /** The org's usage records once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  /**
+   * The org's usage records once this gateway's charges are written (they reach PostgreSQL just
+   * after each answer).
+   */
   const recordsOf = async (orgId: string) => {
     await gateway.services.applier.settled(5_000);
     return gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId));
   };
   const cacheTenant = () => gateway.tenant({ key: { responseCache: true } });
 
-  /** The organization's usage records once every call has ended and its charge is written: exactly `count`. */
+  /**
+   * The organization's usage records once every call has ended and its charge is written: exactly
+   * `count`.
+   */
   async function recordsOnceCharged(orgId: string, count: number) {
     await gateway.charged();
     const records = await recordsOf(orgId);

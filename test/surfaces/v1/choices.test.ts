@@ -198,7 +198,8 @@ describe.each(stores)('n against the simulator (%s)', (store) => {
         reported = data.usage;
         requestId = response.headers.get('x-request-id');
       }
-      // The simulator's answers end by themselves after 16 tokens: eight of them are more than one choice's bound of 50.
+      // The simulator's answers end by themselves after 16 tokens: eight of them are more than one
+      // choice's bound of 50.
       const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = reported!;
       expect(completionTokens).toBe(8 * 16);
       await gateway.charged();

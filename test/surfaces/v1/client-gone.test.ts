@@ -8,13 +8,17 @@ import { until } from '../../helpers/wait.js';
 const stores = await availableStores();
 const TTFT_MS = 3_000;
 
-/** A JSON client that leaves stops the engine's work at once, and is billed for its prompt (status 499). */
+/**
+ * A JSON client that leaves stops the engine's work at once, and is billed for its prompt (status
+ * 499).
+ */
 describe.each(stores)('a JSON client that disconnects (%s)', (store) => {
   let sim: RunningSimulator;
   let gateway: TestGateway;
 
   beforeAll(async () => {
-    // Slow to answer: a client that leaves once its request is at the engine leaves long before the engine would answer.
+    // Slow to answer: a client that leaves once its request is at the engine leaves long before the
+    // engine would answer.
     sim = await startSimulator({
       models: [
         { name: 'sim-chat', task: 'chat' },

@@ -7,7 +7,8 @@ import { allItems, conversationTurns } from '../../helpers/conversation-turns.js
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 
-// One conversation served by two gateway replicas on one PostgreSQL database, each with its own engine.
+// One conversation served by two gateway replicas on one PostgreSQL database, each with its own
+// engine.
 
 const hasPostgres = await postgresAvailable();
 if (!hasPostgres) console.warn('skipping conversations across gateways: they need PostgreSQL');

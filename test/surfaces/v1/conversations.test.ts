@@ -16,7 +16,8 @@ describe.each(stores)('/v1/conversations (%s)', (kind) => {
   let orgId: string;
 
   beforeAll(async () => {
-    // Compiling OpenAI's spec holds this process for seconds: before the gateway's connections could idle out.
+    // Compiling OpenAI's spec holds this process for seconds: before the gateway's connections
+    // could idle out.
     openApiErrors('ConversationResource', {});
     gateway = await startTestGateway(kind);
     ({ secret, orgId } = await gateway.tenant({
@@ -75,7 +76,8 @@ describe.each(stores)('/v1/conversations (%s)', (kind) => {
   });
 
   it('serves an Agents SDK conversation session: add items, read them in order, pop the last one', async () => {
-    // The calls OpenAIConversationsSession makes: create(), items.create, items.list (asc), pop (desc, limit 1, delete).
+    // The calls OpenAIConversationsSession makes: create(), items.create, items.list (asc), pop
+    // (desc, limit 1, delete).
     const { id } = await client.conversations.create();
     for (let n = 0; n < 12; n++)
       await client.conversations.items.create(id, { items: [{ role: 'user', content: `line ${n}` }] });
@@ -101,7 +103,8 @@ describe.each(stores)('/v1/conversations (%s)', (kind) => {
     for (let turn = 1; turn < counts.length; turn++) expect(counts[turn]).toBeGreaterThan(counts[turn - 1]!);
     const before = await allItems(client, id);
     await client.conversations.items.delete(before[1]!.id as string, { conversation_id: id });
-    // The next turn's prompt equals the conversation written out without it: had the engine been sent it, more.
+    // The next turn's prompt equals the conversation written out without it: had the engine been
+    // sent it, more.
     const next = await conversationTurns([client], id, 1);
     expect((await allItems(client, id)).map((item) => item.id)).not.toContain(before[1]!.id);
     expect(next[0]!).toBeLessThan(counts.at(-1)! + (counts.at(-1)! - counts.at(-2)!));

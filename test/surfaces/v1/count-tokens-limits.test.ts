@@ -5,10 +5,11 @@ import { deleteRedisPrefix, redisAvailable, uniqueRedisPrefix } from '../../help
 import { until } from '../../helpers/wait.js';
 
 /**
- * Issue 68, item 1: `/v1/messages/count_tokens` counts against its key's requests per minute and concurrency,
- * taken before its body is read, and reads at most TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES. Before, a key of 5 requests
- * a minute and concurrency 2 got 12 of 12 parallel counts, and a flood of 4 MB bodies was parsed whole each time.
- * A count costs nothing, so a budget of 0 does not refuse it (docs/errors-and-limits.md).
+ * Issue 68, item 1: `/v1/messages/count_tokens` counts against its key's requests per minute and
+ * concurrency, taken before its body is read, and reads at most
+ * TOLLGATE_COUNT_TOKENS_MAX_BODY_BYTES. Before, a key of 5 requests a minute and concurrency 2 got
+ * 12 of 12 parallel counts, and a flood of 4 MB bodies was parsed whole each time. A count costs
+ * nothing, so a budget of 0 does not refuse it (docs/errors-and-limits.md).
  */
 const kinds = (await redisAvailable()) ? (['memory', 'redis'] as const) : (['memory'] as const);
 
@@ -56,7 +57,8 @@ describe.each(kinds)('count_tokens within the key limits (%s)', (kind) => {
     const { secret } = await gateway.tenant({ key: { requestsPerMinute: 100, maxConcurrency: 2 } });
     const url = new URL(`${gateway.baseURL}/messages/count_tokens`);
     const text = JSON.stringify(BODY);
-    // Each sends its headers and half its body, and waits: admitted, it holds a slot until its body ends.
+    // Each sends its headers and half its body, and waits: admitted, it holds a slot until its body
+    // ends.
     const slow = [0, 1].map(() => {
       const request = http.request(url, {
         method: 'POST',

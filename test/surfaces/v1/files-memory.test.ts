@@ -11,8 +11,9 @@ const stores = await availableStores();
 /** The upload's size: a quarter of OpenAI's 200 MB (bench/files-upload.ts does the whole). */
 const FILE_BYTES = 50 * 1024 * 1024;
 /**
- * What the process may grow by while it streams the file in or out: well under the file (a gateway that held
- * it grows by all of it). Measured here: 4-15 MB up, 11-20 MB down (allocator pages, not held objects).
+ * What the process may grow by while it streams the file in or out: well under the file (a gateway
+ * that held it grows by all of it). Measured here: 4-15 MB up, 11-20 MB down (allocator pages, not
+ * held objects).
  */
 const MAX_GROWTH_BYTES = 30 * 1024 * 1024;
 
@@ -68,7 +69,8 @@ function streamedForm(boundary: string, file: ReadableStream<Uint8Array>): Reada
   });
 }
 
-// A full collection before each sample: what is measured is what is held, not garbage not yet collected.
+// A full collection before each sample: what is measured is what is held, not garbage not yet
+// collected.
 v8.setFlagsFromString('--expose-gc');
 const collect = vm.runInNewContext('gc') as () => void;
 
@@ -77,7 +79,10 @@ function heldBytes(): number {
   return process.memoryUsage().rss;
 }
 
-/** The process's highest resident memory over `work`, sampled every 250 ms after a collection, less before. */
+/**
+ * The process's highest resident memory over `work`, sampled every 250 ms after a collection, less
+ * before.
+ */
 async function growthDuring(work: () => Promise<void>): Promise<number> {
   const before = heldBytes();
   let peak = before;
@@ -93,8 +98,9 @@ async function growthDuring(work: () => Promise<void>): Promise<number> {
 }
 
 /**
- * A POST of `body` through Node's own client, which writes as the socket takes it. (Node's fetch, in this
- * process, would buffer the upload itself, and its memory would be counted as the gateway's.)
+ * A POST of `body` through Node's own client, which writes as the socket takes it. (Node's fetch,
+ * in this process, would buffer the upload itself, and its memory would be counted as the
+ * gateway's.)
  */
 function send(
   url: string,

@@ -101,7 +101,8 @@ skippedWithout(servicesMissing === null ? null : `Messages on PostgreSQL with li
  * key's limit of two requests a minute refuses the third as Anthropic's SDK reads it.
  */
 describe.skipIf(servicesMissing !== null)('Messages on PostgreSQL with limits in Redis, key as authToken', () => {
-  // Under the request's bounds (its body's bytes, max_tokens), so the charge is the engine's usage, not clamped.
+  // Under the request's bounds (its body's bytes, max_tokens), so the charge is the engine's usage,
+  // not clamped.
   const engine = { prompt: 41, completion: 33 };
   const price = { input: 150n, output: 600n };
   const cost = BigInt(engine.prompt) * price.input + BigInt(engine.completion) * price.output;

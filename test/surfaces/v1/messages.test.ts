@@ -93,7 +93,8 @@ describe.each(stores)('POST /v1/messages with the Anthropic SDK, on the simulato
       description: 'x'.repeat(1500),
       input_schema: { type: 'object' as const, properties: { path: { type: 'string' } }, required: ['path'] },
     }));
-    // Claude Code's shape: streamed, max_tokens 32,000 (past the model's context), about 63 KB of tools, thinking on.
+    // Claude Code's shape: streamed, max_tokens 32,000 (past the model's context), about 63 KB of
+    // tools, thinking on.
     const message = await byApiKey.messages
       .stream({
         model: 'sim-chat',

@@ -19,7 +19,10 @@ describe.each(stores)('wallet holds and the overdraft bound (%s)', (store) => {
   });
   afterAll(() => gateway?.close());
 
-  /** The wallet row once this gateway's charges are written, with `reserved`: the holds of requests in flight, as the gate keeps them. */
+  /**
+   * The wallet row once this gateway's charges are written, with `reserved`: the holds of requests
+   * in flight, as the gate keeps them.
+   */
   const walletOf = async (orgId: string) => {
     await gateway.services.applier.settled(5_000);
     const [row] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, orgId));
@@ -70,7 +73,8 @@ describe.each(stores)('wallet holds and the overdraft bound (%s)', (store) => {
 
   it('refuses with 402 while in-flight holds use the whole balance, and serves again once they settle', async () => {
     const tenant = await gateway.tenant({ credit: '0' });
-    // Less than one hold of a 4096-token completion (4096 × 600 nanos = 0.0024576): the first request takes all there is.
+    // Less than one hold of a 4096-token completion (4096 × 600 nanos = 0.0024576): the first
+    // request takes all there is.
     await gateway.services.wallets.credit(tenant.orgId, 'topup', parseAmount('0.002'));
     // A stream's headers come once it is admitted: its hold is taken by then.
     const first = await post(tenant.secret, { max_tokens: 4096, stream: true });
@@ -104,7 +108,8 @@ describe.each(stores)('wallet holds and the overdraft bound (%s)', (store) => {
     // Another replica's request that never ends: admitted, then never released or renewed.
     await gate.report([{ orgId: tenant.orgId, requestId: 'req_orphan', amount: 5_000n }], []);
     expect((await walletOf(tenant.orgId)).reserved).toBe(5_000n);
-    // Its lease runs out (TOLLGATE_HOLD_LEASE_MS, 1 s here); the next heartbeat of any replica gives it back.
+    // Its lease runs out (TOLLGATE_HOLD_LEASE_MS, 1 s here); the next heartbeat of any replica
+    // gives it back.
     const wallet = await until(
       'the orphaned hold is given back',
       async () => {

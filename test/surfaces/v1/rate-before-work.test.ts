@@ -3,9 +3,10 @@ import { limitsEnv, startTestGateway, type TestGateway } from '../../helpers/gat
 import { deleteRedisPrefix, redisAvailable, uniqueRedisPrefix } from '../../helpers/services.js';
 
 /**
- * Issue 48, item 2: a key's requests per minute and concurrency are taken before the stored conversation is read
- * (and before the translation and the hold), so reading a chain counts against the key like a request. Before, a
- * 1-rpm key had the gateway read and parse the chain once for every request it sent, and was refused after.
+ * Issue 48, item 2: a key's requests per minute and concurrency are taken before the stored
+ * conversation is read (and before the translation and the hold), so reading a chain counts against
+ * the key like a request. Before, a 1-rpm key had the gateway read and parse the chain once for
+ * every request it sent, and was refused after.
  */
 const kinds = (await redisAvailable()) ? (['memory', 'redis'] as const) : (['memory'] as const);
 
@@ -35,7 +36,10 @@ describe.each(kinds)('the key limits before the stored conversation (%s)', (kind
       body: JSON.stringify(Object.assign({ model: 'sim-chat', max_output_tokens: 2 }, body)),
     });
 
-  /** A conversation of `turns` stored turns, made with a key of the organization that has no tight limit. */
+  /**
+   * A conversation of `turns` stored turns, made with a key of the organization that has no tight
+   * limit.
+   */
   async function storedChain(secret: string, turns: number): Promise<string> {
     let previous: string | undefined;
     for (let i = 0; i < turns; i++) {

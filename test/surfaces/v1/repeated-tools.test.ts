@@ -9,15 +9,19 @@ import { usageRecords } from '../../../src/shared/db/schema.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { engineStub } from '../../helpers/engine-stub.js';
 
-// A key's tools and system prompt, sent alike every turn, are not parsed again (shared/http/repeated-members.ts):
-// its later turns take the values its first turn parsed to, shared and frozen. Every protocol must then send the
-// engine the very bytes a fresh parse would, answer as before (nothing on the path may change a shared value) and
-// bill the engine's own count; and one key's values never reach another key's requests.
+// A key's tools and system prompt, sent alike every turn, are not parsed again
+// (shared/http/repeated-members.ts): its later turns take the values its first turn parsed to,
+// shared and frozen. Every protocol must then send the engine the very bytes a fresh parse would,
+// answer as before (nothing on the path may change a shared value) and bill the engine's own count;
+// and one key's values never reach another key's requests.
 
 const stores = await availableStores();
 const PROMPT_TOKENS = 321;
 
-/** A chat engine that keeps every body it is sent as text and answers a word, with usage of its own count. */
+/**
+ * A chat engine that keeps every body it is sent as text and answers a word, with usage of its own
+ * count.
+ */
 function startRecordingEngine() {
   const seen: string[] = [];
   const server: Server = engineStub((text, res) => {
@@ -162,7 +166,8 @@ describe.each(stores)("a key's repeated tools, not parsed again (%s)", (store) =
     const { secret } = await gateway.tenant({ credit: '10.00' });
     const route = turns[1]!;
     await send(secret, route.route, route.body('Fix the failing test.', false));
-    // The kept tools' bytes in its metadata (before the top-level tools), and one small tool of its own at the top.
+    // The kept tools' bytes in its metadata (before the top-level tools), and one small tool of its
+    // own at the top.
     const hostile = {
       ...route.body('Fix the failing test.', false),
       metadata: { user_id: 'u', tools: anthropicTools },

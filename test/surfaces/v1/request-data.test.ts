@@ -52,7 +52,10 @@ describe.each(stores)('request data (%s)', (store) => {
     const rows = await gateway.services.db.select().from(requestData).where(eq(requestData.requestId, requestId!));
     return rows[0];
   };
-  /** The usage record of a request, once every call has ended and its charge is written (a stream's charge lands as it ends). */
+  /**
+   * The usage record of a request, once every call has ended and its charge is written (a stream's
+   * charge lands as it ends).
+   */
   async function recordOf(requestId: string | null) {
     await gateway.charged();
     const [record] = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.id, requestId!));

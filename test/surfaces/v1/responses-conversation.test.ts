@@ -12,8 +12,9 @@ import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 
 // A conversation continued by previous_response_id on another gateway replica: two gateways on one
-// PostgreSQL database, each with its own engine (the scripted simulator: a request's turn is the number
-// of assistant messages it carries, so the answer says how many earlier turns the engine was sent).
+// PostgreSQL database, each with its own engine (the scripted simulator: a request's turn is the
+// number of assistant messages it carries, so the answer says how many earlier turns the engine was
+// sent).
 
 const hasPostgres = await postgresAvailable();
 if (!hasPostgres) console.warn('skipping stored conversations across gateways: they need PostgreSQL');

@@ -6,9 +6,10 @@ import { limitsEnv, startTestGateway, type TestGateway } from '../../helpers/gat
 import { deleteRedisPrefix, redisAvailable, uniqueRedisPrefix } from '../../helpers/services.js';
 
 /**
- * Issue 71, item 4: `POST /v1/responses/input_tokens` (OpenAI's "Get input token counts") counts a request's input
- * as the gateway bills it: the translated chat body, its stored history and references included, tokenized by the
- * engine; free, but within the key's limits and with its body bounded, as `count_tokens` is. Before, it was a 404.
+ * Issue 71, item 4: `POST /v1/responses/input_tokens` (OpenAI's "Get input token counts") counts a
+ * request's input as the gateway bills it: the translated chat body, its stored history and
+ * references included, tokenized by the engine; free, but within the key's limits and with its body
+ * bounded, as `count_tokens` is. Before, it was a 404.
  */
 const kinds = (await redisAvailable()) ? (['memory', 'redis'] as const) : (['memory'] as const);
 const MAX_BODY = 16 * 1024;

@@ -2,8 +2,9 @@ import { ChatOpenAI } from '@langchain/openai';
 import { describe, expect, it } from 'vitest';
 import { useTestGateway } from '../../helpers/gateway.js';
 
-// LangChain's ChatOpenAI on the Responses API (`useResponsesApi: true`) through the real gateway on the
-// simulator. Only PGlite: the gateway's side is the route responses.test.ts runs on both stores.
+// LangChain's ChatOpenAI on the Responses API (`useResponsesApi: true`) through the real gateway on
+// the simulator. Only PGlite: the gateway's side is the route responses.test.ts runs on both
+// stores.
 
 const weatherTool = {
   type: 'function' as const,

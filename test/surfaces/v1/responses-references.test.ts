@@ -4,10 +4,11 @@ import { usageRecords } from '../../../src/shared/db/schema.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
 /**
- * Issue 71, item 1: `{"type":"item_reference","id":"msg_…"}` in a Responses `input` is the stored item it names.
- * Before, the gateway dropped references: the AI SDK's Responses provider, which sends the earlier assistant message
- * as a reference to the earlier response's output message, prompted 30 tokens where the conversation written out
- * prompted 49 (the model never saw its own answer), and an unknown reference was a 200.
+ * Issue 71, item 1: `{"type":"item_reference","id":"msg_…"}` in a Responses `input` is the stored
+ * item it names. Before, the gateway dropped references: the AI SDK's Responses provider, which
+ * sends the earlier assistant message as a reference to the earlier response's output message,
+ * prompted 30 tokens where the conversation written out prompted 49 (the model never saw its own
+ * answer), and an unknown reference was a 200.
  */
 const stores = await availableStores();
 const MAX_REFERENCES = 3;
@@ -54,11 +55,13 @@ describe.each(stores)('item_reference in /v1/responses (%s)', (store) => {
     const first = await create(secret, { input: [user('What is two plus two?')] });
     const answer = messageOf(first);
     expect(answer.id).toMatch(/^msg_[0-9a-f]{64}$/);
-    // As the AI SDK sends the second turn: the first message, the answer by reference, the next question.
+    // As the AI SDK sends the second turn: the first message, the answer by reference, the next
+    // question.
     const referenced = await create(secret, {
       input: [user('What is two plus two?'), reference(answer.id), user('And three plus three?')],
     });
-    // The same conversation written out: the answer as an assistant message, as a client that keeps it sends it.
+    // The same conversation written out: the answer as an assistant message, as a client that keeps
+    // it sends it.
     const writtenOut = await create(secret, {
       input: [
         user('What is two plus two?'),
@@ -91,7 +94,8 @@ describe.each(stores)('item_reference in /v1/responses (%s)', (store) => {
     const items = ((await listed.json()) as Json).data as Json[];
     expect(items.map((item) => item.type)).toEqual(['message', 'message']);
     expect(items[0]).toMatchObject({ id: message.id, role: 'assistant', content: [{ text: message.content[0].text }] });
-    // A reference to a stored input item (one whose id the gateway made), and to a resolved one again: no loop.
+    // A reference to a stored input item (one whose id the gateway made), and to a resolved one
+    // again: no loop.
     const again = await create(secret, { input: [reference(items[1]!.id), reference(items[0]!.id)] });
     expect(again.output.length).toBeGreaterThan(0);
   });

@@ -198,7 +198,8 @@ describe.each(stores)('POST /v1/responses with the openai client, on the simulat
         summary: [{ type: 'summary_text', text: expect.any(String) }],
       });
       expect(answer.usage!.output_tokens_details.reasoning_tokens).toBeGreaterThan(0);
-      // Reasoning items of an earlier turn are taken back as input (and dropped: chat has no place for them).
+      // Reasoning items of an earlier turn are taken back as input (and dropped: chat has no place
+      // for them).
       const next = await client.responses.create({
         model: 'sim-reasoner',
         input: [

@@ -7,11 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords } from '../../../src/shared/db/schema.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
-// Hostile: the bounds, the hold and the clamp are what the engine is sent, not the client's body alone.
-// - A Responses turn continuing a 40,000-word stored conversation sends the engine every earlier turn: it is billed
-//   the engine's prompt tokens (on the old code, 137 or so: the bounds were the new turn's body, usage "clamped").
-// - A ceiling the client asked for (max_tokens: 1) on a prompt the gateway estimates near the context is kept: the
-//   engine generates at most 1 token (on the old code the gateway removed it and the engine generated 16, billed 1).
+// Hostile: the bounds, the hold and the clamp are what the engine is sent, not the client's body
+// alone.
+// - A Responses turn continuing a 40,000-word stored conversation sends the engine every earlier
+//   turn: it is billed the engine's prompt tokens (on the old code, 137 or so: the bounds were the
+//   new turn's body, usage "clamped").
+// - A ceiling the client asked for (max_tokens: 1) on a prompt the gateway estimates near the
+//   context is kept: the engine generates at most 1 token (on the old code the gateway removed it
+//   and the engine generated 16, billed 1).
 
 const stores = await availableStores();
 const LONG = { id: 'long-chat', context: 65_536 };
@@ -90,7 +93,8 @@ describe.each(stores)('bounds from what the engine is sent (%s)', (store) => {
     const { data: stream, response: streamed } = await client.responses
       .create({ model: LONG.id, max_output_tokens: 8, previous_response_id: second.id, input: 'More.', stream: true })
       .withResponse();
-    // Its last event: `response.incomplete` when the 8 tokens asked end it, else `response.completed`.
+    // Its last event: `response.incomplete` when the 8 tokens asked end it, else
+    // `response.completed`.
     let completed: OpenAI.Responses.Response | undefined;
     for await (const event of stream)
       if (event.type === 'response.completed' || event.type === 'response.incomplete') completed = event.response;
@@ -101,7 +105,8 @@ describe.each(stores)('bounds from what the engine is sent (%s)', (store) => {
     });
   }, 120_000);
 
-  // About 3,300 estimated tokens and 1,500 of the simulator's, twice: past the 4,096 context by the estimate only.
+  // About 3,300 estimated tokens and 1,500 of the simulator's, twice: past the 4,096 context by the
+  // estimate only.
   const nearContext = words(1_500, LONG_WORDS);
   const messages = (body: Record<string, unknown>) =>
     fetch(`${gateway.baseURL}/messages`, {

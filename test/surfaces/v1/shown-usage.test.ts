@@ -7,11 +7,12 @@ import { engineStub } from '../../helpers/engine-stub.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
 /**
- * Issue 68, item 3: the usage a client is shown is the usage billed, on chat, Messages and Responses, JSON and
- * stream. An engine lies in its usage (cached and reasoning counts above their totals, negative, strings; totals
- * far above what the request could use): billing holds its counts to the request's bounds, and the client reads
- * those same counts, equal to its usage record. Before, chat relayed the engine's usage as it came
- * (`cached_tokens: 1000000`, `-50`, `"100"`), and Messages showed a cached read above the prompt billed.
+ * Issue 68, item 3: the usage a client is shown is the usage billed, on chat, Messages and
+ * Responses, JSON and stream. An engine lies in its usage (cached and reasoning counts above their
+ * totals, negative, strings; totals far above what the request could use): billing holds its counts
+ * to the request's bounds, and the client reads those same counts, equal to its usage record.
+ * Before, chat relayed the engine's usage as it came (`cached_tokens: 1000000`, `-50`, `"100"`),
+ * and Messages showed a cached read above the prompt billed.
  */
 type Lie = Record<string, unknown>;
 
@@ -160,7 +161,10 @@ describe('the usage a client is shown is the usage billed, with a lying engine',
     await new Promise((resolve) => engine?.close(resolve));
   });
 
-  /** Sends one request on a fresh organization's key; returns what its client read and its one usage record. */
+  /**
+   * Sends one request on a fresh organization's key; returns what its client read and its one usage
+   * record.
+   */
   async function shownAndBilled(protocol: keyof typeof PROTOCOLS, stream: boolean) {
     const { orgId, secret } = await gateway.tenant();
     const shape = PROTOCOLS[protocol];

@@ -10,7 +10,10 @@ const stores = await availableStores();
 const DAY_MS = 86_400_000;
 const RETENTION_DAYS = 7;
 
-/** An engine whose clock lies: every answer (JSON or stream) says it was made at `created` (Unix seconds). */
+/**
+ * An engine whose clock lies: every answer (JSON or stream) says it was made at `created` (Unix
+ * seconds).
+ */
 function lyingClockEngine() {
   let created = 1;
   const server: Server = engineStub((text, res) => {

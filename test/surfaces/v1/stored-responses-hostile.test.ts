@@ -9,12 +9,15 @@ import { createTestDatabase, postgresAdminUrl } from '../../helpers/services.js'
 import { startTcpProxy } from '../../helpers/tcp-proxy.js';
 
 const stores = await availableStores();
-/** A request the store cannot answer must be answered within its timeout; a little more for the answer itself. */
+/**
+ * A request the store cannot answer must be answered within its timeout; a little more for the
+ * answer itself.
+ */
 const ANSWERED_WITHIN_MS = STORE_TIMEOUT_MS + 3_000;
 
 /**
- * The gateway, and a hand on its database: stop it answering (and let it go on), count the bytes it sends back and
- * the statements that name the stored responses' tables.
+ * The gateway, and a hand on its database: stop it answering (and let it go on), count the bytes it
+ * sends back and the statements that name the stored responses' tables.
  */
 interface Harness {
   gateway: TestGateway;
@@ -25,7 +28,10 @@ interface Harness {
   close(): Promise<void>;
 }
 
-/** PostgreSQL behind a TCP proxy the test controls; PGlite with its client's calls held at a gate the test controls. */
+/**
+ * PostgreSQL behind a TCP proxy the test controls; PGlite with its client's calls held at a gate
+ * the test controls.
+ */
 async function harness(kind: 'pglite' | 'postgres'): Promise<Harness> {
   // The catalog poll's first read comes after the tests: a key warmed before a pause stays known.
   const env = { TOLLGATE_CATALOG_POLL_MS: '60000' };
@@ -150,7 +156,8 @@ describe.each(stores)('stored responses against a hostile client (%s)', (kind) =
       expect(page).toMatchObject({ first_id: 'msg_49999', has_more: true });
       expect(page.data.map((item) => item.id)).toEqual(['msg_49999']);
     }
-    // Three pages of one item: a few hundred bytes each from the database (the old layout read the 4 MB input each time).
+    // Three pages of one item: a few hundred bytes each from the database (the old layout read the
+    // 4 MB input each time).
     expect(read()).toBeLessThan(3 * 2_000);
     const after = (await (await call('GET', `/${turn.id}/input_items?limit=2&order=asc&after=msg_2`)).json()) as {
       data: Array<{ id: string }>;
@@ -290,7 +297,8 @@ describe.each(stores)('stored responses against a hostile client (%s)', (kind) =
     } finally {
       h.resume();
     }
-    // Back: the stored response was neither lost nor deleted by the timed-out DELETE's absence of an answer.
+    // Back: the stored response was neither lost nor deleted by the timed-out DELETE's absence of
+    // an answer.
     expect([200, 404]).toContain((await call('GET', `/${turn.id}`)).status);
     await h.gateway.charged(20_000);
   }, 60_000);

@@ -63,7 +63,8 @@ describe.each(stores)('GET, DELETE /v1/responses/{id} and its input_items (%s)',
   let count = 0;
 
   beforeAll(async () => {
-    // Compiling OpenAI's spec holds this process for seconds; done before the gateway has connections that would idle out meanwhile.
+    // Compiling OpenAI's spec holds this process for seconds; done before the gateway has
+    // connections that would idle out meanwhile.
     openApiErrors('ResponseItemList', {});
     openApiErrors('Response', {});
     gateway = await startTestGateway(kind);

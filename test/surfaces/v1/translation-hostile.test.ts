@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
 /**
- * Issue 48, item 2: bodies built to make the Messages and Responses translations slow or large. Each is
- * answered within a second, while another organization's chat keeps its latency and the gateway's memory
- * stays put. Before the fix, the namespace body built about 629 MB of names (the event loop stalled for
- * 17-29 s) and 20,000 function calls were translated in quadratic time before the wallet was checked.
+ * Issue 48, item 2: bodies built to make the Messages and Responses translations slow or large.
+ * Each is answered within a second, while another organization's chat keeps its latency and the
+ * gateway's memory stays put. Before the fix, the namespace body built about 629 MB of names (the
+ * event loop stalled for 17-29 s) and 20,000 function calls were translated in quadratic time
+ * before the wallet was checked.
  */
 describe('hostile bodies for the translations', () => {
   let gateway: TestGateway;
@@ -42,8 +43,9 @@ describe('hostile bodies for the translations', () => {
   };
 
   /**
-   * Sends `attack` (several times, one after another) while the neighbour chats in a loop: each attack's status and time, the
-   * neighbour's slowest chat before and during, and how much the process grew.
+   * Sends `attack` (several times, one after another) while the neighbour chats in a loop: each
+   * attack's status and time, the neighbour's slowest chat before and during, and how much the
+   * process grew.
    */
   async function underAttack(attack: () => Promise<Response>, copies = 3) {
     const baseline = Math.max(...(await sequence(5, neighbourChat)));
@@ -106,7 +108,8 @@ describe('hostile bodies for the translations', () => {
     for (const answer of result.answers) expect(answer.status).toBe(402);
   }, 120_000);
 
-  // Not stored: storing 20,000 input items in the embedded PGlite takes over a second of its own (the store's to bound).
+  // Not stored: storing 20,000 input items in the embedded PGlite takes over a second of its own
+  // (the store's to bound).
   it('20,000 function_call items from a funded key: answered (served or refused) within a second', async () => {
     const result = await underAttack(() => post('/responses', attacker, functionCalls(19_999, { store: false })));
     expectContained(result);

@@ -12,7 +12,10 @@ const ITL_MS = 100;
 const MAX_TOKENS = 40;
 const STARTING_BALANCE = 5_000_000_000n;
 
-/** `TOLLGATE_UPSTREAM_TIMEOUT_MS` ends an engine call at once, before its answer or in the middle of its stream. */
+/**
+ * `TOLLGATE_UPSTREAM_TIMEOUT_MS` ends an engine call at once, before its answer or in the middle of
+ * its stream.
+ */
 describe.each(stores)('the upstream timeout (%s)', (store) => {
   let sim: RunningSimulator;
   let gateway: TestGateway;
@@ -88,7 +91,8 @@ describe.each(stores)('the upstream timeout (%s)', (store) => {
       interval: 10,
     });
 
-    // Billed for the tokens the engine produced before the cut (its running count), and nothing held.
+    // Billed for the tokens the engine produced before the cut (its running count), and nothing
+    // held.
     await gateway.charged();
     const records = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, tenant.orgId));
     expect(records).toHaveLength(1);

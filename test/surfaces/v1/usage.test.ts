@@ -130,7 +130,8 @@ describe.each(stores)('usage reports (%s)', (store) => {
         cost: 1_350_000n,
         createdAt: lastMonthMid(),
       },
-      // Free answers from the response cache, this month: all three share created_at to the microsecond.
+      // Free answers from the response cache, this month: all three share created_at to the
+      // microsecond.
       ...[1, 2, 3].map((n) => ({
         ...record,
         id: `req_usage_test_cache_${n}`,
@@ -148,7 +149,10 @@ describe.each(stores)('usage reports (%s)', (store) => {
   });
   afterAll(() => gateway?.close());
 
-  /** The org's usage records once this gateway's charges are written (they reach PostgreSQL just after each answer). */
+  /**
+   * The org's usage records once this gateway's charges are written (they reach PostgreSQL just
+   * after each answer).
+   */
   const recordsOf = async (orgId: string) => {
     await gateway.services.applier.settled(5_000);
     return gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, orgId));
@@ -272,7 +276,8 @@ describe.each(stores)('usage reports (%s)', (store) => {
     expect(lastMonth.totals.cost_nanos).toBe('1350000');
     expect(lastMonth.totals.cost).toBe('0.00135');
 
-    // `to` is exclusive: a window ending at the record's own instant leaves it out; one a millisecond later takes it in.
+    // `to` is exclusive: a window ending at the record's own instant leaves it out; one a
+    // millisecond later takes it in.
     const at = old.createdAt.getTime();
     const before = await summary({ from: lastMonthStart().toISOString(), to: new Date(at).toISOString() });
     expect(before.totals.requests).toBe(0);

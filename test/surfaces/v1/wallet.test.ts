@@ -34,7 +34,8 @@ describe('GET /v1/wallet', () => {
     });
     expect(chat.status).toBe(200);
     await chat.json();
-    // At once, with no wait for the charge to be written: the route waits for this replica's journaled charges.
+    // At once, with no wait for the charge to be written: the route waits for this replica's
+    // journaled charges.
     const atOnce = (await (await wallet(tenant.secret)).json()) as { balance_nanos: string };
     await gateway.charged();
     const settled = (await (await wallet(tenant.secret)).json()) as { balance_nanos: string };

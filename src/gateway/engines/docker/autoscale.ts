@@ -1,7 +1,10 @@
 import { canPlace } from './placement.js';
 import { type EngineState, type Replica, scrapedLoad } from './state.js';
 
-/** A scale-down step is over once its replica is drained and removed; it gives up on that after this long. */
+/**
+ * A scale-down step is over once its replica is drained and removed; it gives up on that after this
+ * long.
+ */
 const DOWN_STEP_TIMEOUT_MS = 120_000;
 
 /**
@@ -46,7 +49,8 @@ function decide(state: EngineState, now: number): number | null {
   if (desired === 0) return memory.coldWaiters > 0 && bounds.max > 0 ? 1 : null;
   const ready = [...state.replicas.values()].filter((r) => r.state === 'ready');
   const load = ready.map((r) => loadOf(state, r));
-  // With flow control, a full fleet's extra requests wait in the gateway, not in the engines' queues.
+  // With flow control, a full fleet's extra requests wait in the gateway, not in the engines'
+  // queues.
   const waiting = load.reduce((sum, l) => sum + l.waiting, 0) + memory.gatewayWaiting;
   const running = load.reduce((sum, l) => sum + l.running, 0);
   const perReplica = ready.length > 0 ? waiting / ready.length : memory.coldWaiters;
@@ -82,7 +86,10 @@ function loadOf(state: EngineState, replica: Replica): { waiting: number; runnin
   return { waiting: Math.max(0, replica.inFlight - capacity), running: Math.min(replica.inFlight, capacity) };
 }
 
-/** Keeps the lease while the step runs; gives it back once the new replica is ready, or the removed one gone. */
+/**
+ * Keeps the lease while the step runs; gives it back once the new replica is ready, or the removed
+ * one gone.
+ */
 async function continueStep(state: EngineState, now: number): Promise<void> {
   const step = state.autoscale.step!;
   const up = step.to > step.from;
@@ -101,7 +108,10 @@ async function continueStep(state: EngineState, now: number): Promise<void> {
   state.autoscale.busySince = state.autoscale.idleSince = null;
 }
 
-/** Long enough to outlast a few passes, short enough that a dead holder's lease frees the engine soon. */
+/**
+ * Long enough to outlast a few passes, short enough that a dead holder's lease frees the engine
+ * soon.
+ */
 function leaseMs(state: EngineState): number {
   return Math.max(10_000, state.options.pollMs * 5);
 }

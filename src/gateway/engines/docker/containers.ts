@@ -7,7 +7,10 @@ function dockerOn(state: EngineState, host: string): Docker {
   return (state.hosts.find((h) => h.definition.docker_host === host) ?? state.hosts[0]!).docker;
 }
 
-/** Makes sure the engine's image is on every Docker engine it runs on that answers, pulling it unless the definition says `pull: never`. */
+/**
+ * Makes sure the engine's image is on every Docker engine it runs on that answers, pulling it
+ * unless the definition says `pull: never`.
+ */
 export async function ensureImages(state: EngineState): Promise<void> {
   const results = await Promise.allSettled(state.hosts.map((host) => ensureImage(state, host.docker)));
   // One host down must not stop the engine; none with the image is a definition error.
@@ -42,7 +45,8 @@ export async function createContainer(
   try {
     await container.start();
   } catch (error) {
-    // Not started (a GPU the runtime refused, a port taken): leave nothing behind that holds its GPUs.
+    // Not started (a GPU the runtime refused, a port taken): leave nothing behind that holds its
+    // GPUs.
     await container.remove({ force: true }).catch(() => {});
     throw error;
   }
@@ -71,7 +75,10 @@ export async function removeContainer(state: EngineState, host: string, id: stri
   });
 }
 
-/** Stops and removes every container of an engine (on shutdown with TOLLGATE_ENGINES_ON_SHUTDOWN=stop). */
+/**
+ * Stops and removes every container of an engine (on shutdown with
+ * TOLLGATE_ENGINES_ON_SHUTDOWN=stop).
+ */
 export async function removeEngineContainers(docker: Docker, model: string, deployment: string): Promise<void> {
   const containers = await docker.listContainers({ all: true, filters: { label: ownContainers(deployment, model) } });
   await Promise.all(

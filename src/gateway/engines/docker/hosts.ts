@@ -5,7 +5,10 @@ import { LABELS } from './spec.js';
 /** A listing that takes longer than this counts as the host not answering (a TCP host that hangs). */
 const LIST_TIMEOUT_MS = 10_000;
 
-/** How long a GPU placed by this process stays taken before a listing shows the container holding it. */
+/**
+ * How long a GPU placed by this process stays taken before a listing shows the container holding
+ * it.
+ */
 const PLACING_MS = 60_000;
 
 /**
@@ -49,10 +52,16 @@ export class GpusBeingPlaced {
 export interface HostState {
   definition: DockerHostDefinition;
   docker: Docker;
-  /** Listings failed in a row; at `unhealthyAfter` the host is down and its replicas are placed elsewhere. */
+  /**
+   * Listings failed in a row; at `unhealthyAfter` the host is down and its replicas are placed
+   * elsewhere.
+   */
   failures: number;
   down: boolean;
-  /** GPU ids held by any Tollgate container on the host (every deployment's, every engine's), from the last listing. */
+  /**
+   * GPU ids held by any Tollgate container on the host (every deployment's, every engine's), from
+   * the last listing.
+   */
   usedGpus: Set<string>;
 }
 
@@ -79,7 +88,10 @@ export function hostsOf(
   ];
 }
 
-/** GPUs each replica gets when placed on hosts with an inventory: the `gpus` count, else one when any host lists GPUs. */
+/**
+ * GPUs each replica gets when placed on hosts with an inventory: the `gpus` count, else one when
+ * any host lists GPUs.
+ */
 export function gpusPerReplica(definition: Pick<DockerDefinition, 'hosts' | 'gpus'>): number {
   if (!definition.hosts) return 0;
   if (typeof definition.gpus === 'number') return definition.gpus;

@@ -31,7 +31,10 @@ export function placeReplica(state: EngineState): Placement | null {
   return { host: chosen.host.definition, gpus };
 }
 
-/** Whether one more replica would find a place now (the autoscaler scales up only within the GPUs free). */
+/**
+ * Whether one more replica would find a place now (the autoscaler scales up only within the GPUs
+ * free).
+ */
 export function canPlace(state: EngineState): boolean {
   const needed = gpusPerReplica(state.definition);
   return state.hosts.some(

@@ -7,9 +7,15 @@ import { LABELS } from './spec.js';
 import { type EngineState, loadsScraped, type Replica, scrapedLoad, trackReplica } from './state.js';
 
 const MAX_BACKOFF_MS = 60_000;
-/** A drain waits at most this long for the replica's requests (seen by other gateways through its metrics) to end. */
+/**
+ * A drain waits at most this long for the replica's requests (seen by other gateways through its
+ * metrics) to end.
+ */
 const DRAIN_TIMEOUT_MS = 60_000;
-/** A container left created but not started this long is dead (its starter died between the two calls). */
+/**
+ * A container left created but not started this long is dead (its starter died between the two
+ * calls).
+ */
 const CREATED_GRACE_MS = 30_000;
 
 interface Listed {
@@ -30,8 +36,8 @@ export async function reconcile(state: EngineState): Promise<void> {
   const listings = await Promise.all(
     state.hosts.map((host) => listHost(host, options.unhealthyAfter ?? 3, state.placing, options.listTimeoutMs)),
   );
-  // Read after listing: a container another gateway made after raising the count is never taken for an extra one.
-  // The database away: keep the count and go on checking replicas' health.
+  // Read after listing: a container another gateway made after raising the count is never taken for
+  // an extra one. The database away: keep the count and go on checking replicas' health.
   const stored = await state.scaleStore.read().catch((error: Error) => {
     options.log.warn('engine replica count could not be read; keeping the last one', {
       model: definition.model,
@@ -49,7 +55,8 @@ export async function reconcile(state: EngineState): Promise<void> {
       .map((info) => ({ host: state.hosts[i]!, info })),
   );
   forgetLost(state, ours);
-  // Tracked containers first: a host that comes back with a replica placed elsewhere meanwhile loses its copy.
+  // Tracked containers first: a host that comes back with a replica placed elsewhere meanwhile
+  // loses its copy.
   ours.sort(
     (a, b) =>
       Number(state.replicas.get(indexOf(b.info))?.containerId === b.info.Id) -
@@ -65,7 +72,10 @@ export async function reconcile(state: EngineState): Promise<void> {
 
 const indexOf = (info: Docker.ContainerInfo) => Number(info.Labels[LABELS.replica]);
 
-/** Tracked replicas whose host is down, or whose container its host no longer lists, leave rotation and tracking. */
+/**
+ * Tracked replicas whose host is down, or whose container its host no longer lists, leave rotation
+ * and tracking.
+ */
 function forgetLost(state: EngineState, ours: Listed[]): void {
   for (const [index, replica] of state.replicas) {
     const host = state.hosts.find((h) => h.definition.docker_host === replica.host);
@@ -103,8 +113,8 @@ async function settle(state: EngineState, { host, info }: Listed, seen: Set<numb
     return;
   }
   seen.add(index);
-  // Created and not yet started: another gateway process (or this one) is starting it. Taking that for a
-  // death made two gateways remove each other's new replica for ever.
+  // Created and not yet started: another gateway process (or this one) is starting it. Taking that
+  // for a death made two gateways remove each other's new replica for ever.
   if (info.State === 'created' && Date.now() - info.Created * 1000 < CREATED_GRACE_MS) return;
   if (info.State !== 'running') {
     // Died: replace it, waiting longer after each death.
@@ -129,7 +139,8 @@ async function settle(state: EngineState, { host, info }: Listed, seen: Set<numb
     mine.drainingSince = undefined;
   }
   if (!mine) {
-    // Running but not known to this process: a gateway restart, or another gateway made it. Adopt it.
+    // Running but not known to this process: a gateway restart, or another gateway made it. Adopt
+    // it.
     trackReplica(state, index, {
       id: info.Id,
       name: info.Names[0]?.replace(/^\//, ''),

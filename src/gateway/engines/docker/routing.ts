@@ -35,17 +35,24 @@ export function startRouting(state: EngineState): void {
   state.scraper.start();
 }
 
-/** The ready replicas with their ids and this gateway's requests in flight on each (`routing/room.ts`). */
+/**
+ * The ready replicas with their ids and this gateway's requests in flight on each
+ * (`routing/room.ts`).
+ */
 function readyReplicas(state: EngineState): Array<{ id: string; inFlight: number; replica: Replica }> {
   return [...state.replicas.values()]
     .filter((r) => r.state === 'ready')
     .map((replica) => ({ id: replicaId(state, replica), inFlight: replica.inFlight, replica }));
 }
 
-/** vLLM's --max-num-seqs as the definition's arguments give it; undefined: learnt from the replicas' metrics. */
+/**
+ * vLLM's --max-num-seqs as the definition's arguments give it; undefined: learnt from the replicas'
+ * metrics.
+ */
 function batchSizeOf(state: EngineState): number | undefined {
   const args: unknown = state.definition.args;
-  // A definition made in code (tests, a bench) may leave out the arguments the file's schema defaults.
+  // A definition made in code (tests, a bench) may leave out the arguments the file's schema
+  // defaults.
   if (!Array.isArray(args)) return undefined;
   const at = (args as string[]).findIndex((arg) => arg === '--max-num-seqs' || arg.startsWith('--max-num-seqs='));
   if (at < 0) return undefined;
@@ -54,7 +61,10 @@ function batchSizeOf(state: EngineState): number | undefined {
   return Number.isInteger(value) && value > 0 ? value : undefined;
 }
 
-/** Sequences the engine's ready replicas can take beyond other gateways' requests (`Engine.freeSlots`). */
+/**
+ * Sequences the engine's ready replicas can take beyond other gateways' requests
+ * (`Engine.freeSlots`).
+ */
 export function freeSlotsOf(state: EngineState): number | null {
   return slotsFor(readyReplicas(state), batchSizeOf(state), state.scraper ?? null);
 }
@@ -117,7 +127,10 @@ export function acquireReplica(
   };
 }
 
-/** The engine and its replicas, for operators (`tollgate engines list`, `/admin/v1/engines`): with each replica's scraped load when routing scrapes it. */
+/**
+ * The engine and its replicas, for operators (`tollgate engines list`, `/admin/v1/engines`): with
+ * each replica's scraped load when routing scrapes it.
+ */
 export function engineStatus(state: EngineState): EngineStatus {
   return {
     model: state.definition.model,
@@ -153,7 +166,8 @@ export function engineStatus(state: EngineState): EngineStatus {
   };
 }
 
-// Operators read the replica's hit rate since it started: the rate between two scrapes is null whenever it is idle.
+// Operators read the replica's hit rate since it started: the rate between two scrapes is null
+// whenever it is idle.
 function allTimeHitRate(load: { prefixQueries?: number; prefixHits?: number }): number | null {
   return load.prefixQueries ? (load.prefixHits ?? 0) / load.prefixQueries : null;
 }

@@ -16,7 +16,10 @@ export interface ScaleStore {
   load(initial: number): Promise<number>;
   /** The stored count now; null when there is none (a row deleted by hand: keep what runs). */
   read(): Promise<number | null>;
-  /** Sets the count from `from` to `to` and takes the lease for `leaseMs`; false when the count moved or another holder's lease runs. */
+  /**
+   * Sets the count from `from` to `to` and takes the lease for `leaseMs`; false when the count
+   * moved or another holder's lease runs.
+   */
   step(from: number, to: number, holder: string, leaseMs: number): Promise<boolean>;
   /** Keeps the lease while a step runs (a replica loading, or draining). */
   renew(holder: string, leaseMs: number): Promise<void>;

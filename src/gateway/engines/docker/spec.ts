@@ -9,12 +9,18 @@ export const LABELS = {
   engine: 'tollgate.engine',
   replica: 'tollgate.replica',
   spec: 'tollgate.spec',
-  /** On engines placed over `hosts`: the GPU ids the replica holds (comma-separated), and the host it was placed on. */
+  /**
+   * On engines placed over `hosts`: the GPU ids the replica holds (comma-separated), and the host
+   * it was placed on.
+   */
   gpus: 'tollgate.gpus',
   host: 'tollgate.host',
 } as const;
 
-/** Where a replica runs: its Docker host and the GPU ids placed on it (none for an engine without `hosts`). */
+/**
+ * Where a replica runs: its Docker host and the GPU ids placed on it (none for an engine without
+ * `hosts`).
+ */
 export interface Placement {
   host: DockerHostDefinition;
   gpus: string[];
@@ -24,14 +30,20 @@ const HF_CACHE_IN_CONTAINER = '/root/.cache/huggingface';
 
 /** Where a replica listens and is reached. */
 export interface ReplicaAddress {
-  /** Host networking: the engine host's address and the replica's own port; a Docker network: the container's name. */
+  /**
+   * Host networking: the engine host's address and the replica's own port; a Docker network: the
+   * container's name.
+   */
   host: string;
   port: number;
   /** What vLLM binds to inside the container. */
   listen: string;
 }
 
-/** A container's name: unique per deployment, engine and replica, so two deployments on one Docker host never collide. */
+/**
+ * A container's name: unique per deployment, engine and replica, so two deployments on one Docker
+ * host never collide.
+ */
 export function containerName(definition: DockerDefinition, index: number, deployment: string): string {
   return `tollgate-${deployment}-${definition.model.replace(/[^a-zA-Z0-9_.-]/g, '-')}-${index}`;
 }
@@ -61,7 +73,8 @@ export function replicaAddress(
   if (definition.network === 'host') {
     const remote = /^tcp:\/\/([^:/]+)/.exec(on.docker_host)?.[1];
     const host = on.address ?? remote ?? '127.0.0.1';
-    // A replica on this machine listens on loopback only; one on another host must be reachable from here.
+    // A replica on this machine listens on loopback only; one on another host must be reachable
+    // from here.
     return { host, port: definition.port + index, listen: host === '127.0.0.1' ? '127.0.0.1' : '0.0.0.0' };
   }
   return { host: containerName(definition, index, deployment), port: definition.port, listen: '0.0.0.0' };
@@ -70,7 +83,8 @@ export function replicaAddress(
 /** A fingerprint of what a container is made from: a changed definition replaces its containers. */
 export function specHash(definition: DockerDefinition, env: Record<string, string | undefined>): string {
   const passed = Object.fromEntries(definition.env_from.map((name) => [name, env[name] ?? '']));
-  // What scaling and placement change is left out: only a changed container recipe replaces replicas.
+  // What scaling and placement change is left out: only a changed container recipe replaces
+  // replicas.
   const {
     replicas: _r,
     min_replicas: _min,
@@ -140,7 +154,8 @@ export function containerSpec(
       ...(definition.shm_size ? { ShmSize: bytesOf(definition.shm_size) } : {}),
       Binds: definition.hf_cache ? [`${definition.hf_cache}:${HF_CACHE_IN_CONTAINER}`] : [],
       DeviceRequests: definition.hosts ? placedDevices(placement) : deviceRequests(definition.gpus),
-      // The gateway replaces dead replicas itself, with back-off; Docker restarting them too would race it.
+      // The gateway replaces dead replicas itself, with back-off; Docker restarting them too would
+      // race it.
       RestartPolicy: { Name: 'no' },
     },
   };
@@ -170,8 +185,9 @@ function bytesOf(size: string): number {
 }
 
 /**
- * vLLM's flags for the model family's tool calls and reasoning, from the definition's parsers, and its scheduling
- * policy when the definition asks for priority scheduling (unless its own `args` already say).
+ * vLLM's flags for the model family's tool calls and reasoning, from the definition's parsers, and
+ * its scheduling policy when the definition asks for priority scheduling (unless its own `args`
+ * already say).
  *
  * @example
  * parserArgs({ tool_call_parser: 'hermes' }); // ['--enable-auto-tool-choice', '--tool-call-parser', 'hermes']

@@ -14,18 +14,30 @@ export interface DockerEngineOptions {
   /** The client of the definition's `docker_host`; with `hosts`, `dockerFor` gives each host's. */
   docker: Docker;
   dockerFor?: (host: DockerHostDefinition) => Docker;
-  /** The shared replica count and scaling lease (PostgreSQL for the gateway); default: in this process only. */
+  /**
+   * The shared replica count and scaling lease (PostgreSQL for the gateway); default: in this
+   * process only.
+   */
   scaleStore?: ScaleStore;
-  /** Replicas' scraped load (requests waiting); null for a replica never scraped, or with no scraper. */
+  /**
+   * Replicas' scraped load (requests waiting); null for a replica never scraped, or with no
+   * scraper.
+   */
   loadOf?: LoadOf;
   log: Logger;
   /** The gateway's environment, for `env_from`. */
   env: Record<string, string | undefined>;
   /** How often containers are reconciled and replicas health-checked. */
   pollMs: number;
-  /** This gateway deployment's name (TOLLGATE_DEPLOYMENT): it touches only containers labelled with it. */
+  /**
+   * This gateway deployment's name (TOLLGATE_DEPLOYMENT): it touches only containers labelled with
+   * it.
+   */
   deployment: string;
-  /** Consecutive failed health checks before a ready replica is taken out (and failed listings before a host is down). */
+  /**
+   * Consecutive failed health checks before a ready replica is taken out (and failed listings
+   * before a host is down).
+   */
   unhealthyAfter?: number;
   /** A host's listing that takes longer counts as failed (default 10 s). */
   listTimeoutMs?: number;
@@ -71,7 +83,10 @@ export interface AutoscaleState {
   seenDesired: number;
   /** Requests waiting for a first replica (min_replicas 0). */
   coldWaiters: number;
-  /** Requests this gateway holds in its fair queue because the ready replicas are full (`flow/`): waiting too. */
+  /**
+   * Requests this gateway holds in its fair queue because the ready replicas are full (`flow/`):
+   * waiting too.
+   */
   gatewayWaiting: number;
 }
 
@@ -103,7 +118,10 @@ export interface EngineState {
   replaced: Map<number, number>;
   /** Turns among equally loaded replicas. */
   rotation: number;
-  /** Chooses among ready replicas (absent: least-loaded), and the scraper of their `/metrics` it reads. */
+  /**
+   * Chooses among ready replicas (absent: least-loaded), and the scraper of their `/metrics` it
+   * reads.
+   */
   router?: ReplicaRouter;
   scraper?: LoadScraper;
   closed: boolean;
@@ -114,7 +132,10 @@ export function replicaId(state: EngineState, replica: Replica): string {
   return `${state.definition.model}/${replica.index}`;
 }
 
-/** Starts tracking a container as replica `index`, not yet in rotation (`starting` until /health answers). */
+/**
+ * Starts tracking a container as replica `index`, not yet in rotation (`starting` until /health
+ * answers).
+ */
 export function trackReplica(
   state: EngineState,
   index: number,
@@ -150,7 +171,10 @@ export function scrapedLoad(state: EngineState, replica: Replica): ReplicaLoad |
   return state.scraper?.loadOf(id) ?? state.options.loadOf?.(id) ?? null;
 }
 
-/** Whether replicas' metrics are scraped at all: without, only this gateway's own requests are known. */
+/**
+ * Whether replicas' metrics are scraped at all: without, only this gateway's own requests are
+ * known.
+ */
 export function loadsScraped(state: EngineState): boolean {
   return state.scraper !== undefined || state.options.loadOf !== undefined;
 }

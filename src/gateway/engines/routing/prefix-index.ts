@@ -1,7 +1,10 @@
 import { LRUCache } from 'lru-cache';
 
 export interface PrefixIndexOptions {
-  /** Most block hashes kept per replica (the least recently used go first), unless the replica's own cache is known to be smaller. */
+  /**
+   * Most block hashes kept per replica (the least recently used go first), unless the replica's own
+   * cache is known to be smaller.
+   */
   maxEntriesPerReplica: number;
   /** A hash not seen again for this long is forgotten (the replica's cache has likely evicted it). */
   ttlMs: number;
@@ -37,7 +40,10 @@ export class PrefixIndex {
     return size;
   }
 
-  /** A prompt with these block hashes went to `replicaId`, whose cache holds `kvBlocks` blocks (null: unknown). */
+  /**
+   * A prompt with these block hashes went to `replicaId`, whose cache holds `kvBlocks` blocks
+   * (null: unknown).
+   */
   record(hashes: readonly number[], replicaId: string, kvBlocks: number | null): void {
     const lru = this.lruOf(replicaId, Math.min(this.options.maxEntriesPerReplica, kvBlocks ?? Infinity));
     const now = performance.now();

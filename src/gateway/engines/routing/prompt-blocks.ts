@@ -1,10 +1,14 @@
 /** What the request path tells an engine about a request, for routing (see `Engine.acquire`). */
 export interface RoutingHint {
-  /** The client's request body: chat `messages`, completions' `prompt`, embeddings' `input`, the OpenAI `user`. Read only by a router that routes on prefixes. */
+  /**
+   * The client's request body: chat `messages`, completions' `prompt`, embeddings' `input`, the
+   * OpenAI `user`. Read only by a router that routes on prefixes.
+   */
   body: Record<string, unknown>;
   /**
-   * The organization it is for: its prompts are hashed apart from every other organization's (the first block
-   * seeded by it), as an engine salted per organization caches them, so affinity goes where its own blocks are.
+   * The organization it is for: its prompts are hashed apart from every other organization's (the
+   * first block seeded by it), as an engine salted per organization caches them, so affinity goes
+   * where its own blocks are.
    */
   organization?: string;
   /** A session key the client sent (the `x-session-id` header), preferred to `user`. */
@@ -80,7 +84,10 @@ class BlockHasher {
 
   constructor(private readonly blockChars: number) {}
 
-  /** Mixes `text` into the running hash without filling a block: what follows hashes apart from the same without it. */
+  /**
+   * Mixes `text` into the running hash without filling a block: what follows hashes apart from the
+   * same without it.
+   */
   seed(text: string): void {
     const units = codeUnitsOf(`${text}\u0000`);
     let { low, high } = this;
@@ -93,9 +100,10 @@ class BlockHasher {
   }
 
   add(text: string): void {
-    // The code units are read from their bytes, not with `charCodeAt`: on the gateway's request path
-    // `charCodeAt` over a parsed body's strings took 12 ns a character (a 200 KB prompt 2.6 ms) where
-    // encoding them and reading the bytes takes about 3 ns (measured with BENCH_ROUTED=1, docs/benchmark.md).
+    // The code units are read from their bytes, not with `charCodeAt`: on the gateway's request
+    // path `charCodeAt` over a parsed body's strings took 12 ns a character (a 200 KB prompt 2.6
+    // ms) where encoding them and reading the bytes takes about 3 ns (measured with BENCH_ROUTED=1,
+    // docs/benchmark.md).
     const units = codeUnitsOf(text);
     let { low, high, filled } = this;
     const blockChars = this.blockChars;
@@ -115,17 +123,22 @@ class BlockHasher {
 }
 
 /**
- * A text's UTF-16 code units, from Node's little-endian encoding read in the machine's own byte order: on a
- * big-endian machine every unit reads swapped, the same way in every request, which is all the prefix index needs.
+ * A text's UTF-16 code units, from Node's little-endian encoding read in the machine's own byte
+ * order: on a big-endian machine every unit reads swapped, the same way in every request, which is
+ * all the prefix index needs.
  */
 function codeUnitsOf(text: string): Uint16Array {
   const bytes = Buffer.from(text, 'utf16le');
-  // Node places a string's bytes 8-byte aligned (in its pool, or alone); copied should that ever change.
+  // Node places a string's bytes 8-byte aligned (in its pool, or alone); copied should that ever
+  // change.
   if (bytes.byteOffset % 2 === 0) return new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2);
   return new Uint16Array(Uint8Array.from(bytes).buffer);
 }
 
-/** The session a request belongs to: the header's key, else the OpenAI `user` field; null without either. */
+/**
+ * The session a request belongs to: the header's key, else the OpenAI `user` field; null without
+ * either.
+ */
 export function sessionOf(hint: RoutingHint): string | null {
   if (hint.session) return hint.session;
   const user = hint.body.user;

@@ -11,8 +11,8 @@ export interface RoomReplica {
 }
 
 /**
- * One replica's batch size: the engine definition's `max_num_seqs`, else what its engine showed when saturated
- * (`LoadScraper.learnedCapacity`); null when neither is known.
+ * One replica's batch size: the engine definition's `max_num_seqs`, else what its engine showed
+ * when saturated (`LoadScraper.learnedCapacity`); null when neither is known.
  */
 export function capacityOf(
   replicaId: string,
@@ -23,9 +23,10 @@ export function capacityOf(
 }
 
 /**
- * The sequences `replicas` can take beyond what runs or waits on them from other gateways: the sum of each one's
- * capacity less others' requests (this gateway's own are counted by flow control). Null when a replica's capacity
- * is unknown, or none is ready: then nothing waits in the gateway, as before flow control.
+ * The sequences `replicas` can take beyond what runs or waits on them from other gateways: the sum
+ * of each one's capacity less others' requests (this gateway's own are counted by flow control).
+ * Null when a replica's capacity is unknown, or none is ready: then nothing waits in the gateway,
+ * as before flow control.
  */
 export function slotsFor(
   replicas: readonly RoomReplica[],
@@ -42,7 +43,10 @@ export function slotsFor(
   return slots;
 }
 
-/** Of `replicas`, those with room for one more request (all of them when none has, or room is unknown). */
+/**
+ * Of `replicas`, those with room for one more request (all of them when none has, or room is
+ * unknown).
+ */
 export function withRoom<T extends RoomReplica>(
   replicas: T[],
   configured: number | undefined,

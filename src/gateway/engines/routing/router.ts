@@ -15,7 +15,10 @@ export interface Candidate {
 export interface RoutingDecision {
   replicaId: string;
   policy: RoutingSettings['policy'] | 'least-loaded-fallback';
-  /** Per candidate: its total score, and the parts (queue, kv, prefix, session), for a scored choice; empty otherwise. */
+  /**
+   * Per candidate: its total score, and the parts (queue, kv, prefix, session), for a scored
+   * choice; empty otherwise.
+   */
   scores: Record<string, { total: number; queue: number; kv: number; prefix: number; session: number }>;
   /** Prompt blocks the chosen replica is believed to hold, of all the prompt's blocks. */
   prefixBlocks: { matched: number; total: number };
@@ -52,7 +55,10 @@ export class ReplicaRouter {
   constructor(
     readonly settings: RoutingSettings,
     private loads: LoadSource | null,
-    /** The engine's `cache_sharing`: unless `shared`, the index keys prompts by organization, as the engine's cache. */
+    /**
+     * The engine's `cache_sharing`: unless `shared`, the index keys prompts by organization, as the
+     * engine's cache.
+     */
     private readonly cacheSharing: 'per-organization' | 'shared' = 'per-organization',
   ) {
     this.index = new PrefixIndex({ maxEntriesPerReplica: settings.prefixEntries, ttlMs: settings.prefixTtlMs });
@@ -64,7 +70,10 @@ export class ReplicaRouter {
     return this.index.size;
   }
 
-  /** Scores on these loads from now on (the scraper, made after the router that its targets call back). */
+  /**
+   * Scores on these loads from now on (the scraper, made after the router that its targets call
+   * back).
+   */
   useLoads(loads: LoadSource): void {
     this.loads = loads;
   }
@@ -74,7 +83,10 @@ export class ReplicaRouter {
     this.index.retain(live);
   }
 
-  /** Picks one of `candidates` (at least one) and records it in the prefix index and the session map. */
+  /**
+   * Picks one of `candidates` (at least one) and records it in the prefix index and the session
+   * map.
+   */
   choose(candidates: readonly Candidate[], hint?: RoutingHint): RoutingDecision {
     const { policy } = this.settings;
     if (policy === 'round-robin') return this.plain(candidates[this.rotation++ % candidates.length]!, 'round-robin');
@@ -119,11 +131,12 @@ export class ReplicaRouter {
     const least = Math.min(...queues);
     const most = Math.max(...queues);
     const matches = this.index.matches(hashes);
-    // Affinity yields to load: a replica already this much busier than the least busy one (by this gateway's own
-    // count, which a burst moves before any scrape can) wins on its queue and cache use only. Before, a burst of
-    // 10 requests sharing a system prompt went 10/0 to one llama.cpp replica.
-    // The slack grows with the load: at saturation (dozens in flight on every replica) a difference of a few is noise,
-    // and a fixed slack of 2 turned affinity off on it (shared-prefix bench: 76 % hits instead of 93 %).
+    // Affinity yields to load: a replica already this much busier than the least busy one (by this
+    // gateway's own count, which a burst moves before any scrape can) wins on its queue and cache
+    // use only. Before, a burst of 10 requests sharing a system prompt went 10/0 to one llama.cpp
+    // replica. The slack grows with the load: at saturation (dozens in flight on every replica) a
+    // difference of a few is noise, and a fixed slack of 2 turned affinity off on it (shared-prefix
+    // bench: 76 % hits instead of 93 %).
     const fewestInFlight = Math.min(...candidates.map((c) => c.inFlight));
     const slack = Math.max(
       this.settings.affinitySlack ?? 2,
@@ -147,8 +160,9 @@ export class ReplicaRouter {
       };
       totals.push(total);
     });
-    // The highest total; among equals the fewest in flight; among those, in turn. Taking the first of a tie sent
-    // every request of a quiet gateway, whose scrapes zero what it sent, to the first replica.
+    // The highest total; among equals the fewest in flight; among those, in turn. Taking the first
+    // of a tie sent every request of a quiet gateway, whose scrapes zero what it sent, to the first
+    // replica.
     const top = Math.max(...totals);
     const atTop = candidates.filter((_, i) => totals[i]! >= top - 1e-9);
     const chosen = this.leastLoaded(atTop);

@@ -2,7 +2,10 @@ import type { Logger } from '../../../shared/http/log.js';
 import type { LoadOf, ReplicaLoad } from '../load.js';
 import { parsePromText, type PromSample } from './prom-text.js';
 
-/** A replica to scrape: its id (`model/index`), base URL (no `/v1`) and the name its metrics carry in `model_name`. */
+/**
+ * A replica to scrape: its id (`model/index`), base URL (no `/v1`) and the name its metrics carry
+ * in `model_name`.
+ */
 export interface ScrapeTarget {
   id: string;
   url: string;
@@ -14,7 +17,10 @@ export interface ScraperOptions {
   /** The replicas to scrape now (read at every round: replicas come and go). */
   targets: () => ScrapeTarget[];
   log?: Logger;
-  /** This gateway's requests in flight on a replica: read when its scrape answers, to tell its load from others'. */
+  /**
+   * This gateway's requests in flight on a replica: read when its scrape answers, to tell its load
+   * from others'.
+   */
   inFlightOf?: (replicaId: string) => number;
 }
 
@@ -27,18 +33,19 @@ interface Scraped {
 }
 
 /**
- * KV-cache use from which a replica's queue may be waiting on its cache rather than its batch: its running count is
- * then not learnt as its capacity. Half: a batch-bound vLLM with a cache sized for it runs well below this, and
- * a capacity not learnt only leaves the choice to the router (and flow control unbounded, as without it).
+ * KV-cache use from which a replica's queue may be waiting on its cache rather than its batch: its
+ * running count is then not learnt as its capacity. Half: a batch-bound vLLM with a cache sized for
+ * it runs well below this, and a capacity not learnt only leaves the choice to the router (and flow
+ * control unbounded, as without it).
  */
 const KV_BOUND = 0.5;
 
 /**
- * Reads every replica's vLLM `/metrics` every `periodMs` and keeps its latest
- * `ReplicaLoad`. A replica whose last answered scrape is older than four
- * periods (at least 2 s: a busy event loop delays scrapes) has no load (`loadOf` answers null): the router then falls back to
- * least-loaded. Scrapes of one replica never overlap; each is bounded by a
- * timeout of one period (at least a second).
+ * Reads every replica's vLLM `/metrics` every `periodMs` and keeps its latest `ReplicaLoad`. A
+ * replica whose last answered scrape is older than four periods (at least 2 s: a busy event loop
+ * delays scrapes) has no load (`loadOf` answers null): the router then falls back to least-loaded.
+ * Scrapes of one replica never overlap; each is bounded by a timeout of one period (at least a
+ * second).
  *
  * @example
  * const scraper = new LoadScraper({ periodMs: 250, targets: () => [{ id: 'm/0', url: 'http://127.0.0.1:8000', servedModel: 'm' }] });
@@ -49,11 +56,14 @@ export class LoadScraper {
   private readonly scraped = new Map<string, Scraped>();
   private readonly busy = new Set<string>();
   /**
-   * Per replica, the most requests it ran while others waited with its KV cache not full: its batch's size, as the
-   * engine showed it.
+   * Per replica, the most requests it ran while others waited with its KV cache not full: its
+   * batch's size, as the engine showed it.
    */
   private readonly learned = new Map<string, number>();
-  /** Per replica, its running count at the last scrape if requests waited then with its cache not full, else null. */
+  /**
+   * Per replica, its running count at the last scrape if requests waited then with its cache not
+   * full, else null.
+   */
   private readonly saturated = new Map<string, number | null>();
   private timer: NodeJS.Timeout | undefined;
 
@@ -67,16 +77,17 @@ export class LoadScraper {
   };
 
   /**
-   * The replica's batch size as its engine showed it: the most requests it ran while requests waited and its KV
-   * cache was not full (vLLM's running and waiting, llama.cpp's processing and deferred); null until it was seen so.
+   * The replica's batch size as its engine showed it: the most requests it ran while requests
+   * waited and its KV cache was not full (vLLM's running and waiting, llama.cpp's processing and
+   * deferred); null until it was seen so.
    */
   learnedCapacity(replicaId: string): number | null {
     return this.learned.get(replicaId) ?? null;
   }
 
   /**
-   * Requests on the replica that are not this gateway's (other gateway replicas'), running or waiting, at its last
-   * fresh scrape; 0 when not scraped.
+   * Requests on the replica that are not this gateway's (other gateway replicas'), running or
+   * waiting, at its last fresh scrape; 0 when not scraped.
    */
   othersOf(replicaId: string): number {
     const entry = this.scraped.get(replicaId);
@@ -107,7 +118,10 @@ export class LoadScraper {
     this.timer = undefined;
   }
 
-  /** One round over every target, resolved when all answered or failed (tests and the first round call it directly). */
+  /**
+   * One round over every target, resolved when all answered or failed (tests and the first round
+   * call it directly).
+   */
   async scrapeAll(): Promise<void> {
     const targets = this.options.targets();
     const live = new Set(targets.map((t) => t.id));
@@ -132,14 +146,16 @@ export class LoadScraper {
       const samples = parsePromText(await res.text());
       const previous = this.scraped.get(target.id)?.load;
       const load = loadFromSamples(samples, target.servedModel, previous);
-      // Metrics of no engine the gateway knows: the replica's load is unknown (never idle), as if not scraped.
+      // Metrics of no engine the gateway knows: the replica's load is unknown (never idle), as if
+      // not scraped.
       if (load === null) throw new Error('no queue figures among its metrics (neither vllm:* nor llamacpp:*)');
       this.scraped.set(target.id, { load, sentSince: 0, ownAtScrape: this.options.inFlightOf?.(target.id) ?? 0 });
-      // A queue behind a full KV cache says nothing of the batch's size: there the running count is how many
-      // sequences the cache holds (20 to 40 of a 128-sequence batch in the routing bench), and taken as the
-      // capacity it made every replica holding a prefix "full", so affinity lost to whichever had room.
-      // Seen on two scrapes in a row, the fewer of the two: a burst that arrived within one engine step (every
-      // request of a cold start) waits a moment behind a running count that is no batch's size.
+      // A queue behind a full KV cache says nothing of the batch's size: there the running count is
+      // how many sequences the cache holds (20 to 40 of a 128-sequence batch in the routing bench),
+      // and taken as the capacity it made every replica holding a prefix "full", so affinity lost
+      // to whichever had room. Seen on two scrapes in a row, the fewer of the two: a burst that
+      // arrived within one engine step (every request of a cold start) waits a moment behind a
+      // running count that is no batch's size.
       const before = this.saturated.get(target.id) ?? null;
       const now = load.waiting > 0 && load.kvCacheUsage < KV_BOUND ? load.running : null;
       this.saturated.set(target.id, now);

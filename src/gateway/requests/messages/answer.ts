@@ -19,7 +19,10 @@ export function messageId(): string {
   return `msg_${randomUUID().replaceAll('-', '')}`;
 }
 
-/** Parses a tool call's arguments; an engine's malformed JSON becomes `{}`, as a client could not use it anyway. */
+/**
+ * Parses a tool call's arguments; an engine's malformed JSON becomes `{}`, as a client could not
+ * use it anyway.
+ */
 export function toolInput(text: unknown): unknown {
   try {
     const value: unknown = JSON.parse(typeof text === 'string' && text ? text : '{}');
@@ -67,9 +70,10 @@ export function messageOf(answer: Json, model: string): Json {
 }
 
 /**
- * The billed usage as the Messages API's (Anthropic's convention): `input_tokens` EXCLUDES the prompt tokens read
- * from the prefix cache, which are `cache_read_input_tokens`; the engine writes its cache unasked and unbilled, so
- * `cache_creation_input_tokens` is 0. `output` stands in for a completion count the engine has not reported.
+ * The billed usage as the Messages API's (Anthropic's convention): `input_tokens` EXCLUDES the
+ * prompt tokens read from the prefix cache, which are `cache_read_input_tokens`; the engine writes
+ * its cache unasked and unbilled, so `cache_creation_input_tokens` is 0. `output` stands in for a
+ * completion count the engine has not reported.
  *
  * @example
  * messagesUsage({ promptTokens: 1000, cachedTokens: 800, completionTokens: 10 });

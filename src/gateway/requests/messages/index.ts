@@ -24,7 +24,8 @@ export const MESSAGES: BilledEndpoint = {
     if (details.length > 0) throw invalid(details);
   },
   begin(request, { translations }) {
-    // The translation, made once: the bounds, the hold, the estimate and every replica tried read what it sends.
+    // The translation, made once: the bounds, the hold, the estimate and every replica tried read
+    // what it sends.
     const chat = chatBodyOf(request.body);
     const earlier = translations.reuse(request.caller.orgId, chat);
     keepCeilingWithinContext(chat, request.model.contextLength, translations.json);

@@ -10,12 +10,14 @@ type Json = Record<string, unknown>;
 const event = (name: string, data: Json): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 
 /**
- * A Messages stream as `relayBilledStream` relays it: Anthropic's events in place of the engine's `data:` lines,
- * kept but never cached (cached events replay as `data:` lines, which Anthropic's clients do not read).
+ * A Messages stream as `relayBilledStream` relays it: Anthropic's events in place of the engine's
+ * `data:` lines, kept but never cached (cached events replay as `data:` lines, which Anthropic's
+ * clients do not read).
  */
 export function messagesStreamWriter(model: string, bounds: TokenBounds): StreamWriter {
   const { writer, finish } = messagesChunks(model, bounds);
-  // Named, not spread: the relay reads these for every chunk (CONTRIBUTING, "Measured on the request path").
+  // Named, not spread: the relay reads these for every chunk (CONTRIBUTING, "Measured on the
+  // request path").
   return {
     state: writer.state,
     usual: writer.usual,
@@ -30,12 +32,11 @@ export function messagesStreamWriter(model: string, bounds: TokenBounds): Stream
 }
 
 /**
- * Turns the engine's chat chunks into Anthropic's event sequence:
- * `message_start`, `ping`, then for each content block (thinking, text, each
- * tool call) `content_block_start`, its deltas and `content_block_stop`, and
- * at the end `message_delta` (stop reason and output tokens) and
- * `message_stop`. Usage comes from the engine's own counts, as for chat, held to the call's `bounds` as it is billed
- * (absent: shown as the engine counted).
+ * Turns the engine's chat chunks into Anthropic's event sequence: `message_start`, `ping`, then for
+ * each content block (thinking, text, each tool call) `content_block_start`, its deltas and
+ * `content_block_stop`, and at the end `message_delta` (stop reason and output tokens) and
+ * `message_stop`. Usage comes from the engine's own counts, as for chat, held to the call's
+ * `bounds` as it is billed (absent: shown as the engine counted).
  *
  * @example
  * const writer = createMessagesWriter('claude-ish');
@@ -64,8 +65,9 @@ function messagesChunks(model: string, bounds?: TokenBounds): { writer: ChunkWri
 
   const writer: ChunkWriter = {
     state,
-    // Nearly every chunk is vLLM's usual one, more text of the block already open: its delta event is written from
-    // the engine's own JSON string, not parsed and written again. Any other is declined: it is parsed.
+    // Nearly every chunk is vLLM's usual one, more text of the block already open: its delta event
+    // is written from the engine's own JSON string, not parsed and written again. Any other is
+    // declined: it is parsed.
     usual: ({ key, text }) =>
       started && text !== '""' && blocks.open() === BLOCK_OF[key] ? usualDelta(key, text) : undefined,
     parsed: (_chunk, choices) => {
@@ -77,7 +79,10 @@ function messagesChunks(model: string, bounds?: TokenBounds): { writer: ChunkWri
     engineError: () => null,
   };
 
-  /** What the general path gives for a usual chunk into the open block, byte for byte but for the text's escapes. */
+  /**
+   * What the general path gives for a usual chunk into the open block, byte for byte but for the
+   * text's escapes.
+   */
   const usualDelta = (key: UsualChunk['key'], text: string): string => {
     const delta =
       key === 'content' ? `{"type":"text_delta","text":${text}}` : `{"type":"thinking_delta","thinking":${text}}`;
@@ -94,10 +99,14 @@ function messagesChunks(model: string, bounds?: TokenBounds): { writer: ChunkWri
     return out;
   };
 
-  /** The stream's last events: the open block closed, the stop reason and output tokens, `message_stop`. */
+  /**
+   * The stream's last events: the open block closed, the stop reason and output tokens,
+   * `message_stop`.
+   */
   const finish = (): string => {
     const out = start() + blocks.close();
-    // Anthropic's last usage is the whole message's: the input's counts too, the cached read known only now.
+    // Anthropic's last usage is the whole message's: the input's counts too, the cached read known
+    // only now.
     const billed = bounds ? shownStreamUsage(state, bounds) : state.usage;
     const usage = billed ? messagesUsage(billed) : { output_tokens: state.tokenChunks };
     const end = { stop_reason: stopReason, stop_sequence: stopSequence };
@@ -118,7 +127,10 @@ const BLOCK_OF: Record<UsualChunk['key'], string> = {
   reasoning_content: 'thinking',
 };
 
-/** The stream's first events: the message, empty, with its input tokens (the engine's first running count), and a ping. */
+/**
+ * The stream's first events: the message, empty, with its input tokens (the engine's first running
+ * count), and a ping.
+ */
 function messageStart(model: string, inputTokens: number): string {
   const usage = { input_tokens: inputTokens, output_tokens: 0 };
   const message = {
@@ -143,7 +155,10 @@ interface BlockWriter {
   close(): string;
 }
 
-/** The stream's content blocks: one open at a time (thinking, text, or a tool call, whose key is its own), numbered from 0. */
+/**
+ * The stream's content blocks: one open at a time (thinking, text, or a tool call, whose key is its
+ * own), numbered from 0.
+ */
 function contentBlocks(): BlockWriter {
   let index = -1;
   let open: string | null = null;
@@ -168,7 +183,10 @@ function contentBlocks(): BlockWriter {
   };
 }
 
-/** One chat delta's events: reasoning into a thinking block, text into a text block, each tool call into its tool_use block. */
+/**
+ * One chat delta's events: reasoning into a thinking block, text into a text block, each tool call
+ * into its tool_use block.
+ */
 function deltaEvents(d: Json, w: BlockWriter): string {
   let out = '';
   const reasoning = d.reasoning_content ?? d.reasoning;

@@ -21,7 +21,8 @@ type Json = Record<string, unknown>;
  */
 export function chatBodyOf(body: Json): Json {
   const turns = body.messages as Json[];
-  // Claude Code also sends `system` turns among the messages: they join the system prompt, which chat templates want first.
+  // Claude Code also sends `system` turns among the messages: they join the system prompt, which
+  // chat templates want first.
   const system = [body.system, ...turns.filter((turn) => turn.role === 'system').map((turn) => turn.content)];
   const chat: Json = {
     model: body.model,
@@ -54,7 +55,10 @@ function systemMessages(parts: unknown[]): Json[] {
   return text ? [{ role: 'system', content: text }] : [];
 }
 
-/** One Anthropic message as chat messages: a user's tool results become tool messages, before the rest of its content. */
+/**
+ * One Anthropic message as chat messages: a user's tool results become tool messages, before the
+ * rest of its content.
+ */
 function chatMessages(message: Json): Json[] {
   const { role, content } = message;
   if (typeof content === 'string') return [{ role, content }];

@@ -84,7 +84,10 @@ function blockErrors(block: Json, field: string, bounds: TranslationBounds): Err
   return [];
 }
 
-/** Tools: an array of objects, at most `maxTools`; a tool the engine is sent (one with an `input_schema`) is named. */
+/**
+ * Tools: an array of objects, at most `maxTools`; a tool the engine is sent (one with an
+ * `input_schema`) is named.
+ */
 function toolErrors(tools: unknown, bounds: TranslationBounds): ErrorDetail[] {
   if (tools === undefined || tools === null) return [];
   if (!Array.isArray(tools)) return [{ field: 'tools', message: 'must be an array' }];

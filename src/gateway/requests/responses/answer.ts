@@ -48,8 +48,9 @@ export function responseShell(body: Json, id: string, model: string, createdAt: 
 }
 
 /**
- * The billed usage as the Responses API's (OpenAI's convention): `input_tokens` counts the cached tokens too,
- * `input_tokens_details.cached_tokens` says how many; `output_tokens` the reasoning too, with its own count.
+ * The billed usage as the Responses API's (OpenAI's convention): `input_tokens` counts the cached
+ * tokens too, `input_tokens_details.cached_tokens` says how many; `output_tokens` the reasoning
+ * too, with its own count.
  */
 export function responsesUsage(counted: TokenUsage | null): Json {
   const input = counted?.promptTokens ?? 0;
@@ -63,7 +64,10 @@ export function responsesUsage(counted: TokenUsage | null): Json {
   };
 }
 
-/** A tool call as its output item: a function call, or a custom tool's call (its input unwrapped), named as the client named it. */
+/**
+ * A tool call as its output item: a function call, or a custom tool's call (its input unwrapped),
+ * named as the client named it.
+ */
 export function callItem(
   id: unknown,
   name: string,
@@ -147,7 +151,8 @@ export function responseOf(answer: Json, body: Json, names: ToolNames, id: strin
     const args = typeof fn.arguments === 'string' ? fn.arguments : '{}';
     output.push(callItem(call.id, stringOf(fn.name), args, names, 'completed', id));
   }
-  // The gateway's clock, never the engine's `created`: the store dates and expires the response by it.
+  // The gateway's clock, never the engine's `created`: the store dates and expires the response by
+  // it.
   const response = responseShell(body, id, model, Math.floor(Date.now() / 1000));
   Object.assign(response, finishOf(choice.finish_reason), {
     output,

@@ -10,7 +10,8 @@ const FINISHED: ReadonlySet<string> = new Set(['completed', 'incomplete', 'faile
 /**
  * A background response's events after `after` (a `sequence_number`; -1 for all), as SSE, read from
  * the store: the job may run on any replica. Written as they are kept, until the job has ended and
- * every kept event is sent (the Responses stream has no `[DONE]`); a reader that leaves stops reading, the job runs on.
+ * every kept event is sent (the Responses stream has no `[DONE]`); a reader that leaves stops
+ * reading, the job runs on.
  *
  * @example
  * return streamFromStore(c, store, { orgId, id: 'resp_…' }, 41); // from sequence_number 42 on

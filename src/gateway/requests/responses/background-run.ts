@@ -48,8 +48,9 @@ export function responseIn(job: Pick<BackgroundJob, 'id' | 'call'>, status: Back
  * Runs one background response to its end, as `serveBilled` runs a stream, with no client: it waits
  * in flow control's background band (or its key's, when lower), goes to the engine (marked as sent
  * first, so no replica ever sends it twice), keeps its events and its count as they come, and is
- * billed by `settle` exactly as a foreground stream, or given everything back when nothing was used.
- * `cancel` (given to `running` at once) stops it wherever it is: the engine's request is aborted.
+ * billed by `settle` exactly as a foreground stream, or given everything back when nothing was
+ * used. `cancel` (given to `running` at once) stops it wherever it is: the engine's request is
+ * aborted.
  */
 export async function runJob(ctx: JobContext, job: BackgroundJob, running: (cancel: () => void) => void) {
   const run = new JobRun(ctx, job);
@@ -138,7 +139,10 @@ class JobRun {
     }
   }
 
-  /** Relays the engine's stream into the store, settles it as `relayBilledStream` does, and records how it ended. */
+  /**
+   * Relays the engine's stream into the store, settles it as `relayBilledStream` does, and records
+   * how it ended.
+   */
   private async relay(sent: { response: EngineResponse; target: UpstreamTarget }, timeout: NodeJS.Timeout) {
     const { deps, store, replica } = this.ctx;
     const { call, protocol, id } = this.job;
@@ -232,7 +236,10 @@ function ending(
   return { status: 'failed', response: failedResponse(response) };
 }
 
-/** A response the engine broke off, or a replica died running: `failed`, with the output written so far. */
+/**
+ * A response the engine broke off, or a replica died running: `failed`, with the output written so
+ * far.
+ */
 export function failedResponse(response: Json): Json {
   const error = { code: 'server_error', message: 'The model server stopped before finishing this response.' };
   return { ...response, status: 'failed', error };

@@ -31,10 +31,11 @@ const DETACHED = { header: () => {}, get: () => undefined } as unknown as Contex
 
 /**
  * Background responses (`background: true` on `POST /v1/responses`): queued with their hold taken
- * and answered at once, run on this replica in flow control's background band (`background-run.ts`),
- * their leases renewed while they run, and the jobs of a replica that died taken over: run again
- * when the engine was never sent them, else failed and billed what they generated (the same request
- * id: one charge whichever replica bills it). `start` begins the loop; `stop` ends it.
+ * and answered at once, run on this replica in flow control's background band
+ * (`background-run.ts`), their leases renewed while they run, and the jobs of a replica that died
+ * taken over: run again when the engine was never sent them, else failed and billed what they
+ * generated (the same request id: one charge whichever replica bills it). `start` begins the loop;
+ * `stop` ends it.
  *
  * @example
  * routes.post('/', (c) => serveBilled(c, deps, endpoint, deps.backgroundResponses));
@@ -182,7 +183,10 @@ export class BackgroundResponses implements BackgroundQueue {
   }
 }
 
-/** The request of a job as it was queued, its key, model and price found again as the request path finds them. */
+/**
+ * The request of a job as it was queued, its key, model and price found again as the request path
+ * finds them.
+ */
 async function reauthorized(deps: BilledDeps, row: BackgroundRow): Promise<AuthorizedRequest> {
   const queued = JSON.parse(row.request) as BackgroundRequest;
   const caller = verifiedKey(await deps.requestPathCache.keyByHash(row.keyHash), row.keyHash);

@@ -16,11 +16,14 @@ export function conversationIdOf(value: unknown): string | undefined {
 }
 
 /**
- * A Responses turn in a `conversation` (`/v1/conversations`): its items start the turn's input, and the turn's
- * input and output are appended after it.
+ * A Responses turn in a `conversation` (`/v1/conversations`): its items start the turn's input, and
+ * the turn's input and output are appended after it.
  */
 export function conversationTurns(conversations: ConversationStore | null, log: Logger) {
-  /** A `conversation`'s items, the start of this turn's input: another organization's id is a 404, before any hold. */
+  /**
+   * A `conversation`'s items, the start of this turn's input: another organization's id is a 404,
+   * before any hold.
+   */
   const loadConversation = async (request: Pick<AuthorizedRequest, 'caller'>, id: string): Promise<Json[]> => {
     const items = conversations ? await conversations.turnItems(request.caller.orgId, id) : null;
     if (!items)
@@ -31,9 +34,10 @@ export function conversationTurns(conversations: ConversationStore | null, log: 
   };
 
   /**
-   * A finished turn's input (its references resolved) and output appended to its `conversation` (as `/v1/conversations` keeps items), whether
-   * or not the response is stored. A failed or cancelled turn never comes here: it appends nothing. An append that
-   * fails (the conversation deleted meanwhile, the database down) leaves the answer as it is, and is logged.
+   * A finished turn's input (its references resolved) and output appended to its `conversation` (as
+   * `/v1/conversations` keeps items), whether or not the response is stored. A failed or cancelled
+   * turn never comes here: it appends nothing. An append that fails (the conversation deleted
+   * meanwhile, the database down) leaves the answer as it is, and is logged.
    */
   const append = async (request: AuthorizedRequest, input: Json[], response: Json): Promise<void> => {
     const id = conversationIdOf(request.body.conversation);

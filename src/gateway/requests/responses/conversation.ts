@@ -11,7 +11,10 @@ import { resolvedInput } from './references.js';
 
 type Json = Record<string, unknown>;
 
-/** What reading a turn's input needs of its request: the billed path's, or a count's (`input-tokens.ts`). */
+/**
+ * What reading a turn's input needs of its request: the billed path's, or a count's
+ * (`input-tokens.ts`).
+ */
 export type TurnRequest = Pick<AuthorizedRequest, 'requestId' | 'caller' | 'body'>;
 
 /** A turn's input items, references resolved, and the earlier turns it continues (undefined: none). */
@@ -39,9 +42,10 @@ export interface ConversationDeps {
 export function createConversations({ store, conversations, log }: ConversationDeps) {
   const { loadConversation, append } = conversationTurns(conversations ?? null, log);
   /**
-   * What a turn reads before the hold: its input items, each `item_reference` resolved (`references.ts`), and the
-   * earlier turns its `conversation` or `previous_response_id` continues, as items (none without either). An unknown,
-   * expired or another organization's id is a 404, an unknown reference a 400, before any hold.
+   * What a turn reads before the hold: its input items, each `item_reference` resolved
+   * (`references.ts`), and the earlier turns its `conversation` or `previous_response_id`
+   * continues, as items (none without either). An unknown, expired or another organization's id is
+   * a 404, an unknown reference a 400, before any hold.
    */
   const load = async (request: TurnRequest): Promise<TurnInput> => {
     const input = await resolvedInput(store, request.caller.orgId, inputItemsOf(request.body.input));
@@ -76,10 +80,10 @@ export function createConversations({ store, conversations, log }: ConversationD
   };
 
   /**
-   * Keeps a finished response (completed or incomplete) with this turn's input items, unless the request said
-   * `store: false`. A response the store refuses (past its size bound), cannot write or does not write in time is
-   * still answered, as `store: false`: its tokens were generated and are billed, and the client learns it cannot be
-   * continued.
+   * Keeps a finished response (completed or incomplete) with this turn's input items, unless the
+   * request said `store: false`. A response the store refuses (past its size bound), cannot write
+   * or does not write in time is still answered, as `store: false`: its tokens were generated and
+   * are billed, and the client learns it cannot be continued.
    */
   const keep = async (request: AuthorizedRequest, input: Json[], response: Json): Promise<void> => {
     await append(request, input, response);
@@ -94,7 +98,8 @@ export function createConversations({ store, conversations, log }: ConversationD
           orgId: request.caller.orgId,
           keyId: request.caller.id,
           model: request.clientModel,
-          // The gateway's clock: a response's life (TOLLGATE_RESPONSES_RETENTION_DAYS) never comes from an engine.
+          // The gateway's clock: a response's life (TOLLGATE_RESPONSES_RETENTION_DAYS) never comes
+          // from an engine.
           createdAt: new Date(),
           previousResponseId:
             typeof request.body.previous_response_id === 'string' ? request.body.previous_response_id : null,
@@ -123,7 +128,10 @@ const ID_PREFIXES: Record<string, string> = {
   reasoning: 'rs',
 };
 
-/** An input item as OpenAI lists it back (`input_items`): with an id, its own or a new one, and a message's text as a part. */
+/**
+ * An input item as OpenAI lists it back (`input_items`): with an id, its own or a new one, and a
+ * message's text as a part.
+ */
 function storedItem(item: Json, responseId: string): Json {
   const stored =
     typeof item.id === 'string'

@@ -52,7 +52,8 @@ function responsesCall(
   translations: TranslationJsonCache,
   { input, earlier }: TurnInput,
 ): ProtocolCall {
-  // Sent with every earlier turn: the bounds, the hold and the estimate are this body's, not the client's alone.
+  // Sent with every earlier turn: the bounds, the hold and the estimate are this body's, not the
+  // client's alone.
   const chat = chatBodyOf(request.body, earlier, input);
   const earlierTurn = translations.reuse(request.caller.orgId, chat);
   keepCeilingWithinContext(chat, request.model.contextLength, translations.json);
@@ -88,8 +89,9 @@ function responsesCall(
 }
 
 /**
- * A Responses stream as `relayBilledStream` relays it. Its last events are written when the stream ends, before it
- * is settled: the response is kept (or not) first, and `response.completed` says whether it was.
+ * A Responses stream as `relayBilledStream` relays it. Its last events are written when the stream
+ * ends, before it is settled: the response is kept (or not) first, and `response.completed` says
+ * whether it was.
  */
 function responsesStreamWriter(
   source: ResponsesStreamSource,

@@ -13,13 +13,15 @@ type Json = Record<string, unknown>;
 export type InputTokensDeps = ConversationDeps & Pick<BilledDeps, 'config' | 'requestPathCache' | 'fleet'>;
 
 /**
- * `POST /v1/responses/input_tokens` (OpenAI's "Get input token counts"): the request's input counted as the gateway
- * bills it. The body is checked and translated as `POST /v1/responses` translates it: its `item_reference`s
- * resolved, the stored turns of `previous_response_id` or `conversation` before it (a 404 or 400 as there), then the
- * chat body's prompt tokenized by a replica of the model's engine (`countChatPrompt`: its template, system prompt and
- * tools included), which is what the engine reports, and the gateway bills, for that body. When no replica can count
- * it (none ready, an engine kind that cannot tokenize, no answer within its bound), the gateway's estimate, as a
- * billed call uses when the engine reports nothing. Free: the caller counts it against the key's limits.
+ * `POST /v1/responses/input_tokens` (OpenAI's "Get input token counts"): the request's input
+ * counted as the gateway bills it. The body is checked and translated as `POST /v1/responses`
+ * translates it: its `item_reference`s resolved, the stored turns of `previous_response_id` or
+ * `conversation` before it (a 404 or 400 as there), then the chat body's prompt tokenized by a
+ * replica of the model's engine (`countChatPrompt`: its template, system prompt and tools
+ * included), which is what the engine reports, and the gateway bills, for that body. When no
+ * replica can count it (none ready, an engine kind that cannot tokenize, no answer within its
+ * bound), the gateway's estimate, as a billed call uses when the engine reports nothing. Free: the
+ * caller counts it against the key's limits.
  *
  * @example
  * const count = responsesInputTokens(deps);
@@ -42,7 +44,10 @@ export function responsesInputTokens(deps: InputTokensDeps): (request: TurnReque
   };
 }
 
-/** The chat body's prompt as one ready replica of the model's engine tokenizes it; null when none can. */
+/**
+ * The chat body's prompt as one ready replica of the model's engine tokenizes it; null when none
+ * can.
+ */
 async function countedByEngine(deps: Pick<BilledDeps, 'fleet'>, modelId: string, chat: Json): Promise<number | null> {
   let target;
   try {

@@ -49,7 +49,8 @@ export function closeEvents(open: OpenItem, w: EventWriter, names: ToolNames): s
       `${w.at(open)},"name":${JSON.stringify(item.name)},"arguments":${JSON.stringify(item.arguments)}`,
     );
   } else {
-    // A custom tool's input arrives as the function's JSON arguments: the client gets it unwrapped, whole.
+    // A custom tool's input arrives as the function's JSON arguments: the client gets it unwrapped,
+    // whole.
     const done = callItem(item.call_id, flatName(item), text || '{}', names);
     Object.assign(item, { status: 'completed', input: done.input });
     out += w.event('response.custom_tool_call_input.done', `${w.at(open)},"input":${JSON.stringify(item.input)}`);

@@ -15,7 +15,10 @@ export function inputItemsOf(input: unknown): Json[] {
   );
 }
 
-/** Where a translation gathers its chat messages: system text apart (chat templates want it first), the rest in order. */
+/**
+ * Where a translation gathers its chat messages: system text apart (chat templates want it first),
+ * the rest in order.
+ */
 interface Conversation {
   system: string[];
   messages: Json[];
@@ -41,7 +44,10 @@ export function gatherItems(items: Json[], into: Conversation): void {
   }
 }
 
-/** A namespaced function's name as the engine knows it (`translate.ts` flattens namespaces the same way). */
+/**
+ * A namespaced function's name as the engine knows it (`translate.ts` flattens namespaces the same
+ * way).
+ */
 export function qualifiedName(item: Json): unknown {
   return typeof item.namespace === 'string' && item.namespace ? `${item.namespace}__${String(item.name)}` : item.name;
 }
@@ -67,7 +73,8 @@ function addToolCall(messages: Json[], callId: unknown, name: unknown, args: str
   const call = { id: callId, type: 'function', function: { name, arguments: args } };
   const last = messages.at(-1);
   if (last?.role === 'assistant') {
-    // Pushed, not copied: a run of 20,000 calls copied each time was 200 million copies (quadratic).
+    // Pushed, not copied: a run of 20,000 calls copied each time was 200 million copies
+    // (quadratic).
     const calls = last.tool_calls as Json[] | undefined;
     if (calls) calls.push(call);
     else last.tool_calls = [call];
@@ -81,7 +88,10 @@ function argumentsText(args: unknown): string {
   return JSON.stringify(args ?? {});
 }
 
-/** A function call's output: a string, or content parts (their text; an image is named, as a tool message holds text). */
+/**
+ * A function call's output: a string, or content parts (their text; an image is named, as a tool
+ * message holds text).
+ */
 function outputText(output: unknown): string {
   if (typeof output === 'string') return output;
   if (!Array.isArray(output)) return output === undefined || output === null ? '' : JSON.stringify(output);

@@ -14,7 +14,10 @@ export function hasReferences(input: unknown): boolean {
   return Array.isArray(input) && (input as unknown[]).some((item) => isObject(item) && isReference(item));
 }
 
-/** A request's `item_reference`s counted against TOLLGATE_RESPONSES_MAX_REFERENCES, before the store is read. */
+/**
+ * A request's `item_reference`s counted against TOLLGATE_RESPONSES_MAX_REFERENCES, before the store
+ * is read.
+ */
 export function referenceCountErrors(input: unknown, maxReferences: number): ErrorDetail[] {
   if (!Array.isArray(input)) return [];
   let count = 0;
@@ -23,11 +26,12 @@ export function referenceCountErrors(input: unknown, maxReferences: number): Err
 }
 
 /**
- * This turn's input items with each `item_reference` replaced by the item it names: an input or output item of
- * one of the organization's stored responses, every reference of the request read in one statement. The engine is
- * sent, the stored response keeps and its conversation appends the resolved items, never the references. A
- * reference found nowhere is a 400 naming it, the same bytes whether the id is unknown, expired, deleted or another
- * organization's. An input without references is given back as it is, and the store is not asked.
+ * This turn's input items with each `item_reference` replaced by the item it names: an input or
+ * output item of one of the organization's stored responses, every reference of the request read in
+ * one statement. The engine is sent, the stored response keeps and its conversation appends the
+ * resolved items, never the references. A reference found nowhere is a 400 naming it, the same
+ * bytes whether the id is unknown, expired, deleted or another organization's. An input without
+ * references is given back as it is, and the store is not asked.
  */
 export async function resolvedInput(store: ResponseStore | null, orgId: string, input: Json[]): Promise<Json[]> {
   const ids = input.filter(isReference).map((item) => item.id as string);

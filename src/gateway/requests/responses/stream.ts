@@ -11,10 +11,16 @@ import type { ToolNames } from './translate.js';
 
 type Json = Record<string, unknown>;
 
-/** The response's members that change while it streams; the others (its echo of the request) are written once. */
+/**
+ * The response's members that change while it streams; the others (its echo of the request) are
+ * written once.
+ */
 const CHANGING_MEMBERS: ReadonlySet<string> = new Set(['status', 'error', 'incomplete_details', 'output', 'usage']);
 
-/** What a Responses stream is made from: the request (echoed in the response), its tools' names, the response's id and the client's model. */
+/**
+ * What a Responses stream is made from: the request (echoed in the response), its tools' names, the
+ * response's id and the client's model.
+ */
 export interface ResponsesStreamSource {
   body: Json;
   names: ToolNames;
@@ -44,18 +50,27 @@ export class ResponsesWriter implements EventWriter, ChunkWriter {
   private open: OpenItem | null = null;
   private started = false;
   private finishReason: unknown = null;
-  /** The JSON of each member that does not change (`CHANGING_MEMBERS`), written at the first whole-response event. */
+  /**
+   * The JSON of each member that does not change (`CHANGING_MEMBERS`), written at the first
+   * whole-response event.
+   */
   private readonly echoJson = new Map<string, string>();
 
   constructor(
     private readonly source: ResponsesStreamSource,
-    /** The call's token bounds: the usage shown is held to them, as it is billed (absent: as the engine counted). */
+    /**
+     * The call's token bounds: the usage shown is held to them, as it is billed (absent: as the
+     * engine counted).
+     */
     private readonly bounds?: TokenBounds,
   ) {
     this.response = responseShell(source.body, source.id, source.model, Math.floor(Date.now() / 1000));
   }
 
-  /** One event, its fields already JSON (without braces): the hot deltas are written without a JSON.stringify of a whole object. */
+  /**
+   * One event, its fields already JSON (without braces): the hot deltas are written without a
+   * JSON.stringify of a whole object.
+   */
   event(type: string, fields: string): string {
     return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.sequence++},${fields}}\n\n`;
   }
@@ -69,8 +84,9 @@ export class ResponsesWriter implements EventWriter, ChunkWriter {
   }
 
   /**
-   * An event carrying the whole response. Its echo of the request (Codex's 17 KB of instructions, its tools) is
-   * written once for the stream's three whole-response events, not again at each (`responseJson`).
+   * An event carrying the whole response. Its echo of the request (Codex's 17 KB of instructions,
+   * its tools) is written once for the stream's three whole-response events, not again at each
+   * (`responseJson`).
    */
   private responseEvent(type: string, response: Json): string {
     return this.event(type, `"response":${this.responseJson(response)}`);
@@ -93,7 +109,10 @@ export class ResponsesWriter implements EventWriter, ChunkWriter {
     return `{${out}}`;
   }
 
-  /** A usual chunk's events, from its pieces as the engine wrote them: the chunk is not parsed (`readUsualChunk`). */
+  /**
+   * A usual chunk's events, from its pieces as the engine wrote them: the chunk is not parsed
+   * (`readUsualChunk`).
+   */
   usual({ key, text }: UsualChunk): string | null {
     let out = this.start();
     if (text !== '""')
@@ -141,7 +160,10 @@ export class ResponsesWriter implements EventWriter, ChunkWriter {
     return this.closeItems() + this.completed();
   }
 
-  /** The event that ends a stream the engine broke off: `response.failed`, with what was written so far. */
+  /**
+   * The event that ends a stream the engine broke off: `response.failed`, with what was written so
+   * far.
+   */
   failure(): string {
     const out = this.start() + this.close();
     const error = { code: 'server_error', message: STREAM_CUT_MESSAGE };
@@ -169,7 +191,8 @@ export class ResponsesWriter implements EventWriter, ChunkWriter {
     const item = this.open;
     if (item === null) return '';
     this.open = null;
-    // Written before it is closed: the closing events, and the final response, name the finished item.
+    // Written before it is closed: the closing events, and the final response, name the finished
+    // item.
     const out = closeEvents(item, this, this.source.names);
     this.output.push(item.item);
     return out;
@@ -210,7 +233,10 @@ export class ResponsesWriter implements EventWriter, ChunkWriter {
     return out;
   }
 
-  /** A piece of the message's text, or of the reasoning's: `json` is it as a JSON string, written into the delta as it is. */
+  /**
+   * A piece of the message's text, or of the reasoning's: `json` is it as a JSON string, written
+   * into the delta as it is.
+   */
   private textDelta(kind: 'message' | 'reasoning', json: string, text: string): string {
     if (kind === 'reasoning') {
       const { out, open } = this.item('reasoning', () => ({
@@ -245,7 +271,8 @@ export class ResponsesWriter implements EventWriter, ChunkWriter {
     const args = stringOf(fn.arguments);
     if (!args) return out;
     open.text += args;
-    // A custom tool's input is the function's JSON arguments: it is given whole, unwrapped, when the item is done.
+    // A custom tool's input is the function's JSON arguments: it is given whole, unwrapped, when
+    // the item is done.
     if (open.item.type !== 'function_call') return out;
     return (
       out + this.event('response.function_call_arguments.delta', `${this.at(open)},"delta":${JSON.stringify(args)}`)

@@ -96,7 +96,10 @@ function customFunction(tool: Json, name: unknown): Json {
   };
 }
 
-/** Which of the request's tools are custom (free-form), and which flattened names are a namespace's: the answer gives them back as the client named them. */
+/**
+ * Which of the request's tools are custom (free-form), and which flattened names are a namespace's:
+ * the answer gives them back as the client named them.
+ */
 export interface ToolNames {
   custom: Set<string>;
   namespaced: Map<string, { namespace: string; name: string }>;

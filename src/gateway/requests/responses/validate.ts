@@ -81,14 +81,15 @@ function itemErrors(item: unknown, field: string, bounds: TranslationBounds): Er
 const NAMESPACED_TOOLS = 'tools, each function of a namespace counted';
 
 /**
- * Tools: an array of objects, at most `maxTools` with each function of a `namespace` counted (the namespace itself
- * not); a function's, a custom tool's and a namespace's names are bounded (a namespace's is copied into each of its
- * functions' names).
+ * Tools: an array of objects, at most `maxTools` with each function of a `namespace` counted (the
+ * namespace itself not); a function's, a custom tool's and a namespace's names are bounded (a
+ * namespace's is copied into each of its functions' names).
  */
 function toolErrors(tools: unknown, bounds: TranslationBounds): ErrorDetail[] {
   if (tools === undefined || tools === null) return [];
   if (!Array.isArray(tools)) return [{ field: 'tools', message: 'must be an array' }];
-  // A namespace counts as its functions (what the engine is sent), not as one more; an empty one as one.
+  // A namespace counts as its functions (what the engine is sent), not as one more; an empty one as
+  // one.
   let count = 0;
   for (const tool of tools)
     count +=

@@ -2,7 +2,10 @@ import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { INSIDE, type RunFolder, SANDBOX_UID } from './inside.js';
 
-/** The programs the sandbox is built from, found on the gateway's PATH (Debian: bubblewrap, socat, util-linux). */
+/**
+ * The programs the sandbox is built from, found on the gateway's PATH (Debian: bubblewrap, socat,
+ * util-linux).
+ */
 export interface BubblewrapPrograms {
   bwrap: string;
   socat: string;
@@ -88,7 +91,10 @@ export function bwrapArgs(
   return args;
 }
 
-/** `/bin`, `/lib`, `/lib64`, `/sbin`: links into `/usr` on a merged-usr system (as on Debian 12), else read-only folders. */
+/**
+ * `/bin`, `/lib`, `/lib64`, `/sbin`: links into `/usr` on a merged-usr system (as on Debian 12),
+ * else read-only folders.
+ */
 function systemLinks(): string[] {
   return ['/bin', '/sbin', '/lib', '/lib64', '/lib32'].flatMap((name) => {
     try {
@@ -101,7 +107,10 @@ function systemLinks(): string[] {
   });
 }
 
-/** The few files of /etc a run needs (certificates, name service, `/usr/bin` links through alternatives); none holds a secret. */
+/**
+ * The few files of /etc a run needs (certificates, name service, `/usr/bin` links through
+ * alternatives); none holds a secret.
+ */
 function etcFiles(): string[] {
   return [
     '/etc/ssl',

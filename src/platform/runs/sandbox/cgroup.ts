@@ -195,7 +195,10 @@ async function signalProcessesIn(
   }
 }
 
-/** Removes the groups once their last process is gone (the kernel refuses while one remains: retried briefly). */
+/**
+ * Removes the groups once their last process is gone (the kernel refuses while one remains: retried
+ * briefly).
+ */
 async function removeGroups(dirs: string[]): Promise<void> {
   for (const dir of dirs) {
     for (let attempt = 0; attempt < 50; attempt++) {

@@ -11,7 +11,10 @@ import { INSIDE } from './inside.js';
 import type { Sandbox } from './types.js';
 import { Unsandboxed } from './unsandboxed.js';
 
-/** How long a failed probe is remembered before the next apply probes again (an operator may install bubblewrap meanwhile). */
+/**
+ * How long a failed probe is remembered before the next apply probes again (an operator may install
+ * bubblewrap meanwhile).
+ */
 const RETRY_PROBE_MS = 30_000;
 
 /**

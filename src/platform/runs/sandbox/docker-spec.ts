@@ -5,11 +5,20 @@ import { INSIDE, type RunFolder, sandboxEnvironment } from './inside.js';
 import type { SandboxRequest } from './types.js';
 
 export interface DockerSandboxOptions {
-  /** The engine on this machine (a run's folder is bind-mounted: the engine must see the gateway's files). */
+  /**
+   * The engine on this machine (a run's folder is bind-mounted: the engine must see the gateway's
+   * files).
+   */
   docker: Docker;
-  /** The runner image: the tool (`tofu` or `terraform`), a shell and coreutils, socat (compose/runner.Dockerfile). */
+  /**
+   * The runner image: the tool (`tofu` or `terraform`), a shell and coreutils, socat
+   * (compose/runner.Dockerfile).
+   */
   image: string;
-  /** The host user the container runs as: the sandbox user when the gateway is root, else the gateway's own (it owns `work/`). */
+  /**
+   * The host user the container runs as: the sandbox user when the gateway is root, else the
+   * gateway's own (it owns `work/`).
+   */
   user: { uid: number; gid: number };
   /** Whether `work/` is handed to `user` (the gateway is root). */
   chown: boolean;
@@ -17,15 +26,24 @@ export interface DockerSandboxOptions {
   providerMirror?: string;
   cliConfig?: string;
   mounts: Array<{ host: string; sandbox: string; writable: boolean }>;
-  /** A container outliving its gateway ends itself after this long (the run timeout and the kill grace, with room). */
+  /**
+   * A container outliving its gateway ends itself after this long (the run timeout and the kill
+   * grace, with room).
+   */
   lifetimeSeconds: number;
   /** How often disk use and CPU time are checked against their bounds. */
   checkEveryMs?: number;
-  /** The gateway's log: told once when the bounds the gateway enforces from a container's cgroup cannot be (BLIND_CGROUP). */
+  /**
+   * The gateway's log: told once when the bounds the gateway enforces from a container's cgroup
+   * cannot be (BLIND_CGROUP).
+   */
   warn?: (message: string) => void;
 }
 
-/** Labels on every run container: `docker ps --filter label=tollgate.run` lists them; `tollgate.managed` is what the test run's leftover check looks for. */
+/**
+ * Labels on every run container: `docker ps --filter label=tollgate.run` lists them;
+ * `tollgate.managed` is what the test run's leftover check looks for.
+ */
 export const RUN_LABELS = { managed: 'tollgate.managed', run: 'tollgate.run' } as const;
 
 /**

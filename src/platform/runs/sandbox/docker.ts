@@ -21,11 +21,17 @@ export type { DockerSandboxOptions } from './docker-spec.js';
 
 export { RUN_LABELS };
 
-/** What the gateway says, in its log once and in every run's log, when it cannot read a run container's cgroup. */
+/**
+ * What the gateway says, in its log once and in every run's log, when it cannot read a run
+ * container's cgroup.
+ */
 export const BLIND_CGROUP =
   "the gateway cannot read the run container's cgroup (it runs in another PID namespace, e.g. in a container, or without /sys/fs/cgroup): TOLLGATE_RUN_CPU_SECONDS is not enforced, and a run held back by the container's process limit (TOLLGATE_RUN_PROCESSES) fails without naming it. Run the gateway on the Docker engine's host, or use TOLLGATE_RUN_SANDBOX=bubblewrap.";
 
-/** How long closing a run waits for Docker to finish removing its container (a removal already under way). */
+/**
+ * How long closing a run waits for Docker to finish removing its container (a removal already under
+ * way).
+ */
 const REMOVAL_WAIT_MS = 30_000;
 
 /**
@@ -98,7 +104,10 @@ export class DockerSandbox implements Sandbox {
     }
   }
 
-  /** Never silent: a warning in the run's log, and once in the gateway's (at the first apply's probe). */
+  /**
+   * Never silent: a warning in the run's log, and once in the gateway's (at the first apply's
+   * probe).
+   */
   private blind(request: SandboxRequest): void {
     request.say(`Warning: ${BLIND_CGROUP}`);
     if (this.warned) return;
@@ -111,7 +120,10 @@ class DockerRun implements RunSandbox {
   readonly workPath = INSIDE.work;
   private diskExceeded = false;
   private cpuExceeded = false;
-  /** The highest counts read so far: the group goes with the container, so a stopped run keeps what was counted. */
+  /**
+   * The highest counts read so far: the group goes with the container, so a stopped run keeps what
+   * was counted.
+   */
   private last: CgroupCounts = { oomKills: 0, forksRefused: 0, cpuSeconds: 0 };
   private readonly checker: NodeJS.Timeout;
   /** The check under way, if any: the final one (`exceeded`) waits for it, then measures afresh. */
@@ -242,7 +254,10 @@ class DockerRun implements RunSandbox {
     return this.last;
   }
 
-  /** Disk use and CPU time against their bounds; going over either stops the run at once (the whole container). */
+  /**
+   * Disk use and CPU time against their bounds; going over either stops the run at once (the whole
+   * container).
+   */
   private check(): Promise<void> {
     this.checking ??= this.measure().finally(() => {
       this.checking = null;

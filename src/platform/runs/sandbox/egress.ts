@@ -2,7 +2,10 @@ import { lookup } from 'node:dns/promises';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 
-/** Where one run may connect: its cluster's nodes, each on its own ports, and the operator's allowed `host:port` names. */
+/**
+ * Where one run may connect: its cluster's nodes, each on its own ports, and the operator's allowed
+ * `host:port` names.
+ */
 export interface EgressPolicy {
   nodes: Array<{ address: string; ports: number[] }>;
   hosts: Array<{ host: string; port: number }>;

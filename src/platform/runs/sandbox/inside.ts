@@ -21,7 +21,10 @@ const SOCKET_PATH_BYTES = 107;
 /** The port of the in-sandbox relay to the egress proxy; HTTPS_PROXY points at it. */
 export const EGRESS_RELAY_PORT = 3128;
 
-/** How a run's SSH leaves its sandbox for the nodes: the relay, as an HTTP CONNECT proxy (`tollgate_ssh_proxy`). */
+/**
+ * How a run's SSH leaves its sandbox for the nodes: the relay, as an HTTP CONNECT proxy
+ * (`tollgate_ssh_proxy`).
+ */
 export const SSH_PROXY = { scheme: 'http', host: '127.0.0.1', port: EGRESS_RELAY_PORT } as const;
 
 /** The user inside every sandbox. */
@@ -47,7 +50,10 @@ export function relayScript(): string {
   );
 }
 
-/** The tool's environment inside: what the worker gives it, with the sandbox's paths and the egress relay as proxy. */
+/**
+ * The tool's environment inside: what the worker gives it, with the sandbox's paths and the egress
+ * relay as proxy.
+ */
 export function sandboxEnvironment(
   env: Record<string, string>,
   options: { cliConfig: boolean },
@@ -68,7 +74,10 @@ export function sandboxEnvironment(
   };
 }
 
-/** A run's folder on the host, laid out for a sandbox: `work/` (what the tool sees) and `ctl/` (the sandbox's own files). */
+/**
+ * A run's folder on the host, laid out for a sandbox: `work/` (what the tool sees) and `ctl/` (the
+ * sandbox's own files).
+ */
 export interface RunFolder {
   work: string;
   ctl: string;
@@ -79,7 +88,10 @@ export interface RunFolder {
    */
   socket: string;
   socketDir: string | null;
-  /** The CLI configuration the sandbox mounts at `INSIDE.cliConfig`, if any (the operator's, or one naming the provider mirror). */
+  /**
+   * The CLI configuration the sandbox mounts at `INSIDE.cliConfig`, if any (the operator's, or one
+   * naming the provider mirror).
+   */
   cliConfig: string | null;
 }
 
@@ -156,7 +168,10 @@ async function chownTree(folder: string, uid: number, gid: number): Promise<void
   }
 }
 
-/** Bytes a folder takes: per file, the larger of its allocated blocks and its length (a sparse file counts as long as it looks). */
+/**
+ * Bytes a folder takes: per file, the larger of its allocated blocks and its length (a sparse file
+ * counts as long as it looks).
+ */
 export async function bytesUsed(folder: string): Promise<number> {
   let total = 0;
   const stack = [folder];
@@ -179,7 +194,10 @@ export async function bytesUsed(folder: string): Promise<number> {
   return total;
 }
 
-/** The run's egress proxy on its socket; closing it removes the socket's folder too (as does failing to start). */
+/**
+ * The run's egress proxy on its socket; closing it removes the socket's folder too (as does failing
+ * to start).
+ */
 export async function startRunProxy(
   folder: RunFolder,
   policy: EgressPolicy,

@@ -40,7 +40,10 @@ export interface RunSandbox {
   exec(command: SandboxCommand): Promise<ToolExit>;
   /** The bounds the run has gone over so far. */
   exceeded(): Promise<BoundName[]>;
-  /** Stops whatever is left and releases the sandbox (the run's folder stays for the caller to remove). */
+  /**
+   * Stops whatever is left and releases the sandbox (the run's folder stays for the caller to
+   * remove).
+   */
   close(): Promise<void>;
 }
 

@@ -4,16 +4,19 @@ import { segment } from '../client.js';
 import { date, fields } from '../output.js';
 import { type Command, STRING } from './command.js';
 
-// `keys budget` and `projects budget`: a key's or a project's budget per month and per day, with what it spent
-// so far; with --monthly or --daily, set first ("none" removes one). Amounts are decimal strings in the billing
-// currency; the gateway checks them.
+// `keys budget` and `projects budget`: a key's or a project's budget per month and per day, with
+// what it spent so far; with --monthly or --daily, set first ("none" removes one). Amounts are
+// decimal strings in the billing currency; the gateway checks them.
 //
 // @example
 // tollgate projects budget prj_123 --monthly 250.00 --daily none
 
 type BudgetView = ReturnType<typeof budgetView>;
 
-/** The flag's amount for the API: a decimal string, null for "none", undefined when the flag is absent. */
+/**
+ * The flag's amount for the API: a decimal string, null for "none", undefined when the flag is
+ * absent.
+ */
 function amountOf(a: Args, flag: string): string | null | undefined {
   const value = a.optional(flag);
   return value === 'none' ? null : value;

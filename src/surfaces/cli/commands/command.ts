@@ -41,16 +41,21 @@ export interface Command<T = unknown> {
   api?: 'admin' | 'public' | 'key-or-operator';
   request(args: Args, input: Input): ApiRequest | ApiRequest[] | Promise<ApiRequest | ApiRequest[]>;
   combine?(bodies: unknown[]): T;
-  /** Does what the answer is for before it is shown (a download writes its file) and answers what `render` and `--json` show. */
+  /**
+   * Does what the answer is for before it is shown (a download writes its file) and answers what
+   * `render` and `--json` show.
+   */
   receive?(body: unknown, args: Args): Promise<T>;
   /**
-   * Why an answer is a failure (exit 1) though the request succeeded (books that differ), or null. With `--json`
-   * the body is printed and the reason goes to stderr; without, only the reason: the exit code is the same.
+   * Why an answer is a failure (exit 1) though the request succeeded (books that differ), or null.
+   * With `--json` the body is printed and the reason goes to stderr; without, only the reason: the
+   * exit code is the same.
    */
   failure?(body: T): string | null;
   /**
-   * A line of how far it has got, for each progress line of a streamed answer (NDJSON: the command's requests are
-   * sent asking for it). Shown on stderr when it is a terminal, one line rewritten in place.
+   * A line of how far it has got, for each progress line of a streamed answer (NDJSON: the
+   * command's requests are sent asking for it). Shown on stderr when it is a terminal, one line
+   * rewritten in place.
    */
   progress?(event: unknown): string;
   /** The body (null for 204 No Content) as text; `args` for what the body does not say. */

@@ -95,7 +95,8 @@ const verify: Command<Verification> = {
     const what = p.phase === 'ledger' ? 'ledger entries' : 'usage records';
     return `verifying: ${p.read} ${what} read (${Math.floor(p.fraction * 100)}%)`;
   },
-  // Books that differ are a failure (exit 1), so a script can run it; `--json` prints the report too.
+  // Books that differ are a failure (exit 1), so a script can run it; `--json` prints the report
+  // too.
   failure: (v) =>
     v.ok
       ? null

@@ -3,7 +3,10 @@ import { parsePromText } from '../../../../src/gateway/engines/routing/prom-text
 import { loadFromSamples } from '../../../../src/gateway/engines/routing/scraper.js';
 import { startSimulator, type RunningSimulator } from '../../../../src/sim/index.js';
 
-/** vLLM's own exposition, as /work/shared/research/vllm.md (section 1.8) quotes it, plus an info gauge and a histogram as prometheus_client writes them. */
+/**
+ * vLLM's own exposition, as /work/shared/research/vllm.md (section 1.8) quotes it, plus an info
+ * gauge and a histogram as prometheus_client writes them.
+ */
 const VLLM_SAMPLE = `# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{engine="0",model_name="qwen-0.5b"} 3.0
@@ -133,7 +136,8 @@ describe('the Prometheus text parser', () => {
       '# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 4\nllamacpp:requests_deferred 6\nllamacpp:prompt_tokens_total 120',
     );
     expect(loadFromSamples(llama, 'm', null)).toMatchObject({ waiting: 6, running: 4, kvCacheUsage: 0 });
-    // Before: every such replica read as idle (waiting 0, running 0, KV 0), and the prefix score sent a burst to one.
+    // Before: every such replica read as idle (waiting 0, running 0, KV 0), and the prefix score
+    // sent a burst to one.
     expect(loadFromSamples(parsePromText('process_cpu_seconds_total 3'), 'm', null)).toBeNull();
   });
 });

@@ -56,7 +56,8 @@ const chat = (question: string, user?: string) => ({
 
 describe('the scoring router', () => {
   it('lets prefix affinity yield to load: a burst sharing one system prompt splits across two replicas', () => {
-    // Llama.cpp-like: metrics read (nothing waiting at the last scrape), the burst arrives before the next scrape.
+    // Llama.cpp-like: metrics read (nothing waiting at the last scrape), the burst arrives before
+    // the next scrape.
     const loads = loadsOf({ 'm/0': load(), 'm/1': load() });
     const router = new ReplicaRouter({ ...SETTINGS, prefixWeight: 4 }, loads);
     const inFlight: Record<string, number> = { 'm/0': 0, 'm/1': 0 };
@@ -73,7 +74,8 @@ describe('the scoring router', () => {
   });
 
   it("keeps affinity through the noise of a saturated fleet: the slack grows to a share of the least busy's in flight", () => {
-    // Issue 67: dozens in flight on every replica; a fixed slack of 2 gave the prefix to no one (76 % hits, not 93 %).
+    // Issue 67: dozens in flight on every replica; a fixed slack of 2 gave the prefix to no one (76
+    // % hits, not 93 %).
     const loads = loadsOf({ 'm/0': load(), 'm/1': load() });
     const router = new ReplicaRouter(
       { ...SETTINGS, prefixWeight: 4, affinitySlack: 2, affinitySlackShare: 0.25 },
@@ -149,14 +151,16 @@ describe('the scoring router', () => {
     expect(decision.replicaId).toBe('m/2');
     expect(decision.scores['m/0']!.queue).toBe(0);
     expect(loads.sent['m/2']).toBe(1);
-    // What this gateway sent since the scrape counts as queued: four more to m/2 make m/1 the better one.
+    // What this gateway sent since the scrape counts as queued: four more to m/2 make m/1 the
+    // better one.
     for (let i = 0; i < 4; i++) loads.noteSent('m/2');
     expect(router.choose(candidates('m/0', 'm/1', 'm/2')).replicaId).toBe('m/1');
   });
 
   it('takes turns among replicas that tie on score and in flight, as when every scrape comes between two requests', () => {
-    // A quiet gateway: each request's scrape zeroes what was sent since the last one, so every request sees three
-    // equal replicas. Taking the first of a tie sent them all to one replica (a fleet test's 10 / 5 / 0 of 15).
+    // A quiet gateway: each request's scrape zeroes what was sent since the last one, so every
+    // request sees three equal replicas. Taking the first of a tie sent them all to one replica (a
+    // fleet test's 10 / 5 / 0 of 15).
     const loads = loadsOf({ 'm/0': load(), 'm/1': load(), 'm/2': load() });
     const router = new ReplicaRouter(SETTINGS, loads);
     const chosen: string[] = [];

@@ -72,8 +72,9 @@ describe('the metrics scraper', () => {
 
 describe("the scraper's learnt batch size", () => {
   it('is the running count of a queue seen on two scrapes in a row with the KV cache under half full, never of a burst or a full cache', async () => {
-    // Issue 67: a cold start's burst (1 running, 4 waiting for one scrape) was learnt as a batch of 1, and a queue
-    // behind a full cache (20 running of 128) as a batch of 20: replicas holding a prefix counted as full.
+    // Issue 67: a cold start's burst (1 running, 4 waiting for one scrape) was learnt as a batch of
+    // 1, and a queue behind a full cache (20 running of 128) as a batch of 20: replicas holding a
+    // prefix counted as full.
     let figures = { running: 1, waiting: 4, kv: 0.1 };
     const server = http.createServer((_, res) => {
       res.end(
