@@ -4,6 +4,7 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEngineDefinitions } from '../../../src/gateway/engines/definitions.js';
 import { startDockerEngine } from '../../../src/gateway/engines/docker/engine.js';
+import { GpusBeingPlaced } from '../../../src/gateway/engines/docker/hosts.js';
 import { createLogger } from '../../../src/shared/http/log.js';
 
 /**
@@ -170,6 +171,9 @@ describe('the container the gateway asks Docker for', () => {
     );
     const before = requests.length;
     // The stand-in lists no containers: only what this process placed keeps the first GPU taken.
+    // The GPUs being placed are the fleet's, shared by its Docker engines, as `startFleet` shares
+    // them.
+    const placing = new GpusBeingPlaced();
     for (const definition of definitions) {
       const engine = await startDockerEngine(definition as Extract<(typeof definitions)[number], { kind: 'docker' }>, {
         docker: new Docker({ host: '127.0.0.1', port, protocol: 'http' }),
@@ -177,6 +181,7 @@ describe('the container the gateway asks Docker for', () => {
         env: {},
         pollMs: 60_000,
         deployment: 'prod',
+        placing,
       });
       await engine.close();
     }
