@@ -4,8 +4,8 @@
  */
 
 /**
- * Stored Responses (`gateway/responses/store.ts`): how long they are kept, and how large they and
- * a conversation may grow.
+ * Stored Responses (`gateway/stored-responses/store.ts`): how long they are kept, and how large
+ * they and a conversation may grow.
  */
 export interface ResponsesSettings {
   /**

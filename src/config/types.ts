@@ -115,8 +115,8 @@ export interface Config {
    */
   usageDetailRetentionMonths: number;
   /**
-   * Stored Responses (`gateway/responses/store.ts`): how long they are kept, and how large they and
-   * a conversation may grow.
+   * Stored Responses (`gateway/stored-responses/store.ts`): how long they are kept, and how large
+   * they and a conversation may grow.
    */
   responses: ResponsesSettings;
   /**

@@ -3,7 +3,7 @@ import type { Database } from '../../shared/db/client.js';
 import { conversationItems, conversations, conversationTotals } from '../../shared/db/schema.js';
 import { STORE_TIMEOUT_MS, withinStoreTimeout } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { rowsOf } from '../responses/group-save.js';
+import { rowsOf } from '../stored-responses/group-save.js';
 import { checkedItemId, conversationIdKind, newId } from './ids.js';
 import { readItemsPage, unknownAfter } from './items-page.js';
 import { live, objectOf, refusal, uncount } from './database-rows.js';

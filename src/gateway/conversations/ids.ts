@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../../shared/http/errors.js';
-import { responseIdKind } from '../responses/ids.js';
+import { responseIdKind } from '../stored-responses/ids.js';
 
 /** The ids the gateway gives its conversations: no other is stored. */
 const CONVERSATION_ID = /^conv_[0-9a-f]{48}$/;

@@ -1,4 +1,4 @@
-import { keptInputItem } from '../responses/kept.js';
+import { keptInputItem } from '../stored-responses/kept.js';
 import { isItemId, newId } from './ids.js';
 
 type Json = Record<string, unknown>;
@@ -13,7 +13,7 @@ const ID_PREFIXES: Record<string, string> = {
 
 /**
  * An input or output item as a conversation keeps it, in the shape of OpenAI's
- * `ConversationItem`: only what `responses/kept.ts` keeps (what a later turn
+ * `ConversationItem`: only what `stored-responses/kept.ts` keeps (what a later turn
  * sends to the engine; reasoning items, references and built-in tools' calls
  * are not kept, as for stored responses), a message's text as a part, an `id`
  * (its own when it is one, else a new one) and a `status`. Null for an item not kept.

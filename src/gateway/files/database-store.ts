@@ -6,7 +6,7 @@ import type { Database } from '../../shared/db/client.js';
 import { files, fileTotals } from '../../shared/db/files-schema.js';
 import { STORE_TIMEOUT_MS, withinStoreTimeout } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { rowsOf } from '../responses/group-save.js';
+import { rowsOf } from '../stored-responses/group-save.js';
 import type { FileListQuery, FileObject, FileOwner, FilePurpose, FileStore } from './store.js';
 
 /** What bounds the store: `config.files` (TOLLGATE_FILES_*). */

@@ -406,7 +406,7 @@ export const requestData = pgTable(
 /**
  * Stored Responses (`POST /v1/responses` with `store`), read back by their
  * organization only, and continued by `previous_response_id` from any gateway
- * process (`gateway/responses/database-store.ts`). The response is JSON text
+ * process (`gateway/stored-responses/database-store.ts`). The response is JSON text
  * without its `output` (`"output": null`), which is `output_json` apart: a
  * conversation's later turns read the outputs and the input items, never the
  * rest. `jsonb` would refuse a `\u0000` in a tenant's text and reorder the

@@ -4,7 +4,7 @@ import type { ConversationItemsQuery } from '../../gateway/conversations/store.j
 import { requireKey } from '../../gateway/requests/auth.js';
 import { admittedByKeyLimits } from '../../gateway/requests/key-limits.js';
 import { responsesRequestErrors } from '../../gateway/requests/responses/translate.js';
-import { echoedId } from '../../gateway/responses/ids.js';
+import { echoedId } from '../../gateway/stored-responses/ids.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { headerOf, readJsonObject } from '../../shared/http/request.js';

@@ -1,6 +1,6 @@
 import type { BilledDeps } from '../../gateway/requests/endpoint.js';
 import type { CatalogService } from '../../gateway/catalog/service.js';
-import type { ResponseStore } from '../../gateway/responses/store.js';
+import type { ResponseStore } from '../../gateway/stored-responses/store.js';
 import type { BackgroundResponses } from '../../gateway/requests/responses/background.js';
 import type { ConversationStore } from '../../gateway/conversations/store.js';
 import type { UsageReports } from '../../gateway/billing/usage-reports.js';

@@ -3,7 +3,7 @@ import type { FileListQuery, FileOwner } from '../../gateway/files/store.js';
 import { receiveUpload } from '../../gateway/files/upload.js';
 import { requireKey } from '../../gateway/requests/auth.js';
 import { admittedByKeyLimits } from '../../gateway/requests/key-limits.js';
-import { echoedId } from '../../gateway/responses/ids.js';
+import { echoedId } from '../../gateway/stored-responses/ids.js';
 import { webStreamOf } from '../../shared/blobs/blob-store.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';

@@ -2,8 +2,8 @@ import { type Context, Hono } from 'hono';
 import { requireKey } from '../../gateway/requests/auth.js';
 import { admittedByKeyLimits } from '../../gateway/requests/key-limits.js';
 import { streamFromStore } from '../../gateway/requests/responses/background-events.js';
-import { echoedId } from '../../gateway/responses/ids.js';
-import type { InputItemsQuery } from '../../gateway/responses/store.js';
+import { echoedId } from '../../gateway/stored-responses/ids.js';
+import type { InputItemsQuery } from '../../gateway/stored-responses/store.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { V1Deps } from './deps.js';
@@ -48,7 +48,7 @@ function startingAfter(c: Context<GatewayEnv>): number {
 /**
  * `GET /v1/responses/{id}`, `DELETE /v1/responses/{id}` and
  * `GET /v1/responses/{id}/input_items`: stored Responses read back and deleted
- * by a key of their organization (`gateway/responses/store.ts`), each counted
+ * by a key of their organization (`gateway/stored-responses/store.ts`), each counted
  * against the key's limits before the store is read; a background response's
  * status as it runs, its kept events again (`stream=true&starting_after=N`), and
  * `POST /v1/responses/{id}/cancel` (`gateway/requests/responses/background.ts`). Created by

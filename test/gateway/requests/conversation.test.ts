@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { AuthorizedRequest } from '../../../src/gateway/requests/authorize.js';
 import { createConversations } from '../../../src/gateway/requests/responses/conversation.js';
-import type { ResponseStore } from '../../../src/gateway/responses/store.js';
+import type { ResponseStore } from '../../../src/gateway/stored-responses/store.js';
 import { STORE_TIMEOUT_MS } from '../../../src/shared/db/timeout.js';
 import { GatewayError } from '../../../src/shared/http/errors.js';
 import { createLogger } from '../../../src/shared/http/log.js';

@@ -2,7 +2,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { itemId } from '../../../src/gateway/requests/responses/answer.js';
-import type { StoredResponse } from '../../../src/gateway/responses/store.js';
+import type { StoredResponse } from '../../../src/gateway/stored-responses/store.js';
 import { STORE_TIMEOUT_MS } from '../../../src/shared/db/timeout.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { createTestDatabase, postgresAdminUrl } from '../../helpers/services.js';

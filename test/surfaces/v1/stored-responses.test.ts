@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { itemId } from '../../../src/gateway/requests/responses/answer.js';
-import type { StoredResponse } from '../../../src/gateway/responses/store.js';
+import type { StoredResponse } from '../../../src/gateway/stored-responses/store.js';
 import { expectError } from '../../helpers/envelope.js';
 import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { openApiErrors } from '../../helpers/openapi.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TokenUsage } from '../../billing/token-usage.js';
 import { usageFrom } from '../../proxy/token-counts.js';
-import { ownedItemId } from '../../responses/ids.js';
+import { ownedItemId } from '../../stored-responses/ids.js';
 import { stringOf } from './items.js';
 import type { ToolNames } from './translate.js';
 

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import type { BackgroundStore } from '../../responses/background-store.js';
+import type { BackgroundStore } from '../../stored-responses/background-store.js';
 import type { GatewayEnv } from '../../../shared/http/context.js';
 import { SSE_HEADERS } from '../cached-answer.js';
 

@@ -5,7 +5,7 @@ import { postWithFailover } from '../../proxy/failover.js';
 import { relaySse, type RelayOutcome } from '../../proxy/sse.js';
 import type { EngineResponse } from '../../proxy/upstream.js';
 import type { UpstreamTarget } from '../../engines/types.js';
-import type { BackgroundStatus, BackgroundStore } from '../../responses/background-store.js';
+import type { BackgroundStatus, BackgroundStore } from '../../stored-responses/background-store.js';
 import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError } from '../../../shared/http/log.js';
 import type { BilledCall } from '../authorize.js';

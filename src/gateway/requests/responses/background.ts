@@ -4,7 +4,7 @@ import type { Context } from 'hono';
 import { pickModel } from '../../catalog/service.js';
 import { isBand } from '../../flow/bands.js';
 import { verifiedKey } from '../../keys/caller.js';
-import type { BackgroundRequest, BackgroundRow, BackgroundStore } from '../../responses/background-store.js';
+import type { BackgroundRequest, BackgroundRow, BackgroundStore } from '../../stored-responses/background-store.js';
 import type { GatewayEnv } from '../../../shared/http/context.js';
 import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError, type Logger } from '../../../shared/http/log.js';

@@ -2,7 +2,7 @@ import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError, type Logger } from '../../../shared/http/log.js';
 import { conversationItemsOf } from '../../conversations/items.js';
 import type { ConversationStore } from '../../conversations/store.js';
-import { echoedId } from '../../responses/ids.js';
+import { echoedId } from '../../stored-responses/ids.js';
 import type { AuthorizedRequest } from '../authorize.js';
 
 type Json = Record<string, unknown>;

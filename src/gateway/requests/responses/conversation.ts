@@ -1,10 +1,10 @@
 import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError, type Logger } from '../../../shared/http/log.js';
 import { withinStoreTimeout } from '../../../shared/db/timeout.js';
-import type { ResponseStore } from '../../responses/store.js';
+import type { ResponseStore } from '../../stored-responses/store.js';
 import type { ConversationStore } from '../../conversations/store.js';
 import type { AuthorizedRequest } from '../authorize.js';
-import { ownedItemId } from '../../responses/ids.js';
+import { ownedItemId } from '../../stored-responses/ids.js';
 import { conversationIdOf, conversationTurns } from './conversation-turns.js';
 import { inputItemsOf } from './items.js';
 import { resolvedInput } from './references.js';

@@ -1,6 +1,6 @@
 import { type ErrorDetail, GatewayError } from '../../../shared/http/errors.js';
-import { echoedId } from '../../responses/ids.js';
-import type { ResponseStore } from '../../responses/store.js';
+import { echoedId } from '../../stored-responses/ids.js';
+import type { ResponseStore } from '../../stored-responses/store.js';
 import { countError, isObject } from '../translation-bounds.js';
 
 type Json = Record<string, unknown>;

@@ -3,7 +3,7 @@ import type { TokenBounds } from '../../billing/token-bounds.js';
 import { STREAM_CUT_MESSAGE } from '../../proxy/sse.js';
 import type { UsualChunk } from '../../proxy/usual-chunk.js';
 import { type ChunkWriter, readEngineChunks } from '../stream-writer.js';
-import { ownedItemId } from '../../responses/ids.js';
+import { ownedItemId } from '../../stored-responses/ids.js';
 import { callItem, finishOf, responseShell, responsesUsage } from './answer.js';
 import { stringOf } from './items.js';
 import { closeEvents, type EventWriter, type OpenItem } from './item-events.js';

@@ -7,8 +7,8 @@ import {
   DatabaseResponseStore,
   type ResponseStoreSettings,
   storedForm,
-} from '../../../src/gateway/responses/database-store.js';
-import type { StoredResponse } from '../../../src/gateway/responses/store.js';
+} from '../../../src/gateway/stored-responses/database-store.js';
+import type { StoredResponse } from '../../../src/gateway/stored-responses/store.js';
 import { KeyService } from '../../../src/gateway/keys/service.js';
 import { OrgService } from '../../../src/platform/orgs/service.js';
 import { openStore, type Store } from '../../../src/shared/db/client.js';

@@ -9,7 +9,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DatabaseResponseStore } from '../../../src/gateway/responses/database-store.js';
+import { DatabaseResponseStore } from '../../../src/gateway/stored-responses/database-store.js';
 import type { Database } from '../../../src/shared/db/client.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 

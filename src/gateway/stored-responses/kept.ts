@@ -10,7 +10,7 @@ type Json = Record<string, unknown>;
  * would cost storage and every later read, for nothing the model sees.
  *
  * The rules follow `gatherItems`: a test translates items and their kept form
- * and compares (`test/gateway/responses/kept.test.ts`).
+ * and compares (`test/gateway/stored-responses/kept.test.ts`).
  *
  * @example
  * keptInputItem({ id: 'rs_1', type: 'reasoning', encrypted_content: '…' }); // null

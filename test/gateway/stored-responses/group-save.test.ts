@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GroupSave, type SaveRow } from '../../../src/gateway/responses/group-save.js';
+import { GroupSave, type SaveRow } from '../../../src/gateway/stored-responses/group-save.js';
 import { KeyService } from '../../../src/gateway/keys/service.js';
 import { OrgService } from '../../../src/platform/orgs/service.js';
 import type { Database } from '../../../src/shared/db/client.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chatBodyOf } from '../../../src/gateway/requests/responses/translate.js';
-import { keptInputItem, keptResponse } from '../../../src/gateway/responses/kept.js';
+import { keptInputItem, keptResponse } from '../../../src/gateway/stored-responses/kept.js';
 
 type Json = Record<string, unknown>;
 
