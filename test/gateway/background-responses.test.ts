@@ -120,13 +120,18 @@ describe('background responses on one gateway', () => {
     );
     const cancelled = await client.responses.cancel(id);
     expect(cancelled.status).toBe('cancelled');
-    expect(sim.stats().aborted).toBe(aborted + 1);
+    // The engine sees its connection close, and the charge and the hold's release follow, each a
+    // moment after the answer on a loaded machine: waited for, not assumed.
+    await until('the engine saw the abort', () => sim.stats().aborted === aborted + 1, { timeout: 10_000 });
     expect((await client.responses.retrieve(id)).status).toBe('cancelled');
-    const record = await recordOf(requestId);
-    expect(record!.completionTokens).toBeGreaterThan(20);
-    expect(record!.completionTokens).toBeLessThan(ANSWER_TOKENS);
-    expect(record!.status).toBe(499);
-    expect(await holdsOf(tenant.orgId)).toEqual([]);
+    const record = await until('the cancelled call is charged', () => recordOf(requestId), { timeout: 30_000 });
+    expect(record.completionTokens).toBeGreaterThan(20);
+    expect(record.completionTokens).toBeLessThan(ANSWER_TOKENS);
+    expect(record.status).toBe(499);
+    await until('the hold is given back', async () => (await holdsOf(tenant.orgId)).length === 0, {
+      timeout: 10_000,
+    });
+    expect(sim.stats().aborted).toBe(aborted + 1);
     // Cancelling again is the same answer; a completed one is a 400.
     expect((await client.responses.cancel(id)).status).toBe('cancelled');
   }, 30_000);
