@@ -34,3 +34,6 @@ export interface BackgroundSettings {
   backgroundMaxEvents: number;
   backgroundLeaseMs: number;
 }
+
+/** The statuses a background response ends in: cancelling one of them changes nothing. */
+export const FINISHED_STATUSES: ReadonlySet<string> = new Set(['completed', 'incomplete', 'failed', 'cancelled']);

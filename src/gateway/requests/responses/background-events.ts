@@ -1,11 +1,11 @@
 import type { Context } from 'hono';
+import { FINISHED_STATUSES } from '../../stored-responses/background-types.js';
 import type { BackgroundStore } from '../../stored-responses/background-store.js';
 import type { GatewayEnv } from '../../../shared/http/context.js';
 import { SSE_HEADERS } from '../cached-answer.js';
 
 /** How often a reader looks for a running job's next events. */
 const POLL_MS = 100;
-const FINISHED: ReadonlySet<string> = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
 
 /**
  * A background response's events after `after` (a `sequence_number`; -1 for all), as SSE, read from
@@ -38,7 +38,7 @@ export function streamFromStore(
           controller.enqueue(encoder.encode(events.map((kept) => kept.event).join('')));
           return;
         }
-        if (!row || FINISHED.has(row.status)) {
+        if (!row || FINISHED_STATUSES.has(row.status)) {
           controller.close();
           return;
         }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { FINISHED_STATUSES } from '../../stored-responses/background-types.js';
 import { hostname } from 'node:os';
 import type { Context } from 'hono';
 import { pickModel } from '../../catalog/service.js';
@@ -18,8 +19,6 @@ import { streamFromStore } from './background-events.js';
 
 type Json = Record<string, unknown>;
 
-/** The statuses a background response ends in: cancelling one of them changes nothing. */
-const FINISHED: ReadonlySet<string> = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
 /** How often a cancel looks whether the job has stopped. */
 const CANCEL_POLL_MS = 100;
 
@@ -98,7 +97,7 @@ export class BackgroundResponses implements BackgroundQueue {
     const row = await this.store.get(orgId, id);
     if (!row) return null;
     if (row.status === 'cancelled') return JSON.parse(row.response) as Json;
-    if (FINISHED.has(row.status))
+    if (FINISHED_STATUSES.has(row.status))
       throw new GatewayError('invalid_request', `Cannot cancel a response that is ${row.status}.`);
     const local = this.running.get(id);
     if (local) local();
@@ -107,7 +106,7 @@ export class BackgroundResponses implements BackgroundQueue {
     for (;;) {
       const now = await this.store.get(orgId, id);
       if (!now) return null;
-      if (FINISHED.has(now.status) || Date.now() > deadline) return JSON.parse(now.response) as Json;
+      if (FINISHED_STATUSES.has(now.status) || Date.now() > deadline) return JSON.parse(now.response) as Json;
       await new Promise((resolve) => setTimeout(resolve, CANCEL_POLL_MS));
     }
   }
