@@ -29,6 +29,8 @@ const DB_NAME = process.env.BENCH_HISTORY_DB ?? 'tollgate_bench_history';
 const DB_URL = SERVER_URL.replace(/\/[^/]*$/, `/${DB_NAME}`);
 const REDIS_URL = process.env.BENCH_REDIS_URL;
 const CONTENTION_SECONDS = Number(process.env.CONTENTION_SECONDS ?? 10);
+/** The reads timed, by name (`pages,export,verify,contention`: all of them). */
+const READS = new Set((process.env.READS ?? 'pages,export,verify,contention').split(','));
 const DAY_MS = 86_400_000;
 
 const log = (line: string) => console.log(line);
@@ -112,52 +114,60 @@ async function main(): Promise<void> {
       ['wallet', '/portal/wallet'],
     ] as const;
     log(`\nreads of the big organization: the first (cold), then the median of three; targets from issue 69`);
-    for (const [name, page] of pages) {
+    for (const [name, page] of READS.has('pages') ? pages : []) {
       const t = await coldAndMedian(() => timedGet(`${url}${page}`, cookie));
       log(`  portal ${name}: ${ms(t.median)} (cold ${ms(t.cold)}; target <= 300 ms: ${verdict(t.median, 300)})`);
     }
     const now = new Date();
     const from = new Date(now.getTime() - 365 * DAY_MS).toISOString();
     const summaryUrl = `${url}/v1/usage/summary?from=${from}&to=${now.toISOString()}&group_by=day`;
-    const summary = await coldAndMedian(() => timedGet(summaryUrl, keyHeaders));
-    log(
-      `  /v1/usage/summary, a year by day: ${ms(summary.median)} (cold ${ms(summary.cold)}; ` +
-        `target <= 200 ms: ${verdict(summary.median, 200)})`,
-    );
+    if (READS.has('pages')) {
+      const summary = await coldAndMedian(() => timedGet(summaryUrl, keyHeaders));
+      log(
+        `  /v1/usage/summary, a year by day: ${ms(summary.median)} (cold ${ms(summary.cold)}; ` +
+          `target <= 200 ms: ${verdict(summary.median, 200)})`,
+      );
+    }
 
     const lastMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)).toISOString().slice(0, 7);
     const exportUrl = `${url}/admin/v1/orgs/${big.id}/wallet/ledger.csv?month=${lastMonth}`;
     const adminHeaders = { authorization: `Bearer ${ADMIN_TOKEN}` };
     const exports = [];
-    for (let i = 0; i < 3; i++) exports.push(await streamExport(exportUrl, adminHeaders, gateway.pid));
+    for (let i = 0; i < (READS.has('export') ? 3 : 0); i++)
+      exports.push(await streamExport(exportUrl, adminHeaders, gateway.pid));
     const firstRow = median(exports.map((e) => e.firstRowMs));
     const growth = Math.max(...exports.map((e) => e.rssPeakMiB - e.rssBeforeMiB));
-    const e = exports[0]!;
-    log(
-      `  ledger.csv for ${lastMonth}: ${e.rows.toLocaleString('en')} rows, ${(e.bytes / 2 ** 20).toFixed(1)} MiB in ` +
-        `${ms(median(exports.map((x) => x.totalMs)))}; first row ${ms(firstRow)} (target <= 1000 ms: ` +
-        `${verdict(firstRow, 1000)}); RSS ${exports
-          .map(
-            (x) =>
-              `${x.rssBeforeMiB.toFixed(0)} -> peak ` + `${x.rssPeakMiB.toFixed(0)} -> ${x.rssAfterMiB.toFixed(0)} MiB`,
-          )
-          .join(', ')}; ` +
-        `largest growth +${growth.toFixed(1)} MiB (target < 50: ${growth < 50 ? 'met' : 'MISSED'})`,
-    );
+    const e = exports[0];
+    if (e)
+      log(
+        `  ledger.csv for ${lastMonth}: ${e.rows.toLocaleString('en')} rows, ${(e.bytes / 2 ** 20).toFixed(1)} MiB in ` +
+          `${ms(median(exports.map((x) => x.totalMs)))}; first row ${ms(firstRow)} (target <= 1000 ms: ` +
+          `${verdict(firstRow, 1000)}); RSS ${exports
+            .map(
+              (x) =>
+                `${x.rssBeforeMiB.toFixed(0)} -> peak ` +
+                `${x.rssPeakMiB.toFixed(0)} -> ${x.rssAfterMiB.toFixed(0)} MiB`,
+            )
+            .join(', ')}; ` +
+          `largest growth +${growth.toFixed(1)} MiB (target < 50: ${growth < 50 ? 'met' : 'MISSED'})`,
+      );
 
     const cliEnv = { ...process.env, TOLLGATE_URL: url, TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN };
     const verifies = [];
-    for (let i = 0; i < 3; i++) verifies.push(await timedVerify(ROOT, cliEnv, big.id));
+    for (let i = 0; i < (READS.has('verify') ? 3 : 0); i++) verifies.push(await timedVerify(ROOT, cliEnv, big.id));
     if (verifies.some((v) => v.code !== 0)) throw new Error(`wallet verify failed:\n${verifies[0]!.output}`);
-    log(
-      `  tollgate wallet verify: ${ms(median(verifies.map((v) => v.ms)))} (${verifies.map((v) => ms(v.ms)).join(', ')})`,
-    );
-    log(`    ${verifies[0]!.output}`);
-    for (const org of plan.orgs.slice(1, 3)) {
+    if (verifies[0]) {
+      log(
+        `  tollgate wallet verify: ${ms(median(verifies.map((v) => v.ms)))} (${verifies.map((v) => ms(v.ms)).join(', ')})`,
+      );
+      log(`    ${verifies[0].output}`);
+    }
+    for (const org of READS.has('verify') ? plan.orgs.slice(1, 3) : []) {
       const v = await timedVerify(ROOT, cliEnv, org.id);
       if (v.code !== 0) throw new Error(`wallet verify of ${org.id} failed:\n${v.output}`);
     }
 
+    if (!READS.has('contention')) return;
     const neighbour = await call('POST', '/orgs', { name: 'neighbour' });
     await call('POST', `/orgs/${neighbour.id as string}/wallet/topups`, { amount: '1000' });
     const chatKey = await call('POST', `/orgs/${neighbour.id as string}/keys`, {

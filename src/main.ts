@@ -1,15 +1,15 @@
 import { ConfigError, loadConfig } from './config/index.js';
 import { EngineDefinitionError } from './gateway/engines/definitions.js';
-import { setHeapGrowth } from './server/heap-growth.js';
+import { HeapGrowth, setHeapGrowth } from './shared/heap-growth.js';
 import { startGateway, type RunningGateway } from './server/start.js';
 
 /** `npm start`: the gateway as a process, with a first-start banner on stdout. */
 async function main(): Promise<void> {
-  setHeapGrowth();
+  const heapGrowth = new HeapGrowth(setHeapGrowth());
   let gateway: RunningGateway;
   try {
     const config = loadConfig(process.env);
-    gateway = await startGateway(config, { env: process.env });
+    gateway = await startGateway(config, { env: process.env, heapGrowth });
   } catch (error) {
     if (error instanceof ConfigError || error instanceof EngineDefinitionError) {
       process.stderr.write(`tollgate: ${error.message}\n`);

@@ -6,6 +6,7 @@ import type { Fleet } from './gateway/engines/fleet.js';
 import type { Logger } from './shared/http/log.js';
 import { KeyService } from './gateway/keys/service.js';
 import { keyTokensSince } from './gateway/billing/monthly-tokens.js';
+import { HeapGrowth } from './shared/heap-growth.js';
 import { Books } from './gateway/billing/books.js';
 import { UsageReports } from './gateway/billing/usage-reports.js';
 import type { RedisClient } from './shared/db/redis.js';
@@ -115,6 +116,8 @@ export interface GatewayServices {
   usageReports: UsageReports;
   /** An organization's books verified and exported (`billing/books.ts`). */
   books: Books;
+  /** Lowered while a long download is written (`shared/heap-growth.ts`). */
+  heapGrowth: HeapGrowth;
   /** Budgets per key and per project, read with their spend and set (`billing/budgets.ts`). */
   budgets: BudgetService;
   /** The per-key response cache, in Redis or in memory. */
@@ -173,6 +176,8 @@ export interface ServiceParts {
   blobs?: BlobStore;
   /** Started by the caller when tracing is configured (`observability/tracing.ts`). */
   tracing?: Tracing | null;
+  /** The process's heap growth (`shared/heap-growth.ts`); default: left to node. */
+  heapGrowth?: HeapGrowth;
 }
 
 /**
@@ -267,6 +272,7 @@ function createGatewayServices(
     }),
     usageReports: new UsageReports(parts.reportsDb ?? db),
     books: new Books(parts.reportsDb ?? db),
+    heapGrowth: parts.heapGrowth ?? new HeapGrowth(false),
     budgets: new BudgetService(db, catalogChanged, gateKeeper.gate),
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),

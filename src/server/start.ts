@@ -21,6 +21,7 @@ import { createServices, type Services } from '../services.js';
 import { startLoops } from './loops.js';
 import { serveMetrics } from '../shared/observability/metrics-server.js';
 import { startTracing } from '../shared/observability/tracing.js';
+import type { HeapGrowth } from '../shared/heap-growth.js';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 
 export interface RunningGateway {
@@ -63,6 +64,11 @@ export interface StartOptions {
   spanExporter?: SpanExporter;
   /** How `dns` engines resolve their names (tests: a resolver of their own). */
   lookup?: LookupAll;
+  /**
+   * The process's heap growth, when `setHeapGrowth` manages it (`npm start`); default: left to
+   * node.
+   */
+  heapGrowth?: HeapGrowth;
 }
 
 /**
@@ -107,12 +113,9 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       journal,
       blobs,
       tracing,
+      heapGrowth: options.heapGrowth,
     });
-    if (journal.pendingCount > 0)
-      log.warn('charges from an earlier run are waiting to be written', {
-        count: journal.pendingCount,
-        streamsChargedFromCheckpoints: journal.recoveredStreams,
-      });
+    warnPendingCharges(journal, log);
     await startLoops(services, log, closers);
     closers.unshift(async () => services.flow.close());
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
@@ -252,4 +255,13 @@ function closeServer(server: ServerType): Promise<void> {
 
 async function runAll(closers: Array<() => Promise<void>>): Promise<void> {
   for (const close of closers) await close().catch(() => {});
+}
+
+/** Charges of an earlier run still in the journal: written by the applier, said once at start. */
+function warnPendingCharges(journal: ChargeJournal, log: Logger): void {
+  if (journal.pendingCount === 0) return;
+  log.warn('charges from an earlier run are waiting to be written', {
+    count: journal.pendingCount,
+    streamsChargedFromCheckpoints: journal.recoveredStreams,
+  });
 }

@@ -14,6 +14,7 @@ import type { CostService } from '../../platform/costs/service.js';
 import type { ProjectService } from '../../platform/orgs/projects.js';
 import type { OrgService } from '../../platform/orgs/service.js';
 import type { UserService } from '../../platform/people/users.js';
+import type { HeapGrowth } from '../../shared/heap-growth.js';
 
 /**
  * What the operator API (`/admin/v1`) reads of the services. `createAdminRoutes(deps)` takes this;
@@ -40,4 +41,6 @@ export interface AdminDeps {
   budgets: BudgetService;
   /** Waited on by the routes that read charges (`chargesWritten`). */
   applier: ChargeApplier;
+  /** Lowered while an export or a full verification is written (`shared/heap-growth.ts`). */
+  heapGrowth: HeapGrowth;
 }

@@ -47,18 +47,18 @@ export function ledgerRoutes(deps: AdminDeps): Hono<GatewayEnv> {
       while (!step.done) step = await steps.next();
       return c.json(verificationView(step.value, currency));
     }
-    const body = textStream(verificationLines(steps, first, currency), 1);
+    const body = deps.heapGrowth.whileStreaming(textStream(verificationLines(steps, first, currency), 1));
     return c.body(body, 200, { 'content-type': 'application/x-ndjson; charset=utf-8' });
   });
   // Both written as they are read, a page at a time: a year's window is never held in memory.
   routes.get('/:orgId/wallet/ledger', async (c) => {
-    const body = textStream(ledgerJson(await exportOf(c), currency));
+    const body = deps.heapGrowth.whileStreaming(textStream(ledgerJson(await exportOf(c), currency)));
     return c.body(body, 200, { 'content-type': 'application/json; charset=utf-8' });
   });
   routes.get('/:orgId/wallet/ledger.csv', async (c) => {
     const exported = await exportOf(c);
     const day = (d: Date) => d.toISOString().slice(0, 10);
-    return c.body(ledgerCsv(exported), 200, {
+    return c.body(deps.heapGrowth.whileStreaming(ledgerCsv(exported)), 200, {
       'content-type': 'text/csv; charset=utf-8',
       'content-disposition': `attachment; filename="ledger-${exported.orgId}-${day(exported.from)}-${day(exported.to)}.csv"`,
     });
