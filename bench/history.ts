@@ -47,7 +47,10 @@ async function startGateway(
     { port, name, dataDir, enginesFile, databaseUrl: DB_URL, redisUrl: REDIS_URL },
     { TOLLGATE_KEYS_PER_ACCOUNT: '100' },
   );
-  const child = startBuilt(name, 'dist/main.js', [], { cwd: ROOT, env });
+  // BENCH_GATEWAY_NODE_ARGS adds node flags to the gateway, as for `npm run bench` (e.g.
+  // --cpu-prof).
+  const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
+  const child = startBuilt(name, 'dist/main.js', [], { cwd: ROOT, env, nodeArgs });
   const url = `http://127.0.0.1:${port}`;
   await waitForHealth(child, `${url}/health`, 120_000);
   return { child, url };
