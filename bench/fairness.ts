@@ -146,9 +146,8 @@ function startEngine(i: number, port: number): Child {
   const missing = llamaServerMissing();
   if (missing) throw new Error(missing);
   const args = ['-m', llamaTinyModel(), '--host', '127.0.0.1', '--port', String(port), '-t', '1'];
-  // An HTTP thread a connection (cpp-httplib), kept by each keep-alive connection: the default
-  // (--parallel + 2) left /health and /metrics waiting behind the gateway's pooled connections, and
-  // the gateway took the replicas for down. Room for the whole flood, as without flow control.
+  // cpp-httplib holds a thread per open connection: with the default (--parallel + 2) the flood
+  // without flow control would wait in the accept queue, not as the server's deferred requests.
   args.push('-c', '8192', '--parallel', '8', '--threads-http', '160', '--metrics', '--no-warmup');
   return startChild(`llama-${i}`, llamaServerBinary(), args, { cwd: process.cwd(), env: process.env });
 }
