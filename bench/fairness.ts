@@ -5,7 +5,8 @@ import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { cleanEnv } from './gateway-env.js';
 import { FLOW_BENCH_ADMIN, admin, healthy, key, org, sleep, spread, stream } from './flow-bench.js';
-import { freePort, startBuilt, type Child } from './processes.js';
+import { freePort, startBuilt, startChild, type Child } from './processes.js';
+import { llamaServerBinary, llamaServerMissing, llamaTinyModel } from '../test/helpers/llama-server.js';
 
 /**
  * Issue 67: the flood on a saturated fleet, as the issue measured it. Two loaded-simulator replicas
@@ -15,11 +16,14 @@ import { freePort, startBuilt, type Child } from './processes.js';
  * and Redis), with flow control on, off (TOLLGATE_FLOW_CONTROL=off), and on with A alone, in turn
  * for `SITTINGS` sittings. Prints B's first token (p50, p90, p99) and A's generated tokens a second
  * per sitting, then their medians with their spread, and A's tokens beside B over A's alone.
+ * `ENGINE=llamacpp`: two llama.cpp servers (scripts/llama-server.sh's, its tiny model) of 8 slots
+ * instead of the simulator. `FLOWS=on` (a comma list of on, off, alone): only those sittings.
  *
  * @example
  * npm run build && SECONDS_EACH=30 SITTINGS=5 npx tsx bench/fairness.ts
  * GATEWAYS=2 BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres BENCH_REDIS_URL=redis://127.0.0.1:6379 \\
  *   SECONDS_EACH=30 SITTINGS=5 npx tsx bench/fairness.ts
+ * ENGINE=llamacpp SECONDS_EACH=30 SITTINGS=3 npx tsx bench/fairness.ts
  */
 const SECONDS_EACH = Number(process.env.SECONDS_EACH ?? 20);
 const SITTINGS = Number(process.env.SITTINGS ?? 1);
@@ -27,6 +31,8 @@ const FLOOD = Number(process.env.FLOOD ?? 100);
 const A_TOKENS = Number(process.env.A_TOKENS ?? 500);
 const GATEWAYS = Number(process.env.GATEWAYS ?? 1);
 const SIM_ARGS = ['--max-num-seqs', '8', '--decode-ms-per-step', '10', '--prefill-ms-per-token', '0.01'];
+const ENGINE = process.env.ENGINE === 'llamacpp' ? 'llamacpp' : 'vllm';
+const FLOWS = (process.env.FLOWS ?? 'on,off,alone').split(',') as Array<Sitting['flow']>;
 
 interface Sitting {
   /** Flow control on or off, or on with A alone (no B): what A gets alone. */
@@ -87,23 +93,14 @@ async function run(): Promise<void> {
   const urls: string[] = [];
   for (const i of [0, 1]) {
     const port = await freePort();
-    const sim = startBuilt(
-      `sim-${i}`,
-      'dist/sim/main.js',
-      ['sim-chat', '--host', '127.0.0.1', '--port', String(port), ...SIM_ARGS],
-      {
-        cwd: process.cwd(),
-        env: process.env,
-      },
-    );
-    sims.push(sim);
+    sims.push(startEngine(i, port));
     await healthy(`http://127.0.0.1:${port}`);
     urls.push(`http://127.0.0.1:${port}/v1`);
   }
   const sittings: Sitting[] = [];
   try {
     for (let s = 0; s < SITTINGS; s++) {
-      for (const flow of ['on', 'off', 'alone'] as const) {
+      for (const flow of FLOWS) {
         sittings.push(await sitting(urls, flow));
         console.log(JSON.stringify(sittings.at(-1)));
       }
@@ -113,24 +110,52 @@ async function run(): Promise<void> {
   }
   for (const flow of ['on', 'off'] as const) {
     const mine = sittings.filter((s) => s.flow === flow);
+    if (mine.length === 0) continue;
     const b = (pick: (s: Sitting) => number) => spread(mine.map(pick));
     console.log(
       `flow control ${flow}: B's first token p50 ${b((s) => s.b.p50)} / p90 ${b((s) => s.b.p90)} / p99 ${b((s) => s.b.p99)} ms; A ${b((s) => s.aTokensPerSecond)} tokens/s (median (spread) of ${mine.length})`,
     );
   }
+  if (!FLOWS.includes('alone')) return;
   // A's share of what it gets alone, sitting by sitting (each sitting's `alone` follows its `on`).
   const ratios = sittings.flatMap((s, i) =>
-    s.flow === 'alone' ? [sittings[i - 2]!.aTokensPerSecond / s.aTokensPerSecond] : [],
+    s.flow === 'alone' && sittings[i - 2]?.flow === 'on'
+      ? [sittings[i - 2]!.aTokensPerSecond / s.aTokensPerSecond]
+      : [],
   );
   console.log(
     `A alone: ${spread(sittings.filter((s) => s.flow === 'alone').map((s) => s.aTokensPerSecond))} tokens/s; A with B, flow control on, over A alone: ${spread(ratios, 3)}`,
   );
 }
 
+/**
+ * One replica of 8 sequences: the loaded simulator, or llama.cpp's server on its tiny model (8
+ * slots of 1,024 tokens, one thread).
+ */
+function startEngine(i: number, port: number): Child {
+  if (ENGINE === 'vllm')
+    return startBuilt(
+      `sim-${i}`,
+      'dist/sim/main.js',
+      ['sim-chat', '--host', '127.0.0.1', '--port', String(port), ...SIM_ARGS],
+      {
+        cwd: process.cwd(),
+        env: process.env,
+      },
+    );
+  const missing = llamaServerMissing();
+  if (missing) throw new Error(missing);
+  const args = ['-m', llamaTinyModel(), '--host', '127.0.0.1', '--port', String(port), '-t', '1'];
+  // cpp-httplib holds a thread per open connection: with the default (--parallel + 2) the flood
+  // without flow control would wait in the accept queue, not as the server's deferred requests.
+  args.push('-c', '8192', '--parallel', '8', '--threads-http', '160', '--metrics', '--no-warmup');
+  return startChild(`llama-${i}`, llamaServerBinary(), args, { cwd: process.cwd(), env: process.env });
+}
+
 async function sitting(urls: string[], flow: Sitting['flow']): Promise<Sitting> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-fairness-'));
   const engines = path.join(dir, 'engines.json');
-  const engine = { kind: 'static', model: 'sim-chat', engine: 'vllm', urls, max_num_seqs: 8 };
+  const engine = { kind: 'static', model: 'sim-chat', engine: ENGINE, urls, max_num_seqs: 8 };
   await writeFile(engines, JSON.stringify({ engines: [engine] }));
   // GATEWAYS=2 (with BENCH_DATABASE_URL and BENCH_REDIS_URL): two gateway replicas sharing the
   // store, the limits and the engines, each with its own flow control; A's and B's requests

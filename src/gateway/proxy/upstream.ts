@@ -152,35 +152,47 @@ function post(
     // path, about 2 µs, for a spread followed by properties its source lacks, and Object.assign
     // from URL options was not much faster (CONTRIBUTING, "Measured on the request path").
     const { protocol, hostname, port, path, auth } = target.options;
-    const request = client.request(
-      {
-        protocol,
-        hostname,
-        port,
-        path,
-        auth,
-        method: 'POST',
-        agent: target.https ? agents.https : agents.http,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.length,
-          accept: 'application/json, text/event-stream',
-          ...headers,
+    let answered = false;
+    const send = (agent: http.Agent | false) => {
+      const request = client.request(
+        {
+          protocol,
+          hostname,
+          port,
+          path,
+          auth,
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.length,
+            accept: 'application/json, text/event-stream',
+            ...headers,
+          },
         },
-      },
-      resolve,
-    );
-    request.on('error', reject);
-    // Destroyed, the request fails (before its answer) or ends its answer's body with the error
-    // (after); once its answer has ended Node has marked it destroyed, so a late abort leaves its
-    // connection (another call's by then).
-    abort.onAbort((error) => request.destroy(error));
-    if (typeof body === 'string') request.end(body);
-    else {
-      // Written before the socket is attached, the parts go out together in one `writev`.
-      for (const part of body.parts) request.write(part);
-      request.end();
-    }
+        (response) => {
+          answered = true;
+          resolve(response);
+        },
+      );
+      request.on('error', (error: NodeJS.ErrnoException) => {
+        // A kept-alive connection the engine had closed (llama.cpp's server, after a stream, though
+        // its answer said keep-alive): reset unread. Sent again once, on a connection of its own.
+        if (agent && !answered && request.reusedSocket && error.code === 'ECONNRESET' && !abort.aborted) send(false);
+        else reject(error);
+      });
+      // Destroyed, the request fails (before its answer) or ends its answer's body with the error
+      // (after); once its answer has ended Node has marked it destroyed, so a late abort leaves its
+      // connection (another call's by then).
+      abort.onAbort((error) => request.destroy(error));
+      if (typeof body === 'string') request.end(body);
+      else {
+        // Written before the socket is attached, the parts go out together in one `writev`.
+        for (const part of body.parts) request.write(part);
+        request.end();
+      }
+    };
+    send(target.https ? agents.https : agents.http);
   });
 }
 

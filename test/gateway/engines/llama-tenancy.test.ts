@@ -17,7 +17,10 @@ import { skippedWithout } from '../../helpers/skips.js';
  * sent it. Behind the gateway (docs/engines.md, "Tenants in a shared engine"), organization B
  * repeating organization A's exact prompt on the same slot gets no cached tokens (the engine is
  * sent `cache_prompt: false`, and says `cache_n` 0); an engine defined with `cache_sharing:
- * "shared"` reuses it, which is what sharing costs.
+ * "shared"` reuses it, which is what sharing costs. The timing says the same: B's first token for
+ * A's exact prompt is no sooner than for a random prompt of the same length (on the shared engine
+ * it is, which is what the test would see without the default). Within one organization nothing is
+ * reused either: what llama.cpp's isolation costs.
  */
 
 const missing = llamaServerMissing();
@@ -70,6 +73,72 @@ describe.skipIf(missing !== null)("llama.cpp's server shared by two organization
     const exchange = proxy.exchanges.slice(before).find((e: Exchange) => e.path === '/v1/chat/completions')!;
     return { sent: JSON.parse(exchange.request) as Record<string, unknown>, answer: JSON.parse(exchange.response) };
   }
+
+  /**
+   * A ~2,700-token prompt, a secret first; `tag` makes another of the same length, sharing no
+   * prefix with it (the tiny model prefills it in about a second on 2 loaded cores; a reused slot
+   * answers in about 0.1 s).
+   */
+  const longPrompt = (tag: string) =>
+    `The vault code of ${tag} is 4417. ${Array.from({ length: 700 }, (_, i) => `w${i}`).join(' ')}`;
+
+  /** One streamed chat as `who`: its first token (ms), the engine's `cache_n`, the client's count. */
+  async function timed(who: 'a' | 'b', model: string, prompt: string) {
+    const before = proxy.exchanges.length;
+    const started = performance.now();
+    const res = await fetch(`${gateway.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secrets[who]}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model,
+        messages: [{ role: 'user', content: prompt }],
+        max_tokens: 2,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    });
+    expect(res.status).toBe(200);
+    let firstMs = 0;
+    let text = '';
+    for await (const chunk of res.body!) {
+      firstMs ||= performance.now() - started;
+      text += Buffer.from(chunk as Uint8Array).toString('utf8');
+    }
+    await gateway.charged(10_000);
+    const exchange = proxy.exchanges.slice(before).find((e: Exchange) => e.path === '/v1/chat/completions')!;
+    const cacheN = Number(/"cache_n":(\d+)/.exec(exchange.response)?.[1] ?? 0);
+    const cached = Number(/"cached_tokens":(\d+)/.exec(text)?.[1] ?? 0);
+    return { firstMs, cacheN, cached };
+  }
+
+  const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
+
+  /** Three rounds: A sends a prompt, then A again, B the same, B a random one of its length. */
+  async function rounds(model: string) {
+    const figures = { own: [] as number[], exact: [] as number[], random: [] as number[], ownCacheN: [] as number[] };
+    for (let i = 0; i < 3; i++) {
+      const prompt = longPrompt(`${model}-a${i}`);
+      await timed('a', model, prompt);
+      const again = await timed('a', model, prompt);
+      figures.own.push(again.firstMs);
+      figures.ownCacheN.push(again.cacheN);
+      const stolen = await timed('b', model, prompt);
+      figures.exact.push(stolen.firstMs);
+      if (model === 'sim-chat') expect([stolen.cacheN, stolen.cached]).toEqual([0, 0]);
+      figures.random.push((await timed('b', model, longPrompt(`${model}-b${i}`))).firstMs);
+    }
+    return figures;
+  }
+
+  it("B's first token for A's exact prompt is no sooner than for a random one; A's own repeat reuses nothing either", async () => {
+    const isolated = await rounds('sim-chat');
+    expect(isolated.ownCacheN).toEqual([0, 0, 0]);
+    expect(median(isolated.exact)).toBeGreaterThan(median(isolated.random) * 0.7);
+    // The control: on the shared engine A's prompt is reused by B, and sooner than a random one.
+    const shared = await rounds('sim-reasoner');
+    expect(Math.min(...shared.ownCacheN)).toBeGreaterThan(2_500);
+    expect(median(shared.exact)).toBeLessThan(median(shared.random));
+  }, 120_000);
 
   it("B repeating A's exact prompt on A's slot gets no cached tokens; a client's cache_prompt is overridden", async () => {
     await ask('a', 'sim-chat');
