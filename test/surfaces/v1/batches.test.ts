@@ -199,4 +199,32 @@ describe('/v1/batches', () => {
     expect(done.length + errors.length).toBe(batch.request_counts!.total);
     expect(errors.some((line) => (line.error as Json | null)?.code === 'batch_expired')).toBe(true);
   }, 60_000);
+  it('runs what a small wallet pays for: those lines billed, the rest insufficient_quota, the wallet never below zero', async () => {
+    const poor = await gateway.tenant({
+      credit: '0.00005',
+      key: { requestsPerMinute: 1_000_000, maxConcurrency: 1_000 },
+    });
+    const poorClient = new OpenAI({ baseURL: gateway.baseURL, apiKey: poor.secret, maxRetries: 0 });
+    const created = await startBatch(
+      poorClient,
+      batchFile(30, '/v1/chat/completions', chatLine, 'p'),
+      '/v1/chat/completions',
+    );
+    const batch = await ended(poorClient, created.id);
+    expect(batch.status).toBe('completed');
+    const { completed, failed, total } = batch.request_counts!;
+    expect(total).toBe(30);
+    expect(completed).toBeGreaterThan(0);
+    expect(failed).toBeGreaterThan(0);
+    expect(completed + failed).toBe(30);
+    const errors = await resultLines(poorClient, batch.error_file_id);
+    expect(errors).toHaveLength(failed);
+    for (const line of errors) expect(line.error).toMatchObject({ code: 'insufficient_quota' });
+    const records = await recordsOf(batch.id);
+    expect(records.filter((record) => record.status === 200)).toHaveLength(completed);
+    const balance = await gateway.services.wallets.balance(poor.orgId);
+    expect(balance).toBeGreaterThanOrEqual(0n);
+    const charged = records.reduce((sum, record) => sum + record.cost, 0n);
+    expect(balance).toBe(50_000n - charged);
+  }, 60_000);
 });
