@@ -2,7 +2,8 @@ import { z } from 'zod';
 
 /**
  * The settings of what the gateway keeps for its clients: stored Responses, conversations and files
- * (TOLLGATE_RESPONSES_*, TOLLGATE_CONVERSATIONS_*, TOLLGATE_FILES_*) and batches (TOLLGATE_BATCHES_*), part of `settingsSchema`.
+ * (TOLLGATE_RESPONSES_*, TOLLGATE_CONVERSATIONS_*, TOLLGATE_FILES_*) and batches
+ * (TOLLGATE_BATCHES_*), part of `settingsSchema`.
  */
 export const storedSettings = {
   TOLLGATE_RESPONSES_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),

@@ -92,12 +92,18 @@ export interface FilesSettings {
 
 /** Batches (`/v1/batches`, `gateway/batches/`): how many run, how fast, and how long they may take. */
 export interface BatchesSettings {
-  /** Batches one organization may have validating, in progress or finalizing (TOLLGATE_BATCHES_ORG_MAX). */
+  /**
+   * Batches one organization may have validating, in progress or finalizing
+   * (TOLLGATE_BATCHES_ORG_MAX).
+   */
   orgMax: number;
   /** Lines one gateway replica runs at once, all batches together (TOLLGATE_BATCHES_CONCURRENCY). */
   concurrency: number;
   /** A claim on a line or a batch lasts this long unless renewed (TOLLGATE_BATCHES_LEASE_MS). */
   leaseMs: number;
-  /** What a `24h` window lasts, in seconds: shorter only to test expiry (TOLLGATE_BATCHES_WINDOW_SECONDS). */
+  /**
+   * What a `24h` window lasts, in seconds: shorter only to test expiry
+   * (TOLLGATE_BATCHES_WINDOW_SECONDS).
+   */
   windowSeconds: number;
 }

@@ -9,7 +9,10 @@ export type BatchRow = typeof batches.$inferSelect;
 export const BATCH_ENDPOINTS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings'] as const;
 export type BatchEndpoint = (typeof BATCH_ENDPOINTS)[number];
 
-/** The statuses of a batch that still holds one of its organization's places (TOLLGATE_BATCHES_ORG_MAX). */
+/**
+ * The statuses of a batch that still holds one of its organization's places
+ * (TOLLGATE_BATCHES_ORG_MAX).
+ */
 export const ACTIVE_STATUSES = ['validating', 'in_progress', 'finalizing', 'cancelling'] as const;
 
 /** Whose a batch is: the key's organization and project (null: a key of no project). */

@@ -83,8 +83,5 @@ export const batchLines = pgTable(
     cachedTokens: integer('cached_tokens').notNull().default(0),
     reasoningTokens: integer('reasoning_tokens').notNull().default(0),
   },
-  (t) => [
-    primaryKey({ columns: [t.batchId, t.line] }),
-    index('batch_lines_status_idx').on(t.status, t.leaseUntil),
-  ],
+  (t) => [primaryKey({ columns: [t.batchId, t.line] }), index('batch_lines_status_idx').on(t.status, t.leaseUntil)],
 );

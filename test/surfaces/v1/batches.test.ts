@@ -33,7 +33,8 @@ describe('/v1/batches', () => {
       ['embed', 'sim-embed'],
     ] as const) {
       const row = await catalog.getPrice(id);
-      // The batch price: half the input price, and a third of the output price (never rounded away).
+      // The batch price: half the input price, and a third of the output price (never rounded
+      // away).
       const half = { batchInputPerToken: row.inputPerToken / 2n, batchOutputPerToken: row.outputPerToken / 3n };
       await catalog.setPrice(id, row.inputPerToken, row.outputPerToken, half);
       price[name] = { in: half.batchInputPerToken, out: half.batchOutputPerToken };
