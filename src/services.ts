@@ -37,6 +37,7 @@ import { DatabaseFileStore } from './gateway/files/database-store.js';
 import type { FileStore } from './gateway/files/store.js';
 import type { BlobStore } from './shared/blobs/blob-store.js';
 import { FolderBlobStore } from './shared/blobs/folder-store.js';
+import { Batches } from './gateway/batches/service.js';
 import {
   createPeopleServices,
   createPlatformServices,
@@ -141,6 +142,8 @@ export interface GatewayServices {
    * chunks otherwise.
    */
   blobs: BlobStore;
+  /** Batches (`/v1/batches`): their rows, and the runner that runs their lines on every replica. */
+  batches: Batches;
   /** Where requests wait when the fleet is full, and in what order (`flow/flow-control.ts`). */
   flow: FlowControl;
   /**
@@ -257,6 +260,8 @@ function createGatewayServices(
   const flowEvents =
     metrics && flowMetrics(metrics.registry, (): FlowControl => flow, { orgLabel: config.observability.orgLabel });
   const flow: FlowControl = new FlowControl(config.flow, fleet, flowEvents ?? undefined);
+  const fileStore = new DatabaseFileStore(db, blobs, config.files);
+  const batchParts = { files: fileStore, blobs, log, settings: config.batches };
   return {
     keys: new KeyService(db, config.keyPrefix, keyByHash, catalogChanged, config.keysPerAccount),
     catalog: new CatalogService(db, catalogChanged),
@@ -278,8 +283,9 @@ function createGatewayServices(
     responseStore: new DatabaseResponseStore(db, config.responses),
     conversationStore: new DatabaseConversationStore(db, config.conversations),
     backgroundResponses: new BackgroundResponses(new BackgroundStore(db, config.responses), log),
-    fileStore: new DatabaseFileStore(db, blobs, config.files),
+    fileStore,
     blobs,
+    batches: new Batches(db, batchParts, metrics?.registry ?? null),
     flow,
     repeatedMembers: new RepeatedMembers(),
     translations: new TranslationJsonCache(),

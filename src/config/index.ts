@@ -117,7 +117,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 }
 
 /** What the gateway keeps for its clients: stored Responses, conversations and files. */
-function storedConfig(s: Settings): Pick<Config, 'responses' | 'conversations' | 'files'> {
+function storedConfig(s: Settings): Pick<Config, 'responses' | 'conversations' | 'files' | 'batches'> {
   return {
     responses: responsesConfig(s),
     conversations: conversationsConfig(s),
@@ -126,6 +126,12 @@ function storedConfig(s: Settings): Pick<Config, 'responses' | 'conversations' |
       maxLines: s.TOLLGATE_FILES_MAX_LINES,
       orgMax: s.TOLLGATE_FILES_ORG_MAX,
       orgMaxBytes: s.TOLLGATE_FILES_ORG_MAX_BYTES,
+    },
+    batches: {
+      orgMax: s.TOLLGATE_BATCHES_ORG_MAX,
+      concurrency: s.TOLLGATE_BATCHES_CONCURRENCY,
+      leaseMs: s.TOLLGATE_BATCHES_LEASE_MS,
+      windowSeconds: s.TOLLGATE_BATCHES_WINDOW_SECONDS,
     },
   };
 }

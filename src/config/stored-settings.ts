@@ -2,7 +2,8 @@ import { z } from 'zod';
 
 /**
  * The settings of what the gateway keeps for its clients: stored Responses, conversations and files
- * (TOLLGATE_RESPONSES_*, TOLLGATE_CONVERSATIONS_*, TOLLGATE_FILES_*), part of `settingsSchema`.
+ * (TOLLGATE_RESPONSES_*, TOLLGATE_CONVERSATIONS_*, TOLLGATE_FILES_*) and batches
+ * (TOLLGATE_BATCHES_*), part of `settingsSchema`.
  */
 export const storedSettings = {
   TOLLGATE_RESPONSES_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
@@ -47,4 +48,8 @@ export const storedSettings = {
     .int()
     .min(1024)
     .default(10 * 1024 * 1024 * 1024),
+  TOLLGATE_BATCHES_ORG_MAX: z.coerce.number().int().min(1).max(10_000).default(10),
+  TOLLGATE_BATCHES_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(32),
+  TOLLGATE_BATCHES_LEASE_MS: z.coerce.number().int().min(500).max(600_000).default(60_000),
+  TOLLGATE_BATCHES_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(86_400),
 };

@@ -89,3 +89,21 @@ export interface FilesSettings {
   /** …and their bytes together (TOLLGATE_FILES_ORG_MAX_BYTES). */
   orgMaxBytes: number;
 }
+
+/** Batches (`/v1/batches`, `gateway/batches/`): how many run, how fast, and how long they may take. */
+export interface BatchesSettings {
+  /**
+   * Batches one organization may have validating, in progress or finalizing
+   * (TOLLGATE_BATCHES_ORG_MAX).
+   */
+  orgMax: number;
+  /** Lines one gateway replica runs at once, all batches together (TOLLGATE_BATCHES_CONCURRENCY). */
+  concurrency: number;
+  /** A claim on a line or a batch lasts this long unless renewed (TOLLGATE_BATCHES_LEASE_MS). */
+  leaseMs: number;
+  /**
+   * What a `24h` window lasts, in seconds: shorter only to test expiry
+   * (TOLLGATE_BATCHES_WINDOW_SECONDS).
+   */
+  windowSeconds: number;
+}

@@ -5,7 +5,7 @@
 
 import type { FlowSettings, RoutingSettings } from './fleet-types.js';
 import type { NodeAccessSettings, PeopleSettings, RunSettings } from './platform-types.js';
-import type { ConversationsSettings, FilesSettings, ResponsesSettings } from './stored-types.js';
+import type { BatchesSettings, ConversationsSettings, FilesSettings, ResponsesSettings } from './stored-types.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -129,6 +129,8 @@ export interface Config {
    * organization keeps.
    */
   files: FilesSettings;
+  /** Batches (`/v1/batches`, `gateway/batches/`): in flight per organization, the runner's bounds. */
+  batches: BatchesSettings;
   /**
    * false: no wallet holds, charges or usage records (benchmarks only: requests are served
    * unbilled).

@@ -83,6 +83,9 @@ export async function startLoops(services: Services, log: Logger, closers: Array
   });
   services.backgroundResponses.start(services, responses);
   closers.unshift(() => services.backgroundResponses.stop());
+  // Batches: this replica's share of their lines claimed and run, and their files written.
+  services.batches.start(services);
+  closers.unshift(() => services.batches.stop());
   services.runWorker.start();
   closers.unshift(() => services.runWorker.stop());
   await services.clusterIdentity

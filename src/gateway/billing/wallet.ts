@@ -30,11 +30,11 @@ const LOCKED_NOW = sql`clock_timestamp()`;
 const ROLLUP_UPSERT = sql`
         insert into ${usageDaily} (org_id, day, key_id, project_id, model_id, batch, requests, cache_hits, errors,
           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cache_hit_tokens, cost_nanos)
-        select org_id, (created_at at time zone 'UTC')::date, key_id, project_id, model_id, false, count(*),
+        select org_id, (created_at at time zone 'UTC')::date, key_id, project_id, model_id, batch_id is not null, count(*),
           count(*) filter (where cache_hit), count(*) filter (where status >= 400), sum(prompt_tokens),
           sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens),
           coalesce(sum(prompt_tokens + completion_tokens) filter (where cache_hit), 0), sum(cost_nanos)
-        from new_usage group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
+        from new_usage group by 1, 2, 3, 4, 5, 6 order by 1, 2, 3, 4, 5, 6
         on conflict (org_id, day, key_id, project_id, model_id, batch) do update set
           requests = usage_daily.requests + excluded.requests,
           cache_hits = usage_daily.cache_hits + excluded.cache_hits,
@@ -194,19 +194,21 @@ export class WalletService {
           project_id text, model_id text, endpoint text, prompt_tokens int, completion_tokens int, cached_tokens int,
           reasoning_tokens int, cost_nanos bigint, status int,
           streamed boolean, usage_source text, latency_ms int, ttft_ms int, cache_hit boolean, created_at timestamptz,
-          request_body text, response_body text)),
+          request_body text, response_body text, batch_id text)),
       new_usage as (
         insert into ${usageRecords} (id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
-          cached_tokens, reasoning_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at)
+          cached_tokens, reasoning_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at,
+          batch_id)
         select id, org_id, key_id, project_id, model_id, endpoint, prompt_tokens, completion_tokens,
-          cached_tokens, reasoning_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at
+          cached_tokens, reasoning_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, cache_hit, created_at,
+          batch_id
         from input i
         -- The key is (id, created_at) (partitioned by month): a repeat dated otherwise is found by its id alone,
         -- a probe of each month's index per record (a subquery with a limit: never an anti-join over the table).
         where (select 1 from ${usageRecords} u where u.id = i.id limit 1) is null
         on conflict (id, created_at) do nothing
         returning id, org_id, key_id, project_id, model_id, prompt_tokens, completion_tokens, cached_tokens,
-          reasoning_tokens, cost_nanos, status, cache_hit, created_at),
+          reasoning_tokens, cost_nanos, status, cache_hit, created_at, batch_id),
       rollup as (${ROLLUP_UPSERT}),
       debits as (select org_id, sum(cost_nanos)::bigint as cost from new_usage group by org_id),
       updated as (
@@ -266,6 +268,7 @@ function chargeRow(r: ChargeRecord, ord: number) {
     created_at: (r.createdAt ?? new Date()).toISOString(),
     request_body: r.requestData?.requestBody ?? null,
     response_body: r.requestData?.responseBody ?? null,
+    batch_id: r.batchId ?? null,
   };
 }
 

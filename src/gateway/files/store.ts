@@ -11,7 +11,8 @@ import type { StoredBlob } from '../../shared/blobs/blob-store.js';
 
 /** The purposes a file may be uploaded for: what the gateway uses (batch) and what it only keeps. */
 export const FILE_PURPOSES = ['batch', 'user_data'] as const;
-export type FilePurpose = (typeof FILE_PURPOSES)[number];
+/** What a client may upload for, and `batch_output`: a batch's output and error files. */
+export type FilePurpose = (typeof FILE_PURPOSES)[number] | 'batch_output';
 
 /** A file as OpenAI's `OpenAIFile` has it. */
 export interface FileObject {
@@ -47,11 +48,13 @@ export interface FileStore {
   checkRoom(orgId: string): Promise<void>;
   /**
    * Keeps a stored blob as the owner's file; refused (a 400 naming the setting, the blob deleted)
-   * past the bounds.
+   * past the bounds, unless `unbounded` (a batch's output: counted, never refused, as its input was
+   * accepted).
    */
   record(
     owner: FileOwner,
     file: { filename: string; purpose: FilePurpose; blob: StoredBlob; lines: number | null },
+    unbounded?: boolean,
   ): Promise<FileObject>;
   get(owner: FileOwner, id: string): Promise<FileObject | null>;
   /** The file's bytes, read as they are consumed. */

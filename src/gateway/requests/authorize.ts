@@ -182,7 +182,7 @@ export async function reserve(
   // followed by properties its source lacks, about 15 µs a request here (CONTRIBUTING, "Measured on
   // the request path").
   const { requestId, task, endpoint: name, caller, model, price, clientModel, projectId, band } = request;
-  const { body, rawBody, bodyBytes, startedAt, cacheKey } = request;
+  const { body, rawBody, bodyBytes, startedAt, cacheKey, batchId } = request;
   const trace = c.get('trace');
   return {
     requestId,
@@ -199,6 +199,7 @@ export async function reserve(
     bodyBytes,
     startedAt,
     cacheKey,
+    batchId,
     ticket,
     bounds,
     holdNanos,

@@ -44,4 +44,6 @@ export interface AuthorizedRequest {
    * another replica).
    */
   responseId?: string;
+  /** The batch this request is a line of (`batches/`): its usage record names it. */
+  batchId?: string;
 }

@@ -231,6 +231,7 @@ function usageRecord(
     latencyMs: Math.round(performance.now() - request.startedAt),
     ttftMs: settlement.firstTokenAt ? Math.round(settlement.firstTokenAt - request.startedAt) : null,
     cacheHit,
+    batchId: request.batchId ?? null,
     // Set here, not by the store: a charge written late (after an outage) keeps the time it was
     // made.
     createdAt: new Date(),

@@ -165,7 +165,7 @@ async function serveQueued(
  * shown what it is billed for (held to the request's bounds, as `chargeFor` holds it), on every
  * protocol: the answer's usage member is rewritten only where the engine's says anything else.
  */
-function usageShownAsBilled(
+export function usageShownAsBilled(
   answer: Record<string, unknown>,
   protocol: ProtocolCall,
   call: BilledCall,

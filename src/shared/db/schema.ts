@@ -320,6 +320,8 @@ export const usageRecords = pgTable(
     ttftMs: integer('ttft_ms'),
     /** Served from the response cache: free, and counted against no limit. */
     cacheHit: boolean('cache_hit').notNull().default(false),
+    /** The batch this request was a line of (`/v1/batches`); null outside a batch. */
+    batchId: text('batch_id'),
     createdAt: createdAt(),
   },
   (t) => [
@@ -361,7 +363,7 @@ export const usageDaily = pgTable(
       .references(() => apiKeys.id),
     projectId: text('project_id').references(() => projects.id),
     modelId: text('model_id').notNull(),
-    /** Usage of a batch (none yet: batches come later). */
+    /** Usage of batch lines (`usage_records.batch_id` set). */
     batch: boolean('batch').notNull().default(false),
     requests: bigint('requests', { mode: 'number' }).notNull(),
     /** Requests answered from the response cache. */

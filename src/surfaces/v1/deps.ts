@@ -8,6 +8,7 @@ import type { ChargeApplier } from '../../gateway/billing/charge-applier.js';
 import type { WalletService } from '../../gateway/billing/wallet.js';
 import type { FileStore } from '../../gateway/files/store.js';
 import type { BlobStore } from '../../shared/blobs/blob-store.js';
+import type { Batches } from '../../gateway/batches/service.js';
 
 /**
  * What the `/v1` surface reads of the services: the billed path's (`BilledDeps`), and what its
@@ -23,6 +24,8 @@ export interface V1Deps extends BilledDeps {
   fileStore: FileStore;
   /** …and where their bytes are. */
   blobs: BlobStore;
+  /** Batches (`/v1/batches`). */
+  batches: Batches;
   usageReports: UsageReports;
   /** Waited on by the routes that read charges (`chargesWritten`). */
   applier: ChargeApplier;

@@ -15,6 +15,7 @@ import { responsesRoutes } from './responses.js';
 import { storedResponseRoutes } from './stored-responses.js';
 import { conversationRoutes } from './conversations.js';
 import { filesRoutes } from './files.js';
+import { batchesRoutes } from './batches.js';
 import { usageRoutes } from './usage.js';
 import { walletRoutes } from './wallet.js';
 
@@ -56,6 +57,7 @@ export function createV1Routes(deps: V1Deps): Hono<GatewayEnv> {
   v1.route('/responses', storedResponseRoutes(deps));
   v1.route('/conversations', conversationRoutes(deps));
   v1.route('/files', filesRoutes(deps));
+  v1.route('/batches', batchesRoutes(deps));
   v1.route('/models', modelsRoutes(deps));
   v1.route('/audio', audioRoutes(deps));
   v1.route('/usage', usageRoutes(deps));

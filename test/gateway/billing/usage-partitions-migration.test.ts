@@ -15,7 +15,7 @@ import { WalletService } from '../../../src/gateway/billing/wallet.js';
 import { KeyService } from '../../../src/gateway/keys/service.js';
 import { OrgService } from '../../../src/platform/orgs/service.js';
 import type { Database } from '../../../src/shared/db/client.js';
-import { requestData, usageRecords } from '../../../src/shared/db/schema.js';
+import { requestData } from '../../../src/shared/db/schema.js';
 import { chargeRecord } from '../../helpers/charges.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 
@@ -77,7 +77,14 @@ describe.each(stores)('migration 0025 moves the usage records already there into
       });
       return record;
     });
-    await db.insert(usageRecords).values(rows);
+    // Written in the columns of 0025's table (later migrations add `batch_id`, which the schema
+    // names).
+    for (const r of rows)
+      await db.execute(sql`insert into usage_records (id, org_id, key_id, project_id, model_id, endpoint,
+          prompt_tokens, completion_tokens, cost_nanos, status, streamed, usage_source, latency_ms, ttft_ms, created_at)
+        values (${r.id}, ${r.orgId}, ${r.keyId}, ${r.projectId ?? null}, ${r.modelId}, ${r.endpoint}, ${r.promptTokens},
+          ${r.completionTokens}, ${r.cost}, ${r.status}, ${r.streamed}, ${r.usageSource}, ${r.latencyMs},
+          ${r.ttftMs ?? null}, ${r.createdAt!.toISOString()}::timestamptz)`);
     await db.insert(requestData).values({ requestId: 'old-00', requestBody: '{}', responseBody: '{}' });
     await migrate(MIGRATIONS);
 

@@ -191,7 +191,7 @@ class JobRun {
  * (the engines stayed saturated for the longest wait): a background response waits as long as it
  * must. False once it is cancelled.
  */
-async function waitForEngines(
+export async function waitForEngines(
   deps: BilledDeps,
   call: BilledCall,
   protocol: ProtocolCall,

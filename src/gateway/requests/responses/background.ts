@@ -26,7 +26,7 @@ const CANCEL_POLL_MS = 100;
  * A request that runs with no client (a job run again by another replica): `reserve` writes the
  * gate's headers on it, which nobody reads, and it has no trace.
  */
-const DETACHED = { header: () => {}, get: () => undefined } as unknown as Context<GatewayEnv>;
+export const DETACHED = { header: () => {}, get: () => undefined } as unknown as Context<GatewayEnv>;
 
 /**
  * Background responses (`background: true` on `POST /v1/responses`): queued with their hold taken

@@ -1,0 +1,223 @@
+import { batchPrice } from '../billing/money.js';
+import { chargeFor } from '../billing/holds.js';
+import { pickModel, type PriceRow, requestedModelName } from '../catalog/service.js';
+import { verifiedKey } from '../keys/caller.js';
+import { CallAbort } from '../proxy/call-abort.js';
+import { postWithFailover } from '../proxy/failover.js';
+import { withoutNullFields } from '../proxy/openai-shape.js';
+import { readEngineAnswer } from '../proxy/upstream.js';
+import type { UpstreamTarget } from '../engines/types.js';
+import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
+import { type AuthorizedRequest, type BilledCall, reserve } from '../requests/authorize.js';
+import { abandon, settle } from '../requests/billed-call.js';
+import { fleetCall, usageShownAsBilled } from '../requests/billed-request.js';
+import { CHAT } from '../requests/chat.js';
+import { COMPLETIONS } from '../requests/completions.js';
+import { EMBEDDINGS } from '../requests/embeddings.js';
+import type { BilledDeps, BilledEndpoint, ProtocolCall } from '../requests/endpoint.js';
+import { DETACHED } from '../requests/responses/background.js';
+import { waitForEngines } from '../requests/responses/background-run.js';
+import { type LineResult, NO_TOKENS } from './line-store.js';
+import type { BatchRow } from './objects.js';
+
+type Json = Record<string, unknown>;
+
+const ENDPOINTS: Readonly<Record<string, BilledEndpoint>> = {
+  '/v1/chat/completions': CHAT,
+  '/v1/completions': COMPLETIONS,
+  '/v1/embeddings': EMBEDDINGS,
+};
+
+/** A line to run: its request as the input file had it, under its own request id. */
+export interface RunnableLine {
+  batchId: string;
+  line: number;
+  url: string;
+  body: string;
+  requestId: string;
+}
+
+/**
+ * How a line's run ended: a result to record, `retry` (a refusal that may pass: the key's limits,
+ * a busy store; the line goes back to waiting), or `dry` (the wallet could not hold its cost).
+ */
+export type LineOutcome =
+  { kind: 'result'; result: LineResult } | { kind: 'retry' } | { kind: 'dry'; result: LineResult };
+
+/**
+ * Runs one batch line as the request it is, with no client: its key found again by its hash, its
+ * model, project and checks as `authorize` has them, admitted (its own hold at the batch price, the
+ * key's limits), dispatched in flow control's `batch` band (only room no other band wants), sent to
+ * the engine as JSON, and billed by `settle` at the engine's counts and the batch price, under the
+ * line's request id. `abort` stops it wherever it is: an aborted call that reached the engine is
+ * billed its prompt (status 499), as a client that leaves is.
+ */
+export async function runLine(
+  deps: BilledDeps,
+  batch: BatchRow,
+  line: RunnableLine,
+  abort: CallAbort,
+): Promise<LineOutcome> {
+  let call: BilledCall;
+  let protocol: ProtocolCall;
+  let endpoint: BilledEndpoint;
+  try {
+    endpoint = ENDPOINTS[line.url]!;
+    const request = await lineRequest(deps, batch, line, endpoint);
+    protocol = await endpoint.begin(request, deps);
+    call = await reserve(DETACHED, deps, request, protocol);
+  } catch (error) {
+    if (!(error instanceof GatewayError)) throw error;
+    if (error.status === 402) return { kind: 'dry', result: dryLine(error) };
+    if (error.status === 429 || error.status >= 500) return { kind: 'retry' };
+    return { kind: 'result', result: errorLine(error) };
+  }
+  call.trace = undefined;
+  if (
+    !(await waitForEngines(
+      deps,
+      call,
+      protocol,
+      () => abort.aborted,
+      () => {},
+    ))
+  ) {
+    await abandon(deps, call);
+    return { kind: 'result', result: stoppedLine() };
+  }
+  return sendLine(deps, call, protocol, endpoint, abort);
+}
+
+/** The line's call to the engine, its answer read and billed. */
+async function sendLine(
+  deps: BilledDeps,
+  call: BilledCall,
+  protocol: ProtocolCall,
+  endpoint: BilledEndpoint,
+  abort: CallAbort,
+): Promise<LineOutcome> {
+  const timeout = setTimeout(
+    () => abort.abort(new DOMException('upstream timeout', 'TimeoutError')),
+    deps.config.upstreamTimeoutMs,
+  );
+  timeout.unref();
+  let target: UpstreamTarget | undefined;
+  try {
+    const cold = deps.fleet.whenReady(call.model.id, abort);
+    if (cold) await cold;
+    const { acquire, body } = fleetCall(deps, call, protocol, undefined);
+    call.upstreamAt = performance.now();
+    const sent = await postWithFailover({
+      acquire,
+      path: endpoint.path,
+      body,
+      clientModel: call.clientModel,
+      abort,
+      agents: deps.engineAgents,
+    });
+    target = sent.target;
+    call.answeredAt = performance.now();
+    const { answer, restore } = await readEngineAnswer(sent.response, endpoint.liftArrays);
+    call.upstreamDoneAt = performance.now();
+    answer.model = call.clientModel;
+    endpoint.shapeAnswer?.(answer);
+    const { usage, reported } = usageShownAsBilled(answer, protocol, call);
+    const written = restore(JSON.stringify(withoutNullFields(answer)));
+    await settle(deps, call, { usage, usageSource: reported ? 'upstream' : 'estimated', status: 200, streamed: false });
+    const billed = chargeFor(usage, call, call.price).usage;
+    const tokens = { ...NO_TOKENS, ...billed };
+    const response = typeof written === 'string' ? written : written.toString('utf8');
+    return { kind: 'result', result: { status: 'done', statusCode: 200, response, error: null, tokens } };
+  } catch (error) {
+    if (abort.aborted) {
+      // The engine may have read the prompt: billed for it, as a client that leaves is.
+      const usage = { promptTokens: protocol.estimate(null).promptTokens, completionTokens: 0 };
+      await settle(deps, call, { usage, usageSource: 'estimated', status: 499, streamed: false });
+      return { kind: 'result', result: { ...stoppedLine(), tokens: { ...NO_TOKENS, ...usage } } };
+    }
+    await abandon(deps, call);
+    if (error instanceof GatewayError) return { kind: 'result', result: errorLine(error) };
+    throw error;
+  } finally {
+    clearTimeout(timeout);
+    target?.release();
+  }
+}
+
+/** The line's request as `authorize` would have made it, its price the batch price. */
+async function lineRequest(
+  deps: BilledDeps,
+  batch: BatchRow,
+  line: RunnableLine,
+  endpoint: BilledEndpoint,
+): Promise<AuthorizedRequest> {
+  const startedAt = performance.now();
+  const body = JSON.parse(line.body) as Json;
+  // A line is answered as JSON: its result is one line of the output file.
+  delete body.stream;
+  delete body.stream_options;
+  const caller = verifiedKey(await deps.requestPathCache.keyByHash(batch.keyHash), batch.keyHash);
+  const modelName = requestedModelName(body.model);
+  const { model, price } = pickModel(await deps.requestPathCache.modelMatches(modelName), modelName);
+  if (model.taskType !== endpoint.task)
+    throw new GatewayError('model_not_found', `The model \`${modelName}\` cannot serve ${line.url}.`);
+  endpoint.validate(body, deps.config);
+  if (!price) throw new GatewayError('pricing_unavailable', 'This model has no price set.');
+  const raw = Buffer.from(JSON.stringify(body));
+  return {
+    requestId: line.requestId,
+    task: endpoint.task,
+    endpoint: endpoint.name,
+    caller,
+    model,
+    price: atBatchPrice(price),
+    clientModel: modelName,
+    projectId: batch.projectId,
+    band: 'batch',
+    body,
+    rawBody: raw,
+    bodyBytes: raw.length,
+    startedAt,
+    batchId: batch.id,
+  };
+}
+
+/** The model's price row with its batch prices in the places every charge reads (`money.ts`). */
+function atBatchPrice(price: PriceRow): PriceRow {
+  const batch = batchPrice(price);
+  return {
+    ...price,
+    inputPerToken: batch.inputPerToken,
+    cachedInputPerToken: batch.cachedInputPerToken ?? null,
+    outputPerToken: batch.outputPerToken,
+  };
+}
+
+/** A line the gateway or the engine refused: its error as the client would have had it. */
+function errorLine(error: GatewayError): LineResult {
+  return {
+    status: 'failed',
+    statusCode: error.status,
+    response: JSON.stringify(envelopeOf(error)),
+    error: null,
+    tokens: NO_TOKENS,
+  };
+}
+
+/** A line its batch stopped (cancelled, or its window passed) before it had an answer. */
+function stoppedLine(): LineResult {
+  const error = { code: 'batch_cancelled', message: 'The batch stopped before this request was answered.' };
+  return { status: 'failed', statusCode: null, response: null, error, tokens: NO_TOKENS };
+}
+
+/** A line the wallet could not hold: `insufficient_quota`, as OpenAI names a spent account. */
+export function dryLine(error?: GatewayError): LineResult {
+  const message = error?.message ?? "The organization's wallet could not pay for this request.";
+  return {
+    status: 'failed',
+    statusCode: null,
+    response: null,
+    error: { code: 'insufficient_quota', message },
+    tokens: NO_TOKENS,
+  };
+}
