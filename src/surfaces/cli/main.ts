@@ -1,5 +1,5 @@
 import { Args, GLOBAL_OPTIONS, parseCommandLine } from './args.js';
-import { type ClientOptions, createClient } from './client.js';
+import { type ApiRequest, type ClientOptions, createClient } from './client.js';
 import type { Command } from './commands/command.js';
 import { closestCommand, COMMANDS, findCommand, usageOf } from './commands/index.js';
 import packageJson from '../../../package.json' with { type: 'json' };
@@ -66,7 +66,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       requests.map((request) => client.send(shown ? { ...request, lines: shown.show } : request)),
     ).finally(() => shown?.clear());
     const answer = command.combine ? command.combine(bodies) : bodies[0];
-    const body = command.receive ? await command.receive(answer, args) : answer;
+    const followUp = { send: (request: ApiRequest) => client.send(request), progress: shown?.show ?? (() => {}) };
+    const body = command.receive ? await command.receive(answer, args, followUp).finally(() => shown?.clear()) : answer;
     const failure = command.failure?.(body) ?? null;
     if (values.json === true && body !== null) print(io, printableJson(JSON.stringify(body, null, 2)));
     // The exit code says the same with and without --json: a script may read either.

@@ -43,9 +43,10 @@ export interface Command<T = unknown> {
   combine?(bodies: unknown[]): T;
   /**
    * Does what the answer is for before it is shown (a download writes its file) and answers what
-   * `render` and `--json` show.
+   * `render` and `--json` show; `api` sends the requests that follow from it (a batch made from
+   * the file just uploaded) and shows `progress` lines while it waits.
    */
-  receive?(body: unknown, args: Args): Promise<T>;
+  receive?(body: unknown, args: Args, api: FollowUp): Promise<T>;
   /**
    * Why an answer is a failure (exit 1) though the request succeeded (books that differ), or null.
    * With `--json` the body is printed and the reason goes to stderr; without, only the reason: the
@@ -60,6 +61,13 @@ export interface Command<T = unknown> {
   progress?(event: unknown): string;
   /** The body (null for 204 No Content) as text; `args` for what the body does not say. */
   render(body: T, args: Args): string;
+}
+
+/** What `receive` may do after the first answer: ask again, and say how far it has got. */
+export interface FollowUp {
+  send(request: ApiRequest): Promise<unknown>;
+  /** Shown with the command's `progress` on stderr when it is a terminal. */
+  progress(event: unknown): void;
 }
 
 // The API's own view types: the CLI reads exactly what the routes write.

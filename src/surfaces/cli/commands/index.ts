@@ -1,4 +1,5 @@
 import { closest } from 'fastest-levenshtein';
+import { batchCommands } from './batches.js';
 import { budgetCommands } from './budgets.js';
 import { catalogCommands } from './catalog.js';
 import { clusterCommands } from './clusters.js';
@@ -26,6 +27,7 @@ export const COMMANDS: readonly Command[] = [
   ...clusterCommands,
   ...stackCommands,
   ...costCommands,
+  ...batchCommands,
   usageCommand,
 ];
 
