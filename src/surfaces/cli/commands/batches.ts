@@ -100,7 +100,7 @@ const createBatch: Command<BatchView> = {
     return (await api.send({ method: 'POST', path: '/batches', body })) as BatchView;
   },
   render: (b) =>
-    `Started batch ${b.id} of ${b.request_counts.total || 'the'} requests in ${b.input_file_id} (${b.status}).\nWatch it: tollgate batches watch ${b.id}`,
+    `Started batch ${b.id} from ${b.input_file_id} (${b.status}).\nWatch it: tollgate batches watch ${b.id}`,
 };
 
 const listBatches: Command<List<BatchView>> = {
