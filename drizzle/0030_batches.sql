@@ -55,4 +55,5 @@ ALTER TABLE "batch_lines" ADD CONSTRAINT "batch_lines_batch_id_batches_id_fk" FO
 ALTER TABLE "batches" ADD CONSTRAINT "batches_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "batch_lines_status_idx" ON "batch_lines" USING btree ("status","lease_until");--> statement-breakpoint
 CREATE INDEX "batches_org_created_idx" ON "batches" USING btree ("org_id","created_at","id");--> statement-breakpoint
-CREATE INDEX "batches_status_idx" ON "batches" USING btree ("status");
+CREATE INDEX "batches_status_idx" ON "batches" USING btree ("status");--> statement-breakpoint
+CREATE INDEX "usage_batch_idx" ON "usage_records" USING btree ("batch_id") WHERE "usage_records"."batch_id" is not null;

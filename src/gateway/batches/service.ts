@@ -10,6 +10,7 @@ import type { BilledDeps } from '../requests/endpoint.js';
 import { echoedId } from '../stored-responses/ids.js';
 import { batchMetrics } from './batch-metrics.js';
 import { LineStore } from './line-store.js';
+import { OrgBatches } from './org-batches.js';
 import { BATCH_ENDPOINTS, batchObject, type BatchOwner, newBatchId } from './objects.js';
 import { BatchRunner } from './runner.js';
 import { BatchStore } from './store.js';
@@ -39,6 +40,8 @@ export class Batches {
   readonly store: BatchStore;
   readonly lines: LineStore;
   readonly runner: BatchRunner;
+  /** An organization's batches with their cost so far, for the portal. */
+  readonly org: OrgBatches;
 
   constructor(
     db: Database,
@@ -48,6 +51,7 @@ export class Batches {
     const { settings } = parts;
     this.store = new BatchStore(db, settings);
     this.lines = new LineStore(db, settings.leaseMs);
+    this.org = new OrgBatches(db);
     this.runner = new BatchRunner({ store: this.store, lines: this.lines, ...parts });
     if (registry)
       this.runner.events = batchMetrics(registry, {

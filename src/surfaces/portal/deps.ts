@@ -23,6 +23,8 @@ import type { StackCatalog } from '../../platform/stacks/service.js';
 import type { UploadSlots } from '../../platform/stacks/upload-slots.js';
 import type { WindowCounter } from '../../shared/db/window-counter.js';
 import type { Logger } from '../../shared/http/log.js';
+import type { Batches } from '../../gateway/batches/service.js';
+import type { FileStore } from '../../gateway/files/store.js';
 
 /**
  * What the portal (`/portal`) reads of the services. `createPortalRoutes(deps, clientOf)` takes
@@ -65,4 +67,8 @@ export interface PortalDeps {
   uploads: UploadSlots;
   runs: RunService;
   runWorker: RunWorker;
+  /** The organization's batches and their cost so far (`batches.org`). */
+  batches: Batches;
+  /** Batches' result files, read for their download. */
+  fileStore: FileStore;
 }

@@ -35,6 +35,7 @@ import { STACK_UPLOAD_PATH, stacksRoutes } from './stacks.js';
 import { usageRoutes } from './usage.js';
 import { usersRoutes } from './users.js';
 import { walletRoutes } from './wallet.js';
+import { batchesRoutes } from './batches.js';
 
 /**
  * The portal: server-rendered pages (Hono's JSX) under `/portal`, for the
@@ -99,6 +100,7 @@ export function createPortalRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<G
   portal.route('/budgets', budgetsRoutes(deps, session));
   portal.route('/', usageRoutes(deps, session));
   portal.route('/wallet', walletRoutes(deps, session));
+  portal.route('/batches', batchesRoutes(deps, session));
   portal.route('/models', modelsRoutes(deps, session));
   portal.route('/projects', projectsRoutes(deps, session));
   portal.route('/users', usersRoutes(deps, session));

@@ -7,6 +7,7 @@ const NAV = [
   { id: 'keys', href: '/portal/keys', label: 'API keys' },
   { id: 'usage', href: '/portal/usage', label: 'Usage' },
   { id: 'wallet', href: '/portal/wallet', label: 'Wallet' },
+  { id: 'batches', href: '/portal/batches', label: 'Batches' },
   { id: 'costs', href: '/portal/costs', label: 'Costs' },
   { id: 'models', href: '/portal/models', label: 'Models' },
   { id: 'stacks', href: '/portal/stacks', label: 'Stacks' },
