@@ -9,6 +9,7 @@ const ID_PREFIXES: Record<string, string> = {
   function_call_output: 'fco',
   custom_tool_call: 'ctc',
   custom_tool_call_output: 'ctco',
+  compaction: 'cmp',
 };
 
 /**

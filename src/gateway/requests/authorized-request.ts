@@ -7,7 +7,8 @@ import type { Band } from '../flow/bands.js';
  * The protocols the gateway bills, as usage records name them (`usage_records.endpoint`) and the
  * response cache keys them.
  */
-export type EndpointName = 'chat.completions' | 'embeddings' | 'completions' | 'messages' | 'responses';
+export type EndpointName =
+  'chat.completions' | 'embeddings' | 'completions' | 'messages' | 'responses' | 'responses.compact';
 
 /** A request whose key, model, body, price and project are known good. */
 export interface AuthorizedRequest {

@@ -147,10 +147,10 @@ function withinBounds(
 /**
  * Whether the key's response cache answers this request. A Response (`/v1/responses`) never comes
  * from the cache: it is a turn of a conversation, with an id of its own that a stored response and
- * its continuations name.
+ * its continuations name; nor does a compaction, whose items carry ids of their own.
  */
 export function cachesAnswers(request: AuthorizedRequest): boolean {
-  return request.caller.responseCache && request.endpoint !== 'responses';
+  return request.caller.responseCache && request.endpoint !== 'responses' && request.endpoint !== 'responses.compact';
 }
 
 /**

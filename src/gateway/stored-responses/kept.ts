@@ -30,6 +30,10 @@ export function keptInputItem(item: Json): Json | null {
     case 'function_call_output':
     case 'custom_tool_call_output':
       return withStrings(item, { type: item.type }, ['id', 'call_id', 'status'], { output: outputOf(item.output) });
+    // The summary a compaction carries is what the engine is sent (`compaction-item.ts`).
+    case 'compaction':
+    case 'compaction_summary':
+      return withStrings(item, { type: 'compaction' }, ['id', 'encrypted_content'], {});
     default:
       return null;
   }

@@ -1,3 +1,5 @@
+import { COMPACTION_TYPES, compactionMessage } from './compaction-item.js';
+
 type Json = Record<string, unknown>;
 
 /**
@@ -28,8 +30,9 @@ interface Conversation {
  * Items (this turn's input, and earlier turns' inputs and outputs) as chat
  * messages, system and developer text gathered apart. A run of function calls
  * joins the assistant message before it; each call's output becomes a tool
- * message. Reasoning items have no place in chat and are dropped, as are
- * references and the calls of built-in tools the engine never ran.
+ * message; a `compaction` item (`POST /v1/responses/compact`'s) becomes its summary, a user
+ * message. Reasoning items have no place in chat and are dropped, as are references and the
+ * calls of built-in tools the engine never ran.
  */
 export function gatherItems(items: Json[], into: Conversation): void {
   for (const item of items) {
@@ -40,7 +43,7 @@ export function gatherItems(items: Json[], into: Conversation): void {
       addToolCall(into.messages, item.call_id, item.name, JSON.stringify({ input: item.input ?? '' }));
     else if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') {
       into.messages.push({ role: 'tool', tool_call_id: item.call_id, content: outputText(item.output) });
-    }
+    } else if (COMPACTION_TYPES.has(item.type as string)) into.messages.push(compactionMessage(item));
   }
 }
 

@@ -1,6 +1,7 @@
 import type { TranslationBounds } from '../../../config/types.js';
 import type { ErrorDetail } from '../../../shared/http/errors.js';
 import { countError, isObject, nameErrors, optionalNameErrors } from '../translation-bounds.js';
+import { COMPACTION_TYPES, compactionSummary } from './compaction-item.js';
 
 type Json = Record<string, unknown>;
 
@@ -69,6 +70,9 @@ function itemErrors(item: unknown, field: string, bounds: TranslationBounds): Er
     errors.push(...optionalNameErrors(item.namespace, `${field}.namespace`, bounds));
   }
   if (OUTPUTS.has(item.type as string)) errors.push(...nameErrors(item.call_id, `${field}.call_id`, bounds));
+  // Another provider's compaction is encrypted with its key: refused, rather than its summary lost.
+  if (COMPACTION_TYPES.has(item.type as string) && compactionSummary(item) === null)
+    errors.push({ field: `${field}.encrypted_content`, message: 'is not a compaction made by this gateway' });
   if (item.type !== undefined && item.type !== 'message') return errors;
   if (!ROLES.has(item.role as string))
     errors.push({ field: `${field}.role`, message: 'must be user, assistant, system or developer' });
