@@ -17,7 +17,6 @@ import { createLogger, describeError, type Logger } from '../shared/http/log.js'
 import { type DemoSeed, seedDemo, storeIsEmpty } from './demo-seed.js';
 import { loadShippedStacks } from '../platform/stacks/shipped.js';
 import { openBlobStore } from '../shared/blobs/open.js';
-import { copyLegacyPackages } from '../platform/stacks/package-blobs.js';
 import { createServices, type Services } from '../services.js';
 import { startLoops } from './loops.js';
 import { serveMetrics } from '../shared/observability/metrics-server.js';
@@ -114,10 +113,6 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         count: journal.pendingCount,
         streamsChargedFromCheckpoints: journal.recoveredStreams,
       });
-    // Packages rows still hold, from before the blob store: copied there before runs start.
-    await copyLegacyPackages(store.db, blobs, log).catch((error: unknown) =>
-      log.error("stacks' packages not copied into the blob store; read from their rows", describeError(error)),
-    );
     await startLoops(services, log, closers);
     closers.unshift(async () => services.flow.close());
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');

@@ -3,7 +3,7 @@ import { and, eq, isNotNull, isNull } from 'drizzle-orm';
 import type { BlobStore, StoredBlob } from '../../shared/blobs/blob-store.js';
 import type { Database } from '../../shared/db/client.js';
 import { stacks } from '../../shared/db/schema.js';
-import type { Logger } from '../../shared/http/log.js';
+import { describeError, type Logger } from '../../shared/http/log.js';
 import { DEFAULT_PACKAGE_LIMITS } from './zip-entries.js';
 
 /** Where a stack's package is: its blob, or (a row not yet copied) the row's own bytes. */
@@ -59,11 +59,24 @@ async function refOf(db: Database, id: string): Promise<PackageRef> {
  * time, then clears the row's bytes; how many. Safe to stop and start again, and on several
  * replicas at once: a row is updated only if still uncopied, else the blob just written is deleted.
  * A process killed between the blob's write and the row's update leaves that one blob unreferenced.
+ * A failure is logged, never thrown: the rows left are read as they are, and copied at next start.
  *
  * @example
  * await copyLegacyPackages(db, blobs, log);
  */
 export async function copyLegacyPackages(db: Database, blobs: BlobStore, log: Logger): Promise<number> {
+  let copied = 0;
+  try {
+    copied = await copyEach(db, blobs);
+  } catch (error) {
+    // What is left is read from its rows, and copied at the next start.
+    log.error("stacks' packages not copied into the blob store", describeError(error));
+  }
+  if (copied > 0) log.info("stacks' packages copied into the blob store", { count: copied });
+  return copied;
+}
+
+async function copyEach(db: Database, blobs: BlobStore): Promise<number> {
   let copied = 0;
   const uncopied = and(isNull(stacks.packageBlobId), isNotNull(stacks.package));
   for (;;) {
@@ -78,6 +91,5 @@ export async function copyLegacyPackages(db: Database, blobs: BlobStore, log: Lo
     if (updated.length === 0) await blobs.delete(blob.id);
     else copied++;
   }
-  if (copied > 0) log.info("stacks' packages copied into the blob store", { count: copied });
   return copied;
 }

@@ -3,7 +3,7 @@ import { and, asc, count, desc, eq, getTableColumns, ilike, or, type SQL, sql } 
 import type { BlobStore, StoredBlob } from '../../shared/blobs/blob-store.js';
 import type { Database } from '../../shared/db/client.js';
 import { newId } from '../../shared/db/ids.js';
-import { stacks, users } from '../../shared/db/schema.js';
+import { stacks } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Actor } from '../people/permissions.js';
 import type { StackManifest } from './manifest.js';
