@@ -1,5 +1,6 @@
 import type { RedisClient } from './shared/db/redis.js';
 import type { Config } from './config/index.js';
+import type { BlobStore } from './shared/blobs/blob-store.js';
 import type { Database } from './shared/db/client.js';
 import type { Logger } from './shared/http/log.js';
 import { OrgService } from './platform/orgs/service.js';
@@ -91,14 +92,14 @@ export function createPeopleServices(
  * The control plane's services: clusters and their nodes' keys, stacks, costs, and the runs that
  * apply stacks.
  */
-export function createPlatformServices(config: Config, db: Database, log: Logger): PlatformServices {
+export function createPlatformServices(config: Config, db: Database, blobs: BlobStore, log: Logger): PlatformServices {
   const identity = new ClusterIdentity({ db, config: config.nodeAccess, log });
   const clusters = new ClusterService(db, {
     nodeAccess: config.nodeAccess,
     reservedHosts: reservedHostsOf(config),
     identity,
   });
-  const stacks = new StackCatalog(db, {
+  const stacks = new StackCatalog(db, blobs, {
     stacksPerUser: config.uploads.stacksPerUser,
     stacksBytesPerUser: config.uploads.stacksBytesPerUser,
   });
@@ -118,6 +119,7 @@ export function createPlatformServices(config: Config, db: Database, log: Logger
     clusterIdentity: identity,
     runWorker: new RunWorker({
       db,
+      blobs,
       runs,
       clusters,
       identity,

@@ -192,6 +192,8 @@ export interface ServiceParts {
  */
 export function createServices(parts: ServiceParts): Services {
   const { config, db, log, fleet, adminToken, redis = null, journal, tracing = null } = parts;
+  // One store for files and stacks' packages.
+  const blobs = parts.blobs ?? new FolderBlobStore(null);
   const storeOutage = new OutageLog(
     log,
     'database',
@@ -223,9 +225,15 @@ export function createServices(parts: ServiceParts): Services {
   };
   return {
     ...processServices,
-    ...createGatewayServices(parts, requestPathCache, storeOutage, catalogChanged, metricsOn ? metrics : null),
+    ...createGatewayServices(
+      { ...parts, blobs },
+      requestPathCache,
+      storeOutage,
+      catalogChanged,
+      metricsOn ? metrics : null,
+    ),
     ...createPeopleServices(config, db, redis, catalogChanged),
-    ...createPlatformServices(config, db, log),
+    ...createPlatformServices(config, db, blobs, log),
   };
 }
 

@@ -1,5 +1,6 @@
 import { purgeRequestData } from '../gateway/billing/request-data.js';
 import { keepUsageMonths } from '../gateway/billing/usage-partitions.js';
+import { copyLegacyPackages } from '../platform/stacks/package-blobs.js';
 import { responsesEndpoint } from '../gateway/requests/responses/index.js';
 import { STORE_TIMEOUT_MS } from '../shared/db/timeout.js';
 import { describeError, type Logger } from '../shared/http/log.js';
@@ -86,6 +87,8 @@ export async function startLoops(services: Services, log: Logger, closers: Array
   // Batches: this replica's share of their lines claimed and run, and their files written.
   services.batches.start(services);
   closers.unshift(() => services.batches.stop());
+  // Rows' packages from before the blob store: copied there before runs start (else read as are).
+  await copyLegacyPackages(services.db, services.blobs, log);
   services.runWorker.start();
   closers.unshift(() => services.runWorker.stop());
   await services.clusterIdentity

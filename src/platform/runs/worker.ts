@@ -5,6 +5,7 @@ import type { ClusterIdentity } from '../clusters/identity.js';
 import { NodeAccessError } from '../clusters/node-access.js';
 import type { ClusterService } from '../clusters/service.js';
 import type { Config } from '../../config/index.js';
+import type { BlobStore } from '../../shared/blobs/blob-store.js';
 import type { Database } from '../../shared/db/client.js';
 import { stacks } from '../../shared/db/schema.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
@@ -12,6 +13,7 @@ import { executeRun, type StopReason } from './execute.js';
 import type { SandboxChooser } from './sandbox/choose.js';
 import type { RunOutcome, RunRow, RunService, RunStopper } from './service.js';
 import { findTool } from './tool.js';
+import { readPackage } from '../stacks/package-blobs.js';
 import { clusterContext, egressPolicy, toolEnvironment } from './run-context.js';
 
 /**
@@ -36,6 +38,8 @@ export class RunWorker implements RunStopper {
   constructor(
     private readonly deps: {
       db: Database;
+      /** Where stacks' packages are (`stacks/package-blobs.ts`). */
+      blobs: BlobStore;
       runs: RunService;
       clusters: ClusterService;
       identity: ClusterIdentity;
@@ -134,7 +138,7 @@ export class RunWorker implements RunStopper {
   }
 
   private async apply(run: RunRow, bin: string, signal: AbortSignal): Promise<RunOutcome> {
-    const { db, runs, clusters, identity, sandboxes, config, log } = this.deps;
+    const { db, blobs, runs, clusters, identity, sandboxes, config, log } = this.deps;
     const fail = (failure: string): RunOutcome => ({
       state: 'FAILED',
       exitCode: null,
@@ -146,10 +150,12 @@ export class RunWorker implements RunStopper {
     const stackId = run.stackId ?? '';
     // By id: a stack added since under the same name is another stack, with its own state.
     const [stack] = await db
-      .select({ zip: stacks.package, root: stacks.root, sha: stacks.packageSha256 })
+      .select({ id: stacks.id, packageBlobId: stacks.packageBlobId, root: stacks.root, sha: stacks.packageSha256 })
       .from(stacks)
       .where(eq(stacks.id, stackId));
-    if (!stack || stack.sha !== run.packageSha256) {
+    // Read from the blob store as a stream, whole only here (the zip reader needs it all).
+    const zip = stack && stack.sha === run.packageSha256 ? await readPackage(db, blobs, stack) : null;
+    if (!stack || !zip) {
       await runs.appendLog(
         run.id,
         null,
@@ -176,7 +182,7 @@ export class RunWorker implements RunStopper {
     }
     return executeRun({
       run,
-      zip: Buffer.from(stack.zip),
+      zip,
       root: stack.root,
       context: clusterContext(run, cluster, nodes, sandbox.sshProxy, key),
       state: await runs.stackStates.load(cluster.id, stackId),

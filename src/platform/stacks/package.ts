@@ -121,7 +121,7 @@ export async function readStackPackage(
  * read and checked as on upload, for a run. Paths are relative to the root.
  *
  * @example
- * await extractStackPackage(row.package, row.root, '/tmp/tollgate-runs/run_1');
+ * await extractStackPackage(zip, row.root, '/tmp/tollgate-runs/run_1');
  */
 export async function extractStackPackage(
   zip: Buffer,

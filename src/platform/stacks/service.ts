@@ -1,15 +1,19 @@
-import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { and, asc, count, desc, eq, getTableColumns, ilike, or, type SQL, sql } from 'drizzle-orm';
+import type { BlobStore, StoredBlob } from '../../shared/blobs/blob-store.js';
 import type { Database } from '../../shared/db/client.js';
 import { newId } from '../../shared/db/ids.js';
-import { stacks, users } from '../../shared/db/schema.js';
+import { stacks } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { Actor } from '../people/permissions.js';
 import type { StackManifest } from './manifest.js';
 import type { StackPackage } from './package.js';
 import { isUniqueViolation } from '../../shared/db/errors.js';
+import { openPackage, storePackage } from './package-blobs.js';
+import { refuseOverUserBounds } from './user-bounds.js';
 
-export type StackRow = typeof stacks.$inferSelect;
+/** A stack's row, never its package's bytes (those are in the blob store: `package-blobs.ts`). */
+export type StackRow = Omit<typeof stacks.$inferSelect, 'package'>;
 
 const { package: _package, ...COLUMNS_BUT_PACKAGE } = getTableColumns(stacks);
 
@@ -37,46 +41,20 @@ export type StackChange = Partial<
  * stacks, platform admins every stack). So within an organization a name
  * means one stack, which is what runs and their public URLs name.
  *
+ * Packages are in the blob store (`shared/blobs/`), written before their row, deleted after it.
+ *
  * @example
  * const row = await catalog.add(actor, await readStackPackage(zip), zip);
  */
 export class StackCatalog {
   constructor(
     private readonly db: Database,
+    private readonly blobs: BlobStore,
     private readonly options: { stacksPerUser: number; stacksBytesPerUser: number } = {
       stacksPerUser: Number.MAX_SAFE_INTEGER,
       stacksBytesPerUser: Number.MAX_SAFE_INTEGER,
     },
   ) {}
-
-  /**
-   * 409 when one more package of `bytes` would take the user past the stacks
-   * (TOLLGATE_STACKS_PER_USER) or the bytes (TOLLGATE_STACKS_BYTES_PER_USER)
-   * one user keeps. The user's row is locked, so two uploads at once (on any
-   * replica) are counted one after the other.
-   */
-  private async refuseOverUserBounds(tx: Transaction, userId: string, bytes: number): Promise<void> {
-    await tx.select({ id: users.id }).from(users).where(eq(users.id, userId)).for('update');
-    const [kept = { stacks: 0, bytes: 0 }] = await tx
-      .select({ stacks: count(), bytes: sql<string | number>`coalesce(sum(octet_length(${stacks.package})), 0)` })
-      .from(stacks)
-      .where(and(eq(stacks.ownerId, userId), eq(stacks.visibility, 'private')));
-    const { stacksPerUser, stacksBytesPerUser } = this.options;
-    const refuse = (message: string, detail: string) =>
-      new GatewayError('conflict', `${message}; delete one before adding another.`, {
-        details: [{ field: 'package', message: detail }],
-      });
-    if (kept.stacks >= stacksPerUser)
-      throw refuse(
-        `You keep ${kept.stacks} stacks, the most one user may (TOLLGATE_STACKS_PER_USER)`,
-        `At most ${stacksPerUser} stacks per user.`,
-      );
-    if (Number(kept.bytes) + bytes > stacksBytesPerUser)
-      throw refuse(
-        `Your stacks hold ${Number(kept.bytes)} bytes and this one ${bytes}: one user keeps at most ${stacksBytesPerUser} (TOLLGATE_STACKS_BYTES_PER_USER)`,
-        `At most ${stacksBytesPerUser} bytes of stacks per user.`,
-      );
-  }
 
   async add(actor: Actor, read: StackPackage, zip: Buffer): Promise<StackRow> {
     const { manifest } = read;
@@ -85,6 +63,9 @@ export class StackCatalog {
       new GatewayError('conflict', `A stack named ${manifest.name} exists already.`, {
         details: [{ field: 'name', message: `${manifest.name} is taken.` }],
       });
+    // Written first, outside the transaction (an upload's write holds no lock); deleted if no row
+    // came of it.
+    const blob = await storePackage(this.blobs, zip);
     try {
       return await this.db.transaction(async (tx) => {
         await lockName(tx, manifest.name);
@@ -101,21 +82,20 @@ export class StackCatalog {
           )
           .limit(1);
         if (clash) throw taken();
-        if (!actor.platformAdmin) await this.refuseOverUserBounds(tx, actor.userId, zip.length);
+        if (!actor.platformAdmin) await refuseOverUserBounds(tx, this.options, actor.userId, zip.length);
         const [row] = await tx
           .insert(stacks)
           .values({
-            ...rowOf(read, zip),
+            ...rowOf(read, blob),
             visibility,
             ownerId: actor.userId,
             orgId: visibility === 'global' ? null : actor.orgId,
           })
           .returning(COLUMNS_BUT_PACKAGE);
-        // The package is the bytes just sent: not read back (a second copy of up to 10 MiB,
-        // decoded, per upload).
-        return Object.assign(row!, { package: zip });
+        return row!;
       });
     } catch (error) {
+      await this.blobs.delete(blob.id).catch(() => undefined);
       if (isUniqueViolation(error)) throw taken();
       throw error;
     }
@@ -126,17 +106,27 @@ export class StackCatalog {
    * exists; true when added.
    */
   async addShipped(read: StackPackage, zip: Buffer): Promise<boolean> {
-    return this.db.transaction(async (tx) => {
-      await lockName(tx, read.manifest.name);
-      const [clash] = await tx
-        .select({ id: stacks.id })
-        .from(stacks)
-        .where(eq(stacks.name, read.manifest.name))
-        .limit(1);
-      if (clash) return false;
-      await tx.insert(stacks).values({ ...rowOf(read, zip), visibility: 'global', ownerId: null, orgId: null });
-      return true;
-    });
+    const named = eq(stacks.name, read.manifest.name);
+    // Looked for first, so a start that finds them all writes no blob; again under the lock.
+    if ((await this.db.select({ id: stacks.id }).from(stacks).where(named).limit(1)).length > 0) return false;
+    const blob = await storePackage(this.blobs, zip);
+    let added = false;
+    try {
+      added = await this.db.transaction(async (tx) => {
+        await lockName(tx, read.manifest.name);
+        if ((await tx.select({ id: stacks.id }).from(stacks).where(named).limit(1)).length > 0) return false;
+        await tx.insert(stacks).values({ ...rowOf(read, blob), visibility: 'global', ownerId: null, orgId: null });
+        return true;
+      });
+    } finally {
+      if (!added) await this.blobs.delete(blob.id);
+    }
+    return added;
+  }
+
+  /** The package of a stack `get` gave, as a stream (`package-blobs.ts`); null when gone. */
+  openPackage(row: StackRow): Promise<Readable | null> {
+    return openPackage(this.db, this.blobs, row);
   }
 
   /**
@@ -152,7 +142,7 @@ export class StackCatalog {
     const scope =
       options.orgId === undefined ? undefined : or(eq(stacks.visibility, 'global'), eq(stacks.orgId, options.orgId));
     const rows = await this.db
-      .select()
+      .select(COLUMNS_BUT_PACKAGE)
       .from(stacks)
       .where(and(isStackId(nameOrId) ? eq(stacks.id, nameOrId) : eq(stacks.name, nameOrId), visibleTo(actor), scope))
       .limit(20);
@@ -196,7 +186,7 @@ export class StackCatalog {
       query.sort.replace(/^-/, '') as (typeof STACK_SORTS)[number]
     ];
     const rows = await this.db
-      .select()
+      .select(COLUMNS_BUT_PACKAGE)
       .from(stacks)
       .where(where)
       .orderBy(direction(column), direction(stacks.name))
@@ -221,13 +211,18 @@ export class StackCatalog {
       .update(stacks)
       .set({ ...values, updatedAt: sql`now()` })
       .where(eq(stacks.id, row.id))
-      .returning();
+      .returning(COLUMNS_BUT_PACKAGE);
     return updated!;
   }
 
   async delete(actor: Actor, name: string): Promise<void> {
     const row = await this.managed(actor, name);
-    await this.db.delete(stacks).where(eq(stacks.id, row.id));
+    const [gone] = await this.db
+      .delete(stacks)
+      .where(eq(stacks.id, row.id))
+      .returning({ blobId: stacks.packageBlobId });
+    // After the row: a run that finds no row fails as for a deleted stack, never half a package.
+    if (gone?.blobId) await this.blobs.delete(gone.blobId);
   }
 
   /**
@@ -248,8 +243,8 @@ function visibleTo(actor: Actor): SQL | undefined {
   return or(eq(stacks.visibility, 'global'), eq(stacks.ownerId, actor.userId));
 }
 
-/** The row's fields from the package. */
-function rowOf(read: StackPackage, zip: Buffer) {
+/** The row's fields from the package, and where its bytes were stored. */
+function rowOf(read: StackPackage, blob: StoredBlob) {
   const { manifest } = read;
   return {
     id: newId('stk'),
@@ -261,8 +256,9 @@ function rowOf(read: StackPackage, zip: Buffer) {
     applicableProfiles: manifest.applicable_profiles ?? null,
     inputs: manifest.inputs,
     root: read.root,
-    package: zip,
-    packageSha256: createHash('sha256').update(zip).digest('hex'),
+    packageBlobId: blob.id,
+    packageBytes: blob.bytes,
+    packageSha256: blob.sha256,
   };
 }
 

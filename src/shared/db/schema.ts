@@ -668,8 +668,16 @@ export const stacks = pgTable(
       .notNull(),
     /** The module's folder inside the zip ('' for the top). */
     root: text('root').notNull().default(''),
-    package: bytea('package').notNull(),
+    /**
+     * The .zip in the blob store (`shared/blobs/`), outside the database's heap; null only for a
+     * row not yet copied there (`stacks/legacy-packages.ts`, at start-up).
+     */
+    packageBlobId: text('package_blob_id'),
+    /** The .zip's size: what a user's stacks hold is counted by it. */
+    packageBytes: integer('package_bytes').notNull(),
     packageSha256: text('package_sha256').notNull(),
+    /** The .zip's bytes as rows held them before the blob store; null once copied there. */
+    package: bytea('package'),
     createdAt: createdAt(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

@@ -1,6 +1,7 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { GatewayEnv } from '../../shared/http/context.js';
+import { webStreamOf } from '../../shared/blobs/blob-store.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { limitBody, MANAGEMENT_MAX_BODY_BYTES, requireJsonBody } from '../../shared/http/request.js';
 import { readBody, readQuery } from '../../shared/http/validate.js';
@@ -41,7 +42,7 @@ export function stackView(row: StackRow) {
     icon: row.icon,
     applicable_profiles: row.applicableProfiles,
     inputs: row.inputs,
-    size_bytes: row.package.length,
+    size_bytes: row.packageBytes,
     sha256: row.packageSha256,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
@@ -86,8 +87,12 @@ export function stacksRoutes(deps: ApiDeps, clientOf: ClientOf): Hono<GatewayEnv
 
   api.get('/:name/download', async (c) => {
     const row = await catalog.get(c.get('actor'), c.req.param('name'));
-    return c.body(new Uint8Array(row.package), 200, {
+    // Streamed from the blob store as the client reads it.
+    const bytes = await catalog.openPackage(row);
+    if (!bytes) throw new GatewayError('not_found', `Stack ${c.req.param('name')} does not exist.`);
+    return c.body(webStreamOf(bytes), 200, {
       'content-type': 'application/zip',
+      'content-length': String(row.packageBytes),
       'content-disposition': `attachment; filename="${row.name}.zip"`,
       etag: `"${row.packageSha256}"`,
     });

@@ -69,11 +69,12 @@ describe('the stacks shipped in stacks/', () => {
       )
       .then((r) => r.rows)) {
       // Read again as an upload would be: the derived inputs are the variables of its .tf files.
-      const read = await readStackPackage(row.package, { fileName: `${row.name}.zip` });
+      const zip = Buffer.concat(await (await gateway.services.stacks.openPackage(row))!.toArray());
+      const read = await readStackPackage(zip, { fileName: `${row.name}.zip` });
       expect(read.fromManifest).toBe(true);
       const yauzl = await import('yauzl');
       const files = await new Promise<Map<string, string>>((resolve, reject) => {
-        yauzl.default.fromBuffer(row.package, { lazyEntries: true }, (error, zip) => {
+        yauzl.default.fromBuffer(zip, { lazyEntries: true }, (error, zip) => {
           if (error) return reject(error);
           const out = new Map<string, string>();
           zip.on('entry', (entry: import('yauzl').Entry) =>
