@@ -111,6 +111,8 @@ ul.cards { list-style: none; padding: 0; margin: 0 0 1.5rem; display: grid; grid
 .badge { display: inline-block; padding: 0 .45rem; border-radius: 999px; background: #e6edf9; color: #173f80; font-size: .85rem; }
 p.hint { margin: .15rem 0 0; font-size: .9rem; }
 .run-state { font-weight: 700; }
+.batch-progress { white-space: nowrap; font-size: .9rem; }
+.batch-progress progress { width: 6rem; vertical-align: middle; }
 .run-applied { color: var(--good); } .run-failed, .run-canceled { color: var(--bad); } .run-queued, .run-running { color: #8a5a00; }
 .run-facts p { margin: .2rem 0; }
 /* Ids (run_…, cls_…) are long unbroken words: they wrap rather than widen a narrow page. */

@@ -50,8 +50,6 @@ export function BatchesPage({
               <tr>
                 <th scope="col">Batch</th>
                 <th scope="col">Status</th>
-                <th scope="col">Endpoint</th>
-                <th scope="col">Progress</th>
                 <th scope="col" class="num">
                   Cost so far ({currency})
                 </th>
@@ -62,14 +60,14 @@ export function BatchesPage({
             <tbody>
               {rows.map(({ batch, cost }) => (
                 <tr>
-                  <td>
+                  <td class="wrap">
                     <code>{batch.id}</code>
-                  </td>
-                  <td>{batch.status}</td>
-                  <td>
-                    <code>{batch.endpoint}</code>
+                    <br />
+                    <span class="muted">{batch.endpoint}</span>
                   </td>
                   <td>
+                    {batch.status}
+                    <br />
                     <Progress done={batch.completed + batch.failed} failed={batch.failed} total={batch.total} />
                   </td>
                   <td class="num">{formatAmount(cost)}</td>
