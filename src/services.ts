@@ -137,10 +137,7 @@ export interface GatewayServices {
   backgroundResponses: BackgroundResponses;
   /** Uploaded files (`/v1/files`): their rows in the database, their bytes in `blobs`. */
   fileStore: FileStore;
-  /**
-   * Large bytes outside the database's heap (`shared/blobs/`): a folder embedded, PostgreSQL in
-   * chunks otherwise.
-   */
+  /** Large bytes outside the database (`shared/blobs/`): a folder embedded, else PostgreSQL. */
   blobs: BlobStore;
   /** Batches (`/v1/batches`): their rows, and the runner that runs their lines on every replica. */
   batches: Batches;

@@ -75,18 +75,7 @@ export async function startLoops(services: Services, log: Logger, closers: Array
       "TOLLGATE_RUN_SANDBOX=none: stacks run unsandboxed, as this gateway's user on this host; any user who can add a stack can read its files and secrets and reach its network",
     );
   }
-  // Background responses: this replica's leases renewed, and the jobs of a replica that died taken
-  // over.
-  const responses = responsesEndpoint({
-    store: services.responseStore,
-    conversations: services.conversationStore,
-    log: services.log,
-  });
-  services.backgroundResponses.start(services, responses);
-  closers.unshift(() => services.backgroundResponses.stop());
-  // Batches: this replica's share of their lines claimed and run, and their files written.
-  services.batches.start(services);
-  closers.unshift(() => services.batches.stop());
+  startDeferredWork(services, closers);
   // Rows' packages from before the blob store: copied there before runs start (else read as are).
   await copyLegacyPackages(services.db, services.blobs, log);
   services.runWorker.start();
@@ -102,4 +91,21 @@ export async function startLoops(services: Services, log: Logger, closers: Array
   closers.unshift(() => services.clusterIdentity.stop());
   services.publicHosts.start();
   closers.unshift(async () => services.publicHosts.stop());
+}
+
+/**
+ * The billed work that runs after its answer: background responses (this replica's leases renewed,
+ * a dead replica's jobs taken over) and batches (this replica's share of their lines claimed and
+ * run, their files written).
+ */
+function startDeferredWork(services: Services, closers: Array<() => Promise<void>>): void {
+  const responses = responsesEndpoint({
+    store: services.responseStore,
+    conversations: services.conversationStore,
+    log: services.log,
+  });
+  services.backgroundResponses.start(services, responses);
+  closers.unshift(() => services.backgroundResponses.stop());
+  services.batches.start(services);
+  closers.unshift(() => services.batches.stop());
 }

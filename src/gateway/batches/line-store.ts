@@ -40,16 +40,24 @@ export class LineStore {
    * Claims up to `limit` lines for `replica`: waiting ones, and running ones whose replica's lease
    * ran out, of batches in progress, oldest batch first. Two replicas never claim one line.
    */
-  async claim(replica: string, limit: number): Promise<LineRow[]> {
+  async claim(replica: string, limit: number, resting: readonly string[] = []): Promise<LineRow[]> {
     if (limit <= 0) return [];
     const lease = new Date(Date.now() + this.leaseMs).toISOString();
+    const skip =
+      resting.length > 0
+        ? sql`and b.id not in (${sql.join(
+            resting.map((id) => sql`${id}`),
+            sql`, `,
+          )})`
+        : sql``;
     const result = await bounded(
       this.db.execute(sql`
         update batch_lines set status = 'running', claimed_by = ${replica}, lease_until = ${lease}::timestamptz
         where (batch_id, line) in (
           select l.batch_id, l.line from batch_lines l join batches b on b.id = l.batch_id
-          where b.status = 'in_progress' and b.ending = 'completed'
-            and (l.status = 'waiting' or (l.status = 'running' and l.lease_until < now()))
+          where b.status = 'in_progress' and b.ending = 'completed' ${skip}
+            and ((l.status = 'waiting' and (l.lease_until is null or l.lease_until < now()))
+              or (l.status = 'running' and l.lease_until < now()))
           order by b.created_at, l.line
           limit ${limit}
           for update of l skip locked)
@@ -85,11 +93,12 @@ export class LineStore {
   }
 
   /** Gives a line back to the waiting ones (a refusal that may pass: a key's limit, a busy store). */
-  async release(batchId: string, line: number, replica: string): Promise<void> {
+  async release(batchId: string, line: number, replica: string, notBeforeMs: number): Promise<void> {
     await bounded(
       this.db
         .update(batchLines)
-        .set({ status: 'waiting', claimedBy: null, leaseUntil: null })
+        // A waiting line's lease is when it may be claimed again.
+        .set({ status: 'waiting', claimedBy: null, leaseUntil: new Date(Date.now() + notBeforeMs) })
         .where(and(eq(batchLines.batchId, batchId), eq(batchLines.line, line), eq(batchLines.claimedBy, replica))),
     );
   }

@@ -23,6 +23,12 @@ export interface RunnerParts {
   settings: { concurrency: number; leaseMs: number };
 }
 
+/**
+ * How long a line refused for now (its key's limits, a busy fleet: 429, 503) waits, and its batch
+ * is not claimed from on this replica: else its lines are claimed and refused in a loop.
+ */
+const RETRY_MS = 1_000;
+
 /** Why a batch's lines not yet run are failed, by how it ends. */
 const STOPPED = {
   cancelled: { code: 'batch_cancelled', message: 'The batch was cancelled before this request ran.' },
@@ -48,6 +54,8 @@ export class BatchRunner {
   private filling = false;
   /** A line ended while claiming: claim again once this claim is done. */
   private refill = false;
+  /** Batches whose lines were refused for now, by when this replica claims from them again. */
+  private readonly resting = new Map<string, number>();
   private stopped = false;
   events: BatchEvents | null = null;
 
@@ -114,7 +122,10 @@ export class BatchRunner {
         this.refill = false;
         if (this.stopped) return;
         const room = this.parts.settings.concurrency - this.running.size;
-        for (const line of await this.parts.lines.claim(this.replica, room)) this.run(deps, line);
+        const now = Date.now();
+        for (const [batchId, until] of this.resting) if (until <= now) this.resting.delete(batchId);
+        const claimed = await this.parts.lines.claim(this.replica, room, [...this.resting.keys()]);
+        for (const line of claimed) this.run(deps, line);
       } while (this.refill);
     } finally {
       this.filling = false;
@@ -135,7 +146,9 @@ export class BatchRunner {
       )
       .finally(() => {
         this.running.delete(key);
-        void this.fill(deps).catch(() => {});
+        // On the next turn of the event loop: an embedded store answers without I/O, and a chain
+        // of promises alone would never let a request in.
+        setImmediate(() => void this.fill(deps).catch(() => {}));
       });
   }
 
@@ -145,7 +158,8 @@ export class BatchRunner {
     if (!batch) return;
     const outcome = await runLine(deps, batch, line, abort);
     if (outcome.kind === 'retry') {
-      await lines.release(line.batchId, line.line, this.replica);
+      this.resting.set(line.batchId, Date.now() + RETRY_MS);
+      await lines.release(line.batchId, line.line, this.replica, RETRY_MS);
       return;
     }
     if (outcome.kind === 'dry') await store.walletRanDry(batch.id);

@@ -331,7 +331,9 @@ export const usageRecords = pgTable(
     // A project's spend this month or day, for its budget.
     index('usage_project_time_idx').on(t.projectId, t.createdAt),
     // A batch's cost so far (the portal's batches page): its lines' records only.
-    index('usage_batch_idx').on(t.batchId).where(sql`${t.batchId} is not null`),
+    index('usage_batch_idx')
+      .on(t.batchId)
+      .where(sql`${t.batchId} is not null`),
   ],
 );
 

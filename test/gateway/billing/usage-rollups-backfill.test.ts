@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyService } from '../../../src/gateway/keys/service.js';
 import { OrgService } from '../../../src/platform/orgs/service.js';
 import type { Database } from '../../../src/shared/db/client.js';
-import { usageRecords } from '../../../src/shared/db/schema.js';
+import { sql } from 'drizzle-orm';
 import { chargeRecord } from '../../helpers/charges.js';
 import { FROM_RECORDS, FROM_ROLLUPS, rollupLines } from '../../helpers/rollups.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
@@ -85,7 +85,16 @@ describe.each(stores)('migration 0022 sums the history already there into the ro
       });
       return { ...record, cost: i === 1 ? 9_007_199_254_740_993n : BigInt(i * 12_345) + cost };
     });
-    await db.insert(usageRecords).values(rows);
+    // Written in the columns of 0022's table (later migrations add `batch_id`, which the schema
+    // names).
+    for (const r of rows)
+      await db.execute(sql`insert into usage_records (id, org_id, key_id, project_id, model_id, endpoint,
+          prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nanos, status, streamed,
+          usage_source, latency_ms, ttft_ms, cache_hit, created_at)
+        values (${r.id}, ${r.orgId}, ${r.keyId}, ${r.projectId ?? null}, ${r.modelId}, ${r.endpoint}, ${r.promptTokens},
+          ${r.completionTokens}, ${r.cachedTokens ?? 0}, ${r.reasoningTokens ?? 0}, ${r.cost}, ${r.status}, ${r.streamed},
+          ${r.usageSource}, ${r.latencyMs}, ${r.ttftMs ?? null}, ${r.cacheHit ?? false},
+          ${r.createdAt!.toISOString()}::timestamptz)`);
     await migrate(MIGRATIONS);
     const rollups = await rollupLines(db, FROM_ROLLUPS);
     expect(rollups.length).toBeGreaterThanOrEqual(8);
