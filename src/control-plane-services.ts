@@ -1,3 +1,4 @@
+import { PageGate } from './shared/http/page-gate.js';
 import type { RedisClient } from './shared/db/redis.js';
 import type { Config } from './config/index.js';
 import type { BlobStore } from './shared/blobs/blob-store.js';
@@ -55,6 +56,8 @@ export interface PlatformServices {
   stacks: StackCatalog;
   /** Stack uploads this process reads at once, in all and per user. */
   uploads: UploadSlots;
+  /** Each organization's portal pages this process draws at once, and how many more wait. */
+  portalPages: PageGate;
   /** Rate cards, conversion rates, billing currencies and cost reports. */
   costs: CostService;
   /** Stacks applied to clusters: the queue, states and logs. */
@@ -114,6 +117,7 @@ export function createPlatformServices(config: Config, db: Database, blobs: Blob
     nodeMaintenance: new NodeMaintenance({ db, config: config.nodeAccess, identity, log }),
     stacks,
     uploads: new UploadSlots(config.uploads),
+    portalPages: new PageGate(config.portalPages),
     costs: new CostService(db),
     runs,
     clusterIdentity: identity,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { settingsSchema, type Settings } from './settings.js';
 import type { Config } from './types.js';
-import { peopleConfig, runsConfig, uploadsConfig } from './platform-config.js';
+import { peopleConfig, runsConfig, stackDownloadsConfig, uploadsConfig } from './platform-config.js';
 
 export type { BodyDrain, Config, LogLevel } from './types.js';
 export type { FlowSettings, RoutingSettings } from './fleet-types.js';
@@ -92,10 +92,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     streamCheckpoint: { everyTokens: s.TOLLGATE_STREAM_CHECKPOINT_TOKENS, everyMs: s.TOLLGATE_STREAM_CHECKPOINT_MS },
     catalogPollMs: s.TOLLGATE_CATALOG_POLL_MS,
     rebuildGraceMs: s.TOLLGATE_REBUILD_GRACE_MS,
-    stackDownloads: {
-      allowHttp: s.TOLLGATE_STACK_URL_ALLOW_HTTP === 'true',
-      allowPrivate: s.TOLLGATE_STACK_URL_ALLOW_PRIVATE === 'true',
-    },
+    stackDownloads: stackDownloadsConfig(s),
     nodeAccess: {
       credentialsKey:
         s.TOLLGATE_NODE_CREDENTIALS_KEY === undefined
@@ -104,6 +101,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       sshTimeoutMs: s.TOLLGATE_NODE_SSH_TIMEOUT_MS,
     },
     uploads: uploadsConfig(s),
+    portalPages: { perOrg: s.TOLLGATE_PORTAL_ORG_PAGES, waitingPerOrg: s.TOLLGATE_PORTAL_ORG_PAGES_WAITING },
     runs: runsConfig(s, present),
     observability: observabilityConfig(s),
     people: peopleConfig(s),

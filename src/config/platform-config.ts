@@ -18,6 +18,14 @@ export function uploadsConfig(s: Settings): Config['uploads'] {
   };
 }
 
+/** Adding a stack by URL: whether http:// and private addresses are allowed. */
+export function stackDownloadsConfig(s: Settings): Config['stackDownloads'] {
+  return {
+    allowHttp: s.TOLLGATE_STACK_URL_ALLOW_HTTP === 'true',
+    allowPrivate: s.TOLLGATE_STACK_URL_ALLOW_PRIVATE === 'true',
+  };
+}
+
 /** Passwords, sessions, and the proxies whose forwarded client address is believed. */
 export function peopleConfig(s: Settings): Config['people'] {
   return {

@@ -150,6 +150,8 @@ export const settingsSchema = z.object({
   TOLLGATE_REBUILD_GRACE_MS: z.coerce.number().int().min(0).max(60_000).default(0),
   TOLLGATE_STACK_URL_ALLOW_HTTP: z.enum(['true', 'false']).default('false'),
   TOLLGATE_STACK_URL_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
+  TOLLGATE_PORTAL_ORG_PAGES: z.coerce.number().int().min(1).max(1000).default(2),
+  TOLLGATE_PORTAL_ORG_PAGES_WAITING: z.coerce.number().int().min(0).max(100_000).default(20),
   TOLLGATE_UPLOADS_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(4),
   TOLLGATE_UPLOADS_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(1000).default(1),
   TOLLGATE_STACKS_PER_USER: z.coerce.number().int().min(1).max(1_000_000).default(100),

@@ -187,6 +187,11 @@ export interface Config {
    * at most `stacksBytesPerUser` bytes in all.
    */
   uploads: { inFlight: number; inFlightPerUser: number; stacksPerUser: number; stacksBytesPerUser: number };
+  /**
+   * The portal's pages of one organization read and drawn at once by this process (`perOrg`), and
+   * how many more may wait their turn (`waitingPerOrg`; past it, 429): see `portal/page-gate.ts`.
+   */
+  portalPages: { perOrg: number; waitingPerOrg: number };
   /** Applying stacks to clusters (`src/platform/runs/`). */
   runs: RunSettings;
   observability: {

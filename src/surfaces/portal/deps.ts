@@ -1,4 +1,5 @@
 import type { Config } from '../../config/types.js';
+import type { PageGate } from '../../shared/http/page-gate.js';
 import type { GateKeeper } from '../../gateway/admission/gate-keeper.js';
 import type { BudgetService } from '../../gateway/billing/budgets.js';
 import type { ChargeApplier } from '../../gateway/billing/charge-applier.js';
@@ -65,6 +66,8 @@ export interface PortalDeps {
   nodeMaintenance: NodeMaintenance;
   stacks: StackCatalog;
   uploads: UploadSlots;
+  /** Each organization's pages this process draws at once (`TOLLGATE_PORTAL_ORG_PAGES`). */
+  portalPages: PageGate;
   runs: RunService;
   runWorker: RunWorker;
   /** The organization's batches and their cost so far (`batches.org`). */

@@ -29,6 +29,7 @@ import { overviewRoutes } from './overview.js';
 import { projectsRoutes } from './projects.js';
 import { runsRoutes } from './runs.js';
 import { formTokens, sameOrigin, securityHeaders } from './security.js';
+import { pageTurns } from './page-turns.js';
 import { type PortalSession, sessionActor, signedIn } from './session.js';
 import { signInRoutes, signOutRoutes } from './sign-in.js';
 import { STACK_UPLOAD_PATH, stacksRoutes } from './stacks.js';
@@ -52,7 +53,8 @@ export function createPortalRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<G
   const portal = new Hono<GatewayEnv>();
   const tokens = formTokens(createHash('sha256').update(`tollgate-portal:${deps.adminToken}`).digest('hex'));
   const session: PortalSession = {
-    signedIn: (c) => signedIn(deps, c, clientOf(c).https),
+    // `pageTurns` has read a page's session already.
+    signedIn: async (c) => c.get('actor') ?? signedIn(deps, c, clientOf(c).https),
     viewerOf: (actor: SignedInActor) => ({
       name: actor.user.name,
       csrf: tokens.of(actor.sessionHash!),
@@ -80,6 +82,11 @@ export function createPortalRoutes(deps: PortalDeps, clientOf: ClientOf): Hono<G
     sameOrigin((c) => clientOf(c).https),
   );
   portal.onError(portalError(deps));
+  // An organization's pages take turns, so its heavy views never hold another tenant's requests.
+  portal.use(
+    '*',
+    pageTurns(deps.portalPages, (c) => sessionActor(deps, c, clientOf(c).https)),
+  );
 
   portal.get('/assets/:file', (c) => {
     const asset = assetAt(c.req.param('file')) ?? stackIconAt(c.req.param('file'));
