@@ -24,7 +24,9 @@ const SITTINGS = Number(process.env.SITTINGS ?? 1);
 const FLOOD = Number(process.env.FLOOD ?? 100);
 const TOKENS = Number(process.env.TOKENS ?? 500);
 const LINES = Number(process.env.LINES ?? 2_000);
+const POLICY = process.env.POLICY === 'priority' ? 'priority' : 'fcfs';
 const SIM_ARGS = ['--max-num-seqs', '8', '--decode-ms-per-step', '10', '--prefill-ms-per-token', '0.01'];
+SIM_ARGS.push('--scheduling-policy', POLICY);
 
 type Kind = 'flood' | 'batch' | 'beside';
 interface Sitting {
@@ -71,7 +73,14 @@ async function main(): Promise<void> {
 async function sitting(urls: string[], kind: Kind): Promise<Sitting> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-batch-fleet-'));
   const engines = path.join(dir, 'engines.json');
-  const engine = { kind: 'static', model: 'sim-chat', engine: 'vllm', urls, max_num_seqs: 8 };
+  const engine = {
+    kind: 'static',
+    model: 'sim-chat',
+    engine: 'vllm',
+    urls,
+    max_num_seqs: 8,
+    scheduling_policy: POLICY,
+  };
   await writeFile(engines, JSON.stringify({ engines: [engine] }));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;

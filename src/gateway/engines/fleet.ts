@@ -40,6 +40,8 @@ export interface Fleet {
    * when unknown.
    */
   freeSlots(modelId: string): number | null;
+  /** Whether the model's engine schedules by priority (`Engine.schedulesByPriority`). */
+  schedulesByPriority(modelId: string): boolean;
   /**
    * Tells the model's engine how many requests wait in this gateway for its room
    * (`Engine.waitingInGateway`).
@@ -121,20 +123,10 @@ export async function startFleet(definitions: EngineDefinition[], options: Fleet
   const all = [...simulatorEngines, ...single, ...serverEngines, ...dockerEngines];
   const byModel = new Map(all.map((engine) => [engine.modelId, engine]));
   return {
-    acquire(modelId, exclude, hint) {
-      const target = byModel.get(modelId)?.acquire(exclude, hint);
-      if (!target) {
-        // The model is in the catalog but nothing serves it right now (a replica is loading, or
-        // none is defined): retryable, and says nothing about hosts.
-        throw new GatewayError('upstream_error', 'No engine is ready to serve this model right now. Retry later.', {
-          status: 503,
-          headers: { 'Retry-After': '5' },
-        });
-      }
-      return target;
-    },
+    acquire: (modelId, exclude, hint) => byModel.get(modelId)?.acquire(exclude, hint) ?? noEngineReady(),
     whenReady: (modelId, call) => byModel.get(modelId)?.whenReady?.(call) ?? null,
     freeSlots: (modelId) => byModel.get(modelId)?.freeSlots?.() ?? null,
+    schedulesByPriority: (modelId) => byModel.get(modelId)?.schedulesByPriority?.() ?? false,
     waitingInGateway: (modelId, count) => byModel.get(modelId)?.waitingInGateway?.(count),
     engines: () => all,
     status: () => all.map((engine) => engine.status()),
@@ -190,4 +182,15 @@ async function removeUndefinedContainers(
       });
     }
   }
+}
+
+/**
+ * The model is in the catalog but nothing serves it right now (a replica is loading, or none is
+ * defined): retryable, and says nothing about hosts.
+ */
+function noEngineReady(): never {
+  throw new GatewayError('upstream_error', 'No engine is ready to serve this model right now. Retry later.', {
+    status: 503,
+    headers: { 'Retry-After': '5' },
+  });
 }

@@ -130,6 +130,7 @@ export async function startServersEngine(definition: StaticDefinition, options: 
       return targetOf(server, servedModel, headers, routing, tenancyOf(definition));
     },
     freeSlots: () => slotsFor(ready(), capacity, scraper),
+    schedulesByPriority: () => tenancyOf(definition).schedulingPolicy === 'priority',
     status: () => serversStatus(definition.model, servers, scraper),
     async close() {
       for (const timer of timers) clearInterval(timer);

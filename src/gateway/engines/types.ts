@@ -120,6 +120,8 @@ export interface Engine {
    * nothing waits in the gateway for it.
    */
   freeSlots?(): number | null;
+  /** Whether its replicas schedule by each request's priority (`scheduling_policy: priority`). */
+  schedulesByPriority?(): boolean;
   /**
    * Requests this gateway holds for the model because its replicas are full: an autoscaler counts
    * them as waiting.

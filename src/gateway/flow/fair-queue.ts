@@ -77,6 +77,15 @@ export class FairQueue<T extends Queued> {
     this.perOrg.set(item.orgId, (this.perOrg.get(item.orgId) ?? 0) + 1);
   }
 
+  /** The band of the request `pop` takes next; undefined when none waits. */
+  nextBand(): number | undefined {
+    if (this.count === 0) return undefined;
+    for (let band = 0; band < this.bands.length; band++) {
+      for (const flow of this.bands[band]!.values()) if (flow.head < flow.waiting.length) return band;
+    }
+    return undefined;
+  }
+
   /** The next request to dispatch, taken out of the queue; undefined when none waits. */
   pop(): T | undefined {
     if (this.count === 0) return undefined;

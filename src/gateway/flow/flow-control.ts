@@ -14,8 +14,9 @@ interface Waiter extends Queued {
 
 interface ModelFlow {
   queue: FairQueue<Waiter>;
-  /** Requests this gateway dispatched to the model that have not ended. */
+  /** Requests this gateway dispatched to the model that have not ended, in all and by band. */
   inFlight: number;
+  inFlightByBand: number[];
   /**
    * Completion tokens an organization's requests generated lately, per band: what the next is
    * expected to.
@@ -62,14 +63,17 @@ export class FlowControl {
    */
   enter(request: FlowRequest, left?: { onLeave(leave: () => void): void }): FlowPass | Promise<FlowPass> {
     const flow = this.flowOf(request.modelId);
-    if (!this.settings.enabled || (flow.queue.size === 0 && this.free(request.modelId, flow) > 0)) {
+    const band = bandRank(request.band);
+    // At once when it has room and only worse bands wait (none may go before it).
+    const next = flow.queue.nextBand();
+    if (!this.settings.enabled || ((next === undefined || next > band) && this.free(request.modelId, flow, band) > 0)) {
       return this.dispatch(flow, request, 0);
     }
     this.refuseWhenFull(request);
     return new Promise<FlowPass>((resolve, reject) => {
       const waiter: Waiter = {
         orgId: request.orgId,
-        band: bandRank(request.band),
+        band,
         request,
         enqueuedAt: performance.now(),
         resolve,
@@ -131,15 +135,25 @@ export class FlowControl {
   private flowOf(modelId: string): ModelFlow {
     let flow = this.models.get(modelId);
     if (!flow) {
-      flow = { queue: new FairQueue<Waiter>(), inFlight: 0, expected: new Map() };
+      const inFlightByBand = BANDS.map(() => 0);
+      flow = { queue: new FairQueue<Waiter>(), inFlight: 0, inFlightByBand, expected: new Map() };
       this.models.set(modelId, flow);
     }
     return flow;
   }
 
-  private free(modelId: string, flow: ModelFlow): number {
+  /**
+   * Room for a request of `band` (its rank): the engines' free slots less this gateway's requests
+   * in flight, of which worse bands' do not count on engines that schedule by priority (they
+   * yield).
+   */
+  private free(modelId: string, flow: ModelFlow, band: number): number {
     const slots = this.room.freeSlots(modelId);
-    return slots === null ? Infinity : slots - flow.inFlight;
+    if (slots === null) return Infinity;
+    let yielding = 0;
+    if (this.room.schedulesByPriority?.(modelId))
+      for (let worse = band + 1; worse < BANDS.length; worse++) yielding += flow.inFlightByBand[worse]!;
+    return slots - flow.inFlight + yielding;
   }
 
   private refuseWhenFull(request: FlowRequest): void {
@@ -155,9 +169,10 @@ export class FlowControl {
   }
 
   private dispatch(flow: ModelFlow, request: FlowRequest, waitedMs: number): FlowPass {
-    flow.inFlight++;
-    const expectedCompletion = Math.min(request.completionBound, this.expectedOf(flow, request));
     const band = bandRank(request.band);
+    flow.inFlight++;
+    flow.inFlightByBand[band]!++;
+    const expectedCompletion = Math.min(request.completionBound, this.expectedOf(flow, request));
     const { inputWeight, outputWeight } = this.settings;
     const queue = flow.queue;
     queue.serve(
@@ -173,6 +188,7 @@ export class FlowControl {
         if (ended) return;
         ended = true;
         flow.inFlight--;
+        flow.inFlightByBand[band]!--;
         const correction =
           (used.promptTokens - request.promptTokens) * inputWeight +
           (used.completionTokens - expectedCompletion) * outputWeight;
@@ -186,13 +202,12 @@ export class FlowControl {
   }
 
   private pumpModel(modelId: string, flow: ModelFlow): void {
-    let free = this.free(modelId, flow);
-    while (free > 0 && flow.queue.size > 0) {
+    for (let band = flow.queue.nextBand(); band !== undefined; band = flow.queue.nextBand()) {
+      if (this.free(modelId, flow, band) <= 0) break;
       const waiter = flow.queue.pop()!;
       this.counted(waiter.orgId, -1);
       clearTimeout(waiter.timer);
       waiter.resolve(this.dispatch(flow, waiter.request, performance.now() - waiter.enqueuedAt));
-      free--;
       this.room.waitingInGateway?.(modelId, flow.queue.size);
     }
     if (flow.queue.size === 0) flow.queue.prune();

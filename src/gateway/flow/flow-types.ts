@@ -12,6 +12,11 @@ import type { Band } from './bands.js';
 export interface RoomSource {
   freeSlots(modelId: string): number | null;
   /**
+   * Whether the model's engines schedule by priority (a better band preempts a worse one's running
+   * request inside the engine): a request's room then counts worse bands' requests as free.
+   */
+  schedulesByPriority?(modelId: string): boolean;
+  /**
    * Told how many requests wait for the model whenever that changes (an autoscaler counts them as
    * waiting).
    */

@@ -154,4 +154,36 @@ describe('FlowControl', () => {
     expect(served.heavy / served.light).toBeGreaterThan(1.8);
     expect(served.heavy / served.light).toBeLessThan(2.2);
   });
+
+  it('on engines that schedule by priority, a better band goes over worse bands in flight, not over its own', async () => {
+    const room = { slots: 2 };
+    const flow = new FlowControl(SETTINGS, { freeSlots: () => room.slots, schedulesByPriority: () => true });
+    made.push(flow);
+    for (let i = 0; i < 2; i++) expect(flow.enter(request('a', 'batch'))).not.toBeInstanceOf(Promise);
+    const waitingLine = flow.enter(request('a', 'batch'));
+    expect(waitingLine).toBeInstanceOf(Promise);
+    // The engine preempts a batch line for it: dispatched at once, the waiting line still waits.
+    const chat = flow.enter(request('b', 'default')) as FlowPass;
+    expect(chat).not.toBeInstanceOf(Promise);
+    expect(flow.enter(request('b', 'default'))).not.toBeInstanceOf(Promise);
+    const third = flow.enter(request('b', 'default'));
+    expect(third).toBeInstanceOf(Promise);
+    // The chats hold both slots; one's end is the waiting chat's room, and still none for lines.
+    chat.done(used);
+    await expect(third).resolves.toMatchObject({ waitedMs: expect.any(Number) });
+    let lineGot = false;
+    ignored(waitingLine);
+    void (waitingLine as Promise<FlowPass>).then(
+      () => (lineGot = true),
+      () => {},
+    );
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(lineGot).toBe(false);
+    // First come first served engines: the chat waits behind the lines' room as any request does.
+    const { flow: fcfs } = flowControl(1);
+    expect(fcfs.enter(request('a', 'batch'))).not.toBeInstanceOf(Promise);
+    const waits = fcfs.enter(request('b', 'default'));
+    expect(waits).toBeInstanceOf(Promise);
+    ignored(waits);
+  });
 });

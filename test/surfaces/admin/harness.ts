@@ -30,6 +30,7 @@ export async function startAdmin(
     },
     whenReady: () => null,
     freeSlots: () => null,
+    schedulesByPriority: () => false,
     waitingInGateway: () => {},
     engines: () => [],
     status: () => [],

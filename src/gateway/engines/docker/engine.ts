@@ -65,6 +65,7 @@ export async function startDockerEngine(definition: DockerDefinition, options: D
     acquire: (exclude, hint) => acquireReplica(state, exclude, hint),
     whenReady: (call) => waitForReplica(state, reconcileNow, call),
     freeSlots: () => freeSlotsOf(state),
+    schedulesByPriority: () => definition.scheduling_policy === 'priority',
     waitingInGateway: (count) => {
       state.autoscale.gatewayWaiting = count;
     },
