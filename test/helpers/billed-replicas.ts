@@ -46,6 +46,12 @@ export async function billedReplicas(options: {
   simUrl: string;
   /** Settings every replica runs with, beside the fleet's own. */
   env?: Record<string, string>;
+  /**
+   * Fields of the engine's definition beside its kind and model (`max_num_seqs`); its `urls`, when
+   * given, in place of `url` (the simulator as a replica: health-checked, routed, its room
+   * counted).
+   */
+  engine?: Record<string, unknown>;
 }): Promise<BilledReplicas> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'tollgate-billed-replicas-'));
   const running = new Set<GatewayProcess>();
@@ -62,7 +68,16 @@ export async function billedReplicas(options: {
   try {
     await writeFile(
       path.join(tmp, 'engines.json'),
-      JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: options.simUrl }] }),
+      JSON.stringify({
+        engines: [
+          {
+            kind: 'static',
+            model: 'sim-chat',
+            ...(options.engine?.urls ? {} : { url: options.simUrl }),
+            ...options.engine,
+          },
+        ],
+      }),
     );
     database = await createTestDatabase();
     sql = postgres(database.url, { max: 2, onnotice: () => {} });

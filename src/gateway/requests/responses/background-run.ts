@@ -116,15 +116,9 @@ class JobRun {
     const { acquire, body } = fleetCall(deps, call, protocol, undefined);
     try {
       call.upstreamAt = performance.now();
+      const { clientModel } = call;
       const path = '/chat/completions';
-      return await postWithFailover({
-        acquire,
-        path,
-        body,
-        clientModel: call.clientModel,
-        abort: this.abort,
-        agents: deps.engineAgents,
-      });
+      return await postWithFailover({ acquire, path, body, clientModel, abort: this.abort, agents: deps.engineAgents });
     } catch {
       if (this.cancelled) {
         // The engine may have read the prompt: billed for it, as a client that leaves is.
@@ -150,6 +144,9 @@ class JobRun {
     const writer = protocol.stream!(call.bounds);
     const keeper = new EventKeeper(this.ctx, this.job, writer);
     let outcome: RelayOutcome = 'upstream_failed';
+    // Cancelled or not as it stood when the engine's stream ended: a later cancel is too late (its
+    // events, its record and its conversation tell how it ended already).
+    let cancelledAtEnd: boolean | null = null;
     const checkpoints = streamCheckpoints(deps, call, this.promptEstimate);
     const rewrite = readEngineChunks(writer);
     const relayed = relaySse({
@@ -163,9 +160,11 @@ class JobRun {
       events: writer.events,
       onEnd: async (ended) => {
         outcome = ended;
+        cancelledAtEnd = this.cancelled;
+        this.stopRelay = null; // its last events are read and kept whatever comes now
         sent.target.release();
         clearTimeout(timeout);
-        if (writer.ended) await writer.ended(this.cancelled ? 'client_closed' : ended);
+        if (writer.ended) await writer.ended(cancelledAtEnd ? 'client_closed' : ended);
         const counted = writer.state.usage ? null : await sent.response.countPrompt?.();
         const prompt = typeof counted === 'number' ? () => counted : this.promptEstimate;
         await settle(deps, call, streamSettlement(writer.state, ended, prompt, null));
@@ -181,7 +180,7 @@ class JobRun {
       await reader.cancel().catch(() => {});
     }
     await keeper.flush();
-    const { status, response } = ending(writer, outcome, this.cancelled);
+    const { status, response } = ending(writer, outcome, cancelledAtEnd ?? this.cancelled);
     await store.finish(id, replica, status, response);
   }
 }
