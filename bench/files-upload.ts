@@ -7,9 +7,10 @@
 //
 // Measured (2 cores, RSS sampled every 100 ms, no collection forced), 200 MiB, 50,000 lines:
 //   folder:   upload 3.2 s, peak +27 MiB; download 1.5 s, peak +41 MiB
-//   postgres: upload 10.4 s, peak +111 MiB; download 5.2 s, peak +102 MiB. What is held is far less (a 50 MB
-//   upload with a collection before each sample grows by ~15 MB, test/surfaces/v1/files-memory.test.ts): the
-//   rest is garbage not yet collected, postgres.js's hex text of each 1 MiB chunk (128 KiB chunks: worse).
+//   postgres: peak +75 MiB up, +88 MiB down (median of 3, on a box loaded by other work: times not
+//   comparable). Before each chunk went by binary COPY (src/shared/blobs/copy-binary.ts), as
+//   postgres.js's hex text of a bytea parameter or result: +115 MiB up, +109 MiB down, the rest
+//   garbage not yet collected.
 import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';

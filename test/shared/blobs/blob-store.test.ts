@@ -159,3 +159,26 @@ describe('folder blob store without a folder (memory://)', () => {
     await expect(readdir(holding[0]!)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
+
+describe.skipIf(!hasPostgres)('blob store in PostgreSQL chunks of their full size', () => {
+  it('reads blob after blob back on one connection, each chunk as bytes (binary COPY)', async () => {
+    const database = await createTestDatabase();
+    // One connection: a COPY that left it waiting would hang every statement after it.
+    const store = await openStore({ databaseUrl: database.url, dataDir: 'memory://', poolSize: 1 });
+    onTestFinished(async () => {
+      await store.close();
+      await database.drop();
+    });
+    const blobs = new DatabaseBlobStore(store.db);
+    const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+    const expected = sha256(await readAll(chunks(5, 700_000)));
+    const stored = await blobs.put(chunks(5, 700_000), 10_000_000);
+    expect(stored.sha256).toBe(expected);
+    // Compared by hash: a deep comparison of megabytes takes the test's time.
+    for (let read = 0; read < 2; read++) expect(sha256(await readAll((await blobs.get(stored.id))!))).toBe(expected);
+    const sizes: unknown = await store.db.execute(
+      sql`select length(data) as n from blob_chunks where blob_id = ${stored.id} order by seq`,
+    );
+    expect((sizes as Array<{ n: number }>).map((row) => row.n)).toEqual([1048576, 1048576, 1048576, 354272]);
+  }, 60_000);
+});
