@@ -45,7 +45,17 @@ async function startGateway(
   const port = await freePort();
   const env = gatewayEnv(
     { port, name, dataDir, enginesFile, databaseUrl: DB_URL, redisUrl: REDIS_URL },
-    { TOLLGATE_KEYS_PER_ACCOUNT: '100' },
+    // BENCH_GATEWAY_ENV adds settings, `NAME=value` separated by spaces (a sitting with a setting
+    // changed, e.g. TOLLGATE_PORTAL_ORG_PAGES=1000).
+    {
+      TOLLGATE_KEYS_PER_ACCOUNT: '100',
+      ...Object.fromEntries(
+        (process.env.BENCH_GATEWAY_ENV ?? '')
+          .split(/\s+/)
+          .filter(Boolean)
+          .map((kv) => kv.split('=', 2)),
+      ),
+    },
   );
   // BENCH_GATEWAY_NODE_ARGS adds node flags to the gateway, as for `npm run bench` (e.g.
   // --cpu-prof).

@@ -181,6 +181,9 @@ describe.skipIf(missing !== null)('background responses whose replica is SIGKILL
     const again2 = await (await call(two, `/responses/${first!.id}?stream=true&starting_after=${resumedFrom}`)).text();
     expect(sequencesOf(again2)).toEqual(after);
     const lastEvent = /event: (\S+)\n[^\n]*\n\n$/.exec(rest)?.[1];
+    // It ends as a Responses stream does, failed by the replica that took it over.
+    expect(lastEvent).toBe('response.failed');
+    expect(JSON.parse(/data: (.*)\n\n$/.exec(rest)![1]!)).toMatchObject({ response: { status: 'failed' } });
 
     // The books: one record and one charge a request id, the wallet their sum, no hold.
     const requestIds = [...long, ...short].map((job) => job.requestId);

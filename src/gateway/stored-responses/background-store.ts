@@ -235,7 +235,7 @@ export class BackgroundStore {
 
   /** A job's kept events after `after` (its `sequence_number`), at most `limit`, in order. */
   async eventsAfter(id: string, after: number, limit = 500): Promise<Array<{ sequence: number; event: string }>> {
-    const rows = await bounded(
+    return bounded(
       this.db
         .select({ sequence: backgroundResponseEvents.sequenceNumber, event: backgroundResponseEvents.event })
         .from(backgroundResponseEvents)
@@ -243,7 +243,14 @@ export class BackgroundStore {
         .orderBy(asc(backgroundResponseEvents.sequenceNumber))
         .limit(limit),
     );
-    return rows;
+  }
+
+  /** The `sequence_number` of a job's last kept event; -1 when none is kept. */
+  async lastSequence(id: string): Promise<number> {
+    const events = backgroundResponseEvents;
+    const last = sql<number | null>`max(${events.sequenceNumber})`;
+    const [row] = await bounded(this.db.select({ last }).from(events).where(eq(events.responseId, id)));
+    return Number(row?.last ?? -1);
   }
 
   /** Deletes a job (`DELETE /v1/responses/{id}`), its events with it. */

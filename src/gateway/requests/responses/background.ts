@@ -166,8 +166,7 @@ export class BackgroundResponses implements BackgroundQueue {
     } catch (error) {
       const passing = error instanceof GatewayError && (error.status === 429 || error.status >= 500);
       this.log.warn('a background response could not be taken over', { id: row.id, ...describeError(error) });
-      if (!passing)
-        await this.store.finish(row.id, this.replica, 'failed', failedResponse(JSON.parse(row.response) as Json));
+      if (!passing) await this.failTakenOver(row);
       return;
     }
     if (!row.reachedEngine) {
@@ -178,7 +177,21 @@ export class BackgroundResponses implements BackgroundQueue {
     const usage = { promptTokens: row.promptTokens, completionTokens: row.generatedTokens };
     this.log.warn('a background response failed with its replica: billed what it generated', { id: row.id, ...usage });
     await settle(deps, call, { usage, usageSource: 'estimated', status: 500, streamed: true });
-    await this.store.finish(row.id, this.replica, 'failed', failedResponse(JSON.parse(row.response) as Json));
+    await this.failTakenOver(row);
+  }
+
+  /**
+   * Fails a job taken over; a streamed one's kept events end with `response.failed` first, so a
+   * reader's stream ends as the Responses stream does, not on a delta.
+   */
+  private async failTakenOver(row: BackgroundRow): Promise<void> {
+    const response = failedResponse(JSON.parse(row.response) as Json);
+    if (row.streamed) {
+      const sequence = (await this.store.lastSequence(row.id)) + 1;
+      const data = JSON.stringify({ type: 'response.failed', sequence_number: sequence, response });
+      await this.store.appendEvents(row.id, [[sequence, `event: response.failed\ndata: ${data}\n\n`]]);
+    }
+    await this.store.finish(row.id, this.replica, 'failed', response);
   }
 }
 
