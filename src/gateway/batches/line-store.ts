@@ -21,8 +21,8 @@ export const NO_TOKENS = { promptTokens: 0, completionTokens: 0, cachedTokens: 0
 /**
  * Batches' lines in the gateway's database: written as the input file is read, claimed by replicas
  * with leases (`claimed_by`, `lease_until`, renewed while they run; a dead replica's taken over
- * once its lease runs out), and their results read back in order for the output file. A line's
- * end and its batch's counts move in one statement.
+ * once its lease runs out), and their results read back in order for the output file. Lines'
+ * ends (those that end together, of one batch) and their batch's counts move in one statement.
  */
 export class LineStore {
   constructor(
@@ -45,22 +45,29 @@ export class LineStore {
     const lease = new Date(Date.now() + this.leaseMs).toISOString();
     const skip =
       resting.length > 0
-        ? sql`and b.id not in (${sql.join(
+        ? sql`and id not in (${sql.join(
             resting.map((id) => sql`${id}`),
             sql`, `,
           )})`
         : sql``;
+    // Batch by batch, each one's first `limit` open lines in the order the table has them: not
+    // every open line sorted by line number at each claim, whose cost grew with the batch (a
+    // 10,000-line batch's claim read and sorted its 10,000 lines).
     const result = await bounded(
       this.db.execute(sql`
         update batch_lines set status = 'running', claimed_by = ${replica}, lease_until = ${lease}::timestamptz
         where (batch_id, line) in (
-          select l.batch_id, l.line from batch_lines l join batches b on b.id = l.batch_id
-          where b.status = 'in_progress' and b.ending = 'completed' ${skip}
-            and ((l.status = 'waiting' and (l.lease_until is null or l.lease_until < now()))
-              or (l.status = 'running' and l.lease_until < now()))
-          order by b.created_at, l.line
-          limit ${limit}
-          for update of l skip locked)
+          select open.batch_id, open.line
+          from (select id, created_at from batches
+            where status = 'in_progress' and ending = 'completed' ${skip} order by created_at) b
+          cross join lateral (
+            select l.batch_id, l.line from batch_lines l
+            where l.batch_id = b.id
+              and ((l.status = 'waiting' and (l.lease_until is null or l.lease_until < now()))
+                or (l.status = 'running' and l.lease_until < now()))
+            limit ${limit}
+            for update of l skip locked) open
+          limit ${limit})
         returning batch_id, line, custom_id, url, body, request_id`),
     );
     return rowsOf<Record<string, unknown>>(result).map((row) => ({
@@ -73,63 +80,95 @@ export class LineStore {
     })) as LineRow[];
   }
 
-  /** Renews `replica`'s leases on these lines. */
+  /**
+   * Renews `replica`'s leases on these lines. A line another statement holds is left as it is: it
+   * is being written as ended (and a renewal that waited for it would deadlock with that write,
+   * which locks its lines in another order).
+   */
   async renew(replica: string, keys: Array<{ batchId: string; line: number }>): Promise<void> {
     for (const [batchId, lines] of groupByBatch(keys)) {
+      const held = this.db
+        .select({ line: batchLines.line })
+        .from(batchLines)
+        .where(
+          and(
+            eq(batchLines.batchId, batchId),
+            inArray(batchLines.line, lines),
+            eq(batchLines.claimedBy, replica),
+            eq(batchLines.status, 'running'),
+          ),
+        )
+        .for('update', { skipLocked: true });
       await bounded(
         this.db
           .update(batchLines)
           .set({ leaseUntil: new Date(Date.now() + this.leaseMs) })
-          .where(
-            and(
-              eq(batchLines.batchId, batchId),
-              inArray(batchLines.line, lines),
-              eq(batchLines.claimedBy, replica),
-              eq(batchLines.status, 'running'),
-            ),
-          ),
+          .where(and(eq(batchLines.batchId, batchId), inArray(batchLines.line, held))),
       );
     }
   }
 
-  /** Gives a line back to the waiting ones (a refusal that may pass: a key's limit, a busy store). */
-  async release(batchId: string, line: number, replica: string, notBeforeMs: number): Promise<void> {
+  /**
+   * Gives lines of one batch back to the waiting ones (a refusal that may pass: a key's limit, a
+   * busy store), in one statement.
+   */
+  async release(batchId: string, lines: number[], replica: string, notBeforeMs: number): Promise<void> {
+    if (lines.length === 0) return;
     await bounded(
       this.db
         .update(batchLines)
         // A waiting line's lease is when it may be claimed again.
         .set({ status: 'waiting', claimedBy: null, leaseUntil: new Date(Date.now() + notBeforeMs) })
-        .where(and(eq(batchLines.batchId, batchId), eq(batchLines.line, line), eq(batchLines.claimedBy, replica))),
+        .where(
+          and(eq(batchLines.batchId, batchId), inArray(batchLines.line, lines), eq(batchLines.claimedBy, replica)),
+        ),
     );
   }
 
   /**
-   * Records how a line `replica` holds ended, and counts it in its batch, in one statement; false
-   * when it was no longer this replica's (taken over: the other replica records it).
+   * Records how lines of one batch that `replica` holds ended, and counts them in their batch, in
+   * one statement (one batch a statement: two replicas' groups never lock two batches' rows in
+   * opposite orders). How many were recorded, by status: a line no longer this replica's (taken
+   * over: the other replica records it) is not.
    */
-  async finish(batchId: string, line: number, replica: string, result: LineResult): Promise<boolean> {
-    const done = result.status === 'done' ? 1 : 0;
-    const { promptTokens, completionTokens, cachedTokens, reasoningTokens } = result.tokens;
+  async finish(
+    batchId: string,
+    replica: string,
+    ended: Array<{ line: number; result: LineResult }>,
+  ): Promise<{ done: number; failed: number }> {
+    if (ended.length === 0) return { done: 0, failed: 0 };
+    // The lines as one JSON parameter: the statement's text is the same for any number of lines.
+    const json = JSON.stringify(ended.map(({ line, result }) => recordOf(line, result)));
     const rows = await bounded(
       this.db.execute(sql`
-        with ended as (
-          update batch_lines set status = ${result.status}, status_code = ${result.statusCode},
-            response = ${result.response}, error = ${result.error ? JSON.stringify(result.error) : null},
-            prompt_tokens = ${promptTokens}, completion_tokens = ${completionTokens},
-            cached_tokens = ${cachedTokens}, reasoning_tokens = ${reasoningTokens},
-            claimed_by = null, lease_until = null
-          where batch_id = ${batchId} and line = ${line} and claimed_by = ${replica} and status = 'running'
-          returning batch_id)
-        update batches set completed = completed + ${done}, failed = failed + ${1 - done}
-        from ended where batches.id = ended.batch_id
-        returning batches.id`),
+        with input as (
+          select * from json_to_recordset(${json}::json) as r(line integer, status text, status_code integer,
+            response text, error text, prompt_tokens integer, completion_tokens integer, cached_tokens integer,
+            reasoning_tokens integer)),
+        ended as (
+          update batch_lines l set status = r.status, status_code = r.status_code, response = r.response,
+            error = r.error, prompt_tokens = r.prompt_tokens, completion_tokens = r.completion_tokens,
+            cached_tokens = r.cached_tokens, reasoning_tokens = r.reasoning_tokens, claimed_by = null,
+            lease_until = null
+          from input r
+          where l.batch_id = ${batchId} and l.line = r.line and l.claimed_by = ${replica} and l.status = 'running'
+          returning l.status),
+        counted as (
+          select count(*) filter (where status = 'done') as done, count(*) filter (where status = 'failed') as failed
+          from ended),
+        moved as (
+          update batches set completed = completed + counted.done, failed = batches.failed + counted.failed
+          from counted where batches.id = ${batchId} and counted.done + counted.failed > 0)
+        select done, failed from counted`),
     );
-    return rowsOf(rows).length > 0;
+    const [row] = rowsOf<{ done: number | string; failed: number | string }>(rows);
+    return { done: Number(row?.done ?? 0), failed: Number(row?.failed ?? 0) };
   }
 
   /**
    * Fails the lines of a batch that will not run (`code`: its wallet ran dry, it was cancelled, its
-   * window passed): the waiting ones, and the running ones whose replica died. How many.
+   * window passed): the waiting ones, and the running ones whose replica died. How many. A line
+   * another statement holds (given back, or written as ended) is left to the next round.
    */
   async failUnrun(batchId: string, error: { code: string; message: string }): Promise<number> {
     const rows = await bounded(
@@ -137,8 +176,11 @@ export class LineStore {
         with ended as (
           update batch_lines set status = 'failed', error = ${JSON.stringify(error)}, claimed_by = null,
             lease_until = null
-          where batch_id = ${batchId}
-            and (status = 'waiting' or (status = 'running' and lease_until < now()))
+          where batch_id = ${batchId} and line in (
+            select line from batch_lines
+            where batch_id = ${batchId}
+              and (status = 'waiting' or (status = 'running' and lease_until < now()))
+            for update skip locked)
           returning line)
         update batches set failed = failed + (select count(*) from ended)
         where id = ${batchId}
@@ -196,8 +238,27 @@ export class LineStore {
   }
 }
 
+/** A line's result as `json_to_recordset` reads it: the columns' names. */
+function recordOf(line: number, result: LineResult): Record<string, unknown> {
+  return {
+    line,
+    status: result.status,
+    status_code: result.statusCode,
+    response: result.response,
+    error: result.error ? JSON.stringify(result.error) : null,
+    prompt_tokens: result.tokens.promptTokens,
+    completion_tokens: result.tokens.completionTokens,
+    cached_tokens: result.tokens.cachedTokens,
+    reasoning_tokens: result.tokens.reasoningTokens,
+  };
+}
+
 function groupByBatch(keys: Array<{ batchId: string; line: number }>): Map<string, number[]> {
   const grouped = new Map<string, number[]>();
-  for (const { batchId, line } of keys) grouped.set(batchId, [...(grouped.get(batchId) ?? []), line]);
+  for (const { batchId, line } of keys) {
+    const lines = grouped.get(batchId);
+    if (lines) lines.push(line);
+    else grouped.set(batchId, [line]);
+  }
   return grouped;
 }

@@ -8,7 +8,7 @@ import type { BilledDeps } from '../requests/endpoint.js';
 import type { BatchEvents } from './batch-metrics.js';
 import { ingestLines } from './ingest.js';
 import { dryLine, type RunnableLine, runLine } from './line-run.js';
-import type { LineStore } from './line-store.js';
+import type { LineResult, LineStore } from './line-store.js';
 import type { BatchRow } from './objects.js';
 import { writeResults } from './output.js';
 import type { BatchStore } from './store.js';
@@ -36,13 +36,28 @@ const STOPPED = {
   dry: dryLine().error!,
 };
 
+/** A line whose run ended, its result not yet written: a result, or `retry` (given back). */
+interface EndedLine {
+  key: string;
+  batchId: string;
+  line: number;
+  result: LineResult | 'retry';
+  /** Writes of it that failed. */
+  failures: number;
+}
+
+/** Writes of an ended line tried before it is left to its lease (run again, billed once). */
+const WRITE_TRIES = 3;
+
 /**
  * Runs batches on this replica, beside every other replica on the same database: each round it
  * renews its lines' leases (aborting those whose batch stopped), marks batches past their window,
  * fails the lines that will not run, reads one batch's input into lines, claims lines up to
  * TOLLGATE_BATCHES_CONCURRENCY (a dead replica's among them once their lease ran out: run again
  * under the same request id, so the ledger charges them once), and writes one finished batch's
- * results. A line's end claims the next at once.
+ * results. A line's end is written, and the next lines claimed, on the next turn of the event
+ * loop, with every other line that ended meanwhile: a statement for their results (a line stays
+ * this replica's, its lease renewed, until it is written) and one claim for as many new lines.
  */
 export class BatchRunner {
   /** This replica, as `claimed_by` names it. */
@@ -54,6 +69,10 @@ export class BatchRunner {
   private filling = false;
   /** A line ended while claiming: claim again once this claim is done. */
   private refill = false;
+  /** Lines ended and not yet written, in the order they ended. */
+  private ended: EndedLine[] = [];
+  /** The batches of the lines running here, read once when their first line was claimed. */
+  private readonly batchRows = new Map<string, BatchRow>();
   /** Batches whose lines were refused for now, by when this replica claims from them again. */
   private readonly resting = new Map<string, number>();
   private stopped = false;
@@ -91,8 +110,10 @@ export class BatchRunner {
     const { store, lines, log } = this.parts;
     try {
       const mine = [...this.running.values()];
+      const held = new Set(mine.map((run) => run.batchId));
+      for (const id of this.batchRows.keys()) if (!held.has(id)) this.batchRows.delete(id);
       await lines.renew(this.replica, mine);
-      const stopped = await store.stopped([...new Set(mine.map((run) => run.batchId))]);
+      const stopped = await store.stopped([...held]);
       for (const run of mine) if (stopped.has(run.batchId)) run.abort.abort();
       await store.expireDue();
       for (const batch of await store.stopping()) {
@@ -110,7 +131,7 @@ export class BatchRunner {
     }
   }
 
-  /** Claims lines up to the concurrency and starts each. */
+  /** Writes the lines that ended, then claims lines up to the concurrency and starts each. */
   private async fill(deps: BilledDeps): Promise<void> {
     if (this.filling) {
       this.refill = true;
@@ -120,11 +141,15 @@ export class BatchRunner {
     try {
       do {
         this.refill = false;
+        // Even once stopped: a line under way ends as it would.
+        await this.writeEnded();
         if (this.stopped) return;
         const room = this.parts.settings.concurrency - this.running.size;
         const now = Date.now();
         for (const [batchId, until] of this.resting) if (until <= now) this.resting.delete(batchId);
         const claimed = await this.parts.lines.claim(this.replica, room, [...this.resting.keys()]);
+        const unread = [...new Set(claimed.map((line) => line.batchId))].filter((id) => !this.batchRows.has(id));
+        for (const row of await this.parts.store.byIds(unread)) this.batchRows.set(row.id, row);
         for (const line of claimed) this.run(deps, line);
       } while (this.refill);
     } finally {
@@ -134,37 +159,82 @@ export class BatchRunner {
 
   private run(deps: BilledDeps, line: RunnableLine): void {
     const key = `${line.batchId}:${line.line}`;
+    const batch = this.batchRows.get(line.batchId);
+    // Its batch is gone (and its lines with it).
+    if (!batch) return;
     const abort = new CallAbort();
     this.running.set(key, { batchId: line.batchId, line: line.line, abort });
-    void this.runOne(deps, line, abort)
-      .catch((error: unknown) =>
-        this.parts.log.error('a batch line failed', {
-          batchId: line.batchId,
-          line: line.line,
-          ...describeError(error),
-        }),
+    void this.runOne(deps, batch, line, abort)
+      .then(
+        (result) => this.ended.push({ key, batchId: line.batchId, line: line.line, result, failures: 0 }),
+        (error: unknown) => {
+          // Its lease runs out: it is run again, under the same request id.
+          this.running.delete(key);
+          this.parts.log.error('a batch line failed', {
+            batchId: line.batchId,
+            line: line.line,
+            ...describeError(error),
+          });
+        },
       )
       .finally(() => {
-        this.running.delete(key);
         // On the next turn of the event loop: an embedded store answers without I/O, and a chain
         // of promises alone would never let a request in.
         setImmediate(() => void this.fill(deps).catch(() => {}));
       });
   }
 
-  private async runOne(deps: BilledDeps, line: RunnableLine, abort: CallAbort): Promise<void> {
-    const { store, lines } = this.parts;
-    const batch = await store.byId(line.batchId);
-    if (!batch) return;
+  private async runOne(
+    deps: BilledDeps,
+    batch: BatchRow,
+    line: RunnableLine,
+    abort: CallAbort,
+  ): Promise<LineResult | 'retry'> {
     const outcome = await runLine(deps, batch, line, abort);
     if (outcome.kind === 'retry') {
       this.resting.set(line.batchId, Date.now() + RETRY_MS);
-      await lines.release(line.batchId, line.line, this.replica, RETRY_MS);
-      return;
+      return 'retry';
     }
-    if (outcome.kind === 'dry') await store.walletRanDry(batch.id);
-    if (await lines.finish(line.batchId, line.line, this.replica, outcome.result))
-      this.events?.lineDone(outcome.result.status);
+    if (outcome.kind === 'dry') await this.parts.store.walletRanDry(batch.id);
+    return outcome.result;
+  }
+
+  /**
+   * Writes the lines that ended since the last write: each batch's results in one statement, and
+   * those refused for now given back in another. A write that fails is tried again on the next
+   * turn (written twice, a line counts once: only a running line of this replica's is written);
+   * after WRITE_TRIES, its lines are left running with their leases, which run out: they are run
+   * again under the same request ids, billed once.
+   */
+  private async writeEnded(): Promise<void> {
+    if (this.ended.length === 0) return;
+    const ended = this.ended;
+    this.ended = [];
+    const { lines, log } = this.parts;
+    for (const [batchId, group] of byBatch(ended)) {
+      const retry = group.filter((line) => line.result === 'retry').map((line) => line.line);
+      const results = group.flatMap((line) =>
+        line.result === 'retry' ? [] : [{ line: line.line, result: line.result }],
+      );
+      try {
+        await lines.release(batchId, retry, this.replica, RETRY_MS);
+        const written = await lines.finish(batchId, this.replica, results);
+        if (written.done > 0) this.events?.lineDone('done', written.done);
+        if (written.failed > 0) this.events?.lineDone('failed', written.failed);
+        for (const line of group) this.running.delete(line.key);
+      } catch (error) {
+        log.warn('batches: lines that ended were not written', {
+          batchId,
+          lines: group.length,
+          ...describeError(error),
+        });
+        for (const line of group) {
+          line.failures += 1;
+          if (line.failures < WRITE_TRIES) this.ended.push(line);
+          else this.running.delete(line.key);
+        }
+      }
+    }
   }
 
   /** Reads one validating batch's input file into its lines. */
@@ -206,6 +276,17 @@ export class BatchRunner {
     const results = await writeResults(batch, { lines, blobs, files });
     await store.update(batch.id, this.replica, { ...results, ...ended(batch) });
   }
+}
+
+/** Ended lines by their batch, in the order they ended. */
+function byBatch(ended: EndedLine[]): Map<string, EndedLine[]> {
+  const grouped = new Map<string, EndedLine[]>();
+  for (const line of ended) {
+    const group = grouped.get(line.batchId);
+    if (group) group.push(line);
+    else grouped.set(line.batchId, [line]);
+  }
+  return grouped;
 }
 
 /** The batch's last status and its time. */

@@ -76,6 +76,13 @@ export class BatchStore {
     return row ?? null;
   }
 
+  /** Batches by id, for the runner: the rows of the lines it claimed, read once for them all. */
+  byIds(ids: string[]): Promise<BatchRow[]> {
+    return ids.length === 0
+      ? Promise.resolve([])
+      : bounded(this.db.select().from(batches).where(inArray(batches.id, ids)));
+  }
+
   /** A page of the owner's batches, newest first, after the batch `after`. */
   async list(owner: BatchOwner, page: { after?: string; limit: number }): Promise<{ rows: BatchRow[]; more: boolean }> {
     const conditions: SQL[] = [ownedBy(owner)];
