@@ -58,7 +58,9 @@ describe.each(kinds)('count_tokens within the key limits (%s)', (kind) => {
   });
 
   it('two counts whose bodies are still arriving hold both slots: a third is refused for concurrency', async () => {
-    const { secret } = await gateway.tenant({ key: { requestsPerMinute: 100, maxConcurrency: 2 } });
+    // A minute large enough that the probes below never spend it, however long a loaded machine
+    // takes to admit the slow counts.
+    const { secret } = await gateway.tenant({ key: { requestsPerMinute: 100_000, maxConcurrency: 2 } });
     const url = new URL(`${gateway.baseURL}/messages/count_tokens`);
     const text = JSON.stringify(BODY);
     // Each sends its headers and half its body, and waits: admitted, it holds a slot until its body
@@ -75,16 +77,28 @@ describe.each(kinds)('count_tokens within the key limits (%s)', (kind) => {
         });
         request.on('error', reject);
       });
+      // Settled here too, so a failure below does not leave a rejection nobody awaits.
+      answered.catch(() => {});
       request.write(text.slice(0, 10));
       return { request, answered };
     });
-    await until('both slow counts hold a slot', async () => {
-      const probe = await count(secret);
-      const body = (await probe.json()) as any;
-      return probe.status === 429 && body.error.code === 'concurrency_limit_exceeded';
-    });
-    for (const { request } of slow) request.end(text.slice(10));
-    expect(await Promise.all(slow.map((s) => s.answered))).toEqual([200, 200]);
+    try {
+      let last = '';
+      await until(
+        'both slow counts hold a slot',
+        async () => {
+          const probe = await count(secret);
+          const body = (await probe.json()) as any;
+          last = `${probe.status} ${body.error?.code ?? ''}`;
+          return probe.status === 429 && body.error.code === 'concurrency_limit_exceeded';
+        },
+        { timeout: 30_000, interval: 100, detail: () => `the last probe was answered ${last}` },
+      );
+      for (const { request } of slow) request.end(text.slice(10));
+      expect(await Promise.all(slow.map((s) => s.answered))).toEqual([200, 200]);
+    } finally {
+      for (const { request } of slow) request.destroy();
+    }
     const after = await count(secret);
     expect(after.status).toBe(200);
     expect(((await after.json()) as { input_tokens: number }).input_tokens).toBeGreaterThan(0);
