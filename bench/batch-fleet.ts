@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { cleanEnv } from './gateway-env.js';
-import { FLOW_BENCH_ADMIN, admin, healthy, key, org, sleep, spread, stream } from './flow-bench.js';
+import { FLOW_BENCH_ADMIN, addSimChat, healthy, key, org, sleep, spread, stream } from './flow-bench.js';
 import { freePort, startBuilt, type Child } from './processes.js';
 
 /**
@@ -99,14 +99,7 @@ async function sitting(urls: string[], kind: Kind): Promise<Sitting> {
   });
   try {
     await healthy(url);
-    await admin(url, 'POST', '/models', {
-      id: 'sim-chat',
-      display_name: 'Sim Chat',
-      hf_repo_id: 'bench/sim-chat',
-      task_type: 'chat',
-      context_length: 8192,
-    });
-    await admin(url, 'PUT', '/prices/sim-chat', { input_per_million: '0.15', output_per_million: '0.60' });
+    await addSimChat(url);
     const aOrg = await org(url, 'A');
     const aKey = await key(url, aOrg, 200);
     if (kind === 'flood')

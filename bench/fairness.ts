@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { cleanEnv } from './gateway-env.js';
-import { FLOW_BENCH_ADMIN, admin, healthy, key, org, sleep, spread, stream } from './flow-bench.js';
+import { FLOW_BENCH_ADMIN, addSimChat, healthy, key, org, sleep, spread, stream } from './flow-bench.js';
 import { freePort, startBuilt, startChild, type Child } from './processes.js';
 import { llamaServerBinary, llamaServerMissing, llamaTinyModel } from '../test/helpers/llama-server.js';
 
@@ -190,15 +190,7 @@ async function sitting(urls: string[], flow: Sitting['flow']): Promise<Sitting> 
   const via = (i: number) => gatewayUrls[i % GATEWAYS]!;
   try {
     for (const gatewayUrl of gatewayUrls) await healthy(gatewayUrl);
-    if (!shared || sittingsRun++ === 0)
-      await admin(url, 'POST', '/models', {
-        id: 'sim-chat',
-        display_name: 'Sim Chat',
-        hf_repo_id: 'bench/sim-chat',
-        task_type: 'chat',
-        context_length: 8192,
-      });
-    await admin(url, 'PUT', '/prices/sim-chat', { input_per_million: '0.15', output_per_million: '0.60' });
+    if (!shared || sittingsRun++ === 0) await addSimChat(url);
     const aOrg = await org(url, 'A');
     const aKeys = await Promise.all([0, 1, 2, 3].map(() => key(url, aOrg, 32)));
     // B's key allows all its trickle in flight: a wait is measured as a wait, not turned into a

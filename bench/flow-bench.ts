@@ -59,6 +59,18 @@ export async function admin(url: string, method: string, route: string, body: un
   return (await response.json()) as Record<string, unknown>;
 }
 
+/** The flow benches' model, `sim-chat`, in the catalog with its price. */
+export async function addSimChat(url: string): Promise<void> {
+  await admin(url, 'POST', '/models', {
+    id: 'sim-chat',
+    display_name: 'Sim Chat',
+    hf_repo_id: 'bench/sim-chat',
+    task_type: 'chat',
+    context_length: 8192,
+  });
+  await admin(url, 'PUT', '/prices/sim-chat', { input_per_million: '0.15', output_per_million: '0.60' });
+}
+
 export async function org(url: string, name: string): Promise<string> {
   const created = await admin(url, 'POST', '/orgs', { name });
   await admin(url, 'POST', `/orgs/${String(created.id)}/wallet/topups`, { amount: '1000.00' });
