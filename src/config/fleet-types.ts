@@ -58,4 +58,11 @@ export interface FlowSettings {
    * (TOLLGATE_FLOW_POLL_MS).
    */
   pollMs: number;
+  /**
+   * Slots of a model the batch band leaves free, on engines that do not schedule by priority, while
+   * a better band sent a request within `batchHeadroomMs` (TOLLGATE_FLOW_BATCH_HEADROOM, _MS): a
+   * running batch request cannot yield there, so an interactive one would wait for it to end.
+   */
+  batchHeadroom: number;
+  batchHeadroomMs: number;
 }

@@ -22,7 +22,11 @@ interface ModelFlow {
    * expected to.
    */
   expected: Map<string, number>;
+  /** When a request of a better band than `batch` last asked for the model (performance.now()). */
+  betterBandAt: number;
 }
+
+const BATCH = bandRank('batch');
 
 const NO_EVENTS: FlowEvents = { dispatched() {}, refused() {}, left() {}, served() {} };
 
@@ -64,6 +68,7 @@ export class FlowControl {
   enter(request: FlowRequest, left?: { onLeave(leave: () => void): void }): FlowPass | Promise<FlowPass> {
     const flow = this.flowOf(request.modelId);
     const band = bandRank(request.band);
+    if (band < BATCH) flow.betterBandAt = performance.now();
     // At once when it has room and only worse bands wait (none may go before it).
     const next = flow.queue.nextBand();
     if (!this.settings.enabled || ((next === undefined || next > band) && this.free(request.modelId, flow, band) > 0)) {
@@ -136,7 +141,13 @@ export class FlowControl {
     let flow = this.models.get(modelId);
     if (!flow) {
       const inFlightByBand = BANDS.map(() => 0);
-      flow = { queue: new FairQueue<Waiter>(), inFlight: 0, inFlightByBand, expected: new Map() };
+      flow = {
+        queue: new FairQueue<Waiter>(),
+        inFlight: 0,
+        inFlightByBand,
+        expected: new Map(),
+        betterBandAt: -Infinity,
+      };
       this.models.set(modelId, flow);
     }
     return flow;
@@ -150,10 +161,20 @@ export class FlowControl {
   private free(modelId: string, flow: ModelFlow, band: number): number {
     const slots = this.room.freeSlots(modelId);
     if (slots === null) return Infinity;
+    if (!this.room.schedulesByPriority?.(modelId)) return slots - flow.inFlight - this.headroom(flow, band);
     let yielding = 0;
-    if (this.room.schedulesByPriority?.(modelId))
-      for (let worse = band + 1; worse < BANDS.length; worse++) yielding += flow.inFlightByBand[worse]!;
+    for (let worse = band + 1; worse < BANDS.length; worse++) yielding += flow.inFlightByBand[worse]!;
     return slots - flow.inFlight + yielding;
+  }
+
+  /**
+   * Slots the batch band leaves free on engines that run a request to its end once started: while
+   * better bands are about, so their next request need not wait for a batch request to end.
+   */
+  private headroom(flow: ModelFlow, band: number): number {
+    const { batchHeadroom, batchHeadroomMs } = this.settings;
+    if (band !== BATCH || performance.now() - flow.betterBandAt > batchHeadroomMs) return 0;
+    return batchHeadroom;
   }
 
   private refuseWhenFull(request: FlowRequest): void {

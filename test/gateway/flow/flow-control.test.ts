@@ -12,6 +12,8 @@ const SETTINGS: FlowSettings = {
   inputWeight: 1,
   outputWeight: 2,
   pollMs: 10,
+  batchHeadroom: 0,
+  batchHeadroomMs: 30_000,
 };
 
 function request(orgId: string, band: FlowRequest['band'] = 'default', weight = 1): FlowRequest {
@@ -185,5 +187,29 @@ describe('FlowControl', () => {
     const waits = fcfs.enter(request('b', 'default'));
     expect(waits).toBeInstanceOf(Promise);
     ignored(waits);
+  });
+
+  it('on first-come-first-served engines, the batch band leaves a slot free while better bands are about', async () => {
+    const { flow } = flowControl(3, { batchHeadroom: 1, batchHeadroomMs: 200 });
+    // Alone, the batch band takes the whole fleet.
+    const lines = [0, 1, 2].map(() => flow.enter(request('a', 'batch')) as FlowPass);
+    for (const line of lines) expect(line).not.toBeInstanceOf(Promise);
+    // A chat arrives: it waits for a line to end (a started line cannot yield), and takes its slot.
+    const chat = flow.enter(request('b', 'default'));
+    expect(chat).toBeInstanceOf(Promise);
+    const nextLine = flow.enter(request('a', 'batch')) as Promise<FlowPass>;
+    let lineAt = 0;
+    void nextLine.then(() => (lineAt = performance.now()));
+    lines[0]!.done(used);
+    (await chat).done(used);
+    // The slot the chat left stays free for the next chat, which goes at once.
+    const second = flow.enter(request('b', 'default')) as FlowPass;
+    expect(second).not.toBeInstanceOf(Promise);
+    second.done(used);
+    expect(lineAt).toBe(0);
+    // Once no better band asked for 200 ms, the batch band takes the fleet again.
+    const quietFrom = performance.now();
+    await nextLine;
+    expect(lineAt - quietFrom).toBeGreaterThan(100);
   });
 });
