@@ -17,7 +17,9 @@ import { llamaServerBinary, llamaServerMissing, llamaTinyModel } from '../test/h
  * for `SITTINGS` sittings. Prints B's first token (p50, p90, p99) and A's generated tokens a second
  * per sitting, then their medians with their spread, and A's tokens beside B over A's alone.
  * `ENGINE=llamacpp`: two llama.cpp servers (scripts/llama-server.sh's, its tiny model) of 8 slots
- * instead of the simulator. `FLOWS=on` (a comma list of on, off, alone): only those sittings.
+ * instead of the simulator. `FLOWS=on` (a comma list of on, off, alone, unpeered): only those
+ * sittings; `unpeered` is flow control on with gateways not handing each other slots
+ * (TOLLGATE_FLOW_PEERS=off).
  *
  * @example
  * npm run build && SECONDS_EACH=30 SITTINGS=5 npx tsx bench/fairness.ts
@@ -36,7 +38,7 @@ const FLOWS = (process.env.FLOWS ?? 'on,off,alone').split(',') as Array<Sitting[
 
 interface Sitting {
   /** Flow control on or off, or on with A alone (no B): what A gets alone. */
-  flow: 'on' | 'off' | 'alone';
+  flow: 'on' | 'off' | 'alone' | 'unpeered';
   b: { p50: number; p90: number; p99: number; count: number };
   aTokensPerSecond: number;
 }
@@ -108,7 +110,7 @@ async function run(): Promise<void> {
   } finally {
     await Promise.all(sims.map((sim) => sim.stop()));
   }
-  for (const flow of ['on', 'off'] as const) {
+  for (const flow of ['on', 'off', 'unpeered'] as const) {
     const mine = sittings.filter((s) => s.flow === flow);
     if (mine.length === 0) continue;
     const b = (pick: (s: Sitting) => number) => spread(mine.map(pick));
@@ -178,6 +180,7 @@ async function sitting(urls: string[], flow: Sitting['flow']): Promise<Sitting> 
           TOLLGATE_ADMIN_TOKEN: FLOW_BENCH_ADMIN,
           TOLLGATE_ENGINES_FILE: engines,
           TOLLGATE_FLOW_CONTROL: flow === 'off' ? 'off' : 'on',
+          TOLLGATE_FLOW_PEERS: flow === 'unpeered' ? 'off' : 'on',
           TOLLGATE_SEED_DEMO: 'false',
           TOLLGATE_LOG_LEVEL: 'error',
         },

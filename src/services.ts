@@ -45,6 +45,7 @@ import {
   type PlatformServices,
 } from './control-plane-services.js';
 import { FlowControl } from './gateway/flow/flow-control.js';
+import { flowPeers } from './gateway/flow/flow-peers.js';
 import { flowMetrics } from './gateway/flow/flow-metrics.js';
 import { EngineAgents } from './gateway/proxy/engine-agents.js';
 import { RepeatedMembers } from './shared/http/repeated-members.js';
@@ -264,7 +265,7 @@ function createGatewayServices(
   const keyByHash = (hash: string) => requestPathCache.keyByHash(hash);
   const flowEvents =
     metrics && flowMetrics(metrics.registry, (): FlowControl => flow, { orgLabel: config.observability.orgLabel });
-  const flow: FlowControl = new FlowControl(config.flow, fleet, flowEvents ?? undefined);
+  const flow: FlowControl = new FlowControl(config.flow, fleet, flowEvents ?? undefined, flowPeers(redis, config, log));
   const fileStore = new DatabaseFileStore(db, blobs, config.files);
   const batchParts = { files: fileStore, blobs, log, settings: config.batches };
   return {

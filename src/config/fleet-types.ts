@@ -65,4 +65,9 @@ export interface FlowSettings {
    */
   batchHeadroom: number;
   batchHeadroomMs: number;
+  /**
+   * Gateways sharing Redis hand each other a slot when another's waiting request goes first
+   * (TOLLGATE_FLOW_PEERS).
+   */
+  peers: boolean;
 }

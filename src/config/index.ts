@@ -211,6 +211,7 @@ function flowConfig(s: Settings): Config['flow'] {
     inputWeight: s.TOLLGATE_FLOW_INPUT_WEIGHT,
     outputWeight: s.TOLLGATE_FLOW_OUTPUT_WEIGHT,
     pollMs: s.TOLLGATE_FLOW_POLL_MS,
+    peers: s.TOLLGATE_FLOW_PEERS === 'on',
     batchHeadroom: s.TOLLGATE_FLOW_BATCH_HEADROOM,
     batchHeadroomMs: s.TOLLGATE_FLOW_BATCH_HEADROOM_MS,
   };

@@ -112,6 +112,7 @@ export async function startServersEngine(definition: StaticDefinition, options: 
         ready().filter((s) => !exclude?.has(s.id)),
         capacity,
         scraper,
+        hint?.replica,
       );
       if (candidates.length === 0) return null;
       let routing: UpstreamTarget['routing'];

@@ -86,25 +86,37 @@ export class FairQueue<T extends Queued> {
     return undefined;
   }
 
+  /** The request `pop` takes next, left in the queue; undefined when none waits. */
+  peek(): T | undefined {
+    const next = this.next();
+    return next && next.least.waiting[next.least.head];
+  }
+
   /** The next request to dispatch, taken out of the queue; undefined when none waits. */
   pop(): T | undefined {
+    const next = this.next();
+    if (!next) return undefined;
+    const { least, band } = next;
+    const item = least.waiting[least.head]!;
+    least.waiting[least.head++] = undefined as unknown as T;
+    if (least.head > 64 && least.head * 2 > least.waiting.length) {
+      least.waiting.splice(0, least.head);
+      least.head = 0;
+    }
+    this.floors[band] = Math.max(this.floors[band]!, least.served);
+    this.taken(item);
+    return item;
+  }
+
+  /** The flow whose oldest request goes next, and its band. */
+  private next(): { least: Flow<T>; band: number } | undefined {
     if (this.count === 0) return undefined;
     for (let band = 0; band < this.bands.length; band++) {
-      const flows = this.bands[band]!;
       let least: Flow<T> | undefined;
-      for (const flow of flows.values()) {
+      for (const flow of this.bands[band]!.values()) {
         if (flow.head < flow.waiting.length && (!least || flow.served < least.served)) least = flow;
       }
-      if (!least) continue;
-      const item = least.waiting[least.head]!;
-      least.waiting[least.head++] = undefined as unknown as T;
-      if (least.head > 64 && least.head * 2 > least.waiting.length) {
-        least.waiting.splice(0, least.head);
-        least.head = 0;
-      }
-      this.floors[band] = Math.max(this.floors[band]!, least.served);
-      this.taken(item);
-      return item;
+      if (least) return { least, band };
     }
     return undefined;
   }

@@ -1,32 +1,12 @@
 import { BANDS, bandRank } from './bands.js';
-import { FairQueue, type Queued } from './fair-queue.js';
+import { FlowTally } from './flow-tally.js';
+import { ModelFlow, type Waiter } from './model-flow.js';
 import { overloaded } from './refusals.js';
 import type { FlowSettings } from '../../config/fleet-types.js';
-import type { FlowEvents, FlowPass, FlowRequest, FlowSnapshot, RoomSource } from './flow-types.js';
-
-interface Waiter extends Queued {
-  request: FlowRequest;
-  enqueuedAt: number;
-  resolve(pass: FlowPass): void;
-  reject(error: unknown): void;
-  timer: NodeJS.Timeout;
-}
-
-interface ModelFlow {
-  queue: FairQueue<Waiter>;
-  /** Requests this gateway dispatched to the model that have not ended, in all and by band. */
-  inFlight: number;
-  inFlightByBand: number[];
-  /**
-   * Completion tokens an organization's requests generated lately, per band: what the next is
-   * expected to.
-   */
-  expected: Map<string, number>;
-  /** When a request of a better band than `batch` last asked for the model (performance.now()). */
-  betterBandAt: number;
-}
+import type { FlowEvents, FlowPass, FlowPeers, FlowRequest, FlowSnapshot, RoomSource } from './flow-types.js';
 
 const BATCH = bandRank('batch');
+const DEFAULT = bandRank('default');
 
 const NO_EVENTS: FlowEvents = { dispatched() {}, refused() {}, left() {}, served() {} };
 
@@ -48,16 +28,21 @@ const NO_EVENTS: FlowEvents = { dispatched() {}, refused() {}, left() {}, served
  */
 export class FlowControl {
   private readonly models = new Map<string, ModelFlow>();
-  private readonly waitingPerOrg = new Map<string, number>();
-  private waitingTotal = 0;
-  private readonly servedTokens = new Map<string, { promptTokens: number; completionTokens: number }>();
+  private readonly tally = new FlowTally();
   private poller: NodeJS.Timeout | null = null;
 
   constructor(
     readonly settings: FlowSettings,
     private readonly room: RoomSource,
     private readonly events: FlowEvents = NO_EVENTS,
-  ) {}
+    private readonly peers: FlowPeers | null = null,
+  ) {
+    peers?.onGiven((modelId, replica) => {
+      const flow = this.models.get(modelId);
+      // A slot another gateway freed for this one's first waiting request: it goes at once, there.
+      if (flow && flow.queue.size > 0) this.release(modelId, flow, replica ?? undefined);
+    });
+  }
 
   /**
    * A pass for the request: at once when its model has room and nobody waits before it, else once
@@ -87,8 +72,9 @@ export class FlowControl {
       };
       waiter.timer.unref();
       flow.queue.push(waiter);
-      this.counted(request.orgId, 1);
+      this.tally.waited(request.orgId, 1);
       this.room.waitingInGateway?.(request.modelId, flow.queue.size);
+      this.tellPeers(request.modelId, flow);
       left?.onLeave(() => {
         if (!this.takeOut(flow, waiter)) return;
         this.events.left(request);
@@ -115,23 +101,24 @@ export class FlowControl {
         .waitingByBand()
         .flatMap((orgs, rank) => [...orgs].map(([orgId, requests]) => ({ band: BANDS[rank]!, orgId, requests }))),
     }));
-    const served = [...this.servedTokens].map(([orgId, tokens]) => ({ orgId, ...tokens }));
+    const served = [...this.tally.served].map(([orgId, tokens]) => ({ orgId, ...tokens }));
     return { models, served };
   }
 
   /** Requests waiting in all, and one organization's. */
   waiting(orgId?: string): number {
-    return orgId === undefined ? this.waitingTotal : (this.waitingPerOrg.get(orgId) ?? 0);
+    return this.tally.waiting(orgId);
   }
 
   /** Refuses every waiting request (the gateway is stopping) and stops looking for room. */
   close(): void {
     if (this.poller) clearInterval(this.poller);
     this.poller = null;
+    this.peers?.close();
     for (const flow of this.models.values()) {
       for (let waiter = flow.queue.pop(); waiter; waiter = flow.queue.pop()) {
         clearTimeout(waiter.timer);
-        this.counted(waiter.orgId, -1);
+        this.tally.waited(waiter.orgId, -1);
         waiter.reject(overloaded('The gateway is stopping. Retry on another replica.'));
       }
     }
@@ -140,14 +127,7 @@ export class FlowControl {
   private flowOf(modelId: string): ModelFlow {
     let flow = this.models.get(modelId);
     if (!flow) {
-      const inFlightByBand = BANDS.map(() => 0);
-      flow = {
-        queue: new FairQueue<Waiter>(),
-        inFlight: 0,
-        inFlightByBand,
-        expected: new Map(),
-        betterBandAt: -Infinity,
-      };
+      flow = new ModelFlow();
       this.models.set(modelId, flow);
     }
     return flow;
@@ -155,16 +135,17 @@ export class FlowControl {
 
   /**
    * Room for a request of `band` (its rank): the engines' free slots less this gateway's requests
-   * in flight, of which worse bands' do not count on engines that schedule by priority (they
-   * yield).
+   * in flight (and slots lent to other gateways), of which worse bands' do not count on engines
+   * that schedule by priority (they yield).
    */
   private free(modelId: string, flow: ModelFlow, band: number): number {
     const slots = this.room.freeSlots(modelId);
     if (slots === null) return Infinity;
-    if (!this.room.schedulesByPriority?.(modelId)) return slots - flow.inFlight - this.headroom(flow, band);
+    const taken = flow.taken();
+    if (!this.room.schedulesByPriority?.(modelId)) return slots - taken - this.headroom(flow, band);
     let yielding = 0;
     for (let worse = band + 1; worse < BANDS.length; worse++) yielding += flow.inFlightByBand[worse]!;
-    return slots - flow.inFlight + yielding;
+    return slots - taken + yielding;
   }
 
   /**
@@ -179,21 +160,20 @@ export class FlowControl {
 
   private refuseWhenFull(request: FlowRequest): void {
     const { queuePerOrg, queueTotal } = this.settings;
-    const own = this.waitingPerOrg.get(request.orgId) ?? 0;
-    if (own < queuePerOrg && this.waitingTotal < queueTotal) return;
+    const own = this.tally.waiting(request.orgId);
+    if (own < queuePerOrg && this.tally.waiting() < queueTotal) return;
     this.events.refused(request, 'queue_full');
     const which =
       own >= queuePerOrg
         ? `this organization already has ${own} requests waiting (TOLLGATE_FLOW_QUEUE_PER_ORG=${queuePerOrg})`
-        : `${this.waitingTotal} requests are waiting (TOLLGATE_FLOW_QUEUE_TOTAL=${queueTotal})`;
+        : `${this.tally.waiting()} requests are waiting (TOLLGATE_FLOW_QUEUE_TOTAL=${queueTotal})`;
     throw overloaded(`The model's engines are saturated and ${which}. Retry after a moment.`);
   }
 
-  private dispatch(flow: ModelFlow, request: FlowRequest, waitedMs: number): FlowPass {
+  private dispatch(flow: ModelFlow, request: FlowRequest, waitedMs: number, replica?: string): FlowPass {
     const band = bandRank(request.band);
-    flow.inFlight++;
-    flow.inFlightByBand[band]!++;
-    const expectedCompletion = Math.min(request.completionBound, this.expectedOf(flow, request));
+    flow.started(band, request.orgId);
+    const expectedCompletion = Math.min(request.completionBound, flow.expected.of(request.orgId, request.band));
     const { inputWeight, outputWeight } = this.settings;
     const queue = flow.queue;
     queue.serve(
@@ -203,21 +183,24 @@ export class FlowControl {
     );
     this.events.dispatched(request, waitedMs);
     let ended = false;
+    let ranOn: string | null = null;
     return {
       waitedMs,
+      replica,
+      ranOn: (replicaId) => (ranOn = replicaId),
       done: (used) => {
         if (ended) return;
         ended = true;
-        flow.inFlight--;
-        flow.inFlightByBand[band]!--;
+        flow.ended(band, request.orgId);
         const correction =
           (used.promptTokens - request.promptTokens) * inputWeight +
           (used.completionTokens - expectedCompletion) * outputWeight;
         queue.serve(request.orgId, band, correction / request.weight);
-        this.learn(flow, request, used.completionTokens);
-        this.count(request.orgId, used);
+        flow.expected.learn(request.orgId, request.band, used.completionTokens);
+        this.tally.serve(request.orgId, used);
         this.events.served(request, used);
-        if (queue.size > 0) this.pumpModel(request.modelId, flow);
+        // The slot it freed: another gateway's request may go first, else this one's waiting.
+        if (!this.handOver(request.modelId, flow, ranOn) && queue.size > 0) this.pumpModel(request.modelId, flow);
       },
     };
   }
@@ -225,13 +208,38 @@ export class FlowControl {
   private pumpModel(modelId: string, flow: ModelFlow): void {
     for (let band = flow.queue.nextBand(); band !== undefined; band = flow.queue.nextBand()) {
       if (this.free(modelId, flow, band) <= 0) break;
-      const waiter = flow.queue.pop()!;
-      this.counted(waiter.orgId, -1);
-      clearTimeout(waiter.timer);
-      waiter.resolve(this.dispatch(flow, waiter.request, performance.now() - waiter.enqueuedAt));
-      this.room.waitingInGateway?.(modelId, flow.queue.size);
+      if (!this.handOver(modelId, flow, null)) this.release(modelId, flow);
     }
     if (flow.queue.size === 0) flow.queue.prune();
+    this.tellPeers(modelId, flow);
+  }
+
+  /** Dispatches the model's first waiting request (to `replica`, a slot handed over there). */
+  private release(modelId: string, flow: ModelFlow, replica?: string): void {
+    const waiter = flow.queue.pop()!;
+    this.tally.waited(waiter.orgId, -1);
+    clearTimeout(waiter.timer);
+    waiter.resolve(this.dispatch(flow, waiter.request, performance.now() - waiter.enqueuedAt, replica));
+    this.room.waitingInGateway?.(modelId, flow.queue.size);
+    this.tellPeers(modelId, flow);
+  }
+
+  /**
+   * Gives a free slot to another gateway whose waiting request goes before this one's first (see
+   * `FlowPeers`); false when none does, or there is no free slot.
+   */
+  private handOver(modelId: string, flow: ModelFlow, replica: string | null): boolean {
+    if (!this.peers) return false;
+    const head = flow.head();
+    const to = this.peers.before(modelId, head, flow.inFlightByOrg);
+    if (to === null || this.free(modelId, flow, head?.band ?? DEFAULT) <= 0) return false;
+    this.peers.give(modelId, to, replica);
+    flow.lend(this.peers.lendMs);
+    return true;
+  }
+
+  private tellPeers(modelId: string, flow: ModelFlow): void {
+    this.peers?.tell(modelId, flow.head(), flow.inFlightByOrg);
   }
 
   private giveUp(flow: ModelFlow, waiter: Waiter): void {
@@ -247,48 +255,17 @@ export class FlowControl {
   private takeOut(flow: ModelFlow, waiter: Waiter): boolean {
     if (!flow.queue.remove(waiter)) return false;
     clearTimeout(waiter.timer);
-    this.counted(waiter.orgId, -1);
+    this.tally.waited(waiter.orgId, -1);
     this.room.waitingInGateway?.(waiter.request.modelId, flow.queue.size);
+    this.tellPeers(waiter.request.modelId, flow);
     return true;
-  }
-
-  private counted(orgId: string, change: number): void {
-    this.waitingTotal += change;
-    const now = (this.waitingPerOrg.get(orgId) ?? 0) + change;
-    if (now <= 0) this.waitingPerOrg.delete(orgId);
-    else this.waitingPerOrg.set(orgId, now);
-  }
-
-  /**
-   * What an organization's next request in a band is expected to generate: the average of its last
-   * ones.
-   */
-  private expectedOf(flow: ModelFlow, request: FlowRequest): number {
-    return flow.expected.get(`${request.orgId} ${request.band}`) ?? 0;
-  }
-
-  private learn(flow: ModelFlow, request: FlowRequest, completionTokens: number): void {
-    const key = `${request.orgId} ${request.band}`;
-    const before = flow.expected.get(key);
-    // A moving average over about the last eight requests; bounded by the organizations active
-    // lately.
-    flow.expected.set(key, before === undefined ? completionTokens : before + (completionTokens - before) / 8);
-    if (flow.expected.size > 10_000) flow.expected.delete(flow.expected.keys().next().value!);
-  }
-
-  private count(orgId: string, used: { promptTokens: number; completionTokens: number }): void {
-    const total = this.servedTokens.get(orgId) ?? { promptTokens: 0, completionTokens: 0 };
-    total.promptTokens += used.promptTokens;
-    total.completionTokens += used.completionTokens;
-    this.servedTokens.set(orgId, total);
-    if (this.servedTokens.size > 10_000) this.servedTokens.delete(this.servedTokens.keys().next().value!);
   }
 
   private startPolling(): void {
     if (this.poller) return;
     this.poller = setInterval(() => {
       this.pump();
-      if (this.waitingTotal === 0 && this.poller) {
+      if (this.tally.waiting() === 0 && this.poller) {
         clearInterval(this.poller);
         this.poller = null;
       }

@@ -39,6 +39,10 @@ export interface FlowRequest {
 export interface FlowPass {
   /** Whether it waited in the queue, and how long (ms). */
   readonly waitedMs: number;
+  /** The replica another gateway handed this request a slot on (`FlowPeers`), for the router. */
+  readonly replica?: string;
+  /** Told the replica it runs on: the slot its end frees there may be handed to another gateway. */
+  ranOn(replicaId: string): void;
   done(used: { promptTokens: number; completionTokens: number }): void;
 }
 
@@ -60,4 +64,40 @@ export interface FlowEvents {
   refused(request: FlowRequest, reason: 'queue_full' | 'waited_too_long'): void;
   left(request: FlowRequest): void;
   served(request: FlowRequest, used: { promptTokens: number; completionTokens: number }): void;
+}
+
+/** A gateway's first waiting request of a model, as the peers rank it: its band and organization. */
+export interface WaitingHead {
+  band: number;
+  orgId: string;
+}
+
+/**
+ * The other gateway replicas in front of the same engines (`flow-peers.ts`): each tells the others
+ * its first waiting request of a model, and a gateway that frees a slot while another's waiting
+ * request goes before its own hands the slot over instead of refilling it from its own queue.
+ */
+export interface FlowPeers {
+  /**
+   * Tells the other gateways this one's first waiting request of a model (null: none waits here)
+   * and its requests in flight by organization.
+   */
+  tell(modelId: string, head: WaitingHead | null, inFlightByOrg: ReadonlyMap<string, number>): void;
+  /**
+   * The gateway whose waiting request goes before `head` (this gateway's first, null when none
+   * waits here): a better band, or in the same band an organization with fewer requests in flight
+   * over every gateway. Null when none does.
+   */
+  before(modelId: string, head: WaitingHead | null, inFlightByOrg: ReadonlyMap<string, number>): string | null;
+  /** Hands a slot of the model this gateway freed (on `replica`, when known) to gateway `to`. */
+  give(modelId: string, to: string, replica: string | null): void;
+  /** Called with the model (and replica, when known) when another gateway hands this one a slot. */
+  onGiven(handler: (modelId: string, replica: string | null) => void): void;
+  /**
+   * How long a slot given away stays counted as taken here: until the engines' figures, read
+   * again, show the other gateway's request on it.
+   */
+  readonly lendMs: number;
+  /** Says nothing waits here any more, and stops listening. */
+  close(): void;
 }

@@ -282,10 +282,15 @@ function engineCallAbort(c: Context<GatewayEnv>, timeoutMs: number, watchClient:
  * takes them (`proxy/engine-fields.ts`).
  */
 export function fleetCall(deps: BilledDeps, call: BilledCall, protocol: ProtocolCall, session: string | undefined) {
-  const hint = { body: call.body, session, organization: call.caller.orgId };
+  const hint = { body: call.body, session, organization: call.caller.orgId, replica: call.flowPass?.replica };
   const fields = { salt: () => deps.cacheSalts.of(call.caller.orgId), priority: bandRank(call.band) };
   return {
-    acquire: (exclude: ReadonlySet<string>) => deps.fleet.acquire(call.model.id, exclude, hint),
+    acquire: (exclude: ReadonlySet<string>) => {
+      const target = deps.fleet.acquire(call.model.id, exclude, hint);
+      // The last one tried is where it runs: the slot its end frees there.
+      call.flowPass?.ranOn(target.replicaId);
+      return target;
+    },
     body: (target: UpstreamTarget) =>
       withEngineFields(protocol.bodyFor(target), engineMembersFor(target, fields), call.body),
   };

@@ -14,6 +14,7 @@ const SETTINGS: FlowSettings = {
   pollMs: 10,
   batchHeadroom: 0,
   batchHeadroomMs: 30_000,
+  peers: false,
 };
 
 function request(orgId: string, band: FlowRequest['band'] = 'default', weight = 1): FlowRequest {

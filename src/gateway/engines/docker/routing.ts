@@ -84,6 +84,7 @@ export function acquireReplica(
     readyReplicas(state).filter((r) => !exclude?.has(r.id)),
     batchSizeOf(state),
     state.scraper ?? null,
+    hint?.replica,
   ).map((r) => r.replica);
   if (ready.length === 0) return null;
   let replica: Replica;

@@ -13,6 +13,11 @@ export interface RoutingHint {
   organization?: string;
   /** A session key the client sent (the `x-session-id` header), preferred to `user`. */
   session?: string;
+  /**
+   * The replica another gateway replica freed the slot this request was given on (flow control's
+   * peers): chosen while it is ready, whatever this gateway's last read of its load says.
+   */
+  replica?: string;
 }
 
 /**

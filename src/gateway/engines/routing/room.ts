@@ -45,13 +45,16 @@ export function slotsFor(
 
 /**
  * Of `replicas`, those with room for one more request (all of them when none has, or room is
- * unknown).
+ * unknown); only `handed` when it is among them (a slot another gateway freed there for this one).
  */
 export function withRoom<T extends RoomReplica>(
   replicas: T[],
   configured: number | undefined,
   scraper: LoadScraper | null,
+  handed?: string,
 ): T[] {
+  const given = handed === undefined ? undefined : replicas.find((replica) => replica.id === handed);
+  if (given) return [given];
   const open = replicas.filter((replica) => {
     const capacity = capacityOf(replica.id, configured, scraper);
     return capacity === null || replica.inFlight + (scraper?.othersOf(replica.id) ?? 0) < capacity;
