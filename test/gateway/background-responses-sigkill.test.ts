@@ -127,6 +127,10 @@ describe.skipIf(missing !== null)('background responses whose replica is SIGKILL
     // What a client reads: the two the engine had failed, the two it never had completed.
     const [r1, r2, r3, r4] = ended;
     for (const failed of [r1, r2]) expect(failed).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
+    // Each failed one shows the text generated before the kill, cut off (its usage: with the
+    // books).
+    for (const failed of [r1, r2])
+      expect((failed!.output as Json[])[0]).toMatchObject({ type: 'message', status: 'incomplete' });
     for (const done of [r3, r4]) expect(done).toMatchObject({ status: 'incomplete', usage: { output_tokens: SHORT } });
     const twoReplica = new RegExp(`^${hostname()}:${two.child.pid}:`);
     for (const row of await rowsOf()) expect(row.claimed_by).toMatch(twoReplica);
@@ -148,6 +152,13 @@ describe.skipIf(missing !== null)('background responses whose replica is SIGKILL
     const records = await expectBooksWhole(fleet, orgId, requestIds);
     const recordOf = (requestId: string) => records.find((r) => r.id === requestId)!;
     for (const job of long) expect(recordOf(job.requestId).status).toBe(500);
+    for (const [index, job] of long.entries()) {
+      const { prompt_tokens: input_tokens, completion_tokens: output_tokens } = recordOf(job.requestId);
+      expect(ended[index]!.usage, 'a failed one shows the usage it was billed').toMatchObject({
+        input_tokens,
+        output_tokens,
+      });
+    }
     for (const job of short) expect(recordOf(job.requestId)).toMatchObject({ status: 200, completion_tokens: SHORT });
 
     // The engine's own count: the short ones generated once each (never on the killed replica);
