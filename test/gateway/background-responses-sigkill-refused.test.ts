@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/sim/index.js';
 import { expectBooksWhole, fundedKey, jobRows, killableFleet, leftStream } from '../helpers/background-kills.js';
 import type { BilledReplicas } from '../helpers/billed-replicas.js';
+import { openApiErrors } from '../helpers/openapi.js';
 import { scrape } from '../helpers/prometheus.js';
 import { postgresAvailable, redisAvailable } from '../helpers/services.js';
 import { skippedWithout } from '../helpers/skips.js';
@@ -101,6 +102,7 @@ describe.skipIf(missing !== null)(
       const last = /event: (\S+)\ndata: (.*)\n\n$/.exec(stream);
       expect(last?.[1]).toBe('response.failed');
       const read = (await (await call(two, `/responses/${job.id}`)).json()) as Json;
+      expect(openApiErrors('Response', read), "OpenAI's Response object").toEqual([]);
       expect((JSON.parse(last![2]!) as { response: Json }).response).toEqual(read);
 
       // Another organization's key finds nothing.
