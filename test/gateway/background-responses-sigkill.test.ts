@@ -1,10 +1,17 @@
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
-import { billedReplicas, type BilledReplicas } from '../helpers/billed-replicas.js';
-import type { GatewayProcess } from '../helpers/processes.js';
+import type { RunningSimulator } from '../../src/sim/index.js';
+import {
+  expectBooksWhole,
+  fundedKey,
+  jobRows,
+  killableFleet,
+  leftStream,
+  sequencesOf,
+} from '../helpers/background-kills.js';
+import type { BilledReplicas } from '../helpers/billed-replicas.js';
 import { scrape } from '../helpers/prometheus.js';
-import { postgresAvailable, redisAvailable, redisHolds } from '../helpers/services.js';
+import { postgresAvailable, redisAvailable } from '../helpers/services.js';
 import { skippedWithout } from '../helpers/skips.js';
 import { until } from '../helpers/wait.js';
 
@@ -24,15 +31,11 @@ const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAva
 const missing = !hasPostgres || !hasRedis ? 'the SIGKILLed background responses test needs PostgreSQL and Redis' : null;
 
 const ADMIN_TOKEN = 'background-sigkill-operator-token-01';
-const ITL_MS = 20;
 /**
  * Tokens of a short answer: about 1.2 s on the engine. Asked for with `max_output_tokens`, the
  * simulator's answers stop there: such a response ends `incomplete`, finished as `completed` is.
  */
 const SHORT = 60;
-/** Tokens of a long answer (the simulator's length when none is asked): 8 s, cut by the kill. */
-const LONG = 400;
-const CREDIT = 100_000_000_000n; // 100.00
 /** Tokens a cut response may be billed short of what the engine generated: its last writes lost. */
 const SLACK = 50;
 
@@ -41,22 +44,8 @@ describe.skipIf(missing !== null)('background responses whose replica is SIGKILL
   let fleet: BilledReplicas;
 
   beforeAll(async () => {
-    sim = await startSimulator({
-      models: [{ name: 'sim-chat', task: 'chat', maxModelLen: 16_384 }],
-      itlMs: ITL_MS,
-      defaultMaxTokens: LONG,
-    });
-    fleet = await billedReplicas({
-      adminToken: ADMIN_TOKEN,
-      simUrl: sim.url,
-      // Two at once on the engine: the third and fourth response wait in the gateway for room.
-      engine: { urls: [sim.url], max_num_seqs: 2 },
-      env: {
-        TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS: '1500',
-        TOLLGATE_STREAM_CHECKPOINT_TOKENS: '20',
-        TOLLGATE_HOLD_LEASE_MS: '2000',
-      },
-    });
+    // Two at once on the engine: the third and fourth response wait in the gateway for room.
+    ({ sim, fleet } = await killableFleet(ADMIN_TOKEN, { max_num_seqs: 2 }));
   }, 60_000);
 
   afterAll(async () => {
@@ -65,46 +54,18 @@ describe.skipIf(missing !== null)('background responses whose replica is SIGKILL
   }, 60_000);
 
   it('are completed by the other replica or failed with their tokens billed, once; a resumed stream is whole', async () => {
-    const { sql } = fleet;
     const one = await fleet.start('one');
     await fleet.addSimChat(one);
-    const org = await fleet.admin<{ id: string }>(one, 'POST', '/orgs', { name: 'background killed' });
-    await fleet.admin(one, 'POST', `/orgs/${org.id}/wallet/topups`, { amount: '100' });
-    const key = await fleet.admin<{ secret: string }>(one, 'POST', `/orgs/${org.id}/keys`, {
-      name: 'agent',
-      // The test reads the jobs again and again: no limit of the key's refuses a read.
-      requests_per_minute: 1_000_000,
-      max_concurrency: 100,
-    });
+    const { orgId, call } = await fundedKey(fleet, one, 'background killed');
     const two = await fleet.start('two');
-    const call = (gateway: GatewayProcess, path: string, body?: Json) =>
-      fetch(`${gateway.url}/v1${path}`, {
-        method: body ? 'POST' : 'GET',
-        headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
-        body: body && JSON.stringify(body),
-      });
     const conversation = async () => ((await (await call(one, '/conversations', {})).json()) as { id: string }).id;
     const [failedTurns, finishedTurns] = [await conversation(), await conversation()];
     const start = sim.stats();
 
     // Two long streamed responses on the engine; each client leaves after some events.
     const long: Array<{ id: string; requestId: string; seen: number[] }> = [];
-    for (const extra of [{}, { conversation: failedTurns }]) {
-      const answer = await call(one, '/responses', {
-        model: 'sim-chat',
-        input: 'Write at length.',
-        background: true,
-        stream: true,
-        ...extra,
-      });
-      expect(answer.status).toBe(200);
-      const reader = answer.body!.getReader();
-      let text = '';
-      while (sequencesOf(text).length < 10) text += new TextDecoder().decode((await reader.read()).value);
-      await reader.cancel();
-      const id = /"id":"(resp_[0-9a-f]+)"/.exec(text)![1]!;
-      long.push({ id, requestId: answer.headers.get('x-request-id')!, seen: sequencesOf(text) });
-    }
+    for (const extra of [{}, { conversation: failedTurns }])
+      long.push(await leftStream(call, one, { input: 'Write at length.', ...extra }));
     // Two short ones wait for room (the engine runs two at once), one continuing a conversation.
     const short: Array<{ id: string; requestId: string }> = [];
     for (const extra of [{}, { conversation: finishedTurns }]) {
@@ -119,10 +80,7 @@ describe.skipIf(missing !== null)('background responses whose replica is SIGKILL
       short.push({ id: ((await answer.json()) as { id: string }).id, requestId: answer.headers.get('x-request-id')! });
     }
     const ids = [...long, ...short].map((job) => job.id);
-    const rowsOf = () =>
-      sql<Array<{ id: string; status: string; reached_engine: boolean; claimed_by: string; generated_tokens: number }>>`
-        select id, status, reached_engine, claimed_by, generated_tokens from background_responses
-        where id in ${sql(ids)}`;
+    const rowsOf = () => jobRows(fleet.sql, ids);
     let seenRows: unknown = null;
     const atKill = await until(
       'the long ones have generated a good part on the engine, the short ones wait',
@@ -169,6 +127,10 @@ describe.skipIf(missing !== null)('background responses whose replica is SIGKILL
     // What a client reads: the two the engine had failed, the two it never had completed.
     const [r1, r2, r3, r4] = ended;
     for (const failed of [r1, r2]) expect(failed).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
+    // Each failed one shows the text generated before the kill, cut off (its usage: with the
+    // books).
+    for (const failed of [r1, r2])
+      expect((failed!.output as Json[])[0]).toMatchObject({ type: 'message', status: 'incomplete' });
     for (const done of [r3, r4]) expect(done).toMatchObject({ status: 'incomplete', usage: { output_tokens: SHORT } });
     const twoReplica = new RegExp(`^${hostname()}:${two.child.pid}:`);
     for (const row of await rowsOf()) expect(row.claimed_by).toMatch(twoReplica);
@@ -187,24 +149,17 @@ describe.skipIf(missing !== null)('background responses whose replica is SIGKILL
 
     // The books: one record and one charge a request id, the wallet their sum, no hold.
     const requestIds = [...long, ...short].map((job) => job.requestId);
-    const records = await sql<Array<{ id: string; completion_tokens: number; cost_nanos: string; status: number }>>`
-      select id, completion_tokens, cost_nanos::text, status from usage_records where org_id = ${org.id}`;
-    expect(records.map((r) => r.id).sort()).toEqual([...requestIds].sort());
+    const records = await expectBooksWhole(fleet, orgId, requestIds);
     const recordOf = (requestId: string) => records.find((r) => r.id === requestId)!;
     for (const job of long) expect(recordOf(job.requestId).status).toBe(500);
+    for (const [index, job] of long.entries()) {
+      const { prompt_tokens: input_tokens, completion_tokens: output_tokens } = recordOf(job.requestId);
+      expect(ended[index]!.usage, 'a failed one shows the usage it was billed').toMatchObject({
+        input_tokens,
+        output_tokens,
+      });
+    }
     for (const job of short) expect(recordOf(job.requestId)).toMatchObject({ status: 200, completion_tokens: SHORT });
-    const charges = await sql<Array<{ request_id: string; amount: string }>>`
-      select request_id, amount_nanos::text as amount from ledger_entries where org_id = ${org.id} and kind = 'charge'`;
-    expect(charges.map((c) => c.request_id).sort()).toEqual([...requestIds].sort());
-    const spent = records.reduce((sum, r) => sum + BigInt(r.cost_nanos), 0n);
-    expect(charges.reduce((sum, c) => sum - BigInt(c.amount), 0n)).toBe(spent);
-    const [wallet] = await sql<Array<{ balance: string }>>`
-      select balance_nanos::text as balance from wallets where org_id = ${org.id}`;
-    expect(BigInt(wallet!.balance)).toBe(CREDIT - spent);
-    await until('no hold is left', async () => (await redisHolds(fleet.prefix, org.id)) === 0, {
-      timeout: 15_000,
-      interval: 200,
-    });
 
     // The engine's own count: the short ones generated once each (never on the killed replica);
     // the long ones are billed what the engine generated for them, less what the kill lost.
@@ -229,11 +184,5 @@ describe.skipIf(missing !== null)('background responses whose replica is SIGKILL
     );
   }, 150_000);
 });
-
-/** The `sequence_number`s of a Responses stream's whole events, in order. */
-function sequencesOf(text: string): number[] {
-  const whole = text.slice(0, text.lastIndexOf('\n\n') + 2);
-  return [...whole.matchAll(/^data: \{"type":"[^"]+","sequence_number":(\d+)/gm)].map((match) => Number(match[1]));
-}
 
 skippedWithout(missing);

@@ -2,7 +2,7 @@ import type { ChargeJournal } from '../billing/journal.js';
 import type { WalletService } from '../billing/wallet.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
-import type { LimitGate, LiveRequest } from './gate.js';
+import type { LimitGate, LiveRequest, Release } from './gate.js';
 import { Calendar, monthStart } from './month.js';
 import { admitRate, giveBackRate, type RatePass, type RateStepDeps } from './rate-step.js';
 import {
@@ -50,6 +50,16 @@ export interface AdmissionAsk {
   /** The project the request is booked to, whose budgets it falls under; null: none. */
   projectId?: string | null;
   alone?: boolean; // no other billed call under way on this replica (`LimitGate`'s `alone`)
+}
+
+/** A charge for a request admitted by a replica that died (`GateKeeper.chargeLeftBehind`). */
+export interface LeftBehindCharge {
+  requestId: string;
+  orgId: string;
+  keyId: string;
+  cost: bigint;
+  /** The budget counts it was admitted under (the ticket's `budgetTag`); '' when none. */
+  budgetTag: string;
 }
 
 /**
@@ -197,6 +207,38 @@ export class GateKeeper {
     const tokenDelta = end.actualTokens - ticket.estimatedTokens;
     const cost = this.options.billingEnabled ? end.cost : null;
     await this.upkeep.release(ticket, tokenDelta, cost, end.alone);
+  }
+
+  /**
+   * The charge of a request another replica admitted and died running (a background response whose
+   * takeover was refused), already in the journal: its hold and slot, while the gate still has
+   * them, come back and its cost goes out, as `release` does; its token counts keep that
+   * admission's estimate. Never throws: a gate that cannot take it forgets the wallet, rebuilt from
+   * the ledger.
+   */
+  async chargeLeftBehind(charge: LeftBehindCharge): Promise<void> {
+    const cost = this.options.billingEnabled ? charge.cost : null;
+    const { requestId, orgId, keyId, budgetTag } = charge;
+    // No limits named: the key's token counts are left as they are, and its month is not read.
+    const release: Release = {
+      requestId,
+      orgId,
+      keyId,
+      limits: null,
+      month: '',
+      tokenDelta: 0,
+      tokensWindowEndsAt: 0,
+      held: true,
+      cost,
+      budgetTag,
+    };
+    await this.gate.release(release).catch(async (error: unknown) => {
+      this.log.warn('a charge left behind was not passed to the limits store: its wallet is rebuilt', {
+        requestId,
+        ...describeError(error),
+      });
+      await this.gate.forgetWallet(orgId).catch(() => {});
+    });
   }
 
   /** A top-up or adjustment committed in PostgreSQL: make it spendable. */

@@ -10,6 +10,7 @@ import { responseIdKind } from './ids.js';
 type Json = Record<string, unknown>;
 
 export type {
+  AdmittedCharge,
   BackgroundRequest,
   BackgroundRow,
   BackgroundSettings,
@@ -123,14 +124,15 @@ export class BackgroundStore {
   }
 
   /**
-   * What it generated so far (the engine's chunks counted), for a replica that bills it after this
-   * one died.
+   * What it used so far, for a replica that bills it after this one died: the tokens generated, and
+   * the prompt as the engine counted it (null: none yet, `reachedEngine`'s estimate stays).
    */
-  async generated(id: string, replica: string, tokens: number): Promise<void> {
+  async generated(id: string, replica: string, used: { promptTokens: number | null; tokens: number }): Promise<void> {
+    const counted = used.promptTokens === null ? {} : { promptTokens: used.promptTokens };
     await bounded(
       this.db
         .update(backgroundResponses)
-        .set({ generatedTokens: tokens })
+        .set({ generatedTokens: used.tokens, ...counted })
         .where(and(eq(backgroundResponses.id, id), eq(backgroundResponses.claimedBy, replica))),
     );
   }

@@ -1,3 +1,4 @@
+import type { TokenBounds } from '../billing/token-bounds.js';
 import type { backgroundResponses } from '../../shared/db/schema.js';
 
 // The shapes of background responses' jobs (`background-store.ts` keeps them).
@@ -13,6 +14,21 @@ export interface BackgroundRequest {
   clientModel: string;
   projectId: string | null;
   band: string;
+  /** How it was admitted, to bill it should its takeover be refused (absent in older rows). */
+  admitted?: AdmittedCharge;
+}
+
+/**
+ * What the first admission of a job took: its model, price, bounds, hold and budget counts, so
+ * that a replica taking it over bills what it generated even when it cannot admit it again (the
+ * model disabled, the key revoked, the wallet spent). Amounts in nano-units, as decimal strings.
+ */
+export interface AdmittedCharge {
+  modelId: string;
+  price: { inputPerToken: string; cachedInputPerToken: string | null; outputPerToken: string };
+  bounds: TokenBounds;
+  holdNanos: string;
+  budgetTag: string;
 }
 
 /** A job as it is queued (`POST /v1/responses` with `background: true`). */

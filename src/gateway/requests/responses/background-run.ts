@@ -14,6 +14,7 @@ import { fleetCall } from '../billed-request.js';
 import type { BilledDeps, ProtocolCall } from '../endpoint.js';
 import { readEngineChunks, type StreamWriter } from '../stream-writer.js';
 import { responseShell } from './answer.js';
+import { EventKeeper } from './background-events.js';
 
 type Json = Record<string, unknown>;
 
@@ -33,8 +34,6 @@ export interface JobContext {
   replica: string;
 }
 
-/** How often a running job's events and its count of generated tokens are written to the store. */
-const FLUSH_MS = 250;
 /** How long a job waits before asking flow control again when the engines stayed saturated too long. */
 const REQUEUE_MS = 1_000;
 
@@ -142,7 +141,7 @@ class JobRun {
     const { call, protocol, id } = this.job;
     call.answeredAt = performance.now();
     const writer = protocol.stream!(call.bounds);
-    const keeper = new EventKeeper(this.ctx, this.job, writer);
+    const keeper = new EventKeeper({ store, replica, log: deps.log }, this.job, writer);
     let outcome: RelayOutcome = 'upstream_failed';
     // Cancelled or not as it stood when the engine's stream ended: a later cancel is too late (its
     // events, its record and its conversation tell how it ended already).
@@ -242,57 +241,4 @@ function ending(
 export function failedResponse(response: Json): Json {
   const error = { code: 'server_error', message: 'The model server stopped before finishing this response.' };
   return { ...response, status: 'failed', error };
-}
-
-/**
- * Reads a job's events as the relay writes them: each kept with its `sequence_number` when its
- * client asked for a stream (written every FLUSH_MS), and the tokens generated so far written
- * beside them, for a replica that bills the job should this one die.
- */
-class EventKeeper {
-  private pending: Array<[number, string]> = [];
-  private writing: Promise<void> = Promise.resolve();
-  private lastFlush = 0;
-
-  constructor(
-    private readonly ctx: JobContext,
-    private readonly job: BackgroundJob,
-    private readonly writer: StreamWriter,
-  ) {}
-
-  async read(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
-    const decoder = new TextDecoder();
-    let text = '';
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      text += decoder.decode(value, { stream: true });
-      let boundary: number;
-      while ((boundary = text.indexOf('\n\n')) !== -1) {
-        const event = text.slice(0, boundary + 2);
-        text = text.slice(boundary + 2);
-        const sequence = /"sequence_number":(\d+)/.exec(event);
-        if (sequence && this.job.streamed) this.pending.push([Number(sequence[1]), event]);
-      }
-      if (performance.now() - this.lastFlush >= FLUSH_MS) void this.flush();
-    }
-  }
-
-  /** Writes what is pending; one write at a time, in order. */
-  flush(): Promise<void> {
-    this.lastFlush = performance.now();
-    const events = this.pending;
-    this.pending = [];
-    const tokens = this.writer.state.tokenChunks;
-    const { store, replica, deps } = this.ctx;
-    this.writing = this.writing.then(async () => {
-      try {
-        if (events.length > 0) await store.appendEvents(this.job.id, events);
-        await store.generated(this.job.id, replica, tokens);
-      } catch (error) {
-        deps.log.warn('a background response could not keep its events', { id: this.job.id, ...describeError(error) });
-      }
-    });
-    return this.writing;
-  }
 }

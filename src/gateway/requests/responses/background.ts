@@ -14,8 +14,13 @@ import { type AuthorizedRequest, type BilledCall, reserve } from '../authorize.j
 import type { BackgroundQueue } from '../background-queue.js';
 import { abandon, settle } from '../billed-call.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from '../endpoint.js';
-import { type BackgroundJob, failedResponse, responseIn, runJob } from './background-run.js';
+import { chargeFor } from '../../billing/holds.js';
+import type { TokenUsage } from '../../billing/token-usage.js';
+import { responsesUsage } from './answer.js';
+import { admittedCharge, chargeLeftBehind, cutUsage } from './background-charge.js';
 import { streamFromStore } from './background-events.js';
+import { keptOutput } from './background-output.js';
+import { type BackgroundJob, failedResponse, responseIn, runJob } from './background-run.js';
 
 type Json = Record<string, unknown>;
 
@@ -71,6 +76,7 @@ export class BackgroundResponses implements BackgroundQueue {
       clientModel: call.clientModel,
       projectId: call.projectId,
       band: call.band,
+      admitted: admittedCharge(call),
     };
     const keyHash = deps.keys.secretHashOf(keyHeaderOf(c));
     try {
@@ -154,7 +160,8 @@ export class BackgroundResponses implements BackgroundQueue {
   /**
    * A job whose replica's lease ran out, now this replica's: admitted again under the same request
    * id, then run again (the engine never had it) or billed what it generated and failed. A refusal
-   * that may pass (limits, a busy store) leaves it for the next round, once this claim runs out.
+   * that may pass (limits, a busy store) leaves it for the next round, once this claim runs out;
+   * one for good fails it, billed what it generated at its first admission's price.
    */
   private async takeOver(deps: BilledDeps, endpoint: BilledEndpoint, row: BackgroundRow): Promise<void> {
     let call: BilledCall;
@@ -166,7 +173,10 @@ export class BackgroundResponses implements BackgroundQueue {
     } catch (error) {
       const passing = error instanceof GatewayError && (error.status === 429 || error.status >= 500);
       this.log.warn('a background response could not be taken over', { id: row.id, ...describeError(error) });
-      if (!passing) await this.failTakenOver(row);
+      if (passing) return;
+      // The engine had it: what it generated is billed all the same, once.
+      const billed = row.reachedEngine ? await chargeLeftBehind(deps, row, cutUsage(row)) : null;
+      await this.failTakenOver(row, billed);
       return;
     }
     if (!row.reachedEngine) {
@@ -174,18 +184,21 @@ export class BackgroundResponses implements BackgroundQueue {
       this.run(deps, { id: row.id, call, protocol, streamed: row.streamed });
       return;
     }
-    const usage = { promptTokens: row.promptTokens, completionTokens: row.generatedTokens };
+    const usage = cutUsage(row);
     this.log.warn('a background response failed with its replica: billed what it generated', { id: row.id, ...usage });
     await settle(deps, call, { usage, usageSource: 'estimated', status: 500, streamed: true });
-    await this.failTakenOver(row);
+    await this.failTakenOver(row, chargeFor(usage, call, call.price).usage);
   }
 
   /**
-   * Fails a job taken over; a streamed one's kept events end with `response.failed` first, so a
-   * reader's stream ends as the Responses stream does, not on a delta.
+   * Fails a job taken over, with the output its kept events show and the usage it was billed
+   * (null: none); a streamed one's kept events end with `response.failed` first, so a reader's
+   * stream ends as the Responses stream does, not on a delta.
    */
-  private async failTakenOver(row: BackgroundRow): Promise<void> {
+  private async failTakenOver(row: BackgroundRow, billed: TokenUsage | null): Promise<void> {
     const response = failedResponse(JSON.parse(row.response) as Json);
+    response.output = await keptOutput(this.store, row.id);
+    if (billed) response.usage = responsesUsage(billed);
     if (row.streamed) {
       const sequence = (await this.store.lastSequence(row.id)) + 1;
       const data = JSON.stringify({ type: 'response.failed', sequence_number: sequence, response });
