@@ -76,17 +76,21 @@ describe('/v1/batches of /v1/responses', () => {
   it('runs a batch of Responses lines: one result a custom_id, billed at the engine counts and the batch price', async () => {
     const mineFirst = await client.responses.create({ model: 'sim-chat', input: 'Remember 7.', max_output_tokens: 8 });
     const theirsFirst = await other.responses.create({ model: 'sim-chat', input: 'Secret.', max_output_tokens: 8 });
+    const theirConversation = await other.conversations.create({ items: [{ role: 'user', content: 'Secret.' }] });
+    const myConversation = await client.conversations.create({});
     const before = await engineCounts(sim.url, 'sim-chat');
     const good = batchFile(GOOD_LINES, '/v1/responses', (i) => {
       const body = responsesLine(i);
       if (i === 3) body.instructions = 'Answer briefly.';
       if (i === 5) body.previous_response_id = mineFirst.id;
       if (i === 7) body.store = false;
+      if (i === 9) body.conversation = myConversation.id;
       return body;
     });
     const bad = (prefix: string, extra: Json) =>
       batchFile(1, '/v1/responses', (i) => ({ ...responsesLine(i), ...extra }), prefix);
     const unknownId = `resp_${'0'.repeat(48)}`;
+    const unknownConversation = `conv_${'0'.repeat(48)}`;
     const file = Buffer.concat([
       good,
       bad('streamed', { stream: true }),
@@ -94,6 +98,8 @@ describe('/v1/batches of /v1/responses', () => {
       bad('bad', { max_output_tokens: 0 }),
       bad('foreign', { previous_response_id: theirsFirst.id }),
       bad('unknown', { previous_response_id: unknownId }),
+      bad('foreign-conversation', { conversation: theirConversation.id }),
+      bad('unknown-conversation', { conversation: unknownConversation }),
     ]);
     const created = await startBatch(client, file, '/v1/responses');
     expect(created).toMatchObject({ object: 'batch', endpoint: '/v1/responses' });
@@ -101,7 +107,7 @@ describe('/v1/batches of /v1/responses', () => {
     batchId = batch.id;
     outputFileId = batch.output_file_id!;
     expect(batch.status).toBe('completed');
-    expect(batch.request_counts).toEqual({ total: GOOD_LINES + 5, completed: GOOD_LINES, failed: 5 });
+    expect(batch.request_counts).toEqual({ total: GOOD_LINES + 7, completed: GOOD_LINES, failed: 7 });
 
     const results = await resultLines(client, batch.output_file_id);
     const errors = await resultLines(client, batch.error_file_id);
@@ -180,7 +186,7 @@ describe('/v1/batches of /v1/responses', () => {
       const response = line.response as { status_code: number; body: { error: { code: string; message: string } } };
       return { status: response.status_code, ...response.body.error };
     };
-    expect(errors).toHaveLength(5);
+    expect(errors).toHaveLength(7);
     expect(errorOf('streamed-1')).toMatchObject({ status: 400, message: expect.stringMatching(/stream/) });
     expect(errorOf('background-1')).toMatchObject({ status: 400, message: expect.stringMatching(/background/) });
     expect(errorOf('bad-1')).toMatchObject({ status: 400, message: expect.stringMatching(/max_output_tokens/) });
@@ -192,7 +198,20 @@ describe('/v1/batches of /v1/responses', () => {
       ...unknown,
       message: unknown.message.replace(unknownId, 'ID'),
     });
+    const foreignConversation = errorOf('foreign-conversation-1');
+    const unknownConversationError = errorOf('unknown-conversation-1');
+    expect(foreignConversation.status).toBe(404);
+    expect({
+      ...foreignConversation,
+      message: foreignConversation.message.replace(theirConversation.id, 'ID'),
+    }).toEqual({
+      ...unknownConversationError,
+      message: unknownConversationError.message.replace(unknownConversation, 'ID'),
+    });
     expect(JSON.stringify(errors)).not.toContain('Secret');
+    // A line's turn is appended to its own organization's conversation, as the route's is.
+    const items = await client.conversations.items.list(myConversation.id);
+    expect(items.data.map((item) => item.type)).toEqual(['message', 'message']);
   }, 90_000);
 
   it("answers 404 for another organization's Responses batch and its output", async () => {
