@@ -56,12 +56,14 @@ export type LineOutcome =
   { kind: 'result'; result: LineResult } | { kind: 'retry' } | { kind: 'dry'; result: LineResult };
 
 /**
- * Runs one batch line as the request it is, with no client: its key found again by its hash, its
- * model, project and checks as `authorize` has them, admitted (its own hold at the batch price, the
- * key's limits), dispatched in flow control's `batch` band (only room no other band wants), sent to
- * the engine as JSON, and billed by `settle` at the engine's counts and the batch price, under the
- * line's request id. `abort` stops it wherever it is: an aborted call that reached the engine is
- * billed its prompt (status 499), as a client that leaves is.
+ * Runs one batch line as the request it is, with no client, through its url's protocol of
+ * `endpoints`: its key found again by its hash, its model, project and checks as `authorize` has
+ * them, the protocol's call begun (a Responses line's earlier turns read in the batch's
+ * organization only), admitted (its own hold at the batch price, the key's limits), dispatched in
+ * flow control's `batch` band (only room no other band wants), sent to the engine as JSON, answered
+ * as its route answers (`answeredJson`), and billed by `settle` at the engine's counts and the
+ * batch price, under the line's request id. `abort` stops it wherever it is: an aborted call that
+ * reached the engine is billed its prompt (status 499), as a client that leaves is.
  */
 export async function runLine(
   deps: BilledDeps,
@@ -162,7 +164,7 @@ async function lineRequest(
   const startedAt = performance.now();
   const body = JSON.parse(line.body) as Json;
   // A line is answered as JSON: its result is one line of the output file. A Responses line that
-  // asks for a stream or a background run is refused, as OpenAI's batches refuse it.
+  // asks for a stream or a background run is an error line (OpenAI's batch lines are not streamed).
   if (endpoint.name === 'responses') refuseUnbatchable(body);
   else {
     delete body.stream;
