@@ -106,6 +106,6 @@ function startDeferredWork(services: Services, closers: Array<() => Promise<void
   });
   services.backgroundResponses.start(services, responses);
   closers.unshift(() => services.backgroundResponses.stop());
-  services.batches.start(services);
+  services.batches.start(services, responses);
   closers.unshift(() => services.batches.stop());
 }

@@ -20,7 +20,7 @@ export const chatLine = (i: number): Json => ({
 export const embedLine = (i: number): Json => ({ model: 'sim-embed', input: `Sentence number ${i}` });
 
 /** Uploads the file and makes the batch, through the SDK. */
-export async function startBatch(client: OpenAI, file: Buffer, endpoint: '/v1/chat/completions' | '/v1/embeddings') {
+export async function startBatch(client: OpenAI, file: Buffer, endpoint: OpenAI.Batches.BatchCreateParams['endpoint']) {
   const uploaded = await client.files.create({ file: await toFile(file, 'batch.jsonl'), purpose: 'batch' });
   return client.batches.create({ input_file_id: uploaded.id, endpoint, completion_window: '24h' });
 }

@@ -4,29 +4,40 @@ import { pickModel, type PriceRow, requestedModelName } from '../catalog/service
 import { verifiedKey } from '../keys/caller.js';
 import { CallAbort } from '../proxy/call-abort.js';
 import { postWithFailover } from '../proxy/failover.js';
-import { withoutNullFields } from '../proxy/openai-shape.js';
-import { readEngineAnswer } from '../proxy/upstream.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
 import { type AuthorizedRequest, type BilledCall, reserve } from '../requests/authorize.js';
 import { abandon, settle } from '../requests/billed-call.js';
-import { fleetCall, usageShownAsBilled } from '../requests/billed-request.js';
+import { fleetCall } from '../requests/billed-request.js';
 import { CHAT } from '../requests/chat.js';
 import { COMPLETIONS } from '../requests/completions.js';
 import { EMBEDDINGS } from '../requests/embeddings.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from '../requests/endpoint.js';
+import { answeredJson } from '../requests/json-answer.js';
 import { DETACHED } from '../requests/responses/background.js';
 import { waitForEngines } from '../requests/responses/background-run.js';
+import { invalid } from '../requests/validate.js';
 import { type LineResult, NO_TOKENS } from './line-store.js';
-import type { BatchRow } from './objects.js';
+import type { BatchEndpoint, BatchRow } from './objects.js';
 
 type Json = Record<string, unknown>;
 
-const ENDPOINTS: Readonly<Record<string, BilledEndpoint>> = {
-  '/v1/chat/completions': CHAT,
-  '/v1/completions': COMPLETIONS,
-  '/v1/embeddings': EMBEDDINGS,
-};
+/** The protocol a line calls, by its `url`. */
+export type LineEndpoints = Readonly<Record<BatchEndpoint, BilledEndpoint>>;
+
+/**
+ * Every batch endpoint's protocol: the Responses API's is the one its route serves, made with the
+ * stores its responses and conversations are kept in (`responsesEndpoint`), so a line's response
+ * is kept, and continues one, as the route's is.
+ */
+export function lineEndpoints(responses: BilledEndpoint): LineEndpoints {
+  return {
+    '/v1/chat/completions': CHAT,
+    '/v1/completions': COMPLETIONS,
+    '/v1/embeddings': EMBEDDINGS,
+    '/v1/responses': responses,
+  };
+}
 
 /** A line to run: its request as the input file had it, under its own request id. */
 export interface RunnableLine {
@@ -45,15 +56,18 @@ export type LineOutcome =
   { kind: 'result'; result: LineResult } | { kind: 'retry' } | { kind: 'dry'; result: LineResult };
 
 /**
- * Runs one batch line as the request it is, with no client: its key found again by its hash, its
- * model, project and checks as `authorize` has them, admitted (its own hold at the batch price, the
- * key's limits), dispatched in flow control's `batch` band (only room no other band wants), sent to
- * the engine as JSON, and billed by `settle` at the engine's counts and the batch price, under the
- * line's request id. `abort` stops it wherever it is: an aborted call that reached the engine is
- * billed its prompt (status 499), as a client that leaves is.
+ * Runs one batch line as the request it is, with no client, through its url's protocol of
+ * `endpoints`: its key found again by its hash, its model, project and checks as `authorize` has
+ * them, the protocol's call begun (a Responses line's earlier turns read in the batch's
+ * organization only), admitted (its own hold at the batch price, the key's limits), dispatched in
+ * flow control's `batch` band (only room no other band wants), sent to the engine as JSON, answered
+ * as its route answers (`answeredJson`), and billed by `settle` at the engine's counts and the
+ * batch price, under the line's request id. `abort` stops it wherever it is: an aborted call that
+ * reached the engine is billed its prompt (status 499), as a client that leaves is.
  */
 export async function runLine(
   deps: BilledDeps,
+  endpoints: LineEndpoints,
   batch: BatchRow,
   line: RunnableLine,
   abort: CallAbort,
@@ -62,7 +76,7 @@ export async function runLine(
   let protocol: ProtocolCall;
   let endpoint: BilledEndpoint;
   try {
-    endpoint = ENDPOINTS[line.url]!;
+    endpoint = endpoints[line.url as BatchEndpoint];
     const request = await lineRequest(deps, batch, line, endpoint);
     protocol = await endpoint.begin(request, deps);
     call = await reserve(DETACHED, deps, request, protocol);
@@ -117,12 +131,8 @@ async function sendLine(
     });
     target = sent.target;
     call.answeredAt = performance.now();
-    const { answer, restore } = await readEngineAnswer(sent.response, endpoint.liftArrays);
-    call.upstreamDoneAt = performance.now();
-    answer.model = call.clientModel;
-    endpoint.shapeAnswer?.(answer);
-    const { usage, reported } = usageShownAsBilled(answer, protocol, call);
-    const written = restore(JSON.stringify(withoutNullFields(answer)));
+    // The answer the route gives: a Responses line's is the Response, kept as the route keeps it.
+    const { usage, reported, written } = await answeredJson(sent.response, endpoint, protocol, call);
     await settle(deps, call, { usage, usageSource: reported ? 'upstream' : 'estimated', status: 200, streamed: false });
     const billed = chargeFor(usage, call, call.price).usage;
     const tokens = { ...NO_TOKENS, ...billed };
@@ -153,9 +163,13 @@ async function lineRequest(
 ): Promise<AuthorizedRequest> {
   const startedAt = performance.now();
   const body = JSON.parse(line.body) as Json;
-  // A line is answered as JSON: its result is one line of the output file.
-  delete body.stream;
-  delete body.stream_options;
+  // A line is answered as JSON: its result is one line of the output file. A Responses line that
+  // asks for a stream or a background run is an error line (OpenAI's batch lines are not streamed).
+  if (endpoint.name === 'responses') refuseUnbatchable(body);
+  else {
+    delete body.stream;
+    delete body.stream_options;
+  }
   const caller = verifiedKey(await deps.requestPathCache.keyByHash(batch.keyHash), batch.keyHash);
   const modelName = requestedModelName(body.model);
   const { model, price } = pickModel(await deps.requestPathCache.modelMatches(modelName), modelName);
@@ -180,6 +194,15 @@ async function lineRequest(
     startedAt,
     batchId: batch.id,
   };
+}
+
+/** A Responses line's `stream: true` or `background: true`: a batch answers each line once, as JSON. */
+function refuseUnbatchable(body: Json): void {
+  const asked = (['stream', 'background'] as const).filter((field) => body[field] === true);
+  if (asked.length > 0)
+    throw invalid(
+      asked.map((field) => ({ field, message: 'is not run in a batch: a line is answered once, as JSON' })),
+    );
 }
 
 /** The model's price row with its batch prices in the places every charge reads (`money.ts`). */

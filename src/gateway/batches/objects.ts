@@ -1,12 +1,16 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { batches } from '../../shared/db/batches-schema.js';
+import { BATCH_URLS } from '../files/batch-lines.js';
 
 type Json = Record<string, unknown>;
 
 export type BatchRow = typeof batches.$inferSelect;
 
-/** The endpoints a batch may name: each line runs as a request of that protocol. */
-export const BATCH_ENDPOINTS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings'] as const;
+/**
+ * The endpoints a batch may name, every url a batch file's line may (`files/batch-lines.ts`): each
+ * line runs as a request of that protocol (`line-run.ts`).
+ */
+export const BATCH_ENDPOINTS = BATCH_URLS;
 export type BatchEndpoint = (typeof BATCH_ENDPOINTS)[number];
 
 /**

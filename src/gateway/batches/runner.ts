@@ -7,7 +7,7 @@ import { CallAbort } from '../proxy/call-abort.js';
 import type { BilledDeps } from '../requests/endpoint.js';
 import type { BatchEvents } from './batch-metrics.js';
 import { ingestLines } from './ingest.js';
-import { dryLine, type RunnableLine, runLine } from './line-run.js';
+import { dryLine, type LineEndpoints, type RunnableLine, runLine } from './line-run.js';
 import type { LineResult, LineStore } from './line-store.js';
 import type { BatchRow } from './objects.js';
 import { writeResults } from './output.js';
@@ -76,6 +76,8 @@ export class BatchRunner {
   /** Batches whose lines were refused for now, by when this replica claims from them again. */
   private readonly resting = new Map<string, number>();
   private stopped = false;
+  /** The protocol each batch endpoint's lines call, given by `start`. */
+  private endpoints: LineEndpoints | null = null;
   events: BatchEvents | null = null;
 
   constructor(private readonly parts: RunnerParts) {}
@@ -86,7 +88,8 @@ export class BatchRunner {
   }
 
   /** Rounds every third of a lease (at most every half second), from now. */
-  start(deps: BilledDeps): void {
+  start(deps: BilledDeps, endpoints: LineEndpoints): void {
+    this.endpoints = endpoints;
     this.stopped = false;
     const every = Math.max(100, Math.min(500, Math.floor(this.parts.settings.leaseMs / 3)));
     this.timer = setInterval(() => void this.tick(deps), every);
@@ -184,13 +187,9 @@ export class BatchRunner {
       });
   }
 
-  private async runOne(
-    deps: BilledDeps,
-    batch: BatchRow,
-    line: RunnableLine,
-    abort: CallAbort,
-  ): Promise<LineResult | 'retry'> {
-    const outcome = await runLine(deps, batch, line, abort);
+  /** One line's run: its result, or `retry`, its batch resting a while on this replica. */
+  private async runOne(deps: BilledDeps, batch: BatchRow, line: RunnableLine, abort: CallAbort) {
+    const outcome = await runLine(deps, this.endpoints!, batch, line, abort);
     if (outcome.kind === 'retry') {
       this.resting.set(line.batchId, Date.now() + RETRY_MS);
       return 'retry';

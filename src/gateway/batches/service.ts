@@ -5,10 +5,10 @@ import type { Logger } from '../../shared/http/log.js';
 import type { Registry } from 'prom-client';
 import type { BatchesSettings } from '../../config/stored-types.js';
 import type { FileStore } from '../files/store.js';
-import { BATCH_URLS } from '../files/batch-lines.js';
-import type { BilledDeps } from '../requests/endpoint.js';
+import type { BilledDeps, BilledEndpoint } from '../requests/endpoint.js';
 import { echoedId } from '../stored-responses/ids.js';
 import { batchMetrics } from './batch-metrics.js';
+import { lineEndpoints } from './line-run.js';
 import { LineStore } from './line-store.js';
 import { OrgBatches } from './org-batches.js';
 import { BATCH_ENDPOINTS, batchObject, type BatchOwner, newBatchId } from './objects.js';
@@ -60,8 +60,9 @@ export class Batches {
       });
   }
 
-  start(deps: BilledDeps): void {
-    this.runner.start(deps);
+  /** Runs lines on this replica; `responses` is the Responses API as its route serves it. */
+  start(deps: BilledDeps, responses: BilledEndpoint): void {
+    this.runner.start(deps, lineEndpoints(responses));
   }
 
   stop(): Promise<void> {
@@ -70,13 +71,8 @@ export class Batches {
 
   async create(caller: BatchCaller, body: Json): Promise<Json> {
     const endpoint = body.endpoint;
-    if (typeof endpoint !== 'string' || !(BATCH_URLS as readonly string[]).includes(endpoint))
+    if (typeof endpoint !== 'string' || !(BATCH_ENDPOINTS as readonly string[]).includes(endpoint))
       throw invalid('endpoint', `must be one of ${BATCH_ENDPOINTS.join(', ')}`);
-    if (!(BATCH_ENDPOINTS as readonly string[]).includes(endpoint))
-      throw invalid(
-        'endpoint',
-        `${endpoint} is not run in batches by this gateway; use one of ${BATCH_ENDPOINTS.join(', ')}`,
-      );
     if (body.completion_window !== '24h') throw invalid('completion_window', 'must be "24h"');
     const metadata = metadataOf(body.metadata);
     const fileId = body.input_file_id;

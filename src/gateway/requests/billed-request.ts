@@ -5,16 +5,11 @@ import { CallAbort } from '../proxy/call-abort.js';
 import { engineMembersFor, withEngineFields } from '../proxy/engine-fields.js';
 import { postWithFailover } from '../proxy/failover.js';
 import { bandRank } from '../flow/bands.js';
-import { withoutNullFields } from '../proxy/openai-shape.js';
-import { readEngineAnswer } from '../proxy/upstream.js';
-import { usageFrom } from '../proxy/token-counts.js';
-import { shownUsage } from '../proxy/shown-usage.js';
-import { clampUsage } from '../billing/token-bounds.js';
-import type { TokenUsage } from '../billing/token-usage.js';
 import { authorize, reserve } from './authorize.js';
 import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js';
 import { relayBilledStream } from './billed-stream.js';
 import { cachedAnswer } from './cached-answer.js';
+import { answeredJson } from './json-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
 import type { AuthorizedRequest, BilledCall } from './authorize.js';
@@ -109,14 +104,7 @@ async function serveAuthorized(
       const writer = stream(call.bounds);
       return relayBilledStream({ c, deps, call, response: sent.response, controls, writer, promptEstimate });
     }
-    const { answer, restore } = await readEngineAnswer(sent.response, endpoint.liftArrays);
-    call.upstreamDoneAt = performance.now();
-    answer.model = call.clientModel;
-    endpoint.shapeAnswer?.(answer);
-    const { usage, reported } = usageShownAsBilled(answer, protocol, call);
-    const answered = protocol.answerOf ? await protocol.answerOf(answer) : withoutNullFields(answer);
-    // A string, or bytes when arrays were lifted (their bytes are the engine's, never decoded).
-    const written = restore(JSON.stringify(answered));
+    const { usage, reported, written } = await answeredJson(sent.response, endpoint, protocol, call);
     await settle(deps, call, {
       usage,
       usageSource: reported ? 'upstream' : 'estimated',
@@ -158,23 +146,6 @@ async function serveQueued(
   const admitted = await admitCall(c, deps, request, endpoint);
   if (admitted instanceof Response) return admitted;
   return background.queue(c, deps, admitted.call, admitted.protocol, streamed);
-}
-
-/**
- * A JSON answer's usage: the engine's, or the estimate when it reported none valid. The client is
- * shown what it is billed for (held to the request's bounds, as `chargeFor` holds it), on every
- * protocol: the answer's usage member is rewritten only where the engine's says anything else.
- */
-export function usageShownAsBilled(
-  answer: Record<string, unknown>,
-  protocol: ProtocolCall,
-  call: BilledCall,
-): { usage: TokenUsage; reported: boolean } {
-  const reported = usageFrom(answer.usage);
-  const usage = reported ?? protocol.estimate(answer);
-  const shown = shownUsage(answer.usage, clampUsage(usage, call.bounds).usage);
-  if (shown) answer.usage = shown;
-  return { usage, reported: reported !== null };
 }
 
 /**
