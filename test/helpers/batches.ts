@@ -27,12 +27,16 @@ export async function startBatch(client: OpenAI, file: Buffer, endpoint: OpenAI.
 
 const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
 
-/** The batch once it has ended, read through the SDK. */
+/**
+ * The batch once it has ended, read through the SDK. Its lines count against the key's concurrency,
+ * so a poll may be refused with 429 while they fill it: retried after its `Retry-After`, as the
+ * SDK's default client does (docs/api.md, Batches).
+ */
 export async function ended(client: OpenAI, id: string, timeout = 50_000) {
   return until(
     `batch ${id} ends`,
     async () => {
-      const batch = await client.batches.retrieve(id);
+      const batch = await client.batches.retrieve(id, { maxRetries: 5 });
       return ENDED.has(batch.status) && batch;
     },
     { timeout, interval: 200 },
