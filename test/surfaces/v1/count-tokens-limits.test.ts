@@ -70,9 +70,11 @@ describe.each(kinds)('count_tokens within the key limits (%s)', (kind) => {
         method: 'POST',
         headers: { 'x-api-key': secret, 'content-type': 'application/json', 'content-length': text.length },
       });
+      const early = { status: 0 };
       const answered = new Promise<number>((resolve, reject) => {
         request.on('response', (response) => {
           response.resume();
+          early.status = response.statusCode!;
           resolve(response.statusCode!);
         });
         request.on('error', reject);
@@ -80,7 +82,7 @@ describe.each(kinds)('count_tokens within the key limits (%s)', (kind) => {
       // Settled here too, so a failure below does not leave a rejection nobody awaits.
       answered.catch(() => {});
       request.write(text.slice(0, 10));
-      return { request, answered };
+      return { request, answered, early };
     });
     try {
       let last = '';
@@ -92,7 +94,12 @@ describe.each(kinds)('count_tokens within the key limits (%s)', (kind) => {
           last = `${probe.status} ${body.error?.code ?? ''}`;
           return probe.status === 429 && body.error.code === 'concurrency_limit_exceeded';
         },
-        { timeout: 30_000, interval: 100, detail: () => `the last probe was answered ${last}` },
+        {
+          timeout: 20_000,
+          interval: 100,
+          detail: () =>
+            `the last probe was answered ${last}; the slow counts ${slow.map((s) => s.early.status || 'unanswered').join(', ')}`,
+        },
       );
       for (const { request } of slow) request.end(text.slice(10));
       expect(await Promise.all(slow.map((s) => s.answered))).toEqual([200, 200]);
@@ -102,7 +109,7 @@ describe.each(kinds)('count_tokens within the key limits (%s)', (kind) => {
     const after = await count(secret);
     expect(after.status).toBe(200);
     expect(((await after.json()) as { input_tokens: number }).input_tokens).toBeGreaterThan(0);
-  });
+  }, 40_000);
 
   it('a budget of 0 does not refuse a count (it costs nothing), and no hold is taken', async () => {
     const { orgId, secret, keyId } = await gateway.tenant();
