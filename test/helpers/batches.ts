@@ -52,3 +52,18 @@ export async function resultLines(client: OpenAI, fileId: string | null | undefi
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as Json);
 }
+
+/** What the simulator counted for a model, from its own metrics: requests answered, tokens. */
+export async function engineCounts(url: string, model: string) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const sum = (name: string) =>
+    text
+      .split('\n')
+      .filter((line) => line.startsWith(`${name}{`) && line.includes(`model_name="${model}"`))
+      .reduce((total, line) => total + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  return {
+    requests: sum('vllm:request_success_total'),
+    promptTokens: sum('vllm:prompt_tokens_total'),
+    completionTokens: sum('vllm:generation_tokens_total'),
+  };
+}

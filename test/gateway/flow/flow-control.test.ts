@@ -1,21 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { FLOW_TEST_SETTINGS } from './flow-settings.js';
 import type { FlowSettings } from '../../../src/config/fleet-types.js';
 import { FlowControl } from '../../../src/gateway/flow/flow-control.js';
 import type { FlowPass, FlowRequest } from '../../../src/gateway/flow/flow-types.js';
 import { GatewayError } from '../../../src/shared/http/errors.js';
 
-const SETTINGS: FlowSettings = {
-  enabled: true,
-  queuePerOrg: 100,
-  queueTotal: 1000,
-  maxWaitMs: 60_000,
-  inputWeight: 1,
-  outputWeight: 2,
-  pollMs: 10,
-  batchHeadroom: 0,
-  batchHeadroomMs: 30_000,
-  peers: false,
-};
+const SETTINGS = FLOW_TEST_SETTINGS;
 
 function request(orgId: string, band: FlowRequest['band'] = 'default', weight = 1): FlowRequest {
   return { modelId: 'm', orgId, band, weight, promptTokens: 10, completionBound: 100 };

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { FlowSettings } from '../../../src/config/fleet-types.js';
+import { FLOW_TEST_SETTINGS } from './flow-settings.js';
 import { FlowControl } from '../../../src/gateway/flow/flow-control.js';
 import { RedisFlowPeers } from '../../../src/gateway/flow/flow-peers.js';
 import type { FlowPass, FlowRequest } from '../../../src/gateway/flow/flow-types.js';
@@ -17,18 +17,7 @@ import { until } from '../../helpers/wait.js';
  */
 const available = await redisAvailable();
 
-const SETTINGS: FlowSettings = {
-  enabled: true,
-  queuePerOrg: 100,
-  queueTotal: 1000,
-  maxWaitMs: 60_000,
-  inputWeight: 1,
-  outputWeight: 2,
-  pollMs: 10,
-  batchHeadroom: 0,
-  batchHeadroomMs: 0,
-  peers: true,
-};
+const SETTINGS = { ...FLOW_TEST_SETTINGS, peers: true };
 
 const used = { promptTokens: 10, completionTokens: 20 };
 const request = (orgId: string): FlowRequest => ({

@@ -2,7 +2,7 @@ import { eq, inArray } from 'drizzle-orm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerEntries, usageRecords } from '../../../src/shared/db/schema.js';
-import { batchFile, chatLine, embedLine, ended, resultLines, startBatch } from '../../helpers/batches.js';
+import { batchFile, chatLine, embedLine, ended, engineCounts, resultLines, startBatch } from '../../helpers/batches.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { freePort, repoRoot, startChild, type TestChild, waitForHealth } from '../../helpers/processes.js';
 import { postgresAvailable } from '../../helpers/services.js';
@@ -13,21 +13,6 @@ const hasPostgres = await postgresAvailable();
 
 const CHAT_LINES = 10_000;
 const EMBED_LINES = 2_000;
-
-/** What the simulator counted for a model, from its own metrics: requests answered, tokens. */
-async function engineCounts(url: string, model: string) {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const sum = (name: string) =>
-    text
-      .split('\n')
-      .filter((line) => line.startsWith(`${name}{`) && line.includes(`model_name="${model}"`))
-      .reduce((total, line) => total + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
-  return {
-    requests: sum('vllm:request_success_total'),
-    promptTokens: sum('vllm:prompt_tokens_total'),
-    completionTokens: sum('vllm:generation_tokens_total'),
-  };
-}
 
 /**
  * Issue 72's target, through the official `openai` SDK on PostgreSQL with the simulator fleet (the

@@ -3,27 +3,12 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
 import { ledgerEntries, usageRecords } from '../../../src/shared/db/schema.js';
-import { batchFile, ended, resultLines, startBatch } from '../../helpers/batches.js';
+import { batchFile, ended, engineCounts, resultLines, startBatch } from '../../helpers/batches.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
 type Json = Record<string, unknown>;
 
 const GOOD_LINES = 20;
-
-/** What the simulator counted for a model, from its own metrics: requests answered, tokens. */
-async function engineCounts(url: string, model: string) {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const sum = (name: string) =>
-    text
-      .split('\n')
-      .filter((line) => line.startsWith(`${name}{`) && line.includes(`model_name="${model}"`))
-      .reduce((total, line) => total + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
-  return {
-    requests: sum('vllm:request_success_total'),
-    promptTokens: sum('vllm:prompt_tokens_total'),
-    completionTokens: sum('vllm:generation_tokens_total'),
-  };
-}
 
 const responsesLine = (i: number): Json => ({
   model: 'sim-chat',
