@@ -19,9 +19,14 @@ export const tmuxPath =
 export const tmuxMissing = tmuxPath ? null : 'tmux is not installed (apt-get install tmux)';
 if (tmuxMissing && requireServices) throw new Error(`REQUIRE_SERVICES=1 but the tmux tests cannot run: ${tmuxMissing}`);
 
-/** A 200x50 terminal on a tmux server of its own, a plain shell in it, driven as a person would. */
+/**
+ * A terminal (200x50 unless `size` says) on a tmux server of its own, a plain shell in it, driven
+ * as a person would.
+ */
 export interface Terminal {
   screen(colours?: boolean): string;
+  /** The screen row by row as drawn: a line that wrapped is two rows here (`screen` joins them). */
+  rows(): string;
   type(text: string): void;
   press(...keys: string[]): void;
   /** Pastes text as a terminal does: bracketed when the program asked for it. */
@@ -30,7 +35,12 @@ export interface Terminal {
   close(): void;
 }
 
-export function openTerminal(name: string, cwd: string, env: Record<string, string>): Terminal {
+export function openTerminal(
+  name: string,
+  cwd: string,
+  env: Record<string, string>,
+  size = { columns: 200, rows: 50 },
+): Terminal {
   const socket = `tollgate-${name}-${process.pid}`;
   // A person's terminal: without the CI variable of the run that tests it, which turns colours off
   // (supports-color) where no user's terminal would. The server takes its environment from the
@@ -44,9 +54,9 @@ export function openTerminal(name: string, cwd: string, env: Record<string, stri
     '-s',
     'agent',
     '-x',
-    '200',
+    String(size.columns),
     '-y',
-    '50',
+    String(size.rows),
     '-c',
     cwd,
     ...Object.entries({ TERM: 'xterm-256color', PS1: '$ ', ...env }).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
@@ -56,6 +66,7 @@ export function openTerminal(name: string, cwd: string, env: Record<string, stri
     tmux('capture-pane', '-p', '-J', ...(colours ? ['-e'] : []), '-S', '-500', '-t', 'agent');
   return {
     screen,
+    rows: () => tmux('capture-pane', '-p', '-S', '-500', '-t', 'agent'),
     type: (text) => void tmux('send-keys', '-t', 'agent', '-l', text),
     press: (...keys) => void tmux('send-keys', '-t', 'agent', ...keys),
     paste(text) {

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { boolean, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
 import { organizations } from './schema.js';
 
@@ -83,5 +84,13 @@ export const batchLines = pgTable(
     cachedTokens: integer('cached_tokens').notNull().default(0),
     reasoningTokens: integer('reasoning_tokens').notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.batchId, t.line] }), index('batch_lines_status_idx').on(t.status, t.leaseUntil)],
+  (t) => [
+    primaryKey({ columns: [t.batchId, t.line] }),
+    // A batch's open lines, and only those: what a claim, a batch's unrun lines failed and the
+    // question "is it finished?" read, without walking its done lines (most of a big batch). It
+    // replaces (status, lease_until), which held every line ever run.
+    index('batch_lines_open_idx')
+      .on(t.batchId, t.line)
+      .where(sql`${t.status} in ('waiting', 'running')`),
+  ],
 );

@@ -15,6 +15,8 @@ const processIo: Io = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   stderrIsTerminal: process.stderr.isTTY === true,
+  // Read at each line drawn: a terminal resized meanwhile is drawn at its new width.
+  stderrColumns: () => process.stderr.columns,
 };
 
 /**
@@ -80,7 +82,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
 
 /**
  * A command's progress, one line on stderr rewritten in place when it is a terminal (else nothing
- * shown).
+ * shown). The line is kept short of the terminal's last column: a line that wraps is no longer
+ * rewritten by `\r`, and each redraw would leave one more row behind. At the end it is erased, or
+ * (`progressStays`) its last state kept, ended by a newline.
  */
 function progressLine(command: Command, io: Io) {
   if (!command.progress) return null;
@@ -88,10 +92,14 @@ function progressLine(command: Command, io: Io) {
   return {
     show: (event: unknown) => {
       if (!io.stderrIsTerminal) return;
-      io.stderr(`\r${printable(command.progress!(event))}\x1b[K`);
+      const room = Math.max(1, (io.stderrColumns?.() || 80) - 1);
+      io.stderr(`\r${printable(command.progress!(event, room)).slice(0, room)}\x1b[K`);
       shown = true;
     },
-    clear: () => shown && io.stderr('\r\x1b[K'),
+    clear: () => {
+      if (shown) io.stderr(command.progressStays ? '\n' : '\r\x1b[K');
+      shown = false;
+    },
   };
 }
 

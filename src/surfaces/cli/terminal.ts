@@ -11,6 +11,8 @@ export interface Io {
   stderr(text: string): void;
   /** Whether stderr is a terminal, where progress is shown (the process's: `process.stderr.isTTY`). */
   stderrIsTerminal?: boolean;
+  /** How wide that terminal is now (the process's: `process.stderr.columns`; 80 when unknown). */
+  stderrColumns?(): number | undefined;
   /**
    * Where a password is read or asked (default: the process's stdin); touched only by commands that
    * read one.

@@ -64,12 +64,10 @@ describe('tollgate CLI: batches', () => {
     expect(watched.code).toBe(0);
     expect(watched.stdout).toMatch(/^status:\s+completed$/m);
     expect(watched.stdout).toMatch(/^requests:\s+6 \(6 done, 0 failed\)$/m);
-    // Progress lines are rewritten in place on the terminal, and cleared at the end.
-    const erase = '\u001b[K';
-    if (watched.stderr !== '') {
-      expect(watched.stderr).toMatch(/^\r.* \[[#.]{30}\] \d\/\d done, 0 failed/);
-      expect(watched.stderr.endsWith(`${erase}\r${erase}`)).toBe(true);
-    }
+    // Progress lines are rewritten in place on the terminal; the last, with the final status,
+    // stays, ended by a newline.
+    expect(watched.stderr).toMatch(/^\r.* \[[#.]+\] \d\/\d done, 0 failed/);
+    expect(watched.stderr.endsWith(`\rcompleted [${'#'.repeat(30)}] 6/6 done, 0 failed\u001b[K\n`)).toBe(true);
 
     const list = await as(key)(['batches', 'list']);
     expect(list.stdout).toMatch(/^ID\s+STATUS\s+ENDPOINT\s+DONE\s+FAILED\s+CREATED\n/);
@@ -116,8 +114,21 @@ describe('tollgate CLI: batches', () => {
     expect(noKey.code).not.toBe(0);
   });
 
-  it('draws how far a batch has got in one line', () => {
-    const batch = { id: 'batch_1', status: 'in_progress', request_counts: { total: 10, completed: 6, failed: 1 } };
-    expect(progressBar(batch as BatchView, 10)).toBe('batch_1 in_progress [#######...] 7/10 done, 1 failed');
+  it('draws how far a batch has got in one line that fits the room it has', () => {
+    const batch = {
+      id: `batch_${'0'.repeat(32)}`,
+      status: 'in_progress',
+      request_counts: { total: 10, completed: 6, failed: 1 },
+    } as BatchView;
+    expect(progressBar(batch, 200)).toBe(
+      `${batch.id} in_progress [${'#'.repeat(21)}${'.'.repeat(9)}] 7/10 done, 1 failed`,
+    );
+    // Short of room: the id goes first, then the bar narrows, then "done"; never longer than room.
+    expect(progressBar(batch, 79)).toBe(`in_progress [${'#'.repeat(21)}${'.'.repeat(9)}] 7/10 done, 1 failed`);
+    expect(progressBar(batch, 39)).toBe('in_progress [#######...] 7/10, 1 failed');
+    for (const room of [12, 20, 39, 50, 79, 120]) {
+      expect(progressBar(batch, room).length).toBeLessThanOrEqual(room);
+      expect(progressBar(batch, room)).toMatch(/^in_progress|^batch_/);
+    }
   });
 });

@@ -44,11 +44,26 @@ const ENDPOINTS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', 
 const when = (seconds: number | null) => date(seconds === null ? null : new Date(seconds * 1000).toISOString());
 const done = (b: BatchView) => b.request_counts.completed + b.request_counts.failed;
 
-/** `[#######.....]  70/100 done, 3 failed`: how far a batch has got, in one line. */
-export function progressBar(b: BatchView, width = 30): string {
+/**
+ * `batch_… in_progress [#######.....] 70/100 done, 3 failed`: how far a batch has got, in one line
+ * of at most `room` characters. When room is short the id goes first (the command line above names
+ * it), then the bar narrows, then "done"; the status and the counts stay.
+ */
+export function progressBar(b: BatchView, room = 79): string {
   const { total, failed } = b.request_counts;
-  const filled = total > 0 ? Math.floor((done(b) / total) * width) : 0;
-  return `${b.id} ${b.status} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done(b)}/${total} done, ${failed} failed`;
+  const layouts = [
+    { head: `${b.id} ${b.status}`, counts: `${done(b)}/${total} done, ${failed} failed`, least: 10 },
+    { head: b.status, counts: `${done(b)}/${total} done, ${failed} failed`, least: 10 },
+    { head: b.status, counts: `${done(b)}/${total}, ${failed} failed`, least: 5 },
+  ];
+  for (const { head, counts, least } of layouts) {
+    // The bar's room: the line's less its head, its counts, two spaces and the brackets.
+    const width = Math.min(30, room - head.length - counts.length - 4);
+    if (width < least) continue;
+    const filled = total > 0 ? Math.floor((done(b) / total) * width) : 0;
+    return `${head} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${counts}`;
+  }
+  return `${b.status} ${done(b)}/${total}, ${failed} failed`.slice(0, room);
 }
 
 function describe(b: BatchView): string {
@@ -153,9 +168,12 @@ const watchBatch: Command<BatchView> = {
       await sleep(WATCH_EVERY_MS);
       batch = (await api.send({ method: 'GET', path: `/batches/${segment(a.id('batch id'))}` })) as BatchView;
     }
+    // The bar's last state stays, with the status the batch ended in, and the details follow.
+    api.progress(batch);
     return batch;
   },
-  progress: (event) => progressBar(event as BatchView),
+  progress: (event, room) => progressBar(event as BatchView, room),
+  progressStays: true,
   failure: (b) => (b.status === 'completed' ? null : `batch ${b.id} ended ${b.status}`),
   render: describe,
 };

@@ -56,9 +56,11 @@ export interface Command<T = unknown> {
   /**
    * A line of how far it has got, for each progress line of a streamed answer (NDJSON: the
    * command's requests are sent asking for it). Shown on stderr when it is a terminal, one line
-   * rewritten in place.
+   * rewritten in place; `room` is how many characters fit on it (the terminal's width less one).
    */
-  progress?(event: unknown): string;
+  progress?(event: unknown, room: number): string;
+  /** The last progress line stays on the terminal at the end (a watch's final state), not erased. */
+  progressStays?: boolean;
   /** The body (null for 204 No Content) as text; `args` for what the body does not say. */
   render(body: T, args: Args): string;
 }

@@ -1,0 +1,2 @@
+DROP INDEX "batch_lines_status_idx";--> statement-breakpoint
+CREATE INDEX "batch_lines_open_idx" ON "batch_lines" USING btree ("batch_id","line") WHERE "batch_lines"."status" in ('waiting', 'running');
