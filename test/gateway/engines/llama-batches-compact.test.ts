@@ -22,20 +22,22 @@ import { until } from '../../helpers/wait.js';
 type Json = Record<string, unknown>;
 
 /**
- * Batches (issue 72) on llama.cpp's own server, not the simulator: a chat batch and a Responses
- * batch through the official SDK, each line's usage record equal to what the engine reported for
- * that line (read at the engine, through a recording proxy) and charged at the batch price to the
- * nano-unit; a bad line never reaches the engine.
+ * Batches (issue 72) and compaction (issue 71) on llama.cpp's own server, not the simulator: a chat
+ * batch and a Responses batch through the official SDK, each line's usage record equal to what the
+ * engine reported for that line (read at the engine, through a recording proxy) and charged at the
+ * batch price to the nano-unit, a bad line never reaching the engine; a compaction answered in
+ * OpenAI's shape and billed as the engine reported.
  */
 const missing = llamaServerMissing();
 skippedWithout(missing);
 
-describe.skipIf(missing !== null)("batches on llama.cpp's server", () => {
+describe.skipIf(missing !== null)("batches and compaction on llama.cpp's server", () => {
   let server: LlamaServer;
   let proxy: Awaited<ReturnType<typeof recordingProxy>>;
   let dir: string;
   let gateway: TestGateway;
   let client: OpenAI;
+  let secret: string;
   let price: TokenPrice;
 
   beforeAll(async () => {
@@ -54,7 +56,8 @@ describe.skipIf(missing !== null)("batches on llama.cpp's server", () => {
     // What a batch line is charged a token: the batch prices, the cached prompt at the lower one.
     price = batchPrice(await catalog.getPrice('sim-chat'));
     const tenant = await gateway.tenant({ credit: '50.00', key: { maxConcurrency: 100 } });
-    client = new OpenAI({ baseURL: gateway.baseURL, apiKey: tenant.secret, maxRetries: 0 });
+    secret = tenant.secret;
+    client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
     await until('the llama-server replica is ready', () =>
       gateway.services.fleet.status().some((e) => e.model === 'sim-chat' && e.replicas[0]?.state === 'ready'),
     );
@@ -144,4 +147,46 @@ describe.skipIf(missing !== null)("batches on llama.cpp's server", () => {
     }
     expect(records.every((record) => record.endpoint === 'responses')).toBe(true);
   }, 180_000);
+
+  it('compacts a session on the engine: the compaction item, billed as the engine reported', async () => {
+    const seen = proxy.exchanges.length;
+    const message = (role: string, type: string, text: string) => ({
+      type: 'message',
+      role,
+      content: [{ type, text }],
+    });
+    const answer = await fetch(`${gateway.baseURL}/responses/compact`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'sim-chat',
+        max_output_tokens: 16,
+        input: [
+          message('user', 'input_text', 'Fix the failing test in src/parse.ts.'),
+          message('assistant', 'output_text', 'The parser splits on commas; the test expects semicolons.'),
+        ],
+      }),
+    });
+    const compacted = (await answer.json()) as Json & { output: Json[]; usage: Json };
+    expect(answer.status, JSON.stringify(compacted)).toBe(200);
+    expect(compacted).toMatchObject({ object: 'response.compaction' });
+    expect(compacted.output.map((item) => item.type)).toEqual(['message', 'compaction']);
+    await gateway.charged(10_000);
+    const [record] = await gateway.services.db
+      .select()
+      .from(usageRecords)
+      .where(eq(usageRecords.id, answer.headers.get('x-request-id')!));
+    const exchanges = proxy.exchanges.slice(seen).filter((e) => e.path.startsWith('/v1/'));
+    expect(exchanges).toHaveLength(1);
+    const reported = reportedUsage(exchanges[0]!)!;
+    expect(record).toMatchObject({
+      endpoint: 'responses.compact',
+      promptTokens: reported.prompt_tokens,
+      completionTokens: reported.completion_tokens,
+    });
+    expect(compacted.usage).toMatchObject({
+      input_tokens: reported.prompt_tokens,
+      output_tokens: reported.completion_tokens,
+    });
+  }, 60_000);
 });
