@@ -2,20 +2,19 @@ import { batchPrice } from '../billing/money.js';
 import { chargeFor } from '../billing/holds.js';
 import { pickModel, type PriceRow, requestedModelName } from '../catalog/service.js';
 import { verifiedKey } from '../keys/caller.js';
-import { CallAbort } from '../proxy/call-abort.js';
-import { postWithFailover } from '../proxy/failover.js';
+import type { CallAbort } from '../proxy/call-abort.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
-import { type AuthorizedRequest, type BilledCall, reserve } from '../requests/authorize.js';
-import { abandon, settle } from '../requests/billed-call.js';
-import { fleetCall } from '../requests/billed-request.js';
+import { admitCall } from '../requests/admit.js';
+import type { AuthorizedRequest, BilledCall } from '../requests/authorize.js';
+import { abandon, settle, settleCut } from '../requests/billed-call.js';
+import { abortAfter, sendToEngine } from '../requests/engine-call.js';
+import { waitForEngines } from '../requests/flow-wait.js';
 import { CHAT } from '../requests/chat.js';
 import { COMPLETIONS } from '../requests/completions.js';
 import { EMBEDDINGS } from '../requests/embeddings.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from '../requests/endpoint.js';
 import { answeredJson } from '../requests/json-answer.js';
-import { DETACHED } from '../requests/responses/background.js';
-import { waitForEngines } from '../requests/responses/background-run.js';
 import { invalid } from '../requests/validate.js';
 import { type LineResult, NO_TOKENS } from './line-store.js';
 import type { BatchEndpoint, BatchRow } from './objects.js';
@@ -77,9 +76,7 @@ export async function runLine(
   let endpoint: BilledEndpoint;
   try {
     endpoint = endpoints[line.url as BatchEndpoint];
-    const request = await lineRequest(deps, batch, line, endpoint);
-    protocol = await endpoint.begin(request, deps);
-    call = await reserve(DETACHED, deps, request, protocol);
+    ({ call, protocol } = await admitCall(deps, await lineRequest(deps, batch, line, endpoint), endpoint));
   } catch (error) {
     if (!(error instanceof GatewayError)) throw error;
     if (error.status === 402) return { kind: 'dry', result: dryLine(error) };
@@ -110,25 +107,11 @@ async function sendLine(
   endpoint: BilledEndpoint,
   abort: CallAbort,
 ): Promise<LineOutcome> {
-  const timeout = setTimeout(
-    () => abort.abort(new DOMException('upstream timeout', 'TimeoutError')),
-    deps.config.upstreamTimeoutMs,
-  );
-  timeout.unref();
+  const clearTimer = abortAfter(abort, deps.config.upstreamTimeoutMs);
   let target: UpstreamTarget | undefined;
   try {
-    const cold = deps.fleet.whenReady(call.model.id, abort);
-    if (cold) await cold;
-    const { acquire, body } = fleetCall(deps, call, protocol, undefined);
     call.upstreamAt = performance.now();
-    const sent = await postWithFailover({
-      acquire,
-      path: endpoint.path,
-      body,
-      clientModel: call.clientModel,
-      abort,
-      agents: deps.engineAgents,
-    });
+    const sent = await sendToEngine(deps, call, protocol, { path: endpoint.path, abort });
     target = sent.target;
     call.answeredAt = performance.now();
     // The answer the route gives: a Responses line's is the Response, kept as the route keeps it.
@@ -140,16 +123,14 @@ async function sendLine(
     return { kind: 'result', result: { status: 'done', statusCode: 200, response, error: null, tokens } };
   } catch (error) {
     if (abort.aborted) {
-      // The engine may have read the prompt: billed for it, as a client that leaves is.
-      const usage = { promptTokens: protocol.estimate(null).promptTokens, completionTokens: 0 };
-      await settle(deps, call, { usage, usageSource: 'estimated', status: 499, streamed: false });
+      const usage = await settleCut(deps, call, protocol.estimate(null).promptTokens, false);
       return { kind: 'result', result: { ...stoppedLine(), tokens: { ...NO_TOKENS, ...usage } } };
     }
     await abandon(deps, call);
     if (error instanceof GatewayError) return { kind: 'result', result: errorLine(error) };
     throw error;
   } finally {
-    clearTimeout(timeout);
+    clearTimer();
     target?.release();
   }
 }

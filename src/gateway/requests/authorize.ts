@@ -129,14 +129,14 @@ export async function authorize(
  * and concurrency unless `rate` took them already (`GateKeeper.admitRate`),
  * which this takes over. A request refused here takes nothing (the caller
  * gives `rate` back). The bounds, the hold and the estimate are the body the
- * engine is sent (`ProtocolCall`), with whatever the protocol added.
+ * engine is sent (`ProtocolCall`), with whatever the protocol added. The gate's headers for the
+ * client are the ticket's (`ticket.headers`); `trace`, a client's request's.
  */
 export async function reserve(
-  c: Context<GatewayEnv>,
   deps: BilledDeps,
   request: AuthorizedRequest,
   protocol: ProtocolCall,
-  rate?: RatePass,
+  { rate, trace }: { rate?: RatePass; trace?: RequestTrace } = {},
 ): Promise<BilledCall> {
   // From what the engine is sent, not the client's body alone: a Responses turn sends its stored
   // conversation too.
@@ -176,14 +176,12 @@ export async function reserve(
       { headers: { 'Retry-After': '1' }, cause: error },
     );
   });
-  for (const [name, value] of Object.entries(ticket.headers)) c.header(name, value);
   const finish = deps.inFlight.begin();
   // Every field named, not `{ ...request, ticket, … }`: V8 (Node 20) takes a slow path for a spread
   // followed by properties its source lacks, about 15 µs a request here (CONTRIBUTING, "Measured on
   // the request path").
   const { requestId, task, endpoint: name, caller, model, price, clientModel, projectId, band } = request;
   const { body, rawBody, bodyBytes, startedAt, cacheKey, batchId } = request;
-  const trace = c.get('trace');
   return {
     requestId,
     task,

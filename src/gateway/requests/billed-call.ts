@@ -5,6 +5,7 @@ import type { ChargeRecord } from '../billing/wallet.js';
 import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
 import { describeError } from '../../shared/http/log.js';
 import type { Settlement } from '../billing/settlement.js';
+import type { TokenUsage } from '../billing/token-usage.js';
 import type { BilledDeps } from './endpoint.js';
 import type { AuthorizedRequest, BilledCall } from './authorize.js';
 
@@ -249,18 +250,25 @@ function answerText(answer: CachedResponse): string {
 }
 
 /**
- * Ends a JSON call whose client left before its answer: the upstream request
- * was aborted at once, so the engine reported nothing; the call is billed for
- * its prompt (the engine had read it), estimated, and no completion, as
- * status 499. The 499 "answer" goes to nobody.
+ * The one rule for a call cut short (its client left, a cancel, a stop) before the engine could
+ * report its usage: the engine had read the prompt, so the call is billed for it, estimated, and
+ * no completion, as status 499. Whoever cut it: a client's request, a background response, a
+ * batch line.
  */
+export async function settleCut(
+  deps: BilledDeps,
+  call: BilledCall,
+  promptTokens: number,
+  streamed: boolean,
+): Promise<TokenUsage> {
+  const usage = { promptTokens, completionTokens: 0 };
+  await settle(deps, call, { usage, usageSource: 'estimated', status: 499, streamed });
+  return usage;
+}
+
+/** Ends a JSON call whose client left before its answer (`settleCut`); the 499 goes to nobody. */
 export async function settleClientGone(deps: BilledDeps, call: BilledCall, promptTokens: number): Promise<Response> {
-  await settle(deps, call, {
-    usage: { promptTokens, completionTokens: 0 },
-    usageSource: 'estimated',
-    status: 499,
-    streamed: false,
-  });
+  await settleCut(deps, call, promptTokens, false);
   return new Response(null, { status: 499 });
 }
 

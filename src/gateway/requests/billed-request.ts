@@ -2,15 +2,15 @@ import type { Context } from 'hono';
 import type { UpstreamTarget } from '../engines/types.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { CallAbort } from '../proxy/call-abort.js';
-import { engineMembersFor, withEngineFields } from '../proxy/engine-fields.js';
-import { postWithFailover } from '../proxy/failover.js';
-import { bandRank } from '../flow/bands.js';
-import { authorize, reserve } from './authorize.js';
+import { admitCall } from './admit.js';
+import { authorize } from './authorize.js';
 import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js';
 import { relayBilledStream } from './billed-stream.js';
 import { cachedAnswer } from './cached-answer.js';
 import { answeredJson } from './json-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
+import { abortAfter, sendToEngine } from './engine-call.js';
+import { enterFlow } from './flow-wait.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
 import type { AuthorizedRequest, BilledCall } from './authorize.js';
 import type { BackgroundQueue } from './background-queue.js';
@@ -61,7 +61,7 @@ async function serveAuthorized(
   request: AuthorizedRequest,
   endpoint: BilledEndpoint,
 ): Promise<Response> {
-  const admitted = await admitCall(c, deps, request, endpoint);
+  const admitted = await admitClient(c, deps, request, endpoint);
   if (admitted instanceof Response) return admitted;
   const { protocol, call } = admitted;
   const refused = await waitForRoom(c, deps, call, protocol);
@@ -75,18 +75,11 @@ async function serveAuthorized(
   call.upstreamAt = performance.now();
   const traceHeaders = call.trace?.startUpstream(call.startedAt, call.upstreamAt, call.model.id);
   try {
-    // An engine scaled to zero starts a replica for this request, which waits for it (bounded).
-    const cold = deps.fleet.whenReady(call.model.id, upstream.callAbort);
-    if (cold) await cold;
-    const { acquire, body } = fleetCall(deps, call, protocol, headerOf(c, 'x-session-id'));
-    const sent = await postWithFailover({
-      acquire,
+    const sent = await sendToEngine(deps, call, protocol, {
       path: endpoint.path,
-      body,
-      headers: traceHeaders,
-      clientModel: call.clientModel,
       abort: upstream.callAbort,
-      agents: deps.engineAgents,
+      session: headerOf(c, 'x-session-id'),
+      headers: traceHeaders,
     });
     target = sent.target;
     call.answeredAt = performance.now();
@@ -143,19 +136,16 @@ async function serveQueued(
 ): Promise<Response> {
   const streamed = request.body.stream === true;
   request.body.stream = true;
-  const admitted = await admitCall(c, deps, request, endpoint);
+  const admitted = await admitClient(c, deps, request, endpoint);
   if (admitted instanceof Response) return admitted;
-  return background.queue(c, deps, admitted.call, admitted.protocol, streamed);
+  return background.queue(c, deps, { ...admitted, path: endpoint.path, streamed });
 }
 
 /**
- * A cached answer, or the call begun and admitted. A protocol whose `begin` does work that grows
- * with the request (a stored conversation read, a translation) has the key's requests per minute
- * and concurrency taken first, so a refused key costs nothing of that work; the other protocols
- * take every limit in one step (one Redis round trip). Whatever fails after the first step gives it
- * back.
+ * A cached answer, or the call admitted (`admit.ts`), the gate's headers (its limits, what
+ * remains) written for the client.
  */
-async function admitCall(
+async function admitClient(
   c: Context<GatewayEnv>,
   deps: BilledDeps,
   request: AuthorizedRequest,
@@ -163,22 +153,9 @@ async function admitCall(
 ): Promise<{ protocol: ProtocolCall; call: BilledCall } | Response> {
   const cached = await cachedAnswer(c, deps, request);
   if (cached) return cached;
-  if (!endpoint.admitsRateFirst?.(request)) {
-    const protocol = await endpoint.begin(request, deps);
-    return { protocol, call: await reserve(c, deps, request, protocol) };
-  }
-  const rate = await deps.gateKeeper.admitRate({
-    requestId: request.requestId,
-    caller: request.caller,
-    alone: deps.inFlight.size === 0,
-  });
-  try {
-    const protocol = await endpoint.begin(request, deps);
-    return { protocol, call: await reserve(c, deps, request, protocol, rate) };
-  } catch (error) {
-    await deps.gateKeeper.giveBackRate(rate);
-    throw error;
-  }
+  const admitted = await admitCall(deps, request, endpoint, c.get('trace'));
+  for (const [name, value] of Object.entries(admitted.call.ticket.headers)) c.header(name, value);
+  return admitted;
 }
 
 /**
@@ -195,21 +172,9 @@ async function waitForRoom(
 ): Promise<Response | null> {
   let stopWatching = () => {};
   try {
-    const request = {
-      modelId: call.model.id,
-      orgId: call.caller.orgId,
-      band: call.band,
-      weight: call.caller.orgShareWeight,
-      // About four bytes a token: what fairness counts until the engine's own count replaces it.
-      promptTokens: Math.ceil(protocol.sentBytes / 4),
-      completionBound: call.bounds.completionTokens,
-    };
-    const entered = deps.flow.enter(request, {
-      onLeave: (leave) => {
-        stopWatching = whenClientLeaves(c, leave);
-      },
+    await enterFlow(deps, call, protocol, (leave) => {
+      stopWatching = whenClientLeaves(c, leave);
     });
-    call.flowPass = entered instanceof Promise ? await entered : entered;
     return null;
   } catch (error) {
     await abandon(deps, call);
@@ -228,8 +193,7 @@ async function waitForRoom(
  */
 function engineCallAbort(c: Context<GatewayEnv>, timeoutMs: number, watchClient: boolean) {
   const callAbort = new CallAbort();
-  const timeout = setTimeout(() => callAbort.abort(new DOMException('upstream timeout', 'TimeoutError')), timeoutMs);
-  timeout.unref();
+  const clearTimer = abortAfter(callAbort, timeoutMs);
   let clientLeft = false;
   const stopWatchingClient = watchClient
     ? whenClientLeaves(c, () => {
@@ -241,28 +205,7 @@ function engineCallAbort(c: Context<GatewayEnv>, timeoutMs: number, watchClient:
     callAbort,
     abort: () => callAbort.abort(),
     clientLeft: () => clientLeft,
-    clearTimer: () => clearTimeout(timeout),
+    clearTimer,
     stopWatchingClient,
-  };
-}
-
-/**
- * How the fleet is asked for a replica (the routing hint, with the organization whose prompts the
- * prefix index keeps apart) and what each replica tried is sent: the protocol's body with the
- * engine's own fields, the organization's cache salt and the band as priority where the engine
- * takes them (`proxy/engine-fields.ts`).
- */
-export function fleetCall(deps: BilledDeps, call: BilledCall, protocol: ProtocolCall, session: string | undefined) {
-  const hint = { body: call.body, session, organization: call.caller.orgId, replica: call.flowPass?.replica };
-  const fields = { salt: () => deps.cacheSalts.of(call.caller.orgId), priority: bandRank(call.band) };
-  return {
-    acquire: (exclude: ReadonlySet<string>) => {
-      const target = deps.fleet.acquire(call.model.id, exclude, hint);
-      // The last one tried is where it runs: the slot its end frees there.
-      call.flowPass?.ranOn(target.replicaId);
-      return target;
-    },
-    body: (target: UpstreamTarget) =>
-      withEngineFields(protocol.bodyFor(target), engineMembersFor(target, fields), call.body),
   };
 }

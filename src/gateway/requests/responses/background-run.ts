@@ -1,16 +1,13 @@
 import { streamSettlement } from '../../billing/settlement.js';
 import { bandRank } from '../../flow/bands.js';
 import { CallAbort } from '../../proxy/call-abort.js';
-import { postWithFailover } from '../../proxy/failover.js';
 import { relaySse, type RelayOutcome } from '../../proxy/sse.js';
-import type { EngineResponse } from '../../proxy/upstream.js';
-import type { UpstreamTarget } from '../../engines/types.js';
 import type { BackgroundStatus, BackgroundStore } from '../../stored-responses/background-store.js';
-import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError } from '../../../shared/http/log.js';
 import type { BilledCall } from '../authorize.js';
-import { abandon, settle, streamCheckpoints } from '../billed-call.js';
-import { fleetCall } from '../billed-request.js';
+import { abandon, settle, settleCut, streamCheckpoints } from '../billed-call.js';
+import { abortAfter, type EngineAnswer, sendToEngine } from '../engine-call.js';
+import { waitForEngines } from '../flow-wait.js';
 import type { BilledDeps, ProtocolCall } from '../endpoint.js';
 import { readEngineChunks, type StreamWriter } from '../stream-writer.js';
 import { responseShell } from './answer.js';
@@ -25,6 +22,8 @@ export interface BackgroundJob {
   protocol: ProtocolCall;
   /** Whether its client asked for a stream: its events are kept for `GET …?stream=true`. */
   streamed: boolean;
+  /** Its endpoint's path on the engine (`BilledEndpoint.path`). */
+  path: string;
 }
 
 /** What a job runs with: the billed path's services, where jobs are kept, and who this replica is. */
@@ -33,9 +32,6 @@ export interface JobContext {
   store: BackgroundStore;
   replica: string;
 }
-
-/** How long a job waits before asking flow control again when the engines stayed saturated too long. */
-const REQUEUE_MS = 1_000;
 
 /** The response as `GET` shows it before the engine's answer: the request's echo, in `status`. */
 export function responseIn(job: Pick<BackgroundJob, 'id' | 'call'>, status: BackgroundStatus): Json {
@@ -95,34 +91,25 @@ class JobRun {
       await abandon(deps, call);
       return;
     }
-    const timeout = setTimeout(
-      () => this.abort.abort(new DOMException('upstream timeout', 'TimeoutError')),
-      deps.config.upstreamTimeoutMs,
-    );
-    timeout.unref();
+    const clearTimer = abortAfter(this.abort, deps.config.upstreamTimeoutMs);
     try {
       const sent = await this.send();
-      if (sent) await this.relay(sent, timeout);
+      if (sent) await this.relay(sent, clearTimer);
     } finally {
-      clearTimeout(timeout);
+      clearTimer();
     }
   }
 
   /** The engine's answer, or null when it failed before one (billed and recorded here). */
-  private async send(): Promise<{ response: EngineResponse; target: UpstreamTarget } | null> {
+  private async send(): Promise<EngineAnswer | null> {
     const { deps, store, replica } = this.ctx;
-    const { call, protocol, id } = this.job;
-    const { acquire, body } = fleetCall(deps, call, protocol, undefined);
+    const { call, protocol, id, path } = this.job;
     try {
       call.upstreamAt = performance.now();
-      const { clientModel } = call;
-      const path = '/chat/completions';
-      return await postWithFailover({ acquire, path, body, clientModel, abort: this.abort, agents: deps.engineAgents });
+      return await sendToEngine(deps, call, protocol, { path, abort: this.abort });
     } catch {
       if (this.cancelled) {
-        // The engine may have read the prompt: billed for it, as a client that leaves is.
-        const usage = { promptTokens: this.promptEstimate(), completionTokens: 0 };
-        await settle(deps, call, { usage, usageSource: 'estimated', status: 499, streamed: true });
+        await settleCut(deps, call, this.promptEstimate(), true);
         await store.finish(id, replica, 'cancelled', responseIn(this.job, 'cancelled'));
       } else {
         await abandon(deps, call);
@@ -136,7 +123,7 @@ class JobRun {
    * Relays the engine's stream into the store, settles it as `relayBilledStream` does, and records
    * how it ended.
    */
-  private async relay(sent: { response: EngineResponse; target: UpstreamTarget }, timeout: NodeJS.Timeout) {
+  private async relay(sent: EngineAnswer, clearTimer: () => void) {
     const { deps, store, replica } = this.ctx;
     const { call, protocol, id } = this.job;
     call.answeredAt = performance.now();
@@ -162,7 +149,7 @@ class JobRun {
         cancelledAtEnd = this.cancelled;
         this.stopRelay = null; // its last events are read and kept whatever comes now
         sent.target.release();
-        clearTimeout(timeout);
+        clearTimer();
         if (writer.ended) await writer.ended(cancelledAtEnd ? 'client_closed' : ended);
         const counted = writer.state.usage ? null : await sent.response.countPrompt?.();
         const prompt = typeof counted === 'number' ? () => counted : this.promptEstimate;
@@ -182,41 +169,6 @@ class JobRun {
     const { status, response } = ending(writer, outcome, cancelledAtEnd ?? this.cancelled);
     await store.finish(id, replica, status, response);
   }
-}
-
-/**
- * Waits for flow control to let the call go to its model's engines; asks again after a refusal
- * (the engines stayed saturated for the longest wait): a background response waits as long as it
- * must. False once it is cancelled.
- */
-export async function waitForEngines(
-  deps: BilledDeps,
-  call: BilledCall,
-  protocol: ProtocolCall,
-  cancelled: () => boolean,
-  onLeave: (leave: () => void) => void,
-): Promise<boolean> {
-  const request = {
-    modelId: call.model.id,
-    orgId: call.caller.orgId,
-    band: call.band,
-    weight: call.caller.orgShareWeight,
-    promptTokens: Math.ceil(protocol.sentBytes / 4),
-    completionBound: call.bounds.completionTokens,
-  };
-  while (!cancelled()) {
-    try {
-      call.flowPass = await deps.flow.enter(request, { onLeave });
-      if (!cancelled()) return true;
-      call.flowPass.done({ promptTokens: 0, completionTokens: 0 });
-      call.flowPass = null;
-      return false;
-    } catch (error) {
-      if (!(error instanceof GatewayError) && !(error instanceof DOMException)) throw error;
-      if (!cancelled()) await new Promise((resolve) => setTimeout(resolve, REQUEUE_MS));
-    }
-  }
-  return false;
 }
 
 /** How a job that reached the engine ended, and its response as `GET` shows it from now on. */

@@ -10,8 +10,9 @@ import type { GatewayEnv } from '../../../shared/http/context.js';
 import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError, type Logger } from '../../../shared/http/log.js';
 import { keyHeaderOf } from '../auth.js';
-import { type AuthorizedRequest, type BilledCall, reserve } from '../authorize.js';
-import type { BackgroundQueue } from '../background-queue.js';
+import { admitCall } from '../admit.js';
+import type { AuthorizedRequest, BilledCall } from '../authorize.js';
+import type { BackgroundQueue, QueuedCall } from '../background-queue.js';
 import { abandon, settle } from '../billed-call.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from '../endpoint.js';
 import { chargeFor } from '../../billing/holds.js';
@@ -26,12 +27,6 @@ type Json = Record<string, unknown>;
 
 /** How often a cancel looks whether the job has stopped. */
 const CANCEL_POLL_MS = 100;
-
-/**
- * A request that runs with no client (a job run again by another replica): `reserve` writes the
- * gate's headers on it, which nobody reads, and it has no trace.
- */
-export const DETACHED = { header: () => {}, get: () => undefined } as unknown as Context<GatewayEnv>;
 
 /**
  * Background responses (`background: true` on `POST /v1/responses`): queued with their hold taken
@@ -61,15 +56,10 @@ export class BackgroundResponses implements BackgroundQueue {
     return request.endpoint === 'responses' && request.body.background === true;
   }
 
-  async queue(
-    c: Context<GatewayEnv>,
-    deps: BilledDeps,
-    call: BilledCall,
-    protocol: ProtocolCall,
-    streamed: boolean,
-  ): Promise<Response> {
+  async queue(c: Context<GatewayEnv>, deps: BilledDeps, queued: QueuedCall): Promise<Response> {
+    const { call, protocol, path, streamed } = queued;
     const id = protocol.responseId!;
-    const job: BackgroundJob = { id, call, protocol, streamed };
+    const job: BackgroundJob = { id, call, protocol, streamed, path };
     const response = responseIn(job, 'queued');
     const request: BackgroundRequest = {
       body: call.body,
@@ -167,9 +157,7 @@ export class BackgroundResponses implements BackgroundQueue {
     let call: BilledCall;
     let protocol: ProtocolCall;
     try {
-      const request = await reauthorized(deps, row);
-      protocol = await endpoint.begin(request, deps);
-      call = await reserve(DETACHED, deps, request, protocol);
+      ({ call, protocol } = await admitCall(deps, await reauthorized(deps, row), endpoint));
     } catch (error) {
       const passing = error instanceof GatewayError && (error.status === 429 || error.status >= 500);
       this.log.warn('a background response could not be taken over', { id: row.id, ...describeError(error) });
@@ -181,7 +169,7 @@ export class BackgroundResponses implements BackgroundQueue {
     }
     if (!row.reachedEngine) {
       this.log.info('a background response is run again: its replica stopped before sending it', { id: row.id });
-      this.run(deps, { id: row.id, call, protocol, streamed: row.streamed });
+      this.run(deps, { id: row.id, call, protocol, streamed: row.streamed, path: endpoint.path });
       return;
     }
     const usage = cutUsage(row);
