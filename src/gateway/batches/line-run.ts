@@ -83,20 +83,53 @@ export async function runLine(
     if (error.status === 429 || error.status >= 500) return { kind: 'retry' };
     return { kind: 'result', result: errorLine(error) };
   }
-  call.trace = undefined;
-  if (
-    !(await waitForEngines(
+  // Stopped wherever it is when its key is revoked or its model disabled, on any replica.
+  const untrack = deps.detachedCalls.track({
+    keyId: call.caller.id,
+    modelId: call.model.id,
+    stop: (reason) => abort.abort(reason),
+  });
+  try {
+    // While it waits no engine request is open: the abort's one listener takes it out of the queue.
+    const dispatched = await waitForEngines(
       deps,
       call,
       protocol,
       () => abort.aborted,
-      () => {},
-    ))
-  ) {
-    await abandon(deps, call);
-    return { kind: 'result', result: stoppedLine() };
+      (leave) => abort.onAbort(leave),
+    );
+    if (!dispatched || !(await stillAllowed(deps, batch, call, abort))) {
+      await abandon(deps, call);
+      return { kind: 'result', result: stopped(abort) };
+    }
+    return await sendLine(deps, call, protocol, endpoint, abort);
+  } finally {
+    untrack();
   }
-  return sendLine(deps, call, protocol, endpoint, abort);
+}
+
+/**
+ * A line claimed a while ago is checked again when its turn comes, before the engine: its key
+ * (revoked or expired since?) and its model (disabled since?), as the request path reads them
+ * now. One that fails is stopped with the error a new request would get, billed nothing.
+ */
+async function stillAllowed(deps: BilledDeps, batch: BatchRow, call: BilledCall, abort: CallAbort): Promise<boolean> {
+  try {
+    verifiedKey(await deps.requestPathCache.keyByHash(batch.keyHash), batch.keyHash);
+    pickModel(await deps.requestPathCache.modelMatches(call.clientModel), call.clientModel);
+    return true;
+  } catch (error) {
+    if (!(error instanceof GatewayError)) throw error;
+    // A store that cannot be read now: the line goes on as admitted.
+    if (error.status >= 500) return true;
+    abort.abort(error);
+    return false;
+  }
+}
+
+/** The result of a line stopped before its answer: its stop's error, or its batch's end. */
+function stopped(abort: CallAbort): LineResult {
+  return abort.reason instanceof GatewayError ? errorLine(abort.reason) : stoppedLine();
 }
 
 /** The line's call to the engine, its answer read and billed. */
@@ -124,7 +157,7 @@ async function sendLine(
   } catch (error) {
     if (abort.aborted) {
       const usage = await settleCut(deps, call, protocol.estimate(null).promptTokens, false);
-      return { kind: 'result', result: { ...stoppedLine(), tokens: { ...NO_TOKENS, ...usage } } };
+      return { kind: 'result', result: { ...stopped(abort), tokens: { ...NO_TOKENS, ...usage } } };
     }
     await abandon(deps, call);
     if (error instanceof GatewayError) return { kind: 'result', result: errorLine(error) };

@@ -66,6 +66,8 @@ export class RequestPathCache {
   private version: bigint | null = null;
   private timer: NodeJS.Timeout | null = null;
   private polling = false;
+  /** Told of every drop: what runs on what was read before it checks again (`DetachedCalls`). */
+  private readonly changeListeners: Array<() => void> = [];
 
   constructor(
     private readonly db: Database,
@@ -152,6 +154,12 @@ export class RequestPathCache {
     this.keys.clear();
     this.modelsByName.clear();
     this.projects.clear();
+    for (const listener of this.changeListeners) listener();
+  }
+
+  /** Calls `listener` after every drop: a change made here, or the catalog version seen to move. */
+  onChange(listener: () => void): void {
+    this.changeListeners.push(listener);
   }
 
   /** Starts reading the catalog version every `pollMs` (nothing when 0). */

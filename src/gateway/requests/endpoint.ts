@@ -15,6 +15,7 @@ import type { CacheSalts } from '../engines/cache-salts.js';
 import type { Fleet } from '../engines/fleet.js';
 import type { KeyService } from '../keys/service.js';
 import type { GateKeeper } from '../admission/gate-keeper.js';
+import type { DetachedCalls } from './detached-calls.js';
 import type { FlowControl } from '../flow/flow-control.js';
 import type { AuthorizedRequest, EndpointName } from './authorized-request.js';
 import type { StreamWriter } from './stream-writer.js';
@@ -46,6 +47,8 @@ export interface BilledDeps {
   inFlight: InFlight;
   storeOutage: OutageLog;
   flow: FlowControl;
+  /** The calls this replica runs with no client, stopped when their key or model is. */
+  detachedCalls: DetachedCalls;
   /**
    * Each key's tools, system prompt and conversations as last sent, not parsed again
    * (`RepeatedMembers`).

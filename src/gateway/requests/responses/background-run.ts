@@ -50,7 +50,18 @@ export function responseIn(job: Pick<BackgroundJob, 'id' | 'call'>, status: Back
 export async function runJob(ctx: JobContext, job: BackgroundJob, running: (cancel: () => void) => void) {
   const run = new JobRun(ctx, job);
   running(() => run.cancel());
-  await run.run();
+  // Stopped as a cancel is when its key is revoked or its model disabled, on any replica.
+  const { call } = job;
+  const untrack = ctx.deps.detachedCalls.track({
+    keyId: call.caller.id,
+    modelId: call.model.id,
+    stop: () => run.cancel(),
+  });
+  try {
+    await run.run();
+  } finally {
+    untrack();
+  }
 }
 
 /** One job's run: its abort, whether it was cancelled, and how to stop it wherever it is. */
