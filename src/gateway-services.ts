@@ -26,6 +26,7 @@ import { RequestPathCache } from './gateway/catalog/request-path-cache.js';
 import { DatabaseResponseStore } from './gateway/stored-responses/database-store.js';
 import type { ResponseStore } from './gateway/stored-responses/store.js';
 import { BackgroundStore } from './gateway/stored-responses/background-store.js';
+import { cancelsRequested } from './gateway/stored-responses/background-cancels.js';
 import { BackgroundResponses } from './gateway/requests/responses/background.js';
 import { DatabaseConversationStore } from './gateway/conversations/database-store.js';
 import type { ConversationStore } from './gateway/conversations/store.js';
@@ -202,7 +203,9 @@ export function createGatewayServices(
     cache: createResponseCache({ redis, prefix: config.limits.redisPrefix, ...config.cache }),
     responseStore: new DatabaseResponseStore(db, config.responses),
     conversationStore: new DatabaseConversationStore(db, config.conversations),
-    backgroundResponses: new BackgroundResponses(new BackgroundStore(db, config.responses), log),
+    backgroundResponses: new BackgroundResponses(new BackgroundStore(db, config.responses), log, (replica, ids) =>
+      cancelsRequested(db, replica, ids),
+    ),
     fileStore,
     blobs,
     batches: new Batches(db, batchParts, metrics?.registry ?? null),

@@ -27,6 +27,8 @@ type Json = Record<string, unknown>;
 
 /** How often a cancel looks whether the job has stopped. */
 const CANCEL_POLL_MS = 100;
+/** How often a replica running jobs reads whether one was cancelled on another replica. */
+const CANCEL_WATCH_MS = 250;
 
 /**
  * Background responses (`background: true` on `POST /v1/responses`): queued with their hold taken
@@ -45,11 +47,17 @@ export class BackgroundResponses implements BackgroundQueue {
   /** The jobs this replica runs, by id: each one's cancel. */
   private readonly running = new Map<string, () => void>();
   private timer: NodeJS.Timeout | null = null;
+  private cancelWatch: NodeJS.Timeout | null = null;
   private ticking = false;
 
   constructor(
     readonly store: BackgroundStore,
     private readonly log: Logger,
+    /**
+     * Which of this replica's running jobs were asked to cancel elsewhere
+     * (`background-cancels.ts`).
+     */
+    private readonly cancelsRequested: (replica: string, ids: string[]) => Promise<string[]> = async () => [],
   ) {}
 
   wants(request: AuthorizedRequest): boolean {
@@ -85,9 +93,10 @@ export class BackgroundResponses implements BackgroundQueue {
   }
 
   /**
-   * Cancels the organization's job wherever it runs (here at once; on another replica when it next
-   * renews its lease), and answers its response once it has stopped. Null for an unknown id or
-   * another organization's; a 400 for one that finished other than cancelled, as OpenAI answers.
+   * Cancels the organization's job wherever it runs (here at once; on another replica within
+   * `CANCEL_WATCH_MS` and a read, or at its next renewal), and answers its response once it has
+   * stopped. Null for an unknown id or another organization's; a 400 for one that finished other
+   * than cancelled, as OpenAI answers.
    */
   async cancel(orgId: string, id: string): Promise<Json | null> {
     const row = await this.store.get(orgId, id);
@@ -112,12 +121,27 @@ export class BackgroundResponses implements BackgroundQueue {
     const every = Math.max(100, Math.floor(this.store.settings.backgroundLeaseMs / 3));
     this.timer = setInterval(() => void this.tick(deps, endpoint), every);
     this.timer.unref();
+    // A cancel on another replica reaches the engine within a second, not at the next renewal.
+    this.cancelWatch = setInterval(() => void this.watchCancels(), CANCEL_WATCH_MS);
+    this.cancelWatch.unref();
     void this.tick(deps, endpoint);
   }
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    if (this.cancelWatch) clearInterval(this.cancelWatch);
     this.timer = null;
+    this.cancelWatch = null;
+  }
+
+  private async watchCancels(): Promise<void> {
+    if (this.running.size === 0) return;
+    try {
+      for (const id of await this.cancelsRequested(this.replica, [...this.running.keys()])) this.running.get(id)?.();
+    } catch (error) {
+      // The lease's renewal reads the same flag: a cancel is late, never lost.
+      this.log.warn('background responses: cancels could not be read', describeError(error));
+    }
   }
 
   /** How many jobs this replica runs now. */
