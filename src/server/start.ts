@@ -195,9 +195,21 @@ async function openJournal(config: Config, closers: Array<() => Promise<void>>):
   return journal;
 }
 
+/**
+ * How long an idle keep-alive connection is kept open: longer than clients and load balancers keep
+ * theirs (60 s is the usual), so the gateway is never the side that closes a connection a client
+ * is about to reuse (Node's default, 5 s, races a busy client: "other side closed").
+ */
+const KEEP_ALIVE_MS = 65_000;
+
 function listen(fetch: Parameters<typeof serve>[0]['fetch'], config: Config): Promise<ServerType> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port: config.port, hostname: config.host }, () => resolve(server));
+    if ('keepAliveTimeout' in server) {
+      server.keepAliveTimeout = KEEP_ALIVE_MS;
+      // Above the keep-alive time, as Node requires for a connection's next request's headers.
+      server.headersTimeout = KEEP_ALIVE_MS + 1_000;
+    }
     server.once('error', reject);
   });
 }

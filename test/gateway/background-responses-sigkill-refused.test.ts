@@ -63,10 +63,11 @@ describe.skipIf(missing !== null)(
         async () => (await jobRows(fleet.sql, [job.id]))[0]!.generated_tokens >= 80,
         { timeout: 20_000, interval: 20 },
       );
-      // Refused for good once taken over: its model is disabled, through the replica that takes it
-      // over (whose own write drops its cache at once).
-      await fleet.admin(two, 'PATCH', '/models/sim-chat', { enabled: false });
+      // Killed first: a model disabled while its replica lives stops the job there (a cancel).
       await fleet.kill(one);
+      // Refused for good once taken over: its model is disabled, through the replica that takes it
+      // over (whose own write drops its cache at once), before the killed replica's lease runs out.
+      await fleet.admin(two, 'PATCH', '/models/sim-chat', { enabled: false });
 
       const client = new OpenAI({ apiKey: secret, baseURL: `${two.url}/v1`, maxRetries: 0 });
       const failed = (await until(

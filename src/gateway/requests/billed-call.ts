@@ -1,13 +1,12 @@
 import { type Charge, chargeFor } from '../billing/holds.js';
-import { bodiesToStore } from '../billing/request-data.js';
 import { NO_CHECKPOINTS, StreamCheckpoints } from '../billing/stream-checkpoints.js';
-import type { ChargeRecord } from '../billing/wallet.js';
 import { cacheKey, type CachedResponse } from '../cache/response-cache.js';
 import { describeError } from '../../shared/http/log.js';
 import type { Settlement } from '../billing/settlement.js';
 import type { TokenUsage } from '../billing/token-usage.js';
 import type { BilledDeps } from './endpoint.js';
 import type { AuthorizedRequest, BilledCall } from './authorize.js';
+import { usageRecord } from './usage-record.js';
 
 export type { BilledCall } from './authorize.js';
 
@@ -204,49 +203,6 @@ export async function recordCacheHit(
   await deps.journal.append(record).catch((error: unknown) => {
     deps.log.error('recording a cache hit failed', { requestId: request.requestId, ...describeError(error) });
   });
-}
-
-function usageRecord(
-  deps: BilledDeps,
-  request: AuthorizedRequest,
-  settlement: Settlement,
-  cost: bigint,
-  cacheHit: boolean,
-  withBodies = true,
-): ChargeRecord {
-  const record: ChargeRecord = {
-    id: request.requestId,
-    orgId: request.caller.orgId,
-    keyId: request.caller.id,
-    projectId: request.projectId,
-    modelId: request.model.id,
-    endpoint: request.endpoint,
-    promptTokens: settlement.usage.promptTokens,
-    completionTokens: settlement.usage.completionTokens,
-    cachedTokens: settlement.usage.cachedTokens ?? 0,
-    reasoningTokens: settlement.usage.reasoningTokens ?? 0,
-    cost,
-    status: settlement.status,
-    streamed: settlement.streamed,
-    usageSource: settlement.usageSource,
-    latencyMs: Math.round(performance.now() - request.startedAt),
-    ttftMs: settlement.firstTokenAt ? Math.round(settlement.firstTokenAt - request.startedAt) : null,
-    cacheHit,
-    batchId: request.batchId ?? null,
-    // Set here, not by the store: a charge written late (after an outage) keeps the time it was
-    // made.
-    createdAt: new Date(),
-  };
-  if (request.caller.storeRequestData && withBodies) {
-    const response = settlement.answer ? answerText(settlement.answer) : '';
-    record.requestData = bodiesToStore(JSON.stringify(request.body), response, deps.config.requestData.maxBytes);
-  }
-  return record;
-}
-
-/** The answer as text: the JSON body, or the stream's events one per line. */
-function answerText(answer: CachedResponse): string {
-  return answer.kind === 'json' ? answer.body : answer.events.join('\n');
 }
 
 /**

@@ -1,10 +1,11 @@
 import { chargeFor } from '../../billing/holds.js';
 import type { TokenPrice } from '../../billing/money.js';
 import type { TokenUsage } from '../../billing/token-usage.js';
-import type { ChargeRecord } from '../../billing/wallet.js';
+import type { Settlement } from '../../billing/settlement.js';
 import type { AdmittedCharge, BackgroundRequest, BackgroundRow } from '../../stored-responses/background-store.js';
 import { describeError } from '../../../shared/http/log.js';
 import type { BilledCall } from '../authorize.js';
+import { recordOf } from '../usage-record.js';
 import type { BilledDeps } from '../endpoint.js';
 
 // A background job's bill when the replica that ran it died: what it generated, as its row kept
@@ -59,27 +60,18 @@ export async function chargeLeftBehind(
   const hold = { bounds: admitted.bounds, holdNanos: BigInt(admitted.holdNanos) };
   const { usage: billed, excess, costNanos } = chargeFor(usage, hold, priceOf(admitted));
   if (!deps.config.billingEnabled) return billed;
-  const record: ChargeRecord = {
-    id: row.requestId,
-    orgId: row.orgId,
-    keyId: row.keyId,
-    projectId,
-    modelId: admitted.modelId,
-    endpoint: 'responses',
-    promptTokens: billed.promptTokens,
-    completionTokens: billed.completionTokens,
-    cachedTokens: 0,
-    reasoningTokens: 0,
-    cost: costNanos,
+  const subject = { id: row.requestId, orgId: row.orgId, keyId: row.keyId, projectId, batchId: null };
+  const settlement: Settlement = {
+    usage: billed,
+    usageSource: excess ? 'clamped' : 'estimated',
     status: 500,
     streamed: true,
-    usageSource: excess ? 'clamped' : 'estimated',
+  };
+  const record = recordOf({ ...subject, modelId: admitted.modelId, endpoint: 'responses' }, settlement, costNanos, {
     latencyMs: Math.max(0, Date.now() - row.createdAt.getTime()),
     ttftMs: null,
     cacheHit: false,
-    batchId: null,
-    createdAt: new Date(),
-  };
+  });
   await deps.journal.append(record).catch((error: unknown) => {
     deps.log.error('charge journal write failed: the charge is kept in memory only', {
       requestId: row.requestId,
