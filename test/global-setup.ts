@@ -1,15 +1,38 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { createTemplateDatabase } from './helpers/postgres-template.js';
 import { dropOrphanedTestDatabases, postgresAvailable } from './helpers/services.js';
 
 /**
  * Builds `dist/` once before the suites run, so tests that start the CLI or
  * a gateway process run what `npm start` runs (the built JavaScript), never a
- * stale build.
+ * stale build; and makes the run's migrated PostgreSQL template, which every
+ * test database is then a copy of.
  */
-export default function setup(): () => Promise<void> {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: path.resolve(import.meta.dirname, '..'), stdio: 'inherit' });
-  return teardown;
+  const template = await makeTemplate();
+  project.provide('postgresTemplate', template?.name ?? null);
+  return async () => {
+    await template?.drop();
+    await teardown();
+  };
+}
+
+/**
+ * The template, or none when PostgreSQL does not answer (its tests skip, or
+ * fail on their own under REQUIRE_SERVICES=1) or the migrations fail on it
+ * (each test database then runs them, and each test says how they failed).
+ */
+async function makeTemplate(): Promise<Awaited<ReturnType<typeof createTemplateDatabase>> | null> {
+  if (!(await postgresAvailable().catch(() => false))) return null;
+  try {
+    return await createTemplateDatabase();
+  } catch (error) {
+    console.warn(`no PostgreSQL template database: test databases run the migrations themselves (${String(error)})`);
+    return null;
+  }
 }
 
 /**

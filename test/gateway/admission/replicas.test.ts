@@ -68,7 +68,8 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
       JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }),
     );
     database = await createTestDatabase();
-    // A first, so it runs the migrations; then B on the migrated database.
+    // A first, then B: on a database not copied from the run's template, A runs the migrations
+    // and B finds them done.
     a = await startReplica('gateway-a');
     b = await startReplica('gateway-b');
     await adminCall('POST', '/models', {
