@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { inject } from 'vitest';
+import { skippedWithout } from './skips.js';
 
 /**
  * Tests that need a real service skip, with a line saying why, when it does
@@ -198,6 +199,27 @@ export function redisAvailable(): Promise<boolean> {
     }
   })();
   return redisCheck;
+}
+
+/**
+ * For a file whose every test needs both PostgreSQL and Redis: true when both
+ * answer; otherwise false, with a skipped test named for `what` and the
+ * service that did not answer. Under REQUIRE_SERVICES=1 a missing
+ * one fails the file instead (as `postgresAvailable`/`redisAvailable` do).
+ *
+ * @example
+ * const ready = await postgresAndRedisOrSkip('the chaos test');
+ * describe.skipIf(!ready)('chaos', () => { ... });
+ */
+export async function postgresAndRedisOrSkip(what: string): Promise<boolean> {
+  const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
+  const absent = [hasPostgres ? null : 'PostgreSQL', hasRedis ? null : 'Redis'].filter((name) => name !== null);
+  skippedWithout(
+    absent.length === 0
+      ? null
+      : `${what}: ${absent.join(' and ')} ${absent.length > 1 ? 'do' : 'does'} not answer (both are needed)`,
+  );
+  return absent.length === 0;
 }
 
 /** A Redis key prefix no other test uses. */

@@ -8,8 +8,7 @@ import { adminCallTo, catalogSeenBy, type GatewayProcess, startGatewayProcess } 
 import {
   createTestDatabase,
   deleteRedisPrefix,
-  postgresAvailable,
-  redisAvailable,
+  postgresAndRedisOrSkip,
   redisUrl,
   uniqueRedisPrefix,
 } from '../../helpers/services.js';
@@ -21,9 +20,7 @@ import { until } from '../../helpers/wait.js';
  * simulator, count each key's requests and in-flight streams together.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const ready = hasPostgres && hasRedis;
-if (!ready) console.warn('skipping replica limit tests: they need both PostgreSQL and Redis');
+const ready = await postgresAndRedisOrSkip('the replica limit tests');
 
 const ADMIN_TOKEN = 'replica-operator-token-0123456789';
 
