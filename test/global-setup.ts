@@ -4,20 +4,32 @@ import type { TestProject } from 'vitest/node';
 import { createTemplateDatabase } from './helpers/postgres-template.js';
 import { dropOrphanedTestDatabases, postgresAvailable } from './helpers/services.js';
 
+const root = path.resolve(import.meta.dirname, '..');
+
 /**
- * Builds `dist/` once before the suites run, so tests that start the CLI or
- * a gateway process run what `npm start` runs (the built JavaScript), never a
- * stale build; and makes the run's migrated PostgreSQL template, which every
- * test database is then a copy of.
+ * Builds `dist/` before the suites run unless it is already the build of
+ * this checkout (`scripts/build-stamp.mjs`, as `npm start` does), so tests
+ * that start the CLI or a gateway process run what `npm start` runs (the
+ * built JavaScript), never a stale build; and makes the run's migrated
+ * PostgreSQL template, which every test database is then a copy of.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: path.resolve(import.meta.dirname, '..'), stdio: 'inherit' });
+  if (!builtAlready()) execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
   const template = await makeTemplate();
   project.provide('postgresTemplate', template?.name ?? null);
   return async () => {
     await template?.drop();
     await teardown();
   };
+}
+
+function builtAlready(): boolean {
+  try {
+    execFileSync(process.execPath, ['scripts/build-stamp.mjs', 'check'], { cwd: root, stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
