@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { createTemplateDatabase } from './helpers/postgres-template.js';
-import { dropOrphanedTestDatabases, postgresAvailable } from './helpers/services.js';
+import { templateName } from './helpers/postgres-template.js';
+import { dropDatabase, dropOrphanedTestDatabases, postgresAvailable } from './helpers/services.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 
@@ -10,15 +10,16 @@ const root = path.resolve(import.meta.dirname, '..');
  * Builds `dist/` before the suites run unless it is already the build of
  * this checkout (`scripts/build-stamp.mjs`, as `npm start` does), so tests
  * that start the CLI or a gateway process run what `npm start` runs (the
- * built JavaScript), never a stale build; and makes the run's migrated
- * PostgreSQL template, which every test database is then a copy of.
+ * built JavaScript), never a stale build; and names the run's migrated
+ * PostgreSQL template, which every test database is then a copy of, and
+ * drops it at the end.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   if (!builtAlready()) execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
-  const template = await makeTemplate();
-  project.provide('postgresTemplate', template?.name ?? null);
+  const template = await templateForWorkers();
+  project.provide('postgresTemplate', template);
   return async () => {
-    await template?.drop();
+    if (template !== null) await dropDatabase(template);
     await teardown();
   };
 }
@@ -33,18 +34,16 @@ function builtAlready(): boolean {
 }
 
 /**
- * The template, or none when PostgreSQL does not answer (its tests skip, or
- * fail on their own under REQUIRE_SERVICES=1) or the migrations fail on it
- * (each test database then runs them, and each test says how they failed).
+ * The name the run's PostgreSQL template goes by (the first worker that needs it makes it:
+ * `postgres-template.ts`), or null when PostgreSQL does not answer (its tests skip, or fail on
+ * their own under REQUIRE_SERVICES=1). One left by an earlier run under the same pid (a container's
+ * pids repeat) is dropped first: it may be of other migrations.
  */
-async function makeTemplate(): Promise<Awaited<ReturnType<typeof createTemplateDatabase>> | null> {
+async function templateForWorkers(): Promise<string | null> {
   if (!(await postgresAvailable().catch(() => false))) return null;
-  try {
-    return await createTemplateDatabase();
-  } catch (error) {
-    console.warn(`no PostgreSQL template database: test databases run the migrations themselves (${String(error)})`);
-    return null;
-  }
+  const name = templateName(process.pid);
+  await dropDatabase(name);
+  return name;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
-import { inject } from 'vitest';
+import { runTemplate } from './postgres-template.js';
 import { skippedWithout } from './skips.js';
 
 /**
@@ -61,7 +61,7 @@ export async function createTestDatabase(
   options: { empty?: boolean } = {},
 ): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `${testDatabasePrefix}${process.pid}_${callerSlug()}_${Math.random().toString(36).slice(2, 8)}`;
-  const template = options.empty ? null : runTemplate();
+  const template = options.empty ? null : await runTemplate();
   const admin = postgres(postgresAdminUrl, { max: 1, onnotice: () => {} });
   try {
     await retriedWhileInUse(() => admin.unsafe(`create database ${name}${template ? ` template ${template}` : ''}`));
@@ -69,15 +69,6 @@ export async function createTestDatabase(
     await admin.end();
   }
   return { url: databaseUrl(name), drop: () => dropDatabase(name) };
-}
-
-/** The template the global setup made, if this file runs under it (not, say, under a bench script). */
-function runTemplate(): string | null {
-  try {
-    return inject('postgresTemplate') ?? null;
-  } catch {
-    return null;
-  }
 }
 
 /** The URL of database `name` on the test server. */
