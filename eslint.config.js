@@ -174,7 +174,13 @@ export default defineConfig(
       parserOptions: {
         // tsconfig.json's project for src/, test/, bench/ and the config files; the few .mjs/.js files outside it get a default one.
         projectService: {
-          allowDefaultProject: ['bin/*.mjs', 'test/platform/runs/*.mjs', 'eslint.config.js', 'eslint-rules/*.js'],
+          allowDefaultProject: [
+            'bin/*.mjs',
+            'scripts/*.mjs',
+            'test/platform/runs/*.mjs',
+            'eslint.config.js',
+            'eslint-rules/*.js',
+          ],
         },
         tsconfigRootDir: import.meta.dirname,
       },

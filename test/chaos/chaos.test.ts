@@ -10,8 +10,7 @@ import {
   createTestDatabase,
   deleteRedisPrefix,
   postgresAdminUrl,
-  postgresAvailable,
-  redisAvailable,
+  postgresAndRedisOrSkip,
   redisHolds,
   redisUrl,
   uniqueRedisPrefix,
@@ -35,9 +34,7 @@ import { sleep, until } from '../helpers/wait.js';
  * - no hold is left two leases after the last gateway stopped renewing.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const ready = hasPostgres && hasRedis;
-if (!ready) console.warn('skipping the chaos test: it needs both PostgreSQL and Redis');
+const ready = await postgresAndRedisOrSkip('the chaos test');
 
 const ADMIN_TOKEN = 'chaos-operator-token-0123456789';
 const LOAD_MS = 20_000;

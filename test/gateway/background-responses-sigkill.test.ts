@@ -11,8 +11,7 @@ import {
 } from '../helpers/background-kills.js';
 import type { BilledReplicas } from '../helpers/billed-replicas.js';
 import { scrape } from '../helpers/prometheus.js';
-import { postgresAvailable, redisAvailable } from '../helpers/services.js';
-import { skippedWithout } from '../helpers/skips.js';
+import { postgresAndRedisOrSkip } from '../helpers/services.js';
 import { until } from '../helpers/wait.js';
 
 type Json = Record<string, unknown>;
@@ -27,8 +26,7 @@ type Json = Record<string, unknown>;
  * replica across the kill has no event lost or repeated.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const missing = !hasPostgres || !hasRedis ? 'the SIGKILLed background responses test needs PostgreSQL and Redis' : null;
+const ready = await postgresAndRedisOrSkip('the SIGKILLed background responses test');
 
 const ADMIN_TOKEN = 'background-sigkill-operator-token-01';
 /**
@@ -39,7 +37,7 @@ const SHORT = 60;
 /** Tokens a cut response may be billed short of what the engine generated: its last writes lost. */
 const SLACK = 50;
 
-describe.skipIf(missing !== null)('background responses whose replica is SIGKILLed', () => {
+describe.skipIf(!ready)('background responses whose replica is SIGKILLed', () => {
   let sim: RunningSimulator;
   let fleet: BilledReplicas;
 
@@ -184,5 +182,3 @@ describe.skipIf(missing !== null)('background responses whose replica is SIGKILL
     );
   }, 150_000);
 });
-
-skippedWithout(missing);

@@ -5,8 +5,7 @@ import { lineRequestId } from '../../src/gateway/batches/objects.js';
 import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
 import { batchFile, ended, resultLines, startBatch } from '../helpers/batches.js';
 import { billedReplicas, type BilledReplicas } from '../helpers/billed-replicas.js';
-import { postgresAvailable, redisAvailable, redisHolds } from '../helpers/services.js';
-import { skippedWithout } from '../helpers/skips.js';
+import { postgresAndRedisOrSkip, redisHolds } from '../helpers/services.js';
 import { until } from '../helpers/wait.js';
 
 /**
@@ -16,8 +15,7 @@ import { until } from '../helpers/wait.js';
  * is the credit less the records, and no hold is left.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const missing = !hasPostgres || !hasRedis ? 'the SIGKILLed batch test needs PostgreSQL and Redis' : null;
+const ready = await postgresAndRedisOrSkip('the SIGKILLed batch test');
 
 const ADMIN_TOKEN = 'batches-sigkill-operator-token-0123';
 const LINES = 24;
@@ -26,7 +24,7 @@ const LINE_TOKENS = 40;
 const ITL_MS = 20;
 const CREDIT = 100_000_000_000n; // 100.00
 
-describe.skipIf(missing !== null)('a batch whose replica is SIGKILLed mid-run', () => {
+describe.skipIf(!ready)('a batch whose replica is SIGKILLed mid-run', () => {
   let sim: RunningSimulator;
   let fleet: BilledReplicas;
 
@@ -147,5 +145,3 @@ describe.skipIf(missing !== null)('a batch whose replica is SIGKILLed mid-run', 
     expect(left!.claimed).toBe(0);
   }, 150_000);
 });
-
-skippedWithout(missing);

@@ -8,8 +8,7 @@ import { adminCallTo, type GatewayProcess, startGatewayProcess } from '../../hel
 import {
   createTestDatabase,
   deleteRedisPrefix,
-  postgresAvailable,
-  redisAvailable,
+  postgresAndRedisOrSkip,
   redisUrl,
   uniqueRedisPrefix,
 } from '../../helpers/services.js';
@@ -24,14 +23,13 @@ import { until } from '../../helpers/wait.js';
  * hold.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const missing = !hasPostgres || !hasRedis ? 'the budget replica tests need PostgreSQL and Redis' : null;
+const ready = await postgresAndRedisOrSkip('the budget replica tests');
 
 const ADMIN_TOKEN = 'budget-replicas-operator-token-0123';
 const BUDGET = '0.01';
 const BUDGET_NANOS = 10_000_000n;
 
-describe.skipIf(missing !== null)('budgets across two replicas', () => {
+describe.skipIf(!ready)('budgets across two replicas', () => {
   let sim: RunningSimulator;
   let tmp: string;
   let database: { url: string; drop(): Promise<void> };

@@ -8,8 +8,7 @@ import { adminCallTo, catalogSeenBy, type GatewayProcess, startGatewayProcess } 
 import {
   createTestDatabase,
   deleteRedisPrefix,
-  postgresAvailable,
-  redisAvailable,
+  postgresAndRedisOrSkip,
   redisUrl,
   uniqueRedisPrefix,
 } from '../../helpers/services.js';
@@ -21,9 +20,7 @@ import { until } from '../../helpers/wait.js';
  * simulator, count each key's requests and in-flight streams together.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const ready = hasPostgres && hasRedis;
-if (!ready) console.warn('skipping replica limit tests: they need both PostgreSQL and Redis');
+const ready = await postgresAndRedisOrSkip('the replica limit tests');
 
 const ADMIN_TOKEN = 'replica-operator-token-0123456789';
 
@@ -68,7 +65,8 @@ describe.skipIf(!ready)('per-key limits across gateway replicas', () => {
       JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }),
     );
     database = await createTestDatabase();
-    // A first, so it runs the migrations; then B on the migrated database.
+    // A first, then B: on a database not copied from the run's template, A runs the migrations
+    // and B finds them done.
     a = await startReplica('gateway-a');
     b = await startReplica('gateway-b');
     await adminCall('POST', '/models', {

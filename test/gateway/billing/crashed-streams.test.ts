@@ -9,8 +9,7 @@ import {
 } from '../../helpers/billed-replicas.js';
 import type { GatewayProcess } from '../../helpers/processes.js';
 import { scrape } from '../../helpers/prometheus.js';
-import { postgresAvailable, redisAvailable, redisHolds } from '../../helpers/services.js';
-import { skippedWithout } from '../../helpers/skips.js';
+import { postgresAndRedisOrSkip, redisHolds } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 
 /**
@@ -22,8 +21,7 @@ import { until } from '../../helpers/wait.js';
  * are charged once, for their final usage, though they were checkpointed.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const missing = !hasPostgres || !hasRedis ? 'the crashed-stream tests need PostgreSQL and Redis' : null;
+const ready = await postgresAndRedisOrSkip('the crashed-stream tests');
 
 const ADMIN_TOKEN = 'crashed-streams-operator-token-0123';
 /** The checkpoint interval the replicas run with: a crash loses at most two of them of each stream. */
@@ -31,7 +29,7 @@ const EVERY_TOKENS = 20;
 const CREDIT = 100_000_000_000n; // 100.00
 const PROMPT = 'a long agent prompt '.repeat(400);
 
-describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed from their checkpoints', () => {
+describe.skipIf(!ready)('streams on a SIGKILLed replica are billed from their checkpoints', () => {
   let sim: RunningSimulator;
   let fleet: BilledReplicas;
   let sql: BilledReplicas['sql'];
@@ -151,5 +149,3 @@ describe.skipIf(missing !== null)('streams on a SIGKILLed replica are billed fro
     });
   }, 120_000);
 });
-
-skippedWithout(missing);

@@ -14,8 +14,7 @@ import {
   createTestDatabase,
   deleteRedisPrefix,
   postgresAdminUrl,
-  postgresAvailable,
-  redisAvailable,
+  postgresAndRedisOrSkip,
   redisUrl,
   uniqueRedisPrefix,
 } from '../../helpers/services.js';
@@ -30,9 +29,7 @@ import { until } from '../../helpers/wait.js';
  * across two replicas sharing one Redis.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const ready = hasPostgres && hasRedis;
-if (!ready) console.warn('skipping durable charge tests: they need PostgreSQL and Redis');
+const ready = await postgresAndRedisOrSkip('the durable charge tests');
 
 const ADMIN_TOKEN = 'durable-operator-token-0123456789';
 

@@ -12,8 +12,7 @@ import {
 import { expectCsvMatches, expectWindowsChain, type LedgerExport } from '../../helpers/ledger-exports.js';
 import { type GatewayProcess, repoRoot } from '../../helpers/processes.js';
 import { scrape } from '../../helpers/prometheus.js';
-import { postgresAvailable, redisAvailable } from '../../helpers/services.js';
-import { skippedWithout } from '../../helpers/skips.js';
+import { postgresAndRedisOrSkip } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 
 /**
@@ -40,8 +39,7 @@ import { until } from '../../helpers/wait.js';
  * of each other is what the replicas wrote; only the dates are the month's.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const missing = !hasPostgres || !hasRedis ? 'the month-of-books test needs PostgreSQL and Redis' : null;
+const ready = await postgresAndRedisOrSkip('the month-of-books test');
 
 const ADMIN_TOKEN = 'month-of-books-operator-token-0123';
 /** The checkpoint interval of a running stream: what the SIGKILL may lose of each. */
@@ -79,7 +77,7 @@ const KINDS: BilledCallKind[] = [
   'responses stream',
 ];
 
-describe.skipIf(missing !== null)('a month of traffic on two replicas, reconciled', () => {
+describe.skipIf(!ready)('a month of traffic on two replicas, reconciled', () => {
   let sim: RunningSimulator;
   let fleet: BilledReplicas;
 
@@ -339,5 +337,3 @@ describe.skipIf(missing !== null)('a month of traffic on two replicas, reconcile
     expectCsvMatches(await response.text(), month!, 'sim-chat', CAUSES);
   }
 });
-
-skippedWithout(missing);

@@ -1,6 +1,4 @@
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -17,24 +15,10 @@ import { OrgService } from '../../../src/platform/orgs/service.js';
 import type { Database } from '../../../src/shared/db/client.js';
 import { requestData } from '../../../src/shared/db/schema.js';
 import { chargeRecord } from '../../helpers/charges.js';
+import { MIGRATIONS, migrationsBefore } from '../../helpers/migrations.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 
 const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
-const MIGRATIONS = path.resolve('drizzle');
-
-/** A copy of the migrations that stops before `tag`. */
-async function migrationsBefore(tag: string): Promise<string> {
-  const folder = await mkdtemp(path.join(tmpdir(), 'tollgate-migrations-'));
-  await cp(MIGRATIONS, folder, { recursive: true });
-  const journalFile = path.join(folder, 'meta', '_journal.json');
-  const journal = JSON.parse(await readFile(journalFile, 'utf8')) as { entries: Array<{ tag: string }> };
-  journal.entries = journal.entries.slice(
-    0,
-    journal.entries.findIndex((entry) => entry.tag === tag),
-  );
-  await writeFile(journalFile, JSON.stringify(journal));
-  return folder;
-}
 
 describe.each(stores)('migration 0025 moves the usage records already there into months (%s)', (kind) => {
   let db: Database;
@@ -45,7 +29,7 @@ describe.each(stores)('migration 0025 moves the usage records already there into
   beforeAll(async () => {
     before = await migrationsBefore('0025_usage_partitions');
     if (kind === 'postgres') {
-      const database = await createTestDatabase();
+      const database = await createTestDatabase({ empty: true });
       const client = postgres(database.url, { onnotice: () => {} });
       db = drizzlePostgres(client) as unknown as Database;
       migrate = (folder) => migratePostgres(drizzlePostgres(client), { migrationsFolder: folder });

@@ -7,8 +7,7 @@ import { adminCallTo, catalogSeenBy, type GatewayProcess, startGatewayProcess } 
 import {
   createTestDatabase,
   deleteRedisPrefix,
-  postgresAvailable,
-  redisAvailable,
+  postgresAndRedisOrSkip,
   redisUrl,
   uniqueRedisPrefix,
 } from '../../helpers/services.js';
@@ -21,9 +20,7 @@ import { until } from '../../helpers/wait.js';
  * plus one read: two gateway processes on one PostgreSQL database.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const ready = hasPostgres && hasRedis;
-if (!ready) console.warn('skipping admission cache tests across replicas: they need PostgreSQL and Redis');
+const ready = await postgresAndRedisOrSkip('the admission cache tests across replicas');
 
 const ADMIN_TOKEN = 'cache-operator-token-0123456789';
 const POLL_MS = 100;

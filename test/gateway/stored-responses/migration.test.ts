@@ -1,6 +1,4 @@
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -11,26 +9,11 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DatabaseResponseStore } from '../../../src/gateway/stored-responses/database-store.js';
 import type { Database } from '../../../src/shared/db/client.js';
+import { MIGRATIONS, migrationsBefore } from '../../helpers/migrations.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
 
 const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
-const MIGRATIONS = path.resolve('drizzle');
 const ID = (n: number) => `resp_${String(n).repeat(48).slice(0, 48)}`;
-
-/** The migrations before stored responses' input items had rows of their own (0017 and earlier). */
-async function migrationsBefore(tag: string): Promise<string> {
-  const folder = await mkdtemp(path.join(tmpdir(), 'tollgate-migrations-'));
-  await cp(MIGRATIONS, folder, { recursive: true });
-  const journal = JSON.parse(await readFile(path.join(folder, 'meta', '_journal.json'), 'utf8')) as {
-    entries: Array<{ tag: string }>;
-  };
-  journal.entries = journal.entries.slice(
-    0,
-    journal.entries.findIndex((entry) => entry.tag === tag),
-  );
-  await writeFile(path.join(folder, 'meta', '_journal.json'), JSON.stringify(journal));
-  return folder;
-}
 
 describe.each(stores)('migration 0018 moves stored responses already there (%s)', (kind) => {
   let db: Database;
@@ -40,7 +23,7 @@ describe.each(stores)('migration 0018 moves stored responses already there (%s)'
   beforeAll(async () => {
     before = await migrationsBefore('0018_stored_response_input_items');
     if (kind === 'postgres') {
-      const database = await createTestDatabase();
+      const database = await createTestDatabase({ empty: true });
       const client = postgres(database.url, { onnotice: () => {} });
       db = drizzlePostgres(client) as unknown as Database;
       await migratePostgres(drizzlePostgres(client), { migrationsFolder: before });

@@ -9,8 +9,7 @@ import { type GatewayProcess, startGatewayProcess } from '../../helpers/processe
 import {
   createTestDatabase,
   deleteRedisPrefix,
-  postgresAvailable,
-  redisAvailable,
+  postgresAndRedisOrSkip,
   redisHolds,
   redisUrl,
   uniqueRedisPrefix,
@@ -22,8 +21,7 @@ import { until } from '../../helpers/wait.js';
  * what is in flight finish (up to its grace period), bills it, then exits.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const ready = hasPostgres && hasRedis;
+const ready = await postgresAndRedisOrSkip('the SIGTERM drain test');
 const ADMIN_TOKEN = 'shutdown-operator-token-0123456789';
 
 describe.skipIf(!ready)('SIGTERM drains the gateway without losing or leaving unbilled what is in flight', () => {

@@ -7,8 +7,7 @@ import { adminCallTo, type GatewayProcess, startGatewayProcess } from '../../hel
 import {
   createTestDatabase,
   deleteRedisPrefix,
-  postgresAvailable,
-  redisAvailable,
+  postgresAndRedisOrSkip,
   redisUrl,
   uniqueRedisPrefix,
 } from '../../helpers/services.js';
@@ -19,9 +18,7 @@ import {
  * that share Redis: the counts are one.
  */
 
-const [hasPostgres, hasRedis] = await Promise.all([postgresAvailable(), redisAvailable()]);
-const ready = hasPostgres && hasRedis;
-if (!ready) console.warn('skipping the generic API rate-limit tests across replicas: they need PostgreSQL and Redis');
+const ready = await postgresAndRedisOrSkip('the generic API rate-limit tests across replicas');
 
 const ADMIN_TOKEN = 'api-limits-operator-token-0123456789';
 

@@ -9,14 +9,7 @@ import { z } from 'zod';
 import { parseAmount } from '../../../src/gateway/billing/money.js';
 import { usageRecords } from '../../../src/shared/db/schema.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import {
-  deleteRedisPrefix,
-  postgresAvailable,
-  redisAvailable,
-  redisUrl,
-  uniqueRedisPrefix,
-} from '../../helpers/services.js';
-import { skippedWithout } from '../../helpers/skips.js';
+import { deleteRedisPrefix, postgresAndRedisOrSkip, redisUrl, uniqueRedisPrefix } from '../../helpers/services.js';
 
 /**
  * LangChain's ChatAnthropic (@langchain/anthropic, on Anthropic's own SDK) pointed at the gateway's
@@ -88,19 +81,14 @@ async function fetchUsage(gateway: TestGateway, model: ChatAnthropic): Promise<A
   return ((await response.json()) as { data: Array<Record<string, unknown>> }).data;
 }
 
-const servicesMissing = !(await postgresAvailable())
-  ? 'PostgreSQL does not answer'
-  : !(await redisAvailable())
-    ? 'Redis does not answer'
-    : null;
-skippedWithout(servicesMissing === null ? null : `Messages on PostgreSQL with limits in Redis: ${servicesMissing}`);
+const ready = await postgresAndRedisOrSkip('Messages on PostgreSQL with limits in Redis');
 
 /**
  * Production's parts: PostgreSQL, and the limits gate in Redis. The engine's usage is fixed by the
  * simulator's script, so each usage record, and the wallet, can be checked to the nano-unit; the
  * key's limit of two requests a minute refuses the third as Anthropic's SDK reads it.
  */
-describe.skipIf(servicesMissing !== null)('Messages on PostgreSQL with limits in Redis, key as authToken', () => {
+describe.skipIf(!ready)('Messages on PostgreSQL with limits in Redis, key as authToken', () => {
   // Under the request's bounds (its body's bytes, max_tokens), so the charge is the engine's usage,
   // not clamped.
   const engine = { prompt: 41, completion: 33 };
