@@ -42,8 +42,11 @@ export class Lease<T extends LeasedTable> {
   constructor(
     private readonly db: Database,
     private readonly table: T,
-    /** The column a claim picks rows by (one row's key). */
-    private readonly key: PgColumn,
+    /**
+     * The column a claim picks rows by (one row's key); null for a table whose key is several
+     * columns, whose claims are its own statements (with `deadline` and `lapsed`).
+     */
+    private readonly key: PgColumn | null,
     /** How long a claim or a renewal holds: the time a dead holder's rows stay held. */
     readonly durationMs: number,
   ) {}
@@ -81,6 +84,7 @@ export class Lease<T extends LeasedTable> {
     options: { where: SQL; order?: SQL | PgColumn; limit?: number; set?: PgUpdateSetSource<T> },
   ): Promise<T['$inferSelect'][]> {
     const { where, order, limit = 1, set } = options;
+    if (this.key === null) throw new Error('A lease over a table with a key of several columns claims on its own.');
     const candidates = sql`select ${this.key} from ${this.table} where ${where}
       ${order ? sql`order by ${order}` : sql``} limit ${limit} for update skip locked`;
     const rows = await this.db
