@@ -160,11 +160,7 @@ export class BatchStore {
   /** Sets fields of a batch `replica` holds, and lets it go; false once it is no longer its. */
   async update(id: string, replica: string, fields: Partial<BatchRow>): Promise<boolean> {
     const rows = await bounded(
-      this.db
-        .update(batches)
-        .set({ ...fields, claimedBy: null, leaseUntil: null })
-        .where(and(eq(batches.id, id), eq(batches.claimedBy, replica)))
-        .returning({ id: batches.id }),
+      this.lease.release(replica, eq(batches.id, id), { set: fields, fields: { id: batches.id } }),
     );
     return rows.length > 0;
   }
