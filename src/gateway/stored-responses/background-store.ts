@@ -25,8 +25,8 @@ const RUNNING: BackgroundStatus[] = ['queued', 'in_progress'];
 /**
  * Background responses in the gateway's database, so that any replica reads, cancels and resumes
  * them, and takes over a job whose replica died: a job is claimed with a lease (`claimed_by`,
- * `lease_until`) its replica renews while it runs, as the platform's runs are
- * (`platform/runs/claims.ts`). Every read by a client names the organization: another
+ * `lease_until`) its replica renews while it runs, on the database's clock (`shared/db/lease.ts`,
+ * as batches and the platform's runs are). Every read by a client names the organization: another
  * organization's job is `null`.
  */
 export class BackgroundStore {
