@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { batches, batchLines } from '../../shared/db/batches-schema.js';
+import { Lease, leaseLapsed } from '../../shared/db/lease.js';
 import { rowsOf } from '../stored-responses/group-save.js';
 import { bounded } from './store.js';
 
@@ -25,10 +26,16 @@ export const NO_TOKENS = { promptTokens: 0, completionTokens: 0, cachedTokens: 0
  * ends (those that end together, of one batch) and their batch's counts move in one statement.
  */
 export class LineStore {
+  /** A line's lease, held by the replica running it. */
+  private readonly lease: Lease<typeof batchLines>;
+
   constructor(
     private readonly db: Database,
-    private readonly leaseMs: number,
-  ) {}
+    leaseMs: number,
+  ) {
+    // A line's key is two columns (batch, line): its claim is `claim`'s own statement.
+    this.lease = new Lease(db, batchLines, null, leaseMs);
+  }
 
   /** Writes lines read from the input file; a line written already (a replica that died) stays. */
   async insert(lines: NewLine[]): Promise<void> {
@@ -42,7 +49,6 @@ export class LineStore {
    */
   async claim(replica: string, limit: number, resting: readonly string[] = []): Promise<LineRow[]> {
     if (limit <= 0) return [];
-    const lease = new Date(Date.now() + this.leaseMs).toISOString();
     const skip =
       resting.length > 0
         ? sql`and id not in (${sql.join(
@@ -50,12 +56,14 @@ export class LineStore {
             sql`, `,
           )})`
         : sql``;
+    // Its own statement (a line's key is two columns), on the lease's clock.
+    const lapsed = leaseLapsed(sql`l.lease_until`);
     // Batch by batch, each one's first `limit` open lines in the order the table has them: not
     // every open line sorted by line number at each claim, whose cost grew with the batch (a
     // 10,000-line batch's claim read and sorted its 10,000 lines).
     const result = await bounded(
       this.db.execute(sql`
-        update batch_lines set status = 'running', claimed_by = ${replica}, lease_until = ${lease}::timestamptz
+        update batch_lines set status = 'running', claimed_by = ${replica}, lease_until = ${this.lease.deadline()}
         where (batch_id, line) in (
           select open.batch_id, open.line
           from (select id, created_at from batches
@@ -63,8 +71,8 @@ export class LineStore {
           cross join lateral (
             select l.batch_id, l.line from batch_lines l
             where l.batch_id = b.id
-              and ((l.status = 'waiting' and (l.lease_until is null or l.lease_until < now()))
-                or (l.status = 'running' and l.lease_until < now()))
+              and ((l.status = 'waiting' and (l.lease_until is null or ${lapsed}))
+                or (l.status = 'running' and ${lapsed}))
             limit ${limit}
             for update of l skip locked) open
           limit ${limit})
@@ -100,10 +108,9 @@ export class LineStore {
         )
         .for('update', { skipLocked: true });
       await bounded(
-        this.db
-          .update(batchLines)
-          .set({ leaseUntil: new Date(Date.now() + this.leaseMs) })
-          .where(and(eq(batchLines.batchId, batchId), inArray(batchLines.line, held))),
+        this.lease.renew(replica, and(eq(batchLines.batchId, batchId), inArray(batchLines.line, held))!, {
+          line: batchLines.line,
+        }),
       );
     }
   }
@@ -115,13 +122,12 @@ export class LineStore {
   async release(batchId: string, lines: number[], replica: string, notBeforeMs: number): Promise<void> {
     if (lines.length === 0) return;
     await bounded(
-      this.db
-        .update(batchLines)
-        // A waiting line's lease is when it may be claimed again.
-        .set({ status: 'waiting', claimedBy: null, leaseUntil: new Date(Date.now() + notBeforeMs) })
-        .where(
-          and(eq(batchLines.batchId, batchId), inArray(batchLines.line, lines), eq(batchLines.claimedBy, replica)),
-        ),
+      // A waiting line's lease is when it may be claimed again.
+      this.lease.release(replica, and(eq(batchLines.batchId, batchId), inArray(batchLines.line, lines))!, {
+        set: { status: 'waiting' },
+        notBeforeMs,
+        fields: { line: batchLines.line },
+      }),
     );
   }
 
@@ -179,7 +185,7 @@ export class LineStore {
           where batch_id = ${batchId} and line in (
             select line from batch_lines
             where batch_id = ${batchId}
-              and (status = 'waiting' or (status = 'running' and lease_until < now()))
+              and (status = 'waiting' or (status = 'running' and ${leaseLapsed(sql`lease_until`)}))
             for update skip locked)
           returning line)
         update batches set failed = failed + (select count(*) from ended)

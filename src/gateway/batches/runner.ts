@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { BlobStore } from '../../shared/blobs/blob-store.js';
+import { replicaId } from '../../shared/db/lease.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import type { FileStore } from '../files/store.js';
 import { CallAbort } from '../proxy/call-abort.js';
@@ -61,7 +60,7 @@ const WRITE_TRIES = 3;
  */
 export class BatchRunner {
   /** This replica, as `claimed_by` names it. */
-  readonly replica = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  readonly replica = replicaId();
   /** The lines this replica runs, by `batch:line`: each one's batch and abort. */
   private readonly running = new Map<string, { batchId: string; line: number; abort: CallAbort }>();
   private timer: NodeJS.Timeout | null = null;

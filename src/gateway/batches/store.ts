@@ -1,6 +1,7 @@
-import { and, asc, desc, eq, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { batches, batchLines } from '../../shared/db/batches-schema.js';
+import { Lease } from '../../shared/db/lease.js';
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { rowsOf } from '../stored-responses/group-save.js';
@@ -25,10 +26,15 @@ export interface NewBatch {
  * output, so two replicas never do either at once, and a dead one's work is taken over.
  */
 export class BatchStore {
+  /** A batch's lease, held by the replica that reads its input or writes its output. */
+  private readonly lease: Lease<typeof batches>;
+
   constructor(
     private readonly db: Database,
     private readonly settings: { orgMax: number; leaseMs: number },
-  ) {}
+  ) {
+    this.lease = new Lease(db, batches, batches.id, settings.leaseMs);
+  }
 
   /** Makes the batch (`validating`), unless its organization has TOLLGATE_BATCHES_ORG_MAX active. */
   async create(batch: NewBatch): Promise<BatchRow> {
@@ -124,43 +130,18 @@ export class BatchStore {
 
   /** Claims for `replica` a batch in `status` no replica holds (or whose holder's lease ran out). */
   async claim(replica: string, statuses: string[], extra?: SQL): Promise<BatchRow | null> {
-    const now = new Date();
-    const [candidate] = await bounded(
-      this.db
-        .select({ id: batches.id })
-        .from(batches)
-        .where(
-          and(inArray(batches.status, statuses), or(isNull(batches.leaseUntil), lt(batches.leaseUntil, now)), extra),
-        )
-        .orderBy(asc(batches.createdAt))
-        .limit(1),
-    );
-    if (!candidate) return null;
     const [row] = await bounded(
-      this.db
-        .update(batches)
-        .set({ claimedBy: replica, leaseUntil: new Date(Date.now() + this.settings.leaseMs) })
-        .where(
-          and(
-            eq(batches.id, candidate.id),
-            inArray(batches.status, statuses),
-            or(isNull(batches.leaseUntil), lt(batches.leaseUntil, now)),
-          ),
-        )
-        .returning(),
+      this.lease.claim(replica, {
+        where: and(inArray(batches.status, statuses), this.lease.open(), extra)!,
+        order: batches.createdAt,
+      }),
     );
     return row ?? null;
   }
 
   /** Renews `replica`'s claim on a batch; false once it is no longer its. */
   async renew(id: string, replica: string): Promise<boolean> {
-    const rows = await bounded(
-      this.db
-        .update(batches)
-        .set({ leaseUntil: new Date(Date.now() + this.settings.leaseMs) })
-        .where(and(eq(batches.id, id), eq(batches.claimedBy, replica)))
-        .returning({ id: batches.id }),
-    );
+    const rows = await bounded(this.lease.renew(replica, eq(batches.id, id), { id: batches.id }));
     return rows.length > 0;
   }
 
@@ -179,11 +160,7 @@ export class BatchStore {
   /** Sets fields of a batch `replica` holds, and lets it go; false once it is no longer its. */
   async update(id: string, replica: string, fields: Partial<BatchRow>): Promise<boolean> {
     const rows = await bounded(
-      this.db
-        .update(batches)
-        .set({ ...fields, claimedBy: null, leaseUntil: null })
-        .where(and(eq(batches.id, id), eq(batches.claimedBy, replica)))
-        .returning({ id: batches.id }),
+      this.lease.release(replica, eq(batches.id, id), { set: fields, fields: { id: batches.id } }),
     );
     return rows.length > 0;
   }

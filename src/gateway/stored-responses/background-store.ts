@@ -1,6 +1,7 @@
 import { and, asc, count, eq, gt, inArray, lt, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { backgroundResponseEvents, backgroundResponses } from '../../shared/db/schema.js';
+import { Lease } from '../../shared/db/lease.js';
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { rowsOf } from './group-save.js';
@@ -24,15 +25,20 @@ const RUNNING: BackgroundStatus[] = ['queued', 'in_progress'];
 /**
  * Background responses in the gateway's database, so that any replica reads, cancels and resumes
  * them, and takes over a job whose replica died: a job is claimed with a lease (`claimed_by`,
- * `lease_until`) its replica renews while it runs, as the platform's runs are
- * (`platform/runs/claims.ts`). Every read by a client names the organization: another
+ * `lease_until`) its replica renews while it runs, on the database's clock (`shared/db/lease.ts`,
+ * as batches and the platform's runs are). Every read by a client names the organization: another
  * organization's job is `null`.
  */
 export class BackgroundStore {
+  /** A job's lease, held by the replica running it. */
+  private readonly lease: Lease<typeof backgroundResponses>;
+
   constructor(
     private readonly db: Database,
     readonly settings: BackgroundSettings,
-  ) {}
+  ) {
+    this.lease = new Lease(db, backgroundResponses, backgroundResponses.id, settings.backgroundLeaseMs);
+  }
 
   /**
    * Queues a job claimed by `replica`, unless its organization has
@@ -40,7 +46,7 @@ export class BackgroundStore {
    * count and the insert are one statement.
    */
   async enqueue(job: QueuedJob, replica: string): Promise<void> {
-    const { maxBackground, retentionDays, backgroundLeaseMs } = this.settings;
+    const { maxBackground, retentionDays } = this.settings;
     const now = new Date();
     const values = {
       id: job.id,
@@ -53,7 +59,6 @@ export class BackgroundStore {
       response: JSON.stringify(job.response),
       streamed: job.streamed,
       claimedBy: replica,
-      leaseUntil: new Date(now.getTime() + backgroundLeaseMs),
       createdAt: now,
       expiresAt: new Date(now.getTime() + retentionDays * DAY_MS),
     };
@@ -64,7 +69,7 @@ export class BackgroundStore {
            claimed_by, lease_until, created_at, expires_at)
         select ${values.id}, ${values.orgId}, ${values.keyId}, ${values.keyHash}, ${values.requestId},
           ${values.request}, 'queued', ${values.response}, ${values.streamed}, ${values.claimedBy},
-          ${values.leaseUntil.toISOString()}::timestamptz, ${values.createdAt.toISOString()}::timestamptz,
+          ${this.lease.deadline()}, ${values.createdAt.toISOString()}::timestamptz,
           ${values.expiresAt.toISOString()}::timestamptz
         where (select count(*) from background_responses
                where org_id = ${values.orgId} and status in ('queued', 'in_progress')) < ${maxBackground}
@@ -140,54 +145,25 @@ export class BackgroundStore {
   /** Renews `replica`'s leases; answers which of them were asked to cancel. */
   async renew(replica: string, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
+    const where = and(inArray(backgroundResponses.id, ids), inArray(backgroundResponses.status, RUNNING))!;
     const rows = await bounded(
-      this.db
-        .update(backgroundResponses)
-        .set({ leaseUntil: new Date(Date.now() + this.settings.backgroundLeaseMs) })
-        .where(
-          and(
-            inArray(backgroundResponses.id, ids),
-            eq(backgroundResponses.claimedBy, replica),
-            inArray(backgroundResponses.status, RUNNING),
-          ),
-        )
-        .returning({ id: backgroundResponses.id, cancel: backgroundResponses.cancelRequested }),
+      this.lease.renew(replica, where, { id: backgroundResponses.id, cancel: backgroundResponses.cancelRequested }),
     );
     return rows.filter((row) => row.cancel).map((row) => row.id);
   }
 
   /**
-   * Claims for `replica` the jobs whose replica's lease ran out (it died, or stopped without
-   * finishing them): one replica takes each, the lease checked again in the update.
+   * Claims for `replica` the jobs whose replica's lease ran out on the database's clock (it died,
+   * or stopped without finishing them): one replica takes each.
    */
-  async claimExpired(replica: string, limit = 20): Promise<BackgroundRow[]> {
-    const now = new Date();
-    const expired = await bounded(
-      this.db
-        .select({ id: backgroundResponses.id })
-        .from(backgroundResponses)
-        .where(and(inArray(backgroundResponses.status, RUNNING), lt(backgroundResponses.leaseUntil, now)))
-        .orderBy(asc(backgroundResponses.createdAt))
-        .limit(limit),
+  claimExpired(replica: string, limit = 20): Promise<BackgroundRow[]> {
+    return bounded(
+      this.lease.takeOver(replica, {
+        where: inArray(backgroundResponses.status, RUNNING),
+        order: backgroundResponses.createdAt,
+        limit,
+      }),
     );
-    const claimed: BackgroundRow[] = [];
-    for (const { id } of expired) {
-      const [row] = await bounded(
-        this.db
-          .update(backgroundResponses)
-          .set({ claimedBy: replica, leaseUntil: new Date(Date.now() + this.settings.backgroundLeaseMs) })
-          .where(
-            and(
-              eq(backgroundResponses.id, id),
-              inArray(backgroundResponses.status, RUNNING),
-              lt(backgroundResponses.leaseUntil, now),
-            ),
-          )
-          .returning(),
-      );
-      if (row) claimed.push(row);
-    }
-    return claimed;
   }
 
   /** Records how a job ended; false when `replica` no longer held it. */

@@ -1,5 +1,6 @@
-import { and, asc, eq, inArray, lt, ne, notInArray, or, sql } from 'drizzle-orm';
+import { and, eq, inArray, ne, notInArray, or, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
+import { Lease, leaseLapsed } from '../../shared/db/lease.js';
 import { type RunState, runs } from '../../shared/db/schema.js';
 import { storable, storableValue } from './untrusted.js';
 
@@ -32,20 +33,11 @@ export class RunClaims {
    * UPDATE SKIP LOCKED`).
    */
   async claim(worker: string, leaseMs: number): Promise<RunRow | null> {
-    const oldest = this.db
-      .select({ id: runs.id })
-      .from(runs)
-      .where(eq(runs.state, 'QUEUED'))
-      .orderBy(asc(runs.createdAt), asc(runs.id))
-      .limit(1)
-      .for('update', { skipLocked: true });
-    const [row] = await this.db
-      .update(runs)
-      .set({ state: 'RUNNING', claimedBy: worker, startedAt: sql`now()`, leaseUntil: leaseEnd(leaseMs) })
-      // `= (subquery)`, evaluated once: with `IN (subquery)` the planner may run it again per row
-      // and take several runs.
-      .where(and(eq(runs.id, sql`(${oldest})`), eq(runs.state, 'QUEUED')))
-      .returning();
+    const [row] = await this.lease(leaseMs).claim(worker, {
+      where: eq(runs.state, 'QUEUED'),
+      order: sql`${runs.createdAt}, ${runs.id}`,
+      set: { state: 'RUNNING', startedAt: sql`now()` },
+    });
     return row ?? null;
   }
 
@@ -55,16 +47,20 @@ export class RunClaims {
    */
   async renew(worker: string, ids: string[], leaseMs: number): Promise<{ cancel: string[]; lost: string[] }> {
     if (ids.length === 0) return { cancel: [], lost: [] };
-    const held = await this.db
-      .update(runs)
-      .set({ leaseUntil: leaseEnd(leaseMs) })
-      .where(and(inArray(runs.id, ids), eq(runs.claimedBy, worker), eq(runs.state, 'RUNNING')))
-      .returning({ id: runs.id, cancelRequestedAt: runs.cancelRequestedAt });
+    const held = await this.lease(leaseMs).renew(worker, and(inArray(runs.id, ids), eq(runs.state, 'RUNNING'))!, {
+      id: runs.id,
+      cancelRequestedAt: runs.cancelRequestedAt,
+    });
     const heldIds = new Set(held.map((row) => row.id));
     return {
       cancel: held.filter((row) => row.cancelRequestedAt !== null).map((row) => row.id),
       lost: ids.filter((id) => !heldIds.has(id)),
     };
+  }
+
+  /** The runs' lease: `leaseMs` long, on the database's clock. */
+  private lease(leaseMs: number): Lease<typeof runs> {
+    return new Lease(this.db, runs, runs.id, leaseMs);
   }
 
   /**
@@ -110,14 +106,10 @@ export class RunClaims {
         finishedAt: sql`now()`,
         leaseUntil: null,
       })
-      .where(and(eq(runs.state, 'RUNNING'), lt(runs.leaseUntil, sql`now()`), notOwnActive))
+      .where(and(eq(runs.state, 'RUNNING'), leaseLapsed(runs.leaseUntil), notOwnActive))
       .returning({ id: runs.id });
     for (const { id } of rows)
       await this.appendNote(id, '\n[tollgate] The worker applying this run stopped; the run FAILED.\n');
     return rows.map((row) => row.id);
   }
-}
-
-function leaseEnd(leaseMs: number) {
-  return sql`now() + make_interval(secs => ${leaseMs / 1000})`;
 }

@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { eq } from 'drizzle-orm';
 import type { ClusterIdentity } from '../clusters/identity.js';
 import { NodeAccessError } from '../clusters/node-access.js';
@@ -7,6 +5,7 @@ import type { ClusterService } from '../clusters/service.js';
 import type { Config } from '../../config/index.js';
 import type { BlobStore } from '../../shared/blobs/blob-store.js';
 import type { Database } from '../../shared/db/client.js';
+import { replicaId } from '../../shared/db/lease.js';
 import { stacks } from '../../shared/db/schema.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import { executeRun, type StopReason } from './execute.js';
@@ -29,7 +28,7 @@ import { clusterContext, egressPolicy, toolEnvironment } from './run-context.js'
  */
 export class RunWorker implements RunStopper {
   /** This process's name on its claims. */
-  readonly id = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  readonly id = replicaId();
   private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;

@@ -1,12 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { FINISHED_STATUSES } from '../../stored-responses/background-types.js';
-import { hostname } from 'node:os';
 import type { Context } from 'hono';
 import { pickModel } from '../../catalog/service.js';
 import { isBand } from '../../flow/bands.js';
 import { verifiedKey } from '../../keys/caller.js';
 import type { BackgroundRequest, BackgroundRow, BackgroundStore } from '../../stored-responses/background-store.js';
 import type { GatewayEnv } from '../../../shared/http/context.js';
+import { replicaId } from '../../../shared/db/lease.js';
 import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError, type Logger } from '../../../shared/http/log.js';
 import { keyHeaderOf } from '../auth.js';
@@ -43,7 +42,7 @@ const CANCEL_WATCH_MS = 250;
  */
 export class BackgroundResponses implements BackgroundQueue {
   /** This replica, as `claimed_by` names it. */
-  readonly replica = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  readonly replica = replicaId();
   /** The jobs this replica runs, by id: each one's cancel. */
   private readonly running = new Map<string, () => void>();
   private timer: NodeJS.Timeout | null = null;
