@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
+import { eq } from 'drizzle-orm';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchFile, chatLine } from '../../helpers/batches.js';
+import { batches } from '../../../src/shared/db/batches-schema.js';
+import { batchFile, chatLine, ended, resultLines } from '../../helpers/batches.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
 type Json = Record<string, unknown>;
@@ -25,10 +28,12 @@ describe('batches: bad input bounded, every charge shown', () => {
   let gateway: TestGateway;
   let client: OpenAI;
   let secret: string;
+  let orgId: string;
 
   beforeAll(async () => {
     gateway = await startTestGateway('pglite', {
       TOLLGATE_BATCHES_CONCURRENCY: '16',
+      TOLLGATE_BATCHES_VALIDATING_SECONDS: '600',
       TOLLGATE_SIM_TTFT_MS: '20',
       TOLLGATE_SIM_ITL_MS: '10',
       TOLLGATE_PASSWORD_COST: '10',
@@ -37,13 +42,29 @@ describe('batches: bad input bounded, every charge shown', () => {
       credit: '100.00',
       key: { requestsPerMinute: 1_000_000, maxConcurrency: 1_000 },
     });
-    ({ secret } = tenant);
+    ({ orgId, secret } = tenant);
     client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
   }, 120_000);
 
   afterAll(async () => {
     await gateway?.close();
   });
+
+  /** A batch file kept as it is, past the upload's check: as one uploaded under an older one was. */
+  async function storedFile(text: string): Promise<string> {
+    const { blobs, fileStore } = gateway.services;
+    const blob = await blobs.put(
+      (async function* () {
+        yield Buffer.from(text);
+      })(),
+      1 << 30,
+    );
+    const owner = { orgId, projectId: null };
+    return (await fileStore.record(owner, { filename: 'old.jsonl', purpose: 'batch', blob, lines: null })).id;
+  }
+
+  const create = (inputFileId: string) =>
+    client.batches.create({ input_file_id: inputFileId, endpoint: '/v1/chat/completions', completion_window: '24h' });
 
   it('refuses at upload a line nested deeper than the routes allow, naming the line', async () => {
     const good = batchFile(2, '/v1/chat/completions', chatLine);
@@ -66,4 +87,72 @@ describe('batches: bad input bounded, every charge shown', () => {
       purpose: 'batch',
     });
   });
+
+  it('makes a deep line that got past an older check an error line, and runs the rest', async () => {
+    const text = batchFile(2, '/v1/chat/completions', chatLine).toString() + deepLine('deep', 200_000);
+    const batch = await ended(client, (await create(await storedFile(text))).id, 20_000);
+    expect(batch.status).toBe('completed');
+    expect(batch.request_counts).toEqual({ total: 3, completed: 2, failed: 1 });
+    const errors = await resultLines(client, batch.error_file_id);
+    expect(errors).toEqual([expect.objectContaining({ custom_id: 'deep', response: null })]);
+    expect(errors[0]!.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/Line 3/) });
+  }, 30_000);
+
+  it('fails a batch whose file cannot be kept as lines, with errors, instead of validating it for good', async () => {
+    // PostgreSQL cannot keep a NUL in text: the line's insert fails, as it would on every lease.
+    const line = { custom_id: 'nul\u0000id', method: 'POST', url: '/v1/chat/completions', body: chatLine(1) };
+    const text = `${JSON.stringify(line)}\n`;
+    const batch = await ended(client, (await create(await storedFile(text))).id, 20_000);
+    expect(batch).toMatchObject({
+      status: 'failed',
+      errors: { data: [expect.objectContaining({ code: 'invalid_file' })] },
+    });
+    // The upload refuses it, naming the line.
+    await expect(
+      client.files.create({ file: await toFile(Buffer.from(text), 'nul.jsonl'), purpose: 'batch' }),
+    ).rejects.toMatchObject({
+      status: 400,
+      error: expect.objectContaining({ message: expect.stringMatching(/line 1 custom_id/) }),
+    });
+  }, 30_000);
+
+  it('fails a batch validating longer than TOLLGATE_BATCHES_VALIDATING_SECONDS, with errors', async () => {
+    const model = await ended(
+      client,
+      (await create(await storedFile(batchFile(1, '/v1/chat/completions', chatLine).toString()))).id,
+    );
+    const [row] = await gateway.services.db.select().from(batches).where(eq(batches.id, model.id));
+    // As a batch whose every reading failed for the store, or whose every reader died: made long
+    // ago.
+    const id = `batch_${randomBytes(16).toString('hex')}`;
+    await gateway.services.db.insert(batches).values({
+      ...row!,
+      id,
+      status: 'validating',
+      createdAt: new Date(Date.now() - 3_600_000),
+      inProgressAt: null,
+      finalizingAt: null,
+      completedAt: null,
+      outputFileId: null,
+      errorFileId: null,
+      total: 0,
+      completed: 0,
+      failed: 0,
+      claimedBy: null,
+      leaseUntil: null,
+      errors: null,
+    });
+    const batch = await ended(client, id, 20_000);
+    expect(batch).toMatchObject({
+      status: 'failed',
+      errors: {
+        data: [
+          expect.objectContaining({
+            code: 'validation_timeout',
+            message: expect.stringMatching(/TOLLGATE_BATCHES_VALIDATING_SECONDS/),
+          }),
+        ],
+      },
+    });
+  }, 30_000);
 });
