@@ -3,8 +3,9 @@ import { eq } from 'drizzle-orm';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batches } from '../../../src/shared/db/batches-schema.js';
-import { batchFile, chatLine, ended, resultLines } from '../../helpers/batches.js';
+import { batchFile, chatLine, ended, resultLines, startBatch } from '../../helpers/batches.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { signIn } from '../api/harness.js';
 
 type Json = Record<string, unknown>;
 
@@ -155,4 +156,84 @@ describe('batches: bad input bounded, every charge shown', () => {
       },
     });
   }, 30_000);
+
+  /** The key's usage records, every page of `/v1/usage/requests`, read over HTTP. */
+  async function usageRecords(): Promise<Json[]> {
+    await gateway.charged(10_000);
+    const records: Json[] = [];
+    for (let after: string | null = null, first = true; first || after; first = false) {
+      const query = new URLSearchParams({ limit: '500', ...(after ? { after } : {}) });
+      const response = await fetch(`${gateway.baseURL}/usage/requests?${query.toString()}`, {
+        headers: { authorization: `Bearer ${secret}` },
+      });
+      expect(response.status).toBe(200);
+      const page = (await response.json()) as { data: Json[]; next_cursor: string | null };
+      records.push(...page.data);
+      after = page.next_cursor;
+    }
+    return records;
+  }
+
+  it('names the batch of a line on /v1/usage/requests, in the ledger export and in the portal (list and CSV)', async () => {
+    const { response: answered } = await client.chat.completions.create(chatLine(0) as never).withResponse();
+    const aloneId = answered.headers.get('x-request-id')!;
+    const created = await startBatch(
+      client,
+      batchFile(3, '/v1/chat/completions', chatLine, 'n'),
+      '/v1/chat/completions',
+    );
+    const batch = await ended(client, created.id);
+    expect(batch.status).toBe('completed');
+    const all = await usageRecords();
+    expect(all.find((record) => record.id === aloneId)).toMatchObject({ batch_id: null });
+    const records = all.filter((record) => record.batch_id === batch.id);
+    expect(records).toHaveLength(3);
+
+    // The operator's ledger export, JSON and CSV.
+    // The export's window is whole seconds.
+    const second = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString();
+    const [from, to] = [second(Date.now() - 3_600_000), second(Date.now() + 60_000)];
+    const admin = (path: string) =>
+      fetch(`${gateway.url}/admin/v1/orgs/${orgId}/wallet/${path}?from=${from}&to=${to}`, {
+        headers: { authorization: 'Bearer test-operator-token-0123456789' },
+      });
+    const answer = await admin('ledger');
+    expect(answer.status).toBe(200);
+    const ledger = (await answer.json()) as { usage: Json[] };
+    const exported = new Map(ledger.usage.map((u) => [u.request_id, u.batch_id]));
+    for (const record of records) expect(exported.get(record.id)).toBe(batch.id);
+    expect(exported.get(aloneId)).toBeNull();
+    const ledgerCsv = csvRows(await (await admin('ledger.csv')).text());
+    const inLedgerCsv = new Map(
+      ledgerCsv.map((row) => [row[ledgerCsv[0]!.indexOf('request_id')], row[ledgerCsv[0]!.indexOf('batch_id')]]),
+    );
+    for (const record of records) expect(inLedgerCsv.get(record.id as string)).toBe(batch.id);
+
+    // The portal's request list and its CSV.
+    const { users } = gateway.services;
+    await users.create({
+      orgId,
+      name: 'Owner',
+      email: 'bounds-owner@example.com',
+      password: 'bounds-owner-pw',
+      role: 'owner',
+    });
+    const { cookie } = await signIn(gateway, 'bounds-owner@example.com', 'bounds-owner-pw');
+    const portal = (path: string) =>
+      fetch(`${gateway.url}/portal/${path}?window=this-month`, { headers: { cookie: cookie! } });
+    expect(await (await portal('usage')).text()).toContain(`<code>${batch.id}</code>`);
+    const csv = csvRows(await (await portal('usage.csv')).text());
+    const column = csv[0]!.indexOf('batch_id');
+    const byId = new Map(csv.map((row) => [row[1], row[column]]));
+    for (const record of records) expect(byId.get(record.id as string)).toBe(batch.id);
+    expect(byId.get(aloneId)).toBe('');
+  }, 60_000);
 });
+
+/** A CSV's rows, split at commas: none of the cells read here holds one. */
+function csvRows(text: string): string[][] {
+  return text
+    .trim()
+    .split('\r\n')
+    .map((row) => row.split(','));
+}
