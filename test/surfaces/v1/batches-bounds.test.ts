@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batches } from '../../../src/shared/db/batches-schema.js';
 import { batchFile, chatLine, ended, resultLines, startBatch } from '../../helpers/batches.js';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { until } from '../../helpers/wait.js';
 import { signIn } from '../api/harness.js';
 
 type Json = Record<string, unknown>;
@@ -173,6 +174,40 @@ describe('batches: bad input bounded, every charge shown', () => {
     }
     return records;
   }
+
+  it("shows a cancelled batch's every usage record as one line of its files, with the usage it was billed", async () => {
+    // Lines that take 3 s each at the engine: the second wave is in flight when the batch is
+    // cancelled.
+    const slow = (i: number) => ({ ...chatLine(i), max_tokens: 300, ignore_eos: true });
+    const created = await startBatch(client, batchFile(48, '/v1/chat/completions', slow, 's'), '/v1/chat/completions');
+    await until(
+      'some lines are done',
+      async () => ((await client.batches.retrieve(created.id)).request_counts?.completed ?? 0) > 0,
+      { timeout: 30_000, interval: 50 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await client.batches.cancel(created.id);
+    const batch = await ended(client, created.id, 30_000);
+    expect(batch.status).toBe('cancelled');
+    const lines = [
+      ...(await resultLines(client, batch.output_file_id)),
+      ...(await resultLines(client, batch.error_file_id)),
+    ];
+    const records = (await usageRecords()).filter((record) => record.batch_id === batch.id);
+    expect(records.filter((record) => record.status === 200).length).toBeGreaterThan(0);
+    // Aborted in flight, billed their prompt.
+    expect(records.filter((record) => record.status === 499).length).toBeGreaterThan(0);
+    for (const record of records) {
+      const shown = lines.filter((line) => (line.response as Json | null)?.request_id === record.id);
+      expect(shown, `record ${String(record.id)} (status ${String(record.status)})`).toHaveLength(1);
+      const response = shown[0]!.response as { status_code: number; body: { usage: Json } };
+      expect(response.status_code).toBe(record.status);
+      expect(response.body.usage).toMatchObject({
+        prompt_tokens: record.prompt_tokens,
+        completion_tokens: record.completion_tokens,
+      });
+    }
+  }, 90_000);
 
   it('names the batch of a line on /v1/usage/requests, in the ledger export and in the portal (list and CSV)', async () => {
     const { response: answered } = await client.chat.completions.create(chatLine(0) as never).withResponse();
