@@ -4,9 +4,11 @@ import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batches } from '../../../src/shared/db/batches-schema.js';
 import { batchFile, chatLine, ended, resultLines, startBatch } from '../../helpers/batches.js';
-import { startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { until } from '../../helpers/wait.js';
 import { signIn } from '../api/harness.js';
+
+const stores = await availableStores();
 
 type Json = Record<string, unknown>;
 
@@ -26,14 +28,14 @@ const deepLine = (id: string, levels: number) =>
  * of a cancelled batch is one line of its files, with the usage it was billed; and records name
  * their batch on `/v1/usage/requests`, the portal's list and its CSV.
  */
-describe('batches: bad input bounded, every charge shown', () => {
+describe.each(stores)('batches: bad input bounded, every charge shown (%s)', (store) => {
   let gateway: TestGateway;
   let client: OpenAI;
   let secret: string;
   let orgId: string;
 
   beforeAll(async () => {
-    gateway = await startTestGateway('pglite', {
+    gateway = await startTestGateway(store, {
       TOLLGATE_BATCHES_CONCURRENCY: '16',
       TOLLGATE_BATCHES_VALIDATING_SECONDS: '600',
       TOLLGATE_SIM_TTFT_MS: '20',
