@@ -130,6 +130,7 @@ function storedConfig(s: Settings): Pick<Config, 'responses' | 'conversations' |
       concurrency: s.TOLLGATE_BATCHES_CONCURRENCY,
       leaseMs: s.TOLLGATE_BATCHES_LEASE_MS,
       windowSeconds: s.TOLLGATE_BATCHES_WINDOW_SECONDS,
+      validatingSeconds: s.TOLLGATE_BATCHES_VALIDATING_SECONDS,
     },
   };
 }

@@ -52,4 +52,5 @@ export const storedSettings = {
   TOLLGATE_BATCHES_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(32),
   TOLLGATE_BATCHES_LEASE_MS: z.coerce.number().int().min(500).max(600_000).default(60_000),
   TOLLGATE_BATCHES_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(86_400),
+  TOLLGATE_BATCHES_VALIDATING_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
 };

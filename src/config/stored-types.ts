@@ -106,4 +106,9 @@ export interface BatchesSettings {
    * (TOLLGATE_BATCHES_WINDOW_SECONDS).
    */
   windowSeconds: number;
+  /**
+   * How long a batch may stay `validating`, from its creation, before it is `failed` with `errors`
+   * (TOLLGATE_BATCHES_VALIDATING_SECONDS).
+   */
+  validatingSeconds: number;
 }

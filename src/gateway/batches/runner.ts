@@ -5,12 +5,12 @@ import type { FileStore } from '../files/store.js';
 import { CallAbort } from '../proxy/call-abort.js';
 import type { BilledDeps } from '../requests/endpoint.js';
 import type { BatchEvents } from './batch-metrics.js';
-import { ingestLines } from './ingest.js';
 import { dryLine, type LineEndpoints, type RunnableLine, runLine } from './line-run.js';
 import type { LineResult, LineStore } from './line-store.js';
 import type { BatchRow } from './objects.js';
 import { writeResults } from './output.js';
 import type { BatchStore } from './store.js';
+import { validateOne } from './validate.js';
 
 /** What the runner reads: where batches, lines, files and bytes are, and its bounds. */
 export interface RunnerParts {
@@ -19,7 +19,7 @@ export interface RunnerParts {
   files: FileStore;
   blobs: BlobStore;
   log: Logger;
-  settings: { concurrency: number; leaseMs: number };
+  settings: { concurrency: number; leaseMs: number; validatingSeconds: number };
 }
 
 /**
@@ -123,7 +123,7 @@ export class BatchRunner {
         const failed = await lines.failUnrun(batch.id, why ?? STOPPED.cancelled);
         if (failed > 0) this.events?.lineDone('failed', failed);
       }
-      await this.validateOne();
+      await validateOne(this.parts, this.replica);
       await this.fill(deps);
       await this.finalizeOne();
     } catch (error) {
@@ -233,34 +233,6 @@ export class BatchRunner {
         }
       }
     }
-  }
-
-  /** Reads one validating batch's input file into its lines. */
-  private async validateOne(): Promise<void> {
-    const { store, lines, files } = this.parts;
-    const batch = await store.claim(this.replica, ['validating']);
-    if (!batch) return;
-    const now = new Date();
-    if (batch.ending === 'expired') {
-      await store.update(batch.id, this.replica, { status: 'expired', expiredAt: now });
-      return;
-    }
-    const input = await files.content({ orgId: batch.orgId, projectId: batch.projectId }, batch.inputFileId);
-    if (!input) {
-      const errors = [
-        {
-          code: 'invalid_file',
-          message: 'The input file was deleted before the batch read it.',
-          param: 'input_file_id',
-          line: null,
-        },
-      ];
-      await store.update(batch.id, this.replica, { status: 'failed', failedAt: now, errors: JSON.stringify(errors) });
-      return;
-    }
-    const renew = async () => void (await store.renew(batch.id, this.replica));
-    const total = await ingestLines(input.bytes, batch, lines, renew);
-    await store.started(batch.id, this.replica, total);
   }
 
   /** Writes one finished batch's output and error files, and ends it. */

@@ -43,6 +43,8 @@ export interface ExportedUsage {
   cost: bigint;
   status: number;
   usageSource: string;
+  /** The batch the request was a line of; null for any other request. */
+  batchId: string | null;
   ledgerEntryId: number | null;
 }
 
@@ -125,11 +127,12 @@ interface Row {
   cost: string | null;
   status: number | null;
   usage_source: string | null;
+  batch_id: string | null;
 }
 
 const USAGE_COLUMNS = sql.raw(`to_char(u.created_at at time zone 'UTC', ${UTC_MICROS}) as usage_key, u.key_id,
   u.project_id, u.model_id, u.endpoint, u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.reasoning_tokens,
-  u.cost_nanos::text as cost, u.status, u.usage_source`);
+  u.cost_nanos::text as cost, u.status, u.usage_source, u.batch_id`);
 
 /**
  * Opens a window of the ledger for export.
@@ -275,6 +278,7 @@ function toUsage(r: Row): ExportedUsage {
     cost: BigInt(r.cost!),
     status: Number(r.status),
     usageSource: r.usage_source!,
+    batchId: r.batch_id,
     ledgerEntryId: r.entry_id === null ? null : Number(r.entry_id),
   };
 }

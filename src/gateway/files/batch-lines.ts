@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { GatewayError } from '../../shared/http/errors.js';
+import { checkJsonShape } from '../../shared/http/json-shape.js';
 
 /** The endpoints a batch's line may call, as OpenAI's Batch API names them. */
 export const BATCH_URLS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses'] as const;
@@ -17,12 +19,16 @@ const PROBLEMS_KEPT = 10;
 /**
  * Checks a batch file (JSONL) as its bytes pass, a line at a time: each line
  * not blank a JSON object with a unique `custom_id`, `method` POST, a `url`
- * of `BATCH_URLS` and a `body` object. Holds one line (at most
- * `maxLineBytes`; past it the line is a problem and the rest of it is skipped
- * unread) and a short key per `custom_id` seen, never the file.
+ * of `BATCH_URLS` and a `body` object nesting no deeper than `maxDepth`, the
+ * bound the `/v1` routes hold a body to (TOLLGATE_MAX_JSON_DEPTH): a line the
+ * route would refuse for its depth is refused here, before a batch is made of
+ * it, and no later step that copies or serializes it recursively overflows the
+ * stack on it. Holds one line (at most `maxLineBytes`; past it the line is a
+ * problem and the rest of it is skipped unread) and a short key per
+ * `custom_id` seen, never the file.
  *
  * @example
- * const check = new BatchLineCheck(4 * 1024 * 1024);
+ * const check = new BatchLineCheck(4 * 1024 * 1024, 64);
  * for await (const chunk of file) check.push(chunk);
  * check.end();
  * if (check.problems.length > 0) …
@@ -40,7 +46,10 @@ export class BatchLineCheck {
   private skipping = false;
   private readonly customIds = new Map<string, number>();
 
-  constructor(private readonly maxLineBytes: number) {}
+  constructor(
+    private readonly maxLineBytes: number,
+    private readonly maxDepth: number,
+  ) {}
 
   push(chunk: Buffer): void {
     let start = 0;
@@ -99,6 +108,8 @@ export class BatchLineCheck {
     const id = request.custom_id;
     if (typeof id !== 'string' || id.length === 0 || id.length > MAX_CUSTOM_ID_CHARS)
       return `custom_id must be a string of 1 to ${MAX_CUSTOM_ID_CHARS} characters`;
+    // Kept in a PostgreSQL text column, which cannot hold it: the batch could never be read.
+    if (id.includes('\u0000')) return 'custom_id must not contain the NUL character (\\u0000)';
     // Short ids are kept as they are, long ones as their hash: what is held per line stays small.
     const key = id.length <= 40 ? `=${id}` : `#${createHash('sha256').update(id).digest('base64')}`;
     const earlier = this.customIds.get(key);
@@ -109,11 +120,22 @@ export class BatchLineCheck {
       return `url must be one of ${BATCH_URLS.join(', ')}`;
     const body = request.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'body must be a JSON object';
-    return null;
+    return depthProblem(body, this.maxDepth);
   }
 
   private problem(line: number, message: string): void {
     this.problemCount++;
     if (this.problems.length < PROBLEMS_KEPT) this.problems.push({ line, message });
+  }
+}
+
+/** The route's own depth check on a line's body (`checkJsonShape`, without recursion), as a problem. */
+function depthProblem(body: unknown, maxDepth: number): string | null {
+  try {
+    checkJsonShape(body, { storable: false, maxDepth });
+    return null;
+  } catch (error) {
+    if (!(error instanceof GatewayError)) throw error;
+    return `body nests deeper than ${maxDepth} levels, the most a request may (TOLLGATE_MAX_JSON_DEPTH)`;
   }
 }

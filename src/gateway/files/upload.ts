@@ -5,13 +5,14 @@ import { BatchLineCheck, type LineProblem } from './batch-lines.js';
 import { FILE_PURPOSES, type FileObject, type FileOwner, type FilePurpose, type FileStore } from './store.js';
 
 /**
- * What bounds an upload: `config.files` (TOLLGATE_FILES_*), and the longest request a batch line
- * may be.
+ * What bounds an upload: `config.files` (TOLLGATE_FILES_*), and the longest and deepest request a
+ * batch line may be (the routes' own bounds: TOLLGATE_MAX_BODY_BYTES, TOLLGATE_MAX_JSON_DEPTH).
  */
 export interface UploadSettings {
   maxBytes: number;
   maxLines: number;
   maxLineBytes: number;
+  maxDepth: number;
 }
 
 /**
@@ -33,7 +34,7 @@ const MAX_FILENAME_CHARS = 255;
  * purpose is known. A refused upload leaves no blob behind.
  *
  * @example
- * const file = await receiveUpload(form, owner, { files, blobs, settings: { maxBytes, maxLines, maxLineBytes } });
+ * const file = await receiveUpload(form, owner, { files, blobs, settings: { maxBytes, maxLines, maxLineBytes, maxDepth } });
  */
 export async function receiveUpload(
   form: MultipartReader,
@@ -52,7 +53,8 @@ export async function receiveUpload(
       else if (stored) throw invalid('file', 'is sent twice; send one file per upload');
       else {
         // Known before the file: a file of another purpose is not read line by line.
-        const check = purpose === null || purpose === 'batch' ? new BatchLineCheck(settings.maxLineBytes) : null;
+        const check =
+          purpose === null || purpose === 'batch' ? new BatchLineCheck(settings.maxLineBytes, settings.maxDepth) : null;
         const blob = await blobs.put(
           checked(form.body(), check, purpose === 'batch' ? settings.maxLines : null),
           settings.maxBytes,

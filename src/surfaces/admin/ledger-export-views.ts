@@ -62,6 +62,7 @@ function usageView(u: ExportedUsage) {
     cost_nanos: u.cost.toString(),
     status: u.status,
     usage_source: u.usageSource,
+    batch_id: u.batchId,
     ledger_entry_id: u.ledgerEntryId,
   };
 }
@@ -87,6 +88,8 @@ const CSV_COLUMNS = [
   // Last, so the earlier columns keep their places: of prompt_tokens, and of completion_tokens.
   'cached_tokens',
   'reasoning_tokens',
+  // Last, for the same reason: the batch a request was a line of, empty for any other.
+  'batch_id',
 ] as const;
 
 const usageCells = (u: ExportedUsage): unknown[] => [
@@ -103,6 +106,7 @@ const usageCells = (u: ExportedUsage): unknown[] => [
   u.usageSource,
   u.cachedTokens,
   u.reasoningTokens,
+  u.batchId,
 ];
 
 /**

@@ -100,6 +100,9 @@ export function UsagePage(view: UsageView) {
                 Project
               </th>
               <th scope="col">Model</th>
+              <th scope="col" class="fold" title="The batch the request was a line of">
+                Batch
+              </th>
               <th scope="col">Status</th>
               <th scope="col" class="num fold">
                 Prompt
@@ -129,6 +132,7 @@ export function UsagePage(view: UsageView) {
                   {record.projectId ? (view.projectNames.get(record.projectId) ?? record.projectId) : '—'}
                 </td>
                 <td>{record.modelId}</td>
+                <td class="fold id">{record.batchId ? <code>{record.batchId}</code> : '—'}</td>
                 <td>{record.status}</td>
                 <td class="num fold">{count(record.promptTokens)}</td>
                 <td class="num fold">{count(record.cachedTokens)}</td>

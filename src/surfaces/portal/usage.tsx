@@ -82,6 +82,8 @@ export function usageRoutes(deps: PortalDeps, session: PortalSession): Hono<Gate
       // completion_tokens.
       'cached_tokens',
       'reasoning_tokens',
+      // The batch a request was a line of (empty for any other request), last for the same reason.
+      'batch_id',
     ];
     // Read page by page as the client reads: a long window is never held whole in memory.
     const rows = usageCsvRows({ deps, scope, keyNames, currency }, (error) =>
@@ -135,6 +137,7 @@ async function* usageCsvRows(
           r.cacheHit,
           r.cachedTokens,
           r.reasoningTokens,
+          r.batchId ?? '',
         ];
       }
       after = page.next ?? undefined;

@@ -83,7 +83,12 @@ async function upload(c: Context<GatewayEnv>, deps: V1Deps) {
     return await receiveUpload(new MultipartReader(chunks, boundary), ownerOf(c), {
       files: deps.fileStore,
       blobs: deps.blobs,
-      settings: { maxBytes: files.maxBytes, maxLines: files.maxLines, maxLineBytes: deps.config.maxBodyBytes },
+      settings: {
+        maxBytes: files.maxBytes,
+        maxLines: files.maxLines,
+        maxLineBytes: deps.config.maxBodyBytes,
+        maxDepth: deps.config.maxJsonDepth,
+      },
     });
   } catch (error) {
     await discardChunks(chunks, deps.config.oversizeDrain);

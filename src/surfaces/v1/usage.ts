@@ -180,6 +180,7 @@ function recordView(record: UsageRecord) {
     latency_ms: record.latencyMs,
     ttft_ms: record.ttftMs,
     cache_hit: record.cacheHit,
+    batch_id: record.batchId,
   };
 }
 

@@ -107,7 +107,7 @@ describe.each(stores)('wallet verify and the ledger export (%s)', (store) => {
     const lines = csv.text.trim().split('\r\n');
     expect(lines[0]).toBe(
       'ledger_entry_id,entry_time_utc,kind,amount_nanos,balance_after_nanos,note,request_id,usage_time_utc,key_id,' +
-        'project_id,model,endpoint,prompt_tokens,completion_tokens,cost_nanos,status,usage_source,cached_tokens,reasoning_tokens',
+        'project_id,model,endpoint,prompt_tokens,completion_tokens,cost_nanos,status,usage_source,cached_tokens,reasoning_tokens,batch_id',
     );
     expect(lines).toHaveLength(13);
     expect(lines.filter((l) => l.split(',')[2] === 'charge').every((l) => l.includes('sim-chat'))).toBe(true);

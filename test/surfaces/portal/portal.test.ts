@@ -109,7 +109,7 @@ describe.skipIf(!ready)('the portal in Chromium', () => {
     );
     const lines = (await csv.text()).trim().split('\r\n');
     expect(lines[0]).toBe(
-      'time_utc,request_id,key_id,key_name,project_id,model,endpoint,status,prompt_tokens,completion_tokens,cost,currency,cache_hit,cached_tokens,reasoning_tokens',
+      'time_utc,request_id,key_id,key_name,project_id,model,endpoint,status,prompt_tokens,completion_tokens,cost,currency,cache_hit,cached_tokens,reasoning_tokens,batch_id',
     );
     expect(lines.filter((line) => line.includes(requestId))).toHaveLength(1);
     // A window that ends before it starts is refused, with the reason, and this month is shown.

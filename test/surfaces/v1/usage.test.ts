@@ -334,6 +334,7 @@ describe.each(stores)('usage reports (%s)', (store) => {
       latency_ms: 5,
       ttft_ms: null,
       cache_hit: false,
+      batch_id: null,
     });
     const streamed = seen.filter((r) => r.streamed === true);
     expect(streamed).toHaveLength(2);
