@@ -4,7 +4,7 @@ import { batches, batchLines } from '../../shared/db/batches-schema.js';
 import { withinStoreOr503 } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { keysetAfter, ownedBy } from '../keys/owned-rows.js';
-import { rowsOf } from '../stored-responses/group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { ACTIVE_STATUSES, type BatchOwner, type BatchRow, isBatchId } from './objects.js';
 
 /** A batch as `POST /v1/batches` makes it. */

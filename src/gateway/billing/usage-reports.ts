@@ -3,7 +3,7 @@ import type { Database } from '../../shared/db/client.js';
 import { isStatementTimeout } from '../../shared/db/errors.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { apiKeys, usageRecords } from '../../shared/db/schema.js';
-import { rowsOf } from './rows.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { TOTALS_SELECT, type UsageScope, usageSource } from './usage-source.js';
 
 // Usage reports of one organization (or every one). The sums read the daily rollups

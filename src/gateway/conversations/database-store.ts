@@ -2,7 +2,7 @@ import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { conversationItems, conversations, conversationTotals } from '../../shared/db/schema.js';
 import { STORE_TIMEOUT_MS, withinStoreOr503 } from '../../shared/db/timeout.js';
-import { rowsOf } from '../stored-responses/group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { checkedItemId, conversationIdKind, newId } from './ids.js';
 import { readItemsPage, unknownAfter } from './items-page.js';
 import { live, objectOf, refusal, uncount } from './database-rows.js';

@@ -7,7 +7,7 @@ import { files, fileTotals } from '../../shared/db/files-schema.js';
 import { withinStoreOr503 } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { keysetAfter, ownedBy } from '../keys/owned-rows.js';
-import { rowsOf } from '../stored-responses/group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import type { FileListQuery, FileObject, FileOwner, FilePurpose, FileStore } from './store.js';
 
 /** What bounds the store: `config.files` (TOLLGATE_FILES_*). */

@@ -3,7 +3,7 @@ import type { Database } from '../../shared/db/client.js';
 import { backgroundResponseEvents, backgroundResponses } from '../../shared/db/schema.js';
 import { withinStoreOr503 } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { rowsOf } from './group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import type { BackgroundRow, BackgroundSettings, BackgroundStatus, QueuedJob } from './background-types.js';
 import { responseIdKind } from './ids.js';
 

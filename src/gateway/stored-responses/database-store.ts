@@ -4,7 +4,8 @@ import { storedResponses, storedResponseTotals } from '../../shared/db/schema.js
 import { STORE_TIMEOUT_MS, withinStoreOr503 } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { readChain } from './chain.js';
-import { GroupSave, rowsOf, type SaveRow } from './group-save.js';
+import { GroupSave, type SaveRow } from './group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { malformedId, previousResponseNotFound, responseIdKind } from './ids.js';
 import { isItemId, itemRowsOf, readInputItemsPage } from './input-items.js';
 import { keptResponse } from './kept.js';

@@ -18,6 +18,7 @@ import type { Database } from '../../../src/shared/db/client.js';
 import { requestData } from '../../../src/shared/db/schema.js';
 import { chargeRecord } from '../../helpers/charges.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
+import { rowsOf } from '../../../src/shared/db/rows.js';
 
 const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
 const MIGRATIONS = path.resolve('drizzle');
@@ -119,8 +120,3 @@ describe.each(stores)('migration 0025 moves the usage records already there into
     ]);
   });
 });
-
-/** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
-}
