@@ -9,9 +9,9 @@ import { TOTALS_SELECT, type UsageScope, usageSource } from './usage-source.js';
 
 // Usage reports of one organization (or every one). The sums read the daily rollups
 // (`usage-source.ts`: the window's whole days from `usage_daily`, its partial days from the usage
-// records), never the history's requests; only the list of requests reads the records, a page at a
-// time. Every sum is taken in SQL and read back as text, so token counts and money (bigint nanos)
-// never pass through a float.
+// records), never the history's requests; only the list of requests (`usage-requests.ts`) reads the
+// records, a page at a time. Every sum is taken in SQL and read back as text, so token counts and
+// money (bigint nanos) never pass through a float.
 
 export type { UsageScope } from './usage-source.js';
 
