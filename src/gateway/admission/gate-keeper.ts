@@ -2,7 +2,8 @@ import type { ChargeJournal } from '../billing/journal.js';
 import type { WalletService } from '../billing/wallet.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
-import type { LimitGate, LiveRequest, Release } from './gate.js';
+import type { LimitGate, Release } from './gate.js';
+import type { LiveRequest } from './gate-state.js';
 import { Calendar, monthStart } from './month.js';
 import { admitRate, giveBackRate, type RatePass, type RateStepDeps } from './rate-step.js';
 import {

@@ -2,7 +2,8 @@ import type { ChargeJournal } from '../billing/journal.js';
 import type { ChargeRecord } from '../billing/wallet.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import { budgetTag, parseTag } from './budgets.js';
-import type { LimitGate, LiveRequest, Reported } from './gate.js';
+import type { LimitGate } from './gate.js';
+import type { LiveRequest, Reported } from './gate-state.js';
 import type { Ticket } from './ticket.js';
 
 /** How often each replica tells the gate it is alive (and learns whether Redis lost its state). */

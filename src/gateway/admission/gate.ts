@@ -1,5 +1,6 @@
 import type { KeyLimits } from '../keys/service.js';
 import type { BudgetLimit, BudgetScope, Budgets } from './budgets.js';
+import type { BudgetState, LiveRequest, Reported, WalletState } from './gate-state.js';
 
 /** What one request asks of the gate when it is admitted. */
 export interface AdmitRequest {
@@ -156,43 +157,6 @@ export interface Release {
   alone?: boolean;
 }
 
-/** A hold or a charge a replica reports again to a gate that lost them (a Redis restart). */
-export interface Reported {
-  orgId: string;
-  requestId: string;
-  amount: bigint;
-  /** The budget counts it falls under (`budgetTag`); absent: none. */
-  tag?: string;
-}
-
-/** What a wallet's rebuild needs from the gate, read together. */
-export interface WalletState {
-  /**
-   * Moves on every change to the wallet's holds and charges; the rebuild is kept only if it did not
-   * move meanwhile.
-   */
-  version: string;
-  holds: Reported[];
-  /** Charges made but not yet known to be in PostgreSQL. */
-  unwritten: Reported[];
-}
-
-/**
- * What a budget count's rebuild needs from the gate, read together: the holds and unwritten charges
- * tagged with it.
- */
-export interface BudgetState {
-  /**
-   * Moves on every change to the count's tagged holds and charges; the rebuild is kept only if it
-   * did not move meanwhile.
-   */
-  version: string;
-  /** Holds taken from the count (given back to it when their requests end). */
-  holds: Reported[];
-  /** Charges counted in it but not yet known to be in PostgreSQL. */
-  unwritten: Reported[];
-}
-
 /**
  * The one place a request's admission is decided: its key's four limits (requests per minute,
  * concurrency, tokens per minute, monthly tokens) and its organization's wallet (a hold on the
@@ -277,14 +241,4 @@ export interface LimitGate {
    * after every replica's cache has read the change).
    */
   setBudgets(orgId: string, scope: BudgetScope, subjectId: string, budgets: Budgets, ttlMs: number): Promise<void>;
-}
-
-/** A request in flight on this replica, as the heartbeat renews it. */
-export interface LiveRequest {
-  requestId: string;
-  keyId: string;
-  orgId: string;
-  holdNanos: bigint | null;
-  /** The budget counts its hold is tagged with (`budgetTag`); '' when it holds nothing. */
-  budgetTag: string;
 }

@@ -1,4 +1,5 @@
-import type { Admission, BudgetState, Reported } from './gate.js';
+import type { Admission } from './gate.js';
+import type { BudgetState, Reported } from './gate-state.js';
 import type { BudgetLimit, BudgetScope, Budgets } from './budgets.js';
 import { budgetLimitName, heldTag, parseTag, VERSION_TTL_MS } from './budgets.js';
 import { budgetRefusal } from '../billing/budget-rule.js';

@@ -1,16 +1,5 @@
-import type {
-  Admission,
-  AdmitRequest,
-  BudgetState,
-  LimitGate,
-  LiveRequest,
-  RateAnswer,
-  RateRequest,
-  RateTaken,
-  Release,
-  Reported,
-  WalletState,
-} from './gate.js';
+import type { Admission, AdmitRequest, LimitGate, RateAnswer, RateRequest, RateTaken, Release } from './gate.js';
+import type { BudgetState, LiveRequest, Reported, WalletState } from './gate-state.js';
 import type { KeyLimits } from '../keys/service.js';
 import type { BudgetScope, Budgets } from './budgets.js';
 import { MemoryBudgets } from './memory-budgets.js';

@@ -1,4 +1,4 @@
-import type { Reported, WalletState } from './gate.js';
+import type { Reported, WalletState } from './gate-state.js';
 
 /** An organization's wallet in the memory gate. */
 export interface Wallet {

@@ -1,7 +1,8 @@
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
-import type { LimitGate, LiveRequest, Window } from './gate.js';
+import type { LimitGate, Window } from './gate.js';
+import type { LiveRequest } from './gate-state.js';
 import { limitsUnavailableOnFailure, refusal } from './refusals.js';
 
 /**

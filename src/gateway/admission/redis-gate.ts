@@ -1,18 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../../shared/db/redis.js';
-import type {
-  Admission,
-  AdmitRequest,
-  BudgetState,
-  LimitGate,
-  LiveRequest,
-  RateAnswer,
-  RateRequest,
-  RateTaken,
-  Release,
-  Reported,
-  WalletState,
-} from './gate.js';
+import type { Admission, AdmitRequest, LimitGate, RateAnswer, RateRequest, RateTaken, Release } from './gate.js';
+import type { BudgetState, LiveRequest, Reported, WalletState } from './gate-state.js';
 import { admissionFrom, pairs, rateAnswerFrom } from './redis-replies.js';
 import { ADMIT_RATE, GIVE_BACK_RATE } from './redis-rate-scripts.js';
 import { EPOCH } from './redis-scripts.js';

@@ -1,4 +1,5 @@
-import type { Admission, RateAnswer, Reported } from './gate.js';
+import type { Admission, RateAnswer } from './gate.js';
+import type { Reported } from './gate-state.js';
 
 /** How the Redis gate's scripts' replies are read (`redis-gate.ts`), and how it writes their lists. */
 

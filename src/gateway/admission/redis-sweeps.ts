@@ -1,5 +1,5 @@
 import type { RedisClient } from '../../shared/db/redis.js';
-import type { LiveRequest, Reported } from './gate.js';
+import type { LiveRequest, Reported } from './gate-state.js';
 import { type AwaitedReplies, defineScript, type GateKeys, holdMember, type Script } from './redis-keys.js';
 import { REPORT, SWEEP } from './redis-sweep-scripts.js';
 

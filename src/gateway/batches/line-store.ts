@@ -2,7 +2,7 @@ import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { batches, batchLines } from '../../shared/db/batches-schema.js';
 import { Lease, leaseLapsed } from '../../shared/db/lease.js';
-import { rowsOf } from '../stored-responses/group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { bounded } from './store.js';
 
 export type LineRow = typeof batchLines.$inferSelect;

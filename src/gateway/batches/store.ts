@@ -1,10 +1,11 @@
-import { and, desc, eq, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { batches, batchLines } from '../../shared/db/batches-schema.js';
 import { Lease } from '../../shared/db/lease.js';
-import { withinStoreTimeout } from '../../shared/db/timeout.js';
+import { withinStoreOr503 } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { rowsOf } from '../stored-responses/group-save.js';
+import { keysetAfter, ownedBy } from '../keys/owned-rows.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { ACTIVE_STATUSES, type BatchOwner, type BatchRow, isBatchId } from './objects.js';
 
 /** A batch as `POST /v1/batches` makes it. */
@@ -71,7 +72,7 @@ export class BatchStore {
       this.db
         .select()
         .from(batches)
-        .where(and(eq(batches.id, id), ownedBy(owner))),
+        .where(and(eq(batches.id, id), ownedBy(batches, owner))),
     );
     return row ?? null;
   }
@@ -91,15 +92,14 @@ export class BatchStore {
 
   /** A page of the owner's batches, newest first, after the batch `after`. */
   async list(owner: BatchOwner, page: { after?: string; limit: number }): Promise<{ rows: BatchRow[]; more: boolean }> {
-    const conditions: SQL[] = [ownedBy(owner)];
+    const conditions: SQL[] = [ownedBy(batches, owner)];
     if (page.after !== undefined) {
       const after = await this.get(owner, page.after);
       if (!after)
         throw new GatewayError('invalid_request', 'after names no batch of yours.', {
           details: [{ field: 'after', message: 'no such batch' }],
         });
-      const cursor = sql`(select ${batches.createdAt}, ${batches.id} from ${batches} where ${batches.id} = ${after.id})`;
-      conditions.push(sql`(${batches.createdAt}, ${batches.id}) < ${cursor}`);
+      conditions.push(keysetAfter(batches, after.id, 'desc'));
     }
     const rows = await bounded(
       this.db
@@ -123,7 +123,9 @@ export class BatchStore {
       this.db
         .update(batches)
         .set({ status: 'cancelling', ending: 'cancelled', cancellingAt: now })
-        .where(and(eq(batches.id, id), ownedBy(owner), inArray(batches.status, ['validating', 'in_progress']))),
+        .where(
+          and(eq(batches.id, id), ownedBy(batches, owner), inArray(batches.status, ['validating', 'in_progress'])),
+        ),
     );
     return this.get(owner, id);
   }
@@ -251,23 +253,11 @@ export class BatchStore {
   }
 }
 
-/** The owner's batches: its organization's, of the key's project (or of no project). */
-function ownedBy(owner: BatchOwner): SQL {
-  return and(
-    eq(batches.orgId, owner.orgId),
-    owner.projectId === null ? isNull(batches.projectId) : eq(batches.projectId, owner.projectId),
-  )!;
-}
-
-/** Within the store's timeout; a database that fails or does not answer is a 503. */
-export async function bounded<T>(work: PromiseLike<T>): Promise<T> {
-  try {
-    return await withinStoreTimeout(Promise.resolve(work));
-  } catch (error) {
-    if (error instanceof GatewayError) throw error;
-    throw new GatewayError('files_unavailable', 'Batches cannot be reached right now; try again shortly.', {
-      headers: { 'Retry-After': '2' },
-      cause: error,
-    });
-  }
+/**
+ * Within the store's timeout; a database that fails or does not answer is a 503
+ * `batches_unavailable` (the batches' rows failed, not the files': a client told
+ * `files_unavailable` would look in the wrong place).
+ */
+export function bounded<T>(work: PromiseLike<T>): Promise<T> {
+  return withinStoreOr503(work, 'batches_unavailable', 'The gateway cannot read or write batches right now.');
 }

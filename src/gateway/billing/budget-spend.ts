@@ -1,7 +1,7 @@
 import { inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { usageRecords } from '../../shared/db/schema.js';
-import { rowsOf } from './rows.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { usageSource } from './usage-source.js';
 
 /**

@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { ledgerEntries, type LedgerKind, usageRecords } from '../../shared/db/schema.js';
-import { rowsOf } from './rows.js';
+import { rowsOf } from '../../shared/db/rows.js';
 
 /**
  * One ledger entry and what caused it: a top-up, refund or adjustment (with its note), or a charge

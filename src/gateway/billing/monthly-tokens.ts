@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
-import { rowsOf } from './rows.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { usageSource } from './usage-source.js';
 
 /**

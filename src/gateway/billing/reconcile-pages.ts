@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { ledgerEntries, usageRecords } from '../../shared/db/schema.js';
-import { rowsOf } from './rows.js';
+import { rowsOf } from '../../shared/db/rows.js';
 
 /**
  * The rows a verification reads, a page per statement: none runs long (the reports pool's statement

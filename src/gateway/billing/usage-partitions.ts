@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import type { Logger } from '../../shared/http/log.js';
+import { rowsOf } from '../../shared/db/rows.js';
 
 /**
  * Usage records are partitioned by month of `created_at`, UTC (migration 0025):
@@ -149,9 +150,4 @@ export async function keepUsageMonths(db: Database, retentionMonths: number, log
   const timer = setInterval(() => void keep(), KEEP_INTERVAL_MS);
   timer.unref();
   return async () => clearInterval(timer);
-}
-
-/** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
 }

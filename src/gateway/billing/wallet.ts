@@ -9,6 +9,7 @@ import {
   wallets,
 } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
+import { rowsOf } from '../../shared/db/rows.js';
 
 export type LedgerEntry = typeof ledgerEntries.$inferSelect;
 export type UsageRecordInput = typeof usageRecords.$inferInsert;
@@ -287,9 +288,4 @@ function parseTextArray(value: string[] | string): string[] {
   if (Array.isArray(value)) return value;
   const inner = value.replace(/^\{|\}$/g, '');
   return inner ? inner.split(',').map((item) => item.replace(/^"|"$/g, '')) : [];
-}
-
-/** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
 }

@@ -1,9 +1,8 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { conversationItems, conversations, conversationTotals } from '../../shared/db/schema.js';
-import { STORE_TIMEOUT_MS, withinStoreTimeout } from '../../shared/db/timeout.js';
-import { GatewayError } from '../../shared/http/errors.js';
-import { rowsOf } from '../stored-responses/group-save.js';
+import { STORE_TIMEOUT_MS, withinStoreOr503 } from '../../shared/db/timeout.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { checkedItemId, conversationIdKind, newId } from './ids.js';
 import { readItemsPage, unknownAfter } from './items-page.js';
 import { live, objectOf, refusal, uncount } from './database-rows.js';
@@ -262,16 +261,12 @@ export class DatabaseConversationStore implements ConversationStore {
    * `work` within the store's timeout; a failure of the database (or no answer) as a 503 the client
    * can retry.
    */
-  private async bounded<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await withinStoreTimeout(work(), this.timeoutMs);
-    } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      throw new GatewayError(
-        'responses_unavailable',
-        'The gateway cannot read or write conversations right now. Retry with backoff.',
-        { headers: { 'Retry-After': '2' }, cause: error },
-      );
-    }
+  private bounded<T>(work: () => Promise<T>): Promise<T> {
+    return withinStoreOr503(
+      work(),
+      'responses_unavailable',
+      'The gateway cannot read or write conversations right now.',
+      this.timeoutMs,
+    );
   }
 }

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { conversationItems, conversations } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { rowsOf } from '../stored-responses/group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import type { ConversationItemsPage, ConversationItemsQuery } from './store.js';
 
 type Json = Record<string, unknown>;

@@ -1,16 +1,8 @@
+import { itemIdPrefix } from '../stored-responses/ids.js';
 import { keptInputItem } from '../stored-responses/kept.js';
 import { isItemId, newId } from './ids.js';
 
 type Json = Record<string, unknown>;
-
-const ID_PREFIXES: Record<string, string> = {
-  message: 'msg',
-  function_call: 'fc',
-  function_call_output: 'fco',
-  custom_tool_call: 'ctc',
-  custom_tool_call_output: 'ctco',
-  compaction: 'cmp',
-};
 
 /**
  * An input or output item as a conversation keeps it, in the shape of OpenAI's
@@ -34,8 +26,7 @@ export function conversationItemOf(item: Json): Json | null {
   // An assistant's text as OpenAI's `Message` has it: `annotations` (kept) and `logprobs`.
   if (kept.type === 'message' && Array.isArray(kept.content))
     for (const part of kept.content as Json[]) if (part.type === 'output_text') part.logprobs ??= [];
-  const id =
-    typeof kept.id === 'string' && isItemId(kept.id) ? kept.id : newId(ID_PREFIXES[kept.type as string] ?? 'item');
+  const id = typeof kept.id === 'string' && isItemId(kept.id) ? kept.id : newId(itemIdPrefix(kept.type));
   return Object.assign({ id }, kept, { id, status: typeof kept.status === 'string' ? kept.status : 'completed' });
 }
 

@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { and, asc, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { BlobStore, StoredBlob } from '../../shared/blobs/blob-store.js';
 import type { Database } from '../../shared/db/client.js';
 import { files, fileTotals } from '../../shared/db/files-schema.js';
-import { STORE_TIMEOUT_MS, withinStoreTimeout } from '../../shared/db/timeout.js';
+import { withinStoreOr503 } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { rowsOf } from '../stored-responses/group-save.js';
+import { keysetAfter, ownedBy } from '../keys/owned-rows.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import type { FileListQuery, FileObject, FileOwner, FilePurpose, FileStore } from './store.js';
 
 /** What bounds the store: `config.files` (TOLLGATE_FILES_*). */
@@ -104,7 +105,7 @@ export class DatabaseFileStore implements FileStore {
   }
 
   async list(owner: FileOwner, query: FileListQuery): Promise<{ data: FileObject[]; hasMore: boolean }> {
-    const conditions: SQL[] = [ownedBy(owner)];
+    const conditions: SQL[] = [ownedBy(files, owner)];
     if (query.purpose !== undefined) conditions.push(eq(files.purpose, query.purpose));
     if (query.after !== undefined) {
       const after = await this.row(owner, query.after);
@@ -112,13 +113,7 @@ export class DatabaseFileStore implements FileStore {
         throw new GatewayError('invalid_request', 'after names no file of yours.', {
           details: [{ field: 'after', message: 'no such file' }],
         });
-      // Read in the database: a JS Date holds milliseconds, the column microseconds.
-      const cursor = sql`(select ${files.createdAt}, ${files.id} from ${files} where ${files.id} = ${after.id})`;
-      conditions.push(
-        query.order === 'desc'
-          ? sql`(${files.createdAt}, ${files.id}) < ${cursor}`
-          : sql`(${files.createdAt}, ${files.id}) > ${cursor}`,
-      );
+      conditions.push(keysetAfter(files, after.id, query.order));
     }
     const direction = query.order === 'desc' ? desc : asc;
     const rows = await this.bounded(
@@ -138,7 +133,7 @@ export class DatabaseFileStore implements FileStore {
       this.db.transaction(async (tx) => {
         const [row] = await tx
           .delete(files)
-          .where(and(eq(files.id, id), ownedBy(owner)))
+          .where(and(eq(files.id, id), ownedBy(files, owner)))
           .returning({ blobId: files.blobId, bytes: files.bytes });
         if (!row) return null;
         await tx
@@ -161,19 +156,13 @@ export class DatabaseFileStore implements FileStore {
       this.db
         .select()
         .from(files)
-        .where(and(eq(files.id, id), ownedBy(owner))),
+        .where(and(eq(files.id, id), ownedBy(files, owner))),
     );
     return row ?? null;
   }
 
   private bounded<T>(work: Promise<T>): Promise<T> {
-    return withinStoreTimeout(work, STORE_TIMEOUT_MS).catch((error: unknown) => {
-      if (error instanceof GatewayError) throw error;
-      throw new GatewayError('files_unavailable', 'Files cannot be reached right now; try again shortly.', {
-        headers: { 'retry-after': '2' },
-        cause: error,
-      });
-    });
+    return withinStoreOr503(work, 'files_unavailable', 'The gateway cannot read or write files right now.');
   }
 
   private tooMany(): GatewayError {
@@ -187,14 +176,6 @@ export class DatabaseFileStore implements FileStore {
     const max = this.settings.orgMaxBytes;
     return refusal(`Your organization's files would pass ${max} bytes`, `TOLLGATE_FILES_ORG_MAX_BYTES=${max}`);
   }
-}
-
-/** The owner's files: its organization's, of the key's project (or of no project). */
-function ownedBy(owner: FileOwner): SQL {
-  return and(
-    eq(files.orgId, owner.orgId),
-    owner.projectId === null ? isNull(files.projectId) : eq(files.projectId, owner.projectId),
-  )!;
 }
 
 function fileObject(row: FileRow): FileObject {

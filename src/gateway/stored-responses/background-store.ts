@@ -2,9 +2,9 @@ import { and, asc, count, eq, gt, inArray, lt, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { backgroundResponseEvents, backgroundResponses } from '../../shared/db/schema.js';
 import { Lease } from '../../shared/db/lease.js';
-import { withinStoreTimeout } from '../../shared/db/timeout.js';
+import { withinStoreOr503 } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { rowsOf } from './group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import type { BackgroundRow, BackgroundSettings, BackgroundStatus, QueuedJob } from './background-types.js';
 import { responseIdKind } from './ids.js';
 
@@ -259,18 +259,6 @@ export class BackgroundStore {
  * Within the store's timeout; a database that fails or does not answer is a 503
  * `responses_unavailable`.
  */
-async function bounded<T>(work: PromiseLike<T>): Promise<T> {
-  try {
-    return await withinStoreTimeout(Promise.resolve(work));
-  } catch (error) {
-    if (error instanceof GatewayError) throw error;
-    throw new GatewayError(
-      'responses_unavailable',
-      'The gateway cannot read or write responses now. Retry with backoff.',
-      {
-        headers: { 'Retry-After': '2' },
-        cause: error,
-      },
-    );
-  }
+function bounded<T>(work: PromiseLike<T>): Promise<T> {
+  return withinStoreOr503(work, 'responses_unavailable', 'The gateway cannot read or write responses right now.');
 }

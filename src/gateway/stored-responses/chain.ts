@@ -2,7 +2,7 @@ import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { storedResponseInputItems, storedResponses } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
-import { rowsOf } from './group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import type { ConversationTurn } from './store.js';
 
 type Json = Record<string, unknown>;

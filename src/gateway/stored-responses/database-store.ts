@@ -1,10 +1,11 @@
 import { and, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../shared/db/client.js';
 import { storedResponses, storedResponseTotals } from '../../shared/db/schema.js';
-import { STORE_TIMEOUT_MS, withinStoreTimeout } from '../../shared/db/timeout.js';
+import { STORE_TIMEOUT_MS, withinStoreOr503 } from '../../shared/db/timeout.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import { readChain } from './chain.js';
-import { GroupSave, rowsOf, type SaveRow } from './group-save.js';
+import { GroupSave, type SaveRow } from './group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { malformedId, previousResponseNotFound, responseIdKind } from './ids.js';
 import { isItemId, itemRowsOf, readInputItemsPage } from './input-items.js';
 import { keptResponse } from './kept.js';
@@ -169,17 +170,13 @@ export class DatabaseResponseStore implements ResponseStore {
    * `work` within the store's timeout; a failure of the database (or no answer) as a 503 the client
    * can retry. The statement may still run on: what the store writes is one statement, done or not.
    */
-  private async bounded<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await withinStoreTimeout(work(), this.timeoutMs);
-    } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      throw new GatewayError(
-        'responses_unavailable',
-        'The gateway cannot read or write stored responses right now. Retry with backoff.',
-        { headers: { 'Retry-After': '2' }, cause: error },
-      );
-    }
+  private bounded<T>(work: () => Promise<T>): Promise<T> {
+    return withinStoreOr503(
+      work(),
+      'responses_unavailable',
+      'The gateway cannot read or write stored responses right now.',
+      this.timeoutMs,
+    );
   }
 }
 

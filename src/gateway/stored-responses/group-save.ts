@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { withinStoreTimeout } from '../../shared/db/timeout.js';
 import type { Database } from '../../shared/db/client.js';
 import { storedResponseInputItems, storedResponses, storedResponseTotals } from '../../shared/db/schema.js';
+import { rowsOf } from '../../shared/db/rows.js';
 
 /**
  * An input item as its row is written: its place in the input, its id (unique in its response), its
@@ -219,9 +220,4 @@ function recordOf(row: SaveRow): Record<string, unknown> {
 function refusedARow(error: Error): boolean {
   const code = (error.cause as { code?: unknown } | undefined)?.code ?? (error as { code?: unknown }).code;
   return typeof code === 'string' && /^2[23]/.test(code);
-}
-
-/** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
-export function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
 }

@@ -82,6 +82,32 @@ export function ownedItemId(prefix: string, responseId: string): string {
 }
 
 /**
+ * The prefix of the id the gateway gives an item of each type that comes without one (OpenAI's own
+ * prefixes): one table for a stored response's input items and a conversation's items, so an item
+ * is named alike wherever it is listed. Any other type is `item`.
+ */
+const ITEM_ID_PREFIXES: ReadonlyMap<string, string> = new Map([
+  ['message', 'msg'],
+  ['function_call', 'fc'],
+  ['function_call_output', 'fco'],
+  ['custom_tool_call', 'ctc'],
+  ['custom_tool_call_output', 'ctco'],
+  ['reasoning', 'rs'],
+  ['compaction', 'cmp'],
+]);
+
+/**
+ * The prefix of a new id for an item of `type` (a client's item without an id of its own).
+ *
+ * @example
+ * itemIdPrefix('compaction'); // 'cmp'
+ * itemIdPrefix('constructor'); // 'item'
+ */
+export function itemIdPrefix(type: unknown): string {
+  return (typeof type === 'string' && ITEM_ID_PREFIXES.get(type)) || 'item';
+}
+
+/**
  * The response an item id made by `ownedItemId` belongs to; null for any other id (the client's
  * own, an old one).
  */

@@ -4,7 +4,7 @@ import type { Database } from '../../shared/db/client.js';
 import { storedResponseInputItems, storedResponses } from '../../shared/db/schema.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { SaveItem } from './group-save.js';
-import { rowsOf } from './group-save.js';
+import { rowsOf } from '../../shared/db/rows.js';
 import { keptInputItem } from './kept.js';
 import type { InputItemsPage, InputItemsQuery } from './store.js';
 

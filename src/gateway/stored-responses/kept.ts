@@ -39,7 +39,17 @@ export function keptInputItem(item: Json): Json | null {
   }
 }
 
-const TEXT_PARTS: ReadonlySet<string> = new Set(['input_text', 'output_text', 'text', 'summary_text', 'refusal']);
+/**
+ * The content parts of the Responses API that carry text (a refusal's in `refusal`): what a message
+ * keeps and what a turn sends the engine as text.
+ */
+export const TEXT_PARTS: ReadonlySet<string> = new Set([
+  'input_text',
+  'output_text',
+  'text',
+  'summary_text',
+  'refusal',
+]);
 const IMAGE_DETAILS: ReadonlySet<string> = new Set(['low', 'high', 'auto']);
 
 function keptMessage(item: Json): Json {

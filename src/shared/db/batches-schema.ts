@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { boolean, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
-import { organizations } from './schema.js';
+import { organizations } from './accounts-schema.js';
 
 /**
  * A batch (`/v1/batches`, issue 72): a file of requests run on idle capacity. It belongs to its

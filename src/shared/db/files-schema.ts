@@ -1,5 +1,5 @@
 import { bigint, index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
-import { organizations } from './schema.js';
+import { organizations } from './accounts-schema.js';
 
 /**
  * An uploaded file (`/v1/files`): its bytes are a blob of the blob store (`blob_id`), never in this

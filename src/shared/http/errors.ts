@@ -36,6 +36,7 @@ const ERROR_CODES = {
   limits_unavailable: { status: 503, type: 'server_error' },
   responses_unavailable: { status: 503, type: 'server_error' },
   files_unavailable: { status: 503, type: 'server_error' },
+  batches_unavailable: { status: 503, type: 'server_error' },
   runner_unavailable: { status: 503, type: 'server_error' },
   node_access_unavailable: { status: 503, type: 'server_error' },
   server_busy: { status: 503, type: 'server_error' },

@@ -1,5 +1,6 @@
 import { formatAmount } from '../../gateway/billing/money.js';
-import type { UsageGroup, UsageRecord, UsageTotals } from '../../gateway/billing/usage-reports.js';
+import type { UsageGroup, UsageTotals } from '../../gateway/billing/usage-reports.js';
+import type { UsageRecord } from '../../gateway/billing/usage-requests.js';
 import { Notice, Page, When } from './layout.js';
 import type { Viewer } from './layout.js';
 import { DayChart, type DayValue } from './chart.js';

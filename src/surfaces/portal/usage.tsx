@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { formatAmount } from '../../gateway/billing/money.js';
-import { decodeCursor, encodeCursor, type UsageCursor } from '../../gateway/billing/usage-reports.js';
+import { decodeCursor, encodeCursor, type UsageCursor } from '../../gateway/billing/usage-requests.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { csvLines } from '../../shared/http/csv.js';
 import { describeError } from '../../shared/http/log.js';

@@ -3,14 +3,12 @@ import { z } from 'zod';
 import { readQuery } from '../../shared/http/validate.js';
 import { formatAmount } from '../../gateway/billing/money.js';
 import {
-  decodeCursor,
-  encodeCursor,
   USAGE_GROUPINGS,
   type UsageGroup,
-  type UsageRecord,
   type UsageScope,
   type UsageTotals,
 } from '../../gateway/billing/usage-reports.js';
+import { decodeCursor, encodeCursor, type UsageRecord } from '../../gateway/billing/usage-requests.js';
 import type { GatewayEnv } from '../../shared/http/context.js';
 import { GatewayError } from '../../shared/http/errors.js';
 import type { V1Deps } from './deps.js';

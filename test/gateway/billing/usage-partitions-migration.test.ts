@@ -8,7 +8,8 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usagePartitions } from '../../../src/gateway/billing/usage-partitions.js';
-import { type UsageCursor, UsageReports } from '../../../src/gateway/billing/usage-reports.js';
+import { UsageReports } from '../../../src/gateway/billing/usage-reports.js';
+import type { UsageCursor } from '../../../src/gateway/billing/usage-requests.js';
 import { WalletService } from '../../../src/gateway/billing/wallet.js';
 import { KeyService } from '../../../src/gateway/keys/service.js';
 import { OrgService } from '../../../src/platform/orgs/service.js';
@@ -17,6 +18,7 @@ import { requestData } from '../../../src/shared/db/schema.js';
 import { chargeRecord } from '../../helpers/charges.js';
 import { MIGRATIONS, migrationsBefore } from '../../helpers/migrations.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
+import { rowsOf } from '../../../src/shared/db/rows.js';
 
 const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
 
@@ -103,8 +105,3 @@ describe.each(stores)('migration 0025 moves the usage records already there into
     ]);
   });
 });
-
-/** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
-}

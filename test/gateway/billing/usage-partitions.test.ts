@@ -14,6 +14,7 @@ import { OrgService } from '../../../src/platform/orgs/service.js';
 import { openStore, type Store } from '../../../src/shared/db/client.js';
 import { chargeRecord } from '../../helpers/charges.js';
 import { createTestDatabase, postgresAvailable } from '../../helpers/services.js';
+import { rowsOf } from '../../../src/shared/db/rows.js';
 
 const stores = (await postgresAvailable()) ? ['pglite', 'postgres'] : ['pglite'];
 
@@ -137,8 +138,3 @@ describe.each(stores)('usage records kept in months (%s)', (kind) => {
     expect(full.differences.map((d) => [d.kind, d.requestId])).toEqual([['charge_without_usage', 'may-4']]);
   });
 });
-
-/** postgres.js returns rows as the result; PGlite wraps them in `{ rows }`. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
-}

@@ -2,6 +2,7 @@ import { createPrivateKey } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import ssh2 from 'ssh2';
 import type { Database } from '../../../src/shared/db/client.js';
+import { rowsOf } from '../../../src/shared/db/rows.js';
 
 /**
  * What of an unencrypted OpenSSH ed25519 private key would show if it leaked:
@@ -36,16 +37,16 @@ export function secretMarkers(privateKey: string): string[] {
  * and hex).
  */
 export async function dumpDatabase(db: Database): Promise<string> {
-  const rowsOf = (result: unknown) =>
-    (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<Record<string, string>>;
-  const tables = rowsOf(
+  const tables = rowsOf<Record<string, string>>(
     await db.execute(
       sql`select table_schema as schema, table_name as name from information_schema.tables where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema') order by 1, 2`,
     ),
   );
   const parts: string[] = [];
   for (const table of tables) {
-    const rows = rowsOf(await db.execute(sql.raw(`select t::text as row from "${table.schema}"."${table.name}" t`)));
+    const rows = rowsOf<Record<string, string>>(
+      await db.execute(sql.raw(`select t::text as row from "${table.schema}"."${table.name}" t`)),
+    );
     parts.push(`-- ${table.schema}.${table.name}: ${rows.length} rows`, ...rows.map((row) => row.row!));
   }
   return parts.join('\n');

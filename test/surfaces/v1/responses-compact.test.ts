@@ -108,6 +108,23 @@ describe('POST /v1/responses/compact', () => {
     expect(counted.input_tokens).toBeGreaterThan(bareCount.input_tokens);
   });
 
+  it('names a compaction sent back without its id cmp_, as a stored response and as a conversation list it', async () => {
+    // Codex sends its compacted history back as items without ids (its `ResponseItem::Compaction`
+    // holds only `encrypted_content`); both stores give such an item an id of its type's prefix.
+    const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: secret, maxRetries: 0 });
+    const compacted = await client.responses.compact({ model: 'sim-chat', input: 'Plan a trip to Lisbon.' });
+    const { id: _id, ...withoutId } = compacted.output.find((item) => item.type === 'compaction') as Json;
+    const input = [withoutId, { type: 'message', role: 'user', content: 'Go on.' }] as OpenAI.Responses.ResponseInput;
+    const turn = await client.responses.create({ model: 'sim-chat', input, max_output_tokens: 4 });
+    const listed = await client.responses.inputItems.list(turn.id);
+    const conversation = await client.conversations.create({ items: input });
+    const items = await client.conversations.items.list(conversation.id);
+    const idsOf = (page: { data: Array<{ type: string; id?: string }> }) =>
+      Object.fromEntries(page.data.map((item) => [item.type, item.id?.replace(/_.*/, '_')]));
+    expect(idsOf(listed)).toEqual({ compaction: 'cmp_', message: 'msg_' });
+    expect(idsOf(items)).toEqual({ compaction: 'cmp_', message: 'msg_' });
+  });
+
   it('compacts a stored chain by previous_response_id, and not another organization’s', async () => {
     const first = await post('/responses', { input: 'Remember the word marmalade.', max_output_tokens: 8 });
     const stored = (await first.json()) as Json;

@@ -1,10 +1,10 @@
 import { GatewayError } from '../../../shared/http/errors.js';
 import { describeError, type Logger } from '../../../shared/http/log.js';
-import { withinStoreTimeout } from '../../../shared/db/timeout.js';
+import { withinStoreOr503, withinStoreTimeout } from '../../../shared/db/timeout.js';
 import type { ResponseStore } from '../../stored-responses/store.js';
 import type { ConversationStore } from '../../conversations/store.js';
 import type { AuthorizedRequest } from '../authorize.js';
-import { ownedItemId } from '../../stored-responses/ids.js';
+import { itemIdPrefix, ownedItemId } from '../../stored-responses/ids.js';
 import { conversationIdOf, conversationTurns } from './conversation-turns.js';
 import { inputItemsOf } from './items.js';
 import { resolvedInput } from './references.js';
@@ -65,19 +65,14 @@ export function createConversations({ store, conversations, log }: ConversationD
     return chain.flatMap((turn) => [...turn.input, ...((turn.response.output as Json[] | undefined) ?? [])]);
   };
 
-  const readChain = async (store: ResponseStore, request: TurnRequest, id: string) => {
-    try {
-      return await withinStoreTimeout(store.chain(request.caller.orgId, id));
-    } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      log.warn('a stored conversation could not be read', { requestId: request.requestId, ...describeError(error) });
-      throw new GatewayError(
-        'billing_unavailable',
-        'The gateway cannot read stored responses right now. Retry with backoff.',
-        { headers: { 'Retry-After': '2' }, cause: error },
-      );
-    }
-  };
+  // The store's own outage answer (docs/api.md: `previous_response_id` is 503
+  // `responses_unavailable`); the app's error renderer logs its cause.
+  const readChain = (store: ResponseStore, request: TurnRequest, id: string) =>
+    withinStoreOr503(
+      store.chain(request.caller.orgId, id),
+      'responses_unavailable',
+      'The gateway cannot read stored responses right now.',
+    );
 
   /**
    * Keeps a finished response (completed or incomplete) with this turn's input items, unless the
@@ -119,24 +114,13 @@ export function createConversations({ store, conversations, log }: ConversationD
   return { load, keep };
 }
 
-const ID_PREFIXES: Record<string, string> = {
-  message: 'msg',
-  function_call: 'fc',
-  function_call_output: 'fco',
-  custom_tool_call: 'ctc',
-  custom_tool_call_output: 'ctco',
-  reasoning: 'rs',
-};
-
 /**
  * An input item as OpenAI lists it back (`input_items`): with an id, its own or a new one, and a
  * message's text as a part.
  */
 function storedItem(item: Json, responseId: string): Json {
   const stored =
-    typeof item.id === 'string'
-      ? item
-      : Object.assign({ id: ownedItemId(ID_PREFIXES[item.type as string] ?? 'item', responseId) }, item);
+    typeof item.id === 'string' ? item : Object.assign({ id: ownedItemId(itemIdPrefix(item.type), responseId) }, item);
   if (stored.type !== 'message' || typeof stored.content !== 'string') return stored;
   const part = { type: stored.role === 'assistant' ? 'output_text' : 'input_text', text: stored.content };
   return Object.assign({}, stored, { content: [part] });

@@ -1,3 +1,4 @@
+import { TEXT_PARTS } from '../../stored-responses/kept.js';
 import { COMPACTION_TYPES, compactionMessage } from './compaction-item.js';
 
 type Json = Record<string, unknown>;
@@ -100,8 +101,6 @@ function outputText(output: unknown): string {
   if (!Array.isArray(output)) return output === undefined || output === null ? '' : JSON.stringify(output);
   return textOf(output);
 }
-
-const TEXT_PARTS: ReadonlySet<string> = new Set(['input_text', 'output_text', 'text', 'summary_text', 'refusal']);
 
 /** The text of a message's content: a string, or its text parts joined. */
 export function textOf(content: unknown): string {
