@@ -62,13 +62,14 @@ describe('docs/getting-started.md', () => {
     // Every sh block of the page runs: what is not run is shown as text or JSON, not as a command.
     expect(page.match(/```sh\n/g)).toHaveLength(blocks.length);
     const log = path.join(folder, 'gateway.log');
-    const script = blocks
-      .join('\n')
-      .replaceAll('sk-gw-…', `$(grep -o 'sk-gw-[A-Za-z0-9_-]*' "${log}" | head -1)`)
-      // The simulator's port first: the gateway's free port may itself hold the digits 8001 (38001
-      // did).
-      .replaceAll(/\b8001\b/g, String(simPort))
-      .replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
+    // One pass over the page's text, so nothing put in is read again: a free port or the folder's
+    // random name may hold the digits 8001 or 8080 (38001 did, in CI).
+    const stands: Record<string, string> = {
+      'sk-gw-…': `$(grep -o 'sk-gw-[A-Za-z0-9_-]*' "${log}" | head -1)`,
+      '8001': String(simPort),
+      '127.0.0.1:8080': `127.0.0.1:${port}`,
+    };
+    const script = blocks.join('\n').replaceAll(/sk-gw-…|\b8001\b|127\.0\.0\.1:8080\b/g, (found) => stands[found]!);
     const work = path.join(folder, 'work');
     const run = spawnSync(
       'bash',

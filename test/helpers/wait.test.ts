@@ -18,7 +18,8 @@ describe('until', () => {
       }),
     ).rejects.toThrow('refused');
     expect(calls).toBe(1);
-    expect(performance.now() - started).toBeLessThan(1_000);
+    // Before its deadline (10 s by default), so from the throw, not from timing out.
+    expect(performance.now() - started).toBeLessThan(10_000);
   });
 
   it('times out naming what it waited for, with the detail', async () => {

@@ -71,7 +71,8 @@ beforeAll(async () => {
     TOLLGATE_ROUTING_SCRAPE_MS: '100',
     TOLLGATE_ENGINE_POLL_MS: '200',
   });
-}, 60_000);
+  // Four simulators and a gateway each start in seconds, but on a loaded machine in up to a minute.
+}, 180_000);
 afterAll(async () => {
   await gateway?.close();
   await Promise.all(sims.map((child) => child.stop('SIGTERM')));
@@ -83,12 +84,28 @@ afterAll(async () => {
  * stream to its end.
  */
 async function timeToFirstToken(secret: string, messages: unknown): Promise<number> {
-  const started = performance.now();
-  const response = await fetch(`${gateway.baseURL}/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'sim-chat', messages, max_tokens: MAX_TOKENS, stream: true }),
-  });
+  let started = performance.now();
+  const send = () =>
+    fetch(`${gateway.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-chat', messages, max_tokens: MAX_TOKENS, stream: true }),
+      // A bound of its own, so a request that hangs says so rather than the test's timeout.
+      signal: AbortSignal.timeout(60_000),
+    });
+  let response: Response;
+  try {
+    response = await send();
+  } catch (error) {
+    // A connection lost before any answer (`fetch failed`: a keep-alive connection the gateway
+    // closed as it was reused, a connect that a stalled event loop timed out) is sent again once,
+    // as the openai client does; its time is the new attempt's. What it was is kept to be shown.
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    if ((error as Error).name !== 'TypeError' || !cause) throw error;
+    connectionRetries.push(cause.code ?? cause.message ?? 'no code');
+    started = performance.now();
+    response = await send();
+  }
   expect(response.status).toBe(200);
   const decoder = new TextDecoder();
   let text = '';
@@ -100,6 +117,9 @@ async function timeToFirstToken(secret: string, messages: unknown): Promise<numb
   expect(firstToken, 'a chunk with content').not.toBeNull();
   return firstToken!;
 }
+
+/** The causes of the connections lost before an answer and sent again. */
+const connectionRetries: string[] = [];
 
 const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
 
@@ -124,9 +144,13 @@ describe('a mixed load of RAG users and agents sharing one system prompt, on 4 r
       ...Array.from({ length: RAG_USERS }, (_, u) => user(ragTimes, (round) => ragMessages(u, round))),
     ]);
     const served = Object.fromEntries(replicas().map((r) => [r.address, r.served]));
-    const figures = `agents' mean TTFT ${mean(agentTimes).toFixed(0)} ms, RAG users' ${mean(ragTimes).toFixed(0)} ms, served ${JSON.stringify(served)}`;
+    const figures = `agents' mean TTFT ${mean(agentTimes).toFixed(0)} ms, RAG users' ${mean(ragTimes).toFixed(0)} ms, served ${JSON.stringify(served)}, connections sent again ${JSON.stringify(connectionRetries)}`;
     expect(agentTimes).toHaveLength(AGENTS * ROUNDS);
     expect(ragTimes).toHaveLength(RAG_USERS * ROUNDS);
+    console.log(figures);
+    // Sending again is for a rare lost connection, not a way of life: at most one request in eight.
+    expect(connectionRetries.length, figures).toBeLessThanOrEqual(((AGENTS + RAG_USERS) * ROUNDS) / 8);
     expect(mean(agentTimes), figures).toBeLessThanOrEqual(2 * mean(ragTimes));
-  }, 30_000);
+    // 48 streams through four queues of two take seconds, on a loaded machine up to a minute.
+  }, 120_000);
 });

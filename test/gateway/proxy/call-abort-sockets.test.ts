@@ -5,6 +5,7 @@ import type { UpstreamTarget } from '../../../src/gateway/engines/types.js';
 import { CallAbort } from '../../../src/gateway/proxy/call-abort.js';
 import { postUpstream } from '../../../src/gateway/proxy/upstream.js';
 import { EngineAgents } from '../../../src/gateway/proxy/engine-agents.js';
+import { until } from '../../helpers/wait.js';
 
 /**
  * A `CallAbort` destroys its call's engine request. A call's connection goes back to the keep-alive
@@ -18,6 +19,8 @@ describe('an engine call aborted over a kept-alive connection', () => {
   // The second call's answer waits for this, so that the first call's late abort comes while it is
   // open.
   let releaseSecond: () => void = () => {};
+  // How many slow calls the engine has read whole (and holds).
+  let slowHeld = 0;
 
   beforeAll(async () => {
     server = http.createServer((request, response) => {
@@ -25,8 +28,9 @@ describe('an engine call aborted over a kept-alive connection', () => {
       request.resume();
       request.on('end', () => {
         const answer = () => response.end(JSON.stringify({ ok: true }));
-        if (request.url === '/v1/slow') releaseSecond = answer;
-        else answer();
+        if (request.url !== '/v1/slow') return answer();
+        releaseSecond = answer;
+        slowHeld += 1;
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -54,8 +58,9 @@ describe('an engine call aborted over a kept-alive connection', () => {
     const answered = await call('/fast', first);
     expect(JSON.parse((await answered.bytes()).toString())).toEqual({ ok: true });
 
+    const held = slowHeld;
     const second = call('/slow', new CallAbort());
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await until('the engine holds the second call', () => slowHeld > held);
     expect(connections.size).toBe(1);
     first.abort(new DOMException('upstream timeout', 'TimeoutError'));
     releaseSecond();
@@ -65,8 +70,9 @@ describe('an engine call aborted over a kept-alive connection', () => {
 
   it('cuts its own call while the answer is awaited', async () => {
     const abort = new CallAbort();
+    const held = slowHeld;
     const pending = call('/slow', abort).catch((error: unknown) => error);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await until('the engine holds the call', () => slowHeld > held);
     abort.abort(new DOMException('the client closed the connection', 'AbortError'));
     expect(await pending).toMatchObject({ name: 'AbortError' });
   });

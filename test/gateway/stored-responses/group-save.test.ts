@@ -15,9 +15,20 @@ const ONE_GIB = 1024 * 1024 * 1024;
  * many began as the one before ended: those took the saves that came while it ran, with no wait of
  * their own.
  */
-function counting(db: Database): { db: Database; statements: () => number; backToBack: () => number } {
+/**
+ * `db` counting its statements, those that began as the one before ended (`backToBack`) and the
+ * milliseconds spent in them (`statementMs`: what a loaded machine slows most, told apart from
+ * waiting).
+ */
+function counting(db: Database): {
+  db: Database;
+  statements: () => number;
+  backToBack: () => number;
+  statementMs: () => number;
+} {
   let statements = 0;
   let backToBack = 0;
+  let statementMs = 0;
   let lastEndedAt = Number.NEGATIVE_INFINITY;
   const counted = new Proxy(db, {
     get(target, name, receiver) {
@@ -25,17 +36,24 @@ function counting(db: Database): { db: Database; statements: () => number; backT
       if (name !== 'execute' || typeof value !== 'function') return value;
       return async (...args: unknown[]) => {
         statements += 1;
-        if (performance.now() - lastEndedAt < 2) backToBack += 1;
+        const startedAt = performance.now();
+        if (startedAt - lastEndedAt < 2) backToBack += 1;
         try {
           // Awaited once here: drizzle runs a query each time its result is awaited.
           return await ((value as (...a: unknown[]) => unknown).apply(target, args) as Promise<unknown>);
         } finally {
           lastEndedAt = performance.now();
+          statementMs += lastEndedAt - startedAt;
         }
       };
     },
   });
-  return { db: counted, statements: () => statements, backToBack: () => backToBack };
+  return {
+    db: counted,
+    statements: () => statements,
+    backToBack: () => backToBack,
+    statementMs: () => statementMs,
+  };
 }
 
 describe.each(stores)('stored responses written in groups (%s)', (kind) => {
@@ -112,13 +130,17 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
 
   it('writes a save at once on a quiet gateway: it waits for others only while saves come closer than the wait', async () => {
     const a = await tenant();
-    const group = new GroupSave(store.db, { orgMaxBytes: ONE_GIB, waitMs: 2_000 });
+    const { db, statementMs } = counting(store.db);
+    const group = new GroupSave(db, { orgMaxBytes: ONE_GIB, waitMs: 2_000 });
     await group.save(row(a));
     // Saves a wait's length apart: no save is likely to share one, so none waits.
     await new Promise((resolve) => setTimeout(resolve, 2_100));
-    const startedAt = performance.now();
+    const [startedAt, statementsBefore] = [performance.now(), statementMs()];
     await group.save(row(a));
-    expect(performance.now() - startedAt).toBeLessThan(1_000);
+    // The time not spent in its statement is less than the wait: it did not wait (a loaded machine
+    // slows the statement, which is not counted).
+    const outside = performance.now() - startedAt - (statementMs() - statementsBefore);
+    expect(outside).toBeLessThan(2_000);
   });
 
   it('bounds a statement’s bytes: large responses that arrive together go out in more than one', async () => {
@@ -134,7 +156,7 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
 
   it('gathers saves that come close together for at most the wait', async () => {
     const a = await tenant();
-    const { db, statements, backToBack } = counting(store.db);
+    const { db, statements, backToBack, statementMs } = counting(store.db);
     const group = new GroupSave(db, { orgMaxBytes: ONE_GIB, waitMs: 100 });
     const saves: Array<Promise<unknown>> = [];
     const firstAt = performance.now();
@@ -144,9 +166,12 @@ describe.each(stores)('stored responses written in groups (%s)', (kind) => {
     }
     // The 5 ms gaps stretch on a loaded machine: the bound is from the span the saves really took.
     const spanMs = performance.now() - firstAt;
-    const startedAt = performance.now();
+    const [startedAt, statementsBefore] = [performance.now(), statementMs()];
     await Promise.all(saves);
-    expect(performance.now() - startedAt).toBeLessThan(1_000);
+    // Held for at most about the wait: the time not spent in statements (which a loaded machine
+    // slows) is within ten waits.
+    const outside = performance.now() - startedAt - (statementMs() - statementsBefore);
+    expect(outside).toBeLessThan(1_000);
     // Eight saves 5 ms apart with a 100 ms wait: one statement per wait they span (and one more),
     // never one each. A statement that took longer than the gaps (a loaded machine's commit) is
     // followed at once by one with the saves that came meanwhile: those are gathered by the
