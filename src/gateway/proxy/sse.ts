@@ -142,3 +142,33 @@ export const STREAM_CUT_MESSAGE = 'The model server stopped before finishing thi
 function midStreamError() {
   return envelopeOf(new GatewayError('upstream_error', STREAM_CUT_MESSAGE));
 }
+
+/**
+ * Reads an engine's SSE body to its `[DONE]`, each event's data to `onData`: a JSON call's answer
+ * read from the engine's stream (`requests/json-answer.ts`), nothing relayed. The body is read to
+ * its end after `[DONE]`, so its connection goes back to the keep-alive pool. Throws when the body
+ * ends without `[DONE]`, or is aborted.
+ */
+export async function readSseData(upstream: AsyncIterable<Uint8Array>, onData: (data: string) => void): Promise<void> {
+  const decoder = new StringDecoder('utf8');
+  let pending = '';
+  let carriedCR = false;
+  let done = false;
+  for await (const value of upstream) {
+    if (done) continue;
+    let text = decoder.write(value);
+    if (pending === '' && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    if (carriedCR) text = `\r${text}`;
+    carriedCR = text.endsWith('\r');
+    if (carriedCR) text = text.slice(0, -1);
+    pending += text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text;
+    let boundary: number;
+    while (!done && (boundary = pending.indexOf('\n\n')) !== -1) {
+      const data = dataOf(pending.slice(0, boundary));
+      pending = pending.slice(boundary + 2);
+      if (data === '[DONE]') done = true;
+      else if (data !== null) onData(data);
+    }
+  }
+  if (!done) throw new Error('upstream closed the stream without [DONE]');
+}
