@@ -39,7 +39,26 @@ export function jsonRelay(
   return {
     abort,
     assembled: new StreamedAnswer((target.engineKind ?? 'vllm') === 'vllm'),
-    checkpoints: streamCheckpoints(deps, call, () => protocol.estimate(null).promptTokens),
+    checkpoints: laterCheckpoints(
+      deps,
+      streamCheckpoints(deps, call, () => protocol.estimate(null).promptTokens),
+    ),
+  };
+}
+
+/**
+ * A JSON call's checkpoints begin one checkpoint in (`TOLLGATE_STREAM_CHECKPOINT_TOKENS`), not at
+ * its first token as a stream's do: most JSON answers are shorter, and a journal write each would
+ * be most of what streaming them from the engine costs (measured with `npm run bench`, chat-json).
+ * A replica killed before then bills the call nothing, as it did every JSON call before they were
+ * streamed from the engine.
+ */
+function laterCheckpoints(deps: BilledDeps, checkpoints: JsonRelay['checkpoints']): JsonRelay['checkpoints'] {
+  const first = deps.config.streamCheckpoint.everyTokens;
+  return {
+    saw: (stream) => {
+      if (stream.tokenChunks >= first || (stream.usage?.completionTokens ?? 0) >= first) checkpoints.saw(stream);
+    },
   };
 }
 
