@@ -48,10 +48,9 @@ export function jsonRelay(
 
 /**
  * A JSON call's checkpoints begin one checkpoint in (`TOLLGATE_STREAM_CHECKPOINT_TOKENS`), not at
- * its first token as a stream's do: most JSON answers are shorter, and a journal write each would
- * be most of what streaming them from the engine costs (measured with `npm run bench`, chat-json).
- * A replica killed before then bills the call nothing, as it did every JSON call before they were
- * streamed from the engine.
+ * its first token as a stream's do: most JSON answers are shorter, and each would otherwise cost a
+ * journal write more than it did before it was streamed from the engine. A replica killed before
+ * then bills the call nothing, as it did every JSON call before.
  */
 function laterCheckpoints(deps: BilledDeps, checkpoints: JsonRelay['checkpoints']): JsonRelay['checkpoints'] {
   const first = deps.config.streamCheckpoint.everyTokens;
