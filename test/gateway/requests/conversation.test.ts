@@ -29,7 +29,9 @@ describe('the Responses path on a store that stops answering', () => {
       const error = await loading;
       expect(error).toBeInstanceOf(GatewayError);
       expect((error as GatewayError).status).toBe(503);
-      expect((error as GatewayError).code).toBe('billing_unavailable');
+      // The store of responses failed, not billing: docs/api.md names this code for a
+      // previous_response_id.
+      expect((error as GatewayError).code).toBe('responses_unavailable');
     } finally {
       vi.useRealTimers();
     }
