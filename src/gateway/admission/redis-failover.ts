@@ -1,5 +1,4 @@
-import { Cluster } from 'ioredis';
-import type { RedisClient } from '../../shared/db/redis.js';
+import { isCluster, type RedisClient } from '../../shared/db/redis.js';
 
 /**
  * A Redis failover (Sentinel promoting a replica, or a Redis Cluster's replica taking over a slot
@@ -16,7 +15,7 @@ import type { RedisClient } from '../../shared/db/redis.js';
  * or restart.
  */
 export async function masterIds(redis: RedisClient): Promise<string> {
-  const masters = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  const masters = isCluster(redis) ? redis.nodes('master') : [redis];
   const ids = await Promise.all(
     masters.map(async (node) => /master_replid:(\w+)/.exec(await node.info('replication'))?.[1] ?? ''),
   );
@@ -28,7 +27,7 @@ export async function masterIds(redis: RedisClient): Promise<string> {
  * each moves its version too, so a rebuild under way when it ran is not kept.
  */
 export async function forgetCounts(redis: RedisClient, prefix: string): Promise<number> {
-  const masters = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  const masters = isCluster(redis) ? redis.nodes('master') : [redis];
   let forgotten = 0;
   for (const node of masters) {
     let cursor = '0';

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Cluster } from 'ioredis';
 import type { Config } from '../../config/types.js';
-import type { RedisClient } from '../../shared/db/redis.js';
+import { isCluster, type RedisClient } from '../../shared/db/redis.js';
 import type { Logger } from '../../shared/http/log.js';
 import type { FlowPeers, WaitingHead } from './flow-types.js';
 
@@ -65,7 +64,7 @@ export class RedisFlowPeers implements FlowPeers {
     private readonly log: Logger,
   ) {
     this.channel = `${prefix}flow:peers`;
-    this.subscriber = publisher instanceof Cluster ? publisher.duplicate() : publisher.duplicate();
+    this.subscriber = isCluster(publisher) ? publisher.duplicate() : publisher.duplicate();
     this.subscriber.on('error', () => {}); // The shared connection logs Redis being down.
     this.subscriber.on('message', (_channel: string, text: string) => this.heard(text));
     // Once connected: the gateway's connections send nothing while not (no offline queue), and

@@ -1,6 +1,8 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import ssh2 from 'ssh2';
+import { lazily } from '../../shared/lazy-require.js';
 import { GatewayError } from '../../shared/http/errors.js';
+
+const ssh2 = lazily<typeof import('ssh2')>('ssh2');
 
 /** How the platform reaches a node: the operator's account and key, and the node's pinned host key. */
 export interface NodeAccess {
@@ -150,7 +152,7 @@ export function runOnNode(
   timeoutMs: number,
 ): Promise<{ hostKey: Buffer; output: string }> {
   return new Promise((resolve, reject) => {
-    const client = new ssh2.Client();
+    const client = new (ssh2().Client)();
     const where = `${access.host}:${access.port}`;
     let seenKey: Buffer | null = null;
     let refusedKey: string | null = null;
@@ -227,7 +229,7 @@ export function runOnNode(
 function operatorKeyOf(text: string): Buffer | null {
   try {
     const key = Buffer.from(text);
-    return ssh2.utils.parseKey(key) instanceof Error ? null : key;
+    return ssh2().utils.parseKey(key) instanceof Error ? null : key;
   } catch {
     return null;
   }

@@ -108,7 +108,7 @@ export class StackCatalog {
   async addShipped(read: StackPackage, zip: Buffer): Promise<boolean> {
     const named = eq(stacks.name, read.manifest.name);
     // Looked for first, so a start that finds them all writes no blob; again under the lock.
-    if ((await this.db.select({ id: stacks.id }).from(stacks).where(named).limit(1)).length > 0) return false;
+    if (await this.hasStackNamed(read.manifest.name)) return false;
     const blob = await storePackage(this.blobs, zip);
     let added = false;
     try {
@@ -122,6 +122,15 @@ export class StackCatalog {
       if (!added) await this.blobs.delete(blob.id);
     }
     return added;
+  }
+
+  /**
+   * Whether any stack, of any visibility, has this name (a shipped stack is added only when none
+   * has).
+   */
+  async hasStackNamed(name: string): Promise<boolean> {
+    const found = await this.db.select({ id: stacks.id }).from(stacks).where(eq(stacks.name, name)).limit(1);
+    return found.length > 0;
   }
 
   /** The package of a stack `get` gave, as a stream (`package-blobs.ts`); null when gone. */

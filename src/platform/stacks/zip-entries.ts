@@ -1,5 +1,8 @@
-import yauzl, { type Entry, type ZipFile } from 'yauzl';
+import type { Entry, ZipFile } from 'yauzl';
+import { lazily } from '../../shared/lazy-require.js';
 import { GatewayError } from '../../shared/http/errors.js';
+
+const yauzl = lazily<typeof import('yauzl')>('yauzl');
 
 /** What a package may be (the catalog uses the defaults below; tests pass smaller ones). */
 export interface PackageLimits {
@@ -36,8 +39,10 @@ export async function readEntries(
   let archive: ZipFile;
   try {
     archive = await new Promise<ZipFile>((resolve, reject) =>
-      yauzl.fromBuffer(zip, { lazyEntries: true, validateEntrySizes: true, strictFileNames: true }, (error, opened) =>
-        error ? reject(error) : resolve(opened),
+      yauzl().fromBuffer(
+        zip,
+        { lazyEntries: true, validateEntrySizes: true, strictFileNames: true },
+        (error, opened) => (error ? reject(error) : resolve(opened)),
       ),
     );
   } catch (error) {

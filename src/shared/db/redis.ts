@@ -1,12 +1,20 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisTarget } from '../../config/types.js';
 import type { Logger } from '../http/log.js';
+import { lazily } from '../lazy-require.js';
+
+const ioredis = lazily<typeof import('ioredis')>('ioredis');
 
 /**
  * A connection to one Redis (perhaps found through Sentinel) or to a Redis Cluster: ioredis's own
  * clients.
  */
 export type RedisClient = Redis | Cluster;
+
+/** Whether a client is a Redis Cluster's (which has one connection per master). */
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return redis instanceof ioredis().Cluster;
+}
 
 /** How often the connection is asked whether Redis still answers (a PING, with the command timeout). */
 const HEARTBEAT_MS = 1_000;
@@ -83,7 +91,7 @@ function connect(target: RedisTarget): RedisClient {
   // Keep trying for ever, at most every 2 s: Redis coming back must not need a restart.
   const retry = (attempt: number) => Math.min(attempt * 200, 2_000);
   if (target.clusterNodes) {
-    return new Cluster(target.clusterNodes, {
+    return new (ioredis().Cluster)(target.clusterNodes, {
       ...common,
       clusterRetryStrategy: retry,
       redisOptions: server,
@@ -91,7 +99,7 @@ function connect(target: RedisTarget): RedisClient {
     });
   }
   if (target.sentinels) {
-    return new Redis({
+    return new (ioredis().Redis)({
       ...common,
       ...server,
       sentinels: target.sentinels,
@@ -103,7 +111,7 @@ function connect(target: RedisTarget): RedisClient {
       lazyConnect: false,
     });
   }
-  return new Redis(target.url!, { ...common, ...server, retryStrategy: retry, lazyConnect: false });
+  return new (ioredis().Redis)(target.url!, { ...common, ...server, retryStrategy: retry, lazyConnect: false });
 }
 
 /**

@@ -1,5 +1,8 @@
 import { readFileSync } from 'node:fs';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
+import { lazily } from '../lazy-require.js';
+
+const dockerode = lazily<typeof Docker>('dockerode');
 
 /**
  * Where a Docker engine listens (an engine definition's `docker_host` and `tls`, or a run sandbox's
@@ -26,7 +29,7 @@ export function dockerClientFor(definition: DockerAddress): Docker {
   const key = definition.docker_host;
   let client = clients.get(key);
   if (!client) {
-    client = new Docker(connectionOf(definition));
+    client = new (dockerode())(connectionOf(definition));
     clients.set(key, client);
   }
   return client;
