@@ -41,6 +41,7 @@ afterEach(async () => {
 function twoGateways(capacity: number, peered: boolean) {
   const prefix = uniqueRedisPrefix();
   const gateways: FlowControl[] = [];
+  const peersOf: RedisFlowPeers[] = [];
   // Each gateway's requests on the engine, counted as its flow control dispatches and ends them.
   const inFlight = [0, 0];
   let scraped = [0, 0];
@@ -48,6 +49,7 @@ function twoGateways(capacity: number, peered: boolean) {
     // As the gateway opens it: commands fail at once while it is not connected.
     const redis = openRedis(redisUrl, createLogger('silent'));
     const peers = peered ? new RedisFlowPeers(redis, prefix, 500, createLogger('silent')) : null;
+    if (peers) peersOf.push(peers);
     const room = { freeSlots: () => capacity - scraped[1 - i]! };
     const events = {
       dispatched: () => inFlight[i]!++,
@@ -60,7 +62,13 @@ function twoGateways(capacity: number, peered: boolean) {
     closers.push(() => gateways[i]!.close());
   }
   const scrape = () => (scraped = [...inFlight]);
-  return { g: gateways[0]!, h: gateways[1]!, scrape };
+  // Pub/sub takes its time on a loaded machine: a test waits until G has H's waiting head in view
+  // rather than for a fixed while.
+  const gHearsOfH = () =>
+    until("G hears of H's waiting request", () => peersOf[0]!.before('m', null, new Map()) === peersOf[1]!.id, {
+      timeout: 10_000,
+    });
+  return { g: gateways[0]!, h: gateways[1]!, scrape, gHearsOfH };
 }
 
 describe.skipIf(!available)('flow control across two gateways (Redis peers)', () => {
@@ -68,7 +76,7 @@ describe.skipIf(!available)('flow control across two gateways (Redis peers)', ()
     ['hands a freed slot to the other gateway whose waiting organization has fewer in flight', true],
     ['(without peers, the gateway that freed the slot refills it from its own queue)', false],
   ])('%s', async (_name, peered) => {
-    const { g, h, scrape } = twoGateways(4, peered);
+    const { g, h, scrape, gHearsOfH } = twoGateways(4, peered);
     // Organization A fills the engine through gateway G, and has one more waiting there.
     const running = [0, 1, 2, 3].map(() => g.enter(request('a')) as FlowPass);
     for (const pass of running) expect(pass).not.toBeInstanceOf(Promise);
@@ -81,8 +89,7 @@ describe.skipIf(!available)('flow control across two gateways (Redis peers)', ()
     const settled = { a: false, b: false };
     void aWaiting.then(() => (settled.a = true)).catch(() => {});
     void bWaiting.then(() => (settled.b = true)).catch(() => {});
-    // G hears of H's waiting request within 20 ms.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    if (peered) await gHearsOfH();
     running[0]!.ranOn('replica-1');
     running[0]!.done(used);
     if (peered) {
@@ -100,7 +107,7 @@ describe.skipIf(!available)('flow control across two gateways (Redis peers)', ()
   });
 
   it("keeps a freed slot when its own waiting request ranks as high as the other gateway's", async () => {
-    const { g, h, scrape } = twoGateways(2, true);
+    const { g, h, scrape, gHearsOfH } = twoGateways(2, true);
     const running = [g.enter(request('a')) as FlowPass, h.enter(request('b')) as FlowPass];
     // Both gateways have B waiting; B has one in flight on H, A one on G: equal rank, no handover.
     scrape();
@@ -109,7 +116,7 @@ describe.skipIf(!available)('flow control across two gateways (Redis peers)', ()
     let gotG = false;
     void bOnG.then(() => (gotG = true)).catch(() => {});
     void bOnH.catch(() => {});
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await gHearsOfH();
     running[0]!.done(used);
     await until("G's own waiting request takes G's slot", () => gotG, { timeout: 2_000 });
   });
