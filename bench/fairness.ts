@@ -136,11 +136,10 @@ async function run(): Promise<void> {
   }
   if (!FLOWS.includes('alone')) return;
   // A's share of what it gets alone, sitting by sitting (each sitting's `alone` follows its `on`).
-  const ratios = sittings.flatMap((s, i) =>
-    s.flow === 'alone' && sittings[i - 2]?.flow === 'on'
-      ? [sittings[i - 2]!.aTokensPerSecond / s.aTokensPerSecond]
-      : [],
-  );
+  const ratios = sittings.flatMap((s, i) => {
+    const on = sittings.slice(0, i).findLast((before) => before.flow === 'on');
+    return s.flow === 'alone' && on ? [on.aTokensPerSecond / s.aTokensPerSecond] : [];
+  });
   console.log(
     `A alone: ${spread(sittings.filter((s) => s.flow === 'alone').map((s) => s.aTokensPerSecond))} tokens/s; A with B, flow control on, over A alone: ${spread(ratios, 3)}`,
   );

@@ -29,6 +29,11 @@ export interface RoutingSettings {
    * (TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE, 0.5 when not given).
    */
   affinitySlackShare?: number;
+  /**
+   * Requests a replica whose batch size nobody declared and it has not shown may be sent beyond
+   * what its last scrape showed running (TOLLGATE_ROUTING_PROBE_SLOTS, 2 when not given).
+   */
+  probeSlots?: number;
 }
 
 /** TOLLGATE_FLOW_*: how requests wait when the fleet is full (docs/fair-sharing.md). */

@@ -235,6 +235,7 @@ function routingConfig(s: Settings): Config['routing'] {
     prefixTtlMs: s.TOLLGATE_ROUTING_PREFIX_TTL_MS,
     affinitySlack: s.TOLLGATE_ROUTING_AFFINITY_SLACK,
     affinitySlackShare: s.TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE,
+    probeSlots: s.TOLLGATE_ROUTING_PROBE_SLOTS,
   };
 }
 

@@ -132,6 +132,7 @@ export const settingsSchema = z.object({
   TOLLGATE_ROUTING_PREFIX_TTL_MS: z.coerce.number().int().min(1000).default(600_000),
   TOLLGATE_ROUTING_AFFINITY_SLACK: z.coerce.number().int().min(0).max(1000).default(2),
   TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE: z.coerce.number().min(0).max(100).default(0.5),
+  TOLLGATE_ROUTING_PROBE_SLOTS: z.coerce.number().int().min(1).max(1000).default(2),
   TOLLGATE_SIM_TTFT_MS: z.coerce.number().int().min(0).default(0),
   TOLLGATE_SIM_ITL_MS: z.coerce.number().int().min(0).default(0),
   TOLLGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(25_000),
