@@ -71,6 +71,14 @@ export interface FlowSettings {
   batchHeadroom: number;
   batchHeadroomMs: number;
   /**
+   * Slots of a model the organization holding the most of it leaves free for others, on engines
+   * that do not schedule by priority (TOLLGATE_FLOW_SHARE_HEADROOM; 0 when not given): there a
+   * stream runs to its end, and a flood whose streams end together would keep a newcomer waiting
+   * for a whole wave. On engines that schedule by priority a newcomer below its share is sent
+   * ahead of the flood instead.
+   */
+  shareHeadroom?: number;
+  /**
    * Gateways sharing Redis hand each other a slot when another's waiting request goes first
    * (TOLLGATE_FLOW_PEERS).
    */

@@ -215,6 +215,7 @@ function flowConfig(s: Settings): Config['flow'] {
     peers: s.TOLLGATE_FLOW_PEERS === 'on',
     batchHeadroom: s.TOLLGATE_FLOW_BATCH_HEADROOM,
     batchHeadroomMs: s.TOLLGATE_FLOW_BATCH_HEADROOM_MS,
+    shareHeadroom: s.TOLLGATE_FLOW_SHARE_HEADROOM,
   };
 }
 

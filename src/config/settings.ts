@@ -116,6 +116,7 @@ export const settingsSchema = z.object({
   TOLLGATE_FLOW_QUEUE_TOTAL: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
   TOLLGATE_FLOW_PEERS: z.enum(['on', 'off']).default('on'),
   TOLLGATE_FLOW_BATCH_HEADROOM: z.coerce.number().int().min(0).max(10_000).default(1),
+  TOLLGATE_FLOW_SHARE_HEADROOM: z.coerce.number().int().min(0).max(10_000).default(1),
   TOLLGATE_FLOW_BATCH_HEADROOM_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   TOLLGATE_FLOW_MAX_WAIT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
   TOLLGATE_FLOW_INPUT_WEIGHT: z.coerce.number().min(0).max(1000).default(1),
