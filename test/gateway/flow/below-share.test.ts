@@ -85,7 +85,8 @@ describe('an organization below its share, beside a flood that holds every slot'
     expect(flow.waiting('a')).toBe(25);
     const next = flow.enter(request('b'));
     expect(next).not.toBeInstanceOf(Promise);
-    // While B holds a slot, A's own end leaves one free beside it; once B's ends, A has all but one.
+    // While B holds a slot, A's own end leaves one free beside it; once B's ends, A has all but
+    // one.
     a.passes[0]!.done({ promptTokens: 10, completionTokens: 20 });
     expect(flow.waiting('a')).toBe(25);
     (next as FlowPass).done({ promptTokens: 10, completionTokens: 20 });
