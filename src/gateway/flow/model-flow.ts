@@ -18,7 +18,7 @@ export class ModelFlow {
   /** Requests this gateway dispatched to the model that have not ended, in all and by band. */
   inFlight = 0;
   readonly inFlightByBand = BANDS.map(() => 0);
-  /** Of those, the requests sent ahead of their band (`aheadOfBand`), by band. */
+  /** Of those, the requests sent ahead of their band (`belowShare`), by band. */
   readonly aheadByBand = BANDS.map(() => 0);
   readonly inFlightByOrg = new Map<string, number>();
   /** The share weight of each organization in flight, as its last request gave it. */
