@@ -109,8 +109,8 @@ describe('a flood on an engine whose batch size nobody declared', () => {
       },
     );
     // Once the batch size is learnt, nothing more goes to the engine: its queue holds the probe's
-    // few (TOLLGATE_ROUTING_PROBE_SLOTS, 2; a scrape's lag may add as many) from the moment the flood
-    // began, not the flood's 26.
+    // few (TOLLGATE_ROUTING_PROBE_SLOTS, 2; a scrape's lag may add as many) from the moment the
+    // flood began, not the flood's 26.
     for (let i = 0; i < 10; i++) mostWaiting = Math.max(mostWaiting, await engineFigure('num_requests_waiting'));
     expect(mostWaiting).toBeLessThanOrEqual(4);
     expect(flood.filter((s) => s.ended)).toHaveLength(0);
