@@ -26,6 +26,15 @@ import { llamaServerBinary, llamaServerMissing, llamaTinyModel } from '../test/h
  * GATEWAYS=2 BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres BENCH_REDIS_URL=redis://127.0.0.1:6379 \\
  *   SECONDS_EACH=30 SITTINGS=5 npx tsx bench/fairness.ts
  * ENGINE=llamacpp SECONDS_EACH=30 SITTINGS=3 npx tsx bench/fairness.ts
+ *
+ * Issue 80's variants: `DECLARED=0` lists the engines by URL with nothing declared (no
+ * `max_num_seqs`: the batch size is the gateway's to find out); `LENGTHS=lockstep` gives every one of
+ * A's streams exactly `A_TOKENS` and starts them together (their ends come in waves, nothing frees
+ * between); `POLICY=priority` starts the simulators with `--scheduling-policy priority` and declares
+ * it; `WARMUP_MS` is how long A floods before B is measured (1000: from the flood's first second).
+ * Each sitting also prints the most requests seen waiting inside an engine (its own
+ * `num_requests_waiting`, read every 100 ms).
+ * DECLARED=0 LENGTHS=lockstep WARMUP_MS=1000 FLOWS=on,alone SECONDS_EACH=20 SITTINGS=3 npx tsx bench/fairness.ts
  */
 const SECONDS_EACH = Number(process.env.SECONDS_EACH ?? 20);
 const SITTINGS = Number(process.env.SITTINGS ?? 1);
@@ -35,12 +44,19 @@ const GATEWAYS = Number(process.env.GATEWAYS ?? 1);
 const SIM_ARGS = ['--max-num-seqs', '8', '--decode-ms-per-step', '10', '--prefill-ms-per-token', '0.01'];
 const ENGINE = process.env.ENGINE === 'llamacpp' ? 'llamacpp' : 'vllm';
 const FLOWS = (process.env.FLOWS ?? 'on,off,alone').split(',') as Array<Sitting['flow']>;
+const DECLARED = process.env.DECLARED !== '0';
+const LOCKSTEP = process.env.LENGTHS === 'lockstep';
+const PRIORITY = process.env.POLICY === 'priority';
+const POLICY_ARGS = PRIORITY ? ['--scheduling-policy', 'priority'] : [];
+const WARMUP_MS = Number(process.env.WARMUP_MS ?? 8_000);
 
 interface Sitting {
   /** Flow control on or off, or on with A alone (no B): what A gets alone. */
   flow: 'on' | 'off' | 'alone' | 'unpeered';
   b: { p50: number; p90: number; p99: number; count: number };
   aTokensPerSecond: number;
+  /** The most requests seen waiting in one engine's own queue during the sitting. */
+  engineWaitingMax: number;
 }
 
 /**
@@ -115,16 +131,15 @@ async function run(): Promise<void> {
     if (mine.length === 0) continue;
     const b = (pick: (s: Sitting) => number) => spread(mine.map(pick));
     console.log(
-      `flow control ${flow}: B's first token p50 ${b((s) => s.b.p50)} / p90 ${b((s) => s.b.p90)} / p99 ${b((s) => s.b.p99)} ms; A ${b((s) => s.aTokensPerSecond)} tokens/s (median (spread) of ${mine.length})`,
+      `flow control ${flow}: B's first token p50 ${b((s) => s.b.p50)} / p90 ${b((s) => s.b.p90)} / p99 ${b((s) => s.b.p99)} ms; A ${b((s) => s.aTokensPerSecond)} tokens/s; most waiting in an engine ${b((s) => s.engineWaitingMax)} (median (spread) of ${mine.length})`,
     );
   }
   if (!FLOWS.includes('alone')) return;
   // A's share of what it gets alone, sitting by sitting (each sitting's `alone` follows its `on`).
-  const ratios = sittings.flatMap((s, i) =>
-    s.flow === 'alone' && sittings[i - 2]?.flow === 'on'
-      ? [sittings[i - 2]!.aTokensPerSecond / s.aTokensPerSecond]
-      : [],
-  );
+  const ratios = sittings.flatMap((s, i) => {
+    const on = sittings.slice(0, i).findLast((before) => before.flow === 'on');
+    return s.flow === 'alone' && on ? [on.aTokensPerSecond / s.aTokensPerSecond] : [];
+  });
   console.log(
     `A alone: ${spread(sittings.filter((s) => s.flow === 'alone').map((s) => s.aTokensPerSecond))} tokens/s; A with B, flow control on, over A alone: ${spread(ratios, 3)}`,
   );
@@ -139,7 +154,7 @@ function startEngine(i: number, port: number): Child {
     return startBuilt(
       `sim-${i}`,
       'dist/sim/main.js',
-      ['sim-chat', '--host', '127.0.0.1', '--port', String(port), ...SIM_ARGS],
+      ['sim-chat', '--host', '127.0.0.1', '--port', String(port), ...SIM_ARGS, ...POLICY_ARGS],
       {
         cwd: process.cwd(),
         env: process.env,
@@ -157,7 +172,14 @@ function startEngine(i: number, port: number): Child {
 async function sitting(urls: string[], flow: Sitting['flow']): Promise<Sitting> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-fairness-'));
   const engines = path.join(dir, 'engines.json');
-  const engine = { kind: 'static', model: 'sim-chat', engine: ENGINE, urls, max_num_seqs: 8 };
+  const engine = {
+    kind: 'static',
+    model: 'sim-chat',
+    engine: ENGINE,
+    urls,
+    ...(DECLARED ? { max_num_seqs: 8 } : {}),
+    ...(PRIORITY ? { scheduling_policy: 'priority' } : {}),
+  };
   await writeFile(engines, JSON.stringify({ engines: [engine] }));
   // GATEWAYS=2 (with BENCH_DATABASE_URL and BENCH_REDIS_URL): two gateway replicas sharing the
   // store, the limits and the engines, each with its own flow control; A's and B's requests
@@ -205,16 +227,18 @@ async function sitting(urls: string[], flow: Sitting['flow']): Promise<Sitting> 
       // About A_TOKENS each (uniform, ±50 %): streams of one length end in lockstep, and the fleet
       // frees in waves no real flood makes. A flood's streams arrive over a few seconds, not in one
       // instant.
-      await sleep(Math.random() * 5_000);
+      if (!LOCKSTEP) await sleep(Math.random() * 5_000);
       while (running) {
-        const { tokens } = await stream(via(i), aKeys[i % 4]!, Math.round(A_TOKENS * (0.5 + Math.random())));
+        const length = LOCKSTEP ? A_TOKENS : Math.round(A_TOKENS * (0.5 + Math.random()));
+        const { tokens } = await stream(via(i), aKeys[i % 4]!, length);
         // Added after the await: `aTokens += await …` would add to the total read before it, losing
         // other streams'.
         aTokens += tokens;
       }
     });
+    const watcher = watchEngineQueues(urls);
     // A's flood fills the fleet and its queue before B is measured.
-    await sleep(8_000);
+    await sleep(WARMUP_MS);
     const startedAt = performance.now();
     const aBefore = aTokens;
     const times: number[] = [];
@@ -227,16 +251,46 @@ async function sitting(urls: string[], flow: Sitting['flow']): Promise<Sitting> 
     const aTokensPerSecond = ((aTokens - aBefore) * 1000) / (performance.now() - startedAt);
     running = false;
     await Promise.all(flood);
+    const engineWaitingMax = await watcher.stop();
     const sorted = [...times].sort((a, b) => a - b);
     const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
     const b = times.length
       ? { p50: at(0.5), p90: at(0.9), p99: at(0.99), count: times.length }
       : { p50: NaN, p90: NaN, p99: NaN, count: 0 };
-    return { flow, b, aTokensPerSecond };
+    return { flow, b, aTokensPerSecond, engineWaitingMax };
   } finally {
     await Promise.all(gateways.map((gateway) => gateway.stop()));
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Reads every engine's own waiting count (vLLM's `num_requests_waiting`, llama.cpp's deferred
+ * requests) every 100 ms until stopped: the most seen in one engine.
+ */
+function watchEngineQueues(urls: string[]): { stop(): Promise<number> } {
+  let most = 0;
+  let watching = true;
+  const loop = (async () => {
+    while (watching) {
+      for (const url of urls) {
+        const text = await fetch(url.replace(/\/v1$/, '/metrics')).then(
+          (r) => r.text(),
+          () => '',
+        );
+        const line = /^(?:vllm:num_requests_waiting|llamacpp:requests_deferred)(?:\{[^}]*\})? ([\d.]+)/m.exec(text);
+        if (line) most = Math.max(most, Number(line[1]));
+      }
+      await sleep(100);
+    }
+  })();
+  return {
+    async stop() {
+      watching = false;
+      await loop;
+      return most;
+    },
+  };
 }
 
 await main();

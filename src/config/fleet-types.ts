@@ -29,6 +29,11 @@ export interface RoutingSettings {
    * (TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE, 0.5 when not given).
    */
   affinitySlackShare?: number;
+  /**
+   * Requests a replica whose batch size nobody declared and it has not shown may be sent beyond
+   * what its last scrape showed running (TOLLGATE_ROUTING_PROBE_SLOTS, 2 when not given).
+   */
+  probeSlots?: number;
 }
 
 /** TOLLGATE_FLOW_*: how requests wait when the fleet is full (docs/fair-sharing.md). */
@@ -65,6 +70,14 @@ export interface FlowSettings {
    */
   batchHeadroom: number;
   batchHeadroomMs: number;
+  /**
+   * Slots of a model the organization holding the most of it leaves free for others, on engines
+   * that do not schedule by priority (TOLLGATE_FLOW_SHARE_HEADROOM; 0 when not given): there a
+   * stream runs to its end, and a flood whose streams end together would keep a newcomer waiting
+   * for a whole wave. On engines that schedule by priority a newcomer below its share is sent
+   * ahead of the flood instead.
+   */
+  shareHeadroom?: number;
   /**
    * Gateways sharing Redis hand each other a slot when another's waiting request goes first
    * (TOLLGATE_FLOW_PEERS).

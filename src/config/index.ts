@@ -215,6 +215,7 @@ function flowConfig(s: Settings): Config['flow'] {
     peers: s.TOLLGATE_FLOW_PEERS === 'on',
     batchHeadroom: s.TOLLGATE_FLOW_BATCH_HEADROOM,
     batchHeadroomMs: s.TOLLGATE_FLOW_BATCH_HEADROOM_MS,
+    shareHeadroom: s.TOLLGATE_FLOW_SHARE_HEADROOM,
   };
 }
 
@@ -235,6 +236,7 @@ function routingConfig(s: Settings): Config['routing'] {
     prefixTtlMs: s.TOLLGATE_ROUTING_PREFIX_TTL_MS,
     affinitySlack: s.TOLLGATE_ROUTING_AFFINITY_SLACK,
     affinitySlackShare: s.TOLLGATE_ROUTING_AFFINITY_SLACK_SHARE,
+    probeSlots: s.TOLLGATE_ROUTING_PROBE_SLOTS,
   };
 }
 

@@ -161,6 +161,7 @@ function serversScraper(
     },
     log: options.log,
     inFlightOf: (id) => servers.get(id)?.inFlight ?? 0,
+    probeSlots: options.routing!.probeSlots,
   });
 }
 

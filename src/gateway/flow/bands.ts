@@ -23,6 +23,16 @@ export function bandRank(band: Band): number {
   return BANDS.indexOf(band);
 }
 
+/**
+ * The `priority` a request is sent with to engines that schedule by priority (vLLM's, lower served
+ * first, a better one preempting a running worse one): two a band, so that a request `ahead` (its
+ * organization below its share, `ModelFlow.belowShare`) goes before its own band's others and
+ * after every better band's.
+ */
+export function enginePriority(rank: number, ahead: boolean): number {
+  return 2 * rank + (ahead ? 0 : 1);
+}
+
 export function isBand(value: unknown): value is Band {
   return typeof value === 'string' && (BANDS as readonly string[]).includes(value);
 }

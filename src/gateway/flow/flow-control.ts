@@ -1,4 +1,4 @@
-import { BANDS, bandRank } from './bands.js';
+import { BANDS, bandRank, enginePriority } from './bands.js';
 import { FlowTally } from './flow-tally.js';
 import { ModelFlow, type Waiter } from './model-flow.js';
 import { overloaded } from './refusals.js';
@@ -54,9 +54,12 @@ export class FlowControl {
     const flow = this.flowOf(request.modelId);
     const band = bandRank(request.band);
     if (band < BATCH) flow.betterBandAt = performance.now();
-    // At once when it has room and only worse bands wait (none may go before it).
+    // At once when it has room and only worse bands wait (none may go before it), or its own band's
+    // while it is below its share (it would be served first).
     const next = flow.queue.nextBand();
-    if (!this.settings.enabled || ((next === undefined || next > band) && this.free(request.modelId, flow, band) > 0)) {
+    const ahead = flow.belowShare(request.orgId, request.weight, this.room.freeSlots(request.modelId));
+    const first = next === undefined || next > band || (ahead && next === band);
+    if (!this.settings.enabled || (first && this.free(request.modelId, flow, band, request) > 0)) {
       return this.dispatch(flow, request, 0);
     }
     this.refuseWhenFull(request);
@@ -134,17 +137,25 @@ export class FlowControl {
   }
 
   /**
-   * Room for a request of `band` (its rank): the engines' free slots less this gateway's requests
-   * in flight (and slots lent to other gateways), of which worse bands' do not count on engines
-   * that schedule by priority (they yield).
+   * Room for a request of `band` (its rank; of `request`'s organization, when known): the engines'
+   * free slots less this gateway's requests in flight (and slots lent to other gateways). On
+   * engines that schedule by priority, worse bands' requests do not count (they yield), nor, for a
+   * request below its organization's share, its band's sent at the band's own priority (it goes
+   * ahead of them: `enginePriority`). Elsewhere a running request cannot yield: the batch band
+   * leaves `batchHeadroom` free, and the organization that holds the most leaves `shareHeadroom`
+   * free for another's next request.
    */
-  private free(modelId: string, flow: ModelFlow, band: number): number {
+  private free(modelId: string, flow: ModelFlow, band: number, request?: FlowRequest): number {
     const slots = this.room.freeSlots(modelId);
     if (slots === null) return Infinity;
     const taken = flow.taken();
-    if (!this.room.schedulesByPriority?.(modelId)) return slots - taken - this.headroom(flow, band);
+    if (!this.room.schedulesByPriority?.(modelId)) {
+      return slots - taken - this.headroom(flow, band) - this.shareHeadroom(flow, request);
+    }
     let yielding = 0;
     for (let worse = band + 1; worse < BANDS.length; worse++) yielding += flow.inFlightByBand[worse]!;
+    if (request && flow.belowShare(request.orgId, request.weight, slots))
+      yielding += flow.inFlightByBand[band]! - flow.aheadByBand[band]!;
     return slots - taken + yielding;
   }
 
@@ -156,6 +167,16 @@ export class FlowControl {
     const { batchHeadroom, batchHeadroomMs } = this.settings;
     if (band !== BATCH || performance.now() - flow.betterBandAt > batchHeadroomMs) return 0;
     return batchHeadroom;
+  }
+
+  /**
+   * Slots the organization holding the most leaves free for others' next requests, on engines that
+   * run a request to its end: `shareHeadroom`, never more than it already holds (its first requests
+   * always go, whatever the fleet's size).
+   */
+  private shareHeadroom(flow: ModelFlow, request: FlowRequest | undefined): number {
+    if (!request || !flow.leads(request.orgId, request.weight)) return 0;
+    return Math.min(this.settings.shareHeadroom ?? 0, flow.inFlightByOrg.get(request.orgId) ?? 0);
   }
 
   private refuseWhenFull(request: FlowRequest): void {
@@ -172,7 +193,8 @@ export class FlowControl {
 
   private dispatch(flow: ModelFlow, request: FlowRequest, waitedMs: number, replica?: string): FlowPass {
     const band = bandRank(request.band);
-    flow.started(band, request.orgId);
+    const ahead = flow.belowShare(request.orgId, request.weight, this.room.freeSlots(request.modelId));
+    flow.started(band, request.orgId, request.weight, ahead);
     const expectedCompletion = Math.min(request.completionBound, flow.expected.of(request.orgId, request.band));
     const { inputWeight, outputWeight } = this.settings;
     const queue = flow.queue;
@@ -187,11 +209,12 @@ export class FlowControl {
     return {
       waitedMs,
       replica,
+      priority: enginePriority(band, ahead),
       ranOn: (replicaId) => (ranOn = replicaId),
       done: (used) => {
         if (ended) return;
         ended = true;
-        flow.ended(band, request.orgId);
+        flow.ended(band, request.orgId, ahead);
         const correction =
           (used.promptTokens - request.promptTokens) * inputWeight +
           (used.completionTokens - expectedCompletion) * outputWeight;
@@ -207,7 +230,7 @@ export class FlowControl {
 
   private pumpModel(modelId: string, flow: ModelFlow): void {
     for (let band = flow.queue.nextBand(); band !== undefined; band = flow.queue.nextBand()) {
-      if (this.free(modelId, flow, band) <= 0) break;
+      if (this.free(modelId, flow, band, flow.queue.peek()!.request) <= 0) break;
       if (!this.handOver(modelId, flow, null)) this.release(modelId, flow);
     }
     if (flow.queue.size === 0) flow.queue.prune();

@@ -41,6 +41,11 @@ export interface FlowPass {
   readonly waitedMs: number;
   /** The replica another gateway handed this request a slot on (`FlowPeers`), for the router. */
   readonly replica?: string;
+  /**
+   * The `priority` it is sent with where its engine schedules by priority (`enginePriority`): its
+   * band's, or ahead of its band's others while its organization is below its share.
+   */
+  readonly priority?: number;
   /** Told the replica it runs on: the slot its end frees there may be handed to another gateway. */
   ranOn(replicaId: string): void;
   done(used: { promptTokens: number; completionTokens: number }): void;

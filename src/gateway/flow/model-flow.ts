@@ -18,25 +18,66 @@ export class ModelFlow {
   /** Requests this gateway dispatched to the model that have not ended, in all and by band. */
   inFlight = 0;
   readonly inFlightByBand = BANDS.map(() => 0);
+  /** Of those, the requests sent ahead of their band (`belowShare`), by band. */
+  readonly aheadByBand = BANDS.map(() => 0);
   readonly inFlightByOrg = new Map<string, number>();
+  /** The share weight of each organization in flight, as its last request gave it. */
+  private readonly weights = new Map<string, number>();
   readonly expected = new CompletionForecast();
   /** When a request of a better band than `batch` last asked for the model (performance.now()). */
   betterBandAt = -Infinity;
   /** When each slot this gateway handed to another (`FlowPeers`) stops counting as taken here. */
   private readonly lent: number[] = [];
 
-  started(band: number, orgId: string): void {
+  started(band: number, orgId: string, weight: number, ahead: boolean): void {
     this.inFlight++;
     this.inFlightByBand[band]!++;
+    if (ahead) this.aheadByBand[band]!++;
     this.inFlightByOrg.set(orgId, (this.inFlightByOrg.get(orgId) ?? 0) + 1);
+    this.weights.set(orgId, weight);
   }
 
-  ended(band: number, orgId: string): void {
+  ended(band: number, orgId: string, ahead: boolean): void {
     this.inFlight--;
     this.inFlightByBand[band]!--;
+    if (ahead) this.aheadByBand[band]!--;
     const left = this.inFlightByOrg.get(orgId)! - 1;
     if (left > 0) this.inFlightByOrg.set(orgId, left);
-    else this.inFlightByOrg.delete(orgId);
+    else {
+      this.inFlightByOrg.delete(orgId);
+      this.weights.delete(orgId);
+    }
+  }
+
+  /**
+   * Whether a request of `orgId` would leave it within its share of the model's `slots` (the
+   * slots over the share weights of the organizations in flight and its own) while another
+   * organization holds more than its share. Such a request goes ahead of its band
+   * (`FlowPass.priority`), so a flood that holds every slot does not keep a newcomer waiting for a
+   * stream to end, and no further than its share: its requests in flight counted, preempted or not.
+   */
+  belowShare(orgId: string, weight: number, slots: number | null): boolean {
+    if (slots === null) return false;
+    let weights = this.weights.has(orgId) ? 0 : weight;
+    for (const w of this.weights.values()) weights += w;
+    const share = slots / weights;
+    if (((this.inFlightByOrg.get(orgId) ?? 0) + 1) / weight > share) return false;
+    for (const [other, count] of this.inFlightByOrg) {
+      if (other !== orgId && count / (this.weights.get(other) ?? 1) > share) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Whether `orgId`, with one more request, would hold the most of the model's engines (over share
+   * weights): the flood that leaves `shareHeadroom` free on engines that cannot preempt.
+   */
+  leads(orgId: string, weight: number): boolean {
+    const mine = ((this.inFlightByOrg.get(orgId) ?? 0) + 1) / weight;
+    for (const [other, count] of this.inFlightByOrg) {
+      if (other !== orgId && count / (this.weights.get(other) ?? 1) >= mine) return false;
+    }
+    return true;
   }
 
   /** Counts a slot handed to another gateway as taken for `forMs`. */

@@ -1,5 +1,5 @@
 import type { UpstreamTarget } from '../engines/types.js';
-import { bandRank } from '../flow/bands.js';
+import { bandRank, enginePriority } from '../flow/bands.js';
 import type { CallAbort } from '../proxy/call-abort.js';
 import { engineMembersFor, withEngineFields } from '../proxy/engine-fields.js';
 import { postWithFailover } from '../proxy/failover.js';
@@ -69,7 +69,10 @@ export function abortAfter(abort: CallAbort, timeoutMs: number): () => void {
  */
 function fleetCall(deps: BilledDeps, call: BilledCall, protocol: ProtocolCall, session: string | undefined) {
   const hint = { body: call.body, session, organization: call.caller.orgId, replica: call.flowPass?.replica };
-  const fields = { salt: () => deps.cacheSalts.of(call.caller.orgId), priority: bandRank(call.band) };
+  // The priority flow control chose (ahead of the band's others while the organization is below its
+  // share), else the band's.
+  const priority = call.flowPass?.priority ?? enginePriority(bandRank(call.band), false);
+  const fields = { salt: () => deps.cacheSalts.of(call.caller.orgId), priority };
   return {
     acquire: (exclude: ReadonlySet<string>) => {
       const target = deps.fleet.acquire(call.model.id, exclude, hint);

@@ -184,9 +184,9 @@ describe('tenants isolated in the engines they share', () => {
     const fcfs = await send('a', 'short');
     expect(fcfs.sent).not.toHaveProperty('priority');
     const prioritized = await send('a', 'short', { model: 'sim-reasoner' });
-    expect(prioritized.sent.priority).toBe(1); // the key's band: default
+    expect(prioritized.sent.priority).toBe(3); // the key's band, default, at its own priority (2 × 1 + 1)
     const batch = await send('a', 'short', { model: 'sim-reasoner' }, { 'x-tollgate-band': 'batch' });
-    expect(batch.sent.priority).toBe(3);
+    expect(batch.sent.priority).toBe(7);
     expect(batch.sent.cache_salt).toBe(fcfs.sent.cache_salt);
   }, 30_000);
 });

@@ -27,6 +27,7 @@ export function startRouting(state: EngineState): void {
       return ready;
     },
     log: state.options.log,
+    probeSlots: settings.probeSlots,
     inFlightOf: (id) => [...state.replicas.values()].find((r) => replicaId(state, r) === id)?.inFlight ?? 0,
   });
   router.useLoads(scraper);

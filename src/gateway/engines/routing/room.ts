@@ -11,15 +11,16 @@ export interface RoomReplica {
 }
 
 /**
- * One replica's batch size: the engine definition's `max_num_seqs`, else what its engine showed
- * when saturated (`LoadScraper.learnedCapacity`); null when neither is known.
+ * One replica's batch size: the engine definition's `max_num_seqs`, else what its engine says or
+ * showed of itself, or until then what it is seen running plus a few (`LoadScraper.capacityOf`);
+ * null when it was never scraped.
  */
 export function capacityOf(
   replicaId: string,
   configured: number | undefined,
   scraper: LoadScraper | null,
 ): number | null {
-  return configured ?? scraper?.learnedCapacity(replicaId) ?? null;
+  return configured ?? scraper?.capacityOf(replicaId) ?? null;
 }
 
 /**

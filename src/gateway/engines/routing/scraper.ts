@@ -22,6 +22,11 @@ export interface ScraperOptions {
    * from others'.
    */
   inFlightOf?: (replicaId: string) => number;
+  /**
+   * Requests a replica whose batch size is not known may be sent beyond what its last scrape showed
+   * running (TOLLGATE_ROUTING_PROBE_SLOTS, 2 when not given): `capacityOf`.
+   */
+  probeSlots?: number;
 }
 
 interface Scraped {
@@ -65,6 +70,8 @@ export class LoadScraper {
    * full, else null.
    */
   private readonly saturated = new Map<string, number | null>();
+  /** Per replica, the batch size its engine says it has (llama.cpp's `total_slots` in `/props`). */
+  private readonly told = new Map<string, number | null>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: ScraperOptions) {}
@@ -83,6 +90,23 @@ export class LoadScraper {
    */
   learnedCapacity(replicaId: string): number | null {
     return this.learned.get(replicaId) ?? null;
+  }
+
+  /**
+   * The most sequences the replica is counted as taking (`routing/room.ts`), when no definition
+   * says: what its engine says of itself (llama.cpp's slots), else what it showed when saturated
+   * (`learnedCapacity`), else, until then, what its last scrape showed running plus `probeSlots`,
+   * or no more than running when requests waited in it then. So a flood on engines nobody declared
+   * fills their batches a few requests a scrape and never their own first-come-first-served
+   * queues by more than those few. Null when it was never scraped (metrics of no engine known:
+   * room unknown, as before flow control).
+   */
+  capacityOf(replicaId: string): number | null {
+    const known = this.told.get(replicaId) ?? this.learned.get(replicaId);
+    if (known !== undefined) return known;
+    const last = this.scraped.get(replicaId)?.load;
+    if (!last) return null;
+    return last.running + (last.waiting > 0 ? 0 : (this.options.probeSlots ?? 2));
   }
 
   /**
@@ -128,6 +152,7 @@ export class LoadScraper {
     for (const id of this.scraped.keys()) if (!live.has(id)) this.scraped.delete(id);
     for (const id of this.learned.keys()) if (!live.has(id)) this.learned.delete(id);
     for (const id of this.saturated.keys()) if (!live.has(id)) this.saturated.delete(id);
+    for (const id of this.told.keys()) if (!live.has(id)) this.told.delete(id);
     await Promise.all(targets.map((target) => this.scrape(target)));
   }
 
@@ -150,6 +175,7 @@ export class LoadScraper {
       // not scraped.
       if (load === null) throw new Error('no queue figures among its metrics (neither vllm:* nor llamacpp:*)');
       this.scraped.set(target.id, { load, sentSince: 0, ownAtScrape: this.options.inFlightOf?.(target.id) ?? 0 });
+      if (!this.told.has(target.id) && samples.some((s) => s.name.startsWith('llamacpp:'))) await this.askSlots(target);
       // A queue behind a full KV cache says nothing of the batch's size: there the running count is
       // how many sequences the cache holds (20 to 40 of a 128-sequence batch in the routing bench),
       // and taken as the capacity it made every replica holding a prefix "full", so affinity lost
@@ -170,9 +196,24 @@ export class LoadScraper {
       this.busy.delete(target.id);
     }
   }
+
+  /**
+   * llama.cpp's server says its slots (`--parallel`) in `/props` as `total_slots`: asked once a
+   * replica, its batch size from then on (null, and not asked again, when it does not say).
+   */
+  private async askSlots(target: ScrapeTarget): Promise<void> {
+    const props = await fetch(`${target.url}/props`, {
+      signal: AbortSignal.timeout(Math.max(this.options.periodMs, 1000)),
+    })
+      .then((res) => (res.ok ? (res.json() as Promise<{ total_slots?: unknown }>) : null))
+      .catch(() => null);
+    const slots = props?.total_slots;
+    this.told.set(target.id, typeof slots === 'number' && Number.isInteger(slots) && slots > 0 ? slots : null);
+  }
 }
 
-// vLLM reports its cache's size as a label of an info gauge.
+// vLLM reports its cache's size as a label of an info gauge, but not its batch's
+// (`--max-num-seqs`): that is declared, learnt, or probed (`capacityOf`).
 /**
  * llama.cpp's server (`--metrics`): `llamacpp:requests_deferred` are the
  * requests waiting for a slot, `llamacpp:requests_processing` the slots at

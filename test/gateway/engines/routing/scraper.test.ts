@@ -178,3 +178,59 @@ describe("the Docker engine's replica choice with routing", () => {
     });
   });
 });
+
+describe("the scraper's batch size before one is learnt (issue 80)", () => {
+  /** A server whose /metrics says `figures` (vLLM's or llama.cpp's), and whose /props may say slots. */
+  async function engineSaying(metrics: () => string, props?: unknown) {
+    const server = http.createServer((req, res) => {
+      if (req.url === '/props' && props !== undefined) res.end(JSON.stringify(props));
+      else if (req.url === '/metrics') res.end(metrics());
+      else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => server.close());
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return new LoadScraper({
+      periodMs: 1000,
+      targets: () => [{ id: 'm/0', url, servedModel: 'served' }],
+      probeSlots: 2,
+    });
+  }
+
+  it('is what the replica runs plus the probe, and no more than it runs while requests wait in it', async () => {
+    let figures = { running: 0, waiting: 0 };
+    const scraper = await engineSaying(
+      () =>
+        `vllm:num_requests_running{model_name="served"} ${figures.running}\n` +
+        `vllm:num_requests_waiting{model_name="served"} ${figures.waiting}\n` +
+        `vllm:kv_cache_usage_perc{model_name="served"} 0.1\n`,
+    );
+    // Never scraped: unknown, as before flow control.
+    expect(scraper.capacityOf('m/0')).toBeNull();
+    await scraper.scrapeAll();
+    expect(scraper.capacityOf('m/0')).toBe(2);
+    figures = { running: 6, waiting: 0 };
+    await scraper.scrapeAll();
+    expect(scraper.capacityOf('m/0')).toBe(8);
+    figures = { running: 8, waiting: 2 };
+    await scraper.scrapeAll();
+    expect(scraper.capacityOf('m/0')).toBe(8);
+    // Seen so twice: learnt, and no longer probed once the queue is gone.
+    await scraper.scrapeAll();
+    figures = { running: 3, waiting: 0 };
+    await scraper.scrapeAll();
+    expect(scraper.capacityOf('m/0')).toBe(8);
+  });
+
+  it("is a llama.cpp server's total_slots from /props, asked once", async () => {
+    const scraper = await engineSaying(() => 'llamacpp:requests_processing 0\nllamacpp:requests_deferred 0\n', {
+      default_generation_settings: {},
+      total_slots: 4,
+    });
+    await scraper.scrapeAll();
+    expect(scraper.capacityOf('m/0')).toBe(4);
+    const silent = await engineSaying(() => 'llamacpp:requests_processing 1\nllamacpp:requests_deferred 0\n', {});
+    await silent.scrapeAll();
+    expect(silent.capacityOf('m/0')).toBe(3);
+  });
+});
