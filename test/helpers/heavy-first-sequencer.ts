@@ -39,7 +39,7 @@ export default class HeavyFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const rank = (file: TestSpecification) => {
-      const index = HEAVY_FILES.indexOf(path.relative(process.cwd(), file.moduleId).split(path.sep).join('/'));
+      const index = HEAVY_FILES.indexOf(path.relative(this.ctx.config.root, file.moduleId).split(path.sep).join('/'));
       return index === -1 ? HEAVY_FILES.length : index;
     };
     return sorted
