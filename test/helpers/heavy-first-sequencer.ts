@@ -4,7 +4,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /**
  * The files known to take longest (a minute or more on CI's 2-core machine: real processes,
  * SIGKILLs, Docker, Chromium, llama.cpp, tools that wait out a timeout), longest first. Refresh it
- * from a run's JSON report: `node scripts/slowest-tests.mjs report.json 20`.
+ * from a whole run's times: `node scripts/slowest-tests.mjs test-results/file-times.json 20`.
  */
 export const HEAVY_FILES = [
   'test/platform/runs/untrusted-output-bubblewrap.test.ts',
