@@ -22,6 +22,7 @@ export const HEAVY_FILES = [
   'test/surfaces/v1/batches-bounds.test.ts',
   'test/platform/runs/runs.test.ts',
   'test/platform/runs/runs-bounds.test.ts',
+  'test/platform/runs/runs-unavailable.test.ts',
   'test/platform/runs/runs-cancel-and-log.test.ts',
   'test/platform/runs/runs-web.test.ts',
   'test/surfaces/v1/cache.test.ts',
