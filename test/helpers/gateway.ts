@@ -22,6 +22,17 @@ export async function availableStores(): Promise<StoreKind[]> {
 }
 
 /**
+ * The one store a file runs on when the store's behaviour is not what it tests: PostgreSQL when it
+ * answers (what production and CI run; the embedded store is that of the many files that start
+ * `'pglite'` gateways), PGlite otherwise. The stores' own files, the gates' conformance and money
+ * (charges, the ledger, budgets, usage, costs) and what keeps bytes in the blob store (files,
+ * stack uploads) run on both (`availableStores`): CONTRIBUTING's "Tests" says which.
+ */
+export async function oneStore(): Promise<StoreKind[]> {
+  return (await postgresAvailable()) ? ['postgres'] : ['pglite'];
+}
+
+/**
  * Where the hourly and sign-in limits count: in the process, or in Redis (one count for every
  * replica).
  */
@@ -36,6 +47,17 @@ export async function storesAndLimits(): Promise<Array<{ store: StoreKind; limit
   const [stores, hasRedis] = await Promise.all([availableStores(), redisAvailable()]);
   const inRedis = hasRedis ? [{ store: 'pglite' as const, limits: 'redis' as const }] : [];
   return [...stores.map((store) => ({ store, limits: 'memory' as const })), ...inRedis];
+}
+
+/**
+ * The cases of a test of the limits when the store is not what it tests: `oneStore()` with the
+ * counts in the process, and PGlite with them in Redis when it answers; so each store and each
+ * place the counts are kept is run once, paired rather than crossed.
+ */
+export async function oneStoreAndLimits(): Promise<Array<{ store: StoreKind; limits: LimitsKind }>> {
+  const [[store], hasRedis] = await Promise.all([oneStore(), redisAvailable()]);
+  const inRedis = hasRedis ? [{ store: 'pglite' as const, limits: 'redis' as const }] : [];
+  return [{ store: store!, limits: 'memory' as const }, ...inRedis];
 }
 
 /**

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { apiAs, orgWithUsers } from '../../surfaces/api/harness.js';
 import { profileWithNodes } from '../runs/harness.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 /**
  * A stack under one cluster's domain answers for `<stack>.<domain>`: were another tenant's domain

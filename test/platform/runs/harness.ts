@@ -11,7 +11,7 @@ import { buildRunnerImage } from '../../helpers/runner-image.js';
 import { requireServices } from '../../helpers/services.js';
 import { until } from '../../helpers/wait.js';
 import { apiAs, orgWithUsers } from '../../surfaces/api/harness.js';
-import type { TestGateway } from '../../helpers/gateway.js';
+import { availableStores, type StoreKind, type TestGateway } from '../../helpers/gateway.js';
 import { zipOf } from '../../helpers/zip.js';
 
 export const OPERATOR = 'test-operator-token-0123456789';
@@ -326,4 +326,22 @@ export function getWithHost(url: string, host: string): Promise<{ status: number
       })
       .on('error', reject);
   });
+}
+
+/**
+ * The cases the run tests apply stacks in: every run sandbox here and every store, each at least
+ * once, paired rather than crossed (the first sandbox with the last store, the next with the one
+ * before, …). What a sandbox does (the tool's folder, its processes, its cancel) does not depend on
+ * the store, and what the store does (the run's row, its lease, its log) does not depend on the
+ * sandbox; the stores' own behaviour under runs is claims.test.ts's. Empty without a sandbox.
+ */
+export async function runCases(): Promise<Array<{ kind: SandboxKind; store: StoreKind }>> {
+  const kinds = await sandboxKinds();
+  if (kinds.length === 0) return [];
+  const stores = await availableStores();
+  const count = Math.max(kinds.length, stores.length);
+  return Array.from({ length: count }, (_, index) => ({
+    kind: kinds[index % kinds.length]!,
+    store: stores[(stores.length - 1 - (index % stores.length)) % stores.length]!,
+  }));
 }

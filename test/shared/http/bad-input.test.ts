@@ -7,9 +7,9 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wallets } from '../../../src/shared/db/schema.js';
 import { expectError } from '../../helpers/envelope.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 const ADMIN = { authorization: 'Bearer test-operator-token-0123456789', 'content-type': 'application/json' };
 
 /** An engine that answers 200 with a body that is not JSON. */

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 const OPERATOR = 'test-operator-token-0123456789';
 /** Fixed, so a failure can be replayed; printed by fast-check with the failing case. */
 const SEED = 20_261_122;

@@ -1,10 +1,10 @@
 import { and, eq, sql } from 'drizzle-orm';
 import { clusters, nodeAllocations } from '../../../src/shared/db/schema.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { apiAs, orgWithUsers } from './harness.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 const OPERATOR = 'test-operator-token-0123456789';
 
 describe.each(stores)('clusters and nodes (%s)', (store) => {

@@ -1,11 +1,11 @@
 import type { ApiErrorEnvelope } from '../../../src/surfaces/api/errors.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANAGEMENT_MAX_BODY_BYTES } from '../../../src/shared/http/request.js';
-import { limitsEnv, startTestGateway, storesAndLimits, type TestGateway } from '../../helpers/gateway.js';
+import { limitsEnv, startTestGateway, oneStoreAndLimits, type TestGateway } from '../../helpers/gateway.js';
 import { deleteRedisPrefix, redisWindowCount, uniqueRedisPrefix } from '../../helpers/services.js';
 import { apiAs, orgWithUsers, signIn, type TestUser } from './harness.js';
 
-const cases = await storesAndLimits();
+const cases = await oneStoreAndLimits();
 
 /**
  * What the probe of issue 20 found on the generic API: a session's change

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { until } from '../../helpers/wait.js';
 import { apiAs, orgWithUsers, type TestUser } from './harness.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 /**
  * A key's priority band set by its organization (`PATCH /api/v1/keys/{id}`, docs/fair-sharing.md):

@@ -1,11 +1,11 @@
 import type { ApiErrorEnvelope } from '../../../src/surfaces/api/errors.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/shared/http/log.js';
-import { limitsEnv, startTestGateway, storesAndLimits, type TestGateway } from '../../helpers/gateway.js';
+import { limitsEnv, startTestGateway, oneStoreAndLimits, type TestGateway } from '../../helpers/gateway.js';
 import { deleteRedisPrefix, redisWindowCount, uniqueRedisPrefix } from '../../helpers/services.js';
 import { apiAs, orgWithUsers, signIn, withCookie } from './harness.js';
 
-const cases = await storesAndLimits();
+const cases = await oneStoreAndLimits();
 
 describe.each(cases)('sign-in sessions ($store, limits in $limits)', ({ store, limits }) => {
   let gateway: TestGateway;

@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { apiAs, orgWithUsers, signIn } from './harness.js';
 import { zipOf } from '../../helpers/zip.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 const manifest = (name: string, extra: Record<string, unknown> = {}) =>
   JSON.stringify({

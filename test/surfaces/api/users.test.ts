@@ -1,9 +1,9 @@
 import type { ApiErrorEnvelope } from '../../../src/surfaces/api/errors.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { apiAs, orgWithUsers, signIn, withCookie } from './harness.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 describe.each(stores)('generic API: users (%s)', (store) => {
   let gateway: TestGateway;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 describe.each(stores)("the portal's defences (%s)", (store) => {
   let gateway: TestGateway;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { signIn } from '../api/harness.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 /**
  * Names a spreadsheet would run as formulas (none has a comma or quote, so a cell is the text

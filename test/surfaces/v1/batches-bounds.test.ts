@@ -4,11 +4,11 @@ import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batches } from '../../../src/shared/db/batches-schema.js';
 import { batchFile, chatLine, ended, resultLines, startBatch } from '../../helpers/batches.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { until } from '../../helpers/wait.js';
 import { signIn } from '../api/harness.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 type Json = Record<string, unknown>;
 

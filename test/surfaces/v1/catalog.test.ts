@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../../helpers/envelope.js';
-import { availableStores, TEST_MODELS, useTestGateway } from '../../helpers/gateway.js';
+import { oneStore, TEST_MODELS, useTestGateway } from '../../helpers/gateway.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 describe.each(stores)('models and pricing (%s)', (store) => {
   const t = useTestGateway(store);

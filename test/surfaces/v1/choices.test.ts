@@ -8,11 +8,11 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { holdFor } from '../../../src/gateway/billing/holds.js';
 import { usageRecords } from '../../../src/shared/db/schema.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { engineStub } from '../../helpers/engine-stub.js';
 import { until } from '../../helpers/wait.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 const PROMPT_TOKENS = 9;
 
 /**

@@ -2,10 +2,10 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords, wallets } from '../../../src/shared/db/schema.js';
 import { startSimulator, type RunningSimulator } from '../../../src/sim/index.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { until } from '../../helpers/wait.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 const TTFT_MS = 3_000;
 
 /**

@@ -7,11 +7,11 @@ import { eq } from 'drizzle-orm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords } from '../../../src/shared/db/schema.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { engineStub } from '../../helpers/engine-stub.js';
 import { until } from '../../helpers/wait.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 interface CompletionsBody {
   prompt: string | string[];

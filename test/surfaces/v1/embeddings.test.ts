@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { availableStores, useTestGateway } from '../../helpers/gateway.js';
+import { oneStore, useTestGateway } from '../../helpers/gateway.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 describe.each(stores)('embeddings through the gateway (%s)', (store) => {
   const t = useTestGateway(store);

@@ -3,9 +3,9 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKeys, usageRecords } from '../../../src/shared/db/schema.js';
 import { expectError, expectNoUpstreamDetails } from '../../helpers/envelope.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 describe.each(stores)('errors on /v1 (%s)', (store) => {
   let gateway: TestGateway;

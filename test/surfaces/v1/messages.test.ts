@@ -2,10 +2,10 @@ import Anthropic from '@anthropic-ai/sdk';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords } from '../../../src/shared/db/schema.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { until } from '../../helpers/wait.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 const price = { input: 150n, output: 600n };
 
 describe.each(stores)('POST /v1/messages with the Anthropic SDK, on the simulator (%s)', (store) => {

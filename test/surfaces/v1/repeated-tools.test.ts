@@ -6,7 +6,7 @@ import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords } from '../../../src/shared/db/schema.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { engineStub } from '../../helpers/engine-stub.js';
 
 // A key's tools and system prompt, sent alike every turn, are not parsed again
@@ -15,7 +15,7 @@ import { engineStub } from '../../helpers/engine-stub.js';
 // answer as before (nothing on the path may change a shared value) and bill the engine's own count;
 // and one key's values never reach another key's requests.
 
-const stores = await availableStores();
+const stores = await oneStore();
 const PROMPT_TOKENS = 321;
 
 /**

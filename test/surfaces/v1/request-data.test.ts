@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeRequestData } from '../../../src/gateway/billing/request-data.js';
 import { requestData, usageRecords } from '../../../src/shared/db/schema.js';
 import { createLogger } from '../../../src/shared/http/log.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { sseData } from '../../helpers/sse.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 
 /** The text a client reads from a chat stream's data events. */
 function streamText(data: string[]): string {

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords } from '../../../src/shared/db/schema.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
 /**
  * Issue 71, item 1: `{"type":"item_reference","id":"msg_…"}` in a Responses `input` is the stored
@@ -10,7 +10,7 @@ import { availableStores, startTestGateway, type TestGateway } from '../../helpe
  * prompted 30 tokens where the conversation written out prompted 49 (the model never saw its own
  * answer), and an unknown reference was a 200.
  */
-const stores = await availableStores();
+const stores = await oneStore();
 const MAX_REFERENCES = 3;
 
 type Json = Record<string, any>;

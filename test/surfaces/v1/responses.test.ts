@@ -2,10 +2,10 @@ import { eq } from 'drizzle-orm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords } from '../../../src/shared/db/schema.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { until } from '../../helpers/wait.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 const price = { input: 150n, output: 600n };
 const readFile = {
   type: 'function' as const,

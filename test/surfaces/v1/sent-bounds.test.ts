@@ -5,7 +5,7 @@ import { eq } from 'drizzle-orm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageRecords } from '../../../src/shared/db/schema.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 
 // Hostile: the bounds, the hold and the clamp are what the engine is sent, not the client's body
 // alone.
@@ -16,7 +16,7 @@ import { availableStores, startTestGateway, type TestGateway } from '../../helpe
 //   context is kept: the engine generates at most 1 token (on the old code the gateway removed it
 //   and the engine generated 16, billed 1).
 
-const stores = await availableStores();
+const stores = await oneStore();
 const LONG = { id: 'long-chat', context: 65_536 };
 const SHORT = { id: 'short-chat', context: 4_096 };
 const SHORT_WORDS = ['oak', 'elm', 'ash', 'fir', 'yew', 'bay', 'ivy', 'rye'];

@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { itemId } from '../../../src/gateway/requests/responses/answer.js';
 import type { StoredResponse } from '../../../src/gateway/stored-responses/store.js';
 import { expectError } from '../../helpers/envelope.js';
-import { availableStores, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { oneStore, startTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { openApiErrors } from '../../helpers/openapi.js';
 
-const stores = await availableStores();
+const stores = await oneStore();
 const DAY_MS = 86_400_000;
 
 type Tenant = { orgId: string; keyId: string; secret: string };

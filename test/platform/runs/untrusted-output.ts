@@ -31,15 +31,28 @@ import { toolAndSandboxMissing } from './tool-and-sandbox.js';
  * in the embedded store).
  */
 
-const kinds: Array<SandboxKind | { name: 'none'; env: Record<string, string> }> = await sandboxKinds();
-const found = findTool({ pathList: process.env.PATH });
-const missing = toolAndSandboxMissing(found, kinds.length);
-const tool = missing === null ? found : null;
-if (missing && requireServices)
-  throw new Error(`REQUIRE_SERVICES=1 but the untrusted-output test cannot run: ${missing}`);
-if (missing) console.warn(`skipping the untrusted-output test: ${missing}`);
-if (tool) kinds.push({ name: 'none', env: { TOLLGATE_RUN_SANDBOX: 'none' } });
-skippedWithout(missing === null ? null : `what a run leaves behind: ${missing}`);
+type UntrustedKind = SandboxKind | { name: 'none'; env: Record<string, string> };
+
+/**
+ * The case of sandbox `name` (`none`: TOLLGATE_RUN_SANDBOX=none, beside a sandbox), or null where
+ * it cannot run here, said with a warning (a failure under REQUIRE_SERVICES=1 when no sandbox or no
+ * tool is here; a missing Docker engine is sandboxKinds' to say).
+ */
+export async function untrustedOutputKind(name: UntrustedKind['name']): Promise<UntrustedKind | null> {
+  const kinds: UntrustedKind[] = await sandboxKinds();
+  const missing = toolAndSandboxMissing(findTool({ pathList: process.env.PATH }), kinds.length);
+  if (missing && requireServices)
+    throw new Error(`REQUIRE_SERVICES=1 but the untrusted-output test cannot run: ${missing}`);
+  if (missing) {
+    console.warn(`skipping the untrusted-output test: ${missing}`);
+    skippedWithout(`what a run leaves behind: ${missing}`);
+    return null;
+  }
+  kinds.push({ name: 'none', env: { TOLLGATE_RUN_SANDBOX: 'none' } });
+  const kind = kinds.find((candidate) => candidate.name === name) ?? null;
+  if (!kind) skippedWithout(`what a run leaves behind (${name}): no ${name} sandbox here`);
+  return kind;
+}
 
 const TIMEOUT_S = 15;
 const GRACE_MS = 2000;
@@ -217,116 +230,126 @@ async function startTarget(env: Record<string, string>): Promise<Target> {
   }
 }
 
-describe.each(tool ? kinds : [])('what a run leaves behind is untrusted ($name)', (kind) => {
-  let target: Target;
-  const rss: number[] = [];
-  const answers: Array<{ status: number; ms: number }> = [];
-  let sent = 0;
-  let sampler: NodeJS.Timeout;
+/**
+ * The cases in sandbox `kind`, one gateway for them all; nothing where `kind` is null (see
+ * `untrustedOutputKind`). One file a sandbox, so the three run beside each other.
+ */
+export function describeUntrustedOutput(kind: UntrustedKind | null): void {
+  if (kind) describeIn(kind);
+}
 
-  beforeAll(async () => {
-    target = await startTarget(kind.env);
-    sampler = setInterval(() => {
-      void readFile(`/proc/${target.gateway.child.pid}/status`, 'utf8').then(
-        (status) => rss.push(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024),
-        () => {},
-      );
-      const at = Date.now();
-      sent++;
-      void fetch(`${target.gateway.url}/v1/models`, {
-        headers: { authorization: `Bearer ${target.ownerKey}` },
-        signal: AbortSignal.timeout(10_000),
-      }).then(
-        (response) => answers.push({ status: response.status, ms: Date.now() - at }),
-        () => answers.push({ status: 0, ms: Date.now() - at }),
-      );
-    }, 250);
-  }, 60_000);
+function describeIn(kind: UntrustedKind): void {
+  describe(`what a run leaves behind is untrusted (${kind.name})`, () => {
+    let target: Target;
+    const rss: number[] = [];
+    const answers: Array<{ status: number; ms: number }> = [];
+    let sent = 0;
+    let sampler: NodeJS.Timeout;
 
-  afterAll(async () => {
-    clearInterval(sampler);
-    await target?.close();
-  });
+    beforeAll(async () => {
+      target = await startTarget(kind.env);
+      sampler = setInterval(() => {
+        void readFile(`/proc/${target.gateway.child.pid}/status`, 'utf8').then(
+          (status) => rss.push(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024),
+          () => {},
+        );
+        const at = Date.now();
+        sent++;
+        void fetch(`${target.gateway.url}/v1/models`, {
+          headers: { authorization: `Bearer ${target.ownerKey}` },
+          signal: AbortSignal.timeout(10_000),
+        }).then(
+          (response) => answers.push({ status: response.status, ms: Date.now() - at }),
+          () => answers.push({ status: 0, ms: Date.now() - at }),
+        );
+      }, 250);
+    }, 60_000);
 
-  /** The operator token (in the gateway's environment) is in nothing the member reads. */
-  const noSecret = (text: string) => expect(text.includes(OPERATOR), 'the operator token in an answer').toBe(false);
+    afterAll(async () => {
+      clearInterval(sampler);
+      await target?.close();
+    });
 
-  it('a state linked to the gateway environment: not kept, never given back; the run fails naming why', async () => {
-    // A state to keep first: the tool removes a state file it made empty, link and all.
-    expect((await target.apply('state', 'show')).run.state).toBe('APPLIED');
-    const { run, ms, answers } = await target.apply('state', 'link-secret');
-    noSecret(answers);
-    expect(ms).toBeLessThan(FINAL_WITHIN_MS);
-    expect(run.state, run.failure).toBe('FAILED');
-    expect(run.failure).toContain('not a regular file');
-    // The next run is given the state kept: the token would be in its log.
-    const next = await target.apply('state', 'show');
-    noSecret(next.answers);
-    expect(next.log).toContain('hostile: previous state: {');
-  }, 90_000);
+    /** The operator token (in the gateway's environment) is in nothing the member reads. */
+    const noSecret = (text: string) => expect(text.includes(OPERATOR), 'the operator token in an answer').toBe(false);
 
-  it('a 400 MB sparse state: refused past TOLLGATE_RUN_STATE_MB', async () => {
-    const { run, ms, answers } = await target.apply('state', 'sparse');
-    noSecret(answers);
-    expect(ms).toBeLessThan(FINAL_WITHIN_MS);
-    expect(run.state, run.failure).toBe('FAILED');
-    expect(run.failure).toContain('TOLLGATE_RUN_STATE_MB');
-  }, 60_000);
-
-  it('a 512 KiB output: applied without it, past TOLLGATE_RUN_OUTPUTS_KB (256); the run and its list stay small', async () => {
-    const { run, ms, log, answers } = await target.apply('big-output');
-    noSecret(answers);
-    expect(ms).toBeLessThan(FINAL_WITHIN_MS);
-    expect(run.state, run.failure).toBe('APPLIED');
-    expect(run.outputs).toBeNull();
-    expect(log).toContain('TOLLGATE_RUN_OUTPUTS_KB');
-    // The run and the runs list hold no output past the bound (the log, cut at its own bound, shows
-    // what apply printed).
-    expect(JSON.stringify(run).length).toBeLessThan(16 * 1024);
-  }, 60_000);
-
-  it('3 MiB of log: cut at TOLLGATE_RUN_LOG_MB, saying so; the run goes on and ends', async () => {
-    const { run, ms, log } = await target.apply('big-log');
-    expect(ms).toBeLessThan(FINAL_WITHIN_MS);
-    expect(run.state, run.failure).toBe('APPLIED');
-    expect(Buffer.byteLength(log)).toBeLessThan(1024 * 1024 + 64 * 1024);
-    expect(log).toContain('TOLLGATE_RUN_LOG_MB');
-    expect(log).toMatch(/Applied\./);
-  }, 60_000);
-
-  it('an output holding a NUL: escaped and stored; the run is final', async () => {
-    const { run, ms } = await target.apply('nul-output');
-    expect(ms).toBeLessThan(FINAL_WITHIN_MS);
-    expect(run.state, run.failure).toBe('APPLIED');
-    expect(run.outputs.nul).toBe('a\\u0000b');
-  }, 60_000);
-
-  it('a tool that never exits: FAILED within the timeout and the kill grace', async () => {
-    const { run, ms } = await target.apply('never-exits');
-    expect(ms).toBeLessThan(FINAL_WITHIN_MS);
-    expect(run.state, run.failure).toBe('FAILED');
-    expect(run.failure).toContain(`longer than ${TIMEOUT_S} s`);
-  }, 60_000);
-
-  it('a state linked to /dev/zero, and a FIFO: not read; each run fails naming why', async () => {
-    for (const name of ['link-zero', 'fifo']) {
-      const { run, ms, answers } = await target.apply('state', name);
+    it('a state linked to the gateway environment: not kept, never given back; the run fails naming why', async () => {
+      // A state to keep first: the tool removes a state file it made empty, link and all.
+      expect((await target.apply('state', 'show')).run.state).toBe('APPLIED');
+      const { run, ms, answers } = await target.apply('state', 'link-secret');
       noSecret(answers);
-      expect(ms, name).toBeLessThan(FINAL_WITHIN_MS);
-      expect(run.state, `${name}: ${run.failure}`).toBe('FAILED');
-      expect(run.failure, name).toContain('not a regular file');
-    }
-  }, 90_000);
+      expect(ms).toBeLessThan(FINAL_WITHIN_MS);
+      expect(run.state, run.failure).toBe('FAILED');
+      expect(run.failure).toContain('not a regular file');
+      // The next run is given the state kept: the token would be in its log.
+      const next = await target.apply('state', 'show');
+      noSecret(next.answers);
+      expect(next.log).toContain('hostile: previous state: {');
+    }, 90_000);
 
-  it('the gateway answered /v1 throughout, in its usual memory, and logged no secret', async () => {
-    clearInterval(sampler);
-    await until('every /v1 request sent has settled', () => answers.length === sent, { timeout: 15_000 });
-    const baseline = rss[0]!;
-    console.info(
-      `${kind.name}: gateway RSS ${baseline.toFixed(0)} MiB at the start, at most ${Math.max(...rss).toFixed(0)} MiB; /v1 slowest ${Math.max(...answers.map((a) => a.ms))} ms over ${answers.length} requests`,
-    );
-    expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
-    expect(Math.max(...rss)).toBeLessThan(baseline + 150);
-    noSecret(target.gateway.child.output());
+    it('a 400 MB sparse state: refused past TOLLGATE_RUN_STATE_MB', async () => {
+      const { run, ms, answers } = await target.apply('state', 'sparse');
+      noSecret(answers);
+      expect(ms).toBeLessThan(FINAL_WITHIN_MS);
+      expect(run.state, run.failure).toBe('FAILED');
+      expect(run.failure).toContain('TOLLGATE_RUN_STATE_MB');
+    }, 60_000);
+
+    it('a 512 KiB output: applied without it, past TOLLGATE_RUN_OUTPUTS_KB (256); the run and its list stay small', async () => {
+      const { run, ms, log, answers } = await target.apply('big-output');
+      noSecret(answers);
+      expect(ms).toBeLessThan(FINAL_WITHIN_MS);
+      expect(run.state, run.failure).toBe('APPLIED');
+      expect(run.outputs).toBeNull();
+      expect(log).toContain('TOLLGATE_RUN_OUTPUTS_KB');
+      // The run and the runs list hold no output past the bound (the log, cut at its own bound,
+      // shows what apply printed).
+      expect(JSON.stringify(run).length).toBeLessThan(16 * 1024);
+    }, 60_000);
+
+    it('3 MiB of log: cut at TOLLGATE_RUN_LOG_MB, saying so; the run goes on and ends', async () => {
+      const { run, ms, log } = await target.apply('big-log');
+      expect(ms).toBeLessThan(FINAL_WITHIN_MS);
+      expect(run.state, run.failure).toBe('APPLIED');
+      expect(Buffer.byteLength(log)).toBeLessThan(1024 * 1024 + 64 * 1024);
+      expect(log).toContain('TOLLGATE_RUN_LOG_MB');
+      expect(log).toMatch(/Applied\./);
+    }, 60_000);
+
+    it('an output holding a NUL: escaped and stored; the run is final', async () => {
+      const { run, ms } = await target.apply('nul-output');
+      expect(ms).toBeLessThan(FINAL_WITHIN_MS);
+      expect(run.state, run.failure).toBe('APPLIED');
+      expect(run.outputs.nul).toBe('a\\u0000b');
+    }, 60_000);
+
+    it('a tool that never exits: FAILED within the timeout and the kill grace', async () => {
+      const { run, ms } = await target.apply('never-exits');
+      expect(ms).toBeLessThan(FINAL_WITHIN_MS);
+      expect(run.state, run.failure).toBe('FAILED');
+      expect(run.failure).toContain(`longer than ${TIMEOUT_S} s`);
+    }, 60_000);
+
+    it('a state linked to /dev/zero, and a FIFO: not read; each run fails naming why', async () => {
+      for (const name of ['link-zero', 'fifo']) {
+        const { run, ms, answers } = await target.apply('state', name);
+        noSecret(answers);
+        expect(ms, name).toBeLessThan(FINAL_WITHIN_MS);
+        expect(run.state, `${name}: ${run.failure}`).toBe('FAILED');
+        expect(run.failure, name).toContain('not a regular file');
+      }
+    }, 90_000);
+
+    it('the gateway answered /v1 throughout, in its usual memory, and logged no secret', async () => {
+      clearInterval(sampler);
+      await until('every /v1 request sent has settled', () => answers.length === sent, { timeout: 15_000 });
+      const baseline = rss[0]!;
+      console.info(
+        `${kind.name}: gateway RSS ${baseline.toFixed(0)} MiB at the start, at most ${Math.max(...rss).toFixed(0)} MiB; /v1 slowest ${Math.max(...answers.map((a) => a.ms))} ms over ${answers.length} requests`,
+      );
+      expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
+      expect(Math.max(...rss)).toBeLessThan(baseline + 150);
+      noSecret(target.gateway.child.output());
+    });
   });
-});
+}
