@@ -3,6 +3,7 @@ import { chargeFor } from '../billing/holds.js';
 import { pickModel, type PriceRow, requestedModelName } from '../catalog/service.js';
 import { verifiedKey } from '../keys/caller.js';
 import type { CallAbort } from '../proxy/call-abort.js';
+import type { TokenUsage } from '../billing/token-usage.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
 import { admitCall } from '../requests/admit.js';
@@ -14,7 +15,7 @@ import { CHAT } from '../requests/chat.js';
 import { COMPLETIONS } from '../requests/completions.js';
 import { EMBEDDINGS } from '../requests/embeddings.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from '../requests/endpoint.js';
-import { answeredJson } from '../requests/json-answer.js';
+import { answeredJson, type JsonRelay, jsonRelay, settleEngineFailed } from '../requests/json-answer.js';
 import { invalid } from '../requests/validate.js';
 import { type LineResult, NO_TOKENS } from './line-store.js';
 import type { BatchEndpoint, BatchRow } from './objects.js';
@@ -142,24 +143,35 @@ async function sendLine(
 ): Promise<LineOutcome> {
   const clearTimer = abortAfter(abort, deps.config.upstreamTimeoutMs);
   let target: UpstreamTarget | undefined;
+  // The answer read from the engine's stream: what a line cut or failed mid-answer is billed.
+  let relay: JsonRelay | undefined;
   try {
     call.upstreamAt = performance.now();
     const sent = await sendToEngine(deps, call, protocol, { path: endpoint.path, abort });
     target = sent.target;
     call.answeredAt = performance.now();
     // The answer the route gives: a Responses line's is the Response, kept as the route keeps it.
-    const { usage, reported, written } = await answeredJson(sent.response, endpoint, protocol, call);
+    relay = jsonRelay(deps, call, protocol, target, abort);
+    const { usage, reported, written } = await answeredJson(sent.response, endpoint, protocol, call, relay);
     await settle(deps, call, { usage, usageSource: reported ? 'upstream' : 'estimated', status: 200, streamed: false });
     const billed = chargeFor(usage, call, call.price).usage;
     const tokens = { ...NO_TOKENS, ...billed };
     const response = typeof written === 'string' ? written : written.toString('utf8');
     return { kind: 'result', result: { status: 'done', statusCode: 200, response, error: null, tokens } };
   } catch (error) {
+    const state = relay?.assembled.state;
+    const prompt = protocol.estimate(null).promptTokens;
+    // The tokens a cut or failed line shows are those it is billed (held to its bounds).
+    const billed = (usage: TokenUsage) => ({ ...NO_TOKENS, ...chargeFor(usage, call, call.price).usage });
     if (abort.aborted) {
-      const usage = await settleCut(deps, call, protocol.estimate(null).promptTokens, false);
-      return { kind: 'result', result: { ...stopped(abort), tokens: { ...NO_TOKENS, ...usage } } };
+      const usage = await settleCut(deps, call, prompt, false, state);
+      return { kind: 'result', result: { ...stopped(abort), tokens: billed(usage) } };
     }
-    await abandon(deps, call);
+    if (state && (state.usage || state.tokenChunks > 0)) {
+      const usage = await settleEngineFailed(deps, call, prompt, state);
+      if (error instanceof GatewayError)
+        return { kind: 'result', result: { ...errorLine(error), tokens: billed(usage) } };
+    } else await abandon(deps, call);
     if (error instanceof GatewayError) return { kind: 'result', result: errorLine(error) };
     throw error;
   } finally {

@@ -12,9 +12,9 @@ import { WrittenJson } from './client-body.js';
 import type { EngineAgents } from './engine-agents.js';
 
 /**
- * An engine that failed before sending anything the client could see. Only
- * such failures may be retried on another replica; `unreachable` ones also
- * take the replica out of rotation until its health check passes.
+ * An engine that failed before sending anything the client could see. Only such failures may be
+ * retried on another replica; `unreachable` ones also take the replica out of rotation until its
+ * health check passes.
  */
 export class UpstreamError extends GatewayError {
   override name = 'UpstreamError';
@@ -52,6 +52,8 @@ export interface EngineResponse {
    * its usage; null when it cannot.
    */
   countPrompt?(): Promise<number | null>;
+  /** The body is `text/event-stream`: a JSON call's answer is then assembled from its chunks. */
+  eventStream?: boolean;
 }
 
 /** An engine's error answer is read up to this size: enough for any message worth passing on. */
@@ -94,9 +96,9 @@ export async function postUpstream(call: UpstreamCall): Promise<EngineResponse> 
       status,
       body: response,
       bytes: () => readBytes(response, Number.POSITIVE_INFINITY),
-      // A body written as a string is parsed again only here, for a stream cut before any usage:
-      // rare.
+      // A body written as a string is parsed again only here, for a stream cut before any usage.
       countPrompt: () => countChatPrompt(call.target, fieldsOf(call.body)),
+      eventStream: response.headers['content-type']?.startsWith('text/event-stream') === true,
     };
   const text = await readBytes(response, MAX_ERROR_BODY_BYTES).then(
     (bytes) => bytes.toString('utf8'),
@@ -260,12 +262,11 @@ function isTimeout(reason: unknown): boolean {
 }
 
 /**
- * An engine's JSON answer as an object. An answer that is not a JSON object
- * (an HTML error page from a proxy, a truncated body) is the engine's fault:
- * 502 `upstream_error` with a fixed message, nothing of the body shown. The
- * arrays of numbers under `liftKey` are kept out of the parse
- * (`liftNumberArrays`): the answer holds a marker in their place, and
- * `restore` puts them back into the text written from it, as bytes.
+ * An engine's JSON answer as an object. An answer that is not a JSON object (an HTML error page
+ * from a proxy, a truncated body) is the engine's fault: 502 `upstream_error` with a fixed message,
+ * nothing of the body shown. The arrays of numbers under `liftKey` are kept out of the parse
+ * (`liftNumberArrays`): the answer holds a marker in their place, and `restore` puts them back
+ * into the text written from it, as bytes.
  *
  * @example
  * const { answer, restore } = await readEngineAnswer(response, 'embedding');

@@ -7,7 +7,7 @@ import { authorize } from './authorize.js';
 import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js';
 import { relayBilledStream } from './billed-stream.js';
 import { cachedAnswer } from './cached-answer.js';
-import { answeredJson } from './json-answer.js';
+import { answeredJson, type JsonRelay, jsonRelay, settleEngineFailed } from './json-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
 import { abortAfter, sendToEngine } from './engine-call.js';
 import { enterFlow } from './flow-wait.js';
@@ -71,6 +71,8 @@ async function serveAuthorized(
   // A relayed stream gives back its replica when it ends; everything else here.
   let target: UpstreamTarget | undefined;
   let relaying = false;
+  // A JSON answer read from the engine's stream: what a call cut or failed mid-answer is billed.
+  let relay: JsonRelay | undefined;
   // Timing for the overhead histogram and spans (observability/observer.ts); traceparent to send.
   call.upstreamAt = performance.now();
   const traceHeaders = call.trace?.startUpstream(call.startedAt, call.upstreamAt, call.model.id);
@@ -97,7 +99,8 @@ async function serveAuthorized(
       const writer = stream(call.bounds);
       return relayBilledStream({ c, deps, call, response: sent.response, controls, writer, promptEstimate });
     }
-    const { usage, reported, written } = await answeredJson(sent.response, endpoint, protocol, call);
+    relay = jsonRelay(deps, call, protocol, target, upstream.callAbort);
+    const { usage, reported, written } = await answeredJson(sent.response, endpoint, protocol, call, relay);
     await settle(deps, call, {
       usage,
       usageSource: reported ? 'upstream' : 'estimated',
@@ -110,8 +113,12 @@ async function serveAuthorized(
     return c.body(written, 200, { 'content-type': 'application/json' });
   } catch (error) {
     call.trace?.upstreamFailed(error);
-    if (upstream.clientLeft()) return settleClientGone(deps, call, protocol.estimate(null).promptTokens);
-    await abandon(deps, call);
+    const state = relay?.assembled.state;
+    const prompt = () => protocol.estimate(null).promptTokens;
+    if (upstream.clientLeft()) return settleClientGone(deps, call, prompt(), state);
+    // An engine that generated before it failed (or timed out) is billed what it generated.
+    if (state && (state.usage || state.tokenChunks > 0)) await settleEngineFailed(deps, call, prompt(), state);
+    else await abandon(deps, call);
     throw error;
   } finally {
     if (!relaying) {

@@ -1,25 +1,83 @@
+import { type StreamState, streamSettlement } from '../billing/settlement.js';
+import type { RunningStream } from '../billing/stream-checkpoints.js';
 import { clampUsage } from '../billing/token-bounds.js';
 import type { TokenUsage } from '../billing/token-usage.js';
+import type { UpstreamTarget } from '../engines/types.js';
+import { GatewayError } from '../../shared/http/errors.js';
+import type { CallAbort } from '../proxy/call-abort.js';
 import { withoutNullFields } from '../proxy/openai-shape.js';
+import { readSseData, STREAM_CUT_MESSAGE } from '../proxy/sse.js';
 import { shownUsage } from '../proxy/shown-usage.js';
 import { usageFrom } from '../proxy/token-counts.js';
 import { type EngineResponse, readEngineAnswer } from '../proxy/upstream.js';
 import type { BilledCall } from './authorize.js';
-import type { BilledEndpoint, ProtocolCall } from './endpoint.js';
+import { settle, streamCheckpoints } from './billed-call.js';
+import type { BilledDeps, BilledEndpoint, ProtocolCall } from './endpoint.js';
+import { readEngineChunks } from './stream-writer.js';
+import { StreamedAnswer } from './streamed-answer.js';
+
+/**
+ * A JSON call's answer as the engine's stream builds it: what it is billed if cut at any point
+ * (`assembled.state`, the engine's running count, as a stream is billed: `settleCut`), checkpointed
+ * in the charge journal as it grows, as a stream is (a replica killed mid-answer still bills it).
+ */
+export interface JsonRelay {
+  assembled: StreamedAnswer;
+  checkpoints: { saw(stream: RunningStream): void };
+  /** The call's abort: why a read that broke off ended (the timeout, a stop, the client gone). */
+  abort: CallAbort;
+}
+
+/** A JSON call's relay, made once the engine answers (its replica's kind says its answer's shape). */
+export function jsonRelay(
+  deps: BilledDeps,
+  call: BilledCall,
+  protocol: ProtocolCall,
+  target: UpstreamTarget,
+  abort: CallAbort,
+): JsonRelay {
+  return {
+    abort,
+    assembled: new StreamedAnswer((target.engineKind ?? 'vllm') === 'vllm'),
+    checkpoints: laterCheckpoints(
+      deps,
+      streamCheckpoints(deps, call, () => protocol.estimate(null).promptTokens),
+    ),
+  };
+}
+
+/**
+ * A JSON call's checkpoints begin one checkpoint in (`TOLLGATE_STREAM_CHECKPOINT_TOKENS`), not at
+ * its first token as a stream's do: most JSON answers are shorter, and each would otherwise cost a
+ * journal write more than it did before it was streamed from the engine. A replica killed before
+ * then bills the call nothing, as it did every JSON call before.
+ */
+function laterCheckpoints(deps: BilledDeps, checkpoints: JsonRelay['checkpoints']): JsonRelay['checkpoints'] {
+  const first = deps.config.streamCheckpoint.everyTokens;
+  return {
+    saw: (stream) => {
+      if (stream.tokenChunks >= first || (stream.usage?.completionTokens ?? 0) >= first) checkpoints.saw(stream);
+    },
+  };
+}
 
 /**
  * The engine's JSON answer as its client is answered: the client's model name, the protocol's shape
  * (a Response, a Message) with the usage it is billed, written once. `written` is a string, or
  * bytes when arrays were lifted (their bytes are the engine's, never decoded). A batch line's
- * result is this answer (`batches/line-run.ts`).
+ * result is this answer (`batches/line-run.ts`). An engine that streams (every protocol but
+ * embeddings asks it to) is read chunk by chunk into `relay`, and its answer assembled from them.
  */
 export async function answeredJson(
   response: EngineResponse,
   endpoint: BilledEndpoint,
   protocol: ProtocolCall,
   call: BilledCall,
+  relay: JsonRelay,
 ): Promise<{ usage: TokenUsage; reported: boolean; written: string | Buffer<ArrayBuffer> }> {
-  const { answer, restore } = await readEngineAnswer(response, endpoint.liftArrays);
+  const { answer, restore } = response.eventStream
+    ? { answer: await assembledAnswer(response, relay), restore: (written: string) => written }
+    : await readEngineAnswer(response, endpoint.liftArrays);
   call.upstreamDoneAt = performance.now();
   answer.model = call.clientModel;
   endpoint.shapeAnswer?.(answer);
@@ -43,4 +101,60 @@ export function usageShownAsBilled(
   const shown = shownUsage(answer.usage, clampUsage(usage, call.bounds).usage);
   if (shown) answer.usage = shown;
   return { usage, reported: reported !== null };
+}
+
+/**
+ * The engine's stream read to its end into `relay`, each chunk checkpointed when one is due; its
+ * answer as the engine would have written it in JSON. An engine that fails mid-answer (its error
+ * event, or its stream broken off) is the engine's fault: 502 `upstream_error`; an abort (the
+ * client gone, the timeout, a stop) is thrown as it came.
+ */
+async function assembledAnswer(response: EngineResponse, relay: JsonRelay): Promise<Record<string, unknown>> {
+  const { assembled, checkpoints } = relay;
+  const read = readEngineChunks(assembled);
+  try {
+    await readSseData(response.body, (data) => {
+      read(data);
+      checkpoints.saw(assembled.state);
+    });
+  } catch (error) {
+    throw brokenOff(relay.abort, error);
+  }
+  if (assembled.state.failed)
+    throw new GatewayError(
+      'upstream_error',
+      'The model server failed while generating this response; the output is incomplete.',
+    );
+  return assembled.answer();
+}
+
+/**
+ * Why a JSON call's read of the engine's stream broke off, as the client is told: the upstream
+ * timeout as it is told before the engine answers (504), a stop as its reason, else the engine's
+ * stream cut (502).
+ */
+function brokenOff(abort: CallAbort, error: unknown): unknown {
+  if (!abort.aborted) return new GatewayError('upstream_error', STREAM_CUT_MESSAGE, { cause: error });
+  const reason: unknown = abort.reason;
+  if (reason instanceof Error && reason.name === 'TimeoutError')
+    return new GatewayError('upstream_error', 'The model server did not answer in time. Retry later.', {
+      status: 504,
+      cause: error,
+    });
+  return reason ?? error;
+}
+
+/**
+ * A JSON call whose engine failed after it began answering (its error event, its stream broken
+ * off): billed what the engine generated by then, as a failed stream is, status 502.
+ */
+export async function settleEngineFailed(
+  deps: BilledDeps,
+  call: BilledCall,
+  promptTokens: number,
+  engine: StreamState,
+): Promise<TokenUsage> {
+  const settlement = { ...streamSettlement(engine, 'upstream_failed', () => promptTokens, null), streamed: false };
+  await settle(deps, call, settlement);
+  return settlement.usage;
 }

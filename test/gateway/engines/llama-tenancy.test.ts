@@ -71,7 +71,19 @@ describe.skipIf(missing !== null)("llama.cpp's server shared by two organization
     await res.json();
     await gateway.charged(10_000);
     const exchange = proxy.exchanges.slice(before).find((e: Exchange) => e.path === '/v1/chat/completions')!;
-    return { sent: JSON.parse(exchange.request) as Record<string, unknown>, answer: JSON.parse(exchange.response) };
+    return { sent: JSON.parse(exchange.request) as Record<string, unknown>, answer: engineAnswerOf(exchange.response) };
+  }
+
+  /**
+   * What the engine answered: a JSON call is streamed from the engine (`requests/json-answer.ts`),
+   * so its chunks, later over earlier (the last carry `usage` and `timings`).
+   */
+  function engineAnswerOf(response: string): EngineAnswer {
+    const chunks = response
+      .split('\n')
+      .filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]')
+      .map((line) => JSON.parse(line.slice(6)) as EngineAnswer);
+    return Object.assign({}, ...chunks) as EngineAnswer;
   }
 
   /**

@@ -30,7 +30,8 @@ export const MESSAGES: BilledEndpoint = {
     const earlier = translations.reuse(request.caller.orgId, chat);
     keepCeilingWithinContext(chat, request.model.contextLength, translations.json);
     const streams = request.body.stream === true;
-    const sent = sentBody(chat, streams, translations.json);
+    // The engine streams whatever the client asked: a JSON answer is assembled from its chunks.
+    const sent = sentBody(chat, true, translations.json);
     translations.keep(request.caller.orgId, chat, earlier);
     return {
       bounded: chat,

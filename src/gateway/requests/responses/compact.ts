@@ -76,7 +76,8 @@ function compactCall(request: AuthorizedRequest, { input, earlier }: TurnInput, 
   if (body.max_output_tokens !== undefined && body.max_output_tokens !== null) chat.max_tokens = body.max_output_tokens;
   (chat.messages as Json[]).push({ role: 'user', content: COMPACTION_PROMPT });
   keepCeilingWithinContext(chat, request.model.contextLength, json);
-  const sent = sentBody(chat, false, json);
+  // Streamed from the engine, its JSON answer assembled from the chunks (`json-answer.ts`).
+  const sent = sentBody(chat, true, json);
   const responseId = request.responseId ?? itemId('resp');
   return {
     responseId,
