@@ -3,7 +3,8 @@ import { GatewayError } from '../../shared/http/errors.js';
 import type { CallAbort } from './call-abort.js';
 import type { WrittenJson } from './client-body.js';
 import type { EngineAgents } from './engine-agents.js';
-import { type EngineResponse, postUpstream, UpstreamError } from './upstream.js';
+import { type EngineResponse, postUpstream } from './upstream.js';
+import { UpstreamError } from './upstream-failure.js';
 
 export interface FailoverCall {
   /** A target not among `exclude`; throws when there is none (see Fleet.acquire). */
