@@ -3,19 +3,18 @@ import { chargeFor } from '../billing/holds.js';
 import { pickModel, type PriceRow, requestedModelName } from '../catalog/service.js';
 import { verifiedKey } from '../keys/caller.js';
 import type { CallAbort } from '../proxy/call-abort.js';
-import type { TokenUsage } from '../billing/token-usage.js';
 import type { UpstreamTarget } from '../engines/types.js';
 import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
 import { admitCall } from '../requests/admit.js';
 import type { AuthorizedRequest, BilledCall } from '../requests/authorize.js';
 import { abandon, settle, settleCut } from '../requests/billed-call.js';
-import { abortAfter, sendToEngine } from '../requests/engine-call.js';
+import { abortAfter } from '../requests/engine-call.js';
 import { waitForEngines } from '../requests/flow-wait.js';
 import { CHAT } from '../requests/chat.js';
 import { COMPLETIONS } from '../requests/completions.js';
 import { EMBEDDINGS } from '../requests/embeddings.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from '../requests/endpoint.js';
-import { answeredJson, type JsonRelay, jsonRelay, settleEngineFailed } from '../requests/json-answer.js';
+import { type JsonRelay, sendJson, writtenJson } from '../requests/json-answer.js';
 import { invalid } from '../requests/validate.js';
 import { type LineResult, NO_TOKENS } from './line-store.js';
 import type { BatchEndpoint, BatchRow } from './objects.js';
@@ -61,7 +60,7 @@ export type LineOutcome =
  * them, the protocol's call begun (a Responses line's earlier turns read in the batch's
  * organization only), admitted (its own hold at the batch price, the key's limits), dispatched in
  * flow control's `batch` band (only room no other band wants), sent to the engine as JSON, answered
- * as its route answers (`answeredJson`), and billed by `settle` at the engine's counts and the
+ * as its route answers (`writtenJson`), and billed by `settle` at the engine's counts and the
  * batch price, under the line's request id. `abort` stops it wherever it is: an aborted call that
  * reached the engine is billed its prompt (status 499), as a client that leaves is.
  */
@@ -147,31 +146,27 @@ async function sendLine(
   let relay: JsonRelay | undefined;
   try {
     call.upstreamAt = performance.now();
-    const sent = await sendToEngine(deps, call, protocol, { path: endpoint.path, abort });
+    const sent = await sendJson(deps, call, protocol, endpoint, { path: endpoint.path, abort }, (attempt) => {
+      relay = attempt;
+    });
     target = sent.target;
-    call.answeredAt = performance.now();
     // The answer the route gives: a Responses line's is the Response, kept as the route keeps it.
-    relay = jsonRelay(deps, call, protocol, target, abort);
-    const { usage, reported, written } = await answeredJson(sent.response, endpoint, protocol, call, relay);
+    const { usage, reported, written } = await writtenJson(sent.read, endpoint, protocol, call);
     await settle(deps, call, { usage, usageSource: reported ? 'upstream' : 'estimated', status: 200, streamed: false });
     const billed = chargeFor(usage, call, call.price).usage;
     const tokens = { ...NO_TOKENS, ...billed };
     const response = typeof written === 'string' ? written : written.toString('utf8');
     return { kind: 'result', result: { status: 'done', statusCode: 200, response, error: null, tokens } };
   } catch (error) {
-    const state = relay?.assembled.state;
-    const prompt = protocol.estimate(null).promptTokens;
-    // The tokens a cut or failed line shows are those it is billed (held to its bounds).
-    const billed = (usage: TokenUsage) => ({ ...NO_TOKENS, ...chargeFor(usage, call, call.price).usage });
     if (abort.aborted) {
-      const usage = await settleCut(deps, call, prompt, false, state);
-      return { kind: 'result', result: { ...stopped(abort), tokens: billed(usage) } };
+      // A cut line shows the tokens it is billed (held to its bounds): what the engine generated.
+      const usage = await settleCut(deps, call, protocol.estimate(null).promptTokens, false, relay?.assembled.state);
+      const tokens = { ...NO_TOKENS, ...chargeFor(usage, call, call.price).usage };
+      return { kind: 'result', result: { ...stopped(abort), tokens } };
     }
-    if (state && (state.usage || state.tokenChunks > 0)) {
-      const usage = await settleEngineFailed(deps, call, prompt, state);
-      if (error instanceof GatewayError)
-        return { kind: 'result', result: { ...errorLine(error), tokens: billed(usage) } };
-    } else await abandon(deps, call);
+    // An engine that failed, before answering or mid-answer (another replica tried first): billed
+    // nothing, as its error line shows (docs/decisions.md).
+    await abandon(deps, call);
     if (error instanceof GatewayError) return { kind: 'result', result: errorLine(error) };
     throw error;
   } finally {
