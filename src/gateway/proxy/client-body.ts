@@ -63,15 +63,17 @@ export class WrittenJson {
  * @example
  * clientBodyForEngine(raw, JSON.parse(raw.toString()), 'served-name').bytes; // {"model":"served-name","stream":true,…the rest as sent}
  */
-export function clientBodyForEngine(client: Buffer, body: Json, servedModelName: string): WrittenJson {
+export function clientBodyForEngine(client: Buffer, body: Json, servedModelName: string, streamed = true): WrittenJson {
   // Bytes that are not UTF-8 were read with U+FFFD in their place: the engine is sent what the
   // gateway read.
   const raw = isUtf8(client) ? client : Buffer.from(JSON.stringify(body));
   const fields = { model: servedModelName, messages: body.messages, tools: body.tools, n: body.n };
+  const named = body.model === servedModelName;
+  // A JSON call that cannot outgrow a checkpoint is asked for JSON (`requests/engine-stream.ts`).
+  if (!streamed) return named ? new WrittenJson(raw, fields) : withMembers(raw, servedModelName, '', NAMED, fields);
   const streams = body.stream === true;
   const asked = (body.stream_options ?? {}) as Json;
   const usageAsked = asked.include_usage === true && asked.continuous_usage_stats === true;
-  const named = body.model === servedModelName;
   if (named && streams && usageAsked) return new WrittenJson(raw, fields);
   if (named && !Object.hasOwn(body, 'stream_options') && (streams || !Object.hasOwn(body, 'stream'))) {
     // Only what is asked for is added, in front: only whitespace comes before the object's opening
@@ -84,12 +86,28 @@ export function clientBodyForEngine(client: Buffer, body: Json, servedModelName:
   // Object.assign rather than a spread followed by new properties, which V8 (Node 20) makes slow
   // (CONTRIBUTING).
   const options = JSON.stringify(Object.assign({}, asked, USAGE_ASKED));
-  const parts: Buffer[] = [
-    Buffer.from(`{"model":${JSON.stringify(servedModelName)},"stream":true,"stream_options":${options}`),
-  ];
+  return withMembers(raw, servedModelName, `,"stream":true,"stream_options":${options}`, STREAMED, fields);
+}
+
+/** The members a body for the engine writes anew: its model, and on a stream its stream options. */
+const NAMED: ReadonlySet<string> = new Set(['model']);
+const STREAMED: ReadonlySet<string> = new Set(['model', 'stream', 'stream_options']);
+
+/**
+ * The client's body with `model` (and `more`) written in front, its own `written` members left
+ * out, every other member its bytes as sent.
+ */
+function withMembers(
+  raw: Buffer,
+  servedModelName: string,
+  more: string,
+  written: ReadonlySet<string>,
+  fields: WrittenJson['fields'],
+): WrittenJson {
+  const parts: Buffer[] = [Buffer.from(`{"model":${JSON.stringify(servedModelName)}${more}`)];
   const comma = Buffer.from(',');
   for (const member of topLevelMembers(raw)) {
-    if (member.key === 'model' || member.key === 'stream' || member.key === 'stream_options') continue;
+    if (written.has(member.key)) continue;
     parts.push(comma, raw.subarray(member.start, member.end));
   }
   parts.push(Buffer.from('}'));
