@@ -104,7 +104,11 @@ export async function sendJson(
   const readWhole = async (response: EngineResponse, target: UpstreamTarget) => {
     call.answeredAt = performance.now();
     if (!response.eventStream) {
-      read = await readEngineAnswer(response, endpoint.liftArrays);
+      // A body that breaks off is the engine's, as a stream's is; one that is not JSON is not
+      // retried.
+      read = await readEngineAnswer(response, endpoint.liftArrays).catch((error: unknown) => {
+        throw error instanceof GatewayError ? error : brokenOff(inputs.abort, error);
+      });
       return;
     }
     const relay = jsonRelay(deps, call, protocol, target, inputs.abort);

@@ -14,14 +14,16 @@ import { until } from '../../helpers/wait.js';
 const MODEL = 'sim-chat';
 /** What the broken replica generates before it breaks: more than a checkpoint's worth (100). */
 const BROKEN_AFTER_TOKENS = 150;
-const MAX_TOKENS = 8;
+/** Answers asked for: a short one is asked of the engine as JSON, a long one as a stream. */
+const SHORT = 8;
+const LONG = 200;
 
 type Breakage = 'connection cut' | 'error event';
 
 /**
  * A replica that begins every answer, then breaks mid-answer: its connection cut, or its stream's
- * error event. A JSON call asked of it as a stream is answered with 150 content chunks first; one
- * asked as JSON, with its headers and half a body.
+ * error event. A JSON call asked of it as a stream (one that may outgrow a checkpoint) is answered
+ * with 150 content chunks first; one asked as JSON, with its headers and half a body.
  */
 function breakingReplica(how: () => Breakage) {
   let answered = 0;
@@ -78,9 +80,13 @@ describe('a JSON call whose replica breaks mid-answer', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it.each<Breakage>(['connection cut', 'error event'])(
-    '%s: answered by the other replica, billed once for that answer',
-    async (how) => {
+  it.each<[Breakage, number]>([
+    ['connection cut', LONG],
+    ['error event', LONG],
+    ['connection cut', SHORT],
+  ])(
+    '%s, %i tokens asked: answered by the other replica, billed once for that answer',
+    async (how, maxTokens) => {
       breakage = how;
       const tenant = await gateway.tenant();
       const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: tenant.secret, maxRetries: 0 });
@@ -95,10 +101,10 @@ describe('a JSON call whose replica breaks mid-answer', () => {
           const answer = await client.chat.completions.create({
             model: MODEL,
             messages: [{ role: 'user', content: `call ${calls}` }],
-            max_tokens: MAX_TOKENS,
+            max_tokens: maxTokens,
             ignore_eos: true,
           } as OpenAI.ChatCompletionCreateParamsNonStreaming);
-          expect(answer.usage?.completion_tokens).toBe(MAX_TOKENS);
+          expect(answer.usage?.completion_tokens).toBe(maxTokens);
           expect(answer.choices[0]!.message.content).not.toMatch(/^x+$/);
           return broken.answered() > brokenBefore;
         },
@@ -107,7 +113,7 @@ describe('a JSON call whose replica breaks mid-answer', () => {
       await gateway.charged();
       const records = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, tenant.orgId));
       expect(records).toHaveLength(calls);
-      for (const record of records) expect(record).toMatchObject({ status: 200, completionTokens: MAX_TOKENS });
+      for (const record of records) expect(record).toMatchObject({ status: 200, completionTokens: maxTokens });
     },
     30_000,
   );
