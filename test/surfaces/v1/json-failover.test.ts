@@ -72,7 +72,7 @@ describe('a JSON call whose replica breaks mid-answer', () => {
     const engines = [{ kind: 'static', model: MODEL, urls: [brokenUrl, sim.url] }];
     await writeFile(file, JSON.stringify({ engines }));
     gateway = await startTestGateway('pglite', { TOLLGATE_ENGINES_FILE: file, TOLLGATE_ENGINE_POLL_MS: '100' });
-  });
+  }, 60_000);
   afterAll(async () => {
     await gateway?.close();
     await sim?.close();
