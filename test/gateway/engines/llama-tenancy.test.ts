@@ -75,10 +75,12 @@ describe.skipIf(missing !== null)("llama.cpp's server shared by two organization
   }
 
   /**
-   * What the engine answered: a JSON call is streamed from the engine (`requests/json-answer.ts`),
-   * so its chunks, later over earlier (the last carry `usage` and `timings`).
+   * What the engine answered: its JSON, or for a JSON call that may outgrow a checkpoint, streamed
+   * from the engine (`requests/engine-stream.ts`), its chunks, later over earlier (the last carry
+   * `usage` and `timings`).
    */
   function engineAnswerOf(response: string): EngineAnswer {
+    if (response.trimStart().startsWith('{')) return JSON.parse(response) as EngineAnswer;
     const chunks = response
       .split('\n')
       .filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]')
