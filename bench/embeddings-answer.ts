@@ -11,7 +11,8 @@
  *   npx tsx bench/embeddings-answer.ts
  */
 import { withoutNullFields } from '../src/gateway/proxy/openai-shape.js';
-import { type EngineResponse, readEngineAnswer } from '../src/gateway/proxy/upstream.js';
+import { readEngineAnswer } from '../src/gateway/proxy/engine-answer.js';
+import type { EngineResponse } from '../src/gateway/proxy/upstream.js';
 import { embed } from '../src/sim/embeddings.js';
 import { EMBEDDINGS } from '../src/gateway/requests/embeddings.js';
 

@@ -8,13 +8,13 @@ import { envelopeOf, GatewayError } from '../../shared/http/errors.js';
 import { admitCall } from '../requests/admit.js';
 import type { AuthorizedRequest, BilledCall } from '../requests/authorize.js';
 import { abandon, settle, settleCut } from '../requests/billed-call.js';
-import { abortAfter, sendToEngine } from '../requests/engine-call.js';
+import { abortAfter } from '../requests/engine-call.js';
 import { waitForEngines } from '../requests/flow-wait.js';
 import { CHAT } from '../requests/chat.js';
 import { COMPLETIONS } from '../requests/completions.js';
 import { EMBEDDINGS } from '../requests/embeddings.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from '../requests/endpoint.js';
-import { answeredJson } from '../requests/json-answer.js';
+import { type JsonRelay, sendJson, writtenJson } from '../requests/json-answer.js';
 import { invalid } from '../requests/validate.js';
 import { type LineResult, NO_TOKENS } from './line-store.js';
 import type { BatchEndpoint, BatchRow } from './objects.js';
@@ -60,7 +60,7 @@ export type LineOutcome =
  * them, the protocol's call begun (a Responses line's earlier turns read in the batch's
  * organization only), admitted (its own hold at the batch price, the key's limits), dispatched in
  * flow control's `batch` band (only room no other band wants), sent to the engine as JSON, answered
- * as its route answers (`answeredJson`), and billed by `settle` at the engine's counts and the
+ * as its route answers (`writtenJson`), and billed by `settle` at the engine's counts and the
  * batch price, under the line's request id. `abort` stops it wherever it is: an aborted call that
  * reached the engine is billed its prompt (status 499), as a client that leaves is.
  */
@@ -142,13 +142,16 @@ async function sendLine(
 ): Promise<LineOutcome> {
   const clearTimer = abortAfter(abort, deps.config.upstreamTimeoutMs);
   let target: UpstreamTarget | undefined;
+  // The answer read from the engine's stream: what a line cut or failed mid-answer is billed.
+  let relay: JsonRelay | undefined;
   try {
     call.upstreamAt = performance.now();
-    const sent = await sendToEngine(deps, call, protocol, { path: endpoint.path, abort });
+    const sent = await sendJson(deps, call, protocol, endpoint, { path: endpoint.path, abort }, (attempt) => {
+      relay = attempt;
+    });
     target = sent.target;
-    call.answeredAt = performance.now();
     // The answer the route gives: a Responses line's is the Response, kept as the route keeps it.
-    const { usage, reported, written } = await answeredJson(sent.response, endpoint, protocol, call);
+    const { usage, reported, written } = await writtenJson(sent.read, endpoint, protocol, call);
     await settle(deps, call, { usage, usageSource: reported ? 'upstream' : 'estimated', status: 200, streamed: false });
     const billed = chargeFor(usage, call, call.price).usage;
     const tokens = { ...NO_TOKENS, ...billed };
@@ -156,9 +159,13 @@ async function sendLine(
     return { kind: 'result', result: { status: 'done', statusCode: 200, response, error: null, tokens } };
   } catch (error) {
     if (abort.aborted) {
-      const usage = await settleCut(deps, call, protocol.estimate(null).promptTokens, false);
-      return { kind: 'result', result: { ...stopped(abort), tokens: { ...NO_TOKENS, ...usage } } };
+      // A cut line shows the tokens it is billed (held to its bounds): what the engine generated.
+      const usage = await settleCut(deps, call, protocol.estimate(null).promptTokens, false, relay?.assembled.state);
+      const tokens = { ...NO_TOKENS, ...chargeFor(usage, call, call.price).usage };
+      return { kind: 'result', result: { ...stopped(abort), tokens } };
     }
+    // An engine that failed, before answering or mid-answer (another replica tried first): billed
+    // nothing, as its error line shows (docs/decisions.md).
     await abandon(deps, call);
     if (error instanceof GatewayError) return { kind: 'result', result: errorLine(error) };
     throw error;

@@ -2,7 +2,11 @@ import type { ChargeRecord } from './wallet.js';
 
 /** The charge journal's file format: one JSON object a line (see `ChargeJournal`). */
 type JournalLine =
-  { charge: SerializedCharge } | { checkpoint: SerializedCharge } | { applied: string[] } | { reported: string[] };
+  | { charge: SerializedCharge }
+  | { checkpoint: SerializedCharge }
+  | { dropped: string }
+  | { applied: string[] }
+  | { reported: string[] };
 type SerializedCharge = Omit<ChargeRecord, 'cost' | 'createdAt'> & { cost: string; createdAt?: string };
 
 /**
@@ -15,7 +19,8 @@ type SerializedCharge = Omit<ChargeRecord, 'cost' | 'createdAt'> & { cost: strin
  * it ran: a stream whose own charge is in the file was settled, and its
  * checkpoints say nothing more; one whose charge is not was cut by the
  * process's death, and its last checkpoint becomes its charge (`recovered`,
- * after the others). So a stream is charged once, whatever the order of its lines.
+ * after the others). So a stream is charged once, whatever the order of its lines. A `dropped`
+ * line forgets the checkpoints before it of a call billed nothing (`ChargeJournal.dropCheckpoint`).
  */
 export function readJournalText(text: string): {
   charges: ChargeRecord[];
@@ -37,6 +42,7 @@ export function readJournalText(text: string): {
     }
     if ('charge' in entry) charges.push(parseCharge(entry.charge));
     else if ('checkpoint' in entry) checkpoints.set(entry.checkpoint.id, parseCharge(entry.checkpoint));
+    else if ('dropped' in entry) checkpoints.delete(entry.dropped);
     else if ('applied' in entry) for (const id of entry.applied) applied.add(id);
     else if ('reported' in entry) for (const id of entry.reported) reported.add(id);
   }
@@ -79,6 +85,11 @@ export function chargeLine(record: ChargeRecord): string {
  */
 export function checkpointLine(record: ChargeRecord): string {
   return JSON.stringify({ checkpoint: serialize(record) });
+}
+
+/** A call's checkpoints so far forgotten, as one journal line (`ChargeJournal.dropCheckpoint`). */
+export function droppedLine(id: string): string {
+  return JSON.stringify({ dropped: id });
 }
 
 function serialize(record: ChargeRecord): SerializedCharge {

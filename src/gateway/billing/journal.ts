@@ -1,6 +1,6 @@
 import { JournalFile, ROOM_BYTES } from './journal-file.js';
 import { JournalWriter } from './journal-writer.js';
-import { chargeLine, checkpointLine, journalText, readJournalText } from './journal-lines.js';
+import { chargeLine, checkpointLine, droppedLine, journalText, readJournalText } from './journal-lines.js';
 import type { ChargeRecord } from './wallet.js';
 
 /** Rewrite the file once it is this big and most of what it holds is done. */
@@ -111,6 +111,17 @@ export class ChargeJournal {
     // A checkpoint that cannot be written loses only itself: the charge, or the next checkpoint,
     // comes after it.
     void this.write(checkpointLine(record)).catch(() => {});
+  }
+
+  /**
+   * Forgets a running call's checkpoints, for a call whose checkpointed work is billed nothing (a
+   * JSON call's attempt its engine broke off, `requests/json-answer.ts`): a line says so, so that
+   * the next `open` does not charge the last of them. A later checkpoint of the same call counts
+   * again.
+   */
+  dropCheckpoint(id: string): void {
+    if (!this.writer || !this.checkpoints.delete(id)) return;
+    void this.write(droppedLine(id)).catch(() => {});
   }
 
   /** Charges still to be written to PostgreSQL (oldest first, at most `max`). */

@@ -3,7 +3,8 @@ import { GatewayError } from '../../shared/http/errors.js';
 import type { CallAbort } from './call-abort.js';
 import type { WrittenJson } from './client-body.js';
 import type { EngineAgents } from './engine-agents.js';
-import { type EngineResponse, postUpstream, UpstreamError } from './upstream.js';
+import { type EngineResponse, postUpstream } from './upstream.js';
+import { UpstreamError } from './upstream-failure.js';
 
 export interface FailoverCall {
   /** A target not among `exclude`; throws when there is none (see Fleet.acquire). */
@@ -17,13 +18,21 @@ export interface FailoverCall {
   abort: CallAbort;
   /** The process's keep-alive connections to the engines. */
   agents: EngineAgents;
+  /**
+   * Reads the answer whole before the call counts as answered, for a receiver that is given none of
+   * it before its end (a JSON call): a replica whose answer breaks off or fails in it (an
+   * `UpstreamError`) has sent nothing anyone saw, and is replaced as one that failed before
+   * answering is.
+   */
+  readWhole?(response: EngineResponse, target: UpstreamTarget): Promise<void>;
 }
 
 /**
  * Sends a request upstream, and when the replica fails before anything
- * reached the client (unreachable, or a 5xx answer), sends it to another
- * ready replica of the same model, each replica at most once. The target that
- * answered is returned to the caller, who releases it when the request ends.
+ * reached the client (unreachable, or a 5xx answer, or for a JSON call an
+ * answer that broke off in `readWhole`), sends it to another ready replica of
+ * the same model, each replica at most once. The target that answered is
+ * returned to the caller, who releases it when the request ends.
  *
  * @example
  * const { response, target } = await postWithFailover({ acquire: (x) => fleet.acquire(model, x), path: '/embeddings', body: () => body, clientModel, abort });
@@ -52,6 +61,7 @@ export async function postWithFailover(
         abort: call.abort,
         agents: call.agents,
       });
+      if (call.readWhole) await call.readWhole(response, target);
       return { response, target };
     } catch (error) {
       target.release();

@@ -7,7 +7,7 @@ import { authorize } from './authorize.js';
 import { abandon, keepsAnswer, settle, settleClientGone } from './billed-call.js';
 import { relayBilledStream } from './billed-stream.js';
 import { cachedAnswer } from './cached-answer.js';
-import { answeredJson } from './json-answer.js';
+import { type JsonRelay, sendJson, settleTimedOut, writtenJson } from './json-answer.js';
 import { headerOf, whenClientLeaves } from '../../shared/http/request.js';
 import { abortAfter, sendToEngine } from './engine-call.js';
 import { enterFlow } from './flow-wait.js';
@@ -29,8 +29,9 @@ export type { BilledDeps, BilledEndpoint, ProtocolCall, StreamControls } from '.
  *    (`reserve`);
  * 2. call: the engine, on a ready replica the router picks (by default scored
  *    on its load and the prompt's prefix, `engines/routing/`), failing over
- *    before the first byte (`postWithFailover`), aborted when the client
- *    leaves or the upstream timeout passes;
+ *    before the first byte reaches the client (`postWithFailover`; a JSON
+ *    answer is read whole there, `sendJson`), aborted when the client leaves
+ *    or the upstream timeout passes;
  * 3. relay: the JSON answer with the client's model name, or the stream
  *    event by event (`relayBilledStream`, the protocol's `StreamWriter`);
  * 4. settle: usage from the engine (held to the request's bounds), the
@@ -71,20 +72,23 @@ async function serveAuthorized(
   // A relayed stream gives back its replica when it ends; everything else here.
   let target: UpstreamTarget | undefined;
   let relaying = false;
+  // A JSON answer read from the engine's stream: what a call cut or failed mid-answer is billed.
+  let relay: JsonRelay | undefined;
   // Timing for the overhead histogram and spans (observability/observer.ts); traceparent to send.
   call.upstreamAt = performance.now();
   const traceHeaders = call.trace?.startUpstream(call.startedAt, call.upstreamAt, call.model.id);
   try {
-    const sent = await sendToEngine(deps, call, protocol, {
+    const inputs = {
       path: endpoint.path,
       abort: upstream.callAbort,
       session: headerOf(c, 'x-session-id'),
       headers: traceHeaders,
-    });
-    target = sent.target;
-    call.answeredAt = performance.now();
-    call.trace?.upstreamAnswered(target.replicaId, target.servedModelName, call.answeredAt, target.routing);
+    };
     if (stream) {
+      const sent = await sendToEngine(deps, call, protocol, inputs);
+      target = sent.target;
+      call.answeredAt = performance.now();
+      call.trace?.upstreamAnswered(target.replicaId, target.servedModelName, call.answeredAt, target.routing);
       relaying = true;
       c.set('streaming', true);
       const relayed = target;
@@ -97,7 +101,10 @@ async function serveAuthorized(
       const writer = stream(call.bounds);
       return relayBilledStream({ c, deps, call, response: sent.response, controls, writer, promptEstimate });
     }
-    const { usage, reported, written } = await answeredJson(sent.response, endpoint, protocol, call);
+    const sent = await sendJson(deps, call, protocol, endpoint, inputs, (attempt) => (relay = attempt));
+    target = sent.target;
+    call.trace?.upstreamAnswered(target.replicaId, target.servedModelName, call.answeredAt, target.routing);
+    const { usage, reported, written } = await writtenJson(sent.read, endpoint, protocol, call);
     await settle(deps, call, {
       usage,
       usageSource: reported ? 'upstream' : 'estimated',
@@ -110,8 +117,14 @@ async function serveAuthorized(
     return c.body(written, 200, { 'content-type': 'application/json' });
   } catch (error) {
     call.trace?.upstreamFailed(error);
-    if (upstream.clientLeft()) return settleClientGone(deps, call, protocol.estimate(null).promptTokens);
-    await abandon(deps, call);
+    const state = relay?.assembled.state;
+    const prompt = () => protocol.estimate(null).promptTokens;
+    if (upstream.clientLeft()) return settleClientGone(deps, call, prompt(), state);
+    // The timeout cut the engine mid-answer: billed what it generated. An engine that broke off is
+    // billed nothing (its client got none of it: docs/decisions.md), as a call that failed before.
+    if (upstream.callAbort.aborted && state && (state.usage || state.tokenChunks > 0))
+      await settleTimedOut(deps, call, prompt(), state);
+    else await abandon(deps, call);
     throw error;
   } finally {
     if (!relaying) {

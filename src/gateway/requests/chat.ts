@@ -1,3 +1,4 @@
+import type { Config } from '../../config/types.js';
 import { clientBodyForEngine } from '../proxy/client-body.js';
 import type { TokenUsage } from '../billing/token-usage.js';
 import type { TokenBounds } from '../billing/token-bounds.js';
@@ -5,6 +6,7 @@ import { estimateCompletionTokens, estimatePromptTokens } from '../proxy/token-c
 import type { AuthorizedRequest } from './authorize.js';
 import { chatStreamWriter } from './chat-stream.js';
 import type { BilledEndpoint, ProtocolCall } from './endpoint.js';
+import { streamedFromEngine } from './engine-stream.js';
 import type { StreamWriter } from './stream-writer.js';
 import { validateChatRequest } from './validate.js';
 
@@ -21,8 +23,8 @@ export const CHAT: BilledEndpoint = {
   task: 'chat',
   path: '/chat/completions',
   validate: (body, config) => validateChatRequest(body, config.maxChoices),
-  begin: (request) =>
-    openAiCall(request, {
+  begin: (request, deps) =>
+    openAiCall(request, deps.config, {
       bounded: request.body,
       estimate: (answer) => ({
         promptTokens: estimatePromptTokens(request.body.messages),
@@ -44,12 +46,17 @@ export interface OpenAiKind {
  * and a stream's chunks are relayed one by one, showing the client usage only where it asked for
  * it.
  */
-export function openAiCall(request: AuthorizedRequest, kind: OpenAiKind): ProtocolCall {
+export function openAiCall(
+  request: AuthorizedRequest,
+  config: Pick<Config, 'streamCheckpoint'>,
+  kind: OpenAiKind,
+): ProtocolCall {
   const body = request.body;
+  const streamed = streamedFromEngine(request, config, kind.bounded);
   return {
     bounded: kind.bounded,
     sentBytes: request.bodyBytes,
-    bodyFor: (target) => clientBodyForEngine(request.rawBody, body, target.servedModelName),
+    bodyFor: (target) => clientBodyForEngine(request.rawBody, body, target.servedModelName, streamed),
     estimate: kind.estimate,
     stream: body.stream === true ? (bounds) => chunkWriter(request, bounds) : null,
   };

@@ -17,8 +17,8 @@ export const COMPLETIONS: BilledEndpoint = {
   task: 'chat',
   path: '/completions',
   validate: (body, config) => validateCompletionsRequest(body, config.maxChoices),
-  begin: (request) =>
-    openAiCall(request, {
+  begin: (request, deps) =>
+    openAiCall(request, deps.config, {
       bounded: completionsBounds(request.body),
       estimate: (answer) => ({
         promptTokens: estimateInputTokens(request.body.prompt),

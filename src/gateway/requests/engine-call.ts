@@ -2,7 +2,7 @@ import type { UpstreamTarget } from '../engines/types.js';
 import { bandRank, enginePriority } from '../flow/bands.js';
 import type { CallAbort } from '../proxy/call-abort.js';
 import { engineMembersFor, withEngineFields } from '../proxy/engine-fields.js';
-import { postWithFailover } from '../proxy/failover.js';
+import { type FailoverCall, postWithFailover } from '../proxy/failover.js';
 import type { EngineResponse } from '../proxy/upstream.js';
 import type { BilledCall } from './authorize.js';
 import type { BilledDeps, ProtocolCall } from './endpoint.js';
@@ -17,6 +17,11 @@ export interface EngineCallInputs {
   session?: string;
   /** Headers for every replica tried (the trace's `traceparent`). */
   headers?: Record<string, string>;
+  /**
+   * Reads a JSON call's answer whole inside failover (`FailoverCall.readWhole`, `json-answer.ts`'s
+   * `sendJson`).
+   */
+  readWhole?: FailoverCall['readWhole'];
 }
 
 /** The engine's answer and the replica it came from, released by whoever relays it. */
@@ -48,6 +53,7 @@ export async function sendToEngine(
     clientModel: call.clientModel,
     abort: inputs.abort,
     agents: deps.engineAgents,
+    readWhole: inputs.readWhole,
   });
 }
 

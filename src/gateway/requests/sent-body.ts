@@ -35,7 +35,10 @@ export interface SentBody {
    * byte).
    */
   bytes: number;
-  /** Its JSON naming the replica's served model, and on streams asking for final and running usage. */
+  /**
+   * Its JSON naming the replica's served model, and on streams asking for a stream with final and
+   * running usage.
+   */
   forModel(servedModelName: string): string;
   /** The same JSON as bytes, as the engine is sent it: not encoded again for the socket. */
   writtenFor(servedModelName: string): WrittenJson;
@@ -86,7 +89,10 @@ export function sentBody(chat: Json, streams: boolean, json = new ChatJsonMemo()
   flushText();
   let length = 0;
   for (const member of members) length += member.length;
-  const usage = streams ? ',"stream_options":{"include_usage":true,"continuous_usage_stats":true}' : '';
+  // Sent as a stream whatever the client asked (`requests/json-answer.ts` assembles a JSON answer
+  // from it), so a call cut at any point is billed the engine's running count.
+  const streamMember = streams && chat.stream !== true ? ',"stream":true' : '';
+  const usage = streams ? `${streamMember},"stream_options":{"include_usage":true,"continuous_usage_stats":true}` : '';
   const headOf = (servedModelName: string) =>
     Buffer.from(`{"model":${JSON.stringify(servedModelName)}${usage}${length === 1 ? '' : ','}`);
   const writtenFor = (servedModelName: string) =>

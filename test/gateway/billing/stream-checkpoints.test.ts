@@ -56,6 +56,23 @@ describe('the charge journal recovers the checkpoints of streams its process did
     await Promise.all([journal.close(), again.close(), third.close()]);
   });
 
+  it('charges nothing for checkpoints dropped (a JSON attempt its engine broke off), but a later one again', async () => {
+    const file = await journalFile();
+    const journal = await ChargeJournal.open(file);
+    journal.checkpoint(checkpoint('req_broken', 120, 150n));
+    journal.dropCheckpoint('req_broken');
+    journal.checkpoint(checkpoint('req_retried', 110, 140n));
+    journal.dropCheckpoint('req_retried');
+    journal.checkpoint(checkpoint('req_retried', 100, 130n));
+    await written(file, '"completionTokens":100');
+    // No close: SIGKILLed. The dropped call is charged nothing; the one answered again is charged
+    // its last checkpoint, made after the drop.
+    const again = await ChargeJournal.open(file);
+    expect(again.pending().map((c) => [c.id, c.cost])).toEqual([['req_retried', 130n]]);
+    expect(again.recoveredStreams).toBe(1);
+    await Promise.all([journal.close(), again.close()]);
+  });
+
   it('charges a stream that ended its own charge only: the checkpoints are superseded, whatever the order of the lines', async () => {
     const file = await journalFile();
     const journal = await ChargeJournal.open(file);

@@ -71,7 +71,21 @@ describe.skipIf(missing !== null)("llama.cpp's server shared by two organization
     await res.json();
     await gateway.charged(10_000);
     const exchange = proxy.exchanges.slice(before).find((e: Exchange) => e.path === '/v1/chat/completions')!;
-    return { sent: JSON.parse(exchange.request) as Record<string, unknown>, answer: JSON.parse(exchange.response) };
+    return { sent: JSON.parse(exchange.request) as Record<string, unknown>, answer: engineAnswerOf(exchange.response) };
+  }
+
+  /**
+   * What the engine answered: its JSON, or for a JSON call that may outgrow a checkpoint, streamed
+   * from the engine (`requests/engine-stream.ts`), its chunks, later over earlier (the last carry
+   * `usage` and `timings`).
+   */
+  function engineAnswerOf(response: string): EngineAnswer {
+    if (response.trimStart().startsWith('{')) return JSON.parse(response) as EngineAnswer;
+    const chunks = response
+      .split('\n')
+      .filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]')
+      .map((line) => JSON.parse(line.slice(6)) as EngineAnswer);
+    return Object.assign({}, ...chunks) as EngineAnswer;
   }
 
   /**

@@ -6,20 +6,31 @@ const sent = (text: string, served: string) => {
   const raw = Buffer.from(text);
   return clientBodyForEngine(raw, JSON.parse(text) as Record<string, unknown>, served);
 };
+/** What every chat and completions engine is asked for: a stream with its final and running usage. */
+const STREAMED = { stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } };
 const parsed = (text: string, served: string) => JSON.parse(sent(text, served).bytes.toString('utf8')) as unknown;
 
 describe("the client's chat body as the engine is sent it", () => {
-  it('is the same bytes when it names the served model and asks nothing the gateway adds', () => {
+  it('is the same bytes when it names the served model and asks for the stream the gateway asks for', () => {
+    const asked = '{"model":"m","stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}';
+    const raw = Buffer.from(asked);
+    expect(clientBodyForEngine(raw, JSON.parse(asked) as Record<string, unknown>, 'm').bytes).toBe(raw);
+  });
+
+  it("asks a JSON call's engine for a stream with its usage, in front of the client's own bytes", () => {
     const text = ' {"messages":[{"role":"user","content":"hé \\" }"}], "model" : "m","max_tokens":5}\n';
     const raw = Buffer.from(text);
-    expect(clientBodyForEngine(raw, JSON.parse(text) as Record<string, unknown>, 'm').bytes).toBe(raw);
-    const asked = '{"model":"m","stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}';
-    expect(sent(asked, 'm').bytes.toString()).toBe(asked);
+    const written = clientBodyForEngine(raw, JSON.parse(text) as Record<string, unknown>, 'm');
+    expect(written.parts.at(-1)!.buffer).toBe(raw.buffer);
+    expect(JSON.parse(written.bytes.toString('utf8'))).toEqual({ ...(JSON.parse(text) as object), ...STREAMED });
+    // A client's `stream: false` is dropped, however written: the engine reads the last one.
+    const refused = '{"model":"m","stream":false,"messages":[],"str\\u0065am":false}';
+    expect(parsed(refused, 'm')).toEqual({ model: 'm', messages: [], ...STREAMED });
   });
 
   it('names the served model and asks for usage on a stream, keeping what the client asked', () => {
     const text = '{"messages":[{"role":"user","content":"{\\"model\\":\\"x\\"}"}],"model":"client","n":2}';
-    expect(parsed(text, 'served')).toEqual({ ...(JSON.parse(text) as object), model: 'served' });
+    expect(parsed(text, 'served')).toEqual({ ...(JSON.parse(text) as object), model: 'served', ...STREAMED });
     const stream = '{"model":"m","stream":true,"stream_options":{"include_usage":false,"x":1},"messages":[]}';
     expect(parsed(stream, 'm')).toEqual({
       model: 'm',
@@ -27,11 +38,7 @@ describe("the client's chat body as the engine is sent it", () => {
       stream_options: { include_usage: true, continuous_usage_stats: true, x: 1 },
       messages: [],
     });
-    expect(parsed('{"model":"m","stream":true}', 'm')).toEqual({
-      model: 'm',
-      stream: true,
-      stream_options: { include_usage: true, continuous_usage_stats: true },
-    });
+    expect(parsed('{"model":"m","stream":true}', 'm')).toEqual({ model: 'm', ...STREAMED });
     expect(sent(text, 'served').fields).toMatchObject({ model: 'served', n: 2 });
   });
 
@@ -62,7 +69,7 @@ describe("the client's chat body as the engine is sent it", () => {
     const body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
     const written = clientBodyForEngine(raw, body, 'm').bytes;
     expect(written.includes(0xff)).toBe(false);
-    expect(JSON.parse(written.toString('utf8'))).toEqual(body);
+    expect(JSON.parse(written.toString('utf8'))).toEqual({ ...body, ...STREAMED });
   });
 
   it('finds top-level members however the values nest and escape', () => {

@@ -13,6 +13,8 @@ const target = (over: Partial<UpstreamTarget>): UpstreamTarget => ({
   markFailed: () => {},
   ...over,
 });
+/** What every chat body is sent with: a stream with its usage (`clientBodyForEngine`). */
+const STREAMED = { stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } };
 const call = { salt: () => 'S'.repeat(43), priority: 3 };
 const text = (body: unknown) => (body instanceof WrittenJson ? body.bytes.toString('utf8') : JSON.stringify(body));
 
@@ -33,7 +35,7 @@ describe('the fields an engine is sent beside the body', () => {
     const body = JSON.parse(raw.toString()) as Record<string, unknown>;
     const written = clientBodyForEngine(raw, body, 'served');
     const salted = withEngineFields(written, '"cache_salt":"x"', body) as WrittenJson;
-    expect(JSON.parse(text(salted))).toEqual({ cache_salt: 'x', ...body });
+    expect(JSON.parse(text(salted))).toEqual({ cache_salt: 'x', ...STREAMED, ...body });
     expect(salted.parts.at(-1)!.buffer).toBe(raw.buffer);
     expect(withEngineFields(written, '', body)).toBe(written);
   });
@@ -46,10 +48,11 @@ describe('the fields an engine is sent beside the body', () => {
     const sent = withEngineFields(clientBodyForEngine(raw, body, 'served'), '"cache_salt":"mine"', body);
     expect(text(sent)).not.toContain('stolen');
     expect(text(sent)).not.toContain('again');
-    expect(JSON.parse(text(sent))).toEqual({ cache_salt: 'mine', model: 'served', messages: [] });
+    expect(JSON.parse(text(sent))).toEqual({ cache_salt: 'mine', model: 'served', messages: [], ...STREAMED });
     expect(JSON.parse(text(withEngineFields(clientBodyForEngine(raw, body, 'served'), '', body)))).toEqual({
       model: 'served',
       messages: [],
+      ...STREAMED,
     });
   });
 

@@ -22,8 +22,10 @@ describe('the translated body the engine is sent', () => {
   it('is written once: each replica gets the same JSON naming its own model, and its size is the bound', () => {
     const chat = { model: 'client-model', messages, max_tokens: 8, tools: [{ type: 'function' }] };
     const sent = sentBody(chat, true);
+    // A stream whatever the client asked: a JSON answer is assembled from it.
     expect(JSON.parse(sent.forModel('served-a'))).toEqual({
       model: 'served-a',
+      stream: true,
       stream_options: { include_usage: true, continuous_usage_stats: true },
       messages,
       max_tokens: 8,

@@ -7,9 +7,11 @@ import { until } from '../../helpers/wait.js';
 
 const stores = await oneStore();
 const TIMEOUT_MS = 1_000;
-// 40 tokens 100 ms apart: four seconds of work, cut by the timeout after about ten.
+// 120 tokens 100 ms apart: twelve seconds of work, cut by the timeout after about ten. More than a
+// checkpoint (100 tokens), so a JSON call is streamed from the engine
+// (`requests/engine-stream.ts`).
 const ITL_MS = 100;
-const MAX_TOKENS = 40;
+const MAX_TOKENS = 120;
 const STARTING_BALANCE = 5_000_000_000n;
 
 /**
@@ -45,7 +47,7 @@ describe.each(stores)('the upstream timeout (%s)', (store) => {
       }),
     });
 
-  it('answers a JSON call the engine has not finished 504, stops the engine, and charges nothing', async () => {
+  it('answers a JSON call the engine has not finished 504, stops the engine, and bills what it produced', async () => {
     const tenant = await gateway.tenant();
     const abortedBefore = sim.stats().aborted;
     const sentAt = performance.now();
@@ -62,13 +64,17 @@ describe.each(stores)('the upstream timeout (%s)', (store) => {
       interval: 10,
     });
 
-    // Given back whole: no charge, no hold, the balance as it was.
+    // The engine streams a JSON call too: billed the tokens it produced before the cut (its running
+    // count, about ten), as a stream is, and nothing held.
     await gateway.charged();
     const records = await gateway.services.db.select().from(usageRecords).where(eq(usageRecords.orgId, tenant.orgId));
-    expect(records).toEqual([]);
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ streamed: false, status: 504, usageSource: 'upstream' });
+    expect(records[0]!.completionTokens).toBeGreaterThan(TIMEOUT_MS / ITL_MS / 2);
+    expect(records[0]!.completionTokens).toBeLessThan(MAX_TOKENS);
     expect((await gateway.services.gateKeeper.gate.walletState(tenant.orgId)).holds).toEqual([]);
     const [wallet] = await gateway.services.db.select().from(wallets).where(eq(wallets.orgId, tenant.orgId));
-    expect(wallet!.balance).toBe(STARTING_BALANCE);
+    expect(wallet!.balance).toBe(STARTING_BALANCE - records[0]!.cost);
   });
 
   it('ends a stream at the timeout with an error event, stops the engine, and bills what it produced', async () => {

@@ -1,3 +1,4 @@
+import { streamedFromEngine } from '../engine-stream.js';
 import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/token-counts.js';
 import type { BilledEndpoint } from '../endpoint.js';
 import { keepCeilingWithinContext, sentBody } from '../sent-body.js';
@@ -23,14 +24,15 @@ export const MESSAGES: BilledEndpoint = {
     const details = messagesRequestErrors(body, config.translation);
     if (details.length > 0) throw invalid(details);
   },
-  begin(request, { translations }) {
+  begin(request, { translations, config }) {
     // The translation, made once: the bounds, the hold, the estimate and every replica tried read
     // what it sends.
     const chat = chatBodyOf(request.body);
     const earlier = translations.reuse(request.caller.orgId, chat);
     keepCeilingWithinContext(chat, request.model.contextLength, translations.json);
     const streams = request.body.stream === true;
-    const sent = sentBody(chat, streams, translations.json);
+    // A JSON answer that may outgrow a checkpoint is assembled from the engine's stream too.
+    const sent = sentBody(chat, streamedFromEngine(request, config, chat), translations.json);
     translations.keep(request.caller.orgId, chat, earlier);
     return {
       bounded: chat,

@@ -1,3 +1,5 @@
+import type { Config } from '../../../config/types.js';
+import { streamedFromEngine } from '../engine-stream.js';
 import type { ChatJsonMemo } from '../../proxy/chat-json.js';
 import { estimateChatPromptTokens, estimateCompletionTokens, usageFrom } from '../../proxy/token-counts.js';
 import type { ErrorDetail } from '../../../shared/http/errors.js';
@@ -40,9 +42,9 @@ export function compactEndpoint(deps: ConversationDeps): BilledEndpoint {
       if (details.length === 0) details.push(...referenceCountErrors(turn.input, config.responses.maxReferences));
       if (details.length > 0) throw invalid(details);
     },
-    async begin(request, { translations }) {
+    async begin(request, { translations, config }) {
       const turn = { ...request, body: withInput(request.body) };
-      return compactCall(turn, await conversations.load(turn), translations.json);
+      return compactCall(turn, await conversations.load(turn), translations.json, config);
     },
   };
 }
@@ -68,7 +70,12 @@ function compactErrors(body: Json): ErrorDetail[] {
   return details;
 }
 
-function compactCall(request: AuthorizedRequest, { input, earlier }: TurnInput, json: ChatJsonMemo): ProtocolCall {
+function compactCall(
+  request: AuthorizedRequest,
+  { input, earlier }: TurnInput,
+  json: ChatJsonMemo,
+  config: Pick<Config, 'streamCheckpoint'>,
+): ProtocolCall {
   // The conversation as a turn would send it, tools left out (the summary calls none), and the
   // request to compact it after it.
   const body = request.body;
@@ -76,7 +83,9 @@ function compactCall(request: AuthorizedRequest, { input, earlier }: TurnInput, 
   if (body.max_output_tokens !== undefined && body.max_output_tokens !== null) chat.max_tokens = body.max_output_tokens;
   (chat.messages as Json[]).push({ role: 'user', content: COMPACTION_PROMPT });
   keepCeilingWithinContext(chat, request.model.contextLength, json);
-  const sent = sentBody(chat, false, json);
+  // Streamed from the engine when it may outgrow a checkpoint, its answer assembled from the
+  // chunks.
+  const sent = sentBody(chat, streamedFromEngine(request, config, chat), json);
   const responseId = request.responseId ?? itemId('resp');
   return {
     responseId,

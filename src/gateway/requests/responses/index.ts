@@ -1,3 +1,5 @@
+import type { Config } from '../../../config/types.js';
+import { streamedFromEngine } from '../engine-stream.js';
 import type { TokenBounds } from '../../billing/token-bounds.js';
 import { estimateChatPromptTokens, estimateCompletionTokens } from '../../proxy/token-counts.js';
 import type { AuthorizedRequest } from '../authorize.js';
@@ -40,8 +42,8 @@ export function responsesEndpoint(deps: ConversationDeps): BilledEndpoint {
       if (details.length === 0) details.push(...referenceCountErrors(body.input, config.responses.maxReferences));
       if (details.length > 0) throw invalid(details);
     },
-    begin: async (request, { translations }) =>
-      responsesCall(request, conversations, translations, await conversations.load(request)),
+    begin: async (request, { translations, config }) =>
+      responsesCall(request, conversations, translations, await conversations.load(request), config),
   };
 }
 
@@ -51,6 +53,7 @@ function responsesCall(
   conversations: Conversations,
   translations: TranslationJsonCache,
   { input, earlier }: TurnInput,
+  config: Pick<Config, 'streamCheckpoint'>,
 ): ProtocolCall {
   // Sent with every earlier turn: the bounds, the hold and the estimate are this body's, not the
   // client's alone.
@@ -58,7 +61,8 @@ function responsesCall(
   const earlierTurn = translations.reuse(request.caller.orgId, chat);
   keepCeilingWithinContext(chat, request.model.contextLength, translations.json);
   const streams = request.body.stream === true;
-  const sent = sentBody(chat, streams, translations.json);
+  // A JSON answer that may outgrow a checkpoint is assembled from the engine's stream too.
+  const sent = sentBody(chat, streamedFromEngine(request, config, chat), translations.json);
   translations.keep(request.caller.orgId, chat, earlierTurn);
   const responseId = request.responseId ?? itemId('resp');
   const source = (): ResponsesStreamSource => ({
