@@ -1,12 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
-import { type RunningGateway, startGateway } from '../../src/server/start.js';
 import { backgroundResponses, usageRecords } from '../../src/shared/db/schema.js';
-import { createLogger } from '../../src/shared/http/log.js';
-import { startTestGateway } from '../helpers/gateway.js';
-import { createTestDatabase, postgresAvailable } from '../helpers/services.js';
+import { gatewayReplicas, type GatewayReplicas, type TestReplica } from '../helpers/gateway-replicas.js';
+import { postgresAvailable } from '../helpers/services.js';
 import { until } from '../helpers/wait.js';
 
 type Json = Record<string, unknown>;
@@ -20,31 +17,21 @@ if (!hasPostgres) console.warn('skipping background responses taken over: they n
  * is failed and billed what it generated, under the request id it was queued with.
  */
 describe.skipIf(!hasPostgres)('background responses of a replica that died', () => {
-  let database: { url: string; drop(): Promise<void> };
-  let survivor: RunningGateway;
+  let replicas: GatewayReplicas;
+  let survivor: TestReplica;
   let tenant: { orgId: string; secret: string; keyId: string };
 
   beforeAll(async () => {
-    database = await createTestDatabase();
+    replicas = await gatewayReplicas();
     // The replica that dies: it makes the catalog and the tenant, then stops.
-    const first = await startTestGateway('pglite', { DATABASE_URL: database.url });
+    const first = replicas.first;
     tenant = await first.tenant({ credit: '10.00', key: { requestsPerMinute: 1_000_000, maxConcurrency: 1_000 } });
     await first.close();
-    const config = loadConfig({
-      PORT: '0',
-      TOLLGATE_HOST: '127.0.0.1',
-      TOLLGATE_DATA_DIR: 'memory://',
-      TOLLGATE_SEED_DEMO: 'false',
-      TOLLGATE_ADMIN_TOKEN: 'test-operator-token-0123456789',
-      DATABASE_URL: database.url,
-      TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS: '1000',
-    });
-    survivor = await startGateway(config, { log: createLogger('silent') });
+    survivor = await replicas.start({ TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS: '1000' });
   }, 60_000);
 
   afterAll(async () => {
-    await survivor?.close();
-    await database?.drop();
+    await replicas?.close();
   });
 
   /** A job as the dead replica left it: claimed by it, its lease run out a second ago. */

@@ -1,18 +1,13 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
 import { formatAmount } from '../../src/gateway/billing/money.js';
-import { type RunningGateway, startGateway } from '../../src/server/start.js';
 import { backgroundResponses, usageRecords } from '../../src/shared/db/schema.js';
-import { createLogger } from '../../src/shared/http/log.js';
 import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
 import { batchFile, ended, resultLines, startBatch } from '../helpers/batches.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { createTestDatabase, postgresAvailable } from '../helpers/services.js';
+import { TEST_GATEWAY_ENV, type TestGateway } from '../helpers/gateway.js';
+import { gatewayReplicas, type GatewayReplicas, type TestReplica } from '../helpers/gateway-replicas.js';
+import { postgresAvailable } from '../helpers/services.js';
 import { until } from '../helpers/wait.js';
 
 type Json = Record<string, unknown>;
@@ -28,7 +23,6 @@ const TOKENS_A_SECOND = 1_000 / ITL_MS;
 const CONCURRENCY = 8;
 const ENGINE_SEQS = 4;
 const LINES = 24;
-const ADMIN_TOKEN = 'test-operator-token-0123456789';
 
 const longLine = (i: number): Json => ({
   model: 'sim-chat',
@@ -47,10 +41,9 @@ const longLine = (i: number): Json => ({
  */
 describe.skipIf(!hasPostgres)('a wallet spent while its batch and a background response run', () => {
   let sim: RunningSimulator;
-  let database: { url: string; drop(): Promise<void> };
-  let enginesDir: string;
+  let replicas: GatewayReplicas;
   let one: TestGateway;
-  let two: RunningGateway;
+  let two: TestReplica;
   let client: OpenAI;
   let orgId: string;
 
@@ -60,38 +53,21 @@ describe.skipIf(!hasPostgres)('a wallet spent while its batch and a background r
       itlMs: ITL_MS,
       defaultMaxTokens: ANSWER_TOKENS,
     });
-    database = await createTestDatabase();
-    enginesDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-test-engines-'));
-    const enginesFile = path.join(enginesDir, 'engines.json');
-    // As a replica (`urls`): its room counted, so lines claimed beyond it wait in the gateway.
-    const engine = { kind: 'static', model: 'sim-chat', urls: [sim.url], max_num_seqs: ENGINE_SEQS };
-    await writeFile(enginesFile, JSON.stringify({ engines: [engine] }));
-    const env = {
-      DATABASE_URL: database.url,
-      TOLLGATE_ENGINES_FILE: enginesFile,
-      TOLLGATE_BATCHES_CONCURRENCY: String(CONCURRENCY),
-    };
-    one = await startTestGateway('pglite', env);
+    replicas = await gatewayReplicas({
+      // As a replica (`urls`): its room counted, so lines claimed beyond it wait in the gateway.
+      engines: [{ kind: 'static', model: 'sim-chat', urls: [sim.url], max_num_seqs: ENGINE_SEQS }],
+      env: { TOLLGATE_BATCHES_CONCURRENCY: String(CONCURRENCY) },
+    });
+    one = replicas.first;
     const tenant = await one.tenant({ credit: '50.00', key: { requestsPerMinute: 100_000, maxConcurrency: 100 } });
     orgId = tenant.orgId;
     client = new OpenAI({ baseURL: one.baseURL, apiKey: tenant.secret, maxRetries: 0 });
-    const config = loadConfig({
-      PORT: '0',
-      TOLLGATE_HOST: '127.0.0.1',
-      TOLLGATE_DATA_DIR: 'memory://',
-      TOLLGATE_SEED_DEMO: 'false',
-      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
-      ...env,
-    });
-    two = await startGateway(config, { log: createLogger('silent') });
+    two = await replicas.start();
   }, 120_000);
 
   afterAll(async () => {
-    await two?.close();
-    await one?.close();
-    await database?.drop();
+    await replicas?.close();
     await sim?.close();
-    if (enginesDir) await rm(enginesDir, { recursive: true, force: true });
   });
 
   it('stops every running call of the organization and fails the lines not yet sent, billed nothing', async () => {
@@ -117,7 +93,7 @@ describe.skipIf(!hasPostgres)('a wallet spent while its batch and a background r
     const backgroundBefore = await generated();
     const adjusted = await fetch(`${two.url}/admin/v1/orgs/${orgId}/wallet/adjustments`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${TEST_GATEWAY_ENV.TOLLGATE_ADMIN_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ amount: `-${formatAmount(balance)}`, note: 'chargeback' }),
     });
     expect(adjusted.status).toBe(201);
@@ -145,9 +121,7 @@ describe.skipIf(!hasPostgres)('a wallet spent while its batch and a background r
     const cut = errors.filter((line) => line.response !== null);
     const unsent = errors.filter((line) => line.response === null);
     expect(unsent.length).toBeGreaterThan(0);
-    await one.charged(20_000);
-    expect(await two.services.inFlight.idle(20_000)).toBe(true);
-    expect(await two.services.applier.settled(20_000)).toBe(true);
+    await Promise.all([one.charged(20_000), two.charged(20_000)]);
     const records = await db.select().from(usageRecords).where(eq(usageRecords.batchId, batch.id));
     expect(records.map((record) => record.id).sort()).toEqual(
       cut.map((line) => (line.response as { request_id: string }).request_id).sort(),
