@@ -35,7 +35,13 @@ describe.skipIf(!hasPostgres)('background responses of a replica that died', () 
   });
 
   /** A job as the dead replica left it: claimed by it, its lease run out a second ago. */
-  async function leftBehind(fields: { reachedEngine: boolean; generatedTokens?: number; streamed?: boolean }) {
+  async function leftBehind(fields: {
+    reachedEngine: boolean;
+    generatedTokens?: number;
+    cachedTokens?: number;
+    reasoningTokens?: number;
+    streamed?: boolean;
+  }) {
     const id = `resp_${randomBytes(24).toString('hex')}`;
     const requestId = `req_dead_${randomBytes(6).toString('hex')}`;
     const body: Json = { model: 'sim-chat', input: 'Say something.', background: true, stream: true };
@@ -53,6 +59,8 @@ describe.skipIf(!hasPostgres)('background responses of a replica that died', () 
       reachedEngine: fields.reachedEngine,
       promptTokens: fields.reachedEngine ? 11 : 0,
       generatedTokens: fields.generatedTokens ?? 0,
+      cachedTokens: fields.cachedTokens ?? 0,
+      reasoningTokens: fields.reasoningTokens ?? 0,
       claimedBy: 'dead-replica',
       leaseUntil: new Date(now - 1_000),
       createdAt: new Date(now - 5_000),
@@ -97,7 +105,14 @@ describe.skipIf(!hasPostgres)('background responses of a replica that died', () 
   }, 30_000);
 
   it('a job the engine had is failed, billed what it generated under its request id', async () => {
-    const { id, requestId } = await leftBehind({ reachedEngine: true, generatedTokens: 37 });
+    // The engine's running count as the dead replica kept it: of it, 4 prompt tokens cached, 20
+    // generated tokens reasoning.
+    const { id, requestId } = await leftBehind({
+      reachedEngine: true,
+      generatedTokens: 37,
+      cachedTokens: 4,
+      reasoningTokens: 20,
+    });
     const failed = await until(
       'the job is failed by the survivor',
       async () => {
@@ -112,7 +127,14 @@ describe.skipIf(!hasPostgres)('background responses of a replica that died', () 
       return found.length > 0 && found;
     });
     expect(records).toHaveLength(1);
-    expect(records[0]).toMatchObject({ status: 500, promptTokens: 11, completionTokens: 37 });
+    // Written as any record: the cached and reasoning tokens with the totals.
+    expect(records[0]).toMatchObject({
+      status: 500,
+      promptTokens: 11,
+      completionTokens: 37,
+      cachedTokens: 4,
+      reasoningTokens: 20,
+    });
     expect((await survivor.services.gateKeeper.gate.walletState(tenant.orgId)).holds).toEqual([]);
   }, 30_000);
 });
