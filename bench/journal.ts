@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ChargeJournal } from '../src/gateway/billing/journal.js';
 import { chargeLine } from '../src/gateway/billing/journal-lines.js';
-import type { ChargeRecord } from '../src/gateway/billing/wallet.js';
+import type { ChargeRecord } from '../src/gateway/billing/charge-writes.js';
 import { percentile } from './report.js';
 
 /**

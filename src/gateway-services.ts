@@ -163,9 +163,14 @@ export function createGatewayServices(
   const gateOptions = { concurrencyLeaseMs: config.limits.concurrencyLeaseMs, holdLeaseMs: config.holdLeaseMs };
   const redisOptions = { prefix: config.limits.redisPrefix, rebuildGraceMs: config.rebuildGraceMs, ...gateOptions };
   const gate = redis ? createRedisGate(redis, redisOptions) : createMemoryGate(gateOptions);
+  const detachedCalls = new DetachedCalls(db, log, config.catalogPollMs);
   // The wallet service tells the gate keeper of top-ups, and the gate keeper reads the wallet to
   // rebuild it.
-  const wallets = new WalletService(db, (orgId, amount) => gateKeeper.credit(orgId, amount));
+  // A wallet an adjustment spent stops its organization's calls with no client here at once.
+  const wallets = new WalletService(db, async (orgId, amount) => {
+    await gateKeeper.credit(orgId, amount);
+    if (amount < 0n) await detachedCalls.walletChanged();
+  });
   const gateKeeper: GateKeeper = new GateKeeper(gate, wallets, journal, log, {
     limitsEnabled: config.limits.enabled,
     billingEnabled: config.billingEnabled,
@@ -181,7 +186,6 @@ export function createGatewayServices(
   const flow: FlowControl = new FlowControl(config.flow, fleet, flowEvents ?? undefined, flowPeers(redis, config, log));
   const fileStore = new DatabaseFileStore(db, blobs, config.files);
   const batchParts = { files: fileStore, blobs, log, settings: config.batches };
-  const detachedCalls = new DetachedCalls(db, log);
   requestPathCache.onChange(() => void detachedCalls.recheck());
   return {
     keys: new KeyService(db, config.keyPrefix, keyByHash, catalogChanged, config.keysPerAccount),

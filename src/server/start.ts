@@ -11,7 +11,7 @@ import { openStore } from '../shared/db/client.js';
 import { openRedis, redisReady } from '../shared/db/redis.js';
 import { readEngineDefinitions, type SimulatorDefinition } from '../gateway/engines/definitions.js';
 import { startFleet } from '../gateway/engines/fleet.js';
-import type { LookupAll } from '../gateway/engines/servers.js';
+import type { LookupAll } from '../gateway/engines/server-list.js';
 import { STORE_TIMEOUT_MS } from '../shared/db/timeout.js';
 import { createLogger, describeError, type Logger } from '../shared/http/log.js';
 import { type DemoSeed, seedDemo, storeIsEmpty } from './demo-seed.js';

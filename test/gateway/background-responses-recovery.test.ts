@@ -1,12 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
-import { type RunningGateway, startGateway } from '../../src/server/start.js';
 import { backgroundResponses, usageRecords } from '../../src/shared/db/schema.js';
-import { createLogger } from '../../src/shared/http/log.js';
-import { startTestGateway } from '../helpers/gateway.js';
-import { createTestDatabase, postgresAvailable } from '../helpers/services.js';
+import { gatewayReplicas, type GatewayReplicas, type TestReplica } from '../helpers/gateway-replicas.js';
+import { postgresAvailable } from '../helpers/services.js';
 import { until } from '../helpers/wait.js';
 
 type Json = Record<string, unknown>;
@@ -20,35 +17,31 @@ if (!hasPostgres) console.warn('skipping background responses taken over: they n
  * is failed and billed what it generated, under the request id it was queued with.
  */
 describe.skipIf(!hasPostgres)('background responses of a replica that died', () => {
-  let database: { url: string; drop(): Promise<void> };
-  let survivor: RunningGateway;
+  let replicas: GatewayReplicas;
+  let survivor: TestReplica;
   let tenant: { orgId: string; secret: string; keyId: string };
 
   beforeAll(async () => {
-    database = await createTestDatabase();
+    replicas = await gatewayReplicas();
     // The replica that dies: it makes the catalog and the tenant, then stops.
-    const first = await startTestGateway('pglite', { DATABASE_URL: database.url });
+    const first = replicas.first;
     tenant = await first.tenant({ credit: '10.00', key: { requestsPerMinute: 1_000_000, maxConcurrency: 1_000 } });
     await first.close();
-    const config = loadConfig({
-      PORT: '0',
-      TOLLGATE_HOST: '127.0.0.1',
-      TOLLGATE_DATA_DIR: 'memory://',
-      TOLLGATE_SEED_DEMO: 'false',
-      TOLLGATE_ADMIN_TOKEN: 'test-operator-token-0123456789',
-      DATABASE_URL: database.url,
-      TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS: '1000',
-    });
-    survivor = await startGateway(config, { log: createLogger('silent') });
+    survivor = await replicas.start({ TOLLGATE_RESPONSES_BACKGROUND_LEASE_MS: '1000' });
   }, 60_000);
 
   afterAll(async () => {
-    await survivor?.close();
-    await database?.drop();
+    await replicas?.close();
   });
 
   /** A job as the dead replica left it: claimed by it, its lease run out a second ago. */
-  async function leftBehind(fields: { reachedEngine: boolean; generatedTokens?: number; streamed?: boolean }) {
+  async function leftBehind(fields: {
+    reachedEngine: boolean;
+    generatedTokens?: number;
+    cachedTokens?: number;
+    reasoningTokens?: number;
+    streamed?: boolean;
+  }) {
     const id = `resp_${randomBytes(24).toString('hex')}`;
     const requestId = `req_dead_${randomBytes(6).toString('hex')}`;
     const body: Json = { model: 'sim-chat', input: 'Say something.', background: true, stream: true };
@@ -66,6 +59,8 @@ describe.skipIf(!hasPostgres)('background responses of a replica that died', () 
       reachedEngine: fields.reachedEngine,
       promptTokens: fields.reachedEngine ? 11 : 0,
       generatedTokens: fields.generatedTokens ?? 0,
+      cachedTokens: fields.cachedTokens ?? 0,
+      reasoningTokens: fields.reasoningTokens ?? 0,
       claimedBy: 'dead-replica',
       leaseUntil: new Date(now - 1_000),
       createdAt: new Date(now - 5_000),
@@ -110,7 +105,14 @@ describe.skipIf(!hasPostgres)('background responses of a replica that died', () 
   }, 30_000);
 
   it('a job the engine had is failed, billed what it generated under its request id', async () => {
-    const { id, requestId } = await leftBehind({ reachedEngine: true, generatedTokens: 37 });
+    // The engine's running count as the dead replica kept it: of it, 4 prompt tokens cached, 20
+    // generated tokens reasoning.
+    const { id, requestId } = await leftBehind({
+      reachedEngine: true,
+      generatedTokens: 37,
+      cachedTokens: 4,
+      reasoningTokens: 20,
+    });
     const failed = await until(
       'the job is failed by the survivor',
       async () => {
@@ -125,7 +127,14 @@ describe.skipIf(!hasPostgres)('background responses of a replica that died', () 
       return found.length > 0 && found;
     });
     expect(records).toHaveLength(1);
-    expect(records[0]).toMatchObject({ status: 500, promptTokens: 11, completionTokens: 37 });
+    // Written as any record: the cached and reasoning tokens with the totals.
+    expect(records[0]).toMatchObject({
+      status: 500,
+      promptTokens: 11,
+      completionTokens: 37,
+      cachedTokens: 4,
+      reasoningTokens: 20,
+    });
     expect((await survivor.services.gateKeeper.gate.walletState(tenant.orgId)).holds).toEqual([]);
   }, 30_000);
 });

@@ -1,15 +1,10 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
-import { type RunningGateway, startGateway } from '../../src/server/start.js';
 import { backgroundResponses, usageRecords } from '../../src/shared/db/schema.js';
-import { createLogger } from '../../src/shared/http/log.js';
 import { startSimulator, type RunningSimulator } from '../../src/sim/index.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { createTestDatabase, postgresAvailable } from '../helpers/services.js';
+import { gatewayReplicas, type GatewayReplicas, type TestReplica } from '../helpers/gateway-replicas.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { postgresAvailable } from '../helpers/services.js';
 import { until } from '../helpers/wait.js';
 
 type Json = Record<string, unknown>;
@@ -29,10 +24,9 @@ const KEPT_COUNT_LAG = 250 / ITL_MS;
  */
 describe.skipIf(!hasPostgres)('a background response cancelled on another replica', () => {
   let sim: RunningSimulator;
-  let database: { url: string; drop(): Promise<void> };
-  let enginesDir: string;
+  let replicas: GatewayReplicas;
   let runner: TestGateway;
-  let other: RunningGateway;
+  let other: TestReplica;
   let secret: string;
 
   beforeAll(async () => {
@@ -41,31 +35,16 @@ describe.skipIf(!hasPostgres)('a background response cancelled on another replic
       itlMs: ITL_MS,
       defaultMaxTokens: ANSWER_TOKENS,
     });
-    database = await createTestDatabase();
-    enginesDir = await mkdtemp(path.join(os.tmpdir(), 'tollgate-test-engines-'));
-    const enginesFile = path.join(enginesDir, 'engines.json');
-    await writeFile(enginesFile, JSON.stringify({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] }));
-    const env = { DATABASE_URL: database.url, TOLLGATE_ENGINES_FILE: enginesFile };
+    replicas = await gatewayReplicas({ engines: [{ kind: 'static', model: 'sim-chat', url: sim.url }] });
     // The replica that runs it makes the catalog and the tenant; the other shares its database.
-    runner = await startTestGateway('pglite', env);
+    runner = replicas.first;
     ({ secret } = await runner.tenant({ credit: '50.00', key: { requestsPerMinute: 100_000, maxConcurrency: 100 } }));
-    const config = loadConfig({
-      PORT: '0',
-      TOLLGATE_HOST: '127.0.0.1',
-      TOLLGATE_DATA_DIR: 'memory://',
-      TOLLGATE_SEED_DEMO: 'false',
-      TOLLGATE_ADMIN_TOKEN: 'test-operator-token-0123456789',
-      ...env,
-    });
-    other = await startGateway(config, { log: createLogger('silent') });
+    other = await replicas.start();
   }, 120_000);
 
   afterAll(async () => {
-    await other?.close();
-    await runner?.close();
-    await database?.drop();
+    await replicas?.close();
     await sim?.close();
-    if (enginesDir) await rm(enginesDir, { recursive: true, force: true });
   });
 
   const call = (base: string, route: string, body?: Json) =>

@@ -2,14 +2,11 @@ import { eq, inArray } from 'drizzle-orm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lineRequestId, newBatchId } from '../../src/gateway/batches/objects.js';
-import { loadConfig } from '../../src/config/index.js';
-import { type RunningGateway, startGateway } from '../../src/server/start.js';
 import { batches, batchLines } from '../../src/shared/db/batches-schema.js';
 import { ledgerEntries, usageRecords } from '../../src/shared/db/schema.js';
-import { createLogger } from '../../src/shared/http/log.js';
 import { chatLine, ended, resultLines } from '../helpers/batches.js';
-import { startTestGateway } from '../helpers/gateway.js';
-import { createTestDatabase, postgresAvailable } from '../helpers/services.js';
+import { gatewayReplicas, type GatewayReplicas, type TestReplica } from '../helpers/gateway-replicas.js';
+import { postgresAvailable } from '../helpers/services.js';
 
 const hasPostgres = await postgresAvailable();
 if (!hasPostgres) console.warn('skipping batches taken over: they need PostgreSQL');
@@ -22,31 +19,21 @@ const LINES = 40;
  * lost, none billed twice (a line the dead replica had billed already is charged once).
  */
 describe.skipIf(!hasPostgres)('batch lines of a replica that died', () => {
-  let database: { url: string; drop(): Promise<void> };
-  let survivor: RunningGateway;
+  let replicas: GatewayReplicas;
+  let survivor: TestReplica;
   let tenant: { orgId: string; secret: string; keyId: string };
 
   beforeAll(async () => {
-    database = await createTestDatabase();
+    replicas = await gatewayReplicas();
     // The replica that dies: it makes the catalog and the tenant, then stops.
-    const first = await startTestGateway('pglite', { DATABASE_URL: database.url });
+    const first = replicas.first;
     tenant = await first.tenant({ credit: '10.00', key: { requestsPerMinute: 1_000_000, maxConcurrency: 1_000 } });
     await first.close();
-    const config = loadConfig({
-      PORT: '0',
-      TOLLGATE_HOST: '127.0.0.1',
-      TOLLGATE_DATA_DIR: 'memory://',
-      TOLLGATE_SEED_DEMO: 'false',
-      TOLLGATE_ADMIN_TOKEN: 'test-operator-token-0123456789',
-      DATABASE_URL: database.url,
-      TOLLGATE_BATCHES_LEASE_MS: '1000',
-    });
-    survivor = await startGateway(config, { log: createLogger('silent') });
+    survivor = await replicas.start({ TOLLGATE_BATCHES_LEASE_MS: '1000' });
   }, 60_000);
 
   afterAll(async () => {
-    await survivor?.close();
-    await database?.drop();
+    await replicas?.close();
   });
 
   it('takes over the lines of an expired lease: every line one result, each billed once', async () => {

@@ -1,4 +1,4 @@
-import type { ChargeRecord } from '../../src/gateway/billing/wallet.js';
+import type { ChargeRecord } from '../../src/gateway/billing/charge-writes.js';
 
 /**
  * A charge as the request path journals it: one token in, one out, a JSON

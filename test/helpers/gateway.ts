@@ -102,6 +102,26 @@ export const TEST_MODELS = {
   embed: { id: 'sim-embed', displayName: 'Sim Embed', hfRepoId: 'tollgate-test/Sim-Embed', input: '0.02', output: '0' },
 } as const;
 
+/** The settings every test gateway starts with, before its own. */
+export const TEST_GATEWAY_ENV: Readonly<Record<string, string>> = {
+  PORT: '0',
+  TOLLGATE_HOST: '127.0.0.1',
+  TOLLGATE_DATA_DIR: 'memory://',
+  TOLLGATE_SEED_DEMO: 'false',
+  TOLLGATE_ADMIN_TOKEN: 'test-operator-token-0123456789',
+};
+
+/**
+ * Resolves once no billed call is under way on `gateway` and every charge is in the store (see
+ * `TestGateway.charged`); throws after `timeoutMs` (each).
+ */
+export async function chargedIn(gateway: RunningGateway, timeoutMs = 5_000): Promise<void> {
+  if (!(await gateway.services.inFlight.idle(timeoutMs)))
+    throw new Error(`${gateway.services.inFlight.size} billed calls still under way after ${timeoutMs} ms`);
+  if (!(await gateway.services.applier.settled(timeoutMs)))
+    throw new Error(`${gateway.services.journal.pendingCount} charges still not written after ${timeoutMs} ms`);
+}
+
 /**
  * Starts the real gateway on a loopback port, on a store of its own: an
  * in-memory PGlite, or a fresh PostgreSQL database dropped on close. Silent
@@ -122,15 +142,7 @@ export async function startTestGateway(
     await writeFile(path.join(enginesDir, 'engines.json'), JSON.stringify({ engines }));
     env = { TOLLGATE_ENGINES_FILE: path.join(enginesDir, 'engines.json'), ...env };
   }
-  const config = loadConfig({
-    PORT: '0',
-    TOLLGATE_HOST: '127.0.0.1',
-    TOLLGATE_DATA_DIR: 'memory://',
-    TOLLGATE_SEED_DEMO: 'false',
-    TOLLGATE_ADMIN_TOKEN: 'test-operator-token-0123456789',
-    DATABASE_URL: database?.url,
-    ...env,
-  });
+  const config = loadConfig({ ...TEST_GATEWAY_ENV, DATABASE_URL: database?.url, ...env });
   // A gateway that fails to start leaves nothing behind: its database and engines file go with it.
   const gateway = await startGateway(config, {
     log: options.log ?? createLogger('silent'),
@@ -162,12 +174,7 @@ export async function startTestGateway(
       const { key, secret } = await keys.create({ orgId: org.id, name: 'test', ...options.key });
       return { orgId: org.id, secret, keyId: key.id };
     },
-    async charged(timeoutMs = 5_000) {
-      if (!(await gateway.services.inFlight.idle(timeoutMs)))
-        throw new Error(`${gateway.services.inFlight.size} billed calls still under way after ${timeoutMs} ms`);
-      if (!(await gateway.services.applier.settled(timeoutMs)))
-        throw new Error(`${gateway.services.journal.pendingCount} charges still not written after ${timeoutMs} ms`);
-    },
+    charged: (timeoutMs?: number) => chargedIn(gateway, timeoutMs),
     async close() {
       await gateway.close();
       await database?.drop();

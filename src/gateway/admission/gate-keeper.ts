@@ -1,8 +1,10 @@
 import type { ChargeJournal } from '../billing/journal.js';
 import type { WalletService } from '../billing/wallet.js';
-import { describeError, type Logger } from '../../shared/http/log.js';
+import type { Logger } from '../../shared/http/log.js';
 import type { AuthenticatedKey } from '../keys/service.js';
-import type { LimitGate, Release } from './gate.js';
+import type { AdmissionAsk, GateKeeperOptions } from './admission-ask.js';
+import { type LeftBehindCharge, passCredit, passLeftBehind } from './books-to-gate.js';
+import type { LimitGate } from './gate.js';
 import type { LiveRequest } from './gate-state.js';
 import { Calendar, monthStart } from './month.js';
 import { admitRate, giveBackRate, type RatePass, type RateStepDeps } from './rate-step.js';
@@ -16,52 +18,11 @@ import {
 } from './refusals.js';
 import { type Budgets, budgetLimits } from './budgets.js';
 import { GateUpkeep } from './gate-upkeep.js';
-import { Rebuilds, type RebuildSources } from './rebuild.js';
+import { Rebuilds } from './rebuild.js';
 import { type Ticket, ticketOf } from './ticket.js';
 
 export type { Ticket } from './ticket.js';
 export type { RatePass } from './rate-step.js';
-
-/**
- * `monthToDate` and `budgetSpend`: what a missing month's count and a missing budget's count are
- * read from.
- */
-export interface GateKeeperOptions extends Pick<RebuildSources, 'monthToDate' | 'budgetSpend'> {
-  limitsEnabled: boolean;
-  billingEnabled: boolean;
-  /** The shorter of the hold and slot leases: what is running is renewed every third of it. */
-  renewEveryMs: number;
-  /** See `Config.rebuildGraceMs`. */
-  rebuildGraceMs: number;
-  /** A project's budgets (from the request-path cache); undefined: no such project. */
-  projectBudgets(projectId: string): Promise<Budgets | undefined>;
-}
-
-/** What a request asks of `GateKeeper.admit`. */
-export interface AdmissionAsk {
-  requestId: string;
-  caller: AuthenticatedKey;
-  estimatedTokens: number;
-  holdNanos: bigint | null;
-  /**
-   * The first step's pass (`admitRate`); without it, this one step takes all four limits and the
-   * hold.
-   */
-  rate?: RatePass;
-  /** The project the request is booked to, whose budgets it falls under; null: none. */
-  projectId?: string | null;
-  alone?: boolean; // no other billed call under way on this replica (`LimitGate`'s `alone`)
-}
-
-/** A charge for a request admitted by a replica that died (`GateKeeper.chargeLeftBehind`). */
-export interface LeftBehindCharge {
-  requestId: string;
-  orgId: string;
-  keyId: string;
-  cost: bigint;
-  /** The budget counts it was admitted under (the ticket's `budgetTag`); '' when none. */
-  budgetTag: string;
-}
 
 /**
  * Admits requests through the gate (`gate.ts`) and ends them, and keeps the gate whole: it rebuilds
@@ -211,48 +172,16 @@ export class GateKeeper {
   }
 
   /**
-   * The charge of a request another replica admitted and died running (a background response whose
-   * takeover was refused), already in the journal: its hold and slot, while the gate still has
-   * them, come back and its cost goes out, as `release` does; its token counts keep that
-   * admission's estimate. Never throws: a gate that cannot take it forgets the wallet, rebuilt from
-   * the ledger.
+   * The charge of a request another replica admitted and died running, already in the journal
+   * (`passLeftBehind`). Never throws.
    */
-  async chargeLeftBehind(charge: LeftBehindCharge): Promise<void> {
-    const cost = this.options.billingEnabled ? charge.cost : null;
-    const { requestId, orgId, keyId, budgetTag } = charge;
-    // No limits named: the key's token counts are left as they are, and its month is not read.
-    const release: Release = {
-      requestId,
-      orgId,
-      keyId,
-      limits: null,
-      month: '',
-      tokenDelta: 0,
-      tokensWindowEndsAt: 0,
-      held: true,
-      cost,
-      budgetTag,
-    };
-    await this.gate.release(release).catch(async (error: unknown) => {
-      this.log.warn('a charge left behind was not passed to the limits store: its wallet is rebuilt', {
-        requestId,
-        ...describeError(error),
-      });
-      await this.gate.forgetWallet(orgId).catch(() => {});
-    });
+  chargeLeftBehind(charge: LeftBehindCharge): Promise<void> {
+    return passLeftBehind(this.gate, this.log, this.options.billingEnabled, charge);
   }
 
-  /** A top-up or adjustment committed in PostgreSQL: make it spendable. */
-  async credit(orgId: string, amount: bigint): Promise<void> {
-    await this.gate.credit(orgId, amount).catch(async (error: unknown) => {
-      // Not lost: the wallet is rebuilt from PostgreSQL (which holds the top-up) once the gate can
-      // be reached.
-      this.log.warn('top-up not passed to the limits store: the wallet is rebuilt from the ledger when it is back', {
-        orgId,
-        ...describeError(error),
-      });
-      await this.gate.forgetWallet(orgId).catch(() => {});
-    });
+  /** A top-up or adjustment committed in PostgreSQL: made spendable (`passCredit`). Never throws. */
+  credit(orgId: string, amount: bigint): Promise<void> {
+    return passCredit(this.gate, this.log, orgId, amount);
   }
 
   /** Charges now in PostgreSQL. */

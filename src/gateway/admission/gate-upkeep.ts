@@ -1,5 +1,5 @@
 import type { ChargeJournal } from '../billing/journal.js';
-import type { ChargeRecord } from '../billing/wallet.js';
+import type { ChargeRecord } from '../billing/charge-writes.js';
 import { describeError, type Logger } from '../../shared/http/log.js';
 import { budgetTag, parseTag } from './budgets.js';
 import type { LimitGate } from './gate.js';

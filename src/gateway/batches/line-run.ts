@@ -16,6 +16,7 @@ import { EMBEDDINGS } from '../requests/embeddings.js';
 import type { BilledDeps, BilledEndpoint, ProtocolCall } from '../requests/endpoint.js';
 import { type JsonRelay, sendJson, writtenJson } from '../requests/json-answer.js';
 import { invalid } from '../requests/validate.js';
+import { insufficientFunds } from '../admission/refusals.js';
 import { type LineResult, NO_TOKENS } from './line-store.js';
 import type { BatchEndpoint, BatchRow } from './objects.js';
 
@@ -83,8 +84,10 @@ export async function runLine(
     if (error.status === 429 || error.status >= 500) return { kind: 'retry' };
     return { kind: 'result', result: errorLine(error) };
   }
-  // Stopped wherever it is when its key is revoked or its model disabled, on any replica.
+  // Stopped wherever it is when its key is revoked, its model disabled or its wallet spent, on any
+  // replica.
   const untrack = deps.detachedCalls.track({
+    orgId: call.caller.orgId,
     keyId: call.caller.id,
     modelId: call.model.id,
     stop: (reason) => abort.abort(reason),
@@ -100,7 +103,7 @@ export async function runLine(
     );
     if (!dispatched || !(await stillAllowed(deps, batch, call, abort))) {
       await abandon(deps, call);
-      return { kind: 'result', result: stopped(abort) };
+      return stoppedOutcome(abort, NO_TOKENS);
     }
     return await sendLine(deps, call, protocol, endpoint, abort);
   } finally {
@@ -111,12 +114,14 @@ export async function runLine(
 /**
  * A line claimed a while ago is checked again when its turn comes, before the engine: its key
  * (revoked or expired since?) and its model (disabled since?), as the request path reads them
- * now. One that fails is stopped with the error a new request would get, billed nothing.
+ * now, and its organization's wallet (spent since, on any replica?), as PostgreSQL has it. One
+ * that fails is stopped with the error a new request would get, billed nothing.
  */
 async function stillAllowed(deps: BilledDeps, batch: BatchRow, call: BilledCall, abort: CallAbort): Promise<boolean> {
   try {
     verifiedKey(await deps.requestPathCache.keyByHash(batch.keyHash), batch.keyHash);
     pickModel(await deps.requestPathCache.modelMatches(call.clientModel), call.clientModel);
+    if (await deps.detachedCalls.walletSpent(call.caller.orgId)) throw insufficientFunds();
     return true;
   } catch (error) {
     if (!(error instanceof GatewayError)) throw error;
@@ -127,9 +132,16 @@ async function stillAllowed(deps: BilledDeps, batch: BatchRow, call: BilledCall,
   }
 }
 
-/** The result of a line stopped before its answer: its stop's error, or its batch's end. */
-function stopped(abort: CallAbort): LineResult {
-  return abort.reason instanceof GatewayError ? errorLine(abort.reason) : stoppedLine();
+/**
+ * The outcome of a line stopped before its answer, billed `tokens`: its stop's error, or its
+ * batch's end; a spent wallet's (402) is `dry`, as a line the wallet could not hold, so the rest of
+ * its batch ends as error lines too.
+ */
+function stoppedOutcome(abort: CallAbort, tokens: LineResult['tokens']): LineOutcome {
+  const { reason } = abort;
+  if (reason instanceof GatewayError && reason.status === 402) return { kind: 'dry', result: dryLine(reason, tokens) };
+  const result = reason instanceof GatewayError ? errorLine(reason) : stoppedLine();
+  return { kind: 'result', result: { ...result, tokens } };
 }
 
 /** The line's call to the engine, its answer read and billed. */
@@ -161,8 +173,7 @@ async function sendLine(
     if (abort.aborted) {
       // A cut line shows the tokens it is billed (held to its bounds): what the engine generated.
       const usage = await settleCut(deps, call, protocol.estimate(null).promptTokens, false, relay?.assembled.state);
-      const tokens = { ...NO_TOKENS, ...chargeFor(usage, call, call.price).usage };
-      return { kind: 'result', result: { ...stopped(abort), tokens } };
+      return stoppedOutcome(abort, { ...NO_TOKENS, ...chargeFor(usage, call, call.price).usage });
     }
     // An engine that failed, before answering or mid-answer (another replica tried first): billed
     // nothing, as its error line shows (docs/decisions.md).
@@ -254,14 +265,17 @@ function stoppedLine(): LineResult {
   return { status: 'failed', statusCode: null, response: null, error, tokens: NO_TOKENS };
 }
 
-/** A line the wallet could not hold: `insufficient_quota`, as OpenAI names a spent account. */
-export function dryLine(error?: GatewayError): LineResult {
+/**
+ * A line the wallet could not hold, or stopped when it was spent (billed `tokens`, what the engine
+ * had used by then): `insufficient_quota`, as OpenAI names a spent account.
+ */
+export function dryLine(error?: GatewayError, tokens: LineResult['tokens'] = NO_TOKENS): LineResult {
   const message = error?.message ?? "The organization's wallet could not pay for this request.";
   return {
     status: 'failed',
     statusCode: null,
     response: null,
     error: { code: 'insufficient_quota', message },
-    tokens: NO_TOKENS,
+    tokens,
   };
 }

@@ -2,7 +2,8 @@ import { StoreTimeoutError, withinStoreTimeout } from '../../shared/db/timeout.j
 import { describeError, type Logger } from '../../shared/http/log.js';
 import type { OutageLog } from '../../shared/http/outage.js';
 import type { ChargeJournal } from './journal.js';
-import type { ChargeRecord, WalletService } from './wallet.js';
+import type { ChargeRecord } from './charge-writes.js';
+import type { WalletService } from './wallet.js';
 
 /**
  * How long charges gather before a transaction writes them. The charges are durable in the journal

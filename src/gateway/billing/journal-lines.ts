@@ -1,4 +1,4 @@
-import type { ChargeRecord } from './wallet.js';
+import type { ChargeRecord } from './charge-writes.js';
 
 /** The charge journal's file format: one JSON object a line (see `ChargeJournal`). */
 type JournalLine =

@@ -1,7 +1,7 @@
 import { JournalFile, ROOM_BYTES } from './journal-file.js';
 import { JournalWriter } from './journal-writer.js';
 import { chargeLine, checkpointLine, droppedLine, journalText, readJournalText } from './journal-lines.js';
-import type { ChargeRecord } from './wallet.js';
+import type { ChargeRecord } from './charge-writes.js';
 
 /** Rewrite the file once it is this big and most of what it holds is done. */
 const COMPACT_BYTES = 8 * 1024 * 1024;

@@ -1,7 +1,7 @@
 import type { TokenUsage, UsageSource } from './token-usage.js';
 import type { ChargeJournal } from './journal.js';
 import { type StreamState, streamedUsage } from './settlement.js';
-import type { ChargeRecord } from './wallet.js';
+import type { ChargeRecord } from './charge-writes.js';
 
 /** What a relay tracks of a running stream (every protocol's stream state has these). */
 export type RunningStream = Pick<StreamState, 'usage' | 'usageFinal' | 'tokenChunks'>;

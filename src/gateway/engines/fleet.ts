@@ -11,7 +11,8 @@ import { memoryScaleStore, pgScaleStore } from './docker/scale-store.js';
 import { LABELS, ownContainers } from './docker/spec.js';
 import type { LoadOf } from './load.js';
 import { startSimulatorEngines } from './simulator.js';
-import { type LookupAll, startServersEngine } from './servers.js';
+import type { LookupAll } from './server-list.js';
+import { startServersEngine } from './servers.js';
 import { createStaticEngine } from './static.js';
 import type { AbortFlag, Engine, EngineStatus, RoutingHint, UpstreamTarget } from './types.js';
 

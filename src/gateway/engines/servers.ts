@@ -1,4 +1,3 @@
-import { lookup as dnsLookup } from 'node:dns/promises';
 import type { Logger } from '../../shared/http/log.js';
 import { tenancyOf } from './definition-fields.js';
 import type { StaticDefinition } from './definitions.js';
@@ -6,9 +5,11 @@ import type { RoutingSettings } from '../../config/fleet-types.js';
 import { ReplicaRouter } from './routing/router.js';
 import { LoadScraper } from './routing/scraper.js';
 import { slotsFor, withRoom } from './routing/room.js';
-import { engineKindProbe } from './kinds.js';
+import { checkServer } from './server-health.js';
+import { type LookupAll, type Server, serverUrls, syncServers, systemLookup } from './server-list.js';
+import { serversStatus, targetOf } from './server-views.js';
 import { staticHeaders } from './static.js';
-import type { Engine, EngineStatus, EngineTenancy, ReplicaState, UpstreamTarget } from './types.js';
+import type { Engine, UpstreamTarget } from './types.js';
 
 // The operator's own vLLM servers as one engine's replicas: a list of URLs,
 // or a DNS name whose addresses are the replicas (a Kubernetes headless
@@ -16,15 +17,6 @@ import type { Engine, EngineStatus, EngineTenancy, ReplicaState, UpstreamTarget 
 // Each replica gets what the gateway's Docker replicas get: a /health check
 // before it takes traffic and after it fails, its /metrics scraped, the
 // router's scores and prefix affinity, and failover to another replica.
-
-/**
- * Every address a name resolves to now (dns.lookup with `all`, as getaddrinfo answers: /etc/hosts,
- * then DNS). Tests pass their own.
- */
-export type LookupAll = (name: string) => Promise<string[]>;
-
-export const systemLookup: LookupAll = async (name) =>
-  (await dnsLookup(name, { all: true, verbatim: true })).map((entry) => entry.address);
 
 export interface ServersOptions {
   env: Record<string, string | undefined>;
@@ -38,21 +30,6 @@ export interface ServersOptions {
   /** Failed health checks in a row before a ready replica leaves rotation (3). */
   unhealthyAfter?: number;
 }
-
-interface Server {
-  id: string;
-  /** Without `/v1`: `http://10.0.0.5:8000`. */
-  url: string;
-  state: ReplicaState;
-  failures: number;
-  inFlight: number;
-  served: number;
-  since: number;
-  /** Which server it is: the definition's `engine`, or found out once it answers. */
-  kind: ReturnType<typeof engineKindProbe>;
-}
-
-const HEALTH_TIMEOUT_MS = 2_000;
 
 /**
  * Starts the engine: resolves its replicas and checks each once before
@@ -163,138 +140,4 @@ function serversScraper(
     inFlightOf: (id) => servers.get(id)?.inFlight ?? 0,
     probeSlots: options.routing!.probeSlots,
   });
-}
-
-/** The replicas' base URLs: the list as given, or one per address the name resolves to. */
-async function serverUrls(definition: StaticDefinition, lookup: LookupAll): Promise<string[]> {
-  if (definition.urls) return definition.urls.map(baseOf);
-  const dns = definition.dns!;
-  const addresses = await lookup(dns.name);
-  return [...new Set(addresses)]
-    .sort()
-    .map((address) => `${dns.scheme}://${address.includes(':') ? `[${address}]` : address}:${dns.port}`);
-}
-
-/**
- * Adds the addresses that appeared (not in rotation until their /health answers) and drops the ones
- * that went.
- */
-function syncServers(
-  servers: Map<string, Server>,
-  definition: StaticDefinition,
-  urls: string[],
-  log: Logger,
-  headers: Record<string, string>,
-): void {
-  const wanted = new Set(urls.map((url) => `${definition.model}/${new URL(url).host}`));
-  for (const [id] of servers) {
-    if (wanted.has(id)) continue;
-    servers.delete(id);
-    log.info('engine server gone from the list; out of rotation', { model: definition.model, replica: id });
-  }
-  for (const url of urls) {
-    const id = `${definition.model}/${new URL(url).host}`;
-    if (servers.has(id)) continue;
-    const kind = engineKindProbe(url, headers, definition.engine);
-    servers.set(id, { id, url, state: 'starting', failures: 0, inFlight: 0, served: 0, since: Date.now(), kind });
-    log.info('engine server found', { model: definition.model, replica: id });
-  }
-}
-
-/**
- * A starting or unhealthy server enters rotation on a 200 from /health; a ready one leaves it after
- * `unhealthyAfter` failures in a row.
- */
-async function checkServer(server: Server, model: string, options: ServersOptions): Promise<void> {
-  const healthy = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) }).then(
-    async (response) => {
-      await response.body?.cancel();
-      return response.status === 200;
-    },
-    () => false,
-  );
-  if (healthy) {
-    server.failures = 0;
-    server.kind.probe();
-    if (server.state !== 'ready') {
-      server.state = 'ready';
-      server.since = Date.now();
-      options.log.info('engine server ready', { model, replica: server.id });
-    }
-    return;
-  }
-  server.failures += 1;
-  if (server.state === 'ready' && server.failures >= (options.unhealthyAfter ?? 3)) {
-    server.state = 'unhealthy';
-    options.log.warn('engine server stopped answering; out of rotation', { model, replica: server.id });
-  }
-}
-
-function targetOf(
-  server: Server,
-  servedModelName: string,
-  headers: Record<string, string>,
-  routing: UpstreamTarget['routing'],
-  tenancy: EngineTenancy,
-): UpstreamTarget {
-  server.inFlight += 1;
-  server.served += 1;
-  let released = false;
-  return {
-    baseUrl: `${server.url}/v1`,
-    servedModelName,
-    headers,
-    engineKind: server.kind.current(),
-    tenancy,
-    replicaId: server.id,
-    routing,
-    release() {
-      if (released) return;
-      released = true;
-      server.inFlight -= 1;
-    },
-    markFailed() {
-      // Out of rotation at once; the next /health 200 brings it back.
-      if (server.state === 'ready') server.state = 'unhealthy';
-    },
-  };
-}
-
-function serversStatus(model: string, servers: Map<string, Server>, scraper: LoadScraper | null): EngineStatus {
-  const replicas = [...servers.values()].sort((a, b) => a.id.localeCompare(b.id));
-  return {
-    model,
-    kind: 'static',
-    desiredReplicas: replicas.length,
-    dockerHost: null,
-    minReplicas: replicas.length,
-    maxReplicas: replicas.length,
-    replicas: replicas.map((s) => {
-      const load = scraper?.loadOf(s.id) ?? null;
-      return {
-        id: s.id,
-        state: s.state,
-        container: null,
-        address: new URL(s.url).host,
-        startedAt: new Date(s.since).toISOString(),
-        uptimeSeconds: Math.floor((Date.now() - s.since) / 1000),
-        inFlight: s.inFlight,
-        served: s.served,
-        restarts: 0,
-        host: null,
-        gpus: [],
-        load: load && {
-          waiting: load.waiting,
-          running: load.running,
-          kvCacheUsage: load.kvCacheUsage,
-          prefixHitRate: load.prefixQueries ? (load.prefixHits ?? 0) / load.prefixQueries : null,
-        },
-      };
-    }),
-  };
-}
-
-/** `http://host:8000`, `http://host:8000/` or `http://host:8000/v1`: the form without `/v1`. */
-export function baseOf(url: string): string {
-  return url.replace(/\/+$/, '').replace(/\/v1$/, '');
 }

@@ -1,6 +1,6 @@
 import { bodiesToStore } from '../billing/request-data.js';
 import type { Settlement } from '../billing/settlement.js';
-import type { ChargeRecord } from '../billing/wallet.js';
+import type { ChargeRecord } from '../billing/charge-writes.js';
 import type { CachedResponse } from '../cache/response-cache.js';
 import type { AuthorizedRequest } from './authorize.js';
 import type { BilledDeps } from './endpoint.js';

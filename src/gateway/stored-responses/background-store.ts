@@ -10,6 +10,14 @@ import { responseIdKind } from './ids.js';
 
 type Json = Record<string, unknown>;
 
+/** What a running job used so far (`BackgroundStore.generated`). */
+export interface GeneratedSoFar {
+  promptTokens: number | null;
+  tokens: number;
+  cachedTokens: number;
+  reasoningTokens: number;
+}
+
 export type {
   AdmittedCharge,
   BackgroundRequest,
@@ -130,10 +138,14 @@ export class BackgroundStore {
 
   /**
    * What it used so far, for a replica that bills it after this one died: the tokens generated, and
-   * the prompt as the engine counted it (null: none yet, `reachedEngine`'s estimate stays).
+   * the prompt as the engine counted it (null: none yet, `reachedEngine`'s estimate stays), with
+   * the cached and reasoning tokens it reported among them.
    */
-  async generated(id: string, replica: string, used: { promptTokens: number | null; tokens: number }): Promise<void> {
-    const counted = used.promptTokens === null ? {} : { promptTokens: used.promptTokens };
+  async generated(id: string, replica: string, used: GeneratedSoFar): Promise<void> {
+    const counted =
+      used.promptTokens === null
+        ? {}
+        : { promptTokens: used.promptTokens, cachedTokens: used.cachedTokens, reasoningTokens: used.reasoningTokens };
     await bounded(
       this.db
         .update(backgroundResponses)

@@ -123,6 +123,9 @@ export const backgroundResponses = pgTable(
     reachedEngine: boolean('reached_engine').notNull().default(false),
     promptTokens: integer('prompt_tokens').notNull().default(0),
     generatedTokens: integer('generated_tokens').notNull().default(0),
+    /** Of the counts above, those the engine reported cached and reasoning, billed as any record's. */
+    cachedTokens: integer('cached_tokens').notNull().default(0),
+    reasoningTokens: integer('reasoning_tokens').notNull().default(0),
     cancelRequested: boolean('cancel_requested').notNull().default(false),
     claimedBy: text('claimed_by'),
     leaseUntil: timestamp('lease_until', { withTimezone: true }),

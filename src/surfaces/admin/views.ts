@@ -9,7 +9,7 @@
 import type { NodeRow, ProfileRow } from '../../platform/clusters/service.js';
 import type { EngineStatus } from '../../gateway/engines/types.js';
 import { formatAmount, shownPrice } from '../../gateway/billing/money.js';
-import type { LedgerEntry } from '../../gateway/billing/wallet.js';
+import type { LedgerEntry } from '../../gateway/billing/ledger-entries.js';
 import type { ModelRow, PriceRow } from '../../gateway/catalog/service.js';
 import { keyStatus, type KeyRow } from '../../gateway/keys/service.js';
 import type { Organization } from '../../platform/orgs/service.js';

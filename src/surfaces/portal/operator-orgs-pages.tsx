@@ -1,5 +1,5 @@
 import { formatAmount } from '../../gateway/billing/money.js';
-import type { LedgerEntry } from '../../gateway/billing/wallet.js';
+import type { LedgerEntry } from '../../gateway/billing/ledger-entries.js';
 import type { CurrencyInfo } from '../../platform/costs/currencies.js';
 import { Notice, Page } from './layout.js';
 import type { Viewer } from './layout.js';

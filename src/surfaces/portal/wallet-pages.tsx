@@ -1,5 +1,5 @@
 import { formatAmount } from '../../gateway/billing/money.js';
-import type { LedgerEntry } from '../../gateway/billing/wallet.js';
+import type { LedgerEntry } from '../../gateway/billing/ledger-entries.js';
 import { LEDGER_KINDS, type LedgerKind } from '../../shared/db/schema.js';
 import { DayChart, type DayValue } from './chart.js';
 import { Notice, Page, When } from './layout.js';

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ChargeJournal } from '../../../src/gateway/billing/journal.js';
 import { checkpointLine, chargeLine } from '../../../src/gateway/billing/journal-lines.js';
 import { type ChargeSoFar, StreamCheckpoints } from '../../../src/gateway/billing/stream-checkpoints.js';
-import type { ChargeRecord } from '../../../src/gateway/billing/wallet.js';
+import type { ChargeRecord } from '../../../src/gateway/billing/charge-writes.js';
 import { chargeRecord } from '../../helpers/charges.js';
 
 /**

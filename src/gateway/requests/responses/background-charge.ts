@@ -29,11 +29,19 @@ export function admittedCharge(call: BilledCall): AdmittedCharge {
 
 /**
  * What a job whose replica died had generated, as that replica last wrote it (every 250 ms): the
- * engine's running count when it reported one, else its prompt's estimate and the chunks that
- * carried tokens. What came after that write is lost with the replica.
+ * engine's running count when it reported one (its cached and reasoning tokens with it), else its
+ * prompt's estimate and the chunks that carried tokens. What came after that write is lost with
+ * the replica.
  */
-export function cutUsage(row: Pick<BackgroundRow, 'promptTokens' | 'generatedTokens'>): TokenUsage {
-  return { promptTokens: row.promptTokens, completionTokens: row.generatedTokens };
+export function cutUsage(
+  row: Pick<BackgroundRow, 'promptTokens' | 'generatedTokens' | 'cachedTokens' | 'reasoningTokens'>,
+): TokenUsage {
+  return {
+    promptTokens: row.promptTokens,
+    completionTokens: row.generatedTokens,
+    cachedTokens: row.cachedTokens,
+    reasoningTokens: row.reasoningTokens,
+  };
 }
 
 /**

@@ -105,6 +105,8 @@ export class EventKeeper {
     const used = {
       promptTokens: counted?.promptTokens ?? null,
       tokens: counted?.completionTokens ?? this.writer.state.tokenChunks,
+      cachedTokens: counted?.cachedTokens ?? 0,
+      reasoningTokens: counted?.reasoningTokens ?? 0,
     };
     const { store, replica, log } = this.ctx;
     this.writing = this.writing.then(async () => {

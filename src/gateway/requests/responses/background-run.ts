@@ -50,9 +50,11 @@ export function responseIn(job: Pick<BackgroundJob, 'id' | 'call'>, status: Back
 export async function runJob(ctx: JobContext, job: BackgroundJob, running: (cancel: () => void) => void) {
   const run = new JobRun(ctx, job);
   running(() => run.cancel());
-  // Stopped as a cancel is when its key is revoked or its model disabled, on any replica.
+  // Stopped as a cancel is when its key is revoked, its model disabled or its wallet spent, on any
+  // replica.
   const { call } = job;
   const untrack = ctx.deps.detachedCalls.track({
+    orgId: call.caller.orgId,
     keyId: call.caller.id,
     modelId: call.model.id,
     stop: () => run.cancel(),

@@ -1,0 +1,2 @@
+ALTER TABLE "background_responses" ADD COLUMN "cached_tokens" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE "background_responses" ADD COLUMN "reasoning_tokens" integer DEFAULT 0 NOT NULL;
