@@ -56,7 +56,9 @@ describe.skipIf(!hasPostgres)('a wallet spent while its batch and a background r
     replicas = await gatewayReplicas({
       // As a replica (`urls`): its room counted, so lines claimed beyond it wait in the gateway.
       engines: [{ kind: 'static', model: 'sim-chat', urls: [sim.url], max_num_seqs: ENGINE_SEQS }],
-      env: { TOLLGATE_BATCHES_CONCURRENCY: String(CONCURRENCY) },
+      // One organization takes every slot (no headroom kept for another's next request): the
+      // engine's room is what the lines fill.
+      env: { TOLLGATE_BATCHES_CONCURRENCY: String(CONCURRENCY), TOLLGATE_FLOW_SHARE_HEADROOM: '0' },
     });
     one = replicas.first;
     const tenant = await one.tenant({ credit: '50.00', key: { requestsPerMinute: 100_000, maxConcurrency: 100 } });
