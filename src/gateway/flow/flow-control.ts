@@ -54,6 +54,7 @@ export class FlowControl {
     const flow = this.flowOf(request.modelId);
     const band = bandRank(request.band);
     if (band < BATCH) flow.betterBandAt = performance.now();
+    flow.asked(request.orgId);
     // At once when it has room and only worse bands wait (none may go before it), or its own band's
     // while it is below its share (it would be served first).
     const next = flow.queue.nextBand();
@@ -172,10 +173,11 @@ export class FlowControl {
   /**
    * Slots the organization holding the most leaves free for others' next requests, on engines that
    * run a request to its end: `shareHeadroom`, never more than it already holds (its first requests
-   * always go, whatever the fleet's size).
+   * always go), only while another organization asked within `batchHeadroomMs` (else none).
    */
   private shareHeadroom(flow: ModelFlow, request: FlowRequest | undefined): number {
-    if (!request || !flow.leads(request.orgId, request.weight)) return 0;
+    const mixed = performance.now() - flow.mixedAt <= this.settings.batchHeadroomMs;
+    if (!request || !mixed || !flow.leads(request.orgId, request.weight)) return 0;
     return Math.min(this.settings.shareHeadroom ?? 0, flow.inFlightByOrg.get(request.orgId) ?? 0);
   }
 

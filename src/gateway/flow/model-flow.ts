@@ -26,8 +26,20 @@ export class ModelFlow {
   readonly expected = new CompletionForecast();
   /** When a request of a better band than `batch` last asked for the model (performance.now()). */
   betterBandAt = -Infinity;
+  /**
+   * When a request of another organization than the one before it last asked for the model
+   * (performance.now()): the share headroom is kept only while organizations mix, so a lone one
+   * has every slot.
+   */
+  mixedAt = -Infinity;
+  private lastAsker: string | null = null;
   /** When each slot this gateway handed to another (`FlowPeers`) stops counting as taken here. */
   private readonly lent: number[] = [];
+
+  asked(orgId: string): void {
+    if (this.lastAsker !== null && this.lastAsker !== orgId) this.mixedAt = performance.now();
+    this.lastAsker = orgId;
+  }
 
   started(band: number, orgId: string, weight: number, ahead: boolean): void {
     this.inFlight++;

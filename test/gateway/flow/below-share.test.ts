@@ -75,8 +75,10 @@ describe('an organization below its share, beside a flood that holds every slot'
 
   it('takes the slot the flood leaves free where a stream runs to its end', async () => {
     const flow = flowControl(16, false);
+    // B asked for the model a moment ago: organizations mix, so the flood leaves a slot free.
+    (flow.enter(request('b')) as FlowPass).done({ promptTokens: 10, completionTokens: 20 });
     const a = enterMany(flow, 'a', 40);
-    // The flood, alone, leaves one slot of 16 free.
+    // The flood leaves one slot of 16 free.
     expect(a.passes).toHaveLength(15);
     const b = flow.enter(request('b'));
     expect(b).not.toBeInstanceOf(Promise);
@@ -101,6 +103,10 @@ describe('an organization below its share, beside a flood that holds every slot'
     expect(a.passes.length + b.passes.length).toBe(16);
     const none = flowControl(16, false, 0);
     expect(enterMany(none, 'a', 20).passes).toHaveLength(16);
+  });
+
+  it('keeps no slot for others while one organization is alone', () => {
+    expect(enterMany(flowControl(16, false), 'a', 20).passes).toHaveLength(16);
   });
 
   it('always lets an organization in with its first request, however few the slots', () => {

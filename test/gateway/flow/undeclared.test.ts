@@ -153,6 +153,9 @@ describe("another organization's request while a flood that ends in lockstep hol
     const { gateway, engineFigure } = await fleet({ declared: true });
     const a = await gateway.tenant({ key });
     const b = await gateway.tenant({ key });
+    // B asked a moment ago (organizations mix: a lone one would have every slot).
+    const earlier = openStream(gateway, b.secret, 5);
+    await until("B's earlier answer ends", () => earlier.ended, { timeout: 20_000 });
     const flood = Array.from({ length: 8 }, () => openStream(gateway, a.secret, 3000));
     await until('A runs all but one slot and waits', async () => {
       return (await engineFigure('num_requests_running')) === 3 && gateway.services.flow.waiting(a.orgId) === 5;
