@@ -119,16 +119,16 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     await startLoops(services, log, closers);
     closers.unshift(async () => services.flow.close());
     const simulated = definitions.filter((d): d is SimulatorDefinition => d.kind === 'simulator');
+    // The global stacks shipped in stacks/ (read whole on a first start only:
+    // `loadShippedStacks`); a broken one is logged, never a reason not to serve. Before the
+    // listener: `npm start` takes its signals once this returns, so nothing may answer before.
+    await loadShippedStacks(services.stacks, log).catch((error: unknown) =>
+      log.error('shipped stacks not loaded', describeError(error)),
+    );
     const firstStart = await storeIsEmpty(services);
     const demo = config.seedDemo && firstStart ? await seedDemo(services, simulated) : null;
     const server = await listen(createApp(services).fetch, config);
     closers.unshift(() => closeServer(server));
-    // The global stacks shipped in stacks/, read while the gateway already answers (no call needs
-    // them; a first start spends about a second on them); a broken one is logged, never a reason
-    // not to serve.
-    await loadShippedStacks(services.stacks, log).catch((error: unknown) =>
-      log.error('shipped stacks not loaded', describeError(error)),
-    );
     const port = (server.address() as AddressInfo).port;
     const { metrics: metricsOn, metricsPort, metricsHost } = config.observability;
     const metricsServer =
